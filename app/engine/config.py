@@ -1,0 +1,40 @@
+"""Settings records for loading models and for one generation request."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Optional
+
+
+def default_threads() -> int:
+    return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class LoadSettings:
+    """How models are loaded. Changing any of these means reloading the models."""
+
+    n_ctx: int = 4096
+    n_threads: int = field(default_factory=default_threads)
+    target_gpu_layers: int = 0
+    draft_gpu_layers: int = 0
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    """One request. The same sampling settings are applied to target and draft distributions."""
+
+    max_tokens: int = 512
+    temperature: float = 0.0
+    top_k: int = 40
+    top_p: float = 0.95
+    min_p: float = 0.05
+    seed: Optional[int] = None
+    speculative: bool = True
+    # "auto": the draft model when one is loaded, n-gram prompt lookup otherwise; "model"; "ngram".
+    drafter: str = "auto"
+    # None means "auto": the speculation controller picks k each round. An int fixes k (for experiments).
+    draft_max: Optional[int] = None
+    # The draft model stops drafting when its top probability falls below this.
+    draft_p_min: float = 0.0

@@ -1,0 +1,77 @@
+"""Plain records the engine yields while it generates.
+
+They carry no Qt and no references to models, so any front end (the window, the CLI, a test) can consume them,
+and they can cross a thread boundary as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Literal, Union
+
+TokenSource = Literal["draft", "target"]
+
+
+@dataclass(frozen=True)
+class TokenEvent:
+    """One emitted token.
+
+    `source` is "draft" when the draft proposed it and the target accepted it, "target" when the target produced it
+    itself (plain decoding, a correction after a rejection, or the bonus token after a fully accepted draft).
+    `text` is a UTF-8-safe text delta: the texts of all token events of a reply concatenate to the reply. A token
+    that ends in the middle of a multi-byte character carries "" and the completing token carries the character.
+    """
+
+    request_id: int
+    index: int
+    token_id: int
+    text: str
+    source: TokenSource
+
+
+@dataclass(frozen=True)
+class RoundEvent:
+    """One speculation round finished: what was drafted, by whom, and how much the target accepted.
+
+    `draft_len` is the k the drafter was allowed this round (0 means plain decoding, no draft work at all);
+    `reason` says in words why that k was chosen, so a front end can explain itself.
+    """
+
+    request_id: int
+    drafter: str  # "model", "ngram" or "none"
+    draft_len: int
+    drafted: int
+    accepted: int
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class GenerationStats:
+    tokens: int = 0
+    tokens_per_second: float = 0.0
+    ttft_s: float = 0.0
+    drafted: int = 0
+    accepted: int = 0
+    acceptance_rate: float = 0.0
+    mean_accepted_run: float = 0.0
+    rounds: int = 0
+    stop_reason: str = ""  # "eos", "max_tokens", "context_full", "cancelled", "error"
+    prompt_tokens: int = 0
+    prompt_eval_s: float = 0.0
+    elapsed_s: float = 0.0
+    draft_len_histogram: dict[int, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class FinishedEvent:
+    """The reply is complete (or was stopped); `text` is the whole reply."""
+
+    request_id: int
+    text: str
+    stats: GenerationStats
+
+
+EngineEvent = Union[TokenEvent, RoundEvent, FinishedEvent]
