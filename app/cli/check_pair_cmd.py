@@ -1,0 +1,5 @@
+"""Placeholder until this sub-command is written."""
+
+
+def register(subparsers) -> None:
+    pass

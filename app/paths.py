@@ -1,0 +1,56 @@
+"""Where SpecChat keeps its files: one place, so a pip install and the bundle share chats, settings and models.
+
+`SPECCHAT_HOME` moves everything under one folder (tests use it so they never touch the real user folders).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+APP_NAME = "SpecChat"
+
+
+def _home_override() -> Path | None:
+    home = os.environ.get("SPECCHAT_HOME")
+    return Path(home) if home else None
+
+
+def user_data_dir() -> Path:
+    home = _home_override()
+    if home:
+        return home / "data"
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+
+
+def user_config_dir() -> Path:
+    home = _home_override()
+    if home:
+        return home / "config"
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False))
+
+
+def user_cache_dir() -> Path:
+    home = _home_override()
+    if home:
+        return home / "cache"
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
+
+
+def models_dir() -> Path:
+    """The app's own models folder: downloads land here and it is always scanned."""
+    return user_data_dir() / "models"
+
+
+def database_path() -> Path:
+    return user_data_dir() / "chats.sqlite3"
+
+
+def settings_path() -> Path:
+    return user_config_dir() / "settings.json"

@@ -1,0 +1,48 @@
+"""Shared fixtures. Qt runs offscreen and every test gets its own SpecChat home, never the user's folders."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+REAL_MODELS_DIR = Path(
+    os.environ.get("SPECCHAT_TEST_MODELS") or Path.home() / ".cache" / "specchat-test-models"
+)
+REAL_TARGET = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+REAL_DRAFT = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+REAL_GEMMA = "gemma-3-270m-q4_k_m.gguf"
+REAL_SMOLLM = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@pytest.fixture(autouse=True)
+def specchat_home(tmp_path_factory, monkeypatch) -> Path:
+    """A private SpecChat home per test, so nothing reads or writes the real user data, config or cache."""
+    home = tmp_path_factory.mktemp("specchat-home")
+    monkeypatch.setenv("SPECCHAT_HOME", str(home))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(home / "hf"))
+    return home
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory):
+    """The synthetic GGUF model set (see app.synthetic), written once per test session."""
+    from app.synthetic import make_model_set
+
+    return make_model_set(tmp_path_factory.mktemp("tiny-models"))
+
+
+@pytest.fixture(scope="session")
+def real_models() -> dict[str, Path]:
+    """The real models from ../shared/models/fetch-models.sh; the test is skipped when they are absent."""
+    names = {"target": REAL_TARGET, "draft": REAL_DRAFT, "gemma": REAL_GEMMA, "smollm": REAL_SMOLLM}
+    paths = {key: REAL_MODELS_DIR / name for key, name in names.items()}
+    missing = [p.name for p in paths.values() if not p.is_file()]
+    if missing:
+        pytest.skip(f"real models absent from {REAL_MODELS_DIR} ({', '.join(missing)}); run fetch-models.sh")
+    return paths
