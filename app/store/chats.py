@@ -1,0 +1,441 @@
+"""Chats and their messages, kept in the SQLite chat database.
+
+Every write is one transaction committed before the method returns, so a crash (or the user killing the app
+mid-reply) loses at most the reply still being generated, never a message that was already added.
+
+Per-token provenance (which tokens the draft model proposed and the target accepted) is stored with its message
+as one compact JSON document, not a row per token: replies run to thousands of tokens and are always read whole.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from app import paths
+from app.store import _fields
+from app.store.db import describe_error, open_database, transaction
+from app.store.errors import NotFoundError, StoreError
+
+log = logging.getLogger(__name__)
+
+Role = Literal["system", "user", "assistant"]
+ROLES: tuple[str, ...] = ("system", "user", "assistant")
+DEFAULT_TITLE = "New chat"
+AUTO_TITLE_LENGTH = 40
+
+# One letter per token in the stored provenance string: "dtt" is draft, target, target.
+_SOURCE_TO_CODE = {"draft": "d", "target": "t"}
+_CODE_TO_SOURCE = {code: source for source, code in _SOURCE_TO_CODE.items()}
+_TOKENS_FORMAT = 1
+
+
+@dataclass
+class ChatSettings:
+    """How a chat generates. Stored with the chat as JSON; unknown keys from newer versions are ignored.
+
+    temperature defaults to 0 (greedy): the app exists to show speculative decoding, and under greedy sampling the
+    reply is the same with or without the draft model, so what the user compares is speed and acceptance alone.
+    """
+
+    system_prompt: str = ""
+    temperature: float = 0.0
+    top_p: float = 0.95
+    top_k: int = 40
+    seed: int | None = None
+    max_tokens: int = 1024
+    draft_max: int | None = None  # None: the speculation controller picks the draft length each round
+    speculative: bool = True
+    target_path: str | None = None
+    draft_path: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return _fields.to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ChatSettings:
+        settings, rejected = _fields.from_dict(cls, data)
+        if rejected:
+            log.warning("chat settings: ignored bad values for %s", ", ".join(rejected))
+        return settings
+
+
+@dataclass
+class Chat:
+    """A snapshot of one chat; changing it changes nothing in the database (use the ChatStore methods)."""
+
+    id: int
+    title: str
+    created_at: float  # Unix seconds
+    updated_at: float  # Unix seconds; bumped by every message added, edited or removed
+    settings: ChatSettings = field(default_factory=ChatSettings)
+
+
+@dataclass
+class Message:
+    """A snapshot of one message.
+
+    `tokens` is the reply's per-token provenance, [(text, "draft" | "target"), ...], or None when there is none
+    (user and system messages, or an assistant reply whose text was edited afterwards). `stats` is
+    GenerationStats.to_dict() of the generation that produced it.
+    """
+
+    id: int
+    chat_id: int
+    role: Role
+    content: str
+    created_at: float  # Unix seconds
+    stats: dict | None = None
+    tokens: list[tuple[str, str]] | None = None
+    target_name: str | None = None
+    draft_name: str | None = None
+
+
+def auto_title(text: str, limit: int = AUTO_TITLE_LENGTH) -> str:
+    """A chat title from its first user message: one line, at most about `limit` characters, cut at a word."""
+    line = " ".join(text.split())
+    if not line:
+        return DEFAULT_TITLE
+    if len(line) <= limit:
+        return line
+    cut = line[:limit]
+    space = cut.rfind(" ")
+    if space >= limit // 2:  # a word boundary not too far back; otherwise cut mid-word rather than keep a stub
+        cut = cut[:space]
+    return cut.rstrip(" ,.;:-") + "…"
+
+
+def encode_tokens(tokens: Iterable[tuple[str, str]] | None) -> str | None:
+    """Provenance as one JSON document: {"v": 1, "texts": [...], "sources": "dtt..."}."""
+    if tokens is None:
+        return None
+    texts: list[str] = []
+    codes: list[str] = []
+    for text, source in tokens:
+        if not isinstance(text, str):
+            raise TypeError(f"token text must be str, not {type(text).__name__}")
+        try:
+            codes.append(_SOURCE_TO_CODE[source])
+        except KeyError:
+            raise ValueError(f"token source must be 'draft' or 'target', not {source!r}") from None
+        texts.append(text)
+    document = {"v": _TOKENS_FORMAT, "texts": texts, "sources": "".join(codes)}
+    encoded = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    try:
+        encoded.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate cannot be stored as UTF-8 text; \u escapes keep even that exact.
+        encoded = json.dumps(document, ensure_ascii=True, separators=(",", ":"))
+    return encoded
+
+
+def decode_tokens(encoded: str | None) -> list[tuple[str, str]] | None:
+    if encoded is None:
+        return None
+    document = json.loads(encoded)
+    texts, codes = document["texts"], document["sources"]
+    if len(texts) != len(codes):
+        raise ValueError("token provenance is damaged: texts and sources differ in length")
+    return [(text, _CODE_TO_SOURCE[code]) for text, code in zip(texts, codes)]
+
+
+def _encode_stats(stats: dict | None) -> str | None:
+    if stats is None:
+        return None
+    return json.dumps(_tag_int_keys(stats), ensure_ascii=False, separators=(",", ":"))
+
+
+def _decode_stats(encoded: str | None) -> dict | None:
+    if encoded is None:
+        return None
+    return json.loads(encoded, object_hook=_untag_int_keys)
+
+
+# JSON object keys are strings, but GenerationStats.draft_len_histogram is keyed by int; tag such dicts so they
+# come back with int keys instead of silently turning into {"3": 7}.
+_INT_KEYS_TAG = "__int_keys__"
+
+
+def _tag_int_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        if value and all(isinstance(k, int) and not isinstance(k, bool) for k in value):
+            return {_INT_KEYS_TAG: [[k, _tag_int_keys(v)] for k, v in value.items()]}
+        return {k: _tag_int_keys(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_tag_int_keys(v) for v in value]
+    return value
+
+
+def _untag_int_keys(obj: dict) -> Any:
+    if len(obj) == 1 and _INT_KEYS_TAG in obj:
+        return {int(k): v for k, v in obj[_INT_KEYS_TAG]}
+    return obj
+
+
+def _contains_folded(haystack: str | None, folded_needle: str) -> bool:
+    # Python's casefold rather than SQL LIKE, whose case-insensitivity stops at ASCII ("Ärger" vs "ärger").
+    return haystack is not None and folded_needle in haystack.casefold()
+
+
+class ChatStore:
+    """The chat history: chats, their settings and messages, in one SQLite database.
+
+    Thread: the GUI thread only (the one that created the store). sqlite3 enforces this and raises if another
+    thread calls in; the inference worker hands finished replies to the GUI, which stores them.
+
+    Every method commits before it returns. Errors are StoreError (DatabaseCorruptError, DatabaseTooNewError,
+    NotFoundError) with a message the window can show as it is.
+    """
+
+    def __init__(self, path: Path | None = None):
+        self.path = Path(path) if path is not None else paths.database_path()
+        self._conn = open_database(self.path)
+        self._conn.row_factory = sqlite3.Row
+        self._conn.create_function("specchat_contains", 2, _contains_folded, deterministic=True)
+
+    # -- lifetime --------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> ChatStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
+            raise  # a bug in the caller (wrong thread, closed store), not a problem with the file
+        except sqlite3.Error as e:
+            raise describe_error(self.path, e) from e
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._errors(), transaction(self._conn) as conn:
+            yield conn
+
+    def _bump_time(self, conn: sqlite3.Connection) -> float:
+        # Strictly newer than every chat, so the chat just touched sorts first even when the clock is coarse
+        # (Windows) or was set back.
+        newest = conn.execute("SELECT max(updated_at) FROM chats").fetchone()[0]
+        now = time.time()
+        return now if newest is None or now > newest else newest + 0.001
+
+    # -- chats -----------------------------------------------------------------------------------------------
+
+    def create_chat(self, title: str = DEFAULT_TITLE, settings: ChatSettings | None = None) -> Chat:
+        settings = settings if settings is not None else ChatSettings()
+        with self._write() as conn:
+            now = self._bump_time(conn)
+            cursor = conn.execute(
+                "INSERT INTO chats (title, created_at, updated_at, settings) VALUES (?, ?, ?, ?)",
+                (title, now, now, _settings_json(settings)),
+            )
+            chat_id = cursor.lastrowid
+        # A copy, so the caller editing its settings object later does not silently diverge from the database.
+        stored = ChatSettings.from_dict(settings.to_dict())
+        return Chat(id=chat_id, title=title, created_at=now, updated_at=now, settings=stored)
+
+    def list_chats(self, search: str = "") -> list[Chat]:
+        """All chats, most recently updated first; `search` keeps those whose title or any message contains it."""
+        needle = search.strip().casefold()
+        with self._errors():
+            if not needle:
+                rows = self._conn.execute("SELECT * FROM chats ORDER BY updated_at DESC, id DESC").fetchall()
+            else:
+                rows = self._conn.execute(
+                    """
+                    SELECT * FROM chats AS c
+                    WHERE specchat_contains(c.title, :needle)
+                       OR EXISTS (SELECT 1 FROM messages AS m
+                                  WHERE m.chat_id = c.id AND specchat_contains(m.content, :needle))
+                    ORDER BY c.updated_at DESC, c.id DESC
+                    """,
+                    {"needle": needle},
+                ).fetchall()
+        return [_chat_from_row(row) for row in rows]
+
+    def get_chat(self, chat_id: int) -> Chat | None:
+        """The chat, or None if there is no such chat (deleted, say)."""
+        with self._errors():
+            row = self._conn.execute("SELECT * FROM chats WHERE id = ?", (chat_id,)).fetchone()
+        return _chat_from_row(row) if row is not None else None
+
+    def _require_chat(self, chat_id: int) -> Chat:
+        chat = self.get_chat(chat_id)
+        if chat is None:
+            raise NotFoundError(f"There is no chat {chat_id} (it may have been deleted).")
+        return chat
+
+    def rename_chat(self, chat_id: int, title: str) -> Chat:
+        with self._write() as conn:
+            # Renaming is not activity: the chat keeps its place in the list.
+            if conn.execute("UPDATE chats SET title = ? WHERE id = ?", (title, chat_id)).rowcount == 0:
+                raise NotFoundError(f"There is no chat {chat_id} to rename (it may have been deleted).")
+        return self._require_chat(chat_id)
+
+    def update_settings(self, chat_id: int, settings: ChatSettings) -> Chat:
+        with self._write() as conn:
+            cursor = conn.execute("UPDATE chats SET settings = ? WHERE id = ?", (_settings_json(settings), chat_id))
+            if cursor.rowcount == 0:
+                raise NotFoundError(f"There is no chat {chat_id} to change (it may have been deleted).")
+        return self._require_chat(chat_id)
+
+    def delete_chat(self, chat_id: int) -> None:
+        """Delete the chat and all its messages. Deleting a chat that is already gone is not an error."""
+        with self._write() as conn:
+            conn.execute("DELETE FROM chats WHERE id = ?", (chat_id,))  # messages go by ON DELETE CASCADE
+
+    # -- messages --------------------------------------------------------------------------------------------
+
+    def add_message(
+        self,
+        chat_id: int,
+        role: Role,
+        content: str,
+        stats: dict | None = None,
+        tokens: list[tuple[str, str]] | None = None,
+        target_name: str | None = None,
+        draft_name: str | None = None,
+    ) -> Message:
+        """Append a message and commit it at once. The first user message of a "New chat" names the chat."""
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
+        # Encode before the transaction: a bad token or stats value raises without touching the database.
+        tokens_json = encode_tokens(tokens)
+        stats_json = _encode_stats(stats)
+        with self._write() as conn:
+            row = conn.execute("SELECT title FROM chats WHERE id = ?", (chat_id,)).fetchone()
+            if row is None:
+                raise NotFoundError(f"There is no chat {chat_id} to add a message to (it may have been deleted).")
+            now = self._bump_time(conn)
+            cursor = conn.execute(
+                """
+                INSERT INTO messages (chat_id, role, content, created_at, stats, tokens, target_name, draft_name)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                (chat_id, role, content, now, stats_json, tokens_json, target_name, draft_name),
+            )
+            message_id = cursor.lastrowid
+            title = row["title"]
+            if role == "user" and title == DEFAULT_TITLE:
+                title = auto_title(content)
+            conn.execute("UPDATE chats SET updated_at = ?, title = ? WHERE id = ?", (now, title, chat_id))
+        return Message(
+            id=message_id,
+            chat_id=chat_id,
+            role=role,
+            content=content,
+            created_at=now,
+            stats=_decode_stats(stats_json),
+            tokens=decode_tokens(tokens_json),
+            target_name=target_name,
+            draft_name=draft_name,
+        )
+
+    def messages(self, chat_id: int) -> list[Message]:
+        """The chat's messages, oldest first (an unknown chat has none)."""
+        with self._errors():
+            rows = self._conn.execute("SELECT * FROM messages WHERE chat_id = ? ORDER BY id", (chat_id,)).fetchall()
+        return [_message_from_row(row) for row in rows]
+
+    def get_message(self, message_id: int) -> Message | None:
+        with self._errors():
+            row = self._conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
+        return _message_from_row(row) if row is not None else None
+
+    def delete_messages_from(self, chat_id: int, message_id: int) -> int:
+        """Remove the message and every later one in the chat (regenerate, edit-and-resend); returns how many."""
+        with self._write() as conn:
+            row = conn.execute("SELECT chat_id FROM messages WHERE id = ?", (message_id,)).fetchone()
+            if row is None or row["chat_id"] != chat_id:
+                raise NotFoundError(f"There is no message {message_id} in chat {chat_id} (it may have been deleted).")
+            # Ids only grow (AUTOINCREMENT), so "later in the chat" is "larger id".
+            removed = conn.execute(
+                "DELETE FROM messages WHERE chat_id = ? AND id >= ?", (chat_id, message_id)
+            ).rowcount
+            conn.execute("UPDATE chats SET updated_at = ? WHERE id = ?", (self._bump_time(conn), chat_id))
+        return removed
+
+    def update_message_content(self, message_id: int, content: str) -> Message:
+        """Replace a message's text. Token provenance that no longer spells the text is dropped with it."""
+        with self._write() as conn:
+            row = conn.execute("SELECT chat_id, tokens FROM messages WHERE id = ?", (message_id,)).fetchone()
+            if row is None:
+                raise NotFoundError(f"There is no message {message_id} to edit (it may have been deleted).")
+            tokens_json = row["tokens"]
+            if tokens_json is not None and _spelled_by(tokens_json) != content:
+                # Highlighting would mark spans of text that is no longer there.
+                tokens_json = None
+            conn.execute(
+                "UPDATE messages SET content = ?, tokens = ? WHERE id = ?", (content, tokens_json, message_id)
+            )
+            conn.execute("UPDATE chats SET updated_at = ? WHERE id = ?", (self._bump_time(conn), row["chat_id"]))
+        message = self.get_message(message_id)
+        assert message is not None
+        return message
+
+
+def _spelled_by(tokens_json: str) -> str | None:
+    try:
+        return "".join(text for text, _ in decode_tokens(tokens_json) or [])
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def _settings_json(settings: ChatSettings) -> str:
+    return json.dumps(settings.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+
+def _chat_from_row(row: sqlite3.Row) -> Chat:
+    try:
+        settings = ChatSettings.from_dict(json.loads(row["settings"]))
+    except (ValueError, TypeError):
+        log.warning("chat %s: settings unreadable, using defaults", row["id"])
+        settings = ChatSettings()
+    return Chat(
+        id=row["id"],
+        title=row["title"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        settings=settings,
+    )
+
+
+def _message_from_row(row: sqlite3.Row) -> Message:
+    try:
+        tokens = decode_tokens(row["tokens"])
+    except (ValueError, TypeError, KeyError):
+        # The text is what matters; a reply without highlighting is better than a chat that will not open.
+        log.warning("message %s: token provenance unreadable, shown without it", row["id"])
+        tokens = None
+    try:
+        stats = _decode_stats(row["stats"])
+    except (ValueError, TypeError):
+        log.warning("message %s: stats unreadable, shown without them", row["id"])
+        stats = None
+    return Message(
+        id=row["id"],
+        chat_id=row["chat_id"],
+        role=row["role"],
+        content=row["content"],
+        created_at=row["created_at"],
+        stats=stats,
+        tokens=tokens,
+        target_name=row["target_name"],
+        draft_name=row["draft_name"],
+    )
+
+

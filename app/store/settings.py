@@ -1,0 +1,137 @@
+"""Application settings: one JSON file, read forgivingly and written atomically.
+
+Reading never fails: a missing file gives the defaults; an unreadable one gives the defaults plus a warning the
+window can show, and the broken file is moved aside as settings.json.broken (not lost, not overwritten by the next
+save). Writing goes to a temporary file in the same folder that is synced and then renamed over the old one, so a
+crash or a full disk leaves either the old settings or the new, never half of each (git-cola settings.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app import paths
+from app.store import _fields
+from app.store.errors import StoreError
+
+
+def _default_threads() -> int:
+    return max(1, os.cpu_count() or 1)
+
+
+# Set by load_settings for the window to show; never written to the file.
+_NOT_SAVED = ("load_warning",)
+
+
+@dataclass
+class AppSettings:
+    """Settings of the app as a whole (per-chat generation settings live with each chat in the database)."""
+
+    model_folders: list[str] = field(default_factory=list)  # besides app.paths.models_dir(), which is always scanned
+    threads: int = field(default_factory=_default_threads)
+    context_size: int = 4096
+    target_gpu_layers: int = 0
+    draft_gpu_layers: int = 0
+    last_target: str | None = None
+    last_draft: str | None = None
+    show_highlighting: bool = True
+    scan_hf_cache: bool = True
+    # Why the file could not be used as it was, in words for the user; None when it loaded cleanly.
+    load_warning: str | None = field(default=None, compare=False, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _fields.to_dict(self, skip=_NOT_SAVED)
+
+
+def load_settings(path: Path | None = None) -> AppSettings:
+    """The saved settings, or defaults. Never raises; problems are described in `load_warning`."""
+    path = Path(path) if path is not None else paths.settings_path()
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return AppSettings()
+    except OSError as e:
+        # Not moved aside: the file may be fine and only unreadable to us right now.
+        return AppSettings(load_warning=f"The settings file {path} could not be read ({e.strerror or e}); "
+                           "using the default settings.")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+    except ValueError as e:  # includes JSONDecodeError and UnicodeDecodeError
+        return AppSettings(load_warning=_set_aside(path, str(e)))
+
+    settings, rejected = _fields.from_dict(AppSettings, data, skip=_NOT_SAVED)
+    if settings.threads < 1:
+        settings.threads = _default_threads()
+        rejected.append("threads")
+    if rejected:
+        settings.load_warning = (
+            f"Some settings in {path} had values SpecChat could not use ({', '.join(rejected)}); "
+            "those are back to their defaults."
+        )
+    return settings
+
+
+def _set_aside(path: Path, reason: str) -> str:
+    broken = _free_name(path.with_name(path.name + ".broken"))
+    try:
+        os.replace(path, broken)
+    except OSError as e:
+        return (f"The settings file {path} is damaged ({reason}) and could not be moved aside ({e.strerror or e}); "
+                "using the default settings.")
+    return (f"The settings file {path} is damaged ({reason}); using the default settings. "
+            f"The damaged file was kept as {broken}.")
+
+
+def _free_name(candidate: Path) -> Path:
+    # Never overwrite an earlier broken copy: it may hold the settings the user wants back.
+    n = 1
+    base = candidate
+    while candidate.exists():
+        candidate = base.with_name(f"{base.name}.{n}")
+        n += 1
+    return candidate
+
+
+def save_settings(settings: AppSettings, path: Path | None = None) -> None:
+    """Write the settings atomically. Raises StoreError (the old file is then untouched)."""
+    path = Path(path) if path is not None else paths.settings_path()
+    text = json.dumps(settings.to_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    tmp_name: str | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Same folder as the target: os.replace is atomic only within one file system.
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp_name, path)
+        tmp_name = None
+        _fsync_dir(path.parent)
+    except OSError as e:
+        raise StoreError(f"The settings could not be saved to {path}: {e.strerror or e}. "
+                         "Check that the folder is writable and the disk is not full.") from e
+    finally:
+        if tmp_name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
+
+
+def _fsync_dir(folder: Path) -> None:
+    # Makes the rename itself durable on POSIX; Windows cannot open a folder for fsync, and needs no such step.
+    if os.name != "posix":
+        return
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
