@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
@@ -23,7 +22,7 @@ from typing import Any, Literal
 from app import paths
 from app.store import _fields
 from app.store.db import describe_error, open_database, transaction
-from app.store.errors import NotFoundError, StoreError
+from app.store.errors import NotFoundError
 
 log = logging.getLogger(__name__)
 
