@@ -1,0 +1,239 @@
+"""The model library: which GGUF files the app can offer, found without loading any weights.
+
+Plain Python (no Qt), so the window, the CLI and tests share it. Scanning reads only GGUF headers through
+`app.engine.gguf_info.inspect_gguf`; it may take a while on a slow disk, so the window runs it off the GUI thread.
+Any thread may call these functions; they keep no state.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+from app import paths
+
+# "model-00001-of-00003.gguf": one shard of a split model. llama.cpp can load the first shard when the others sit
+# beside it, but the header of a later shard says nothing useful, so those are listed with a reason.
+_SPLIT_RE = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One .gguf file in the library, usable or not (then `problem` says why, in words a person can act on)."""
+
+    path: str
+    name: str
+    file_size: int
+    folder: str
+    source: str = "folder"  # "app", "folder", "hf-cache", "lm-studio"
+    architecture: str = ""
+    parameter_count: Optional[int] = None
+    quantization: str = ""
+    context_length: Optional[int] = None
+    vocab_size: Optional[int] = None
+    usable: bool = True
+    problem: str = ""
+
+    @property
+    def file_name(self) -> str:
+        return os.path.basename(self.path)
+
+    @property
+    def size_label(self) -> str:
+        return format_size(self.file_size)
+
+    @property
+    def parameters_label(self) -> str:
+        return format_parameters(self.parameter_count)
+
+    @property
+    def context_label(self) -> str:
+        if not self.context_length:
+            return ""
+        if self.context_length >= 1024 and self.context_length % 1024 == 0:
+            return f"{self.context_length // 1024}K ctx"
+        return f"{self.context_length:,} ctx"
+
+    @property
+    def summary(self) -> str:
+        """One line of facts: "qwen2 · 1.5B · Q4_K_M · 32K ctx · 1.0 GB"."""
+        parts = [self.architecture, self.parameters_label, self.quantization, self.context_label, self.size_label]
+        return " · ".join(p for p in parts if p)
+
+
+@dataclass(frozen=True)
+class LibraryFolder:
+    """A folder the library scans, and where it came from (for the label in Settings)."""
+
+    path: Path
+    source: str  # "app", "folder", "hf-cache", "lm-studio"
+
+
+def format_size(n_bytes: int) -> str:
+    if n_bytes >= 1024**3:
+        return f"{n_bytes / 1024**3:.1f} GB"
+    if n_bytes >= 1024**2:
+        return f"{n_bytes / 1024**2:.0f} MB"
+    if n_bytes >= 1024:
+        return f"{n_bytes / 1024:.0f} KB"
+    return f"{n_bytes} B"
+
+
+def format_parameters(count: Optional[int]) -> str:
+    if not count:
+        return ""
+    if count >= 1e9:
+        return f"{count / 1e9:.1f}B".replace(".0B", "B")
+    if count >= 1e6:
+        return f"{count / 1e6:.0f}M"
+    if count >= 1e3:
+        return f"{count / 1e3:.0f}K"
+    return str(count)
+
+
+def hf_cache_dir() -> Path:
+    """The Hugging Face hub cache, honouring HF_HUB_CACHE and HF_HOME the way huggingface_hub does."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "huggingface" / "hub"
+
+
+def library_folders(user_folders: Iterable[str | Path] = (), scan_hf_cache: bool = True) -> list[LibraryFolder]:
+    """The folders to scan: the app's own models folder first, then the user's, then other apps' caches."""
+    folders = [LibraryFolder(paths.models_dir(), "app")]
+    folders += [LibraryFolder(Path(f).expanduser(), "folder") for f in user_folders]
+    if scan_hf_cache:
+        folders += _discovered_folders()
+    unique: list[LibraryFolder] = []
+    seen: set[str] = set()
+    for folder in folders:
+        key = _resolved(folder.path)
+        if key not in seen:
+            seen.add(key)
+            unique.append(folder)
+    return unique
+
+
+def _discovered_folders() -> list[LibraryFolder]:
+    """Model folders other tools keep: app.hub.discovery when it is there, else just the HF cache."""
+    try:
+        from app.hub import discovery  # optional: written by the hub engineer
+    except ImportError:
+        discovery = None
+    finder = getattr(discovery, "discover_model_folders", None) if discovery else None
+    if finder is not None:
+        try:
+            found = []
+            for item in finder():
+                if isinstance(item, (str, os.PathLike)):
+                    found.append(LibraryFolder(Path(item), "hf-cache"))
+                else:
+                    found.append(LibraryFolder(Path(item.path), getattr(item, "source", "hf-cache")))
+            return found
+        except Exception:  # discovery is a convenience; never let it break the library
+            pass
+    return [LibraryFolder(hf_cache_dir(), "hf-cache")]
+
+
+def find_gguf_files(folder: Path) -> list[Path]:
+    """Every .gguf file under `folder` (following the HF cache's snapshot symlinks), sorted by path."""
+    found: list[Path] = []
+    if not folder.is_dir():
+        return found
+    for root, dirs, files in os.walk(folder, followlinks=True):
+        # The HF cache keeps real files under blobs/ without an extension; snapshots/ link to them by name.
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "blobs")
+        for name in files:
+            if name.lower().endswith(".gguf"):
+                found.append(Path(root) / name)
+    return sorted(found)
+
+
+def inspect_entry(path: Path, folder: LibraryFolder | None = None) -> ModelEntry:
+    """One library entry from the file's GGUF header; never raises for a bad file, it reports the problem."""
+    folder_path = str(folder.path) if folder else str(path.parent)
+    source = folder.source if folder else "folder"
+    try:
+        file_size = path.stat().st_size
+    except OSError as exc:
+        return ModelEntry(str(path), path.stem, 0, folder_path, source, usable=False, problem=f"Cannot read: {exc}")
+
+    split = _SPLIT_RE.search(path.name)
+    if split and int(split.group(1)) != 1:
+        return ModelEntry(
+            str(path), path.name, file_size, folder_path, source, usable=False,
+            problem=f"Part {int(split.group(1))} of a model split into {int(split.group(2))} files; "
+            "choose the first part (-00001-of-…) instead.",
+        )
+
+    from app.engine.errors import ModelFileError
+    from app.engine.gguf_info import inspect_gguf
+
+    try:
+        info = inspect_gguf(path)
+    except ModelFileError as exc:
+        return ModelEntry(str(path), path.stem, file_size, folder_path, source, usable=False, problem=str(exc))
+    except Exception as exc:  # a header we did not foresee must not take the whole library down
+        return ModelEntry(
+            str(path), path.stem, file_size, folder_path, source, usable=False,
+            problem=f"Could not read the GGUF header: {exc}",
+        )
+    return ModelEntry(
+        path=str(path),
+        name=getattr(info, "name", "") or path.stem,
+        file_size=getattr(info, "file_size", None) or file_size,
+        folder=folder_path,
+        source=source,
+        architecture=getattr(info, "architecture", "") or "",
+        parameter_count=getattr(info, "parameter_count", None),
+        quantization=_quant_label(info),
+        context_length=getattr(info, "context_length", None),
+        vocab_size=getattr(info, "vocab_size", None),
+        usable=bool(getattr(info, "usable", True)),
+        problem=getattr(info, "problem", "") or "",
+    )
+
+
+def _quant_label(info) -> str:
+    for attr in ("quantization", "quant_label", "file_type_label", "file_type"):
+        value = getattr(info, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def scan_library(folders: Sequence[LibraryFolder], cancel=None) -> list[ModelEntry]:
+    """Inspect every .gguf under `folders`, each file once. `cancel` (a threading.Event) stops early.
+
+    Usable models come first, by name; files that cannot be used follow, so the reason is always visible.
+    """
+    entries: list[ModelEntry] = []
+    seen: set[str] = set()
+    for folder in folders:
+        for path in find_gguf_files(folder.path):
+            if cancel is not None and cancel.is_set():
+                return _sorted(entries)
+            key = _resolved(path)
+            if key in seen:
+                continue
+            seen.add(key)
+            entries.append(inspect_entry(path, folder))
+    return _sorted(entries)
+
+
+def _sorted(entries: list[ModelEntry]) -> list[ModelEntry]:
+    return sorted(entries, key=lambda e: (not e.usable, e.name.lower(), e.path))
+
+
+def _resolved(path: Path) -> str:
+    try:
+        return str(path.resolve())
+    except OSError:
+        return str(path)

@@ -1,0 +1,116 @@
+"""Colours, fonts and the application style sheet: one light, calm look in one place."""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QColor, QFont, QFontDatabase, QPalette
+from PySide6.QtWidgets import QApplication
+
+ACCENT = "#2563eb"
+ACCENT_SOFT = "#dbeafe"
+TEXT = "#1f2937"
+TEXT_MUTED = "#6b7280"
+BORDER = "#e5e7eb"
+SURFACE = "#ffffff"
+SIDEBAR = "#f7f7f8"
+USER_BUBBLE = "#f1f5f9"
+CODE_BACKGROUND = "#f6f8fa"
+INLINE_CODE_BACKGROUND = "#eef1f4"
+# Accepted draft tokens: a soft green that stays readable under dark text and inside code blocks.
+DRAFT_HIGHLIGHT = "#c9f2d0"
+DRAFT_SWATCH_BORDER = "#86d99a"
+ERROR = "#b91c1c"
+ERROR_SOFT = "#fef2f2"
+WARNING_SOFT = "#fffbeb"
+
+
+def draft_color() -> QColor:
+    return QColor(DRAFT_HIGHLIGHT)
+
+
+def monospace_font(point_size: float | None = None) -> QFont:
+    font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+    if point_size:
+        font.setPointSizeF(point_size)
+    return font
+
+
+STYLE_SHEET = f"""
+QMainWindow, QDialog {{ background: {SURFACE}; }}
+QWidget {{ color: {TEXT}; }}
+QToolTip {{ background: #111827; color: #f9fafb; border: none; padding: 4px 6px; }}
+
+#Sidebar {{ background: {SIDEBAR}; border-right: 1px solid {BORDER}; }}
+#Sidebar QListView {{ background: transparent; border: none; outline: none; }}
+#Sidebar QListView::item {{ padding: 7px 8px; border-radius: 6px; margin: 1px 4px; }}
+#Sidebar QListView::item:hover {{ background: #ececef; }}
+#Sidebar QListView::item:selected {{ background: #e3e8f0; color: {TEXT}; }}
+#AppTitle {{ font-size: 15px; font-weight: 600; padding: 2px 4px; }}
+
+QLineEdit, QPlainTextEdit, QTextEdit, QSpinBox, QDoubleSpinBox, QComboBox {{
+    background: {SURFACE}; border: 1px solid {BORDER}; border-radius: 6px; padding: 4px 6px;
+    selection-background-color: {ACCENT_SOFT}; selection-color: {TEXT};
+}}
+QLineEdit:focus, QPlainTextEdit:focus, QSpinBox:focus, QDoubleSpinBox:focus, QComboBox:focus {{
+    border: 1px solid {ACCENT};
+}}
+QComboBox {{ padding: 4px 8px; min-height: 20px; }}
+QComboBox::drop-down {{ border: none; width: 18px; }}
+QComboBox QAbstractItemView {{
+    border: 1px solid {BORDER}; background: {SURFACE}; selection-background-color: {ACCENT_SOFT};
+    selection-color: {TEXT}; outline: none;
+}}
+
+QPushButton {{
+    background: {SURFACE}; border: 1px solid {BORDER}; border-radius: 6px; padding: 5px 12px;
+}}
+QPushButton:hover {{ background: #f3f4f6; }}
+QPushButton:disabled {{ color: #9ca3af; }}
+QPushButton#PrimaryButton {{ background: {ACCENT}; border: 1px solid {ACCENT}; color: white; font-weight: 600; }}
+QPushButton#PrimaryButton:hover {{ background: #1d4ed8; }}
+QPushButton#PrimaryButton:disabled {{ background: #93c5fd; border-color: #93c5fd; color: white; }}
+QPushButton#StopButton {{ background: #111827; border: 1px solid #111827; color: white; font-weight: 600; }}
+QPushButton#FlatButton {{ border: none; background: transparent; color: {TEXT_MUTED}; padding: 4px 6px; }}
+QPushButton#FlatButton:hover {{ color: {TEXT}; background: #ececef; }}
+
+#ModelBar {{ background: {SURFACE}; border-bottom: 1px solid {BORDER}; }}
+#ModelBar QLabel#BarLabel {{ color: {TEXT_MUTED}; font-size: 11px; }}
+#ComposerFrame {{ background: {SURFACE}; border: 1px solid {BORDER}; border-radius: 10px; }}
+#ComposerFrame QPlainTextEdit {{ border: none; background: transparent; padding: 2px; }}
+#Muted {{ color: {TEXT_MUTED}; }}
+#StatusLine {{ color: {TEXT_MUTED}; font-size: 11px; }}
+#LiveStats {{ color: {TEXT_MUTED}; font-size: 11px; }}
+#EditBanner {{ background: {WARNING_SOFT}; border: 1px solid #fde68a; border-radius: 6px; padding: 4px 8px; }}
+#ErrorBanner {{ background: {ERROR_SOFT}; color: {ERROR}; border: 1px solid #fecaca; border-radius: 6px; padding: 6px 10px; }}
+#EmptyTitle {{ font-size: 22px; font-weight: 600; }}
+#EmptyBody {{ color: {TEXT_MUTED}; font-size: 13px; }}
+
+QTextBrowser#Transcript {{ border: none; background: {SURFACE}; }}
+QProgressBar#ContextGauge {{
+    border: none; background: #eef0f3; border-radius: 3px; max-height: 6px; min-height: 6px;
+}}
+QProgressBar#ContextGauge::chunk {{ background: #60a5fa; border-radius: 3px; }}
+QProgressBar#ContextGauge[full="true"]::chunk {{ background: #f59e0b; }}
+QScrollBar:vertical {{ background: transparent; width: 10px; margin: 0; }}
+QScrollBar::handle:vertical {{ background: #d1d5db; border-radius: 4px; min-height: 24px; margin: 2px; }}
+QScrollBar::add-line:vertical, QScrollBar::sub-line:vertical {{ height: 0; }}
+QTableView {{ border: 1px solid {BORDER}; border-radius: 6px; gridline-color: {BORDER}; }}
+QHeaderView::section {{ background: {SIDEBAR}; border: none; border-bottom: 1px solid {BORDER}; padding: 4px 6px; }}
+"""
+
+
+def apply_style(app: QApplication) -> None:
+    """The Fusion style with a light palette and the sheet above, the same on every platform."""
+    app.setStyle("Fusion")
+    palette = app.palette()
+    palette.setColor(QPalette.ColorRole.Window, QColor(SURFACE))
+    palette.setColor(QPalette.ColorRole.Base, QColor(SURFACE))
+    palette.setColor(QPalette.ColorRole.Text, QColor(TEXT))
+    palette.setColor(QPalette.ColorRole.WindowText, QColor(TEXT))
+    palette.setColor(QPalette.ColorRole.Button, QColor(SURFACE))
+    palette.setColor(QPalette.ColorRole.ButtonText, QColor(TEXT))
+    palette.setColor(QPalette.ColorRole.Highlight, QColor(ACCENT_SOFT))
+    palette.setColor(QPalette.ColorRole.HighlightedText, QColor(TEXT))
+    palette.setColor(QPalette.ColorRole.Link, QColor(ACCENT))
+    palette.setColor(QPalette.ColorRole.PlaceholderText, QColor("#9ca3af"))
+    app.setPalette(palette)
+    app.setStyleSheet(STYLE_SHEET)
