@@ -1,5 +1,113 @@
-"""Placeholder until this sub-command is written."""
+"""`specchat-cli generate`: one reply, plain or speculative, streamed to the terminal or printed as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from app.engine.errors import EngineError
 
 
 def register(subparsers) -> None:
-    pass
+    p = subparsers.add_parser(
+        "generate",
+        help="generate text with a target model, optionally speculating with a draft model or n-gram lookup",
+        description="Generate one reply. Without --draft or --ngram this is plain decoding.",
+    )
+    p.add_argument("--target", required=True, help="target GGUF model")
+    drafter = p.add_mutually_exclusive_group()
+    drafter.add_argument("--draft", help="draft GGUF model sharing the target's vocabulary")
+    drafter.add_argument("--ngram", action="store_true", help="draft by n-gram prompt lookup (no second model)")
+    p.add_argument("--draft-max", default="auto",
+                   help="draft length per round: a number, or 'auto' to let the controller choose (default)")
+    p.add_argument("--draft-p-min", type=float, default=0.0,
+                   help="stop drafting when the draft's top probability falls below this (default 0)")
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
+    p.add_argument("--top-k", type=int, default=40)
+    p.add_argument("--top-p", type=float, default=0.95)
+    p.add_argument("--min-p", type=float, default=0.05)
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--max-tokens", type=int, default=256)
+    p.add_argument("--ctx", type=int, default=4096, help="context size in tokens (default 4096)")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--prompt", help="raw text to continue (no chat template)")
+    source.add_argument("--chat", help="a user message, formatted with the model's chat template")
+    p.add_argument("--system", default=None, help="system prompt for --chat")
+    p.add_argument("--json", action="store_true", help="print one JSON object with text, tokens and stats")
+    p.set_defaults(func=run)
+
+
+def parse_draft_max(value: str) -> int | None:
+    if value == "auto":
+        return None
+    k = int(value)
+    if k < 0:
+        raise ValueError("--draft-max must be >= 0 or 'auto'")
+    return k
+
+
+def build_engine(args: argparse.Namespace):
+    from app.engine.config import LoadSettings, default_threads
+    from app.engine.engine import SpecEngine
+
+    engine = SpecEngine(LoadSettings(n_ctx=args.ctx, n_threads=args.threads or default_threads()))
+    engine.load_target(args.target)
+    if getattr(args, "draft", None):
+        engine.load_draft(args.draft)
+    return engine
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.engine.config import GenerationConfig
+    from app.engine.events import FinishedEvent, TokenEvent
+
+    try:
+        draft_max = parse_draft_max(args.draft_max)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    speculative = bool(args.draft or args.ngram)
+    config = GenerationConfig(
+        max_tokens=args.max_tokens, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+        min_p=args.min_p, seed=args.seed, speculative=speculative,
+        drafter="model" if args.draft else "ngram", draft_max=draft_max, draft_p_min=args.draft_p_min,
+    )
+    try:
+        engine = build_engine(args)
+        if args.chat is not None:
+            messages = ([{"role": "system", "content": args.system}] if args.system else [])
+            messages.append({"role": "user", "content": args.chat})
+            events = engine.chat(messages, config)
+        else:
+            events = engine.complete(args.prompt, config)
+        tokens, finished = [], None
+        for event in events:
+            if isinstance(event, TokenEvent):
+                tokens.append({"id": event.token_id, "text": event.text, "source": event.source})
+                if not args.json:
+                    sys.stdout.write(event.text)
+                    sys.stdout.flush()
+            elif isinstance(event, FinishedEvent):
+                finished = event
+        engine.close()
+    except EngineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    stats = finished.stats
+    if args.json:
+        keys = ("tokens", "tokens_per_second", "ttft_s", "drafted", "accepted", "acceptance_rate",
+                "mean_accepted_run", "rounds", "stop_reason")
+        out = {"text": finished.text, "tokens": tokens, "stats": {k: getattr(stats, k) for k in keys}}
+        out["stats"]["draft_len_histogram"] = stats.draft_len_histogram
+        json.dump(out, sys.stdout, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write("\n")
+        summary = f"{stats.tokens} tokens, {stats.tokens_per_second:.1f} tok/s, ttft {stats.ttft_s:.2f}s"
+        if speculative:
+            summary += (f", acceptance {stats.acceptance_rate:.0%} ({stats.accepted}/{stats.drafted}),"
+                        f" {stats.rounds} rounds")
+        print(f"[{summary}; stopped: {stats.stop_reason}]", file=sys.stderr)
+    return 0

@@ -57,6 +57,7 @@ class GenerationStats:
     rounds: int = 0
     stop_reason: str = ""  # "eos", "max_tokens", "context_full", "cancelled", "error"
     prompt_tokens: int = 0
+    prompt_cached: int = 0  # prompt tokens whose KV cache was reused from the previous turn
     prompt_eval_s: float = 0.0
     elapsed_s: float = 0.0
     draft_len_histogram: dict[int, int] = field(default_factory=dict)

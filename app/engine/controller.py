@@ -1,0 +1,158 @@
+"""The speculation controller: each round, the draft length that maximises expected tokens per second.
+
+For a draft of k tokens with per-position acceptance a_1..a_k (a_i = chance token i is accepted given the ones
+before it were), a round yields E(k) = 1 + sum_j prod_{i<=j} a_i tokens and costs draft(k) + verify(k + 1)
+seconds. k = 0 is plain decoding: one token for verify(1), no draft work at all. The costs come from a measured
+table (app.engine.costs) scaled online as the context grows; acceptances are moving averages per position,
+recent rounds weighing more. When speculation is paused because acceptance is low, it is probed now and then, so
+it comes back when the text turns predictable. When it is paused because verifying costs more than even perfect
+acceptance would save (a CPU), it is not probed at all: that would only waste time.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from app.engine.costs import CostTable
+from app.engine.policy import Plan
+
+MAX_K = 16
+OPTIMISTIC_ACCEPTANCE = 0.95
+
+
+class Acceptance:
+    """Per-position acceptance estimates, exponentially weighted (recent rounds weigh more)."""
+
+    def __init__(self, prior: float, decay: float = 0.85):
+        self.rates = [prior] * MAX_K
+        self.decay = decay
+
+    def observe(self, drafted: int, accepted: int) -> None:
+        # Positions up to the first rejection are outcomes; positions after it were never tested.
+        for i in range(min(drafted, accepted + 1, MAX_K)):
+            outcome = 1.0 if i < accepted else 0.0
+            self.rates[i] = self.decay * self.rates[i] + (1.0 - self.decay) * outcome
+
+    def expected_tokens(self, k: int, rates: Sequence[float] | None = None) -> float:
+        rates = rates or self.rates
+        total, run = 1.0, 1.0
+        for i in range(k):
+            run *= rates[i]
+            total += run
+        return total
+
+    def overall(self) -> float:
+        return self.rates[0]
+
+
+class AutoController:
+    """Chooses drafter and k each round. Used from the inference thread only."""
+
+    def __init__(self, costs: CostTable, drafter: str, probe_every: int = 24):
+        self.costs = costs
+        self.drafter = drafter  # "model" or "ngram": which second source may draft besides n-gram lookup
+        self.model = Acceptance(prior=0.7)
+        self.ngram = Acceptance(prior=0.5)
+        self.probe_every = probe_every
+        self._paused_rounds = 0
+        # Observed/measured time ratios: costs grow with the context, and the machine may be busier than when
+        # the table was measured. One factor for all target batch sizes keeps their ratios as measured.
+        self._target_scale = 1.0
+        self._draft_scale = 1.0
+
+    # -- the decision -------------------------------------------------------------------------------------------
+
+    def _verify(self, n: int) -> float:
+        return self.costs.verify(n) * self._target_scale
+
+    def _draft(self, k: int) -> float:
+        return k * self.costs.draft_per_token * self._draft_scale
+
+    def _best(self, source: str, k_max: int, rates: Sequence[float] | None) -> tuple[int, float]:
+        """Best k >= 1 for this source and its expected tokens per second."""
+        acc = self.model if source == "model" else self.ngram
+        best_k, best_rate = 0, 0.0
+        for k in range(1, k_max + 1):
+            draft_cost = self._draft(k) if source == "model" else 0.0
+            rate = acc.expected_tokens(k, rates) / (draft_cost + self._verify(k + 1))
+            if rate > best_rate:
+                best_k, best_rate = k, rate
+        return best_k, best_rate
+
+    def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool) -> Plan:
+        plain_rate = 1.0 / self._verify(1)
+        options: list[tuple[float, str, int]] = []
+        if ngram_tokens:
+            k, rate = self._best("ngram", min(k_max, len(ngram_tokens), MAX_K), None)
+            if k:
+                options.append((rate, "ngram", k))
+        use_model = has_model and self.drafter == "model"
+        if use_model:
+            k, rate = self._best("model", min(k_max, MAX_K), None)
+            if k:
+                options.append((rate, "model", k))
+        if k_max <= 0:
+            return Plan("none", 0, "no room to speculate")
+        if options:
+            rate, source, k = max(options)
+            if rate > plain_rate:
+                self._paused_rounds = 0
+                return Plan(source, k, f"{source} draft of {k}: expected {rate / plain_rate:.2f}x plain")
+        return self._paused(k_max, ngram_tokens, use_model, plain_rate)
+
+    def _paused(self, k_max: int, ngram_tokens: Sequence[int], use_model: bool, plain_rate: float) -> Plan:
+        self._paused_rounds += 1
+        sources = (["model"] if use_model else []) + (["ngram"] if ngram_tokens else [])
+        if not sources:
+            return Plan("none", 0, "nothing to draft from: no earlier text to copy and no draft model")
+        optimistic = [OPTIMISTIC_ACCEPTANCE] * MAX_K
+        hopeful = [
+            s for s in sources
+            if self._best(s, min(k_max, MAX_K, len(ngram_tokens) if s == "ngram" else MAX_K), optimistic)[1]
+            > plain_rate
+        ]
+        if not hopeful:
+            return Plan("none", 0, self._why_costly())
+        if self._paused_rounds >= self.probe_every:
+            self._paused_rounds = 0
+            source = hopeful[0]
+            k = min(2, k_max, len(ngram_tokens) if source == "ngram" else 2)
+            return Plan(source, k, "probing: is the text predictable again?")
+        acc = self.model if "model" in hopeful else self.ngram
+        return Plan("none", 0, f"speculation paused: drafts are accepted too rarely to pay "
+                               f"(acceptance {acc.overall():.0%})")
+
+    def _why_costly(self) -> str:
+        ratio = self.costs.verify(2) / self.costs.verify(1)
+        text = (f"speculation paused: on this machine verifying costs more than it saves "
+                f"(a batch of 2 costs {ratio:.2f}x one token")
+        if self.costs.draft_per_token and self.drafter == "model":
+            text += f", acceptance {self.model.overall():.0%}, draft cost " \
+                    f"{self.costs.draft_per_token / self.costs.verify(1):.2f}x"
+        return text + ")"
+
+    # -- learning -----------------------------------------------------------------------------------------------
+
+    def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float) -> None:
+        if drafted:
+            (self.model if plan.drafter == "model" else self.ngram).observe(drafted, accepted)
+        expected = self.costs.verify(drafted + 1)
+        if expected > 0 and verify_s > 0:
+            self._target_scale = 0.9 * self._target_scale + 0.1 * (verify_s / expected)
+        if plan.drafter == "model" and drafted and self.costs.draft_per_token > 0 and draft_s > 0:
+            # draft_s includes catching up on the last accepted tokens: one or two extra passes, close enough.
+            self._draft_scale = 0.9 * self._draft_scale + 0.1 * (draft_s / (drafted * self.costs.draft_per_token))
+
+
+def controller_for(engine, drafter: str) -> AutoController:
+    """An AutoController for the engine's loaded models, with their measured (or cached) cost table."""
+    from app.engine.costs import measure_costs
+
+    s = engine.load_settings
+    costs = measure_costs(
+        engine.target,
+        engine.draft if drafter == "model" else None,
+        s.n_threads,
+        (s.target_gpu_layers, s.draft_gpu_layers),
+    )
+    return AutoController(costs, drafter)

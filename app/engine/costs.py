@@ -1,0 +1,109 @@
+"""What a forward pass costs on this machine: the target's time for a batch of n tokens, the draft's per token.
+
+Measured once per (model file, threads, GPU layers, llama.cpp build) and cached on disk, because the answer decides
+whether speculation can pay at all: on a 2-core CPU a verify batch of 9 costs ~4.4x one token, on a GPU ~1x.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from app.engine.llama_model import LoadedModel
+
+MAX_BATCH = 17  # verify batches up to draft_max 16
+_CACHE_VERSION = 1
+
+
+@dataclass
+class CostTable:
+    """Seconds per forward pass. `batch[n]` is the target's cost for n tokens (index 0 unused)."""
+
+    batch: list[float] = field(default_factory=list)
+    draft_per_token: float = 0.0
+
+    def verify(self, n: int) -> float:
+        if n < len(self.batch):
+            return self.batch[n]
+        # Past what was measured, extrapolate linearly from the last two points.
+        last, prev = self.batch[-1], self.batch[-2]
+        return last + (n - len(self.batch) + 1) * max(last - prev, 0.0)
+
+    def relative(self) -> list[float]:
+        """Batch costs as multiples of one token (for explanations and tests)."""
+        return [c / self.batch[1] for c in self.batch[1:]]
+
+
+def _measure(model: LoadedModel, sizes: range, repeats: int = 3) -> list[float]:
+    """Median seconds to decode a batch of each size with logits for every row, on a warm context."""
+    filler = model.tokenize(" the quick brown fox jumps over the lazy dog" * 8, add_special=False) or [0]
+    base_tokens = (filler * 8)[:64]
+    model.truncate(0)
+    model.decode(base_tokens)
+    model.decode(base_tokens[:1], logit_rows=[0])  # warm-up: first decodes allocate
+    out = [0.0]
+    for n in sizes:
+        times = []
+        for _ in range(repeats):
+            model.truncate(len(base_tokens))
+            start = time.perf_counter()
+            model.decode((base_tokens * 2)[:n], logit_rows=range(n))
+            times.append(time.perf_counter() - start)
+        out.append(statistics.median(times))
+    model.truncate(0)
+    return out
+
+
+def _key(model: LoadedModel, n_threads: int, gpu_layers: int) -> str:
+    import llama_cpp
+
+    st = model.path.stat()
+    return f"{model.path.resolve()}|{st.st_size}|{st.st_mtime_ns}|t{n_threads}|g{gpu_layers}|{llama_cpp.__version__}"
+
+
+def _cache_file() -> Path:
+    from app.paths import user_cache_dir
+
+    return user_cache_dir() / "forward-costs.json"
+
+
+def _read_cache() -> dict:
+    try:
+        data = json.loads(_cache_file().read_text())
+        return data if data.get("version") == _CACHE_VERSION else {"version": _CACHE_VERSION}
+    except (OSError, ValueError):
+        return {"version": _CACHE_VERSION}
+
+
+def _write_cache(data: dict) -> None:
+    path = _cache_file()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".costs-")
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a cache we cannot write only costs a re-measurement next time
+
+
+def measure_costs(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int]) -> CostTable:
+    """The cost table for this pair, from the disk cache or measured now (about a second on real models)."""
+    cache = _read_cache()
+    tkey = _key(target, n_threads, gpu_layers[0])
+    if tkey not in cache:
+        cache[tkey] = _measure(target, range(1, MAX_BATCH + 1))
+        _write_cache(cache)
+    table = CostTable(batch=list(cache[tkey]))
+    if draft is not None:
+        dkey = _key(draft, n_threads, gpu_layers[1])
+        if dkey not in cache:
+            cache[dkey] = _measure(draft, range(1, 2))
+            _write_cache(cache)
+        table.draft_per_token = cache[dkey][1]
+    return table

@@ -1,0 +1,230 @@
+"""SpecEngine: the target and draft models, the conversation's KV cache, and one entry point per kind of request.
+
+Every method must be called from one thread, the inference thread that owns the models. Only the `cancel` event
+passed to `chat`/`complete` may be set from another thread; generation stops within one round.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Iterator, Optional, Sequence
+
+from app.engine.chat_format import render_chat
+from app.engine.config import GenerationConfig, LoadSettings
+from app.engine.decoder import generate
+from app.engine.drafters import ModelDrafter, NgramDrafter
+from app.engine.errors import IncompatiblePairError, PromptTooLongError
+from app.engine.events import EngineEvent, FinishedEvent
+from app.engine.llama_model import LoadedModel
+from app.engine.policy import FixedPolicy, SpeculationPolicy
+
+
+class SpecEngine:
+    """Owns the models. Call from the inference thread only (see module docstring)."""
+
+    def __init__(self, load: LoadSettings = LoadSettings()):
+        self.load_settings = load
+        self.target: Optional[LoadedModel] = None
+        self.draft: Optional[LoadedModel] = None
+        self._chat_template: Optional[str] = None
+        self._ngram = NgramDrafter()
+        # The exact text and tokens of the last request plus its reply: the next turn of the same conversation
+        # extends this text, so its tokens are reused instead of re-tokenising (which could split differently
+        # and force the whole conversation to be evaluated again).
+        self._transcript_text = ""
+        self._transcript_tokens: list[int] = []
+        self._policies: dict[str, SpeculationPolicy] = {}
+
+    # -- models -------------------------------------------------------------------------------------------------
+
+    @property
+    def target_path(self) -> Optional[Path]:
+        return self.target.path if self.target else None
+
+    @property
+    def draft_path(self) -> Optional[Path]:
+        return self.draft.path if self.draft else None
+
+    @property
+    def n_ctx(self) -> int:
+        return self.target.n_ctx if self.target else self.load_settings.n_ctx
+
+    def load_target(self, path: str | Path) -> None:
+        """Load (or switch) the target. A loaded draft that is not compatible with the new target is unloaded."""
+        path = Path(path)
+        if self.target is not None and self.target.path == path:
+            return
+        self._close_target()
+        s = self.load_settings
+        self.target = LoadedModel(path, n_ctx=s.n_ctx, n_threads=s.n_threads, n_gpu_layers=s.target_gpu_layers)
+        self._chat_template = self.target.metadata("tokenizer.chat_template")
+        if self.draft is not None and not self._compatible(self.draft.path)[0]:
+            self.load_draft(None)
+
+    def load_draft(self, path: str | Path | None) -> None:
+        """Load, switch or (with None) unload the draft. Raises IncompatiblePairError for a mismatched vocabulary."""
+        if path is None:
+            if self.draft is not None:
+                self.draft.close()
+                self.draft = None
+            return
+        path = Path(path)
+        if self.draft is not None and self.draft.path == path:
+            return
+        if self.target is not None:
+            compatible, reason = self._compatible(path)
+            if not compatible:
+                raise IncompatiblePairError(f"{path.name} cannot draft for {self.target.path.name}: {reason}")
+        if self.draft is not None:
+            self.draft.close()
+            self.draft = None
+        s = self.load_settings
+        self.draft = LoadedModel(path, n_ctx=self.n_ctx, n_threads=s.n_threads, n_gpu_layers=s.draft_gpu_layers)
+
+    def _compatible(self, draft_path: Path) -> tuple[bool, str]:
+        from app.engine.compat import compatibility
+
+        result = compatibility(self.target.path, draft_path)
+        return result.compatible, result.reason
+
+    def reconfigure(self, load: LoadSettings) -> None:
+        """Apply new load settings; models are reloaded only if something that matters to them changed."""
+        if load == self.load_settings:
+            return
+        target, draft = self.target_path, self.draft_path
+        self.unload()
+        self.load_settings = load
+        if target:
+            self.load_target(target)
+        if draft:
+            self.load_draft(draft)
+
+    def unload(self) -> None:
+        self.load_draft(None)
+        self._close_target()
+
+    def _close_target(self) -> None:
+        if self.target is not None:
+            self.target.close()
+            self.target = None
+        self._transcript_text = ""
+        self._transcript_tokens = []
+
+    def close(self) -> None:
+        self.unload()
+
+    # -- prompts ------------------------------------------------------------------------------------------------
+
+    def _require_target(self) -> LoadedModel:
+        if self.target is None:
+            raise RuntimeError("no target model is loaded")
+        return self.target
+
+    def format_chat(self, messages: Sequence[dict]) -> str:
+        target = self._require_target()
+        bos = target.token_text(target.bos_id) if target.bos_id >= 0 else ""
+        eos = target.token_text(target.eos_id) if target.eos_id >= 0 else ""
+        text = render_chat(self._chat_template, messages, bos_token=bos, eos_token=eos)
+        if target.add_bos and bos and text.startswith(bos):
+            text = text[len(bos):]  # tokenize() adds BOS itself; a second one would confuse the model
+        return text
+
+    def _tokens_for(self, text: str) -> list[int]:
+        target = self._require_target()
+        if self._transcript_tokens and text.startswith(self._transcript_text):
+            rest = text[len(self._transcript_text):]
+            return self._transcript_tokens + target.tokenize(rest, add_special=False)
+        return target.tokenize(text, add_special=True)
+
+    def count_tokens(self, messages: Sequence[dict]) -> int:
+        return len(self._tokens_for(self.format_chat(messages)))
+
+    def fit_messages(self, messages: Sequence[dict], reserve_tokens: int) -> tuple[list[dict], int]:
+        """Drop the oldest turns (never the system prompt, never the last message) until the prompt plus
+        `reserve_tokens` fits the context. Returns the kept messages and how many were dropped.
+
+        Raises PromptTooLongError when even the system prompt and the last message alone do not fit.
+        """
+        budget = self.n_ctx - max(1, reserve_tokens)
+        kept = list(messages)
+        dropped = 0
+        while self.count_tokens(kept) > budget:
+            system = 1 if kept and kept[0].get("role") == "system" else 0
+            if len(kept) - system <= 1:
+                raise PromptTooLongError(self.count_tokens(kept) + reserve_tokens, self.n_ctx)
+            # Drop a whole turn: the oldest message and, if it was a user message, the reply that followed it.
+            n = 2 if kept[system].get("role") == "user" and len(kept) - system > 2 else 1
+            del kept[system:system + n]
+            dropped += n
+        return kept, dropped
+
+    # -- generation ---------------------------------------------------------------------------------------------
+
+    def _policy_for(self, config: GenerationConfig, session: str) -> SpeculationPolicy:
+        drafter = config.drafter
+        if drafter == "auto":
+            drafter = "model" if self.draft is not None else "ngram"
+        if drafter == "model" and self.draft is None:
+            drafter = "ngram"
+        if config.draft_max is not None:
+            return FixedPolicy(config.draft_max, drafter)
+        from app.engine.controller import controller_for
+
+        key = f"{session}:{drafter}:{self.target_path}:{self.draft_path}"
+        if key not in self._policies:
+            self._policies[key] = controller_for(self, drafter)
+        return self._policies[key]
+
+    def _run(
+        self, tokens: list[int], text: str, config: GenerationConfig, cancel, request_id: int, session: str
+    ) -> Iterator[EngineEvent]:
+        target = self._require_target()
+        policy = self._policy_for(config, session)
+        use_model = self.draft is not None and config.drafter in ("auto", "model")
+        use_ngram = config.drafter in ("auto", "ngram") or not use_model
+        history: list[int] = []
+        for event in generate(
+            target,
+            tokens,
+            config,
+            policy,
+            draft_model=ModelDrafter(self.draft) if use_model else None,
+            ngram=self._ngram if use_ngram else None,
+            cancel=cancel,
+            request_id=request_id,
+            on_history=history.extend,
+        ):
+            if isinstance(event, FinishedEvent):
+                self._transcript_tokens = history
+                self._transcript_text = text + event.text
+            yield event
+
+    def chat(
+        self,
+        messages: Sequence[dict],
+        config: GenerationConfig = GenerationConfig(),
+        *,
+        cancel: Optional[threading.Event] = None,
+        request_id: int = 0,
+        session: str = "default",
+    ) -> Iterator[EngineEvent]:
+        """Reply to `messages` ([{"role": "system"|"user"|"assistant", "content": str}]).
+
+        The previous turn's KV cache is reused. Raises PromptTooLongError if the prompt does not fit.
+        """
+        text = self.format_chat(messages)
+        return self._run(self._tokens_for(text), text, config, cancel, request_id, session)
+
+    def complete(
+        self,
+        prompt: str,
+        config: GenerationConfig = GenerationConfig(),
+        *,
+        cancel: Optional[threading.Event] = None,
+        request_id: int = 0,
+        session: str = "default",
+    ) -> Iterator[EngineEvent]:
+        """Continue raw `prompt` text (no chat template)."""
+        tokens = self._tokens_for(prompt)
+        return self._run(tokens, prompt, config, cancel, request_id, session)

@@ -1,0 +1,46 @@
+"""Deciding, round by round, who drafts and how many tokens.
+
+`FixedPolicy` always asks for k tokens (experiments, and the behaviour of every other tool). The cost-model
+controller in `app.engine.controller` chooses k to maximise expected tokens per second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+
+@dataclass(frozen=True)
+class Plan:
+    drafter: str  # "model", "ngram" or "none"
+    k: int
+    reason: str = ""
+
+
+class SpeculationPolicy(Protocol):
+    def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool) -> Plan:
+        """Choose the drafter and draft length for the next round (k_max bounds k by context and max_tokens)."""
+
+    def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float) -> None:
+        """Learn from the round that just ran with `plan`."""
+
+
+class FixedPolicy:
+    """Always draft `k` tokens with the given drafter ("model" or "ngram"); no draft, no speculation."""
+
+    def __init__(self, k: int, drafter: str):
+        self.k = k
+        self.drafter = drafter
+
+    def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool) -> Plan:
+        k = min(self.k, k_max)
+        if self.drafter == "ngram":
+            if not ngram_tokens:
+                return Plan("none", 0, "no earlier occurrence of the last tokens to copy from")
+            return Plan("ngram", min(k, len(ngram_tokens)), f"fixed draft length {self.k}")
+        if self.drafter == "model" and has_model:
+            return Plan("model", k, f"fixed draft length {self.k}")
+        return Plan("none", 0, "no drafter available")
+
+    def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float) -> None:
+        pass
