@@ -1,0 +1,76 @@
+"""The speculation controller picks k from measured costs and observed acceptance, with no retuning per machine."""
+
+from __future__ import annotations
+
+import random
+
+from app.engine.controller import AutoController
+from app.engine.costs import CostTable
+from app.engine.policy import Plan
+
+# Relative batch costs measured on the 2-core CPU (Qwen2.5-Coder 1.5B Q4_K_M): batch of 2 = 1.75x, 4 = 2.4x, 9 = 4.4x.
+CPU_BATCH = [0.0] + [x * 0.028 for x in (1.0, 1.75, 2.1, 2.4, 2.8, 3.2, 3.6, 4.0, 4.4, 4.8, 5.2, 5.6, 6.0, 6.4, 6.8,
+                                          7.2, 7.6)]
+# A GPU: verifying up to 17 tokens costs about as much as one.
+GPU_BATCH = [0.0] + [0.010 * (1.0 + 0.01 * n) for n in range(17)]
+
+
+def train(controller: AutoController, source: str, rate: float, rounds: int = 60, k: int = 8) -> None:
+    """Feed rounds in which each drafted token is accepted independently with probability `rate` (seeded)."""
+    rng = random.Random(1234)
+    for _ in range(rounds):
+        accepted = 0
+        while accepted < k and rng.random() < rate:
+            accepted += 1
+        controller.observe(Plan(source, k, ""), k, accepted, 0.0, 0.0)
+
+
+def test_cpu_costs_pause_model_speculation_and_say_why():
+    controller = AutoController(CostTable(CPU_BATCH, draft_per_token=0.56 * 0.028), "model")
+    train(controller, "model", 0.9)
+    plan = controller.plan(k_max=64, ngram_tokens=[], has_model=True)
+    assert plan.drafter == "none" and plan.k == 0
+    assert "verifying costs more than it saves" in plan.reason
+    assert "acceptance" in plan.reason and "draft cost 0.56x" in plan.reason
+    # Even perfect acceptance could not pay here, so it never wastes rounds probing.
+    plans = [controller.plan(64, [], True) for _ in range(100)]
+    assert all(p.drafter == "none" for p in plans)
+
+
+def test_gpu_costs_pick_long_drafts_without_retuning():
+    # The same acceptance that the CPU test pauses at; a draft costing 5% of a target pass, as on a GPU.
+    controller = AutoController(CostTable(GPU_BATCH, draft_per_token=0.05 * 0.010), "model")
+    train(controller, "model", 0.9)
+    plan = controller.plan(k_max=64, ngram_tokens=[], has_model=True)
+    assert plan.drafter == "model"
+    assert plan.k >= 6
+
+
+def test_ngram_drafts_pay_on_cpu_when_text_repeats():
+    controller = AutoController(CostTable(CPU_BATCH), "ngram")
+    train(controller, "ngram", 0.95)
+    plan = controller.plan(k_max=64, ngram_tokens=list(range(12)), has_model=False)
+    assert plan.drafter == "ngram" and plan.k >= 4
+    # With no earlier occurrence to copy there is nothing to draft: plain decoding.
+    assert controller.plan(64, [], False).drafter == "none"
+
+
+def test_low_acceptance_pauses_then_probes_and_comes_back():
+    controller = AutoController(CostTable(GPU_BATCH, draft_per_token=0.3 * 0.010), "model", probe_every=10)
+    train(controller, "model", 0.02, rounds=80)
+    plans = [controller.plan(64, [], True) for _ in range(30)]
+    paused = [p for p in plans if p.drafter == "none"]
+    probes = [p for p in plans if p.drafter == "model"]
+    assert paused and "accepted too rarely" in paused[0].reason
+    assert 2 <= len(probes) <= 4 and all(p.k <= 2 for p in probes)
+    # The text turns predictable: probes succeed and speculation resumes with longer drafts.
+    train(controller, "model", 1.0, rounds=40, k=2)
+    plan = controller.plan(64, [], True)
+    assert plan.drafter == "model" and plan.k >= 3
+
+
+def test_k_is_bounded_by_room_and_remaining_tokens():
+    controller = AutoController(CostTable(GPU_BATCH, draft_per_token=0.001), "model")
+    train(controller, "model", 1.0)
+    assert controller.plan(k_max=3, ngram_tokens=[], has_model=True).k <= 3
+    assert controller.plan(k_max=0, ngram_tokens=[], has_model=True).k == 0
