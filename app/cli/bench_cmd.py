@@ -1,5 +1,160 @@
-"""Placeholder until this sub-command is written."""
+"""`specchat-cli bench`: plain vs speculative decoding side by side, as ratios measured in one run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
 
 
 def register(subparsers) -> None:
-    pass
+    p = subparsers.add_parser(
+        "bench",
+        help="benchmark plain vs speculative decoding on a prompt suite (ratios measured in one run)",
+        description=(
+            "Runs every prompt in every mode (plain, fixed-k draft model, fixed-k n-gram, auto), interleaved, "
+            "and prints the median tok/s, acceptance and the speculative/plain ratio per prompt. If llama.cpp's "
+            "llama-speculative-simple is found (PATH, --llama-spec, or ~/.cache/specchat-llama-reference/bin) "
+            "the same prompts also run through it at the same k."
+        ),
+    )
+    p.add_argument("--target", required=True, help="target GGUF model")
+    p.add_argument("--draft", help="draft GGUF model (adds the draft-model modes)")
+    p.add_argument("--ngram", action="store_true", help="add the fixed-k n-gram mode (always on without --draft)")
+    p.add_argument("--prompts", type=Path, help="JSON list of {name, kind, chat} (default: the built-in suite)")
+    p.add_argument("--only", help="comma-separated prompt names to run")
+    p.add_argument("--max-tokens", type=int, default=128)
+    p.add_argument("--repeats", type=int, default=3, help="repetitions per mode; the median is reported")
+    p.add_argument("--k", type=int, default=4, help="draft length of the fixed-k modes (default 4)")
+    p.add_argument("--ctx", type=int, default=4096)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--llama-spec", help="path to llama.cpp's llama-speculative-simple")
+    p.add_argument("--no-llama", action="store_true", help="skip the llama.cpp reference even if found")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    p.set_defaults(func=run)
+
+
+def geometric_mean(values: list[float]) -> float:
+    values = [v for v in values if v > 0]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else 0.0
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.cli.generate_cmd import build_engine
+    from app.engine.bench import find_llama_speculative, load_prompts, run_llama_speculative, run_suite
+    from app.engine.errors import EngineError
+
+    prompts = load_prompts(args.prompts)
+    if args.only:
+        wanted = set(args.only.split(","))
+        prompts = [p for p in prompts if p.name in wanted]
+    log = (lambda line: print(line, file=sys.stderr)) if not args.json else (lambda line: None)
+    try:
+        engine = build_engine(args)
+        threads = engine.load_settings.n_threads
+        results = run_suite(engine, prompts, ngram=args.ngram, k=args.k, max_tokens=args.max_tokens,
+                            repeats=args.repeats, progress=log)
+        formatted = {p.name: engine.format_chat([{"role": "user", "content": p.chat}]) for p in prompts}
+        engine.close()
+    except EngineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+    reference: dict[str, dict] = {}
+    binary = None if args.no_llama or not args.draft else find_llama_speculative(args.llama_spec)
+    if binary:
+        for rep in range(args.repeats):
+            for prompt in prompts:
+                try:
+                    tps, acc = run_llama_speculative(
+                        binary, Path(args.target), Path(args.draft), formatted[prompt.name], k=args.k,
+                        max_tokens=args.max_tokens, threads=threads, n_ctx=args.ctx)
+                except (RuntimeError, OSError) as exc:
+                    log(f"llama.cpp reference failed: {exc}")
+                    binary = None
+                    break
+                entry = reference.setdefault(prompt.name, {"tokens_per_second": [], "acceptance_rate": []})
+                entry["tokens_per_second"].append(tps)
+                entry["acceptance_rate"].append(acc)
+                log(f"rep {rep + 1}/{args.repeats} {prompt.name:<12} llama.cpp k={args.k} {tps:7.1f} tok/s"
+                    f"  acceptance {acc:4.0%}")
+            if binary is None:
+                break
+
+    report = build_report(results, reference, prompts, args.k)
+    if args.json:
+        json.dump(report, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print_report(report)
+    return 0
+
+
+def build_report(results, reference, prompts, k: int) -> dict:
+    rows = []
+    for prompt in prompts:
+        modes = results[prompt.name]
+        plain = modes["plain"].median_tps
+        row = {"prompt": prompt.name, "kind": prompt.kind, "modes": {m: r.to_dict() for m, r in modes.items()}}
+        row["ratio_vs_plain"] = {m: round(r.median_tps / plain, 3) if plain else 0.0
+                                 for m, r in modes.items() if m != "plain"}
+        ref = reference.get(prompt.name)
+        if ref and ref["tokens_per_second"]:
+            ref_tps = statistics.median(ref["tokens_per_second"])
+            row["llama_cpp"] = {"k": k, "tokens_per_second": round(ref_tps, 2),
+                                "acceptance_rate": round(statistics.median(ref["acceptance_rate"]), 3),
+                                "ratio_vs_plain": round(ref_tps / plain, 3) if plain else 0.0}
+            ours = modes.get(f"draft k={k}")
+            if ours:
+                row["ours_vs_llama_cpp"] = round(ours.median_tps / ref_tps, 3) if ref_tps else 0.0
+        rows.append(row)
+    overall = {}
+    for mode in rows[0]["ratio_vs_plain"] if rows else []:
+        ratios = [r["ratio_vs_plain"][mode] for r in rows]
+        overall[mode] = {"geomean_ratio_vs_plain": round(geometric_mean(ratios), 3), "min": min(ratios),
+                         "max": max(ratios)}
+    if any("ours_vs_llama_cpp" in r for r in rows):
+        ratios = [r["ours_vs_llama_cpp"] for r in rows if "ours_vs_llama_cpp" in r]
+        overall["ours_vs_llama_cpp"] = {"geomean": round(geometric_mean(ratios), 3), "min": min(ratios)}
+    return {"k": k, "prompts": rows, "overall": overall}
+
+
+def print_report(report: dict) -> None:
+    rows = report["prompts"]
+    if not rows:
+        print("no prompts")
+        return
+    modes = list(rows[0]["modes"])
+    header = f"{'prompt':<12} " + " ".join(f"{m:>22}" for m in modes)
+    if any("llama_cpp" in r for r in rows):
+        header += f" {'llama.cpp k=' + str(report['k']):>22} {'ours/llama':>10}"
+    print("\nmedian tok/s (acceptance) [ratio vs plain]")
+    print(header)
+    for row in rows:
+        cells = []
+        for mode in modes:
+            m = row["modes"][mode]
+            if mode == "plain":
+                cells.append(f"{m['tokens_per_second']:>22.1f}")
+            else:
+                text = f"{m['tokens_per_second']:.1f} ({m['acceptance_rate']:.0%}) [{row['ratio_vs_plain'][mode]:.2f}x]"
+                cells.append(f"{text:>22}")
+        line = f"{row['prompt']:<12} " + " ".join(cells)
+        if "llama_cpp" in row:
+            ref = row["llama_cpp"]
+            text = f"{ref['tokens_per_second']:.1f} ({ref['acceptance_rate']:.0%}) [{ref['ratio_vs_plain']:.2f}x]"
+            line += f" {text:>22} {row.get('ours_vs_llama_cpp', 0):>9.2f}x"
+        print(line)
+    auto_hist = {r["prompt"]: r["modes"]["auto"]["draft_len_histogram"] for r in rows}
+    print("\nauto: chosen draft length per round (k: rounds)")
+    for name, hist in auto_hist.items():
+        print(f"  {name:<12} " + ", ".join(f"{k}: {v}" for k, v in hist.items()))
+    print("\noverall (geometric mean of ratios vs plain; min, max)")
+    for mode, o in report["overall"].items():
+        if mode == "ours_vs_llama_cpp":
+            print(f"  ours/llama.cpp at k={report['k']}: {o['geomean']:.2f}x (min {o['min']:.2f}x)")
+        else:
+            print(f"  {mode:<10} {o['geomean_ratio_vs_plain']:.2f}x  (min {o['min']:.2f}x, max {o['max']:.2f}x)")

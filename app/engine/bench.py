@@ -1,0 +1,148 @@
+"""Benchmark: plain vs speculative decoding (fixed k and auto) on one prompt suite, interleaved, in one run.
+
+Ratios are what we report: absolute tok/s depend on the machine and on what else it is doing, ratios measured
+side by side in the same run much less. Each repetition runs every mode once, in turn, so drift in machine load
+affects all modes alike; the median over repetitions is reported.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import statistics
+import subprocess
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Callable, Optional
+
+from app.engine.config import GenerationConfig
+from app.engine.events import FinishedEvent
+
+
+@dataclass
+class BenchPrompt:
+    name: str
+    kind: str
+    chat: str
+
+
+@dataclass
+class ModeResult:
+    tokens_per_second: list[float] = field(default_factory=list)
+    acceptance: list[float] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+    histogram: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def median_tps(self) -> float:
+        return statistics.median(self.tokens_per_second) if self.tokens_per_second else 0.0
+
+    @property
+    def median_acceptance(self) -> float:
+        return statistics.median(self.acceptance) if self.acceptance else 0.0
+
+    def to_dict(self) -> dict:
+        return {
+            "tokens_per_second": round(self.median_tps, 2),
+            "runs_tokens_per_second": [round(x, 2) for x in self.tokens_per_second],
+            "acceptance_rate": round(self.median_acceptance, 3),
+            "tokens": self.tokens,
+            "draft_len_histogram": dict(sorted(self.histogram.items())),
+        }
+
+
+def load_prompts(path: Optional[Path] = None) -> list[BenchPrompt]:
+    if path is None:
+        text = resources.files("app").joinpath("data", "bench_prompts.json").read_text(encoding="utf-8")
+    else:
+        text = Path(path).read_text(encoding="utf-8")
+    return [BenchPrompt(p["name"], p.get("kind", ""), p["chat"]) for p in json.loads(text)]
+
+
+def modes_for(has_draft: bool, ngram: bool, k: int) -> dict[str, dict]:
+    """Mode name -> GenerationConfig overrides. 'auto' is the product's default: the controller decides."""
+    modes: dict[str, dict] = {"plain": dict(speculative=False)}
+    if has_draft:
+        modes[f"draft k={k}"] = dict(drafter="model", draft_max=k)
+    if ngram or not has_draft:
+        modes[f"ngram k={k}"] = dict(drafter="ngram", draft_max=k)
+    modes["auto"] = dict(drafter="auto" if has_draft else "ngram", draft_max=None)
+    return modes
+
+
+def run_suite(
+    engine,
+    prompts: list[BenchPrompt],
+    *,
+    ngram: bool,
+    k: int,
+    max_tokens: int,
+    repeats: int,
+    progress: Callable[[str], None] = lambda line: None,
+) -> dict[str, dict[str, ModeResult]]:
+    modes = modes_for(engine.draft is not None, ngram, k)
+    results: dict[str, dict[str, ModeResult]] = {p.name: {m: ModeResult() for m in modes} for p in prompts}
+    for rep in range(repeats):
+        for prompt in prompts:
+            for mode, overrides in modes.items():
+                config = GenerationConfig(max_tokens=max_tokens, temperature=0.0, **overrides)
+                messages = [{"role": "user", "content": prompt.chat}]
+                finished = None
+                for event in engine.chat(messages, config, session=f"bench-{prompt.name}"):
+                    if isinstance(event, FinishedEvent):
+                        finished = event
+                stats = finished.stats
+                result = results[prompt.name][mode]
+                result.tokens_per_second.append(stats.tokens_per_second)
+                result.acceptance.append(stats.acceptance_rate)
+                result.tokens.append(stats.tokens)
+                for size, count in stats.draft_len_histogram.items():
+                    result.histogram[size] = result.histogram.get(size, 0) + count
+                progress(f"rep {rep + 1}/{repeats} {prompt.name:<12} {mode:<10} {stats.tokens_per_second:7.1f} tok/s"
+                         f"  acceptance {stats.acceptance_rate:4.0%}")
+    return results
+
+
+# -- llama.cpp's own example as the native reference --------------------------------------------------------------
+
+_SPEED = re.compile(r"decoded\s+(\d+)\s+tokens in\s+([\d.]+)\s+seconds, speed:\s+([\d.]+) t/s")
+_DRAFTED = re.compile(r"n_drafted\s*=\s*(\d+)")
+_ACCEPT = re.compile(r"n_accept\s*=\s*(\d+)")
+
+
+def find_llama_speculative(explicit: Optional[str]) -> Optional[str]:
+    if explicit:
+        return explicit
+    found = shutil.which("llama-speculative-simple")
+    if found:
+        return found
+    default = Path.home() / ".cache" / "specchat-llama-reference" / "bin" / "llama-speculative-simple"
+    return str(default) if default.is_file() else None
+
+
+def run_llama_speculative(
+    binary: str, target: Path, draft: Path, prompt_text: str, *, k: int, max_tokens: int, threads: int, n_ctx: int
+) -> tuple[float, float]:
+    """(tok/s, acceptance) of llama.cpp's llama-speculative-simple on the same formatted prompt, greedy."""
+    cmd = [
+        binary, "-m", str(target), "-md", str(draft), "--spec-type", "draft-simple", "--spec-draft-n-max", str(k),
+        "-t", str(threads), "--temp", "0", "-n", str(max_tokens), "-c", str(n_ctx), "-p", prompt_text,
+    ]
+    env = {"LD_LIBRARY_PATH": str(Path(binary).parent)}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**_base_env(), **env})
+    out = proc.stdout + proc.stderr
+    speed = _SPEED.search(out)
+    if proc.returncode != 0 or not speed:
+        raise RuntimeError(f"llama-speculative-simple failed (exit {proc.returncode}): {out[-400:]}")
+    drafted = _DRAFTED.search(out)
+    accepted = _ACCEPT.search(out)
+    rate = int(accepted.group(1)) / int(drafted.group(1)) if drafted and accepted and int(drafted.group(1)) else 0.0
+    return float(speed.group(3)), rate
+
+
+def _base_env() -> dict:
+    import os
+
+    return dict(os.environ)
