@@ -237,3 +237,38 @@ def _resolved(path: Path) -> str:
         return str(path.resolve())
     except OSError:
         return str(path)
+
+
+@dataclass(frozen=True)
+class DraftChoice:
+    """A library file judged as a draft for one target: usable or not, and why."""
+
+    path: str
+    compatible: bool
+    reason: str = ""
+    recommended: bool = False
+
+
+def draft_choices(target_path: str | Path, candidates: Sequence[ModelEntry]) -> list[DraftChoice]:
+    """Every other library file judged as a draft for `target_path`: compatible ones best first, then the rest.
+
+    Uses the engine's cached compatibility checks, so asking again for a target seen before costs almost nothing.
+    """
+    from app.engine.compat import suggest_drafts
+
+    target_key = _resolved(Path(target_path))
+    usable = [e for e in candidates if e.usable and _resolved(Path(e.path)) != target_key]
+    unusable = [e for e in candidates if not e.usable and _resolved(Path(e.path)) != target_key]
+    choices: list[DraftChoice] = []
+    for suggestion in suggest_drafts(Path(target_path), [Path(e.path) for e in usable]):
+        path = getattr(suggestion, "path", None) or getattr(suggestion, "draft", None)
+        compatible = bool(getattr(suggestion, "compatible", True))
+        reason = getattr(suggestion, "reason", "") or ""
+        choices.append(DraftChoice(str(path), compatible, reason))
+    compatible = [c for c in choices if c.compatible]
+    if compatible:
+        first = compatible[0]
+        compatible[0] = DraftChoice(first.path, True, first.reason, recommended=True)
+    rest = [c for c in choices if not c.compatible]
+    rest += [DraftChoice(e.path, False, e.problem or "This file cannot be used.") for e in unusable]
+    return compatible + rest

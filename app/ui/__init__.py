@@ -1,0 +1,5 @@
+"""The Qt window. The only package that imports PySide6."""
+
+from app.ui import _pyside_fix
+
+_pyside_fix.install()

@@ -31,8 +31,8 @@ class InferenceWorker(QObject):
     """(request_id, target_path, draft_path or None, n_ctx): the requested models are loaded and ready."""
     sig_load_failed = Signal(int, str)
     """(request_id, message): loading failed; the message is meant for a person."""
-    sig_context = Signal(int, int, int)
-    """(request_id, dropped_messages, n_ctx): the prompt was fitted to the context before generating."""
+    sig_context = Signal(int, int, int, int)
+    """(request_id, dropped_messages, prompt_tokens or -1, n_ctx): the prompt was fitted to the context."""
     sig_token = Signal(object)
     """One TokenEvent of the request being generated."""
     sig_round = Signal(object)
@@ -51,13 +51,12 @@ class InferenceWorker(QObject):
         self._engine = None
 
     def _ensure_engine(self, load: LoadSettings):
-        if self._engine is not None and load != self._load:
-            # Context size, threads or GPU layers changed: llama.cpp needs the models loaded again.
-            self._engine.close()
-            self._engine = None
-        self._load = load
         if self._engine is None:
             self._engine = self._engine_factory(load)
+        elif load != self._load:
+            # Context size, threads or GPU layers changed: llama.cpp needs the models loaded again.
+            self._engine.reconfigure(load)
+        self._load = load
         return self._engine
 
     @Slot(int, object, object, object)
@@ -96,7 +95,8 @@ class InferenceWorker(QObject):
                 return
             reserve = max(16, min(config.max_tokens, engine.n_ctx // 2))
             kept, dropped = engine.fit_messages(messages, reserve)
-            self.sig_context.emit(request_id, dropped, engine.n_ctx)
+            prompt_tokens = engine.count_tokens(kept) if hasattr(engine, "count_tokens") else -1
+            self.sig_context.emit(request_id, dropped, prompt_tokens, engine.n_ctx)
             for event in engine.chat(kept, config, cancel=cancel, request_id=request_id):
                 if cancel.is_set():
                     break  # stopped: nothing more, and no result, leaves this thread
@@ -145,6 +145,7 @@ class InferenceThread(QObject):
         self._thread.setObjectName("SpecChat inference")
         self.worker = InferenceWorker(load, engine_factory)
         self.worker.moveToThread(self._thread)
+        self._thread.finished.connect(self.worker.deleteLater)
         self._sig_load.connect(self.worker.load_models)
         self._sig_generate.connect(self.worker.generate)
         self._sig_shutdown.connect(self.worker.shutdown)
@@ -160,12 +161,12 @@ class InferenceThread(QObject):
         return self._thread.isRunning()
 
     def stop(self, timeout_ms: int = 30000) -> bool:
-        """Free the models and end the thread; returns False if it did not end in time."""
+        """Free the models and end the thread; returns False if it did not end in time.
+
+        The caller sets the cancel event of a running generation first, or this waits for it to end.
+        """
         if not self._thread.isRunning():
             return True
         self._sig_shutdown.emit()
         self._thread.quit()
-        finished = self._thread.wait(timeout_ms)
-        if finished:
-            self.worker.deleteLater()
-        return finished
+        return self._thread.wait(timeout_ms)

@@ -1,0 +1,221 @@
+"""The sidebar: the chats, newest first, with search, new, rename and delete. GUI thread only."""
+
+from __future__ import annotations
+
+import time
+from typing import Optional, Sequence
+
+from PySide6.QtCore import QAbstractListModel, QModelIndex, QPoint, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListView,
+    QMenu,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.store import Chat
+
+CHAT_ID_ROLE = Qt.ItemDataRole(Qt.ItemDataRole.UserRole + 1)
+"""The chat's id (an int)."""
+
+
+def relative_time(timestamp: float, now: Optional[float] = None) -> str:
+    now = time.time() if now is None else now
+    seconds = max(0.0, now - timestamp)
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min ago"
+    if seconds < 86400:
+        return f"{int(seconds // 3600)} h ago"
+    return time.strftime("%d %b %Y", time.localtime(timestamp))
+
+
+class ChatListModel(QAbstractListModel):
+    """Chats as a list, newest first (the store's order). Editing a title asks the owner to rename."""
+
+    sig_rename_requested = Signal(int, str)
+    """(chat_id, title): the user edited a chat's title in place."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._chats: list[Chat] = []
+
+    def set_chats(self, chats: Sequence[Chat]) -> None:
+        self.beginResetModel()
+        self._chats = list(chats)
+        self.endResetModel()
+
+    def chat_at(self, row: int) -> Optional[Chat]:
+        return self._chats[row] if 0 <= row < len(self._chats) else None
+
+    def row_of(self, chat_id: Optional[int]) -> int:
+        for row, chat in enumerate(self._chats):
+            if chat.id == chat_id:
+                return row
+        return -1
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._chats)
+
+    def flags(self, index: QModelIndex) -> Qt.ItemFlag:
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsEditable
+
+    def data(self, index: QModelIndex, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid() or not (0 <= index.row() < len(self._chats)):
+            return None
+        chat = self._chats[index.row()]
+        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole):
+            return chat.title
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return f"{chat.title}\nUpdated {relative_time(chat.updated_at)}"
+        if role == CHAT_ID_ROLE:
+            return chat.id
+        return None
+
+    def setData(self, index: QModelIndex, value, role=Qt.ItemDataRole.EditRole) -> bool:
+        if not index.isValid() or role != Qt.ItemDataRole.EditRole or not isinstance(value, str):
+            return False
+        title = " ".join(value.split())
+        if not title:
+            return False
+        chat = self._chats[index.row()]
+        if title != chat.title:
+            self.sig_rename_requested.emit(chat.id, title)
+        return True
+
+
+class ChatSidebar(QWidget):
+    """Chat list with its search box and buttons. GUI thread only."""
+
+    sig_chat_selected = Signal(int)
+    """The user opened this chat."""
+    sig_new_chat = Signal()
+    """The user asked for a new chat."""
+    sig_delete_requested = Signal(int)
+    """The user asked to delete this chat (the owner confirms)."""
+    sig_search_changed = Signal(str)
+    """The search text changed (debounced)."""
+    sig_library_requested = Signal()
+    """The user asked to see the model library."""
+    sig_get_models_requested = Signal()
+    """The user asked to download models."""
+    sig_settings_requested = Signal()
+    """The user asked for the app settings."""
+
+    def __init__(self, model: ChatListModel, parent=None):
+        super().__init__(parent)
+        self.setObjectName("Sidebar")
+        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        self.model = model
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 12, 10, 10)
+        layout.setSpacing(8)
+
+        header = QHBoxLayout()
+        title = QLabel("SpecChat")
+        title.setObjectName("AppTitle")
+        header.addWidget(title)
+        header.addStretch(1)
+        self.new_button = QPushButton("New chat")
+        self.new_button.setToolTip("Start a new chat (Ctrl+N)")
+        self.new_button.clicked.connect(self.sig_new_chat)
+        header.addWidget(self.new_button)
+        layout.addLayout(header)
+
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search chats")
+        self.search.setClearButtonEnabled(True)
+        self._search_timer = QTimer(self)
+        self._search_timer.setSingleShot(True)
+        self._search_timer.setInterval(150)
+        self._search_timer.timeout.connect(lambda: self.sig_search_changed.emit(self.search.text()))
+        self.search.textChanged.connect(self._search_timer.start)
+        layout.addWidget(self.search)
+
+        self.list_view = QListView()
+        self.list_view.setModel(model)
+        self.list_view.setEditTriggers(
+            QAbstractItemView.EditTrigger.DoubleClicked | QAbstractItemView.EditTrigger.EditKeyPressed
+        )
+        self.list_view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.list_view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.list_view.customContextMenuRequested.connect(self._show_menu)
+        self.list_view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list_view.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.list_view.clicked.connect(self._on_clicked)
+        self.list_view.activated.connect(self._on_clicked)
+        layout.addWidget(self.list_view, 1)
+
+        self.empty_label = QLabel("No chats yet")
+        self.empty_label.setObjectName("Muted")
+        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        layout.addWidget(self.empty_label)
+        model.modelReset.connect(self._update_empty)
+
+        delete_action = QAction("Delete chat", self)
+        delete_action.setShortcut(QKeySequence.StandardKey.Delete)
+        delete_action.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
+        delete_action.triggered.connect(self._delete_current)
+        self.list_view.addAction(delete_action)
+
+        footer = QVBoxLayout()
+        footer.setSpacing(2)
+        for label, signal, tip in (
+            ("Model library", self.sig_library_requested, "Every model file found, and folders to scan"),
+            ("Get models", self.sig_get_models_requested, "Download GGUF models"),
+            ("Settings", self.sig_settings_requested, "Model folders, threads, context size, GPU layers"),
+        ):
+            button = QPushButton(label)
+            button.setObjectName("FlatButton")
+            button.setToolTip(tip)
+            button.clicked.connect(signal)
+            footer.addWidget(button, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addLayout(footer)
+        self._update_empty()
+
+    def select_chat(self, chat_id: Optional[int]) -> None:
+        """Highlight the chat without emitting sig_chat_selected."""
+        row = self.model.row_of(chat_id)
+        if row < 0:
+            self.list_view.clearSelection()
+            return
+        self.list_view.setCurrentIndex(self.model.index(row))
+
+    def rename_current(self) -> None:
+        index = self.list_view.currentIndex()
+        if index.isValid():
+            self.list_view.edit(index)
+
+    def _update_empty(self) -> None:
+        empty = self.model.rowCount() == 0
+        self.empty_label.setText("No chats match" if self.search.text() else "No chats yet")
+        self.empty_label.setVisible(empty)
+
+    def _on_clicked(self, index: QModelIndex) -> None:
+        chat_id = index.data(CHAT_ID_ROLE)
+        if chat_id is not None:
+            self.sig_chat_selected.emit(int(chat_id))
+
+    def _delete_current(self) -> None:
+        index = self.list_view.currentIndex()
+        if index.isValid():
+            self.sig_delete_requested.emit(int(index.data(CHAT_ID_ROLE)))
+
+    def _show_menu(self, pos: QPoint) -> None:
+        index = self.list_view.indexAt(pos)
+        if not index.isValid():
+            return
+        self.list_view.setCurrentIndex(index)
+        menu = QMenu(self)
+        menu.addAction("Rename", lambda: self.list_view.edit(index))
+        menu.addAction("Delete", lambda: self.sig_delete_requested.emit(int(index.data(CHAT_ID_ROLE))))
+        menu.exec(self.list_view.viewport().mapToGlobal(pos))

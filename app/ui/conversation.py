@@ -1,0 +1,338 @@
+"""The conversation controller: sends requests to the inference thread, streams replies into the transcript and
+stores finished messages.
+
+Every request gets a fresh id; Stop, Regenerate and switching chats retire the current id, so events still queued
+for it are dropped. Tokens are buffered and written to the transcript every ~30 ms. GUI thread only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from app.engine.config import GenerationConfig
+from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent
+from app.store import ChatStore, Message, StoreError
+from app.ui.chat_view import ChatView, TranscriptMessage
+from app.ui.inference_worker import InferenceThread
+
+FLUSH_INTERVAL_MS = 30
+
+
+def stats_from_dict(data: Optional[dict]) -> Optional[GenerationStats]:
+    """GenerationStats from its stored dict, ignoring keys this version does not know."""
+    if not data:
+        return None
+    known = {f.name for f in dataclasses.fields(GenerationStats)}
+    try:
+        return GenerationStats(**{k: v for k, v in data.items() if k in known})
+    except TypeError:
+        return None
+
+
+def model_label(target_name: Optional[str], draft_name: Optional[str]) -> str:
+    if not target_name:
+        return "Assistant"
+    return f"{target_name}  +  {draft_name}" if draft_name else target_name
+
+
+def transcript_message(message: Message) -> TranscriptMessage:
+    return TranscriptMessage(
+        message_id=message.id,
+        role=message.role,
+        content=message.content,
+        tokens=message.tokens,
+        stats=stats_from_dict(message.stats),
+        model_label=model_label(message.target_name, message.draft_name),
+    )
+
+
+@dataclass
+class _Request:
+    """One reply being generated: what was asked, and what has arrived so far."""
+
+    request_id: int
+    chat_id: int
+    cancel: threading.Event
+    target_name: str
+    draft_name: Optional[str]
+    started: float = field(default_factory=time.monotonic)
+    first_token_at: Optional[float] = None
+    last_token_at: Optional[float] = None
+    tokens: list[tuple[str, str]] = field(default_factory=list)
+    pending: list[tuple[str, str]] = field(default_factory=list)
+    drafted: int = 0
+    accepted: int = 0
+    rounds: int = 0
+    prompt_tokens: int = 0
+    streaming: bool = False
+
+    def partial_stats(self, stop_reason: str) -> GenerationStats:
+        """Stats of a reply that ended without the engine's own numbers (stopped, or failed midway)."""
+        now = self.last_token_at or time.monotonic()
+        decode_time = (now - self.first_token_at) if self.first_token_at else 0.0
+        n = len(self.tokens)
+        return GenerationStats(
+            tokens=n,
+            tokens_per_second=(n - 1) / decode_time if n > 1 and decode_time > 0 else 0.0,
+            ttft_s=(self.first_token_at - self.started) if self.first_token_at else 0.0,
+            drafted=self.drafted,
+            accepted=self.accepted,
+            acceptance_rate=self.accepted / self.drafted if self.drafted else 0.0,
+            rounds=self.rounds,
+            stop_reason=stop_reason,
+            prompt_tokens=self.prompt_tokens,
+            elapsed_s=now - self.started,
+        )
+
+
+class Conversation(QObject):
+    """Drives one chat's generation. GUI thread only."""
+
+    sig_busy_changed = Signal(bool)
+    """A reply started (True) or ended (False)."""
+    sig_live_stats = Signal(str)
+    """The live readout while a reply streams ("" when none streams)."""
+    sig_round_reason = Signal(str)
+    """Why the drafter chose its draft length in the latest round (the engine's words)."""
+    sig_context_usage = Signal(int, int)
+    """(tokens used, context size) after a request was fitted or a reply finished."""
+    sig_messages_changed = Signal(int)
+    """(chat_id): messages were added to or removed from this chat."""
+    sig_reply_finished = Signal(int)
+    """(message_id): a reply was stored (finished, stopped or cut short by an error)."""
+    sig_error = Signal(str)
+    """Something went wrong that the user should read."""
+
+    def __init__(self, store: ChatStore, inference: InferenceThread, view: ChatView, parent=None):
+        super().__init__(parent)
+        self.store = store
+        self.inference = inference
+        self.view = view
+        self.chat_id: Optional[int] = None
+        self._request: Optional[_Request] = None
+        self._next_id = 0
+        self._n_ctx = 0
+        self._last_reason = ""
+        self._flush_timer = QTimer(self)
+        self._flush_timer.setInterval(FLUSH_INTERVAL_MS)
+        self._flush_timer.timeout.connect(self._flush)
+        worker = inference.worker
+        worker.sig_context.connect(self._on_context)
+        worker.sig_token.connect(self._on_token)
+        worker.sig_round.connect(self._on_round)
+        worker.sig_finished.connect(self._on_finished)
+        worker.sig_generation_failed.connect(self._on_failed)
+        worker.sig_generation_ended.connect(self._on_ended)
+
+    # ----- state
+
+    def is_busy(self) -> bool:
+        return self._request is not None
+
+    def active_request_id(self) -> Optional[int]:
+        return self._request.request_id if self._request else None
+
+    def new_request_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    # ----- chats
+
+    def open_chat(self, chat_id: Optional[int]) -> None:
+        """Show a chat (None: an empty new chat). A reply streaming elsewhere is stopped and kept."""
+        self.stop()
+        self.chat_id = chat_id
+        self.reload()
+
+    def reload(self) -> None:
+        messages = self.store.messages(self.chat_id) if self.chat_id is not None else []
+        self.view.show_messages([transcript_message(m) for m in messages])
+        last = next((m for m in reversed(messages) if m.role == "assistant" and m.stats), None)
+        stats = stats_from_dict(last.stats) if last else None
+        if stats and self._n_ctx:
+            self.sig_context_usage.emit(stats.prompt_tokens + stats.tokens, self._n_ctx)
+        else:
+            self.sig_context_usage.emit(0, self._n_ctx)
+
+    def set_context_size(self, n_ctx: int) -> None:
+        self._n_ctx = n_ctx
+
+    def prompt_messages(self, system_prompt: str) -> list[dict]:
+        messages = [{"role": "system", "content": system_prompt}] if system_prompt.strip() else []
+        for message in self.store.messages(self.chat_id):
+            if message.role in ("user", "assistant"):
+                messages.append({"role": message.role, "content": message.content})
+        return messages
+
+    # ----- generation
+
+    def start_reply(self, config: GenerationConfig, system_prompt: str, target_name: str,
+                    draft_name: Optional[str]) -> int:
+        """Ask for a reply to the chat as stored; returns the request id."""
+        if self.chat_id is None:
+            raise RuntimeError("no chat is open")
+        self.stop()
+        request = _Request(self.new_request_id(), self.chat_id, threading.Event(), target_name, draft_name)
+        self._request = request
+        self._last_reason = ""
+        self.inference.request_generate(request.request_id, self.prompt_messages(system_prompt), config,
+                                        request.cancel)
+        self._flush_timer.start()
+        self.sig_busy_changed.emit(True)
+        self.sig_live_stats.emit("Reading the prompt…")
+        return request.request_id
+
+    def stop(self) -> None:
+        """Stop the streaming reply now: the part already shown is kept and stored; later tokens are dropped."""
+        request = self._request
+        if request is None:
+            return
+        request.cancel.set()
+        self._end_request(request, request.partial_stats("cancelled"), text=None)
+
+    def regenerate(self, config: GenerationConfig, system_prompt: str, target_name: str,
+                   draft_name: Optional[str], message_id: Optional[int] = None) -> Optional[int]:
+        """Replace the reply `message_id` (default: the last reply) with a new one."""
+        if self.chat_id is None:
+            return None
+        self.stop()
+        messages = self.store.messages(self.chat_id)
+        if message_id is None:
+            last = messages[-1] if messages else None
+            message_id = last.id if last is not None and last.role == "assistant" else None
+        if message_id is not None:
+            self.store.delete_messages_from(self.chat_id, message_id)
+            self.sig_messages_changed.emit(self.chat_id)
+            self.reload()
+        if not any(m.role == "user" for m in self.store.messages(self.chat_id)):
+            return None
+        return self.start_reply(config, system_prompt, target_name, draft_name)
+
+    # ----- events from the inference thread
+
+    def _current(self, request_id: int) -> Optional[_Request]:
+        request = self._request
+        return request if request is not None and request.request_id == request_id else None
+
+    def _on_context(self, request_id: int, dropped: int, prompt_tokens: int, n_ctx: int) -> None:
+        request = self._current(request_id)
+        if request is None:
+            return
+        self._n_ctx = n_ctx
+        request.prompt_tokens = max(0, prompt_tokens)
+        if dropped:
+            noun = "message" if dropped == 1 else "messages"
+            self.view.add_notice(
+                f"The conversation is longer than the context ({n_ctx:,} tokens): the oldest {dropped} {noun} "
+                "were left out of the prompt for this reply. They are still here and saved."
+            )
+        if prompt_tokens >= 0:
+            self.sig_context_usage.emit(prompt_tokens, n_ctx)
+        self.view.begin_stream(model_label(request.target_name, request.draft_name))
+        request.streaming = True
+
+    def _on_token(self, event: TokenEvent) -> None:
+        request = self._current(event.request_id)
+        if request is None:
+            return  # a stopped or superseded request: drop
+        now = time.monotonic()
+        if request.first_token_at is None:
+            request.first_token_at = now
+        request.last_token_at = now
+        token = (event.text, event.source)
+        request.tokens.append(token)
+        request.pending.append(token)
+
+    def _on_round(self, event: RoundEvent) -> None:
+        request = self._current(event.request_id)
+        if request is None:
+            return
+        request.rounds += 1
+        request.drafted += event.drafted
+        request.accepted += event.accepted
+        if event.reason and event.reason != self._last_reason:
+            self._last_reason = event.reason
+            self.sig_round_reason.emit(event.reason)
+
+    def _flush(self) -> None:
+        request = self._request
+        if request is None or not request.pending or not request.streaming:
+            return
+        self.view.append_tokens(request.pending)
+        request.pending = []
+        self.sig_live_stats.emit(self._live_text(request))
+
+    def _live_text(self, request: _Request) -> str:
+        n = len(request.tokens)
+        elapsed = (request.last_token_at or 0) - (request.first_token_at or 0)
+        parts = [f"{(n - 1) / elapsed:.1f} tok/s" if n > 1 and elapsed > 0 else "…", f"{n} tokens"]
+        if request.drafted:
+            parts.append(f"{100 * request.accepted / request.drafted:.0f}% accepted")
+        if self._n_ctx:
+            used = request.prompt_tokens + n
+            self.sig_context_usage.emit(used, self._n_ctx)
+        return "  ·  ".join(parts)
+
+    def _on_finished(self, event: FinishedEvent) -> None:
+        request = self._current(event.request_id)
+        if request is None:
+            return
+        self._end_request(request, event.stats, text=event.text)
+
+    def _on_failed(self, request_id: int, message: str) -> None:
+        request = self._current(request_id)
+        if request is None:
+            return
+        self._end_request(request, request.partial_stats("error"), text=None, error=message)
+
+    def _on_ended(self, request_id: int) -> None:
+        request = self._current(request_id)
+        if request is not None:
+            # The engine stopped without a result or an error; keep what arrived.
+            self._end_request(request, request.partial_stats("cancelled"), text=None)
+
+    def _end_request(self, request: _Request, stats: GenerationStats, text: Optional[str],
+                     error: Optional[str] = None) -> None:
+        """Retire the request and keep its reply (if any text arrived) in the store and the transcript."""
+        self._request = None
+        self._flush_timer.stop()
+        if request.pending and request.streaming:
+            self.view.append_tokens(request.pending)
+        request.pending = []
+        reply = text if text is not None else "".join(t for t, _ in request.tokens)
+        stored: Optional[Message] = None
+        if reply:
+            try:
+                stored = self.store.add_message(
+                    request.chat_id, "assistant", reply, stats=stats.to_dict(), tokens=request.tokens,
+                    target_name=request.target_name, draft_name=request.draft_name,
+                )
+            except StoreError as exc:
+                self.sig_error.emit(f"The reply could not be saved: {exc}")
+        if request.chat_id == self.chat_id:
+            if stored is not None:
+                self.view.finish_stream(transcript_message(stored))
+            elif reply:
+                self.view.finish_stream(TranscriptMessage(-1, "assistant", reply, list(request.tokens), stats,
+                                                          model_label(request.target_name, request.draft_name)))
+            elif request.streaming:
+                self.view.finish_stream(TranscriptMessage(-1, "assistant", "", [], stats,
+                                                          model_label(request.target_name, request.draft_name)))
+            if error:
+                self.view.add_notice(error, kind="error", retry=True)
+            if self._n_ctx and (stats.prompt_tokens or request.prompt_tokens):
+                self.sig_context_usage.emit((stats.prompt_tokens or request.prompt_tokens) + stats.tokens,
+                                            self._n_ctx)
+        elif error:
+            self.sig_error.emit(error)
+        self.sig_live_stats.emit("")
+        self.sig_busy_changed.emit(False)
+        if stored is not None:
+            self.sig_messages_changed.emit(request.chat_id)
+            self.sig_reply_finished.emit(stored.id)

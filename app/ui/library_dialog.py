@@ -1,0 +1,80 @@
+"""The model library window: every .gguf file found, its facts, and why a file cannot be used."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QTableView,
+    QVBoxLayout,
+)
+
+from app.ui.library_model import LibraryModel
+
+
+class LibraryDialog(QDialog):
+    """A table over the shared LibraryModel, with Rescan and Add folder. GUI thread only."""
+
+    sig_rescan = Signal()
+    """The user asked to scan the folders again."""
+    sig_add_folder = Signal()
+    """The user asked to add a folder."""
+
+    def __init__(self, model: LibraryModel, folders_text: str, parent=None):
+        super().__init__(parent)
+        self.setWindowTitle("Model library")
+        self.resize(900, 460)
+        layout = QVBoxLayout(self)
+        self.summary = QLabel()
+        self.summary.setObjectName("Muted")
+        self.summary.setWordWrap(True)
+        layout.addWidget(self.summary)
+        self.table = QTableView()
+        self.table.setModel(model)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.verticalHeader().hide()
+        self.table.setShowGrid(False)
+        self.table.setAlternatingRowColors(False)
+        self.table.setWordWrap(False)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        for column in range(1, model.columnCount()):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        layout.addWidget(self.table, 1)
+        self.folders = QLabel(folders_text)
+        self.folders.setObjectName("Muted")
+        self.folders.setWordWrap(True)
+        self.folders.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.folders)
+        row = QHBoxLayout()
+        add = QPushButton("Add folder…")
+        add.clicked.connect(self.sig_add_folder)
+        rescan = QPushButton("Scan again")
+        rescan.clicked.connect(self.sig_rescan)
+        close = QPushButton("Close")
+        close.clicked.connect(self.accept)
+        row.addWidget(add)
+        row.addWidget(rescan)
+        row.addStretch(1)
+        row.addWidget(close)
+        layout.addLayout(row)
+        model.modelReset.connect(lambda: self._update_summary(model))
+        self._update_summary(model)
+
+    def set_folders_text(self, text: str) -> None:
+        self.folders.setText(text)
+
+    def _update_summary(self, model: LibraryModel) -> None:
+        entries = model.entries()
+        usable = sum(1 for e in entries if e.usable)
+        broken = len(entries) - usable
+        text = f"{usable} usable model{'s' if usable != 1 else ''}"
+        if broken:
+            text += f", {broken} file{'s' if broken != 1 else ''} that cannot be used (hover a row to see why)"
+        self.summary.setText(text + ".")

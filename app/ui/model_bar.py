@@ -1,0 +1,143 @@
+"""The model bar above the conversation: target picker, draft picker, the Speculative switch and the load state.
+
+Selections made in code (opening a chat) do not emit the `sig_*_chosen` signals; only the user's choices do.
+GUI thread only.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QWidget
+
+from app.ui.library_model import NGRAM_KEY, PATH_ROLE, DraftListModel, LibraryModel, TwoLineDelegate
+from app.ui.toggle_switch import ToggleSwitch
+
+
+class ModelBar(QWidget):
+    """Target and draft pickers with the Speculative switch. GUI thread only."""
+
+    sig_target_chosen = Signal(str)
+    """The user picked this target file."""
+    sig_draft_chosen = Signal(str)
+    """The user picked this draft: a file path, or NGRAM_KEY."""
+    sig_speculative_toggled = Signal(bool)
+    """The user flipped the Speculative switch."""
+    sig_chat_settings_requested = Signal()
+    """The user asked for this chat's settings."""
+
+    def __init__(self, library: LibraryModel, drafts: DraftListModel, parent=None):
+        super().__init__(parent)
+        self.setObjectName("ModelBar")
+        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        self.library = library
+        self.drafts = drafts
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(16, 8, 12, 8)
+        layout.setSpacing(8)
+
+        self.target_combo = self._combo(library, "The model that writes the reply (the target)")
+        self.target_combo.setPlaceholderText("Choose a model")
+        self.target_combo.activated.connect(self._on_target_activated)
+        layout.addWidget(self._caption("Model"))
+        layout.addWidget(self.target_combo, 3)
+
+        self.draft_combo = self._combo(drafts, "The small model that proposes tokens for the target to verify")
+        self.draft_combo.setPlaceholderText("Draft")
+        self.draft_combo.activated.connect(self._on_draft_activated)
+        layout.addSpacing(6)
+        layout.addWidget(self._caption("Draft"))
+        layout.addWidget(self.draft_combo, 2)
+
+        layout.addSpacing(6)
+        self.speculative_switch = ToggleSwitch()
+        self.speculative_switch.setToolTip(
+            "Speculative decoding: the draft proposes tokens and the target verifies them in one batch. "
+            "Takes effect on the next message; no reload."
+        )
+        self.speculative_switch.clicked.connect(self.sig_speculative_toggled)
+        self.speculative_switch.toggled.connect(self._update_enabled)
+        self.speculative_label = QLabel("Speculative")
+        self.speculative_label.setBuddy(self.speculative_switch)
+        layout.addWidget(self.speculative_switch)
+        layout.addWidget(self.speculative_label)
+
+        layout.addStretch(1)
+        self.load_state = QLabel("")
+        self.load_state.setObjectName("Muted")
+        layout.addWidget(self.load_state)
+        self.settings_button = QPushButton("Chat settings")
+        self.settings_button.setObjectName("FlatButton")
+        self.settings_button.setToolTip("System prompt, sampling and length settings for this chat")
+        self.settings_button.clicked.connect(self.sig_chat_settings_requested)
+        layout.addWidget(self.settings_button)
+
+    def _caption(self, text: str) -> QLabel:
+        label = QLabel(text)
+        label.setObjectName("BarLabel")
+        return label
+
+    def _combo(self, model, tooltip: str) -> QComboBox:
+        combo = QComboBox()
+        combo.setModel(model)
+        combo.setToolTip(tooltip)
+        combo.setItemDelegate(TwoLineDelegate(combo))
+        combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        combo.setMinimumContentsLength(14)
+        combo.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        combo.view().setMinimumWidth(440)
+        combo.view().setMouseTracking(True)
+        return combo
+
+    # ----- state set by the window
+
+    def current_target(self) -> Optional[str]:
+        return self.target_combo.currentData(PATH_ROLE)
+
+    def current_draft(self) -> Optional[str]:
+        return self.draft_combo.currentData(PATH_ROLE) or None
+
+    def select_target(self, path: Optional[str]) -> None:
+        self.target_combo.setCurrentIndex(self.library.row_of(path))
+
+    def select_draft(self, key: Optional[str]) -> str:
+        """Select `key` if it is offered and enabled, else the best option; returns the key selected ("" if none)."""
+        row = self.drafts.row_of(key) if key else -1
+        if row < 0:
+            row = self.drafts.first_enabled_row()
+        self.draft_combo.setCurrentIndex(row)
+        option = self.drafts.option_at(row)
+        return option.key if option else ""
+
+    def set_speculative(self, on: bool) -> None:
+        self.speculative_switch.setChecked(on)
+        self._update_enabled()
+
+    def speculative(self) -> bool:
+        return self.speculative_switch.isChecked()
+
+    def set_load_state(self, text: str, tooltip: str = "") -> None:
+        self.load_state.setText(text)
+        self.load_state.setToolTip(tooltip)
+
+    def _update_enabled(self) -> None:
+        self.draft_combo.setEnabled(self.speculative_switch.isChecked() and not self.drafts.is_checking())
+
+    def refresh_enabled(self) -> None:
+        self._update_enabled()
+
+    # ----- user actions
+
+    def _on_target_activated(self, row: int) -> None:
+        path = self.target_combo.itemData(row, PATH_ROLE)
+        if path:
+            self.sig_target_chosen.emit(path)
+
+    def _on_draft_activated(self, row: int) -> None:
+        key = self.draft_combo.itemData(row, PATH_ROLE)
+        if key:
+            self.sig_draft_chosen.emit(key)
+
+
+__all__ = ["ModelBar", "NGRAM_KEY"]
