@@ -1,5 +1,199 @@
-"""Placeholder until this sub-command is written."""
+"""`specchat-cli download REPO [FILE_PATTERN] [--dest DIR]`: fetch GGUF files from the Hugging Face Hub.
+
+FILE_PATTERN picks models in the repository: a quantization ("Q4_K_M"), part of a file name, or a glob
+("*q8_0*.gguf"); all parts of a split model come along. Without it, a repository with a single model downloads
+that model, and one with several lists them. Files land in the app's models folder (or --dest), where the app
+finds them. Progress goes to stderr, the final paths to stdout. Ctrl-C stops and keeps what was downloaded: the
+same command resumes it.
+
+Exit status: 0 done, 1 failed (the message says why), 2 nothing chosen, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Optional, TextIO
+
+from app.hub.client import HubClient, RepoListing
+from app.hub.download import DownloadJob, DownloadProgress
+from app.hub.download_plan import DownloadItem, format_bytes, format_duration
+from app.hub.errors import DownloadCancelled, HubError
+from app.hub.repo_files import RemoteModel
+
+EXIT_FAILED = 1
+EXIT_NOTHING_CHOSEN = 2
+EXIT_INTERRUPTED = 130
 
 
 def register(subparsers) -> None:
-    pass
+    parser = subparsers.add_parser(
+        "download",
+        help="download GGUF models from the Hugging Face Hub",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("repo", metavar="REPO", help="Hub repository, e.g. Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF")
+    parser.add_argument("pattern", metavar="FILE_PATTERN", nargs="?",
+                        help="quantization, part of a file name, or glob (default: the repo's only model)")
+    parser.add_argument("--dest", metavar="DIR", type=Path, help="folder to save into (default: the app's models folder)")
+    parser.add_argument("--revision", metavar="REV", help="branch, tag or commit (default: main)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    client = HubClient()
+    try:
+        listing = client.list_gguf(args.repo, args.revision)
+    except HubError as exc:
+        return _fail(exc)
+
+    models = choose_models(listing, args.pattern)
+    if not models:
+        if args.pattern:
+            print(f"Nothing in {args.repo} matches {args.pattern!r}. It offers:", file=sys.stderr)
+        else:
+            print(f"{args.repo} offers several models; name one with FILE_PATTERN, e.g. "
+                  f"specchat-cli download {args.repo} Q4_K_M", file=sys.stderr)
+        print_listing(listing, sys.stderr)
+        return EXIT_NOTHING_CHOSEN
+
+    items = [DownloadItem(args.repo, f.path, args.revision) for model in models for f in model.files]
+    progress = TerminalProgress(sys.stderr)
+    job = DownloadJob(items, args.dest, client=client, on_progress=progress)
+    try:
+        plan = job.make_plan()
+    except HubError as exc:
+        return _fail(exc)
+    print(f"Downloading {len(items)} file(s), {format_bytes(plan.total_bytes)}, to {plan.dest_dir}"
+          + (f" (resuming, {format_bytes(plan.done_bytes)} already here)" if plan.done_bytes else ""),
+          file=sys.stderr)
+
+    outcome: dict[str, object] = {}
+    finished = threading.Event()
+
+    def work() -> None:
+        try:
+            outcome["paths"] = job.run()
+        except BaseException as exc:  # handed to the main thread, which reports it
+            outcome["error"] = exc
+        finally:
+            finished.set()
+
+    # The job runs in a thread so Ctrl-C lands in the main thread, which cancels it cleanly (partial kept).
+    # We wait on an Event, not Thread.join: on Python 3.11 a KeyboardInterrupt during join(timeout) leaves the
+    # thread marked finished while it still runs, and we would return while it is writing.
+    threading.Thread(target=work, name="specchat-download", daemon=True).start()
+    try:
+        while not finished.wait(0.1):
+            pass
+    except KeyboardInterrupt:
+        job.cancel()
+        finished.wait()
+        progress.finish()
+        print("Interrupted. What was downloaded is kept; run the same command again to resume.", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    progress.finish()
+
+    error = outcome.get("error")
+    if isinstance(error, DownloadCancelled):
+        print(str(error), file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if isinstance(error, HubError):
+        return _fail(error)
+    if isinstance(error, BaseException):
+        raise error
+    for model in models:
+        print(Path(plan.dest_dir) / model.first_file.name)
+    return 0
+
+
+def choose_models(listing: RepoListing, pattern: Optional[str]) -> list[RemoteModel]:
+    """The models FILE_PATTERN names (a whole split model when any part matches); [] when none or ambiguous."""
+    models = [m for group in listing.groups for m in group.models]
+    if not pattern:
+        chat_models = [m for m in models if not m.is_projector]
+        return chat_models if len(chat_models) == 1 else []
+    wanted = pattern.lower()
+    is_glob = any(ch in pattern for ch in "*?[")
+
+    def matches(text: str) -> bool:
+        text = text.lower()
+        return fnmatch.fnmatchcase(text, wanted) if is_glob else wanted in text
+
+    exact_quant = [m for m in models if m.quant.lower() == wanted and not m.is_projector]
+    if exact_quant:
+        return exact_quant  # "Q4_K" means Q4_K, not also Q4_K_M and Q4_K_S
+    return [m for m in models
+            if matches(m.name) or any(matches(f.path) or matches(f.name) for f in m.files)]
+
+
+def print_listing(listing: RepoListing, out: TextIO) -> None:
+    for group in listing.groups:
+        for model in group.models:
+            size = format_bytes(model.size) if model.size is not None else "?"
+            parts = f"  ({len(model.files)} parts)" if model.is_split else ""
+            print(f"  {group.quant or '-':<12} {size:>9}  {model.name}{parts}", file=out)
+
+
+class TerminalProgress:
+    """Download progress on a terminal: one line redrawn in place on a TTY, a line every few seconds otherwise."""
+
+    def __init__(self, out: TextIO, is_tty: Optional[bool] = None, log_every_s: float = 5.0):
+        self.out = out
+        self.is_tty = out.isatty() if is_tty is None else is_tty
+        self.log_every_s = log_every_s
+        self._last_log = 0.0
+        self._drawn = False
+        self._width = 0
+
+    def __call__(self, progress: DownloadProgress) -> None:
+        if progress.phase == "checking":
+            return
+        line = self.describe(progress)
+        if self.is_tty:
+            pad = max(0, self._width - len(line))
+            self.out.write("\r" + line + " " * pad)
+            self.out.flush()
+            self._width = len(line)
+            self._drawn = True
+            return
+        now = time.monotonic()
+        if progress.phase in ("verifying", "done") or now - self._last_log >= self.log_every_s:
+            self._last_log = now
+            print(line, file=self.out, flush=True)
+
+    @staticmethod
+    def describe(progress: DownloadProgress) -> str:
+        percent = int(progress.fraction * 100)
+        if progress.phase == "done":
+            return f"[{'#' * 20}] 100%  {format_bytes(progress.total_bytes)}  done"
+        filled = int(progress.fraction * 20)
+        bar = "#" * filled + "-" * (20 - filled)
+        parts = [f"[{bar}] {percent:3d}%", f"{format_bytes(progress.done_bytes)} / {format_bytes(progress.total_bytes)}"]
+        if progress.phase == "verifying":
+            parts.append("verifying")
+        elif progress.speed_bps > 0:
+            parts.append(f"{format_bytes(progress.speed_bps)}/s")
+            if progress.eta_s is not None:
+                parts.append(f"{format_duration(progress.eta_s)} left")
+        if progress.file_count > 1:
+            parts.append(f"file {progress.file_index + 1}/{progress.file_count}: {progress.file_name}")
+        else:
+            parts.append(progress.file_name)
+        return "  ".join(parts)
+
+    def finish(self) -> None:
+        if self.is_tty and self._drawn:
+            self.out.write("\n")
+            self.out.flush()
+            self._drawn = False
+
+
+def _fail(error: HubError) -> int:
+    print(f"specchat-cli download: {error}", file=sys.stderr)
+    return EXIT_FAILED

@@ -64,7 +64,7 @@ class HubClient:
     def api(self):
         """A huggingface_hub HfApi bound to this client's endpoint and token."""
         hf = environment.import_huggingface_hub()
-        return hf.HfApi(endpoint=self.base_url, token=self.request_token(), library_name=environment.USER_AGENT)
+        return hf.HfApi(endpoint=self.base_url, token=self.request_token(), **environment.library_info())
 
     def check_reachable(self) -> None:
         """OfflineError in a few seconds when the Hub cannot be reached."""

@@ -34,7 +34,6 @@ from app.hub.errors import (
     is_network_error,
 )
 
-CHUNK_SIZE = 1024 * 1024
 HASH_BLOCK = 8 * 1024 * 1024
 CONNECT_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 30.0
@@ -100,7 +99,6 @@ class DownloadJob:
         client: Optional[HubClient] = None,
         on_progress: Optional[ProgressCallback] = None,
         cancel_event: Optional[threading.Event] = None,
-        chunk_size: int = CHUNK_SIZE,
         max_retries: int = 5,
         retry_wait_s: float = 1.0,
         progress_interval_s: float = 0.1,
@@ -112,7 +110,6 @@ class DownloadJob:
         self.client = client or HubClient()
         self.on_progress = on_progress
         self.cancel_event = cancel_event or threading.Event()
-        self.chunk_size = chunk_size
         self.max_retries = max_retries
         self.retry_wait_s = retry_wait_s
         self.progress_interval_s = progress_interval_s
@@ -249,7 +246,7 @@ class DownloadJob:
 
         revision = planned.commit or planned.item.revision
         url = hf.hf_hub_url(planned.item.repo_id, planned.item.path, revision=revision, endpoint=self.client.base_url)
-        headers = build_hf_headers(token=self.client.request_token(), library_name=environment.USER_AGENT)
+        headers = build_hf_headers(token=self.client.request_token(), **environment.library_info())
         headers["Accept-Encoding"] = "identity"  # sizes and ranges are about the file's bytes, not a compressed stream
         if have:
             headers["Range"] = f"bytes={have}-"
@@ -284,7 +281,7 @@ class DownloadJob:
             with open(planned.part_path, "r+b" if start else "wb") as out:
                 out.seek(start)
                 out.truncate()
-                for chunk in response.iter_bytes(chunk_size=self.chunk_size):
+                for chunk in response.iter_bytes():  # as the bytes arrive: progress and cancel stay responsive
                     if not chunk:
                         continue
                     if planned.size is not None and written + len(chunk) > planned.size:

@@ -15,7 +15,7 @@ from types import ModuleType
 from app.hub.errors import HubError, OfflineError
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
-USER_AGENT = "specchat"
+LIBRARY_NAME = "specchat"  # how we introduce ourselves to the Hub, in the User-Agent
 
 _TRUE = {"1", "on", "yes", "true"}
 
@@ -33,6 +33,13 @@ def import_huggingface_hub() -> ModuleType:
             "Searching and downloading models needs the huggingface_hub package: pip install huggingface_hub"
         ) from exc
     return huggingface_hub
+
+
+def library_info() -> dict[str, str]:
+    """library_name= and library_version= for huggingface_hub calls."""
+    from app import __version__
+
+    return {"library_name": LIBRARY_NAME, "library_version": __version__}
 
 
 def endpoint() -> str:

@@ -60,7 +60,7 @@ def validate_token(token: str, base_url: Optional[str] = None) -> str:
     base_url = base_url or environment.endpoint()
     environment.ensure_reachable(base_url)
     try:
-        info = hf.HfApi(endpoint=base_url, library_name=environment.USER_AGENT).whoami(token=token)
+        info = hf.HfApi(endpoint=base_url, **environment.library_info()).whoami(token=token)
     except Exception as exc:
         error = hub_error_from(exc)
         status = getattr(getattr(exc, "response", None), "status_code", None)

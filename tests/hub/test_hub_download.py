@@ -45,7 +45,6 @@ DRAFT = DownloadItem("acme/Draft-GGUF", "draft-Q8_0.gguf")
 
 
 def job(items, dest=None, **kwargs):
-    kwargs.setdefault("chunk_size", 16 * 1024)
     kwargs.setdefault("retry_wait_s", 0.01)
     kwargs.setdefault("progress_interval_s", 0.0)
     return DownloadJob(items, dest, **kwargs)
