@@ -8,17 +8,11 @@ Any thread may call these functions; they keep no state.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 from app import paths
-
-# "model-00001-of-00003.gguf": one shard of a split model. llama.cpp can load the first shard when the others sit
-# beside it, but the header of a later shard says nothing useful, so those are listed with a reason.
-_SPLIT_RE = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$", re.IGNORECASE)
-
 
 @dataclass(frozen=True)
 class ModelEntry:
@@ -165,21 +159,14 @@ def inspect_entry(path: Path, folder: LibraryFolder | None = None) -> ModelEntry
     except OSError as exc:
         return ModelEntry(str(path), path.stem, 0, folder_path, source, usable=False, problem=f"Cannot read: {exc}")
 
-    split = _SPLIT_RE.search(path.name)
-    if split and int(split.group(1)) != 1:
-        return ModelEntry(
-            str(path), path.name, file_size, folder_path, source, usable=False,
-            problem=f"Part {int(split.group(1))} of a model split into {int(split.group(2))} files; "
-            "choose the first part (-00001-of-…) instead.",
-        )
-
     from app.engine.errors import ModelFileError
     from app.engine.gguf_info import inspect_gguf
 
     try:
         info = inspect_gguf(path)
     except ModelFileError as exc:
-        return ModelEntry(str(path), path.stem, file_size, folder_path, source, usable=False, problem=str(exc))
+        return ModelEntry(str(path), path.stem, file_size, folder_path, source, usable=False,
+                          problem=_without_path(str(exc), path))
     except Exception as exc:  # a header we did not foresee must not take the whole library down
         return ModelEntry(
             str(path), path.stem, file_size, folder_path, source, usable=False,
@@ -187,26 +174,29 @@ def inspect_entry(path: Path, folder: LibraryFolder | None = None) -> ModelEntry
         )
     return ModelEntry(
         path=str(path),
-        name=getattr(info, "name", "") or path.stem,
-        file_size=getattr(info, "file_size", None) or file_size,
+        name=info.name or path.stem,
+        file_size=info.file_size or file_size,
         folder=folder_path,
         source=source,
-        architecture=getattr(info, "architecture", "") or "",
-        parameter_count=getattr(info, "parameter_count", None),
+        architecture=info.architecture,
+        parameter_count=info.parameter_count,
         quantization=_quant_label(info),
-        context_length=getattr(info, "context_length", None),
-        vocab_size=getattr(info, "vocab_size", None),
-        usable=bool(getattr(info, "usable", True)),
-        problem=getattr(info, "problem", "") or "",
+        context_length=info.context_length,
+        vocab_size=info.vocab_size,
+        usable=info.usable,
+        problem=_without_path(info.problem or "", path),
     )
 
 
 def _quant_label(info) -> str:
-    for attr in ("quantization", "quant_label", "file_type_label", "file_type"):
-        value = getattr(info, attr, None)
-        if isinstance(value, str) and value:
-            return value
-    return ""
+    return "" if info.quantization in ("", "unknown") else info.quantization
+
+
+def _without_path(message: str, path: Path) -> str:
+    """The entry already shows its file; a message that starts by naming it again reads better without."""
+    prefix = f"{path}: "
+    message = message[len(prefix):] if message.startswith(prefix) else message
+    return message[:1].upper() + message[1:]
 
 
 def scan_library(folders: Sequence[LibraryFolder], cancel=None) -> list[ModelEntry]:
@@ -259,16 +249,13 @@ def draft_choices(target_path: str | Path, candidates: Sequence[ModelEntry]) -> 
     target_key = _resolved(Path(target_path))
     usable = [e for e in candidates if e.usable and _resolved(Path(e.path)) != target_key]
     unusable = [e for e in candidates if not e.usable and _resolved(Path(e.path)) != target_key]
-    choices: list[DraftChoice] = []
-    for suggestion in suggest_drafts(Path(target_path), [Path(e.path) for e in usable]):
-        path = getattr(suggestion, "path", None) or getattr(suggestion, "draft", None)
-        compatible = bool(getattr(suggestion, "compatible", True))
-        reason = getattr(suggestion, "reason", "") or ""
-        choices.append(DraftChoice(str(path), compatible, reason))
+    choices = [
+        DraftChoice(str(s.path), s.compatible, s.reason, recommended=s.recommended)
+        for s in suggest_drafts(Path(target_path), [Path(e.path) for e in usable])
+    ]
     compatible = [c for c in choices if c.compatible]
-    if compatible:
-        first = compatible[0]
-        compatible[0] = DraftChoice(first.path, True, first.reason, recommended=True)
+    # Only the best suggestion is called "recommended", so the label points at one choice.
+    compatible = [c if n == 0 else DraftChoice(c.path, True, c.reason) for n, c in enumerate(compatible)]
     rest = [c for c in choices if not c.compatible]
     rest += [DraftChoice(e.path, False, e.problem or "This file cannot be used.") for e in unusable]
     return compatible + rest

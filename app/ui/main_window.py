@@ -435,7 +435,8 @@ class MainWindow(QMainWindow):
                 return chat.settings
         return self._pending_settings
 
-    def _save_chat_settings(self, **changes) -> None:
+    def update_chat_settings(self, **changes) -> None:
+        """Change the open chat's settings (or the new chat's, before its first message stores it)."""
         settings = dataclasses.replace(self._chat_settings(), **changes)
         chat_id = self.conversation.chat_id
         if chat_id is None:
@@ -457,7 +458,7 @@ class MainWindow(QMainWindow):
         if remember:
             self.settings.last_target = entry.path
             self.save_app_settings()
-            self._save_chat_settings(target_path=entry.path)
+            self.update_chat_settings(target_path=entry.path)
         cached = self._draft_cache.get(entry.path)
         if cached is not None:
             self._show_drafts(entry.path, cached)
@@ -489,13 +490,13 @@ class MainWindow(QMainWindow):
         self._wanted_draft = key
         self.settings.last_draft = key
         self.save_app_settings()
-        self._save_chat_settings(draft_path=key)
+        self.update_chat_settings(draft_path=key)
         self._request_load()
 
     def set_speculative(self, on: bool) -> None:
         """The chat's Speculative switch: applies to the next message, without reloading anything."""
         self.model_bar.set_speculative(on)
-        self._save_chat_settings(speculative=on)
+        self.update_chat_settings(speculative=on)
 
     def _draft_path(self) -> Optional[str]:
         return None if self._draft_key in ("", NGRAM_KEY) else self._draft_key
@@ -644,7 +645,7 @@ class MainWindow(QMainWindow):
         dialog = ChatSettingsDialog(self._chat_settings(), self)
         if dialog.exec() == QDialog.DialogCode.Accepted:
             new = dialog.settings()
-            self._save_chat_settings(**{f.name: getattr(new, f.name) for f in dataclasses.fields(new)})
+            self.update_chat_settings(**{f.name: getattr(new, f.name) for f in dataclasses.fields(new)})
 
     # ----- sending
 

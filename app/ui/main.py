@@ -1,0 +1,144 @@
+"""`specchat`: start the window.
+
+Problems that would otherwise end in a Qt abort or a traceback (no display, a missing Qt platform library, a chat
+database this version cannot open) are explained in words before or instead of opening the window.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes.util
+import os
+import sys
+import tempfile
+from typing import Optional, Sequence
+
+
+def display_problem() -> str:
+    """Why Qt could not open a window here ("" when it probably can); checked before QApplication exists,
+    because Qt ends the process on a missing platform plugin instead of raising."""
+    if not sys.platform.startswith("linux"):
+        return ""
+    platform = os.environ.get("QT_QPA_PLATFORM", "")
+    if platform and not platform.startswith(("xcb", "wayland")):
+        return ""  # offscreen, vnc, eglfs...: the user chose it
+    has_x = bool(os.environ.get("DISPLAY"))
+    has_wayland = bool(os.environ.get("WAYLAND_DISPLAY"))
+    if not has_x and not has_wayland:
+        return (
+            "SpecChat needs a graphical display, and none was found (neither DISPLAY nor WAYLAND_DISPLAY is set).\n"
+            "Start it from your desktop session, use `xvfb-run specchat` on a headless machine, or use the "
+            "command line instead: specchat-cli --help"
+        )
+    uses_xcb = platform.startswith("xcb") or (not platform and not has_wayland)
+    if uses_xcb and ctypes.util.find_library("xcb-cursor") is None:
+        return (
+            "Qt's X11 platform plugin needs the xcb-cursor library, which is not installed.\n"
+            "Install it (Debian/Ubuntu: sudo apt install libxcb-cursor0; Fedora: sudo dnf install xcb-util-cursor) "
+            "and start SpecChat again."
+        )
+    return ""
+
+
+def ask_about_broken_database(message: str) -> bool:
+    """Tell the user the chat database cannot be opened; True if they chose to start a fresh history."""
+    from PySide6.QtWidgets import QMessageBox
+
+    box = QMessageBox(QMessageBox.Icon.Warning, "SpecChat cannot open your chats", message)
+    box.setInformativeText(
+        "SpecChat has not changed the file. You can quit (and open it with the SpecChat version that wrote it), "
+        "or move it aside and start with an empty history; the old file is kept next to it."
+    )
+    fresh = box.addButton("Move it aside and start fresh", QMessageBox.ButtonRole.DestructiveRole)
+    box.addButton("Quit", QMessageBox.ButtonRole.RejectRole)
+    box.exec()
+    return box.clickedButton() is fresh
+
+
+def open_store():
+    """The chat store, or None when the database is refused and the user chose to quit."""
+    from app.store import ChatStore, DatabaseCorruptError, DatabaseTooNewError, set_aside_database
+
+    try:
+        return ChatStore()
+    except (DatabaseTooNewError, DatabaseCorruptError) as exc:
+        if not ask_about_broken_database(str(exc)):
+            return None
+        set_aside_database()
+        return ChatStore()
+
+
+def run_self_test(window) -> int:
+    """Drive the real window through one speculative reply with the synthetic models; 0 when it worked.
+
+    The packaging checks call this (`specchat --self-test`) to prove a build can load llama.cpp, run both threads
+    and render a reply. main() gives it a private SpecChat home, so nothing of the user's is touched.
+    """
+    from app.synthetic import make_model_set
+    from app.ui import automation
+
+    try:
+        models = make_model_set(tempfile.mkdtemp(prefix="specchat-selftest-"))
+        window.add_model_folder(str(models.target.parent))
+        automation.choose_pair(window, str(models.target), str(models.draft_identical), timeout_s=120)
+        window.update_chat_settings(max_tokens=24, draft_max=4)
+        message_id = automation.send_and_wait(window, "Self-test: say something.", timeout_s=120)
+        message = window.store.get_message(message_id)
+        if not message or not message.content or not message.stats:
+            print("self-test: the reply was empty", file=sys.stderr)
+            return 1
+        drafted = sum(1 for _, source in (message.tokens or []) if source == "draft")
+        print(f"self-test: ok ({message.stats.get('tokens')} tokens, {drafted} from the draft)")
+        return 0
+    except Exception as exc:  # report, do not trace: this is a user-facing check
+        print(f"self-test: failed: {exc}", file=sys.stderr)
+        return 1
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="specchat", description="SpecChat: chat with local GGUF models.")
+    parser.add_argument("--self-test", action="store_true",
+                        help="open the window, generate one reply with tiny built-in models, and exit")
+    args = parser.parse_args(argv)
+
+    if args.self_test:
+        os.environ["SPECCHAT_HOME"] = tempfile.mkdtemp(prefix="specchat-selftest-home-")
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    problem = display_problem()
+    if problem:
+        print(problem, file=sys.stderr)
+        return 1
+
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from app import __version__
+    from app.ui.main_window import MainWindow
+    from app.ui.style import apply_style
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("SpecChat")
+    app.setApplicationDisplayName("SpecChat")
+    app.setApplicationVersion(__version__)
+    apply_style(app)
+    store = open_store()
+    if store is None:
+        return 1
+    window = MainWindow(store=store)
+    window.show()
+    if args.self_test:
+        result: list[int] = []
+
+        def self_test() -> None:
+            result.append(run_self_test(window))
+            window.close()
+            app.quit()
+
+        QTimer.singleShot(0, self_test)
+        app.exec()
+        return result[0] if result else 1
+    return app.exec()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

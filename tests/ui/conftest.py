@@ -1,0 +1,112 @@
+"""Fixtures for the window tests: a thread-leak check, a fake engine, and windows over the synthetic models."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import QThread  # noqa: E402
+
+from app.store import AppSettings, ChatStore, save_settings  # noqa: E402
+from fake_engine import FakeEngine  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def no_thread_leaks(monkeypatch, qapp):
+    """Fail a test that leaves a QThread running (napari's dangling_qthreads, simplified).
+
+    Autouse and independent of qtbot, so its check runs after pytest-qt has closed the test's widgets.
+    """
+    started: list[QThread] = []
+    original_start = QThread.start
+
+    def recording_start(self, *args, **kwargs):
+        started.append(self)
+        return original_start(self, *args, **kwargs)
+
+    monkeypatch.setattr(QThread, "start", recording_start)
+    yield
+    leaked = [thread for thread in started if thread.isRunning()]
+    for thread in leaked:  # end them anyway, so one leak does not crash the rest of the session
+        thread.quit()
+        thread.wait(5000)
+    if leaked:
+        names = ", ".join(t.objectName() or repr(t) for t in leaked)
+        pytest.fail(f"test left {len(leaked)} QThread(s) running: {names}")
+
+
+@pytest.fixture
+def model_folder(tiny_models, tmp_path) -> Path:
+    """A folder with the synthetic models: target, drafts (compatible and not) and broken files."""
+    folder = tmp_path / "models"
+    folder.mkdir()
+    for path in tiny_models.__dict__.values():
+        if isinstance(path, Path) and path.is_file():
+            shutil.copy2(path, folder / path.name)
+    return folder
+
+
+@pytest.fixture
+def fake_engine():
+    """FakeEngine with its class-level knobs restored after the test."""
+    saved = (FakeEngine.reply, FakeEngine.token_delay_s)
+    yield FakeEngine
+    FakeEngine.reply, FakeEngine.token_delay_s = saved
+
+
+@pytest.fixture
+def make_window(qtbot, model_folder):
+    """Build a MainWindow over `model_folder`; the window and its threads are closed at the end of the test."""
+    from app.ui.main_window import MainWindow
+
+    windows = []
+
+    def make(engine_factory=None, folders=None, scan_hf_cache=False, wait_scan=True, **settings_changes):
+        options = {"threads": 1, "context_size": 2048, **settings_changes}
+        settings = AppSettings(model_folders=[str(model_folder)] if folders is None else folders,
+                               scan_hf_cache=scan_hf_cache, **options)
+        save_settings(settings)
+        window = MainWindow(engine_factory=engine_factory)
+        qtbot.addWidget(window)
+        windows.append(window)
+        window.show()
+        if wait_scan:
+            qtbot.waitUntil(lambda: window._scanned, timeout=10000)
+        return window
+
+    yield make
+    for window in windows:
+        window.shutdown()
+
+
+def choose_pair(qtbot, window, target: Path, draft: Path | str | None):
+    """Pick target and draft as a user would, and wait until both are loaded."""
+    window.choose_target(str(target))
+    qtbot.waitUntil(lambda: not window.drafts.is_checking(), timeout=10000)
+    if draft is not None:
+        window.choose_draft(str(draft))
+    qtbot.waitUntil(window.models_ready, timeout=20000)
+
+
+def send_and_wait(qtbot, window, text: str, timeout: int = 30000):
+    """Type `text`, press Enter, and wait until the reply is finished and stored."""
+    from PySide6.QtCore import Qt
+
+    window.composer.edit.setPlainText(text)
+    with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=timeout) as blocker:
+        qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    return blocker.args[0]
+
+
+def wait_ms(qtbot, ms: int) -> None:
+    end = time.monotonic() + ms / 1000
+    while time.monotonic() < end:
+        qtbot.wait(10)
+
+
+__all__ = ["choose_pair", "send_and_wait", "wait_ms", "ChatStore"]

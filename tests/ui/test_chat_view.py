@@ -1,0 +1,88 @@
+"""The transcript: streamed tokens keep their provenance through Markdown rendering, and the toggle hides it."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QUrl
+from PySide6.QtGui import QTextCursor
+
+from app.engine.events import GenerationStats
+from app.ui.chat_view import DRAFT_TOOLTIP, TARGET_TOOLTIP, ChatView, TranscriptMessage
+
+REPLY_TOKENS = [
+    ("Here ", "target"), ("is ", "draft"), ("**code**", "draft"), (":\n\n", "target"),
+    ("```python\n", "target"), ("print(", "draft"), ("1)\n", "draft"), ("```\n", "target"), ("Done.", "target"),
+]
+REPLY = "".join(text for text, _ in REPLY_TOKENS)
+
+
+def _tooltip_at(view: ChatView, text: str) -> str:
+    cursor = view.document().find(text)
+    assert not cursor.isNull(), text
+    cursor.setPosition(cursor.selectionStart() + 1)
+    return cursor.charFormat().toolTip()
+
+
+def test_streamed_tokens_are_highlighted_and_survive_markdown(qtbot):
+    view = ChatView()
+    qtbot.addWidget(view)
+    view.begin_stream("Tiny Target  +  Tiny Draft")
+    view.append_tokens(REPLY_TOKENS[:4])
+    assert view.streamed_text().startswith("Here is **code**")
+    assert view.highlighted_text() == "is **code**"
+    view.append_tokens(REPLY_TOKENS[4:])
+    view.finish_stream(TranscriptMessage(7, "assistant", REPLY, REPLY_TOKENS, GenerationStats(
+        tokens=9, tokens_per_second=12.5, drafted=6, accepted=4, acceptance_rate=4 / 6, ttft_s=0.2)))
+    assert not view.is_streaming()
+    plain = view.toPlainText()
+    assert "**" not in plain and "```" not in plain  # rendered
+    assert "print(1)" in plain
+    # Markup characters are gone; the characters that stay keep their draft highlight.
+    assert view.highlighted_text() == "is codeprint(1)"
+    assert _tooltip_at(view, "code") == DRAFT_TOOLTIP
+    assert _tooltip_at(view, "Done") == TARGET_TOOLTIP
+    assert "12.5 tok/s" in plain and "67% accepted (4/6 drafted)" in plain
+
+
+def test_highlight_toggle_hides_and_restores_everywhere(qtbot):
+    view = ChatView()
+    qtbot.addWidget(view)
+    view.add_message(TranscriptMessage(1, "assistant", REPLY, REPLY_TOKENS), is_last_reply=True)
+    view.begin_stream("model")
+    view.append_tokens([("more ", "draft"), ("text", "target")])
+    view.set_highlighting(False)
+    assert view.highlighted_text() == ""
+    view.append_tokens([(" again", "draft")])  # tokens arriving while hidden stay plain
+    assert view.highlighted_text() == ""
+    view.set_highlighting(True)
+    assert view.highlighted_text() == "is codeprint(1)more  again"
+
+
+def test_code_block_copy_link_copies_the_code(qtbot, qapp):
+    view = ChatView()
+    qtbot.addWidget(view)
+    view.add_message(TranscriptMessage(1, "assistant", REPLY, REPLY_TOKENS), is_last_reply=True)
+    cursor = view.document().find("Copy")
+    assert cursor.charFormat().anchorHref() == "specchat:copy-code/0"
+    view.anchorClicked.emit(QUrl("specchat:copy-code/0"))
+    assert qapp.clipboard().text() == "print(1)"
+
+
+def test_only_the_last_reply_offers_regenerate(qtbot):
+    view = ChatView()
+    qtbot.addWidget(view)
+    view.show_messages([
+        TranscriptMessage(1, "user", "hi"),
+        TranscriptMessage(2, "assistant", "one", [("one", "target")]),
+        TranscriptMessage(3, "user", "again"),
+    ])
+    view.begin_stream("model")
+    view.append_tokens([("two", "draft")])
+    view.finish_stream(TranscriptMessage(4, "assistant", "two", [("two", "draft")]))
+    hrefs = []
+    cursor = QTextCursor(view.document())
+    while True:
+        cursor = view.document().find("Regenerate", cursor)
+        if cursor.isNull():
+            break
+        hrefs.append(cursor.charFormat().anchorHref())
+    assert hrefs == ["specchat:regenerate/4"]

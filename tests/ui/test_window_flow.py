@@ -1,0 +1,243 @@
+"""The window's behaviour with a scripted engine: streaming, stop, stale events, context trimming, editing, chats.
+
+The library and compatibility checks are real (synthetic GGUF files); only generation is scripted, so timing
+(a reply slow enough to stop midway) is under the test's control.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+
+from app.store import ChatStore, load_settings
+from app.ui.library_model import NGRAM_KEY
+from conftest import choose_pair, send_and_wait, wait_ms
+
+
+def _draft_path(folder: Path, tiny_models) -> Path:
+    return folder / tiny_models.draft.name
+
+
+def test_first_run_with_an_empty_library_explains_how_to_add_models(make_window, qtbot, tmp_path):
+    window = make_window(folders=[])
+    assert window.pages.currentWidget() is window.empty_page
+    body = window.empty_page.body.text()
+    assert "folder" in body and ".gguf" in body and "download" in body.lower()
+    # Typing and sending anyway: a clear message, and the text stays in the composer.
+    window.composer.edit.setPlainText("hello?")
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    assert window.error_banner.isVisible()
+    assert "no model" in window.error_label.text().lower()
+    assert window.composer.text() == "hello?"
+
+
+def test_adding_a_folder_fills_the_library_and_shows_the_chat(make_window, qtbot, model_folder):
+    window = make_window(folders=[])
+    window.add_model_folder(str(model_folder))
+    qtbot.waitUntil(lambda: bool(window.library.usable_entries()), timeout=10000)
+    assert window.pages.currentIndex() == 0
+    assert load_settings().model_folders == [str(model_folder)]
+
+
+def test_send_streams_highlighted_draft_tokens_and_stores_them(make_window, qtbot, fake_engine, model_folder,
+                                                               tiny_models):
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, _draft_path(model_folder, tiny_models))
+    message_id = send_and_wait(qtbot, window, "Write add()")
+    assert window.composer.text() == ""
+    assert "def add(a, b):" in window.chat_view.toPlainText()
+    assert window.chat_view.highlighted_text()  # accepted draft tokens are green
+    stored = window.store.get_message(message_id)
+    assert stored.tokens and any(source == "draft" for _, source in stored.tokens)
+    assert stored.stats["drafted"] > 0
+    assert stored.draft_name == "Tiny Draft"
+    # The chat got its title from the first message and is first in the sidebar.
+    assert window.chat_list.chat_at(0).title == "Write add()"
+
+
+def test_speculative_switch_applies_to_next_message_without_reloading(make_window, qtbot, fake_engine,
+                                                                      model_folder, tiny_models):
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, _draft_path(model_folder, tiny_models))
+    send_and_wait(qtbot, window, "first")
+    engine = window.inference.worker._engine
+    loads = engine.loads
+    window.model_bar.speculative_switch.click()
+    assert not window.model_bar.speculative()
+    before = window.chat_view.highlighted_text()
+    send_and_wait(qtbot, window, "second")
+    assert engine.configs[-1].speculative is False
+    assert engine.loads == loads
+    assert window.chat_view.highlighted_text() == before  # the new reply adds no highlighted span
+    chat = window.store.get_chat(window.conversation.chat_id)
+    assert chat.settings.speculative is False
+
+
+def test_stop_keeps_the_partial_reply_and_drops_late_tokens(make_window, qtbot, fake_engine, model_folder,
+                                                            tiny_models):
+    fake_engine.token_delay_s = 0.03
+    fake_engine.reply = " ".join(f"word{i}" for i in range(200))
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, _draft_path(model_folder, tiny_models))
+    window.composer.edit.setPlainText("long answer please")
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: "word5" in window.chat_view.streamed_text(), timeout=10000)
+    assert window.composer.button.text() == "Stop"
+    with qtbot.waitSignal(window.conversation.sig_reply_finished) as blocker:
+        window.composer.button.click()
+    assert not window.conversation.is_busy()
+    assert window.composer.button.text() == "Send"
+    shown = window.chat_view.toPlainText()
+    wait_ms(qtbot, 300)  # the engine may still yield tokens of the stopped request; none may show
+    assert window.chat_view.toPlainText() == shown
+    stored = window.store.get_message(blocker.args[0])
+    assert stored.stats["stop_reason"] == "cancelled"
+    assert stored.content and "word199" not in stored.content
+    assert stored.content.split()[-1] in shown
+    assert "stopped" in shown
+
+
+def test_regenerate_supersedes_the_streaming_request(make_window, qtbot, fake_engine, model_folder, tiny_models):
+    fake_engine.token_delay_s = 0.02
+    fake_engine.reply = " ".join(f"w{i}" for i in range(60))
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, _draft_path(model_folder, tiny_models))
+    window.composer.edit.setPlainText("go")
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: "w3" in window.chat_view.streamed_text(), timeout=10000)
+    first_request = window.conversation.active_request_id()
+    fake_engine.reply = "Fresh answer."
+    fake_engine.token_delay_s = 0.0
+    with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=10000,
+                          check_params_cb=lambda mid: window.store.get_message(mid).content == "Fresh answer."):
+        window.regenerate(None)
+        assert window.conversation.active_request_id() != first_request
+    messages = window.store.messages(window.conversation.chat_id)
+    # The stopped partial reply was stored, then the regenerate replaced it.
+    assert [m.role for m in messages] == ["user", "assistant"]
+    assert messages[-1].content == "Fresh answer."
+    wait_ms(qtbot, 200)
+    assert "w59" not in window.chat_view.toPlainText()
+
+
+def test_an_overflowing_conversation_says_the_oldest_turns_were_left_out(make_window, qtbot, fake_engine,
+                                                                         model_folder, tiny_models):
+    fake_engine.reply = "ok " * 10
+    window = make_window(engine_factory=fake_engine, context_size=600)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
+    window.update_chat_settings(max_tokens=64)
+    long_text = "word " * 260
+    send_and_wait(qtbot, window, long_text)
+    send_and_wait(qtbot, window, long_text)
+    engine = window.inference.worker._engine
+    assert len(engine.requests[-1]) < 3  # the oldest turn was not sent
+    assert "left out of the prompt" in window.chat_view.toPlainText()
+    assert window.context_gauge.maximum() == 600
+    # Nothing was deleted: every message is still stored.
+    assert len(window.store.messages(window.conversation.chat_id)) == 4
+
+
+def test_prompt_too_long_is_reported_and_retry_is_offered(make_window, qtbot, fake_engine, model_folder,
+                                                          tiny_models):
+    window = make_window(engine_factory=fake_engine, context_size=600)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
+    window.composer.edit.setPlainText("word " * 2000)
+    with qtbot.waitSignal(window.conversation.sig_busy_changed, check_params_cb=lambda busy: not busy):
+        qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    text = window.chat_view.toPlainText()
+    assert "context holds 600" in text and "Retry" in text
+    # The message itself is kept in the chat.
+    assert window.store.messages(window.conversation.chat_id)[0].role == "user"
+
+
+def test_missing_model_file_keeps_the_composer_text(make_window, qtbot, fake_engine, model_folder, tiny_models):
+    window = make_window(engine_factory=fake_engine)
+    target = model_folder / tiny_models.target.name
+    choose_pair(qtbot, window, target, NGRAM_KEY)
+    os.remove(target)
+    window.composer.edit.setPlainText("are you there?")
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    assert window.composer.text() == "are you there?"
+    assert "missing" in window.error_label.text()
+    assert window.conversation.chat_id is None  # nothing half-sent was stored
+
+
+def test_edit_and_resend_replaces_the_message_and_what_followed(make_window, qtbot, fake_engine, model_folder,
+                                                                tiny_models):
+    fake_engine.reply = "Answer."
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
+    send_and_wait(qtbot, window, "first question")
+    send_and_wait(qtbot, window, "second question")
+    first = window.store.messages(window.conversation.chat_id)[0]
+    window.chat_view.sig_edit_message.emit(first.id)
+    assert window.composer.text() == "first question"
+    assert window.composer.is_editing()
+    send_and_wait(qtbot, window, "better question")
+    contents = [m.content for m in window.store.messages(window.conversation.chat_id)]
+    assert contents == ["better question", "Answer."]
+
+
+def test_chats_can_be_searched_renamed_and_deleted(make_window, qtbot, fake_engine, model_folder, tiny_models):
+    fake_engine.reply = "Sure."
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
+    send_and_wait(qtbot, window, "about apples")
+    apples = window.conversation.chat_id
+    window.new_chat()
+    send_and_wait(qtbot, window, "about pears")
+    assert [window.chat_list.chat_at(r).title for r in range(2)] == ["about pears", "about apples"]
+    with qtbot.waitSignal(window.sidebar.sig_search_changed):
+        window.sidebar.search.setText("apple")
+    assert window.chat_list.rowCount() == 1
+    window.sidebar.search.clear()
+    qtbot.waitUntil(lambda: window.chat_list.rowCount() == 2)
+    window.chat_list.setData(window.chat_list.index(window.chat_list.row_of(apples)), "Fruit talk")
+    assert window.store.get_chat(apples).title == "Fruit talk"
+    window.confirm = lambda *args: True
+    window.delete_chat(apples)
+    assert window.store.get_chat(apples) is None
+    assert window.chat_list.rowCount() == 1
+
+
+def test_each_chat_keeps_its_own_speculative_switch(make_window, qtbot, fake_engine, model_folder, tiny_models):
+    fake_engine.reply = "Fine."
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, _draft_path(model_folder, tiny_models))
+    send_and_wait(qtbot, window, "on")
+    chat_on = window.conversation.chat_id
+    window.new_chat()
+    window.model_bar.speculative_switch.click()
+    send_and_wait(qtbot, window, "off")
+    chat_off = window.conversation.chat_id
+    window.open_chat(chat_on)
+    assert window.model_bar.speculative()
+    window.open_chat(chat_off)
+    assert not window.model_bar.speculative()
+
+
+def test_highlight_toggle_is_remembered(make_window, qtbot, fake_engine, model_folder, tiny_models):
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, _draft_path(model_folder, tiny_models))
+    send_and_wait(qtbot, window, "hi")
+    assert window.chat_view.highlighted_text()
+    window.highlight_switch.click()
+    assert window.chat_view.highlighted_text() == ""
+    assert load_settings().show_highlighting is False
+
+
+def test_broken_chat_database_is_reported_not_overwritten(monkeypatch, tmp_path):
+    from app import paths
+    from app.ui import main as ui_main
+
+    path = paths.database_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"this is not a database at all" * 10)
+    shown = []
+    monkeypatch.setattr(ui_main, "ask_about_broken_database", lambda message: shown.append(message) or False)
+    assert ui_main.open_store() is None
+    assert shown and str(path) in shown[0]
+    assert path.read_bytes().startswith(b"this is not a database")
+    assert ChatStore is not None
