@@ -1,0 +1,98 @@
+"""SpecEngine as the window and the CLI use it: loading, chat turns with KV reuse, bad input with clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.engine.config import GenerationConfig, LoadSettings
+from app.engine.engine import SpecEngine
+from app.engine.errors import EngineError, IncompatiblePairError, ModelFileError, PromptTooLongError
+from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
+
+
+def reply(engine, messages, **config):
+    events = list(engine.chat(messages, GenerationConfig(**{"max_tokens": 24, **config})))
+    finished = events[-1]
+    assert isinstance(finished, FinishedEvent)
+    return events, finished
+
+
+@pytest.fixture
+def engine(tiny_models):
+    engine = SpecEngine(LoadSettings(n_ctx=1024, n_threads=1))
+    engine.load_target(tiny_models.target)
+    engine.load_draft(tiny_models.draft)
+    yield engine
+    engine.close()
+
+
+def test_second_turn_reuses_the_first_turns_cache(engine):
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello there"}]
+    _, first = reply(engine, messages)
+    messages += [{"role": "assistant", "content": first.text}, {"role": "user", "content": "and then?"}]
+    _, second = reply(engine, messages)
+    # Everything of turn 1 (its prompt and the reply as generated) is already in the cache, except the reply's
+    # last token, which was emitted without being evaluated.
+    assert second.stats.prompt_cached >= first.stats.prompt_tokens + first.stats.tokens - 1
+    assert second.stats.prompt_tokens > second.stats.prompt_cached
+
+
+def test_speculation_toggles_per_request_without_reloading(engine):
+    messages = [{"role": "user", "content": "def add(a, b):"}]
+    draft_model = engine.draft
+    events_off, off = reply(engine, messages, speculative=False)
+    events_on, on = reply(engine, messages, speculative=True, draft_max=4)
+    assert engine.draft is draft_model  # same loaded model, nothing reloaded
+    assert off.stats.drafted == 0 and {e.source for e in events_off if isinstance(e, TokenEvent)} == {"target"}
+    assert on.stats.drafted > 0 and any(e.source == "draft" for e in events_on if isinstance(e, TokenEvent))
+    assert on.text == off.text  # greedy: same reply, only the speed differs
+
+
+def test_auto_mode_explains_each_round_and_keeps_the_output(engine):
+    messages = [{"role": "user", "content": "count: 1 2 3 4 5 6 7 8 9"}]
+    _, plain = reply(engine, messages, speculative=False, max_tokens=40)
+    events, auto = reply(engine, messages, draft_max=None, max_tokens=40)
+    rounds = [e for e in events if isinstance(e, RoundEvent)]
+    assert rounds and all(r.reason for r in rounds)
+    assert auto.text == plain.text
+
+
+def test_incompatible_draft_is_refused_with_its_reason(engine, tiny_models):
+    with pytest.raises(IncompatiblePairError, match="vocab"):
+        engine.load_draft(tiny_models.bad_vocab_size)
+    # The engine still works, with the draft it had.
+    assert engine.draft_path == tiny_models.draft
+    _, finished = reply(engine, [{"role": "user", "content": "hi"}])
+    assert finished.stats.tokens > 0
+
+
+@pytest.mark.parametrize("broken", ["truncated", "not_gguf", "missing"])
+def test_broken_target_gives_a_clear_error(tiny_models, tmp_path, broken):
+    path = tmp_path / "gone.gguf" if broken == "missing" else getattr(tiny_models, broken)
+    engine = SpecEngine(LoadSettings(n_ctx=512, n_threads=1))
+    with pytest.raises(EngineError) as info:
+        engine.load_target(path)
+    assert path.name in str(info.value)
+    if broken == "missing":
+        assert isinstance(info.value, ModelFileError) and "not found" in str(info.value)
+    assert engine.target is None
+
+
+def test_long_conversations_drop_oldest_turns_not_half_messages(tiny_models):
+    engine = SpecEngine(LoadSettings(n_ctx=256, n_threads=1))
+    engine.load_target(tiny_models.target)
+    try:
+        messages = [{"role": "system", "content": "sys"}]
+        for i in range(12):
+            messages += [{"role": "user", "content": f"question {i} " * 4},
+                         {"role": "assistant", "content": f"answer {i} " * 4}]
+        messages.append({"role": "user", "content": "last question"})
+        kept, dropped = engine.fit_messages(messages, reserve_tokens=64)
+        assert dropped > 0 and dropped % 2 == 0
+        assert kept[0] == messages[0] and kept[-1] == messages[-1]
+        assert kept[1:] == messages[1 + dropped:]  # whole turns, oldest first, untouched
+        assert engine.count_tokens(kept) + 64 <= engine.n_ctx
+        with pytest.raises(PromptTooLongError):
+            engine.fit_messages([{"role": "user", "content": "word " * 2000}], reserve_tokens=64)
+    finally:
+        engine.close()
