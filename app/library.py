@@ -19,7 +19,7 @@ class ModelEntry:
     """One .gguf file in the library, usable or not (then `problem` says why, in words a person can act on)."""
 
     path: str
-    name: str
+    name: str  # the file name without .gguf: unique, unlike general.name, which two quantizations share
     file_size: int
     folder: str
     source: str = "folder"  # "app", "folder", "hf-cache", "lm-studio"
@@ -30,6 +30,7 @@ class ModelEntry:
     vocab_size: Optional[int] = None
     usable: bool = True
     problem: str = ""
+    model_name: str = ""  # general.name from the header, as its publisher wrote it
 
     @property
     def file_name(self) -> str:
@@ -174,7 +175,8 @@ def inspect_entry(path: Path, folder: LibraryFolder | None = None) -> ModelEntry
         )
     return ModelEntry(
         path=str(path),
-        name=info.name or path.stem,
+        name=path.stem,
+        model_name=info.name,
         file_size=info.file_size or file_size,
         folder=folder_path,
         source=source,

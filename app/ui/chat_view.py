@@ -168,6 +168,38 @@ class ChatView(QTextBrowser):
         self._messages.clear()
         self.document().clear()
         self.document().setDocumentMargin(24)
+        # Qt keeps an empty block before the first frame; make it take no room.
+        cursor = QTextCursor(self.document())
+        block_format = QTextBlockFormat()
+        block_format.setLineHeight(1, QTextBlockFormat.LineHeightTypes.FixedHeight.value)
+        cursor.setBlockFormat(block_format)
+        tiny = QTextCharFormat()
+        tiny.setFontPointSize(1)
+        cursor.setBlockCharFormat(tiny)
+
+    def _show_welcome(self) -> None:
+        cursor = self._end_cursor()
+        block_format = QTextBlockFormat()
+        block_format.setAlignment(Qt.AlignmentFlag.AlignHCenter)
+        block_format.setTopMargin(max(40, self.viewport().height() // 3))
+        title = QTextCharFormat()
+        title.setFontPointSize(self._base.pointSizeF() + 6)
+        title.setFontWeight(QFont.Weight.DemiBold)
+        cursor.insertBlock(block_format, title)
+        cursor.insertText("Start a conversation", title)
+        block_format.setTopMargin(10)
+        muted = QTextCharFormat()
+        muted.setForeground(QColor(style.TEXT_MUTED))
+        cursor.insertBlock(block_format, muted)
+        cursor.insertText("Choose a model above, and a small draft model of the same family for speculative decoding.",
+                          muted)
+        cursor.insertBlock(block_format, muted)
+        cursor.insertText("Tokens the draft proposed and the model accepted are ", muted)
+        swatch = QTextCharFormat(muted)
+        swatch.setBackground(style.draft_color())
+        swatch.setForeground(QColor(style.TEXT))
+        cursor.insertText(" highlighted in green ", swatch)
+        cursor.insertText(".", muted)
 
     def show_messages(self, messages: Sequence[TranscriptMessage]) -> None:
         """Render a whole conversation (opening a chat; never used while a reply streams)."""
@@ -177,6 +209,8 @@ class ChatView(QTextBrowser):
             last_assistant = max((m.message_id for m in messages if m.role == "assistant"), default=None)
             for message in messages:
                 self.add_message(message, is_last_reply=message.message_id == last_assistant)
+            if not any(m.role != "system" for m in messages):
+                self._show_welcome()
         finally:
             self.setUpdatesEnabled(True)
         self.scroll_to_end()

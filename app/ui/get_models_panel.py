@@ -440,8 +440,9 @@ class GetModelsPanel(QWidget):
         self.message_label.setText(str(error))
         self.message_label.show()
         # A gated or private repo: ask for a token right here, then retry what needed it.
-        self.token_row.setVisible(isinstance(error, AuthRequiredError))
-        if isinstance(error, AuthRequiredError):
+        wants_token = isinstance(error, AuthRequiredError) or getattr(error, "may_be_private", False)
+        self.token_row.setVisible(bool(wants_token))
+        if wants_token:
             self.token_edit.setFocus()
 
     def clear_message(self) -> None:

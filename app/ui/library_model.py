@@ -94,7 +94,7 @@ class LibraryModel(QAbstractTableModel):
             )
             return values[column]
         if role == Qt.ItemDataRole.ToolTipRole:
-            lines = [entry.path]
+            lines = [entry.model_name, entry.path] if entry.model_name else [entry.path]
             if not entry.usable:
                 lines.insert(0, entry.problem or "This file cannot be used.")
             return "\n".join(lines)

@@ -109,6 +109,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(problem, file=sys.stderr)
         return 1
 
+    from app.ui.qt_check import pyside_problem
+
+    problem = pyside_problem()
+    if problem:
+        print(problem, file=sys.stderr)
+        return 1
+
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 

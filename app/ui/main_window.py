@@ -38,6 +38,7 @@ from app.ui.chat_list import ChatListModel, ChatSidebar
 from app.ui.chat_view import ChatView
 from app.ui.composer import Composer
 from app.ui.conversation import Conversation
+from app.ui.elided_label import ElidedLabel
 from app.ui.empty_state import EmptyLibraryPage
 from app.ui.inference_worker import InferenceThread
 from app.ui.library_dialog import LibraryDialog
@@ -46,10 +47,6 @@ from app.ui.library_worker import LibraryThread
 from app.ui.model_bar import ModelBar
 from app.ui.settings_dialog import AppSettingsDialog, ChatSettingsDialog
 from app.ui.toggle_switch import ToggleSwitch
-
-
-def _short_count(n: int) -> str:
-    return f"{n / 1000:.1f}K".replace(".0K", "K") if n >= 1000 else str(n)
 
 
 class MainWindow(QMainWindow):
@@ -140,8 +137,9 @@ class MainWindow(QMainWindow):
         self.highlight_switch.setChecked(self.settings.show_highlighting)
         self.highlight_switch.setToolTip("Show or hide the highlighting of accepted draft tokens")
         self.highlight_switch.setFixedSize(30, 16)
-        legend_row.addSpacing(6)
+        legend_row.addSpacing(10)
         legend_row.addWidget(self.highlight_switch)
+        legend_row.addSpacing(4)
         highlight_label = QLabel("Highlight")
         highlight_label.setObjectName("StatusLine")
         legend_row.addWidget(highlight_label)
@@ -154,13 +152,14 @@ class MainWindow(QMainWindow):
 
         footer = QHBoxLayout()
         footer.setContentsMargins(28, 0, 28, 8)
-        self.status_line = QLabel("")
+        self.status_line = ElidedLabel("")
         self.status_line.setObjectName("StatusLine")
-        self.status_line.setToolTip("Why the drafter chose its draft length in the latest round")
         footer.addWidget(self.status_line, 1)
+        footer.addSpacing(16)
         self.context_label = QLabel("")
         self.context_label.setObjectName("StatusLine")
         footer.addWidget(self.context_label)
+        footer.addSpacing(6)
         self.context_gauge = QProgressBar()
         self.context_gauge.setObjectName("ContextGauge")
         self.context_gauge.setTextVisible(False)
@@ -285,7 +284,7 @@ class MainWindow(QMainWindow):
         return box.clickedButton() is ok
 
     def _show_round_reason(self, reason: str) -> None:
-        self.status_line.setText(reason)
+        self.status_line.setText(reason[:1].upper() + reason[1:])
 
     def _show_context_usage(self, used: int, n_ctx: int) -> None:
         if n_ctx <= 0:
@@ -295,7 +294,7 @@ class MainWindow(QMainWindow):
             return
         self.context_gauge.setRange(0, n_ctx)
         self.context_gauge.setValue(min(used, n_ctx))
-        self.context_label.setText(f"Context {_short_count(used)} / {_short_count(n_ctx)}")
+        self.context_label.setText(f"Context {used:,} / {n_ctx:,}")
         self.context_gauge.setToolTip(
             f"{used:,} of {n_ctx:,} tokens of context in use. When a conversation outgrows the context, "
             "the oldest messages are left out of the prompt (you are told when that happens)."

@@ -13,6 +13,11 @@ pytest.importorskip("PySide6")
 from PySide6.QtCore import QThread  # noqa: E402
 
 from app.store import AppSettings, ChatStore, save_settings  # noqa: E402
+from app.ui.qt_check import pyside_problem  # noqa: E402
+
+_PYSIDE_PROBLEM = pyside_problem()
+if _PYSIDE_PROBLEM:  # every window test would end in an interpreter abort; say why once instead
+    pytest.exit(_PYSIDE_PROBLEM, returncode=3)
 from fake_engine import FakeEngine  # noqa: E402
 
 

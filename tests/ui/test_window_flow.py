@@ -52,7 +52,7 @@ def test_send_streams_highlighted_draft_tokens_and_stores_them(make_window, qtbo
     stored = window.store.get_message(message_id)
     assert stored.tokens and any(source == "draft" for _, source in stored.tokens)
     assert stored.stats["drafted"] > 0
-    assert stored.draft_name == "Tiny Draft"
+    assert stored.draft_name == "tiny-draft"
     # The chat got its title from the first message and is first in the sidebar.
     assert window.chat_list.chat_at(0).title == "Write add()"
 

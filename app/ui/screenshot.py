@@ -1,0 +1,91 @@
+"""Start the real window, stream one reply with a real model pair, and save a screenshot.
+
+    python -m app.ui.screenshot [--out docs/screenshot.png] [--models DIR] [--prompt TEXT]
+
+Uses the Qwen2.5-Coder 1.5B + 0.5B pair from $SPECCHAT_TEST_MODELS or ~/.cache/specchat-test-models
+(shared/models/fetch-models.sh) when present, else the synthetic models. Runs in a private SpecChat home, so the
+user's chats and settings are never touched. Works offscreen (the default here) or under Xvfb.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+REAL_TARGET = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+REAL_DRAFT = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+DEFAULT_PROMPT = "Write a Python function that checks whether a string is a palindrome, ignoring case and spaces."
+
+
+def real_models_dir() -> Path:
+    return Path(os.environ.get("SPECCHAT_TEST_MODELS") or Path.home() / ".cache" / "specchat-test-models")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default="docs/screenshot.png", help="where to save the PNG")
+    parser.add_argument("--models", type=Path, default=None, help="folder with the real model pair")
+    parser.add_argument("--prompt", default=DEFAULT_PROMPT)
+    parser.add_argument("--max-tokens", type=int, default=320)
+    parser.add_argument("--size", default="1280x820", help="window size, WIDTHxHEIGHT")
+    args = parser.parse_args(argv)
+
+    os.environ["SPECCHAT_HOME"] = tempfile.mkdtemp(prefix="specchat-screenshot-")
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+    from app.ui.qt_check import pyside_problem
+
+    if pyside_problem():
+        print(pyside_problem(), file=sys.stderr)
+        return 1
+
+    from PySide6.QtWidgets import QApplication
+
+    from app.store import AppSettings, save_settings
+    from app.ui import automation
+    from app.ui.main_window import MainWindow
+    from app.ui.style import apply_style
+
+    models = args.models or real_models_dir()
+    target, draft = models / REAL_TARGET, models / REAL_DRAFT
+    if not (target.is_file() and draft.is_file()):
+        from app.synthetic import make_model_set
+
+        print(f"real models not in {models}; using the synthetic models", file=sys.stderr)
+        synthetic = make_model_set(Path(tempfile.mkdtemp(prefix="specchat-synthetic-")))
+        models, target, draft = synthetic.target.parent, synthetic.target, synthetic.draft_identical
+
+    save_settings(AppSettings(model_folders=[str(models)], scan_hf_cache=False, context_size=4096))
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("SpecChat")
+    apply_style(app)
+    window = MainWindow()
+    width, height = (int(v) for v in args.size.lower().split("x"))
+    window.resize(width, height)
+    window.show()
+    try:
+        automation.choose_pair(window, str(target), str(draft))
+        window.update_chat_settings(max_tokens=args.max_tokens)
+        message_id = automation.send_and_wait(window, args.prompt)
+        message = window.store.get_message(message_id)
+        stats = message.stats or {}
+        print(f"reply: {stats.get('tokens')} tokens, {stats.get('tokens_per_second', 0):.1f} tok/s, "
+              f"{100 * stats.get('acceptance_rate', 0):.0f}% accepted")
+        window.chat_view.scroll_to_end()
+        app.processEvents()
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if not window.grab().save(str(out)):
+            print(f"could not write {out}", file=sys.stderr)
+            return 1
+        print(f"saved {out}")
+        return 0
+    finally:
+        window.close()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,116 @@
+"""The window on the real engine (llama.cpp) with the synthetic models: what a user sees end to end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+
+from app.store import ChatStore
+from app.ui.library_model import PATH_ROLE
+from conftest import choose_pair, send_and_wait
+
+pytest.importorskip("llama_cpp")
+
+# Short replies with a fixed draft length: the test is about what the window shows, not the speed controller.
+SHORT = {"max_tokens": 24, "draft_max": 4}
+
+
+def _pair(model_folder: Path, tiny_models) -> tuple[Path, Path]:
+    # The identical draft: under greedy sampling the target accepts every drafted token.
+    return model_folder / tiny_models.target.name, model_folder / tiny_models.draft_identical.name
+
+
+def test_pick_pair_send_stream_highlight_then_switch_off(make_window, qtbot, model_folder, tiny_models):
+    window = make_window()
+    target, draft = _pair(model_folder, tiny_models)
+    choose_pair(qtbot, window, target, draft)
+    window.update_chat_settings(**SHORT)
+    token_events = []
+    window.inference.worker.sig_token.connect(token_events.append)
+    view = window.chat_view
+    streamed_before_render: list[str] = []
+    finish = view.finish_stream
+    view.finish_stream = lambda message: (streamed_before_render.append(view.streamed_text()), finish(message))
+    send_and_wait(qtbot, window, "hello there")
+    reply = window.store.messages(window.conversation.chat_id)[-1]
+    # Tokens arrived one event each and were appended to the streaming reply before it was rendered.
+    assert len(token_events) == reply.stats["tokens"] > 1
+    assert streamed_before_render == [reply.content]
+    highlighted = window.chat_view.highlighted_text()
+    assert highlighted, "accepted draft tokens should be highlighted"
+    drafted_text = "".join(text for text, source in reply.tokens if source == "draft")
+    assert drafted_text and reply.stats["accepted"] > 0
+    assert reply.draft_name and reply.target_name
+
+    window.model_bar.speculative_switch.click()
+    send_and_wait(qtbot, window, "and again")
+    second = window.store.messages(window.conversation.chat_id)[-1]
+    assert all(source == "target" for _, source in second.tokens)
+    assert second.stats["drafted"] == 0
+    assert window.chat_view.highlighted_text() == highlighted  # nothing new is green
+
+
+def test_restart_brings_the_chat_back_with_its_highlighting(make_window, qtbot, model_folder, tiny_models):
+    window = make_window()
+    target, draft = _pair(model_folder, tiny_models)
+    choose_pair(qtbot, window, target, draft)
+    window.update_chat_settings(**SHORT)
+    send_and_wait(qtbot, window, "remember me")
+    chat_id = window.conversation.chat_id
+    highlighted = window.chat_view.highlighted_text()
+    text = window.chat_view.toPlainText()
+    assert highlighted
+    window.close()
+    assert not window.inference.is_running()
+
+    reopened = make_window()
+    assert reopened.chat_list.chat_at(0).id == chat_id
+    reopened.open_chat(chat_id)
+    assert reopened.chat_view.highlighted_text() == highlighted
+    assert reopened.chat_view.toPlainText() == text
+    # The chat remembers its models and switch.
+    assert reopened.model_bar.current_target() == str(target)
+    assert reopened.model_bar.speculative()
+
+
+def test_incompatible_drafts_are_listed_disabled_with_their_reason(make_window, qtbot, model_folder, tiny_models):
+    window = make_window()
+    window.choose_target(str(model_folder / tiny_models.target.name))
+    qtbot.waitUntil(lambda: not window.drafts.is_checking(), timeout=10000)
+    combo = window.model_bar.draft_combo
+    model = combo.model()
+    rows = {Path(model.index(r, 0).data(PATH_ROLE)).name: model.index(r, 0) for r in range(model.rowCount())}
+    for name, words in (
+        (tiny_models.bad_vocab_size.name, "vocabulary sizes"),
+        (tiny_models.bad_vocab_type.name, "tokenizer types"),
+        (tiny_models.truncated.name, "Truncated"),
+    ):
+        index = rows[name]
+        assert not (model.flags(index) & Qt.ItemFlag.ItemIsEnabled), name
+        assert words in index.data(Qt.ItemDataRole.ToolTipRole)
+    # The best compatible draft was chosen by itself.
+    assert Path(window.model_bar.current_draft()).name == tiny_models.draft.name
+    # Changing the target and back re-filters from the cache, with no new check.
+    window.choose_target(str(model_folder / tiny_models.draft_identical.name))
+    qtbot.waitUntil(lambda: not window.drafts.is_checking(), timeout=10000)
+    checks = window._draft_check_id
+    window.choose_target(str(model_folder / tiny_models.target.name))
+    assert not window.drafts.is_checking() and window._draft_check_id == checks
+
+
+def test_a_finished_reply_is_in_the_database_at_once(make_window, qtbot, model_folder, tiny_models):
+    window = make_window()
+    target, draft = _pair(model_folder, tiny_models)
+    choose_pair(qtbot, window, target, draft)
+    window.update_chat_settings(**SHORT)
+    message_id = send_and_wait(qtbot, window, "persist")
+    # A second connection, as after a crash: the reply is already committed.
+    other = ChatStore()
+    try:
+        stored = other.get_message(message_id)
+        assert stored is not None and stored.tokens
+    finally:
+        other.close()
+
