@@ -98,7 +98,6 @@ class ChatView(QTextBrowser):
         self.anchorClicked.connect(self._on_anchor)
         self._highlight = True
         self._code_blocks: list[str] = []
-        self._messages: dict[int, TranscriptMessage] = {}
         self._stream_frame: Optional[QTextFrame] = None
         self._stream_in_code = False
         self._stream_line_start = True
@@ -165,7 +164,6 @@ class ChatView(QTextBrowser):
     def clear_transcript(self) -> None:
         self._stream_frame = None
         self._code_blocks.clear()
-        self._messages.clear()
         self.document().clear()
         self.document().setDocumentMargin(24)
         # Qt keeps an empty block before the first frame; make it take no room.
@@ -218,7 +216,8 @@ class ChatView(QTextBrowser):
     def add_message(self, message: TranscriptMessage, is_last_reply: bool = False) -> None:
         if message.role == "system":
             return
-        self._messages[message.message_id] = message
+        if message.role == "user":
+            self._hide_regenerate_links()  # the reply above is no longer the last one
         frame = self._append_frame(message.role)
         cursor = frame.firstCursorPosition()
         self._render_message(cursor, message, is_last_reply)
@@ -466,7 +465,6 @@ class ChatView(QTextBrowser):
             self.add_message(message, is_last_reply=True)
             return
         self._hide_regenerate_links()
-        self._messages[message.message_id] = message
         follow = self._at_bottom()
         cursor = frame.firstCursorPosition()
         cursor.setPosition(frame.lastPosition(), QTextCursor.MoveMode.KeepAnchor)

@@ -37,7 +37,7 @@ from app.ui import style
 from app.ui.chat_list import ChatListModel, ChatSidebar
 from app.ui.chat_view import ChatView
 from app.ui.composer import Composer
-from app.ui.conversation import Conversation
+from app.ui.conversation import Conversation, transcript_message
 from app.ui.elided_label import ElidedLabel
 from app.ui.empty_state import EmptyLibraryPage
 from app.ui.inference_worker import InferenceThread
@@ -76,6 +76,9 @@ class MainWindow(QMainWindow):
         self._load_error = ""
         self._scanned = False
         self._library_dialog: Optional[LibraryDialog] = None
+        self._get_models_dialog: Optional[QDialog] = None
+        self.get_models_panel = None
+        self._pending_pair: Optional[tuple[str, str]] = None
 
         self.library = LibraryModel(self)
         self.drafts = DraftListModel(self)
@@ -364,6 +367,9 @@ class MainWindow(QMainWindow):
         self.empty_page.set_details(len(entries) - len(usable))
         self._update_page()
         wanted = self._chat_settings().target_path or self._target or self.settings.last_target
+        if self._pending_pair is not None:
+            wanted, self._wanted_draft = self._pending_pair
+            self._pending_pair = None
         entry = self.library.entry_for(wanted)
         if entry is not None and entry.usable:
             self.choose_target(entry.path, remember=False)
@@ -406,23 +412,31 @@ class MainWindow(QMainWindow):
         self._library_dialog.raise_()
 
     def open_get_models(self) -> None:
-        panel_class = _get_models_panel_class()
-        if panel_class is None:
-            self.show_error(
-                "Downloading is not available in this build. Put .gguf files into "
-                f"{paths.models_dir()} or add a folder that holds them."
-            )
-            return
-        dialog = QDialog(self)
-        dialog.setWindowTitle("Get models")
-        dialog.resize(760, 520)
-        layout = QVBoxLayout(dialog)
-        panel = panel_class(dialog)
-        layout.addWidget(panel)
-        if hasattr(panel, "sig_models_downloaded"):
-            panel.sig_models_downloaded.connect(lambda _paths: self.rescan_library())
-        dialog.finished.connect(dialog.deleteLater)
-        dialog.show()
+        """The download panel in its own window; it stays alive when closed, so downloads keep going."""
+        if self._get_models_dialog is None:
+            panel_class = _get_models_panel_class()
+            if panel_class is None:
+                self.show_error(
+                    "Downloading is not available in this build. Put .gguf files into "
+                    f"{paths.models_dir()} or add a folder that holds them."
+                )
+                return
+            dialog = QDialog(self)
+            dialog.setWindowTitle("Get models")
+            dialog.resize(820, 560)
+            layout = QVBoxLayout(dialog)
+            self.get_models_panel = panel_class(dialog)
+            layout.addWidget(self.get_models_panel)
+            self.get_models_panel.sig_models_downloaded.connect(lambda _paths: self.rescan_library())
+            self.get_models_panel.sig_pair_downloaded.connect(self._on_pair_downloaded)
+            self._get_models_dialog = dialog
+        self._get_models_dialog.show()
+        self._get_models_dialog.raise_()
+
+    def _on_pair_downloaded(self, target: str, draft: str) -> None:
+        """A recommended pair landed: select both once the library has been scanned again."""
+        self._pending_pair = (target, draft)
+        self.rescan_library()
 
     # ----- models
 
@@ -662,6 +676,8 @@ class MainWindow(QMainWindow):
             self.show_error(problem)
             return False
         self.clear_error()
+        edited = self._edit_message_id is not None
+        first_message = self.conversation.chat_id is None
         try:
             if self.conversation.chat_id is None:
                 settings = dataclasses.replace(
@@ -674,12 +690,16 @@ class MainWindow(QMainWindow):
             if self._edit_message_id is not None:
                 self.store.delete_messages_from(chat_id, self._edit_message_id)
                 self._edit_message_id = None
-            self.store.add_message(chat_id, "user", text)
+            message = self.store.add_message(chat_id, "user", text)
         except StoreError as exc:
             self.show_error(f"The message could not be saved, so it was not sent: {exc}")
             return False
         self.composer.clear_after_send()
-        self.conversation.reload()
+        if edited or first_message:
+            self.conversation.reload()
+        else:
+            self.chat_view.add_message(transcript_message(message))  # append; no re-render of the chat
+            self.chat_view.scroll_to_end()
         self._refresh_chat_list()
         self._update_page()
         self._start_reply()
@@ -751,6 +771,8 @@ class MainWindow(QMainWindow):
         except Exception:
             pass
         self.conversation.stop()
+        if self.get_models_panel is not None:
+            self.get_models_panel.shutdown()
         self.library_thread.stop()
         self.inference.stop()
         self.store.close()
@@ -761,13 +783,9 @@ class MainWindow(QMainWindow):
 
 
 def _get_models_panel_class():
-    """The download panel, when the hub package provides it (it is optional in some builds)."""
-    for module_name in ("app.ui.get_models_panel", "app.hub.get_models_panel"):
-        try:
-            module = __import__(module_name, fromlist=["GetModelsPanel"])
-        except ImportError:
-            continue
-        panel = getattr(module, "GetModelsPanel", None)
-        if panel is not None:
-            return panel
-    return None
+    """The download panel, or None in a build without the hub client (huggingface_hub is optional there)."""
+    try:
+        from app.ui.get_models_panel import GetModelsPanel
+    except ImportError:
+        return None
+    return GetModelsPanel

@@ -241,3 +241,26 @@ def test_broken_chat_database_is_reported_not_overwritten(monkeypatch, tmp_path)
     assert shown and str(path) in shown[0]
     assert path.read_bytes().startswith(b"this is not a database")
     assert ChatStore is not None
+
+
+def test_get_models_panel_is_reachable_and_a_downloaded_pair_is_selected(make_window, qtbot, fake_engine,
+                                                                         model_folder, tiny_models):
+    window = make_window(engine_factory=fake_engine, folders=[])
+    assert window.pages.currentWidget() is window.empty_page
+    window.empty_page.get_models_button.click()
+    panel = window.get_models_panel
+    assert panel is not None and panel.isVisible()
+    # As if the panel had downloaded a pair into the app's models folder:
+    from app import paths
+
+    paths.models_dir().mkdir(parents=True, exist_ok=True)
+    target = paths.models_dir() / tiny_models.target.name
+    draft = paths.models_dir() / tiny_models.draft.name
+    for source, dest in ((model_folder / tiny_models.target.name, target),
+                         (model_folder / tiny_models.draft.name, draft)):
+        dest.write_bytes(source.read_bytes())
+    panel.sig_pair_downloaded.emit(str(target), str(draft))
+    qtbot.waitUntil(window.models_ready, timeout=10000)
+    assert window.model_bar.current_target() == str(target)
+    assert window.model_bar.current_draft() == str(draft)
+    assert window.pages.currentIndex() == 0

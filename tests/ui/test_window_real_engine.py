@@ -114,3 +114,26 @@ def test_a_finished_reply_is_in_the_database_at_once(make_window, qtbot, model_f
     finally:
         other.close()
 
+
+
+def test_stop_mid_stream_on_the_real_engine(make_window, qtbot, model_folder, tiny_models):
+    window = make_window()
+    target, draft = _pair(model_folder, tiny_models)
+    choose_pair(qtbot, window, target, draft)
+    window.update_chat_settings(max_tokens=1500, draft_max=4)
+    window.composer.edit.setPlainText("talk for a long time")
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: bool(window.chat_view.streamed_text()) or not window.conversation.is_busy(),
+                    timeout=20000)
+    if not window.conversation.is_busy():
+        pytest.skip("the engine finished 1500 tokens before the first flush; nothing left to stop")
+    with qtbot.waitSignal(window.conversation.sig_reply_finished) as blocker:
+        window.composer.button.click()  # Stop
+    shown = window.chat_view.toPlainText()
+    stored = window.store.get_message(blocker.args[0])
+    assert stored.stats["stop_reason"] == "cancelled"
+    assert stored.stats["tokens"] < 1500
+    # The worker is free again at once (stop within one round): the next message is answered.
+    window.update_chat_settings(max_tokens=8)
+    send_and_wait(qtbot, window, "short now")
+    assert window.chat_view.toPlainText().startswith(shown[:50])
