@@ -1,0 +1,35 @@
+"""Forward-pass costs are measured once per model file and settings, then read from the disk cache."""
+
+from __future__ import annotations
+
+from app.engine import costs
+from app.engine.llama_model import LoadedModel
+
+
+def test_costs_are_measured_once_and_cached(tiny_models, monkeypatch):
+    target = LoadedModel(tiny_models.target, n_ctx=512, n_threads=1)
+    draft = LoadedModel(tiny_models.draft, n_ctx=512, n_threads=1)
+    try:
+        table = costs.measure_costs(target, draft, 1, (0, 0))
+        assert len(table.batch) == costs.MAX_BATCH + 1
+        assert all(c > 0 for c in table.batch[1:]) and table.draft_per_token > 0
+        assert target.cached == []  # measuring leaves no stray tokens in the cache
+
+        calls = []
+        monkeypatch.setattr(costs, "_measure", lambda *a, **k: calls.append(a) or [0.0, 1.0, 2.0])
+        again = costs.measure_costs(target, draft, 1, (0, 0))
+        assert calls == [] and again.batch == table.batch
+        # Other settings are another machine configuration: measured anew.
+        costs.measure_costs(target, None, 2, (0, 0))
+        assert len(calls) == 1
+    finally:
+        target.close()
+        draft.close()
+
+
+def test_unmeasured_sizes_are_interpolated():
+    table = costs._interpolate({1: 1.0, 2: 1.75, 4: 2.4, 8: 4.0}, 8)
+    assert table[1:3] == [1.0, 1.75]
+    assert table[3] == (1.75 + 2.4) / 2
+    assert table[6] == 2.4 + (4.0 - 2.4) * 2 / 4
+    assert costs.CostTable(table).verify(10) > table[8]  # extrapolated past the last size, growing
