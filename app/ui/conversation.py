@@ -118,6 +118,7 @@ class Conversation(QObject):
         self._request: Optional[_Request] = None
         self._next_id = 0
         self._n_ctx = 0
+        self._context_used = 0
         self._last_reason = ""
         self._flush_timer = QTimer(self)
         self._flush_timer.setInterval(FLUSH_INTERVAL_MS)
@@ -155,13 +156,16 @@ class Conversation(QObject):
         self.view.show_messages([transcript_message(m) for m in messages])
         last = next((m for m in reversed(messages) if m.role == "assistant" and m.stats), None)
         stats = stats_from_dict(last.stats) if last else None
-        if stats and self._n_ctx:
-            self.sig_context_usage.emit(stats.prompt_tokens + stats.tokens, self._n_ctx)
-        else:
-            self.sig_context_usage.emit(0, self._n_ctx)
+        self._show_usage(stats.prompt_tokens + stats.tokens if stats else 0)
 
     def set_context_size(self, n_ctx: int) -> None:
+        """The loaded model's context size (the gauge's full scale)."""
         self._n_ctx = n_ctx
+        self._show_usage(self._context_used)
+
+    def _show_usage(self, used: int) -> None:
+        self._context_used = used
+        self.sig_context_usage.emit(used, self._n_ctx)
 
     def prompt_messages(self, system_prompt: str) -> list[dict]:
         messages = [{"role": "system", "content": system_prompt}] if system_prompt.strip() else []
@@ -209,7 +213,7 @@ class Conversation(QObject):
         if message_id is not None:
             self.store.delete_messages_from(self.chat_id, message_id)
             self.sig_messages_changed.emit(self.chat_id)
-            self.reload()
+        self.reload()  # also clears an error notice left by the attempt being retried
         if not any(m.role == "user" for m in self.store.messages(self.chat_id)):
             return None
         return self.start_reply(config, system_prompt, target_name, draft_name)
@@ -233,7 +237,7 @@ class Conversation(QObject):
                 "were left out of the prompt for this reply. They are still here and saved."
             )
         if prompt_tokens >= 0:
-            self.sig_context_usage.emit(prompt_tokens, n_ctx)
+            self._show_usage(prompt_tokens)
         self.view.begin_stream(model_label(request.target_name, request.draft_name))
         request.streaming = True
 
@@ -275,8 +279,7 @@ class Conversation(QObject):
         if request.drafted:
             parts.append(f"{100 * request.accepted / request.drafted:.0f}% accepted")
         if self._n_ctx:
-            used = request.prompt_tokens + n
-            self.sig_context_usage.emit(used, self._n_ctx)
+            self._show_usage(request.prompt_tokens + n)
         return "  ·  ".join(parts)
 
     def _on_finished(self, event: FinishedEvent) -> None:
@@ -326,9 +329,8 @@ class Conversation(QObject):
                                                           model_label(request.target_name, request.draft_name)))
             if error:
                 self.view.add_notice(error, kind="error", retry=True)
-            if self._n_ctx and (stats.prompt_tokens or request.prompt_tokens):
-                self.sig_context_usage.emit((stats.prompt_tokens or request.prompt_tokens) + stats.tokens,
-                                            self._n_ctx)
+            if stats.prompt_tokens or request.prompt_tokens:
+                self._show_usage((stats.prompt_tokens or request.prompt_tokens) + stats.tokens)
         elif error:
             self.sig_error.emit(error)
         self.sig_live_stats.emit("")

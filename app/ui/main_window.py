@@ -224,7 +224,7 @@ class MainWindow(QMainWindow):
         sidebar.sig_chat_selected.connect(self.open_chat)
         sidebar.sig_new_chat.connect(self.new_chat)
         sidebar.sig_delete_requested.connect(self.delete_chat)
-        sidebar.sig_search_changed.connect(lambda _text: self._refresh_chat_list())
+        sidebar.sig_search_changed.connect(self._refresh_chat_list)
         sidebar.sig_library_requested.connect(self.open_library)
         sidebar.sig_get_models_requested.connect(self.open_get_models)
         sidebar.sig_settings_requested.connect(self.open_app_settings)
@@ -245,14 +245,14 @@ class MainWindow(QMainWindow):
         view.sig_copy_message.connect(self._copy_message)
         view.sig_regenerate.connect(self.regenerate)
         view.sig_edit_message.connect(self.edit_message)
-        view.sig_retry.connect(lambda: self.regenerate(None))
+        view.sig_retry.connect(self._retry)
 
         conversation = self.conversation
         conversation.sig_busy_changed.connect(self.composer.set_busy)
         conversation.sig_live_stats.connect(self.live_stats.setText)
         conversation.sig_round_reason.connect(self._show_round_reason)
         conversation.sig_context_usage.connect(self._show_context_usage)
-        conversation.sig_messages_changed.connect(lambda _chat: self._refresh_chat_list())
+        conversation.sig_messages_changed.connect(self._refresh_chat_list)
         conversation.sig_error.connect(self.show_error)
 
         worker = self.inference.worker
@@ -261,8 +261,10 @@ class MainWindow(QMainWindow):
         library_worker = self.library_thread.worker
         library_worker.sig_scanned.connect(self._on_scanned)
         library_worker.sig_drafts_checked.connect(self._on_drafts_checked)
-        library_worker.sig_failed.connect(lambda _id, message: self.show_error(message))
+        library_worker.sig_failed.connect(self._on_library_failed)
 
+        # Worker signals go to bound methods of this window only: PySide runs a lambda or plain function
+        # connected to them on the worker's thread, where no widget may be touched.
         empty = self.empty_page
         empty.sig_add_folder.connect(self.add_model_folder)
         empty.sig_get_models.connect(self.open_get_models)
@@ -285,6 +287,9 @@ class MainWindow(QMainWindow):
         box.addButton(QMessageBox.StandardButton.Cancel)
         box.exec()
         return box.clickedButton() is ok
+
+    def _on_library_failed(self, _request_id: int, message: str) -> None:
+        self.show_error(message)
 
     def _show_round_reason(self, reason: str) -> None:
         self.status_line.setText(reason[:1].upper() + reason[1:])
@@ -427,7 +432,7 @@ class MainWindow(QMainWindow):
             layout = QVBoxLayout(dialog)
             self.get_models_panel = panel_class(dialog)
             layout.addWidget(self.get_models_panel)
-            self.get_models_panel.sig_models_downloaded.connect(lambda _paths: self.rescan_library())
+            self.get_models_panel.sig_models_downloaded.connect(self.rescan_library)
             self.get_models_panel.sig_pair_downloaded.connect(self._on_pair_downloaded)
             self._get_models_dialog = dialog
         self._get_models_dialog.show()
@@ -529,7 +534,6 @@ class MainWindow(QMainWindow):
             return
         self._loaded = (str(target) if target else None, str(draft) if draft else None)
         self.conversation.set_context_size(n_ctx)
-        self._show_context_usage(self.context_gauge.value() if self.context_gauge.maximum() > 1 else 0, n_ctx)
         self.model_bar.set_load_state("Ready", "Models loaded")
 
     def _on_load_failed(self, request_id: int, message: str) -> None:
@@ -722,6 +726,9 @@ class MainWindow(QMainWindow):
                                          target_name, draft_name, message_id)
         except StoreError as exc:
             self.show_error(str(exc))
+
+    def _retry(self) -> None:
+        self.regenerate(None)
 
     def edit_message(self, message_id: int) -> None:
         """Put a sent message back into the composer; sending replaces it and everything after it."""

@@ -24,6 +24,25 @@ def real_models_dir() -> Path:
     return Path(os.environ.get("SPECCHAT_TEST_MODELS") or Path.home() / ".cache" / "specchat-test-models")
 
 
+class StallProbe:
+    """Measures the longest gap between ticks of a 5 ms timer: how long the GUI thread was ever busy."""
+
+    def __init__(self):
+        from PySide6.QtCore import QElapsedTimer, QTimer
+
+        self.longest_ms = 0.0
+        self._clock = QElapsedTimer()
+        self._clock.start()
+        self._timer = QTimer()
+        self._timer.setInterval(5)
+        self._timer.timeout.connect(self._tick)
+        self._timer.start()
+
+    def _tick(self) -> None:
+        elapsed = self._clock.restart()
+        self.longest_ms = max(self.longest_ms, float(elapsed))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="docs/screenshot.png", help="where to save the PNG")
@@ -31,6 +50,8 @@ def main(argv=None) -> int:
     parser.add_argument("--prompt", default=DEFAULT_PROMPT)
     parser.add_argument("--max-tokens", type=int, default=320)
     parser.add_argument("--size", default="1280x820", help="window size, WIDTHxHEIGHT")
+    parser.add_argument("--draft-max", type=int, default=None,
+                        help="fix the draft length (default: the controller chooses each round)")
     args = parser.parse_args(argv)
 
     os.environ["SPECCHAT_HOME"] = tempfile.mkdtemp(prefix="specchat-screenshot-")
@@ -66,14 +87,16 @@ def main(argv=None) -> int:
     width, height = (int(v) for v in args.size.lower().split("x"))
     window.resize(width, height)
     window.show()
+    stalls = StallProbe()
     try:
         automation.choose_pair(window, str(target), str(draft))
-        window.update_chat_settings(max_tokens=args.max_tokens)
+        window.update_chat_settings(max_tokens=args.max_tokens, draft_max=args.draft_max)
         message_id = automation.send_and_wait(window, args.prompt)
         message = window.store.get_message(message_id)
         stats = message.stats or {}
         print(f"reply: {stats.get('tokens')} tokens, {stats.get('tokens_per_second', 0):.1f} tok/s, "
               f"{100 * stats.get('acceptance_rate', 0):.0f}% accepted")
+        print(f"longest event-loop stall while loading and streaming: {stalls.longest_ms:.0f} ms")
         window.chat_view.scroll_to_end()
         app.processEvents()
         out = Path(args.out)

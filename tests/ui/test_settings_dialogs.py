@@ -1,0 +1,62 @@
+"""The settings dialogs return what the user entered, and the window applies it."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QDialog
+
+from app.store import AppSettings, ChatSettings, load_settings
+from app.ui.settings_dialog import AppSettingsDialog, ChatSettingsDialog
+
+
+def test_chat_settings_round_trip_keeps_models_and_switch(qtbot):
+    original = ChatSettings(speculative=False, target_path="/m/t.gguf", draft_path="/m/d.gguf", seed=None)
+    dialog = ChatSettingsDialog(original)
+    qtbot.addWidget(dialog)
+    dialog.system_prompt.setPlainText("  Be brief.  ")
+    dialog.temperature.setValue(0.7)
+    dialog.top_p.setValue(0.9)
+    dialog.top_k.setValue(20)
+    dialog.seed.setValue(42)
+    dialog.max_tokens.setValue(256)
+    dialog.draft_max.setValue(6)
+    result = dialog.settings()
+    assert (result.system_prompt, result.temperature, result.top_p, result.top_k, result.seed) == (
+        "Be brief.", 0.7, 0.9, 20, 42)
+    assert (result.max_tokens, result.draft_max) == (256, 6)
+    assert (result.speculative, result.target_path, result.draft_path) == (False, "/m/t.gguf", "/m/d.gguf")
+    dialog.seed.setValue(-1)
+    dialog.draft_max.setValue(0)
+    assert dialog.settings().seed is None and dialog.settings().draft_max is None  # "Random", "Auto"
+
+
+def test_app_settings_dialog_edits_folders_and_load_settings(qtbot):
+    dialog = AppSettingsDialog(AppSettings(model_folders=["/a"], threads=2, context_size=4096))
+    qtbot.addWidget(dialog)
+    dialog.add_folder("/b")
+    dialog.add_folder("/a")  # no duplicates
+    dialog.threads.setValue(3)
+    dialog.context_size.setValue(8192)
+    dialog.target_gpu_layers.setValue(-1)
+    dialog.draft_gpu_layers.setValue(10)
+    dialog.scan_hf_cache.setChecked(False)
+    result = dialog.settings()
+    assert result.model_folders == ["/a", "/b"]
+    assert (result.threads, result.context_size, result.target_gpu_layers, result.draft_gpu_layers) == (
+        3, 8192, -1, 10)
+    assert result.scan_hf_cache is False
+
+
+def test_changed_load_settings_reload_the_models_and_are_saved(make_window, qtbot, fake_engine, model_folder,
+                                                               tiny_models, monkeypatch):
+    from conftest import choose_pair
+    from app.ui.library_model import NGRAM_KEY
+
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
+    new = AppSettings(**{**window.settings.to_dict(), "context_size": 1024})
+    monkeypatch.setattr(AppSettingsDialog, "exec", lambda self: QDialog.DialogCode.Accepted)
+    monkeypatch.setattr(AppSettingsDialog, "settings", lambda self: new)
+    window.open_app_settings()
+    qtbot.waitUntil(lambda: window.context_gauge.maximum() == 1024 and window.models_ready())
+    assert window.inference.worker._engine.n_ctx == 1024
+    assert load_settings().context_size == 1024
