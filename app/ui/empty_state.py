@@ -35,7 +35,7 @@ class EmptyLibraryPage(QWidget):
         self.body.setWordWrap(True)
         self.body.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.body.setMaximumWidth(560)
+        self.body.setFixedWidth(560)  # a wrapped label in a centred column would otherwise shrink to a sliver
         column.addWidget(self.body, 0, Qt.AlignmentFlag.AlignHCenter)
         self.set_details(0)
 
@@ -76,3 +76,5 @@ class EmptyLibraryPage(QWidget):
             noun = "file was" if unusable_files == 1 else "files were"
             text += f"\n\n{unusable_files} .gguf {noun} found but cannot be used; the model library says why."
         self.body.setText(text)
+        # Layouts do not ask a centred, wrapped label for its height at its width; give it that height.
+        self.body.setFixedHeight(self.body.heightForWidth(self.body.width()))

@@ -43,9 +43,10 @@ class LibraryDialog(QDialog):
         self.table.setAlternatingRowColors(False)
         self.table.setWordWrap(False)
         header = self.table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        for column in range(1, model.columnCount()):
+        for column in range(model.columnCount() - 1):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(model.columnCount() - 1, QHeaderView.ResizeMode.Stretch)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
         layout.addWidget(self.table, 1)
         self.folders = QLabel(folders_text)
         self.folders.setObjectName("Muted")
@@ -76,5 +77,5 @@ class LibraryDialog(QDialog):
         broken = len(entries) - usable
         text = f"{usable} usable model{'s' if usable != 1 else ''}"
         if broken:
-            text += f", {broken} file{'s' if broken != 1 else ''} that cannot be used (hover a row to see why)"
+            text += f", {broken} file{'s' if broken != 1 else ''} that cannot be used (the Status column says why)"
         self.summary.setText(text + ".")

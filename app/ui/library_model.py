@@ -90,7 +90,7 @@ class LibraryModel(QAbstractTableModel):
                 entry.quantization,
                 entry.architecture,
                 f"{entry.context_length:,}" if entry.context_length else "",
-                "Ready" if entry.usable else "Cannot be used",
+                "Ready" if entry.usable else (entry.problem or "Cannot be used"),
             )
             return values[column]
         if role == Qt.ItemDataRole.ToolTipRole:
@@ -246,7 +246,7 @@ class TwoLineDelegate(QStyledItemDelegate):
         detail_font.setPointSizeF(max(7.0, option.font.pointSizeF() - 1))
         painter.setFont(detail_font)
         detail = index.data(DETAIL_ROLE) or ""
-        painter.setPen(QColor(style.ERROR if (not enabled and detail.startswith("Incompatible")) else style.TEXT_MUTED))
+        painter.setPen(QColor(style.TEXT_MUTED if enabled else style.ERROR))
         painter.drawText(QRect(rect.left(), rect.top() + line + 2, rect.width(), line), Qt.AlignmentFlag.AlignVCenter,
                          option.fontMetrics.elidedText(detail, Qt.TextElideMode.ElideRight, rect.width()))
         painter.restore()

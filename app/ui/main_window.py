@@ -534,13 +534,13 @@ class MainWindow(QMainWindow):
             return
         self._loaded = (str(target) if target else None, str(draft) if draft else None)
         self.conversation.set_context_size(n_ctx)
-        self.model_bar.set_load_state("Ready", "Models loaded")
+        self.model_bar.set_load_state("Ready", "The models are loaded", "ready")
 
     def _on_load_failed(self, request_id: int, message: str) -> None:
         if request_id != self._load_id:
             return
         self._load_error = message
-        self.model_bar.set_load_state("Not loaded", message)
+        self.model_bar.set_load_state("Not loaded", message, "failed")
         self.show_error(message)
 
     def models_ready(self) -> bool:
@@ -591,7 +591,14 @@ class MainWindow(QMainWindow):
             self.show_error(str(exc))
             return
         self.chat_list.set_chats(chats)
-        self.sidebar.select_chat(self.conversation.chat_id if hasattr(self, "conversation") else None)
+        chat_id = self.conversation.chat_id if hasattr(self, "conversation") else None
+        self.sidebar.select_chat(chat_id)
+        self._update_title()
+
+    def _update_title(self) -> None:
+        chat_id = self.conversation.chat_id if hasattr(self, "conversation") else None
+        chat = self.store.get_chat(chat_id) if chat_id is not None else None
+        self.setWindowTitle(f"{chat.title} — SpecChat" if chat else "SpecChat")
 
     def new_chat(self) -> None:
         """An empty chat; it is stored when its first message is sent."""
@@ -602,6 +609,7 @@ class MainWindow(QMainWindow):
         )
         self.conversation.open_chat(None)
         self.sidebar.select_chat(None)
+        self._update_title()
         self._apply_chat_settings(self._pending_settings)
         self._update_page()
         self.composer.edit.setFocus()
@@ -616,6 +624,7 @@ class MainWindow(QMainWindow):
         self._cancel_edit()
         self.conversation.open_chat(chat_id)
         self.sidebar.select_chat(chat_id)
+        self._update_title()
         self._apply_chat_settings(chat.settings)
         self._update_page()
 

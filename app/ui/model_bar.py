@@ -117,9 +117,13 @@ class ModelBar(QWidget):
     def speculative(self) -> bool:
         return self.speculative_switch.isChecked()
 
-    def set_load_state(self, text: str, tooltip: str = "") -> None:
-        self.load_state.setText(text)
-        self.load_state.setToolTip(tooltip)
+    STATE_COLORS = {"ready": "#16a34a", "busy": "#f59e0b", "failed": "#dc2626"}
+
+    def set_load_state(self, text: str, tooltip: str = "", state: str = "busy") -> None:
+        """Show the models' state: "ready", "busy" (loading, checking) or "failed", with a coloured dot."""
+        color = self.STATE_COLORS.get(state, "#9ca3af")
+        self.load_state.setText(f'<span style="color:{color}">●</span>&nbsp;{text}')
+        self.load_state.setToolTip(tooltip or text)
 
     def _update_enabled(self) -> None:
         self.draft_combo.setEnabled(self.speculative_switch.isChecked() and not self.drafts.is_checking())

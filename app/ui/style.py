@@ -34,6 +34,9 @@ def monospace_font(point_size: float | None = None) -> QFont:
     return font
 
 
+# Arrow images that ship inside QtWidgets itself; a style sheet that styles combo and spin boxes must name some.
+_ARROWS = ":/qt-project.org/styles/commonstyle/images"
+
 STYLE_SHEET = f"""
 QMainWindow, QDialog {{ background: {SURFACE}; }}
 QWidget {{ color: {TEXT}; }}
@@ -54,7 +57,20 @@ QLineEdit:focus, QPlainTextEdit:focus, QSpinBox:focus, QDoubleSpinBox:focus, QCo
     border: 1px solid {ACCENT};
 }}
 QComboBox {{ padding: 4px 8px; min-height: 20px; }}
-QComboBox::drop-down {{ border: none; width: 18px; }}
+QComboBox::drop-down {{ border: none; width: 22px; }}
+QComboBox::down-arrow, QSpinBox::down-arrow, QDoubleSpinBox::down-arrow {{
+    image: url({_ARROWS}/arrow-down-16.png); width: 10px; height: 10px;
+}}
+QSpinBox::up-arrow, QDoubleSpinBox::up-arrow {{ image: url({_ARROWS}/arrow-up-16.png); width: 10px; height: 10px; }}
+QSpinBox, QDoubleSpinBox {{ padding-right: 20px; }}
+QSpinBox::up-button, QDoubleSpinBox::up-button {{
+    subcontrol-origin: border; subcontrol-position: top right; width: 18px; border: none; background: transparent;
+}}
+QSpinBox::down-button, QDoubleSpinBox::down-button {{
+    subcontrol-origin: border; subcontrol-position: bottom right; width: 18px; border: none; background: transparent;
+}}
+QSpinBox::up-button:hover, QSpinBox::down-button:hover,
+QDoubleSpinBox::up-button:hover, QDoubleSpinBox::down-button:hover {{ background: #f3f4f6; }}
 QComboBox QAbstractItemView {{
     border: 1px solid {BORDER}; background: {SURFACE}; selection-background-color: {ACCENT_SOFT};
     selection-color: {TEXT}; outline: none;

@@ -86,3 +86,24 @@ def test_only_the_last_reply_offers_regenerate(qtbot):
             break
         hrefs.append(cursor.charFormat().anchorHref())
     assert hrefs == ["specchat:regenerate/4"]
+
+
+def test_hovering_a_token_says_who_produced_it(qtbot):
+    from PySide6.QtCore import QEvent
+    from PySide6.QtGui import QHelpEvent
+    from PySide6.QtWidgets import QApplication, QToolTip
+
+    view = ChatView()
+    qtbot.addWidget(view)
+    view.resize(600, 400)
+    view.show()
+    view.begin_stream("model")
+    view.append_tokens([("Hello ", "target"), ("world", "draft")])
+    for word, expected in (("world", DRAFT_TOOLTIP), ("Hello", TARGET_TOOLTIP)):
+        cursor = view.document().find(word)
+        cursor.setPosition(cursor.selectionStart() + 2)
+        pos = view.cursorRect(cursor).center()
+        QApplication.sendEvent(view.viewport(),
+                               QHelpEvent(QEvent.Type.ToolTip, pos, view.viewport().mapToGlobal(pos)))
+        assert QToolTip.text() == expected
+    QToolTip.hideText()
