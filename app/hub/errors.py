@@ -25,6 +25,11 @@ class HubUnavailableError(HubError):
 class NotFoundError(HubError):
     """The repository, revision or file does not exist (or is private and no token was given)."""
 
+    def __init__(self, message: str, may_be_private: bool = False):
+        super().__init__(message)
+        # The Hub answers alike for a missing repo and a private one without access: a token might help.
+        self.may_be_private = may_be_private
+
 
 class AuthRequiredError(HubError):
     """The repository needs a Hugging Face access token, or the token given was refused."""
@@ -90,7 +95,8 @@ def hub_error_from(exc: BaseException, repo_id: Optional[str] = None, filename: 
             name = f"repository {repo_id}" if repo_id else "such repository"
             return NotFoundError(
                 f"No {name} on the Hugging Face Hub. Check the name; if it is private, add an access token "
-                "that can read it."
+                "that can read it.",
+                may_be_private=True,
             )
         if isinstance(exc, hf_errors.RevisionNotFoundError):
             return NotFoundError(f"{repo_id or 'The repository'} has no such branch, tag or commit.")

@@ -65,8 +65,16 @@ def test_repo_without_gguf_files_says_so(hub):
 
 
 def test_missing_repo_is_a_404_with_a_clear_message(hub):
-    with pytest.raises(NotFoundError, match="No repository acme/Nope on the Hugging Face Hub"):
+    with pytest.raises(NotFoundError, match="No repository acme/Nope on the Hugging Face Hub") as info:
         HubClient().list_gguf("acme/Nope")
+    assert info.value.may_be_private  # the Hub cannot tell missing from private: a token might help
+
+
+def test_a_private_repo_needs_a_token(hub):
+    hub.add_repo("me/Private-GGUF", {"p.gguf": payload(1000, 9)}, private=True)
+    with pytest.raises(NotFoundError):
+        HubClient().list_gguf("me/Private-GGUF")
+    assert HubClient(token=GOOD_TOKEN).list_gguf("me/Private-GGUF").model_count == 1
 
 
 def test_missing_file_names_it(hub):

@@ -70,6 +70,7 @@ def test_a_pattern_matching_nothing_lists_what_there_is(hub, capsys):
 
 @pytest.mark.parametrize("repo, pattern, message", [
     ("acme/Missing-GGUF", "x", "No repository acme/Missing-GGUF"),
+    ("not a repo", "x", "not a valid repository name"),
     ("meta/Gated-GGUF", "gated", "gated: accept its terms.*token"),
 ])
 def test_failures_exit_non_zero_with_a_clear_message(hub, capsys, repo, pattern, message):
