@@ -54,7 +54,10 @@ def run(args: argparse.Namespace) -> int:
 
     models = choose_models(listing, args.pattern)
     if not models:
-        if args.pattern:
+        if args.pattern and match_models(listing, args.pattern):
+            print(f"{args.pattern!r} matches several models in {args.repo}; be more precise, or use a glob "
+                  "such as '*Q4*' to download all it matches. It offers:", file=sys.stderr)
+        elif args.pattern:
             print(f"Nothing in {args.repo} matches {args.pattern!r}. It offers:", file=sys.stderr)
         else:
             print(f"{args.repo} offers several models; name one with FILE_PATTERN, e.g. "
@@ -113,23 +116,35 @@ def run(args: argparse.Namespace) -> int:
 
 
 def choose_models(listing: RepoListing, pattern: Optional[str]) -> list[RemoteModel]:
-    """The models FILE_PATTERN names (a whole split model when any part matches); [] when none or ambiguous."""
+    """The models to download; [] when none matches or when a plain (non-glob) pattern names several.
+
+    A whole split model comes along when any of its parts matches. A glob ("*Q4*") may pick several models on
+    purpose; a plain word that matches several is taken as a typo-sized ambiguity, not a wish for gigabytes.
+    """
     models = [m for group in listing.groups for m in group.models]
     if not pattern:
         chat_models = [m for m in models if not m.is_projector]
         return chat_models if len(chat_models) == 1 else []
+    matched = match_models(listing, pattern)
+    if any(ch in pattern for ch in "*?[") or len(matched) == 1:
+        return matched
+    return []
+
+
+def match_models(listing: RepoListing, pattern: str) -> list[RemoteModel]:
+    """Models whose quantization is `pattern`, else whose name or file paths match it (glob or substring)."""
+    models = [m for group in listing.groups for m in group.models]
     wanted = pattern.lower()
+    exact_quant = [m for m in models if m.quant.lower() == wanted and not m.is_projector]
+    if exact_quant:
+        return exact_quant  # "Q4_K" means Q4_K, not also Q4_K_M and Q4_K_S
     is_glob = any(ch in pattern for ch in "*?[")
 
     def matches(text: str) -> bool:
         text = text.lower()
         return fnmatch.fnmatchcase(text, wanted) if is_glob else wanted in text
 
-    exact_quant = [m for m in models if m.quant.lower() == wanted and not m.is_projector]
-    if exact_quant:
-        return exact_quant  # "Q4_K" means Q4_K, not also Q4_K_M and Q4_K_S
-    return [m for m in models
-            if matches(m.name) or any(matches(f.path) or matches(f.name) for f in m.files)]
+    return [m for m in models if matches(m.name) or any(matches(f.path) or matches(f.name) for f in m.files)]
 
 
 def print_listing(listing: RepoListing, out: TextIO) -> None:

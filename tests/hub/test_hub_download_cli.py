@@ -63,6 +63,12 @@ def test_several_models_and_no_pattern_lists_them(hub, capsys):
     assert "Q4_K_M" in err and "coder-BF16.gguf  (2 parts)" in err
 
 
+def test_a_word_matching_several_models_asks_to_be_precise(hub, capsys):
+    assert main(["download", "acme/Coder-GGUF", "Q4"]) == 2
+    assert "matches several models" in capsys.readouterr().err
+    assert not paths.models_dir().exists()
+
+
 def test_a_pattern_matching_nothing_lists_what_there_is(hub, capsys):
     assert main(["download", "acme/Coder-GGUF", "Q2_K"]) == 2
     assert "Nothing in acme/Coder-GGUF matches 'Q2_K'" in capsys.readouterr().err
