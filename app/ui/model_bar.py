@@ -41,14 +41,14 @@ class ModelBar(QWidget):
         self.target_combo.setPlaceholderText("Choose a model")
         self.target_combo.activated.connect(self._on_target_activated)
         layout.addWidget(self._caption("Model"))
-        layout.addWidget(self.target_combo, 3)
+        layout.addWidget(self.target_combo, 1)
 
         self.draft_combo = self._combo(drafts, "The small model that proposes tokens for the target to verify")
         self.draft_combo.setPlaceholderText("Draft")
         self.draft_combo.activated.connect(self._on_draft_activated)
         layout.addSpacing(6)
         layout.addWidget(self._caption("Draft"))
-        layout.addWidget(self.draft_combo, 2)
+        layout.addWidget(self.draft_combo, 1)
 
         layout.addSpacing(6)
         self.speculative_switch = ToggleSwitch()
