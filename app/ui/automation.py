@@ -16,9 +16,12 @@ class AutomationTimeout(RuntimeError):
     """What the helper waited for did not happen in time."""
 
 
-def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
+def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str, window=None) -> None:
+    """Run the event loop until `predicate()`; a message the window shows meanwhile ends the wait as an error."""
     end = time.monotonic() + timeout_s
     while not predicate():
+        if window is not None and window.error_banner.isVisible():
+            raise RuntimeError(f"while waiting for {what}, the window said: {window.error_label.text()}")
         if time.monotonic() > end:
             raise AutomationTimeout(f"timed out after {timeout_s:.0f} s waiting for {what}")
         QApplication.processEvents()
@@ -27,14 +30,17 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str) -> No
 
 def choose_pair(window, target: str, draft: Optional[str], timeout_s: float = 300) -> None:
     """Pick the target (and the draft, or the best suggestion when None) and wait until they are loaded."""
-    wait_until(lambda: window._scanned, timeout_s, "the model library scan")
+    wait_until(window.library_ready, timeout_s, "the model library scan", window)
+    entry = window.library.entry_for(target)
+    if entry is None or not entry.usable:
+        raise RuntimeError(f"{target} is not usable: {entry.problem if entry else 'not in the library'}")
     window.choose_target(target)
-    wait_until(lambda: not window.drafts.is_checking(), timeout_s, "the draft compatibility check")
+    wait_until(lambda: not window.drafts.is_checking(), timeout_s, "the draft compatibility check", window)
     if draft is not None:
+        if window.drafts.row_of(draft) < 0:
+            raise RuntimeError(f"{draft} is not offered as a draft for {target}")
         window.choose_draft(draft)
-    wait_until(lambda: window.models_ready() or bool(window._load_error), timeout_s, "the models to load")
-    if window._load_error:
-        raise RuntimeError(window._load_error)
+    wait_until(window.models_ready, timeout_s, "the models to load", window)
 
 
 def send_and_wait(window, text: str, timeout_s: float = 600) -> int:
@@ -45,7 +51,7 @@ def send_and_wait(window, text: str, timeout_s: float = 600) -> int:
         window.composer.set_text(text)
         if not window.send_message(window.composer.text()):
             raise RuntimeError(window.error_label.text() or "the message could not be sent")
-        wait_until(lambda: bool(finished), timeout_s, "the reply")
+        wait_until(lambda: bool(finished), timeout_s, "the reply", window)
     finally:
         window.conversation.sig_reply_finished.disconnect(finished.append)
     return finished[0]

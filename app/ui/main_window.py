@@ -70,6 +70,7 @@ class MainWindow(QMainWindow):
         self._edit_message_id: Optional[int] = None
         self._draft_cache: dict[str, list] = {}
         self._scan_id = 0
+        self._scanned_id = 0
         self._draft_check_id = 0
         self._load_id = 0
         self._loaded: tuple[Optional[str], Optional[str]] = (None, None)
@@ -361,10 +362,15 @@ class MainWindow(QMainWindow):
             self.model_bar.target_combo.setPlaceholderText("Scanning for models…")
         self.library_thread.request_scan(self._scan_id, self.library_folder_list())
 
+    def library_ready(self) -> bool:
+        """The latest scan of the model folders has been applied (False while one is running)."""
+        return self._scanned_id == self._scan_id
+
     def _on_scanned(self, request_id: int, entries: list) -> None:
         if request_id != self._scan_id:
             return
         self._scanned = True
+        self._scanned_id = request_id
         self._draft_cache.clear()
         self.library.set_entries(entries)
         usable = self.library.usable_entries()

@@ -48,7 +48,7 @@ def test_app_settings_dialog_edits_folders_and_load_settings(qtbot):
 
 def test_changed_load_settings_reload_the_models_and_are_saved(make_window, qtbot, fake_engine, model_folder,
                                                                tiny_models, monkeypatch):
-    from conftest import choose_pair
+    from window_helpers import choose_pair
     from app.ui.library_model import NGRAM_KEY
 
     window = make_window(engine_factory=fake_engine)

@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 
 from app.store import ChatStore, load_settings
 from app.ui.library_model import NGRAM_KEY
-from conftest import choose_pair, send_and_wait, wait_ms
+from window_helpers import choose_pair, send_and_wait, wait_ms
 
 
 def _draft_path(folder: Path, tiny_models) -> Path:

@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 
 from app.store import ChatStore
 from app.ui.library_model import PATH_ROLE
-from conftest import choose_pair, send_and_wait
+from window_helpers import choose_pair, send_and_wait
 
 pytest.importorskip("llama_cpp")
 

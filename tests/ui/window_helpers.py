@@ -1,0 +1,32 @@
+"""Helpers for window tests: pick models, send a message and wait, as a user would."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+
+def choose_pair(qtbot, window, target: Path, draft: Path | str | None):
+    """Pick target and draft as a user would, and wait until both are loaded."""
+    window.choose_target(str(target))
+    qtbot.waitUntil(lambda: not window.drafts.is_checking(), timeout=10000)
+    if draft is not None:
+        window.choose_draft(str(draft))
+    qtbot.waitUntil(window.models_ready, timeout=20000)
+
+
+def send_and_wait(qtbot, window, text: str, timeout: int = 30000):
+    """Type `text`, press Enter, and wait until the reply is finished and stored."""
+    from PySide6.QtCore import Qt
+
+    window.composer.edit.setPlainText(text)
+    with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=timeout) as blocker:
+        qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    return blocker.args[0]
+
+
+def wait_ms(qtbot, ms: int) -> None:
+    end = time.monotonic() + ms / 1000
+    while time.monotonic() < end:
+        qtbot.wait(10)
+
