@@ -89,23 +89,15 @@ def format_parameters(count: Optional[int]) -> str:
     return str(count)
 
 
-def hf_cache_dir() -> Path:
-    """The Hugging Face hub cache, honouring HF_HUB_CACHE and HF_HOME the way huggingface_hub does."""
-    if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
-    if os.environ.get("HF_HOME"):
-        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "huggingface" / "hub"
-
-
 def library_folders(user_folders: Iterable[str | Path] = (), scan_hf_cache: bool = True) -> list[LibraryFolder]:
-    """The folders to scan: the app's own models folder first, then the user's, then other apps' caches."""
+    """The folders to scan: the app's own models folder first, then the user's, then other tools' model folders
+    (the Hugging Face cache, LM Studio) when `scan_hf_cache` is on."""
     folders = [LibraryFolder(paths.models_dir(), "app")]
     folders += [LibraryFolder(Path(f).expanduser(), "folder") for f in user_folders]
     if scan_hf_cache:
-        folders += _discovered_folders()
+        from app.hub.discovery import discover_model_folders
+
+        folders += [LibraryFolder(f.path, f.source) for f in discover_model_folders()]
     unique: list[LibraryFolder] = []
     seen: set[str] = set()
     for folder in folders:
@@ -114,27 +106,6 @@ def library_folders(user_folders: Iterable[str | Path] = (), scan_hf_cache: bool
             seen.add(key)
             unique.append(folder)
     return unique
-
-
-def _discovered_folders() -> list[LibraryFolder]:
-    """Model folders other tools keep: app.hub.discovery when it is there, else just the HF cache."""
-    try:
-        from app.hub import discovery  # optional: written by the hub engineer
-    except ImportError:
-        discovery = None
-    finder = getattr(discovery, "discover_model_folders", None) if discovery else None
-    if finder is not None:
-        try:
-            found = []
-            for item in finder():
-                if isinstance(item, (str, os.PathLike)):
-                    found.append(LibraryFolder(Path(item), "hf-cache"))
-                else:
-                    found.append(LibraryFolder(Path(item.path), getattr(item, "source", "hf-cache")))
-            return found
-        except Exception:  # discovery is a convenience; never let it break the library
-            pass
-    return [LibraryFolder(hf_cache_dir(), "hf-cache")]
 
 
 def find_gguf_files(folder: Path) -> list[Path]:
