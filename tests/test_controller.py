@@ -74,3 +74,21 @@ def test_k_is_bounded_by_room_and_remaining_tokens():
     train(controller, "model", 1.0)
     assert controller.plan(k_max=3, ngram_tokens=[], has_model=True).k <= 3
     assert controller.plan(k_max=0, ngram_tokens=[], has_model=True).k == 0
+
+
+def test_untested_positions_follow_the_deepest_tested_one():
+    """After only short drafts, the controller still learns that copying text makes long drafts pay."""
+    controller = AutoController(CostTable(CPU_BATCH), "ngram")
+    for _ in range(40):  # drafts of 4, always fully accepted: positions 4+ are never tested
+        controller.observe(Plan("ngram", 4, "", match_len=5), 4, 4, 0.0, 0.0)
+    plan = controller.plan(k_max=64, ngram_tokens=list(range(16)), has_model=False, ngram_match=5)
+    assert plan.drafter == "ngram" and plan.k >= 8
+
+
+def test_ngram_acceptance_is_tracked_by_match_length():
+    controller = AutoController(CostTable(CPU_BATCH), "ngram")
+    train(controller, "ngram", 0.05)  # short (2-token) matches: coincidences, rarely right
+    for _ in range(40):
+        controller.observe(Plan("ngram", 8, "", match_len=6), 8, 8, 0.0, 0.0)  # long matches: copied text
+    assert controller.plan(64, list(range(16)), False, ngram_match=2).drafter == "none"
+    assert controller.plan(64, list(range(16)), False, ngram_match=6).drafter == "ngram"

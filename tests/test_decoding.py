@@ -169,7 +169,7 @@ class _ConstantProposal(NgramDrafter):
 
         return Draft(tokens=[self.token], source="ngram")
 
-    def plan(self, k_max, ngram_tokens, has_model):
+    def plan(self, k_max, ngram_tokens, has_model, ngram_match=0):
         from app.engine.policy import Plan
 
         return Plan("ngram", 1, "test")

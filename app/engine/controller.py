@@ -20,18 +20,37 @@ MAX_K = 16
 OPTIMISTIC_ACCEPTANCE = 0.95
 
 
+MIN_EVIDENCE = 3  # outcomes a position needs before its own estimate is trusted
+
+
 class Acceptance:
-    """Per-position acceptance estimates, exponentially weighted (recent rounds weigh more)."""
+    """Per-position acceptance estimates, exponentially weighted (recent rounds weigh more).
+
+    Position i's rate is the chance draft token i is accepted given tokens 0..i-1 were. Positions never (or
+    hardly) tested take the rate of the deepest tested one: with short drafts only, deep positions would otherwise
+    sit at the prior forever and the controller could never learn that longer drafts pay (copying text, where
+    one accepted token makes the next very likely).
+    """
 
     def __init__(self, prior: float, decay: float = 0.85):
-        self.rates = [prior] * MAX_K
+        self._rates = [prior] * MAX_K
+        self._evidence = [0] * MAX_K
         self.decay = decay
 
     def observe(self, drafted: int, accepted: int) -> None:
         # Positions up to the first rejection are outcomes; positions after it were never tested.
         for i in range(min(drafted, accepted + 1, MAX_K)):
             outcome = 1.0 if i < accepted else 0.0
-            self.rates[i] = self.decay * self.rates[i] + (1.0 - self.decay) * outcome
+            self._rates[i] = self.decay * self._rates[i] + (1.0 - self.decay) * outcome
+            self._evidence[i] += 1
+
+    @property
+    def rates(self) -> list[float]:
+        rates = list(self._rates)
+        for i in range(1, MAX_K):
+            if self._evidence[i] < MIN_EVIDENCE:
+                rates[i] = rates[i - 1]
+        return rates
 
     def expected_tokens(self, k: int, rates: Sequence[float] | None = None) -> float:
         rates = rates or self.rates
@@ -42,7 +61,7 @@ class Acceptance:
         return total
 
     def overall(self) -> float:
-        return self.rates[0]
+        return self._rates[0]
 
 
 class AutoController:
@@ -52,7 +71,9 @@ class AutoController:
         self.costs = costs
         self.drafter = drafter  # "model" or "ngram": which second source may draft besides n-gram lookup
         self.model = Acceptance(prior=0.7)
-        self.ngram = Acceptance(prior=0.5)
+        # N-gram proposals are tracked by the length of the match they came from: a 6-token match that recurs
+        # is usually copied text and right, a 2-token match often a coincidence.
+        self._ngram_by_match: dict[int, Acceptance] = {}
         self.probe_every = probe_every
         self._paused_rounds = 0
         # Observed/measured time ratios: costs grow with the context, and the machine may be busier than when
@@ -68,9 +89,17 @@ class AutoController:
     def _draft(self, k: int) -> float:
         return k * self.costs.draft_per_token * self._draft_scale
 
-    def _best(self, source: str, k_max: int, rates: Sequence[float] | None) -> tuple[int, float]:
+    def ngram(self, match_len: int) -> Acceptance:
+        bucket = min(max(match_len, 2), 5)
+        if bucket not in self._ngram_by_match:
+            self._ngram_by_match[bucket] = Acceptance(prior=0.5)
+        return self._ngram_by_match[bucket]
+
+    def _best(
+        self, source: str, k_max: int, rates: Sequence[float] | None, match_len: int = 0
+    ) -> tuple[int, float]:
         """Best k >= 1 for this source and its expected tokens per second."""
-        acc = self.model if source == "model" else self.ngram
+        acc = self.model if source == "model" else self.ngram(match_len)
         best_k, best_rate = 0, 0.0
         for k in range(1, k_max + 1):
             draft_cost = self._draft(k) if source == "model" else 0.0
@@ -79,11 +108,11 @@ class AutoController:
                 best_k, best_rate = k, rate
         return best_k, best_rate
 
-    def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool) -> Plan:
+    def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool, ngram_match: int = 0) -> Plan:
         plain_rate = 1.0 / self._verify(1)
         options: list[tuple[float, str, int]] = []
         if ngram_tokens:
-            k, rate = self._best("ngram", min(k_max, len(ngram_tokens), MAX_K), None)
+            k, rate = self._best("ngram", min(k_max, len(ngram_tokens), MAX_K), None, ngram_match)
             if k:
                 options.append((rate, "ngram", k))
         use_model = has_model and self.drafter == "model"
@@ -97,10 +126,13 @@ class AutoController:
             rate, source, k = max(options)
             if rate > plain_rate:
                 self._paused_rounds = 0
-                return Plan(source, k, f"{source} draft of {k}: expected {rate / plain_rate:.2f}x plain")
-        return self._paused(k_max, ngram_tokens, use_model, plain_rate)
+                return Plan(source, k, f"{source} draft of {k}: expected {rate / plain_rate:.2f}x plain",
+                            ngram_match if source == "ngram" else 0)
+        return self._paused(k_max, ngram_tokens, use_model, plain_rate, ngram_match)
 
-    def _paused(self, k_max: int, ngram_tokens: Sequence[int], use_model: bool, plain_rate: float) -> Plan:
+    def _paused(
+        self, k_max: int, ngram_tokens: Sequence[int], use_model: bool, plain_rate: float, ngram_match: int
+    ) -> Plan:
         self._paused_rounds += 1
         sources = (["model"] if use_model else []) + (["ngram"] if ngram_tokens else [])
         if not sources:
@@ -108,7 +140,8 @@ class AutoController:
         optimistic = [OPTIMISTIC_ACCEPTANCE] * MAX_K
         hopeful = [
             s for s in sources
-            if self._best(s, min(k_max, MAX_K, len(ngram_tokens) if s == "ngram" else MAX_K), optimistic)[1]
+            if self._best(s, min(k_max, MAX_K, len(ngram_tokens) if s == "ngram" else MAX_K), optimistic,
+                          ngram_match)[1]
             > plain_rate
         ]
         if not hopeful:
@@ -117,8 +150,9 @@ class AutoController:
             self._paused_rounds = 0
             source = hopeful[0]
             k = min(2, k_max, len(ngram_tokens) if source == "ngram" else 2)
-            return Plan(source, k, "probing: is the text predictable again?")
-        acc = self.model if "model" in hopeful else self.ngram
+            return Plan(source, k, "probing: is the text predictable again?",
+                        ngram_match if source == "ngram" else 0)
+        acc = self.model if "model" in hopeful else self.ngram(ngram_match)
         return Plan("none", 0, f"speculation paused: drafts are accepted too rarely to pay "
                                f"(acceptance {acc.overall():.0%})")
 
@@ -135,7 +169,7 @@ class AutoController:
 
     def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float) -> None:
         if drafted:
-            (self.model if plan.drafter == "model" else self.ngram).observe(drafted, accepted)
+            (self.model if plan.drafter == "model" else self.ngram(plan.match_len)).observe(drafted, accepted)
         expected = self.costs.verify(drafted + 1)
         if expected > 0 and verify_s > 0:
             self._target_scale = 0.9 * self._target_scale + 0.1 * (verify_s / expected)

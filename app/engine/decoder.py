@@ -111,7 +111,7 @@ def generate(
             plan = Plan("none", 0, "speculation is off for this chat")
         else:
             ngram_draft = ngram.propose(history, k_max) if ngram is not None else Draft()
-            plan = policy.plan(k_max, ngram_draft.tokens, draft_model is not None)
+            plan = policy.plan(k_max, ngram_draft.tokens, draft_model is not None, ngram_draft.match_len)
 
         t_draft = clock()
         if plan.drafter == "model" and plan.k > 0 and draft_model is not None:

@@ -22,6 +22,8 @@ class Draft:
     # draft model). None means the proposal is deterministic (greedy, or an n-gram lookup).
     probs: Optional[list[np.ndarray]] = None
     source: str = "none"
+    # For n-gram proposals: how many trailing tokens matched. Longer matches are more often right.
+    match_len: int = 0
 
 
 class NgramDrafter:
@@ -32,7 +34,7 @@ class NgramDrafter:
 
     name = "ngram"
 
-    def __init__(self, n_min: int = 2, n_max: int = 4):
+    def __init__(self, n_min: int = 2, n_max: int = 6):
         self.n_min = n_min
         self.n_max = n_max
         self._index: dict[tuple[int, ...], int] = {}
@@ -59,7 +61,7 @@ class NgramDrafter:
         for n in range(min(self.n_max, len(history) - 1), self.n_min - 1, -1):
             start = self._index.get(tuple(history[-n:]))
             if start is not None and start < len(history):
-                return Draft(tokens=list(history[start:start + k]), source=self.name)
+                return Draft(tokens=list(history[start:start + k]), source=self.name, match_len=n)
         return Draft(source=self.name)
 
 

@@ -15,10 +15,11 @@ class Plan:
     drafter: str  # "model", "ngram" or "none"
     k: int
     reason: str = ""
+    match_len: int = 0  # n-gram plans: the length of the match the proposal came from
 
 
 class SpeculationPolicy(Protocol):
-    def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool) -> Plan:
+    def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool, ngram_match: int = 0) -> Plan:
         """Choose the drafter and draft length for the next round (k_max bounds k by context and max_tokens)."""
 
     def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float) -> None:
@@ -32,7 +33,7 @@ class FixedPolicy:
         self.k = k
         self.drafter = drafter
 
-    def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool) -> Plan:
+    def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool, ngram_match: int = 0) -> Plan:
         k = min(self.k, k_max)
         if self.drafter == "ngram":
             if not ngram_tokens:
