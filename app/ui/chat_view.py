@@ -505,9 +505,6 @@ class ChatView(QTextBrowser):
         bar = self.verticalScrollBar()
         bar.setValue(bar.maximum())
 
-    def code_block_text(self, index: int) -> str:
-        return self._code_blocks[index]
-
     def _on_anchor(self, url: QUrl) -> None:
         href = url.toString()
         if not href.startswith("specchat:"):

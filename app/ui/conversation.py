@@ -139,7 +139,7 @@ class Conversation(QObject):
     def active_request_id(self) -> Optional[int]:
         return self._request.request_id if self._request else None
 
-    def new_request_id(self) -> int:
+    def _new_request_id(self) -> int:
         self._next_id += 1
         return self._next_id
 
@@ -182,7 +182,7 @@ class Conversation(QObject):
         if self.chat_id is None:
             raise RuntimeError("no chat is open")
         self.stop()
-        request = _Request(self.new_request_id(), self.chat_id, threading.Event(), target_name, draft_name)
+        request = _Request(self._new_request_id(), self.chat_id, threading.Event(), target_name, draft_name)
         self._request = request
         self._last_reason = ""
         self.inference.request_generate(request.request_id, self.prompt_messages(system_prompt), config,

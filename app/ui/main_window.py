@@ -75,7 +75,6 @@ class MainWindow(QMainWindow):
         self._load_id = 0
         self._loaded: tuple[Optional[str], Optional[str]] = (None, None)
         self._load_error = ""
-        self._scanned = False
         self._library_dialog: Optional[LibraryDialog] = None
         self._get_models_dialog: Optional[QDialog] = None
         self.get_models_panel = None
@@ -369,7 +368,6 @@ class MainWindow(QMainWindow):
     def _on_scanned(self, request_id: int, entries: list) -> None:
         if request_id != self._scan_id:
             return
-        self._scanned = True
         self._scanned_id = request_id
         self._draft_cache.clear()
         self.library.set_entries(entries)
@@ -392,7 +390,7 @@ class MainWindow(QMainWindow):
             self.model_bar.select_target(None)
 
     def _update_page(self) -> None:
-        no_models = self._scanned and not self.library.usable_entries()
+        no_models = self._scanned_id > 0 and not self.library.usable_entries()
         show_empty = no_models and self.conversation.chat_id is None
         self.pages.setCurrentWidget(self.empty_page if show_empty else self.pages.widget(0))
 
@@ -555,7 +553,7 @@ class MainWindow(QMainWindow):
     def _send_blocker(self) -> str:
         """Why a message cannot be sent now ("" when it can); the composer keeps its text either way."""
         if self._target is None:
-            if self._scanned and not self.library.usable_entries():
+            if self._scanned_id > 0 and not self.library.usable_entries():
                 return "There is no model to chat with yet. Add a folder of GGUF files or download a model."
             return "Choose a model in the bar above first."
         if not os.path.exists(self._target):
