@@ -119,6 +119,7 @@ class Conversation(QObject):
         self._next_id = 0
         self._n_ctx = 0
         self._context_used = 0
+        self._dropped_before = 0  # messages left out of the previous request's prompt, in this chat
         self._last_reason = ""
         self._flush_timer = QTimer(self)
         self._flush_timer.setInterval(FLUSH_INTERVAL_MS)
@@ -149,6 +150,7 @@ class Conversation(QObject):
         """Show a chat (None: an empty new chat). A reply streaming elsewhere is stopped and kept."""
         self.stop()
         self.chat_id = chat_id
+        self._dropped_before = 0
         self.reload()
 
     def reload(self) -> None:
@@ -231,11 +233,16 @@ class Conversation(QObject):
         self._n_ctx = n_ctx
         request.prompt_tokens = max(0, prompt_tokens)
         if dropped:
+            self.sig_round_reason.emit(f"The oldest {dropped} messages are left out of the prompt to fit the context.")
+        # Say it in the transcript when more is left out than for the previous reply; once a long chat
+        # overflows, every reply would otherwise repeat the same notice.
+        if dropped > self._dropped_before:
             noun = "message" if dropped == 1 else "messages"
             self.view.add_notice(
                 f"The conversation is longer than the context ({n_ctx:,} tokens): the oldest {dropped} {noun} "
                 "were left out of the prompt for this reply. They are still here and saved."
             )
+        self._dropped_before = dropped
         if prompt_tokens >= 0:
             self._show_usage(prompt_tokens)
         self.view.begin_stream(model_label(request.target_name, request.draft_name))

@@ -137,3 +137,17 @@ def test_stop_mid_stream_on_the_real_engine(make_window, qtbot, model_folder, ti
     window.update_chat_settings(max_tokens=8)
     send_and_wait(qtbot, window, "short now")
     assert window.chat_view.toPlainText().startswith(shown[:50])
+
+
+@pytest.mark.real_models
+def test_real_library_offers_the_qwen_draft_and_explains_the_others(make_window, qtbot, real_models):
+    window = make_window(folders=[str(real_models["target"].parent)])
+    window.choose_target(str(real_models["target"]))
+    qtbot.waitUntil(lambda: not window.drafts.is_checking(), timeout=60000)
+    options = {Path(o.key).name: o for o in window.drafts.options()}
+    draft = options[real_models["draft"].name]
+    assert draft.enabled and draft.detail.startswith("Recommended")
+    for other in ("gemma", "smollm"):
+        option = options[real_models[other].name]
+        assert not option.enabled and "Incompatible" in option.detail
+    assert Path(window.model_bar.current_draft()).name == real_models["draft"].name
