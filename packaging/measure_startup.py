@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -23,20 +24,28 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def start_x_server() -> tuple[subprocess.Popen, str]:
+    """A private Xvfb on a random display number (low numbers are often taken by desktops or other tests).
+
+    -noreset: by default Xvfb resets whenever its last client leaves, and a start that connects during the reset
+    fails; the polling here connects and leaves all the time.
+    """
     xvfb = shutil.which("Xvfb")
     if not xvfb or not shutil.which("xdotool"):
         raise SystemExit("needs Xvfb and xdotool: apt install xvfb xdotool")
-    read_fd, write_fd = os.pipe()
-    # -displayfd: Xvfb picks a free display number and writes it here once it accepts connections.
-    server = subprocess.Popen([xvfb, "-displayfd", str(write_fd), "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
-                              pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    os.close(write_fd)
-    with os.fdopen(read_fd) as pipe:
-        number = pipe.readline().strip()
-    if not number:
+    for number in random.sample(range(200, 900), 10):
+        socket = Path(f"/tmp/.X11-unix/X{number}")
+        if socket.exists() or Path(f"/tmp/.X{number}-lock").exists():
+            continue
+        server = subprocess.Popen([xvfb, f":{number}", "-screen", "0", "1280x800x24", "-nolisten", "tcp", "-noreset"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and server.poll() is None and not socket.exists():
+            time.sleep(0.05)
+        if socket.exists():
+            return server, f":{number}"
         server.kill()
-        raise SystemExit("Xvfb did not start")
-    return server, f":{number}"
+        server.wait()
+    raise SystemExit("could not start Xvfb")
 
 
 def window_shown(display: str, pid: int) -> bool:
