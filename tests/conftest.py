@@ -24,6 +24,8 @@ def specchat_home(tmp_path_factory, monkeypatch) -> Path:
     """A private SpecChat home per test, so nothing reads or writes the real user data, config or cache."""
     home = tmp_path_factory.mktemp("specchat-home")
     monkeypatch.setenv("SPECCHAT_HOME", str(home))
+    # The synthetic models need no parallelism, and one thread never spins against pytest's other threads.
+    monkeypatch.setenv("SPECCHAT_THREADS", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(home / "hf"))
     return home

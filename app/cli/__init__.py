@@ -11,9 +11,9 @@ import sys
 from typing import Optional, Sequence
 
 from app import __version__
-from app.cli import bench_cmd, check_pair_cmd, download_cmd, generate_cmd, inspect_cmd
+from app.cli import bench_cmd, check_pair_cmd, desktop_cmd, download_cmd, generate_cmd, inspect_cmd
 
-SUBCOMMANDS = (inspect_cmd, check_pair_cmd, generate_cmd, bench_cmd, download_cmd)
+SUBCOMMANDS = (inspect_cmd, check_pair_cmd, generate_cmd, bench_cmd, download_cmd, desktop_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -22,7 +22,9 @@ from app.store.errors import StoreError
 
 
 def _default_threads() -> int:
-    return max(1, os.cpu_count() or 1)
+    from app.engine.config import default_threads
+
+    return default_threads()
 
 
 # Set by load_settings for the window to show; never written to the file.

@@ -31,13 +31,26 @@ def display_problem() -> str:
             "command line instead: specchat-cli --help"
         )
     uses_xcb = platform.startswith("xcb") or (not platform and not has_wayland)
-    if uses_xcb and ctypes.util.find_library("xcb-cursor") is None:
+    bundled = getattr(sys, "frozen", False)  # the PyInstaller bundle carries its own libxcb-cursor
+    if uses_xcb and not bundled and ctypes.util.find_library("xcb-cursor") is None:
         return (
             "Qt's X11 platform plugin needs the xcb-cursor library, which is not installed.\n"
             "Install it (Debian/Ubuntu: sudo apt install libxcb-cursor0; Fedora: sudo dnf install xcb-util-cursor) "
             "and start SpecChat again."
         )
     return ""
+
+
+def window_icon():
+    """SpecChat's icon at every size it ships (app/data/icons, the same files the desktop entry installs)."""
+    from PySide6.QtGui import QIcon
+
+    from app.desktop_entry import window_icon_files
+
+    icon = QIcon()
+    for path in window_icon_files():
+        icon.addFile(str(path))
+    return icon
 
 
 def ask_about_broken_database(message: str) -> bool:
@@ -103,13 +116,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     if args.self_test:
         os.environ["SPECCHAT_HOME"] = tempfile.mkdtemp(prefix="specchat-selftest-home-")
+        # The built-in models are tiny: one thread is plenty, and spinning llama.cpp threads on a busy machine
+        # can stall a check that should take a second.
+        os.environ.setdefault("SPECCHAT_THREADS", "1")
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     problem = display_problem()
     if problem:
         print(problem, file=sys.stderr)
         return 1
 
-    from app.ui.qt_check import pyside_problem
+    from app.ui.qt_check import explain_platform_failure, pyside_problem
 
     problem = pyside_problem()
     if problem:
@@ -123,10 +139,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from app.ui.main_window import MainWindow
     from app.ui.style import apply_style
 
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    with explain_platform_failure():
+        app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("SpecChat")
     app.setApplicationDisplayName("SpecChat")
     app.setApplicationVersion(__version__)
+    app.setDesktopFileName("specchat")  # Wayland and task bars match the window to specchat.desktop and its icon
+    app.setWindowIcon(window_icon())
     apply_style(app)
     store = open_store()
     if store is None:
