@@ -13,7 +13,6 @@ from typing import Optional, Sequence
 
 from PySide6.QtCore import QUrl, Qt, Signal
 from PySide6.QtGui import (
-    QBrush,
     QColor,
     QFont,
     QTextBlockFormat,

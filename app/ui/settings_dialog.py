@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,

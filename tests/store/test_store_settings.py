@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
+
+from app.engine.config import default_threads
 
 import app.store.settings as settings_module
 from app.paths import settings_path
@@ -16,7 +17,7 @@ def test_missing_file_gives_defaults(specchat_home):
     settings = load_settings()
     assert settings == AppSettings()
     assert settings.load_warning is None
-    assert settings.threads == max(1, os.cpu_count() or 1)
+    assert settings.threads == default_threads()  # all cores, or SPECCHAT_THREADS (1 under the tests)
     assert settings.context_size == 4096 and settings.model_folders == []
     assert settings.show_highlighting and settings.scan_hf_cache
     assert not settings_path().exists()  # reading does not create the file

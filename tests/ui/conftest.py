@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,7 @@ pytest.importorskip("PySide6")
 
 from PySide6.QtCore import QThread  # noqa: E402
 
-from app.store import AppSettings, ChatStore, save_settings  # noqa: E402
+from app.store import AppSettings, save_settings  # noqa: E402
 from app.ui.qt_check import pyside_problem  # noqa: E402
 
 _PYSIDE_PROBLEM = pyside_problem()
