@@ -1,0 +1,472 @@
+"""GUI overhead benchmark: the same request decoded by the engine alone and streamed through the real window.
+
+    python -m app.ui.bench_gui --target T [--draft D | --ngram] [--draft-max auto|K] [--max-tokens N]
+                               [--repeats R] [--prompt TEXT] [--threads N] [--ctx N] [--json]
+
+Each repetition runs both modes once, in alternating order, so drift in machine load hits both alike; medians are
+reported, and what matters is their ratio (window / engine), measured side by side in one run:
+
+  engine  SpecEngine.chat() iterated on a plain thread of its own; tok/s from its FinishedEvent. The GUI thread
+          meanwhile idles in its event loop under the same heartbeat, which gives the baseline stall (what the
+          machine itself causes: scheduling, the GIL).
+  window  MainWindow with the same files loaded by its inference worker, the message typed into the composer and
+          sent with its button, the reply streamed into the transcript and stored; tok/s from the stats the
+          window stores with the reply (the same FinishedEvent numbers). A 5 ms heartbeat timer on the GUI thread
+          measures the longest event-loop stall from Send until the reply is stored, and in which phase it ended.
+
+The GUI thread's CPU time per request is reported too: where llama.cpp uses every core, each millisecond the GUI
+works takes a core from it, so that number explains most of a ratio below 1.
+
+Both modes get the same prompt, the same GenerationConfig (the window's own, greedy) and the same load settings
+(threads, context). Each mode has its own engine with its own models, so the speculation controller of one never
+learns from the other's requests. Without --draft or --ngram both decode plainly (Speculative off).
+Targets: window >= 0.97x the engine alone, no stall over 50 ms. Runs in a private, temporary SpecChat home, so
+the user's chats, settings and cost tables are never touched; offscreen unless a display exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+DEFAULT_PROMPT = "Write a Python function that checks whether a string is a palindrome, ignoring case and spaces."
+HEARTBEAT_MS = 5
+TARGET_RATIO = 0.97
+TARGET_STALL_MS = 50.0
+
+
+@dataclass
+class RunRecord:
+    """One request in one mode."""
+
+    tokens_per_second: float
+    tokens: int
+    acceptance_rate: float
+    wall_s: float  # request to FinishedEvent (engine) or Send to the stored reply (window)
+    text: str
+    stall_ms: float = 0.0  # the longest gap of the GUI thread's 5 ms heartbeat during the request
+    stalls_over_target: int = 0
+    stall_phase: str = ""  # when the longest gap ended: "send", "streaming", "finish" or "engine alone"
+    gui_cpu_s: float = 0.0  # CPU time the GUI thread used during the request (it competes with llama.cpp's)
+    draft_len_histogram: dict = field(default_factory=dict)
+
+
+@dataclass
+class ModeRuns:
+    runs: list[RunRecord] = field(default_factory=list)
+
+    def median(self, name: str) -> float:
+        values = [getattr(r, name) for r in self.runs]
+        return statistics.median(values) if values else 0.0
+
+    def to_dict(self) -> dict:
+        return {
+            "tokens_per_second": round(self.median("tokens_per_second"), 2),
+            "runs_tokens_per_second": [round(r.tokens_per_second, 2) for r in self.runs],
+            "tokens": [r.tokens for r in self.runs],
+            "acceptance_rate": round(self.median("acceptance_rate"), 3),
+            "wall_s": round(self.median("wall_s"), 3),
+            "gui_cpu_s": round(self.median("gui_cpu_s"), 3),
+            "draft_len_histogram": self.histogram(),
+            "longest_stall_ms": round(self.longest_stall_ms(), 1),
+            "runs_longest_stall_ms": [round(r.stall_ms, 1) for r in self.runs],
+            "runs_stall_phase": [r.stall_phase for r in self.runs],
+            "stalls_over_50ms": sum(r.stalls_over_target for r in self.runs),
+        }
+
+    def histogram(self) -> dict[int, int]:
+        total: dict[int, int] = {}
+        for run in self.runs:
+            for size, count in run.draft_len_histogram.items():
+                total[int(size)] = total.get(int(size), 0) + count
+        return dict(sorted(total.items()))
+
+    def longest_stall_ms(self) -> float:
+        return max((r.stall_ms for r in self.runs), default=0.0)
+
+
+class StallProbe:
+    """The longest gap between ticks of a 5 ms timer while running: how long the GUI thread was ever busy.
+
+    The approach of app.ui.screenshot.StallProbe, with start/stop so only one request is measured, and the phase
+    the longest gap ended in (`phase()` is asked at each tick). GUI thread only.
+    """
+
+    def __init__(self, interval_ms: int = HEARTBEAT_MS, threshold_ms: float = TARGET_STALL_MS):
+        from PySide6.QtCore import QElapsedTimer, Qt, QTimer
+
+        self.threshold_ms = threshold_ms
+        self.longest_ms = 0.0
+        self.longest_phase = ""
+        self.over_threshold = 0
+        self.phase: Callable[[], str] = lambda: ""
+        self._clock = QElapsedTimer()
+        self._timer = QTimer()
+        self._timer.setTimerType(Qt.TimerType.PreciseTimer)
+        self._timer.setInterval(interval_ms)
+        self._timer.timeout.connect(self._tick)
+
+    def start(self, phase: Callable[[], str] = lambda: "") -> None:
+        self.longest_ms = 0.0
+        self.longest_phase = ""
+        self.over_threshold = 0
+        self.phase = phase
+        self._clock.start()
+        self._timer.start()
+
+    def stop(self) -> None:
+        self._tick()  # the gap up to now counts too (a stall at the very end)
+        self._timer.stop()
+
+    def _tick(self) -> None:
+        gap = float(self._clock.nsecsElapsed()) / 1e6
+        self._clock.restart()
+        if gap > self.longest_ms:
+            self.longest_ms = gap
+            self.longest_phase = self.phase()
+        self.over_threshold += gap > self.threshold_ms
+
+
+def run_event_loop_until(done: Callable[[], bool], timeout_s: float) -> bool:
+    """Run the Qt event loop (no polling with sleeps) until `done()`, checked every 5 ms; False on timeout."""
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    loop = QEventLoop()
+    check = QTimer()
+    check.setInterval(HEARTBEAT_MS)
+    check.timeout.connect(lambda: done() and loop.quit())
+    deadline = QTimer()
+    deadline.setSingleShot(True)
+    deadline.timeout.connect(loop.quit)
+    check.start()
+    deadline.start(int(timeout_s * 1000))
+    if not done():
+        loop.exec()
+    check.stop()
+    deadline.stop()
+    return done()
+
+
+class EngineAlone:
+    """A SpecEngine of its own, driven from one plain (non-Qt) thread that owns it, as the engine requires."""
+
+    def __init__(self, target: Path, draft: Optional[Path], load):
+        from app.engine.engine import SpecEngine
+
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-engine")
+        self._cancel = threading.Event()  # set when a request overruns, so close() need not wait for it
+        self.engine = self._call(SpecEngine, load)
+        self._call(self.engine.load_target, target)
+        if draft is not None:
+            self._call(self.engine.load_draft, draft)
+
+    def _call(self, function, *args):
+        return self._executor.submit(function, *args).result()
+
+    def chat(self, prompt: str, config, probe: StallProbe, timeout_s: float = 900) -> RunRecord:
+        """One request on the engine's thread while the GUI thread idles in its event loop, probed like the
+        window, so the stall this reports is the baseline the machine itself causes (scheduling, the GIL)."""
+        probe.start(lambda: "engine alone")
+        gui_cpu = time.thread_time()
+        future = self._executor.submit(self._chat, prompt, config)
+        if not run_event_loop_until(future.done, timeout_s):
+            self._cancel.set()
+            raise RuntimeError(f"the engine gave no reply within {timeout_s:.0f} s")
+        probe.stop()
+        record = future.result()
+        record.gui_cpu_s = time.thread_time() - gui_cpu
+        record.stall_ms, record.stalls_over_target = probe.longest_ms, probe.over_threshold
+        record.stall_phase = probe.longest_phase
+        return record
+
+    def _chat(self, prompt: str, config) -> RunRecord:  # the engine's thread
+        from app.engine.events import FinishedEvent
+
+        started = time.perf_counter()
+        finished = None
+        for event in self.engine.chat([{"role": "user", "content": prompt}], config, cancel=self._cancel):
+            if isinstance(event, FinishedEvent):
+                finished = event
+        wall = time.perf_counter() - started
+        if finished is None:
+            raise RuntimeError("the engine ended without a finished event")
+        stats = finished.stats
+        return RunRecord(stats.tokens_per_second, stats.tokens, stats.acceptance_rate, wall, finished.text,
+                         draft_len_histogram=dict(stats.draft_len_histogram))
+
+    def close(self) -> None:
+        try:
+            self._call(self.engine.close)
+        finally:
+            self._executor.shutdown(wait=True)
+
+
+class WindowMode:
+    """The real window with the pair loaded by its worker; each request is a new chat sent from the composer.
+    GUI thread only."""
+
+    def __init__(self, target: Path, draft_key: str, speculative: bool, max_tokens: int, draft_max: Optional[int]):
+        from app.ui import automation
+        from app.ui.main_window import MainWindow
+
+        self.window = MainWindow()
+        self.window.resize(1180, 780)
+        self.window.show()
+        self.speculative = speculative
+        self.max_tokens = max_tokens
+        self.draft_max = draft_max
+        try:
+            automation.choose_pair(self.window, str(target), draft_key)
+        except BaseException:
+            self.close()  # its threads must end before the interpreter does
+            raise
+
+    def prepare(self):
+        """A fresh chat with the benchmark's settings; returns the GenerationConfig the window will send."""
+        window = self.window
+        window.new_chat()
+        window.update_chat_settings(max_tokens=self.max_tokens, draft_max=self.draft_max)
+        if not self.speculative:
+            window.set_speculative(False)
+        return window.generation_config()
+
+    def chat(self, prompt: str, probe: StallProbe, timeout_s: float = 900) -> RunRecord:
+        """Type `prompt`, press Send and run the event loop until the reply is stored."""
+        window = self.window
+        finished: list[int] = []
+        window.conversation.sig_reply_finished.connect(finished.append)  # emitted on this (the GUI) thread
+        try:
+            window.composer.set_text(prompt)
+            gui_cpu = time.thread_time()
+            started = time.perf_counter()
+            window.composer.button.click()  # Send, as a user would; storing the message runs in this call
+            send_ms = (time.perf_counter() - started) * 1000
+            if not window.conversation.is_busy():
+                raise RuntimeError(window.error_label.text() or "the window did not send the message")
+            probe.start(lambda: "streaming" if window.conversation.is_busy() else "finish")
+            if not run_event_loop_until(lambda: bool(finished), timeout_s):
+                raise RuntimeError(f"no reply within {timeout_s:.0f} s")
+            probe.stop()
+            wall = time.perf_counter() - started
+            gui_cpu = time.thread_time() - gui_cpu
+        finally:
+            window.conversation.sig_reply_finished.disconnect(finished.append)
+        message = window.store.get_message(finished[0])
+        stats = message.stats or {}
+        if window.error_banner.isVisible() or stats.get("stop_reason") in ("error", "cancelled"):
+            raise RuntimeError(window.error_label.text() or f"the reply ended: {stats.get('stop_reason')}")
+        stall_ms, phase = max((probe.longest_ms, probe.longest_phase), (send_ms, "send"))
+        return RunRecord(stats.get("tokens_per_second", 0.0), stats.get("tokens", 0),
+                         stats.get("acceptance_rate", 0.0), wall, message.content, stall_ms,
+                         probe.over_threshold + (send_ms > probe.threshold_ms), phase, gui_cpu,
+                         stats.get("draft_len_histogram") or {})
+
+    def close(self) -> None:
+        self.window.close()
+
+
+def _private_model_folder(home: Path, files: list[Path]) -> Path:
+    """A folder holding links to exactly the benchmarked files, so the window's library scans nothing else."""
+    folder = home / "bench-models"
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in files:
+        link = folder / path.name
+        try:
+            link.symlink_to(path.resolve())
+        except OSError:  # no symlinks (some Windows setups): copy instead
+            shutil.copy2(path, link)
+    return folder
+
+
+def run_benchmark(args: argparse.Namespace, progress=lambda line: None) -> dict:
+    """Both modes, interleaved; returns the report. Needs a QApplication and the private SpecChat home."""
+    from app.engine.config import LoadSettings, default_threads
+    from app.store import AppSettings, save_settings
+    from app.ui.library_model import NGRAM_KEY
+
+    draft_max = None if args.draft_max == "auto" else int(args.draft_max)
+    threads = args.threads or default_threads()
+    home = Path(os.environ["SPECCHAT_HOME"])
+    target_src, draft_src = Path(args.target), Path(args.draft) if args.draft else None
+    folder = _private_model_folder(home, [p for p in (target_src, draft_src) if p is not None])
+    target = folder / target_src.name
+    draft = folder / draft_src.name if draft_src else None
+    speculative = bool(draft or args.ngram)
+    drafter = "model" if draft else ("ngram" if args.ngram else "none")
+
+    save_settings(AppSettings(model_folders=[str(folder)], scan_hf_cache=False, threads=threads,
+                              context_size=args.ctx))
+    progress(f"loading {target.name}{f' + {draft.name}' if draft else ''} in the window and for the engine "
+             f"({threads} threads)")
+    window_mode = WindowMode(target, str(draft) if draft else NGRAM_KEY, speculative, args.max_tokens, draft_max)
+    engine_mode: Optional[EngineAlone] = None
+    try:
+        engine_mode = EngineAlone(target, draft, LoadSettings(n_ctx=args.ctx, n_threads=threads))
+        results = {"engine": ModeRuns(), "window": ModeRuns()}
+
+        probe = StallProbe()
+
+        def run(mode: str, config) -> RunRecord:
+            if mode == "engine":
+                return engine_mode.chat(args.prompt, config, probe)
+            return window_mode.chat(args.prompt, probe)
+
+        for rep in range(-args.warmup, args.repeats):
+            # The window's own config, used for both modes: same sampling, length, drafter and k.
+            config = window_mode.prepare()
+            order = ("engine", "window") if rep % 2 == 0 else ("window", "engine")
+            for mode in order:
+                record = run(mode, config)
+                label = "warm-up" if rep < 0 else f"rep {rep + 1}/{args.repeats}"
+                stall = f"  longest stall {record.stall_ms:5.1f} ms ({record.stall_phase})"
+                progress(f"{label:<9} {mode:<6} {record.tokens_per_second:7.1f} tok/s  {record.tokens} tokens"
+                         f"  acceptance {record.acceptance_rate:4.0%}{stall}")
+                if rep >= 0:
+                    results[mode].runs.append(record)
+    finally:
+        if engine_mode is not None:
+            engine_mode.close()
+        window_mode.close()
+
+    engine_runs, window_runs = results["engine"], results["window"]
+    engine_tps = engine_runs.median("tokens_per_second")
+    ratio = window_runs.median("tokens_per_second") / engine_tps if engine_tps else 0.0
+    longest_stall = window_runs.longest_stall_ms()
+    return {
+        "target": str(target_src),
+        "draft": str(draft_src) if draft_src else None,
+        "drafter": drafter,
+        "draft_max": args.draft_max,
+        "max_tokens": args.max_tokens,
+        "repeats": args.repeats,
+        "threads": threads,
+        "ctx": args.ctx,
+        "qt_platform": _qt_platform(),
+        "engine": engine_runs.to_dict(),
+        "window": window_runs.to_dict(),
+        "ratio": round(ratio, 3),
+        "longest_stall_ms": round(longest_stall, 1),
+        "baseline_stall_ms": round(engine_runs.longest_stall_ms(), 1),  # the GUI idle, the engine decoding
+        "same_tokens": [r.tokens for r in engine_runs.runs] == [r.tokens for r in window_runs.runs],
+        "same_text": {r.text for r in engine_runs.runs} == {r.text for r in window_runs.runs}
+        and len({r.text for r in engine_runs.runs}) == 1,
+        "targets": {"ratio": TARGET_RATIO, "stall_ms": TARGET_STALL_MS},
+        "meets_targets": {"ratio": ratio >= TARGET_RATIO, "stall": longest_stall <= TARGET_STALL_MS},
+    }
+
+
+def _qt_platform() -> str:
+    from PySide6.QtGui import QGuiApplication
+
+    return QGuiApplication.platformName()
+
+
+def format_report(report: dict) -> str:
+    engine, window = report["engine"], report["window"]
+    met = report["meets_targets"]
+    lines = [
+        f"target {Path(report['target']).name}, drafter {report['drafter']}"
+        f"{' ' + Path(report['draft']).name if report['draft'] else ''}, draft-max {report['draft_max']}, "
+        f"{report['max_tokens']} max tokens, {report['repeats']} repeats, {report['threads']} threads, "
+        f"Qt platform {report['qt_platform']}",
+        f"engine alone  {engine['tokens_per_second']:7.1f} tok/s (median; runs {engine['runs_tokens_per_second']})"
+        f"  acceptance {engine['acceptance_rate']:.0%}",
+        f"window        {window['tokens_per_second']:7.1f} tok/s (median; runs {window['runs_tokens_per_second']})"
+        f"  acceptance {window['acceptance_rate']:.0%}",
+        f"ratio window/engine {report['ratio']:.3f}  (target >= {report['targets']['ratio']}: "
+        f"{'met' if met['ratio'] else 'NOT met'})",
+        f"longest GUI stall while streaming {report['longest_stall_ms']:.1f} ms  (target <= "
+        f"{report['targets']['stall_ms']:.0f} ms: {'met' if met['stall'] else 'NOT met'}; "
+        f"{window['stalls_over_50ms']} stalls over 50 ms; per run {window['runs_longest_stall_ms']} "
+        f"in {window['runs_stall_phase']})",
+        f"GUI thread CPU per request: window {window['gui_cpu_s']:.2f} s, engine alone (idle GUI) "
+        f"{engine['gui_cpu_s']:.2f} s; draft lengths window {window['draft_len_histogram']}, "
+        f"engine {engine['draft_len_histogram']}",
+        f"baseline: longest stall of the idle GUI while the engine alone decoded {report['baseline_stall_ms']:.1f} ms"
+        f"  ({engine['stalls_over_50ms']} over 50 ms; per run {engine['runs_longest_stall_ms']})",
+        f"same tokens in both modes: {report['same_tokens']}; same text: {report['same_text']}",
+    ]
+    return "\n".join(lines)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--target", required=True, help="target GGUF model")
+    drafter = parser.add_mutually_exclusive_group()
+    drafter.add_argument("--draft", help="draft GGUF model sharing the target's vocabulary")
+    drafter.add_argument("--ngram", action="store_true", help="draft by n-gram prompt lookup (no second model)")
+    parser.add_argument("--draft-max", default="auto",
+                        help="draft length per round: a number, or 'auto' to let the controller choose (default)")
+    parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=3, help="repetitions per mode; the median is reported")
+    parser.add_argument("--warmup", type=int, default=1, help="unrecorded requests per mode first (default 1)")
+    parser.add_argument("--prompt", default=DEFAULT_PROMPT)
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
+    parser.add_argument("--ctx", type=int, default=4096, help="context size in tokens (default 4096)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
+    args = parser.parse_args(argv)
+    if args.draft_max != "auto" and not (args.draft_max.isdigit()):
+        parser.error("--draft-max must be a number >= 0 or 'auto'")
+    if args.repeats < 1 or args.warmup < 0 or args.max_tokens < 1:
+        parser.error("--repeats and --max-tokens must be >= 1, --warmup >= 0")
+    for name in ("target", "draft"):
+        value = getattr(args, name)
+        if value and not Path(value).is_file():
+            parser.error(f"--{name}: no such file: {value}")
+    return args
+
+
+def _has_display() -> bool:
+    if not sys.platform.startswith("linux"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    home = Path(tempfile.mkdtemp(prefix="specchat-bench-gui-"))
+    os.environ["SPECCHAT_HOME"] = str(home)
+    if not _has_display():
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+    from app.ui.qt_check import pyside_problem
+
+    problem = pyside_problem()
+    if problem:
+        print(problem, file=sys.stderr)
+        return 1
+
+    from PySide6.QtWidgets import QApplication
+
+    from app.ui.style import apply_style
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("SpecChat")
+    apply_style(app)
+    try:
+        report = run_benchmark(args, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    except RuntimeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print(format_report(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
