@@ -22,6 +22,7 @@ from app.ui.chat_view import ChatView, TranscriptMessage
 from app.ui.inference_worker import InferenceThread
 
 FLUSH_INTERVAL_MS = 30
+READOUT_INTERVAL_S = 0.25
 
 
 def stats_from_dict(data: Optional[dict]) -> Optional[GenerationStats]:
@@ -71,6 +72,7 @@ class _Request:
     rounds: int = 0
     prompt_tokens: int = 0
     streaming: bool = False
+    readout_at: float = 0.0  # when the live readout was last refreshed
 
     def partial_stats(self, stop_reason: str) -> GenerationStats:
         """Stats of a reply that ended without the engine's own numbers (stopped, or failed midway)."""
@@ -126,8 +128,7 @@ class Conversation(QObject):
         self._flush_timer.timeout.connect(self._flush)
         worker = inference.worker
         worker.sig_context.connect(self._on_context)
-        worker.sig_token.connect(self._on_token)
-        worker.sig_round.connect(self._on_round)
+        worker.sig_stream.connect(self._on_stream)
         worker.sig_finished.connect(self._on_finished)
         worker.sig_generation_failed.connect(self._on_failed)
         worker.sig_generation_ended.connect(self._on_ended)
@@ -248,6 +249,13 @@ class Conversation(QObject):
         self.view.begin_stream(model_label(request.target_name, request.draft_name))
         request.streaming = True
 
+    def _on_stream(self, events: list) -> None:
+        for event in events:
+            if isinstance(event, TokenEvent):
+                self._on_token(event)
+            else:
+                self._on_round(event)
+
     def _on_token(self, event: TokenEvent) -> None:
         request = self._current(event.request_id)
         if request is None:
@@ -277,7 +285,11 @@ class Conversation(QObject):
             return
         self.view.append_tokens(request.pending)
         request.pending = []
-        self.sig_live_stats.emit(self._live_text(request))
+        # The readout and the context gauge change slowly; repainting them on every flush costs decode speed.
+        now = time.monotonic()
+        if now - request.readout_at >= READOUT_INTERVAL_S:
+            request.readout_at = now
+            self.sig_live_stats.emit(self._live_text(request))
 
     def _live_text(self, request: _Request) -> str:
         n = len(request.tokens)

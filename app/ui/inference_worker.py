@@ -8,6 +8,7 @@ directly, because a queued "stop" slot would only run after the generation it sh
 from __future__ import annotations
 
 import threading
+import time
 import traceback
 from typing import Callable, Optional
 
@@ -16,6 +17,9 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.errors import EngineError
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
+
+
+STREAM_BATCH_S = 0.025
 
 
 def _default_engine_factory(load: LoadSettings):
@@ -33,10 +37,8 @@ class InferenceWorker(QObject):
     """(request_id, message): loading failed; the message is meant for a person."""
     sig_context = Signal(int, int, int, int)
     """(request_id, dropped_messages, prompt_tokens or -1, n_ctx): the prompt was fitted to the context."""
-    sig_token = Signal(object)
-    """One TokenEvent of the request being generated."""
-    sig_round = Signal(object)
-    """One RoundEvent: what was drafted and accepted, and why that draft length was chosen."""
+    sig_stream = Signal(object)
+    """A list of TokenEvents and RoundEvents of the request being generated, in order (about every 25 ms)."""
     sig_finished = Signal(object)
     """The FinishedEvent of a request that ran to its end; never emitted for a stopped request."""
     sig_generation_failed = Signal(int, str)
@@ -97,15 +99,26 @@ class InferenceWorker(QObject):
             kept, dropped = engine.fit_messages(messages, reserve)
             prompt_tokens = engine.count_tokens(kept) if hasattr(engine, "count_tokens") else -1
             self.sig_context.emit(request_id, dropped, prompt_tokens, engine.n_ctx)
+            # Token and round events cross to the GUI in batches: one queued signal per token costs the GUI
+            # thread time that, on a small CPU, is taken from decoding (llama.cpp keeps every core busy).
+            batch: list = []
+            last_sent = time.monotonic()
             for event in engine.chat(kept, config, cancel=cancel, request_id=request_id):
                 if cancel.is_set():
                     break  # stopped: nothing more, and no result, leaves this thread
-                if isinstance(event, TokenEvent):
-                    self.sig_token.emit(event)
-                elif isinstance(event, RoundEvent):
-                    self.sig_round.emit(event)
+                if isinstance(event, (TokenEvent, RoundEvent)):
+                    batch.append(event)
+                    now = time.monotonic()
+                    if now - last_sent >= STREAM_BATCH_S:
+                        self.sig_stream.emit(batch)
+                        batch, last_sent = [], now
                 elif isinstance(event, FinishedEvent):
+                    if batch:
+                        self.sig_stream.emit(batch)
+                        batch = []
                     self.sig_finished.emit(event)
+            if batch and not cancel.is_set():
+                self.sig_stream.emit(batch)
         except EngineError as exc:
             if not cancel.is_set():
                 self.sig_generation_failed.emit(request_id, str(exc))

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
+from app.engine.events import TokenEvent
 from app.store import ChatStore
 from app.ui.library_model import PATH_ROLE
 from window_helpers import choose_pair, send_and_wait
@@ -27,15 +28,17 @@ def test_pick_pair_send_stream_highlight_then_switch_off(make_window, qtbot, mod
     target, draft = _pair(model_folder, tiny_models)
     choose_pair(qtbot, window, target, draft)
     window.update_chat_settings(**SHORT)
-    token_events = []
-    window.inference.worker.sig_token.connect(token_events.append)
+    batches = []
+    window.inference.worker.sig_stream.connect(batches.append)
     view = window.chat_view
     streamed_before_render: list[str] = []
     finish = view.finish_stream
     view.finish_stream = lambda message: (streamed_before_render.append(view.streamed_text()), finish(message))
     send_and_wait(qtbot, window, "hello there")
     reply = window.store.messages(window.conversation.chat_id)[-1]
-    # Tokens arrived one event each and were appended to the streaming reply before it was rendered.
+    # Every token arrived as its own event (in batches) and was appended to the streaming reply before it was
+    # rendered.
+    token_events = [e for batch in batches for e in batch if isinstance(e, TokenEvent)]
     assert len(token_events) == reply.stats["tokens"] > 1
     assert streamed_before_render == [reply.content]
     highlighted = window.chat_view.highlighted_text()
