@@ -92,3 +92,16 @@ def test_ngram_acceptance_is_tracked_by_match_length():
         controller.observe(Plan("ngram", 8, "", match_len=6), 8, 8, 0.0, 0.0)  # long matches: copied text
     assert controller.plan(64, list(range(16)), False, ngram_match=2).drafter == "none"
     assert controller.plan(64, list(range(16)), False, ngram_match=6).drafter == "ngram"
+
+
+def test_failed_probes_back_off_so_unpredictable_text_costs_almost_nothing():
+    controller = AutoController(CostTable(GPU_BATCH, draft_per_token=0.3 * 0.010), "model", probe_every=10)
+    train(controller, "model", 0.02, rounds=80)
+    probes = 0
+    for _ in range(2000):
+        plan = controller.plan(64, [], True)
+        if plan.drafter == "model":
+            probes += 1
+            controller.observe(plan, plan.k, 0, 0.0, 0.0)  # the probe fails: still unpredictable
+    # A fixed gap of 10 would probe 200 times; doubling gaps (capped) probe a handful of times plus one per cap.
+    assert 5 <= probes <= 15

@@ -84,9 +84,14 @@ def run_suite(
 ) -> dict[str, dict[str, ModeResult]]:
     modes = modes_for(engine.draft is not None, ngram, k)
     results: dict[str, dict[str, ModeResult]] = {p.name: {m: ModeResult() for m in modes} for p in prompts}
+    names = list(modes)
     for rep in range(repeats):
+        # Rotate the order each repetition: a machine that slows down (or speeds up) during the run then
+        # favours no mode.
+        order = names[rep % len(names):] + names[:rep % len(names)]
         for prompt in prompts:
-            for mode, overrides in modes.items():
+            for mode in order:
+                overrides = modes[mode]
                 config = GenerationConfig(max_tokens=max_tokens, temperature=0.0, **overrides)
                 messages = [{"role": "user", "content": prompt.chat}]
                 finished = None

@@ -18,6 +18,7 @@ from app.engine.policy import Plan
 
 MAX_K = 16
 OPTIMISTIC_ACCEPTANCE = 0.95
+MAX_PROBE_GAP = 384
 
 
 MIN_EVIDENCE = 3  # outcomes a position needs before its own estimate is trusted
@@ -75,7 +76,11 @@ class AutoController:
         # is usually copied text and right, a 2-token match often a coincidence.
         self._ngram_by_match: dict[int, Acceptance] = {}
         self.probe_every = probe_every
+        # Rounds between probes double after each probe that did not pay (up to MAX_PROBE_GAP), so text that
+        # stays unpredictable costs almost nothing; a probe that pays brings speculation back at once.
+        self._probe_gap = probe_every
         self._paused_rounds = 0
+        self._probing = False
         # Observed/measured time ratios: costs grow with the context, and the machine may be busier than when
         # the table was measured. One factor for all target batch sizes keeps their ratios as measured.
         self._target_scale = 1.0
@@ -146,8 +151,9 @@ class AutoController:
         ]
         if not hopeful:
             return Plan("none", 0, self._why_costly())
-        if self._paused_rounds >= self.probe_every:
+        if self._paused_rounds >= self._probe_gap:
             self._paused_rounds = 0
+            self._probing = True
             source = hopeful[0]
             k = min(2, k_max, len(ngram_tokens) if source == "ngram" else 2)
             return Plan(source, k, "probing: is the text predictable again?",
@@ -168,6 +174,10 @@ class AutoController:
     # -- learning -----------------------------------------------------------------------------------------------
 
     def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float) -> None:
+        if self._probing and plan.drafter != "none":
+            self._probing = False
+            paid = drafted > 0 and accepted == drafted
+            self._probe_gap = self.probe_every if paid else min(self._probe_gap * 2, MAX_PROBE_GAP)
         if drafted:
             (self.model if plan.drafter == "model" else self.ngram(plan.match_len)).observe(drafted, accepted)
         expected = self.costs.verify(drafted + 1)
