@@ -33,3 +33,12 @@ def test_unmeasured_sizes_are_interpolated():
     assert table[3] == (1.75 + 2.4) / 2
     assert table[6] == 2.4 + (4.0 - 2.4) * 2 / 4
     assert costs.CostTable(table).verify(10) > table[8]  # extrapolated past the last size, growing
+
+
+def test_a_contended_measurement_cannot_poison_the_table():
+    # Measured while another process held the CPU: sizes 5 and 6 spiked to 10x and 28x one token.
+    measured = {1: 1.0, 2: 1.77, 3: 2.36, 4: 3.02, 5: 10.59, 6: 27.95, 8: 4.4, 10: 5.1, 13: 6.2, 17: 7.7}
+    table = costs._interpolate(measured, 17)
+    assert table[5] <= table[8] == 4.4 and table[6] <= 4.4
+    assert all(a <= b for a, b in zip(table[1:], table[2:]))  # a bigger batch never costs less
+    assert costs._interpolate({1: 1.0, 2: 9.0}, 2)[2] == 2.0  # nor more than that many single passes

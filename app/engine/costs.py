@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ MAX_BATCH = 17  # verify batches up to draft_max 16
 # Sizes measured; the rest are interpolated. Cost grows smoothly with batch size, and measuring every size up to
 # 17 three times would take ~6 s on a 2-core CPU with a 1.5B model instead of ~2 s.
 MEASURED_SIZES = (1, 2, 3, 4, 5, 6, 8, 10, 13, 17)
-_CACHE_VERSION = 2
+_CACHE_VERSION = 3
 
 
 @dataclass
@@ -42,8 +41,27 @@ class CostTable:
         return [c / self.batch[1] for c in self.batch[1:]]
 
 
+def _clean(points: dict[int, float]) -> dict[int, float]:
+    """Remove what contention adds: a bigger batch never costs less than a smaller one, nor more than that many
+    single-token passes. A spike (another process took the CPU for one measurement) is pulled down to the
+    cheapest larger batch, so it cannot make long drafts look hopeless forever (the table is cached)."""
+    sizes = sorted(points)
+    single = points[sizes[0]]
+    cleaned = {n: min(points[n], n * single) for n in sizes}
+    cheapest_above = float("inf")
+    for n in reversed(sizes):
+        cheapest_above = min(cheapest_above, cleaned[n])
+        cleaned[n] = cheapest_above
+    floor = 0.0
+    for n in sizes:
+        floor = max(floor, cleaned[n])
+        cleaned[n] = floor
+    return cleaned
+
+
 def _interpolate(points: dict[int, float], upto: int) -> list[float]:
     """Costs for every batch size 1..upto from the measured sizes (index 0 unused)."""
+    points = _clean(points)
     sizes = sorted(points)
     out = [0.0]
     for n in range(1, upto + 1):
@@ -56,8 +74,9 @@ def _interpolate(points: dict[int, float], upto: int) -> list[float]:
     return out
 
 
-def _measure(model: LoadedModel, sizes: tuple[int, ...], repeats: int = 2) -> list[float]:
-    """Median seconds to decode a batch of each size with logits for every row, on a warm context."""
+def _measure(model: LoadedModel, sizes: tuple[int, ...], repeats: int = 3) -> list[float]:
+    """Seconds to decode a batch of each size with logits for every row, on a warm context: the fastest of a
+    few tries, since anything else running on the machine only ever adds time."""
     filler = model.tokenize(" the quick brown fox jumps over the lazy dog" * 8, add_special=False) or [0]
     base_tokens = (filler * 8)[:64]
     model.truncate(0)
@@ -71,7 +90,7 @@ def _measure(model: LoadedModel, sizes: tuple[int, ...], repeats: int = 2) -> li
             start = time.perf_counter()
             model.decode((base_tokens * 2)[:n], logit_rows=range(n))
             times.append(time.perf_counter() - start)
-        points[n] = statistics.median(times)
+        points[n] = min(times)
     model.truncate(0)
     return _interpolate(points, max(sizes))
 
@@ -120,7 +139,7 @@ def measure_costs(target: LoadedModel, draft: LoadedModel | None, n_threads: int
     if draft is not None:
         dkey = _key(draft, n_threads, gpu_layers[1])
         if dkey not in cache:
-            cache[dkey] = _measure(draft, (1,), repeats=3)
+            cache[dkey] = _measure(draft, (1,), repeats=5)
             _write_cache(cache)
         table.draft_per_token = cache[dkey][1]
     return table
