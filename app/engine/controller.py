@@ -190,13 +190,4 @@ class AutoController:
 
 def controller_for(engine, drafter: str) -> AutoController:
     """An AutoController for the engine's loaded models, with their measured (or cached) cost table."""
-    from app.engine.costs import measure_costs
-
-    s = engine.load_settings
-    costs = measure_costs(
-        engine.target,
-        engine.draft if drafter == "model" else None,
-        s.n_threads,
-        (s.target_gpu_layers, s.draft_gpu_layers),
-    )
-    return AutoController(costs, drafter)
+    return AutoController(engine.measure_costs(with_draft=drafter == "model"), drafter)

@@ -76,6 +76,8 @@ class InferenceWorker(QObject):
                     draft_path is not None and str(current_draft) != str(draft_path)
                 ):
                     engine.load_draft(draft_path)
+                if hasattr(engine, "measure_costs"):  # the scripted test engine has none
+                    engine.measure_costs()  # part of loading, so the first reply does not wait for it
         except EngineError as exc:
             self.sig_load_failed.emit(request_id, str(exc))
             return
