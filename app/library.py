@@ -98,14 +98,7 @@ def library_folders(user_folders: Iterable[str | Path] = (), scan_hf_cache: bool
         from app.hub.discovery import discover_model_folders
 
         folders += [LibraryFolder(f.path, f.source) for f in discover_model_folders()]
-    unique: list[LibraryFolder] = []
-    seen: set[str] = set()
-    for folder in folders:
-        key = _resolved(folder.path)
-        if key not in seen:
-            seen.add(key)
-            unique.append(folder)
-    return unique
+    return paths.unique_by_path(folders, lambda folder: folder.path)
 
 
 def find_gguf_files(folder: Path) -> list[Path]:
@@ -178,12 +171,12 @@ def scan_library(folders: Sequence[LibraryFolder], cancel=None) -> list[ModelEnt
     Usable models come first, by name; files that cannot be used follow, so the reason is always visible.
     """
     entries: list[ModelEntry] = []
-    seen: set[str] = set()
+    seen: set[Path] = set()
     for folder in folders:
         for path in find_gguf_files(folder.path):
             if cancel is not None and cancel.is_set():
                 return _sorted(entries)
-            key = _resolved(path)
+            key = paths.resolved(path)
             if key in seen:
                 continue
             seen.add(key)
@@ -195,11 +188,6 @@ def _sorted(entries: list[ModelEntry]) -> list[ModelEntry]:
     return sorted(entries, key=lambda e: (not e.usable, e.name.lower(), e.path))
 
 
-def _resolved(path: Path) -> str:
-    try:
-        return str(path.resolve())
-    except OSError:
-        return str(path)
 
 
 @dataclass(frozen=True)
@@ -219,9 +207,9 @@ def draft_choices(target_path: str | Path, candidates: Sequence[ModelEntry]) -> 
     """
     from app.engine.compat import suggest_drafts
 
-    target_key = _resolved(Path(target_path))
-    usable = [e for e in candidates if e.usable and _resolved(Path(e.path)) != target_key]
-    unusable = [e for e in candidates if not e.usable and _resolved(Path(e.path)) != target_key]
+    target_key = paths.resolved(Path(target_path))
+    usable = [e for e in candidates if e.usable and paths.resolved(Path(e.path)) != target_key]
+    unusable = [e for e in candidates if not e.usable and paths.resolved(Path(e.path)) != target_key]
     choices = [
         DraftChoice(str(s.path), s.compatible, s.reason, recommended=s.recommended)
         for s in suggest_drafts(Path(target_path), [Path(e.path) for e in usable])

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Callable, Iterable, TypeVar
+
+T = TypeVar("T")
 
 APP_NAME = "SpecChat"
 
@@ -41,6 +44,26 @@ def user_cache_dir() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
+
+
+def resolved(path: Path) -> Path:
+    """The path with links resolved, so one file reached two ways counts once (the path itself if that fails)."""
+    try:
+        return path.resolve()
+    except OSError:
+        return path
+
+
+def unique_by_path(items: Iterable[T], path_of: Callable[[T], Path]) -> list[T]:
+    """`items` without later ones whose path resolves to an earlier one's, in order."""
+    seen: set[Path] = set()
+    unique: list[T] = []
+    for item in items:
+        key = resolved(path_of(item))
+        if key not in seen:
+            seen.add(key)
+            unique.append(item)
+    return unique
 
 
 def models_dir() -> Path:

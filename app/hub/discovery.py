@@ -143,14 +143,7 @@ def discover_models(
     if include_lm_studio:
         for folder in lm_studio_model_dirs(home):
             found += find_in_folder(folder, SOURCE_LM_STUDIO)
-    unique: list[FoundModel] = []
-    seen: set[Path] = set()
-    for model in found:
-        key = _resolved(model.path)
-        if key not in seen:
-            seen.add(key)
-            unique.append(model)
-    return unique
+    return paths.unique_by_path(found, lambda model: model.path)
 
 
 def _as_models(files: list[tuple[Path, int]], source: str, repo_id: Optional[str]) -> list[FoundModel]:
@@ -190,8 +183,3 @@ def _read_json_key(path: Path, key: str) -> Optional[str]:
     return value if isinstance(value, str) and value.strip() else None
 
 
-def _resolved(path: Path) -> Path:
-    try:
-        return path.resolve()
-    except OSError:
-        return path
