@@ -96,3 +96,12 @@ def test_long_conversations_drop_oldest_turns_not_half_messages(tiny_models):
             engine.fit_messages([{"role": "user", "content": "word " * 2000}], reserve_tokens=64)
     finally:
         engine.close()
+
+
+def test_auto_controller_learns_per_chat(engine):
+    messages = [{"role": "user", "content": "count: 1 2 3"}]
+    reply(engine, messages, draft_max=None, session="chat-1")
+    reply(engine, messages, draft_max=None, session="chat-2")
+    reply(engine, messages, draft_max=None, session="chat-1")
+    sessions = {key.split(":")[0] for key in engine._policies}
+    assert sessions == {"chat-1", "chat-2"}  # one controller (and its acceptance history) per chat

@@ -43,3 +43,6 @@ class GenerationConfig:
     draft_max: Optional[int] = None
     # The draft model stops drafting when its top probability falls below this.
     draft_p_min: float = 0.0
+    # Whose acceptance statistics the auto controller learns from and uses: one conversation's text predicts
+    # its next reply far better than another chat's does. The window passes one per chat.
+    session: str = "default"

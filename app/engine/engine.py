@@ -217,14 +217,14 @@ class SpecEngine:
         *,
         cancel: Optional[threading.Event] = None,
         request_id: int = 0,
-        session: str = "default",
+        session: Optional[str] = None,
     ) -> Iterator[EngineEvent]:
         """Reply to `messages` ([{"role": "system"|"user"|"assistant", "content": str}]).
 
         The previous turn's KV cache is reused. Raises PromptTooLongError if the prompt does not fit.
         """
         text = self.format_chat(messages)
-        return self._run(self._tokens_for(text), text, config, cancel, request_id, session)
+        return self._run(self._tokens_for(text), text, config, cancel, request_id, session or config.session)
 
     def complete(
         self,
@@ -233,8 +233,8 @@ class SpecEngine:
         *,
         cancel: Optional[threading.Event] = None,
         request_id: int = 0,
-        session: str = "default",
+        session: Optional[str] = None,
     ) -> Iterator[EngineEvent]:
         """Continue raw `prompt` text (no chat template)."""
         tokens = self._tokens_for(prompt)
-        return self._run(tokens, prompt, config, cancel, request_id, session)
+        return self._run(tokens, prompt, config, cancel, request_id, session or config.session)

@@ -188,6 +188,8 @@ class Conversation(QObject):
         request = _Request(self._new_request_id(), self.chat_id, threading.Event(), target_name, draft_name)
         self._request = request
         self._last_reason = ""
+        # The speculation controller learns acceptance per chat.
+        config = dataclasses.replace(config, session=f"chat-{self.chat_id}")
         self.inference.request_generate(request.request_id, self.prompt_messages(system_prompt), config,
                                         request.cancel)
         self._flush_timer.start()
