@@ -40,12 +40,12 @@ def register(subparsers) -> None:
 
 
 def parse_draft_max(value: str) -> int | None:
+    """--draft-max: "auto" (None, the controller chooses) or a fixed draft length >= 0."""
     if value == "auto":
         return None
-    k = int(value)
-    if k < 0:
-        raise ValueError("--draft-max must be >= 0 or 'auto'")
-    return k
+    if not value.isdigit():
+        raise ValueError("--draft-max must be a number >= 0 or 'auto'")
+    return int(value)
 
 
 def build_engine(args: argparse.Namespace):

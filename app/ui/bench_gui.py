@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
+from app.cli.generate_cmd import parse_draft_max
+
 DEFAULT_PROMPT = "Write a Python function that checks whether a string is a palindrome, ignoring case and spaces."
 HEARTBEAT_MS = 5
 TARGET_RATIO = 0.97
@@ -295,7 +297,7 @@ def run_benchmark(args: argparse.Namespace, progress=lambda line: None) -> dict:
     from app.store import AppSettings, save_settings
     from app.ui.library_model import NGRAM_KEY
 
-    draft_max = None if args.draft_max == "auto" else int(args.draft_max)
+    draft_max = parse_draft_max(args.draft_max)
     threads = args.threads or default_threads()
     home = Path(os.environ["SPECCHAT_HOME"])
     target_src, draft_src = Path(args.target), Path(args.draft) if args.draft else None
@@ -416,8 +418,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--ctx", type=int, default=4096, help="context size in tokens (default 4096)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
     args = parser.parse_args(argv)
-    if args.draft_max != "auto" and not (args.draft_max.isdigit()):
-        parser.error("--draft-max must be a number >= 0 or 'auto'")
+    try:
+        parse_draft_max(args.draft_max)
+    except ValueError as exc:
+        parser.error(str(exc))
     if args.repeats < 1 or args.warmup < 0 or args.max_tokens < 1:
         parser.error("--repeats and --max-tokens must be >= 1, --warmup >= 0")
     for name in ("target", "draft"):
