@@ -23,21 +23,31 @@ class Draft:
     probs: Optional[list[np.ndarray]] = None
     source: str = "none"
     # For n-gram proposals: how many trailing tokens matched. Longer matches are more often right.
+    # 0 with tokens: a guess that copying resumes after an edit, not a match of the last tokens.
     match_len: int = 0
 
 
 class NgramDrafter:
-    """Prompt lookup: if the last n tokens appeared before, propose what followed them then.
+    """Prompt lookup: if the last tokens appeared before, propose what followed them then.
 
-    Nearly free (a dict lookup), and strong whenever the reply repeats its input: code edits, quoting, lists.
+    Nearly free (a dict lookup and a short scan), and strong whenever the reply repeats its input: code edits,
+    quoting, lists. Of the earlier places that share the last `n_min`..`n_max` tokens, the one whose match extends
+    furthest back wins (the newest on a tie), and the proposal reports that length: a reply that has been copying
+    the same passage for 40 tokens is far more likely to go on copying it than one that shares two tokens with it
+    by chance, and the controller sizes drafts by exactly that.
     """
 
     name = "ngram"
+    MAX_MATCH = 64  # matches are measured up to this many tokens back; longer is no more telling
+    CANDIDATES = 32  # earlier places examined per lookup, newest first
+    RESUME_BELOW = 4  # a match shorter than this may be a copy that was just interrupted by an edit
+    RESUME_AFTER = 8  # ...if the text before the edit had matched at least this many tokens
 
-    def __init__(self, n_min: int = 2, n_max: int = 6):
+    def __init__(self, n_min: int = 2, n_max: int = 4):
         self.n_min = n_min
         self.n_max = n_max
-        self._index: dict[tuple[int, ...], int] = {}
+        # n-gram -> positions just after its occurrences, oldest first.
+        self._index: dict[tuple[int, ...], list[int]] = {}
         self._indexed_end = 0
         self._history: list[int] = []
 
@@ -47,22 +57,90 @@ class NgramDrafter:
         if len(history) < shared or list(history[:shared]) != self._history[:shared]:
             self._index.clear()
             self._indexed_end = 0
-        self._history = list(history)
+            self._history = []
+        self._history.extend(history[len(self._history):])
         # Index every n-gram that has a continuation token, so the current suffix never matches itself.
         for end in range(max(self._indexed_end, self.n_min), len(history)):
             for n in range(self.n_min, min(self.n_max, end) + 1):
-                self._index[tuple(history[end - n:end])] = end
+                self._index.setdefault(tuple(history[end - n:end]), []).append(end)
         self._indexed_end = max(self._indexed_end, len(history))
+
+    def _agree(self, a_end: int, b_end: int) -> int:
+        """How many tokens before history position `a_end` equal those before `b_end` (up to MAX_MATCH)."""
+        h = self._history
+        limit = min(a_end, b_end, self.MAX_MATCH)
+        length = 0
+        while length < limit and h[a_end - 1 - length] == h[b_end - 1 - length]:
+            length += 1
+        return length
+
+    def _longest(self, skip: int = 0) -> tuple[int, int]:
+        """(match length, end) of the earlier place that best matches history minus its last `skip` tokens."""
+        h = self._history
+        n = len(h) - skip
+        for size in range(min(self.n_max, n - 1), self.n_min - 1, -1):
+            ends = self._index.get(tuple(h[n - size:n]))
+            if not ends:
+                continue
+            best_len, best_end = 0, -1
+            for end in reversed(ends[-self.CANDIDATES:]):
+                if end >= n:
+                    continue
+                length = self._agree(end, n)
+                if length > best_len:
+                    best_len, best_end = length, end
+            if best_end >= 0:
+                return best_len, best_end
+        return 0, -1
+
+    def _resume(self) -> tuple[int, int]:
+        """Was the reply copying a passage until a few tokens ago? Then it has just edited it (a renamed variable,
+        a fixed operator). Guess that the new tokens replaced one token of the passage and that copying goes on
+        after it; tokens written since the edit that agree with the passage confirm the guess.
+
+        Returns (evidence, start): the tokens matched before the edit plus those confirmed after it (0 for an
+        unconfirmed guess), and where in history the copy would go on; (0, -1) if there is nothing to resume.
+        """
+        h = self._history
+        n = len(h)
+        for skip in range(1, 5):
+            was, at = self._longest(skip)
+            if was < self.RESUME_AFTER:
+                continue
+            for done in range(skip - 1, -1, -1):  # tokens of the passage written again since the edit
+                if done == 0 or h[n - done:] == h[at + 1:at + 1 + done]:
+                    start = at + 1 + done
+                    if start < n - skip:
+                        return (was + done if done else 0), start
+        return 0, -1
+
+    def _bridged(self, length: int, end: int) -> int:
+        """A match of `length` tokens ending at `end` that began just after a small edit of a longer copy (a few
+        tokens replaced, inserted or deleted) counts the copy before the edit too: it is the same passage."""
+        n = len(self._history)
+        best = length
+        for written in range(4):  # tokens of the edit in the reply
+            for replaced in range(4):  # tokens of the passage it replaced
+                if written or replaced:
+                    before = self._agree(end - length - replaced, n - length - written)
+                    if before >= self.RESUME_AFTER:
+                        best = max(best, length + before)
+        return best
 
     def propose(self, history: Sequence[int], k: int) -> Draft:
         if k <= 0 or len(history) <= self.n_min:
             return Draft(source=self.name)
         self._sync(history)
-        for n in range(min(self.n_max, len(history) - 1), self.n_min - 1, -1):
-            start = self._index.get(tuple(history[-n:]))
-            if start is not None and start < len(history):
-                return Draft(tokens=list(history[start:start + k]), source=self.name, match_len=n)
-        return Draft(source=self.name)
+        length, end = self._longest()
+        if length < self.RESUME_BELOW:
+            evidence, start = self._resume()
+            if start >= 0 and (evidence > length or end < 0):
+                return Draft(tokens=list(history[start:start + k]), source=self.name, match_len=evidence)
+        if end < 0:
+            return Draft(source=self.name)
+        if length < self.MAX_MATCH:
+            length = min(self._bridged(length, end), self.MAX_MATCH)
+        return Draft(tokens=list(history[end:end + k]), source=self.name, match_len=length)
 
 
 class ModelDrafter:
