@@ -15,14 +15,22 @@ CPU_BATCH = [0.0] + [x * 0.028 for x in (1.0, 1.75, 2.1, 2.4, 2.8, 3.2, 3.6, 4.0
 GPU_BATCH = [0.0] + [0.010 * (1.0 + 0.01 * n) for n in range(17)]
 
 
-def train(controller: AutoController, source: str, rate: float, rounds: int = 60, k: int = 8) -> None:
-    """Feed rounds in which each drafted token is accepted independently with probability `rate` (seeded)."""
+def train(controller: AutoController, source: str, rate: float, rounds: int = 60, k: int = 8,
+          match_len: int = 2) -> None:
+    """Feed rounds in which each drafted token is accepted independently with probability `rate` (seeded).
+
+    N-gram proposals are scored against what the target produced, drafted or not (observe_proposal)."""
     rng = random.Random(1234)
     for _ in range(rounds):
         accepted = 0
         while accepted < k and rng.random() < rate:
             accepted += 1
-        controller.observe(Plan(source, k, ""), k, accepted, 0.0, 0.0)
+        if source == "ngram":
+            proposal = list(range(k))
+            produced = proposal[:accepted] + ([-1] if accepted < k else [])
+            controller.observe_proposal(match_len, proposal, produced)
+        else:
+            controller.observe(Plan(source, k, ""), k, accepted, 0.0, 0.0)
 
 
 def test_cpu_costs_pause_model_speculation_and_say_why():
@@ -49,7 +57,7 @@ def test_gpu_costs_pick_long_drafts_without_retuning():
 def test_ngram_drafts_pay_on_cpu_when_text_repeats():
     controller = AutoController(CostTable(CPU_BATCH), "ngram")
     train(controller, "ngram", 0.95)
-    plan = controller.plan(k_max=64, ngram_tokens=list(range(12)), has_model=False)
+    plan = controller.plan(k_max=64, ngram_tokens=list(range(12)), has_model=False, ngram_match=2)
     assert plan.drafter == "ngram" and plan.k >= 4
     # With no earlier occurrence to copy there is nothing to draft: plain decoding.
     assert controller.plan(64, [], False).drafter == "none"
@@ -80,7 +88,7 @@ def test_untested_positions_follow_the_deepest_tested_one():
     """After only short drafts, the controller still learns that copying text makes long drafts pay."""
     controller = AutoController(CostTable(CPU_BATCH), "ngram")
     for _ in range(40):  # drafts of 4, always fully accepted: positions 4+ are never tested
-        controller.observe(Plan("ngram", 4, "", match_len=5), 4, 4, 0.0, 0.0)
+        controller.observe_proposal(5, [1, 2, 3, 4], [1, 2, 3, 4])
     plan = controller.plan(k_max=64, ngram_tokens=list(range(16)), has_model=False, ngram_match=5)
     assert plan.drafter == "ngram" and plan.k >= 8
 
@@ -89,7 +97,7 @@ def test_ngram_acceptance_is_tracked_by_match_length():
     controller = AutoController(CostTable(CPU_BATCH), "ngram")
     train(controller, "ngram", 0.05)  # short (2-token) matches: coincidences, rarely right
     for _ in range(40):
-        controller.observe(Plan("ngram", 8, "", match_len=6), 8, 8, 0.0, 0.0)  # long matches: copied text
+        controller.observe_proposal(6, list(range(8)), list(range(8)))  # long matches: copied text
     assert controller.plan(64, list(range(16)), False, ngram_match=2).drafter == "none"
     assert controller.plan(64, list(range(16)), False, ngram_match=6).drafter == "ngram"
 
@@ -105,3 +113,43 @@ def test_failed_probes_back_off_so_unpredictable_text_costs_almost_nothing():
             controller.observe(plan, plan.k, 0, 0.0, 0.0)  # the probe fails: still unpredictable
     # A fixed gap of 10 would probe 200 times; doubling gaps (capped) probe a handful of times plus one per cap.
     assert 5 <= probes <= 15
+
+
+def test_ngram_proposals_are_scored_while_speculation_is_paused():
+    """A reply that starts copying its input turns n-gram drafting on at once, without waiting for a probe."""
+    controller = AutoController(CostTable(CPU_BATCH), "ngram", probe_every=10_000)
+    for _ in range(30):  # 2-token matches that are coincidences: paused, and every proposal is wrong
+        plan = controller.plan(64, [7, 8], False, ngram_match=2)
+        assert plan.drafter == "none"
+        controller.observe(plan, 0, 0, 0.0, 0.0)
+        controller.observe_proposal(2, [7, 8], [5])
+    # Copying begins: each paused round's proposal turns out right, though nothing was drafted.
+    plans = []
+    for _ in range(12):
+        plans.append(controller.plan(64, list(range(20)), False, ngram_match=2))
+        controller.observe(plans[-1], 0, 0, 0.0, 0.0)
+        controller.observe_proposal(2, list(range(20)), [0])
+    assert plans[0].drafter == "none" and plans[-1].drafter == "ngram"
+
+
+def test_batch_sizes_that_cost_more_than_measured_are_avoided():
+    # The table says every batch up to 17 costs about one token (a GPU); this machine's batch of 9 really costs 9.
+    controller = AutoController(CostTable(GPU_BATCH), "ngram")
+    train(controller, "ngram", 1.0, match_len=40)
+    assert controller.plan(8, list(range(40)), False, ngram_match=40).k == 8
+    for _ in range(5):
+        controller.observe(Plan("ngram", 8, "", match_len=40), 8, 8, 0.0, 9 * GPU_BATCH[1])
+    assert controller.plan(8, list(range(40)), False, ngram_match=40).k < 8
+
+
+def test_copy_statistics_start_afresh_with_each_reply():
+    # One reply copied a file whole; the next edits every line. What the first taught must not size the second's
+    # drafts, while the draft model's acceptance (a property of the chat's kind of text) is kept.
+    fresh = AutoController(CostTable(CPU_BATCH), "model")
+    used = AutoController(CostTable(CPU_BATCH), "model")
+    train(used, "ngram", 1.0, rounds=80, k=30, match_len=40)
+    train(used, "model", 0.2)
+    assert used.plan(64, list(range(40)), True, ngram_match=40).k > fresh.plan(64, list(range(40)), True, 40).k
+    used.begin_request()
+    assert used.plan(64, list(range(40)), False, ngram_match=40) == fresh.plan(64, list(range(40)), False, 40)
+    assert used.model.overall() < 0.5

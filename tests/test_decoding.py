@@ -177,6 +177,12 @@ class _ConstantProposal(NgramDrafter):
     def observe(self, *args):
         pass
 
+    def observe_proposal(self, *args):
+        pass
+
+    def begin_request(self):
+        pass
+
 
 def test_cancel_from_another_thread_stops_within_one_round(models):
     target = models["target"]

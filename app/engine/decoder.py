@@ -77,6 +77,7 @@ def generate(
     if len(prompt) >= target.n_ctx:
         raise PromptTooLongError(len(prompt), target.n_ctx)
     cancel = cancel or threading.Event()
+    policy.begin_request()
     sampler = Sampler.from_config(config)
     rng = np.random.default_rng(config.seed)
     started = clock()
@@ -107,10 +108,12 @@ def generate(
             stop_reason = "context_full"
             break
         k_max = max(0, min(room - 1, config.max_tokens - emitted - 1))
+        ngram_draft = Draft()
         if not config.speculative:
             plan = Plan("none", 0, "speculation is off for this chat")
         else:
-            ngram_draft = ngram.propose(history, k_max) if ngram is not None else Draft()
+            if ngram is not None:
+                ngram_draft = ngram.propose(history, k_max)
             plan = policy.plan(k_max, ngram_draft.tokens, draft_model is not None, ngram_draft.match_len)
 
         t_draft = clock()
@@ -138,6 +141,8 @@ def generate(
         yield RoundEvent(request_id, draft.source, plan.k, len(draft.tokens), accepted, plan.reason)
 
         kept = [(t, "draft") for t in draft.tokens[:accepted]] + [(own_token, "target")]
+        if ngram_draft.tokens:
+            policy.observe_proposal(ngram_draft.match_len, ngram_draft.tokens, [t for t, _ in kept])
         for token, source in kept:
             if target.is_end_of_generation(token):
                 stop_reason = "eos"

@@ -25,6 +25,12 @@ class SpeculationPolicy(Protocol):
     def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float) -> None:
         """Learn from the round that just ran with `plan`."""
 
+    def observe_proposal(self, match_len: int, proposal: Sequence[int], produced: Sequence[int]) -> None:
+        """Learn how the round's n-gram proposal compared with the tokens the target produced (drafted or not)."""
+
+    def begin_request(self) -> None:
+        """A new request (reply) starts."""
+
 
 class FixedPolicy:
     """Always draft `k` tokens with the given drafter ("model" or "ngram"); no draft, no speculation."""
@@ -44,4 +50,10 @@ class FixedPolicy:
         return Plan("none", 0, "no drafter available")
 
     def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float) -> None:
+        pass
+
+    def observe_proposal(self, match_len: int, proposal: Sequence[int], produced: Sequence[int]) -> None:
+        pass
+
+    def begin_request(self) -> None:
         pass
