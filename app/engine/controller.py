@@ -21,6 +21,7 @@ OPTIMISTIC_ACCEPTANCE = 0.95
 MAX_PROBE_GAP = 384
 
 
+_NO_CALIBRATION = (2.0, 2.0)
 MIN_EVIDENCE = 3  # outcomes a position needs before its own estimate is trusted
 
 
@@ -101,14 +102,22 @@ class AutoController:
         # the table was measured. One factor for all target batch sizes keeps their ratios as measured.
         self._target_scale = 1.0
         self._draft_scale = 1.0
-        # Per batch size, once used: sizes between the measured ones are interpolated, and kernels that work in
-        # blocks make some of them cost more than interpolation says.
-        self._size_scale: dict[int, float] = {}
+        # Per batch size, once used, how far its cost is off the table relative to the common factor: the table
+        # is a fastest-of-three measurement on a quiet, warm machine, and between replies' rounds a batch of 16
+        # measured 17% dearer against one token than the table said.
+        self._size_bias: dict[int, float] = {}
+        # Decayed sums of (accepted, expected) per drafter, starting as if two tokens had gone as expected.
+        self._calibration = {"ngram": _NO_CALIBRATION, "model": _NO_CALIBRATION}
 
     # -- the decision -------------------------------------------------------------------------------------------
 
     def _verify(self, n: int) -> float:
-        return self.costs.verify(n) * self._size_scale.get(n, self._target_scale)
+        if n == 1:
+            return self.costs.verify(1) * self._target_scale
+        bias = self._size_bias.get(n)
+        if bias is None:  # not used yet: the table is most likely off the way it was for the sizes that were
+            bias = sum(self._size_bias.values()) / len(self._size_bias) if self._size_bias else 1.0
+        return self.costs.verify(n) * self._target_scale * bias
 
     def _draft(self, k: int) -> float:
         return k * self.costs.draft_per_token * self._draft_scale
@@ -119,11 +128,20 @@ class AutoController:
             self._ngram_by_match[bucket] = Acceptance(prior=_NGRAM_PRIOR[bucket])
         return self._ngram_by_match[bucket]
 
+    def calibration(self, source: str) -> float:
+        """Accepted / expected over this source's recent drafts. Estimates are chosen when they look best, so
+        they run high (text with a fixed pattern, such as JSON objects, looks copyable until each new value):
+        measured 42 accepted where 89 were expected on the structured-data prompt."""
+        accepted, expected = self._calibration[source]
+        return min(1.2, accepted / expected)
+
     def _best(
         self, source: str, k_max: int, rates: Sequence[float] | None, match_len: int = 0
-    ) -> tuple[int, float]:
-        """Best k >= 1 for this source and its expected tokens per second."""
+    ) -> tuple[int, float, float]:
+        """Best k >= 1 for this source, its expected tokens per second and expected accepted tokens. Given
+        `rates` (a what-if), those are used as they are; otherwise the learned ones, corrected by calibration."""
         acc = self.model if source == "model" else self.ngram(match_len)
+        scale = 1.0 if rates is not None else self.calibration(source)
         if rates is None and source == "ngram" and match_len > 0:
             # Each accepted token lengthens the match: deeper positions take the rate of the longer match where
             # that has been seen, else this match's own estimate for the position.
@@ -132,34 +150,37 @@ class AutoController:
             for i in range(min(k_max, MAX_K)):
                 longer = self.ngram(match_len + i)
                 rates.append(longer.rates[0] if longer.known(0) else own[i])
-        best_k, best_rate = 0, 0.0
+        best_k, best_rate, best_accepted = 0, 0.0, 0.0
         for k in range(1, k_max + 1):
+            if not self.costs.is_measured(k + 1):
+                continue  # its cost is only a guess; the measured sizes either side are known
             draft_cost = self._draft(k) if source == "model" else 0.0
-            rate = acc.expected_tokens(k, rates) / (draft_cost + self._verify(k + 1))
+            accepted = scale * (acc.expected_tokens(k, rates) - 1.0)
+            rate = (1.0 + accepted) / (draft_cost + self._verify(k + 1))
             if rate > best_rate:
-                best_k, best_rate = k, rate
-        return best_k, best_rate
+                best_k, best_rate, best_accepted = k, rate, accepted
+        return best_k, best_rate, best_accepted
 
     def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool, ngram_match: int = 0) -> Plan:
         plain_rate = 1.0 / self._verify(1)
-        options: list[tuple[float, str, int]] = []
+        options: list[tuple[float, str, int, float]] = []
         if ngram_tokens:
-            k, rate = self._best("ngram", min(k_max, len(ngram_tokens), MAX_K), None, ngram_match)
+            k, rate, accepted = self._best("ngram", min(k_max, len(ngram_tokens), MAX_K), None, ngram_match)
             if k:
-                options.append((rate, "ngram", k))
+                options.append((rate, "ngram", k, accepted))
         use_model = has_model and self.drafter == "model"
         if use_model:
-            k, rate = self._best("model", min(k_max, MAX_K), None)
+            k, rate, accepted = self._best("model", min(k_max, MAX_K), None)
             if k:
-                options.append((rate, "model", k))
+                options.append((rate, "model", k, accepted))
         if k_max <= 0:
             return Plan("none", 0, "no room to speculate")
         if options:
-            rate, source, k = max(options)
+            rate, source, k, accepted = max(options)
             if rate > plain_rate:
                 self._paused_rounds = 0
                 return Plan(source, k, f"{source} draft of {k}: expected {rate / plain_rate:.2f}x plain",
-                            ngram_match if source == "ngram" else 0)
+                            ngram_match if source == "ngram" else 0, accepted)
         return self._paused(k_max, ngram_tokens, use_model, plain_rate, ngram_match)
 
     def _paused(
@@ -206,6 +227,7 @@ class AutoController:
         chat keeps. Carrying copy statistics from a file copied whole into a reply that edits every line made
         it draft 31 tokens where 9 were right (measured: 1.30x plain fell to 1.02x on the rename prompt)."""
         self._ngram_by_match.clear()
+        self._calibration["ngram"] = _NO_CALIBRATION
 
     def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float) -> None:
         if self._probing and plan.drafter != "none":
@@ -214,16 +236,20 @@ class AutoController:
             self._probe_gap = self.probe_every if paid else min(self._probe_gap * 2, MAX_PROBE_GAP)
         if drafted and plan.drafter == "model":
             self.model.observe(drafted, accepted)
+        if drafted and plan.expected > 0 and plan.drafter in self._calibration:
+            was_accepted, was_expected = self._calibration[plan.drafter]
+            self._calibration[plan.drafter] = (0.9 * was_accepted + accepted, 0.9 * was_expected + plan.expected)
         expected = self.costs.verify(drafted + 1)
         if expected > 0 and verify_s > 0:
             ratio = verify_s / expected
-            self._target_scale = 0.9 * self._target_scale + 0.1 * ratio
-            # Sizes drift back towards the common factor, so one slow round (another process took the CPU)
-            # cannot rule a size out for good.
-            for n, scale in self._size_scale.items():
-                self._size_scale[n] = 0.98 * scale + 0.02 * self._target_scale
             size = drafted + 1
-            self._size_scale[size] = 0.7 * self._size_scale.get(size, self._target_scale) + 0.3 * ratio
+            if size == 1:
+                # The common factor follows single-token rounds (most rounds): the context growing, the machine
+                # getting busier. Other sizes are learned relative to it.
+                self._target_scale = 0.9 * self._target_scale + 0.1 * ratio
+            else:
+                bias = self._size_bias.get(size, 1.0)
+                self._size_bias[size] = 0.7 * bias + 0.3 * ratio / self._target_scale
         if plan.drafter == "model" and drafted and self.costs.draft_per_token > 0 and draft_s > 0:
             # draft_s includes catching up on the last accepted tokens: one or two extra passes, close enough.
             self._draft_scale = 0.9 * self._draft_scale + 0.1 * (draft_s / (drafted * self.costs.draft_per_token))

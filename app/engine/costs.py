@@ -12,18 +12,22 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 from app.engine.llama_model import LoadedModel
 
 MAX_BATCH = 32  # verify batches up to draft_max 31: long drafts are how copying text pays on a CPU
 # Sizes measured; the rest are interpolated, and the controller corrects each size it uses from what it observes.
-# Measuring every size up to 32 three times would take ~25 s on a 2-core CPU with a 1.5B model instead of ~5 s.
+# Measuring every size up to 32 three times would take ~30 s on a 2-core CPU with a 1.5B model instead of ~9 s.
 # Powers of two are in the set because CPU kernels work in blocks: there a batch of 16 measured cheaper than 15.
 MEASURED_SIZES = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32)
 # A measured size may cost this much more than a larger one (kernel block sizes make that real); beyond it, the
 # measurement was disturbed by another process.
 _INVERSION_LIMIT = 1.1
-_CACHE_VERSION = 4
+# Batches are timed after this many tokens of context, about a system prompt and a question: attention makes
+# batches relatively dearer as the context grows (a batch of 16: 7.9x one token after 64 tokens, 8.8x after 512).
+MEASURE_CONTEXT = 256
+_CACHE_VERSION = 5
 
 
 @dataclass
@@ -32,6 +36,13 @@ class CostTable:
 
     batch: list[float] = field(default_factory=list)
     draft_per_token: float = 0.0
+    # The sizes that were measured, when the rest were interpolated (None: every entry was measured). Between
+    # measured sizes the real cost can be well above the line: on the 2-core CPU 15 tokens cost 9.2x one token,
+    # interpolation between 12 and 16 said 6.7x.
+    measured: Optional[tuple[int, ...]] = None
+
+    def is_measured(self, n: int) -> bool:
+        return self.measured is None or n in self.measured
 
     def verify(self, n: int) -> float:
         if n < len(self.batch):
@@ -76,22 +87,23 @@ def _interpolate(points: dict[int, float], upto: int) -> list[float]:
 
 
 def _measure(model: LoadedModel, sizes: tuple[int, ...], repeats: int = 3) -> list[float]:
-    """Seconds to decode a batch of each size with logits for every row, on a warm context: the fastest of a
-    few tries, since anything else running on the machine only ever adds time."""
+    """Seconds to decode a batch of each size with logits for every row, after MEASURE_CONTEXT tokens: the fastest
+    of a few tries, since anything else running on the machine only ever adds time. Tries go round the sizes, so a
+    burst of load elsewhere spoils one try of several sizes rather than every try of one."""
     filler = model.tokenize(" the quick brown fox jumps over the lazy dog" * 8, add_special=False) or [0]
-    base_tokens = (filler * 8)[:64]
+    context = min(MEASURE_CONTEXT, model.n_ctx - 2 * max(sizes))
+    base_tokens = (filler * (MEASURE_CONTEXT // len(filler) + 1))[:max(context, 1)]
     model.truncate(0)
     model.decode(base_tokens)
     model.decode(base_tokens[:1], logit_rows=[0])  # warm-up: first decodes allocate
-    points: dict[int, float] = {}
-    for n in sizes:
-        times = []
-        for _ in range(repeats):
-            model.truncate(len(base_tokens))
-            start = time.perf_counter()
-            model.decode((base_tokens * 2)[:n], logit_rows=range(n))
-            times.append(time.perf_counter() - start)
-        points[n] = min(times)
+    points = {n: float("inf") for n in sizes}
+    # The single token is every ratio's yardstick and cheap to time: it gets extra tries.
+    plan = [n for _ in range(repeats) for n in sizes] + [sizes[0]] * (2 * repeats)
+    for n in plan:
+        model.truncate(len(base_tokens))
+        start = time.perf_counter()
+        model.decode((base_tokens * 2)[:n], logit_rows=range(n))
+        points[n] = min(points[n], time.perf_counter() - start)
     model.truncate(0)
     return _interpolate(points, max(sizes))
 
@@ -136,7 +148,7 @@ def measure_costs(target: LoadedModel, draft: LoadedModel | None, n_threads: int
     if tkey not in cache:
         cache[tkey] = _measure(target, MEASURED_SIZES)
         _write_cache(cache)
-    table = CostTable(batch=list(cache[tkey]))
+    table = CostTable(batch=list(cache[tkey]), measured=MEASURED_SIZES)
     if draft is not None:
         dkey = _key(draft, n_threads, gpu_layers[1])
         if dkey not in cache:

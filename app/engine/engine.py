@@ -102,7 +102,7 @@ class SpecEngine:
 
     def measure_costs(self, with_draft: bool = True):
         """What forward passes cost for the loaded models (measured, or read from the disk cache), which the
-        speculation controller needs. About 2 s the first time for a 1.5B model on 2 cores, then instant."""
+        speculation controller needs. About 9 s the first time for a 1.5B model on 2 cores, then instant."""
         from app.engine.costs import measure_costs
 
         target = self._require_target()

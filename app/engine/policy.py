@@ -16,6 +16,7 @@ class Plan:
     k: int
     reason: str = ""
     match_len: int = 0  # n-gram plans: the length of the match the proposal came from
+    expected: float = 0.0  # auto plans: how many of the k tokens the controller expects to be accepted
 
 
 class SpeculationPolicy(Protocol):
