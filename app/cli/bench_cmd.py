@@ -16,7 +16,8 @@ def register(subparsers) -> None:
         help="benchmark plain vs speculative decoding on a prompt suite (ratios measured in one run)",
         description=(
             "Runs every prompt in every mode (plain, fixed-k draft model, fixed-k n-gram, auto), interleaved, "
-            "and prints the median tok/s, acceptance and the speculative/plain ratio per prompt. If llama.cpp's "
+            "and prints the median tok/s, acceptance and, per prompt, the median over repetitions of each mode's "
+            "tok/s over plain decoding's in the same repetition. If llama.cpp's "
             "llama-speculative-simple is found (PATH, --llama-spec, or ~/.cache/specchat-llama-reference/bin) "
             "the same prompts also run through it at the same k."
         ),
@@ -26,6 +27,7 @@ def register(subparsers) -> None:
     p.add_argument("--ngram", action="store_true", help="add the fixed-k n-gram mode (always on without --draft)")
     p.add_argument("--prompts", type=Path, help="JSON list of {name, kind, chat} (default: the built-in suite)")
     p.add_argument("--only", help="comma-separated prompt names to run")
+    p.add_argument("--modes", help="comma-separated modes to run: plain, draft, ngram, auto (plain always runs)")
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--repeats", type=int, default=3, help="repetitions per mode; the median is reported")
     p.add_argument("--k", type=int, default=4, help="draft length of the fixed-k modes (default 4)")
@@ -44,19 +46,25 @@ def geometric_mean(values: list[float]) -> float:
 
 def run(args: argparse.Namespace) -> int:
     from app.cli.generate_cmd import build_engine
-    from app.engine.bench import find_llama_speculative, load_prompts, run_llama_speculative, run_suite
+    from app.engine.bench import MODE_KINDS, find_llama_speculative, load_prompts, run_llama_speculative, run_suite
     from app.engine.errors import EngineError
 
     prompts = load_prompts(args.prompts)
     if args.only:
         wanted = set(args.only.split(","))
         prompts = [p for p in prompts if p.name in wanted]
+    kinds = set(args.modes.split(",")) if args.modes else None
+    unknown = (kinds or set()) - set(MODE_KINDS)
+    if unknown:
+        print(f"error: unknown mode {', '.join(sorted(unknown))}; choose from {', '.join(MODE_KINDS)}",
+              file=sys.stderr)
+        return 2
     log = (lambda line: print(line, file=sys.stderr)) if not args.json else (lambda line: None)
     try:
         engine = build_engine(args)
         threads = engine.load_settings.n_threads
         results = run_suite(engine, prompts, ngram=args.ngram, k=args.k, max_tokens=args.max_tokens,
-                            repeats=args.repeats, progress=log)
+                            repeats=args.repeats, progress=log, kinds=kinds)
         formatted = {p.name: engine.format_chat([{"role": "user", "content": p.chat}]) for p in prompts}
         engine.close()
     except EngineError as exc:
@@ -64,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
 
     reference: dict[str, dict] = {}
-    binary = None if args.no_llama or not args.draft else find_llama_speculative(args.llama_spec)
+    wants_reference = kinds is None or "draft" in kinds
+    binary = None if args.no_llama or not args.draft or not wants_reference else find_llama_speculative(args.llama_spec)
     if binary:
         for rep in range(args.repeats):
             for prompt in prompts:
@@ -99,7 +108,7 @@ def build_report(results, reference, prompts, k: int) -> dict:
         modes = results[prompt.name]
         plain = modes["plain"].median_tps
         row = {"prompt": prompt.name, "kind": prompt.kind, "modes": {m: r.to_dict() for m, r in modes.items()}}
-        row["ratio_vs_plain"] = {m: round(r.median_tps / plain, 3) if plain else 0.0
+        row["ratio_vs_plain"] = {m: round(r.median_ratio(modes["plain"]), 3)
                                  for m, r in modes.items() if m != "plain"}
         ref = reference.get(prompt.name)
         if ref and ref["tokens_per_second"]:
@@ -131,7 +140,7 @@ def print_report(report: dict) -> None:
     header = f"{'prompt':<12} " + " ".join(f"{m:>22}" for m in modes)
     if any("llama_cpp" in r for r in rows):
         header += f" {'llama.cpp k=' + str(report['k']):>22} {'ours/llama':>10}"
-    print("\nmedian tok/s (acceptance) [ratio vs plain]")
+    print("\nmedian tok/s (acceptance) [median of paired ratios vs plain]")
     print(header)
     for row in rows:
         cells = []
@@ -148,10 +157,11 @@ def print_report(report: dict) -> None:
             text = f"{ref['tokens_per_second']:.1f} ({ref['acceptance_rate']:.0%}) [{ref['ratio_vs_plain']:.2f}x]"
             line += f" {text:>22} {row.get('ours_vs_llama_cpp', 0):>9.2f}x"
         print(line)
-    auto_hist = {r["prompt"]: r["modes"]["auto"]["draft_len_histogram"] for r in rows}
-    print("\nauto: chosen draft length per round (k: rounds)")
-    for name, hist in auto_hist.items():
-        print(f"  {name:<12} " + ", ".join(f"{k}: {v}" for k, v in hist.items()))
+    if "auto" in modes:
+        print("\nauto: chosen draft length per round (k: rounds)")
+        for row in rows:
+            hist = row["modes"]["auto"]["draft_len_histogram"]
+            print(f"  {row['prompt']:<12} " + ", ".join(f"{k}: {v}" for k, v in hist.items()))
     print("\noverall (geometric mean of ratios vs plain; min, max)")
     for mode, o in report["overall"].items():
         if mode == "ours_vs_llama_cpp":

@@ -39,6 +39,13 @@ class ModeResult:
     def median_tps(self) -> float:
         return statistics.median(self.tokens_per_second) if self.tokens_per_second else 0.0
 
+    def median_ratio(self, base: "ModeResult") -> float:
+        """Median over repetitions of this mode's tok/s over `base`'s in the same repetition. Each repetition
+        runs the modes back to back, so pairing them cancels the machine's drift between repetitions (seen here:
+        plain decoding alone varied 27-32 tok/s across one run)."""
+        pairs = [a / b for a, b in zip(self.tokens_per_second, base.tokens_per_second) if b > 0]
+        return statistics.median(pairs) if pairs else 0.0
+
     @property
     def median_acceptance(self) -> float:
         return statistics.median(self.acceptance) if self.acceptance else 0.0
@@ -61,14 +68,20 @@ def load_prompts(path: Optional[Path] = None) -> list[BenchPrompt]:
     return [BenchPrompt(p["name"], p.get("kind", ""), p["chat"]) for p in json.loads(text)]
 
 
-def modes_for(has_draft: bool, ngram: bool, k: int) -> dict[str, dict]:
-    """Mode name -> GenerationConfig overrides. 'auto' is the product's default: the controller decides."""
+MODE_KINDS = ("plain", "draft", "ngram", "auto")
+
+
+def modes_for(has_draft: bool, ngram: bool, k: int, kinds: Optional[set[str]] = None) -> dict[str, dict]:
+    """Mode name -> GenerationConfig overrides. 'auto' is the product's default: the controller decides.
+    `kinds` keeps only some of MODE_KINDS (plain is always kept: every ratio is against it)."""
     modes: dict[str, dict] = {"plain": dict(speculative=False)}
     if has_draft:
         modes[f"draft k={k}"] = dict(drafter="model", draft_max=k)
     if ngram or not has_draft:
         modes[f"ngram k={k}"] = dict(drafter="ngram", draft_max=k)
     modes["auto"] = dict(drafter="auto" if has_draft else "ngram", draft_max=None)
+    if kinds:
+        modes = {name: o for name, o in modes.items() if name == "plain" or name.split()[0] in kinds}
     return modes
 
 
@@ -81,8 +94,9 @@ def run_suite(
     max_tokens: int,
     repeats: int,
     progress: Callable[[str], None] = lambda line: None,
+    kinds: Optional[set[str]] = None,
 ) -> dict[str, dict[str, ModeResult]]:
-    modes = modes_for(engine.draft is not None, ngram, k)
+    modes = modes_for(engine.draft is not None, ngram, k, kinds)
     results: dict[str, dict[str, ModeResult]] = {p.name: {m: ModeResult() for m in modes} for p in prompts}
     names = list(modes)
     for rep in range(repeats):

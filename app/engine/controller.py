@@ -2,11 +2,18 @@
 
 For a draft of k tokens with per-position acceptance a_1..a_k (a_i = chance token i is accepted given the ones
 before it were), a round yields E(k) = 1 + sum_j prod_{i<=j} a_i tokens and costs draft(k) + verify(k + 1)
-seconds. k = 0 is plain decoding: one token for verify(1), no draft work at all. The costs come from a measured
-table (app.engine.costs) scaled online as the context grows; acceptances are moving averages per position,
-recent rounds weighing more. When speculation is paused because acceptance is low, it is probed now and then, so
-it comes back when the text turns predictable. When it is paused because verifying costs more than even perfect
-acceptance would save (a CPU), it is not probed at all: that would only waste time.
+seconds. k = 0 is plain decoding: one token for verify(1), no draft work at all.
+
+- Costs come from a measured table (app.engine.costs), scaled online: one factor follows single-token rounds (the
+  context growing, the machine getting busier), and each batch size used learns how far it is off relative to it.
+  Only measured sizes are chosen; between them the real cost can be far above the interpolated line.
+- Draft-model acceptance is a moving average per position, per chat. When it is too low to pay, speculation is
+  probed now and then so it comes back when the text turns predictable; when verifying costs more than even
+  perfect acceptance would save (a CPU), it is not probed at all.
+- N-gram proposals cost nothing, so every round scores the proposal against what the target produced, drafted
+  or not: no probing is needed, and the estimates are grouped by the length of the match the proposal came from.
+  They start afresh with each reply.
+- Each drafter's predictions are checked against what was accepted, and scaled down when they run high.
 """
 
 from __future__ import annotations

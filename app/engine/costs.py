@@ -141,8 +141,17 @@ def _write_cache(data: dict) -> None:
         pass  # a cache we cannot write only costs a re-measurement next time
 
 
+def is_cached(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int]) -> bool:
+    """Whether measure_costs would only read the disk cache (so there is no need to tell anyone to wait)."""
+    cache = _read_cache()
+    keys = [_key(target, n_threads, gpu_layers[0])]
+    if draft is not None:
+        keys.append(_key(draft, n_threads, gpu_layers[1]))
+    return all(key in cache for key in keys)
+
+
 def measure_costs(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int]) -> CostTable:
-    """The cost table for this pair, from the disk cache or measured now (about a second on real models)."""
+    """The cost table for this pair, from the disk cache or measured now (~9 s for a 1.5B model on 2 cores)."""
     cache = _read_cache()
     tkey = _key(target, n_threads, gpu_layers[0])
     if tkey not in cache:

@@ -105,10 +105,18 @@ class SpecEngine:
         speculation controller needs. About 9 s the first time for a 1.5B model on 2 cores, then instant."""
         from app.engine.costs import measure_costs
 
-        target = self._require_target()
+        return measure_costs(*self._cost_args(with_draft))
+
+    def costs_cached(self, with_draft: bool = True) -> bool:
+        """Whether measure_costs will be instant (the costs of these models and settings are on disk)."""
+        from app.engine.costs import is_cached
+
+        return is_cached(*self._cost_args(with_draft))
+
+    def _cost_args(self, with_draft: bool):
         s = self.load_settings
         draft = self.draft if with_draft else None
-        return measure_costs(target, draft, s.n_threads, (s.target_gpu_layers, s.draft_gpu_layers))
+        return self._require_target(), draft, s.n_threads, (s.target_gpu_layers, s.draft_gpu_layers)
 
     def unload(self) -> None:
         self.load_draft(None)

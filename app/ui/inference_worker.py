@@ -20,6 +20,7 @@ from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 
 
 STREAM_BATCH_S = 0.025
+MEASURING_MESSAGE = "Measuring speed…"
 
 
 def _default_engine_factory(load: LoadSettings):
@@ -35,6 +36,8 @@ class InferenceWorker(QObject):
     """(request_id, target_path, draft_path or None, n_ctx): the requested models are loaded and ready."""
     sig_load_failed = Signal(int, str)
     """(request_id, message): loading failed; the message is meant for a person."""
+    sig_load_progress = Signal(int, str)
+    """(request_id, message): a slow step of loading has begun; the message is meant for a person."""
     sig_context = Signal(int, int, int, int)
     """(request_id, dropped_messages, prompt_tokens or -1, n_ctx): the prompt was fitted to the context."""
     sig_stream = Signal(object)
@@ -77,6 +80,8 @@ class InferenceWorker(QObject):
                 ):
                     engine.load_draft(draft_path)
                 if hasattr(engine, "measure_costs"):  # the scripted test engine has none
+                    if not engine.costs_cached():
+                        self.sig_load_progress.emit(request_id, MEASURING_MESSAGE)
                     engine.measure_costs()  # part of loading, so the first reply does not wait for it
         except EngineError as exc:
             self.sig_load_failed.emit(request_id, str(exc))

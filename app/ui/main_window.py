@@ -258,6 +258,7 @@ class MainWindow(QMainWindow):
         worker = self.inference.worker
         worker.sig_models_loaded.connect(self._on_models_loaded)
         worker.sig_load_failed.connect(self._on_load_failed)
+        worker.sig_load_progress.connect(self._on_load_progress)
         library_worker = self.library_thread.worker
         library_worker.sig_scanned.connect(self._on_scanned)
         library_worker.sig_drafts_checked.connect(self._on_drafts_checked)
@@ -539,6 +540,15 @@ class MainWindow(QMainWindow):
         self._loaded = (str(target) if target else None, str(draft) if draft else None)
         self.conversation.set_context_size(n_ctx)
         self.model_bar.set_load_state("Ready", "The models are loaded", "ready")
+
+    def _on_load_progress(self, request_id: int, message: str) -> None:
+        if request_id != self._load_id:
+            return
+        self.model_bar.set_load_state(
+            message,
+            "Timing this machine's forward passes, once per model and settings (several seconds on a CPU): "
+            "the speculation controller decides from them whether drafting can pay here.",
+        )
 
     def _on_load_failed(self, request_id: int, message: str) -> None:
         if request_id != self._load_id:

@@ -154,3 +154,24 @@ def test_real_library_offers_the_qwen_draft_and_explains_the_others(make_window,
         option = options[real_models[other].name]
         assert not option.enabled and "Incompatible" in option.detail
     assert Path(window.model_bar.current_draft()).name == real_models["draft"].name
+
+
+def test_first_load_says_it_is_measuring_speed_and_later_loads_do_not(make_window, qtbot, model_folder,
+                                                                      tiny_models):
+    """Timing the forward passes takes seconds with a real model on a CPU: the model bar says what is happening."""
+    from app.ui.inference_worker import MEASURING_MESSAGE
+
+    target, draft = _pair(model_folder, tiny_models)
+    first = make_window()
+    shown: list[str] = []
+    set_state = first.model_bar.set_load_state
+    first.model_bar.set_load_state = lambda text, *rest: (shown.append(text), set_state(text, *rest))
+    choose_pair(qtbot, first, target, draft)
+    assert MEASURING_MESSAGE in shown and shown[-1] == "Ready"
+    first.shutdown()
+
+    again = make_window()
+    messages: list[str] = []
+    again.inference.worker.sig_load_progress.connect(lambda _id, text: messages.append(text))
+    choose_pair(qtbot, again, target, draft)
+    assert messages == []  # the costs of these models and settings are on disk now

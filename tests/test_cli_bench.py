@@ -1,0 +1,38 @@
+"""`specchat-cli bench`: every mode side by side, ratios paired per repetition."""
+
+from __future__ import annotations
+
+import json
+
+from app.cli import main
+from app.cli.bench_cmd import build_report
+from app.engine.bench import BenchPrompt, ModeResult
+
+
+def test_bench_runs_the_chosen_modes_and_reports_ratios(tiny_models, capsys):
+    code = main(["bench", "--target", str(tiny_models.target), "--draft", str(tiny_models.draft_identical),
+                 "--modes", "draft,auto", "--only", "code-edit", "--repeats", "2", "--max-tokens", "16",
+                 "--threads", "1", "--json", "--no-llama"])
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    row = report["prompts"][0]
+    assert row["prompt"] == "code-edit"
+    assert set(row["modes"]) == {"plain", "draft k=4", "auto"}  # no n-gram mode: not asked for
+    assert all(len(m["runs_tokens_per_second"]) == 2 for m in row["modes"].values())
+    # The identical draft is always right: the fixed-k mode accepted everything it drafted.
+    assert row["modes"]["draft k=4"]["acceptance_rate"] == 1.0
+    assert row["ratio_vs_plain"]["draft k=4"] > 0 and "auto" in report["overall"]
+
+
+def test_unknown_mode_is_refused(tiny_models, capsys):
+    assert main(["bench", "--target", str(tiny_models.target), "--modes", "plain,fast"]) == 2
+    assert "unknown mode fast" in capsys.readouterr().err
+
+
+def test_ratios_pair_each_repetition_with_its_own_plain_run():
+    # The machine got faster after the first repetition, and the third auto run was disturbed. Paired with the
+    # plain run of its own repetition, auto is 1.1x in two of three; the ratio of the medians would say 0.73x.
+    plain = ModeResult(tokens_per_second=[20.0, 30.0, 31.0])
+    auto = ModeResult(tokens_per_second=[22.0, 33.0, 22.0])
+    report = build_report({"p": {"plain": plain, "auto": auto}}, {}, [BenchPrompt("p", "code", "x")], 4)
+    assert report["prompts"][0]["ratio_vs_plain"]["auto"] == 1.1
