@@ -56,3 +56,20 @@ def test_a_new_request_that_shares_only_a_prefix_is_reindexed():
     drafter.propose([1, 2, 3, 1, 2], 2)
     # Different text after the shared prefix: the old index must not propose the old continuation (3).
     assert drafter.propose([1, 2, 7, 1, 2], 2).tokens == [7, 1]
+
+
+def test_drafts_stop_before_a_slot_that_varied_in_the_reply():
+    # A reply writing records: 1 2 3 <value> 4 5 6 7. The second record's value (31) differed from the first's
+    # (30) though the 3 tokens before it matched: a slot. The third record's draft stops before its value.
+    prompt = [9, 9, 9]
+    first, second = [1, 2, 3, 30, 4, 5, 6, 7], [1, 2, 3, 31, 4, 5, 6, 7]
+    drafter = NgramDrafter()
+    drafter.start_reply(len(prompt))
+    history = prompt + first + second + [1]
+    for end in range(len(prompt) + 1, len(history) + 1):  # the reply is generated token by token
+        drafter.propose(history[:end], 8)
+    assert drafter.propose(history, 8).tokens == [2, 3]
+    # Prompt text is copied as it is: the same records in the prompt do not stop a draft.
+    copying = NgramDrafter()
+    copying.start_reply(len(prompt + first + second))
+    assert copying.propose(prompt + first + second + [1], 8).tokens == [2, 3, 31, 4, 5, 6, 7, 1]

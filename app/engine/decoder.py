@@ -78,6 +78,8 @@ def generate(
         raise PromptTooLongError(len(prompt), target.n_ctx)
     cancel = cancel or threading.Event()
     policy.begin_request()
+    if ngram is not None:
+        ngram.start_reply(len(prompt))
     sampler = Sampler.from_config(config)
     rng = np.random.default_rng(config.seed)
     started = clock()

@@ -42,6 +42,7 @@ class NgramDrafter:
     CANDIDATES = 32  # earlier places examined per lookup, newest first
     RESUME_BELOW = 4  # a match shorter than this may be a copy that was just interrupted by an edit
     RESUME_AFTER = 8  # ...if the text before the edit had matched at least this many tokens
+    SLOT_MATCH = 3  # a lookup this confident that still missed marks a slot
 
     def __init__(self, n_min: int = 2, n_max: int = 4):
         self.n_min = n_min
@@ -50,6 +51,10 @@ class NgramDrafter:
         self._index: dict[tuple[int, ...], list[int]] = {}
         self._indexed_end = 0
         self._history: list[int] = []
+        # Places in generated text where a confident lookup was wrong: they vary between copies (the value in
+        # each JSON object, the name in each similar line), so what filled one last time is a poor guess.
+        self._slots: set[int] = set()
+        self._reply_start = 0
 
     def _sync(self, history: Sequence[int]) -> None:
         # History only grows within a request, but a new request may share just a prefix with the old one.
@@ -58,12 +63,25 @@ class NgramDrafter:
             self._index.clear()
             self._indexed_end = 0
             self._history = []
+            self._slots.clear()
         self._history.extend(history[len(self._history):])
         # Index every n-gram that has a continuation token, so the current suffix never matches itself.
         for end in range(max(self._indexed_end, self.n_min), len(history)):
+            if end >= self._reply_start:
+                self._note_slot(end)
             for n in range(self.n_min, min(self.n_max, end) + 1):
                 self._index.setdefault(tuple(history[end - n:end]), []).append(end)
         self._indexed_end = max(self._indexed_end, len(history))
+
+    def start_reply(self, prompt_len: int) -> None:
+        """A reply starts after `prompt_len` tokens. Slots are only learned from generated text: a prompt's
+        repeated lines vary too, but a reply that copies the prompt copies each line as it is."""
+        self._reply_start = prompt_len
+
+    def _note_slot(self, end: int) -> None:
+        length, source = self._longest(len(self._history) - end)
+        if length >= self.SLOT_MATCH and self._history[source] != self._history[end]:
+            self._slots.add(end)
 
     def _agree(self, a_end: int, b_end: int) -> int:
         """How many tokens before history position `a_end` equal those before `b_end` (up to MAX_MATCH)."""
@@ -135,12 +153,20 @@ class NgramDrafter:
         if length < self.RESUME_BELOW:
             evidence, start = self._resume()
             if start >= 0 and (evidence > length or end < 0):
-                return Draft(tokens=list(history[start:start + k]), source=self.name, match_len=evidence)
+                return Draft(tokens=self._up_to_slot(start, k), source=self.name, match_len=evidence)
         if end < 0:
             return Draft(source=self.name)
         if length < self.MAX_MATCH:
             length = min(self._bridged(length, end), self.MAX_MATCH)
-        return Draft(tokens=list(history[end:end + k]), source=self.name, match_len=length)
+        return Draft(tokens=self._up_to_slot(end, k), source=self.name, match_len=length)
+
+    def _up_to_slot(self, start: int, k: int) -> list[int]:
+        """The k tokens from `start`, cut before the first slot."""
+        stop = min(start + k, len(self._history))
+        for pos in range(start, stop):
+            if pos in self._slots:
+                return self._history[start:pos]
+        return self._history[start:stop]
 
 
 class ModelDrafter:
