@@ -73,3 +73,23 @@ def test_drafts_stop_before_a_slot_that_varied_in_the_reply():
     copying = NgramDrafter()
     copying.start_reply(len(prompt + first + second))
     assert copying.propose(prompt + first + second + [1], 8).tokens == [2, 3, 31, 4, 5, 6, 7, 1]
+
+
+def test_a_name_changed_at_two_places_is_proposed_changed_at_the_next():
+    # The prompt uses name 50 three times; the reply renames it to (60, 61) wherever it copies it.
+    line = [1, 2, 3, 4, 5, 6, 7, 8]
+    prompt = line + [50, 9, 10] + [11, 12, 13, 14, 15, 16, 17, 18] + [50, 19, 20] + [21, 22, 23, 24, 25, 26, 27, 28] \
+        + [50, 29, 30]
+    reply = line + [60, 61, 9, 10] + [11, 12, 13, 14, 15, 16, 17, 18] + [60, 61, 19, 20] + [21, 22, 23, 24]
+    drafter = NgramDrafter()
+    drafter.start_reply(len(prompt))
+    for end in range(len(prompt) + 1, len(prompt + reply) + 1):  # generated token by token
+        drafter.propose((prompt + reply)[:end], 8)
+    assert drafter.propose(prompt + reply, 8).tokens == [25, 26, 27, 28, 60, 61, 29, 30]
+    # Changed at one place only, an edit is not assumed to repeat (inserted type hints differ each time).
+    once = NgramDrafter()
+    once.start_reply(len(prompt))
+    partial = reply[:reply.index(18) + 1]
+    for end in range(len(prompt) + 1, len(prompt + partial) + 1):
+        once.propose((prompt + partial)[:end], 8)
+    assert once.propose(prompt + partial, 3).tokens == [50, 19, 20]

@@ -55,6 +55,11 @@ class NgramDrafter:
         # each JSON object, the name in each similar line), so what filled one last time is a poor guess.
         self._slots: set[int] = set()
         self._reply_start = 0
+        # Edits this reply made to the prompt's text, token -> what replaced it: a renamed variable is renamed
+        # everywhere, so later copies of the passage propose the new name instead of the old one. An edit counts
+        # as a rename once it was made at two places (an inserted type hint differs each time; a rename not).
+        self._renames: dict[int, tuple[int, ...]] = {}
+        self._edits: dict[tuple[int, tuple[int, ...]], set[int]] = {}
 
     def _sync(self, history: Sequence[int]) -> None:
         # History only grows within a request, but a new request may share just a prefix with the old one.
@@ -77,11 +82,19 @@ class NgramDrafter:
         """A reply starts after `prompt_len` tokens. Slots are only learned from generated text: a prompt's
         repeated lines vary too, but a reply that copies the prompt copies each line as it is."""
         self._reply_start = prompt_len
+        self._renames.clear()
+        self._edits.clear()
 
     def _note_slot(self, end: int) -> None:
         length, source = self._longest(len(self._history) - end)
         if length >= self.SLOT_MATCH and self._history[source] != self._history[end]:
             self._slots.add(end)
+
+    def _note_edit(self, old: int, new: tuple[int, ...], where: int) -> None:
+        places = self._edits.setdefault((old, new), set())
+        places.add(where)
+        if len(places) >= 2:
+            self._renames[old] = new
 
     def _agree(self, a_end: int, b_end: int) -> int:
         """How many tokens before history position `a_end` equal those before `b_end` (up to MAX_MATCH)."""
@@ -129,6 +142,8 @@ class NgramDrafter:
                 if done == 0 or h[n - done:] == h[at + 1:at + 1 + done]:
                     start = at + 1 + done
                     if start < n - skip:
+                        if done and at < self._reply_start:
+                            self._note_edit(h[at], tuple(h[n - skip:n - done]), at)
                         return (was + done if done else 0), start
         return 0, -1
 
@@ -153,20 +168,27 @@ class NgramDrafter:
         if length < self.RESUME_BELOW:
             evidence, start = self._resume()
             if start >= 0 and (evidence > length or end < 0):
-                return Draft(tokens=self._up_to_slot(start, k), source=self.name, match_len=evidence)
+                return Draft(tokens=self._copy(start, k), source=self.name, match_len=evidence)
         if end < 0:
             return Draft(source=self.name)
         if length < self.MAX_MATCH:
             length = min(self._bridged(length, end), self.MAX_MATCH)
-        return Draft(tokens=self._up_to_slot(end, k), source=self.name, match_len=length)
+        return Draft(tokens=self._copy(end, k), source=self.name, match_len=length)
 
-    def _up_to_slot(self, start: int, k: int) -> list[int]:
-        """The k tokens from `start`, cut before the first slot."""
-        stop = min(start + k, len(self._history))
-        for pos in range(start, stop):
-            if pos in self._slots:
-                return self._history[start:pos]
-        return self._history[start:stop]
+    def _copy(self, start: int, k: int) -> list[int]:
+        """Up to k tokens copied from `start` on, with this reply's renames applied to the prompt's text, cut
+        before the first slot."""
+        h = self._history
+        out: list[int] = []
+        pos = start
+        while len(out) < k and pos < len(h) and pos not in self._slots:
+            token = h[pos]
+            if pos < self._reply_start and token in self._renames:
+                out.extend(self._renames[token])
+            else:
+                out.append(token)
+            pos += 1
+        return out[:k]
 
 
 class ModelDrafter:
