@@ -26,9 +26,6 @@ from app.engine.policy import Plan
 MAX_K = 31  # verify batches up to 32 (app.engine.costs.MAX_BATCH)
 OPTIMISTIC_ACCEPTANCE = 0.95
 MAX_PROBE_GAP = 384
-
-
-_NO_CALIBRATION = (2.0, 2.0)
 MIN_EVIDENCE = 3  # outcomes a position needs before its own estimate is trusted
 
 
@@ -79,6 +76,8 @@ class Acceptance:
 # Before any evidence: a 2-token match is often a coincidence, a 32-token one is nearly always text being copied.
 # Bucket 0 holds guesses that copying resumes after an edit (see NgramDrafter).
 _NGRAM_PRIOR = {0: 0.85, 2: 0.5, 3: 0.6, 4: 0.7, 8: 0.8, 16: 0.9, 32: 0.95}
+# Calibration before any draft: decayed sums (accepted, expected) as if two tokens had gone as expected.
+_NO_CALIBRATION = (2.0, 2.0)
 
 
 def _match_bucket(match_len: int) -> int:
@@ -113,7 +112,7 @@ class AutoController:
         # is a fastest-of-three measurement on a quiet, warm machine, and between replies' rounds a batch of 16
         # measured 17% dearer against one token than the table said.
         self._size_bias: dict[int, float] = {}
-        # Decayed sums of (accepted, expected) per drafter, starting as if two tokens had gone as expected.
+        # Decayed sums of (accepted, expected) per drafter.
         self._calibration = {"ngram": _NO_CALIBRATION, "model": _NO_CALIBRATION}
 
     # -- the decision -------------------------------------------------------------------------------------------
@@ -156,7 +155,7 @@ class AutoController:
             rates = []
             for i in range(min(k_max, MAX_K)):
                 longer = self.ngram(match_len + i)
-                rates.append(longer.rates[0] if longer.known(0) else own[i])
+                rates.append(longer.overall() if longer.known(0) else own[i])
         best_k, best_rate, best_accepted = 0, 0.0, 0.0
         for k in range(1, k_max + 1):
             if not self.costs.is_measured(k + 1):
@@ -260,7 +259,6 @@ class AutoController:
         if plan.drafter == "model" and drafted and self.costs.draft_per_token > 0 and draft_s > 0:
             # draft_s includes catching up on the last accepted tokens: one or two extra passes, close enough.
             self._draft_scale = 0.9 * self._draft_scale + 0.1 * (draft_s / (drafted * self.costs.draft_per_token))
-
 
     def observe_proposal(self, match_len: int, proposal: Sequence[int], produced: Sequence[int]) -> None:
         """Score an n-gram proposal against the tokens the round actually produced, whether or not it was drafted.
