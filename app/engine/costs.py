@@ -141,25 +141,27 @@ def _write_cache(data: dict) -> None:
         pass  # a cache we cannot write only costs a re-measurement next time
 
 
+def _keys(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int]):
+    """Cache keys of the target and (None without one) the draft."""
+    return (_key(target, n_threads, gpu_layers[0]),
+            _key(draft, n_threads, gpu_layers[1]) if draft is not None else None)
+
+
 def is_cached(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int]) -> bool:
     """Whether measure_costs would only read the disk cache (so there is no need to tell anyone to wait)."""
     cache = _read_cache()
-    keys = [_key(target, n_threads, gpu_layers[0])]
-    if draft is not None:
-        keys.append(_key(draft, n_threads, gpu_layers[1]))
-    return all(key in cache for key in keys)
+    return all(key in cache for key in _keys(target, draft, n_threads, gpu_layers) if key is not None)
 
 
 def measure_costs(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int]) -> CostTable:
     """The cost table for this pair, from the disk cache or measured now (~9 s for a 1.5B model on 2 cores)."""
     cache = _read_cache()
-    tkey = _key(target, n_threads, gpu_layers[0])
+    tkey, dkey = _keys(target, draft, n_threads, gpu_layers)
     if tkey not in cache:
         cache[tkey] = _measure(target, MEASURED_SIZES)
         _write_cache(cache)
     table = CostTable(batch=list(cache[tkey]), measured=MEASURED_SIZES)
     if draft is not None:
-        dkey = _key(draft, n_threads, gpu_layers[1])
         if dkey not in cache:
             cache[dkey] = _measure(draft, (1,), repeats=5)
             _write_cache(cache)
