@@ -105,3 +105,16 @@ def test_auto_controller_learns_per_chat(engine):
     reply(engine, messages, draft_max=None, session="chat-1")
     sessions = {key.split(":")[0] for key in engine._policies}
     assert sessions == {"chat-1", "chat-2"}  # one controller (and its acceptance history) per chat
+
+
+def test_a_small_context_takes_a_prompt_longer_than_it_asked_for(tiny_models):
+    # Asked for 64 tokens, llama.cpp gives 256 but keeps its batch at 64: one 100-token decode would abort the
+    # whole process. The prompt is evaluated in chunks the context allows and the reply comes.
+    small = SpecEngine(LoadSettings(n_ctx=64, n_threads=1))
+    try:
+        small.load_target(tiny_models.target)
+        assert small.n_ctx > 64
+        _, finished = reply(small, [{"role": "user", "content": "tell me about the lazy dog " * 12}], max_tokens=8)
+        assert finished.stats.prompt_tokens > 64 and finished.stats.tokens > 0
+    finally:
+        small.close()

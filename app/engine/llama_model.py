@@ -101,6 +101,9 @@ class LoadedModel:
             raise ModelLoadError(f"llama.cpp could not create a context for {self.path.name}: {detail}")
         self._memory = llama_cpp.llama_get_memory(self._ctx)
         self.n_ctx = llama_cpp.llama_n_ctx(self._ctx)
+        # llama.cpp caps the batch at the context size asked for, then pads the context itself (ask for 64, get
+        # 256 with a batch of 64): a decode larger than the batch aborts the process, so chunk by what it allows.
+        self._chunk = min(PROMPT_CHUNK, llama_cpp.llama_n_batch(self._ctx))
         self._batch = llama_cpp.llama_batch_init(PROMPT_CHUNK, 0, 1)
         self.cached: list[int] = []
         self._piece_cache: dict[int, bytes] = {}
@@ -190,7 +193,7 @@ class LoadedModel:
         while start < len(tokens):
             if cancel is not None and start and cancel.is_set():
                 return False
-            chunk = tokens[start:start + PROMPT_CHUNK]
+            chunk = tokens[start:start + self._chunk]
             base = len(self.cached)
             for i, tok in enumerate(chunk):
                 batch.token[i] = tok
