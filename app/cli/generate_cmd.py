@@ -9,18 +9,23 @@ import sys
 from app.engine.errors import EngineError
 
 
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """--target, --draft or --ngram, and --draft-max: how a command picks its models and drafter."""
+    parser.add_argument("--target", required=True, help="target GGUF model")
+    drafter = parser.add_mutually_exclusive_group()
+    drafter.add_argument("--draft", help="draft GGUF model sharing the target's vocabulary")
+    drafter.add_argument("--ngram", action="store_true", help="draft by n-gram prompt lookup (no second model)")
+    parser.add_argument("--draft-max", default="auto",
+                        help="draft length per round: a number, or 'auto' to let the controller choose (default)")
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "generate",
         help="generate text with a target model, optionally speculating with a draft model or n-gram lookup",
         description="Generate one reply. Without --draft or --ngram this is plain decoding.",
     )
-    p.add_argument("--target", required=True, help="target GGUF model")
-    drafter = p.add_mutually_exclusive_group()
-    drafter.add_argument("--draft", help="draft GGUF model sharing the target's vocabulary")
-    drafter.add_argument("--ngram", action="store_true", help="draft by n-gram prompt lookup (no second model)")
-    p.add_argument("--draft-max", default="auto",
-                   help="draft length per round: a number, or 'auto' to let the controller choose (default)")
+    add_model_arguments(p)
     p.add_argument("--draft-p-min", type=float, default=0.0,
                    help="stop drafting when the draft's top probability falls below this (default 0)")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from app.cli.generate_cmd import parse_draft_max
+from app.cli.generate_cmd import add_model_arguments, parse_draft_max
 
 DEFAULT_PROMPT = "Write a Python function that checks whether a string is a palindrome, ignoring case and spaces."
 HEARTBEAT_MS = 5
@@ -404,12 +404,7 @@ def format_report(report: dict) -> str:
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--target", required=True, help="target GGUF model")
-    drafter = parser.add_mutually_exclusive_group()
-    drafter.add_argument("--draft", help="draft GGUF model sharing the target's vocabulary")
-    drafter.add_argument("--ngram", action="store_true", help="draft by n-gram prompt lookup (no second model)")
-    parser.add_argument("--draft-max", default="auto",
-                        help="draft length per round: a number, or 'auto' to let the controller choose (default)")
+    add_model_arguments(parser)
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3, help="repetitions per mode; the median is reported")
     parser.add_argument("--warmup", type=int, default=1, help="unrecorded requests per mode first (default 1)")
