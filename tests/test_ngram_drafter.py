@@ -93,3 +93,16 @@ def test_a_name_changed_at_two_places_is_proposed_changed_at_the_next():
     for end in range(len(prompt) + 1, len(prompt + partial) + 1):
         once.propose((prompt + partial)[:end], 8)
     assert once.propose(prompt + partial, 3).tokens == [50, 19, 20]
+
+
+def test_a_copy_stops_before_the_end_of_the_users_turn():
+    # The prompt: a file (SOURCE), then the template's end-of-turn (999, a control token) and the assistant
+    # header. A reply copying the file must not be offered the end-of-turn marker, nor the file's last token,
+    # which was split up against that marker and is split differently when the reply goes on with more text.
+    END_OF_TURN = 999
+    prompt = [0] + SOURCE + [END_OF_TURN, 7, 8]
+    drafter = NgramDrafter(is_control=lambda token: token == END_OF_TURN)
+    drafter.start_reply(len(prompt))
+    assert drafter.propose(prompt + SOURCE[:12], 20).tokens == SOURCE[12:19]
+    # Without knowing which tokens are control tokens the draft runs on into the template.
+    assert NgramDrafter().propose(prompt + SOURCE[:12], 20).tokens[:10] == SOURCE[12:] + [END_OF_TURN, 7]

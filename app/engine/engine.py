@@ -59,6 +59,7 @@ class SpecEngine:
         s = self.load_settings
         self.target = LoadedModel(path, n_ctx=s.n_ctx, n_threads=s.n_threads, n_gpu_layers=s.target_gpu_layers)
         self._chat_template = self.target.metadata("tokenizer.chat_template")
+        self._ngram = NgramDrafter(is_control=self.target.is_control)
         if self.draft is not None and not self._compatible(self.draft.path)[0]:
             self.load_draft(None)
 

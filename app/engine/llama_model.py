@@ -149,6 +149,10 @@ class LoadedModel:
     def is_end_of_generation(self, token: int) -> bool:
         return bool(self._llama.llama_vocab_is_eog(self._vocab, token))
 
+    def is_control(self, token: int) -> bool:
+        """A chat-template marker such as <|im_end|>: never part of the text a reply writes."""
+        return bool(self._llama.llama_vocab_is_control(self._vocab, token))
+
     def metadata(self, key: str) -> str | None:
         buf = ctypes.create_string_buffer(1 << 16)
         n = self._llama.llama_model_meta_val_str(self._model, key.encode(), buf, len(buf))
