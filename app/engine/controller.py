@@ -78,6 +78,7 @@ class Acceptance:
 _NGRAM_PRIOR = {0: 0.85, 2: 0.5, 3: 0.6, 4: 0.7, 8: 0.8, 16: 0.9, 32: 0.95}
 # Calibration before any draft: decayed sums (accepted, expected) as if two tokens had gone as expected.
 _NO_CALIBRATION = (2.0, 2.0)
+_CALIBRATION_FADE = 0.95  # per round without a draft: 14 such rounds halve what one refused draft did
 
 
 def _match_bucket(match_len: int) -> int:
@@ -245,6 +246,15 @@ class AutoController:
         if drafted and plan.expected > 0 and plan.drafter in self._calibration:
             was_accepted, was_expected = self._calibration[plan.drafter]
             self._calibration[plan.drafter] = (0.9 * was_accepted + accepted, 0.9 * was_expected + plan.expected)
+        elif not drafted:
+            # Rounds without a draft fade the evidence back towards none. Only drafts update it, so otherwise one
+            # refused draft early in a reply could scale every later estimate down far enough that no draft is
+            # tried again (seen: 1.3 tokens expected, none accepted, then 88 plain rounds on a rename prompt).
+            for source, (was_accepted, was_expected) in self._calibration.items():
+                self._calibration[source] = (
+                    _CALIBRATION_FADE * was_accepted + (1 - _CALIBRATION_FADE) * _NO_CALIBRATION[0],
+                    _CALIBRATION_FADE * was_expected + (1 - _CALIBRATION_FADE) * _NO_CALIBRATION[1],
+                )
         expected = self.costs.verify(drafted + 1)
         if expected > 0 and verify_s > 0:
             ratio = verify_s / expected
