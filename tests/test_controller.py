@@ -187,3 +187,13 @@ def test_one_refused_draft_does_not_stop_drafting_for_the_rest_of_the_reply():
         controller.observe(plan, 0, 0, 0.0, 0.0)  # a probe counts as a plain round here
         controller.observe_proposal(8, list(range(8)), [-1] if i % 6 == 5 else [0])
     assert drafted_again
+
+
+def test_a_guess_that_copying_resumes_after_an_edit_waits_for_evidence():
+    """Most such guesses are wrong (an edit is often more than one token), so a refused draft of several tokens
+    would cost more than the guess is worth; once guesses in this reply prove right, they are drafted."""
+    controller = AutoController(CostTable(CPU_BATCH), "ngram")
+    assert controller.plan(64, list(range(8)), False, ngram_match=0).drafter == "none"
+    for _ in range(6):
+        controller.observe_proposal(0, list(range(8)), list(range(8)))
+    assert controller.plan(64, list(range(8)), False, ngram_match=0).drafter == "ngram"
