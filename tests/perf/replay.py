@@ -1,0 +1,145 @@
+"""Replay recorded greedy replies through the real NgramDrafter and AutoController, with recorded costs.
+
+Tuning the controller against live benchmarks is slow and noisy: on the 2-core CPU plain decoding alone varies
+24-30 tok/s within one run, so one repetition's ratio moves by about ±0.15x. Greedy replies do not depend on how
+they were drafted, so each bench prompt's reply is recorded once (token ids); a replay then plays every round
+(propose, plan, accept the proposal's agreement with the recorded reply, observe) and charges it the cost of its
+verify batch. It is deterministic, takes a fraction of a second for the whole suite, and predicted the live
+ratios within about 5%.
+
+    python -m tests.perf.replay                 # ratio vs plain per prompt, and the best any policy could do
+    python -m tests.perf.replay --record MODEL  # record the replies and the cost table again (needs the model)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import Callable
+
+from app.engine.controller import MAX_K, AutoController
+from app.engine.costs import CostTable
+from app.engine.drafters import NgramDrafter
+
+RECORDING = Path(__file__).with_name("replies-qwen2.5-coder-1.5b.json")
+MAX_TOKENS = 400
+
+
+def generation_bias(n: int) -> float:
+    """Batch costs during generation relative to the load-time table (traced on the 2-core CPU): small batches
+    within a few percent, 16 and more about 15% dearer (caches are colder between rounds than in the table's
+    back-to-back timing). Single tokens are the unit."""
+    return 1.0 if n == 1 else 1.03 if n <= 6 else 1.10 if n <= 12 else 1.15
+
+
+class Recording:
+    def __init__(self, path: Path = RECORDING):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        self.model = data["model"]
+        self.table = CostTable(batch=data["costs"], measured=tuple(data["measured"]))
+        self.prompts: dict[str, dict] = data["prompts"]
+
+    def cost(self, n: int) -> float:
+        return self.table.verify(n) * generation_bias(n)
+
+    def drafter(self, name: str) -> NgramDrafter:
+        control = set(self.prompts[name]["control"])
+        drafter = NgramDrafter(is_control=control.__contains__)
+        drafter.start_reply(len(self.prompts[name]["prompt"]))
+        return drafter
+
+
+def _agreement(proposal, reply, at: int) -> int:
+    n = 0
+    while n < len(proposal) and at + n < len(reply) and proposal[n] == reply[at + n]:
+        n += 1
+    return n
+
+
+def replay(rec: Recording, name: str, make_policy: Callable[[CostTable], AutoController] | None = None) -> float:
+    """Predicted auto / plain tokens-per-second ratio for one recorded reply."""
+    prompt, reply = rec.prompts[name]["prompt"], rec.prompts[name]["reply"]
+    policy = (make_policy or (lambda table: AutoController(table, "ngram")))(rec.table)
+    drafter = rec.drafter(name)
+    policy.begin_request()
+    emitted, spent = 0, 0.0
+    while emitted < len(reply):
+        k_max = MAX_TOKENS - emitted - 1
+        proposal = drafter.propose(prompt + reply[:emitted], k_max)
+        plan = policy.plan(k_max, proposal.tokens, False, proposal.match_len)
+        draft = proposal.tokens[: plan.k] if plan.drafter == "ngram" else []
+        accepted = _agreement(draft, reply, emitted)
+        kept = reply[emitted: emitted + accepted + 1]
+        seconds = rec.cost(len(draft) + 1)
+        spent += seconds
+        policy.observe(plan, len(draft), accepted, 0.0, seconds)
+        if proposal.tokens:
+            policy.observe_proposal(proposal.match_len, proposal.tokens, kept)
+        emitted += len(kept)
+    return len(reply) * rec.cost(1) / spent
+
+
+def best_possible(rec: Recording, name: str) -> float:
+    """The ratio of a policy that knew in advance how much of each proposal is right (same proposals, same costs):
+    what any draft-length policy could reach with this drafter."""
+    prompt, reply = rec.prompts[name]["prompt"], rec.prompts[name]["reply"]
+    drafter = rec.drafter(name)
+    right, lengths = [], []
+    for at in range(len(reply)):
+        proposal = drafter.propose(prompt + reply[:at], MAX_K)
+        right.append(_agreement(proposal.tokens, reply, at))
+        lengths.append(len(proposal.tokens))
+    n = len(reply)
+    fastest = [0.0] * (n + 1)  # fastest[i]: least time to write reply[i:]
+    for at in range(n - 1, -1, -1):
+        options = [rec.cost(1) + fastest[at + 1]]
+        for k in range(1, lengths[at] + 1):
+            if rec.table.is_measured(k + 1):
+                options.append(rec.cost(k + 1) + fastest[min(n, at + min(right[at], k) + 1)])
+        fastest[at] = min(options)
+    return n * rec.cost(1) / fastest[0]
+
+
+def record(model_path: str, path: Path = RECORDING) -> None:
+    """Record each bench prompt's greedy reply and the model's measured cost table (minutes on a CPU)."""
+    from app.engine.bench import load_prompts
+    from app.engine.config import GenerationConfig
+    from app.engine.engine import LoadSettings, SpecEngine
+
+    engine = SpecEngine(LoadSettings(n_ctx=4096, n_threads=2))
+    engine.load_target(model_path)
+    table = engine.measure_costs(with_draft=False)
+    prompts = {}
+    for p in load_prompts():
+        messages = [{"role": "user", "content": p.chat}]
+        config = GenerationConfig(max_tokens=MAX_TOKENS, temperature=0.0, speculative=False)
+        prompt = engine._tokens_for(engine.format_chat(messages))
+        for _ in engine.chat(messages, config, session="record"):
+            pass
+        reply = engine._transcript_tokens[len(prompt):]
+        control = sorted(t for t in set(prompt) if engine.target.is_control(t))
+        prompts[p.name] = {"kind": p.kind, "prompt": prompt, "reply": reply, "control": control}
+    data = {"model": Path(model_path).name, "costs": table.batch, "measured": list(table.measured or ()),
+            "prompts": prompts}
+    path.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--record", metavar="MODEL", help="record the replies and costs again with this GGUF")
+    args = parser.parse_args()
+    if args.record:
+        record(args.record)
+    rec = Recording()
+    print(f"{rec.model}: predicted auto vs plain (best possible with these proposals)")
+    ratios = []
+    for name in rec.prompts:
+        ratios.append(replay(rec, name))
+        print(f"  {name:14s} {ratios[-1]:5.2f}x  ({best_possible(rec, name):.2f}x)")
+    print(f"  {'geomean':14s} {math.exp(sum(map(math.log, ratios)) / len(ratios)):5.2f}x")
+
+
+if __name__ == "__main__":
+    main()
