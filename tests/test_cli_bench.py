@@ -36,3 +36,34 @@ def test_ratios_pair_each_repetition_with_its_own_plain_run():
     auto = ModeResult(tokens_per_second=[22.0, 33.0, 22.0])
     report = build_report({"p": {"plain": plain, "auto": auto}}, {}, [BenchPrompt("p", "code", "x")], 4)
     assert report["prompts"][0]["ratio_vs_plain"]["auto"] == 1.1
+
+
+FAKE_LLAMA = """#!/usr/bin/env python3
+import sys
+with open(sys.argv[0] + ".calls", "a") as log:
+    log.write(" ".join(a for a in sys.argv[1:] if "\\n" not in a) + "\\n")
+ngram = "ngram-simple" in sys.argv
+print("decoded  16 tokens in 0.5 seconds, speed: %s t/s" % ("40.0" if ngram else "20.0"), file=sys.stderr)
+print("n_drafted = 10", file=sys.stderr)
+print("n_accept  = %d" % (9 if ngram else 5), file=sys.stderr)
+"""
+
+
+def test_llama_cpp_runs_the_same_modes_at_the_same_k(tiny_models, tmp_path, capsys):
+    """Its draft-model mode is compared with our fixed-k draft mode, its n-gram mode with our fixed-k n-gram mode."""
+    fake = tmp_path / "llama-speculative-simple"
+    fake.write_text(FAKE_LLAMA)
+    fake.chmod(0o755)
+    code = main(["bench", "--target", str(tiny_models.target), "--draft", str(tiny_models.draft_identical),
+                 "--ngram", "--modes", "draft,ngram,auto", "--only", "code-edit", "--repeats", "1", "--max-tokens", "8",
+                 "--threads", "1", "--k", "3", "--llama-spec", str(fake)])
+    assert code == 0
+    calls = (tmp_path / "llama-speculative-simple.calls").read_text().splitlines()
+    assert len(calls) == 2
+    draft_call, ngram_call = sorted(calls, key=lambda c: "ngram-simple" in c)
+    assert "-md" in draft_call.split() and "draft-simple" in draft_call
+    assert "-md" not in ngram_call.split() and "--spec-draft-n-max 3" in ngram_call
+    out = capsys.readouterr().out
+    assert "llama.cpp draft k=3" in out and "llama.cpp ngram k=3" in out
+    assert "ours/llama.cpp, ngram mode at k=3" in out and "ours/llama.cpp, draft mode at k=3" in out
+    assert "auto/llama.cpp's n-gram mode at k=3" in out

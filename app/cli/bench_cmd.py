@@ -19,7 +19,8 @@ def register(subparsers) -> None:
             "and prints the median tok/s, acceptance and, per prompt, the median over repetitions of each mode's "
             "tok/s over plain decoding's in the same repetition. If llama.cpp's "
             "llama-speculative-simple is found (PATH, --llama-spec, or ~/.cache/specchat-llama-reference/bin) "
-            "the same prompts also run through it at the same k."
+            "the same prompts also run through it at the same k: its draft-model mode next to the fixed-k draft "
+            "mode, its n-gram mode (ngram-simple) next to the fixed-k n-gram mode."
         ),
     )
     p.add_argument("--target", required=True, help="target GGUF model")
@@ -71,25 +72,33 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
 
-    reference: dict[str, dict] = {}
-    wants_reference = kinds is None or "draft" in kinds
-    binary = None if args.no_llama or not args.draft or not wants_reference else find_llama_speculative(args.llama_spec)
+    # llama.cpp's example runs each speculative mode of ours that it has too, at the same k: its draft-model mode
+    # against our fixed-k draft mode, its n-gram mode (`ngram-simple`) against our fixed-k n-gram mode.
+    reference: dict[str, dict[str, dict]] = {}
+    ours = set(next(iter(results.values()))) if results else set()
+    kinds_to_run = [kind for kind in ("draft", "ngram") if f"{kind} k={args.k}" in ours]
+    binary = None if args.no_llama or not kinds_to_run else find_llama_speculative(args.llama_spec)
     if binary:
         for rep in range(args.repeats):
             for prompt in prompts:
-                try:
-                    tps, acc = run_llama_speculative(
-                        binary, Path(args.target), Path(args.draft), formatted[prompt.name], k=args.k,
-                        max_tokens=args.max_tokens, threads=threads, n_ctx=args.ctx)
-                except (RuntimeError, OSError) as exc:
-                    log(f"llama.cpp reference failed: {exc}")
-                    binary = None
+                for kind in kinds_to_run:
+                    try:
+                        tps, acc = run_llama_speculative(
+                            binary, Path(args.target), Path(args.draft) if kind == "draft" else None,
+                            formatted[prompt.name], k=args.k, max_tokens=args.max_tokens, threads=threads,
+                            n_ctx=args.ctx)
+                    except (RuntimeError, OSError) as exc:
+                        log(f"llama.cpp reference failed: {exc}")
+                        binary = None
+                        break
+                    entry = reference.setdefault(kind, {}).setdefault(
+                        prompt.name, {"tokens_per_second": [], "acceptance_rate": []})
+                    entry["tokens_per_second"].append(tps)
+                    entry["acceptance_rate"].append(acc)
+                    log(f"rep {rep + 1}/{args.repeats} {prompt.name:<12} llama.cpp {kind} k={args.k} {tps:7.1f} tok/s"
+                        f"  acceptance {acc:4.0%}")
+                if binary is None:
                     break
-                entry = reference.setdefault(prompt.name, {"tokens_per_second": [], "acceptance_rate": []})
-                entry["tokens_per_second"].append(tps)
-                entry["acceptance_rate"].append(acc)
-                log(f"rep {rep + 1}/{args.repeats} {prompt.name:<12} llama.cpp k={args.k} {tps:7.1f} tok/s"
-                    f"  acceptance {acc:4.0%}")
             if binary is None:
                 break
 
@@ -110,24 +119,37 @@ def build_report(results, reference, prompts, k: int) -> dict:
         row = {"prompt": prompt.name, "kind": prompt.kind, "modes": {m: r.to_dict() for m, r in modes.items()}}
         row["ratio_vs_plain"] = {m: round(r.median_ratio(modes["plain"]), 3)
                                  for m, r in modes.items() if m != "plain"}
-        ref = reference.get(prompt.name)
-        if ref and ref["tokens_per_second"]:
+        for kind, per_prompt in reference.items():
+            ref = per_prompt.get(prompt.name)
+            if not ref or not ref["tokens_per_second"]:
+                continue
             ref_tps = statistics.median(ref["tokens_per_second"])
-            row["llama_cpp"] = {"k": k, "tokens_per_second": round(ref_tps, 2),
-                                "acceptance_rate": round(statistics.median(ref["acceptance_rate"]), 3),
-                                "ratio_vs_plain": round(ref_tps / plain, 3) if plain else 0.0}
-            ours = modes.get(f"draft k={k}")
-            if ours:
-                row["ours_vs_llama_cpp"] = round(ours.median_tps / ref_tps, 3) if ref_tps else 0.0
+            entry = {"k": k, "tokens_per_second": round(ref_tps, 2),
+                     "acceptance_rate": round(statistics.median(ref["acceptance_rate"]), 3),
+                     "ratio_vs_plain": round(ref_tps / plain, 3) if plain else 0.0}
+            ours = modes.get(f"{kind} k={k}")
+            if ours and ref_tps:
+                entry["ours_vs_llama_cpp"] = round(ours.median_tps / ref_tps, 3)
+            if kind == "ngram" and "auto" in modes and ref_tps:
+                # Our product's answer to llama.cpp's n-gram mode is auto, not a fixed k that drafts on any match.
+                entry["auto_vs_llama_cpp"] = round(modes["auto"].median_tps / ref_tps, 3)
+            row.setdefault("llama_cpp", {})[kind] = entry
         rows.append(row)
     overall = {}
     for mode in rows[0]["ratio_vs_plain"] if rows else []:
         ratios = [r["ratio_vs_plain"][mode] for r in rows]
         overall[mode] = {"geomean_ratio_vs_plain": round(geometric_mean(ratios), 3), "min": min(ratios),
                          "max": max(ratios)}
-    if any("ours_vs_llama_cpp" in r for r in rows):
-        ratios = [r["ours_vs_llama_cpp"] for r in rows if "ours_vs_llama_cpp" in r]
-        overall["ours_vs_llama_cpp"] = {"geomean": round(geometric_mean(ratios), 3), "min": min(ratios)}
+    for kind in reference:
+        ratios = [r["llama_cpp"][kind]["ours_vs_llama_cpp"] for r in rows
+                  if "ours_vs_llama_cpp" in r.get("llama_cpp", {}).get(kind, {})]
+        if ratios:
+            overall.setdefault("ours_vs_llama_cpp", {})[kind] = {"geomean": round(geometric_mean(ratios), 3),
+                                                                 "min": min(ratios)}
+        autos = [r["llama_cpp"][kind]["auto_vs_llama_cpp"] for r in rows
+                 if "auto_vs_llama_cpp" in r.get("llama_cpp", {}).get(kind, {})]
+        if autos:
+            overall["auto_vs_llama_cpp_ngram"] = {"geomean": round(geometric_mean(autos), 3), "min": min(autos)}
     return {"k": k, "prompts": rows, "overall": overall}
 
 
@@ -138,8 +160,9 @@ def print_report(report: dict) -> None:
         return
     modes = list(rows[0]["modes"])
     header = f"{'prompt':<12} " + " ".join(f"{m:>22}" for m in modes)
-    if any("llama_cpp" in r for r in rows):
-        header += f" {'llama.cpp k=' + str(report['k']):>22} {'ours/llama':>10}"
+    ref_kinds = [kind for kind in ("draft", "ngram") if any(kind in r.get("llama_cpp", {}) for r in rows)]
+    for kind in ref_kinds:
+        header += f" {'llama.cpp ' + kind + ' k=' + str(report['k']):>24} {'ours/llama':>10}"
     print("\nmedian tok/s (acceptance) [median of paired ratios vs plain]")
     print(header)
     for row in rows:
@@ -152,10 +175,13 @@ def print_report(report: dict) -> None:
                 text = f"{m['tokens_per_second']:.1f} ({m['acceptance_rate']:.0%}) [{row['ratio_vs_plain'][mode]:.2f}x]"
                 cells.append(f"{text:>22}")
         line = f"{row['prompt']:<12} " + " ".join(cells)
-        if "llama_cpp" in row:
-            ref = row["llama_cpp"]
+        for kind in ref_kinds:
+            ref = row.get("llama_cpp", {}).get(kind)
+            if ref is None:
+                line += f" {'-':>24} {'-':>10}"
+                continue
             text = f"{ref['tokens_per_second']:.1f} ({ref['acceptance_rate']:.0%}) [{ref['ratio_vs_plain']:.2f}x]"
-            line += f" {text:>22} {row.get('ours_vs_llama_cpp', 0):>9.2f}x"
+            line += f" {text:>24} {ref.get('ours_vs_llama_cpp', 0):>9.2f}x"
         print(line)
     if "auto" in modes:
         print("\nauto: chosen draft length per round (k: rounds)")
@@ -165,6 +191,10 @@ def print_report(report: dict) -> None:
     print("\noverall (geometric mean of ratios vs plain; min, max)")
     for mode, o in report["overall"].items():
         if mode == "ours_vs_llama_cpp":
-            print(f"  ours/llama.cpp at k={report['k']}: {o['geomean']:.2f}x (min {o['min']:.2f}x)")
+            for kind, ratio in o.items():
+                print(f"  ours/llama.cpp, {kind} mode at k={report['k']}: {ratio['geomean']:.2f}x "
+                      f"(min {ratio['min']:.2f}x)")
+        elif mode == "auto_vs_llama_cpp_ngram":
+            print(f"  auto/llama.cpp's n-gram mode at k={report['k']}: {o['geomean']:.2f}x (min {o['min']:.2f}x)")
         else:
             print(f"  {mode:<10} {o['geomean_ratio_vs_plain']:.2f}x  (min {o['min']:.2f}x, max {o['max']:.2f}x)")

@@ -142,13 +142,18 @@ def find_llama_speculative(explicit: Optional[str]) -> Optional[str]:
 
 
 def run_llama_speculative(
-    binary: str, target: Path, draft: Path, prompt_text: str, *, k: int, max_tokens: int, threads: int, n_ctx: int
+    binary: str, target: Path, draft: Optional[Path], prompt_text: str, *, k: int, max_tokens: int, threads: int,
+    n_ctx: int
 ) -> tuple[float, float]:
-    """(tok/s, acceptance) of llama.cpp's llama-speculative-simple on the same formatted prompt, greedy."""
-    cmd = [
-        binary, "-m", str(target), "-md", str(draft), "--spec-type", "draft-simple", "--spec-draft-n-max", str(k),
-        "-t", str(threads), "--temp", "0", "-n", str(max_tokens), "-c", str(n_ctx), "-p", prompt_text,
-    ]
+    """(tok/s, acceptance) of llama.cpp's llama-speculative-simple on the same formatted prompt, greedy: with a
+    draft model its draft-model mode, without one its n-gram mode (`--spec-type ngram-simple`)."""
+    cmd = [binary, "-m", str(target)]
+    if draft is not None:
+        cmd += ["-md", str(draft), "--spec-type", "draft-simple"]
+    else:
+        cmd += ["--spec-type", "ngram-simple"]
+    cmd += ["--spec-draft-n-max", str(k), "-t", str(threads), "--temp", "0", "-n", str(max_tokens), "-c", str(n_ctx),
+            "-p", prompt_text]
     env = {"LD_LIBRARY_PATH": str(Path(binary).parent)}
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**_base_env(), **env})
     out = proc.stdout + proc.stderr
