@@ -254,7 +254,7 @@ class AutoController:
         elif not drafted:
             # Rounds without a draft fade the evidence back towards none. Only drafts update it, so otherwise one
             # refused draft early in a reply could scale every later estimate down far enough that no draft is
-            # tried again (seen: 1.3 tokens expected, none accepted, then 88 plain rounds on a rename prompt).
+            # tried again (seen while trying another estimate: 88 plain rounds in a 101-token rename reply).
             for source, (was_accepted, was_expected) in self._calibration.items():
                 self._calibration[source] = (
                     _CALIBRATION_FADE * was_accepted + (1 - _CALIBRATION_FADE) * _NO_CALIBRATION[0],
