@@ -188,8 +188,6 @@ def _sorted(entries: list[ModelEntry]) -> list[ModelEntry]:
     return sorted(entries, key=lambda e: (not e.usable, e.name.lower(), e.path))
 
 
-
-
 @dataclass(frozen=True)
 class DraftChoice:
     """A library file judged as a draft for one target: usable or not, and why."""

@@ -48,19 +48,19 @@ class NgramDrafter:
         self.n_min = n_min
         self.n_max = n_max
         self._is_control = is_control or (lambda token: False)
-        # Positions a copy stops before: control tokens (the chat template's end-of-turn and role markers, which a
-        # reply never writes mid-text) and the text token just before one. That token was split without the
-        # text that follows it in a reply: a prompt ending in "```" then end-of-turn has the token "```", a reply
-        # going on with "```\n\n" writes "``" + "`\n\n". Measured: a 12-token draft there, all refused, cost
-        # 8x a single token at the end of every copied code block.
+        # Positions a copy stops before:
+        # - Control tokens (the chat template's end-of-turn and role markers, which a reply never writes mid-text)
+        #   and the text token just before one. That token was split without the text that follows it in a reply:
+        #   a prompt ending in "```" then end-of-turn has the token "```", a reply going on with "```\n\n" writes
+        #   "``" + "`\n\n". Measured: a 12-token draft there, all refused, cost 8x a single token at the end of
+        #   every copied code block.
+        # - Slots: places in generated text where a confident lookup was wrong. They vary between copies (the
+        #   value in each JSON object, the name in each similar line), so what filled one last time is a poor guess.
         self._stops: set[int] = set()
         # n-gram -> positions just after its occurrences, oldest first.
         self._index: dict[tuple[int, ...], list[int]] = {}
         self._indexed_end = 0
         self._history: list[int] = []
-        # Places in generated text where a confident lookup was wrong: they vary between copies (the value in
-        # each JSON object, the name in each similar line), so what filled one last time is a poor guess.
-        self._slots: set[int] = set()
         self._reply_start = 0
         # Edits this reply made to the prompt's text, token -> what replaced it: a renamed variable is renamed
         # everywhere, so later copies of the passage propose the new name instead of the old one. An edit counts
@@ -75,7 +75,6 @@ class NgramDrafter:
             self._index.clear()
             self._indexed_end = 0
             self._history = []
-            self._slots.clear()
             self._stops.clear()
         for pos in range(len(self._history), len(history)):
             if self._is_control(history[pos]):
@@ -99,7 +98,7 @@ class NgramDrafter:
     def _note_slot(self, end: int) -> None:
         length, source = self._longest(len(self._history) - end)
         if length >= self.SLOT_MATCH and self._history[source] != self._history[end]:
-            self._slots.add(end)
+            self._stops.add(end)
 
     def _note_edit(self, old: int, new: tuple[int, ...], where: int) -> None:
         places = self._edits.setdefault((old, new), set())
@@ -188,11 +187,11 @@ class NgramDrafter:
 
     def _copy(self, start: int, k: int) -> list[int]:
         """Up to k tokens copied from `start` on, with this reply's renames applied to the prompt's text, cut
-        before the first slot or stop."""
+        before the first stop (a slot or a control token)."""
         h = self._history
         out: list[int] = []
         pos = start
-        while len(out) < k and pos < len(h) and pos not in self._slots and pos not in self._stops:
+        while len(out) < k and pos < len(h) and pos not in self._stops:
             token = h[pos]
             if pos < self._reply_start and token in self._renames:
                 out.extend(self._renames[token])

@@ -181,5 +181,3 @@ def _read_json_key(path: Path, key: str) -> Optional[str]:
     except (OSError, ValueError, AttributeError):
         return None
     return value if isinstance(value, str) and value.strip() else None
-
-
