@@ -96,6 +96,10 @@ class Failures:
     corrupt: set[str] = field(default_factory=set)  # same length, different bytes: a checksum mismatch
     ignore_range: bool = False
     chunk_delay_s: float = 0.0
+    # Send this many body bytes of the file, then wait until `resume` is set (a download caught mid-file, for as
+    # long as a test needs: timing it with delays alone loses the race on a busy machine).
+    pause_after: dict[str, int] = field(default_factory=dict)
+    resume: threading.Event = field(default_factory=threading.Event)
     hub_status: Optional[int] = None  # every API call answers this (a Hub outage)
 
 
@@ -427,9 +431,18 @@ class _Handler(BaseHTTPRequestHandler):
             if queue:
                 drop_after = queue.pop(0)
         sent = 0
+        pause_at = failures.pause_after.get(fake.path)
         try:
             while sent < len(data):
                 chunk = data[sent:sent + hub.chunk_size]
+                if pause_at is not None and sent + len(chunk) >= pause_at:
+                    chunk = chunk[: max(1, pause_at - sent)]
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+                    sent += len(chunk)
+                    pause_at = None
+                    failures.resume.wait(timeout=30)
+                    continue
                 if drop_after is not None and sent + len(chunk) >= drop_after:
                     self.wfile.write(chunk[: max(0, drop_after - sent)])
                     self.wfile.flush()

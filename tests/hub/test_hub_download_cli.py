@@ -14,7 +14,7 @@ from fake_hf_server import payload
 from app import paths
 from app.cli import main
 from app.cli.download_cmd import TerminalProgress
-from app.hub.download import DownloadProgress
+from app.hub.download import DownloadJob, DownloadProgress
 
 SIZE = 200 * 1024
 
@@ -112,19 +112,30 @@ def test_not_enough_space_exits_1_before_downloading(hub, capsys, tmp_path):
     assert not hub.gets()
 
 
-def test_ctrl_c_keeps_the_partial_file_and_the_same_command_resumes(hub, capsys, tmp_path):
-    hub.failures.chunk_delay_s = 0.01
+def test_ctrl_c_keeps_the_partial_file_and_the_same_command_resumes(hub, capsys, tmp_path, monkeypatch):
+    # The server holds the file half way until the download is cancelled, so Ctrl-C always lands mid-file (with
+    # delays alone, a busy CI machine sometimes finished the file before the key was "pressed"). The key is pressed
+    # once a third is on disk: the last few KB received may still be in the file's write buffer.
+    hub.failures.pause_after["coder-Q8_0.gguf"] = SIZE // 2
     part = tmp_path / "coder-Q8_0.gguf.part"
+    cancel = DownloadJob.cancel
 
-    def press_ctrl_c_when_halfway() -> None:
+    def cancel_and_let_the_server_go_on(job) -> None:
+        cancel(job)
+        hub.failures.resume.set()
+
+    monkeypatch.setattr(DownloadJob, "cancel", cancel_and_let_the_server_go_on)
+
+    def press_ctrl_c_when_a_third_is_here() -> None:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if part.exists() and part.stat().st_size >= SIZE // 3:
                 _thread.interrupt_main()
                 return
             time.sleep(0.005)
+        hub.failures.resume.set()  # never got there: let the download end, and the assertion below say so
 
-    presser = threading.Thread(target=press_ctrl_c_when_halfway, daemon=True)
+    presser = threading.Thread(target=press_ctrl_c_when_a_third_is_here, daemon=True)
     presser.start()
     assert main(["download", "acme/Coder-GGUF", "Q8_0", "--dest", str(tmp_path)]) == 130
     presser.join()
@@ -132,7 +143,7 @@ def test_ctrl_c_keeps_the_partial_file_and_the_same_command_resumes(hub, capsys,
     kept = part.stat().st_size
     assert 0 < kept < SIZE
 
-    hub.failures.chunk_delay_s = 0.0
+    hub.failures.pause_after.clear()
     assert main(["download", "acme/Coder-GGUF", "Q8_0", "--dest", str(tmp_path)]) == 0
     assert "resuming" in capsys.readouterr().err
     assert (tmp_path / "coder-Q8_0.gguf").read_bytes() == hub.find_file("acme/Coder-GGUF", "coder-Q8_0.gguf").data

@@ -146,13 +146,23 @@ def test_offline_is_said_inline_and_the_pairs_stay_usable(qtbot, online, monkeyp
     assert panel.pair_buttons["tiny"].isEnabled()
 
 
-def test_cancel_keeps_the_partial_download_and_resume_finishes_it(qtbot, fake_hub, make_panel, tmp_path):
+def test_cancel_keeps_the_partial_download_and_resume_finishes_it(
+    qtbot, fake_hub, make_panel, tmp_path, monkeypatch
+):
     target, draft = tmp_path / "t-Q4_K_M.gguf", tmp_path / "d-Q8_0.gguf"
     target.write_bytes(payload(400_000, 1))
     draft.write_bytes(payload(50_000, 2))
     fake_hub.add_repo("tiny/Tiny-Target-GGUF", {target.name: target.read_bytes()})
     fake_hub.add_repo("tiny/Tiny-Draft-GGUF", {draft.name: draft.read_bytes()})
-    fake_hub.failures.chunk_delay_s = 0.01
+    # The server holds the target half way until Cancel is clicked, so the click always lands mid-file.
+    fake_hub.failures.pause_after[target.name] = 200_000
+    cancel = GetModelsPanel.cancel_download
+
+    def cancel_and_let_the_server_go_on(panel) -> None:
+        cancel(panel)
+        fake_hub.failures.resume.set()
+
+    monkeypatch.setattr(GetModelsPanel, "cancel_download", cancel_and_let_the_server_go_on)
     panel = make_panel(pairs=[tiny_pair(target, draft)])
     part = paths.models_dir() / (target.name + ".part")
 
@@ -165,7 +175,7 @@ def test_cancel_keeps_the_partial_download_and_resume_finishes_it(qtbot, fake_hu
     kept = part.stat().st_size
     assert 0 < kept < 400_000
 
-    fake_hub.failures.chunk_delay_s = 0.0
+    fake_hub.failures.pause_after.clear()
     with qtbot.waitSignal(panel.sig_models_downloaded, timeout=TIMEOUT_MS):
         qtbot.mouseClick(panel.resume_button, Qt.MouseButton.LeftButton)
     assert (paths.models_dir() / target.name).read_bytes() == target.read_bytes()
