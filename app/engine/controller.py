@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from app.engine.costs import CostTable
-from app.engine.policy import Plan
+from app.engine.policy import Plan, agreement
 
 MAX_K = 31  # verify batches up to 32 (app.engine.costs.MAX_BATCH)
 OPTIMISTIC_ACCEPTANCE = 0.95
@@ -284,12 +284,9 @@ class AutoController:
         """
         if not proposal:
             return
-        n = min(len(proposal), len(produced))
-        agree = 0
-        while agree < n and proposal[agree] == produced[agree]:
-            agree += 1
+        agree = agreement(proposal, produced)
         # Positions past the first disagreement (or past what was produced) were not tested.
-        self.ngram(match_len).observe(agree + (agree < n), agree)
+        self.ngram(match_len).observe(agree + (agree < min(len(proposal), len(produced))), agree)
 
 
 def controller_for(engine, drafter: str) -> AutoController:

@@ -19,6 +19,15 @@ class Plan:
     expected: float = 0.0  # auto plans: how many of the k tokens the controller expects to be accepted
 
 
+def agreement(proposal: Sequence[int], produced: Sequence[int]) -> int:
+    """How many leading tokens of a proposal the target produced too."""
+    n = min(len(proposal), len(produced))
+    agree = 0
+    while agree < n and proposal[agree] == produced[agree]:
+        agree += 1
+    return agree
+
+
 class SpeculationPolicy(Protocol):
     def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool, ngram_match: int = 0) -> Plan:
         """Choose the drafter and draft length for the next round (k_max bounds k by context and max_tokens)."""
