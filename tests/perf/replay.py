@@ -29,10 +29,13 @@ from app.cli.bench_cmd import geometric_mean
 from app.engine.controller import MAX_K, AutoController
 from app.engine.costs import CostTable
 from app.engine.drafters import NgramDrafter
+from app.engine.policy import agreement
 
 RECORDING = Path(__file__).with_name("replies-qwen2.5-coder-1.5b.json")
 HELD_OUT = Path(__file__).with_name("replies-edits-qwen2.5-coder-1.5b.json")
 HELD_OUT_PROMPTS = Path(__file__).with_name("edit_prompts.json")
+# (recording, the prompts it was recorded from (None: the bench suite's), what to call it)
+RECORDINGS = ((RECORDING, None, "bench suite"), (HELD_OUT, HELD_OUT_PROMPTS, "held-out editing prompts"))
 MAX_TOKENS = 400
 
 
@@ -60,13 +63,6 @@ class Recording:
         return drafter
 
 
-def _agreement(proposal, reply, at: int) -> int:
-    n = 0
-    while n < len(proposal) and at + n < len(reply) and proposal[n] == reply[at + n]:
-        n += 1
-    return n
-
-
 def replay(rec: Recording, name: str, make_policy: Callable[[CostTable], AutoController] | None = None) -> float:
     """Predicted auto / plain tokens-per-second ratio for one recorded reply."""
     prompt, reply = rec.prompts[name]["prompt"], rec.prompts[name]["reply"]
@@ -79,7 +75,7 @@ def replay(rec: Recording, name: str, make_policy: Callable[[CostTable], AutoCon
         proposal = drafter.propose(prompt + reply[:emitted], k_max)
         plan = policy.plan(k_max, proposal.tokens, False, proposal.match_len)
         draft = proposal.tokens[: plan.k] if plan.drafter == "ngram" else []
-        accepted = _agreement(draft, reply, emitted)
+        accepted = agreement(draft, reply[emitted:])
         kept = reply[emitted: emitted + accepted + 1]
         seconds = rec.cost(len(draft) + 1)
         spent += seconds
@@ -98,7 +94,7 @@ def best_possible(rec: Recording, name: str) -> float:
     right, lengths = [], []
     for at in range(len(reply)):
         proposal = drafter.propose(prompt + reply[:at], MAX_K)
-        right.append(_agreement(proposal.tokens, reply, at))
+        right.append(agreement(proposal.tokens, reply[at:]))
         lengths.append(len(proposal.tokens))
     n = len(reply)
     fastest = [0.0] * (n + 1)  # fastest[i]: least time to write reply[i:]
@@ -111,9 +107,9 @@ def best_possible(rec: Recording, name: str) -> float:
     return n * rec.cost(1) / fastest[0]
 
 
-def record(model_path: str, path: Path = RECORDING, prompts_file: Path | None = None) -> None:
-    """Record each prompt's greedy reply (the bench suite's, or those in `prompts_file`) and the model's measured
-    cost table (minutes on a CPU)."""
+def record(model_path: str) -> None:
+    """Record every prompt's greedy reply (see RECORDINGS) and the model's measured cost table (minutes on a
+    CPU)."""
     from app.engine.bench import load_prompts
     from app.engine.config import GenerationConfig
     from app.engine.engine import LoadSettings, SpecEngine
@@ -121,19 +117,20 @@ def record(model_path: str, path: Path = RECORDING, prompts_file: Path | None = 
     engine = SpecEngine(LoadSettings(n_ctx=4096, n_threads=2))
     engine.load_target(model_path)
     table = engine.measure_costs(with_draft=False)
-    prompts = {}
-    for p in load_prompts(prompts_file):
-        messages = [{"role": "user", "content": p.chat}]
-        config = GenerationConfig(max_tokens=MAX_TOKENS, temperature=0.0, speculative=False)
-        prompt = engine._tokens_for(engine.format_chat(messages))
-        for _ in engine.chat(messages, config, session="record"):
-            pass
-        reply = engine._transcript_tokens[len(prompt):]
-        control = sorted(t for t in set(prompt) if engine.target.is_control(t))
-        prompts[p.name] = {"kind": p.kind, "prompt": prompt, "reply": reply, "control": control}
-    data = {"model": Path(model_path).name, "costs": table.batch, "measured": list(table.measured or ()),
-            "prompts": prompts}
-    path.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
+    config = GenerationConfig(max_tokens=MAX_TOKENS, temperature=0.0, speculative=False)
+    for path, prompts_file, _ in RECORDINGS:
+        prompts = {}
+        for p in load_prompts(prompts_file):
+            messages = [{"role": "user", "content": p.chat}]
+            prompt = engine._tokens_for(engine.format_chat(messages))
+            for _ in engine.chat(messages, config, session="record"):
+                pass
+            reply = engine._transcript_tokens[len(prompt):]
+            control = sorted(t for t in set(prompt) if engine.target.is_control(t))
+            prompts[p.name] = {"kind": p.kind, "prompt": prompt, "reply": reply, "control": control}
+        data = {"model": Path(model_path).name, "costs": table.batch, "measured": list(table.measured or ()),
+                "prompts": prompts}
+        path.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
 
 
 def main() -> None:
@@ -142,8 +139,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.record:
         record(args.record)
-        record(args.record, HELD_OUT, HELD_OUT_PROMPTS)
-    for path, title in ((RECORDING, "bench suite"), (HELD_OUT, "held-out editing prompts")):
+    for path, _, title in RECORDINGS:
         rec = Recording(path)
         print(f"{rec.model}, {title}: predicted auto vs plain (best possible with these proposals)")
         ratios = []
