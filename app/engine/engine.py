@@ -12,9 +12,10 @@ from typing import Iterator, Optional, Sequence
 
 from app.engine.chat_format import render_chat
 from app.engine.config import GenerationConfig, LoadSettings
+from app.engine.context_fit import drop_oldest_turns
 from app.engine.decoder import generate
 from app.engine.drafters import ModelDrafter, NgramDrafter
-from app.engine.errors import IncompatiblePairError, PromptTooLongError
+from app.engine.errors import IncompatiblePairError
 from app.engine.events import EngineEvent, FinishedEvent
 from app.engine.llama_model import LoadedModel
 from app.engine.policy import FixedPolicy, SpeculationPolicy
@@ -165,18 +166,7 @@ class SpecEngine:
 
         Raises PromptTooLongError when even the system prompt and the last message alone do not fit.
         """
-        budget = self.n_ctx - max(1, reserve_tokens)
-        kept = list(messages)
-        dropped = 0
-        while self.count_tokens(kept) > budget:
-            system = 1 if kept and kept[0].get("role") == "system" else 0
-            if len(kept) - system <= 1:
-                raise PromptTooLongError(self.count_tokens(kept) + reserve_tokens, self.n_ctx)
-            # Drop a whole turn: the oldest message and, if it was a user message, the reply that followed it.
-            n = 2 if kept[system].get("role") == "user" and len(kept) - system > 2 else 1
-            del kept[system:system + n]
-            dropped += n
-        return kept, dropped
+        return drop_oldest_turns(messages, self.n_ctx - max(1, reserve_tokens), self.count_tokens, self.n_ctx)
 
     # -- generation ---------------------------------------------------------------------------------------------
 
@@ -230,9 +220,13 @@ class SpecEngine:
     ) -> Iterator[EngineEvent]:
         """Reply to `messages` ([{"role": "system"|"user"|"assistant", "content": str}]).
 
-        The previous turn's KV cache is reused. Raises PromptTooLongError if the prompt does not fit.
+        When the last message is the assistant's, its reply is continued where it ends (the reply was stopped or
+        interrupted). The previous turn's KV cache is reused. Raises PromptTooLongError if the prompt does not fit.
         """
-        text = self.format_chat(messages)
+        if messages and messages[-1].get("role") == "assistant":
+            text = self.format_chat(messages[:-1]) + messages[-1]["content"]
+        else:
+            text = self.format_chat(messages)
         return self._run(self._tokens_for(text), text, config, cancel, request_id, session or config.session)
 
     def complete(

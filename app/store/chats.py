@@ -368,6 +368,19 @@ class ChatStore:
             conn.execute("UPDATE chats SET updated_at = ? WHERE id = ?", (self._bump_time(conn), chat_id))
         return removed
 
+    def update_reply(self, message_id: int, content: str, stats: dict | None = None,
+                     tokens: list[tuple[str, str]] | None = None) -> None:
+        """Replace a streaming reply's text, stats and provenance in one commit (saved while it streams)."""
+        tokens_json = encode_tokens(tokens)
+        stats_json = _encode_stats(stats)
+        with self._write() as conn:
+            updated = conn.execute(
+                "UPDATE messages SET content = ?, stats = ?, tokens = ? WHERE id = ?",
+                (content, stats_json, tokens_json, message_id),
+            ).rowcount
+            if not updated:
+                raise NotFoundError(f"There is no message {message_id} to update (it may have been deleted).")
+
     def update_message_content(self, message_id: int, content: str) -> Message:
         """Replace a message's text. Token provenance that no longer spells the text is dropped with it."""
         with self._write() as conn:

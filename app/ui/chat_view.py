@@ -50,6 +50,10 @@ class TranscriptMessage:
     notes: list[str] = field(default_factory=list)
 
 
+# Replies that ended before the model finished them, which the user can ask to continue.
+CONTINUABLE = frozenset({"interrupted", "cancelled", "max_tokens", "error"})
+
+
 def format_stats(stats: GenerationStats) -> str:
     """The stats row under a finished reply: "41.3 tok/s · 256 tokens · 68% accepted (120/176) · 0.21 s TTFT"."""
     parts = [f"{stats.tokens_per_second:.1f} tok/s", f"{stats.tokens} tokens"]
@@ -64,6 +68,7 @@ def format_stats(stats: GenerationStats) -> str:
         "max_tokens": "hit the max tokens limit",
         "context_full": "context full",
         "error": "ended by an error",
+        "interrupted": "interrupted: SpecChat closed while it was written",
     }.get(stats.stop_reason)
     if reason:
         parts.append(reason)
@@ -77,6 +82,8 @@ class ChatView(QTextBrowser):
     """The user asked to copy the message with this id."""
     sig_regenerate = Signal(int)
     """The user asked to regenerate the reply with this id."""
+    sig_continue = Signal(int)
+    """The user asked to continue the unfinished reply with this id."""
     sig_edit_message = Signal(int)
     """The user asked to edit (and resend) the user message with this id."""
     sig_retry = Signal()
@@ -276,6 +283,8 @@ class ChatView(QTextBrowser):
         self._insert_markdown(cursor, parse_reply(message.content, sources))
         actions = [("Copy", "copy")]
         if is_last_reply:
+            if message.stats is not None and message.stats.stop_reason in CONTINUABLE:
+                actions.append(("Continue", "continue"))
             actions.append(("Regenerate", "regenerate"))
         stats_text = format_stats(message.stats) if message.stats else ""
         self._insert_actions(cursor, message, actions, stats_text)
@@ -475,15 +484,16 @@ class ChatView(QTextBrowser):
             self.scroll_to_end()
 
     def _hide_regenerate_links(self) -> None:
-        """Only the newest reply can be regenerated; earlier "Regenerate" links are removed."""
+        """Only the newest reply can be regenerated or continued; earlier such links are removed."""
         document = self.document()
-        cursor = QTextCursor(document)
-        while True:
-            cursor = document.find("Regenerate", cursor)
-            if cursor.isNull():
-                return
-            if cursor.charFormat().anchorHref().startswith("specchat:regenerate/"):
-                cursor.removeSelectedText()
+        for label, action in (("Regenerate", "regenerate"), ("Continue", "continue")):
+            cursor = QTextCursor(document)
+            while True:
+                cursor = document.find(label, cursor)
+                if cursor.isNull():
+                    break
+                if cursor.charFormat().anchorHref().startswith(f"specchat:{action}/"):
+                    cursor.removeSelectedText()
 
     def streamed_text(self) -> str:
         """The text of the reply streaming now ("" when none)."""
@@ -515,6 +525,8 @@ class ChatView(QTextBrowser):
             self.sig_copy_message.emit(int(argument))
         elif action == "regenerate":
             self.sig_regenerate.emit(int(argument))
+        elif action == "continue":
+            self.sig_continue.emit(int(argument))
         elif action == "edit":
             self.sig_edit_message.emit(int(argument))
         elif action == "retry":

@@ -1,14 +1,15 @@
-"""The conversation controller: sends requests to the inference thread, streams replies into the transcript and
-stores finished messages.
+"""The conversation controller: sends requests to the engine process, streams replies into the transcript and
+stores them.
 
 Every request gets a fresh id; Stop, Regenerate and switching chats retire the current id, so events still queued
-for it are dropped. Tokens are buffered and written to the transcript every ~30 ms. GUI thread only.
+for it are dropped. Tokens are buffered and written to the transcript every ~30 ms. A streaming reply is saved
+while it streams (at least every second or every 64 tokens), marked "interrupted" until it ends, so a killed app
+loses at most a second of it. GUI thread only.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Optional
@@ -19,10 +20,12 @@ from app.engine.config import GenerationConfig
 from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent
 from app.store import ChatStore, Message, StoreError
 from app.ui.chat_view import ChatView, TranscriptMessage
-from app.ui.inference_worker import InferenceThread
+from app.ui.engine_process import EngineProcess
 
 FLUSH_INTERVAL_MS = 30
 READOUT_INTERVAL_S = 0.25
+SAVE_INTERVAL_S = 1.0
+SAVE_EVERY_TOKENS = 64
 
 
 def stats_from_dict(data: Optional[dict]) -> Optional[GenerationStats]:
@@ -59,9 +62,10 @@ class _Request:
 
     request_id: int
     chat_id: int
-    cancel: threading.Event
     target_name: str
     draft_name: Optional[str]
+    message_id: Optional[int] = None  # the stored reply, once its first tokens were saved
+    continued: list[tuple[str, str]] = field(default_factory=list)  # the reply's tokens before a Continue
     started: float = field(default_factory=time.monotonic)
     first_token_at: Optional[float] = None
     last_token_at: Optional[float] = None
@@ -73,6 +77,14 @@ class _Request:
     prompt_tokens: int = 0
     streaming: bool = False
     readout_at: float = 0.0  # when the live readout was last refreshed
+    saved_at: float = 0.0
+    saved_tokens: int = 0
+
+    def reply_tokens(self) -> list[tuple[str, str]]:
+        return self.continued + self.tokens
+
+    def reply_text(self) -> str:
+        return "".join(text for text, _ in self.reply_tokens())
 
     def partial_stats(self, stop_reason: str) -> GenerationStats:
         """Stats of a reply that ended without the engine's own numbers (stopped, or failed midway)."""
@@ -111,7 +123,7 @@ class Conversation(QObject):
     sig_error = Signal(str)
     """Something went wrong that the user should read."""
 
-    def __init__(self, store: ChatStore, inference: InferenceThread, view: ChatView, parent=None):
+    def __init__(self, store: ChatStore, inference: EngineProcess, view: ChatView, parent=None):
         super().__init__(parent)
         self.store = store
         self.inference = inference
@@ -126,12 +138,11 @@ class Conversation(QObject):
         self._flush_timer = QTimer(self)
         self._flush_timer.setInterval(FLUSH_INTERVAL_MS)
         self._flush_timer.timeout.connect(self._flush)
-        worker = inference.worker
-        worker.sig_context.connect(self._on_context)
-        worker.sig_stream.connect(self._on_stream)
-        worker.sig_finished.connect(self._on_finished)
-        worker.sig_generation_failed.connect(self._on_failed)
-        worker.sig_generation_ended.connect(self._on_ended)
+        inference.sig_context.connect(self._on_context)
+        inference.sig_stream.connect(self._on_stream)
+        inference.sig_finished.connect(self._on_finished)
+        inference.sig_generation_failed.connect(self._on_failed)
+        inference.sig_generation_ended.connect(self._on_ended)
 
     # ----- state
 
@@ -170,11 +181,14 @@ class Conversation(QObject):
         self._context_used = used
         self.sig_context_usage.emit(used, self._n_ctx)
 
-    def prompt_messages(self, system_prompt: str) -> list[dict]:
+    def prompt_messages(self, system_prompt: str, until_id: Optional[int] = None) -> list[dict]:
+        """The chat as the engine reads it; with `until_id`, only up to and including that message."""
         messages = [{"role": "system", "content": system_prompt}] if system_prompt.strip() else []
         for message in self.store.messages(self.chat_id):
             if message.role in ("user", "assistant"):
                 messages.append({"role": message.role, "content": message.content})
+            if until_id is not None and message.id == until_id:
+                break
         return messages
 
     # ----- generation
@@ -185,13 +199,37 @@ class Conversation(QObject):
         if self.chat_id is None:
             raise RuntimeError("no chat is open")
         self.stop()
-        request = _Request(self._new_request_id(), self.chat_id, threading.Event(), target_name, draft_name)
+        request = _Request(self._new_request_id(), self.chat_id, target_name, draft_name)
+        return self._send(request, config, self.prompt_messages(system_prompt))
+
+    def continue_reply(self, config: GenerationConfig, system_prompt: str, target_name: str,
+                       draft_name: Optional[str], message_id: int) -> Optional[int]:
+        """Carry on writing the unfinished reply `message_id` (the chat's last message) where it ended."""
+        if self.chat_id is None:
+            return None
+        self.stop()
+        message = self.store.get_message(message_id)
+        if message is None or message.role != "assistant" or message.chat_id != self.chat_id:
+            return None
+        # The engine reads a chat that ends with an assistant message as "continue this reply".
+        messages = self.prompt_messages(system_prompt, until_id=message_id)
+        request = _Request(self._new_request_id(), self.chat_id, target_name, draft_name, message_id=message_id,
+                           continued=list(message.tokens or [(message.content, "target")]))
+        request.saved_tokens = 0
+        self._show_without(message_id)
+        return self._send(request, config, messages)
+
+    def _show_without(self, message_id: int) -> None:
+        """The chat as stored, less one message (a reply about to be continued is streamed anew)."""
+        messages = [m for m in self.store.messages(self.chat_id) if m.id != message_id]
+        self.view.show_messages([transcript_message(m) for m in messages])
+
+    def _send(self, request: _Request, config: GenerationConfig, messages: list[dict]) -> int:
         self._request = request
         self._last_reason = ""
         # The speculation controller learns acceptance per chat.
         config = dataclasses.replace(config, session=f"chat-{self.chat_id}")
-        self.inference.request_generate(request.request_id, self.prompt_messages(system_prompt), config,
-                                        request.cancel)
+        self.inference.request_generate(request.request_id, messages, config)
         self._flush_timer.start()
         self.sig_busy_changed.emit(True)
         self.sig_live_stats.emit("Reading the prompt…")
@@ -202,7 +240,7 @@ class Conversation(QObject):
         request = self._request
         if request is None:
             return
-        request.cancel.set()
+        self.inference.cancel(request.request_id)
         self._end_request(request, request.partial_stats("cancelled"), text=None)
 
     def regenerate(self, config: GenerationConfig, system_prompt: str, target_name: str,
@@ -249,6 +287,7 @@ class Conversation(QObject):
         if prompt_tokens >= 0:
             self._show_usage(prompt_tokens)
         self.view.begin_stream(model_label(request.target_name, request.draft_name))
+        self.view.append_tokens(request.continued)
         request.streaming = True
 
     def _on_stream(self, events: list) -> None:
@@ -287,6 +326,7 @@ class Conversation(QObject):
             return
         self.view.append_tokens(request.pending)
         request.pending = []
+        self._save_if_due(request)
         # The readout and the context gauge change slowly; repainting them on every flush costs decode speed.
         now = time.monotonic()
         if now - request.readout_at >= READOUT_INTERVAL_S:
@@ -302,6 +342,30 @@ class Conversation(QObject):
         if self._n_ctx:
             self._show_usage(request.prompt_tokens + n)
         return "  ·  ".join(parts)
+
+    def _save_if_due(self, request: _Request) -> None:
+        """Save the streaming reply, marked interrupted, so that a killed app keeps all but its last second."""
+        now = time.monotonic()
+        if now - request.saved_at < SAVE_INTERVAL_S and len(request.tokens) - request.saved_tokens < SAVE_EVERY_TOKENS:
+            return
+        request.saved_at, request.saved_tokens = now, len(request.tokens)
+        self._store_reply(request, request.partial_stats("interrupted"), request.reply_text())
+
+    def _store_reply(self, request: _Request, stats: GenerationStats, reply: str) -> Optional[Message]:
+        """Add the reply to the store, or update it if it was saved while streaming; None if that failed."""
+        try:
+            if request.message_id is None:
+                stored = self.store.add_message(
+                    request.chat_id, "assistant", reply, stats=stats.to_dict(), tokens=request.reply_tokens(),
+                    target_name=request.target_name, draft_name=request.draft_name,
+                )
+                request.message_id = stored.id
+                return stored
+            self.store.update_reply(request.message_id, reply, stats=stats.to_dict(), tokens=request.reply_tokens())
+            return self.store.get_message(request.message_id)
+        except StoreError as exc:
+            self.sig_error.emit(f"The reply could not be saved: {exc}")
+            return None
 
     def _on_finished(self, event: FinishedEvent) -> None:
         request = self._current(event.request_id)
@@ -329,21 +393,17 @@ class Conversation(QObject):
         if request.pending and request.streaming:
             self.view.append_tokens(request.pending)
         request.pending = []
-        reply = text if text is not None else "".join(t for t, _ in request.tokens)
+        if request.continued:
+            stats = _with_earlier_part(stats, request)
+        reply = request.reply_text() if text is None else "".join(t for t, _ in request.continued) + text
         stored: Optional[Message] = None
         if reply:
-            try:
-                stored = self.store.add_message(
-                    request.chat_id, "assistant", reply, stats=stats.to_dict(), tokens=request.tokens,
-                    target_name=request.target_name, draft_name=request.draft_name,
-                )
-            except StoreError as exc:
-                self.sig_error.emit(f"The reply could not be saved: {exc}")
+            stored = self._store_reply(request, stats, reply)
         if request.chat_id == self.chat_id:
             if stored is not None:
                 self.view.finish_stream(transcript_message(stored))
             elif reply:
-                self.view.finish_stream(TranscriptMessage(-1, "assistant", reply, list(request.tokens), stats,
+                self.view.finish_stream(TranscriptMessage(-1, "assistant", reply, request.reply_tokens(), stats,
                                                           model_label(request.target_name, request.draft_name)))
             elif request.streaming:
                 self.view.finish_stream(TranscriptMessage(-1, "assistant", "", [], stats,
@@ -359,3 +419,8 @@ class Conversation(QObject):
         if stored is not None:
             self.sig_messages_changed.emit(request.chat_id)
             self.sig_reply_finished.emit(stored.id)
+
+
+def _with_earlier_part(stats: GenerationStats, request: _Request) -> GenerationStats:
+    """A continued reply's stats count its tokens from before the Continue too (speeds stay this run's)."""
+    return dataclasses.replace(stats, tokens=stats.tokens + len(request.continued))

@@ -1,7 +1,7 @@
 """The main window: sidebar of chats, model bar, transcript and composer, wired to the two worker threads.
 
-GUI thread only. The window owns the chat store (SQLite, GUI thread), the inference thread (both models) and the
-library thread (folder scans, compatibility checks).
+GUI thread only. The window owns the chat store (SQLite, GUI thread), the engine process (both models, see
+engine_process.py) and the library thread (folder scans, compatibility checks).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 from app import library, paths
 from app.engine.config import GenerationConfig, LoadSettings
 from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
+from app.store.unusable_models import mark_unusable, unusable_reason
 from app.ui import style
 from app.ui.chat_list import ChatListModel, ChatSidebar
 from app.ui.chat_view import ChatView
@@ -40,7 +41,7 @@ from app.ui.composer import Composer
 from app.ui.conversation import Conversation, transcript_message
 from app.ui.elided_label import ElidedLabel
 from app.ui.empty_state import EmptyLibraryPage
-from app.ui.inference_worker import InferenceThread
+from app.ui.engine_process import EngineProcess, WorkerDeath
 from app.ui.library_dialog import LibraryDialog
 from app.ui.library_model import NGRAM_KEY, DraftListModel, LibraryModel
 from app.ui.library_worker import LibraryThread
@@ -52,8 +53,8 @@ from app.ui.toggle_switch import ToggleSwitch
 class MainWindow(QMainWindow):
     """The SpecChat window. GUI thread only.
 
-    `engine_factory` builds the engine on the inference thread (tests may pass a fake); `store` defaults to the
-    chat database in the user data folder.
+    `engine_factory` builds the engine in the engine process (tests may pass a picklable fake); `store` defaults to
+    the chat database in the user data folder.
     """
 
     def __init__(self, store: Optional[ChatStore] = None, settings: Optional[AppSettings] = None,
@@ -64,6 +65,7 @@ class MainWindow(QMainWindow):
         self.store = store if store is not None else ChatStore()
         self._closed = False
         self._target: Optional[str] = None
+        self._remember_target = False  # save the target as the last one once it has loaded
         self._draft_key: str = ""
         self._wanted_draft: Optional[str] = self.settings.last_draft
         self._pending_settings = ChatSettings()  # a new chat's settings, until its first message creates it
@@ -84,7 +86,7 @@ class MainWindow(QMainWindow):
         self.drafts = DraftListModel(self)
         self.drafts.set_no_target()
         self.chat_list = ChatListModel(self)
-        self.inference = InferenceThread(self._load_settings(), engine_factory, self)
+        self.inference = EngineProcess(engine_factory, self)
         self.library_thread = LibraryThread(self)
 
         self._build_ui()
@@ -246,6 +248,7 @@ class MainWindow(QMainWindow):
         view.sig_regenerate.connect(self.regenerate)
         view.sig_edit_message.connect(self.edit_message)
         view.sig_retry.connect(self._retry)
+        view.sig_continue.connect(self.continue_reply)
 
         conversation = self.conversation
         conversation.sig_busy_changed.connect(self.composer.set_busy)
@@ -255,10 +258,11 @@ class MainWindow(QMainWindow):
         conversation.sig_messages_changed.connect(self._refresh_chat_list)
         conversation.sig_error.connect(self.show_error)
 
-        worker = self.inference.worker
-        worker.sig_models_loaded.connect(self._on_models_loaded)
-        worker.sig_load_failed.connect(self._on_load_failed)
-        worker.sig_load_progress.connect(self._on_load_progress)
+        engine = self.inference
+        engine.sig_models_loaded.connect(self._on_models_loaded)
+        engine.sig_load_failed.connect(self._on_load_failed)
+        engine.sig_load_progress.connect(self._on_load_progress)
+        engine.sig_worker_died.connect(self._on_worker_died)
         library_worker = self.library_thread.worker
         library_worker.sig_scanned.connect(self._on_scanned)
         library_worker.sig_drafts_checked.connect(self._on_drafts_checked)
@@ -371,7 +375,7 @@ class MainWindow(QMainWindow):
             return
         self._scanned_id = request_id
         self._draft_cache.clear()
-        self.library.set_entries(entries)
+        self.library.set_entries(_with_crash_verdicts(entries))
         usable = self.library.usable_entries()
         self.model_bar.target_combo.setPlaceholderText("Choose a model" if usable else "No models found")
         self.empty_page.set_details(len(entries) - len(usable))
@@ -477,10 +481,9 @@ class MainWindow(QMainWindow):
             self.show_error(entry.problem if entry else f"{path} is not in the model library.")
             return
         self._target = entry.path
+        self._remember_target = remember
         self.model_bar.select_target(entry.path)
         if remember:
-            self.settings.last_target = entry.path
-            self.save_app_settings()
             self.update_chat_settings(target_path=entry.path)
         cached = self._draft_cache.get(entry.path)
         if cached is not None:
@@ -534,12 +537,17 @@ class MainWindow(QMainWindow):
         self.model_bar.set_load_state("Loading…", f"Loading {name}")
         self.inference.request_load(self._load_id, wanted[0], wanted[1], self._load_settings())
 
-    def _on_models_loaded(self, request_id: int, target, draft, n_ctx: int) -> None:
+    def _on_models_loaded(self, request_id: int, target, draft, n_ctx: int, note: str = "") -> None:
         if request_id != self._load_id:
             return
         self._loaded = (str(target) if target else None, str(draft) if draft else None)
         self.conversation.set_context_size(n_ctx)
-        self.model_bar.set_load_state("Ready", "The models are loaded", "ready")
+        self.model_bar.set_load_state("Ready", "The models are loaded." + (f" {note}" if note else ""), "ready")
+        # Remembered only once loaded: a file that crashes the engine must not be loaded again at every start.
+        if self._remember_target and target and self.settings.last_target != str(target):
+            self.settings.last_target = str(target)
+            self.save_app_settings()
+        self._remember_target = False
 
     def _on_load_progress(self, request_id: int, message: str) -> None:
         if request_id != self._load_id:
@@ -556,6 +564,38 @@ class MainWindow(QMainWindow):
         self._load_error = message
         self.model_bar.set_load_state("Not loaded", message, "failed")
         self.show_error(message)
+
+    def _on_worker_died(self, death: WorkerDeath) -> None:
+        """The engine process crashed or hung and a fresh one runs: say so, and never load a guilty file again."""
+        self._loaded = (None, None)
+        reason = death.detail or death.message
+        if death.loading_path:
+            mark_unusable(death.loading_path, f"llama.cpp crashed loading it ({reason})")
+            name = Path(death.loading_path).name
+            message = (f"{name} crashed the engine while loading, so SpecChat will not load it again. "
+                       f"{death.message}" + (f" llama.cpp said: {death.detail}" if death.detail else ""))
+            self._load_error = message
+            self.model_bar.set_load_state("Not loaded", message, "failed")
+            self.show_error(message)
+            self.library.set_entries(_with_crash_verdicts(self.library.entries()))
+            self._draft_cache.clear()
+            if death.loading_path == self._target:
+                self._target = None
+                self.model_bar.select_target(None)
+                self.drafts.set_no_target()
+            elif self._target is not None:
+                if death.loading_path == self._draft_key:
+                    self._draft_key = NGRAM_KEY
+                self.choose_target(self._target, remember=False)
+            return
+        sentence = death.message + (f" llama.cpp said: {death.detail}" if death.detail else "")
+        self.show_error(sentence)
+        if death.load_request_id is not None:
+            # It died measuring or setting up, not reading a file: loading it again would likely crash again.
+            self._load_error = sentence
+            self.model_bar.set_load_state("Not loaded", sentence, "failed")
+            return
+        self._request_load()  # the models were fine; the fresh engine needs them again
 
     def models_ready(self) -> bool:
         return self._target is not None and self._loaded == (self._target, self._draft_path())
@@ -753,6 +793,17 @@ class MainWindow(QMainWindow):
     def _retry(self) -> None:
         self.regenerate(None)
 
+    def continue_reply(self, message_id: int) -> None:
+        """Carry on writing an unfinished reply (stopped, interrupted or cut short)."""
+        problem = self._send_blocker()
+        if problem:
+            self.show_error(problem)
+            return
+        self.clear_error()
+        target_name, draft_name = self._names()
+        self.conversation.continue_reply(self.generation_config(), self._chat_settings().system_prompt,
+                                         target_name, draft_name, message_id)
+
     def edit_message(self, message_id: int) -> None:
         """Put a sent message back into the composer; sending replaces it and everything after it."""
         message = self.store.get_message(message_id)
@@ -810,6 +861,15 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         self.shutdown()
         super().closeEvent(event)
+
+
+def _with_crash_verdicts(entries: list) -> list:
+    """Library entries, with files that crashed the engine before marked unusable with the reason."""
+    marked = []
+    for entry in entries:
+        reason = unusable_reason(entry.path) if entry.usable else None
+        marked.append(dataclasses.replace(entry, usable=False, problem=reason) if reason else entry)
+    return marked
 
 
 def _get_models_panel_class():

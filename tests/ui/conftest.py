@@ -17,7 +17,7 @@ from app.ui.qt_check import pyside_problem  # noqa: E402
 _PYSIDE_PROBLEM = pyside_problem()
 if _PYSIDE_PROBLEM:  # every window test would end in an interpreter abort; say why once instead
     pytest.exit(_PYSIDE_PROBLEM, returncode=3)
-from fake_engine import FakeEngine  # noqa: E402
+from fake_engine import FakeEngineControl  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -56,11 +56,9 @@ def model_folder(tiny_models, tmp_path) -> Path:
 
 
 @pytest.fixture
-def fake_engine():
-    """FakeEngine with its class-level knobs restored after the test."""
-    saved = (FakeEngine.reply, FakeEngine.token_delay_s)
-    yield FakeEngine
-    FakeEngine.reply, FakeEngine.token_delay_s = saved
+def fake_engine(tmp_path) -> FakeEngineControl:
+    """The scripted engine's controls: pass it as `engine_factory`; set its knobs at any time in the test."""
+    return FakeEngineControl(tmp_path / "fake-engine")
 
 
 @pytest.fixture

@@ -1,19 +1,24 @@
 """A stand-in for SpecEngine with the same interface, for UI tests that need exact control over timing and events.
 
 It yields a scripted reply: with speculation on, runs of draft tokens the "target" accepted, then one target
-token; with it off, target tokens only. A delay per token lets tests stop a reply midway. Runs on the inference
-thread like the real engine.
+token; with it off, target tokens only. A delay per token lets tests stop a reply midway. Like the real engine it
+runs in the engine process, so a test steers it through `FakeEngineControl`: a small JSON file of knobs the fake
+reads at every request, and a log of what it was asked, one JSON line per load or request.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 from app.engine.config import GenerationConfig, LoadSettings
-from app.engine.errors import ModelFileError, PromptTooLongError
+from app.engine.context_fit import drop_oldest_turns
+from app.engine.errors import ModelFileError
 from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent
 
 DEFAULT_REPLY = (
@@ -21,22 +26,82 @@ DEFAULT_REPLY = (
     "It returns the **sum** of `a` and `b`."
 )
 
+DEFAULT_KNOBS = {"reply": DEFAULT_REPLY, "token_delay_s": 0.0, "crash_on_load": "", "hang_in_chat": False,
+                 "load_delay_s": 0.0}
+
+
+class FakeEngineControl:
+    """The test's side: picklable, so the window can pass it to the engine process as its engine factory."""
+
+    _KNOBS = ("reply", "token_delay_s", "crash_on_load", "hang_in_chat", "load_delay_s")
+
+    def __init__(self, folder: Path):
+        object.__setattr__(self, "folder", Path(folder))
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._write(dict(DEFAULT_KNOBS))
+
+    def __call__(self, load: LoadSettings):
+        return FakeEngine(load, self.folder)
+
+    def _knobs(self) -> dict:
+        return json.loads((self.folder / "knobs.json").read_text())
+
+    def _write(self, knobs: dict) -> None:
+        tmp = self.folder / "knobs.json.tmp"
+        tmp.write_text(json.dumps(knobs))
+        os.replace(tmp, self.folder / "knobs.json")
+
+    def __getattr__(self, name: str):
+        if name in self._KNOBS:
+            return self._knobs()[name]
+        raise AttributeError(name)
+
+    def __setattr__(self, name: str, value) -> None:
+        if name not in self._KNOBS:
+            raise AttributeError(f"FakeEngineControl has no knob {name!r}")
+        self._write({**self._knobs(), name: value})
+
+    def log(self) -> list[dict]:
+        path = self.folder / "log.jsonl"
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+    @property
+    def loads(self) -> int:
+        return sum(1 for entry in self.log() if entry["event"] == "load_target")
+
+    @property
+    def configs(self) -> list[dict]:
+        return [entry["config"] for entry in self.log() if entry["event"] == "chat"]
+
+    @property
+    def requests(self) -> list[list[dict]]:
+        return [entry["messages"] for entry in self.log() if entry["event"] == "chat"]
+
+    @property
+    def n_ctx(self) -> int:
+        loads = [entry for entry in self.log() if entry["event"] == "engine"]
+        return loads[-1]["n_ctx"] if loads else 0
+
 
 class FakeEngine:
-    """Call from the inference thread only (like SpecEngine)."""
+    """Call from the engine process's main thread only (like SpecEngine)."""
 
-    reply = DEFAULT_REPLY
-    token_delay_s = 0.0
-    words_per_token = 1
-    n_ctx_default = 4096
-
-    def __init__(self, load: LoadSettings = LoadSettings()):
+    def __init__(self, load: LoadSettings = LoadSettings(), folder: Optional[Path] = None):
+        self.folder = folder
         self.load_settings = load
+        self._log("engine", n_ctx=load.n_ctx)
         self.target_path: Optional[Path] = None
         self.draft_path: Optional[Path] = None
-        self.requests: list[list[dict]] = []
-        self.configs: list[GenerationConfig] = []
-        self.loads = 0
+
+    def _knobs(self) -> dict:
+        if self.folder is None:
+            return dict(DEFAULT_KNOBS)
+        return json.loads((self.folder / "knobs.json").read_text())
+
+    def _log(self, event: str, **fields) -> None:
+        if self.folder is not None:
+            with open(self.folder / "log.jsonl", "a") as log:
+                log.write(json.dumps({"event": event, **fields}) + "\n")
 
     @property
     def n_ctx(self) -> int:
@@ -46,14 +111,31 @@ class FakeEngine:
         path = Path(path)
         if not path.is_file():
             raise ModelFileError(f"{path} does not exist.")
-        self.loads += 1
+        self._crash_if_asked(path)
+        time.sleep(self._knobs()["load_delay_s"])  # a big model on a slow disk
+        self._log("load_target", path=str(path))
         self.target_path = path
 
+    def _crash_if_asked(self, path: Path) -> None:
+        """Die as llama.cpp does on a file it does not validate: its assertion on stderr, then abort()."""
+        if self._knobs()["crash_on_load"] == path.name:
+            os.write(2, b"llama-vocab.cpp:2211: GGML_ASSERT(id_to_token.size() == token_to_id.size()) failed\n")
+            os.abort()
+
     def load_draft(self, path) -> None:
+        if path is not None:
+            self._crash_if_asked(Path(path))
         self.draft_path = Path(path) if path is not None else None
 
     def reconfigure(self, load: LoadSettings) -> None:
         self.load_settings = load
+        self._log("engine", n_ctx=load.n_ctx)
+
+    def costs_cached(self) -> bool:
+        return True
+
+    def measure_costs(self) -> None:
+        pass
 
     def unload(self) -> None:
         self.target_path = None
@@ -66,24 +148,20 @@ class FakeEngine:
         return sum(len(m["content"].split()) + 4 for m in messages)
 
     def fit_messages(self, messages: Sequence[dict], reserve_tokens: int) -> tuple[list[dict], int]:
-        kept = list(messages)
-        dropped = 0
-        while self.count_tokens(kept) + reserve_tokens > self.n_ctx:
-            system = 1 if kept and kept[0]["role"] == "system" else 0
-            if len(kept) - system <= 1:
-                raise PromptTooLongError(self.count_tokens(kept) + reserve_tokens, self.n_ctx)
-            del kept[system]
-            dropped += 1
-        return kept, dropped
+        return drop_oldest_turns(messages, self.n_ctx - max(1, reserve_tokens), self.count_tokens, self.n_ctx)
 
     def chat(self, messages: Sequence[dict], config: GenerationConfig = GenerationConfig(), *,
              cancel: Optional[threading.Event] = None, request_id: int = 0, **_) -> Iterator:
-        self.requests.append(list(messages))
-        self.configs.append(config)
-        return self._generate(config, cancel, request_id)
+        knobs = self._knobs()
+        self._log("chat", messages=list(messages), config=asdict(config))
+        return self._generate(config, cancel, request_id, knobs)
 
-    def _generate(self, config, cancel, request_id):
-        pieces = _split(self.reply)[: config.max_tokens]
+    def _generate(self, config, cancel, request_id, knobs):
+        if knobs["hang_in_chat"]:
+            while True:  # a template or llama.cpp call that never returns and never looks at the cancel flag
+                time.sleep(0.05)
+        delay = knobs["token_delay_s"]
+        pieces = _split(knobs["reply"])[: config.max_tokens]
         speculative = config.speculative
         drafter = "none" if not speculative else ("ngram" if config.drafter == "ngram" or self.draft_path is None
                                                    else "model")
@@ -97,8 +175,8 @@ class FakeEngine:
             chunk = pieces[index:index + run + 1]
             n_draft = min(run, len(chunk) - 1) if speculative else 0
             for k, text in enumerate(chunk):
-                if self.token_delay_s:
-                    time.sleep(self.token_delay_s)
+                if delay:
+                    time.sleep(delay)
                 source = "draft" if k < n_draft else "target"
                 yield TokenEvent(request_id, index, 1000 + index, text, source)
                 index += 1

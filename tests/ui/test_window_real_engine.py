@@ -29,7 +29,7 @@ def test_pick_pair_send_stream_highlight_then_switch_off(make_window, qtbot, mod
     choose_pair(qtbot, window, target, draft)
     window.update_chat_settings(**SHORT)
     batches = []
-    window.inference.worker.sig_stream.connect(batches.append)
+    window.inference.sig_stream.connect(batches.append)
     view = window.chat_view
     streamed_before_render: list[str] = []
     finish = view.finish_stream
@@ -159,7 +159,7 @@ def test_real_library_offers_the_qwen_draft_and_explains_the_others(make_window,
 def test_first_load_says_it_is_measuring_speed_and_later_loads_do_not(make_window, qtbot, model_folder,
                                                                       tiny_models):
     """Timing the forward passes takes seconds with a real model on a CPU: the model bar says what is happening."""
-    from app.ui.inference_worker import MEASURING_MESSAGE
+    from app.engine.worker_host import MEASURING_MESSAGE
 
     target, draft = _pair(model_folder, tiny_models)
     first = make_window()
@@ -172,6 +172,6 @@ def test_first_load_says_it_is_measuring_speed_and_later_loads_do_not(make_windo
 
     again = make_window()
     messages: list[str] = []
-    again.inference.worker.sig_load_progress.connect(lambda _id, text: messages.append(text))
+    again.inference.sig_load_progress.connect(lambda _id, text: messages.append(text))
     choose_pair(qtbot, again, target, draft)
     assert messages == []  # the costs of these models and settings are on disk now

@@ -1,0 +1,46 @@
+"""One atomic file write for every file SpecChat keeps (settings, caches, registries)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_atomic(path: str | os.PathLike, data: str | bytes, *, durable: bool = True) -> None:
+    """Write `data` to `path` so that a crash or a full disk leaves the old file or the new one, never half.
+
+    The temporary file sits in the target's folder (os.replace is atomic only within one file system) and is
+    removed on any error. Raises OSError.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(payload)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp_name, path)
+        tmp_name = None
+        if durable:
+            _fsync_dir(path.parent)
+    finally:
+        if tmp_name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
+
+
+def _fsync_dir(folder: Path) -> None:
+    # Makes the rename itself durable on POSIX; Windows cannot open a folder for fsync, and needs no such step.
+    if os.name != "posix":
+        return
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

@@ -1,0 +1,123 @@
+"""The engine runs in its own process: the window survives its crashes and hangs, and closes at once whatever it
+is doing. The scripted engine runs in the real engine process and dies the way llama.cpp does (abort())."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from PySide6.QtCore import Qt
+
+from app.store import load_settings
+from app.store.unusable_models import unusable_reason
+from app.ui.library_model import NGRAM_KEY
+from window_helpers import choose_pair, send_and_wait, wait_ms
+
+
+def _start_slow_reply(qtbot, window, fake_engine, text="tell me a long story"):
+    fake_engine.token_delay_s = 0.02
+    fake_engine.reply = " ".join(f"word{i}" for i in range(400))
+    window.composer.edit.setPlainText(text)
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: "word10" in window.chat_view.streamed_text(), timeout=10000)
+
+
+def test_a_file_that_aborts_the_engine_is_reported_and_never_loaded_again(make_window, qtbot, fake_engine,
+                                                                           model_folder, tiny_models):
+    target = model_folder / tiny_models.target.name
+    fake_engine.crash_on_load = target.name
+    window = make_window(engine_factory=fake_engine)
+    window.composer.edit.setPlainText("my carefully written question")
+    first_pid = None
+    with qtbot.waitSignal(window.inference.sig_worker_died, timeout=20000):
+        window.choose_target(str(target))
+        qtbot.waitUntil(lambda: window.inference.pid() is not None, timeout=10000)
+        first_pid = window.inference.pid()
+    # One sentence with llama.cpp's own assertion; the window and the composer text are still there.
+    shown = window.error_label.text()
+    assert window.error_banner.isVisible()
+    assert tiny_models.target.name in shown and "GGML_ASSERT" in shown
+    assert window.composer.text() == "my carefully written question"
+    # A fresh engine process runs, and the library marks the file with the reason.
+    assert window.inference.is_running() and window.inference.pid() != first_pid
+    entry = window.library.entry_for(str(target))
+    assert entry is not None and not entry.usable and "crashed" in entry.problem
+    assert unusable_reason(target)
+    # The file was never remembered as the last model, so the next start does not crash on it again.
+    assert load_settings().last_target != str(target)
+    window.shutdown()
+    again = make_window(engine_factory=fake_engine)
+    wait_ms(qtbot, 300)
+    assert not again.library.entry_for(str(target)).usable
+    assert again._target is None
+    assert fake_engine.loads == 0
+
+
+def test_a_worker_killed_mid_reply_keeps_the_partial_reply_and_the_next_message_works(
+        make_window, qtbot, fake_engine, model_folder, tiny_models):
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
+    _start_slow_reply(qtbot, window, fake_engine)
+    with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=10000) as blocker:
+        os.kill(window.inference.pid(), signal.SIGKILL)
+    stored = window.store.get_message(blocker.args[0])
+    assert stored.content.startswith("word0 word1") and "word399" not in stored.content
+    assert stored.stats["stop_reason"] == "error"
+    text = window.chat_view.toPlainText()
+    assert "SIGKILL" in text and "Retry" in text
+    # The engine came back with the models; the next message gets a whole reply.
+    fake_engine.token_delay_s = 0.0
+    fake_engine.reply = "Back again."
+    qtbot.waitUntil(window.models_ready, timeout=20000)
+    message_id = send_and_wait(qtbot, window, "still there?")
+    assert window.store.get_message(message_id).content == "Back again."
+
+
+def test_stop_ends_a_hung_engine_and_the_next_message_works(make_window, qtbot, fake_engine, model_folder,
+                                                            tiny_models):
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
+    fake_engine.hang_in_chat = True
+    window.composer.edit.setPlainText("this never gets an answer")
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    wait_ms(qtbot, 300)
+    hung_pid = window.inference.pid()
+    with qtbot.waitSignal(window.inference.sig_worker_died, timeout=10000):
+        window.composer.button.click()  # Stop
+        assert not window.conversation.is_busy()  # the window is free at once
+    assert window.inference.pid() != hung_pid
+    fake_engine.hang_in_chat = False
+    fake_engine.reply = "Answered."
+    qtbot.waitUntil(window.models_ready, timeout=20000)
+    message_id = send_and_wait(qtbot, window, "and now?")
+    assert window.store.get_message(message_id).content == "Answered."
+
+
+def test_closing_while_a_model_loads_takes_under_two_seconds(make_window, qtbot, fake_engine, model_folder,
+                                                             tiny_models):
+    fake_engine.load_delay_s = 60
+    window = make_window(engine_factory=fake_engine)
+    window.choose_target(str(model_folder / tiny_models.target.name))
+    qtbot.waitUntil(lambda: "Loading…" in window.model_bar.load_state.text(), timeout=10000)
+    wait_ms(qtbot, 500)
+    pid = window.inference.pid()
+    started = time.monotonic()
+    window.close()
+    assert time.monotonic() - started < 2.0
+    assert not window.inference.is_running()
+    with_signal_zero = _process_exists(pid)
+    assert not with_signal_zero
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is gone for every purpose but its exit status.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split()[2] != "Z"
+    except OSError:
+        return False
