@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 import traceback
 from typing import Callable, Optional
@@ -78,11 +79,25 @@ def run_worker(conn, cancelled_up_to, log_path: Optional[str] = None,
     # ggml's abort handler otherwise runs gdb to print a backtrace: seconds of delay before the crash is reported.
     os.environ["GGML_NO_BACKTRACE"] = "1"
     _redirect_stderr(log_path)
+    _exit_with_parent()
     host = _WorkerLoop(conn, cancelled_up_to, engine_factory or default_engine_factory)
     try:
         host.serve()
     finally:
         host.close()
+
+
+def _exit_with_parent() -> None:
+    """End this process when the window's process is gone (killed, crashed): nobody is left to read its replies,
+    and a model load or a reply would otherwise run to its end holding the memory."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="parent watch", daemon=True).start()
 
 
 class _WorkerLoop:

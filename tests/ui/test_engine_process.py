@@ -121,3 +121,59 @@ def _process_exists(pid: int) -> bool:
             return stat.read().split()[2] != "Z"
     except OSError:
         return False
+
+
+def test_a_reply_survives_the_app_being_killed_and_can_be_continued(make_window, qtbot, fake_engine, model_folder,
+                                                                    tiny_models):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from app.store import ChatStore
+
+    target = model_folder / tiny_models.target.name
+    fake_engine.token_delay_s = 0.01
+    fake_engine.reply = " ".join(f"word{i}" for i in range(3000))
+    child = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("run_window_child.py")), str(model_folder), str(target),
+         str(fake_engine.folder), "write a lot"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert child.stdout.readline().strip() == "streaming", child.stderr.read()
+        deadline = time.monotonic() + 10
+        saved = []
+        while time.monotonic() < deadline and not saved:
+            with ChatStore() as store:
+                chats = store.list_chats()
+                saved = [m for m in store.messages(chats[0].id) if m.role == "assistant"] if chats else []
+            time.sleep(0.1)
+        assert saved, "the streaming reply was never saved"
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    with ChatStore() as store:
+        chat = store.list_chats()[0]
+        reply = [m for m in store.messages(chat.id) if m.role == "assistant"][-1]
+    assert reply.stats["stop_reason"] == "interrupted"
+    assert reply.content.startswith("word0 word1 word2")
+    # Reopened, the chat shows the reply marked interrupted, with Continue and Regenerate.
+    fake_engine.token_delay_s = 0.0
+    fake_engine.reply = " and the end."
+    window = make_window(engine_factory=fake_engine)
+    window.open_chat(chat.id)
+    text = window.chat_view.toPlainText()
+    assert reply.content[-20:] in text and "interrupted" in text
+    assert "Continue" in text and "Regenerate" in text
+    choose_pair(qtbot, window, target, NGRAM_KEY)
+    with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=10000) as blocker:
+        window.continue_reply(reply.id)
+    continued = window.store.get_message(blocker.args[0])
+    assert continued.id == reply.id
+    assert continued.content == reply.content + " and the end."
+    assert continued.stats["stop_reason"] == "eos"
+    # The engine was asked to continue the reply: the prompt ends with the partial reply itself.
+    assert fake_engine.requests[-1][-1] == {"role": "assistant", "content": reply.content}
