@@ -87,4 +87,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    import multiprocessing
+
+    # The engine runs in a child process started with "spawn": in the bundle that child is this same executable,
+    # and freeze_support() turns it into the engine worker before any of the window's code runs.
+    multiprocessing.freeze_support()
     raise SystemExit(main())

@@ -36,6 +36,7 @@ from typing import Callable, Optional
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.errors import EngineError
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
+from app.engine.protocol import ChatEngine
 
 STREAM_BATCH_S = 0.025
 MEASURING_MESSAGE = "Measuring speed…"
@@ -107,7 +108,7 @@ class _WorkerLoop:
         self._conn = conn
         self._cancelled_up_to = cancelled_up_to
         self._engine_factory = engine_factory
-        self._engine = None
+        self._engine: Optional[ChatEngine] = None
         self._load: Optional[LoadSettings] = None
 
     def _send(self, message: tuple) -> None:
@@ -137,7 +138,7 @@ class _WorkerLoop:
 
     # ----- loading
 
-    def _ensure_engine(self, load: LoadSettings):
+    def _ensure_engine(self, load: LoadSettings) -> ChatEngine:
         if self._engine is None:
             self._engine = self._engine_factory(load)
         elif load != self._load:

@@ -9,7 +9,7 @@ reported, and what matters is their ratio (window / engine), measured side by si
   engine  SpecEngine.chat() iterated on a plain thread of its own; tok/s from its FinishedEvent. The GUI thread
           meanwhile idles in its event loop under the same heartbeat, which gives the baseline stall (what the
           machine itself causes: scheduling, the GIL).
-  window  MainWindow with the same files loaded by its inference worker, the message typed into the composer and
+  window  MainWindow with the same files loaded by its engine process, the message typed into the composer and
           sent with its button, the reply streamed into the transcript and stored; tok/s from the stats the
           window stores with the reply (the same FinishedEvent numbers). A 5 ms heartbeat timer on the GUI thread
           measures the longest event-loop stall from Send until the reply is stored, and in which phase it ended.

@@ -84,7 +84,9 @@ class FakeEngineControl:
 
 
 class FakeEngine:
-    """Call from the engine process's main thread only (like SpecEngine)."""
+    """Call from the engine process's main thread only (like SpecEngine). Implements app.engine.protocol.ChatEngine."""
+
+    placement_note = "Scripted engine: no model runs anywhere."
 
     def __init__(self, load: LoadSettings = LoadSettings(), folder: Optional[Path] = None):
         self.folder = folder

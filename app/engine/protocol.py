@@ -1,0 +1,52 @@
+"""ChatEngine: what the engine process drives, whichever engine it holds (SpecEngine, or the tests' scripted one).
+
+The window never holds an engine: it talks to the engine process (app.ui.engine_process), whose loop
+(app.engine.worker_host) calls exactly these members, so a stand-in that implements them behaves as the real
+engine does at that boundary.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator, Optional, Protocol, Sequence
+
+from app.engine.config import GenerationConfig, LoadSettings
+from app.engine.events import EngineEvent
+
+
+class ChatEngine(Protocol):
+    """Owns the models. Every member is called from one thread; only `cancel.is_set()` is read across threads."""
+
+    @property
+    def target_path(self) -> Optional[Path]: ...
+
+    @property
+    def draft_path(self) -> Optional[Path]: ...
+
+    @property
+    def placement_note(self) -> str:
+        """Where the models run, in words for a person ("" before a load)."""
+
+    @property
+    def n_ctx(self) -> int: ...
+
+    def load_target(self, path: str | Path) -> None: ...
+
+    def load_draft(self, path: str | Path | None) -> None: ...
+
+    def unload(self) -> None: ...
+
+    def reconfigure(self, load: LoadSettings) -> None: ...
+
+    def costs_cached(self) -> bool: ...
+
+    def measure_costs(self) -> object: ...
+
+    def count_tokens(self, messages: Sequence[dict]) -> int: ...
+
+    def fit_messages(self, messages: Sequence[dict], reserve_tokens: int) -> tuple[list[dict], int]: ...
+
+    def chat(self, messages: Sequence[dict], config: GenerationConfig = ..., *, cancel=None,
+             request_id: int = 0) -> Iterator[EngineEvent]: ...
+
+    def close(self) -> None: ...
