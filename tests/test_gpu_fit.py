@@ -140,3 +140,10 @@ def test_an_unreadable_file_never_stops_the_load(tmp_path, request_):
     bad.write_bytes(b"nope")
     p = gpu_fit.resolve(bad, None, 512, request_, GPU_LAYERS_AUTO, report=DeviceReport((CPU, gpu(20))))
     assert p.target_layers == max(request_, 0) and "could not be read" in p.explanation
+
+
+def test_the_readme_section_the_notices_point_to_exists():
+    from pathlib import Path
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    assert "## GPU builds" in readme and "-DGGML_CUDA=on" in readme
