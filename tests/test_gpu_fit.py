@@ -147,3 +147,23 @@ def test_the_readme_section_the_notices_point_to_exists():
 
     readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
     assert "## GPU builds" in readme and "-DGGML_CUDA=on" in readme
+
+
+@pytest.mark.parametrize("free_gib, expect_target_on_gpu", [(20.0, True), (0.5, False)])
+def test_the_engine_places_the_planned_draft_first(tiny_models, monkeypatch, free_gib, expect_target_on_gpu):
+    from app.engine import devices
+    from app.engine.engine import SpecEngine
+
+    # A pretend GPU: llama.cpp here has none, so the layers asked for still run on the CPU.
+    monkeypatch.setattr(devices, "list_devices", lambda: DeviceReport((CPU, gpu(free_gib, "Fake GPU"))))
+    engine = SpecEngine(LoadSettings(n_ctx=256, n_threads=1))
+    try:
+        engine.load_target(tiny_models.target, planned_draft=tiny_models.draft)
+        engine.load_draft(tiny_models.draft)
+        target_all = gpu_fit.read_layout(tiny_models.target, 256).all_layers
+        assert engine.draft.n_gpu_layers == gpu_fit.read_layout(tiny_models.draft, 256).all_layers
+        assert engine.target.n_gpu_layers == (target_all if expect_target_on_gpu else 0)
+        assert "Fake GPU (CUDA)" in engine.placement_note
+        assert engine.placement.backends == "CUDA"
+    finally:
+        engine.close()
