@@ -51,3 +51,13 @@ def test_kernel_block_sizes_survive_cleaning():
     measured = {1: 1.0, 2: 1.68, 4: 2.78, 8: 6.35, 12: 8.02, 16: 7.57, 24: 11.58, 32: 12.89}
     table = costs._interpolate(measured, 32)
     assert table[16] == 7.57 and table[12] == 8.02 and table[32] == 12.89
+
+
+def test_costs_of_a_gpu_run_are_never_those_of_a_cpu_run(tiny_models):
+    class Model:
+        path = tiny_models.target
+
+    keys = {costs._key(Model, 1, 0, "CPU"), costs._key(Model, 1, 29, "CUDA"), costs._key(Model, 1, 29, "Vulkan"),
+            costs._key(Model, 1, 12, "CUDA")}
+    assert len(keys) == 4
+    assert costs._key(Model, 1, 0, "CUDA") == costs._key(Model, 1, 0, "CPU")  # nothing offloaded: the CPU's costs

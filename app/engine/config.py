@@ -16,14 +16,20 @@ def default_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+# GPU layers: Auto offloads what fits in free device memory (app.engine.gpu_fit); a number is used as it is.
+GPU_LAYERS_AUTO = -1
+# More layers than any model has: llama.cpp then offloads every layer and the output head.
+GPU_LAYERS_ALL = 999
+
+
 @dataclass(frozen=True)
 class LoadSettings:
     """How models are loaded. Changing any of these means reloading the models."""
 
     n_ctx: int = 4096
     n_threads: int = field(default_factory=default_threads)
-    target_gpu_layers: int = 0
-    draft_gpu_layers: int = 0
+    target_gpu_layers: int = GPU_LAYERS_AUTO
+    draft_gpu_layers: int = GPU_LAYERS_AUTO
 
 
 @dataclass(frozen=True)

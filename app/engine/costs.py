@@ -1,7 +1,8 @@
 """What a forward pass costs on this machine: the target's time for a batch of n tokens, the draft's per token.
 
-Measured once per (model file, threads, GPU layers, llama.cpp build) and cached on disk, because the answer decides
-whether speculation can pay at all: on a 2-core CPU a verify batch of 9 costs ~4.4x one token, on a GPU ~1x.
+Measured once per (model file, threads, GPU layers and their backend, llama.cpp build) and cached on disk, because
+the answer decides whether speculation can pay at all: on a 2-core CPU a verify batch of 9 costs ~4.4x one token, on
+a GPU ~1x.
 """
 
 from __future__ import annotations
@@ -108,11 +109,13 @@ def _measure(model: LoadedModel, sizes: tuple[int, ...], repeats: int = 3) -> li
     return _interpolate(points, max(sizes))
 
 
-def _key(model: LoadedModel, n_threads: int, gpu_layers: int) -> str:
+def _key(model: LoadedModel, n_threads: int, gpu_layers: int, backends: str) -> str:
     import llama_cpp
 
     st = model.path.stat()
-    return f"{model.path.resolve()}|{st.st_size}|{st.st_mtime_ns}|t{n_threads}|g{gpu_layers}|{llama_cpp.__version__}"
+    # The devices are part of the key: a model with layers on a GPU must never be timed by its CPU costs.
+    where = f"g{gpu_layers}@{backends}" if gpu_layers > 0 else "g0"  # "g0": what CPU runs were saved as before
+    return f"{model.path.resolve()}|{st.st_size}|{st.st_mtime_ns}|t{n_threads}|{where}|{llama_cpp.__version__}"
 
 
 def _cache_file() -> Path:
@@ -141,22 +144,28 @@ def _write_cache(data: dict) -> None:
         pass  # a cache we cannot write only costs a re-measurement next time
 
 
-def _keys(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int]):
+def _keys(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int],
+          backends: str):
     """Cache keys of the target and (None without one) the draft."""
-    return (_key(target, n_threads, gpu_layers[0]),
-            _key(draft, n_threads, gpu_layers[1]) if draft is not None else None)
+    return (_key(target, n_threads, gpu_layers[0], backends),
+            _key(draft, n_threads, gpu_layers[1], backends) if draft is not None else None)
 
 
-def is_cached(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int]) -> bool:
+def is_cached(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int],
+              backends: str = "CPU") -> bool:
     """Whether measure_costs would only read the disk cache (so there is no need to tell anyone to wait)."""
     cache = _read_cache()
-    return all(key in cache for key in _keys(target, draft, n_threads, gpu_layers) if key is not None)
+    return all(key in cache for key in _keys(target, draft, n_threads, gpu_layers, backends) if key is not None)
 
 
-def measure_costs(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int]) -> CostTable:
-    """The cost table for this pair, from the disk cache or measured now (~9 s for a 1.5B model on 2 cores)."""
+def measure_costs(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int],
+                  backends: str = "CPU") -> CostTable:
+    """The cost table for this pair, from the disk cache or measured now (~9 s for a 1.5B model on 2 cores).
+
+    `gpu_layers` are the layers offloaded (resolved, never Auto; 0 on a build without a GPU backend) and `backends`
+    where they run ("CUDA", "Metal"): both are part of the cache key."""
     cache = _read_cache()
-    tkey, dkey = _keys(target, draft, n_threads, gpu_layers)
+    tkey, dkey = _keys(target, draft, n_threads, gpu_layers, backends)
     if tkey not in cache:
         cache[tkey] = _measure(target, MEASURED_SIZES)
         _write_cache(cache)

@@ -6,17 +6,19 @@ passed to `chat`/`complete` may be set from another thread; generation stops wit
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 from app.engine.chat_format import render_chat
-from app.engine.config import GenerationConfig, LoadSettings
+from app.engine.config import GPU_LAYERS_AUTO, GenerationConfig, LoadSettings
 from app.engine.context_fit import drop_oldest_turns
 from app.engine.decoder import generate
 from app.engine.drafters import ModelDrafter, NgramDrafter
 from app.engine.errors import IncompatiblePairError
 from app.engine.events import EngineEvent, FinishedEvent
+from app.engine.gpu_fit import Placement, resolve as resolve_placement
 from app.engine.llama_model import LoadedModel
 from app.engine.policy import FixedPolicy, SpeculationPolicy
 
@@ -36,6 +38,11 @@ class SpecEngine:
         self._transcript_text = ""
         self._transcript_tokens: list[int] = []
         self._policies: dict[str, SpeculationPolicy] = {}
+        # Where the loaded models' layers run, with GPU layers on Auto resolved (app.engine.gpu_fit), and the same
+        # in words for the window: what Auto chose and why, or that this build has no GPU backend.
+        self.placement: Optional[Placement] = None
+        self.placement_note = ""
+        self._planned_draft: Optional[Path] = None
 
     # -- models -------------------------------------------------------------------------------------------------
 
@@ -51,14 +58,23 @@ class SpecEngine:
     def n_ctx(self) -> int:
         return self.target.n_ctx if self.target else self.load_settings.n_ctx
 
-    def load_target(self, path: str | Path) -> None:
-        """Load (or switch) the target. A loaded draft that is not compatible with the new target is unloaded."""
+    def load_target(self, path: str | Path, planned_draft: str | Path | None = None) -> None:
+        """Load (or switch) the target. A loaded draft that is not compatible with the new target is unloaded.
+
+        `planned_draft`: the draft that will be loaded next, so GPU layers on Auto leave room for it first."""
         path = Path(path)
         if self.target is not None and self.target.path == path:
             return
         self._close_target()
         s = self.load_settings
-        self.target = LoadedModel(path, n_ctx=s.n_ctx, n_threads=s.n_threads, n_gpu_layers=s.target_gpu_layers)
+        draft_path = self.draft.path if self.draft is not None else planned_draft
+        self.placement = resolve_placement(
+            path, draft_path, s.n_ctx, s.target_gpu_layers, s.draft_gpu_layers,
+            draft_resident=self.draft.n_gpu_layers if self.draft is not None else None)
+        self.placement_note = self.placement.explanation
+        self._planned_draft = Path(planned_draft) if self.draft is None and planned_draft is not None else None
+        self.target = LoadedModel(path, n_ctx=s.n_ctx, n_threads=s.n_threads,
+                                  n_gpu_layers=self.placement.target_layers)
         self._chat_template = self.target.metadata("tokenizer.chat_template")
         self._ngram = NgramDrafter(is_control=self.target.is_control)
         if self.draft is not None and not self._compatible(self.draft.path)[0]:
@@ -70,6 +86,8 @@ class SpecEngine:
             if self.draft is not None:
                 self.draft.close()
                 self.draft = None
+                if self.placement is not None:
+                    self.placement = dataclasses.replace(self.placement, draft_layers=0)
             return
         path = Path(path)
         if self.draft is not None and self.draft.path == path:
@@ -82,7 +100,18 @@ class SpecEngine:
             self.draft.close()
             self.draft = None
         s = self.load_settings
-        self.draft = LoadedModel(path, n_ctx=self.n_ctx, n_threads=s.n_threads, n_gpu_layers=s.draft_gpu_layers)
+        if self.target is not None and self.placement is not None and self._planned_draft == path:
+            placement = self.placement  # room for this draft was kept when the target was placed
+        elif self.target is not None:
+            placement = resolve_placement(self.target.path, path, self.n_ctx, s.target_gpu_layers,
+                                          s.draft_gpu_layers, target_resident=self.target.n_gpu_layers)
+        else:
+            placement = resolve_placement(path, None, self.n_ctx, s.draft_gpu_layers, GPU_LAYERS_AUTO)
+            placement = Placement(0, placement.target_layers, placement.explanation, placement.backends)
+        self._planned_draft = None
+        self.draft = LoadedModel(path, n_ctx=self.n_ctx, n_threads=s.n_threads, n_gpu_layers=placement.draft_layers)
+        self.placement = placement
+        self.placement_note = placement.explanation
 
     def _compatible(self, draft_path: Path) -> tuple[bool, str]:
         from app.engine.compat import compatibility
@@ -98,7 +127,7 @@ class SpecEngine:
         self.unload()
         self.load_settings = load
         if target:
-            self.load_target(target)
+            self.load_target(target, planned_draft=draft)
         if draft:
             self.load_draft(draft)
 
@@ -117,8 +146,11 @@ class SpecEngine:
 
     def _cost_args(self, with_draft: bool):
         s = self.load_settings
+        target = self._require_target()
         draft = self.draft if with_draft else None
-        return self._require_target(), draft, s.n_threads, (s.target_gpu_layers, s.draft_gpu_layers)
+        layers = (target.n_gpu_layers, draft.n_gpu_layers if draft is not None else 0)
+        backends = self.placement.backends if self.placement is not None else "CPU"
+        return target, draft, s.n_threads, layers, backends
 
     def unload(self) -> None:
         self.load_draft(None)

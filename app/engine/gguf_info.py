@@ -305,19 +305,43 @@ def _read_header(path: Path, buf, file_size: int) -> _Header:
 
 def _tensor_data_end(header: _Header) -> Optional[int]:
     """Where the last tensor's bytes end; None when a tensor type is unknown to the gguf package."""
-    from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
-
     end = 0
     for _name, dims, ggml_type, offset in header.tensors:
-        try:
-            block_size, type_size = GGML_QUANT_SIZES[GGMLQuantizationType(ggml_type)]
-        except (ValueError, KeyError):
+        nbytes = _tensor_bytes(dims, ggml_type)
+        if nbytes is None:
             return None
-        elements = 1
-        for dim in dims:
-            elements *= dim
-        end = max(end, header.data_start + offset + elements // block_size * type_size)
+        end = max(end, header.data_start + offset + nbytes)
     return end
+
+
+def _tensor_bytes(dims: tuple[int, ...], ggml_type: int) -> Optional[int]:
+    """Bytes of one tensor's data; None for a type the gguf package does not know."""
+    from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    try:
+        block_size, type_size = GGML_QUANT_SIZES[GGMLQuantizationType(ggml_type)]
+    except (ValueError, KeyError):
+        return None
+    return _elements(dims) // block_size * type_size
+
+
+def read_tensor_sizes(path: Union[str, Path]) -> list[tuple[str, int]]:
+    """(name, bytes) of every tensor, the other parts of a split model included; a type unknown to the gguf
+    package counts as 0 bytes. Raises ModelFileError for an unreadable file."""
+    parts = [Path(path)]
+    sizes: list[tuple[str, int]] = []
+    while parts:
+        part = parts.pop(0)
+        buf, file_size = _open_map(part)
+        try:
+            header = _read_header(part, buf, file_size)
+        finally:
+            buf.close()
+        sizes += [(name, _tensor_bytes(dims, t) or 0) for name, dims, t, _o in header.tensors]
+        count = _int_or_none(header.metadata.get("split.count")) or 1
+        if part == Path(path) and count > 1:
+            parts += _split_problem(part, _int_or_none(header.metadata.get("split.no")) or 0, count)[1]
+    return sizes
 
 
 def _int_or_none(value: object) -> Optional[int]:

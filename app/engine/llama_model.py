@@ -72,6 +72,7 @@ class LoadedModel:
         if not self.path.is_file():
             raise ModelFileError(f"{self.path}: file not found")
 
+        self.n_gpu_layers = n_gpu_layers  # as asked of llama.cpp (a build without a GPU backend runs them on the CPU)
         mparams = llama_cpp.llama_model_default_params()
         mparams.n_gpu_layers = n_gpu_layers
         with _log_lock:

@@ -30,7 +30,8 @@ class ChatEngine(Protocol):
     @property
     def n_ctx(self) -> int: ...
 
-    def load_target(self, path: str | Path) -> None: ...
+    def load_target(self, path: str | Path, planned_draft: str | Path | None = None) -> None:
+        """Load the target; `planned_draft` is the draft loaded next (GPU placement leaves room for it first)."""
 
     def load_draft(self, path: str | Path | None) -> None: ...
 

@@ -155,7 +155,7 @@ class _WorkerLoop:
             else:
                 if engine.target_path is None or str(engine.target_path) != str(target_path):
                     self._send(("loading", request_id, str(target_path), "target"))
-                    engine.load_target(target_path)
+                    engine.load_target(target_path, planned_draft=draft_path)
                 current = engine.draft_path
                 if (current is None) != (draft_path is None) or (
                     draft_path is not None and str(current) != str(draft_path)
@@ -174,7 +174,7 @@ class _WorkerLoop:
             traceback.print_exc()
             self._send(("load_failed", request_id, f"Loading failed: {exc}"))
             return
-        note = getattr(engine, "placement_note", "") or ""
+        note = engine.placement_note
         target = str(engine.target_path) if engine.target_path else None
         draft = str(engine.draft_path) if engine.draft_path else None
         self._send(("loaded", request_id, target, draft, engine.n_ctx, note))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from app import paths
+from app.engine.config import GPU_LAYERS_AUTO
 from app.store import _fields
 from app.store.errors import StoreError
 
@@ -38,8 +39,10 @@ class AppSettings:
     model_folders: list[str] = field(default_factory=list)  # besides app.paths.models_dir(), which is always scanned
     threads: int = field(default_factory=_default_threads)
     context_size: int = 4096
-    target_gpu_layers: int = 0
-    draft_gpu_layers: int = 0
+    # GPU_LAYERS_AUTO for new installs; a file saved by an older version keeps the number it holds (0 was the
+    # old default), since that may be a choice.
+    target_gpu_layers: int = GPU_LAYERS_AUTO
+    draft_gpu_layers: int = GPU_LAYERS_AUTO
     last_target: str | None = None
     last_draft: str | None = None
     show_highlighting: bool = True
@@ -73,6 +76,10 @@ def load_settings(path: Path | None = None) -> AppSettings:
     if settings.threads < 1:
         settings.threads = _default_threads()
         rejected.append("threads")
+    for name in ("target_gpu_layers", "draft_gpu_layers"):
+        if getattr(settings, name) < GPU_LAYERS_AUTO:
+            setattr(settings, name, GPU_LAYERS_AUTO)
+            rejected.append(name)
     if rejected:
         settings.load_warning = (
             f"Some settings in {path} had values SpecChat could not use ({', '.join(rejected)}); "

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import os
 
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QValidator
 from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
@@ -22,6 +24,8 @@ from PySide6.QtWidgets import (
 )
 
 from app import paths
+from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO
+from app.engine.devices import DeviceReport, list_devices
 from app.store import AppSettings, ChatSettings
 
 
@@ -112,10 +116,35 @@ class ChatSettingsDialog(QDialog):
         )
 
 
+class GpuLayersSpinBox(QSpinBox):
+    """GPU layers: "Auto" (what fits in free device memory), a number, or "All"."""
+
+    def __init__(self, value: int):
+        super().__init__()
+        self.setRange(GPU_LAYERS_AUTO, GPU_LAYERS_ALL)
+        self.setSpecialValueText("Auto")
+        self.setValue(value)
+        self.setToolTip("Layers to offload to the GPU. Auto offloads what fits in the free GPU memory, the draft "
+                        "first; 0 runs on the CPU; All offloads every layer.")
+
+    def textFromValue(self, value: int) -> str:
+        return "All" if value >= GPU_LAYERS_ALL else super().textFromValue(value)
+
+    def valueFromText(self, text: str) -> int:
+        return GPU_LAYERS_ALL if text.strip().lower() == "all" else super().valueFromText(text)
+
+    def validate(self, text: str, pos: int):
+        typed = text.strip().lower()
+        if typed and "all".startswith(typed):
+            state = QValidator.State.Acceptable if typed == "all" else QValidator.State.Intermediate
+            return state, text, pos
+        return super().validate(text, pos)
+
+
 class AppSettingsDialog(QDialog):
     """Model folders and how models are loaded (changing the latter reloads the models)."""
 
-    def __init__(self, settings: AppSettings, parent=None):
+    def __init__(self, settings: AppSettings, parent=None, devices: DeviceReport | None = None):
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self.setMinimumWidth(540)
@@ -154,25 +183,26 @@ class AppSettingsDialog(QDialog):
         self.context_size.setValue(settings.context_size)
         self.context_size.setSuffix(" tokens")
         form.addRow("Context size", self.context_size)
-        self.target_gpu_layers = self._gpu_spin(settings.target_gpu_layers)
+        self.target_gpu_layers = GpuLayersSpinBox(settings.target_gpu_layers)
         form.addRow("GPU layers, model", self.target_gpu_layers)
-        self.draft_gpu_layers = self._gpu_spin(settings.draft_gpu_layers)
+        self.draft_gpu_layers = GpuLayersSpinBox(settings.draft_gpu_layers)
         form.addRow("GPU layers, draft", self.draft_gpu_layers)
         layout.addLayout(form)
         layout.addWidget(_hint("Changing these reloads the models. Chats are kept in " f"{paths.database_path()}."))
+
+        layout.addSpacing(8)
+        layout.addWidget(QLabel("<b>Devices</b>"))
+        report = devices if devices is not None else list_devices()
+        rpc = {True: "supported by this build", False: "not supported by this build", None: "unknown"}[report.rpc]
+        self.devices = QLabel("\n".join(report.lines() + [f"RPC (models on other machines): {rpc}"]))
+        self.devices.setWordWrap(True)
+        self.devices.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.devices)
 
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
-
-    def _gpu_spin(self, value: int) -> QSpinBox:
-        spin = QSpinBox()
-        spin.setRange(-1, 999)
-        spin.setSpecialValueText("All")
-        spin.setValue(value)
-        spin.setToolTip("Layers to offload to the GPU: 0 runs on the CPU, All offloads every layer")
-        return spin
 
     def _add_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Add a folder of GGUF models")
@@ -200,4 +230,4 @@ class AppSettingsDialog(QDialog):
         )
 
 
-__all__ = ["AppSettingsDialog", "ChatSettingsDialog"]
+__all__ = ["AppSettingsDialog", "ChatSettingsDialog", "GpuLayersSpinBox"]

@@ -121,3 +121,20 @@ def test_save_creates_the_folder(tmp_path):
     path = tmp_path / "a" / "b" / "settings.json"
     save_settings(AppSettings(last_draft="d.gguf"), path)
     assert load_settings(path).last_draft == "d.gguf"
+
+
+def test_new_installs_get_auto_gpu_layers_and_older_files_keep_their_number(tmp_path):
+    from app.engine.config import GPU_LAYERS_AUTO
+
+    assert (AppSettings().target_gpu_layers, AppSettings().draft_gpu_layers) == (GPU_LAYERS_AUTO, GPU_LAYERS_AUTO)
+    path = tmp_path / "settings.json"
+    save_settings(AppSettings(draft_gpu_layers=8), path)
+    loaded = load_settings(path)
+    assert (loaded.target_gpu_layers, loaded.draft_gpu_layers) == (GPU_LAYERS_AUTO, 8)
+    # A file written before Auto existed holds 0 for both (the old default): that stays 0.
+    path.write_text(json.dumps({"threads": 2, "target_gpu_layers": 0, "draft_gpu_layers": 0}))
+    old = load_settings(path)
+    assert (old.target_gpu_layers, old.draft_gpu_layers) == (0, 0) and old.load_warning is None
+    path.write_text(json.dumps({"target_gpu_layers": -7}))
+    odd = load_settings(path)
+    assert odd.target_gpu_layers == GPU_LAYERS_AUTO and "target_gpu_layers" in odd.load_warning

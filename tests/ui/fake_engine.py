@@ -109,7 +109,7 @@ class FakeEngine:
     def n_ctx(self) -> int:
         return self.load_settings.n_ctx
 
-    def load_target(self, path) -> None:
+    def load_target(self, path, planned_draft=None) -> None:
         path = Path(path)
         if not path.is_file():
             raise ModelFileError(f"{path} does not exist.")

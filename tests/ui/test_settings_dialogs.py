@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QDialog
 
+from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO
+from app.engine.devices import Device, DeviceReport
 from app.store import AppSettings, ChatSettings, load_settings
 from app.ui.settings_dialog import AppSettingsDialog, ChatSettingsDialog
 
@@ -36,13 +38,13 @@ def test_app_settings_dialog_edits_folders_and_load_settings(qtbot):
     dialog.add_folder("/a")  # no duplicates
     dialog.threads.setValue(3)
     dialog.context_size.setValue(8192)
-    dialog.target_gpu_layers.setValue(-1)
+    dialog.target_gpu_layers.setValue(GPU_LAYERS_AUTO)
     dialog.draft_gpu_layers.setValue(10)
     dialog.scan_hf_cache.setChecked(False)
     result = dialog.settings()
     assert result.model_folders == ["/a", "/b"]
     assert (result.threads, result.context_size, result.target_gpu_layers, result.draft_gpu_layers) == (
-        3, 8192, -1, 10)
+        3, 8192, GPU_LAYERS_AUTO, 10)
     assert result.scan_hf_cache is False
 
 
@@ -60,3 +62,34 @@ def test_changed_load_settings_reload_the_models_and_are_saved(make_window, qtbo
     qtbot.waitUntil(lambda: window.context_gauge.maximum() == 1024 and window.models_ready())
     assert fake_engine.n_ctx == 1024
     assert load_settings().context_size == 1024
+
+
+def test_gpu_layers_offer_auto_a_number_and_all(qtbot):
+    dialog = AppSettingsDialog(AppSettings())
+    qtbot.addWidget(dialog)
+    spin = dialog.target_gpu_layers
+    assert spin.text() == "Auto" and dialog.settings().target_gpu_layers == GPU_LAYERS_AUTO  # the default
+    spin.lineEdit().selectAll()
+    qtbot.keyClicks(spin.lineEdit(), "All")
+    spin.interpretText()
+    assert dialog.settings().target_gpu_layers == GPU_LAYERS_ALL and spin.text() == "All"
+    spin.setValue(0)
+    assert spin.text() == "0" and dialog.settings().target_gpu_layers == 0
+
+
+def test_devices_section_says_cpu_only_on_this_build(qtbot):
+    dialog = AppSettingsDialog(AppSettings())  # the real device list of this machine's llama.cpp
+    qtbot.addWidget(dialog)
+    text = dialog.devices.text()
+    assert "CPU only: this build of llama.cpp has no GPU backend - see README 'GPU builds'" in text
+    assert "RPC (models on other machines): " in text
+
+
+def test_devices_section_lists_gpus_with_free_memory(qtbot):
+    report = DeviceReport((Device("CPU", "x", "cpu", 0, 0, "CPU"),
+                           Device("CUDA0", "NVIDIA GeForce RTX 4090", "gpu", int(22.1 * 1024 ** 3), 0, "CUDA")),
+                          rpc=False)
+    dialog = AppSettingsDialog(AppSettings(), devices=report)
+    qtbot.addWidget(dialog)
+    assert "NVIDIA GeForce RTX 4090 (CUDA), 22.1 GiB free" in dialog.devices.text()
+    assert "CPU only" not in dialog.devices.text()
