@@ -40,7 +40,7 @@ def read_text_file(path: str, what: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise UsageError(f"{what} {path} is not valid UTF-8 text (byte {exc.start} is not)") from None
+        raise UsageError(f"{what} {path} is not valid UTF-8 text (bad byte at offset {exc.start})") from None
 
 
 def _finite(value: float) -> bool:
