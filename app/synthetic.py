@@ -14,9 +14,11 @@ import os
 import tempfile
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
+
+from app.atomic_write import write_atomic
 
 # Bump when the files written below change, so a reused model set folder is rewritten rather than trusted.
 SYNTHETIC_VERSION = 1
@@ -201,6 +203,7 @@ def write_tiny_model(
     vocab_variant: Union[str, VocabSpec] = "standard",
     name: str | None = None,
     extra_metadata: Sequence[tuple[str, object]] = (),
+    edit: Optional[Callable[[Any], None]] = None,
 ) -> Path:
     """Write one tiny llama-architecture model to `path` (atomically) and return the path.
 
@@ -208,7 +211,8 @@ def write_tiny_model(
     first layers, so a model with fewer layers is a natural draft for one with more. `layer_scale` scales what each
     layer adds to the residual stream: small values make every layer count less and the models agree more.
     `extra_metadata` adds raw (key, value) pairs, e.g. split keys; ints are written as uint16 for "split." keys,
-    uint32 otherwise.
+    uint32 otherwise. `edit` receives the gguf.GGUFWriter with every key and tensor added, before anything is
+    written, so a test can damage the file (app.malformed_models does).
     """
     import gguf
 
@@ -242,6 +246,8 @@ def write_tiny_model(
                 writer.add_string(key, str(value))
         for tensor_name, tensor in _weights(vocab, shape, n_layer, seed, layer_scale):
             writer.add_tensor(tensor_name, tensor)
+        if edit is not None:
+            edit(writer)
         writer.write_header_to_file()
         writer.write_kv_data_to_file()
         writer.write_tensors_to_file()
@@ -377,23 +383,10 @@ def make_model_set(dest: Path) -> ModelSet:
           extra=[("split.no", 1), ("split.count", 2)])
 
     whole = models.target.read_bytes()
-    _write_atomic(models.truncated, whole[: len(whole) // 2])
-    _write_atomic(models.not_gguf, np.random.default_rng(7).bytes(4096))
-    _write_atomic(stamp, str(SYNTHETIC_VERSION).encode())
+    write_atomic(models.truncated, whole[: len(whole) // 2])
+    write_atomic(models.not_gguf, np.random.default_rng(7).bytes(4096))
+    write_atomic(stamp, str(SYNTHETIC_VERSION).encode())
     return models
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.chmod(tmp_name, 0o644)
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
 
 
 def greedy_acceptance(target: Path, draft: Path, prompts: Sequence[str] = ("Hello", "def add(a, b):", "The cat"),

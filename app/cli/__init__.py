@@ -7,6 +7,7 @@ Each sub-command lives in its own module with a `register(subparsers)` function 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Optional, Sequence
 
@@ -39,3 +40,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return 1  # the reader went away (`| head`): nothing left to say
+    except Exception as exc:  # a bug of ours: one line, not a traceback (SPECCHAT_DEBUG=1 shows it)
+        if os.environ.get("SPECCHAT_DEBUG"):
+            raise
+        print(f"specchat-cli: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1

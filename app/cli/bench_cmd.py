@@ -46,11 +46,26 @@ def geometric_mean(values: list[float]) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.cli.generate_cmd import build_engine
+    from app.cli.checks import sampling_problem
+    from app.cli.generate_cmd import build_engine, models_problem
     from app.engine.bench import MODE_KINDS, find_llama_speculative, load_prompts, run_llama_speculative, run_suite
+    from app.engine.config import MAX_DRAFT
     from app.engine.errors import EngineError
 
-    prompts = load_prompts(args.prompts)
+    problem = sampling_problem(args)
+    if problem is None and not 1 <= args.k <= MAX_DRAFT:
+        problem = f"--k must be from 1 to {MAX_DRAFT}"
+    if problem is None and args.repeats < 1:
+        problem = "--repeats must be at least 1"
+    problem = problem or models_problem(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    try:
+        prompts = load_prompts(args.prompts)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"error: --prompts {args.prompts}: not a JSON list of {{name, kind, chat}} ({exc})", file=sys.stderr)
+        return 2
     if args.only:
         wanted = set(args.only.split(","))
         prompts = [p for p in prompts if p.name in wanted]

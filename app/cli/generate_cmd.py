@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from app.cli.checks import UsageError, check_text, model_problem, read_text_file, sampling_problem
+from app.engine.config import MAX_DRAFT
 from app.engine.errors import EngineError
 
 
@@ -16,7 +18,8 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     drafter.add_argument("--draft", help="draft GGUF model sharing the target's vocabulary")
     drafter.add_argument("--ngram", action="store_true", help="draft by n-gram prompt lookup (no second model)")
     parser.add_argument("--draft-max", default="auto",
-                        help="draft length per round: a number, or 'auto' to let the controller choose (default)")
+                        help=f"draft length per round: a number from 0 to {MAX_DRAFT}, or 'auto' to let the "
+                        "controller choose (default)")
 
 
 def register(subparsers) -> None:
@@ -38,6 +41,7 @@ def register(subparsers) -> None:
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--prompt", help="raw text to continue (no chat template)")
+    source.add_argument("--prompt-file", metavar="FILE", help="like --prompt, the text read from a UTF-8 file")
     source.add_argument("--chat", help="a user message, formatted with the model's chat template")
     p.add_argument("--system", default=None, help="system prompt for --chat")
     p.add_argument("--json", action="store_true", help="print one JSON object with text, tokens and stats")
@@ -45,12 +49,36 @@ def register(subparsers) -> None:
 
 
 def parse_draft_max(value: str) -> int | None:
-    """--draft-max: "auto" (None, the controller chooses) or a fixed draft length >= 0."""
+    """--draft-max: "auto" (None, the controller chooses) or a fixed draft length from 0 to MAX_DRAFT."""
     if value == "auto":
         return None
-    if not value.isdigit():
-        raise ValueError("--draft-max must be a number >= 0 or 'auto'")
+    if not (value.isascii() and value.isdigit()) or int(value) > MAX_DRAFT:
+        raise ValueError(f"--draft-max must be a number from 0 to {MAX_DRAFT}, or 'auto'")
     return int(value)
+
+
+def models_problem(args: argparse.Namespace) -> str | None:
+    """The target's and the draft's files, checked before loading so a bad one is refused, never crashes us."""
+    for role, path in (("target", args.target), ("draft", getattr(args, "draft", None))):
+        if path:
+            problem = model_problem(path, role)
+            if problem:
+                return problem
+    return None
+
+
+def _prompt_text(args: argparse.Namespace) -> str:
+    """The --prompt, --prompt-file or --chat text, checked. Raises UsageError."""
+    if args.prompt_file is not None:
+        args.prompt = read_text_file(args.prompt_file, "--prompt-file")
+    for flag, value in (("--prompt", args.prompt), ("--chat", args.chat), ("--system", args.system)):
+        problem = check_text(value, flag)
+        if problem:
+            raise UsageError(problem)
+    text = args.chat if args.chat is not None else args.prompt
+    if not text:
+        raise UsageError(f"the {'--chat message' if args.chat is not None else 'prompt'} is empty")
+    return text
 
 
 def build_engine(args: argparse.Namespace):
@@ -70,7 +98,11 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         draft_max = parse_draft_max(args.draft_max)
-    except ValueError as exc:
+        _prompt_text(args)
+        problem = sampling_problem(args) or models_problem(args)
+        if problem:
+            raise UsageError(problem)
+    except (ValueError, UsageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     speculative = bool(args.draft or args.ngram)

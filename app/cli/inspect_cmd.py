@@ -4,6 +4,7 @@ read from its metadata without loading the weights."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 
@@ -22,6 +23,9 @@ def register(subparsers) -> None:
     )
     p.add_argument("files", nargs="+", metavar="FILE", help="GGUF model files")
     p.add_argument("--json", action="store_true", help="print a JSON list, one object per readable file")
+    p.add_argument("--probe", action="store_true",
+                   help="also let llama.cpp read each usable file's vocabulary in a separate process (slower; "
+                   "catches what the metadata cannot show)")
     p.set_defaults(func=run)
 
 
@@ -94,7 +98,14 @@ def run(args: argparse.Namespace) -> int:
     failed = False
     for name in args.files:
         try:
-            infos.append(inspect_gguf(name))
+            info = inspect_gguf(name)
+            if args.probe and info.usable:
+                from app.engine.probe import probe_model
+
+                verdict = probe_model(name)
+                if not verdict.ok:
+                    info = dataclasses.replace(info, usable=False, problem=verdict.reason)
+            infos.append(info)
         except ModelFileError as exc:
             print(f"specchat-cli inspect: {exc}", file=sys.stderr)
             failed = True

@@ -25,7 +25,7 @@ from app.engine.gguf_info import TOKEN_CHECK_START, inspect_gguf, read_token_tex
 
 MAX_VOCAB_SIZE_DIFFERENCE = 128  # SPEC_VOCAB_MAX_SIZE_DIFFERENCE
 CACHE_FILE_NAME = "draft-compatibility.json"
-_CACHE_VERSION = 1
+_CACHE_VERSION = 2  # 2: facts include the header checks of app.engine.gguf_checks
 _MAX_CACHED_PAIRS = 20000
 
 # suggest_drafts: a draft at most this fraction of the target's parameters is worth speculating with, and one

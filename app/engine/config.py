@@ -6,6 +6,12 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
+from app.engine.llama_model import MAX_OUTPUT_ROWS
+
+# The longest draft: verifying k drafted tokens decodes k + 1 rows with logits, and llama.cpp aborts the process
+# when one decode asks for more rows than the context was made for (n_outputs_max).
+MAX_DRAFT = MAX_OUTPUT_ROWS - 1
+
 
 def default_threads() -> int:
     """All cores, or SPECCHAT_THREADS. llama.cpp's worker threads spin while they wait for each other, so on a
@@ -45,10 +51,15 @@ class GenerationConfig:
     speculative: bool = True
     # "auto": the draft model when one is loaded, n-gram prompt lookup otherwise; "model"; "ngram".
     drafter: str = "auto"
-    # None means "auto": the speculation controller picks k each round. An int fixes k (for experiments).
+    # None means "auto": the speculation controller picks k each round. An int fixes k (for experiments); it is
+    # clamped to 0..MAX_DRAFT, so a value saved before the cap existed still runs.
     draft_max: Optional[int] = None
     # The draft model stops drafting when its top probability falls below this.
     draft_p_min: float = 0.0
     # Whose acceptance statistics the auto controller learns from and uses: one conversation's text predicts
     # its next reply far better than another chat's does. The window passes one per chat.
     session: str = "default"
+
+    def __post_init__(self) -> None:
+        if self.draft_max is not None:
+            object.__setattr__(self, "draft_max", max(0, min(int(self.draft_max), MAX_DRAFT)))

@@ -8,13 +8,12 @@ a GPU ~1x.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from app.atomic_write import write_atomic
 from app.engine.llama_model import LoadedModel
 
 MAX_BATCH = 32  # verify batches up to draft_max 31: long drafts are how copying text pays on a CPU
@@ -133,13 +132,8 @@ def _read_cache() -> dict:
 
 
 def _write_cache(data: dict) -> None:
-    path = _cache_file()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".costs-")
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f)
-        os.replace(tmp, path)
+        write_atomic(_cache_file(), json.dumps(data), durable=False)
     except OSError:
         pass  # a cache we cannot write only costs a re-measurement next time
 

@@ -14,7 +14,7 @@ from typing import Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
-from app.engine.config import GenerationConfig
+from app.engine.config import MAX_DRAFT, GenerationConfig
 from app.engine.drafters import Draft, ModelDrafter, NgramDrafter
 from app.engine.errors import PromptTooLongError
 from app.engine.events import EngineEvent, FinishedEvent, GenerationStats, RoundEvent, TokenEvent
@@ -104,12 +104,13 @@ def generate(
         if cancel.is_set():
             stop_reason = "cancelled"
             break
-        # The verify batch [last, draft...] needs k + 1 free positions; the reply needs k + 1 more tokens.
+        # The verify batch [last, draft...] needs k + 1 free positions and k + 1 logit rows (at most MAX_DRAFT + 1);
+        # the reply needs k + 1 more tokens.
         room = target.n_ctx - (len(history) - 1)
         if room <= 0:
             stop_reason = "context_full"
             break
-        k_max = max(0, min(room - 1, config.max_tokens - emitted - 1))
+        k_max = max(0, min(room - 1, config.max_tokens - emitted - 1, MAX_DRAFT))
         ngram_draft = Draft()
         if not config.speculative:
             plan = Plan("none", 0, "speculation is off for this chat")

@@ -1,9 +1,10 @@
 """What a GGUF file holds, read from its header without touching the weights.
 
 A small reader of our own walks the header, the key/value metadata and the tensor infos through a memory map.
-Large arrays (a 150k-token vocabulary, its merges) are stepped over, not decoded, so inspecting a 1 GB model costs
-a few milliseconds and a library of many models can be listed at once. Tokenizer values follow llama.cpp's own
-defaults (src/llama-vocab.cpp) where a key is absent, so what we report is what llama.cpp will use.
+Large arrays (a 150k-token vocabulary, its merges) are not decoded, so inspecting a 1 GB model costs tens of
+milliseconds (mostly reading the token texts once, to find two alike) and a library of many models can be listed at
+once. Tokenizer values follow llama.cpp's own defaults (src/llama-vocab.cpp) where a key is absent, so what we report
+is what llama.cpp will use. app.engine.gguf_checks decides, from the same header, whether llama.cpp will load it.
 
 Every problem with the file surfaces as ModelFileError with a message naming the file; nothing else escapes.
 """
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Union
 
+from app.engine import gguf_checks
 from app.engine.errors import ModelFileError
 
 GGUF_MAGIC = b"GGUF"
@@ -157,6 +159,7 @@ class _Header:
     tokens: Optional[_TokenArray]
     tensors: list[tuple[str, tuple[int, ...], int, int]]  # name, dims, ggml type, offset within the data section
     data_start: int
+    alignment: int = DEFAULT_ALIGNMENT
 
 
 class _Cursor:
@@ -297,6 +300,7 @@ def _read_header(path: Path, buf, file_size: int) -> _Header:
     alignment = header.metadata.get("general.alignment", DEFAULT_ALIGNMENT)
     if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
         raise ModelFileError(f"{path}: corrupt metadata: bad general.alignment {alignment!r}")
+    header.alignment = alignment
     header.data_start = -(-cursor.pos // alignment) * alignment
     if header.data_start > file_size and header.tensors:
         raise ModelFileError(f"{path}: truncated: metadata ends past the end of the file")
@@ -417,20 +421,27 @@ def inspect_gguf(path: Union[str, Path]) -> ModelInfo:
                 f"(needs {data_end} bytes, the file has {file_size})"
             )
         tokens_digest = ""
+        problems: list[str] = []
         if header.tokens is not None:
             tokens_digest = hashlib.blake2b(buf[header.tokens.check_start: header.tokens.end], digest_size=16).hexdigest()
+            twins = gguf_checks.duplicate_token(buf, header.tokens.start, header.tokens.count)
+            if twins is not None:
+                problems.append(f"tokens {twins[0]} and {twins[1]} have the same text "
+                                f"{twins[2].decode('utf-8', errors='replace')!r}")
     finally:
         buf.close()
-    return _model_info(path, file_size, header, tokens_digest)
+    return _model_info(path, file_size, header, tokens_digest, problems)
 
 
-def _model_info(path: Path, file_size: int, header: _Header, tokens_digest: str) -> ModelInfo:
+def _model_info(path: Path, file_size: int, header: _Header, tokens_digest: str, problems: list[str]) -> ModelInfo:
     meta = header.metadata
-    problems: list[str] = []
+    problems = list(problems)
     architecture = meta.get("general.architecture")
     if not isinstance(architecture, str):
-        problems.append("no general.architecture: not a llama.cpp model")
+        problems.insert(0, "no general.architecture: not a llama.cpp model")
         architecture = ""
+    elif gguf_checks.architecture_problem(architecture):
+        problems.insert(0, gguf_checks.architecture_problem(architecture))
 
     vocab_type, pre, bos_default, eos_default, add_bos, add_eos, vocab_problem = _vocab_defaults(meta)
     if vocab_problem:
@@ -453,6 +464,12 @@ def _model_info(path: Path, file_size: int, header: _Header, tokens_digest: str)
         add_eos = _as_bool(meta.get("tokenizer.ggml.add_eos_token"), add_eos)
         if pre == "gemma4":
             add_bos = True  # llama.cpp forces it for Gemma 4
+        sep_id = _special_id(meta, "tokenizer.ggml.seperator_token_id", 102 if vocab_type == "WPM" else None,
+                             vocab_size)
+        problems.extend(gguf_checks.special_token_problems(vocab_type, add_bos, bos_id, add_eos, eos_id, sep_id))
+        pre_problem = gguf_checks.pre_tokenizer_problem(vocab_type, pre)
+        if pre_problem:
+            problems.append(pre_problem)
 
     file_type = _int_or_none(meta.get("general.file_type"))
     guessed = file_type is None
@@ -461,6 +478,11 @@ def _model_info(path: Path, file_size: int, header: _Header, tokens_digest: str)
 
     split_count = _int_or_none(meta.get("split.count")) or 1
     split_index = _int_or_none(meta.get("split.no")) or 0
+    problems.extend(gguf_checks.tensor_problems(header.tensors, header.alignment))
+    if split_count == 1:
+        n_layer = _int_or_none(meta.get(f"{architecture}.block_count"))
+        names = [name for name, _d, _t, _o in header.tensors]
+        problems.extend(gguf_checks.missing_tensor_problems(architecture, names, n_layer))
     parameter_count = sum(_elements(dims) for _n, dims, _t, _o in header.tensors)
     if split_count > 1:
         split_problem, siblings = _split_problem(path, split_index, split_count)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from app.engine.config import GPU_LAYERS_AUTO
-from app.engine.devices import GIB, NO_GPU_BUILD, SEE_README, DeviceReport
+from app.engine.devices import NO_GPU_BUILD, SEE_README, DeviceReport
 
 _LAYER = re.compile(r"^blk\.(\d+)\.")
 _F16 = 2

@@ -8,15 +8,14 @@ crash or a full disk leaves either the old settings or the new, never half of ea
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from app import paths
+from app.atomic_write import write_atomic
 from app.engine.config import GPU_LAYERS_AUTO
 from app.store import _fields
 from app.store.errors import StoreError
@@ -113,34 +112,8 @@ def save_settings(settings: AppSettings, path: Path | None = None) -> None:
     """Write the settings atomically. Raises StoreError (the old file is then untouched)."""
     path = Path(path) if path is not None else paths.settings_path()
     text = json.dumps(settings.to_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    tmp_name: str | None = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Same folder as the target: os.replace is atomic only within one file system.
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp_name, path)
-        tmp_name = None
-        _fsync_dir(path.parent)
+        write_atomic(path, text)
     except OSError as e:
         raise StoreError(f"The settings could not be saved to {path}: {e.strerror or e}. "
                          "Check that the folder is writable and the disk is not full.") from e
-    finally:
-        if tmp_name is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp_name)
-
-
-def _fsync_dir(folder: Path) -> None:
-    # Makes the rename itself durable on POSIX; Windows cannot open a folder for fsync, and needs no such step.
-    if os.name != "posix":
-        return
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import paths
-from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO
+from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, MAX_DRAFT
 from app.engine.devices import DeviceReport, list_devices
 from app.store import AppSettings, ChatSettings
 
@@ -87,7 +87,7 @@ class ChatSettingsDialog(QDialog):
         form.addRow("Max tokens", self.max_tokens)
 
         self.draft_max = QSpinBox()
-        self.draft_max.setRange(0, 64)
+        self.draft_max.setRange(0, MAX_DRAFT)
         self.draft_max.setSpecialValueText("Auto")
         self.draft_max.setValue(settings.draft_max or 0)
         self.draft_max.setToolTip(

@@ -1,0 +1,80 @@
+"""Refusing, with one sentence each, the settings and texts the engine cannot run and the model files llama.cpp
+would reject or crash on, before anything is loaded. Every function returns None when all is well, else the
+message (the caller prints it and exits with status 2)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+from typing import Optional
+
+MAX_THREADS = 512  # GGML_MAX_N_THREADS
+
+
+class UsageError(ValueError):
+    """A command-line value the engine cannot run; the message is the whole sentence shown."""
+
+
+def check_text(value: Optional[str], what: str) -> Optional[str]:
+    """Text from the command line: it must be valid UTF-8 (Python keeps undecodable bytes as lone surrogates)."""
+    if value is None:
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"{what} is not valid UTF-8 text"
+    return None
+
+
+def read_text_file(path: str, what: str) -> str:
+    """A text file's content as UTF-8. Raises UsageError with the reason."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"{what} {path}: file not found") from None
+    except IsADirectoryError:
+        raise UsageError(f"{what} {path}: is a folder, not a file") from None
+    except OSError as exc:
+        raise UsageError(f"{what} {path}: cannot read it ({exc.strerror or exc})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{what} {path} is not valid UTF-8 text (bad byte at offset {exc.start})") from None
+
+
+def _finite(value: float) -> bool:
+    return not (math.isnan(value) or math.isinf(value))
+
+
+def sampling_problem(args: argparse.Namespace) -> Optional[str]:
+    """--max-tokens, --seed, --temperature, --top-k, --top-p, --min-p, --draft-p-min, --ctx, --threads."""
+    if args.max_tokens < 1:
+        return "--max-tokens must be at least 1"
+    if getattr(args, "seed", None) is not None and args.seed < 0:
+        return "--seed must be 0 or more"
+    for flag, value, upper in (("--temperature", getattr(args, "temperature", 0.0), None),
+                               ("--top-p", getattr(args, "top_p", 0.0), 1.0),
+                               ("--min-p", getattr(args, "min_p", 0.0), 1.0),
+                               ("--draft-p-min", getattr(args, "draft_p_min", 0.0), 1.0)):
+        if not _finite(value) or value < 0 or (upper is not None and value > upper):
+            return f"{flag} must be a number from 0 to {upper:g}" if upper is not None else \
+                f"{flag} must be a number of 0 or more"
+    if getattr(args, "top_k", 0) < 0:
+        return "--top-k must be 0 (off) or more"
+    if args.ctx < 1:
+        return "--ctx must be at least 1"
+    if args.threads is not None and not 1 <= args.threads <= MAX_THREADS:
+        return f"--threads must be from 1 to {MAX_THREADS}"
+    return None
+
+
+def model_problem(path: str, role: str) -> Optional[str]:
+    """Whether llama.cpp can load the model at `path`: header checks, then the child-process probe."""
+    from app.engine.probe import check_model_file
+
+    problem = check_text(path, f"the {role} file name")
+    if problem:
+        return problem
+    problem = check_model_file(path)
+    return f"{role}: {problem}" if problem else None
