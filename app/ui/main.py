@@ -60,7 +60,8 @@ def ask_about_broken_database(message: str) -> bool:
     box = QMessageBox(QMessageBox.Icon.Warning, "SpecChat cannot open your chats", message)
     box.setInformativeText(
         "SpecChat has not changed the file. You can quit (and open it with the SpecChat version that wrote it), "
-        "or move it aside and start with an empty history; the old file is kept next to it."
+        "or move it aside and start a new history; the old file is kept next to it, and every chat that can "
+        "still be read from a damaged file is copied into the new history."
     )
     fresh = box.addButton("Move it aside and start fresh", QMessageBox.ButtonRole.DestructiveRole)
     box.addButton("Quit", QMessageBox.ButtonRole.RejectRole)
@@ -70,14 +71,20 @@ def ask_about_broken_database(message: str) -> bool:
 
 def open_store():
     """The chat store, or None when the database is refused and the user chose to quit."""
-    from app.store import ChatStore, DatabaseCorruptError, DatabaseTooNewError, set_aside_database
+    from app.store import ChatStore, DatabaseCorruptError, DatabaseTooNewError, salvage_database, set_aside_database
 
     try:
         return ChatStore()
     except (DatabaseTooNewError, DatabaseCorruptError) as exc:
+        damaged = isinstance(exc, DatabaseCorruptError)
         if not ask_about_broken_database(str(exc)):
             return None
-        set_aside_database()
+        moved = set_aside_database()
+        if damaged:
+            # A newer version's file is only set aside; a damaged one still holds chats worth keeping.
+            store = ChatStore()
+            salvage_database(moved, store.path)
+            return store
         return ChatStore()
 
 
