@@ -19,6 +19,10 @@ BAD_TEMPLATES = {
     "huge output": "{% for i in range(100000) %}{% for j in range(100000) %}0123456789{% endfor %}{% endfor %}",
     "huge string": "{{ 'x' * 1000000000 }}",
     "huge number": "{{ 7 ** 100000000 }}",
+    "huge filter argument": "{{ 'x' | center(1000000000) }}",
+    "huge method argument": "{{ 'x'.ljust(1000000000) }}",
+    "huge % field": "{{ '%01000000000d' % 1 }}",
+    "huge format field": "{{ '{:>1000000000}'.format(1) }}",
     "syntax error": "{% for m in messages %}",
 }
 
@@ -55,3 +59,10 @@ def test_a_template_that_trims_contents_still_marks_only_its_own_text():
     rendered = render_prompt(template, [{"role": "user", "content": "  a [/] b  "}])
     assert rendered.text == "[user]a [/] b[/]"
     assert [rendered.text[a:b] for a, b in rendered.markup] == ["[user]", "[/]"]
+
+
+def test_user_text_that_looks_like_a_format_string_is_fine():
+    template = "{% for m in messages %}{{ m.content | trim }}{{ '%s!' % m.role }}{% endfor %}"
+    rendered = render_prompt(template, [{"role": "user", "content": "100% of 12345678 is {:>99999999}"}])
+    assert rendered.notice == ""
+    assert rendered.text == "100% of 12345678 is {:>99999999}user!"

@@ -6,6 +6,7 @@ time budget and an output cap, and any failure falls back to ChatML with a notic
 
 from __future__ import annotations
 
+import functools
 import re
 import secrets
 import sys
@@ -50,11 +51,40 @@ def _raise(message: str):
     raise TemplateError(message)
 
 
+def _check_sizes(values) -> None:
+    """Refuse an argument that asks for an enormous string (`'x'|center(10**9)`): it would be built in one step of
+    C code, where no deadline can stop it."""
+    for value in values:
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _MAX_VALUE:
+            raise TemplateError("the template asks for a size too large to write")
+
+
+def _check_format(text: object) -> None:
+    """The same for a format string's field widths (`'%0999999999d' % 1`, `'{:>999999999}'.format(1)`)."""
+    if isinstance(text, str) and _HUGE_FIELD.search(text):
+        raise TemplateError("the template asks for a field too wide to write")
+
+
+_HUGE_FIELD = re.compile(r"[%:.<>^=+\- #0,_]\d{7,}")
+
+
+def _guarded_filter(name: str, function):
+    @functools.wraps(function)  # keeps Jinja's pass_context/pass_environment marks
+    def guarded(*args, **kwargs):
+        _check_sizes(args)
+        _check_sizes(kwargs.values())
+        if name == "format":
+            _check_format(next((a for a in args if isinstance(a, str)), None))
+        return function(*args, **kwargs)
+
+    return guarded
+
+
 def _environment():
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     class _GuardedEnvironment(ImmutableSandboxedEnvironment):
-        intercepted_binops = frozenset(["*", "**"])
+        intercepted_binops = frozenset(["*", "**", "%"])
 
         def call_binop(self, context, operator, left, right):
             big_power = isinstance(right, int) and abs(right) > 64 and isinstance(left, (int, float))
@@ -64,9 +94,20 @@ def _environment():
                 for seq, n in ((left, right), (right, left)):
                     if isinstance(seq, (str, list, tuple)) and isinstance(n, int) and len(seq) * n > _MAX_VALUE:
                         raise TemplateError("the template builds a string too large to write")
+            if operator == "%":
+                _check_format(left)
             return super().call_binop(context, operator, left, right)
 
+        def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 (Jinja's own signature)
+            _check_sizes(args)
+            _check_sizes(kwargs.values())
+            method = getattr(__obj, "__wrapped__", __obj)  # Jinja wraps str.format in its own checked version
+            if getattr(method, "__name__", "") in ("format", "format_map"):
+                _check_format(getattr(method, "__self__", None))
+            return super().call(__context, __obj, *args, **kwargs)
+
     env = _GuardedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+    env.filters = {name: _guarded_filter(name, f) for name, f in env.filters.items()}
     env.globals["raise_exception"] = _raise
     env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
     return env
