@@ -8,6 +8,7 @@ Any thread may call these functions; they keep no state.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
@@ -101,18 +102,45 @@ def library_folders(user_folders: Iterable[str | Path] = (), scan_hf_cache: bool
     return paths.unique_by_path(folders, lambda folder: folder.path)
 
 
-def find_gguf_files(folder: Path) -> list[Path]:
-    """Every .gguf file under `folder` (following the HF cache's snapshot symlinks), sorted by path."""
+def find_gguf_files(folder: Path, cancel=None) -> list[Path]:
+    """Every .gguf file under `folder` (following the HF cache's snapshot symlinks), sorted by path.
+
+    Each folder is read once however many links lead to it, so a link back up the tree cannot loop. `cancel` (a
+    threading.Event) is checked before each folder; a cancelled walk returns what it found so far.
+    """
     found: list[Path] = []
-    if not folder.is_dir():
-        return found
-    for root, dirs, files in os.walk(folder, followlinks=True):
-        # The HF cache keeps real files under blobs/ without an extension; snapshots/ link to them by name.
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "blobs")
-        for name in files:
-            if name.lower().endswith(".gguf"):
-                found.append(Path(root) / name)
+    visited: set[tuple[int, int]] = set()
+    pending = [Path(folder)]
+    while pending:
+        if cancel is not None and cancel.is_set():
+            break
+        current = pending.pop()
+        try:
+            info = os.stat(current)
+            if not stat.S_ISDIR(info.st_mode) or (info.st_dev, info.st_ino) in visited:
+                continue
+            visited.add((info.st_dev, info.st_ino))
+            with os.scandir(current) as listing:
+                entries = list(listing)
+        except OSError:
+            continue  # unreadable or vanished: the rest of the library still counts
+        subfolders = []
+        for entry in entries:
+            if _is_folder(entry):
+                # The HF cache keeps real files under blobs/ without an extension; snapshots/ link to them by name.
+                if not entry.name.startswith(".") and entry.name != "blobs":
+                    subfolders.append(current / entry.name)
+            elif entry.name.lower().endswith(".gguf"):
+                found.append(current / entry.name)
+        pending.extend(sorted(subfolders, reverse=True))
     return sorted(found)
+
+
+def _is_folder(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()  # follows symlinks
+    except OSError:
+        return False
 
 
 def inspect_entry(path: Path, folder: LibraryFolder | None = None) -> ModelEntry:
@@ -173,7 +201,7 @@ def scan_library(folders: Sequence[LibraryFolder], cancel=None) -> list[ModelEnt
     entries: list[ModelEntry] = []
     seen: set[Path] = set()
     for folder in folders:
-        for path in find_gguf_files(folder.path):
+        for path in find_gguf_files(folder.path, cancel):
             if cancel is not None and cancel.is_set():
                 return _sorted(entries)
             key = paths.resolved(path)

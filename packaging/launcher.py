@@ -25,6 +25,8 @@ ON_DEMAND_IMPORTS = (
     ("llama_cpp", ("llama_backend_init",)),
     ("gguf", ("GGUFReader", "GGUFWriter")),
     ("PySide6.QtSvg", ("QSvgRenderer",)),
+    ("PySide6.QtNetwork", ("QLocalServer", "QLocalSocket")),
+    ("app.ui.single_instance", ()),
     ("app.hub.client", ()),
     ("app.hub.discovery", ()),
     ("app.hub.download", ()),

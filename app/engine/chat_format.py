@@ -1,7 +1,17 @@
-"""Formatting a conversation with the model's own chat template (the Jinja text stored in the GGUF)."""
+"""Formatting a conversation with the model's own chat template (the Jinja text stored in the GGUF).
+
+A template comes from a downloaded file, so it is treated as hostile: it runs in Jinja's immutable sandbox, under a
+time budget and an output cap, and any failure falls back to ChatML with a notice the front end can show.
+"""
 
 from __future__ import annotations
 
+import functools
+import re
+import secrets
+import sys
+import time
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Optional, Sequence
 
@@ -12,13 +22,162 @@ CHATML = (
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
 
+# A template gets this long to render and may write this much more than the messages themselves hold.
+RENDER_BUDGET_S = 2.0
+OUTPUT_ALLOWANCE = 1 << 20
+# No single string or number a template builds may be larger than this (`'x' * 10**9`, `10 ** 10 ** 10`).
+_MAX_VALUE = 1 << 22
+
 
 class TemplateError(Exception):
     pass
 
 
+class _OutOfBudget(BaseException):
+    """Raised inside the template's frames; a BaseException so no `except Exception` in Jinja swallows it."""
+
+
+@dataclass(frozen=True)
+class RenderedPrompt:
+    """The prompt text, the character spans the template wrote itself (everything else is message content), and a
+    notice ("" when none) saying the model's own template could not be used."""
+
+    text: str
+    markup: tuple[tuple[int, int], ...]
+    notice: str = ""
+
+
 def _raise(message: str):
     raise TemplateError(message)
+
+
+def _check_sizes(values) -> None:
+    """Refuse an argument that asks for an enormous string (`'x'|center(10**9)`): it would be built in one step of
+    C code, where no deadline can stop it."""
+    for value in values:
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _MAX_VALUE:
+            raise TemplateError("the template asks for a size too large to write")
+
+
+def _check_format(text: object) -> None:
+    """The same for a format string's field widths (`'%0999999999d' % 1`, `'{:>999999999}'.format(1)`)."""
+    if isinstance(text, str) and _HUGE_FIELD.search(text):
+        raise TemplateError("the template asks for a field too wide to write")
+
+
+_HUGE_FIELD = re.compile(r"[%:.<>^=+\- #0,_]\d{7,}")
+
+
+def _guarded_filter(name: str, function):
+    @functools.wraps(function)  # keeps Jinja's pass_context/pass_environment marks
+    def guarded(*args, **kwargs):
+        _check_sizes(args)
+        _check_sizes(kwargs.values())
+        if name == "format":
+            _check_format(next((a for a in args if isinstance(a, str)), None))
+        return function(*args, **kwargs)
+
+    return guarded
+
+
+def _environment():
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    class _GuardedEnvironment(ImmutableSandboxedEnvironment):
+        intercepted_binops = frozenset(["*", "**", "%"])
+
+        def call_binop(self, context, operator, left, right):
+            big_power = isinstance(right, int) and abs(right) > 64 and isinstance(left, (int, float))
+            if operator == "**" and big_power and not -1 <= left <= 1:
+                raise TemplateError("the template computes a number too large to write")
+            if operator == "*":
+                for seq, n in ((left, right), (right, left)):
+                    if isinstance(seq, (str, list, tuple)) and isinstance(n, int) and len(seq) * n > _MAX_VALUE:
+                        raise TemplateError("the template builds a string too large to write")
+            if operator == "%":
+                _check_format(left)
+            return super().call_binop(context, operator, left, right)
+
+        def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 (Jinja's own signature)
+            _check_sizes(args)
+            _check_sizes(kwargs.values())
+            method = getattr(__obj, "__wrapped__", __obj)  # Jinja wraps str.format in its own checked version
+            if getattr(method, "__name__", "") in ("format", "format_map"):
+                _check_format(getattr(method, "__self__", None))
+            return super().call(__context, __obj, *args, **kwargs)
+
+    env = _GuardedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+    env.filters = {name: _guarded_filter(name, f) for name, f in env.filters.items()}
+    env.globals["raise_exception"] = _raise
+    env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
+    return env
+
+
+def _render_limited(env, template: str, values: dict, budget_s: float, max_chars: int) -> str:
+    """Render under a deadline checked on every line the template's compiled code runs (loops re-run their first
+    line each time round, so nested loops are caught too) and stop once the output passes `max_chars`."""
+    deadline = time.monotonic() + budget_s
+    compiled = env.from_string(template)
+
+    def local_trace(frame, event, arg):
+        if time.monotonic() > deadline:
+            raise _OutOfBudget(f"it ran longer than {budget_s:g} s")
+        return local_trace
+
+    def global_trace(frame, event, arg):
+        # Only the template's own code is traced line by line; Jinja and Python library frames run untraced.
+        if frame.f_code.co_filename == "<template>":
+            return local_trace(frame, event, arg)
+        return None
+
+    parts: list[str] = []
+    size = 0
+    previous = sys.gettrace()
+    sys.settrace(global_trace)
+    try:
+        for part in compiled.generate(**values):
+            size += len(part)
+            if size > max_chars:
+                raise _OutOfBudget("it writes far more text than the conversation holds")
+            parts.append(part)
+    finally:
+        sys.settrace(previous)
+    return "".join(parts)
+
+
+def render_prompt(
+    template: Optional[str],
+    messages: Sequence[dict],
+    *,
+    bos_token: str = "",
+    eos_token: str = "",
+    add_generation_prompt: bool = True,
+    budget_s: float = RENDER_BUDGET_S,
+) -> RenderedPrompt:
+    """The prompt for `messages` ([{"role", "content"}]), ending where the assistant's reply begins, with the spans
+    the template wrote. Never raises for a bad template: it falls back to ChatML and says so in `notice`."""
+    env = _environment()
+    messages = [dict(m) for m in messages]
+    content_size = sum(len(str(m.get("content", ""))) for m in messages)
+    max_chars = 4 * content_size + OUTPUT_ALLOWANCE
+    specials = dict(add_generation_prompt=add_generation_prompt, bos_token=bos_token, eos_token=eos_token)
+    notice = ""
+    if template:
+        try:
+            return _render_marked(env, template, messages, specials, budget_s, max_chars)
+        except _OutOfBudget as exc:
+            notice = str(exc)
+        except RecursionError:
+            notice = "it calls itself without end"
+        except MemoryError:
+            notice = "it needs more memory than there is"
+        except TemplateError as exc:
+            notice = f"it reported an error: {exc}"
+        except Exception as exc:  # any other template error: a bad template is no reason to refuse to chat
+            notice = f"{type(exc).__name__}: {exc}"
+        notice = f"The model's chat template could not be used ({notice}), so the chat is formatted as ChatML."
+    rendered = _render_marked(env, CHATML, messages, specials, budget_s, max_chars)
+    return RenderedPrompt(rendered.text, rendered.markup, notice)
 
 
 def render_chat(
@@ -30,23 +189,73 @@ def render_chat(
     add_generation_prompt: bool = True,
 ) -> str:
     """The prompt text for `messages` ([{"role", "content"}]), ending where the assistant's reply begins."""
-    import jinja2
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    return render_prompt(
+        template, messages, bos_token=bos_token, eos_token=eos_token, add_generation_prompt=add_generation_prompt
+    ).text
 
-    env = ImmutableSandboxedEnvironment(
-        trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"]
-    )
-    env.globals["raise_exception"] = _raise
-    env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
-    values = dict(
-        messages=list(messages),
-        add_generation_prompt=add_generation_prompt,
-        bos_token=bos_token,
-        eos_token=eos_token,
-    )
-    if template:
-        try:
-            return env.from_string(template).render(**values)
-        except (jinja2.TemplateError, TemplateError, TypeError, ValueError):
-            pass  # a template we cannot render is no reason to refuse to chat
-    return env.from_string(CHATML).render(**values)
+
+def _render_marked(env, template: str, messages: list[dict], specials: dict, budget_s: float,
+                   max_chars: int) -> RenderedPrompt:
+    """Render twice: with the real contents, and with each content replaced by a sentinel, which shows which
+    characters the template wrote. Only those may later become control tokens."""
+    text = _render_limited(env, template, dict(messages=messages, **specials), budget_s, max_chars)
+    nonce = secrets.token_hex(4)
+    marked = [
+        dict(m, content=f"\ue000{nonce}:{i}\ue001") if isinstance(m.get("content"), str) and m["content"] else m
+        for i, m in enumerate(messages)
+    ]
+    try:
+        sentinel_text = _render_limited(env, template, dict(messages=marked, **specials), budget_s, max_chars)
+    except Exception:  # the template judges contents (rare): all it wrote is markup, as before this check existed
+        return RenderedPrompt(text, ((0, len(text)),))
+    pieces = re.split(f"\ue000{nonce}:(\\d+)\ue001", sentinel_text)
+    markup_pieces = pieces[0::2]
+    indices = [int(i) for i in pieces[1::2]]
+    contents = [messages[i]["content"] for i in indices]
+    spans = _align(text, markup_pieces, contents)
+    if spans is not None:
+        return RenderedPrompt(text, tuple(spans))
+    if set(indices) == {i for i, m in enumerate(marked) if m is not messages[i]}:
+        # The template changed a content in a way we cannot follow: use the contents as written, so the markup
+        # is still known exactly.
+        text = "".join(p + c for p, c in zip(markup_pieces, contents + [""]))
+        return RenderedPrompt(text, tuple(_align(text, markup_pieces, contents) or ()))
+    # The template escapes or rewrites contents (the sentinels did not come through): all it wrote is markup.
+    return RenderedPrompt(text, ((0, len(text)),))
+
+
+def _align(text: str, markup: list[str], contents: list[str]) -> Optional[list[tuple[int, int]]]:
+    """Spans of `text` written by `markup` pieces, which alternate with (possibly trimmed) `contents`."""
+    if not text.startswith(markup[0]):
+        return None
+    spans = [(0, len(markup[0]))]
+    pos = len(markup[0])
+    for k, content in enumerate(contents):
+        nxt = markup[k + 1]
+        last = k + 1 == len(contents)
+        end = _content_end(text, pos, content, nxt, last)
+        if end is None:
+            return None
+        spans.append((end, end + len(nxt)))
+        pos = end + len(nxt)
+    return [s for s in spans if s[1] > s[0]] if pos == len(text) else None
+
+
+def _content_end(text: str, pos: int, content: str, nxt: str, last: bool) -> Optional[int]:
+    """Where the content starting at `pos` ends: the content as given when it is there, else the longest stretch
+    followed by the next markup that is part of the content (templates trim contents, or keep only a part)."""
+    if last:
+        end = len(text) - len(nxt)
+        ok = end >= pos and text.endswith(nxt) and text[pos:end] in content
+        return end if ok else None
+    if text.startswith(content + nxt, pos):
+        return pos + len(content)
+    if not nxt:
+        return None
+    best = None
+    q = text.find(nxt, pos)
+    while q != -1 and q - pos <= len(content):
+        if text[pos:q] in content:
+            best = q
+        q = text.find(nxt, q + 1)
+    return best

@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-from app.engine.chat_format import render_chat
+from app.engine.chat_format import RenderedPrompt, render_prompt
 from app.engine.config import GPU_LAYERS_AUTO, GenerationConfig, LoadSettings
 from app.engine.context_fit import drop_oldest_turns
 from app.engine.decoder import generate
@@ -21,6 +21,7 @@ from app.engine.events import EngineEvent, FinishedEvent
 from app.engine.gpu_fit import Placement, resolve as resolve_placement
 from app.engine.llama_model import LoadedModel
 from app.engine.policy import FixedPolicy, SpeculationPolicy
+from app.engine.prompt_tokens import tokenize_prompt
 
 
 class SpecEngine:
@@ -173,24 +174,44 @@ class SpecEngine:
             raise RuntimeError("no target model is loaded")
         return self.target
 
+    # Why the model's own chat template could not be used for the last prompt ("" when it could): the chat was
+    # formatted as ChatML instead, which a front end should tell the user.
+    template_notice: str = ""
+
     def format_chat(self, messages: Sequence[dict]) -> str:
+        return self._render(messages).text
+
+    def _render(self, messages: Sequence[dict]) -> RenderedPrompt:
         target = self._require_target()
         bos = target.token_text(target.bos_id) if target.bos_id >= 0 else ""
         eos = target.token_text(target.eos_id) if target.eos_id >= 0 else ""
-        text = render_chat(self._chat_template, messages, bos_token=bos, eos_token=eos)
+        rendered = render_prompt(self._chat_template, messages, bos_token=bos, eos_token=eos)
+        self.template_notice = rendered.notice
+        text, markup = rendered.text, rendered.markup
         if target.add_bos and bos and text.startswith(bos):
-            text = text[len(bos):]  # tokenize() adds BOS itself; a second one would confuse the model
-        return text
+            # tokenize() adds BOS itself; a second one would confuse the model
+            cut = len(bos)
+            text = text[cut:]
+            markup = tuple((max(0, a - cut), b - cut) for a, b in markup if b > cut)
+        return RenderedPrompt(text, markup, rendered.notice)
 
-    def _tokens_for(self, text: str) -> list[int]:
+    def _tokens_for(self, text: str, markup: Optional[Sequence[tuple[int, int]]] = None) -> list[int]:
+        """Tokens for a prompt. With `markup` (a chat prompt) only those spans may hold control tokens; without
+        (raw text for `complete`) every literal control token in the text counts."""
         target = self._require_target()
-        if self._transcript_tokens and text.startswith(self._transcript_text):
+        reuse = bool(self._transcript_tokens) and text.startswith(self._transcript_text)
+        if markup is not None:
+            start = len(self._transcript_text) if reuse else 0
+            tail = tokenize_prompt(target, text, markup, start=start, add_bos=not reuse)
+            return self._transcript_tokens + tail if reuse else tail
+        if reuse:
             rest = text[len(self._transcript_text):]
             return self._transcript_tokens + target.tokenize(rest, add_special=False)
         return target.tokenize(text, add_special=True)
 
     def count_tokens(self, messages: Sequence[dict]) -> int:
-        return len(self._tokens_for(self.format_chat(messages)))
+        rendered = self._render(messages)
+        return len(self._tokens_for(rendered.text, rendered.markup))
 
     def fit_messages(self, messages: Sequence[dict], reserve_tokens: int) -> tuple[list[dict], int]:
         """Drop the oldest turns (never the system prompt, never the last message) until the prompt plus
@@ -256,10 +277,13 @@ class SpecEngine:
         interrupted). The previous turn's KV cache is reused. Raises PromptTooLongError if the prompt does not fit.
         """
         if messages and messages[-1].get("role") == "assistant":
-            text = self.format_chat(messages[:-1]) + messages[-1]["content"]
+            # The partial reply is model text, not markup: it is appended after the generation prompt as text.
+            rendered = self._render(messages[:-1])
+            rendered = RenderedPrompt(rendered.text + messages[-1]["content"], rendered.markup, rendered.notice)
         else:
-            text = self.format_chat(messages)
-        return self._run(self._tokens_for(text), text, config, cancel, request_id, session or config.session)
+            rendered = self._render(messages)
+        tokens = self._tokens_for(rendered.text, rendered.markup)
+        return self._run(tokens, rendered.text, config, cancel, request_id, session or config.session)
 
     def complete(
         self,

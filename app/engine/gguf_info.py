@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import mmap
+import os
 import re
+import stat
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -250,7 +252,14 @@ class _Cursor:
 
 def _open_map(path: Path) -> tuple[mmap.mmap, int]:
     try:
-        with open(path, "rb") as handle:
+        # O_NONBLOCK: opening a FIFO or a device named .gguf must not wait for a writer; only regular files count.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            kind = "is a folder" if stat.S_ISDIR(mode) else "is not a regular file"
+            raise ModelFileError(f"{path}: {kind}, not a model file")
+        with os.fdopen(fd, "rb") as handle:
             size = handle.seek(0, 2)
             if size == 0:
                 raise ModelFileError(f"{path}: the file is empty")

@@ -154,6 +154,22 @@ class LoadedModel:
         """A chat-template marker such as <|im_end|>: never part of the text a reply writes."""
         return bool(self._llama.llama_vocab_is_control(self._vocab, token))
 
+    def control_tokens(self) -> dict[str, int]:
+        """Text -> id of every token that `tokenize(parse_special=True)` makes of its literal text (control and
+        unknown tokens): chat-template markers such as <|im_start|>, which only a template may write."""
+        found = getattr(self, "_control_tokens", None)
+        if found is None:
+            llama = self._llama
+            mask = llama.LLAMA_TOKEN_ATTR_CONTROL | llama.LLAMA_TOKEN_ATTR_UNKNOWN
+            found = {}
+            for token in range(self.n_vocab):
+                if llama.llama_vocab_get_attr(self._vocab, token) & mask:
+                    text = self.token_text(token)
+                    if text:
+                        found.setdefault(text, token)
+            self._control_tokens = found
+        return found
+
     def metadata(self, key: str) -> str | None:
         buf = ctypes.create_string_buffer(1 << 16)
         n = self._llama.llama_model_meta_val_str(self._model, key.encode(), buf, len(buf))

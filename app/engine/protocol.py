@@ -28,6 +28,10 @@ class ChatEngine(Protocol):
         """Where the models run, in words for a person ("" before a load)."""
 
     @property
+    def template_notice(self) -> str:
+        """After count_tokens/chat: why the model's chat template was not used ("" when it was)."""
+
+    @property
     def n_ctx(self) -> int: ...
 
     def load_target(self, path: str | Path, planned_draft: str | Path | None = None) -> None:

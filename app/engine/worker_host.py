@@ -15,6 +15,7 @@ Replies (worker -> parent):
     ("loaded", request_id, target, draft, n_ctx, note)   `note`: where the models run, for a person
     ("load_failed", request_id, message)
     ("context", request_id, dropped, prompt_tokens, n_ctx)
+    ("notice", request_id, text)                         e.g. the model's chat template could not be used
     ("stream", [TokenEvent | RoundEvent, ...])           batched, about every STREAM_BATCH_S
     ("finished", FinishedEvent)                          never sent for a cancelled request
     ("failed", request_id, message)
@@ -192,7 +193,10 @@ class _WorkerLoop:
                 return
             reserve = max(16, min(config.max_tokens, engine.n_ctx // 2))
             kept, dropped = engine.fit_messages(messages, reserve)
-            self._send(("context", request_id, dropped, engine.count_tokens(kept), engine.n_ctx))
+            prompt_tokens = engine.count_tokens(kept)
+            if engine.template_notice:
+                self._send(("notice", request_id, engine.template_notice))
+            self._send(("context", request_id, dropped, prompt_tokens, engine.n_ctx))
             self._stream(engine.chat(kept, config, cancel=cancel, request_id=request_id), cancel)
         except EngineError as exc:
             if not cancel.is_set():

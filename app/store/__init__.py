@@ -12,6 +12,7 @@ from app.store.chats import (
 )
 from app.store.db import SCHEMA_VERSION, open_database, set_aside_database
 from app.store.errors import DatabaseCorruptError, DatabaseTooNewError, NotFoundError, StoreError
+from app.store.salvage import SalvageReport, salvage_database
 from app.store.settings import AppSettings, load_settings, save_settings
 
 __all__ = [
@@ -25,10 +26,12 @@ __all__ = [
     "DatabaseTooNewError",
     "Message",
     "NotFoundError",
+    "SalvageReport",
     "StoreError",
     "auto_title",
     "load_settings",
     "open_database",
+    "salvage_database",
     "save_settings",
     "set_aside_database",
 ]

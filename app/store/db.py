@@ -167,6 +167,7 @@ def open_database(path: Path | None = None) -> sqlite3.Connection:
     try:
         # Everything up to the migration only reads, so a refusal here leaves the file as it was.
         _check_identity(path, *_read_identity(conn))
+        _check_intact(path, conn)
         conn.execute("PRAGMA foreign_keys = ON")
         # WAL: a crash mid-write never damages committed data, and readers (the CLI) do not block the window.
         conn.execute("PRAGMA journal_mode = WAL")
@@ -181,6 +182,19 @@ def open_database(path: Path | None = None) -> sqlite3.Connection:
         conn.close()
         raise describe_error(path, e) from e
     return conn
+
+
+def _check_intact(path: Path, conn: sqlite3.Connection) -> None:
+    """Refuse a file whose pages are damaged behind a good header and schema: quick_check reads every page, which
+    is the only way to learn now, not later when a chat that happens to live on a bad page is opened."""
+    try:
+        problems = [str(row[0]) for row in conn.execute("PRAGMA quick_check(3)").fetchall()]
+    except sqlite3.DatabaseError as e:
+        if not is_corruption(e):
+            raise
+        problems = [str(e)]
+    if problems != ["ok"]:
+        raise _corrupt(path, f"it is damaged ({'; '.join(problems)})")
 
 
 def _check_read_only(path: Path) -> None:

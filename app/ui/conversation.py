@@ -134,11 +134,13 @@ class Conversation(QObject):
         self._n_ctx = 0
         self._context_used = 0
         self._dropped_before = 0  # messages left out of the previous request's prompt, in this chat
+        self._notice_shown = ""
         self._last_reason = ""
         self._flush_timer = QTimer(self)
         self._flush_timer.setInterval(FLUSH_INTERVAL_MS)
         self._flush_timer.timeout.connect(self._flush)
         inference.sig_context.connect(self._on_context)
+        inference.sig_notice.connect(self._on_notice)
         inference.sig_stream.connect(self._on_stream)
         inference.sig_finished.connect(self._on_finished)
         inference.sig_generation_failed.connect(self._on_failed)
@@ -163,6 +165,7 @@ class Conversation(QObject):
         self.stop()
         self.chat_id = chat_id
         self._dropped_before = 0
+        self._notice_shown = ""
         self.reload()
 
     def reload(self) -> None:
@@ -289,6 +292,12 @@ class Conversation(QObject):
         self.view.begin_stream(model_label(request.target_name, request.draft_name))
         self.view.append_tokens(request.continued)
         request.streaming = True
+
+    def _on_notice(self, request_id: int, text: str) -> None:
+        # Said once per chat: a template that cannot be used fails the same way on every reply.
+        if self._current(request_id) is not None and text != self._notice_shown:
+            self._notice_shown = text
+            self.view.add_notice(text)
 
     def _on_stream(self, events: list) -> None:
         for event in events:

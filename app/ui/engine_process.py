@@ -61,6 +61,8 @@ class EngineProcess(QObject):
     """(request_id, message): a slow step of loading has begun; the message is meant for a person."""
     sig_context = Signal(int, int, int, int)
     """(request_id, dropped_messages, prompt_tokens, n_ctx): the prompt was fitted to the context."""
+    sig_notice = Signal(int, str)
+    """(request_id, text): something about this request the user should know (e.g. the chat template's fallback)."""
     sig_stream = Signal(object)
     """A list of TokenEvents and RoundEvents of the request being generated, in order."""
     sig_finished = Signal(object)
@@ -277,6 +279,8 @@ class EngineProcess(QObject):
             self.sig_stream.emit(message[1])
         elif kind == "context":
             self.sig_context.emit(*message[1:])
+        elif kind == "notice":
+            self.sig_notice.emit(message[1], message[2])
         elif kind == "finished":
             self.sig_finished.emit(message[1])
         elif kind == "failed":

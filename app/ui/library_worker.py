@@ -84,8 +84,21 @@ class LibraryThread(QObject):
     def is_running(self) -> bool:
         return self._thread.isRunning()
 
-    def stop(self, timeout_ms: int = 10000) -> bool:
-        """Abandon pending work and end the thread; returns False if it did not end in time."""
+    def stop(self, timeout_ms: int = 2000) -> bool:
+        """Abandon pending work and end the thread; returns False if it did not end in time.
+
+        A scan checks the cancel flag before each folder and file, so this is quick unless the disk itself hangs
+        (a dead network share); then the thread is left to finish on its own rather than freeze the window.
+        """
         self._cancel.set()
         self._thread.quit()
-        return self._thread.wait(timeout_ms)
+        if self._thread.wait(timeout_ms):
+            return True
+        # Destroying a running QThread aborts the process: keep it referenced until it ends.
+        thread = self._thread
+        _still_running.add(thread)
+        thread.finished.connect(lambda: _still_running.discard(thread))
+        return False
+
+
+_still_running: set = set()  # QThreads stop() gave up waiting for

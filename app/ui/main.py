@@ -60,7 +60,8 @@ def ask_about_broken_database(message: str) -> bool:
     box = QMessageBox(QMessageBox.Icon.Warning, "SpecChat cannot open your chats", message)
     box.setInformativeText(
         "SpecChat has not changed the file. You can quit (and open it with the SpecChat version that wrote it), "
-        "or move it aside and start with an empty history; the old file is kept next to it."
+        "or move it aside and start a new history; the old file is kept next to it, and every chat that can "
+        "still be read from a damaged file is copied into the new history."
     )
     fresh = box.addButton("Move it aside and start fresh", QMessageBox.ButtonRole.DestructiveRole)
     box.addButton("Quit", QMessageBox.ButtonRole.RejectRole)
@@ -70,14 +71,20 @@ def ask_about_broken_database(message: str) -> bool:
 
 def open_store():
     """The chat store, or None when the database is refused and the user chose to quit."""
-    from app.store import ChatStore, DatabaseCorruptError, DatabaseTooNewError, set_aside_database
+    from app.store import ChatStore, DatabaseCorruptError, DatabaseTooNewError, salvage_database, set_aside_database
 
     try:
         return ChatStore()
     except (DatabaseTooNewError, DatabaseCorruptError) as exc:
+        damaged = isinstance(exc, DatabaseCorruptError)
         if not ask_about_broken_database(str(exc)):
             return None
-        set_aside_database()
+        moved = set_aside_database()
+        if damaged:
+            # A newer version's file is only set aside; a damaged one still holds chats worth keeping.
+            store = ChatStore()
+            salvage_database(moved, store.path)
+            return store
         return ChatStore()
 
 
@@ -108,6 +115,39 @@ def run_self_test(window) -> int:
         return 1
 
 
+def close_on_signals(app):
+    """SIGTERM and SIGINT (Ctrl-C in the terminal, a logout, `kill`) close the window as its close button does,
+    so the reply in progress stops and the database closes cleanly. Installed before the window exists, so a
+    signal during start-up also ends in a clean exit once the event loop runs. Python runs signal handlers only
+    between bytecodes, so a timer keeps some Python running while Qt waits for events. Returns a function that
+    puts the previous handlers back."""
+    import signal
+
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    def close_now() -> None:
+        for widget in QApplication.topLevelWidgets():
+            if widget.isWindow() and widget.isVisible():
+                widget.close()
+        app.quit()  # also ends a dialog's event loop, if one is open
+
+    def on_signal(_signum, _frame) -> None:
+        QTimer.singleShot(0, close_now)
+
+    previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
+    ticker = QTimer(app)
+    ticker.timeout.connect(lambda: None)
+    ticker.start(200)
+
+    def restore() -> None:
+        ticker.stop()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+    return restore
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="specchat", description="SpecChat: chat with local GGUF models.")
     parser.add_argument("--self-test", action="store_true",
@@ -132,11 +172,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(problem, file=sys.stderr)
         return 1
 
-    from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
     from app import __version__
-    from app.ui.main_window import MainWindow
     from app.ui.style import apply_style
 
     with explain_platform_failure():
@@ -147,20 +185,54 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     app.setDesktopFileName("specchat")  # Wayland and task bars match the window to specchat.desktop and its icon
     app.setWindowIcon(window_icon())
     apply_style(app)
+    restore_signals = close_on_signals(app)
+    try:
+        return _open_window(app, args.self_test)
+    finally:
+        restore_signals()
+
+
+def _open_window(app, self_test: bool) -> int:
+    from app.ui.main_window import MainWindow
+
+    instance = None
+    if not self_test:  # the self-test has a private home of its own and must run beside an open window
+        from app import paths
+        from app.ui.single_instance import InstanceServer, ask_running_instance, server_name
+
+        name = server_name(paths.user_data_dir())
+        if ask_running_instance(name):
+            print("SpecChat is already running; its window was brought to the front.", file=sys.stderr)
+            return 0
+        instance = InstanceServer(name, app)
     store = open_store()
     if store is None:
         return 1
     window = MainWindow(store=store)
     window.show()
-    if args.self_test:
+    if instance is not None:
+        from app.ui.single_instance import bring_to_front
+
+        instance.sig_activate.connect(lambda: bring_to_front(window))
+    try:
+        return _run(app, window, self_test)
+    finally:
+        if instance is not None:
+            instance.close()
+
+
+def _run(app, window, self_test: bool) -> int:
+    from PySide6.QtCore import QTimer
+
+    if self_test:
         result: list[int] = []
 
-        def self_test() -> None:
+        def drive() -> None:
             result.append(run_self_test(window))
             window.close()
             app.quit()
 
-        QTimer.singleShot(0, self_test)
+        QTimer.singleShot(0, drive)
         app.exec()
         return result[0] if result else 1
     return app.exec()

@@ -87,6 +87,7 @@ class FakeEngine:
     """Call from the engine process's main thread only (like SpecEngine). Implements app.engine.protocol.ChatEngine."""
 
     placement_note = "Scripted engine: no model runs anywhere."
+    template_notice = ""
 
     def __init__(self, load: LoadSettings = LoadSettings(), folder: Optional[Path] = None):
         self.folder = folder

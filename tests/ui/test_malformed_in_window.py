@@ -54,3 +54,26 @@ def test_a_file_that_aborts_llama_cpp_takes_down_only_the_engine_process(make_wi
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
     window.update_chat_settings(max_tokens=8)
     assert window.store.get_message(send_and_wait(qtbot, window, "still alive?")).content
+
+
+def test_a_chat_template_that_never_ends_gets_chatml_and_a_notice(make_window, qtbot, model_folder):
+    from gguf import GGUFValue, GGUFValueType
+
+    from app.synthetic import DRAFT_LAYERS, write_tiny_model
+
+    endless = "{% for i in range(100000) %}{% for j in range(100000) %}{{ i }}{% endfor %}{% endfor %}"
+
+    def endless_template(writer) -> None:
+        writer.kv_data[0]["tokenizer.chat_template"] = GGUFValue(value=endless, type=GGUFValueType.STRING)
+
+    path = write_tiny_model(model_folder / "endless-template.gguf", n_layer=DRAFT_LAYERS, edit=endless_template)
+    window = make_window()
+    choose_pair(qtbot, window, path, NGRAM_KEY)
+    window.update_chat_settings(max_tokens=8)
+    message_id = send_and_wait(qtbot, window, "hello", timeout=60000)
+    assert window.store.get_message(message_id).content
+    text = window.chat_view.toPlainText()
+    assert "chat template could not be used" in text and "ChatML" in text
+    # Said once, not on every reply.
+    send_and_wait(qtbot, window, "again", timeout=60000)
+    assert window.chat_view.toPlainText().count("chat template could not be used") == 1
