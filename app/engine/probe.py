@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Optional, Union
 
 from app.atomic_write import write_atomic
+from app.engine.compat import file_key
 from app.engine.errors import ModelFileError
 
 CACHE_FILE_NAME = "model-probe.json"
@@ -92,13 +93,8 @@ def _load_cache(path: Path) -> dict:
 
 
 def _cache_key(path: Path) -> str:
-    try:
-        stat = os.stat(path)
-    except FileNotFoundError:
-        raise ModelFileError(f"{path}: file not found") from None
-    except OSError as exc:
-        raise ModelFileError(f"{path}: cannot read the file ({exc})") from None
-    return f"{path.resolve()}\x1f{stat.st_size}\x1f{stat.st_mtime_ns}\x1f{_llama_version()}"
+    resolved, size, mtime_ns = file_key(path)
+    return f"{resolved}\x1f{size}\x1f{mtime_ns}\x1f{_llama_version()}"
 
 
 def probe_model(path: Union[str, Path], *, use_cache: bool = True, timeout: float = PROBE_TIMEOUT_S) -> ProbeVerdict:

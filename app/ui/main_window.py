@@ -777,16 +777,21 @@ class MainWindow(QMainWindow):
         self.conversation.start_reply(self.generation_config(), self._chat_settings().system_prompt,
                                       target_name, draft_name)
 
-    def regenerate(self, message_id: Optional[int]) -> None:
+    def _request_args(self) -> Optional[tuple]:
+        """(config, system prompt, target name, draft name) for a new request, or None after saying why not."""
         problem = self._send_blocker()
         if problem:
             self.show_error(problem)
-            return
+            return None
         self.clear_error()
-        target_name, draft_name = self._names()
+        return (self.generation_config(), self._chat_settings().system_prompt, *self._names())
+
+    def regenerate(self, message_id: Optional[int]) -> None:
+        args = self._request_args()
+        if args is None:
+            return
         try:
-            self.conversation.regenerate(self.generation_config(), self._chat_settings().system_prompt,
-                                         target_name, draft_name, message_id)
+            self.conversation.regenerate(*args, message_id)
         except StoreError as exc:
             self.show_error(str(exc))
 
@@ -795,14 +800,9 @@ class MainWindow(QMainWindow):
 
     def continue_reply(self, message_id: int) -> None:
         """Carry on writing an unfinished reply (stopped, interrupted or cut short)."""
-        problem = self._send_blocker()
-        if problem:
-            self.show_error(problem)
-            return
-        self.clear_error()
-        target_name, draft_name = self._names()
-        self.conversation.continue_reply(self.generation_config(), self._chat_settings().system_prompt,
-                                         target_name, draft_name, message_id)
+        args = self._request_args()
+        if args is not None:
+            self.conversation.continue_reply(*args, message_id)
 
     def edit_message(self, message_id: int) -> None:
         """Put a sent message back into the composer; sending replaces it and everything after it."""
