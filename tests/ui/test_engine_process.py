@@ -23,6 +23,14 @@ def _start_slow_reply(qtbot, window, fake_engine, text="tell me a long story"):
     qtbot.waitUntil(lambda: "word10" in window.chat_view.streamed_text(), timeout=10000)
 
 
+def _next_message_gets_a_whole_reply(qtbot, window, fake_engine) -> None:
+    fake_engine.token_delay_s = 0.0
+    fake_engine.reply = "Back again."
+    qtbot.waitUntil(window.models_ready, timeout=20000)
+    message_id = send_and_wait(qtbot, window, "still there?")
+    assert window.store.get_message(message_id).content == "Back again."
+
+
 def test_a_file_that_aborts_the_engine_is_reported_and_never_loaded_again(make_window, qtbot, fake_engine,
                                                                            model_folder, tiny_models):
     target = model_folder / tiny_models.target.name
@@ -67,11 +75,7 @@ def test_a_worker_killed_mid_reply_keeps_the_partial_reply_and_the_next_message_
     text = window.chat_view.toPlainText()
     assert "SIGKILL" in text and "Retry" in text
     # The engine came back with the models; the next message gets a whole reply.
-    fake_engine.token_delay_s = 0.0
-    fake_engine.reply = "Back again."
-    qtbot.waitUntil(window.models_ready, timeout=20000)
-    message_id = send_and_wait(qtbot, window, "still there?")
-    assert window.store.get_message(message_id).content == "Back again."
+    _next_message_gets_a_whole_reply(qtbot, window, fake_engine)
 
 
 def test_stop_ends_a_hung_engine_and_the_next_message_works(make_window, qtbot, fake_engine, model_folder,
@@ -88,10 +92,7 @@ def test_stop_ends_a_hung_engine_and_the_next_message_works(make_window, qtbot, 
         assert not window.conversation.is_busy()  # the window is free at once
     assert window.inference.pid() != hung_pid
     fake_engine.hang_in_chat = False
-    fake_engine.reply = "Answered."
-    qtbot.waitUntil(window.models_ready, timeout=20000)
-    message_id = send_and_wait(qtbot, window, "and now?")
-    assert window.store.get_message(message_id).content == "Answered."
+    _next_message_gets_a_whole_reply(qtbot, window, fake_engine)
 
 
 def test_closing_while_a_model_loads_takes_under_two_seconds(make_window, qtbot, fake_engine, model_folder,

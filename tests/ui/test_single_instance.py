@@ -72,13 +72,9 @@ def test_second_launch_exits_and_sigterm_closes_the_first_cleanly(qapp):
                                 capture_output=True, text=True, timeout=120)
         assert second.returncode == 0
         assert "already running" in second.stderr
-        first.send_signal(signal.SIGTERM)
-        assert first.wait(timeout=60) == 0
-        assert "Traceback" not in first.communicate()[1]
+        _assert_closes_cleanly(first, signal.SIGTERM)
     finally:
-        if first.poll() is None:
-            first.kill()
-            first.wait()
+        _end(first)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
@@ -86,10 +82,19 @@ def test_ctrl_c_closes_the_window_cleanly(qapp):
     first = start_app()
     try:
         wait_until_running(first)
-        first.send_signal(signal.SIGINT)
-        assert first.wait(timeout=60) == 0
-        assert "Traceback" not in first.communicate()[1]
+        _assert_closes_cleanly(first, signal.SIGINT)
     finally:
-        if first.poll() is None:
-            first.kill()
-            first.wait()
+        _end(first)
+
+
+def _assert_closes_cleanly(app, signum) -> None:
+    """The signal closes the window as its close button does: exit code 0, no traceback."""
+    app.send_signal(signum)
+    assert app.wait(timeout=60) == 0
+    assert "Traceback" not in app.communicate()[1]
+
+
+def _end(app) -> None:
+    if app.poll() is None:
+        app.kill()
+        app.wait()
