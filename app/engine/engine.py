@@ -24,6 +24,13 @@ from app.engine.policy import FixedPolicy, SpeculationPolicy
 from app.engine.prompt_tokens import tokenize_prompt
 
 
+# The per-message token counts kept for fitting long chats (about 1,000 chats' worth of recent messages).
+CONTENT_TOKENS_CACHED = 20000
+# What a chat template adds around one message (<|im_start|>role\n ... <|im_end|>\n in ChatML): an estimate, the
+# exact count of the fitted prompt checks it.
+MESSAGE_MARKUP_TOKENS = 6
+
+
 class SpecEngine:
     """Owns the models. Call from the inference thread only (see module docstring)."""
 
@@ -39,6 +46,8 @@ class SpecEngine:
         self._transcript_text = ""
         self._transcript_tokens: list[int] = []
         self._policies: dict[str, SpeculationPolicy] = {}
+        self._cuts: dict[str, int] = {}  # per session: how many oldest messages its last prompt left out
+        self._content_tokens: dict[str, int] = {}  # message text -> its token count, oldest entry first
         # Where the loaded models' layers run, with GPU layers on Auto resolved (app.engine.gpu_fit), and the same
         # in words for the window: what Auto chose and why, or that this build has no GPU backend.
         self.placement: Optional[Placement] = None
@@ -163,6 +172,7 @@ class SpecEngine:
             self.target = None
         self._transcript_text = ""
         self._transcript_tokens = []
+        self._content_tokens.clear()  # counts from another model's tokenizer
 
     def close(self) -> None:
         self.unload()
@@ -213,13 +223,32 @@ class SpecEngine:
         rendered = self._render(messages)
         return len(self._tokens_for(rendered.text, rendered.markup))
 
-    def fit_messages(self, messages: Sequence[dict], reserve_tokens: int) -> tuple[list[dict], int]:
+    def fit_messages(self, messages: Sequence[dict], reserve_tokens: int,
+                     session: str = "default") -> tuple[list[dict], int]:
         """Drop the oldest turns (never the system prompt, never the last message) until the prompt plus
         `reserve_tokens` fits the context. Returns the kept messages and how many were dropped.
 
+        Within a `session` (one chat), turns dropped for an earlier reply stay dropped while the rest fits, so the
+        prompt keeps its start and the KV cache shifts once per cut instead of the chat being read again.
         Raises PromptTooLongError when even the system prompt and the last message alone do not fit.
         """
-        return drop_oldest_turns(messages, self.n_ctx - max(1, reserve_tokens), self.count_tokens, self.n_ctx)
+        kept, dropped = drop_oldest_turns(messages, self.n_ctx - max(1, reserve_tokens), self.count_tokens,
+                                          self.n_ctx, estimate=self._message_tokens,
+                                          at_least=self._cuts.get(session, 0))
+        self._cuts[session] = dropped
+        return kept, dropped
+
+    def _message_tokens(self, message: dict) -> int:
+        """About how many prompt tokens one message takes: its text's tokens (counted once, then cached) and a
+        few for the template's markup around it."""
+        content = str(message.get("content", ""))
+        n = self._content_tokens.get(content)
+        if n is None:
+            n = len(self._require_target().tokenize(content, add_special=False, parse_special=False))
+            if len(self._content_tokens) >= CONTENT_TOKENS_CACHED:
+                self._content_tokens.pop(next(iter(self._content_tokens)))
+            self._content_tokens[content] = n
+        return n + MESSAGE_MARKUP_TOKENS
 
     # -- generation ---------------------------------------------------------------------------------------------
 

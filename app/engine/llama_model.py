@@ -25,6 +25,9 @@ from app.engine.errors import ModelFileError, ModelLoadError
 # llama.cpp sizes its output buffer by this, not by n_ctx, so memory stays at a few MB even with a 152k vocab.
 MAX_OUTPUT_ROWS = 64
 PROMPT_CHUNK = 512
+# A stretch of the prompt found again later in the cache is kept (shifted) only from this length on: shorter runs
+# could match by chance, and re-reading them costs less than being wrong.
+SHIFT_MIN_RUN = 32
 
 _log_lock = threading.Lock()
 _recent_log: collections.deque[str] = collections.deque(maxlen=40)
@@ -107,6 +110,7 @@ class LoadedModel:
         self._chunk = min(PROMPT_CHUNK, llama_cpp.llama_n_batch(self._ctx))
         self._batch = llama_cpp.llama_batch_init(PROMPT_CHUNK, 0, 1)
         self.cached: list[int] = []
+        self._shiftable: bool | None = None  # whether the KV cache can move positions (RoPE models can)
         self._piece_cache: dict[int, bytes] = {}
         self._piece_buf = ctypes.create_string_buffer(256)
 
@@ -194,13 +198,51 @@ class LoadedModel:
         del self.cached[n_keep:]
 
     def keep_common_prefix(self, tokens: Sequence[int], *, leave: int = 0) -> int:
-        """Keep the cached prefix shared with `tokens` (minus `leave` tokens at the end); return its length."""
+        """Keep what the cache shares with `tokens` (minus `leave` tokens at the end); return how many it holds.
+
+        That is the common prefix, and also, when `tokens` is the cache with one stretch left out (a chat whose
+        oldest turns were dropped to fit the context), the cached text after that stretch: the stretch is
+        removed from the cache and the rest shifted down (llama.cpp's context shift), instead of read again.
+        """
         limit = min(len(self.cached), len(tokens) - leave)
         n = 0
         while n < limit and self.cached[n] == tokens[n]:
             n += 1
-        self.truncate(n)
-        return n
+        resume = self._resume_after_gap(tokens, n, len(tokens) - leave)
+        if resume is None:
+            self.truncate(n)
+            return n
+        gap_end, run = resume
+        llama = self._llama
+        self.truncate(gap_end + run)
+        if not llama.llama_memory_seq_rm(self._memory, 0, n, gap_end):
+            self.truncate(n)
+            return n
+        llama.llama_memory_seq_add(self._memory, 0, gap_end, -1, -(gap_end - n))
+        del self.cached[n:gap_end]
+        return n + run
+
+    def _resume_after_gap(self, tokens: Sequence[int], n: int, end: int) -> tuple[int, int] | None:
+        """Where `tokens[n:]` resumes in the cache after a left-out stretch, as (cache index, run length), when
+        the shared run is long enough to be worth a shift; else None."""
+        if n >= len(self.cached) or end - n < SHIFT_MIN_RUN or not self._can_shift():
+            return None
+        probe = list(tokens[n:n + SHIFT_MIN_RUN])
+        cached = self.cached
+        first = probe[0]
+        for j in range(n + 1, len(cached) - SHIFT_MIN_RUN + 1):
+            if cached[j] != first or cached[j:j + SHIFT_MIN_RUN] != probe:
+                continue
+            run = SHIFT_MIN_RUN
+            while j + run < len(cached) and n + run < end and cached[j + run] == tokens[n + run]:
+                run += 1
+            return j, run
+        return None
+
+    def _can_shift(self) -> bool:
+        if self._shiftable is None:
+            self._shiftable = bool(self._llama.llama_memory_can_shift(self._memory))
+        return self._shiftable
 
     def decode(self, tokens: Sequence[int], *, logit_rows: Iterable[int] = (), cancel=None) -> bool:
         """Append `tokens` to the cache in one forward pass per chunk; logits kept for `logit_rows` (batch indices).

@@ -192,7 +192,7 @@ class _WorkerLoop:
                 self._send(("failed", request_id, "No model is loaded. Choose a model above."))
                 return
             reserve = max(16, min(config.max_tokens, engine.n_ctx // 2))
-            kept, dropped = engine.fit_messages(messages, reserve)
+            kept, dropped = engine.fit_messages(messages, reserve, session=config.session)
             prompt_tokens = engine.count_tokens(kept)
             if engine.template_notice:
                 self._send(("notice", request_id, engine.template_notice))

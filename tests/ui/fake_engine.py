@@ -92,6 +92,7 @@ class FakeEngine:
     def __init__(self, load: LoadSettings = LoadSettings(), folder: Optional[Path] = None):
         self.folder = folder
         self.load_settings = load
+        self._cuts: dict[str, int] = {}
         self._log("engine", n_ctx=load.n_ctx)
         self.target_path: Optional[Path] = None
         self.draft_path: Optional[Path] = None
@@ -150,8 +151,12 @@ class FakeEngine:
     def count_tokens(self, messages: Sequence[dict]) -> int:
         return sum(len(m["content"].split()) + 4 for m in messages)
 
-    def fit_messages(self, messages: Sequence[dict], reserve_tokens: int) -> tuple[list[dict], int]:
-        return drop_oldest_turns(messages, self.n_ctx - max(1, reserve_tokens), self.count_tokens, self.n_ctx)
+    def fit_messages(self, messages: Sequence[dict], reserve_tokens: int,
+                     session: str = "default") -> tuple[list[dict], int]:
+        kept, dropped = drop_oldest_turns(messages, self.n_ctx - max(1, reserve_tokens), self.count_tokens,
+                                          self.n_ctx, at_least=self._cuts.get(session, 0))
+        self._cuts[session] = dropped
+        return kept, dropped
 
     def chat(self, messages: Sequence[dict], config: GenerationConfig = GenerationConfig(), *,
              cancel: Optional[threading.Event] = None, request_id: int = 0, **_) -> Iterator:
