@@ -7,6 +7,7 @@ field's default, so one bad value never costs the user the rest of their setting
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from typing import Any, TypeVar
@@ -46,11 +47,17 @@ def _convert(value: Any, hint: Any) -> Any:
     return value
 
 
+@functools.lru_cache(maxsize=None)
+def _type_hints(cls: type) -> dict[str, Any]:
+    # Resolving the annotations costs far more than reading a row: once per record type, not once per row.
+    return typing.get_type_hints(cls)
+
+
 def from_dict(cls: type[T], data: Any, skip: tuple[str, ...] = ()) -> tuple[T, list[str]]:
     """Build `cls` from a JSON object; returns the record and the names of fields that fell back to defaults."""
     if not isinstance(data, dict):
         return cls(), ["(not a JSON object)"]
-    hints = typing.get_type_hints(cls)
+    hints = _type_hints(cls)
     kwargs: dict[str, Any] = {}
     rejected: list[str] = []
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]

@@ -179,6 +179,10 @@ def _untag_int_keys(obj: dict) -> Any:
     return obj
 
 
+# The full-text index answers searches of at least this many characters (its trigram tokenizer's unit).
+SEARCH_INDEX_MIN_CHARS = 3
+
+
 def _contains_folded(haystack: str | None, folded_needle: str) -> bool:
     # Python's casefold rather than SQL LIKE, whose case-insensitivity stops at ASCII ("Ärger" vs "ärger").
     return haystack is not None and folded_needle in haystack.casefold()
@@ -253,7 +257,18 @@ class ChatStore:
         with self._errors():
             if not needle:
                 rows = self._conn.execute("SELECT * FROM chats ORDER BY updated_at DESC, id DESC").fetchall()
-            else:
+            elif len(needle) >= SEARCH_INDEX_MIN_CHARS:
+                rows = self._conn.execute(
+                    """
+                    SELECT * FROM chats AS c
+                    WHERE specchat_contains(c.title, :needle)
+                       OR c.id IN (SELECT m.chat_id FROM message_search AS s JOIN messages AS m ON m.id = s.rowid
+                                   WHERE message_search MATCH :phrase)
+                    ORDER BY c.updated_at DESC, c.id DESC
+                    """,
+                    {"needle": needle, "phrase": '"' + needle.replace('"', '""') + '"'},
+                ).fetchall()
+            else:  # shorter than a trigram: the index cannot answer, so every message is read
                 rows = self._conn.execute(
                     """
                     SELECT * FROM chats AS c

@@ -60,8 +60,33 @@ def _migrate_0_to_1(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX messages_by_chat ON messages (chat_id, id)")
 
 
+def fold_for_search(text: str | None) -> str:
+    """Search is case-insensitive the way Python's casefold is ("STRASSE" finds "Straße"), beyond SQLite's ASCII."""
+    return text.casefold() if text else ""
+
+
+def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
+    # Full-text search over the messages, kept in step by triggers so every writer (salvage included) keeps it.
+    # The trigram tokenizer finds any substring of three characters or more; the text is stored casefolded.
+    conn.execute("CREATE VIRTUAL TABLE message_search USING fts5(folded, tokenize = 'trigram')")
+    conn.execute(
+        "CREATE TRIGGER message_search_insert AFTER INSERT ON messages BEGIN "
+        "INSERT INTO message_search (rowid, folded) VALUES (new.id, specchat_fold(new.content)); END"
+    )
+    conn.execute(
+        "CREATE TRIGGER message_search_update AFTER UPDATE OF content ON messages BEGIN "
+        "DELETE FROM message_search WHERE rowid = old.id; "
+        "INSERT INTO message_search (rowid, folded) VALUES (new.id, specchat_fold(new.content)); END"
+    )
+    conn.execute(
+        "CREATE TRIGGER message_search_delete AFTER DELETE ON messages BEGIN "
+        "DELETE FROM message_search WHERE rowid = old.id; END"
+    )
+    conn.execute("INSERT INTO message_search (rowid, folded) SELECT id, specchat_fold(content) FROM messages")
+
+
 # MIGRATIONS[n] takes a database from schema version n to n + 1. Append only; never edit a released step.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -169,6 +194,7 @@ def open_database(path: Path | None = None) -> sqlite3.Connection:
         _check_identity(path, *_read_identity(conn))
         _check_intact(path, conn)
         conn.execute("PRAGMA foreign_keys = ON")
+        conn.create_function("specchat_fold", 1, fold_for_search, deterministic=True)
         # WAL: a crash mid-write never damages committed data, and readers (the CLI) do not block the window.
         conn.execute("PRAGMA journal_mode = WAL")
         # FULL syncs each commit: a finished reply survives a power cut, not only a crash. Commits are a few per
