@@ -52,6 +52,38 @@ class ChatListModel(QAbstractListModel):
         self._chats = list(chats)
         self.endResetModel()
 
+    def upsert(self, chat: Chat) -> None:
+        """Show one chat's new state: its row changes in place, or moves up to its place among the newest, or is
+        added; no other row is touched (the list can hold thousands)."""
+        row = self.row_of(chat.id)
+        target = self._place_for(chat, skip=row)
+        if row < 0:
+            self.beginInsertRows(QModelIndex(), target, target)
+            self._chats.insert(target, chat)
+            self.endInsertRows()
+            return
+        if target != row:
+            # Qt's move API counts the destination before the moved row is taken out.
+            self.beginMoveRows(QModelIndex(), row, row, QModelIndex(), target if target < row else target + 1)
+            self._chats.insert(target, self._chats.pop(row))
+            self.endMoveRows()
+        self._chats[target] = chat
+        index = self.index(target)
+        self.dataChanged.emit(index, index)
+
+    def remove(self, chat_id: int) -> None:
+        row = self.row_of(chat_id)
+        if row >= 0:
+            self.beginRemoveRows(QModelIndex(), row, row)
+            del self._chats[row]
+            self.endRemoveRows()
+
+    def _place_for(self, chat: Chat, skip: int) -> int:
+        """Where `chat` belongs in the store's order (newest first, then larger id), ignoring row `skip`."""
+        key = (chat.updated_at, chat.id)
+        others = [c for i, c in enumerate(self._chats) if i != skip]
+        return next((i for i, c in enumerate(others) if (c.updated_at, c.id) < key), len(others))
+
     def chat_at(self, row: int) -> Optional[Chat]:
         return self._chats[row] if 0 <= row < len(self._chats) else None
 

@@ -1,0 +1,50 @@
+"""The chat list changes one row at a time: a chat that got a message moves to the top, a new chat is inserted,
+a renamed one changes in place, a deleted one goes; the rest of a long list is left alone."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from app.store import ChatStore
+from app.ui.chat_list import ChatListModel
+
+
+def test_rows_move_insert_change_and_go_one_at_a_time(qtmodeltester, tmp_path):
+    with ChatStore(tmp_path / "chats.db") as store:
+        chats = [store.create_chat(f"chat {i}") for i in range(50)]
+        model = ChatListModel()
+        model.set_chats(store.list_chats())
+        qtmodeltester.check(model)
+        resets, moves, inserts, removes = [], [], [], []
+        model.modelReset.connect(lambda: resets.append(1))
+        model.rowsMoved.connect(lambda *a: moves.append(a))
+        model.rowsInserted.connect(lambda *a: inserts.append(a))
+        model.rowsRemoved.connect(lambda *a: removes.append(a))
+
+        store.add_message(chats[10].id, "user", "hello again")  # an old chat gets a message
+        model.upsert(store.get_chat(chats[10].id))
+        assert [model.chat_at(r).id for r in range(model.rowCount())] == [c.id for c in store.list_chats()]
+
+        new = store.create_chat("brand new")
+        model.upsert(new)
+        renamed = store.rename_chat(chats[20].id, "renamed")
+        model.upsert(renamed)
+        store.delete_chat(chats[30].id)
+        model.remove(chats[30].id)
+        assert [model.chat_at(r).title for r in range(model.rowCount())] == [c.title for c in store.list_chats()]
+        assert (len(resets), len(moves), len(inserts), len(removes)) == (0, 1, 1, 1)
+        qtmodeltester.check(model)
+
+
+def test_a_chat_newest_already_changes_in_place(qtmodeltester, tmp_path):
+    with ChatStore(tmp_path / "chats.db") as store:
+        first = store.create_chat("first")
+        store.create_chat("second")
+        model = ChatListModel()
+        model.set_chats(store.list_chats())
+        changed = []
+        model.dataChanged.connect(lambda top, bottom, *_: changed.append((top.row(), bottom.row())))
+        top = model.chat_at(0)
+        model.upsert(dataclasses.replace(top, title="second, renamed"))
+        assert changed == [(0, 0)] and model.chat_at(0).title == "second, renamed"
+        assert model.chat_at(1).id == first.id
