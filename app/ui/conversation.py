@@ -18,7 +18,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.engine.config import GenerationConfig
 from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent
-from app.store import ChatStore, Message, StoreError
+from app.store import ChatSettings, ChatStore, Message, StoreError
 from app.ui.chat_view import ChatView, TranscriptMessage
 from app.ui.engine_process import EngineProcess
 
@@ -128,7 +128,7 @@ class Conversation(QObject):
         self.store = store
         self.inference = inference
         self.view = view
-        self.chat_id: Optional[int] = None
+        self._chat_id: Optional[int] = None
         self._request: Optional[_Request] = None
         self._next_id = 0
         self._n_ctx = 0
@@ -148,6 +148,11 @@ class Conversation(QObject):
 
     # ----- state
 
+    @property
+    def chat_id(self) -> Optional[int]:
+        """The chat shown (None: a new chat, stored when its first message is sent)."""
+        return self._chat_id
+
     def is_busy(self) -> bool:
         return self._request is not None
 
@@ -163,7 +168,7 @@ class Conversation(QObject):
     def open_chat(self, chat_id: Optional[int]) -> None:
         """Show a chat (None: an empty new chat). A reply streaming elsewhere is stopped and kept."""
         self.stop()
-        self.chat_id = chat_id
+        self._chat_id = chat_id
         self._dropped_before = 0
         self._notice_shown = ""
         self.reload()
@@ -195,6 +200,28 @@ class Conversation(QObject):
         return messages
 
     # ----- generation
+
+    def send(self, text: str, new_chat_settings: ChatSettings, replace_from: Optional[int],
+             config: GenerationConfig, system_prompt: str, target_name: str, draft_name: Optional[str]) -> int:
+        """One whole turn: store the user's message and ask for a reply; returns the request id.
+
+        A new chat is created first (with `new_chat_settings`); `replace_from` (an edited message) is deleted with
+        everything after it. Raises StoreError when the message could not be stored; nothing is sent then.
+        """
+        self.stop()
+        first_message = self._chat_id is None
+        if first_message:
+            self._chat_id = self.store.create_chat(settings=new_chat_settings).id
+        if replace_from is not None:
+            self.store.delete_messages_from(self._chat_id, replace_from)
+        message = self.store.add_message(self._chat_id, "user", text)
+        if first_message or replace_from is not None:
+            self.reload()
+        else:
+            self.view.add_message(transcript_message(message))  # append; no re-render of the chat
+            self.view.scroll_to_end()
+        self.sig_messages_changed.emit(self._chat_id)
+        return self.start_reply(config, system_prompt, target_name, draft_name)
 
     def start_reply(self, config: GenerationConfig, system_prompt: str, target_name: str,
                     draft_name: Optional[str]) -> int:

@@ -29,7 +29,7 @@ def test_first_run_with_an_empty_library_explains_how_to_add_models(make_window,
     window.composer.edit.setPlainText("hello?")
     qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
     assert window.error_banner.isVisible()
-    assert "no model" in window.error_label.text().lower()
+    assert "no model" in window.error_banner.text().lower()
     assert window.composer.text() == "hello?"
 
 
@@ -135,7 +135,7 @@ def test_an_overflowing_conversation_says_the_oldest_turns_were_left_out(make_wi
     # The oldest whole turn was not sent: the prompt starts with the second user message, not an orphaned reply.
     assert [m["role"] for m in sent] == ["user"]
     assert "left out of the prompt" in window.chat_view.toPlainText()
-    assert window.context_gauge.maximum() == 600
+    assert window.footer.context_gauge.maximum() == 600
     # Nothing was deleted: every message is still stored.
     assert len(window.store.messages(window.conversation.chat_id)) == 4
 
@@ -161,7 +161,7 @@ def test_missing_model_file_keeps_the_composer_text(make_window, qtbot, fake_eng
     window.composer.edit.setPlainText("are you there?")
     qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
     assert window.composer.text() == "are you there?"
-    assert "missing" in window.error_label.text()
+    assert "missing" in window.error_banner.text()
     assert window.conversation.chat_id is None  # nothing half-sent was stored
 
 
@@ -224,7 +224,7 @@ def test_highlight_toggle_is_remembered(make_window, qtbot, fake_engine, model_f
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, _draft_path(model_folder, tiny_models))
     send_and_wait(qtbot, window, "hi")
     assert window.chat_view.highlighted_text()
-    window.highlight_switch.click()
+    window.legend_row.highlight_switch.click()
     assert window.chat_view.highlighted_text() == ""
     assert load_settings().show_highlighting is False
 
@@ -249,7 +249,7 @@ def test_get_models_panel_is_reachable_and_a_downloaded_pair_is_selected(make_wi
     window = make_window(engine_factory=fake_engine, folders=[])
     assert window.pages.currentWidget() is window.empty_page
     window.empty_page.get_models_button.click()
-    panel = window.get_models_panel
+    panel = window.library_ctl.get_models_panel
     assert panel is not None and panel.isVisible()
     # As if the panel had downloaded a pair into the app's models folder:
     from app import paths

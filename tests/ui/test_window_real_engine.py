@@ -98,9 +98,9 @@ def test_incompatible_drafts_are_listed_disabled_with_their_reason(make_window, 
     # Changing the target and back re-filters from the cache, with no new check.
     window.choose_target(str(model_folder / tiny_models.draft_identical.name))
     qtbot.waitUntil(lambda: not window.drafts.is_checking(), timeout=10000)
-    checks = window._draft_check_id
+    checks = window.session._draft_check_id
     window.choose_target(str(model_folder / tiny_models.target.name))
-    assert not window.drafts.is_checking() and window._draft_check_id == checks
+    assert not window.drafts.is_checking() and window.session._draft_check_id == checks
 
 
 def test_a_finished_reply_is_in_the_database_at_once(make_window, qtbot, model_folder, tiny_models):
