@@ -255,7 +255,7 @@ class WindowMode:
             window.composer.button.click()  # Send, as a user would; storing the message runs in this call
             send_ms = (time.perf_counter() - started) * 1000
             if not window.conversation.is_busy():
-                raise RuntimeError(window.error_label.text() or "the window did not send the message")
+                raise RuntimeError(window.error_banner.text() or "the window did not send the message")
             probe.start(lambda: "streaming" if window.conversation.is_busy() else "finish")
             if not run_event_loop_until(lambda: bool(finished), timeout_s):
                 raise RuntimeError(f"no reply within {timeout_s:.0f} s")
@@ -267,7 +267,7 @@ class WindowMode:
         message = window.store.get_message(finished[0])
         stats = message.stats or {}
         if window.error_banner.isVisible() or stats.get("stop_reason") in ("error", "cancelled"):
-            raise RuntimeError(window.error_label.text() or f"the reply ended: {stats.get('stop_reason')}")
+            raise RuntimeError(window.error_banner.text() or f"the reply ended: {stats.get('stop_reason')}")
         stall_ms, phase = max((probe.longest_ms, probe.longest_phase), (send_ms, "send"))
         return RunRecord(stats.get("tokens_per_second", 0.0), stats.get("tokens", 0),
                          stats.get("acceptance_rate", 0.0), wall, message.content, stall_ms,

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QStackedWidget,
 )
 
-from app.engine.config import LoadSettings
+from app.engine.config import GenerationConfig, LoadSettings
 from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
 from app.ui.chat_list import ChatListModel, ChatSidebar
 from app.ui.chat_settings_binding import ChatSettingsBinding
@@ -389,8 +389,11 @@ class MainWindow(QMainWindow):
             self.show_error(problem)
             return None
         self.error_banner.hide()
-        config = self.chat_settings.generation_config(self.model_bar.speculative(), self.session.drafter())
-        return (config, self.chat_settings.current().system_prompt, *self.session.names())
+        return (self.generation_config(), self.chat_settings.current().system_prompt, *self.session.names())
+
+    def generation_config(self) -> GenerationConfig:
+        """What the next request is sent with: the chat's settings, the Speculative switch and the drafter."""
+        return self.chat_settings.generation_config(self.model_bar.speculative(), self.session.drafter())
 
     def regenerate(self, message_id: Optional[int]) -> None:
         args = self._request_args()
