@@ -44,6 +44,7 @@ class AppSettings:
     draft_gpu_layers: int = GPU_LAYERS_AUTO
     last_target: str | None = None
     last_draft: str | None = None
+    last_chat_id: int | None = None  # the chat open when the app closed; it opens first next time
     show_highlighting: bool = True
     scan_hf_cache: bool = True
     # Why the file could not be used as it was, in words for the user; None when it loaded cleanly.

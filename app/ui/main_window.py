@@ -73,12 +73,12 @@ class MainWindow(QMainWindow):
         self._connect()
         restore_geometry(self, self.splitter)
         self._refresh_chat_list()
-        self.conversation.open_chat(None)
-        self._apply_chat_settings(self.chat_settings.current())
+        last = self.store.get_chat(self.settings.last_chat_id) if self.settings.last_chat_id is not None else None
+        self._show_chat(last.id if last else None, last.settings if last else self.chat_settings.current())
         if self.settings.load_warning:
             self.show_error(self.settings.load_warning)
         if scan_on_start:
-            self.rescan_library()
+            self.library_ctl.rescan()
 
     # ----- construction
 
@@ -114,6 +114,7 @@ class MainWindow(QMainWindow):
             ("Settings", QKeySequence("Ctrl+,"), self.open_app_settings),
             ("Toggle highlighting", QKeySequence("Ctrl+Shift+H"), self.legend_row.highlight_switch.click),
             ("Rename chat", QKeySequence("F2"), self.sidebar.rename_current),
+            ("Quit", QKeySequence("Ctrl+Q"), self.close),
         ):
             action = QAction(text, self)
             action.setShortcut(shortcut)
@@ -160,7 +161,7 @@ class MainWindow(QMainWindow):
 
         session = self.session
         session.sig_error.connect(self.show_error)
-        session.sig_target_chosen.connect(self._on_target_chosen)
+        session.sig_target_chosen.connect(lambda path: self.update_chat_settings(target_path=path))
         session.sig_draft_chosen.connect(self._on_draft_chosen)
         session.sig_target_loaded.connect(self._on_target_loaded)
         session.sig_context_size.connect(conversation.set_context_size)
@@ -175,7 +176,7 @@ class MainWindow(QMainWindow):
         empty.sig_add_folder.connect(self.add_model_folder)
         empty.sig_get_models.connect(library_ctl.open_get_models)
         empty.sig_open_models_folder.connect(library_ctl.open_models_folder)
-        empty.sig_rescan.connect(self.rescan_library)
+        empty.sig_rescan.connect(self.library_ctl.rescan)
 
     # ----- messages to the user
 
@@ -213,7 +214,7 @@ class MainWindow(QMainWindow):
         self.settings = new
         self.save_app_settings()
         if (old.model_folders, old.scan_hf_cache) != (new.model_folders, new.scan_hf_cache):
-            self.rescan_library()
+            self.library_ctl.rescan()
         self.session.set_load_settings(self._load_settings())
 
     def set_highlighting(self, on: bool) -> None:
@@ -226,9 +227,6 @@ class MainWindow(QMainWindow):
             self.save_app_settings()
 
     # ----- library
-
-    def rescan_library(self) -> None:
-        self.library_ctl.rescan()
 
     def library_ready(self) -> bool:
         """The latest scan of the model folders has been applied (False while one is running)."""
@@ -266,9 +264,6 @@ class MainWindow(QMainWindow):
         """The chat's Speculative switch: applies to the next message, without reloading anything."""
         self.model_bar.set_speculative(on)
         self.update_chat_settings(speculative=on)
-
-    def _on_target_chosen(self, path: str) -> None:
-        self.update_chat_settings(target_path=path)
 
     def _on_draft_chosen(self, key: str) -> None:
         self.settings.last_draft = key
@@ -441,6 +436,9 @@ class MainWindow(QMainWindow):
             return
         self._closed = True
         save_geometry(self, self.splitter)
+        if self.settings.last_chat_id != self.conversation.chat_id:
+            self.settings.last_chat_id = self.conversation.chat_id
+            self.save_app_settings()
         self.conversation.stop()
         self.library_ctl.shutdown()
         self.inference.stop()
