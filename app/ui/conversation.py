@@ -19,7 +19,8 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from app.engine.config import GenerationConfig
 from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent
 from app.store import ChatSettings, ChatStore, Message, StoreError
-from app.ui.chat_view import ChatView, TranscriptMessage
+from app.ui.chat_view import ChatView
+from app.ui.transcript_format import TranscriptMessage
 from app.ui.engine_process import EngineProcess
 
 FLUSH_INTERVAL_MS = 30
