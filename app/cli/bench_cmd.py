@@ -48,7 +48,7 @@ def geometric_mean(values: list[float]) -> float:
 def run(args: argparse.Namespace) -> int:
     from app.cli.checks import sampling_problem
     from app.cli.generate_cmd import build_engine, models_problem
-    from app.engine.bench import MODE_KINDS, find_llama_speculative, load_prompts, run_llama_speculative, run_suite
+    from app.bench.suite import MODE_KINDS, find_llama_speculative, load_prompts, run_llama_speculative, run_suite
     from app.engine.config import MAX_DRAFT
     from app.engine.errors import EngineError
 

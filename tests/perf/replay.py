@@ -110,7 +110,7 @@ def best_possible(rec: Recording, name: str) -> float:
 def record(model_path: str) -> None:
     """Record every prompt's greedy reply (see RECORDINGS) and the model's measured cost table (minutes on a
     CPU)."""
-    from app.engine.bench import load_prompts
+    from app.bench.suite import load_prompts
     from app.engine.config import GenerationConfig
     from app.engine.engine import LoadSettings, SpecEngine
 

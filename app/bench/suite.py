@@ -8,6 +8,7 @@ affects all modes alike; the median over repetitions is reported.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import statistics
@@ -131,13 +132,18 @@ _DRAFTED = re.compile(r"n_drafted\s*=\s*(\d+)")
 _ACCEPT = re.compile(r"n_accept\s*=\s*(\d+)")
 
 
+# Where the project's build of llama.cpp's reference tools lives when they are not on PATH.
+REFERENCE_BIN_DIR = Path.home() / ".cache" / "specchat-llama-reference" / "bin"
+
+
 def find_llama_speculative(explicit: Optional[str]) -> Optional[str]:
+    """The llama-speculative-simple to compare against: `explicit`, else on PATH, else REFERENCE_BIN_DIR's."""
     if explicit:
         return explicit
     found = shutil.which("llama-speculative-simple")
     if found:
         return found
-    default = Path.home() / ".cache" / "specchat-llama-reference" / "bin" / "llama-speculative-simple"
+    default = REFERENCE_BIN_DIR / "llama-speculative-simple"
     return str(default) if default.is_file() else None
 
 
@@ -167,6 +173,4 @@ def run_llama_speculative(
 
 
 def _base_env() -> dict:
-    import os
-
     return dict(os.environ)
