@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from app.store.chats import ChatStore
 from app.store.db import SCHEMA_VERSION, open_database, set_aside_database
-from app.store.records import DEFAULT_TITLE, Chat, ChatSettings, Message, auto_title
 from app.store.errors import DatabaseCorruptError, DatabaseTooNewError, NotFoundError, StoreError
+from app.store.records import DEFAULT_TITLE, Chat, ChatSettings, Message, auto_title
 from app.store.salvage import SalvageReport, salvage_database
 from app.store.settings import AppSettings, load_settings, save_settings
 
