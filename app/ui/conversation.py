@@ -20,41 +20,13 @@ from app.engine.config import GenerationConfig
 from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent
 from app.store import ChatSettings, ChatStore, Message, StoreError
 from app.ui.chat_view import ChatView
-from app.ui.transcript_format import TranscriptMessage
+from app.ui.transcript_format import TranscriptMessage, model_label, stats_from_dict, transcript_message
 from app.ui.engine_process import EngineProcess
 
 FLUSH_INTERVAL_MS = 30
 READOUT_INTERVAL_S = 0.25
 SAVE_INTERVAL_S = 1.0
 SAVE_EVERY_TOKENS = 64
-
-
-def stats_from_dict(data: Optional[dict]) -> Optional[GenerationStats]:
-    """GenerationStats from its stored dict, ignoring keys this version does not know."""
-    if not data:
-        return None
-    known = {f.name for f in dataclasses.fields(GenerationStats)}
-    try:
-        return GenerationStats(**{k: v for k, v in data.items() if k in known})
-    except TypeError:
-        return None
-
-
-def model_label(target_name: Optional[str], draft_name: Optional[str]) -> str:
-    if not target_name:
-        return "Assistant"
-    return f"{target_name}  +  {draft_name}" if draft_name else target_name
-
-
-def transcript_message(message: Message) -> TranscriptMessage:
-    return TranscriptMessage(
-        message_id=message.id,
-        role=message.role,
-        content=message.content,
-        tokens=message.tokens,
-        stats=stats_from_dict(message.stats),
-        model_label=model_label(message.target_name, message.draft_name),
-    )
 
 
 @dataclass

@@ -21,6 +21,7 @@ from PySide6.QtGui import (
 )
 
 from app.engine.events import GenerationStats
+from app.store import Message, record_from_dict
 from app.ui import style
 from app.ui.markdown_spans import Block
 
@@ -43,6 +44,28 @@ class TranscriptMessage:
     stats: Optional[GenerationStats] = None
     model_label: str = ""
     notes: list[str] = field(default_factory=list)
+
+
+def stats_from_dict(data: Optional[dict]) -> Optional[GenerationStats]:
+    """GenerationStats from its stored dict (keys this version does not know, or bad values, are left out)."""
+    return record_from_dict(GenerationStats, data)[0] if data else None
+
+
+def model_label(target_name: Optional[str], draft_name: Optional[str]) -> str:
+    if not target_name:
+        return "Assistant"
+    return f"{target_name}  +  {draft_name}" if draft_name else target_name
+
+
+def transcript_message(message: Message) -> TranscriptMessage:
+    return TranscriptMessage(
+        message_id=message.id,
+        role=message.role,
+        content=message.content,
+        tokens=message.tokens,
+        stats=stats_from_dict(message.stats),
+        model_label=model_label(message.target_name, message.draft_name),
+    )
 
 
 # Replies that ended before the model finished them, which the user can ask to continue.
