@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 from app import paths
+from app.units import format_bytes, format_parameter_count
 
 @dataclass(frozen=True)
 class ModelEntry:
@@ -39,11 +40,11 @@ class ModelEntry:
 
     @property
     def size_label(self) -> str:
-        return format_size(self.file_size)
+        return format_bytes(self.file_size)
 
     @property
     def parameters_label(self) -> str:
-        return format_parameters(self.parameter_count)
+        return format_parameter_count(self.parameter_count)
 
     @property
     def context_label(self) -> str:
@@ -66,28 +67,6 @@ class LibraryFolder:
 
     path: Path
     source: str  # "app", "folder", "hf-cache", "lm-studio"
-
-
-def format_size(n_bytes: int) -> str:
-    if n_bytes >= 1024**3:
-        return f"{n_bytes / 1024**3:.1f} GB"
-    if n_bytes >= 1024**2:
-        return f"{n_bytes / 1024**2:.0f} MB"
-    if n_bytes >= 1024:
-        return f"{n_bytes / 1024:.0f} KB"
-    return f"{n_bytes} B"
-
-
-def format_parameters(count: Optional[int]) -> str:
-    if not count:
-        return ""
-    if count >= 1e9:
-        return f"{count / 1e9:.1f}B".replace(".0B", "B")
-    if count >= 1e6:
-        return f"{count / 1e6:.0f}M"
-    if count >= 1e3:
-        return f"{count / 1e3:.0f}K"
-    return str(count)
 
 
 def library_folders(user_folders: Iterable[str | Path] = (), scan_hf_cache: bool = True) -> list[LibraryFolder]:

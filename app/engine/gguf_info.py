@@ -28,6 +28,7 @@ from app.engine.gguf_reader import (
     tensor_bytes,
     tensor_data_end,
 )
+from app.units import format_parameter_count
 
 __all__ = ["ModelInfo", "TOKEN_CHECK_START", "format_parameter_count", "inspect_gguf", "read_tensor_sizes",
            "read_token_texts"]
@@ -107,15 +108,6 @@ class ModelInfo:
     @property
     def size_label(self) -> str:
         return format_parameter_count(self.parameter_count)
-
-
-def format_parameter_count(count: int) -> str:
-    """1543714304 -> "1.54B", 135000000 -> "135M"."""
-    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if count >= scale:
-            value = count / scale
-            return f"{value:.3g}{suffix}" if value < 100 else f"{value:.0f}{suffix}"
-    return str(count)
 
 
 def read_tensor_sizes(path: Union[str, Path]) -> list[tuple[str, int]]:

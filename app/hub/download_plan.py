@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Optional
 
 from app.hub.errors import DestinationError, DiskSpaceError
+from app.units import format_bytes
 
 PART_SUFFIX = ".part"
 STATE_SUFFIX = ".part.json"
@@ -197,14 +198,6 @@ def check_disk_space(dest_dir: Path, needed: int) -> int:
             free=free,
         )
     return free
-
-
-def format_bytes(n: float) -> str:
-    """ "4.7 GB", in the decimal units download sizes on the Hub are given in."""
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if abs(n) >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{int(n)} B"
 
 
 def format_duration(seconds: Optional[float]) -> str:

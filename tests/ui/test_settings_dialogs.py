@@ -91,5 +91,5 @@ def test_devices_section_lists_gpus_with_free_memory(qtbot):
                           rpc=False)
     dialog = AppSettingsDialog(AppSettings(), devices=report)
     qtbot.addWidget(dialog)
-    assert "NVIDIA GeForce RTX 4090 (CUDA), 22.1 GiB free" in dialog.devices.text()
+    assert "NVIDIA GeForce RTX 4090 (CUDA), 23.7 GB free" in dialog.devices.text()
     assert "CPU only" not in dialog.devices.text()
