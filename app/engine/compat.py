@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Optional
 
+from app.atomic_write import write_atomic
 from app.engine.errors import ModelFileError
 from app.engine.gguf_info import TOKEN_CHECK_START, inspect_gguf, read_token_texts
 
@@ -159,15 +159,7 @@ class CompatCache:
             payload = json.dumps({"version": _CACHE_VERSION, "files": self._files, "pairs": self._pairs})
             self._dirty = False
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp_name = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as out:
-                    out.write(payload)
-                os.replace(tmp_name, self.path)
-            except BaseException:
-                Path(tmp_name).unlink(missing_ok=True)
-                raise
+            write_atomic(self.path, payload, durable=False)  # a cache: losing it costs a re-check
         except OSError:
             pass
 

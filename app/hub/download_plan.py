@@ -10,13 +10,13 @@ only a partial file of the very same content, and starts over otherwise.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Optional
 
+from app.atomic_write import write_atomic
 from app.hub.errors import DestinationError, DiskSpaceError
 from app.units import format_bytes
 
@@ -115,9 +115,7 @@ def read_state(planned: PlannedFile) -> Optional[PartialState]:
 
 def write_state(planned: PlannedFile) -> None:
     state = PartialState(planned.item.repo_id, planned.item.path, planned.commit, planned.size, planned.sha256)
-    tmp = planned.state_path.with_name(planned.state_path.name + ".tmp")
-    tmp.write_text(json.dumps(asdict(state)), encoding="utf-8")
-    os.replace(tmp, planned.state_path)
+    write_atomic(planned.state_path, json.dumps(asdict(state)), durable=False)
 
 
 def clear_partial(planned: PlannedFile) -> None:
