@@ -37,7 +37,8 @@ from app.ui.model_bar import ModelBar
 from app.ui.model_session import ModelSession
 from app.ui.settings_dialog import AppSettingsDialog
 from app.ui.window_geometry import restore_geometry, save_geometry
-from app.ui.window_widgets import ErrorBanner, LegendRow, StatusFooter, column, padded
+from app.ui.layouts import column, padded
+from app.ui.window_widgets import ErrorBanner, LegendRow, StatusFooter
 
 
 class MainWindow(QMainWindow):

@@ -6,7 +6,7 @@ GUI thread only.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QLayout, QProgressBar, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
 
 from app.ui import style
 from app.ui.elided_label import ElidedLabel
@@ -126,26 +126,3 @@ class StatusFooter(QWidget):
             gauge.style().unpolish(gauge)
             gauge.style().polish(gauge)
 
-
-def column(*items, margins: tuple[int, int, int, int] = (0, 0, 0, 0)) -> QWidget:
-    """A widget stacking `items` top to bottom without spacing; an item is a widget, a layout, or
-    (widget, stretch)."""
-    box = QWidget()
-    layout = QVBoxLayout(box)
-    layout.setContentsMargins(*margins)
-    layout.setSpacing(0)
-    for item in items:
-        widget, stretch = item if isinstance(item, tuple) else (item, 0)
-        if isinstance(widget, QLayout):
-            layout.addLayout(widget, stretch)
-        else:
-            layout.addWidget(widget, stretch)
-    return box
-
-
-def padded(widget: QWidget, left: int, top: int, right: int, bottom: int) -> QVBoxLayout:
-    """`widget` in a layout with these margins."""
-    layout = QVBoxLayout()
-    layout.setContentsMargins(left, top, right, bottom)
-    layout.addWidget(widget)
-    return layout
