@@ -45,6 +45,14 @@ class RoundEvent:
     reason: str = ""
 
 
+def decode_speed(tokens: int, seconds: float) -> float:
+    """The one definition of a reply's speed (tok/s): tokens written per second of writing them, the prompt's
+    reading not counted. A finished reply counts from the end of the prompt to its last token; a reply stopped
+    in the window counts from its first token to its last (the window does not see the prompt end), so it
+    leaves out the first token."""
+    return tokens / seconds if tokens > 0 and seconds > 0 else 0.0
+
+
 @dataclass(frozen=True)
 class GenerationStats:
     tokens: int = 0

@@ -17,7 +17,7 @@ from typing import Optional
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.engine.config import GenerationConfig
-from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent
+from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent, decode_speed
 from app.store import ChatSettings, ChatStore, Message, StoreError
 from app.ui.chat_view import ChatView
 from app.ui.transcript_format import TranscriptMessage, model_label, stats_from_dict, transcript_message
@@ -66,7 +66,7 @@ class _Request:
         n = len(self.tokens)
         return GenerationStats(
             tokens=n,
-            tokens_per_second=(n - 1) / decode_time if n > 1 and decode_time > 0 else 0.0,
+            tokens_per_second=decode_speed(n - 1, decode_time),
             ttft_s=(self.first_token_at - self.started) if self.first_token_at else 0.0,
             drafted=self.drafted,
             accepted=self.accepted,
@@ -345,7 +345,8 @@ class Conversation(QObject):
     def _live_text(self, request: _Request) -> str:
         n = len(request.tokens)
         elapsed = (request.last_token_at or 0) - (request.first_token_at or 0)
-        parts = [f"{(n - 1) / elapsed:.1f} tok/s" if n > 1 and elapsed > 0 else "…", f"{n} tokens"]
+        speed = decode_speed(n - 1, elapsed)
+        parts = [f"{speed:.1f} tok/s" if speed else "…", f"{n} tokens"]
         if request.drafted:
             parts.append(f"{100 * request.accepted / request.drafted:.0f}% accepted")
         if self._n_ctx:
