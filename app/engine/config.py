@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Literal, Optional
 
 from app.engine.llama_model import MAX_OUTPUT_ROWS
+
+# What a request asks to draft with: "auto" (the draft model when one is loaded, n-gram lookup otherwise).
+DrafterChoice = Literal["auto", "model", "ngram"]
 
 # The longest draft: verifying k drafted tokens decodes k + 1 rows with logits, and llama.cpp aborts the process
 # when one decode asks for more rows than the context was made for (n_outputs_max).
@@ -50,7 +53,7 @@ class GenerationConfig:
     seed: Optional[int] = None
     speculative: bool = True
     # "auto": the draft model when one is loaded, n-gram prompt lookup otherwise; "model"; "ngram".
-    drafter: str = "auto"
+    drafter: DrafterChoice = "auto"
     # None means "auto": the speculation controller picks k each round. An int fixes k (for experiments); it is
     # clamped to 0..MAX_DRAFT, so a value saved before the cap existed still runs.
     draft_max: Optional[int] = None

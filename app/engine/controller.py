@@ -192,7 +192,7 @@ class AutoController:
             if rate > plain_rate:
                 self._paused_rounds = 0
                 return Plan(source, k, f"{source} draft of {k}: expected {rate / plain_rate:.2f}x plain",
-                            ngram_match if source == "ngram" else 0, accepted)
+                            ngram_match if source == "ngram" else 0, accepted, kind="draft")
         return self._paused(k_max, ngram_tokens, use_model, plain_rate, ngram_match)
 
     def _paused(
@@ -210,17 +210,17 @@ class AutoController:
             > plain_rate
         ]
         if not hopeful:
-            return Plan("none", 0, self._why_costly())
+            return Plan("none", 0, self._why_costly(), kind="costly")
         if self._paused_rounds >= self._probe_gap:
             self._paused_rounds = 0
             self._probing = True
             source = hopeful[0]
             k = min(2, k_max, len(ngram_tokens) if source == "ngram" else 2)
             return Plan(source, k, "probing: is the text predictable again?",
-                        ngram_match if source == "ngram" else 0)
+                        ngram_match if source == "ngram" else 0, kind="probe")
         acc = self.model if "model" in hopeful else self.ngram(ngram_match)
         return Plan("none", 0, f"speculation paused: drafts are accepted too rarely to pay "
-                               f"(acceptance {acc.overall():.0%})")
+                               f"(acceptance {acc.overall():.0%})", kind="paused")
 
     def _why_costly(self) -> str:
         ratio = self.costs.verify(2) / self.costs.verify(1)

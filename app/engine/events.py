@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal, Union
 
 TokenSource = Literal["draft", "target"]
+# Who drafted a round: the draft model, n-gram lookup of earlier text, or nobody (plain decoding).
+Drafter = Literal["model", "ngram", "none"]
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,7 @@ class RoundEvent:
     """
 
     request_id: int
-    drafter: str  # "model", "ngram" or "none"
+    drafter: Drafter
     draft_len: int
     drafted: int
     accepted: int
