@@ -19,6 +19,9 @@ DEFAULT_TITLE = "New chat"
 AUTO_TITLE_LENGTH = 40
 
 
+_OLD_NGRAM_DRAFT_PATH = "ngram"
+
+
 @dataclass
 class ChatSettings:
     """How a chat generates. Stored with the chat as JSON; unknown keys from newer versions are ignored.
@@ -36,13 +39,17 @@ class ChatSettings:
     draft_max: int | None = None  # None: the speculation controller picks the draft length each round
     speculative: bool = True
     target_path: str | None = None
-    draft_path: str | None = None
+    draft_path: str | None = None  # a draft model file
+    draft_ngram: bool = False  # draft by n-gram lookup of earlier text instead of a draft model
 
     def to_dict(self) -> dict[str, Any]:
         return _fields.to_dict(self)
 
     @classmethod
     def from_dict(cls, data: Any) -> ChatSettings:
+        if isinstance(data, dict) and data.get("draft_path") == _OLD_NGRAM_DRAFT_PATH:
+            # Before draft_ngram existed, n-gram drafting was stored as this draft path.
+            data = {**data, "draft_path": None, "draft_ngram": True}
         settings, rejected = _fields.from_dict(cls, data)
         if rejected:
             log.warning("chat settings: ignored bad values for %s", ", ".join(rejected))

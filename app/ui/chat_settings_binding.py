@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QDialog
 from app.engine.config import GenerationConfig
 from app.store import ChatSettings, ChatStore, StoreError
 from app.ui.conversation import Conversation
+from app.ui.library_model import NGRAM_KEY
 from app.ui.settings_dialog import ChatSettingsDialog
 
 
@@ -36,6 +37,10 @@ class ChatSettingsBinding(QObject):
                 return chat.settings
         return self._pending
 
+    def set_draft(self, draft_key: str) -> None:
+        """The chat's draft: a model file, or NGRAM_KEY for n-gram lookup."""
+        self.update(**draft_fields(draft_key))
+
     def update(self, **changes) -> None:
         """Change the open chat's settings (or the new chat's, before its first message stores it)."""
         settings = dataclasses.replace(self.current(), **changes)
@@ -50,14 +55,14 @@ class ChatSettingsBinding(QObject):
 
     def start_new(self, target: Optional[str], draft_key: str, speculative: bool) -> ChatSettings:
         """Default settings for a new chat, on the models in use now."""
-        self._pending = dataclasses.replace(ChatSettings(), target_path=target, draft_path=draft_key or None,
-                                            speculative=speculative)
+        self._pending = dataclasses.replace(ChatSettings(), target_path=target, speculative=speculative,
+                                            **draft_fields(draft_key))
         return self._pending
 
     def for_new_chat(self, target: Optional[str], draft_key: str, speculative: bool) -> ChatSettings:
         """The settings a new chat is stored with when its first message is sent."""
-        return dataclasses.replace(self._pending, target_path=target, draft_path=draft_key or None,
-                                   speculative=speculative)
+        return dataclasses.replace(self._pending, target_path=target, speculative=speculative,
+                                   **draft_fields(draft_key))
 
     def edit(self) -> None:
         """The chat settings dialog (over the parent window); OK stores what it shows."""
@@ -70,3 +75,15 @@ class ChatSettingsBinding(QObject):
         s = self.current()
         return GenerationConfig(max_tokens=s.max_tokens, temperature=s.temperature, top_k=s.top_k, top_p=s.top_p,
                                 seed=s.seed, speculative=speculative, drafter=drafter, draft_max=s.draft_max)
+
+
+def draft_fields(draft_key: str) -> dict:
+    """The ChatSettings fields for a draft picker key (a model file, NGRAM_KEY, or "" for none)."""
+    if draft_key == NGRAM_KEY:
+        return {"draft_path": None, "draft_ngram": True}
+    return {"draft_path": draft_key or None, "draft_ngram": False}
+
+
+def draft_key(settings: ChatSettings) -> str:
+    """The draft picker key for a chat's settings ("" when it names no draft)."""
+    return NGRAM_KEY if settings.draft_ngram else settings.draft_path or ""

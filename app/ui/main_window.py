@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 from app.engine.config import GenerationConfig, LoadSettings
 from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
 from app.ui.chat_list import ChatListModel, ChatSidebar
-from app.ui.chat_settings_binding import ChatSettingsBinding
+from app.ui.chat_settings_binding import ChatSettingsBinding, draft_key
 from app.ui.chat_view import ChatView
 from app.ui.composer import Composer
 from app.ui.conversation import Conversation
@@ -269,7 +269,7 @@ class MainWindow(QMainWindow):
     def _on_draft_chosen(self, key: str) -> None:
         self.settings.last_draft = key
         self.save_app_settings()
-        self.update_chat_settings(draft_path=key)
+        self.chat_settings.set_draft(key)
 
     def _on_target_loaded(self, path: str) -> None:
         if self.settings.last_target != path:
@@ -326,7 +326,7 @@ class MainWindow(QMainWindow):
         """Show a chat's switch and models; a different target or draft is loaded."""
         self.model_bar.set_speculative(settings.speculative)
         self.footer.show_status("")
-        self.session.show_chat_models(settings)
+        self.session.show_chat_models(settings.target_path, draft_key(settings))
 
     def rename_chat(self, chat_id: int, title: str) -> None:
         try:

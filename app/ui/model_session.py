@@ -13,7 +13,6 @@ from typing import Optional
 from PySide6.QtCore import QObject, Signal
 
 from app.engine.config import LoadSettings
-from app.store import ChatSettings
 from app.store.unusable_models import mark_unusable
 from app.ui.engine_process import EngineProcess, WorkerDeath
 from app.ui.library_model import NGRAM_KEY, DraftListModel, LibraryModel
@@ -149,17 +148,17 @@ class ModelSession(QObject):
         self.bar.select_target(None)
         self.drafts.set_no_target()
 
-    def show_chat_models(self, settings: ChatSettings) -> None:
-        """Select an opened chat's target and draft; a different one is loaded."""
-        if settings.draft_path:
-            self._wanted_draft = settings.draft_path
-        entry = self.library.entry_for(settings.target_path)
+    def show_chat_models(self, target_path: Optional[str], draft_key: str) -> None:
+        """Select an opened chat's target and draft (a file or NGRAM_KEY); a different one is loaded."""
+        if draft_key:
+            self._wanted_draft = draft_key
+        entry = self.library.entry_for(target_path)
         if entry is not None and entry.usable and entry.path != self.target:
             self.choose_target(entry.path, remember=False)
-        elif self.target and settings.draft_path and settings.draft_path != self.draft_key:
-            if self.drafts.row_of(settings.draft_path) >= 0:
-                self.bar.select_draft(settings.draft_path)
-                self.draft_key = settings.draft_path
+        elif self.target and draft_key and draft_key != self.draft_key:
+            if self.drafts.row_of(draft_key) >= 0:
+                self.bar.select_draft(draft_key)
+                self.draft_key = draft_key
                 self.request_load()
 
     def library_rescanned(self, wanted_target: Optional[str], wanted_draft: Optional[str] = None) -> None:

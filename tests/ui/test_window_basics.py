@@ -37,6 +37,10 @@ def test_the_app_starts_on_the_chat_that_was_open(make_window, qtbot, fake_engin
     assert again.conversation.chat_id == first.id
     assert "first chat" in again.chat_view.toPlainText()
     assert again.windowTitle().startswith(first.title)
+    # The chat drafts by n-gram lookup, stored as such, and reopens with that drafter chosen.
+    assert again.store.get_chat(first.id).settings.draft_ngram
+    qtbot.waitUntil(again.models_ready, timeout=20000)
+    assert again.model_bar.current_draft() == NGRAM_KEY
 
 
 def test_a_deleted_last_chat_opens_a_new_chat_instead(make_window, qtbot, fake_engine, model_folder, tiny_models):
