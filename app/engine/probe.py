@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Optional, Union
 
 from app.atomic_write import write_atomic
-from app.engine.compat import file_key
+from app.engine.compat_cache import file_key
 from app.engine.errors import ModelFileError
 
 CACHE_FILE_NAME = "model-probe.json"
