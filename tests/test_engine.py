@@ -118,3 +118,10 @@ def test_a_small_context_takes_a_prompt_longer_than_it_asked_for(tiny_models):
         assert finished.stats.prompt_tokens > 64 and finished.stats.tokens > 0
     finally:
         small.close()
+
+
+def test_threads_set_after_the_engine_module_was_imported_are_used(monkeypatch):
+    monkeypatch.setenv("SPECCHAT_THREADS", "3")
+    assert SpecEngine().load_settings.n_threads == 3
+    monkeypatch.setenv("SPECCHAT_THREADS", "2")
+    assert SpecEngine().load_settings.n_threads == 2

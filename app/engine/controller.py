@@ -287,8 +287,3 @@ class AutoController:
         agree = agreement(proposal, produced)
         # Positions past the first disagreement (or past what was produced) were not tested.
         self.ngram(match_len).observe(agree + (agree < min(len(proposal), len(produced))), agree)
-
-
-def controller_for(engine, drafter: str) -> AutoController:
-    """An AutoController for the engine's loaded models, with their measured (or cached) cost table."""
-    return AutoController(engine.measure_costs(with_draft=drafter == "model"), drafter)
