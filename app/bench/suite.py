@@ -42,8 +42,8 @@ class ModeResult:
 
     def median_ratio(self, base: "ModeResult") -> float:
         """Median over repetitions of this mode's tok/s over `base`'s in the same repetition. Each repetition
-        runs the modes back to back, so pairing them cancels the machine's drift between repetitions (seen here:
-        plain decoding alone varied 27-32 tok/s across one run)."""
+        runs the modes back to back, so pairing them cancels the machine's drift between repetitions (how large
+        that drift can be: docs/performance.md)."""
         pairs = [a / b for a, b in zip(self.tokens_per_second, base.tokens_per_second) if b > 0]
         return statistics.median(pairs) if pairs else 0.0
 

@@ -136,7 +136,7 @@ class SpecEngine:
 
     def measure_costs(self, with_draft: bool = True):
         """What forward passes cost for the loaded models (measured, or read from the disk cache), which the
-        speculation controller needs. About 9 s the first time for a 1.5B model on 2 cores, then instant."""
+        speculation controller needs. Seconds the first time on a CPU, then instant (docs/performance.md)."""
         return measure_costs(*self._cost_args(with_draft))
 
     def costs_cached(self, with_draft: bool = True) -> bool:
