@@ -57,7 +57,7 @@ class LibraryController(QObject):
     def rescan(self) -> None:
         self._scan_id += 1
         if not self.model.rowCount():
-            self.bar.target_combo.setPlaceholderText("Scanning for models…")
+            self.bar.set_target_placeholder("Scanning for models…")
         self.thread.request_scan(self._scan_id, self.folders())
 
     def ready(self) -> bool:
@@ -82,7 +82,7 @@ class LibraryController(QObject):
         self._scanned_id = request_id
         self.model.set_entries(with_crash_verdicts(entries))
         usable = self.model.usable_entries()
-        self.bar.target_combo.setPlaceholderText("Choose a model" if usable else "No models found")
+        self.bar.set_target_placeholder("Choose a model" if usable else "No models found")
         self.sig_scanned.emit(len(entries))
 
     def _on_failed(self, _request_id: int, message: str) -> None:

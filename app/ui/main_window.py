@@ -303,7 +303,7 @@ class MainWindow(QMainWindow):
         speculative = self.model_bar.speculative() if self.conversation.chat_id is not None else True
         settings = self.chat_settings.start_new(self.session.target, self.session.draft_key, speculative)
         self._show_chat(None, settings)
-        self.composer.edit.setFocus()
+        self.composer.setFocus()
 
     def open_chat(self, chat_id: int) -> None:
         if chat_id == self.conversation.chat_id:

@@ -128,6 +128,10 @@ class ModelBar(QWidget):
         option = self.drafts.option_at(row)
         return option.key if option else ""
 
+    def set_target_placeholder(self, text: str) -> None:
+        """What the model picker says while no model is chosen ("Scanning for models…", "No models found")."""
+        self.target_combo.setPlaceholderText(text)
+
     def set_speculative(self, on: bool) -> None:
         self.speculative_switch.setChecked(on)
         self._update_enabled()
