@@ -18,7 +18,9 @@ from app import paths
 from app.engine.compat import check_pair
 from app.engine.compat_cache import CompatCache, default_cache, file_key
 from app.engine.errors import ModelFileError
+from app.engine.gguf_info import inspect_gguf
 from app.units import format_bytes, format_parameter_count
+
 
 @dataclass(frozen=True)
 class ModelEntry:
@@ -134,9 +136,6 @@ def inspect_entry(path: Path, folder: LibraryFolder | None = None) -> ModelEntry
         file_size = path.stat().st_size
     except OSError as exc:
         return ModelEntry(str(path), path.stem, 0, folder_path, source, usable=False, problem=f"Cannot read: {exc}")
-
-    from app.engine.errors import ModelFileError
-    from app.engine.gguf_info import inspect_gguf
 
     try:
         info = inspect_gguf(path)

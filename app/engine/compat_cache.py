@@ -15,6 +15,7 @@ from typing import Optional
 from app.atomic_write import write_atomic
 from app.engine.errors import ModelFileError
 from app.engine.gguf_info import inspect_gguf
+from app.paths import user_cache_dir
 
 CACHE_FILE_NAME = "draft-compatibility.json"
 _CACHE_VERSION = 2  # 2: facts include the header checks of app.engine.gguf_checks
@@ -152,8 +153,6 @@ _caches_lock = threading.Lock()
 
 def default_cache() -> CompatCache:
     """The cache in the current user cache folder (which tests move per test through SPECCHAT_HOME)."""
-    from app.paths import user_cache_dir
-
     path = user_cache_dir() / CACHE_FILE_NAME
     with _caches_lock:
         cache = _caches.get(path)

@@ -15,6 +15,7 @@ from typing import Optional
 
 from app.atomic_write import write_atomic
 from app.engine.llama_model import LoadedModel
+from app.paths import user_cache_dir
 
 MAX_BATCH = 32  # verify batches up to draft_max 31: long drafts are how copying text pays on a CPU
 # Sizes measured; the rest are interpolated, and the controller corrects each size it uses from what it observes.
@@ -118,8 +119,6 @@ def _key(model: LoadedModel, n_threads: int, gpu_layers: int, backends: str) -> 
 
 
 def _cache_file() -> Path:
-    from app.paths import user_cache_dir
-
     return user_cache_dir() / "forward-costs.json"
 
 
