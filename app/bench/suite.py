@@ -8,6 +8,7 @@ affects all modes alike; the median over repetitions is reported.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -174,3 +175,9 @@ def run_llama_speculative(
 
 def _base_env() -> dict:
     return dict(os.environ)
+
+
+def geometric_mean(values: list[float]) -> float:
+    """The mean of speed ratios (positive ones; 0 when there are none)."""
+    values = [v for v in values if v > 0]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else 0.0

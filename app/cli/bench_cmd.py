@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import sys
 from pathlib import Path
+
+from app.bench.suite import geometric_mean
 
 
 def register(subparsers) -> None:
@@ -38,11 +39,6 @@ def register(subparsers) -> None:
     p.add_argument("--no-llama", action="store_true", help="skip the llama.cpp reference even if found")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.set_defaults(func=run)
-
-
-def geometric_mean(values: list[float]) -> float:
-    values = [v for v in values if v > 0]
-    return math.exp(sum(map(math.log, values)) / len(values)) if values else 0.0
 
 
 def run(args: argparse.Namespace) -> int:

@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from app.cli.bench_cmd import geometric_mean
+from app.bench.suite import geometric_mean
 from app.engine.controller import MAX_K, AutoController
 from app.engine.costs import CostTable
 from app.engine.drafters import NgramDrafter
