@@ -8,17 +8,22 @@ import tempfile
 from pathlib import Path
 
 
-def write_atomic(path: str | os.PathLike, data: str | bytes, *, durable: bool = True) -> None:
+def write_atomic(path: str | os.PathLike, data: str | bytes, *, durable: bool = True,
+                 mode: int | None = None) -> None:
     """Write `data` to `path` so that a crash or a full disk leaves the old file or the new one, never half.
 
     The temporary file sits in the target's folder (os.replace is atomic only within one file system) and is
-    removed on any error. Raises OSError.
+    removed on any error. The file is readable by its owner only (0o600) from its creation, unless `mode` says
+    otherwise (Windows keeps its own permissions). `durable=False` skips the syncs, for caches that may be lost.
+    Raises OSError.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        if mode is not None and hasattr(os, "fchmod"):
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as f:
             f.write(payload)
             if durable:

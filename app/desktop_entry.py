@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
+from app.atomic_write import write_atomic
+
 APP_ID = "specchat"  # the .desktop file's and the icon's name
 DESKTOP_FILE = f"{APP_ID}.desktop"
 ICON_SIZES = (16, 24, 32, 48, 64, 128, 256, 512)
@@ -135,11 +137,7 @@ class Result:
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_bytes(data)
-    os.chmod(partial, 0o644)
-    os.replace(partial, path)
+    write_atomic(path, data, mode=0o644)  # the desktop reads entries and icons as another process
 
 
 def install(home: Optional[Path] = None, command: Optional[Sequence[str]] = None) -> Result:

@@ -7,6 +7,7 @@ Any thread may call these functions; they keep no state.
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 from dataclasses import dataclass
@@ -14,6 +15,12 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 from app import paths
+from app.engine.compat import check_pair
+from app.engine.compat_cache import CompatCache, default_cache, file_key
+from app.engine.errors import ModelFileError
+from app.engine.gguf_info import inspect_gguf
+from app.units import format_bytes, format_parameter_count
+
 
 @dataclass(frozen=True)
 class ModelEntry:
@@ -39,11 +46,11 @@ class ModelEntry:
 
     @property
     def size_label(self) -> str:
-        return format_size(self.file_size)
+        return format_bytes(self.file_size)
 
     @property
     def parameters_label(self) -> str:
-        return format_parameters(self.parameter_count)
+        return format_parameter_count(self.parameter_count)
 
     @property
     def context_label(self) -> str:
@@ -66,28 +73,6 @@ class LibraryFolder:
 
     path: Path
     source: str  # "app", "folder", "hf-cache", "lm-studio"
-
-
-def format_size(n_bytes: int) -> str:
-    if n_bytes >= 1024**3:
-        return f"{n_bytes / 1024**3:.1f} GB"
-    if n_bytes >= 1024**2:
-        return f"{n_bytes / 1024**2:.0f} MB"
-    if n_bytes >= 1024:
-        return f"{n_bytes / 1024:.0f} KB"
-    return f"{n_bytes} B"
-
-
-def format_parameters(count: Optional[int]) -> str:
-    if not count:
-        return ""
-    if count >= 1e9:
-        return f"{count / 1e9:.1f}B".replace(".0B", "B")
-    if count >= 1e6:
-        return f"{count / 1e6:.0f}M"
-    if count >= 1e3:
-        return f"{count / 1e3:.0f}K"
-    return str(count)
 
 
 def library_folders(user_folders: Iterable[str | Path] = (), scan_hf_cache: bool = True) -> list[LibraryFolder]:
@@ -152,9 +137,6 @@ def inspect_entry(path: Path, folder: LibraryFolder | None = None) -> ModelEntry
     except OSError as exc:
         return ModelEntry(str(path), path.stem, 0, folder_path, source, usable=False, problem=f"Cannot read: {exc}")
 
-    from app.engine.errors import ModelFileError
-    from app.engine.gguf_info import inspect_gguf
-
     try:
         info = inspect_gguf(path)
     except ModelFileError as exc:
@@ -216,6 +198,76 @@ def _sorted(entries: list[ModelEntry]) -> list[ModelEntry]:
     return sorted(entries, key=lambda e: (not e.usable, e.name.lower(), e.path))
 
 
+# suggest_drafts: a draft at most this fraction of the target's parameters is worth speculating with, and one
+# around IDEAL_DRAFT_RATIO (between 1/10 and 1/4) balances acceptance against the draft's own cost.
+SMALL_DRAFT_RATIO = 0.5
+IDEAL_DRAFT_RATIO = 0.16
+
+
+@dataclass(frozen=True)
+class DraftSuggestion:
+    """One candidate draft for a target, as the model picker lists it (incompatible ones shown disabled)."""
+
+    path: Path
+    compatible: bool
+    recommended: bool  # compatible and much smaller than the target
+    reason: str  # why it is not usable, or how it compares with the target
+    size_ratio: Optional[float]  # draft parameters / target parameters, None when unknown
+
+
+def suggest_drafts(
+    target: Path, candidates: Iterable[Path], *, cache: Optional[CompatCache] = None
+) -> list[DraftSuggestion]:
+    """Rank candidate drafts for `target`: good ones (compatible, much smaller) best first, then compatible ones
+    that are not much smaller, then incompatible or unreadable ones with their reason. The target itself is left out.
+    Raises ModelFileError when the target is unreadable.
+    """
+    cache = cache or default_cache()
+    target = Path(target)
+    target_key = file_key(target)
+    target_facts = cache.facts(target, target_key)
+    seen = {target_key[0]}
+    good: list[tuple[float, DraftSuggestion]] = []
+    fallback: list[tuple[float, DraftSuggestion]] = []
+    refused: list[DraftSuggestion] = []
+    for candidate in candidates:
+        candidate = Path(candidate)
+        resolved = str(candidate.resolve())
+        if resolved in seen:
+            continue
+        seen.add(resolved)
+        try:
+            result = check_pair(target, candidate, cache)
+            facts = cache.facts(candidate, file_key(candidate))
+        except ModelFileError as exc:
+            refused.append(DraftSuggestion(candidate, False, False, str(exc), None))
+            continue
+        ratio = facts.parameter_count / target_facts.parameter_count if target_facts.parameter_count else None
+        if not result.compatible:
+            refused.append(DraftSuggestion(candidate, False, False, result.reason, ratio))
+        elif ratio is not None and ratio <= SMALL_DRAFT_RATIO:
+            closeness = abs(math.log(max(ratio, 1e-9) / IDEAL_DRAFT_RATIO))
+            good.append((closeness, DraftSuggestion(candidate, True, True, _relative_size(ratio), ratio)))
+        else:
+            reason = f"compatible, but {_relative_size(ratio)}: too big to speed it up" if ratio else "compatible"
+            order = ratio if ratio is not None else math.inf
+            fallback.append((order, DraftSuggestion(candidate, True, False, reason, ratio)))
+    cache.save()
+    good.sort(key=lambda item: item[0])
+    fallback.sort(key=lambda item: item[0])
+    return [s for _, s in good] + [s for _, s in fallback] + refused
+
+
+def _relative_size(ratio: float) -> str:
+    if 0.95 <= ratio <= 1.05:
+        return "the same size as the target"
+    if ratio > 1:
+        return f"{ratio:.1f}× the target's size"
+    if ratio >= 0.5:
+        return f"{ratio:.0%} of the target's size"
+    return f"about 1/{round(1 / ratio)} of the target's size" if ratio > 0 else "a tiny fraction of the target's size"
+
+
 @dataclass(frozen=True)
 class DraftChoice:
     """A library file judged as a draft for one target: usable or not, and why."""
@@ -231,8 +283,6 @@ def draft_choices(target_path: str | Path, candidates: Sequence[ModelEntry]) -> 
 
     Uses the engine's cached compatibility checks, so asking again for a target seen before costs almost nothing.
     """
-    from app.engine.compat import suggest_drafts
-
     target_key = paths.resolved(Path(target_path))
     usable = [e for e in candidates if e.usable and paths.resolved(Path(e.path)) != target_key]
     unusable = [e for e in candidates if not e.usable and paths.resolved(Path(e.path)) != target_key]

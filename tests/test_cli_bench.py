@@ -6,7 +6,7 @@ import json
 
 from app.cli import main
 from app.cli.bench_cmd import build_report
-from app.engine.bench import BenchPrompt, ModeResult
+from app.bench.suite import BenchPrompt, ModeResult
 
 
 def test_bench_runs_the_chosen_modes_and_reports_ratios(tiny_models, capsys):

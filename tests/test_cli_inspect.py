@@ -7,7 +7,7 @@ import json
 import pytest
 
 from app.cli import main
-from app.cli.inspect_cmd import format_bytes
+from app.units import format_bytes
 
 
 def test_inspect_prints_a_table(tiny_models, capsys):
@@ -16,7 +16,7 @@ def test_inspect_prints_a_table(tiny_models, capsys):
     header, target_row, spm_row = out.splitlines()[:3]
     assert header.split() == ["FILE", "NAME", "ARCH", "PARAMS", "QUANT", "CTX", "VOCAB", "SIZE"]
     assert target_row.startswith("tiny-target.gguf")
-    for cell in ("Tiny Target", "llama", "339K", "F32", "2048", "BPE 333", "1.3 MiB"):
+    for cell in ("Tiny Target", "llama", "339K", "F32", "2048", "BPE 333", "1.4 MB"):
         assert cell in target_row
     assert "SPM 317" in spm_row
 
@@ -75,8 +75,9 @@ def test_check_pair_unreadable(tiny_models, capsys):
 
 
 def test_format_bytes():
-    assert format_bytes(1_117_320_768) == "1.04 GiB"
-    assert format_bytes(491_400_064) == "469 MiB"
+    # One convention everywhere (app.units): decimal units, as the Hub gives sizes.
+    assert format_bytes(1_117_320_768) == "1.1 GB"
+    assert format_bytes(491_400_064) == "491 MB"
     assert format_bytes(512) == "512 B"
 
 
@@ -84,7 +85,7 @@ def test_format_bytes():
 def test_real_models_in_the_cli(real_models, capsys):
     assert main(["inspect", str(real_models["target"])]) == 0
     row = capsys.readouterr().out.splitlines()[1]
-    for cell in ("qwen2", "1.78B", "Q4_K_M", "32768", "BPE 151936", "1.04 GiB"):
+    for cell in ("qwen2", "1.78B", "Q4_K_M", "32768", "BPE 151936", "1.1 GB"):
         assert cell in row
     assert main(["check-pair", str(real_models["target"]), str(real_models["draft"])]) == 0
     assert main(["check-pair", str(real_models["target"]), str(real_models["gemma"])]) == 1

@@ -6,8 +6,10 @@ import os
 
 import pytest
 
-from app.engine import compat
-from app.engine.compat import compatibility, default_cache, suggest_drafts
+from app.engine import compat, compat_cache
+from app.engine.compat import compatibility
+from app.engine.compat_cache import default_cache
+from app.library import suggest_drafts
 from app.engine.errors import ModelFileError
 from app.engine.gguf_info import inspect_gguf, read_token_texts
 
@@ -62,7 +64,7 @@ def _forbid_reading(monkeypatch):
     def refuse(*_args, **_kwargs):
         raise AssertionError("the cache should have answered without reading the model file")
 
-    monkeypatch.setattr(compat, "inspect_gguf", refuse)
+    monkeypatch.setattr(compat_cache, "inspect_gguf", refuse)
     monkeypatch.setattr(compat, "read_token_texts", refuse)
 
 
@@ -85,8 +87,8 @@ def test_changed_file_is_checked_again(tiny_models, tmp_path, monkeypatch):
     stat = draft.stat()
     os.utime(draft, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
     calls = []
-    real_inspect = compat.inspect_gguf
-    monkeypatch.setattr(compat, "inspect_gguf", lambda path: calls.append(path) or real_inspect(path))
+    real_inspect = compat_cache.inspect_gguf
+    monkeypatch.setattr(compat_cache, "inspect_gguf", lambda path: calls.append(path) or real_inspect(path))
     assert not compatibility(tiny_models.target, draft).compatible
     assert calls == [draft]
 

@@ -181,7 +181,7 @@ def test_one_refused_draft_does_not_stop_drafting_for_the_rest_of_the_reply():
     drafted_again = False
     for i in range(60):  # paused rounds whose proposals are right 5 times in 6: drafting would pay
         plan = controller.plan(64, list(range(8)), False, ngram_match=8)
-        if plan.drafter == "ngram" and not plan.reason.startswith("probing"):
+        if plan.drafter == "ngram" and plan.kind != "probe":
             drafted_again = True
             break
         controller.observe(plan, 0, 0, 0.0, 0.0)  # a probe counts as a plain round here

@@ -118,3 +118,32 @@ def test_a_small_context_takes_a_prompt_longer_than_it_asked_for(tiny_models):
         assert finished.stats.prompt_tokens > 64 and finished.stats.tokens > 0
     finally:
         small.close()
+
+
+def test_threads_set_after_the_engine_module_was_imported_are_used(monkeypatch):
+    monkeypatch.setenv("SPECCHAT_THREADS", "3")
+    assert SpecEngine().load_settings.n_threads == 3
+    monkeypatch.setenv("SPECCHAT_THREADS", "2")
+    assert SpecEngine().load_settings.n_threads == 2
+
+
+def test_stop_mid_reply_ends_it_within_one_round_and_keeps_what_was_written(engine):
+    """The real engine's Stop, without timing: the cancel is set when the first token is out."""
+    import threading
+
+    cancel = threading.Event()
+    events = []
+    for event in engine.chat([{"role": "user", "content": "talk for a long time"}],
+                             GenerationConfig(max_tokens=500, draft_max=4), cancel=cancel):
+        events.append(event)
+        if isinstance(event, TokenEvent):
+            cancel.set()
+    finished = events[-1]
+    tokens = [e for e in events if isinstance(e, TokenEvent)]
+    assert isinstance(finished, FinishedEvent) and finished.stats.stop_reason == "cancelled"
+    # The round under way when Stop came finishes (at most draft_max + 1 tokens); no further round starts.
+    assert 1 <= len(tokens) <= 5 and finished.stats.tokens == len(tokens)
+    assert finished.text == "".join(t.text for t in tokens)
+    # The engine is free for the next request at once.
+    _, after = reply(engine, [{"role": "user", "content": "short now"}], max_tokens=4)
+    assert after.stats.stop_reason in ("max_tokens", "eos") and after.stats.tokens >= 1

@@ -46,7 +46,7 @@ def test_everything_fits():
     p = place(TARGET, DRAFT, DeviceReport((CPU, gpu(22.1))))
     assert (p.target_layers, p.draft_layers) == (TARGET.all_layers, DRAFT.all_layers)
     assert p.explanation == ("All 28 layers of the target and the draft on "
-                             "NVIDIA GeForce RTX 4090 (CUDA), 22.1 GiB free.")
+                             "NVIDIA GeForce RTX 4090 (CUDA), 23.7 GB free.")
     assert p.backends == "CUDA"
 
 

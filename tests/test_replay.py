@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.cli.bench_cmd import geometric_mean
+from app.bench.suite import geometric_mean
 from tests.perf.replay import HELD_OUT, Recording, best_possible, replay
 
 

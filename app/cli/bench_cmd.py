@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import sys
 from pathlib import Path
+
+from app.bench.suite import geometric_mean
 
 
 def register(subparsers) -> None:
@@ -40,15 +41,10 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def geometric_mean(values: list[float]) -> float:
-    values = [v for v in values if v > 0]
-    return math.exp(sum(map(math.log, values)) / len(values)) if values else 0.0
-
-
 def run(args: argparse.Namespace) -> int:
     from app.cli.checks import sampling_problem
     from app.cli.generate_cmd import build_engine, models_problem
-    from app.engine.bench import MODE_KINDS, find_llama_speculative, load_prompts, run_llama_speculative, run_suite
+    from app.bench.suite import MODE_KINDS, find_llama_speculative, load_prompts, run_llama_speculative, run_suite
     from app.engine.config import MAX_DRAFT
     from app.engine.errors import EngineError
 

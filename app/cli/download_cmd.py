@@ -21,7 +21,7 @@ from typing import Optional, TextIO
 
 from app.hub.client import HubClient, RepoListing
 from app.hub.download import DownloadJob, DownloadProgress
-from app.hub.download_plan import DownloadItem, format_bytes, format_duration
+from app.hub.download_plan import DownloadItem, format_bytes
 from app.hub.errors import DownloadCancelled, HubError
 from app.hub.repo_files import RemoteModel
 
@@ -189,17 +189,7 @@ class TerminalProgress:
             return f"[{'#' * 20}] 100%  {format_bytes(progress.total_bytes)}  done"
         filled = int(progress.fraction * 20)
         bar = "#" * filled + "-" * (20 - filled)
-        parts = [f"[{bar}] {percent:3d}%", f"{format_bytes(progress.done_bytes)} / {format_bytes(progress.total_bytes)}"]
-        if progress.phase == "verifying":
-            parts.append("verifying")
-        elif progress.speed_bps > 0:
-            parts.append(f"{format_bytes(progress.speed_bps)}/s")
-            if progress.eta_s is not None:
-                parts.append(f"{format_duration(progress.eta_s)} left")
-        if progress.file_count > 1:
-            parts.append(f"file {progress.file_index + 1}/{progress.file_count}: {progress.file_name}")
-        else:
-            parts.append(progress.file_name)
+        parts = [f"[{bar}] {percent:3d}%", *progress.facts()]
         return "  ".join(parts)
 
     def finish(self) -> None:

@@ -6,20 +6,9 @@ import argparse
 import json
 import sys
 
+from app.bench.args import add_model_arguments, parse_draft_max
 from app.cli.checks import UsageError, check_text, model_problem, read_text_file, sampling_problem
-from app.engine.config import MAX_DRAFT
 from app.engine.errors import EngineError
-
-
-def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    """--target, --draft or --ngram, and --draft-max: how a command picks its models and drafter."""
-    parser.add_argument("--target", required=True, help="target GGUF model")
-    drafter = parser.add_mutually_exclusive_group()
-    drafter.add_argument("--draft", help="draft GGUF model sharing the target's vocabulary")
-    drafter.add_argument("--ngram", action="store_true", help="draft by n-gram prompt lookup (no second model)")
-    parser.add_argument("--draft-max", default="auto",
-                        help=f"draft length per round: a number from 0 to {MAX_DRAFT}, or 'auto' to let the "
-                        "controller choose (default)")
 
 
 def register(subparsers) -> None:
@@ -46,15 +35,6 @@ def register(subparsers) -> None:
     p.add_argument("--system", default=None, help="system prompt for --chat")
     p.add_argument("--json", action="store_true", help="print one JSON object with text, tokens and stats")
     p.set_defaults(func=run)
-
-
-def parse_draft_max(value: str) -> int | None:
-    """--draft-max: "auto" (None, the controller chooses) or a fixed draft length from 0 to MAX_DRAFT."""
-    if value == "auto":
-        return None
-    if not (value.isascii() and value.isdigit()) or int(value) > MAX_DRAFT:
-        raise ValueError(f"--draft-max must be a number from 0 to {MAX_DRAFT}, or 'auto'")
-    return int(value)
 
 
 def models_problem(args: argparse.Namespace) -> str | None:

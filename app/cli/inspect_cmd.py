@@ -9,7 +9,8 @@ import json
 import sys
 
 from app.engine.errors import ModelFileError
-from app.engine.gguf_info import ModelInfo, format_parameter_count, inspect_gguf
+from app.engine.gguf_info import ModelInfo, inspect_gguf
+from app.units import format_bytes, format_parameter_count
 
 COLUMNS = ("file", "name", "arch", "params", "quant", "ctx", "vocab", "size")
 
@@ -27,16 +28,6 @@ def register(subparsers) -> None:
                    help="also let llama.cpp read each usable file's vocabulary in a separate process (slower; "
                    "catches what the metadata cannot show)")
     p.set_defaults(func=run)
-
-
-def format_bytes(size: int) -> str:
-    """1117320768 -> "1.04 GiB"."""
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" or value >= 100 else f"{value:.3g} {unit}"
-        value /= 1024
-    return f"{value:.3g} TiB"
 
 
 def info_as_dict(info: ModelInfo) -> dict[str, object]:

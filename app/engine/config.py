@@ -2,30 +2,21 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Literal, Optional
 
 from app.engine.llama_model import MAX_OUTPUT_ROWS
+from app.machine_defaults import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, default_threads
+
+__all__ = ["GPU_LAYERS_ALL", "GPU_LAYERS_AUTO", "MAX_DRAFT", "DrafterChoice", "GenerationConfig", "LoadSettings",
+           "default_threads"]
+
+# What a request asks to draft with: "auto" (the draft model when one is loaded, n-gram lookup otherwise).
+DrafterChoice = Literal["auto", "model", "ngram"]
 
 # The longest draft: verifying k drafted tokens decodes k + 1 rows with logits, and llama.cpp aborts the process
 # when one decode asks for more rows than the context was made for (n_outputs_max).
 MAX_DRAFT = MAX_OUTPUT_ROWS - 1
-
-
-def default_threads() -> int:
-    """All cores, or SPECCHAT_THREADS. llama.cpp's worker threads spin while they wait for each other, so on a
-    machine where something else keeps a core busy fewer threads can be much faster (and tests use one)."""
-    try:
-        return max(1, int(os.environ["SPECCHAT_THREADS"]))
-    except (KeyError, ValueError):
-        return max(1, os.cpu_count() or 1)
-
-
-# GPU layers: Auto offloads what fits in free device memory (app.engine.gpu_fit); a number is used as it is.
-GPU_LAYERS_AUTO = -1
-# More layers than any model has: llama.cpp then offloads every layer and the output head.
-GPU_LAYERS_ALL = 999
 
 
 @dataclass(frozen=True)
@@ -50,7 +41,7 @@ class GenerationConfig:
     seed: Optional[int] = None
     speculative: bool = True
     # "auto": the draft model when one is loaded, n-gram prompt lookup otherwise; "model"; "ngram".
-    drafter: str = "auto"
+    drafter: DrafterChoice = "auto"
     # None means "auto": the speculation controller picks k each round. An int fixes k (for experiments); it is
     # clamped to 0..MAX_DRAFT, so a value saved before the cap existed still runs.
     draft_max: Optional[int] = None

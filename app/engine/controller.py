@@ -74,12 +74,10 @@ class Acceptance:
 
 
 # Before any evidence: a 2-token match is often a coincidence, a 32-token one is nearly always text being copied.
-# Bucket 0 holds guesses that copying resumes after an edit (see NgramDrafter): over the bench suite's greedy
-# replies 7 of 33 such guesses had their first token right (an edit is often longer than one token), so they wait
-# for evidence. Matches of 32+ tokens are as right as the suite says (0.98 of 253). Those of 2-31 are kept below
-# its hit rates (2: 0.40, 3: 0.68, 4-7: 0.75, 8-15: 0.91, 16-31: 0.98): a 16-31 token match is right at its first
-# token but often not 15 tokens later, where a rename not yet learned comes; at 0.95 for 16-31 the rename reply fell
-# from 1.42x to 1.13x in a replay (tests/perf/replay.py).
+# Bucket 0 holds guesses that copying resumes after an edit (see NgramDrafter): few have their first token right
+# (an edit is often longer than one token), so they wait for evidence. Matches of 32+ tokens start at the bench
+# suite's hit rate; shorter ones below theirs, since a 16-31 token match is right at its first token but often not
+# 15 tokens later, where a rename not yet learned comes. The hit rates and replays: docs/performance.md.
 _NGRAM_PRIOR = {0: 0.25, 2: 0.5, 3: 0.6, 4: 0.7, 8: 0.8, 16: 0.9, 32: 0.98}
 # Calibration before any draft: decayed sums (accepted, expected) as if two tokens had gone as expected.
 _NO_CALIBRATION = (2.0, 2.0)
@@ -92,6 +90,52 @@ def _match_bucket(match_len: int) -> int:
         if match_len >= bucket:
             return bucket
     return 0
+
+
+class OnlineCosts:
+    """The measured cost table, scaled by what rounds actually cost.
+
+    Costs grow with the context, and the machine may be busier than when the table was measured: one factor,
+    following single-token rounds (most rounds), scales every target batch size and keeps their ratios as
+    measured. Each other batch size, once used, learns how far it is off the table relative to that factor (the
+    table is a fastest-of-three measurement on a quiet, warm machine; between a reply's rounds larger batches
+    cost more against one token than it says, docs/performance.md). The draft model's cost per token has its own
+    factor.
+    """
+
+    def __init__(self, table: CostTable):
+        self.table = table
+        self._target_scale = 1.0
+        self._draft_scale = 1.0
+        self._size_bias: dict[int, float] = {}
+
+    def verify(self, n: int) -> float:
+        if n == 1:
+            return self.table.verify(1) * self._target_scale
+        bias = self._size_bias.get(n)
+        if bias is None:  # not used yet: the table is most likely off the way it was for the sizes that were
+            bias = sum(self._size_bias.values()) / len(self._size_bias) if self._size_bias else 1.0
+        return self.table.verify(n) * self._target_scale * bias
+
+    def draft(self, k: int) -> float:
+        return k * self.table.draft_per_token * self._draft_scale
+
+    def observe(self, drafted: int, verify_s: float, model_draft_s: float = 0.0) -> None:
+        """A round verified `drafted` + 1 tokens in `verify_s`; a draft model spent `model_draft_s` drafting."""
+        expected = self.table.verify(drafted + 1)
+        if expected > 0 and verify_s > 0:
+            ratio = verify_s / expected
+            size = drafted + 1
+            if size == 1:
+                self._target_scale = 0.9 * self._target_scale + 0.1 * ratio
+            else:
+                bias = self._size_bias.get(size, 1.0)
+                self._size_bias[size] = 0.7 * bias + 0.3 * ratio / self._target_scale
+        if drafted and self.table.draft_per_token > 0 and model_draft_s > 0:
+            # The draft time includes catching up on the last accepted tokens: one or two extra passes, close
+            # enough.
+            self._draft_scale = (0.9 * self._draft_scale
+                                 + 0.1 * (model_draft_s / (drafted * self.table.draft_per_token)))
 
 
 class AutoController:
@@ -110,29 +154,17 @@ class AutoController:
         self._probe_gap = probe_every
         self._paused_rounds = 0
         self._probing = False
-        # Observed/measured time ratios: costs grow with the context, and the machine may be busier than when
-        # the table was measured. One factor for all target batch sizes keeps their ratios as measured.
-        self._target_scale = 1.0
-        self._draft_scale = 1.0
-        # Per batch size, once used, how far its cost is off the table relative to the common factor: the table
-        # is a fastest-of-three measurement on a quiet, warm machine, and between replies' rounds a batch of 16
-        # measured 17% dearer against one token than the table said.
-        self._size_bias: dict[int, float] = {}
+        self.online = OnlineCosts(costs)
         # Decayed sums of (accepted, expected) per drafter.
         self._calibration = {"ngram": _NO_CALIBRATION, "model": _NO_CALIBRATION}
 
     # -- the decision -------------------------------------------------------------------------------------------
 
     def _verify(self, n: int) -> float:
-        if n == 1:
-            return self.costs.verify(1) * self._target_scale
-        bias = self._size_bias.get(n)
-        if bias is None:  # not used yet: the table is most likely off the way it was for the sizes that were
-            bias = sum(self._size_bias.values()) / len(self._size_bias) if self._size_bias else 1.0
-        return self.costs.verify(n) * self._target_scale * bias
+        return self.online.verify(n)
 
     def _draft(self, k: int) -> float:
-        return k * self.costs.draft_per_token * self._draft_scale
+        return self.online.draft(k)
 
     def ngram(self, match_len: int) -> Acceptance:
         bucket = _match_bucket(match_len)
@@ -142,8 +174,8 @@ class AutoController:
 
     def calibration(self, source: str) -> float:
         """Accepted / expected over this source's recent drafts. Estimates are chosen when they look best, so
-        they run high (text with a fixed pattern, such as JSON objects, looks copyable until each new value):
-        measured 42 accepted where 89 were expected on the structured-data prompt."""
+        they run high (text with a fixed pattern, such as JSON objects, looks copyable until each new value; see
+        docs/performance.md)."""
         accepted, expected = self._calibration[source]
         return min(1.2, accepted / expected)
 
@@ -192,7 +224,7 @@ class AutoController:
             if rate > plain_rate:
                 self._paused_rounds = 0
                 return Plan(source, k, f"{source} draft of {k}: expected {rate / plain_rate:.2f}x plain",
-                            ngram_match if source == "ngram" else 0, accepted)
+                            ngram_match if source == "ngram" else 0, accepted, kind="draft")
         return self._paused(k_max, ngram_tokens, use_model, plain_rate, ngram_match)
 
     def _paused(
@@ -210,17 +242,17 @@ class AutoController:
             > plain_rate
         ]
         if not hopeful:
-            return Plan("none", 0, self._why_costly())
+            return Plan("none", 0, self._why_costly(), kind="costly")
         if self._paused_rounds >= self._probe_gap:
             self._paused_rounds = 0
             self._probing = True
             source = hopeful[0]
             k = min(2, k_max, len(ngram_tokens) if source == "ngram" else 2)
             return Plan(source, k, "probing: is the text predictable again?",
-                        ngram_match if source == "ngram" else 0)
+                        ngram_match if source == "ngram" else 0, kind="probe")
         acc = self.model if "model" in hopeful else self.ngram(ngram_match)
         return Plan("none", 0, f"speculation paused: drafts are accepted too rarely to pay "
-                               f"(acceptance {acc.overall():.0%})")
+                               f"(acceptance {acc.overall():.0%})", kind="paused")
 
     def _why_costly(self) -> str:
         ratio = self.costs.verify(2) / self.costs.verify(1)
@@ -236,8 +268,8 @@ class AutoController:
     def begin_request(self) -> None:
         """N-gram acceptance is about how this reply relates to its input (copied with a few edits, or with one on
         every line), which changes from request to request; the draft model's is about the kind of text, which a
-        chat keeps. Carrying copy statistics from a file copied whole into a reply that edits every line made
-        it draft 31 tokens where 9 were right (measured: 1.30x plain fell to 1.02x on the rename prompt)."""
+        chat keeps. Copy statistics from a file copied whole would make a reply that edits every line draft far
+        too long (docs/performance.md)."""
         self._ngram_by_match.clear()
         self._calibration["ngram"] = _NO_CALIBRATION
 
@@ -254,26 +286,13 @@ class AutoController:
         elif not drafted:
             # Rounds without a draft fade the evidence back towards none. Only drafts update it, so otherwise one
             # refused draft early in a reply could scale every later estimate down far enough that no draft is
-            # tried again (seen while trying another estimate: 88 plain rounds in a 101-token rename reply).
+            # tried again.
             for source, (was_accepted, was_expected) in self._calibration.items():
                 self._calibration[source] = (
                     _CALIBRATION_FADE * was_accepted + (1 - _CALIBRATION_FADE) * _NO_CALIBRATION[0],
                     _CALIBRATION_FADE * was_expected + (1 - _CALIBRATION_FADE) * _NO_CALIBRATION[1],
                 )
-        expected = self.costs.verify(drafted + 1)
-        if expected > 0 and verify_s > 0:
-            ratio = verify_s / expected
-            size = drafted + 1
-            if size == 1:
-                # The common factor follows single-token rounds (most rounds): the context growing, the machine
-                # getting busier. Other sizes are learned relative to it.
-                self._target_scale = 0.9 * self._target_scale + 0.1 * ratio
-            else:
-                bias = self._size_bias.get(size, 1.0)
-                self._size_bias[size] = 0.7 * bias + 0.3 * ratio / self._target_scale
-        if plan.drafter == "model" and drafted and self.costs.draft_per_token > 0 and draft_s > 0:
-            # draft_s includes catching up on the last accepted tokens: one or two extra passes, close enough.
-            self._draft_scale = 0.9 * self._draft_scale + 0.1 * (draft_s / (drafted * self.costs.draft_per_token))
+        self.online.observe(drafted, verify_s, draft_s if plan.drafter == "model" else 0.0)
 
     def observe_proposal(self, match_len: int, proposal: Sequence[int], produced: Sequence[int]) -> None:
         """Score an n-gram proposal against the tokens the round actually produced, whether or not it was drafted.
@@ -287,8 +306,3 @@ class AutoController:
         agree = agreement(proposal, produced)
         # Positions past the first disagreement (or past what was produced) were not tested.
         self.ngram(match_len).observe(agree + (agree < min(len(proposal), len(produced))), agree)
-
-
-def controller_for(engine, drafter: str) -> AutoController:
-    """An AutoController for the engine's loaded models, with their measured (or cached) cost table."""
-    return AutoController(engine.measure_costs(with_draft=drafter == "model"), drafter)

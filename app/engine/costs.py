@@ -15,17 +15,18 @@ from typing import Optional
 
 from app.atomic_write import write_atomic
 from app.engine.llama_model import LoadedModel
+from app.paths import user_cache_dir
 
 MAX_BATCH = 32  # verify batches up to draft_max 31: long drafts are how copying text pays on a CPU
 # Sizes measured; the rest are interpolated, and the controller corrects each size it uses from what it observes.
-# Measuring every size up to 32 three times would take ~30 s on a 2-core CPU with a 1.5B model instead of ~9 s.
-# Powers of two are in the set because CPU kernels work in blocks: there a batch of 16 measured cheaper than 15.
+# Measuring every size would take several times longer. Powers of two are in the set because CPU kernels work in
+# blocks, so a power of two can cost less than the size below it (figures: docs/performance.md).
 MEASURED_SIZES = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32)
 # A measured size may cost this much more than a larger one (kernel block sizes make that real); beyond it, the
 # measurement was disturbed by another process.
 _INVERSION_LIMIT = 1.1
 # Batches are timed after this many tokens of context, about a system prompt and a question: attention makes
-# batches relatively dearer as the context grows (a batch of 16: 7.9x one token after 64 tokens, 8.8x after 512).
+# batches relatively dearer as the context grows (docs/performance.md).
 MEASURE_CONTEXT = 256
 _CACHE_VERSION = 5
 
@@ -37,8 +38,8 @@ class CostTable:
     batch: list[float] = field(default_factory=list)
     draft_per_token: float = 0.0
     # The sizes that were measured, when the rest were interpolated (None: every entry was measured). Between
-    # measured sizes the real cost can be well above the line: on the 2-core CPU 15 tokens cost 9.2x one token,
-    # interpolation between 12 and 16 said 6.7x.
+    # measured sizes the real cost can be well above the line (docs/performance.md), so only measured sizes are
+    # chosen.
     measured: Optional[tuple[int, ...]] = None
 
     def is_measured(self, n: int) -> bool:
@@ -118,8 +119,6 @@ def _key(model: LoadedModel, n_threads: int, gpu_layers: int, backends: str) -> 
 
 
 def _cache_file() -> Path:
-    from app.paths import user_cache_dir
-
     return user_cache_dir() / "forward-costs.json"
 
 
@@ -154,7 +153,7 @@ def is_cached(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gp
 
 def measure_costs(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int],
                   backends: str = "CPU") -> CostTable:
-    """The cost table for this pair, from the disk cache or measured now (~9 s for a 1.5B model on 2 cores).
+    """The cost table for this pair, from the disk cache or measured now (seconds on a CPU, once per setup).
 
     `gpu_layers` are the layers offloaded (resolved, never Auto; 0 on a build without a GPU backend) and `backends`
     where they run ("CUDA", "Metal"): both are part of the cache key."""

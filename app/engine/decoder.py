@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional, Sequence
 
 import numpy as np
@@ -17,19 +17,30 @@ import numpy as np
 from app.engine.config import MAX_DRAFT, GenerationConfig
 from app.engine.drafters import Draft, ModelDrafter, NgramDrafter
 from app.engine.errors import PromptTooLongError
-from app.engine.events import EngineEvent, FinishedEvent, GenerationStats, RoundEvent, TokenEvent
+from app.engine.events import EngineEvent, FinishedEvent, GenerationStats, RoundEvent, TokenEvent, decode_speed
 from app.engine.llama_model import LoadedModel
-from app.engine.policy import Plan, SpeculationPolicy
+from app.engine.policy import SpeculationPolicy
+from app.engine.rounds import ngram_tokens, observe_round, plan_round
 from app.engine.sampling import Sampler, accept_or_resample
 from app.engine.text_stream import TextStream
 
 
 @dataclass
 class _Tally:
+    """What the rounds of one reply drafted and kept."""
+
     drafted: int = 0
     accepted: int = 0
     rounds: int = 0
     draft_rounds: int = 0
+    histogram: dict[int, int] = field(default_factory=dict)  # draft length -> rounds
+
+    def add(self, drafted: int, accepted: int) -> None:
+        self.rounds += 1
+        self.drafted += drafted
+        self.accepted += accepted
+        self.draft_rounds += bool(drafted)
+        self.histogram[drafted] = self.histogram.get(drafted, 0) + 1
 
 
 def verify(
@@ -95,7 +106,6 @@ def generate(
     text_stream = TextStream()
     pieces: list[str] = []
     tally = _Tally()
-    histogram: dict[int, int] = {}
     emitted = 0
     first_token_at: Optional[float] = None
     stop_reason = ""
@@ -111,19 +121,14 @@ def generate(
             stop_reason = "context_full"
             break
         k_max = max(0, min(room - 1, config.max_tokens - emitted - 1, MAX_DRAFT))
-        ngram_draft = Draft()
-        if not config.speculative:
-            plan = Plan("none", 0, "speculation is off for this chat")
-        else:
-            if ngram is not None:
-                ngram_draft = ngram.propose(history, k_max)
-            plan = policy.plan(k_max, ngram_draft.tokens, draft_model is not None, ngram_draft.match_len)
+        plan, proposal = plan_round(policy, history, k_max, speculative=config.speculative, ngram=ngram,
+                                    has_model=draft_model is not None)
 
         t_draft = clock()
         if plan.drafter == "model" and plan.k > 0 and draft_model is not None:
             draft = draft_model.propose(history, plan.k, sampler, rng, config.draft_p_min, cancel)
         elif plan.drafter == "ngram" and plan.k > 0:
-            draft = Draft(tokens=ngram_draft.tokens[: plan.k], source="ngram")
+            draft = Draft(tokens=ngram_tokens(plan, proposal), source="ngram")
         else:
             draft = Draft(source="none")
         t_verify = clock()
@@ -131,21 +136,12 @@ def generate(
         target.decode([history[-1], *draft.tokens], logit_rows=range(len(draft.tokens) + 1))
         accepted, own_token = verify(target, draft, sampler, rng)
         t_done = clock()
-        if draft.tokens:
-            policy.observe(plan, len(draft.tokens), accepted, t_verify - t_draft, t_done - t_verify)
-        else:
-            policy.observe(plan, 0, 0, 0.0, t_done - t_verify)
-
-        tally.rounds += 1
-        tally.drafted += len(draft.tokens)
-        tally.accepted += accepted
-        tally.draft_rounds += bool(draft.tokens)
-        histogram[len(draft.tokens)] = histogram.get(len(draft.tokens), 0) + 1
+        kept = [(t, "draft") for t in draft.tokens[:accepted]] + [(own_token, "target")]
+        observe_round(policy, plan, proposal, len(draft.tokens), accepted, t_verify - t_draft, t_done - t_verify,
+                      [t for t, _ in kept])
+        tally.add(len(draft.tokens), accepted)
         yield RoundEvent(request_id, draft.source, plan.k, len(draft.tokens), accepted, plan.reason)
 
-        kept = [(t, "draft") for t in draft.tokens[:accepted]] + [(own_token, "target")]
-        if ngram_draft.tokens:
-            policy.observe_proposal(ngram_draft.match_len, ngram_draft.tokens, [t for t, _ in kept])
         for token, source in kept:
             if target.is_end_of_generation(token):
                 stop_reason = "eos"
@@ -171,10 +167,9 @@ def generate(
     ended = clock()
     if on_history is not None:
         on_history(history)
-    decode_time = max(ended - prompt_done, 1e-9)
     stats = GenerationStats(
         tokens=emitted,
-        tokens_per_second=emitted / decode_time if emitted else 0.0,
+        tokens_per_second=decode_speed(emitted, max(ended - prompt_done, 1e-9)),
         ttft_s=(first_token_at - started) if first_token_at is not None else 0.0,
         drafted=tally.drafted,
         accepted=tally.accepted,
@@ -186,7 +181,7 @@ def generate(
         prompt_cached=reused,
         prompt_eval_s=prompt_done - started,
         elapsed_s=ended - started,
-        draft_len_histogram=dict(sorted(histogram.items())),
+        draft_len_histogram=dict(sorted(tally.histogram.items())),
     )
     yield _finish(request_id, "".join(pieces), stats)
 

@@ -12,6 +12,8 @@ import ctypes
 from dataclasses import dataclass, field
 from typing import Callable, Literal, Optional
 
+from app.units import format_bytes
+
 DeviceKind = Literal["cpu", "gpu", "igpu", "accel", "unknown"]
 # enum ggml_backend_dev_type (ggml/include/ggml-backend.h); META wraps other devices and holds no memory of its own.
 _KINDS: dict[int, DeviceKind] = {0: "cpu", 1: "gpu", 2: "igpu", 3: "accel"}
@@ -33,9 +35,9 @@ class Device:
 
     @property
     def label(self) -> str:
-        """How a person reads it: "NVIDIA GeForce RTX 4090 (CUDA), 22.1 GiB free"."""
+        """How a person reads it: "NVIDIA GeForce RTX 4090 (CUDA), 23.7 GB free"."""
         what = self.description or self.name
-        return f"{what} ({self.backend}), {self.free_bytes / GIB:.1f} GiB free"
+        return f"{what} ({self.backend}), {format_bytes(self.free_bytes)} free"
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
+from app.engine.events import Drafter
 from app.engine.llama_model import LoadedModel
 from app.engine.sampling import Sampler, sample_from
 
@@ -21,7 +22,7 @@ class Draft:
     # The drafter's distribution at each drafted position, when it sampled from one (temperature > 0 with a
     # draft model). None means the proposal is deterministic (greedy, or an n-gram lookup).
     probs: Optional[list[np.ndarray]] = None
-    source: str = "none"
+    source: Drafter = "none"
     # For n-gram proposals: how many trailing tokens matched. Longer matches are more often right.
     # 0 with tokens: a guess that copying resumes after an edit, not a match of the last tokens.
     match_len: int = 0

@@ -12,8 +12,11 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 from app.engine.chat_format import RenderedPrompt, render_prompt
+from app.engine.compat import compatibility
 from app.engine.config import GPU_LAYERS_AUTO, GenerationConfig, LoadSettings
 from app.engine.context_fit import drop_oldest_turns
+from app.engine.controller import AutoController
+from app.engine.costs import is_cached, measure_costs
 from app.engine.decoder import generate
 from app.engine.drafters import ModelDrafter, NgramDrafter
 from app.engine.errors import IncompatiblePairError
@@ -34,8 +37,9 @@ MESSAGE_MARKUP_TOKENS = 6
 class SpecEngine:
     """Owns the models. Call from the inference thread only (see module docstring)."""
 
-    def __init__(self, load: LoadSettings = LoadSettings()):
-        self.load_settings = load
+    def __init__(self, load: Optional[LoadSettings] = None):
+        # Built per engine, not once at import: SPECCHAT_THREADS set after the import still counts.
+        self.load_settings = load if load is not None else LoadSettings()
         self.target: Optional[LoadedModel] = None
         self.draft: Optional[LoadedModel] = None
         self._chat_template: Optional[str] = None
@@ -124,8 +128,6 @@ class SpecEngine:
         self.placement_note = placement.explanation
 
     def _compatible(self, draft_path: Path) -> tuple[bool, str]:
-        from app.engine.compat import compatibility
-
         result = compatibility(self.target.path, draft_path)
         return result.compatible, result.reason
 
@@ -143,15 +145,11 @@ class SpecEngine:
 
     def measure_costs(self, with_draft: bool = True):
         """What forward passes cost for the loaded models (measured, or read from the disk cache), which the
-        speculation controller needs. About 9 s the first time for a 1.5B model on 2 cores, then instant."""
-        from app.engine.costs import measure_costs
-
+        speculation controller needs. Seconds the first time on a CPU, then instant (docs/performance.md)."""
         return measure_costs(*self._cost_args(with_draft))
 
     def costs_cached(self, with_draft: bool = True) -> bool:
         """Whether measure_costs will be instant (the costs of these models and settings are on disk)."""
-        from app.engine.costs import is_cached
-
         return is_cached(*self._cost_args(with_draft))
 
     def _cost_args(self, with_draft: bool):
@@ -260,11 +258,9 @@ class SpecEngine:
             drafter = "ngram"
         if config.draft_max is not None:
             return FixedPolicy(config.draft_max, drafter)
-        from app.engine.controller import controller_for
-
         key = f"{session}:{drafter}:{self.target_path}:{self.draft_path}"
         if key not in self._policies:
-            self._policies[key] = controller_for(self, drafter)
+            self._policies[key] = AutoController(self.measure_costs(with_draft=drafter == "model"), drafter)
         return self._policies[key]
 
     def _run(

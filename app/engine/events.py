@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal, Union
 
 TokenSource = Literal["draft", "target"]
+# Who drafted a round: the draft model, n-gram lookup of earlier text, or nobody (plain decoding).
+Drafter = Literal["model", "ngram", "none"]
 
 
 @dataclass(frozen=True)
@@ -38,11 +40,19 @@ class RoundEvent:
     """
 
     request_id: int
-    drafter: str  # "model", "ngram" or "none"
+    drafter: Drafter
     draft_len: int
     drafted: int
     accepted: int
     reason: str = ""
+
+
+def decode_speed(tokens: int, seconds: float) -> float:
+    """The one definition of a reply's speed (tok/s): tokens written per second of writing them, the prompt's
+    reading not counted. A finished reply counts from the end of the prompt to its last token; a reply stopped
+    in the window counts from its first token to its last (the window does not see the prompt end), so it
+    leaves out the first token."""
+    return tokens / seconds if tokens > 0 and seconds > 0 else 0.0
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from app.engine.config import GPU_LAYERS_AUTO
+from app.engine import devices
 from app.engine.devices import NO_GPU_BUILD, SEE_README, DeviceReport
+from app.engine.gguf_info import inspect_gguf, read_tensor_sizes
 
 _LAYER = re.compile(r"^blk\.(\d+)\.")
 _F16 = 2
@@ -116,8 +118,6 @@ def layout_from_tensors(name: str, tensors: Iterable[tuple[str, int]], metadata:
 def read_layout(path: str | Path, n_ctx: int) -> ModelLayout:
     """The layout of a GGUF file at context n_ctx (capped at what the model was trained for, as llama.cpp does).
     Raises ModelFileError for an unreadable file."""
-    from app.engine.gguf_info import inspect_gguf, read_tensor_sizes
-
     info = inspect_gguf(path)
     if info.context_length:
         n_ctx = min(n_ctx, info.context_length)
@@ -199,9 +199,7 @@ def resolve(target_path: str | Path, draft_path: str | Path | None, n_ctx: int, 
             report: Optional[DeviceReport] = None) -> Placement:
     """place() for model files: lists the devices (unless given) and reads both files' layouts. Never raises: a
     file that cannot be sized leaves Auto on the CPU (llama.cpp will report what is wrong with it when it loads)."""
-    from app.engine.devices import list_devices
-
-    report = report if report is not None else list_devices()
+    report = report if report is not None else devices.list_devices()
     try:
         target = read_layout(target_path, n_ctx)
         draft = read_layout(draft_path, n_ctx) if draft_path is not None else None

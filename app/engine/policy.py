@@ -7,16 +7,24 @@ controller in `app.engine.controller` chooses k to maximise expected tokens per 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Literal, Protocol, Sequence
+
+from app.engine.events import Drafter
+
+# Why a plan is what it is: drafting expected to pay ("draft"), a short trial draft while paused ("probe"),
+# a fixed length ("fixed"), or no draft because drafting would not pay ("paused", "costly") or cannot
+# happen ("unavailable": no room, nothing to draft from, speculation off).
+PlanKind = Literal["draft", "probe", "fixed", "paused", "costly", "unavailable"]
 
 
 @dataclass(frozen=True)
 class Plan:
-    drafter: str  # "model", "ngram" or "none"
+    drafter: Drafter
     k: int
-    reason: str = ""
+    reason: str = ""  # in words, for the status line
     match_len: int = 0  # n-gram plans: the length of the match the proposal came from
     expected: float = 0.0  # auto plans: how many of the k tokens the controller expects to be accepted
+    kind: PlanKind = "unavailable"
 
 
 def agreement(proposal: Sequence[int], produced: Sequence[int]) -> int:
@@ -45,7 +53,7 @@ class SpeculationPolicy(Protocol):
 class FixedPolicy:
     """Always draft `k` tokens with the given drafter ("model" or "ngram"); no draft, no speculation."""
 
-    def __init__(self, k: int, drafter: str):
+    def __init__(self, k: int, drafter: Drafter):
         self.k = k
         self.drafter = drafter
 
@@ -54,9 +62,9 @@ class FixedPolicy:
         if self.drafter == "ngram":
             if not ngram_tokens:
                 return Plan("none", 0, "no earlier occurrence of the last tokens to copy from")
-            return Plan("ngram", min(k, len(ngram_tokens)), f"fixed draft length {self.k}")
+            return Plan("ngram", min(k, len(ngram_tokens)), f"fixed draft length {self.k}", kind="fixed")
         if self.drafter == "model" and has_model:
-            return Plan("model", k, f"fixed draft length {self.k}")
+            return Plan("model", k, f"fixed draft length {self.k}", kind="fixed")
         return Plan("none", 0, "no drafter available")
 
     def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float) -> None:

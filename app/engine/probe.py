@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Optional, Union
 
 from app.atomic_write import write_atomic
-from app.engine.compat import file_key
+from app.engine.compat_cache import file_key
 from app.engine.errors import ModelFileError
+from app.engine.gguf_info import inspect_gguf
+from app.paths import user_cache_dir
 
 CACHE_FILE_NAME = "model-probe.json"
 _CACHE_VERSION = 1
@@ -74,8 +76,6 @@ def _llama_version() -> str:
 
 
 def _cache_path() -> Path:
-    from app.paths import user_cache_dir
-
     return user_cache_dir() / CACHE_FILE_NAME
 
 
@@ -184,8 +184,6 @@ def _signal_name(returncode: int) -> str:
 def check_model_file(path: Union[str, Path], *, probe: bool = True) -> Optional[str]:
     """None when llama.cpp can load `path`, else one sentence saying why not: the header checks first (fast), then,
     with `probe`, the child-process probe for what a header cannot show."""
-    from app.engine.gguf_info import inspect_gguf
-
     try:
         info = inspect_gguf(path)
     except ModelFileError as exc:

@@ -23,7 +23,7 @@ from app import paths
 from app.hub import download_plan as plan_mod
 from app.hub import environment
 from app.hub.client import HubClient
-from app.hub.download_plan import DownloadItem, DownloadPlan, PlannedFile, format_bytes
+from app.hub.download_plan import DownloadItem, DownloadPlan, PlannedFile, format_bytes, format_duration
 from app.hub.errors import (
     DestinationError,
     DownloadCancelled,
@@ -59,6 +59,20 @@ class DownloadProgress:
     @property
     def fraction(self) -> float:
         return min(1.0, self.done_bytes / self.total_bytes) if self.total_bytes else 0.0
+
+    def facts(self) -> list[str]:
+        """The snapshot in words, as the CLI and the Get models panel show it:
+        ["1.0 GB / 2.0 GB", "10.0 MB/s", "1 min 40 s left", "file 1/2: m.gguf"]."""
+        parts = [f"{format_bytes(self.done_bytes)} / {format_bytes(self.total_bytes)}"]
+        if self.phase == "verifying":
+            parts.append("verifying")
+        elif self.speed_bps > 0:
+            parts.append(f"{format_bytes(self.speed_bps)}/s")
+            if self.eta_s is not None:
+                parts.append(f"{format_duration(self.eta_s)} left")
+        parts.append(f"file {self.file_index + 1}/{self.file_count}: {self.file_name}" if self.file_count > 1
+                     else self.file_name)
+        return parts
 
 
 ProgressCallback = Callable[[DownloadProgress], None]

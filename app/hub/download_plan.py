@@ -10,14 +10,15 @@ only a partial file of the very same content, and starts over otherwise.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Optional
 
+from app.atomic_write import write_atomic
 from app.hub.errors import DestinationError, DiskSpaceError
+from app.units import format_bytes
 
 PART_SUFFIX = ".part"
 STATE_SUFFIX = ".part.json"
@@ -114,9 +115,7 @@ def read_state(planned: PlannedFile) -> Optional[PartialState]:
 
 def write_state(planned: PlannedFile) -> None:
     state = PartialState(planned.item.repo_id, planned.item.path, planned.commit, planned.size, planned.sha256)
-    tmp = planned.state_path.with_name(planned.state_path.name + ".tmp")
-    tmp.write_text(json.dumps(asdict(state)), encoding="utf-8")
-    os.replace(tmp, planned.state_path)
+    write_atomic(planned.state_path, json.dumps(asdict(state)), durable=False)
 
 
 def clear_partial(planned: PlannedFile) -> None:
@@ -197,14 +196,6 @@ def check_disk_space(dest_dir: Path, needed: int) -> int:
             free=free,
         )
     return free
-
-
-def format_bytes(n: float) -> str:
-    """ "4.7 GB", in the decimal units download sizes on the Hub are given in."""
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if abs(n) >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{int(n)} B"
 
 
 def format_duration(seconds: Optional[float]) -> str:

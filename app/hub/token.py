@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Optional, Union
 
+from app.atomic_write import write_atomic
 from app.hub import environment
 from app.hub.errors import HubError, InvalidTokenError, hub_error_from
 
@@ -97,11 +98,7 @@ def _write_secret(path: Path, content: str) -> None:
     """Write atomically with owner-only permissions, the way huggingface_hub writes its token file."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=_SECRET_DIR_MODE)
-        tmp = path.with_name(path.name + ".tmp")
-        fd = os.open(str(tmp), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _SECRET_FILE_MODE)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(content)
-        os.replace(tmp, path)
+        write_atomic(path, content, mode=_SECRET_FILE_MODE)  # owner-only from the moment the file exists
         try:
             os.chmod(path, _SECRET_FILE_MODE)
         except (OSError, NotImplementedError):  # Windows has no POSIX modes; the user profile protects it

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from app.store.chats import (
-    DEFAULT_TITLE,
-    Chat,
-    ChatSettings,
-    ChatStore,
-    Message,
-    auto_title,
-)
+from app.store._fields import from_dict as record_from_dict
+from app.store.chats import ChatStore
 from app.store.db import SCHEMA_VERSION, open_database, set_aside_database
 from app.store.errors import DatabaseCorruptError, DatabaseTooNewError, NotFoundError, StoreError
+from app.store.records import DEFAULT_TITLE, Chat, ChatSettings, Message, auto_title
 from app.store.salvage import SalvageReport, salvage_database
 from app.store.settings import AppSettings, load_settings, save_settings
 
@@ -31,6 +26,7 @@ __all__ = [
     "auto_title",
     "load_settings",
     "open_database",
+    "record_from_dict",
     "salvage_database",
     "save_settings",
     "set_aside_database",

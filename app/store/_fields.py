@@ -1,5 +1,6 @@
 """Reading dataclass records back from JSON written by this or another version of SpecChat.
 
+Used for the app settings, each chat's settings and each reply's stats (app.store.record_from_dict).
 Unknown keys are dropped (a newer version may have added them) and a value of the wrong type falls back to the
 field's default, so one bad value never costs the user the rest of their settings.
 """

@@ -16,15 +16,9 @@ from typing import Any
 
 from app import paths
 from app.atomic_write import write_atomic
-from app.engine.config import GPU_LAYERS_AUTO
+from app.machine_defaults import GPU_LAYERS_AUTO, default_threads
 from app.store import _fields
 from app.store.errors import StoreError
-
-
-def _default_threads() -> int:
-    from app.engine.config import default_threads
-
-    return default_threads()
 
 
 # Set by load_settings for the window to show; never written to the file.
@@ -36,7 +30,7 @@ class AppSettings:
     """Settings of the app as a whole (per-chat generation settings live with each chat in the database)."""
 
     model_folders: list[str] = field(default_factory=list)  # besides app.paths.models_dir(), which is always scanned
-    threads: int = field(default_factory=_default_threads)
+    threads: int = field(default_factory=default_threads)
     context_size: int = 4096
     # GPU_LAYERS_AUTO for new installs; a file saved by an older version keeps the number it holds (0 was the
     # old default), since that may be a choice.
@@ -44,6 +38,7 @@ class AppSettings:
     draft_gpu_layers: int = GPU_LAYERS_AUTO
     last_target: str | None = None
     last_draft: str | None = None
+    last_chat_id: int | None = None  # the chat open when the app closed; it opens first next time
     show_highlighting: bool = True
     scan_hf_cache: bool = True
     # Why the file could not be used as it was, in words for the user; None when it loaded cleanly.
@@ -73,7 +68,7 @@ def load_settings(path: Path | None = None) -> AppSettings:
 
     settings, rejected = _fields.from_dict(AppSettings, data, skip=_NOT_SAVED)
     if settings.threads < 1:
-        settings.threads = _default_threads()
+        settings.threads = default_threads()
         rejected.append("threads")
     for name in ("target_gpu_layers", "draft_gpu_layers"):
         if getattr(settings, name) < GPU_LAYERS_AUTO:

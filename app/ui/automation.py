@@ -21,7 +21,7 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str, windo
     end = time.monotonic() + timeout_s
     while not predicate():
         if window is not None and window.error_banner.isVisible():
-            raise RuntimeError(f"while waiting for {what}, the window said: {window.error_label.text()}")
+            raise RuntimeError(f"while waiting for {what}, the window said: {window.error_banner.text()}")
         if time.monotonic() > end:
             raise AutomationTimeout(f"timed out after {timeout_s:.0f} s waiting for {what}")
         QApplication.processEvents()
@@ -50,7 +50,7 @@ def send_and_wait(window, text: str, timeout_s: float = 600) -> int:
     try:
         window.composer.set_text(text)
         if not window.send_message(window.composer.text()):
-            raise RuntimeError(window.error_label.text() or "the message could not be sent")
+            raise RuntimeError(window.error_banner.text() or "the message could not be sent")
         wait_until(lambda: bool(finished), timeout_s, "the reply", window)
     finally:
         window.conversation.sig_reply_finished.disconnect(finished.append)

@@ -8,7 +8,6 @@ in monospace and a Copy link. GUI thread only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from PySide6.QtCore import QUrl, Qt, Signal
@@ -21,58 +20,22 @@ from PySide6.QtGui import (
     QTextFormat,
     QTextFrame,
     QTextFrameFormat,
-    QTextLength,
 )
 from PySide6.QtWidgets import QApplication, QTextBrowser
 
-from app.engine.events import GenerationStats
 from app.ui import style
-from app.ui.markdown_spans import Block, char_sources, parse_reply
+from app.ui.markdown_spans import char_sources, parse_reply
+from app.ui.transcript_format import (
+    CONTINUABLE,
+    DRAFT_TOOLTIP,
+    PROVENANCE_PROPERTY,
+    TARGET_TOOLTIP,
+    ReplyWriter,
+    TranscriptMessage,
+    format_stats,
+)
 
-# Char-format properties: where a character came from, and the background it has without draft highlighting.
-PROVENANCE_PROPERTY = QTextFormat.Property.UserProperty + 1
-BASE_BACKGROUND_PROPERTY = QTextFormat.Property.UserProperty + 2
-
-DRAFT_TOOLTIP = "Draft token: proposed by the drafter and accepted by the target"
-TARGET_TOOLTIP = "Target token: produced by the target model itself"
-
-
-@dataclass
-class TranscriptMessage:
-    """What the transcript needs to show one message (converted from the store's record)."""
-
-    message_id: int
-    role: str  # "user", "assistant", "system"
-    content: str
-    tokens: Optional[list[tuple[str, str]]] = None  # (text, source) per token, assistant replies only
-    stats: Optional[GenerationStats] = None
-    model_label: str = ""
-    notes: list[str] = field(default_factory=list)
-
-
-# Replies that ended before the model finished them, which the user can ask to continue.
-CONTINUABLE = frozenset({"interrupted", "cancelled", "max_tokens", "error"})
-
-
-def format_stats(stats: GenerationStats) -> str:
-    """The stats row under a finished reply: "41.3 tok/s · 256 tokens · 68% accepted (120/176) · 0.21 s TTFT"."""
-    parts = [f"{stats.tokens_per_second:.1f} tok/s", f"{stats.tokens} tokens"]
-    if stats.drafted:
-        parts.append(f"{stats.acceptance_rate * 100:.0f}% accepted ({stats.accepted}/{stats.drafted} drafted)")
-    else:
-        parts.append("no speculation")
-    if stats.ttft_s:
-        parts.append(f"{stats.ttft_s:.2f} s to first token")
-    reason = {
-        "cancelled": "stopped",
-        "max_tokens": "hit the max tokens limit",
-        "context_full": "context full",
-        "error": "ended by an error",
-        "interrupted": "interrupted: SpecChat closed while it was written",
-    }.get(stats.stop_reason)
-    if reason:
-        parts.append(reason)
-    return "  ·  ".join(parts)
+__all__ = ["ChatView", "DRAFT_TOOLTIP", "TARGET_TOOLTIP", "TranscriptMessage", "format_stats"]
 
 
 class ChatView(QTextBrowser):
@@ -102,26 +65,23 @@ class ChatView(QTextBrowser):
             Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.LinksAccessibleByMouse
         )
         self.anchorClicked.connect(self._on_anchor)
-        self._highlight = True
-        self._code_blocks: list[str] = []
         self._stream_frame: Optional[QTextFrame] = None
         self._stream_in_code = False
         self._stream_line_start = True
         self._stream_pending_line = ""
-        self._reuse_block = False
         self._base = self.font()
-        self._mono = style.monospace_font(max(8.0, self._base.pointSizeF() - 0.5))
+        self._writer = ReplyWriter(self._base)
 
     # ----- highlighting
 
     def highlighting(self) -> bool:
-        return self._highlight
+        return self._writer.highlight
 
     def set_highlighting(self, enabled: bool) -> None:
         """Show or hide the background of accepted draft tokens everywhere, including a reply still streaming."""
-        if enabled == self._highlight:
+        if enabled == self._writer.highlight:
             return
-        self._highlight = enabled
+        self._writer.highlight = enabled
         ranges = []
         block = self.document().begin()
         while block.isValid():
@@ -134,20 +94,10 @@ class ChatView(QTextBrowser):
             block = block.next()
         cursor = QTextCursor(self.document())
         for position, length, fmt in ranges:
-            self._set_background(fmt)
+            self._writer.set_background(fmt)
             cursor.setPosition(position)
             cursor.setPosition(position + length, QTextCursor.MoveMode.KeepAnchor)
             cursor.setCharFormat(fmt)
-
-    def _set_background(self, fmt: QTextCharFormat) -> None:
-        if fmt.stringProperty(PROVENANCE_PROPERTY) == "draft" and self._highlight:
-            fmt.setBackground(style.draft_color())
-            return
-        base = fmt.stringProperty(BASE_BACKGROUND_PROPERTY)
-        if base:
-            fmt.setBackground(QColor(base))
-        else:
-            fmt.clearBackground()
 
     def highlighted_text(self) -> str:
         """All text that currently shows the draft highlight, in document order (tests and accessibility)."""
@@ -169,7 +119,7 @@ class ChatView(QTextBrowser):
 
     def clear_transcript(self) -> None:
         self._stream_frame = None
-        self._code_blocks.clear()
+        self._writer.code_blocks.clear()
         self.document().clear()
         self.document().setDocumentMargin(24)
         # Qt keeps an empty block before the first frame; make it take no room.
@@ -246,7 +196,7 @@ class ChatView(QTextBrowser):
         cursor.insertText(text, fmt)
         if retry:
             cursor.insertText("   ", fmt)
-            cursor.insertText("Retry", self._link_format("specchat:retry"))
+            cursor.insertText("Retry", self._writer.link_format("specchat:retry"))
         self.scroll_to_end()
 
     def _append_frame(self, role: str) -> QTextFrame:
@@ -267,7 +217,7 @@ class ChatView(QTextBrowser):
         return cursor
 
     def _render_message(self, cursor: QTextCursor, message: TranscriptMessage, is_last_reply: bool) -> None:
-        self._reuse_block = False
+        self._writer.reuse_block = False
         header = QTextCharFormat()
         header.setFontWeight(QFont.Weight.DemiBold)
         header.setForeground(QColor(style.TEXT_MUTED))
@@ -280,7 +230,7 @@ class ChatView(QTextBrowser):
             return
         tokens = message.tokens if message.tokens else [(message.content, "target")]
         sources = char_sources(tokens, len(message.content))
-        self._insert_markdown(cursor, parse_reply(message.content, sources))
+        self._writer.insert_markdown(cursor, parse_reply(message.content, sources))
         actions = [("Copy", "copy")]
         if is_last_reply:
             if message.stats is not None and message.stats.stop_reason in CONTINUABLE:
@@ -304,116 +254,15 @@ class ChatView(QTextBrowser):
         muted = QTextCharFormat()
         muted.setForeground(QColor(style.TEXT_MUTED))
         muted.setFontPointSize(max(7.0, self._base.pointSizeF() - 1.5))
-        self._new_block(cursor, block_format, muted)
+        self._writer.new_block(cursor, block_format, muted)
         if stats_text:
             cursor.insertText(stats_text + "     ", muted)
         for n, (label, action) in enumerate(actions):
             if n:
                 cursor.insertText("   ", muted)
-            link = self._link_format(f"specchat:{action}/{message.message_id}")
+            link = self._writer.link_format(f"specchat:{action}/{message.message_id}")
             link.setFontPointSize(muted.fontPointSize())
             cursor.insertText(label, link)
-
-    def _link_format(self, href: str) -> QTextCharFormat:
-        link = QTextCharFormat()
-        link.setAnchor(True)
-        link.setAnchorHref(href)
-        link.setForeground(QColor(style.ACCENT))
-        return link
-
-    def _token_format(self, source: str, style_flags: frozenset = frozenset(), code: bool = False) -> QTextCharFormat:
-        fmt = QTextCharFormat()
-        fmt.setProperty(PROVENANCE_PROPERTY, source)
-        fmt.setToolTip(DRAFT_TOOLTIP if source == "draft" else TARGET_TOOLTIP)
-        if code or "code" in style_flags:
-            fmt.setFont(self._mono, QTextCharFormat.FontPropertiesInheritanceBehavior.FontPropertiesSpecifiedOnly)
-            fmt.setFontFamilies(self._mono.families())
-        if "code" in style_flags:
-            fmt.setProperty(BASE_BACKGROUND_PROPERTY, style.INLINE_CODE_BACKGROUND)
-        if "bold" in style_flags:
-            fmt.setFontWeight(QFont.Weight.Bold)
-        if "italic" in style_flags:
-            fmt.setFontItalic(True)
-        self._set_background(fmt)
-        return fmt
-
-    def _insert_markdown(self, cursor: QTextCursor, blocks: list[Block]) -> None:
-        for block in blocks:
-            if block.kind == "code":
-                self._insert_code_block(cursor, block)
-                continue
-            block_format = QTextBlockFormat()
-            block_format.setTopMargin(8 if block.gap_before else 2)
-            if block.kind in ("bullet", "numbered"):
-                block_format.setLeftMargin(18 + 18 * block.level)
-                block_format.setTextIndent(-14)
-            elif block.kind == "quote":
-                block_format.setLeftMargin(14)
-            self._new_block(cursor, block_format)
-            if block.kind == "rule":
-                rule = QTextCharFormat()
-                rule.setForeground(QColor(style.BORDER))
-                cursor.insertText("─" * 24, rule)
-                continue
-            prefix = {"bullet": "•  ", "numbered": f"{block.marker}  "}.get(block.kind, "")
-            if prefix:
-                marker_format = QTextCharFormat()
-                marker_format.setForeground(QColor(style.TEXT_MUTED))
-                cursor.insertText(prefix, marker_format)
-            for run in block.runs:
-                fmt = self._token_format(run.source, run.style)
-                if block.kind == "heading":
-                    fmt.setFontWeight(QFont.Weight.Bold)
-                    fmt.setFontPointSize(self._base.pointSizeF() + max(0.0, 4 - block.level) * 1.5)
-                elif block.kind == "quote":
-                    fmt.setForeground(QColor(style.TEXT_MUTED))
-                cursor.insertText(run.text, fmt)
-
-    def _insert_code_block(self, cursor: QTextCursor, block: Block) -> None:
-        self._reuse_block = False
-        index = len(self._code_blocks)
-        self._code_blocks.append(block.text)
-        frame_format = QTextFrameFormat()
-        frame_format.setBackground(QColor(style.CODE_BACKGROUND))
-        frame_format.setBorder(1)
-        frame_format.setBorderBrush(QColor(style.BORDER))
-        frame_format.setBorderStyle(QTextFrameFormat.BorderStyle.BorderStyle_Solid)
-        frame_format.setPadding(10)
-        frame_format.setTopMargin(8)
-        frame_format.setBottomMargin(4)
-        frame_format.setWidth(QTextLength(QTextLength.Type.PercentageLength, 100))
-        frame = cursor.insertFrame(frame_format)
-        inner = frame.firstCursorPosition()
-        label = QTextCharFormat()
-        label.setForeground(QColor(style.TEXT_MUTED))
-        label.setFontPointSize(max(7.0, self._base.pointSizeF() - 1.5))
-        inner.insertText(f"{block.language or 'code'}   ", label)
-        copy = self._link_format(f"specchat:copy-code/{index}")
-        copy.setFontPointSize(label.fontPointSize())
-        inner.insertText("Copy", copy)
-        line_format = QTextBlockFormat()
-        line_format.setTopMargin(6)
-        inner.insertBlock(line_format, QTextCharFormat())
-        line_format.setTopMargin(0)
-        for run in block.runs:
-            lines = run.text.split("\n")
-            for n, line in enumerate(lines):
-                if n:
-                    inner.insertBlock(line_format, QTextCharFormat())
-                if line:
-                    inner.insertText(line, self._token_format(run.source, code=True))
-        # Continue after the code frame, still inside the message frame, in the empty block Qt keeps there.
-        cursor.setPosition(frame.lastPosition() + 1)
-        self._reuse_block = True
-
-    def _new_block(self, cursor: QTextCursor, block_format: QTextBlockFormat, fmt=None) -> None:
-        """Start a block, reusing the empty one that follows a code frame instead of leaving a blank line."""
-        if self._reuse_block:
-            self._reuse_block = False
-            cursor.setBlockFormat(block_format)
-            cursor.setBlockCharFormat(fmt or QTextCharFormat())
-        else:
-            cursor.insertBlock(block_format, fmt or QTextCharFormat())
 
     # ----- streaming
 
@@ -455,7 +304,7 @@ class ChatView(QTextBrowser):
                     cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
                 if piece:
                     self._stream_pending_line += piece
-                    cursor.insertText(piece, self._token_format(source, code=self._stream_in_code))
+                    cursor.insertText(piece, self._writer.token_format(source, code=self._stream_in_code))
         cursor.endEditBlock()
         if follow:
             self.scroll_to_end()
@@ -520,7 +369,7 @@ class ChatView(QTextBrowser):
             return
         action, _, argument = href[len("specchat:"):].partition("/")
         if action == "copy-code":
-            QApplication.clipboard().setText(self._code_blocks[int(argument)])
+            QApplication.clipboard().setText(self._writer.code_blocks[int(argument)])
         elif action == "copy":
             self.sig_copy_message.emit(int(argument))
         elif action == "regenerate":

@@ -83,6 +83,7 @@ class Composer(QWidget):
         row = QHBoxLayout(frame)
         row.setContentsMargins(8, 6, 6, 6)
         self.edit = ComposerEdit()
+        self.setFocusProxy(self.edit)  # focusing the composer puts the cursor in its text box
         self.edit.setPlaceholderText("Message SpecChat…  (Enter sends, Shift+Enter adds a line)")
         self.edit.sig_submit.connect(self._on_submit)
         self.edit.sig_cancel.connect(self._on_escape)

@@ -17,43 +17,16 @@ from typing import Optional
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.engine.config import GenerationConfig
-from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent
-from app.store import ChatStore, Message, StoreError
-from app.ui.chat_view import ChatView, TranscriptMessage
+from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent, decode_speed
+from app.store import ChatSettings, ChatStore, Message, StoreError
+from app.ui.chat_view import ChatView
+from app.ui.transcript_format import TranscriptMessage, model_label, stats_from_dict, transcript_message
 from app.ui.engine_process import EngineProcess
 
 FLUSH_INTERVAL_MS = 30
 READOUT_INTERVAL_S = 0.25
 SAVE_INTERVAL_S = 1.0
 SAVE_EVERY_TOKENS = 64
-
-
-def stats_from_dict(data: Optional[dict]) -> Optional[GenerationStats]:
-    """GenerationStats from its stored dict, ignoring keys this version does not know."""
-    if not data:
-        return None
-    known = {f.name for f in dataclasses.fields(GenerationStats)}
-    try:
-        return GenerationStats(**{k: v for k, v in data.items() if k in known})
-    except TypeError:
-        return None
-
-
-def model_label(target_name: Optional[str], draft_name: Optional[str]) -> str:
-    if not target_name:
-        return "Assistant"
-    return f"{target_name}  +  {draft_name}" if draft_name else target_name
-
-
-def transcript_message(message: Message) -> TranscriptMessage:
-    return TranscriptMessage(
-        message_id=message.id,
-        role=message.role,
-        content=message.content,
-        tokens=message.tokens,
-        stats=stats_from_dict(message.stats),
-        model_label=model_label(message.target_name, message.draft_name),
-    )
 
 
 @dataclass
@@ -93,7 +66,7 @@ class _Request:
         n = len(self.tokens)
         return GenerationStats(
             tokens=n,
-            tokens_per_second=(n - 1) / decode_time if n > 1 and decode_time > 0 else 0.0,
+            tokens_per_second=decode_speed(n - 1, decode_time),
             ttft_s=(self.first_token_at - self.started) if self.first_token_at else 0.0,
             drafted=self.drafted,
             accepted=self.accepted,
@@ -128,7 +101,7 @@ class Conversation(QObject):
         self.store = store
         self.inference = inference
         self.view = view
-        self.chat_id: Optional[int] = None
+        self._chat_id: Optional[int] = None
         self._request: Optional[_Request] = None
         self._next_id = 0
         self._n_ctx = 0
@@ -148,6 +121,11 @@ class Conversation(QObject):
 
     # ----- state
 
+    @property
+    def chat_id(self) -> Optional[int]:
+        """The chat shown (None: a new chat, stored when its first message is sent)."""
+        return self._chat_id
+
     def is_busy(self) -> bool:
         return self._request is not None
 
@@ -163,7 +141,7 @@ class Conversation(QObject):
     def open_chat(self, chat_id: Optional[int]) -> None:
         """Show a chat (None: an empty new chat). A reply streaming elsewhere is stopped and kept."""
         self.stop()
-        self.chat_id = chat_id
+        self._chat_id = chat_id
         self._dropped_before = 0
         self._notice_shown = ""
         self.reload()
@@ -195,6 +173,28 @@ class Conversation(QObject):
         return messages
 
     # ----- generation
+
+    def send(self, text: str, new_chat_settings: ChatSettings, replace_from: Optional[int],
+             config: GenerationConfig, system_prompt: str, target_name: str, draft_name: Optional[str]) -> int:
+        """One whole turn: store the user's message and ask for a reply; returns the request id.
+
+        A new chat is created first (with `new_chat_settings`); `replace_from` (an edited message) is deleted with
+        everything after it. Raises StoreError when the message could not be stored; nothing is sent then.
+        """
+        self.stop()
+        first_message = self._chat_id is None
+        if first_message:
+            self._chat_id = self.store.create_chat(settings=new_chat_settings).id
+        if replace_from is not None:
+            self.store.delete_messages_from(self._chat_id, replace_from)
+        message = self.store.add_message(self._chat_id, "user", text)
+        if first_message or replace_from is not None:
+            self.reload()
+        else:
+            self.view.add_message(transcript_message(message))  # append; no re-render of the chat
+            self.view.scroll_to_end()
+        self.sig_messages_changed.emit(self._chat_id)
+        return self.start_reply(config, system_prompt, target_name, draft_name)
 
     def start_reply(self, config: GenerationConfig, system_prompt: str, target_name: str,
                     draft_name: Optional[str]) -> int:
@@ -345,7 +345,8 @@ class Conversation(QObject):
     def _live_text(self, request: _Request) -> str:
         n = len(request.tokens)
         elapsed = (request.last_token_at or 0) - (request.first_token_at or 0)
-        parts = [f"{(n - 1) / elapsed:.1f} tok/s" if n > 1 and elapsed > 0 else "…", f"{n} tokens"]
+        speed = decode_speed(n - 1, elapsed)
+        parts = [f"{speed:.1f} tok/s" if speed else "…", f"{n} tokens"]
         if request.drafted:
             parts.append(f"{100 * request.accepted / request.drafted:.0f}% accepted")
         if self._n_ctx:

@@ -34,7 +34,7 @@ from app.hub import token as hub_token
 from app.hub.client import HubClient, RepoListing
 from app.hub.curated import CuratedPair, curated_pairs
 from app.hub.download import DownloadJob, DownloadProgress
-from app.hub.download_plan import DownloadItem, format_bytes, format_duration
+from app.hub.download_plan import DownloadItem
 from app.hub.errors import AuthRequiredError, DownloadCancelled, HubError, OfflineError
 from app.hub.repo_files import RemoteModel
 from app.ui import style
@@ -323,21 +323,8 @@ class GetModelsPanel(QWidget):
 
     def _on_download_progress(self, progress: DownloadProgress) -> None:
         self.progress_bar.setValue(int(progress.fraction * 1000))
-        parts = [f"{format_bytes(progress.done_bytes)} of {format_bytes(progress.total_bytes)}"]
-        if progress.phase == "verifying":
-            parts.append(f"checking {progress.file_name}")
-        elif progress.phase == "downloading":
-            if progress.speed_bps > 0:
-                parts.append(f"{format_bytes(progress.speed_bps)}/s")
-            if progress.eta_s is not None:
-                parts.append(f"{format_duration(progress.eta_s)} left")
-            if progress.file_count > 1:
-                parts.append(f"file {progress.file_index + 1} of {progress.file_count}: {progress.file_name}")
-            else:
-                parts.append(progress.file_name)
-        elif progress.phase == "checking":
-            return
-        self.progress_label.setText(" · ".join(parts))
+        if progress.phase != "checking":
+            self.progress_label.setText(" · ".join(progress.facts()))
 
     def _forget_download(self) -> None:
         if self._download_cancel in self.runner.cancel_events:

@@ -6,14 +6,13 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
-    QHBoxLayout,
     QHeaderView,
     QLabel,
-    QPushButton,
     QTableView,
     QVBoxLayout,
 )
 
+from app.ui.layouts import button_row
 from app.ui.library_model import LibraryModel
 
 
@@ -53,18 +52,8 @@ class LibraryDialog(QDialog):
         self.folders.setWordWrap(True)
         self.folders.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.folders)
-        row = QHBoxLayout()
-        add = QPushButton("Add folder…")
-        add.clicked.connect(self.sig_add_folder)
-        rescan = QPushButton("Scan again")
-        rescan.clicked.connect(self.sig_rescan)
-        close = QPushButton("Close")
-        close.clicked.connect(self.accept)
-        row.addWidget(add)
-        row.addWidget(rescan)
-        row.addStretch(1)
-        row.addWidget(close)
-        layout.addLayout(row)
+        layout.addLayout(button_row([("Add folder…", self.sig_add_folder), ("Scan again", self.sig_rescan)],
+                                    [("Close", self.accept)]))
         model.modelReset.connect(lambda: self._update_summary(model))
         self._update_summary(model)
 

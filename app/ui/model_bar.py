@@ -8,11 +8,29 @@ from __future__ import annotations
 
 from typing import Optional
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QWidget
 
 from app.ui.library_model import NGRAM_KEY, PATH_ROLE, DraftListModel, LibraryModel, TwoLineDelegate
 from app.ui.toggle_switch import ToggleSwitch
+
+MIN_NAME_CHARS = 14
+
+
+class _NameCombo(QComboBox):
+    """A picker that asks for room for the whole name it shows; only a window too narrow for that cuts the name,
+    and never below MIN_NAME_CHARS characters."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.currentIndexChanged.connect(self.updateGeometry)
+
+    def sizeHint(self) -> QSize:
+        hint = super().sizeHint()  # room for MIN_NAME_CHARS characters, the arrow and the frame
+        metrics = self.fontMetrics()
+        frame = hint.width() - metrics.horizontalAdvance("x" * MIN_NAME_CHARS)
+        text = self.currentText() or self.placeholderText()
+        return QSize(max(hint.width(), metrics.horizontalAdvance(text) + frame), hint.height())
 
 
 class ModelBar(QWidget):
@@ -41,14 +59,14 @@ class ModelBar(QWidget):
         self.target_combo.setPlaceholderText("Choose a model")
         self.target_combo.activated.connect(self._on_target_activated)
         layout.addWidget(self._caption("Model"))
-        layout.addWidget(self.target_combo, 1)
+        layout.addWidget(self.target_combo)
 
         self.draft_combo = self._combo(drafts, "The small model that proposes tokens for the target to verify")
         self.draft_combo.setPlaceholderText("Draft")
         self.draft_combo.activated.connect(self._on_draft_activated)
         layout.addSpacing(6)
         layout.addWidget(self._caption("Draft"))
-        layout.addWidget(self.draft_combo, 1)
+        layout.addWidget(self.draft_combo)
 
         layout.addSpacing(6)
         self.speculative_switch = ToggleSwitch()
@@ -79,12 +97,12 @@ class ModelBar(QWidget):
         return label
 
     def _combo(self, model, tooltip: str) -> QComboBox:
-        combo = QComboBox()
+        combo = _NameCombo()
         combo.setModel(model)
         combo.setToolTip(tooltip)
         combo.setItemDelegate(TwoLineDelegate(combo))
         combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        combo.setMinimumContentsLength(14)
+        combo.setMinimumContentsLength(MIN_NAME_CHARS)
         combo.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         combo.view().setMinimumWidth(440)
         combo.view().setMouseTracking(True)
@@ -109,6 +127,10 @@ class ModelBar(QWidget):
         self.draft_combo.setCurrentIndex(row)
         option = self.drafts.option_at(row)
         return option.key if option else ""
+
+    def set_target_placeholder(self, text: str) -> None:
+        """What the model picker says while no model is chosen ("Scanning for models…", "No models found")."""
+        self.target_combo.setPlaceholderText(text)
 
     def set_speculative(self, on: bool) -> None:
         self.speculative_switch.setChecked(on)

@@ -14,11 +14,9 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
-    QHBoxLayout,
     QLabel,
     QListWidget,
     QPlainTextEdit,
-    QPushButton,
     QSpinBox,
     QVBoxLayout,
 )
@@ -27,6 +25,7 @@ from app import paths
 from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, MAX_DRAFT
 from app.engine.devices import DeviceReport, list_devices
 from app.store import AppSettings, ChatSettings
+from app.ui.layouts import button_row
 
 
 def _hint(text: str) -> QLabel:
@@ -157,15 +156,7 @@ class AppSettingsDialog(QDialog):
         self.folders.addItems(settings.model_folders)
         self.folders.setFixedHeight(96)
         layout.addWidget(self.folders)
-        row = QHBoxLayout()
-        add = QPushButton("Add folder…")
-        add.clicked.connect(self._add_folder)
-        remove = QPushButton("Remove")
-        remove.clicked.connect(self._remove_folder)
-        row.addWidget(add)
-        row.addWidget(remove)
-        row.addStretch(1)
-        layout.addLayout(row)
+        layout.addLayout(button_row([("Add folder…", self._add_folder), ("Remove", self._remove_folder)]))
         self.scan_hf_cache = QCheckBox("Also list models in the Hugging Face cache and other apps' model folders")
         self.scan_hf_cache.setChecked(settings.scan_hf_cache)
         layout.addWidget(self.scan_hf_cache)

@@ -83,6 +83,7 @@ class RequestRecord:
     path: str
     headers: dict[str, str]  # names in lower case
     origin: str  # "hub" or "cdn"
+    query: str = ""  # the URL's query string, as sent
 
 
 @dataclass
@@ -229,7 +230,8 @@ class _Handler(BaseHTTPRequestHandler):
         hub = self.server.hub
         url = urlsplit(self.path)
         path = unquote(url.path)
-        hub._record(RequestRecord(method, url.path, {k.lower(): v for k, v in self.headers.items()}, self.server.origin))
+        hub._record(RequestRecord(method, url.path, {k.lower(): v for k, v in self.headers.items()}, self.server.origin,
+                                  url.query))
         if self.server.origin == "cdn":
             return self._cdn(method, path)
         auth = self.headers.get("Authorization", "")

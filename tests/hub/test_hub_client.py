@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from urllib.parse import parse_qs
 
 import pytest
 from fake_hf_server import GOOD_TOKEN, payload
@@ -32,9 +33,10 @@ def test_search_returns_gguf_repos_most_downloaded_first(hub):
     results = HubClient().search_gguf("acme")
     assert [r.repo_id for r in results] == ["acme/Chat-1B-GGUF", "acme/Coder-7B-GGUF"]
     assert results[0].downloads == 900
-    # The request went through HfApi.list_models with the gguf filter.
-    searches = [r for r in hub.requests if r.path == "/api/models"]
-    assert searches
+    # The request went through HfApi.list_models with the gguf filter: the Hub, not the client, leaves out
+    # repositories without GGUF files.
+    searches = [parse_qs(r.query) for r in hub.requests if r.path == "/api/models"]
+    assert searches and all("gguf" in query.get("filter", []) for query in searches)
 
 
 def test_search_matches_the_query_and_flags_gated_repos(hub):

@@ -62,7 +62,7 @@ def test_a_curated_pair_downloads_and_the_library_offers_the_draft_for_the_targe
     assert panel.pair_buttons["tiny"].isEnabled()
 
     # What the main window does on sig_models_downloaded: rescan the library, then offer drafts for the target.
-    from app.engine.compat import suggest_drafts
+    from app.library import suggest_drafts
     from app.library import library_folders, scan_library
 
     entries = scan_library(library_folders(scan_hf_cache=False))

@@ -25,11 +25,12 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from app.cli.bench_cmd import geometric_mean
+from app.bench.suite import geometric_mean
 from app.engine.controller import MAX_K, AutoController
 from app.engine.costs import CostTable
 from app.engine.drafters import NgramDrafter
 from app.engine.policy import agreement
+from app.engine.rounds import ngram_tokens, observe_round, plan_round
 
 RECORDING = Path(__file__).with_name("replies-qwen2.5-coder-1.5b.json")
 HELD_OUT = Path(__file__).with_name("replies-edits-qwen2.5-coder-1.5b.json")
@@ -72,16 +73,15 @@ def replay(rec: Recording, name: str, make_policy: Callable[[CostTable], AutoCon
     emitted, spent = 0, 0.0
     while emitted < len(reply):
         k_max = MAX_TOKENS - emitted - 1
-        proposal = drafter.propose(prompt + reply[:emitted], k_max)
-        plan = policy.plan(k_max, proposal.tokens, False, proposal.match_len)
-        draft = proposal.tokens[: plan.k] if plan.drafter == "ngram" else []
+        # The decoder's own round bookkeeping (app.engine.rounds); only verifying is replaced by the recording.
+        plan, proposal = plan_round(policy, prompt + reply[:emitted], k_max, speculative=True, ngram=drafter,
+                                    has_model=False)
+        draft = ngram_tokens(plan, proposal)
         accepted = agreement(draft, reply[emitted:])
         kept = reply[emitted: emitted + accepted + 1]
         seconds = rec.cost(len(draft) + 1)
         spent += seconds
-        policy.observe(plan, len(draft), accepted, 0.0, seconds)
-        if proposal.tokens:
-            policy.observe_proposal(proposal.match_len, proposal.tokens, kept)
+        observe_round(policy, plan, proposal, len(draft), accepted, 0.0, seconds, kept)
         emitted += len(kept)
     return len(reply) * rec.cost(1) / spent
 
@@ -110,7 +110,7 @@ def best_possible(rec: Recording, name: str) -> float:
 def record(model_path: str) -> None:
     """Record every prompt's greedy reply (see RECORDINGS) and the model's measured cost table (minutes on a
     CPU)."""
-    from app.engine.bench import load_prompts
+    from app.bench.suite import load_prompts
     from app.engine.config import GenerationConfig
     from app.engine.engine import LoadSettings, SpecEngine
 

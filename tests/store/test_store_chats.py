@@ -100,6 +100,17 @@ def test_settings_from_a_newer_version_load_and_bad_values_fall_back():
     assert loaded.top_k == 40
 
 
+def test_a_chat_stored_with_ngram_as_its_draft_path_reads_as_ngram_drafting(store):
+    chat = store.create_chat("Old", ChatSettings(target_path="/m/t.gguf"))
+    conn = sqlite3.connect(store.path)
+    with conn:  # as an older version stored n-gram drafting
+        conn.execute("UPDATE chats SET settings = ? WHERE id = ?",
+                     ('{"target_path": "/m/t.gguf", "draft_path": "ngram", "speculative": true}', chat.id))
+    conn.close()
+    settings = store.get_chat(chat.id).settings
+    assert settings.draft_ngram and settings.draft_path is None and settings.target_path == "/m/t.gguf"
+
+
 def test_update_settings_and_rename(store):
     chat = store.create_chat()
     changed = store.update_settings(chat.id, ChatSettings(temperature=0.8, seed=7))

@@ -27,15 +27,23 @@ def make_history(path: Path, chats: int = 40) -> dict[str, list[str]]:
 
 
 def damage_middle_page(path: Path) -> None:
+    """Overwrite one page of message text from the middle of the file with noise.
+
+    Found by its text rather than its position: which table the exact middle page holds depends on the size of
+    every row before it (a new settings field moves it), and this test is about losing messages.
+    """
     data = bytearray(path.read_bytes())
-    middle = (len(data) // PAGE // 2) * PAGE
+    at = data.index(b"chat 20 message 1 ")
+    middle = at // PAGE * PAGE
     data[middle:middle + PAGE] = os.urandom(PAGE)
     path.write_bytes(bytes(data))
 
 
 def read_history(path: Path) -> dict[str, list[str]]:
     with ChatStore(path) as store:
-        return {chat.title: [m.content for m in store.messages(chat.id)] for chat in store.list_chats()}
+        # Each chat whose row was lost comes back as its own RECOVERED_TITLE chat: keep them apart.
+        return {chat.title if chat.title != RECOVERED_TITLE else f"{chat.title} {chat.id}":
+                [m.content for m in store.messages(chat.id)] for chat in store.list_chats()}
 
 
 def test_damaged_pages_are_reported_when_the_store_opens(tmp_path):
@@ -60,7 +68,7 @@ def test_salvage_keeps_every_readable_chat(tmp_path):
     assert sum(len(v) for v in recovered.values()) == report.messages
     original_messages = {text for texts in original.values() for text in texts}
     for title, texts in recovered.items():
-        assert title in original or title == RECOVERED_TITLE
+        assert title in original or title.startswith(RECOVERED_TITLE)
         assert set(texts) <= original_messages
     intact = [t for t in original if recovered.get(t) == original[t]]
     assert len(intact) >= 30

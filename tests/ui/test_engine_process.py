@@ -43,7 +43,7 @@ def test_a_file_that_aborts_the_engine_is_reported_and_never_loaded_again(make_w
         qtbot.waitUntil(lambda: window.inference.pid() is not None, timeout=10000)
         first_pid = window.inference.pid()
     # One sentence with llama.cpp's own assertion; the window and the composer text are still there.
-    shown = window.error_label.text()
+    shown = window.error_banner.text()
     assert window.error_banner.isVisible()
     assert tiny_models.target.name in shown and "GGML_ASSERT" in shown
     assert window.composer.text() == "my carefully written question"
@@ -58,7 +58,7 @@ def test_a_file_that_aborts_the_engine_is_reported_and_never_loaded_again(make_w
     again = make_window(engine_factory=fake_engine)
     wait_ms(qtbot, 300)
     assert not again.library.entry_for(str(target)).usable
-    assert again._target is None
+    assert again.model_bar.current_target() is None
     assert fake_engine.loads == 0
 
 

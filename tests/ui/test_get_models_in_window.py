@@ -50,7 +50,7 @@ def test_a_curated_pair_downloads_into_the_window_and_is_offered_as_target_and_d
     assert window.pages.currentWidget() is window.empty_page
 
     qtbot.mouseClick(window.empty_page.get_models_button, Qt.MouseButton.LeftButton)
-    panel = window.get_models_panel
+    panel = window.library_ctl.get_models_panel
     assert panel is not None and panel.isVisible()
     assert list(panel.pair_buttons) == ["tiny"]
 
@@ -64,7 +64,7 @@ def test_a_curated_pair_downloads_into_the_window_and_is_offered_as_target_and_d
 
     # The window rescans, selects the pair and loads both files (models_ready: the chosen target and draft).
     qtbot.waitUntil(window.models_ready, timeout=TIMEOUT_MS)
-    assert not window.error_banner.isVisible(), window.error_label.text()
+    assert not window.error_banner.isVisible(), window.error_banner.text()
 
     usable = {entry.path for entry in window.library.usable_entries()}
     assert usable == {str(target), str(draft)}

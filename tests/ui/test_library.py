@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 from app import library, paths
+from app.units import format_bytes, format_parameter_count
 
 
 def test_folders_are_the_app_folder_the_users_and_the_hf_cache_each_once(tmp_path, monkeypatch):
@@ -51,9 +52,9 @@ def test_broken_files_are_listed_after_usable_ones_with_a_reason(tmp_path, tiny_
 
 def test_entry_summary_reads_like_a_spec_line(tiny_models):
     entry = library.inspect_entry(tiny_models.target)
-    assert entry.summary == "llama · 339K · F32 · 2K ctx · 1 MB"
-    assert library.format_parameters(1_540_000_000) == "1.5B" and library.format_parameters(494_000_000) == "494M"
-    assert library.format_size(1_100_000_000) == "1.0 GB"
+    assert entry.summary == "llama · 339K · F32 · 2K ctx · 1.4 MB"
+    assert format_parameter_count(1_540_000_000) == "1.54B" and format_parameter_count(494_000_000) == "494M"
+    assert format_bytes(1_100_000_000) == "1.1 GB"
 
 
 def test_draft_choices_put_the_best_compatible_draft_first(model_folder, tiny_models):

@@ -27,7 +27,7 @@ def test_every_malformed_file_is_refused_with_its_reason_and_the_window_still_ch
         assert entry is not None and not entry.usable, kind
         assert MALFORMED[kind].reason.lower() in entry.problem.lower(), (kind, entry.problem)
         window.choose_target(entry.path)
-        assert window.error_banner.isVisible() and entry.problem in window.error_label.text()
+        assert window.error_banner.isVisible() and entry.problem in window.error_banner.text()
     # The real engine is untouched by all of that: a good model loads and answers.
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
     window.update_chat_settings(max_tokens=8)
@@ -48,7 +48,7 @@ def test_a_file_that_aborts_llama_cpp_takes_down_only_the_engine_process(make_wi
     death = blocker.args[0]
     assert death.loading_path == str(bad)
     assert "GGML_ASSERT" in death.detail and "SIGABRT" in death.message
-    assert "GGML_ASSERT" in window.error_label.text()
+    assert "GGML_ASSERT" in window.error_banner.text()
     assert window.inference.is_running() and window.inference.pid() != pid
     # The window reloads nothing automatically that crashed; the good target is chosen again and answers.
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)

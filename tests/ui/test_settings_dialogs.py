@@ -59,7 +59,7 @@ def test_changed_load_settings_reload_the_models_and_are_saved(make_window, qtbo
     monkeypatch.setattr(AppSettingsDialog, "exec", lambda self: QDialog.DialogCode.Accepted)
     monkeypatch.setattr(AppSettingsDialog, "settings", lambda self: new)
     window.open_app_settings()
-    qtbot.waitUntil(lambda: window.context_gauge.maximum() == 1024 and window.models_ready())
+    qtbot.waitUntil(lambda: window.footer.context_gauge.maximum() == 1024 and window.models_ready())
     assert fake_engine.n_ctx == 1024
     assert load_settings().context_size == 1024
 
@@ -91,5 +91,5 @@ def test_devices_section_lists_gpus_with_free_memory(qtbot):
                           rpc=False)
     dialog = AppSettingsDialog(AppSettings(), devices=report)
     qtbot.addWidget(dialog)
-    assert "NVIDIA GeForce RTX 4090 (CUDA), 22.1 GiB free" in dialog.devices.text()
+    assert "NVIDIA GeForce RTX 4090 (CUDA), 23.7 GB free" in dialog.devices.text()
     assert "CPU only" not in dialog.devices.text()

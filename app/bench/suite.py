@@ -8,6 +8,8 @@ affects all modes alike; the median over repetitions is reported.
 from __future__ import annotations
 
 import json
+import math
+import os
 import re
 import shutil
 import statistics
@@ -41,8 +43,8 @@ class ModeResult:
 
     def median_ratio(self, base: "ModeResult") -> float:
         """Median over repetitions of this mode's tok/s over `base`'s in the same repetition. Each repetition
-        runs the modes back to back, so pairing them cancels the machine's drift between repetitions (seen here:
-        plain decoding alone varied 27-32 tok/s across one run)."""
+        runs the modes back to back, so pairing them cancels the machine's drift between repetitions (how large
+        that drift can be: docs/performance.md)."""
         pairs = [a / b for a, b in zip(self.tokens_per_second, base.tokens_per_second) if b > 0]
         return statistics.median(pairs) if pairs else 0.0
 
@@ -131,13 +133,18 @@ _DRAFTED = re.compile(r"n_drafted\s*=\s*(\d+)")
 _ACCEPT = re.compile(r"n_accept\s*=\s*(\d+)")
 
 
+# Where the project's build of llama.cpp's reference tools lives when they are not on PATH.
+REFERENCE_BIN_DIR = Path.home() / ".cache" / "specchat-llama-reference" / "bin"
+
+
 def find_llama_speculative(explicit: Optional[str]) -> Optional[str]:
+    """The llama-speculative-simple to compare against: `explicit`, else on PATH, else REFERENCE_BIN_DIR's."""
     if explicit:
         return explicit
     found = shutil.which("llama-speculative-simple")
     if found:
         return found
-    default = Path.home() / ".cache" / "specchat-llama-reference" / "bin" / "llama-speculative-simple"
+    default = REFERENCE_BIN_DIR / "llama-speculative-simple"
     return str(default) if default.is_file() else None
 
 
@@ -167,6 +174,10 @@ def run_llama_speculative(
 
 
 def _base_env() -> dict:
-    import os
-
     return dict(os.environ)
+
+
+def geometric_mean(values: list[float]) -> float:
+    """The mean of speed ratios (positive ones; 0 when there are none)."""
+    values = [v for v in values if v > 0]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else 0.0

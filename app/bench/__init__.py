@@ -1,0 +1,4 @@
+"""Benchmarks: the prompt suite and its modes (suite.py) and the arguments every benchmark front end shares
+(args.py). The front ends are `python -m app bench` (app/cli/bench_cmd.py) and the GUI overhead benchmark
+(app/ui/bench_gui.py); neither the engine nor the window depends on this package.
+"""

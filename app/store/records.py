@@ -1,0 +1,101 @@
+"""The chat store's records: a chat, its settings and its messages, as the store hands them out.
+
+Snapshots only: changing one changes nothing in the database (use the ChatStore methods).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from app.store import _fields
+
+log = logging.getLogger(__name__)
+
+Role = Literal["system", "user", "assistant"]
+ROLES: tuple[str, ...] = ("system", "user", "assistant")
+DEFAULT_TITLE = "New chat"
+AUTO_TITLE_LENGTH = 40
+
+
+_OLD_NGRAM_DRAFT_PATH = "ngram"
+
+
+@dataclass
+class ChatSettings:
+    """How a chat generates. Stored with the chat as JSON; unknown keys from newer versions are ignored.
+
+    temperature defaults to 0 (greedy): the app exists to show speculative decoding, and under greedy sampling the
+    reply is the same with or without the draft model, so what the user compares is speed and acceptance alone.
+    """
+
+    system_prompt: str = ""
+    temperature: float = 0.0
+    top_p: float = 0.95
+    top_k: int = 40
+    seed: int | None = None
+    max_tokens: int = 1024
+    draft_max: int | None = None  # None: the speculation controller picks the draft length each round
+    speculative: bool = True
+    target_path: str | None = None
+    draft_path: str | None = None  # a draft model file
+    draft_ngram: bool = False  # draft by n-gram lookup of earlier text instead of a draft model
+
+    def to_dict(self) -> dict[str, Any]:
+        return _fields.to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ChatSettings:
+        if isinstance(data, dict) and data.get("draft_path") == _OLD_NGRAM_DRAFT_PATH:
+            # Before draft_ngram existed, n-gram drafting was stored as this draft path.
+            data = {**data, "draft_path": None, "draft_ngram": True}
+        settings, rejected = _fields.from_dict(cls, data)
+        if rejected:
+            log.warning("chat settings: ignored bad values for %s", ", ".join(rejected))
+        return settings
+
+
+@dataclass
+class Chat:
+    """A snapshot of one chat; changing it changes nothing in the database (use the ChatStore methods)."""
+
+    id: int
+    title: str
+    created_at: float  # Unix seconds
+    updated_at: float  # Unix seconds; bumped by every message added, edited or removed
+    settings: ChatSettings = field(default_factory=ChatSettings)
+
+
+@dataclass
+class Message:
+    """A snapshot of one message.
+
+    `tokens` is the reply's per-token provenance, [(text, "draft" | "target"), ...], or None when there is none
+    (user and system messages, or an assistant reply whose text was edited afterwards). `stats` is
+    GenerationStats.to_dict() of the generation that produced it.
+    """
+
+    id: int
+    chat_id: int
+    role: Role
+    content: str
+    created_at: float  # Unix seconds
+    stats: dict | None = None
+    tokens: list[tuple[str, str]] | None = None
+    target_name: str | None = None
+    draft_name: str | None = None
+
+
+def auto_title(text: str, limit: int = AUTO_TITLE_LENGTH) -> str:
+    """A chat title from its first user message: one line, at most about `limit` characters, cut at a word."""
+    line = " ".join(text.split())
+    if not line:
+        return DEFAULT_TITLE
+    if len(line) <= limit:
+        return line
+    cut = line[:limit]
+    space = cut.rfind(" ")
+    if space >= limit // 2:  # a word boundary not too far back; otherwise cut mid-word rather than keep a stub
+        cut = cut[:space]
+    return cut.rstrip(" ,.;:-") + "…"
