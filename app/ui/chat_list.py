@@ -71,6 +71,13 @@ class ChatListModel(QAbstractListModel):
         index = self.index(target)
         self.dataChanged.emit(index, index)
 
+    def show_chat(self, chat_id: int, chat: Optional[Chat]) -> None:
+        """Show one chat's new state, or (None) that it is gone."""
+        if chat is None:
+            self.remove(chat_id)
+        else:
+            self.upsert(chat)
+
     def remove(self, chat_id: int) -> None:
         row = self.row_of(chat_id)
         if row >= 0:

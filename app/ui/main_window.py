@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (
     QApplication,
     QDialog,
     QMainWindow,
-    QMessageBox,
     QSplitter,
     QStackedWidget,
 )
@@ -38,7 +37,7 @@ from app.ui.model_session import ModelSession
 from app.ui.settings_dialog import AppSettingsDialog
 from app.ui.window_geometry import restore_geometry, save_geometry
 from app.ui.layouts import column, padded
-from app.ui.window_widgets import ErrorBanner, LegendRow, StatusFooter
+from app.ui.window_widgets import ErrorBanner, LegendRow, StatusFooter, confirm_destructive
 
 
 class MainWindow(QMainWindow):
@@ -127,7 +126,7 @@ class MainWindow(QMainWindow):
         sidebar.sig_chat_selected.connect(self.open_chat)
         sidebar.sig_new_chat.connect(self.new_chat)
         sidebar.sig_delete_requested.connect(self.delete_chat)
-        sidebar.sig_search_changed.connect(self._refresh_chat_list)
+        sidebar.sig_search_changed.connect(lambda _text: self._refresh_chat_list())
         sidebar.sig_library_requested.connect(self.library_ctl.open_library)
         sidebar.sig_get_models_requested.connect(self.library_ctl.open_get_models)
         sidebar.sig_settings_requested.connect(self.open_app_settings)
@@ -186,11 +185,7 @@ class MainWindow(QMainWindow):
 
     def confirm(self, title: str, text: str, action: str) -> bool:
         """Ask before something that cannot be undone (tests replace this)."""
-        box = QMessageBox(QMessageBox.Icon.Question, title, text, parent=self)
-        ok = box.addButton(action, QMessageBox.ButtonRole.DestructiveRole)
-        box.addButton(QMessageBox.StandardButton.Cancel)
-        box.exec()
-        return box.clickedButton() is ok
+        return confirm_destructive(self, title, text, action)
 
     # ----- app settings
 
@@ -282,13 +277,17 @@ class MainWindow(QMainWindow):
         """Change the open chat's settings (or the new chat's, before its first message stores it)."""
         self.chat_settings.update(**changes)
 
-    def _refresh_chat_list(self) -> None:
+    def _refresh_chat_list(self, changed_chat: Optional[int] = None) -> None:
+        """List the chats again; when one chat got or lost messages, only its row changes (under a search, whether
+        it matches may have changed, so the list is read again)."""
         try:
-            chats = self.store.list_chats(self.sidebar.search.text())
+            if changed_chat is None or self.sidebar.search.text().strip():
+                self.chat_list.set_chats(self.store.list_chats(self.sidebar.search.text()))
+            else:
+                self.chat_list.show_chat(changed_chat, self.store.get_chat(changed_chat))
         except StoreError as exc:
             self.show_error(str(exc))
             return
-        self.chat_list.set_chats(chats)
         self.sidebar.select_chat(self.conversation.chat_id)
         self._update_title()
 
@@ -330,10 +329,10 @@ class MainWindow(QMainWindow):
 
     def rename_chat(self, chat_id: int, title: str) -> None:
         try:
-            self.store.rename_chat(chat_id, title)
+            self.chat_list.upsert(self.store.rename_chat(chat_id, title))
         except StoreError as exc:
             self.show_error(str(exc))
-        self._refresh_chat_list()
+        self._update_title()
 
     def delete_chat(self, chat_id: int) -> None:
         chat = self.store.get_chat(chat_id)
@@ -350,7 +349,7 @@ class MainWindow(QMainWindow):
             return
         if chat_id == self.conversation.chat_id:
             self.new_chat()
-        self._refresh_chat_list()
+        self.chat_list.remove(chat_id)
 
     # ----- sending
 

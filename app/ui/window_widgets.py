@@ -6,7 +6,7 @@ GUI thread only.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QMessageBox, QProgressBar, QPushButton, QWidget
 
 from app.ui import style
 from app.ui.elided_label import ElidedLabel
@@ -126,3 +126,11 @@ class StatusFooter(QWidget):
             gauge.style().unpolish(gauge)
             gauge.style().polish(gauge)
 
+
+def confirm_destructive(parent: QWidget, title: str, text: str, action: str) -> bool:
+    """Ask before something that cannot be undone: True when the user chose `action`."""
+    box = QMessageBox(QMessageBox.Icon.Question, title, text, parent=parent)
+    ok = box.addButton(action, QMessageBox.ButtonRole.DestructiveRole)
+    box.addButton(QMessageBox.StandardButton.Cancel)
+    box.exec()
+    return box.clickedButton() is ok

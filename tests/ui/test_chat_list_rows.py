@@ -48,3 +48,23 @@ def test_a_chat_newest_already_changes_in_place(qtmodeltester, tmp_path):
         model.upsert(dataclasses.replace(top, title="second, renamed"))
         assert changed == [(0, 0)] and model.chat_at(0).title == "second, renamed"
         assert model.chat_at(1).id == first.id
+
+
+def test_sending_in_a_window_with_many_chats_moves_one_row(make_window, qtbot, fake_engine, model_folder,
+                                                          tiny_models):
+    from app.ui.library_model import NGRAM_KEY
+    from window_helpers import choose_pair, send_and_wait
+
+    with ChatStore() as store:
+        for i in range(30):
+            store.create_chat(f"older chat {i}")
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
+    window.open_chat(window.chat_list.chat_at(29).id)  # the oldest
+    resets, moves = [], []
+    window.chat_list.modelReset.connect(lambda: resets.append(1))
+    window.chat_list.rowsMoved.connect(lambda *a: moves.append(a))
+    send_and_wait(qtbot, window, "bring this chat back to the top")
+    assert resets == [] and len(moves) == 1
+    assert window.chat_list.chat_at(0).id == window.conversation.chat_id
+    assert window.chat_list.rowCount() == 30
