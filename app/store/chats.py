@@ -278,11 +278,24 @@ class ChatStore:
             draft_name=draft_name,
         )
 
-    def messages(self, chat_id: int) -> list[Message]:
-        """The chat's messages, oldest first (an unknown chat has none)."""
+    def messages(self, chat_id: int, *, before_id: int | None = None, limit: int | None = None) -> list[Message]:
+        """The chat's messages, oldest first (an unknown chat has none); with `limit`, only the newest `limit` of
+        those older than `before_id` (a page of a long chat, for showing it from its end)."""
         with self._errors():
-            rows = self._conn.execute("SELECT * FROM messages WHERE chat_id = ? ORDER BY id", (chat_id,)).fetchall()
-        return [_message_from_row(row) for row in rows]
+            rows = self._conn.execute(
+                "SELECT * FROM messages WHERE chat_id = ? AND id < ? ORDER BY id DESC LIMIT ?",
+                (chat_id, before_id if before_id is not None else 2**62, limit if limit is not None else -1),
+            ).fetchall()
+        return [_message_from_row(row) for row in reversed(rows)]
+
+    def message_texts(self, chat_id: int) -> list[tuple[int, str, str]]:
+        """(id, role, content) of the chat's messages, oldest first: what a prompt needs, without the provenance
+        and stats that make whole messages slow to read for a long chat."""
+        with self._errors():
+            rows = self._conn.execute(
+                "SELECT id, role, content FROM messages WHERE chat_id = ? ORDER BY id", (chat_id,)
+            ).fetchall()
+        return [(row["id"], row["role"], row["content"]) for row in rows]
 
     def get_message(self, message_id: int) -> Message | None:
         with self._errors():

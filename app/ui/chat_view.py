@@ -51,6 +51,8 @@ class ChatView(QTextBrowser):
     """The user asked to edit (and resend) the user message with this id."""
     sig_retry = Signal()
     """The user asked to retry the last request after an error."""
+    sig_older_wanted = Signal()
+    """The user scrolled to the top of a chat shown from its end: show the messages before it."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -65,6 +67,8 @@ class ChatView(QTextBrowser):
             Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.LinksAccessibleByMouse
         )
         self.anchorClicked.connect(self._on_anchor)
+        self._has_older = False
+        self.verticalScrollBar().valueChanged.connect(self._on_scrolled)
         self._stream_frame: Optional[QTextFrame] = None
         self._stream_in_code = False
         self._stream_line_start = True
@@ -155,28 +159,61 @@ class ChatView(QTextBrowser):
         cursor.insertText(" highlighted in green ", swatch)
         cursor.insertText(".", muted)
 
-    def show_messages(self, messages: Sequence[TranscriptMessage]) -> None:
-        """Render a whole conversation (opening a chat; never used while a reply streams)."""
+    def show_messages(self, messages: Sequence[TranscriptMessage], has_older: bool = False) -> None:
+        """Render a conversation, or its newest part with `has_older` (opening a chat; never while a reply
+        streams). Older messages are asked for with sig_older_wanted when the user scrolls to the top."""
         self.setUpdatesEnabled(False)
+        self._has_older = False  # the scroll to the end below must not ask for more
         try:
             self.clear_transcript()
             last_assistant = max((m.message_id for m in messages if m.role == "assistant"), default=None)
+            cursor = self._end_cursor()
+            cursor.beginEditBlock()
             for message in messages:
-                self.add_message(message, is_last_reply=message.message_id == last_assistant)
+                if message.role != "system":
+                    self._insert_message(self._append_frame(message.role), message,
+                                         message.message_id == last_assistant)
+            cursor.endEditBlock()
             if not any(m.role != "system" for m in messages):
                 self._show_welcome()
         finally:
             self.setUpdatesEnabled(True)
         self.scroll_to_end()
+        self._has_older = has_older
+
+    def prepend_messages(self, messages: Sequence[TranscriptMessage], has_older: bool) -> None:
+        """Put older messages above those shown, keeping what the user looks at where it is on screen."""
+        bar = self.verticalScrollBar()
+        from_bottom = bar.maximum() - bar.value()
+        frames = self.document().rootFrame().childFrames()
+        position = frames[0].firstPosition() - 1 if frames else self._end_cursor().position()
+        cursor = QTextCursor(self.document())
+        cursor.beginEditBlock()
+        for message in messages:
+            if message.role == "system":
+                continue
+            cursor.setPosition(position)
+            frame = cursor.insertFrame(self._frame_format(message.role))
+            self._insert_message(frame, message, False)
+            position = frame.lastPosition() + 1
+        cursor.endEditBlock()
+        bar.setValue(bar.maximum() - from_bottom)
+        self._has_older = has_older
+
+    def _on_scrolled(self, value: int) -> None:
+        if self._has_older and value == self.verticalScrollBar().minimum():
+            self._has_older = False  # until the page asked for arrives
+            self.sig_older_wanted.emit()
 
     def add_message(self, message: TranscriptMessage, is_last_reply: bool = False) -> None:
         if message.role == "system":
             return
         if message.role == "user":
             self._hide_regenerate_links()  # the reply above is no longer the last one
-        frame = self._append_frame(message.role)
-        cursor = frame.firstCursorPosition()
-        self._render_message(cursor, message, is_last_reply)
+        self._insert_message(self._append_frame(message.role), message, is_last_reply)
+
+    def _insert_message(self, frame: QTextFrame, message: TranscriptMessage, is_last_reply: bool) -> None:
+        self._render_message(frame.firstCursorPosition(), message, is_last_reply)
 
     def add_notice(self, text: str, kind: str = "info", retry: bool = False) -> None:
         """A line between messages: the context was trimmed, a generation failed (with a Retry link)..."""
@@ -200,6 +237,9 @@ class ChatView(QTextBrowser):
         self.scroll_to_end()
 
     def _append_frame(self, role: str) -> QTextFrame:
+        return self._end_cursor().insertFrame(self._frame_format(role))
+
+    def _frame_format(self, role: str) -> QTextFrameFormat:
         frame_format = QTextFrameFormat()
         frame_format.setTopMargin(6)
         frame_format.setBottomMargin(14)
@@ -209,7 +249,7 @@ class ChatView(QTextBrowser):
             frame_format.setLeftMargin(72)
         else:
             frame_format.setPadding(2)
-        return self._end_cursor().insertFrame(frame_format)
+        return frame_format
 
     def _end_cursor(self) -> QTextCursor:
         cursor = QTextCursor(self.document())

@@ -26,6 +26,8 @@ from app.ui.engine_process import EngineProcess
 FLUSH_INTERVAL_MS = 30
 READOUT_INTERVAL_S = 0.25
 SAVE_INTERVAL_S = 1.0
+# A chat is shown from its end, this many messages at a time: opening a long chat costs one page, not all of it.
+PAGE_MESSAGES = 40
 SAVE_EVERY_TOKENS = 64
 
 
@@ -101,6 +103,8 @@ class Conversation(QObject):
         self.store = store
         self.inference = inference
         self.view = view
+        self._oldest_shown: Optional[int] = None  # the first message the transcript shows
+        view.sig_older_wanted.connect(self._show_older)
         self._chat_id: Optional[int] = None
         self._request: Optional[_Request] = None
         self._next_id = 0
@@ -146,12 +150,27 @@ class Conversation(QObject):
         self._notice_shown = ""
         self.reload()
 
-    def reload(self) -> None:
-        messages = self.store.messages(self.chat_id) if self.chat_id is not None else []
-        self.view.show_messages([transcript_message(m) for m in messages])
+    def reload(self, without: Optional[int] = None) -> None:
+        """Show the open chat from its end: its newest messages at once, older ones as the user scrolls up;
+        `without`: one message left out."""
+        messages = self.store.messages(self.chat_id, limit=PAGE_MESSAGES + 1) if self.chat_id is not None else []
+        has_older = len(messages) > PAGE_MESSAGES
+        messages = [m for m in messages[-PAGE_MESSAGES:] if m.id != without]
+        self._oldest_shown = messages[0].id if messages else None
+        self.view.show_messages([transcript_message(m) for m in messages], has_older=has_older)
         last = next((m for m in reversed(messages) if m.role == "assistant" and m.stats), None)
         stats = stats_from_dict(last.stats) if last else None
         self._show_usage(stats.prompt_tokens + stats.tokens if stats else 0)
+
+    def _show_older(self) -> None:
+        if self.chat_id is None or self._oldest_shown is None:
+            return
+        older = self.store.messages(self.chat_id, before_id=self._oldest_shown, limit=PAGE_MESSAGES + 1)
+        has_older = len(older) > PAGE_MESSAGES
+        older = older[-PAGE_MESSAGES:]
+        if older:
+            self._oldest_shown = older[0].id
+            self.view.prepend_messages([transcript_message(m) for m in older], has_older)
 
     def set_context_size(self, n_ctx: int) -> None:
         """The loaded model's context size (the gauge's full scale)."""
@@ -165,10 +184,10 @@ class Conversation(QObject):
     def prompt_messages(self, system_prompt: str, until_id: Optional[int] = None) -> list[dict]:
         """The chat as the engine reads it; with `until_id`, only up to and including that message."""
         messages = [{"role": "system", "content": system_prompt}] if system_prompt.strip() else []
-        for message in self.store.messages(self.chat_id):
-            if message.role in ("user", "assistant"):
-                messages.append({"role": message.role, "content": message.content})
-            if until_id is not None and message.id == until_id:
+        for message_id, role, content in self.store.message_texts(self.chat_id):
+            if role in ("user", "assistant"):
+                messages.append({"role": role, "content": content})
+            if until_id is not None and message_id == until_id:
                 break
         return messages
 
@@ -219,13 +238,8 @@ class Conversation(QObject):
         request = _Request(self._new_request_id(), self.chat_id, target_name, draft_name, message_id=message_id,
                            continued=list(message.tokens or [(message.content, "target")]))
         request.saved_tokens = 0
-        self._show_without(message_id)
+        self.reload(without=message_id)  # the reply about to be continued is streamed anew
         return self._send(request, config, messages)
-
-    def _show_without(self, message_id: int) -> None:
-        """The chat as stored, less one message (a reply about to be continued is streamed anew)."""
-        messages = [m for m in self.store.messages(self.chat_id) if m.id != message_id]
-        self.view.show_messages([transcript_message(m) for m in messages])
 
     def _send(self, request: _Request, config: GenerationConfig, messages: list[dict]) -> int:
         self._request = request

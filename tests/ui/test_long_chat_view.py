@@ -1,0 +1,41 @@
+"""A long chat opens at its end, at once, and shows older messages as the user scrolls up."""
+
+from __future__ import annotations
+
+from app.store import ChatStore
+from app.ui.conversation import PAGE_MESSAGES
+
+
+def _long_chat(n: int) -> int:
+    with ChatStore() as store:
+        chat = store.create_chat("long one")
+        for i in range(n // 2):
+            store.add_message(chat.id, "user", f"question number {i}")
+            store.add_message(chat.id, "assistant", f"answer number {i}", tokens=[(f"answer number {i}", "draft")])
+        return chat.id
+
+
+def test_a_thousand_message_chat_opens_at_its_end_and_loads_older_messages_on_scroll(make_window, qtbot):
+    chat_id = _long_chat(1000)
+    window = make_window()
+    window.open_chat(chat_id)
+    view = window.chat_view
+    text = view.toPlainText()
+    assert "answer number 499" in text and "question number 480" in text
+    assert "question number 0\n" not in text  # not read, not rendered
+    assert text.count("question number") == PAGE_MESSAGES // 2
+    bar = view.verticalScrollBar()
+    assert bar.value() == bar.maximum()  # at the newest message
+    bar.setValue(bar.minimum())  # the user scrolls to the top
+    qtbot.waitUntil(lambda: view.toPlainText().count("question number") == PAGE_MESSAGES, timeout=5000)
+    text = view.toPlainText()
+    # Older messages came in above, in order, and the reader is not thrown back to the end.
+    assert text.index("question number 460") < text.index("question number 480") < text.index("answer number 499")
+    assert bar.value() < bar.maximum()
+    while "question number 0\n" not in view.toPlainText():
+        bar.setValue(bar.minimum())
+        qtbot.wait(10)
+    text = view.toPlainText()
+    assert text.count("question number") == 500 and text.index("question number 0\n") < text.index("number 1\n")
+    # Only the newest reply offers Regenerate, however the chat was loaded.
+    assert text.count("Regenerate") == 1
