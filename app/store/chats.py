@@ -117,9 +117,9 @@ class ChatStore:
     NotFoundError) with a message the window can show as it is.
     """
 
-    def __init__(self, path: Path | None = None):
+    def __init__(self, path: Path | None = None, check_pages: bool = True):
         self.path = Path(path) if path is not None else paths.database_path()
-        self._conn = open_database(self.path)
+        self._conn = open_database(self.path, check_pages)
         self._conn.row_factory = sqlite3.Row
         self._conn.create_function("specchat_contains", 2, _contains_folded, deterministic=True)
 

@@ -164,8 +164,11 @@ def describe_error(path: Path, error: sqlite3.Error) -> StoreError:
     return StoreError(f"The chat database {path} could not be used: {error}. {hint}")
 
 
-def open_database(path: Path | None = None) -> sqlite3.Connection:
+def open_database(path: Path | None = None, check_pages: bool = True) -> sqlite3.Connection:
     """Open (creating if needed) and migrate the chat database; `path` defaults to app.paths.database_path().
+
+    `check_pages=False` leaves out reading every page for damage (seconds for a large history): the window does
+    that on a thread of its own after it shows (find_damage), so it starts at once.
 
     Raises DatabaseTooNewError, DatabaseCorruptError or StoreError; in the first two cases the file is left
     byte-for-byte as it was. The connection is in autocommit mode: group writes with `transaction(conn)`.
@@ -192,7 +195,8 @@ def open_database(path: Path | None = None) -> sqlite3.Connection:
     try:
         # Everything up to the migration only reads, so a refusal here leaves the file as it was.
         _check_identity(path, *_read_identity(conn))
-        _check_intact(path, conn)
+        if check_pages:
+            _check_intact(path, conn)
         conn.execute("PRAGMA foreign_keys = ON")
         conn.create_function("specchat_fold", 1, fold_for_search, deterministic=True)
         # WAL: a crash mid-write never damages committed data, and readers (the CLI) do not block the window.
@@ -221,6 +225,24 @@ def _check_intact(path: Path, conn: sqlite3.Connection) -> None:
         problems = [str(e)]
     if problems != ["ok"]:
         raise _corrupt(path, f"it is damaged ({'; '.join(problems)})")
+
+
+def find_damage(path: Path) -> str | None:
+    """Read every page of the database on a read-only connection of its own (any thread): the refusal a damaged
+    file gets, or None when it is intact."""
+    try:
+        conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=_BUSY_TIMEOUT_S)
+    except sqlite3.Error:
+        return None  # not readable now (moved, locked): the next start checks again
+    try:
+        _check_intact(Path(path), conn)
+    except DatabaseCorruptError as e:
+        return str(e)
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
+    return None
 
 
 def _check_read_only(path: Path) -> None:

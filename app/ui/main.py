@@ -69,12 +69,13 @@ def ask_about_broken_database(message: str) -> bool:
     return box.clickedButton() is fresh
 
 
-def open_store():
-    """The chat store, or None when the database is refused and the user chose to quit."""
+def open_store(check_pages: bool = True):
+    """The chat store, or None when the database is refused and the user chose to quit. `check_pages=False`
+    leaves reading every page for damage to a DamageWatch after the window shows."""
     from app.store import ChatStore, DatabaseCorruptError, DatabaseTooNewError, salvage_database, set_aside_database
 
     try:
-        return ChatStore()
+        return ChatStore(check_pages=check_pages)
     except (DatabaseTooNewError, DatabaseCorruptError) as exc:
         damaged = isinstance(exc, DatabaseCorruptError)
         if not ask_about_broken_database(str(exc)):
@@ -205,20 +206,43 @@ def _open_window(app, self_test: bool) -> int:
             print("SpecChat is already running; its window was brought to the front.", file=sys.stderr)
             return 0
         instance = InstanceServer(name, app)
-    store = open_store()
+    store = open_store(check_pages=False)
     if store is None:
         return 1
-    window = MainWindow(store=store)
-    window.show()
+    windows = [MainWindow(store=store)]
+    windows[0].show()
     if instance is not None:
         from app.ui.single_instance import bring_to_front
 
-        instance.sig_activate.connect(lambda: bring_to_front(window))
+        instance.sig_activate.connect(lambda: bring_to_front(windows[-1]))
+    from app.ui.store_check import DamageWatch
+
+    watch = DamageWatch(store.path, app)
+    watch.sig_damaged.connect(lambda _message: _reopen_damaged_store(app, windows))
+    watch.start()
     try:
-        return _run(app, window, self_test)
+        return _run(app, windows[0], self_test)
     finally:
         if instance is not None:
             instance.close()
+
+
+def _reopen_damaged_store(app, windows: list) -> None:
+    """The history turned out damaged after the window opened: close it, ask as at a start (quit, or move the
+    file aside and keep every readable chat), and open a fresh window on what the user chose."""
+    from app.ui.main_window import MainWindow
+
+    app.setQuitOnLastWindowClosed(False)
+    try:
+        windows[-1].close()  # stops the reply, saves what streamed, closes the store
+        store = open_store()
+        if store is None:
+            app.quit()
+            return
+        windows.append(MainWindow(store=store))
+        windows[-1].show()
+    finally:
+        app.setQuitOnLastWindowClosed(True)
 
 
 def _run(app, window, self_test: bool) -> int:
