@@ -9,6 +9,8 @@ as one compact JSON document, not a row per token: replies run to thousands of t
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import logging
 import sqlite3
@@ -358,9 +360,15 @@ def _settings_json(settings: ChatSettings) -> str:
     return json.dumps(settings.to_dict(), ensure_ascii=False, separators=(",", ":"))
 
 
+@functools.lru_cache(maxsize=256)
+def _settings_from_json(text: str) -> ChatSettings:
+    # Most chats share a few settings documents: each is read once, and every chat gets its own copy of it.
+    return ChatSettings.from_dict(json.loads(text))
+
+
 def _chat_from_row(row: sqlite3.Row) -> Chat:
     try:
-        settings = ChatSettings.from_dict(json.loads(row["settings"]))
+        settings = dataclasses.replace(_settings_from_json(row["settings"]))
     except (ValueError, TypeError):
         log.warning("chat %s: settings unreadable, using defaults", row["id"])
         settings = ChatSettings()

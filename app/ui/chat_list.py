@@ -190,6 +190,8 @@ class ChatSidebar(QWidget):
         self.list_view.customContextMenuRequested.connect(self._show_menu)
         self.list_view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.list_view.setTextElideMode(Qt.TextElideMode.ElideRight)
+        # Every row is one line of title: one size for all, so a list of thousands lays out at once.
+        self.list_view.setUniformItemSizes(True)
         self.list_view.clicked.connect(self._on_clicked)
         self.list_view.activated.connect(self._on_clicked)
         layout.addWidget(self.list_view, 1)

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 from app.engine.config import GenerationConfig, LoadSettings
 from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
 from app.ui.chat_list import ChatListModel, ChatSidebar
+from app.ui.chat_list_controller import ChatListController
 from app.ui.chat_settings_binding import ChatSettingsBinding, draft_key
 from app.ui.chat_view import ChatView
 from app.ui.composer import Composer
@@ -60,6 +61,7 @@ class MainWindow(QMainWindow):
         self.drafts = DraftListModel(self)
         self.drafts.set_no_target()
         self.chat_list = ChatListModel(self)
+        self.chat_lists = ChatListController(self.store, self.chat_list, self)
         self.inference = EngineProcess(engine_factory, self)
         self.model_bar = ModelBar(self.library, self.drafts)
         self.chat_view = ChatView()
@@ -126,7 +128,9 @@ class MainWindow(QMainWindow):
         sidebar.sig_chat_selected.connect(self.open_chat)
         sidebar.sig_new_chat.connect(self.new_chat)
         sidebar.sig_delete_requested.connect(self.delete_chat)
-        sidebar.sig_search_changed.connect(lambda _text: self._refresh_chat_list())
+        sidebar.sig_search_changed.connect(self.chat_lists.search)
+        self.chat_lists.sig_listed.connect(self._on_chats_listed)
+        self.chat_lists.sig_error.connect(self.show_error)
         sidebar.sig_library_requested.connect(self.library_ctl.open_library)
         sidebar.sig_get_models_requested.connect(self.library_ctl.open_get_models)
         sidebar.sig_settings_requested.connect(self.open_app_settings)
@@ -278,16 +282,9 @@ class MainWindow(QMainWindow):
         self.chat_settings.update(**changes)
 
     def _refresh_chat_list(self, changed_chat: Optional[int] = None) -> None:
-        """List the chats again; when one chat got or lost messages, only its row changes (under a search, whether
-        it matches may have changed, so the list is read again)."""
-        try:
-            if changed_chat is None or self.sidebar.search.text().strip():
-                self.chat_list.set_chats(self.store.list_chats(self.sidebar.search.text()))
-            else:
-                self.chat_list.show_chat(changed_chat, self.store.get_chat(changed_chat))
-        except StoreError as exc:
-            self.show_error(str(exc))
-            return
+        self.chat_lists.refresh(changed_chat)
+
+    def _on_chats_listed(self) -> None:
         self.sidebar.select_chat(self.conversation.chat_id)
         self._update_title()
 
@@ -442,6 +439,7 @@ class MainWindow(QMainWindow):
         self.conversation.stop()
         self.library_ctl.shutdown()
         self.inference.stop()
+        self.chat_lists.close()
         self.store.close()
 
     def closeEvent(self, event: QCloseEvent) -> None:

@@ -68,3 +68,20 @@ def test_sending_in_a_window_with_many_chats_moves_one_row(make_window, qtbot, f
     assert resets == [] and len(moves) == 1
     assert window.chat_list.chat_at(0).id == window.conversation.chat_id
     assert window.chat_list.rowCount() == 30
+
+
+def test_only_the_newest_search_is_shown(make_window, qtbot):
+    with ChatStore() as store:
+        for word in ("apple", "apricot", "banana"):
+            chat = store.create_chat(f"about {word}")
+            store.add_message(chat.id, "user", f"tell me about the {word}")
+    window = make_window()
+    listed = []
+    window.chat_lists.sig_listed.connect(lambda: listed.append(window.chat_list.rowCount()))
+    window.chat_lists.search("apple")
+    window.chat_lists.search("ap")  # typed on before the first search came back
+    window.chat_lists.search("banana")
+    qtbot.waitUntil(lambda: bool(listed))
+    qtbot.wait(200)  # a superseded result arriving late would show here
+    assert [window.chat_list.chat_at(r).title for r in range(window.chat_list.rowCount())] == ["about banana"]
+    assert listed == [1]
