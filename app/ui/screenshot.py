@@ -24,25 +24,6 @@ def real_models_dir() -> Path:
     return Path(os.environ.get("SPECCHAT_TEST_MODELS") or Path.home() / ".cache" / "specchat-test-models")
 
 
-class StallProbe:
-    """Measures the longest gap between ticks of a 5 ms timer: how long the GUI thread was ever busy."""
-
-    def __init__(self):
-        from PySide6.QtCore import QElapsedTimer, QTimer
-
-        self.longest_ms = 0.0
-        self._clock = QElapsedTimer()
-        self._clock.start()
-        self._timer = QTimer()
-        self._timer.setInterval(5)
-        self._timer.timeout.connect(self._tick)
-        self._timer.start()
-
-    def _tick(self) -> None:
-        elapsed = self._clock.restart()
-        self.longest_ms = max(self.longest_ms, float(elapsed))
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="docs/screenshot.png", help="where to save the PNG")
@@ -67,6 +48,7 @@ def main(argv=None) -> int:
 
     from app.store import AppSettings, save_settings
     from app.ui import automation
+    from app.ui.bench_modes import StallProbe
     from app.ui.main_window import MainWindow
     from app.ui.style import apply_style
 
@@ -88,6 +70,7 @@ def main(argv=None) -> int:
     window.resize(width, height)
     window.show()
     stalls = StallProbe()
+    stalls.start()
     try:
         automation.choose_pair(window, str(target), str(draft))
         window.update_chat_settings(max_tokens=args.max_tokens, draft_max=args.draft_max)
