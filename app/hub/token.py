@@ -15,10 +15,7 @@ from typing import Optional, Union
 
 from app.hub import environment
 from app.hub.errors import HubError, InvalidTokenError, hub_error_from
-
-_SECRET_FILE_MODE = 0o600
-_SECRET_DIR_MODE = 0o700
-
+from app.secret_file import write_secret
 
 def _clean(token: Optional[str]) -> Optional[str]:
     if token is None:
@@ -94,17 +91,8 @@ def forget_token() -> None:
 
 
 def _write_secret(path: Path, content: str) -> None:
-    """Write atomically with owner-only permissions, the way huggingface_hub writes its token file."""
+    """Write the token the way huggingface_hub writes its token file: atomically, owner-only."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=_SECRET_DIR_MODE)
-        tmp = path.with_name(path.name + ".tmp")
-        fd = os.open(str(tmp), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _SECRET_FILE_MODE)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(content)
-        os.replace(tmp, path)
-        try:
-            os.chmod(path, _SECRET_FILE_MODE)
-        except (OSError, NotImplementedError):  # Windows has no POSIX modes; the user profile protects it
-            pass
+        write_secret(path, content)
     except OSError as exc:
         raise HubError(f"Could not save the access token in {path.parent}: {exc.strerror}") from None
