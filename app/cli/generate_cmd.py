@@ -9,6 +9,7 @@ import sys
 from app.cli.checks import UsageError, check_text, model_problem, read_text_file, sampling_problem
 from app.engine.config import MAX_DRAFT
 from app.engine.errors import EngineError
+from app.engine.rpc import parse_endpoints
 from app.server_keys import ENV_VAR as ENV_API_KEY
 
 
@@ -37,6 +38,9 @@ def register(subparsers) -> None:
     remote.add_argument("--model", metavar="NAME", help="the server's model (as its /v1/models lists it)")
     remote.add_argument("--api-key-file", metavar="FILE",
                         help=f"a file holding the server's API key (or set {ENV_API_KEY})")
+    p.add_argument("--rpc", metavar="HOST:PORT[,HOST:PORT...]", default="",
+                   help="spread the target's layers over llama.cpp RPC workers (ggml-rpc-server); the draft stays "
+                   "here. RPC has no authentication: trusted networks only")
     p.add_argument("--draft-p-min", type=float, default=0.0,
                    help="stop drafting when the draft's top probability falls below this (default 0)")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
@@ -127,7 +131,9 @@ def build_engine(args: argparse.Namespace):
         engine.load_target(remote_target(args.server, args.model))
         return engine
 
-    engine = SpecEngine(LoadSettings(n_ctx=args.ctx, n_threads=args.threads or default_threads()))
+    rpc_servers = parse_endpoints(args.rpc) if getattr(args, "rpc", "") else ()
+    engine = SpecEngine(LoadSettings(n_ctx=args.ctx, n_threads=args.threads or default_threads(),
+                                     rpc_servers=rpc_servers))
     engine.load_target(args.target)
     if getattr(args, "draft", None):
         engine.load_draft(args.draft)
@@ -142,6 +148,10 @@ def run(args: argparse.Namespace) -> int:
         draft_max = parse_draft_max(args.draft_max)
         _prompt_text(args)
         problem = server_problem(args) or sampling_problem(args) or models_problem(args)
+        if not problem and args.rpc:
+            if args.server:
+                raise UsageError("--rpc spreads a local --target; a --server runs its model itself")
+            parse_endpoints(args.rpc)
         if not problem and args.server:
             _server_key(args)  # a bad --api-key-file is a usage error
         if problem:
