@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import re
+import socket
 from typing import Optional, Sequence
 
 from app.engine.errors import ModelLoadError
@@ -22,6 +23,7 @@ from app.engine.errors import ModelLoadError
 NO_RPC_BUILD = ("This llama.cpp build has no RPC backend: reinstall llama-cpp-python with "
                 "CMAKE_ARGS=\"-DGGML_RPC=ON\" (see README 'RPC workers').")
 TRUSTED_NETWORK_ONLY = "RPC has no authentication: use workers only on a trusted network."
+CONNECT_TIMEOUT_S = 5.0
 _ENDPOINT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$")
 
 # endpoint -> its devices (ggml_backend_dev_t as ints); registered once per process, never removed.
@@ -97,14 +99,30 @@ def register(endpoints: Sequence[str]) -> tuple[int, ...]:
                 if not address:
                     raise ModelLoadError(NO_RPC_BUILD)
                 add_server = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_char_p)(address)
+            # ggml aborts the whole process when it cannot connect: ask first, so that case is one sentence.
+            if not _reachable(endpoint):
+                raise ModelLoadError(_unreachable(endpoint))
             reg = add_server(endpoint.encode("utf-8"))
             if not reg:
-                raise ModelLoadError(f"Cannot reach the RPC worker at {endpoint}; start `ggml-rpc-server -H HOST "
-                                     f"-p PORT` there (a build of the same llama.cpp version) and check the address.")
+                raise ModelLoadError(_unreachable(endpoint))
             g.register(reg)
             _registered[endpoint] = tuple(g.reg_dev_get(reg, i) for i in range(g.reg_dev_count(reg)))
         devices.extend(_registered[endpoint])
     return tuple(devices)
+
+
+def _unreachable(endpoint: str) -> str:
+    return (f"Cannot reach the RPC worker at {endpoint}; start `ggml-rpc-server -H HOST -p PORT` there (from the "
+            "same llama.cpp version) and check the address.")
+
+
+def _reachable(endpoint: str, timeout_s: float = CONNECT_TIMEOUT_S) -> bool:
+    host, _, port = endpoint.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
 
 
 def any_registered() -> bool:
