@@ -32,9 +32,10 @@ from PySide6.QtWidgets import (
 
 from app import library, paths
 from app.engine.config import GenerationConfig, LoadSettings
+from app.engine.remote_engine import is_remote_target
 from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
 from app.store.unusable_models import mark_unusable, unusable_reason
-from app.ui import style
+from app.ui import server_models, style
 from app.ui.chat_list import ChatListModel, ChatSidebar
 from app.ui.chat_view import ChatView
 from app.ui.composer import Composer
@@ -100,6 +101,7 @@ class MainWindow(QMainWindow):
             self.show_error(self.settings.load_warning)
         if scan_on_start:
             self.rescan_library()
+        self.server_models = server_models.attach(self)
 
     # ----- construction
 
@@ -320,10 +322,10 @@ class MainWindow(QMainWindow):
 
     # ----- app settings
 
-    def _load_settings(self) -> LoadSettings:
-        s = self.settings
+    def _load_settings(self, s: Optional[AppSettings] = None) -> LoadSettings:
+        s = s or self.settings
         return LoadSettings(n_ctx=s.context_size, n_threads=s.threads, target_gpu_layers=s.target_gpu_layers,
-                            draft_gpu_layers=s.draft_gpu_layers)
+                            draft_gpu_layers=s.draft_gpu_layers, rpc_servers=tuple(s.rpc_workers))
 
     def save_app_settings(self) -> None:
         try:
@@ -342,9 +344,9 @@ class MainWindow(QMainWindow):
         self.save_app_settings()
         if (old.model_folders, old.scan_hf_cache) != (new.model_folders, new.scan_hf_cache):
             self.rescan_library()
-        if self._load_settings() != LoadSettings(n_ctx=old.context_size, n_threads=old.threads,
-                                                  target_gpu_layers=old.target_gpu_layers,
-                                                  draft_gpu_layers=old.draft_gpu_layers):
+        if old.servers != new.servers:
+            self.server_models.refresh(new.servers)
+        if self._load_settings() != self._load_settings(old):
             self._request_load()
 
     def set_highlighting(self, on: bool) -> None:
@@ -606,7 +608,7 @@ class MainWindow(QMainWindow):
             if self._scanned_id > 0 and not self.library.usable_entries():
                 return "There is no model to chat with yet. Add a folder of GGUF files or download a model."
             return "Choose a model in the bar above first."
-        if not os.path.exists(self._target):
+        if not is_remote_target(self._target) and not os.path.exists(self._target):
             return f"The model file {self._target} is missing. Scan again or choose another model."
         if self._load_error:
             return f"The model could not be loaded: {self._load_error}"
