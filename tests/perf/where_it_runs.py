@@ -23,16 +23,25 @@ MESSAGES = [{"role": "user", "content": "Write a Python function that checks whe
                                         "with a docstring and three doctest examples."}]
 
 
+REPEATS = 2  # the best of these per cell: the machine may be shared, and a disturbed run is only ever slower
+DRAFT_MAX = 4  # the same k as llama-server's --spec-draft-n-max below, so the rows compare like with like
+
+
 def _run(engine, speculative: bool, tokens: int) -> tuple[float, str, bool]:
-    config = GenerationConfig(max_tokens=tokens, temperature=0.0, speculative=speculative, drafter="model")
-    sources, stats = [], None
-    for event in engine.chat(MESSAGES, config):
-        if isinstance(event, TokenEvent):
-            sources.append(event.source)
-        elif isinstance(event, FinishedEvent):
-            stats = event.stats
-    acceptance = f"{stats.acceptance_rate:.0%}" if stats.drafted else "-"
-    return stats.tokens_per_second, acceptance, "draft" in sources
+    best = None
+    for _ in range(REPEATS):
+        config = GenerationConfig(max_tokens=tokens, temperature=0.0, speculative=speculative, drafter="model",
+                                  draft_max=DRAFT_MAX if speculative else 0)
+        sources, stats = [], None
+        for event in engine.chat(MESSAGES, config):
+            if isinstance(event, TokenEvent):
+                sources.append(event.source)
+            elif isinstance(event, FinishedEvent):
+                stats = event.stats
+        acceptance = f"{stats.acceptance_rate:.0%}" if stats.drafted else "-"
+        result = (stats.tokens_per_second, acceptance, "draft" in sources)
+        best = result if best is None or result[0] > best[0] else best
+    return best
 
 
 def _local_rows(args, workers: tuple[str, ...], label: str) -> list[tuple]:
@@ -100,7 +109,8 @@ def main() -> None:
             for process in processes:
                 stop(process)
         rows += _server_rows(args, log_dir)
-    print(f"Qwen2.5-Coder 1.5B target, 0.5B draft, Q4_K_M, greedy, {args.tokens} tokens, {args.threads} threads")
+    print(f"Qwen2.5-Coder 1.5B target, 0.5B draft, Q4_K_M, greedy, {args.tokens} tokens, {args.threads} threads, "
+          f"k={DRAFT_MAX}, best of {REPEATS}")
     print()
     print("| where the target ran | plain tok/s | speculative tok/s | speedup | acceptance | per-token highlighting "
           "| verify 8 / 1 token |")
