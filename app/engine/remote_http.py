@@ -15,10 +15,15 @@ from typing import Iterator, Optional
 
 from app.engine.errors import EngineError, ModelLoadError
 
-try:  # pragma: no cover - which one is installed depends on the Python version
-    import httpx2 as httpx
-except ImportError:  # pragma: no cover
-    import httpx  # type: ignore[no-redef]
+
+
+def _http():
+    """The HTTP client module, imported when first needed (the window imports this module at start)."""
+    try:  # which one is installed depends on the Python version
+        import httpx2 as httpx
+    except ImportError:  # pragma: no cover
+        import httpx  # type: ignore[no-redef]
+    return httpx
 
 CONNECT_TIMEOUT_S = 10.0
 # How long the server may send nothing at all: the first token of a long prompt can take a while on a busy server.
@@ -60,7 +65,9 @@ def _headers(api_key: Optional[str]) -> dict:
     return headers
 
 
-def _timeout(read_timeout_s: float) -> "httpx.Timeout":
+# trust_env=False: a server is reached directly, never through the proxy the environment names for the internet.
+def _timeout(read_timeout_s: float):
+    httpx = _http()
     return httpx.Timeout(connect=CONNECT_TIMEOUT_S, read=read_timeout_s, write=CONNECT_TIMEOUT_S,
                          pool=CONNECT_TIMEOUT_S)
 
@@ -101,6 +108,7 @@ def status_error(url: str, status: int, body: bytes, model: str = "", has_key: b
 
 def transport_error(url: str, exc: Exception, during_reply: bool = False) -> ServerError:
     """One sentence for a network failure talking to `url`."""
+    httpx = _http()
     if isinstance(exc, httpx.ConnectTimeout):
         return ServerError(f"The server at {url} did not answer within {CONNECT_TIMEOUT_S:.0f} s; check the address "
                            "and the network.")
@@ -120,11 +128,12 @@ def transport_error(url: str, exc: Exception, during_reply: bool = False) -> Ser
 
 def list_models(url: str, api_key: Optional[str] = None, timeout_s: float = CONNECT_TIMEOUT_S) -> list[ServerModel]:
     """The models the server offers (GET /v1/models). Raises ServerError."""
+    httpx = _http()
     url = normalize_url(url)
     try:
         with httpx.Client(timeout=_timeout(timeout_s), trust_env=False) as client:
             response = client.get(f"{url}/v1/models", headers=_headers(api_key))
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise transport_error(url, exc) from None
     if response.status_code != 200:
         raise status_error(url, response.status_code, response.content, has_key=bool(api_key))
@@ -140,12 +149,13 @@ def list_models(url: str, api_key: Optional[str] = None, timeout_s: float = CONN
 
 def server_props(url: str, api_key: Optional[str] = None) -> dict:
     """llama-server's /props (its context size, among others); {} when the server has none."""
+    httpx = _http()
     url = normalize_url(url)
     try:
         with httpx.Client(timeout=_timeout(CONNECT_TIMEOUT_S), trust_env=False) as client:
             response = client.get(f"{url}/props", headers=_headers(api_key))
         return response.json() if response.status_code == 200 else {}
-    except (httpx.HTTPError, ValueError):
+    except (httpx.HTTPError, httpx.InvalidURL, ValueError):
         return {}
 
 
@@ -165,6 +175,7 @@ def stream_chat(url: str, body: dict, api_key: Optional[str], cancel=None,
 
     Stop: when `cancel.is_set()`, the stream is closed (a watcher closes it even while the server is silent) and
     the iterator ends quietly. A failure raises ServerError; after the first event, ConnectionDropped."""
+    httpx = _http()
     url = normalize_url(url)
     started = False
     done = threading.Event()
@@ -194,7 +205,7 @@ def stream_chat(url: str, body: dict, api_key: Optional[str], cancel=None,
                     yield event
                 if not started:
                     raise ServerError(f"The server at {url} closed the stream without a reply.")
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
         if cancel is not None and cancel.is_set():
             return  # the stream was closed by Stop
         raise transport_error(url, exc, during_reply=started) from None

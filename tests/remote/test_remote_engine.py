@@ -173,3 +173,10 @@ def test_api_keys_are_kept_owner_only_and_found_by_url(monkeypatch):
     monkeypatch.setenv(server_keys.ENV_VAR, "from-env")
     assert server_keys.api_key_for("http://gpu-box:8080") == "from-env"
     assert json.loads(server_keys.keys_file().read_text()) == {}
+
+
+def test_an_address_that_is_not_a_server_is_one_sentence():
+    from app.engine.remote_http import list_models
+
+    with pytest.raises(ServerError, match='"ftp://gpu-box:1" is not a server address'):
+        list_models("ftp://gpu-box:1")
