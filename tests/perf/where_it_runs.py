@@ -23,13 +23,14 @@ MESSAGES = [{"role": "user", "content": "Write a Python function that checks whe
                                         "with a docstring and three doctest examples."}]
 
 
-REPEATS = 2  # the best of these per cell: the machine may be shared, and a disturbed run is only ever slower
 DRAFT_MAX = 4  # the same k as llama-server's --spec-draft-n-max below, so the rows compare like with like
 
 
-def _run(engine, speculative: bool, tokens: int) -> tuple[float, str, bool]:
+def _run(engine, speculative: bool, tokens: int, repeats: int) -> tuple[float, str, bool]:
+    """tok/s (the best of `repeats`: on a shared machine a disturbed run is only ever slower), acceptance, and
+    whether any token was the draft's."""
     best = None
-    for _ in range(REPEATS):
+    for _ in range(repeats):
         config = GenerationConfig(max_tokens=tokens, temperature=0.0, speculative=speculative, drafter="model",
                                   draft_max=DRAFT_MAX if speculative else 0)
         sources, stats = [], None
@@ -44,6 +45,13 @@ def _run(engine, speculative: bool, tokens: int) -> tuple[float, str, bool]:
     return best
 
 
+def _print(row: tuple) -> tuple:
+    label, plain, spec, acceptance, highlighted, curve = row
+    print(f"| {label} | {plain:.1f} | {spec:.1f} | {spec / plain:.2f}x | {acceptance} | {highlighted} | {curve} |",
+          flush=True)
+    return row
+
+
 def _local_rows(args, workers: tuple[str, ...], label: str) -> list[tuple]:
     from app.engine.engine import SpecEngine
 
@@ -53,11 +61,11 @@ def _local_rows(args, workers: tuple[str, ...], label: str) -> list[tuple]:
         engine.load_draft(REAL_MODELS_DIR / REAL_DRAFT)
         costs = engine.measure_costs()
         curve = f"{costs.verify(8) / costs.verify(1):.1f}x"
-        plain, _, _ = _run(engine, False, args.tokens)
-        spec, acceptance, highlighted = _run(engine, True, args.tokens)
+        plain, _, _ = _run(engine, False, args.tokens, args.repeats)
+        spec, acceptance, highlighted = _run(engine, True, args.tokens, args.repeats)
     finally:
         engine.close()
-    return [(label, plain, spec, acceptance, "yes" if highlighted else "no", curve)]
+    return [_print((label, plain, spec, acceptance, "yes" if highlighted else "no", curve))]
 
 
 def _server_rows(args, log_dir: Path) -> list[tuple]:
@@ -77,21 +85,28 @@ def _server_rows(args, log_dir: Path) -> list[tuple]:
             url = f"http://127.0.0.1:{port}"
             engine = RemoteEngine(LoadSettings(n_ctx=2048), api_key_for=lambda u: None)
             engine.load_target(remote_target(url, list_models(url)[0].id))
-            speeds[with_draft] = _run(engine, True, args.tokens)
+            speeds[with_draft] = _run(engine, True, args.tokens, args.repeats)
         finally:
             stop(process)
     plain = speeds[False][0]
     spec, acceptance, highlighted = speeds[True]
-    return [("llama-server on 127.0.0.1 (without / with -md draft, k=4)", plain, spec, acceptance,
-             "yes" if highlighted else "no", "n/a")]
+    return [_print(("llama-server on 127.0.0.1 (without / with -md draft, k=4)", plain, spec, acceptance,
+                    "yes" if highlighted else "no", "n/a"))]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=1)
     args = parser.parse_args()
-    rows = _local_rows(args, (), "this machine's CPU")
+    print(f"Qwen2.5-Coder 1.5B target, 0.5B draft, Q4_K_M, greedy, {args.tokens} tokens, {args.threads} threads, "
+          f"k={DRAFT_MAX}, best of {args.repeats}")
+    print()
+    print("| where the target ran | plain tok/s | speculative tok/s | speedup | acceptance | per-token highlighting "
+          "| verify 8 / 1 token |")
+    print("|---|---|---|---|---|---|---|", flush=True)
+    _local_rows(args, (), "this machine's CPU")
     with tempfile.TemporaryDirectory() as tmp:
         log_dir = Path(tmp)
         processes, workers = [], []
@@ -103,20 +118,12 @@ def main() -> None:
                 processes.append(process)
                 wait_for_port(port, process, log_dir / f"rpc{i}.log", timeout_s=30)
                 workers.append(f"127.0.0.1:{port}")
-            rows += _local_rows(args, tuple(workers[:1]), "target on 1 loopback RPC worker, draft local")
-            rows += _local_rows(args, tuple(workers), "target on 2 loopback RPC workers, draft local")
+            _local_rows(args, tuple(workers[:1]), "target on 1 loopback RPC worker, draft local")
+            _local_rows(args, tuple(workers), "target on 2 loopback RPC workers, draft local")
         finally:
             for process in processes:
                 stop(process)
-        rows += _server_rows(args, log_dir)
-    print(f"Qwen2.5-Coder 1.5B target, 0.5B draft, Q4_K_M, greedy, {args.tokens} tokens, {args.threads} threads, "
-          f"k={DRAFT_MAX}, best of {REPEATS}")
-    print()
-    print("| where the target ran | plain tok/s | speculative tok/s | speedup | acceptance | per-token highlighting "
-          "| verify 8 / 1 token |")
-    print("|---|---|---|---|---|---|---|")
-    for label, plain, spec, acceptance, highlighted, curve in rows:
-        print(f"| {label} | {plain:.1f} | {spec:.1f} | {spec / plain:.2f}x | {acceptance} | {highlighted} | {curve} |")
+        _server_rows(args, log_dir)
 
 
 if __name__ == "__main__":
