@@ -633,6 +633,8 @@ class MainWindow(QMainWindow):
         target_name = entry.name if entry else Path(self._target or "").stem
         if not self.model_bar.speculative():
             return target_name, None
+        if is_remote_target(self._target):
+            return target_name, "the server's speculation"
         if self._draft_key == NGRAM_KEY or not self._draft_key:
             return target_name, "n-gram drafts"
         draft = self.library.entry_for(self._draft_key)
