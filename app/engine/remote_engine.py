@@ -48,8 +48,8 @@ def is_remote_target(target: object) -> bool:
 class RemoteEngine:
     """ChatEngine for a model on a server. `api_key_for(url)` gives the key to send (None for none)."""
 
-    def __init__(self, load: LoadSettings = LoadSettings(), api_key_for: Optional[Callable[[str], Optional[str]]] = None,
-                 read_timeout_s: Optional[float] = None):
+    def __init__(self, load: LoadSettings = LoadSettings(),
+                 api_key_for: Optional[Callable[[str], Optional[str]]] = None, read_timeout_s: Optional[float] = None):
         if api_key_for is None:
             from app.server_keys import api_key_for
         self._api_key_for = api_key_for

@@ -7,13 +7,15 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import pytest
 
 from tests.conftest import REAL_DRAFT, REAL_MODELS_DIR, REAL_TARGET
 
-TOOLS_BIN = Path(os.environ.get("SPECCHAT_LLAMA_REFERENCE") or Path.home() / ".cache" / "specchat-llama-reference") / "bin"
+TOOLS_BIN = Path(os.environ.get("SPECCHAT_LLAMA_REFERENCE")
+                 or Path.home() / ".cache" / "specchat-llama-reference") / "bin"
+N_CTX = 2048
 
 
 def tool(name: str) -> Path:
@@ -68,3 +70,18 @@ def stop(process: Optional[subprocess.Popen]) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def serve_llama_server(tmp_path_factory) -> Iterator[str]:
+    """llama-server on 127.0.0.1 with the real Qwen pair speculating (k=4, greedy); yields its base URL."""
+    binary = tool("llama-server")
+    port = free_port()
+    log = tmp_path_factory.mktemp("llama-server") / "server.log"
+    process = start([binary, "-m", REAL_MODELS_DIR / REAL_TARGET, "-md", REAL_MODELS_DIR / REAL_DRAFT,
+                     "--spec-type", "draft-simple", "--spec-draft-n-max", "4", "--host", "127.0.0.1",
+                     "--port", port, "-t", "2", "--temp", "0", "-c", N_CTX, "-np", "1"], log)
+    try:
+        wait_for_port(port, process, log, http_health=True)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop(process)

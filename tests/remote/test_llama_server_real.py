@@ -10,28 +10,12 @@ from app.engine.events import FinishedEvent, TokenEvent
 from app.engine.remote_engine import RemoteEngine, remote_target
 from app.engine.remote_http import list_models
 from tests.conftest import REAL_DRAFT, REAL_MODELS_DIR, REAL_TARGET
-from tests.remote.llama_tools import free_port, start, stop, tool, wait_for_port
+from tests.remote.llama_tools import N_CTX
 
 pytestmark = [pytest.mark.real_models, pytest.mark.slow]
 
 MESSAGES = [{"role": "user", "content": "Write a Python function that returns the sum of a list of numbers."}]
 MAX_TOKENS = 48
-N_CTX = 2048
-
-
-@pytest.fixture(scope="module")
-def llama_server(tmp_path_factory):
-    binary = tool("llama-server")
-    port = free_port()
-    log = tmp_path_factory.mktemp("llama-server") / "server.log"
-    process = start([binary, "-m", REAL_MODELS_DIR / REAL_TARGET, "-md", REAL_MODELS_DIR / REAL_DRAFT,
-                     "--spec-type", "draft-simple", "--spec-draft-n-max", "4", "--host", "127.0.0.1",
-                     "--port", port, "-t", "2", "--temp", "0", "-c", N_CTX, "-np", "1"], log)
-    try:
-        wait_for_port(port, process, log, http_health=True)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        stop(process)
 
 
 def _collect(events):

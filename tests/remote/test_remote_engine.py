@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from app.engine.config import GenerationConfig
-from app.engine.errors import EngineError, ModelLoadError
+from app.engine.errors import ModelLoadError
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.engine.remote_engine import RemoteEngine, parse_remote_target, remote_target
 from app.engine.remote_http import ConnectionDropped, ServerError

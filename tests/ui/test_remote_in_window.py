@@ -11,7 +11,6 @@ from app.engine.remote_engine import remote_target
 from app.ui.library_model import NGRAM_KEY
 from app.ui.settings_dialog import AppSettingsDialog
 from tests.remote.fake_openai_server import FakeServer, Script
-from tests.remote.test_llama_server_real import llama_server  # noqa: F401  (a fixture)
 from tests.remote.test_remote_engine import LLAMA_SERVER_REPLY
 from window_helpers import send_and_wait
 
@@ -72,7 +71,7 @@ def test_settings_keep_servers_keys_and_rpc_workers(qtbot, monkeypatch):
 
 @pytest.mark.real_models
 @pytest.mark.slow
-def test_a_real_llama_server_reply_in_the_window_is_highlighted(make_window, qtbot, llama_server):  # noqa: F811
+def test_a_real_llama_server_reply_in_the_window_is_highlighted(make_window, qtbot, llama_server):
     from app.engine.remote_http import list_models
 
     window = make_window(servers=[llama_server])
