@@ -18,6 +18,7 @@ from app import paths
 from app.engine.compat import check_pair
 from app.engine.compat_cache import CompatCache, default_cache, file_key
 from app.engine.errors import ModelFileError
+from app.engine.remote_engine import is_remote_target
 from app.engine.gguf_info import inspect_gguf
 from app.units import format_bytes, format_parameter_count
 
@@ -63,6 +64,8 @@ class ModelEntry:
     @property
     def summary(self) -> str:
         """One line of facts: "qwen2 · 1.5B · Q4_K_M · 32K ctx · 1.0 GB"."""
+        if self.source == "server":
+            return f"On the server {self.folder}"
         parts = [self.architecture, self.parameters_label, self.quantization, self.context_label, self.size_label]
         return " · ".join(p for p in parts if p)
 
@@ -278,11 +281,26 @@ class DraftChoice:
     recommended: bool = False
 
 
+SERVER_SPECULATION = "server-speculation"
+"""The one draft choice of a server's model: whatever the server was started with."""
+
+
+def server_entries(url: str, model_ids: Sequence[str]) -> list[ModelEntry]:
+    """Library rows for a server's models: their path is the engine's target key, their folder the server."""
+    from app.engine.remote_engine import remote_target
+
+    return [ModelEntry(path=remote_target(url, model_id), name=os.path.basename(model_id.rstrip("/")) or model_id,
+                       file_size=0, folder=url, source="server", model_name=model_id) for model_id in model_ids]
+
+
 def draft_choices(target_path: str | Path, candidates: Sequence[ModelEntry]) -> list[DraftChoice]:
     """Every other library file judged as a draft for `target_path`: compatible ones best first, then the rest.
 
     Uses the engine's cached compatibility checks, so asking again for a target seen before costs almost nothing.
     """
+    if is_remote_target(target_path):
+        # A server speculates with the draft it was started with; no local file can draft for it.
+        return [DraftChoice(SERVER_SPECULATION, True, "Speculation is set up on the server (llama-server -md DRAFT)")]
     target_key = paths.resolved(Path(target_path))
     usable = [e for e in candidates if e.usable and paths.resolved(Path(e.path)) != target_key]
     unusable = [e for e in candidates if not e.usable and paths.resolved(Path(e.path)) != target_key]

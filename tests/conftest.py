@@ -48,3 +48,11 @@ def real_models() -> dict[str, Path]:
     if missing:
         pytest.skip(f"real models absent from {REAL_MODELS_DIR} ({', '.join(missing)}); run fetch-models.sh")
     return paths
+
+
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory):
+    """llama.cpp's llama-server with the real Qwen pair, speculating (skips when it or the models are absent)."""
+    from tests.remote.llama_tools import serve_llama_server
+
+    yield from serve_llama_server(tmp_path_factory)

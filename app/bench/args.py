@@ -7,9 +7,9 @@ import argparse
 from app.engine.config import MAX_DRAFT
 
 
-def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+def add_model_arguments(parser: argparse.ArgumentParser, target_required: bool = True) -> None:
     """--target, --draft or --ngram, and --draft-max: how a command picks its models and drafter."""
-    parser.add_argument("--target", required=True, help="target GGUF model")
+    parser.add_argument("--target", required=target_required, help="target GGUF model")
     drafter = parser.add_mutually_exclusive_group()
     drafter.add_argument("--draft", help="draft GGUF model sharing the target's vocabulary")
     drafter.add_argument("--ngram", action="store_true", help="draft by n-gram prompt lookup (no second model)")

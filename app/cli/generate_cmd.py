@@ -9,6 +9,8 @@ import sys
 from app.bench.args import add_model_arguments, parse_draft_max
 from app.cli.checks import UsageError, check_text, model_problem, read_text_file, sampling_problem
 from app.engine.errors import EngineError
+from app.engine.rpc import parse_endpoints
+from app.server_keys import ENV_VAR as ENV_API_KEY
 
 
 def register(subparsers) -> None:
@@ -17,7 +19,17 @@ def register(subparsers) -> None:
         help="generate text with a target model, optionally speculating with a draft model or n-gram lookup",
         description="Generate one reply. Without --draft or --ngram this is plain decoding.",
     )
-    add_model_arguments(p)
+    add_model_arguments(p, target_required=False)
+    remote = p.add_argument_group("a model on a server (instead of --target)")
+    remote.add_argument("--server", metavar="URL",
+                        help="an OpenAI-compatible server (llama-server, vLLM, ...), e.g. http://host:8080; "
+                        "speculation is whatever the server was started with")
+    remote.add_argument("--model", metavar="NAME", help="the server's model (as its /v1/models lists it)")
+    remote.add_argument("--api-key-file", metavar="FILE",
+                        help=f"a file holding the server's API key (or set {ENV_API_KEY})")
+    p.add_argument("--rpc", metavar="HOST:PORT[,HOST:PORT...]", default="",
+                   help="spread the target's layers over llama.cpp RPC workers (ggml-rpc-server); the draft stays "
+                   "here. RPC has no authentication: trusted networks only")
     p.add_argument("--draft-p-min", type=float, default=0.0,
                    help="stop drafting when the draft's top probability falls below this (default 0)")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
@@ -61,11 +73,47 @@ def _prompt_text(args: argparse.Namespace) -> str:
     return text
 
 
+def server_problem(args: argparse.Namespace) -> str | None:
+    """--server needs --model and --chat, and takes no local models."""
+    if not getattr(args, "server", None):
+        if getattr(args, "model", None) or getattr(args, "api_key_file", None):
+            return "--model and --api-key-file go with --server URL"
+        if not args.target:
+            return "give --target MODEL.gguf, or --server URL with --model NAME"
+        return None
+    if args.target or args.draft or args.ngram:
+        return ("--server replaces --target, --draft and --ngram: the server runs the model, and speculates with "
+                "the draft it was started with")
+    if not args.model:
+        return "--server needs --model NAME (one of the names the server's /v1/models lists)"
+    if args.chat is None:
+        return "--server needs --chat MESSAGE (a server formats the chat itself; raw --prompt text is local only)"
+    return None
+
+
+def _server_key(args: argparse.Namespace) -> str | None:
+    from app.server_keys import api_key_for, read_key_file
+
+    if args.api_key_file:
+        return read_key_file(args.api_key_file)
+    return api_key_for(args.server)
+
+
 def build_engine(args: argparse.Namespace):
     from app.engine.config import LoadSettings, default_threads
     from app.engine.engine import SpecEngine
 
-    engine = SpecEngine(LoadSettings(n_ctx=args.ctx, n_threads=args.threads or default_threads()))
+    if getattr(args, "server", None):
+        from app.engine.remote_engine import RemoteEngine, remote_target
+
+        key = _server_key(args)
+        engine = RemoteEngine(LoadSettings(n_ctx=args.ctx), api_key_for=lambda url: key)
+        engine.load_target(remote_target(args.server, args.model))
+        return engine
+
+    rpc_servers = parse_endpoints(args.rpc) if getattr(args, "rpc", "") else ()
+    engine = SpecEngine(LoadSettings(n_ctx=args.ctx, n_threads=args.threads or default_threads(),
+                                     rpc_servers=rpc_servers))
     engine.load_target(args.target)
     if getattr(args, "draft", None):
         engine.load_draft(args.draft)
@@ -79,13 +127,19 @@ def run(args: argparse.Namespace) -> int:
     try:
         draft_max = parse_draft_max(args.draft_max)
         _prompt_text(args)
-        problem = sampling_problem(args) or models_problem(args)
+        problem = server_problem(args) or sampling_problem(args) or models_problem(args)
+        if not problem and args.rpc:
+            if args.server:
+                raise UsageError("--rpc spreads a local --target; a --server runs its model itself")
+            parse_endpoints(args.rpc)
+        if not problem and args.server:
+            _server_key(args)  # a bad --api-key-file is a usage error
         if problem:
             raise UsageError(problem)
     except (ValueError, UsageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    speculative = bool(args.draft or args.ngram)
+    speculative = bool(args.draft or args.ngram or args.server)
     config = GenerationConfig(
         max_tokens=args.max_tokens, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
         min_p=args.min_p, seed=args.seed, speculative=speculative,

@@ -27,6 +27,8 @@ class LoadSettings:
     n_threads: int = field(default_factory=default_threads)
     target_gpu_layers: int = GPU_LAYERS_AUTO
     draft_gpu_layers: int = GPU_LAYERS_AUTO
+    # llama.cpp RPC workers ("host:port") the target's layers are spread over; the draft stays on this machine.
+    rpc_servers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -55,8 +55,9 @@ class DeviceReport:
 
     @property
     def offload_devices(self) -> tuple[Device, ...]:
-        """Where llama.cpp puts offloaded layers: the discrete GPUs, or the integrated ones when there are none."""
-        gpus = tuple(d for d in self.devices if d.kind == "gpu")
+        """Where llama.cpp puts offloaded layers: the discrete GPUs, or the integrated ones when there are none.
+        RPC workers are not counted: they hold the target only when the user lists them (app.engine.rpc)."""
+        gpus = tuple(d for d in self.devices if d.kind == "gpu" and d.backend != "RPC")
         return gpus or tuple(d for d in self.devices if d.kind == "igpu")
 
     @property

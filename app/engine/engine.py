@@ -11,9 +11,10 @@ import threading
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
+from app.engine import rpc
 from app.engine.chat_format import RenderedPrompt, render_prompt
 from app.engine.compat import compatibility
-from app.engine.config import GPU_LAYERS_AUTO, GenerationConfig, LoadSettings
+from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, GenerationConfig, LoadSettings
 from app.engine.context_fit import drop_oldest_turns
 from app.engine.controller import AutoController
 from app.engine.costs import is_cached, measure_costs
@@ -87,8 +88,15 @@ class SpecEngine:
             draft_resident=self.draft.n_gpu_layers if self.draft is not None else None)
         self.placement_note = self.placement.explanation
         self._planned_draft = Path(planned_draft) if self.draft is None and planned_draft is not None else None
-        self.target = LoadedModel(path, n_ctx=s.n_ctx, n_threads=s.n_threads,
-                                  n_gpu_layers=self.placement.target_layers)
+        target_devices, _draft_devices = self._devices()
+        target_layers = self.placement.target_layers
+        if s.rpc_servers:
+            target_layers = GPU_LAYERS_ALL if s.target_gpu_layers == GPU_LAYERS_AUTO else s.target_gpu_layers
+            self.placement = dataclasses.replace(self.placement, target_layers=target_layers)
+            self.placement_note = (f"Target spread over RPC workers {', '.join(s.rpc_servers)} (by their free "
+                                   f"memory); draft on this machine. {rpc.TRUSTED_NETWORK_ONLY}")
+        self.target = LoadedModel(path, n_ctx=s.n_ctx, n_threads=s.n_threads, n_gpu_layers=target_layers,
+                                  devices=target_devices)
         self._chat_template = self.target.metadata("tokenizer.chat_template")
         self._ngram = NgramDrafter(is_control=self.target.is_control)
         if self.draft is not None and not self._compatible(self.draft.path)[0]:
@@ -123,9 +131,21 @@ class SpecEngine:
             placement = resolve_placement(path, None, self.n_ctx, s.draft_gpu_layers, GPU_LAYERS_AUTO)
             placement = Placement(0, placement.target_layers, placement.explanation, placement.backends)
         self._planned_draft = None
-        self.draft = LoadedModel(path, n_ctx=self.n_ctx, n_threads=s.n_threads, n_gpu_layers=placement.draft_layers)
+        _target_devices, draft_devices = self._devices()
+        self.draft = LoadedModel(path, n_ctx=self.n_ctx, n_threads=s.n_threads, n_gpu_layers=placement.draft_layers,
+                                 devices=draft_devices)
         self.placement = placement
-        self.placement_note = placement.explanation
+        if not s.rpc_servers:
+            self.placement_note = placement.explanation
+
+    def _devices(self) -> tuple[Optional[tuple[int, ...]], Optional[tuple[int, ...]]]:
+        """The devices the target and the draft may use: None (llama.cpp's own choice) until RPC workers are
+        registered in this process; then explicitly the chosen workers plus local GPUs, and local GPUs only."""
+        workers = rpc.register(self.load_settings.rpc_servers)
+        if not rpc.any_registered():
+            return None, None
+        local = rpc.local_offload_devices()
+        return workers + local, local
 
     def _compatible(self, draft_path: Path) -> tuple[bool, str]:
         result = compatibility(self.target.path, draft_path)
@@ -158,6 +178,8 @@ class SpecEngine:
         draft = self.draft if with_draft else None
         layers = (target.n_gpu_layers, draft.n_gpu_layers if draft is not None else 0)
         backends = self.placement.backends if self.placement is not None else "CPU"
+        if s.rpc_servers:
+            backends += f"+RPC[{','.join(s.rpc_servers)}]"  # a spread target's costs are the network's too
         return target, draft, s.n_threads, layers, backends
 
     def unload(self) -> None:

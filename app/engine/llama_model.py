@@ -15,7 +15,7 @@ import ctypes
 import os
 import threading
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
@@ -66,7 +66,9 @@ def _recent_errors() -> str:
 class LoadedModel:
     """A model, its context and a mirror of the token ids its KV cache holds (`cached`, positions 0..n-1)."""
 
-    def __init__(self, path: str | os.PathLike, *, n_ctx: int, n_threads: int, n_gpu_layers: int = 0):
+    def __init__(self, path: str | os.PathLike, *, n_ctx: int, n_threads: int, n_gpu_layers: int = 0,
+                 devices: Optional[Sequence[int]] = None):
+        """`devices`: the ggml devices offloaded layers may use (app.engine.rpc); None lets llama.cpp choose."""
         import llama_cpp
 
         _install_log_capture()
@@ -78,12 +80,19 @@ class LoadedModel:
         self.n_gpu_layers = n_gpu_layers  # as asked of llama.cpp (a build without a GPU backend runs them on the CPU)
         mparams = llama_cpp.llama_model_default_params()
         mparams.n_gpu_layers = n_gpu_layers
+        device_list = None
+        if devices is not None:
+            from app.engine.rpc import device_array
+
+            device_list = device_array(devices)  # referenced until the load returns
+            mparams.devices = ctypes.cast(device_list, ctypes.c_void_p)
         with _log_lock:
             _recent_log.clear()
         self._model = llama_cpp.llama_model_load_from_file(str(self.path).encode("utf-8"), mparams)
         if not self._model:
             detail = _recent_errors() or "no details from llama.cpp"
             raise ModelLoadError(f"llama.cpp could not load {self.path.name}: {detail}")
+        del device_list
         self._vocab = llama_cpp.llama_model_get_vocab(self._model)
         self.n_vocab = llama_cpp.llama_vocab_n_tokens(self._vocab)
 

@@ -18,7 +18,8 @@ class ChatEngine(Protocol):
     """Owns the models. Every member is called from one thread; only `cancel.is_set()` is read across threads."""
 
     @property
-    def target_path(self) -> Optional[Path]: ...
+    def target_path(self) -> Optional[Path | str]:
+        """The loaded target: a file path, or a server model's target key (app.engine.remote_engine)."""
 
     @property
     def draft_path(self) -> Optional[Path]: ...

@@ -59,9 +59,10 @@ class CancelFlag:
 
 
 def default_engine_factory(load: LoadSettings):
-    from app.engine.engine import SpecEngine
+    """Local models for file targets, a server's for server targets (app.engine.engine_factory)."""
+    from app.engine.engine_factory import DispatchingEngine
 
-    return SpecEngine(load)
+    return DispatchingEngine(load)
 
 
 def _redirect_stderr(log_path: Optional[str]) -> None:
@@ -213,19 +214,23 @@ class _WorkerLoop:
         # on a small CPU, is taken from decoding (llama.cpp keeps every core busy).
         batch: list = []
         last_sent = time.monotonic()
-        for event in events:
-            if cancel.is_set():
-                return  # stopped: nothing more, and no result, leaves this process
-            if isinstance(event, (TokenEvent, RoundEvent)):
-                batch.append(event)
-                now = time.monotonic()
-                if now - last_sent >= STREAM_BATCH_S:
-                    self._send(("stream", batch))
-                    batch, last_sent = [], now
-            elif isinstance(event, FinishedEvent):
-                if batch:
-                    self._send(("stream", batch))
-                    batch = []
-                self._send(("finished", event))
-        if batch and not cancel.is_set():
-            self._send(("stream", batch))
+        try:
+            for event in events:
+                if cancel.is_set():
+                    return  # stopped: nothing more, and no result, leaves this process
+                if isinstance(event, (TokenEvent, RoundEvent)):
+                    batch.append(event)
+                    now = time.monotonic()
+                    if now - last_sent >= STREAM_BATCH_S:
+                        self._send(("stream", batch))
+                        batch, last_sent = [], now
+                elif isinstance(event, FinishedEvent):
+                    if batch:
+                        self._send(("stream", batch))
+                        batch = []
+                    self._send(("finished", event))
+        finally:
+            # Also when the reply fails midway (a server's connection dropped): what arrived is part of the reply
+            # the window keeps, and it must arrive before the failure.
+            if batch and not cancel.is_set():
+                self._send(("stream", batch))

@@ -13,13 +13,9 @@ import os
 from pathlib import Path
 from typing import Optional, Union
 
-from app.atomic_write import write_atomic
 from app.hub import environment
 from app.hub.errors import HubError, InvalidTokenError, hub_error_from
-
-_SECRET_FILE_MODE = 0o600
-_SECRET_DIR_MODE = 0o700
-
+from app.secret_file import write_secret
 
 def _clean(token: Optional[str]) -> Optional[str]:
     if token is None:
@@ -95,13 +91,8 @@ def forget_token() -> None:
 
 
 def _write_secret(path: Path, content: str) -> None:
-    """Write atomically with owner-only permissions, the way huggingface_hub writes its token file."""
+    """Write the token the way huggingface_hub writes its token file: atomically, owner-only."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=_SECRET_DIR_MODE)
-        write_atomic(path, content, mode=_SECRET_FILE_MODE)  # owner-only from the moment the file exists
-        try:
-            os.chmod(path, _SECRET_FILE_MODE)
-        except (OSError, NotImplementedError):  # Windows has no POSIX modes; the user profile protects it
-            pass
+        write_secret(path, content)
     except OSError as exc:
         raise HubError(f"Could not save the access token in {path.parent}: {exc.strerror}") from None

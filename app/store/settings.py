@@ -40,6 +40,11 @@ class AppSettings:
     last_draft: str | None = None
     last_chat_id: int | None = None  # the chat open when the app closed; it opens first next time
     show_highlighting: bool = True
+    # OpenAI-compatible servers (base URLs) whose models the Model picker lists; their API keys are kept apart,
+    # in an owner-only file (app.server_keys).
+    servers: list[str] = field(default_factory=list)
+    # llama.cpp RPC workers ("host:port") the target is spread over; no authentication, trusted networks only.
+    rpc_workers: list[str] = field(default_factory=list)
     scan_hf_cache: bool = True
     # Why the file could not be used as it was, in words for the user; None when it loaded cleanly.
     load_warning: str | None = field(default=None, compare=False, repr=False)

@@ -200,6 +200,10 @@ class EngineProcess(QObject):
         death = WorkerDeath(message, detail, self._loading_path, self._load_in_flight,
                             min(self._generate_in_flight) if self._generate_in_flight else None)
         sentence = f"{message} llama.cpp said: {detail}" if detail else message
+        if "ggml-rpc" in detail:
+            # ggml aborts the process when an RPC worker goes away; say that first, in the user's terms.
+            sentence = (f"An RPC worker stopped answering ({detail.rsplit('/', 1)[-1]}); the reply so far is kept "
+                        "and a fresh engine was started. Check the workers in Settings.")
         for timer in self._stuck_timers.values():
             timer.stop()
         self._stuck_timers.clear()

@@ -11,7 +11,7 @@ from PySide6.QtCore import QAbstractListModel, QAbstractTableModel, QModelIndex,
 from PySide6.QtGui import QColor, QFont, QPainter
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
-from app.library import DraftChoice, ModelEntry
+from app.library import SERVER_SPECULATION, DraftChoice, ModelEntry
 from app.ui import style
 
 PATH_ROLE = Qt.ItemDataRole(Qt.ItemDataRole.UserRole + 1)
@@ -31,14 +31,26 @@ class LibraryModel(QAbstractTableModel):
     def __init__(self, parent=None):
         super().__init__(parent)
         self._entries: list[ModelEntry] = []
+        self._files: list[ModelEntry] = []
+        self._server_models: list[ModelEntry] = []
 
     def set_entries(self, entries: Sequence[ModelEntry]) -> None:
+        """The files found by a scan (the servers' models stay)."""
         self.beginResetModel()
-        self._entries = list(entries)
+        self._files = list(entries)
+        self._entries = self._files + self._server_models
+        self.endResetModel()
+
+    def set_server_entries(self, entries: Sequence[ModelEntry]) -> None:
+        """The models the configured servers offer (app.ui.server_models), listed after the files."""
+        self.beginResetModel()
+        self._server_models = list(entries)
+        self._entries = self._files + self._server_models
         self.endResetModel()
 
     def entries(self) -> list[ModelEntry]:
-        return list(self._entries)
+        """The files (what drafts are chosen from and scans replace); servers' models are rows, not files."""
+        return list(self._files)
 
     def usable_entries(self) -> list[ModelEntry]:
         return [e for e in self._entries if e.usable]
@@ -144,6 +156,11 @@ class DraftListModel(QAbstractListModel):
         self.endResetModel()
 
     def set_choices(self, choices: Sequence[DraftChoice], library: LibraryModel) -> None:
+        if [c.path for c in choices] == [SERVER_SPECULATION]:
+            # NGRAM_KEY: the window then loads no draft file; the server ignores which drafter was asked for.
+            detail = "The server speculates with the draft it was started with"
+            self._set([DraftOption(NGRAM_KEY, "Set on the server", detail, True, choices[0].reason)])
+            return
         options: list[DraftOption] = []
         for choice in choices:
             if not choice.compatible:
@@ -167,6 +184,9 @@ class DraftListModel(QAbstractListModel):
             reason = choice.reason or "Not compatible with this target."
             options.append(DraftOption(choice.path, name, f"Incompatible: {reason}", False,
                                        f"Cannot draft for this model: {reason}\n{choice.path}"))
+        self._set(options)
+
+    def _set(self, options: list[DraftOption]) -> None:
         self.beginResetModel()
         self._checking = False
         self._options = options

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
+from app.ui import server_models
 from app.ui.chat_list import ChatListModel, ChatSidebar
 from app.ui.chat_list_controller import ChatListController
 from app.ui.chat_settings_binding import ChatSettingsBinding, draft_key
@@ -81,6 +82,7 @@ class MainWindow(QMainWindow):
             self.show_error(self.settings.load_warning)
         if scan_on_start:
             self.library_ctl.rescan()
+        self.server_models = server_models.attach(self)
 
     # ----- construction
 
@@ -193,10 +195,10 @@ class MainWindow(QMainWindow):
 
     # ----- app settings
 
-    def _load_settings(self) -> LoadSettings:
-        s = self.settings
+    def _load_settings(self, s: Optional[AppSettings] = None) -> LoadSettings:
+        s = s or self.settings
         return LoadSettings(n_ctx=s.context_size, n_threads=s.threads, target_gpu_layers=s.target_gpu_layers,
-                            draft_gpu_layers=s.draft_gpu_layers)
+                            draft_gpu_layers=s.draft_gpu_layers, rpc_servers=tuple(s.rpc_workers))
 
     def save_app_settings(self) -> None:
         try:
@@ -216,6 +218,8 @@ class MainWindow(QMainWindow):
         if (old.model_folders, old.scan_hf_cache) != (new.model_folders, new.scan_hf_cache):
             self.library_ctl.rescan()
         self.session.set_load_settings(self._load_settings())
+        if old.servers != new.servers:
+            self.server_models.refresh(new.servers)
 
     def set_highlighting(self, on: bool) -> None:
         self.chat_view.set_highlighting(on)

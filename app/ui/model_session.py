@@ -13,6 +13,7 @@ from typing import Optional
 from PySide6.QtCore import QObject, Signal
 
 from app.engine.config import LoadSettings
+from app.engine.remote_engine import is_remote_target
 from app.store.unusable_models import mark_unusable
 from app.ui.engine_process import EngineProcess, WorkerDeath
 from app.ui.library_model import NGRAM_KEY, DraftListModel, LibraryModel
@@ -82,7 +83,7 @@ class ModelSession(QObject):
             if library_scanned and not self.library.usable_entries():
                 return "There is no model to chat with yet. Add a folder of GGUF files or download a model."
             return "Choose a model in the bar above first."
-        if not os.path.exists(self.target):
+        if not is_remote_target(self.target) and not os.path.exists(self.target):
             return f"The model file {self.target} is missing. Scan again or choose another model."
         if self._load_error:
             return f"The model could not be loaded: {self._load_error}"
@@ -94,6 +95,8 @@ class ModelSession(QObject):
         target_name = entry.name if entry else Path(self.target or "").stem
         if not self.bar.speculative():
             return target_name, None
+        if is_remote_target(self.target):
+            return target_name, "the server's speculation"
         if self.draft_key == NGRAM_KEY or not self.draft_key:
             return target_name, "n-gram drafts"
         draft = self.library.entry_for(self.draft_key)

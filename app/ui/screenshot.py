@@ -1,6 +1,8 @@
 """Start the real window, stream one reply with a real model pair, and save a screenshot.
 
     python -m app.ui.screenshot [--out docs/screenshot.png] [--models DIR] [--prompt TEXT]
+    python -m app.ui.screenshot --server http://127.0.0.1:8080 --out docs/screenshot-llama-server.png \
+        --settings-out docs/settings-devices-servers.png
 
 Uses the Qwen2.5-Coder 1.5B + 0.5B pair from $SPECCHAT_TEST_MODELS or ~/.cache/specchat-test-models
 (shared/models/fetch-models.sh) when present, else the synthetic models. Runs in a private SpecChat home, so the
@@ -33,6 +35,9 @@ def main(argv=None) -> int:
     parser.add_argument("--size", default="1280x820", help="window size, WIDTHxHEIGHT")
     parser.add_argument("--draft-max", type=int, default=None,
                         help="fix the draft length (default: the controller chooses each round)")
+    parser.add_argument("--server", metavar="URL", default=None,
+                        help="chat with this server's first model instead (e.g. llama-server with -md DRAFT)")
+    parser.add_argument("--settings-out", default=None, help="also save the Settings dialog to this PNG")
     args = parser.parse_args(argv)
 
     os.environ["SPECCHAT_HOME"] = tempfile.mkdtemp(prefix="specchat-screenshot-")
@@ -49,6 +54,7 @@ def main(argv=None) -> int:
     from app.store import AppSettings, save_settings
     from app.ui import automation
     from app.ui.bench_modes import StallProbe
+    from app.ui.library_model import NGRAM_KEY
     from app.ui.main_window import MainWindow
     from app.ui.style import apply_style
 
@@ -61,7 +67,8 @@ def main(argv=None) -> int:
         synthetic = make_model_set(Path(tempfile.mkdtemp(prefix="specchat-synthetic-")))
         models, target, draft = synthetic.target.parent, synthetic.target, synthetic.draft_identical
 
-    save_settings(AppSettings(model_folders=[str(models)], scan_hf_cache=False, context_size=4096))
+    servers = [args.server] if args.server else []
+    save_settings(AppSettings(model_folders=[str(models)], scan_hf_cache=False, context_size=4096, servers=servers))
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("SpecChat")
     apply_style(app)
@@ -72,7 +79,11 @@ def main(argv=None) -> int:
     stalls = StallProbe()
     stalls.start()
     try:
+        if args.server:
+            target, draft = _server_model(window, args.server), NGRAM_KEY  # the server's own speculation
         automation.choose_pair(window, str(target), str(draft))
+        if args.settings_out:
+            _save_settings_dialog(window, args.settings_out)
         window.update_chat_settings(max_tokens=args.max_tokens, draft_max=args.draft_max)
         message_id = automation.send_and_wait(window, args.prompt)
         message = window.store.get_message(message_id)
@@ -91,6 +102,31 @@ def main(argv=None) -> int:
         return 0
     finally:
         window.close()
+
+
+def _server_model(window, url: str) -> str:
+    """The target key of the first model the server lists, once it is in the Model picker."""
+    from app.engine.remote_engine import remote_target
+    from app.engine.remote_http import list_models
+    from app.ui import automation
+
+    key = remote_target(url, list_models(url)[0].id)
+    automation.wait_until(lambda: window.library.entry_for(key) is not None, 30, "the server's models", window)
+    return key
+
+
+def _save_settings_dialog(window, out: str) -> None:
+    from PySide6.QtWidgets import QApplication
+
+    from app.ui.settings_dialog import AppSettingsDialog
+
+    dialog = AppSettingsDialog(window.settings, window)
+    dialog.show()
+    QApplication.processEvents()
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    dialog.grab().save(out)
+    dialog.close()
+    print(f"saved {out}")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, MAX_DRAFT
 from app.engine.devices import DeviceReport, list_devices
 from app.store import AppSettings, ChatSettings
 from app.ui.layouts import button_row
+from app.ui.remote_settings import RemoteSettingsSection
 
 
 def _hint(text: str) -> QLabel:
@@ -190,10 +191,21 @@ class AppSettingsDialog(QDialog):
         self.devices.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.devices)
 
+        layout.addSpacing(8)
+        self.remote = RemoteSettingsSection(settings.servers, settings.rpc_workers, self, rpc_supported=report.rpc)
+        layout.addWidget(self.remote)
+
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self.accept)
+        buttons.accepted.connect(self._accept)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
+
+    def _accept(self) -> None:
+        problem = self.remote.save_keys()
+        if problem:
+            self.remote.problem.setText(problem)
+            return
+        self.accept()
 
     def _add_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Add a folder of GGUF models")
@@ -218,6 +230,8 @@ class AppSettingsDialog(QDialog):
             context_size=self.context_size.value(),
             target_gpu_layers=self.target_gpu_layers.value(),
             draft_gpu_layers=self.draft_gpu_layers.value(),
+            servers=self.remote.server_urls(),
+            rpc_workers=self.remote.rpc_workers(),
         )
 
 

@@ -1,0 +1,145 @@
+"""A small scripted OpenAI-compatible server on 127.0.0.1 (stdlib only) for the remote engine's tests.
+
+`FakeServer.script` decides what /v1/chat/completions does: stream `chunks` (dicts sent as SSE events, chunked
+transfer encoding like llama-server), then finish, or drop the connection, or stall. Requests are recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Optional
+
+
+@dataclass
+class Script:
+    models: list = field(default_factory=lambda: [("fake-model", "llamacpp")])
+    api_key: Optional[str] = None  # when set, requests without "Bearer <api_key>" get 401
+    chunks: list = field(default_factory=list)  # the chat stream's events
+    end: str = "done"  # "done": [DONE]; "drop": close mid-stream; "stall": go silent for stall_s
+    stall_s: float = 0.0
+    delay_before_s: float = 0.0  # silence before the response headers (a slow server)
+    status: int = 200  # a chat status other than 200 answers with error_body
+    error_body: dict = field(default_factory=dict)
+
+
+def content_chunk(text: str, timings: Optional[dict] = None, finish: Optional[str] = None) -> dict:
+    chunk = {"object": "chat.completion.chunk",
+             "choices": [{"index": 0, "delta": {"content": text} if text else {}, "finish_reason": finish}]}
+    if timings is not None:
+        chunk["timings"] = timings
+    return chunk
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: "_Server"
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def _json(self, status: int, data: dict) -> None:
+        body = json.dumps(data).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _authorized(self) -> bool:
+        key = self.server.script.api_key
+        if key and self.headers.get("Authorization") != f"Bearer {key}":
+            self._json(401, {"error": {"message": "Invalid API Key", "type": "authentication_error"}})
+            return False
+        return True
+
+    def do_GET(self) -> None:
+        if not self._authorized():
+            return
+        if self.path == "/v1/models":
+            data = [{"id": m, "object": "model", "owned_by": o} for m, o in self.server.script.models]
+            self._json(200, {"object": "list", "data": data})
+        elif self.path == "/props":
+            self._json(200, {"default_generation_settings": {"n_ctx": 2048}})
+        else:
+            self._json(404, {"error": {"message": "File Not Found"}})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", "0"))
+        body = json.loads(self.rfile.read(length) or b"{}")
+        self.server.requests.append(body)
+        if not self._authorized():
+            return
+        script = self.server.script
+        time.sleep(script.delay_before_s)
+        if script.status != 200:
+            self._json(script.status, script.error_body)
+            return
+        if body.get("model") not in [m for m, _ in script.models]:
+            self._json(404, {"error": {"message": f"model '{body.get('model')}' not found"}})
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for chunk in script.chunks:
+            self._send_chunk(f"data: {json.dumps(chunk)}\n\n".encode())
+        if script.end == "drop":
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(2)  # no terminating chunk: the stream ends mid-reply
+            return
+        if script.end == "stall":
+            time.sleep(script.stall_s)
+        self._send_chunk(b"data: [DONE]\n\n")
+        self._send_chunk(b"")
+
+    def _send_chunk(self, data: bytes) -> None:
+        try:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+        except OSError:
+            pass
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    script: Script
+    requests: list
+
+    def handle_error(self, request, client_address) -> None:
+        pass  # a client that closed its end (Stop, a timeout) is part of the tests
+
+
+class FakeServer:
+    """Use as a context manager; `url` is its base URL."""
+
+    def __init__(self, script: Optional[Script] = None):
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.script = script or Script()
+        self._server.requests = []
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def script(self) -> Script:
+        return self._server.script
+
+    @property
+    def requests(self) -> list:
+        return self._server.requests
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> "FakeServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
