@@ -355,8 +355,7 @@ class MainWindow(QMainWindow):
     # ----- sending
 
     def _on_composer_send(self, text: str) -> None:
-        # A slot must return None: PySide6 6.12 mis-counts references to a bool a slot returns, and the
-        # interpreter later aborts ("deallocating True").
+        # A slot returns None: PySide6 6.12 mis-counts a returned bool and later aborts ("deallocating True").
         self.send_message(text)
 
     def send_message(self, text: str) -> bool:

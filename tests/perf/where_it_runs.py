@@ -26,13 +26,14 @@ MESSAGES = [{"role": "user", "content": "Write a Python function that checks whe
 DRAFT_MAX = 4  # the same k as llama-server's --spec-draft-n-max below, so the rows compare like with like
 
 
-def _run(engine, speculative: bool, tokens: int, repeats: int) -> tuple[float, str, bool]:
+def _run(engine, speculative: bool, tokens: int, repeats: int, auto: bool = False) -> tuple[float, str, bool]:
     """tok/s (the best of `repeats`: on a shared machine a disturbed run is only ever slower), acceptance, and
-    whether any token was the draft's."""
+    whether any token was the draft's. `auto`: the controller picks the draft length (and drafter) each round."""
     best = None
     for _ in range(repeats):
-        config = GenerationConfig(max_tokens=tokens, temperature=0.0, speculative=speculative, drafter="model",
-                                  draft_max=DRAFT_MAX if speculative else 0)
+        config = GenerationConfig(max_tokens=tokens, temperature=0.0, speculative=speculative,
+                                  drafter="auto" if auto else "model",
+                                  draft_max=None if auto else (DRAFT_MAX if speculative else 0))
         sources, stats = [], None
         for event in engine.chat(MESSAGES, config):
             if isinstance(event, TokenEvent):
@@ -46,9 +47,10 @@ def _run(engine, speculative: bool, tokens: int, repeats: int) -> tuple[float, s
 
 
 def _print(row: tuple) -> tuple:
-    label, plain, spec, acceptance, highlighted, curve = row
-    print(f"| {label} | {plain:.1f} | {spec:.1f} | {spec / plain:.2f}x | {acceptance} | {highlighted} | {curve} |",
-          flush=True)
+    label, plain, spec, acceptance, highlighted, curve, auto = row
+    auto_text = f"{auto:.1f} ({auto / plain:.2f}x)" if auto else "set by the server"
+    print(f"| {label} | {plain:.1f} | {spec:.1f} ({spec / plain:.2f}x) | {auto_text} | {acceptance} | {highlighted} "
+          f"| {curve} |", flush=True)
     return row
 
 
@@ -63,9 +65,10 @@ def _local_rows(args, workers: tuple[str, ...], label: str) -> list[tuple]:
         curve = f"{costs.verify(8) / costs.verify(1):.1f}x"
         plain, _, _ = _run(engine, False, args.tokens, args.repeats)
         spec, acceptance, highlighted = _run(engine, True, args.tokens, args.repeats)
+        auto, _, _ = _run(engine, True, args.tokens, args.repeats, auto=True)
     finally:
         engine.close()
-    return [_print((label, plain, spec, acceptance, "yes" if highlighted else "no", curve))]
+    return [_print((label, plain, spec, acceptance, "yes" if highlighted else "no", curve, auto))]
 
 
 def _server_rows(args, log_dir: Path) -> list[tuple]:
@@ -91,7 +94,7 @@ def _server_rows(args, log_dir: Path) -> list[tuple]:
     plain = speeds[False][0]
     spec, acceptance, highlighted = speeds[True]
     return [_print(("llama-server on 127.0.0.1 (without / with -md draft, k=4)", plain, spec, acceptance,
-                    "yes" if highlighted else "no", "n/a"))]
+                    "yes" if highlighted else "no", "n/a", None))]
 
 
 def main() -> None:
@@ -103,8 +106,8 @@ def main() -> None:
     print(f"Qwen2.5-Coder 1.5B target, 0.5B draft, Q4_K_M, greedy, {args.tokens} tokens, {args.threads} threads, "
           f"k={DRAFT_MAX}, best of {args.repeats}")
     print()
-    print("| where the target ran | plain tok/s | speculative tok/s | speedup | acceptance | per-token highlighting "
-          "| verify 8 / 1 token |")
+    print(f"| where the target ran | plain tok/s | draft model, k={DRAFT_MAX}: tok/s (vs plain) | auto: tok/s (vs plain) "
+          "| acceptance at k=4 | per-token highlighting | verify 8 / 1 token |")
     print("|---|---|---|---|---|---|---|", flush=True)
     _local_rows(args, (), "this machine's CPU")
     with tempfile.TemporaryDirectory() as tmp:
