@@ -39,7 +39,7 @@ from app.engine.errors import EngineError
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.engine.protocol import ChatEngine
 
-STREAM_BATCH_S = 0.025
+STREAM_BATCH_S = 0.05
 MEASURING_MESSAGE = "Measuring speed…"
 
 
