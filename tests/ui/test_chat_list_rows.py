@@ -85,3 +85,4 @@ def test_only_the_newest_search_is_shown(make_window, qtbot):
     qtbot.wait(200)  # a superseded result arriving late would show here
     assert [window.chat_list.chat_at(r).title for r in range(window.chat_list.rowCount())] == ["about banana"]
     assert listed == [1]
+

@@ -39,3 +39,22 @@ def test_a_thousand_message_chat_opens_at_its_end_and_loads_older_messages_on_sc
     assert text.count("question number") == 500 and text.index("question number 0\n") < text.index("number 1\n")
     # Only the newest reply offers Regenerate, however the chat was loaded.
     assert text.count("Regenerate") == 1
+
+
+def test_a_long_chat_says_once_per_cut_that_older_turns_were_left_out(make_window, qtbot, fake_engine, model_folder,
+                                                                      tiny_models):
+    from app.ui.library_model import NGRAM_KEY
+    from window_helpers import choose_pair, send_and_wait
+
+    fake_engine.reply = "fine " * 8
+    window = make_window(engine_factory=fake_engine, context_size=600)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
+    window.update_chat_settings(max_tokens=16)
+    for i in range(24):
+        send_and_wait(qtbot, window, f"message {i} " + "word " * 20)
+    prompts = [len(messages) for messages in fake_engine.requests]
+    cuts = sum(1 for a, b in zip(prompts, prompts[1:]) if b < a)
+    notices = window.chat_view.toPlainText().count("left out of the prompt")
+    assert cuts >= 2
+    assert notices == cuts  # one notice per cut, not one per reply
+    assert notices < len(prompts) - prompts.index(max(prompts)) - 1
