@@ -58,3 +58,18 @@ def drop_oldest_turns(messages: Sequence[dict], budget: int, count_tokens: Calla
         if used <= budget:
             return kept(d), d
     raise PromptTooLongError(used + (n_ctx - budget), n_ctx)
+
+
+class SessionCuts:
+    """Remembers, per session (one chat), how many oldest messages its last prompt left out, so every engine
+    keeps the same turns dropped between cuts. Called from the engine's thread only."""
+
+    def __init__(self):
+        self._dropped: dict[str, int] = {}
+
+    def fit(self, messages: Sequence[dict], budget: int, count_tokens: Callable[[list[dict]], int], n_ctx: int,
+            session: str, estimate: Optional[Callable[[dict], int]] = None) -> tuple[list[dict], int]:
+        kept, dropped = drop_oldest_turns(messages, budget, count_tokens, n_ctx, estimate=estimate,
+                                          at_least=self._dropped.get(session, 0))
+        self._dropped[session] = dropped
+        return kept, dropped

@@ -15,7 +15,7 @@ from app.engine import rpc
 from app.engine.chat_format import RenderedPrompt, render_prompt
 from app.engine.compat import compatibility
 from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, GenerationConfig, LoadSettings
-from app.engine.context_fit import drop_oldest_turns
+from app.engine.context_fit import SessionCuts
 from app.engine.controller import AutoController
 from app.engine.costs import is_cached, measure_costs
 from app.engine.decoder import generate
@@ -51,7 +51,7 @@ class SpecEngine:
         self._transcript_text = ""
         self._transcript_tokens: list[int] = []
         self._policies: dict[str, SpeculationPolicy] = {}
-        self._cuts: dict[str, int] = {}  # per session: how many oldest messages its last prompt left out
+        self._cuts = SessionCuts()
         self._content_tokens: dict[str, int] = {}  # message text -> its token count, oldest entry first
         # Where the loaded models' layers run, with GPU layers on Auto resolved (app.engine.gpu_fit), and the same
         # in words for the window: what Auto chose and why, or that this build has no GPU backend.
@@ -252,11 +252,8 @@ class SpecEngine:
         prompt keeps its start and the KV cache shifts once per cut instead of the chat being read again.
         Raises PromptTooLongError when even the system prompt and the last message alone do not fit.
         """
-        kept, dropped = drop_oldest_turns(messages, self.n_ctx - max(1, reserve_tokens), self.count_tokens,
-                                          self.n_ctx, estimate=self._message_tokens,
-                                          at_least=self._cuts.get(session, 0))
-        self._cuts[session] = dropped
-        return kept, dropped
+        return self._cuts.fit(messages, self.n_ctx - max(1, reserve_tokens), self.count_tokens, self.n_ctx,
+                              session, estimate=self._message_tokens)
 
     def _message_tokens(self, message: dict) -> int:
         """About how many prompt tokens one message takes: its text's tokens (counted once, then cached) and a

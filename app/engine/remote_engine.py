@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence
 
 from app.engine.config import GenerationConfig, LoadSettings
-from app.engine.context_fit import drop_oldest_turns
+from app.engine.context_fit import SessionCuts
 from app.engine.errors import EngineError
 from app.engine.events import EngineEvent, FinishedEvent, GenerationStats, RoundEvent, TokenEvent
 from app.engine.remote_http import ConnectionDropped, ServerError, check_model, normalize_url, server_props, stream_chat
@@ -56,7 +56,7 @@ class RemoteEngine:
         self._load = load
         self._read_timeout_s = read_timeout_s
         self._target: Optional[str] = None
-        self._cuts: dict[str, int] = {}  # per session: how many oldest messages its last prompt left out
+        self._cuts = SessionCuts()
         self._url = ""
         self._model = ""
         self._llama_server = False
@@ -129,10 +129,7 @@ class RemoteEngine:
     def fit_messages(self, messages: Sequence[dict], reserve_tokens: int,
                      session: str = "default") -> tuple[list[dict], int]:
         # The server caches by prompt prefix: keeping the same turns dropped between cuts keeps that prefix.
-        kept, dropped = drop_oldest_turns(messages, self.n_ctx - max(1, reserve_tokens), self.count_tokens,
-                                          self.n_ctx, at_least=self._cuts.get(session, 0))
-        self._cuts[session] = dropped
-        return kept, dropped
+        return self._cuts.fit(messages, self.n_ctx - max(1, reserve_tokens), self.count_tokens, self.n_ctx, session)
 
     # -- generation ---------------------------------------------------------------------------------------------
 

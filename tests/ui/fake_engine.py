@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 from app.engine.config import GenerationConfig, LoadSettings
-from app.engine.context_fit import drop_oldest_turns
+from app.engine.context_fit import SessionCuts
 from app.engine.errors import ModelFileError
 from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent
 
@@ -92,7 +92,7 @@ class FakeEngine:
     def __init__(self, load: LoadSettings = LoadSettings(), folder: Optional[Path] = None):
         self.folder = folder
         self.load_settings = load
-        self._cuts: dict[str, int] = {}
+        self._cuts = SessionCuts()
         self._log("engine", n_ctx=load.n_ctx)
         self.target_path: Optional[Path] = None
         self.draft_path: Optional[Path] = None
@@ -153,10 +153,7 @@ class FakeEngine:
 
     def fit_messages(self, messages: Sequence[dict], reserve_tokens: int,
                      session: str = "default") -> tuple[list[dict], int]:
-        kept, dropped = drop_oldest_turns(messages, self.n_ctx - max(1, reserve_tokens), self.count_tokens,
-                                          self.n_ctx, at_least=self._cuts.get(session, 0))
-        self._cuts[session] = dropped
-        return kept, dropped
+        return self._cuts.fit(messages, self.n_ctx - max(1, reserve_tokens), self.count_tokens, self.n_ctx, session)
 
     def chat(self, messages: Sequence[dict], config: GenerationConfig = GenerationConfig(), *,
              cancel: Optional[threading.Event] = None, request_id: int = 0, **_) -> Iterator:
