@@ -136,13 +136,18 @@ def generate(
         target.decode([history[-1], *draft.tokens], logit_rows=range(len(draft.tokens) + 1))
         accepted, own_token = verify(target, draft, sampler, rng)
         t_done = clock()
-        kept = [(t, "draft") for t in draft.tokens[:accepted]] + [(own_token, "target")]
+        kept = [*draft.tokens[:accepted], own_token]
         observe_round(policy, plan, proposal, len(draft.tokens), accepted, t_verify - t_draft, t_done - t_verify,
-                      [t for t, _ in kept])
+                      kept)
+        round_index = tally.rounds
         tally.add(len(draft.tokens), accepted)
-        yield RoundEvent(request_id, draft.source, plan.k, len(draft.tokens), accepted, plan.reason)
+        yield RoundEvent(request_id, draft.source, plan.k, len(draft.tokens), accepted, plan.reason,
+                         index=round_index, proposed=tuple(draft.tokens),
+                         proposed_text=tuple(_piece(target, t) for t in draft.tokens), own=own_token,
+                         own_text=_piece(target, own_token), time_s=t_done - t_draft)
 
-        for token, source in kept:
+        for position, token in enumerate(kept):
+            source, drafter = ("draft", draft.source) if position < accepted else ("target", None)
             if target.is_end_of_generation(token):
                 stop_reason = "eos"
                 break
@@ -151,7 +156,7 @@ def generate(
             pieces.append(text)
             if first_token_at is None:
                 first_token_at = clock()
-            yield TokenEvent(request_id, emitted, token, text, source)
+            yield TokenEvent(request_id, emitted, token, text, source, drafter, round_index)
             emitted += 1
             if emitted >= config.max_tokens:
                 stop_reason = "max_tokens"
@@ -184,6 +189,11 @@ def generate(
         draft_len_histogram=dict(sorted(tally.histogram.items())),
     )
     yield _finish(request_id, "".join(pieces), stats)
+
+
+def _piece(target: LoadedModel, token: int) -> str:
+    """A token's own text for display (a piece of a multi-byte character shows as a replacement mark)."""
+    return target.token_bytes(token).decode("utf-8", errors="replace")
 
 
 def _finish(request_id: int, text: str, stats: GenerationStats) -> FinishedEvent:

@@ -7,7 +7,7 @@ and they can cross a thread boundary as they are.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Literal, Union
+from typing import Literal, Optional, Union
 
 TokenSource = Literal["draft", "target"]
 # Who drafted a round: the draft model, n-gram lookup of earlier text, or nobody (plain decoding).
@@ -29,6 +29,9 @@ class TokenEvent:
     token_id: int
     text: str
     source: TokenSource
+    # Who proposed an accepted draft token ("model" or "ngram"); None for the target's own tokens.
+    drafter: Optional[Drafter] = None
+    round: int = -1  # the index of the round that produced it in this reply (-1: none, e.g. a flushed tail)
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,12 @@ class RoundEvent:
     drafted: int
     accepted: int
     reason: str = ""
+    index: int = 0  # the round's index in this reply, counted from 0
+    proposed: tuple[int, ...] = ()  # every drafted token id, the refused ones included
+    proposed_text: tuple[str, ...] = ()  # each proposed token's text (invalid UTF-8 replaced), for display
+    own: int = -1  # the token the target wrote itself after the kept ones (-1: none)
+    own_text: str = ""
+    time_s: float = 0.0  # the round's time: drafting plus verifying
 
 
 def decode_speed(tokens: int, seconds: float) -> float:

@@ -9,6 +9,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from app.provenance import RoundRecord
 from app.store import _fields
 
 log = logging.getLogger(__name__)
@@ -71,7 +72,7 @@ class Chat:
 class Message:
     """A snapshot of one message.
 
-    `tokens` is the reply's per-token provenance, [(text, "draft" | "target"), ...], or None when there is none
+    `tokens` is the reply's per-token provenance, [(text, "target" | "draft" | "ngram"), ...], or None when there is none
     (user and system messages, or an assistant reply whose text was edited afterwards). `stats` is
     GenerationStats.to_dict() of the generation that produced it.
     """
@@ -82,9 +83,12 @@ class Message:
     content: str
     created_at: float  # Unix seconds
     stats: dict | None = None
-    tokens: list[tuple[str, str]] | None = None
+    tokens: list[tuple[str, str]] | None = None  # (text, origin): app.provenance.TokenOrigin
     target_name: str | None = None
     draft_name: str | None = None
+    token_rounds: list[int] | None = None  # per token, the index into `rounds` of the round that produced it
+    rounds: list[RoundRecord] | None = None  # None for replies saved before rounds were kept
+    comparison: dict | None = None  # the reply re-run without speculation (Compare with plain), when it was
 
 
 def auto_title(text: str, limit: int = AUTO_TITLE_LENGTH) -> str:

@@ -21,6 +21,7 @@ from PySide6.QtGui import (
 )
 
 from app.engine.events import GenerationStats
+from app.provenance import RoundRecord
 from app.store import Message, record_from_dict
 from app.ui import style
 from app.ui.markdown_spans import Block
@@ -40,10 +41,13 @@ class TranscriptMessage:
     message_id: int
     role: str  # "user", "assistant", "system"
     content: str
-    tokens: Optional[list[tuple[str, str]]] = None  # (text, source) per token, assistant replies only
+    tokens: Optional[list[tuple[str, str]]] = None  # (text, origin) per token, assistant replies only
     stats: Optional[GenerationStats] = None
     model_label: str = ""
     notes: list[str] = field(default_factory=list)
+    token_rounds: Optional[list[int]] = None  # per token, its round's index into `rounds`
+    rounds: Optional[list[RoundRecord]] = None
+    comparison: Optional[dict] = None
 
 
 def stats_from_dict(data: Optional[dict]) -> Optional[GenerationStats]:
@@ -65,6 +69,9 @@ def transcript_message(message: Message) -> TranscriptMessage:
         tokens=message.tokens,
         stats=stats_from_dict(message.stats),
         model_label=model_label(message.target_name, message.draft_name),
+        token_rounds=message.token_rounds,
+        rounds=message.rounds,
+        comparison=message.comparison,
     )
 
 

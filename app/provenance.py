@@ -1,0 +1,41 @@
+"""What a reply's provenance holds, as the store, the window, export and the CLI share it (no engine, no Qt).
+
+Per token: its text, where it came from and the round that produced it. Per round: what was proposed (the refused
+tokens included), how many the target kept, the token it wrote itself instead, who drafted, why, and how long it took.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+# Where a kept token came from. "draft" is the draft model (the name older chats stored for any accepted draft
+# token, when n-gram copies were not told apart); "ngram" is a copy found by n-gram lookup of earlier text.
+TokenOrigin = Literal["target", "draft", "ngram"]
+ORIGINS: tuple[str, ...] = ("target", "draft", "ngram")
+
+
+def token_origin(source: str, drafter: str | None) -> str:
+    """The stored origin of a kept token from its engine event's source ("draft"/"target") and drafter."""
+    if source != "draft":
+        return "target"
+    return "ngram" if drafter == "ngram" else "draft"
+
+
+@dataclass
+class RoundRecord:
+    """One speculation round of a reply."""
+
+    drafter: str  # "model", "ngram" or "none" (plain decoding)
+    k: int  # the draft length the controller allowed
+    proposed: list[int] = field(default_factory=list)  # every drafted token id, refused ones included
+    proposed_text: list[str] = field(default_factory=list)
+    kept: int = 0  # how many of `proposed` the target accepted
+    own: int = -1  # the token the target wrote after them (-1: none)
+    own_text: str = ""
+    reason: str = ""
+    time_s: float = 0.0
+
+    @property
+    def refused_text(self) -> str:
+        return "".join(self.proposed_text[self.kept:])
