@@ -28,14 +28,23 @@ class Sampler:
     def greedy(self) -> bool:
         return self.temperature <= 0.0
 
-    def distribution(self, logits: np.ndarray) -> np.ndarray:
-        """Probabilities over the whole vocabulary after temperature, top-k, top-p and min-p (in that order)."""
-        scaled = logits.astype(np.float64) / max(self.temperature, 1e-6)
-        n = scaled.shape[0]
+    def candidates(self, logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The tokens that can be drawn, in ascending id order, and their probabilities after temperature, top-k,
+        top-p and min-p (in that order).
+
+        Every step after top-k works on its k survivors instead of the whole vocabulary (152k entries for Qwen):
+        sorting the vocabulary for top-p cost as much as a tenth of a CPU decode. Ids stay ascending so a draw
+        over them is the same draw as over the full distribution.
+        """
+        n = logits.shape[0]
         if 0 < self.top_k < n:
-            # Everything below the k-th largest logit is out (ties at the cut stay in, as in llama.cpp).
-            kth = np.partition(scaled, n - self.top_k)[n - self.top_k]
-            scaled = np.where(scaled >= kth, scaled, -np.inf)
+            # Everything below the k-th largest logit is out (ties at the cut stay in, as in llama.cpp). Dividing by
+            # a positive temperature keeps the order, so the cut is found on the raw logits.
+            kth = np.partition(logits, n - self.top_k)[n - self.top_k]
+            ids = np.flatnonzero(logits >= kth)
+        else:
+            ids = np.arange(n)
+        scaled = logits[ids].astype(np.float64) / max(self.temperature, 1e-6)
         probs = np.exp(scaled - scaled.max())
         probs /= probs.sum()
         if 0.0 < self.top_p < 1.0:
@@ -43,19 +52,27 @@ class Sampler:
             cumulative = np.cumsum(probs[order])
             # Keep the smallest prefix whose mass reaches top_p (at least one token).
             cut = int(np.searchsorted(cumulative, self.top_p)) + 1
-            drop = order[cut:]
-            probs[drop] = 0.0
+            probs[order[cut:]] = 0.0
             probs /= probs.sum()
         if self.min_p > 0.0:
             probs[probs < self.min_p * probs.max()] = 0.0
             probs /= probs.sum()
-        return probs
+        keep = probs > 0.0
+        return ids[keep], probs[keep]
+
+    def distribution(self, logits: np.ndarray) -> np.ndarray:
+        """Probabilities over the whole vocabulary (see `candidates`): what speculative sampling compares."""
+        ids, probs = self.candidates(logits)
+        full = np.zeros(logits.shape[0], dtype=np.float64)
+        full[ids] = probs
+        return full
 
     def pick(self, logits: np.ndarray, rng: np.random.Generator) -> int:
-        """The next token from logits: argmax when greedy, else a draw from `distribution`."""
+        """The next token from logits: argmax when greedy, else a draw from the candidates."""
         if self.greedy:
             return int(np.argmax(logits))
-        return sample_from(self.distribution(logits), rng)
+        ids, probs = self.candidates(logits)
+        return int(ids[sample_from(probs, rng)])
 
 
 def sample_from(probs: np.ndarray, rng: np.random.Generator) -> int:
