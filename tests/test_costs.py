@@ -1,8 +1,9 @@
-"""Forward-pass costs are measured once per model file and settings, then read from the disk cache."""
+"""Forward-pass costs are measured once per model file and settings, a forward pass at a time, then read from the
+disk cache; until then the controller starts from an estimate."""
 
 from __future__ import annotations
 
-from app.engine import costs
+from app.engine import cost_measurement, costs
 from app.engine.llama_model import LoadedModel
 
 
@@ -10,25 +11,70 @@ def test_costs_are_measured_once_and_cached(tiny_models, monkeypatch):
     target = LoadedModel(tiny_models.target, n_ctx=512, n_threads=1)
     draft = LoadedModel(tiny_models.draft, n_ctx=512, n_threads=1)
     try:
-        table = costs.measure_costs(target, draft, 1, (0, 0))
+        assert costs.cached_costs(target, draft, 1, (0, 0)) is None
+        table = cost_measurement.measure_costs(target, draft, 1, (0, 0))
         assert len(table.batch) == costs.MAX_BATCH + 1
         assert all(c > 0 for c in table.batch[1:]) and table.draft_per_token > 0
-        assert target.cached == []  # measuring leaves no stray tokens in the cache
+        assert not table.estimated
+        assert target.cached == [] and draft.cached == []  # measuring leaves no stray tokens in the cache
+        assert costs.cached_costs(target, draft, 1, (0, 0)).batch == table.batch
 
-        calls = []
-        monkeypatch.setattr(costs, "_measure", lambda *a, **k: calls.append(a) or [0.0, 1.0, 2.0])
-        again = costs.measure_costs(target, draft, 1, (0, 0))
-        assert calls == [] and again.batch == table.batch
+        steps = []
+        real_step = cost_measurement._ModelTiming.step
+        monkeypatch.setattr(cost_measurement._ModelTiming, "step", lambda self: steps.append(1) or real_step(self))
+        again = cost_measurement.measure_costs(target, draft, 1, (0, 0))
+        assert steps == [] and again.batch == table.batch
         # Other settings are another machine configuration: measured anew.
-        costs.measure_costs(target, None, 2, (0, 0))
-        assert len(calls) == 1
+        cost_measurement.measure_costs(target, None, 2, (0, 0))
+        assert steps
     finally:
         target.close()
         draft.close()
 
 
+def test_each_step_is_one_short_forward_pass_and_the_chat_stays_cached(tiny_models):
+    """A request arriving mid-measurement waits for one step at most, and finds its chat still in the cache."""
+    target = LoadedModel(tiny_models.target, n_ctx=512, n_threads=1)
+    try:
+        chat = target.tokenize("A chat that is already in the cache. " * 3, add_special=True)
+        target.decode(chat)
+        decoded: list[int] = []
+        real_decode = target.decode
+        target.decode = lambda tokens, **kw: decoded.append(len(tokens)) or real_decode(tokens, **kw)
+        measurement = cost_measurement.CostMeasurement(target, None, 1, (0, 0))
+        steps = 0
+        while measurement.step():
+            steps += 1
+            assert len(decoded) == steps and decoded[-1] <= costs.MAX_BATCH * 2  # one forward pass per step
+            assert target.cached[:len(chat)] == chat
+        assert measurement.done and target.cached == chat
+        assert measurement.table().batch[1] > 0
+    finally:
+        target.close()
+
+
+def test_a_full_chat_defers_the_measurement(tiny_models):
+    target = LoadedModel(tiny_models.target, n_ctx=256, n_threads=1)
+    try:
+        chat = (target.tokenize("words " * 200, add_special=False) * 2)[:target.n_ctx - 8]
+        target.decode(chat)
+        measurement = cost_measurement.CostMeasurement(target, None, 1, (0, 0))
+        assert measurement.step() is False and not measurement.done
+        assert target.cached == chat
+    finally:
+        target.close()
+
+
+def test_the_estimate_before_measuring_expects_batches_to_cost_more_on_a_cpu_than_a_gpu():
+    cpu = costs.prior_costs(1_000_000_000, 400_000_000, on_gpu=False)
+    gpu = costs.prior_costs(1_000_000_000, 400_000_000, on_gpu=True)
+    assert cpu.estimated and gpu.estimated
+    assert cpu.verify(8) / cpu.verify(1) > 4 > gpu.verify(8) / gpu.verify(1)
+    assert cpu.draft_per_token == 0.4 * cpu.verify(1)  # a smaller model's step reads fewer weights
+
+
 def test_unmeasured_sizes_are_interpolated():
-    table = costs._interpolate({1: 1.0, 2: 1.75, 4: 2.4, 8: 4.0}, 8)
+    table = costs.interpolate({1: 1.0, 2: 1.75, 4: 2.4, 8: 4.0}, 8)
     assert table[1:3] == [1.0, 1.75]
     assert table[3] == (1.75 + 2.4) / 2
     assert table[6] == 2.4 + (4.0 - 2.4) * 2 / 4
@@ -38,18 +84,18 @@ def test_unmeasured_sizes_are_interpolated():
 def test_a_contended_measurement_cannot_poison_the_table():
     # Measured while another process held the CPU: sizes 5 and 6 spiked to 10x and 28x one token.
     measured = {1: 1.0, 2: 1.77, 3: 2.36, 4: 3.02, 5: 10.59, 6: 27.95, 8: 4.4, 10: 5.1, 13: 6.2, 17: 7.7}
-    table = costs._interpolate(measured, 17)
+    table = costs.interpolate(measured, 17)
     assert table[5] <= table[8] == 4.4 and table[6] <= 4.4
     # Smaller batches never cost much more than bigger ones...
     assert all(table[n] <= 1.1 * min(table[n:]) for n in range(1, 18))
-    assert costs._interpolate({1: 1.0, 2: 9.0}, 2)[2] == 2.0  # nor more than that many single passes
+    assert costs.interpolate({1: 1.0, 2: 9.0}, 2)[2] == 2.0  # nor more than that many single passes
 
 
 def test_kernel_block_sizes_survive_cleaning():
     # Measured on the 2-core CPU: a batch of 16 is cheaper than 12, the kernels working in blocks of 16. The
     # controller must see that, or it would never pick the draft length that pays most there.
     measured = {1: 1.0, 2: 1.68, 4: 2.78, 8: 6.35, 12: 8.02, 16: 7.57, 24: 11.58, 32: 12.89}
-    table = costs._interpolate(measured, 32)
+    table = costs.interpolate(measured, 32)
     assert table[16] == 7.57 and table[12] == 8.02 and table[32] == 12.89
 
 
@@ -57,7 +103,7 @@ def test_costs_of_a_gpu_run_are_never_those_of_a_cpu_run(tiny_models):
     class Model:
         path = tiny_models.target
 
-    keys = {costs._key(Model, 1, 0, "CPU"), costs._key(Model, 1, 29, "CUDA"), costs._key(Model, 1, 29, "Vulkan"),
-            costs._key(Model, 1, 12, "CUDA")}
+    keys = {costs.model_key(Model, 1, 0, "CPU"), costs.model_key(Model, 1, 29, "CUDA"), costs.model_key(Model, 1, 29, "Vulkan"),
+            costs.model_key(Model, 1, 12, "CUDA")}
     assert len(keys) == 4
-    assert costs._key(Model, 1, 0, "CUDA") == costs._key(Model, 1, 0, "CPU")  # nothing offloaded: the CPU's costs
+    assert costs.model_key(Model, 1, 0, "CUDA") == costs.model_key(Model, 1, 0, "CPU")  # nothing offloaded: the CPU's costs

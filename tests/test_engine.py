@@ -103,8 +103,25 @@ def test_auto_controller_learns_per_chat(engine):
     reply(engine, messages, draft_max=None, session="chat-1")
     reply(engine, messages, draft_max=None, session="chat-2")
     reply(engine, messages, draft_max=None, session="chat-1")
-    sessions = {key.split(":")[0] for key in engine._policies}
+    sessions = {key[0] for key in engine._policies}
     assert sessions == {"chat-1", "chat-2"}  # one controller (and its acceptance history) per chat
+
+
+def test_replies_start_on_an_estimate_and_switch_to_costs_measured_in_idle_time(engine):
+    """Nothing waits for a measurement: the first reply runs on the estimate, idle steps measure, and the chat's
+    controller then decides by what was measured."""
+    messages = [{"role": "user", "content": "count: 1 2 3"}]
+    assert not engine.costs_cached()
+    _, finished = reply(engine, messages, draft_max=None, session="chat-1")
+    assert finished.stats.tokens > 0
+    (policy,) = engine._policies.values()
+    assert policy.costs.estimated
+    steps = 0
+    while engine.idle_step():
+        steps += 1
+    assert steps > 10 and engine.costs_cached()
+    assert not policy.costs.estimated and policy.costs.batch[1] > 0
+    assert engine.idle_step() is False  # nothing left to do
 
 
 def test_a_small_context_takes_a_prompt_longer_than_it_asked_for(tiny_models):

@@ -137,15 +137,24 @@ _ACCEPT = re.compile(r"n_accept\s*=\s*(\d+)")
 REFERENCE_BIN_DIR = Path.home() / ".cache" / "specchat-llama-reference" / "bin"
 
 
-def find_llama_speculative(explicit: Optional[str]) -> Optional[str]:
-    """The llama-speculative-simple to compare against: `explicit`, else on PATH, else REFERENCE_BIN_DIR's."""
+def find_reference_tool(name: str, explicit: Optional[str] = None) -> Optional[str]:
+    """A llama.cpp tool to compare against: `explicit`, else on PATH, else REFERENCE_BIN_DIR's."""
     if explicit:
         return explicit
-    found = shutil.which("llama-speculative-simple")
+    found = shutil.which(name)
     if found:
         return found
-    default = REFERENCE_BIN_DIR / "llama-speculative-simple"
+    default = REFERENCE_BIN_DIR / name
     return str(default) if default.is_file() else None
+
+
+def find_llama_speculative(explicit: Optional[str]) -> Optional[str]:
+    return find_reference_tool("llama-speculative-simple", explicit)
+
+
+def reference_env(binary: str) -> dict:
+    """The environment a reference tool runs in: ours, with its own directory's shared libraries first."""
+    return {**os.environ, "LD_LIBRARY_PATH": str(Path(binary).parent)}
 
 
 def run_llama_speculative(
@@ -161,8 +170,7 @@ def run_llama_speculative(
         cmd += ["--spec-type", "ngram-simple"]
     cmd += ["--spec-draft-n-max", str(k), "-t", str(threads), "--temp", "0", "-n", str(max_tokens), "-c", str(n_ctx),
             "-p", prompt_text]
-    env = {"LD_LIBRARY_PATH": str(Path(binary).parent)}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**_base_env(), **env})
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=reference_env(binary))
     out = proc.stdout + proc.stderr
     speed = _SPEED.search(out)
     if proc.returncode != 0 or not speed:
@@ -171,10 +179,6 @@ def run_llama_speculative(
     accepted = _ACCEPT.search(out)
     rate = int(accepted.group(1)) / int(drafted.group(1)) if drafted and accepted and int(drafted.group(1)) else 0.0
     return float(speed.group(3)), rate
-
-
-def _base_env() -> dict:
-    return dict(os.environ)
 
 
 def geometric_mean(values: list[float]) -> float:

@@ -31,13 +31,21 @@ def register(subparsers) -> None:
     p.add_argument("--only", help="comma-separated prompt names to run")
     p.add_argument("--modes", help="comma-separated modes to run: plain, draft, ngram, auto (plain always runs)")
     p.add_argument("--max-tokens", type=int, default=128)
-    p.add_argument("--repeats", type=int, default=3, help="repetitions per mode; the median is reported")
+    p.add_argument("--repeats", type=int, default=None,
+                   help="repetitions per mode; the median is reported (default 3, 7 with --plain-vs-native)")
     p.add_argument("--k", type=int, default=4, help="draft length of the fixed-k modes (default 4)")
     p.add_argument("--ctx", type=int, default=4096)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--llama-spec", help="path to llama.cpp's llama-speculative-simple")
     p.add_argument("--no-llama", action="store_true", help="skip the llama.cpp reference even if found")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    p.add_argument("--plain-vs-native", action="store_true",
+                   help="instead of the suite: our plain greedy decoding against llama.cpp's llama-completion "
+                        "(PATH, --llama-completion, or ~/.cache/specchat-llama-reference/bin), sampling "
+                        "(T 0.8, top-k 40, top-p 0.95) against greedy, and a 1,500-token prompt's time to first "
+                        "token against llama.cpp's prompt evaluation; --repeats defaults to 7 here")
+    p.add_argument("--llama-completion", help="path to llama.cpp's llama-completion")
+    p.add_argument("--long-repeats", type=int, default=3, help="repetitions of the long prompt (default 3)")
     p.set_defaults(func=run)
 
 
@@ -51,7 +59,9 @@ def run(args: argparse.Namespace) -> int:
     problem = sampling_problem(args)
     if problem is None and not 1 <= args.k <= MAX_DRAFT:
         problem = f"--k must be from 1 to {MAX_DRAFT}"
-    if problem is None and args.repeats < 1:
+    if args.repeats is None and not args.plain_vs_native:
+        args.repeats = 3
+    if problem is None and args.repeats is not None and args.repeats < 1:
         problem = "--repeats must be at least 1"
     problem = problem or models_problem(args)
     if problem:
@@ -72,9 +82,16 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     log = (lambda line: print(line, file=sys.stderr)) if not args.json else (lambda line: None)
+    if args.plain_vs_native:
+        return _plain_vs_native(args, log)
     try:
         engine = build_engine(args)
         threads = engine.load_settings.n_threads
+        # The suite compares steady states: the controller decides by measured costs, not by the estimate a new
+        # model starts from (measured once per model and settings, then on disk).
+        if not engine.costs_cached():
+            log("measuring forward-pass costs (once per model and settings)…")
+        engine.measure_costs(with_draft=engine.draft is not None)
         results = run_suite(engine, prompts, ngram=args.ngram, k=args.k, max_tokens=args.max_tokens,
                             repeats=args.repeats, progress=log, kinds=kinds)
         formatted = {p.name: engine.format_chat([{"role": "user", "content": p.chat}]) for p in prompts}
@@ -119,6 +136,37 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         print_report(report)
+    return 0
+
+
+def _plain_vs_native(args: argparse.Namespace, log) -> int:
+    from app.bench.native import print_native_report, run_plain_vs_native
+    from app.bench.suite import find_reference_tool
+    from app.cli.generate_cmd import build_engine
+    from app.engine.errors import EngineError
+
+    binary = find_reference_tool("llama-completion", args.llama_completion)
+    if binary is None:
+        print("error: llama-completion was not found (PATH, --llama-completion, or "
+              "~/.cache/specchat-llama-reference/bin; ../shared/tools/build-llama-reference.sh builds it)",
+              file=sys.stderr)
+        return 2
+    repeats = args.repeats or 7
+    args.draft = None  # plain decoding: no draft model to load
+    try:
+        engine = build_engine(args)
+        report = run_plain_vs_native(engine, binary, Path(args.target), threads=engine.load_settings.n_threads,
+                                     n_ctx=args.ctx, max_tokens=args.max_tokens, repeats=repeats,
+                                     long_repeats=max(1, args.long_repeats), progress=log)
+        engine.close()
+    except (EngineError, RuntimeError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        json.dump(report, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print_native_report(report)
     return 0
 
 

@@ -52,6 +52,8 @@ class GenerationConfig:
     # Whose acceptance statistics the auto controller learns from and uses: one conversation's text predicts
     # its next reply far better than another chat's does. The window passes one per chat.
     session: str = "default"
+    # Write max_tokens tokens whatever the model says (benchmarks against llama.cpp's --ignore-eos).
+    ignore_eos: bool = False
 
     def __post_init__(self) -> None:
         if self.draft_max is not None:

@@ -108,6 +108,9 @@ class OnlineCosts:
         self._target_scale = 1.0
         self._draft_scale = 1.0
         self._size_bias: dict[int, float] = {}
+        # An estimated table's absolute figures are placeholders: the first timing of each kind replaces what it
+        # scales instead of being averaged in.
+        self._seen: set[str] = set() if table.estimated else {"target", "draft"}
 
     def verify(self, n: int) -> float:
         if n == 1:
@@ -127,15 +130,23 @@ class OnlineCosts:
             ratio = verify_s / expected
             size = drafted + 1
             if size == 1:
-                self._target_scale = 0.9 * self._target_scale + 0.1 * ratio
+                self._target_scale = self._blend("target", self._target_scale, ratio, 0.1)
+            elif size not in self._size_bias and self.table.estimated:
+                self._size_bias[size] = ratio / self._target_scale
             else:
                 bias = self._size_bias.get(size, 1.0)
                 self._size_bias[size] = 0.7 * bias + 0.3 * ratio / self._target_scale
         if drafted and self.table.draft_per_token > 0 and model_draft_s > 0:
             # The draft time includes catching up on the last accepted tokens: one or two extra passes, close
             # enough.
-            self._draft_scale = (0.9 * self._draft_scale
-                                 + 0.1 * (model_draft_s / (drafted * self.table.draft_per_token)))
+            self._draft_scale = self._blend("draft", self._draft_scale,
+                                            model_draft_s / (drafted * self.table.draft_per_token), 0.1)
+
+    def _blend(self, kind: str, old: float, observed: float, weight: float) -> float:
+        if kind not in self._seen:
+            self._seen.add(kind)
+            return observed
+        return (1 - weight) * old + weight * observed
 
 
 class AutoController:
@@ -157,6 +168,11 @@ class AutoController:
         self.online = OnlineCosts(costs)
         # Decayed sums of (accepted, expected) per drafter.
         self._calibration = {"ngram": _NO_CALIBRATION, "model": _NO_CALIBRATION}
+
+    def use_costs(self, table: CostTable) -> None:
+        """Switch to a newly measured table (measured in idle time while this controller ran on an estimate)."""
+        self.costs = table
+        self.online = OnlineCosts(table)
 
     # -- the decision -------------------------------------------------------------------------------------------
 
@@ -255,13 +271,14 @@ class AutoController:
                                f"(acceptance {acc.overall():.0%})", kind="paused")
 
     def _why_costly(self) -> str:
-        ratio = self.costs.verify(2) / self.costs.verify(1)
+        ratio = self._verify(2) / self._verify(1)
+        estimated = ", estimated until measured" if self.costs.estimated else ""
         text = (f"speculation paused: on this machine verifying costs more than it saves "
                 f"(a batch of 2 costs {ratio:.2f}x one token")
         if self.costs.draft_per_token and self.drafter == "model":
             text += f", acceptance {self.model.overall():.0%}, draft cost " \
-                    f"{self.costs.draft_per_token / self.costs.verify(1):.2f}x"
-        return text + ")"
+                    f"{self._draft(1) / self._verify(1):.2f}x"
+        return text + estimated + ")"
 
     # -- learning -----------------------------------------------------------------------------------------------
 

@@ -1,14 +1,14 @@
 """What a forward pass costs on this machine: the target's time for a batch of n tokens, the draft's per token.
 
-Measured once per (model file, threads, GPU layers and their backend, llama.cpp build) and cached on disk, because
-the answer decides whether speculation can pay at all: on a 2-core CPU a verify batch of 9 costs ~4.4x one token, on
-a GPU ~1x.
+The answer decides whether speculation can pay at all: on a 2-core CPU a verify batch of 9 costs ~4.4x one token, on
+a GPU ~1x. It is measured once per (model file, threads, GPU layers and their backend, llama.cpp build) in idle time
+(app.engine.cost_measurement) and cached on disk. Until then a model runs on an estimate (`prior_costs`) that the
+controller corrects from what its rounds cost, so choosing a model never waits for a measurement.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -41,6 +41,9 @@ class CostTable:
     # measured sizes the real cost can be well above the line (docs/performance.md), so only measured sizes are
     # chosen.
     measured: Optional[tuple[int, ...]] = None
+    # An estimate made without timing anything (prior_costs): its absolute figures are placeholders until rounds
+    # have been timed, and only its shape (a batch's cost against one token's) carries any knowledge.
+    estimated: bool = False
 
     def is_measured(self, n: int) -> bool:
         return self.measured is None or n in self.measured
@@ -72,7 +75,7 @@ def _clean(points: dict[int, float]) -> dict[int, float]:
     return cleaned
 
 
-def _interpolate(points: dict[int, float], upto: int) -> list[float]:
+def interpolate(points: dict[int, float], upto: int) -> list[float]:
     """Costs for every batch size 1..upto from the measured sizes (index 0 unused)."""
     points = _clean(points)
     sizes = sorted(points)
@@ -87,29 +90,30 @@ def _interpolate(points: dict[int, float], upto: int) -> list[float]:
     return out
 
 
-def _measure(model: LoadedModel, sizes: tuple[int, ...], repeats: int = 3) -> list[float]:
-    """Seconds to decode a batch of each size with logits for every row, after MEASURE_CONTEXT tokens: the fastest
-    of a few tries, since anything else running on the machine only ever adds time. Tries go round the sizes, so a
-    burst of load elsewhere spoils one try of several sizes rather than every try of one."""
-    filler = model.tokenize(" the quick brown fox jumps over the lazy dog" * 8, add_special=False) or [0]
-    context = min(MEASURE_CONTEXT, model.n_ctx - 2 * max(sizes))
-    base_tokens = (filler * (MEASURE_CONTEXT // len(filler) + 1))[:max(context, 1)]
-    model.truncate(0)
-    model.decode(base_tokens)
-    model.decode(base_tokens[:1], logit_rows=[0])  # warm-up: first decodes allocate
-    points = {n: float("inf") for n in sizes}
-    # The single token is every ratio's yardstick and cheap to time: it gets extra tries.
-    plan = [n for _ in range(repeats) for n in sizes] + [sizes[0]] * (2 * repeats)
-    for n in plan:
-        model.truncate(len(base_tokens))
-        start = time.perf_counter()
-        model.decode((base_tokens * 2)[:n], logit_rows=range(n))
-        points[n] = min(points[n], time.perf_counter() - start)
-    model.truncate(0)
-    return _interpolate(points, max(sizes))
+# How a batch's cost grows against one token's before anything was timed, by where the model runs. The CPU shape is
+# a quiet 2-core x86-64 machine's measurement of a 1.5B Q4_K_M model (docs/performance.md), rounded up a little: on
+# a CPU a draft model rarely pays, and an estimate that is too hopeful would cost the first reply its speed. A GPU
+# verifies a few tokens for about the price of one.
+_PRIOR_SHAPE = {
+    "cpu": {1: 1.0, 2: 1.95, 3: 2.75, 4: 3.3, 5: 4.6, 6: 5.1, 8: 6.0, 12: 6.9, 16: 7.5, 24: 10.7, 32: 12.0},
+    "gpu": {1: 1.0, 2: 1.05, 3: 1.1, 4: 1.12, 5: 1.15, 6: 1.18, 8: 1.22, 12: 1.35, 16: 1.45, 24: 1.7, 32: 1.95},
+}
+# A placeholder for one token's cost (seconds); the first rounds replace it (app.engine.controller.OnlineCosts).
+_PRIOR_SINGLE_S = 0.05
 
 
-def _key(model: LoadedModel, n_threads: int, gpu_layers: int, backends: str) -> str:
+def prior_costs(target_bytes: int, draft_bytes: Optional[int], on_gpu: bool) -> CostTable:
+    """An estimate to start from before anything was timed. A decode step reads every weight once, so a draft
+    model's cost per token is taken as the target's in proportion to file size."""
+    shape = _PRIOR_SHAPE["gpu" if on_gpu else "cpu"]
+    points = {n: _PRIOR_SINGLE_S * r for n, r in shape.items()}
+    table = CostTable(batch=interpolate(points, MAX_BATCH), measured=MEASURED_SIZES, estimated=True)
+    if draft_bytes:
+        table.draft_per_token = _PRIOR_SINGLE_S * min(1.0, draft_bytes / max(target_bytes, 1))
+    return table
+
+
+def model_key(model: LoadedModel, n_threads: int, gpu_layers: int, backends: str) -> str:
     import llama_cpp
 
     st = model.path.stat()
@@ -140,32 +144,34 @@ def _write_cache(data: dict) -> None:
 def _keys(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int],
           backends: str):
     """Cache keys of the target and (None without one) the draft."""
-    return (_key(target, n_threads, gpu_layers[0], backends),
-            _key(draft, n_threads, gpu_layers[1], backends) if draft is not None else None)
+    return (model_key(target, n_threads, gpu_layers[0], backends),
+            model_key(draft, n_threads, gpu_layers[1], backends) if draft is not None else None)
 
 
 def is_cached(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int],
               backends: str = "CPU") -> bool:
-    """Whether measure_costs would only read the disk cache (so there is no need to tell anyone to wait)."""
-    cache = _read_cache()
-    return all(key in cache for key in _keys(target, draft, n_threads, gpu_layers, backends) if key is not None)
+    """Whether the costs of this pair and setup were measured before (on disk)."""
+    return cached_costs(target, draft, n_threads, gpu_layers, backends) is not None
 
 
-def measure_costs(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int],
-                  backends: str = "CPU") -> CostTable:
-    """The cost table for this pair, from the disk cache or measured now (seconds on a CPU, once per setup).
+def cached_costs(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int],
+                 backends: str = "CPU") -> Optional[CostTable]:
+    """The measured cost table of this pair from the disk cache, or None when part of it was never measured.
 
     `gpu_layers` are the layers offloaded (resolved, never Auto; 0 on a build without a GPU backend) and `backends`
     where they run ("CUDA", "Metal"): both are part of the cache key."""
     cache = _read_cache()
     tkey, dkey = _keys(target, draft, n_threads, gpu_layers, backends)
-    if tkey not in cache:
-        cache[tkey] = _measure(target, MEASURED_SIZES)
-        _write_cache(cache)
+    if tkey not in cache or (dkey is not None and dkey not in cache):
+        return None
     table = CostTable(batch=list(cache[tkey]), measured=MEASURED_SIZES)
-    if draft is not None:
-        if dkey not in cache:
-            cache[dkey] = _measure(draft, (1,), repeats=5)
-            _write_cache(cache)
+    if dkey is not None:
         table.draft_per_token = cache[dkey][1]
     return table
+
+
+def store_measurement(model: LoadedModel, n_threads: int, gpu_layers: int, backends: str, batch: list[float]) -> None:
+    """Keep one model's measured costs (`batch[n]`, index 0 unused) on disk."""
+    cache = _read_cache()
+    cache[model_key(model, n_threads, gpu_layers, backends)] = batch
+    _write_cache(cache)

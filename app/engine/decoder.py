@@ -148,7 +148,7 @@ def generate(
 
         for position, token in enumerate(kept):
             source, drafter = ("draft", draft.source) if position < accepted else ("target", None)
-            if target.is_end_of_generation(token):
+            if target.is_end_of_generation(token) and not config.ignore_eos:
                 stop_reason = "eos"
                 break
             history.append(token)

@@ -17,7 +17,8 @@ from app.engine.compat import compatibility
 from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, GenerationConfig, LoadSettings
 from app.engine.context_fit import SessionCuts
 from app.engine.controller import AutoController
-from app.engine.costs import is_cached, measure_costs
+from app.engine.cost_measurement import CostMeasurement, measure_costs
+from app.engine.costs import CostTable, cached_costs, prior_costs
 from app.engine.decoder import generate
 from app.engine.drafters import ModelDrafter, NgramDrafter
 from app.engine.errors import IncompatiblePairError
@@ -50,7 +51,7 @@ class SpecEngine:
         # and force the whole conversation to be evaluated again).
         self._transcript_text = ""
         self._transcript_tokens: list[int] = []
-        self._policies: dict[str, SpeculationPolicy] = {}
+        self._policies: dict[tuple, SpeculationPolicy] = {}  # (session, drafter, target, draft) -> its policy
         self._cuts = SessionCuts()
         self._content_tokens: dict[str, int] = {}  # message text -> its token count, oldest entry first
         # Where the loaded models' layers run, with GPU layers on Auto resolved (app.engine.gpu_fit), and the same
@@ -58,6 +59,7 @@ class SpecEngine:
         self.placement: Optional[Placement] = None
         self.placement_note = ""
         self._planned_draft: Optional[Path] = None
+        self._measurement: Optional[CostMeasurement] = None  # measuring costs in idle time (idle_step)
 
     # -- models -------------------------------------------------------------------------------------------------
 
@@ -80,6 +82,7 @@ class SpecEngine:
         path = Path(path)
         if self.target is not None and self.target.path == path:
             return
+        self._measurement = None
         self._close_target()
         s = self.load_settings
         draft_path = self.draft.path if self.draft is not None else planned_draft
@@ -104,6 +107,7 @@ class SpecEngine:
 
     def load_draft(self, path: str | Path | None) -> None:
         """Load, switch or (with None) unload the draft. Raises IncompatiblePairError for a mismatched vocabulary."""
+        self._measurement = None  # it measures the pair it started with
         if path is None:
             if self.draft is not None:
                 self.draft.close()
@@ -163,14 +167,54 @@ class SpecEngine:
         if draft:
             self.load_draft(draft)
 
-    def measure_costs(self, with_draft: bool = True):
-        """What forward passes cost for the loaded models (measured, or read from the disk cache), which the
-        speculation controller needs. Seconds the first time on a CPU, then instant (docs/performance.md)."""
-        return measure_costs(*self._cost_args(with_draft))
+    def measure_costs(self, with_draft: bool = True) -> CostTable:
+        """What forward passes cost for the loaded models, measured now all at once unless on disk (benchmarks
+        want a measured table; replies never wait for one, see idle_step)."""
+        table = measure_costs(*self._cost_args(with_draft))
+        self._use_measured(table, with_draft)
+        return table
 
     def costs_cached(self, with_draft: bool = True) -> bool:
-        """Whether measure_costs will be instant (the costs of these models and settings are on disk)."""
-        return is_cached(*self._cost_args(with_draft))
+        """Whether the costs of these models and settings were measured before (on disk)."""
+        return cached_costs(*self._cost_args(with_draft)) is not None
+
+    def idle_step(self) -> bool:
+        """Do one short piece of background work (one forward pass of measuring the loaded models' costs);
+        False when there is nothing to do now. Call between requests only."""
+        if self.target is None:
+            return False
+        if self._measurement is None:
+            if self.costs_cached():
+                return False
+            self._measurement = CostMeasurement(*self._cost_args(True))
+        if self._measurement.step():
+            return True
+        table = self._measurement.table()
+        if table is None:  # no room in the context now: try again after the next reply
+            return False
+        self._measurement = None
+        self._use_measured(table, True)
+        return False
+
+    def _use_measured(self, table: CostTable, with_draft: bool) -> None:
+        """Controllers still running on the estimate switch to the measured table."""
+        for (_, drafter, target, draft), policy in self._policies.items():
+            if (isinstance(policy, AutoController) and policy.costs.estimated and target == self.target_path
+                    and draft == self.draft_path and (with_draft or drafter != "model")):
+                policy.use_costs(table)
+
+    def _costs_now(self, with_draft: bool) -> CostTable:
+        """The measured table when there is one, else the estimate to start from."""
+        args = self._cost_args(with_draft)
+        table = cached_costs(*args)
+        if table is not None:
+            return table
+        target, draft = args[0], args[1]
+        placement = self.placement
+        on_gpu = (target.n_gpu_layers > 0 and placement is not None and placement.backends != "CPU"
+                  and not self.load_settings.rpc_servers)
+        return prior_costs(target.path.stat().st_size, draft.path.stat().st_size if draft is not None else None,
+                           on_gpu)
 
     def _cost_args(self, with_draft: bool):
         s = self.load_settings
@@ -277,9 +321,9 @@ class SpecEngine:
             drafter = "ngram"
         if config.draft_max is not None:
             return FixedPolicy(config.draft_max, drafter)
-        key = f"{session}:{drafter}:{self.target_path}:{self.draft_path}"
+        key = (session, drafter, self.target_path, self.draft_path)
         if key not in self._policies:
-            self._policies[key] = AutoController(self.measure_costs(with_draft=drafter == "model"), drafter)
+            self._policies[key] = AutoController(self._costs_now(with_draft=drafter == "model"), drafter)
         return self._policies[key]
 
     def _run(

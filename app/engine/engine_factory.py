@@ -97,11 +97,8 @@ class DispatchingEngine:
     def n_ctx(self) -> int:
         return self.active.n_ctx
 
-    def costs_cached(self) -> bool:
-        return self.active.costs_cached()
-
-    def measure_costs(self) -> object:
-        return self.active.measure_costs()
+    def idle_step(self) -> bool:
+        return self.active.idle_step()
 
     def count_tokens(self, messages: Sequence[dict]) -> int:
         return self.active.count_tokens(messages)

@@ -111,11 +111,8 @@ class RemoteEngine:
         if not self._llama_server:
             self._n_ctx = load.n_ctx
 
-    def costs_cached(self) -> bool:
-        return True
-
-    def measure_costs(self) -> object:
-        return None  # the server decides its own speculation
+    def idle_step(self) -> bool:
+        return False  # the server decides its own speculation: nothing to measure here
 
     def close(self) -> None:
         self.unload()

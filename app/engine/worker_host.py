@@ -11,7 +11,6 @@ Requests (parent -> worker), handled one at a time in order:
 Replies (worker -> parent):
     ("ready",)                                           the worker is up
     ("loading", request_id, path, what)                  about to load `path`; `what` is "target" or "draft"
-    ("progress", request_id, message)                    a slow step of loading began (words for a person)
     ("loaded", request_id, target, draft, n_ctx, note)   `note`: where the models run, for a person
     ("load_failed", request_id, message)
     ("context", request_id, dropped, prompt_tokens, n_ctx)
@@ -40,7 +39,9 @@ from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.engine.protocol import ChatEngine
 
 STREAM_BATCH_S = 0.05
-MEASURING_MESSAGE = "Measuring speed…"
+# Background work waits this long after the last request, so a reply and the next message typed soon after it
+# never share the CPU with it: it counts from the end of the last request.
+IDLE_AFTER_S = 1.0
 
 
 class CancelFlag:
@@ -118,7 +119,18 @@ class _WorkerLoop:
 
     def serve(self) -> None:
         self._send(("ready",))
+        idle_work, idle_since = False, time.monotonic()
         while True:
+            if idle_work and self._engine is not None:
+                # Background work (measuring forward-pass costs) runs a step at a time once nothing has happened
+                # for IDLE_AFTER_S, and only while no request is waiting: a request waits for one step at most.
+                wait = max(0.0, idle_since + IDLE_AFTER_S - time.monotonic())
+                try:
+                    if not self._conn.poll(wait):
+                        idle_work = self._idle_step()
+                        continue
+                except (EOFError, OSError):
+                    return
             try:
                 request = self._conn.recv()
             except (EOFError, OSError):
@@ -130,6 +142,14 @@ class _WorkerLoop:
                 self._load_models(*request[1:])
             elif kind == "generate":
                 self._generate(*request[1:])
+            idle_work, idle_since = True, time.monotonic()
+
+    def _idle_step(self) -> bool:
+        try:
+            return self._engine.idle_step()
+        except Exception:  # background work must never take the engine down; it is tried after the next request
+            traceback.print_exc()
+            return False
 
     def close(self) -> None:
         if self._engine is not None:
@@ -165,10 +185,6 @@ class _WorkerLoop:
                     if draft_path is not None:
                         self._send(("loading", request_id, str(draft_path), "draft"))
                     engine.load_draft(draft_path)
-                self._send(("loading", request_id, None, "costs"))
-                if not engine.costs_cached():
-                    self._send(("progress", request_id, MEASURING_MESSAGE))
-                engine.measure_costs()  # part of loading, so the first reply does not wait for it
         except EngineError as exc:
             self._send(("load_failed", request_id, str(exc)))
             return

@@ -57,8 +57,6 @@ class EngineProcess(QObject):
     """(request_id, target_path, draft_path or None, n_ctx, placement note): the models are loaded and ready."""
     sig_load_failed = Signal(int, str)
     """(request_id, message): loading failed; the message is meant for a person."""
-    sig_load_progress = Signal(int, str)
-    """(request_id, message): a slow step of loading has begun; the message is meant for a person."""
     sig_context = Signal(int, int, int, int)
     """(request_id, dropped_messages, prompt_tokens, n_ctx): the prompt was fitted to the context."""
     sig_notice = Signal(int, str)
@@ -298,8 +296,6 @@ class EngineProcess(QObject):
             self.sig_generation_ended.emit(request_id)
         elif kind == "loading":
             self._loading_path = message[2]
-        elif kind == "progress":
-            self.sig_load_progress.emit(message[1], message[2])
         elif kind == "loaded":
             request_id, target, draft, n_ctx, note = message[1:]
             self._end_load(request_id)

@@ -20,10 +20,6 @@ from app.ui.library_model import NGRAM_KEY, DraftListModel, LibraryModel
 from app.ui.library_worker import LibraryThread
 from app.ui.model_bar import ModelBar
 
-_MEASURING_TIP = ("Timing this machine's forward passes, once per model and settings (several seconds on a CPU): "
-                  "the speculation controller decides from them whether drafting can pay here.")
-
-
 class ModelSession(QObject):
     """Target and draft choice, loads and readiness. GUI thread only."""
 
@@ -61,7 +57,6 @@ class ModelSession(QObject):
         self._load_error = ""
         engine.sig_models_loaded.connect(self._on_models_loaded)
         engine.sig_load_failed.connect(self._on_load_failed)
-        engine.sig_load_progress.connect(self._on_load_progress)
         engine.sig_worker_died.connect(self._on_worker_died)
         # A bound method of this GUI-thread object: the slot runs on the GUI thread (a lambda would not).
         library_thread.worker.sig_drafts_checked.connect(self._on_drafts_checked)
@@ -204,10 +199,6 @@ class ModelSession(QObject):
         if self._remember_target and target:
             self.sig_target_loaded.emit(str(target))
         self._remember_target = False
-
-    def _on_load_progress(self, request_id: int, message: str) -> None:
-        if request_id == self._load_id:
-            self.bar.set_load_state(message, _MEASURING_TIP)
 
     def _on_load_failed(self, request_id: int, message: str) -> None:
         if request_id == self._load_id:

@@ -135,11 +135,8 @@ class FakeEngine:
         self.load_settings = load
         self._log("engine", n_ctx=load.n_ctx)
 
-    def costs_cached(self) -> bool:
-        return True
-
-    def measure_costs(self) -> None:
-        pass
+    def idle_step(self) -> bool:
+        return False
 
     def unload(self) -> None:
         self.target_path = None
