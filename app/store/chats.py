@@ -24,13 +24,7 @@ from app import paths
 from app.provenance import RoundRecord
 from app.store.db import describe_error, open_database, transaction
 from app.store.errors import NotFoundError
-from app.store.provenance_doc import (  # noqa: F401  (encode_tokens, decode_tokens: for callers of this module)
-    StoredProvenance,
-    decode_provenance,
-    decode_tokens,
-    encode_provenance,
-    encode_tokens,
-)
+from app.store.provenance_doc import StoredProvenance, decode_provenance, decode_tokens, encode_provenance
 from app.store.records import DEFAULT_TITLE, ROLES, Chat, ChatSettings, Message, Role, auto_title
 
 log = logging.getLogger(__name__)
