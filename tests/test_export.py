@@ -85,7 +85,7 @@ def test_write_export_picks_the_format_by_suffix_and_refuses_a_missing_chat(chat
 
 def test_cli_export_to_stdout_and_to_a_file(chat_id, tmp_path, capsys):
     assert main(["export", "--list"]) == 0
-    assert capsys.readouterr().out.strip().endswith(f"\tWrite add() please")
+    assert capsys.readouterr().out.strip().endswith("\tWrite add() please")
     assert main(["export", str(chat_id)]) == 0
     assert capsys.readouterr().out.startswith("# Write add() please")
     assert main(["export", str(chat_id), "--format", "json"]) == 0
