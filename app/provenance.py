@@ -6,8 +6,11 @@ tokens included), how many the target kept, the token it wrote itself instead, w
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from app.engine.events import RoundEvent
 
 # Where a kept token came from. "draft" is the draft model (the name older chats stored for any accepted draft
 # token, when n-gram copies were not told apart); "ngram" is a copy found by n-gram lookup of earlier text.
@@ -39,3 +42,14 @@ class RoundRecord:
     @property
     def refused_text(self) -> str:
         return "".join(self.proposed_text[self.kept:])
+
+    @classmethod
+    def from_event(cls, event: RoundEvent) -> RoundRecord:
+        """The record of an engine's round event (the window and the CLI keep rounds this way)."""
+        return cls(drafter=event.drafter, k=event.draft_len, proposed=list(event.proposed),
+                   proposed_text=list(event.proposed_text), kept=event.accepted, own=event.own,
+                   own_text=event.own_text, reason=event.reason, time_s=event.time_s)
+
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON (`generate --json`, export): every field under its own name."""
+        return asdict(self)

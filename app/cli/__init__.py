@@ -1,4 +1,4 @@
-"""`specchat-cli`: inspect models, check pairs, generate, benchmark and download from the command line.
+"""`specchat-cli`: inspect models, check pairs, generate, benchmark, download and export chats from the command line.
 
 Each sub-command lives in its own module with a `register(subparsers)` function that adds its parser and sets
 `func`, which receives the parsed arguments and returns the exit code.
@@ -12,9 +12,9 @@ import sys
 from typing import Optional, Sequence
 
 from app import __version__
-from app.cli import bench_cmd, check_pair_cmd, desktop_cmd, download_cmd, generate_cmd, inspect_cmd
+from app.cli import bench_cmd, check_pair_cmd, desktop_cmd, download_cmd, export_cmd, generate_cmd, inspect_cmd
 
-SUBCOMMANDS = (inspect_cmd, check_pair_cmd, generate_cmd, bench_cmd, download_cmd, desktop_cmd)
+SUBCOMMANDS = (inspect_cmd, check_pair_cmd, generate_cmd, bench_cmd, download_cmd, desktop_cmd, export_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -45,7 +45,9 @@ def register(subparsers) -> None:
     source.add_argument("--prompt-file", metavar="FILE", help="like --prompt, the text read from a UTF-8 file")
     source.add_argument("--chat", help="a user message, formatted with the model's chat template")
     p.add_argument("--system", default=None, help="system prompt for --chat")
-    p.add_argument("--json", action="store_true", help="print one JSON object with text, tokens and stats")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object with text, tokens (each with its drafter and round), rounds (what "
+                   "was proposed, refused ones included, and kept) and stats")
     p.set_defaults(func=run)
 
 
@@ -122,7 +124,8 @@ def build_engine(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     from app.engine.config import GenerationConfig
-    from app.engine.events import FinishedEvent, TokenEvent
+    from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
+    from app.provenance import RoundRecord
 
     try:
         draft_max = parse_draft_max(args.draft_max)
@@ -153,13 +156,16 @@ def run(args: argparse.Namespace) -> int:
             events = engine.chat(messages, config)
         else:
             events = engine.complete(args.prompt, config)
-        tokens, finished = [], None
+        tokens, rounds, finished = [], [], None
         for event in events:
             if isinstance(event, TokenEvent):
-                tokens.append({"id": event.token_id, "text": event.text, "source": event.source})
+                tokens.append({"id": event.token_id, "text": event.text, "source": event.source,
+                               "drafter": event.drafter, "round": event.round})
                 if not args.json:
                     sys.stdout.write(event.text)
                     sys.stdout.flush()
+            elif isinstance(event, RoundEvent):
+                rounds.append(RoundRecord.from_event(event).to_dict())
             elif isinstance(event, FinishedEvent):
                 finished = event
         engine.close()
@@ -170,7 +176,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         keys = ("tokens", "tokens_per_second", "ttft_s", "drafted", "accepted", "acceptance_rate",
                 "mean_accepted_run", "rounds", "stop_reason")
-        out = {"text": finished.text, "tokens": tokens, "stats": {k: getattr(stats, k) for k in keys}}
+        # Per token its drafter and round (an index into "rounds"); per round every proposed id, the refused ones too.
+        out = {"text": finished.text, "tokens": tokens, "rounds": rounds,
+               "stats": {k: getattr(stats, k) for k in keys}}
         out["stats"]["draft_len_histogram"] = stats.draft_len_histogram
         json.dump(out, sys.stdout, ensure_ascii=False)
         sys.stdout.write("\n")

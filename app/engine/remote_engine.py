@@ -180,12 +180,15 @@ class RemoteEngine:
             for r in found_rounds:
                 rounds += 1
                 histogram[r.drafted] = histogram.get(r.drafted, 0) + 1
-                yield RoundEvent(request_id, "model", r.drafted, r.drafted, r.accepted, "set by the server")
+                # The server reports counts only: what it proposed and which token it wrote itself stay unknown.
+                yield RoundEvent(request_id, "model", r.drafted, r.drafted, r.accepted, "set by the server",
+                                 index=r.index)
             for token in tokens:
                 if first_at is None:
                     first_at = time.monotonic()
                 pieces.append(token.text)
-                yield TokenEvent(request_id, index, -1, token.text, token.source)
+                drafter = "model" if token.source == "draft" else None
+                yield TokenEvent(request_id, index, -1, token.text, token.source, drafter, token.round)
                 index += 1
             if choice.get("finish_reason"):
                 finish_reason = str(choice["finish_reason"])

@@ -14,6 +14,10 @@ to the chunk's last token, the others carry "". And when a held-back chunk also 
 is taken to start at that chunk's first token. With a hybrid or recurrent target llama-server may replay a round
 (it counts the replayed tokens once): the rule then still marks the accepted drafts, and the replay's extra token
 as the target's.
+
+Rounds are numbered in the order they are seen. The accepted drafts carry their round's index, and so does the
+target's own token that follows them (the next token of the target's after the round was seen); other target
+tokens (plain steps) belong to no round. What a round proposed and refused is not reported, only counted.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from app.engine.events import TokenSource
 class RemoteToken:
     text: str
     source: TokenSource
+    round: int = -1  # the index of the round it belongs to (-1: none)
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,7 @@ class RemoteRound:
 
     drafted: int
     accepted: int
+    index: int = 0  # counted from 0 in the order rounds are seen
 
 
 @dataclass
@@ -46,7 +52,10 @@ class ProvenanceTracker:
     drafted: int = 0
     accepted: int = 0
     per_token: Optional[bool] = None  # None until the first chunk with text: did it carry timings?
+    rounds: int = 0  # rounds seen so far
     _pending_draft: int = 0
+    _draft_round: int = -1  # the round of the pending draft tokens
+    _own_round: Optional[int] = None  # a round whose target token has not arrived yet
     _held_text: list[str] = field(default_factory=list)
 
     def feed(self, text: str, timings: Optional[dict]) -> tuple[list[RemoteToken], list[RemoteRound]]:
@@ -71,7 +80,9 @@ class ProvenanceTracker:
         accepted = int(timings.get("draft_n_accepted", 0) or 0)
         rounds: list[RemoteRound] = []
         if drafted > self.drafted:
-            rounds.append(RemoteRound(drafted - self.drafted, max(0, accepted - self.accepted)))
+            rounds.append(RemoteRound(drafted - self.drafted, max(0, accepted - self.accepted), self.rounds))
+            self._draft_round = self._own_round = self.rounds
+            self.rounds += 1
         if accepted > self.accepted:
             self._pending_draft += accepted - self.accepted
         self.drafted, self.accepted = max(drafted, self.drafted), max(accepted, self.accepted)
@@ -85,11 +96,13 @@ class ProvenanceTracker:
         self.tokens = n
         out: list[RemoteToken] = []
         for i in range(count):
-            source: TokenSource = "target"
+            text = held if i == count - 1 else ""
             if self._pending_draft > 0:
-                source = "draft"
                 self._pending_draft -= 1
-            out.append(RemoteToken(held if i == count - 1 else "", source))
+                out.append(RemoteToken(text, "draft", self._draft_round))
+            else:
+                own_round, self._own_round = self._own_round, None
+                out.append(RemoteToken(text, "target", own_round if own_round is not None else -1))
         return out, rounds
 
     def flush(self) -> Optional[RemoteToken]:

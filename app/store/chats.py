@@ -3,8 +3,8 @@
 Every write is one transaction committed before the method returns, so a crash (or the user killing the app
 mid-reply) loses at most the reply still being generated, never a message that was already added.
 
-Per-token provenance (which tokens the draft model proposed and the target accepted) is stored with its message
-as one compact JSON document, not a row per token: replies run to thousands of tokens and are always read whole.
+A reply's provenance (where each token came from, its speculation rounds, a comparison with plain decoding) is
+stored with its message as one compact JSON document, not a row per token (app.store.provenance_doc).
 """
 
 from __future__ import annotations
@@ -15,57 +15,19 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from app import paths
+from app.provenance import RoundRecord
 from app.store.db import describe_error, open_database, transaction
 from app.store.errors import NotFoundError
+from app.store.provenance_doc import StoredProvenance, decode_provenance, decode_tokens, encode_provenance
 from app.store.records import DEFAULT_TITLE, ROLES, Chat, ChatSettings, Message, Role, auto_title
 
 log = logging.getLogger(__name__)
-
-# One letter per token in the stored provenance string: "dtt" is draft, target, target.
-_SOURCE_TO_CODE = {"draft": "d", "target": "t"}
-_CODE_TO_SOURCE = {code: source for source, code in _SOURCE_TO_CODE.items()}
-_TOKENS_FORMAT = 1
-
-
-def encode_tokens(tokens: Iterable[tuple[str, str]] | None) -> str | None:
-    """Provenance as one JSON document: {"v": 1, "texts": [...], "sources": "dtt..."}."""
-    if tokens is None:
-        return None
-    texts: list[str] = []
-    codes: list[str] = []
-    for text, source in tokens:
-        if not isinstance(text, str):
-            raise TypeError(f"token text must be str, not {type(text).__name__}")
-        try:
-            codes.append(_SOURCE_TO_CODE[source])
-        except KeyError:
-            raise ValueError(f"token source must be 'draft' or 'target', not {source!r}") from None
-        texts.append(text)
-    document = {"v": _TOKENS_FORMAT, "texts": texts, "sources": "".join(codes)}
-    encoded = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-    try:
-        encoded.encode("utf-8")
-    except UnicodeEncodeError:
-        # A lone surrogate cannot be stored as UTF-8 text; \u escapes keep even that exact.
-        encoded = json.dumps(document, ensure_ascii=True, separators=(",", ":"))
-    return encoded
-
-
-def decode_tokens(encoded: str | None) -> list[tuple[str, str]] | None:
-    if encoded is None:
-        return None
-    document = json.loads(encoded)
-    texts, codes = document["texts"], document["sources"]
-    if len(texts) != len(codes):
-        raise ValueError("token provenance is damaged: texts and sources differ in length")
-    return [(text, _CODE_TO_SOURCE[code]) for text, code in zip(texts, codes)]
-
 
 def _encode_stats(stats: dict | None) -> str | None:
     if stats is None:
@@ -244,12 +206,17 @@ class ChatStore:
         tokens: list[tuple[str, str]] | None = None,
         target_name: str | None = None,
         draft_name: str | None = None,
+        token_rounds: list[int] | None = None,
+        rounds: list[RoundRecord] | None = None,
     ) -> Message:
-        """Append a message and commit it at once. The first user message of a "New chat" names the chat."""
+        """Append a message and commit it at once. The first user message of a "New chat" names the chat.
+
+        `tokens` are (text, origin) per kept token, `token_rounds` each token's index into `rounds` (-1: none).
+        """
         if role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
-        # Encode before the transaction: a bad token or stats value raises without touching the database.
-        tokens_json = encode_tokens(tokens)
+        # Encode before the transaction: a bad token, round or stats value raises without touching the database.
+        tokens_json = encode_provenance(StoredProvenance(tokens, token_rounds, rounds))
         stats_json = _encode_stats(stats)
         with self._write() as conn:
             row = conn.execute("SELECT title FROM chats WHERE id = ?", (chat_id,)).fetchone()
@@ -275,9 +242,9 @@ class ChatStore:
             content=content,
             created_at=now,
             stats=_decode_stats(stats_json),
-            tokens=decode_tokens(tokens_json),
             target_name=target_name,
             draft_name=draft_name,
+            **_provenance_fields(decode_provenance(tokens_json)),
         )
 
     def messages(self, chat_id: int, *, before_id: int | None = None, limit: int | None = None) -> list[Message]:
@@ -318,9 +285,11 @@ class ChatStore:
         return removed
 
     def update_reply(self, message_id: int, content: str, stats: dict | None = None,
-                     tokens: list[tuple[str, str]] | None = None) -> None:
-        """Replace a streaming reply's text, stats and provenance in one commit (saved while it streams)."""
-        tokens_json = encode_tokens(tokens)
+                     tokens: list[tuple[str, str]] | None = None, token_rounds: list[int] | None = None,
+                     rounds: list[RoundRecord] | None = None) -> None:
+        """Replace a streaming reply's text, stats and provenance in one commit (saved while it streams). A
+        comparison with plain decoding is dropped: it compared the text being replaced."""
+        tokens_json = encode_provenance(StoredProvenance(tokens, token_rounds, rounds))
         stats_json = _encode_stats(stats)
         with self._write() as conn:
             updated = conn.execute(
@@ -331,14 +300,17 @@ class ChatStore:
                 raise NotFoundError(f"There is no message {message_id} to update (it may have been deleted).")
 
     def update_message_content(self, message_id: int, content: str) -> Message:
-        """Replace a message's text. Token provenance that no longer spells the text is dropped with it."""
+        """Replace a message's text. Provenance that no longer spells the text (tokens, rounds and the comparison
+        with plain decoding) is dropped with it."""
         with self._write() as conn:
-            row = conn.execute("SELECT chat_id, tokens FROM messages WHERE id = ?", (message_id,)).fetchone()
+            row = conn.execute(
+                "SELECT chat_id, content, tokens FROM messages WHERE id = ?", (message_id,)
+            ).fetchone()
             if row is None:
                 raise NotFoundError(f"There is no message {message_id} to edit (it may have been deleted).")
             tokens_json = row["tokens"]
-            if tokens_json is not None and _spelled_by(tokens_json) != content:
-                # Highlighting would mark spans of text that is no longer there.
+            if tokens_json is not None and content != row["content"] and _spelled_by(tokens_json) != content:
+                # Highlighting would mark spans of text that is no longer there, and rounds describe that text.
                 tokens_json = None
             conn.execute(
                 "UPDATE messages SET content = ?, tokens = ? WHERE id = ?", (content, tokens_json, message_id)
@@ -347,6 +319,31 @@ class ChatStore:
         message = self.get_message(message_id)
         assert message is not None
         return message
+
+    def set_comparison(self, message_id: int, data: dict | None) -> Message:
+        """Keep (or with None, forget) the reply re-run without speculation, with the reply's provenance."""
+        if data is not None and not isinstance(data, dict):
+            raise TypeError(f"comparison must be a dict, not {type(data).__name__}")
+        with self._write() as conn:
+            row = conn.execute("SELECT tokens FROM messages WHERE id = ?", (message_id,)).fetchone()
+            if row is None:
+                raise NotFoundError(f"There is no message {message_id} to compare (it may have been deleted).")
+            try:
+                provenance = decode_provenance(row["tokens"])
+            except (ValueError, TypeError, KeyError):
+                # Unreadable already (the message shows without it); the comparison is still worth keeping.
+                log.warning("message %s: token provenance unreadable, replaced by the comparison", message_id)
+                provenance = StoredProvenance()
+            provenance.comparison = data
+            conn.execute("UPDATE messages SET tokens = ? WHERE id = ?", (encode_provenance(provenance), message_id))
+        message = self.get_message(message_id)
+        assert message is not None
+        return message
+
+
+def _provenance_fields(provenance: StoredProvenance) -> dict[str, Any]:
+    return {"tokens": provenance.tokens, "token_rounds": provenance.token_rounds, "rounds": provenance.rounds,
+            "comparison": provenance.comparison}
 
 
 def _spelled_by(tokens_json: str) -> str | None:
@@ -383,11 +380,11 @@ def _chat_from_row(row: sqlite3.Row) -> Chat:
 
 def _message_from_row(row: sqlite3.Row) -> Message:
     try:
-        tokens = decode_tokens(row["tokens"])
+        provenance = decode_provenance(row["tokens"])
     except (ValueError, TypeError, KeyError):
         # The text is what matters; a reply without highlighting is better than a chat that will not open.
         log.warning("message %s: token provenance unreadable, shown without it", row["id"])
-        tokens = None
+        provenance = StoredProvenance()
     try:
         stats = _decode_stats(row["stats"])
     except (ValueError, TypeError):
@@ -400,9 +397,9 @@ def _message_from_row(row: sqlite3.Row) -> Message:
         content=row["content"],
         created_at=row["created_at"],
         stats=stats,
-        tokens=tokens,
         target_name=row["target_name"],
         draft_name=row["draft_name"],
+        **_provenance_fields(provenance),
     )
 
 

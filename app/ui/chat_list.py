@@ -141,6 +141,8 @@ class ChatSidebar(QWidget):
     """The user asked for a new chat."""
     sig_delete_requested = Signal(int)
     """The user asked to delete this chat (the owner confirms)."""
+    sig_export_requested = Signal(int)
+    """(chat_id): the user asked to export this chat to a file."""
     sig_search_changed = Signal(str)
     """The search text changed (debounced)."""
     sig_library_requested = Signal()
@@ -258,5 +260,6 @@ class ChatSidebar(QWidget):
         self.list_view.setCurrentIndex(index)
         menu = QMenu(self)
         menu.addAction("Rename", lambda: self.list_view.edit(index))
+        menu.addAction("Export…", lambda: self.sig_export_requested.emit(int(index.data(CHAT_ID_ROLE))))
         menu.addAction("Delete", lambda: self.sig_delete_requested.emit(int(index.data(CHAT_ID_ROLE))))
         menu.exec(self.list_view.viewport().mapToGlobal(pos))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass, field
 from typing import Optional
 
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -22,6 +21,7 @@ from app.store import ChatSettings, ChatStore, Message, StoreError
 from app.ui.chat_view import ChatView
 from app.ui.transcript_format import TranscriptMessage, model_label, stats_from_dict, transcript_message
 from app.ui.engine_process import EngineProcess
+from app.ui.reply_request import ReplyRequest
 
 # Every write to the transcript repaints it, and on a small CPU the window's time is taken from llama.cpp's
 # threads: 60 ms still reads as a smooth stream (docs/performance.md has the measurement).
@@ -31,55 +31,6 @@ SAVE_INTERVAL_S = 1.0
 # A chat is shown from its end, this many messages at a time: opening a long chat costs one page, not all of it.
 PAGE_MESSAGES = 40
 SAVE_EVERY_TOKENS = 64
-
-
-@dataclass
-class _Request:
-    """One reply being generated: what was asked, and what has arrived so far."""
-
-    request_id: int
-    chat_id: int
-    target_name: str
-    draft_name: Optional[str]
-    message_id: Optional[int] = None  # the stored reply, once its first tokens were saved
-    continued: list[tuple[str, str]] = field(default_factory=list)  # the reply's tokens before a Continue
-    started: float = field(default_factory=time.monotonic)
-    first_token_at: Optional[float] = None
-    last_token_at: Optional[float] = None
-    tokens: list[tuple[str, str]] = field(default_factory=list)
-    pending: list[tuple[str, str]] = field(default_factory=list)
-    drafted: int = 0
-    accepted: int = 0
-    rounds: int = 0
-    prompt_tokens: int = 0
-    streaming: bool = False
-    readout_at: float = 0.0  # when the live readout was last refreshed
-    saved_at: float = 0.0
-    saved_tokens: int = 0
-
-    def reply_tokens(self) -> list[tuple[str, str]]:
-        return self.continued + self.tokens
-
-    def reply_text(self) -> str:
-        return "".join(text for text, _ in self.reply_tokens())
-
-    def partial_stats(self, stop_reason: str) -> GenerationStats:
-        """Stats of a reply that ended without the engine's own numbers (stopped, or failed midway)."""
-        now = self.last_token_at or time.monotonic()
-        decode_time = (now - self.first_token_at) if self.first_token_at else 0.0
-        n = len(self.tokens)
-        return GenerationStats(
-            tokens=n,
-            tokens_per_second=decode_speed(n - 1, decode_time),
-            ttft_s=(self.first_token_at - self.started) if self.first_token_at else 0.0,
-            drafted=self.drafted,
-            accepted=self.accepted,
-            acceptance_rate=self.accepted / self.drafted if self.drafted else 0.0,
-            rounds=self.rounds,
-            stop_reason=stop_reason,
-            prompt_tokens=self.prompt_tokens,
-            elapsed_s=now - self.started,
-        )
 
 
 class Conversation(QObject):
@@ -108,7 +59,7 @@ class Conversation(QObject):
         self._oldest_shown: Optional[int] = None  # the first message the transcript shows
         view.sig_older_wanted.connect(self._show_older)
         self._chat_id: Optional[int] = None
-        self._request: Optional[_Request] = None
+        self._request: Optional[ReplyRequest] = None
         self._next_id = 0
         self._n_ctx = 0
         self._context_used = 0
@@ -223,7 +174,7 @@ class Conversation(QObject):
         if self.chat_id is None:
             raise RuntimeError("no chat is open")
         self.stop()
-        request = _Request(self._new_request_id(), self.chat_id, target_name, draft_name)
+        request = ReplyRequest(self._new_request_id(), self.chat_id, target_name, draft_name)
         return self._send(request, config, self.prompt_messages(system_prompt))
 
     def continue_reply(self, config: GenerationConfig, system_prompt: str, target_name: str,
@@ -237,13 +188,12 @@ class Conversation(QObject):
             return None
         # The engine reads a chat that ends with an assistant message as "continue this reply".
         messages = self.prompt_messages(system_prompt, until_id=message_id)
-        request = _Request(self._new_request_id(), self.chat_id, target_name, draft_name, message_id=message_id,
-                           continued=list(message.tokens or [(message.content, "target")]))
+        request = ReplyRequest.continuing(self._new_request_id(), message, target_name, draft_name)
         request.saved_tokens = 0
         self.reload(without=message_id)  # the reply about to be continued is streamed anew
         return self._send(request, config, messages)
 
-    def _send(self, request: _Request, config: GenerationConfig, messages: list[dict]) -> int:
+    def _send(self, request: ReplyRequest, config: GenerationConfig, messages: list[dict]) -> int:
         self._request = request
         self._last_reason = ""
         # The speculation controller learns acceptance per chat.
@@ -282,7 +232,7 @@ class Conversation(QObject):
 
     # ----- events from the inference thread
 
-    def _current(self, request_id: int) -> Optional[_Request]:
+    def _current(self, request_id: int) -> Optional[ReplyRequest]:
         request = self._request
         return request if request is not None and request.request_id == request_id else None
 
@@ -326,21 +276,13 @@ class Conversation(QObject):
         request = self._current(event.request_id)
         if request is None:
             return  # a stopped or superseded request: drop
-        now = time.monotonic()
-        if request.first_token_at is None:
-            request.first_token_at = now
-        request.last_token_at = now
-        token = (event.text, event.source)
-        request.tokens.append(token)
-        request.pending.append(token)
+        request.add_token(event)
 
     def _on_round(self, event: RoundEvent) -> None:
         request = self._current(event.request_id)
         if request is None:
             return
-        request.rounds += 1
-        request.drafted += event.drafted
-        request.accepted += event.accepted
+        request.add_round(event)
         if event.reason and event.reason != self._last_reason:
             self._last_reason = event.reason
             self.sig_round_reason.emit(event.reason)
@@ -358,7 +300,7 @@ class Conversation(QObject):
             request.readout_at = now
             self.sig_live_stats.emit(self._live_text(request))
 
-    def _live_text(self, request: _Request) -> str:
+    def _live_text(self, request: ReplyRequest) -> str:
         n = len(request.tokens)
         elapsed = (request.last_token_at or 0) - (request.first_token_at or 0)
         speed = decode_speed(n - 1, elapsed)
@@ -369,7 +311,7 @@ class Conversation(QObject):
             self._show_usage(request.prompt_tokens + n)
         return "  ·  ".join(parts)
 
-    def _save_if_due(self, request: _Request) -> None:
+    def _save_if_due(self, request: ReplyRequest) -> None:
         """Save the streaming reply, marked interrupted, so that a killed app keeps all but its last second."""
         now = time.monotonic()
         if now - request.saved_at < SAVE_INTERVAL_S and len(request.tokens) - request.saved_tokens < SAVE_EVERY_TOKENS:
@@ -377,17 +319,16 @@ class Conversation(QObject):
         request.saved_at, request.saved_tokens = now, len(request.tokens)
         self._store_reply(request, request.partial_stats("interrupted"), request.reply_text())
 
-    def _store_reply(self, request: _Request, stats: GenerationStats, reply: str) -> Optional[Message]:
+    def _store_reply(self, request: ReplyRequest, stats: GenerationStats, reply: str) -> Optional[Message]:
         """Add the reply to the store, or update it if it was saved while streaming; None if that failed."""
         try:
             if request.message_id is None:
-                stored = self.store.add_message(
-                    request.chat_id, "assistant", reply, stats=stats.to_dict(), tokens=request.reply_tokens(),
-                    target_name=request.target_name, draft_name=request.draft_name,
-                )
+                stored = self.store.add_message(request.chat_id, "assistant", reply, stats=stats.to_dict(),
+                                                target_name=request.target_name, draft_name=request.draft_name,
+                                                **request.provenance())
                 request.message_id = stored.id
                 return stored
-            self.store.update_reply(request.message_id, reply, stats=stats.to_dict(), tokens=request.reply_tokens())
+            self.store.update_reply(request.message_id, reply, stats=stats.to_dict(), **request.provenance())
             return self.store.get_message(request.message_id)
         except StoreError as exc:
             self.sig_error.emit(f"The reply could not be saved: {exc}")
@@ -411,7 +352,7 @@ class Conversation(QObject):
             # The engine stopped without a result or an error; keep what arrived.
             self._end_request(request, request.partial_stats("cancelled"), text=None)
 
-    def _end_request(self, request: _Request, stats: GenerationStats, text: Optional[str],
+    def _end_request(self, request: ReplyRequest, stats: GenerationStats, text: Optional[str],
                      error: Optional[str] = None) -> None:
         """Retire the request and keep its reply (if any text arrived) in the store and the transcript."""
         self._request = None
@@ -420,7 +361,7 @@ class Conversation(QObject):
             self.view.append_tokens(request.pending)
         request.pending = []
         if request.continued:
-            stats = _with_earlier_part(stats, request)
+            stats = request.with_earlier_part(stats)
         reply = request.reply_text() if text is None else "".join(t for t, _ in request.continued) + text
         stored: Optional[Message] = None
         if reply:
@@ -429,8 +370,10 @@ class Conversation(QObject):
             if stored is not None:
                 self.view.finish_stream(transcript_message(stored))
             elif reply:
-                self.view.finish_stream(TranscriptMessage(-1, "assistant", reply, request.reply_tokens(), stats,
-                                                          model_label(request.target_name, request.draft_name)))
+                self.view.finish_stream(TranscriptMessage(
+                    -1, "assistant", reply, request.reply_tokens(), stats,
+                    model_label(request.target_name, request.draft_name), token_rounds=request.token_rounds,
+                    rounds=request.rounds))
             elif request.streaming:
                 self.view.finish_stream(TranscriptMessage(-1, "assistant", "", [], stats,
                                                           model_label(request.target_name, request.draft_name)))
@@ -446,7 +389,3 @@ class Conversation(QObject):
             self.sig_messages_changed.emit(request.chat_id)
             self.sig_reply_finished.emit(stored.id)
 
-
-def _with_earlier_part(stats: GenerationStats, request: _Request) -> GenerationStats:
-    """A continued reply's stats count its tokens from before the Continue too (speeds stay this run's)."""
-    return dataclasses.replace(stats, tokens=stats.tokens + len(request.continued))

@@ -22,7 +22,8 @@ from PySide6.QtGui import (
 
 from app.engine.events import GenerationStats
 from app.provenance import RoundRecord
-from app.store import Message, record_from_dict
+from app.reply_stats import format_stats, model_label, stats_from_dict  # noqa: F401  (used by the window too)
+from app.store import Message
 from app.ui import style
 from app.ui.markdown_spans import Block
 
@@ -50,17 +51,6 @@ class TranscriptMessage:
     comparison: Optional[dict] = None
 
 
-def stats_from_dict(data: Optional[dict]) -> Optional[GenerationStats]:
-    """GenerationStats from its stored dict (keys this version does not know, or bad values, are left out)."""
-    return record_from_dict(GenerationStats, data)[0] if data else None
-
-
-def model_label(target_name: Optional[str], draft_name: Optional[str]) -> str:
-    if not target_name:
-        return "Assistant"
-    return f"{target_name}  +  {draft_name}" if draft_name else target_name
-
-
 def transcript_message(message: Message) -> TranscriptMessage:
     return TranscriptMessage(
         message_id=message.id,
@@ -77,27 +67,6 @@ def transcript_message(message: Message) -> TranscriptMessage:
 
 # Replies that ended before the model finished them, which the user can ask to continue.
 CONTINUABLE = frozenset({"interrupted", "cancelled", "max_tokens", "error"})
-
-
-def format_stats(stats: GenerationStats) -> str:
-    """The stats row under a finished reply: "41.3 tok/s · 256 tokens · 68% accepted (120/176) · 0.21 s TTFT"."""
-    parts = [f"{stats.tokens_per_second:.1f} tok/s", f"{stats.tokens} tokens"]
-    if stats.drafted:
-        parts.append(f"{stats.acceptance_rate * 100:.0f}% accepted ({stats.accepted}/{stats.drafted} drafted)")
-    else:
-        parts.append("no speculation")
-    if stats.ttft_s:
-        parts.append(f"{stats.ttft_s:.2f} s to first token")
-    reason = {
-        "cancelled": "stopped",
-        "max_tokens": "hit the max tokens limit",
-        "context_full": "context full",
-        "error": "ended by an error",
-        "interrupted": "interrupted: SpecChat closed while it was written",
-    }.get(stats.stop_reason)
-    if reason:
-        parts.append(reason)
-    return "  ·  ".join(parts)
 
 
 class ReplyWriter:

@@ -70,6 +70,12 @@ def test_llama_server_provenance_is_rebuilt_per_token():
     # The merged chunk's text goes to its last token.
     assert [t.text for t in tokens[6:8]] == ["", " the lazy"]
     assert [(r.drafted, r.accepted) for r in rounds] == [(4, 2), (4, 0), (4, 4)]
+    # Each round's accepted drafts, then the target's own token, carry its index; the first token has no round.
+    assert [r.index for r in rounds] == [0, 1, 2]
+    assert [t.round for t in tokens] == [-1, 0, 0, 0, 1, 2, 2, 2, 2, 2]
+    assert [t.drafter for t in tokens] == [None, "model", "model", None, None, "model", "model", "model", "model",
+                                           None]
+    assert all(r.proposed == () and r.own == -1 for r in rounds)  # not reported by the server: left unknown
     stats = finished.stats
     assert (stats.tokens, stats.drafted, stats.accepted, stats.rounds) == (10, 12, 6, 3)
     assert stats.acceptance_rate == pytest.approx(0.5)

@@ -16,7 +16,7 @@ from app.store import (
     NotFoundError,
     auto_title,
 )
-from app.store.chats import decode_tokens, encode_tokens
+from app.store.provenance_doc import decode_tokens, encode_tokens
 
 # Texts a tokenizer really produces, and the ones that break naive encodings.
 TRICKY_TOKENS = [

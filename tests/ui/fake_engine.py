@@ -1,9 +1,16 @@
 """A stand-in for SpecEngine with the same interface, for UI tests that need exact control over timing and events.
 
-It yields a scripted reply: with speculation on, runs of draft tokens the "target" accepted, then one target
-token; with it off, target tokens only. A delay per token lets tests stop a reply midway. Like the real engine it
-runs in the engine process, so a test steers it through `FakeEngineControl`: a small JSON file of knobs the fake
-reads at every request, and a log of what it was asked, one JSON line per load or request.
+It yields a scripted reply: with speculation on, rounds of DRAFT_RUN draft tokens the "target" accepted, then one
+target token; with it off, one round per target token (drafter "none"). Like the real engine, each round's
+RoundEvent comes before its tokens and carries what was proposed (the refused tokens included), the target's own
+token and a time; each TokenEvent carries its drafter and round. A delay per token lets tests stop a reply midway.
+Like the real engine it runs in the engine process, so a test steers it through `FakeEngineControl`: a small JSON
+file of knobs the fake reads at every request, and a log of what it was asked, one JSON line per load or request.
+
+Knobs for provenance: `refuse_tail` (int) adds that many refused tokens to every proposal, taken in turn from the
+words of `refused_text`, so the target keeps DRAFT_RUN and writes its own token instead; `drafter` forces who drafts
+("model", "ngram", or "alternate": model and n-gram by turns; "" picks as the real engine does: the draft model when
+one is loaded and the chat does not ask for n-gram); `round_time_s` is the time each round reports.
 """
 
 from __future__ import annotations
@@ -27,13 +34,16 @@ DEFAULT_REPLY = (
 )
 
 DEFAULT_KNOBS = {"reply": DEFAULT_REPLY, "token_delay_s": 0.0, "crash_on_load": "", "hang_in_chat": False,
-                 "load_delay_s": 0.0}
+                 "load_delay_s": 0.0, "refuse_tail": 0, "refused_text": " perhaps not quite", "drafter": "",
+                 "round_time_s": 0.02}
+DRAFT_RUN = 3  # drafted tokens the target keeps in every speculative round
+REFUSED_ID = 9000  # refused proposals' ids count up from here; a kept token's id is 1000 + its index
 
 
 class FakeEngineControl:
     """The test's side: picklable, so the window can pass it to the engine process as its engine factory."""
 
-    _KNOBS = ("reply", "token_delay_s", "crash_on_load", "hang_in_chat", "load_delay_s")
+    _KNOBS = tuple(DEFAULT_KNOBS)
 
     def __init__(self, folder: Path):
         object.__setattr__(self, "folder", Path(folder))
@@ -164,30 +174,37 @@ class FakeEngine:
                 time.sleep(0.05)
         delay = knobs["token_delay_s"]
         pieces = _split(knobs["reply"])[: config.max_tokens]
+        refused = _split(knobs["refused_text"]) or [" no"]
         speculative = config.speculative
-        drafter = "none" if not speculative else ("ngram" if config.drafter == "ngram" or self.draft_path is None
-                                                   else "model")
         index = 0
         drafted = accepted = rounds = 0
         started = time.monotonic()
         while index < len(pieces):
             if cancel is not None and cancel.is_set():
                 break
-            run = 3 if speculative else 0
-            chunk = pieces[index:index + run + 1]
-            n_draft = min(run, len(chunk) - 1) if speculative else 0
-            for k, text in enumerate(chunk):
+            drafter = self._drafter(config, knobs, rounds)
+            chunk = pieces[index:index + (DRAFT_RUN if speculative else 0) + 1]
+            n_draft = len(chunk) - 1
+            tail = [refused[(rounds + j) % len(refused)] for j in range(knobs["refuse_tail"])] if speculative else []
+            proposed_text = chunk[:n_draft] + tail
+            proposed = [1000 + index + j for j in range(n_draft)] + [REFUSED_ID + j for j in range(len(tail))]
+            own = index + len(chunk) - 1
+            k = DRAFT_RUN + len(tail) if speculative else 0
+            reason = "speculating: drafts pay off here" if speculative else "speculation is off"
+            yield RoundEvent(request_id, drafter, k, len(proposed), n_draft, reason, index=rounds,
+                             proposed=tuple(proposed), proposed_text=tuple(proposed_text), own=1000 + own,
+                             own_text=pieces[own], time_s=knobs["round_time_s"])
+            for j, text in enumerate(chunk):
                 if delay:
                     time.sleep(delay)
-                source = "draft" if k < n_draft else "target"
-                yield TokenEvent(request_id, index, 1000 + index, text, source)
+                if j < n_draft:
+                    yield TokenEvent(request_id, index, 1000 + index, text, "draft", drafter, rounds)
+                else:
+                    yield TokenEvent(request_id, index, 1000 + index, text, "target", None, rounds)
                 index += 1
             rounds += 1
-            if speculative:
-                drafted += run
-                accepted += n_draft
-            yield RoundEvent(request_id, drafter, run, run if speculative else 0, n_draft,
-                             "speculating: drafts pay off here" if speculative else "speculation is off")
+            drafted += len(proposed)
+            accepted += n_draft
         elapsed = max(1e-6, time.monotonic() - started)
         stop = "cancelled" if cancel is not None and cancel.is_set() else "eos"
         text = "".join(pieces[:index])
@@ -196,6 +213,16 @@ class FakeEngine:
             acceptance_rate=accepted / drafted if drafted else 0.0, rounds=rounds, stop_reason=stop,
             prompt_tokens=12, elapsed_s=elapsed,
         ))
+
+    def _drafter(self, config: GenerationConfig, knobs: dict, round_index: int) -> str:
+        if not config.speculative:
+            return "none"
+        forced = knobs["drafter"]
+        if forced == "alternate":
+            return ("model", "ngram")[round_index % 2]
+        if forced:
+            return forced
+        return "ngram" if config.drafter == "ngram" or self.draft_path is None else "model"
 
 
 def _split(text: str) -> list[str]:

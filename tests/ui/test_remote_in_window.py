@@ -36,6 +36,10 @@ def test_a_server_model_is_listed_chosen_and_its_reply_highlighted(make_window, 
     assert reply.content == "The quick brown fox jumps over the lazy dog."
     assert reply.stats["accepted"] == 6 and reply.stats["drafted"] == 12
     assert window.chat_view.highlighted_text() == " quick brown over the lazy dog"
+    # Its rounds are kept as the server counts them: how many were kept, not what was proposed.
+    assert [(r.drafter, r.kept, r.proposed) for r in reply.rounds] == [("model", 2, []), ("model", 0, []),
+                                                                      ("model", 4, [])]
+    assert reply.token_rounds == [-1, 0, 0, 0, 1, 2, 2, 2, 2, 2]
 
 
 def test_an_unreachable_server_is_one_sentence_and_the_local_models_stay(make_window, qtbot):

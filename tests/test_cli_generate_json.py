@@ -1,0 +1,64 @@
+"""`specchat-cli generate --json`: every token's drafter and round, and every round's proposal, refused ids included,
+consistent with the tokens and the stats (synthetic models, greedy, so each run is the same)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def generate_json(*args) -> dict:
+    done = subprocess.run([sys.executable, "-m", "app", "generate", *map(str, args), "--threads", "1", "--json"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("drafter", ["model", "ngram"])
+def test_tokens_and_rounds_tell_the_same_story(tiny_models, drafter):
+    source = ["--draft", tiny_models.draft] if drafter == "model" else ["--ngram"]
+    out = generate_json("--target", tiny_models.target, *source, "--prompt", "The cat", "--max-tokens", 60,
+                        "--draft-max", 4)
+    tokens, rounds, stats = out["tokens"], out["rounds"], out["stats"]
+    # Today's fields are all still there.
+    assert {"text", "tokens", "stats"} <= out.keys() and "".join(t["text"] for t in tokens) == out["text"]
+    assert {"id", "text", "source"} <= tokens[0].keys() and stats["tokens"] == len(tokens) == 60
+
+    assert len(rounds) == stats["rounds"]
+    assert sum(r["kept"] for r in rounds) == stats["accepted"] == sum(t["source"] == "draft" for t in tokens)
+    assert sum(len(r["proposed"]) for r in rounds) == stats["drafted"]
+    for token in tokens:
+        assert token["drafter"] == (drafter if token["source"] == "draft" else None)
+    by_round: dict[int, list[dict]] = {}
+    for token in tokens:
+        by_round.setdefault(token["round"], []).append(token)
+    assert sorted(by_round) == list(range(len(rounds)))  # every round wrote a token, in order
+    for index, record in enumerate(rounds):
+        written = by_round[index]
+        kept = record["kept"]
+        # A round writes its kept proposals in order, then the target's own token.
+        assert [t["id"] for t in written[:kept]] == record["proposed"][:kept]
+        assert [t["source"] for t in written] == ["draft"] * kept + ["target"] * (len(written) - kept)
+        if len(written) > kept:
+            assert written[kept]["id"] == record["own"] and written[kept]["text"] == record["own_text"]
+        if kept < len(record["proposed"]):
+            assert record["proposed"][kept] != record["own"]  # refused: the target wrote something else
+        assert len(record["proposed_text"]) == len(record["proposed"])
+        assert record["drafter"] in (drafter, "none") and record["time_s"] > 0 and record["reason"]
+    drafted_rounds = [r for r in rounds if r["proposed"]]
+    assert drafted_rounds and all(r["drafter"] == drafter for r in drafted_rounds)
+    assert any(r["kept"] < len(r["proposed"]) for r in drafted_rounds), "some proposal should be refused"
+
+
+def test_plain_decoding_has_a_round_per_token_and_no_drafter(tiny_models):
+    out = generate_json("--target", tiny_models.target, "--prompt", "The cat", "--max-tokens", 8)
+    assert [t["round"] for t in out["tokens"]] == list(range(8))
+    assert all(t["drafter"] is None and t["source"] == "target" for t in out["tokens"])
+    assert [(r["drafter"], r["proposed"], r["kept"]) for r in out["rounds"]] == [("none", [], 0)] * 8
+    assert [r["own"] for r in out["rounds"]] == [t["id"] for t in out["tokens"]]
