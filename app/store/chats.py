@@ -349,6 +349,15 @@ class ChatStore:
         return message
 
 
+    def set_comparison(self, message_id: int, data: dict | None) -> None:
+        """Keep (or, with None, forget) a reply's Compare with plain result, a JSON-able dict."""
+        encoded = None if data is None else json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        with self._write() as conn:
+            if conn.execute("UPDATE messages SET comparison = ? WHERE id = ?", (encoded, message_id)).rowcount == 0:
+                raise NotFoundError(f"There is no message {message_id} to keep a comparison with (it may have been "
+                                    "deleted).")
+
+
 def _spelled_by(tokens_json: str) -> str | None:
     try:
         return "".join(text for text, _ in decode_tokens(tokens_json) or [])
@@ -393,6 +402,11 @@ def _message_from_row(row: sqlite3.Row) -> Message:
     except (ValueError, TypeError):
         log.warning("message %s: stats unreadable, shown without them", row["id"])
         stats = None
+    try:
+        comparison = json.loads(row["comparison"]) if row["comparison"] is not None else None
+    except ValueError:
+        log.warning("message %s: comparison unreadable, shown without it", row["id"])
+        comparison = None
     return Message(
         id=row["id"],
         chat_id=row["chat_id"],
@@ -403,6 +417,7 @@ def _message_from_row(row: sqlite3.Row) -> Message:
         tokens=tokens,
         target_name=row["target_name"],
         draft_name=row["draft_name"],
+        comparison=comparison if isinstance(comparison, dict) else None,
     )
 
 
