@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
-from app.ui import server_models
+from app.ui import compare_plain, server_models
 from app.ui.chat_list import ChatListModel, ChatSidebar
 from app.ui.chat_list_controller import ChatListController
 from app.ui.chat_settings_binding import ChatSettingsBinding, draft_key
@@ -74,6 +74,7 @@ class MainWindow(QMainWindow):
 
         self._build_ui()
         self._connect()
+        self.plain_compare = compare_plain.attach(self)  # Compare with plain on replies
         restore_geometry(self, self.splitter)
         self._refresh_chat_list()
         last = self.store.get_chat(self.settings.last_chat_id) if self.settings.last_chat_id is not None else None
@@ -153,7 +154,7 @@ class MainWindow(QMainWindow):
         view.sig_copy_message.connect(self._copy_message)
         view.sig_regenerate.connect(self.regenerate)
         view.sig_edit_message.connect(self.edit_message)
-        view.sig_retry.connect(self._retry)
+        view.sig_retry.connect(lambda: self.regenerate(None))
         view.sig_continue.connect(self.continue_reply)
 
         conversation = self.conversation
@@ -398,9 +399,6 @@ class MainWindow(QMainWindow):
             self.conversation.regenerate(*args, message_id)
         except StoreError as exc:
             self.show_error(str(exc))
-
-    def _retry(self) -> None:
-        self.regenerate(None)
 
     def continue_reply(self, message_id: int) -> None:
         """Carry on writing an unfinished reply (stopped, interrupted or cut short)."""

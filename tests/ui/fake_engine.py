@@ -26,14 +26,16 @@ DEFAULT_REPLY = (
     "It returns the **sum** of `a` and `b`."
 )
 
+# round_reason: what the speculative rounds say (e.g. the controller's "speculation paused: ..."); plain_reply:
+# the text written without speculation, when it should differ from `reply` (sampling).
 DEFAULT_KNOBS = {"reply": DEFAULT_REPLY, "token_delay_s": 0.0, "crash_on_load": "", "hang_in_chat": False,
-                 "load_delay_s": 0.0}
+                 "load_delay_s": 0.0, "round_reason": "", "plain_reply": ""}
 
 
 class FakeEngineControl:
     """The test's side: picklable, so the window can pass it to the engine process as its engine factory."""
 
-    _KNOBS = ("reply", "token_delay_s", "crash_on_load", "hang_in_chat", "load_delay_s")
+    _KNOBS = tuple(DEFAULT_KNOBS)
 
     def __init__(self, folder: Path):
         object.__setattr__(self, "folder", Path(folder))
@@ -166,8 +168,12 @@ class FakeEngine:
             while True:  # a template or llama.cpp call that never returns and never looks at the cancel flag
                 time.sleep(0.05)
         delay = knobs["token_delay_s"]
-        pieces = _split(knobs["reply"])[: config.max_tokens]
         speculative = config.speculative
+        reply = knobs["reply"] if speculative or not knobs["plain_reply"] else knobs["plain_reply"]
+        pieces = _split(reply)[: config.max_tokens]
+        reason = knobs["round_reason"] or "speculating: drafts pay off here"
+        if config.draft_max is not None:
+            reason = f"fixed draft length {config.draft_max}"
         drafter = "none" if not speculative else ("ngram" if config.drafter == "ngram" or self.draft_path is None
                                                    else "model")
         index = 0
@@ -190,7 +196,7 @@ class FakeEngine:
                 drafted += run
                 accepted += n_draft
             yield RoundEvent(request_id, drafter, run, run if speculative else 0, n_draft,
-                             "speculating: drafts pay off here" if speculative else "speculation is off")
+                             reason if speculative else "speculation is off")
         elapsed = max(1e-6, time.monotonic() - started)
         stop = "cancelled" if cancel is not None and cancel.is_set() else "eos"
         text = "".join(pieces[:index])
