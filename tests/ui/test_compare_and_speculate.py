@@ -7,6 +7,7 @@ be made slow enough to send a message in the middle of it.
 from __future__ import annotations
 
 from app.ui.compare_plain import CANCELLED_BY_REPLY
+from app.ui.speculate_anyway import ANYWAY_LINK, AUTO_LINK, FIXED_DRAFT_LENGTH, OFFER
 from window_helpers import choose_pair, click_link, send_and_wait
 
 PAUSED = "speculation paused: on this machine verifying costs more than it saves (a batch of 2 costs 1.90x one token)"
@@ -108,3 +109,34 @@ def test_a_reply_of_another_model_is_not_compared(make_window, qtbot, fake_engin
     shown = window.chat_view.toPlainText()
     assert "This reply was written by tiny-target" in shown and "to compare" in shown
     assert len(fake_engine.configs) == requests  # nothing was run
+
+
+def test_speculate_anyway_fixes_the_draft_length_for_this_chat(make_window, qtbot, fake_engine, model_folder,
+                                                               tiny_models):
+    window = _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models)
+    fake_engine.round_reason = PAUSED
+    offer = window.speculate_anyway
+    assert not offer.offered()
+    send_and_wait(qtbot, window, "hello")
+    assert window.footer.status_line.text().startswith("Speculation paused")
+    assert offer.offered() and OFFER in offer.label.text()
+
+    offer.label.linkActivated.emit(ANYWAY_LINK)  # the user clicks the offer
+    assert window.chat_settings.current().draft_max == FIXED_DRAFT_LENGTH
+    assert f"Fixed draft length {FIXED_DRAFT_LENGTH}" in offer.label.text() and "Auto" in offer.label.text()
+    send_and_wait(qtbot, window, "again")
+    assert fake_engine.configs[-1]["draft_max"] == FIXED_DRAFT_LENGTH
+    assert window.footer.status_line.text() == f"Fixed draft length {FIXED_DRAFT_LENGTH}"
+
+    # Only this chat: a new chat is automatic again, and the first chat still says it is fixed when reopened.
+    chat_id = window.conversation.chat_id
+    window.new_chat()
+    assert offer.label.isHidden() and window.chat_settings.current().draft_max is None
+    window.open_chat(chat_id)
+    assert f"Fixed draft length {FIXED_DRAFT_LENGTH}" in offer.label.text() and not offer.label.isHidden()
+
+    offer.label.linkActivated.emit(AUTO_LINK)  # back to automatic
+    assert window.chat_settings.current().draft_max is None
+    assert offer.label.isHidden()
+    send_and_wait(qtbot, window, "and once more")
+    assert fake_engine.configs[-1]["draft_max"] is None
