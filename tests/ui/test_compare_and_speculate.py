@@ -19,6 +19,10 @@ def _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models):
     return window
 
 
+def _settings_but_speculation(config: dict) -> dict:
+    return {k: v for k, v in config.items() if k not in ("speculative", "session")}
+
+
 def _compare(qtbot, window, message_id: int, label: str = "Compare with plain"):
     with qtbot.waitSignal(window.plain_compare.sig_result, timeout=20000) as blocker:
         click_link(qtbot, window.chat_view, label, f"specchat:compare/{message_id}")
@@ -38,8 +42,7 @@ def test_compare_with_plain_reports_identical_greedy_text_and_keeps_it(make_wind
     first, plain = fake_engine.configs[-2:]
     assert fake_engine.requests[-1] == fake_engine.requests[-2]
     assert first["speculative"] and not plain["speculative"]
-    same = lambda config: {k: v for k, v in config.items() if k not in ("speculative", "session")}  # noqa: E731
-    assert same(plain) == same(first)
+    assert _settings_but_speculation(plain) == _settings_but_speculation(first)
     shown = view.toPlainText()
     assert "Comparing with plain" not in shown
     assert "Plain decoding" in shown and "tok/s" in shown and "same text" in shown
