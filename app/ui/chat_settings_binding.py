@@ -22,6 +22,8 @@ class ChatSettingsBinding(QObject):
 
     sig_error = Signal(str)
     """The settings could not be stored."""
+    sig_changed = Signal(object)
+    """(ChatSettings): the open chat's settings (or the new chat's) were changed."""
 
     def __init__(self, store: ChatStore, conversation: Conversation, parent=None):
         super().__init__(parent)
@@ -47,11 +49,13 @@ class ChatSettingsBinding(QObject):
         chat_id = self.conversation.chat_id
         if chat_id is None:
             self._pending = settings
-            return
-        try:
-            self.store.update_settings(chat_id, settings)
-        except StoreError as exc:
-            self.sig_error.emit(str(exc))
+        else:
+            try:
+                self.store.update_settings(chat_id, settings)
+            except StoreError as exc:
+                self.sig_error.emit(str(exc))
+                return
+        self.sig_changed.emit(settings)
 
     def start_new(self, target: Optional[str], draft_key: str, speculative: bool) -> ChatSettings:
         """Default settings for a new chat, on the models in use now."""

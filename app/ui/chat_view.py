@@ -23,6 +23,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QApplication, QTextBrowser
 
+from app.comparison import compare_link_label, comparison_text
 from app.ui import style
 from app.ui.markdown_spans import char_sources, parse_reply
 from app.ui.transcript_format import (
@@ -53,6 +54,8 @@ class ChatView(QTextBrowser):
     """The user asked to retry the last request after an error."""
     sig_older_wanted = Signal()
     """The user scrolled to the top of a chat shown from its end: show the messages before it."""
+    sig_compare = Signal(int)
+    """The user asked to compare the reply with this id with plain decoding (or to cancel that comparison)."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -75,6 +78,8 @@ class ChatView(QTextBrowser):
         self._stream_pending_line = ""
         self._base = self.font()
         self._writer = ReplyWriter(self._base)
+        # Compare with plain states that are not stored (running, failed), by message id; shown over stored ones.
+        self.pending_comparisons: dict[int, dict] = {}
 
     # ----- highlighting
 
@@ -276,8 +281,17 @@ class ChatView(QTextBrowser):
             if message.stats is not None and message.stats.stop_reason in CONTINUABLE:
                 actions.append(("Continue", "continue"))
             actions.append(("Regenerate", "regenerate"))
+        comparison = self.pending_comparisons.get(message.message_id, message.comparison)
+        if message.stats is not None and message.message_id >= 0:
+            actions.append((compare_link_label(comparison), "compare"))
         stats_text = format_stats(message.stats) if message.stats else ""
         self._insert_actions(cursor, message, actions, stats_text)
+        if comparison_text(comparison):
+            note = QTextCharFormat()
+            note.setForeground(QColor(style.TEXT_MUTED))
+            note.setFontPointSize(max(7.0, self._base.pointSizeF() - 1.5))
+            cursor.insertBlock(QTextBlockFormat(), note)
+            cursor.insertText(comparison_text(comparison), note)
 
     def _insert_plain_text(self, cursor: QTextCursor, text: str) -> None:
         block_format = QTextBlockFormat()
@@ -372,6 +386,33 @@ class ChatView(QTextBrowser):
         if follow:
             self.scroll_to_end()
 
+    def refresh_message(self, message: TranscriptMessage) -> None:
+        """Render a shown reply again (its comparison changed); nothing when the reply is not shown."""
+        found = self._find_link("Copy", f"specchat:copy/{message.message_id}")
+        if found is None:
+            return
+        frame = found.currentFrame()
+        last = self._find_link("Regenerate", f"specchat:regenerate/{message.message_id}") is not None
+        follow = self._at_bottom()
+        cursor = frame.firstCursorPosition()
+        cursor.setPosition(frame.lastPosition(), QTextCursor.MoveMode.KeepAnchor)
+        cursor.beginEditBlock()
+        cursor.removeSelectedText()
+        self._render_message(cursor, message, last)
+        cursor.endEditBlock()
+        if follow:
+            self.scroll_to_end()
+
+    def _find_link(self, label: str, href: str) -> Optional[QTextCursor]:
+        document = self.document()
+        cursor = QTextCursor(document)
+        while True:
+            cursor = document.find(label, cursor)
+            if cursor.isNull():
+                return None
+            if cursor.charFormat().anchorHref() == href:
+                return cursor
+
     def _hide_regenerate_links(self) -> None:
         """Only the newest reply can be regenerated or continued; earlier such links are removed."""
         document = self.document()
@@ -416,6 +457,8 @@ class ChatView(QTextBrowser):
             self.sig_regenerate.emit(int(argument))
         elif action == "continue":
             self.sig_continue.emit(int(argument))
+        elif action == "compare":
+            self.sig_compare.emit(int(argument))
         elif action == "edit":
             self.sig_edit_message.emit(int(argument))
         elif action == "retry":

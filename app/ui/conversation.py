@@ -93,6 +93,11 @@ class Conversation(QObject):
         self._next_id += 1
         return self._next_id
 
+    def reserve_request_id(self) -> int:
+        """A fresh id in this chat's request sequence (Stop cancels every id up to its own), for a request whose
+        events the transcript does not stream: Compare with plain."""
+        return self._new_request_id()
+
     # ----- chats
 
     def open_chat(self, chat_id: Optional[int]) -> None:

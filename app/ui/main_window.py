@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
-from app.ui import chat_export, server_models
+from app.ui import chat_export, compare_plain, server_models, speculate_anyway
 from app.ui.chat_list import ChatListModel, ChatSidebar
 from app.ui.chat_list_controller import ChatListController
 from app.ui.chat_settings_binding import ChatSettingsBinding, draft_key
@@ -74,6 +74,8 @@ class MainWindow(QMainWindow):
 
         self._build_ui()
         self._connect()
+        self.plain_compare = compare_plain.attach(self)  # Compare with plain on replies
+        self.speculate_anyway = speculate_anyway.attach(self)  # the status line's offer to draft where paused
         restore_geometry(self, self.splitter)
         self._refresh_chat_list()
         last = self.store.get_chat(self.settings.last_chat_id) if self.settings.last_chat_id is not None else None
@@ -327,6 +329,7 @@ class MainWindow(QMainWindow):
         """Show a chat's switch and models; a different target or draft is loaded."""
         self.model_bar.set_speculative(settings.speculative)
         self.footer.show_status("")
+        self.speculate_anyway.show_for(settings)
         self.session.show_chat_models(settings.target_path, draft_key(settings))
 
     def rename_chat(self, chat_id: int, title: str) -> None:

@@ -33,9 +33,11 @@ DEFAULT_REPLY = (
     "It returns the **sum** of `a` and `b`."
 )
 
+# round_reason: what the speculative rounds say (e.g. the controller's "speculation paused: ..."); plain_reply:
+# the text written without speculation, when it should differ from `reply` (sampling).
 DEFAULT_KNOBS = {"reply": DEFAULT_REPLY, "token_delay_s": 0.0, "crash_on_load": "", "hang_in_chat": False,
                  "load_delay_s": 0.0, "refuse_tail": 0, "refused_text": " perhaps not quite", "drafter": "",
-                 "round_time_s": 0.02}
+                 "round_time_s": 0.02, "round_reason": "", "plain_reply": ""}
 DRAFT_RUN = 3  # drafted tokens the target keeps in every speculative round
 REFUSED_ID = 9000  # refused proposals' ids count up from here; a kept token's id is 1000 + its index
 
@@ -173,9 +175,13 @@ class FakeEngine:
             while True:  # a template or llama.cpp call that never returns and never looks at the cancel flag
                 time.sleep(0.05)
         delay = knobs["token_delay_s"]
-        pieces = _split(knobs["reply"])[: config.max_tokens]
-        refused = _split(knobs["refused_text"]) or [" no"]
         speculative = config.speculative
+        reply = knobs["reply"] if speculative or not knobs["plain_reply"] else knobs["plain_reply"]
+        pieces = _split(reply)[: config.max_tokens]
+        refused = _split(knobs["refused_text"]) or [" no"]
+        reason = knobs["round_reason"] or "speculating: drafts pay off here"
+        if config.draft_max is not None:
+            reason = f"fixed draft length {config.draft_max}"
         index = 0
         drafted = accepted = rounds = 0
         started = time.monotonic()
@@ -190,8 +196,8 @@ class FakeEngine:
             proposed = [1000 + index + j for j in range(n_draft)] + [REFUSED_ID + j for j in range(len(tail))]
             own = index + len(chunk) - 1
             k = DRAFT_RUN + len(tail) if speculative else 0
-            reason = "speculating: drafts pay off here" if speculative else "speculation is off"
-            yield RoundEvent(request_id, drafter, k, len(proposed), n_draft, reason, index=rounds,
+            yield RoundEvent(request_id, drafter, k, len(proposed), n_draft,
+                             reason if speculative else "speculation is off", index=rounds,
                              proposed=tuple(proposed), proposed_text=tuple(proposed_text), own=1000 + own,
                              own_text=pieces[own], time_s=knobs["round_time_s"])
             for j, text in enumerate(chunk):

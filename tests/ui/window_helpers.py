@@ -30,3 +30,23 @@ def wait_ms(qtbot, ms: int) -> None:
     while time.monotonic() < end:
         qtbot.wait(10)
 
+
+
+def click_link(qtbot, view, label: str, href: str) -> None:
+    """Click the transcript link `label` that leads to `href`, as a user would."""
+    from PySide6.QtCore import QPoint, Qt
+    from PySide6.QtGui import QTextCursor
+
+    document = view.document()
+    found = QTextCursor(document)
+    while True:
+        found = document.find(label, found)
+        assert not found.isNull(), f"no link {label!r} to {href!r} in the transcript"
+        if found.charFormat().anchorHref() == href:
+            break
+    cursor = QTextCursor(document)
+    cursor.setPosition(found.selectionStart() + 1)
+    view.setTextCursor(cursor)
+    view.ensureCursorVisible()
+    point = view.cursorRect(cursor).center() + QPoint(2, 0)
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=point)

@@ -1,0 +1,122 @@
+"""Compare with plain: a finished reply run again without speculation, and what the two runs say side by side.
+
+The result is kept with the reply as a small JSON document (ChatStore.set_comparison). While a comparison runs or
+after it failed, the window shows a state that is never stored: {"state": "running"} or {"state": "failed",
+"message": ...}. No Qt and no engine here, so export and the CLI can read the stored result too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Optional
+
+COMPARISON_FORMAT = 1
+RUNNING = "running"
+FAILED = "failed"
+# Within this share of each other two speeds read as the same.
+SAME_SPEED = 0.005
+
+
+@dataclass(frozen=True)
+class PlainComparison:
+    """A reply's speed against the same request decoded plainly (no draft), and whether the texts agree."""
+
+    speculative_tokens_per_second: float
+    plain_tokens_per_second: float
+    identical: bool  # the plain run wrote exactly the reply's text
+    sampled: bool  # temperature > 0: the two runs draw from the random generator differently
+    plain_tokens: int = 0
+    target_name: str = ""  # the model both runs used
+
+    @property
+    def ratio(self) -> float:
+        """Speculative speed over plain speed (0 when either could not be timed)."""
+        if self.plain_tokens_per_second <= 0 or self.speculative_tokens_per_second <= 0:
+            return 0.0
+        return self.speculative_tokens_per_second / self.plain_tokens_per_second
+
+    def to_dict(self) -> dict:
+        return {"v": COMPARISON_FORMAT, **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, data: object) -> Optional[PlainComparison]:
+        """The stored result, or None for a document this version cannot read (or a running/failed state)."""
+        if not isinstance(data, dict) or "state" in data:
+            return None
+        try:
+            return cls(
+                speculative_tokens_per_second=float(data["speculative_tokens_per_second"]),
+                plain_tokens_per_second=float(data["plain_tokens_per_second"]),
+                identical=bool(data["identical"]),
+                sampled=bool(data.get("sampled", False)),
+                plain_tokens=int(data.get("plain_tokens", 0)),
+                target_name=str(data.get("target_name", "")),
+            )
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+def compare_runs(reply_text: str, speculative_tps: float, plain_text: str, plain_tps: float, plain_tokens: int,
+                 temperature: float, target_name: str = "") -> PlainComparison:
+    return PlainComparison(speculative_tps, plain_tps, reply_text == plain_text, temperature > 0, plain_tokens,
+                           target_name)
+
+
+def speed_verdict(ratio: float) -> str:
+    """"1.42x faster", "0.91x, slower" or "1.00x, the same speed"."""
+    if ratio >= 1 + SAME_SPEED:
+        return f"{ratio:.2f}x faster"
+    if ratio <= 1 - SAME_SPEED:
+        return f"{ratio:.2f}x, slower"
+    return f"{ratio:.2f}x, the same speed"
+
+
+def text_verdict(comparison: PlainComparison) -> str:
+    if comparison.identical:
+        return "same text"
+    if comparison.sampled:
+        # Speculative sampling draws its acceptance tests from the same generator as the samples, so even with a
+        # fixed seed the two runs take different draws: each text is a fair sample, not the same one.
+        return "texts differ (sampling)"
+    # Under greedy decoding the texts agree unless a near-tie between two tokens was decided differently by the
+    # batched verification, or the chat's settings changed since the reply was written.
+    return "texts differ (a near-tie, or the settings changed since)"
+
+
+def comparison_text(data: Optional[dict]) -> str:
+    """The line under a reply: the result, "Comparing with plain decoding…", or why it failed ("" for none)."""
+    if not data:
+        return ""
+    state = data.get("state")
+    if state == RUNNING:
+        return "Comparing with plain decoding…"
+    if state == FAILED:
+        return str(data.get("message", "The comparison failed."))
+    comparison = PlainComparison.from_dict(data)
+    if comparison is None:
+        return ""
+    speeds = (f"Plain decoding {comparison.plain_tokens_per_second:.1f} tok/s, "
+              f"speculative {comparison.speculative_tokens_per_second:.1f} tok/s")
+    ratio = comparison.ratio
+    verdict = speed_verdict(ratio) if ratio else "too short to time"
+    return f"{speeds}: {verdict}  ·  {text_verdict(comparison)}"
+
+
+def compare_link_label(data: Optional[dict]) -> str:
+    """The reply's link: start a comparison, run it again, or cancel the one running."""
+    state = (data or {}).get("state")
+    if state == RUNNING:
+        return "Cancel comparison"
+    return "Compare again" if PlainComparison.from_dict(data) is not None else "Compare with plain"
+
+
+def running_state() -> dict:
+    return {"state": RUNNING}
+
+
+def failed_state(message: str) -> dict:
+    return {"state": FAILED, "message": message}
+
+
+def is_running(data: Optional[dict]) -> bool:
+    return bool(data) and data.get("state") == RUNNING

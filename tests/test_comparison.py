@@ -1,0 +1,52 @@
+"""What Compare with plain says under a reply, from the stored result (no Qt)."""
+
+from __future__ import annotations
+
+from app.comparison import (
+    PlainComparison,
+    compare_link_label,
+    compare_runs,
+    comparison_text,
+    failed_state,
+    running_state,
+)
+
+
+def test_the_ratio_says_faster_or_slower():
+    faster = compare_runs("same", 14.2, "same", 10.0, 20, temperature=0.0).to_dict()
+    assert comparison_text(faster) == ("Plain decoding 10.0 tok/s, speculative 14.2 tok/s: 1.42x faster  ·  "
+                                       "same text")
+    slower = compare_runs("a", 9.1, "a", 10.0, 20, temperature=0.0).to_dict()
+    assert "0.91x, slower" in comparison_text(slower)
+    even = compare_runs("a", 10.01, "a", 10.0, 20, temperature=0.0).to_dict()
+    assert "1.00x, the same speed" in comparison_text(even)
+
+
+def test_texts_that_differ_say_why_they_may():
+    sampled = compare_runs("one story", 12.0, "another story", 10.0, 20, temperature=0.7).to_dict()
+    assert "texts differ (sampling)" in comparison_text(sampled)
+    greedy = compare_runs("one", 12.0, "two", 10.0, 20, temperature=0.0).to_dict()
+    assert "texts differ" in comparison_text(greedy) and "sampling" not in comparison_text(greedy)
+    # Sampling that happened to draw the same text is the same text.
+    assert "same text" in comparison_text(compare_runs("x", 12.0, "x", 10.0, 1, temperature=0.7).to_dict())
+
+
+def test_a_run_too_short_to_time_says_so():
+    assert "too short to time" in comparison_text(compare_runs("x", 0.0, "x", 0.0, 1, temperature=0.0).to_dict())
+
+
+def test_states_and_links():
+    assert comparison_text(None) == "" and compare_link_label(None) == "Compare with plain"
+    assert comparison_text(running_state()) == "Comparing with plain decoding…"
+    assert compare_link_label(running_state()) == "Cancel comparison"
+    assert comparison_text(failed_state("The plain run failed: boom")) == "The plain run failed: boom"
+    assert compare_link_label(failed_state("x")) == "Compare with plain"
+    stored = compare_runs("x", 12.0, "x", 10.0, 5, temperature=0.0).to_dict()
+    assert compare_link_label(stored) == "Compare again"
+    assert PlainComparison.from_dict(stored).ratio == 1.2
+
+
+def test_an_unreadable_stored_result_shows_nothing():
+    for bad in ({"speculative_tokens_per_second": "fast"}, {"v": 9}, ["not", "a", "dict"]):
+        assert PlainComparison.from_dict(bad) is None
+        assert comparison_text(bad if isinstance(bad, dict) else None) == ""
