@@ -206,7 +206,11 @@ class ChatView(TranscriptBrowser):
         self._insert_message(self._append_frame(message.role), message, is_last_reply)
 
     def _insert_message(self, frame: QTextFrame, message: TranscriptMessage, is_last_reply: bool) -> None:
-        self._render_message(frame.firstCursorPosition(), message, is_last_reply)
+        # One edit block, so the document is laid out once for the message, not once per run of characters.
+        cursor = frame.firstCursorPosition()
+        cursor.beginEditBlock()
+        self._render_message(cursor, message, is_last_reply)
+        cursor.endEditBlock()
 
     def add_notice(self, text: str, kind: str = "info", retry: bool = False) -> None:
         """A line between messages: the context was trimmed, a generation failed (with a Retry link)..."""

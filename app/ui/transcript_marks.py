@@ -34,11 +34,13 @@ def restyle(document: QTextDocument, wanted: Callable, restyle_format: Callable)
     """Give every fragment whose format `wanted` accepts the format `restyle_format` makes of it."""
     ranges = [(f.position(), f.length(), f.charFormat()) for f in fragments(document) if wanted(f.charFormat())]
     cursor = QTextCursor(document)
+    cursor.beginEditBlock()  # laid out once, not once per fragment
     for position, length, fmt in ranges:
         restyle_format(fmt)
         cursor.setPosition(position)
         cursor.setPosition(position + length, QTextCursor.MoveMode.KeepAnchor)
         cursor.setCharFormat(fmt)
+    cursor.endEditBlock()
 
 
 def recolour_highlights(document: QTextDocument, set_background: Callable) -> None:

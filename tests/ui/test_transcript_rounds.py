@@ -93,7 +93,8 @@ def _ghost_text(view: ChatView) -> str:
 
 def _select_all_copied(view: ChatView) -> str:
     view.selectAll()
-    return view.createMimeDataFromSelection().text()
+    view.copy()  # what Ctrl+C does
+    return QApplication.clipboard().text()
 
 
 def test_refused_proposals_show_inline_and_are_never_copied(qtbot):
