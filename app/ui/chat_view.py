@@ -142,15 +142,16 @@ class ChatView(TranscriptBrowser):
         cursor.insertText("Choose a model above, and a small draft model of the same family for speculative decoding.",
                           muted)
         cursor.insertBlock(block_format, muted)
-        cursor.insertText("Tokens the model kept from ", muted)
         swatch = QTextCharFormat(muted)
         swatch.setForeground(QColor(style.TEXT))
-        swatch.setBackground(style.draft_color())
-        cursor.insertText(" the draft model ", swatch)
-        cursor.insertText(" or from ", muted)
-        swatch.setBackground(style.ngram_color())
-        cursor.insertText(" n-gram copies ", swatch)
-        cursor.insertText(" of earlier text are highlighted; hover one to see its round.", muted)
+        for text, color in (("Tokens the model kept from ", None), (" the draft model ", style.draft_color()),
+                            (" or from ", None), (" n-gram copies ", style.ngram_color()),
+                            (" of earlier text are highlighted; hover one to see its round.", None)):
+            if color is None:
+                cursor.insertText(text, muted)
+            else:
+                swatch.setBackground(color)
+                cursor.insertText(text, swatch)
 
     def show_messages(self, messages: Sequence[TranscriptMessage], has_older: bool = False) -> None:
         """Render a conversation, or its newest part with `has_older` (opening a chat; never while a reply
@@ -338,7 +339,7 @@ class ChatView(TranscriptBrowser):
             self.rounds_by_key[STREAM_KEY] = rounds
         if not tokens:
             return
-        records = self.rounds_by_key[STREAM_KEY]
+        records = self.rounds_by_key.get(STREAM_KEY, [])
         follow = self._at_bottom()
         cursor = self._stream_frame.lastCursorPosition()
         cursor.beginEditBlock()
@@ -416,7 +417,6 @@ class ChatView(TranscriptBrowser):
         refused = menu.addAction("Show refused draft proposals")
         refused.setCheckable(True)
         refused.setChecked(self.show_refused())
-        refused.setToolTip("Show what the drafter proposed and the target refused, struck through, in the text")
         refused.toggled.connect(self._on_refused_toggled)
         menu.exec(event.globalPos())
         menu.deleteLater()
