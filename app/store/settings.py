@@ -40,6 +40,7 @@ class AppSettings:
     last_draft: str | None = None
     last_chat_id: int | None = None  # the chat open when the app closed; it opens first next time
     show_highlighting: bool = True
+    show_refused: bool = False  # refused draft proposals shown inline in the transcript
     # OpenAI-compatible servers (base URLs) whose models the Model picker lists; their API keys are kept apart,
     # in an owner-only file (app.server_keys).
     servers: list[str] = field(default_factory=list)

@@ -1,9 +1,11 @@
 """The transcript: a QTextBrowser that streams tokens with their provenance and renders finished replies.
 
 While a reply streams, tokens are appended at the end of the document (never a re-render of the whole document);
-accepted draft tokens get a soft green background and every token a tooltip saying who produced it. When the reply
-is finished, only that message is rendered again as Markdown, keeping each character's provenance, with code blocks
-in monospace and a Copy link. GUI thread only.
+kept draft tokens get a background by who drafted them (the draft model or n-gram lookup). When the reply is
+finished, only that message is rendered again as Markdown, keeping each character's provenance and round.
+Hovering a token tells its round: what was proposed, what the target refused and what it wrote instead; refused
+proposals can also be shown inline as struck-through ghost text, which copying leaves out. Links open only after
+the user confirms them, and no image or other resource is ever fetched. GUI thread only.
 """
 
 from __future__ import annotations
@@ -17,29 +19,25 @@ from PySide6.QtGui import (
     QTextBlockFormat,
     QTextCharFormat,
     QTextCursor,
-    QTextFormat,
     QTextFrame,
     QTextFrameFormat,
 )
-from PySide6.QtWidgets import QApplication, QTextBrowser
+from PySide6.QtWidgets import QApplication
 
 from app.comparison import compare_link_label, comparison_text
-from app.ui import style
-from app.ui.markdown_spans import char_sources, parse_reply
-from app.ui.transcript_format import (
-    CONTINUABLE,
-    DRAFT_TOOLTIP,
-    PROVENANCE_PROPERTY,
-    TARGET_TOOLTIP,
-    ReplyWriter,
-    TranscriptMessage,
-    format_stats,
-)
+from app.provenance import RoundRecord
+from app.ui import style, transcript_marks
+from app.ui.link_guard import open_link_after_confirming
+from app.ui.reply_chars import NO_ROUND, has_refused, reply_chars
+from app.ui.reply_writer import ReplyWriter
+from app.ui.token_tooltip import DRAFT_TOOLTIP, NGRAM_TOOLTIP, TARGET_TOOLTIP
+from app.ui.transcript_browser import TranscriptBrowser
+from app.ui.transcript_format import CONTINUABLE, STREAM_KEY, TranscriptMessage, format_stats
 
-__all__ = ["ChatView", "DRAFT_TOOLTIP", "TARGET_TOOLTIP", "TranscriptMessage", "format_stats"]
+__all__ = ["ChatView", "DRAFT_TOOLTIP", "NGRAM_TOOLTIP", "TARGET_TOOLTIP", "TranscriptMessage", "format_stats"]
 
 
-class ChatView(QTextBrowser):
+class ChatView(TranscriptBrowser):
     """The conversation transcript. GUI thread only."""
 
     sig_copy_message = Signal(int)
@@ -56,6 +54,8 @@ class ChatView(QTextBrowser):
     """The user scrolled to the top of a chat shown from its end: show the messages before it."""
     sig_compare = Signal(int)
     """The user asked to compare the reply with this id with plain decoding (or to cancel that comparison)."""
+    sig_show_refused_toggled = Signal(bool)
+    """The user showed or hid the refused proposals from the context menu (the view has already done it)."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -87,48 +87,38 @@ class ChatView(QTextBrowser):
         return self._writer.highlight
 
     def set_highlighting(self, enabled: bool) -> None:
-        """Show or hide the background of accepted draft tokens everywhere, including a reply still streaming."""
+        """Show or hide the background of kept draft tokens everywhere, including a reply still streaming."""
         if enabled == self._writer.highlight:
             return
         self._writer.highlight = enabled
-        ranges = []
-        block = self.document().begin()
-        while block.isValid():
-            it = block.begin()
-            while not it.atEnd():
-                fragment = it.fragment()
-                if fragment.isValid() and fragment.charFormat().stringProperty(PROVENANCE_PROPERTY) == "draft":
-                    ranges.append((fragment.position(), fragment.length(), fragment.charFormat()))
-                it += 1
-            block = block.next()
-        cursor = QTextCursor(self.document())
-        for position, length, fmt in ranges:
-            self._writer.set_background(fmt)
-            cursor.setPosition(position)
-            cursor.setPosition(position + length, QTextCursor.MoveMode.KeepAnchor)
-            cursor.setCharFormat(fmt)
+        self._writer.forget_stream_formats()
+        transcript_marks.recolour_highlights(self.document(), self._writer.set_background)
 
-    def highlighted_text(self) -> str:
-        """All text that currently shows the draft highlight, in document order (tests and accessibility)."""
-        pieces = []
-        highlight = style.draft_color()
-        block = self.document().begin()
-        while block.isValid():
-            it = block.begin()
-            while not it.atEnd():
-                fragment = it.fragment()
-                fmt = fragment.charFormat()
-                if fmt.hasProperty(QTextFormat.Property.BackgroundBrush) and fmt.background().color() == highlight:
-                    pieces.append(fragment.text())
-                it += 1
-            block = block.next()
-        return "".join(pieces)
+    def highlighted_text(self, origin: Optional[str] = None) -> str:
+        """All text that shows a draft highlight (of one origin, "draft" or "ngram", if given), in document order
+        (tests and accessibility)."""
+        origins = (origin,) if origin else transcript_marks.HIGHLIGHTED
+        return transcript_marks.highlighted_text(self.document(), origins)
+
+    def show_refused(self) -> bool:
+        return self._writer.show_refused
+
+    def set_show_refused(self, enabled: bool) -> None:
+        """Show or hide the refused proposals inline, as faint struck-through text where the target disagreed."""
+        if enabled == self._writer.show_refused:
+            return
+        self._writer.show_refused = enabled
+        if enabled:
+            transcript_marks.insert_ghosts(self.document(), self._writer.insert_ghosts, self.rounds_by_key)
+        else:
+            transcript_marks.remove_ghosts(self.document())
 
     # ----- building the transcript
 
     def clear_transcript(self) -> None:
         self._stream_frame = None
         self._writer.code_blocks.clear()
+        self.rounds_by_key.clear()
         self.document().clear()
         self.document().setDocumentMargin(24)
         # Qt keeps an empty block before the first frame; make it take no room.
@@ -157,12 +147,16 @@ class ChatView(QTextBrowser):
         cursor.insertText("Choose a model above, and a small draft model of the same family for speculative decoding.",
                           muted)
         cursor.insertBlock(block_format, muted)
-        cursor.insertText("Tokens the draft proposed and the model accepted are ", muted)
         swatch = QTextCharFormat(muted)
-        swatch.setBackground(style.draft_color())
         swatch.setForeground(QColor(style.TEXT))
-        cursor.insertText(" highlighted in green ", swatch)
-        cursor.insertText(".", muted)
+        for text, color in (("Tokens the model kept from ", None), (" the draft model ", style.draft_color()),
+                            (" or from ", None), (" n-gram copies ", style.ngram_color()),
+                            (" of earlier text are highlighted; hover one to see its round.", None)):
+            if color is None:
+                cursor.insertText(text, muted)
+            else:
+                swatch.setBackground(color)
+                cursor.insertText(text, swatch)
 
     def show_messages(self, messages: Sequence[TranscriptMessage], has_older: bool = False) -> None:
         """Render a conversation, or its newest part with `has_older` (opening a chat; never while a reply
@@ -218,7 +212,11 @@ class ChatView(QTextBrowser):
         self._insert_message(self._append_frame(message.role), message, is_last_reply)
 
     def _insert_message(self, frame: QTextFrame, message: TranscriptMessage, is_last_reply: bool) -> None:
-        self._render_message(frame.firstCursorPosition(), message, is_last_reply)
+        # One edit block, so the document is laid out once for the message, not once per run of characters.
+        cursor = frame.firstCursorPosition()
+        cursor.beginEditBlock()
+        self._render_message(cursor, message, is_last_reply)
+        cursor.endEditBlock()
 
     def add_notice(self, text: str, kind: str = "info", retry: bool = False) -> None:
         """A line between messages: the context was trimmed, a generation failed (with a Retry link)..."""
@@ -273,9 +271,10 @@ class ChatView(QTextBrowser):
             self._insert_plain_text(cursor, message.content)
             self._insert_actions(cursor, message, [("Copy", "copy"), ("Edit", "edit")])
             return
-        tokens = message.tokens if message.tokens else [(message.content, "target")]
-        sources = char_sources(tokens, len(message.content))
-        self._writer.insert_markdown(cursor, parse_reply(message.content, sources))
+        rounds = message.rounds or []
+        self.rounds_by_key[message.message_id] = rounds
+        chars = reply_chars(message.content, message.tokens, message.token_rounds, rounds)
+        self._writer.insert_reply(cursor, message.message_id, message.content, chars, rounds)
         actions = [("Copy", "copy")]
         if is_last_reply:
             if message.stats is not None and message.stats.stop_reason in CONTINUABLE:
@@ -335,30 +334,49 @@ class ChatView(QTextBrowser):
         self._stream_frame = frame
         self._stream_in_code = False
         self._stream_pending_line = ""
+        self.rounds_by_key[STREAM_KEY] = []
+        self._writer.forget_stream_formats()
         self.scroll_to_end()
 
     def is_streaming(self) -> bool:
         return self._stream_frame is not None
 
-    def append_tokens(self, tokens: Sequence[tuple[str, str]]) -> None:
-        """Append streamed (text, source) tokens at the end of the streaming reply."""
-        if self._stream_frame is None or not tokens:
+    def append_tokens(self, tokens: Sequence[tuple[str, str]], token_rounds: Optional[Sequence[int]] = None,
+                      rounds: Optional[Sequence[RoundRecord]] = None) -> None:
+        """Append streamed (text, origin) tokens at the end of the streaming reply. `token_rounds`, when given,
+        holds each token's round (an index into the reply's rounds); `rounds` is the reply's round records so far
+        (the view keeps the latest list given, so passing the same growing list each time is enough). A round's
+        record must be given by the time its target token is appended for its refused proposal to show inline."""
+        if self._stream_frame is None:
             return
+        if rounds is not None:
+            self.rounds_by_key[STREAM_KEY] = rounds
+        if not tokens:
+            return
+        records = self.rounds_by_key.get(STREAM_KEY, [])
         follow = self._at_bottom()
         cursor = self._stream_frame.lastCursorPosition()
         cursor.beginEditBlock()
-        for text, source in tokens:
+        for n, (text, origin) in enumerate(tokens):
             if not text:
                 continue
+            round_index = token_rounds[n] if token_rounds is not None and n < len(token_rounds) else NO_ROUND
+            # The target's own token of a round that refused part of its proposal marks where that part goes.
+            ghost = (str(round_index) if origin == "target" and 0 <= round_index < len(records)
+                     and has_refused(records[round_index]) else "")
             # Code fences are tracked line by line so code is monospace while it streams, as it will be after.
             pieces = text.split("\n")
-            for n, piece in enumerate(pieces):
-                if n:
+            for n_piece, piece in enumerate(pieces):
+                if n_piece:
                     self._end_stream_line()
                     cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
                 if piece:
                     self._stream_pending_line += piece
-                    cursor.insertText(piece, self._writer.token_format(source, code=self._stream_in_code))
+                    if ghost and self._writer.show_refused:
+                        self._writer.insert_ghosts(cursor, STREAM_KEY, ghost, records)
+                    cursor.insertText(piece, self._writer.token_format(origin, STREAM_KEY, round_index,
+                                                                       self._stream_in_code, ghost))
+                    ghost = ""
         cursor.endEditBlock()
         if follow:
             self.scroll_to_end()
@@ -376,6 +394,7 @@ class ChatView(QTextBrowser):
             self.add_message(message, is_last_reply=True)
             return
         self._hide_regenerate_links()
+        self.rounds_by_key.pop(STREAM_KEY, None)
         follow = self._at_bottom()
         cursor = frame.firstCursorPosition()
         cursor.setPosition(frame.lastPosition(), QTextCursor.MoveMode.KeepAnchor)
@@ -429,10 +448,23 @@ class ChatView(QTextBrowser):
         """The text of the reply streaming now ("" when none)."""
         if self._stream_frame is None:
             return ""
-        cursor = self._stream_frame.firstCursorPosition()
-        cursor.setPosition(self._stream_frame.lastPosition(), QTextCursor.MoveMode.KeepAnchor)
-        text = cursor.selection().toPlainText()
+        frame = self._stream_frame
+        text = transcript_marks.visible_text(self.document(), frame.firstPosition(), frame.lastPosition())
         return text.split("\n", 1)[1] if "\n" in text else ""
+
+    def contextMenuEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        menu = self.createStandardContextMenu(event.pos())
+        menu.addSeparator()
+        refused = menu.addAction("Show refused draft proposals")
+        refused.setCheckable(True)
+        refused.setChecked(self.show_refused())
+        refused.toggled.connect(self._on_refused_toggled)
+        menu.exec(event.globalPos())
+        menu.deleteLater()
+
+    def _on_refused_toggled(self, on: bool) -> None:
+        self.set_show_refused(on)
+        self.sig_show_refused_toggled.emit(on)
 
     # ----- scrolling and links
 
@@ -447,6 +479,7 @@ class ChatView(QTextBrowser):
     def _on_anchor(self, url: QUrl) -> None:
         href = url.toString()
         if not href.startswith("specchat:"):
+            open_link_after_confirming(self, url)
             return
         action, _, argument = href[len("specchat:"):].partition("/")
         if action == "copy-code":

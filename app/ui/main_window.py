@@ -94,7 +94,8 @@ class MainWindow(QMainWindow):
         self.sidebar.setMinimumWidth(200)
         self.error_banner = ErrorBanner()
         self.chat_view.set_highlighting(self.settings.show_highlighting)
-        self.legend_row = LegendRow(self.settings.show_highlighting)
+        self.chat_view.set_show_refused(self.settings.show_refused)
+        self.legend_row = LegendRow(self.settings.show_highlighting, self.settings.show_refused)
         self.composer = Composer()
         self.footer = StatusFooter()
 
@@ -151,6 +152,7 @@ class MainWindow(QMainWindow):
         self.composer.sig_stop.connect(self.conversation.stop)
         self.composer.sig_cancel_edit.connect(self._cancel_edit)
         self.legend_row.highlight_switch.toggled.connect(self.set_highlighting)
+        self.legend_row.refused_switch.toggled.connect(self.set_show_refused)
 
         view = self.chat_view
         view.sig_copy_message.connect(self._copy_message)
@@ -158,6 +160,7 @@ class MainWindow(QMainWindow):
         view.sig_edit_message.connect(self.edit_message)
         view.sig_retry.connect(lambda: self.regenerate(None))
         view.sig_continue.connect(self.continue_reply)
+        view.sig_show_refused_toggled.connect(self.set_show_refused)
 
         conversation = self.conversation
         conversation.sig_busy_changed.connect(self.composer.set_busy)
@@ -231,6 +234,16 @@ class MainWindow(QMainWindow):
             switch.setChecked(on)
         if self.settings.show_highlighting != on:
             self.settings.show_highlighting = on
+            self.save_app_settings()
+
+    def set_show_refused(self, on: bool) -> None:
+        """Show or hide refused draft proposals in the transcript, and remember the choice."""
+        self.chat_view.set_show_refused(on)
+        switch = self.legend_row.refused_switch
+        if switch.isChecked() != on:
+            switch.setChecked(on)
+        if self.settings.show_refused != on:
+            self.settings.show_refused = on
             self.save_app_settings()
 
     # ----- library

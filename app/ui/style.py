@@ -15,16 +15,43 @@ SIDEBAR = "#f7f7f8"
 USER_BUBBLE = "#f1f5f9"
 CODE_BACKGROUND = "#f6f8fa"
 INLINE_CODE_BACKGROUND = "#eef1f4"
-# Accepted draft tokens: a soft green that stays readable under dark text and inside code blocks.
-DRAFT_HIGHLIGHT = "#c9f2d0"
-DRAFT_SWATCH_BORDER = "#86d99a"
+# Kept draft tokens, by who drafted them: Okabe-Ito sky blue for the draft model and orange for n-gram copies, a
+# pair that stays apart under every common colour-vision deficiency. Translucent, so the text keeps its contrast on
+# white, on code blocks and on a dark background alike.
+DRAFT_MODEL_RGBA = (86, 180, 233, 100)
+NGRAM_RGBA = (230, 159, 0, 100)
+# Refused proposals shown inline: faint, struck through.
+GHOST_TEXT_RGBA = (107, 114, 128, 150)
 ERROR = "#b91c1c"
 ERROR_SOFT = "#fef2f2"
 WARNING_SOFT = "#fffbeb"
 
 
 def draft_color() -> QColor:
-    return QColor(DRAFT_HIGHLIGHT)
+    """The highlight of tokens the draft model proposed and the target kept."""
+    return QColor(*DRAFT_MODEL_RGBA)
+
+
+def ngram_color() -> QColor:
+    """The highlight of tokens copied by n-gram lookup and kept by the target."""
+    return QColor(*NGRAM_RGBA)
+
+
+def origin_color(origin: str) -> QColor | None:
+    """The highlight of a token by its origin; None for the target's own tokens."""
+    if origin == "draft":
+        return draft_color()
+    if origin == "ngram":
+        return ngram_color()
+    return None
+
+
+def swatch_css(color: QColor, on: str = SURFACE) -> str:
+    """An opaque "#rrggbb" of a translucent colour over `on`, for rich-text labels (which ignore alpha)."""
+    base = QColor(on)
+    a = color.alphaF()
+    mix = [round(c * a + b * (1 - a)) for c, b in zip(color.getRgb()[:3], base.getRgb()[:3])]
+    return QColor(*mix).name()
 
 
 def monospace_font(point_size: float | None = None) -> QFont:

@@ -44,37 +44,49 @@ class ErrorBanner(QFrame):
 
 
 class LegendRow(QWidget):
-    """What the token highlighting means, its on/off switch, and the live readout of the streaming reply."""
+    """What the token highlights mean, the switches for them and for refused proposals, and the live readout of
+    the streaming reply."""
 
-    def __init__(self, highlighting: bool, parent=None):
+    def __init__(self, highlighting: bool, show_refused: bool = False, parent=None):
         super().__init__(parent)
         row = QHBoxLayout(self)
         row.setContentsMargins(28, 2, 28, 0)
-        legend = QLabel(
-            f'<span style="background:{style.DRAFT_HIGHLIGHT}">&nbsp;accepted draft token&nbsp;</span>'
-            f'&nbsp;&nbsp;<span style="color:{style.TEXT_MUTED}">plain: written by the model itself</span>'
+        draft, ngram = style.swatch_css(style.draft_color()), style.swatch_css(style.ngram_color())
+        self.legend = QLabel(
+            f'<span style="background:{draft}">&nbsp;draft model&nbsp;</span>&nbsp;&nbsp;'
+            f'<span style="background:{ngram}">&nbsp;n-gram copy&nbsp;</span>&nbsp;&nbsp;'
+            f'<span style="color:{style.TEXT_MUTED}">plain: written by the model itself</span>'
         )
-        legend.setObjectName("StatusLine")
-        legend.setToolTip(
-            "Speculative decoding: a small draft proposes tokens and the model verifies them in one batch.\n"
-            "Green tokens were proposed by the drafter and accepted; the rest the model produced itself.\n"
-            "Hover a token to see which it was."
+        self.legend.setObjectName("StatusLine")
+        self.legend.setToolTip(
+            "Speculative decoding: a drafter proposes tokens and the model checks them all in one batch.\n"
+            "Blue: proposed by the draft model and kept. Amber: copied from earlier text by n-gram lookup and kept.\n"
+            "The rest the model wrote itself. Hover a token to see its round: what was proposed and refused."
         )
-        row.addWidget(legend)
-        self.highlight_switch = ToggleSwitch()
-        self.highlight_switch.setChecked(highlighting)
-        self.highlight_switch.setToolTip("Show or hide the highlighting of accepted draft tokens")
-        self.highlight_switch.setFixedSize(30, 16)
-        row.addSpacing(10)
-        row.addWidget(self.highlight_switch)
-        row.addSpacing(4)
-        highlight_label = QLabel("Highlight")
-        highlight_label.setObjectName("StatusLine")
-        row.addWidget(highlight_label)
+        row.addWidget(self.legend)
+        self.highlight_switch = self._switch(row, "Highlight", highlighting,
+                                             "Show or hide the highlighting of kept draft tokens")
+        self.refused_switch = self._switch(row, "Refused", show_refused,
+                                           "Show the proposals the model refused, struck through, where it disagreed")
         row.addStretch(1)
         self.live_stats = QLabel("")
         self.live_stats.setObjectName("LiveStats")
         row.addWidget(self.live_stats)
+
+    @staticmethod
+    def _switch(row: QHBoxLayout, label: str, checked: bool, tooltip: str) -> ToggleSwitch:
+        switch = ToggleSwitch()
+        switch.setChecked(checked)
+        switch.setToolTip(tooltip)
+        switch.setFixedSize(30, 16)
+        row.addSpacing(10)
+        row.addWidget(switch)
+        row.addSpacing(4)
+        text = QLabel(label)
+        text.setObjectName("StatusLine")
+        text.setToolTip(tooltip)
+        row.addWidget(text)
+        return switch
 
     def set_live_stats(self, text: str) -> None:
         self.live_stats.setText(text)

@@ -18,8 +18,7 @@ REPLY = "".join(text for text, _ in REPLY_TOKENS)
 def _tooltip_at(view: ChatView, text: str) -> str:
     cursor = view.document().find(text)
     assert not cursor.isNull(), text
-    cursor.setPosition(cursor.selectionStart() + 1)
-    return cursor.charFormat().toolTip()
+    return view.token_tooltip(cursor.selectionStart() + 1)
 
 
 def test_streamed_tokens_are_highlighted_and_survive_markdown(qtbot):
@@ -38,8 +37,8 @@ def test_streamed_tokens_are_highlighted_and_survive_markdown(qtbot):
     assert "print(1)" in plain
     # Markup characters are gone; the characters that stay keep their draft highlight.
     assert view.highlighted_text() == "is codeprint(1)"
-    assert _tooltip_at(view, "code") == DRAFT_TOOLTIP
-    assert _tooltip_at(view, "Done") == TARGET_TOOLTIP
+    assert DRAFT_TOOLTIP in _tooltip_at(view, "code")
+    assert TARGET_TOOLTIP in _tooltip_at(view, "Done")
     assert "12.5 tok/s" in plain and "67% accepted (4/6 drafted)" in plain
 
 
@@ -105,5 +104,5 @@ def test_hovering_a_token_says_who_produced_it(qtbot):
         pos = view.cursorRect(cursor).center()
         QApplication.sendEvent(view.viewport(),
                                QHelpEvent(QEvent.Type.ToolTip, pos, view.viewport().mapToGlobal(pos)))
-        assert QToolTip.text() == expected
+        assert expected in QToolTip.text()
     QToolTip.hideText()

@@ -250,6 +250,17 @@ def test_highlight_toggle_is_remembered(make_window, qtbot, fake_engine, model_f
     assert load_settings().show_highlighting is False
 
 
+def test_showing_refused_proposals_is_remembered_from_the_switch_or_the_menu(make_window):
+    window = make_window(show_refused=True)
+    assert window.chat_view.show_refused() and window.legend_row.refused_switch.isChecked()
+    window.legend_row.refused_switch.click()
+    assert not window.chat_view.show_refused()
+    assert load_settings().show_refused is False
+    window.chat_view.sig_show_refused_toggled.emit(True)  # the transcript's context menu
+    assert window.legend_row.refused_switch.isChecked() and window.chat_view.show_refused()
+    assert load_settings().show_refused is True
+
+
 def test_broken_chat_database_is_reported_not_overwritten(monkeypatch, tmp_path):
     from app import paths
     from app.ui import main as ui_main
