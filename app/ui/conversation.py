@@ -261,7 +261,7 @@ class Conversation(QObject):
         if prompt_tokens >= 0:
             self._show_usage(prompt_tokens)
         self.view.begin_stream(model_label(request.target_name, request.draft_name))
-        self.view.append_tokens(request.continued)
+        self.view.append_tokens(request.continued, request.token_rounds[:len(request.continued)], request.rounds)
         request.streaming = True
 
     def _on_notice(self, request_id: int, text: str) -> None:
@@ -296,14 +296,18 @@ class Conversation(QObject):
         request = self._request
         if request is None or not request.pending or not request.streaming:
             return
-        self.view.append_tokens(request.pending)
-        request.pending = []
+        self._show_pending(request)
         self._save_if_due(request)
         # The readout and the context gauge change slowly; repainting them on every flush costs decode speed.
         now = time.monotonic()
         if now - request.readout_at >= READOUT_INTERVAL_S:
             request.readout_at = now
             self.sig_live_stats.emit(self._live_text(request))
+
+    def _show_pending(self, request: ReplyRequest) -> None:
+        tokens, token_rounds = request.take_pending()
+        if tokens:
+            self.view.append_tokens(tokens, token_rounds, request.rounds)
 
     def _live_text(self, request: ReplyRequest) -> str:
         n = len(request.tokens)
@@ -362,8 +366,8 @@ class Conversation(QObject):
         """Retire the request and keep its reply (if any text arrived) in the store and the transcript."""
         self._request = None
         self._flush_timer.stop()
-        if request.pending and request.streaming:
-            self.view.append_tokens(request.pending)
+        if request.streaming:
+            self._show_pending(request)
         request.pending = []
         if request.continued:
             stats = request.with_earlier_part(stats)

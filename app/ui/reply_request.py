@@ -69,6 +69,11 @@ class ReplyRequest:
         self.drafted += event.drafted
         self.accepted += event.accepted
 
+    def take_pending(self) -> tuple[list[tuple[str, str]], list[int]]:
+        """The tokens not yet shown and each one's round index; they count as shown from now on."""
+        pending, self.pending = self.pending, []
+        return pending, self.token_rounds[len(self.token_rounds) - len(pending):]
+
     def reply_tokens(self) -> list[tuple[str, str]]:
         return self.continued + self.tokens
 

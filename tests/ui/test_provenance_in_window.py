@@ -39,10 +39,23 @@ def test_origins_rounds_and_refused_proposals_are_shown_and_stored(make_window, 
     fake_engine.drafter = "alternate"
     window = make_window(engine_factory=fake_engine)
     shown: list[tuple[str, str]] = []
+    shown_rounds: list[int] = []
+    ghosts_while_streaming: list[str] = []
     original = window.chat_view.append_tokens
-    window.chat_view.append_tokens = lambda tokens: (shown.extend(tokens), original(tokens))
+
+    def append(tokens, token_rounds=None, rounds=None):
+        shown.extend(tokens)
+        shown_rounds.extend(token_rounds or [])
+        original(tokens, token_rounds, rounds)
+        ghosts_while_streaming.append(window.chat_view.toPlainText())
+
+    window.chat_view.append_tokens = append
+    window.chat_view.set_show_refused(True)
     choose_pair(qtbot, window, *_pair(model_folder, tiny_models))
     stored = window.store.get_message(send_and_wait(qtbot, window, "Write add()"))
+    # While it streamed, each token came with its round, and the refused proposals showed inline as ghost text.
+    assert shown_rounds == stored.token_rounds
+    assert any(" maybe never" in text for text in ghosts_while_streaming)
 
     assert_tokens_match_rounds(stored)
     assert shown == stored.tokens  # the view got (text, origin), n-gram copies told apart from the draft model
