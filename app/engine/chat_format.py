@@ -80,6 +80,7 @@ def _guarded_filter(name: str, function):
     return guarded
 
 
+@functools.lru_cache(maxsize=1)
 def _environment():
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -113,11 +114,18 @@ def _environment():
     return env
 
 
-def _render_limited(env, template: str, values: dict, budget_s: float, max_chars: int) -> str:
+@functools.lru_cache(maxsize=16)
+def _compiled(template: str):
+    """A template compiled once: compiling costs more than rendering, and each request renders the chat's template
+    several times (fitting the context, counting, the prompt itself)."""
+    return _environment().from_string(template)
+
+
+def _render_limited(template: str, values: dict, budget_s: float, max_chars: int) -> str:
     """Render under a deadline checked on every line the template's compiled code runs (loops re-run their first
     line each time round, so nested loops are caught too) and stop once the output passes `max_chars`."""
     deadline = time.monotonic() + budget_s
-    compiled = env.from_string(template)
+    compiled = _compiled(template)
 
     def local_trace(frame, event, arg):
         if time.monotonic() > deadline:
@@ -156,7 +164,6 @@ def render_prompt(
 ) -> RenderedPrompt:
     """The prompt for `messages` ([{"role", "content"}]), ending where the assistant's reply begins, with the spans
     the template wrote. Never raises for a bad template: it falls back to ChatML and says so in `notice`."""
-    env = _environment()
     messages = [dict(m) for m in messages]
     content_size = sum(len(str(m.get("content", ""))) for m in messages)
     max_chars = 4 * content_size + OUTPUT_ALLOWANCE
@@ -164,7 +171,7 @@ def render_prompt(
     notice = ""
     if template:
         try:
-            return _render_marked(env, template, messages, specials, budget_s, max_chars)
+            return _render_marked(template, messages, specials, budget_s, max_chars)
         except _OutOfBudget as exc:
             notice = str(exc)
         except RecursionError:
@@ -176,7 +183,7 @@ def render_prompt(
         except Exception as exc:  # any other template error: a bad template is no reason to refuse to chat
             notice = f"{type(exc).__name__}: {exc}"
         notice = f"The model's chat template could not be used ({notice}), so the chat is formatted as ChatML."
-    rendered = _render_marked(env, CHATML, messages, specials, budget_s, max_chars)
+    rendered = _render_marked(CHATML, messages, specials, budget_s, max_chars)
     return RenderedPrompt(rendered.text, rendered.markup, notice)
 
 
@@ -194,18 +201,18 @@ def render_chat(
     ).text
 
 
-def _render_marked(env, template: str, messages: list[dict], specials: dict, budget_s: float,
+def _render_marked(template: str, messages: list[dict], specials: dict, budget_s: float,
                    max_chars: int) -> RenderedPrompt:
     """Render twice: with the real contents, and with each content replaced by a sentinel, which shows which
     characters the template wrote. Only those may later become control tokens."""
-    text = _render_limited(env, template, dict(messages=messages, **specials), budget_s, max_chars)
+    text = _render_limited(template, dict(messages=messages, **specials), budget_s, max_chars)
     nonce = secrets.token_hex(4)
     marked = [
         dict(m, content=f"\ue000{nonce}:{i}\ue001") if isinstance(m.get("content"), str) and m["content"] else m
         for i, m in enumerate(messages)
     ]
     try:
-        sentinel_text = _render_limited(env, template, dict(messages=marked, **specials), budget_s, max_chars)
+        sentinel_text = _render_limited(template, dict(messages=marked, **specials), budget_s, max_chars)
     except Exception:  # the template judges contents (rare): all it wrote is markup, as before this check existed
         return RenderedPrompt(text, ((0, len(text)),))
     pieces = re.split(f"\ue000{nonce}:(\\d+)\ue001", sentinel_text)

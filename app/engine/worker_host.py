@@ -228,8 +228,10 @@ class _WorkerLoop:
     def _stream(self, events, cancel: CancelFlag) -> None:
         # Token and round events cross in batches: one message per token costs the window's thread time that,
         # on a small CPU, is taken from decoding (llama.cpp keeps every core busy).
+        # The first token goes at once: how soon a reply starts is what a person waits for.
         batch: list = []
         last_sent = time.monotonic()
+        first = True
         try:
             for event in events:
                 if cancel.is_set():
@@ -237,7 +239,8 @@ class _WorkerLoop:
                 if isinstance(event, (TokenEvent, RoundEvent)):
                     batch.append(event)
                     now = time.monotonic()
-                    if now - last_sent >= STREAM_BATCH_S:
+                    if now - last_sent >= STREAM_BATCH_S or (first and isinstance(event, TokenEvent)):
+                        first = False
                         self._send(("stream", batch))
                         batch, last_sent = [], now
                 elif isinstance(event, FinishedEvent):

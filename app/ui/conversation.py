@@ -271,11 +271,15 @@ class Conversation(QObject):
             self.view.add_notice(text)
 
     def _on_stream(self, events: list) -> None:
+        request = self._request
+        first = request is not None and not request.tokens
         for event in events:
             if isinstance(event, TokenEvent):
                 self._on_token(event)
             else:
                 self._on_round(event)
+        if first and request.tokens and request.streaming:
+            self._show_pending(request)  # the reply's first words show at once; the rest keeps the timer's pace
 
     def _on_token(self, event: TokenEvent) -> None:
         request = self._current(event.request_id)
