@@ -121,6 +121,16 @@ def _compiled(template: str):
     return _environment().from_string(template)
 
 
+def prepare_template(template: Optional[str]) -> None:
+    """Compile a model's chat template ahead of its first prompt (at load); a bad one is left for render_prompt to
+    report."""
+    if template:
+        try:
+            _compiled(template)
+        except Exception:
+            pass
+
+
 def _render_limited(template: str, values: dict, budget_s: float, max_chars: int) -> str:
     """Render under a deadline checked on every line the template's compiled code runs (loops re-run their first
     line each time round, so nested loops are caught too) and stop once the output passes `max_chars`."""

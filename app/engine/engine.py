@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 from app.engine import rpc
-from app.engine.chat_format import RenderedPrompt, render_prompt
+from app.engine.chat_format import RenderedPrompt, render_prompt, prepare_template
 from app.engine.compat import compatibility
 from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, GenerationConfig, LoadSettings
 from app.engine.context_fit import SessionCuts
@@ -101,6 +101,9 @@ class SpecEngine:
         self.target = LoadedModel(path, n_ctx=s.n_ctx, n_threads=s.n_threads, n_gpu_layers=target_layers,
                                   devices=target_devices)
         self._chat_template = self.target.metadata("tokenizer.chat_template")
+        # Work every first prompt needs, done while loading rather than while the user waits for a reply.
+        prepare_template(self._chat_template)
+        self.target.control_tokens()
         self._ngram = NgramDrafter(is_control=self.target.is_control)
         if self.draft is not None and not self._compatible(self.draft.path)[0]:
             self.load_draft(None)
