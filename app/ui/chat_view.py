@@ -53,6 +53,8 @@ class ChatView(QTextBrowser):
     """The user asked to retry the last request after an error."""
     sig_older_wanted = Signal()
     """The user scrolled to the top of a chat shown from its end: show the messages before it."""
+    sig_inspect = Signal(int)
+    """The user clicked the stats row of the reply with this id: open its inspector."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -296,7 +298,13 @@ class ChatView(QTextBrowser):
         muted.setFontPointSize(max(7.0, self._base.pointSizeF() - 1.5))
         self._writer.new_block(cursor, block_format, muted)
         if stats_text:
-            cursor.insertText(stats_text + "     ", muted)
+            # The stats row opens the reply's inspector: a link that keeps the row's quiet look.
+            stats_link = self._writer.link_format(f"specchat:inspect/{message.message_id}")
+            stats_link.setForeground(QColor(style.TEXT_MUTED))
+            stats_link.setFontPointSize(muted.fontPointSize())
+            stats_link.setToolTip("Show this reply's rounds as charts")
+            cursor.insertText(stats_text, stats_link)
+            cursor.insertText("     ", muted)
         for n, (label, action) in enumerate(actions):
             if n:
                 cursor.insertText("   ", muted)
@@ -420,3 +428,5 @@ class ChatView(QTextBrowser):
             self.sig_edit_message.emit(int(argument))
         elif action == "retry":
             self.sig_retry.emit()
+        elif action == "inspect":
+            self.sig_inspect.emit(int(argument))
