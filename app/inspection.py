@@ -182,7 +182,7 @@ def draft_histogram(bars: Sequence[RoundBar],
 
 
 def summary_line(bars: Sequence[RoundBar], stats: Optional[GenerationStats]) -> str:
-    """ "212 tokens in 48 rounds · 120 of 176 drafted tokens kept (68%) · draft model 30 rounds, n-gram 10, plain 8"."""
+    """One line: "212 tokens in 48 rounds · 120 of 176 drafted tokens kept (68%) · draft model 30 rounds, ..."."""
     if not bars:
         if stats is None:
             return ""

@@ -103,7 +103,8 @@ class ReplyInspector(QDialog):
         self.notice.setVisible(not self.inspection.has_rounds)
         self._clear_charts()
         inspection = self.inspection
-        drafters = [d for d in (MODEL, NGRAM, PLAIN, ANY_DRAFTER) if any(d in row for row in inspection.histogram.values())]
+        shown = {drafter for row in inspection.histogram.values() for drafter in row}
+        drafters = [d for d in (MODEL, NGRAM, PLAIN, ANY_DRAFTER) if d in shown]
         self.legend.setText(charts.legend_html(drafters))
         self.legend.setVisible(bool(drafters))
         if inspection.has_rounds:

@@ -81,7 +81,8 @@ def test_tokens_against_time_beside_plain_decoding_with_the_saving(inspector):
     plain_x, plain_y = lines["plain decoding (0.120 s/token)"]
     assert plain_x == pytest.approx([0, 1.2]) and plain_y == [0, 10]
     assert chart.verdict.toPlainText() == "saved 0.5 s (1.7x)"
-    assert inspector.captions["time"].text() == "Plain decoding: 0.120 s per token, median of this reply's 2 plain rounds."
+    assert inspector.captions["time"].text() == ("Plain decoding: 0.120 s per token, "
+                                                 "median of this reply's 2 plain rounds.")
 
 
 def test_a_reply_slower_than_plain_says_what_it_cost(inspector):
