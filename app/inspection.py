@@ -52,16 +52,18 @@ class PositionAcceptance:
 
 @dataclass(frozen=True)
 class PlainLine:
-    """What plain decoding would have taken for the same tokens, by the measured single-token time."""
+    """What plain decoding would have taken for the same tokens: the plain rounds as they were, each other round's
+    tokens at the measured single-token time. Plain rounds are kept as measured so that what slowed them (another
+    program, a cold cache) slows both lines alike, and the gap between the lines is what drafting changed."""
 
     token_s: float  # seconds per token without speculation
     basis: str  # where token_s comes from, in words
-    tokens: int
+    times: tuple[float, ...]  # cumulative plain time at the end of each round, from 0 (the reply's `tokens` points)
     speculative_s: float  # what the rounds took
 
     @property
     def plain_s(self) -> float:
-        return self.tokens * self.token_s
+        return self.times[-1]
 
     @property
     def saved_s(self) -> float:
@@ -138,10 +140,17 @@ def cumulative_series(bars: Sequence[RoundBar]) -> tuple[list[float], list[int]]
     return times, tokens
 
 
-def plain_round_times(bars: Sequence[RoundBar]) -> list[float]:
-    """The times of the reply's plain rounds: one target token, no draft work. A draft model round that drafted
-    nothing still paid for drafting, so it is not one."""
-    return [bar.time_s for bar in bars if bar.drafter != MODEL and not bar.drafted and bar.tokens and bar.time_s > 0]
+def is_plain_round(bar: RoundBar) -> bool:
+    """No draft work: the target alone. A draft model round that drafted nothing still paid for drafting."""
+    return bar.drafter != MODEL and not bar.drafted
+
+
+def plain_times(bars: Sequence[RoundBar], token_s: float) -> tuple[float, ...]:
+    """Cumulative time plain decoding would have taken: plain rounds as measured, the others at `token_s` a token."""
+    times = [0.0]
+    for bar in bars:
+        times.append(times[-1] + (bar.time_s if is_plain_round(bar) else bar.tokens * token_s))
+    return tuple(times)
 
 
 def plain_line(bars: Sequence[RoundBar], fallback_token_s: Optional[float] = None) -> tuple[Optional[PlainLine], str]:
@@ -150,12 +159,15 @@ def plain_line(bars: Sequence[RoundBar], fallback_token_s: Optional[float] = Non
     times, tokens = cumulative_series(bars)
     if not tokens[-1] or times[-1] <= 0:
         return None, "The rounds recorded no time, so there is nothing to compare with plain decoding."
-    measured = plain_round_times(bars)
+    # The single-token time: plain rounds that wrote a token (the one that met the end of the reply wrote none).
+    measured = [bar.time_s for bar in bars if is_plain_round(bar) and bar.tokens and bar.time_s > 0]
     if measured:
+        token_s = statistics.median(measured)
         basis = f"median of this reply's {len(measured)} plain round{'s' if len(measured) != 1 else ''}"
-        return PlainLine(statistics.median(measured), basis, tokens[-1], times[-1]), ""
+        return PlainLine(token_s, basis, plain_times(bars, token_s), times[-1]), ""
     if fallback_token_s and fallback_token_s > 0:
-        return PlainLine(fallback_token_s, "measured by Compare with plain", tokens[-1], times[-1]), ""
+        return PlainLine(fallback_token_s, "measured by Compare with plain", plain_times(bars, fallback_token_s),
+                         times[-1]), ""
     return None, ("Every round drafted, so this reply has no plain round to measure plain decoding by; "
                   "Compare with plain measures it.")
 

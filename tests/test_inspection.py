@@ -64,9 +64,10 @@ def test_tokens_against_time_and_the_saving_over_plain_decoding():
     assert inspection.times == pytest.approx([0.0, 0.30, 0.40, 0.52, 0.66])
     assert inspection.tokens == [0, 3, 4, 8, 9]
     plain = inspection.plain
-    # Plain time per token: the median of the plain rounds (0.10, 0.14) = 0.12 s; 9 tokens = 1.08 s against 0.66 s.
+    # Plain time per token: the median of the plain rounds (0.10, 0.14) = 0.12 s. The drafting rounds' 3 and 4
+    # tokens at that time, the plain rounds as measured: 0.36 + 0.10 + 0.48 + 0.14 = 1.08 s against 0.66 s.
     assert plain.token_s == pytest.approx(0.12)
-    assert plain.plain_s == pytest.approx(1.08)
+    assert plain.times == pytest.approx((0, 0.36, 0.46, 0.94, 1.08))
     assert plain.verdict() == "saved 0.4 s (1.6x)"
     assert "2 plain rounds" in plain.basis
 
@@ -74,6 +75,14 @@ def test_tokens_against_time_and_the_saving_over_plain_decoding():
 def test_a_reply_slower_than_plain_says_what_it_cost():
     rounds = [model_round(0, 4, 0.5), plain_round(0.1), model_round(1, 4, 0.6)]
     assert inspect_reply(rounds).plain.verdict() == "cost 0.8 s"  # 4 tokens: 0.4 s plain against 1.2 s
+
+
+def test_a_slow_plain_round_slows_both_lines_alike():
+    # The second plain round was held up by another program: plain decoding would have been held up too.
+    rounds = [plain_round(0.1), plain_round(0.1), plain_round(0.9), ngram_round(3, 3, 0.15)]
+    plain = inspect_reply(rounds).plain
+    assert plain.token_s == pytest.approx(0.1)
+    assert plain.saved_s == pytest.approx(0.25)  # only the n-gram round's 4 tokens: 0.4 s plain against 0.15 s
 
 
 def test_without_plain_rounds_the_line_needs_a_measured_fallback():

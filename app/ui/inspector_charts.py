@@ -126,7 +126,7 @@ def time_chart(inspection: ReplyInspection) -> Chart:
     item.plot(inspection.times, inspection.tokens, pen=pg.mkPen(style.ACCENT, width=2), name="this reply")
     plain = inspection.plain
     if plain is not None:
-        item.plot([0.0, plain.plain_s], [0, plain.tokens], name=f"plain decoding ({plain.token_s:.3f} s/token)",
+        item.plot(list(plain.times), inspection.tokens, name=f"plain decoding ({plain.token_s:.3f} s/token)",
                   pen=pg.mkPen(style.TEXT_MUTED, width=1.5, style=Qt.PenStyle.DashLine))
         verdict = pg.TextItem(plain.verdict(), color=style.TEXT, anchor=(0, 0))
         font = QFont()
