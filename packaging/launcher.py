@@ -27,6 +27,8 @@ ON_DEMAND_IMPORTS = (
     ("PySide6.QtSvg", ("QSvgRenderer",)),
     ("PySide6.QtNetwork", ("QLocalServer", "QLocalSocket")),
     ("app.ui.single_instance", ()),
+    ("app.ui.inspector", ("ReplyInspector",)),  # pyqtgraph, which loads QtOpenGL by name
+    ("PySide6.QtOpenGLWidgets", ("QOpenGLWidget",)),
     ("app.hub.client", ()),
     ("app.hub.discovery", ()),
     ("app.hub.download", ()),

@@ -25,7 +25,7 @@ BUILD_CACHE = ROOT / "build" / "test-bundle"
 EXECUTABLE = "SpecChat.exe" if os.name == "nt" else "SpecChat"
 # What the bundle is made of besides the sources: a change in any of these makes a new build.
 BUNDLED_DISTRIBUTIONS = ("llama_cpp_python", "PySide6_Essentials", "numpy", "huggingface_hub", "platformdirs",
-                         "gguf", "Jinja2", "pyinstaller", "pyinstaller-hooks-contrib")
+                         "gguf", "Jinja2", "pyqtgraph", "pyinstaller", "pyinstaller-hooks-contrib")
 
 
 def sources_fingerprint() -> str:

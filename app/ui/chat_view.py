@@ -56,6 +56,8 @@ class ChatView(TranscriptBrowser):
     """The user asked to compare the reply with this id with plain decoding (or to cancel that comparison)."""
     sig_show_refused_toggled = Signal(bool)
     """The user showed or hid the refused proposals from the context menu (the view has already done it)."""
+    sig_inspect = Signal(int)
+    """The user clicked the stats row of the reply with this id: open its inspector."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -309,7 +311,13 @@ class ChatView(TranscriptBrowser):
         muted.setFontPointSize(max(7.0, self._base.pointSizeF() - 1.5))
         self._writer.new_block(cursor, block_format, muted)
         if stats_text:
-            cursor.insertText(stats_text + "     ", muted)
+            # The stats row opens the reply's inspector: a link that keeps the row's quiet look.
+            stats_link = self._writer.link_format(f"specchat:inspect/{message.message_id}")
+            stats_link.setForeground(QColor(style.TEXT_MUTED))
+            stats_link.setFontPointSize(muted.fontPointSize())
+            stats_link.setToolTip("Show this reply's rounds as charts")
+            cursor.insertText(stats_text, stats_link)
+            cursor.insertText("     ", muted)
         for n, (label, action) in enumerate(actions):
             if n:
                 cursor.insertText("   ", muted)
@@ -496,3 +504,5 @@ class ChatView(TranscriptBrowser):
             self.sig_edit_message.emit(int(argument))
         elif action == "retry":
             self.sig_retry.emit()
+        elif action == "inspect":
+            self.sig_inspect.emit(int(argument))

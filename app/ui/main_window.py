@@ -13,17 +13,11 @@ from typing import Callable, Optional
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import (
-    QApplication,
-    QDialog,
-    QMainWindow,
-    QSplitter,
-    QStackedWidget,
-)
+from PySide6.QtWidgets import QApplication, QDialog, QMainWindow, QSplitter, QStackedWidget
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
-from app.ui import chat_export, compare_plain, server_models, speculate_anyway
+from app.ui import chat_export, compare_plain, inspector_controller, server_models, speculate_anyway
 from app.ui.chat_list import ChatListModel, ChatSidebar
 from app.ui.chat_list_controller import ChatListController
 from app.ui.chat_settings_binding import ChatSettingsBinding, draft_key
@@ -86,6 +80,7 @@ class MainWindow(QMainWindow):
             self.library_ctl.rescan()
         self.server_models = server_models.attach(self)
         self.chat_export = chat_export.attach(self)
+        self.inspector = inspector_controller.attach(self)
 
     # ----- construction
 

@@ -3,6 +3,7 @@
     python -m app.ui.screenshot [--out docs/screenshot.png] [--models DIR] [--prompt TEXT]
     python -m app.ui.screenshot --server http://127.0.0.1:8080 --out docs/screenshot-llama-server.png \
         --settings-out docs/settings-devices-servers.png
+    python -m app.ui.screenshot --code-edit --out docs/screenshot-code-edit.png --inspector-out docs/inspector.png
 
 Uses the Qwen2.5-Coder 1.5B + 0.5B pair from $SPECCHAT_TEST_MODELS or ~/.cache/specchat-test-models
 (shared/models/fetch-models.sh) when present, else the synthetic models. Runs in a private SpecChat home, so the
@@ -20,6 +21,13 @@ from pathlib import Path
 REAL_TARGET = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 REAL_DRAFT = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 DEFAULT_PROMPT = "Write a Python function that checks whether a string is a palindrome, ignoring case and spaces."
+# Editing code the user pasted: the reply copies most of it, which n-gram lookup drafts (the inspector screenshot).
+CODE_EDIT_PROMPT = (
+    "Rename the parameter `values` to `samples` in both functions, and add a one-line docstring to each. Reply with "
+    "the whole edited code only.\n\n```python\ndef mean(values):\n    total = 0\n    for v in values:\n"
+    "        total = total + v\n    return total / len(values)\n\n\ndef variance(values):\n    m = mean(values)\n"
+    "    total = 0\n    for v in values:\n        total = total + (v - m) ** 2\n    return total / len(values)\n```"
+)
 
 
 def real_models_dir() -> Path:
@@ -31,6 +39,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default="docs/screenshot.png", help="where to save the PNG")
     parser.add_argument("--models", type=Path, default=None, help="folder with the real model pair")
     parser.add_argument("--prompt", default=DEFAULT_PROMPT)
+    parser.add_argument("--code-edit", action="store_true", help="send a code-editing request instead of --prompt")
     parser.add_argument("--max-tokens", type=int, default=320)
     parser.add_argument("--size", default="1280x820", help="window size, WIDTHxHEIGHT")
     parser.add_argument("--draft-max", type=int, default=None,
@@ -38,6 +47,7 @@ def main(argv=None) -> int:
     parser.add_argument("--server", metavar="URL", default=None,
                         help="chat with this server's first model instead (e.g. llama-server with -md DRAFT)")
     parser.add_argument("--settings-out", default=None, help="also save the Settings dialog to this PNG")
+    parser.add_argument("--inspector-out", default=None, help="also save the reply's inspector to this PNG")
     args = parser.parse_args(argv)
 
     os.environ["SPECCHAT_HOME"] = tempfile.mkdtemp(prefix="specchat-screenshot-")
@@ -85,7 +95,7 @@ def main(argv=None) -> int:
         if args.settings_out:
             _save_settings_dialog(window, args.settings_out)
         window.update_chat_settings(max_tokens=args.max_tokens, draft_max=args.draft_max)
-        message_id = automation.send_and_wait(window, args.prompt)
+        message_id = automation.send_and_wait(window, CODE_EDIT_PROMPT if args.code_edit else args.prompt)
         message = window.store.get_message(message_id)
         stats = message.stats or {}
         print(f"reply: {stats.get('tokens')} tokens, {stats.get('tokens_per_second', 0):.1f} tok/s, "
@@ -99,6 +109,8 @@ def main(argv=None) -> int:
             print(f"could not write {out}", file=sys.stderr)
             return 1
         print(f"saved {out}")
+        if args.inspector_out:
+            _save_inspector(window, message_id, args.inspector_out)
         return 0
     finally:
         window.close()
@@ -122,6 +134,18 @@ def _save_settings_dialog(window, out: str) -> None:
 
     dialog = AppSettingsDialog(window.settings, window)
     dialog.show()
+    QApplication.processEvents()
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    dialog.grab().save(out)
+    dialog.close()
+    print(f"saved {out}")
+
+
+def _save_inspector(window, message_id: int, out: str) -> None:
+    from PySide6.QtWidgets import QApplication
+
+    window.inspector.open_message(message_id)
+    dialog = window.inspector.dialog
     QApplication.processEvents()
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     dialog.grab().save(out)

@@ -1,0 +1,109 @@
+"""The inspector's numbers from a reply's recorded rounds: bars, acceptance by position, time saved, histogram."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.engine.events import GenerationStats
+from app.inspection import (
+    ANY_DRAFTER,
+    NGRAM,
+    MODEL,
+    PLAIN,
+    PositionAcceptance,
+    inspect_reply,
+    plain_line,
+    round_bars,
+)
+from app.provenance import RoundRecord
+
+
+def model_round(kept: int, drafted: int, time_s: float, own: int = 7) -> RoundRecord:
+    return RoundRecord("model", drafted, list(range(100, 100 + drafted)), [f"t{i}" for i in range(drafted)],
+                       kept, own, "x", "draft model", time_s)
+
+
+def ngram_round(kept: int, drafted: int, time_s: float) -> RoundRecord:
+    return RoundRecord("ngram", drafted, list(range(200, 200 + drafted)), ["n"] * drafted, kept, 8, "y", "copy",
+                       time_s)
+
+
+def plain_round(time_s: float) -> RoundRecord:
+    return RoundRecord("none", 0, [], [], 0, 9, "z", "paused", time_s)
+
+
+# A reply of 4 rounds: the draft model keeps 2 of 4, n-gram keeps all 3, two plain rounds.
+ROUNDS = [model_round(2, 4, 0.30), plain_round(0.10), ngram_round(3, 3, 0.12), plain_round(0.14)]
+
+
+def test_each_round_is_one_bar_of_drafted_and_kept():
+    bars = round_bars(ROUNDS)
+    assert [(b.drafter, b.drafted, b.kept, b.tokens) for b in bars] == [
+        (MODEL, 4, 2, 3), (PLAIN, 0, 0, 1), (NGRAM, 3, 3, 4), (PLAIN, 0, 0, 1)]
+
+
+def test_tokens_per_round_follow_the_recorded_tokens_when_present():
+    # The last round's own token was the end of generation: the reply's tokens do not hold it.
+    token_rounds = [0, 0, 0, 1, 2, 2, 2, 2]
+    bars = round_bars(ROUNDS, token_rounds)
+    assert [b.tokens for b in bars] == [3, 1, 4, 0]
+
+
+def test_acceptance_by_position_counts_rounds_that_reached_it():
+    rounds = [model_round(2, 4, 0.1), model_round(0, 2, 0.1), model_round(4, 4, 0.1), ngram_round(1, 2, 0.1)]
+    positions = inspect_reply(rounds).positions
+    model = [(p.position, p.reached, p.accepted) for p in positions if p.drafter == MODEL]
+    assert model == [(1, 3, 2), (2, 3, 2), (3, 2, 1), (4, 2, 1)]
+    ngram = [(p.position, p.reached, p.accepted) for p in positions if p.drafter == NGRAM]
+    assert ngram == [(1, 1, 1), (2, 1, 0)]
+    assert PositionAcceptance(MODEL, 3, 2, 1).fraction == 0.5
+
+
+def test_tokens_against_time_and_the_saving_over_plain_decoding():
+    inspection = inspect_reply(ROUNDS)
+    assert inspection.times == pytest.approx([0.0, 0.30, 0.40, 0.52, 0.66])
+    assert inspection.tokens == [0, 3, 4, 8, 9]
+    plain = inspection.plain
+    # Plain time per token: the median of the plain rounds (0.10, 0.14) = 0.12 s. The drafting rounds' 3 and 4
+    # tokens at that time, the plain rounds as measured: 0.36 + 0.10 + 0.48 + 0.14 = 1.08 s against 0.66 s.
+    assert plain.token_s == pytest.approx(0.12)
+    assert plain.times == pytest.approx((0, 0.36, 0.46, 0.94, 1.08))
+    assert plain.verdict() == "saved 0.4 s (1.6x)"
+    assert "2 plain rounds" in plain.basis
+
+
+def test_a_reply_slower_than_plain_says_what_it_cost():
+    rounds = [model_round(0, 4, 0.5), plain_round(0.1), model_round(1, 4, 0.6)]
+    assert inspect_reply(rounds).plain.verdict() == "cost 0.8 s"  # 4 tokens: 0.4 s plain against 1.2 s
+
+
+def test_a_slow_plain_round_slows_both_lines_alike():
+    # The second plain round was held up by another program: plain decoding would have been held up too.
+    rounds = [plain_round(0.1), plain_round(0.1), plain_round(0.9), ngram_round(3, 3, 0.15)]
+    plain = inspect_reply(rounds).plain
+    assert plain.token_s == pytest.approx(0.1)
+    assert plain.saved_s == pytest.approx(0.25)  # only the n-gram round's 4 tokens: 0.4 s plain against 0.15 s
+
+
+def test_without_plain_rounds_the_line_needs_a_measured_fallback():
+    rounds = [model_round(3, 4, 0.2), model_round(1, 4, 0.2)]
+    line, why = plain_line(round_bars(rounds))
+    assert line is None and "no plain round" in why
+    line, why = plain_line(round_bars(rounds), fallback_token_s=0.1)
+    assert why == "" and line.plain_s == pytest.approx(0.6) and line.verdict() == "saved 0.2 s (1.5x)"
+
+
+def test_histogram_from_rounds_by_drafter_and_from_stats_without_rounds():
+    assert inspect_reply(ROUNDS).histogram == {0: {PLAIN: 2}, 3: {NGRAM: 1}, 4: {MODEL: 1}}
+    stats = GenerationStats(tokens=20, drafted=12, accepted=9, acceptance_rate=0.75,
+                            draft_len_histogram={"0": 3, "4": 3, "bad": 1})  # keys come back from JSON as text
+    inspection = inspect_reply(None, None, stats)
+    assert not inspection.has_rounds
+    assert inspection.histogram == {0: {PLAIN: 3}, 4: {ANY_DRAFTER: 3}}
+    assert inspection.summary == "20 tokens  ·  9 of 12 drafted tokens kept (75%)"
+
+
+def test_summary_names_the_drafters_used():
+    summary = inspect_reply(ROUNDS).summary
+    assert summary == ("9 tokens in 4 rounds  ·  5 of 7 drafted tokens kept (71%)  ·  "
+                       "draft model 1 round, n-gram 1 round, plain 2 rounds")
