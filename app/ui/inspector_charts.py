@@ -16,13 +16,12 @@ from PySide6.QtGui import QColor, QFont
 from app.inspection import ANY_DRAFTER, DRAFTER_NAMES, MODEL, NGRAM, PLAIN, ReplyInspection
 from app.ui import style
 
-# The two drafters, told apart in every chart by two colours that stay distinct under the common colour-vision
-# deficiencies (the Okabe-Ito palette's bluish green and orange). The transcript's highlights are meant to use the
-# same pair; until style.py holds it, it lives here.
-MODEL_COLOR = "#009E73"
-NGRAM_COLOR = "#E69F00"
+# The two drafters, told apart in every chart by the transcript's own pair of highlights (the Okabe-Ito palette's
+# sky blue and orange, distinct under the common colour-vision deficiencies), opaque here.
+MODEL_COLOR = "#{:02x}{:02x}{:02x}".format(*style.DRAFT_MODEL_RGBA[:3])
+NGRAM_COLOR = "#{:02x}{:02x}{:02x}".format(*style.NGRAM_RGBA[:3])
 PLAIN_COLOR = "#9ca3af"
-ANY_COLOR = "#56B4E9"  # histogram bars from stats alone, which do not say who drafted
+ANY_COLOR = "#CC79A7"  # histogram bars from stats alone, which do not say who drafted (Okabe-Ito reddish purple)
 REFUSED_ALPHA = 70  # drafted-but-refused shows as a pale bar behind the kept one
 
 COLORS = {MODEL: MODEL_COLOR, NGRAM: NGRAM_COLOR, PLAIN: PLAIN_COLOR, ANY_DRAFTER: ANY_COLOR}

@@ -10,6 +10,7 @@ from typing import Optional
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QWidget
 
+from app.comparison import PlainComparison
 from app.store import ChatStore, StoreError
 from app.ui.transcript_format import transcript_message
 
@@ -36,7 +37,10 @@ class InspectorController(QObject):
         if message is None or message.role != "assistant":
             return
         dialog = self._dialog()
-        dialog.show_message(transcript_message(message))
+        # A reply with no plain round to time one token by: Compare with plain measured it, when the user ran one.
+        compared = PlainComparison.from_dict(message.comparison)
+        fallback = 1.0 / compared.plain_tokens_per_second if compared and compared.plain_tokens_per_second > 0 else None
+        dialog.show_message(transcript_message(message), fallback)
         dialog.show()
         dialog.raise_()
         dialog.activateWindow()

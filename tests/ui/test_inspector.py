@@ -147,7 +147,7 @@ def _click_text(qtbot, view, text: str) -> None:
     qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(rect.right() + 2, rect.center().y()))
 
 
-def test_clicking_a_replys_stats_row_opens_the_inspector_for_that_reply(make_window, fake_engine, qtbot, monkeypatch):
+def test_clicking_a_replys_stats_row_opens_the_inspector_for_that_reply(make_window, fake_engine, qtbot):
     window = make_window(engine_factory=fake_engine)
     store = window.store
     chat = store.create_chat("Inspect")
@@ -155,11 +155,9 @@ def test_clicking_a_replys_stats_row_opens_the_inspector_for_that_reply(make_win
     for question, tokens, rounds in (("first?", 7, ROUNDS[:2]), ("second?", 4, ROUNDS[2:])):
         store.add_message(chat.id, "user", question)
         stats = dataclasses.replace(STATS, tokens=tokens).to_dict()
-        replies[store.add_message(chat.id, "assistant", f"answer to {question}", stats=stats).id] = rounds
-    # The store keeps rounds on the provenance branch; until then the test hands them over at its door.
-    stored = store.get_message
-    monkeypatch.setattr(store, "get_message",
-                        lambda message_id: dataclasses.replace(stored(message_id), rounds=replies.get(message_id)))
+        answer = f"answer to {question}"
+        replies[store.add_message(chat.id, "assistant", answer, stats=stats, tokens=[(answer, "target")],
+                                  token_rounds=[len(rounds) - 1], rounds=rounds).id] = rounds
     window.open_chat(chat.id)
     view = window.chat_view
     first, second = replies
