@@ -26,12 +26,13 @@ from PySide6.QtWidgets import QApplication
 
 from app.comparison import compare_link_label, comparison_text
 from app.provenance import RoundRecord
-from app.ui import style, transcript_marks
+from app.ui import message_actions, style, transcript_marks
 from app.ui.link_guard import open_link_after_confirming
 from app.ui.reply_chars import NO_ROUND, has_refused, reply_chars
 from app.ui.reply_writer import ReplyWriter
 from app.ui.token_tooltip import DRAFT_TOOLTIP, NGRAM_TOOLTIP, TARGET_TOOLTIP
 from app.ui.transcript_browser import TranscriptBrowser
+from app.ui.transcript_welcome import insert_welcome
 from app.ui.transcript_format import CONTINUABLE, STREAM_KEY, TranscriptMessage, format_stats
 
 __all__ = ["ChatView", "DRAFT_TOOLTIP", "NGRAM_TOOLTIP", "TARGET_TOOLTIP", "TranscriptMessage", "format_stats"]
@@ -82,6 +83,10 @@ class ChatView(TranscriptBrowser):
         self._writer = ReplyWriter(self._base)
         # Compare with plain states that are not stored (running, failed), by message id; shown over stored ones.
         self.pending_comparisons: dict[int, dict] = {}
+        # The links under a message, by their action: each tells this signal the message's id.
+        self._message_signals = {"copy": self.sig_copy_message, "regenerate": self.sig_regenerate,
+                                 "continue": self.sig_continue, "compare": self.sig_compare,
+                                 "edit": self.sig_edit_message, "inspect": self.sig_inspect}
 
     # ----- highlighting
 
@@ -133,32 +138,7 @@ class ChatView(TranscriptBrowser):
         cursor.setBlockCharFormat(tiny)
 
     def _show_welcome(self) -> None:
-        cursor = self._end_cursor()
-        block_format = QTextBlockFormat()
-        block_format.setAlignment(Qt.AlignmentFlag.AlignHCenter)
-        block_format.setTopMargin(max(40, self.viewport().height() // 3))
-        title = QTextCharFormat()
-        title.setFontPointSize(self._base.pointSizeF() + 6)
-        title.setFontWeight(QFont.Weight.DemiBold)
-        cursor.insertBlock(block_format, title)
-        cursor.insertText("Start a conversation", title)
-        block_format.setTopMargin(10)
-        muted = QTextCharFormat()
-        muted.setForeground(QColor(style.TEXT_MUTED))
-        cursor.insertBlock(block_format, muted)
-        cursor.insertText("Choose a model above, and a small draft model of the same family for speculative decoding.",
-                          muted)
-        cursor.insertBlock(block_format, muted)
-        swatch = QTextCharFormat(muted)
-        swatch.setForeground(QColor(style.TEXT))
-        for text, color in (("Tokens the model kept from ", None), (" the draft model ", style.draft_color()),
-                            (" or from ", None), (" n-gram copies ", style.ngram_color()),
-                            (" of earlier text are highlighted; hover one to see its round.", None)):
-            if color is None:
-                cursor.insertText(text, muted)
-            else:
-                swatch.setBackground(color)
-                cursor.insertText(text, swatch)
+        insert_welcome(self._end_cursor(), self._base, self.viewport().height())
 
     def show_messages(self, messages: Sequence[TranscriptMessage], has_older: bool = False) -> None:
         """Render a conversation, or its newest part with `has_older` (opening a chat; never while a reply
@@ -271,7 +251,8 @@ class ChatView(TranscriptBrowser):
         cursor.insertText(label, header)
         if message.role == "user":
             self._insert_plain_text(cursor, message.content)
-            self._insert_actions(cursor, message, [("Copy", "copy"), ("Edit", "edit")])
+            message_actions.insert_actions(self._writer, self._base, cursor, message.message_id,
+                                           [("Copy", "copy"), ("Edit", "edit")])
             return
         rounds = message.rounds or []
         self.rounds_by_key[message.message_id] = rounds
@@ -286,13 +267,9 @@ class ChatView(TranscriptBrowser):
         if message.stats is not None and message.message_id >= 0:
             actions.append((compare_link_label(comparison), "compare"))
         stats_text = format_stats(message.stats) if message.stats else ""
-        self._insert_actions(cursor, message, actions, stats_text)
+        message_actions.insert_actions(self._writer, self._base, cursor, message.message_id, actions, stats_text)
         if comparison_text(comparison):
-            note = QTextCharFormat()
-            note.setForeground(QColor(style.TEXT_MUTED))
-            note.setFontPointSize(max(7.0, self._base.pointSizeF() - 1.5))
-            cursor.insertBlock(QTextBlockFormat(), note)
-            cursor.insertText(comparison_text(comparison), note)
+            message_actions.insert_note(self._base, cursor, comparison_text(comparison))
 
     def _insert_plain_text(self, cursor: QTextCursor, text: str) -> None:
         block_format = QTextBlockFormat()
@@ -302,28 +279,6 @@ class ChatView(TranscriptBrowser):
             cursor.insertBlock(block_format, fmt)
             cursor.insertText(line, fmt)
             block_format.setTopMargin(0)
-
-    def _insert_actions(self, cursor: QTextCursor, message: TranscriptMessage, actions, stats_text: str = "") -> None:
-        block_format = QTextBlockFormat()
-        block_format.setTopMargin(6)
-        muted = QTextCharFormat()
-        muted.setForeground(QColor(style.TEXT_MUTED))
-        muted.setFontPointSize(max(7.0, self._base.pointSizeF() - 1.5))
-        self._writer.new_block(cursor, block_format, muted)
-        if stats_text:
-            # The stats row opens the reply's inspector: a link that keeps the row's quiet look.
-            stats_link = self._writer.link_format(f"specchat:inspect/{message.message_id}")
-            stats_link.setForeground(QColor(style.TEXT_MUTED))
-            stats_link.setFontPointSize(muted.fontPointSize())
-            stats_link.setToolTip("Show this reply's rounds as charts")
-            cursor.insertText(stats_text, stats_link)
-            cursor.insertText("     ", muted)
-        for n, (label, action) in enumerate(actions):
-            if n:
-                cursor.insertText("   ", muted)
-            link = self._writer.link_format(f"specchat:{action}/{message.message_id}")
-            link.setFontPointSize(muted.fontPointSize())
-            cursor.insertText(label, link)
 
     # ----- streaming
 
@@ -415,11 +370,12 @@ class ChatView(TranscriptBrowser):
 
     def refresh_message(self, message: TranscriptMessage) -> None:
         """Render a shown reply again (its comparison changed); nothing when the reply is not shown."""
-        found = self._find_link("Copy", f"specchat:copy/{message.message_id}")
+        found = message_actions.find_link(self.document(), "Copy", f"specchat:copy/{message.message_id}")
         if found is None:
             return
         frame = found.currentFrame()
-        last = self._find_link("Regenerate", f"specchat:regenerate/{message.message_id}") is not None
+        last = message_actions.find_link(self.document(), "Regenerate",
+                                         f"specchat:regenerate/{message.message_id}") is not None
         follow = self._at_bottom()
         cursor = frame.firstCursorPosition()
         cursor.setPosition(frame.lastPosition(), QTextCursor.MoveMode.KeepAnchor)
@@ -430,27 +386,9 @@ class ChatView(TranscriptBrowser):
         if follow:
             self.scroll_to_end()
 
-    def _find_link(self, label: str, href: str) -> Optional[QTextCursor]:
-        document = self.document()
-        cursor = QTextCursor(document)
-        while True:
-            cursor = document.find(label, cursor)
-            if cursor.isNull():
-                return None
-            if cursor.charFormat().anchorHref() == href:
-                return cursor
-
     def _hide_regenerate_links(self) -> None:
         """Only the newest reply can be regenerated or continued; earlier such links are removed."""
-        document = self.document()
-        for label, action in (("Regenerate", "regenerate"), ("Continue", "continue")):
-            cursor = QTextCursor(document)
-            while True:
-                cursor = document.find(label, cursor)
-                if cursor.isNull():
-                    break
-                if cursor.charFormat().anchorHref().startswith(f"specchat:{action}/"):
-                    cursor.removeSelectedText()
+        message_actions.remove_links(self.document(), (("Regenerate", "regenerate"), ("Continue", "continue")))
 
     def streamed_text(self) -> str:
         """The text of the reply streaming now ("" when none)."""
@@ -492,17 +430,7 @@ class ChatView(TranscriptBrowser):
         action, _, argument = href[len("specchat:"):].partition("/")
         if action == "copy-code":
             QApplication.clipboard().setText(self._writer.code_blocks[int(argument)])
-        elif action == "copy":
-            self.sig_copy_message.emit(int(argument))
-        elif action == "regenerate":
-            self.sig_regenerate.emit(int(argument))
-        elif action == "continue":
-            self.sig_continue.emit(int(argument))
-        elif action == "compare":
-            self.sig_compare.emit(int(argument))
-        elif action == "edit":
-            self.sig_edit_message.emit(int(argument))
         elif action == "retry":
             self.sig_retry.emit()
-        elif action == "inspect":
-            self.sig_inspect.emit(int(argument))
+        elif action in self._message_signals:
+            self._message_signals[action].emit(int(argument))

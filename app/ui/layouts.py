@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from PySide6.QtWidgets import QHBoxLayout, QLayout, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QHBoxLayout, QLayout, QPushButton, QSplitter, QVBoxLayout, QWidget
 
 
 def column(*items, margins: tuple[int, int, int, int] = (0, 0, 0, 0)) -> QWidget:
@@ -21,6 +22,18 @@ def column(*items, margins: tuple[int, int, int, int] = (0, 0, 0, 0)) -> QWidget
         else:
             layout.addWidget(widget, stretch)
     return box
+
+
+def sidebar_split(sidebar: QWidget, main: QWidget, sizes: tuple[int, int]) -> QSplitter:
+    """A sidebar beside the main area: only the main area grows, neither collapses, a hairline between."""
+    splitter = QSplitter(Qt.Orientation.Horizontal)
+    for n, widget in enumerate((sidebar, main)):
+        splitter.addWidget(widget)
+        splitter.setStretchFactor(n, n)
+    splitter.setSizes(list(sizes))
+    splitter.setChildrenCollapsible(False)
+    splitter.setHandleWidth(1)
+    return splitter
 
 
 def padded(widget: QWidget, left: int, top: int, right: int, bottom: int) -> QVBoxLayout:

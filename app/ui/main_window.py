@@ -11,9 +11,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Optional
 
-from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import QApplication, QDialog, QMainWindow, QSplitter, QStackedWidget
+from PySide6.QtWidgets import QApplication, QDialog, QMainWindow, QStackedWidget
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
@@ -32,7 +31,7 @@ from app.ui.model_bar import ModelBar
 from app.ui.model_session import ModelSession
 from app.ui.settings_dialog import AppSettingsDialog
 from app.ui.window_geometry import restore_geometry, save_geometry
-from app.ui.layouts import column, padded
+from app.ui.layouts import column, padded, sidebar_split
 from app.ui.window_widgets import ErrorBanner, LegendRow, StatusFooter, confirm_destructive
 
 
@@ -100,14 +99,7 @@ class MainWindow(QMainWindow):
         self.pages.addWidget(self.empty_page)
         main = column(self.model_bar, padded(self.error_banner, 16, 8, 16, 0), (self.pages, 1))
 
-        self.splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.splitter.addWidget(self.sidebar)
-        self.splitter.addWidget(main)
-        self.splitter.setStretchFactor(0, 0)
-        self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([240, 900])
-        self.splitter.setChildrenCollapsible(False)
-        self.splitter.setHandleWidth(1)
+        self.splitter = sidebar_split(self.sidebar, main, (240, 900))
         self.setCentralWidget(self.splitter)
         self.resize(1180, 780)
 
@@ -223,22 +215,18 @@ class MainWindow(QMainWindow):
             self.server_models.refresh(new.servers)
 
     def set_highlighting(self, on: bool) -> None:
-        self.chat_view.set_highlighting(on)
-        switch = self.legend_row.highlight_switch
-        if switch.isChecked() != on:
-            switch.setChecked(on)
-        if self.settings.show_highlighting != on:
-            self.settings.show_highlighting = on
-            self.save_app_settings()
+        self._set_view_option("show_highlighting", self.chat_view.set_highlighting, self.legend_row.highlight_switch, on)
 
     def set_show_refused(self, on: bool) -> None:
         """Show or hide refused draft proposals in the transcript, and remember the choice."""
-        self.chat_view.set_show_refused(on)
-        switch = self.legend_row.refused_switch
+        self._set_view_option("show_refused", self.chat_view.set_show_refused, self.legend_row.refused_switch, on)
+
+    def _set_view_option(self, setting: str, apply, switch, on: bool) -> None:
+        apply(on)
         if switch.isChecked() != on:
             switch.setChecked(on)
-        if self.settings.show_refused != on:
-            self.settings.show_refused = on
+        if getattr(self.settings, setting) != on:
+            setattr(self.settings, setting, on)
             self.save_app_settings()
 
     # ----- library
