@@ -70,10 +70,12 @@ def run_benchmark(args: argparse.Namespace, progress=lambda line: None) -> dict:
                               context_size=args.ctx))
     progress(f"loading {target.name}{f' + {draft.name}' if draft else ''} in the window and for the engine "
              f"({threads} threads)")
-    window_mode = WindowMode(target, str(draft) if draft else NGRAM_KEY, speculative, args.max_tokens, draft_max)
     engine_mode: Optional[EngineAlone] = None
+    window_mode: Optional[WindowMode] = None
     try:
+        # The engine alone first: it measures the costs, which the window's engine process then finds on disk.
         engine_mode = EngineAlone(target, draft, LoadSettings(n_ctx=args.ctx, n_threads=threads))
+        window_mode = WindowMode(target, str(draft) if draft else NGRAM_KEY, speculative, args.max_tokens, draft_max)
         results = {"engine": ModeRuns(), "window": ModeRuns()}
 
         probe = StallProbe()
@@ -98,7 +100,8 @@ def run_benchmark(args: argparse.Namespace, progress=lambda line: None) -> dict:
     finally:
         if engine_mode is not None:
             engine_mode.close()
-        window_mode.close()
+        if window_mode is not None:
+            window_mode.close()
 
     engine_runs, window_runs = results["engine"], results["window"]
     engine_tps = engine_runs.median("tokens_per_second")
