@@ -202,7 +202,9 @@ class ChatSidebar(QWidget):
         self.empty_label.setObjectName("Muted")
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         layout.addWidget(self.empty_label)
-        model.modelReset.connect(self._update_empty)
+        # The list changes a row at a time (a new chat, a removed one) as well as all at once.
+        for change in (model.modelReset, model.rowsInserted, model.rowsRemoved):
+            change.connect(self._update_empty)
 
         delete_action = QAction("Delete chat", self)
         delete_action.setShortcut(QKeySequence.StandardKey.Delete)

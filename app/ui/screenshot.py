@@ -48,6 +48,8 @@ def main(argv=None) -> int:
                         help="chat with this server's first model instead (e.g. llama-server with -md DRAFT)")
     parser.add_argument("--settings-out", default=None, help="also save the Settings dialog to this PNG")
     parser.add_argument("--inspector-out", default=None, help="also save the reply's inspector to this PNG")
+    parser.add_argument("--show-refused", action="store_true",
+                        help="show refused draft proposals inline (struck-through ghost text)")
     args = parser.parse_args(argv)
 
     os.environ["SPECCHAT_HOME"] = tempfile.mkdtemp(prefix="specchat-screenshot-")
@@ -95,6 +97,7 @@ def main(argv=None) -> int:
         if args.settings_out:
             _save_settings_dialog(window, args.settings_out)
         window.update_chat_settings(max_tokens=args.max_tokens, draft_max=args.draft_max)
+        window.set_show_refused(args.show_refused)
         message_id = automation.send_and_wait(window, CODE_EDIT_PROMPT if args.code_edit else args.prompt)
         message = window.store.get_message(message_id)
         stats = message.stats or {}

@@ -68,3 +68,17 @@ def test_the_pickers_show_whole_model_names(make_window, qtbot, fake_engine, mod
     assert combo.currentText() == name
     # Room for the whole name and the arrow, with the window at its usual size.
     qtbot.waitUntil(lambda: combo.width() > combo.fontMetrics().horizontalAdvance(name) + 20, timeout=2000)
+
+
+def test_the_sidebar_says_no_chats_only_while_there_are_none(make_window, qtbot, fake_engine, model_folder,
+                                                             tiny_models):
+    window = make_window(engine_factory=fake_engine)
+    window.show()
+    empty = window.sidebar.empty_label
+    assert empty.isVisible() and empty.text() == "No chats yet"
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
+    send_and_wait(qtbot, window, "the first chat")
+    assert not empty.isVisible()
+    window.confirm = lambda *args: True
+    window.delete_chat(window.conversation.chat_id)
+    assert empty.isVisible()
