@@ -26,7 +26,8 @@ AUTO_LINK = "specchat:draft-auto"
 
 
 def fixed_text(draft_max: int) -> str:
-    return f"Fixed draft length {draft_max}: speculation runs even where it is slower."
+    # Beside the controller's own reason ("Fixed draft length 4"), so it says what that means rather than repeat it.
+    return f"Drafting {draft_max} tokens every round, even where that is slower."
 
 
 class SpeculateAnyway(QObject):

@@ -126,7 +126,7 @@ def test_speculate_anyway_fixes_the_draft_length_for_this_chat(make_window, qtbo
 
     offer.label.linkActivated.emit(ANYWAY_LINK)  # the user clicks the offer
     assert window.chat_settings.current().draft_max == FIXED_DRAFT_LENGTH
-    assert f"Fixed draft length {FIXED_DRAFT_LENGTH}" in offer.label.text() and "Auto" in offer.label.text()
+    assert f"Drafting {FIXED_DRAFT_LENGTH} tokens every round" in offer.label.text() and "Auto" in offer.label.text()
     send_and_wait(qtbot, window, "again")
     assert fake_engine.configs[-1]["draft_max"] == FIXED_DRAFT_LENGTH
     assert window.footer.status_line.text() == f"Fixed draft length {FIXED_DRAFT_LENGTH}"
@@ -136,7 +136,7 @@ def test_speculate_anyway_fixes_the_draft_length_for_this_chat(make_window, qtbo
     window.new_chat()
     assert offer.label.isHidden() and window.chat_settings.current().draft_max is None
     window.open_chat(chat_id)
-    assert f"Fixed draft length {FIXED_DRAFT_LENGTH}" in offer.label.text() and not offer.label.isHidden()
+    assert f"Drafting {FIXED_DRAFT_LENGTH} tokens every round" in offer.label.text() and not offer.label.isHidden()
 
     offer.label.linkActivated.emit(AUTO_LINK)  # back to automatic
     assert window.chat_settings.current().draft_max is None
