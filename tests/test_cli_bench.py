@@ -67,3 +67,28 @@ def test_llama_cpp_runs_the_same_modes_at_the_same_k(tiny_models, tmp_path, caps
     assert "llama.cpp draft k=3" in out and "llama.cpp ngram k=3" in out
     assert "ours/llama.cpp, ngram mode at k=3" in out and "ours/llama.cpp, draft mode at k=3" in out
     assert "auto/llama.cpp's n-gram mode at k=3" in out
+
+
+def test_plain_vs_native_compares_the_same_prompt_with_llama_completion(tiny_models, capsys):
+    """Both sides read the same tokens, and the report holds the three paired ratios."""
+    import pytest
+
+    from app.bench.suite import find_reference_tool
+
+    if find_reference_tool("llama-completion") is None:
+        pytest.skip("llama.cpp's llama-completion is not built (../shared/tools/build-llama-reference.sh)")
+    code = main(["bench", "--target", str(tiny_models.target), "--plain-vs-native", "--repeats", "2",
+                 "--long-repeats", "1", "--max-tokens", "8", "--threads", "1", "--json"])
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert len(report["plain_vs_llama"]["ratios"]) == 2 and report["plain_vs_llama"]["median"] > 0
+    assert report["sampling_vs_greedy"]["median"] > 0
+    tokens = report["long_prompt"]["prompt_tokens"]
+    assert tokens["ours"] == tokens["llama"] > 100
+
+
+def test_plain_vs_native_says_when_llama_completion_is_missing(tiny_models, tmp_path, capsys):
+    code = main(["bench", "--target", str(tiny_models.target), "--plain-vs-native",
+                 "--llama-completion", str(tmp_path / "nowhere")])
+    assert code == 2
+    assert "no such file" in capsys.readouterr().err

@@ -123,7 +123,7 @@ def run_plain_vs_native(engine, binary: str, model: Path, *, threads: int, n_ctx
     long_rows: dict[str, list[float]] = {"ours": [], "llama": []}
     prompt_tokens = {"ours": 0, "llama": 0}
     for rep in range(long_repeats):
-        text = long_prompt(engine, seed=rep)
+        text = long_prompt(engine, seed=rep, tokens=min(LONG_PROMPT_TOKENS, engine.n_ctx - 32))
         for name in (("ours", "llama") if rep % 2 == 0 else ("llama", "ours")):
             if name == "llama":
                 run = run_llama_completion(binary, model, text, n_predict=1, threads=threads, n_ctx=n_ctx)

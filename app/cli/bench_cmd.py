@@ -130,13 +130,7 @@ def run(args: argparse.Namespace) -> int:
             if binary is None:
                 break
 
-    report = build_report(results, reference, prompts, args.k)
-    if args.json:
-        json.dump(report, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        print_report(report)
-    return 0
+    return _emit(args, build_report(results, reference, prompts, args.k), print_report)
 
 
 def _plain_vs_native(args: argparse.Namespace, log) -> int:
@@ -146,6 +140,9 @@ def _plain_vs_native(args: argparse.Namespace, log) -> int:
     from app.engine.errors import EngineError
 
     binary = find_reference_tool("llama-completion", args.llama_completion)
+    if args.llama_completion and not Path(args.llama_completion).is_file():
+        print(f"error: --llama-completion {args.llama_completion}: no such file", file=sys.stderr)
+        return 2
     if binary is None:
         print("error: llama-completion was not found (PATH, --llama-completion, or "
               "~/.cache/specchat-llama-reference/bin; ../shared/tools/build-llama-reference.sh builds it)",
@@ -162,11 +159,16 @@ def _plain_vs_native(args: argparse.Namespace, log) -> int:
     except (EngineError, RuntimeError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    return _emit(args, report, print_native_report)
+
+
+def _emit(args: argparse.Namespace, report: dict, print_table) -> int:
+    """The report as one JSON object (--json) or as a table for people."""
     if args.json:
         json.dump(report, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        print_native_report(report)
+        print_table(report)
     return 0
 
 
