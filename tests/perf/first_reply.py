@@ -83,6 +83,7 @@ def main() -> int:
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--delay", type=float, default=0.0, help="seconds between loaded and sending")
+    parser.add_argument("--only", choices=sorted(PROMPTS), help="run one of the prompts only")
     args = parser.parse_args()
     target, draft = REAL_MODELS_DIR / REAL_TARGET, REAL_MODELS_DIR / REAL_DRAFT
     if not target.is_file() or not draft.is_file():
@@ -90,6 +91,8 @@ def main() -> int:
         return 2
     QCoreApplication.instance() or QCoreApplication(sys.argv)
     for name, prompt in PROMPTS.items():
+        if args.only and name != args.only:
+            continue
         ratios, budgets = [], []
         for rep in range(args.repeats):
             order = (True, False) if rep % 2 == 0 else (False, True)
