@@ -38,7 +38,13 @@ class TranscriptBrowser(QTextBrowser):
     def createMimeDataFromSelection(self) -> QMimeData:  # noqa: N802 (Qt override)
         """Copied text is what the reader sees, less the ghost text of refused proposals."""
         cursor = self.textCursor()
-        data = QMimeData()
+        # Qt's own object, changed: a QMimeData made in Python is deleted by the clipboard when the process exits,
+        # after Python has shut down, and that crashed the exit. Reading one format makes Qt fill them all in now,
+        # so the text set below is the one that stays; the rich-text formats would carry the ghost text.
+        data = super().createMimeDataFromSelection()
+        data.data("text/plain")
+        for kind in data.formats():
+            data.removeFormat(kind)
         data.setText(transcript_marks.visible_text(self.document(), cursor.selectionStart(), cursor.selectionEnd()))
         return data
 
