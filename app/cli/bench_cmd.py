@@ -32,7 +32,7 @@ def register(subparsers) -> None:
     p.add_argument("--modes", help="comma-separated modes to run: plain, draft, ngram, auto (plain always runs)")
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--repeats", type=int, default=None,
-                   help="repetitions per mode; the median is reported (default 3, 7 with --plain-vs-native)")
+                   help="repetitions per mode; the median is reported (default 3, 11 with --plain-vs-native)")
     p.add_argument("--k", type=int, default=4, help="draft length of the fixed-k modes (default 4)")
     p.add_argument("--ctx", type=int, default=4096)
     p.add_argument("--threads", type=int, default=None)
@@ -43,7 +43,7 @@ def register(subparsers) -> None:
                    help="instead of the suite: our plain greedy decoding against llama.cpp's llama-completion "
                         "(PATH, --llama-completion, or ~/.cache/specchat-llama-reference/bin), sampling "
                         "(T 0.8, top-k 40, top-p 0.95) against greedy, and a 1,500-token prompt's time to first "
-                        "token against llama.cpp's prompt evaluation; --repeats defaults to 7 here")
+                        "token against llama.cpp's prompt evaluation; --repeats defaults to 11 here")
     p.add_argument("--llama-completion", help="path to llama.cpp's llama-completion")
     p.add_argument("--long-repeats", type=int, default=3, help="repetitions of the long prompt (default 3)")
     p.set_defaults(func=run)
@@ -148,7 +148,7 @@ def _plain_vs_native(args: argparse.Namespace, log) -> int:
               "~/.cache/specchat-llama-reference/bin; ../shared/tools/build-llama-reference.sh builds it)",
               file=sys.stderr)
         return 2
-    repeats = args.repeats or 7
+    repeats = args.repeats or 11
     args.draft = None  # plain decoding: no draft model to load
     try:
         engine = build_engine(args)
