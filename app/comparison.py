@@ -13,8 +13,9 @@ from typing import Optional
 COMPARISON_FORMAT = 1
 RUNNING = "running"
 FAILED = "failed"
-# Within this share of each other two speeds read as the same.
-SAME_SPEED = 0.005
+# Within this share of each other two speeds read as about the same: one run against one run, on a machine doing
+# other work, moves by a few percent (docs/performance.md), so a 1% difference is no verdict.
+SAME_SPEED = 0.03
 
 
 @dataclass(frozen=True)
@@ -63,12 +64,12 @@ def compare_runs(reply_text: str, speculative_tps: float, plain_text: str, plain
 
 
 def speed_verdict(ratio: float) -> str:
-    """"1.42x faster", "0.91x, slower" or "1.00x, the same speed"."""
+    """"1.42x faster", "0.91x, slower" or "0.99x, about the same speed"."""
     if ratio >= 1 + SAME_SPEED:
         return f"{ratio:.2f}x faster"
     if ratio <= 1 - SAME_SPEED:
         return f"{ratio:.2f}x, slower"
-    return f"{ratio:.2f}x, the same speed"
+    return f"{ratio:.2f}x, about the same speed"
 
 
 def text_verdict(comparison: PlainComparison) -> str:
