@@ -107,3 +107,16 @@ def test_costs_of_a_gpu_run_are_never_those_of_a_cpu_run(tiny_models):
             costs.model_key(Model, 1, 12, "CUDA")}
     assert len(keys) == 4
     assert costs.model_key(Model, 1, 0, "CUDA") == costs.model_key(Model, 1, 0, "CPU")  # nothing offloaded: the CPU's costs
+
+
+def test_a_cache_that_cannot_be_written_still_gives_the_measured_table(tiny_models, monkeypatch):
+    monkeypatch.setattr(costs, "_write_cache", lambda data: None)
+    target = LoadedModel(tiny_models.target, n_ctx=512, n_threads=1)
+    draft = LoadedModel(tiny_models.draft, n_ctx=512, n_threads=1)
+    try:
+        table = cost_measurement.measure_costs(target, draft, 1, (0, 0))
+        assert table.batch[1] > 0 and table.draft_per_token > 0 and not table.estimated
+        assert costs.cached_costs(target, draft, 1, (0, 0)) is None  # nothing reached the disk
+    finally:
+        target.close()
+        draft.close()

@@ -197,20 +197,6 @@ def render_prompt(
     return RenderedPrompt(rendered.text, rendered.markup, notice)
 
 
-def render_chat(
-    template: Optional[str],
-    messages: Sequence[dict],
-    *,
-    bos_token: str = "",
-    eos_token: str = "",
-    add_generation_prompt: bool = True,
-) -> str:
-    """The prompt text for `messages` ([{"role", "content"}]), ending where the assistant's reply begins."""
-    return render_prompt(
-        template, messages, bos_token=bos_token, eos_token=eos_token, add_generation_prompt=add_generation_prompt
-    ).text
-
-
 def _render_marked(template: str, messages: list[dict], specials: dict, budget_s: float,
                    max_chars: int) -> RenderedPrompt:
     """Render twice: with the real contents, and with each content replaced by a sentinel, which shows which

@@ -126,15 +126,7 @@ class CostMeasurement:
         """The measured table, once done (also when the disk cache could not be written)."""
         if self._timings:
             return None
-        target, draft, n_threads, gpu_layers, backends = self._args
-        table = cached_costs(target, draft, n_threads, gpu_layers, backends)
-        if table is not None:
-            return table
-        tkey = model_key(target, n_threads, gpu_layers[0], backends)
-        table = CostTable(batch=list(self._results[tkey]), measured=MEASURED_SIZES)
-        if draft is not None:
-            table.draft_per_token = self._results[model_key(draft, n_threads, gpu_layers[1], backends)][1]
-        return table
+        return cached_costs(*self._args, measured=self._results)
 
 
 def measure_costs(target: LoadedModel, draft: Optional[LoadedModel], n_threads: int, gpu_layers: tuple[int, int],

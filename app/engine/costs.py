@@ -148,19 +148,14 @@ def _keys(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_la
             model_key(draft, n_threads, gpu_layers[1], backends) if draft is not None else None)
 
 
-def is_cached(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int],
-              backends: str = "CPU") -> bool:
-    """Whether the costs of this pair and setup were measured before (on disk)."""
-    return cached_costs(target, draft, n_threads, gpu_layers, backends) is not None
-
-
 def cached_costs(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int],
-                 backends: str = "CPU") -> Optional[CostTable]:
+                 backends: str = "CPU", measured: Optional[dict[str, list[float]]] = None) -> Optional[CostTable]:
     """The measured cost table of this pair from the disk cache, or None when part of it was never measured.
 
     `gpu_layers` are the layers offloaded (resolved, never Auto; 0 on a build without a GPU backend) and `backends`
-    where they run ("CUDA", "Metal"): both are part of the cache key."""
-    cache = _read_cache()
+    where they run ("CUDA", "Metal"): both are part of the cache key. `measured` (by model_key) is consulted
+    before the disk: what was just measured counts even when the cache could not be written."""
+    cache = {**_read_cache(), **(measured or {})}
     tkey, dkey = _keys(target, draft, n_threads, gpu_layers, backends)
     if tkey not in cache or (dkey is not None and dkey not in cache):
         return None
