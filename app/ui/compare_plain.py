@@ -106,10 +106,9 @@ class PlainCompare(QObject):
                 f"This reply was written by {message.target_name} and {request.target_name} is loaded now; "
                 f"choose {message.target_name} again to compare."))
             return
-        earlier = [mid for mid, _, _ in self.store.message_texts(message.chat_id) if mid < message_id]
-        if not earlier:
+        prompt = self.conversation.prompt_messages(request.system_prompt, before_id=message_id)
+        if not any(m["role"] != "system" for m in prompt):
             return
-        prompt = self.conversation.prompt_messages(request.system_prompt, until_id=earlier[-1])
         stats = message.stats
         # A reply that ended early is timed over the tokens it has; the plain run writes as many.
         max_tokens = request.config.max_tokens if stats.get("stop_reason") == "eos" else stats.get("tokens", 0)

@@ -139,10 +139,14 @@ class Conversation(QObject):
         self._context_used = used
         self.sig_context_usage.emit(used, self._n_ctx)
 
-    def prompt_messages(self, system_prompt: str, until_id: Optional[int] = None) -> list[dict]:
-        """The chat as the engine reads it; with `until_id`, only up to and including that message."""
+    def prompt_messages(self, system_prompt: str, until_id: Optional[int] = None,
+                        before_id: Optional[int] = None) -> list[dict]:
+        """The chat as the engine reads it; with `until_id`, only up to and including that message; with
+        `before_id`, only the messages before that one."""
         messages = [{"role": "system", "content": system_prompt}] if system_prompt.strip() else []
         for message_id, role, content in self.store.message_texts(self.chat_id):
+            if before_id is not None and message_id >= before_id:
+                break
             if role in ("user", "assistant"):
                 messages.append({"role": role, "content": content})
             if until_id is not None and message_id == until_id:
@@ -223,15 +227,16 @@ class Conversation(QObject):
         if self.chat_id is None:
             return None
         self.stop()
-        messages = self.store.messages(self.chat_id)
+        # Ids and roles are all this needs: a long chat's provenance is not read for them.
+        messages = self.store.message_texts(self.chat_id)
         if message_id is None:
-            last = messages[-1] if messages else None
-            message_id = last.id if last is not None and last.role == "assistant" else None
+            last_id, last_role = messages[-1][:2] if messages else (None, None)
+            message_id = last_id if last_role == "assistant" else None
         if message_id is not None:
             self.store.delete_messages_from(self.chat_id, message_id)
             self.sig_messages_changed.emit(self.chat_id)
         self.reload()  # also clears an error notice left by the attempt being retried
-        if not any(m.role == "user" for m in self.store.messages(self.chat_id)):
+        if not any(role == "user" for _, role, _ in self.store.message_texts(self.chat_id)):
             return None
         return self.start_reply(config, system_prompt, target_name, draft_name)
 
