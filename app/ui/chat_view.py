@@ -243,12 +243,7 @@ class ChatView(TranscriptBrowser):
 
     def _render_message(self, cursor: QTextCursor, message: TranscriptMessage, is_last_reply: bool) -> None:
         self._writer.reuse_block = False
-        header = QTextCharFormat()
-        header.setFontWeight(QFont.Weight.DemiBold)
-        header.setForeground(QColor(style.TEXT_MUTED))
-        header.setFontPointSize(max(7.0, self._base.pointSizeF() - 1))
-        label = "You" if message.role == "user" else (message.model_label or "Assistant")
-        cursor.insertText(label, header)
+        self._insert_header(cursor, "You" if message.role == "user" else message.model_label)
         if message.role == "user":
             self._insert_plain_text(cursor, message.content)
             message_actions.insert_actions(self._writer, self._base, cursor, message.message_id,
@@ -271,6 +266,12 @@ class ChatView(TranscriptBrowser):
         if comparison_text(comparison):
             message_actions.insert_note(self._base, cursor, comparison_text(comparison))
 
+    def _insert_header(self, cursor: QTextCursor, label: str) -> None:
+        """Who wrote the message, above it."""
+        header = style.muted_format(self._base, smaller=1)
+        header.setFontWeight(QFont.Weight.DemiBold)
+        cursor.insertText(label or "Assistant", header)
+
     def _insert_plain_text(self, cursor: QTextCursor, text: str) -> None:
         block_format = QTextBlockFormat()
         block_format.setTopMargin(4)
@@ -286,11 +287,7 @@ class ChatView(TranscriptBrowser):
         """Open the frame of a reply that is about to stream."""
         frame = self._append_frame("assistant")
         cursor = frame.firstCursorPosition()
-        header = QTextCharFormat()
-        header.setFontWeight(QFont.Weight.DemiBold)
-        header.setForeground(QColor(style.TEXT_MUTED))
-        header.setFontPointSize(max(7.0, self._base.pointSizeF() - 1))
-        cursor.insertText(model_label or "Assistant", header)
+        self._insert_header(cursor, model_label)
         block_format = QTextBlockFormat()
         block_format.setTopMargin(4)
         cursor.insertBlock(block_format, QTextCharFormat())

@@ -8,17 +8,10 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from PySide6.QtGui import QColor, QFont, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextDocument
+from PySide6.QtGui import QColor, QFont, QTextBlockFormat, QTextCursor, QTextDocument
 
 from app.ui import style
 from app.ui.reply_writer import ReplyWriter
-
-
-def _muted(base: QFont, smaller: float = 1.5) -> QTextCharFormat:
-    fmt = QTextCharFormat()
-    fmt.setForeground(QColor(style.TEXT_MUTED))
-    fmt.setFontPointSize(max(7.0, base.pointSizeF() - smaller))
-    return fmt
 
 
 def insert_actions(writer: ReplyWriter, base: QFont, cursor: QTextCursor, message_id: int,
@@ -26,7 +19,7 @@ def insert_actions(writer: ReplyWriter, base: QFont, cursor: QTextCursor, messag
     """A row of (label, action) links, after the reply's stats when given."""
     block_format = QTextBlockFormat()
     block_format.setTopMargin(6)
-    muted = _muted(base)
+    muted = style.muted_format(base)
     writer.new_block(cursor, block_format, muted)
     if stats_text:
         # The stats row opens the reply's inspector: a link that keeps the row's quiet look.
@@ -46,7 +39,7 @@ def insert_actions(writer: ReplyWriter, base: QFont, cursor: QTextCursor, messag
 
 def insert_note(base: QFont, cursor: QTextCursor, text: str) -> None:
     """A quiet line of its own under the actions (a comparison's result)."""
-    note = _muted(base)
+    note = style.muted_format(base)
     cursor.insertBlock(QTextBlockFormat(), note)
     cursor.insertText(text, note)
 

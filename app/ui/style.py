@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtGui import QColor, QFont, QFontDatabase, QPalette
+from PySide6.QtGui import QColor, QFont, QFontDatabase, QPalette, QTextCharFormat
 from PySide6.QtWidgets import QApplication
 
 ACCENT = "#2563eb"
@@ -52,6 +52,15 @@ def swatch_css(color: QColor, on: str = SURFACE) -> str:
     a = color.alphaF()
     mix = [round(c * a + b * (1 - a)) for c, b in zip(color.getRgb()[:3], base.getRgb()[:3])]
     return QColor(*mix).name()
+
+
+def muted_format(base: QFont, smaller: float = 1.5) -> QTextCharFormat:
+    """Quiet transcript text (headers, links under a message, code labels): muted, `smaller` points below `base`,
+    never under 7 points."""
+    fmt = QTextCharFormat()
+    fmt.setForeground(QColor(TEXT_MUTED))
+    fmt.setFontPointSize(max(7.0, base.pointSizeF() - smaller))
+    return fmt
 
 
 def monospace_font(point_size: float | None = None) -> QFont:
