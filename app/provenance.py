@@ -40,8 +40,17 @@ class RoundRecord:
     time_s: float = 0.0
 
     @property
+    def kept_text(self) -> str:
+        return "".join(self.proposed_text[:self.kept])
+
+    @property
     def refused_text(self) -> str:
         return "".join(self.proposed_text[self.kept:])
+
+    @property
+    def has_refused(self) -> bool:
+        """Whether the target refused part of the proposal (even a part whose text is empty)."""
+        return self.kept < len(self.proposed_text)
 
     @classmethod
     def from_event(cls, event: RoundEvent) -> RoundRecord:

@@ -28,7 +28,7 @@ from app.comparison import compare_link_label, comparison_text
 from app.provenance import RoundRecord
 from app.ui import message_actions, style, transcript_marks
 from app.ui.link_guard import open_link_after_confirming
-from app.ui.reply_chars import NO_ROUND, has_refused, reply_chars
+from app.ui.reply_chars import NO_ROUND, reply_chars
 from app.ui.reply_writer import ReplyWriter
 from app.ui.token_tooltip import DRAFT_TOOLTIP, NGRAM_TOOLTIP, TARGET_TOOLTIP
 from app.ui.transcript_browser import TranscriptBrowser
@@ -323,7 +323,7 @@ class ChatView(TranscriptBrowser):
             round_index = token_rounds[n] if token_rounds is not None and n < len(token_rounds) else NO_ROUND
             # The target's own token of a round that refused part of its proposal marks where that part goes.
             ghost = (str(round_index) if origin == "target" and 0 <= round_index < len(records)
-                     and has_refused(records[round_index]) else "")
+                     and records[round_index].has_refused else "")
             # Code fences are tracked line by line so code is monospace while it streams, as it will be after.
             pieces = text.split("\n")
             for n_piece, piece in enumerate(pieces):

@@ -45,10 +45,6 @@ def reply_chars(content: str, tokens: Optional[Sequence[tuple[str, str]]],
     del origins[length:], char_rounds[length:]
     ghosts = sorted(
         (offset, r) for r, offset in own_at.items()
-        if offset < length and rounds is not None and r < len(rounds) and has_refused(rounds[r])
+        if offset < length and rounds is not None and r < len(rounds) and rounds[r].has_refused
     )
     return ReplyChars(origins, char_rounds, ghosts)
-
-
-def has_refused(record: RoundRecord) -> bool:
-    return record.kept < len(record.proposed_text)

@@ -41,7 +41,7 @@ def round_lines(round_index: int, record: RoundRecord) -> list[str]:
     drafter = DRAFTER_WORDS.get(record.drafter)
     if drafter is None or not record.proposed_text:
         return [f"Round {round_index + 1}: no draft (plain decoding)"]
-    kept = "".join(record.proposed_text[:record.kept])
+    kept = record.kept_text
     refused = record.refused_text
     lines = [
         f"Round {round_index + 1}: {escape(drafter)} proposed {len(record.proposed_text)} tokens (up to {record.k}), "
