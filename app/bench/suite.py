@@ -148,10 +148,6 @@ def find_reference_tool(name: str, explicit: Optional[str] = None) -> Optional[s
     return str(default) if default.is_file() else None
 
 
-def find_llama_speculative(explicit: Optional[str]) -> Optional[str]:
-    return find_reference_tool("llama-speculative-simple", explicit)
-
-
 def reference_env(binary: str) -> dict:
     """The environment a reference tool runs in: ours, with its own directory's shared libraries first."""
     return {**os.environ, "LD_LIBRARY_PATH": str(Path(binary).parent)}

@@ -52,7 +52,7 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from app.cli.checks import sampling_problem
     from app.cli.generate_cmd import build_engine, models_problem
-    from app.bench.suite import MODE_KINDS, find_llama_speculative, load_prompts, run_llama_speculative, run_suite
+    from app.bench.suite import MODE_KINDS, find_reference_tool, load_prompts, run_llama_speculative, run_suite
     from app.engine.config import MAX_DRAFT
     from app.engine.errors import EngineError
 
@@ -105,7 +105,9 @@ def run(args: argparse.Namespace) -> int:
     reference: dict[str, dict[str, dict]] = {}
     ours = set(next(iter(results.values()))) if results else set()
     kinds_to_run = [kind for kind in ("draft", "ngram") if f"{kind} k={args.k}" in ours]
-    binary = None if args.no_llama or not kinds_to_run else find_llama_speculative(args.llama_spec)
+    binary = None
+    if kinds_to_run and not args.no_llama:
+        binary = find_reference_tool("llama-speculative-simple", args.llama_spec)
     if binary:
         for rep in range(args.repeats):
             for prompt in prompts:
