@@ -1,3 +1,13 @@
-"""SpecChat: a desktop chat app for local GGUF models that shows speculative decoding at work."""
+"""SpecChat: a desktop chat app for local GGUF models that shows speculative decoding at work.
+
+Layers, top to bottom (import-linter keeps them; docs/architecture.md draws them):
+- ui/ | cli/: the window (the only Qt) and `specchat-cli`.
+- bench/: the benchmark suite both front ends run.
+- replies/ | library.py: what is made of finished replies; the model library on disk.
+- store/ | hub/: the chat database and settings; the Hugging Face Hub.
+- engine/: decoding with speculation, local or remote, and the engine process.
+- platform/ | testing/: folders, desktop entry and secrets; tiny models for the bundle's self-test.
+- common/: atomic writes and units.
+"""
 
 __version__ = "0.1.0"

@@ -1,7 +1,7 @@
 """The model library: which GGUF files the app can offer, found without loading any weights.
 
 Plain Python (no Qt), so the window, the CLI and tests share it. Scanning reads only GGUF headers through
-`app.engine.gguf_info.inspect_gguf`; it may take a while on a slow disk, so the window runs it off the GUI thread.
+`app.engine.gguf.info.inspect_gguf`; it may take a while on a slow disk, so the window runs it off the GUI thread.
 Any thread may call these functions; they keep no state.
 """
 
@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-from app import paths
-from app.engine.compat import check_pair
-from app.engine.compat_cache import CompatCache, default_cache, file_key
+from app.platform import paths
+from app.engine.gguf.compat import check_pair
+from app.engine.gguf.compat_cache import CompatCache, default_cache, file_key
 from app.engine.errors import ModelFileError
-from app.engine.remote_engine import is_remote_target
-from app.engine.gguf_info import inspect_gguf
-from app.units import format_bytes, format_parameter_count
+from app.engine.remote.engine import is_remote_target
+from app.engine.gguf.info import inspect_gguf
+from app.common.units import format_bytes, format_parameter_count
 
 
 @dataclass(frozen=True)
@@ -287,7 +287,7 @@ SERVER_SPECULATION = "server-speculation"
 
 def server_entries(url: str, model_ids: Sequence[str]) -> list[ModelEntry]:
     """Library rows for a server's models: their path is the engine's target key, their folder the server."""
-    from app.engine.remote_engine import remote_target
+    from app.engine.remote.engine import remote_target
 
     return [ModelEntry(path=remote_target(url, model_id), name=os.path.basename(model_id.rstrip("/")) or model_id,
                        file_size=0, folder=url, source="server", model_name=model_id) for model_id in model_ids]

@@ -26,26 +26,26 @@ ON_DEMAND_IMPORTS = (
     ("gguf", ("GGUFReader", "GGUFWriter")),
     ("PySide6.QtSvg", ("QSvgRenderer",)),
     ("PySide6.QtNetwork", ("QLocalServer", "QLocalSocket")),
-    ("app.ui.single_instance", ()),
-    ("app.ui.inspector", ("ReplyInspector",)),  # pyqtgraph, which loads QtOpenGL by name
+    ("app.ui.shell.single_instance", ()),
+    ("app.ui.inspector.window", ("ReplyInspector",)),  # pyqtgraph, which loads QtOpenGL by name
     ("PySide6.QtOpenGLWidgets", ("QOpenGLWidget",)),
     ("app.hub.client", ()),
     ("app.hub.discovery", ()),
     ("app.hub.download", ()),
     ("app.hub.token", ()),
-    ("app.synthetic", ()),
+    ("app.testing.synthetic", ()),
 )
 
 
 def print_paths() -> int:
-    from app import paths
+    from app.platform import paths
 
     print(json.dumps(paths_report(paths), indent=2))
     return 0
 
 
 def paths_report(paths) -> dict[str, str]:
-    """Every location app.paths resolves, by name; the packaging test compares the bundle's with a pip install's."""
+    """Every location app.platform.paths resolves, by name; the packaging test compares the bundle's with a pip install's."""
     names = ("user_data_dir", "user_config_dir", "user_cache_dir", "models_dir", "database_path", "settings_path")
     return {name: str(getattr(paths, name)()) for name in names}
 
@@ -78,14 +78,14 @@ def check_bundle() -> int:
 def main() -> int:
     flag = sys.argv[1] if len(sys.argv) == 2 else ""
     if flag in ("--install-desktop", "--uninstall-desktop"):
-        from app import desktop_entry
+        from app.platform import desktop_entry
 
         return desktop_entry.main(["install" if flag == "--install-desktop" else "uninstall"])
     if flag == "--print-paths":
         return print_paths()
     if flag == "--check-bundle":
         return check_bundle()
-    from app.ui.main import main as window_main
+    from app.ui.shell.main import main as window_main
 
     return window_main()
 

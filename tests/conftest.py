@@ -33,8 +33,8 @@ def specchat_home(tmp_path_factory, monkeypatch) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory):
-    """The synthetic GGUF model set (see app.synthetic), written once per test session."""
-    from app.synthetic import make_model_set
+    """The synthetic GGUF model set (see app.testing.synthetic), written once per test session."""
+    from app.testing.synthetic import make_model_set
 
     return make_model_set(tmp_path_factory.mktemp("tiny-models"))
 

@@ -1,4 +1,4 @@
-"""The engine and the other non-UI packages never import Qt (import-linter contract in pyproject.toml)."""
+"""The architecture holds: layers (import-linter contracts in pyproject.toml) and rooms of a navigable size."""
 
 from __future__ import annotations
 
@@ -10,9 +10,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_non_ui_packages_do_not_import_qt():
+def test_layers_and_qt_contracts_are_kept():
     exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
     assert exe, "import-linter is part of the test extra"
     result = subprocess.run([exe], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "never import Qt KEPT" in result.stdout
+    assert "Layers: the window and the CLI on top, the engine near the bottom KEPT" in result.stdout
+    assert "Only the window imports Qt KEPT" in result.stdout
+
+
+def test_every_package_is_a_small_room_with_a_map():
+    """At most 15 modules a folder (8 loose in app/), and an __init__ that names each of its modules."""
+    for init in (ROOT / "app").rglob("__init__.py"):
+        folder = init.parent
+        modules = [p.name for p in folder.glob("*.py") if p.name not in ("__init__.py", "__main__.py")]
+        limit = 8 if folder == ROOT / "app" else 15
+        assert len(modules) <= limit, f"{folder.relative_to(ROOT)} holds {len(modules)} modules"
+        text = init.read_text()
+        subpackages = [p.name for p in folder.iterdir() if (p / "__init__.py").exists()]
+        if folder != ROOT / "app":
+            missing = [m for m in modules if m not in text] + [f"{s}/" for s in subpackages if f"{s}/" not in text]
+            assert not missing, f"{init.relative_to(ROOT)} does not map {missing}"

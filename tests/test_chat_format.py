@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.engine.chat_format import render_prompt
-from app.synthetic import CHATML_TEMPLATE
+from app.engine.local.chat_format import render_prompt
+from app.testing.synthetic import CHATML_TEMPLATE
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello there"}]
 CHATML_TEXT = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello there<|im_end|>\n<|im_start|>assistant\n"

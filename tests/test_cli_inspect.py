@@ -7,7 +7,7 @@ import json
 import pytest
 
 from app.cli import main
-from app.units import format_bytes
+from app.common.units import format_bytes
 
 
 def test_inspect_prints_a_table(tiny_models, capsys):
@@ -75,7 +75,7 @@ def test_check_pair_unreadable(tiny_models, capsys):
 
 
 def test_format_bytes():
-    # One convention everywhere (app.units): decimal units, as the Hub gives sizes.
+    # One convention everywhere (app.common.units): decimal units, as the Hub gives sizes.
     assert format_bytes(1_117_320_768) == "1.1 GB"
     assert format_bytes(491_400_064) == "491 MB"
     assert format_bytes(512) == "512 B"

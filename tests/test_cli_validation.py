@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.malformed_models import MALFORMED, make_malformed_set
+from tests.support.malformed_models import MALFORMED, make_malformed_set
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,7 +68,7 @@ def test_the_probe_refuses_what_the_header_checks_miss(malformed, monkeypatch, c
     def never(_args):
         raise AssertionError("the model was loaded in-process")
 
-    monkeypatch.setattr("app.engine.gguf_checks.duplicate_token", lambda *a: None)
+    monkeypatch.setattr("app.engine.gguf.checks.duplicate_token", lambda *a: None)
     monkeypatch.setattr("app.cli.generate_cmd.build_engine", never)
     assert main(["generate", "--target", str(malformed["duplicate_token_text"]), "--prompt", "Hello"]) == 2
     line = capsys.readouterr().err.strip()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.comparison import (
+from app.replies.comparison import (
     PlainComparison,
     compare_link_label,
     compare_runs,

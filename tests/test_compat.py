@@ -6,12 +6,13 @@ import os
 
 import pytest
 
-from app.engine import compat, compat_cache
-from app.engine.compat import compatibility
-from app.engine.compat_cache import default_cache
+from app.engine.gguf import compat
+from app.engine.gguf import compat_cache
+from app.engine.gguf.compat import compatibility
+from app.engine.gguf.compat_cache import default_cache
 from app.library import suggest_drafts
 from app.engine.errors import ModelFileError
-from app.engine.gguf_info import inspect_gguf, read_token_texts
+from app.engine.gguf.info import inspect_gguf, read_token_texts
 
 VOCAB_TYPE_NAMES = {0: "NONE", 1: "SPM", 2: "BPE", 3: "WPM", 4: "UGM", 5: "RWKV", 6: "PLAMO2", 7: "TEST"}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.engine.llama_model import SHIFT_MIN_RUN, LoadedModel
+from app.engine.local.llama_model import SHIFT_MIN_RUN, LoadedModel
 
 
 @pytest.fixture

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import random
 
-from app.engine.controller import AutoController
-from app.engine.costs import CostTable
-from app.engine.policy import Plan
+from app.engine.speculation.controller import AutoController
+from app.engine.speculation.costs import CostTable
+from app.engine.speculation.policy import Plan
 
 # Relative batch costs measured on the 2-core CPU (Qwen2.5-Coder 1.5B Q4_K_M): batch of 2 = 1.75x, 4 = 2.4x, 9 = 4.4x.
 CPU_BATCH = [0.0] + [x * 0.028 for x in (1.0, 1.75, 2.1, 2.4, 2.8, 3.2, 3.6, 4.0, 4.4, 4.8, 5.2, 5.6, 6.0, 6.4, 6.8,

@@ -3,8 +3,9 @@ disk cache; until then the controller starts from an estimate."""
 
 from __future__ import annotations
 
-from app.engine import cost_measurement, costs
-from app.engine.llama_model import LoadedModel
+from app.engine.speculation import cost_measurement
+from app.engine.speculation import costs
+from app.engine.local.llama_model import LoadedModel
 
 
 def test_costs_are_measured_once_and_cached(tiny_models, monkeypatch):

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from app.engine.config import GenerationConfig
-from app.engine.decoder import generate
-from app.engine.drafters import ModelDrafter, NgramDrafter
+from app.engine.local.decoder import generate
+from app.engine.speculation.drafters import ModelDrafter, NgramDrafter
 from app.engine.errors import PromptTooLongError
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
-from app.engine.llama_model import LoadedModel
-from app.engine.policy import FixedPolicy
-from app.engine.text_stream import TextStream
+from app.engine.local.llama_model import LoadedModel
+from app.engine.speculation.policy import FixedPolicy
+from app.engine.local.text_stream import TextStream
 
 PROMPTS = [
     "def fibonacci(n):\n    if n < 2:\n        return n\n",
@@ -127,7 +127,7 @@ def chi_square_p_value(counts: np.ndarray, probs: np.ndarray) -> float:
 
 @pytest.mark.parametrize("drafter", ["draft", "ngram"])
 def test_speculative_sampling_matches_target_distribution(models, drafter):
-    from app.engine.sampling import Sampler
+    from app.engine.local.sampling import Sampler
 
     target = models["target"]
     config = GenerationConfig(max_tokens=2, temperature=1.5, top_k=8, top_p=1.0, min_p=0.0, seed=None)
@@ -179,12 +179,12 @@ class _ConstantProposal(NgramDrafter):
         self.token = token
 
     def propose(self, history, k):
-        from app.engine.drafters import Draft
+        from app.engine.speculation.drafters import Draft
 
         return Draft(tokens=[self.token], source="ngram")
 
     def plan(self, k_max, ngram_tokens, has_model, ngram_match=0):
-        from app.engine.policy import Plan
+        from app.engine.speculation.policy import Plan
 
         return Plan("ngram", 1, "test")
 

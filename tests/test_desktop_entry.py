@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app import desktop_entry
+from app.platform import desktop_entry
 from app.cli import desktop_cmd
 
 pytestmark = pytest.mark.skipif(not desktop_entry.supported(), reason="freedesktop menus are a Linux/BSD thing")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.engine.config import GenerationConfig, LoadSettings
-from app.engine.engine import SpecEngine
+from app.engine.local.engine import SpecEngine
 from app.engine.errors import EngineError, IncompatiblePairError, ModelFileError, PromptTooLongError
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from app.cli import main
-from app.export import EXPORT_FORMAT, chat_markdown, export_text, format_for_path, load_chat, write_export
-from app.provenance import RoundRecord
+from app.replies.export import EXPORT_FORMAT, chat_markdown, export_text, format_for_path, load_chat, write_export
+from app.store.provenance import RoundRecord
 from app.store import ChatStore, NotFoundError
 
 ROUNDS = [RoundRecord("model", 3, [5, 6, 7], ["def", " add", " x"], kept=2, own=8, own_text="(", reason="r1",

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from app.engine import gpu_fit
+from app.engine.placement import gpu_fit
 from app.engine.config import GPU_LAYERS_AUTO, LoadSettings
-from app.engine.devices import GIB, Device, DeviceReport, list_devices
-from app.engine.gpu_fit import COMPUTE_RESERVE_BYTES, FREE_MARGIN, layout_from_tensors, place
+from app.engine.placement.devices import GIB, Device, DeviceReport, list_devices
+from app.engine.placement.gpu_fit import COMPUTE_RESERVE_BYTES, FREE_MARGIN, layout_from_tensors, place
 
 MIB = 1024 ** 2
 CPU = Device("CPU", "AMD EPYC", "cpu", 32 * GIB, 32 * GIB, "CPU")
@@ -105,7 +105,7 @@ def test_this_machine_lists_the_cpu_only():
 
 
 def test_a_missing_symbol_leaves_the_devices_unknown(monkeypatch):
-    from app.engine import devices
+    from app.engine.placement import devices
 
     monkeypatch.setattr(devices, "_symbol", lambda libs, name, *a: None)
     report = devices.list_devices()
@@ -114,7 +114,7 @@ def test_a_missing_symbol_leaves_the_devices_unknown(monkeypatch):
 
 
 def test_a_tiny_model_loads_on_auto_with_no_gpu_layers(tiny_models):
-    from app.engine.engine import SpecEngine
+    from app.engine.local.engine import SpecEngine
 
     engine = SpecEngine(LoadSettings(n_ctx=256, n_threads=1))
     assert engine.load_settings.target_gpu_layers == GPU_LAYERS_AUTO
@@ -151,8 +151,8 @@ def test_the_readme_section_the_notices_point_to_exists():
 
 @pytest.mark.parametrize("free_gib, expect_target_on_gpu", [(20.0, True), (0.5, False)])
 def test_the_engine_places_the_planned_draft_first(tiny_models, monkeypatch, free_gib, expect_target_on_gpu):
-    from app.engine import devices
-    from app.engine.engine import SpecEngine
+    from app.engine.placement import devices
+    from app.engine.local.engine import SpecEngine
 
     # A pretend GPU: llama.cpp here has none, so the layers asked for still run on the CPU.
     monkeypatch.setattr(devices, "list_devices", lambda: DeviceReport((CPU, gpu(free_gib, "Fake GPU"))))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.engine.events import GenerationStats
-from app.inspection import (
+from app.replies.inspector_data import (
     ANY_DRAFTER,
     NGRAM,
     MODEL,
@@ -15,7 +15,7 @@ from app.inspection import (
     plain_line,
     round_bars,
 )
-from app.provenance import RoundRecord
+from app.store.provenance import RoundRecord
 
 
 def model_round(kept: int, drafted: int, time_s: float, own: int = 7) -> RoundRecord:

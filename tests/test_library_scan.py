@@ -70,7 +70,7 @@ def everything_paths(entries):
 
 
 def test_stopping_the_library_thread_cancels_a_slow_scan(qtbot, tmp_path, tiny_models, monkeypatch):
-    from app.ui.library_worker import LibraryThread
+    from app.ui.models.library_worker import LibraryThread
 
     for i in range(50):
         shutil.copy2(tiny_models.draft, tmp_path / f"m{i:02d}.gguf")

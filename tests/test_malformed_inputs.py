@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from app.engine.config import MAX_DRAFT, GenerationConfig
-from app.engine.gguf_info import inspect_gguf
-from app.engine.llama_model import MAX_OUTPUT_ROWS
-from app.engine.probe import CACHE_FILE_NAME, last_error_line, probe_model
+from app.engine.gguf.info import inspect_gguf
+from app.engine.local.llama_model import MAX_OUTPUT_ROWS
+from app.engine.gguf.probe import CACHE_FILE_NAME, last_error_line, probe_model
 from app.library import inspect_entry
-from app.malformed_models import MALFORMED, make_malformed_set
+from tests.support.malformed_models import MALFORMED, make_malformed_set
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -78,7 +78,7 @@ def test_probe_passes_a_good_model_and_caches_the_verdict(tiny_models, specchat_
     def no_child(*_args, **_kwargs):
         raise AssertionError("probed again instead of using the cached verdict")
 
-    monkeypatch.setattr("app.engine.probe._run_child", no_child)
+    monkeypatch.setattr("app.engine.gguf.probe._run_child", no_child)
     assert probe_model(tiny_models.target).ok
 
 
@@ -112,7 +112,7 @@ def test_generation_at_the_draft_cap_runs(tiny_models):
 
 def test_chat_settings_spin_box_stops_at_the_cap(qtbot):
     from app.store import ChatSettings
-    from app.ui.settings_dialog import ChatSettingsDialog
+    from app.ui.settings.dialog import ChatSettingsDialog
 
     dialog = ChatSettingsDialog(ChatSettings(draft_max=64))  # saved before the cap existed
     qtbot.addWidget(dialog)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.engine.drafters import NgramDrafter
+from app.engine.speculation.drafters import NgramDrafter
 
 # A "file" of 20 distinct tokens, as a prompt the reply will copy.
 SOURCE = list(range(100, 120))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.engine.config import LoadSettings
-from app.engine.engine import SpecEngine
+from app.engine.local.engine import SpecEngine
 
 ORDINARY_CHATS = [
     [{"role": "user", "content": "hello there"}],

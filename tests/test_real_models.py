@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from app.engine.config import GenerationConfig, LoadSettings
-from app.engine.engine import SpecEngine
+from app.engine.local.engine import SpecEngine
 from app.engine.events import FinishedEvent, TokenEvent
-from app.engine.llama_model import LoadedModel
+from app.engine.local.llama_model import LoadedModel
 
 pytestmark = [pytest.mark.real_models, pytest.mark.slow]
 

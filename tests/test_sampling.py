@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.engine.sampling import Sampler, sample_from
+from app.engine.local.sampling import Sampler, sample_from
 
 
 def _full_vocabulary_distribution(sampler: Sampler, logits: np.ndarray) -> np.ndarray:

@@ -6,7 +6,8 @@ import ctypes
 
 import pytest
 
-from app.synthetic import CHATML_TEMPLATE, greedy_acceptance, make_model_set
+from app.testing.synthetic import CHATML_TEMPLATE, make_model_set
+from tests.support.acceptance import greedy_acceptance
 
 llama_cpp = pytest.importorskip("llama_cpp")
 

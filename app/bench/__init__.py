@@ -1,4 +1,6 @@
 """Benchmarks: the prompt suite and its modes (suite.py) and the arguments every benchmark front end shares
 (args.py). The front ends are `python -m app bench` (app/cli/bench_cmd.py) and the GUI overhead benchmark
-(app/ui/bench_gui.py); neither the engine nor the window depends on this package.
+(app/ui/devtools/bench_gui.py); neither the engine nor the window depends on this package.
+
+- native.py: `specchat-cli bench --plain-vs-native`: our plain decoding against llama.cpp's own `llama-completion`, sampling
 """

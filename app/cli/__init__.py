@@ -2,6 +2,15 @@
 
 Each sub-command lives in its own module with a `register(subparsers)` function that adds its parser and sets
 `func`, which receives the parsed arguments and returns the exit code.
+
+- bench_cmd.py: `specchat-cli bench`: plain vs speculative decoding side by side, as ratios measured in one run.
+- check_pair_cmd.py: `specchat-cli check-pair TARGET DRAFT`: can this draft speculate for that target (llama.cpp's vocabulary rules)?
+- checks.py: Refusing, with one sentence each, the settings and texts the engine cannot run and the model files llama.cpp
+- desktop_cmd.py: `specchat-cli desktop install|uninstall`: add SpecChat to this user's application menu on Linux, or remove it.
+- download_cmd.py: `specchat-cli download REPO [FILE_PATTERN] [--dest DIR]`: fetch GGUF files from the Hugging Face Hub.
+- export_cmd.py: `specchat-cli export CHAT_ID`: a chat from the chat database as Markdown, or as JSON with every token and round.
+- generate_cmd.py: `specchat-cli generate`: one reply, plain or speculative, streamed to the terminal or printed as JSON.
+- inspect_cmd.py: `specchat-cli inspect FILE…`: what each GGUF model is (name, architecture, size, quantization, vocabulary),
 """
 
 from __future__ import annotations

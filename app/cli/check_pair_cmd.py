@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 
-from app.engine.compat import compatibility
+from app.engine.gguf.compat import compatibility
 from app.engine.errors import ModelFileError
 
 

@@ -71,7 +71,7 @@ def sampling_problem(args: argparse.Namespace) -> Optional[str]:
 
 def model_problem(path: str, role: str) -> Optional[str]:
     """Whether llama.cpp can load the model at `path`: header checks, then the child-process probe."""
-    from app.engine.probe import check_model_file
+    from app.engine.gguf.probe import check_model_file
 
     problem = check_text(path, f"the {role} file name")
     if problem:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app import desktop_entry
+from app.platform import desktop_entry
 
 
 def register(subparsers) -> None:

@@ -26,7 +26,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app import export, paths
+    from app.replies import export
+    from app.platform import paths
     from app.store import ChatStore, NotFoundError, StoreError
 
     path = Path(args.db) if args.db else paths.database_path()

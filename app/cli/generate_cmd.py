@@ -9,8 +9,8 @@ import sys
 from app.bench.args import add_model_arguments, parse_draft_max
 from app.cli.checks import UsageError, check_text, model_problem, read_text_file, sampling_problem
 from app.engine.errors import EngineError
-from app.engine.rpc import parse_endpoints
-from app.server_keys import ENV_VAR as ENV_API_KEY
+from app.engine.placement.rpc import parse_endpoints
+from app.engine.remote.server_keys import ENV_VAR as ENV_API_KEY
 
 
 def register(subparsers) -> None:
@@ -94,7 +94,7 @@ def server_problem(args: argparse.Namespace) -> str | None:
 
 
 def _server_key(args: argparse.Namespace) -> str | None:
-    from app.server_keys import api_key_for, read_key_file
+    from app.engine.remote.server_keys import api_key_for, read_key_file
 
     if args.api_key_file:
         return read_key_file(args.api_key_file)
@@ -103,10 +103,10 @@ def _server_key(args: argparse.Namespace) -> str | None:
 
 def build_engine(args: argparse.Namespace):
     from app.engine.config import LoadSettings, default_threads
-    from app.engine.engine import SpecEngine
+    from app.engine.local.engine import SpecEngine
 
     if getattr(args, "server", None):
-        from app.engine.remote_engine import RemoteEngine, remote_target
+        from app.engine.remote.engine import RemoteEngine, remote_target
 
         key = _server_key(args)
         engine = RemoteEngine(LoadSettings(n_ctx=args.ctx), api_key_for=lambda url: key)
@@ -125,7 +125,7 @@ def build_engine(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     from app.engine.config import GenerationConfig
     from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
-    from app.provenance import RoundRecord
+    from app.store.provenance import RoundRecord
 
     try:
         draft_max = parse_draft_max(args.draft_max)

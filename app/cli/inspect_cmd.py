@@ -9,8 +9,8 @@ import json
 import sys
 
 from app.engine.errors import ModelFileError
-from app.engine.gguf_info import ModelInfo, inspect_gguf
-from app.units import format_bytes, format_parameter_count
+from app.engine.gguf.info import ModelInfo, inspect_gguf
+from app.common.units import format_bytes, format_parameter_count
 
 COLUMNS = ("file", "name", "arch", "params", "quant", "ctx", "vocab", "size")
 
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             info = inspect_gguf(name)
             if args.probe and info.usable:
-                from app.engine.probe import probe_model
+                from app.engine.gguf.probe import probe_model
 
                 verdict = probe_model(name)
                 if not verdict.ok:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Optional
 
-from app.engine.llama_model import MAX_OUTPUT_ROWS
-from app.machine_defaults import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, default_threads
+from app.engine.local.llama_model import MAX_OUTPUT_ROWS
+from app.platform.machine_defaults import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, default_threads
 
 __all__ = ["GPU_LAYERS_ALL", "GPU_LAYERS_AUTO", "MAX_DRAFT", "DrafterChoice", "GenerationConfig", "LoadSettings",
            "default_threads"]

@@ -1,7 +1,7 @@
 """ChatEngine: what the engine process drives, whichever engine it holds (SpecEngine, or the tests' scripted one).
 
-The window never holds an engine: it talks to the engine process (app.ui.engine_process), whose loop
-(app.engine.worker_host) calls exactly these members, so a stand-in that implements them behaves as the real
+The window never holds an engine: it talks to the engine process (app.ui.engine_link.engine_process), whose loop
+(app.engine.host.worker) calls exactly these members, so a stand-in that implements them behaves as the real
 engine does at that boundary.
 """
 
@@ -19,7 +19,7 @@ class ChatEngine(Protocol):
 
     @property
     def target_path(self) -> Optional[Path | str]:
-        """The loaded target: a file path, or a server model's target key (app.engine.remote_engine)."""
+        """The loaded target: a file path, or a server model's target key (app.engine.remote.engine)."""
 
     @property
     def draft_path(self) -> Optional[Path]: ...

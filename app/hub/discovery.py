@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
 
-from app import paths
+from app.platform import paths
 from app.hub import environment
 from app.hub.repo_files import SPLIT_RE
 

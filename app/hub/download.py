@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from app import paths
+from app.platform import paths
 from app.hub import download_plan as plan_mod
 from app.hub import environment
 from app.hub.client import HubClient

@@ -16,9 +16,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Optional
 
-from app.atomic_write import write_atomic
+from app.common.atomic_write import write_atomic
 from app.hub.errors import DestinationError, DiskSpaceError
-from app.units import format_bytes
+from app.common.units import format_bytes
 
 PART_SUFFIX = ".part"
 STATE_SUFFIX = ".part.json"

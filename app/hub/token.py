@@ -15,7 +15,7 @@ from typing import Optional, Union
 
 from app.hub import environment
 from app.hub.errors import HubError, InvalidTokenError, hub_error_from
-from app.secret_file import write_secret
+from app.platform.secret_file import write_secret
 
 def _clean(token: Optional[str]) -> Optional[str]:
     if token is None:

@@ -1,4 +1,16 @@
-"""Persistence: the chat history (SQLite) and the app settings (JSON). Plain Python, no Qt."""
+"""Persistence: the chat history (SQLite) and the app settings (JSON). Plain Python, no Qt.
+
+- _fields.py: Reading dataclass records back from JSON written by this or another version of SpecChat.
+- chats.py: Chats and their messages, kept in the SQLite chat database.
+- db.py: Opening the chat database: one SQLite file, WAL journal, foreign keys on, schema versioned in `user_version`.
+- errors.py: Errors the store raises, each with a message that names the file and says what a person can do about it.
+- provenance.py: What a reply's provenance holds, as the store, the window, export and the CLI share it (no engine, no Qt).
+- provenance_doc.py: A reply's provenance as the one compact JSON document stored with its message (the `tokens` column).
+- records.py: The chat store's records: a chat, its settings and its messages, as the store hands them out.
+- salvage.py: Copying what can still be read out of a damaged chat database into a fresh one.
+- settings.py: Application settings: one JSON file, read forgivingly and written atomically.
+- unusable_models.py: Model files that crashed the engine process, remembered so they are never loaded again automatically.
+"""
 
 from __future__ import annotations
 

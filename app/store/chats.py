@@ -20,8 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from app import paths
-from app.provenance import RoundRecord
+from app.platform import paths
+from app.store.provenance import RoundRecord
 from app.store.db import describe_error, open_database, transaction
 from app.store.errors import NotFoundError
 from app.store.provenance_doc import StoredProvenance, decode_provenance, decode_tokens, encode_provenance

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from app import paths
+from app.platform import paths
 from app.store.errors import DatabaseCorruptError, DatabaseTooNewError, StoreError
 
 # "SPCH": marks the file as ours in the header, so a stray SQLite file of another program is never migrated.
@@ -165,7 +165,7 @@ def describe_error(path: Path, error: sqlite3.Error) -> StoreError:
 
 
 def open_database(path: Path | None = None, check_pages: bool = True) -> sqlite3.Connection:
-    """Open (creating if needed) and migrate the chat database; `path` defaults to app.paths.database_path().
+    """Open (creating if needed) and migrate the chat database; `path` defaults to app.platform.paths.database_path().
 
     `check_pages=False` leaves out reading every page for damage (seconds for a large history): the window does
     that on a thread of its own after it shows (find_damage), so it starts at once.

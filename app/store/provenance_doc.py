@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from app.provenance import RoundRecord
+from app.store.provenance import RoundRecord
 
 FORMAT = 2
 _ORIGIN_TO_CODE = {"target": "t", "draft": "d", "ngram": "n"}

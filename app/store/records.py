@@ -9,7 +9,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from app.provenance import RoundRecord
+from app.store.provenance import RoundRecord
 from app.store import _fields
 
 log = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ class Message:
     content: str
     created_at: float  # Unix seconds
     stats: dict | None = None
-    tokens: list[tuple[str, str]] | None = None  # (text, origin): app.provenance.TokenOrigin
+    tokens: list[tuple[str, str]] | None = None  # (text, origin): app.store.provenance.TokenOrigin
     target_name: str | None = None
     draft_name: str | None = None
     token_rounds: list[int] | None = None  # per token, the index into `rounds` of the round that produced it

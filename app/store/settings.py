@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app import paths
-from app.atomic_write import write_atomic
-from app.machine_defaults import GPU_LAYERS_AUTO, default_threads
+from app.platform import paths
+from app.common.atomic_write import write_atomic
+from app.platform.machine_defaults import GPU_LAYERS_AUTO, default_threads
 from app.store import _fields
 from app.store.errors import StoreError
 
@@ -29,7 +29,7 @@ _NOT_SAVED = ("load_warning",)
 class AppSettings:
     """Settings of the app as a whole (per-chat generation settings live with each chat in the database)."""
 
-    model_folders: list[str] = field(default_factory=list)  # besides app.paths.models_dir(), which is always scanned
+    model_folders: list[str] = field(default_factory=list)  # besides app.platform.paths.models_dir(), which is always scanned
     threads: int = field(default_factory=default_threads)
     context_size: int = 4096
     # GPU_LAYERS_AUTO for new installs; a file saved by an older version keeps the number it holds (0 was the
@@ -42,7 +42,7 @@ class AppSettings:
     show_highlighting: bool = True
     show_refused: bool = False  # refused draft proposals shown inline in the transcript
     # OpenAI-compatible servers (base URLs) whose models the Model picker lists; their API keys are kept apart,
-    # in an owner-only file (app.server_keys).
+    # in an owner-only file (app.engine.remote.server_keys).
     servers: list[str] = field(default_factory=list)
     # llama.cpp RPC workers ("host:port") the target is spread over; no authentication, trusted networks only.
     rpc_workers: list[str] = field(default_factory=list)

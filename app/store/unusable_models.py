@@ -11,8 +11,8 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from app import paths
-from app.atomic_write import write_atomic
+from app.platform import paths
+from app.common.atomic_write import write_atomic
 
 
 def _registry_path() -> Path:

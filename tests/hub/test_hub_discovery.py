@@ -6,7 +6,7 @@ import json
 
 from fake_hf_server import payload
 
-from app import paths
+from app.platform import paths
 from app.hub import discovery, environment
 
 

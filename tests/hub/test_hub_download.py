@@ -8,7 +8,7 @@ import threading
 import pytest
 from fake_hf_server import payload
 
-from app import paths
+from app.platform import paths
 from app.hub.download import DownloadJob, DownloadProgress
 from app.hub.download_plan import DownloadItem
 from app.hub.errors import (

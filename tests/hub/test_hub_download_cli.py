@@ -11,7 +11,7 @@ import time
 import pytest
 from fake_hf_server import payload
 
-from app import paths
+from app.platform import paths
 from app.cli import main
 from app.cli.download_cmd import TerminalProgress
 from app.hub.download import DownloadJob, DownloadProgress

@@ -10,9 +10,9 @@ import pytest
 from fake_hf_server import GOOD_TOKEN, payload
 from PySide6.QtCore import Qt
 
-from app import paths
+from app.platform import paths
 from app.hub.curated import CuratedFile, CuratedPair
-from app.ui.get_models_panel import GetModelsPanel
+from app.ui.get_models.panel import GetModelsPanel
 
 TIMEOUT_MS = 10_000
 

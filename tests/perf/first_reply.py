@@ -35,7 +35,7 @@ PROMPTS = {
 
 def first_reply(target, draft, prompt: str, speculative: bool, tokens: int, threads: int, delay: float) -> dict:
     """One cold start: a new engine process and cache directory, load, then the first reply."""
-    from app.ui.engine_process import EngineProcess
+    from app.ui.engine_link.engine_process import EngineProcess
 
     os.environ["SPECCHAT_HOME"] = tempfile.mkdtemp(prefix="specchat-first-reply-")
     engine = EngineProcess()

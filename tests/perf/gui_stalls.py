@@ -38,12 +38,12 @@ def main(argv=None) -> int:
     from PySide6.QtWidgets import QApplication
 
     from app.store import AppSettings, ChatStore, save_settings
-    from app.synthetic import make_model_set
-    from app.ui import automation
-    from app.ui.bench_modes import StallProbe
-    from app.ui.library_model import NGRAM_KEY
-    from app.ui.main_window import MainWindow
-    from app.ui.style import apply_style
+    from app.testing.synthetic import make_model_set
+    from app.ui.widgets import automation
+    from app.ui.devtools.bench_modes import StallProbe
+    from app.ui.models.library_model import NGRAM_KEY
+    from app.ui.shell.main_window import MainWindow
+    from app.ui.widgets.style import apply_style
 
     models = make_model_set(Path(tempfile.mkdtemp(prefix="specchat-stalls-models-")))
     save_settings(AppSettings(model_folders=[str(models.target.parent)], scan_hf_cache=False))

@@ -15,7 +15,7 @@ import statistics
 import time
 
 from app.engine.config import GenerationConfig, LoadSettings
-from app.engine.engine import SpecEngine
+from app.engine.local.engine import SpecEngine
 from app.engine.events import FinishedEvent
 
 TOPICS = ("a parser for INI files", "retrying HTTP requests", "a thread-safe LRU cache", "reading CSV in chunks",

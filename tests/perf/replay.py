@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Callable
 
 from app.bench.suite import geometric_mean
-from app.engine.controller import MAX_K, AutoController
-from app.engine.costs import CostTable
-from app.engine.drafters import NgramDrafter
-from app.engine.policy import agreement
-from app.engine.rounds import ngram_tokens, observe_round, plan_round
+from app.engine.speculation.controller import MAX_K, AutoController
+from app.engine.speculation.costs import CostTable
+from app.engine.speculation.drafters import NgramDrafter
+from app.engine.speculation.policy import agreement
+from app.engine.speculation.rounds import ngram_tokens, observe_round, plan_round
 
 RECORDING = Path(__file__).with_name("replies-qwen2.5-coder-1.5b.json")
 HELD_OUT = Path(__file__).with_name("replies-edits-qwen2.5-coder-1.5b.json")
@@ -73,7 +73,7 @@ def replay(rec: Recording, name: str, make_policy: Callable[[CostTable], AutoCon
     emitted, spent = 0, 0.0
     while emitted < len(reply):
         k_max = MAX_TOKENS - emitted - 1
-        # The decoder's own round bookkeeping (app.engine.rounds); only verifying is replaced by the recording.
+        # The decoder's own round bookkeeping (app.engine.speculation.rounds); only verifying is replaced by the recording.
         plan, proposal = plan_round(policy, prompt + reply[:emitted], k_max, speculative=True, ngram=drafter,
                                     has_model=False)
         draft = ngram_tokens(plan, proposal)
@@ -112,7 +112,7 @@ def record(model_path: str) -> None:
     CPU)."""
     from app.bench.suite import load_prompts
     from app.engine.config import GenerationConfig
-    from app.engine.engine import LoadSettings, SpecEngine
+    from app.engine.local.engine import LoadSettings, SpecEngine
 
     engine = SpecEngine(LoadSettings(n_ctx=4096, n_threads=2))
     engine.load_target(model_path)

@@ -55,7 +55,7 @@ def _print(row: tuple) -> tuple:
 
 
 def _local_rows(args, workers: tuple[str, ...], label: str) -> list[tuple]:
-    from app.engine.engine import SpecEngine
+    from app.engine.local.engine import SpecEngine
 
     engine = SpecEngine(LoadSettings(n_ctx=2048, n_threads=args.threads, rpc_servers=workers))
     try:
@@ -72,8 +72,8 @@ def _local_rows(args, workers: tuple[str, ...], label: str) -> list[tuple]:
 
 
 def _server_rows(args, log_dir: Path) -> list[tuple]:
-    from app.engine.remote_engine import RemoteEngine, remote_target
-    from app.engine.remote_http import list_models
+    from app.engine.remote.engine import RemoteEngine, remote_target
+    from app.engine.remote.http import list_models
 
     speeds = {}
     for with_draft in (False, True):

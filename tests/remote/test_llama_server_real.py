@@ -7,8 +7,8 @@ import pytest
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import FinishedEvent, TokenEvent
-from app.engine.remote_engine import RemoteEngine, remote_target
-from app.engine.remote_http import list_models
+from app.engine.remote.engine import RemoteEngine, remote_target
+from app.engine.remote.http import list_models
 from tests.conftest import REAL_DRAFT, REAL_MODELS_DIR, REAL_TARGET
 from tests.remote.llama_tools import N_CTX
 
@@ -29,7 +29,7 @@ def _collect(events):
 
 
 def test_llama_server_provenance_matches_its_counters_and_its_text_matches_local_greedy(llama_server):
-    from app.engine.engine import SpecEngine
+    from app.engine.local.engine import SpecEngine
 
     model = list_models(llama_server)[0].id
     remote = RemoteEngine(LoadSettings(n_ctx=N_CTX), api_key_for=lambda url: None)

@@ -12,8 +12,8 @@ import pytest
 from app.engine.config import GenerationConfig
 from app.engine.errors import ModelLoadError
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
-from app.engine.remote_engine import RemoteEngine, parse_remote_target, remote_target
-from app.engine.remote_http import ConnectionDropped, ServerError
+from app.engine.remote.engine import RemoteEngine, parse_remote_target, remote_target
+from app.engine.remote.http import ConnectionDropped, ServerError
 from tests.remote.fake_openai_server import FakeServer, Script, content_chunk
 
 
@@ -166,7 +166,7 @@ def test_target_keys_round_trip_and_file_paths_are_not_keys():
 
 
 def test_api_keys_are_kept_owner_only_and_found_by_url(monkeypatch):
-    from app import server_keys
+    from app.engine.remote import server_keys
 
     monkeypatch.delenv(server_keys.ENV_VAR, raising=False)
     server_keys.save_api_key("http://gpu-box:8080/v1", "k-123")
@@ -182,7 +182,7 @@ def test_api_keys_are_kept_owner_only_and_found_by_url(monkeypatch):
 
 
 def test_an_address_that_is_not_a_server_is_one_sentence():
-    from app.engine.remote_http import list_models
+    from app.engine.remote.http import list_models
 
     with pytest.raises(ServerError, match='"ftp://gpu-box:1" is not a server address'):
         list_models("ftp://gpu-box:1")

@@ -7,8 +7,8 @@ import multiprocessing
 
 from app.cli import main as cli_main
 from app.engine.config import GenerationConfig, LoadSettings
-from app.engine.remote_engine import remote_target
-from app.engine.worker_host import _WorkerLoop, default_engine_factory
+from app.engine.remote.engine import remote_target
+from app.engine.host.worker import _WorkerLoop, default_engine_factory
 from tests.remote.fake_openai_server import FakeServer, Script
 from tests.remote.test_remote_engine import LLAMA_SERVER_REPLY
 

@@ -54,7 +54,7 @@ def test_greedy_tokens_over_two_workers_equal_the_local_ones(workers):
 
 
 def test_a_worker_killed_mid_reply_is_one_clear_error_and_the_reply_so_far_is_kept(workers, qtbot):
-    from app.ui.engine_process import EngineProcess
+    from app.ui.engine_link.engine_process import EngineProcess
 
     endpoints, processes = workers
     engine = EngineProcess()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.cli import main as cli_main
-from app.engine import rpc
+from app.engine.placement import rpc
 from app.engine.errors import ModelLoadError
 from tests.remote.llama_tools import free_port
 

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from app.engine.events import GenerationStats
-from app.paths import database_path
+from app.platform.paths import database_path
 from app.store import (
     DEFAULT_TITLE,
     ChatSettings,

@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from app.provenance import RoundRecord
+from app.store.provenance import RoundRecord
 from app.store import ChatStore, NotFoundError
 from app.store.provenance_doc import StoredProvenance, decode_provenance, encode_provenance
 

@@ -83,8 +83,8 @@ def test_salvaging_an_unreadable_file_copies_nothing_and_does_not_fail(tmp_path)
 
 
 def test_choosing_start_fresh_at_launch_keeps_the_readable_chats(monkeypatch):
-    from app import paths
-    from app.ui import main as ui_main
+    from app.platform import paths
+    from app.ui.shell import main as ui_main
 
     path = paths.database_path()
     path.parent.mkdir(parents=True, exist_ok=True)

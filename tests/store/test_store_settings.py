@@ -9,7 +9,7 @@ import pytest
 from app.engine.config import default_threads
 
 import app.store.settings as settings_module
-from app.paths import settings_path
+from app.platform.paths import settings_path
 from app.store import AppSettings, StoreError, load_settings, save_settings
 
 

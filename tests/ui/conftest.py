@@ -12,7 +12,7 @@ pytest.importorskip("PySide6")
 from PySide6.QtCore import QThread  # noqa: E402
 
 from app.store import AppSettings, save_settings  # noqa: E402
-from app.ui.qt_check import pyside_problem  # noqa: E402
+from app.ui.shell.qt_check import pyside_problem  # noqa: E402
 
 _PYSIDE_PROBLEM = pyside_problem()
 if _PYSIDE_PROBLEM:  # every window test would end in an interpreter abort; say why once instead
@@ -64,7 +64,7 @@ def fake_engine(tmp_path) -> FakeEngineControl:
 @pytest.fixture
 def make_window(qtbot, model_folder):
     """Build a MainWindow over `model_folder`; the window and its threads are closed at the end of the test."""
-    from app.ui.main_window import MainWindow
+    from app.ui.shell.main_window import MainWindow
 
     windows = []
 

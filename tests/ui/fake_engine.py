@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 from app.engine.config import GenerationConfig, LoadSettings
-from app.engine.context_fit import SessionCuts
+from app.engine.local.context_fit import SessionCuts
 from app.engine.errors import ModelFileError
 from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent
 

@@ -18,9 +18,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from app.store import AppSettings, save_settings  # noqa: E402
-from app.ui import automation  # noqa: E402
-from app.ui.library_model import NGRAM_KEY  # noqa: E402
-from app.ui.main_window import MainWindow  # noqa: E402
+from app.ui.widgets import automation  # noqa: E402
+from app.ui.models.library_model import NGRAM_KEY  # noqa: E402
+from app.ui.shell.main_window import MainWindow  # noqa: E402
 from fake_engine import FakeEngineControl  # noqa: E402
 
 

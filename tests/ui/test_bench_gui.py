@@ -1,4 +1,4 @@
-"""The GUI overhead benchmark (python -m app.ui.bench_gui) on the synthetic models: both modes run the same
+"""The GUI overhead benchmark (python -m app.ui.devtools.bench_gui) on the synthetic models: both modes run the same
 request, and the report has the medians, the window/engine ratio and the longest stall. No timing is asserted."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 def _bench(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
-    return subprocess.run([sys.executable, "-m", "app.ui.bench_gui", *args], cwd=REPO_ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "app.ui.devtools.bench_gui", *args], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 

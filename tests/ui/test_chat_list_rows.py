@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from app.store import ChatStore
-from app.ui.chat_list import ChatListModel
+from app.ui.chat.chat_list import ChatListModel
 
 
 def test_rows_move_insert_change_and_go_one_at_a_time(qtmodeltester, tmp_path):
@@ -52,7 +52,7 @@ def test_a_chat_newest_already_changes_in_place(qtmodeltester, tmp_path):
 
 def test_sending_in_a_window_with_many_chats_moves_one_row(make_window, qtbot, fake_engine, model_folder,
                                                           tiny_models):
-    from app.ui.library_model import NGRAM_KEY
+    from app.ui.models.library_model import NGRAM_KEY
     from window_helpers import choose_pair, send_and_wait
 
     with ChatStore() as store:

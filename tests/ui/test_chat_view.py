@@ -6,7 +6,7 @@ from PySide6.QtCore import QUrl
 from PySide6.QtGui import QTextCursor
 
 from app.engine.events import GenerationStats
-from app.ui.chat_view import DRAFT_TOOLTIP, TARGET_TOOLTIP, ChatView, TranscriptMessage
+from app.ui.transcript.chat_view import DRAFT_TOOLTIP, TARGET_TOOLTIP, ChatView, TranscriptMessage
 
 REPLY_TOKENS = [
     ("Here ", "target"), ("is ", "draft"), ("**code**", "draft"), (":\n\n", "target"),

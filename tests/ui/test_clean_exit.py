@@ -15,8 +15,8 @@ CHILD = textwrap.dedent("""
     import os
     os.environ["QT_QPA_PLATFORM"] = "offscreen"
     from PySide6.QtWidgets import QApplication
-    from app.ui.chat_view import ChatView
-    from app.ui.transcript_format import TranscriptMessage
+    from app.ui.transcript.chat_view import ChatView
+    from app.ui.transcript.format import TranscriptMessage
 
     app = QApplication([])
     view = ChatView()

@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 
 from app.store import load_settings
 from app.store.unusable_models import unusable_reason
-from app.ui.library_model import NGRAM_KEY
+from app.ui.models.library_model import NGRAM_KEY
 from window_helpers import choose_pair, send_and_wait, wait_ms
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from app import paths
+from app.platform import paths
 from app.hub.curated import CuratedFile, CuratedPair
 
 pytest.importorskip("llama_cpp")
@@ -42,7 +42,7 @@ def test_a_curated_pair_downloads_into_the_window_and_is_offered_as_target_and_d
     fake_hub.add_repo("tiny/Tiny-Target-GGUF", {tiny_models.target.name: tiny_models.target.read_bytes()})
     fake_hub.add_repo("tiny/Tiny-Draft-GGUF", {tiny_models.draft.name: tiny_models.draft.read_bytes()})
     # The panel shows only this pair; the window builds the panel itself, exactly as for a user.
-    monkeypatch.setattr("app.ui.get_models_panel.curated_pairs",
+    monkeypatch.setattr("app.ui.get_models.panel.curated_pairs",
                         lambda: (_tiny_pair(tiny_models.target, tiny_models.draft),))
 
     window = make_window(folders=[])  # the real engine; nothing but the app's own (empty) models folder

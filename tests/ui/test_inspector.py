@@ -10,12 +10,12 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QImage
 
 from app.engine.events import GenerationStats
-from app.inspection import NO_ROUNDS_SENTENCE
-from app.provenance import RoundRecord
-from app.ui import inspector as inspector_module
-from app.ui.inspector import ReplyInspector
-from app.ui.inspector_charts import drawn_bars, drawn_lines
-from app.ui.transcript_format import TranscriptMessage
+from app.replies.inspector_data import NO_ROUNDS_SENTENCE
+from app.store.provenance import RoundRecord
+from app.ui.inspector import window as inspector_module
+from app.ui.inspector.window import ReplyInspector
+from app.ui.inspector.charts import drawn_bars, drawn_lines
+from app.ui.transcript.format import TranscriptMessage
 
 
 def model_round(kept: int, drafted: int, time_s: float) -> RoundRecord:

@@ -8,8 +8,8 @@ from PySide6.QtCore import Qt
 
 from app import library
 from app.store import ChatStore
-from app.ui.chat_list import CHAT_ID_ROLE, ChatListModel
-from app.ui.library_model import NGRAM_KEY, PATH_ROLE, DraftListModel, LibraryModel
+from app.ui.chat.chat_list import CHAT_ID_ROLE, ChatListModel
+from app.ui.models.library_model import NGRAM_KEY, PATH_ROLE, DraftListModel, LibraryModel
 
 
 def _entries(folder: Path) -> list[library.ModelEntry]:

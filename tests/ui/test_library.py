@@ -6,8 +6,9 @@ import os
 import shutil
 from pathlib import Path
 
-from app import library, paths
-from app.units import format_bytes, format_parameter_count
+from app import library
+from app.platform import paths
+from app.common.units import format_bytes, format_parameter_count
 
 
 def test_folders_are_the_app_folder_the_users_and_the_hf_cache_each_once(tmp_path, monkeypatch):

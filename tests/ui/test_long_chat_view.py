@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.store import ChatStore
-from app.ui.conversation import PAGE_MESSAGES
+from app.ui.chat.conversation import PAGE_MESSAGES
 
 
 def _long_chat(n: int) -> int:
@@ -43,7 +43,7 @@ def test_a_thousand_message_chat_opens_at_its_end_and_loads_older_messages_on_sc
 
 def test_a_long_chat_says_once_per_cut_that_older_turns_were_left_out(make_window, qtbot, fake_engine, model_folder,
                                                                       tiny_models):
-    from app.ui.library_model import NGRAM_KEY
+    from app.ui.models.library_model import NGRAM_KEY
     from window_helpers import choose_pair, send_and_wait
 
     fake_engine.reply = "fine " * 8

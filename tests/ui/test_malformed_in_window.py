@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from app.malformed_models import MALFORMED, make_malformed_set
-from app.ui.library_model import NGRAM_KEY
+from tests.support.malformed_models import MALFORMED, make_malformed_set
+from app.ui.models.library_model import NGRAM_KEY
 from window_helpers import choose_pair, send_and_wait
 
 
@@ -59,7 +59,7 @@ def test_a_file_that_aborts_llama_cpp_takes_down_only_the_engine_process(make_wi
 def test_a_chat_template_that_never_ends_gets_chatml_and_a_notice(make_window, qtbot, model_folder):
     from gguf import GGUFValue, GGUFValueType
 
-    from app.synthetic import DRAFT_LAYERS, write_tiny_model
+    from app.testing.synthetic import DRAFT_LAYERS, write_tiny_model
 
     endless = "{% for i in range(100000) %}{% for j in range(100000) %}{{ i }}{% endfor %}{% endfor %}"
 

@@ -69,7 +69,7 @@ def test_origins_rounds_and_refused_proposals_are_shown_and_stored(make_window, 
     assert all(r.time_s == 0.02 for r in stored.rounds)
     # Reopened, the chat's transcript message carries the same provenance for the view.
     window.conversation.reload()
-    from app.ui.transcript_format import transcript_message
+    from app.ui.transcript.format import transcript_message
     again = transcript_message(window.store.get_message(stored.id))
     assert (again.tokens, again.token_rounds, again.rounds) == (stored.tokens, stored.token_rounds, stored.rounds)
 

@@ -7,9 +7,9 @@ import stat
 
 import pytest
 
-from app.engine.remote_engine import remote_target
-from app.ui.library_model import NGRAM_KEY
-from app.ui.settings_dialog import AppSettingsDialog
+from app.engine.remote.engine import remote_target
+from app.ui.models.library_model import NGRAM_KEY
+from app.ui.settings.dialog import AppSettingsDialog
 from tests.remote.fake_openai_server import FakeServer, Script
 from tests.remote.test_remote_engine import LLAMA_SERVER_REPLY
 from window_helpers import send_and_wait
@@ -52,7 +52,7 @@ def test_an_unreachable_server_is_one_sentence_and_the_local_models_stay(make_wi
 
 
 def test_settings_keep_servers_keys_and_rpc_workers(qtbot, monkeypatch):
-    from app import server_keys
+    from app.engine.remote import server_keys
     from app.store import AppSettings
 
     monkeypatch.delenv(server_keys.ENV_VAR, raising=False)
@@ -76,7 +76,7 @@ def test_settings_keep_servers_keys_and_rpc_workers(qtbot, monkeypatch):
 @pytest.mark.real_models
 @pytest.mark.slow
 def test_a_real_llama_server_reply_in_the_window_is_highlighted(make_window, qtbot, llama_server):
-    from app.engine.remote_http import list_models
+    from app.engine.remote.http import list_models
 
     window = make_window(servers=[llama_server])
     key = remote_target(llama_server, list_models(llama_server)[0].id)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from PySide6.QtWidgets import QDialog
 
 from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO
-from app.engine.devices import Device, DeviceReport
+from app.engine.placement.devices import Device, DeviceReport
 from app.store import AppSettings, ChatSettings, load_settings
-from app.ui.settings_dialog import AppSettingsDialog, ChatSettingsDialog
+from app.ui.settings.dialog import AppSettingsDialog, ChatSettingsDialog
 
 
 def test_chat_settings_round_trip_keeps_models_and_switch(qtbot):
@@ -51,7 +51,7 @@ def test_app_settings_dialog_edits_folders_and_load_settings(qtbot):
 def test_changed_load_settings_reload_the_models_and_are_saved(make_window, qtbot, fake_engine, model_folder,
                                                                tiny_models, monkeypatch):
     from window_helpers import choose_pair
-    from app.ui.library_model import NGRAM_KEY
+    from app.ui.models.library_model import NGRAM_KEY
 
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from app import paths
-from app.ui.single_instance import InstanceServer, ask_running_instance, server_name
+from app.platform import paths
+from app.ui.shell.single_instance import InstanceServer, ask_running_instance, server_name
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,7 +48,7 @@ def test_a_socket_left_by_a_crashed_instance_does_not_block_the_next(qtbot, tmp_
 
 def start_app() -> subprocess.Popen:
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
-    return subprocess.Popen([sys.executable, "-m", "app.ui.main"], cwd=REPO_ROOT, env=env,
+    return subprocess.Popen([sys.executable, "-m", "app.ui.shell.main"], cwd=REPO_ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -67,7 +67,7 @@ def test_second_launch_exits_and_sigterm_closes_the_first_cleanly(qapp):
     first = start_app()
     try:
         wait_until_running(first)
-        second = subprocess.run([sys.executable, "-m", "app.ui.main"], cwd=REPO_ROOT,
+        second = subprocess.run([sys.executable, "-m", "app.ui.shell.main"], cwd=REPO_ROOT,
                                 env=dict(os.environ, QT_QPA_PLATFORM="offscreen"),
                                 capture_output=True, text=True, timeout=120)
         assert second.returncode == 0

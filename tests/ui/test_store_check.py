@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from app import paths
+from app.platform import paths
 from app.store import ChatStore
-from app.ui import main as ui_main
-from app.ui.store_check import DamageWatch
+from app.ui.shell import main as ui_main
+from app.ui.shell.store_check import DamageWatch
 from tests.store.test_store_salvage import damage_middle_page, make_history
 
 
@@ -16,7 +16,7 @@ def test_damage_found_after_the_start_is_offered_and_the_readable_chats_kept(qtb
     damage_middle_page(path)
     store = ui_main.open_store(check_pages=False)  # opens at once, damage unseen
     assert store is not None
-    from app.ui.main_window import MainWindow
+    from app.ui.shell.main_window import MainWindow
 
     windows = [MainWindow(store=store, scan_on_start=False)]
     asked = []

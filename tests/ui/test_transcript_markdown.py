@@ -7,10 +7,10 @@ from PySide6.QtCore import QUrl
 from PySide6.QtGui import QDesktopServices, QTextDocument
 from PySide6.QtWidgets import QMessageBox
 
-from app.ui import style
-from app.ui.chat_view import ChatView, TranscriptMessage
-from app.ui.transcript_format import PROVENANCE_PROPERTY
-from app.ui.transcript_marks import fragments
+from app.ui.widgets import style
+from app.ui.transcript.chat_view import ChatView, TranscriptMessage
+from app.ui.transcript.format import PROVENANCE_PROPERTY
+from app.ui.transcript.marks import fragments
 
 M = "ngram"  # markup is written as n-gram tokens, so a shown character wrongly mapped to markup is caught
 D, T = "draft", "target"

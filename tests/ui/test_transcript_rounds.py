@@ -7,11 +7,11 @@ from PySide6.QtCore import QEvent
 from PySide6.QtGui import QHelpEvent, QTextCursor
 from PySide6.QtWidgets import QApplication, QToolTip
 
-from app.provenance import RoundRecord
-from app.ui import style
-from app.ui.chat_view import DRAFT_TOOLTIP, NGRAM_TOOLTIP, ChatView, TranscriptMessage
-from app.ui.transcript_format import GHOST_PROPERTY
-from app.ui.window_widgets import LegendRow
+from app.store.provenance import RoundRecord
+from app.ui.widgets import style
+from app.ui.transcript.chat_view import DRAFT_TOOLTIP, NGRAM_TOOLTIP, ChatView, TranscriptMessage
+from app.ui.transcript.format import GHOST_PROPERTY
+from app.ui.shell.window_widgets import LegendRow
 
 ROUNDS = [
     RoundRecord("model", 4, [1, 2, 3, 4], ["The", " cat", " sat", " down"], kept=2, own=5, own_text=" is"),
@@ -86,7 +86,7 @@ def test_an_old_reply_without_rounds_says_only_who_wrote_a_token(qtbot):
 
 
 def _ghost_text(view: ChatView) -> str:
-    from app.ui.transcript_marks import fragments
+    from app.ui.transcript.marks import fragments
 
     return "|".join(f.text() for f in fragments(view.document()) if f.charFormat().boolProperty(GHOST_PROPERTY))
 

@@ -8,7 +8,7 @@ import shutil
 from PySide6.QtCore import Qt
 
 from app.store import ChatStore, load_settings
-from app.ui.library_model import NGRAM_KEY
+from app.ui.models.library_model import NGRAM_KEY
 from window_helpers import choose_pair, send_and_wait
 
 

@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 
 from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent
 from app.store import load_settings
-from app.ui.library_model import NGRAM_KEY
+from app.ui.models.library_model import NGRAM_KEY
 from window_helpers import choose_pair, send_and_wait
 
 
@@ -262,8 +262,8 @@ def test_showing_refused_proposals_is_remembered_from_the_switch_or_the_menu(mak
 
 
 def test_broken_chat_database_is_reported_not_overwritten(monkeypatch, tmp_path):
-    from app import paths
-    from app.ui import main as ui_main
+    from app.platform import paths
+    from app.ui.shell import main as ui_main
 
     path = paths.database_path()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -283,7 +283,7 @@ def test_get_models_panel_is_reachable_and_a_downloaded_pair_is_selected(make_wi
     panel = window.library_ctl.get_models_panel
     assert panel is not None and panel.isVisible()
     # As if the panel had downloaded a pair into the app's models folder:
-    from app import paths
+    from app.platform import paths
 
     paths.models_dir().mkdir(parents=True, exist_ok=True)
     target = paths.models_dir() / tiny_models.target.name

@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 
 from app.engine.events import TokenEvent
 from app.store import ChatStore
-from app.ui.library_model import PATH_ROLE
+from app.ui.models.library_model import PATH_ROLE
 from window_helpers import choose_pair, send_and_wait
 
 pytest.importorskip("llama_cpp")
@@ -160,7 +160,7 @@ def _measured_files() -> set[str]:
     """The model files whose forward-pass costs are on disk."""
     import json
 
-    from app.engine.costs import _cache_file
+    from app.engine.speculation.costs import _cache_file
 
     try:
         data = json.loads(_cache_file().read_text())

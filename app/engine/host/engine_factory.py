@@ -1,0 +1,112 @@
+"""The engine the engine process holds: local models (SpecEngine) or a server's (RemoteEngine), by the target.
+
+A target is a GGUF file path or a server's target key (app.engine.remote.engine.remote_target). DispatchingEngine
+keeps one engine of each kind at most, made when first needed, and sends every ChatEngine call to the one whose
+kind the current target is; loading a target of the other kind unloads the first (its memory is freed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Iterator, Optional, Sequence
+
+from app.engine.config import GenerationConfig, LoadSettings
+from app.engine.events import EngineEvent
+from app.engine.protocol import ChatEngine
+from app.engine.remote.engine import is_remote_target
+
+
+def _local_engine(load: LoadSettings) -> ChatEngine:
+    from app.engine.local.engine import SpecEngine
+
+    return SpecEngine(load)
+
+
+def _remote_engine(load: LoadSettings) -> ChatEngine:
+    from app.engine.remote.engine import RemoteEngine
+
+    return RemoteEngine(load)
+
+
+class DispatchingEngine:
+    """A ChatEngine that is a SpecEngine for file targets and a RemoteEngine for server targets."""
+
+    def __init__(self, load: LoadSettings = LoadSettings(),
+                 local_factory: Callable[[LoadSettings], ChatEngine] = _local_engine,
+                 remote_factory: Callable[[LoadSettings], ChatEngine] = _remote_engine):
+        self._load = load
+        self._factories = {False: local_factory, True: remote_factory}
+        self._engines: dict[bool, ChatEngine] = {}
+        self._remote = False  # the kind of the current target
+
+    def _engine(self, remote: bool) -> ChatEngine:
+        if remote not in self._engines:
+            self._engines[remote] = self._factories[remote](self._load)
+        return self._engines[remote]
+
+    @property
+    def active(self) -> ChatEngine:
+        return self._engine(self._remote)
+
+    # -- the target decides the kind ----------------------------------------------------------------------------
+
+    def load_target(self, path, planned_draft=None) -> None:
+        remote = is_remote_target(path)
+        other = self._engines.get(not remote)
+        if other is not None:
+            other.unload()
+        self._remote = remote
+        self.active.load_target(path if remote else Path(path), planned_draft=planned_draft)
+
+    def load_draft(self, path) -> None:
+        self.active.load_draft(path)
+
+    def unload(self) -> None:
+        for engine in self._engines.values():
+            engine.unload()
+
+    def reconfigure(self, load: LoadSettings) -> None:
+        self._load = load
+        for engine in self._engines.values():
+            engine.reconfigure(load)
+
+    def close(self) -> None:
+        for engine in self._engines.values():
+            engine.close()
+        self._engines.clear()
+
+    # -- everything else goes to the current kind ---------------------------------------------------------------
+
+    @property
+    def target_path(self):
+        return self.active.target_path
+
+    @property
+    def draft_path(self) -> Optional[Path]:
+        return self.active.draft_path
+
+    @property
+    def placement_note(self) -> str:
+        return self.active.placement_note
+
+    @property
+    def template_notice(self) -> str:
+        return self.active.template_notice
+
+    @property
+    def n_ctx(self) -> int:
+        return self.active.n_ctx
+
+    def idle_step(self) -> bool:
+        return self.active.idle_step()
+
+    def count_tokens(self, messages: Sequence[dict]) -> int:
+        return self.active.count_tokens(messages)
+
+    def fit_messages(self, messages: Sequence[dict], reserve_tokens: int,
+                     session: str = "default") -> tuple[list[dict], int]:
+        return self.active.fit_messages(messages, reserve_tokens, session=session)
+
+    def chat(self, messages: Sequence[dict], config: GenerationConfig = GenerationConfig(), *, cancel=None,
+             request_id: int = 0) -> Iterator[EngineEvent]:
+        return self.active.chat(messages, config, cancel=cancel, request_id=request_id)

@@ -1,0 +1,200 @@
+"""The decoding loop: plain and speculative decoding are the same loop, a round drafts k >= 0 tokens and the target
+verifies [last token, draft...] in one batch.
+
+The target's cache always holds `history[:-1]`: the last token is evaluated at the head of the next verify batch,
+so a round with k = 0 is exactly plain decoding and costs one single-token forward pass.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Optional, Sequence
+
+import numpy as np
+
+from app.engine.config import MAX_DRAFT, GenerationConfig
+from app.engine.speculation.drafters import Draft, ModelDrafter, NgramDrafter
+from app.engine.errors import PromptTooLongError
+from app.engine.events import EngineEvent, FinishedEvent, GenerationStats, RoundEvent, TokenEvent, decode_speed
+from app.engine.local.llama_model import LoadedModel
+from app.engine.speculation.policy import SpeculationPolicy
+from app.engine.speculation.rounds import ngram_tokens, observe_round, plan_round
+from app.engine.local.sampling import Sampler, accept_or_resample
+from app.engine.local.text_stream import TextStream
+
+
+@dataclass
+class _Tally:
+    """What the rounds of one reply drafted and kept."""
+
+    drafted: int = 0
+    accepted: int = 0
+    rounds: int = 0
+    draft_rounds: int = 0
+    histogram: dict[int, int] = field(default_factory=dict)  # draft length -> rounds
+
+    def add(self, drafted: int, accepted: int) -> None:
+        self.rounds += 1
+        self.drafted += drafted
+        self.accepted += accepted
+        self.draft_rounds += bool(drafted)
+        self.histogram[drafted] = self.histogram.get(drafted, 0) + 1
+
+
+def verify(
+    target: LoadedModel, draft: Draft, sampler: Sampler, rng: np.random.Generator
+) -> tuple[int, int]:
+    """Decide how many drafted tokens the target keeps and which token it adds itself.
+
+    Expects the target to have just decoded [last, *draft.tokens] with logits for every row.
+    Returns (accepted count, the target's own next token).
+    """
+    for i, token in enumerate(draft.tokens):
+        logits = target.logits(i)
+        if sampler.greedy:
+            best = int(np.argmax(logits))
+            if best != token:
+                return i, best
+        else:
+            q = draft.probs[i] if draft.probs else None
+            accepted, chosen = accept_or_resample(token, sampler.distribution(logits), q, rng)
+            if not accepted:
+                return i, chosen
+    last = target.logits(len(draft.tokens))
+    return len(draft.tokens), sampler.pick(last, rng)
+
+
+def generate(
+    target: LoadedModel,
+    prompt: Sequence[int],
+    config: GenerationConfig,
+    policy: SpeculationPolicy,
+    *,
+    draft_model: Optional[ModelDrafter] = None,
+    ngram: Optional[NgramDrafter] = None,
+    cancel: Optional[threading.Event] = None,
+    request_id: int = 0,
+    on_history: Optional[Callable[[list[int]], None]] = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Iterator[EngineEvent]:
+    """Yield token and round events, then one FinishedEvent. `on_history` receives prompt + kept tokens at the end.
+
+    Raises PromptTooLongError before any work if the prompt cannot fit with room for one new token.
+    """
+    if not prompt:
+        raise ValueError("empty prompt")
+    if len(prompt) >= target.n_ctx:
+        raise PromptTooLongError(len(prompt), target.n_ctx)
+    cancel = cancel or threading.Event()
+    policy.begin_request()
+    if ngram is not None:
+        ngram.start_reply(len(prompt))
+    sampler = Sampler.from_config(config)
+    rng = np.random.default_rng(config.seed)
+    started = clock()
+
+    reused = target.keep_common_prefix(prompt, leave=1)
+    if not target.decode(list(prompt[reused:-1]), cancel=cancel):
+        stats = GenerationStats(stop_reason="cancelled", prompt_tokens=len(prompt), prompt_cached=reused)
+        yield _finish(request_id, "", stats)
+        return
+    prompt_done = clock()
+
+    history = list(prompt)
+    text_stream = TextStream()
+    pieces: list[str] = []
+    tally = _Tally()
+    emitted = 0
+    first_token_at: Optional[float] = None
+    stop_reason = ""
+
+    while not stop_reason:
+        if cancel.is_set():
+            stop_reason = "cancelled"
+            break
+        # The verify batch [last, draft...] needs k + 1 free positions and k + 1 logit rows (at most MAX_DRAFT + 1);
+        # the reply needs k + 1 more tokens.
+        room = target.n_ctx - (len(history) - 1)
+        if room <= 0:
+            stop_reason = "context_full"
+            break
+        k_max = max(0, min(room - 1, config.max_tokens - emitted - 1, MAX_DRAFT))
+        plan, proposal = plan_round(policy, history, k_max, speculative=config.speculative, ngram=ngram,
+                                    has_model=draft_model is not None)
+
+        t_draft = clock()
+        if plan.drafter == "model" and plan.k > 0 and draft_model is not None:
+            draft = draft_model.propose(history, plan.k, sampler, rng, config.draft_p_min, cancel)
+        elif plan.drafter == "ngram" and plan.k > 0:
+            draft = Draft(tokens=ngram_tokens(plan, proposal), source="ngram")
+        else:
+            draft = Draft(source="none")
+        t_verify = clock()
+
+        target.decode([history[-1], *draft.tokens], logit_rows=range(len(draft.tokens) + 1))
+        accepted, own_token = verify(target, draft, sampler, rng)
+        t_done = clock()
+        kept = [*draft.tokens[:accepted], own_token]
+        observe_round(policy, plan, proposal, len(draft.tokens), accepted, t_verify - t_draft, t_done - t_verify,
+                      kept)
+        round_index = tally.rounds
+        tally.add(len(draft.tokens), accepted)
+        yield RoundEvent(request_id, draft.source, plan.k, len(draft.tokens), accepted, plan.reason,
+                         index=round_index, proposed=tuple(draft.tokens),
+                         proposed_text=tuple(_piece(target, t) for t in draft.tokens), own=own_token,
+                         own_text=_piece(target, own_token), time_s=t_done - t_draft)
+
+        for position, token in enumerate(kept):
+            source, drafter = ("draft", draft.source) if position < accepted else ("target", None)
+            if target.is_end_of_generation(token) and not config.ignore_eos:
+                stop_reason = "eos"
+                break
+            history.append(token)
+            text = text_stream.feed(target.token_bytes(token))
+            pieces.append(text)
+            if first_token_at is None:
+                first_token_at = clock()
+            yield TokenEvent(request_id, emitted, token, text, source, drafter, round_index)
+            emitted += 1
+            if emitted >= config.max_tokens:
+                stop_reason = "max_tokens"
+                break
+        # Roll back what the target refused; the draft model catches up at its next proposal.
+        target.truncate(len(history) - 1)
+
+    tail = text_stream.flush()
+    if tail:
+        pieces.append(tail)
+        # The reply's texts must add up to the reply: a dangling partial character is flushed as its own event.
+        yield TokenEvent(request_id, emitted, -1, tail, "target")
+    ended = clock()
+    if on_history is not None:
+        on_history(history)
+    stats = GenerationStats(
+        tokens=emitted,
+        tokens_per_second=decode_speed(emitted, max(ended - prompt_done, 1e-9)),
+        ttft_s=(first_token_at - started) if first_token_at is not None else 0.0,
+        drafted=tally.drafted,
+        accepted=tally.accepted,
+        acceptance_rate=tally.accepted / tally.drafted if tally.drafted else 0.0,
+        mean_accepted_run=tally.accepted / tally.draft_rounds if tally.draft_rounds else 0.0,
+        rounds=tally.rounds,
+        stop_reason=stop_reason,
+        prompt_tokens=len(prompt),
+        prompt_cached=reused,
+        prompt_eval_s=prompt_done - started,
+        elapsed_s=ended - started,
+        draft_len_histogram=dict(sorted(tally.histogram.items())),
+    )
+    yield _finish(request_id, "".join(pieces), stats)
+
+
+def _piece(target: LoadedModel, token: int) -> str:
+    """A token's own text for display (a piece of a multi-byte character shows as a replacement mark)."""
+    return target.token_bytes(token).decode("utf-8", errors="replace")
+
+
+def _finish(request_id: int, text: str, stats: GenerationStats) -> FinishedEvent:
+    return FinishedEvent(request_id, text, stats)

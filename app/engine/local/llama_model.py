@@ -1,0 +1,320 @@
+"""One GGUF model loaded through llama-cpp-python's low-level API, with a KV cache we keep in step with.
+
+We drive llama.cpp directly (llama_batch + llama_decode + llama_get_logits_ith) instead of `llama_cpp.Llama` because
+speculation needs three things `Llama` does not give: logits for only the rows we ask for (its `logits_all` keeps an
+n_ctx x n_vocab buffer, ~5 GB at 8k context with a 152k vocab), a batch whose rows we choose, and rolling the KV
+cache back to any position after a rejected draft.
+
+Only the inference thread may call a LoadedModel.
+"""
+
+from __future__ import annotations
+
+import collections
+import ctypes
+import os
+import threading
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+import numpy as np
+
+from app.engine.errors import ModelFileError, ModelLoadError
+
+# The most logit rows one decode may return: the longest verify batch (draft_max + 1) fits with room to spare.
+# llama.cpp sizes its output buffer by this, not by n_ctx, so memory stays at a few MB even with a 152k vocab.
+MAX_OUTPUT_ROWS = 64
+PROMPT_CHUNK = 512
+# A stretch of the prompt found again later in the cache is kept (shifted) only from this length on: shorter runs
+# could match by chance, and re-reading them costs less than being wrong.
+SHIFT_MIN_RUN = 32
+
+_log_lock = threading.Lock()
+_recent_log: collections.deque[str] = collections.deque(maxlen=40)
+_log_callback = None  # kept referenced: llama.cpp holds a raw pointer to it
+
+
+def _install_log_capture() -> None:
+    """Keep llama.cpp's log off the terminal (it is very chatty) but remember the tail for error messages."""
+    global _log_callback
+    if _log_callback is not None:
+        return
+    import llama_cpp
+
+    echo = bool(os.environ.get("SPECCHAT_LLAMA_LOG"))
+
+    @llama_cpp.llama_log_callback
+    def capture(level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
+        line = text.decode("utf-8", errors="replace")
+        with _log_lock:
+            _recent_log.append(line)
+        if echo:
+            os.write(2, text)
+
+    _log_callback = capture
+    llama_cpp.llama_log_set(capture, ctypes.c_void_p(0))
+    llama_cpp.llama_backend_init()
+
+
+def _recent_errors() -> str:
+    with _log_lock:
+        lines = [ln.strip() for ln in _recent_log if ln.strip()]
+    interesting = [ln for ln in lines if "error" in ln.lower() or "failed" in ln.lower()]
+    return "; ".join((interesting or lines)[-3:])
+
+
+class LoadedModel:
+    """A model, its context and a mirror of the token ids its KV cache holds (`cached`, positions 0..n-1)."""
+
+    def __init__(self, path: str | os.PathLike, *, n_ctx: int, n_threads: int, n_gpu_layers: int = 0,
+                 devices: Optional[Sequence[int]] = None):
+        """`devices`: the ggml devices offloaded layers may use (app.engine.placement.rpc); None lets llama.cpp choose."""
+        import llama_cpp
+
+        _install_log_capture()
+        self._llama = llama_cpp
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise ModelFileError(f"{self.path}: file not found")
+
+        self.n_gpu_layers = n_gpu_layers  # as asked of llama.cpp (a build without a GPU backend runs them on the CPU)
+        mparams = llama_cpp.llama_model_default_params()
+        mparams.n_gpu_layers = n_gpu_layers
+        device_list = None
+        if devices is not None:
+            from app.engine.placement.rpc import device_array
+
+            device_list = device_array(devices)  # referenced until the load returns
+            mparams.devices = ctypes.cast(device_list, ctypes.c_void_p)
+        with _log_lock:
+            _recent_log.clear()
+        self._model = llama_cpp.llama_model_load_from_file(str(self.path).encode("utf-8"), mparams)
+        if not self._model:
+            detail = _recent_errors() or "no details from llama.cpp"
+            raise ModelLoadError(f"llama.cpp could not load {self.path.name}: {detail}")
+        del device_list
+        self._vocab = llama_cpp.llama_model_get_vocab(self._model)
+        self.n_vocab = llama_cpp.llama_vocab_n_tokens(self._vocab)
+
+        n_ctx_train = llama_cpp.llama_model_n_ctx_train(self._model)
+        cparams = llama_cpp.llama_context_default_params()
+        cparams.n_ctx = min(n_ctx, n_ctx_train) if n_ctx_train > 0 else n_ctx
+        cparams.n_batch = PROMPT_CHUNK
+        cparams.n_ubatch = PROMPT_CHUNK
+        cparams.n_seq_max = 1
+        cparams.n_outputs_max = MAX_OUTPUT_ROWS
+        cparams.n_threads = n_threads
+        cparams.n_threads_batch = n_threads
+        cparams.no_perf = True
+        self._ctx = llama_cpp.llama_init_from_model(self._model, cparams)
+        if not self._ctx:
+            llama_cpp.llama_model_free(self._model)
+            self._model = None
+            detail = _recent_errors() or "not enough memory for the context?"
+            raise ModelLoadError(f"llama.cpp could not create a context for {self.path.name}: {detail}")
+        self._memory = llama_cpp.llama_get_memory(self._ctx)
+        self.n_ctx = llama_cpp.llama_n_ctx(self._ctx)
+        # llama.cpp caps the batch at the context size asked for, then pads the context itself (ask for 64, get
+        # 256 with a batch of 64): a decode larger than the batch aborts the process, so chunk by what it allows.
+        self._chunk = min(PROMPT_CHUNK, llama_cpp.llama_n_batch(self._ctx))
+        self._batch = llama_cpp.llama_batch_init(PROMPT_CHUNK, 0, 1)
+        self.cached: list[int] = []
+        self._shiftable: bool | None = None  # whether the KV cache can move positions (RoPE models can)
+        self._piece_cache: dict[int, bytes] = {}
+        self._piece_buf = ctypes.create_string_buffer(256)
+
+        self.bos_id = llama_cpp.llama_vocab_bos(self._vocab)
+        self.eos_id = llama_cpp.llama_vocab_eos(self._vocab)
+        self.add_bos = bool(llama_cpp.llama_vocab_get_add_bos(self._vocab))
+        self.n_params = int(llama_cpp.llama_model_n_params(self._model))
+
+    # -- vocabulary ---------------------------------------------------------------------------------------------
+
+    def tokenize(self, text: str, *, add_special: bool, parse_special: bool = True) -> list[int]:
+        data = text.encode("utf-8")
+        capacity = len(data) + 16
+        buf = (self._llama.llama_token * capacity)()
+        n = self._llama.llama_tokenize(self._vocab, data, len(data), buf, capacity, add_special, parse_special)
+        if n < 0:  # cannot happen with one byte per token as the bound, but llama.cpp reports it this way
+            capacity = -n
+            buf = (self._llama.llama_token * capacity)()
+            n = self._llama.llama_tokenize(self._vocab, data, len(data), buf, capacity, add_special, parse_special)
+        return list(buf[:n])
+
+    def token_bytes(self, token: int) -> bytes:
+        """The bytes a token stands for in output text (special tokens render as nothing)."""
+        piece = self._piece_cache.get(token)
+        if piece is None:
+            n = self._llama.llama_token_to_piece(self._vocab, token, self._piece_buf, 256, 0, False)
+            if n < 0:
+                big = ctypes.create_string_buffer(-n)
+                n = self._llama.llama_token_to_piece(self._vocab, token, big, -n, 0, False)
+                piece = big.raw[:n]
+            else:
+                piece = self._piece_buf.raw[:n]
+            self._piece_cache[token] = piece
+        return piece
+
+    def token_text(self, token: int) -> str:
+        """The token's vocabulary text (for special tokens, their literal name)."""
+        raw = self._llama.llama_vocab_get_text(self._vocab, token)
+        return raw.decode("utf-8", errors="replace") if raw else ""
+
+    def is_end_of_generation(self, token: int) -> bool:
+        return bool(self._llama.llama_vocab_is_eog(self._vocab, token))
+
+    def is_control(self, token: int) -> bool:
+        """A chat-template marker such as <|im_end|>: never part of the text a reply writes."""
+        return bool(self._llama.llama_vocab_is_control(self._vocab, token))
+
+    def control_tokens(self) -> dict[str, int]:
+        """Text -> id of every token that `tokenize(parse_special=True)` makes of its literal text (control and
+        unknown tokens): chat-template markers such as <|im_start|>, which only a template may write."""
+        found = getattr(self, "_control_tokens", None)
+        if found is None:
+            llama = self._llama
+            mask = llama.LLAMA_TOKEN_ATTR_CONTROL | llama.LLAMA_TOKEN_ATTR_UNKNOWN
+            found = {}
+            for token in range(self.n_vocab):
+                if llama.llama_vocab_get_attr(self._vocab, token) & mask:
+                    text = self.token_text(token)
+                    if text:
+                        found.setdefault(text, token)
+            self._control_tokens = found
+        return found
+
+    def metadata(self, key: str) -> str | None:
+        buf = ctypes.create_string_buffer(1 << 16)
+        n = self._llama.llama_model_meta_val_str(self._model, key.encode(), buf, len(buf))
+        if n < 0:
+            return None
+        if n >= len(buf):
+            buf = ctypes.create_string_buffer(n + 1)
+            self._llama.llama_model_meta_val_str(self._model, key.encode(), buf, len(buf))
+        return buf.value.decode("utf-8", errors="replace")
+
+    # -- KV cache -----------------------------------------------------------------------------------------------
+
+    def truncate(self, n_keep: int) -> None:
+        """Forget every cached position from `n_keep` on (rollback after a rejected draft, or a changed prompt)."""
+        if n_keep >= len(self.cached):
+            return
+        if not self._llama.llama_memory_seq_rm(self._memory, 0, n_keep, -1):
+            # Some memory types can only drop whole sequences; start over rather than compute on a stale cache.
+            self._llama.llama_memory_clear(self._memory, True)
+            self.cached.clear()
+            return
+        del self.cached[n_keep:]
+
+    def keep_common_prefix(self, tokens: Sequence[int], *, leave: int = 0) -> int:
+        """Keep what the cache shares with `tokens` (minus `leave` tokens at the end); return how many it holds.
+
+        That is the common prefix, and also, when `tokens` is the cache with one stretch left out (a chat whose
+        oldest turns were dropped to fit the context), the cached text after that stretch: the stretch is
+        removed from the cache and the rest shifted down (llama.cpp's context shift), instead of read again.
+        """
+        limit = min(len(self.cached), len(tokens) - leave)
+        n = 0
+        while n < limit and self.cached[n] == tokens[n]:
+            n += 1
+        resume = self._resume_after_gap(tokens, n, len(tokens) - leave)
+        if resume is None:
+            self.truncate(n)
+            return n
+        gap_end, run = resume
+        llama = self._llama
+        self.truncate(gap_end + run)
+        if not llama.llama_memory_seq_rm(self._memory, 0, n, gap_end):
+            self.truncate(n)
+            return n
+        llama.llama_memory_seq_add(self._memory, 0, gap_end, -1, -(gap_end - n))
+        del self.cached[n:gap_end]
+        return n + run
+
+    def _resume_after_gap(self, tokens: Sequence[int], n: int, end: int) -> tuple[int, int] | None:
+        """Where `tokens[n:]` resumes in the cache after a left-out stretch, as (cache index, run length), when
+        the shared run is long enough to be worth a shift; else None."""
+        if n >= len(self.cached) or end - n < SHIFT_MIN_RUN or not self._can_shift():
+            return None
+        probe = list(tokens[n:n + SHIFT_MIN_RUN])
+        cached = self.cached
+        first = probe[0]
+        for j in range(n + 1, len(cached) - SHIFT_MIN_RUN + 1):
+            if cached[j] != first or cached[j:j + SHIFT_MIN_RUN] != probe:
+                continue
+            run = SHIFT_MIN_RUN
+            while j + run < len(cached) and n + run < end and cached[j + run] == tokens[n + run]:
+                run += 1
+            return j, run
+        return None
+
+    def _can_shift(self) -> bool:
+        if self._shiftable is None:
+            self._shiftable = bool(self._llama.llama_memory_can_shift(self._memory))
+        return self._shiftable
+
+    def decode(self, tokens: Sequence[int], *, logit_rows: Iterable[int] = (), cancel=None) -> bool:
+        """Append `tokens` to the cache in one forward pass per chunk; logits kept for `logit_rows` (batch indices).
+
+        Returns False if `cancel` was set between chunks (what was decoded so far stays cached and mirrored).
+        """
+        wanted = set(logit_rows)
+        llama = self._llama
+        batch = self._batch
+        start = 0
+        while start < len(tokens):
+            if cancel is not None and start and cancel.is_set():
+                return False
+            chunk = tokens[start:start + self._chunk]
+            base = len(self.cached)
+            for i, tok in enumerate(chunk):
+                batch.token[i] = tok
+                batch.pos[i] = base + i
+                batch.n_seq_id[i] = 1
+                batch.seq_id[i][0] = 0
+                batch.logits[i] = (start + i) in wanted
+            batch.n_tokens = len(chunk)
+            rc = llama.llama_decode(self._ctx, batch)
+            if rc != 0:
+                # On failure llama.cpp may keep some ubatches; resync our mirror from what it reports.
+                pos_max = llama.llama_memory_seq_pos_max(self._memory, 0)
+                del self.cached[pos_max + 1:]
+                self.cached.extend(chunk[: max(0, pos_max + 1 - base)])
+                if rc == 1:
+                    raise ModelLoadError(f"{self.path.name}: the context is full ({self.n_ctx} tokens)")
+                raise ModelLoadError(f"{self.path.name}: llama_decode failed with code {rc}: {_recent_errors()}")
+            self.cached.extend(chunk)
+            self._last_chunk_start = start
+            start += len(chunk)
+        return True
+
+    def logits(self, row: int) -> np.ndarray:
+        """Logits of batch row `row` of the last decode (a view: copy it before the next decode)."""
+        ptr = self._llama.llama_get_logits_ith(self._ctx, row - self._last_chunk_start)
+        if not ptr:
+            raise RuntimeError(f"no logits for row {row}")
+        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+
+    @property
+    def room(self) -> int:
+        """Positions left in the context."""
+        return self.n_ctx - len(self.cached)
+
+    def close(self) -> None:
+        llama = self._llama
+        if getattr(self, "_batch", None) is not None:
+            llama.llama_batch_free(self._batch)
+            self._batch = None
+        if getattr(self, "_ctx", None):
+            llama.llama_free(self._ctx)
+            self._ctx = None
+        if getattr(self, "_model", None):
+            llama.llama_model_free(self._model)
+            self._model = None
+        self.cached = []
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass

@@ -1,0 +1,6 @@
+"""Where a model runs: the backend's devices, GPU layer fitting and RPC workers.
+
+- devices.py: The compute devices this build of llama.cpp can use, asked of its backend registry through ctypes.
+- gpu_fit.py: How many layers of the target and the draft go to the GPU when GPU layers are on Auto.
+- rpc.py: llama.cpp RPC workers: one model's layers spread over `ggml-rpc-server` processes on other machines.
+"""

@@ -1,0 +1,151 @@
+"""llama.cpp RPC workers: one model's layers spread over `ggml-rpc-server` processes on other machines.
+
+llama-cpp-python 0.3.x ignores `Llama(rpc_servers=...)`, so the workers are registered here the way llama.cpp's
+own tools do (common/arg.cpp): the RPC backend's `ggml_backend_rpc_add_server`, found with
+`ggml_backend_reg_by_name("RPC")` and `ggml_backend_reg_get_proc_address`, gives a backend registry per worker,
+which `ggml_backend_register` adds to ggml's device list. A registered worker cannot be removed again, so once
+any is registered every model is loaded with an explicit device list (llama_model_params.devices): the target
+gets the chosen workers plus the local GPUs, the draft only the local GPUs (it runs every round, and a network
+round trip per draft token would cost more than it saves).
+
+RPC has no authentication and no encryption: a worker must only be reachable on a trusted network.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import socket
+from typing import Optional, Sequence
+
+from app.engine.errors import ModelLoadError
+
+NO_RPC_BUILD = ("This llama.cpp build has no RPC backend: reinstall llama-cpp-python with "
+                "CMAKE_ARGS=\"-DGGML_RPC=ON\" (see README 'RPC workers').")
+TRUSTED_NETWORK_ONLY = "RPC has no authentication: use workers only on a trusted network."
+CONNECT_TIMEOUT_S = 5.0
+_ENDPOINT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$")
+
+# endpoint -> its devices (ggml_backend_dev_t as ints); registered once per process, never removed.
+_registered: dict[str, tuple[int, ...]] = {}
+
+
+def parse_endpoints(text: str | Sequence[str]) -> tuple[str, ...]:
+    """"host:port[,host:port...]" (or a list) as a tuple; ValueError with one sentence for a bad entry."""
+    items = text.split(",") if isinstance(text, str) else list(text)
+    out: list[str] = []
+    for item in (i.strip() for i in items):
+        if not item:
+            continue
+        match = _ENDPOINT.match(item)
+        if not match or not 0 < int(match.group(2)) < 65536:
+            raise ValueError(f"\"{item}\" is not an RPC worker address; use HOST:PORT, e.g. 192.168.1.20:50052")
+        if item not in out:
+            out.append(item)
+    return tuple(out)
+
+
+class _Ggml:
+    """The few ggml functions this needs, declared on the libraries llama-cpp-python loaded."""
+
+    def __init__(self):
+        from app.engine.placement.devices import _libraries, _symbol
+
+        libs = _libraries()
+        vp, size_t = ctypes.c_void_p, ctypes.c_size_t
+        self.supports_rpc = _symbol(libs, "llama_supports_rpc", ctypes.c_bool, [])
+        self.reg_by_name = _symbol(libs, "ggml_backend_reg_by_name", vp, [ctypes.c_char_p])
+        self.get_proc = _symbol(libs, "ggml_backend_reg_get_proc_address", vp, [vp, ctypes.c_char_p])
+        self.register = _symbol(libs, "ggml_backend_register", None, [vp])
+        self.reg_dev_count = _symbol(libs, "ggml_backend_reg_dev_count", size_t, [vp])
+        self.reg_dev_get = _symbol(libs, "ggml_backend_reg_dev_get", vp, [vp, size_t])
+        self.dev_count = _symbol(libs, "ggml_backend_dev_count", size_t, [])
+        self.dev_get = _symbol(libs, "ggml_backend_dev_get", vp, [size_t])
+        self.dev_type = _symbol(libs, "ggml_backend_dev_type", ctypes.c_int, [vp])
+        self.dev_reg = _symbol(libs, "ggml_backend_dev_backend_reg", vp, [vp])
+        self.reg_name = _symbol(libs, "ggml_backend_reg_name", ctypes.c_char_p, [vp])
+
+
+_ggml: Optional[_Ggml] = None
+
+
+def _lib() -> _Ggml:
+    global _ggml
+    if _ggml is None:
+        _ggml = _Ggml()
+    return _ggml
+
+
+def rpc_supported() -> bool:
+    """Whether the installed llama.cpp was built with the RPC backend."""
+    g = _lib()
+    return bool(g.supports_rpc and g.supports_rpc() and g.reg_by_name and g.reg_by_name(b"RPC"))
+
+
+def register(endpoints: Sequence[str]) -> tuple[int, ...]:
+    """Register the workers (once each) and return their devices. ModelLoadError for a build without RPC or a
+    worker that does not answer."""
+    if not endpoints:
+        return ()
+    g = _lib()
+    if not rpc_supported() or not (g.get_proc and g.register and g.reg_dev_count and g.reg_dev_get):
+        raise ModelLoadError(NO_RPC_BUILD)
+    add_server = None
+    devices: list[int] = []
+    for endpoint in endpoints:
+        if endpoint not in _registered:
+            if add_server is None:
+                address = g.get_proc(g.reg_by_name(b"RPC"), b"ggml_backend_rpc_add_server")
+                if not address:
+                    raise ModelLoadError(NO_RPC_BUILD)
+                add_server = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_char_p)(address)
+            # ggml aborts the whole process when it cannot connect: ask first, so that case is one sentence.
+            if not _reachable(endpoint):
+                raise ModelLoadError(_unreachable(endpoint))
+            reg = add_server(endpoint.encode("utf-8"))
+            if not reg:
+                raise ModelLoadError(_unreachable(endpoint))
+            g.register(reg)
+            _registered[endpoint] = tuple(g.reg_dev_get(reg, i) for i in range(g.reg_dev_count(reg)))
+        devices.extend(_registered[endpoint])
+    return tuple(devices)
+
+
+def _unreachable(endpoint: str) -> str:
+    return (f"Cannot reach the RPC worker at {endpoint}; start `ggml-rpc-server -H HOST -p PORT` there (from the "
+            "same llama.cpp version) and check the address.")
+
+
+def _reachable(endpoint: str, timeout_s: float = CONNECT_TIMEOUT_S) -> bool:
+    host, _, port = endpoint.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def any_registered() -> bool:
+    return bool(_registered)
+
+
+def local_offload_devices() -> tuple[int, ...]:
+    """The local GPUs llama.cpp would offload to by itself (discrete ones, else integrated), never RPC workers."""
+    g = _lib()
+    if not (g.dev_count and g.dev_get and g.dev_type and g.dev_reg and g.reg_name):
+        return ()
+    gpus, igpus = [], []
+    for i in range(g.dev_count()):
+        dev = g.dev_get(i)
+        reg = g.dev_reg(dev) if dev else None
+        if not dev or (reg and (g.reg_name(reg) or b"") == b"RPC"):
+            continue
+        kind = g.dev_type(dev)
+        (gpus if kind == 1 else igpus if kind == 2 else []).append(dev)
+    return tuple(gpus or igpus)
+
+
+def device_array(devices: Sequence[int]):
+    """A NULL-terminated ggml_backend_dev_t array for llama_model_params.devices (keep it alive while loading)."""
+    array = (ctypes.c_void_p * (len(devices) + 1))(*devices, None)
+    return array

@@ -1,0 +1,7 @@
+"""Models on OpenAI-compatible servers: the HTTP client, the engine over it, its provenance and API keys.
+
+- engine.py: RemoteEngine: a ChatEngine whose model runs on an OpenAI-compatible server (llama-server, vLLM, LM Studio, ...).
+- http.py: Talking to an OpenAI-compatible server (llama.cpp's llama-server, vLLM, LM Studio, Ollama, ...): its model list
+- provenance.py: Which tokens of a llama-server reply its draft model proposed, rebuilt from the per-token timings it streams.
+- server_keys.py: API keys of remote servers, kept like the Hugging Face token: one owner-only file, never logged.
+"""

@@ -1,0 +1,235 @@
+"""RemoteEngine: a ChatEngine whose model runs on an OpenAI-compatible server (llama-server, vLLM, LM Studio, ...).
+
+A remote model is named by a target key, "server:<base URL>#<model id>" (remote_target), where a local model is
+named by its file path. The server formats the chat and, for llama-server started with a draft model, speculates
+itself: speculation is configured on the server, so this engine has no draft of its own. With llama-server, the
+per-token timings it streams tell which tokens its draft proposed (app.engine.remote.provenance), so a remote
+reply is highlighted and counted like a local one; other servers give tok/s and whatever totals they report.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable, Iterator, Optional, Sequence
+
+from app.engine.config import GenerationConfig, LoadSettings
+from app.engine.local.context_fit import SessionCuts
+from app.engine.errors import EngineError
+from app.engine.events import EngineEvent, FinishedEvent, GenerationStats, RoundEvent, TokenEvent
+from app.engine.remote.http import ConnectionDropped, ServerError, check_model, normalize_url, server_props, stream_chat
+from app.engine.remote.provenance import ProvenanceTracker
+
+TARGET_PREFIX = "server:"
+LLAMA_SERVER_OWNER = "llamacpp"
+# Without the server's tokenizer, prompt sizes are estimated (for fitting the context and the usage label).
+_CHARS_PER_TOKEN = 3
+_TOKENS_PER_MESSAGE = 4
+
+
+def remote_target(url: str, model: str) -> str:
+    """The target key for `model` on the server at `url`."""
+    return f"{TARGET_PREFIX}{normalize_url(url)}#{model}"
+
+
+def parse_remote_target(target: object) -> Optional[tuple[str, str]]:
+    """(base URL, model id) for a target key, None for anything else (a local file path)."""
+    text = str(target) if target is not None else ""
+    if not text.startswith(TARGET_PREFIX) or "#" not in text:
+        return None
+    url, _, model = text[len(TARGET_PREFIX):].partition("#")
+    return (url, model) if url and model else None
+
+
+def is_remote_target(target: object) -> bool:
+    return parse_remote_target(target) is not None
+
+
+class RemoteEngine:
+    """ChatEngine for a model on a server. `api_key_for(url)` gives the key to send (None for none)."""
+
+    def __init__(self, load: LoadSettings = LoadSettings(),
+                 api_key_for: Optional[Callable[[str], Optional[str]]] = None, read_timeout_s: Optional[float] = None):
+        if api_key_for is None:
+            from app.engine.remote.server_keys import api_key_for
+        self._api_key_for = api_key_for
+        self._load = load
+        self._read_timeout_s = read_timeout_s
+        self._target: Optional[str] = None
+        self._cuts = SessionCuts()
+        self._url = ""
+        self._model = ""
+        self._llama_server = False
+        self._n_ctx = load.n_ctx
+        self.placement_note = ""
+        self.template_notice = ""
+
+    # -- models -------------------------------------------------------------------------------------------------
+
+    @property
+    def target_path(self) -> Optional[str]:
+        return self._target
+
+    @property
+    def draft_path(self) -> Optional[Path]:
+        return None
+
+    @property
+    def n_ctx(self) -> int:
+        return self._n_ctx
+
+    def load_target(self, path, planned_draft=None) -> None:
+        """Check the server offers the model (so a wrong name or key is said at once, not at the first reply)."""
+        parsed = parse_remote_target(path)
+        if parsed is None:
+            raise EngineError(f"{path} is not a server model.")
+        url, model = parsed
+        key = self._api_key_for(url)
+        entry = check_model(url, model, key)
+        self._url, self._model, self._target = url, model, remote_target(url, model)
+        self._llama_server = entry.owned_by == LLAMA_SERVER_OWNER
+        self._n_ctx = self._load.n_ctx
+        if self._llama_server:
+            props = server_props(url, key)
+            n_ctx = (props.get("default_generation_settings") or {}).get("n_ctx") if isinstance(props, dict) else None
+            if isinstance(n_ctx, int) and n_ctx > 0:
+                self._n_ctx = n_ctx
+        kind = "llama-server" if self._llama_server else "server"
+        self.placement_note = f"On the {kind} at {url} (speculation, if any, is set up on the server)"
+
+    def load_draft(self, path) -> None:
+        if path is not None:
+            raise EngineError("A server's model speculates with the draft the server was started with "
+                              "(llama-server -md DRAFT); choose no draft model for it.")
+
+    def unload(self) -> None:
+        self._target = None
+        self.placement_note = ""
+
+    def reconfigure(self, load: LoadSettings) -> None:
+        self._load = load
+        if not self._llama_server:
+            self._n_ctx = load.n_ctx
+
+    def idle_step(self) -> bool:
+        return False  # the server decides its own speculation: nothing to measure here
+
+    def close(self) -> None:
+        self.unload()
+
+    # -- prompts ------------------------------------------------------------------------------------------------
+
+    def count_tokens(self, messages: Sequence[dict]) -> int:
+        """An estimate: the server's tokenizer is not at hand."""
+        return sum(_TOKENS_PER_MESSAGE + len(str(m.get("content", ""))) // _CHARS_PER_TOKEN for m in messages)
+
+    def fit_messages(self, messages: Sequence[dict], reserve_tokens: int,
+                     session: str = "default") -> tuple[list[dict], int]:
+        # The server caches by prompt prefix: keeping the same turns dropped between cuts keeps that prefix.
+        return self._cuts.fit(messages, self.n_ctx - max(1, reserve_tokens), self.count_tokens, self.n_ctx, session)
+
+    # -- generation ---------------------------------------------------------------------------------------------
+
+    def request_body(self, messages: Sequence[dict], config: GenerationConfig) -> dict:
+        body: dict = {
+            "model": self._model,
+            "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+            "stream": True,
+            "max_tokens": config.max_tokens,
+            "temperature": config.temperature,
+            "top_p": config.top_p,
+        }
+        if config.seed is not None:
+            body["seed"] = config.seed
+        if self._llama_server:
+            # llama-server's own fields; other servers may refuse fields they do not know.
+            body.update({"top_k": config.top_k, "min_p": config.min_p, "timings_per_token": True})
+        return body
+
+    def chat(self, messages: Sequence[dict], config: GenerationConfig = GenerationConfig(), *, cancel=None,
+             request_id: int = 0) -> Iterator[EngineEvent]:
+        if self._target is None:
+            raise EngineError("No model is loaded. Choose a model above.")
+        body = self.request_body(messages, config)
+        return self._stream(body, cancel, request_id)
+
+    def _stream(self, body: dict, cancel, request_id: int) -> Iterator[EngineEvent]:
+        tracker = ProvenanceTracker()
+        started = time.monotonic()
+        first_at: Optional[float] = None
+        index = 0
+        pieces: list[str] = []
+        finish_reason = ""
+        rounds = 0
+        histogram: dict[int, int] = {}
+        final_timings: dict = {}
+        usage: dict = {}
+        kwargs = {} if self._read_timeout_s is None else {"read_timeout_s": self._read_timeout_s}
+        key = self._api_key_for(self._url)
+        for chunk in stream_chat(self._url, body, key, cancel, **kwargs):
+            choices = chunk.get("choices") or []
+            choice = choices[0] if choices and isinstance(choices[0], dict) else {}
+            delta = choice.get("delta") or {}
+            text = delta.get("content") or ""
+            timings = chunk.get("timings")
+            if isinstance(timings, dict):
+                final_timings = timings
+            if isinstance(chunk.get("usage"), dict):
+                usage = chunk["usage"]
+            tokens, found_rounds = tracker.feed(text if isinstance(text, str) else "", timings)
+            for r in found_rounds:
+                rounds += 1
+                histogram[r.drafted] = histogram.get(r.drafted, 0) + 1
+                # The server reports counts only: what it proposed and which token it wrote itself stay unknown.
+                yield RoundEvent(request_id, "model", r.drafted, r.drafted, r.accepted, "set by the server",
+                                 index=r.index)
+            for token in tokens:
+                if first_at is None:
+                    first_at = time.monotonic()
+                pieces.append(token.text)
+                drafter = "model" if token.source == "draft" else None
+                yield TokenEvent(request_id, index, -1, token.text, token.source, drafter, token.round)
+                index += 1
+            if choice.get("finish_reason"):
+                finish_reason = str(choice["finish_reason"])
+        if cancel is not None and cancel.is_set():
+            return
+        tail = tracker.flush()
+        if tail is not None:
+            pieces.append(tail.text)
+            yield TokenEvent(request_id, index, -1, tail.text, tail.source)
+        if not finish_reason:
+            if not index:
+                raise ServerError(f"The server at {self._url} ended the stream without a reply.")
+            raise ConnectionDropped(f"The server at {self._url} ended the stream mid-reply; the reply so far is kept.")
+        ended = time.monotonic()
+        yield FinishedEvent(request_id, "".join(pieces),
+                            self._stats(tracker, index, started, first_at, ended, finish_reason, rounds, histogram,
+                                        final_timings, usage))
+
+    @staticmethod
+    def _stats(tracker: ProvenanceTracker, emitted: int, started: float, first_at: Optional[float], ended: float,
+               finish_reason: str, rounds: int, histogram: dict, timings: dict, usage: dict) -> GenerationStats:
+        tokens = int(timings.get("predicted_n") or usage.get("completion_tokens") or emitted)
+        # The server's own decode speed when it reports one (it excludes the network), else what arrived here.
+        tps = float(timings.get("predicted_per_second") or 0.0)
+        if not tps and first_at is not None and tokens > 1:
+            tps = (tokens - 1) / max(ended - first_at, 1e-9)
+        drafted, accepted = tracker.drafted, tracker.accepted
+        return GenerationStats(
+            tokens=tokens,
+            tokens_per_second=tps,
+            ttft_s=(first_at - started) if first_at is not None else 0.0,
+            drafted=drafted,
+            accepted=accepted,
+            acceptance_rate=accepted / drafted if drafted else 0.0,
+            mean_accepted_run=accepted / rounds if rounds else 0.0,
+            rounds=rounds,
+            stop_reason={"stop": "eos", "length": "max_tokens"}.get(finish_reason, finish_reason),
+            prompt_tokens=int(timings.get("prompt_n", 0) + timings.get("cache_n", 0)
+                              or usage.get("prompt_tokens") or 0),
+            prompt_cached=int(timings.get("cache_n") or 0),
+            prompt_eval_s=float(timings.get("prompt_ms") or 0.0) / 1000.0,
+            elapsed_s=ended - started,
+            draft_len_histogram=dict(sorted(histogram.items())),
+        )

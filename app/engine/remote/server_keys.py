@@ -1,0 +1,70 @@
+"""API keys of remote servers, kept like the Hugging Face token: one owner-only file, never logged.
+
+The file maps a server's base URL to its key. SPECCHAT_API_KEY in the environment is used for any server that has
+no saved key (the CLI's way to pass one without writing it to disk or to the shell history).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Optional
+
+from app.engine.remote.http import normalize_url
+from app.platform import paths
+from app.platform.secret_file import write_secret
+
+ENV_VAR = "SPECCHAT_API_KEY"
+
+
+def keys_file() -> Path:
+    return paths.user_config_dir() / "server-keys.json"
+
+
+def _clean(key: Optional[str]) -> Optional[str]:
+    if key is None:
+        return None
+    return key.replace("\r", "").replace("\n", "").strip() or None
+
+
+def _saved() -> dict[str, str]:
+    try:
+        data = json.loads(keys_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def api_key_for(url: str) -> Optional[str]:
+    """The key to send to the server at `url` (a normalized base URL), or None."""
+    return _clean(_saved().get(normalize_url(url))) or _clean(os.environ.get(ENV_VAR))
+
+
+def has_saved_key(url: str) -> bool:
+    return bool(_clean(_saved().get(normalize_url(url))))
+
+
+def save_api_key(url: str, key: Optional[str]) -> None:
+    """Keep `key` for the server at `url`; an empty key forgets it. Raises OSError."""
+    keys = _saved()
+    key = _clean(key)
+    if key:
+        keys[normalize_url(url)] = key
+    else:
+        keys.pop(normalize_url(url), None)
+    write_secret(keys_file(), json.dumps(keys, indent=1))
+
+
+def read_key_file(path: str) -> str:
+    """The key in a file given on the command line (its first line). Raises ValueError with a sentence."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot read the API key file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"the API key file {path} is not text") from None
+    key = _clean(text.splitlines()[0] if text.strip() else "")
+    if not key:
+        raise ValueError(f"the API key file {path} is empty")
+    return key

@@ -1,0 +1,325 @@
+"""The speculation controller: each round, the draft length that maximises expected tokens per second.
+
+For a draft of k tokens with per-position acceptance a_1..a_k (a_i = chance token i is accepted given the ones
+before it were), a round yields E(k) = 1 + sum_j prod_{i<=j} a_i tokens and costs draft(k) + verify(k + 1)
+seconds. k = 0 is plain decoding: one token for verify(1), no draft work at all.
+
+- Costs come from a measured table (app.engine.speculation.costs), scaled online: one factor follows single-token rounds (the
+  context growing, the machine getting busier), and each batch size used learns how far it is off relative to it.
+  Only measured sizes are chosen; between them the real cost can be far above the interpolated line.
+- Draft-model acceptance is a moving average per position, per chat. When it is too low to pay, speculation is
+  probed now and then so it comes back when the text turns predictable; when verifying costs more than even
+  perfect acceptance would save (a CPU), it is not probed at all.
+- N-gram proposals cost nothing, so every round scores the proposal against what the target produced, drafted
+  or not: no probing is needed, and the estimates are grouped by the length of the match the proposal came from.
+  They start afresh with each reply.
+- Each drafter's predictions are checked against what was accepted, and scaled down when they run high.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from app.engine.speculation.costs import CostTable
+from app.engine.speculation.policy import Plan, agreement
+
+MAX_K = 31  # verify batches up to 32 (app.engine.speculation.costs.MAX_BATCH)
+OPTIMISTIC_ACCEPTANCE = 0.95
+MAX_PROBE_GAP = 384
+MIN_EVIDENCE = 3  # outcomes a position needs before its own estimate is trusted
+
+
+class Acceptance:
+    """Per-position acceptance estimates, exponentially weighted (recent rounds weigh more).
+
+    Position i's rate is the chance draft token i is accepted given tokens 0..i-1 were. Positions never (or
+    hardly) tested take the rate of the deepest tested one: with short drafts only, deep positions would otherwise
+    sit at the prior forever and the controller could never learn that longer drafts pay (copying text, where
+    one accepted token makes the next very likely).
+    """
+
+    def __init__(self, prior: float, decay: float = 0.85):
+        self._rates = [prior] * MAX_K
+        self._evidence = [0] * MAX_K
+        self.decay = decay
+
+    def observe(self, drafted: int, accepted: int) -> None:
+        # Positions up to the first rejection are outcomes; positions after it were never tested.
+        for i in range(min(drafted, accepted + 1, MAX_K)):
+            outcome = 1.0 if i < accepted else 0.0
+            self._rates[i] = self.decay * self._rates[i] + (1.0 - self.decay) * outcome
+            self._evidence[i] += 1
+
+    def known(self, position: int) -> bool:
+        return self._evidence[position] >= MIN_EVIDENCE
+
+    @property
+    def rates(self) -> list[float]:
+        rates = list(self._rates)
+        for i in range(1, MAX_K):
+            if self._evidence[i] < MIN_EVIDENCE:
+                rates[i] = rates[i - 1]
+        return rates
+
+    def expected_tokens(self, k: int, rates: Sequence[float] | None = None) -> float:
+        rates = rates or self.rates
+        total, run = 1.0, 1.0
+        for i in range(k):
+            run *= rates[i]
+            total += run
+        return total
+
+    def overall(self) -> float:
+        return self._rates[0]
+
+
+# Before any evidence: a 2-token match is often a coincidence, a 32-token one is nearly always text being copied.
+# Bucket 0 holds guesses that copying resumes after an edit (see NgramDrafter): few have their first token right
+# (an edit is often longer than one token), so they wait for evidence. Matches of 32+ tokens start at the bench
+# suite's hit rate; shorter ones below theirs, since a 16-31 token match is right at its first token but often not
+# 15 tokens later, where a rename not yet learned comes. The hit rates and replays: docs/performance.md.
+_NGRAM_PRIOR = {0: 0.25, 2: 0.5, 3: 0.6, 4: 0.7, 8: 0.8, 16: 0.9, 32: 0.98}
+# Calibration before any draft: decayed sums (accepted, expected) as if two tokens had gone as expected.
+_NO_CALIBRATION = (2.0, 2.0)
+_CALIBRATION_FADE = 0.95  # per round without a draft: 14 such rounds halve what one refused draft did
+
+
+def _match_bucket(match_len: int) -> int:
+    """N-gram matches grouped by length: 2, 3, 4-7, 8-15, 16-31, 32+ tokens; 0 is a resumed copy."""
+    for bucket in (32, 16, 8, 4, 3, 2):
+        if match_len >= bucket:
+            return bucket
+    return 0
+
+
+class OnlineCosts:
+    """The measured cost table, scaled by what rounds actually cost.
+
+    Costs grow with the context, and the machine may be busier than when the table was measured: one factor,
+    following single-token rounds (most rounds), scales every target batch size and keeps their ratios as
+    measured. Each other batch size, once used, learns how far it is off the table relative to that factor (the
+    table is a fastest-of-three measurement on a quiet, warm machine; between a reply's rounds larger batches
+    cost more against one token than it says, docs/performance.md). The draft model's cost per token has its own
+    factor.
+    """
+
+    def __init__(self, table: CostTable):
+        self.table = table
+        self._target_scale = 1.0
+        self._draft_scale = 1.0
+        self._size_bias: dict[int, float] = {}
+        # An estimated table's absolute figures are placeholders: the first timing of each kind replaces what it
+        # scales instead of being averaged in.
+        self._seen: set[str] = set() if table.estimated else {"target", "draft"}
+
+    def verify(self, n: int) -> float:
+        if n == 1:
+            return self.table.verify(1) * self._target_scale
+        bias = self._size_bias.get(n)
+        if bias is None:  # not used yet: the table is most likely off the way it was for the sizes that were
+            bias = sum(self._size_bias.values()) / len(self._size_bias) if self._size_bias else 1.0
+        return self.table.verify(n) * self._target_scale * bias
+
+    def draft(self, k: int) -> float:
+        return k * self.table.draft_per_token * self._draft_scale
+
+    def observe(self, drafted: int, verify_s: float, model_draft_s: float = 0.0) -> None:
+        """A round verified `drafted` + 1 tokens in `verify_s`; a draft model spent `model_draft_s` drafting."""
+        expected = self.table.verify(drafted + 1)
+        if expected > 0 and verify_s > 0:
+            ratio = verify_s / expected
+            size = drafted + 1
+            if size == 1:
+                self._target_scale = self._blend("target", self._target_scale, ratio, 0.1)
+            elif size not in self._size_bias and self.table.estimated:
+                self._size_bias[size] = ratio / self._target_scale
+            else:
+                bias = self._size_bias.get(size, 1.0)
+                self._size_bias[size] = 0.7 * bias + 0.3 * ratio / self._target_scale
+        if drafted and self.table.draft_per_token > 0 and model_draft_s > 0:
+            # The draft time includes catching up on the last accepted tokens: one or two extra passes, close
+            # enough.
+            self._draft_scale = self._blend("draft", self._draft_scale,
+                                            model_draft_s / (drafted * self.table.draft_per_token), 0.1)
+
+    def _blend(self, kind: str, old: float, observed: float, weight: float) -> float:
+        if kind not in self._seen:
+            self._seen.add(kind)
+            return observed
+        return (1 - weight) * old + weight * observed
+
+
+class AutoController:
+    """Chooses drafter and k each round. Used from the inference thread only."""
+
+    def __init__(self, costs: CostTable, drafter: str, probe_every: int = 24):
+        self.costs = costs
+        self.drafter = drafter  # "model" or "ngram": which second source may draft besides n-gram lookup
+        self.model = Acceptance(prior=0.7)
+        # N-gram proposals are tracked by the length of the match they came from: a 6-token match that recurs
+        # is usually copied text and right, a 2-token match often a coincidence.
+        self._ngram_by_match: dict[int, Acceptance] = {}
+        self.probe_every = probe_every
+        # Rounds between probes double after each probe that did not pay (up to MAX_PROBE_GAP), so text that
+        # stays unpredictable costs almost nothing; a probe that pays brings speculation back at once.
+        self._probe_gap = probe_every
+        self._paused_rounds = 0
+        self._probing = False
+        self.online = OnlineCosts(costs)
+        # Decayed sums of (accepted, expected) per drafter.
+        self._calibration = {"ngram": _NO_CALIBRATION, "model": _NO_CALIBRATION}
+
+    def use_costs(self, table: CostTable) -> None:
+        """Switch to a newly measured table (measured in idle time while this controller ran on an estimate)."""
+        self.costs = table
+        self.online = OnlineCosts(table)
+
+    # -- the decision -------------------------------------------------------------------------------------------
+
+    def _verify(self, n: int) -> float:
+        return self.online.verify(n)
+
+    def _draft(self, k: int) -> float:
+        return self.online.draft(k)
+
+    def ngram(self, match_len: int) -> Acceptance:
+        bucket = _match_bucket(match_len)
+        if bucket not in self._ngram_by_match:
+            self._ngram_by_match[bucket] = Acceptance(prior=_NGRAM_PRIOR[bucket])
+        return self._ngram_by_match[bucket]
+
+    def calibration(self, source: str) -> float:
+        """Accepted / expected over this source's recent drafts. Estimates are chosen when they look best, so
+        they run high (text with a fixed pattern, such as JSON objects, looks copyable until each new value; see
+        docs/performance.md)."""
+        accepted, expected = self._calibration[source]
+        return min(1.2, accepted / expected)
+
+    def _best(
+        self, source: str, k_max: int, rates: Sequence[float] | None, match_len: int = 0
+    ) -> tuple[int, float, float]:
+        """Best k >= 1 for this source, its expected tokens per second and expected accepted tokens. Given
+        `rates` (a what-if), those are used as they are; otherwise the learned ones, corrected by calibration."""
+        acc = self.model if source == "model" else self.ngram(match_len)
+        scale = 1.0 if rates is not None else self.calibration(source)
+        if rates is None and source == "ngram" and match_len > 0:
+            # Each accepted token lengthens the match: deeper positions take the rate of the longer match where
+            # that has been seen, else this match's own estimate for the position.
+            own = acc.rates
+            rates = []
+            for i in range(min(k_max, MAX_K)):
+                longer = self.ngram(match_len + i)
+                rates.append(longer.overall() if longer.known(0) else own[i])
+        best_k, best_rate, best_accepted = 0, 0.0, 0.0
+        for k in range(1, k_max + 1):
+            if not self.costs.is_measured(k + 1):
+                continue  # its cost is only a guess; the measured sizes either side are known
+            draft_cost = self._draft(k) if source == "model" else 0.0
+            accepted = scale * (acc.expected_tokens(k, rates) - 1.0)
+            rate = (1.0 + accepted) / (draft_cost + self._verify(k + 1))
+            if rate > best_rate:
+                best_k, best_rate, best_accepted = k, rate, accepted
+        return best_k, best_rate, best_accepted
+
+    def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool, ngram_match: int = 0) -> Plan:
+        plain_rate = 1.0 / self._verify(1)
+        options: list[tuple[float, str, int, float]] = []
+        if ngram_tokens:
+            k, rate, accepted = self._best("ngram", min(k_max, len(ngram_tokens), MAX_K), None, ngram_match)
+            if k:
+                options.append((rate, "ngram", k, accepted))
+        use_model = has_model and self.drafter == "model"
+        if use_model:
+            k, rate, accepted = self._best("model", min(k_max, MAX_K), None)
+            if k:
+                options.append((rate, "model", k, accepted))
+        if k_max <= 0:
+            return Plan("none", 0, "no room to speculate")
+        if options:
+            rate, source, k, accepted = max(options)
+            if rate > plain_rate:
+                self._paused_rounds = 0
+                return Plan(source, k, f"{source} draft of {k}: expected {rate / plain_rate:.2f}x plain",
+                            ngram_match if source == "ngram" else 0, accepted, kind="draft")
+        return self._paused(k_max, ngram_tokens, use_model, plain_rate, ngram_match)
+
+    def _paused(
+        self, k_max: int, ngram_tokens: Sequence[int], use_model: bool, plain_rate: float, ngram_match: int
+    ) -> Plan:
+        self._paused_rounds += 1
+        sources = (["model"] if use_model else []) + (["ngram"] if ngram_tokens else [])
+        if not sources:
+            return Plan("none", 0, "nothing to draft from: no earlier text to copy and no draft model")
+        optimistic = [OPTIMISTIC_ACCEPTANCE] * MAX_K
+        hopeful = [
+            s for s in sources
+            if self._best(s, min(k_max, MAX_K, len(ngram_tokens) if s == "ngram" else MAX_K), optimistic,
+                          ngram_match)[1]
+            > plain_rate
+        ]
+        if not hopeful:
+            return Plan("none", 0, self._why_costly(), kind="costly")
+        if self._paused_rounds >= self._probe_gap:
+            self._paused_rounds = 0
+            self._probing = True
+            source = hopeful[0]
+            k = min(2, k_max, len(ngram_tokens) if source == "ngram" else 2)
+            return Plan(source, k, "probing: is the text predictable again?",
+                        ngram_match if source == "ngram" else 0, kind="probe")
+        acc = self.model if "model" in hopeful else self.ngram(ngram_match)
+        return Plan("none", 0, f"speculation paused: drafts are accepted too rarely to pay "
+                               f"(acceptance {acc.overall():.0%})", kind="paused")
+
+    def _why_costly(self) -> str:
+        ratio = self._verify(2) / self._verify(1)
+        estimated = ", estimated until measured" if self.costs.estimated else ""
+        text = (f"speculation paused: on this machine verifying costs more than it saves "
+                f"(a batch of 2 costs {ratio:.2f}x one token")
+        if self.costs.draft_per_token and self.drafter == "model":
+            text += f", acceptance {self.model.overall():.0%}, draft cost " \
+                    f"{self._draft(1) / self._verify(1):.2f}x"
+        return text + estimated + ")"
+
+    # -- learning -----------------------------------------------------------------------------------------------
+
+    def begin_request(self) -> None:
+        """N-gram acceptance is about how this reply relates to its input (copied with a few edits, or with one on
+        every line), which changes from request to request; the draft model's is about the kind of text, which a
+        chat keeps. Copy statistics from a file copied whole would make a reply that edits every line draft far
+        too long (docs/performance.md)."""
+        self._ngram_by_match.clear()
+        self._calibration["ngram"] = _NO_CALIBRATION
+
+    def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float) -> None:
+        if self._probing and plan.drafter != "none":
+            self._probing = False
+            paid = drafted > 0 and accepted == drafted
+            self._probe_gap = self.probe_every if paid else min(self._probe_gap * 2, MAX_PROBE_GAP)
+        if drafted and plan.drafter == "model":
+            self.model.observe(drafted, accepted)
+        if drafted and plan.expected > 0 and plan.drafter in self._calibration:
+            was_accepted, was_expected = self._calibration[plan.drafter]
+            self._calibration[plan.drafter] = (0.9 * was_accepted + accepted, 0.9 * was_expected + plan.expected)
+        elif not drafted:
+            # Rounds without a draft fade the evidence back towards none. Only drafts update it, so otherwise one
+            # refused draft early in a reply could scale every later estimate down far enough that no draft is
+            # tried again.
+            for source, (was_accepted, was_expected) in self._calibration.items():
+                self._calibration[source] = (
+                    _CALIBRATION_FADE * was_accepted + (1 - _CALIBRATION_FADE) * _NO_CALIBRATION[0],
+                    _CALIBRATION_FADE * was_expected + (1 - _CALIBRATION_FADE) * _NO_CALIBRATION[1],
+                )
+        self.online.observe(drafted, verify_s, draft_s if plan.drafter == "model" else 0.0)
+
+    def observe_proposal(self, match_len: int, proposal: Sequence[int], produced: Sequence[int]) -> None:
+        """Score an n-gram proposal against the tokens the round actually produced, whether or not it was drafted.
+
+        Proposals cost nothing to make, so every round is evidence about them: speculation that is paused still
+        learns that the reply has started copying its input, with no probing, and one unlucky draft cannot keep
+        a kind of match written off.
+        """
+        if not proposal:
+            return
+        agree = agreement(proposal, produced)
+        # Positions past the first disagreement (or past what was produced) were not tested.
+        self.ngram(match_len).observe(agree + (agree < min(len(proposal), len(produced))), agree)

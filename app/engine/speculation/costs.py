@@ -1,0 +1,172 @@
+"""What a forward pass costs on this machine: the target's time for a batch of n tokens, the draft's per token.
+
+The answer decides whether speculation can pay at all: on a 2-core CPU a verify batch of 9 costs ~4.4x one token, on
+a GPU ~1x. It is measured once per (model file, threads, GPU layers and their backend, llama.cpp build) in idle time
+(app.engine.speculation.cost_measurement) and cached on disk. Until then a model runs on an estimate (`prior_costs`) that the
+controller corrects from what its rounds cost, so choosing a model never waits for a measurement.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from app.common.atomic_write import write_atomic
+from app.engine.local.llama_model import LoadedModel
+from app.platform.paths import user_cache_dir
+
+MAX_BATCH = 32  # verify batches up to draft_max 31: long drafts are how copying text pays on a CPU
+# Sizes measured; the rest are interpolated, and the controller corrects each size it uses from what it observes.
+# Measuring every size would take several times longer. Powers of two are in the set because CPU kernels work in
+# blocks, so a power of two can cost less than the size below it (figures: docs/performance.md).
+MEASURED_SIZES = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32)
+# A measured size may cost this much more than a larger one (kernel block sizes make that real); beyond it, the
+# measurement was disturbed by another process.
+_INVERSION_LIMIT = 1.1
+# Batches are timed after this many tokens of context, about a system prompt and a question: attention makes
+# batches relatively dearer as the context grows (docs/performance.md).
+MEASURE_CONTEXT = 256
+_CACHE_VERSION = 5
+
+
+@dataclass
+class CostTable:
+    """Seconds per forward pass. `batch[n]` is the target's cost for n tokens (index 0 unused)."""
+
+    batch: list[float] = field(default_factory=list)
+    draft_per_token: float = 0.0
+    # The sizes that were measured, when the rest were interpolated (None: every entry was measured). Between
+    # measured sizes the real cost can be well above the line (docs/performance.md), so only measured sizes are
+    # chosen.
+    measured: Optional[tuple[int, ...]] = None
+    # An estimate made without timing anything (prior_costs): its absolute figures are placeholders until rounds
+    # have been timed, and only its shape (a batch's cost against one token's) carries any knowledge.
+    estimated: bool = False
+
+    def is_measured(self, n: int) -> bool:
+        return self.measured is None or n in self.measured
+
+    def verify(self, n: int) -> float:
+        if n < len(self.batch):
+            return self.batch[n]
+        # Past what was measured, extrapolate linearly from the last two points.
+        last, prev = self.batch[-1], self.batch[-2]
+        return last + (n - len(self.batch) + 1) * max(last - prev, 0.0)
+
+    def relative(self) -> list[float]:
+        """Batch costs as multiples of one token (for explanations and tests)."""
+        return [c / self.batch[1] for c in self.batch[1:]]
+
+
+def _clean(points: dict[int, float]) -> dict[int, float]:
+    """Remove what contention adds: no batch costs more than that many single-token passes, nor much more than a
+    larger batch. A spike (another process took the CPU for one measurement) is pulled down to the cheapest larger
+    batch, so it cannot make long drafts look hopeless forever (the table is cached)."""
+    sizes = sorted(points)
+    single = points[sizes[0]]
+    cleaned = {n: max(single, min(points[n], n * single)) for n in sizes}
+    cheapest_above = float("inf")
+    for n in reversed(sizes):
+        if cleaned[n] > _INVERSION_LIMIT * cheapest_above:
+            cleaned[n] = cheapest_above
+        cheapest_above = min(cheapest_above, cleaned[n])
+    return cleaned
+
+
+def interpolate(points: dict[int, float], upto: int) -> list[float]:
+    """Costs for every batch size 1..upto from the measured sizes (index 0 unused)."""
+    points = _clean(points)
+    sizes = sorted(points)
+    out = [0.0]
+    for n in range(1, upto + 1):
+        lo = max(s for s in sizes if s <= n)
+        hi = min((s for s in sizes if s >= n), default=lo)
+        if hi == lo:
+            out.append(points[lo])
+        else:
+            out.append(points[lo] + (points[hi] - points[lo]) * (n - lo) / (hi - lo))
+    return out
+
+
+# How a batch's cost grows against one token's before anything was timed, by where the model runs. The CPU shape is
+# a quiet 2-core x86-64 machine's measurement of a 1.5B Q4_K_M model (docs/performance.md), rounded up a little: on
+# a CPU a draft model rarely pays, and an estimate that is too hopeful would cost the first reply its speed. A GPU
+# verifies a few tokens for about the price of one.
+_PRIOR_SHAPE = {
+    "cpu": {1: 1.0, 2: 1.95, 3: 2.75, 4: 3.3, 5: 4.6, 6: 5.1, 8: 6.0, 12: 6.9, 16: 7.5, 24: 10.7, 32: 12.0},
+    "gpu": {1: 1.0, 2: 1.05, 3: 1.1, 4: 1.12, 5: 1.15, 6: 1.18, 8: 1.22, 12: 1.35, 16: 1.45, 24: 1.7, 32: 1.95},
+}
+# A placeholder for one token's cost (seconds); the first rounds replace it (app.engine.speculation.controller.OnlineCosts).
+_PRIOR_SINGLE_S = 0.05
+
+
+def prior_costs(target_bytes: int, draft_bytes: Optional[int], on_gpu: bool) -> CostTable:
+    """An estimate to start from before anything was timed. A decode step reads every weight once, so a draft
+    model's cost per token is taken as the target's in proportion to file size."""
+    shape = _PRIOR_SHAPE["gpu" if on_gpu else "cpu"]
+    points = {n: _PRIOR_SINGLE_S * r for n, r in shape.items()}
+    table = CostTable(batch=interpolate(points, MAX_BATCH), measured=MEASURED_SIZES, estimated=True)
+    if draft_bytes:
+        table.draft_per_token = _PRIOR_SINGLE_S * min(1.0, draft_bytes / max(target_bytes, 1))
+    return table
+
+
+def model_key(model: LoadedModel, n_threads: int, gpu_layers: int, backends: str) -> str:
+    import llama_cpp
+
+    st = model.path.stat()
+    # The devices are part of the key: a model with layers on a GPU must never be timed by its CPU costs.
+    where = f"g{gpu_layers}@{backends}" if gpu_layers > 0 else "g0"  # "g0": what CPU runs were saved as before
+    return f"{model.path.resolve()}|{st.st_size}|{st.st_mtime_ns}|t{n_threads}|{where}|{llama_cpp.__version__}"
+
+
+def _cache_file() -> Path:
+    return user_cache_dir() / "forward-costs.json"
+
+
+def _read_cache() -> dict:
+    try:
+        data = json.loads(_cache_file().read_text())
+        return data if data.get("version") == _CACHE_VERSION else {"version": _CACHE_VERSION}
+    except (OSError, ValueError):
+        return {"version": _CACHE_VERSION}
+
+
+def _write_cache(data: dict) -> None:
+    try:
+        write_atomic(_cache_file(), json.dumps(data), durable=False)
+    except OSError:
+        pass  # a cache we cannot write only costs a re-measurement next time
+
+
+def _keys(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int],
+          backends: str):
+    """Cache keys of the target and (None without one) the draft."""
+    return (model_key(target, n_threads, gpu_layers[0], backends),
+            model_key(draft, n_threads, gpu_layers[1], backends) if draft is not None else None)
+
+
+def cached_costs(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int],
+                 backends: str = "CPU", measured: Optional[dict[str, list[float]]] = None) -> Optional[CostTable]:
+    """The measured cost table of this pair from the disk cache, or None when part of it was never measured.
+
+    `gpu_layers` are the layers offloaded (resolved, never Auto; 0 on a build without a GPU backend) and `backends`
+    where they run ("CUDA", "Metal"): both are part of the cache key. `measured` (by model_key) is consulted
+    before the disk: what was just measured counts even when the cache could not be written."""
+    cache = {**_read_cache(), **(measured or {})}
+    tkey, dkey = _keys(target, draft, n_threads, gpu_layers, backends)
+    if tkey not in cache or (dkey is not None and dkey not in cache):
+        return None
+    table = CostTable(batch=list(cache[tkey]), measured=MEASURED_SIZES)
+    if dkey is not None:
+        table.draft_per_token = cache[dkey][1]
+    return table
+
+
+def store_measurement(model: LoadedModel, n_threads: int, gpu_layers: int, backends: str, batch: list[float]) -> None:
+    """Keep one model's measured costs (`batch[n]`, index 0 unused) on disk."""
+    cache = _read_cache()
+    cache[model_key(model, n_threads, gpu_layers, backends)] = batch
+    _write_cache(cache)

@@ -1,0 +1,252 @@
+"""Where draft tokens come from: a smaller model that shares the target's vocabulary, or the text itself.
+
+A drafter proposes up to k tokens that would follow `history` (whose last token the target has not evaluated
+yet). Proposals are only guesses: the target's verification decides what is kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from app.engine.events import Drafter
+from app.engine.local.llama_model import LoadedModel
+from app.engine.local.sampling import Sampler, sample_from
+
+
+@dataclass
+class Draft:
+    tokens: list[int] = field(default_factory=list)
+    # The drafter's distribution at each drafted position, when it sampled from one (temperature > 0 with a
+    # draft model). None means the proposal is deterministic (greedy, or an n-gram lookup).
+    probs: Optional[list[np.ndarray]] = None
+    source: Drafter = "none"
+    # For n-gram proposals: how many trailing tokens matched. Longer matches are more often right.
+    # 0 with tokens: a guess that copying resumes after an edit, not a match of the last tokens.
+    match_len: int = 0
+
+
+class NgramDrafter:
+    """Prompt lookup: if the last tokens appeared before, propose what followed them then.
+
+    Nearly free (a dict lookup and a short scan), and strong whenever the reply repeats its input: code edits,
+    quoting, lists. Of the earlier places that share the last `n_min`..`n_max` tokens, the one whose match extends
+    furthest back wins (the newest on a tie), and the proposal reports that length: a reply that has been copying
+    the same passage for 40 tokens is far more likely to go on copying it than one that shares two tokens with it
+    by chance, and the controller sizes drafts by exactly that.
+    """
+
+    name = "ngram"
+    MAX_MATCH = 64  # matches are measured up to this many tokens back; longer is no more telling
+    CANDIDATES = 32  # earlier places examined per lookup, newest first
+    RESUME_BELOW = 4  # a match shorter than this may be a copy that was just interrupted by an edit
+    RESUME_AFTER = 8  # ...if the text before the edit had matched at least this many tokens
+    SLOT_MATCH = 3  # a lookup this confident that still missed marks a slot
+
+    def __init__(self, n_min: int = 2, n_max: int = 4, is_control: Optional[Callable[[int], bool]] = None):
+        self.n_min = n_min
+        self.n_max = n_max
+        self._is_control = is_control or (lambda token: False)
+        # Positions a copy stops before:
+        # - Control tokens (the chat template's end-of-turn and role markers, which a reply never writes mid-text)
+        #   and the text token just before one. That token was split without the text that follows it in a reply:
+        #   a prompt ending in "```" then end-of-turn has the token "```", a reply going on with "```\n\n" writes
+        #   "``" + "`\n\n". Measured: a 12-token draft there, all refused, cost 8x a single token at the end of
+        #   every copied code block.
+        # - Slots: places in generated text where a confident lookup was wrong. They vary between copies (the
+        #   value in each JSON object, the name in each similar line), so what filled one last time is a poor guess.
+        self._stops: set[int] = set()
+        # n-gram -> positions just after its occurrences, oldest first.
+        self._index: dict[tuple[int, ...], list[int]] = {}
+        self._indexed_end = 0
+        self._history: list[int] = []
+        self._reply_start = 0
+        # Edits this reply made to the prompt's text, token -> what replaced it: a renamed variable is renamed
+        # everywhere, so later copies of the passage propose the new name instead of the old one. An edit counts
+        # as a rename once it was made at two places (an inserted type hint differs each time; a rename not).
+        self._renames: dict[int, tuple[int, ...]] = {}
+        self._edits: dict[tuple[int, tuple[int, ...]], set[int]] = {}
+
+    def _sync(self, history: Sequence[int]) -> None:
+        # History only grows within a request, but a new request may share just a prefix with the old one.
+        shared = self._indexed_end
+        if len(history) < shared or list(history[:shared]) != self._history[:shared]:
+            self._index.clear()
+            self._indexed_end = 0
+            self._history = []
+            self._stops.clear()
+        for pos in range(len(self._history), len(history)):
+            if self._is_control(history[pos]):
+                self._stops.update((pos - 1, pos) if pos else (pos,))
+        self._history.extend(history[len(self._history):])
+        # Index every n-gram that has a continuation token, so the current suffix never matches itself.
+        for end in range(max(self._indexed_end, self.n_min), len(history)):
+            if end >= self._reply_start:
+                self._note_slot(end)
+            for n in range(self.n_min, min(self.n_max, end) + 1):
+                self._index.setdefault(tuple(history[end - n:end]), []).append(end)
+        self._indexed_end = max(self._indexed_end, len(history))
+
+    def start_reply(self, prompt_len: int) -> None:
+        """A reply starts after `prompt_len` tokens. Slots are only learned from generated text: a prompt's
+        repeated lines vary too, but a reply that copies the prompt copies each line as it is."""
+        self._reply_start = prompt_len
+        self._renames.clear()
+        self._edits.clear()
+
+    def _note_slot(self, end: int) -> None:
+        length, source = self._longest(len(self._history) - end)
+        if length >= self.SLOT_MATCH and self._history[source] != self._history[end]:
+            self._stops.add(end)
+
+    def _note_edit(self, old: int, new: tuple[int, ...], where: int) -> None:
+        places = self._edits.setdefault((old, new), set())
+        places.add(where)
+        if len(places) >= 2:
+            self._renames[old] = new
+
+    def _agree(self, a_end: int, b_end: int) -> int:
+        """How many tokens before history position `a_end` equal those before `b_end` (up to MAX_MATCH)."""
+        h = self._history
+        limit = min(a_end, b_end, self.MAX_MATCH)
+        length = 0
+        while length < limit and h[a_end - 1 - length] == h[b_end - 1 - length]:
+            length += 1
+        return length
+
+    def _longest(self, skip: int = 0) -> tuple[int, int]:
+        """(match length, end) of the earlier place that best matches history minus its last `skip` tokens."""
+        h = self._history
+        n = len(h) - skip
+        for size in range(min(self.n_max, n - 1), self.n_min - 1, -1):
+            ends = self._index.get(tuple(h[n - size:n]))
+            if not ends:
+                continue
+            best_len, best_end = 0, -1
+            for end in reversed(ends[-self.CANDIDATES:]):
+                if end >= n:
+                    continue
+                length = self._agree(end, n)
+                if length > best_len:
+                    best_len, best_end = length, end
+            if best_end >= 0:
+                return best_len, best_end
+        return 0, -1
+
+    def _resume(self) -> tuple[int, int]:
+        """Was the reply copying a passage until a few tokens ago? Then it has just edited it (a renamed variable,
+        a fixed operator). Guess that the new tokens replaced one token of the passage and that copying goes on
+        after it; tokens written since the edit that agree with the passage confirm the guess.
+
+        Returns (evidence, start): the tokens matched before the edit plus those confirmed after it (0 for an
+        unconfirmed guess), and where in history the copy would go on; (0, -1) if there is nothing to resume.
+        """
+        h = self._history
+        n = len(h)
+        for skip in range(1, 5):
+            was, at = self._longest(skip)
+            if was < self.RESUME_AFTER:
+                continue
+            for done in range(skip - 1, -1, -1):  # tokens of the passage written again since the edit
+                if done == 0 or h[n - done:] == h[at + 1:at + 1 + done]:
+                    start = at + 1 + done
+                    if start < n - skip:
+                        if done and at < self._reply_start:
+                            self._note_edit(h[at], tuple(h[n - skip:n - done]), at)
+                        return (was + done if done else 0), start
+        return 0, -1
+
+    def _bridged(self, length: int, end: int) -> int:
+        """A match of `length` tokens ending at `end` that began just after a small edit of a longer copy (a few
+        tokens replaced, inserted or deleted) counts the copy before the edit too: it is the same passage."""
+        n = len(self._history)
+        best = length
+        for written in range(4):  # tokens of the edit in the reply
+            for replaced in range(4):  # tokens of the passage it replaced
+                if written or replaced:
+                    before = self._agree(end - length - replaced, n - length - written)
+                    if before >= self.RESUME_AFTER:
+                        best = max(best, length + before)
+        return best
+
+    def propose(self, history: Sequence[int], k: int) -> Draft:
+        if k <= 0 or len(history) <= self.n_min:
+            return Draft(source=self.name)
+        self._sync(history)
+        length, end = self._longest()
+        if length < self.RESUME_BELOW:
+            evidence, start = self._resume()
+            if start >= 0 and (evidence > length or end < 0):
+                return Draft(tokens=self._copy(start, k), source=self.name, match_len=evidence)
+        if end < 0:
+            return Draft(source=self.name)
+        if length < self.MAX_MATCH:
+            length = min(self._bridged(length, end), self.MAX_MATCH)
+        return Draft(tokens=self._copy(end, k), source=self.name, match_len=length)
+
+    def _copy(self, start: int, k: int) -> list[int]:
+        """Up to k tokens copied from `start` on, with this reply's renames applied to the prompt's text, cut
+        before the first stop (a slot or a control token)."""
+        h = self._history
+        out: list[int] = []
+        pos = start
+        while len(out) < k and pos < len(h) and pos not in self._stops:
+            token = h[pos]
+            if pos < self._reply_start and token in self._renames:
+                out.extend(self._renames[token])
+            else:
+                out.append(token)
+            pos += 1
+        return out[:k]
+
+
+class ModelDrafter:
+    """A draft model run autoregressively, one token per forward pass, on its own KV cache."""
+
+    name = "model"
+
+    def __init__(self, model: LoadedModel):
+        self.model = model
+
+    def propose(
+        self,
+        history: Sequence[int],
+        k: int,
+        sampler: Sampler,
+        rng: np.random.Generator,
+        p_min: float = 0.0,
+        cancel=None,
+    ) -> Draft:
+        draft = Draft(probs=None if sampler.greedy else [], source=self.name)
+        if k <= 0:
+            return draft
+        model = self.model
+        # Catch the draft's cache up with the history (after a rejection it holds tokens the target refused).
+        kept = model.keep_common_prefix(history, leave=1)
+        pending = list(history[kept:])
+        if model.room < len(pending) + k:
+            return draft  # no room left in the draft's context: let the target go on alone
+        if not model.decode(pending, logit_rows=[len(pending) - 1], cancel=cancel):
+            return draft
+        row = len(pending) - 1
+        for i in range(k):
+            logits = model.logits(row)
+            if sampler.greedy:
+                token = int(np.argmax(logits))
+                if p_min > 0.0:
+                    shifted = np.exp(logits - logits[token])
+                    if 1.0 / shifted.sum() < p_min:
+                        break
+            else:
+                q = sampler.distribution(logits)
+                if p_min > 0.0 and q.max() < p_min:
+                    break
+                token = sample_from(q, rng)
+                draft.probs.append(q)
+            draft.tokens.append(token)
+            if i + 1 < k:
+                model.decode([token], logit_rows=[0])
+                row = 0
+        return draft

@@ -1,0 +1,7 @@
+"""What is made of a finished reply: its stats in words, Compare with plain, the inspector's numbers and export. No Qt.
+
+- comparison.py: Compare with plain: a finished reply run again without speculation, and what the two runs say side by side.
+- export.py: A chat as a file: Markdown to read, or JSON with every message's tokens and rounds, for people who study draft
+- inspector_data.py: The numbers of the per-reply inspector, from a reply's recorded rounds (no Qt, no engine).
+- stats.py: A reply's stats and models in words, as the transcript and an exported chat both write them (no Qt).
+"""

@@ -1,0 +1,137 @@
+"""A chat as a file: Markdown to read, or JSON with every message's tokens and rounds, for people who study draft
+acceptance. Used by the window's "Export chat…" and `specchat-cli export` (no Qt).
+
+The JSON document ("format": EXPORT_FORMAT) holds the chat (id, title, times, settings) and every message: its
+text, role, time and model names, its stats, and for replies its tokens [{"text", "origin", "round"}] ("origin" is
+"target", "draft" (the draft model) or "ngram"; "round" indexes the message's "rounds", -1 for none), its rounds
+(every proposed token id and text, the refused ones included, how many were kept, the target's own token, reason,
+time) and its comparison with plain decoding. A part a message does not have (a user message's tokens, a reply
+saved before rounds were kept) is null. Times are Unix seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from app import __version__
+from app.common.atomic_write import write_atomic
+from app.replies.stats import format_stats, model_label, stats_from_dict
+from app.store import Chat, ChatStore, Message, NotFoundError
+
+EXPORT_FORMAT = 1  # the JSON document's version: raised when a field changes meaning or goes away
+FORMATS = ("markdown", "json")
+SUFFIXES = {"markdown": ".md", "json": ".json"}
+_ROLE_HEADINGS = {"user": "You", "system": "System"}
+_FENCES = ("```", "~~~")
+
+
+def format_for_path(path: str | os.PathLike) -> Optional[str]:
+    """The format a file name asks for by its suffix (".md", ".markdown", ".json"), None for any other."""
+    suffix = Path(path).suffix.lower()
+    return {".md": "markdown", ".markdown": "markdown", ".json": "json"}.get(suffix)
+
+
+def load_chat(store: ChatStore, chat_id: int) -> tuple[Chat, list[Message]]:
+    """The chat and all its messages. Raises NotFoundError (a sentence) when there is no such chat."""
+    chat = store.get_chat(chat_id)
+    if chat is None:
+        raise NotFoundError(f"There is no chat {chat_id} in {store.path}.")
+    return chat, store.messages(chat_id)
+
+
+def chat_markdown(chat: Chat, messages: Sequence[Message]) -> str:
+    """A readable transcript: the title, then each message under its author, each reply with its stats line."""
+    exported = f"*Exported from SpecChat {__version__} on {format_date(time.time())}; chat started " \
+               f"{format_date(chat.created_at)}.*"
+    lines = [f"# {_one_line(chat.title)}", "", exported]
+    for message in messages:
+        heading = _ROLE_HEADINGS.get(message.role) or model_label(message.target_name, message.draft_name)
+        lines += ["", f"## {_one_line(heading)}", "", _closed_fences(message.content)]
+        stats = stats_from_dict(message.stats) if message.role == "assistant" else None
+        if stats is not None:
+            lines += ["", f"*{format_stats(stats)}*"]
+    return "\n".join(lines) + "\n"
+
+
+def chat_document(chat: Chat, messages: Sequence[Message]) -> dict[str, Any]:
+    """The JSON export as a dict (see the module docstring)."""
+    return {
+        "format": EXPORT_FORMAT,
+        "app": f"SpecChat {__version__}",
+        "exported_at": time.time(),
+        "chat": {"id": chat.id, "title": chat.title, "created_at": chat.created_at, "updated_at": chat.updated_at,
+                 "settings": chat.settings.to_dict()},
+        "messages": [_message_document(m) for m in messages],
+    }
+
+
+def chat_json(chat: Chat, messages: Sequence[Message]) -> str:
+    document = chat_document(chat, messages)
+    text = json.dumps(document, ensure_ascii=False) + "\n"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A token that ends inside a character is kept as half of it (a lone surrogate): \u escapes keep it.
+        text = json.dumps(document, ensure_ascii=True) + "\n"
+    return text
+
+
+def export_text(store: ChatStore, chat_id: int, fmt: str) -> str:
+    """The chat as `fmt` ("markdown" or "json"). Raises NotFoundError, or ValueError for another format."""
+    if fmt not in FORMATS:
+        raise ValueError(f"the export format must be markdown or json, not {fmt!r}")
+    chat, messages = load_chat(store, chat_id)
+    return chat_markdown(chat, messages) if fmt == "markdown" else chat_json(chat, messages)
+
+
+def write_export(store: ChatStore, chat_id: int, path: str | os.PathLike, fmt: Optional[str] = None) -> str:
+    """Write the chat to `path`, whole or not at all; `fmt` defaults to what the suffix says, else Markdown.
+    Returns the format written. Raises NotFoundError, ValueError or OSError."""
+    fmt = fmt or format_for_path(path) or "markdown"
+    text = export_text(store, chat_id, fmt)
+    write_atomic(path, text)  # owner-only, like the chat database it comes from
+    return fmt
+
+
+def _message_document(message: Message) -> dict[str, Any]:
+    tokens = None
+    if message.tokens is not None:
+        rounds_of = message.token_rounds or [-1] * len(message.tokens)
+        tokens = [{"text": text, "origin": origin, "round": r} for (text, origin), r in zip(message.tokens, rounds_of)]
+    return {
+        "id": message.id,
+        "role": message.role,
+        "content": message.content,
+        "created_at": message.created_at,
+        "target_name": message.target_name,
+        "draft_name": message.draft_name,
+        "stats": message.stats,
+        "tokens": tokens,
+        "rounds": [r.to_dict() for r in message.rounds] if message.rounds is not None else None,
+        "comparison": message.comparison,
+    }
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split()) or "Untitled"
+
+
+def format_date(timestamp: float) -> str:
+    """A local date and time for people: "2026-12-01 10:15"."""
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
+
+
+def _closed_fences(text: str) -> str:
+    """A reply stopped inside a code block leaves its fence open, which would swallow the rest of the file."""
+    open_fence = None
+    for line in text.split("\n"):
+        stripped = line.lstrip()
+        if open_fence is None:
+            open_fence = next((f for f in _FENCES if stripped.startswith(f)), None)
+        elif stripped.startswith(open_fence):
+            open_fence = None
+    return text if open_fence is None else f"{text}\n{open_fence}"

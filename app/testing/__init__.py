@@ -1,0 +1,4 @@
+"""What the bundle's self-test and the screenshot script need at run time: tiny models written on the spot.
+
+- synthetic.py: Tiny GGUF models written on the spot, so tests, the bundle self-test and benchmarks run offline in seconds.
+"""

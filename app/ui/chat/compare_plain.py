@@ -1,0 +1,197 @@
+"""Compare with plain: a finished reply's request run again in the background without speculation.
+
+The plain run is an ordinary generate request to the engine process, stamped from the conversation's request
+sequence, whose events the transcript does not stream; the reply shows "Comparing with plain decoding…" until it
+ends, then both speeds, their ratio and whether the texts agree (app.replies.comparison), kept with the reply.
+
+The engine runs one request at a time, so a comparison never makes a reply wait: sending, regenerating or
+continuing cancels it (the reply says so), as do choosing another model or closing the window. It is refused
+while a reply is being written, and when the reply's model is not the one loaded now. One comparison runs at a
+time; starting another cancels the first. GUI thread only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Callable, Optional, Union
+
+from PySide6.QtCore import QObject, Signal
+
+from app.replies.comparison import compare_runs, failed_state, running_state
+from app.engine.config import GenerationConfig
+from app.engine.events import FinishedEvent
+from app.store import ChatStore, StoreError
+from app.ui.transcript.chat_view import ChatView
+from app.ui.chat.conversation import Conversation
+from app.ui.engine_link.engine_process import EngineProcess
+from app.ui.transcript.format import transcript_message
+
+CANCELLED_BY_REPLY = "Comparison cancelled: a new reply was asked for. Compare again when it is done."
+CANCELLED_BY_MODEL = "Comparison cancelled: another model was chosen."
+BUSY = "A reply is being written; compare when it has finished."
+
+
+@dataclass(frozen=True)
+class CompareRequest:
+    """What the plain run is sent with, as the window has it now."""
+
+    config: GenerationConfig  # the chat's settings (speculative is turned off here)
+    system_prompt: str
+    target_name: str  # the loaded model, as replies name it
+
+
+# The window's current request settings, or one sentence saying why no request can be sent now.
+RequestSource = Callable[[], Union[CompareRequest, str]]
+
+
+@dataclass
+class _Run:
+    request_id: int
+    message_id: int
+    reply_text: str
+    speculative_tps: float
+    temperature: float
+    target_name: str
+
+
+class PlainCompare(QObject):
+    """Runs Compare with plain for the open chat's replies. GUI thread only."""
+
+    sig_result = Signal(int, object)
+    """(message_id, the comparison dict kept with it): a comparison finished and was stored."""
+
+    def __init__(self, store: ChatStore, inference: EngineProcess, conversation: Conversation, view: ChatView,
+                 request_source: RequestSource, parent=None):
+        super().__init__(parent)
+        self.store = store
+        self.inference = inference
+        self.conversation = conversation
+        self.view = view
+        self._request_source = request_source
+        self._run: Optional[_Run] = None
+        view.sig_compare.connect(self.toggle)
+        conversation.sig_busy_changed.connect(self._on_busy)
+        inference.sig_finished.connect(self._on_finished)
+        inference.sig_generation_failed.connect(self._on_failed)
+        inference.sig_generation_ended.connect(self._on_ended)
+
+    def running_for(self) -> Optional[int]:
+        """The reply being compared now (None when no comparison runs)."""
+        return self._run.message_id if self._run else None
+
+    def toggle(self, message_id: int) -> None:
+        """The reply's link: cancel its running comparison, or start one."""
+        if self._run is not None and self._run.message_id == message_id:
+            self.cancel()
+        else:
+            self.start(message_id)
+
+    def start(self, message_id: int) -> None:
+        """Run the reply's request again without speculation; the reply shows how it goes."""
+        self.cancel()
+        message = self.store.get_message(message_id)
+        if (message is None or message.role != "assistant" or not message.stats
+                or message.chat_id != self.conversation.chat_id):
+            return
+        if self.conversation.is_busy():
+            self._show(message_id, failed_state(BUSY))
+            return
+        request = self._request_source()
+        if isinstance(request, str):
+            self._show(message_id, failed_state(request))
+            return
+        if message.target_name and message.target_name != request.target_name:
+            self._show(message_id, failed_state(
+                f"This reply was written by {message.target_name} and {request.target_name} is loaded now; "
+                f"choose {message.target_name} again to compare."))
+            return
+        prompt = self.conversation.prompt_messages(request.system_prompt, before_id=message_id)
+        if not any(m["role"] != "system" for m in prompt):
+            return
+        stats = message.stats
+        # A reply that ended early is timed over the tokens it has; the plain run writes as many.
+        max_tokens = request.config.max_tokens if stats.get("stop_reason") == "eos" else stats.get("tokens", 0)
+        config = dataclasses.replace(
+            request.config, speculative=False, max_tokens=max(1, int(max_tokens or 1)),
+            # Its own session: plain rounds must not teach the chat's speculation controller.
+            session=f"chat-{message.chat_id}-plain",
+        )
+        request_id = self.conversation.reserve_request_id()
+        self._run = _Run(request_id, message_id, message.content, float(stats.get("tokens_per_second", 0.0)),
+                         config.temperature, request.target_name)
+        self.inference.request_generate(request_id, prompt, config)
+        self._show(message_id, running_state())
+
+    def cancel(self, reason: str = "") -> None:
+        """Stop the running comparison; `reason` is shown under its reply ("" shows the link again)."""
+        run, self._run = self._run, None
+        if run is None:
+            return
+        self.inference.cancel(run.request_id)
+        self._show(run.message_id, failed_state(reason) if reason else None)
+
+    # ----- the engine's answers
+
+    def _on_busy(self, busy: bool) -> None:
+        if busy:
+            self.cancel(CANCELLED_BY_REPLY)
+
+    def _on_finished(self, event: FinishedEvent) -> None:
+        run = self._run
+        if run is None or event.request_id != run.request_id:
+            return
+        self._run = None
+        comparison = compare_runs(run.reply_text, run.speculative_tps, event.text, event.stats.tokens_per_second,
+                                  event.stats.tokens, run.temperature, run.target_name).to_dict()
+        try:
+            self.store.set_comparison(run.message_id, comparison)
+        except StoreError as exc:
+            self._show(run.message_id, failed_state(f"The comparison could not be saved: {exc}"))
+            return
+        self._show(run.message_id, None)
+        self.sig_result.emit(run.message_id, comparison)
+
+    def _on_failed(self, request_id: int, message: str) -> None:
+        run = self._run
+        if run is not None and request_id == run.request_id:
+            self._run = None
+            self._show(run.message_id, failed_state(f"The plain run failed: {message}"))
+
+    def _on_ended(self, request_id: int) -> None:
+        run = self._run
+        if run is not None and request_id == run.request_id:
+            # Ended without a result or an error: the engine was stopped under it.
+            self._run = None
+            self._show(run.message_id, None)
+
+    def _show(self, message_id: int, state: Optional[dict]) -> None:
+        """Show the reply with `state` (running, failed) over its stored result, or with what is stored (None)."""
+        if state is None:
+            self.view.pending_comparisons.pop(message_id, None)
+        else:
+            self.view.pending_comparisons[message_id] = state
+        message = self.store.get_message(message_id)
+        if message is not None and message.chat_id == self.conversation.chat_id:
+            self.view.refresh_message(transcript_message(message))
+
+
+def attach(window) -> PlainCompare:
+    """Give `window` (MainWindow) Compare with plain on its replies."""
+
+    def request_source() -> Union[CompareRequest, str]:
+        problem = window.session.send_blocker(window.library_ctl.scanned_once())
+        if problem:
+            return problem
+        if not window.models_ready():
+            return "The model is still loading; compare when it is ready."
+        settings = window.chat_settings.current()
+        config = window.chat_settings.generation_config(False, window.session.drafter())
+        return CompareRequest(config, settings.system_prompt, window.session.names()[0])
+
+    compare = PlainCompare(window.store, window.inference, window.conversation, window.chat_view, request_source,
+                           window)
+    for signal in (window.session.sig_target_chosen, window.session.sig_draft_chosen):
+        signal.connect(lambda *_: compare.cancel(CANCELLED_BY_MODEL))
+    return compare
+

@@ -1,0 +1,409 @@
+"""The conversation controller: sends requests to the engine process, streams replies into the transcript and
+stores them.
+
+Every request gets a fresh id; Stop, Regenerate and switching chats retire the current id, so events still queued
+for it are dropped. Tokens are buffered and written to the transcript every ~60 ms. A streaming reply is saved
+while it streams (at least every second or every 64 tokens), marked "interrupted" until it ends, so a killed app
+loses at most a second of it. GUI thread only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Optional
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from app.engine.config import GenerationConfig
+from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent, decode_speed
+from app.store import ChatSettings, ChatStore, Message, StoreError
+from app.ui.transcript.chat_view import ChatView
+from app.ui.transcript.format import TranscriptMessage, model_label, stats_from_dict, transcript_message
+from app.ui.engine_link.engine_process import EngineProcess
+from app.ui.chat.reply_request import ReplyRequest
+
+# Every write to the transcript repaints it, and on a small CPU the window's time is taken from llama.cpp's
+# threads: 60 ms still reads as a smooth stream (docs/performance.md has the measurement).
+FLUSH_INTERVAL_MS = 60
+READOUT_INTERVAL_S = 0.25
+SAVE_INTERVAL_S = 1.0
+# A chat is shown from its end, this many messages at a time: opening a long chat costs one page, not all of it.
+PAGE_MESSAGES = 40
+SAVE_EVERY_TOKENS = 64
+
+
+class Conversation(QObject):
+    """Drives one chat's generation. GUI thread only."""
+
+    sig_busy_changed = Signal(bool)
+    """A reply started (True) or ended (False)."""
+    sig_live_stats = Signal(str)
+    """The live readout while a reply streams ("" when none streams)."""
+    sig_round_reason = Signal(str)
+    """Why the drafter chose its draft length in the latest round (the engine's words)."""
+    sig_context_usage = Signal(int, int)
+    """(tokens used, context size) after a request was fitted or a reply finished."""
+    sig_messages_changed = Signal(int)
+    """(chat_id): messages were added to or removed from this chat."""
+    sig_reply_finished = Signal(int)
+    """(message_id): a reply was stored (finished, stopped or cut short by an error)."""
+    sig_error = Signal(str)
+    """Something went wrong that the user should read."""
+
+    def __init__(self, store: ChatStore, inference: EngineProcess, view: ChatView, parent=None):
+        super().__init__(parent)
+        self.store = store
+        self.inference = inference
+        self.view = view
+        self._oldest_shown: Optional[int] = None  # the first message the transcript shows
+        view.sig_older_wanted.connect(self._show_older)
+        self._chat_id: Optional[int] = None
+        self._request: Optional[ReplyRequest] = None
+        self._next_id = 0
+        self._n_ctx = 0
+        self._context_used = 0
+        self._dropped_before = 0  # messages left out of the previous request's prompt, in this chat
+        self._notice_shown = ""
+        self._last_reason = ""
+        self._flush_timer = QTimer(self)
+        self._flush_timer.setInterval(FLUSH_INTERVAL_MS)
+        self._flush_timer.timeout.connect(self._flush)
+        inference.sig_context.connect(self._on_context)
+        inference.sig_notice.connect(self._on_notice)
+        inference.sig_stream.connect(self._on_stream)
+        inference.sig_finished.connect(self._on_finished)
+        inference.sig_generation_failed.connect(self._on_failed)
+        inference.sig_generation_ended.connect(self._on_ended)
+
+    # ----- state
+
+    @property
+    def chat_id(self) -> Optional[int]:
+        """The chat shown (None: a new chat, stored when its first message is sent)."""
+        return self._chat_id
+
+    def is_busy(self) -> bool:
+        return self._request is not None
+
+    def active_request_id(self) -> Optional[int]:
+        return self._request.request_id if self._request else None
+
+    def _new_request_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def reserve_request_id(self) -> int:
+        """A fresh id in this chat's request sequence (Stop cancels every id up to its own), for a request whose
+        events the transcript does not stream: Compare with plain."""
+        return self._new_request_id()
+
+    # ----- chats
+
+    def open_chat(self, chat_id: Optional[int]) -> None:
+        """Show a chat (None: an empty new chat). A reply streaming elsewhere is stopped and kept."""
+        self.stop()
+        self._chat_id = chat_id
+        self._dropped_before = 0
+        self._notice_shown = ""
+        self.reload()
+
+    def reload(self, without: Optional[int] = None) -> None:
+        """Show the open chat from its end: its newest messages at once, older ones as the user scrolls up;
+        `without`: one message left out."""
+        messages = self.store.messages(self.chat_id, limit=PAGE_MESSAGES + 1) if self.chat_id is not None else []
+        has_older = len(messages) > PAGE_MESSAGES
+        messages = [m for m in messages[-PAGE_MESSAGES:] if m.id != without]
+        self._oldest_shown = messages[0].id if messages else None
+        self.view.show_messages([transcript_message(m) for m in messages], has_older=has_older)
+        last = next((m for m in reversed(messages) if m.role == "assistant" and m.stats), None)
+        stats = stats_from_dict(last.stats) if last else None
+        self._show_usage(stats.prompt_tokens + stats.tokens if stats else 0)
+
+    def _show_older(self) -> None:
+        if self.chat_id is None or self._oldest_shown is None:
+            return
+        older = self.store.messages(self.chat_id, before_id=self._oldest_shown, limit=PAGE_MESSAGES + 1)
+        has_older = len(older) > PAGE_MESSAGES
+        older = older[-PAGE_MESSAGES:]
+        if older:
+            self._oldest_shown = older[0].id
+            self.view.prepend_messages([transcript_message(m) for m in older], has_older)
+
+    def set_context_size(self, n_ctx: int) -> None:
+        """The loaded model's context size (the gauge's full scale)."""
+        self._n_ctx = n_ctx
+        self._show_usage(self._context_used)
+
+    def _show_usage(self, used: int) -> None:
+        self._context_used = used
+        self.sig_context_usage.emit(used, self._n_ctx)
+
+    def prompt_messages(self, system_prompt: str, until_id: Optional[int] = None,
+                        before_id: Optional[int] = None) -> list[dict]:
+        """The chat as the engine reads it; with `until_id`, only up to and including that message; with
+        `before_id`, only the messages before that one."""
+        messages = [{"role": "system", "content": system_prompt}] if system_prompt.strip() else []
+        for message_id, role, content in self.store.message_texts(self.chat_id):
+            if before_id is not None and message_id >= before_id:
+                break
+            if role in ("user", "assistant"):
+                messages.append({"role": role, "content": content})
+            if until_id is not None and message_id == until_id:
+                break
+        return messages
+
+    # ----- generation
+
+    def send(self, text: str, new_chat_settings: ChatSettings, replace_from: Optional[int],
+             config: GenerationConfig, system_prompt: str, target_name: str, draft_name: Optional[str]) -> int:
+        """One whole turn: store the user's message and ask for a reply; returns the request id.
+
+        A new chat is created first (with `new_chat_settings`); `replace_from` (an edited message) is deleted with
+        everything after it. Raises StoreError when the message could not be stored; nothing is sent then.
+        """
+        self.stop()
+        first_message = self._chat_id is None
+        if first_message:
+            self._chat_id = self.store.create_chat(settings=new_chat_settings).id
+        if replace_from is not None:
+            self.store.delete_messages_from(self._chat_id, replace_from)
+        message = self.store.add_message(self._chat_id, "user", text)
+        if first_message or replace_from is not None:
+            self.reload()
+        else:
+            self.view.add_message(transcript_message(message))  # append; no re-render of the chat
+            self.view.scroll_to_end()
+        self.sig_messages_changed.emit(self._chat_id)
+        return self.start_reply(config, system_prompt, target_name, draft_name)
+
+    def start_reply(self, config: GenerationConfig, system_prompt: str, target_name: str,
+                    draft_name: Optional[str]) -> int:
+        """Ask for a reply to the chat as stored; returns the request id."""
+        if self.chat_id is None:
+            raise RuntimeError("no chat is open")
+        self.stop()
+        request = ReplyRequest(self._new_request_id(), self.chat_id, target_name, draft_name)
+        return self._send(request, config, self.prompt_messages(system_prompt))
+
+    def continue_reply(self, config: GenerationConfig, system_prompt: str, target_name: str,
+                       draft_name: Optional[str], message_id: int) -> Optional[int]:
+        """Carry on writing the unfinished reply `message_id` (the chat's last message) where it ended."""
+        if self.chat_id is None:
+            return None
+        self.stop()
+        message = self.store.get_message(message_id)
+        if message is None or message.role != "assistant" or message.chat_id != self.chat_id:
+            return None
+        # The engine reads a chat that ends with an assistant message as "continue this reply".
+        messages = self.prompt_messages(system_prompt, until_id=message_id)
+        request = ReplyRequest.continuing(self._new_request_id(), message, target_name, draft_name)
+        request.saved_tokens = 0
+        self.reload(without=message_id)  # the reply about to be continued is streamed anew
+        return self._send(request, config, messages)
+
+    def _send(self, request: ReplyRequest, config: GenerationConfig, messages: list[dict]) -> int:
+        self._request = request
+        self._last_reason = ""
+        # The speculation controller learns acceptance per chat.
+        config = dataclasses.replace(config, session=f"chat-{self.chat_id}")
+        self.inference.request_generate(request.request_id, messages, config)
+        self._flush_timer.start()
+        self.sig_busy_changed.emit(True)
+        self.sig_live_stats.emit("Reading the prompt…")
+        return request.request_id
+
+    def stop(self) -> None:
+        """Stop the streaming reply now: the part already shown is kept and stored; later tokens are dropped."""
+        request = self._request
+        if request is None:
+            return
+        self.inference.cancel(request.request_id)
+        self._end_request(request, request.partial_stats("cancelled"), text=None)
+
+    def regenerate(self, config: GenerationConfig, system_prompt: str, target_name: str,
+                   draft_name: Optional[str], message_id: Optional[int] = None) -> Optional[int]:
+        """Replace the reply `message_id` (default: the last reply) with a new one."""
+        if self.chat_id is None:
+            return None
+        self.stop()
+        # Ids and roles are all this needs: a long chat's provenance is not read for them.
+        messages = self.store.message_texts(self.chat_id)
+        if message_id is None:
+            last_id, last_role = messages[-1][:2] if messages else (None, None)
+            message_id = last_id if last_role == "assistant" else None
+        if message_id is not None:
+            self.store.delete_messages_from(self.chat_id, message_id)
+            self.sig_messages_changed.emit(self.chat_id)
+        self.reload()  # also clears an error notice left by the attempt being retried
+        if not any(role == "user" for _, role, _ in self.store.message_texts(self.chat_id)):
+            return None
+        return self.start_reply(config, system_prompt, target_name, draft_name)
+
+    # ----- events from the inference thread
+
+    def _current(self, request_id: int) -> Optional[ReplyRequest]:
+        request = self._request
+        return request if request is not None and request.request_id == request_id else None
+
+    def _on_context(self, request_id: int, dropped: int, prompt_tokens: int, n_ctx: int) -> None:
+        request = self._current(request_id)
+        if request is None:
+            return
+        self._n_ctx = n_ctx
+        request.prompt_tokens = max(0, prompt_tokens)
+        if dropped:
+            self.sig_round_reason.emit(f"The oldest {dropped} messages are left out of the prompt to fit the context.")
+        # Say it in the transcript when more is left out than for the previous reply; once a long chat
+        # overflows, every reply would otherwise repeat the same notice.
+        if dropped > self._dropped_before:
+            noun = "message" if dropped == 1 else "messages"
+            self.view.add_notice(
+                f"The conversation is longer than the context ({n_ctx:,} tokens): the oldest {dropped} {noun} "
+                "were left out of the prompt for this reply. They are still here and saved."
+            )
+        self._dropped_before = dropped
+        if prompt_tokens >= 0:
+            self._show_usage(prompt_tokens)
+        self.view.begin_stream(model_label(request.target_name, request.draft_name))
+        self.view.append_tokens(request.continued, request.token_rounds[:len(request.continued)], request.rounds)
+        request.streaming = True
+
+    def _on_notice(self, request_id: int, text: str) -> None:
+        # Said once per chat: a template that cannot be used fails the same way on every reply.
+        if self._current(request_id) is not None and text != self._notice_shown:
+            self._notice_shown = text
+            self.view.add_notice(text)
+
+    def _on_stream(self, events: list) -> None:
+        request = self._request
+        first = request is not None and not request.tokens
+        for event in events:
+            if isinstance(event, TokenEvent):
+                self._on_token(event)
+            else:
+                self._on_round(event)
+        if first and request.tokens and request.streaming:
+            self._show_pending(request)  # the reply's first words show at once; the rest keeps the timer's pace
+
+    def _on_token(self, event: TokenEvent) -> None:
+        request = self._current(event.request_id)
+        if request is None:
+            return  # a stopped or superseded request: drop
+        request.add_token(event)
+
+    def _on_round(self, event: RoundEvent) -> None:
+        request = self._current(event.request_id)
+        if request is None:
+            return
+        request.add_round(event)
+        if event.reason and event.reason != self._last_reason:
+            self._last_reason = event.reason
+            self.sig_round_reason.emit(event.reason)
+
+    def _flush(self) -> None:
+        request = self._request
+        if request is None or not request.pending or not request.streaming:
+            return
+        self._show_pending(request)
+        self._save_if_due(request)
+        # The readout and the context gauge change slowly; repainting them on every flush costs decode speed.
+        now = time.monotonic()
+        if now - request.readout_at >= READOUT_INTERVAL_S:
+            request.readout_at = now
+            self.sig_live_stats.emit(self._live_text(request))
+
+    def _show_pending(self, request: ReplyRequest) -> None:
+        tokens, token_rounds = request.take_pending()
+        if tokens:
+            self.view.append_tokens(tokens, token_rounds, request.rounds)
+
+    def _live_text(self, request: ReplyRequest) -> str:
+        n = len(request.tokens)
+        elapsed = (request.last_token_at or 0) - (request.first_token_at or 0)
+        speed = decode_speed(n - 1, elapsed)
+        parts = [f"{speed:.1f} tok/s" if speed else "…", f"{n} tokens"]
+        if request.drafted:
+            parts.append(f"{100 * request.accepted / request.drafted:.0f}% accepted")
+        if self._n_ctx:
+            self._show_usage(request.prompt_tokens + n)
+        return "  ·  ".join(parts)
+
+    def _save_if_due(self, request: ReplyRequest) -> None:
+        """Save the streaming reply, marked interrupted, so that a killed app keeps all but its last second."""
+        now = time.monotonic()
+        if now - request.saved_at < SAVE_INTERVAL_S and len(request.tokens) - request.saved_tokens < SAVE_EVERY_TOKENS:
+            return
+        request.saved_at, request.saved_tokens = now, len(request.tokens)
+        self._store_reply(request, request.partial_stats("interrupted"), request.reply_text())
+
+    def _store_reply(self, request: ReplyRequest, stats: GenerationStats, reply: str) -> Optional[Message]:
+        """Add the reply to the store, or update it if it was saved while streaming; None if that failed."""
+        try:
+            if request.message_id is None:
+                stored = self.store.add_message(request.chat_id, "assistant", reply, stats=stats.to_dict(),
+                                                target_name=request.target_name, draft_name=request.draft_name,
+                                                **request.provenance())
+                request.message_id = stored.id
+                return stored
+            self.store.update_reply(request.message_id, reply, stats=stats.to_dict(), **request.provenance())
+            return self.store.get_message(request.message_id)
+        except StoreError as exc:
+            self.sig_error.emit(f"The reply could not be saved: {exc}")
+            return None
+
+    def _on_finished(self, event: FinishedEvent) -> None:
+        request = self._current(event.request_id)
+        if request is None:
+            return
+        self._end_request(request, event.stats, text=event.text)
+
+    def _on_failed(self, request_id: int, message: str) -> None:
+        request = self._current(request_id)
+        if request is None:
+            return
+        self._end_request(request, request.partial_stats("error"), text=None, error=message)
+
+    def _on_ended(self, request_id: int) -> None:
+        request = self._current(request_id)
+        if request is not None:
+            # The engine stopped without a result or an error; keep what arrived.
+            self._end_request(request, request.partial_stats("cancelled"), text=None)
+
+    def _end_request(self, request: ReplyRequest, stats: GenerationStats, text: Optional[str],
+                     error: Optional[str] = None) -> None:
+        """Retire the request and keep its reply (if any text arrived) in the store and the transcript."""
+        self._request = None
+        self._flush_timer.stop()
+        if request.streaming:
+            self._show_pending(request)
+        request.pending = []
+        if request.continued:
+            stats = request.with_earlier_part(stats)
+        reply = request.reply_text() if text is None else "".join(t for t, _ in request.continued) + text
+        stored: Optional[Message] = None
+        if reply:
+            stored = self._store_reply(request, stats, reply)
+        if request.chat_id == self.chat_id:
+            if stored is not None:
+                self.view.finish_stream(transcript_message(stored))
+            elif reply:
+                self.view.finish_stream(TranscriptMessage(
+                    -1, "assistant", reply, request.reply_tokens(), stats,
+                    model_label(request.target_name, request.draft_name), token_rounds=request.token_rounds,
+                    rounds=request.rounds))
+            elif request.streaming:
+                self.view.finish_stream(TranscriptMessage(-1, "assistant", "", [], stats,
+                                                          model_label(request.target_name, request.draft_name)))
+            if error:
+                self.view.add_notice(error, kind="error", retry=True)
+            if stats.prompt_tokens or request.prompt_tokens:
+                self._show_usage((stats.prompt_tokens or request.prompt_tokens) + stats.tokens)
+        elif error:
+            self.sig_error.emit(error)
+        self.sig_live_stats.emit("")
+        self.sig_busy_changed.emit(False)
+        if stored is not None:
+            self.sig_messages_changed.emit(request.chat_id)
+            self.sig_reply_finished.emit(stored.id)
+

@@ -1,0 +1,107 @@
+"""One reply being generated, as the conversation gathers it: what was asked, and the tokens and rounds that have
+arrived so far. Plain data, no Qt; GUI thread only (owned by Conversation)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+from app.engine.events import GenerationStats, RoundEvent, TokenEvent, decode_speed
+from app.store.provenance import RoundRecord, token_origin
+from app.store import Message
+
+
+@dataclass
+class ReplyRequest:
+    """One reply being generated: what was asked, and what has arrived so far."""
+
+    request_id: int
+    chat_id: int
+    target_name: str
+    draft_name: Optional[str]
+    message_id: Optional[int] = None  # the stored reply, once its first tokens were saved
+    continued: list[tuple[str, str]] = field(default_factory=list)  # the reply's (text, origin) before a Continue
+    # The whole reply's rounds (the part before a Continue included) and each token's index into them: the engine
+    # counts this run's rounds from 0, so they are shifted by the rounds before.
+    token_rounds: list[int] = field(default_factory=list)
+    rounds: list[RoundRecord] = field(default_factory=list)
+    round_offset: int = 0
+    started: float = field(default_factory=time.monotonic)
+    first_token_at: Optional[float] = None
+    last_token_at: Optional[float] = None
+    tokens: list[tuple[str, str]] = field(default_factory=list)  # this run's (text, origin)
+    pending: list[tuple[str, str]] = field(default_factory=list)  # not yet shown
+    drafted: int = 0
+    accepted: int = 0
+    prompt_tokens: int = 0
+    streaming: bool = False
+    readout_at: float = 0.0  # when the live readout was last refreshed
+    saved_at: float = 0.0
+    saved_tokens: int = 0
+
+    @classmethod
+    def continuing(cls, request_id: int, message: Message, target_name: str,
+                   draft_name: Optional[str]) -> ReplyRequest:
+        """A request that carries on the stored reply `message`, its tokens and rounds kept in front."""
+        continued = list(message.tokens or [(message.content, "target")])
+        earlier = list(message.rounds or []) if message.tokens else []
+        token_rounds = message.token_rounds if message.tokens and message.token_rounds else [-1] * len(continued)
+        return cls(request_id, message.chat_id, target_name, draft_name, message_id=message.id, continued=continued,
+                   token_rounds=list(token_rounds), rounds=earlier, round_offset=len(earlier))
+
+    def add_token(self, event: TokenEvent) -> None:
+        """Keep a token with its origin and round, and queue (text, origin) for the view."""
+        now = time.monotonic()
+        if self.first_token_at is None:
+            self.first_token_at = now
+        self.last_token_at = now
+        token = (event.text, token_origin(event.source, event.drafter))
+        self.tokens.append(token)
+        self.pending.append(token)
+        index = event.round + self.round_offset if event.round >= 0 else -1
+        # A round the engine never reported cannot be pointed at (the reply is still saved, without it).
+        self.token_rounds.append(index if index < len(self.rounds) else -1)
+
+    def add_round(self, event: RoundEvent) -> None:
+        self.rounds.append(RoundRecord.from_event(event))
+        self.drafted += event.drafted
+        self.accepted += event.accepted
+
+    def take_pending(self) -> tuple[list[tuple[str, str]], list[int]]:
+        """The tokens not yet shown and each one's round index; they count as shown from now on."""
+        pending, self.pending = self.pending, []
+        return pending, self.token_rounds[len(self.token_rounds) - len(pending):]
+
+    def reply_tokens(self) -> list[tuple[str, str]]:
+        return self.continued + self.tokens
+
+    def reply_text(self) -> str:
+        return "".join(text for text, _ in self.reply_tokens())
+
+    def provenance(self) -> dict:
+        """The store's keyword arguments for the reply's tokens and rounds."""
+        return {"tokens": self.reply_tokens(), "token_rounds": self.token_rounds, "rounds": self.rounds}
+
+    def partial_stats(self, stop_reason: str) -> GenerationStats:
+        """Stats of a reply that ended without the engine's own numbers (stopped, or failed midway)."""
+        now = self.last_token_at or time.monotonic()
+        decode_time = (now - self.first_token_at) if self.first_token_at else 0.0
+        n = len(self.tokens)
+        return GenerationStats(
+            tokens=n,
+            tokens_per_second=decode_speed(n - 1, decode_time),
+            ttft_s=(self.first_token_at - self.started) if self.first_token_at else 0.0,
+            drafted=self.drafted,
+            accepted=self.accepted,
+            acceptance_rate=self.accepted / self.drafted if self.drafted else 0.0,
+            rounds=len(self.rounds) - self.round_offset,
+            stop_reason=stop_reason,
+            prompt_tokens=self.prompt_tokens,
+            elapsed_s=now - self.started,
+        )
+
+    def with_earlier_part(self, stats: GenerationStats) -> GenerationStats:
+        """A continued reply's stats count its tokens from before the Continue too (speeds stay this run's)."""
+        return dataclasses.replace(stats, tokens=stats.tokens + len(self.continued))

@@ -1,0 +1,93 @@
+"""Chat-settings plumbing: the open chat's settings (or a new chat's, until its first message stores it), their
+dialog, and the generation settings a request is sent with. GUI thread only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QDialog
+
+from app.engine.config import GenerationConfig
+from app.store import ChatSettings, ChatStore, StoreError
+from app.ui.chat.conversation import Conversation
+from app.ui.models.library_model import NGRAM_KEY
+from app.ui.settings.dialog import ChatSettingsDialog
+
+
+class ChatSettingsBinding(QObject):
+    """Reads and writes the settings of the chat the conversation shows. GUI thread only."""
+
+    sig_error = Signal(str)
+    """The settings could not be stored."""
+    sig_changed = Signal(object)
+    """(ChatSettings): the open chat's settings (or the new chat's) were changed."""
+
+    def __init__(self, store: ChatStore, conversation: Conversation, parent=None):
+        super().__init__(parent)
+        self.store = store
+        self.conversation = conversation
+        self._pending = ChatSettings()  # a new chat's settings, until its first message creates it
+
+    def current(self) -> ChatSettings:
+        chat_id = self.conversation.chat_id
+        if chat_id is not None:
+            chat = self.store.get_chat(chat_id)
+            if chat is not None:
+                return chat.settings
+        return self._pending
+
+    def set_draft(self, draft_key: str) -> None:
+        """The chat's draft: a model file, or NGRAM_KEY for n-gram lookup."""
+        self.update(**draft_fields(draft_key))
+
+    def update(self, **changes) -> None:
+        """Change the open chat's settings (or the new chat's, before its first message stores it)."""
+        settings = dataclasses.replace(self.current(), **changes)
+        chat_id = self.conversation.chat_id
+        if chat_id is None:
+            self._pending = settings
+        else:
+            try:
+                self.store.update_settings(chat_id, settings)
+            except StoreError as exc:
+                self.sig_error.emit(str(exc))
+                return
+        self.sig_changed.emit(settings)
+
+    def start_new(self, target: Optional[str], draft_key: str, speculative: bool) -> ChatSettings:
+        """Default settings for a new chat, on the models in use now."""
+        self._pending = dataclasses.replace(ChatSettings(), target_path=target, speculative=speculative,
+                                            **draft_fields(draft_key))
+        return self._pending
+
+    def for_new_chat(self, target: Optional[str], draft_key: str, speculative: bool) -> ChatSettings:
+        """The settings a new chat is stored with when its first message is sent."""
+        return dataclasses.replace(self._pending, target_path=target, speculative=speculative,
+                                   **draft_fields(draft_key))
+
+    def edit(self) -> None:
+        """The chat settings dialog (over the parent window); OK stores what it shows."""
+        dialog = ChatSettingsDialog(self.current(), self.parent())
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            new = dialog.settings()
+            self.update(**{f.name: getattr(new, f.name) for f in dataclasses.fields(new)})
+
+    def generation_config(self, speculative: bool, drafter: str) -> GenerationConfig:
+        s = self.current()
+        return GenerationConfig(max_tokens=s.max_tokens, temperature=s.temperature, top_k=s.top_k, top_p=s.top_p,
+                                seed=s.seed, speculative=speculative, drafter=drafter, draft_max=s.draft_max)
+
+
+def draft_fields(draft_key: str) -> dict:
+    """The ChatSettings fields for a draft picker key (a model file, NGRAM_KEY, or "" for none)."""
+    if draft_key == NGRAM_KEY:
+        return {"draft_path": None, "draft_ngram": True}
+    return {"draft_path": draft_key or None, "draft_ngram": False}
+
+
+def draft_key(settings: ChatSettings) -> str:
+    """The draft picker key for a chat's settings ("" when it names no draft)."""
+    return NGRAM_KEY if settings.draft_ngram else settings.draft_path or ""

@@ -1,0 +1,310 @@
+"""The window's handle on the engine process: starts it, turns its replies into signals, and supervises it.
+
+The models live in a child process (app.engine.host.worker), because llama.cpp can abort() its process. If the
+worker dies or hangs, this handle says so in one sentence (with llama.cpp's last error line), ends the request in
+flight as failed, and starts a fresh worker; the window keeps its chats. Closing asks the worker to exit, waits
+briefly, then kills it, so closing never waits on llama.cpp.
+
+GUI thread only, except the private reader thread, which only emits `_sig_message` / `_sig_eof`.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from app.platform import paths
+from app.engine.config import GenerationConfig, LoadSettings
+from app.engine.host.worker import run_worker
+
+CLOSE_WAIT_S = 1.5
+# A stopped request whose "ended" has not come back by then means the worker is stuck (a template or a llama.cpp
+# call that never returns): it is killed and replaced.
+STOP_GRACE_MS = 3000
+LOG_TAIL_BYTES = 16384
+
+
+@dataclass(frozen=True)
+class WorkerDeath:
+    """What the worker was doing when it died, and what it said last."""
+
+    message: str  # one sentence for a person
+    detail: str  # llama.cpp's last error line, or ""
+    loading_path: Optional[str]  # the model file being loaded, if the worker died loading one
+    load_request_id: Optional[int]
+    generate_request_id: Optional[int]
+
+
+def last_error_line(log_text: str) -> str:
+    """The line of a worker's stderr that best says why it died (llama.cpp's assertion, else the last line)."""
+    lines = [line.strip() for line in log_text.splitlines() if line.strip()]
+    for needle in ("GGML_ASSERT", "error", "Error", "terminate called", "what():"):
+        hits = [line for line in lines if needle in line]
+        if hits:
+            return hits[-1]
+    return lines[-1] if lines else ""
+
+
+class EngineProcess(QObject):
+    """The GUI-side handle of the engine process. GUI thread only."""
+
+    sig_models_loaded = Signal(int, object, object, int, str)
+    """(request_id, target_path, draft_path or None, n_ctx, placement note): the models are loaded and ready."""
+    sig_load_failed = Signal(int, str)
+    """(request_id, message): loading failed; the message is meant for a person."""
+    sig_context = Signal(int, int, int, int)
+    """(request_id, dropped_messages, prompt_tokens, n_ctx): the prompt was fitted to the context."""
+    sig_notice = Signal(int, str)
+    """(request_id, text): something about this request the user should know (e.g. the chat template's fallback)."""
+    sig_stream = Signal(object)
+    """A list of TokenEvents and RoundEvents of the request being generated, in order."""
+    sig_finished = Signal(object)
+    """The FinishedEvent of a request that ran to its end; never emitted for a stopped request."""
+    sig_generation_failed = Signal(int, str)
+    """(request_id, message): the engine raised or died; the message is meant for a person."""
+    sig_generation_ended = Signal(int)
+    """(request_id): the engine is done with this request, however it ended."""
+    sig_worker_died = Signal(object)
+    """A WorkerDeath: the worker crashed or hung and a fresh one was started (no models loaded in it)."""
+
+    _sig_message = Signal(int, object)
+    """(incarnation, reply): from the reader thread."""
+    _sig_eof = Signal(int)
+    """(incarnation): the reader thread saw the pipe close."""
+
+    def __init__(self, engine_factory: Optional[Callable] = None, parent=None):
+        super().__init__(parent)
+        self._engine_factory = engine_factory
+        self._context = multiprocessing.get_context("spawn")
+        self._cancelled_up_to = self._context.RawValue("q", 0)
+        self._process = None
+        self._conn = None
+        self._reader: Optional[threading.Thread] = None
+        self._incarnation = 0
+        self._closing = False
+        self._log_path: Optional[str] = None
+        self._load_in_flight: Optional[int] = None
+        self._loading_path: Optional[str] = None
+        self._generate_in_flight: set[int] = set()
+        self._stuck_timers: dict[int, QTimer] = {}
+        self._sig_message.connect(self._on_message)
+        self._sig_eof.connect(self._on_eof)
+
+    # ----- process lifetime
+
+    def _ensure_started(self) -> None:
+        if self._process is not None or self._closing:
+            return
+        self._incarnation += 1
+        parent_conn, child_conn = self._context.Pipe()
+        log_dir = paths.user_cache_dir()
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self._log_path = str(log_dir / f"engine-worker-{os.getpid()}.log")
+        with open(self._log_path, "w"):
+            pass  # a fresh log per worker: its tail is this worker's last words
+        process = self._context.Process(
+            target=run_worker,
+            args=(child_conn, self._cancelled_up_to, self._log_path, self._engine_factory),
+            name="SpecChat engine",
+            daemon=True,
+        )
+        process.start()
+        child_conn.close()
+        self._process, self._conn = process, parent_conn
+        incarnation = self._incarnation
+        self._reader = threading.Thread(
+            target=self._read, args=(parent_conn, incarnation), name="SpecChat engine reader", daemon=True
+        )
+        self._reader.start()
+
+    def _read(self, conn, incarnation: int) -> None:
+        """Reader thread: forward every reply to the GUI thread until the pipe closes."""
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                break
+            except Exception:  # an unpicklable reply: the worker is in a state we cannot trust
+                break
+            if self._closing:
+                return
+            self._sig_message.emit(incarnation, message)
+        if not self._closing:
+            self._sig_eof.emit(incarnation)
+
+    def is_running(self) -> bool:
+        return self._process is not None and self._process.is_alive()
+
+    def pid(self) -> Optional[int]:
+        return self._process.pid if self._process is not None else None
+
+    def stop(self) -> bool:
+        """End the worker: ask, wait up to CLOSE_WAIT_S, then kill. Returns True if it exited by itself."""
+        self._closing = True
+        for timer in self._stuck_timers.values():
+            timer.stop()
+        self._stuck_timers.clear()
+        process, conn = self._process, self._conn
+        self._process = self._conn = None
+        if process is None:
+            return True
+        self._cancelled_up_to.value = 2**62  # whatever it is generating stops at the next round
+        try:
+            conn.send(("shutdown",))
+        except (OSError, ValueError):
+            pass
+        process.join(CLOSE_WAIT_S)
+        clean = not process.is_alive()
+        if not clean:
+            process.kill()
+            process.join(2)
+        try:
+            conn.close()
+        except OSError:
+            pass
+        if self._reader is not None:
+            self._reader.join(1)
+        self._remove_log()
+        return clean
+
+    def _remove_log(self) -> None:
+        if self._log_path:
+            try:
+                os.unlink(self._log_path)
+            except OSError:
+                pass
+
+    def _restart_after_death(self, message: str) -> None:
+        process = self._process
+        self._process, self._conn = None, None
+        if process is not None:
+            if process.is_alive():
+                process.kill()
+            process.join(2)
+        detail = ""
+        if self._log_path:
+            try:
+                with open(self._log_path, "rb") as log:
+                    log.seek(0, os.SEEK_END)
+                    log.seek(max(0, log.tell() - LOG_TAIL_BYTES))
+                    detail = last_error_line(log.read().decode("utf-8", errors="replace"))
+            except OSError:
+                pass
+        death = WorkerDeath(message, detail, self._loading_path, self._load_in_flight,
+                            min(self._generate_in_flight) if self._generate_in_flight else None)
+        sentence = f"{message} llama.cpp said: {detail}" if detail else message
+        if "ggml-rpc" in detail:
+            # ggml aborts the process when an RPC worker goes away; say that first, in the user's terms.
+            sentence = (f"An RPC worker stopped answering ({detail.rsplit('/', 1)[-1]}); the reply so far is kept "
+                        "and a fresh engine was started. Check the workers in Settings.")
+        for timer in self._stuck_timers.values():
+            timer.stop()
+        self._stuck_timers.clear()
+        for request_id in sorted(self._generate_in_flight):
+            self.sig_generation_failed.emit(request_id, sentence)
+            self.sig_generation_ended.emit(request_id)
+        self._generate_in_flight.clear()
+        self._load_in_flight = self._loading_path = None
+        self._ensure_started()
+        self.sig_worker_died.emit(death)
+
+    def _on_eof(self, incarnation: int) -> None:
+        if incarnation != self._incarnation or self._closing:
+            return
+        process = self._process
+        code = None
+        if process is not None:
+            process.join(1)
+            code = process.exitcode
+        if code is not None and code < 0:
+            how = f"was stopped by signal {-code}"
+            try:
+                import signal
+
+                how = f"was stopped by {signal.Signals(-code).name}"
+            except ValueError:
+                pass
+        else:
+            how = f"exited unexpectedly (code {code})"
+        self._restart_after_death(f"The engine process {how}; your chats are safe and a fresh engine was started.")
+
+    # ----- requests
+
+    def _send(self, message: tuple) -> None:
+        self._ensure_started()
+        try:
+            self._conn.send(message)
+        except (OSError, ValueError, AttributeError):
+            pass  # the reader thread reports the death; the request is failed there
+
+    def request_load(self, request_id: int, target_path, draft_path, load: LoadSettings) -> None:
+        self._load_in_flight = request_id
+        self._send(("load", request_id, None if target_path is None else str(target_path),
+                    None if draft_path is None else str(draft_path), load))
+
+    def request_generate(self, request_id: int, messages: list, config: GenerationConfig) -> None:
+        self._generate_in_flight.add(request_id)
+        self._send(("generate", request_id, messages, config))
+
+    def cancel(self, request_id: int) -> None:
+        """Stop request `request_id` (and every earlier one) at once; the worker checks every round."""
+        if self._cancelled_up_to.value < request_id:
+            self._cancelled_up_to.value = request_id
+        if request_id in self._generate_in_flight and request_id not in self._stuck_timers:
+            timer = QTimer(self)
+            timer.setSingleShot(True)
+            timer.setInterval(STOP_GRACE_MS)
+            timer.timeout.connect(lambda rid=request_id: self._on_stop_overdue(rid))
+            self._stuck_timers[request_id] = timer
+            timer.start()
+
+    def _on_stop_overdue(self, request_id: int) -> None:
+        self._stuck_timers.pop(request_id, None)
+        if request_id in self._generate_in_flight and not self._closing:
+            self._restart_after_death(
+                "The engine did not stop within a few seconds (stuck in the chat template or in llama.cpp), "
+                "so it was restarted; your chats are safe."
+            )
+
+    # ----- replies
+
+    def _on_message(self, incarnation: int, message: tuple) -> None:
+        if incarnation != self._incarnation or self._closing:
+            return
+        kind = message[0]
+        if kind == "stream":
+            self.sig_stream.emit(message[1])
+        elif kind == "context":
+            self.sig_context.emit(*message[1:])
+        elif kind == "notice":
+            self.sig_notice.emit(message[1], message[2])
+        elif kind == "finished":
+            self.sig_finished.emit(message[1])
+        elif kind == "failed":
+            self.sig_generation_failed.emit(message[1], message[2])
+        elif kind == "ended":
+            request_id = message[1]
+            self._generate_in_flight.discard(request_id)
+            timer = self._stuck_timers.pop(request_id, None)
+            if timer is not None:
+                timer.stop()
+            self.sig_generation_ended.emit(request_id)
+        elif kind == "loading":
+            self._loading_path = message[2]
+        elif kind == "loaded":
+            request_id, target, draft, n_ctx, note = message[1:]
+            self._end_load(request_id)
+            self.sig_models_loaded.emit(request_id, target, draft, n_ctx, note)
+        elif kind == "load_failed":
+            self._end_load(message[1])
+            self.sig_load_failed.emit(message[1], message[2])
+
+    def _end_load(self, request_id: int) -> None:
+        if self._load_in_flight == request_id:
+            self._load_in_flight = None
+        self._loading_path = None

@@ -1,0 +1,447 @@
+"""The "Get models" panel: curated target + draft pairs first, then a search of the Hugging Face Hub, a
+repository's GGUF files by quantization, and one download at a time with progress, cancel and resume.
+
+All network work runs on the panel's own thread pool (app.ui.get_models.worker); the GUI thread only lays out
+answers. Errors (offline, not found, gated, disk space...) are shown inline and leave the rest usable. When files
+land, `sig_models_downloaded` carries their paths so the window can rescan its library at once.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import partial
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QTabWidget,
+    QTreeWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.platform import paths
+from app.hub import token as hub_token
+from app.hub.client import HubClient, RepoListing
+from app.hub.curated import CuratedPair, curated_pairs
+from app.hub.download import DownloadJob, DownloadProgress
+from app.hub.download_plan import DownloadItem
+from app.hub.errors import AuthRequiredError, DownloadCancelled, HubError, OfflineError
+from app.hub.repo_files import RemoteModel
+from app.ui.widgets import style
+from app.ui.get_models.views import REPO_ROLE, PairCard, fill_files, fill_results, selected_model
+from app.ui.get_models.worker import TaskRunner, cancel_all
+
+
+class GetModelsPanel(QWidget):
+    """Find and download GGUF models. GUI thread only; `shutdown()` before the application quits.
+
+    `pairs` replaces the curated list (tests point it at a local server), `client` the Hub client (default: a
+    HubClient for HF_ENDPOINT and the saved token), `dest_dir` the folder downloads land in (default: the app's
+    models folder).
+    """
+
+    sig_models_downloaded = Signal(list)
+    """Files landed and are ready to load: the paths (str) of the models, the first part of a split one."""
+    sig_pair_downloaded = Signal(str, str)
+    """A curated pair landed: the target's path and the draft's path, to select them together."""
+    sig_busy_changed = Signal(bool)
+    """A download started (True) or ended, finished or not (False)."""
+
+    def __init__(
+        self,
+        parent: Optional[QWidget] = None,
+        *,
+        pairs: Optional[Sequence[CuratedPair]] = None,
+        client: Optional[HubClient] = None,
+        dest_dir: Optional[Path] = None,
+    ):
+        super().__init__(parent)
+        self.pairs = tuple(pairs) if pairs is not None else curated_pairs()
+        self._client = client
+        self.dest_dir = dest_dir
+        self.runner = TaskRunner(self)
+        self.runner.signals.sig_progress.connect(self._on_task_progress)
+        self.runner.signals.sig_finished.connect(self._on_task_finished)
+        self.runner.signals.sig_failed.connect(self._on_task_failed)
+        # Closing the window that holds the panel destroys it: stop downloads then (partial files stay, to resume)
+        # instead of blocking on them. A module-level function, since the panel is half gone by then.
+        self.destroyed.connect(partial(cancel_all, self.runner.cancel_events))
+
+        # request id -> what to do with its answer; a stale answer (superseded search) has no entry
+        self._handlers: dict[int, tuple[Callable[[object], None], Callable[[HubError], None]]] = {}
+        self._search_request = 0
+        self._listing_request = 0
+        self._download_request = 0
+        self._download_cancel: Optional[threading.Event] = None
+        self._last_download: Optional[Callable[[], None]] = None  # re-runs the last download (resume)
+        self._retry_after_token: Optional[Callable[[], None]] = None
+        self._listing: Optional[RepoListing] = None
+
+        self._build()
+
+    # ----- layout
+
+    def _build(self) -> None:
+        layout = QVBoxLayout(self)
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self._build_pairs_tab(), "Recommended pairs")
+        self.tabs.addTab(self._build_search_tab(), "Search the Hub")
+        layout.addWidget(self.tabs, 1)
+
+        self.message_label = QLabel()
+        self.message_label.setWordWrap(True)
+        self.message_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.message_label.hide()
+        layout.addWidget(self.message_label)
+
+        self.token_row = QWidget()
+        token_layout = QHBoxLayout(self.token_row)
+        token_layout.setContentsMargins(0, 0, 0, 0)
+        self.token_edit = QLineEdit()
+        self.token_edit.setEchoMode(QLineEdit.EchoMode.Password)
+        self.token_edit.setPlaceholderText("Hugging Face access token (hf_…), from huggingface.co/settings/tokens")
+        self.token_edit.returnPressed.connect(self.save_token)
+        token_layout.addWidget(self.token_edit, 1)
+        self.save_token_button = QPushButton("Save token")
+        self.save_token_button.clicked.connect(self.save_token)
+        token_layout.addWidget(self.save_token_button)
+        self.token_row.hide()
+        layout.addWidget(self.token_row)
+
+        self.progress_row = QWidget()
+        progress_layout = QHBoxLayout(self.progress_row)
+        progress_layout.setContentsMargins(0, 0, 0, 0)
+        column = QVBoxLayout()
+        self.progress_bar = QProgressBar()
+        self.progress_bar.setRange(0, 1000)
+        self.progress_bar.setTextVisible(False)
+        column.addWidget(self.progress_bar)
+        self.progress_label = QLabel()
+        self.progress_label.setObjectName("Muted")
+        column.addWidget(self.progress_label)
+        progress_layout.addLayout(column, 1)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.clicked.connect(self.cancel_download)
+        progress_layout.addWidget(self.cancel_button)
+        self.resume_button = QPushButton("Resume")
+        self.resume_button.setToolTip("Continue the last download where it stopped")
+        self.resume_button.clicked.connect(self.resume_download)
+        self.resume_button.hide()
+        progress_layout.addWidget(self.resume_button)
+        self.progress_row.hide()
+        layout.addWidget(self.progress_row)
+
+    def _build_pairs_tab(self) -> QWidget:
+        page = QWidget()
+        layout = QVBoxLayout(page)
+        intro = QLabel(
+            "Each pair is a chat model and a much smaller draft model that shares its vocabulary: the draft "
+            "proposes tokens, the big model checks them, and answers come faster."
+        )
+        intro.setWordWrap(True)
+        intro.setObjectName("Muted")
+        layout.addWidget(intro)
+        cards = QWidget()
+        cards_layout = QVBoxLayout(cards)
+        self.pair_buttons: dict[str, QPushButton] = {}
+        for pair in self.pairs:
+            card = PairCard(pair)
+            card.sig_download.connect(self.download_pair)
+            self.pair_buttons[pair.pair_id] = card.button
+            cards_layout.addWidget(card)
+        cards_layout.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setWidget(cards)
+        layout.addWidget(scroll, 1)
+        return page
+
+    def _build_search_tab(self) -> QWidget:
+        page = QWidget()
+        layout = QVBoxLayout(page)
+        row = QHBoxLayout()
+        self.search_edit = QLineEdit()
+        self.search_edit.setPlaceholderText("Search GGUF models on the Hugging Face Hub (e.g. qwen coder)")
+        self.search_edit.returnPressed.connect(lambda: self.search(self.search_edit.text()))
+        row.addWidget(self.search_edit, 1)
+        self.search_button = QPushButton("Search")
+        self.search_button.clicked.connect(lambda: self.search(self.search_edit.text()))
+        row.addWidget(self.search_button)
+        layout.addLayout(row)
+
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        self.results_list = QListWidget()
+        self.results_list.currentItemChanged.connect(self._on_result_chosen)
+        splitter.addWidget(self.results_list)
+        files = QWidget()
+        files_layout = QVBoxLayout(files)
+        files_layout.setContentsMargins(0, 0, 0, 0)
+        self.repo_label = QLabel("Choose a repository to see its files.")
+        self.repo_label.setObjectName("Muted")
+        files_layout.addWidget(self.repo_label)
+        self.files_tree = QTreeWidget()
+        self.files_tree.setHeaderLabels(["Quantization", "Size", "File"])
+        self.files_tree.setRootIsDecorated(True)
+        self.files_tree.currentItemChanged.connect(lambda *_: self._update_download_button())
+        self.files_tree.itemDoubleClicked.connect(lambda *_: self.download_selected())
+        files_layout.addWidget(self.files_tree, 1)
+        button_row = QHBoxLayout()
+        button_row.addStretch(1)
+        self.download_button = QPushButton("Download")
+        self.download_button.setObjectName("PrimaryButton")
+        self.download_button.setEnabled(False)
+        self.download_button.clicked.connect(self.download_selected)
+        button_row.addWidget(self.download_button)
+        files_layout.addLayout(button_row)
+        splitter.addWidget(files)
+        layout.addWidget(splitter, 1)
+        return page
+
+    # ----- actions (GUI thread)
+
+    def client(self) -> HubClient:
+        return self._client or HubClient()
+
+    def search(self, query: str) -> None:
+        """Search the Hub for GGUF repositories; results replace the list. An older search's answer is dropped."""
+        self.clear_message()
+        client = self.client()
+        self.results_list.clear()
+        self.search_button.setEnabled(False)
+        self._handlers.pop(self._search_request, None)  # the previous search's answer, if late, is dropped
+        self._search_request = self._start(
+            lambda _progress: client.search_gguf(query), self._on_search_results, self._on_search_failed
+        )
+
+    def open_repo(self, repo_id: str) -> None:
+        """List a repository's GGUF files, grouped by quantization."""
+        self.clear_message()
+        client = self.client()
+        self._listing = None
+        self.files_tree.clear()
+        self.repo_label.setText(f"Reading {repo_id}…")
+        self._update_download_button()
+        self._handlers.pop(self._listing_request, None)  # the previously chosen repo's listing is dropped
+        self._listing_request = self._start(
+            lambda _progress: client.list_gguf(repo_id), self._on_listing, self._on_listing_failed
+        )
+        self._retry_after_token = partial(self.open_repo, repo_id)
+
+    def download_pair(self, pair_id: str) -> None:
+        """Download a curated pair's target and draft as one job."""
+        pair = next((p for p in self.pairs if p.pair_id == pair_id), None)
+        if pair is None:
+            return
+        items = [DownloadItem(f.repo_id, f.filename, f.revision) for f in pair.files]
+        self._start_download(items, primary=[0, 1], pair=True, label=pair.title)
+
+    def download_model(self, repo_id: str, model: RemoteModel) -> None:
+        """Download one model from a listing (every part of a split model)."""
+        items = [DownloadItem(repo_id, f.path) for f in model.files]
+        self._start_download(items, primary=[0], pair=False, label=model.name)
+
+    def download_selected(self) -> None:
+        model = selected_model(self.files_tree)
+        if model is not None and self._listing is not None and not self.is_downloading():
+            self.download_model(self._listing.repo_id, model)
+
+    def cancel_download(self) -> None:
+        if self._download_cancel is not None:
+            self._download_cancel.set()
+            self.cancel_button.setEnabled(False)
+            self.progress_label.setText("Cancelling…")
+
+    def resume_download(self) -> None:
+        if self._last_download is not None and not self.is_downloading():
+            self._last_download()
+
+    def save_token(self) -> None:
+        """Check the pasted token with the Hub, store it like huggingface_hub does, then retry what needed it."""
+        token = self.token_edit.text().strip()
+        if not token:
+            return
+        self.save_token_button.setEnabled(False)
+        base_url = self.client().base_url
+        self._start(lambda _progress: hub_token.save_token(token, base_url=base_url),
+                    self._on_token_saved, self._on_token_failed)
+
+    def is_downloading(self) -> bool:
+        return self._download_cancel is not None
+
+    def shutdown(self, timeout_ms: int = 10_000) -> bool:
+        """Cancel any download (its partial file stays) and wait for background work; call before quitting."""
+        return self.runner.shutdown(timeout_ms)
+
+    # ----- downloads
+
+    def _start_download(self, items: list[DownloadItem], primary: list[int], pair: bool, label: str) -> None:
+        if self.is_downloading():
+            self.show_message("A download is already running; wait for it or cancel it first.")
+            return
+        self.clear_message()
+        client = self.client()
+        cancel = self.runner.new_cancel_event()
+        dest_dir = self.dest_dir or paths.models_dir()
+
+        def work(progress):  # pool thread
+            job = DownloadJob(items, dest_dir, client=client, on_progress=progress, cancel_event=cancel)
+            return job.run()
+
+        self._download_cancel = cancel
+        self._last_download = partial(self._start_download, items, primary, pair, label)
+        self._retry_after_token = self._last_download
+        self._set_downloading(True, label)
+        self._download_request = self._start(
+            work,
+            partial(self._on_download_finished, primary=primary, pair=pair),
+            self._on_download_failed,
+        )
+
+    def _set_downloading(self, busy: bool, label: str = "") -> None:
+        for button in self.pair_buttons.values():
+            button.setEnabled(not busy)
+        self._update_download_button()
+        self.cancel_button.setVisible(busy)
+        self.cancel_button.setEnabled(busy)
+        self.resume_button.hide()
+        if busy:
+            self.progress_row.show()
+            self.progress_bar.setValue(0)
+            self.progress_label.setText(f"Preparing {label}: checking sizes and free space…")
+        self.sig_busy_changed.emit(busy)
+
+    def _on_download_progress(self, progress: DownloadProgress) -> None:
+        self.progress_bar.setValue(int(progress.fraction * 1000))
+        if progress.phase != "checking":
+            self.progress_label.setText(" · ".join(progress.facts()))
+
+    def _forget_download(self) -> None:
+        if self._download_cancel in self.runner.cancel_events:
+            self.runner.cancel_events.remove(self._download_cancel)
+        self._download_cancel = None
+
+    def _on_download_finished(self, result: object, primary: list[int], pair: bool) -> None:
+        self._forget_download()
+        self._last_download = None
+        paths_list = [str(p) for p in result]  # type: ignore[union-attr]
+        self._set_downloading(False)
+        self.cancel_button.hide()
+        self.progress_bar.setValue(1000)
+        landed = [paths_list[i] for i in primary] if pair else [paths_list[0]]
+        self.progress_label.setText("Downloaded: " + ", ".join(Path(p).name for p in landed))
+        self.sig_models_downloaded.emit(landed)
+        if pair:
+            self.sig_pair_downloaded.emit(landed[0], landed[1])
+
+    def _on_download_failed(self, error: HubError) -> None:
+        self._forget_download()
+        self._set_downloading(False)
+        self.cancel_button.hide()
+        # After a cancel or a network failure the partial files are kept: offer to continue.
+        resumable = isinstance(error, (DownloadCancelled, OfflineError))
+        self.resume_button.setVisible(resumable and self._last_download is not None)
+        self.progress_label.setText("Cancelled." if isinstance(error, DownloadCancelled) else "Download stopped.")
+        self.show_error(error)
+
+    # ----- answers (GUI thread, via queued signals)
+
+    def _start(self, function, on_result, on_error) -> int:
+        request_id = self.runner.start(function)
+        self._handlers[request_id] = (on_result, on_error)
+        return request_id
+
+    def _on_task_progress(self, request_id: int, record: object) -> None:
+        if request_id == self._download_request and isinstance(record, DownloadProgress):
+            self._on_download_progress(record)
+
+    def _on_task_finished(self, request_id: int, result: object) -> None:
+        handlers = self._handlers.pop(request_id, None)
+        if handlers is not None:
+            handlers[0](result)
+
+    def _on_task_failed(self, request_id: int, error: object) -> None:
+        handlers = self._handlers.pop(request_id, None)
+        if handlers is not None:
+            handlers[1](error if isinstance(error, HubError) else HubError(str(error)))
+
+    def _on_search_results(self, results: object) -> None:
+        self.search_button.setEnabled(True)
+        fill_results(self.results_list, list(results))  # type: ignore[arg-type]
+        if not results:
+            self.show_message("No GGUF repositories match that search.")
+
+    def _on_search_failed(self, error: HubError) -> None:
+        self.search_button.setEnabled(True)
+        self.show_error(error)
+
+    def _on_result_chosen(self, current, _previous) -> None:
+        if current is not None:
+            self.open_repo(current.data(REPO_ROLE))
+
+    def _on_listing(self, listing: object) -> None:
+        assert isinstance(listing, RepoListing)
+        self._listing = listing
+        self.repo_label.setText(f"{listing.repo_id}: {listing.model_count} model(s). Choose one and press Download.")
+        fill_files(self.files_tree, listing)
+        self._update_download_button()
+
+    def _on_listing_failed(self, error: HubError) -> None:
+        self.repo_label.setText("Choose a repository to see its files.")
+        self.show_error(error)
+
+    def _on_token_saved(self, user: object) -> None:
+        self.save_token_button.setEnabled(True)
+        self.token_edit.clear()
+        self.token_row.hide()
+        self.show_message(f"Token saved{f' for {user}' if user else ''}.")
+        retry, self._retry_after_token = self._retry_after_token, None
+        if retry is not None:
+            retry()
+
+    def _on_token_failed(self, error: HubError) -> None:
+        self.save_token_button.setEnabled(True)
+        self.show_error(error)
+
+    # ----- messages
+
+    def show_message(self, text: str) -> None:
+        self.message_label.setStyleSheet(f"color: {style.TEXT_MUTED};")
+        self.message_label.setText(text)
+        self.message_label.show()
+
+    def show_error(self, error: HubError) -> None:
+        self.message_label.setStyleSheet(
+            f"color: {style.ERROR}; background: {style.ERROR_SOFT}; border-radius: 6px; padding: 6px;"
+        )
+        self.message_label.setText(str(error))
+        self.message_label.show()
+        # A gated or private repo: ask for a token right here, then retry what needed it.
+        wants_token = isinstance(error, AuthRequiredError) or getattr(error, "may_be_private", False)
+        self.token_row.setVisible(bool(wants_token))
+        if wants_token:
+            self.token_edit.setFocus()
+
+    def clear_message(self) -> None:
+        self.message_label.hide()
+        self.message_label.clear()
+
+    def message(self) -> str:
+        """The message shown inline ("" when none)."""
+        return self.message_label.text()
+
+    # ----- helpers
+
+    def _update_download_button(self) -> None:
+        model = selected_model(self.files_tree)
+        self.download_button.setEnabled(model is not None and self._listing is not None and not self.is_downloading())

@@ -1,0 +1,120 @@
+"""The pieces the Get-models panel shows: a card per curated pair, the search results, a repo's files by quant."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+)
+
+from app.hub.client import RepoListing, RepoSummary
+from app.hub.curated import CuratedPair
+from app.hub.download_plan import format_bytes
+from app.hub.repo_files import RemoteModel
+from app.ui.widgets import style
+
+MODEL_ROLE = Qt.ItemDataRole.UserRole + 1
+REPO_ROLE = Qt.ItemDataRole.UserRole + 2
+
+
+class PairCard(QFrame):
+    """One curated pair: what it is, how big, what it is good at, and its Download button. GUI thread only."""
+
+    sig_download = Signal(str)
+    """The user asked to download this pair: its pair_id."""
+
+    def __init__(self, pair: CuratedPair, parent=None):
+        super().__init__(parent)
+        self.pair = pair
+        self.setObjectName("PairCard")
+        self.setStyleSheet(
+            f"#PairCard {{ border: 1px solid {style.BORDER}; border-radius: 8px; background: {style.SURFACE}; }}"
+        )
+        layout = QHBoxLayout(self)
+        text = QVBoxLayout()
+        title = QLabel(f"<b>{pair.title}</b>")
+        text.addWidget(title)
+        sizes = QLabel(
+            f"about {format_bytes(pair.approx_size)} — {pair.target.label} {format_bytes(pair.target.approx_size)}"
+            f" + draft {pair.draft.label} {format_bytes(pair.draft.approx_size)}"
+        )
+        sizes.setObjectName("Muted")
+        sizes.setWordWrap(True)
+        text.addWidget(sizes)
+        good_at = QLabel(pair.good_at + (" Needs a Hugging Face token." if pair.needs_token else ""))
+        good_at.setWordWrap(True)
+        text.addWidget(good_at)
+        layout.addLayout(text, 1)
+        self.button = QPushButton("Download pair")
+        self.button.setObjectName("PrimaryButton")
+        self.button.setToolTip(f"{pair.target.repo_id}/{pair.target.filename}\n{pair.draft.repo_id}/{pair.draft.filename}")
+        self.button.clicked.connect(lambda: self.sig_download.emit(self.pair.pair_id))
+        layout.addWidget(self.button, 0, Qt.AlignmentFlag.AlignVCenter)
+
+
+def fill_results(widget: QListWidget, results: list[RepoSummary]) -> None:
+    widget.clear()
+    for result in results:
+        facts = [f"{_count(result.downloads)} downloads"]
+        if result.likes:
+            facts.append(f"{_count(result.likes)} likes")
+        if result.gated:
+            facts.append("gated: needs a token")
+        item = QListWidgetItem(f"{result.repo_id}    ·  " + " · ".join(facts))
+        item.setData(REPO_ROLE, result.repo_id)
+        widget.addItem(item)
+
+
+def fill_files(tree: QTreeWidget, listing: RepoListing) -> None:
+    """Quantization groups as top rows (with their size), each model under its group."""
+    tree.clear()
+    for group in listing.groups:
+        label = group.quant or "other"
+        size = format_bytes(group.size) if group.size is not None else ""
+        if len(group.models) == 1:
+            tree.addTopLevelItem(_model_item(group.models[0], label))
+            continue
+        top = QTreeWidgetItem([label, size, f"{len(group.models)} files"])
+        top.setFlags(top.flags() & ~Qt.ItemFlag.ItemIsSelectable)
+        tree.addTopLevelItem(top)
+        for model in group.models:
+            top.addChild(_model_item(model, ""))
+        top.setExpanded(True)
+    for column in range(tree.columnCount()):
+        tree.resizeColumnToContents(column)
+
+
+def _model_item(model: RemoteModel, quant_label: str) -> QTreeWidgetItem:
+    size = format_bytes(model.size) if model.size is not None else "?"
+    name = model.name
+    if model.is_split:
+        name += f"  ({len(model.files)} parts)" + ("" if model.complete else ", some parts missing")
+    if model.is_projector:
+        name += "  (vision projector, not a chat model)"
+    item = QTreeWidgetItem([quant_label, size, name])
+    item.setData(0, MODEL_ROLE, model)
+    item.setTextAlignment(1, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+    return item
+
+
+def selected_model(tree: QTreeWidget) -> Optional[RemoteModel]:
+    item = tree.currentItem()
+    return item.data(0, MODEL_ROLE) if item is not None else None
+
+
+def _count(n: int) -> str:
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.1f}M"
+    if n >= 1_000:
+        return f"{n / 1_000:.1f}k"
+    return str(n)

@@ -1,0 +1,272 @@
+"""Item models over the model library: every file (the target picker and the library table), and the drafts that
+fit the chosen target (the draft picker). Both wrap plain lists of library records; GUI thread only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from PySide6.QtCore import QAbstractListModel, QAbstractTableModel, QModelIndex, QRect, QSize, Qt
+from PySide6.QtGui import QColor, QFont, QPainter
+from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
+
+from app.library import SERVER_SPECULATION, DraftChoice, ModelEntry
+from app.ui.widgets import style
+
+PATH_ROLE = Qt.ItemDataRole(Qt.ItemDataRole.UserRole + 1)
+"""The file path of the row (a str), or NGRAM_KEY for the n-gram drafter."""
+DETAIL_ROLE = Qt.ItemDataRole(Qt.ItemDataRole.UserRole + 2)
+"""A second line of facts for the two-line picker rows."""
+
+NGRAM_KEY = "ngram"
+"""The draft picker's key for n-gram prompt lookup (drafting without a draft model)."""
+
+
+class LibraryModel(QAbstractTableModel):
+    """Every .gguf file found, usable or not; unusable rows are disabled and say why. GUI thread only."""
+
+    COLUMNS = ("Name", "Size", "Parameters", "Quantization", "Architecture", "Context", "Status")
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._entries: list[ModelEntry] = []
+        self._files: list[ModelEntry] = []
+        self._server_models: list[ModelEntry] = []
+
+    def set_entries(self, entries: Sequence[ModelEntry]) -> None:
+        """The files found by a scan (the servers' models stay)."""
+        self.beginResetModel()
+        self._files = list(entries)
+        self._entries = self._files + self._server_models
+        self.endResetModel()
+
+    def set_server_entries(self, entries: Sequence[ModelEntry]) -> None:
+        """The models the configured servers offer (app.ui.models.server_models), listed after the files."""
+        self.beginResetModel()
+        self._server_models = list(entries)
+        self._entries = self._files + self._server_models
+        self.endResetModel()
+
+    def entries(self) -> list[ModelEntry]:
+        """The files (what drafts are chosen from and scans replace); servers' models are rows, not files."""
+        return list(self._files)
+
+    def usable_entries(self) -> list[ModelEntry]:
+        return [e for e in self._entries if e.usable]
+
+    def entry_at(self, row: int) -> Optional[ModelEntry]:
+        return self._entries[row] if 0 <= row < len(self._entries) else None
+
+    def row_of(self, path: Optional[str]) -> int:
+        if path is None:
+            return -1
+        for row, entry in enumerate(self._entries):
+            if entry.path == str(path):
+                return row
+        return -1
+
+    def entry_for(self, path: Optional[str]) -> Optional[ModelEntry]:
+        return self.entry_at(self.row_of(path))
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._entries)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.COLUMNS)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            if 0 <= section < len(self.COLUMNS):
+                return self.COLUMNS[section]
+        return None
+
+    def flags(self, index: QModelIndex) -> Qt.ItemFlag:
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        entry = self._entries[index.row()]
+        if entry.usable:
+            return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+        return Qt.ItemFlag.NoItemFlags
+
+    def data(self, index: QModelIndex, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid() or not (0 <= index.row() < len(self._entries)):
+            return None
+        entry = self._entries[index.row()]
+        column = index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            values = (
+                entry.name,
+                entry.size_label,
+                entry.parameters_label,
+                entry.quantization,
+                entry.architecture,
+                f"{entry.context_length:,}" if entry.context_length else "",
+                "Ready" if entry.usable else (entry.problem or "Cannot be used"),
+            )
+            return values[column]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            lines = [entry.model_name, entry.path] if entry.model_name else [entry.path]
+            if not entry.usable:
+                lines.insert(0, entry.problem or "This file cannot be used.")
+            return "\n".join(lines)
+        if role == PATH_ROLE:
+            return entry.path
+        if role == DETAIL_ROLE:
+            return entry.summary if entry.usable else (entry.problem or "This file cannot be used.")
+        if role == Qt.ItemDataRole.ForegroundRole and not entry.usable and column == 6:
+            return QColor(style.ERROR)
+        return None
+
+
+@dataclass(frozen=True)
+class DraftOption:
+    """One row of the draft picker."""
+
+    key: str  # a file path, or NGRAM_KEY
+    label: str
+    detail: str
+    enabled: bool
+    tooltip: str
+
+
+class DraftListModel(QAbstractListModel):
+    """The draft picker: compatible drafts (best first), n-gram lookup, then incompatible files, disabled, each
+    with the reason as its tooltip, so the list is never unexplained. GUI thread only."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._options: list[DraftOption] = []
+        self._checking = False
+
+    def set_checking(self) -> None:
+        """The target changed and its drafts are not known yet."""
+        self.beginResetModel()
+        self._checking = True
+        self._options = [
+            DraftOption("", "Checking drafts…", "Reading the files' vocabularies", False,
+                        "Checking which drafts share the target's vocabulary"),
+        ]
+        self.endResetModel()
+
+    def set_no_target(self) -> None:
+        self.beginResetModel()
+        self._checking = False
+        self._options = [DraftOption("", "Choose a model first", "", False, "Choose a model to see which drafts fit")]
+        self.endResetModel()
+
+    def set_choices(self, choices: Sequence[DraftChoice], library: LibraryModel) -> None:
+        if [c.path for c in choices] == [SERVER_SPECULATION]:
+            # NGRAM_KEY: the window then loads no draft file; the server ignores which drafter was asked for.
+            detail = "The server speculates with the draft it was started with"
+            self._set([DraftOption(NGRAM_KEY, "Set on the server", detail, True, choices[0].reason)])
+            return
+        options: list[DraftOption] = []
+        for choice in choices:
+            if not choice.compatible:
+                continue
+            entry = library.entry_for(choice.path)
+            name = entry.name if entry else choice.path.rsplit("/", 1)[-1]
+            detail = entry.summary if entry else ""
+            if choice.recommended:
+                detail = f"Recommended · {detail}" if detail else "Recommended"
+            tooltip = "\n".join(p for p in (choice.reason, choice.path) if p)
+            options.append(DraftOption(choice.path, name, detail, True, tooltip))
+        ngram_detail = "Drafts by looking up repeated text in the conversation; no second model"
+        if not options:
+            ngram_detail = "No compatible draft model in the library · " + ngram_detail
+        options.append(DraftOption(NGRAM_KEY, "N-gram lookup (no draft model)", ngram_detail, True, ngram_detail))
+        for choice in choices:
+            if choice.compatible:
+                continue
+            entry = library.entry_for(choice.path)
+            name = entry.name if entry else choice.path.rsplit("/", 1)[-1]
+            reason = choice.reason or "Not compatible with this target."
+            options.append(DraftOption(choice.path, name, f"Incompatible: {reason}", False,
+                                       f"Cannot draft for this model: {reason}\n{choice.path}"))
+        self._set(options)
+
+    def _set(self, options: list[DraftOption]) -> None:
+        self.beginResetModel()
+        self._checking = False
+        self._options = options
+        self.endResetModel()
+
+    def is_checking(self) -> bool:
+        return self._checking
+
+    def options(self) -> list[DraftOption]:
+        return list(self._options)
+
+    def row_of(self, key: Optional[str]) -> int:
+        for row, option in enumerate(self._options):
+            if option.key == key and option.enabled:
+                return row
+        return -1
+
+    def first_enabled_row(self) -> int:
+        for row, option in enumerate(self._options):
+            if option.enabled:
+                return row
+        return -1
+
+    def option_at(self, row: int) -> Optional[DraftOption]:
+        return self._options[row] if 0 <= row < len(self._options) else None
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._options)
+
+    def flags(self, index: QModelIndex) -> Qt.ItemFlag:
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        if self._options[index.row()].enabled:
+            return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+        return Qt.ItemFlag.NoItemFlags
+
+    def data(self, index: QModelIndex, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid() or not (0 <= index.row() < len(self._options)):
+            return None
+        option = self._options[index.row()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return option.label
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return option.tooltip
+        if role == PATH_ROLE:
+            return option.key
+        if role == DETAIL_ROLE:
+            return option.detail
+        return None
+
+
+class TwoLineDelegate(QStyledItemDelegate):
+    """Picker rows as a name over a muted line of facts (or the reason a row is disabled)."""
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:
+        metrics = option.fontMetrics
+        return QSize(max(320, option.rect.width()), metrics.height() * 2 + 14)
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
+        self.initStyleOption(option, index)
+        enabled = bool(index.flags() & Qt.ItemFlag.ItemIsEnabled)
+        painter.save()
+        if option.state & QStyle.StateFlag.State_Selected and enabled:
+            painter.fillRect(option.rect, QColor(style.ACCENT_SOFT))
+        elif option.state & QStyle.StateFlag.State_MouseOver and enabled:
+            painter.fillRect(option.rect, QColor("#f3f4f6"))
+        rect = option.rect.adjusted(10, 5, -10, -5)
+        line = option.fontMetrics.height()
+        name_font = QFont(option.font)
+        name_font.setWeight(QFont.Weight.Medium)
+        painter.setFont(name_font)
+        painter.setPen(QColor(style.TEXT if enabled else "#9ca3af"))
+        name = index.data(Qt.ItemDataRole.DisplayRole) or ""
+        painter.drawText(QRect(rect.left(), rect.top(), rect.width(), line), Qt.AlignmentFlag.AlignVCenter,
+                         option.fontMetrics.elidedText(name, Qt.TextElideMode.ElideRight, rect.width()))
+        detail_font = QFont(option.font)
+        detail_font.setPointSizeF(max(7.0, option.font.pointSizeF() - 1))
+        painter.setFont(detail_font)
+        detail = index.data(DETAIL_ROLE) or ""
+        painter.setPen(QColor(style.TEXT_MUTED if enabled else style.ERROR))
+        painter.drawText(QRect(rect.left(), rect.top() + line + 2, rect.width(), line), Qt.AlignmentFlag.AlignVCenter,
+                         option.fontMetrics.elidedText(detail, Qt.TextElideMode.ElideRight, rect.width()))
+        painter.restore()

@@ -1,0 +1,235 @@
+"""The model session: which target and draft are chosen, loading them in the engine process, and readiness.
+
+It answers the engine process's load and death signals, and asks the library thread which drafts fit a target
+(cached per target until the next scan). GUI thread only.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+from PySide6.QtCore import QObject, Signal
+
+from app.engine.config import LoadSettings
+from app.engine.remote.engine import is_remote_target
+from app.store.unusable_models import mark_unusable
+from app.ui.engine_link.engine_process import EngineProcess, WorkerDeath
+from app.ui.models.library_model import NGRAM_KEY, DraftListModel, LibraryModel
+from app.ui.models.library_worker import LibraryThread
+from app.ui.models.model_bar import ModelBar
+
+class ModelSession(QObject):
+    """Target and draft choice, loads and readiness. GUI thread only."""
+
+    sig_error = Signal(str)
+    """Something about the models the user should read."""
+    sig_target_chosen = Signal(str)
+    """The user chose this target (it belongs in the open chat's settings)."""
+    sig_draft_chosen = Signal(str)
+    """The user chose this draft: a file path or NGRAM_KEY."""
+    sig_target_loaded = Signal(str)
+    """A target the user chose has loaded: it may be remembered as the last one."""
+    sig_context_size = Signal(int)
+    """The loaded models' context size."""
+    sig_model_crashed = Signal(str)
+    """(path): this file crashed the engine while loading and was marked unusable."""
+
+    def __init__(self, library: LibraryModel, drafts: DraftListModel, bar: ModelBar, engine: EngineProcess,
+                 library_thread: LibraryThread, load_settings: LoadSettings, wanted_draft: Optional[str],
+                 parent=None):
+        super().__init__(parent)
+        self.library = library
+        self.drafts = drafts
+        self.bar = bar
+        self.engine = engine
+        self.library_thread = library_thread
+        self._load_settings = load_settings
+        self.target: Optional[str] = None
+        self.draft_key: str = ""
+        self._wanted_draft = wanted_draft
+        self._remember_target = False  # remember the target as the last one once it has loaded
+        self._draft_cache: dict[str, list] = {}
+        self._draft_check_id = 0
+        self._load_id = 0
+        self._loaded: tuple[Optional[str], Optional[str]] = (None, None)
+        self._load_error = ""
+        engine.sig_models_loaded.connect(self._on_models_loaded)
+        engine.sig_load_failed.connect(self._on_load_failed)
+        engine.sig_worker_died.connect(self._on_worker_died)
+        # A bound method of this GUI-thread object: the slot runs on the GUI thread (a lambda would not).
+        library_thread.worker.sig_drafts_checked.connect(self._on_drafts_checked)
+
+    # ----- state
+
+    def models_ready(self) -> bool:
+        return self.target is not None and self._loaded == (self.target, self.draft_path())
+
+    def draft_path(self) -> Optional[str]:
+        return None if self.draft_key in ("", NGRAM_KEY) else self.draft_key
+
+    def drafter(self) -> str:
+        return "ngram" if self.draft_key == NGRAM_KEY else "auto"
+
+    def send_blocker(self, library_scanned: bool) -> str:
+        """Why a message cannot be sent now ("" when it can)."""
+        if self.target is None:
+            if library_scanned and not self.library.usable_entries():
+                return "There is no model to chat with yet. Add a folder of GGUF files or download a model."
+            return "Choose a model in the bar above first."
+        if not is_remote_target(self.target) and not os.path.exists(self.target):
+            return f"The model file {self.target} is missing. Scan again or choose another model."
+        if self._load_error:
+            return f"The model could not be loaded: {self._load_error}"
+        return ""
+
+    def names(self) -> tuple[str, Optional[str]]:
+        """(target name, draft name or None) as the transcript labels a reply."""
+        entry = self.library.entry_for(self.target)
+        target_name = entry.name if entry else Path(self.target or "").stem
+        if not self.bar.speculative():
+            return target_name, None
+        if is_remote_target(self.target):
+            return target_name, "the server's speculation"
+        if self.draft_key == NGRAM_KEY or not self.draft_key:
+            return target_name, "n-gram drafts"
+        draft = self.library.entry_for(self.draft_key)
+        return target_name, draft.name if draft else Path(self.draft_key).stem
+
+    # ----- choices
+
+    def choose_target(self, path: str, remember: bool = True) -> None:
+        """Use `path` as the target: filter the drafts for it (cached when seen before) and load it."""
+        entry = self.library.entry_for(path)
+        if entry is None or not entry.usable:
+            self.sig_error.emit(entry.problem if entry else f"{path} is not in the model library.")
+            return
+        self.target = entry.path
+        self._remember_target = remember
+        self.bar.select_target(entry.path)
+        if remember:
+            self.sig_target_chosen.emit(entry.path)
+        cached = self._draft_cache.get(entry.path)
+        if cached is not None:
+            self._show_drafts(entry.path, cached)
+            return
+        self._draft_check_id += 1
+        self.drafts.set_checking()
+        self.bar.refresh_enabled()
+        self.bar.set_load_state("Checking drafts…")
+        self.library_thread.request_draft_check(self._draft_check_id, entry.path, self.library.entries())
+
+    def _on_drafts_checked(self, request_id: int, target: str, choices: list) -> None:
+        self._draft_cache[target] = choices
+        if request_id == self._draft_check_id and target == self.target:
+            self._show_drafts(target, choices)
+
+    def _show_drafts(self, target: str, choices: list) -> None:
+        self.drafts.set_choices(choices, self.library)
+        self.draft_key = self.bar.select_draft(self._wanted_draft)
+        self.bar.refresh_enabled()
+        self.request_load()
+
+    def choose_draft(self, key: str) -> None:
+        """Use a draft file, or NGRAM_KEY for n-gram lookup; takes effect from the next message."""
+        if self.drafts.row_of(key) < 0:
+            return
+        self.bar.select_draft(key)
+        self.draft_key = key
+        self._wanted_draft = key
+        self.sig_draft_chosen.emit(key)
+        self.request_load()
+
+    def clear_target(self) -> None:
+        self.target = None
+        self.bar.select_target(None)
+        self.drafts.set_no_target()
+
+    def show_chat_models(self, target_path: Optional[str], draft_key: str) -> None:
+        """Select an opened chat's target and draft (a file or NGRAM_KEY); a different one is loaded."""
+        if draft_key:
+            self._wanted_draft = draft_key
+        entry = self.library.entry_for(target_path)
+        if entry is not None and entry.usable and entry.path != self.target:
+            self.choose_target(entry.path, remember=False)
+        elif self.target and draft_key and draft_key != self.draft_key:
+            if self.drafts.row_of(draft_key) >= 0:
+                self.bar.select_draft(draft_key)
+                self.draft_key = draft_key
+                self.request_load()
+
+    def library_rescanned(self, wanted_target: Optional[str], wanted_draft: Optional[str] = None) -> None:
+        """The library changed: drop cached draft checks and choose `wanted_target` again if it is usable."""
+        self._draft_cache.clear()
+        if wanted_draft is not None:
+            self._wanted_draft = wanted_draft
+        entry = self.library.entry_for(wanted_target)
+        if entry is not None and entry.usable:
+            self.choose_target(entry.path, remember=False)
+        elif self.target is not None:
+            self.clear_target()
+        else:
+            self.bar.select_target(None)
+
+    # ----- loading
+
+    def set_load_settings(self, load_settings: LoadSettings) -> None:
+        """New context size, threads or GPU layers: loaded again when they differ."""
+        if load_settings != self._load_settings:
+            self._load_settings = load_settings
+            self.request_load()
+
+    def request_load(self) -> None:
+        if self.target is None:
+            return
+        self._load_id += 1
+        self._load_error = ""
+        entry = self.library.entry_for(self.target)
+        self.bar.set_load_state("Loading…", f"Loading {entry.name if entry else ''}")
+        self.engine.request_load(self._load_id, self.target, self.draft_path(), self._load_settings)
+
+    def _on_models_loaded(self, request_id: int, target, draft, n_ctx: int, note: str = "") -> None:
+        if request_id != self._load_id:
+            return
+        self._loaded = (str(target) if target else None, str(draft) if draft else None)
+        self.sig_context_size.emit(n_ctx)
+        self.bar.set_load_state("Ready", "The models are loaded." + (f" {note}" if note else ""), "ready")
+        # Remembered only once loaded: a file that crashes the engine must not be loaded again at every start.
+        if self._remember_target and target:
+            self.sig_target_loaded.emit(str(target))
+        self._remember_target = False
+
+    def _on_load_failed(self, request_id: int, message: str) -> None:
+        if request_id == self._load_id:
+            self._fail(message)
+
+    def _fail(self, message: str) -> None:
+        self._load_error = message
+        self.bar.set_load_state("Not loaded", message, "failed")
+        self.sig_error.emit(message)
+
+    def _on_worker_died(self, death: WorkerDeath) -> None:
+        """The engine process crashed or hung and a fresh one runs: say so, and never load a guilty file again."""
+        self._loaded = (None, None)
+        said = f" llama.cpp said: {death.detail}" if death.detail else ""
+        if death.loading_path:
+            mark_unusable(death.loading_path, f"llama.cpp crashed loading it ({death.detail or death.message})")
+            name = Path(death.loading_path).name
+            self._fail(f"{name} crashed the engine while loading, so SpecChat will not load it again. "
+                       f"{death.message}{said}")
+            self._draft_cache.clear()
+            self.sig_model_crashed.emit(death.loading_path)
+            if death.loading_path == self.target:
+                self.clear_target()
+            elif self.target is not None:
+                if death.loading_path == self.draft_key:
+                    self.draft_key = NGRAM_KEY
+                self.choose_target(self.target, remember=False)
+            return
+        if death.load_request_id is not None:
+            # It died measuring or setting up, not reading a file: loading it again would likely crash again.
+            self._fail(death.message + said)
+            return
+        self.sig_error.emit(death.message + said)
+        self.request_load()  # the models were fine; the fresh engine needs them again

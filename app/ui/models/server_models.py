@@ -1,0 +1,83 @@
+"""The Model picker's server rows: the models each configured server offers, listed off the GUI thread.
+
+A server that cannot be listed (down, refused key) contributes no rows and one sentence in `sig_listed`'s problems,
+so the window can say why its models are missing. GUI thread only, except the private listing thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Sequence
+
+from PySide6.QtCore import QObject, Signal
+
+from app import library
+
+
+def list_servers(urls: Sequence[str]) -> tuple[list, list[str]]:
+    """Library entries for every model of every server, and one sentence per server that failed."""
+    from app.engine.errors import EngineError
+    from app.engine.remote.http import list_models, normalize_url
+    from app.engine.remote.server_keys import api_key_for
+
+    entries, problems = [], []
+    for url in urls:
+        try:
+            base = normalize_url(url)
+            models = list_models(base, api_key_for(base))
+        except EngineError as exc:
+            problems.append(str(exc))
+            continue
+        entries += library.server_entries(base, [m.id for m in models])
+    return entries, problems
+
+
+class ServerModelLister(QObject):
+    """Lists the servers' models on a thread of its own; the latest request's answer wins."""
+
+    sig_listed = Signal(object, object)
+    """(list[ModelEntry], list[str]): the servers' models, and why some servers gave none."""
+    _sig_done = Signal(int, object, object)
+    """From the listing thread: (generation, entries, problems)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._generation = 0
+        self._sig_done.connect(self._on_done)
+
+    def refresh(self, urls: Sequence[str]) -> None:
+        self._generation += 1
+        generation, urls = self._generation, list(urls)
+        if not urls:
+            self.sig_listed.emit([], [])
+            return
+
+        def work() -> None:
+            entries, problems = list_servers(urls)
+            self._sig_done.emit(generation, entries, problems)
+
+        threading.Thread(target=work, name="server models", daemon=True).start()
+
+    def _on_done(self, generation: int, entries: list, problems: list) -> None:
+        if generation == self._generation:
+            self.sig_listed.emit(entries, problems)
+
+
+def attach(window) -> ServerModelLister:
+    """Give `window` (MainWindow) its servers' models: listed now and whenever `refresh` is called again with the
+    Settings' servers. A server model remembered as the chat's or the last target is chosen once it is listed."""
+    lister = ServerModelLister(window)
+
+    def on_listed(entries: list, problems: list) -> None:
+        window.library.set_server_entries(entries)
+        window._update_page()
+        if problems:
+            window.show_error(" ".join(problems))
+        wanted = window.chat_settings.current().target_path or window.settings.last_target
+        entry = window.library.entry_for(wanted) if wanted else None
+        if window.session.target is None and entry is not None and entry.source == "server":
+            window.choose_target(entry.path, remember=False)
+
+    lister.sig_listed.connect(on_listed)
+    lister.refresh(window.settings.servers)
+    return lister

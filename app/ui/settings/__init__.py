@@ -1,0 +1,5 @@
+"""The settings dialogs: per-chat generation settings and the app's settings.
+
+- dialog.py: Dialogs for the chat's generation settings and for the app's settings. GUI thread only.
+- remote_settings.py: Settings for models elsewhere: OpenAI-compatible servers (URL and optional API key) and llama.cpp RPC workers.
+"""

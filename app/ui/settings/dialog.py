@@ -1,0 +1,238 @@
+"""Dialogs for the chat's generation settings and for the app's settings. GUI thread only."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QValidator
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QLabel,
+    QListWidget,
+    QPlainTextEdit,
+    QSpinBox,
+    QVBoxLayout,
+)
+
+from app.platform import paths
+from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, MAX_DRAFT
+from app.engine.placement.devices import DeviceReport, list_devices
+from app.store import AppSettings, ChatSettings
+from app.ui.widgets.layouts import button_row
+from app.ui.settings.remote_settings import RemoteSettingsSection
+
+
+def _hint(text: str) -> QLabel:
+    label = QLabel(text)
+    label.setObjectName("Muted")
+    label.setWordWrap(True)
+    return label
+
+
+class ChatSettingsDialog(QDialog):
+    """System prompt and sampling settings of one chat; they apply from the next message."""
+
+    def __init__(self, settings: ChatSettings, parent=None):
+        super().__init__(parent)
+        self.setWindowTitle("Chat settings")
+        self.setMinimumWidth(460)
+        self._original = settings
+        layout = QVBoxLayout(self)
+        form = QFormLayout()
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+
+        self.system_prompt = QPlainTextEdit(settings.system_prompt)
+        self.system_prompt.setPlaceholderText("You are a helpful assistant.")
+        self.system_prompt.setFixedHeight(90)
+        form.addRow("System prompt", self.system_prompt)
+
+        self.temperature = QDoubleSpinBox()
+        self.temperature.setRange(0.0, 2.0)
+        self.temperature.setSingleStep(0.05)
+        self.temperature.setDecimals(2)
+        self.temperature.setValue(settings.temperature)
+        self.temperature.setToolTip("0 is greedy: the same reply with or without speculation, only faster")
+        form.addRow("Temperature", self.temperature)
+
+        self.top_p = QDoubleSpinBox()
+        self.top_p.setRange(0.0, 1.0)
+        self.top_p.setSingleStep(0.05)
+        self.top_p.setDecimals(2)
+        self.top_p.setValue(settings.top_p)
+        form.addRow("Top-p", self.top_p)
+
+        self.top_k = QSpinBox()
+        self.top_k.setRange(0, 1000)
+        self.top_k.setSpecialValueText("Off")
+        self.top_k.setValue(settings.top_k)
+        form.addRow("Top-k", self.top_k)
+
+        self.seed = QSpinBox()
+        self.seed.setRange(-1, 2**31 - 1)
+        self.seed.setSpecialValueText("Random")
+        self.seed.setValue(-1 if settings.seed is None else settings.seed)
+        form.addRow("Seed", self.seed)
+
+        self.max_tokens = QSpinBox()
+        self.max_tokens.setRange(1, 131072)
+        self.max_tokens.setSingleStep(128)
+        self.max_tokens.setValue(settings.max_tokens)
+        form.addRow("Max tokens", self.max_tokens)
+
+        self.draft_max = QSpinBox()
+        self.draft_max.setRange(0, MAX_DRAFT)
+        self.draft_max.setSpecialValueText("Auto")
+        self.draft_max.setValue(settings.draft_max or 0)
+        self.draft_max.setToolTip(
+            "How many tokens the drafter proposes per round. Auto lets SpecChat adapt it each round, "
+            "and pause speculation where verifying costs more than it saves."
+        )
+        form.addRow("Draft max tokens", self.draft_max)
+        layout.addLayout(form)
+        layout.addWidget(_hint("Changes apply from the next message. Models are not reloaded."))
+
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+
+    def settings(self) -> ChatSettings:
+        return dataclasses.replace(
+            self._original,
+            system_prompt=self.system_prompt.toPlainText().strip(),
+            temperature=round(self.temperature.value(), 2),
+            top_p=round(self.top_p.value(), 2),
+            top_k=self.top_k.value(),
+            seed=None if self.seed.value() < 0 else self.seed.value(),
+            max_tokens=self.max_tokens.value(),
+            draft_max=self.draft_max.value() or None,
+        )
+
+
+class GpuLayersSpinBox(QSpinBox):
+    """GPU layers: "Auto" (what fits in free device memory), a number, or "All"."""
+
+    def __init__(self, value: int):
+        super().__init__()
+        self.setRange(GPU_LAYERS_AUTO, GPU_LAYERS_ALL)
+        self.setSpecialValueText("Auto")
+        self.setValue(value)
+        self.setToolTip("Layers to offload to the GPU. Auto offloads what fits in the free GPU memory, the draft "
+                        "first; 0 runs on the CPU; All offloads every layer.")
+
+    def textFromValue(self, value: int) -> str:
+        return "All" if value >= GPU_LAYERS_ALL else super().textFromValue(value)
+
+    def valueFromText(self, text: str) -> int:
+        return GPU_LAYERS_ALL if text.strip().lower() == "all" else super().valueFromText(text)
+
+    def validate(self, text: str, pos: int):
+        typed = text.strip().lower()
+        if typed and "all".startswith(typed):
+            state = QValidator.State.Acceptable if typed == "all" else QValidator.State.Intermediate
+            return state, text, pos
+        return super().validate(text, pos)
+
+
+class AppSettingsDialog(QDialog):
+    """Model folders and how models are loaded (changing the latter reloads the models)."""
+
+    def __init__(self, settings: AppSettings, parent=None, devices: DeviceReport | None = None):
+        super().__init__(parent)
+        self.setWindowTitle("Settings")
+        self.setMinimumWidth(540)
+        self._original = settings
+        layout = QVBoxLayout(self)
+
+        layout.addWidget(QLabel("<b>Model folders</b>"))
+        layout.addWidget(_hint(f"SpecChat always scans its own folder, {paths.models_dir()}, and these:"))
+        self.folders = QListWidget()
+        self.folders.addItems(settings.model_folders)
+        self.folders.setFixedHeight(96)
+        layout.addWidget(self.folders)
+        layout.addLayout(button_row([("Add folder…", self._add_folder), ("Remove", self._remove_folder)]))
+        self.scan_hf_cache = QCheckBox("Also list models in the Hugging Face cache and other apps' model folders")
+        self.scan_hf_cache.setChecked(settings.scan_hf_cache)
+        layout.addWidget(self.scan_hf_cache)
+
+        layout.addSpacing(8)
+        layout.addWidget(QLabel("<b>Loading models</b>"))
+        form = QFormLayout()
+        self.threads = QSpinBox()
+        self.threads.setRange(1, max(64, os.cpu_count() or 1))
+        self.threads.setValue(settings.threads)
+        form.addRow("CPU threads", self.threads)
+        self.context_size = QSpinBox()
+        self.context_size.setRange(512, 262144)
+        self.context_size.setSingleStep(1024)
+        self.context_size.setValue(settings.context_size)
+        self.context_size.setSuffix(" tokens")
+        form.addRow("Context size", self.context_size)
+        self.target_gpu_layers = GpuLayersSpinBox(settings.target_gpu_layers)
+        form.addRow("GPU layers, model", self.target_gpu_layers)
+        self.draft_gpu_layers = GpuLayersSpinBox(settings.draft_gpu_layers)
+        form.addRow("GPU layers, draft", self.draft_gpu_layers)
+        layout.addLayout(form)
+        layout.addWidget(_hint("Changing these reloads the models. Chats are kept in " f"{paths.database_path()}."))
+
+        layout.addSpacing(8)
+        layout.addWidget(QLabel("<b>Devices</b>"))
+        report = devices if devices is not None else list_devices()
+        rpc = {True: "supported by this build", False: "not supported by this build", None: "unknown"}[report.rpc]
+        self.devices = QLabel("\n".join(report.lines() + [f"RPC (models on other machines): {rpc}"]))
+        self.devices.setWordWrap(True)
+        self.devices.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.devices)
+
+        layout.addSpacing(8)
+        self.remote = RemoteSettingsSection(settings.servers, settings.rpc_workers, self, rpc_supported=report.rpc)
+        layout.addWidget(self.remote)
+
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self._accept)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+
+    def _accept(self) -> None:
+        problem = self.remote.save_keys()
+        if problem:
+            self.remote.problem.setText(problem)
+            return
+        self.accept()
+
+    def _add_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Add a folder of GGUF models")
+        if folder:
+            self.add_folder(folder)
+
+    def add_folder(self, folder: str) -> None:
+        existing = [self.folders.item(i).text() for i in range(self.folders.count())]
+        if folder not in existing:
+            self.folders.addItem(folder)
+
+    def _remove_folder(self) -> None:
+        for item in self.folders.selectedItems():
+            self.folders.takeItem(self.folders.row(item))
+
+    def settings(self) -> AppSettings:
+        return dataclasses.replace(
+            self._original,
+            model_folders=[self.folders.item(i).text() for i in range(self.folders.count())],
+            scan_hf_cache=self.scan_hf_cache.isChecked(),
+            threads=self.threads.value(),
+            context_size=self.context_size.value(),
+            target_gpu_layers=self.target_gpu_layers.value(),
+            draft_gpu_layers=self.draft_gpu_layers.value(),
+            servers=self.remote.server_urls(),
+            rpc_workers=self.remote.rpc_workers(),
+        )
+
+
+__all__ = ["AppSettingsDialog", "ChatSettingsDialog", "GpuLayersSpinBox"]

@@ -1,0 +1,11 @@
+"""The window's frame: start-up, the main window that lays out and wires the features, and its small parts.
+
+- empty_state.py: The first-run page: shown instead of an empty conversation while the library has no usable model.
+- main.py: `specchat`: start the window.
+- main_window.py: The main window: sidebar of chats, model bar, transcript and composer, wired together.
+- qt_check.py: A check for a PySide6 build that would crash the app: shiboken6 6.12.0 on Python < 3.12 returns None and True
+- single_instance.py: One SpecChat window per chat database: a second launch hands over to the running one and exits.
+- store_check.py: Reading the chat database for damage after the window shows, so a large history never delays the start.
+- window_geometry.py: The main window's size, position and sidebar width, kept between runs. GUI thread only.
+- window_widgets.py: Small widgets of the main window: the error banner, the legend row above the composer and the status footer.
+"""

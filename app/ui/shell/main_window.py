@@ -1,0 +1,451 @@
+"""The main window: sidebar of chats, model bar, transcript and composer, wired together.
+
+GUI thread only. The window owns the chat store (SQLite, GUI thread) and the engine process (both models, see
+engine_process.py). Its parts each hold one concern: ModelSession (which target and draft, loads, readiness),
+LibraryController (scans, folders, the library and download windows), ChatSettingsBinding (the open chat's
+settings) and Conversation (one chat's turns and the replies streaming into it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Optional
+
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import QApplication, QDialog, QMainWindow, QStackedWidget
+
+from app.engine.config import GenerationConfig, LoadSettings
+from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
+from app.ui.chat import export as chat_export
+from app.ui.chat import compare_plain
+from app.ui.inspector import controller as inspector_controller
+from app.ui.models import server_models
+from app.ui.chat import speculate_anyway
+from app.ui.chat.chat_list import ChatListModel, ChatSidebar
+from app.ui.chat.chat_list_controller import ChatListController
+from app.ui.chat.settings_binding import ChatSettingsBinding, draft_key
+from app.ui.transcript.chat_view import ChatView
+from app.ui.chat.composer import Composer
+from app.ui.chat.conversation import Conversation
+from app.ui.shell.empty_state import EmptyLibraryPage
+from app.ui.engine_link.engine_process import EngineProcess
+from app.ui.models.library_controller import LibraryController
+from app.ui.models.library_model import DraftListModel, LibraryModel
+from app.ui.models.model_bar import ModelBar
+from app.ui.models.model_session import ModelSession
+from app.ui.settings.dialog import AppSettingsDialog
+from app.ui.shell.window_geometry import restore_geometry, save_geometry
+from app.ui.widgets.layouts import column, padded, sidebar_split
+from app.ui.shell.window_widgets import ErrorBanner, LegendRow, StatusFooter, confirm_destructive
+
+
+class MainWindow(QMainWindow):
+    """The SpecChat window. GUI thread only.
+
+    `engine_factory` builds the engine in the engine process (tests may pass a picklable fake); `store` defaults to
+    the chat database in the user data folder.
+    """
+
+    def __init__(self, store: Optional[ChatStore] = None, settings: Optional[AppSettings] = None,
+                 engine_factory: Optional[Callable] = None, scan_on_start: bool = True):
+        super().__init__()
+        self.setWindowTitle("SpecChat")
+        self.settings = settings if settings is not None else load_settings()
+        self.store = store if store is not None else ChatStore()
+        self._closed = False
+        self._edit_message_id: Optional[int] = None
+
+        self.library = LibraryModel(self)
+        self.drafts = DraftListModel(self)
+        self.drafts.set_no_target()
+        self.chat_list = ChatListModel(self)
+        self.chat_lists = ChatListController(self.store, self.chat_list, self)
+        self.inference = EngineProcess(engine_factory, self)
+        self.model_bar = ModelBar(self.library, self.drafts)
+        self.chat_view = ChatView()
+        self.conversation = Conversation(self.store, self.inference, self.chat_view, self)
+        self.chat_settings = ChatSettingsBinding(self.store, self.conversation, self)
+        self.library_ctl = LibraryController(self.library, self.model_bar, lambda: self.settings, self)
+        self.session = ModelSession(self.library, self.drafts, self.model_bar, self.inference,
+                                    self.library_ctl.thread, self._load_settings(), self.settings.last_draft, self)
+
+        self._build_ui()
+        self._connect()
+        self.plain_compare = compare_plain.attach(self)  # Compare with plain on replies
+        self.speculate_anyway = speculate_anyway.attach(self)  # the status line's offer to draft where paused
+        restore_geometry(self, self.splitter)
+        self._refresh_chat_list()
+        last = self.store.get_chat(self.settings.last_chat_id) if self.settings.last_chat_id is not None else None
+        self._show_chat(last.id if last else None, last.settings if last else self.chat_settings.current())
+        if self.settings.load_warning:
+            self.show_error(self.settings.load_warning)
+        if scan_on_start:
+            self.library_ctl.rescan()
+        self.server_models = server_models.attach(self)
+        self.chat_export = chat_export.attach(self)
+        self.inspector = inspector_controller.attach(self)
+
+    # ----- construction
+
+    def _build_ui(self) -> None:
+        self.sidebar = ChatSidebar(self.chat_list)
+        self.sidebar.setMinimumWidth(200)
+        self.error_banner = ErrorBanner()
+        self.chat_view.set_highlighting(self.settings.show_highlighting)
+        self.chat_view.set_show_refused(self.settings.show_refused)
+        self.legend_row = LegendRow(self.settings.show_highlighting, self.settings.show_refused)
+        self.composer = Composer()
+        self.footer = StatusFooter()
+
+        self.empty_page = EmptyLibraryPage()
+        self.pages = QStackedWidget()
+        self.pages.addWidget(column((self.chat_view, 1), self.legend_row, self.composer, self.footer))
+        self.pages.addWidget(self.empty_page)
+        main = column(self.model_bar, padded(self.error_banner, 16, 8, 16, 0), (self.pages, 1))
+
+        self.splitter = sidebar_split(self.sidebar, main, (240, 900))
+        self.setCentralWidget(self.splitter)
+        self.resize(1180, 780)
+
+        for text, shortcut, slot in (
+            ("New chat", QKeySequence.StandardKey.New, self.new_chat),
+            ("Search chats", QKeySequence.StandardKey.Find, self.sidebar.search.setFocus),
+            ("Settings", QKeySequence("Ctrl+,"), self.open_app_settings),
+            ("Toggle highlighting", QKeySequence("Ctrl+Shift+H"), self.legend_row.highlight_switch.click),
+            ("Rename chat", QKeySequence("F2"), self.sidebar.rename_current),
+            ("Quit", QKeySequence("Ctrl+Q"), self.close),
+        ):
+            action = QAction(text, self)
+            action.setShortcut(shortcut)
+            action.triggered.connect(slot)
+            self.addAction(action)
+
+    def _connect(self) -> None:
+        sidebar = self.sidebar
+        sidebar.sig_chat_selected.connect(self.open_chat)
+        sidebar.sig_new_chat.connect(self.new_chat)
+        sidebar.sig_delete_requested.connect(self.delete_chat)
+        sidebar.sig_search_changed.connect(self.chat_lists.search)
+        self.chat_lists.sig_listed.connect(self._on_chats_listed)
+        self.chat_lists.sig_error.connect(self.show_error)
+        sidebar.sig_library_requested.connect(self.library_ctl.open_library)
+        sidebar.sig_get_models_requested.connect(self.library_ctl.open_get_models)
+        sidebar.sig_settings_requested.connect(self.open_app_settings)
+        self.chat_list.sig_rename_requested.connect(self.rename_chat)
+
+        bar = self.model_bar
+        bar.sig_target_chosen.connect(self.choose_target)
+        bar.sig_draft_chosen.connect(self.choose_draft)
+        bar.sig_speculative_toggled.connect(self.set_speculative)
+        bar.sig_chat_settings_requested.connect(self.chat_settings.edit)
+
+        self.composer.sig_send.connect(self._on_composer_send)
+        self.composer.sig_stop.connect(self.conversation.stop)
+        self.composer.sig_cancel_edit.connect(self._cancel_edit)
+        self.legend_row.highlight_switch.toggled.connect(self.set_highlighting)
+        self.legend_row.refused_switch.toggled.connect(self.set_show_refused)
+
+        view = self.chat_view
+        view.sig_copy_message.connect(self._copy_message)
+        view.sig_regenerate.connect(self.regenerate)
+        view.sig_edit_message.connect(self.edit_message)
+        view.sig_retry.connect(lambda: self.regenerate(None))
+        view.sig_continue.connect(self.continue_reply)
+        view.sig_show_refused_toggled.connect(self.set_show_refused)
+
+        conversation = self.conversation
+        conversation.sig_busy_changed.connect(self.composer.set_busy)
+        conversation.sig_live_stats.connect(self.legend_row.set_live_stats)
+        conversation.sig_round_reason.connect(self.footer.show_status)
+        conversation.sig_context_usage.connect(self.footer.show_context_usage)
+        conversation.sig_messages_changed.connect(self._refresh_chat_list)
+        conversation.sig_error.connect(self.show_error)
+        self.chat_settings.sig_error.connect(self.show_error)
+
+        session = self.session
+        session.sig_error.connect(self.show_error)
+        session.sig_target_chosen.connect(lambda path: self.update_chat_settings(target_path=path))
+        session.sig_draft_chosen.connect(self._on_draft_chosen)
+        session.sig_target_loaded.connect(self._on_target_loaded)
+        session.sig_context_size.connect(conversation.set_context_size)
+        session.sig_model_crashed.connect(self.library_ctl.mark_crashed)
+
+        library_ctl = self.library_ctl
+        library_ctl.sig_scanned.connect(self._on_scanned)
+        library_ctl.sig_folders_changed.connect(self._on_folders_changed)
+        library_ctl.sig_error.connect(self.show_error)
+
+        empty = self.empty_page
+        empty.sig_add_folder.connect(self.add_model_folder)
+        empty.sig_get_models.connect(library_ctl.open_get_models)
+        empty.sig_open_models_folder.connect(library_ctl.open_models_folder)
+        empty.sig_rescan.connect(self.library_ctl.rescan)
+
+    # ----- messages to the user
+
+    def show_error(self, message: str) -> None:
+        self.error_banner.show_message(message)
+
+    def confirm(self, title: str, text: str, action: str) -> bool:
+        """Ask before something that cannot be undone (tests replace this)."""
+        return confirm_destructive(self, title, text, action)
+
+    # ----- app settings
+
+    def _load_settings(self, s: Optional[AppSettings] = None) -> LoadSettings:
+        s = s or self.settings
+        return LoadSettings(n_ctx=s.context_size, n_threads=s.threads, target_gpu_layers=s.target_gpu_layers,
+                            draft_gpu_layers=s.draft_gpu_layers, rpc_servers=tuple(s.rpc_workers))
+
+    def save_app_settings(self) -> None:
+        try:
+            save_settings(self.settings)
+        except StoreError as exc:
+            self.show_error(str(exc))
+
+    def open_app_settings(self) -> None:
+        dialog = AppSettingsDialog(self.settings, self)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            self.apply_app_settings(dialog.settings())
+
+    def apply_app_settings(self, new: AppSettings) -> None:
+        old = self.settings
+        self.settings = new
+        self.save_app_settings()
+        if (old.model_folders, old.scan_hf_cache) != (new.model_folders, new.scan_hf_cache):
+            self.library_ctl.rescan()
+        self.session.set_load_settings(self._load_settings())
+        if old.servers != new.servers:
+            self.server_models.refresh(new.servers)
+
+    def set_highlighting(self, on: bool) -> None:
+        self._set_view_option("show_highlighting", self.chat_view.set_highlighting, self.legend_row.highlight_switch, on)
+
+    def set_show_refused(self, on: bool) -> None:
+        """Show or hide refused draft proposals in the transcript, and remember the choice."""
+        self._set_view_option("show_refused", self.chat_view.set_show_refused, self.legend_row.refused_switch, on)
+
+    def _set_view_option(self, setting: str, apply, switch, on: bool) -> None:
+        apply(on)
+        if switch.isChecked() != on:
+            switch.setChecked(on)
+        if getattr(self.settings, setting) != on:
+            setattr(self.settings, setting, on)
+            self.save_app_settings()
+
+    # ----- library
+
+    def library_ready(self) -> bool:
+        """The latest scan of the model folders has been applied (False while one is running)."""
+        return self.library_ctl.ready()
+
+    def add_model_folder(self, folder: Optional[str] = None) -> None:
+        self.library_ctl.add_folder(folder)
+
+    def _on_folders_changed(self, folders: list) -> None:
+        self.apply_app_settings(dataclasses.replace(self.settings, model_folders=folders))
+
+    def _on_scanned(self, found: int) -> None:
+        self.empty_page.set_details(found - len(self.library.usable_entries()))
+        self._update_page()
+        wanted = self.chat_settings.current().target_path or self.session.target or self.settings.last_target
+        pair = self.library_ctl.take_pending_pair()
+        self.session.library_rescanned(*(pair or (wanted, None)))
+
+    def _update_page(self) -> None:
+        show_empty = self.library_ctl.has_no_models() and self.conversation.chat_id is None
+        self.pages.setCurrentWidget(self.empty_page if show_empty else self.pages.widget(0))
+
+    # ----- models
+
+    def choose_target(self, path: str, remember: bool = True) -> None:
+        self.session.choose_target(path, remember)
+
+    def choose_draft(self, key: str) -> None:
+        self.session.choose_draft(key)
+
+    def models_ready(self) -> bool:
+        return self.session.models_ready()
+
+    def set_speculative(self, on: bool) -> None:
+        """The chat's Speculative switch: applies to the next message, without reloading anything."""
+        self.model_bar.set_speculative(on)
+        self.update_chat_settings(speculative=on)
+
+    def _on_draft_chosen(self, key: str) -> None:
+        self.settings.last_draft = key
+        self.save_app_settings()
+        self.chat_settings.set_draft(key)
+
+    def _on_target_loaded(self, path: str) -> None:
+        if self.settings.last_target != path:
+            self.settings.last_target = path
+            self.save_app_settings()
+
+    # ----- chats
+
+    def update_chat_settings(self, **changes) -> None:
+        """Change the open chat's settings (or the new chat's, before its first message stores it)."""
+        self.chat_settings.update(**changes)
+
+    def _refresh_chat_list(self, changed_chat: Optional[int] = None) -> None:
+        self.chat_lists.refresh(changed_chat)
+
+    def _on_chats_listed(self) -> None:
+        self.sidebar.select_chat(self.conversation.chat_id)
+        self._update_title()
+
+    def _update_title(self) -> None:
+        chat_id = self.conversation.chat_id
+        chat = self.store.get_chat(chat_id) if chat_id is not None else None
+        self.setWindowTitle(f"{chat.title} — SpecChat" if chat else "SpecChat")
+
+    def new_chat(self) -> None:
+        """An empty chat; it is stored when its first message is sent."""
+        self._cancel_edit()
+        speculative = self.model_bar.speculative() if self.conversation.chat_id is not None else True
+        settings = self.chat_settings.start_new(self.session.target, self.session.draft_key, speculative)
+        self._show_chat(None, settings)
+        self.composer.setFocus()
+
+    def open_chat(self, chat_id: int) -> None:
+        if chat_id == self.conversation.chat_id:
+            return
+        chat = self.store.get_chat(chat_id)
+        if chat is None:
+            self._refresh_chat_list()
+            return
+        self._cancel_edit()
+        self._show_chat(chat_id, chat.settings)
+
+    def _show_chat(self, chat_id: Optional[int], settings: ChatSettings) -> None:
+        self.conversation.open_chat(chat_id)
+        self.sidebar.select_chat(chat_id)
+        self._update_title()
+        self._apply_chat_settings(settings)
+        self._update_page()
+
+    def _apply_chat_settings(self, settings: ChatSettings) -> None:
+        """Show a chat's switch and models; a different target or draft is loaded."""
+        self.model_bar.set_speculative(settings.speculative)
+        self.footer.show_status("")
+        self.speculate_anyway.show_for(settings)
+        self.session.show_chat_models(settings.target_path, draft_key(settings))
+
+    def rename_chat(self, chat_id: int, title: str) -> None:
+        try:
+            self.chat_list.upsert(self.store.rename_chat(chat_id, title))
+        except StoreError as exc:
+            self.show_error(str(exc))
+        self._update_title()
+
+    def delete_chat(self, chat_id: int) -> None:
+        chat = self.store.get_chat(chat_id)
+        if chat is None:
+            return
+        if not self.confirm("Delete chat", f"Delete “{chat.title}” and all its messages?", "Delete"):
+            return
+        if chat_id == self.conversation.chat_id:
+            self.conversation.stop()
+        try:
+            self.store.delete_chat(chat_id)
+        except StoreError as exc:
+            self.show_error(str(exc))
+            return
+        if chat_id == self.conversation.chat_id:
+            self.new_chat()
+        self.chat_list.remove(chat_id)
+
+    # ----- sending
+
+    def _on_composer_send(self, text: str) -> None:
+        # A slot returns None: PySide6 6.12 mis-counts a returned bool and later aborts ("deallocating True").
+        self.send_message(text)
+
+    def send_message(self, text: str) -> bool:
+        """Store the user's message and ask for a reply; on any problem the composer keeps the text."""
+        if self.conversation.is_busy() or not text.strip():
+            return False
+        args = self._request_args()
+        if args is None:
+            return False
+        session = self.session
+        new_chat = self.chat_settings.for_new_chat(session.target, session.draft_key, self.model_bar.speculative())
+        try:
+            self.conversation.send(text, new_chat, self._edit_message_id, *args)
+        except StoreError as exc:
+            self.show_error(f"The message could not be saved, so it was not sent: {exc}")
+            return False
+        self._edit_message_id = None
+        self.composer.clear_after_send()
+        self._update_page()
+        return True
+
+    def _request_args(self) -> Optional[tuple]:
+        """(config, system prompt, target name, draft name) for a new request, or None after saying why not."""
+        problem = self.session.send_blocker(self.library_ctl.scanned_once())
+        if problem:
+            self.show_error(problem)
+            return None
+        self.error_banner.hide()
+        return (self.generation_config(), self.chat_settings.current().system_prompt, *self.session.names())
+
+    def generation_config(self) -> GenerationConfig:
+        """What the next request is sent with: the chat's settings, the Speculative switch and the drafter."""
+        return self.chat_settings.generation_config(self.model_bar.speculative(), self.session.drafter())
+
+    def regenerate(self, message_id: Optional[int]) -> None:
+        args = self._request_args()
+        if args is None:
+            return
+        try:
+            self.conversation.regenerate(*args, message_id)
+        except StoreError as exc:
+            self.show_error(str(exc))
+
+    def continue_reply(self, message_id: int) -> None:
+        """Carry on writing an unfinished reply (stopped, interrupted or cut short)."""
+        args = self._request_args()
+        if args is not None:
+            self.conversation.continue_reply(*args, message_id)
+
+    def edit_message(self, message_id: int) -> None:
+        """Put a sent message back into the composer; sending replaces it and everything after it."""
+        message = self.store.get_message(message_id)
+        if message is None or message.role != "user":
+            return
+        self.conversation.stop()
+        self._edit_message_id = message_id
+        self.composer.set_text(message.content)
+        self.composer.set_editing(True)
+
+    def _cancel_edit(self) -> None:
+        if self._edit_message_id is not None:
+            self._edit_message_id = None
+            self.composer.set_editing(False)
+
+    def _copy_message(self, message_id: int) -> None:
+        message = self.store.get_message(message_id)
+        if message is not None:
+            QApplication.clipboard().setText(message.content)
+
+    # ----- lifetime
+
+    def shutdown(self) -> None:
+        """Stop the reply, end the library thread and the engine process, and close the database. Safe twice."""
+        if self._closed:
+            return
+        self._closed = True
+        save_geometry(self, self.splitter)
+        if self.settings.last_chat_id != self.conversation.chat_id:
+            self.settings.last_chat_id = self.conversation.chat_id
+            self.save_app_settings()
+        self.conversation.stop()
+        self.library_ctl.shutdown()
+        self.inference.stop()
+        self.chat_lists.close()
+        self.store.close()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.shutdown()
+        super().closeEvent(event)

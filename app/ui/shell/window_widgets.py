@@ -1,0 +1,148 @@
+"""Small widgets of the main window: the error banner, the legend row above the composer and the status footer.
+
+GUI thread only.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QMessageBox, QProgressBar, QPushButton, QWidget
+
+from app.ui.widgets import style
+from app.ui.widgets.elided_label import ElidedLabel
+from app.ui.widgets.toggle_switch import ToggleSwitch
+
+# The context gauge turns to its "full" look above this share of the context.
+GAUGE_FULL_SHARE = 0.85
+
+
+class ErrorBanner(QFrame):
+    """A dismissable banner with one message the user should read."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("ErrorBanner")
+        row = QHBoxLayout(self)
+        row.setContentsMargins(10, 4, 4, 4)
+        self._label = QLabel()
+        self._label.setWordWrap(True)
+        self._label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        row.addWidget(self._label, 1)
+        dismiss = QPushButton("Dismiss")
+        dismiss.setObjectName("FlatButton")
+        dismiss.clicked.connect(self.hide)
+        row.addWidget(dismiss, 0, Qt.AlignmentFlag.AlignTop)
+        self.hide()
+
+    def show_message(self, message: str) -> None:
+        self._label.setText(message)
+        self.show()
+
+    def text(self) -> str:
+        """The message shown (or last shown)."""
+        return self._label.text()
+
+
+class LegendRow(QWidget):
+    """What the token highlights mean, the switches for them and for refused proposals, and the live readout of
+    the streaming reply."""
+
+    def __init__(self, highlighting: bool, show_refused: bool = False, parent=None):
+        super().__init__(parent)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(28, 2, 28, 0)
+        draft, ngram = style.swatch_css(style.draft_color()), style.swatch_css(style.ngram_color())
+        self.legend = QLabel(
+            f'<span style="background:{draft}">&nbsp;draft model&nbsp;</span>&nbsp;&nbsp;'
+            f'<span style="background:{ngram}">&nbsp;n-gram copy&nbsp;</span>&nbsp;&nbsp;'
+            f'<span style="color:{style.TEXT_MUTED}">plain: written by the model itself</span>'
+        )
+        self.legend.setObjectName("StatusLine")
+        self.legend.setToolTip(
+            "Speculative decoding: a drafter proposes tokens and the model checks them all in one batch.\n"
+            "Blue: proposed by the draft model and kept. Amber: copied from earlier text by n-gram lookup and kept.\n"
+            "The rest the model wrote itself. Hover a token to see its round: what was proposed and refused."
+        )
+        row.addWidget(self.legend)
+        self.highlight_switch = self._switch(row, "Highlight", highlighting,
+                                             "Show or hide the highlighting of kept draft tokens")
+        self.refused_switch = self._switch(row, "Refused", show_refused,
+                                           "Show the proposals the model refused, struck through, where it disagreed")
+        row.addStretch(1)
+        self.live_stats = QLabel("")
+        self.live_stats.setObjectName("LiveStats")
+        row.addWidget(self.live_stats)
+
+    @staticmethod
+    def _switch(row: QHBoxLayout, label: str, checked: bool, tooltip: str) -> ToggleSwitch:
+        switch = ToggleSwitch()
+        switch.setChecked(checked)
+        switch.setToolTip(tooltip)
+        switch.setFixedSize(30, 16)
+        row.addSpacing(10)
+        row.addWidget(switch)
+        row.addSpacing(4)
+        text = QLabel(label)
+        text.setObjectName("StatusLine")
+        text.setToolTip(tooltip)
+        row.addWidget(text)
+        return switch
+
+    def set_live_stats(self, text: str) -> None:
+        self.live_stats.setText(text)
+
+
+class StatusFooter(QWidget):
+    """The line under the composer: why the drafter chose its draft length, and the context gauge."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(28, 0, 28, 8)
+        self.status_line = ElidedLabel("")
+        self.status_line.setObjectName("StatusLine")
+        row.addWidget(self.status_line, 1)
+        row.addSpacing(16)
+        self.context_label = QLabel("")
+        self.context_label.setObjectName("StatusLine")
+        row.addWidget(self.context_label)
+        row.addSpacing(6)
+        self.context_gauge = QProgressBar()
+        self.context_gauge.setObjectName("ContextGauge")
+        self.context_gauge.setTextVisible(False)
+        self.context_gauge.setFixedWidth(120)
+        self.context_gauge.setRange(0, 1)
+        self.context_gauge.setValue(0)
+        row.addWidget(self.context_gauge)
+
+    def show_status(self, text: str) -> None:
+        self.status_line.setText(text[:1].upper() + text[1:])
+
+    def show_context_usage(self, used: int, n_ctx: int) -> None:
+        gauge = self.context_gauge
+        if n_ctx <= 0:
+            self.context_label.setText("")
+            gauge.setRange(0, 1)
+            gauge.setValue(0)
+            return
+        gauge.setRange(0, n_ctx)
+        gauge.setValue(min(used, n_ctx))
+        self.context_label.setText(f"Context {used:,} / {n_ctx:,}")
+        gauge.setToolTip(
+            f"{used:,} of {n_ctx:,} tokens of context in use. When a conversation outgrows the context, "
+            "the oldest messages are left out of the prompt (you are told when that happens)."
+        )
+        full = used > GAUGE_FULL_SHARE * n_ctx
+        if gauge.property("full") != full:
+            gauge.setProperty("full", full)
+            gauge.style().unpolish(gauge)
+            gauge.style().polish(gauge)
+
+
+def confirm_destructive(parent: QWidget, title: str, text: str, action: str) -> bool:
+    """Ask before something that cannot be undone: True when the user chose `action`."""
+    box = QMessageBox(QMessageBox.Icon.Question, title, text, parent=parent)
+    ok = box.addButton(action, QMessageBox.ButtonRole.DestructiveRole)
+    box.addButton(QMessageBox.StandardButton.Cancel)
+    box.exec()
+    return box.clickedButton() is ok

@@ -1,0 +1,15 @@
+"""The transcript: the document replies stream into, with provenance highlights, Markdown, tooltips and links. GUI thread only.
+
+- browser.py: The transcript's QTextBrowser behaviours: it fetches nothing, copies what the reader sees (ghost text left
+- chat_view.py: The transcript: a QTextBrowser that streams tokens with their provenance and renders finished replies.
+- code_colors.py: Syntax colours of code blocks from Pygments: a foreground colour per character (plain Python, no Qt).
+- format.py: What the transcript shows of one message (its record and stats row) and the char-format properties that mark
+- link_guard.py: Links and resources of replies. A reply is text a model wrote: its links open in the system browser only after
+- markdown_blocks.py: A reply's Markdown, parsed by markdown-it-py, as blocks of shown characters that each know their source offset.
+- marks.py: Walks over the transcript's document by character format: the highlight shown or hidden, refused proposals
+- message_actions.py: The links under a message (Copy, Edit, Regenerate, Continue, Compare with plain), its stats row, which opens the
+- reply_chars.py: Each character of a reply: the origin and round of the token it belongs to, and where refused proposals go.
+- reply_writer.py: Writes replies into the transcript's QTextDocument: streamed tokens as they come, and a finished reply as
+- token_tooltip.py: What hovering a token says: who wrote it and, when its round is known, what was proposed, what the target
+- welcome.py: What an empty transcript says: how to start, and what the two highlights mean. GUI thread only.
+"""

@@ -1,0 +1,435 @@
+"""The transcript: a QTextBrowser that streams tokens with their provenance and renders finished replies.
+
+While a reply streams, tokens are appended at the end of the document (never a re-render of the whole document);
+kept draft tokens get a background by who drafted them (the draft model or n-gram lookup). When the reply is
+finished, only that message is rendered again as Markdown, keeping each character's provenance and round.
+Hovering a token tells its round: what was proposed, what the target refused and what it wrote instead; refused
+proposals can also be shown inline as struck-through ghost text, which copying leaves out. Links open only after
+the user confirms them, and no image or other resource is ever fetched. GUI thread only.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from PySide6.QtCore import QUrl, Qt, Signal
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QTextBlockFormat,
+    QTextCharFormat,
+    QTextCursor,
+    QTextFrame,
+    QTextFrameFormat,
+)
+from PySide6.QtWidgets import QApplication
+
+from app.replies.comparison import compare_link_label, comparison_text
+from app.store.provenance import RoundRecord
+from app.ui.transcript import message_actions
+from app.ui.widgets import style
+from app.ui.transcript import marks as transcript_marks
+from app.ui.transcript.link_guard import open_link_after_confirming
+from app.ui.transcript.reply_chars import NO_ROUND, reply_chars
+from app.ui.transcript.reply_writer import ReplyWriter
+from app.ui.transcript.token_tooltip import DRAFT_TOOLTIP, NGRAM_TOOLTIP, TARGET_TOOLTIP
+from app.ui.transcript.browser import TranscriptBrowser
+from app.ui.transcript.welcome import insert_welcome
+from app.ui.transcript.format import CONTINUABLE, STREAM_KEY, TranscriptMessage, format_stats
+
+__all__ = ["ChatView", "DRAFT_TOOLTIP", "NGRAM_TOOLTIP", "TARGET_TOOLTIP", "TranscriptMessage", "format_stats"]
+
+
+class ChatView(TranscriptBrowser):
+    """The conversation transcript. GUI thread only."""
+
+    sig_copy_message = Signal(int)
+    """The user asked to copy the message with this id."""
+    sig_regenerate = Signal(int)
+    """The user asked to regenerate the reply with this id."""
+    sig_continue = Signal(int)
+    """The user asked to continue the unfinished reply with this id."""
+    sig_edit_message = Signal(int)
+    """The user asked to edit (and resend) the user message with this id."""
+    sig_retry = Signal()
+    """The user asked to retry the last request after an error."""
+    sig_older_wanted = Signal()
+    """The user scrolled to the top of a chat shown from its end: show the messages before it."""
+    sig_compare = Signal(int)
+    """The user asked to compare the reply with this id with plain decoding (or to cancel that comparison)."""
+    sig_show_refused_toggled = Signal(bool)
+    """The user showed or hid the refused proposals from the context menu (the view has already done it)."""
+    sig_inspect = Signal(int)
+    """The user clicked the stats row of the reply with this id: open its inspector."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("Transcript")
+        self.setOpenLinks(False)
+        self.setOpenExternalLinks(False)
+        self.setReadOnly(True)
+        self.setUndoRedoEnabled(False)
+        self.document().setUndoRedoEnabled(False)
+        self.document().setDocumentMargin(24)
+        self.setTextInteractionFlags(
+            Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.LinksAccessibleByMouse
+        )
+        self.anchorClicked.connect(self._on_anchor)
+        self._has_older = False
+        self.verticalScrollBar().valueChanged.connect(self._on_scrolled)
+        self._stream_frame: Optional[QTextFrame] = None
+        self._stream_in_code = False
+        self._stream_line_start = True
+        self._stream_pending_line = ""
+        self._base = self.font()
+        self._writer = ReplyWriter(self._base)
+        # Compare with plain states that are not stored (running, failed), by message id; shown over stored ones.
+        self.pending_comparisons: dict[int, dict] = {}
+        # The links under a message, by their action: each tells this signal the message's id.
+        self._message_signals = {"copy": self.sig_copy_message, "regenerate": self.sig_regenerate,
+                                 "continue": self.sig_continue, "compare": self.sig_compare,
+                                 "edit": self.sig_edit_message, "inspect": self.sig_inspect}
+
+    # ----- highlighting
+
+    def highlighting(self) -> bool:
+        return self._writer.highlight
+
+    def set_highlighting(self, enabled: bool) -> None:
+        """Show or hide the background of kept draft tokens everywhere, including a reply still streaming."""
+        if enabled == self._writer.highlight:
+            return
+        self._writer.highlight = enabled
+        self._writer.forget_stream_formats()
+        transcript_marks.recolour_highlights(self.document(), self._writer.set_background)
+
+    def highlighted_text(self, origin: Optional[str] = None) -> str:
+        """All text that shows a draft highlight (of one origin, "draft" or "ngram", if given), in document order
+        (tests and accessibility)."""
+        origins = (origin,) if origin else transcript_marks.HIGHLIGHTED
+        return transcript_marks.highlighted_text(self.document(), origins)
+
+    def show_refused(self) -> bool:
+        return self._writer.show_refused
+
+    def set_show_refused(self, enabled: bool) -> None:
+        """Show or hide the refused proposals inline, as faint struck-through text where the target disagreed."""
+        if enabled == self._writer.show_refused:
+            return
+        self._writer.show_refused = enabled
+        if enabled:
+            transcript_marks.insert_ghosts(self.document(), self._writer.insert_ghosts, self.rounds_by_key)
+        else:
+            transcript_marks.remove_ghosts(self.document())
+
+    # ----- building the transcript
+
+    def clear_transcript(self) -> None:
+        self._stream_frame = None
+        self._writer.code_blocks.clear()
+        self.rounds_by_key.clear()
+        self.document().clear()
+        self.document().setDocumentMargin(24)
+        # Qt keeps an empty block before the first frame; make it take no room.
+        cursor = QTextCursor(self.document())
+        block_format = QTextBlockFormat()
+        block_format.setLineHeight(1, QTextBlockFormat.LineHeightTypes.FixedHeight.value)
+        cursor.setBlockFormat(block_format)
+        tiny = QTextCharFormat()
+        tiny.setFontPointSize(1)
+        cursor.setBlockCharFormat(tiny)
+
+    def _show_welcome(self) -> None:
+        insert_welcome(self._end_cursor(), self._base, self.viewport().height())
+
+    def show_messages(self, messages: Sequence[TranscriptMessage], has_older: bool = False) -> None:
+        """Render a conversation, or its newest part with `has_older` (opening a chat; never while a reply
+        streams). Older messages are asked for with sig_older_wanted when the user scrolls to the top."""
+        self.setUpdatesEnabled(False)
+        self._has_older = False  # the scroll to the end below must not ask for more
+        try:
+            self.clear_transcript()
+            last_assistant = max((m.message_id for m in messages if m.role == "assistant"), default=None)
+            cursor = self._end_cursor()
+            cursor.beginEditBlock()
+            for message in messages:
+                if message.role != "system":
+                    self._insert_message(self._append_frame(message.role), message,
+                                         message.message_id == last_assistant)
+            cursor.endEditBlock()
+            if not any(m.role != "system" for m in messages):
+                self._show_welcome()
+        finally:
+            self.setUpdatesEnabled(True)
+        self.scroll_to_end()
+        self._has_older = has_older
+
+    def prepend_messages(self, messages: Sequence[TranscriptMessage], has_older: bool) -> None:
+        """Put older messages above those shown, keeping what the user looks at where it is on screen."""
+        bar = self.verticalScrollBar()
+        from_bottom = bar.maximum() - bar.value()
+        frames = self.document().rootFrame().childFrames()
+        position = frames[0].firstPosition() - 1 if frames else self._end_cursor().position()
+        cursor = QTextCursor(self.document())
+        cursor.beginEditBlock()
+        for message in messages:
+            if message.role == "system":
+                continue
+            cursor.setPosition(position)
+            frame = cursor.insertFrame(self._frame_format(message.role))
+            self._insert_message(frame, message, False)
+            position = frame.lastPosition() + 1
+        cursor.endEditBlock()
+        bar.setValue(bar.maximum() - from_bottom)
+        self._has_older = has_older
+
+    def _on_scrolled(self, value: int) -> None:
+        if self._has_older and value == self.verticalScrollBar().minimum():
+            self._has_older = False  # until the page asked for arrives
+            self.sig_older_wanted.emit()
+
+    def add_message(self, message: TranscriptMessage, is_last_reply: bool = False) -> None:
+        if message.role == "system":
+            return
+        if message.role == "user":
+            self._hide_regenerate_links()  # the reply above is no longer the last one
+        self._insert_message(self._append_frame(message.role), message, is_last_reply)
+
+    def _insert_message(self, frame: QTextFrame, message: TranscriptMessage, is_last_reply: bool) -> None:
+        # One edit block, so the document is laid out once for the message, not once per run of characters.
+        cursor = frame.firstCursorPosition()
+        cursor.beginEditBlock()
+        self._render_message(cursor, message, is_last_reply)
+        cursor.endEditBlock()
+
+    def add_notice(self, text: str, kind: str = "info", retry: bool = False) -> None:
+        """A line between messages: the context was trimmed, a generation failed (with a Retry link)..."""
+        frame_format = QTextFrameFormat()
+        frame_format.setTopMargin(4)
+        frame_format.setBottomMargin(10)
+        frame_format.setPadding(8)
+        frame_format.setBackground(QColor(style.ERROR_SOFT if kind == "error" else style.WARNING_SOFT))
+        frame_format.setBorder(1)
+        frame_format.setBorderBrush(QColor("#fecaca" if kind == "error" else "#fde68a"))
+        frame_format.setBorderStyle(QTextFrameFormat.BorderStyle.BorderStyle_Solid)
+        cursor = self._end_cursor()
+        frame = cursor.insertFrame(frame_format)
+        cursor = frame.firstCursorPosition()
+        fmt = QTextCharFormat()
+        fmt.setForeground(QColor(style.ERROR if kind == "error" else "#92400e"))
+        cursor.insertText(text, fmt)
+        if retry:
+            cursor.insertText("   ", fmt)
+            cursor.insertText("Retry", self._writer.link_format("specchat:retry"))
+        self.scroll_to_end()
+
+    def _append_frame(self, role: str) -> QTextFrame:
+        return self._end_cursor().insertFrame(self._frame_format(role))
+
+    def _frame_format(self, role: str) -> QTextFrameFormat:
+        frame_format = QTextFrameFormat()
+        frame_format.setTopMargin(6)
+        frame_format.setBottomMargin(14)
+        if role == "user":
+            frame_format.setPadding(10)
+            frame_format.setBackground(QColor(style.USER_BUBBLE))
+            frame_format.setLeftMargin(72)
+        else:
+            frame_format.setPadding(2)
+        return frame_format
+
+    def _end_cursor(self) -> QTextCursor:
+        cursor = QTextCursor(self.document())
+        cursor.movePosition(QTextCursor.MoveOperation.End)
+        return cursor
+
+    def _render_message(self, cursor: QTextCursor, message: TranscriptMessage, is_last_reply: bool) -> None:
+        self._writer.reuse_block = False
+        self._insert_header(cursor, "You" if message.role == "user" else message.model_label)
+        if message.role == "user":
+            self._insert_plain_text(cursor, message.content)
+            message_actions.insert_actions(self._writer, self._base, cursor, message.message_id,
+                                           [("Copy", "copy"), ("Edit", "edit")])
+            return
+        rounds = message.rounds or []
+        self.rounds_by_key[message.message_id] = rounds
+        chars = reply_chars(message.content, message.tokens, message.token_rounds, rounds)
+        self._writer.insert_reply(cursor, message.message_id, message.content, chars, rounds)
+        actions = [("Copy", "copy")]
+        if is_last_reply:
+            if message.stats is not None and message.stats.stop_reason in CONTINUABLE:
+                actions.append(("Continue", "continue"))
+            actions.append(("Regenerate", "regenerate"))
+        comparison = self.pending_comparisons.get(message.message_id, message.comparison)
+        if message.stats is not None and message.message_id >= 0:
+            actions.append((compare_link_label(comparison), "compare"))
+        stats_text = format_stats(message.stats) if message.stats else ""
+        message_actions.insert_actions(self._writer, self._base, cursor, message.message_id, actions, stats_text)
+        if comparison_text(comparison):
+            message_actions.insert_note(self._base, cursor, comparison_text(comparison))
+
+    def _insert_header(self, cursor: QTextCursor, label: str) -> None:
+        """Who wrote the message, above it."""
+        header = style.muted_format(self._base, smaller=1)
+        header.setFontWeight(QFont.Weight.DemiBold)
+        cursor.insertText(label or "Assistant", header)
+
+    def _insert_plain_text(self, cursor: QTextCursor, text: str) -> None:
+        block_format = QTextBlockFormat()
+        block_format.setTopMargin(4)
+        fmt = QTextCharFormat()
+        for n, line in enumerate(text.split("\n")):
+            cursor.insertBlock(block_format, fmt)
+            cursor.insertText(line, fmt)
+            block_format.setTopMargin(0)
+
+    # ----- streaming
+
+    def begin_stream(self, model_label: str) -> None:
+        """Open the frame of a reply that is about to stream."""
+        frame = self._append_frame("assistant")
+        cursor = frame.firstCursorPosition()
+        self._insert_header(cursor, model_label)
+        block_format = QTextBlockFormat()
+        block_format.setTopMargin(4)
+        cursor.insertBlock(block_format, QTextCharFormat())
+        self._stream_frame = frame
+        self._stream_in_code = False
+        self._stream_pending_line = ""
+        self.rounds_by_key[STREAM_KEY] = []
+        self._writer.forget_stream_formats()
+        self.scroll_to_end()
+
+    def is_streaming(self) -> bool:
+        return self._stream_frame is not None
+
+    def append_tokens(self, tokens: Sequence[tuple[str, str]], token_rounds: Optional[Sequence[int]] = None,
+                      rounds: Optional[Sequence[RoundRecord]] = None) -> None:
+        """Append streamed (text, origin) tokens at the end of the streaming reply. `token_rounds`, when given,
+        holds each token's round (an index into the reply's rounds); `rounds` is the reply's round records so far
+        (the view keeps the latest list given, so passing the same growing list each time is enough). A round's
+        record must be given by the time its target token is appended for its refused proposal to show inline."""
+        if self._stream_frame is None:
+            return
+        if rounds is not None:
+            self.rounds_by_key[STREAM_KEY] = rounds
+        if not tokens:
+            return
+        records = self.rounds_by_key.get(STREAM_KEY, [])
+        follow = self._at_bottom()
+        cursor = self._stream_frame.lastCursorPosition()
+        cursor.beginEditBlock()
+        for n, (text, origin) in enumerate(tokens):
+            if not text:
+                continue
+            round_index = token_rounds[n] if token_rounds is not None and n < len(token_rounds) else NO_ROUND
+            # The target's own token of a round that refused part of its proposal marks where that part goes.
+            ghost = (str(round_index) if origin == "target" and 0 <= round_index < len(records)
+                     and records[round_index].has_refused else "")
+            # Code fences are tracked line by line so code is monospace while it streams, as it will be after.
+            pieces = text.split("\n")
+            for n_piece, piece in enumerate(pieces):
+                if n_piece:
+                    self._end_stream_line()
+                    cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
+                if piece:
+                    self._stream_pending_line += piece
+                    if ghost and self._writer.show_refused:
+                        self._writer.insert_ghosts(cursor, STREAM_KEY, ghost, records)
+                    cursor.insertText(piece, self._writer.token_format(origin, STREAM_KEY, round_index,
+                                                                       self._stream_in_code, ghost))
+                    ghost = ""
+        cursor.endEditBlock()
+        if follow:
+            self.scroll_to_end()
+
+    def _end_stream_line(self) -> None:
+        if self._stream_pending_line.lstrip().startswith(("```", "~~~")):
+            self._stream_in_code = not self._stream_in_code
+        self._stream_pending_line = ""
+
+    def finish_stream(self, message: TranscriptMessage) -> None:
+        """Replace the streamed text of the reply with its Markdown rendering and stats row."""
+        frame = self._stream_frame
+        self._stream_frame = None
+        if frame is None:
+            self.add_message(message, is_last_reply=True)
+            return
+        self._hide_regenerate_links()
+        self.rounds_by_key.pop(STREAM_KEY, None)
+        follow = self._at_bottom()
+        cursor = frame.firstCursorPosition()
+        cursor.setPosition(frame.lastPosition(), QTextCursor.MoveMode.KeepAnchor)
+        cursor.beginEditBlock()
+        cursor.removeSelectedText()
+        self._render_message(cursor, message, is_last_reply=True)
+        cursor.endEditBlock()
+        if follow:
+            self.scroll_to_end()
+
+    def refresh_message(self, message: TranscriptMessage) -> None:
+        """Render a shown reply again (its comparison changed); nothing when the reply is not shown."""
+        found = message_actions.find_link(self.document(), "Copy", f"specchat:copy/{message.message_id}")
+        if found is None:
+            return
+        frame = found.currentFrame()
+        last = message_actions.find_link(self.document(), "Regenerate",
+                                         f"specchat:regenerate/{message.message_id}") is not None
+        follow = self._at_bottom()
+        cursor = frame.firstCursorPosition()
+        cursor.setPosition(frame.lastPosition(), QTextCursor.MoveMode.KeepAnchor)
+        cursor.beginEditBlock()
+        cursor.removeSelectedText()
+        self._render_message(cursor, message, last)
+        cursor.endEditBlock()
+        if follow:
+            self.scroll_to_end()
+
+    def _hide_regenerate_links(self) -> None:
+        """Only the newest reply can be regenerated or continued; earlier such links are removed."""
+        message_actions.remove_links(self.document(), (("Regenerate", "regenerate"), ("Continue", "continue")))
+
+    def streamed_text(self) -> str:
+        """The text of the reply streaming now ("" when none)."""
+        if self._stream_frame is None:
+            return ""
+        frame = self._stream_frame
+        text = transcript_marks.visible_text(self.document(), frame.firstPosition(), frame.lastPosition())
+        return text.split("\n", 1)[1] if "\n" in text else ""
+
+    def contextMenuEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        menu = self.createStandardContextMenu(event.pos())
+        menu.addSeparator()
+        refused = menu.addAction("Show refused draft proposals")
+        refused.setCheckable(True)
+        refused.setChecked(self.show_refused())
+        refused.toggled.connect(self._on_refused_toggled)
+        menu.exec(event.globalPos())
+        menu.deleteLater()
+
+    def _on_refused_toggled(self, on: bool) -> None:
+        self.set_show_refused(on)
+        self.sig_show_refused_toggled.emit(on)
+
+    # ----- scrolling and links
+
+    def _at_bottom(self) -> bool:
+        bar = self.verticalScrollBar()
+        return bar.value() >= bar.maximum() - 24
+
+    def scroll_to_end(self) -> None:
+        bar = self.verticalScrollBar()
+        bar.setValue(bar.maximum())
+
+    def _on_anchor(self, url: QUrl) -> None:
+        href = url.toString()
+        if not href.startswith("specchat:"):
+            open_link_after_confirming(self, url)
+            return
+        action, _, argument = href[len("specchat:"):].partition("/")
+        if action == "copy-code":
+            QApplication.clipboard().setText(self._writer.code_blocks[int(argument)])
+        elif action == "retry":
+            self.sig_retry.emit()
+        elif action in self._message_signals:
+            self._message_signals[action].emit(int(argument))

@@ -1,0 +1,65 @@
+"""What the transcript shows of one message (its record and stats row) and the char-format properties that mark
+each character of the document: its origin, its round, its message, and refused proposals shown as ghost text.
+
+GUI thread only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from PySide6.QtGui import QTextFormat
+
+from app.engine.events import GenerationStats
+from app.store.provenance import RoundRecord
+from app.replies.stats import format_stats, model_label, stats_from_dict  # noqa: F401  (used by the window too)
+from app.store import Message
+
+# Char-format properties. The origin of a reply's character ("target", "draft", "ngram"), and the background it has
+# without highlighting.
+PROVENANCE_PROPERTY = QTextFormat.Property.UserProperty + 1
+BASE_BACKGROUND_PROPERTY = QTextFormat.Property.UserProperty + 2
+# The key of the message a character belongs to (its id; STREAM_KEY while it streams), and its token's round: the
+# tooltip finds the round record from them when asked, so nothing is built per token.
+MESSAGE_PROPERTY = QTextFormat.Property.UserProperty + 3
+ROUND_PROPERTY = QTextFormat.Property.UserProperty + 4
+# On the character before which refused proposals belong: their rounds, as "3" or "3,4".
+GHOST_ROUNDS_PROPERTY = QTextFormat.Property.UserProperty + 5
+# On ghost text itself, which is never part of copied or streamed text.
+GHOST_PROPERTY = QTextFormat.Property.UserProperty + 6
+STREAM_KEY = -1
+
+
+@dataclass
+class TranscriptMessage:
+    """What the transcript needs to show one message (converted from the store's record)."""
+
+    message_id: int
+    role: str  # "user", "assistant", "system"
+    content: str
+    tokens: Optional[list[tuple[str, str]]] = None  # (text, origin) per token, assistant replies only
+    stats: Optional[GenerationStats] = None
+    model_label: str = ""
+    notes: list[str] = field(default_factory=list)
+    token_rounds: Optional[list[int]] = None  # per token, its round's index into `rounds`
+    rounds: Optional[list[RoundRecord]] = None
+    comparison: Optional[dict] = None
+
+
+def transcript_message(message: Message) -> TranscriptMessage:
+    return TranscriptMessage(
+        message_id=message.id,
+        role=message.role,
+        content=message.content,
+        tokens=message.tokens,
+        stats=stats_from_dict(message.stats),
+        model_label=model_label(message.target_name, message.draft_name),
+        token_rounds=message.token_rounds,
+        rounds=message.rounds,
+        comparison=message.comparison,
+    )
+
+
+# Replies that ended before the model finished them, which the user can ask to continue.
+CONTINUABLE = frozenset({"interrupted", "cancelled", "max_tokens", "error"})

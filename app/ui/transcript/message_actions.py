@@ -1,0 +1,67 @@
+"""The links under a message (Copy, Edit, Regenerate, Continue, Compare with plain), its stats row, which opens the
+reply's inspector, and the line a comparison writes: how they are written into the transcript and found again.
+
+Every link's href is `specchat:<action>/<message id>`. GUI thread only.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from PySide6.QtGui import QColor, QFont, QTextBlockFormat, QTextCursor, QTextDocument
+
+from app.ui.widgets import style
+from app.ui.transcript.reply_writer import ReplyWriter
+
+
+def insert_actions(writer: ReplyWriter, base: QFont, cursor: QTextCursor, message_id: int,
+                   actions: Sequence[tuple[str, str]], stats_text: str = "") -> None:
+    """A row of (label, action) links, after the reply's stats when given."""
+    block_format = QTextBlockFormat()
+    block_format.setTopMargin(6)
+    muted = style.muted_format(base)
+    writer.new_block(cursor, block_format, muted)
+    if stats_text:
+        # The stats row opens the reply's inspector: a link that keeps the row's quiet look.
+        stats_link = writer.link_format(f"specchat:inspect/{message_id}")
+        stats_link.setForeground(QColor(style.TEXT_MUTED))
+        stats_link.setFontPointSize(muted.fontPointSize())
+        stats_link.setToolTip("Show this reply's rounds as charts")
+        cursor.insertText(stats_text, stats_link)
+        cursor.insertText("     ", muted)
+    for n, (label, action) in enumerate(actions):
+        if n:
+            cursor.insertText("   ", muted)
+        link = writer.link_format(f"specchat:{action}/{message_id}")
+        link.setFontPointSize(muted.fontPointSize())
+        cursor.insertText(label, link)
+
+
+def insert_note(base: QFont, cursor: QTextCursor, text: str) -> None:
+    """A quiet line of its own under the actions (a comparison's result)."""
+    note = style.muted_format(base)
+    cursor.insertBlock(QTextBlockFormat(), note)
+    cursor.insertText(text, note)
+
+
+def find_link(document: QTextDocument, label: str, href: str) -> Optional[QTextCursor]:
+    """The link `label` whose href is `href`, selected; None when it is not shown."""
+    cursor = QTextCursor(document)
+    while True:
+        cursor = document.find(label, cursor)
+        if cursor.isNull():
+            return None
+        if cursor.charFormat().anchorHref() == href:
+            return cursor
+
+
+def remove_links(document: QTextDocument, links: Sequence[tuple[str, str]]) -> None:
+    """Remove every (label, action) link of these actions, whichever message it is under."""
+    for label, action in links:
+        cursor = QTextCursor(document)
+        while True:
+            cursor = document.find(label, cursor)
+            if cursor.isNull():
+                break
+            if cursor.charFormat().anchorHref().startswith(f"specchat:{action}/"):
+                cursor.removeSelectedText()

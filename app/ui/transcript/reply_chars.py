@@ -1,0 +1,50 @@
+"""Each character of a reply: the origin and round of the token it belongs to, and where refused proposals go.
+
+Plain Python (no Qt). The offsets are those of the reply's text, which the Markdown blocks map shown characters to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from app.store.provenance import RoundRecord
+
+NO_ROUND = -1
+
+
+@dataclass
+class ReplyChars:
+    origins: list[str]  # per character: "target", "draft" (the draft model) or "ngram"
+    rounds: list[int]  # per character: its token's round, an index into the reply's rounds (NO_ROUND: unknown)
+    # (offset, round) for each round whose proposal the target partly refused: the refused text belongs right
+    # before the target's own token of that round, at `offset`. In offset order.
+    ghosts: list[tuple[int, int]] = field(default_factory=list)
+
+
+def reply_chars(content: str, tokens: Optional[Sequence[tuple[str, str]]],
+                token_rounds: Optional[Sequence[int]] = None,
+                rounds: Optional[Sequence[RoundRecord]] = None) -> ReplyChars:
+    """Per-character provenance of `content` from its tokens; padded with the target (or cut) to the content, so
+    a reply whose tokens do not add up to its text (edited, or saved by an older version) still shows."""
+    if not tokens:
+        tokens = [(content, "target")]
+    origins: list[str] = []
+    char_rounds: list[int] = []
+    own_at: dict[int, int] = {}  # round -> offset of the target's own token
+    for n, (text, origin) in enumerate(tokens):
+        round_index = token_rounds[n] if token_rounds is not None and n < len(token_rounds) else NO_ROUND
+        if origin == "target" and round_index >= 0 and round_index not in own_at:
+            own_at[round_index] = len(origins)
+        origins.extend([origin] * len(text))
+        char_rounds.extend([round_index] * len(text))
+    length = len(content)
+    if len(origins) < length:
+        origins.extend(["target"] * (length - len(origins)))
+        char_rounds.extend([NO_ROUND] * (length - len(char_rounds)))
+    del origins[length:], char_rounds[length:]
+    ghosts = sorted(
+        (offset, r) for r, offset in own_at.items()
+        if offset < length and rounds is not None and r < len(rounds) and rounds[r].has_refused
+    )
+    return ReplyChars(origins, char_rounds, ghosts)

@@ -1,0 +1,317 @@
+"""Writes replies into the transcript's QTextDocument: streamed tokens as they come, and a finished reply as
+Markdown whose every shown character keeps its token's origin and round (see markdown_blocks), with code blocks in
+monospace and Pygments colours, tables, lists, links, and refused proposals as ghost text when they are shown.
+
+GUI thread only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Optional, Sequence
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QTextBlockFormat,
+    QTextCharFormat,
+    QTextCursor,
+    QTextFrameFormat,
+    QTextLength,
+    QTextTableFormat,
+)
+
+from app.store.provenance import RoundRecord
+from app.ui.widgets import style
+from app.ui.transcript.code_colors import code_colours
+from app.ui.transcript.markdown_blocks import Block, Inline, InlineStyle, parse_markdown
+from app.ui.transcript.reply_chars import NO_ROUND, ReplyChars
+from app.ui.transcript.format import (
+    BASE_BACKGROUND_PROPERTY,
+    GHOST_PROPERTY,
+    GHOST_ROUNDS_PROPERTY,
+    MESSAGE_PROPERTY,
+    PROVENANCE_PROPERTY,
+    ROUND_PROPERTY,
+)
+
+LINE_SEPARATOR = "\u2028"  # a line break inside a block: a paragraph's soft break, a code block's lines
+_ALIGN = {"center": Qt.AlignmentFlag.AlignHCenter, "right": Qt.AlignmentFlag.AlignRight}
+
+
+@dataclass
+class _Reply:
+    """The reply being written: its key, characters and rounds, and the next refused proposal to place."""
+
+    key: int
+    chars: ReplyChars
+    rounds: Sequence[RoundRecord]
+    next_ghost: int = 0
+
+    def ghosts_before(self, offset: int) -> str:
+        """The rounds ("3" or "3,4") whose refused proposals go before the character at `offset` (each once)."""
+        ghosts = self.chars.ghosts
+        start = self.next_ghost
+        while self.next_ghost < len(ghosts) and ghosts[self.next_ghost][0] <= offset:
+            self.next_ghost += 1
+        return ",".join(str(r) for _, r in ghosts[start:self.next_ghost])
+
+
+class ReplyWriter:
+    """Writes replies into a QTextDocument; remembers the code blocks it wrote, for their Copy links."""
+
+    def __init__(self, base: QFont):
+        self.base = base
+        self.mono = style.monospace_font(max(8.0, base.pointSizeF() - 0.5))
+        self.highlight = True
+        self.show_refused = False
+        self.code_blocks: list[str] = []
+        self.reuse_block = False  # the next block goes into the empty one Qt keeps after a code frame or table
+        self._stream_formats: dict[tuple, QTextCharFormat] = {}
+
+    # ----- formats
+
+    def set_background(self, fmt: QTextCharFormat) -> None:
+        color = style.origin_color(fmt.stringProperty(PROVENANCE_PROPERTY)) if self.highlight else None
+        if color is not None:
+            fmt.setBackground(color)
+            return
+        base = fmt.stringProperty(BASE_BACKGROUND_PROPERTY)
+        if base:
+            fmt.setBackground(QColor(base))
+        else:
+            fmt.clearBackground()
+
+    def link_format(self, href: str) -> QTextCharFormat:
+        link = QTextCharFormat()
+        link.setAnchor(True)
+        link.setAnchorHref(href)
+        link.setForeground(QColor(style.ACCENT))
+        return link
+
+    def _set_mono(self, fmt: QTextCharFormat) -> None:
+        fmt.setFont(self.mono, QTextCharFormat.FontPropertiesInheritanceBehavior.FontPropertiesSpecifiedOnly)
+        fmt.setFontFamilies(self.mono.families())
+
+    def token_format(self, origin: str, key: int, round_index: int = NO_ROUND, code: bool = False,
+                     ghost_rounds: str = "") -> QTextCharFormat:
+        """The format of a streamed token. One per origin and code state is built; the round is set on a copy."""
+        cached = self._stream_formats.get((origin, code))
+        if cached is None:
+            cached = QTextCharFormat()
+            cached.setProperty(PROVENANCE_PROPERTY, origin)
+            cached.setProperty(MESSAGE_PROPERTY, key)
+            if code:
+                self._set_mono(cached)
+            self.set_background(cached)
+            self._stream_formats[(origin, code)] = cached
+        if round_index == NO_ROUND and not ghost_rounds:
+            return cached
+        fmt = QTextCharFormat(cached)
+        fmt.setProperty(ROUND_PROPERTY, round_index)
+        if ghost_rounds:
+            fmt.setProperty(GHOST_ROUNDS_PROPERTY, ghost_rounds)
+        return fmt
+
+    def forget_stream_formats(self) -> None:
+        """Streamed formats are built again (a new reply, or the highlighting changed)."""
+        self._stream_formats.clear()
+
+    def _char_format(self, origin: str, round_index: int, key: int, inline: InlineStyle, block: Block,
+                     colour: Optional[str], ghost_rounds: str) -> QTextCharFormat:
+        fmt = QTextCharFormat()
+        if origin:
+            fmt.setProperty(PROVENANCE_PROPERTY, origin)
+            fmt.setProperty(MESSAGE_PROPERTY, key)
+            if round_index != NO_ROUND:
+                fmt.setProperty(ROUND_PROPERTY, round_index)
+        if ghost_rounds:
+            fmt.setProperty(GHOST_ROUNDS_PROPERTY, ghost_rounds)
+        if block.kind == "code" or inline.code:
+            self._set_mono(fmt)
+        if inline.code and block.kind != "code":
+            fmt.setProperty(BASE_BACKGROUND_PROPERTY, style.INLINE_CODE_BACKGROUND)
+        if inline.bold or block.kind == "heading":
+            fmt.setFontWeight(QFont.Weight.Bold)
+        if inline.italic:
+            fmt.setFontItalic(True)
+        if inline.strike:
+            fmt.setFontStrikeOut(True)
+        if block.kind == "heading":
+            fmt.setFontPointSize(self.base.pointSizeF() + max(0.0, 4 - block.level) * 1.5)
+        if inline.href:
+            fmt.setAnchor(True)
+            fmt.setAnchorHref(inline.href)
+            fmt.setFontUnderline(True)
+            fmt.setForeground(QColor(style.ACCENT))
+        elif colour:
+            fmt.setForeground(QColor(colour))
+        elif block.quote:
+            fmt.setForeground(QColor(style.TEXT_MUTED))
+        self.set_background(fmt)
+        return fmt
+
+    # ----- ghost text
+
+    def ghost_format(self, key: int, round_index: int) -> QTextCharFormat:
+        fmt = QTextCharFormat()
+        fmt.setProperty(GHOST_PROPERTY, True)
+        fmt.setProperty(MESSAGE_PROPERTY, key)
+        fmt.setProperty(ROUND_PROPERTY, round_index)
+        fmt.setFontStrikeOut(True)
+        fmt.setForeground(QColor(*style.GHOST_TEXT_RGBA))
+        return fmt
+
+    def insert_ghosts(self, cursor: QTextCursor, key: int, ghost_rounds: str,
+                      rounds: Optional[Sequence[RoundRecord]]) -> None:
+        """Insert the refused proposals of these rounds ("3,4") at the cursor, as faint struck-through text."""
+        if not rounds:
+            return
+        for part in ghost_rounds.split(","):
+            round_index = int(part)
+            if 0 <= round_index < len(rounds):
+                refused = rounds[round_index].refused_text.replace("\n", "↵")
+                if refused:
+                    cursor.insertText(refused, self.ghost_format(key, round_index))
+
+    # ----- finished replies
+
+    def insert_reply(self, cursor: QTextCursor, key: int, content: str, chars: ReplyChars,
+                     rounds: Sequence[RoundRecord]) -> None:
+        """Write a finished reply as Markdown at the cursor."""
+        reply = _Reply(key, chars, rounds)
+        previous: Optional[Block] = None
+        for block in parse_markdown(content):
+            if block.kind == "code":
+                self._insert_code_block(cursor, block, reply)
+            elif block.kind == "table":
+                self._insert_table(cursor, block, reply)
+            else:
+                block_format = QTextBlockFormat()
+                gap = previous is not None and not (block.tight and previous.indent and block.indent)
+                block_format.setTopMargin(8 if gap else 2)
+                self._indent(block_format, block)
+                self.new_block(cursor, block_format)
+                if block.kind == "rule":
+                    rule = QTextCharFormat()
+                    rule.setForeground(QColor(style.BORDER))
+                    cursor.insertText("─" * 24, rule)
+                else:
+                    if block.marker:
+                        marker_format = QTextCharFormat()
+                        marker_format.setForeground(QColor(style.TEXT_MUTED))
+                        cursor.insertText(f"{block.marker}  ", marker_format)
+                    self._insert_inline(cursor, block.inline, block, reply)
+            previous = block
+
+    @staticmethod
+    def _indent(block_format: QTextBlockFormat, block: Block) -> None:
+        margin = 14 * block.quote + (18 * block.indent if block.indent else 0)
+        block_format.setLeftMargin(margin)
+        if block.marker:
+            block_format.setTextIndent(-16)
+
+    def _insert_inline(self, cursor: QTextCursor, inline: Inline, block: Block, reply: _Reply,
+                       colours: Optional[list[Optional[str]]] = None, header: bool = False) -> None:
+        """Insert shown text in runs of characters that share origin, round, style and colour."""
+        chars = reply.chars
+        formats: dict[tuple, QTextCharFormat] = {}
+        run_key: Optional[tuple] = None
+        run_start = 0
+        text = inline.text
+        for i in range(len(text) + 1):
+            if i < len(text):
+                offset = inline.offsets[i]
+                if 0 <= offset < len(chars.origins):
+                    origin, round_index, ghosts = chars.origins[offset], chars.rounds[offset], reply.ghosts_before(offset)
+                else:
+                    origin, round_index, ghosts = "", NO_ROUND, ""
+                key = (origin, round_index, inline.styles[i], colours[i] if colours else None, ghosts)
+                if key == run_key:
+                    continue
+            if run_key is not None:
+                fmt = formats.get(run_key)
+                if fmt is None:
+                    origin_, round_, inline_style, colour_, ghosts_ = run_key
+                    if header:
+                        inline_style = replace(inline_style, bold=True)
+                    fmt = self._char_format(origin_, round_, reply.key, inline_style, block, colour_, ghosts_)
+                    formats[run_key] = fmt
+                if run_key[4] and self.show_refused:
+                    self.insert_ghosts(cursor, reply.key, run_key[4], reply.rounds)
+                cursor.insertText(text[run_start:i].replace("\n", LINE_SEPARATOR), fmt)
+            if i < len(text):
+                run_key, run_start = key, i
+
+    def _insert_code_block(self, cursor: QTextCursor, block: Block, reply: _Reply) -> None:
+        self.reuse_block = False
+        index = len(self.code_blocks)
+        code = block.inline.text
+        self.code_blocks.append(code)
+        frame_format = QTextFrameFormat()
+        frame_format.setBackground(QColor(style.CODE_BACKGROUND))
+        frame_format.setBorder(1)
+        frame_format.setBorderBrush(QColor(style.BORDER))
+        frame_format.setBorderStyle(QTextFrameFormat.BorderStyle.BorderStyle_Solid)
+        frame_format.setPadding(10)
+        frame_format.setTopMargin(8)
+        frame_format.setBottomMargin(4)
+        frame_format.setLeftMargin(14 * block.quote + 18 * block.indent)
+        frame_format.setWidth(QTextLength(QTextLength.Type.PercentageLength, 100))
+        frame = cursor.insertFrame(frame_format)
+        inner = frame.firstCursorPosition()
+        label = style.muted_format(self.base)
+        inner.insertText(f"{block.language or 'code'}   ", label)
+        copy = self.link_format(f"specchat:copy-code/{index}")
+        copy.setFontPointSize(label.fontPointSize())
+        inner.insertText("Copy", copy)
+        line_format = QTextBlockFormat()
+        line_format.setTopMargin(6)
+        inner.insertBlock(line_format, QTextCharFormat())
+        self._insert_inline(inner, block.inline, block, reply, colours=code_colours(code, block.language))
+        self._continue_after(cursor, frame.lastPosition())
+
+    def _insert_table(self, cursor: QTextCursor, block: Block, reply: _Reply) -> None:
+        rows = [row for row in block.rows if row]
+        columns = max((len(row) for row in rows), default=0)
+        if not columns:
+            return
+        self.reuse_block = False
+        table_format = QTextTableFormat()
+        table_format.setBorder(1)
+        table_format.setBorderBrush(QColor(style.BORDER))
+        table_format.setBorderStyle(QTextFrameFormat.BorderStyle.BorderStyle_Solid)
+        table_format.setBorderCollapse(True)
+        table_format.setCellPadding(5)
+        table_format.setCellSpacing(0)
+        table_format.setTopMargin(8)
+        table_format.setBottomMargin(4)
+        table_format.setLeftMargin(14 * block.quote + 18 * block.indent)
+        table_format.setHeaderRowCount(block.header_rows)
+        table = cursor.insertTable(len(rows), columns, table_format)
+        for r, row in enumerate(rows):
+            for c, cell in enumerate(row):
+                cell_cursor = table.cellAt(r, c).firstCursorPosition()
+                align = _ALIGN.get(block.aligns[c] if c < len(block.aligns) else "")
+                if align is not None:
+                    cell_format = QTextBlockFormat()
+                    cell_format.setAlignment(align)
+                    cell_cursor.setBlockFormat(cell_format)
+                self._insert_inline(cell_cursor, cell, block, reply, header=r < block.header_rows)
+        self._continue_after(cursor, table.lastPosition())
+
+    def _continue_after(self, cursor: QTextCursor, last_position: int) -> None:
+        # Continue after the frame, still inside the message frame, in the empty block Qt keeps there.
+        cursor.setPosition(last_position + 1)
+        self.reuse_block = True
+
+    def new_block(self, cursor: QTextCursor, block_format: QTextBlockFormat, fmt=None) -> None:
+        """Start a block, reusing the empty one that follows a code frame instead of leaving a blank line."""
+        if self.reuse_block:
+            self.reuse_block = False
+            cursor.setBlockFormat(block_format)
+            cursor.setBlockCharFormat(fmt or QTextCharFormat())
+        else:
+            cursor.insertBlock(block_format, fmt or QTextCharFormat())
+

@@ -1,0 +1,8 @@
+"""Small reusable widgets, layout helpers, the style, and window automation for scripts.
+
+- automation.py: Driving the real window from code, for the screenshot script and the self-test (tests use pytest-qt instead).
+- elided_label.py: A one-line label that elides its text to the space it gets (the full text is its tooltip).
+- layouts.py: Small layout helpers shared by the window and its dialogs. GUI thread only.
+- style.py: Colours, fonts and the application style sheet: one light, calm look in one place.
+- toggle_switch.py: A small on/off switch (a checkable button painted as a pill), for settings that flip instantly.
+"""
