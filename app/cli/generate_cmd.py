@@ -28,9 +28,10 @@ def register(subparsers) -> None:
                         "speculation is whatever the server was started with")
     remote.add_argument("--model", metavar="NAME", help="the server's model (as its /v1/models lists it)")
     remote.add_argument("--api-key-file", metavar="FILE",
-                        help=f"a file holding the API key for this --server URL; without it, the key saved for "
-                        f"that URL in the window's Settings, else {ENV_API_KEY} (which applies to the --server URL "
-                        "given with it only). A key sent over plain http to another machine gets a warning")
+                        help=f"a file holding the API key for this --server URL; without it, {ENV_API_KEY} (which "
+                        "applies to the --server URL given with it only), else the key saved for that URL in the "
+                        "window's Settings. A key goes to no other server, and one sent over plain http to another "
+                        "machine gets a warning")
     p.add_argument("--rpc", metavar="HOST:PORT[,HOST:PORT...]", default="",
                    help="spread the target's layers over llama.cpp RPC workers (ggml-rpc-server); the draft stays "
                    "here. RPC has no authentication: trusted networks only")
@@ -98,13 +99,14 @@ def server_problem(args: argparse.Namespace) -> str | None:
 
 
 def _server_key(args: argparse.Namespace) -> str | None:
-    """The key for --server: --api-key-file, else the key saved for that URL, else SPECCHAT_API_KEY. Each goes to
-    the --server URL only (the client follows no redirect). Raises ValueError for an unreadable key file."""
+    """The key for --server: --api-key-file, else SPECCHAT_API_KEY, else the key saved for that URL in the window.
+    Each goes to the --server URL only (the client follows no redirect). Raises ValueError for an unreadable key
+    file."""
     from app.engine.remote.server_keys import api_key_for, env_api_key, read_key_file
 
     if args.api_key_file:
         return read_key_file(args.api_key_file)
-    return api_key_for(args.server) or env_api_key()
+    return env_api_key() or api_key_for(args.server)
 
 
 def _plain_http_warning(url: str) -> str | None:

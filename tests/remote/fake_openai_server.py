@@ -59,6 +59,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def _authorized(self) -> bool:
+        self.server.authorizations.append(self.headers.get("Authorization"))
         key = self.server.script.api_key
         if key and self.headers.get("Authorization") != f"Bearer {key}":
             self._json(401, {"error": {"message": "Invalid API Key", "type": "authentication_error"}})
@@ -152,6 +153,7 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     script: Script
     requests: list
+    authorizations: list  # each request's Authorization header (None: none)
     sent_bytes: int = 0
 
     def handle_error(self, request, client_address) -> None:
@@ -165,6 +167,7 @@ class FakeServer:
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.script = script or Script()
         self._server.requests = []
+        self._server.authorizations = []
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
@@ -174,6 +177,10 @@ class FakeServer:
     @property
     def requests(self) -> list:
         return self._server.requests
+
+    @property
+    def authorizations(self) -> list:
+        return self._server.authorizations
 
     @property
     def sent_bytes(self) -> int:
