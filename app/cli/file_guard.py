@@ -40,7 +40,7 @@ class ModelFileGuard:
         self._thread: Optional[threading.Thread] = None
 
     def changed(self) -> Optional[str]:
-        """One sentence naming the first file whose size or mtime differs from the start, else None."""
+        """What changed: the first file whose size or mtime differs from the start (a clause), else None."""
         for path in self._paths:
             now = _stamp(path)
             if now != self._stamps[path]:
@@ -51,7 +51,7 @@ class ModelFileGuard:
                     state = f"it shrank from {was[0]:,} to {now[0]:,} bytes"
                 else:
                     state = "it was rewritten"
-                return f"the model file {path} changed while it was in use ({state}); the reply stopped"
+                return f"the model file {path} changed while it was in use ({state})"
         return None
 
     def __enter__(self) -> "ModelFileGuard":
@@ -93,7 +93,7 @@ class ModelFileGuard:
                 self._die()
 
     def _die(self) -> None:
-        reason = self.changed() or "a model file changed while it was in use (SIGBUS); the reply stopped"
+        reason = (self.changed() or "a model file changed while it was in use (SIGBUS)") + "; the reply stopped"
         # No flush of sys.stdout: its lock may be held by the thread that faulted. Each token was flushed already.
         os.write(2, f"\nerror: {printable(reason)}\n".encode("utf-8", "replace"))
         os._exit(1)

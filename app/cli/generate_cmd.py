@@ -173,11 +173,14 @@ def run(args: argparse.Namespace) -> int:
         with guard:
             finished, tokens, rounds = _generate(args, config)
     except EngineError as exc:
-        say_error(guard.changed() or exc)
+        changed = guard.changed()
+        say_error(f"{changed}; the reply stopped" if changed else exc)
         return 1
     changed = guard.changed()
     if changed or finished is None:
-        say_error(changed or "the reply ended without its closing statistics")
+        # The file was rewritten in place (no SIGBUS): what llama.cpp read of it mid-reply is not the model.
+        say_error(f"{changed}; the reply above may not be the model's" if changed
+                  else "the reply ended without its closing statistics")
         return 1
     stats = finished.stats
     if args.json:

@@ -43,13 +43,10 @@ class FakeRpcPeer:
         self.mode = mode
         self.connections = 0
         self._listener = socket.create_server(("127.0.0.1", 0))
+        self.endpoint = f"127.0.0.1:{self._listener.getsockname()[1]}"
         self._stop = threading.Event()
         self._open: list[socket.socket] = []
         self._thread = threading.Thread(target=self._serve, daemon=True)
-
-    @property
-    def endpoint(self) -> str:
-        return f"127.0.0.1:{self._listener.getsockname()[1]}"
 
     def __enter__(self) -> "FakeRpcPeer":
         self._thread.start()

@@ -73,14 +73,15 @@ def hello(endpoint: str) -> tuple[int, int, int]:
                             f"{CONNECT_TIMEOUT_S:.0f} s; check the address and the network.") from None
     except OSError:
         raise WorkerProblem(unreachable(endpoint)) from None
+    closed = WorkerProblem(f"The RPC worker at {endpoint} closed the connection without answering llama.cpp's "
+                           f"greeting; {SAME_VERSION}.")
     with sock:
         sock.settimeout(ANSWER_TIMEOUT_S)
         try:
             sock.sendall(bytes([RPC_CMD_HELLO]) + struct.pack("<Q", RPC_CONN_CAPS_SIZE) + bytes(RPC_CONN_CAPS_SIZE))
             header = _recv_exactly(sock, 8)
             if header is None:
-                raise WorkerProblem(f"The RPC worker at {endpoint} closed the connection without answering "
-                                    f"llama.cpp's greeting; {SAME_VERSION}.")
+                raise closed
             (size,) = struct.unpack("<Q", header)
             if size != HELLO_REPLY_SIZE:
                 raise WorkerProblem(f"The RPC worker at {endpoint} answered llama.cpp's greeting with something that "
@@ -89,6 +90,8 @@ def hello(endpoint: str) -> tuple[int, int, int]:
         except socket.timeout:
             raise WorkerProblem(f"The RPC worker at {endpoint} accepted the connection but did not answer within "
                                 f"{ANSWER_TIMEOUT_S:.0f} s; {SAME_VERSION}.") from None
+        except (ConnectionResetError, BrokenPipeError):
+            raise closed from None
         except OSError as exc:
             raise WorkerProblem(f"The RPC worker at {endpoint} dropped the connection during llama.cpp's greeting "
                                 f"({exc.strerror or type(exc).__name__}); {SAME_VERSION}.") from None
