@@ -23,7 +23,15 @@ import sys
 from typing import Optional, Sequence
 
 from app import __version__
-from app.cli import bench_cmd, check_pair_cmd, desktop_cmd, download_cmd, export_cmd, generate_cmd, inspect_cmd
+from app.cli import (
+    bench_cmd,
+    check_pair_cmd,
+    desktop_cmd,
+    download_cmd,
+    export_cmd,
+    generate_cmd,
+    inspect_cmd,
+)
 from app.cli.terminal import make_output_safe, printable
 
 SUBCOMMANDS = (inspect_cmd, check_pair_cmd, generate_cmd, bench_cmd, download_cmd, desktop_cmd, export_cmd)

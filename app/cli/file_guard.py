@@ -15,7 +15,7 @@ import os
 import signal
 import threading
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from app.cli.terminal import printable
 
@@ -36,7 +36,7 @@ class ModelFileGuard:
         self._stamps = {p: _stamp(p) for p in self._paths}
         self._pipe: Optional[tuple[int, int]] = None
         self._old_wakeup = -1
-        self._old_handler = None
+        self._old_handler: Any = None
         self._thread: Optional[threading.Thread] = None
 
     def changed(self) -> Optional[str]:
@@ -71,7 +71,7 @@ class ModelFileGuard:
     def __exit__(self, *exc) -> None:
         if self._pipe is None:
             return
-        bus = getattr(signal, "SIGBUS")
+        bus = signal.SIGBUS
         signal.signal(bus, self._old_handler if self._old_handler is not None else signal.SIG_DFL)
         signal.set_wakeup_fd(self._old_wakeup)
         read_end, write_end = self._pipe

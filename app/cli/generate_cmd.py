@@ -7,7 +7,13 @@ import json
 import sys
 
 from app.bench.args import add_model_arguments, parse_draft_max
-from app.cli.checks import UsageError, check_text, model_problem, read_text_file, sampling_problem
+from app.cli.checks import (
+    UsageError,
+    check_text,
+    model_problem,
+    read_text_file,
+    sampling_problem,
+)
 from app.cli.file_guard import ModelFileGuard
 from app.cli.terminal import json_printable, printable, say_error
 from app.engine.errors import EngineError

@@ -14,12 +14,26 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence
 
 from app.engine.config import GenerationConfig, LoadSettings
-from app.engine.local.context_fit import SessionCuts
 from app.engine.errors import EngineError
-from app.engine.events import EngineEvent, FinishedEvent, GenerationStats, RoundEvent, TokenEvent
+from app.engine.events import (
+    EngineEvent,
+    FinishedEvent,
+    GenerationStats,
+    RoundEvent,
+    TokenEvent,
+)
+from app.engine.local.context_fit import SessionCuts
 from app.engine.remote.chunks import MalformedEvent, ServerTimings, parse_chunk
-from app.engine.remote.http import (READ_TIMEOUT_S, ConnectionDropped, ServerError, check_model, display_url,
-                                    normalize_url, server_props, stream_chat)
+from app.engine.remote.http import (
+    READ_TIMEOUT_S,
+    ConnectionDropped,
+    ServerError,
+    check_model,
+    display_url,
+    normalize_url,
+    server_props,
+    stream_chat,
+)
 from app.engine.remote.provenance import ProvenanceTracker
 
 TARGET_PREFIX = "server:"

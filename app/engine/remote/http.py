@@ -20,7 +20,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Generator, Iterator, Optional
 from urllib.parse import urlsplit, urlunsplit
 
 from app.engine.errors import EngineError, ModelLoadError
@@ -40,7 +40,7 @@ def _httpcore():
     try:
         import httpcore2 as httpcore
     except ImportError:  # pragma: no cover
-        import httpcore  # type: ignore[no-redef]
+        import httpcore  # type: ignore[no-redef,import-not-found]
     return httpcore
 
 
@@ -161,7 +161,7 @@ def _client(read_timeout_s: float, sockets: Optional[_Sockets] = None):
         return httpx.Client(timeout=_timeout(read_timeout_s), trust_env=False, follow_redirects=False)
     httpcore = _httpcore()
 
-    class RecordingBackend(httpcore.SyncBackend):
+    class RecordingBackend(httpcore.SyncBackend):  # type: ignore[name-defined]
         def connect_tcp(self, *args, **kwargs):
             stream = super().connect_tcp(*args, **kwargs)
             sockets.add(stream.get_extra_info("socket"))
@@ -306,7 +306,8 @@ def check_model(url: str, model: str, api_key: Optional[str] = None) -> ServerMo
 
 
 def stream_chat(url: str, body: dict, api_key: Optional[str], cancel=None,
-                read_timeout_s: float = READ_TIMEOUT_S, deadline_s: Optional[float] = None) -> Iterator[object]:
+                read_timeout_s: float = READ_TIMEOUT_S,
+                deadline_s: Optional[float] = None) -> Generator[object, None, None]:
     """POST /v1/chat/completions with `body` (which sets "stream": true) and yield each event's decoded JSON (any
     JSON value: app.engine.remote.chunks checks its shape).
 
