@@ -31,7 +31,8 @@ def register(subparsers) -> None:
     remote = p.add_argument_group("a model on a server (instead of --target)")
     remote.add_argument("--server", metavar="URL",
                         help="an OpenAI-compatible server (llama-server, vLLM, ...), e.g. http://host:8080; "
-                        "speculation is whatever the server was started with")
+                        "speculation is whatever the server was started with. user:pass@ in the URL is sent as "
+                        "basic auth, never printed; control characters in what the server sends are never printed")
     remote.add_argument("--model", metavar="NAME", help="the server's model (as its /v1/models lists it)")
     remote.add_argument("--api-key-file", metavar="FILE",
                         help=f"a file holding the API key for this --server URL; without it, {ENV_API_KEY} (which "
@@ -40,7 +41,8 @@ def register(subparsers) -> None:
                         "machine gets a warning")
     p.add_argument("--rpc", metavar="HOST:PORT[,HOST:PORT...]", default="",
                    help="spread the target's layers over llama.cpp RPC workers (ggml-rpc-server); the draft stays "
-                   "here. RPC has no authentication: trusted networks only")
+                   "here. Each worker is checked first in a child process, with a timeout. RPC has no "
+                   "authentication: trusted networks only")
     p.add_argument("--draft-p-min", type=float, default=0.0,
                    help="stop drafting when the draft's top probability falls below this (default 0)")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
