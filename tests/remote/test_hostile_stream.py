@@ -101,3 +101,27 @@ def test_credentials_in_a_url_are_never_shown():
         engine = RemoteEngine(api_key_for=lambda u: None)
         engine.load_target(remote_target(url, "fake-model"))
         assert "hunter2" not in engine.placement_note
+
+
+def test_stop_in_the_window_s_engine_process_on_a_silent_server_needs_no_restart(qtbot):
+    from app.ui.engine_link.engine_process import EngineProcess
+
+    with FakeServer(Script(chunks=[content_chunk("The")], end="stall", stall_s=60.0)) as server:
+        engine = EngineProcess()
+        streamed: list = []
+        died: list = []
+        engine.sig_stream.connect(lambda events: streamed.extend(e for e in events if hasattr(e, "text")))
+        engine.sig_worker_died.connect(died.append)
+        try:
+            with qtbot.waitSignal(engine.sig_models_loaded, timeout=60000):
+                engine.request_load(1, remote_target(server.url, "fake-model"), None, LoadSettings(n_ctx=1024))
+            pid = engine.pid()
+            with qtbot.waitSignal(engine.sig_generation_ended, timeout=60000) as ended:
+                engine.request_generate(2, [{"role": "user", "content": "hi"}], GenerationConfig())
+                qtbot.waitUntil(lambda: bool(streamed), timeout=60000)
+                engine.cancel(2)  # the server is silent now
+            assert ended.args == [2]
+            # The stream ended in the engine process itself: it was not killed as stuck and restarted.
+            assert engine.pid() == pid and not died
+        finally:
+            engine.stop()
