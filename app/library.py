@@ -288,9 +288,12 @@ SERVER_SPECULATION = "server-speculation"
 def server_entries(url: str, model_ids: Sequence[str]) -> list[ModelEntry]:
     """Library rows for a server's models: their path is the engine's target key, their folder the server."""
     from app.engine.remote.engine import remote_target
+    from app.engine.remote.http import display_url
 
+    # The folder is shown: without the URL's user:password@ (the target key keeps them for the requests).
     return [ModelEntry(path=remote_target(url, model_id), name=os.path.basename(model_id.rstrip("/")) or model_id,
-                       file_size=0, folder=url, source="server", model_name=model_id) for model_id in model_ids]
+                       file_size=0, folder=display_url(url), source="server", model_name=model_id)
+            for model_id in model_ids]
 
 
 def draft_choices(target_path: str | Path, candidates: Sequence[ModelEntry]) -> list[DraftChoice]:

@@ -9,8 +9,10 @@ Each sub-command lives in its own module with a `register(subparsers)` function 
 - desktop_cmd.py: `specchat-cli desktop install|uninstall`: add SpecChat to this user's application menu on Linux, or remove it.
 - download_cmd.py: `specchat-cli download REPO [FILE_PATTERN] [--dest DIR]`: fetch GGUF files from the Hugging Face Hub.
 - export_cmd.py: `specchat-cli export CHAT_ID`: a chat from the chat database as Markdown, or as JSON with every token and round.
+- file_guard.py: A model file that changes while the CLI reads it: one sentence and exit status 1, never a silent SIGBUS.
 - generate_cmd.py: `specchat-cli generate`: one reply, plain or speculative, streamed to the terminal or printed as JSON.
 - inspect_cmd.py: `specchat-cli inspect FILE…`: what each GGUF model is (name, architecture, size, quantization, vocabulary),
+- terminal.py: What the CLI prints of text it did not write: no control characters, no credentials.
 """
 
 from __future__ import annotations
@@ -21,7 +23,16 @@ import sys
 from typing import Optional, Sequence
 
 from app import __version__
-from app.cli import bench_cmd, check_pair_cmd, desktop_cmd, download_cmd, export_cmd, generate_cmd, inspect_cmd
+from app.cli import (
+    bench_cmd,
+    check_pair_cmd,
+    desktop_cmd,
+    download_cmd,
+    export_cmd,
+    generate_cmd,
+    inspect_cmd,
+)
+from app.cli.terminal import make_output_safe, printable
 
 SUBCOMMANDS = (inspect_cmd, check_pair_cmd, generate_cmd, bench_cmd, download_cmd, desktop_cmd, export_cmd)
 
@@ -39,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    make_output_safe()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -54,5 +66,5 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except Exception as exc:  # a bug of ours: one line, not a traceback (SPECCHAT_DEBUG=1 shows it)
         if os.environ.get("SPECCHAT_DEBUG"):
             raise
-        print(f"specchat-cli: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"specchat-cli: internal error: {type(exc).__name__}: {printable(str(exc))}", file=sys.stderr)
         return 1

@@ -7,7 +7,15 @@ import json
 import sys
 
 from app.bench.args import add_model_arguments, parse_draft_max
-from app.cli.checks import UsageError, check_text, model_problem, read_text_file, sampling_problem
+from app.cli.checks import (
+    UsageError,
+    check_text,
+    model_problem,
+    read_text_file,
+    sampling_problem,
+)
+from app.cli.file_guard import ModelFileGuard
+from app.cli.terminal import json_printable, printable, say_error
 from app.engine.errors import EngineError
 from app.engine.placement.rpc import parse_endpoints
 from app.engine.remote.server_keys import ENV_VAR as ENV_API_KEY
@@ -23,13 +31,18 @@ def register(subparsers) -> None:
     remote = p.add_argument_group("a model on a server (instead of --target)")
     remote.add_argument("--server", metavar="URL",
                         help="an OpenAI-compatible server (llama-server, vLLM, ...), e.g. http://host:8080; "
-                        "speculation is whatever the server was started with")
+                        "speculation is whatever the server was started with. user:pass@ in the URL is sent as "
+                        "basic auth, never printed; control characters in what the server sends are never printed")
     remote.add_argument("--model", metavar="NAME", help="the server's model (as its /v1/models lists it)")
     remote.add_argument("--api-key-file", metavar="FILE",
-                        help=f"a file holding the server's API key (or set {ENV_API_KEY})")
+                        help=f"a file holding the API key for this --server URL; without it, {ENV_API_KEY} (which "
+                        "applies to the --server URL given with it only), else the key saved for that URL in the "
+                        "window's Settings. A key goes to no other server, and one sent over plain http to another "
+                        "machine gets a warning")
     p.add_argument("--rpc", metavar="HOST:PORT[,HOST:PORT...]", default="",
                    help="spread the target's layers over llama.cpp RPC workers (ggml-rpc-server); the draft stays "
-                   "here. RPC has no authentication: trusted networks only")
+                   "here. Each worker is checked first in a child process, with a timeout. RPC has no "
+                   "authentication: trusted networks only")
     p.add_argument("--draft-p-min", type=float, default=0.0,
                    help="stop drafting when the draft's top probability falls below this (default 0)")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
@@ -94,11 +107,25 @@ def server_problem(args: argparse.Namespace) -> str | None:
 
 
 def _server_key(args: argparse.Namespace) -> str | None:
-    from app.engine.remote.server_keys import api_key_for, read_key_file
+    """The key for --server: --api-key-file, else SPECCHAT_API_KEY, else the key saved for that URL in the window.
+    Each goes to the --server URL only (the client follows no redirect). Raises ValueError for an unreadable key
+    file."""
+    from app.engine.remote.server_keys import api_key_for, env_api_key, read_key_file
 
     if args.api_key_file:
         return read_key_file(args.api_key_file)
-    return api_key_for(args.server)
+    return env_api_key() or api_key_for(args.server)
+
+
+def _plain_http_warning(url: str) -> str | None:
+    """A warning when a key would cross the network unencrypted: plain http to a host other than this machine."""
+    from app.engine.remote.http import display_url, is_loopback, normalize_url
+
+    url = normalize_url(url)
+    if url.lower().startswith("http://") and not is_loopback(url):
+        return (f"warning: the API key is sent to {display_url(url)} over plain http, readable by anyone on the "
+                "network between; use https:// for a server on another machine")
+    return None
 
 
 def build_engine(args: argparse.Namespace):
@@ -109,6 +136,9 @@ def build_engine(args: argparse.Namespace):
         from app.engine.remote.engine import RemoteEngine, remote_target
 
         key = _server_key(args)
+        warning = _plain_http_warning(args.server) if key else None
+        if warning:
+            print(warning, file=sys.stderr)
         engine = RemoteEngine(LoadSettings(n_ctx=args.ctx), api_key_for=lambda url: key)
         engine.load_target(remote_target(args.server, args.model))
         return engine
@@ -124,8 +154,6 @@ def build_engine(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     from app.engine.config import GenerationConfig
-    from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
-    from app.store.provenance import RoundRecord
 
     try:
         draft_max = parse_draft_max(args.draft_max)
@@ -140,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
         if problem:
             raise UsageError(problem)
     except (ValueError, UsageError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        say_error(exc)
         return 2
     speculative = bool(args.draft or args.ngram or args.server)
     config = GenerationConfig(
@@ -148,8 +176,47 @@ def run(args: argparse.Namespace) -> int:
         min_p=args.min_p, seed=args.seed, speculative=speculative,
         drafter="model" if args.draft else "ngram", draft_max=draft_max, draft_p_min=args.draft_p_min,
     )
+    guard = ModelFileGuard([args.target, args.draft] if not args.server else [])
     try:
-        engine = build_engine(args)
+        with guard:
+            finished, tokens, rounds = _generate(args, config)
+    except EngineError as exc:
+        changed = guard.changed()
+        say_error(f"{changed}; the reply stopped" if changed else exc)
+        return 1
+    changed = guard.changed()
+    if changed or finished is None:
+        # The file was rewritten in place (no SIGBUS): what llama.cpp read of it mid-reply is not the model.
+        say_error(f"{changed}; the reply above may not be the model's" if changed
+                  else "the reply ended without its closing statistics")
+        return 1
+    stats = finished.stats
+    if args.json:
+        keys = ("tokens", "tokens_per_second", "ttft_s", "drafted", "accepted", "acceptance_rate",
+                "mean_accepted_run", "rounds", "stop_reason")
+        # Per token its drafter and round (an index into "rounds"); per round every proposed id, the refused ones too.
+        out = {"text": finished.text, "tokens": tokens, "rounds": rounds,
+               "stats": {k: getattr(stats, k) for k in keys}}
+        out["stats"]["draft_len_histogram"] = stats.draft_len_histogram
+        sys.stdout.write(json_printable(json.dumps(out, ensure_ascii=False)) + "\n")
+    else:
+        sys.stdout.write("\n")
+        summary = f"{stats.tokens} tokens, {stats.tokens_per_second:.1f} tok/s, ttft {stats.ttft_s:.2f}s"
+        if speculative:
+            summary += (f", acceptance {stats.acceptance_rate:.0%} ({stats.accepted}/{stats.drafted}),"
+                        f" {stats.rounds} rounds")
+        print(f"[{summary}; stopped: {stats.stop_reason}]", file=sys.stderr)
+    return 0
+
+
+def _generate(args: argparse.Namespace, config):
+    """Load, generate and close: (the FinishedEvent, the token records, the round records). Streams the reply's
+    text to stdout unless --json. Raises EngineError."""
+    from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
+    from app.store.provenance import RoundRecord
+
+    engine = build_engine(args)
+    try:
         if args.chat is not None:
             messages = ([{"role": "system", "content": args.system}] if args.system else [])
             messages.append({"role": "user", "content": args.chat})
@@ -162,31 +229,12 @@ def run(args: argparse.Namespace) -> int:
                 tokens.append({"id": event.token_id, "text": event.text, "source": event.source,
                                "drafter": event.drafter, "round": event.round})
                 if not args.json:
-                    sys.stdout.write(event.text)
+                    sys.stdout.write(printable(event.text))
                     sys.stdout.flush()
             elif isinstance(event, RoundEvent):
                 rounds.append(RoundRecord.from_event(event).to_dict())
             elif isinstance(event, FinishedEvent):
                 finished = event
+    finally:
         engine.close()
-    except EngineError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    stats = finished.stats
-    if args.json:
-        keys = ("tokens", "tokens_per_second", "ttft_s", "drafted", "accepted", "acceptance_rate",
-                "mean_accepted_run", "rounds", "stop_reason")
-        # Per token its drafter and round (an index into "rounds"); per round every proposed id, the refused ones too.
-        out = {"text": finished.text, "tokens": tokens, "rounds": rounds,
-               "stats": {k: getattr(stats, k) for k in keys}}
-        out["stats"]["draft_len_histogram"] = stats.draft_len_histogram
-        json.dump(out, sys.stdout, ensure_ascii=False)
-        sys.stdout.write("\n")
-    else:
-        sys.stdout.write("\n")
-        summary = f"{stats.tokens} tokens, {stats.tokens_per_second:.1f} tok/s, ttft {stats.ttft_s:.2f}s"
-        if speculative:
-            summary += (f", acceptance {stats.acceptance_rate:.0%} ({stats.accepted}/{stats.drafted}),"
-                        f" {stats.rounds} rounds")
-        print(f"[{summary}; stopped: {stats.stop_reason}]", file=sys.stderr)
-    return 0
+    return finished, tokens, rounds

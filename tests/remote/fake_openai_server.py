@@ -1,7 +1,10 @@
 """A small scripted OpenAI-compatible server on 127.0.0.1 (stdlib only) for the remote engine's tests.
 
 `FakeServer.script` decides what /v1/chat/completions does: stream `chunks` (dicts sent as SSE events, chunked
-transfer encoding like llama-server), then finish, or drop the connection, or stall. Requests are recorded.
+transfer encoding like llama-server) and `raw` (bytes sent as they are), then finish, or drop the connection, or
+stall, or never end. It can also be hostile in size: an endless stream, a flood of bytes with no newline, a huge
+error body, a huge model list. Requests are recorded; `sent_bytes` counts what a flood managed to send before the
+client hung up.
 """
 
 from __future__ import annotations
@@ -19,11 +22,17 @@ class Script:
     models: list = field(default_factory=lambda: [("fake-model", "llamacpp")])
     api_key: Optional[str] = None  # when set, requests without "Bearer <api_key>" get 401
     chunks: list = field(default_factory=list)  # the chat stream's events
-    end: str = "done"  # "done": [DONE]; "drop": close mid-stream; "stall": go silent for stall_s
+    raw: list = field(default_factory=list)  # bytes sent after `chunks` as they are (b"data: [1,2,3]\n\n")
+    # "done": [DONE]; "drop": close mid-stream; "stall": go silent for stall_s; "endless": content chunks until the
+    # client hangs up; "flood": "data: aaaa..." with no newline until the client hangs up
+    end: str = "done"
     stall_s: float = 0.0
     delay_before_s: float = 0.0  # silence before the response headers (a slow server)
-    status: int = 200  # a chat status other than 200 answers with error_body
+    status: int = 200  # a chat status other than 200 answers with error_body (or error_flood_bytes of "x")
     error_body: dict = field(default_factory=dict)
+    error_flood_bytes: int = 0
+    models_body: Optional[object] = None  # when set, /v1/models answers this JSON instead of `models`
+    flood_limit_bytes: int = 400 << 20  # the most an "endless" or "flood" end sends (a bound for the test run)
 
 
 def content_chunk(text: str, timings: Optional[dict] = None, finish: Optional[str] = None) -> dict:
@@ -50,6 +59,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def _authorized(self) -> bool:
+        self.server.authorizations.append(self.headers.get("Authorization"))
         key = self.server.script.api_key
         if key and self.headers.get("Authorization") != f"Bearer {key}":
             self._json(401, {"error": {"message": "Invalid API Key", "type": "authentication_error"}})
@@ -59,7 +69,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if not self._authorized():
             return
-        if self.path == "/v1/models":
+        if self.path == "/v1/models" and self.server.script.models_body is not None:
+            self._json(200, self.server.script.models_body)
+        elif self.path == "/v1/models":
             data = [{"id": m, "object": "model", "owned_by": o} for m, o in self.server.script.models]
             self._json(200, {"object": "list", "data": data})
         elif self.path == "/props":
@@ -75,6 +87,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         script = self.server.script
         time.sleep(script.delay_before_s)
+        if script.status != 200 and script.error_flood_bytes:
+            self._flood_error(script)
+            return
         if script.status != 200:
             self._json(script.status, script.error_body)
             return
@@ -87,6 +102,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         for chunk in script.chunks:
             self._send_chunk(f"data: {json.dumps(chunk)}\n\n".encode())
+        for raw in script.raw:
+            self._send_chunk(raw)
+        if script.end in ("endless", "flood"):
+            self._flood(script)
+            return
         if script.end == "drop":
             self.wfile.flush()
             self.close_connection = True
@@ -97,10 +117,34 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_chunk(b"data: [DONE]\n\n")
         self._send_chunk(b"")
 
-    def _send_chunk(self, data: bytes) -> None:
+    def _send_chunk(self, data: bytes) -> bool:
         try:
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self.wfile.flush()
+            return True
+        except OSError:
+            return False
+
+    def _flood(self, script: Script) -> None:
+        """Send until the client hangs up (or flood_limit_bytes): one content chunk after another, or one line."""
+        if script.end == "endless":
+            piece = f"data: {json.dumps(content_chunk('x'))}\n\n".encode()
+        else:
+            self._send_chunk(b"data: ")
+            piece = b"a" * (64 << 10)
+        while self.server.sent_bytes < script.flood_limit_bytes and self._send_chunk(piece):
+            self.server.sent_bytes += len(piece)
+
+    def _flood_error(self, script: Script) -> None:
+        self.send_response(script.status)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(script.error_flood_bytes))
+        self.end_headers()
+        piece = b"x" * (64 << 10)
+        try:
+            while self.server.sent_bytes < script.error_flood_bytes:
+                self.wfile.write(piece)
+                self.server.sent_bytes += len(piece)
         except OSError:
             pass
 
@@ -109,6 +153,8 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     script: Script
     requests: list
+    authorizations: list  # each request's Authorization header (None: none)
+    sent_bytes: int = 0
 
     def handle_error(self, request, client_address) -> None:
         pass  # a client that closed its end (Stop, a timeout) is part of the tests
@@ -121,6 +167,7 @@ class FakeServer:
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.script = script or Script()
         self._server.requests = []
+        self._server.authorizations = []
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
@@ -130,6 +177,15 @@ class FakeServer:
     @property
     def requests(self) -> list:
         return self._server.requests
+
+    @property
+    def authorizations(self) -> list:
+        return self._server.authorizations
+
+    @property
+    def sent_bytes(self) -> int:
+        """What an "endless"/"flood" end or an error flood sent before the client hung up."""
+        return self._server.sent_bytes
 
     @property
     def url(self) -> str:

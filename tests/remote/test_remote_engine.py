@@ -177,7 +177,7 @@ def test_api_keys_are_kept_owner_only_and_found_by_url(monkeypatch):
     server_keys.save_api_key("http://gpu-box:8080", "")
     assert server_keys.api_key_for("http://gpu-box:8080") is None
     monkeypatch.setenv(server_keys.ENV_VAR, "from-env")
-    assert server_keys.api_key_for("http://gpu-box:8080") == "from-env"
+    assert server_keys.api_key_for("http://gpu-box:8080") is None  # the environment's key is the CLI's, per URL
     assert json.loads(server_keys.keys_file().read_text()) == {}
 
 

@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import ctypes
 import re
-import socket
 from typing import Optional, Sequence
 
 from app.engine.errors import ModelLoadError
+from app.engine.placement.rpc_check import check_workers, unreachable
 
 NO_RPC_BUILD = ("This llama.cpp build has no RPC backend: reinstall llama-cpp-python with "
                 "CMAKE_ARGS=\"-DGGML_RPC=ON\" (see README 'RPC workers').")
 TRUSTED_NETWORK_ONLY = "RPC has no authentication: use workers only on a trusted network."
-CONNECT_TIMEOUT_S = 5.0
 _ENDPOINT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$")
 
 # endpoint -> its devices (ggml_backend_dev_t as ints); registered once per process, never removed.
@@ -84,7 +83,7 @@ def rpc_supported() -> bool:
 
 def register(endpoints: Sequence[str]) -> tuple[int, ...]:
     """Register the workers (once each) and return their devices. ModelLoadError for a build without RPC or a
-    worker that does not answer."""
+    worker that fails the child-process check (app.engine.placement.rpc_check)."""
     if not endpoints:
         return ()
     g = _lib()
@@ -92,6 +91,9 @@ def register(endpoints: Sequence[str]) -> tuple[int, ...]:
         raise ModelLoadError(NO_RPC_BUILD)
     add_server = None
     devices: list[int] = []
+    # ggml aborts the whole process on a worker it cannot read and waits forever on a silent one: a child process
+    # does what registering does first, with a timeout, so each of those is one sentence here.
+    check_workers([e for e in endpoints if e not in _registered])
     for endpoint in endpoints:
         if endpoint not in _registered:
             if add_server is None:
@@ -99,30 +101,13 @@ def register(endpoints: Sequence[str]) -> tuple[int, ...]:
                 if not address:
                     raise ModelLoadError(NO_RPC_BUILD)
                 add_server = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_char_p)(address)
-            # ggml aborts the whole process when it cannot connect: ask first, so that case is one sentence.
-            if not _reachable(endpoint):
-                raise ModelLoadError(_unreachable(endpoint))
             reg = add_server(endpoint.encode("utf-8"))
             if not reg:
-                raise ModelLoadError(_unreachable(endpoint))
+                raise ModelLoadError(unreachable(endpoint))
             g.register(reg)
             _registered[endpoint] = tuple(g.reg_dev_get(reg, i) for i in range(g.reg_dev_count(reg)))
         devices.extend(_registered[endpoint])
     return tuple(devices)
-
-
-def _unreachable(endpoint: str) -> str:
-    return (f"Cannot reach the RPC worker at {endpoint}; start `ggml-rpc-server -H HOST -p PORT` there (from the "
-            "same llama.cpp version) and check the address.")
-
-
-def _reachable(endpoint: str, timeout_s: float = CONNECT_TIMEOUT_S) -> bool:
-    host, _, port = endpoint.rpartition(":")
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
-            return True
-    except OSError:
-        return False
 
 
 def any_registered() -> bool:

@@ -1,5 +1,6 @@
 """Models on OpenAI-compatible servers: the HTTP client, the engine over it, its provenance and API keys.
 
+- chunks.py: What a server's reply stream may carry, checked once where it enters the app: valid text, clamped counters, malformed events named.
 - engine.py: RemoteEngine: a ChatEngine whose model runs on an OpenAI-compatible server (llama-server, vLLM, LM Studio, ...).
 - http.py: Talking to an OpenAI-compatible server (llama.cpp's llama-server, vLLM, LM Studio, Ollama, ...): its model list
 - provenance.py: Which tokens of a llama-server reply its draft model proposed, rebuilt from the per-token timings it streams.

@@ -14,10 +14,26 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence
 
 from app.engine.config import GenerationConfig, LoadSettings
-from app.engine.local.context_fit import SessionCuts
 from app.engine.errors import EngineError
-from app.engine.events import EngineEvent, FinishedEvent, GenerationStats, RoundEvent, TokenEvent
-from app.engine.remote.http import ConnectionDropped, ServerError, check_model, normalize_url, server_props, stream_chat
+from app.engine.events import (
+    EngineEvent,
+    FinishedEvent,
+    GenerationStats,
+    RoundEvent,
+    TokenEvent,
+)
+from app.engine.local.context_fit import SessionCuts
+from app.engine.remote.chunks import MalformedEvent, ServerTimings, parse_chunk
+from app.engine.remote.http import (
+    READ_TIMEOUT_S,
+    ConnectionDropped,
+    ServerError,
+    check_model,
+    display_url,
+    normalize_url,
+    server_props,
+    stream_chat,
+)
 from app.engine.remote.provenance import ProvenanceTracker
 
 TARGET_PREFIX = "server:"
@@ -25,6 +41,21 @@ LLAMA_SERVER_OWNER = "llamacpp"
 # Without the server's tokenizer, prompt sizes are estimated (for fitting the context and the usage label).
 _CHARS_PER_TOKEN = 3
 _TOKENS_PER_MESSAGE = 4
+# What a reply of max_tokens tokens may bring, whatever the server says: text (a token's text is rarely over a few
+# dozen characters), events (llama-server sends one per token, plus a few), and time (the slowest server taken for
+# working is one token a second, after a first token as late as the read timeout allows).
+MAX_CHARS_PER_TOKEN = 1024
+MIN_REPLY_CHARS = 64 << 10
+EVENTS_PER_TOKEN = 4
+EXTRA_EVENTS = 64
+SLOWEST_S_PER_TOKEN = 1.0
+# A server's context size is shown and used to fit prompts: anything above this is its error.
+MAX_SERVER_N_CTX = 1 << 24
+
+
+def reply_deadline_s(max_tokens: int) -> float:
+    """How long a reply of `max_tokens` tokens may take in all before the client gives up on the server."""
+    return READ_TIMEOUT_S + max_tokens * SLOWEST_S_PER_TOKEN
 
 
 def remote_target(url: str, model: str) -> str:
@@ -49,12 +80,14 @@ class RemoteEngine:
     """ChatEngine for a model on a server. `api_key_for(url)` gives the key to send (None for none)."""
 
     def __init__(self, load: LoadSettings = LoadSettings(),
-                 api_key_for: Optional[Callable[[str], Optional[str]]] = None, read_timeout_s: Optional[float] = None):
+                 api_key_for: Optional[Callable[[str], Optional[str]]] = None, read_timeout_s: Optional[float] = None,
+                 reply_deadline_s: Optional[float] = None):
         if api_key_for is None:
             from app.engine.remote.server_keys import api_key_for
         self._api_key_for = api_key_for
         self._load = load
         self._read_timeout_s = read_timeout_s
+        self._reply_deadline_s = reply_deadline_s
         self._target: Optional[str] = None
         self._cuts = SessionCuts()
         self._url = ""
@@ -90,12 +123,12 @@ class RemoteEngine:
         self._llama_server = entry.owned_by == LLAMA_SERVER_OWNER
         self._n_ctx = self._load.n_ctx
         if self._llama_server:
-            props = server_props(url, key)
-            n_ctx = (props.get("default_generation_settings") or {}).get("n_ctx") if isinstance(props, dict) else None
-            if isinstance(n_ctx, int) and n_ctx > 0:
+            settings = server_props(url, key).get("default_generation_settings")
+            n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
+            if isinstance(n_ctx, int) and not isinstance(n_ctx, bool) and 0 < n_ctx <= MAX_SERVER_N_CTX:
                 self._n_ctx = n_ctx
         kind = "llama-server" if self._llama_server else "server"
-        self.placement_note = f"On the {kind} at {url} (speculation, if any, is set up on the server)"
+        self.placement_note = f"On the {kind} at {display_url(url)} (speculation, if any, is set up on the server)"
 
     def load_draft(self, path) -> None:
         if path is not None:
@@ -159,60 +192,80 @@ class RemoteEngine:
         first_at: Optional[float] = None
         index = 0
         pieces: list[str] = []
+        chars = 0
         finish_reason = ""
         rounds = 0
         histogram: dict[int, int] = {}
-        final_timings: dict = {}
-        usage: dict = {}
+        final_timings: Optional[ServerTimings] = None
+        completion_tokens: Optional[int] = None
+        prompt_tokens: Optional[int] = None
+        # The client keeps the request's own limits, whatever the server does: no more tokens than max_tokens, no
+        # more text than such a reply can hold, no more events than it can take, and an overall deadline.
+        max_tokens = max(1, int(body["max_tokens"]))
+        max_chars = max(MIN_REPLY_CHARS, max_tokens * MAX_CHARS_PER_TOKEN)
+        max_events = max_tokens * EVENTS_PER_TOKEN + EXTRA_EVENTS
+        deadline_s = self._reply_deadline_s if self._reply_deadline_s is not None else reply_deadline_s(max_tokens)
         kwargs = {} if self._read_timeout_s is None else {"read_timeout_s": self._read_timeout_s}
         key = self._api_key_for(self._url)
-        for chunk in stream_chat(self._url, body, key, cancel, **kwargs):
-            choices = chunk.get("choices") or []
-            choice = choices[0] if choices and isinstance(choices[0], dict) else {}
-            delta = choice.get("delta") or {}
-            text = delta.get("content") or ""
-            timings = chunk.get("timings")
-            if isinstance(timings, dict):
-                final_timings = timings
-            if isinstance(chunk.get("usage"), dict):
-                usage = chunk["usage"]
-            tokens, found_rounds = tracker.feed(text if isinstance(text, str) else "", timings)
-            for r in found_rounds:
-                rounds += 1
-                histogram[r.drafted] = histogram.get(r.drafted, 0) + 1
-                # The server reports counts only: what it proposed and which token it wrote itself stay unknown.
-                yield RoundEvent(request_id, "model", r.drafted, r.drafted, r.accepted, "set by the server",
-                                 index=r.index)
-            for token in tokens:
-                if first_at is None:
-                    first_at = time.monotonic()
-                pieces.append(token.text)
-                drafter = "model" if token.source == "draft" else None
-                yield TokenEvent(request_id, index, -1, token.text, token.source, drafter, token.round)
-                index += 1
-            if choice.get("finish_reason"):
-                finish_reason = str(choice["finish_reason"])
+        shown = display_url(self._url)
+        events = stream_chat(self._url, body, key, cancel, deadline_s=deadline_s, **kwargs)
+        try:
+            for count, event in enumerate(events, 1):
+                try:
+                    chunk = parse_chunk(event, max_tokens)
+                except MalformedEvent as exc:
+                    raise ServerError(f"The server at {shown} sent a malformed event ({exc}); the reply stops "
+                                      "here.") from None
+                if chunk.timings is not None:
+                    final_timings = chunk.timings
+                completion_tokens = chunk.completion_tokens if chunk.completion_tokens is not None \
+                    else completion_tokens
+                prompt_tokens = chunk.prompt_tokens if chunk.prompt_tokens is not None else prompt_tokens
+                text = chunk.text[:max(0, max_chars - chars)]
+                chars += len(text)
+                tokens, found_rounds = tracker.feed(text, chunk.timings)
+                for r in found_rounds:
+                    rounds += 1
+                    histogram[r.drafted] = histogram.get(r.drafted, 0) + 1
+                    # The server reports counts only: what it proposed and which token it wrote itself stay unknown.
+                    yield RoundEvent(request_id, "model", r.drafted, r.drafted, r.accepted, "set by the server",
+                                     index=r.index)
+                for token in tokens[:max_tokens - index]:
+                    if first_at is None:
+                        first_at = time.monotonic()
+                    pieces.append(token.text)
+                    drafter = "model" if token.source == "draft" else None
+                    yield TokenEvent(request_id, index, -1, token.text, token.source, drafter, token.round)
+                    index += 1
+                if chunk.finish_reason:
+                    finish_reason = chunk.finish_reason
+                if index >= max_tokens or chars >= max_chars or count >= max_events:
+                    finish_reason = finish_reason or "length"  # all that was asked for: the reply ends here
+                    break
+        finally:
+            events.close()  # shuts the connection at once when the reply ended early
         if cancel is not None and cancel.is_set():
             return
         tail = tracker.flush()
-        if tail is not None:
+        if tail is not None and chars <= max_chars:
             pieces.append(tail.text)
             yield TokenEvent(request_id, index, -1, tail.text, tail.source)
         if not finish_reason:
             if not index:
-                raise ServerError(f"The server at {self._url} ended the stream without a reply.")
-            raise ConnectionDropped(f"The server at {self._url} ended the stream mid-reply; the reply so far is kept.")
+                raise ServerError(f"The server at {shown} ended the stream without a reply.")
+            raise ConnectionDropped(f"The server at {shown} ended the stream mid-reply; the reply so far is kept.")
         ended = time.monotonic()
         yield FinishedEvent(request_id, "".join(pieces),
                             self._stats(tracker, index, started, first_at, ended, finish_reason, rounds, histogram,
-                                        final_timings, usage))
+                                        final_timings or ServerTimings(), completion_tokens, prompt_tokens))
 
     @staticmethod
     def _stats(tracker: ProvenanceTracker, emitted: int, started: float, first_at: Optional[float], ended: float,
-               finish_reason: str, rounds: int, histogram: dict, timings: dict, usage: dict) -> GenerationStats:
-        tokens = int(timings.get("predicted_n") or usage.get("completion_tokens") or emitted)
+               finish_reason: str, rounds: int, histogram: dict, timings: ServerTimings,
+               completion_tokens: Optional[int], prompt_tokens: Optional[int]) -> GenerationStats:
+        tokens = timings.predicted_n or completion_tokens or emitted
         # The server's own decode speed when it reports one (it excludes the network), else what arrived here.
-        tps = float(timings.get("predicted_per_second") or 0.0)
+        tps = timings.predicted_per_second
         if not tps and first_at is not None and tokens > 1:
             tps = (tokens - 1) / max(ended - first_at, 1e-9)
         drafted, accepted = tracker.drafted, tracker.accepted
@@ -226,10 +279,9 @@ class RemoteEngine:
             mean_accepted_run=accepted / rounds if rounds else 0.0,
             rounds=rounds,
             stop_reason={"stop": "eos", "length": "max_tokens"}.get(finish_reason, finish_reason),
-            prompt_tokens=int(timings.get("prompt_n", 0) + timings.get("cache_n", 0)
-                              or usage.get("prompt_tokens") or 0),
-            prompt_cached=int(timings.get("cache_n") or 0),
-            prompt_eval_s=float(timings.get("prompt_ms") or 0.0) / 1000.0,
+            prompt_tokens=(timings.prompt_n + timings.cache_n) or prompt_tokens or 0,
+            prompt_cached=timings.cache_n,
+            prompt_eval_s=timings.prompt_ms / 1000.0,
             elapsed_s=ended - started,
             draft_len_histogram=dict(sorted(histogram.items())),
         )

@@ -1,20 +1,30 @@
 """Talking to an OpenAI-compatible server (llama.cpp's llama-server, vLLM, LM Studio, Ollama, ...): its model list
 and streamed chat completions (server-sent events), with every failure turned into one sentence a person can act on.
 
-The API key is a secret: it travels only in the Authorization header and is never put in a message or a log line.
-HTTP goes through httpx2 (the maintained httpx line huggingface_hub 2 depends on), or httpx where only that is
-installed; both have the same API.
+A server is not trusted. What it sends is read in bounded pieces (a line, an error body, a model list each have a
+cap), raw (Accept-Encoding: identity, so no compression bomb is inflated), and every text it sends that reaches a
+message is made one clean line (app.engine.remote.chunks). Stop and the reply's overall deadline shut the stream's
+socket down, which wakes a read blocked on a silent server at once.
+
+The API key is a secret: it travels only in the Authorization header to the URL it was given for (redirects are
+not followed), and is never put in a message or a log line. Credentials in a URL (user:pass@host) are sent as HTTP
+basic auth by the client but never shown: every message names the server by display_url(). HTTP goes through
+httpx2 (the maintained httpx line huggingface_hub 2 depends on), or httpx where only that is installed; both have
+the same API.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import threading
+import time
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Generator, Iterator, Optional
+from urllib.parse import urlsplit, urlunsplit
 
 from app.engine.errors import EngineError, ModelLoadError
-
+from app.engine.remote.chunks import one_line
 
 
 def _http():
@@ -25,11 +35,26 @@ def _http():
         import httpx  # type: ignore[no-redef]
     return httpx
 
+
+def _httpcore():
+    try:
+        import httpcore2 as httpcore
+    except ImportError:  # pragma: no cover
+        import httpcore  # type: ignore[no-redef,import-not-found]
+    return httpcore
+
+
 CONNECT_TIMEOUT_S = 10.0
 # How long the server may send nothing at all: the first token of a long prompt can take a while on a busy server.
 READ_TIMEOUT_S = 120.0
-# How often a reply's stream looks at the Stop flag while the server is silent.
+# How often the stream's watcher looks at the Stop flag and the deadline while the server is silent.
 CANCEL_POLL_S = 0.05
+# Caps on what a server may make this process hold. An SSE line is one event (llama-server's are under 2 KB); an
+# error body only yields a 200-character sentence; a model list of a thousand entries is already unusable.
+MAX_LINE_BYTES = 1 << 20
+MAX_ERROR_BODY_BYTES = 64 << 10
+MAX_JSON_BODY_BYTES = 4 << 20
+MAX_MODELS = 1000
 
 
 class ServerError(EngineError):
@@ -58,105 +83,215 @@ def normalize_url(url: str) -> str:
     return url
 
 
+def display_url(url: str) -> str:
+    """`url` as messages show it: without user:password@ (the credentials are sent, never echoed)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return one_line(url.rpartition("@")[2], 200)
+    if "@" not in parts.netloc:
+        return one_line(url, 200)
+    return one_line(urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2])), 200)
+
+
+def is_loopback(url: str) -> bool:
+    """Whether `url`'s host is this machine (localhost, 127.0.0.0/8, ::1)."""
+    import ipaddress
+
+    try:
+        host = urlsplit(normalize_url(url)).hostname or ""
+    except ValueError:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _headers(api_key: Optional[str]) -> dict:
-    headers = {"Accept": "application/json"}
+    headers = {"Accept": "application/json", "Accept-Encoding": "identity"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     return headers
 
 
-# trust_env=False: a server is reached directly, never through the proxy the environment names for the internet.
 def _timeout(read_timeout_s: float):
     httpx = _http()
     return httpx.Timeout(connect=CONNECT_TIMEOUT_S, read=read_timeout_s, write=CONNECT_TIMEOUT_S,
                          pool=CONNECT_TIMEOUT_S)
 
 
+class _Sockets:
+    """The sockets a client opened, so that another thread can shut them down: shutdown() wakes a recv() blocked on
+    a silent server, where closing the response from another thread does not."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: list[socket.socket] = []
+        self.shut = False
+
+    def add(self, sock: Optional[socket.socket]) -> None:
+        if sock is None:
+            return
+        with self._lock:
+            self._open.append(sock)
+            shut = self.shut
+        if shut:
+            self.shut_down()
+
+    def shut_down(self) -> None:
+        with self._lock:
+            self.shut = True
+            open_now = list(self._open)
+        for sock in open_now:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed
+
+
+def _client(read_timeout_s: float, sockets: Optional[_Sockets] = None):
+    """An httpx client that reaches the server directly (trust_env=False: never through the proxy the environment
+    names for the internet), follows no redirect (the key goes to the URL it was given for), and, with `sockets`,
+    records every socket it opens."""
+    httpx = _http()
+    if sockets is None:
+        return httpx.Client(timeout=_timeout(read_timeout_s), trust_env=False, follow_redirects=False)
+    httpcore = _httpcore()
+
+    class RecordingBackend(httpcore.SyncBackend):  # type: ignore[name-defined]
+        def connect_tcp(self, *args, **kwargs):
+            stream = super().connect_tcp(*args, **kwargs)
+            sockets.add(stream.get_extra_info("socket"))
+            return stream
+
+    transport = httpx.HTTPTransport(trust_env=False)
+    # httpx has no public way to reach its sockets; the pool is rebuilt with the same settings and a backend that
+    # records them (tests/remote cover Stop before and after the response headers, so an httpx change shows).
+    transport._pool = httpcore.ConnectionPool(ssl_context=httpx.create_ssl_context(trust_env=False),
+                                              network_backend=RecordingBackend())
+    return httpx.Client(timeout=_timeout(read_timeout_s), trust_env=False, follow_redirects=False,
+                        transport=transport)
+
+
+def _read_capped(response, limit: int) -> tuple[bytes, bool]:
+    """At most `limit` bytes of the body, and whether there was more (the rest is never read)."""
+    out = bytearray()
+    for piece in response.iter_raw():
+        out += piece
+        if len(out) > limit:
+            return bytes(out[:limit]), True
+    return bytes(out), False
+
+
 def _server_message(body: bytes) -> str:
     """The error text a server put in its JSON body ({"error": {"message": ...}} or {"error": "..."}), short."""
+    text = body.decode("utf-8", "replace")
     try:
-        data = json.loads(body.decode("utf-8", "replace"))
-    except ValueError:
-        text = body.decode("utf-8", "replace").strip()
-    else:
-        error = data.get("error", data) if isinstance(data, dict) else data
-        if isinstance(error, dict):
-            error = error.get("message") or error.get("detail") or ""
-        text = str(error or (data.get("detail") if isinstance(data, dict) else "") or "").strip()
-    text = " ".join(text.split())
-    return text[:200] + ("…" if len(text) > 200 else "")
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return one_line(text)
+    error = data.get("error", data) if isinstance(data, dict) else data
+    if isinstance(error, dict):
+        error = error.get("message") or error.get("detail") or ""
+    if not isinstance(error, str):
+        error = data.get("detail") if isinstance(data, dict) and isinstance(data.get("detail"), str) else ""
+    return one_line(error)
 
 
 def status_error(url: str, status: int, body: bytes, model: str = "", has_key: bool = False) -> ServerError:
     """One sentence for an HTTP error status from the server at `url`."""
+    shown = display_url(url)
     said = _server_message(body)
     said_part = f" (it said: {said})" if said else ""
     if status in (401, 403):
         if has_key:
-            return ServerError(f"The server at {url} refused the API key (HTTP {status}); check the key in "
+            return ServerError(f"The server at {shown} refused the API key (HTTP {status}); check the key in "
                                "Settings.")
-        return ServerError(f"The server at {url} needs an API key (HTTP {status}); add one in Settings.")
+        return ServerError(f"The server at {shown} needs an API key (HTTP {status}); add one in Settings.")
     lowered = said.lower()
     if model and (status == 404 or "model" in lowered and ("not found" in lowered or "not exist" in lowered
                                                            or "not loaded" in lowered or "unknown" in lowered)):
-        return ServerError(f"The server at {url} has no model \"{model}\" loaded (HTTP {status}){said_part}.")
+        return ServerError(f"The server at {shown} has no model \"{one_line(model)}\" loaded (HTTP {status})"
+                           f"{said_part}.")
     if status == 503:
-        return ServerError(f"The server at {url} is not ready (HTTP 503, often still loading its model){said_part}; "
-                           "try again in a moment.")
-    return ServerError(f"The server at {url} answered HTTP {status}{said_part}.")
+        return ServerError(f"The server at {shown} is not ready (HTTP 503, often still loading its model)"
+                           f"{said_part}; try again in a moment.")
+    return ServerError(f"The server at {shown} answered HTTP {status}{said_part}.")
 
 
 def transport_error(url: str, exc: Exception, during_reply: bool = False) -> ServerError:
     """One sentence for a network failure talking to `url`."""
     httpx = _http()
+    shown = display_url(url)
     if isinstance(exc, httpx.ConnectTimeout):
-        return ServerError(f"The server at {url} did not answer within {CONNECT_TIMEOUT_S:.0f} s; check the address "
-                           "and the network.")
+        return ServerError(f"The server at {shown} did not answer within {CONNECT_TIMEOUT_S:.0f} s; check the "
+                           "address and the network.")
     if isinstance(exc, httpx.ConnectError):
-        return ServerError(f"Cannot reach the server at {url}; check the address and that the server is running.")
+        return ServerError(f"Cannot reach the server at {shown}; check the address and that the server is running.")
     if isinstance(exc, (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout)):
         what = "mid-reply" if during_reply else "after the request"
         cls = ConnectionDropped if during_reply else ServerError
-        return cls(f"The server at {url} sent nothing for {READ_TIMEOUT_S:.0f} s {what}; it may be overloaded. "
+        return cls(f"The server at {shown} sent nothing for {READ_TIMEOUT_S:.0f} s {what}; it may be overloaded. "
                    + ("The reply so far is kept." if during_reply else "Try again later."))
     if isinstance(exc, httpx.UnsupportedProtocol) or isinstance(exc, httpx.InvalidURL):
-        return ServerError(f"\"{url}\" is not a server address; use one like http://host:8080.")
+        return ServerError(f"\"{shown}\" is not a server address; use one like http://host:8080.")
     if during_reply:
-        return ConnectionDropped(f"The connection to the server at {url} dropped mid-reply; the reply so far is kept.")
-    return ServerError(f"The connection to the server at {url} failed ({type(exc).__name__}).")
+        return ConnectionDropped(f"The connection to the server at {shown} dropped mid-reply; the reply so far is "
+                                 "kept.")
+    return ServerError(f"The connection to the server at {shown} failed ({type(exc).__name__}).")
+
+
+def _get_json(url: str, path: str, api_key: Optional[str], timeout_s: float) -> tuple[int, object]:
+    """GET `path` from the server: (status, its JSON or None). The body is read up to MAX_JSON_BODY_BYTES."""
+    httpx = _http()
+    try:
+        with _client(timeout_s) as client:
+            with client.stream("GET", f"{url}{path}", headers=_headers(api_key)) as response:
+                if response.status_code != 200:
+                    body, _ = _read_capped(response, MAX_ERROR_BODY_BYTES)
+                    raise status_error(url, response.status_code, body, has_key=bool(api_key))
+                body, cut = _read_capped(response, MAX_JSON_BODY_BYTES)
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        raise transport_error(url, exc) from None
+    if cut:
+        raise ServerError(f"The server at {display_url(url)} answered {path} with more than "
+                          f"{MAX_JSON_BODY_BYTES >> 20} MB; is it an OpenAI-compatible server?")
+    try:
+        return 200, json.loads(body.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return 200, None
 
 
 def list_models(url: str, api_key: Optional[str] = None, timeout_s: float = CONNECT_TIMEOUT_S) -> list[ServerModel]:
-    """The models the server offers (GET /v1/models). Raises ServerError."""
-    httpx = _http()
+    """The models the server offers (GET /v1/models), at most MAX_MODELS of them. Raises ServerError."""
     url = normalize_url(url)
-    try:
-        with httpx.Client(timeout=_timeout(timeout_s), trust_env=False) as client:
-            response = client.get(f"{url}/v1/models", headers=_headers(api_key))
-    except (httpx.HTTPError, httpx.InvalidURL) as exc:
-        raise transport_error(url, exc) from None
-    if response.status_code != 200:
-        raise status_error(url, response.status_code, response.content, has_key=bool(api_key))
-    try:
-        data = response.json()
-        entries = data.get("data", []) if isinstance(data, dict) else []
-        return [ServerModel(str(e["id"]), str(e.get("owned_by") or "")) for e in entries
-                if isinstance(e, dict) and e.get("id")]
-    except (ValueError, TypeError, KeyError):
-        raise ServerError(f"The server at {url} did not answer /v1/models with a model list; is it an "
-                          "OpenAI-compatible server?") from None
+    _, data = _get_json(url, "/v1/models", api_key, timeout_s)
+    entries = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise ServerError(f"The server at {display_url(url)} did not answer /v1/models with a model list; is it an "
+                          "OpenAI-compatible server?")
+    models: list[ServerModel] = []
+    for entry in entries:
+        model_id = entry.get("id") if isinstance(entry, dict) else None
+        # An id is sent back to the server as it is; one that is not a clean short line is not offered.
+        if isinstance(model_id, str) and model_id and model_id == one_line(model_id, 256):
+            owner = entry.get("owned_by")
+            models.append(ServerModel(model_id, one_line(owner, 64) if isinstance(owner, str) else ""))
+            if len(models) == MAX_MODELS:
+                break
+    return models
 
 
 def server_props(url: str, api_key: Optional[str] = None) -> dict:
     """llama-server's /props (its context size, among others); {} when the server has none."""
-    httpx = _http()
-    url = normalize_url(url)
     try:
-        with httpx.Client(timeout=_timeout(CONNECT_TIMEOUT_S), trust_env=False) as client:
-            response = client.get(f"{url}/props", headers=_headers(api_key))
-        return response.json() if response.status_code == 200 else {}
-    except (httpx.HTTPError, httpx.InvalidURL, ValueError):
+        _, data = _get_json(normalize_url(url), "/props", api_key, CONNECT_TIMEOUT_S)
+    except ServerError:
         return {}
+    return data if isinstance(data, dict) else {}
 
 
 def check_model(url: str, model: str, api_key: Optional[str] = None) -> ServerModel:
@@ -166,64 +301,113 @@ def check_model(url: str, model: str, api_key: Optional[str] = None) -> ServerMo
         if entry.id == model:
             return entry
     offered = ", ".join(m.id for m in models[:8]) or "none"
-    raise ModelLoadError(f"The server at {normalize_url(url)} has no model \"{model}\"; it offers: {offered}.")
+    raise ModelLoadError(f"The server at {display_url(normalize_url(url))} has no model \"{one_line(model)}\"; "
+                         f"it offers: {one_line(offered, 400)}.")
 
 
 def stream_chat(url: str, body: dict, api_key: Optional[str], cancel=None,
-                read_timeout_s: float = READ_TIMEOUT_S) -> Iterator[dict]:
-    """POST /v1/chat/completions with `body` (which sets "stream": true) and yield each event's JSON object.
+                read_timeout_s: float = READ_TIMEOUT_S,
+                deadline_s: Optional[float] = None) -> Generator[object, None, None]:
+    """POST /v1/chat/completions with `body` (which sets "stream": true) and yield each event's decoded JSON (any
+    JSON value: app.engine.remote.chunks checks its shape).
 
-    Stop: when `cancel.is_set()`, the stream is closed (a watcher closes it even while the server is silent) and
-    the iterator ends quietly. A failure raises ServerError; after the first event, ConnectionDropped."""
+    Stop: when `cancel.is_set()`, the stream's socket is shut down (a watcher does it even while the server is
+    silent) and the iterator ends quietly. `deadline_s` bounds the whole reply. A failure raises ServerError;
+    after the first event, ConnectionDropped."""
     httpx = _http()
     url = normalize_url(url)
+    shown = display_url(url)
     started = False
-    done = threading.Event()
+    sockets = _Sockets()
+    watch = _Watch(sockets, cancel, deadline_s)
     try:
-        with httpx.Client(timeout=_timeout(read_timeout_s), trust_env=False) as client:
+        with _client(read_timeout_s, sockets) as client:
             with client.stream("POST", f"{url}/v1/chat/completions", json=body, headers=_headers(api_key)) as resp:
                 if resp.status_code != 200:
-                    raise status_error(url, resp.status_code, resp.read(), body.get("model", ""), bool(api_key))
-                if cancel is not None:
-                    _close_on_cancel(resp, cancel, done)
-                for line in resp.iter_lines():
-                    if cancel is not None and cancel.is_set():
+                    error_body, _ = _read_capped(resp, MAX_ERROR_BODY_BYTES)
+                    raise status_error(url, resp.status_code, error_body, body.get("model", ""), bool(api_key))
+                for line in _lines(resp, shown):
+                    if watch.stopped():
+                        watch.raise_if_expired(shown, started)
                         return
                     if not line.startswith("data:"):
                         continue  # comments, "event:" lines and the blank line between events
                     data = line[len("data:"):].strip()
                     if data == "[DONE]":
                         return
+                    if not data:
+                        continue
                     try:
                         event = json.loads(data)
-                    except ValueError:
-                        continue
+                    except (ValueError, RecursionError):
+                        raise ServerError(f"The server at {shown} sent a malformed event (not JSON); the reply "
+                                          "stops here.") from None
                     if isinstance(event, dict) and "error" in event and "choices" not in event:
-                        raise ServerError(f"The server at {url} stopped the reply: "
-                                          f"{_server_message(data.encode())}")
+                        raise ServerError(f"The server at {shown} stopped the reply: "
+                                          f"{_server_message(data.encode('utf-8', 'replace'))}")
                     started = True
                     yield event
+                if watch.stopped():
+                    watch.raise_if_expired(shown, started)
+                    return
                 if not started:
-                    raise ServerError(f"The server at {url} closed the stream without a reply.")
+                    raise ServerError(f"The server at {shown} closed the stream without a reply.")
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
-        if cancel is not None and cancel.is_set():
-            return  # the stream was closed by Stop
+        if watch.stopped():
+            watch.raise_if_expired(shown, started)
+            return  # the stream was shut down by Stop
         raise transport_error(url, exc, during_reply=started) from None
     finally:
-        done.set()
+        watch.done.set()
 
 
-def _close_on_cancel(response, cancel, done: threading.Event) -> None:
-    """Close `response` from another thread as soon as Stop is pressed: iter_lines may be waiting on a silent
-    server, and Stop must not wait for its next byte."""
+class _Watch:
+    """Shuts the stream's sockets down when Stop is pressed or the reply's deadline passes (a thread of its own:
+    the stream's thread may be blocked reading a silent server)."""
 
-    def watch() -> None:
-        while not done.wait(CANCEL_POLL_S):
-            if cancel.is_set():
-                try:
-                    response.close()
-                except Exception:
-                    pass
+    def __init__(self, sockets: _Sockets, cancel, deadline_s: Optional[float]) -> None:
+        self.done = threading.Event()
+        self.expired = False
+        self._cancel = cancel
+        self._deadline_s = deadline_s
+        self._sockets = sockets
+        self._ends_at = time.monotonic() + deadline_s if deadline_s is not None else None
+        if cancel is not None or deadline_s is not None:
+            threading.Thread(target=self._run, name="stream stop watch", daemon=True).start()
+
+    def stopped(self) -> bool:
+        return (self._cancel is not None and self._cancel.is_set()) or self.expired
+
+    def raise_if_expired(self, shown: str, started: bool) -> None:
+        if self.expired and not (self._cancel is not None and self._cancel.is_set()):
+            cls = ConnectionDropped if started else ServerError
+            raise cls(f"The server at {shown} did not finish the reply within {self._deadline_s:.0f} s"
+                      + ("; the reply so far is kept." if started else ".")) from None
+
+    def _run(self) -> None:
+        while not self.done.wait(CANCEL_POLL_S):
+            if self._ends_at is not None and time.monotonic() > self._ends_at:
+                self.expired = True
+            if self.stopped():
+                self._sockets.shut_down()
                 return
 
-    threading.Thread(target=watch, name="stream stop watch", daemon=True).start()
+
+def _lines(response, shown: str) -> Iterator[str]:
+    """The body's lines as text (invalid UTF-8 replaced), none longer than MAX_LINE_BYTES. iter_raw: the body is
+    read as sent (Accept-Encoding: identity asked for no compression; a compressed body is then malformed)."""
+    pending = bytearray()
+    for piece in response.iter_raw():
+        pending += piece
+        while True:
+            end = pending.find(b"\n")
+            if end < 0:
+                break
+            line = bytes(pending[:end])
+            del pending[:end + 1]
+            yield line.rstrip(b"\r").decode("utf-8", "replace")
+        if len(pending) > MAX_LINE_BYTES:
+            raise ServerError(f"The server at {shown} sent a malformed event (a line longer than "
+                              f"{MAX_LINE_BYTES >> 20} MB); the reply stops here.")
+    if pending:
+        yield bytes(pending).rstrip(b"\r").decode("utf-8", "replace")

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from app.engine.events import TokenSource
+from app.engine.remote.chunks import MAX_DRAFT_PER_ROUND, ServerTimings
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,8 @@ class RemoteRound:
 
 @dataclass
 class ProvenanceTracker:
-    """Feed it each chunk's text and timings in order; it returns the tokens (and rounds) the chunk completes."""
+    """Feed it each chunk's text and timings (already clamped to the request, app.engine.remote.chunks) in order; it
+    returns the tokens (and rounds) the chunk completes."""
 
     tokens: int = 0  # tokens seen so far (predicted_n of the last chunk with timings)
     drafted: int = 0
@@ -58,10 +60,10 @@ class ProvenanceTracker:
     _own_round: Optional[int] = None  # a round whose target token has not arrived yet
     _held_text: list[str] = field(default_factory=list)
 
-    def feed(self, text: str, timings: Optional[dict]) -> tuple[list[RemoteToken], list[RemoteRound]]:
+    def feed(self, text: str, timings: Optional[ServerTimings]) -> tuple[list[RemoteToken], list[RemoteRound]]:
         if text:
             self._held_text.append(text)
-        if not _has_counts(timings):
+        if timings is None or timings.predicted_n is None:
             if self.per_token is None and text:
                 self.per_token = False
             if self.per_token:
@@ -75,12 +77,13 @@ class ProvenanceTracker:
             return [RemoteToken(held, "target")], []
         if self.per_token is None:
             self.per_token = True
-        n = int(timings.get("predicted_n", self.tokens))
-        drafted = int(timings.get("draft_n", 0) or 0)
-        accepted = int(timings.get("draft_n_accepted", 0) or 0)
+        n = timings.predicted_n
+        drafted, accepted = timings.draft_n, timings.draft_n_accepted
         rounds: list[RemoteRound] = []
         if drafted > self.drafted:
-            rounds.append(RemoteRound(drafted - self.drafted, max(0, accepted - self.accepted), self.rounds))
+            round_drafted = min(drafted - self.drafted, MAX_DRAFT_PER_ROUND)
+            rounds.append(RemoteRound(round_drafted, min(max(0, accepted - self.accepted), round_drafted),
+                                      self.rounds))
             self._draft_round = self._own_round = self.rounds
             self.rounds += 1
         if accepted > self.accepted:
@@ -111,6 +114,3 @@ class ProvenanceTracker:
         self._held_text = []
         return RemoteToken(held, "target") if held else None
 
-
-def _has_counts(timings: Optional[dict]) -> bool:
-    return isinstance(timings, dict) and isinstance(timings.get("predicted_n"), (int, float))

@@ -1,7 +1,8 @@
 """API keys of remote servers, kept like the Hugging Face token: one owner-only file, never logged.
 
-The file maps a server's base URL to its key. SPECCHAT_API_KEY in the environment is used for any server that has
-no saved key (the CLI's way to pass one without writing it to disk or to the shell history).
+The file maps a server's base URL to its key, and a key goes only to the server it was saved for. SPECCHAT_API_KEY
+in the environment is the CLI's way to pass a key without writing it to disk or to the shell history: it applies
+to the --server URL given with it, never to other servers (the window does not read it).
 """
 
 from __future__ import annotations
@@ -37,8 +38,13 @@ def _saved() -> dict[str, str]:
 
 
 def api_key_for(url: str) -> Optional[str]:
-    """The key to send to the server at `url` (a normalized base URL), or None."""
-    return _clean(_saved().get(normalize_url(url))) or _clean(os.environ.get(ENV_VAR))
+    """The key saved for the server at `url`, or None."""
+    return _clean(_saved().get(normalize_url(url)))
+
+
+def env_api_key() -> Optional[str]:
+    """SPECCHAT_API_KEY, for the one server URL the CLI was given with it."""
+    return _clean(os.environ.get(ENV_VAR))
 
 
 def has_saved_key(url: str) -> bool:
