@@ -4,6 +4,7 @@
     python -m app.ui.devtools.screenshot --server http://127.0.0.1:8080 --out docs/screenshot-llama-server.png \
         --settings-out docs/settings-devices-servers.png
     python -m app.ui.devtools.screenshot --code-edit --out docs/screenshot-code-edit.png --inspector-out docs/inspector.png
+    python -m app.ui.devtools.screenshot --theme dark --out docs/screenshot-dark.png --inspector-out docs/inspector-dark.png
 
 Uses the Qwen2.5-Coder 1.5B + 0.5B pair from $SPECCHAT_TEST_MODELS or ~/.cache/specchat-test-models
 (shared/models/fetch-models.sh) when present, else the synthetic models. Runs in a private SpecChat home, so the
@@ -48,6 +49,7 @@ def main(argv=None) -> int:
                         help="chat with this server's first model instead (e.g. llama-server with -md DRAFT)")
     parser.add_argument("--settings-out", default=None, help="also save the Settings dialog to this PNG")
     parser.add_argument("--inspector-out", default=None, help="also save the reply's inspector to this PNG")
+    parser.add_argument("--theme", choices=("light", "dark"), default="light", help="the appearance to show")
     parser.add_argument("--show-refused", action="store_true",
                         help="show refused draft proposals inline (struck-through ghost text)")
     args = parser.parse_args(argv)
@@ -80,7 +82,8 @@ def main(argv=None) -> int:
         models, target, draft = synthetic.target.parent, synthetic.target, synthetic.draft_identical
 
     servers = [args.server] if args.server else []
-    save_settings(AppSettings(model_folders=[str(models)], scan_hf_cache=False, context_size=4096, servers=servers))
+    save_settings(AppSettings(model_folders=[str(models)], scan_hf_cache=False, context_size=4096, servers=servers,
+                              theme=args.theme))
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("SpecChat")
     apply_style(app)

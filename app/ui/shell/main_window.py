@@ -27,6 +27,7 @@ from app.ui.chat.settings_binding import ChatSettingsBinding, draft_key
 from app.ui.transcript.chat_view import ChatView
 from app.ui.chat.composer import Composer
 from app.ui.chat.conversation import Conversation
+from app.ui.shell import appearance
 from app.ui.shell.empty_state import EmptyLibraryPage
 from app.ui.engine_link.engine_process import EngineProcess
 from app.ui.models.library_controller import LibraryController
@@ -84,6 +85,7 @@ class MainWindow(QMainWindow):
         self.server_models = server_models.attach(self)
         self.chat_export = chat_export.attach(self)
         self.inspector = inspector_controller.attach(self)
+        self.appearance = appearance.attach(self)  # System, Light or Dark, switched live
 
     # ----- construction
 
@@ -217,6 +219,7 @@ class MainWindow(QMainWindow):
         self.session.set_load_settings(self._load_settings())
         if old.servers != new.servers:
             self.server_models.refresh(new.servers)
+        self.appearance.set_choice(new.theme)
 
     def set_highlighting(self, on: bool) -> None:
         self._set_view_option("show_highlighting", self.chat_view.set_highlighting, self.legend_row.highlight_switch, on)

@@ -51,12 +51,8 @@ class LegendRow(QWidget):
         super().__init__(parent)
         row = QHBoxLayout(self)
         row.setContentsMargins(28, 2, 28, 0)
-        draft, ngram = style.swatch_css(style.draft_color()), style.swatch_css(style.ngram_color())
-        self.legend = QLabel(
-            f'<span style="background:{draft}">&nbsp;draft model&nbsp;</span>&nbsp;&nbsp;'
-            f'<span style="background:{ngram}">&nbsp;n-gram copy&nbsp;</span>&nbsp;&nbsp;'
-            f'<span style="color:{style.TEXT_MUTED}">plain: written by the model itself</span>'
-        )
+        self.legend = QLabel()
+        self.show_legend()
         self.legend.setObjectName("StatusLine")
         self.legend.setToolTip(
             "Speculative decoding: a drafter proposes tokens and the model checks them all in one batch.\n"
@@ -72,6 +68,15 @@ class LegendRow(QWidget):
         self.live_stats = QLabel("")
         self.live_stats.setObjectName("LiveStats")
         row.addWidget(self.live_stats)
+
+    def show_legend(self) -> None:
+        """The swatches in the current theme's colours (again after a theme switch)."""
+        draft, ngram = style.swatch_css(style.draft_color()), style.swatch_css(style.ngram_color())
+        self.legend.setText(
+            f'<span style="background:{draft}">&nbsp;draft model&nbsp;</span>&nbsp;&nbsp;'
+            f'<span style="background:{ngram}">&nbsp;n-gram copy&nbsp;</span>&nbsp;&nbsp;'
+            f'<span style="color:{style.TEXT_MUTED}">plain: written by the model itself</span>'
+        )
 
     @staticmethod
     def _switch(row: QHBoxLayout, label: str, checked: bool, tooltip: str) -> ToggleSwitch:

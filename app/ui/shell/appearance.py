@@ -1,0 +1,85 @@
+"""The window's appearance: System, Light or Dark, switched live. GUI thread only.
+
+"System" follows the OS colour scheme through Qt's style hints (Qt 6.5+: QStyleHints.colorScheme and its change
+signal). A switch restyles every widget at once (style.apply_style); what was painted into documents and charts is
+drawn again in the new colours: the transcript (once the streaming reply has ended, since it is never re-rendered
+while a reply streams), the legend, and an open inspector.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import QApplication
+
+from app.ui.widgets import style
+from app.ui.widgets.themes import Theme, resolve_theme
+
+
+class Appearance(QObject):
+    """Keeps the shown theme in step with the user's choice and, for "system", with the OS. GUI thread only."""
+
+    sig_theme_changed = Signal(str)
+    """The theme shown changed to this one ("light" or "dark")."""
+
+    def __init__(self, choice: str, parent=None):
+        super().__init__(parent)
+        self._choice = choice
+        self._system_dark = self._os_is_dark()
+        QApplication.styleHints().colorSchemeChanged.connect(self._on_os_scheme)
+
+    def choice(self) -> str:
+        return self._choice
+
+    def theme(self) -> Theme:
+        return style.current()
+
+    def set_choice(self, choice: str) -> None:
+        """Show `choice` ("system", "light" or "dark") from now on."""
+        self._choice = choice
+        self.apply()
+
+    def apply(self) -> None:
+        """Show the theme the choice resolves to, if it is not the one shown (main.py styled the app light)."""
+        theme = resolve_theme(self._choice, self._system_dark)
+        if theme is style.current():
+            return
+        style.apply_style(QApplication.instance(), theme)
+        self.sig_theme_changed.emit(theme.name)
+
+    def _on_os_scheme(self, scheme: Qt.ColorScheme) -> None:
+        self._system_dark = scheme == Qt.ColorScheme.Dark
+        if self._choice == "system":
+            self.apply()
+
+    @staticmethod
+    def _os_is_dark() -> bool:
+        return QApplication.styleHints().colorScheme() == Qt.ColorScheme.Dark
+
+
+def attach(window) -> Appearance:
+    """Give `window` (MainWindow) its appearance from its settings, and redraw its painted parts on a switch."""
+    appearance = Appearance(window.settings.theme, window)
+    pending = {"transcript": False}
+
+    def redraw_transcript() -> None:
+        if window.conversation.is_busy():
+            pending["transcript"] = True  # redrawn when the reply ends; never re-rendered while streaming
+            return
+        pending["transcript"] = False
+        window.conversation.reload()
+
+    def on_busy(busy: bool) -> None:
+        if not busy and pending["transcript"]:
+            redraw_transcript()
+
+    def on_theme(_name: str) -> None:
+        window.legend_row.show_legend()
+        redraw_transcript()
+        shown = window.inspector.shown_message_id()
+        if shown is not None:
+            window.inspector.open_message(shown)
+
+    appearance.sig_theme_changed.connect(on_theme)
+    window.conversation.sig_busy_changed.connect(on_busy)
+    appearance.apply()
+    return appearance
