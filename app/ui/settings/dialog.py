@@ -154,6 +154,7 @@ class AppSettingsDialog(QDialog):
         self.folders = QListWidget()
         self.folders.addItems(settings.model_folders)
         self.folders.setMinimumHeight(96)
+        self.folders.setMaximumHeight(180)
         self.scan_hf_cache = QCheckBox("Also list models in the Hugging Face cache and other apps' model folders")
         self.scan_hf_cache.setChecked(settings.scan_hf_cache)
         self.pages.add_page("Models", hint(f"SpecChat always scans its own folder, {paths.models_dir()}, and these:"),

@@ -6,6 +6,7 @@ everything drawn after it. GUI thread only.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QPalette, QTextCharFormat
@@ -84,8 +85,9 @@ def monospace_font(point_size: float | None = None) -> QFont:
     return font
 
 
-# Arrow images that ship inside QtWidgets itself; a style sheet that styles combo and spin boxes must name some.
-_ARROWS = ":/qt-project.org/styles/commonstyle/images"
+# A style sheet that styles combo and spin boxes must name their arrow images: ours, one pair per theme (Qt's own
+# are black, invisible on dark). Forward slashes, as style sheet URLs want them on every platform.
+_ARROWS = (Path(__file__).resolve().parents[2] / "data" / "arrows").as_posix()
 
 def style_sheet(t: Theme) -> str:
     """The application style sheet in theme `t`."""
@@ -111,9 +113,9 @@ QLineEdit:focus, QPlainTextEdit:focus, QSpinBox:focus, QDoubleSpinBox:focus, QCo
 QComboBox {{ padding: 4px 8px; min-height: 20px; }}
 QComboBox::drop-down {{ border: none; width: 22px; }}
 QComboBox::down-arrow, QSpinBox::down-arrow, QDoubleSpinBox::down-arrow {{
-    image: url({_ARROWS}/arrow-down-16.png); width: 10px; height: 10px;
+    image: url({_ARROWS}/arrow-down-{t.name}.png); width: 10px; height: 10px;
 }}
-QSpinBox::up-arrow, QDoubleSpinBox::up-arrow {{ image: url({_ARROWS}/arrow-up-16.png); width: 10px; height: 10px; }}
+QSpinBox::up-arrow, QDoubleSpinBox::up-arrow {{ image: url({_ARROWS}/arrow-up-{t.name}.png); width: 10px; height: 10px; }}
 QSpinBox, QDoubleSpinBox {{ padding-right: 20px; }}
 QSpinBox::up-button, QDoubleSpinBox::up-button {{
     subcontrol-origin: border; subcontrol-position: top right; width: 18px; border: none; background: transparent;
@@ -149,6 +151,10 @@ QPushButton#FlatButton:hover {{ color: {t.text}; background: {t.hover}; }}
 #LiveStats {{ color: {t.text_muted}; font-size: 11px; }}
 #EditBanner {{ background: {t.warning_soft}; border: 1px solid {t.warning_border}; border-radius: 6px; padding: 4px 8px; }}
 #ErrorBanner {{ background: {t.error_soft}; color: {t.error}; border: 1px solid {t.error_border}; border-radius: 6px; padding: 6px 10px; }}
+#SettingsPageList {{ background: {t.sidebar}; border: none; border-radius: 8px; outline: none; padding: 4px; }}
+#SettingsPageList::item {{ padding: 7px 10px; border-radius: 6px; }}
+#SettingsPageList::item:selected {{ background: {t.selected}; color: {t.text}; }}
+#PageTitle {{ font-size: 14px; padding-bottom: 4px; }}
 #PairCard {{ border: 1px solid {t.border}; border-radius: 8px; background: {t.surface}; }}
 #EmptyTitle {{ font-size: 22px; font-weight: 600; }}
 #EmptyBody {{ color: {t.text_muted}; font-size: 13px; }}
