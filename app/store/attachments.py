@@ -122,3 +122,16 @@ def decode_attachments(encoded: str | None) -> tuple[Attachment, ...]:
     return tuple(Attachment(item["name"], item["content"]) for item in data
                  if isinstance(item, dict) and isinstance(item.get("name"), str)
                  and isinstance(item.get("content"), str))
+
+
+# Characters per token for the gauge's estimate before sending: Qwen2.5's tokenizer gives 3.1 to 4.6 on this
+# project's code and docs (docs/performance.md); the low side, so the gauge warns early rather than late.
+CHARS_PER_TOKEN = 3.5
+
+
+def estimate_tokens(attachments: list[Attachment] | tuple[Attachment, ...]) -> int:
+    """About how many tokens the attachments add to a prompt (the exact count needs the model's tokenizer, which
+    the window's process does not load)."""
+    if not attachments:
+        return 0
+    return round(len(with_attachments("", attachments)) / CHARS_PER_TOKEN)

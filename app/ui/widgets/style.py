@@ -155,6 +155,8 @@ QPushButton#FlatButton:hover {{ color: {t.text}; background: {t.hover}; }}
 #SettingsPageList::item {{ padding: 7px 10px; border-radius: 6px; }}
 #SettingsPageList::item:selected {{ background: {t.selected}; color: {t.text}; }}
 #PageTitle {{ font-size: 14px; padding-bottom: 4px; }}
+#AttachmentChip {{ background: {t.inline_code_background}; border: 1px solid {t.border}; border-radius: 6px; }}
+#AttachmentChip QPushButton {{ padding: 0 5px; }}
 #PairCard {{ border: 1px solid {t.border}; border-radius: 8px; background: {t.surface}; }}
 #EmptyTitle {{ font-size: 22px; font-weight: 600; }}
 #EmptyBody {{ color: {t.text_muted}; font-size: 13px; }}
