@@ -39,6 +39,11 @@ class Attachment:
         """Its size in bytes, as UTF-8."""
         return len(self.content.encode("utf-8"))
 
+    @property
+    def label(self) -> str:
+        """What its chip says: "stats.py · 1.2 KB"."""
+        return f"{self.name} · {format_bytes(self.size)}"
+
     def to_dict(self) -> dict[str, str]:
         return {"name": self.name, "content": self.content}
 

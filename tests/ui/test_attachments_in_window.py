@@ -1,4 +1,4 @@
-"""Attaching files as a user does: dropped on the window, pasted into the composer or chosen with the paperclip;
+"""Attaching files as a user does: dropped on the window, pasted into the composer or chosen with Attach;
 shown as chips, counted by the context gauge before sending, sent as fenced blocks, stored with the message and
 sent again by Regenerate. Files that cannot be attached say why."""
 
@@ -58,14 +58,14 @@ def test_a_file_dropped_on_the_window_is_sent_with_the_message_and_again_on_rege
     assert "attached" not in window.footer.context_label.text()
     [user] = [m for m in window.store.messages(window.conversation.chat_id) if m.role == "user"]
     assert user.content == "Add a docstring." and user.attachments == (Attachment("stats.py", CODE),)
-    assert "\N{PAPERCLIP} stats.py · 55 B" in window.chat_view.toPlainText()  # the chip on the message
+    assert "Attached   stats.py · 55 B" in window.chat_view.toPlainText()  # the chip on the message
 
     with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=30000):
         window.regenerate(message_id)
     assert fake_engine.requests[-1][-1] == sent  # the file is sent again
 
     window.conversation.open_chat(window.conversation.chat_id)  # reopened from the store: the chip is still there
-    assert "\N{PAPERCLIP} stats.py" in window.chat_view.toPlainText()
+    assert "stats.py · 55 B" in window.chat_view.toPlainText()
 
 
 def test_too_large_and_binary_files_are_refused_with_their_reasons(make_window, qtbot, fake_engine, model_folder,
@@ -97,7 +97,7 @@ def test_a_pasted_file_is_attached_not_typed_and_text_pastes_as_text(make_window
     assert window.composer.text() == "plain words"
 
 
-def test_the_paperclip_attaches_chosen_files_and_a_chip_can_be_removed(make_window, qtbot, fake_engine, model_folder,
+def test_the_attach_button_attaches_chosen_files_and_a_chip_can_be_removed(make_window, qtbot, fake_engine, model_folder,
                                                                       tiny_models, tmp_path, monkeypatch):
     window = _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models)
     first, second = tmp_path / "a.txt", tmp_path / "b.txt"

@@ -10,7 +10,6 @@ from collections.abc import Iterable
 from PySide6.QtCore import QMimeData, Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
 
-from app.common.units import format_bytes
 from app.store.attachments import Attachment, AttachmentError, check_total, read_attachment
 
 
@@ -83,7 +82,7 @@ class AttachmentTray(QWidget):
         row = QHBoxLayout(chip)
         row.setContentsMargins(8, 2, 2, 2)
         row.setSpacing(2)
-        label = QLabel(f"\N{PAPERCLIP} {attachment.name} · {format_bytes(attachment.size)}")
+        label = QLabel(attachment.label)
         label.setToolTip(f"Sent with the message as {attachment.name} in a fenced block")
         row.addWidget(label)
         remove = QPushButton("\N{MULTIPLICATION SIGN}")

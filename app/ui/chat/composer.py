@@ -1,5 +1,5 @@
 """The composer: where the user writes. Enter sends, Shift+Enter starts a new line; the button turns into Stop.
-Files attached with the paperclip button, or pasted or dropped into the text box, wait as chips above it.
+Files attached with the Attach button, or pasted or dropped into the text box, wait as chips above it.
 
 GUI thread only.
 """
@@ -102,7 +102,7 @@ class Composer(QWidget):
         frame.setObjectName("ComposerFrame")
         row = QHBoxLayout(frame)
         row.setContentsMargins(4, 6, 6, 6)
-        self.attach_button = QPushButton("\N{PAPERCLIP}")
+        self.attach_button = QPushButton("Attach")
         self.attach_button.setObjectName("FlatButton")
         self.attach_button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.attach_button.setToolTip("Attach text or code files (or drop them on the window, or paste them)")

@@ -10,7 +10,6 @@ from typing import Optional, Sequence
 
 from PySide6.QtGui import QColor, QFont, QTextBlockFormat, QTextCursor, QTextDocument
 
-from app.common.units import format_bytes
 from app.store.attachments import Attachment
 from app.ui.widgets import style
 from app.ui.transcript.reply_writer import ReplyWriter
@@ -49,10 +48,10 @@ def insert_attachment_chips(base: QFont, cursor: QTextCursor, attachments: Seque
     chip = style.muted_format(base)
     chip.setBackground(QColor(style.INLINE_CODE_BACKGROUND))
     cursor.insertBlock(block_format, gap)
-    for n, attachment in enumerate(attachments):
-        if n:
-            cursor.insertText("  ", gap)
-        cursor.insertText(f"\N{PAPERCLIP} {attachment.name} · {format_bytes(attachment.size)} ", chip)
+    cursor.insertText("Attached", gap)
+    for attachment in attachments:
+        cursor.insertText("  ", gap)
+        cursor.insertText(f" {attachment.label} ", chip)
 
 
 def insert_note(base: QFont, cursor: QTextCursor, text: str) -> None:
