@@ -41,9 +41,10 @@ class Appearance(QObject):
     def apply(self) -> None:
         """Show the theme the choice resolves to, if it is not the one shown (main.py styled the app light)."""
         theme = resolve_theme(self._choice, self._system_dark)
-        if theme is style.current():
+        app = QApplication.instance()
+        if theme is style.current() or not isinstance(app, QApplication):
             return
-        style.apply_style(QApplication.instance(), theme)
+        style.apply_style(app, theme)
         self.sig_theme_changed.emit(theme.name)
 
     def _on_os_scheme(self, scheme: Qt.ColorScheme) -> None:
