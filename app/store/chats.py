@@ -238,7 +238,7 @@ class ChatStore:
             message_id = cursor.lastrowid
             title = row["title"]
             if role == "user" and title == DEFAULT_TITLE:
-                title = auto_title(content)
+                title = auto_title(content.strip() or " ".join(a.name for a in attachments))
             conn.execute("UPDATE chats SET updated_at = ?, title = ? WHERE id = ?", (now, title, chat_id))
         return Message(
             id=message_id,

@@ -109,3 +109,10 @@ def test_salvage_keeps_attachments(tmp_path):
     salvage_database(broken, fresh)
     with ChatStore(fresh) as store:
         assert store.messages(chat.id)[0].attachments == (Attachment("a.txt", "A"),)
+
+
+def test_a_first_message_of_files_alone_names_the_chat_after_them(tmp_path):
+    with ChatStore(tmp_path / "chats.db") as store:
+        chat = store.create_chat()
+        store.add_message(chat.id, "user", "", attachments=[Attachment("report.md", "# Q3\n")])
+        assert store.get_chat(chat.id).title == "report.md"

@@ -155,5 +155,8 @@ def test_a_switch_while_a_reply_streams_waits_for_it_to_end(make_window, qtbot, 
         shown = window.chat_view.toPlainText()
         window.appearance.set_choice("dark")
         assert window.chat_view.toPlainText().startswith(shown[:20])  # the streaming reply was not re-rendered
+        assert _count(window.grab().toImage(), LIGHT.user_bubble) > 500  # the message above it: not yet redrawn
     qtbot.wait(50)
-    assert _count(window.grab().toImage(), DARK.code_background) > 500
+    after = window.grab().toImage()
+    assert _count(after, DARK.code_background) > 500
+    assert _count(after, DARK.user_bubble) > 500 and _count(after, LIGHT.user_bubble) == 0  # redrawn once it ended

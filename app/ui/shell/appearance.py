@@ -57,30 +57,38 @@ class Appearance(QObject):
         return QApplication.styleHints().colorScheme() == Qt.ColorScheme.Dark
 
 
+class PaintedParts(QObject):
+    """Redraws what was painted in the old theme's colours: the legend, the transcript (after the streaming reply
+    ends, never during it) and an open inspector. GUI thread only."""
+
+    def __init__(self, window):
+        super().__init__(window)
+        self._window = window
+        self._transcript_stale = False
+        window.conversation.sig_busy_changed.connect(self._on_busy)
+
+    def redraw(self, _theme: str = "") -> None:
+        window = self._window
+        window.legend_row.show_legend()
+        self._redraw_transcript()
+        shown = window.inspector.shown_message_id()
+        if shown is not None:
+            window.inspector.open_message(shown)  # its charts are made anew, in the new colours
+
+    def _redraw_transcript(self) -> None:
+        conversation = self._window.conversation
+        self._transcript_stale = conversation.is_busy()
+        if not self._transcript_stale:
+            conversation.reload()
+
+    def _on_busy(self, busy: bool) -> None:
+        if not busy and self._transcript_stale:
+            self._redraw_transcript()
+
+
 def attach(window) -> Appearance:
     """Give `window` (MainWindow) its appearance from its settings, and redraw its painted parts on a switch."""
     appearance = Appearance(window.settings.theme, window)
-    pending = {"transcript": False}
-
-    def redraw_transcript() -> None:
-        if window.conversation.is_busy():
-            pending["transcript"] = True  # redrawn when the reply ends; never re-rendered while streaming
-            return
-        pending["transcript"] = False
-        window.conversation.reload()
-
-    def on_busy(busy: bool) -> None:
-        if not busy and pending["transcript"]:
-            redraw_transcript()
-
-    def on_theme(_name: str) -> None:
-        window.legend_row.show_legend()
-        redraw_transcript()
-        shown = window.inspector.shown_message_id()
-        if shown is not None:
-            window.inspector.open_message(shown)
-
-    appearance.sig_theme_changed.connect(on_theme)
-    window.conversation.sig_busy_changed.connect(on_busy)
+    appearance.sig_theme_changed.connect(PaintedParts(window).redraw)
     appearance.apply()
     return appearance
