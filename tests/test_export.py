@@ -113,3 +113,16 @@ def test_cli_export_of_an_unwritable_path_is_one_line(chat_id, tmp_path, capsys)
     assert main(["export", str(chat_id), "--output", str(blocker / "chat.md")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: cannot write {blocker / 'chat.md'}")
+
+
+def test_attached_files_are_exported_with_their_message():
+    from app.store.attachments import Attachment
+
+    with ChatStore() as store:
+        chat = store.create_chat()
+        store.add_message(chat.id, "user", "Fix it.", attachments=[Attachment("bug.py", "x = 1 +\n")])
+        markdown = export_text(store, chat.id, "markdown")
+        document = json.loads(export_text(store, chat.id, "json"))
+    assert "Fix it.\n\nbug.py\n```py\nx = 1 +\n```" in markdown
+    assert document["messages"][0]["content"] == "Fix it."
+    assert document["messages"][0]["attachments"] == [{"name": "bug.py", "content": "x = 1 +\n"}]

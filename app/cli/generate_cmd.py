@@ -19,6 +19,7 @@ from app.cli.terminal import json_printable, printable, say_error
 from app.engine.errors import EngineError
 from app.engine.placement.rpc import parse_endpoints
 from app.engine.remote.server_keys import ENV_VAR as ENV_API_KEY
+from app.store.attachments import Attachment, AttachmentError, check_total, read_attachment, with_attachments
 
 
 def register(subparsers) -> None:
@@ -58,6 +59,10 @@ def register(subparsers) -> None:
     source.add_argument("--prompt-file", metavar="FILE", help="like --prompt, the text read from a UTF-8 file")
     source.add_argument("--chat", help="a user message, formatted with the model's chat template")
     p.add_argument("--system", default=None, help="system prompt for --chat")
+    p.add_argument("--attach", metavar="FILE", action="append", default=[],
+                   help="attach a text or code file to the --chat message (repeatable): sent after it as the "
+                   "file's name and content in a fenced block, as the window sends attachments. The n-gram "
+                   "drafter copies from it best: try it with --ngram when asking for an edit of the file")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object with text, tokens (each with its drafter and round), rounds (what "
                    "was proposed, refused ones included, and kept) and stats")
@@ -86,6 +91,18 @@ def _prompt_text(args: argparse.Namespace) -> str:
     if not text:
         raise UsageError(f"the {'--chat message' if args.chat is not None else 'prompt'} is empty")
     return text
+
+
+def read_attachments(args: argparse.Namespace) -> list[Attachment]:
+    """The --attach files, read and checked like the window's attachments. Raises UsageError."""
+    if args.attach and args.chat is None:
+        raise UsageError("--attach goes with --chat MESSAGE (attachments are part of a chat message)")
+    try:
+        attachments = [read_attachment(path) for path in args.attach]
+        check_total(attachments)
+    except AttachmentError as exc:
+        raise UsageError(f"--attach: {exc}") from None
+    return attachments
 
 
 def server_problem(args: argparse.Namespace) -> str | None:
@@ -158,6 +175,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         draft_max = parse_draft_max(args.draft_max)
         _prompt_text(args)
+        attachments = read_attachments(args)
         problem = server_problem(args) or sampling_problem(args) or models_problem(args)
         if not problem and args.rpc:
             if args.server:
@@ -219,7 +237,7 @@ def _generate(args: argparse.Namespace, config):
     try:
         if args.chat is not None:
             messages = ([{"role": "system", "content": args.system}] if args.system else [])
-            messages.append({"role": "user", "content": args.chat})
+            messages.append({"role": "user", "content": with_attachments(args.chat, attachments)})
             events = engine.chat(messages, config)
         else:
             events = engine.complete(args.prompt, config)

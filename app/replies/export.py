@@ -5,7 +5,8 @@ The JSON document ("format": EXPORT_FORMAT) holds the chat (id, title, times, se
 text, role, time and model names, its stats, and for replies its tokens [{"text", "origin", "round"}] ("origin" is
 "target", "draft" (the draft model) or "ngram"; "round" indexes the message's "rounds", -1 for none), its rounds
 (every proposed token id and text, the refused ones included, how many were kept, the target's own token, reason,
-time) and its comparison with plain decoding. A part a message does not have (a user message's tokens, a reply
+time), its comparison with plain decoding, and its attached files [{"name", "content"}] ([] for none; Markdown
+shows them after the text as fenced blocks, as the model read them). A part a message does not have (a user message's tokens, a reply
 saved before rounds were kept) is null. Times are Unix seconds.
 """
 
@@ -20,6 +21,7 @@ from typing import Any, Optional, Sequence
 from app import __version__
 from app.common.atomic_write import write_atomic
 from app.replies.stats import format_stats, model_label, stats_from_dict
+from app.store.attachments import with_attachments
 from app.store import Chat, ChatStore, Message, NotFoundError
 
 EXPORT_FORMAT = 1  # the JSON document's version: raised when a field changes meaning or goes away
@@ -50,7 +52,8 @@ def chat_markdown(chat: Chat, messages: Sequence[Message]) -> str:
     lines = [f"# {_one_line(chat.title)}", "", exported]
     for message in messages:
         heading = _ROLE_HEADINGS.get(message.role) or model_label(message.target_name, message.draft_name)
-        lines += ["", f"## {_one_line(heading)}", "", _closed_fences(message.content)]
+        text = with_attachments(message.content, message.attachments)  # a message's files, as the model read them
+        lines += ["", f"## {_one_line(heading)}", "", _closed_fences(text)]
         stats = stats_from_dict(message.stats) if message.role == "assistant" else None
         if stats is not None:
             lines += ["", f"*{format_stats(stats)}*"]
@@ -113,6 +116,7 @@ def _message_document(message: Message) -> dict[str, Any]:
         "tokens": tokens,
         "rounds": [r.to_dict() for r in message.rounds] if message.rounds is not None else None,
         "comparison": message.comparison,
+        "attachments": [a.to_dict() for a in message.attachments],
     }
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from app.platform import paths
+from app.store.attachments import Attachment, decode_attachments, encode_attachments, with_attachments
 from app.store.provenance import RoundRecord
 from app.store.db import describe_error, open_database, transaction
 from app.store.errors import NotFoundError
@@ -208,16 +209,19 @@ class ChatStore:
         draft_name: str | None = None,
         token_rounds: list[int] | None = None,
         rounds: list[RoundRecord] | None = None,
+        attachments: tuple[Attachment, ...] | list[Attachment] = (),
     ) -> Message:
         """Append a message and commit it at once. The first user message of a "New chat" names the chat.
 
-        `tokens` are (text, origin) per kept token, `token_rounds` each token's index into `rounds` (-1: none).
+        `tokens` are (text, origin) per kept token, `token_rounds` each token's index into `rounds` (-1: none);
+        `attachments` are files sent with a user message (app.store.attachments).
         """
         if role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
         # Encode before the transaction: a bad token, round or stats value raises without touching the database.
         tokens_json = encode_provenance(StoredProvenance(tokens, token_rounds, rounds))
         stats_json = _encode_stats(stats)
+        attachments_json = encode_attachments(attachments)
         with self._write() as conn:
             row = conn.execute("SELECT title FROM chats WHERE id = ?", (chat_id,)).fetchone()
             if row is None:
@@ -225,15 +229,16 @@ class ChatStore:
             now = self._bump_time(conn)
             cursor = conn.execute(
                 """
-                INSERT INTO messages (chat_id, role, content, created_at, stats, tokens, target_name, draft_name)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO messages (chat_id, role, content, created_at, stats, tokens, target_name, draft_name,
+                                      attachments)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
-                (chat_id, role, content, now, stats_json, tokens_json, target_name, draft_name),
+                (chat_id, role, content, now, stats_json, tokens_json, target_name, draft_name, attachments_json),
             )
             message_id = cursor.lastrowid
             title = row["title"]
             if role == "user" and title == DEFAULT_TITLE:
-                title = auto_title(content)
+                title = auto_title(content.strip() or " ".join(a.name for a in attachments))
             conn.execute("UPDATE chats SET updated_at = ?, title = ? WHERE id = ?", (now, title, chat_id))
         return Message(
             id=message_id,
@@ -244,6 +249,7 @@ class ChatStore:
             stats=_decode_stats(stats_json),
             target_name=target_name,
             draft_name=draft_name,
+            attachments=tuple(attachments),
             **_provenance_fields(decode_provenance(tokens_json)),
         )
 
@@ -258,13 +264,15 @@ class ChatStore:
         return [_message_from_row(row) for row in reversed(rows)]
 
     def message_texts(self, chat_id: int) -> list[tuple[int, str, str]]:
-        """(id, role, content) of the chat's messages, oldest first: what a prompt needs, without the provenance
-        and stats that make whole messages slow to read for a long chat."""
+        """(id, role, text) of the chat's messages, oldest first: what a prompt needs, without the provenance
+        and stats that make whole messages slow to read for a long chat. The text is what the model reads: the
+        content, then a message's attachments as fenced blocks, so a regenerated reply sees them again."""
         with self._errors():
             rows = self._conn.execute(
-                "SELECT id, role, content FROM messages WHERE chat_id = ? ORDER BY id", (chat_id,)
+                "SELECT id, role, content, attachments FROM messages WHERE chat_id = ? ORDER BY id", (chat_id,)
             ).fetchall()
-        return [(row["id"], row["role"], row["content"]) for row in rows]
+        return [(row["id"], row["role"], with_attachments(row["content"], _attachments(row)) if row["attachments"]
+                 else row["content"]) for row in rows]
 
     def get_message(self, message_id: int) -> Message | None:
         with self._errors():
@@ -399,7 +407,16 @@ def _message_from_row(row: sqlite3.Row) -> Message:
         stats=stats,
         target_name=row["target_name"],
         draft_name=row["draft_name"],
+        attachments=_attachments(row),
         **_provenance_fields(provenance),
     )
+
+
+def _attachments(row: sqlite3.Row) -> tuple[Attachment, ...]:
+    try:
+        return decode_attachments(row["attachments"])
+    except (ValueError, TypeError, KeyError):
+        log.warning("message %s: attachments unreadable, shown without them", row["id"])
+        return ()
 
 

@@ -85,8 +85,14 @@ def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
     conn.execute("INSERT INTO message_search (rowid, folded) SELECT id, specchat_fold(content) FROM messages")
 
 
+def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
+    # Files attached to a user message, as JSON [{"name", "content"}] (app.store.attachments); NULL for none. A
+    # column of the message rather than a table: they are read and deleted with it, never on their own.
+    conn.execute("ALTER TABLE messages ADD COLUMN attachments TEXT")
+
+
 # MIGRATIONS[n] takes a database from schema version n to n + 1. Append only; never edit a released step.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2, _migrate_2_to_3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -9,6 +9,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from app.store.attachments import Attachment
 from app.store.provenance import RoundRecord
 from app.store import _fields
 
@@ -89,6 +90,7 @@ class Message:
     token_rounds: list[int] | None = None  # per token, the index into `rounds` of the round that produced it
     rounds: list[RoundRecord] | None = None  # None for replies saved before rounds were kept
     comparison: dict | None = None  # the reply re-run without speculation (Compare with plain), when it was
+    attachments: tuple[Attachment, ...] = ()  # files attached to a user message, sent after its text
 
 
 def auto_title(text: str, limit: int = AUTO_TITLE_LENGTH) -> str:

@@ -18,6 +18,8 @@ from app.store.db import open_database, transaction
 RECOVERED_TITLE = "Recovered messages"
 _CHAT_COLUMNS = ("id", "title", "created_at", "updated_at", "settings")
 _MESSAGE_COLUMNS = ("id", "chat_id", "role", "content", "created_at", "stats", "tokens", "target_name", "draft_name")
+# Columns added by later schema versions: copied when the damaged file has them.
+_LATER_MESSAGE_COLUMNS = ("attachments",)
 
 
 @dataclass(frozen=True)
@@ -35,7 +37,8 @@ def salvage_database(broken: Path, fresh: Path) -> SalvageReport:
     target = open_database(fresh)
     try:
         chats = list(_readable_rows(source, "chats", _CHAT_COLUMNS))
-        messages = list(_readable_rows(source, "messages", _MESSAGE_COLUMNS))
+        message_columns = _MESSAGE_COLUMNS + tuple(c for c in _LATER_MESSAGE_COLUMNS if _has_column(source, "messages", c))
+        messages = list(_readable_rows(source, "messages", message_columns))
         with transaction(target):
             kept_chats = _insert(target, "chats", _CHAT_COLUMNS, chats)
             chat_ids = {row[0] for row in kept_chats}
@@ -43,7 +46,7 @@ def salvage_database(broken: Path, fresh: Path) -> SalvageReport:
             for chat_id in sorted(orphans):
                 when = min((m[4] for m in messages if m[1] == chat_id and isinstance(m[4], float)), default=time.time())
                 _insert(target, "chats", _CHAT_COLUMNS, [(chat_id, RECOVERED_TITLE, when, when, "{}")])
-            kept_messages = _insert(target, "messages", _MESSAGE_COLUMNS, messages)
+            kept_messages = _insert(target, "messages", message_columns, messages)
         return SalvageReport(len(kept_chats), len(kept_messages))
     finally:
         source.close()
@@ -61,6 +64,13 @@ def _insert(conn: sqlite3.Connection, table: str, columns: tuple[str, ...], rows
         except sqlite3.Error:
             continue
     return kept
+
+
+def _has_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
+    try:
+        return any(row[1] == column for row in conn.execute(f"PRAGMA table_info({table})"))
+    except sqlite3.Error:
+        return False
 
 
 def _readable_rows(conn: sqlite3.Connection, table: str, columns: tuple[str, ...]) -> Iterator[tuple]:

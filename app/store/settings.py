@@ -21,6 +21,9 @@ from app.store import _fields
 from app.store.errors import StoreError
 
 
+# The appearance choices the window offers (app/ui/widgets/themes.py has the colours).
+THEME_CHOICES = ("system", "light", "dark")
+
 # Set by load_settings for the window to show; never written to the file.
 _NOT_SAVED = ("load_warning",)
 
@@ -47,6 +50,7 @@ class AppSettings:
     # llama.cpp RPC workers ("host:port") the target is spread over; no authentication, trusted networks only.
     rpc_workers: list[str] = field(default_factory=list)
     scan_hf_cache: bool = True
+    theme: str = "system"  # "system" (follow the OS colour scheme), "light" or "dark"
     # Why the file could not be used as it was, in words for the user; None when it loaded cleanly.
     load_warning: str | None = field(default=None, compare=False, repr=False)
 
@@ -80,6 +84,9 @@ def load_settings(path: Path | None = None) -> AppSettings:
         if getattr(settings, name) < GPU_LAYERS_AUTO:
             setattr(settings, name, GPU_LAYERS_AUTO)
             rejected.append(name)
+    if settings.theme not in THEME_CHOICES:
+        settings.theme = "system"
+        rejected.append("theme")
     if rejected:
         settings.load_warning = (
             f"Some settings in {path} had values SpecChat could not use ({', '.join(rejected)}); "

@@ -53,6 +53,7 @@ def test_an_older_database_gets_its_index_built_when_opened(tmp_path):
     for trigger in ("message_search_insert", "message_search_update", "message_search_delete"):
         conn.execute(f"DROP TRIGGER {trigger}")
     conn.execute("DROP TABLE message_search")
+    conn.execute("ALTER TABLE messages DROP COLUMN attachments")  # added by schema version 3
     conn.execute("PRAGMA user_version = 1")
     conn.commit()
     conn.close()

@@ -138,3 +138,13 @@ def test_new_installs_get_auto_gpu_layers_and_older_files_keep_their_number(tmp_
     path.write_text(json.dumps({"target_gpu_layers": -7}))
     odd = load_settings(path)
     assert odd.target_gpu_layers == GPU_LAYERS_AUTO and "target_gpu_layers" in odd.load_warning
+
+
+def test_the_theme_follows_the_system_by_default_and_an_unknown_one_says_so(tmp_path):
+    path = tmp_path / "settings.json"
+    assert load_settings(path).theme == "system"
+    save_settings(AppSettings(theme="dark"), path)
+    assert load_settings(path).theme == "dark"
+    path.write_text(json.dumps({"theme": "solarized"}))
+    odd = load_settings(path)
+    assert odd.theme == "system" and "theme" in odd.load_warning

@@ -1,13 +1,15 @@
 """The composer: where the user writes. Enter sends, Shift+Enter starts a new line; the button turns into Stop.
+Files attached with the Attach button, or pasted or dropped into the text box, wait as chips above it.
 
 GUI thread only.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtCore import QMimeData, QSize, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
+    QFileDialog,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -18,6 +20,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.store.attachments import Attachment
+from app.ui.chat.attachment_tray import AttachmentTray, local_files
+
 
 class ComposerEdit(QPlainTextEdit):
     """A text box that grows with its text (up to a limit) and sends on Enter."""
@@ -26,6 +31,8 @@ class ComposerEdit(QPlainTextEdit):
     """Enter was pressed without Shift."""
     sig_cancel = Signal()
     """Escape was pressed."""
+    sig_files = Signal(list)
+    """Files were pasted or dropped into the text box (their paths): they are attached, not inserted as text."""
 
     MAX_LINES = 8
 
@@ -47,6 +54,16 @@ class ComposerEdit(QPlainTextEdit):
             return
         super().keyPressEvent(event)
 
+    def canInsertFromMimeData(self, source: QMimeData) -> bool:
+        return bool(local_files(source)) or super().canInsertFromMimeData(source)
+
+    def insertFromMimeData(self, source: QMimeData) -> None:
+        files = local_files(source)
+        if files:
+            self.sig_files.emit(files)
+        else:
+            super().insertFromMimeData(source)
+
     def sizeHint(self) -> QSize:
         line = self.fontMetrics().lineSpacing()
         lines = max(1, min(self.MAX_LINES, int(self.document().size().height())))
@@ -59,7 +76,7 @@ class Composer(QWidget):
     """The message box with its Send/Stop button, an edit banner and a hint line. GUI thread only."""
 
     sig_send = Signal(str)
-    """The user sent this text (the composer keeps it until the owner calls `clear_after_send`)."""
+    """The user sent this text, with `attachments()` (the composer keeps both until `clear_after_send`)."""
     sig_stop = Signal()
     """The user asked to stop the reply that is streaming."""
     sig_cancel_edit = Signal()
@@ -77,17 +94,28 @@ class Composer(QWidget):
         self.edit_banner.setObjectName("EditBanner")
         self.edit_banner.hide()
         layout.addWidget(self.edit_banner)
+        self.tray = AttachmentTray()
+        self.tray.sig_changed.connect(self._update_button)
+        layout.addWidget(self.tray)
 
         frame = QFrame()
         frame.setObjectName("ComposerFrame")
         row = QHBoxLayout(frame)
-        row.setContentsMargins(8, 6, 6, 6)
+        row.setContentsMargins(4, 6, 6, 6)
+        self.attach_button = QPushButton("Attach")
+        self.attach_button.setObjectName("FlatButton")
+        self.attach_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.attach_button.setToolTip("Attach text or code files (or drop them on the window, or paste them)")
+        self.attach_button.setAccessibleName("Attach files")
+        self.attach_button.clicked.connect(self._choose_files)
+        row.addWidget(self.attach_button, 0, Qt.AlignmentFlag.AlignBottom)
         self.edit = ComposerEdit()
         self.setFocusProxy(self.edit)  # focusing the composer puts the cursor in its text box
         self.edit.setPlaceholderText("Message SpecChat…  (Enter sends, Shift+Enter adds a line)")
         self.edit.sig_submit.connect(self._on_submit)
         self.edit.sig_cancel.connect(self._on_escape)
         self.edit.textChanged.connect(self._update_button)
+        self.edit.sig_files.connect(self.tray.add_paths)
         row.addWidget(self.edit, 1)
         self.button = QPushButton("Send")
         self.button.setObjectName("PrimaryButton")
@@ -107,9 +135,21 @@ class Composer(QWidget):
         self.edit.setTextCursor(cursor)
         self.edit.setFocus()
 
+    def attachments(self) -> tuple[Attachment, ...]:
+        """The files to send with the text."""
+        return self.tray.attachments()
+
+    def add_files(self, paths: list[str]) -> None:
+        """Attach these files to the next message (those that cannot be are refused: tray.sig_refused)."""
+        self.tray.add_paths(paths)
+
+    def set_attachments(self, attachments: tuple[Attachment, ...]) -> None:
+        self.tray.set_attachments(attachments)
+
     def clear_after_send(self) -> None:
         """The text was accepted (it is in the conversation now), so the box can be emptied."""
         self.edit.clear()
+        self.tray.clear()
         self.set_editing(False)
 
     def is_busy(self) -> bool:
@@ -136,7 +176,7 @@ class Composer(QWidget):
         else:
             self.button.setText("Send")
             self.button.setObjectName("PrimaryButton")
-            self.button.setEnabled(bool(self.text().strip()))
+            self.button.setEnabled(self._has_message())
             self.button.setToolTip("Send (Enter)")
         # The object name picks the style; re-polish so the change shows.
         self.button.style().unpolish(self.button)
@@ -148,17 +188,25 @@ class Composer(QWidget):
         else:
             self._on_submit()
 
+    def _has_message(self) -> bool:
+        return bool(self.text().strip() or self.tray.attachments())
+
+    def _choose_files(self) -> None:
+        paths, _ = QFileDialog.getOpenFileNames(self, "Attach text or code files")
+        if paths:
+            self.add_files(paths)
+
     def _on_submit(self) -> None:
         if self._busy:
             return
-        text = self.text()
-        if text.strip():
-            self.sig_send.emit(text)
+        if self._has_message():
+            self.sig_send.emit(self.text())
 
     def _on_escape(self) -> None:
         if self._editing:
             self.set_editing(False)
             self.edit.clear()
+            self.tray.clear()
             self.sig_cancel_edit.emit()
         elif self._busy:
             self.sig_stop.emit()

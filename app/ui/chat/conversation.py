@@ -18,6 +18,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from app.engine.config import GenerationConfig
 from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent, decode_speed
 from app.store import ChatSettings, ChatStore, Message, StoreError
+from app.store.attachments import Attachment
 from app.ui.transcript.chat_view import ChatView
 from app.ui.transcript.format import TranscriptMessage, model_label, stats_from_dict, transcript_message
 from app.ui.engine_link.engine_process import EngineProcess
@@ -156,8 +157,10 @@ class Conversation(QObject):
     # ----- generation
 
     def send(self, text: str, new_chat_settings: ChatSettings, replace_from: Optional[int],
-             config: GenerationConfig, system_prompt: str, target_name: str, draft_name: Optional[str]) -> int:
-        """One whole turn: store the user's message and ask for a reply; returns the request id.
+             config: GenerationConfig, system_prompt: str, target_name: str, draft_name: Optional[str],
+             attachments: tuple[Attachment, ...] = ()) -> int:
+        """One whole turn: store the user's message (with its attached files) and ask for a reply; returns the
+        request id.
 
         A new chat is created first (with `new_chat_settings`); `replace_from` (an edited message) is deleted with
         everything after it. Raises StoreError when the message could not be stored; nothing is sent then.
@@ -168,7 +171,7 @@ class Conversation(QObject):
             self._chat_id = self.store.create_chat(settings=new_chat_settings).id
         if replace_from is not None:
             self.store.delete_messages_from(self._chat_id, replace_from)
-        message = self.store.add_message(self._chat_id, "user", text)
+        message = self.store.add_message(self._chat_id, "user", text, attachments=attachments)
         if first_message or replace_from is not None:
             self.reload()
         else:

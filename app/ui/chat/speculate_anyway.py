@@ -13,7 +13,6 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QLabel
 
 from app.store import ChatSettings
-from app.ui.widgets import style
 from app.ui.chat.settings_binding import ChatSettingsBinding
 
 # The controller's reason for a round it did not draft because drafting costs more than it saves
@@ -52,13 +51,13 @@ class SpeculateAnyway(QObject):
         """The controller explained a round; a pause is the moment to offer drafting anyway."""
         settings = self.binding.current()
         if reason.lower().startswith(PAUSED_PREFIX) and settings.speculative and settings.draft_max is None:
-            self._show(f'<a href="{ANYWAY_LINK}" style="color:{style.ACCENT}">{OFFER}</a>')
+            self._show(f'<a href="{ANYWAY_LINK}">{OFFER}</a>')
 
     def show_for(self, settings: ChatSettings) -> None:
         """A chat was shown or its settings changed: the fixed length is said while it holds, the offer is reset."""
         if settings.speculative and settings.draft_max:
             self._show(f'{fixed_text(settings.draft_max)} '
-                       f'<a href="{AUTO_LINK}" style="color:{style.ACCENT}">Auto</a>')
+                       f'<a href="{AUTO_LINK}">Auto</a>')
         else:
             self._show(None)
 

@@ -4,6 +4,9 @@
     python -m app.ui.devtools.screenshot --server http://127.0.0.1:8080 --out docs/screenshot-llama-server.png \
         --settings-out docs/settings-devices-servers.png
     python -m app.ui.devtools.screenshot --code-edit --out docs/screenshot-code-edit.png --inspector-out docs/inspector.png
+    python -m app.ui.devtools.screenshot --theme dark --out docs/screenshot-dark.png --inspector-out docs/inspector-dark.png
+    python -m app.ui.devtools.screenshot --attach app/common/units.py --prompt "Add type hints..." \
+        --before-out docs/attachments-composer.png --out docs/attachments.png
 
 Uses the Qwen2.5-Coder 1.5B + 0.5B pair from $SPECCHAT_TEST_MODELS or ~/.cache/specchat-test-models
 (shared/models/fetch-models.sh) when present, else the synthetic models. Runs in a private SpecChat home, so the
@@ -47,7 +50,13 @@ def main(argv=None) -> int:
     parser.add_argument("--server", metavar="URL", default=None,
                         help="chat with this server's first model instead (e.g. llama-server with -md DRAFT)")
     parser.add_argument("--settings-out", default=None, help="also save the Settings dialog to this PNG")
+    parser.add_argument("--settings-page", default="Servers and RPC", help="the Settings page to save")
     parser.add_argument("--inspector-out", default=None, help="also save the reply's inspector to this PNG")
+    parser.add_argument("--theme", choices=("light", "dark"), default="light", help="the appearance to show")
+    parser.add_argument("--attach", metavar="FILE", action="append", default=[],
+                        help="attach this file to the message (repeatable)")
+    parser.add_argument("--before-out", default=None,
+                        help="also save the window before sending, with the attachments waiting in the composer")
     parser.add_argument("--show-refused", action="store_true",
                         help="show refused draft proposals inline (struck-through ghost text)")
     args = parser.parse_args(argv)
@@ -80,7 +89,8 @@ def main(argv=None) -> int:
         models, target, draft = synthetic.target.parent, synthetic.target, synthetic.draft_identical
 
     servers = [args.server] if args.server else []
-    save_settings(AppSettings(model_folders=[str(models)], scan_hf_cache=False, context_size=4096, servers=servers))
+    save_settings(AppSettings(model_folders=[str(models)], scan_hf_cache=False, context_size=4096, servers=servers,
+                              theme=args.theme))
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("SpecChat")
     apply_style(app)
@@ -95,9 +105,14 @@ def main(argv=None) -> int:
             target, draft = _server_model(window, args.server), NGRAM_KEY  # the server's own speculation
         automation.choose_pair(window, str(target), str(draft))
         if args.settings_out:
-            _save_settings_dialog(window, args.settings_out)
+            _save_settings_dialog(window, args.settings_out, args.settings_page)
         window.update_chat_settings(max_tokens=args.max_tokens, draft_max=args.draft_max)
         window.set_show_refused(args.show_refused)
+        if args.attach:
+            window.composer.add_files([str(Path(path).resolve()) for path in args.attach])
+        if args.before_out:
+            window.composer.set_text(CODE_EDIT_PROMPT if args.code_edit else args.prompt)
+            _save(window, args.before_out)
         message_id = automation.send_and_wait(window, CODE_EDIT_PROMPT if args.code_edit else args.prompt)
         message = window.store.get_message(message_id)
         stats = message.stats or {}
@@ -130,12 +145,22 @@ def _server_model(window, url: str) -> str:
     return key
 
 
-def _save_settings_dialog(window, out: str) -> None:
+def _save(widget, out: str) -> None:
+    from PySide6.QtWidgets import QApplication
+
+    QApplication.processEvents()
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    widget.grab().save(out)
+    print(f"saved {out}")
+
+
+def _save_settings_dialog(window, out: str, page: str) -> None:
     from PySide6.QtWidgets import QApplication
 
     from app.ui.settings.dialog import AppSettingsDialog
 
     dialog = AppSettingsDialog(window.settings, window)
+    dialog.pages.show_page(page)
     dialog.show()
     QApplication.processEvents()
     Path(out).parent.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,6 @@ from app.hub.client import RepoListing, RepoSummary
 from app.hub.curated import CuratedPair
 from app.hub.download_plan import format_bytes
 from app.hub.repo_files import RemoteModel
-from app.ui.widgets import style
 
 MODEL_ROLE = Qt.ItemDataRole.UserRole + 1
 REPO_ROLE = Qt.ItemDataRole.UserRole + 2
@@ -37,9 +36,6 @@ class PairCard(QFrame):
         super().__init__(parent)
         self.pair = pair
         self.setObjectName("PairCard")
-        self.setStyleSheet(
-            f"#PairCard {{ border: 1px solid {style.BORDER}; border-radius: 8px; background: {style.SURFACE}; }}"
-        )
         layout = QHBoxLayout(self)
         text = QVBoxLayout()
         title = QLabel(f"<b>{pair.title}</b>")

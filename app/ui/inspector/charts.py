@@ -16,22 +16,23 @@ from PySide6.QtGui import QColor, QFont
 from app.replies.inspector_data import ANY_DRAFTER, DRAFTER_NAMES, MODEL, NGRAM, PLAIN, ReplyInspection
 from app.ui.widgets import style
 
-# The two drafters, told apart in every chart by the transcript's own pair of highlights (the Okabe-Ito palette's
-# sky blue and orange, distinct under the common colour-vision deficiencies), opaque here.
-MODEL_COLOR = "#{:02x}{:02x}{:02x}".format(*style.DRAFT_MODEL_RGBA[:3])
-NGRAM_COLOR = "#{:02x}{:02x}{:02x}".format(*style.NGRAM_RGBA[:3])
-PLAIN_COLOR = "#9ca3af"
-ANY_COLOR = "#CC79A7"  # histogram bars from stats alone, which do not say who drafted (Okabe-Ito reddish purple)
 REFUSED_ALPHA = 70  # drafted-but-refused shows as a pale bar behind the kept one
-
-COLORS = {MODEL: MODEL_COLOR, NGRAM: NGRAM_COLOR, PLAIN: PLAIN_COLOR, ANY_DRAFTER: ANY_COLOR}
 LEGEND_NAMES = {**DRAFTER_NAMES, ANY_DRAFTER: "drafted (drafter not recorded)"}
 
 pg.setConfigOptions(antialias=True)
 
 
+def drafter_colors() -> dict[str, str]:
+    """Each drafter's colour in the current theme: the transcript's own pair of highlights (the Okabe-Ito
+    palette's sky blue and orange, distinct under the common colour-vision deficiencies), opaque here; grey for
+    plain rounds; Okabe-Ito reddish purple for bars from stats alone, which do not say who drafted."""
+    theme = style.current()
+    opaque = {origin: QColor(*rgba[:3]).name() for origin, rgba in theme.highlights.items()}
+    return {MODEL: opaque["draft"], NGRAM: opaque["ngram"], PLAIN: theme.chart_plain, ANY_DRAFTER: theme.chart_any}
+
+
 def _color(drafter: str, alpha: int = 255) -> QColor:
-    color = QColor(COLORS[drafter])
+    color = QColor(drafter_colors()[drafter])
     color.setAlpha(alpha)
     return color
 
@@ -156,7 +157,8 @@ def histogram_chart(inspection: ReplyInspection) -> Chart:
 def legend_html(drafters: list[str]) -> str:
     """One legend for all the charts: a swatch and a name per drafter shown."""
     swatch = '<span style="background:{0}; color:{0};">&nbsp;&nbsp;&nbsp;&nbsp;</span>&nbsp;{1}'
-    return "&nbsp;&nbsp;&nbsp;&nbsp;".join(swatch.format(COLORS[d], LEGEND_NAMES[d]) for d in drafters)
+    colors = drafter_colors()
+    return "&nbsp;&nbsp;&nbsp;&nbsp;".join(swatch.format(colors[d], LEGEND_NAMES[d]) for d in drafters)
 
 
 def drawn_bars(plot: Chart) -> dict[str, list[tuple[float, float, float]]]:

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Optional
 
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QStandardPaths, Qt, Signal
-from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import (
     QDialog,
     QFileDialog,
@@ -26,7 +25,6 @@ from PySide6.QtWidgets import (
 from app.common.atomic_write import write_atomic
 from app.replies.inspector_data import ANY_DRAFTER, MODEL, NGRAM, NO_ROUNDS_SENTENCE, PLAIN, ReplyInspection, inspect_reply
 from app.ui.inspector import charts
-from app.ui.widgets import style
 from app.ui.transcript.format import TranscriptMessage
 
 
@@ -48,10 +46,7 @@ class ReplyInspector(QDialog):
         # What Save writes: the titles, the summary and the charts, not the buttons.
         self.panel = QWidget()
         self.panel.setObjectName("InspectorPanel")
-        self.panel.setAutoFillBackground(True)  # the window's white in the saved image too
-        palette = self.panel.palette()
-        palette.setColor(QPalette.ColorRole.Window, QColor(style.SURFACE))
-        self.panel.setPalette(palette)
+        self.panel.setAutoFillBackground(True)  # the theme's window colour (the app palette) in the saved image too
         self.title = QLabel()
         self.title.setStyleSheet("font-size: 14px; font-weight: 600;")
         self.summary = QLabel()

@@ -252,13 +252,13 @@ class TwoLineDelegate(QStyledItemDelegate):
         if option.state & QStyle.StateFlag.State_Selected and enabled:
             painter.fillRect(option.rect, QColor(style.ACCENT_SOFT))
         elif option.state & QStyle.StateFlag.State_MouseOver and enabled:
-            painter.fillRect(option.rect, QColor("#f3f4f6"))
+            painter.fillRect(option.rect, QColor(style.current().hover))
         rect = option.rect.adjusted(10, 5, -10, -5)
         line = option.fontMetrics.height()
         name_font = QFont(option.font)
         name_font.setWeight(QFont.Weight.Medium)
         painter.setFont(name_font)
-        painter.setPen(QColor(style.TEXT if enabled else "#9ca3af"))
+        painter.setPen(QColor(style.TEXT if enabled else style.TEXT_DISABLED))
         name = index.data(Qt.ItemDataRole.DisplayRole) or ""
         painter.drawText(QRect(rect.left(), rect.top(), rect.width(), line), Qt.AlignmentFlag.AlignVCenter,
                          option.fontMetrics.elidedText(name, Qt.TextElideMode.ElideRight, rect.width()))

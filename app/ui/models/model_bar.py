@@ -12,6 +12,7 @@ from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QWidget
 
 from app.ui.models.library_model import NGRAM_KEY, PATH_ROLE, DraftListModel, LibraryModel, TwoLineDelegate
+from app.ui.widgets import style
 from app.ui.widgets.toggle_switch import ToggleSwitch
 
 MIN_NAME_CHARS = 14
@@ -139,11 +140,11 @@ class ModelBar(QWidget):
     def speculative(self) -> bool:
         return self.speculative_switch.isChecked()
 
-    STATE_COLORS = {"ready": "#16a34a", "busy": "#f59e0b", "failed": "#dc2626"}
-
     def set_load_state(self, text: str, tooltip: str = "", state: str = "busy") -> None:
         """Show the models' state: "ready", "busy" (loading, checking) or "failed", with a coloured dot."""
-        color = self.STATE_COLORS.get(state, "#9ca3af")
+        theme = style.current()
+        color = {"ready": theme.state_ready, "busy": theme.state_busy, "failed": theme.state_failed}.get(
+            state, theme.text_disabled)
         self.load_state.setText(f'<span style="color:{color}">●</span>&nbsp;{text}')
         self.load_state.setToolTip(tooltip or text)
 

@@ -6,9 +6,10 @@ import dataclasses
 import os
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QValidator
+from PySide6.QtGui import QGuiApplication, QValidator
 from PySide6.QtWidgets import (
     QCheckBox,
+    QComboBox,
     QDialog,
     QDialogButtonBox,
     QDoubleSpinBox,
@@ -26,14 +27,9 @@ from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, MAX_DRAFT
 from app.engine.placement.devices import DeviceReport, list_devices
 from app.store import AppSettings, ChatSettings
 from app.ui.widgets.layouts import button_row
+from app.ui.settings.pages import SettingsPages, fitted_size, hint
 from app.ui.settings.remote_settings import RemoteSettingsSection
-
-
-def _hint(text: str) -> QLabel:
-    label = QLabel(text)
-    label.setObjectName("Muted")
-    label.setWordWrap(True)
-    return label
+from app.ui.widgets.themes import THEME_CHOICES, THEME_LABELS
 
 
 class ChatSettingsDialog(QDialog):
@@ -96,7 +92,7 @@ class ChatSettingsDialog(QDialog):
         )
         form.addRow("Draft max tokens", self.draft_max)
         layout.addLayout(form)
-        layout.addWidget(_hint("Changes apply from the next message. Models are not reloaded."))
+        layout.addWidget(hint("Changes apply from the next message. Models are not reloaded."))
 
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
@@ -142,28 +138,30 @@ class GpuLayersSpinBox(QSpinBox):
 
 
 class AppSettingsDialog(QDialog):
-    """Model folders and how models are loaded (changing the latter reloads the models)."""
+    """The app's settings as pages (PAGES), each scrolling on its own so the dialog fits a 1366x768 screen.
+    Changing how models load reloads them; the appearance switches live when the dialog is accepted."""
+
+    PAGES = ("Models", "Loading and devices", "Servers and RPC", "API server", "Appearance", "History")
 
     def __init__(self, settings: AppSettings, parent=None, devices: DeviceReport | None = None):
         super().__init__(parent)
         self.setWindowTitle("Settings")
-        self.setMinimumWidth(540)
         self._original = settings
         layout = QVBoxLayout(self)
+        self.pages = SettingsPages()
+        layout.addWidget(self.pages, 1)
 
-        layout.addWidget(QLabel("<b>Model folders</b>"))
-        layout.addWidget(_hint(f"SpecChat always scans its own folder, {paths.models_dir()}, and these:"))
         self.folders = QListWidget()
         self.folders.addItems(settings.model_folders)
-        self.folders.setFixedHeight(96)
-        layout.addWidget(self.folders)
-        layout.addLayout(button_row([("Add folder…", self._add_folder), ("Remove", self._remove_folder)]))
+        self.folders.setMinimumHeight(96)
+        self.folders.setMaximumHeight(180)
         self.scan_hf_cache = QCheckBox("Also list models in the Hugging Face cache and other apps' model folders")
         self.scan_hf_cache.setChecked(settings.scan_hf_cache)
-        layout.addWidget(self.scan_hf_cache)
+        self.pages.add_page("Models", hint(f"SpecChat always scans its own folder, {paths.models_dir()}, and these:"),
+                            self.folders,
+                            button_row([("Add folder…", self._add_folder), ("Remove", self._remove_folder)]),
+                            self.scan_hf_cache)
 
-        layout.addSpacing(8)
-        layout.addWidget(QLabel("<b>Loading models</b>"))
         form = QFormLayout()
         self.threads = QSpinBox()
         self.threads.setRange(1, max(64, os.cpu_count() or 1))
@@ -179,26 +177,41 @@ class AppSettingsDialog(QDialog):
         form.addRow("GPU layers, model", self.target_gpu_layers)
         self.draft_gpu_layers = GpuLayersSpinBox(settings.draft_gpu_layers)
         form.addRow("GPU layers, draft", self.draft_gpu_layers)
-        layout.addLayout(form)
-        layout.addWidget(_hint("Changing these reloads the models. Chats are kept in " f"{paths.database_path()}."))
-
-        layout.addSpacing(8)
-        layout.addWidget(QLabel("<b>Devices</b>"))
         report = devices if devices is not None else list_devices()
         rpc = {True: "supported by this build", False: "not supported by this build", None: "unknown"}[report.rpc]
         self.devices = QLabel("\n".join(report.lines() + [f"RPC (models on other machines): {rpc}"]))
         self.devices.setWordWrap(True)
         self.devices.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        layout.addWidget(self.devices)
+        self.pages.add_page("Loading and devices", form, hint("Changing these reloads the models."),
+                            QLabel("<b>Devices</b>"), self.devices)
 
-        layout.addSpacing(8)
         self.remote = RemoteSettingsSection(settings.servers, settings.rpc_workers, self, rpc_supported=report.rpc)
-        layout.addWidget(self.remote)
+        self.pages.add_page("Servers and RPC", self.remote)
+
+        # The local API server's own settings widget takes this page's place when that feature is merged.
+        self.pages.add_page("API server", hint("The local OpenAI-compatible API server's settings will be here."))
+
+        self.theme = QComboBox()
+        for choice in THEME_CHOICES:
+            self.theme.addItem(THEME_LABELS[choice], choice)
+        self.theme.setCurrentIndex(max(0, self.theme.findData(settings.theme)))
+        appearance = QFormLayout()
+        appearance.addRow("Theme", self.theme)
+        self.pages.add_page("Appearance", appearance,
+                            hint("System follows your desktop's light or dark setting, and switches when it does."))
+
+        database = QLabel(str(paths.database_path()))
+        database.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        database.setWordWrap(True)
+        self.pages.add_page("History", hint("Every chat is saved as it is written, with each reply's provenance, in:"),
+                            database, hint("Export a chat (Markdown or JSON) from its menu in the sidebar."))
 
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self._accept)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
+        screen = (parent.screen() if parent is not None else None) or QGuiApplication.primaryScreen()
+        self.resize(fitted_size(screen.availableGeometry().size()))
 
     def _accept(self) -> None:
         problem = self.remote.save_keys()
@@ -232,6 +245,7 @@ class AppSettingsDialog(QDialog):
             draft_gpu_layers=self.draft_gpu_layers.value(),
             servers=self.remote.server_urls(),
             rpc_workers=self.remote.rpc_workers(),
+            theme=self.theme.currentData(),
         )
 
 

@@ -1,5 +1,6 @@
 """The window's frame: start-up, the main window that lays out and wires the features, and its small parts.
 
+- appearance.py: The window's appearance: System (follows the OS colour scheme), Light or Dark, switched live.
 - empty_state.py: The first-run page: shown instead of an empty conversation while the library has no usable model.
 - main.py: `specchat`: start the window.
 - main_window.py: The main window: sidebar of chats, model bar, transcript and composer, wired together.

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QApplication, QDialog, QMainWindow, QStackedWidget
 from app.engine.config import GenerationConfig, LoadSettings
 from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
 from app.ui.chat import export as chat_export
-from app.ui.chat import compare_plain
+from app.ui.chat import compare_plain, file_drop
 from app.ui.inspector import controller as inspector_controller
 from app.ui.models import server_models
 from app.ui.chat import speculate_anyway
@@ -27,6 +27,7 @@ from app.ui.chat.settings_binding import ChatSettingsBinding, draft_key
 from app.ui.transcript.chat_view import ChatView
 from app.ui.chat.composer import Composer
 from app.ui.chat.conversation import Conversation
+from app.ui.shell import appearance
 from app.ui.shell.empty_state import EmptyLibraryPage
 from app.ui.engine_link.engine_process import EngineProcess
 from app.ui.models.library_controller import LibraryController
@@ -84,6 +85,8 @@ class MainWindow(QMainWindow):
         self.server_models = server_models.attach(self)
         self.chat_export = chat_export.attach(self)
         self.inspector = inspector_controller.attach(self)
+        self.appearance = appearance.attach(self)  # System, Light or Dark, switched live
+        self.file_drop = file_drop.attach(self)  # files dropped on the window are attached to the next message
 
     # ----- construction
 
@@ -217,6 +220,7 @@ class MainWindow(QMainWindow):
         self.session.set_load_settings(self._load_settings())
         if old.servers != new.servers:
             self.server_models.refresh(new.servers)
+        self.appearance.set_choice(new.theme)
 
     def set_highlighting(self, on: bool) -> None:
         self._set_view_option("show_highlighting", self.chat_view.set_highlighting, self.legend_row.highlight_switch, on)
@@ -364,7 +368,8 @@ class MainWindow(QMainWindow):
 
     def send_message(self, text: str) -> bool:
         """Store the user's message and ask for a reply; on any problem the composer keeps the text."""
-        if self.conversation.is_busy() or not text.strip():
+        attachments = self.composer.attachments()
+        if self.conversation.is_busy() or not (text.strip() or attachments):
             return False
         args = self._request_args()
         if args is None:
@@ -372,7 +377,7 @@ class MainWindow(QMainWindow):
         session = self.session
         new_chat = self.chat_settings.for_new_chat(session.target, session.draft_key, self.model_bar.speculative())
         try:
-            self.conversation.send(text, new_chat, self._edit_message_id, *args)
+            self.conversation.send(text, new_chat, self._edit_message_id, *args, attachments=attachments)
         except StoreError as exc:
             self.show_error(f"The message could not be saved, so it was not sent: {exc}")
             return False
@@ -417,6 +422,7 @@ class MainWindow(QMainWindow):
         self.conversation.stop()
         self._edit_message_id = message_id
         self.composer.set_text(message.content)
+        self.composer.set_attachments(message.attachments)
         self.composer.set_editing(True)
 
     def _cancel_edit(self) -> None:

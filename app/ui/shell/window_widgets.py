@@ -51,12 +51,8 @@ class LegendRow(QWidget):
         super().__init__(parent)
         row = QHBoxLayout(self)
         row.setContentsMargins(28, 2, 28, 0)
-        draft, ngram = style.swatch_css(style.draft_color()), style.swatch_css(style.ngram_color())
-        self.legend = QLabel(
-            f'<span style="background:{draft}">&nbsp;draft model&nbsp;</span>&nbsp;&nbsp;'
-            f'<span style="background:{ngram}">&nbsp;n-gram copy&nbsp;</span>&nbsp;&nbsp;'
-            f'<span style="color:{style.TEXT_MUTED}">plain: written by the model itself</span>'
-        )
+        self.legend = QLabel()
+        self.show_legend()
         self.legend.setObjectName("StatusLine")
         self.legend.setToolTip(
             "Speculative decoding: a drafter proposes tokens and the model checks them all in one batch.\n"
@@ -72,6 +68,15 @@ class LegendRow(QWidget):
         self.live_stats = QLabel("")
         self.live_stats.setObjectName("LiveStats")
         row.addWidget(self.live_stats)
+
+    def show_legend(self) -> None:
+        """The swatches in the current theme's colours (again after a theme switch)."""
+        draft, ngram = style.swatch_css(style.draft_color()), style.swatch_css(style.ngram_color())
+        self.legend.setText(
+            f'<span style="background:{draft}">&nbsp;draft model&nbsp;</span>&nbsp;&nbsp;'
+            f'<span style="background:{ngram}">&nbsp;n-gram copy&nbsp;</span>&nbsp;&nbsp;'
+            f'<span style="color:{style.TEXT_MUTED}">plain: written by the model itself</span>'
+        )
 
     @staticmethod
     def _switch(row: QHBoxLayout, label: str, checked: bool, tooltip: str) -> ToggleSwitch:
@@ -114,25 +119,41 @@ class StatusFooter(QWidget):
         self.context_gauge.setRange(0, 1)
         self.context_gauge.setValue(0)
         row.addWidget(self.context_gauge)
+        self._used = self._n_ctx = self._pending = 0
 
     def show_status(self, text: str) -> None:
         self.status_line.setText(text[:1].upper() + text[1:])
 
     def show_context_usage(self, used: int, n_ctx: int) -> None:
+        self._used, self._n_ctx = used, n_ctx
+        self._show_gauge()
+
+    def show_pending_tokens(self, tokens: int) -> None:
+        """About how many tokens the files attached to the next message will add (0: none attached)."""
+        self._pending = tokens
+        self._show_gauge()
+
+    def _show_gauge(self) -> None:
+        used, n_ctx, pending = self._used, self._n_ctx, self._pending
         gauge = self.context_gauge
         if n_ctx <= 0:
-            self.context_label.setText("")
+            self.context_label.setText(f"Attached: about {pending:,} tokens" if pending else "")
             gauge.setRange(0, 1)
             gauge.setValue(0)
             return
         gauge.setRange(0, n_ctx)
-        gauge.setValue(min(used, n_ctx))
-        self.context_label.setText(f"Context {used:,} / {n_ctx:,}")
-        gauge.setToolTip(
-            f"{used:,} of {n_ctx:,} tokens of context in use. When a conversation outgrows the context, "
-            "the oldest messages are left out of the prompt (you are told when that happens)."
-        )
-        full = used > GAUGE_FULL_SHARE * n_ctx
+        gauge.setValue(min(used + pending, n_ctx))
+        tip = (f"{used:,} of {n_ctx:,} tokens of context in use. When a conversation outgrows the context, "
+               "the oldest messages are left out of the prompt (you are told when that happens).")
+        if pending:
+            self.context_label.setText(f"Context {used:,} + ~{pending:,} attached / {n_ctx:,}")
+            tip += f"\nThe attached files add about {pending:,} tokens (an estimate) when the message is sent."
+            if used + pending > n_ctx:
+                tip += " That is more than the context holds: older messages, or the files' ends, will not fit."
+        else:
+            self.context_label.setText(f"Context {used:,} / {n_ctx:,}")
+        gauge.setToolTip(tip)
+        full = used + pending > GAUGE_FULL_SHARE * n_ctx
         if gauge.property("full") != full:
             gauge.setProperty("full", full)
             gauge.style().unpolish(gauge)

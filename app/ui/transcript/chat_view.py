@@ -210,13 +210,14 @@ class ChatView(TranscriptBrowser):
         frame_format.setPadding(8)
         frame_format.setBackground(QColor(style.ERROR_SOFT if kind == "error" else style.WARNING_SOFT))
         frame_format.setBorder(1)
-        frame_format.setBorderBrush(QColor("#fecaca" if kind == "error" else "#fde68a"))
+        theme = style.current()
+        frame_format.setBorderBrush(QColor(theme.error_border if kind == "error" else theme.warning_border))
         frame_format.setBorderStyle(QTextFrameFormat.BorderStyle.BorderStyle_Solid)
         cursor = self._end_cursor()
         frame = cursor.insertFrame(frame_format)
         cursor = frame.firstCursorPosition()
         fmt = QTextCharFormat()
-        fmt.setForeground(QColor(style.ERROR if kind == "error" else "#92400e"))
+        fmt.setForeground(QColor(theme.error if kind == "error" else theme.warning_text))
         cursor.insertText(text, fmt)
         if retry:
             cursor.insertText("   ", fmt)
@@ -248,6 +249,7 @@ class ChatView(TranscriptBrowser):
         self._insert_header(cursor, "You" if message.role == "user" else message.model_label)
         if message.role == "user":
             self._insert_plain_text(cursor, message.content)
+            message_actions.insert_attachment_chips(self._base, cursor, message.attachments)
             message_actions.insert_actions(self._writer, self._base, cursor, message.message_id,
                                            [("Copy", "copy"), ("Edit", "edit")])
             return

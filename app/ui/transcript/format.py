@@ -15,6 +15,7 @@ from app.engine.events import GenerationStats
 from app.store.provenance import RoundRecord
 from app.replies.stats import format_stats, model_label, stats_from_dict  # noqa: F401  (used by the window too)
 from app.store import Message
+from app.store.attachments import Attachment
 
 # Char-format properties. The origin of a reply's character ("target", "draft", "ngram"), and the background it has
 # without highlighting.
@@ -45,6 +46,7 @@ class TranscriptMessage:
     token_rounds: Optional[list[int]] = None  # per token, its round's index into `rounds`
     rounds: Optional[list[RoundRecord]] = None
     comparison: Optional[dict] = None
+    attachments: tuple[Attachment, ...] = ()  # files sent with a user message, shown as chips under it
 
 
 def transcript_message(message: Message) -> TranscriptMessage:
@@ -58,6 +60,7 @@ def transcript_message(message: Message) -> TranscriptMessage:
         token_rounds=message.token_rounds,
         rounds=message.rounds,
         comparison=message.comparison,
+        attachments=message.attachments,
     )
 
 

@@ -10,6 +10,7 @@ from typing import Optional, Sequence
 
 from PySide6.QtGui import QColor, QFont, QTextBlockFormat, QTextCursor, QTextDocument
 
+from app.store.attachments import Attachment
 from app.ui.widgets import style
 from app.ui.transcript.reply_writer import ReplyWriter
 
@@ -35,6 +36,22 @@ def insert_actions(writer: ReplyWriter, base: QFont, cursor: QTextCursor, messag
         link = writer.link_format(f"specchat:{action}/{message_id}")
         link.setFontPointSize(muted.fontPointSize())
         cursor.insertText(label, link)
+
+
+def insert_attachment_chips(base: QFont, cursor: QTextCursor, attachments: Sequence[Attachment]) -> None:
+    """The files sent with a message, one chip each: its name and size on a tinted background."""
+    if not attachments:
+        return
+    block_format = QTextBlockFormat()
+    block_format.setTopMargin(6)
+    gap = style.muted_format(base)
+    chip = style.muted_format(base)
+    chip.setBackground(QColor(style.INLINE_CODE_BACKGROUND))
+    cursor.insertBlock(block_format, gap)
+    cursor.insertText("Attached", gap)
+    for attachment in attachments:
+        cursor.insertText("  ", gap)
+        cursor.insertText(f" {attachment.label} ", chip)
 
 
 def insert_note(base: QFont, cursor: QTextCursor, text: str) -> None:

@@ -269,7 +269,8 @@ class ReplyWriter:
         line_format = QTextBlockFormat()
         line_format.setTopMargin(6)
         inner.insertBlock(line_format, QTextCharFormat())
-        self._insert_inline(inner, block.inline, block, reply, colours=code_colours(code, block.language))
+        colours = code_colours(code, block.language, style.current().code_style)
+        self._insert_inline(inner, block.inline, block, reply, colours=colours)
         self._continue_after(cursor, frame.lastPosition())
 
     def _insert_table(self, cursor: QTextCursor, block: Block, reply: _Reply) -> None:

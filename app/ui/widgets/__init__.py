@@ -3,6 +3,7 @@
 - automation.py: Driving the real window from code, for the screenshot script and the self-test (tests use pytest-qt instead).
 - elided_label.py: A one-line label that elides its text to the space it gets (the full text is its tooltip).
 - layouts.py: Small layout helpers shared by the window and its dialogs. GUI thread only.
-- style.py: Colours, fonts and the application style sheet: one light, calm look in one place.
+- style.py: Colours, fonts and the application style sheet, in the current theme: one calm look in one place.
+- themes.py: The app's colours as one table keyed by theme (Light, Dark): a new colour is one line in each.
 - toggle_switch.py: A small on/off switch (a checkable button painted as a pill), for settings that flip instantly.
 """

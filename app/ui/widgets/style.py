@@ -1,54 +1,69 @@
-"""Colours, fonts and the application style sheet: one light, calm look in one place."""
+"""Colours, fonts and the application style sheet: one calm look in one place, in the current theme (themes.py).
+
+Colours are read when they are used (`style.TEXT`, `style.current().text`), so a theme switched live reaches
+everything drawn after it. GUI thread only.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QPalette, QTextCharFormat
 from PySide6.QtWidgets import QApplication
 
-ACCENT = "#2563eb"
-ACCENT_SOFT = "#dbeafe"
-TEXT = "#1f2937"
-TEXT_MUTED = "#6b7280"
-BORDER = "#e5e7eb"
-SURFACE = "#ffffff"
-SIDEBAR = "#f7f7f8"
-USER_BUBBLE = "#f1f5f9"
-CODE_BACKGROUND = "#f6f8fa"
-INLINE_CODE_BACKGROUND = "#eef1f4"
-# Kept draft tokens, by who drafted them: Okabe-Ito sky blue for the draft model and orange for n-gram copies, a
-# pair that stays apart under every common colour-vision deficiency. Translucent, so the text keeps its contrast on
-# white, on code blocks and on a dark background alike.
-DRAFT_MODEL_RGBA = (86, 180, 233, 100)
-NGRAM_RGBA = (230, 159, 0, 100)
-# Refused proposals shown inline: faint, struck through.
-GHOST_TEXT_RGBA = (107, 114, 128, 150)
-ERROR = "#b91c1c"
-ERROR_SOFT = "#fef2f2"
-WARNING_SOFT = "#fffbeb"
+from app.ui.widgets.themes import LIGHT, RGBA, Theme
+
+# The theme shown now; apply_style changes it. Colours are read from it when used, never copied at import.
+_current: Theme = LIGHT
+
+# The colour names the window's modules read as `style.TEXT` and so on: each is the current theme's field.
+_COLOR_NAMES = {
+    "ACCENT": "accent", "ACCENT_SOFT": "accent_soft", "TEXT": "text", "TEXT_MUTED": "text_muted",
+    "TEXT_DISABLED": "text_disabled", "BORDER": "border", "SURFACE": "surface", "SIDEBAR": "sidebar",
+    "USER_BUBBLE": "user_bubble", "CODE_BACKGROUND": "code_background",
+    "INLINE_CODE_BACKGROUND": "inline_code_background", "ERROR": "error", "ERROR_SOFT": "error_soft",
+    "WARNING_SOFT": "warning_soft", "GHOST_TEXT_RGBA": "ghost_text",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """`style.TEXT` and its siblings: the current theme's colour, so a live switch reaches every later use."""
+    if name in _COLOR_NAMES:
+        return getattr(_current, _COLOR_NAMES[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def current() -> Theme:
+    """The theme shown now."""
+    return _current
+
+
+def highlight_rgba(origin: str) -> RGBA | None:
+    """The highlight of kept tokens drafted by `origin`, as RGBA in the current theme; None for the target's own."""
+    return _current.highlights.get(origin)
 
 
 def draft_color() -> QColor:
     """The highlight of tokens the draft model proposed and the target kept."""
-    return QColor(*DRAFT_MODEL_RGBA)
+    return QColor(*_current.highlights["draft"])
 
 
 def ngram_color() -> QColor:
     """The highlight of tokens copied by n-gram lookup and kept by the target."""
-    return QColor(*NGRAM_RGBA)
+    return QColor(*_current.highlights["ngram"])
 
 
 def origin_color(origin: str) -> QColor | None:
     """The highlight of a token by its origin; None for the target's own tokens."""
-    if origin == "draft":
-        return draft_color()
-    if origin == "ngram":
-        return ngram_color()
-    return None
+    rgba = highlight_rgba(origin)
+    return QColor(*rgba) if rgba is not None else None
 
 
-def swatch_css(color: QColor, on: str = SURFACE) -> str:
-    """An opaque "#rrggbb" of a translucent colour over `on`, for rich-text labels (which ignore alpha)."""
-    base = QColor(on)
+def swatch_css(color: QColor, on: str | None = None) -> str:
+    """An opaque "#rrggbb" of a translucent colour over `on` (default: the surface), for rich-text labels (which
+    ignore alpha)."""
+    base = QColor(on or _current.surface)
     a = color.alphaF()
     mix = [round(c * a + b * (1 - a)) for c, b in zip(color.getRgb()[:3], base.getRgb()[:3])]
     return QColor(*mix).name()
@@ -58,7 +73,7 @@ def muted_format(base: QFont, smaller: float = 1.5) -> QTextCharFormat:
     """Quiet transcript text (headers, links under a message, code labels): muted, `smaller` points below `base`,
     never under 7 points."""
     fmt = QTextCharFormat()
-    fmt.setForeground(QColor(TEXT_MUTED))
+    fmt.setForeground(QColor(_current.text_muted))
     fmt.setFontPointSize(max(7.0, base.pointSizeF() - smaller))
     return fmt
 
@@ -70,34 +85,37 @@ def monospace_font(point_size: float | None = None) -> QFont:
     return font
 
 
-# Arrow images that ship inside QtWidgets itself; a style sheet that styles combo and spin boxes must name some.
-_ARROWS = ":/qt-project.org/styles/commonstyle/images"
+# A style sheet that styles combo and spin boxes must name their arrow images: ours, one pair per theme (Qt's own
+# are black, invisible on dark). Forward slashes, as style sheet URLs want them on every platform.
+_ARROWS = (Path(__file__).resolve().parents[2] / "data" / "arrows").as_posix()
 
-STYLE_SHEET = f"""
-QMainWindow, QDialog {{ background: {SURFACE}; }}
-QWidget {{ color: {TEXT}; }}
-QToolTip {{ background: #111827; color: #f9fafb; border: none; padding: 4px 6px; }}
+def style_sheet(t: Theme) -> str:
+    """The application style sheet in theme `t`."""
+    return f"""
+QMainWindow, QDialog {{ background: {t.surface}; }}
+QWidget {{ color: {t.text}; }}
+QToolTip {{ background: {t.tooltip_background}; color: {t.tooltip_text}; border: none; padding: 4px 6px; }}
 
-#Sidebar {{ background: {SIDEBAR}; border-right: 1px solid {BORDER}; }}
+#Sidebar {{ background: {t.sidebar}; border-right: 1px solid {t.border}; }}
 #Sidebar QListView {{ background: transparent; border: none; outline: none; }}
 #Sidebar QListView::item {{ padding: 7px 8px; border-radius: 6px; margin: 1px 4px; }}
-#Sidebar QListView::item:hover {{ background: #ececef; }}
-#Sidebar QListView::item:selected {{ background: #e3e8f0; color: {TEXT}; }}
+#Sidebar QListView::item:hover {{ background: {t.hover}; }}
+#Sidebar QListView::item:selected {{ background: {t.selected}; color: {t.text}; }}
 #AppTitle {{ font-size: 15px; font-weight: 600; padding: 2px 4px; }}
 
 QLineEdit, QPlainTextEdit, QTextEdit, QSpinBox, QDoubleSpinBox, QComboBox {{
-    background: {SURFACE}; border: 1px solid {BORDER}; border-radius: 6px; padding: 4px 6px;
-    selection-background-color: {ACCENT_SOFT}; selection-color: {TEXT};
+    background: {t.surface}; border: 1px solid {t.border}; border-radius: 6px; padding: 4px 6px;
+    selection-background-color: {t.accent_soft}; selection-color: {t.text};
 }}
 QLineEdit:focus, QPlainTextEdit:focus, QSpinBox:focus, QDoubleSpinBox:focus, QComboBox:focus {{
-    border: 1px solid {ACCENT};
+    border: 1px solid {t.accent};
 }}
 QComboBox {{ padding: 4px 8px; min-height: 20px; }}
 QComboBox::drop-down {{ border: none; width: 22px; }}
 QComboBox::down-arrow, QSpinBox::down-arrow, QDoubleSpinBox::down-arrow {{
-    image: url({_ARROWS}/arrow-down-16.png); width: 10px; height: 10px;
+    image: url({_ARROWS}/arrow-down-{t.name}.png); width: 10px; height: 10px;
 }}
-QSpinBox::up-arrow, QDoubleSpinBox::up-arrow {{ image: url({_ARROWS}/arrow-up-16.png); width: 10px; height: 10px; }}
+QSpinBox::up-arrow, QDoubleSpinBox::up-arrow {{ image: url({_ARROWS}/arrow-up-{t.name}.png); width: 10px; height: 10px; }}
 QSpinBox, QDoubleSpinBox {{ padding-right: 20px; }}
 QSpinBox::up-button, QDoubleSpinBox::up-button {{
     subcontrol-origin: border; subcontrol-position: top right; width: 18px; border: none; background: transparent;
@@ -106,63 +124,77 @@ QSpinBox::down-button, QDoubleSpinBox::down-button {{
     subcontrol-origin: border; subcontrol-position: bottom right; width: 18px; border: none; background: transparent;
 }}
 QSpinBox::up-button:hover, QSpinBox::down-button:hover,
-QDoubleSpinBox::up-button:hover, QDoubleSpinBox::down-button:hover {{ background: #f3f4f6; }}
+QDoubleSpinBox::up-button:hover, QDoubleSpinBox::down-button:hover {{ background: {t.hover}; }}
 QComboBox QAbstractItemView {{
-    border: 1px solid {BORDER}; background: {SURFACE}; selection-background-color: {ACCENT_SOFT};
-    selection-color: {TEXT}; outline: none;
+    border: 1px solid {t.border}; background: {t.surface}; selection-background-color: {t.accent_soft};
+    selection-color: {t.text}; outline: none;
 }}
 
 QPushButton {{
-    background: {SURFACE}; border: 1px solid {BORDER}; border-radius: 6px; padding: 5px 12px;
+    background: {t.surface}; border: 1px solid {t.border}; border-radius: 6px; padding: 5px 12px;
 }}
-QPushButton:hover {{ background: #f3f4f6; }}
-QPushButton:disabled {{ color: #9ca3af; }}
-QPushButton#PrimaryButton {{ background: {ACCENT}; border: 1px solid {ACCENT}; color: white; font-weight: 600; }}
-QPushButton#PrimaryButton:hover {{ background: #1d4ed8; }}
-QPushButton#PrimaryButton:disabled {{ background: #93c5fd; border-color: #93c5fd; color: white; }}
-QPushButton#StopButton {{ background: #111827; border: 1px solid #111827; color: white; font-weight: 600; }}
-QPushButton#FlatButton {{ border: none; background: transparent; color: {TEXT_MUTED}; padding: 4px 6px; }}
-QPushButton#FlatButton:hover {{ color: {TEXT}; background: #ececef; }}
+QPushButton:hover {{ background: {t.hover}; }}
+QPushButton:disabled {{ color: {t.text_disabled}; }}
+QPushButton#PrimaryButton {{ background: {t.primary}; border: 1px solid {t.primary}; color: {t.on_primary}; font-weight: 600; }}
+QPushButton#PrimaryButton:hover {{ background: {t.primary_hover}; }}
+QPushButton#PrimaryButton:disabled {{ background: {t.primary_disabled}; border-color: {t.primary_disabled}; color: {t.on_primary}; }}
+QPushButton#StopButton {{ background: {t.stop}; border: 1px solid {t.stop}; color: {t.surface}; font-weight: 600; }}
+QPushButton#FlatButton {{ border: none; background: transparent; color: {t.text_muted}; padding: 4px 6px; }}
+QPushButton#FlatButton:hover {{ color: {t.text}; background: {t.hover}; }}
 
-#ModelBar {{ background: {SURFACE}; border-bottom: 1px solid {BORDER}; }}
-#ModelBar QLabel#BarLabel {{ color: {TEXT_MUTED}; font-size: 11px; }}
-#ComposerFrame {{ background: {SURFACE}; border: 1px solid {BORDER}; border-radius: 10px; }}
+#ModelBar {{ background: {t.surface}; border-bottom: 1px solid {t.border}; }}
+#ModelBar QLabel#BarLabel {{ color: {t.text_muted}; font-size: 11px; }}
+#ComposerFrame {{ background: {t.surface}; border: 1px solid {t.border}; border-radius: 10px; }}
 #ComposerFrame QPlainTextEdit {{ border: none; background: transparent; padding: 2px; }}
-#Muted {{ color: {TEXT_MUTED}; }}
-#StatusLine {{ color: {TEXT_MUTED}; font-size: 11px; }}
-#LiveStats {{ color: {TEXT_MUTED}; font-size: 11px; }}
-#EditBanner {{ background: {WARNING_SOFT}; border: 1px solid #fde68a; border-radius: 6px; padding: 4px 8px; }}
-#ErrorBanner {{ background: {ERROR_SOFT}; color: {ERROR}; border: 1px solid #fecaca; border-radius: 6px; padding: 6px 10px; }}
+#Muted {{ color: {t.text_muted}; }}
+#StatusLine {{ color: {t.text_muted}; font-size: 11px; }}
+#LiveStats {{ color: {t.text_muted}; font-size: 11px; }}
+#EditBanner {{ background: {t.warning_soft}; border: 1px solid {t.warning_border}; border-radius: 6px; padding: 4px 8px; }}
+#ErrorBanner {{ background: {t.error_soft}; color: {t.error}; border: 1px solid {t.error_border}; border-radius: 6px; padding: 6px 10px; }}
+#SettingsPageList {{ background: {t.sidebar}; border: none; border-radius: 8px; outline: none; padding: 4px; }}
+#SettingsPageList::item {{ padding: 7px 10px; border-radius: 6px; }}
+#SettingsPageList::item:selected {{ background: {t.selected}; color: {t.text}; }}
+#PageTitle {{ font-size: 14px; padding-bottom: 4px; }}
+#AttachmentChip {{ background: {t.inline_code_background}; border: 1px solid {t.border}; border-radius: 6px; }}
+#AttachmentChip QPushButton {{ padding: 0 5px; }}
+#PairCard {{ border: 1px solid {t.border}; border-radius: 8px; background: {t.surface}; }}
 #EmptyTitle {{ font-size: 22px; font-weight: 600; }}
-#EmptyBody {{ color: {TEXT_MUTED}; font-size: 13px; }}
+#EmptyBody {{ color: {t.text_muted}; font-size: 13px; }}
 
-QTextBrowser#Transcript {{ border: none; background: {SURFACE}; }}
+QTextBrowser#Transcript {{ border: none; background: {t.surface}; }}
 QProgressBar#ContextGauge {{
-    border: none; background: #eef0f3; border-radius: 3px; max-height: 6px; min-height: 6px;
+    border: none; background: {t.gauge_track}; border-radius: 3px; max-height: 6px; min-height: 6px;
 }}
-QProgressBar#ContextGauge::chunk {{ background: #60a5fa; border-radius: 3px; }}
-QProgressBar#ContextGauge[full="true"]::chunk {{ background: #f59e0b; }}
+QProgressBar#ContextGauge::chunk {{ background: {t.accent}; border-radius: 3px; }}
+QProgressBar#ContextGauge[full="true"]::chunk {{ background: {t.gauge_full}; }}
 QScrollBar:vertical {{ background: transparent; width: 10px; margin: 0; }}
-QScrollBar::handle:vertical {{ background: #d1d5db; border-radius: 4px; min-height: 24px; margin: 2px; }}
+QScrollBar::handle:vertical {{ background: {t.scrollbar}; border-radius: 4px; min-height: 24px; margin: 2px; }}
 QScrollBar::add-line:vertical, QScrollBar::sub-line:vertical {{ height: 0; }}
-QTableView {{ border: 1px solid {BORDER}; border-radius: 6px; gridline-color: {BORDER}; }}
-QHeaderView::section {{ background: {SIDEBAR}; border: none; border-bottom: 1px solid {BORDER}; padding: 4px 6px; }}
+QTableView {{ border: 1px solid {t.border}; border-radius: 6px; gridline-color: {t.border}; }}
+QHeaderView::section {{ background: {t.sidebar}; border: none; border-bottom: 1px solid {t.border}; padding: 4px 6px; }}
 """
 
 
-def apply_style(app: QApplication) -> None:
-    """The Fusion style with a light palette and the sheet above, the same on every platform."""
+def apply_style(app: QApplication, theme: Theme | None = None) -> None:
+    """The Fusion style with `theme`'s palette and sheet (default: the current theme), the same on every platform.
+    Called again with another theme, it restyles every open widget; what was painted into documents (the
+    transcript) is redrawn by its owner (app/ui/shell/appearance.py)."""
+    global _current
+    t = theme or _current
+    _current = t
     app.setStyle("Fusion")
-    palette = app.palette()
-    palette.setColor(QPalette.ColorRole.Window, QColor(SURFACE))
-    palette.setColor(QPalette.ColorRole.Base, QColor(SURFACE))
-    palette.setColor(QPalette.ColorRole.Text, QColor(TEXT))
-    palette.setColor(QPalette.ColorRole.WindowText, QColor(TEXT))
-    palette.setColor(QPalette.ColorRole.Button, QColor(SURFACE))
-    palette.setColor(QPalette.ColorRole.ButtonText, QColor(TEXT))
-    palette.setColor(QPalette.ColorRole.Highlight, QColor(ACCENT_SOFT))
-    palette.setColor(QPalette.ColorRole.HighlightedText, QColor(TEXT))
-    palette.setColor(QPalette.ColorRole.Link, QColor(ACCENT))
-    palette.setColor(QPalette.ColorRole.PlaceholderText, QColor("#9ca3af"))
+    palette = QPalette()
+    roles = QPalette.ColorRole
+    for role, colour in (
+        (roles.Window, t.surface), (roles.Base, t.surface), (roles.AlternateBase, t.sidebar),
+        (roles.Text, t.text), (roles.WindowText, t.text), (roles.Button, t.surface), (roles.ButtonText, t.text),
+        (roles.BrightText, t.text), (roles.ToolTipBase, t.tooltip_background), (roles.ToolTipText, t.tooltip_text),
+        (roles.Highlight, t.accent_soft), (roles.HighlightedText, t.text), (roles.Link, t.accent),
+        (roles.LinkVisited, t.accent), (roles.PlaceholderText, t.text_disabled), (roles.Mid, t.border),
+        (roles.Midlight, t.border), (roles.Dark, t.scrollbar), (roles.Light, t.surface),
+    ):
+        palette.setColor(role, QColor(colour))
+    for role in (roles.Text, roles.WindowText, roles.ButtonText):
+        palette.setColor(QPalette.ColorGroup.Disabled, role, QColor(t.text_disabled))
     app.setPalette(palette)
-    app.setStyleSheet(STYLE_SHEET)
+    app.setStyleSheet(style_sheet(t))

@@ -28,7 +28,7 @@ class ToggleSwitch(QAbstractButton):
         height = min(rect.height(), 20.0)
         track = QRectF(rect.left(), rect.center().y() - height / 2, min(rect.width(), 36.0), height)
         on = self.isChecked()
-        color = QColor(style.ACCENT if on else "#d1d5db")
+        color = QColor(style.ACCENT if on else style.current().switch_off)
         if not self.isEnabled():
             color.setAlpha(110)
         painter.setPen(Qt.PenStyle.NoPen)
@@ -36,7 +36,7 @@ class ToggleSwitch(QAbstractButton):
         painter.drawRoundedRect(track, height / 2, height / 2)
         knob = height - 4
         x = track.right() - knob - 2 if on else track.left() + 2
-        painter.setBrush(QColor("white"))
+        painter.setBrush(QColor(style.current().switch_knob))
         painter.drawEllipse(QRectF(x, track.top() + 2, knob, knob))
         if self.hasFocus():
             painter.setPen(QColor(style.ACCENT_SOFT))

@@ -1,0 +1,142 @@
+"""Files attached to a message: read with limits, stored with the message, and sent to the model as its name and
+content in a fenced block after the message's text. Plain Python: the window and `generate --attach` share it.
+
+Only text is attached (UTF-8, no NUL bytes): a model reads text, and a binary file pasted as text would fill the
+context with noise. Attached text is also what the n-gram drafter copies from best: a reply that edits an attached
+file repeats most of it, and those tokens come from the attachment at the cost of one verification each.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.common.units import format_bytes
+
+# Per file and for one message's files together: a few thousand lines of code, well inside a local model's context.
+MAX_ATTACHMENT_BYTES = 256_000
+MAX_MESSAGE_ATTACHMENT_BYTES = 512_000
+# Bytes read to decide whether a file is text: a NUL among them means binary (what git and grep decide by too).
+_SNIFF_BYTES = 8192
+
+
+class AttachmentError(ValueError):
+    """A file that cannot be attached; the message says which file and why, in one sentence."""
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """One attached text file: its name (no folder) and its content."""
+
+    name: str
+    content: str
+
+    @property
+    def size(self) -> int:
+        """Its size in bytes, as UTF-8."""
+        return len(self.content.encode("utf-8"))
+
+    @property
+    def label(self) -> str:
+        """What its chip says: "stats.py · 1.2 KB"."""
+        return f"{self.name} · {format_bytes(self.size)}"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "content": self.content}
+
+
+def attachment_from_bytes(name: str, data: bytes) -> Attachment:
+    """An attachment of `data` called `name`; AttachmentError when it is too large or not text."""
+    if len(data) > MAX_ATTACHMENT_BYTES:
+        raise AttachmentError(f"{name} is {format_bytes(len(data))}; files up to {format_bytes(MAX_ATTACHMENT_BYTES)}"
+                              " can be attached.")
+    if b"\x00" in data[:_SNIFF_BYTES]:
+        raise AttachmentError(f"{name} is a binary file; only text and code files can be attached.")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise AttachmentError(f"{name} is not UTF-8 text (it may be binary); only text and code files can be "
+                              "attached.") from None
+    return Attachment(name, text.replace("\r\n", "\n"))
+
+
+def read_attachment(path: str | os.PathLike) -> Attachment:
+    """Read the file at `path` as an attachment; AttachmentError when it cannot be read, is too large or not text."""
+    path = Path(path)
+    try:
+        if not path.is_file():
+            raise AttachmentError(f"{path} is not a file; only files can be attached.")
+        size = path.stat().st_size
+        if size > MAX_ATTACHMENT_BYTES:  # said before reading a large file at all
+            raise AttachmentError(f"{path.name} is {format_bytes(size)}; files up to "
+                                  f"{format_bytes(MAX_ATTACHMENT_BYTES)} can be attached.")
+        data = path.read_bytes()
+    except OSError as e:
+        raise AttachmentError(f"{path} could not be read: {e.strerror or e}.") from e
+    return attachment_from_bytes(path.name, data)
+
+
+def check_total(attachments: list[Attachment]) -> None:
+    """AttachmentError when one message's attachments together pass MAX_MESSAGE_ATTACHMENT_BYTES."""
+    total = sum(a.size for a in attachments)
+    if total > MAX_MESSAGE_ATTACHMENT_BYTES:
+        raise AttachmentError(f"These attachments are {format_bytes(total)} together; one message can carry up to "
+                              f"{format_bytes(MAX_MESSAGE_ATTACHMENT_BYTES)}.")
+
+
+def _fence(content: str) -> str:
+    """A backtick fence longer than any run of backticks in `content`, so the file cannot close it (CommonMark)."""
+    longest = run = 0
+    for char in content:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    return "`" * max(3, longest + 1)
+
+
+def _language(name: str) -> str:
+    """The fence's info string: the file's extension ("py", "rs"), which Markdown renderers take as the language."""
+    suffix = Path(name).suffix.lstrip(".").lower()
+    return suffix if suffix.isalnum() else ""
+
+
+def with_attachments(text: str, attachments: list[Attachment] | tuple[Attachment, ...]) -> str:
+    """What the model reads for a message: its text, then each attachment as its name and a fenced block."""
+    parts = [text.rstrip()] if text.strip() else []
+    for attachment in attachments:
+        fence = _fence(attachment.content)
+        body = attachment.content if attachment.content.endswith("\n") else attachment.content + "\n"
+        parts.append(f"{attachment.name}\n{fence}{_language(attachment.name)}\n{body}{fence}")
+    return "\n\n".join(parts)
+
+
+def encode_attachments(attachments: list[Attachment] | tuple[Attachment, ...]) -> str | None:
+    """The `attachments` column's JSON; None for a message without any."""
+    return json.dumps([a.to_dict() for a in attachments], ensure_ascii=False) if attachments else None
+
+
+def decode_attachments(encoded: str | None) -> tuple[Attachment, ...]:
+    """The attachments of a stored message; entries that are not {name, content} are skipped."""
+    if not encoded:
+        return ()
+    data: Any = json.loads(encoded)
+    if not isinstance(data, list):
+        raise ValueError("attachments: not a list")
+    return tuple(Attachment(item["name"], item["content"]) for item in data
+                 if isinstance(item, dict) and isinstance(item.get("name"), str)
+                 and isinstance(item.get("content"), str))
+
+
+# Characters per token for the gauge's estimate before sending: Qwen2.5's tokenizer gives 3.1 to 4.6 on this
+# project's code and docs (docs/performance.md); the low side, so the gauge warns early rather than late.
+CHARS_PER_TOKEN = 3.5
+
+
+def estimate_tokens(attachments: list[Attachment] | tuple[Attachment, ...]) -> int:
+    """About how many tokens the attachments add to a prompt (the exact count needs the model's tokenizer, which
+    the window's process does not load)."""
+    if not attachments:
+        return 0
+    return round(len(with_attachments("", attachments)) / CHARS_PER_TOKEN)
