@@ -197,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
     guard = ModelFileGuard([args.target, args.draft] if not args.server else [])
     try:
         with guard:
-            finished, tokens, rounds = _generate(args, config)
+            finished, tokens, rounds = _generate(args, config, attachments)
     except EngineError as exc:
         changed = guard.changed()
         say_error(f"{changed}; the reply stopped" if changed else exc)
@@ -227,7 +227,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _generate(args: argparse.Namespace, config):
+def _generate(args: argparse.Namespace, config, attachments: list[Attachment]):
     """Load, generate and close: (the FinishedEvent, the token records, the round records). Streams the reply's
     text to stdout unless --json. Raises EngineError."""
     from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
