@@ -153,6 +153,12 @@ class Conversation(QObject):
                 break
         return messages
 
+    def messages_after(self, message_id: int) -> int:
+        """How many messages of the open chat come after this one (what Regenerate or Edit would delete)."""
+        if self.chat_id is None:
+            return 0
+        return sum(1 for other, _, _ in self.store.message_texts(self.chat_id) if other > message_id)
+
     # ----- generation
 
     def send(self, text: str, new_chat_settings: ChatSettings, replace_from: Optional[int],

@@ -395,6 +395,8 @@ class MainWindow(QMainWindow):
         return self.chat_settings.generation_config(self.model_bar.speculative(), self.session.drafter())
 
     def regenerate(self, message_id: Optional[int]) -> None:
+        if message_id is not None and not self._confirm_dropping(message_id, "Regenerate", "Regenerating this reply"):
+            return
         args = self._request_args()
         if args is None:
             return
@@ -412,12 +414,21 @@ class MainWindow(QMainWindow):
     def edit_message(self, message_id: int) -> None:
         """Put a sent message back into the composer; sending replaces it and everything after it."""
         message = self.store.get_message(message_id)
-        if message is None or message.role != "user":
+        if message is None or message.role != "user" or message.chat_id != self.conversation.chat_id:
+            return
+        if not self._confirm_dropping(message_id, "Edit", "Sending the edited message"):
             return
         self.conversation.stop()
         self._edit_message_id = message_id
         self.composer.set_text(message.content)
         self.composer.set_editing(True)
+
+    def _confirm_dropping(self, message_id: int, action: str, doing: str) -> bool:
+        """Ask first when Regenerate or Edit would delete messages after this one; True to go on."""
+        later = self.conversation.messages_after(message_id)
+        noun = "message" if later == 1 else f"{later} messages"
+        return not later or self.confirm(f"{action} message", f"{doing} deletes the {noun} after it. They cannot "
+                                         "be brought back.", action)
 
     def _cancel_edit(self) -> None:
         if self._edit_message_id is not None:

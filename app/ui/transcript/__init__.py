@@ -1,5 +1,6 @@
 """The transcript: the document replies stream into, with provenance highlights, Markdown, tooltips and links. GUI thread only.
 
+- action_links.py: The app's own links in the transcript (Copy, Edit, Regenerate, a code block's Copy, Retry...): hrefs that reply
 - browser.py: The transcript's QTextBrowser behaviours: it fetches nothing, copies what the reader sees (ghost text left
 - chat_view.py: The transcript: a QTextBrowser that streams tokens with their provenance and renders finished replies.
 - code_colors.py: Syntax colours of code blocks from Pygments: a foreground colour per character (plain Python, no Qt).

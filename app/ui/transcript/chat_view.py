@@ -82,7 +82,7 @@ class ChatView(TranscriptBrowser):
         self._stream_line_start = True
         self._stream_pending_line = ""
         self._base = self.font()
-        self._writer = ReplyWriter(self._base)
+        self._writer = ReplyWriter(self._base, self.action_links)
         # Compare with plain states that are not stored (running, failed), by message id; shown over stored ones.
         self.pending_comparisons: dict[int, dict] = {}
         # The links under a message, by their action: each tells this signal the message's id.
@@ -220,7 +220,7 @@ class ChatView(TranscriptBrowser):
         cursor.insertText(text, fmt)
         if retry:
             cursor.insertText("   ", fmt)
-            cursor.insertText("Retry", self._writer.link_format("specchat:retry"))
+            cursor.insertText("Retry", self._writer.action_format("retry"))
         self.scroll_to_end()
 
     def _append_frame(self, role: str) -> QTextFrame:
@@ -369,12 +369,12 @@ class ChatView(TranscriptBrowser):
 
     def refresh_message(self, message: TranscriptMessage) -> None:
         """Render a shown reply again (its comparison changed); nothing when the reply is not shown."""
-        found = message_actions.find_link(self.document(), "Copy", f"specchat:copy/{message.message_id}")
+        found = message_actions.find_link(self.document(), "Copy", self.action_href("copy", message.message_id))
         if found is None:
             return
         frame = found.currentFrame()
         last = message_actions.find_link(self.document(), "Regenerate",
-                                         f"specchat:regenerate/{message.message_id}") is not None
+                                         self.action_href("regenerate", message.message_id)) is not None
         follow = self._at_bottom()
         cursor = frame.firstCursorPosition()
         cursor.setPosition(frame.lastPosition(), QTextCursor.MoveMode.KeepAnchor)
@@ -387,7 +387,7 @@ class ChatView(TranscriptBrowser):
 
     def _hide_regenerate_links(self) -> None:
         """Only the newest reply can be regenerated or continued; earlier such links are removed."""
-        message_actions.remove_links(self.document(), (("Regenerate", "regenerate"), ("Continue", "continue")))
+        message_actions.remove_links(self.document(), self.action_links, (("Regenerate", "regenerate"), ("Continue", "continue")))
 
     def streamed_text(self) -> str:
         """The text of the reply streaming now ("" when none)."""
@@ -421,15 +421,22 @@ class ChatView(TranscriptBrowser):
         bar = self.verticalScrollBar()
         bar.setValue(bar.maximum())
 
+    def action_href(self, action: str, argument: object = "") -> str:
+        """The href of the app's own link for this action (tests and find_link)."""
+        return self.action_links.href(action, argument)
+
     def _on_anchor(self, url: QUrl) -> None:
-        href = url.toString()
-        if not href.startswith("specchat:"):
+        action = self.action_links.parse(url.toString())
+        if action is None:
+            # A reply's own link, `specchat:` ones included: never an app action; opened only after confirming.
             open_link_after_confirming(self, url)
             return
-        action, _, argument = href[len("specchat:"):].partition("/")
-        if action == "copy-code":
-            QApplication.clipboard().setText(self._writer.code_blocks[int(argument)])
-        elif action == "retry":
+        number = action.number()
+        # A target that is not there (an index past the code blocks, a bad id) is ignored, never raised.
+        if action.name == "copy-code":
+            if number is not None and number < len(self._writer.code_blocks):
+                QApplication.clipboard().setText(self._writer.code_blocks[number])
+        elif action.name == "retry":
             self.sig_retry.emit()
-        elif action in self._message_signals:
-            self._message_signals[action].emit(int(argument))
+        elif action.name in self._message_signals and number is not None and number < 2 ** 31:
+            self._message_signals[action.name].emit(number)
