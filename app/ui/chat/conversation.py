@@ -19,7 +19,7 @@ from app.engine.config import GenerationConfig
 from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent, decode_speed
 from app.store import ChatSettings, ChatStore, Message, StoreError
 from app.ui.transcript.chat_view import ChatView
-from app.ui.transcript.format import TranscriptMessage, model_label, stats_from_dict, transcript_message
+from app.ui.transcript.format import STREAM_KEY, TranscriptMessage, model_label, stats_from_dict, transcript_message
 from app.ui.engine_link.engine_process import EngineProcess
 from app.ui.chat.reply_request import ReplyRequest
 
@@ -57,6 +57,9 @@ class Conversation(QObject):
         self.inference = inference
         self.view = view
         self._oldest_shown: Optional[int] = None  # the first message the transcript shows
+        # Replies the store refused, by the key they are shown under (below STREAM_KEY), for their Copy link.
+        self.unsaved_replies: dict[int, str] = {}
+        self._unsaved_key = STREAM_KEY
         view.sig_older_wanted.connect(self._show_older)
         self._chat_id: Optional[int] = None
         self._request: Optional[ReplyRequest] = None
@@ -104,6 +107,7 @@ class Conversation(QObject):
         """Show a chat (None: an empty new chat). A reply streaming elsewhere is stopped and kept."""
         self.stop()
         self._chat_id = chat_id
+        self.unsaved_replies.clear()
         self._dropped_before = 0
         self._notice_shown = ""
         self.reload()
@@ -355,7 +359,12 @@ class Conversation(QObject):
             self.store.update_reply(request.message_id, reply, stats=stats.to_dict(), **request.provenance())
             return self.store.get_message(request.message_id)
         except StoreError as exc:
-            self.sig_error.emit(f"The reply could not be saved: {exc}")
+            self.sig_error.emit(f"The reply could not be saved ({exc}); it stays shown here, and its Copy link "
+                                "still works, until you open another chat.")
+            return None
+        except (ValueError, TypeError) as exc:  # provenance the store refused: the reply is not lost for it
+            self.sig_error.emit(f"The reply could not be saved (its token record was refused: {exc}); it stays "
+                                "shown here, and its Copy link still works, until you open another chat.")
             return None
 
     def _on_finished(self, event: FinishedEvent) -> None:
@@ -378,24 +387,38 @@ class Conversation(QObject):
 
     def _end_request(self, request: ReplyRequest, stats: GenerationStats, text: Optional[str],
                      error: Optional[str] = None) -> None:
-        """Retire the request and keep its reply (if any text arrived) in the store and the transcript."""
+        """Retire the request and keep its reply (if any text arrived) in the store and the transcript. Whatever
+        goes wrong on the way, the window ends up idle: the busy state is reset in `finally`."""
         self._request = None
         self._flush_timer.stop()
+        stored: Optional[Message] = None
+        try:
+            stored = self._keep_reply(request, stats, text, error)
+        finally:
+            self.sig_live_stats.emit("")
+            self.sig_busy_changed.emit(False)
+        if stored is not None:
+            self.sig_messages_changed.emit(request.chat_id)
+            self.sig_reply_finished.emit(stored.id)
+
+    def _keep_reply(self, request: ReplyRequest, stats: GenerationStats, text: Optional[str],
+                    error: Optional[str]) -> Optional[Message]:
         if request.streaming:
             self._show_pending(request)
         request.pending = []
         if request.continued:
             stats = request.with_earlier_part(stats)
         reply = request.reply_text() if text is None else "".join(t for t, _ in request.continued) + text
-        stored: Optional[Message] = None
-        if reply:
-            stored = self._store_reply(request, stats, reply)
+        stored = self._store_reply(request, stats, reply) if reply else None
         if request.chat_id == self.chat_id:
             if stored is not None:
                 self.view.finish_stream(transcript_message(stored))
             elif reply:
+                # Not saved: shown under a key of its own, so its Copy link still finds the text.
+                self._unsaved_key -= 1
+                self.unsaved_replies[self._unsaved_key] = reply
                 self.view.finish_stream(TranscriptMessage(
-                    -1, "assistant", reply, request.reply_tokens(), stats,
+                    self._unsaved_key, "assistant", reply, request.reply_tokens(), stats,
                     model_label(request.target_name, request.draft_name), token_rounds=request.token_rounds,
                     rounds=request.rounds))
             elif request.streaming:
@@ -407,9 +430,4 @@ class Conversation(QObject):
                 self._show_usage((stats.prompt_tokens or request.prompt_tokens) + stats.tokens)
         elif error:
             self.sig_error.emit(error)
-        self.sig_live_stats.emit("")
-        self.sig_busy_changed.emit(False)
-        if stored is not None:
-            self.sig_messages_changed.emit(request.chat_id)
-            self.sig_reply_finished.emit(stored.id)
-
+        return stored

@@ -395,6 +395,7 @@ class MainWindow(QMainWindow):
         return self.chat_settings.generation_config(self.model_bar.speculative(), self.session.drafter())
 
     def regenerate(self, message_id: Optional[int]) -> None:
+        message_id = message_id if message_id is None or message_id >= 0 else None  # an unsaved reply: the last
         if message_id is not None and not self._confirm_dropping(message_id, "Regenerate", "Regenerating this reply"):
             return
         args = self._request_args()
@@ -436,9 +437,10 @@ class MainWindow(QMainWindow):
             self.composer.set_editing(False)
 
     def _copy_message(self, message_id: int) -> None:
-        message = self.store.get_message(message_id)
-        if message is not None:
-            QApplication.clipboard().setText(message.content)
+        message = self.store.get_message(message_id) if message_id >= 0 else None
+        text = message.content if message is not None else self.conversation.unsaved_replies.get(message_id)
+        if text is not None:
+            QApplication.clipboard().setText(text)
 
     # ----- lifetime
 

@@ -26,8 +26,12 @@ class Action:
     argument: str
 
     def number(self) -> Optional[int]:
-        """The argument as a non-negative number, or None when it is not one."""
-        return int(self.argument) if self.argument.isascii() and self.argument.isdigit() else None
+        """The argument as a whole number that fits a Qt int (a reply the store refused has a negative key),
+        or None when it is not one."""
+        digits = self.argument[1:] if self.argument.startswith("-") else self.argument
+        if not (digits.isascii() and digits.isdigit() and len(digits) < 10):
+            return None
+        return int(self.argument)
 
 
 class ActionLinks:

@@ -434,9 +434,9 @@ class ChatView(TranscriptBrowser):
         number = action.number()
         # A target that is not there (an index past the code blocks, a bad id) is ignored, never raised.
         if action.name == "copy-code":
-            if number is not None and number < len(self._writer.code_blocks):
+            if number is not None and 0 <= number < len(self._writer.code_blocks):
                 QApplication.clipboard().setText(self._writer.code_blocks[number])
         elif action.name == "retry":
             self.sig_retry.emit()
-        elif action.name in self._message_signals and number is not None and number < 2 ** 31:
+        elif action.name in self._message_signals and number is not None:
             self._message_signals[action.name].emit(number)
