@@ -90,6 +90,8 @@ class ChatStore:
     def __init__(self, path: Path | None = None, check_pages: bool = True):
         self.path = Path(path) if path is not None else paths.database_path()
         self._conn = open_database(self.path, check_pages)
+        # The user's database when this store is a read-only session copy of it (the window says so).
+        self.copy_of: Path | None = None
         self._conn.row_factory = sqlite3.Row
         self._conn.create_function("specchat_contains", 2, _contains_folded, deterministic=True)
 
