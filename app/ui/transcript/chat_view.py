@@ -26,7 +26,7 @@ from PySide6.QtWidgets import QApplication
 
 from app.replies.comparison import compare_link_label, comparison_text
 from app.store.provenance import RoundRecord
-from app.ui.transcript import message_actions
+from app.ui.transcript import long_text, message_actions
 from app.ui.widgets import style
 from app.ui.transcript import marks as transcript_marks
 from app.ui.transcript.link_guard import open_link_after_confirming
@@ -81,6 +81,7 @@ class ChatView(TranscriptBrowser):
         self._stream_in_code = False
         self._stream_line_start = True
         self._stream_pending_line = ""
+        self._stream_room = 0
         self._base = self.font()
         self._writer = ReplyWriter(self._base, self.action_links)
         # Compare with plain states that are not stored (running, failed), by message id; shown over stored ones.
@@ -246,15 +247,17 @@ class ChatView(TranscriptBrowser):
     def _render_message(self, cursor: QTextCursor, message: TranscriptMessage, is_last_reply: bool) -> None:
         self._writer.reuse_block = False
         self._insert_header(cursor, "You" if message.role == "user" else message.model_label)
+        if message.role == "user" or long_text.is_too_long(message.content):
+            self._insert_plain_text(cursor, message.content, "message" if message.role == "user" else "reply")
         if message.role == "user":
-            self._insert_plain_text(cursor, message.content)
             message_actions.insert_actions(self._writer, self._base, cursor, message.message_id,
                                            [("Copy", "copy"), ("Edit", "edit")])
             return
         rounds = message.rounds or []
         self.rounds_by_key[message.message_id] = rounds
-        chars = reply_chars(message.content, message.tokens, message.token_rounds, rounds)
-        self._writer.insert_reply(cursor, message.message_id, message.content, chars, rounds)
+        if not long_text.is_too_long(message.content):
+            chars = reply_chars(message.content, message.tokens, message.token_rounds, rounds)
+            self._writer.insert_reply(cursor, message.message_id, message.content, chars, rounds)
         actions = [("Copy", "copy")]
         if is_last_reply:
             if message.stats is not None and message.stats.stop_reason in CONTINUABLE:
@@ -274,14 +277,18 @@ class ChatView(TranscriptBrowser):
         header.setFontWeight(QFont.Weight.DemiBold)
         cursor.insertText(label or "Assistant", header)
 
-    def _insert_plain_text(self, cursor: QTextCursor, text: str) -> None:
+    def _insert_plain_text(self, cursor: QTextCursor, text: str, what: str = "message") -> None:
+        """A user's message, or a reply too long for Markdown (only its first part, and a line saying so)."""
         block_format = QTextBlockFormat()
         block_format.setTopMargin(4)
         fmt = QTextCharFormat()
-        for n, line in enumerate(text.split("\n")):
+        for line in long_text.shown_part(text).split("\n"):
             cursor.insertBlock(block_format, fmt)
-            cursor.insertText(line, fmt)
+            long_text.insert_text(cursor, line, fmt)
             block_format.setTopMargin(0)
+        note = long_text.not_shown_note(text, what) if what != "reply" or long_text.is_too_long(text) else ""
+        if note:
+            message_actions.insert_note(self._base, cursor, note)
 
     # ----- streaming
 
@@ -296,6 +303,7 @@ class ChatView(TranscriptBrowser):
         self._stream_frame = frame
         self._stream_in_code = False
         self._stream_pending_line = ""
+        self._stream_room = long_text.SHOWN_MAX_CHARS  # characters the stream may still show
         self.rounds_by_key[STREAM_KEY] = []
         self._writer.forget_stream_formats()
         self.scroll_to_end()
@@ -313,7 +321,7 @@ class ChatView(TranscriptBrowser):
             return
         if rounds is not None:
             self.rounds_by_key[STREAM_KEY] = rounds
-        if not tokens:
+        if not tokens or self._stream_room <= 0:
             return
         records = self.rounds_by_key.get(STREAM_KEY, [])
         follow = self._at_bottom()
@@ -322,6 +330,11 @@ class ChatView(TranscriptBrowser):
         for n, (text, origin) in enumerate(tokens):
             if not text:
                 continue
+            if len(text) >= self._stream_room:  # the rest streams unseen: the finished reply shows it
+                text = text[:self._stream_room]
+                self._stream_room = 0
+            else:
+                self._stream_room -= len(text)
             round_index = token_rounds[n] if token_rounds is not None and n < len(token_rounds) else NO_ROUND
             # The target's own token of a round that refused part of its proposal marks where that part goes.
             ghost = (str(round_index) if origin == "target" and 0 <= round_index < len(records)
@@ -336,9 +349,12 @@ class ChatView(TranscriptBrowser):
                     self._stream_pending_line += piece
                     if ghost and self._writer.show_refused:
                         self._writer.insert_ghosts(cursor, STREAM_KEY, ghost, records)
-                    cursor.insertText(piece, self._writer.token_format(origin, STREAM_KEY, round_index,
-                                                                       self._stream_in_code, ghost))
+                    long_text.insert_text(cursor, piece, self._writer.token_format(
+                        origin, STREAM_KEY, round_index, self._stream_in_code, ghost))
                     ghost = ""
+            if self._stream_room <= 0:
+                message_actions.insert_note(self._base, cursor, long_text.STREAM_NOT_SHOWN)
+                break
         cursor.endEditBlock()
         if follow:
             self.scroll_to_end()

@@ -25,7 +25,9 @@ from PySide6.QtGui import (
 from app.store.provenance import RoundRecord
 from app.ui.widgets import style
 from app.ui.transcript.action_links import ActionLinks
+from app.ui.transcript import long_text
 from app.ui.transcript.code_colors import code_colours
+from app.ui.transcript.long_text import LINE_SEPARATOR
 from app.ui.transcript.markdown_blocks import Block, Inline, InlineStyle, parse_markdown
 from app.ui.transcript.reply_chars import NO_ROUND, ReplyChars
 from app.ui.transcript.format import (
@@ -37,7 +39,6 @@ from app.ui.transcript.format import (
     ROUND_PROPERTY,
 )
 
-LINE_SEPARATOR = "\u2028"  # a line break inside a block: a paragraph's soft break, a code block's lines
 _ALIGN = {"center": Qt.AlignmentFlag.AlignHCenter, "right": Qt.AlignmentFlag.AlignRight}
 
 
@@ -243,7 +244,7 @@ class ReplyWriter:
                     formats[run_key] = fmt
                 if run_key[4] and self.show_refused:
                     self.insert_ghosts(cursor, reply.key, run_key[4], reply.rounds)
-                cursor.insertText(text[run_start:i].replace("\n", LINE_SEPARATOR), fmt)
+                long_text.insert_text(cursor, text[run_start:i].replace("\n", LINE_SEPARATOR), fmt)
             if i < len(text):
                 run_key, run_start = key, i
 
