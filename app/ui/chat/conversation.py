@@ -31,6 +31,7 @@ SAVE_INTERVAL_S = 1.0
 # A chat is shown from its end, this many messages at a time: opening a long chat costs one page, not all of it.
 PAGE_MESSAGES = 40
 SAVE_EVERY_TOKENS = 64
+SAVE_COST_SHARE = 10  # a save while streaming waits at least this many times as long as the last one took
 
 
 class Conversation(QObject):
@@ -344,8 +345,14 @@ class Conversation(QObject):
         now = time.monotonic()
         if now - request.saved_at < SAVE_INTERVAL_S and len(request.tokens) - request.saved_tokens < SAVE_EVERY_TOKENS:
             return
-        request.saved_at, request.saved_tokens = now, len(request.tokens)
+        # A save holds the window's thread for as long as it takes (a long reply: its text and search index), so
+        # saves while streaming take at most a tenth of its time.
+        if now - request.saved_at < SAVE_COST_SHARE * request.save_cost_s:
+            return
+        request.saved_tokens = len(request.tokens)
         self._store_reply(request, request.partial_stats("interrupted"), request.reply_text())
+        request.saved_at = time.monotonic()
+        request.save_cost_s = request.saved_at - now
 
     def _store_reply(self, request: ReplyRequest, stats: GenerationStats, reply: str) -> Optional[Message]:
         """Add the reply to the store, or update it if it was saved while streaming; None if that failed."""
