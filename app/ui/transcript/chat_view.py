@@ -247,15 +247,16 @@ class ChatView(TranscriptBrowser):
     def _render_message(self, cursor: QTextCursor, message: TranscriptMessage, is_last_reply: bool) -> None:
         self._writer.reuse_block = False
         self._insert_header(cursor, "You" if message.role == "user" else message.model_label)
-        if message.role == "user" or long_text.is_too_long(message.content):
-            self._insert_plain_text(cursor, message.content, "message" if message.role == "user" else "reply")
+        plain_note = long_text.plain_text_note(message.content) if message.role == "assistant" else ""
+        if message.role == "user" or plain_note:
+            self._insert_plain_text(cursor, message.content, plain_note)
         if message.role == "user":
             message_actions.insert_actions(self._writer, self._base, cursor, message.message_id,
                                            [("Copy", "copy"), ("Edit", "edit")])
             return
         rounds = message.rounds or []
         self.rounds_by_key[message.message_id] = rounds
-        if not long_text.is_too_long(message.content):
+        if not plain_note:
             chars = reply_chars(message.content, message.tokens, message.token_rounds, rounds)
             self._writer.insert_reply(cursor, message.message_id, message.content, chars, rounds)
         actions = [("Copy", "copy")]
@@ -277,8 +278,9 @@ class ChatView(TranscriptBrowser):
         header.setFontWeight(QFont.Weight.DemiBold)
         cursor.insertText(label or "Assistant", header)
 
-    def _insert_plain_text(self, cursor: QTextCursor, text: str, what: str = "message") -> None:
-        """A user's message, or a reply too long for Markdown (only its first part, and a line saying so)."""
+    def _insert_plain_text(self, cursor: QTextCursor, text: str, note: str = "") -> None:
+        """A user's message, or a reply Markdown cannot show in good time or in whole (only its first part when
+        it is long), and the line that says so."""
         block_format = QTextBlockFormat()
         block_format.setTopMargin(4)
         fmt = QTextCharFormat()
@@ -286,7 +288,7 @@ class ChatView(TranscriptBrowser):
             cursor.insertBlock(block_format, fmt)
             long_text.insert_text(cursor, line, fmt)
             block_format.setTopMargin(0)
-        note = long_text.not_shown_note(text, what) if what != "reply" or long_text.is_too_long(text) else ""
+        note = note or long_text.not_shown_note(text, "message")
         if note:
             message_actions.insert_note(self._base, cursor, note)
 

@@ -14,6 +14,7 @@ from PySide6.QtGui import QTextBlockFormat, QTextCharFormat, QTextCursor
 
 from app.common.units import format_bytes
 from app.ui.transcript.format import CONTINUED_PROPERTY
+from app.ui.transcript.markdown_blocks import nests_too_deep
 
 LINE_SEPARATOR = "\u2028"  # a line break inside a block: a paragraph's soft break, a code block's lines
 BLOCK_CHARS = 2_000
@@ -52,6 +53,16 @@ def is_too_long(text: str) -> bool:
     if len(text) > MARKDOWN_MAX_CHARS:
         return True
     return len(text) > MARKUP_MAX_CHARS and sum(text.count(ch) for ch in _MARKUP) > MARKUP_MAX_CHARS
+
+
+def plain_text_note(text: str) -> str:
+    """Why a reply is shown as plain text rather than Markdown, in one sentence; "" when Markdown shows it."""
+    if is_too_long(text):
+        return not_shown_note(text)
+    if nests_too_deep(text):
+        return ("This reply nests quotes or lists deeper than Markdown can show, so it is shown as plain text, "
+                "with nothing left out.")
+    return ""
 
 
 def shown_part(text: str) -> str:
