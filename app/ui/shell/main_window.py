@@ -169,6 +169,7 @@ class MainWindow(QMainWindow):
         session.sig_target_loaded.connect(self._on_target_loaded)
         session.sig_context_size.connect(conversation.set_context_size)
         session.sig_model_crashed.connect(self.library_ctl.mark_crashed)
+        session.sig_model_changed.connect(self.library_ctl.mark_changed)
 
         library_ctl = self.library_ctl
         library_ctl.sig_scanned.connect(self._on_scanned)
