@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QTextCursor
 
 from app.ui.devtools.bench_modes import StallProbe
 from app.ui.models.library_model import NGRAM_KEY

@@ -249,7 +249,10 @@ class ChatView(TranscriptBrowser):
         self._insert_header(cursor, "You" if message.role == "user" else message.model_label)
         plain_note = long_text.plain_text_note(message.content) if message.role == "assistant" else ""
         if message.role == "user" or plain_note:
-            self._insert_plain_text(cursor, message.content, plain_note)
+            long_text.insert_plain(cursor, message.content)
+            note = plain_note or long_text.not_shown_note(message.content, "message")
+            if note:
+                message_actions.insert_note(self._base, cursor, note)
         if message.role == "user":
             message_actions.insert_actions(self._writer, self._base, cursor, message.message_id,
                                            [("Copy", "copy"), ("Edit", "edit")])
@@ -277,20 +280,6 @@ class ChatView(TranscriptBrowser):
         header = style.muted_format(self._base, smaller=1)
         header.setFontWeight(QFont.Weight.DemiBold)
         cursor.insertText(label or "Assistant", header)
-
-    def _insert_plain_text(self, cursor: QTextCursor, text: str, note: str = "") -> None:
-        """A user's message, or a reply Markdown cannot show in good time or in whole (only its first part when
-        it is long), and the line that says so."""
-        block_format = QTextBlockFormat()
-        block_format.setTopMargin(4)
-        fmt = QTextCharFormat()
-        for line in long_text.shown_part(text).split("\n"):
-            cursor.insertBlock(block_format, fmt)
-            long_text.insert_text(cursor, line, fmt)
-            block_format.setTopMargin(0)
-        note = note or long_text.not_shown_note(text, "message")
-        if note:
-            message_actions.insert_note(self._base, cursor, note)
 
     # ----- streaming
 
@@ -405,7 +394,8 @@ class ChatView(TranscriptBrowser):
 
     def _hide_regenerate_links(self) -> None:
         """Only the newest reply can be regenerated or continued; earlier such links are removed."""
-        message_actions.remove_links(self.document(), self.action_links, (("Regenerate", "regenerate"), ("Continue", "continue")))
+        message_actions.remove_links(self.document(), self.action_links,
+                                     (("Regenerate", "regenerate"), ("Continue", "continue")))
 
     def streamed_text(self) -> str:
         """The text of the reply streaming now ("" when none)."""

@@ -47,6 +47,18 @@ def insert_text(cursor: QTextCursor, text: str, fmt: QTextCharFormat) -> None:
         cursor.insertText(text, fmt)
 
 
+def insert_plain(cursor: QTextCursor, text: str) -> None:
+    """A user's message, or a reply Markdown cannot show in good time or in whole, as plain text: only its first
+    SHOWN_MAX_CHARS (the caller adds the line that says so)."""
+    block_format = QTextBlockFormat()
+    block_format.setTopMargin(4)
+    fmt = QTextCharFormat()
+    for line in shown_part(text).split("\n"):
+        cursor.insertBlock(block_format, fmt)
+        insert_text(cursor, line, fmt)
+        block_format.setTopMargin(0)
+
+
 def is_too_long(text: str) -> bool:
     """Shown as plain text (only its first SHOWN_MAX_CHARS): too long, or too full of markup, for Markdown to be
     laid out in good time."""

@@ -12,7 +12,13 @@ from PySide6.QtGui import QTextCursor, QTextDocument, QTextFormat, QTextFragment
 
 from app.store.provenance import RoundRecord
 from app.ui.widgets import style
-from app.ui.transcript.format import CONTINUED_PROPERTY, GHOST_PROPERTY, GHOST_ROUNDS_PROPERTY, MESSAGE_PROPERTY, PROVENANCE_PROPERTY
+from app.ui.transcript.format import (
+    CONTINUED_PROPERTY,
+    GHOST_PROPERTY,
+    GHOST_ROUNDS_PROPERTY,
+    MESSAGE_PROPERTY,
+    PROVENANCE_PROPERTY,
+)
 
 HIGHLIGHTED = ("draft", "ngram")
 
