@@ -3,7 +3,7 @@ replies that carry `specchat:` links of every action, and a user who clicks them
 
 from __future__ import annotations
 
-from PySide6.QtCore import QUrl
+from PySide6.QtCore import Qt, QUrl
 from PySide6.QtWidgets import QMessageBox
 
 from app.ui.models.library_model import NGRAM_KEY
@@ -81,3 +81,13 @@ def test_regenerate_and_edit_ask_before_deleting_later_messages(make_window, qtb
         window.confirm = lambda *args: (_ for _ in ()).throw(AssertionError("asked"))
         click_link(qtbot, window.chat_view, "Regenerate", window.chat_view.action_href("regenerate", last_reply))
     assert [c for _, c in _chat(window)] == ["first question", "Answer.", "second question", "Answer."]
+
+
+def test_text_from_a_server_or_file_is_never_markup_in_the_window(make_window, qtbot):
+    window = make_window()
+    hostile = '<a href="specchat:retry">Retry</a><img src="/etc/x.png"><b>fake</b>'
+    window.show_error(f"The server said: {hostile}")
+    assert window.error_banner.text().endswith(hostile)
+    assert window.error_banner._label.textFormat() == Qt.TextFormat.PlainText  # shown as the characters it is
+    window.model_bar.set_load_state(hostile, state="failed")
+    assert "&lt;a href" in window.model_bar.load_state.text()  # escaped inside the state's own markup

@@ -6,6 +6,7 @@ GUI thread only.
 
 from __future__ import annotations
 
+import html
 from typing import Optional
 
 from PySide6.QtCore import QSize, Qt, Signal
@@ -144,7 +145,7 @@ class ModelBar(QWidget):
     def set_load_state(self, text: str, tooltip: str = "", state: str = "busy") -> None:
         """Show the models' state: "ready", "busy" (loading, checking) or "failed", with a coloured dot."""
         color = self.STATE_COLORS.get(state, "#9ca3af")
-        self.load_state.setText(f'<span style="color:{color}">●</span>&nbsp;{text}')
+        self.load_state.setText(f'<span style="color:{color}">●</span>&nbsp;{html.escape(text)}')
         self.load_state.setToolTip(tooltip or text)
 
     def _update_enabled(self) -> None:
