@@ -91,3 +91,21 @@ def test_text_from_a_server_or_file_is_never_markup_in_the_window(make_window, q
     assert window.error_banner._label.textFormat() == Qt.TextFormat.PlainText  # shown as the characters it is
     window.model_bar.set_load_state(hostile, state="failed")
     assert "&lt;a href" in window.model_bar.load_state.text()  # escaped inside the state's own markup
+
+
+def test_a_very_long_link_is_asked_about_by_its_start(qtbot, monkeypatch):
+    from app.ui.transcript.chat_view import ChatView, TranscriptMessage
+
+    asked: list[str] = []
+    monkeypatch.setattr(QMessageBox, "question",
+                        staticmethod(lambda *args: asked.append(args[2]) or QMessageBox.StandardButton.Cancel))
+    monkeypatch.setattr(QMessageBox, "information", staticmethod(lambda *args: asked.append(args[2])))
+    view = ChatView()
+    qtbot.addWidget(view)
+    href = "https://example.com/" + "a" * 30_000
+    text = f"[click]({href})"
+    view.add_message(TranscriptMessage(1, "assistant", text, [(text, "target")]), is_last_reply=True)
+    cursor = view.document().find("click")
+    assert cursor.charFormat().isAnchor()
+    view.anchorClicked.emit(QUrl(cursor.charFormat().anchorHref()))
+    assert "https://example.com/aaa" in asked[0] and "more characters" in asked[0] and len(asked[0]) < 3000
