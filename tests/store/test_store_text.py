@@ -17,3 +17,16 @@ def test_a_lone_surrogate_is_stored_as_a_replacement_character(tmp_path):
         assert message.content == "a\ufffdbc"
         assert message.target_name == "srv\ufffd"
         assert store.get_chat(chat.id).title == "odd \ufffd title"
+
+
+def test_a_huge_reply_is_stored_whole_and_found_by_its_first_words(tmp_path):
+    reply = "lighthouse keeper " + "x" * 2_000_000
+    with ChatStore(tmp_path / "chats.db") as store:
+        chat = store.create_chat("huge")
+        store.add_message(chat.id, "user", "hi")
+        message = store.add_message(chat.id, "assistant", reply)
+        store.update_reply(message.id, reply + " and more")
+        assert store.get_message(message.id).content == reply + " and more"
+        assert [c.id for c in store.list_chats("lighthouse")] == [chat.id]
+        store.delete_messages_from(chat.id, message.id)
+        assert store.list_chats("lighthouse") == []
