@@ -32,7 +32,7 @@ def _refuse_replies(monkeypatch, store, error: Exception) -> None:
 
 
 def test_a_lone_surrogate_in_a_reply_is_saved_and_the_window_stays_usable(make_window, qtbot, fake_engine,
-                                                                           model_folder, tiny_models):
+                                                                           model_folder, tiny_models, tmp_path):
     window = _ready(make_window, qtbot, fake_engine, model_folder, tiny_models)
     fake_engine.reply = "Broken \ud800 character, and a split pair \ud83d\ude00 too."
     message_id = send_and_wait(qtbot, window, "say something odd")
@@ -40,6 +40,9 @@ def test_a_lone_surrogate_in_a_reply_is_saved_and_the_window_stays_usable(make_w
     assert stored.content == "Broken \ufffd character, and a split pair \U0001f600 too."
     assert "Broken" in window.chat_view.toPlainText() and "character" in window.chat_view.toPlainText()
     assert not window.conversation.is_busy() and not window.composer.is_busy()
+    for name in ("chat.md", "chat.json"):  # exportable, in both formats
+        assert window.chat_export.write(window.conversation.chat_id, str(tmp_path / name))
+        assert "character, and a split pair" in (tmp_path / name).read_text(encoding="utf-8")
     fake_engine.reply = "Fine again."
     send_and_wait(qtbot, window, "next")  # the next message is sent and answered
     assert window.store.messages(window.conversation.chat_id)[-1].content == "Fine again."
