@@ -50,7 +50,7 @@ def resolved(path: Path) -> Path:
     """The path with links resolved, so one file reached two ways counts once (the path itself if that fails)."""
     try:
         return path.resolve()
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL in the path
         return path
 
 

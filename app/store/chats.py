@@ -23,6 +23,7 @@ from typing import Any
 from app.platform import paths
 from app.store.attachments import Attachment, decode_attachments, encode_attachments, with_attachments
 from app.store.provenance import RoundRecord
+from app.common.text import valid_text
 from app.store.db import describe_error, open_database, transaction
 from app.store.errors import NotFoundError
 from app.store.provenance_doc import StoredProvenance, decode_provenance, decode_tokens, encode_provenance
@@ -33,7 +34,12 @@ log = logging.getLogger(__name__)
 def _encode_stats(stats: dict | None) -> str | None:
     if stats is None:
         return None
-    return json.dumps(_tag_int_keys(stats), ensure_ascii=False, separators=(",", ":"))
+    encoded = json.dumps(_tag_int_keys(stats), ensure_ascii=False, separators=(",", ":"))
+    try:
+        encoded.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate in a server's text: \u escapes keep it storable
+        encoded = json.dumps(_tag_int_keys(stats), separators=(",", ":"))
+    return encoded
 
 
 def _decode_stats(encoded: str | None) -> dict | None:
@@ -85,6 +91,8 @@ class ChatStore:
     def __init__(self, path: Path | None = None, check_pages: bool = True):
         self.path = Path(path) if path is not None else paths.database_path()
         self._conn = open_database(self.path, check_pages)
+        # The user's database when this store is a read-only session copy of it (the window says so).
+        self.copy_of: Path | None = None
         self._conn.row_factory = sqlite3.Row
         self._conn.create_function("specchat_contains", 2, _contains_folded, deterministic=True)
 
@@ -124,6 +132,7 @@ class ChatStore:
 
     def create_chat(self, title: str = DEFAULT_TITLE, settings: ChatSettings | None = None) -> Chat:
         settings = settings if settings is not None else ChatSettings()
+        title = valid_text(title)
         with self._write() as conn:
             now = self._bump_time(conn)
             cursor = conn.execute(
@@ -178,6 +187,7 @@ class ChatStore:
         return chat
 
     def rename_chat(self, chat_id: int, title: str) -> Chat:
+        title = valid_text(title)
         with self._write() as conn:
             # Renaming is not activity: the chat keeps its place in the list.
             if conn.execute("UPDATE chats SET title = ? WHERE id = ?", (title, chat_id)).rowcount == 0:
@@ -218,6 +228,10 @@ class ChatStore:
         """
         if role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
+        # Text a server or model wrote may hold lone surrogates, which SQLite cannot store (common/text.py).
+        content = valid_text(content)
+        target_name = valid_text(target_name) if target_name is not None else None
+        draft_name = valid_text(draft_name) if draft_name is not None else None
         # Encode before the transaction: a bad token, round or stats value raises without touching the database.
         tokens_json = encode_provenance(StoredProvenance(tokens, token_rounds, rounds))
         stats_json = _encode_stats(stats)
@@ -297,6 +311,7 @@ class ChatStore:
                      rounds: list[RoundRecord] | None = None) -> None:
         """Replace a streaming reply's text, stats and provenance in one commit (saved while it streams). A
         comparison with plain decoding is dropped: it compared the text being replaced."""
+        content = valid_text(content)
         tokens_json = encode_provenance(StoredProvenance(tokens, token_rounds, rounds))
         stats_json = _encode_stats(stats)
         with self._write() as conn:
@@ -310,6 +325,7 @@ class ChatStore:
     def update_message_content(self, message_id: int, content: str) -> Message:
         """Replace a message's text. Provenance that no longer spells the text (tokens, rounds and the comparison
         with plain decoding) is dropped with it."""
+        content = valid_text(content)
         with self._write() as conn:
             row = conn.execute(
                 "SELECT chat_id, content, tokens FROM messages WHERE id = ?", (message_id,)

@@ -60,9 +60,15 @@ def _migrate_0_to_1(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX messages_by_chat ON messages (chat_id, id)")
 
 
+# The search index holds each message's first SEARCH_INDEX_CHARS characters. Indexing is most of the cost of
+# saving a long reply, on the window's thread (a 2 MB reply: 0.3 s indexed whole, 0.1 s so; docs/performance.md),
+# and a chat is found by far less of its text than that.
+SEARCH_INDEX_CHARS = 65_536
+
+
 def fold_for_search(text: str | None) -> str:
     """Search is case-insensitive the way Python's casefold is ("STRASSE" finds "Straße"), beyond SQLite's ASCII."""
-    return text.casefold() if text else ""
+    return text[:SEARCH_INDEX_CHARS].casefold() if text else ""
 
 
 def _migrate_1_to_2(conn: sqlite3.Connection) -> None:

@@ -16,7 +16,8 @@ from typing import Any
 
 from app.platform import paths
 from app.common.atomic_write import write_atomic
-from app.platform.machine_defaults import GPU_LAYERS_AUTO, default_threads
+from app.common.text import valid_text
+from app.platform.machine_defaults import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, default_threads
 from app.store import _fields
 from app.store.errors import StoreError
 
@@ -26,6 +27,10 @@ THEME_CHOICES = ("system", "light", "dark")
 
 # Set by load_settings for the window to show; never written to the file.
 _NOT_SAVED = ("load_warning",)
+# The ranges the settings dialog offers (app.ui.settings.dialog); a file's number outside them is not used.
+_INT_RANGES = {"threads": (1, 1024), "context_size": (1, 1 << 24),
+               "target_gpu_layers": (GPU_LAYERS_AUTO, GPU_LAYERS_ALL),
+               "draft_gpu_layers": (GPU_LAYERS_AUTO, GPU_LAYERS_ALL)}
 
 
 @dataclass
@@ -75,24 +80,41 @@ def load_settings(path: Path | None = None) -> AppSettings:
             raise ValueError("not a JSON object")
     except ValueError as e:  # includes JSONDecodeError and UnicodeDecodeError
         return AppSettings(load_warning=_set_aside(path, str(e)))
+    except RecursionError:  # JSON nested deeper than Python's parser goes: no settings file is written so
+        return AppSettings(load_warning=_set_aside(path, "it is nested too deeply to be settings"))
 
     settings, rejected = _fields.from_dict(AppSettings, data, skip=_NOT_SAVED)
-    if settings.threads < 1:
-        settings.threads = default_threads()
-        rejected.append("threads")
-    for name in ("target_gpu_layers", "draft_gpu_layers"):
-        if getattr(settings, name) < GPU_LAYERS_AUTO:
-            setattr(settings, name, GPU_LAYERS_AUTO)
+    defaults = AppSettings()
+    # Numbers outside what the settings dialog offers (a hand-edited or damaged file) fall back one by one.
+    for name, (low, high) in _INT_RANGES.items():
+        if not low <= getattr(settings, name) <= high:
+            setattr(settings, name, getattr(defaults, name))
             rejected.append(name)
     if settings.theme not in THEME_CHOICES:
         settings.theme = "system"
         rejected.append("theme")
+    if settings.last_chat_id is not None and not 0 <= settings.last_chat_id < 2 ** 63:
+        settings.last_chat_id = None
+        rejected.append("last_chat_id")
+    # A path no file system can hold (a NUL, text that is not Unicode) names nothing: it is dropped.
+    for name in ("last_target", "last_draft"):
+        if getattr(settings, name) is not None and not _usable_path(getattr(settings, name)):
+            setattr(settings, name, None)
+            rejected.append(name)
+    folders = [folder for folder in settings.model_folders if _usable_path(folder)]
+    if folders != settings.model_folders:
+        settings.model_folders = folders
+        rejected.append("model_folders")
     if rejected:
         settings.load_warning = (
             f"Some settings in {path} had values SpecChat could not use ({', '.join(rejected)}); "
             "those are back to their defaults."
         )
     return settings
+
+
+def _usable_path(text: str) -> bool:
+    return bool(text) and "\0" not in text and valid_text(text) == text
 
 
 def _set_aside(path: Path, reason: str) -> str:

@@ -19,7 +19,8 @@ def _registry_path() -> Path:
     return paths.user_data_dir() / "unusable-models.json"
 
 
-def _identity(path: str | os.PathLike) -> Optional[list]:
+def file_identity(path: str | os.PathLike) -> Optional[list]:
+    """[size, mtime in ns] of a file, or None when it cannot be read: a file that changes gets a new identity."""
     try:
         st = os.stat(path)
     except OSError:
@@ -37,7 +38,7 @@ def _read() -> dict:
 
 def mark_unusable(path: str | os.PathLike, reason: str) -> None:
     """Remember that loading `path` crashed the engine, with `reason` for a person. Never raises."""
-    identity = _identity(path)
+    identity = file_identity(path)
     if identity is None:
         return
     entries = _read()
@@ -51,6 +52,6 @@ def mark_unusable(path: str | os.PathLike, reason: str) -> None:
 def unusable_reason(path: str | os.PathLike) -> Optional[str]:
     """Why `path` must not be loaded, if this very file (same size and mtime) crashed the engine before."""
     entry = _read().get(str(path))
-    if not isinstance(entry, dict) or entry.get("identity") != _identity(path):
+    if not isinstance(entry, dict) or entry.get("identity") != file_identity(path):
         return None
     return str(entry.get("reason") or "it crashed the engine when it was loaded")

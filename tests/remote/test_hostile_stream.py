@@ -10,7 +10,8 @@ import pytest
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import FinishedEvent, TokenEvent
-from app.engine.remote.chunks import parse_chunk, valid_text
+from app.common.text import valid_text
+from app.engine.remote.chunks import parse_chunk
 from app.engine.remote.engine import RemoteEngine, remote_target
 from app.engine.remote.http import ConnectionDropped, display_url
 from tests.remote.fake_openai_server import FakeServer, Script, content_chunk

@@ -11,12 +11,15 @@ Knobs for provenance: `refuse_tail` (int) adds that many refused tokens to every
 words of `refused_text`, so the target keeps DRAFT_RUN and writes its own token instead; `drafter` forces who drafts
 ("model", "ngram", or "alternate": model and n-gram by turns; "" picks as the real engine does: the draft model when
 one is loaded and the chat does not ask for n-gram); `round_time_s` is the time each round reports.
+`bus_error_on_change` makes the engine die by SIGBUS, as llama.cpp's mmap does, when the target file's size changes
+while it writes a reply.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import threading
 import time
 from dataclasses import asdict
@@ -37,7 +40,7 @@ DEFAULT_REPLY = (
 # the text written without speculation, when it should differ from `reply` (sampling).
 DEFAULT_KNOBS = {"reply": DEFAULT_REPLY, "token_delay_s": 0.0, "crash_on_load": "", "hang_in_chat": False,
                  "load_delay_s": 0.0, "refuse_tail": 0, "refused_text": " perhaps not quite", "drafter": "",
-                 "round_time_s": 0.02, "round_reason": "", "plain_reply": ""}
+                 "round_time_s": 0.02, "round_reason": "", "plain_reply": "", "bus_error_on_change": False}
 DRAFT_RUN = 3  # drafted tokens the target keeps in every speculative round
 REFUSED_ID = 9000  # refused proposals' ids count up from here; a kept token's id is 1000 + its index
 
@@ -131,6 +134,7 @@ class FakeEngine:
         time.sleep(self._knobs()["load_delay_s"])  # a big model on a slow disk
         self._log("load_target", path=str(path))
         self.target_path = path
+        self._target_size = path.stat().st_size
 
     def _crash_if_asked(self, path: Path) -> None:
         """Die as llama.cpp does on a file it does not validate: its assertion on stderr, then abort()."""
@@ -203,6 +207,8 @@ class FakeEngine:
             for j, text in enumerate(chunk):
                 if delay:
                     time.sleep(delay)
+                if knobs["bus_error_on_change"] and self.target_path.stat().st_size != self._target_size:
+                    os.kill(os.getpid(), signal.SIGBUS)  # a read of the mapped file past its new end
                 if j < n_draft:
                     yield TokenEvent(request_id, index, 1000 + index, text, "draft", drafter, rounds)
                 else:

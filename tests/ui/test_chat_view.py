@@ -61,8 +61,8 @@ def test_code_block_copy_link_copies_the_code(qtbot, qapp):
     qtbot.addWidget(view)
     view.add_message(TranscriptMessage(1, "assistant", REPLY, REPLY_TOKENS), is_last_reply=True)
     cursor = view.document().find("Copy")
-    assert cursor.charFormat().anchorHref() == "specchat:copy-code/0"
-    view.anchorClicked.emit(QUrl("specchat:copy-code/0"))
+    assert cursor.charFormat().anchorHref() == view.action_href("copy-code", 0)
+    view.anchorClicked.emit(QUrl(view.action_href("copy-code", 0)))
     assert qapp.clipboard().text() == "print(1)"
 
 
@@ -84,7 +84,7 @@ def test_only_the_last_reply_offers_regenerate(qtbot):
         if cursor.isNull():
             break
         hrefs.append(cursor.charFormat().anchorHref())
-    assert hrefs == ["specchat:regenerate/4"]
+    assert hrefs == [view.action_href("regenerate", 4)]
 
 
 def test_hovering_a_token_says_who_produced_it(qtbot):

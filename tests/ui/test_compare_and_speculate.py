@@ -25,7 +25,7 @@ def _settings_but_speculation(config: dict) -> dict:
 
 def _compare(qtbot, window, message_id: int, label: str = "Compare with plain"):
     with qtbot.waitSignal(window.plain_compare.sig_result, timeout=20000) as blocker:
-        click_link(qtbot, window.chat_view, label, f"specchat:compare/{message_id}")
+        click_link(qtbot, window.chat_view, label, window.chat_view.action_href("compare", message_id))
     return blocker.args[1]
 
 
@@ -36,7 +36,7 @@ def test_compare_with_plain_reports_identical_greedy_text_and_keeps_it(make_wind
     view = window.chat_view
     fake_engine.token_delay_s = 0.02  # a plain run long enough to be seen running
     with qtbot.waitSignal(window.plain_compare.sig_result, timeout=20000):
-        click_link(qtbot, view, "Compare with plain", f"specchat:compare/{message_id}")
+        click_link(qtbot, view, "Compare with plain", view.action_href("compare", message_id))
         assert "Comparing with plain decoding…" in view.toPlainText()
     # The same request again: the same messages and settings, speculation off.
     first, plain = fake_engine.configs[-2:]
@@ -75,7 +75,7 @@ def test_sending_during_a_comparison_cancels_it_and_says_so(make_window, qtbot, 
     window = _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models)
     message_id = send_and_wait(qtbot, window, "Write add()")
     fake_engine.token_delay_s = 0.3  # the plain run would take many seconds
-    click_link(qtbot, window.chat_view, "Compare with plain", f"specchat:compare/{message_id}")
+    click_link(qtbot, window.chat_view, "Compare with plain", window.chat_view.action_href("compare", message_id))
     qtbot.waitUntil(lambda: not fake_engine.configs[-1]["speculative"], timeout=10000)  # the engine is on it
     assert window.plain_compare.running_for() == message_id
     fake_engine.token_delay_s = 0.0
@@ -94,7 +94,7 @@ def test_clicking_the_running_comparison_cancels_it(make_window, qtbot, fake_eng
     window = _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models)
     message_id = send_and_wait(qtbot, window, "Write add()")
     fake_engine.token_delay_s = 0.3
-    href = f"specchat:compare/{message_id}"
+    href = window.chat_view.action_href("compare", message_id)
     click_link(qtbot, window.chat_view, "Compare with plain", href)
     with qtbot.waitSignal(window.inference.sig_generation_ended, timeout=10000):
         click_link(qtbot, window.chat_view, "Cancel comparison", href)
@@ -108,7 +108,7 @@ def test_a_reply_of_another_model_is_not_compared(make_window, qtbot, fake_engin
     message_id = send_and_wait(qtbot, window, "Write add()")
     requests = len(fake_engine.configs)
     choose_pair(qtbot, window, model_folder / tiny_models.draft_identical.name, None)
-    click_link(qtbot, window.chat_view, "Compare with plain", f"specchat:compare/{message_id}")
+    click_link(qtbot, window.chat_view, "Compare with plain", window.chat_view.action_href("compare", message_id))
     shown = window.chat_view.toPlainText()
     assert "This reply was written by tiny-target" in shown and "to compare" in shown
     assert len(fake_engine.configs) == requests  # nothing was run

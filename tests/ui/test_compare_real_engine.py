@@ -19,7 +19,7 @@ def test_greedy_speculative_reply_equals_its_plain_run(make_window, qtbot, model
     reply = window.store.get_message(message_id)
     assert reply.stats["drafted"] > 0 and reply.stats["tokens"] > 4
     with qtbot.waitSignal(window.plain_compare.sig_result, timeout=60000) as blocker:
-        click_link(qtbot, window.chat_view, "Compare with plain", f"specchat:compare/{message_id}")
+        click_link(qtbot, window.chat_view, "Compare with plain", window.chat_view.action_href("compare", message_id))
     comparison = blocker.args[1]
     assert comparison["identical"] is True and comparison["sampled"] is False
     assert comparison["plain_tokens"] == reply.stats["tokens"]

@@ -14,6 +14,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Optional
 
+from app.common.text import valid_text
+
 # llama-server drafts at most --spec-draft-n-max tokens a round (SpecChat's own cap is far below this): a round's
 # drafted count above it is a server's error, not a draft.
 MAX_DRAFT_PER_ROUND = 256
@@ -22,18 +24,11 @@ MAX_PROMPT_TOKENS = 1 << 24
 MAX_SECONDS = 7 * 24 * 3600.0
 MAX_TOKENS_PER_SECOND = 1e7
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _SPACES = re.compile(r"\s+")
 
 
 class MalformedEvent(ValueError):
     """An event whose JSON does not have the shape of a chat-completion chunk; the message names what is wrong."""
-
-
-def valid_text(text: str) -> str:
-    """`text` with lone surrogates (which JSON's \\u escapes can produce but UTF-8 cannot encode) replaced by U+FFFD.
-    json.loads joins escaped surrogate pairs into one character, so any surrogate left is a lone one."""
-    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def one_line(text: object, limit: int = 200) -> str:

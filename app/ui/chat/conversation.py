@@ -20,7 +20,7 @@ from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenE
 from app.store import ChatSettings, ChatStore, Message, StoreError
 from app.store.attachments import Attachment
 from app.ui.transcript.chat_view import ChatView
-from app.ui.transcript.format import TranscriptMessage, model_label, stats_from_dict, transcript_message
+from app.ui.transcript.format import STREAM_KEY, TranscriptMessage, model_label, stats_from_dict, transcript_message
 from app.ui.engine_link.engine_process import EngineProcess
 from app.ui.chat.reply_request import ReplyRequest
 
@@ -32,6 +32,7 @@ SAVE_INTERVAL_S = 1.0
 # A chat is shown from its end, this many messages at a time: opening a long chat costs one page, not all of it.
 PAGE_MESSAGES = 40
 SAVE_EVERY_TOKENS = 64
+SAVE_COST_SHARE = 10  # a save while streaming waits at least this many times as long as the last one took
 
 
 class Conversation(QObject):
@@ -58,6 +59,9 @@ class Conversation(QObject):
         self.inference = inference
         self.view = view
         self._oldest_shown: Optional[int] = None  # the first message the transcript shows
+        # Replies the store refused, by the key they are shown under (below STREAM_KEY), for their Copy link.
+        self.unsaved_replies: dict[int, str] = {}
+        self._unsaved_key = STREAM_KEY
         view.sig_older_wanted.connect(self._show_older)
         self._chat_id: Optional[int] = None
         self._request: Optional[ReplyRequest] = None
@@ -105,6 +109,7 @@ class Conversation(QObject):
         """Show a chat (None: an empty new chat). A reply streaming elsewhere is stopped and kept."""
         self.stop()
         self._chat_id = chat_id
+        self.unsaved_replies.clear()
         self._dropped_before = 0
         self._notice_shown = ""
         self.reload()
@@ -153,6 +158,12 @@ class Conversation(QObject):
             if until_id is not None and message_id == until_id:
                 break
         return messages
+
+    def messages_after(self, message_id: int) -> int:
+        """How many messages of the open chat come after this one (what Regenerate or Edit would delete)."""
+        if self.chat_id is None:
+            return 0
+        return sum(1 for other, _, _ in self.store.message_texts(self.chat_id) if other > message_id)
 
     # ----- generation
 
@@ -337,8 +348,14 @@ class Conversation(QObject):
         now = time.monotonic()
         if now - request.saved_at < SAVE_INTERVAL_S and len(request.tokens) - request.saved_tokens < SAVE_EVERY_TOKENS:
             return
-        request.saved_at, request.saved_tokens = now, len(request.tokens)
+        # A save holds the window's thread for as long as it takes (a long reply: its text and search index), so
+        # saves while streaming take at most a tenth of its time.
+        if now - request.saved_at < SAVE_COST_SHARE * request.save_cost_s:
+            return
+        request.saved_tokens = len(request.tokens)
         self._store_reply(request, request.partial_stats("interrupted"), request.reply_text())
+        request.saved_at = time.monotonic()
+        request.save_cost_s = request.saved_at - now
 
     def _store_reply(self, request: ReplyRequest, stats: GenerationStats, reply: str) -> Optional[Message]:
         """Add the reply to the store, or update it if it was saved while streaming; None if that failed."""
@@ -352,7 +369,12 @@ class Conversation(QObject):
             self.store.update_reply(request.message_id, reply, stats=stats.to_dict(), **request.provenance())
             return self.store.get_message(request.message_id)
         except StoreError as exc:
-            self.sig_error.emit(f"The reply could not be saved: {exc}")
+            self.sig_error.emit(f"The reply could not be saved ({exc}); it stays shown here, and its Copy link "
+                                "still works, until you open another chat.")
+            return None
+        except (ValueError, TypeError) as exc:  # provenance the store refused: the reply is not lost for it
+            self.sig_error.emit(f"The reply could not be saved (its token record was refused: {exc}); it stays "
+                                "shown here, and its Copy link still works, until you open another chat.")
             return None
 
     def _on_finished(self, event: FinishedEvent) -> None:
@@ -375,24 +397,38 @@ class Conversation(QObject):
 
     def _end_request(self, request: ReplyRequest, stats: GenerationStats, text: Optional[str],
                      error: Optional[str] = None) -> None:
-        """Retire the request and keep its reply (if any text arrived) in the store and the transcript."""
+        """Retire the request and keep its reply (if any text arrived) in the store and the transcript. Whatever
+        goes wrong on the way, the window ends up idle: the busy state is reset in `finally`."""
         self._request = None
         self._flush_timer.stop()
+        stored: Optional[Message] = None
+        try:
+            stored = self._keep_reply(request, stats, text, error)
+        finally:
+            self.sig_live_stats.emit("")
+            self.sig_busy_changed.emit(False)
+        if stored is not None:
+            self.sig_messages_changed.emit(request.chat_id)
+            self.sig_reply_finished.emit(stored.id)
+
+    def _keep_reply(self, request: ReplyRequest, stats: GenerationStats, text: Optional[str],
+                    error: Optional[str]) -> Optional[Message]:
         if request.streaming:
             self._show_pending(request)
         request.pending = []
         if request.continued:
             stats = request.with_earlier_part(stats)
         reply = request.reply_text() if text is None else "".join(t for t, _ in request.continued) + text
-        stored: Optional[Message] = None
-        if reply:
-            stored = self._store_reply(request, stats, reply)
+        stored = self._store_reply(request, stats, reply) if reply else None
         if request.chat_id == self.chat_id:
             if stored is not None:
                 self.view.finish_stream(transcript_message(stored))
             elif reply:
+                # Not saved: shown under a key of its own, so its Copy link still finds the text.
+                self._unsaved_key -= 1
+                self.unsaved_replies[self._unsaved_key] = reply
                 self.view.finish_stream(TranscriptMessage(
-                    -1, "assistant", reply, request.reply_tokens(), stats,
+                    self._unsaved_key, "assistant", reply, request.reply_tokens(), stats,
                     model_label(request.target_name, request.draft_name), token_rounds=request.token_rounds,
                     rounds=request.rounds))
             elif request.streaming:
@@ -404,9 +440,4 @@ class Conversation(QObject):
                 self._show_usage((stats.prompt_tokens or request.prompt_tokens) + stats.tokens)
         elif error:
             self.sig_error.emit(error)
-        self.sig_live_stats.emit("")
-        self.sig_busy_changed.emit(False)
-        if stored is not None:
-            self.sig_messages_changed.emit(request.chat_id)
-            self.sig_reply_finished.emit(stored.id)
-
+        return stored

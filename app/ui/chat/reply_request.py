@@ -40,6 +40,7 @@ class ReplyRequest:
     readout_at: float = 0.0  # when the live readout was last refreshed
     saved_at: float = 0.0
     saved_tokens: int = 0
+    save_cost_s: float = 0.0  # how long the last save while streaming took
 
     @classmethod
     def continuing(cls, request_id: int, message: Message, target_name: str,

@@ -21,6 +21,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from app.platform import paths
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.host.worker import run_worker
+from app.engine.remote.engine import is_remote_target
 
 CLOSE_WAIT_S = 1.5
 # A stopped request whose "ended" has not come back by then means the worker is stuck (a template or a llama.cpp
@@ -48,6 +49,16 @@ def last_error_line(log_text: str) -> str:
         if hits:
             return hits[-1]
     return lines[-1] if lines else ""
+
+
+def stuck_sentence(target: Optional[str]) -> str:
+    """What a Stop that did not end the reply in time says: a silent server is not a stuck engine."""
+    if is_remote_target(target):
+        return ("The server went silent and did not end the reply when asked to stop, so its connection was "
+                "dropped and the engine restarted; your chats are safe. The server, not SpecChat, had stopped "
+                "answering.")
+    return ("The engine did not stop within a few seconds (stuck in the chat template or in llama.cpp), "
+            "so it was restarted; your chats are safe.")
 
 
 class EngineProcess(QObject):
@@ -90,6 +101,7 @@ class EngineProcess(QObject):
         self._log_path: Optional[str] = None
         self._load_in_flight: Optional[int] = None
         self._loading_path: Optional[str] = None
+        self._target: Optional[str] = None  # the target last asked for: a server's stuck reply is not llama.cpp's
         self._generate_in_flight: set[int] = set()
         self._stuck_timers: dict[int, QTimer] = {}
         self._sig_message.connect(self._on_message)
@@ -244,6 +256,7 @@ class EngineProcess(QObject):
 
     def request_load(self, request_id: int, target_path, draft_path, load: LoadSettings) -> None:
         self._load_in_flight = request_id
+        self._target = None if target_path is None else str(target_path)
         self._send(("load", request_id, None if target_path is None else str(target_path),
                     None if draft_path is None else str(draft_path), load))
 
@@ -266,10 +279,7 @@ class EngineProcess(QObject):
     def _on_stop_overdue(self, request_id: int) -> None:
         self._stuck_timers.pop(request_id, None)
         if request_id in self._generate_in_flight and not self._closing:
-            self._restart_after_death(
-                "The engine did not stop within a few seconds (stuck in the chat template or in llama.cpp), "
-                "so it was restarted; your chats are safe."
-            )
+            self._restart_after_death(stuck_sentence(self._target))
 
     # ----- replies
 

@@ -93,6 +93,12 @@ class LibraryController(QObject):
         """A file crashed the engine: show the verdicts again without scanning."""
         self.model.set_entries(with_crash_verdicts(self.model.entries()))
 
+    def mark_changed(self, path: str, _sentence: str = "") -> None:
+        """A loaded file changed on disk under the engine: listed as not usable until the next scan reads it again."""
+        problem = "It changed on disk while SpecChat was using it. Rescan once the file is complete."
+        self.model.set_entries([dataclasses.replace(entry, usable=False, problem=problem)
+                                if str(entry.path) == path else entry for entry in self.model.entries()])
+
     # ----- folders and windows
 
     def add_folder(self, folder: Optional[str] = None) -> None:

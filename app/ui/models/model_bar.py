@@ -6,6 +6,7 @@ GUI thread only.
 
 from __future__ import annotations
 
+import html
 from typing import Optional
 
 from PySide6.QtCore import QSize, Qt, Signal
@@ -145,7 +146,7 @@ class ModelBar(QWidget):
         theme = style.current()
         color = {"ready": theme.state_ready, "busy": theme.state_busy, "failed": theme.state_failed}.get(
             state, theme.text_disabled)
-        self.load_state.setText(f'<span style="color:{color}">●</span>&nbsp;{text}')
+        self.load_state.setText(f'<span style="color:{color}">●</span>&nbsp;{html.escape(text)}')
         self.load_state.setToolTip(tooltip or text)
 
     def _update_enabled(self) -> None:

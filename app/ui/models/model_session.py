@@ -14,7 +14,7 @@ from PySide6.QtCore import QObject, Signal
 
 from app.engine.config import LoadSettings
 from app.engine.remote.engine import is_remote_target
-from app.store.unusable_models import mark_unusable
+from app.store.unusable_models import file_identity, mark_unusable
 from app.ui.engine_link.engine_process import EngineProcess, WorkerDeath
 from app.ui.models.library_model import NGRAM_KEY, DraftListModel, LibraryModel
 from app.ui.models.library_worker import LibraryThread
@@ -35,6 +35,8 @@ class ModelSession(QObject):
     """The loaded models' context size."""
     sig_model_crashed = Signal(str)
     """(path): this file crashed the engine while loading and was marked unusable."""
+    sig_model_changed = Signal(str, str)
+    """(path, sentence): this loaded file changed on disk (size or time) while in use; the library marks it."""
 
     def __init__(self, library: LibraryModel, drafts: DraftListModel, bar: ModelBar, engine: EngineProcess,
                  library_thread: LibraryThread, load_settings: LoadSettings, wanted_draft: Optional[str],
@@ -54,6 +56,7 @@ class ModelSession(QObject):
         self._draft_check_id = 0
         self._load_id = 0
         self._loaded: tuple[Optional[str], Optional[str]] = (None, None)
+        self._loaded_identity: dict[str, Optional[list]] = {}  # each loaded file's size and time when it loaded
         self._load_error = ""
         engine.sig_models_loaded.connect(self._on_models_loaded)
         engine.sig_load_failed.connect(self._on_load_failed)
@@ -82,7 +85,16 @@ class ModelSession(QObject):
             return f"The model file {self.target} is missing. Scan again or choose another model."
         if self._load_error:
             return f"The model could not be loaded: {self._load_error}"
+        changed = self.changed_files()
+        if changed:
+            return (f"The model file {changed[0]} changed on disk since it was loaded. Rescan the library and "
+                    "choose it again once the file is complete.")
         return ""
+
+    def changed_files(self) -> list[str]:
+        """Loaded model files whose size or modification time is no longer what it was when they loaded (a
+        download or copy still writing them, a truncation): reading them can kill the engine (SIGBUS)."""
+        return [path for path, identity in self._loaded_identity.items() if file_identity(path) != identity]
 
     def names(self) -> tuple[str, Optional[str]]:
         """(target name, draft name or None) as the transcript labels a reply."""
@@ -193,6 +205,8 @@ class ModelSession(QObject):
         if request_id != self._load_id:
             return
         self._loaded = (str(target) if target else None, str(draft) if draft else None)
+        self._loaded_identity = {path: file_identity(path) for path in self._loaded
+                                 if path and not is_remote_target(path)}
         self.sig_context_size.emit(n_ctx)
         self.bar.set_load_state("Ready", "The models are loaded." + (f" {note}" if note else ""), "ready")
         # Remembered only once loaded: a file that crashes the engine must not be loaded again at every start.
@@ -212,7 +226,18 @@ class ModelSession(QObject):
     def _on_worker_died(self, death: WorkerDeath) -> None:
         """The engine process crashed or hung and a fresh one runs: say so, and never load a guilty file again."""
         self._loaded = (None, None)
+        changed, self._loaded_identity = self.changed_files(), {}
         said = f" llama.cpp said: {death.detail}" if death.detail else ""
+        if changed and not death.loading_path:
+            # Not llama.cpp's fault: the file was cut or rewritten under it. Not loaded again until rescanned.
+            name = Path(changed[0]).name
+            sentence = (f"The model file {name} changed on disk while it was in use (its size or time changed), "
+                        "which stopped the engine; your chats are safe. Rescan the library and choose it again "
+                        "once the file is complete.")
+            self._fail(sentence)
+            for path in changed:
+                self.sig_model_changed.emit(path, sentence)
+            return
         if death.loading_path:
             mark_unusable(death.loading_path, f"llama.cpp crashed loading it ({death.detail or death.message})")
             name = Path(death.loading_path).name

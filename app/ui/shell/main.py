@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import ctypes.util
 import os
+import shutil
 import sys
 import tempfile
+from pathlib import Path
 from typing import Optional, Sequence
 
 
@@ -69,24 +71,83 @@ def ask_about_broken_database(message: str) -> bool:
     return box.clickedButton() is fresh
 
 
+def ask_about_unwritable_store(message: str) -> bool:
+    """Tell the user the chats cannot be opened for writing (a read-only data folder, a full disk, a lock); True
+    if they chose to go on with a read-only copy."""
+    from PySide6.QtWidgets import QMessageBox
+
+    box = QMessageBox(QMessageBox.Icon.Warning, "SpecChat cannot save your chats", message)
+    box.setInformativeText(
+        "You can quit and fix the folder (its permissions, or free disk space), or open your chats read-only: "
+        "SpecChat then works on a copy, and nothing you do is saved after you quit."
+    )
+    read_only = box.addButton("Open read-only", QMessageBox.ButtonRole.AcceptRole)
+    box.addButton("Quit", QMessageBox.ButtonRole.RejectRole)
+    box.exec()
+    return box.clickedButton() is read_only
+
+
+def open_read_only_copy(path: Optional[Path] = None):
+    """A ChatStore over a copy of the chat database in a temporary folder (an empty one when the file cannot be
+    read): the user's file is never written. Its `copy_of` names the original."""
+    from app.platform import paths
+    from app.store import ChatStore, StoreError
+
+    original = Path(path) if path is not None else paths.database_path()
+    copy = Path(tempfile.mkdtemp(prefix="specchat-read-only-")) / original.name
+    for suffix in ("", "-wal"):  # the WAL holds the newest commits when the last run did not checkpoint
+        try:
+            shutil.copyfile(original.with_name(original.name + suffix), copy.with_name(copy.name + suffix))
+        except OSError:
+            pass  # missing or unreadable: the copy starts without it
+    try:
+        store = ChatStore(copy, check_pages=False)
+    except StoreError:  # the copy is not a usable database either: start empty rather than not at all
+        copy.unlink(missing_ok=True)
+        copy.with_name(copy.name + "-wal").unlink(missing_ok=True)
+        store = ChatStore(copy, check_pages=False)
+    store.copy_of = original
+    return store
+
+
+def read_only_notice(store) -> str:
+    """What the window says while it works on a read-only copy ("" for the user's own database)."""
+    if getattr(store, "copy_of", None) is None:
+        return ""
+    return (f"Read-only: {store.copy_of} could not be written, so SpecChat works on a copy; nothing you do is "
+            "saved after you quit.")
+
+
 def open_store(check_pages: bool = True):
     """The chat store, or None when the database is refused and the user chose to quit. `check_pages=False`
-    leaves reading every page for damage to a DamageWatch after the window shows."""
-    from app.store import ChatStore, DatabaseCorruptError, DatabaseTooNewError, salvage_database, set_aside_database
+    leaves reading every page for damage to a DamageWatch after the window shows. A database that cannot be
+    written (a read-only folder) is offered read-only, as a copy."""
+    from app.store import ChatStore, DatabaseCorruptError, DatabaseTooNewError, StoreError
 
     try:
         return ChatStore(check_pages=check_pages)
-    except (DatabaseTooNewError, DatabaseCorruptError) as exc:
-        damaged = isinstance(exc, DatabaseCorruptError)
-        if not ask_about_broken_database(str(exc)):
+    except StoreError as exc:
+        if isinstance(exc, (DatabaseTooNewError, DatabaseCorruptError)):
+            return _offer_fresh_history(exc)
+        if not ask_about_unwritable_store(str(exc)):
             return None
-        moved = set_aside_database()
-        if damaged:
-            # A newer version's file is only set aside; a damaged one still holds chats worth keeping.
-            store = ChatStore()
-            salvage_database(moved, store.path)
-            return store
-        return ChatStore()
+        return open_read_only_copy()
+
+
+def _offer_fresh_history(exc):
+    """A database this version refuses: quit (None), or move it aside and start fresh with what can be read."""
+    from app.store import ChatStore, DatabaseCorruptError, salvage_database, set_aside_database
+
+    damaged = isinstance(exc, DatabaseCorruptError)
+    if not ask_about_broken_database(str(exc)):
+        return None
+    moved = set_aside_database()
+    if damaged:
+        # A newer version's file is only set aside; a damaged one still holds chats worth keeping.
+        store = ChatStore()
+        salvage_database(moved, store.path)
+        return store
+    return ChatStore()
 
 
 def run_self_test(window) -> int:
@@ -211,6 +272,8 @@ def _open_window(app, self_test: bool) -> int:
         return 1
     windows = [MainWindow(store=store)]
     windows[0].show()
+    if read_only_notice(store):
+        windows[0].show_error(read_only_notice(store))
     if instance is not None:
         from app.ui.shell.single_instance import bring_to_front
 

@@ -172,6 +172,7 @@ class MainWindow(QMainWindow):
         session.sig_target_loaded.connect(self._on_target_loaded)
         session.sig_context_size.connect(conversation.set_context_size)
         session.sig_model_crashed.connect(self.library_ctl.mark_crashed)
+        session.sig_model_changed.connect(self.library_ctl.mark_changed)
 
         library_ctl = self.library_ctl
         library_ctl.sig_scanned.connect(self._on_scanned)
@@ -400,6 +401,9 @@ class MainWindow(QMainWindow):
         return self.chat_settings.generation_config(self.model_bar.speculative(), self.session.drafter())
 
     def regenerate(self, message_id: Optional[int]) -> None:
+        message_id = message_id if message_id is None or message_id >= 0 else None  # an unsaved reply: the last
+        if message_id is not None and not self._confirm_dropping(message_id, "Regenerate", "Regenerating this reply"):
+            return
         args = self._request_args()
         if args is None:
             return
@@ -417,7 +421,9 @@ class MainWindow(QMainWindow):
     def edit_message(self, message_id: int) -> None:
         """Put a sent message back into the composer; sending replaces it and everything after it."""
         message = self.store.get_message(message_id)
-        if message is None or message.role != "user":
+        if message is None or message.role != "user" or message.chat_id != self.conversation.chat_id:
+            return
+        if not self._confirm_dropping(message_id, "Edit", "Sending the edited message"):
             return
         self.conversation.stop()
         self._edit_message_id = message_id
@@ -425,15 +431,23 @@ class MainWindow(QMainWindow):
         self.composer.set_attachments(message.attachments)
         self.composer.set_editing(True)
 
+    def _confirm_dropping(self, message_id: int, action: str, doing: str) -> bool:
+        """Ask first when Regenerate or Edit would delete messages after this one; True to go on."""
+        later = self.conversation.messages_after(message_id)
+        noun = "message" if later == 1 else f"{later} messages"
+        return not later or self.confirm(f"{action} message", f"{doing} deletes the {noun} after it. They cannot "
+                                         "be brought back.", action)
+
     def _cancel_edit(self) -> None:
         if self._edit_message_id is not None:
             self._edit_message_id = None
             self.composer.set_editing(False)
 
     def _copy_message(self, message_id: int) -> None:
-        message = self.store.get_message(message_id)
-        if message is not None:
-            QApplication.clipboard().setText(message.content)
+        message = self.store.get_message(message_id) if message_id >= 0 else None
+        text = message.content if message is not None else self.conversation.unsaved_replies.get(message_id)
+        if text is not None:
+            QApplication.clipboard().setText(text)
 
     # ----- lifetime
 

@@ -25,6 +25,7 @@ class ErrorBanner(QFrame):
         row = QHBoxLayout(self)
         row.setContentsMargins(10, 4, 4, 4)
         self._label = QLabel()
+        self._label.setTextFormat(Qt.TextFormat.PlainText)  # messages quote servers and files: never markup
         self._label.setWordWrap(True)
         self._label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         row.addWidget(self._label, 1)

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QTextBrowser, QToolTip
 
 from app.store.provenance import RoundRecord
 from app.ui.transcript import marks as transcript_marks
+from app.ui.transcript.action_links import ActionLinks
 from app.ui.transcript.link_guard import allowed_resource
 from app.ui.transcript.reply_chars import NO_ROUND
 from app.ui.transcript.token_tooltip import refused_tooltip, token_tooltip
@@ -28,6 +29,8 @@ class TranscriptBrowser(QTextBrowser):
         super().__init__(parent)
         # Each shown reply's round records, by message key (its id, or STREAM_KEY), for tooltips and ghost text.
         self.rounds_by_key: dict[int, Sequence[RoundRecord]] = {}
+        # The key of this transcript's own links: a reply's text cannot write a link the app acts on.
+        self.action_links = ActionLinks()
 
     def loadResource(self, kind: int, name: QUrl):  # noqa: N802 (Qt override)
         """Nothing outside the app is ever fetched (a reply's remote image would tell a server it was read)."""
@@ -59,7 +62,7 @@ class TranscriptBrowser(QTextBrowser):
         rounds = self.rounds_by_key.get(fmt.intProperty(MESSAGE_PROPERTY))
         if fmt.boolProperty(GHOST_PROPERTY):
             return refused_tooltip(round_index, rounds)
-        href = fmt.anchorHref() if fmt.isAnchor() and not fmt.anchorHref().startswith("specchat:") else ""
+        href = fmt.anchorHref() if fmt.isAnchor() and not self.action_links.owns(fmt.anchorHref()) else ""
         origin = fmt.stringProperty(PROVENANCE_PROPERTY)
         if not origin:
             return f"Link to {href}" if href else ""

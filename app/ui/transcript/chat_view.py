@@ -26,7 +26,7 @@ from PySide6.QtWidgets import QApplication
 
 from app.replies.comparison import compare_link_label, comparison_text
 from app.store.provenance import RoundRecord
-from app.ui.transcript import message_actions
+from app.ui.transcript import long_text, message_actions
 from app.ui.widgets import style
 from app.ui.transcript import marks as transcript_marks
 from app.ui.transcript.link_guard import open_link_after_confirming
@@ -81,8 +81,9 @@ class ChatView(TranscriptBrowser):
         self._stream_in_code = False
         self._stream_line_start = True
         self._stream_pending_line = ""
+        self._stream_room = 0
         self._base = self.font()
-        self._writer = ReplyWriter(self._base)
+        self._writer = ReplyWriter(self._base, self.action_links)
         # Compare with plain states that are not stored (running, failed), by message id; shown over stored ones.
         self.pending_comparisons: dict[int, dict] = {}
         # The links under a message, by their action: each tells this signal the message's id.
@@ -221,7 +222,7 @@ class ChatView(TranscriptBrowser):
         cursor.insertText(text, fmt)
         if retry:
             cursor.insertText("   ", fmt)
-            cursor.insertText("Retry", self._writer.link_format("specchat:retry"))
+            cursor.insertText("Retry", self._writer.action_format("retry"))
         self.scroll_to_end()
 
     def _append_frame(self, role: str) -> QTextFrame:
@@ -247,16 +248,22 @@ class ChatView(TranscriptBrowser):
     def _render_message(self, cursor: QTextCursor, message: TranscriptMessage, is_last_reply: bool) -> None:
         self._writer.reuse_block = False
         self._insert_header(cursor, "You" if message.role == "user" else message.model_label)
+        plain_note = long_text.plain_text_note(message.content) if message.role == "assistant" else ""
+        if message.role == "user" or plain_note:
+            long_text.insert_plain(cursor, message.content)
+            note = plain_note or long_text.not_shown_note(message.content, "message")
+            if note:
+                message_actions.insert_note(self._base, cursor, note)
         if message.role == "user":
-            self._insert_plain_text(cursor, message.content)
             message_actions.insert_attachment_chips(self._base, cursor, message.attachments)
             message_actions.insert_actions(self._writer, self._base, cursor, message.message_id,
                                            [("Copy", "copy"), ("Edit", "edit")])
             return
         rounds = message.rounds or []
         self.rounds_by_key[message.message_id] = rounds
-        chars = reply_chars(message.content, message.tokens, message.token_rounds, rounds)
-        self._writer.insert_reply(cursor, message.message_id, message.content, chars, rounds)
+        if not plain_note:
+            chars = reply_chars(message.content, message.tokens, message.token_rounds, rounds)
+            self._writer.insert_reply(cursor, message.message_id, message.content, chars, rounds)
         actions = [("Copy", "copy")]
         if is_last_reply:
             if message.stats is not None and message.stats.stop_reason in CONTINUABLE:
@@ -276,15 +283,6 @@ class ChatView(TranscriptBrowser):
         header.setFontWeight(QFont.Weight.DemiBold)
         cursor.insertText(label or "Assistant", header)
 
-    def _insert_plain_text(self, cursor: QTextCursor, text: str) -> None:
-        block_format = QTextBlockFormat()
-        block_format.setTopMargin(4)
-        fmt = QTextCharFormat()
-        for n, line in enumerate(text.split("\n")):
-            cursor.insertBlock(block_format, fmt)
-            cursor.insertText(line, fmt)
-            block_format.setTopMargin(0)
-
     # ----- streaming
 
     def begin_stream(self, model_label: str) -> None:
@@ -298,6 +296,7 @@ class ChatView(TranscriptBrowser):
         self._stream_frame = frame
         self._stream_in_code = False
         self._stream_pending_line = ""
+        self._stream_room = long_text.SHOWN_MAX_CHARS  # characters the stream may still show
         self.rounds_by_key[STREAM_KEY] = []
         self._writer.forget_stream_formats()
         self.scroll_to_end()
@@ -315,7 +314,7 @@ class ChatView(TranscriptBrowser):
             return
         if rounds is not None:
             self.rounds_by_key[STREAM_KEY] = rounds
-        if not tokens:
+        if not tokens or self._stream_room <= 0:
             return
         records = self.rounds_by_key.get(STREAM_KEY, [])
         follow = self._at_bottom()
@@ -324,6 +323,11 @@ class ChatView(TranscriptBrowser):
         for n, (text, origin) in enumerate(tokens):
             if not text:
                 continue
+            if len(text) >= self._stream_room:  # the rest streams unseen: the finished reply shows it
+                text = text[:self._stream_room]
+                self._stream_room = 0
+            else:
+                self._stream_room -= len(text)
             round_index = token_rounds[n] if token_rounds is not None and n < len(token_rounds) else NO_ROUND
             # The target's own token of a round that refused part of its proposal marks where that part goes.
             ghost = (str(round_index) if origin == "target" and 0 <= round_index < len(records)
@@ -338,9 +342,12 @@ class ChatView(TranscriptBrowser):
                     self._stream_pending_line += piece
                     if ghost and self._writer.show_refused:
                         self._writer.insert_ghosts(cursor, STREAM_KEY, ghost, records)
-                    cursor.insertText(piece, self._writer.token_format(origin, STREAM_KEY, round_index,
-                                                                       self._stream_in_code, ghost))
+                    long_text.insert_text(cursor, piece, self._writer.token_format(
+                        origin, STREAM_KEY, round_index, self._stream_in_code, ghost))
                     ghost = ""
+            if self._stream_room <= 0:
+                message_actions.insert_note(self._base, cursor, long_text.STREAM_NOT_SHOWN)
+                break
         cursor.endEditBlock()
         if follow:
             self.scroll_to_end()
@@ -371,12 +378,12 @@ class ChatView(TranscriptBrowser):
 
     def refresh_message(self, message: TranscriptMessage) -> None:
         """Render a shown reply again (its comparison changed); nothing when the reply is not shown."""
-        found = message_actions.find_link(self.document(), "Copy", f"specchat:copy/{message.message_id}")
+        found = message_actions.find_link(self.document(), "Copy", self.action_href("copy", message.message_id))
         if found is None:
             return
         frame = found.currentFrame()
         last = message_actions.find_link(self.document(), "Regenerate",
-                                         f"specchat:regenerate/{message.message_id}") is not None
+                                         self.action_href("regenerate", message.message_id)) is not None
         follow = self._at_bottom()
         cursor = frame.firstCursorPosition()
         cursor.setPosition(frame.lastPosition(), QTextCursor.MoveMode.KeepAnchor)
@@ -389,7 +396,8 @@ class ChatView(TranscriptBrowser):
 
     def _hide_regenerate_links(self) -> None:
         """Only the newest reply can be regenerated or continued; earlier such links are removed."""
-        message_actions.remove_links(self.document(), (("Regenerate", "regenerate"), ("Continue", "continue")))
+        message_actions.remove_links(self.document(), self.action_links,
+                                     (("Regenerate", "regenerate"), ("Continue", "continue")))
 
     def streamed_text(self) -> str:
         """The text of the reply streaming now ("" when none)."""
@@ -423,15 +431,22 @@ class ChatView(TranscriptBrowser):
         bar = self.verticalScrollBar()
         bar.setValue(bar.maximum())
 
+    def action_href(self, action: str, argument: object = "") -> str:
+        """The href of the app's own link for this action (tests and find_link)."""
+        return self.action_links.href(action, argument)
+
     def _on_anchor(self, url: QUrl) -> None:
-        href = url.toString()
-        if not href.startswith("specchat:"):
+        action = self.action_links.parse(url.toString())
+        if action is None:
+            # A reply's own link, `specchat:` ones included: never an app action; opened only after confirming.
             open_link_after_confirming(self, url)
             return
-        action, _, argument = href[len("specchat:"):].partition("/")
-        if action == "copy-code":
-            QApplication.clipboard().setText(self._writer.code_blocks[int(argument)])
-        elif action == "retry":
+        number = action.number()
+        # A target that is not there (an index past the code blocks, a bad id) is ignored, never raised.
+        if action.name == "copy-code":
+            if number is not None and 0 <= number < len(self._writer.code_blocks):
+                QApplication.clipboard().setText(self._writer.code_blocks[number])
+        elif action.name == "retry":
             self.sig_retry.emit()
-        elif action in self._message_signals:
-            self._message_signals[action].emit(int(argument))
+        elif action.name in self._message_signals and number is not None:
+            self._message_signals[action.name].emit(number)

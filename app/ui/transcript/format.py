@@ -29,6 +29,9 @@ ROUND_PROPERTY = QTextFormat.Property.UserProperty + 4
 GHOST_ROUNDS_PROPERTY = QTextFormat.Property.UserProperty + 5
 # On ghost text itself, which is never part of copied or streamed text.
 GHOST_PROPERTY = QTextFormat.Property.UserProperty + 6
+# On a block that goes on the line of the block before it: a long line is cut into blocks of bounded length
+# (long_text.py), and copied text joins them again.
+CONTINUED_PROPERTY = QTextFormat.Property.UserProperty + 7
 STREAM_KEY = -1
 
 

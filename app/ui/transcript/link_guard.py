@@ -20,10 +20,17 @@ def allowed_resource(url: QUrl) -> bool:
     return url.scheme() == "qrc"
 
 
+# A dialog lays its text out at once: a reply's megabyte-long link is shown by its start (scheme and host first).
+SHOWN_URL_CHARS = 2_000
+
+
 def shown_url(url: QUrl) -> str:
     """The URL as it will be opened: percent-encoded, with an international host in its ASCII form, so that a
-    look-alike address cannot pass for another."""
-    return url.toString(QUrl.ComponentFormattingOption.FullyEncoded)
+    look-alike address cannot pass for another; a very long one is cut, and says how much is left out."""
+    text = url.toString(QUrl.ComponentFormattingOption.FullyEncoded)
+    if len(text) <= SHOWN_URL_CHARS:
+        return text
+    return f"{text[:SHOWN_URL_CHARS]}… ({len(text) - SHOWN_URL_CHARS:,} more characters)"
 
 
 def open_link_after_confirming(parent: QWidget, url: QUrl) -> bool:

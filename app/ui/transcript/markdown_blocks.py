@@ -221,7 +221,7 @@ def parse_markdown(text: str) -> list[Block]:
     heading = 0
     table: Block | None = None
     row: list[Inline] = []
-    tokens = _parser().parse(source)
+    tokens = _tokens(source)
     for n, token in enumerate(tokens):
         kind = token.type
         if kind in ("bullet_list_open", "ordered_list_open"):
@@ -278,6 +278,19 @@ def parse_markdown(text: str) -> list[Block]:
     if back is not None:
         _map_back(blocks, back)
     return blocks
+
+
+@lru_cache(maxsize=4)
+def _tokens(source: str) -> list:
+    # Cached: the view asks nests_too_deep, then parses the same reply (tokens are only read).
+    return _parser().parse(source)
+
+
+def nests_too_deep(text: str) -> bool:
+    """True when markdown-it would leave part of `text` out: blocks nested past its limit (20 levels: about 20
+    quotes or 10 lists) are skipped, not shown, though they would still be copied. Such text is shown plain."""
+    limit = _parser().options["maxNesting"]
+    return any(token.level >= limit - 1 for token in _tokens(_normalized(text)[0]))
 
 
 def _is_tight(tokens, start: int) -> bool:

@@ -12,7 +12,13 @@ from PySide6.QtGui import QTextCursor, QTextDocument, QTextFormat, QTextFragment
 
 from app.store.provenance import RoundRecord
 from app.ui.widgets import style
-from app.ui.transcript.format import GHOST_PROPERTY, GHOST_ROUNDS_PROPERTY, MESSAGE_PROPERTY, PROVENANCE_PROPERTY
+from app.ui.transcript.format import (
+    CONTINUED_PROPERTY,
+    GHOST_PROPERTY,
+    GHOST_ROUNDS_PROPERTY,
+    MESSAGE_PROPERTY,
+    PROVENANCE_PROPERTY,
+)
 
 HIGHLIGHTED = ("draft", "ngram")
 
@@ -97,7 +103,10 @@ def visible_text(document: QTextDocument, start: int, end: int) -> str:
             if hi <= start or lo >= end:
                 continue
             pieces.append(fragment.text()[max(0, start - lo):min(hi, end) - lo])
-        lines.append("".join(pieces))
+        if lines and block.blockFormat().boolProperty(CONTINUED_PROPERTY):
+            lines[-1] += "".join(pieces)  # a long line cut into blocks (long_text.py) is one line again
+        else:
+            lines.append("".join(pieces))
         block = block.next()
     return "\n".join(lines).replace("\u2028", "\n").replace("\u00a0", " ")
 

@@ -1,7 +1,7 @@
 """The links under a message (Copy, Edit, Regenerate, Continue, Compare with plain), its stats row, which opens the
 reply's inspector, and the line a comparison writes: how they are written into the transcript and found again.
 
-Every link's href is `specchat:<action>/<message id>`. GUI thread only.
+Every link is an app link (action_links) whose argument is the message id. GUI thread only.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from PySide6.QtGui import QColor, QFont, QTextBlockFormat, QTextCursor, QTextDoc
 
 from app.store.attachments import Attachment
 from app.ui.widgets import style
+from app.ui.transcript.action_links import ActionLinks
 from app.ui.transcript.reply_writer import ReplyWriter
 
 
@@ -24,7 +25,7 @@ def insert_actions(writer: ReplyWriter, base: QFont, cursor: QTextCursor, messag
     writer.new_block(cursor, block_format, muted)
     if stats_text:
         # The stats row opens the reply's inspector: a link that keeps the row's quiet look.
-        stats_link = writer.link_format(f"specchat:inspect/{message_id}")
+        stats_link = writer.action_format("inspect", message_id)
         stats_link.setForeground(QColor(style.TEXT_MUTED))
         stats_link.setFontPointSize(muted.fontPointSize())
         stats_link.setToolTip("Show this reply's rounds as charts")
@@ -33,7 +34,7 @@ def insert_actions(writer: ReplyWriter, base: QFont, cursor: QTextCursor, messag
     for n, (label, action) in enumerate(actions):
         if n:
             cursor.insertText("   ", muted)
-        link = writer.link_format(f"specchat:{action}/{message_id}")
+        link = writer.action_format(action, message_id)
         link.setFontPointSize(muted.fontPointSize())
         cursor.insertText(label, link)
 
@@ -72,13 +73,14 @@ def find_link(document: QTextDocument, label: str, href: str) -> Optional[QTextC
             return cursor
 
 
-def remove_links(document: QTextDocument, links: Sequence[tuple[str, str]]) -> None:
-    """Remove every (label, action) link of these actions, whichever message it is under."""
+def remove_links(document: QTextDocument, app_links: ActionLinks, links: Sequence[tuple[str, str]]) -> None:
+    """Remove every (label, action) app link of these actions, whichever message it is under."""
     for label, action in links:
+        prefix = app_links.prefix(action)
         cursor = QTextCursor(document)
         while True:
             cursor = document.find(label, cursor)
             if cursor.isNull():
                 break
-            if cursor.charFormat().anchorHref().startswith(f"specchat:{action}/"):
+            if cursor.charFormat().anchorHref().startswith(prefix):
                 cursor.removeSelectedText()

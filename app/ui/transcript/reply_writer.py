@@ -24,7 +24,10 @@ from PySide6.QtGui import (
 
 from app.store.provenance import RoundRecord
 from app.ui.widgets import style
+from app.ui.transcript.action_links import ActionLinks
+from app.ui.transcript import long_text
 from app.ui.transcript.code_colors import code_colours
+from app.ui.transcript.long_text import LINE_SEPARATOR
 from app.ui.transcript.markdown_blocks import Block, Inline, InlineStyle, parse_markdown
 from app.ui.transcript.reply_chars import NO_ROUND, ReplyChars
 from app.ui.transcript.format import (
@@ -36,7 +39,6 @@ from app.ui.transcript.format import (
     ROUND_PROPERTY,
 )
 
-LINE_SEPARATOR = "\u2028"  # a line break inside a block: a paragraph's soft break, a code block's lines
 _ALIGN = {"center": Qt.AlignmentFlag.AlignHCenter, "right": Qt.AlignmentFlag.AlignRight}
 
 
@@ -61,8 +63,9 @@ class _Reply:
 class ReplyWriter:
     """Writes replies into a QTextDocument; remembers the code blocks it wrote, for their Copy links."""
 
-    def __init__(self, base: QFont):
+    def __init__(self, base: QFont, links: ActionLinks):
         self.base = base
+        self.links = links  # the app's own links (a reply's links never get this transcript's key)
         self.mono = style.monospace_font(max(8.0, base.pointSizeF() - 0.5))
         self.highlight = True
         self.show_refused = False
@@ -83,10 +86,11 @@ class ReplyWriter:
         else:
             fmt.clearBackground()
 
-    def link_format(self, href: str) -> QTextCharFormat:
+    def action_format(self, action: str, argument: object = "") -> QTextCharFormat:
+        """The format of one of the app's own links (see action_links)."""
         link = QTextCharFormat()
         link.setAnchor(True)
-        link.setAnchorHref(href)
+        link.setAnchorHref(self.links.href(action, argument))
         link.setForeground(QColor(style.ACCENT))
         return link
 
@@ -240,7 +244,7 @@ class ReplyWriter:
                     formats[run_key] = fmt
                 if run_key[4] and self.show_refused:
                     self.insert_ghosts(cursor, reply.key, run_key[4], reply.rounds)
-                cursor.insertText(text[run_start:i].replace("\n", LINE_SEPARATOR), fmt)
+                long_text.insert_text(cursor, text[run_start:i].replace("\n", LINE_SEPARATOR), fmt)
             if i < len(text):
                 run_key, run_start = key, i
 
@@ -263,7 +267,7 @@ class ReplyWriter:
         inner = frame.firstCursorPosition()
         label = style.muted_format(self.base)
         inner.insertText(f"{block.language or 'code'}   ", label)
-        copy = self.link_format(f"specchat:copy-code/{index}")
+        copy = self.action_format("copy-code", index)
         copy.setFontPointSize(label.fontPointSize())
         inner.insertText("Copy", copy)
         line_format = QTextBlockFormat()

@@ -1,0 +1,58 @@
+"""Issue 23, class 10: a model file that changes or shrinks under the window. The engine dies by SIGBUS, as
+llama.cpp's mapped file does when it is truncated mid-reply; the window says the file changed and the library
+marks it, and the changed file is not loaded again behind the user's back."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from PySide6.QtCore import Qt
+
+from app.ui.models.library_model import NGRAM_KEY
+from window_helpers import choose_pair
+
+
+def test_a_model_file_truncated_mid_reply_is_reported_and_marked(make_window, qtbot, fake_engine, model_folder,
+                                                                  tiny_models):
+    target = model_folder / "changing-target.gguf"
+    shutil.copy2(tiny_models.target, target)
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, target, NGRAM_KEY)
+    window.update_chat_settings(max_tokens=4000)
+    fake_engine.reply = "word " * 2000
+    fake_engine.token_delay_s = 0.01
+    fake_engine.bus_error_on_change = True
+    loads = fake_engine.loads
+    window.composer.edit.setPlainText("a long answer, please")
+    with qtbot.waitSignal(window.inference.sig_stream, timeout=20000):
+        qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    os.truncate(target, target.stat().st_size // 2)  # a download restarting, a disk filling up
+    qtbot.waitUntil(lambda: "changed on disk" in window.error_banner.text(), timeout=20000)
+    banner = window.error_banner.text()
+    assert "changing-target.gguf changed on disk while it was in use" in banner
+    assert not window.conversation.is_busy() and not window.composer.is_busy()
+    entry = window.library.entry_for(str(target))
+    assert entry is not None and not entry.usable and "changed on disk" in entry.problem
+    qtbot.wait(300)
+    assert fake_engine.loads == loads  # the changed file was not loaded again on its own
+    reply = window.store.messages(window.conversation.chat_id)[-1]
+    assert reply.role == "assistant" and reply.content.startswith("word")  # what streamed is kept
+    window.composer.edit.setPlainText("again?")
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    assert window.composer.text() == "again?"  # not sent: the banner says why
+    assert "changed on disk" in window.error_banner.text()
+
+
+def test_a_model_file_replaced_while_idle_is_not_used_unseen(make_window, qtbot, fake_engine, model_folder,
+                                                             tiny_models):
+    target = model_folder / "replaced-target.gguf"
+    shutil.copy2(tiny_models.target, target)
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, target, NGRAM_KEY)
+    with open(target, "ab") as grown:
+        grown.write(b"\0" * 4096)
+    window.composer.edit.setPlainText("hello")
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    assert "replaced-target.gguf changed on disk since it was loaded" in window.error_banner.text()
+    assert window.conversation.chat_id is None  # nothing was sent

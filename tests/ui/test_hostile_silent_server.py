@@ -1,0 +1,38 @@
+"""Issue 23, class 5 (the window's half): Stop on a server that went silent mid-reply. The window keeps what came,
+ends up idle, and never blames the chat template or llama.cpp for a server's silence."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+
+from app.engine.remote.engine import remote_target
+from app.ui.engine_link.engine_process import STOP_GRACE_MS, stuck_sentence
+from tests.remote.fake_openai_server import FakeServer, Script, content_chunk
+
+
+def test_stop_on_a_silent_server_is_not_blamed_on_llama_cpp(make_window, qtbot):
+    script = Script(models=[("org/silent", "llamacpp")], chunks=[content_chunk("The first words")], end="stall",
+                    stall_s=STOP_GRACE_MS / 1000 + 3)
+    with FakeServer(script) as server:
+        window = make_window(servers=[server.url])
+        key = remote_target(server.url, "org/silent")
+        qtbot.waitUntil(lambda: window.library.entry_for(key) is not None, timeout=10000)
+        window.choose_target(key)
+        qtbot.waitUntil(window.models_ready, timeout=20000)
+        window.composer.edit.setPlainText("hello")
+        qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+        qtbot.waitUntil(lambda: "The first words" in window.chat_view.toPlainText(), timeout=10000)
+        window.conversation.stop()  # the user presses Stop while the server says nothing
+        assert not window.conversation.is_busy() and not window.composer.is_busy()
+        qtbot.wait(STOP_GRACE_MS + 500)  # past the moment a stuck engine would be restarted
+        said = window.chat_view.toPlainText() + window.error_banner.text()
+        assert "llama.cpp" not in said and "chat template" not in said
+        if "restarted" in said:  # the read could not be interrupted: the server is named as the cause
+            assert "The server went silent" in said
+    reply = window.store.messages(window.conversation.chat_id)[-1]
+    assert reply.content == "The first words"
+
+
+def test_a_stuck_local_engine_is_still_called_that():
+    assert "llama.cpp" in stuck_sentence("/models/target.gguf")
+    assert "server" in stuck_sentence(remote_target("http://127.0.0.1:9", "m")).lower()
