@@ -21,6 +21,17 @@ from fake_engine import FakeEngineControl  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
+def no_blocking_confirmation(monkeypatch):
+    """A destructive action's question is a modal dialog, which would block a test forever: a test that gets there
+    without saying what the user answers (window.confirm) fails at once instead."""
+
+    def refuse(parent, title, text, action):
+        raise AssertionError(f"the window asked {title!r} ({text}); set window.confirm to answer it")
+
+    monkeypatch.setattr("app.ui.shell.main_window.confirm_destructive", refuse)
+
+
+@pytest.fixture(autouse=True)
 def no_thread_leaks(monkeypatch, qapp):
     """Fail a test that leaves a QThread running (napari's dangling_qthreads, simplified).
 

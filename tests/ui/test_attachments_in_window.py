@@ -120,5 +120,6 @@ def test_editing_a_message_brings_its_files_back(make_window, qtbot, fake_engine
     window.composer.add_files([str(source)])
     send_and_wait(qtbot, window, "Sort this.")
     [user] = [m for m in window.store.messages(window.conversation.chat_id) if m.role == "user"]
+    window.confirm = lambda *args: True  # editing drops the reply after it: the window asks first
     window.edit_message(user.id)
     assert window.composer.text() == "Sort this." and [a.name for a in window.composer.attachments()] == ["todo.txt"]
