@@ -11,6 +11,7 @@ Each sub-command lives in its own module with a `register(subparsers)` function 
 - export_cmd.py: `specchat-cli export CHAT_ID`: a chat from the chat database as Markdown, or as JSON with every token and round.
 - generate_cmd.py: `specchat-cli generate`: one reply, plain or speculative, streamed to the terminal or printed as JSON.
 - inspect_cmd.py: `specchat-cli inspect FILE…`: what each GGUF model is (name, architecture, size, quantization, vocabulary),
+- serve_cmd.py: `specchat-cli serve`: the loaded models as a local OpenAI-compatible API, speculating as the window does.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ import sys
 from typing import Optional, Sequence
 
 from app import __version__
-from app.cli import bench_cmd, check_pair_cmd, desktop_cmd, download_cmd, export_cmd, generate_cmd, inspect_cmd
+from app.cli import (bench_cmd, check_pair_cmd, desktop_cmd, download_cmd, export_cmd, generate_cmd, inspect_cmd,
+                     serve_cmd)
 
-SUBCOMMANDS = (inspect_cmd, check_pair_cmd, generate_cmd, bench_cmd, download_cmd, desktop_cmd, export_cmd)
+SUBCOMMANDS = (inspect_cmd, check_pair_cmd, generate_cmd, serve_cmd, bench_cmd, download_cmd, desktop_cmd, export_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:
