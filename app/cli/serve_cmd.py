@@ -84,7 +84,7 @@ def _is_loopback(host: str) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     from app.cli.generate_cmd import build_engine, models_problem
-    from app.serve.jobs import served_models
+    from app.serve.jobs import served_models, work_off
     from app.serve.server import ApiServer, ServeError
 
     try:
@@ -109,13 +109,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     model = server.served.target
-    how = f"the draft model {server.served.draft}" if args.draft else "n-gram lookup" if args.ngram else "no drafter"
-    print(f"Serving {model} (speculating with {how}) at {url}/v1 — Ctrl+C stops.", file=sys.stderr, flush=True)
+    how = (f"speculating with the draft model {server.served.draft}" if args.draft
+           else "speculating with n-gram lookup" if args.ngram else "plain decoding")
+    print(f"Serving {model} ({how}) at {url}/v1 — Ctrl+C stops.", file=sys.stderr, flush=True)
     if not _is_loopback(options.host):
         print(f"warning: listening on {options.host}: other machines can reach this server"
               + ("" if options.api_key else ", and it has no --api-key"), file=sys.stderr, flush=True)
     try:
-        _answer_requests(engine, server)
+        work_off(server.queue, engine, on_done=_report, idle_after_s=IDLE_AFTER_S)
     except KeyboardInterrupt:
         print("stopping", file=sys.stderr)
     finally:
@@ -124,21 +125,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _answer_requests(engine, server) -> None:
-    """The requests, one at a time in order, on this thread; between them, the engine's background measuring."""
-    from app.serve.jobs import run_job
-
-    idle_work = False
-    while True:
-        job = server.queue.take(timeout=IDLE_AFTER_S if idle_work else None)
-        if job is None:
-            idle_work = engine.idle_step()
-            continue
-        finished = run_job(engine, job)
-        idle_work = True
-        if finished is not None:
-            s = finished.stats
-            line = f"request {job.serial}: {s.tokens} tokens, {s.tokens_per_second:.1f} tok/s"
-            if s.drafted:
-                line += f", {s.accepted} of {s.drafted} drafted tokens kept"
-            print(line, file=sys.stderr, flush=True)
+def _report(job, finished) -> None:
+    """One line per answered request."""
+    if finished is None:
+        return
+    s = finished.stats
+    line = f"request {job.serial}: {s.tokens} tokens, {s.tokens_per_second:.1f} tok/s"
+    if s.drafted:
+        line += f", {s.accepted} of {s.drafted} drafted tokens kept"
+    print(line, file=sys.stderr, flush=True)

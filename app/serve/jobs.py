@@ -187,3 +187,25 @@ def run_job(engine: Optional[ChatEngine], job: ServeJob, stopped=None) -> Option
     finally:
         job.sink(JobEnded())
     return finished
+
+
+def work_off(queue: JobQueue, engine: ChatEngine, until: Callable[[], bool] = lambda: False,
+             on_done: Optional[Callable[[ServeJob, Optional[FinishedEvent]], None]] = None,
+             idle_after_s: float = 1.0, poll_s: Optional[float] = None) -> None:
+    """Answer the queue's jobs one at a time, in order, on this thread (the one that owns `engine`), until
+    `until()` (checked every `poll_s` seconds; None: never). Between jobs, once nothing has come for
+    `idle_after_s`, the engine does its background measuring a short step at a time."""
+    idle_work = False
+    while not until():
+        timeout = idle_after_s if idle_work else poll_s
+        if idle_work and poll_s is not None:
+            timeout = min(idle_after_s, poll_s)
+        job = queue.take(timeout)
+        if job is None:
+            if idle_work:
+                idle_work = engine.idle_step()
+            continue
+        finished = run_job(engine, job)
+        idle_work = True
+        if on_done is not None:
+            on_done(job, finished)
