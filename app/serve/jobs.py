@@ -23,6 +23,7 @@ from app.engine.protocol import ChatEngine
 from app.engine.remote.engine import parse_remote_target
 from app.serve.requests import ChatRequest
 
+STOPPED = "The reply was stopped in the SpecChat window."
 NO_MODEL = "No model is loaded; load one in SpecChat (or start `specchat-cli serve --target MODEL.gguf`)."
 
 
@@ -158,8 +159,8 @@ def run_job(engine: Optional[ChatEngine], job: ServeJob, stopped=None) -> Option
     """Answer `job` with `engine`, on the thread that owns it. `stopped` (with is_set()) is a second way to stop,
     such as the window's Stop; the client's going away sets job.cancel. Generation checks both every round.
     Returns the reply's FinishedEvent, None when it was stopped or failed."""
-    finished: Optional[FinishedEvent] = None
     cancel = AnyCancel(job.cancel, stopped) if stopped is not None else job.cancel
+    finished: Optional[FinishedEvent] = None
     try:
         if cancel.is_set():
             return None
@@ -175,10 +176,12 @@ def run_job(engine: Optional[ChatEngine], job: ServeJob, stopped=None) -> Option
         job.sink(JobStarted(model_id(engine.target_path), prompt_tokens))
         for event in engine.chat(messages, job.request.config, cancel=cancel, request_id=job.serial):
             if cancel.is_set():
-                return None
+                break
             job.sink(event)
             if isinstance(event, FinishedEvent):
                 finished = event
+        if finished is None and stopped is not None and stopped.is_set() and not job.cancel.is_set():
+            job.sink(JobFailed(503, STOPPED))  # the client is still there: it hears why its reply ended
     except EngineError as exc:
         job.sink(JobFailed(500, str(exc)))
     except Exception as exc:  # a bug of ours must end this request, never the server
