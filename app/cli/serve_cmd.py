@@ -50,6 +50,7 @@ def _options(args: argparse.Namespace):
     """The server's options from the arguments. Raises UsageError or ValueError."""
     from app.engine.config import GenerationConfig
     from app.serve.http_app import ApiOptions
+    from app.serve.key_store import key_problem
     from app.serve.requests import ApiLimits
 
     draft_max = parse_draft_max(args.draft_max)
@@ -65,8 +66,8 @@ def _options(args: argparse.Namespace):
         problem = check_text(value, what)
         if problem:
             raise UsageError(problem)
-    if key is not None and (not key.strip() or not key.isprintable() or not key.isascii()):
-        raise UsageError("--api-key must be printable ASCII text (it travels in an HTTP header)")
+    if key_problem(key):
+        raise UsageError("--api-key must be printable ASCII text without spaces (it travels in an HTTP header)")
     defaults = GenerationConfig(speculative=bool(args.draft or args.ngram), drafter="model" if args.draft else "ngram",
                                 draft_max=draft_max, session="api")
     limits = ApiLimits(max_tokens=args.max_tokens, max_queued=args.queue)

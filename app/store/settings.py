@@ -47,6 +47,11 @@ class AppSettings:
     # llama.cpp RPC workers ("host:port") the target is spread over; no authentication, trusted networks only.
     rpc_workers: list[str] = field(default_factory=list)
     scan_hf_cache: bool = True
+    # The local OpenAI-compatible API (app.serve): on or off, and where it listens. Its key is kept apart, in an
+    # owner-only file (app.serve.key_store).
+    api_server: bool = False
+    api_host: str = "127.0.0.1"
+    api_port: int = 1234
     # Why the file could not be used as it was, in words for the user; None when it loaded cleanly.
     load_warning: str | None = field(default=None, compare=False, repr=False)
 
@@ -80,6 +85,9 @@ def load_settings(path: Path | None = None) -> AppSettings:
         if getattr(settings, name) < GPU_LAYERS_AUTO:
             setattr(settings, name, GPU_LAYERS_AUTO)
             rejected.append(name)
+    if not 1 <= settings.api_port <= 65535:
+        settings.api_port = AppSettings.api_port
+        rejected.append("api_port")
     if rejected:
         settings.load_warning = (
             f"Some settings in {path} had values SpecChat could not use ({', '.join(rejected)}); "

@@ -28,6 +28,7 @@ from app.ui.transcript.chat_view import ChatView
 from app.ui.chat.composer import Composer
 from app.ui.chat.conversation import Conversation
 from app.ui.shell.empty_state import EmptyLibraryPage
+from app.ui.engine_link import api_server
 from app.ui.engine_link.engine_process import EngineProcess
 from app.ui.models.library_controller import LibraryController
 from app.ui.models.library_model import DraftListModel, LibraryModel
@@ -84,6 +85,7 @@ class MainWindow(QMainWindow):
         self.server_models = server_models.attach(self)
         self.chat_export = chat_export.attach(self)
         self.inspector = inspector_controller.attach(self)
+        self.api_server = api_server.attach(self)  # the local API's switch and its word in the footer
 
     # ----- construction
 

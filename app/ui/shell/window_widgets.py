@@ -115,6 +115,12 @@ class StatusFooter(QWidget):
         self.context_gauge.setValue(0)
         row.addWidget(self.context_gauge)
 
+    def add_indicator(self, widget: QWidget) -> None:
+        """A feature's own word in the footer (such as the API server's), before the context gauge."""
+        row = self.layout()
+        row.insertWidget(row.indexOf(self.context_label), widget)
+        row.insertSpacing(row.indexOf(self.context_label), 16)
+
     def show_status(self, text: str) -> None:
         self.status_line.setText(text[:1].upper() + text[1:])
 
