@@ -49,9 +49,8 @@ def register(subparsers) -> None:
 def _options(args: argparse.Namespace):
     """The server's options from the arguments. Raises UsageError or ValueError."""
     from app.engine.config import GenerationConfig
-    from app.serve.http_app import ApiOptions
     from app.serve.key_store import key_problem
-    from app.serve.requests import ApiLimits
+    from app.serve.requests import ApiLimits, ApiOptions
 
     draft_max = parse_draft_max(args.draft_max)
     problem = sampling_problem(argparse.Namespace(max_tokens=args.max_tokens, ctx=args.ctx, threads=args.threads))

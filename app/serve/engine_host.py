@@ -10,14 +10,15 @@ a shared "stopped up to" number, as its Stop for its own replies does.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from app.engine.config import GenerationConfig
 from app.engine.protocol import ChatEngine
-from app.serve.http_app import ApiOptions
 from app.serve.jobs import run_job, served_models
-from app.serve.requests import ApiLimits
-from app.serve.server import ApiServer, ServeError
+from app.serve.requests import ApiLimits, ApiOptions
+
+if TYPE_CHECKING:  # the HTTP side is imported when a server starts: the window imports this module at its start
+    from app.serve.server import ApiServer
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,8 @@ class ApiServeSpec:
 
     def start(self, send: Callable[[tuple], None], stopped_up_to) -> Optional["ApiHost"]:
         """Start listening (on the worker's thread); None when that failed, which `send` has told the window."""
+        from app.serve.server import ApiServer, ServeError
+
         # The window's speculation: the loaded draft model, else n-gram lookup, with the auto controller.
         options = ApiOptions(host=self.host, port=self.port, api_key=self.api_key, limits=self.limits,
                              defaults=GenerationConfig(session="api"))

@@ -11,7 +11,6 @@ import asyncio
 import hmac
 import json
 import time
-from dataclasses import dataclass, field
 from typing import AsyncIterator, Callable, Optional
 
 from starlette.applications import Starlette
@@ -19,26 +18,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from app.engine.config import GenerationConfig
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.serve.jobs import JobEnded, JobFailed, JobQueue, JobStarted, ServedModels, ServeJob
 from app.serve.replies import ReplyShaper, models_list
-from app.serve.requests import ApiLimits, BadRequest, parse_chat_request, parse_json_body
+from app.serve.requests import ApiOptions, BadRequest, parse_chat_request, parse_json_body
 
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
                413: "invalid_request_error", 503: "server_busy"}
-
-
-@dataclass(frozen=True)
-class ApiOptions:
-    """What one API server is: where it listens, its key, its limits, and how its replies speculate."""
-
-    host: str = "127.0.0.1"
-    port: int = 1234
-    api_key: Optional[str] = field(default=None, repr=False)  # a secret: never in a repr or a log line
-    limits: ApiLimits = ApiLimits()
-    # Sampling defaults and speculation of every reply (a request may set its own sampling, never speculation).
-    defaults: GenerationConfig = GenerationConfig(session="api")
 
 
 def error_response(status: int, message: str) -> JSONResponse:

@@ -115,7 +115,7 @@ class ReplyShaper:
 
     def _timings(self, last: Optional[_Token], stats: Optional[GenerationStats] = None) -> dict:
         predicted_n = last.predicted_n if last else self._predicted_n
-        timings = {
+        timings: dict[str, float] = {
             "prompt_n": self.prompt_tokens,
             "predicted_n": predicted_n,
             "draft_n": last.draft_n if last else self._draft_n,

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Optional
 
 from app.engine.config import GenerationConfig
 
@@ -28,6 +28,18 @@ class ApiLimits:
     max_body_bytes: int = 4 * 1024 * 1024
     max_tokens: int = 4096  # the most a request may ask for, and what it gets when it does not say
     max_queued: int = 8  # requests waiting behind the one being answered
+
+
+@dataclass(frozen=True)
+class ApiOptions:
+    """What one API server is: where it listens, its key, its limits, and how its replies speculate."""
+
+    host: str = "127.0.0.1"
+    port: int = 1234
+    api_key: Optional[str] = field(default=None, repr=False)  # a secret: never in a repr or a log line
+    limits: ApiLimits = ApiLimits()
+    # Sampling defaults and speculation of every reply (a request may set its own sampling, never speculation).
+    defaults: GenerationConfig = GenerationConfig(session="api")
 
 
 class BadRequest(ValueError):
@@ -57,7 +69,7 @@ def parse_json_body(body: bytes) -> dict:
         data = json.loads(body.decode("utf-8"))
     except UnicodeDecodeError:
         raise BadRequest("The request body is not UTF-8 text.") from None
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise BadRequest(f"The request body is not valid JSON ({exc.msg} at character {exc.pos}).") from None
     if not isinstance(data, dict):
         raise BadRequest("The request body must be a JSON object.")
@@ -117,7 +129,8 @@ def _messages(value: Any) -> tuple[dict, ...]:
     for i, message in enumerate(value):
         if not isinstance(message, dict):
             raise BadRequest(f"messages[{i}] must be an object with \"role\" and \"content\".")
-        role = ROLE_ALIASES.get(message.get("role"), message.get("role"))
+        role = message.get("role")
+        role = ROLE_ALIASES.get(role, role) if isinstance(role, str) else role
         if role not in ROLES:
             raise BadRequest(f"messages[{i}].role must be one of {', '.join(ROLES)} (tools are not supported).")
         out.append({"role": role, "content": _content(message.get("content"), i, role)})

@@ -13,11 +13,14 @@ import threading
 import time
 from typing import Optional
 
-from app.serve.http_app import ApiOptions, build_app
+import uvicorn
+
+from app.serve.http_app import build_app
+from app.serve.requests import ApiOptions
 from app.serve.jobs import JobQueue, ServedModels
 
 START_DEADLINE_S = 10.0
-STOP_DEADLINE_S = 3.0
+STOP_DEADLINE_S = 3
 
 
 class ServeError(Exception):
@@ -38,7 +41,7 @@ class ApiServer:
         self.queue = JobQueue(options.limits.max_queued)
         self.served = ServedModels()  # replaced whole by publish(): one attribute write, safe across threads
         self.port = options.port
-        self._server = None
+        self._server: Optional[uvicorn.Server] = None
         self._thread: Optional[threading.Thread] = None
 
     @property
@@ -51,8 +54,6 @@ class ApiServer:
 
     def start(self) -> str:
         """Bind and serve; returns the base URL. Raises ServeError."""
-        import uvicorn
-
         sock = _bind(self.options.host, self.options.port)
         self.port = sock.getsockname()[1]
         app = build_app(self.options, self.queue, lambda: self.served)

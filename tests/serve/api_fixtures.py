@@ -12,9 +12,8 @@ from typing import Iterator, Optional
 import httpx2 as httpx
 
 from app.engine.config import GenerationConfig, LoadSettings
-from app.serve.http_app import ApiOptions
 from app.serve.jobs import served_models, work_off
-from app.serve.requests import ApiLimits
+from app.serve.requests import ApiLimits, ApiOptions
 from app.serve.server import ApiServer
 
 DEADLINE_S = 60.0
