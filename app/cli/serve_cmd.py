@@ -7,7 +7,6 @@ side runs on its own thread (app.serve). Ctrl+C stops it.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 import sys
 
@@ -73,18 +72,10 @@ def _options(args: argparse.Namespace):
     return ApiOptions(host=args.host, port=args.port, api_key=key, limits=limits, defaults=defaults)
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def run(args: argparse.Namespace) -> int:
     from app.cli.generate_cmd import build_engine, models_problem
     from app.serve.jobs import served_models, work_off
+    from app.serve.requests import is_loopback
     from app.serve.server import ApiServer, ServeError
 
     try:
@@ -112,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     how = (f"speculating with the draft model {server.served.draft}" if args.draft
            else "speculating with n-gram lookup" if args.ngram else "plain decoding")
     print(f"Serving {model} ({how}) at {url}/v1 — Ctrl+C stops.", file=sys.stderr, flush=True)
-    if not _is_loopback(options.host):
+    if not is_loopback(options.host):
         print(f"warning: listening on {options.host}: other machines can reach this server"
               + ("" if options.api_key else ", and it has no --api-key"), file=sys.stderr, flush=True)
     try:

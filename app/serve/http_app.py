@@ -12,6 +12,7 @@ import hmac
 import json
 import time
 from typing import AsyncIterator, Callable, Optional
+from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -21,9 +22,10 @@ from starlette.routing import Route
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.serve.jobs import JobEnded, JobFailed, JobQueue, JobStarted, ServedModels, ServeJob
 from app.serve.replies import ReplyShaper, models_list
-from app.serve.requests import ApiOptions, BadRequest, parse_chat_request, parse_json_body
+from app.serve.requests import ApiOptions, BadRequest, is_loopback, parse_chat_request, parse_json_body
 
-ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
+ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+               404: "not_found_error",
                413: "invalid_request_error", 503: "server_busy"}
 
 
@@ -44,7 +46,18 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
     started = int(time.time())
     key = options.api_key.encode("utf-8") if options.api_key else None
 
+    local_only = is_loopback(options.host)
+
     def denied(request: Request) -> Optional[JSONResponse]:
+        # A web page the user visits may send requests to this machine: one from another site (its Origin says
+        # so), or one that renamed itself to a loopback address (DNS rebinding: its Host is not a loopback name),
+        # never reaches the models.
+        origin = request.headers.get("origin")
+        if origin is not None and not is_loopback(urlsplit(origin).hostname or ""):
+            return error_response(403, "Requests from web pages of other sites are refused.")
+        host = request.headers.get("host")
+        if local_only and host and not is_loopback(urlsplit(f"//{host}").hostname or ""):
+            return error_response(403, "This server answers requests addressed to this machine only.")
         if key is None:
             return None
         given = request.headers.get("authorization", "")

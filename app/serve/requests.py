@@ -7,6 +7,7 @@ client never gets a reply that silently differs from what it asked for.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 from dataclasses import dataclass, field
@@ -61,6 +62,16 @@ class ChatRequest:
     stop: tuple[str, ...] = ()
     timings_per_token: bool = False  # llama-server's field: send `timings` with every chunk
     include_usage: bool = False  # stream_options.include_usage: a last chunk with the token counts
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` (a name or an address) is this machine's loopback."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def parse_json_body(body: bytes) -> dict:

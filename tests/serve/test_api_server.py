@@ -78,6 +78,18 @@ def test_api_key_is_required_when_set(tiny_models):
     assert right.status_code == 200 and right.json()["choices"][0]["message"]["content"]
 
 
+def test_web_pages_of_other_sites_are_refused(tiny_models):
+    with running_api(tiny_models) as api:
+        foreign = _post(api.url, chat_body("hi", 4), headers={"Origin": "https://evil.example"})
+        # DNS rebinding: the page's own name resolved to 127.0.0.1; the Host header still carries that name.
+        rebound = _post(api.url, chat_body("hi", 4), headers={"Host": "evil.example:1234"})
+        local_page = _post(api.url, chat_body("hi", 4), headers={"Origin": "http://localhost:3000"})
+    assert foreign.status_code == rebound.status_code == 403
+    assert "other sites" in _one_sentence(foreign) and "this machine" in _one_sentence(rebound)
+    assert local_page.status_code == 200
+    assert len(api.done) == 1  # only the local page's request reached the engine
+
+
 def test_malformed_requests_get_400_with_one_sentence(tiny_models):
     bad = {
         b"{not json": "not valid JSON",

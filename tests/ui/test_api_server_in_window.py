@@ -52,3 +52,35 @@ def test_the_window_serves_its_models_and_stops_a_request(make_window, qtbot, mo
     assert window.settings.api_server is False
     with socket.socket() as sock:  # nothing listens there any more
         assert sock.connect_ex(("127.0.0.1", int(url.rsplit(":", 1)[1]))) != 0
+
+
+def test_the_page_warns_and_refuses_what_cannot_work(qtbot):
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QDialogButtonBox
+
+    from app.ui.settings.api_server_page import ApiServerDialog
+
+    dialog = ApiServerDialog(ApiServerChoice(True, "127.0.0.1", 1234, None), "Off.")
+    qtbot.addWidget(dialog)
+    page = dialog.page
+    ok = dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Ok)
+    assert page.base_url.text() == "Base URL for clients: http://127.0.0.1:1234/v1" and not page.warning.text()
+    page.host.setText("0.0.0.0")
+    assert "set an API key" in page.warning.text()
+    page.api_key.setText("two words")
+    qtbot.mouseClick(ok, Qt.MouseButton.LeftButton)
+    assert dialog.result() != dialog.DialogCode.Accepted and "without spaces" in dialog.error.text()
+    page.api_key.setText("k3y")
+    assert page.warning.text() == "Other machines can reach this address."
+    qtbot.mouseClick(ok, Qt.MouseButton.LeftButton)
+    assert dialog.result() == dialog.DialogCode.Accepted
+    assert page.choice() == ApiServerChoice(True, "0.0.0.0", 1234, "k3y")
+
+
+def test_a_saved_port_out_of_range_falls_back_with_a_warning(tmp_path):
+    from app.store.settings import load_settings
+
+    path = tmp_path / "settings.json"
+    path.write_text('{"api_server": true, "api_port": 70000}')
+    settings = load_settings(path)
+    assert settings.api_server and settings.api_port == 1234 and "api_port" in settings.load_warning

@@ -45,7 +45,7 @@ class ApiServerControl(QObject):
         self.state = ApiState()
         self.indicator: Optional[ApiServerIndicator] = None  # set by attach()
         inference.sig_api_state.connect(self._on_state)
-        inference.sig_worker_died.connect(lambda _death: self._send())  # a fresh engine process serves nothing
+        inference.sig_worker_died.connect(self._on_worker_died)
 
     @property
     def enabled(self) -> bool:
@@ -73,10 +73,16 @@ class ApiServerControl(QObject):
         if self.state.serving:
             self._inference.stop_api_request(self.state.serving)
 
+    def _on_worker_died(self, _death) -> None:
+        # The server died with the engine process: say so, and start it again in the fresh one.
+        self._on_state(ApiState())
+        self._send()
+
     def _send(self) -> None:
         s = self._settings()
         spec = ApiServeSpec(host=s.api_host, port=s.api_port, api_key=saved_key()) if s.api_server else None
-        if spec is None and not self.state.url and not self.state.error:
+        if spec is None and not self.state.url:
+            self._on_state(ApiState())
             return  # nothing runs: no need to start an engine process to say so
         self._inference.request_api(spec)
 

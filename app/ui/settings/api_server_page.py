@@ -5,7 +5,6 @@ A page of its own, so the Settings window can hold it among its pages; until the
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 from typing import Optional
 
@@ -14,6 +13,7 @@ from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QFormLayout
                                QVBoxLayout, QWidget)
 
 from app.serve.key_store import key_problem
+from app.serve.requests import is_loopback
 
 EXPLANATION = (
     "Editors and coding agents (Continue, Aider, Cline, …) and any OpenAI client can use the models loaded here, "
@@ -30,13 +30,6 @@ class ApiServerChoice:
     host: str
     port: int
     api_key: Optional[str]
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        return host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class ApiServerPage(QWidget):
@@ -104,7 +97,7 @@ class ApiServerPage(QWidget):
         choice = self.choice()
         shown = f"[{choice.host}]" if ":" in choice.host else choice.host
         self.base_url.setText(f"Base URL for clients: http://{shown}:{choice.port}/v1")
-        open_to_others = choice.enabled and not _is_loopback(choice.host)
+        open_to_others = choice.enabled and not is_loopback(choice.host)
         self.warning.setText(
             ("Other machines can reach this address" + ("." if choice.api_key else "; set an API key."))
             if open_to_others else "")
