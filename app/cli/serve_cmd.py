@@ -66,7 +66,9 @@ def _options(args: argparse.Namespace):
             raise UsageError(problem)
     if key_problem(key):
         raise UsageError("--api-key must be printable ASCII text without spaces (it travels in an HTTP header)")
-    defaults = GenerationConfig(speculative=bool(args.draft or args.ngram), drafter="model" if args.draft else "ngram",
+    # As the window drafts: "auto" with a draft model (the draft model, or earlier text where that pays), n-gram
+    # lookup alone with --ngram.
+    defaults = GenerationConfig(speculative=bool(args.draft or args.ngram), drafter="auto" if args.draft else "ngram",
                                 draft_max=draft_max, session="api")
     limits = ApiLimits(max_tokens=args.max_tokens, max_queued=args.queue)
     return ApiOptions(host=args.host, port=args.port, api_key=key, limits=limits, defaults=defaults)

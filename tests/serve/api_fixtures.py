@@ -9,7 +9,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
-import httpx2 as httpx
+try:  # the same HTTP client the app uses (pyproject.toml): httpx2, or httpx on Python 3.10
+    import httpx2 as httpx
+except ImportError:  # pragma: no cover
+    import httpx  # type: ignore[no-redef]
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.serve.jobs import served_models, work_off

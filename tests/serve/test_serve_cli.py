@@ -50,17 +50,18 @@ def served(tiny_models):
     assert code == 0
 
 
-def test_served_reply_is_generates_reply_with_each_tokens_drafter(tiny_models, served):
+def test_served_reply_is_generates_reply_and_names_each_tokens_drafter(tiny_models, served):
     local = _cli("generate", "--target", tiny_models.target, "--draft", tiny_models.draft, "--draft-max", 3,
                  "--threads", 1, "--chat", MESSAGE, "--max-tokens", 40, "--json")
     assert local.returncode == 0, local.stderr
     expected = json.loads(local.stdout)
 
     chunks = stream_chunks(served, chat_body(MESSAGE, 40))
-    assert streamed_text(chunks) == expected["text"]
+    assert streamed_text(chunks) == expected["text"]  # greedy: speculation changes the speed, never the reply
     tokens = streamed_tokens(chunks)
-    assert [t["drafter"] for t in tokens] == [t["drafter"] for t in expected["tokens"]]
-    assert "model" in [t["drafter"] for t in tokens]
+    drafters = [t["drafter"] for t in tokens]
+    assert len(tokens) == 40 and set(drafters) <= {"model", "ngram", None}
+    assert len(tokens) - drafters.count(None) == chunks[-1]["specchat"]["accepted"] > 0
 
     # SpecChat's own client of OpenAI-compatible servers reads the same reply's llama-server counters.
     remote = _cli("generate", "--server", served, "--model", "tiny-target", "--chat", MESSAGE, "--max-tokens", 40,
@@ -68,8 +69,7 @@ def test_served_reply_is_generates_reply_with_each_tokens_drafter(tiny_models, s
     assert remote.returncode == 0, remote.stderr
     highlighted = json.loads(remote.stdout)
     assert highlighted["text"] == expected["text"]
-    assert [t["source"] for t in highlighted["tokens"]] == [t["source"] for t in expected["tokens"]]
-    assert highlighted["stats"]["accepted"] == expected["stats"]["accepted"] > 0
+    assert [t["source"] for t in highlighted["tokens"]] == ["target" if d is None else "draft" for d in drafters]
 
 
 def test_a_port_in_use_is_one_sentence(tiny_models, served):
