@@ -1,8 +1,9 @@
 """What the local API costs: the same greedy request answered by the engine directly and through the API, side by side.
 
-    python -m tests.perf.api_overhead [--repeats 3] [--tokens 128] [--threads 2]
+    python -m tests.perf.api_overhead [--repeats 3] [--tokens 128] [--threads 2] [--tiny]
 
-One process loads the real Qwen pair once. For each repetition and prompt, in alternating order, the engine answers
+One process loads the real Qwen pair once (with --tiny, the synthetic models, whose hundreds of tokens per second
+make the API's cost per token stand out). For each repetition and prompt, in alternating order, the engine answers
 the request directly (as `generate --chat` does) and through the API (a client thread streams it over loopback
 while this thread answers the queued job, as `specchat-cli serve` does). Prints each run's tok/s (the engine's own,
 and the client's from its first chunk to its last), their ratio, and whether the two texts are the same (they must
@@ -14,8 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import FinishedEvent
@@ -32,7 +35,7 @@ def _direct(engine, prompt: str, config: GenerationConfig) -> tuple[str, float]:
     for event in engine.chat([{"role": "user", "content": prompt}], config):
         if isinstance(event, FinishedEvent):
             finished = event
-    return finished.text, finished.stats.tokens_per_second
+    return finished.text, finished.stats.tokens_per_second, finished.stats
 
 
 def _through_api(engine, server: ApiServer, prompt: str, tokens: int) -> tuple[str, float, float]:
@@ -56,7 +59,7 @@ def _through_api(engine, server: ApiServer, prompt: str, tokens: int) -> tuple[s
     job = server.queue.take(60)
     finished = run_job(engine, job)
     asker.join(60)
-    return seen["text"], finished.stats.tokens_per_second, seen["client_tps"]
+    return seen["text"], finished.stats.tokens_per_second, seen["client_tps"], finished.stats
 
 
 def main() -> None:
@@ -64,12 +67,19 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--tiny", action="store_true", help="the synthetic models instead of the real pair")
     args = parser.parse_args()
     from app.engine.local.engine import SpecEngine
 
+    target, draft = REAL_MODELS_DIR / REAL_TARGET, REAL_MODELS_DIR / REAL_DRAFT
+    if args.tiny:
+        from app.testing.synthetic import make_model_set
+
+        models = make_model_set(Path(tempfile.mkdtemp(prefix="specchat-api-overhead-")))
+        target, draft = models.target, models.draft
     engine = SpecEngine(LoadSettings(n_ctx=4096, n_threads=args.threads))
-    engine.load_target(REAL_MODELS_DIR / REAL_TARGET)
-    engine.load_draft(REAL_MODELS_DIR / REAL_DRAFT)
+    engine.load_target(target)
+    engine.load_draft(draft)
     config = GenerationConfig(max_tokens=args.tokens, session="api")
     server = ApiServer(ApiOptions(port=0, defaults=config))
     server.publish(served_models(engine))
@@ -85,11 +95,14 @@ def main() -> None:
                         result["direct"] = _direct(engine, prompt, config)
                     else:
                         result["api"] = _through_api(engine, server, prompt, args.tokens)
-                (direct_text, direct_tps), (api_text, api_tps, client_tps) = result["direct"], result["api"]
+                (direct_text, direct_tps, direct_stats), (api_text, api_tps, client_tps, api_stats) = \
+                    result["direct"], result["api"]
                 ratios[name].append(api_tps / direct_tps)
                 print(f"{repeat + 1} {name:9s} direct {direct_tps:6.1f} tok/s | API engine {api_tps:6.1f} tok/s, "
                       f"client {client_tps:6.1f} tok/s | API/direct {api_tps / direct_tps:.2f} | "
-                      f"same text: {api_text == direct_text}", flush=True)
+                      f"same text: {api_text == direct_text} | kept/drafted direct "
+                      f"{direct_stats.accepted}/{direct_stats.drafted}, API {api_stats.accepted}/{api_stats.drafted}",
+                      flush=True)
     finally:
         server.stop()
         engine.close()
