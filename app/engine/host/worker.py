@@ -149,14 +149,14 @@ class _WorkerLoop:
                 # for IDLE_AFTER_S, and only while no request is waiting: a request waits for one step at most.
                 timeout = max(0.0, idle_since + IDLE_AFTER_S - time.monotonic())
             try:
-                ready = wait([self._conn] + ([self._side] if self._side is not None else []), timeout)
+                ready = self._wait(timeout)
             except (EOFError, OSError):
                 return
-            if not ready:
+            if ready is None:
                 idle_work = self._idle_step()
                 continue
-            if self._conn not in ready:
-                self._side.answer_next(self._engine)
+            if ready is not self._conn:
+                ready.answer_next(self._engine)
                 idle_work, idle_since = True, time.monotonic()
                 continue
             try:
@@ -175,6 +175,16 @@ class _WorkerLoop:
             elif kind == "api":
                 self._serve_api(request[1])
             idle_work, idle_since = True, time.monotonic()
+
+    def _wait(self, timeout: Optional[float]):
+        """The pipe or the side requests, whichever has something first (the pipe when both), or None after
+        `timeout` seconds (None: wait for ever)."""
+        if self._side is None:
+            return self._conn if timeout is None or self._conn.poll(timeout) else None
+        ready = wait([self._conn, self._side], timeout)
+        if self._conn in ready:
+            return self._conn
+        return self._side if ready else None
 
     def _serve_api(self, starter) -> None:
         if self._side is not None:

@@ -157,6 +157,7 @@ class EngineProcess(QObject):
         if process is None:
             return True
         self._cancelled_up_to.value = 2**62  # whatever it is generating stops at the next round
+        self._api_stopped_up_to.value = 2**62  # an API request too
         try:
             conn.send(("shutdown",))
         except (OSError, ValueError):
