@@ -22,7 +22,7 @@ def test_the_window_serves_its_models_and_stops_a_request(make_window, qtbot, mo
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft.name)
     control = window.api_server
     qtbot.waitUntil(lambda: bool(control.state.url), timeout=int(DEADLINE_S * 1000))
-    assert control.indicator.text().startswith("<a href='#page'>API on")
+    assert control.indicator.text() == f"<a href='#page'>API at {control.state.url.split('://')[1]}</a>"
 
     done: dict = {}
     short = threading.Thread(target=lambda: done.update(short=stream_chunks(control.state.url,
@@ -44,12 +44,12 @@ def test_the_window_serves_its_models_and_stops_a_request(make_window, qtbot, mo
     control.indicator.linkActivated.emit("#stop")  # the footer's Stop link
     qtbot.waitUntil(lambda: not long.is_alive(), timeout=int(DEADLINE_S * 1000))
     assert "stopped in the SpecChat window" in done["long"][-1]
-    qtbot.waitUntil(lambda: "API on" in control.indicator.text(), timeout=int(DEADLINE_S * 1000))
+    qtbot.waitUntil(lambda: "API at" in control.indicator.text(), timeout=int(DEADLINE_S * 1000))
 
     url = control.state.url
     control.set_choice(ApiServerChoice(False, "127.0.0.1", window.settings.api_port, None))
     qtbot.waitUntil(lambda: not control.state.url, timeout=int(DEADLINE_S * 1000))
-    assert window.settings.api_server is False
+    assert window.settings.api_server is False and control.indicator.text() == "<a href='#page'>API server</a>"
     with socket.socket() as sock:  # nothing listens there any more
         assert sock.connect_ex(("127.0.0.1", int(url.rsplit(":", 1)[1]))) != 0
 

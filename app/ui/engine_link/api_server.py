@@ -92,7 +92,7 @@ class ApiServerControl(QObject):
 
 
 class ApiServerIndicator(QLabel):
-    """The status footer's word on the API: off, listening, or answering a request (with Stop)."""
+    """The status footer's word on the API: off, listening where, or answering a request (with Stop)."""
 
     def __init__(self, control: ApiServerControl, open_page: Callable[[], None], parent=None):
         super().__init__(parent)
@@ -106,11 +106,11 @@ class ApiServerIndicator(QLabel):
         if state.serving:
             text = "API: answering a request · <a href='#stop'>Stop</a>"
         elif state.url:
-            text = "<a href='#page'>API on</a>"
+            text = f"<a href='#page'>API at {escape(state.url.split('://', 1)[-1])}</a>"
         elif state.error:
             text = "<a href='#page'>API off (failed)</a>"
         else:
-            text = "<a href='#page'>API</a>" if not self._control.enabled else "API starting…"
+            text = "<a href='#page'>API server</a>" if not self._control.enabled else "API starting…"
         self.setText(text)
         self.setToolTip(escape(state_text(state, self._control.enabled)))
 
