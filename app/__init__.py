@@ -2,7 +2,7 @@
 
 Layers, top to bottom (import-linter keeps them; docs/architecture.md draws them):
 - ui/ | cli/: the window (the only Qt) and `specchat-cli`.
-- bench/: the benchmark suite both front ends run.
+- bench/ | serve/: the benchmark suite both front ends run; the local OpenAI-compatible API.
 - replies/ | library.py: what is made of finished replies; the model library on disk.
 - store/ | hub/: the chat database and settings; the Hugging Face Hub.
 - engine/: decoding with speculation, local or remote, and the engine process.

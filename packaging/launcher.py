@@ -34,6 +34,10 @@ ON_DEMAND_IMPORTS = (
     ("app.hub.download", ()),
     ("app.hub.token", ()),
     ("app.testing.synthetic", ()),
+    # The local API, started in the engine process when its switch is on; uvicorn loads its protocol by name.
+    ("app.serve.server", ("ApiServer",)),
+    ("uvicorn.protocols.http.h11_impl", ("H11Protocol",)),
+    ("uvicorn.lifespan.off", ("LifespanOff",)),
 )
 
 

@@ -13,6 +13,7 @@ Each sub-command lives in its own module with a `register(subparsers)` function 
 - generate_cmd.py: `specchat-cli generate`: one reply, plain or speculative, streamed to the terminal or printed as JSON.
 - inspect_cmd.py: `specchat-cli inspect FILE…`: what each GGUF model is (name, architecture, size, quantization, vocabulary),
 - terminal.py: What the CLI prints of text it did not write: no control characters, no credentials.
+- serve_cmd.py: `specchat-cli serve`: the loaded models as a local OpenAI-compatible API, speculating as the window does.
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ from app.cli import (
     export_cmd,
     generate_cmd,
     inspect_cmd,
+    serve_cmd,
 )
 from app.cli.terminal import make_output_safe, printable
 
-SUBCOMMANDS = (inspect_cmd, check_pair_cmd, generate_cmd, bench_cmd, download_cmd, desktop_cmd, export_cmd)
+SUBCOMMANDS = (inspect_cmd, check_pair_cmd, generate_cmd, serve_cmd, bench_cmd, download_cmd, desktop_cmd, export_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

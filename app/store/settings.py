@@ -56,6 +56,11 @@ class AppSettings:
     rpc_workers: list[str] = field(default_factory=list)
     scan_hf_cache: bool = True
     theme: str = "system"  # "system" (follow the OS colour scheme), "light" or "dark"
+    # The local OpenAI-compatible API (app.serve): on or off, and where it listens. Its key is kept apart, in an
+    # owner-only file (app.serve.key_store).
+    api_server: bool = False
+    api_host: str = "127.0.0.1"
+    api_port: int = 1234
     # Why the file could not be used as it was, in words for the user; None when it loaded cleanly.
     load_warning: str | None = field(default=None, compare=False, repr=False)
 

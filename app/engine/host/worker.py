@@ -7,6 +7,7 @@ crosses the pipe is a plain tuple of picklable records, so this module knows not
 Requests (parent -> worker), handled one at a time in order:
     ("load", request_id, target_path | None, draft_path | None, LoadSettings)
     ("generate", request_id, messages, GenerationConfig)
+    ("api", starter | None)                              serve the models to other programs too, or stop
     ("shutdown",)
 Replies (worker -> parent):
     ("ready",)                                           the worker is up
@@ -19,9 +20,14 @@ Replies (worker -> parent):
     ("finished", FinishedEvent)                          never sent for a cancelled request
     ("failed", request_id, message)
     ("ended", request_id)                                always last for a generate request
+    ("api", state)                                       what the API server is doing (app.serve.engine_host)
 
 Stop crosses as a shared integer, not a message: the highest cancelled request id. The loop's main thread is busy
 inside generation when a stop matters, so a queued "stop" message would only be read after the reply ended.
+
+The window's models can also answer other programs: an "api" request's starter (app.serve.engine_host, passed in
+so this layer never imports the API's) returns SideRequests, whose requests this loop answers between the window's,
+on this thread, in the order they come. Their Stop is a second shared integer, `api_stopped_up_to`.
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ import sys
 import threading
 import time
 import traceback
-from typing import Callable, Optional
+from multiprocessing.connection import wait
+from typing import Callable, Optional, Protocol
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.errors import EngineError
@@ -59,6 +66,19 @@ class CancelFlag:
             self._shared.value = self._request_id
 
 
+class SideRequests(Protocol):
+    """Requests from other programs than the window (the local API server), answered on this loop's thread."""
+
+    def fileno(self) -> int:
+        """Readable while a request waits."""
+
+    def answer_next(self, engine: Optional[ChatEngine]) -> None: ...
+
+    def models_changed(self, engine: Optional[ChatEngine]) -> None: ...
+
+    def close(self) -> None: ...
+
+
 def default_engine_factory(load: LoadSettings):
     """Local models for file targets, a server's for server targets (app.engine.host.engine_factory)."""
     from app.engine.host.engine_factory import DispatchingEngine
@@ -78,13 +98,13 @@ def _redirect_stderr(log_path: Optional[str]) -> None:
 
 
 def run_worker(conn, cancelled_up_to, log_path: Optional[str] = None,
-               engine_factory: Optional[Callable] = None) -> None:
+               engine_factory: Optional[Callable] = None, api_stopped_up_to=None) -> None:
     """The worker process's main function (multiprocessing target)."""
     # ggml's abort handler otherwise runs gdb to print a backtrace: seconds of delay before the crash is reported.
     os.environ["GGML_NO_BACKTRACE"] = "1"
     _redirect_stderr(log_path)
     _exit_with_parent()
-    host = _WorkerLoop(conn, cancelled_up_to, engine_factory or default_engine_factory)
+    host = _WorkerLoop(conn, cancelled_up_to, engine_factory or default_engine_factory, api_stopped_up_to)
     try:
         host.serve()
     finally:
@@ -107,12 +127,14 @@ def _exit_with_parent() -> None:
 class _WorkerLoop:
     """Runs in the worker process's main thread only."""
 
-    def __init__(self, conn, cancelled_up_to, engine_factory: Callable):
+    def __init__(self, conn, cancelled_up_to, engine_factory: Callable, api_stopped_up_to=None):
         self._conn = conn
         self._cancelled_up_to = cancelled_up_to
         self._engine_factory = engine_factory
         self._engine: Optional[ChatEngine] = None
         self._load: Optional[LoadSettings] = None
+        self._api_stopped_up_to = api_stopped_up_to
+        self._side: Optional[SideRequests] = None
 
     def _send(self, message: tuple) -> None:
         self._conn.send(message)
@@ -121,16 +143,22 @@ class _WorkerLoop:
         self._send(("ready",))
         idle_work, idle_since = False, time.monotonic()
         while True:
+            timeout = None
             if idle_work and self._engine is not None:
                 # Background work (measuring forward-pass costs) runs a step at a time once nothing has happened
                 # for IDLE_AFTER_S, and only while no request is waiting: a request waits for one step at most.
-                wait = max(0.0, idle_since + IDLE_AFTER_S - time.monotonic())
-                try:
-                    if not self._conn.poll(wait):
-                        idle_work = self._idle_step()
-                        continue
-                except (EOFError, OSError):
-                    return
+                timeout = max(0.0, idle_since + IDLE_AFTER_S - time.monotonic())
+            try:
+                ready = self._wait(timeout)
+            except (EOFError, OSError):
+                return
+            if ready is None:
+                idle_work = self._idle_step()
+                continue
+            if ready is not self._conn:
+                ready.answer_next(self._engine)
+                idle_work, idle_since = True, time.monotonic()
+                continue
             try:
                 request = self._conn.recv()
             except (EOFError, OSError):
@@ -140,9 +168,37 @@ class _WorkerLoop:
                 return
             if kind == "load":
                 self._load_models(*request[1:])
+                if self._side is not None:
+                    self._side.models_changed(self._engine)  # what the API lists now
             elif kind == "generate":
                 self._generate(*request[1:])
+            elif kind == "api":
+                self._serve_api(request[1])
             idle_work, idle_since = True, time.monotonic()
+
+    def _wait(self, timeout: Optional[float]):
+        """The pipe or the side requests, whichever has something first (the pipe when both), or None after
+        `timeout` seconds (None: wait for ever)."""
+        if self._side is None:
+            return self._conn if timeout is None or self._conn.poll(timeout) else None
+        ready = wait([self._conn, self._side], timeout)
+        if self._conn in ready:
+            return self._conn
+        return self._side if ready else None
+
+    def _serve_api(self, starter) -> None:
+        if self._side is not None:
+            self._side.close()
+            self._side = None
+        if starter is None:
+            return
+        try:
+            self._side = starter.start(self._send, self._api_stopped_up_to)
+        except Exception:  # a bug in the API's start must not take the window's engine down
+            traceback.print_exc()
+            return
+        if self._side is not None:
+            self._side.models_changed(self._engine)
 
     def _idle_step(self) -> bool:
         try:
@@ -152,6 +208,9 @@ class _WorkerLoop:
             return False
 
     def close(self) -> None:
+        if self._side is not None:
+            self._side.close()
+            self._side = None
         if self._engine is not None:
             try:
                 self._engine.close()

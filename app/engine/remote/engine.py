@@ -37,7 +37,9 @@ from app.engine.remote.http import (
 from app.engine.remote.provenance import ProvenanceTracker
 
 TARGET_PREFIX = "server:"
-LLAMA_SERVER_OWNER = "llamacpp"
+# Servers that speak llama-server's fields (timings_per_token, top_k, min_p, /props): llama-server itself, and
+# SpecChat's own API (app/serve).
+LLAMA_SERVER_OWNERS = ("llamacpp", "specchat")
 # Without the server's tokenizer, prompt sizes are estimated (for fitting the context and the usage label).
 _CHARS_PER_TOKEN = 3
 _TOKENS_PER_MESSAGE = 4
@@ -120,7 +122,7 @@ class RemoteEngine:
         key = self._api_key_for(url)
         entry = check_model(url, model, key)
         self._url, self._model, self._target = url, model, remote_target(url, model)
-        self._llama_server = entry.owned_by == LLAMA_SERVER_OWNER
+        self._llama_server = entry.owned_by in LLAMA_SERVER_OWNERS
         self._n_ctx = self._load.n_ctx
         if self._llama_server:
             settings = server_props(url, key).get("default_generation_settings")

@@ -82,6 +82,8 @@ class EngineProcess(QObject):
     """(request_id): the engine is done with this request, however it ended."""
     sig_worker_died = Signal(object)
     """A WorkerDeath: the worker crashed or hung and a fresh one was started (no models loaded in it)."""
+    sig_api_state = Signal(object)
+    """An ApiState (app.serve.engine_host): what the engine process's API server is doing now."""
 
     _sig_message = Signal(int, object)
     """(incarnation, reply): from the reader thread."""
@@ -93,6 +95,7 @@ class EngineProcess(QObject):
         self._engine_factory = engine_factory
         self._context = multiprocessing.get_context("spawn")
         self._cancelled_up_to = self._context.RawValue("q", 0)
+        self._api_stopped_up_to = self._context.RawValue("q", 0)  # the API's requests' Stop (request_api)
         self._process = None
         self._conn = None
         self._reader: Optional[threading.Thread] = None
@@ -121,7 +124,7 @@ class EngineProcess(QObject):
             pass  # a fresh log per worker: its tail is this worker's last words
         process = self._context.Process(
             target=run_worker,
-            args=(child_conn, self._cancelled_up_to, self._log_path, self._engine_factory),
+            args=(child_conn, self._cancelled_up_to, self._log_path, self._engine_factory, self._api_stopped_up_to),
             name="SpecChat engine",
             daemon=True,
         )
@@ -166,6 +169,7 @@ class EngineProcess(QObject):
         if process is None:
             return True
         self._cancelled_up_to.value = 2**62  # whatever it is generating stops at the next round
+        self._api_stopped_up_to.value = 2**62  # an API request too
         try:
             conn.send(("shutdown",))
         except (OSError, ValueError):
@@ -264,6 +268,15 @@ class EngineProcess(QObject):
         self._generate_in_flight.add(request_id)
         self._send(("generate", request_id, messages, config))
 
+    def request_api(self, starter) -> None:
+        """Serve the loaded models to other programs (an ApiServeSpec), or stop serving (None)."""
+        self._send(("api", starter))
+
+    def stop_api_request(self, stop_id: int) -> None:
+        """Stop the API request with this stop id (an ApiState's `serving`) at its next round."""
+        if self._api_stopped_up_to.value < stop_id:
+            self._api_stopped_up_to.value = stop_id
+
     def cancel(self, request_id: int) -> None:
         """Stop request `request_id` (and every earlier one) at once; the worker checks every round."""
         if self._cancelled_up_to.value < request_id:
@@ -304,6 +317,8 @@ class EngineProcess(QObject):
             if timer is not None:
                 timer.stop()
             self.sig_generation_ended.emit(request_id)
+        elif kind == "api":
+            self.sig_api_state.emit(message[1])
         elif kind == "loading":
             self._loading_path = message[2]
         elif kind == "loaded":

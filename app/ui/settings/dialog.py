@@ -23,11 +23,13 @@ from PySide6.QtWidgets import (
 )
 
 from app.platform import paths
+from app.serve.key_store import saved_key
 from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, MAX_DRAFT
 from app.engine.placement.devices import DeviceReport, list_devices
 from app.store import AppSettings, ChatSettings
 from app.ui.widgets.layouts import button_row
 from app.ui.settings.pages import SettingsPages, fitted_size, hint
+from app.ui.settings.api_server_page import ApiServerChoice, ApiServerPage
 from app.ui.settings.remote_settings import RemoteSettingsSection
 from app.ui.widgets.themes import THEME_CHOICES, THEME_LABELS
 
@@ -143,7 +145,8 @@ class AppSettingsDialog(QDialog):
 
     PAGES = ("Models", "Loading and devices", "Servers and RPC", "API server", "Appearance", "History")
 
-    def __init__(self, settings: AppSettings, parent=None, devices: DeviceReport | None = None):
+    def __init__(self, settings: AppSettings, parent=None, devices: DeviceReport | None = None,
+                 api_state: str = ""):
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self._original = settings
@@ -188,8 +191,10 @@ class AppSettingsDialog(QDialog):
         self.remote = RemoteSettingsSection(settings.servers, settings.rpc_workers, self, rpc_supported=report.rpc)
         self.pages.add_page("Servers and RPC", self.remote)
 
-        # The local API server's own settings widget takes this page's place when that feature is merged.
-        self.pages.add_page("API server", hint("The local OpenAI-compatible API server's settings will be here."))
+        self.api_page = ApiServerPage(ApiServerChoice(settings.api_server, settings.api_host, settings.api_port,
+                                                      saved_key()))
+        self.api_page.set_state(api_state)
+        self.pages.add_page("API server", self.api_page)
 
         self.theme = QComboBox()
         for choice in THEME_CHOICES:
@@ -217,6 +222,11 @@ class AppSettingsDialog(QDialog):
         problem = self.remote.save_keys()
         if problem:
             self.remote.problem.setText(problem)
+            return
+        problem = self.api_page.problem()
+        if problem:
+            self.pages.show_page("API server")
+            self.api_page.set_state(problem)
             return
         self.accept()
 
@@ -246,6 +256,9 @@ class AppSettingsDialog(QDialog):
             servers=self.remote.server_urls(),
             rpc_workers=self.remote.rpc_workers(),
             theme=self.theme.currentData(),
+            api_server=self.api_page.choice().enabled,
+            api_host=self.api_page.choice().host,
+            api_port=self.api_page.choice().port,
         )
 
 

@@ -29,6 +29,7 @@ from app.ui.chat.composer import Composer
 from app.ui.chat.conversation import Conversation
 from app.ui.shell import appearance
 from app.ui.shell.empty_state import EmptyLibraryPage
+from app.ui.engine_link import api_server
 from app.ui.engine_link.engine_process import EngineProcess
 from app.ui.models.library_controller import LibraryController
 from app.ui.models.library_model import DraftListModel, LibraryModel
@@ -87,6 +88,7 @@ class MainWindow(QMainWindow):
         self.inspector = inspector_controller.attach(self)
         self.appearance = appearance.attach(self)  # System, Light or Dark, switched live
         self.file_drop = file_drop.attach(self)  # files dropped on the window are attached to the next message
+        self.api_server = api_server.attach(self)  # the local API's switch and its word in the footer
 
     # ----- construction
 
@@ -208,9 +210,13 @@ class MainWindow(QMainWindow):
             self.show_error(str(exc))
 
     def open_app_settings(self) -> None:
-        dialog = AppSettingsDialog(self.settings, self)
+        dialog = AppSettingsDialog(self.settings, self, api_state=self.api_server.state_text())
         if dialog.exec() == QDialog.DialogCode.Accepted:
             self.apply_app_settings(dialog.settings())
+            try:
+                self.api_server.set_choice(dialog.api_page.choice())
+            except (OSError, ValueError) as exc:
+                self.show_error(f"The API server's key could not be saved: {exc}")
 
     def apply_app_settings(self, new: AppSettings) -> None:
         old = self.settings

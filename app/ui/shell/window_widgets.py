@@ -122,6 +122,12 @@ class StatusFooter(QWidget):
         row.addWidget(self.context_gauge)
         self._used = self._n_ctx = self._pending = 0
 
+    def add_indicator(self, widget: QWidget) -> None:
+        """A feature's own word in the footer (such as the API server's), before the context gauge."""
+        row = self.layout()
+        row.insertWidget(row.indexOf(self.context_label), widget)
+        row.insertSpacing(row.indexOf(self.context_label), 16)
+
     def show_status(self, text: str) -> None:
         self.status_line.setText(text[:1].upper() + text[1:])
 

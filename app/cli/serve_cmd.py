@@ -1,0 +1,129 @@
+"""`specchat-cli serve`: the loaded models as a local OpenAI-compatible API, speculating as the window does.
+
+The models stay on this (main) thread, which answers the requests one at a time in the order they came; the HTTP
+side runs on its own thread (app.serve). Ctrl+C stops it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from app.bench.args import add_model_arguments, parse_draft_max
+from app.cli.checks import UsageError, check_text, sampling_problem
+from app.engine.errors import EngineError
+
+ENV_SERVE_KEY = "SPECCHAT_SERVE_API_KEY"
+# Between requests the engine measures what forward passes cost (for the auto controller), a short step at a time,
+# once nothing has come for this long.
+IDLE_AFTER_S = 1.0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "serve",
+        help="serve a model as a local OpenAI-compatible API (/v1/chat/completions), with each token's drafter",
+        description="Serve the target as an OpenAI-compatible API on this machine. Replies speculate with the draft "
+        "model (--draft) or n-gram lookup (--ngram), with the window's auto controller; without either, plain "
+        "decoding. Every streamed chunk names each token's drafter in its \"specchat\" field.",
+    )
+    add_model_arguments(p)
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only). Anything else lets other "
+                   "machines in: set --api-key too")
+    p.add_argument("--port", type=int, default=1234, help="port (default 1234; 0 picks a free one)")
+    p.add_argument("--api-key", default=None,
+                   help=f"the key clients must send as \"Authorization: Bearer KEY\" (or set {ENV_SERVE_KEY}, "
+                   "which other users cannot see in the process list)")
+    p.add_argument("--max-tokens", type=int, default=4096,
+                   help="the most tokens one reply may ask for, and what it gets when it does not say (default 4096)")
+    p.add_argument("--queue", type=int, default=8,
+                   help="requests that may wait behind the one being answered; more get HTTP 503 (default 8)")
+    p.add_argument("--ctx", type=int, default=4096, help="context size in tokens (default 4096)")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
+    p.set_defaults(func=run)
+
+
+def _options(args: argparse.Namespace):
+    """The server's options from the arguments. Raises UsageError or ValueError."""
+    from app.engine.config import GenerationConfig
+    from app.serve.key_store import key_problem
+    from app.serve.requests import ApiLimits, ApiOptions
+
+    draft_max = parse_draft_max(args.draft_max)
+    problem = sampling_problem(argparse.Namespace(max_tokens=args.max_tokens, ctx=args.ctx, threads=args.threads))
+    if problem:
+        raise UsageError(problem)
+    if not 0 <= args.port <= 65535:
+        raise UsageError("--port must be from 0 to 65535")
+    if args.queue < 0:
+        raise UsageError("--queue must be 0 or more")
+    key = args.api_key if args.api_key is not None else os.environ.get(ENV_SERVE_KEY) or None
+    for what, value in (("--api-key", key), ("--host", args.host)):
+        problem = check_text(value, what)
+        if problem:
+            raise UsageError(problem)
+    if key_problem(key):
+        raise UsageError("--api-key must be printable ASCII text without spaces (it travels in an HTTP header)")
+    # As the window drafts: "auto" with a draft model (the draft model, or earlier text where that pays), n-gram
+    # lookup alone with --ngram.
+    defaults = GenerationConfig(speculative=bool(args.draft or args.ngram), drafter="auto" if args.draft else "ngram",
+                                draft_max=draft_max, session="api")
+    limits = ApiLimits(max_tokens=args.max_tokens, max_queued=args.queue)
+    return ApiOptions(host=args.host, port=args.port, api_key=key, limits=limits, defaults=defaults)
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.cli.generate_cmd import build_engine, models_problem
+    from app.serve.jobs import served_models, work_off
+    from app.serve.requests import is_loopback
+    from app.serve.server import ApiServer, ServeError
+
+    try:
+        options = _options(args)
+        problem = models_problem(args)
+        if problem:
+            raise UsageError(problem)
+    except (ValueError, UsageError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        engine = build_engine(args)
+    except EngineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    server = ApiServer(options)
+    try:
+        server.publish(served_models(engine))
+        url = server.start()
+    except ServeError as exc:
+        engine.close()
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    model = server.served.target
+    how = (f"speculating with the draft model {server.served.draft}" if args.draft
+           else "speculating with n-gram lookup" if args.ngram else "plain decoding")
+    print(f"Serving {model} ({how}) at {url}/v1 — Ctrl+C stops.", file=sys.stderr, flush=True)
+    if not is_loopback(options.host):
+        print(f"warning: listening on {options.host}: other machines can reach this server"
+              + ("" if options.api_key else ", and it has no --api-key"), file=sys.stderr, flush=True)
+    try:
+        work_off(server.queue, engine, on_done=_report, idle_after_s=IDLE_AFTER_S)
+    except KeyboardInterrupt:
+        print("stopping", file=sys.stderr)
+    finally:
+        server.stop()
+        engine.close()
+    return 0
+
+
+def _report(job, finished) -> None:
+    """One line per answered request."""
+    if finished is None:
+        return
+    s = finished.stats
+    line = f"request {job.serial}: {s.tokens} tokens, {s.tokens_per_second:.1f} tok/s"
+    if s.drafted:
+        line += f", {s.accepted} of {s.drafted} drafted tokens kept"
+    print(line, file=sys.stderr, flush=True)

@@ -1,0 +1,224 @@
+"""The API's routes (Starlette): /v1/models and /v1/chat/completions, streamed as server-sent events or whole.
+
+Runs on the server's event loop. A request is checked (API key, size, fields) before it queues; its records come
+back from the engine's thread through an asyncio queue. A client that goes away, while waiting or mid-stream, sets
+its job's cancel flag, which generation checks every round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import time
+from typing import AsyncIterator, Callable, Optional
+from urllib.parse import urlsplit
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
+from app.serve.jobs import JobEnded, JobFailed, JobQueue, JobStarted, ServedModels, ServeJob
+from app.serve.replies import ReplyShaper, models_list
+from app.serve.requests import ApiOptions, BadRequest, is_loopback, parse_chat_request, parse_json_body
+
+ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+               404: "not_found_error",
+               413: "invalid_request_error", 503: "server_busy"}
+
+
+def error_response(status: int, message: str) -> JSONResponse:
+    """OpenAI's error shape, with one sentence."""
+    body = {"error": {"message": message, "type": ERROR_TYPES.get(status, "server_error"), "code": status}}
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _sse(data: dict | str) -> bytes:
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return f"data: {text}\n\n".encode("utf-8")
+
+
+def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedModels]) -> Starlette:
+    """The ASGI application. `models()` says what is loaded now (the engine's thread keeps it current)."""
+    started = int(time.time())
+    key = options.api_key.encode("utf-8") if options.api_key else None
+
+    local_only = is_loopback(options.host)
+
+    def denied(request: Request) -> Optional[JSONResponse]:
+        # A web page the user visits may send requests to this machine: one from another site (its Origin says
+        # so), or one that renamed itself to a loopback address (DNS rebinding: its Host is not a loopback name),
+        # never reaches the models.
+        origin = request.headers.get("origin")
+        if origin is not None and not is_loopback(urlsplit(origin).hostname or ""):
+            return error_response(403, "Requests from web pages of other sites are refused.")
+        host = request.headers.get("host")
+        if local_only and host and not is_loopback(urlsplit(f"//{host}").hostname or ""):
+            return error_response(403, "This server answers requests addressed to this machine only.")
+        if key is None:
+            return None
+        given = request.headers.get("authorization", "")
+        scheme, _, token = given.partition(" ")
+        # compare_digest takes as long whatever the first differing byte: the key cannot be guessed by timing.
+        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode("utf-8"), key):
+            return error_response(401, "This server needs its API key, sent as \"Authorization: Bearer KEY\".")
+        return None
+
+    async def list_models(request: Request) -> Response:
+        refusal = denied(request)
+        if refusal is not None:
+            return refusal
+        served = models()
+        return JSONResponse(models_list(served.target, served.draft, served.n_ctx, started))
+
+    async def props(request: Request) -> Response:
+        """llama-server's /props, as far as clients read it (the context size)."""
+        refusal = denied(request)
+        if refusal is not None:
+            return refusal
+        served = models()
+        return JSONResponse({"default_generation_settings": {"n_ctx": served.n_ctx}, "model_alias": served.target,
+                             "specchat": {"draft": served.draft or None}})
+
+    async def chat_completions(request: Request) -> Response:
+        refusal = denied(request)
+        if refusal is not None:
+            return refusal
+        try:
+            body = await _read_body(request, options.limits.max_body_bytes)
+            chat = parse_chat_request(parse_json_body(body), options.limits, options.defaults)
+        except BadRequest as exc:
+            return error_response(exc.status, str(exc))
+        loop = asyncio.get_running_loop()
+        inbox: asyncio.Queue = asyncio.Queue()
+
+        def sink(record: object) -> None:  # on the engine's thread
+            try:
+                loop.call_soon_threadsafe(inbox.put_nowait, record)
+            except RuntimeError:  # the event loop is gone: nobody is listening any more
+                job.cancel.set()
+
+        job = ServeJob(chat, sink)
+        if not queue.submit(job):
+            return error_response(503, f"The server is busy ({options.limits.max_queued} requests are waiting); "
+                                       "try again shortly.")
+        watcher = asyncio.create_task(_cancel_on_disconnect(request, job))
+        try:
+            first = await inbox.get()
+            while not isinstance(first, (JobStarted, JobFailed, JobEnded)):
+                first = await inbox.get()
+            if isinstance(first, JobFailed):
+                return error_response(first.status, first.message)
+            if isinstance(first, JobEnded):
+                return error_response(503, "The request was cancelled before it started.")
+            shaper = ReplyShaper(chat, model=first.model, prompt_tokens=first.prompt_tokens)
+            if not chat.stream:
+                return await _whole_reply(shaper, inbox, job)
+        finally:
+            watcher.cancel()  # streaming: Starlette's response watches for the client's going away from here on
+        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        return StreamingResponse(_stream(shaper, inbox, job), media_type="text/event-stream", headers=headers)
+
+    async def not_found(request: Request) -> Response:
+        return error_response(404, f"There is no {request.url.path}; this server answers /v1/models and "
+                                   "/v1/chat/completions.")
+
+    routes = [
+        Route("/v1/models", list_models, methods=["GET"]),
+        Route("/models", list_models, methods=["GET"]),
+        Route("/props", props, methods=["GET"]),
+        Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+        Route("/chat/completions", chat_completions, methods=["POST"]),
+        Route("/{path:path}", not_found, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
+    ]
+    return Starlette(routes=routes)
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The body, refused with 413 past `limit` bytes (also when a chunked body never says its length)."""
+    too_large = BadRequest(f"The request is larger than this server accepts ({limit // 1024} KiB).", 413)
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise too_large
+    parts, size = [], 0
+    async for part in request.stream():
+        size += len(part)
+        if size > limit:
+            raise too_large
+        parts.append(part)
+    return b"".join(parts)
+
+
+async def _cancel_on_disconnect(request: Request, job: ServeJob) -> None:
+    """Waits (after the body was read) for the client to go away, and cancels its job when it does."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            job.cancel.set()
+            return
+
+
+async def _whole_reply(shaper: ReplyShaper, inbox: asyncio.Queue, job: ServeJob) -> Response:
+    finished: Optional[FinishedEvent] = None
+    failure: Optional[JobFailed] = None
+    try:
+        while True:
+            record = await inbox.get()
+            if isinstance(record, RoundEvent):
+                shaper.on_round(record)
+            elif isinstance(record, TokenEvent):
+                shaper.on_token(record)
+                if shaper.stopped_by_string:
+                    job.cancel.set()  # the rest of the reply is not wanted
+                    break
+            elif isinstance(record, FinishedEvent):
+                finished = record
+            elif isinstance(record, JobFailed):
+                failure = record
+            elif isinstance(record, JobEnded):
+                break
+    finally:
+        if finished is None:
+            job.cancel.set()  # the client went away, or a stop string ended the reply
+    if failure is not None:
+        return error_response(failure.status, failure.message)
+    shaper.flush()
+    return JSONResponse(shaper.whole_reply(finished))
+
+
+async def _stream(shaper: ReplyShaper, inbox: asyncio.Queue, job: ServeJob) -> AsyncIterator[bytes]:
+    """The reply as server-sent events: a chunk per token (or per group released after a held stop string)."""
+    finished: Optional[FinishedEvent] = None
+    try:
+        yield _sse(shaper.first_chunk())
+        while True:
+            record = await inbox.get()
+            if isinstance(record, RoundEvent):
+                shaper.on_round(record)
+            elif isinstance(record, TokenEvent):
+                tokens = shaper.on_token(record)
+                if tokens:
+                    yield _sse(shaper.token_chunk(tokens))
+                if shaper.stopped_by_string:
+                    job.cancel.set()
+                    break
+            elif isinstance(record, FinishedEvent):
+                finished = record
+            elif isinstance(record, JobFailed):
+                # Mid-reply there is no status line left to set: the error goes as an event, as OpenAI's does.
+                yield _sse({"error": {"message": record.message, "type": "server_error", "code": record.status}})
+                return
+            elif isinstance(record, JobEnded):
+                break
+        tokens = shaper.flush()
+        if tokens:
+            yield _sse(shaper.token_chunk(tokens))
+        for chunk in shaper.last_chunks(finished):
+            yield _sse(chunk)
+        yield _sse("[DONE]")
+    finally:
+        if finished is None:
+            job.cancel.set()  # the client went away, or the reply failed: stop generating within one round

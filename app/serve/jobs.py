@@ -1,0 +1,214 @@
+"""Requests waiting for the engine, in order, and running one on the thread that owns the models.
+
+The HTTP side (any thread) submits a ServeJob; the thread that owns the engine (the CLI's main thread, or the
+engine process's loop) takes jobs one at a time and runs them with `run_job`, which hands every event to the
+job's `sink`. A job's outcome is a short sequence of records: JobStarted or JobFailed, the engine's own events,
+and always JobEnded last.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import threading
+import traceback
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+from app.engine.errors import EngineError
+from app.engine.events import FinishedEvent
+from app.engine.protocol import ChatEngine
+from app.engine.remote.engine import parse_remote_target
+from app.serve.requests import ChatRequest
+
+STOPPED = "The reply was stopped in the SpecChat window."
+NO_MODEL = "No model is loaded; load one in SpecChat (or start `specchat-cli serve --target MODEL.gguf`)."
+
+
+@dataclass(frozen=True)
+class ServedModels:
+    """What the server answers with now, as /v1/models lists it; read by the HTTP side, written by the engine's."""
+
+    target: str = ""  # the model id clients name ("" when nothing is loaded)
+    draft: str = ""  # the draft model's id, or "" (n-gram lookup or plain decoding)
+    n_ctx: int = 0
+
+
+def model_id(target) -> str:
+    """The id a client names a model by: the GGUF file's name without .gguf, or a server model's own id."""
+    if not target:
+        return ""
+    remote = parse_remote_target(target)
+    if remote is not None:
+        return remote[1]
+    return Path(str(target)).name.removesuffix(".gguf")
+
+
+def served_models(engine: Optional[ChatEngine]) -> ServedModels:
+    """Call on the engine's thread."""
+    if engine is None or engine.target_path is None:
+        return ServedModels()
+    return ServedModels(model_id(engine.target_path), model_id(engine.draft_path), engine.n_ctx)
+
+
+@dataclass(frozen=True)
+class JobStarted:
+    """The prompt fits and decoding starts."""
+
+    model: str
+    prompt_tokens: int
+
+
+@dataclass(frozen=True)
+class JobFailed:
+    status: int  # the HTTP status it means, when nothing has been sent yet
+    message: str
+
+
+@dataclass(frozen=True)
+class JobEnded:
+    """Always the last record of a job, however it ended."""
+
+
+class AnyCancel:
+    """Set when any of its flags is: the client went away, or Stop was pressed in the window."""
+
+    def __init__(self, *flags):
+        self._flags = flags
+
+    def is_set(self) -> bool:
+        return any(flag.is_set() for flag in self._flags)
+
+
+@dataclass
+class ServeJob:
+    """One request in line. `sink` takes each outcome record on the engine's thread and must not block."""
+
+    request: ChatRequest
+    sink: Callable[[object], None]
+    cancel: threading.Event = field(default_factory=threading.Event)
+    serial: int = 0  # set by the queue: 1, 2, ... in the order requests came
+
+
+class JobQueue:
+    """Requests waiting for the engine, oldest first. Any thread submits; only the engine's thread takes.
+
+    `fileno()` is readable while a job waits, so a loop that also waits on other things (the engine process's
+    pipe) can wait on both at once."""
+
+    def __init__(self, max_waiting: int):
+        self._max_waiting = max_waiting
+        self._jobs: deque[ServeJob] = deque()
+        self._lock = threading.Lock()
+        self._serial = 0
+        self._closed = False
+        # One byte in the pipe per waiting job.
+        self._read_fd, self._write_fd = os.pipe()
+
+    def fileno(self) -> int:
+        return self._read_fd
+
+    def submit(self, job: ServeJob) -> bool:
+        """Put `job` in line; False when the line is full or the server is closing."""
+        with self._lock:
+            if self._closed or len(self._jobs) >= self._max_waiting:
+                return False
+            self._serial += 1
+            job.serial = self._serial
+            self._jobs.append(job)
+            os.write(self._write_fd, b"\0")
+        return True
+
+    def waiting(self) -> int:
+        with self._lock:
+            return len(self._jobs)
+
+    def take(self, timeout: Optional[float] = None) -> Optional[ServeJob]:
+        """The oldest waiting job, or None when none came within `timeout` seconds (None: wait for ever)."""
+        if self._closed:
+            return None
+        try:
+            ready, _, _ = select.select([self._read_fd], [], [], timeout)
+        except (OSError, ValueError):
+            return None  # closed meanwhile
+        if not ready:
+            return None
+        with self._lock:
+            if self._closed or not self._jobs:
+                return None
+            os.read(self._read_fd, 1)
+            return self._jobs.popleft()
+
+    def close(self) -> None:
+        """Refuse new jobs and end the waiting ones with a 503."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            waiting, self._jobs = list(self._jobs), deque()
+            for fd in (self._read_fd, self._write_fd):
+                os.close(fd)
+        for job in waiting:
+            job.sink(JobFailed(503, "The server is shutting down."))
+            job.sink(JobEnded())
+
+
+def run_job(engine: Optional[ChatEngine], job: ServeJob, stopped=None) -> Optional[FinishedEvent]:
+    """Answer `job` with `engine`, on the thread that owns it. `stopped` (with is_set()) is a second way to stop,
+    such as the window's Stop; the client's going away sets job.cancel. Generation checks both every round.
+    Returns the reply's FinishedEvent, None when it was stopped or failed."""
+    cancel = AnyCancel(job.cancel, stopped) if stopped is not None else job.cancel
+    finished: Optional[FinishedEvent] = None
+    try:
+        if cancel.is_set():
+            return None
+        if engine is None or engine.target_path is None:
+            job.sink(JobFailed(503, NO_MODEL))
+            return None
+        messages = list(job.request.messages)
+        prompt_tokens = engine.count_tokens(messages)
+        if prompt_tokens >= engine.n_ctx:
+            job.sink(JobFailed(400, f"The messages take {prompt_tokens} tokens; the loaded context holds "
+                                    f"{engine.n_ctx}."))
+            return None
+        job.sink(JobStarted(model_id(engine.target_path), prompt_tokens))
+        for event in engine.chat(messages, job.request.config, cancel=cancel, request_id=job.serial):
+            if cancel.is_set():
+                break
+            job.sink(event)
+            if isinstance(event, FinishedEvent):
+                finished = event
+        if finished is None and stopped is not None and stopped.is_set() and not job.cancel.is_set():
+            job.sink(JobFailed(503, STOPPED))  # the client is still there: it hears why its reply ended
+    except EngineError as exc:
+        job.sink(JobFailed(500, str(exc)))
+    except Exception as exc:  # a bug of ours must end this request, never the server
+        traceback.print_exc()
+        job.sink(JobFailed(500, f"Generation failed: {type(exc).__name__}: {exc}"))
+    finally:
+        job.sink(JobEnded())
+    return finished
+
+
+def work_off(queue: JobQueue, engine: ChatEngine, until: Callable[[], bool] = lambda: False,
+             on_done: Optional[Callable[[ServeJob, Optional[FinishedEvent]], None]] = None,
+             idle_after_s: float = 1.0, poll_s: Optional[float] = None) -> None:
+    """Answer the queue's jobs one at a time, in order, on this thread (the one that owns `engine`), until
+    `until()` (checked every `poll_s` seconds; None: never). Between jobs, once nothing has come for
+    `idle_after_s`, the engine does its background measuring a short step at a time."""
+    idle_work = False
+    while not until():
+        timeout = idle_after_s if idle_work else poll_s
+        if idle_work and poll_s is not None:
+            timeout = min(idle_after_s, poll_s)
+        job = queue.take(timeout)
+        if job is None:
+            if idle_work:
+                idle_work = engine.idle_step()
+            continue
+        finished = run_job(engine, job)
+        idle_work = True
+        if on_done is not None:
+            on_done(job, finished)

@@ -1,0 +1,195 @@
+"""One job's records as OpenAI's response shapes, with SpecChat's provenance and llama-server's counters.
+
+Every chunk (and a whole reply) carries `specchat.tokens`: each token's text and its drafter, "model" (the draft
+model proposed it and the target kept it), "ngram" (copied from earlier text and kept) or null (the target wrote it
+itself). With "timings_per_token": true each chunk also carries llama-server's cumulative `timings`
+(predicted_n, draft_n, draft_n_accepted, ...), so clients written for llama-server count and highlight drafts.
+Stop strings are honoured here: text that might begin one is held back until it cannot, and a match ends the reply.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Optional
+
+from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent
+from app.serve.requests import ChatRequest
+
+# The engine's stop reasons as OpenAI's finish_reason.
+FINISH_REASONS = {"eos": "stop", "max_tokens": "length", "context_full": "length", "stop_string": "stop"}
+
+
+@dataclass
+class _Token:
+    text: str
+    drafter: Optional[str]
+    counted: bool  # a real token (False: the flushed tail of a split character)
+    predicted_n: int  # the counters when it arrived
+    draft_n: int
+    draft_n_accepted: int
+
+    def provenance(self) -> dict:
+        return {"text": self.text, "drafter": self.drafter}
+
+
+@dataclass
+class ReplyShaper:
+    """Turns one request's token, round and finish records into response dicts. One per request; any one thread."""
+
+    request: ChatRequest
+    model: str = ""
+    prompt_tokens: int = 0
+    id: str = field(default_factory=lambda: f"chatcmpl-{uuid.uuid4().hex[:24]}")
+    created: int = field(default_factory=lambda: int(time.time()))
+    stopped_by_string: bool = False
+    _held: list[_Token] = field(default_factory=list)
+    _released: list[_Token] = field(default_factory=list)
+    _predicted_n: int = 0
+    _draft_n: int = 0
+    _draft_n_accepted: int = 0
+    _first_token_at: Optional[float] = None
+
+    # -- records in ---------------------------------------------------------------------------------------------
+
+    def on_round(self, event: RoundEvent) -> None:
+        # A round's record comes before its tokens, so its counts are in every chunk that holds one of them.
+        self._draft_n += event.drafted
+        self._draft_n_accepted += event.accepted
+
+    def on_token(self, event: TokenEvent) -> list[_Token]:
+        """The tokens that can go out now (none while text that may begin a stop string is held)."""
+        if self.stopped_by_string:
+            return []
+        if self._first_token_at is None:
+            self._first_token_at = time.monotonic()
+        counted = event.token_id >= 0
+        self._predicted_n += counted
+        drafter = event.drafter if event.source == "draft" else None
+        self._held.append(_Token(event.text, drafter, counted, self._predicted_n, self._draft_n,
+                                 self._draft_n_accepted))
+        return self._release()
+
+    def flush(self) -> list[_Token]:
+        """At the reply's end: whatever was held back for a stop string that never came."""
+        out, self._held = self._held, []
+        self._released += out
+        return out
+
+    def _release(self) -> list[_Token]:
+        stops = self.request.stop
+        if not stops:
+            return self.flush()
+        text = "".join(t.text for t in self._held)
+        hits = [i for i in (text.find(s) for s in stops) if i >= 0]
+        if hits:
+            self.stopped_by_string = True
+            return self._release_chars(min(hits), cut=True)
+        keep = max((n for s in stops for n in range(min(len(s) - 1, len(text)), 0, -1)
+                    if text.endswith(s[:n])), default=0)
+        return self._release_chars(len(text) - keep, cut=False)
+
+    def _release_chars(self, chars: int, cut: bool) -> list[_Token]:
+        """Release the held tokens that lie within the first `chars` characters; with `cut`, the token that
+        straddles that point goes out cut short and the rest is dropped (it is the stop string and after)."""
+        out: list[_Token] = []
+        used = 0
+        while self._held and used + len(self._held[0].text) <= chars:
+            token = self._held.pop(0)
+            used += len(token.text)
+            out.append(token)
+        if cut:
+            if self._held and chars > used:
+                token = self._held[0]
+                token.text = token.text[: chars - used]
+                out.append(token)
+            self._held = []
+        self._released += out
+        return out
+
+    # -- shapes out ---------------------------------------------------------------------------------------------
+
+    def _base(self, kind: str) -> dict:
+        return {"id": self.id, "object": kind, "created": self.created, "model": self.model or self.request.model}
+
+    def _timings(self, last: Optional[_Token], stats: Optional[GenerationStats] = None) -> dict:
+        predicted_n = last.predicted_n if last else self._predicted_n
+        timings: dict[str, float] = {
+            "prompt_n": self.prompt_tokens,
+            "predicted_n": predicted_n,
+            "draft_n": last.draft_n if last else self._draft_n,
+            "draft_n_accepted": last.draft_n_accepted if last else self._draft_n_accepted,
+        }
+        if stats is not None:
+            timings.update(prompt_n=stats.prompt_tokens - stats.prompt_cached, cache_n=stats.prompt_cached,
+                           prompt_ms=stats.prompt_eval_s * 1000.0, predicted_per_second=stats.tokens_per_second,
+                           predicted_n=stats.tokens)
+        elif self._first_token_at is not None:
+            timings["predicted_ms"] = (time.monotonic() - self._first_token_at) * 1000.0
+        return timings
+
+    def first_chunk(self) -> dict:
+        chunk = self._base("chat.completion.chunk")
+        chunk["choices"] = [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]
+        return chunk
+
+    def token_chunk(self, tokens: list[_Token]) -> dict:
+        chunk = self._base("chat.completion.chunk")
+        chunk["choices"] = [{"index": 0, "delta": {"content": "".join(t.text for t in tokens)},
+                             "finish_reason": None}]
+        chunk["specchat"] = {"tokens": [t.provenance() for t in tokens]}
+        if self.request.timings_per_token:
+            chunk["timings"] = self._timings(tokens[-1] if tokens else None)
+        return chunk
+
+    def finish_reason(self, finished: Optional[FinishedEvent]) -> str:
+        if self.stopped_by_string:
+            return "stop"
+        reason = finished.stats.stop_reason if finished is not None else ""
+        return FINISH_REASONS.get(reason, "stop")
+
+    def _summary(self, finished: Optional[FinishedEvent]) -> dict:
+        stats = finished.stats if finished is not None else GenerationStats()
+        return {"drafted": stats.drafted, "accepted": stats.accepted, "rounds": stats.rounds,
+                "tokens_per_second": round(stats.tokens_per_second, 2)}
+
+    def _usage(self) -> dict:
+        completion = self._predicted_n
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
+                "total_tokens": self.prompt_tokens + completion}
+
+    def last_chunks(self, finished: Optional[FinishedEvent]) -> list[dict]:
+        """The chunk with finish_reason (and the reply's totals), then the usage chunk when asked for."""
+        chunk = self._base("chat.completion.chunk")
+        chunk["choices"] = [{"index": 0, "delta": {}, "finish_reason": self.finish_reason(finished)}]
+        chunk["specchat"] = {"tokens": [], **self._summary(finished)}
+        if self.request.timings_per_token:
+            chunk["timings"] = self._timings(None, finished.stats if finished else None)
+        out = [chunk]
+        if self.request.include_usage:
+            usage = self._base("chat.completion.chunk")
+            usage.update(choices=[], usage=self._usage())
+            out.append(usage)
+        return out
+
+    def whole_reply(self, finished: Optional[FinishedEvent]) -> dict:
+        """The non-streamed response: the whole text, usage, and every token's provenance."""
+        reply = self._base("chat.completion")
+        text = "".join(t.text for t in self._released)
+        reply["choices"] = [{"index": 0, "message": {"role": "assistant", "content": text},
+                             "finish_reason": self.finish_reason(finished)}]
+        reply["usage"] = self._usage()
+        reply["specchat"] = {"tokens": [t.provenance() for t in self._released], **self._summary(finished)}
+        if self.request.timings_per_token:
+            reply["timings"] = self._timings(None, finished.stats if finished else None)
+        return reply
+
+
+def models_list(target: str, draft: str, n_ctx: int, created: int) -> dict:
+    """/v1/models: the loaded target, owned by "specchat"; its draft is named in the entry's `specchat` field."""
+    if not target:
+        return {"object": "list", "data": []}
+    entry = {"id": target, "object": "model", "created": created, "owned_by": "specchat",
+             "specchat": {"draft": draft or None, "n_ctx": n_ctx}}
+    return {"object": "list", "data": [entry]}

@@ -1,0 +1,201 @@
+"""OpenAI-style request bodies read into what the engine runs, every bad value refused with one sentence.
+
+Fields clients send that change nothing here (logprobs, user, tools with no tool choice, ...) are ignored, as
+llama-server and LM Studio ignore them; fields whose meaning we cannot honour (n > 1, images) are refused, so a
+client never gets a reply that silently differs from what it asked for.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from app.engine.config import GenerationConfig
+
+ROLES = ("system", "user", "assistant")
+# OpenAI's newer name for the system role.
+ROLE_ALIASES = {"developer": "system"}
+MAX_STOP_STRINGS = 4
+MAX_STOP_CHARS = 200
+
+
+@dataclass(frozen=True)
+class ApiLimits:
+    """What one server accepts: bounded so one client cannot take the machine's memory or the queue."""
+
+    max_body_bytes: int = 4 * 1024 * 1024
+    max_tokens: int = 4096  # the most a request may ask for, and what it gets when it does not say
+    max_queued: int = 8  # requests waiting behind the one being answered
+
+
+@dataclass(frozen=True)
+class ApiOptions:
+    """What one API server is: where it listens, its key, its limits, and how its replies speculate."""
+
+    host: str = "127.0.0.1"
+    port: int = 1234
+    api_key: Optional[str] = field(default=None, repr=False)  # a secret: never in a repr or a log line
+    limits: ApiLimits = ApiLimits()
+    # Sampling defaults and speculation of every reply (a request may set its own sampling, never speculation).
+    defaults: GenerationConfig = GenerationConfig(session="api")
+
+
+class BadRequest(ValueError):
+    """A request the server will not run; `str()` is the one sentence sent back with `status`."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One chat completion as the engine runs it."""
+
+    messages: tuple[dict, ...]
+    config: GenerationConfig
+    stream: bool = False
+    model: str = ""
+    stop: tuple[str, ...] = ()
+    timings_per_token: bool = False  # llama-server's field: send `timings` with every chunk
+    include_usage: bool = False  # stream_options.include_usage: a last chunk with the token counts
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` (a name or an address) is this machine's loopback."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def parse_json_body(body: bytes) -> dict:
+    """The request body as a JSON object. Raises BadRequest."""
+    try:
+        data = json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise BadRequest("The request body is not UTF-8 text.") from None
+    except json.JSONDecodeError as exc:
+        raise BadRequest(f"The request body is not valid JSON ({exc.msg} at character {exc.pos}).") from None
+    if not isinstance(data, dict):
+        raise BadRequest("The request body must be a JSON object.")
+    return data
+
+
+def parse_chat_request(data: dict, limits: ApiLimits, defaults: GenerationConfig) -> ChatRequest:
+    """A /v1/chat/completions body, checked. `defaults` says how this server speculates. Raises BadRequest."""
+    messages = _messages(data.get("messages"))
+    return ChatRequest(messages=messages, **_common(data, limits, defaults))
+
+
+def _common(data: dict, limits: ApiLimits, defaults: GenerationConfig) -> dict[str, Any]:
+    n = data.get("n", 1)
+    if n != 1:
+        raise BadRequest("\"n\" must be 1: this server writes one reply per request.")
+    max_tokens = data.get("max_completion_tokens", data.get("max_tokens"))
+    if max_tokens is None:
+        max_tokens = limits.max_tokens
+    elif not _is_int(max_tokens) or max_tokens < 1:
+        raise BadRequest("\"max_tokens\" must be a whole number of 1 or more.")
+    elif max_tokens > limits.max_tokens:
+        raise BadRequest(f"\"max_tokens\" is {max_tokens}; this server writes at most {limits.max_tokens} tokens "
+                         "per reply.")
+    temperature = _number(data, "temperature", defaults.temperature, 0.0, 2.0)
+    top_p = _number(data, "top_p", defaults.top_p, 0.0, 1.0)
+    min_p = _number(data, "min_p", defaults.min_p, 0.0, 1.0)
+    top_k = data.get("top_k", defaults.top_k)
+    if not _is_int(top_k) or top_k < 0:
+        raise BadRequest("\"top_k\" must be a whole number of 0 (off) or more.")
+    seed = data.get("seed")
+    if seed is not None and (not _is_int(seed) or seed < 0):
+        raise BadRequest("\"seed\" must be a whole number of 0 or more.")
+    stream = data.get("stream", False)
+    if not isinstance(stream, bool):
+        raise BadRequest("\"stream\" must be true or false.")
+    options = data.get("stream_options") or {}
+    if not isinstance(options, dict):
+        raise BadRequest("\"stream_options\" must be an object.")
+    model = data.get("model", "")
+    if not isinstance(model, str):
+        raise BadRequest("\"model\" must be a string.")
+    config = GenerationConfig(
+        max_tokens=int(max_tokens), temperature=temperature, top_k=int(top_k), top_p=top_p, min_p=min_p,
+        seed=seed, speculative=defaults.speculative, drafter=defaults.drafter, draft_max=defaults.draft_max,
+        draft_p_min=defaults.draft_p_min, session=defaults.session,
+    )
+    return {"config": config, "stream": stream, "model": model, "stop": _stop(data.get("stop")),
+            "timings_per_token": data.get("timings_per_token") is True,
+            "include_usage": options.get("include_usage") is True}
+
+
+def _messages(value: Any) -> tuple[dict, ...]:
+    if not isinstance(value, list) or not value:
+        raise BadRequest("\"messages\" must be a non-empty list of {\"role\", \"content\"} objects.")
+    out = []
+    for i, message in enumerate(value):
+        if not isinstance(message, dict):
+            raise BadRequest(f"messages[{i}] must be an object with \"role\" and \"content\".")
+        role = message.get("role")
+        role = ROLE_ALIASES.get(role, role) if isinstance(role, str) else role
+        if role not in ROLES:
+            raise BadRequest(f"messages[{i}].role must be one of {', '.join(ROLES)} (tools are not supported).")
+        out.append({"role": role, "content": _content(message.get("content"), i, role)})
+    if out[-1]["role"] == "assistant" and not out[-1]["content"]:
+        out.pop()  # an empty assistant turn to be filled is what the reply is anyway
+    if not out:
+        raise BadRequest("\"messages\" holds nothing to answer.")
+    return tuple(out)
+
+
+def _content(value: Any, index: int, role: str) -> str:
+    if isinstance(value, str):
+        text = value
+    elif value is None and role == "assistant":
+        text = ""
+    elif isinstance(value, list):
+        parts = []
+        for part in value:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            else:
+                kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+                raise BadRequest(f"messages[{index}].content has a part of type {kind!r}; only text is supported.")
+        text = "".join(parts)
+    else:
+        raise BadRequest(f"messages[{index}].content must be a string or a list of text parts.")
+    if "\x00" in text:
+        raise BadRequest(f"messages[{index}].content holds a NUL character.")
+    return text
+
+
+def _stop(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(s, str) for s in items):
+        raise BadRequest("\"stop\" must be a string or a list of strings.")
+    items = [s for s in items if s]
+    if len(items) > MAX_STOP_STRINGS or any(len(s) > MAX_STOP_CHARS for s in items):
+        raise BadRequest(f"\"stop\" takes at most {MAX_STOP_STRINGS} strings of up to {MAX_STOP_CHARS} characters.")
+    return tuple(items)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(data: dict, name: str, default: float, low: float, high: float) -> float:
+    value = data.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not low <= value <= high:
+        raise BadRequest(f"\"{name}\" must be a number from {low:g} to {high:g}.")
+    return float(value)

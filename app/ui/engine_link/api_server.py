@@ -1,0 +1,144 @@
+"""The window's switch for the local API: it starts the API server in the engine process (app.serve.engine_host),
+shows in the status footer whether it listens and when it is answering a request, with Stop, and opens the API
+server page. GUI thread only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from html import escape
+from typing import Callable, Optional
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QDialog, QLabel
+
+from app.serve.engine_host import ApiServeSpec, ApiState
+from app.serve.key_store import save_key, saved_key
+from app.store import AppSettings
+from app.ui.engine_link.engine_process import EngineProcess
+from app.ui.settings.api_server_page import ApiServerChoice, ApiServerDialog
+
+
+def state_text(state: ApiState, enabled: bool) -> str:
+    """What the API server is doing, in words."""
+    if state.error:
+        return f"The API server is off: {state.error}"
+    if state.serving:
+        return f"Answering a request with {state.model or 'the loaded model'} for another program."
+    if state.url:
+        return f"Listening at {state.url}/v1 ({state.answered} requests answered)."
+    return "Starting…" if enabled else "Off."
+
+
+class ApiServerControl(QObject):
+    """Keeps the engine process's API server as the settings say, across engine restarts."""
+
+    sig_state_changed = Signal(object)
+    """The ApiState the engine process last reported."""
+
+    def __init__(self, inference: EngineProcess, settings: Callable[[], AppSettings],
+                 apply_settings: Callable[[AppSettings], None], parent=None):
+        super().__init__(parent)
+        self._inference = inference
+        self._settings = settings
+        self._apply_settings = apply_settings
+        self.state = ApiState()
+        self.indicator: Optional[ApiServerIndicator] = None  # set by attach()
+        inference.sig_api_state.connect(self._on_state)
+        inference.sig_worker_died.connect(self._on_worker_died)
+
+    @property
+    def enabled(self) -> bool:
+        return self._settings().api_server
+
+    def choice(self) -> ApiServerChoice:
+        s = self._settings()
+        return ApiServerChoice(s.api_server, s.api_host, s.api_port, saved_key())
+
+    def state_text(self) -> str:
+        """What the server is doing now, in words (for the Settings page)."""
+        return state_text(self.state, self.enabled)
+
+    def start(self) -> None:
+        """Serve when the settings say so (at the window's start)."""
+        if self.enabled:
+            self._send()
+
+    def set_choice(self, choice: ApiServerChoice) -> None:
+        """Keep `choice` (the key in its owner-only file) and start, restart or stop the server to match it.
+        Raises OSError when the key cannot be saved."""
+        save_key(choice.api_key)
+        self._apply_settings(dataclasses.replace(self._settings(), api_server=choice.enabled, api_host=choice.host,
+                                                 api_port=choice.port))
+        self._send()
+
+    def stop_request(self) -> None:
+        """Stop the API request being answered, at its next round (the client hears why)."""
+        if self.state.serving:
+            self._inference.stop_api_request(self.state.serving)
+
+    def _on_worker_died(self, _death) -> None:
+        # The server died with the engine process: say so, and start it again in the fresh one.
+        self._on_state(ApiState())
+        self._send()
+
+    def _send(self) -> None:
+        s = self._settings()
+        spec = ApiServeSpec(host=s.api_host, port=s.api_port, api_key=saved_key()) if s.api_server else None
+        if spec is None and not self.state.url:
+            self._on_state(ApiState())
+            return  # nothing runs: no need to start an engine process to say so
+        self._inference.request_api(spec)
+
+    def _on_state(self, state: ApiState) -> None:
+        self.state = state
+        self.sig_state_changed.emit(state)
+
+
+class ApiServerIndicator(QLabel):
+    """The status footer's word on the API: off, listening where, or answering a request (with Stop)."""
+
+    def __init__(self, control: ApiServerControl, open_page: Callable[[], None], parent=None):
+        super().__init__(parent)
+        self.setObjectName("StatusLine")
+        self._control = control
+        self.linkActivated.connect(lambda href: control.stop_request() if href == "#stop" else open_page())
+        control.sig_state_changed.connect(self._show)
+        self._show(control.state)
+
+    def _show(self, state: ApiState) -> None:
+        if state.serving:
+            text = "API: answering a request · <a href='#stop'>Stop</a>"
+        elif state.url:
+            text = f"<a href='#page'>API at {escape(state.url.split('://', 1)[-1])}</a>"
+        elif state.error:
+            text = "<a href='#page'>API off (failed)</a>"
+        else:
+            text = "<a href='#page'>API server</a>" if not self._control.enabled else "API starting…"
+        self.setText(text)
+        self.setToolTip(escape(state_text(state, self._control.enabled)))
+
+
+def attach(window) -> ApiServerControl:
+    """The API switch for `window`: the control, its footer indicator, and the page it opens."""
+    control = ApiServerControl(window.inference, lambda: window.settings, window.apply_app_settings, window)
+
+    def open_page() -> None:
+        dialog = ApiServerDialog(control.choice(), state_text(control.state, control.enabled), window)
+        show = control.sig_state_changed.connect(lambda state: dialog.page.set_state(state_text(state,
+                                                                                               control.enabled)))
+        try:
+            accepted = dialog.exec() == QDialog.DialogCode.Accepted
+        finally:
+            control.sig_state_changed.disconnect(show)
+            dialog.deleteLater()
+        if accepted:
+            try:
+                control.set_choice(dialog.page.choice())
+            except (OSError, ValueError) as exc:
+                window.show_error(f"The API server's key could not be saved: {exc}")
+
+    control.indicator = ApiServerIndicator(control, open_page)
+    window.footer.add_indicator(control.indicator)
+    control.start()
+    return control

@@ -1,0 +1,130 @@
+"""The API server's settings: on or off, where it listens, its key, and what it is doing. GUI thread only.
+
+A page of its own, so the Settings window can hold it among its pages; until then ApiServerDialog shows it alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QFormLayout, QLabel, QLineEdit, QSpinBox,
+                               QVBoxLayout, QWidget)
+
+from app.serve.key_store import key_problem
+from app.serve.requests import is_loopback
+
+EXPLANATION = (
+    "Editors and coding agents (Continue, Aider, Cline, …) and any OpenAI client can use the models loaded here, "
+    "speculating as this window does. Requests are answered one at a time, between your own. Every streamed "
+    "chunk names each token's drafter in its \"specchat\" field."
+)
+
+
+@dataclass(frozen=True)
+class ApiServerChoice:
+    """What the page holds."""
+
+    enabled: bool
+    host: str
+    port: int
+    api_key: Optional[str]
+
+
+class ApiServerPage(QWidget):
+    """Switch, address, port and key of the local API, and its state (set_state)."""
+
+    def __init__(self, choice: ApiServerChoice, parent=None):
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.enabled = QCheckBox("Serve the loaded models as an OpenAI-compatible API")
+        self.enabled.setChecked(choice.enabled)
+        layout.addWidget(self.enabled)
+        explanation = QLabel(EXPLANATION)
+        explanation.setObjectName("Muted")
+        explanation.setWordWrap(True)
+        layout.addWidget(explanation)
+
+        form = QFormLayout()
+        self.host = QLineEdit(choice.host)
+        self.host.setToolTip("127.0.0.1: programs on this machine only. Another address lets other machines in.")
+        form.addRow("Address", self.host)
+        self.port = QSpinBox()
+        self.port.setRange(1, 65535)
+        self.port.setValue(choice.port)
+        form.addRow("Port", self.port)
+        self.api_key = QLineEdit(choice.api_key or "")
+        self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.api_key.setPlaceholderText("none")
+        self.api_key.setToolTip("Clients must send it as \"Authorization: Bearer KEY\". Kept in an owner-only file.")
+        form.addRow("API key", self.api_key)
+        layout.addLayout(form)
+
+        self.base_url = QLabel("")
+        self.base_url.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.base_url)
+        self.warning = QLabel("")
+        self.warning.setObjectName("Muted")
+        self.warning.setWordWrap(True)
+        layout.addWidget(self.warning)
+        self.state = QLabel("")
+        self.state.setWordWrap(True)
+        layout.addWidget(self.state)
+        layout.addStretch(1)
+        for signal in (self.host.textChanged, self.port.valueChanged, self.api_key.textChanged,
+                       self.enabled.toggled):
+            signal.connect(self._update_hints)
+        self._update_hints()
+
+    def choice(self) -> ApiServerChoice:
+        return ApiServerChoice(self.enabled.isChecked(), self.host.text().strip() or "127.0.0.1",
+                               self.port.value(), self.api_key.text().strip() or None)
+
+    def problem(self) -> Optional[str]:
+        """Why the page's values cannot be used, in one sentence, or None."""
+        choice = self.choice()
+        if any(c.isspace() for c in choice.host) or not choice.host.isascii():
+            return "The address must be a host name or an IP address, such as 127.0.0.1."
+        return key_problem(choice.api_key)
+
+    def set_state(self, text: str) -> None:
+        """What the server is doing now, in words."""
+        self.state.setText(text)
+
+    def _update_hints(self) -> None:
+        choice = self.choice()
+        shown = f"[{choice.host}]" if ":" in choice.host else choice.host
+        self.base_url.setText(f"Base URL for clients: http://{shown}:{choice.port}/v1")
+        open_to_others = choice.enabled and not is_loopback(choice.host)
+        self.warning.setText(
+            ("Other machines can reach this address" + ("." if choice.api_key else "; set an API key."))
+            if open_to_others else "")
+
+
+class ApiServerDialog(QDialog):
+    """The API server page alone in a dialog."""
+
+    def __init__(self, choice: ApiServerChoice, state_text: str = "", parent=None):
+        super().__init__(parent)
+        self.setWindowTitle("API server")
+        self.setMinimumWidth(480)
+        layout = QVBoxLayout(self)
+        self.page = ApiServerPage(choice, self)
+        self.page.set_state(state_text)
+        layout.addWidget(self.page)
+        self.error = QLabel("")
+        self.error.setWordWrap(True)
+        layout.addWidget(self.error)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self._accept)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+
+    def _accept(self) -> None:
+        problem = self.page.problem()
+        if problem:
+            self.error.setText(problem)
+            return
+        self.accept()

@@ -1,0 +1,126 @@
+"""An API server in this process over the tiny synthetic models, its engine on a thread of its own (as the CLI
+and the engine process run it), and small client helpers."""
+
+from __future__ import annotations
+
+import json
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Iterator, Optional
+
+try:  # the same HTTP client the app uses (pyproject.toml): httpx2, or httpx on Python 3.10
+    import httpx2 as httpx
+except ImportError:  # pragma: no cover
+    import httpx  # type: ignore[no-redef]
+
+from app.engine.config import GenerationConfig, LoadSettings
+from app.serve.jobs import served_models, work_off
+from app.serve.requests import ApiLimits, ApiOptions
+from app.serve.server import ApiServer
+
+DEADLINE_S = 60.0
+# A fixed draft length, so the tiny draft drafts every round whatever the auto controller would decide.
+DRAFT_MAX = 3
+
+
+@dataclass
+class RunningApi:
+    server: ApiServer
+    done: list = field(default_factory=list)  # (job serial, FinishedEvent or None when stopped), in order
+    done_event: threading.Condition = field(default_factory=threading.Condition)
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def wait_done(self, count: int) -> list:
+        """The first `count` answered jobs, waiting up to DEADLINE_S."""
+        with self.done_event:
+            assert self.done_event.wait_for(lambda: len(self.done) >= count, DEADLINE_S), self.done
+            return list(self.done[:count])
+
+
+@contextmanager
+def running_api(tiny_models, api_key: Optional[str] = None, limits: ApiLimits = ApiLimits(),
+                draft: bool = True, engine_gate: Optional[threading.Event] = None) -> Iterator[RunningApi]:
+    """Start the server and an engine thread that owns the models (loaded there) and answers its queue, once
+    `engine_gate` is set (requests wait in the queue until then)."""
+    defaults = GenerationConfig(speculative=draft, drafter="model", draft_max=DRAFT_MAX if draft else None,
+                                session="api")
+    server = ApiServer(ApiOptions(port=0, api_key=api_key, limits=limits, defaults=defaults))
+    api = RunningApi(server)
+    stop = threading.Event()
+    loaded = threading.Event()
+    failure: list[BaseException] = []
+
+    def on_done(job, finished) -> None:
+        with api.done_event:
+            api.done.append((job.serial, finished))
+            api.done_event.notify_all()
+
+    def engine_thread() -> None:
+        from app.engine.local.engine import SpecEngine
+
+        engine = SpecEngine(LoadSettings(n_ctx=2048, n_threads=1))
+        try:
+            engine.load_target(tiny_models.target)
+            if draft:
+                engine.load_draft(tiny_models.draft)
+            server.publish(served_models(engine))
+        except BaseException as exc:  # reported to the test below
+            failure.append(exc)
+            return
+        finally:
+            loaded.set()
+        try:
+            if engine_gate is not None:
+                engine_gate.wait(DEADLINE_S)
+            work_off(server.queue, engine, until=stop.is_set, on_done=on_done, poll_s=0.05)
+        finally:
+            engine.close()
+
+    thread = threading.Thread(target=engine_thread, name="test engine", daemon=True)
+    thread.start()
+    assert loaded.wait(DEADLINE_S) and not failure, failure
+    server.start()
+    try:
+        yield api
+    finally:
+        server.stop()
+        stop.set()
+        if engine_gate is not None:
+            engine_gate.set()
+        thread.join(DEADLINE_S)
+        assert not thread.is_alive()
+
+
+def chat_body(message: str, max_tokens: int = 24, **extra) -> dict:
+    return {"model": "tiny-target", "messages": [{"role": "user", "content": message}], "max_tokens": max_tokens,
+            **extra}
+
+
+def client(api_key: Optional[str] = None) -> httpx.Client:
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    return httpx.Client(timeout=httpx.Timeout(DEADLINE_S), headers=headers, trust_env=False)
+
+
+def stream_chunks(url: str, body: dict, api_key: Optional[str] = None) -> list[dict]:
+    """Every event of a streamed chat completion, [DONE] left out."""
+    chunks = []
+    with client(api_key) as http:
+        with http.stream("POST", f"{url}/v1/chat/completions", json={**body, "stream": True}) as response:
+            assert response.status_code == 200, response.read()
+            assert response.headers["content-type"].startswith("text/event-stream")
+            for line in response.iter_lines():
+                if line.startswith("data: ") and line != "data: [DONE]":
+                    chunks.append(json.loads(line[len("data: "):]))
+    return chunks
+
+
+def streamed_text(chunks: list[dict]) -> str:
+    return "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+
+
+def streamed_tokens(chunks: list[dict]) -> list[dict]:
+    return [t for c in chunks for t in c.get("specchat", {}).get("tokens", [])]

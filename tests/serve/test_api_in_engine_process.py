@@ -1,0 +1,101 @@
+"""The API server inside the engine process's loop: it answers with the models the window loaded, between the
+window's own requests, tells the window when it is answering one, and the window's Stop ends that one."""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+
+from app.engine.config import GenerationConfig, LoadSettings
+from app.engine.host.worker import _WorkerLoop, default_engine_factory
+from app.serve.engine_host import ApiServeSpec, ApiState
+from tests.serve.api_fixtures import DEADLINE_S, chat_body, client, stream_chunks, streamed_text
+
+
+class _Window:
+    """The window's end of the pipe: sends requests, and reads replies with a deadline."""
+
+    def __init__(self):
+        self.conn, worker_conn = multiprocessing.Pipe()
+        self.cancelled = multiprocessing.RawValue("q", 0)
+        self.api_stopped = multiprocessing.RawValue("q", 0)
+        self.loop = _WorkerLoop(worker_conn, self.cancelled, default_engine_factory, self.api_stopped)
+        self.thread = threading.Thread(target=self._run, name="engine loop", daemon=True)
+        self.thread.start()
+        assert self.next("ready")
+
+    def _run(self) -> None:
+        try:
+            self.loop.serve()
+        finally:
+            self.loop.close()
+
+    def next(self, kind: str, where=lambda message: True) -> tuple:
+        """The next reply of `kind` that satisfies `where` (others are skipped)."""
+        while True:
+            assert self.conn.poll(DEADLINE_S), f"no {kind!r} reply"
+            message = self.conn.recv()
+            if message[0] == kind and where(message):
+                return message
+
+    def close(self) -> None:
+        self.conn.send(("shutdown",))
+        self.thread.join(DEADLINE_S)
+        assert not self.thread.is_alive()
+
+
+def test_the_window_models_answer_the_api_and_stop_ends_a_request(tiny_models):
+    window = _Window()
+    try:
+        window.conn.send(("load", 1, str(tiny_models.target), str(tiny_models.draft),
+                          LoadSettings(n_ctx=2048, n_threads=1)))
+        window.next("loaded")
+        window.conn.send(("api", ApiServeSpec(port=0)))
+        state: ApiState = window.next("api")[1]
+        assert state.url.startswith("http://127.0.0.1:") and not state.error
+
+        with client() as http:
+            assert [m["id"] for m in http.get(f"{state.url}/v1/models").json()["data"]] == ["tiny-target"]
+        chunks = stream_chunks(state.url, chat_body("the cat and the dog", 20))
+        assert streamed_text(chunks)
+        serving = window.next("api", lambda m: m[1].serving)[1]
+        assert serving.model == "tiny-target"
+        assert window.next("api", lambda m: not m[1].serving)[1].answered == 1
+
+        # The window's own reply still comes, between the API's.
+        window.conn.send(("generate", 2, [{"role": "user", "content": "hi"}], GenerationConfig(max_tokens=4)))
+        assert window.next("ended")[1] == 2
+
+        # A long API reply, stopped from the window: the client sees the stream end, and the engine is free.
+        with client() as http:
+            body = {**chat_body("the cat and the dog", 1500), "stream": True}
+            with http.stream("POST", f"{state.url}/v1/chat/completions", json=body) as response:
+                lines = response.iter_lines()
+                next(lines)
+                serving = window.next("api", lambda m: m[1].serving)[1]
+                window.api_stopped.value = serving.serving
+                rest = [line for line in lines if line.startswith("data: ")]
+        assert len(rest) < 1500 and "stopped in the SpecChat window" in rest[-1]  # an error event says why
+        assert window.next("api", lambda m: not m[1].serving)[1].answered == 2
+
+        window.conn.send(("api", None))
+        assert window.next("api")[1] == ApiState()  # stopped listening
+    finally:
+        window.close()
+
+
+def test_a_port_in_use_is_said_to_the_window(tiny_models):
+    window = _Window()
+    try:
+        window.conn.send(("api", ApiServeSpec(port=0)))
+        url = window.next("api")[1].url
+        port = int(url.rsplit(":", 1)[1])
+        second = _Window()
+        try:
+            second.conn.send(("api", ApiServeSpec(port=port)))
+            state = second.next("api")[1]
+            assert not state.url and state.error == f"Port {port} on 127.0.0.1 is in use; choose another port."
+        finally:
+            second.close()
+    finally:
+        window.close()

@@ -1,0 +1,86 @@
+"""`specchat-cli serve` on loopback, as a user runs it: its streamed replies are `generate --chat`'s, its chunks name
+each token's drafter, and `generate --server` against it highlights the drafted tokens."""
+
+from __future__ import annotations
+
+import json
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.serve.api_fixtures import DEADLINE_S, chat_body, stream_chunks, streamed_text, streamed_tokens
+
+ROOT = Path(__file__).resolve().parents[2]
+MESSAGE = "the cat and the dog"
+
+
+def _cli(*args, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "app", *map(str, args)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture
+def served(tiny_models):
+    """`specchat-cli serve` with the tiny pair on a free port; yields its base URL, then stops it with Ctrl+C."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve", "--target", str(tiny_models.target), "--draft",
+         str(tiny_models.draft), "--draft-max", "3", "--port", "0", "--threads", "1"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
+    try:
+        first = lines.get(timeout=DEADLINE_S)
+        found = re.search(r"at (http://127\.0\.0\.1:\d+)/v1", first)
+        assert found, first
+        yield found.group(1)
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            code = process.wait(DEADLINE_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(DEADLINE_S)
+            raise
+    assert code == 0
+
+
+def test_served_reply_is_generates_reply_and_names_each_tokens_drafter(tiny_models, served):
+    local = _cli("generate", "--target", tiny_models.target, "--draft", tiny_models.draft, "--draft-max", 3,
+                 "--threads", 1, "--chat", MESSAGE, "--max-tokens", 40, "--json")
+    assert local.returncode == 0, local.stderr
+    expected = json.loads(local.stdout)
+
+    chunks = stream_chunks(served, chat_body(MESSAGE, 40))
+    assert streamed_text(chunks) == expected["text"]  # greedy: speculation changes the speed, never the reply
+    tokens = streamed_tokens(chunks)
+    drafters = [t["drafter"] for t in tokens]
+    assert len(tokens) == 40 and set(drafters) <= {"model", "ngram", None}
+    assert len(tokens) - drafters.count(None) == chunks[-1]["specchat"]["accepted"] > 0
+
+    # SpecChat's own client of OpenAI-compatible servers reads the same reply's llama-server counters.
+    remote = _cli("generate", "--server", served, "--model", "tiny-target", "--chat", MESSAGE, "--max-tokens", 40,
+                  "--json")
+    assert remote.returncode == 0, remote.stderr
+    highlighted = json.loads(remote.stdout)
+    assert highlighted["text"] == expected["text"]
+    assert [t["source"] for t in highlighted["tokens"]] == ["target" if d is None else "draft" for d in drafters]
+
+
+def test_a_port_in_use_is_one_sentence(tiny_models, served):
+    port = served.rsplit(":", 1)[1]
+    done = _cli("serve", "--target", tiny_models.target, "--port", port, "--threads", 1, timeout=DEADLINE_S)
+    assert done.returncode == 1
+    assert done.stderr.strip() == f"error: Port {port} on 127.0.0.1 is in use; choose another port."
+
+
+def test_bad_arguments_are_refused_before_loading(tiny_models):
+    for args, said in ((["--port", "70000"], "--port"), (["--api-key", " "], "--api-key"),
+                       (["--max-tokens", "0"], "--max-tokens")):
+        done = _cli("serve", "--target", tiny_models.target, *args, timeout=DEADLINE_S)
+        assert done.returncode == 2 and said in done.stderr, done.stderr

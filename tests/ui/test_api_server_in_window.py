@@ -1,0 +1,86 @@
+"""The window's API switch: the loaded pair answers other programs, the footer says when it is answering one, its
+Stop ends that request, and switching it off stops listening."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+from app.ui.settings.api_server_page import ApiServerChoice
+from tests.serve.api_fixtures import DEADLINE_S, chat_body, client, stream_chunks, streamed_tokens
+from window_helpers import choose_pair
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_the_window_serves_its_models_and_stops_a_request(make_window, qtbot, model_folder, tiny_models):
+    window = make_window(api_server=True, api_port=_free_port())
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft.name)
+    control = window.api_server
+    qtbot.waitUntil(lambda: bool(control.state.url), timeout=int(DEADLINE_S * 1000))
+    assert control.indicator.text() == f"<a href='#page'>API at {control.state.url.split('://')[1]}</a>"
+
+    done: dict = {}
+    short = threading.Thread(target=lambda: done.update(short=stream_chunks(control.state.url,
+                                                                            chat_body("the cat", 20))))
+    short.start()
+    qtbot.waitUntil(lambda: not short.is_alive(), timeout=int(DEADLINE_S * 1000))
+    assert {t["drafter"] for t in streamed_tokens(done["short"])} <= {"model", "ngram", None}
+    assert len(streamed_tokens(done["short"])) == 20
+
+    def long_reply() -> None:
+        with client() as http:
+            body = {**chat_body("the cat and the dog", 1500), "stream": True}
+            with http.stream("POST", f"{control.state.url}/v1/chat/completions", json=body) as response:
+                done["long"] = [line for line in response.iter_lines() if line.startswith("data: ")]
+
+    long = threading.Thread(target=long_reply)
+    long.start()
+    qtbot.waitUntil(lambda: "answering a request" in control.indicator.text(), timeout=int(DEADLINE_S * 1000))
+    control.indicator.linkActivated.emit("#stop")  # the footer's Stop link
+    qtbot.waitUntil(lambda: not long.is_alive(), timeout=int(DEADLINE_S * 1000))
+    assert "stopped in the SpecChat window" in done["long"][-1]
+    qtbot.waitUntil(lambda: "API at" in control.indicator.text(), timeout=int(DEADLINE_S * 1000))
+
+    url = control.state.url
+    control.set_choice(ApiServerChoice(False, "127.0.0.1", window.settings.api_port, None))
+    qtbot.waitUntil(lambda: not control.state.url, timeout=int(DEADLINE_S * 1000))
+    assert window.settings.api_server is False and control.indicator.text() == "<a href='#page'>API server</a>"
+    with socket.socket() as sock:  # nothing listens there any more
+        assert sock.connect_ex(("127.0.0.1", int(url.rsplit(":", 1)[1]))) != 0
+
+
+def test_the_page_warns_and_refuses_what_cannot_work(qtbot):
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QDialogButtonBox
+
+    from app.ui.settings.api_server_page import ApiServerDialog
+
+    dialog = ApiServerDialog(ApiServerChoice(True, "127.0.0.1", 1234, None), "Off.")
+    qtbot.addWidget(dialog)
+    page = dialog.page
+    ok = dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Ok)
+    assert page.base_url.text() == "Base URL for clients: http://127.0.0.1:1234/v1" and not page.warning.text()
+    page.host.setText("0.0.0.0")
+    assert "set an API key" in page.warning.text()
+    page.api_key.setText("two words")
+    qtbot.mouseClick(ok, Qt.MouseButton.LeftButton)
+    assert dialog.result() != dialog.DialogCode.Accepted and "without spaces" in dialog.error.text()
+    page.api_key.setText("k3y")
+    assert page.warning.text() == "Other machines can reach this address."
+    qtbot.mouseClick(ok, Qt.MouseButton.LeftButton)
+    assert dialog.result() == dialog.DialogCode.Accepted
+    assert page.choice() == ApiServerChoice(True, "0.0.0.0", 1234, "k3y")
+
+
+def test_a_saved_port_out_of_range_falls_back_with_a_warning(tmp_path):
+    from app.store.settings import load_settings
+
+    path = tmp_path / "settings.json"
+    path.write_text('{"api_server": true, "api_port": 70000}')
+    settings = load_settings(path)
+    assert settings.api_server and settings.api_port == 1234 and "api_port" in settings.load_warning
