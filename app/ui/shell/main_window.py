@@ -214,7 +214,8 @@ class MainWindow(QMainWindow):
         if dialog.exec() == QDialog.DialogCode.Accepted:
             self.apply_app_settings(dialog.settings())
             try:
-                self.api_server.set_choice(dialog.api_page.choice())
+                if dialog.api_page.choice() != self.api_server.choice():
+                    self.api_server.set_choice(dialog.api_page.choice())
             except (OSError, ValueError) as exc:
                 self.show_error(f"The API server's key could not be saved: {exc}")
 
