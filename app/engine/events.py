@@ -94,4 +94,24 @@ class FinishedEvent:
     stats: GenerationStats
 
 
-EngineEvent = Union[TokenEvent, RoundEvent, FinishedEvent]
+@dataclass(frozen=True)
+class ContextEvent:
+    """The prompt was fitted to the context before the reply: `dropped` earlier messages left out, `prompt_tokens`
+    the prompt's size in a context of `n_ctx` tokens. The first record of every reply()."""
+
+    request_id: int
+    dropped: int
+    prompt_tokens: int
+    n_ctx: int
+
+
+@dataclass(frozen=True)
+class NoticeEvent:
+    """Something about this reply a person should know, e.g. why the model's chat template was not used."""
+
+    request_id: int
+    text: str
+
+
+# Every record carries its `request_id`: the window drops what belongs to a request it no longer waits for.
+EngineEvent = Union[TokenEvent, RoundEvent, FinishedEvent, ContextEvent, NoticeEvent]

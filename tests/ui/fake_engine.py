@@ -26,6 +26,7 @@ from typing import Iterator, Optional, Sequence
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.local.context_fit import SessionCuts
 from app.engine.errors import ModelFileError
+from app.engine.protocol import fitted_reply
 from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent
 
 DEFAULT_REPLY = (
@@ -169,6 +170,10 @@ class FakeEngine:
         knobs = self._knobs()
         self._log("chat", messages=list(messages), config=asdict(config))
         return self._generate(config, cancel, request_id, knobs)
+
+    def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel: Optional[threading.Event] = None,
+              request_id: int = 0) -> Iterator:
+        return fitted_reply(self, messages, config, cancel=cancel, request_id=request_id)
 
     def _generate(self, config, cancel, request_id, knobs):
         if knobs["hang_in_chat"]:

@@ -23,6 +23,7 @@ from app.engine.local.decoder import generate
 from app.engine.speculation.drafters import ModelDrafter, NgramDrafter
 from app.engine.errors import IncompatiblePairError
 from app.engine.events import EngineEvent, FinishedEvent
+from app.engine.protocol import fitted_reply
 from app.engine.placement.gpu_fit import Placement, resolve as resolve_placement
 from app.engine.local.llama_model import LoadedModel
 from app.engine.speculation.policy import FixedPolicy, SpeculationPolicy
@@ -381,6 +382,11 @@ class SpecEngine:
             rendered = self._render(messages)
         tokens = self._tokens_for(rendered.text, rendered.markup)
         return self._run(tokens, rendered.text, config, cancel, request_id, session or config.session)
+
+    def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel: Optional[threading.Event] = None,
+              request_id: int = 0) -> Iterator[EngineEvent]:
+        """The one request path (app.engine.protocol): the context fitted and said, then chat()."""
+        return fitted_reply(self, messages, config, cancel=cancel, request_id=request_id)
 
     def complete(
         self,

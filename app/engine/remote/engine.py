@@ -19,8 +19,10 @@ from app.engine.errors import EngineError
 from app.engine.events import EngineEvent, FinishedEvent, GenerationStats, RoundEvent, TokenEvent
 from app.engine.remote.http import ConnectionDropped, ServerError, check_model, normalize_url, server_props, stream_chat
 from app.engine.remote.provenance import ProvenanceTracker
+from app.engine.protocol import fitted_reply
+from app.engine.targets import SERVER_PREFIX, ServerModel, server_model_of
 
-TARGET_PREFIX = "server:"
+TARGET_PREFIX = SERVER_PREFIX
 LLAMA_SERVER_OWNER = "llamacpp"
 # Without the server's tokenizer, prompt sizes are estimated (for fitting the context and the usage label).
 _CHARS_PER_TOKEN = 3
@@ -29,16 +31,13 @@ _TOKENS_PER_MESSAGE = 4
 
 def remote_target(url: str, model: str) -> str:
     """The target key for `model` on the server at `url`."""
-    return f"{TARGET_PREFIX}{normalize_url(url)}#{model}"
+    return ServerModel(normalize_url(url), model).key
 
 
 def parse_remote_target(target: object) -> Optional[tuple[str, str]]:
-    """(base URL, model id) for a target key, None for anything else (a local file path)."""
-    text = str(target) if target is not None else ""
-    if not text.startswith(TARGET_PREFIX) or "#" not in text:
-        return None
-    url, _, model = text[len(TARGET_PREFIX):].partition("#")
-    return (url, model) if url and model else None
+    """(base URL, model id) for a ServerModel or its key, None for anything else (a local file path)."""
+    server = server_model_of(target)
+    return (server.url, server.model) if server is not None else None
 
 
 def is_remote_target(target: object) -> bool:
@@ -152,6 +151,11 @@ class RemoteEngine:
             raise EngineError("No model is loaded. Choose a model above.")
         body = self.request_body(messages, config)
         return self._stream(body, cancel, request_id)
+
+    def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel=None,
+              request_id: int = 0) -> Iterator[EngineEvent]:
+        """The one request path (app.engine.protocol): the context fitted and said, then chat()."""
+        return fitted_reply(self, messages, config, cancel=cancel, request_id=request_id)
 
     def _stream(self, body: dict, cancel, request_id: int) -> Iterator[EngineEvent]:
         tracker = ProvenanceTracker()

@@ -21,6 +21,7 @@ from PySide6.QtCore import QObject, Signal
 from app.replies.comparison import compare_runs, failed_state, running_state
 from app.engine.config import GenerationConfig
 from app.engine.events import FinishedEvent
+from app.engine.host.wire import ReplyEnded, ReplyFailed
 from app.store import ChatStore, StoreError
 from app.ui.transcript.chat_view import ChatView
 from app.ui.chat.conversation import Conversation
@@ -152,15 +153,15 @@ class PlainCompare(QObject):
         self._show(run.message_id, None)
         self.sig_result.emit(run.message_id, comparison)
 
-    def _on_failed(self, request_id: int, message: str) -> None:
+    def _on_failed(self, failed: ReplyFailed) -> None:
         run = self._run
-        if run is not None and request_id == run.request_id:
+        if run is not None and failed.request_id == run.request_id:
             self._run = None
-            self._show(run.message_id, failed_state(f"The plain run failed: {message}"))
+            self._show(run.message_id, failed_state(f"The plain run failed: {failed.message}"))
 
-    def _on_ended(self, request_id: int) -> None:
+    def _on_ended(self, ended: ReplyEnded) -> None:
         run = self._run
-        if run is not None and request_id == run.request_id:
+        if run is not None and ended.request_id == run.request_id:
             # Ended without a result or an error: the engine was stopped under it.
             self._run = None
             self._show(run.message_id, None)

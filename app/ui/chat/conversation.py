@@ -16,7 +16,10 @@ from typing import Optional
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.engine.config import GenerationConfig
-from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent, decode_speed
+from app.engine.events import (
+    ContextEvent, FinishedEvent, GenerationStats, NoticeEvent, RoundEvent, TokenEvent, decode_speed,
+)
+from app.engine.host.wire import ReplyEnded, ReplyFailed
 from app.store import ChatSettings, ChatStore, Message, StoreError
 from app.ui.transcript.chat_view import ChatView
 from app.ui.transcript.format import TranscriptMessage, model_label, stats_from_dict, transcript_message
@@ -246,7 +249,9 @@ class Conversation(QObject):
         request = self._request
         return request if request is not None and request.request_id == request_id else None
 
-    def _on_context(self, request_id: int, dropped: int, prompt_tokens: int, n_ctx: int) -> None:
+    def _on_context(self, context: ContextEvent) -> None:
+        request_id, dropped, prompt_tokens, n_ctx = (context.request_id, context.dropped, context.prompt_tokens,
+                                                     context.n_ctx)
         request = self._current(request_id)
         if request is None:
             return
@@ -269,11 +274,11 @@ class Conversation(QObject):
         self.view.append_tokens(request.continued, request.token_rounds[:len(request.continued)], request.rounds)
         request.streaming = True
 
-    def _on_notice(self, request_id: int, text: str) -> None:
+    def _on_notice(self, notice: NoticeEvent) -> None:
         # Said once per chat: a template that cannot be used fails the same way on every reply.
-        if self._current(request_id) is not None and text != self._notice_shown:
-            self._notice_shown = text
-            self.view.add_notice(text)
+        if self._current(notice.request_id) is not None and notice.text != self._notice_shown:
+            self._notice_shown = notice.text
+            self.view.add_notice(notice.text)
 
     def _on_stream(self, events: list) -> None:
         request = self._request
@@ -358,14 +363,14 @@ class Conversation(QObject):
             return
         self._end_request(request, event.stats, text=event.text)
 
-    def _on_failed(self, request_id: int, message: str) -> None:
-        request = self._current(request_id)
+    def _on_failed(self, failed: ReplyFailed) -> None:
+        request = self._current(failed.request_id)
         if request is None:
             return
-        self._end_request(request, request.partial_stats("error"), text=None, error=message)
+        self._end_request(request, request.partial_stats("error"), text=None, error=failed.message)
 
-    def _on_ended(self, request_id: int) -> None:
-        request = self._current(request_id)
+    def _on_ended(self, ended: ReplyEnded) -> None:
+        request = self._current(ended.request_id)
         if request is not None:
             # The engine stopped without a result or an error; keep what arrived.
             self._end_request(request, request.partial_stats("cancelled"), text=None)

@@ -13,7 +13,9 @@ from typing import Optional
 from PySide6.QtCore import QObject, Signal
 
 from app.engine.config import LoadSettings
+from app.engine.host.wire import LoadFailed, ModelsLoaded
 from app.engine.remote.engine import is_remote_target
+from app.engine.targets import target_of
 from app.store.unusable_models import mark_unusable
 from app.ui.engine_link.engine_process import EngineProcess, WorkerDeath
 from app.ui.models.library_model import NGRAM_KEY, DraftListModel, LibraryModel
@@ -187,22 +189,25 @@ class ModelSession(QObject):
         self._load_error = ""
         entry = self.library.entry_for(self.target)
         self.bar.set_load_state("Loading…", f"Loading {entry.name if entry else ''}")
-        self.engine.request_load(self._load_id, self.target, self.draft_path(), self._load_settings)
+        draft = self.draft_path()
+        self.engine.request_load(self._load_id, target_of(self.target), Path(draft) if draft else None,
+                                 self._load_settings)
 
-    def _on_models_loaded(self, request_id: int, target, draft, n_ctx: int, note: str = "") -> None:
-        if request_id != self._load_id:
+    def _on_models_loaded(self, loaded: ModelsLoaded) -> None:
+        if loaded.request_id != self._load_id:
             return
-        self._loaded = (str(target) if target else None, str(draft) if draft else None)
-        self.sig_context_size.emit(n_ctx)
+        target, note = loaded.target, loaded.placement_note
+        self._loaded = (str(target) if target else None, str(loaded.draft) if loaded.draft else None)
+        self.sig_context_size.emit(loaded.n_ctx)
         self.bar.set_load_state("Ready", "The models are loaded." + (f" {note}" if note else ""), "ready")
         # Remembered only once loaded: a file that crashes the engine must not be loaded again at every start.
         if self._remember_target and target:
             self.sig_target_loaded.emit(str(target))
         self._remember_target = False
 
-    def _on_load_failed(self, request_id: int, message: str) -> None:
-        if request_id == self._load_id:
-            self._fail(message)
+    def _on_load_failed(self, failed: LoadFailed) -> None:
+        if failed.request_id == self._load_id:
+            self._fail(failed.message)
 
     def _fail(self, message: str) -> None:
         self._load_error = message
