@@ -3,17 +3,22 @@
 A target is a LocalModel or a ServerModel (app.engine.targets). DispatchingEngine
 keeps one engine of each kind at most, made when first needed, and sends every ChatEngine call to the one whose
 kind the current target is; loading a target of the other kind unloads the first (its memory is freed).
+`local_engine` and `server_engine` build one loaded engine of each kind for the CLI and the benchmarks.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import EngineEvent
 from app.engine.protocol import CancelSignal, ChatEngine, fitted_reply
-from app.engine.targets import ServerModel, Target, target_of
+from app.engine.targets import LocalModel, ServerModel, Target, target_of
+
+if TYPE_CHECKING:
+    from app.engine.local.engine import SpecEngine
+    from app.engine.remote.engine import RemoteEngine
 
 
 def _local_engine(load: LoadSettings) -> ChatEngine:
@@ -26,6 +31,31 @@ def _remote_engine(load: LoadSettings) -> ChatEngine:
     from app.engine.remote.engine import RemoteEngine
 
     return RemoteEngine(load)
+
+
+def local_engine(target: LocalModel, draft: Optional[Path] = None, load: LoadSettings = LoadSettings()) -> SpecEngine:
+    """A SpecEngine with `target` (and `draft`, if any) loaded. Raises EngineError."""
+    from app.engine.local.engine import SpecEngine
+
+    engine = SpecEngine(load)
+    try:
+        engine.load_target(target, planned_draft=draft)
+        if draft is not None:
+            engine.load_draft(draft)
+    except BaseException:
+        engine.close()
+        raise
+    return engine
+
+
+def server_engine(target: ServerModel, load: LoadSettings = LoadSettings(),
+                  api_key: Optional[str] = None) -> RemoteEngine:
+    """A RemoteEngine for `target`, checked on its server with `api_key`. Raises EngineError."""
+    from app.engine.remote.engine import RemoteEngine
+
+    engine = RemoteEngine(load, api_key_for=lambda url: api_key)
+    engine.load_target(target)
+    return engine
 
 
 class DispatchingEngine:
