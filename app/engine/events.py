@@ -7,7 +7,7 @@ and they can cross a thread boundary as they are.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Literal, Optional, Union
+from typing import Any, Literal, Optional, Union
 
 TokenSource = Literal["draft", "target"]
 # Who drafted a round: the draft model, n-gram lookup of earlier text, or nobody (plain decoding).
@@ -81,7 +81,7 @@ class GenerationStats:
     elapsed_s: float = 0.0
     draft_len_histogram: dict[int, int] = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 

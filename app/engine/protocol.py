@@ -9,11 +9,14 @@ which every engine implements with `fitted_reply` below.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator, Optional, Protocol, Sequence
+from typing import Any, Iterator, Optional, Protocol, Sequence
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import ContextEvent, EngineEvent, NoticeEvent
 from app.engine.targets import Target
+
+# A chat message as chat templates and servers take it: {"role": "system" | "user" | "assistant", "content": str}.
+Message = dict[str, Any]
 
 
 class CancelSignal(Protocol):
@@ -57,16 +60,16 @@ class ChatEngine(Protocol):
         """One short piece of background work between requests (such as timing a forward pass); False when there
         is none to do now."""
 
-    def count_tokens(self, messages: Sequence[dict]) -> int: ...
+    def count_tokens(self, messages: Sequence[Message]) -> int: ...
 
-    def fit_messages(self, messages: Sequence[dict], reserve_tokens: int,
-                     session: str = "default") -> tuple[list[dict], int]: ...
+    def fit_messages(self, messages: Sequence[Message], reserve_tokens: int,
+                     session: str = "default") -> tuple[list[Message], int]: ...
 
-    def chat(self, messages: Sequence[dict], config: GenerationConfig = ..., *,
+    def chat(self, messages: Sequence[Message], config: GenerationConfig = ..., *,
              cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator[EngineEvent]:
         """The reply to exactly `messages` (no fitting): what reply() calls once the prompt fits."""
 
-    def reply(self, messages: Sequence[dict], config: GenerationConfig, *,
+    def reply(self, messages: Sequence[Message], config: GenerationConfig, *,
               cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator[EngineEvent]:
         """The one way to ask for a reply: a ContextEvent, a NoticeEvent if there is something to say, then the
         reply's tokens, rounds and finish. Engines implement it as `return fitted_reply(self, ...)`."""
@@ -79,7 +82,7 @@ def reply_reserve(config: GenerationConfig, n_ctx: int) -> int:
     return max(16, min(config.max_tokens, n_ctx // 2))
 
 
-def fitted_reply(engine: ChatEngine, messages: Sequence[dict], config: GenerationConfig, *,
+def fitted_reply(engine: ChatEngine, messages: Sequence[Message], config: GenerationConfig, *,
                  cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator[EngineEvent]:
     """Fit `messages` to the context (earlier turns dropped per chat session), say so, then stream the reply."""
     kept, dropped = engine.fit_messages(messages, reply_reserve(config, engine.n_ctx), session=config.session)

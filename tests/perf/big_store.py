@@ -31,7 +31,7 @@ def build(path: Path, chats: int, messages: int, seed: int = 0) -> None:
         store._conn.execute("PRAGMA synchronous = OFF")  # throwaway data: no fsync per commit while building
         for c in range(chats):
             chat = store.create_chat(f"Chat {c}: {_text(rng, 3)}")
-            for m in range(messages // 2):
+            for _ in range(messages // 2):
                 store.add_message(chat.id, "user", _text(rng, 40))
                 tokens = [(word + " ", rng.choice(("target", "draft"))) for word in _text(rng, 300).split(" ")]
                 store.add_message(chat.id, "assistant", "".join(t for t, _ in tokens), tokens=tokens,

@@ -3,11 +3,9 @@ speed, never the text."""
 
 from __future__ import annotations
 
-import pytest
 
 from window_helpers import choose_pair, click_link, send_and_wait
 
-pytest.importorskip("llama_cpp")
 
 
 def test_greedy_speculative_reply_equals_its_plain_run(make_window, qtbot, model_folder, tiny_models):

@@ -12,7 +12,6 @@ from app.store import ChatStore
 from app.ui.models.library_model import PATH_ROLE
 from window_helpers import choose_pair, send_and_wait
 
-pytest.importorskip("llama_cpp")
 
 # Short replies with a fixed draft length: the test is about what the window shows, not the speed controller.
 SHORT = {"max_tokens": 24, "draft_max": 4}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Optional, Union
+from typing import Any, Literal, Optional, Union
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import EngineEvent
@@ -38,7 +38,7 @@ class GenerateReply:
     """Reply to `messages` with `config`: the engine's reply(), streamed back as EngineEvents."""
 
     request_id: int
-    messages: tuple[dict, ...]
+    messages: tuple[dict[str, Any], ...]
     config: GenerationConfig
 
 

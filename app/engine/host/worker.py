@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
-from app.engine.config import GenerationConfig, LoadSettings
+from app.engine.config import LoadSettings
 from app.engine.errors import EngineError
 from app.engine.events import RoundEvent, TokenEvent
 from app.engine.host.wire import (
@@ -49,7 +49,7 @@ class CancelFlag:
             self._shared.value = self._request_id
 
 
-def default_engine_factory(load: LoadSettings):
+def default_engine_factory(load: LoadSettings) -> ChatEngine:
     """Local models for file targets, a server's for server targets (app.engine.host.engine_factory)."""
     from app.engine.host.engine_factory import DispatchingEngine
 
@@ -135,6 +135,8 @@ class _WorkerLoop:
             idle_work, idle_since = True, time.monotonic()
 
     def _idle_step(self) -> bool:
+        if self._engine is None:
+            return False
         try:
             return self._engine.idle_step()
         except Exception:  # background work must never take the engine down; it is tried after the next request

@@ -7,7 +7,6 @@ passed to `chat`/`complete` may be set from another thread; generation stops wit
 from __future__ import annotations
 
 import dataclasses
-import threading
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
@@ -21,9 +20,10 @@ from app.engine.speculation.cost_measurement import CostMeasurement, measure_cos
 from app.engine.speculation.costs import CostTable, cached_costs, prior_costs
 from app.engine.local.decoder import generate
 from app.engine.speculation.drafters import ModelDrafter, NgramDrafter
-from app.engine.errors import IncompatiblePairError
+from app.engine.errors import EngineError, IncompatiblePairError
 from app.engine.events import EngineEvent, FinishedEvent
-from app.engine.protocol import fitted_reply
+from app.engine.protocol import CancelSignal, fitted_reply
+from app.engine.targets import ServerModel, Target
 from app.engine.placement.gpu_fit import Placement, resolve as resolve_placement
 from app.engine.local.llama_model import LoadedModel
 from app.engine.speculation.policy import FixedPolicy, SpeculationPolicy
@@ -77,11 +77,13 @@ class SpecEngine:
     def n_ctx(self) -> int:
         return self.target.n_ctx if self.target else self.load_settings.n_ctx
 
-    def load_target(self, path: str | Path, planned_draft: str | Path | None = None) -> None:
+    def load_target(self, target: Target | str | Path, planned_draft: str | Path | None = None) -> None:
         """Load (or switch) the target. A loaded draft that is not compatible with the new target is unloaded.
 
         `planned_draft`: the draft that will be loaded next, so GPU layers on Auto leave room for it first."""
-        path = Path(path)
+        if isinstance(target, ServerModel):
+            raise EngineError(f"{target} is a server's model; this engine loads GGUF files.")
+        path = Path(target)
         if self.target is not None and self.target.path == path:
             return
         self._measurement = None
@@ -365,7 +367,7 @@ class SpecEngine:
         messages: Sequence[dict],
         config: GenerationConfig = GenerationConfig(),
         *,
-        cancel: Optional[threading.Event] = None,
+        cancel: Optional[CancelSignal] = None,
         request_id: int = 0,
         session: Optional[str] = None,
     ) -> Iterator[EngineEvent]:
@@ -383,7 +385,7 @@ class SpecEngine:
         tokens = self._tokens_for(rendered.text, rendered.markup)
         return self._run(tokens, rendered.text, config, cancel, request_id, session or config.session)
 
-    def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel: Optional[threading.Event] = None,
+    def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel: Optional[CancelSignal] = None,
               request_id: int = 0) -> Iterator[EngineEvent]:
         """The one request path (app.engine.protocol): the context fitted and said, then chat()."""
         return fitted_reply(self, messages, config, cancel=cancel, request_id=request_id)
@@ -393,7 +395,7 @@ class SpecEngine:
         prompt: str,
         config: GenerationConfig = GenerationConfig(),
         *,
-        cancel: Optional[threading.Event] = None,
+        cancel: Optional[CancelSignal] = None,
         request_id: int = 0,
         session: Optional[str] = None,
     ) -> Iterator[EngineEvent]:

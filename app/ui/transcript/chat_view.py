@@ -278,7 +278,7 @@ class ChatView(TranscriptBrowser):
         block_format = QTextBlockFormat()
         block_format.setTopMargin(4)
         fmt = QTextCharFormat()
-        for n, line in enumerate(text.split("\n")):
+        for line in text.split("\n"):
             cursor.insertBlock(block_format, fmt)
             cursor.insertText(line, fmt)
             block_format.setTopMargin(0)
