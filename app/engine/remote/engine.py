@@ -16,7 +16,7 @@ from typing import Callable, Iterator, Optional, Sequence
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.local.context_fit import SessionCuts
 from app.engine.errors import EngineError
-from app.engine.events import EngineEvent, FinishedEvent, GenerationStats, RoundEvent, TokenEvent
+from app.engine.events import EngineEvent, FinishedEvent, GenerationStats, RoundEvent, TokenEvent, decode_speed
 from app.engine.remote.http import ConnectionDropped, ServerError, check_model, normalize_url, server_props, stream_chat
 from app.engine.remote.provenance import ProvenanceTracker
 from app.engine.protocol import fitted_reply
@@ -217,8 +217,9 @@ class RemoteEngine:
         tokens = int(timings.get("predicted_n") or usage.get("completion_tokens") or emitted)
         # The server's own decode speed when it reports one (it excludes the network), else what arrived here.
         tps = float(timings.get("predicted_per_second") or 0.0)
-        if not tps and first_at is not None and tokens > 1:
-            tps = (tokens - 1) / max(ended - first_at, 1e-9)
+        if not tps and first_at is not None:
+            # Counted from the first token on (the prompt's end is not seen here), like a reply stopped in the window.
+            tps = decode_speed(tokens - 1, ended - first_at)
         drafted, accepted = tracker.drafted, tracker.accepted
         return GenerationStats(
             tokens=tokens,
