@@ -13,17 +13,10 @@ import threading
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
+from app.common.http_client import http_client
 from app.engine.errors import EngineError, ModelLoadError
 
-
-
-def _http():
-    """The HTTP client module, imported when first needed (the window imports this module at start)."""
-    try:  # which one is installed depends on the Python version
-        import httpx2 as httpx
-    except ImportError:  # pragma: no cover
-        import httpx  # type: ignore[no-redef]
-    return httpx
+_http = http_client  # the window imports this module at start: the client is imported when first needed
 
 CONNECT_TIMEOUT_S = 10.0
 # How long the server may send nothing at all: the first token of a long prompt can take a while on a busy server.
