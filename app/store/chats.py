@@ -75,7 +75,7 @@ class ChatStore:
     """The chat history: chats, their settings and messages, in one SQLite database.
 
     Thread: the GUI thread only (the one that created the store). sqlite3 enforces this and raises if another
-    thread calls in; the inference worker hands finished replies to the GUI, which stores them.
+    thread calls in; the engine process hands finished replies to the GUI, which stores them.
 
     Every method commits before it returns. Errors are StoreError (DatabaseCorruptError, DatabaseTooNewError,
     NotFoundError) with a message the window can show as it is.

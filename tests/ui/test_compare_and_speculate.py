@@ -96,7 +96,7 @@ def test_clicking_the_running_comparison_cancels_it(make_window, qtbot, fake_eng
     fake_engine.token_delay_s = 0.3
     href = f"specchat:compare/{message_id}"
     click_link(qtbot, window.chat_view, "Compare with plain", href)
-    with qtbot.waitSignal(window.inference.sig_generation_ended, timeout=10000):
+    with qtbot.waitSignal(window.engine_process.sig_generation_ended, timeout=10000):
         click_link(qtbot, window.chat_view, "Cancel comparison", href)
     assert window.plain_compare.running_for() is None
     assert "Comparing with plain" not in window.chat_view.toPlainText()

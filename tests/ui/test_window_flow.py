@@ -24,7 +24,7 @@ def _draft_path(folder: Path, tiny_models) -> Path:
 
 def _feed_late_events(window, request_id: int) -> None:
     """What the engine may still send for a request the window has retired: every kind of event, at once."""
-    engine = window.inference
+    engine = window.engine_process
     engine.sig_context.emit(ContextEvent(request_id, 0, 10, 2048))
     engine.sig_notice.emit(NoticeEvent(request_id, "LATE NOTICE"))
     engine.sig_stream.emit([TokenEvent(request_id, 9999, 1, " LATE-TOKEN", "draft"),

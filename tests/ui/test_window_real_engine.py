@@ -28,7 +28,7 @@ def test_pick_pair_send_stream_highlight_then_switch_off(make_window, qtbot, mod
     choose_pair(qtbot, window, target, draft)
     window.update_chat_settings(**SHORT)
     batches = []
-    window.inference.sig_stream.connect(batches.append)
+    window.engine_process.sig_stream.connect(batches.append)
     view = window.chat_view
     streamed_before_render: list[str] = []
     finish = view.finish_stream
@@ -65,7 +65,7 @@ def test_restart_brings_the_chat_back_with_its_highlighting(make_window, qtbot, 
     text = window.chat_view.toPlainText()
     assert highlighted
     window.close()
-    assert not window.inference.is_running()
+    assert not window.engine_process.is_running()
 
     reopened = make_window()
     assert reopened.chat_list.chat_at(0).id == chat_id
@@ -175,7 +175,7 @@ def test_a_chosen_pair_is_ready_without_measuring_and_is_measured_while_idle(mak
     target, draft = _pair(model_folder, tiny_models)
     window = make_window()
     measured_when_ready: list[set[str]] = []
-    window.inference.sig_models_loaded.connect(lambda *_: measured_when_ready.append(_measured_files()))
+    window.engine_process.sig_models_loaded.connect(lambda *_: measured_when_ready.append(_measured_files()))
     choose_pair(qtbot, window, target, draft)
     assert measured_when_ready and target.name not in measured_when_ready[-1]
     qtbot.waitUntil(lambda: {target.name, draft.name} <= _measured_files(), timeout=60000)

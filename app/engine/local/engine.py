@@ -1,7 +1,7 @@
 """SpecEngine: the target and draft models, the conversation's KV cache, and one entry point per kind of request.
 
-Every method must be called from one thread, the inference thread that owns the models. Only the `cancel` event
-passed to `chat`/`complete` may be set from another thread; generation stops within one round.
+Every method must be called from one thread, the engine process's main thread, which owns the models. Only the
+`cancel` event passed to `chat`/`complete` may be set from another thread; generation stops within one round.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ MESSAGE_MARKUP_TOKENS = 6
 
 
 class SpecEngine:
-    """Owns the models. Call from the inference thread only (see module docstring)."""
+    """Owns the models. Call from the engine process's main thread only (see module docstring)."""
 
     def __init__(self, load: Optional[LoadSettings] = None):
         # Built per engine, not once at import: SPECCHAT_THREADS set after the import still counts.

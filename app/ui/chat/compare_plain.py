@@ -62,20 +62,20 @@ class PlainCompare(QObject):
     sig_result = Signal(int, object)
     """(message_id, the comparison dict kept with it): a comparison finished and was stored."""
 
-    def __init__(self, store: ChatStore, inference: EngineProcess, conversation: Conversation, view: ChatView,
+    def __init__(self, store: ChatStore, engine_process: EngineProcess, conversation: Conversation, view: ChatView,
                  request_source: RequestSource, parent=None):
         super().__init__(parent)
         self.store = store
-        self.inference = inference
+        self.engine_process = engine_process
         self.conversation = conversation
         self.view = view
         self._request_source = request_source
         self._run: Optional[_Run] = None
         view.sig_compare.connect(self.toggle)
         conversation.sig_busy_changed.connect(self._on_busy)
-        inference.sig_finished.connect(self._on_finished)
-        inference.sig_generation_failed.connect(self._on_failed)
-        inference.sig_generation_ended.connect(self._on_ended)
+        engine_process.sig_finished.connect(self._on_finished)
+        engine_process.sig_generation_failed.connect(self._on_failed)
+        engine_process.sig_generation_ended.connect(self._on_ended)
 
     def running_for(self) -> Optional[int]:
         """The reply being compared now (None when no comparison runs)."""
@@ -121,7 +121,7 @@ class PlainCompare(QObject):
         request_id = self.conversation.reserve_request_id()
         self._run = _Run(request_id, message_id, message.content, float(stats.get("tokens_per_second", 0.0)),
                          config.temperature, request.target_name)
-        self.inference.request_generate(request_id, prompt, config)
+        self.engine_process.request_generate(request_id, prompt, config)
         self._show(message_id, running_state())
 
     def cancel(self, reason: str = "") -> None:
@@ -129,7 +129,7 @@ class PlainCompare(QObject):
         run, self._run = self._run, None
         if run is None:
             return
-        self.inference.cancel(run.request_id)
+        self.engine_process.cancel(run.request_id)
         self._show(run.message_id, failed_state(reason) if reason else None)
 
     # ----- the engine's answers
@@ -190,7 +190,7 @@ def attach(window) -> PlainCompare:
         config = window.chat_settings.generation_config(False, window.session.drafter())
         return CompareRequest(config, settings.system_prompt, window.session.names()[0])
 
-    compare = PlainCompare(window.store, window.inference, window.conversation, window.chat_view, request_source,
+    compare = PlainCompare(window.store, window.engine_process, window.conversation, window.chat_view, request_source,
                            window)
     for signal in (window.session.sig_target_chosen, window.session.sig_draft_chosen):
         signal.connect(lambda *_: compare.cancel(CANCELLED_BY_MODEL))

@@ -54,10 +54,10 @@ class Conversation(QObject):
     sig_error = Signal(str)
     """Something went wrong that the user should read."""
 
-    def __init__(self, store: ChatStore, inference: EngineProcess, view: ChatView, parent=None):
+    def __init__(self, store: ChatStore, engine_process: EngineProcess, view: ChatView, parent=None):
         super().__init__(parent)
         self.store = store
-        self.inference = inference
+        self.engine_process = engine_process
         self.view = view
         self._oldest_shown: Optional[int] = None  # the first message the transcript shows
         view.sig_older_wanted.connect(self._show_older)
@@ -72,12 +72,12 @@ class Conversation(QObject):
         self._flush_timer = QTimer(self)
         self._flush_timer.setInterval(FLUSH_INTERVAL_MS)
         self._flush_timer.timeout.connect(self._flush)
-        inference.sig_context.connect(self._on_context)
-        inference.sig_notice.connect(self._on_notice)
-        inference.sig_stream.connect(self._on_stream)
-        inference.sig_finished.connect(self._on_finished)
-        inference.sig_generation_failed.connect(self._on_failed)
-        inference.sig_generation_ended.connect(self._on_ended)
+        engine_process.sig_context.connect(self._on_context)
+        engine_process.sig_notice.connect(self._on_notice)
+        engine_process.sig_stream.connect(self._on_stream)
+        engine_process.sig_finished.connect(self._on_finished)
+        engine_process.sig_generation_failed.connect(self._on_failed)
+        engine_process.sig_generation_ended.connect(self._on_ended)
 
     # ----- state
 
@@ -210,7 +210,7 @@ class Conversation(QObject):
         self._last_reason = ""
         # The speculation controller learns acceptance per chat.
         config = dataclasses.replace(config, session=f"chat-{self.chat_id}")
-        self.inference.request_generate(request.request_id, messages, config)
+        self.engine_process.request_generate(request.request_id, messages, config)
         self._flush_timer.start()
         self.sig_busy_changed.emit(True)
         self.sig_live_stats.emit("Reading the prompt…")
@@ -221,7 +221,7 @@ class Conversation(QObject):
         request = self._request
         if request is None:
             return
-        self.inference.cancel(request.request_id)
+        self.engine_process.cancel(request.request_id)
         self._end_request(request, request.partial_stats("cancelled"), text=None)
 
     def regenerate(self, config: GenerationConfig, system_prompt: str, target_name: str,
@@ -243,7 +243,7 @@ class Conversation(QObject):
             return None
         return self.start_reply(config, system_prompt, target_name, draft_name)
 
-    # ----- events from the inference thread
+    # ----- events from the engine process
 
     def _current(self, request_id: int) -> Optional[ReplyRequest]:
         request = self._request

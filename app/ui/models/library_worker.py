@@ -1,6 +1,6 @@
 """The library thread: scans model folders and checks draft compatibility off the GUI thread.
 
-It is separate from the inference thread so that a long generation never delays the library, and reading GGUF
+It is separate from the engine process so that a long generation never delays the library, and reading GGUF
 headers never delays a generation. Neither loads weights.
 """
 

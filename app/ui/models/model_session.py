@@ -38,14 +38,14 @@ class ModelSession(QObject):
     sig_model_crashed = Signal(str)
     """(path): this file crashed the engine while loading and was marked unusable."""
 
-    def __init__(self, library: LibraryModel, drafts: DraftListModel, bar: ModelBar, engine: EngineProcess,
+    def __init__(self, library: LibraryModel, drafts: DraftListModel, bar: ModelBar, engine_process: EngineProcess,
                  library_thread: LibraryThread, load_settings: LoadSettings, wanted_draft: Optional[str],
                  parent=None):
         super().__init__(parent)
         self.library = library
         self.drafts = drafts
         self.bar = bar
-        self.engine = engine
+        self.engine_process = engine_process
         self.library_thread = library_thread
         self._load_settings = load_settings
         self.target: Optional[str] = None
@@ -57,9 +57,9 @@ class ModelSession(QObject):
         self._load_id = 0
         self._loaded: tuple[Optional[str], Optional[str]] = (None, None)
         self._load_error = ""
-        engine.sig_models_loaded.connect(self._on_models_loaded)
-        engine.sig_load_failed.connect(self._on_load_failed)
-        engine.sig_worker_died.connect(self._on_worker_died)
+        engine_process.sig_models_loaded.connect(self._on_models_loaded)
+        engine_process.sig_load_failed.connect(self._on_load_failed)
+        engine_process.sig_worker_died.connect(self._on_worker_died)
         # A bound method of this GUI-thread object: the slot runs on the GUI thread (a lambda would not).
         library_thread.worker.sig_drafts_checked.connect(self._on_drafts_checked)
 
@@ -190,7 +190,7 @@ class ModelSession(QObject):
         entry = self.library.entry_for(self.target)
         self.bar.set_load_state("Loading…", f"Loading {entry.name if entry else ''}")
         draft = self.draft_path()
-        self.engine.request_load(self._load_id, target_of(self.target), Path(draft) if draft else None,
+        self.engine_process.request_load(self._load_id, target_of(self.target), Path(draft) if draft else None,
                                  self._load_settings)
 
     def _on_models_loaded(self, loaded: ModelsLoaded) -> None:
