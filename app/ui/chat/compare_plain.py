@@ -168,10 +168,7 @@ class PlainCompare(QObject):
 
     def _show(self, message_id: int, state: Optional[dict]) -> None:
         """Show the reply with `state` (running, failed) over its stored result, or with what is stored (None)."""
-        if state is None:
-            self.view.pending_comparisons.pop(message_id, None)
-        else:
-            self.view.pending_comparisons[message_id] = state
+        self.view.set_pending_comparison(message_id, state)
         message = self.store.get_message(message_id)
         if message is not None and message.chat_id == self.conversation.chat_id:
             self.view.refresh_message(transcript_message(message))

@@ -69,8 +69,7 @@ def attach(window) -> ServerModelLister:
     lister = ServerModelLister(window)
 
     def on_listed(entries: list, problems: list) -> None:
-        window.library.set_server_entries(entries)
-        window._update_page()
+        window.library.set_server_entries(entries)  # the window follows its library's resets (the empty page)
         if problems:
             window.show_error(" ".join(problems))
         wanted = window.chat_settings.current().target_path or window.settings.last_target

@@ -162,6 +162,7 @@ class MainWindow(QMainWindow):
         conversation.sig_error.connect(self.show_error)
         self.chat_settings.sig_error.connect(self.show_error)
 
+        self.library.modelReset.connect(self._update_page)  # whoever changes the library: scans, servers' models
         session = self.session
         session.sig_error.connect(self.show_error)
         session.sig_target_chosen.connect(lambda path: self.update_chat_settings(target_path=path))
