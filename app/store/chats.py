@@ -20,7 +20,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from app.engine.events import GenerationStats
 from app.platform import paths
+from app.store._fields import from_dict as record_from_dict
 from app.store.provenance import RoundRecord
 from app.store.db import describe_error, open_database, transaction
 from app.store.errors import NotFoundError
@@ -29,16 +31,17 @@ from app.store.records import DEFAULT_TITLE, ROLES, Chat, ChatSettings, Message,
 
 log = logging.getLogger(__name__)
 
-def _encode_stats(stats: dict | None) -> str | None:
+def _encode_stats(stats: GenerationStats | None) -> str | None:
     if stats is None:
         return None
-    return json.dumps(_tag_int_keys(stats), ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(_tag_int_keys(stats.to_dict()), ensure_ascii=False, separators=(",", ":"))
 
 
-def _decode_stats(encoded: str | None) -> dict | None:
+def _decode_stats(encoded: str | None) -> GenerationStats | None:
+    """The stats as stored; keys this version does not know, or bad values, are left out (from_dict)."""
     if encoded is None:
         return None
-    return json.loads(encoded, object_hook=_untag_int_keys)
+    return record_from_dict(GenerationStats, json.loads(encoded, object_hook=_untag_int_keys))[0]
 
 
 # JSON object keys are strings, but GenerationStats.draft_len_histogram is keyed by int; tag such dicts so they
@@ -202,7 +205,7 @@ class ChatStore:
         chat_id: int,
         role: Role,
         content: str,
-        stats: dict | None = None,
+        stats: GenerationStats | None = None,
         tokens: list[tuple[str, str]] | None = None,
         target_name: str | None = None,
         draft_name: str | None = None,
@@ -284,7 +287,7 @@ class ChatStore:
             conn.execute("UPDATE chats SET updated_at = ? WHERE id = ?", (self._bump_time(conn), chat_id))
         return removed
 
-    def update_reply(self, message_id: int, content: str, stats: dict | None = None,
+    def update_reply(self, message_id: int, content: str, stats: GenerationStats | None = None,
                      tokens: list[tuple[str, str]] | None = None, token_rounds: list[int] | None = None,
                      rounds: list[RoundRecord] | None = None) -> None:
         """Replace a streaming reply's text, stats and provenance in one commit (saved while it streams). A

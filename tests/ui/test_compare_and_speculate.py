@@ -84,7 +84,7 @@ def test_sending_during_a_comparison_cancels_it_and_says_so(make_window, qtbot, 
     assert CANCELLED_BY_REPLY in window.chat_view.toPlainText()
     assert window.store.get_message(message_id).comparison is None
     reply = window.store.get_message(second)
-    assert reply.stats["stop_reason"] == "eos" and reply.content == fake_engine.reply
+    assert reply.stats.stop_reason == "eos" and reply.content == fake_engine.reply
     # Asking again runs it to its end.
     assert _compare(qtbot, window, message_id)["identical"] is True
     assert CANCELLED_BY_REPLY not in window.chat_view.toPlainText()

@@ -71,7 +71,7 @@ def test_a_worker_killed_mid_reply_keeps_the_partial_reply_and_the_next_message_
         os.kill(window.engine_process.pid(), signal.SIGKILL)
     stored = window.store.get_message(blocker.args[0])
     assert stored.content.startswith("word0 word1") and "word399" not in stored.content
-    assert stored.stats["stop_reason"] == "error"
+    assert stored.stats.stop_reason == "error"
     text = window.chat_view.toPlainText()
     assert "SIGKILL" in text and "Retry" in text
     # The engine came back with the models; the next message gets a whole reply.
@@ -161,7 +161,7 @@ def test_a_reply_survives_the_app_being_killed_and_can_be_continued(make_window,
     with ChatStore() as store:
         chat = store.list_chats()[0]
         reply = [m for m in store.messages(chat.id) if m.role == "assistant"][-1]
-    assert reply.stats["stop_reason"] == "interrupted"
+    assert reply.stats.stop_reason == "interrupted"
     assert reply.content.startswith("word0 word1 word2")
     # Reopened, the chat shows the reply marked interrupted, with Continue and Regenerate.
     fake_engine.token_delay_s = 0.0
@@ -177,6 +177,6 @@ def test_a_reply_survives_the_app_being_killed_and_can_be_continued(make_window,
     continued = window.store.get_message(blocker.args[0])
     assert continued.id == reply.id
     assert continued.content == reply.content + " and the end."
-    assert continued.stats["stop_reason"] == "eos"
+    assert continued.stats.stop_reason == "eos"
     # The engine was asked to continue the reply: the prompt ends with the partial reply itself.
     assert fake_engine.requests[-1][-1] == {"role": "assistant", "content": reply.content}

@@ -65,7 +65,7 @@ def test_send_streams_highlighted_draft_tokens_and_stores_them(make_window, qtbo
     assert window.chat_view.highlighted_text()  # accepted draft tokens are green
     stored = window.store.get_message(message_id)
     assert stored.tokens and any(source == "draft" for _, source in stored.tokens)
-    assert stored.stats["drafted"] > 0
+    assert stored.stats.drafted > 0
     assert stored.draft_name == "tiny-draft"
     # The chat got its title from the first message and is first in the sidebar.
     assert window.chat_list.chat_at(0).title == "Write add()"
@@ -112,7 +112,7 @@ def test_stop_keeps_the_partial_reply_and_drops_late_tokens(make_window, qtbot, 
     assert window.store.messages(window.conversation.chat_id) == messages
     assert not window.conversation.is_busy() and not window.error_banner.isVisible()
     stored = window.store.get_message(blocker.args[0])
-    assert stored.stats["stop_reason"] == "cancelled"
+    assert stored.stats.stop_reason == "cancelled"
     assert stored.content and "word199" not in stored.content
     assert stored.content.split()[-1] in shown
     assert "stopped" in shown

@@ -38,19 +38,19 @@ def test_pick_pair_send_stream_highlight_then_switch_off(make_window, qtbot, mod
     # Every token arrived as its own event (in batches) and was appended to the streaming reply before it was
     # rendered.
     token_events = [e for batch in batches for e in batch if isinstance(e, TokenEvent)]
-    assert len(token_events) == reply.stats["tokens"] > 1
+    assert len(token_events) == reply.stats.tokens > 1
     assert streamed_before_render == [reply.content]
     highlighted = window.chat_view.highlighted_text()
     assert highlighted, "accepted draft tokens should be highlighted"
     drafted_text = "".join(text for text, source in reply.tokens if source == "draft")
-    assert drafted_text and reply.stats["accepted"] > 0
+    assert drafted_text and reply.stats.accepted > 0
     assert reply.draft_name and reply.target_name
 
     window.model_bar.speculative_switch.click()
     send_and_wait(qtbot, window, "and again")
     second = window.store.messages(window.conversation.chat_id)[-1]
     assert all(source == "target" for _, source in second.tokens)
-    assert second.stats["drafted"] == 0
+    assert second.stats.drafted == 0
     assert window.chat_view.highlighted_text() == highlighted  # nothing new is green
 
 
@@ -137,7 +137,7 @@ def test_stop_on_the_real_engine(make_window, qtbot, model_folder, tiny_models):
     window.update_chat_settings(max_tokens=8)
     message_id = send_and_wait(qtbot, window, "short now")
     reply = window.store.get_message(message_id)
-    assert reply.stats["stop_reason"] in ("max_tokens", "eos") and reply.stats["tokens"] <= 8
+    assert reply.stats.stop_reason in ("max_tokens", "eos") and reply.stats.tokens <= 8
     assert [m.role for m in window.store.messages(chat_id)] == ["user", "user", "assistant"]
 
 

@@ -112,14 +112,14 @@ class PlainCompare(QObject):
             return
         stats = message.stats
         # A reply that ended early is timed over the tokens it has; the plain run writes as many.
-        max_tokens = request.config.max_tokens if stats.get("stop_reason") == "eos" else stats.get("tokens", 0)
+        max_tokens = request.config.max_tokens if stats.stop_reason == "eos" else stats.tokens
         config = dataclasses.replace(
             request.config, speculative=False, max_tokens=max(1, int(max_tokens or 1)),
             # Its own session: plain rounds must not teach the chat's speculation controller.
             session=f"chat-{message.chat_id}-plain",
         )
         request_id = self.conversation.reserve_request_id()
-        self._run = _Run(request_id, message_id, message.content, float(stats.get("tokens_per_second", 0.0)),
+        self._run = _Run(request_id, message_id, message.content, stats.tokens_per_second,
                          config.temperature, request.target_name)
         self.engine_process.request_generate(request_id, prompt, config)
         self._show(message_id, running_state())

@@ -22,7 +22,7 @@ from app.engine.events import (
 from app.engine.host.wire import ReplyEnded, ReplyFailed
 from app.store import ChatSettings, ChatStore, Message, StoreError
 from app.ui.transcript.chat_view import ChatView
-from app.ui.transcript.format import TranscriptMessage, model_label, stats_from_dict, transcript_message
+from app.ui.transcript.format import TranscriptMessage, model_label, transcript_message
 from app.ui.engine_link.engine_process import EngineProcess
 from app.ui.chat.reply_request import ReplyRequest
 
@@ -120,7 +120,7 @@ class Conversation(QObject):
         self._oldest_shown = messages[0].id if messages else None
         self.view.show_messages([transcript_message(m) for m in messages], has_older=has_older)
         last = next((m for m in reversed(messages) if m.role == "assistant" and m.stats), None)
-        stats = stats_from_dict(last.stats) if last else None
+        stats = last.stats if last else None
         self._show_usage(stats.prompt_tokens + stats.tokens if stats else 0)
 
     def _show_older(self) -> None:
@@ -346,12 +346,12 @@ class Conversation(QObject):
         """Add the reply to the store, or update it if it was saved while streaming; None if that failed."""
         try:
             if request.message_id is None:
-                stored = self.store.add_message(request.chat_id, "assistant", reply, stats=stats.to_dict(),
+                stored = self.store.add_message(request.chat_id, "assistant", reply, stats=stats,
                                                 target_name=request.target_name, draft_name=request.draft_name,
                                                 **request.provenance())
                 request.message_id = stored.id
                 return stored
-            self.store.update_reply(request.message_id, reply, stats=stats.to_dict(), **request.provenance())
+            self.store.update_reply(request.message_id, reply, stats=stats, **request.provenance())
             return self.store.get_message(request.message_id)
         except StoreError as exc:
             self.sig_error.emit(f"The reply could not be saved: {exc}")
