@@ -18,7 +18,7 @@ from typing import Callable, Optional, Union
 
 from PySide6.QtCore import QObject, Signal
 
-from app.replies.comparison import compare_runs, failed_state, running_state
+from app.replies.comparison import ShownComparison, compare_runs, failed_state, running_state
 from app.engine.config import GenerationConfig
 from app.engine.events import FinishedEvent
 from app.engine.host.wire import ReplyEnded, ReplyFailed
@@ -166,7 +166,7 @@ class PlainCompare(QObject):
             self._run = None
             self._show(run.message_id, None)
 
-    def _show(self, message_id: int, state: Optional[dict]) -> None:
+    def _show(self, message_id: int, state: Optional[ShownComparison]) -> None:
         """Show the reply with `state` (running, failed) over its stored result, or with what is stored (None)."""
         self.view.set_pending_comparison(message_id, state)
         message = self.store.get_message(message_id)

@@ -24,7 +24,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QApplication
 
-from app.replies.comparison import compare_link_label, comparison_text
+from app.replies.comparison import ShownComparison, compare_link_label, comparison_text
 from app.store.provenance import RoundRecord
 from app.ui.transcript import message_actions
 from app.ui.widgets import style
@@ -84,7 +84,8 @@ class ChatView(TranscriptBrowser):
         self._base = self.font()
         self._writer = ReplyWriter(self._base)
         # Compare with plain states that are not stored (running, failed), by message id; shown over stored ones.
-        self._pending_comparisons: dict[int, dict] = {}  # message id -> a state shown over the stored comparison
+        # message id -> a state (running, failed) shown over the stored comparison
+        self._pending_comparisons: dict[int, ShownComparison] = {}
         # The links under a message, by their action: each tells this signal the message's id.
         self._message_signals = {"copy": self.sig_copy_message, "regenerate": self.sig_regenerate,
                                  "continue": self.sig_continue, "compare": self.sig_compare,
@@ -367,7 +368,7 @@ class ChatView(TranscriptBrowser):
         if follow:
             self.scroll_to_end()
 
-    def set_pending_comparison(self, message_id: int, state: Optional[dict]) -> None:
+    def set_pending_comparison(self, message_id: int, state: Optional[ShownComparison]) -> None:
         """Show `state` (running, failed) over a reply's stored comparison from its next refresh on; None: the
         stored one again."""
         if state is None:
