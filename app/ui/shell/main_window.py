@@ -71,6 +71,7 @@ class MainWindow(QMainWindow):
 
         self._build_ui()
         self._connect()
+        self.library.modelReset.connect(self._update_page)  # whoever changes the library: scans, servers' models
         self.plain_compare = compare_plain.attach(self)  # Compare with plain on replies
         self.speculate_anyway = speculate_anyway.attach(self)  # the status line's offer to draft where paused
         restore_geometry(self, self.splitter)
@@ -162,7 +163,6 @@ class MainWindow(QMainWindow):
         conversation.sig_error.connect(self.show_error)
         self.chat_settings.sig_error.connect(self.show_error)
 
-        self.library.modelReset.connect(self._update_page)  # whoever changes the library: scans, servers' models
         session = self.session
         session.sig_error.connect(self.show_error)
         session.sig_target_chosen.connect(lambda path: self.update_chat_settings(target_path=path))
