@@ -172,7 +172,7 @@ class EngineAlone:
 
         started = time.perf_counter()
         finished = None
-        for event in self.engine.chat([{"role": "user", "content": prompt}], config, cancel=self._cancel):
+        for event in self.engine.reply([{"role": "user", "content": prompt}], config, cancel=self._cancel):
             if isinstance(event, FinishedEvent):
                 finished = event
         wall = time.perf_counter() - started
