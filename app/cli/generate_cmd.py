@@ -182,14 +182,17 @@ def run(args: argparse.Namespace) -> int:
     except EngineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    if finished is None:
+        print("error: the engine ended without finishing the reply", file=sys.stderr)
+        return 1
     stats = finished.stats
     if args.json:
         keys = ("tokens", "tokens_per_second", "ttft_s", "drafted", "accepted", "acceptance_rate",
                 "mean_accepted_run", "rounds", "stop_reason")
         # Per token its drafter and round (an index into "rounds"); per round every proposed id, the refused ones too.
-        out = {"text": finished.text, "tokens": tokens, "rounds": rounds,
-               "stats": {k: getattr(stats, k) for k in keys}}
-        out["stats"]["draft_len_histogram"] = stats.draft_len_histogram
+        stats_out = {k: getattr(stats, k) for k in keys}
+        stats_out["draft_len_histogram"] = stats.draft_len_histogram
+        out = {"text": finished.text, "tokens": tokens, "rounds": rounds, "stats": stats_out}
         json.dump(out, sys.stdout, ensure_ascii=False)
         sys.stdout.write("\n")
     else:
