@@ -60,8 +60,7 @@ class ModelSession(QObject):
         engine_process.sig_models_loaded.connect(self._on_models_loaded)
         engine_process.sig_load_failed.connect(self._on_load_failed)
         engine_process.sig_worker_died.connect(self._on_worker_died)
-        # A bound method of this GUI-thread object: the slot runs on the GUI thread (a lambda would not).
-        library_thread.worker.sig_drafts_checked.connect(self._on_drafts_checked)
+        library_thread.sig_drafts_checked.connect(self._on_drafts_checked)
 
     # ----- state
 

@@ -124,6 +124,7 @@ class Background(QObject):
         callbacks = self._callbacks.pop(outcome.ticket, None)
         if callbacks is None or self._closed or self._latest.get(outcome.lane) != outcome.ticket:
             return
+        del self._latest[outcome.lane]  # answered: anything older of this lane is stale without it
         if outcome.error is None:
             callbacks.on_done(outcome.value)
         elif callbacks.on_failed is not None:
