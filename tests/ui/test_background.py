@@ -40,8 +40,8 @@ def test_an_error_reaches_on_failed_and_nothing_comes_after_close(qtbot):
     assert late == []
 
 
-def test_work_of_one_background_runs_on_one_thread_that_close_ends(qtbot):
-    background = Background("test")
+def test_a_kept_thread_runs_all_the_work_and_close_ends_it(qtbot):
+    background = Background("test", keep_thread=True)
     threads: list = []
     for _ in range(3):
         background.run(lambda: threading.current_thread(), threads.append, lane=str(len(threads)))
@@ -50,3 +50,18 @@ def test_work_of_one_background_runs_on_one_thread_that_close_ends(qtbot):
     closed: list = []
     assert background.close(wait_s=5, last=lambda: closed.append(threading.current_thread()))
     assert closed == threads[:1]
+
+
+def test_an_idle_thread_leaves_and_a_new_one_takes_the_next_run(qtbot, monkeypatch):
+    from app.ui.widgets import background as module
+
+    monkeypatch.setattr(module, "IDLE_EXIT_S", 0.05)
+    background = Background("test")
+    threads: list = []
+    background.run(lambda: threading.current_thread(), threads.append)
+    qtbot.waitUntil(lambda: len(threads) == 1, timeout=10000)
+    qtbot.waitUntil(lambda: not threads[0].is_alive(), timeout=10000)  # no thread waits forever for work
+    background.run(lambda: threading.current_thread(), threads.append)
+    qtbot.waitUntil(lambda: len(threads) == 2, timeout=10000)
+    assert threads[1] is not threads[0]
+    assert background.close(wait_s=5)

@@ -30,7 +30,7 @@ class ChatListController(QObject):
         self._model = model
         self._query = ""
         self._searcher: Optional[ChatStore] = None  # the search thread's own connection
-        self._background = Background("search", self)
+        self._background = Background("search", self, keep_thread=True)
 
     def search(self, query: str) -> None:
         """Show the chats matching `query` ("" for all) once found; a newer search supersedes this one."""

@@ -2,9 +2,10 @@
 or its error comes back to a callback on the GUI thread. Stamping is built in: a newer run of the same `lane`
 supersedes older ones, whose work is skipped if it has not started and whose answers are dropped.
 
-Each Background owns its threads (`threads`, 1 by default, started when first needed and kept for its lifetime:
-work that holds a thread-bound resource, such as an SQLite connection, always runs on the same one). They are
-daemon threads, so a server that never answers cannot hold up quitting. After `close()` no callback runs.
+Each Background owns its threads (`threads`, 1 by default), started when work comes and ended after IDLE_EXIT_S
+without any; `keep_thread=True` keeps one thread for the Background's lifetime instead, for work that holds a
+thread-bound resource such as an SQLite connection. They are daemon threads, so a server that never answers cannot
+hold up quitting. After `close()` no callback runs.
 GUI thread only, except the worker threads, which only run the functions and emit the private signal.
 """
 
@@ -19,6 +20,8 @@ from typing import Any, Callable, Generic, Optional, TypeVar
 from PySide6.QtCore import QObject, Signal
 
 T = TypeVar("T")
+
+IDLE_EXIT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -41,10 +44,12 @@ class Background(QObject):
     _sig_outcome = Signal(object)
     """An _Outcome, from a worker thread."""
 
-    def __init__(self, name: str, parent: Optional[QObject] = None, threads: int = 1):
+    def __init__(self, name: str, parent: Optional[QObject] = None, threads: int = 1, keep_thread: bool = False):
         super().__init__(parent)
         self._name = name
-        self._n_threads = max(1, threads)
+        self._n_threads = 1 if keep_thread else max(1, threads)
+        self._keep_thread = keep_thread
+        self._threads_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._queue: queue.SimpleQueue[Optional[Callable[[], None]]] = queue.SimpleQueue()
         self._next_ticket = 0
@@ -70,14 +75,22 @@ class Background(QObject):
 
     def _submit(self, job: Callable[[], None]) -> None:
         self._queue.put(job)
-        if len(self._threads) < self._n_threads and len(self._threads) < len(self._pending) + 1:
-            thread = threading.Thread(target=self._serve, name=f"SpecChat {self._name}", daemon=True)
-            self._threads.append(thread)
-            thread.start()
+        with self._threads_lock:  # a thread leaving for idleness checks the queue under the same lock
+            if len(self._threads) < self._n_threads and len(self._threads) < len(self._pending) + 1:
+                thread = threading.Thread(target=self._serve, name=f"SpecChat {self._name}", daemon=True)
+                self._threads.append(thread)
+                thread.start()
 
     def _serve(self) -> None:  # a worker thread
         while True:
-            job = self._queue.get()
+            try:
+                job = self._queue.get(timeout=None if self._keep_thread else IDLE_EXIT_S)
+            except queue.Empty:
+                with self._threads_lock:
+                    if self._queue.empty():
+                        self._threads.remove(threading.current_thread())
+                        return
+                continue
             if job is None:
                 return
             job()
@@ -95,16 +108,19 @@ class Background(QObject):
         """No callback runs after this. `last` runs on a worker thread after the work queued (e.g. closing a
         connection that thread owns). Waits up to `wait_s` for the threads to end; True if they did."""
         if self._closed:
-            return not any(thread.is_alive() for thread in self._threads)
+            with self._threads_lock:
+                return not any(thread.is_alive() for thread in self._threads)
         self._closed = True
         self._callbacks.clear()
         if last is not None:
             self._submit(last)
-        for _ in self._threads:
+        with self._threads_lock:
+            threads = list(self._threads)
+        for _ in threads:
             self._queue.put(None)
-        for thread in self._threads:
+        for thread in threads:
             thread.join(wait_s)
-        return not any(thread.is_alive() for thread in self._threads)
+        return not any(thread.is_alive() for thread in threads)
 
     def _work(self, ticket: int, lane: str, work: Callable[[], Any]) -> None:  # a worker thread
         if self._closed or self._latest.get(lane) != ticket:
