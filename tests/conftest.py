@@ -41,12 +41,16 @@ def tiny_models(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def real_models() -> dict[str, Path]:
-    """The real models from ../shared/models/fetch-models.sh; the test is skipped when they are absent."""
+    """The real models from ../shared/models/fetch-models.sh; the test is skipped when they are absent, and fails
+    when SPECCHAT_REQUIRE_REAL_MODELS=1 (.ci/run sets it once it has fetched them)."""
     names = {"target": REAL_TARGET, "draft": REAL_DRAFT, "gemma": REAL_GEMMA, "smollm": REAL_SMOLLM}
     paths = {key: REAL_MODELS_DIR / name for key, name in names.items()}
     missing = [p.name for p in paths.values() if not p.is_file()]
     if missing:
-        pytest.skip(f"real models absent from {REAL_MODELS_DIR} ({', '.join(missing)}); run fetch-models.sh")
+        why = f"real models absent from {REAL_MODELS_DIR} ({', '.join(missing)}); run fetch-models.sh"
+        if os.environ.get("SPECCHAT_REQUIRE_REAL_MODELS") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
     return paths
 
 

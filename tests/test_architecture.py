@@ -10,10 +10,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _tool(name: str) -> str:
+    """A command of the test extra, from this Python's environment first."""
+    exe = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
+    assert exe, f"{name} is part of the test extra (pip install -e '.[test]')"
+    return exe
+
+
 def test_layers_and_qt_contracts_are_kept():
-    exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
-    assert exe, "import-linter is part of the test extra"
-    result = subprocess.run([exe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    result = subprocess.run([_tool("lint-imports")], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Layers: the window and the CLI on top, the engine near the bottom KEPT" in result.stdout
     assert "Only the window imports Qt KEPT" in result.stdout
@@ -31,3 +36,18 @@ def test_every_package_is_a_small_room_with_a_map():
         if folder != ROOT / "app":
             missing = [m for m in modules if m not in text] + [f"{s}/" for s in subpackages if f"{s}/" not in text]
             assert not missing, f"{init.relative_to(ROOT)} does not map {missing}"
+
+
+def test_the_linter_passes():
+    """ruff with the rule set in pyproject.toml: pyflakes, bugbear and the syntax errors, over the app and the tests."""
+    result = subprocess.run([_tool("ruff"), "check", "--no-cache", "app", "tests"], cwd=ROOT, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_type_checker_passes():
+    """mypy over the files pyproject.toml names: the wire and the protocol strictly, and every engine against the
+    ChatEngine protocol (the local, the remote, the dispatching and the tests' scripted one)."""
+    result = subprocess.run([_tool("mypy"), "--python-executable", sys.executable, "--no-incremental"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr

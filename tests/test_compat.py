@@ -172,12 +172,12 @@ def _assert_matches_llama_cpp(llama_cpp, path):
 
 @pytest.mark.parametrize("member", ["target", "bad_vocab_type", "bad_bos", "bad_eos", "bad_vocab_size"])
 def test_tiny_metadata_matches_llama_cpp(tiny_models, member):
-    llama_cpp = pytest.importorskip("llama_cpp")
+    import llama_cpp
     _assert_matches_llama_cpp(llama_cpp, getattr(tiny_models, member))
 
 
 @pytest.mark.real_models
 @pytest.mark.parametrize("key", ["target", "draft", "gemma", "smollm"])
 def test_real_metadata_matches_llama_cpp(real_models, key):
-    llama_cpp = pytest.importorskip("llama_cpp")
+    import llama_cpp
     _assert_matches_llama_cpp(llama_cpp, real_models[key])

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from app.cli import main
+from app.engine.events import GenerationStats
 from app.replies.export import EXPORT_FORMAT, chat_markdown, export_text, format_for_path, load_chat, write_export
 from app.store.provenance import RoundRecord
 from app.store import ChatStore, NotFoundError
@@ -16,8 +17,8 @@ ROUNDS = [RoundRecord("model", 3, [5, 6, 7], ["def", " add", " x"], kept=2, own=
           RoundRecord("ngram", 2, [9, 10], ["a", "\ud83d"], kept=1, own=11, own_text=")", reason="r2", time_s=0.5)]
 TOKENS = [("```python\n", "target"), ("def", "draft"), (" add", "draft"), ("(", "target"), ("a", "ngram"),
           (")", "target")]
-STATS = {"tokens": 6, "tokens_per_second": 12.5, "drafted": 5, "accepted": 3, "acceptance_rate": 0.6,
-         "stop_reason": "cancelled"}
+STATS = GenerationStats(tokens=6, tokens_per_second=12.5, drafted=5, accepted=3, acceptance_rate=0.6,
+                        stop_reason="cancelled")
 
 
 @pytest.fixture
@@ -64,7 +65,7 @@ def test_json_holds_every_token_round_and_comparison(chat_id):
                                   "reason": "r1", "time_s": 0.25}
     assert reply["rounds"][1]["proposed_text"] == ["a", "\ud83d"]  # half a character, kept exactly
     assert reply["comparison"] == {"identical": True, "plain_tokens_per_second": 9.0}
-    assert (reply["stats"], reply["target_name"], reply["draft_name"]) == (STATS, "big.gguf", "small.gguf")
+    assert (reply["stats"], reply["target_name"], reply["draft_name"]) == (STATS.to_dict(), "big.gguf", "small.gguf")
     # A reply saved before rounds were kept: its tokens, no rounds.
     assert [(t["origin"], t["round"]) for t in old["tokens"]] == [("draft", -1), ("target", -1)]
     assert old["rounds"] is None and old["comparison"] is None

@@ -11,7 +11,7 @@ from app.replies.inspector_data import (
     MODEL,
     PLAIN,
     PositionAcceptance,
-    inspect_reply,
+    reply_inspection,
     plain_line,
     round_bars,
 )
@@ -51,7 +51,7 @@ def test_tokens_per_round_follow_the_recorded_tokens_when_present():
 
 def test_acceptance_by_position_counts_rounds_that_reached_it():
     rounds = [model_round(2, 4, 0.1), model_round(0, 2, 0.1), model_round(4, 4, 0.1), ngram_round(1, 2, 0.1)]
-    positions = inspect_reply(rounds).positions
+    positions = reply_inspection(rounds).positions
     model = [(p.position, p.reached, p.accepted) for p in positions if p.drafter == MODEL]
     assert model == [(1, 3, 2), (2, 3, 2), (3, 2, 1), (4, 2, 1)]
     ngram = [(p.position, p.reached, p.accepted) for p in positions if p.drafter == NGRAM]
@@ -60,7 +60,7 @@ def test_acceptance_by_position_counts_rounds_that_reached_it():
 
 
 def test_tokens_against_time_and_the_saving_over_plain_decoding():
-    inspection = inspect_reply(ROUNDS)
+    inspection = reply_inspection(ROUNDS)
     assert inspection.times == pytest.approx([0.0, 0.30, 0.40, 0.52, 0.66])
     assert inspection.tokens == [0, 3, 4, 8, 9]
     plain = inspection.plain
@@ -74,13 +74,13 @@ def test_tokens_against_time_and_the_saving_over_plain_decoding():
 
 def test_a_reply_slower_than_plain_says_what_it_cost():
     rounds = [model_round(0, 4, 0.5), plain_round(0.1), model_round(1, 4, 0.6)]
-    assert inspect_reply(rounds).plain.verdict() == "cost 0.8 s"  # 4 tokens: 0.4 s plain against 1.2 s
+    assert reply_inspection(rounds).plain.verdict() == "cost 0.8 s"  # 4 tokens: 0.4 s plain against 1.2 s
 
 
 def test_a_slow_plain_round_slows_both_lines_alike():
     # The second plain round was held up by another program: plain decoding would have been held up too.
     rounds = [plain_round(0.1), plain_round(0.1), plain_round(0.9), ngram_round(3, 3, 0.15)]
-    plain = inspect_reply(rounds).plain
+    plain = reply_inspection(rounds).plain
     assert plain.token_s == pytest.approx(0.1)
     assert plain.saved_s == pytest.approx(0.25)  # only the n-gram round's 4 tokens: 0.4 s plain against 0.15 s
 
@@ -94,16 +94,16 @@ def test_without_plain_rounds_the_line_needs_a_measured_fallback():
 
 
 def test_histogram_from_rounds_by_drafter_and_from_stats_without_rounds():
-    assert inspect_reply(ROUNDS).histogram == {0: {PLAIN: 2}, 3: {NGRAM: 1}, 4: {MODEL: 1}}
+    assert reply_inspection(ROUNDS).histogram == {0: {PLAIN: 2}, 3: {NGRAM: 1}, 4: {MODEL: 1}}
     stats = GenerationStats(tokens=20, drafted=12, accepted=9, acceptance_rate=0.75,
                             draft_len_histogram={"0": 3, "4": 3, "bad": 1})  # keys come back from JSON as text
-    inspection = inspect_reply(None, None, stats)
+    inspection = reply_inspection(None, None, stats)
     assert not inspection.has_rounds
     assert inspection.histogram == {0: {PLAIN: 3}, 4: {ANY_DRAFTER: 3}}
     assert inspection.summary == "20 tokens  ·  9 of 12 drafted tokens kept (75%)"
 
 
 def test_summary_names_the_drafters_used():
-    summary = inspect_reply(ROUNDS).summary
+    summary = reply_inspection(ROUNDS).summary
     assert summary == ("9 tokens in 4 rounds  ·  5 of 7 drafted tokens kept (71%)  ·  "
                        "draft model 1 round, n-gram 1 round, plain 2 rounds")

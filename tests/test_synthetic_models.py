@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import ctypes
 
+import llama_cpp
 import pytest
 
 from app.testing.synthetic import CHATML_TEMPLATE, make_model_set
 from tests.support.acceptance import greedy_acceptance
-
-llama_cpp = pytest.importorskip("llama_cpp")
 
 LOADABLE = (
     "target", "draft", "draft_identical", "ok_vocab_size_close",

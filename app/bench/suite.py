@@ -108,10 +108,11 @@ def run_suite(
         for prompt in prompts:
             for mode in order:
                 overrides = modes[mode]
-                config = GenerationConfig(max_tokens=max_tokens, temperature=0.0, **overrides)
+                config = GenerationConfig(max_tokens=max_tokens, temperature=0.0, session=f"bench-{prompt.name}",
+                                          **overrides)
                 messages = [{"role": "user", "content": prompt.chat}]
                 finished = None
-                for event in engine.chat(messages, config, session=f"bench-{prompt.name}"):
+                for event in engine.reply(messages, config):
                     if isinstance(event, FinishedEvent):
                         finished = event
                 stats = finished.stats

@@ -51,7 +51,8 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from app.cli.checks import sampling_problem
-    from app.cli.generate_cmd import build_engine, models_problem
+    from app.cli.generate_cmd import local_load_settings, local_model, models_problem
+    from app.engine.host.engine_factory import local_engine
     from app.bench.suite import MODE_KINDS, find_reference_tool, load_prompts, run_llama_speculative, run_suite
     from app.engine.config import MAX_DRAFT
     from app.engine.errors import EngineError
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plain_vs_native:
         return _plain_vs_native(args, log)
     try:
-        engine = build_engine(args)
+        engine = local_engine(*local_model(args), local_load_settings(args))
         threads = engine.load_settings.n_threads
         # The suite compares steady states: the controller decides by measured costs, not by the estimate a new
         # model starts from (measured once per model and settings, then on disk).
@@ -138,8 +139,9 @@ def run(args: argparse.Namespace) -> int:
 def _plain_vs_native(args: argparse.Namespace, log) -> int:
     from app.bench.native import print_native_report, run_plain_vs_native
     from app.bench.suite import find_reference_tool
-    from app.cli.generate_cmd import build_engine
+    from app.cli.generate_cmd import local_load_settings, local_model
     from app.engine.errors import EngineError
+    from app.engine.host.engine_factory import local_engine
 
     binary = find_reference_tool("llama-completion", args.llama_completion)
     if args.llama_completion and not Path(args.llama_completion).is_file():
@@ -151,9 +153,9 @@ def _plain_vs_native(args: argparse.Namespace, log) -> int:
               file=sys.stderr)
         return 2
     repeats = args.repeats or 11
-    args.draft = None  # plain decoding: no draft model to load
     try:
-        engine = build_engine(args)
+        target, _draft = local_model(args)
+        engine = local_engine(target, None, local_load_settings(args))  # plain decoding: no draft model to load
         report = run_plain_vs_native(engine, binary, Path(args.target), threads=engine.load_settings.n_threads,
                                      n_ctx=args.ctx, max_tokens=args.max_tokens, repeats=repeats,
                                      long_repeats=max(1, args.long_repeats), progress=log)

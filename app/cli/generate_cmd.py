@@ -6,6 +6,9 @@ import argparse
 import json
 import sys
 
+from pathlib import Path
+from typing import Optional
+
 from app.bench.args import add_model_arguments, parse_draft_max
 from app.cli.checks import (
     UsageError,
@@ -16,10 +19,12 @@ from app.cli.checks import (
 )
 from app.cli.file_guard import ModelFileGuard
 from app.cli.terminal import json_printable, printable, say_error
+from app.engine.config import LoadSettings, default_threads
 from app.engine.errors import EngineError
 from app.engine.placement.rpc import parse_endpoints
 from app.engine.remote.server_keys import ENV_VAR as ENV_API_KEY
 from app.store.attachments import Attachment, AttachmentError, check_total, read_attachment, with_attachments
+from app.engine.targets import LocalModel, ServerModel
 
 
 def register(subparsers) -> None:
@@ -107,8 +112,8 @@ def read_attachments(args: argparse.Namespace) -> list[Attachment]:
 
 def server_problem(args: argparse.Namespace) -> str | None:
     """--server needs --model and --chat, and takes no local models."""
-    if not getattr(args, "server", None):
-        if getattr(args, "model", None) or getattr(args, "api_key_file", None):
+    if not args.server:
+        if args.model or args.api_key_file:
             return "--model and --api-key-file go with --server URL"
         if not args.target:
             return "give --target MODEL.gguf, or --server URL with --model NAME"
@@ -145,28 +150,34 @@ def _plain_http_warning(url: str) -> str | None:
     return None
 
 
+def server_model(args: argparse.Namespace) -> ServerModel:
+    from app.engine.remote.http import normalize_url
+
+    return ServerModel(normalize_url(args.server), args.model)
+
+
+def local_load_settings(args: argparse.Namespace, rpc: str = "") -> LoadSettings:
+    """--ctx and --threads (both `generate` and `bench` have them), with `rpc` workers for the target."""
+    return LoadSettings(n_ctx=args.ctx, n_threads=args.threads or default_threads(),
+                        rpc_servers=parse_endpoints(rpc) if rpc else ())
+
+
+def local_model(args: argparse.Namespace) -> tuple[LocalModel, Optional[Path]]:
+    """--target and --draft as typed targets (checked by models_problem first)."""
+    return LocalModel(Path(args.target)), Path(args.draft) if args.draft else None
+
+
 def build_engine(args: argparse.Namespace):
-    from app.engine.config import LoadSettings, default_threads
-    from app.engine.local.engine import SpecEngine
+    """The engine `generate` asks: a server's model with --server, else local models."""
+    from app.engine.host.engine_factory import local_engine, server_engine
 
-    if getattr(args, "server", None):
-        from app.engine.remote.engine import RemoteEngine, remote_target
-
+    if args.server:
         key = _server_key(args)
         warning = _plain_http_warning(args.server) if key else None
         if warning:
             print(warning, file=sys.stderr)
-        engine = RemoteEngine(LoadSettings(n_ctx=args.ctx), api_key_for=lambda url: key)
-        engine.load_target(remote_target(args.server, args.model))
-        return engine
-
-    rpc_servers = parse_endpoints(args.rpc) if getattr(args, "rpc", "") else ()
-    engine = SpecEngine(LoadSettings(n_ctx=args.ctx, n_threads=args.threads or default_threads(),
-                                     rpc_servers=rpc_servers))
-    engine.load_target(args.target)
-    if getattr(args, "draft", None):
-        engine.load_draft(args.draft)
-    return engine
+        return server_engine(server_model(args), LoadSettings(n_ctx=args.ctx), api_key=key)
+    return local_engine(*local_model(args), local_load_settings(args, args.rpc))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -208,6 +219,9 @@ def run(args: argparse.Namespace) -> int:
         say_error(f"{changed}; the reply above may not be the model's" if changed
                   else "the reply ended without its closing statistics")
         return 1
+    if finished is None:
+        print("error: the engine ended without finishing the reply", file=sys.stderr)
+        return 1
     stats = finished.stats
     if args.json:
         keys = ("tokens", "tokens_per_second", "ttft_s", "drafted", "accepted", "acceptance_rate",
@@ -238,7 +252,7 @@ def _generate(args: argparse.Namespace, config, attachments: list[Attachment]):
         if args.chat is not None:
             messages = ([{"role": "system", "content": args.system}] if args.system else [])
             messages.append({"role": "user", "content": with_attachments(args.chat, attachments)})
-            events = engine.chat(messages, config)
+            events = engine.reply(messages, config)
         else:
             events = engine.complete(args.prompt, config)
         tokens, rounds, finished = [], [], None

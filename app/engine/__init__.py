@@ -2,7 +2,9 @@
 
 - config.py: GenerationConfig and LoadSettings, what a request and a load ask for.
 - events.py: the plain records a reply streams (tokens, rounds, the finish with its stats).
-- protocol.py: ChatEngine, the one protocol every engine follows (local, remote, the tests' scripted one).
+- protocol.py: ChatEngine, the one protocol every engine follows (local, remote, the tests' scripted one), and
+  fitted_reply, the one way to ask for a reply.
+- targets.py: LocalModel | ServerModel, what a load asks for, and the string key the store keeps for each.
 - errors.py: EngineError and its kinds, each with a sentence for a person.
 - local/: models loaded in this process through llama-cpp-python, and the decoding loop.
 - speculation/: who drafts, how far, and what forward passes cost.

@@ -7,7 +7,7 @@ and they can cross a thread boundary as they are.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Literal, Optional, Union
+from typing import Any, Literal, Optional, Union
 
 TokenSource = Literal["draft", "target"]
 # Who drafted a round: the draft model, n-gram lookup of earlier text, or nobody (plain decoding).
@@ -81,7 +81,7 @@ class GenerationStats:
     elapsed_s: float = 0.0
     draft_len_histogram: dict[int, int] = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -94,4 +94,24 @@ class FinishedEvent:
     stats: GenerationStats
 
 
-EngineEvent = Union[TokenEvent, RoundEvent, FinishedEvent]
+@dataclass(frozen=True)
+class ContextEvent:
+    """The prompt was fitted to the context before the reply: `dropped` earlier messages left out, `prompt_tokens`
+    the prompt's size in a context of `n_ctx` tokens. The first record of every reply()."""
+
+    request_id: int
+    dropped: int
+    prompt_tokens: int
+    n_ctx: int
+
+
+@dataclass(frozen=True)
+class NoticeEvent:
+    """Something about this reply a person should know, e.g. why the model's chat template was not used."""
+
+    request_id: int
+    text: str
+
+
+# Every record carries its `request_id`: the window drops what belongs to a request it no longer waits for.
+EngineEvent = Union[TokenEvent, RoundEvent, FinishedEvent, ContextEvent, NoticeEvent]

@@ -2,16 +2,27 @@
 
 The window never holds an engine: it talks to the engine process (app.ui.engine_link.engine_process), whose loop
 (app.engine.host.worker) calls exactly these members, so a stand-in that implements them behaves as the real
-engine does at that boundary.
+engine does at that boundary. The window, the CLI and the benchmarks all ask for a reply the same way: `reply()`,
+which every engine implements with `fitted_reply` below.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator, Optional, Protocol, Sequence
+from typing import Any, Iterator, Optional, Protocol, Sequence
 
 from app.engine.config import GenerationConfig, LoadSettings
-from app.engine.events import EngineEvent
+from app.engine.events import ContextEvent, EngineEvent, NoticeEvent
+from app.engine.targets import Target
+
+# A chat message as chat templates and servers take it: {"role": "system" | "user" | "assistant", "content": str}.
+Message = dict[str, Any]
+
+
+class CancelSignal(Protocol):
+    """Set from another thread (or process) to stop a reply at its next round."""
+
+    def is_set(self) -> bool: ...
 
 
 class ChatEngine(Protocol):
@@ -19,7 +30,7 @@ class ChatEngine(Protocol):
 
     @property
     def target_path(self) -> Optional[Path | str]:
-        """The loaded target: a file path, or a server model's target key (app.engine.remote.engine)."""
+        """The loaded target: a file path, or a server model's key (app.engine.targets reads either)."""
 
     @property
     def draft_path(self) -> Optional[Path]: ...
@@ -30,12 +41,13 @@ class ChatEngine(Protocol):
 
     @property
     def template_notice(self) -> str:
-        """After count_tokens/chat: why the model's chat template was not used ("" when it was)."""
+        """After count_tokens/chat: why the model's chat template was not used ("" when it was). Read by
+        fitted_reply, which puts it in the reply's stream; nothing else needs it."""
 
     @property
     def n_ctx(self) -> int: ...
 
-    def load_target(self, path: str | Path, planned_draft: str | Path | None = None) -> None:
+    def load_target(self, path: Target | str | Path, planned_draft: str | Path | None = None) -> None:
         """Load the target; `planned_draft` is the draft loaded next (GPU placement leaves room for it first)."""
 
     def load_draft(self, path: str | Path | None) -> None: ...
@@ -48,12 +60,34 @@ class ChatEngine(Protocol):
         """One short piece of background work between requests (such as timing a forward pass); False when there
         is none to do now."""
 
-    def count_tokens(self, messages: Sequence[dict]) -> int: ...
+    def count_tokens(self, messages: Sequence[Message]) -> int: ...
 
-    def fit_messages(self, messages: Sequence[dict], reserve_tokens: int,
-                     session: str = "default") -> tuple[list[dict], int]: ...
+    def fit_messages(self, messages: Sequence[Message], reserve_tokens: int,
+                     session: str = "default") -> tuple[list[Message], int]: ...
 
-    def chat(self, messages: Sequence[dict], config: GenerationConfig = ..., *, cancel=None,
-             request_id: int = 0) -> Iterator[EngineEvent]: ...
+    def chat(self, messages: Sequence[Message], config: GenerationConfig = ..., *,
+             cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator[EngineEvent]:
+        """The reply to exactly `messages` (no fitting): what reply() calls once the prompt fits."""
+
+    def reply(self, messages: Sequence[Message], config: GenerationConfig, *,
+              cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator[EngineEvent]:
+        """The one way to ask for a reply: a ContextEvent, a NoticeEvent if there is something to say, then the
+        reply's tokens, rounds and finish. Engines implement it as `return fitted_reply(self, ...)`."""
 
     def close(self) -> None: ...
+
+
+def reply_reserve(config: GenerationConfig, n_ctx: int) -> int:
+    """Tokens kept free for the reply when fitting the prompt: what it may write, at most half the context."""
+    return max(16, min(config.max_tokens, n_ctx // 2))
+
+
+def fitted_reply(engine: ChatEngine, messages: Sequence[Message], config: GenerationConfig, *,
+                 cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator[EngineEvent]:
+    """Fit `messages` to the context (earlier turns dropped per chat session), say so, then stream the reply."""
+    kept, dropped = engine.fit_messages(messages, reply_reserve(config, engine.n_ctx), session=config.session)
+    prompt_tokens = engine.count_tokens(kept)
+    if engine.template_notice:
+        yield NoticeEvent(request_id, engine.template_notice)
+    yield ContextEvent(request_id, dropped, prompt_tokens, engine.n_ctx)
+    yield from engine.chat(kept, config, cancel=cancel, request_id=request_id)

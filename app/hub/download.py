@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 import threading
 import time
 from collections import deque
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
+from app.common.http_client import module_of
 from app.platform import paths
 from app.hub import download_plan as plan_mod
 from app.hub import environment
@@ -265,7 +265,7 @@ class DownloadJob:
         if have:
             headers["Range"] = f"bytes={have}-"
         session = hf.get_session()
-        http = sys.modules[type(session).__module__.split(".")[0]]  # httpx2 or httpx, whichever the Hub client uses
+        http = module_of(session)  # httpx2 or httpx, whichever the Hub client uses
         timeout = http.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
 
         with session.stream("GET", url, headers=headers, timeout=timeout, follow_redirects=True) as response:

@@ -6,8 +6,9 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Optional
+
+from app.common.http_client import is_network_error
 
 
 class HubError(Exception):
@@ -141,20 +142,3 @@ def _from_status(exc: BaseException, repo_id: Optional[str], what: str) -> HubEr
     if status is not None and status >= 500:
         return HubUnavailableError(f"The Hugging Face Hub has a problem right now (HTTP {status}); try again later.")
     return HubUnavailableError(f"The Hugging Face Hub answered HTTP {status} for {what}.")
-
-
-def is_network_error(exc: BaseException) -> bool:
-    """A network-level failure of whichever HTTP library huggingface_hub uses (httpx2, httpx or requests)."""
-    if isinstance(exc, (ConnectionError, TimeoutError)):
-        return True
-    for module_name in ("httpx2", "httpx", "requests"):
-        module = sys.modules.get(module_name)
-        if module is None:
-            continue
-        base = getattr(module, "TransportError", None) or getattr(module, "ConnectionError", None)
-        if base is not None and isinstance(exc, base):
-            return True
-        timeout = getattr(module, "TimeoutException", None) or getattr(module, "Timeout", None)
-        if timeout is not None and isinstance(exc, timeout):
-            return True
-    return False

@@ -1,18 +1,16 @@
 """Compare with plain: a finished reply run again without speculation, and what the two runs say side by side.
 
 The result is kept with the reply as a small JSON document (ChatStore.set_comparison). While a comparison runs or
-after it failed, the window shows a state that is never stored: {"state": "running"} or {"state": "failed",
-"message": ...}. No Qt and no engine here, so export and the CLI can read the stored result too.
+after it failed, the window shows a record that is never stored: ComparisonRunning or ComparisonFailed. No Qt and
+no engine here, so export and the CLI can read the stored result too.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Optional
+from typing import Optional, Union
 
 COMPARISON_FORMAT = 1
-RUNNING = "running"
-FAILED = "failed"
 # Within this share of each other two speeds read as about the same: one run against one run, on a machine doing
 # other work, moves by a few percent (docs/performance.md), so a 1% difference is no verdict.
 SAME_SPEED = 0.03
@@ -41,8 +39,8 @@ class PlainComparison:
 
     @classmethod
     def from_dict(cls, data: object) -> Optional[PlainComparison]:
-        """The stored result, or None for a document this version cannot read (or a running/failed state)."""
-        if not isinstance(data, dict) or "state" in data:
+        """The stored result, or None for a document this version cannot read."""
+        if not isinstance(data, dict):
             return None
         try:
             return cls(
@@ -55,6 +53,28 @@ class PlainComparison:
             )
         except (KeyError, TypeError, ValueError):
             return None
+
+
+@dataclass(frozen=True)
+class ComparisonRunning:
+    """The plain run is under way (shown, never stored)."""
+
+
+@dataclass(frozen=True)
+class ComparisonFailed:
+    """The comparison could not be made (shown, never stored); `message` is for a person."""
+
+    message: str
+
+
+# What the line under a reply shows: a result, a pending state, or a stored document (a dict) to read first.
+ShownComparison = Union[PlainComparison, ComparisonRunning, ComparisonFailed]
+
+
+def _shown(data: Union[ShownComparison, dict, None]) -> Optional[ShownComparison]:
+    if isinstance(data, (PlainComparison, ComparisonRunning, ComparisonFailed)):
+        return data
+    return PlainComparison.from_dict(data)
 
 
 def compare_runs(reply_text: str, speculative_tps: float, plain_text: str, plain_tps: float, plain_tokens: int,
@@ -84,16 +104,13 @@ def text_verdict(comparison: PlainComparison) -> str:
     return "texts differ (a near-tie, or the settings changed since)"
 
 
-def comparison_text(data: Optional[dict]) -> str:
+def comparison_text(data: Union[ShownComparison, dict, None]) -> str:
     """The line under a reply: the result, "Comparing with plain decoding…", or why it failed ("" for none)."""
-    if not data:
-        return ""
-    state = data.get("state")
-    if state == RUNNING:
+    comparison = _shown(data)
+    if isinstance(comparison, ComparisonRunning):
         return "Comparing with plain decoding…"
-    if state == FAILED:
-        return str(data.get("message", "The comparison failed."))
-    comparison = PlainComparison.from_dict(data)
+    if isinstance(comparison, ComparisonFailed):
+        return comparison.message
     if comparison is None:
         return ""
     speeds = (f"Plain decoding {comparison.plain_tokens_per_second:.1f} tok/s, "
@@ -103,21 +120,17 @@ def comparison_text(data: Optional[dict]) -> str:
     return f"{speeds}: {verdict}  ·  {text_verdict(comparison)}"
 
 
-def compare_link_label(data: Optional[dict]) -> str:
+def compare_link_label(data: Union[ShownComparison, dict, None]) -> str:
     """The reply's link: start a comparison, run it again, or cancel the one running."""
-    state = (data or {}).get("state")
-    if state == RUNNING:
+    comparison = _shown(data)
+    if isinstance(comparison, ComparisonRunning):
         return "Cancel comparison"
-    return "Compare again" if PlainComparison.from_dict(data) is not None else "Compare with plain"
+    return "Compare again" if isinstance(comparison, PlainComparison) else "Compare with plain"
 
 
-def running_state() -> dict:
-    return {"state": RUNNING}
+def running_state() -> ComparisonRunning:
+    return ComparisonRunning()
 
 
-def failed_state(message: str) -> dict:
-    return {"state": FAILED, "message": message}
-
-
-def is_running(data: Optional[dict]) -> bool:
-    return bool(data) and data.get("state") == RUNNING
+def failed_state(message: str) -> ComparisonFailed:
+    return ComparisonFailed(message)

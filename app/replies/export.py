@@ -20,7 +20,7 @@ from typing import Any, Optional, Sequence
 
 from app import __version__
 from app.common.atomic_write import write_atomic
-from app.replies.stats import format_stats, model_label, stats_from_dict
+from app.replies.stats import format_stats, model_label
 from app.store.attachments import with_attachments
 from app.store import Chat, ChatStore, Message, NotFoundError
 
@@ -54,7 +54,7 @@ def chat_markdown(chat: Chat, messages: Sequence[Message]) -> str:
         heading = _ROLE_HEADINGS.get(message.role) or model_label(message.target_name, message.draft_name)
         text = with_attachments(message.content, message.attachments)  # a message's files, as the model read them
         lines += ["", f"## {_one_line(heading)}", "", _closed_fences(text)]
-        stats = stats_from_dict(message.stats) if message.role == "assistant" else None
+        stats = message.stats if message.role == "assistant" else None
         if stats is not None:
             lines += ["", f"*{format_stats(stats)}*"]
     return "\n".join(lines) + "\n"
@@ -112,7 +112,7 @@ def _message_document(message: Message) -> dict[str, Any]:
         "created_at": message.created_at,
         "target_name": message.target_name,
         "draft_name": message.draft_name,
-        "stats": message.stats,
+        "stats": message.stats.to_dict() if message.stats is not None else None,
         "tokens": tokens,
         "rounds": [r.to_dict() for r in message.rounds] if message.rounds is not None else None,
         "comparison": message.comparison,

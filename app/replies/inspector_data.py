@@ -213,7 +213,7 @@ def summary_line(bars: Sequence[RoundBar], stats: Optional[GenerationStats]) -> 
     return "  ·  ".join(parts)
 
 
-def inspect_reply(rounds: Optional[Sequence[RoundRecord]], token_rounds: Optional[Sequence[int]] = None,
+def reply_inspection(rounds: Optional[Sequence[RoundRecord]], token_rounds: Optional[Sequence[int]] = None,
                   stats: Optional[GenerationStats] = None,
                   fallback_token_s: Optional[float] = None) -> ReplyInspection:
     """Everything the inspector shows of one reply; a reply without rounds keeps only its stats' summary and

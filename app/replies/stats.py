@@ -5,12 +5,6 @@ from __future__ import annotations
 from typing import Optional
 
 from app.engine.events import GenerationStats
-from app.store import record_from_dict
-
-
-def stats_from_dict(data: Optional[dict]) -> Optional[GenerationStats]:
-    """GenerationStats from its stored dict (keys this version does not know, or bad values, are left out)."""
-    return record_from_dict(GenerationStats, data)[0] if data else None
 
 
 def model_label(target_name: Optional[str], draft_name: Optional[str]) -> str:

@@ -1,6 +1,6 @@
 """The API server inside the window's engine process, which owns the models the window loaded.
 
-The window sends an ApiServeSpec (app.engine.host.worker's "api" request); the worker calls its `start`, and from
+The window sends an ApiServeSpec (in the wire's ServeApi request); the worker calls its `start`, and from
 then on waits on the returned ApiHost as well as on the window's pipe, calling `answer_next` whenever a request is
 in line, so API requests and the window's own are answered one at a time on the worker's thread, in the order they
 come. The host tells the window what it is doing with ApiState records; the window's Stop for an API request raises
@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Optional
 
 from app.engine.config import GenerationConfig
+from app.engine.host.wire import ApiStateChanged
 from app.engine.protocol import ChatEngine
 from app.serve.jobs import run_job, served_models
 from app.serve.requests import ApiLimits, ApiOptions
@@ -41,7 +42,7 @@ class ApiServeSpec:
     api_key: Optional[str] = field(default=None, repr=False)
     limits: ApiLimits = ApiLimits()
 
-    def start(self, send: Callable[[tuple], None], stopped_up_to) -> Optional["ApiHost"]:
+    def start(self, send: Callable[[ApiStateChanged], None], stopped_up_to) -> Optional["ApiHost"]:
         """Start listening (on the worker's thread); None when that failed, which `send` has told the window."""
         from app.serve.server import ApiServer, ServeError
 
@@ -52,7 +53,7 @@ class ApiServeSpec:
         try:
             url = server.start()
         except ServeError as exc:
-            send(("api", ApiState(error=str(exc))))
+            send(ApiStateChanged(ApiState(error=str(exc))))
             return None
         return ApiHost(server, url, send, stopped_up_to)
 
@@ -70,13 +71,13 @@ class _StoppedFlag:
 class ApiHost:
     """The running server, as the worker loop drives it. Every method on the worker's thread."""
 
-    def __init__(self, server: ApiServer, url: str, send: Callable[[tuple], None], stopped_up_to):
+    def __init__(self, server: ApiServer, url: str, send: Callable[[ApiStateChanged], None], stopped_up_to):
         self._server, self._url, self._send, self._stopped_up_to = server, url, send, stopped_up_to
         # Stop ids continue from the shared number, so a Stop pressed for an earlier server's request never stops
         # one of this server's.
         self._base = stopped_up_to.value
         self._answered = 0
-        self._send(("api", ApiState(url=url)))
+        self._send(ApiStateChanged(ApiState(url=url)))
 
     def fileno(self) -> int:
         """Readable while a request waits."""
@@ -92,16 +93,16 @@ class ApiHost:
             return
         stop_id = self._base + job.serial
         model = self._server.served.target
-        self._send(("api", ApiState(url=self._url, serving=stop_id, model=model, answered=self._answered)))
+        self._send(ApiStateChanged(ApiState(url=self._url, serving=stop_id, model=model, answered=self._answered)))
         try:
             run_job(engine, job, stopped=_StoppedFlag(self._stopped_up_to, stop_id))
         finally:
             self._answered += 1
-            self._send(("api", ApiState(url=self._url, answered=self._answered)))
+            self._send(ApiStateChanged(ApiState(url=self._url, answered=self._answered)))
 
     def close(self) -> None:
         self._server.stop()
         try:
-            self._send(("api", ApiState()))
+            self._send(ApiStateChanged(ApiState()))
         except (OSError, ValueError):
             pass  # the window is gone (the engine process is closing)

@@ -20,8 +20,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from app.engine.events import GenerationStats
 from app.platform import paths
 from app.store.attachments import Attachment, decode_attachments, encode_attachments, with_attachments
+from app.store._fields import from_dict as record_from_dict
 from app.store.provenance import RoundRecord
 from app.common.text import valid_text
 from app.store.db import describe_error, open_database, transaction
@@ -31,21 +33,22 @@ from app.store.records import DEFAULT_TITLE, ROLES, Chat, ChatSettings, Message,
 
 log = logging.getLogger(__name__)
 
-def _encode_stats(stats: dict | None) -> str | None:
+def _encode_stats(stats: GenerationStats | None) -> str | None:
     if stats is None:
         return None
-    encoded = json.dumps(_tag_int_keys(stats), ensure_ascii=False, separators=(",", ":"))
+    encoded = json.dumps(_tag_int_keys(stats.to_dict()), ensure_ascii=False, separators=(",", ":"))
     try:
         encoded.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate in a server's text: \u escapes keep it storable
-        encoded = json.dumps(_tag_int_keys(stats), separators=(",", ":"))
+        encoded = json.dumps(_tag_int_keys(stats.to_dict()), separators=(",", ":"))
     return encoded
 
 
-def _decode_stats(encoded: str | None) -> dict | None:
+def _decode_stats(encoded: str | None) -> GenerationStats | None:
+    """The stats as stored; keys this version does not know, or bad values, are left out (from_dict)."""
     if encoded is None:
         return None
-    return json.loads(encoded, object_hook=_untag_int_keys)
+    return record_from_dict(GenerationStats, json.loads(encoded, object_hook=_untag_int_keys))[0]
 
 
 # JSON object keys are strings, but GenerationStats.draft_len_histogram is keyed by int; tag such dicts so they
@@ -82,7 +85,7 @@ class ChatStore:
     """The chat history: chats, their settings and messages, in one SQLite database.
 
     Thread: the GUI thread only (the one that created the store). sqlite3 enforces this and raises if another
-    thread calls in; the inference worker hands finished replies to the GUI, which stores them.
+    thread calls in; the engine process hands finished replies to the GUI, which stores them.
 
     Every method commits before it returns. Errors are StoreError (DatabaseCorruptError, DatabaseTooNewError,
     NotFoundError) with a message the window can show as it is.
@@ -213,7 +216,7 @@ class ChatStore:
         chat_id: int,
         role: Role,
         content: str,
-        stats: dict | None = None,
+        stats: GenerationStats | None = None,
         tokens: list[tuple[str, str]] | None = None,
         target_name: str | None = None,
         draft_name: str | None = None,
@@ -306,7 +309,7 @@ class ChatStore:
             conn.execute("UPDATE chats SET updated_at = ? WHERE id = ?", (self._bump_time(conn), chat_id))
         return removed
 
-    def update_reply(self, message_id: int, content: str, stats: dict | None = None,
+    def update_reply(self, message_id: int, content: str, stats: GenerationStats | None = None,
                      tokens: list[tuple[str, str]] | None = None, token_rounds: list[int] | None = None,
                      rounds: list[RoundRecord] | None = None) -> None:
         """Replace a streaming reply's text, stats and provenance in one commit (saved while it streams). A

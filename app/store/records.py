@@ -9,6 +9,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from app.engine.events import GenerationStats
 from app.store.attachments import Attachment
 from app.store.provenance import RoundRecord
 from app.store import _fields
@@ -74,8 +75,8 @@ class Message:
     """A snapshot of one message.
 
     `tokens` is the reply's per-token provenance, [(text, "target" | "draft" | "ngram"), ...], or None when there is none
-    (user and system messages, or an assistant reply whose text was edited afterwards). `stats` is
-    GenerationStats.to_dict() of the generation that produced it.
+    (user and system messages, or an assistant reply whose text was edited afterwards). `stats` is the
+    GenerationStats of the generation that produced it (stored as JSON, read back field by field).
     """
 
     id: int
@@ -83,7 +84,7 @@ class Message:
     role: Role
     content: str
     created_at: float  # Unix seconds
-    stats: dict | None = None
+    stats: GenerationStats | None = None
     tokens: list[tuple[str, str]] | None = None  # (text, origin): app.store.provenance.TokenOrigin
     target_name: str | None = None
     draft_name: str | None = None

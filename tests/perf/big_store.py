@@ -15,6 +15,7 @@ import statistics
 import time
 from pathlib import Path
 
+from app.engine.events import GenerationStats
 from app.store import ChatStore
 
 WORDS = ("function", "parser", "thread", "cache", "request", "retry", "value", "error", "list", "token", "model",
@@ -31,11 +32,12 @@ def build(path: Path, chats: int, messages: int, seed: int = 0) -> None:
         store._conn.execute("PRAGMA synchronous = OFF")  # throwaway data: no fsync per commit while building
         for c in range(chats):
             chat = store.create_chat(f"Chat {c}: {_text(rng, 3)}")
-            for m in range(messages // 2):
+            for _ in range(messages // 2):
                 store.add_message(chat.id, "user", _text(rng, 40))
                 tokens = [(word + " ", rng.choice(("target", "draft"))) for word in _text(rng, 300).split(" ")]
                 store.add_message(chat.id, "assistant", "".join(t for t, _ in tokens), tokens=tokens,
-                                  stats={"tokens": 300, "tokens_per_second": 20.0, "drafted": 100, "accepted": 80})
+                                  stats=GenerationStats(tokens=300, tokens_per_second=20.0, drafted=100,
+                                                        accepted=80))
             if c % 100 == 0:
                 print(f"{c}/{chats} chats", flush=True)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 import statistics
 import sys
 import tempfile
@@ -22,6 +23,7 @@ from PySide6.QtCore import QCoreApplication, QEventLoop, QTimer
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import TokenEvent
+from app.engine.targets import LocalModel
 from tests.conftest import REAL_DRAFT, REAL_MODELS_DIR, REAL_TARGET
 
 PROMPTS = {
@@ -63,11 +65,11 @@ def first_reply(target, draft, prompt: str, speculative: bool, tokens: int, thre
     engine.sig_models_loaded.connect(loaded)
     engine.sig_stream.connect(stream)
     engine.sig_finished.connect(finished)
-    engine.sig_load_failed.connect(lambda _id, message: (print(message, file=sys.stderr), loop.quit()))
+    engine.sig_load_failed.connect(lambda failed: (print(failed.message, file=sys.stderr), loop.quit()))
     engine._ensure_started()  # the window's engine process is running before a model is chosen
     time.sleep(3.0)
     times["chose"] = time.perf_counter()
-    engine.request_load(1, target, draft, LoadSettings(n_ctx=4096, n_threads=threads))
+    engine.request_load(1, LocalModel(Path(target)), Path(draft) if draft else None, LoadSettings(n_ctx=4096, n_threads=threads))
     loop.exec()
     engine.stop()
     stats = result["stats"]

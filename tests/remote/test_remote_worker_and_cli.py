@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+from pathlib import Path
 
 from app.cli import main as cli_main
 from app.engine.config import GenerationConfig, LoadSettings
-from app.engine.remote.engine import remote_target
+from app.engine.events import ContextEvent, TokenEvent
+from app.engine.host.wire import (
+    EngineEvents, GenerateReply, LoadFailed, LoadModels, ModelsLoaded, ReplyEnded, ReplyFailed,
+)
 from app.engine.host.worker import _WorkerLoop, default_engine_factory
+from app.engine.remote.engine import remote_target
+from app.engine.targets import target_of
 from tests.remote.fake_openai_server import FakeServer, Script
 from tests.remote.test_remote_engine import LLAMA_SERVER_REPLY
 
@@ -44,24 +50,27 @@ def _serve(requests) -> list:
 
 def test_the_engine_process_loads_a_server_model_and_keeps_a_dropped_reply_s_text():
     with FakeServer(Script(chunks=LLAMA_SERVER_REPLY[:5], end="drop")) as server:
-        target = remote_target(server.url, "fake-model")
-        sent = _serve([("load", 1, target, None, LoadSettings(n_ctx=1024)),
-                       ("generate", 2, [{"role": "user", "content": "hi"}], GenerationConfig())])
-    loaded = next(m for m in sent if m[0] == "loaded")
-    assert loaded[2] == target and loaded[3] is None and loaded[4] == 2048  # n_ctx from the server's /props
-    kinds = [m[0] for m in sent]
-    assert kinds.index("failed") > kinds.index("stream") and kinds[-1] == "ended"
-    streamed = [e for m in sent if m[0] == "stream" for e in m[1] if hasattr(e, "text")]
+        target = target_of(remote_target(server.url, "fake-model"))
+        sent = _serve([LoadModels(1, target, None, LoadSettings(n_ctx=1024)),
+                       GenerateReply(2, ({"role": "user", "content": "hi"},), GenerationConfig())])
+    loaded = next(m for m in sent if isinstance(m, ModelsLoaded))
+    assert loaded.target == target and loaded.draft is None and loaded.n_ctx == 2048  # n_ctx from the server's /props
+    kinds = [type(m) for m in sent]
+    assert kinds.index(ReplyFailed) > kinds.index(EngineEvents) and kinds[-1] is ReplyEnded
+    events = [e for m in sent if isinstance(m, EngineEvents) for e in m.events]
+    assert isinstance(events[0], ContextEvent) and events[0].dropped == 0  # the reply's stream says its fitting first
+    streamed = [e for e in events if isinstance(e, TokenEvent)]
     assert "".join(e.text for e in streamed) == "The quick brown fox"
     assert [e.source for e in streamed] == ["target", "draft", "draft", "target"]
-    assert "dropped mid-reply" in next(m for m in sent if m[0] == "failed")[2]
+    assert "dropped mid-reply" in next(m for m in sent if isinstance(m, ReplyFailed)).message
 
 
 def test_a_local_draft_for_a_server_model_is_refused_in_one_sentence():
     with FakeServer(Script(chunks=LLAMA_SERVER_REPLY)) as server:
-        sent = _serve([("load", 1, remote_target(server.url, "fake-model"), "/m/draft.gguf", LoadSettings())])
-    failed = next(m for m in sent if m[0] == "load_failed")
-    assert "speculates with the draft the server was started with" in failed[2]
+        sent = _serve([LoadModels(1, target_of(remote_target(server.url, "fake-model")), Path("/m/draft.gguf"),
+                                  LoadSettings())])
+    failed = next(m for m in sent if isinstance(m, LoadFailed))
+    assert "speculates with the draft the server was started with" in failed.message
 
 
 def test_cli_generate_against_a_server_prints_the_local_json_shape(capsys, tmp_path):

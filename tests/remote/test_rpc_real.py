@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from app.engine.config import GenerationConfig, LoadSettings
+from app.engine.targets import LocalModel
 from tests.conftest import REAL_DRAFT, REAL_MODELS_DIR, REAL_TARGET
 from tests.remote.llama_tools import free_port, start, stop, tool, wait_for_port
 
@@ -63,13 +64,14 @@ def test_a_worker_killed_mid_reply_is_one_clear_error_and_the_reply_so_far_is_ke
     try:
         load = LoadSettings(n_ctx=1024, n_threads=1, rpc_servers=tuple(endpoints))
         with qtbot.waitSignal(engine.sig_models_loaded, timeout=240000):
-            engine.request_load(1, str(REAL_MODELS_DIR / REAL_TARGET), str(REAL_MODELS_DIR / REAL_DRAFT), load)
+            engine.request_load(1, LocalModel(REAL_MODELS_DIR / REAL_TARGET), REAL_MODELS_DIR / REAL_DRAFT, load)
         with qtbot.waitSignal(engine.sig_generation_failed, timeout=240000) as failed:
             engine.request_generate(2, [{"role": "user", "content": "Tell a long story about a fox."}],
                                     GenerationConfig(max_tokens=400, draft_max=4, drafter="model"))
             qtbot.waitUntil(lambda: len(streamed) >= 8, timeout=120000)
             stop(processes[1])
-        request_id, message = failed.args
+        (failure,) = failed.args
+        request_id, message = failure.request_id, failure.message
         assert request_id == 2
         assert message.startswith("An RPC worker stopped answering") and "\n" not in message
         assert "".join(e.text for e in streamed).strip()  # what arrived before the worker died is kept

@@ -66,7 +66,7 @@ def test_chat_and_messages_round_trip_across_reopen(tmp_path):
         draft_path="/models/small.gguf",
     )
     stats = GenerationStats(tokens=5, tokens_per_second=41.5, drafted=8, accepted=3,
-                            draft_len_histogram={4: 2, 2: 1}).to_dict()
+                            draft_len_histogram={4: 2, 2: 1})
     with ChatStore(path) as store:
         chat = store.create_chat("Physics", settings)
         user = store.add_message(chat.id, "user", "Why is the sky blue?")
@@ -81,7 +81,7 @@ def test_chat_and_messages_round_trip_across_reopen(tmp_path):
         assert store.messages(chat.id) == [user, reply]
         stored = store.messages(chat.id)[1]
         assert stored.stats == stats
-        assert stored.stats["draft_len_histogram"] == {4: 2, 2: 1}  # int keys survive JSON
+        assert stored.stats.draft_len_histogram == {4: 2, 2: 1}  # int keys survive JSON
         assert stored.tokens == [("Ray", "target"), ("leigh", "draft"), (".", "draft")]
         assert (stored.target_name, stored.draft_name) == ("big.gguf", "small.gguf")
         assert store.messages(chat.id)[0].tokens is None

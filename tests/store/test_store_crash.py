@@ -12,6 +12,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from app.engine.events import GenerationStats
 from app.store import ChatStore
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -20,6 +21,7 @@ CHILD = textwrap.dedent(
     """
     import os, sys
     from pathlib import Path
+    from app.engine.events import GenerationStats
     from app.store import ChatStore
     from app.store.db import transaction
 
@@ -28,7 +30,7 @@ CHILD = textwrap.dedent(
     store.add_message(chat_id, "user", "second question")
     store.add_message(chat_id, "assistant", "finished reply",
                       tokens=[("finished", "draft"), (" reply", "target")],
-                      stats={"tokens": 2, "draft_len_histogram": {3: 1}})
+                      stats=GenerationStats(tokens=2, draft_len_histogram={3: 1}))
     # The reply being generated when the app dies: written but never committed.
     conn = store._conn
     conn.execute("BEGIN IMMEDIATE")
@@ -54,7 +56,7 @@ def test_killed_writer_loses_nothing_finished(tmp_path):
         messages = reopened.messages(chat.id)
         assert [m.content for m in messages] == expected
         assert messages[-1].tokens == [("finished", "draft"), (" reply", "target")]
-        assert messages[-1].stats == {"tokens": 2, "draft_len_histogram": {3: 1}}
+        assert messages[-1].stats == GenerationStats(tokens=2, draft_len_histogram={3: 1})
         reopened.add_message(chat.id, "user", "and life goes on")  # the dead writer's lock is gone
     survivor.close()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from app.engine.events import GenerationStats
 from app.store import ChatStore
 
 
@@ -20,7 +21,7 @@ def test_search_follows_edits_streaming_updates_and_deletes(tmp_path):
         assert _titles(store, "toml") == {"A", "B"}
         store.update_message_content(question.id, "How do I parse YAML?")
         assert _titles(store, "toml") == {"B"} and _titles(store, "yaml") == {"A"}
-        store.update_reply(reply.id, "Use tomllib, then json for the rest", stats={"tokens": 9})
+        store.update_reply(reply.id, "Use tomllib, then json for the rest", stats=GenerationStats(tokens=9))
         assert _titles(store, "json for") == {"B"}
         store.delete_messages_from(b.id, reply.id)
         assert _titles(store, "tomllib") == set()

@@ -6,13 +6,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import QThread
 
-pytest.importorskip("PySide6")
-
-from PySide6.QtCore import QThread  # noqa: E402
-
-from app.store import AppSettings, save_settings  # noqa: E402
-from app.ui.shell.qt_check import pyside_problem  # noqa: E402
+from app.store import AppSettings, save_settings
+from app.ui.shell.qt_check import pyside_problem
 
 _PYSIDE_PROBLEM = pyside_problem()
 if _PYSIDE_PROBLEM:  # every window test would end in an interpreter abort; say why once instead

@@ -29,6 +29,7 @@ from typing import Iterator, Optional, Sequence
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.local.context_fit import SessionCuts
 from app.engine.errors import ModelFileError
+from app.engine.protocol import CancelSignal, ChatEngine, fitted_reply
 from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent
 
 DEFAULT_REPLY = (
@@ -55,7 +56,7 @@ class FakeEngineControl:
         self.folder.mkdir(parents=True, exist_ok=True)
         self._write(dict(DEFAULT_KNOBS))
 
-    def __call__(self, load: LoadSettings):
+    def __call__(self, load: LoadSettings) -> ChatEngine:
         return FakeEngine(load, self.folder)
 
     def _knobs(self) -> dict:
@@ -169,10 +170,14 @@ class FakeEngine:
         return self._cuts.fit(messages, self.n_ctx - max(1, reserve_tokens), self.count_tokens, self.n_ctx, session)
 
     def chat(self, messages: Sequence[dict], config: GenerationConfig = GenerationConfig(), *,
-             cancel: Optional[threading.Event] = None, request_id: int = 0, **_) -> Iterator:
+             cancel: Optional[CancelSignal] = None, request_id: int = 0, **_) -> Iterator:
         knobs = self._knobs()
         self._log("chat", messages=list(messages), config=asdict(config))
         return self._generate(config, cancel, request_id, knobs)
+
+    def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel: Optional[CancelSignal] = None,
+              request_id: int = 0) -> Iterator:
+        return fitted_reply(self, messages, config, cancel=cancel, request_id=request_id)
 
     def _generate(self, config, cancel, request_id, knobs):
         if knobs["hang_in_chat"]:

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("llama_cpp")
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -84,7 +84,7 @@ def test_sending_during_a_comparison_cancels_it_and_says_so(make_window, qtbot, 
     assert CANCELLED_BY_REPLY in window.chat_view.toPlainText()
     assert window.store.get_message(message_id).comparison is None
     reply = window.store.get_message(second)
-    assert reply.stats["stop_reason"] == "eos" and reply.content == fake_engine.reply
+    assert reply.stats.stop_reason == "eos" and reply.content == fake_engine.reply
     # Asking again runs it to its end.
     assert _compare(qtbot, window, message_id)["identical"] is True
     assert CANCELLED_BY_REPLY not in window.chat_view.toPlainText()
@@ -96,7 +96,7 @@ def test_clicking_the_running_comparison_cancels_it(make_window, qtbot, fake_eng
     fake_engine.token_delay_s = 0.3
     href = window.chat_view.action_href("compare", message_id)
     click_link(qtbot, window.chat_view, "Compare with plain", href)
-    with qtbot.waitSignal(window.inference.sig_generation_ended, timeout=10000):
+    with qtbot.waitSignal(window.engine_process.sig_generation_ended, timeout=10000):
         click_link(qtbot, window.chat_view, "Cancel comparison", href)
     assert window.plain_compare.running_for() is None
     assert "Comparing with plain" not in window.chat_view.toPlainText()

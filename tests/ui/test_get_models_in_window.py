@@ -7,13 +7,11 @@ import importlib.util
 import sys
 from pathlib import Path
 
-import pytest
 from PySide6.QtCore import Qt
 
 from app.platform import paths
 from app.hub.curated import CuratedFile, CuratedPair
 
-pytest.importorskip("llama_cpp")
 
 # The hub tests' fake Hub and their fixtures (loopback guard, online, fake_hub), reused rather than copied.
 _HUB_TESTS = Path(__file__).resolve().parents[1] / "hub"

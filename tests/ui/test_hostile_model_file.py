@@ -25,7 +25,7 @@ def test_a_model_file_truncated_mid_reply_is_reported_and_marked(make_window, qt
     fake_engine.bus_error_on_change = True
     loads = fake_engine.loads
     window.composer.edit.setPlainText("a long answer, please")
-    with qtbot.waitSignal(window.inference.sig_stream, timeout=20000):
+    with qtbot.waitSignal(window.engine_process.sig_stream, timeout=20000):
         qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
     os.truncate(target, target.stat().st_size // 2)  # a download restarting, a disk filling up
     qtbot.waitUntil(lambda: "changed on disk" in window.error_banner.text(), timeout=20000)

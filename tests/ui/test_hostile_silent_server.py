@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
+from pathlib import Path
+
 from app.engine.remote.engine import remote_target
+from app.engine.targets import LocalModel, ServerModel
 from app.ui.engine_link.engine_process import STOP_GRACE_MS, stuck_sentence
 from tests.remote.fake_openai_server import FakeServer, Script, content_chunk
 
@@ -34,5 +37,5 @@ def test_stop_on_a_silent_server_is_not_blamed_on_llama_cpp(make_window, qtbot):
 
 
 def test_a_stuck_local_engine_is_still_called_that():
-    assert "llama.cpp" in stuck_sentence("/models/target.gguf")
-    assert "server" in stuck_sentence(remote_target("http://127.0.0.1:9", "m")).lower()
+    assert "llama.cpp" in stuck_sentence(LocalModel(Path("/models/target.gguf")))
+    assert "server" in stuck_sentence(ServerModel("http://127.0.0.1:9", "m")).lower()

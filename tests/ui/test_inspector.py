@@ -154,7 +154,7 @@ def test_clicking_a_replys_stats_row_opens_the_inspector_for_that_reply(make_win
     replies = {}
     for question, tokens, rounds in (("first?", 7, ROUNDS[:2]), ("second?", 4, ROUNDS[2:])):
         store.add_message(chat.id, "user", question)
-        stats = dataclasses.replace(STATS, tokens=tokens).to_dict()
+        stats = dataclasses.replace(STATS, tokens=tokens)
         answer = f"answer to {question}"
         replies[store.add_message(chat.id, "assistant", answer, stats=stats, tokens=[(answer, "target")],
                                   token_rounds=[len(rounds) - 1], rounds=rounds).id] = rounds

@@ -32,9 +32,12 @@ def test_a_thousand_message_chat_opens_at_its_end_and_loads_older_messages_on_sc
     # Older messages came in above, in order, and the reader is not thrown back to the end.
     assert text.index("question number 460") < text.index("question number 480") < text.index("answer number 499")
     assert bar.value() < bar.maximum()
-    while "question number 0\n" not in view.toPlainText():
-        bar.setValue(bar.minimum())
-        qtbot.wait(10)
+
+    def scrolled_to_the_first_message() -> bool:
+        bar.setValue(bar.minimum())  # the user keeps scrolling up while older pages come in
+        return "question number 0\n" in view.toPlainText()
+
+    qtbot.waitUntil(scrolled_to_the_first_message, timeout=30000)
     text = view.toPlainText()
     assert text.count("question number") == 500 and text.index("question number 0\n") < text.index("number 1\n")
     # Only the newest reply offers Regenerate, however the chat was loaded.

@@ -8,6 +8,7 @@ import shutil
 import pytest
 
 from tests.support.malformed_models import MALFORMED, make_malformed_set
+from app.engine.targets import LocalModel
 from app.ui.models.library_model import NGRAM_KEY
 from window_helpers import choose_pair, send_and_wait
 
@@ -39,17 +40,17 @@ def test_a_file_that_aborts_llama_cpp_takes_down_only_the_engine_process(make_wi
                                                                         tiny_models, malformed_files):
     window = make_window()
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
-    pid = window.inference.pid()
+    pid = window.engine_process.pid()
     bad = model_folder / "bad-vocab.gguf"
     shutil.copy2(malformed_files["duplicate_token_text"], bad)
     # Past the library's verdict, as if the header checks missed it: llama.cpp itself aborts in the worker.
-    with qtbot.waitSignal(window.inference.sig_worker_died, timeout=30000) as blocker:
-        window.inference.request_load(999, str(bad), None, window._load_settings())
+    with qtbot.waitSignal(window.engine_process.sig_worker_died, timeout=30000) as blocker:
+        window.engine_process.request_load(999, LocalModel(bad), None, window._load_settings())
     death = blocker.args[0]
     assert death.loading_path == str(bad)
     assert "GGML_ASSERT" in death.detail and "SIGABRT" in death.message
     assert "GGML_ASSERT" in window.error_banner.text()
-    assert window.inference.is_running() and window.inference.pid() != pid
+    assert window.engine_process.is_running() and window.engine_process.pid() != pid
     # The window reloads nothing automatically that crashed; the good target is chosen again and answers.
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
     window.update_chat_settings(max_tokens=8)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 
+from app.engine.events import GenerationStats
+
 from window_helpers import choose_pair, send_and_wait
 
 ORIGIN_OF_DRAFTER = {"model": "draft", "ngram": "ngram"}
@@ -64,8 +66,8 @@ def test_origins_rounds_and_refused_proposals_are_shown_and_stored(make_window, 
     first = stored.rounds[0]
     assert first.proposed_text[first.kept:] == [" maybe", " never"]  # the refused tail
     assert first.refused_text == " maybe never" and first.k == len(first.proposed) == first.kept + 2
-    assert sum(r.kept for r in stored.rounds) == stored.stats["accepted"]
-    assert sum(len(r.proposed) for r in stored.rounds) == stored.stats["drafted"]
+    assert sum(r.kept for r in stored.rounds) == stored.stats.accepted
+    assert sum(len(r.proposed) for r in stored.rounds) == stored.stats.drafted
     assert all(r.time_s == 0.02 for r in stored.rounds)
     # Reopened, the chat's transcript message carries the same provenance for the view.
     window.conversation.reload()
@@ -104,7 +106,7 @@ def test_rounds_are_saved_while_streaming_and_offset_across_continue(make_window
 
     qtbot.waitUntil(lambda: saved_part() is not None, timeout=20000)
     part = saved_part()
-    assert part.stats["stop_reason"] == "interrupted"
+    assert part.stats.stop_reason == "interrupted"
     assert_tokens_match_rounds(part)
 
     with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=10000) as blocker:
@@ -133,7 +135,7 @@ def test_continuing_a_reply_saved_without_rounds(make_window, qtbot, fake_engine
     chat = window.store.create_chat()
     window.store.add_message(chat.id, "user", "hi")
     old = window.store.add_message(chat.id, "assistant", "Old text", tokens=[("Old", "draft"), (" text", "target")],
-                                   stats={"stop_reason": "cancelled"})
+                                   stats=GenerationStats(stop_reason="cancelled"))
     window.open_chat(chat.id)
     fake_engine.reply = " more"
     with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=10000) as blocker:

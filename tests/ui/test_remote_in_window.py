@@ -34,7 +34,7 @@ def test_a_server_model_is_listed_chosen_and_its_reply_highlighted(make_window, 
         send_and_wait(qtbot, window, "hello")
     reply = window.store.messages(window.conversation.chat_id)[-1]
     assert reply.content == "The quick brown fox jumps over the lazy dog."
-    assert reply.stats["accepted"] == 6 and reply.stats["drafted"] == 12
+    assert reply.stats.accepted == 6 and reply.stats.drafted == 12
     assert window.chat_view.highlighted_text() == " quick brown over the lazy dog"
     # Its rounds are kept as the server counts them: how many were kept, not what was proposed.
     assert [(r.drafter, r.kept, r.proposed) for r in reply.rounds] == [("model", 2, []), ("model", 0, []),
@@ -86,5 +86,5 @@ def test_a_real_llama_server_reply_in_the_window_is_highlighted(make_window, qtb
     send_and_wait(qtbot, window, "Write a Python function that returns the sum of a list.", timeout=120000)
     reply = window.store.messages(window.conversation.chat_id)[-1]
     drafted = "".join(text for text, source in reply.tokens if source == "draft")
-    assert reply.stats["accepted"] > 0 and drafted
+    assert reply.stats.accepted > 0 and drafted
     assert window.chat_view.highlighted_text()

@@ -42,6 +42,5 @@ def test_an_intact_history_says_nothing(qtbot, tmp_path):
     damaged = []
     watch.sig_damaged.connect(damaged.append)
     watch.start()
-    assert watch.wait(10)
-    qtbot.wait(50)
+    qtbot.waitUntil(lambda: not watch.busy(), timeout=10000)  # the answer came back to the GUI thread
     assert damaged == []

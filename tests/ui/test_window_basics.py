@@ -15,10 +15,10 @@ from window_helpers import choose_pair, send_and_wait
 def test_ctrl_q_closes_the_window_and_stops_the_engine(make_window, qtbot, fake_engine, model_folder, tiny_models):
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
-    assert window.inference.is_running()
+    assert window.engine_process.is_running()
     qtbot.keyClick(window.composer.edit, Qt.Key.Key_Q, Qt.KeyboardModifier.ControlModifier)
     assert not window.isVisible()
-    assert not window.inference.is_running()
+    assert not window.engine_process.is_running()
 
 
 def test_the_app_starts_on_the_chat_that_was_open(make_window, qtbot, fake_engine, model_folder, tiny_models):

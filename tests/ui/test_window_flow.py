@@ -11,7 +11,8 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 
-from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent
+from app.engine.events import ContextEvent, FinishedEvent, GenerationStats, NoticeEvent, RoundEvent, TokenEvent
+from app.engine.host.wire import ReplyEnded, ReplyFailed
 from app.store import load_settings
 from app.ui.models.library_model import NGRAM_KEY
 from window_helpers import choose_pair, send_and_wait
@@ -23,14 +24,14 @@ def _draft_path(folder: Path, tiny_models) -> Path:
 
 def _feed_late_events(window, request_id: int) -> None:
     """What the engine may still send for a request the window has retired: every kind of event, at once."""
-    engine = window.inference
-    engine.sig_context.emit(request_id, 0, 10, 2048)
-    engine.sig_notice.emit(request_id, "LATE NOTICE")
+    engine = window.engine_process
+    engine.sig_context.emit(ContextEvent(request_id, 0, 10, 2048))
+    engine.sig_notice.emit(NoticeEvent(request_id, "LATE NOTICE"))
     engine.sig_stream.emit([TokenEvent(request_id, 9999, 1, " LATE-TOKEN", "draft"),
                             RoundEvent(request_id, "ngram", 4, 4, 4, "LATE REASON")])
     engine.sig_finished.emit(FinishedEvent(request_id, "LATE REPLY", GenerationStats(tokens=1)))
-    engine.sig_generation_failed.emit(request_id, "LATE FAILURE")
-    engine.sig_generation_ended.emit(request_id)
+    engine.sig_generation_failed.emit(ReplyFailed(request_id, "LATE FAILURE"))
+    engine.sig_generation_ended.emit(ReplyEnded(request_id))
 
 
 def test_first_run_with_an_empty_library_explains_how_to_add_models(make_window, qtbot, tmp_path):
@@ -64,7 +65,7 @@ def test_send_streams_highlighted_draft_tokens_and_stores_them(make_window, qtbo
     assert window.chat_view.highlighted_text()  # accepted draft tokens are green
     stored = window.store.get_message(message_id)
     assert stored.tokens and any(source == "draft" for _, source in stored.tokens)
-    assert stored.stats["drafted"] > 0
+    assert stored.stats.drafted > 0
     assert stored.draft_name == "tiny-draft"
     # The chat got its title from the first message and is first in the sidebar.
     assert window.chat_list.chat_at(0).title == "Write add()"
@@ -111,7 +112,7 @@ def test_stop_keeps_the_partial_reply_and_drops_late_tokens(make_window, qtbot, 
     assert window.store.messages(window.conversation.chat_id) == messages
     assert not window.conversation.is_busy() and not window.error_banner.isVisible()
     stored = window.store.get_message(blocker.args[0])
-    assert stored.stats["stop_reason"] == "cancelled"
+    assert stored.stats.stop_reason == "cancelled"
     assert stored.content and "word199" not in stored.content
     assert stored.content.split()[-1] in shown
     assert "stopped" in shown

@@ -12,7 +12,6 @@ from app.store import ChatStore
 from app.ui.models.library_model import PATH_ROLE
 from window_helpers import choose_pair, send_and_wait
 
-pytest.importorskip("llama_cpp")
 
 # Short replies with a fixed draft length: the test is about what the window shows, not the speed controller.
 SHORT = {"max_tokens": 24, "draft_max": 4}
@@ -29,7 +28,7 @@ def test_pick_pair_send_stream_highlight_then_switch_off(make_window, qtbot, mod
     choose_pair(qtbot, window, target, draft)
     window.update_chat_settings(**SHORT)
     batches = []
-    window.inference.sig_stream.connect(batches.append)
+    window.engine_process.sig_stream.connect(batches.append)
     view = window.chat_view
     streamed_before_render: list[str] = []
     finish = view.finish_stream
@@ -39,19 +38,19 @@ def test_pick_pair_send_stream_highlight_then_switch_off(make_window, qtbot, mod
     # Every token arrived as its own event (in batches) and was appended to the streaming reply before it was
     # rendered.
     token_events = [e for batch in batches for e in batch if isinstance(e, TokenEvent)]
-    assert len(token_events) == reply.stats["tokens"] > 1
+    assert len(token_events) == reply.stats.tokens > 1
     assert streamed_before_render == [reply.content]
     highlighted = window.chat_view.highlighted_text()
     assert highlighted, "accepted draft tokens should be highlighted"
     drafted_text = "".join(text for text, source in reply.tokens if source == "draft")
-    assert drafted_text and reply.stats["accepted"] > 0
+    assert drafted_text and reply.stats.accepted > 0
     assert reply.draft_name and reply.target_name
 
     window.model_bar.speculative_switch.click()
     send_and_wait(qtbot, window, "and again")
     second = window.store.messages(window.conversation.chat_id)[-1]
     assert all(source == "target" for _, source in second.tokens)
-    assert second.stats["drafted"] == 0
+    assert second.stats.drafted == 0
     assert window.chat_view.highlighted_text() == highlighted  # nothing new is green
 
 
@@ -66,7 +65,7 @@ def test_restart_brings_the_chat_back_with_its_highlighting(make_window, qtbot, 
     text = window.chat_view.toPlainText()
     assert highlighted
     window.close()
-    assert not window.inference.is_running()
+    assert not window.engine_process.is_running()
 
     reopened = make_window()
     assert reopened.chat_list.chat_at(0).id == chat_id
@@ -138,7 +137,7 @@ def test_stop_on_the_real_engine(make_window, qtbot, model_folder, tiny_models):
     window.update_chat_settings(max_tokens=8)
     message_id = send_and_wait(qtbot, window, "short now")
     reply = window.store.get_message(message_id)
-    assert reply.stats["stop_reason"] in ("max_tokens", "eos") and reply.stats["tokens"] <= 8
+    assert reply.stats.stop_reason in ("max_tokens", "eos") and reply.stats.tokens <= 8
     assert [m.role for m in window.store.messages(chat_id)] == ["user", "user", "assistant"]
 
 
@@ -176,7 +175,7 @@ def test_a_chosen_pair_is_ready_without_measuring_and_is_measured_while_idle(mak
     target, draft = _pair(model_folder, tiny_models)
     window = make_window()
     measured_when_ready: list[set[str]] = []
-    window.inference.sig_models_loaded.connect(lambda *_: measured_when_ready.append(_measured_files()))
+    window.engine_process.sig_models_loaded.connect(lambda *_: measured_when_ready.append(_measured_files()))
     choose_pair(qtbot, window, target, draft)
     assert measured_when_ready and target.name not in measured_when_ready[-1]
     qtbot.waitUntil(lambda: {target.name, draft.name} <= _measured_files(), timeout=60000)

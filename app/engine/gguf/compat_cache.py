@@ -5,14 +5,13 @@ second time and a changed file is checked again.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Optional
 
-from app.common.atomic_write import write_atomic
+from app.common.json_cache import read_cache, section, write_cache
 from app.engine.errors import ModelFileError
 from app.engine.gguf.info import inspect_gguf
 from app.platform.paths import user_cache_dir
@@ -73,14 +72,8 @@ class CompatCache:
         if self._loaded:
             return
         self._loaded = True
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return  # no cache yet, or a damaged one: start afresh
-        if isinstance(data, dict) and data.get("version") == _CACHE_VERSION:
-            files, pairs = data.get("files"), data.get("pairs")
-            if isinstance(files, dict) and isinstance(pairs, dict):
-                self._files, self._pairs = files, pairs
+        data = read_cache(self.path, _CACHE_VERSION)  # {} for no cache yet, or a damaged one: start afresh
+        self._files, self._pairs = section(data, "files"), section(data, "pairs")
 
     def facts(self, path: Path, key: FileKey) -> VocabFacts:
         with self._lock:
@@ -123,12 +116,9 @@ class CompatCache:
             if not self._dirty:
                 return
             self._drop_stale_files()
-            payload = json.dumps({"version": _CACHE_VERSION, "files": self._files, "pairs": self._pairs})
+            payload = {"files": dict(self._files), "pairs": dict(self._pairs)}
             self._dirty = False
-        try:
-            write_atomic(self.path, payload, durable=False)  # a cache: losing it costs a re-check
-        except OSError:
-            pass
+        write_cache(self.path, _CACHE_VERSION, payload)  # a cache: losing it costs a re-check
 
     def _drop_stale_files(self) -> None:
         # Keep one entry per path: an older size/mtime of a file will never be asked for again.

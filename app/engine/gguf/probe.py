@@ -10,7 +10,6 @@ Verdicts are cached on disk by (path, size, mtime, llama-cpp-python version), so
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -21,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Optional, Union
 
-from app.common.atomic_write import write_atomic
+from app.common.json_cache import read_cache, section, write_cache
 from app.engine.gguf.compat_cache import file_key
 from app.engine.errors import ModelFileError
 from app.engine.gguf.info import inspect_gguf
@@ -83,13 +82,7 @@ _lock = threading.Lock()
 
 
 def _load_cache(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict) or data.get("version") != _CACHE_VERSION or not isinstance(data.get("files"), dict):
-        return {}
-    return data["files"]
+    return section(read_cache(path, _CACHE_VERSION), "files")
 
 
 def _cache_key(path: Path) -> str:
@@ -120,10 +113,7 @@ def probe_model(path: Union[str, Path], *, use_cache: bool = True, timeout: floa
             files[key] = asdict(verdict)
             while len(files) > _MAX_CACHED:
                 files.pop(next(iter(files)))
-            try:
-                write_atomic(cache_file, json.dumps({"version": _CACHE_VERSION, "files": files}))
-            except OSError:
-                pass  # an unwritable cache only means probing again next time
+            write_cache(cache_file, _CACHE_VERSION, {"files": files})  # unwritable: probing again next time
     return verdict
 
 

@@ -1,19 +1,24 @@
 """The engine the engine process holds: local models (SpecEngine) or a server's (RemoteEngine), by the target.
 
-A target is a GGUF file path or a server's target key (app.engine.remote.engine.remote_target). DispatchingEngine
+A target is a LocalModel or a ServerModel (app.engine.targets). DispatchingEngine
 keeps one engine of each kind at most, made when first needed, and sends every ChatEngine call to the one whose
 kind the current target is; loading a target of the other kind unloads the first (its memory is freed).
+`local_engine` and `server_engine` build one loaded engine of each kind for the CLI and the benchmarks.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import EngineEvent
-from app.engine.protocol import ChatEngine
-from app.engine.remote.engine import is_remote_target
+from app.engine.protocol import CancelSignal, ChatEngine, fitted_reply
+from app.engine.targets import LocalModel, ServerModel, Target, target_of
+
+if TYPE_CHECKING:
+    from app.engine.local.engine import SpecEngine
+    from app.engine.remote.engine import RemoteEngine
 
 
 def _local_engine(load: LoadSettings) -> ChatEngine:
@@ -26,6 +31,31 @@ def _remote_engine(load: LoadSettings) -> ChatEngine:
     from app.engine.remote.engine import RemoteEngine
 
     return RemoteEngine(load)
+
+
+def local_engine(target: LocalModel, draft: Optional[Path] = None, load: LoadSettings = LoadSettings()) -> SpecEngine:
+    """A SpecEngine with `target` (and `draft`, if any) loaded. Raises EngineError."""
+    from app.engine.local.engine import SpecEngine
+
+    engine = SpecEngine(load)
+    try:
+        engine.load_target(target, planned_draft=draft)
+        if draft is not None:
+            engine.load_draft(draft)
+    except BaseException:
+        engine.close()
+        raise
+    return engine
+
+
+def server_engine(target: ServerModel, load: LoadSettings = LoadSettings(),
+                  api_key: Optional[str] = None) -> RemoteEngine:
+    """A RemoteEngine for `target`, checked on its server with `api_key`. Raises EngineError."""
+    from app.engine.remote.engine import RemoteEngine
+
+    engine = RemoteEngine(load, api_key_for=lambda url: api_key)
+    engine.load_target(target)
+    return engine
 
 
 class DispatchingEngine:
@@ -50,13 +80,14 @@ class DispatchingEngine:
 
     # -- the target decides the kind ----------------------------------------------------------------------------
 
-    def load_target(self, path, planned_draft=None) -> None:
-        remote = is_remote_target(path)
+    def load_target(self, path: Target | str | Path, planned_draft: str | Path | None = None) -> None:
+        target = target_of(path)
+        remote = isinstance(target, ServerModel)
         other = self._engines.get(not remote)
         if other is not None:
             other.unload()
         self._remote = remote
-        self.active.load_target(path if remote else Path(path), planned_draft=planned_draft)
+        self.active.load_target(target, planned_draft=planned_draft)
 
     def load_draft(self, path) -> None:
         self.active.load_draft(path)
@@ -107,6 +138,10 @@ class DispatchingEngine:
                      session: str = "default") -> tuple[list[dict], int]:
         return self.active.fit_messages(messages, reserve_tokens, session=session)
 
-    def chat(self, messages: Sequence[dict], config: GenerationConfig = GenerationConfig(), *, cancel=None,
-             request_id: int = 0) -> Iterator[EngineEvent]:
+    def chat(self, messages: Sequence[dict], config: GenerationConfig = GenerationConfig(), *,
+             cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator[EngineEvent]:
         return self.active.chat(messages, config, cancel=cancel, request_id=request_id)
+
+    def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel: Optional[CancelSignal] = None,
+              request_id: int = 0) -> Iterator[EngineEvent]:
+        return fitted_reply(self, messages, config, cancel=cancel, request_id=request_id)

@@ -2,30 +2,12 @@
 
 llama.cpp stops its whole process with abort() on inputs it does not validate, so the window never loads a model
 itself: it starts this loop in a child process (multiprocessing, "spawn") and supervises it. Everything that
-crosses the pipe is a plain tuple of picklable records, so this module knows nothing of Qt.
+crosses the pipe is a record of app.engine.host.wire, so this module knows nothing of Qt.
 
-Requests (parent -> worker), handled one at a time in order:
-    ("load", request_id, target_path | None, draft_path | None, LoadSettings)
-    ("generate", request_id, messages, GenerationConfig)
-    ("api", starter | None)                              serve the models to other programs too, or stop
-    ("shutdown",)
-Replies (worker -> parent):
-    ("ready",)                                           the worker is up
-    ("loading", request_id, path, what)                  about to load `path`; `what` is "target" or "draft"
-    ("loaded", request_id, target, draft, n_ctx, note)   `note`: where the models run, for a person
-    ("load_failed", request_id, message)
-    ("context", request_id, dropped, prompt_tokens, n_ctx)
-    ("notice", request_id, text)                         e.g. the model's chat template could not be used
-    ("stream", [TokenEvent | RoundEvent, ...])           batched, about every STREAM_BATCH_S
-    ("finished", FinishedEvent)                          never sent for a cancelled request
-    ("failed", request_id, message)
-    ("ended", request_id)                                always last for a generate request
-    ("api", state)                                       what the API server is doing (app.serve.engine_host)
+Requests are handled one at a time in order; a GenerateReply's replies are EngineEvents batches, then ReplyFailed
+if it failed, then always ReplyEnded. Stop crosses as a shared integer (see app.engine.host.wire).
 
-Stop crosses as a shared integer, not a message: the highest cancelled request id. The loop's main thread is busy
-inside generation when a stop matters, so a queued "stop" message would only be read after the reply ended.
-
-The window's models can also answer other programs: an "api" request's starter (app.serve.engine_host, passed in
+The window's models can also answer other programs: a ServeApi request's starter (app.serve.engine_host, passed in
 so this layer never imports the API's) returns SideRequests, whose requests this loop answers between the window's,
 on this thread, in the order they come. Their Stop is a second shared integer, `api_stopped_up_to`.
 """
@@ -38,12 +20,18 @@ import threading
 import time
 import traceback
 from multiprocessing.connection import wait
-from typing import Callable, Optional, Protocol
+from pathlib import Path
+from typing import Callable, Iterable, Optional, Protocol
 
-from app.engine.config import GenerationConfig, LoadSettings
+from app.engine.config import LoadSettings
 from app.engine.errors import EngineError
-from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
+from app.engine.events import RoundEvent, TokenEvent
+from app.engine.host.wire import (
+    EngineEvents, GenerateReply, LoadFailed, LoadingModel, LoadModels, ModelsLoaded, Reply, ReplyEnded, ReplyFailed,
+    ServeApi, Shutdown, WorkerReady,
+)
 from app.engine.protocol import ChatEngine
+from app.engine.targets import Target, target_of
 
 STREAM_BATCH_S = 0.05
 # Background work waits this long after the last request, so a reply and the next message typed soon after it
@@ -79,7 +67,7 @@ class SideRequests(Protocol):
     def close(self) -> None: ...
 
 
-def default_engine_factory(load: LoadSettings):
+def default_engine_factory(load: LoadSettings) -> ChatEngine:
     """Local models for file targets, a server's for server targets (app.engine.host.engine_factory)."""
     from app.engine.host.engine_factory import DispatchingEngine
 
@@ -136,11 +124,11 @@ class _WorkerLoop:
         self._api_stopped_up_to = api_stopped_up_to
         self._side: Optional[SideRequests] = None
 
-    def _send(self, message: tuple) -> None:
+    def _send(self, message: Reply) -> None:
         self._conn.send(message)
 
     def serve(self) -> None:
-        self._send(("ready",))
+        self._send(WorkerReady())
         idle_work, idle_since = False, time.monotonic()
         while True:
             timeout = None
@@ -163,17 +151,17 @@ class _WorkerLoop:
                 request = self._conn.recv()
             except (EOFError, OSError):
                 return  # the window is gone
-            kind = request[0]
-            if kind == "shutdown":
-                return
-            if kind == "load":
-                self._load_models(*request[1:])
-                if self._side is not None:
-                    self._side.models_changed(self._engine)  # what the API lists now
-            elif kind == "generate":
-                self._generate(*request[1:])
-            elif kind == "api":
-                self._serve_api(request[1])
+            match request:
+                case Shutdown():
+                    return
+                case LoadModels():
+                    self._load_models(request)
+                    if self._side is not None:
+                        self._side.models_changed(self._engine)  # what the API lists now
+                case GenerateReply():
+                    self._generate(request)
+                case ServeApi():
+                    self._serve_api(request.starter)
             idle_work, idle_since = True, time.monotonic()
 
     def _wait(self, timeout: Optional[float]):
@@ -201,6 +189,8 @@ class _WorkerLoop:
             self._side.models_changed(self._engine)
 
     def _idle_step(self) -> bool:
+        if self._engine is None:
+            return False
         try:
             return self._engine.idle_step()
         except Exception:  # background work must never take the engine down; it is tried after the next request
@@ -228,65 +218,60 @@ class _WorkerLoop:
         self._load = load
         return self._engine
 
-    def _load_models(self, request_id: int, target_path, draft_path, load: LoadSettings) -> None:
+    def _load_models(self, request: LoadModels) -> None:
+        request_id, target, draft = request.request_id, request.target, request.draft
         try:
-            engine = self._ensure_engine(load)
-            if target_path is None:
+            engine = self._ensure_engine(request.settings)
+            if target is None:
                 engine.unload()
             else:
-                if engine.target_path is None or str(engine.target_path) != str(target_path):
-                    self._send(("loading", request_id, str(target_path), "target"))
-                    engine.load_target(target_path, planned_draft=draft_path)
+                if engine.target_path is None or target_of(engine.target_path) != target:
+                    self._send(LoadingModel(request_id, str(target), "target"))
+                    engine.load_target(target, planned_draft=draft)
                 current = engine.draft_path
-                if (current is None) != (draft_path is None) or (
-                    draft_path is not None and str(current) != str(draft_path)
-                ):
-                    if draft_path is not None:
-                        self._send(("loading", request_id, str(draft_path), "draft"))
-                    engine.load_draft(draft_path)
+                if (current is None) != (draft is None) or (draft is not None and str(current) != str(draft)):
+                    if draft is not None:
+                        self._send(LoadingModel(request_id, str(draft), "draft"))
+                    engine.load_draft(draft)
         except EngineError as exc:
-            self._send(("load_failed", request_id, str(exc)))
+            self._send(LoadFailed(request_id, str(exc)))
             return
         except Exception as exc:  # never let the loop die on something unforeseen
             traceback.print_exc()
-            self._send(("load_failed", request_id, f"Loading failed: {exc}"))
+            self._send(LoadFailed(request_id, f"Loading failed: {exc}"))
             return
-        note = engine.placement_note
-        target = str(engine.target_path) if engine.target_path else None
-        draft = str(engine.draft_path) if engine.draft_path else None
-        self._send(("loaded", request_id, target, draft, engine.n_ctx, note))
+        loaded: Optional[Target] = target_of(engine.target_path) if engine.target_path else None
+        self._send(ModelsLoaded(request_id, loaded, Path(engine.draft_path) if engine.draft_path else None,
+                                engine.n_ctx, engine.placement_note))
 
     # ----- generation
 
-    def _generate(self, request_id: int, messages: list, config: GenerationConfig) -> None:
+    def _generate(self, request: GenerateReply) -> None:
+        request_id = request.request_id
         cancel = CancelFlag(self._cancelled_up_to, request_id)
         try:
             if cancel.is_set():
                 return
             engine = self._engine
             if engine is None or engine.target_path is None:
-                self._send(("failed", request_id, "No model is loaded. Choose a model above."))
+                self._send(ReplyFailed(request_id, "No model is loaded. Choose a model above."))
                 return
-            reserve = max(16, min(config.max_tokens, engine.n_ctx // 2))
-            kept, dropped = engine.fit_messages(messages, reserve, session=config.session)
-            prompt_tokens = engine.count_tokens(kept)
-            if engine.template_notice:
-                self._send(("notice", request_id, engine.template_notice))
-            self._send(("context", request_id, dropped, prompt_tokens, engine.n_ctx))
-            self._stream(engine.chat(kept, config, cancel=cancel, request_id=request_id), cancel)
+            self._stream(engine.reply(list(request.messages), request.config, cancel=cancel, request_id=request_id),
+                         cancel)
         except EngineError as exc:
             if not cancel.is_set():
-                self._send(("failed", request_id, str(exc)))
+                self._send(ReplyFailed(request_id, str(exc)))
         except Exception as exc:
             traceback.print_exc()
             if not cancel.is_set():
-                self._send(("failed", request_id, f"Generation failed: {exc}"))
+                self._send(ReplyFailed(request_id, f"Generation failed: {exc}"))
         finally:
-            self._send(("ended", request_id))
+            self._send(ReplyEnded(request_id))
 
-    def _stream(self, events, cancel: CancelFlag) -> None:
+    def _stream(self, events: Iterable[object], cancel: CancelFlag) -> None:
         # Token and round events cross in batches: one message per token costs the window's thread time that,
-        # on a small CPU, is taken from decoding (llama.cpp keeps every core busy).
+        # on a small CPU, is taken from decoding (llama.cpp keeps every core busy). Any other record (the context,
+        # a notice, the finish, whatever the engine adds later) flushes the batch and goes at once.
         # The first token goes at once: how soon a reply starts is what a person waits for.
         batch: list = []
         last_sent = time.monotonic()
@@ -295,20 +280,15 @@ class _WorkerLoop:
             for event in events:
                 if cancel.is_set():
                     return  # stopped: nothing more, and no result, leaves this process
-                if isinstance(event, (TokenEvent, RoundEvent)):
-                    batch.append(event)
-                    now = time.monotonic()
-                    if now - last_sent >= STREAM_BATCH_S or (first and isinstance(event, TokenEvent)):
-                        first = False
-                        self._send(("stream", batch))
-                        batch, last_sent = [], now
-                elif isinstance(event, FinishedEvent):
-                    if batch:
-                        self._send(("stream", batch))
-                        batch = []
-                    self._send(("finished", event))
+                batch.append(event)
+                now = time.monotonic()
+                if (not isinstance(event, (TokenEvent, RoundEvent)) or now - last_sent >= STREAM_BATCH_S
+                        or (first and isinstance(event, TokenEvent))):
+                    first = first and not isinstance(event, TokenEvent)
+                    self._send(EngineEvents(tuple(batch)))
+                    batch, last_sent = [], now
         finally:
             # Also when the reply fails midway (a server's connection dropped): what arrived is part of the reply
             # the window keeps, and it must arrive before the failure.
             if batch and not cancel.is_set():
-                self._send(("stream", batch))
+                self._send(EngineEvents(tuple(batch)))

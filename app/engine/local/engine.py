@@ -1,13 +1,12 @@
 """SpecEngine: the target and draft models, the conversation's KV cache, and one entry point per kind of request.
 
-Every method must be called from one thread, the inference thread that owns the models. Only the `cancel` event
-passed to `chat`/`complete` may be set from another thread; generation stops within one round.
+Every method must be called from one thread, the engine process's main thread, which owns the models. Only the
+`cancel` event passed to `chat`/`complete` may be set from another thread; generation stops within one round.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import threading
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
@@ -21,8 +20,10 @@ from app.engine.speculation.cost_measurement import CostMeasurement, measure_cos
 from app.engine.speculation.costs import CostTable, cached_costs, prior_costs
 from app.engine.local.decoder import generate
 from app.engine.speculation.drafters import ModelDrafter, NgramDrafter
-from app.engine.errors import IncompatiblePairError
+from app.engine.errors import EngineError, IncompatiblePairError
 from app.engine.events import EngineEvent, FinishedEvent
+from app.engine.protocol import CancelSignal, fitted_reply
+from app.engine.targets import ServerModel, Target
 from app.engine.placement.gpu_fit import Placement, resolve as resolve_placement
 from app.engine.local.llama_model import LoadedModel
 from app.engine.speculation.policy import FixedPolicy, SpeculationPolicy
@@ -37,7 +38,7 @@ MESSAGE_MARKUP_TOKENS = 6
 
 
 class SpecEngine:
-    """Owns the models. Call from the inference thread only (see module docstring)."""
+    """Owns the models. Call from the engine process's main thread only (see module docstring)."""
 
     def __init__(self, load: Optional[LoadSettings] = None):
         # Built per engine, not once at import: SPECCHAT_THREADS set after the import still counts.
@@ -76,11 +77,13 @@ class SpecEngine:
     def n_ctx(self) -> int:
         return self.target.n_ctx if self.target else self.load_settings.n_ctx
 
-    def load_target(self, path: str | Path, planned_draft: str | Path | None = None) -> None:
+    def load_target(self, target: Target | str | Path, planned_draft: str | Path | None = None) -> None:
         """Load (or switch) the target. A loaded draft that is not compatible with the new target is unloaded.
 
         `planned_draft`: the draft that will be loaded next, so GPU layers on Auto leave room for it first."""
-        path = Path(path)
+        if isinstance(target, ServerModel):
+            raise EngineError(f"{target} is a server's model; this engine loads GGUF files.")
+        path = Path(target)
         if self.target is not None and self.target.path == path:
             return
         self._measurement = None
@@ -364,7 +367,7 @@ class SpecEngine:
         messages: Sequence[dict],
         config: GenerationConfig = GenerationConfig(),
         *,
-        cancel: Optional[threading.Event] = None,
+        cancel: Optional[CancelSignal] = None,
         request_id: int = 0,
         session: Optional[str] = None,
     ) -> Iterator[EngineEvent]:
@@ -382,12 +385,17 @@ class SpecEngine:
         tokens = self._tokens_for(rendered.text, rendered.markup)
         return self._run(tokens, rendered.text, config, cancel, request_id, session or config.session)
 
+    def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel: Optional[CancelSignal] = None,
+              request_id: int = 0) -> Iterator[EngineEvent]:
+        """The one request path (app.engine.protocol): the context fitted and said, then chat()."""
+        return fitted_reply(self, messages, config, cancel=cancel, request_id=request_id)
+
     def complete(
         self,
         prompt: str,
         config: GenerationConfig = GenerationConfig(),
         *,
-        cancel: Optional[threading.Event] = None,
+        cancel: Optional[CancelSignal] = None,
         request_id: int = 0,
         session: Optional[str] = None,
     ) -> Iterator[EngineEvent]:

@@ -5,7 +5,7 @@ speculation needs three things `Llama` does not give: logits for only the rows w
 n_ctx x n_vocab buffer, ~5 GB at 8k context with a 152k vocab), a batch whose rows we choose, and rolling the KV
 cache back to any position after a rejected draft.
 
-Only the inference thread may call a LoadedModel.
+Only the engine process's main thread may call a LoadedModel.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from app.engine.events import (
     GenerationStats,
     RoundEvent,
     TokenEvent,
+    decode_speed,
 )
 from app.engine.local.context_fit import SessionCuts
 from app.engine.remote.chunks import MalformedEvent, ServerTimings, parse_chunk
@@ -35,8 +36,10 @@ from app.engine.remote.http import (
     stream_chat,
 )
 from app.engine.remote.provenance import ProvenanceTracker
+from app.engine.protocol import fitted_reply
+from app.engine.targets import SERVER_PREFIX, ServerModel, server_model_of
 
-TARGET_PREFIX = "server:"
+TARGET_PREFIX = SERVER_PREFIX
 # Servers that speak llama-server's fields (timings_per_token, top_k, min_p, /props): llama-server itself, and
 # SpecChat's own API (app/serve).
 LLAMA_SERVER_OWNERS = ("llamacpp", "specchat")
@@ -62,16 +65,13 @@ def reply_deadline_s(max_tokens: int) -> float:
 
 def remote_target(url: str, model: str) -> str:
     """The target key for `model` on the server at `url`."""
-    return f"{TARGET_PREFIX}{normalize_url(url)}#{model}"
+    return ServerModel(normalize_url(url), model).key
 
 
 def parse_remote_target(target: object) -> Optional[tuple[str, str]]:
-    """(base URL, model id) for a target key, None for anything else (a local file path)."""
-    text = str(target) if target is not None else ""
-    if not text.startswith(TARGET_PREFIX) or "#" not in text:
-        return None
-    url, _, model = text[len(TARGET_PREFIX):].partition("#")
-    return (url, model) if url and model else None
+    """(base URL, model id) for a ServerModel or its key, None for anything else (a local file path)."""
+    server = server_model_of(target)
+    return (server.url, server.model) if server is not None else None
 
 
 def is_remote_target(target: object) -> bool:
@@ -188,6 +188,11 @@ class RemoteEngine:
         body = self.request_body(messages, config)
         return self._stream(body, cancel, request_id)
 
+    def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel=None,
+              request_id: int = 0) -> Iterator[EngineEvent]:
+        """The one request path (app.engine.protocol): the context fitted and said, then chat()."""
+        return fitted_reply(self, messages, config, cancel=cancel, request_id=request_id)
+
     def _stream(self, body: dict, cancel, request_id: int) -> Iterator[EngineEvent]:
         tracker = ProvenanceTracker()
         started = time.monotonic()
@@ -268,8 +273,9 @@ class RemoteEngine:
         tokens = timings.predicted_n or completion_tokens or emitted
         # The server's own decode speed when it reports one (it excludes the network), else what arrived here.
         tps = timings.predicted_per_second
-        if not tps and first_at is not None and tokens > 1:
-            tps = (tokens - 1) / max(ended - first_at, 1e-9)
+        if not tps and first_at is not None:
+            # Counted from the first token on (the prompt's end is not seen here), like a reply stopped in the window.
+            tps = decode_speed(tokens - 1, ended - first_at)
         drafted, accepted = tracker.drafted, tracker.accepted
         return GenerationStats(
             tokens=tokens,

@@ -23,17 +23,11 @@ from dataclasses import dataclass
 from typing import Generator, Iterator, Optional
 from urllib.parse import urlsplit, urlunsplit
 
+from app.common.http_client import http_client
 from app.engine.errors import EngineError, ModelLoadError
 from app.engine.remote.chunks import one_line
 
-
-def _http():
-    """The HTTP client module, imported when first needed (the window imports this module at start)."""
-    try:  # which one is installed depends on the Python version
-        import httpx2 as httpx
-    except ImportError:  # pragma: no cover
-        import httpx  # type: ignore[no-redef]
-    return httpx
+_http = http_client  # the window imports this module at start: the client is imported when first needed
 
 
 def _httpcore():

@@ -150,7 +150,7 @@ class OnlineCosts:
 
 
 class AutoController:
-    """Chooses drafter and k each round. Used from the inference thread only."""
+    """Chooses drafter and k each round. Used from the engine process's main thread only."""
 
     def __init__(self, costs: CostTable, drafter: str, probe_every: int = 24):
         self.costs = costs

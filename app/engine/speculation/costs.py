@@ -8,12 +8,11 @@ controller corrects from what its rounds cost, so choosing a model never waits f
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from app.common.atomic_write import write_atomic
+from app.common.json_cache import read_cache, write_cache
 from app.engine.local.llama_model import LoadedModel
 from app.platform.paths import user_cache_dir
 
@@ -127,18 +126,14 @@ def _cache_file() -> Path:
 
 
 def _read_cache() -> dict:
-    try:
-        data = json.loads(_cache_file().read_text())
-        return data if data.get("version") == _CACHE_VERSION else {"version": _CACHE_VERSION}
-    except (OSError, ValueError):
-        return {"version": _CACHE_VERSION}
+    """Measured costs by model_key; entries of any other shape than a list of seconds are left out."""
+    return {key: batch for key, batch in read_cache(_cache_file(), _CACHE_VERSION).items()
+            if isinstance(batch, list) and len(batch) >= 2
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in batch)}
 
 
 def _write_cache(data: dict) -> None:
-    try:
-        write_atomic(_cache_file(), json.dumps(data), durable=False)
-    except OSError:
-        pass  # a cache we cannot write only costs a re-measurement next time
+    write_cache(_cache_file(), _CACHE_VERSION, data)  # a cache we cannot write only costs a re-measurement
 
 
 def _keys(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int],

@@ -18,9 +18,10 @@ from typing import Callable, Optional, Union
 
 from PySide6.QtCore import QObject, Signal
 
-from app.replies.comparison import compare_runs, failed_state, running_state
+from app.replies.comparison import ShownComparison, compare_runs, failed_state, running_state
 from app.engine.config import GenerationConfig
 from app.engine.events import FinishedEvent
+from app.engine.host.wire import ReplyEnded, ReplyFailed
 from app.store import ChatStore, StoreError
 from app.ui.transcript.chat_view import ChatView
 from app.ui.chat.conversation import Conversation
@@ -61,20 +62,20 @@ class PlainCompare(QObject):
     sig_result = Signal(int, object)
     """(message_id, the comparison dict kept with it): a comparison finished and was stored."""
 
-    def __init__(self, store: ChatStore, inference: EngineProcess, conversation: Conversation, view: ChatView,
+    def __init__(self, store: ChatStore, engine_process: EngineProcess, conversation: Conversation, view: ChatView,
                  request_source: RequestSource, parent=None):
         super().__init__(parent)
         self.store = store
-        self.inference = inference
+        self.engine_process = engine_process
         self.conversation = conversation
         self.view = view
         self._request_source = request_source
         self._run: Optional[_Run] = None
         view.sig_compare.connect(self.toggle)
         conversation.sig_busy_changed.connect(self._on_busy)
-        inference.sig_finished.connect(self._on_finished)
-        inference.sig_generation_failed.connect(self._on_failed)
-        inference.sig_generation_ended.connect(self._on_ended)
+        engine_process.sig_finished.connect(self._on_finished)
+        engine_process.sig_generation_failed.connect(self._on_failed)
+        engine_process.sig_generation_ended.connect(self._on_ended)
 
     def running_for(self) -> Optional[int]:
         """The reply being compared now (None when no comparison runs)."""
@@ -111,16 +112,16 @@ class PlainCompare(QObject):
             return
         stats = message.stats
         # A reply that ended early is timed over the tokens it has; the plain run writes as many.
-        max_tokens = request.config.max_tokens if stats.get("stop_reason") == "eos" else stats.get("tokens", 0)
+        max_tokens = request.config.max_tokens if stats.stop_reason == "eos" else stats.tokens
         config = dataclasses.replace(
             request.config, speculative=False, max_tokens=max(1, int(max_tokens or 1)),
             # Its own session: plain rounds must not teach the chat's speculation controller.
             session=f"chat-{message.chat_id}-plain",
         )
         request_id = self.conversation.reserve_request_id()
-        self._run = _Run(request_id, message_id, message.content, float(stats.get("tokens_per_second", 0.0)),
+        self._run = _Run(request_id, message_id, message.content, stats.tokens_per_second,
                          config.temperature, request.target_name)
-        self.inference.request_generate(request_id, prompt, config)
+        self.engine_process.request_generate(request_id, prompt, config)
         self._show(message_id, running_state())
 
     def cancel(self, reason: str = "") -> None:
@@ -128,7 +129,7 @@ class PlainCompare(QObject):
         run, self._run = self._run, None
         if run is None:
             return
-        self.inference.cancel(run.request_id)
+        self.engine_process.cancel(run.request_id)
         self._show(run.message_id, failed_state(reason) if reason else None)
 
     # ----- the engine's answers
@@ -152,25 +153,22 @@ class PlainCompare(QObject):
         self._show(run.message_id, None)
         self.sig_result.emit(run.message_id, comparison)
 
-    def _on_failed(self, request_id: int, message: str) -> None:
+    def _on_failed(self, failed: ReplyFailed) -> None:
         run = self._run
-        if run is not None and request_id == run.request_id:
+        if run is not None and failed.request_id == run.request_id:
             self._run = None
-            self._show(run.message_id, failed_state(f"The plain run failed: {message}"))
+            self._show(run.message_id, failed_state(f"The plain run failed: {failed.message}"))
 
-    def _on_ended(self, request_id: int) -> None:
+    def _on_ended(self, ended: ReplyEnded) -> None:
         run = self._run
-        if run is not None and request_id == run.request_id:
+        if run is not None and ended.request_id == run.request_id:
             # Ended without a result or an error: the engine was stopped under it.
             self._run = None
             self._show(run.message_id, None)
 
-    def _show(self, message_id: int, state: Optional[dict]) -> None:
+    def _show(self, message_id: int, state: Optional[ShownComparison]) -> None:
         """Show the reply with `state` (running, failed) over its stored result, or with what is stored (None)."""
-        if state is None:
-            self.view.pending_comparisons.pop(message_id, None)
-        else:
-            self.view.pending_comparisons[message_id] = state
+        self.view.set_pending_comparison(message_id, state)
         message = self.store.get_message(message_id)
         if message is not None and message.chat_id == self.conversation.chat_id:
             self.view.refresh_message(transcript_message(message))
@@ -189,7 +187,7 @@ def attach(window) -> PlainCompare:
         config = window.chat_settings.generation_config(False, window.session.drafter())
         return CompareRequest(config, settings.system_prompt, window.session.names()[0])
 
-    compare = PlainCompare(window.store, window.inference, window.conversation, window.chat_view, request_source,
+    compare = PlainCompare(window.store, window.engine_process, window.conversation, window.chat_view, request_source,
                            window)
     for signal in (window.session.sig_target_chosen, window.session.sig_draft_chosen):
         signal.connect(lambda *_: compare.cancel(CANCELLED_BY_MODEL))

@@ -16,11 +16,14 @@ from typing import Optional
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.engine.config import GenerationConfig
-from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent, decode_speed
+from app.engine.events import (
+    ContextEvent, FinishedEvent, GenerationStats, NoticeEvent, RoundEvent, TokenEvent, decode_speed,
+)
+from app.engine.host.wire import ReplyEnded, ReplyFailed
 from app.store import ChatSettings, ChatStore, Message, StoreError
 from app.store.attachments import Attachment
 from app.ui.transcript.chat_view import ChatView
-from app.ui.transcript.format import STREAM_KEY, TranscriptMessage, model_label, stats_from_dict, transcript_message
+from app.ui.transcript.format import STREAM_KEY, TranscriptMessage, model_label, transcript_message
 from app.ui.engine_link.engine_process import EngineProcess
 from app.ui.chat.reply_request import ReplyRequest
 
@@ -53,10 +56,10 @@ class Conversation(QObject):
     sig_error = Signal(str)
     """Something went wrong that the user should read."""
 
-    def __init__(self, store: ChatStore, inference: EngineProcess, view: ChatView, parent=None):
+    def __init__(self, store: ChatStore, engine_process: EngineProcess, view: ChatView, parent=None):
         super().__init__(parent)
         self.store = store
-        self.inference = inference
+        self.engine_process = engine_process
         self.view = view
         self._oldest_shown: Optional[int] = None  # the first message the transcript shows
         # Replies the store refused, by the key they are shown under (below STREAM_KEY), for their Copy link.
@@ -74,12 +77,12 @@ class Conversation(QObject):
         self._flush_timer = QTimer(self)
         self._flush_timer.setInterval(FLUSH_INTERVAL_MS)
         self._flush_timer.timeout.connect(self._flush)
-        inference.sig_context.connect(self._on_context)
-        inference.sig_notice.connect(self._on_notice)
-        inference.sig_stream.connect(self._on_stream)
-        inference.sig_finished.connect(self._on_finished)
-        inference.sig_generation_failed.connect(self._on_failed)
-        inference.sig_generation_ended.connect(self._on_ended)
+        engine_process.sig_context.connect(self._on_context)
+        engine_process.sig_notice.connect(self._on_notice)
+        engine_process.sig_stream.connect(self._on_stream)
+        engine_process.sig_finished.connect(self._on_finished)
+        engine_process.sig_generation_failed.connect(self._on_failed)
+        engine_process.sig_generation_ended.connect(self._on_ended)
 
     # ----- state
 
@@ -123,7 +126,7 @@ class Conversation(QObject):
         self._oldest_shown = messages[0].id if messages else None
         self.view.show_messages([transcript_message(m) for m in messages], has_older=has_older)
         last = next((m for m in reversed(messages) if m.role == "assistant" and m.stats), None)
-        stats = stats_from_dict(last.stats) if last else None
+        stats = last.stats if last else None
         self._show_usage(stats.prompt_tokens + stats.tokens if stats else 0)
 
     def _show_older(self) -> None:
@@ -221,7 +224,7 @@ class Conversation(QObject):
         self._last_reason = ""
         # The speculation controller learns acceptance per chat.
         config = dataclasses.replace(config, session=f"chat-{self.chat_id}")
-        self.inference.request_generate(request.request_id, messages, config)
+        self.engine_process.request_generate(request.request_id, messages, config)
         self._flush_timer.start()
         self.sig_busy_changed.emit(True)
         self.sig_live_stats.emit("Reading the prompt…")
@@ -232,7 +235,7 @@ class Conversation(QObject):
         request = self._request
         if request is None:
             return
-        self.inference.cancel(request.request_id)
+        self.engine_process.cancel(request.request_id)
         self._end_request(request, request.partial_stats("cancelled"), text=None)
 
     def regenerate(self, config: GenerationConfig, system_prompt: str, target_name: str,
@@ -254,13 +257,15 @@ class Conversation(QObject):
             return None
         return self.start_reply(config, system_prompt, target_name, draft_name)
 
-    # ----- events from the inference thread
+    # ----- events from the engine process
 
     def _current(self, request_id: int) -> Optional[ReplyRequest]:
         request = self._request
         return request if request is not None and request.request_id == request_id else None
 
-    def _on_context(self, request_id: int, dropped: int, prompt_tokens: int, n_ctx: int) -> None:
+    def _on_context(self, context: ContextEvent) -> None:
+        request_id, dropped, prompt_tokens, n_ctx = (context.request_id, context.dropped, context.prompt_tokens,
+                                                     context.n_ctx)
         request = self._current(request_id)
         if request is None:
             return
@@ -283,11 +288,11 @@ class Conversation(QObject):
         self.view.append_tokens(request.continued, request.token_rounds[:len(request.continued)], request.rounds)
         request.streaming = True
 
-    def _on_notice(self, request_id: int, text: str) -> None:
+    def _on_notice(self, notice: NoticeEvent) -> None:
         # Said once per chat: a template that cannot be used fails the same way on every reply.
-        if self._current(request_id) is not None and text != self._notice_shown:
-            self._notice_shown = text
-            self.view.add_notice(text)
+        if self._current(notice.request_id) is not None and notice.text != self._notice_shown:
+            self._notice_shown = notice.text
+            self.view.add_notice(notice.text)
 
     def _on_stream(self, events: list) -> None:
         request = self._request
@@ -361,12 +366,12 @@ class Conversation(QObject):
         """Add the reply to the store, or update it if it was saved while streaming; None if that failed."""
         try:
             if request.message_id is None:
-                stored = self.store.add_message(request.chat_id, "assistant", reply, stats=stats.to_dict(),
+                stored = self.store.add_message(request.chat_id, "assistant", reply, stats=stats,
                                                 target_name=request.target_name, draft_name=request.draft_name,
                                                 **request.provenance())
                 request.message_id = stored.id
                 return stored
-            self.store.update_reply(request.message_id, reply, stats=stats.to_dict(), **request.provenance())
+            self.store.update_reply(request.message_id, reply, stats=stats, **request.provenance())
             return self.store.get_message(request.message_id)
         except StoreError as exc:
             self.sig_error.emit(f"The reply could not be saved ({exc}); it stays shown here, and its Copy link "
@@ -383,14 +388,14 @@ class Conversation(QObject):
             return
         self._end_request(request, event.stats, text=event.text)
 
-    def _on_failed(self, request_id: int, message: str) -> None:
-        request = self._current(request_id)
+    def _on_failed(self, failed: ReplyFailed) -> None:
+        request = self._current(failed.request_id)
         if request is None:
             return
-        self._end_request(request, request.partial_stats("error"), text=None, error=message)
+        self._end_request(request, request.partial_stats("error"), text=None, error=failed.message)
 
-    def _on_ended(self, request_id: int) -> None:
-        request = self._current(request_id)
+    def _on_ended(self, ended: ReplyEnded) -> None:
+        request = self._current(ended.request_id)
         if request is not None:
             # The engine stopped without a result or an error; keep what arrived.
             self._end_request(request, request.partial_stats("cancelled"), text=None)

@@ -86,6 +86,6 @@ class SpeculateAnyway(QObject):
 def attach(window) -> SpeculateAnyway:
     """Give `window` (MainWindow) the offer in its status footer, next to the controller's reasons."""
     offer = SpeculateAnyway(window.chat_settings, window)
-    window.footer.layout().insertWidget(1, offer.label)
+    window.footer.add_beside_status(offer.label)
     window.conversation.sig_round_reason.connect(offer.on_round_reason)
     return offer

@@ -6,7 +6,7 @@
 Each repetition runs both modes once, in alternating order, so drift in machine load hits both alike; medians are
 reported, and what matters is their ratio (window / engine), measured side by side in one run:
 
-  engine  SpecEngine.chat() iterated on a plain thread of its own; tok/s from its FinishedEvent. The GUI thread
+  engine  SpecEngine.reply() iterated on a plain thread of its own; tok/s from its FinishedEvent. The GUI thread
           meanwhile idles in its event loop under the same heartbeat, which gives the baseline stall (what the
           machine itself causes: scheduling, the GIL).
   window  MainWindow with the same files loaded by its engine process, the message typed into the composer and

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
+from app.engine.events import GenerationStats
+
 HEARTBEAT_MS = 5
 TARGET_STALL_MS = 50.0
 
@@ -170,7 +172,7 @@ class EngineAlone:
 
         started = time.perf_counter()
         finished = None
-        for event in self.engine.chat([{"role": "user", "content": prompt}], config, cancel=self._cancel):
+        for event in self.engine.reply([{"role": "user", "content": prompt}], config, cancel=self._cancel):
             if isinstance(event, FinishedEvent):
                 finished = event
         wall = time.perf_counter() - started
@@ -238,14 +240,13 @@ class WindowMode:
         finally:
             window.conversation.sig_reply_finished.disconnect(finished.append)
         message = window.store.get_message(finished[0])
-        stats = message.stats or {}
-        if window.error_banner.isVisible() or stats.get("stop_reason") in ("error", "cancelled"):
-            raise RuntimeError(window.error_banner.text() or f"the reply ended: {stats.get('stop_reason')}")
+        stats = message.stats or GenerationStats()
+        if window.error_banner.isVisible() or stats.stop_reason in ("error", "cancelled"):
+            raise RuntimeError(window.error_banner.text() or f"the reply ended: {stats.stop_reason}")
         stall_ms, phase = max((probe.longest_ms, probe.longest_phase), (send_ms, "send"))
-        return RunRecord(stats.get("tokens_per_second", 0.0), stats.get("tokens", 0),
-                         stats.get("acceptance_rate", 0.0), wall, message.content, stall_ms,
+        return RunRecord(stats.tokens_per_second, stats.tokens, stats.acceptance_rate, wall, message.content, stall_ms,
                          probe.over_threshold + (send_ms > probe.threshold_ms), phase, gui_cpu,
-                         stats.get("draft_len_histogram") or {})
+                         stats.draft_len_histogram)
 
     def close(self) -> None:
         self.window.close()

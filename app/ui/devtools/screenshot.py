@@ -21,6 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from app.engine.events import GenerationStats
+
 REAL_TARGET = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 REAL_DRAFT = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 DEFAULT_PROMPT = "Write a Python function that checks whether a string is a palindrome, ignoring case and spaces."
@@ -115,9 +117,9 @@ def main(argv=None) -> int:
             _save(window, args.before_out)
         message_id = automation.send_and_wait(window, CODE_EDIT_PROMPT if args.code_edit else args.prompt)
         message = window.store.get_message(message_id)
-        stats = message.stats or {}
-        print(f"reply: {stats.get('tokens')} tokens, {stats.get('tokens_per_second', 0):.1f} tok/s, "
-              f"{100 * stats.get('acceptance_rate', 0):.0f}% accepted")
+        stats = message.stats or GenerationStats()
+        print(f"reply: {stats.tokens} tokens, {stats.tokens_per_second:.1f} tok/s, "
+              f"{100 * stats.acceptance_rate:.0f}% accepted")
         print(f"longest event-loop stall while loading and streaming: {stalls.longest_ms:.0f} ms")
         window.chat_view.scroll_to_end()
         app.processEvents()

@@ -36,16 +36,16 @@ class ApiServerControl(QObject):
     sig_state_changed = Signal(object)
     """The ApiState the engine process last reported."""
 
-    def __init__(self, inference: EngineProcess, settings: Callable[[], AppSettings],
+    def __init__(self, engine_process: EngineProcess, settings: Callable[[], AppSettings],
                  apply_settings: Callable[[AppSettings], None], parent=None):
         super().__init__(parent)
-        self._inference = inference
+        self._engine_process = engine_process
         self._settings = settings
         self._apply_settings = apply_settings
         self.state = ApiState()
         self.indicator: Optional[ApiServerIndicator] = None  # set by attach()
-        inference.sig_api_state.connect(self._on_state)
-        inference.sig_worker_died.connect(self._on_worker_died)
+        engine_process.sig_api_state.connect(self._on_state)
+        engine_process.sig_worker_died.connect(self._on_worker_died)
 
     @property
     def enabled(self) -> bool:
@@ -75,7 +75,7 @@ class ApiServerControl(QObject):
     def stop_request(self) -> None:
         """Stop the API request being answered, at its next round (the client hears why)."""
         if self.state.serving:
-            self._inference.stop_api_request(self.state.serving)
+            self._engine_process.stop_api_request(self.state.serving)
 
     def _on_worker_died(self, _death) -> None:
         # The server died with the engine process: say so, and start it again in the fresh one.
@@ -88,7 +88,7 @@ class ApiServerControl(QObject):
         if spec is None and not self.state.url:
             self._on_state(ApiState())
             return  # nothing runs: no need to start an engine process to say so
-        self._inference.request_api(spec)
+        self._engine_process.request_api(spec)
 
     def _on_state(self, state: ApiState) -> None:
         self.state = state
@@ -121,7 +121,7 @@ class ApiServerIndicator(QLabel):
 
 def attach(window) -> ApiServerControl:
     """The API switch for `window`: the control, its footer indicator, and the page it opens."""
-    control = ApiServerControl(window.inference, lambda: window.settings, window.apply_app_settings, window)
+    control = ApiServerControl(window.engine_process, lambda: window.settings, window.apply_app_settings, window)
 
     def open_page() -> None:
         dialog = ApiServerDialog(control.choice(), state_text(control.state, control.enabled), window)

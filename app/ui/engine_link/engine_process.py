@@ -5,7 +5,8 @@ worker dies or hangs, this handle says so in one sentence (with llama.cpp's last
 flight as failed, and starts a fresh worker; the window keeps its chats. Closing asks the worker to exit, waits
 briefly, then kills it, so closing never waits on llama.cpp.
 
-GUI thread only, except the private reader thread, which only emits `_sig_message` / `_sig_eof`.
+Messages both ways are records of app.engine.host.wire. GUI thread only, except the private reader thread, which
+only emits `_sig_message` / `_sig_eof`.
 """
 
 from __future__ import annotations
@@ -14,14 +15,20 @@ import multiprocessing
 import os
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Optional
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.platform import paths
 from app.engine.config import GenerationConfig, LoadSettings
+from app.engine.events import ContextEvent, FinishedEvent, NoticeEvent, RoundEvent, TokenEvent
+from app.engine.host.wire import (
+    EngineEvents, GenerateReply, LoadFailed, LoadingModel, LoadModels, ModelsLoaded, Reply, ReplyEnded, ReplyFailed,
+    Request, ServeApi, Shutdown, ApiStateChanged,
+)
 from app.engine.host.worker import run_worker
-from app.engine.remote.engine import is_remote_target
+from app.engine.targets import ServerModel, Target
 
 CLOSE_WAIT_S = 1.5
 # A stopped request whose "ended" has not come back by then means the worker is stuck (a template or a llama.cpp
@@ -51,9 +58,9 @@ def last_error_line(log_text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def stuck_sentence(target: Optional[str]) -> str:
+def stuck_sentence(target: Optional[Target]) -> str:
     """What a Stop that did not end the reply in time says: a silent server is not a stuck engine."""
-    if is_remote_target(target):
+    if isinstance(target, ServerModel):
         return ("The server went silent and did not end the reply when asked to stop, so its connection was "
                 "dropped and the engine restarted; your chats are safe. The server, not SpecChat, had stopped "
                 "answering.")
@@ -64,24 +71,27 @@ def stuck_sentence(target: Optional[str]) -> str:
 class EngineProcess(QObject):
     """The GUI-side handle of the engine process. GUI thread only."""
 
-    sig_models_loaded = Signal(int, object, object, int, str)
-    """(request_id, target_path, draft_path or None, n_ctx, placement note): the models are loaded and ready."""
-    sig_load_failed = Signal(int, str)
-    """(request_id, message): loading failed; the message is meant for a person."""
-    sig_context = Signal(int, int, int, int)
-    """(request_id, dropped_messages, prompt_tokens, n_ctx): the prompt was fitted to the context."""
-    sig_notice = Signal(int, str)
-    """(request_id, text): something about this request the user should know (e.g. the chat template's fallback)."""
+    # Every signal carries one record (app.engine.host.wire, app.engine.events): one vocabulary end to end.
+    sig_models_loaded = Signal(object)
+    """ModelsLoaded: the models are loaded and ready."""
+    sig_load_failed = Signal(object)
+    """LoadFailed: loading failed; its message is meant for a person."""
+    sig_context = Signal(object)
+    """ContextEvent: the prompt was fitted to the context."""
+    sig_notice = Signal(object)
+    """NoticeEvent: something about this request the user should know (e.g. the chat template's fallback)."""
     sig_stream = Signal(object)
     """A list of TokenEvents and RoundEvents of the request being generated, in order."""
     sig_finished = Signal(object)
     """The FinishedEvent of a request that ran to its end; never emitted for a stopped request."""
-    sig_generation_failed = Signal(int, str)
-    """(request_id, message): the engine raised or died; the message is meant for a person."""
-    sig_generation_ended = Signal(int)
-    """(request_id): the engine is done with this request, however it ended."""
+    sig_engine_event = Signal(object)
+    """Any other engine record of a reply (app.engine.events), as it came: new kinds need no change here."""
+    sig_generation_failed = Signal(object)
+    """ReplyFailed: the engine raised or died; its message is meant for a person."""
+    sig_generation_ended = Signal(object)
+    """ReplyEnded: the engine is done with this request, however it ended."""
     sig_worker_died = Signal(object)
-    """A WorkerDeath: the worker crashed or hung and a fresh one was started (no models loaded in it)."""
+    """A WorkerDeath: the engine process crashed or hung and a fresh one was started (no models loaded in it)."""
     sig_api_state = Signal(object)
     """An ApiState (app.serve.engine_host): what the engine process's API server is doing now."""
 
@@ -104,7 +114,7 @@ class EngineProcess(QObject):
         self._log_path: Optional[str] = None
         self._load_in_flight: Optional[int] = None
         self._loading_path: Optional[str] = None
-        self._target: Optional[str] = None  # the target last asked for: a server's stuck reply is not llama.cpp's
+        self._target: Optional[Target] = None  # the target last asked for: a server's stuck reply is not llama.cpp's
         self._generate_in_flight: set[int] = set()
         self._stuck_timers: dict[int, QTimer] = {}
         self._sig_message.connect(self._on_message)
@@ -171,7 +181,7 @@ class EngineProcess(QObject):
         self._cancelled_up_to.value = 2**62  # whatever it is generating stops at the next round
         self._api_stopped_up_to.value = 2**62  # an API request too
         try:
-            conn.send(("shutdown",))
+            conn.send(Shutdown())
         except (OSError, ValueError):
             pass
         process.join(CLOSE_WAIT_S)
@@ -222,8 +232,8 @@ class EngineProcess(QObject):
             timer.stop()
         self._stuck_timers.clear()
         for request_id in sorted(self._generate_in_flight):
-            self.sig_generation_failed.emit(request_id, sentence)
-            self.sig_generation_ended.emit(request_id)
+            self.sig_generation_failed.emit(ReplyFailed(request_id, sentence))
+            self.sig_generation_ended.emit(ReplyEnded(request_id))
         self._generate_in_flight.clear()
         self._load_in_flight = self._loading_path = None
         self._ensure_started()
@@ -251,26 +261,26 @@ class EngineProcess(QObject):
 
     # ----- requests
 
-    def _send(self, message: tuple) -> None:
+    def _send(self, message: Request) -> None:
         self._ensure_started()
         try:
             self._conn.send(message)
         except (OSError, ValueError, AttributeError):
             pass  # the reader thread reports the death; the request is failed there
 
-    def request_load(self, request_id: int, target_path, draft_path, load: LoadSettings) -> None:
+    def request_load(self, request_id: int, target: Optional[Target], draft: Optional[Path],
+                     load: LoadSettings) -> None:
         self._load_in_flight = request_id
-        self._target = None if target_path is None else str(target_path)
-        self._send(("load", request_id, None if target_path is None else str(target_path),
-                    None if draft_path is None else str(draft_path), load))
+        self._target = target
+        self._send(LoadModels(request_id, target, None if draft is None else Path(draft), load))
 
     def request_generate(self, request_id: int, messages: list, config: GenerationConfig) -> None:
         self._generate_in_flight.add(request_id)
-        self._send(("generate", request_id, messages, config))
+        self._send(GenerateReply(request_id, tuple(messages), config))
 
     def request_api(self, starter) -> None:
         """Serve the loaded models to other programs (an ApiServeSpec), or stop serving (None)."""
-        self._send(("api", starter))
+        self._send(ServeApi(starter))
 
     def stop_api_request(self, stop_id: int) -> None:
         """Stop the API request with this stop id (an ApiState's `serving`) at its next round."""
@@ -296,38 +306,51 @@ class EngineProcess(QObject):
 
     # ----- replies
 
-    def _on_message(self, incarnation: int, message: tuple) -> None:
+    def _on_message(self, incarnation: int, message: Reply) -> None:
         if incarnation != self._incarnation or self._closing:
             return
-        kind = message[0]
-        if kind == "stream":
-            self.sig_stream.emit(message[1])
-        elif kind == "context":
-            self.sig_context.emit(*message[1:])
-        elif kind == "notice":
-            self.sig_notice.emit(message[1], message[2])
-        elif kind == "finished":
-            self.sig_finished.emit(message[1])
-        elif kind == "failed":
-            self.sig_generation_failed.emit(message[1], message[2])
-        elif kind == "ended":
-            request_id = message[1]
-            self._generate_in_flight.discard(request_id)
-            timer = self._stuck_timers.pop(request_id, None)
-            if timer is not None:
-                timer.stop()
-            self.sig_generation_ended.emit(request_id)
-        elif kind == "api":
-            self.sig_api_state.emit(message[1])
-        elif kind == "loading":
-            self._loading_path = message[2]
-        elif kind == "loaded":
-            request_id, target, draft, n_ctx, note = message[1:]
-            self._end_load(request_id)
-            self.sig_models_loaded.emit(request_id, target, draft, n_ctx, note)
-        elif kind == "load_failed":
-            self._end_load(message[1])
-            self.sig_load_failed.emit(message[1], message[2])
+        match message:
+            case EngineEvents(events=events):
+                self._dispatch_events(events)
+            case ReplyFailed():
+                self.sig_generation_failed.emit(message)
+            case ReplyEnded(request_id=request_id):
+                self._generate_in_flight.discard(request_id)
+                timer = self._stuck_timers.pop(request_id, None)
+                if timer is not None:
+                    timer.stop()
+                self.sig_generation_ended.emit(message)
+            case LoadingModel(path=path):
+                self._loading_path = path
+            case ModelsLoaded(request_id=request_id):
+                self._end_load(request_id)
+                self.sig_models_loaded.emit(message)
+            case LoadFailed(request_id=request_id):
+                self._end_load(request_id)
+                self.sig_load_failed.emit(message)
+            case ApiStateChanged(state=state):
+                self.sig_api_state.emit(state)
+
+    def _dispatch_events(self, events: tuple) -> None:
+        """Tokens and rounds go out together as one sig_stream list; every other record on its own signal."""
+        run: list = []
+        for event in events:
+            if isinstance(event, (TokenEvent, RoundEvent)):
+                run.append(event)
+                continue
+            if run:
+                self.sig_stream.emit(run)
+                run = []
+            if isinstance(event, ContextEvent):
+                self.sig_context.emit(event)
+            elif isinstance(event, NoticeEvent):
+                self.sig_notice.emit(event)
+            elif isinstance(event, FinishedEvent):
+                self.sig_finished.emit(event)
+            else:
+                self.sig_engine_event.emit(event)
+        if run:
+            self.sig_stream.emit(run)
 
     def _end_load(self, request_id: int) -> None:
         if self._load_in_flight == request_id:

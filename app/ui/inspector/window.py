@@ -23,7 +23,9 @@ from PySide6.QtWidgets import (
 )
 
 from app.common.atomic_write import write_atomic
-from app.replies.inspector_data import ANY_DRAFTER, MODEL, NGRAM, NO_ROUNDS_SENTENCE, PLAIN, ReplyInspection, inspect_reply
+from app.replies.inspector_data import (
+    ANY_DRAFTER, MODEL, NGRAM, NO_ROUNDS_SENTENCE, PLAIN, ReplyInspection, reply_inspection,
+)
 from app.ui.inspector import charts
 from app.ui.transcript.format import TranscriptMessage
 
@@ -89,7 +91,7 @@ class ReplyInspector(QDialog):
     def show_message(self, message: TranscriptMessage, fallback_token_s: Optional[float] = None) -> None:
         """Show this reply's rounds (charts made anew: exactly the rounds recorded, nothing left from another)."""
         self.message_id = message.message_id
-        self.inspection = inspect_reply(message.rounds, message.token_rounds, message.stats, fallback_token_s)
+        self.inspection = reply_inspection(message.rounds, message.token_rounds, message.stats, fallback_token_s)
         self.status.clear()
         self.title.setText(f"Reply by {message.model_label or 'the assistant'}")
         self.summary.setText(self.inspection.summary)

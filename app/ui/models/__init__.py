@@ -3,7 +3,7 @@
 - library_controller.py: The library controller: folder scans, the model folders, the Library and Get-models windows, and the pair a
 - library_dialog.py: The model library window: every .gguf file found, its facts, and why a file cannot be used.
 - library_model.py: Item models over the model library: every file (the target picker and the library table), and the drafts that
-- library_worker.py: The library thread: scans model folders and checks draft compatibility off the GUI thread.
+- library_worker.py: The library thread: scans model folders and checks draft compatibility off the GUI thread (through Background).
 - model_bar.py: The model bar above the conversation: target picker, draft picker, the Speculative switch and the load state.
 - model_session.py: The model session: which target and draft are chosen, loading them in the engine process, and readiness.
 - server_models.py: The Model picker's server rows: the models each configured server offers, listed off the GUI thread.

@@ -48,8 +48,8 @@ class LibraryController(QObject):
         self._get_models_dialog: Optional[QDialog] = None
         self.get_models_panel = None
         # Bound methods of this GUI-thread object: the slots run on the GUI thread (a lambda would not).
-        self.thread.worker.sig_scanned.connect(self._on_scanned)
-        self.thread.worker.sig_failed.connect(self._on_failed)
+        self.thread.sig_scanned.connect(self._on_scanned)
+        self.thread.sig_failed.connect(self._on_failed)
 
     def folders(self) -> list[library.LibraryFolder]:
         settings = self._settings()

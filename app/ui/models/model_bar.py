@@ -38,9 +38,9 @@ class _NameCombo(QComboBox):
 class ModelBar(QWidget):
     """Target and draft pickers with the Speculative switch. GUI thread only."""
 
-    sig_target_chosen = Signal(str)
-    """The user picked this target file."""
-    sig_draft_chosen = Signal(str)
+    sig_target_picked = Signal(str)
+    """The user picked this target file in the bar (a request: the ModelSession decides, then says sig_target_chosen)."""
+    sig_draft_picked = Signal(str)
     """The user picked this draft: a file path, or NGRAM_KEY."""
     sig_speculative_toggled = Signal(bool)
     """The user flipped the Speculative switch."""
@@ -160,12 +160,12 @@ class ModelBar(QWidget):
     def _on_target_activated(self, row: int) -> None:
         path = self.target_combo.itemData(row, PATH_ROLE)
         if path:
-            self.sig_target_chosen.emit(path)
+            self.sig_target_picked.emit(path)
 
     def _on_draft_activated(self, row: int) -> None:
         key = self.draft_combo.itemData(row, PATH_ROLE)
         if key:
-            self.sig_draft_chosen.emit(key)
+            self.sig_draft_picked.emit(key)
 
 
 __all__ = ["ModelBar", "NGRAM_KEY"]

@@ -13,7 +13,9 @@ from typing import Optional
 from PySide6.QtCore import QObject, Signal
 
 from app.engine.config import LoadSettings
+from app.engine.host.wire import LoadFailed, ModelsLoaded
 from app.engine.remote.engine import is_remote_target
+from app.engine.targets import target_of
 from app.store.unusable_models import file_identity, mark_unusable
 from app.ui.engine_link.engine_process import EngineProcess, WorkerDeath
 from app.ui.models.library_model import NGRAM_KEY, DraftListModel, LibraryModel
@@ -38,14 +40,14 @@ class ModelSession(QObject):
     sig_model_changed = Signal(str, str)
     """(path, sentence): this loaded file changed on disk (size or time) while in use; the library marks it."""
 
-    def __init__(self, library: LibraryModel, drafts: DraftListModel, bar: ModelBar, engine: EngineProcess,
+    def __init__(self, library: LibraryModel, drafts: DraftListModel, bar: ModelBar, engine_process: EngineProcess,
                  library_thread: LibraryThread, load_settings: LoadSettings, wanted_draft: Optional[str],
                  parent=None):
         super().__init__(parent)
         self.library = library
         self.drafts = drafts
         self.bar = bar
-        self.engine = engine
+        self.engine_process = engine_process
         self.library_thread = library_thread
         self._load_settings = load_settings
         self.target: Optional[str] = None
@@ -58,11 +60,10 @@ class ModelSession(QObject):
         self._loaded: tuple[Optional[str], Optional[str]] = (None, None)
         self._loaded_identity: dict[str, Optional[list]] = {}  # each loaded file's size and time when it loaded
         self._load_error = ""
-        engine.sig_models_loaded.connect(self._on_models_loaded)
-        engine.sig_load_failed.connect(self._on_load_failed)
-        engine.sig_worker_died.connect(self._on_worker_died)
-        # A bound method of this GUI-thread object: the slot runs on the GUI thread (a lambda would not).
-        library_thread.worker.sig_drafts_checked.connect(self._on_drafts_checked)
+        engine_process.sig_models_loaded.connect(self._on_models_loaded)
+        engine_process.sig_load_failed.connect(self._on_load_failed)
+        engine_process.sig_worker_died.connect(self._on_worker_died)
+        library_thread.sig_drafts_checked.connect(self._on_drafts_checked)
 
     # ----- state
 
@@ -199,24 +200,27 @@ class ModelSession(QObject):
         self._load_error = ""
         entry = self.library.entry_for(self.target)
         self.bar.set_load_state("Loading…", f"Loading {entry.name if entry else ''}")
-        self.engine.request_load(self._load_id, self.target, self.draft_path(), self._load_settings)
+        draft = self.draft_path()
+        self.engine_process.request_load(self._load_id, target_of(self.target), Path(draft) if draft else None,
+                                 self._load_settings)
 
-    def _on_models_loaded(self, request_id: int, target, draft, n_ctx: int, note: str = "") -> None:
-        if request_id != self._load_id:
+    def _on_models_loaded(self, loaded: ModelsLoaded) -> None:
+        if loaded.request_id != self._load_id:
             return
-        self._loaded = (str(target) if target else None, str(draft) if draft else None)
+        target, note = loaded.target, loaded.placement_note
+        self._loaded = (str(target) if target else None, str(loaded.draft) if loaded.draft else None)
         self._loaded_identity = {path: file_identity(path) for path in self._loaded
                                  if path and not is_remote_target(path)}
-        self.sig_context_size.emit(n_ctx)
+        self.sig_context_size.emit(loaded.n_ctx)
         self.bar.set_load_state("Ready", "The models are loaded." + (f" {note}" if note else ""), "ready")
         # Remembered only once loaded: a file that crashes the engine must not be loaded again at every start.
         if self._remember_target and target:
             self.sig_target_loaded.emit(str(target))
         self._remember_target = False
 
-    def _on_load_failed(self, request_id: int, message: str) -> None:
-        if request_id == self._load_id:
-            self._fail(message)
+    def _on_load_failed(self, failed: LoadFailed) -> None:
+        if failed.request_id == self._load_id:
+            self._fail(failed.message)
 
     def _fail(self, message: str) -> None:
         self._load_error = message

@@ -1,17 +1,17 @@
 """The Model picker's server rows: the models each configured server offers, listed off the GUI thread.
 
 A server that cannot be listed (down, refused key) contributes no rows and one sentence in `sig_listed`'s problems,
-so the window can say why its models are missing. GUI thread only, except the private listing thread.
+so the window can say why its models are missing. GUI thread only.
 """
 
 from __future__ import annotations
 
-import threading
 from typing import Sequence
 
 from PySide6.QtCore import QObject, Signal
 
 from app import library
+from app.ui.widgets.background import Background
 
 
 def list_servers(urls: Sequence[str]) -> tuple[list, list[str]]:
@@ -33,34 +33,22 @@ def list_servers(urls: Sequence[str]) -> tuple[list, list[str]]:
 
 
 class ServerModelLister(QObject):
-    """Lists the servers' models on a thread of its own; the latest request's answer wins."""
+    """Lists the servers' models off the GUI thread; the latest request's answer wins."""
 
     sig_listed = Signal(object, object)
     """(list[ModelEntry], list[str]): the servers' models, and why some servers gave none."""
-    _sig_done = Signal(int, object, object)
-    """From the listing thread: (generation, entries, problems)."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self._generation = 0
-        self._sig_done.connect(self._on_done)
+        self._background = Background("server models", self)
 
     def refresh(self, urls: Sequence[str]) -> None:
-        self._generation += 1
-        generation, urls = self._generation, list(urls)
+        urls = list(urls)
         if not urls:
+            self._background.supersede()
             self.sig_listed.emit([], [])
             return
-
-        def work() -> None:
-            entries, problems = list_servers(urls)
-            self._sig_done.emit(generation, entries, problems)
-
-        threading.Thread(target=work, name="server models", daemon=True).start()
-
-    def _on_done(self, generation: int, entries: list, problems: list) -> None:
-        if generation == self._generation:
-            self.sig_listed.emit(entries, problems)
+        self._background.run(lambda: list_servers(urls), lambda listed: self.sig_listed.emit(*listed))
 
 
 def attach(window) -> ServerModelLister:
@@ -69,8 +57,7 @@ def attach(window) -> ServerModelLister:
     lister = ServerModelLister(window)
 
     def on_listed(entries: list, problems: list) -> None:
-        window.library.set_server_entries(entries)
-        window._update_page()
+        window.library.set_server_entries(entries)  # the window follows its library's resets (the empty page)
         if problems:
             window.show_error(" ".join(problems))
         wanted = window.chat_settings.current().target_path or window.settings.last_target

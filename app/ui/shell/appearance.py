@@ -30,6 +30,14 @@ class Appearance(QObject):
     def choice(self) -> str:
         return self._choice
 
+    def detach(self) -> None:
+        """Stop following the OS (the window closes): the style hints are the application's, and a closed window
+        that still answered them would restyle the application under the next one."""
+        try:
+            QApplication.styleHints().colorSchemeChanged.disconnect(self._on_os_scheme)
+        except (RuntimeError, TypeError):
+            pass  # already detached
+
     def theme(self) -> Theme:
         return style.current()
 

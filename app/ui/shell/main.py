@@ -170,7 +170,7 @@ def run_self_test(window) -> int:
             print("self-test: the reply was empty", file=sys.stderr)
             return 1
         drafted = sum(1 for _, source in (message.tokens or []) if source == "draft")
-        print(f"self-test: ok ({message.stats.get('tokens')} tokens, {drafted} from the draft)")
+        print(f"self-test: ok ({message.stats.tokens} tokens, {drafted} from the draft)")
         return 0
     except Exception as exc:  # report, do not trace: this is a user-facing check
         print(f"self-test: failed: {exc}", file=sys.stderr)

@@ -62,17 +62,18 @@ class MainWindow(QMainWindow):
         self.drafts.set_no_target()
         self.chat_list = ChatListModel(self)
         self.chat_lists = ChatListController(self.store, self.chat_list, self)
-        self.inference = EngineProcess(engine_factory, self)
+        self.engine_process = EngineProcess(engine_factory, self)
         self.model_bar = ModelBar(self.library, self.drafts)
         self.chat_view = ChatView()
-        self.conversation = Conversation(self.store, self.inference, self.chat_view, self)
+        self.conversation = Conversation(self.store, self.engine_process, self.chat_view, self)
         self.chat_settings = ChatSettingsBinding(self.store, self.conversation, self)
         self.library_ctl = LibraryController(self.library, self.model_bar, lambda: self.settings, self)
-        self.session = ModelSession(self.library, self.drafts, self.model_bar, self.inference,
+        self.session = ModelSession(self.library, self.drafts, self.model_bar, self.engine_process,
                                     self.library_ctl.thread, self._load_settings(), self.settings.last_draft, self)
 
         self._build_ui()
         self._connect()
+        self.library.modelReset.connect(self._update_page)  # whoever changes the library: scans, servers' models
         self.plain_compare = compare_plain.attach(self)  # Compare with plain on replies
         self.speculate_anyway = speculate_anyway.attach(self)  # the status line's offer to draft where paused
         restore_geometry(self, self.splitter)
@@ -139,8 +140,8 @@ class MainWindow(QMainWindow):
         self.chat_list.sig_rename_requested.connect(self.rename_chat)
 
         bar = self.model_bar
-        bar.sig_target_chosen.connect(self.choose_target)
-        bar.sig_draft_chosen.connect(self.choose_draft)
+        bar.sig_target_picked.connect(self.choose_target)
+        bar.sig_draft_picked.connect(self.choose_draft)
         bar.sig_speculative_toggled.connect(self.set_speculative)
         bar.sig_chat_settings_requested.connect(self.chat_settings.edit)
 
@@ -467,9 +468,10 @@ class MainWindow(QMainWindow):
         if self.settings.last_chat_id != self.conversation.chat_id:
             self.settings.last_chat_id = self.conversation.chat_id
             self.save_app_settings()
+        self.appearance.detach()
         self.conversation.stop()
         self.library_ctl.shutdown()
-        self.inference.stop()
+        self.engine_process.stop()
         self.chat_lists.close()
         self.store.close()
 

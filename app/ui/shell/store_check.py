@@ -6,37 +6,32 @@ and start fresh with every chat that can still be read.
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
 from app.store.db import find_damage
+from app.ui.widgets.background import Background
 
 
 class DamageWatch(QObject):
-    """Checks one database file once, on a thread of its own. Create and connect on the GUI thread."""
+    """Checks one database file once, off the GUI thread. GUI thread only."""
 
     sig_damaged = Signal(str)
     """(message): the file is damaged; the message says how, for a person."""
 
     def __init__(self, path: Path, parent=None):
         super().__init__(parent)
-        self._thread = threading.Thread(target=self._check, args=(Path(path),), name="SpecChat store check",
-                                        daemon=True)
+        self._path = Path(path)
+        self._background = Background("store check", self)
 
     def start(self) -> None:
-        self._thread.start()
+        self._background.run(lambda: find_damage(self._path), self._on_checked)
 
-    def wait(self, timeout_s: float) -> bool:
-        """For tests: True once the check has finished."""
-        self._thread.join(timeout_s)
-        return not self._thread.is_alive()
+    def busy(self) -> bool:
+        """Whether the answer has not come back yet."""
+        return self._background.busy()
 
-    def _check(self, path: Path) -> None:
-        problem = find_damage(path)
+    def _on_checked(self, problem: str) -> None:
         if problem:
-            try:
-                self.sig_damaged.emit(problem)
-            except RuntimeError:
-                pass  # the app closed while the file was read
+            self.sig_damaged.emit(problem)

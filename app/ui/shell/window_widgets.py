@@ -128,6 +128,10 @@ class StatusFooter(QWidget):
         row.insertWidget(row.indexOf(self.context_label), widget)
         row.insertSpacing(row.indexOf(self.context_label), 16)
 
+    def add_beside_status(self, widget: QWidget) -> None:
+        """Put a feature's widget right after the status line (e.g. the offer to speculate anyway)."""
+        self.layout().insertWidget(1, widget)
+
     def show_status(self, text: str) -> None:
         self.status_line.setText(text[:1].upper() + text[1:])
 

@@ -24,7 +24,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QApplication
 
-from app.replies.comparison import compare_link_label, comparison_text
+from app.replies.comparison import ShownComparison, compare_link_label, comparison_text
 from app.store.provenance import RoundRecord
 from app.ui.transcript import long_text, message_actions
 from app.ui.widgets import style
@@ -85,7 +85,8 @@ class ChatView(TranscriptBrowser):
         self._base = self.font()
         self._writer = ReplyWriter(self._base, self.action_links)
         # Compare with plain states that are not stored (running, failed), by message id; shown over stored ones.
-        self.pending_comparisons: dict[int, dict] = {}
+        # message id -> a state (running, failed) shown over the stored comparison
+        self._pending_comparisons: dict[int, ShownComparison] = {}
         # The links under a message, by their action: each tells this signal the message's id.
         self._message_signals = {"copy": self.sig_copy_message, "regenerate": self.sig_regenerate,
                                  "continue": self.sig_continue, "compare": self.sig_compare,
@@ -269,7 +270,7 @@ class ChatView(TranscriptBrowser):
             if message.stats is not None and message.stats.stop_reason in CONTINUABLE:
                 actions.append(("Continue", "continue"))
             actions.append(("Regenerate", "regenerate"))
-        comparison = self.pending_comparisons.get(message.message_id, message.comparison)
+        comparison = self._pending_comparisons.get(message.message_id, message.comparison)
         if message.stats is not None and message.message_id >= 0:
             actions.append((compare_link_label(comparison), "compare"))
         stats_text = format_stats(message.stats) if message.stats else ""
@@ -375,6 +376,14 @@ class ChatView(TranscriptBrowser):
         cursor.endEditBlock()
         if follow:
             self.scroll_to_end()
+
+    def set_pending_comparison(self, message_id: int, state: Optional[ShownComparison]) -> None:
+        """Show `state` (running, failed) over a reply's stored comparison from its next refresh on; None: the
+        stored one again."""
+        if state is None:
+            self._pending_comparisons.pop(message_id, None)
+        else:
+            self._pending_comparisons[message_id] = state
 
     def refresh_message(self, message: TranscriptMessage) -> None:
         """Render a shown reply again (its comparison changed); nothing when the reply is not shown."""

@@ -13,7 +13,7 @@ from PySide6.QtGui import QTextFormat
 
 from app.engine.events import GenerationStats
 from app.store.provenance import RoundRecord
-from app.replies.stats import format_stats, model_label, stats_from_dict  # noqa: F401  (used by the window too)
+from app.replies.stats import format_stats, model_label  # noqa: F401  (used by the window too)
 from app.store import Message
 from app.store.attachments import Attachment
 
@@ -58,7 +58,7 @@ def transcript_message(message: Message) -> TranscriptMessage:
         role=message.role,
         content=message.content,
         tokens=message.tokens,
-        stats=stats_from_dict(message.stats),
+        stats=message.stats,
         model_label=model_label(message.target_name, message.draft_name),
         token_rounds=message.token_rounds,
         rounds=message.rounds,

@@ -1,5 +1,6 @@
 """Small reusable widgets, layout helpers, the style, and window automation for scripts.
 
+- background.py: Background, the one way to work off the GUI thread: a function on a worker thread, its answer on the GUI thread, stale answers dropped.
 - automation.py: Driving the real window from code, for the screenshot script and the self-test (tests use pytest-qt instead).
 - elided_label.py: A one-line label that elides its text to the space it gets (the full text is its tooltip).
 - layouts.py: Small layout helpers shared by the window and its dialogs. GUI thread only.

@@ -1,0 +1,47 @@
+"""One HTTP client shim: httpx2 (the maintained httpx line, which huggingface_hub 2 brings) or httpx.
+
+Both have the same API; which one is installed depends on the Python version (pyproject.toml). huggingface_hub may
+use either (or requests, before 1.0), so code that talks through the Hub's session asks `module_of` the session
+rather than assuming one.
+"""
+
+from __future__ import annotations
+
+import sys
+from types import ModuleType
+
+_CLIENTS = ("httpx2", "httpx")
+
+
+def http_client() -> ModuleType:
+    """httpx2 where installed, else httpx; imported when first needed (the window imports its callers at start)."""
+    try:
+        import httpx2
+
+        return httpx2
+    except ImportError:  # pragma: no cover - which one is installed depends on the Python version
+        import httpx
+
+        return httpx
+
+
+def module_of(session: object) -> ModuleType:
+    """The HTTP library `session` belongs to (httpx2 or httpx), e.g. huggingface_hub's own client."""
+    return sys.modules[type(session).__module__.split(".")[0]]
+
+
+def is_network_error(exc: BaseException) -> bool:
+    """A network-level failure (no connection, a timeout) of any HTTP library in use: httpx2, httpx or requests."""
+    if isinstance(exc, (ConnectionError, TimeoutError)):
+        return True
+    for module_name in (*_CLIENTS, "requests"):
+        module = sys.modules.get(module_name)
+        if module is None:
+            continue
+        base = getattr(module, "TransportError", None) or getattr(module, "ConnectionError", None)
+        if base is not None and isinstance(exc, base):
+            return True
+        timeout = getattr(module, "TimeoutException", None) or getattr(module, "Timeout", None)
+        if timeout is not None and isinstance(exc, timeout):
+            return True
+    return False

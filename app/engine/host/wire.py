@@ -1,0 +1,126 @@
+"""The wire between the window and the engine process: every message that crosses the pipe, as a frozen record.
+
+Both ends match on type: the engine process's loop (app.engine.host.worker) and the window's handle
+(app.ui.engine_link.engine_process). A reply's engine records (app.engine.events) cross as they are inside
+EngineEvents, so a new kind of engine event needs no change here: the window's handle passes records it has no
+signal of its own for to `sig_engine_event`.
+
+Stop is not a message: the window writes the highest cancelled request id into a shared integer that the loop
+reads every round, because the loop is busy inside generation when a stop matters, and a queued message would only
+be read once the reply had ended.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Optional, Union
+
+from app.engine.config import GenerationConfig, LoadSettings
+from app.engine.events import EngineEvent
+from app.engine.targets import Target
+
+# ----- requests: window -> engine process, handled one at a time in order
+
+
+@dataclass(frozen=True)
+class LoadModels:
+    """Load `target` (None: unload everything) and `draft` (None: no draft model) with `settings`."""
+
+    request_id: int
+    target: Optional[Target]
+    draft: Optional[Path]
+    settings: LoadSettings
+
+
+@dataclass(frozen=True)
+class GenerateReply:
+    """Reply to `messages` with `config`: the engine's reply(), streamed back as EngineEvents."""
+
+    request_id: int
+    messages: tuple[dict[str, Any], ...]
+    config: GenerationConfig
+
+
+@dataclass(frozen=True)
+class Shutdown:
+    """Close the engine and end the process."""
+
+
+@dataclass(frozen=True)
+class ServeApi:
+    """Serve the loaded models to other programs as well (the local API), or stop serving (`starter` None).
+    `starter` is an app.serve.engine_host.ApiServeSpec, typed loosely so this layer never imports the API's."""
+
+    starter: Optional[Any]
+
+
+Request = Union[LoadModels, GenerateReply, Shutdown, ServeApi]
+
+# ----- replies: engine process -> window
+
+
+@dataclass(frozen=True)
+class WorkerReady:
+    """The engine process is up and reads requests."""
+
+
+@dataclass(frozen=True)
+class LoadingModel:
+    """About to load `path` as the `role` model: if the process dies now, this file is the suspect."""
+
+    request_id: int
+    path: str
+    role: Literal["target", "draft"]
+
+
+@dataclass(frozen=True)
+class ModelsLoaded:
+    """The models are loaded and ready; `placement_note` says where they run, for a person."""
+
+    request_id: int
+    target: Optional[Target]
+    draft: Optional[Path]
+    n_ctx: int
+    placement_note: str
+
+
+@dataclass(frozen=True)
+class LoadFailed:
+    """Loading failed; `message` is meant for a person."""
+
+    request_id: int
+    message: str
+
+
+@dataclass(frozen=True)
+class EngineEvents:
+    """A reply's engine records in order (tokens and rounds batched; any other record is sent at once)."""
+
+    events: tuple[EngineEvent, ...]
+
+
+@dataclass(frozen=True)
+class ReplyFailed:
+    """The engine raised or died during the reply; `message` is meant for a person."""
+
+    request_id: int
+    message: str
+
+
+@dataclass(frozen=True)
+class ReplyEnded:
+    """The engine is done with this request, however it ended; always the last message of a GenerateReply."""
+
+    request_id: int
+
+
+@dataclass(frozen=True)
+class ApiStateChanged:
+    """What the engine process's API server is doing now: an app.serve.engine_host.ApiState."""
+
+    state: Any
+
+
+Reply = Union[WorkerReady, LoadingModel, ModelsLoaded, LoadFailed, EngineEvents, ReplyFailed, ReplyEnded,
+              ApiStateChanged]
