@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         return _plain_vs_native(args, log)
     try:
         engine = build_engine(args)
-        threads = engine.load_settings.n_threads
+        threads = engine.load_settings.threads
         # The suite compares steady states: the controller decides by measured costs, not by the estimate a new
         # model starts from (measured once per model and settings, then on disk).
         if not engine.costs_cached():
@@ -154,7 +154,7 @@ def _plain_vs_native(args: argparse.Namespace, log) -> int:
     args.draft = None  # plain decoding: no draft model to load
     try:
         engine = build_engine(args)
-        report = run_plain_vs_native(engine, binary, Path(args.target), threads=engine.load_settings.n_threads,
+        report = run_plain_vs_native(engine, binary, Path(args.target), threads=engine.load_settings.threads,
                                      n_ctx=args.ctx, max_tokens=args.max_tokens, repeats=repeats,
                                      long_repeats=max(1, args.long_repeats), progress=log)
         engine.close()

@@ -39,7 +39,7 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--max-tokens", type=int, default=256)
     p.add_argument("--ctx", type=int, default=4096, help="context size in tokens (default 4096)")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads, fixed (default: the physical performance cores, fewer while another program is busy)")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--prompt", help="raw text to continue (no chat template)")
     source.add_argument("--prompt-file", metavar="FILE", help="like --prompt, the text read from a UTF-8 file")
@@ -102,7 +102,7 @@ def _server_key(args: argparse.Namespace) -> str | None:
 
 
 def build_engine(args: argparse.Namespace):
-    from app.engine.config import LoadSettings, default_threads
+    from app.engine.config import THREADS_AUTO, LoadSettings
     from app.engine.local.engine import SpecEngine
 
     if getattr(args, "server", None):
@@ -114,7 +114,7 @@ def build_engine(args: argparse.Namespace):
         return engine
 
     rpc_servers = parse_endpoints(args.rpc) if getattr(args, "rpc", "") else ()
-    engine = SpecEngine(LoadSettings(n_ctx=args.ctx, n_threads=args.threads or default_threads(),
+    engine = SpecEngine(LoadSettings(n_ctx=args.ctx, n_threads=args.threads or THREADS_AUTO,
                                      rpc_servers=rpc_servers))
     engine.load_target(args.target)
     if getattr(args, "draft", None):
@@ -124,7 +124,7 @@ def build_engine(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     from app.engine.config import GenerationConfig
-    from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
+    from app.engine.events import FinishedEvent, RoundEvent, ThreadsEvent, TokenEvent
     from app.store.provenance import RoundRecord
 
     try:
@@ -166,6 +166,8 @@ def run(args: argparse.Namespace) -> int:
                     sys.stdout.flush()
             elif isinstance(event, RoundEvent):
                 rounds.append(RoundRecord.from_event(event).to_dict())
+            elif isinstance(event, ThreadsEvent):
+                print(f"[{event.describe()}]", file=sys.stderr)  # as the window's status line says it
             elif isinstance(event, FinishedEvent):
                 finished = event
         engine.close()

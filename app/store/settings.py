@@ -16,7 +16,7 @@ from typing import Any
 
 from app.platform import paths
 from app.common.atomic_write import write_atomic
-from app.platform.machine_defaults import GPU_LAYERS_AUTO, default_threads
+from app.platform.machine_defaults import GPU_LAYERS_AUTO, THREADS_AUTO
 from app.store import _fields
 from app.store.errors import StoreError
 
@@ -30,7 +30,7 @@ class AppSettings:
     """Settings of the app as a whole (per-chat generation settings live with each chat in the database)."""
 
     model_folders: list[str] = field(default_factory=list)  # besides app.platform.paths.models_dir(), which is always scanned
-    threads: int = field(default_factory=default_threads)
+    threads: int = THREADS_AUTO  # 0: Auto (app.platform.machine_defaults.default_threads, following the load)
     context_size: int = 4096
     # GPU_LAYERS_AUTO for new installs; a file saved by an older version keeps the number it holds (0 was the
     # old default), since that may be a choice.
@@ -73,8 +73,8 @@ def load_settings(path: Path | None = None) -> AppSettings:
         return AppSettings(load_warning=_set_aside(path, str(e)))
 
     settings, rejected = _fields.from_dict(AppSettings, data, skip=_NOT_SAVED)
-    if settings.threads < 1:
-        settings.threads = default_threads()
+    if settings.threads < THREADS_AUTO:
+        settings.threads = THREADS_AUTO
         rejected.append("threads")
     for name in ("target_gpu_layers", "draft_gpu_layers"):
         if getattr(settings, name) < GPU_LAYERS_AUTO:

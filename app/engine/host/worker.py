@@ -35,7 +35,7 @@ from typing import Callable, Optional
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.errors import EngineError
-from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
+from app.engine.events import FinishedEvent, RoundEvent, ThreadsEvent, TokenEvent
 from app.engine.protocol import ChatEngine
 
 STREAM_BATCH_S = 0.05
@@ -236,7 +236,7 @@ class _WorkerLoop:
             for event in events:
                 if cancel.is_set():
                     return  # stopped: nothing more, and no result, leaves this process
-                if isinstance(event, (TokenEvent, RoundEvent)):
+                if isinstance(event, (TokenEvent, RoundEvent, ThreadsEvent)):
                     batch.append(event)
                     now = time.monotonic()
                     if now - last_sent >= STREAM_BATCH_S or (first and isinstance(event, TokenEvent)):

@@ -16,7 +16,7 @@ from typing import Optional
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.engine.config import GenerationConfig
-from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent, decode_speed
+from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, ThreadsEvent, TokenEvent, decode_speed
 from app.store import ChatSettings, ChatStore, Message, StoreError
 from app.ui.transcript.chat_view import ChatView
 from app.ui.transcript.format import TranscriptMessage, model_label, stats_from_dict, transcript_message
@@ -281,6 +281,9 @@ class Conversation(QObject):
         for event in events:
             if isinstance(event, TokenEvent):
                 self._on_token(event)
+            elif isinstance(event, ThreadsEvent):
+                if self._current(event.request_id) is not None:
+                    self.sig_round_reason.emit(event.describe())
             else:
                 self._on_round(event)
         if first and request.tokens and request.streaming:
