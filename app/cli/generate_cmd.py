@@ -7,7 +7,7 @@ import json
 import sys
 
 from app.bench.args import add_model_arguments, parse_draft_max
-from app.cli.checks import UsageError, check_text, model_problem, read_text_file, sampling_problem
+from app.cli.checks import UsageError, check_text, models_problems, read_text_file, sampling_problem
 from app.engine.errors import EngineError
 from app.engine.placement.rpc import parse_endpoints
 from app.engine.remote.server_keys import ENV_VAR as ENV_API_KEY
@@ -53,12 +53,8 @@ def register(subparsers) -> None:
 
 def models_problem(args: argparse.Namespace) -> str | None:
     """The target's and the draft's files, checked before loading so a bad one is refused, never crashes us."""
-    for role, path in (("target", args.target), ("draft", getattr(args, "draft", None))):
-        if path:
-            problem = model_problem(path, role)
-            if problem:
-                return problem
-    return None
+    paths = {role: path for role, path in (("target", args.target), ("draft", getattr(args, "draft", None))) if path}
+    return models_problems(paths) if paths else None
 
 
 def _prompt_text(args: argparse.Namespace) -> str:
