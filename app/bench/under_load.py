@@ -171,8 +171,7 @@ def print_under_load_report(report: dict) -> None:
     names = list(report["median"]["quiet"])
     print(f"  {'':<28}" + "".join(f"{c:>12}" for c in CONDITIONS))
     for name in names:
-        cells = "".join(f"{('<' if report['upper_bound'][c][name] else '') + format(report['median'][c][name], '.2f'):>12}"
-                        for c in CONDITIONS)
+        cells = "".join(f"{_speed(report, c, name):>12}" for c in CONDITIONS)
         print(f"  {name:<28}{cells}")
     print("Ratios (medians measured side by side in this run):")
     for label, value in report["ratios"].items():
@@ -180,6 +179,11 @@ def print_under_load_report(report: dict) -> None:
     for condition in CONDITIONS:
         if report["said"][condition]:
             print(f"What the engine said ({condition}): " + "; ".join(report["said"][condition][:8]))
+
+
+def _speed(report: dict, condition: str, name: str) -> str:
+    """A median tok/s, with "<" when a run of it was stopped at the limit."""
+    return ("<" if report["upper_bound"][condition][name] else "") + f"{report['median'][condition][name]:.2f}"
 
 
 def _install_sigterm():

@@ -39,7 +39,9 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--max-tokens", type=int, default=256)
     p.add_argument("--ctx", type=int, default=4096, help="context size in tokens (default 4096)")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads, fixed (default: the physical performance cores, fewer while another program is busy)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="CPU threads, fixed (default: Auto, the physical performance cores, fewer while another "
+                        "program keeps a core busy)")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--prompt", help="raw text to continue (no chat template)")
     source.add_argument("--prompt-file", metavar="FILE", help="like --prompt, the text read from a UTF-8 file")

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from typing import Literal, Optional
 
 from app.engine.local.llama_model import MAX_OUTPUT_ROWS
-from app.platform.machine_defaults import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, THREADS_AUTO, default_threads, resolve_threads
+from app.platform.machine_defaults import (GPU_LAYERS_ALL, GPU_LAYERS_AUTO, THREADS_AUTO, default_threads,
+                                           resolve_threads)
 
 __all__ = ["GPU_LAYERS_ALL", "GPU_LAYERS_AUTO", "MAX_DRAFT", "THREADS_AUTO", "DrafterChoice", "GenerationConfig", "LoadSettings",
            "default_threads"]

@@ -201,8 +201,10 @@ class SpecEngine:
         False when there is nothing to do now. Call between requests only."""
         if self.target is None:
             return False
-        if self.governor is not None and self.governor.threads < self.governor.ceiling:
-            return False  # another program is busy: what it measured now would not be this machine's costs
+        if self.governor is not None and self.governor.machine_busy():
+            # What it measured now would not be this machine's costs, and each step would hold up the next
+            # request for as long as a pass takes with a thread that lost its core.
+            return False
         if self._measurement is None:
             if self.costs_cached():
                 return False

@@ -101,6 +101,13 @@ class ThreadGovernor:
             return self._switch(min(self.ceiling, self.threads + 1), QUIET, upward=True)
         return None
 
+    def machine_busy(self) -> bool:
+        """Whether another program holds a CPU the models' threads would want now (measuring costs waits)."""
+        if self.threads < self.ceiling:
+            return True
+        running = self._load.others_running() if self._load is not None else None
+        return running is not None and running > self._cpus - self.ceiling
+
     def observe(self, tokens: int, seconds: float) -> Optional[ThreadChange]:
         """A forward pass of `tokens` tokens took `seconds` at the current count; the change made, if any."""
         if tokens < 1 or seconds <= 0:
@@ -148,10 +155,9 @@ class ThreadGovernor:
         return None
 
     def _switch(self, threads: int, reason: str, *, upward: bool = False, trusted: bool = False) -> None:
-        """Start a trial of `threads`; the change is announced once the trial keeps it."""
+        """Start a trial of `threads`; the change is announced once the trial keeps it (so: nothing to say now)."""
         self._trial = _Trial(self.threads, TRIAL_PASSES, reason, upward, trusted)
         self._set(threads)
-        return None
 
     def _judge_trial(self) -> Optional[ThreadChange]:
         trial = self._trial
