@@ -32,6 +32,7 @@ TRIAL_PASSES = 2
 PROBE_GAP = 32
 MAX_PROBE_GAP = 1024
 HINT_EVERY_S = 0.5  # seconds of passes between looks at other programs' CPU use
+FIRST_HINT_S = 0.15  # the first look in a reply, sooner: a pass that waits for a lost core costs seconds
 # Timings of a count older than this many passes say nothing about now.
 FRESH_PASSES = 16
 
@@ -89,12 +90,14 @@ class ThreadGovernor:
         """Before a reply's prompt: how many other programs want a CPU now."""
         if self._load is None or self._trial is not None:
             return None
+        # Programs running this instant, and the CPU others used since the last look (the model's load, or the
+        # time between replies): either can miss a busy program, rarely both.
         running = self._load.others_running()
-        self._load.others_busy()  # restart the window the passes' hint is measured over
-        self._hint_s = 0.0
-        if running is None:
+        busy = self._load.others_busy()
+        self._hint_s = HINT_EVERY_S - FIRST_HINT_S
+        if running is None and busy is None:
             return None
-        free = self._cpus - running
+        free = self._cpus - max(running or 0, int((busy or 0.0) + 0.5))
         if free < self.threads and self.threads > 1:
             return self._switch(max(1, free), BUSY, trusted=True)
         if free > self.threads and self.threads < self.ceiling:
