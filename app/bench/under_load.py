@@ -131,7 +131,7 @@ def run_under_load(target: Path, draft: Optional[Path], binary: Optional[str], *
     medians = {c: {n: statistics.median(v) for n, v in speeds[c].items()} for c in CONDITIONS}
     return {"threads_auto": ceiling, "max_tokens": max_tokens, "repeats": repeats, "n_ctx": n_ctx,
             "tokens_per_second": speeds, "median": medians, "upper_bound": bounded,
-            "said": {c: sorted(v) for c, v in said.items()}, "ratios": _ratios(medians, ceiling)}
+            "said": {c: sorted(v) for c, v in said.items()}, "ratios": _ratios(speeds, ceiling)}
 
 
 def _one(name: str, target: Path, draft: Optional[Path], binary: Optional[str], max_tokens: int, n_ctx: int,
@@ -149,19 +149,31 @@ def _one(name: str, target: Path, draft: Optional[Path], binary: Optional[str], 
     return tps, False
 
 
-def _ratios(medians: dict, ceiling: int) -> dict:
+def _ratios(speeds: dict, ceiling: int) -> dict:
+    """Medians of ratios paired per repetition (both runs of a pair saw the same moment's load)."""
+    def paired(condition: str, top: Callable[[int], float], bottom: Callable[[int], float]) -> float:
+        runs = len(speeds[condition]["ours auto threads"])
+        return statistics.median(top(i) / bottom(i) if bottom(i) > 0 else 0.0 for i in range(runs))
+
     ratios: dict[str, float] = {}
     for condition in CONDITIONS:
-        m = medians[condition]
-        ours = m["ours auto threads"]
-        fixed = [m[f"ours {n} thread{'s' if n > 1 else ''}"] for n in range(1, ceiling + 1)]
-        ratios[f"{condition}: ours auto / ours best fixed"] = ours / max(fixed)
-        if "llama-completion default" in m:
-            best = max(m["llama-completion default"], m["llama-completion 1 thread"])
-            ratios[f"{condition}: ours auto / llama-completion default"] = ours / m["llama-completion default"]
-            ratios[f"{condition}: ours auto / llama-completion best fixed"] = ours / best
-        if "ours speculative" in m:
-            ratios[f"{condition}: speculative (auto) / plain"] = m["ours speculative"] / ours
+        runs = speeds[condition]
+        fixed = [f"ours {n} thread{'s' if n > 1 else ''}" for n in range(1, ceiling + 1)]
+
+        def auto(i: int, runs: dict = runs) -> float:
+            return runs["ours auto threads"][i]
+
+        ratios[f"{condition}: ours auto / ours best fixed"] = paired(
+            condition, auto, lambda i, runs=runs: max(runs[name][i] for name in fixed))
+        if "llama-completion default" in runs:
+            ratios[f"{condition}: ours auto / llama-completion default"] = paired(
+                condition, auto, lambda i, runs=runs: runs["llama-completion default"][i])
+            ratios[f"{condition}: ours auto / llama-completion best fixed"] = paired(
+                condition, auto, lambda i, runs=runs: max(runs["llama-completion default"][i],
+                                                          runs["llama-completion 1 thread"][i]))
+        if "ours speculative" in runs:
+            ratios[f"{condition}: speculative (auto) / plain"] = paired(
+                condition, lambda i, runs=runs: runs["ours speculative"][i], auto)
     return {k: round(v, 3) for k, v in ratios.items()}
 
 
@@ -173,7 +185,7 @@ def print_under_load_report(report: dict) -> None:
     for name in names:
         cells = "".join(f"{_speed(report, c, name):>12}" for c in CONDITIONS)
         print(f"  {name:<28}{cells}")
-    print("Ratios (medians measured side by side in this run):")
+    print("Ratios (median of the ratios paired per repetition, measured side by side in this run):")
     for label, value in report["ratios"].items():
         print(f"  {label:<52} {value:.3f}x")
     for condition in CONDITIONS:
