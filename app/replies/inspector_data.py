@@ -200,8 +200,8 @@ def plain_line(bars: Sequence[RoundBar], fallback_token_s: Optional[float] = Non
     plain = [bar for bar in bars if is_plain_round(bar) and bar.tokens and bar.time_s > 0]
     if plain:
         token_s = statistics.median(bar.time_s / bar.tokens for bar in plain)
-        basis = (f"median of this reply's {len(plain)} plain round{'s' if len(plain) != 1 else ''}; each round "
-                 "against the plain rounds closest to it")
+        basis = (f"median of this reply's {len(plain)} plain round{'s' if len(plain) != 1 else ''}; each round is "
+                 "set against the plain rounds closest to it")
         return PlainLine(token_s, basis, plain_times_nearby(bars, plain), times[-1], load_note(bars, plain)), ""
     if fallback_token_s and fallback_token_s > 0:
         return PlainLine(fallback_token_s, "measured by Compare with plain", plain_times(bars, fallback_token_s),
