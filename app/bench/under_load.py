@@ -110,7 +110,7 @@ def run_under_load(target: Path, draft: Optional[Path], binary: Optional[str], *
                    n_ctx: int, progress: Callable[[str], None]) -> dict:
     ceiling = default_threads()
     names = contenders(draft, ceiling, binary)
-    speeds = {c: {n: [] for n in names} for c in CONDITIONS}
+    speeds: dict[str, dict[str, list[float]]] = {c: {n: [] for n in names} for c in CONDITIONS}
     bounded = {c: {n: False for n in names} for c in CONDITIONS}
     said: dict[str, set[str]] = {c: set() for c in CONDITIONS}
     _ours(target, None, 1, False, 4, n_ctx)  # warm the page cache, untimed
@@ -149,32 +149,27 @@ def _one(name: str, target: Path, draft: Optional[Path], binary: Optional[str], 
     return tps, False
 
 
-def _ratios(speeds: dict, ceiling: int) -> dict:
+def _ratios(speeds: dict[str, dict[str, list[float]]], ceiling: int) -> dict[str, float]:
     """Medians of ratios paired per repetition (both runs of a pair saw the same moment's load)."""
-    def paired(condition: str, top: Callable[[int], float], bottom: Callable[[int], float]) -> float:
-        runs = len(speeds[condition]["ours auto threads"])
-        return statistics.median(top(i) / bottom(i) if bottom(i) > 0 else 0.0 for i in range(runs))
-
+    fixed = [f"ours {n} thread{'s' if n > 1 else ''}" for n in range(1, ceiling + 1)]
     ratios: dict[str, float] = {}
     for condition in CONDITIONS:
         runs = speeds[condition]
-        fixed = [f"ours {n} thread{'s' if n > 1 else ''}" for n in range(1, ceiling + 1)]
-
-        def auto(i: int, runs: dict = runs) -> float:
-            return runs["ours auto threads"][i]
-
-        ratios[f"{condition}: ours auto / ours best fixed"] = paired(
-            condition, auto, lambda i, runs=runs: max(runs[name][i] for name in fixed))
+        auto = runs["ours auto threads"]
+        bottoms = {"ours auto / ours best fixed": [max(runs[name][i] for name in fixed) for i in range(len(auto))]}
         if "llama-completion default" in runs:
-            ratios[f"{condition}: ours auto / llama-completion default"] = paired(
-                condition, auto, lambda i, runs=runs: runs["llama-completion default"][i])
-            ratios[f"{condition}: ours auto / llama-completion best fixed"] = paired(
-                condition, auto, lambda i, runs=runs: max(runs["llama-completion default"][i],
-                                                          runs["llama-completion 1 thread"][i]))
+            default, single = runs["llama-completion default"], runs["llama-completion 1 thread"]
+            bottoms["ours auto / llama-completion default"] = default
+            bottoms["ours auto / llama-completion best fixed"] = [max(d, s) for d, s in zip(default, single)]
+        for label, bottom in bottoms.items():
+            ratios[f"{condition}: {label}"] = _paired(auto, bottom)
         if "ours speculative" in runs:
-            ratios[f"{condition}: speculative (auto) / plain"] = paired(
-                condition, lambda i, runs=runs: runs["ours speculative"][i], auto)
+            ratios[f"{condition}: speculative (auto) / plain"] = _paired(runs["ours speculative"], auto)
     return {k: round(v, 3) for k, v in ratios.items()}
+
+
+def _paired(top: list[float], bottom: list[float]) -> float:
+    return statistics.median(t / b if b > 0 else 0.0 for t, b in zip(top, bottom))
 
 
 def print_under_load_report(report: dict) -> None:

@@ -99,9 +99,11 @@ class ThreadGovernor:
             return None
         free = self._cpus - max(running or 0, int((busy or 0.0) + 0.5))
         if free < self.threads and self.threads > 1:
-            return self._switch(max(1, free), BUSY, trusted=True)
+            self._switch(max(1, free), BUSY, trusted=True)
+            return None
         if free > self.threads and self.threads < self.ceiling:
-            return self._switch(min(self.ceiling, self.threads + 1), QUIET, upward=True)
+            self._switch(min(self.ceiling, self.threads + 1), QUIET, upward=True)
+            return None
         return None
 
     def machine_busy(self) -> bool:
@@ -136,12 +138,14 @@ class ThreadGovernor:
         slow = slowness > VERY_SLOW or self._slow_streak >= 2
         if self.threads > 1 and (slow or (not self._explored and self._passes >= 2)):
             self._explored = True
-            return self._switch(self.threads - 1, BUSY)
+            self._switch(self.threads - 1, BUSY)
+            return None
         if self._load is not None and self._hint_s >= HINT_EVERY_S:
             self._hint_s = 0.0
             return self._follow_hint()
         if self._load is None and self.threads < self.ceiling and self._since_change >= self._gap:
-            return self._switch(self.threads + 1, QUIET, upward=True)
+            self._switch(self.threads + 1, QUIET, upward=True)
+            return None
         return None
 
     # -- decisions ----------------------------------------------------------------------------------------------
@@ -152,9 +156,11 @@ class ThreadGovernor:
             return None
         free = int(self._cpus - others + 0.5)
         if free < self.threads and self.threads > 1:
-            return self._switch(self.threads - 1, BUSY)
+            self._switch(self.threads - 1, BUSY)
+            return None
         if free > self.threads and self.threads < self.ceiling:
-            return self._switch(self.threads + 1, QUIET, upward=True)
+            self._switch(self.threads + 1, QUIET, upward=True)
+            return None
         return None
 
     def _switch(self, threads: int, reason: str, *, upward: bool = False, trusted: bool = False) -> None:
