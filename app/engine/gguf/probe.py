@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Optional, Sequence, Union
@@ -236,21 +237,22 @@ def check_model_file(path: Union[str, Path], *, probe: bool = True) -> Optional[
 
 
 def check_model_files(paths: Sequence[Union[str, Path]], *, probe: bool = True) -> list[Optional[str]]:
-    """check_model_file for several files, those that pass the header checks probed by one child at once."""
-    problems: list[Optional[str]] = []
-    for path in paths:
+    """check_model_file for several files: one child probes them all while this process reads their headers (a
+    first use's wait is mostly that child starting), and a header's problem comes first."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="SpecChat probe") as pool:
+        probing = pool.submit(probe_models, paths) if probe else None
+        problems: list[Optional[str]] = []
+        for path in paths:
+            try:
+                info = inspect_gguf(path)
+                problems.append(None if info.usable else f"{path}: cannot be used: {info.problem}")
+            except ModelFileError as exc:
+                problems.append(str(exc))
         try:
-            info = inspect_gguf(path)
-            problems.append(None if info.usable else f"{path}: cannot be used: {info.problem}")
-        except ModelFileError as exc:
-            problems.append(str(exc))
-    if probe:
-        todo = [i for i, problem in enumerate(problems) if problem is None]
-        try:
-            verdicts = probe_models([paths[i] for i in todo])
+            verdicts = probing.result() if probing is not None else []
         except ModelFileError as exc:
             return [problem or str(exc) for problem in problems]
-        for i, verdict in zip(todo, verdicts):
-            if not verdict.ok:
-                problems[i] = f"{paths[i]}: {verdict.reason}"
+    for i, verdict in enumerate(verdicts):
+        if problems[i] is None and not verdict.ok:
+            problems[i] = f"{paths[i]}: {verdict.reason}"
     return problems
