@@ -15,7 +15,7 @@ Replies (worker -> parent):
     ("load_failed", request_id, message)
     ("context", request_id, dropped, prompt_tokens, n_ctx)
     ("notice", request_id, text)                         e.g. the model's chat template could not be used
-    ("stream", [TokenEvent | RoundEvent, ...])           batched, about every STREAM_BATCH_S
+    ("stream", [TokenEvent | RoundEvent | ThreadsEvent, ...])  batched, about every STREAM_BATCH_S
     ("finished", FinishedEvent)                          never sent for a cancelled request
     ("failed", request_id, message)
     ("ended", request_id)                                always last for a generate request
