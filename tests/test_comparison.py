@@ -50,3 +50,12 @@ def test_an_unreadable_stored_result_shows_nothing():
     for bad in ({"speculative_tokens_per_second": "fast"}, {"v": 9}, ["not", "a", "dict"]):
         assert PlainComparison.from_dict(bad) is None
         assert comparison_text(bad if isinstance(bad, dict) else None) == ""
+
+
+def test_a_load_that_changed_the_threads_is_said_beside_the_speeds():
+    calm = compare_runs("a", 20.0, "a", 18.0, 10, 0.0, reply_threads=[2, 2, 2], plain_threads=[2, 2])
+    assert calm.load_note == "" and "threads" not in comparison_text(calm.to_dict())
+    busy = compare_runs("a", 20.0, "a", 9.0, 10, 0.0, reply_threads=[2, 2, 1, 1], plain_threads=[1, 1])
+    text = comparison_text(busy.to_dict())
+    assert "the reply ran on 2 → 1, plain decoding on 1" in text
+    assert PlainComparison.from_dict(busy.to_dict()).load_note == busy.load_note

@@ -197,6 +197,9 @@ class _ConstantProposal(NgramDrafter):
     def begin_request(self):
         pass
 
+    def note_threads(self, threads):
+        pass
+
 
 def test_cancel_from_another_thread_stops_within_one_round(models):
     target = models["target"]

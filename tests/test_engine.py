@@ -139,9 +139,9 @@ def test_a_small_context_takes_a_prompt_longer_than_it_asked_for(tiny_models):
 
 def test_threads_set_after_the_engine_module_was_imported_are_used(monkeypatch):
     monkeypatch.setenv("SPECCHAT_THREADS", "3")
-    assert SpecEngine().load_settings.n_threads == 3
+    assert SpecEngine().load_settings.threads == 3
     monkeypatch.setenv("SPECCHAT_THREADS", "2")
-    assert SpecEngine().load_settings.n_threads == 2
+    assert SpecEngine().load_settings.threads == 2
 
 
 def test_stop_mid_reply_ends_it_within_one_round_and_keeps_what_was_written(engine):

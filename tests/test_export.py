@@ -62,7 +62,7 @@ def test_json_holds_every_token_round_and_comparison(chat_id):
         ("a", "ngram", 1), (")", "target", 1)]
     assert reply["rounds"][0] == {"drafter": "model", "k": 3, "proposed": [5, 6, 7],
                                   "proposed_text": ["def", " add", " x"], "kept": 2, "own": 8, "own_text": "(",
-                                  "reason": "r1", "time_s": 0.25}
+                                  "reason": "r1", "time_s": 0.25, "threads": 0}
     assert reply["rounds"][1]["proposed_text"] == ["a", "\ud83d"]  # half a character, kept exactly
     assert reply["comparison"] == {"identical": True, "plain_tokens_per_second": 9.0}
     assert (reply["stats"], reply["target_name"], reply["draft_name"]) == (STATS.to_dict(), "big.gguf", "small.gguf")

@@ -107,3 +107,21 @@ def test_summary_names_the_drafters_used():
     summary = reply_inspection(ROUNDS).summary
     assert summary == ("9 tokens in 4 rounds  ·  5 of 7 drafted tokens kept (71%)  ·  "
                        "draft model 1 round, n-gram 1 round, plain 2 rounds")
+
+
+def test_rounds_are_set_against_plain_time_measured_close_to_them_at_their_thread_count():
+    """The issue's reply: plain rounds timed while another program was busy (3 s a token on 2 threads), drafts
+    after the engine went down to 1 thread. Set against the busy moment's plain time the drafts "saved" minutes."""
+    def at(record: RoundRecord, threads: int) -> RoundRecord:
+        record.threads = threads
+        return record
+
+    rounds = [at(plain_round(3.0), 2) for _ in range(6)]
+    for _ in range(10):
+        rounds += [at(ngram_round(2, 2, 0.08), 1), at(plain_round(0.03), 1)]
+    plain = inspect_reply(rounds).plain
+    # 10 drafts of 3 tokens at 0.03 s a token against their 0.08 s each: 0.1 s saved, not 10 x 3 x 3 s.
+    assert plain.saved_s == pytest.approx(0.1)
+    assert plain.verdict() == "saved 0.1 s (1.0x)"
+    assert "CPU threads changed during this reply (2 → 1)" in plain.load_note
+    assert inspect_reply(ROUNDS).plain.load_note == ""

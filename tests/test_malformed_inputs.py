@@ -13,7 +13,7 @@ import pytest
 from app.engine.config import MAX_DRAFT, GenerationConfig
 from app.engine.gguf.info import inspect_gguf
 from app.engine.local.llama_model import MAX_OUTPUT_ROWS
-from app.engine.gguf.probe import CACHE_FILE_NAME, last_error_line, probe_model
+from app.engine.gguf.probe import CACHE_FILE_NAME, last_error_line, probe_model, probe_models
 from app.library import inspect_entry
 from tests.support.malformed_models import MALFORMED, make_malformed_set
 
@@ -80,6 +80,27 @@ def test_probe_passes_a_good_model_and_caches_the_verdict(tiny_models, specchat_
 
     monkeypatch.setattr("app.engine.gguf.probe._run_child", no_child)
     assert probe_model(tiny_models.target).ok
+
+
+def test_a_target_and_its_draft_are_probed_by_one_child_and_a_crash_spoils_only_its_own_verdict(
+        tiny_models, malformed, monkeypatch):
+    started = []
+    real_run = subprocess.run
+
+    def counting_run(cmd, *args, **kwargs):
+        started.append(cmd)
+        return real_run(cmd, *args, **kwargs)
+
+    monkeypatch.setattr("app.engine.gguf.probe.subprocess.run", counting_run)
+    assert [v.ok for v in probe_models([tiny_models.target, tiny_models.draft])] == [True, True]
+    assert len(started) == 1  # the first use's wait: one Python and one llama.cpp to start, not two
+    started.clear()
+    verdicts = probe_models([tiny_models.draft_identical, malformed["duplicate_token_text"],
+                             malformed["unknown_architecture"]], use_cache=False)
+    assert verdicts[0].ok
+    assert verdicts[1].reason.startswith("llama.cpp crashes on it: llama-vocab.cpp:")
+    assert verdicts[2].reason == "llama.cpp cannot load it: unknown model architecture: 'nosucharch'"
+    assert len(started) == 2  # the files after the one that killed the child had one of their own
 
 
 def test_last_error_line_prefers_the_assert():

@@ -2,5 +2,6 @@
 (args.py). The front ends are `python -m app bench` (app/cli/bench_cmd.py) and the GUI overhead benchmark
 (app/ui/devtools/bench_gui.py); neither the engine nor the window depends on this package.
 
+- under_load.py: `specchat-cli bench --under-load`: plain decoding while a busy program from another session holds a core, against a quiet machine and llama-completion.
 - native.py: `specchat-cli bench --plain-vs-native`: our plain decoding against llama.cpp's own `llama-completion`, sampling
 """

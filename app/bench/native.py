@@ -52,15 +52,18 @@ class NativeRun:
         return self.runs / self.generation_s if self.generation_s > 0 else 0.0
 
 
-def run_llama_completion(binary: str, model: Path, prompt: str, *, n_predict: int, threads: int,
-                         n_ctx: int) -> NativeRun:
+def run_llama_completion(binary: str, model: Path, prompt: str, *, n_predict: int, threads: Optional[int],
+                         n_ctx: int, timeout_s: float = 900) -> NativeRun:
+    """One run; `threads` None leaves llama.cpp its own default. Raises subprocess.TimeoutExpired past
+    `timeout_s` (the process is killed)."""
     with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8", delete=False) as handle:
         handle.write(prompt)
         prompt_file = handle.name
     try:
-        cmd = [binary, "-m", str(model), "-f", prompt_file, "-n", str(n_predict), "-t", str(threads),
+        cmd = [binary, "-m", str(model), "-f", prompt_file, "-n", str(n_predict),
+               *(["-t", str(threads)] if threads is not None else []),
                "-c", str(n_ctx), "--temp", "0", "--ignore-eos", "-no-cnv", "-s", "1"]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=reference_env(binary))
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=reference_env(binary))
     finally:
         Path(prompt_file).unlink(missing_ok=True)
     out = proc.stdout + proc.stderr

@@ -30,7 +30,7 @@ def register(subparsers) -> None:
     p.add_argument("--prompts", type=Path, help="JSON list of {name, kind, chat} (default: the built-in suite)")
     p.add_argument("--only", help="comma-separated prompt names to run")
     p.add_argument("--modes", help="comma-separated modes to run: plain, draft, ngram, auto (plain always runs)")
-    p.add_argument("--max-tokens", type=int, default=128)
+    p.add_argument("--max-tokens", type=int, default=None, help="tokens per reply (default 128)")
     p.add_argument("--repeats", type=int, default=None,
                    help="repetitions per mode; the median is reported (default 3, 11 with --plain-vs-native)")
     p.add_argument("--k", type=int, default=4, help="draft length of the fixed-k modes (default 4)")
@@ -44,6 +44,12 @@ def register(subparsers) -> None:
                         "(PATH, --llama-completion, or ~/.cache/specchat-llama-reference/bin), sampling "
                         "(T 0.8, top-k 40, top-p 0.95) against greedy, and a 1,500-token prompt's time to first "
                         "token against llama.cpp's prompt evaluation; --repeats defaults to 11 here")
+    p.add_argument("--under-load", action="store_true",
+                   help="instead of the suite: plain decoding with threads on Auto, at each fixed thread count, "
+                        "with --draft speculative (auto), and llama-completion at its default and at 1 thread, "
+                        "each on a quiet machine and while a busy program started in another session (setsid) "
+                        "keeps a core busy, interleaved; prints the ratios (--repeats defaults to 3 here, "
+                        "--max-tokens to 48 if not given)")
     p.add_argument("--llama-completion", help="path to llama.cpp's llama-completion")
     p.add_argument("--long-repeats", type=int, default=3, help="repetitions of the long prompt (default 3)")
     p.set_defaults(func=run)
@@ -57,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
     from app.engine.config import MAX_DRAFT
     from app.engine.errors import EngineError
 
+    if args.max_tokens is None:
+        args.max_tokens = 48 if args.under_load else 128
     problem = sampling_problem(args)
     if problem is None and not 1 <= args.k <= MAX_DRAFT:
         problem = f"--k must be from 1 to {MAX_DRAFT}"
@@ -85,9 +93,11 @@ def run(args: argparse.Namespace) -> int:
     log = (lambda line: print(line, file=sys.stderr)) if not args.json else (lambda line: None)
     if args.plain_vs_native:
         return _plain_vs_native(args, log)
+    if args.under_load:
+        return _under_load(args, log)
     try:
         engine = local_engine(*local_model(args), local_load_settings(args))
-        threads = engine.load_settings.n_threads
+        threads = engine.load_settings.threads
         # The suite compares steady states: the controller decides by measured costs, not by the estimate a new
         # model starts from (measured once per model and settings, then on disk).
         if not engine.costs_cached():
@@ -156,7 +166,7 @@ def _plain_vs_native(args: argparse.Namespace, log) -> int:
     try:
         target, _draft = local_model(args)
         engine = local_engine(target, None, local_load_settings(args))  # plain decoding: no draft model to load
-        report = run_plain_vs_native(engine, binary, Path(args.target), threads=engine.load_settings.n_threads,
+        report = run_plain_vs_native(engine, binary, Path(args.target), threads=engine.load_settings.threads,
                                      n_ctx=args.ctx, max_tokens=args.max_tokens, repeats=repeats,
                                      long_repeats=max(1, args.long_repeats), progress=log)
         engine.close()
@@ -164,6 +174,23 @@ def _plain_vs_native(args: argparse.Namespace, log) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return _emit(args, report, print_native_report)
+
+
+def _under_load(args: argparse.Namespace, log) -> int:
+    from app.bench.suite import find_reference_tool
+    from app.bench.under_load import print_under_load_report, run_under_load
+    from app.engine.errors import EngineError
+
+    binary = None if args.no_llama else find_reference_tool("llama-completion", args.llama_completion)
+    if binary is None and not args.no_llama:
+        log("llama-completion was not found: only our own runs (--llama-completion PATH adds it)")
+    try:
+        report = run_under_load(Path(args.target), Path(args.draft) if args.draft else None, binary,
+                                max_tokens=args.max_tokens, repeats=args.repeats, n_ctx=args.ctx, progress=log)
+    except (EngineError, RuntimeError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return _emit(args, report, print_under_load_report)
 
 
 def _emit(args: argparse.Namespace, report: dict, print_table) -> int:

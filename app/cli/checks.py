@@ -69,12 +69,16 @@ def sampling_problem(args: argparse.Namespace) -> Optional[str]:
     return None
 
 
-def model_problem(path: str, role: str) -> Optional[str]:
-    """Whether llama.cpp can load the model at `path`: header checks, then the child-process probe."""
-    from app.engine.gguf.probe import check_model_file
+def models_problems(paths: dict[str, str]) -> Optional[str]:
+    """Whether llama.cpp can load each model ({role: path}), the first problem found: header checks, then the
+    child-process probe, one child for them all (a first use's wait is mostly starting one)."""
+    from app.engine.gguf.probe import check_model_files
 
-    problem = check_text(path, f"the {role} file name")
-    if problem:
-        return problem
-    problem = check_model_file(path)
-    return f"{role}: {problem}" if problem else None
+    for role, path in paths.items():
+        problem = check_text(path, f"the {role} file name")
+        if problem:
+            return problem
+    for role, problem in zip(paths, check_model_files(list(paths.values()))):
+        if problem:
+            return f"{role}: {problem}"
+    return None

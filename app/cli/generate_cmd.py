@@ -13,13 +13,13 @@ from app.bench.args import add_model_arguments, parse_draft_max
 from app.cli.checks import (
     UsageError,
     check_text,
-    model_problem,
+    models_problems,
     read_text_file,
     sampling_problem,
 )
 from app.cli.file_guard import ModelFileGuard
 from app.cli.terminal import json_printable, printable, say_error
-from app.engine.config import LoadSettings, default_threads
+from app.engine.config import THREADS_AUTO, LoadSettings
 from app.engine.errors import EngineError
 from app.engine.placement.rpc import parse_endpoints
 from app.engine.remote.server_keys import ENV_VAR as ENV_API_KEY
@@ -58,7 +58,9 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--max-tokens", type=int, default=256)
     p.add_argument("--ctx", type=int, default=4096, help="context size in tokens (default 4096)")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="CPU threads, fixed (default: Auto, the physical performance cores, fewer while another "
+                        "program keeps a core busy)")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--prompt", help="raw text to continue (no chat template)")
     source.add_argument("--prompt-file", metavar="FILE", help="like --prompt, the text read from a UTF-8 file")
@@ -76,12 +78,8 @@ def register(subparsers) -> None:
 
 def models_problem(args: argparse.Namespace) -> str | None:
     """The target's and the draft's files, checked before loading so a bad one is refused, never crashes us."""
-    for role, path in (("target", args.target), ("draft", getattr(args, "draft", None))):
-        if path:
-            problem = model_problem(path, role)
-            if problem:
-                return problem
-    return None
+    paths = {role: path for role, path in (("target", args.target), ("draft", getattr(args, "draft", None))) if path}
+    return models_problems(paths) if paths else None
 
 
 def _prompt_text(args: argparse.Namespace) -> str:
@@ -158,7 +156,7 @@ def server_model(args: argparse.Namespace) -> ServerModel:
 
 def local_load_settings(args: argparse.Namespace, rpc: str = "") -> LoadSettings:
     """--ctx and --threads (both `generate` and `bench` have them), with `rpc` workers for the target."""
-    return LoadSettings(n_ctx=args.ctx, n_threads=args.threads or default_threads(),
+    return LoadSettings(n_ctx=args.ctx, n_threads=args.threads or THREADS_AUTO,
                         rpc_servers=parse_endpoints(rpc) if rpc else ())
 
 
@@ -244,7 +242,7 @@ def run(args: argparse.Namespace) -> int:
 def _generate(args: argparse.Namespace, config, attachments: list[Attachment]):
     """Load, generate and close: (the FinishedEvent, the token records, the round records). Streams the reply's
     text to stdout unless --json. Raises EngineError."""
-    from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
+    from app.engine.events import FinishedEvent, RoundEvent, ThreadsEvent, TokenEvent
     from app.store.provenance import RoundRecord
 
     engine = build_engine(args)
@@ -265,6 +263,8 @@ def _generate(args: argparse.Namespace, config, attachments: list[Attachment]):
                     sys.stdout.flush()
             elif isinstance(event, RoundEvent):
                 rounds.append(RoundRecord.from_event(event).to_dict())
+            elif isinstance(event, ThreadsEvent):
+                print(f"[{event.describe()}]", file=sys.stderr)  # as the window's status line says it
             elif isinstance(event, FinishedEvent):
                 finished = event
     finally:

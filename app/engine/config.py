@@ -6,9 +6,10 @@ from dataclasses import dataclass, field
 from typing import Literal, Optional
 
 from app.engine.local.llama_model import MAX_OUTPUT_ROWS
-from app.platform.machine_defaults import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, default_threads
+from app.platform.machine_defaults import (GPU_LAYERS_ALL, GPU_LAYERS_AUTO, THREADS_AUTO, default_threads,
+                                           resolve_threads)
 
-__all__ = ["GPU_LAYERS_ALL", "GPU_LAYERS_AUTO", "MAX_DRAFT", "DrafterChoice", "GenerationConfig", "LoadSettings",
+__all__ = ["GPU_LAYERS_ALL", "GPU_LAYERS_AUTO", "MAX_DRAFT", "THREADS_AUTO", "DrafterChoice", "GenerationConfig", "LoadSettings",
            "default_threads"]
 
 # What a request asks to draft with: "auto" (the draft model when one is loaded, n-gram lookup otherwise).
@@ -24,11 +25,22 @@ class LoadSettings:
     """How models are loaded. Changing any of these means reloading the models."""
 
     n_ctx: int = 4096
-    n_threads: int = field(default_factory=default_threads)
+    # THREADS_AUTO (0): the physical performance cores, fewer while another program keeps a core busy
+    # (app.engine.local.thread_governor); a number is used as it is, whatever the load.
+    n_threads: int = THREADS_AUTO
     target_gpu_layers: int = GPU_LAYERS_AUTO
     draft_gpu_layers: int = GPU_LAYERS_AUTO
     # llama.cpp RPC workers ("host:port") the target's layers are spread over; the draft stays on this machine.
     rpc_servers: tuple[str, ...] = ()
+
+    @property
+    def threads(self) -> int:
+        """The thread count models load with: Auto resolved (the most the engine uses)."""
+        return resolve_threads(self.n_threads)
+
+    @property
+    def adaptive_threads(self) -> bool:
+        return self.n_threads < 1
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,23 @@ class RoundEvent:
     own: int = -1  # the token the target wrote itself after the kept ones (-1: none)
     own_text: str = ""
     time_s: float = 0.0  # the round's time: drafting plus verifying
+    threads: int = 0  # the CPU threads its forward passes used (0: not known, e.g. a remote server)
+
+
+@dataclass(frozen=True)
+class ThreadsEvent:
+    """The engine changed how many CPU threads its forward passes use (app.engine.local.thread_governor), after
+    round `after_round` of the reply (-1: before its first); `reason` says why in words."""
+
+    request_id: int
+    before: int
+    after: int
+    reason: str
+    after_round: int = -1
+
+    def describe(self) -> str:
+        """In words, e.g. "2 → 1 CPU threads: another program is busy"."""
+        return f"{self.before} → {self.after} CPU threads: {self.reason}"
 
 
 def decode_speed(tokens: int, seconds: float) -> float:
@@ -114,4 +131,4 @@ class NoticeEvent:
 
 
 # Every record carries its `request_id`: the window drops what belongs to a request it no longer waits for.
-EngineEvent = Union[TokenEvent, RoundEvent, FinishedEvent, ContextEvent, NoticeEvent]
+EngineEvent = Union[TokenEvent, RoundEvent, ThreadsEvent, FinishedEvent, ContextEvent, NoticeEvent]

@@ -8,7 +8,7 @@ no engine here, so export and the CLI can read the stored result too.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Optional, Union
+from typing import Optional, Sequence, Union
 
 COMPARISON_FORMAT = 1
 # Within this share of each other two speeds read as about the same: one run against one run, on a machine doing
@@ -26,6 +26,7 @@ class PlainComparison:
     sampled: bool  # temperature > 0: the two runs draw from the random generator differently
     plain_tokens: int = 0
     target_name: str = ""  # the model both runs used
+    load_note: str = ""  # when the machine's load changed between or during the runs, that, in words
 
     @property
     def ratio(self) -> float:
@@ -50,6 +51,7 @@ class PlainComparison:
                 sampled=bool(data.get("sampled", False)),
                 plain_tokens=int(data.get("plain_tokens", 0)),
                 target_name=str(data.get("target_name", "")),
+                load_note=str(data.get("load_note", "")),
             )
         except (KeyError, TypeError, ValueError):
             return None
@@ -78,9 +80,28 @@ def _shown(data: Union[ShownComparison, dict, None]) -> Optional[ShownComparison
 
 
 def compare_runs(reply_text: str, speculative_tps: float, plain_text: str, plain_tps: float, plain_tokens: int,
-                 temperature: float, target_name: str = "") -> PlainComparison:
+                 temperature: float, target_name: str = "", reply_threads: Sequence[int] = (),
+                 plain_threads: Sequence[int] = ()) -> PlainComparison:
+    """`reply_threads` and `plain_threads`: the CPU threads each run's rounds used, in order (0: not known)."""
     return PlainComparison(speculative_tps, plain_tps, reply_text == plain_text, temperature > 0, plain_tokens,
-                           target_name)
+                           target_name, load_note(reply_threads, plain_threads))
+
+
+def load_note(reply_threads: Sequence[int], plain_threads: Sequence[int]) -> str:
+    """"" when both runs used one and the same thread count all along; else how the threads followed the load
+    (app.engine.local.thread_governor), since then the two speeds were not measured alike."""
+    def changes(threads: Sequence[int]) -> list[str]:
+        path: list[str] = []
+        for n in threads:
+            if n and (not path or path[-1] != str(n)):
+                path.append(str(n))
+        return path
+
+    reply, plain = changes(reply_threads), changes(plain_threads)
+    if not reply or not plain or (len(reply) == 1 and reply == plain):
+        return ""
+    return (f"another program's load changed the CPU threads: the reply ran on {' → '.join(reply)}, "
+            f"plain decoding on {' → '.join(plain)}")
 
 
 def speed_verdict(ratio: float) -> str:
@@ -117,7 +138,8 @@ def comparison_text(data: Union[ShownComparison, dict, None]) -> str:
               f"speculative {comparison.speculative_tokens_per_second:.1f} tok/s")
     ratio = comparison.ratio
     verdict = speed_verdict(ratio) if ratio else "too short to time"
-    return f"{speeds}: {verdict}  ·  {text_verdict(comparison)}"
+    text = f"{speeds}: {verdict}  ·  {text_verdict(comparison)}"
+    return f"{text}  ·  {comparison.load_note}" if comparison.load_note else text
 
 
 def compare_link_label(data: Union[ShownComparison, dict, None]) -> str:

@@ -17,6 +17,10 @@ from app.store.provenance import RoundRecord
 # Drafter names as RoundRecord stores them, and how the inspector says them.
 MODEL, NGRAM, PLAIN = "model", "ngram", "none"
 DRAFTER_NAMES = {MODEL: "draft model", NGRAM: "n-gram", PLAIN: "plain"}
+# A round that drafted is set against this many plain rounds, the closest to it (app.replies.inspector_data).
+NEARBY_PLAIN = 5
+# Plain rounds this many times slower than the fastest of the reply: the machine's load changed during it.
+BUSY_SPREAD = 3.0
 # Histogram bars of a reply without rounds come from its stats, which do not say who drafted.
 ANY_DRAFTER = "any"
 
@@ -34,6 +38,7 @@ class RoundBar:
     kept: int
     tokens: int  # tokens the round added to the reply: the kept ones and the target's own
     time_s: float
+    threads: int = 0  # the CPU threads it ran on (0: not recorded)
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,7 @@ class PlainLine:
     basis: str  # where token_s comes from, in words
     times: tuple[float, ...]  # cumulative plain time at the end of each round, from 0 (the reply's `tokens` points)
     speculative_s: float  # what the rounds took
+    load_note: str = ""  # when the machine's load changed during the reply, that, in words
 
     @property
     def plain_s(self) -> float:
@@ -113,7 +119,7 @@ def round_bars(rounds: Sequence[RoundRecord], token_rounds: Optional[Sequence[in
         kept = max(0, min(record.kept, drafted))
         tokens = counted[index] if counted is not None else kept + (1 if record.own >= 0 else 0)
         drafter = record.drafter if record.drafter in (MODEL, NGRAM) else PLAIN
-        bars.append(RoundBar(index, drafter, drafted, kept, tokens, max(0.0, record.time_s)))
+        bars.append(RoundBar(index, drafter, drafted, kept, tokens, max(0.0, record.time_s), record.threads))
     return bars
 
 
@@ -153,6 +159,37 @@ def plain_times(bars: Sequence[RoundBar], token_s: float) -> tuple[float, ...]:
     return tuple(times)
 
 
+def plain_times_nearby(bars: Sequence[RoundBar], plain: Sequence[RoundBar]) -> tuple[float, ...]:
+    """Cumulative time plain decoding would have taken: plain rounds as measured, each other round's tokens at the
+    median time of the NEARBY_PLAIN plain rounds closest to it that ran on as many threads (any, where none did),
+    so that a round is never set against plain time measured at another moment's load."""
+    times = [0.0]
+    for bar in bars:
+        if is_plain_round(bar):
+            times.append(times[-1] + bar.time_s)
+            continue
+        alike = [p for p in plain if p.threads == bar.threads] or list(plain)
+        nearest = sorted(alike, key=lambda p: abs(p.index - bar.index))[:NEARBY_PLAIN]
+        times.append(times[-1] + bar.tokens * statistics.median(p.time_s / p.tokens for p in nearest))
+    return tuple(times)
+
+
+def load_note(bars: Sequence[RoundBar], plain: Sequence[RoundBar]) -> str:
+    """What changed in the machine's load during the reply, in words ("" when nothing did)."""
+    counts: list[int] = []
+    for bar in bars:
+        if bar.threads and (not counts or counts[-1] != bar.threads):
+            counts.append(bar.threads)
+    if len(counts) > 1:
+        return (f"The CPU threads changed during this reply ({' → '.join(map(str, counts))}): another program was "
+                "busy for part of it. Each round is set against plain rounds close to it on as many threads.")
+    single = sorted(p.time_s / p.tokens for p in plain)
+    if len(single) >= 4 and single[-1] > BUSY_SPREAD * single[0]:
+        return (f"Some plain rounds ran {single[-1] / single[0]:.0f}x slower than others: another program was "
+                "busy for part of this reply. Each round is set against plain rounds close to it.")
+    return ""
+
+
 def plain_line(bars: Sequence[RoundBar], fallback_token_s: Optional[float] = None) -> tuple[Optional[PlainLine], str]:
     """The plain-decoding line and "" or None and why there is none. The reply's own plain rounds are preferred to
     `fallback_token_s` (a single-token time measured elsewhere, e.g. by Compare with plain)."""
@@ -160,11 +197,12 @@ def plain_line(bars: Sequence[RoundBar], fallback_token_s: Optional[float] = Non
     if not tokens[-1] or times[-1] <= 0:
         return None, "The rounds recorded no time, so there is nothing to compare with plain decoding."
     # The single-token time: plain rounds that wrote a token (the one that met the end of the reply wrote none).
-    measured = [bar.time_s for bar in bars if is_plain_round(bar) and bar.tokens and bar.time_s > 0]
-    if measured:
-        token_s = statistics.median(measured)
-        basis = f"median of this reply's {len(measured)} plain round{'s' if len(measured) != 1 else ''}"
-        return PlainLine(token_s, basis, plain_times(bars, token_s), times[-1]), ""
+    plain = [bar for bar in bars if is_plain_round(bar) and bar.tokens and bar.time_s > 0]
+    if plain:
+        token_s = statistics.median(bar.time_s / bar.tokens for bar in plain)
+        basis = (f"median of this reply's {len(plain)} plain round{'s' if len(plain) != 1 else ''}; each round is "
+                 "set against the plain rounds closest to it")
+        return PlainLine(token_s, basis, plain_times_nearby(bars, plain), times[-1], load_note(bars, plain)), ""
     if fallback_token_s and fallback_token_s > 0:
         return PlainLine(fallback_token_s, "measured by Compare with plain", plain_times(bars, fallback_token_s),
                          times[-1]), ""

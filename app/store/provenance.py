@@ -38,6 +38,7 @@ class RoundRecord:
     own_text: str = ""
     reason: str = ""
     time_s: float = 0.0
+    threads: int = 0  # the CPU threads the round ran on (0: not known)
 
     @property
     def kept_text(self) -> str:
@@ -57,7 +58,8 @@ class RoundRecord:
         """The record of an engine's round event (the window and the CLI keep rounds this way)."""
         return cls(drafter=event.drafter, k=event.draft_len, proposed=list(event.proposed),
                    proposed_text=list(event.proposed_text), kept=event.accepted, own=event.own,
-                   own_text=event.own_text, reason=event.reason, time_s=event.time_s)
+                   own_text=event.own_text, reason=event.reason, time_s=event.time_s,
+                   threads=event.threads)
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON (`generate --json`, export): every field under its own name."""

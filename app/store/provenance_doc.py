@@ -190,6 +190,8 @@ def _round_columns(rounds: list[RoundRecord]) -> dict[str, Any]:
         columns["time_us"].append(round(float(record.time_s) * 1e6))
     columns["drafter"] = "".join(drafters)
     columns["reasons"] = list(reasons)
+    if any(record.threads for record in rounds):  # optional: older documents have none, older readers skip it
+        columns["threads"] = [int(record.threads) for record in rounds]
     return columns
 
 
@@ -203,6 +205,9 @@ def _rounds_from_columns(columns: Any) -> list[RoundRecord]:
     for name in _ROUND_COLUMNS:
         if not isinstance(columns[name], list) or len(columns[name]) != n:
             raise ValueError(f"token provenance is damaged: the rounds' {name} column has the wrong length")
+    threads = columns.get("threads")
+    if not (isinstance(threads, list) and len(threads) == n and all(_is_int(t) and t >= 0 for t in threads)):
+        threads = [0] * n  # not recorded (or damaged: only the inspector's notes use it)
     rounds: list[RoundRecord] = []
     for i, code in enumerate(columns["drafter"]):
         proposed, proposed_text = columns["proposed"][i], columns["proposed_text"][i]
@@ -214,5 +219,6 @@ def _rounds_from_columns(columns: Any) -> list[RoundRecord]:
                 and _is_int(time_us)):
             raise ValueError(f"token provenance is damaged: round {i} has a value of the wrong type")
         rounds.append(RoundRecord(drafter=_CODE_TO_DRAFTER[code], k=k, proposed=proposed, proposed_text=proposed_text,
-                                  kept=kept, own=own, own_text=own_text, reason=reasons[reason], time_s=time_us / 1e6))
+                                  kept=kept, own=own, own_text=own_text, reason=reasons[reason], time_s=time_us / 1e6,
+                                  threads=threads[i]))
     return rounds

@@ -17,7 +17,7 @@ from typing import Any
 from app.platform import paths
 from app.common.atomic_write import write_atomic
 from app.common.text import valid_text
-from app.platform.machine_defaults import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, default_threads
+from app.platform.machine_defaults import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, THREADS_AUTO
 from app.store import _fields
 from app.store.errors import StoreError
 
@@ -28,7 +28,7 @@ THEME_CHOICES = ("system", "light", "dark")
 # Set by load_settings for the window to show; never written to the file.
 _NOT_SAVED = ("load_warning",)
 # The ranges the settings dialog offers (app.ui.settings.dialog); a file's number outside them is not used.
-_INT_RANGES = {"threads": (1, 1024), "context_size": (1, 1 << 24),
+_INT_RANGES = {"threads": (THREADS_AUTO, 1024), "context_size": (1, 1 << 24),
                "target_gpu_layers": (GPU_LAYERS_AUTO, GPU_LAYERS_ALL),
                "draft_gpu_layers": (GPU_LAYERS_AUTO, GPU_LAYERS_ALL)}
 
@@ -38,7 +38,7 @@ class AppSettings:
     """Settings of the app as a whole (per-chat generation settings live with each chat in the database)."""
 
     model_folders: list[str] = field(default_factory=list)  # besides app.platform.paths.models_dir(), which is always scanned
-    threads: int = field(default_factory=default_threads)
+    threads: int = THREADS_AUTO  # 0: Auto (app.platform.machine_defaults.default_threads, following the load)
     context_size: int = 4096
     # GPU_LAYERS_AUTO for new installs; a file saved by an older version keeps the number it holds (0 was the
     # old default), since that may be a choice.

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from app.engine.config import default_threads
+from app.engine.config import THREADS_AUTO
 
 import app.store.settings as settings_module
 from app.platform.paths import settings_path
@@ -17,7 +17,7 @@ def test_missing_file_gives_defaults(specchat_home):
     settings = load_settings()
     assert settings == AppSettings()
     assert settings.load_warning is None
-    assert settings.threads == default_threads()  # all cores, or SPECCHAT_THREADS (1 under the tests)
+    assert settings.threads == THREADS_AUTO  # Auto: the physical performance cores, fewer while another program is busy
     assert settings.context_size == 4096 and settings.model_folders == []
     assert settings.show_highlighting and settings.scan_hf_cache
     assert not settings_path().exists()  # reading does not create the file

@@ -13,6 +13,8 @@ words of `refused_text`, so the target keeps DRAFT_RUN and writes its own token 
 one is loaded and the chat does not ask for n-gram); `round_time_s` is the time each round reports.
 `bus_error_on_change` makes the engine die by SIGBUS, as llama.cpp's mmap does, when the target file's size changes
 while it writes a reply.
+`threads_drop_after` (a round index, -1 for never) says after that round, as the real engine's thread governor
+would, that it went from 2 CPU threads to 1 because another program is busy.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.local.context_fit import SessionCuts
 from app.engine.errors import ModelFileError
 from app.engine.protocol import CancelSignal, ChatEngine, fitted_reply
-from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent
+from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, ThreadsEvent, TokenEvent
 
 DEFAULT_REPLY = (
     "Here is a function:\n\n```python\ndef add(a, b):\n    return a + b\n```\n\n"
@@ -41,7 +43,8 @@ DEFAULT_REPLY = (
 # the text written without speculation, when it should differ from `reply` (sampling).
 DEFAULT_KNOBS = {"reply": DEFAULT_REPLY, "token_delay_s": 0.0, "crash_on_load": "", "hang_in_chat": False,
                  "load_delay_s": 0.0, "refuse_tail": 0, "refused_text": " perhaps not quite", "drafter": "",
-                 "round_time_s": 0.02, "round_reason": "", "plain_reply": "", "bus_error_on_change": False}
+                 "round_time_s": 0.02, "round_reason": "", "plain_reply": "", "bus_error_on_change": False,
+                 "threads_drop_after": -1}
 DRAFT_RUN = 3  # drafted tokens the target keeps in every speculative round
 REFUSED_ID = 9000  # refused proposals' ids count up from here; a kept token's id is 1000 + its index
 
@@ -219,6 +222,8 @@ class FakeEngine:
                 else:
                     yield TokenEvent(request_id, index, 1000 + index, text, "target", None, rounds)
                 index += 1
+            if rounds == knobs["threads_drop_after"]:
+                yield ThreadsEvent(request_id, 2, 1, "another program is busy", rounds)
             rounds += 1
             drafted += len(proposed)
             accepted += n_draft

@@ -143,3 +143,11 @@ def test_speculate_anyway_fixes_the_draft_length_for_this_chat(make_window, qtbo
     assert offer.label.isHidden()
     send_and_wait(qtbot, window, "and once more")
     assert fake_engine.configs[-1]["draft_max"] is None
+
+
+def test_the_status_line_says_when_the_engine_follows_the_load_with_fewer_threads(make_window, qtbot, fake_engine,
+                                                                                   model_folder, tiny_models):
+    window = _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models)
+    fake_engine.threads_drop_after = 1
+    send_and_wait(qtbot, window, "hello")
+    assert window.footer.status_line.text() == "2 → 1 CPU threads: another program is busy"

@@ -82,7 +82,8 @@ def test_tokens_against_time_beside_plain_decoding_with_the_saving(inspector):
     assert plain_x == pytest.approx([0, 0.36, 0.46, 0.94, 1.08, 1.2]) and plain_y == tokens
     assert chart.verdict.toPlainText() == "saved 0.5 s (1.7x)"
     assert inspector.captions["time"].text() == ("Plain decoding: the plain rounds as they were, the others at "
-                                                 "0.120 s per token (median of this reply's 2 plain rounds).")
+                                                 "0.120 s per token (median of this reply's 2 plain rounds; each "
+                                                 "round is set against the plain rounds closest to it).")
 
 
 def test_a_reply_slower_than_plain_says_what_it_cost(inspector):

@@ -93,3 +93,13 @@ def test_devices_section_lists_gpus_with_free_memory(qtbot):
     qtbot.addWidget(dialog)
     assert "NVIDIA GeForce RTX 4090 (CUDA), 23.7 GB free" in dialog.devices.text()
     assert "CPU only" not in dialog.devices.text()
+
+
+def test_threads_on_auto_show_the_count_auto_starts_from_and_a_number_stays_possible(qtbot, monkeypatch):
+    monkeypatch.setenv("SPECCHAT_THREADS", "6")
+    dialog = AppSettingsDialog(AppSettings())
+    qtbot.addWidget(dialog)
+    assert dialog.threads.text() == "Auto (6)"
+    assert dialog.settings().threads == 0
+    dialog.threads.setValue(2)
+    assert dialog.threads.text() == "2" and dialog.settings().threads == 2

@@ -11,7 +11,9 @@ Every problem with the file surfaces as ModelFileError with a message naming the
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Union
@@ -189,9 +191,35 @@ def _vocab_defaults(metadata: dict[str, object]) -> tuple[str, Optional[str], Op
     return vocab_type, pre, bos, eos, add_bos, add_eos, ""
 
 
+# What this process read lately, by (path, size, modification time): the CLI's checks, GPU placement and the pair's
+# vocabulary facts each ask for the same two files on a first use (issue 21: read each file once).
+_RECENT_MAX = 16
+_recent: dict[tuple[str, int, int], ModelInfo] = {}
+_recent_lock = threading.Lock()
+
+
 def inspect_gguf(path: Union[str, Path]) -> ModelInfo:
     """Read a model's metadata and tensor infos (never its weights). Raises ModelFileError for an unreadable file."""
     path = Path(path)
+    try:
+        st = path.stat()
+        key: Optional[tuple[str, int, int]] = (os.path.abspath(path), st.st_size, st.st_mtime_ns)
+    except OSError:
+        key = None  # open_map says what is wrong
+    with _recent_lock:
+        known = _recent.get(key) if key is not None else None
+    if known is not None:
+        return known
+    info = _read_info(path)
+    if key is not None:
+        with _recent_lock:
+            _recent[key] = info
+            while len(_recent) > _RECENT_MAX:
+                _recent.pop(next(iter(_recent)))
+    return info
+
+
+def _read_info(path: Path) -> ModelInfo:
     buf, file_size = open_map(path)
     try:
         header = read_header(path, buf, file_size)

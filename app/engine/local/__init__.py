@@ -7,5 +7,6 @@
 - llama_model.py: One GGUF model loaded through llama-cpp-python's low-level API, with a KV cache we keep in step with.
 - prompt_tokens.py: Tokenizing a chat prompt so that only the chat template's own markup becomes control tokens.
 - sampling.py: Turning logits into token choices, and the speculative-sampling acceptance rule.
+- thread_governor.py: CPU threads that follow the machine's load: fewer while another program keeps a core busy.
 - text_stream.py: Token bytes to text without ever showing half a character.
 """

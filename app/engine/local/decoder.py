@@ -17,8 +17,10 @@ import numpy as np
 from app.engine.config import MAX_DRAFT, GenerationConfig
 from app.engine.speculation.drafters import Draft, ModelDrafter, NgramDrafter
 from app.engine.errors import PromptTooLongError
-from app.engine.events import EngineEvent, FinishedEvent, GenerationStats, RoundEvent, TokenEvent, decode_speed
+from app.engine.events import (EngineEvent, FinishedEvent, GenerationStats, RoundEvent, ThreadsEvent, TokenEvent,
+                               decode_speed)
 from app.engine.local.llama_model import LoadedModel
+from app.engine.local.thread_governor import ThreadChange, ThreadGovernor
 from app.engine.speculation.policy import SpeculationPolicy
 from app.engine.speculation.rounds import ngram_tokens, observe_round, plan_round
 from app.engine.local.sampling import Sampler, accept_or_resample
@@ -78,8 +80,11 @@ def generate(
     request_id: int = 0,
     on_history: Optional[Callable[[list[int]], None]] = None,
     clock: Callable[[], float] = time.perf_counter,
+    governor: Optional[ThreadGovernor] = None,
 ) -> Iterator[EngineEvent]:
     """Yield token and round events, then one FinishedEvent. `on_history` receives prompt + kept tokens at the end.
+    `governor` follows the machine's load with the models' CPU threads, between forward passes (a ThreadsEvent
+    says when the count changed).
 
     Raises PromptTooLongError before any work if the prompt cannot fit with room for one new token.
     """
@@ -94,6 +99,8 @@ def generate(
     sampler = Sampler.from_config(config)
     rng = np.random.default_rng(config.seed)
     started = clock()
+    if governor is not None:
+        yield from _threads_event(request_id, governor.before_reply(), -1)
 
     reused = target.keep_common_prefix(prompt, leave=1)
     if not target.decode(list(prompt[reused:-1]), cancel=cancel):
@@ -121,6 +128,7 @@ def generate(
             stop_reason = "context_full"
             break
         k_max = max(0, min(room - 1, config.max_tokens - emitted - 1, MAX_DRAFT))
+        policy.note_threads(target.n_threads)
         plan, proposal = plan_round(policy, history, k_max, speculative=config.speculative, ngram=ngram,
                                     has_model=draft_model is not None)
 
@@ -136,6 +144,7 @@ def generate(
         target.decode([history[-1], *draft.tokens], logit_rows=range(len(draft.tokens) + 1))
         accepted, own_token = verify(target, draft, sampler, rng)
         t_done = clock()
+        threads = target.n_threads
         kept = [*draft.tokens[:accepted], own_token]
         observe_round(policy, plan, proposal, len(draft.tokens), accepted, t_verify - t_draft, t_done - t_verify,
                       kept)
@@ -144,7 +153,10 @@ def generate(
         yield RoundEvent(request_id, draft.source, plan.k, len(draft.tokens), accepted, plan.reason,
                          index=round_index, proposed=tuple(draft.tokens),
                          proposed_text=tuple(_piece(target, t) for t in draft.tokens), own=own_token,
-                         own_text=_piece(target, own_token), time_s=t_done - t_draft)
+                         own_text=_piece(target, own_token), time_s=t_done - t_draft, threads=threads)
+        if governor is not None:
+            yield from _threads_event(request_id, governor.observe(len(draft.tokens) + 1, t_done - t_verify),
+                                      round_index)
 
         for position, token in enumerate(kept):
             source, drafter = ("draft", draft.source) if position < accepted else ("target", None)
@@ -164,6 +176,8 @@ def generate(
         # Roll back what the target refused; the draft model catches up at its next proposal.
         target.truncate(len(history) - 1)
 
+    if governor is not None:
+        yield from _threads_event(request_id, governor.settle(), tally.rounds - 1)
     tail = text_stream.flush()
     if tail:
         pieces.append(tail)
@@ -189,6 +203,11 @@ def generate(
         draft_len_histogram=dict(sorted(tally.histogram.items())),
     )
     yield _finish(request_id, "".join(pieces), stats)
+
+
+def _threads_event(request_id: int, change: Optional[ThreadChange], after_round: int) -> Iterator[ThreadsEvent]:
+    if change is not None:
+        yield ThreadsEvent(request_id, change.before, change.after, change.reason, after_round)
 
 
 def _piece(target: LoadedModel, token: int) -> str:

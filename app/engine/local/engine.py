@@ -26,6 +26,9 @@ from app.engine.protocol import CancelSignal, fitted_reply
 from app.engine.targets import ServerModel, Target
 from app.engine.placement.gpu_fit import Placement, resolve as resolve_placement
 from app.engine.local.llama_model import LoadedModel
+from app.engine.local.thread_governor import ThreadGovernor
+from app.platform.cpu_load import CpuLoad
+from app.platform.machine_defaults import logical_cpus
 from app.engine.speculation.policy import FixedPolicy, SpeculationPolicy
 from app.engine.local.prompt_tokens import tokenize_prompt
 
@@ -62,6 +65,7 @@ class SpecEngine:
         self.placement_note = ""
         self._planned_draft: Optional[Path] = None
         self._measurement: Optional[CostMeasurement] = None  # measuring costs in idle time (idle_step)
+        self.governor: Optional[ThreadGovernor] = None  # threads on Auto: the count that follows the load
 
     # -- models -------------------------------------------------------------------------------------------------
 
@@ -102,8 +106,10 @@ class SpecEngine:
             self.placement = dataclasses.replace(self.placement, target_layers=target_layers)
             self.placement_note = (f"Target spread over RPC workers {', '.join(s.rpc_servers)} (by their free "
                                    f"memory); draft on this machine. {rpc.TRUSTED_NETWORK_ONLY}")
-        self.target = LoadedModel(path, n_ctx=s.n_ctx, n_threads=s.n_threads, n_gpu_layers=target_layers,
+        self.target = LoadedModel(path, n_ctx=s.n_ctx, n_threads=s.threads, n_gpu_layers=target_layers,
                                   devices=target_devices)
+        self.governor = (ThreadGovernor(s.threads, self._set_threads, CpuLoad(), logical_cpus())
+                         if s.adaptive_threads else None)
         self._chat_template = self.target.metadata("tokenizer.chat_template")
         self._template_fallback = ""
         # Work every first prompt needs, done while loading rather than while the user waits for a reply.
@@ -144,11 +150,18 @@ class SpecEngine:
             placement = Placement(0, placement.target_layers, placement.explanation, placement.backends)
         self._planned_draft = None
         _target_devices, draft_devices = self._devices()
-        self.draft = LoadedModel(path, n_ctx=self.n_ctx, n_threads=s.n_threads, n_gpu_layers=placement.draft_layers,
+        self.draft = LoadedModel(path, n_ctx=self.n_ctx, n_threads=s.threads, n_gpu_layers=placement.draft_layers,
                                  devices=draft_devices)
+        if self.target is not None and self.target.n_threads != s.threads:
+            self.draft.set_threads(self.target.n_threads)  # the load's count now, as the governor chose it
         self.placement = placement
         if not s.rpc_servers:
             self.placement_note = placement.explanation
+
+    def _set_threads(self, n_threads: int) -> None:
+        for model in (self.target, self.draft):
+            if model is not None:
+                model.set_threads(n_threads)
 
     def _devices(self) -> tuple[Optional[tuple[int, ...]], Optional[tuple[int, ...]]]:
         """The devices the target and the draft may use: None (llama.cpp's own choice) until RPC workers are
@@ -191,6 +204,10 @@ class SpecEngine:
         False when there is nothing to do now. Call between requests only."""
         if self.target is None:
             return False
+        if self.governor is not None and self.governor.machine_busy():
+            # What it measured now would not be this machine's costs, and each step would hold up the next
+            # request for as long as a pass takes with a thread that lost its core.
+            return False
         if self._measurement is None:
             if self.costs_cached():
                 return False
@@ -232,7 +249,7 @@ class SpecEngine:
         backends = self.placement.backends if self.placement is not None else "CPU"
         if s.rpc_servers:
             backends += f"+RPC[{','.join(s.rpc_servers)}]"  # a spread target's costs are the network's too
-        return target, draft, s.n_threads, layers, backends
+        return target, draft, s.threads, layers, backends
 
     def unload(self) -> None:
         self.load_draft(None)
@@ -242,6 +259,7 @@ class SpecEngine:
         if self.target is not None:
             self.target.close()
             self.target = None
+            self.governor = None
         self._transcript_text = ""
         self._transcript_tokens = []
         self._content_tokens.clear()  # counts from another model's tokenizer
@@ -356,6 +374,7 @@ class SpecEngine:
             cancel=cancel,
             request_id=request_id,
             on_history=history.extend,
+            governor=self.governor,
         ):
             if isinstance(event, FinishedEvent):
                 self._transcript_tokens = history

@@ -105,6 +105,7 @@ class LoadedModel:
         cparams.n_outputs_max = MAX_OUTPUT_ROWS
         cparams.n_threads = n_threads
         cparams.n_threads_batch = n_threads
+        self.n_threads = n_threads
         cparams.no_perf = True
         self._ctx = llama_cpp.llama_init_from_model(self._model, cparams)
         if not self._ctx:
@@ -294,6 +295,12 @@ class LoadedModel:
         if not ptr:
             raise RuntimeError(f"no logits for row {row}")
         return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+
+    def set_threads(self, n_threads: int) -> None:
+        """Run the next forward passes, single tokens and batches alike, on `n_threads` threads (no reload)."""
+        if self._ctx:
+            self._llama.llama_set_n_threads(self._ctx, n_threads, n_threads)
+            self.n_threads = n_threads
 
     @property
     def room(self) -> int:

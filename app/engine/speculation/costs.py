@@ -2,8 +2,10 @@
 
 The answer decides whether speculation can pay at all: on a 2-core CPU a verify batch of 9 costs ~4.4x one token, on
 a GPU ~1x. It is measured once per (model file, threads, GPU layers and their backend, llama.cpp build) in idle time
-(app.engine.speculation.cost_measurement) and cached on disk. Until then a model runs on an estimate (`prior_costs`) that the
-controller corrects from what its rounds cost, so choosing a model never waits for a measurement.
+(app.engine.speculation.cost_measurement) and cached on disk; with threads on Auto, at the full count and only
+while no other program is busy (app.engine.local.thread_governor). Until then a model runs on an estimate
+(`prior_costs`) that the controller corrects from what its rounds cost, so choosing a model never waits for a
+measurement.
 """
 
 from __future__ import annotations

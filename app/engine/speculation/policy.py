@@ -49,6 +49,9 @@ class SpeculationPolicy(Protocol):
     def begin_request(self) -> None:
         """A new request (reply) starts."""
 
+    def note_threads(self, threads: int) -> None:
+        """The next round's forward passes run on this many CPU threads (app.engine.local.thread_governor)."""
+
 
 class FixedPolicy:
     """Always draft `k` tokens with the given drafter ("model" or "ngram"); no draft, no speculation."""
@@ -74,4 +77,7 @@ class FixedPolicy:
         pass
 
     def begin_request(self) -> None:
+        pass
+
+    def note_threads(self, threads: int) -> None:
         pass

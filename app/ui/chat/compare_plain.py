@@ -20,7 +20,7 @@ from PySide6.QtCore import QObject, Signal
 
 from app.replies.comparison import ShownComparison, compare_runs, failed_state, running_state
 from app.engine.config import GenerationConfig
-from app.engine.events import FinishedEvent
+from app.engine.events import FinishedEvent, RoundEvent
 from app.engine.host.wire import ReplyEnded, ReplyFailed
 from app.store import ChatStore, StoreError
 from app.ui.transcript.chat_view import ChatView
@@ -54,6 +54,8 @@ class _Run:
     speculative_tps: float
     temperature: float
     target_name: str
+    reply_threads: list[int]  # the CPU threads of each of the reply's rounds
+    plain_threads: list[int]  # and of the plain run's, as its rounds arrive
 
 
 class PlainCompare(QObject):
@@ -74,6 +76,7 @@ class PlainCompare(QObject):
         view.sig_compare.connect(self.toggle)
         conversation.sig_busy_changed.connect(self._on_busy)
         engine_process.sig_finished.connect(self._on_finished)
+        engine_process.sig_stream.connect(self._on_stream)
         engine_process.sig_generation_failed.connect(self._on_failed)
         engine_process.sig_generation_ended.connect(self._on_ended)
 
@@ -120,7 +123,8 @@ class PlainCompare(QObject):
         )
         request_id = self.conversation.reserve_request_id()
         self._run = _Run(request_id, message_id, message.content, stats.tokens_per_second,
-                         config.temperature, request.target_name)
+                         config.temperature, request.target_name,
+                         [r.threads for r in message.rounds or []], [])
         self.engine_process.request_generate(request_id, prompt, config)
         self._show(message_id, running_state())
 
@@ -138,13 +142,20 @@ class PlainCompare(QObject):
         if busy:
             self.cancel(CANCELLED_BY_REPLY)
 
+    def _on_stream(self, events: list) -> None:
+        run = self._run
+        if run is not None:
+            run.plain_threads += [e.threads for e in events
+                                  if isinstance(e, RoundEvent) and e.request_id == run.request_id]
+
     def _on_finished(self, event: FinishedEvent) -> None:
         run = self._run
         if run is None or event.request_id != run.request_id:
             return
         self._run = None
         comparison = compare_runs(run.reply_text, run.speculative_tps, event.text, event.stats.tokens_per_second,
-                                  event.stats.tokens, run.temperature, run.target_name).to_dict()
+                                  event.stats.tokens, run.temperature, run.target_name, run.reply_threads,
+                                  run.plain_threads).to_dict()
         try:
             self.store.set_comparison(run.message_id, comparison)
         except StoreError as exc:

@@ -17,7 +17,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.engine.config import GenerationConfig
 from app.engine.events import (
-    ContextEvent, FinishedEvent, GenerationStats, NoticeEvent, RoundEvent, TokenEvent, decode_speed,
+    ContextEvent, FinishedEvent, GenerationStats, NoticeEvent, RoundEvent, ThreadsEvent, TokenEvent, decode_speed,
 )
 from app.engine.host.wire import ReplyEnded, ReplyFailed
 from app.store import ChatSettings, ChatStore, Message, StoreError
@@ -80,6 +80,7 @@ class Conversation(QObject):
         engine_process.sig_context.connect(self._on_context)
         engine_process.sig_notice.connect(self._on_notice)
         engine_process.sig_stream.connect(self._on_stream)
+        engine_process.sig_engine_event.connect(self._on_engine_event)
         engine_process.sig_finished.connect(self._on_finished)
         engine_process.sig_generation_failed.connect(self._on_failed)
         engine_process.sig_generation_ended.connect(self._on_ended)
@@ -304,6 +305,11 @@ class Conversation(QObject):
                 self._on_round(event)
         if first and request.tokens and request.streaming:
             self._show_pending(request)  # the reply's first words show at once; the rest keeps the timer's pace
+
+    def _on_engine_event(self, event: object) -> None:
+        """Engine records without a signal of their own: a change of CPU threads goes to the status line."""
+        if isinstance(event, ThreadsEvent) and self._current(event.request_id) is not None:
+            self.sig_round_reason.emit(event.describe())
 
     def _on_token(self, event: TokenEvent) -> None:
         request = self._current(event.request_id)

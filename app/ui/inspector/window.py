@@ -107,7 +107,8 @@ class ReplyInspector(QDialog):
         if inspection.has_rounds:
             plain = inspection.plain
             time_caption = (f"Plain decoding: the plain rounds as they were, the others at {plain.token_s:.3f} s per "
-                            f"token ({plain.basis})." if plain else inspection.plain_missing)
+                            f"token ({plain.basis}). {plain.load_note}".rstrip() if plain
+                            else inspection.plain_missing)
             self._add_chart("rounds", charts.rounds_chart(inspection), 0, 0)
             self._add_chart("positions", charts.positions_chart(inspection), 0, 1)
             self._add_chart("time", charts.time_chart(inspection), 2, 0, time_caption)

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 
 from app.platform import paths
 from app.serve.key_store import saved_key
-from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, MAX_DRAFT
+from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, MAX_DRAFT, THREADS_AUTO, default_threads
 from app.engine.placement.devices import DeviceReport, list_devices
 from app.store import AppSettings, ChatSettings
 from app.ui.widgets.layouts import button_row
@@ -167,8 +167,12 @@ class AppSettingsDialog(QDialog):
 
         form = QFormLayout()
         self.threads = QSpinBox()
-        self.threads.setRange(1, max(64, os.cpu_count() or 1))
-        self.threads.setValue(settings.threads)
+        self.threads.setRange(THREADS_AUTO, max(64, os.cpu_count() or 1))
+        # Auto: the physical performance cores, fewer while another program keeps a core busy.
+        self.threads.setSpecialValueText(f"Auto ({default_threads()})")
+        self.threads.setValue(max(THREADS_AUTO, settings.threads))
+        self.threads.setToolTip("Auto uses the physical performance cores, and fewer while another program keeps "
+                                "a core busy. A number is used as it is, whatever the load.")
         form.addRow("CPU threads", self.threads)
         self.context_size = QSpinBox()
         self.context_size.setRange(512, 262144)

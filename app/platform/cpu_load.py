@@ -1,0 +1,73 @@
+"""How much of the CPU other programs take right now, from /proc (Linux; elsewhere nothing is known). No Qt.
+
+Programs at a lower priority (nice > 0) are left out: the kernel gives their time to us when we want it, so
+they slow us down little (issue 21's measurements).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Optional
+
+_PROC = Path("/proc")
+
+
+class CpuLoad:
+    """Samples other programs' CPU use. Any one thread at a time."""
+
+    def __init__(self, proc: Path = _PROC):
+        self._proc = proc
+        self._ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        self._last = self._sample()
+
+    @property
+    def available(self) -> bool:
+        return self._last is not None
+
+    def others_busy(self) -> Optional[float]:
+        """CPUs' worth of time other programs used since the last call (0.0 to the CPU count), or None when
+        unknown or when less than 50 ms passed (a tick is 10 ms: too coarse for less)."""
+        now = self._sample()
+        last = self._last
+        if now is None or last is None:
+            return None
+        wall = now[0] - last[0]
+        if wall < 0.05:
+            return None
+        self._last = now
+        busy = (now[1] - last[1]) - (now[2] - last[2])
+        return max(0.0, busy / self._ticks / wall)
+
+    def others_running(self) -> Optional[int]:
+        """Runnable tasks at this instant that are not this process's (None when unknown)."""
+        try:
+            running = next(int(line.split()[1]) for line in (self._proc / "stat").read_text().splitlines()
+                           if line.startswith("procs_running"))
+        except (OSError, StopIteration, ValueError, IndexError):
+            return None
+        own = 0
+        try:
+            for task in (self._proc / "self" / "task").iterdir():
+                try:
+                    stat = (task / "stat").read_text()
+                except OSError:
+                    continue
+                own += stat[stat.rfind(")") + 2:].startswith("R")
+        except OSError:
+            return None
+        return max(0, running - max(own, 1))
+
+    def _sample(self) -> Optional[tuple[float, int, int]]:
+        """(monotonic seconds, busy ticks of every CPU but niced time, this process's ticks)."""
+        try:
+            fields = (self._proc / "stat").read_text().split("\n", 1)[0].split()
+            # cpu user nice system idle iowait irq softirq steal ...
+            user, _nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[1:9])
+            own = (self._proc / "self" / "stat").read_text()
+            after_name = own[own.rfind(")") + 2:].split()
+            utime, stime = int(after_name[11]), int(after_name[12])  # fields 14 and 15 of proc(5)
+        except (OSError, ValueError, IndexError):
+            return None
+        return time.monotonic(), user + system + irq + softirq + steal, utime + stime
