@@ -20,9 +20,9 @@ def test_attached_files_follow_the_message_in_fenced_blocks(tiny_models, tmp_pat
         engine = build(args)  # the real engine on the synthetic models
         chat = engine.chat
 
-        def recording_chat(messages, config):
+        def recording_chat(messages, config, **kwargs):
             sent.append(messages)
-            return chat(messages, config)
+            return chat(messages, config, **kwargs)
 
         engine.chat = recording_chat
         return engine

@@ -66,7 +66,7 @@ def test_after_the_load_ends_choices_return_to_a_quiet_machines_within_a_few_doz
             _single(quiet, CPU_BATCH[1])
             _single(loaded, CPU_BATCH[1] * 70)
     agreeing = 0  # rounds in a row whose choice and stated expectation are the quiet machine's
-    for i in range(36):
+    for _ in range(36):
         a, b = _round(quiet), _round(loaded)
         same = (a.drafter, a.k) == (b.drafter, b.k) and abs(_expected_gain(a) - _expected_gain(b)) <= 0.05
         agreeing = agreeing + 1 if same else 0

@@ -119,9 +119,9 @@ def test_rounds_are_set_against_plain_time_measured_close_to_them_at_their_threa
     rounds = [at(plain_round(3.0), 2) for _ in range(6)]
     for _ in range(10):
         rounds += [at(ngram_round(2, 2, 0.08), 1), at(plain_round(0.03), 1)]
-    plain = inspect_reply(rounds).plain
+    plain = reply_inspection(rounds).plain
     # 10 drafts of 3 tokens at 0.03 s a token against their 0.08 s each: 0.1 s saved, not 10 x 3 x 3 s.
     assert plain.saved_s == pytest.approx(0.1)
     assert plain.verdict() == "saved 0.1 s (1.0x)"
     assert "CPU threads changed during this reply (2 → 1)" in plain.load_note
-    assert inspect_reply(ROUNDS).plain.load_note == ""
+    assert reply_inspection(ROUNDS).plain.load_note == ""

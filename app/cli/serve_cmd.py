@@ -75,7 +75,8 @@ def _options(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.cli.generate_cmd import build_engine, models_problem
+    from app.cli.generate_cmd import local_load_settings, local_model, models_problem
+    from app.engine.host.engine_factory import local_engine
     from app.serve.jobs import served_models, work_off
     from app.serve.requests import is_loopback
     from app.serve.server import ApiServer, ServeError
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        engine = build_engine(args)
+        engine = local_engine(*local_model(args), local_load_settings(args))
     except EngineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -30,7 +30,7 @@ _NOT_SAVED = ("load_warning",)
 # The ranges the settings dialog offers (app.ui.settings.dialog); a file's number outside them is not used.
 _INT_RANGES = {"threads": (THREADS_AUTO, 1024), "context_size": (1, 1 << 24),
                "target_gpu_layers": (GPU_LAYERS_AUTO, GPU_LAYERS_ALL),
-               "draft_gpu_layers": (GPU_LAYERS_AUTO, GPU_LAYERS_ALL)}
+               "draft_gpu_layers": (GPU_LAYERS_AUTO, GPU_LAYERS_ALL), "api_port": (1, 65535)}
 
 
 @dataclass

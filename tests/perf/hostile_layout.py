@@ -33,8 +33,12 @@ def _window_stalls(app, window, fake, probe) -> None:
     for name, reply in REPLIES.items():
         fake.reply = reply
         state = {"phase": "sending"}
-        window.conversation.sig_busy_changed.connect(lambda busy: state.update(phase="streaming" if busy else "shown"))
-        probe.start(lambda: state["phase"])
+
+        def on_busy(busy: bool, state: dict = state) -> None:
+            state.update(phase="streaming" if busy else "shown")
+
+        window.conversation.sig_busy_changed.connect(on_busy)
+        probe.start(lambda state=state: state["phase"])
         began = time.perf_counter()
         automation.send_and_wait(window, f"please write {name}", timeout_s=300)
         end = time.perf_counter() + 0.2

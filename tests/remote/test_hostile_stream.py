@@ -10,10 +10,12 @@ import pytest
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import FinishedEvent, TokenEvent
+from app.engine.host.wire import EngineEvents, GenerateReply, LoadModels, ReplyFailed
 from app.common.text import valid_text
 from app.engine.remote.chunks import parse_chunk
 from app.engine.remote.engine import RemoteEngine, remote_target
 from app.engine.remote.http import ConnectionDropped, display_url
+from app.engine.targets import target_of
 from tests.remote.fake_openai_server import FakeServer, Script, content_chunk
 from tests.remote.test_remote_worker_and_cli import _serve
 
@@ -76,11 +78,13 @@ def test_a_reply_that_outlasts_its_deadline_keeps_what_arrived():
 
 def test_the_engine_process_says_malformed_event_not_internal_error():
     with FakeServer(Script(chunks=[content_chunk("kept")], raw=[b'data: {"choices": [{"delta": 5}]}\n\n'])) as server:
-        sent = _serve([("load", 1, remote_target(server.url, "fake-model"), None, LoadSettings(n_ctx=1024)),
-                       ("generate", 2, [{"role": "user", "content": "hi"}], GenerationConfig())])
-    failed = next(m for m in sent if m[0] == "failed")
-    assert failed[2].startswith("The server at http://127.0.0.1:") and "sent a malformed event" in failed[2]
-    assert "".join(e.text for m in sent if m[0] == "stream" for e in m[1] if hasattr(e, "text")) == "kept"
+        sent = _serve([LoadModels(1, target_of(remote_target(server.url, "fake-model")), None,
+                                  LoadSettings(n_ctx=1024)),
+                       GenerateReply(2, ({"role": "user", "content": "hi"},), GenerationConfig())])
+    failed = next(m for m in sent if isinstance(m, ReplyFailed))
+    assert failed.message.startswith("The server at http://127.0.0.1:") and "sent a malformed event" in failed.message
+    assert "".join(e.text for m in sent if isinstance(m, EngineEvents) for e in m.events
+                   if isinstance(e, TokenEvent)) == "kept"
 
 
 def test_numbers_from_a_server_are_clamped_at_the_boundary():
@@ -115,13 +119,14 @@ def test_stop_in_the_window_s_engine_process_on_a_silent_server_needs_no_restart
         engine.sig_worker_died.connect(died.append)
         try:
             with qtbot.waitSignal(engine.sig_models_loaded, timeout=60000):
-                engine.request_load(1, remote_target(server.url, "fake-model"), None, LoadSettings(n_ctx=1024))
+                engine.request_load(1, target_of(remote_target(server.url, "fake-model")), None,
+                                    LoadSettings(n_ctx=1024))
             pid = engine.pid()
             with qtbot.waitSignal(engine.sig_generation_ended, timeout=60000) as ended:
                 engine.request_generate(2, [{"role": "user", "content": "hi"}], GenerationConfig())
                 qtbot.waitUntil(lambda: bool(streamed), timeout=60000)
                 engine.cancel(2)  # the server is silent now
-            assert ended.args == [2]
+            assert ended.args[0].request_id == 2
             # The stream ended in the engine process itself: it was not killed as stuck and restarted.
             assert engine.pid() == pid and not died
         finally:

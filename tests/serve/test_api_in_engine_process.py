@@ -7,7 +7,10 @@ import multiprocessing
 import threading
 
 from app.engine.config import GenerationConfig, LoadSettings
+from app.engine.host.wire import (ApiStateChanged, GenerateReply, LoadModels, ModelsLoaded, ReplyEnded, ServeApi,
+                                  Shutdown, WorkerReady)
 from app.engine.host.worker import _WorkerLoop, default_engine_factory
+from app.engine.targets import LocalModel
 from app.serve.engine_host import ApiServeSpec, ApiState
 from tests.serve.api_fixtures import DEADLINE_S, chat_body, client, stream_chunks, streamed_text
 
@@ -22,7 +25,7 @@ class _Window:
         self.loop = _WorkerLoop(worker_conn, self.cancelled, default_engine_factory, self.api_stopped)
         self.thread = threading.Thread(target=self._run, name="engine loop", daemon=True)
         self.thread.start()
-        assert self.next("ready")
+        assert self.next(WorkerReady)
 
     def _run(self) -> None:
         try:
@@ -30,16 +33,16 @@ class _Window:
         finally:
             self.loop.close()
 
-    def next(self, kind: str, where=lambda message: True) -> tuple:
-        """The next reply of `kind` that satisfies `where` (others are skipped)."""
+    def next(self, kind: type, where=lambda message: True):
+        """The next reply of type `kind` that satisfies `where` (others are skipped)."""
         while True:
-            assert self.conn.poll(DEADLINE_S), f"no {kind!r} reply"
+            assert self.conn.poll(DEADLINE_S), f"no {kind.__name__} reply"
             message = self.conn.recv()
-            if message[0] == kind and where(message):
+            if isinstance(message, kind) and where(message):
                 return message
 
     def close(self) -> None:
-        self.conn.send(("shutdown",))
+        self.conn.send(Shutdown())
         self.thread.join(DEADLINE_S)
         assert not self.thread.is_alive()
 
@@ -47,24 +50,24 @@ class _Window:
 def test_the_window_models_answer_the_api_and_stop_ends_a_request(tiny_models):
     window = _Window()
     try:
-        window.conn.send(("load", 1, str(tiny_models.target), str(tiny_models.draft),
-                          LoadSettings(n_ctx=2048, n_threads=1)))
-        window.next("loaded")
-        window.conn.send(("api", ApiServeSpec(port=0)))
-        state: ApiState = window.next("api")[1]
+        window.conn.send(LoadModels(1, LocalModel(tiny_models.target), tiny_models.draft,
+                                    LoadSettings(n_ctx=2048, n_threads=1)))
+        window.next(ModelsLoaded)
+        window.conn.send(ServeApi(ApiServeSpec(port=0)))
+        state: ApiState = window.next(ApiStateChanged).state
         assert state.url.startswith("http://127.0.0.1:") and not state.error
 
         with client() as http:
             assert [m["id"] for m in http.get(f"{state.url}/v1/models").json()["data"]] == ["tiny-target"]
         chunks = stream_chunks(state.url, chat_body("the cat and the dog", 20))
         assert streamed_text(chunks)
-        serving = window.next("api", lambda m: m[1].serving)[1]
+        serving = window.next(ApiStateChanged, lambda m: m.state.serving).state
         assert serving.model == "tiny-target"
-        assert window.next("api", lambda m: not m[1].serving)[1].answered == 1
+        assert window.next(ApiStateChanged, lambda m: not m.state.serving).state.answered == 1
 
         # The window's own reply still comes, between the API's.
-        window.conn.send(("generate", 2, [{"role": "user", "content": "hi"}], GenerationConfig(max_tokens=4)))
-        assert window.next("ended")[1] == 2
+        window.conn.send(GenerateReply(2, ({"role": "user", "content": "hi"},), GenerationConfig(max_tokens=4)))
+        assert window.next(ReplyEnded).request_id == 2
 
         # A long API reply, stopped from the window: the client sees the stream end, and the engine is free.
         with client() as http:
@@ -72,14 +75,14 @@ def test_the_window_models_answer_the_api_and_stop_ends_a_request(tiny_models):
             with http.stream("POST", f"{state.url}/v1/chat/completions", json=body) as response:
                 lines = response.iter_lines()
                 next(lines)
-                serving = window.next("api", lambda m: m[1].serving)[1]
+                serving = window.next(ApiStateChanged, lambda m: m.state.serving).state
                 window.api_stopped.value = serving.serving
                 rest = [line for line in lines if line.startswith("data: ")]
         assert len(rest) < 1500 and "stopped in the SpecChat window" in rest[-1]  # an error event says why
-        assert window.next("api", lambda m: not m[1].serving)[1].answered == 2
+        assert window.next(ApiStateChanged, lambda m: not m.state.serving).state.answered == 2
 
-        window.conn.send(("api", None))
-        assert window.next("api")[1] == ApiState()  # stopped listening
+        window.conn.send(ServeApi(None))
+        assert window.next(ApiStateChanged).state == ApiState()  # stopped listening
     finally:
         window.close()
 
@@ -87,13 +90,13 @@ def test_the_window_models_answer_the_api_and_stop_ends_a_request(tiny_models):
 def test_a_port_in_use_is_said_to_the_window(tiny_models):
     window = _Window()
     try:
-        window.conn.send(("api", ApiServeSpec(port=0)))
-        url = window.next("api")[1].url
+        window.conn.send(ServeApi(ApiServeSpec(port=0)))
+        url = window.next(ApiStateChanged).state.url
         port = int(url.rsplit(":", 1)[1])
         second = _Window()
         try:
-            second.conn.send(("api", ApiServeSpec(port=port)))
-            state = second.next("api")[1]
+            second.conn.send(ServeApi(ApiServeSpec(port=port)))
+            state = second.next(ApiStateChanged).state
             assert not state.url and state.error == f"Port {port} on 127.0.0.1 is in use; choose another port."
         finally:
             second.close()

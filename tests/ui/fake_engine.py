@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import threading
 import time
 from dataclasses import asdict
 from pathlib import Path

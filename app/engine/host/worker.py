@@ -169,7 +169,7 @@ class _WorkerLoop:
         `timeout` seconds (None: wait for ever)."""
         if self._side is None:
             return self._conn if timeout is None or self._conn.poll(timeout) else None
-        ready = wait([self._conn, self._side], timeout)
+        ready = wait([self._conn, self._side.fileno()], timeout)
         if self._conn in ready:
             return self._conn
         return self._side if ready else None
