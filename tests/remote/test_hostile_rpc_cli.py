@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from app.engine.config import LoadSettings
+from app.engine.host.wire import LoadFailed, LoadModels
+from app.engine.targets import LocalModel
 from tests.remote.fake_rpc_peer import MODES, FakeRpcPeer, client_version
 from tests.remote.test_remote_worker_and_cli import _serve
 
@@ -72,7 +74,7 @@ def test_ctrl_c_while_a_silent_worker_is_checked_is_a_clean_exit(tiny_models):
 
 def test_the_engine_process_load_with_a_silent_worker_fails_with_a_sentence(tiny_models):
     with FakeRpcPeer("silent") as peer:
-        sent = _serve([("load", 1, str(tiny_models.target), None,
-                        LoadSettings(n_ctx=256, n_threads=1, rpc_servers=(peer.endpoint,)))])
-    failed = next(m for m in sent if m[0] == "load_failed")
-    assert f"The RPC worker at {peer.endpoint} accepted the connection but did not answer" in failed[2]
+        sent = _serve([LoadModels(1, LocalModel(tiny_models.target), None,
+                                  LoadSettings(n_ctx=256, n_threads=1, rpc_servers=(peer.endpoint,)))])
+    failed = next(m for m in sent if isinstance(m, LoadFailed))
+    assert f"The RPC worker at {peer.endpoint} accepted the connection but did not answer" in failed.message
