@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import os
+import signal
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+# A shell that starts a job in the background (`cmd &`, as some CI runners do) starts it with SIGINT ignored, and an
+# ignored signal stays ignored in every child: the tests of Ctrl-C (the CLI's clean exit, a download kept for
+# resuming, the API server stopped by Ctrl-C) would then see nothing happen. Python's own handler is reset to the
+# default in each child, so installing it here gives them a Ctrl-C as a terminal would.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from pathlib import Path  # noqa: E402
 
