@@ -12,7 +12,7 @@ __all__ = ["GPU_LAYERS_ALL", "GPU_LAYERS_AUTO", "MAX_DRAFT", "DrafterChoice", "G
            "default_threads"]
 
 # What a request asks to draft with: "auto" (the draft model when one is loaded, n-gram lookup otherwise).
-DrafterChoice = Literal["auto", "model", "ngram"]
+DrafterChoice = Literal["auto", "model", "ngram", "history"]
 
 # The longest draft: verifying k drafted tokens decodes k + 1 rows with logits, and llama.cpp aborts the process
 # when one decode asks for more rows than the context was made for (n_outputs_max).
@@ -42,7 +42,8 @@ class GenerationConfig:
     min_p: float = 0.05
     seed: Optional[int] = None
     speculative: bool = True
-    # "auto": the draft model when one is loaded, n-gram prompt lookup otherwise; "model"; "ngram".
+    # "auto": the draft model when one is loaded, n-gram prompt lookup otherwise (history beside either); "model";
+    # "ngram"; "history" (fixed-length drafts from history, n-gram lookup where history has nothing).
     drafter: DrafterChoice = "auto"
     # None means "auto": the speculation controller picks k each round. An int fixes k (for experiments); it is
     # clamped to 0..MAX_DRAFT, so a value saved before the cap existed still runs.
@@ -54,6 +55,9 @@ class GenerationConfig:
     session: str = "default"
     # Write max_tokens tokens whatever the model says (benchmarks against llama.cpp's --ignore-eos).
     ignore_eos: bool = False
+    # Draft from the history of earlier prompts and replies (all chats, app.engine.speculation.history), and add
+    # this request's text to it when the reply is done. Off: neither.
+    history: bool = True
 
     def __post_init__(self) -> None:
         if self.draft_max is not None:

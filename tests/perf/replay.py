@@ -30,7 +30,7 @@ from app.engine.speculation.controller import MAX_K, AutoController
 from app.engine.speculation.costs import CostTable
 from app.engine.speculation.drafters import NgramDrafter
 from app.engine.speculation.policy import agreement
-from app.engine.speculation.rounds import ngram_tokens, observe_round, plan_round
+from app.engine.speculation.rounds import copy_tokens, observe_round, plan_round
 
 RECORDING = Path(__file__).with_name("replies-qwen2.5-coder-1.5b.json")
 HELD_OUT = Path(__file__).with_name("replies-edits-qwen2.5-coder-1.5b.json")
@@ -74,14 +74,14 @@ def replay(rec: Recording, name: str, make_policy: Callable[[CostTable], AutoCon
     while emitted < len(reply):
         k_max = MAX_TOKENS - emitted - 1
         # The decoder's own round bookkeeping (app.engine.speculation.rounds); only verifying is replaced by the recording.
-        plan, proposal = plan_round(policy, prompt + reply[:emitted], k_max, speculative=True, ngram=drafter,
-                                    has_model=False)
-        draft = ngram_tokens(plan, proposal)
+        plan, proposals = plan_round(policy, prompt + reply[:emitted], k_max, speculative=True, ngram=drafter,
+                                     has_model=False)
+        draft = copy_tokens(plan, proposals)
         accepted = agreement(draft, reply[emitted:])
         kept = reply[emitted: emitted + accepted + 1]
         seconds = rec.cost(len(draft) + 1)
         spent += seconds
-        observe_round(policy, plan, proposal, len(draft), accepted, 0.0, seconds, kept)
+        observe_round(policy, plan, proposals, len(draft), accepted, 0.0, seconds, kept)
         emitted += len(kept)
     return len(reply) * rec.cost(1) / spent
 

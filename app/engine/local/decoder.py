@@ -20,7 +20,8 @@ from app.engine.errors import PromptTooLongError
 from app.engine.events import EngineEvent, FinishedEvent, GenerationStats, RoundEvent, TokenEvent, decode_speed
 from app.engine.local.llama_model import LoadedModel
 from app.engine.speculation.policy import SpeculationPolicy
-from app.engine.speculation.rounds import ngram_tokens, observe_round, plan_round
+from app.engine.speculation.history import HistoryDrafter
+from app.engine.speculation.rounds import copy_tokens, observe_round, plan_round
 from app.engine.local.sampling import Sampler, accept_or_resample
 from app.engine.local.text_stream import TextStream
 
@@ -74,12 +75,14 @@ def generate(
     *,
     draft_model: Optional[ModelDrafter] = None,
     ngram: Optional[NgramDrafter] = None,
+    past: Optional[HistoryDrafter] = None,
     cancel: Optional[threading.Event] = None,
     request_id: int = 0,
     on_history: Optional[Callable[[list[int]], None]] = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> Iterator[EngineEvent]:
     """Yield token and round events, then one FinishedEvent. `on_history` receives prompt + kept tokens at the end.
+    `past` drafts from earlier requests' text (the history drafter), `ngram` from this request's.
 
     Raises PromptTooLongError before any work if the prompt cannot fit with room for one new token.
     """
@@ -121,14 +124,14 @@ def generate(
             stop_reason = "context_full"
             break
         k_max = max(0, min(room - 1, config.max_tokens - emitted - 1, MAX_DRAFT))
-        plan, proposal = plan_round(policy, history, k_max, speculative=config.speculative, ngram=ngram,
-                                    has_model=draft_model is not None)
+        plan, proposals = plan_round(policy, history, k_max, speculative=config.speculative, ngram=ngram,
+                                     has_model=draft_model is not None, past=past)
 
         t_draft = clock()
         if plan.drafter == "model" and plan.k > 0 and draft_model is not None:
             draft = draft_model.propose(history, plan.k, sampler, rng, config.draft_p_min, cancel)
-        elif plan.drafter == "ngram" and plan.k > 0:
-            draft = Draft(tokens=ngram_tokens(plan, proposal), source="ngram")
+        elif plan.drafter in ("ngram", "history") and plan.k > 0:
+            draft = Draft(tokens=copy_tokens(plan, proposals), source=plan.drafter)
         else:
             draft = Draft(source="none")
         t_verify = clock()
@@ -137,7 +140,7 @@ def generate(
         accepted, own_token = verify(target, draft, sampler, rng)
         t_done = clock()
         kept = [*draft.tokens[:accepted], own_token]
-        observe_round(policy, plan, proposal, len(draft.tokens), accepted, t_verify - t_draft, t_done - t_verify,
+        observe_round(policy, plan, proposals, len(draft.tokens), accepted, t_verify - t_draft, t_done - t_verify,
                       kept)
         round_index = tally.rounds
         tally.add(len(draft.tokens), accepted)

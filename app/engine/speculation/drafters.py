@@ -26,6 +26,8 @@ class Draft:
     # For n-gram proposals: how many trailing tokens matched. Longer matches are more often right.
     # 0 with tokens: a guess that copying resumes after an edit, not a match of the last tokens.
     match_len: int = 0
+    # For history proposals: the product of the shares of past copies that went on with each drafted token.
+    confidence: float = 1.0
 
 
 class NgramDrafter:
