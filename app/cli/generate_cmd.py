@@ -11,6 +11,7 @@ from app.cli.checks import UsageError, check_text, model_problem, read_text_file
 from app.engine.errors import EngineError
 from app.engine.placement.rpc import parse_endpoints
 from app.engine.remote.server_keys import ENV_VAR as ENV_API_KEY
+from app.engine.speculation.history_file import CLI_SESSION
 
 
 def register(subparsers) -> None:
@@ -45,6 +46,13 @@ def register(subparsers) -> None:
     source.add_argument("--prompt-file", metavar="FILE", help="like --prompt, the text read from a UTF-8 file")
     source.add_argument("--chat", help="a user message, formatted with the model's chat template")
     p.add_argument("--system", default=None, help="system prompt for --chat")
+    p.add_argument("--history", action="store_true",
+                   help="draft from the history of earlier replies where it has a proposal, by n-gram lookup "
+                   "elsewhere (with --draft-max K: fixed drafts of K from it). --ngram and --draft use history "
+                   "too when auto finds it pays")
+    p.add_argument("--no-history", action="store_true",
+                   help="neither draft from the history of earlier replies (all chats and earlier generate runs, "
+                   "kept in the data folder) nor add this reply to it")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object with text, tokens (each with its drafter and round), rounds (what "
                    "was proposed, refused ones included, and kept) and stats")
@@ -135,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
             if args.server:
                 raise UsageError("--rpc spreads a local --target; a --server runs its model itself")
             parse_endpoints(args.rpc)
+        if not problem and args.history and (args.draft or args.no_history or args.server):
+            problem = "--history drafts from history alone: leave out --draft, --no-history and --server"
         if not problem and args.server:
             _server_key(args)  # a bad --api-key-file is a usage error
         if problem:
@@ -142,11 +152,12 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, UsageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    speculative = bool(args.draft or args.ngram or args.server)
+    speculative = bool(args.draft or args.ngram or args.history or args.server)
     config = GenerationConfig(
         max_tokens=args.max_tokens, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
         min_p=args.min_p, seed=args.seed, speculative=speculative,
-        drafter="model" if args.draft else "ngram", draft_max=draft_max, draft_p_min=args.draft_p_min,
+        drafter="model" if args.draft else "history" if args.history else "ngram", draft_max=draft_max, draft_p_min=args.draft_p_min,
+        history=not args.no_history, session=CLI_SESSION,
     )
     try:
         engine = build_engine(args)

@@ -47,6 +47,8 @@ class AppSettings:
     # llama.cpp RPC workers ("host:port") the target is spread over; no authentication, trusted networks only.
     rpc_workers: list[str] = field(default_factory=list)
     scan_hf_cache: bool = True
+    # Draft from earlier prompts and replies across chats, and add each reply to them (the history drafter).
+    history_drafting: bool = True
     # Why the file could not be used as it was, in words for the user; None when it loaded cleanly.
     load_warning: str | None = field(default=None, compare=False, repr=False)
 

@@ -13,18 +13,20 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont
 
-from app.replies.inspector_data import ANY_DRAFTER, DRAFTER_NAMES, MODEL, NGRAM, PLAIN, ReplyInspection
+from app.replies.inspector_data import ANY_DRAFTER, DRAFTER_NAMES, DRAFTERS, HISTORY, MODEL, NGRAM, PLAIN, \
+    ReplyInspection
 from app.ui.widgets import style
 
 # The two drafters, told apart in every chart by the transcript's own pair of highlights (the Okabe-Ito palette's
 # sky blue and orange, distinct under the common colour-vision deficiencies), opaque here.
 MODEL_COLOR = "#{:02x}{:02x}{:02x}".format(*style.DRAFT_MODEL_RGBA[:3])
 NGRAM_COLOR = "#{:02x}{:02x}{:02x}".format(*style.NGRAM_RGBA[:3])
+HISTORY_COLOR = "#{:02x}{:02x}{:02x}".format(*style.HISTORY_RGBA[:3])
 PLAIN_COLOR = "#9ca3af"
 ANY_COLOR = "#CC79A7"  # histogram bars from stats alone, which do not say who drafted (Okabe-Ito reddish purple)
 REFUSED_ALPHA = 70  # drafted-but-refused shows as a pale bar behind the kept one
 
-COLORS = {MODEL: MODEL_COLOR, NGRAM: NGRAM_COLOR, PLAIN: PLAIN_COLOR, ANY_DRAFTER: ANY_COLOR}
+COLORS = {MODEL: MODEL_COLOR, NGRAM: NGRAM_COLOR, HISTORY: HISTORY_COLOR, PLAIN: PLAIN_COLOR, ANY_DRAFTER: ANY_COLOR}
 LEGEND_NAMES = {**DRAFTER_NAMES, ANY_DRAFTER: "drafted (drafter not recorded)"}
 
 pg.setConfigOptions(antialias=True)
@@ -88,7 +90,7 @@ def _bars(plot: Chart, key: str, x: list[float], heights: list[float], width: fl
 def rounds_chart(inspection: ReplyInspection) -> Chart:
     """Every round as a bar: drafted (pale) behind kept (solid), in its drafter's colour; plain rounds are gaps."""
     plot = _new_plot("Each round: drafted (pale) and kept", "round (gaps are plain rounds)", "tokens")
-    for drafter in (MODEL, NGRAM):
+    for drafter in DRAFTERS:
         bars = [bar for bar in inspection.bars if bar.drafter == drafter and bar.drafted]
         x = [bar.index + 1 for bar in bars]
         _bars(plot, f"{drafter}:drafted", x, [bar.drafted for bar in bars], 0.8, _color(drafter, REFUSED_ALPHA),
@@ -105,7 +107,7 @@ def rounds_chart(inspection: ReplyInspection) -> Chart:
 def positions_chart(inspection: ReplyInspection) -> Chart:
     """Acceptance by draft position: the share of rounds that drafted at least i tokens whose i-th was kept."""
     plot = _new_plot("Kept by draft position", "position in the draft", "kept (% of rounds reaching it)")
-    drafters = [d for d in (MODEL, NGRAM) if any(p.drafter == d for p in inspection.positions)]
+    drafters = [d for d in DRAFTERS if any(p.drafter == d for p in inspection.positions)]
     width = 0.8 / max(1, len(drafters))
     for n, drafter in enumerate(drafters):
         points = [p for p in inspection.positions if p.drafter == drafter]
@@ -143,7 +145,7 @@ def histogram_chart(inspection: ReplyInspection) -> Chart:
     plot = _new_plot("Draft lengths", "tokens drafted in the round", "rounds")
     lengths = sorted(inspection.histogram)
     stacked = {length: 0 for length in lengths}
-    for drafter in (PLAIN, MODEL, NGRAM, ANY_DRAFTER):
+    for drafter in (PLAIN, *DRAFTERS, ANY_DRAFTER):
         rows = [(length, inspection.histogram[length].get(drafter, 0)) for length in lengths]
         rows = [(length, count) for length, count in rows if count]
         _bars(plot, f"{drafter}:histogram", [length for length, _ in rows],

@@ -181,6 +181,13 @@ class AppSettingsDialog(QDialog):
         form.addRow("GPU layers, draft", self.draft_gpu_layers)
         layout.addLayout(form)
         layout.addWidget(_hint("Changing these reloads the models. Chats are kept in " f"{paths.database_path()}."))
+        self.history_drafting = QCheckBox("Draft from the history of earlier replies (all chats)")
+        self.history_drafting.setChecked(settings.history_drafting)
+        self.history_drafting.setToolTip(
+            "Earlier prompts and replies are kept on this computer, within 64 MB, so a reply that repeats one "
+            "(Regenerate, the same code again) is written faster. Deleting a chat removes its text. Off: nothing "
+            "is read from it or added to it.")
+        layout.addWidget(self.history_drafting)
 
         layout.addSpacing(8)
         layout.addWidget(QLabel("<b>Devices</b>"))
@@ -226,6 +233,7 @@ class AppSettingsDialog(QDialog):
             self._original,
             model_folders=[self.folders.item(i).text() for i in range(self.folders.count())],
             scan_hf_cache=self.scan_hf_cache.isChecked(),
+            history_drafting=self.history_drafting.isChecked(),
             threads=self.threads.value(),
             context_size=self.context_size.value(),
             target_gpu_layers=self.target_gpu_layers.value(),

@@ -14,7 +14,7 @@ from app.store.provenance import RoundRecord
 from app.ui.widgets import style
 from app.ui.transcript.format import GHOST_PROPERTY, GHOST_ROUNDS_PROPERTY, MESSAGE_PROPERTY, PROVENANCE_PROPERTY
 
-HIGHLIGHTED = ("draft", "ngram")
+HIGHLIGHTED = ("draft", "ngram", "history")
 
 
 def fragments(document: QTextDocument, start: int = 0, end: Optional[int] = None) -> Iterator[QTextFragment]:

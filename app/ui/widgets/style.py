@@ -15,11 +15,12 @@ SIDEBAR = "#f7f7f8"
 USER_BUBBLE = "#f1f5f9"
 CODE_BACKGROUND = "#f6f8fa"
 INLINE_CODE_BACKGROUND = "#eef1f4"
-# Kept draft tokens, by who drafted them: Okabe-Ito sky blue for the draft model and orange for n-gram copies, a
-# pair that stays apart under every common colour-vision deficiency. Translucent, so the text keeps its contrast on
+# Kept draft tokens, by who drafted them: Okabe-Ito sky blue for the draft model, orange for n-gram copies and
+# bluish green for history (earlier replies), colours that stay apart under every common colour-vision deficiency. Translucent, so the text keeps its contrast on
 # white, on code blocks and on a dark background alike.
 DRAFT_MODEL_RGBA = (86, 180, 233, 100)
 NGRAM_RGBA = (230, 159, 0, 100)
+HISTORY_RGBA = (0, 158, 115, 90)
 # Refused proposals shown inline: faint, struck through.
 GHOST_TEXT_RGBA = (107, 114, 128, 150)
 ERROR = "#b91c1c"
@@ -37,12 +38,19 @@ def ngram_color() -> QColor:
     return QColor(*NGRAM_RGBA)
 
 
+def history_color() -> QColor:
+    """The highlight of tokens drafted from the history of earlier replies and kept by the target."""
+    return QColor(*HISTORY_RGBA)
+
+
 def origin_color(origin: str) -> QColor | None:
     """The highlight of a token by its origin; None for the target's own tokens."""
     if origin == "draft":
         return draft_color()
     if origin == "ngram":
         return ngram_color()
+    if origin == "history":
+        return history_color()
     return None
 
 
