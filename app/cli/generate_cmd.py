@@ -109,7 +109,9 @@ def _server_key(args: argparse.Namespace) -> str | None:
     return api_key_for(args.server)
 
 
-def build_engine(args: argparse.Namespace):
+def build_engine(args: argparse.Namespace, history_file=None):
+    """The engine `args` asks for, models loaded. `history_file`: the history drafter's file (the data folder's
+    by default)."""
     from app.engine.config import LoadSettings, default_threads
     from app.engine.local.engine import SpecEngine
 
@@ -123,7 +125,7 @@ def build_engine(args: argparse.Namespace):
 
     rpc_servers = parse_endpoints(args.rpc) if getattr(args, "rpc", "") else ()
     engine = SpecEngine(LoadSettings(n_ctx=args.ctx, n_threads=args.threads or default_threads(),
-                                     rpc_servers=rpc_servers))
+                                     rpc_servers=rpc_servers), history_file=history_file)
     engine.load_target(args.target)
     if getattr(args, "draft", None):
         engine.load_draft(args.draft)

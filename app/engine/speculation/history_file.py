@@ -39,6 +39,7 @@ class HistoryFile:
         self.path = Path(path) if path is not None else history_path()
         self.max_bytes = max_bytes
         self.problem = ""
+        self.read_only = False  # drafts from what is there, adds nothing (a benchmark's second pass)
 
     @contextlib.contextmanager
     def _connect(self) -> Iterator[Optional[sqlite3.Connection]]:
@@ -68,7 +69,7 @@ class HistoryFile:
 
     def add(self, session: str, text: str) -> int:
         """Keep a text; returns its id (-1 when history is off). The oldest texts go when the file is full."""
-        if not text:
+        if not text or self.read_only:
             return -1
         with self._connect() as conn:
             if conn is None:
