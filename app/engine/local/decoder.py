@@ -129,7 +129,8 @@ def generate(
 
         t_draft = clock()
         if plan.drafter == "model" and plan.k > 0 and draft_model is not None:
-            draft = draft_model.propose(history, plan.k, sampler, rng, config.draft_p_min, cancel)
+            draft = draft_model.propose(history, plan.k, sampler, rng, config.draft_p_min, cancel,
+                                        stop_below=plan.stop_below)
         elif plan.drafter in ("ngram", "history") and plan.k > 0:
             draft = Draft(tokens=copy_tokens(plan, proposals), source=plan.drafter)
         else:

@@ -90,6 +90,12 @@ _COPY_PRIORS = {"ngram": _NGRAM_PRIOR, "history": _HISTORY_PRIOR}
 # Calibration before any draft: decayed sums (accepted, expected) as if two tokens had gone as expected.
 _NO_CALIBRATION = (2.0, 2.0)
 _CALIBRATION_FADE = 0.95  # per round without a draft: 14 such rounds halve what one refused draft did
+# Where a draft model's draft stops by its own confidence (drafters.acceptance_bound), per chat: raised after a
+# draft the target refused past its first token (it should have stopped sooner), lowered after one that stopped
+# early and was kept whole (it could have gone on).
+STOP_BELOW_START = 0.3
+STOP_BELOW_STEP = 0.03
+STOP_BELOW_RANGE = (0.0, 0.9)
 
 
 def _match_bucket(match_len: int) -> int:
@@ -174,6 +180,7 @@ class AutoController:
         self._paused_rounds = 0
         self._probing = False
         self.online = OnlineCosts(costs)
+        self.stop_below = STOP_BELOW_START
         # Decayed sums of (accepted, expected) per drafter.
         self._calibration = {"ngram": _NO_CALIBRATION, "history": _NO_CALIBRATION, "model": _NO_CALIBRATION}
 
@@ -255,7 +262,8 @@ class AutoController:
             if rate > plain_rate:
                 self._paused_rounds = 0
                 return Plan(source, k, f"{source} draft of {k}: expected {rate / plain_rate:.2f}x plain",
-                            copies[source][1] if source in copies else 0, accepted, kind="draft")
+                            copies[source][1] if source in copies else 0, accepted, kind="draft",
+                            stop_below=self.stop_below if source == "model" else 0.0)
         return self._paused(k_max, copies, use_model, plain_rate)
 
     def _paused(self, k_max: int, copies: dict[str, tuple[int, int]], use_model: bool, plain_rate: float) -> Plan:
@@ -308,6 +316,7 @@ class AutoController:
             self._probe_gap = self.probe_every if paid else min(self._probe_gap * 2, MAX_PROBE_GAP)
         if drafted and plan.drafter == "model":
             self.model.observe(drafted, accepted)
+            self._adapt_stop(plan, drafted, accepted)
         if drafted and plan.expected > 0 and plan.drafter in self._calibration:
             was_accepted, was_expected = self._calibration[plan.drafter]
             self._calibration[plan.drafter] = (0.9 * was_accepted + accepted, 0.9 * was_expected + plan.expected)
@@ -321,6 +330,15 @@ class AutoController:
                     _CALIBRATION_FADE * was_expected + (1 - _CALIBRATION_FADE) * _NO_CALIBRATION[1],
                 )
         self.online.observe(drafted, verify_s, draft_s if plan.drafter == "model" else 0.0)
+
+    def _adapt_stop(self, plan: Plan, drafted: int, accepted: int) -> None:
+        if not plan.stop_below:
+            return
+        low, high = STOP_BELOW_RANGE
+        if 0 < accepted < drafted:
+            self.stop_below = min(high, self.stop_below + STOP_BELOW_STEP)
+        elif accepted == drafted < plan.k:
+            self.stop_below = max(low, self.stop_below - STOP_BELOW_STEP)
 
     def observe_proposal(self, match_len: int, proposal: Sequence[int], produced: Sequence[int],
                          source: str = "ngram") -> None:
