@@ -21,6 +21,7 @@ from typing import Callable, Optional
 
 from app.engine.config import GenerationConfig
 from app.engine.events import FinishedEvent
+from app.engine.speculation.drafters import NgramDrafter
 
 
 @dataclass
@@ -84,7 +85,8 @@ def modes_for(has_draft: bool, ngram: bool, k: int, kinds: Optional[set[str]] = 
     if has_draft:
         modes[f"draft k={k}"] = dict(drafter="model", draft_max=k)
     if ngram or not has_draft:
-        modes[f"ngram k={k}"] = dict(drafter="ngram", draft_max=k)
+        # As much evidence as llama.cpp's ngram-simple asks for (a fixed length has no estimates to go by).
+        modes[f"ngram k={k}"] = dict(drafter="ngram", draft_max=k, ngram_min_match=NgramDrafter.FIXED_MIN_MATCH)
     if history:
         modes[f"history k={k}"] = dict(drafter="history", draft_max=k)
     modes["auto"] = dict(drafter="auto" if has_draft else "ngram", draft_max=None)

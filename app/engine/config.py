@@ -48,6 +48,8 @@ class GenerationConfig:
     # None means "auto": the speculation controller picks k each round. An int fixes k (for experiments); it is
     # clamped to 0..MAX_DRAFT, so a value saved before the cap existed still runs.
     draft_max: Optional[int] = None
+    # With a fixed draft_max: n-gram drafts only where the last this-many tokens recur unbroken (0: any match).
+    ngram_min_match: int = 0
     # The draft model stops drafting when its top probability falls below this.
     draft_p_min: float = 0.0
     # Whose acceptance statistics the auto controller learns from and uses: one conversation's text predicts

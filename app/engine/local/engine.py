@@ -357,7 +357,7 @@ class SpecEngine:
         policy = self._policy_for(config, session)
         use_model = self.draft is not None and config.drafter in ("auto", "model")
         use_ngram = config.drafter in ("auto", "ngram", "history") or not use_model
-        self._ngram.min_match = NgramDrafter.FIXED_MIN_MATCH if config.draft_max is not None else 0
+        self._ngram.min_match = config.ngram_min_match if config.draft_max is not None else 0
         past = self._history if config.history and config.speculative else None
         if past is not None:
             past.refresh()  # what other processes added, or forgot when a chat was deleted

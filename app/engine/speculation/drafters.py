@@ -46,16 +46,17 @@ class NgramDrafter:
     RESUME_BELOW = 4  # a match shorter than this may be a copy that was just interrupted by an edit
     RESUME_AFTER = 8  # ...if the text before the edit had matched at least this many tokens
     SLOT_MATCH = 3  # a lookup this confident that still missed marks a slot
-    # Fixed-length drafting has no acceptance estimates to tell a copy from a coincidence, so it drafts only where
-    # the last FIXED_MIN_MATCH tokens recur unbroken (llama.cpp's ngram-simple asks for 12; on the recorded suite
-    # 8 kept more of what it drafted than 12 did, and drafted more: docs/performance.md).
-    FIXED_MIN_MATCH = 8
+    # Fixed-length drafting has no acceptance estimates to tell a copy from a coincidence; the bench's fixed n-gram
+    # mode drafts only where the last FIXED_MIN_MATCH tokens recur unbroken, the evidence llama.cpp's ngram-simple
+    # asks for; stopping at slots and control tokens and applying renames then keep at least as much as it does
+    # (docs/performance.md).
+    FIXED_MIN_MATCH = 12
 
     def __init__(self, n_min: int = 2, n_max: int = 4, is_control: Optional[Callable[[int], bool]] = None):
         self.n_min = n_min
         self.n_max = n_max
-        # Proposals need an unbroken match of at least this many tokens (FIXED_MIN_MATCH for fixed-length
-        # drafting; 0 for auto, which scores every proposal and learns which matches pay).
+        # Proposals need an unbroken match of at least this many tokens (GenerationConfig.ngram_min_match with a
+        # fixed draft length; always 0 for auto, which scores every proposal and learns which matches pay).
         self.min_match = 0
         self._is_control = is_control or (lambda token: False)
         # Positions a copy stops before:
