@@ -158,7 +158,8 @@ def run(args: argparse.Namespace) -> int:
     config = GenerationConfig(
         max_tokens=args.max_tokens, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
         min_p=args.min_p, seed=args.seed, speculative=speculative,
-        drafter="model" if args.draft else "history" if args.history else "ngram", draft_max=draft_max, draft_p_min=args.draft_p_min,
+        drafter="model" if args.draft else "history" if args.history else "ngram", draft_max=draft_max,
+        draft_p_min=args.draft_p_min,
         history=not args.no_history, session=CLI_SESSION,
     )
     try:

@@ -174,8 +174,8 @@ def _round_columns(rounds: list[RoundRecord]) -> dict[str, Any]:
         try:
             drafters.append(_DRAFTER_TO_CODE[record.drafter])
         except KeyError:
-            raise ValueError(f"a round's drafter must be 'model', 'ngram', 'history' or 'none', not {record.drafter!r}") \
-                from None
+            raise ValueError(f"a round's drafter must be 'model', 'ngram', 'history' or 'none', "
+                             f"not {record.drafter!r}") from None
         if not all(_is_int(t) for t in record.proposed) or not all(isinstance(t, str) for t in record.proposed_text):
             raise TypeError("a round's proposed tokens must be ids and their texts strings")
         if not (_is_int(record.k) and _is_int(record.kept) and _is_int(record.own) and isinstance(record.own_text, str)

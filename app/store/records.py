@@ -72,7 +72,8 @@ class Chat:
 class Message:
     """A snapshot of one message.
 
-    `tokens` is the reply's per-token provenance, [(text, "target" | "draft" | "ngram" | "history"), ...], or None when there is none
+    `tokens` is the reply's per-token provenance, [(text, "target" | "draft" | "ngram" | "history"), ...], or None
+    when there is none
     (user and system messages, or an assistant reply whose text was edited afterwards). `stats` is
     GenerationStats.to_dict() of the generation that produced it.
     """

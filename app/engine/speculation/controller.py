@@ -342,7 +342,8 @@ class AutoController:
 
     def observe_proposal(self, match_len: int, proposal: Sequence[int], produced: Sequence[int],
                          source: str = "ngram") -> None:
-        """Score a copying drafter's proposal (n-gram or history) against the tokens the round actually produced, whether or not it was drafted.
+        """Score a copying drafter's proposal (n-gram or history) against the tokens the round actually produced,
+        whether or not it was drafted.
 
         Proposals cost nothing to make, so every round is evidence about them: speculation that is paused still
         learns that the reply has started copying its input, with no probing, and one unlucky draft cannot keep

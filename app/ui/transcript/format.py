@@ -16,8 +16,8 @@ from app.store.provenance import RoundRecord
 from app.replies.stats import format_stats, model_label, stats_from_dict  # noqa: F401  (used by the window too)
 from app.store import Message
 
-# Char-format properties. The origin of a reply's character ("target", "draft", "ngram", "history"), and the background it has
-# without highlighting.
+# Char-format properties. The origin of a reply's character ("target", "draft", "ngram", "history"), and the
+# background it has without highlighting.
 PROVENANCE_PROPERTY = QTextFormat.Property.UserProperty + 1
 BASE_BACKGROUND_PROPERTY = QTextFormat.Property.UserProperty + 2
 # The key of the message a character belongs to (its id; STREAM_KEY while it streams), and its token's round: the

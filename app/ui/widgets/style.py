@@ -16,8 +16,8 @@ USER_BUBBLE = "#f1f5f9"
 CODE_BACKGROUND = "#f6f8fa"
 INLINE_CODE_BACKGROUND = "#eef1f4"
 # Kept draft tokens, by who drafted them: Okabe-Ito sky blue for the draft model, orange for n-gram copies and
-# bluish green for history (earlier replies), colours that stay apart under every common colour-vision deficiency. Translucent, so the text keeps its contrast on
-# white, on code blocks and on a dark background alike.
+# bluish green for history (earlier replies), colours that stay apart under every common colour-vision deficiency.
+# Translucent, so the text keeps its contrast on white, on code blocks and on a dark background alike.
 DRAFT_MODEL_RGBA = (86, 180, 233, 100)
 NGRAM_RGBA = (230, 159, 0, 100)
 HISTORY_RGBA = (0, 158, 115, 90)
