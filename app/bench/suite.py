@@ -108,7 +108,7 @@ def run_suite(
     progress: Callable[[str], None] = lambda line: None,
     kinds: Optional[set[str]] = None,
     history: bool = False,
-    on_reply: Callable[[BenchPrompt, str], None] = lambda prompt, text: None,
+    on_reply: Callable[[BenchPrompt, str], object] = lambda prompt, text: None,
 ) -> dict[str, dict[str, ModeResult]]:
     """Every prompt in every mode, `repeats` times. `on_reply` gets each prompt's first plain reply."""
     modes = modes_for(engine.draft is not None, ngram, k, kinds, history)

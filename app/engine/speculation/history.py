@@ -24,6 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
+from app.engine.events import Drafter
 from app.engine.speculation.drafters import Draft
 
 HISTORY_MEMORY_BYTES = 64 * 1024 * 1024
@@ -62,7 +63,7 @@ def _key_of(last: Sequence[int]) -> int:
 class HistoryDrafter:
     """Proposes what followed the last tokens in earlier texts. Call from the inference thread only."""
 
-    name = "history"
+    name: Drafter = "history"
     MAX_MATCH = 32  # matches are measured up to this many tokens back
     CANDIDATES = 256  # past places examined per lookup, the most recent first
     MIN_CONFIDENCE = 0.35  # the walk stops when the product of its frequencies falls below this

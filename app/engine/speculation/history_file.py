@@ -76,16 +76,17 @@ class HistoryFile:
                 return -1
             row = conn.execute("INSERT INTO texts (session, text, used) VALUES (?, ?, ?)",
                                (session, text, time.time()))
+            text_id = row.lastrowid if row.lastrowid is not None else -1
             total = conn.execute("SELECT coalesce(sum(length(text)), 0) FROM texts").fetchone()[0]
             if total > self.max_bytes:
                 excess = total - self.max_bytes
-                for text_id, size in conn.execute("SELECT id, length(text) FROM texts ORDER BY used, id").fetchall():
-                    if excess <= 0 or text_id == row.lastrowid:
+                for old_id, size in conn.execute("SELECT id, length(text) FROM texts ORDER BY used, id").fetchall():
+                    if excess <= 0 or old_id == text_id:
                         break
-                    conn.execute("DELETE FROM texts WHERE id = ?", (text_id,))
+                    conn.execute("DELETE FROM texts WHERE id = ?", (old_id,))
                     excess -= size
             conn.execute("UPDATE changes SET n = n + 1")
-            return int(row.lastrowid)
+            return text_id
         return -1
 
     def forget(self, session: str) -> None:
