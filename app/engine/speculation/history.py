@@ -101,9 +101,11 @@ class HistoryDrafter:
         self._starts = np.append(self._starts, start)
         self._starts_keys.append(key)
         self._segments.append(_sorted(*_keys(self._tokens, document.start, document.end)))
-        if len(self) > self.max_tokens:
-            while len(self) > self.max_tokens and len(self._documents) > 1:
-                self._documents.popitem(last=False)
+        held = len(self)
+        if held > self.max_tokens:
+            while held > self.max_tokens and len(self._documents) > 1:
+                _, gone = self._documents.popitem(last=False)
+                held -= gone.end - gone.start
             self._rebuild()
         elif len(self._segments) > _MAX_SEGMENTS:
             keys = np.concatenate([s[0] for s in self._segments])
