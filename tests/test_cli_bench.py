@@ -59,14 +59,32 @@ def test_llama_cpp_runs_the_same_modes_at_the_same_k(tiny_models, tmp_path, caps
                  "--threads", "1", "--k", "3", "--llama-spec", str(fake)])
     assert code == 0
     calls = (tmp_path / "llama-speculative-simple.calls").read_text().splitlines()
-    assert len(calls) == 2
-    draft_call, ngram_call = sorted(calls, key=lambda c: "ngram-simple" in c)
-    assert "-md" in draft_call.split() and "draft-simple" in draft_call
-    assert "-md" not in ngram_call.split() and "--spec-draft-n-max 3" in ngram_call
+    assert len(calls) == 4
+    by_type = {call.split("--spec-type ")[1].split()[0]: call for call in calls}
+    assert set(by_type) == {"draft-simple", "ngram-simple", "ngram-mod", "ngram-map-k"}
+    assert "-md" in by_type["draft-simple"].split()
+    assert "-md" not in by_type["ngram-simple"].split() and "--spec-draft-n-max 3" in by_type["ngram-simple"]
+    # ngram-mod and ngram-map-k choose their own draft lengths.
+    assert "--spec-draft-n-max" not in by_type["ngram-mod"] and "--spec-draft-n-max" not in by_type["ngram-map-k"]
     out = capsys.readouterr().out
-    assert "llama.cpp draft k=3" in out and "llama.cpp ngram k=3" in out
+    assert "llama.cpp draft k=3" in out and "llama.cpp ngram k=3" in out and "llama.cpp ngram-mod" in out
     assert "ours/llama.cpp, ngram mode at k=3" in out and "ours/llama.cpp, draft mode at k=3" in out
-    assert "auto/llama.cpp's n-gram mode at k=3" in out
+    assert "auto/llama.cpp's n-gram mode at k=3" in out and "auto/llama.cpp's ngram-map-k" in out
+    assert "auto/the best other setting per prompt" in out
+
+
+def test_a_second_pass_draws_on_the_history_the_first_one_left(tiny_models, capsys):
+    code = main(["bench", "--target", str(tiny_models.target), "--only", "code-edit", "--repeats", "1",
+                 "--max-tokens", "24", "--threads", "1", "--k", "8", "--no-llama", "--second-pass", "--json"])
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    first, second = report["prompts"][0], report["second_pass"]["prompts"][0]
+    assert "history k=8" not in first["modes"]
+    history = second["modes"]["history k=8"]
+    # The second pass's reply is the first pass's reply, drafted from history: nearly every draft is kept.
+    assert history["acceptance_rate"] > 0.9 and second["modes"]["plain"]["tokens"] == first["modes"]["plain"]["tokens"]
+    rounds = sum(history["draft_len_histogram"].values())
+    assert rounds <= history["tokens"][0] / 3  # most rounds kept a whole draft of up to 8
 
 
 def test_plain_vs_native_compares_the_same_prompt_with_llama_completion(tiny_models, capsys):

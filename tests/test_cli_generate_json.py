@@ -62,3 +62,15 @@ def test_plain_decoding_has_a_round_per_token_and_no_drafter(tiny_models):
     assert all(t["drafter"] is None and t["source"] == "target" for t in out["tokens"])
     assert [(r["drafter"], r["proposed"], r["kept"]) for r in out["rounds"]] == [("none", [], 0)] * 8
     assert [r["own"] for r in out["rounds"]] == [t["id"] for t in out["tokens"]]
+
+
+def test_a_second_run_drafts_from_the_history_the_first_one_left(tiny_models):
+    prompt = ["--target", tiny_models.target, "--prompt", "Once upon a time", "--max-tokens", 40]
+    first = generate_json(*prompt, "--ngram")
+    again = generate_json(*prompt, "--history", "--draft-max", 8)
+    assert again["text"] == first["text"]  # greedy: the target's own reply, only faster
+    from_history = [t for t in again["tokens"] if t["drafter"] == "history"]
+    assert len(from_history) >= 20
+    assert {r["drafter"] for r in again["rounds"] if r["proposed"]} >= {"history"}
+    skipped = generate_json(*prompt, "--ngram", "--no-history")
+    assert not any(t["drafter"] == "history" for t in skipped["tokens"])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
+
 from app.engine.speculation.controller import AutoController
 from app.engine.speculation.costs import CostTable
 from app.engine.speculation.policy import Plan
@@ -197,3 +199,20 @@ def test_a_guess_that_copying_resumes_after_an_edit_waits_for_evidence():
     for _ in range(6):
         controller.observe_proposal(0, list(range(8)), list(range(8)))
     assert controller.plan(64, list(range(8)), False, ngram_match=0).drafter == "ngram"
+
+
+def test_a_draft_models_confidence_stop_follows_what_the_target_kept():
+    from app.engine.speculation.drafters import acceptance_bound
+
+    controller = AutoController(CostTable(GPU_BATCH, draft_per_token=0.001), "model")
+    start = controller.stop_below
+    plan = Plan("model", 8, kind="draft", stop_below=start)
+    for _ in range(5):  # refused midway: drafts should stop sooner
+        controller.observe(plan, 8, 3, 0.01, 0.05)
+    assert controller.stop_below > start
+    raised = controller.stop_below
+    for _ in range(5):  # stopped early and kept whole: they may go on longer
+        controller.observe(Plan("model", 8, kind="draft", stop_below=raised), 4, 4, 0.01, 0.05)
+    assert controller.stop_below < raised
+    # A sure draft scores near 1, a spread-out one far lower.
+    assert acceptance_bound(np.array([0.98, 0.01, 0.01])) > 0.7 > acceptance_bound(np.full(50, 0.02))

@@ -183,7 +183,7 @@ class _ConstantProposal(NgramDrafter):
 
         return Draft(tokens=[self.token], source="ngram")
 
-    def plan(self, k_max, ngram_tokens, has_model, ngram_match=0):
+    def plan(self, k_max, ngram_tokens, has_model, ngram_match=0, history=None):
         from app.engine.speculation.policy import Plan
 
         return Plan("ngram", 1, "test")
@@ -191,7 +191,7 @@ class _ConstantProposal(NgramDrafter):
     def observe(self, *args):
         pass
 
-    def observe_proposal(self, *args):
+    def observe_proposal(self, *args, source="ngram"):
         pass
 
     def begin_request(self):

@@ -106,3 +106,10 @@ def test_a_copy_stops_before_the_end_of_the_users_turn():
     assert drafter.propose(prompt + SOURCE[:12], 20).tokens == SOURCE[12:19]
     # Without knowing which tokens are control tokens the draft runs on into the template.
     assert NgramDrafter().propose(prompt + SOURCE[:12], 20).tokens[:10] == SOURCE[12:] + [END_OF_TURN, 7]
+
+
+def test_a_fixed_length_mode_drafts_only_on_as_much_evidence_as_ngram_simple():
+    drafter = NgramDrafter()
+    drafter.min_match = NgramDrafter.FIXED_MIN_MATCH
+    assert drafter.propose(SOURCE + [0] + SOURCE[:6], 4).tokens == []  # 6 tokens may be a coincidence
+    assert drafter.propose(SOURCE + [0] + SOURCE[:12], 4).tokens == SOURCE[12:16]

@@ -21,6 +21,7 @@ from typing import Callable, Optional
 
 from app.engine.config import GenerationConfig
 from app.engine.events import FinishedEvent
+from app.engine.speculation.drafters import NgramDrafter
 
 
 @dataclass
@@ -70,18 +71,27 @@ def load_prompts(path: Optional[Path] = None) -> list[BenchPrompt]:
     return [BenchPrompt(p["name"], p.get("kind", ""), p["chat"]) for p in json.loads(text)]
 
 
-MODE_KINDS = ("plain", "draft", "ngram", "auto")
+MODE_KINDS = ("plain", "draft", "ngram", "history", "auto")
 
 
-def modes_for(has_draft: bool, ngram: bool, k: int, kinds: Optional[set[str]] = None) -> dict[str, dict]:
+def modes_for(has_draft: bool, ngram: bool, k: int, kinds: Optional[set[str]] = None,
+              history: bool = False) -> dict[str, dict]:
     """Mode name -> GenerationConfig overrides. 'auto' is the product's default: the controller decides.
-    `kinds` keeps only some of MODE_KINDS (plain is always kept: every ratio is against it)."""
+    `kinds` keeps only some of MODE_KINDS (plain is always kept: every ratio is against it).
+
+    `history`: the modes draw on the history drafter (a second pass, after the first left its replies there),
+    adding "history k=K"; otherwise no mode reads history, so that no run copies an earlier mode's reply."""
     modes: dict[str, dict] = {"plain": dict(speculative=False)}
     if has_draft:
         modes[f"draft k={k}"] = dict(drafter="model", draft_max=k)
     if ngram or not has_draft:
-        modes[f"ngram k={k}"] = dict(drafter="ngram", draft_max=k)
+        # As much evidence as llama.cpp's ngram-simple asks for (a fixed length has no estimates to go by).
+        modes[f"ngram k={k}"] = dict(drafter="ngram", draft_max=k, ngram_min_match=NgramDrafter.FIXED_MIN_MATCH)
+    if history:
+        modes[f"history k={k}"] = dict(drafter="history", draft_max=k)
     modes["auto"] = dict(drafter="auto" if has_draft else "ngram", draft_max=None)
+    for overrides in modes.values():
+        overrides["history"] = history
     if kinds:
         modes = {name: o for name, o in modes.items() if name == "plain" or name.split()[0] in kinds}
     return modes
@@ -97,8 +107,11 @@ def run_suite(
     repeats: int,
     progress: Callable[[str], None] = lambda line: None,
     kinds: Optional[set[str]] = None,
+    history: bool = False,
+    on_reply: Callable[[BenchPrompt, str], object] = lambda prompt, text: None,
 ) -> dict[str, dict[str, ModeResult]]:
-    modes = modes_for(engine.draft is not None, ngram, k, kinds)
+    """Every prompt in every mode, `repeats` times. `on_reply` gets each prompt's first plain reply."""
+    modes = modes_for(engine.draft is not None, ngram, k, kinds, history)
     results: dict[str, dict[str, ModeResult]] = {p.name: {m: ModeResult() for m in modes} for p in prompts}
     names = list(modes)
     for rep in range(repeats):
@@ -116,6 +129,8 @@ def run_suite(
                     if isinstance(event, FinishedEvent):
                         finished = event
                 stats = finished.stats
+                if rep == 0 and mode == "plain":
+                    on_reply(prompt, finished.text)
                 result = results[prompt.name][mode]
                 result.tokens_per_second.append(stats.tokens_per_second)
                 result.acceptance.append(stats.acceptance_rate)
@@ -154,18 +169,25 @@ def reference_env(binary: str) -> dict:
     return {**os.environ, "LD_LIBRARY_PATH": str(Path(binary).parent)}
 
 
+# llama.cpp's n-gram modes the bench compares with (its --spec-type): ngram-simple at the bench's k; ngram-mod and
+# ngram-map-k with their own draft lengths, since choosing the length is part of what they do.
+LLAMA_NGRAM_TYPES = ("ngram-simple", "ngram-mod", "ngram-map-k")
+
+
 def run_llama_speculative(
     binary: str, target: Path, draft: Optional[Path], prompt_text: str, *, k: int, max_tokens: int, threads: int,
-    n_ctx: int
+    n_ctx: int, spec_type: str = "ngram-simple"
 ) -> tuple[float, float]:
     """(tok/s, acceptance) of llama.cpp's llama-speculative-simple on the same formatted prompt, greedy: with a
-    draft model its draft-model mode, without one its n-gram mode (`--spec-type ngram-simple`)."""
+    draft model its draft-model mode, without one the n-gram mode `spec_type` (one of LLAMA_NGRAM_TYPES)."""
     cmd = [binary, "-m", str(target)]
     if draft is not None:
-        cmd += ["-md", str(draft), "--spec-type", "draft-simple"]
+        cmd += ["-md", str(draft), "--spec-type", "draft-simple", "--spec-draft-n-max", str(k)]
+    elif spec_type == "ngram-simple":
+        cmd += ["--spec-type", spec_type, "--spec-draft-n-max", str(k)]
     else:
-        cmd += ["--spec-type", "ngram-simple"]
-    cmd += ["--spec-draft-n-max", str(k), "-t", str(threads), "--temp", "0", "-n", str(max_tokens), "-c", str(n_ctx),
+        cmd += ["--spec-type", spec_type]
+    cmd += ["-t", str(threads), "--temp", "0", "-n", str(max_tokens), "-c", str(n_ctx),
             "-p", prompt_text]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=reference_env(binary))
     out = proc.stdout + proc.stderr

@@ -25,6 +25,7 @@ from app.engine.placement.rpc import parse_endpoints
 from app.engine.remote.server_keys import ENV_VAR as ENV_API_KEY
 from app.store.attachments import Attachment, AttachmentError, check_total, read_attachment, with_attachments
 from app.engine.targets import LocalModel, ServerModel
+from app.engine.speculation.history_file import CLI_SESSION
 
 
 def register(subparsers) -> None:
@@ -70,6 +71,13 @@ def register(subparsers) -> None:
                    help="attach a text or code file to the --chat message (repeatable): sent after it as the "
                    "file's name and content in a fenced block, as the window sends attachments. The n-gram "
                    "drafter copies from it best: try it with --ngram when asking for an edit of the file")
+    p.add_argument("--history", action="store_true",
+                   help="draft from the history of earlier replies where it has a proposal, by n-gram lookup "
+                   "elsewhere (with --draft-max K: fixed drafts of K from it). --ngram and --draft use history "
+                   "too when auto finds it pays")
+    p.add_argument("--no-history", action="store_true",
+                   help="neither draft from the history of earlier replies (all chats and earlier generate runs, "
+                   "kept in the data folder) nor add this reply to it")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object with text, tokens (each with its drafter and round), rounds (what "
                    "was proposed, refused ones included, and kept) and stats")
@@ -165,8 +173,9 @@ def local_model(args: argparse.Namespace) -> tuple[LocalModel, Optional[Path]]:
     return LocalModel(Path(args.target)), Path(args.draft) if args.draft else None
 
 
-def build_engine(args: argparse.Namespace):
-    """The engine `generate` asks: a server's model with --server, else local models."""
+def build_engine(args: argparse.Namespace, history_file=None):
+    """The engine `generate` asks: a server's model with --server, else local models. `history_file`: the history
+    drafter's file (the data folder's by default)."""
     from app.engine.host.engine_factory import local_engine, server_engine
 
     if args.server:
@@ -175,7 +184,8 @@ def build_engine(args: argparse.Namespace):
         if warning:
             print(warning, file=sys.stderr)
         return server_engine(server_model(args), LoadSettings(n_ctx=args.ctx), api_key=key)
-    return local_engine(*local_model(args), local_load_settings(args, args.rpc))
+    return local_engine(*local_model(args), local_load_settings(args, args.rpc),
+                        history_file=history_file)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -190,6 +200,8 @@ def run(args: argparse.Namespace) -> int:
             if args.server:
                 raise UsageError("--rpc spreads a local --target; a --server runs its model itself")
             parse_endpoints(args.rpc)
+        if not problem and args.history and (args.draft or args.no_history or args.server):
+            problem = "--history drafts from history alone: leave out --draft, --no-history and --server"
         if not problem and args.server:
             _server_key(args)  # a bad --api-key-file is a usage error
         if problem:
@@ -197,11 +209,13 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, UsageError) as exc:
         say_error(exc)
         return 2
-    speculative = bool(args.draft or args.ngram or args.server)
+    speculative = bool(args.draft or args.ngram or args.history or args.server)
     config = GenerationConfig(
         max_tokens=args.max_tokens, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
         min_p=args.min_p, seed=args.seed, speculative=speculative,
-        drafter="model" if args.draft else "ngram", draft_max=draft_max, draft_p_min=args.draft_p_min,
+        drafter="model" if args.draft else "history" if args.history else "ngram", draft_max=draft_max,
+        draft_p_min=args.draft_p_min,
+        history=not args.no_history, session=CLI_SESSION,
     )
     guard = ModelFileGuard([args.target, args.draft] if not args.server else [])
     try:

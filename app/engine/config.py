@@ -13,7 +13,7 @@ __all__ = ["GPU_LAYERS_ALL", "GPU_LAYERS_AUTO", "MAX_DRAFT", "THREADS_AUTO", "Dr
            "default_threads"]
 
 # What a request asks to draft with: "auto" (the draft model when one is loaded, n-gram lookup otherwise).
-DrafterChoice = Literal["auto", "model", "ngram"]
+DrafterChoice = Literal["auto", "model", "ngram", "history"]
 
 # The longest draft: verifying k drafted tokens decodes k + 1 rows with logits, and llama.cpp aborts the process
 # when one decode asks for more rows than the context was made for (n_outputs_max).
@@ -54,11 +54,14 @@ class GenerationConfig:
     min_p: float = 0.05
     seed: Optional[int] = None
     speculative: bool = True
-    # "auto": the draft model when one is loaded, n-gram prompt lookup otherwise; "model"; "ngram".
+    # "auto": the draft model when one is loaded, n-gram prompt lookup otherwise (history beside either); "model";
+    # "ngram"; "history" (fixed-length drafts from history, n-gram lookup where history has nothing).
     drafter: DrafterChoice = "auto"
     # None means "auto": the speculation controller picks k each round. An int fixes k (for experiments); it is
     # clamped to 0..MAX_DRAFT, so a value saved before the cap existed still runs.
     draft_max: Optional[int] = None
+    # With a fixed draft_max: n-gram drafts only where the last this-many tokens recur unbroken (0: any match).
+    ngram_min_match: int = 0
     # The draft model stops drafting when its top probability falls below this.
     draft_p_min: float = 0.0
     # Whose acceptance statistics the auto controller learns from and uses: one conversation's text predicts
@@ -66,6 +69,9 @@ class GenerationConfig:
     session: str = "default"
     # Write max_tokens tokens whatever the model says (benchmarks against llama.cpp's --ignore-eos).
     ignore_eos: bool = False
+    # Draft from the history of earlier prompts and replies (all chats, app.engine.speculation.history), and add
+    # this request's text to it when the reply is done. Off: neither.
+    history: bool = True
 
     def __post_init__(self) -> None:
         if self.draft_max is not None:

@@ -10,8 +10,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Optional, Union
 
 TokenSource = Literal["draft", "target"]
-# Who drafted a round: the draft model, n-gram lookup of earlier text, or nobody (plain decoding).
-Drafter = Literal["model", "ngram", "none"]
+# Who drafted a round: the draft model, n-gram lookup of this request's text, the history of earlier requests
+# (app.engine.speculation.history), or nobody (plain decoding).
+Drafter = Literal["model", "ngram", "history", "none"]
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class TokenEvent:
     token_id: int
     text: str
     source: TokenSource
-    # Who proposed an accepted draft token ("model" or "ngram"); None for the target's own tokens.
+    # Who proposed an accepted draft token ("model", "ngram" or "history"); None for the target's own tokens.
     drafter: Optional[Drafter] = None
     round: int = -1  # the index of the round that produced it in this reply (-1: none, e.g. a flushed tail)
 

@@ -3,11 +3,11 @@ acceptance. Used by the window's "Export chat…" and `specchat-cli export` (no 
 
 The JSON document ("format": EXPORT_FORMAT) holds the chat (id, title, times, settings) and every message: its
 text, role, time and model names, its stats, and for replies its tokens [{"text", "origin", "round"}] ("origin" is
-"target", "draft" (the draft model) or "ngram"; "round" indexes the message's "rounds", -1 for none), its rounds
-(every proposed token id and text, the refused ones included, how many were kept, the target's own token, reason,
-time), its comparison with plain decoding, and its attached files [{"name", "content"}] ([] for none; Markdown
-shows them after the text as fenced blocks, as the model read them). A part a message does not have (a user message's tokens, a reply
-saved before rounds were kept) is null. Times are Unix seconds.
+"target", "draft" (the draft model), "ngram" or "history"; "round" indexes the message's "rounds", -1 for none),
+its rounds (every proposed token id and text, the refused ones included, how many were kept, the target's own
+token, reason, time), its comparison with plain decoding, and its attached files [{"name", "content"}] ([] for
+none; Markdown shows them after the text as fenced blocks, as the model read them). A part a message does not have
+(a user message's tokens, a reply saved before rounds were kept) is null. Times are Unix seconds.
 """
 
 from __future__ import annotations

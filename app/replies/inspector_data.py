@@ -15,8 +15,9 @@ from app.engine.events import GenerationStats
 from app.store.provenance import RoundRecord
 
 # Drafter names as RoundRecord stores them, and how the inspector says them.
-MODEL, NGRAM, PLAIN = "model", "ngram", "none"
-DRAFTER_NAMES = {MODEL: "draft model", NGRAM: "n-gram", PLAIN: "plain"}
+MODEL, NGRAM, HISTORY, PLAIN = "model", "ngram", "history", "none"
+DRAFTERS = (MODEL, NGRAM, HISTORY)  # who may draft a round, in the order charts and legends list them
+DRAFTER_NAMES = {MODEL: "draft model", NGRAM: "n-gram", HISTORY: "history", PLAIN: "plain"}
 # A round that drafted is set against this many plain rounds, the closest to it (app.replies.inspector_data).
 NEARBY_PLAIN = 5
 # Plain rounds this many times slower than the fastest of the reply: the machine's load changed during it.
@@ -33,7 +34,7 @@ class RoundBar:
     """One round as the inspector draws it."""
 
     index: int
-    drafter: str  # MODEL, NGRAM or PLAIN
+    drafter: str  # MODEL, NGRAM, HISTORY or PLAIN
     drafted: int
     kept: int
     tokens: int  # tokens the round added to the reply: the kept ones and the target's own
@@ -118,7 +119,7 @@ def round_bars(rounds: Sequence[RoundRecord], token_rounds: Optional[Sequence[in
         drafted = len(record.proposed)
         kept = max(0, min(record.kept, drafted))
         tokens = counted[index] if counted is not None else kept + (1 if record.own >= 0 else 0)
-        drafter = record.drafter if record.drafter in (MODEL, NGRAM) else PLAIN
+        drafter = record.drafter if record.drafter in DRAFTERS else PLAIN
         bars.append(RoundBar(index, drafter, drafted, kept, tokens, max(0.0, record.time_s), record.threads))
     return bars
 
@@ -127,7 +128,7 @@ def position_acceptance(bars: Sequence[RoundBar]) -> list[PositionAcceptance]:
     """Per drafter and draft position i (1..longest draft): rounds that drafted at least i tokens, and of those the
     ones whose i-th token was kept (acceptance is a prefix, so that is kept >= i)."""
     out = []
-    for drafter in (MODEL, NGRAM):
+    for drafter in DRAFTERS:
         drafts = [bar for bar in bars if bar.drafter == drafter and bar.drafted]
         longest = max((bar.drafted for bar in drafts), default=0)
         for position in range(1, longest + 1):
@@ -246,7 +247,7 @@ def summary_line(bars: Sequence[RoundBar], stats: Optional[GenerationStats]) -> 
     parts = [f"{tokens} tokens in {len(bars)} round{'s' if len(bars) != 1 else ''}"]
     parts.append(f"{kept} of {drafted} drafted tokens kept ({kept / drafted:.0%})" if drafted else "nothing drafted")
     used = [f"{DRAFTER_NAMES[d]} {n} round{'s' if n != 1 else ''}"
-            for d in (MODEL, NGRAM, PLAIN) if (n := sum(1 for bar in bars if bar.drafter == d))]
+            for d in (*DRAFTERS, PLAIN) if (n := sum(1 for bar in bars if bar.drafter == d))]
     parts.append(", ".join(used))
     return "  ·  ".join(parts)
 

@@ -13,23 +13,24 @@ if TYPE_CHECKING:
     from app.engine.events import RoundEvent
 
 # Where a kept token came from. "draft" is the draft model (the name older chats stored for any accepted draft
-# token, when n-gram copies were not told apart); "ngram" is a copy found by n-gram lookup of earlier text.
-TokenOrigin = Literal["target", "draft", "ngram"]
-ORIGINS: tuple[str, ...] = ("target", "draft", "ngram")
+# token, when n-gram copies were not told apart); "ngram" is a copy found by n-gram lookup of earlier text;
+# "history" a continuation of earlier prompts and replies (the history drafter).
+TokenOrigin = Literal["target", "draft", "ngram", "history"]
+ORIGINS: tuple[str, ...] = ("target", "draft", "ngram", "history")
 
 
 def token_origin(source: str, drafter: str | None) -> str:
     """The stored origin of a kept token from its engine event's source ("draft"/"target") and drafter."""
     if source != "draft":
         return "target"
-    return "ngram" if drafter == "ngram" else "draft"
+    return drafter if drafter in ("ngram", "history") else "draft"
 
 
 @dataclass
 class RoundRecord:
     """One speculation round of a reply."""
 
-    drafter: str  # "model", "ngram" or "none" (plain decoding)
+    drafter: str  # "model", "ngram", "history" or "none" (plain decoding)
     k: int  # the draft length the controller allowed
     proposed: list[int] = field(default_factory=list)  # every drafted token id, refused ones included
     proposed_text: list[str] = field(default_factory=list)

@@ -5,10 +5,10 @@ token or per round:
 
     {"v": 2,
      "texts": ["Ray", "leigh", ...],          per kept token, its text
-     "sources": "tdn...",                     per kept token, one letter: target, draft model, n-gram copy
+     "sources": "tdnh...",                    per kept token, one letter: target, draft model, n-gram copy, history
      "token_rounds": [0, 2, 1, 1, ...],       per kept token its round's index, as runs: (the run's value minus
                                               the previous run's, its length), ...; -1 for a token of no round
-     "rounds": {"drafter": "mnx...", "k": [...], "proposed": [[...]], "proposed_text": [[...]], "kept": [...],
+     "rounds": {"drafter": "mnhx...", "k": [...], "proposed": [[...]], "proposed_text": [[...]], "kept": [...],
                 "own": [...], "own_text": [...], "reason": [...], "reasons": [...], "time_us": [...]},
      "comparison": {...}}                     the reply re-run without speculation, when it was
 
@@ -27,9 +27,9 @@ from typing import Any, Iterable
 from app.store.provenance import RoundRecord
 
 FORMAT = 2
-_ORIGIN_TO_CODE = {"target": "t", "draft": "d", "ngram": "n"}
+_ORIGIN_TO_CODE = {"target": "t", "draft": "d", "ngram": "n", "history": "h"}
 _CODE_TO_ORIGIN = {code: origin for origin, code in _ORIGIN_TO_CODE.items()}
-_DRAFTER_TO_CODE = {"model": "m", "ngram": "n", "none": "x"}
+_DRAFTER_TO_CODE = {"model": "m", "ngram": "n", "history": "h", "none": "x"}
 _CODE_TO_DRAFTER = {code: drafter for drafter, code in _DRAFTER_TO_CODE.items()}
 _ROUND_COLUMNS = ("k", "proposed", "proposed_text", "kept", "own", "own_text", "reason", "time_us")
 
@@ -132,7 +132,7 @@ def _token_columns(tokens: Iterable[tuple[str, str]]) -> tuple[list[str], str]:
         try:
             codes.append(_ORIGIN_TO_CODE[origin])
         except (KeyError, TypeError):
-            raise ValueError(f"token origin must be 'target', 'draft' or 'ngram', not {origin!r}") from None
+            raise ValueError(f"token origin must be 'target', 'draft', 'ngram' or 'history', not {origin!r}") from None
         texts.append(text)
     return texts, "".join(codes)
 
@@ -174,7 +174,8 @@ def _round_columns(rounds: list[RoundRecord]) -> dict[str, Any]:
         try:
             drafters.append(_DRAFTER_TO_CODE[record.drafter])
         except KeyError:
-            raise ValueError(f"a round's drafter must be 'model', 'ngram' or 'none', not {record.drafter!r}") from None
+            raise ValueError(f"a round's drafter must be 'model', 'ngram', 'history' or 'none', "
+                             f"not {record.drafter!r}") from None
         if not all(_is_int(t) for t in record.proposed) or not all(isinstance(t, str) for t in record.proposed_text):
             raise TypeError("a round's proposed tokens must be ids and their texts strings")
         if not (_is_int(record.k) and _is_int(record.kept) and _is_int(record.own) and isinstance(record.own_text, str)

@@ -74,9 +74,9 @@ class Chat:
 class Message:
     """A snapshot of one message.
 
-    `tokens` is the reply's per-token provenance, [(text, "target" | "draft" | "ngram"), ...], or None when there is none
-    (user and system messages, or an assistant reply whose text was edited afterwards). `stats` is the
-    GenerationStats of the generation that produced it (stored as JSON, read back field by field).
+    `tokens` is the reply's per-token provenance, [(text, "target" | "draft" | "ngram" | "history"), ...], or None
+    when there is none (user and system messages, or an assistant reply whose text was edited afterwards). `stats`
+    is the GenerationStats of the generation that produced it (stored as JSON, read back field by field).
     """
 
     id: int

@@ -9,9 +9,10 @@ from PySide6.QtCore import Qt
 
 from app.engine.events import GenerationStats
 
+from app.ui.models.library_model import NGRAM_KEY
 from window_helpers import choose_pair, send_and_wait
 
-ORIGIN_OF_DRAFTER = {"model": "draft", "ngram": "ngram"}
+ORIGIN_OF_DRAFTER = {"model": "draft", "ngram": "ngram", "history": "history"}
 
 
 def _pair(model_folder: Path, tiny_models) -> tuple[Path, Path]:
@@ -143,3 +144,34 @@ def test_continuing_a_reply_saved_without_rounds(make_window, qtbot, fake_engine
     continued = window.store.get_message(blocker.args[0])
     assert continued.tokens == [("Old", "draft"), (" text", "target"), (" more", "target")]
     assert continued.token_rounds == [-1, -1, 0] and len(continued.rounds) == 1
+
+
+def test_history_drafts_show_in_their_own_colour_and_deleting_the_chat_forgets_its_text(
+        make_window, qtbot, fake_engine, model_folder, tiny_models):
+    from app.engine.speculation.history_file import HistoryFile
+    from app.replies.export import chat_document, load_chat
+    from app.ui.widgets import style
+
+    fake_engine.drafter = "history"
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
+    stored = window.store.get_message(send_and_wait(qtbot, window, "Write add() again"))
+    assert_tokens_match_rounds(stored)
+    assert "history" in {origin for _, origin in stored.tokens}
+    shown = window.chat_view.highlighted_text("history")
+    assert shown.strip() and window.chat_view.highlighted_text("ngram") == ""
+    word = next(text.strip() for text, origin in stored.tokens if origin == "history" and len(text.strip()) > 2)
+    cursor = window.chat_view.document().find(word)
+    assert cursor.charFormat().background().color() == style.history_color()
+    exported = chat_document(*load_chat(window.store, window.conversation.chat_id))
+    reply = exported["messages"][-1]
+    assert any(t["origin"] == "history" for t in reply["tokens"])
+    assert any(r["drafter"] == "history" for r in reply["rounds"])
+
+    chat_id = window.conversation.chat_id
+    history = HistoryFile()
+    history.add(f"chat-{chat_id}", "text this chat wrote")
+    history.add("cli", "text generate wrote")
+    window.confirm = lambda *args: True
+    window.delete_chat(chat_id)
+    assert [text for _, _, text in history.texts(list(history.ids()))] == ["text generate wrote"]

@@ -18,6 +18,7 @@ from app.engine.targets import LocalModel, ServerModel, Target, target_of
 
 if TYPE_CHECKING:
     from app.engine.local.engine import SpecEngine
+    from app.engine.speculation.history_file import HistoryFile
     from app.engine.remote.engine import RemoteEngine
 
 
@@ -33,11 +34,13 @@ def _remote_engine(load: LoadSettings) -> ChatEngine:
     return RemoteEngine(load)
 
 
-def local_engine(target: LocalModel, draft: Optional[Path] = None, load: LoadSettings = LoadSettings()) -> SpecEngine:
-    """A SpecEngine with `target` (and `draft`, if any) loaded. Raises EngineError."""
+def local_engine(target: LocalModel, draft: Optional[Path] = None, load: LoadSettings = LoadSettings(),
+                 history_file: Optional[HistoryFile] = None) -> SpecEngine:
+    """A SpecEngine with `target` (and `draft`, if any) loaded. `history_file`: the history drafter's file (the
+    data folder's by default). Raises EngineError."""
     from app.engine.local.engine import SpecEngine
 
-    engine = SpecEngine(load)
+    engine = SpecEngine(load, history_file=history_file)
     try:
         engine.load_target(target, planned_draft=draft)
         if draft is not None:

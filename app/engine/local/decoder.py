@@ -22,7 +22,8 @@ from app.engine.events import (EngineEvent, FinishedEvent, GenerationStats, Roun
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.thread_governor import ThreadChange, ThreadGovernor
 from app.engine.speculation.policy import SpeculationPolicy
-from app.engine.speculation.rounds import ngram_tokens, observe_round, plan_round
+from app.engine.speculation.history import HistoryDrafter
+from app.engine.speculation.rounds import copy_tokens, observe_round, plan_round
 from app.engine.local.sampling import Sampler, accept_or_resample
 from app.engine.local.text_stream import TextStream
 
@@ -76,6 +77,7 @@ def generate(
     *,
     draft_model: Optional[ModelDrafter] = None,
     ngram: Optional[NgramDrafter] = None,
+    past: Optional[HistoryDrafter] = None,
     cancel: Optional[threading.Event] = None,
     request_id: int = 0,
     on_history: Optional[Callable[[list[int]], None]] = None,
@@ -85,6 +87,7 @@ def generate(
     """Yield token and round events, then one FinishedEvent. `on_history` receives prompt + kept tokens at the end.
     `governor` follows the machine's load with the models' CPU threads, between forward passes (a ThreadsEvent
     says when the count changed).
+    `past` drafts from earlier requests' text (the history drafter), `ngram` from this request's.
 
     Raises PromptTooLongError before any work if the prompt cannot fit with room for one new token.
     """
@@ -129,14 +132,15 @@ def generate(
             break
         k_max = max(0, min(room - 1, config.max_tokens - emitted - 1, MAX_DRAFT))
         policy.note_threads(target.n_threads)
-        plan, proposal = plan_round(policy, history, k_max, speculative=config.speculative, ngram=ngram,
-                                    has_model=draft_model is not None)
+        plan, proposals = plan_round(policy, history, k_max, speculative=config.speculative, ngram=ngram,
+                                     has_model=draft_model is not None, past=past)
 
         t_draft = clock()
         if plan.drafter == "model" and plan.k > 0 and draft_model is not None:
-            draft = draft_model.propose(history, plan.k, sampler, rng, config.draft_p_min, cancel)
-        elif plan.drafter == "ngram" and plan.k > 0:
-            draft = Draft(tokens=ngram_tokens(plan, proposal), source="ngram")
+            draft = draft_model.propose(history, plan.k, sampler, rng, config.draft_p_min, cancel,
+                                        stop_below=plan.stop_below)
+        elif plan.drafter in ("ngram", "history") and plan.k > 0:
+            draft = Draft(tokens=copy_tokens(plan, proposals), source=plan.drafter)
         else:
             draft = Draft(source="none")
         t_verify = clock()
@@ -146,7 +150,7 @@ def generate(
         t_done = clock()
         threads = target.n_threads
         kept = [*draft.tokens[:accepted], own_token]
-        observe_round(policy, plan, proposal, len(draft.tokens), accepted, t_verify - t_draft, t_done - t_verify,
+        observe_round(policy, plan, proposals, len(draft.tokens), accepted, t_verify - t_draft, t_done - t_verify,
                       kept)
         round_index = tally.rounds
         tally.add(len(draft.tokens), accepted)

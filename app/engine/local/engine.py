@@ -20,6 +20,8 @@ from app.engine.speculation.cost_measurement import CostMeasurement, measure_cos
 from app.engine.speculation.costs import CostTable, cached_costs, prior_costs
 from app.engine.local.decoder import generate
 from app.engine.speculation.drafters import ModelDrafter, NgramDrafter
+from app.engine.speculation.history import HistoryDrafter
+from app.engine.speculation.history_file import HistoryFile, HistorySync
 from app.engine.errors import EngineError, IncompatiblePairError
 from app.engine.events import EngineEvent, FinishedEvent
 from app.engine.protocol import CancelSignal, fitted_reply
@@ -35,6 +37,9 @@ from app.engine.local.prompt_tokens import tokenize_prompt
 
 # The per-message token counts kept for fitting long chats (about 1,000 chats' worth of recent messages).
 CONTENT_TOKENS_CACHED = 20000
+# The most of a prompt that does not continue the last request (a regenerated reply, another chat) kept in history:
+# its end, where the user's new message is; the rest was kept when it was written.
+PROMPT_TAIL_CHARS = 4000
 # What a chat template adds around one message (<|im_start|>role\n ... <|im_end|>\n in ChatML): an estimate, the
 # exact count of the fitted prompt checks it.
 MESSAGE_MARKUP_TOKENS = 6
@@ -43,7 +48,9 @@ MESSAGE_MARKUP_TOKENS = 6
 class SpecEngine:
     """Owns the models. Call from the engine process's main thread only (see module docstring)."""
 
-    def __init__(self, load: Optional[LoadSettings] = None):
+    def __init__(self, load: Optional[LoadSettings] = None, history_file: Optional[HistoryFile] = None):
+        """`history_file`: where earlier prompts and replies are kept for the history drafter (the data folder's
+        by default)."""
         # Built per engine, not once at import: SPECCHAT_THREADS set after the import still counts.
         self.load_settings = load if load is not None else LoadSettings()
         self.target: Optional[LoadedModel] = None
@@ -51,6 +58,8 @@ class SpecEngine:
         self._chat_template: Optional[str] = None
         self._template_fallback = ""  # the notice of a chat template that failed, once it has
         self._ngram = NgramDrafter()
+        self.history_file = history_file if history_file is not None else HistoryFile()
+        self._history: Optional[HistorySync] = None  # the loaded target's index of history_file
         # The exact text and tokens of the last request plus its reply: the next turn of the same conversation
         # extends this text, so its tokens are reused instead of re-tokenising (which could split differently
         # and force the whole conversation to be evaluated again).
@@ -116,6 +125,9 @@ class SpecEngine:
         prepare_template(self._chat_template)
         self.target.control_tokens()
         self._ngram = NgramDrafter(is_control=self.target.is_control)
+        target = self.target
+        self._history = HistorySync(self.history_file, HistoryDrafter(),
+                                    lambda text: target.tokenize(text, add_special=False, parse_special=True))
         if self.draft is not None and not self._compatible(self.draft.path)[0]:
             self.load_draft(None)
 
@@ -260,6 +272,7 @@ class SpecEngine:
             self.target.close()
             self.target = None
             self.governor = None
+        self._history = None
         self._transcript_text = ""
         self._transcript_tokens = []
         self._content_tokens.clear()  # counts from another model's tokenizer
@@ -349,6 +362,8 @@ class SpecEngine:
             drafter = "model" if self.draft is not None else "ngram"
         if drafter == "model" and self.draft is None:
             drafter = "ngram"
+        if drafter == "history" and config.draft_max is None:
+            drafter = "ngram"  # auto drafts from history beside n-gram lookup anyway
         if config.draft_max is not None:
             return FixedPolicy(config.draft_max, drafter)
         key = (session, drafter, self.target_path, self.draft_path)
@@ -362,7 +377,11 @@ class SpecEngine:
         target = self._require_target()
         policy = self._policy_for(config, session)
         use_model = self.draft is not None and config.drafter in ("auto", "model")
-        use_ngram = config.drafter in ("auto", "ngram") or not use_model
+        use_ngram = config.drafter in ("auto", "ngram", "history") or not use_model
+        self._ngram.min_match = config.ngram_min_match if config.draft_max is not None else 0
+        past = self._history if config.history and config.speculative else None
+        if past is not None:
+            past.refresh()  # what other processes added, or forgot when a chat was deleted
         history: list[int] = []
         for event in generate(
             target,
@@ -371,15 +390,25 @@ class SpecEngine:
             policy,
             draft_model=ModelDrafter(self.draft) if use_model else None,
             ngram=self._ngram if use_ngram else None,
+            past=past.drafter if past is not None else None,
             cancel=cancel,
             request_id=request_id,
             on_history=history.extend,
             governor=self.governor,
         ):
             if isinstance(event, FinishedEvent):
+                if config.history and self._history is not None and event.text:
+                    self._history.record(session, self._new_text(text) + event.text)
                 self._transcript_tokens = history
                 self._transcript_text = text + event.text
             yield event
+
+    def _new_text(self, text: str) -> str:
+        """What of a request's text history has not seen: past the last request and its reply when it goes on
+        from them, else its end."""
+        if self._transcript_text and text.startswith(self._transcript_text):
+            return text[len(self._transcript_text):]
+        return text[-PROMPT_TAIL_CHARS:]
 
     def chat(
         self,

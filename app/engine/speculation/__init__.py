@@ -4,6 +4,8 @@
 - cost_measurement.py: Measuring what forward passes cost, one forward pass at a time, so it fits into the moments nobody is waiting.
 - costs.py: What a forward pass costs on this machine: the target's time for a batch of n tokens, the draft's per token.
 - drafters.py: Where draft tokens come from: a smaller model that shares the target's vocabulary, or the text itself.
+- history.py: The history drafter: what earlier prompts and replies went on with, across all chats, in bounded memory.
+- history_file.py: The history drafter's texts on disk (bounded, per session), and keeping an index in step with them.
 - policy.py: Deciding, round by round, who drafts and how many tokens.
 - rounds.py: One speculative round's bookkeeping: propose, plan, and let the policy learn from what was kept.
 """

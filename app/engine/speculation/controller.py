@@ -13,15 +13,19 @@ seconds. k = 0 is plain decoding: one token for verify(1), no draft work at all.
 - N-gram proposals cost nothing, so every round scores the proposal against what the target produced, drafted
   or not: no probing is needed, and the estimates are grouped by the length of the match the proposal came from.
   They start afresh with each reply.
+- History proposals (earlier requests' text, app.engine.speculation.history) cost nothing either and are scored the
+  same way, with estimates of their own. Each round the drafter and length with the most expected tokens per second
+  win: the draft model, n-gram lookup or history, or none.
 - Each drafter's predictions are checked against what was accepted, and scaled down when they run high.
 """
 
 from __future__ import annotations
 
 import statistics
-from typing import Sequence
+from typing import Optional, Sequence
 
 from app.engine.speculation.costs import CostTable
+from app.engine.speculation.drafters import Draft
 from app.engine.speculation.policy import Plan, agreement
 
 MAX_K = 31  # verify batches up to 32 (app.engine.speculation.costs.MAX_BATCH)
@@ -88,9 +92,19 @@ class Acceptance:
 # suite's hit rate; shorter ones below theirs, since a 16-31 token match is right at its first token but often not
 # 15 tokens later, where a rename not yet learned comes. The hit rates and replays: docs/performance.md.
 _NGRAM_PRIOR = {0: 0.25, 2: 0.5, 3: 0.6, 4: 0.7, 8: 0.8, 16: 0.9, 32: 0.98}
+# History proposals come from another request: a match is likelier a shared phrase than text being copied, so they
+# start lower, and the history drafter itself only proposes what most past copies agreed on.
+_HISTORY_PRIOR = {0: 0.25, 2: 0.3, 3: 0.35, 4: 0.5, 8: 0.65, 16: 0.8, 32: 0.9}
+_COPY_PRIORS = {"ngram": _NGRAM_PRIOR, "history": _HISTORY_PRIOR}
 # Calibration before any draft: decayed sums (accepted, expected) as if two tokens had gone as expected.
 _NO_CALIBRATION = (2.0, 2.0)
 _CALIBRATION_FADE = 0.95  # per round without a draft: 14 such rounds halve what one refused draft did
+# Where a draft model's draft stops by its own confidence (drafters.acceptance_bound), per chat: raised after a
+# draft the target refused past its first token (it should have stopped sooner), lowered after one that stopped
+# early and was kept whole (it could have gone on).
+STOP_BELOW_START = 0.3
+STOP_BELOW_STEP = 0.03
+STOP_BELOW_RANGE = (0.0, 0.9)
 
 
 def _match_bucket(match_len: int) -> int:
@@ -237,11 +251,11 @@ class AutoController:
 
     def __init__(self, costs: CostTable, drafter: str, probe_every: int = 24):
         self.costs = costs
-        self.drafter = drafter  # "model" or "ngram": which second source may draft besides n-gram lookup
+        self.drafter = drafter  # "model" or "ngram": which second source may draft besides the copying ones
         self.model = Acceptance(prior=0.7)
-        # N-gram proposals are tracked by the length of the match they came from: a 6-token match that recurs
-        # is usually copied text and right, a 2-token match often a coincidence.
-        self._ngram_by_match: dict[int, Acceptance] = {}
+        # Copy proposals (n-gram, history) are tracked per drafter by the length of the match they came from: a
+        # 6-token match that recurs is usually copied text and right, a 2-token match often a coincidence.
+        self._copies_by_match: dict[tuple[str, int], Acceptance] = {}
         self.probe_every = probe_every
         # Rounds between probes double after each probe that did not pay (up to MAX_PROBE_GAP), so text that
         # stays unpredictable costs almost nothing; a probe that pays brings speculation back at once.
@@ -249,8 +263,9 @@ class AutoController:
         self._paused_rounds = 0
         self._probing = False
         self.online = OnlineCosts(costs)
+        self.stop_below = STOP_BELOW_START
         # Decayed sums of (accepted, expected) per drafter.
-        self._calibration = {"ngram": _NO_CALIBRATION, "model": _NO_CALIBRATION}
+        self._calibration = {"ngram": _NO_CALIBRATION, "history": _NO_CALIBRATION, "model": _NO_CALIBRATION}
 
     def use_costs(self, table: CostTable) -> None:
         """Switch to a newly measured table (measured in idle time while this controller ran on an estimate)."""
@@ -271,11 +286,13 @@ class AutoController:
     def _draft(self, k: int) -> float:
         return self.online.draft(k)
 
-    def ngram(self, match_len: int) -> Acceptance:
-        bucket = _match_bucket(match_len)
-        if bucket not in self._ngram_by_match:
-            self._ngram_by_match[bucket] = Acceptance(prior=_NGRAM_PRIOR[bucket])
-        return self._ngram_by_match[bucket]
+    def ngram(self, match_len: int, source: str = "ngram") -> Acceptance:
+        """The acceptance estimates of a copying drafter's ("ngram" or "history") proposals from matches of this
+        length."""
+        key = (source, _match_bucket(match_len))
+        if key not in self._copies_by_match:
+            self._copies_by_match[key] = Acceptance(prior=_COPY_PRIORS[source][key[1]])
+        return self._copies_by_match[key]
 
     def calibration(self, source: str) -> float:
         """Accepted / expected over this source's recent drafts. Estimates are chosen when they look best, so
@@ -289,15 +306,15 @@ class AutoController:
     ) -> tuple[int, float, float]:
         """Best k >= 1 for this source, its expected tokens per second and expected accepted tokens. Given
         `rates` (a what-if), those are used as they are; otherwise the learned ones, corrected by calibration."""
-        acc = self.model if source == "model" else self.ngram(match_len)
+        acc = self.model if source == "model" else self.ngram(match_len, source)
         scale = 1.0 if rates is not None else self.calibration(source)
-        if rates is None and source == "ngram" and match_len > 0:
+        if rates is None and source != "model" and match_len > 0:
             # Each accepted token lengthens the match: deeper positions take the rate of the longer match where
             # that has been seen, else this match's own estimate for the position.
             own = acc.rates
             rates = []
             for i in range(min(k_max, MAX_K)):
-                longer = self.ngram(match_len + i)
+                longer = self.ngram(match_len + i, source)
                 rates.append(longer.overall() if longer.known(0) else own[i])
         best_k, best_rate, best_accepted = 0, 0.0, 0.0
         for k in range(1, k_max + 1):
@@ -310,13 +327,18 @@ class AutoController:
                 best_k, best_rate, best_accepted = k, rate, accepted
         return best_k, best_rate, best_accepted
 
-    def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool, ngram_match: int = 0) -> Plan:
+    def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool, ngram_match: int = 0,
+             history: Optional[Draft] = None) -> Plan:
         plain_rate = 1.0 / self._verify(1)
         options: list[tuple[float, str, int, float]] = []
-        if ngram_tokens:
-            k, rate, accepted = self._best("ngram", min(k_max, len(ngram_tokens), MAX_K), None, ngram_match)
-            if k:
-                options.append((rate, "ngram", k, accepted))
+        copies = {"ngram": (len(ngram_tokens), ngram_match)}
+        if history is not None and history.tokens:
+            copies["history"] = (len(history.tokens), history.match_len)
+        for source, (proposed, match_len) in copies.items():
+            if proposed:
+                k, rate, accepted = self._best(source, min(k_max, proposed, MAX_K), None, match_len)
+                if k:
+                    options.append((rate, source, k, accepted))
         use_model = has_model and self.drafter == "model"
         if use_model:
             k, rate, accepted = self._best("model", min(k_max, MAX_K), None)
@@ -329,33 +351,30 @@ class AutoController:
             if rate > plain_rate:
                 self._paused_rounds = 0
                 return Plan(source, k, f"{source} draft of {k}: expected {rate / plain_rate:.2f}x plain",
-                            ngram_match if source == "ngram" else 0, accepted, kind="draft")
-        return self._paused(k_max, ngram_tokens, use_model, plain_rate, ngram_match)
+                            copies[source][1] if source in copies else 0, accepted, kind="draft",
+                            stop_below=self.stop_below if source == "model" else 0.0)
+        return self._paused(k_max, copies, use_model, plain_rate)
 
-    def _paused(
-        self, k_max: int, ngram_tokens: Sequence[int], use_model: bool, plain_rate: float, ngram_match: int
-    ) -> Plan:
+    def _paused(self, k_max: int, copies: dict[str, tuple[int, int]], use_model: bool, plain_rate: float) -> Plan:
+        """`copies`: per copying drafter, (tokens proposed, match length)."""
         self._paused_rounds += 1
-        sources = (["model"] if use_model else []) + (["ngram"] if ngram_tokens else [])
+        sources = (["model"] if use_model else []) + [s for s, (proposed, _) in copies.items() if proposed]
         if not sources:
             return Plan("none", 0, "nothing to draft from: no earlier text to copy and no draft model")
         optimistic = [OPTIMISTIC_ACCEPTANCE] * MAX_K
-        hopeful = [
-            s for s in sources
-            if self._best(s, min(k_max, MAX_K, len(ngram_tokens) if s == "ngram" else MAX_K), optimistic,
-                          ngram_match)[1]
-            > plain_rate
-        ]
+        limit = {s: copies[s][0] if s in copies else MAX_K for s in sources}
+        match = {s: copies[s][1] if s in copies else 0 for s in sources}
+        hopeful = [s for s in sources
+                   if self._best(s, min(k_max, MAX_K, limit[s]), optimistic, match[s])[1] > plain_rate]
         if not hopeful:
             return Plan("none", 0, self._why_costly(), kind="costly")
         if self._paused_rounds >= self._probe_gap:
             self._paused_rounds = 0
             self._probing = True
             source = hopeful[0]
-            k = min(2, k_max, len(ngram_tokens) if source == "ngram" else 2)
-            return Plan(source, k, "probing: is the text predictable again?",
-                        ngram_match if source == "ngram" else 0, kind="probe")
-        acc = self.model if "model" in hopeful else self.ngram(ngram_match)
+            k = min(2, k_max, limit[source])
+            return Plan(source, k, "probing: is the text predictable again?", match[source], kind="probe")
+        acc = self.model if "model" in hopeful else self.ngram(match[hopeful[0]], hopeful[0])
         return Plan("none", 0, f"speculation paused: drafts are accepted too rarely to pay "
                                f"(acceptance {acc.overall():.0%})", kind="paused")
 
@@ -376,8 +395,8 @@ class AutoController:
         every line), which changes from request to request; the draft model's is about the kind of text, which a
         chat keeps. Copy statistics from a file copied whole would make a reply that edits every line draft far
         too long (docs/performance.md)."""
-        self._ngram_by_match.clear()
-        self._calibration["ngram"] = _NO_CALIBRATION
+        self._copies_by_match.clear()
+        self._calibration["ngram"] = self._calibration["history"] = _NO_CALIBRATION
 
     def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float) -> None:
         if self._probing and plan.drafter != "none":
@@ -386,6 +405,7 @@ class AutoController:
             self._probe_gap = self.probe_every if paid else min(self._probe_gap * 2, MAX_PROBE_GAP)
         if drafted and plan.drafter == "model":
             self.model.observe(drafted, accepted)
+            self._adapt_stop(plan, drafted, accepted)
         if drafted and plan.expected > 0 and plan.drafter in self._calibration:
             was_accepted, was_expected = self._calibration[plan.drafter]
             self._calibration[plan.drafter] = (0.9 * was_accepted + accepted, 0.9 * was_expected + plan.expected)
@@ -400,8 +420,19 @@ class AutoController:
                 )
         self.online.observe(drafted, verify_s, draft_s if plan.drafter == "model" else 0.0)
 
-    def observe_proposal(self, match_len: int, proposal: Sequence[int], produced: Sequence[int]) -> None:
-        """Score an n-gram proposal against the tokens the round actually produced, whether or not it was drafted.
+    def _adapt_stop(self, plan: Plan, drafted: int, accepted: int) -> None:
+        if not plan.stop_below:
+            return
+        low, high = STOP_BELOW_RANGE
+        if 0 < accepted < drafted:
+            self.stop_below = min(high, self.stop_below + STOP_BELOW_STEP)
+        elif accepted == drafted < plan.k:
+            self.stop_below = max(low, self.stop_below - STOP_BELOW_STEP)
+
+    def observe_proposal(self, match_len: int, proposal: Sequence[int], produced: Sequence[int],
+                         source: str = "ngram") -> None:
+        """Score a copying drafter's proposal (n-gram or history) against the tokens the round actually produced,
+        whether or not it was drafted.
 
         Proposals cost nothing to make, so every round is evidence about them: speculation that is paused still
         learns that the reply has started copying its input, with no probing, and one unlucky draft cannot keep
@@ -411,4 +442,4 @@ class AutoController:
             return
         agree = agreement(proposal, produced)
         # Positions past the first disagreement (or past what was produced) were not tested.
-        self.ngram(match_len).observe(agree + (agree < min(len(proposal), len(produced))), agree)
+        self.ngram(match_len, source).observe(agree + (agree < min(len(proposal), len(produced))), agree)

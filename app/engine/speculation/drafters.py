@@ -26,6 +26,8 @@ class Draft:
     # For n-gram proposals: how many trailing tokens matched. Longer matches are more often right.
     # 0 with tokens: a guess that copying resumes after an edit, not a match of the last tokens.
     match_len: int = 0
+    # For history proposals: the product of the shares of past copies that went on with each drafted token.
+    confidence: float = 1.0
 
 
 class NgramDrafter:
@@ -44,10 +46,18 @@ class NgramDrafter:
     RESUME_BELOW = 4  # a match shorter than this may be a copy that was just interrupted by an edit
     RESUME_AFTER = 8  # ...if the text before the edit had matched at least this many tokens
     SLOT_MATCH = 3  # a lookup this confident that still missed marks a slot
+    # Fixed-length drafting has no acceptance estimates to tell a copy from a coincidence; the bench's fixed n-gram
+    # mode drafts only where the last FIXED_MIN_MATCH tokens recur unbroken, the evidence llama.cpp's ngram-simple
+    # asks for; stopping at slots and control tokens and applying renames then keep at least as much as it does
+    # (docs/performance.md).
+    FIXED_MIN_MATCH = 12
 
     def __init__(self, n_min: int = 2, n_max: int = 4, is_control: Optional[Callable[[int], bool]] = None):
         self.n_min = n_min
         self.n_max = n_max
+        # Proposals need an unbroken match of at least this many tokens (GenerationConfig.ngram_min_match with a
+        # fixed draft length; always 0 for auto, which scores every proposal and learns which matches pay).
+        self.min_match = 0
         self._is_control = is_control or (lambda token: False)
         # Positions a copy stops before:
         # - Control tokens (the chat template's end-of-turn and role markers, which a reply never writes mid-text)
@@ -176,7 +186,10 @@ class NgramDrafter:
             return Draft(source=self.name)
         self._sync(history)
         length, end = self._longest()
-        if length < self.RESUME_BELOW:
+        if self.min_match:
+            if length < self.min_match:
+                return Draft(source=self.name)
+        elif length < self.RESUME_BELOW:
             evidence, start = self._resume()
             if start >= 0 and (evidence > length or end < 0):
                 return Draft(tokens=self._copy(start, k), source=self.name, match_len=evidence)
@@ -202,6 +215,24 @@ class NgramDrafter:
         return out[:k]
 
 
+# AdaEDL (Agrawal et al., 2024): 1 - sqrt(ENTROPY_WEIGHT * H) is a lower bound on the chance the target accepts a
+# draft token drawn from a distribution of entropy H (nats); a draft stops where that bound falls below a threshold
+# the controller adapts round by round.
+ENTROPY_WEIGHT = 0.5
+
+
+def acceptance_bound(probs: np.ndarray) -> float:
+    """AdaEDL's estimate of how likely the target keeps a token drafted from `probs` (from its entropy)."""
+    p = probs[probs > 0]
+    entropy = float(-(p * np.log(p)).sum())
+    return 1.0 - float(np.sqrt(ENTROPY_WEIGHT * entropy))
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = np.exp(logits - logits.max())
+    return shifted / shifted.sum()
+
+
 class ModelDrafter:
     """A draft model run autoregressively, one token per forward pass, on its own KV cache."""
 
@@ -218,7 +249,10 @@ class ModelDrafter:
         rng: np.random.Generator,
         p_min: float = 0.0,
         cancel=None,
+        stop_below: float = 0.0,
     ) -> Draft:
+        """Up to k tokens. The draft stops early where its top probability falls below `p_min`, or where its own
+        confidence (acceptance_bound) falls below `stop_below`; the first token is always drafted."""
         draft = Draft(probs=None if sampler.greedy else [], source=self.name)
         if k <= 0:
             return draft
@@ -235,13 +269,15 @@ class ModelDrafter:
             logits = model.logits(row)
             if sampler.greedy:
                 token = int(np.argmax(logits))
-                if p_min > 0.0:
-                    shifted = np.exp(logits - logits[token])
-                    if 1.0 / shifted.sum() < p_min:
+                if p_min > 0.0 or (stop_below > 0.0 and i > 0):
+                    probs = _softmax(logits)
+                    if probs[token] < p_min or (i > 0 and acceptance_bound(probs) < stop_below):
                         break
             else:
                 q = sampler.distribution(logits)
                 if p_min > 0.0 and q.max() < p_min:
+                    break
+                if stop_below > 0.0 and i > 0 and acceptance_bound(q) < stop_below:
                     break
                 token = sample_from(q, rng)
                 draft.probs.append(q)

@@ -7,9 +7,12 @@ controller in `app.engine.speculation.controller` chooses k to maximise expected
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol, Sequence
+from typing import TYPE_CHECKING, Literal, Optional, Protocol, Sequence
 
 from app.engine.events import Drafter
+
+if TYPE_CHECKING:
+    from app.engine.speculation.drafters import Draft
 
 # Why a plan is what it is: drafting expected to pay ("draft"), a short trial draft while paused ("probe"),
 # a fixed length ("fixed"), or no draft because drafting would not pay ("paused", "costly") or cannot
@@ -22,8 +25,11 @@ class Plan:
     drafter: Drafter
     k: int
     reason: str = ""  # in words, for the status line
-    match_len: int = 0  # n-gram plans: the length of the match the proposal came from
+    match_len: int = 0  # copy plans (n-gram, history): the length of the match the proposal came from
     expected: float = 0.0  # auto plans: how many of the k tokens the controller expects to be accepted
+    # Draft-model plans: stop the draft early where the draft's own confidence (an AdaEDL bound, see
+    # drafters.acceptance_bound) falls below this; 0 drafts all k.
+    stop_below: float = 0.0
     kind: PlanKind = "unavailable"
 
 
@@ -37,14 +43,18 @@ def agreement(proposal: Sequence[int], produced: Sequence[int]) -> int:
 
 
 class SpeculationPolicy(Protocol):
-    def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool, ngram_match: int = 0) -> Plan:
-        """Choose the drafter and draft length for the next round (k_max bounds k by context and max_tokens)."""
+    def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool, ngram_match: int = 0,
+             history: Optional[Draft] = None) -> Plan:
+        """Choose the drafter and draft length for the next round (k_max bounds k by context and max_tokens).
+        `history`: the history drafter's proposal, when it has one."""
 
     def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float) -> None:
         """Learn from the round that just ran with `plan`."""
 
-    def observe_proposal(self, match_len: int, proposal: Sequence[int], produced: Sequence[int]) -> None:
-        """Learn how the round's n-gram proposal compared with the tokens the target produced (drafted or not)."""
+    def observe_proposal(self, match_len: int, proposal: Sequence[int], produced: Sequence[int],
+                         source: str = "ngram") -> None:
+        """Learn how the round's proposal by a copying drafter ("ngram" or "history") compared with the tokens the
+        target produced (drafted or not)."""
 
     def begin_request(self) -> None:
         """A new request (reply) starts."""
@@ -54,15 +64,20 @@ class SpeculationPolicy(Protocol):
 
 
 class FixedPolicy:
-    """Always draft `k` tokens with the given drafter ("model" or "ngram"); no draft, no speculation."""
+    """Always draft `k` tokens with the given drafter ("model", "ngram" or "history": history where it has a
+    proposal, n-gram lookup where not); no draft, no speculation."""
 
     def __init__(self, k: int, drafter: Drafter):
         self.k = k
         self.drafter = drafter
 
-    def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool, ngram_match: int = 0) -> Plan:
+    def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool, ngram_match: int = 0,
+             history: Optional[Draft] = None) -> Plan:
         k = min(self.k, k_max)
-        if self.drafter == "ngram":
+        if self.drafter == "history" and history is not None and history.tokens:
+            return Plan("history", min(k, len(history.tokens)), f"fixed draft length {self.k}", history.match_len,
+                        kind="fixed")
+        if self.drafter in ("ngram", "history"):
             if not ngram_tokens:
                 return Plan("none", 0, "no earlier occurrence of the last tokens to copy from")
             return Plan("ngram", min(k, len(ngram_tokens)), f"fixed draft length {self.k}", kind="fixed")
@@ -73,7 +88,8 @@ class FixedPolicy:
     def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float) -> None:
         pass
 
-    def observe_proposal(self, match_len: int, proposal: Sequence[int], produced: Sequence[int]) -> None:
+    def observe_proposal(self, match_len: int, proposal: Sequence[int], produced: Sequence[int],
+                         source: str = "ngram") -> None:
         pass
 
     def begin_request(self) -> None:

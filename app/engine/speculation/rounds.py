@@ -6,34 +6,65 @@ these functions, so a change here is seen by the replay's figures as well as by 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from app.engine.speculation.drafters import Draft, NgramDrafter
-from app.engine.speculation.policy import Plan, SpeculationPolicy
+from app.engine.speculation.history import HistoryDrafter
+from app.engine.speculation.policy import Plan, SpeculationPolicy, agreement
 
 SPECULATION_OFF = "speculation is off for this chat"
 
 
+@dataclass
+class Proposals:
+    """What the copying drafters propose this round (each empty when it has nothing): n-gram lookup of this
+    request's text, and the history of earlier ones."""
+
+    ngram: Draft = field(default_factory=Draft)
+    history: Draft = field(default_factory=Draft)
+
+    def of(self, drafter: str) -> Draft:
+        return self.history if drafter == "history" else self.ngram
+
+
 def plan_round(policy: SpeculationPolicy, history: Sequence[int], k_max: int, *, speculative: bool,
-               ngram: Optional[NgramDrafter], has_model: bool) -> tuple[Plan, Draft]:
-    """(the plan, the n-gram proposal it was made from; empty when there is none)."""
+               ngram: Optional[NgramDrafter], has_model: bool,
+               past: Optional[HistoryDrafter] = None) -> tuple[Plan, Proposals]:
+    """(the plan, the copy proposals it was made from)."""
     if not speculative:
-        return Plan("none", 0, SPECULATION_OFF), Draft()
-    proposal = ngram.propose(history, k_max) if ngram is not None else Draft()
-    return policy.plan(k_max, proposal.tokens, has_model, proposal.match_len), proposal
+        return Plan("none", 0, SPECULATION_OFF), Proposals()
+    proposals = Proposals(ngram.propose(history, k_max) if ngram is not None else Draft(),
+                          past.propose(history, k_max) if past is not None else Draft())
+    ngram_draft, history_draft = proposals.ngram, proposals.history
+    if ngram_draft.tokens and history_draft.tokens:
+        # Where the two agree, one proposal covers both: the longer one, planned as the drafter it came from.
+        shared = min(len(ngram_draft.tokens), len(history_draft.tokens))
+        if agreement(ngram_draft.tokens, history_draft.tokens) == shared:
+            if len(history_draft.tokens) > len(ngram_draft.tokens):
+                ngram_draft = Draft()
+            else:
+                history_draft = Draft()
+    plan = policy.plan(k_max, ngram_draft.tokens, has_model, ngram_draft.match_len,
+                       history=history_draft if history_draft.tokens else None)
+    return plan, proposals
 
 
-def ngram_tokens(plan: Plan, proposal: Draft) -> list[int]:
-    """The tokens an n-gram plan drafts: the first plan.k of the proposal (none for another drafter)."""
-    return list(proposal.tokens[: plan.k]) if plan.drafter == "ngram" and plan.k > 0 else []
+def copy_tokens(plan: Plan, proposals: Proposals) -> list[int]:
+    """The tokens a copying plan drafts: the first plan.k of its drafter's proposal (none for the draft model)."""
+    if plan.drafter not in ("ngram", "history") or plan.k <= 0:
+        return []
+    return list(proposals.of(plan.drafter).tokens[: plan.k])
 
 
-def observe_round(policy: SpeculationPolicy, plan: Plan, proposal: Draft, drafted: int, accepted: int,
+def observe_round(policy: SpeculationPolicy, plan: Plan, proposals: Proposals, drafted: int, accepted: int,
                   draft_s: float, verify_s: float, kept: Sequence[int]) -> None:
-    """The policy learns the round's outcome and how the n-gram proposal compared with the tokens kept."""
+    """The policy learns the round's outcome and how each copy proposal compared with the tokens kept."""
     if drafted:
         policy.observe(plan, drafted, accepted, draft_s, verify_s)
     else:
         policy.observe(plan, 0, 0, 0.0, verify_s)
-    if proposal.tokens:
-        policy.observe_proposal(proposal.match_len, proposal.tokens, kept)
+    for source in ("ngram", "history"):
+        proposal = proposals.of(source)
+        if proposal.tokens:
+            policy.observe_proposal(proposal.match_len, proposal.tokens, kept, source=source)

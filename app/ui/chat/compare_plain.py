@@ -118,8 +118,9 @@ class PlainCompare(QObject):
         max_tokens = request.config.max_tokens if stats.stop_reason == "eos" else stats.tokens
         config = dataclasses.replace(
             request.config, speculative=False, max_tokens=max(1, int(max_tokens or 1)),
-            # Its own session: plain rounds must not teach the chat's speculation controller.
-            session=f"chat-{message.chat_id}-plain",
+            # Its own session: plain rounds must not teach the chat's speculation controller. The same reply again
+            # adds nothing to history.
+            session=f"chat-{message.chat_id}-plain", history=False,
         )
         request_id = self.conversation.reserve_request_id()
         self._run = _Run(request_id, message_id, message.content, stats.tokens_per_second,

@@ -38,6 +38,11 @@ SAVE_EVERY_TOKENS = 64
 SAVE_COST_SHARE = 10  # a save while streaming waits at least this many times as long as the last one took
 
 
+def chat_session(chat_id: Optional[int]) -> str:
+    """The engine's session of a chat: its speculation statistics, and the texts it added to history."""
+    return f"chat-{chat_id}"
+
+
 class Conversation(QObject):
     """Drives one chat's generation. GUI thread only."""
 
@@ -224,7 +229,7 @@ class Conversation(QObject):
         self._request = request
         self._last_reason = ""
         # The speculation controller learns acceptance per chat.
-        config = dataclasses.replace(config, session=f"chat-{self.chat_id}")
+        config = dataclasses.replace(config, session=chat_session(self.chat_id))
         self.engine_process.request_generate(request.request_id, messages, config)
         self._flush_timer.start()
         self.sig_busy_changed.emit(True)

@@ -13,7 +13,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont
 
-from app.replies.inspector_data import ANY_DRAFTER, DRAFTER_NAMES, MODEL, NGRAM, PLAIN, ReplyInspection
+from app.replies.inspector_data import ANY_DRAFTER, DRAFTER_NAMES, DRAFTERS, HISTORY, MODEL, NGRAM, PLAIN, \
+    ReplyInspection
 from app.ui.widgets import style
 
 REFUSED_ALPHA = 70  # drafted-but-refused shows as a pale bar behind the kept one
@@ -23,12 +24,13 @@ pg.setConfigOptions(antialias=True)
 
 
 def drafter_colors() -> dict[str, str]:
-    """Each drafter's colour in the current theme: the transcript's own pair of highlights (the Okabe-Ito
-    palette's sky blue and orange, distinct under the common colour-vision deficiencies), opaque here; grey for
+    """Each drafter's colour in the current theme: the transcript's own highlights (the Okabe-Ito palette's sky
+    blue, orange and bluish green, distinct under the common colour-vision deficiencies), opaque here; grey for
     plain rounds; Okabe-Ito reddish purple for bars from stats alone, which do not say who drafted."""
     theme = style.current()
     opaque = {origin: QColor(*rgba[:3]).name() for origin, rgba in theme.highlights.items()}
-    return {MODEL: opaque["draft"], NGRAM: opaque["ngram"], PLAIN: theme.chart_plain, ANY_DRAFTER: theme.chart_any}
+    return {MODEL: opaque["draft"], NGRAM: opaque["ngram"], HISTORY: opaque["history"], PLAIN: theme.chart_plain,
+            ANY_DRAFTER: theme.chart_any}
 
 
 def _color(drafter: str, alpha: int = 255) -> QColor:
@@ -89,7 +91,7 @@ def _bars(plot: Chart, key: str, x: list[float], heights: list[float], width: fl
 def rounds_chart(inspection: ReplyInspection) -> Chart:
     """Every round as a bar: drafted (pale) behind kept (solid), in its drafter's colour; plain rounds are gaps."""
     plot = _new_plot("Each round: drafted (pale) and kept", "round (gaps are plain rounds)", "tokens")
-    for drafter in (MODEL, NGRAM):
+    for drafter in DRAFTERS:
         bars = [bar for bar in inspection.bars if bar.drafter == drafter and bar.drafted]
         x = [bar.index + 1 for bar in bars]
         _bars(plot, f"{drafter}:drafted", x, [bar.drafted for bar in bars], 0.8, _color(drafter, REFUSED_ALPHA),
@@ -106,7 +108,7 @@ def rounds_chart(inspection: ReplyInspection) -> Chart:
 def positions_chart(inspection: ReplyInspection) -> Chart:
     """Acceptance by draft position: the share of rounds that drafted at least i tokens whose i-th was kept."""
     plot = _new_plot("Kept by draft position", "position in the draft", "kept (% of rounds reaching it)")
-    drafters = [d for d in (MODEL, NGRAM) if any(p.drafter == d for p in inspection.positions)]
+    drafters = [d for d in DRAFTERS if any(p.drafter == d for p in inspection.positions)]
     width = 0.8 / max(1, len(drafters))
     for n, drafter in enumerate(drafters):
         points = [p for p in inspection.positions if p.drafter == drafter]
@@ -144,7 +146,7 @@ def histogram_chart(inspection: ReplyInspection) -> Chart:
     plot = _new_plot("Draft lengths", "tokens drafted in the round", "rounds")
     lengths = sorted(inspection.histogram)
     stacked = {length: 0 for length in lengths}
-    for drafter in (PLAIN, MODEL, NGRAM, ANY_DRAFTER):
+    for drafter in (PLAIN, *DRAFTERS, ANY_DRAFTER):
         rows = [(length, inspection.histogram[length].get(drafter, 0)) for length in lengths]
         rows = [(length, count) for length, count in rows if count]
         _bars(plot, f"{drafter}:histogram", [length for length, _ in rows],

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 
 from app.common.atomic_write import write_atomic
 from app.replies.inspector_data import (
-    ANY_DRAFTER, MODEL, NGRAM, NO_ROUNDS_SENTENCE, PLAIN, ReplyInspection, reply_inspection,
+    ANY_DRAFTER, DRAFTERS, NO_ROUNDS_SENTENCE, PLAIN, ReplyInspection, reply_inspection,
 )
 from app.ui.inspector import charts
 from app.ui.transcript.format import TranscriptMessage
@@ -101,7 +101,7 @@ class ReplyInspector(QDialog):
         self._clear_charts()
         inspection = self.inspection
         shown = {drafter for row in inspection.histogram.values() for drafter in row}
-        drafters = [d for d in (MODEL, NGRAM, PLAIN, ANY_DRAFTER) if d in shown]
+        drafters = [d for d in (*DRAFTERS, PLAIN, ANY_DRAFTER) if d in shown]
         self.legend.setText(charts.legend_html(drafters))
         self.legend.setVisible(bool(drafters))
         if inspection.has_rounds:

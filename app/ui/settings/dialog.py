@@ -212,8 +212,15 @@ class AppSettingsDialog(QDialog):
         database = QLabel(str(paths.database_path()))
         database.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         database.setWordWrap(True)
+        self.history_drafting = QCheckBox("Draft from the history of earlier replies (all chats)")
+        self.history_drafting.setChecked(settings.history_drafting)
+        self.history_drafting.setToolTip(
+            "Earlier prompts and replies are kept on this computer, within 64 MB, so a reply that repeats one "
+            "(Regenerate, the same code again) is written faster. Deleting a chat removes its text. Off: nothing "
+            "is read from it or added to it.")
         self.pages.add_page("History", hint("Every chat is saved as it is written, with each reply's provenance, in:"),
-                            database, hint("Export a chat (Markdown or JSON) from its menu in the sidebar."))
+                            database, hint("Export a chat (Markdown or JSON) from its menu in the sidebar."),
+                            self.history_drafting)
 
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self._accept)
@@ -253,6 +260,7 @@ class AppSettingsDialog(QDialog):
             self._original,
             model_folders=[self.folders.item(i).text() for i in range(self.folders.count())],
             scan_hf_cache=self.scan_hf_cache.isChecked(),
+            history_drafting=self.history_drafting.isChecked(),
             threads=self.threads.value(),
             context_size=self.context_size.value(),
             target_gpu_layers=self.target_gpu_layers.value(),

@@ -15,6 +15,7 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QApplication, QDialog, QMainWindow, QStackedWidget
 
 from app.engine.config import GenerationConfig, LoadSettings
+from app.engine.speculation.history_file import HistoryFile
 from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
 from app.ui.chat import export as chat_export
 from app.ui.chat import compare_plain, file_drop
@@ -26,7 +27,7 @@ from app.ui.chat.chat_list_controller import ChatListController
 from app.ui.chat.settings_binding import ChatSettingsBinding, draft_key
 from app.ui.transcript.chat_view import ChatView
 from app.ui.chat.composer import Composer
-from app.ui.chat.conversation import Conversation
+from app.ui.chat.conversation import Conversation, chat_session
 from app.ui.shell import appearance
 from app.ui.shell.empty_state import EmptyLibraryPage
 from app.ui.engine_link import api_server
@@ -365,6 +366,7 @@ class MainWindow(QMainWindow):
         except StoreError as exc:
             self.show_error(str(exc))
             return
+        HistoryFile().forget(chat_session(chat_id))  # its text leaves the history drafter's file too
         if chat_id == self.conversation.chat_id:
             self.new_chat()
         self.chat_list.remove(chat_id)
@@ -406,7 +408,8 @@ class MainWindow(QMainWindow):
 
     def generation_config(self) -> GenerationConfig:
         """What the next request is sent with: the chat's settings, the Speculative switch and the drafter."""
-        return self.chat_settings.generation_config(self.model_bar.speculative(), self.session.drafter())
+        config = self.chat_settings.generation_config(self.model_bar.speculative(), self.session.drafter())
+        return dataclasses.replace(config, history=self.settings.history_drafting)
 
     def regenerate(self, message_id: Optional[int]) -> None:
         message_id = message_id if message_id is None or message_id >= 0 else None  # an unsaved reply: the last

@@ -58,6 +58,7 @@ class LegendRow(QWidget):
         self.legend.setToolTip(
             "Speculative decoding: a drafter proposes tokens and the model checks them all in one batch.\n"
             "Blue: proposed by the draft model and kept. Amber: copied from earlier text by n-gram lookup and kept.\n"
+            "Green: drafted from how your earlier replies went on (any chat) and kept.\n"
             "The rest the model wrote itself. Hover a token to see its round: what was proposed and refused."
         )
         row.addWidget(self.legend)
@@ -73,9 +74,11 @@ class LegendRow(QWidget):
     def show_legend(self) -> None:
         """The swatches in the current theme's colours (again after a theme switch)."""
         draft, ngram = style.swatch_css(style.draft_color()), style.swatch_css(style.ngram_color())
+        history = style.swatch_css(style.history_color())
         self.legend.setText(
             f'<span style="background:{draft}">&nbsp;draft model&nbsp;</span>&nbsp;&nbsp;'
             f'<span style="background:{ngram}">&nbsp;n-gram copy&nbsp;</span>&nbsp;&nbsp;'
+            f'<span style="background:{history}">&nbsp;history&nbsp;</span>&nbsp;&nbsp;'
             f'<span style="color:{style.TEXT_MUTED}">plain: written by the model itself</span>'
         )
 

@@ -106,8 +106,8 @@ class ChatView(TranscriptBrowser):
         transcript_marks.recolour_highlights(self.document(), self._writer.set_background)
 
     def highlighted_text(self, origin: Optional[str] = None) -> str:
-        """All text that shows a draft highlight (of one origin, "draft" or "ngram", if given), in document order
-        (tests and accessibility)."""
+        """All text that shows a draft highlight (of one origin, "draft", "ngram" or "history", if given), in
+        document order (tests and accessibility)."""
         origins = (origin,) if origin else transcript_marks.HIGHLIGHTED
         return transcript_marks.highlighted_text(self.document(), origins)
 

@@ -17,8 +17,8 @@ from app.replies.stats import format_stats, model_label  # noqa: F401  (used by 
 from app.store import Message
 from app.store.attachments import Attachment
 
-# Char-format properties. The origin of a reply's character ("target", "draft", "ngram"), and the background it has
-# without highlighting.
+# Char-format properties. The origin of a reply's character ("target", "draft", "ngram", "history"), and the
+# background it has without highlighting.
 PROVENANCE_PROPERTY = QTextFormat.Property.UserProperty + 1
 BASE_BACKGROUND_PROPERTY = QTextFormat.Property.UserProperty + 2
 # The key of the message a character belongs to (its id; STREAM_KEY while it streams), and its token's round: the

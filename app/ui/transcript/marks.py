@@ -20,7 +20,7 @@ from app.ui.transcript.format import (
     PROVENANCE_PROPERTY,
 )
 
-HIGHLIGHTED = ("draft", "ngram")
+HIGHLIGHTED = ("draft", "ngram", "history")
 
 
 def fragments(document: QTextDocument, start: int = 0, end: Optional[int] = None) -> Iterator[QTextFragment]:

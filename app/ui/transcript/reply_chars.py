@@ -15,7 +15,7 @@ NO_ROUND = -1
 
 @dataclass
 class ReplyChars:
-    origins: list[str]  # per character: "target", "draft" (the draft model) or "ngram"
+    origins: list[str]  # per character: "target", "draft" (the draft model), "ngram" or "history"
     rounds: list[int]  # per character: its token's round, an index into the reply's rounds (NO_ROUND: unknown)
     # (offset, round) for each round whose proposal the target partly refused: the refused text belongs right
     # before the target's own token of that round, at `offset`. In offset order.

@@ -10,9 +10,10 @@ from app.store.provenance import RoundRecord
 
 DRAFT_TOOLTIP = "Draft model: proposed by the draft model and accepted by the target"
 NGRAM_TOOLTIP = "N-gram copy: found in the earlier text by n-gram lookup and accepted by the target"
+HISTORY_TOOLTIP = "History: how earlier replies went on from here, accepted by the target"
 TARGET_TOOLTIP = "Target: written by the target model itself"
-ORIGIN_TOOLTIPS = {"draft": DRAFT_TOOLTIP, "ngram": NGRAM_TOOLTIP, "target": TARGET_TOOLTIP}
-DRAFTER_WORDS = {"model": "the draft model", "ngram": "n-gram lookup"}
+ORIGIN_TOOLTIPS = {"draft": DRAFT_TOOLTIP, "ngram": NGRAM_TOOLTIP, "history": HISTORY_TOOLTIP, "target": TARGET_TOOLTIP}
+DRAFTER_WORDS = {"model": "the draft model", "ngram": "n-gram lookup", "history": "history of earlier replies"}
 
 
 def token_text(text: str) -> str:

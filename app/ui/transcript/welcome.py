@@ -27,8 +27,10 @@ def insert_welcome(cursor: QTextCursor, base: QFont, viewport_height: int) -> No
     swatch = QTextCharFormat(muted)
     swatch.setForeground(QColor(style.TEXT))
     for text, color in (("Tokens the model kept from ", None), (" the draft model ", style.draft_color()),
-                        (" or from ", None), (" n-gram copies ", style.ngram_color()),
-                        (" of earlier text are highlighted; hover one to see its round.", None)):
+                        (", from ", None), (" n-gram copies ", style.ngram_color()),
+                        (" of earlier text or from ", None), (" history ", style.history_color()),
+                        (" (earlier replies)", None),
+                        (" are highlighted; hover one to see its round.", None)):
         if color is None:
             cursor.insertText(text, muted)
         else:

@@ -54,6 +54,11 @@ def ngram_color() -> QColor:
     return QColor(*_current.highlights["ngram"])
 
 
+def history_color() -> QColor:
+    """The highlight of tokens drafted from the history of earlier replies and kept by the target."""
+    return QColor(*_current.highlights["history"])
+
+
 def origin_color(origin: str) -> QColor | None:
     """The highlight of a token by its origin; None for the target's own tokens."""
     rgba = highlight_rgba(origin)

@@ -86,6 +86,7 @@ LIGHT = Theme(
     highlights={
         "draft": (86, 180, 233, 100),
         "ngram": (230, 159, 0, 100),
+        "history": (0, 158, 115, 90),  # Okabe-Ito bluish green: earlier replies (the history drafter)
     },
 )
 
@@ -109,6 +110,7 @@ DARK = Theme(
     highlights={
         "draft": (86, 180, 233, 115),
         "ngram": (230, 159, 0, 110),
+        "history": (0, 158, 115, 115),
     },
 )
 
