@@ -12,7 +12,7 @@ import dataclasses
 from typing import Callable, Optional
 
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import QApplication, QDialog, QMainWindow, QStackedWidget
+from PySide6.QtWidgets import QDialog, QMainWindow, QStackedWidget
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.speculation.history_file import HistoryFile
@@ -30,6 +30,7 @@ from app.ui.chat.composer import Composer
 from app.ui.chat.conversation import Conversation, chat_session
 from app.ui.shell import appearance
 from app.ui.shell.empty_state import EmptyLibraryPage
+from app.ui.shell.message_commands import MessageCommands
 from app.ui.engine_link import api_server
 from app.ui.engine_link.engine_process import EngineProcess
 from app.ui.models.library_controller import LibraryController
@@ -42,7 +43,7 @@ from app.ui.widgets.layouts import column, padded, sidebar_split
 from app.ui.shell.window_widgets import ErrorBanner, LegendRow, StatusFooter, confirm_destructive
 
 
-class MainWindow(QMainWindow):
+class MainWindow(MessageCommands, QMainWindow):
     """The SpecChat window. GUI thread only.
 
     `engine_factory` builds the engine in the engine process (tests may pass a picklable fake); `store` defaults to
@@ -410,55 +411,6 @@ class MainWindow(QMainWindow):
         """What the next request is sent with: the chat's settings, the Speculative switch and the drafter."""
         config = self.chat_settings.generation_config(self.model_bar.speculative(), self.session.drafter())
         return dataclasses.replace(config, history=self.settings.history_drafting)
-
-    def regenerate(self, message_id: Optional[int]) -> None:
-        message_id = message_id if message_id is None or message_id >= 0 else None  # an unsaved reply: the last
-        if message_id is not None and not self._confirm_dropping(message_id, "Regenerate", "Regenerating this reply"):
-            return
-        args = self._request_args()
-        if args is None:
-            return
-        try:
-            self.conversation.regenerate(*args, message_id)
-        except StoreError as exc:
-            self.show_error(str(exc))
-
-    def continue_reply(self, message_id: int) -> None:
-        """Carry on writing an unfinished reply (stopped, interrupted or cut short)."""
-        args = self._request_args()
-        if args is not None:
-            self.conversation.continue_reply(*args, message_id)
-
-    def edit_message(self, message_id: int) -> None:
-        """Put a sent message back into the composer; sending replaces it and everything after it."""
-        message = self.store.get_message(message_id)
-        if message is None or message.role != "user" or message.chat_id != self.conversation.chat_id:
-            return
-        if not self._confirm_dropping(message_id, "Edit", "Sending the edited message"):
-            return
-        self.conversation.stop()
-        self._edit_message_id = message_id
-        self.composer.set_text(message.content)
-        self.composer.set_attachments(message.attachments)
-        self.composer.set_editing(True)
-
-    def _confirm_dropping(self, message_id: int, action: str, doing: str) -> bool:
-        """Ask first when Regenerate or Edit would delete messages after this one; True to go on."""
-        later = self.conversation.messages_after(message_id)
-        noun = "message" if later == 1 else f"{later} messages"
-        return not later or self.confirm(f"{action} message", f"{doing} deletes the {noun} after it. They cannot "
-                                         "be brought back.", action)
-
-    def _cancel_edit(self) -> None:
-        if self._edit_message_id is not None:
-            self._edit_message_id = None
-            self.composer.set_editing(False)
-
-    def _copy_message(self, message_id: int) -> None:
-        message = self.store.get_message(message_id) if message_id >= 0 else None
-        text = message.content if message is not None else self.conversation.unsaved_replies.get(message_id)
-        if text is not None:
-            QApplication.clipboard().setText(text)
 
     # ----- lifetime
 

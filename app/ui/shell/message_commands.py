@@ -1,0 +1,66 @@
+"""What the links under a message do in the main window: Regenerate, Continue, Edit and Copy. GUI thread only.
+
+A mixin of MainWindow (it uses the window's conversation, composer, store and confirm), kept apart so the window's
+module stays a layout and its wiring.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from PySide6.QtWidgets import QApplication
+
+from app.store import StoreError
+
+
+class MessageCommands:
+    """Regenerate, Continue, Edit and Copy of one message; Regenerate and Edit ask before deleting later ones."""
+
+    def regenerate(self, message_id: Optional[int]) -> None:
+        message_id = message_id if message_id is None or message_id >= 0 else None  # an unsaved reply: the last
+        if message_id is not None and not self._confirm_dropping(message_id, "Regenerate", "Regenerating this reply"):
+            return
+        args = self._request_args()
+        if args is None:
+            return
+        try:
+            self.conversation.regenerate(*args, message_id)
+        except StoreError as exc:
+            self.show_error(str(exc))
+
+    def continue_reply(self, message_id: int) -> None:
+        """Carry on writing an unfinished reply (stopped, interrupted or cut short)."""
+        args = self._request_args()
+        if args is not None:
+            self.conversation.continue_reply(*args, message_id)
+
+    def edit_message(self, message_id: int) -> None:
+        """Put a sent message back into the composer; sending replaces it and everything after it."""
+        message = self.store.get_message(message_id)
+        if message is None or message.role != "user" or message.chat_id != self.conversation.chat_id:
+            return
+        if not self._confirm_dropping(message_id, "Edit", "Sending the edited message"):
+            return
+        self.conversation.stop()
+        self._edit_message_id = message_id
+        self.composer.set_text(message.content)
+        self.composer.set_attachments(message.attachments)
+        self.composer.set_editing(True)
+
+    def _confirm_dropping(self, message_id: int, action: str, doing: str) -> bool:
+        """Ask first when Regenerate or Edit would delete messages after this one; True to go on."""
+        later = self.conversation.messages_after(message_id)
+        noun = "message" if later == 1 else f"{later} messages"
+        return not later or self.confirm(f"{action} message", f"{doing} deletes the {noun} after it. They cannot "
+                                         "be brought back.", action)
+
+    def _cancel_edit(self) -> None:
+        if self._edit_message_id is not None:
+            self._edit_message_id = None
+            self.composer.set_editing(False)
+
+    def _copy_message(self, message_id: int) -> None:
+        message = self.store.get_message(message_id) if message_id >= 0 else None
+        text = message.content if message is not None else self.conversation.unsaved_replies.get(message_id)
+        if text is not None:
+            QApplication.clipboard().setText(text)
