@@ -20,7 +20,9 @@ def _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models):
 
 
 def _settings_but_speculation(config: dict) -> dict:
-    return {k: v for k, v in config.items() if k not in ("speculative", "session")}
+    """The request's settings but those a plain run changes on purpose: no speculation, a session of its own, and
+    no history drafting (it neither reads earlier replies nor adds its own)."""
+    return {k: v for k, v in config.items() if k not in ("speculative", "session", "history")}
 
 
 def _compare(qtbot, window, message_id: int, label: str = "Compare with plain"):
@@ -43,6 +45,7 @@ def test_compare_with_plain_reports_identical_greedy_text_and_keeps_it(make_wind
     assert fake_engine.requests[-1] == fake_engine.requests[-2]
     assert first["speculative"] and not plain["speculative"]
     assert _settings_but_speculation(plain) == _settings_but_speculation(first)
+    assert plain["history"] is False
     shown = view.toPlainText()
     assert "Comparing with plain" not in shown
     assert "Plain decoding" in shown and "tok/s" in shown and "same text" in shown
