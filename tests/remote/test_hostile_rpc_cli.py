@@ -6,7 +6,6 @@ exit; and the window's load (the engine process) gets the same sentence instead 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ import pytest
 from app.engine.config import LoadSettings
 from app.engine.host.wire import LoadFailed, LoadModels
 from app.engine.targets import LocalModel
+from tests.support.processes import interrupt
 from tests.remote.fake_rpc_peer import MODES, FakeRpcPeer, client_version
 from tests.remote.test_remote_worker_and_cli import _serve
 
@@ -62,12 +62,8 @@ def test_ctrl_c_while_a_silent_worker_is_checked_is_a_clean_exit(tiny_models):
             while peer.connections == 0 and time.monotonic() < deadline and process.poll() is None:
                 time.sleep(0.05)
             assert peer.connections >= 1  # the check is waiting on the worker
-            process.send_signal(signal.SIGINT)
-            _, err = process.communicate(timeout=DEADLINE_S)
         finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+            err = interrupt(process, DEADLINE_S)
     assert process.returncode == 130, err.decode()[-2000:]
     assert err.decode().strip().splitlines()[-1] == "interrupted" and b"Traceback" not in err
 

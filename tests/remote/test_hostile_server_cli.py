@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from tests.support.processes import interrupt
 from tests.remote.fake_openai_server import FakeServer, Script, content_chunk
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -170,11 +170,7 @@ def test_ctrl_c_on_a_silent_server_is_a_clean_exit():
         try:
             assert process.stdout.read(len("first ")) == b"first "  # streaming, then the server goes silent
             time.sleep(0.2)
-            process.send_signal(signal.SIGINT)
-            _, err = process.communicate(timeout=DEADLINE_S)
         finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+            err = interrupt(process, DEADLINE_S)
     assert process.returncode == 130 and err.decode().strip().splitlines()[-1] == "interrupted"
     assert b"Traceback" not in err

@@ -1,5 +1,6 @@
 """Test-only helpers: damaged model files and acceptance measurement.
 
 - acceptance.py: how often a draft's greedy pick equals the target's (llama_cpp's high-level API).
+- processes.py: Ctrl-C sent to a child process, with a deadline, the child never left behind.
 - malformed_models.py: Damaged GGUF files, each broken in one way that makes llama.cpp refuse it or abort, for tests of the refusals.
 """
