@@ -110,3 +110,23 @@ def test_plain_vs_native_says_when_llama_completion_is_missing(tiny_models, tmp_
                  "--llama-completion", str(tmp_path / "nowhere")])
     assert code == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_a_reference_run_that_loses_its_timings_is_run_again(tmp_path):
+    """llama.cpp's tools can exit 0 with their timings unprinted on a busy machine: the bench runs them again
+    instead of failing, and a real failure (non-zero exit) is reported at once with the tool's name."""
+    import pytest
+
+    from app.bench.suite import run_reference_tool
+
+    counter = tmp_path / "runs"
+    tool = tmp_path / "llama-fake"
+    tool.write_text("#!/bin/sh\necho x >> \"$1\"\n"
+                    "if [ $(wc -l < \"$1\") -ge 2 ]; then echo 'eval time = 5 ms' >&2; fi\nexit \"$2\"\n")
+    tool.chmod(0o755)
+    out = run_reference_tool([str(tool), str(counter), "0"], reports=lambda text: "eval time" in text, timeout_s=30)
+    assert "eval time" in out and len(counter.read_text().splitlines()) == 2
+    counter.unlink()
+    with pytest.raises(RuntimeError, match=r"llama-fake failed \(exit 3\)"):
+        run_reference_tool([str(tool), str(counter), "3"], reports=lambda text: "eval time" in text, timeout_s=30)
+    assert len(counter.read_text().splitlines()) == 1

@@ -11,14 +11,13 @@ from __future__ import annotations
 import random
 import re
 import statistics
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from app.bench.suite import reference_env
+from app.bench.suite import run_reference_tool
 from app.engine.config import GenerationConfig
 from app.engine.events import FinishedEvent, TokenEvent
 
@@ -63,13 +62,12 @@ def run_llama_completion(binary: str, model: Path, prompt: str, *, n_predict: in
         cmd = [binary, "-m", str(model), "-f", prompt_file, "-n", str(n_predict),
                *(["-t", str(threads)] if threads is not None else []),
                "-c", str(n_ctx), "--temp", "0", "--ignore-eos", "-no-cnv", "-s", "1"]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=reference_env(binary))
+        out = run_reference_tool(cmd, reports=lambda text: bool(_PROMPT_EVAL.search(text) and _EVAL.search(text)),
+                                 timeout_s=timeout_s)
     finally:
         Path(prompt_file).unlink(missing_ok=True)
-    out = proc.stdout + proc.stderr
     prompt_eval, evals, sampling = _PROMPT_EVAL.search(out), _EVAL.search(out), _SAMPLING.search(out)
-    if proc.returncode != 0 or not prompt_eval or not evals:
-        raise RuntimeError(f"llama-completion failed (exit {proc.returncode}): {out[-400:]}")
+    assert prompt_eval is not None and evals is not None  # run_reference_tool returns only output that has them
     sampling_ms = float(sampling.group(1)) if sampling else 0.0
     return NativeRun(int(prompt_eval.group(2)), float(prompt_eval.group(1)) / 1000, int(evals.group(2)),
                      (float(evals.group(1)) + sampling_ms) / 1000)
