@@ -21,12 +21,14 @@ class FakeLoad:
 
     def __init__(self) -> None:
         self.busy = 0.0
+        self.busy_over_s = 0.5  # how long the time others_busy reports on lasted
+        self.running: Optional[int] = None  # programs runnable now; None: as many as busy CPUs
 
-    def others_busy(self) -> Optional[float]:
-        return self.busy
+    def others_busy(self, within_s: Optional[float] = None) -> Optional[float]:
+        return None if within_s is not None and self.busy_over_s > within_s else self.busy
 
     def others_running(self) -> Optional[int]:
-        return round(self.busy)
+        return round(self.busy) if self.running is None else self.running
 
 
 class SlowMachine:
@@ -101,6 +103,20 @@ def test_threads_drop_while_passes_are_slow_and_return_when_quiet(target, with_h
     assert [(c.before, c.after, c.reason) for c in changes] == [(1, 2, QUIET)]
     assert [e for e in calm if isinstance(e, RoundEvent)][-1].threads == 2
     assert target.n_threads == 2
+
+
+def test_a_busy_spell_that_ended_before_the_reply_leaves_it_all_threads():
+    """Another program kept both cores busy between two replies and has ended (nothing runs now): the next reply,
+    whose long prompt is its longest pass, starts on every thread. The same spell still running costs a thread."""
+    applied = []
+    load = FakeLoad()
+    governor = ThreadGovernor(2, applied.append, load, cpus=2)
+    load.busy, load.busy_over_s, load.running = 2.0, 16.0, 0
+    governor.before_reply()
+    assert governor.threads == 2 and applied == []
+    load.running = 1
+    governor.before_reply()
+    assert governor.threads == 1
 
 
 def test_a_load_that_does_not_slow_passes_leaves_the_count():

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 _PROC = Path("/proc")
+RUNNING_SAMPLES = 3
 
 
 class CpuLoad:
@@ -26,9 +27,11 @@ class CpuLoad:
     def available(self) -> bool:
         return self._last is not None
 
-    def others_busy(self) -> Optional[float]:
+    def others_busy(self, within_s: Optional[float] = None) -> Optional[float]:
         """CPUs' worth of time other programs used since the last call (0.0 to the CPU count), or None when
-        unknown or when less than 50 ms passed (a tick is 10 ms: too coarse for less)."""
+        unknown or when less than 50 ms passed (a tick is 10 ms: too coarse for less). With `within_s`, also None
+        when the last call is older than that: an average over a longer time says little about now (and the next
+        call measures from this one)."""
         now = self._sample()
         last = self._last
         if now is None or last is None:
@@ -37,11 +40,26 @@ class CpuLoad:
         if wall < 0.05:
             return None
         self._last = now
+        if within_s is not None and wall > within_s:
+            return None
         busy = (now[1] - last[1]) - (now[2] - last[2])
         return max(0.0, busy / self._ticks / wall)
 
     def others_running(self) -> Optional[int]:
-        """Runnable tasks at this instant that are not this process's (None when unknown)."""
+        """Runnable tasks that are not this process's, the median of RUNNING_SAMPLES looks a millisecond apart:
+        a program that keeps a core busy is runnable at each, a task that ran for an instant (a shell command, a
+        timer) at one at most. None when unknown."""
+        counts = []
+        for index in range(RUNNING_SAMPLES):
+            if index:
+                time.sleep(0.001)
+            count = self._running_now()
+            if count is None:
+                return None
+            counts.append(count)
+        return sorted(counts)[len(counts) // 2]
+
+    def _running_now(self) -> Optional[int]:
         try:
             running = next(int(line.split()[1]) for line in (self._proc / "stat").read_text().splitlines()
                            if line.startswith("procs_running"))

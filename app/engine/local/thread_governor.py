@@ -32,6 +32,9 @@ TRIAL_PASSES = 2
 PROBE_GAP = 32
 MAX_PROBE_GAP = 1024
 HINT_EVERY_S = 0.5  # seconds of passes between looks at other programs' CPU use
+# Before a reply, other programs' CPU use counts only when measured over at most this long: the time since the
+# last reply may hold a program that has finished since (in the bench, llama.cpp's own run; on a desktop, a build).
+RECENT_BUSY_S = 1.0
 FIRST_HINT_S = 0.15  # the first look in a reply, sooner: a pass that waits for a lost core costs seconds
 # Timings of a count older than this many passes say nothing about now.
 FRESH_PASSES = 16
@@ -43,7 +46,7 @@ QUIET = "the machine is quiet again"
 class LoadHint(Protocol):
     available: bool
 
-    def others_busy(self) -> Optional[float]: ...
+    def others_busy(self, within_s: Optional[float] = None) -> Optional[float]: ...
 
     def others_running(self) -> Optional[int]: ...
 
@@ -90,10 +93,11 @@ class ThreadGovernor:
         """Before a reply's prompt: how many other programs want a CPU now."""
         if self._load is None or self._trial is not None:
             return None
-        # Programs running this instant, and the CPU others used since the last look (the model's load, or the
-        # time between replies): either can miss a busy program, rarely both.
+        # Programs running now, and the CPU others used since the last look if that was recent (a reply that just
+        # ended): either can miss a busy program, rarely both. A busy spell that ended before this reply does not
+        # count: the reply's first pass, often its longest (a long prompt), would run on threads it does not need.
         running = self._load.others_running()
-        busy = self._load.others_busy()
+        busy = self._load.others_busy(within_s=RECENT_BUSY_S)
         self._hint_s = HINT_EVERY_S - FIRST_HINT_S
         if running is None and busy is None:
             return None
