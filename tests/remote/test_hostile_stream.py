@@ -131,3 +131,42 @@ def test_stop_in_the_window_s_engine_process_on_a_silent_server_needs_no_restart
             assert engine.pid() == pid and not died
         finally:
             engine.stop()
+
+
+def test_stop_while_connecting_to_a_host_that_drops_packets_ends_within_a_second():
+    """A host that never completes the TCP handshake (a full listen queue: the kernel drops the SYN, as a
+    firewall that drops packets does): Stop ends the request at once, not after the 10 s connect timeout."""
+    import socket
+    import time
+
+    from app.engine.remote.http import stream_chat
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    held = socket.create_connection(("127.0.0.1", port), timeout=2)  # fills the one-entry queue
+    cancel = threading.Event()
+    outcome: dict = {"events": None, "error": None}
+
+    def request() -> None:
+        try:
+            outcome["events"] = list(stream_chat(f"http://127.0.0.1:{port}", {"model": "m", "stream": True}, None,
+                                                 cancel=cancel))
+        except Exception as exc:  # the test asserts there was none
+            outcome["error"] = exc
+
+    try:
+        thread = threading.Thread(target=request, daemon=True)
+        thread.start()
+        thread.join(0.5)
+        assert thread.is_alive(), "the connect should still be waiting for the handshake"
+        stopped_at = time.monotonic()
+        cancel.set()
+        thread.join(5.0)
+        waited = time.monotonic() - stopped_at
+    finally:
+        held.close()
+        listener.close()
+    assert not thread.is_alive() and waited < 1.0, f"Stop took {waited:.1f} s during the connect"
+    assert outcome["error"] is None and outcome["events"] == []

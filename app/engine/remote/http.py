@@ -146,6 +146,38 @@ class _Sockets:
                 pass  # already closed
 
 
+def _connect_unless_stopped(connect, sockets: _Sockets, stopped_error: type[Exception]):
+    """`connect()`'s stream, unless Stop comes first: then `stopped_error` at once. A connect to a host that drops
+    packets blocks for its whole timeout (CONNECT_TIMEOUT_S) with no socket to shut down yet, so it runs on a
+    thread of its own, which closes what it gets once nobody waits for it."""
+    lock = threading.Lock()
+    outcome: dict = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            stream, error = connect(), None
+        except Exception as exc:  # handed to the waiting thread, or dropped with the connection nobody wants
+            stream, error = None, exc
+        with lock:
+            abandoned = outcome.get("abandoned", False)
+            outcome.update(stream=stream, error=error)
+            done.set()
+        if abandoned and stream is not None:
+            stream.close()
+
+    threading.Thread(target=run, name="server connect", daemon=True).start()
+    while not done.wait(CANCEL_POLL_S):
+        if sockets.shut:
+            with lock:
+                if not done.is_set():
+                    outcome["abandoned"] = True
+                    raise stopped_error("stopped while connecting")
+    if outcome["error"] is not None:
+        raise outcome["error"]
+    return outcome["stream"]
+
+
 def _client(read_timeout_s: float, sockets: Optional[_Sockets] = None):
     """An httpx client that reaches the server directly (trust_env=False: never through the proxy the environment
     names for the internet), follows no redirect (the key goes to the URL it was given for), and, with `sockets`,
@@ -157,7 +189,8 @@ def _client(read_timeout_s: float, sockets: Optional[_Sockets] = None):
 
     class RecordingBackend(httpcore.SyncBackend):  # type: ignore[name-defined]
         def connect_tcp(self, *args, **kwargs):
-            stream = super().connect_tcp(*args, **kwargs)
+            stream = _connect_unless_stopped(lambda: super(RecordingBackend, self).connect_tcp(*args, **kwargs),
+                                             sockets, httpcore.ConnectError)
             sockets.add(stream.get_extra_info("socket"))
             return stream
 
