@@ -61,3 +61,28 @@ def test_a_model_file_rewritten_mid_reply_is_said_after_the_reply(tiny_models, t
     assert done.stderr.strip().splitlines()[-1] == (
         f"error: the model file {model} changed while it was in use (it was rewritten); the reply above may not be "
         "the model's")
+
+
+def test_a_model_file_truncated_mid_bench_is_one_sentence_not_a_sigbus(tiny_models, tmp_path):
+    """The bench reads the model for minutes: a truncation then ends it with the same sentence, not a SIGBUS."""
+    model = tmp_path / "model.gguf"
+    shutil.copy(tiny_models.target, model)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    process = subprocess.Popen([sys.executable, "-m", "app", "bench", "--target", str(model), "--modes", "plain",
+                                "--only", "code-fix", "--repeats", "50", "--max-tokens", "256", "--threads", "1",
+                                "--no-llama"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    try:
+        first = process.stderr.readline()  # its first progress line: the models are loaded and in use
+        process.send_signal(signal.SIGSTOP)
+        os.truncate(model, 4096)
+        process.send_signal(signal.SIGCONT)
+        out, err = process.communicate(timeout=DEADLINE_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert first, err
+    assert process.returncode == 1, err.decode()[-2000:]
+    assert err.decode().strip().splitlines()[-1] == (
+        f"error: the model file {model} changed while it was in use (it shrank from {tiny_models.target.stat().st_size:,}"
+        " to 4,096 bytes); the benchmark stopped")

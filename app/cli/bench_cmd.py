@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 from app.bench.suite import geometric_mean
+from app.cli.file_guard import ModelFileGuard
+from app.cli.terminal import printable
 
 
 def register(subparsers) -> None:
@@ -63,12 +65,9 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from app.cli.checks import sampling_problem
-    from app.cli.generate_cmd import local_load_settings, local_model, models_problem
-    from app.engine.host.engine_factory import local_engine
-    from app.bench.suite import (LLAMA_NGRAM_TYPES, MODE_KINDS, find_reference_tool, load_prompts,
-                                 run_llama_speculative, run_suite)
+    from app.cli.generate_cmd import models_problem
+    from app.bench.suite import MODE_KINDS, load_prompts
     from app.engine.config import MAX_DRAFT
-    from app.engine.errors import EngineError
 
     if args.max_tokens is None:
         args.max_tokens = 48 if args.under_load else 128
@@ -98,6 +97,23 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     log = (lambda line: print(line, file=sys.stderr)) if not args.json else (lambda line: None)
+    guard = ModelFileGuard([args.target, args.draft], stopped="the benchmark stopped")
+    with guard:
+        code = _run_bench(args, prompts, kinds, log)
+    changed = guard.changed()
+    if changed:
+        # Rewritten in place (no SIGBUS): what was measured was not one model throughout.
+        print(f"error: {printable(changed)}; the figures above are not one model's", file=sys.stderr)
+        return 1
+    return code
+
+
+def _run_bench(args: argparse.Namespace, prompts, kinds, log) -> int:
+    from app.cli.generate_cmd import local_load_settings, local_model
+    from app.engine.host.engine_factory import local_engine
+    from app.bench.suite import LLAMA_NGRAM_TYPES, find_reference_tool, run_llama_speculative, run_suite
+    from app.engine.errors import EngineError
+
     if args.plain_vs_native:
         return _plain_vs_native(args, log)
     if args.under_load:

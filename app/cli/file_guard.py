@@ -31,8 +31,10 @@ def _stamp(path: Path) -> Optional[tuple[int, int]]:
 class ModelFileGuard:
     """Context manager around a run that reads `paths` mapped into memory. Main thread only (signal handlers)."""
 
-    def __init__(self, paths: Sequence[str | os.PathLike]):
+    def __init__(self, paths: Sequence[str | os.PathLike], stopped: str = "the reply stopped"):
+        """`stopped`: what the sentence says ended with the process ("the reply stopped")."""
         self._paths = [Path(p) for p in paths if p]
+        self._stopped = stopped
         self._stamps = {p: _stamp(p) for p in self._paths}
         self._pipe: Optional[tuple[int, int]] = None
         self._old_wakeup = -1
@@ -93,7 +95,7 @@ class ModelFileGuard:
                 self._die()
 
     def _die(self) -> None:
-        reason = (self.changed() or "a model file changed while it was in use (SIGBUS)") + "; the reply stopped"
+        reason = f"{self.changed() or 'a model file changed while it was in use (SIGBUS)'}; {self._stopped}"
         # No flush of sys.stdout: its lock may be held by the thread that faulted. Each token was flushed already.
         os.write(2, f"\nerror: {printable(reason)}\n".encode("utf-8", "replace"))
         os._exit(1)
