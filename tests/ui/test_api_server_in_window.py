@@ -31,6 +31,9 @@ def test_the_window_serves_its_models_and_stops_a_request(make_window, qtbot, mo
     qtbot.waitUntil(lambda: not short.is_alive(), timeout=int(DEADLINE_S * 1000))
     assert {t["drafter"] for t in streamed_tokens(done["short"])} <= {"model", "ngram", None}
     assert len(streamed_tokens(done["short"])) == 20
+    # The client has its reply before the window hears the request is answered: until then the footer still offers
+    # Stop for the short request, and a Stop for it would not stop the long one.
+    qtbot.waitUntil(lambda: "API at" in control.indicator.text(), timeout=int(DEADLINE_S * 1000))
 
     def long_reply() -> None:
         with client() as http:

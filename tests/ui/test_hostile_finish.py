@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-from app.store import StoreError
+from app.store import ChatStore, StoreError
 from app.ui.models.library_model import NGRAM_KEY
 from window_helpers import choose_pair, click_link, send_and_wait
 
@@ -15,20 +15,21 @@ def _ready(make_window, qtbot, fake_engine, model_folder, tiny_models):
     return window
 
 
-def _refuse_replies(monkeypatch, store, error: Exception) -> None:
-    """The store takes the user's messages but raises `error` for every reply."""
-    add_message = store.add_message
+def _refuse_replies(monkeypatch, error: Exception) -> None:
+    """Every connection to the database (the window's, and the reply writer's on its own thread) takes the user's
+    messages but raises `error` for every reply."""
+    add_message = ChatStore.add_message
 
-    def add(chat_id, role, content, **kwargs):
+    def add(self, chat_id, role, content, **kwargs):
         if role == "assistant":
             raise error
-        return add_message(chat_id, role, content, **kwargs)
+        return add_message(self, chat_id, role, content, **kwargs)
 
     def update(*args, **kwargs):
         raise error
 
-    monkeypatch.setattr(store, "add_message", add)
-    monkeypatch.setattr(store, "update_reply", update)
+    monkeypatch.setattr(ChatStore, "add_message", add)
+    monkeypatch.setattr(ChatStore, "update_reply", update)
 
 
 def test_a_lone_surrogate_in_a_reply_is_saved_and_the_window_stays_usable(make_window, qtbot, fake_engine,
@@ -54,12 +55,13 @@ def test_a_failed_save_keeps_the_reply_shown_copyable_and_the_window_idle(make_w
     window = _ready(make_window, qtbot, fake_engine, model_folder, tiny_models)
     send_and_wait(qtbot, window, "first")  # the chat exists; now the disk fails
     fake_engine.reply = "A reply the disk will not take."
-    _refuse_replies(monkeypatch, window.store, StoreError("the disk is full"))
+    _refuse_replies(monkeypatch, StoreError("the disk is full"))
     window.composer.edit.setPlainText("second")
     with qtbot.waitSignal(window.conversation.sig_busy_changed, timeout=20000,
                           check_params_cb=lambda busy: not busy):
         qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
     assert not window.composer.is_busy()
+    qtbot.waitUntil(lambda: "could not be saved" in window.error_banner.text(), timeout=20000)  # the writer's answer
     assert "A reply the disk will not take." in window.chat_view.toPlainText()
     banner = window.error_banner.text()
     assert "could not be saved" in banner and "the disk is full" in banner
@@ -73,11 +75,11 @@ def test_a_refused_token_record_never_wedges_the_window(make_window, qtbot, fake
     window = _ready(make_window, qtbot, fake_engine, model_folder, tiny_models)
     send_and_wait(qtbot, window, "first")
     fake_engine.reply = "Second reply."
-    _refuse_replies(monkeypatch, window.store, ValueError("a token's origin is unknown"))
+    _refuse_replies(monkeypatch, ValueError("a token's origin is unknown"))
     window.composer.edit.setPlainText("second")
     with qtbot.waitSignal(window.conversation.sig_busy_changed, timeout=20000,
                           check_params_cb=lambda busy: not busy):
         qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
     assert not window.composer.is_busy() and not window.conversation.is_busy()
+    qtbot.waitUntil(lambda: "could not be saved" in window.error_banner.text(), timeout=20000)
     assert "Second reply." in window.chat_view.toPlainText()
-    assert "could not be saved" in window.error_banner.text()

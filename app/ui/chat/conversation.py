@@ -4,7 +4,8 @@ stores them.
 Every request gets a fresh id; Stop, Regenerate and switching chats retire the current id, so events still queued
 for it are dropped. Tokens are buffered and written to the transcript every ~60 ms. A streaming reply is saved
 while it streams (at least every second or every 64 tokens), marked "interrupted" until it ends, so a killed app
-loses at most a second of it. GUI thread only.
+loses at most a second of it. Saves run on the reply writer's thread (reply_writer.py); stop() waits for them, so
+whatever follows it reads the chat as stored. GUI thread only.
 """
 
 from __future__ import annotations
@@ -17,15 +18,17 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.engine.config import GenerationConfig
 from app.engine.events import (
-    ContextEvent, FinishedEvent, GenerationStats, NoticeEvent, RoundEvent, ThreadsEvent, TokenEvent, decode_speed,
+    ContextEvent, FinishedEvent, GenerationStats, NoticeEvent, RoundEvent, ThreadsEvent, TokenEvent,
 )
 from app.engine.host.wire import ReplyEnded, ReplyFailed
-from app.store import ChatSettings, ChatStore, Message, StoreError
+from app.store import ChatSettings, ChatStore, Message
 from app.store.attachments import Attachment
 from app.ui.transcript.chat_view import ChatView
 from app.ui.transcript.format import STREAM_KEY, TranscriptMessage, model_label, transcript_message
 from app.ui.engine_link.engine_process import EngineProcess
+from app.ui.chat.chat_prompt import prompt_messages
 from app.ui.chat.reply_request import ReplyRequest
+from app.ui.chat.reply_writer import ReplyWriter, save_failure_text
 
 # Every write to the transcript repaints it, and on a small CPU the window's time is taken from llama.cpp's
 # threads: 60 ms still reads as a smooth stream (docs/performance.md has the measurement).
@@ -66,6 +69,7 @@ class Conversation(QObject):
         self.store = store
         self.engine_process = engine_process
         self.view = view
+        self.writer = ReplyWriter(store.path, self)
         self._oldest_shown: Optional[int] = None  # the first message the transcript shows
         # Replies the store refused, by the key they are shown under (below STREAM_KEY), for their Copy link.
         self.unsaved_replies: dict[int, str] = {}
@@ -156,23 +160,8 @@ class Conversation(QObject):
 
     def prompt_messages(self, system_prompt: str, until_id: Optional[int] = None,
                         before_id: Optional[int] = None) -> list[dict]:
-        """The chat as the engine reads it; with `until_id`, only up to and including that message; with
-        `before_id`, only the messages before that one."""
-        messages = [{"role": "system", "content": system_prompt}] if system_prompt.strip() else []
-        for message_id, role, content in self.store.message_texts(self.chat_id):
-            if before_id is not None and message_id >= before_id:
-                break
-            if role in ("user", "assistant"):
-                messages.append({"role": role, "content": content})
-            if until_id is not None and message_id == until_id:
-                break
-        return messages
-
-    def messages_after(self, message_id: int) -> int:
-        """How many messages of the open chat come after this one (what Regenerate or Edit would delete)."""
-        if self.chat_id is None:
-            return 0
-        return sum(1 for other, _, _ in self.store.message_texts(self.chat_id) if other > message_id)
+        """The open chat as the engine reads it (chat_prompt.prompt_messages)."""
+        return prompt_messages(self.store, self.chat_id, system_prompt, until_id, before_id)
 
     # ----- generation
 
@@ -236,13 +225,25 @@ class Conversation(QObject):
         self.sig_live_stats.emit("Reading the prompt…")
         return request.request_id
 
-    def stop(self) -> None:
-        """Stop the streaming reply now: the part already shown is kept and stored; later tokens are dropped."""
+    def stop(self, wait_for_save: bool = True) -> None:
+        """Stop the streaming reply now: the part already shown is kept and stored; later tokens are dropped.
+        `wait_for_save`: also wait until every reply is stored (what comes next reads or changes the chat); the
+        Stop button does not need to."""
         request = self._request
-        if request is None:
-            return
-        self.engine_process.cancel(request.request_id)
-        self._end_request(request, request.partial_stats("cancelled"), text=None)
+        if request is not None:
+            self.engine_process.cancel(request.request_id)
+            self._end_request(request, request.partial_stats("cancelled"), text=None)
+        if wait_for_save:
+            self.writer.drain()
+
+    def stop_reply(self) -> None:
+        """The Stop button: the reply is stored meanwhile, on the writer's thread."""
+        self.stop(wait_for_save=False)
+
+    def close(self) -> None:
+        """Stop the reply, store every reply still being saved, and end the writer's thread."""
+        self.stop()
+        self.writer.close()
 
     def regenerate(self, config: GenerationConfig, system_prompt: str, target_name: str,
                    draft_name: Optional[str], message_id: Optional[int] = None) -> Optional[int]:
@@ -341,57 +342,35 @@ class Conversation(QObject):
         now = time.monotonic()
         if now - request.readout_at >= READOUT_INTERVAL_S:
             request.readout_at = now
-            self.sig_live_stats.emit(self._live_text(request))
+            self.sig_live_stats.emit(request.live_readout())
+            if self._n_ctx:
+                self._show_usage(request.prompt_tokens + len(request.tokens))
 
     def _show_pending(self, request: ReplyRequest) -> None:
         tokens, token_rounds = request.take_pending()
         if tokens:
             self.view.append_tokens(tokens, token_rounds, request.rounds)
 
-    def _live_text(self, request: ReplyRequest) -> str:
-        n = len(request.tokens)
-        elapsed = (request.last_token_at or 0) - (request.first_token_at or 0)
-        speed = decode_speed(n - 1, elapsed)
-        parts = [f"{speed:.1f} tok/s" if speed else "…", f"{n} tokens"]
-        if request.drafted:
-            parts.append(f"{100 * request.accepted / request.drafted:.0f}% accepted")
-        if self._n_ctx:
-            self._show_usage(request.prompt_tokens + n)
-        return "  ·  ".join(parts)
-
     def _save_if_due(self, request: ReplyRequest) -> None:
         """Save the streaming reply, marked interrupted, so that a killed app keeps all but its last second."""
         now = time.monotonic()
         if now - request.saved_at < SAVE_INTERVAL_S and len(request.tokens) - request.saved_tokens < SAVE_EVERY_TOKENS:
             return
-        # A save holds the window's thread for as long as it takes (a long reply: its text and search index), so
-        # saves while streaming take at most a tenth of its time.
-        if now - request.saved_at < SAVE_COST_SHARE * request.save_cost_s:
+        # Saves run on the writer's thread, but on the CPUs the model decodes on: while streaming they take at most
+        # a tenth of the time, and one at a time.
+        if now - request.saved_at < SAVE_COST_SHARE * request.save_cost_s or self.writer.saving(request.request_id):
             return
         request.saved_tokens = len(request.tokens)
-        self._store_reply(request, request.partial_stats("interrupted"), request.reply_text())
-        request.saved_at = time.monotonic()
-        request.save_cost_s = request.saved_at - now
+        request.saved_at = now
 
-    def _store_reply(self, request: ReplyRequest, stats: GenerationStats, reply: str) -> Optional[Message]:
-        """Add the reply to the store, or update it if it was saved while streaming; None if that failed."""
-        try:
-            if request.message_id is None:
-                stored = self.store.add_message(request.chat_id, "assistant", reply, stats=stats,
-                                                target_name=request.target_name, draft_name=request.draft_name,
-                                                **request.provenance())
-                request.message_id = stored.id
-                return stored
-            self.store.update_reply(request.message_id, reply, stats=stats, **request.provenance())
-            return self.store.get_message(request.message_id)
-        except StoreError as exc:
-            self.sig_error.emit(f"The reply could not be saved ({exc}); it stays shown here, and its Copy link "
-                                "still works, until you open another chat.")
-            return None
-        except (ValueError, TypeError) as exc:  # provenance the store refused: the reply is not lost for it
-            self.sig_error.emit(f"The reply could not be saved (its token record was refused: {exc}); it stays "
-                                "shown here, and its Copy link still works, until you open another chat.")
-            return None
+        def saved(_stored: Optional[Message], seconds: float) -> None:
+            request.save_cost_s = seconds
+
+        self.writer.save(request.save_job(request.partial_stats("interrupted"), request.reply_text(), final=False,
+                                          on_done=saved, on_failed=self._save_failed))
+
+    def _save_failed(self, exc: BaseException) -> None:
+        self.sig_error.emit(save_failure_text(exc))
 
     def _on_finished(self, event: FinishedEvent) -> None:
         request = self._current(event.request_id)
@@ -413,29 +392,36 @@ class Conversation(QObject):
 
     def _end_request(self, request: ReplyRequest, stats: GenerationStats, text: Optional[str],
                      error: Optional[str] = None) -> None:
-        """Retire the request and keep its reply (if any text arrived) in the store and the transcript. Whatever
-        goes wrong on the way, the window ends up idle: the busy state is reset in `finally`."""
+        """Retire the request and keep its reply (if any text arrived): the writer stores it, then the transcript
+        shows it finished. Whatever goes wrong on the way, the window ends up idle: the busy state is reset in
+        `finally`."""
         self._request = None
         self._flush_timer.stop()
-        stored: Optional[Message] = None
         try:
-            stored = self._keep_reply(request, stats, text, error)
+            if request.streaming:
+                self._show_pending(request)
+            request.pending = []
+            if request.continued:
+                stats = request.with_earlier_part(stats)
+            reply = request.reply_text() if text is None else "".join(t for t, _ in request.continued) + text
+            if reply:
+                def failed(exc: BaseException) -> None:
+                    self._save_failed(exc)
+                    self._reply_kept(request, stats, reply, error, None)
+
+                self.writer.save(request.save_job(
+                    stats, reply, final=True,
+                    on_done=lambda stored, _seconds: self._reply_kept(request, stats, reply, error, stored),
+                    on_failed=failed))
+            else:
+                self._reply_kept(request, stats, reply, error, None)
         finally:
             self.sig_live_stats.emit("")
             self.sig_busy_changed.emit(False)
-        if stored is not None:
-            self.sig_messages_changed.emit(request.chat_id)
-            self.sig_reply_finished.emit(stored.id)
 
-    def _keep_reply(self, request: ReplyRequest, stats: GenerationStats, text: Optional[str],
-                    error: Optional[str]) -> Optional[Message]:
-        if request.streaming:
-            self._show_pending(request)
-        request.pending = []
-        if request.continued:
-            stats = request.with_earlier_part(stats)
-        reply = request.reply_text() if text is None else "".join(t for t, _ in request.continued) + text
-        stored = self._store_reply(request, stats, reply) if reply else None
+    def _reply_kept(self, request: ReplyRequest, stats: GenerationStats, reply: str, error: Optional[str],
+                    stored: Optional[Message]) -> None:
+        """The reply's save answered (`stored`: None when it failed or there was nothing to save)."""
         if request.chat_id == self.chat_id:
             if stored is not None:
                 self.view.finish_stream(transcript_message(stored))
@@ -456,4 +442,6 @@ class Conversation(QObject):
                 self._show_usage((stats.prompt_tokens or request.prompt_tokens) + stats.tokens)
         elif error:
             self.sig_error.emit(error)
-        return stored
+        if stored is not None:
+            self.sig_messages_changed.emit(request.chat_id)
+            self.sig_reply_finished.emit(stored.id)

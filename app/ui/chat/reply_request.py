@@ -4,13 +4,37 @@ arrived so far. Plain data, no Qt; GUI thread only (owned by Conversation)."""
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 from app.engine.events import GenerationStats, RoundEvent, TokenEvent, decode_speed
 from app.store.provenance import RoundRecord, token_origin
 from app.store import Message
+
+
+@dataclass
+class ReplySave:
+    """One save of a reply: everything copied when it was asked for, so the reply can keep growing meanwhile."""
+
+    request_id: int
+    chat_id: int
+    message_id: Optional[int]  # the stored reply the GUI knows of (a continued one), else None
+    content: str
+    stats: GenerationStats
+    target_name: str
+    draft_name: Optional[str]
+    tokens: list[tuple[str, str]]
+    token_rounds: list[int]
+    rounds: list[RoundRecord]
+    final: bool  # the reply's last save: the writer forgets the reply after it
+    on_done: Callable[[Optional[Message], float], None]  # (the stored reply if final, seconds the save took)
+    on_failed: Callable[[BaseException], None]
+    done: threading.Event = field(default_factory=threading.Event)
+    result: Optional[tuple[Optional[Message], float]] = None
+    error: Optional[BaseException] = None
+    delivered: bool = False
 
 
 @dataclass
@@ -80,6 +104,23 @@ class ReplyRequest:
 
     def reply_text(self) -> str:
         return "".join(text for text, _ in self.reply_tokens())
+
+    def save_job(self, stats: GenerationStats, reply: str, *, final: bool,
+                 on_done: Callable[[Optional[Message], float], None],
+                 on_failed: Callable[[BaseException], None]) -> ReplySave:
+        """A save of the reply as it stands (copied: the reply keeps growing while the writer stores it)."""
+        return ReplySave(self.request_id, self.chat_id, self.message_id, reply, stats, self.target_name,
+                         self.draft_name, self.reply_tokens(), list(self.token_rounds), list(self.rounds), final,
+                         on_done, on_failed)
+
+    def live_readout(self) -> str:
+        """The status line while the reply streams: speed, tokens, acceptance."""
+        n = len(self.tokens)
+        speed = decode_speed(n - 1, (self.last_token_at or 0) - (self.first_token_at or 0))
+        parts = [f"{speed:.1f} tok/s" if speed else "…", f"{n} tokens"]
+        if self.drafted:
+            parts.append(f"{100 * self.accepted / self.drafted:.0f}% accepted")
+        return "  ·  ".join(parts)
 
     def provenance(self) -> dict:
         """The store's keyword arguments for the reply's tokens and rounds."""

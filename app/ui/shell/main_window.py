@@ -148,7 +148,7 @@ class MainWindow(MessageCommands, QMainWindow):
         bar.sig_chat_settings_requested.connect(self.chat_settings.edit)
 
         self.composer.sig_send.connect(self._on_composer_send)
-        self.composer.sig_stop.connect(self.conversation.stop)
+        self.composer.sig_stop.connect(self.conversation.stop_reply)
         self.composer.sig_cancel_edit.connect(self._cancel_edit)
         self.legend_row.highlight_switch.toggled.connect(self.set_highlighting)
         self.legend_row.refused_switch.toggled.connect(self.set_show_refused)
@@ -424,7 +424,7 @@ class MainWindow(MessageCommands, QMainWindow):
             self.settings.last_chat_id = self.conversation.chat_id
             self.save_app_settings()
         self.appearance.detach()
-        self.conversation.stop()
+        self.conversation.close()
         self.library_ctl.shutdown()
         self.engine_process.stop()
         self.chat_lists.close()

@@ -11,6 +11,7 @@ from typing import Optional
 from PySide6.QtWidgets import QApplication
 
 from app.store import StoreError
+from app.ui.chat.chat_prompt import messages_after
 
 
 class MessageCommands:
@@ -49,7 +50,7 @@ class MessageCommands:
 
     def _confirm_dropping(self, message_id: int, action: str, doing: str) -> bool:
         """Ask first when Regenerate or Edit would delete messages after this one; True to go on."""
-        later = self.conversation.messages_after(message_id)
+        later = messages_after(self.conversation.store, self.conversation.chat_id, message_id)
         noun = "message" if later == 1 else f"{later} messages"
         return not later or self.confirm(f"{action} message", f"{doing} deletes the {noun} after it. They cannot "
                                          "be brought back.", action)
