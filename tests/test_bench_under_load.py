@@ -43,6 +43,10 @@ def test_under_load_runs_every_contender_quiet_and_busy_and_leaves_nothing_runni
                                                     "ours speculative"}
         assert all(v > 0 for v in report["median"][condition].values())
     assert "busy: ours auto / ours best fixed" in report["ratios"]
+    # Neither read nor written: the user's history of earlier replies (each repetition would copy the last).
+    from app.engine.speculation.history_file import HistoryFile
+
+    assert HistoryFile().ids() == {}
     leftover = [pid for pid in set(os.listdir("/proc")) - before if pid.isdigit() and _is_busy_loop(pid)]
     assert leftover == []
 

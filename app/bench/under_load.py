@@ -71,8 +71,10 @@ def _ours(target: Path, draft: Optional[Path], n_threads: int, speculative: bool
         engine.load_target(target, planned_draft=draft)
         if draft is not None:
             engine.load_draft(draft)
+        # history=False: the same prompt's earlier replies would make every repetition after the first a copy of
+        # one, and a bench never reads or adds to the user's history.
         config = GenerationConfig(max_tokens=max_tokens, speculative=speculative, ignore_eos=True,
-                                  drafter="auto")
+                                  drafter="auto", history=False)
         timer.start()
         said: list[str] = []
         for event in engine.complete(GENERATION_PROMPT, config, cancel=cancel):
