@@ -74,6 +74,15 @@ def test_the_estimate_before_measuring_expects_batches_to_cost_more_on_a_cpu_tha
     assert cpu.draft_per_token == 0.4 * cpu.verify(1)  # a smaller model's step reads fewer weights
 
 
+def test_a_large_model_on_a_cpu_is_expected_to_verify_a_few_tokens_for_little_more_than_one():
+    """Before anything is timed, a 4 GB target (an F16 copy of a small model, a 7B model at 4 bits) is taken as bound by
+    memory, so drafting can start with its first reply; a 1 GB one is not."""
+    large = costs.prior_costs(4_000_000_000, 1_000_000_000, on_gpu=False)
+    small = costs.prior_costs(1_000_000_000, 400_000_000, on_gpu=False)
+    assert large.verify(4) / large.verify(1) < 2.0 < 3.0 < small.verify(4) / small.verify(1)
+    assert large.verify(8) / large.verify(1) < 3.0
+
+
 def test_unmeasured_sizes_are_interpolated():
     table = costs.interpolate({1: 1.0, 2: 1.75, 4: 2.4, 8: 4.0}, 8)
     assert table[1:3] == [1.0, 1.75]

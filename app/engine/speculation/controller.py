@@ -140,8 +140,12 @@ class OnlineCosts:
         self._draft_busy = 0
         self._draft_seen = False
         # An estimated table's absolute figures are placeholders: the first timing of a batch size replaces its
-        # ratio instead of being averaged in.
+        # ratio instead of being averaged in. Until a single token is timed there is no level to take a batch's
+        # ratio against (the placeholder's would stand in for it, and every batch then looked 1.5x dearer than it
+        # is: an F16 target never drafted again), so such timings wait here, against the table alone.
         self._estimated = table.estimated
+        self._waiting_batches: dict[int, float] = {}  # batch size -> its time / the table's
+        self._waiting_draft: Optional[float] = None  # the draft's time per token / the table's
 
     def note_threads(self, threads: int) -> None:
         """The next rounds run on `threads` CPU threads."""
@@ -182,25 +186,33 @@ class OnlineCosts:
         """A round verified `drafted` + 1 tokens in `verify_s`; a draft model spent `model_draft_s` drafting."""
         size = drafted + 1
         expected = self.table.verify(size)
+        unlevelled = self._estimated and not self._singles
         if expected > 0 and verify_s > 0:
             if size == 1:
                 self._observe_single(verify_s / expected)
+            elif unlevelled:
+                self._waiting_batches[size] = verify_s / expected
             else:
                 self._observe_batch(size, verify_s / (expected * self._level))
         if drafted and self.table.draft_per_token > 0 and model_draft_s > 0:
             # The draft time includes catching up on the last accepted tokens: one or two extra passes, close
             # enough.
-            ratio = model_draft_s / (drafted * self.table.draft_per_token * self._level)
-            if not self._draft_seen:
-                self._draft_seen = True
-                self._draft_scale = ratio
-            elif _busy(ratio, self._draft_scale):
-                self._draft_busy += 1
-                if self._draft_busy >= BUSY_STREAK:
-                    self._draft_scale, self._draft_busy = ratio, 0
-            else:
-                self._draft_busy = 0
-                self._draft_scale = 0.9 * self._draft_scale + 0.1 * ratio
+            if unlevelled:
+                self._waiting_draft = model_draft_s / (drafted * self.table.draft_per_token)
+                return
+            self._observe_draft(model_draft_s / (drafted * self.table.draft_per_token * self._level))
+
+    def _observe_draft(self, ratio: float) -> None:
+        if not self._draft_seen:
+            self._draft_seen = True
+            self._draft_scale = ratio
+        elif _busy(ratio, self._draft_scale):
+            self._draft_busy += 1
+            if self._draft_busy >= BUSY_STREAK:
+                self._draft_scale, self._draft_busy = ratio, 0
+        else:
+            self._draft_busy = 0
+            self._draft_scale = 0.9 * self._draft_scale + 0.1 * ratio
 
     def _observe_single(self, ratio: float) -> None:
         if self._singles and _busy(ratio, self._level):
@@ -209,6 +221,13 @@ class OnlineCosts:
         self._off_levels.clear()
         self._singles.append(ratio)
         del self._singles[:-LEVEL_WINDOW]
+        # The first level: what waited for it is taken against it now.
+        for size, unlevelled in self._waiting_batches.items():
+            self._observe_batch(size, unlevelled / self._level)
+        self._waiting_batches.clear()
+        if self._waiting_draft is not None:
+            self._observe_draft(self._waiting_draft / self._level)
+            self._waiting_draft = None
 
     def _observe_batch(self, size: int, ratio: float) -> None:
         biases = self._biases()

@@ -97,8 +97,16 @@ def interpolate(points: dict[int, float], upto: int) -> list[float]:
 # verifies a few tokens for about the price of one.
 _PRIOR_SHAPE = {
     "cpu": {1: 1.0, 2: 1.95, 3: 2.75, 4: 3.3, 5: 4.6, 6: 5.1, 8: 6.0, 12: 6.9, 16: 7.5, 24: 10.7, 32: 12.0},
+    # A large model on a CPU: reading its weights, not arithmetic, sets the pace, so a batch shares the read. The
+    # same machine's quiet measurement of the 1.5B model's F16 copy (3.6 GB; docs/performance.md): 2 tokens 1.68x,
+    # 4 1.93x, 8 2.92x, 16 4.39x; the rest interpolated, rounded up.
+    "cpu-memory-bound": {1: 1.0, 2: 1.7, 3: 1.85, 4: 1.95, 5: 2.2, 6: 2.45, 8: 2.95, 12: 3.7, 16: 4.4, 24: 6.0,
+                         32: 7.5},
     "gpu": {1: 1.0, 2: 1.05, 3: 1.1, 4: 1.12, 5: 1.15, 6: 1.18, 8: 1.22, 12: 1.35, 16: 1.45, 24: 1.7, 32: 1.95},
 }
+# From this size a target on a CPU is taken as bound by memory until timed: a 16-bit copy of a 1.5B model (3.6 GB)
+# is, as a 7B model quantized to 4 bits (about 4 GB) is on a laptop; the 1.5B at 4 bits (1.1 GB) is not.
+MEMORY_BOUND_BYTES = 3_000_000_000
 # A placeholder for one token's cost (seconds); the first rounds replace it (app.engine.speculation.controller.OnlineCosts).
 _PRIOR_SINGLE_S = 0.05
 
@@ -106,7 +114,8 @@ _PRIOR_SINGLE_S = 0.05
 def prior_costs(target_bytes: int, draft_bytes: Optional[int], on_gpu: bool) -> CostTable:
     """An estimate to start from before anything was timed. A decode step reads every weight once, so a draft
     model's cost per token is taken as the target's in proportion to file size."""
-    shape = _PRIOR_SHAPE["gpu" if on_gpu else "cpu"]
+    kind = "gpu" if on_gpu else "cpu-memory-bound" if target_bytes >= MEMORY_BOUND_BYTES else "cpu"
+    shape = _PRIOR_SHAPE[kind]
     points = {n: _PRIOR_SINGLE_S * r for n, r in shape.items()}
     table = CostTable(batch=interpolate(points, MAX_BATCH), measured=MEASURED_SIZES, estimated=True)
     if draft_bytes:
