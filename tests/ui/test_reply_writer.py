@@ -40,6 +40,14 @@ def _ready(make_window, qtbot, fake_engine, model_folder, tiny_models):
     return window
 
 
+def _send_until_the_reply_is_being_stored(qtbot, window, text: str, saving: threading.Event) -> None:
+    """Send `text`; return once the reply has ended in the window and the writer is storing it."""
+    window.composer.edit.setPlainText(text)
+    with qtbot.waitSignal(window.conversation.sig_busy_changed, timeout=20000, check_params_cb=lambda busy: not busy):
+        qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    qtbot.waitUntil(saving.is_set, timeout=5000)
+
+
 def test_the_window_keeps_answering_while_a_reply_is_stored(make_window, qtbot, fake_engine, model_folder,
                                                              tiny_models, monkeypatch):
     window = _ready(make_window, qtbot, fake_engine, model_folder, tiny_models)
@@ -64,10 +72,7 @@ def test_a_message_sent_while_the_last_reply_is_stored_comes_after_it(make_windo
     window = _ready(make_window, qtbot, fake_engine, model_folder, tiny_models)
     saving = _slow_reply_saves(monkeypatch)
     fake_engine.reply = "First reply."
-    window.composer.edit.setPlainText("one")
-    with qtbot.waitSignal(window.conversation.sig_busy_changed, timeout=20000, check_params_cb=lambda busy: not busy):
-        qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
-    qtbot.waitUntil(saving.is_set, timeout=5000)  # the first reply is being stored now
+    _send_until_the_reply_is_being_stored(qtbot, window, "one", saving)
     fake_engine.reply = "Second reply."
     window.composer.edit.setPlainText("two")
     qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)  # sent at once: the first reply is stored first
@@ -86,10 +91,7 @@ def test_closing_the_window_while_a_reply_is_stored_keeps_it(make_window, qtbot,
     window = _ready(make_window, qtbot, fake_engine, model_folder, tiny_models)
     saving = _slow_reply_saves(monkeypatch)
     fake_engine.reply = "Kept across the close."
-    window.composer.edit.setPlainText("hello")
-    with qtbot.waitSignal(window.conversation.sig_busy_changed, timeout=20000, check_params_cb=lambda busy: not busy):
-        qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
-    qtbot.waitUntil(saving.is_set, timeout=5000)
+    _send_until_the_reply_is_being_stored(qtbot, window, "hello", saving)
     chat_id, path = window.conversation.chat_id, window.store.path
     window.close()
     with ChatStore(path) as store:
