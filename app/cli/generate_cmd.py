@@ -19,7 +19,7 @@ from app.cli.checks import (
 )
 from app.cli.file_guard import ModelFileGuard
 from app.cli.terminal import json_printable, printable, say_error
-from app.engine.config import THREADS_AUTO, LoadSettings
+from app.engine.config import THREADS_AUTO, DrafterChoice, LoadSettings
 from app.engine.errors import EngineError
 from app.engine.placement.rpc import parse_endpoints
 from app.engine.remote.server_keys import ENV_VAR as ENV_API_KEY
@@ -162,7 +162,7 @@ def server_model(args: argparse.Namespace) -> ServerModel:
     return ServerModel(normalize_url(args.server), args.model)
 
 
-def _drafter(args: argparse.Namespace, draft_max: Optional[int]) -> str:
+def _drafter(args: argparse.Namespace, draft_max: Optional[int]) -> DrafterChoice:
     """With --draft, Auto chooses each round between the draft model and copying (n-gram, history), as the window
     does: a reply that copies its input drafts long copies for free (on the F16 target's code fix, 21.2 tok/s
     against 7.8 with the draft model alone). A fixed --draft-max drafts with the model only."""
