@@ -94,7 +94,7 @@ def test_a_batch_timed_before_any_single_token_is_read_against_the_first_single_
     """An estimate's absolute figures are placeholders (50 ms a token). On a memory-bound machine a batch of 4 costs
     1.93x one token of 78 ms; timed before any single token, it used to be read against the placeholder, so every
     batch looked 1.5x dearer than it is and an F16 target never drafted again. It is read once a token is timed."""
-    from app.engine.speculation.controller import OnlineCosts
+    from app.engine.speculation.online_costs import OnlineCosts
     from app.engine.speculation.costs import prior_costs
 
     online = OnlineCosts(prior_costs(3_600_000_000, None, on_gpu=False))

@@ -107,7 +107,7 @@ _PRIOR_SHAPE = {
 # From this size a target on a CPU is taken as bound by memory until timed: a 16-bit copy of a 1.5B model (3.6 GB)
 # is, as a 7B model quantized to 4 bits (about 4 GB) is on a laptop; the 1.5B at 4 bits (1.1 GB) is not.
 MEMORY_BOUND_BYTES = 3_000_000_000
-# A placeholder for one token's cost (seconds); the first rounds replace it (app.engine.speculation.controller.OnlineCosts).
+# A placeholder for one token's cost (seconds); the first rounds replace it (app.engine.speculation.online_costs.OnlineCosts).
 _PRIOR_SINGLE_S = 0.05
 
 
