@@ -79,6 +79,19 @@ def test_low_acceptance_pauses_then_probes_and_comes_back():
     assert plan.drafter == "model" and plan.k >= 3
 
 
+def test_a_draft_model_far_behind_the_text_waits_until_a_probe_is_worth_its_catch_up():
+    """A probe makes the draft model read every token since it last drafted (the whole prompt at first). Under
+    load a 48-token reply lost 11% to one such probe: it waits until the rounds paused cover its cost."""
+    def probes(behind: int, rounds: int) -> int:
+        controller = AutoController(CostTable(GPU_BATCH, draft_per_token=0.3 * 0.010), "model", probe_every=10)
+        train(controller, "model", 0.02, rounds=80)
+        return sum(controller.plan(64, [], True, model_behind=behind).drafter == "model" for _ in range(rounds))
+
+    assert probes(behind=2, rounds=30) >= 2  # caught up: probed every 10 paused rounds, as before
+    assert probes(behind=400, rounds=30) == 0  # 400 tokens to read cost about 36 rounds' worth
+    assert probes(behind=400, rounds=400) >= 1  # once the paused time covers it tenfold, it is probed
+
+
 def test_k_is_bounded_by_room_and_remaining_tokens():
     controller = AutoController(CostTable(GPU_BATCH, draft_per_token=0.001), "model")
     train(controller, "model", 1.0)

@@ -183,7 +183,7 @@ class _ConstantProposal(NgramDrafter):
 
         return Draft(tokens=[self.token], source="ngram")
 
-    def plan(self, k_max, ngram_tokens, has_model, ngram_match=0, history=None):
+    def plan(self, k_max, ngram_tokens, has_model, ngram_match=0, history=None, model_behind=0):
         from app.engine.speculation.policy import Plan
 
         return Plan("ngram", 1, "test")
@@ -248,3 +248,24 @@ def test_text_stream_never_splits_a_character(models):
     pieces = [stream.feed(target.token_bytes(t)) for t in tokens] + [stream.flush()]
     assert "".join(pieces) == text
     assert not any("\ufffd" in piece for piece in pieces)
+
+
+def test_a_draft_that_first_read_the_prompt_does_not_teach_what_drafting_costs(models):
+    """The first draft-model round of a reply reads the whole prompt first: its time is not a draft's cost per
+    token (taken as one, it made the draft model look many times dearer for the rest of the reply)."""
+    target = models["target"]
+    timings = []
+
+    class Recording(FixedPolicy):
+        def observe(self, plan, drafted, accepted, draft_s, verify_s):
+            timings.append(draft_s if drafted else None)
+
+    prompt = target.tokenize(PROMPTS[0], add_special=True)
+    assert len(prompt) > 8
+    models["draft"].truncate(0)  # as a freshly loaded draft model: nothing read yet
+    for _ in generate(target, prompt, GenerationConfig(max_tokens=12), Recording(2, "model"),
+                      draft_model=ModelDrafter(models["draft"])):
+        pass
+    assert timings[0] == 0.0  # the round that read the prompt
+    later = [t for t in timings[1:] if t is not None]
+    assert len(later) >= 3 and all(t > 0 for t in later)  # the drafts that followed a draft

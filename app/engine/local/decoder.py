@@ -28,6 +28,11 @@ from app.engine.local.sampling import Sampler, accept_or_resample
 from app.engine.local.text_stream import TextStream
 
 
+# A draft model that drafted last round reads at most this many tokens before drafting again: the last token
+# it drafted, the target's own token and the one the batch ends with.
+USUAL_CATCH_UP = 3
+
+
 @dataclass
 class _Tally:
     """What the rounds of one reply drafted and kept."""
@@ -132,8 +137,9 @@ def generate(
             break
         k_max = max(0, min(room - 1, config.max_tokens - emitted - 1, MAX_DRAFT))
         policy.note_threads(target.n_threads)
+        behind = draft_model.behind(history) if draft_model is not None and config.speculative else 0
         plan, proposals = plan_round(policy, history, k_max, speculative=config.speculative, ngram=ngram,
-                                     has_model=draft_model is not None, past=past)
+                                     has_model=draft_model is not None, past=past, model_behind=behind)
 
         t_draft = clock()
         if plan.drafter == "model" and plan.k > 0 and draft_model is not None:
@@ -150,8 +156,10 @@ def generate(
         t_done = clock()
         threads = target.n_threads
         kept = [*draft.tokens[:accepted], own_token]
-        observe_round(policy, plan, proposals, len(draft.tokens), accepted, t_verify - t_draft, t_done - t_verify,
-                      kept)
+        # A draft that first read many tokens (the prompt, or text another drafter supplied) says nothing about
+        # what drafting a token costs: its time is not learned from.
+        draft_s = t_verify - t_draft if draft.caught_up <= USUAL_CATCH_UP else 0.0
+        observe_round(policy, plan, proposals, len(draft.tokens), accepted, draft_s, t_done - t_verify, kept)
         round_index = tally.rounds
         tally.add(len(draft.tokens), accepted)
         yield RoundEvent(request_id, draft.source, plan.k, len(draft.tokens), accepted, plan.reason,

@@ -31,6 +31,10 @@ from app.engine.speculation.policy import Plan, agreement
 MAX_K = 31  # verify batches up to 32 (app.engine.speculation.costs.MAX_BATCH)
 OPTIMISTIC_ACCEPTANCE = 0.95
 MAX_PROBE_GAP = 384
+# A probe may add at most this share of the time spent paused since the last one: a draft model far behind the
+# text (before drafting it reads every token since its last draft, the whole prompt at its first) waits until the
+# probe is worth its catch-up. Without this, a 48-token reply under load lost 11% to one probe (docs/performance.md).
+PROBE_SHARE = 0.1
 MIN_EVIDENCE = 3  # outcomes a position needs before its own estimate is trusted
 class Acceptance:
     """Per-position acceptance estimates, exponentially weighted (recent rounds weigh more).
@@ -120,6 +124,7 @@ class AutoController:
         # stays unpredictable costs almost nothing; a probe that pays brings speculation back at once.
         self._probe_gap = probe_every
         self._paused_rounds = 0
+        self._model_paused_rounds = 0  # the same, counted since the draft model last drafted or probed
         self._probing = False
         self.online = OnlineCosts(costs)
         self.stop_below = STOP_BELOW_START
@@ -187,7 +192,7 @@ class AutoController:
         return best_k, best_rate, best_accepted
 
     def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool, ngram_match: int = 0,
-             history: Optional[Draft] = None) -> Plan:
+             history: Optional[Draft] = None, model_behind: int = 0) -> Plan:
         plain_rate = 1.0 / self._verify(1)
         options: list[tuple[float, str, int, float]] = []
         copies = {"ngram": (len(ngram_tokens), ngram_match)}
@@ -209,14 +214,18 @@ class AutoController:
             rate, source, k, accepted = max(options)
             if rate > plain_rate:
                 self._paused_rounds = 0
+                if source == "model":
+                    self._model_paused_rounds = 0
                 return Plan(source, k, f"{source} draft of {k}: expected {rate / plain_rate:.2f}x plain",
                             copies[source][1] if source in copies else 0, accepted, kind="draft",
                             stop_below=self.stop_below if source == "model" else 0.0)
-        return self._paused(k_max, copies, use_model, plain_rate)
+        return self._paused(k_max, copies, use_model, plain_rate, model_behind)
 
-    def _paused(self, k_max: int, copies: dict[str, tuple[int, int]], use_model: bool, plain_rate: float) -> Plan:
+    def _paused(self, k_max: int, copies: dict[str, tuple[int, int]], use_model: bool, plain_rate: float,
+                model_behind: int) -> Plan:
         """`copies`: per copying drafter, (tokens proposed, match length)."""
         self._paused_rounds += 1
+        self._model_paused_rounds += 1
         sources = (["model"] if use_model else []) + [s for s, (proposed, _) in copies.items() if proposed]
         if not sources:
             return Plan("none", 0, "nothing to draft from: no earlier text to copy and no draft model")
@@ -228,14 +237,29 @@ class AutoController:
         if not hopeful:
             return Plan("none", 0, self._why_costly(), kind="costly")
         if self._paused_rounds >= self._probe_gap:
-            self._paused_rounds = 0
-            self._probing = True
-            source = hopeful[0]
-            k = min(2, k_max, limit[source])
-            return Plan(source, k, "probing: is the text predictable again?", match[source], kind="probe")
+            for source in hopeful:
+                k = min(2, k_max, limit[source])
+                paused = self._model_paused_rounds if source == "model" else self._paused_rounds
+                if self._probe_cost(source, k, model_behind) > PROBE_SHARE * paused * self._verify(1):
+                    continue
+                self._paused_rounds = 0
+                if source == "model":
+                    self._model_paused_rounds = 0
+                self._probing = True
+                return Plan(source, k, "probing: is the text predictable again?", match[source], kind="probe")
         acc = self.model if "model" in hopeful else self.ngram(match[hopeful[0]], hopeful[0])
         return Plan("none", 0, f"speculation paused: drafts are accepted too rarely to pay "
                                f"(acceptance {acc.overall():.0%})", kind="paused")
+
+    def _probe_cost(self, source: str, k: int, model_behind: int) -> float:
+        """Seconds a probe of k tokens adds to a plain round; the draft model's includes reading what it is behind,
+        in batches (at the target's batch shape)."""
+        extra = self._verify(k + 1) - self._verify(1)
+        if source == "model":
+            n = min(model_behind, MAX_K + 1)
+            per_token = self.costs.verify(n) / (n * self.costs.verify(1)) if n > 1 else 1.0
+            extra += self._draft(k) + max(0, model_behind - 1) * per_token * self._draft(1)
+        return extra
 
     def _why_costly(self) -> str:
         ratio = self._verify(2) / self._verify(1)

@@ -28,6 +28,9 @@ class Draft:
     match_len: int = 0
     # For history proposals: the product of the shares of past copies that went on with each drafted token.
     confidence: float = 1.0
+    # For draft-model proposals: how many tokens the draft model read before drafting (the tokens kept since its
+    # last draft; the whole prompt at its first draft of a reply).
+    caught_up: int = 0
 
 
 class NgramDrafter:
@@ -241,6 +244,17 @@ class ModelDrafter:
     def __init__(self, model: LoadedModel):
         self.model = model
 
+    def behind(self, history: Sequence[int]) -> int:
+        """How many tokens of `history` the draft model would read before its next draft (at most len(history))."""
+        cached = self.model.cached
+        n = min(len(cached), len(history))
+        if cached[:n] == list(history[:n]):  # the usual case, compared at C speed
+            return len(history) - n
+        common = 0
+        while common < n and cached[common] == history[common]:
+            common += 1
+        return len(history) - common
+
     def propose(
         self,
         history: Sequence[int],
@@ -260,6 +274,7 @@ class ModelDrafter:
         # Catch the draft's cache up with the history (after a rejection it holds tokens the target refused).
         kept = model.keep_common_prefix(history, leave=1)
         pending = list(history[kept:])
+        draft.caught_up = len(pending)
         if model.room < len(pending) + k:
             return draft  # no room left in the draft's context: let the target go on alone
         if not model.decode(pending, logit_rows=[len(pending) - 1], cancel=cancel):

@@ -44,9 +44,10 @@ def agreement(proposal: Sequence[int], produced: Sequence[int]) -> int:
 
 class SpeculationPolicy(Protocol):
     def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool, ngram_match: int = 0,
-             history: Optional[Draft] = None) -> Plan:
+             history: Optional[Draft] = None, model_behind: int = 0) -> Plan:
         """Choose the drafter and draft length for the next round (k_max bounds k by context and max_tokens).
-        `history`: the history drafter's proposal, when it has one."""
+        `history`: the history drafter's proposal, when it has one. `model_behind`: how many tokens the draft
+        model would read before drafting (the whole prompt before its first draft of a reply)."""
 
     def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float) -> None:
         """Learn from the round that just ran with `plan`."""
@@ -72,7 +73,7 @@ class FixedPolicy:
         self.drafter = drafter
 
     def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool, ngram_match: int = 0,
-             history: Optional[Draft] = None) -> Plan:
+             history: Optional[Draft] = None, model_behind: int = 0) -> Plan:
         k = min(self.k, k_max)
         if self.drafter == "history" and history is not None and history.tokens:
             return Plan("history", min(k, len(history.tokens)), f"fixed draft length {self.k}", history.match_len,

@@ -30,8 +30,9 @@ class Proposals:
 
 def plan_round(policy: SpeculationPolicy, history: Sequence[int], k_max: int, *, speculative: bool,
                ngram: Optional[NgramDrafter], has_model: bool,
-               past: Optional[HistoryDrafter] = None) -> tuple[Plan, Proposals]:
-    """(the plan, the copy proposals it was made from)."""
+               past: Optional[HistoryDrafter] = None, model_behind: int = 0) -> tuple[Plan, Proposals]:
+    """(the plan, the copy proposals it was made from). `model_behind`: the tokens the draft model would read
+    before drafting."""
     if not speculative:
         return Plan("none", 0, SPECULATION_OFF), Proposals()
     proposals = Proposals(ngram.propose(history, k_max) if ngram is not None else Draft(),
@@ -46,7 +47,7 @@ def plan_round(policy: SpeculationPolicy, history: Sequence[int], k_max: int, *,
             else:
                 history_draft = Draft()
     plan = policy.plan(k_max, ngram_draft.tokens, has_model, ngram_draft.match_len,
-                       history=history_draft if history_draft.tokens else None)
+                       history=history_draft if history_draft.tokens else None, model_behind=model_behind)
     return plan, proposals
 
 
