@@ -130,3 +130,33 @@ def test_a_reference_run_that_loses_its_timings_is_run_again(tmp_path):
     with pytest.raises(RuntimeError, match=r"llama-fake failed \(exit 3\)"):
         run_reference_tool([str(tool), str(counter), "3"], reports=lambda text: "eval time" in text, timeout_s=30)
     assert len(counter.read_text().splitlines()) == 1
+
+
+FAKE_LONG_LLAMA = """#!/usr/bin/env python3
+import sys
+n = int(sys.argv[sys.argv.index("-n") + 1])
+# Like llama-speculative-simple: -n bounds what its target samples itself, so drafting writes past it.
+written = n + 8 if "ngram-simple" in sys.argv else n + 1
+print("decoded %d tokens in 0.5 seconds, speed: %.1f t/s" % (written, written / 0.5), file=sys.stderr)
+print("n_drafted = 10", file=sys.stderr)
+print("n_accept  = 9", file=sys.stderr)
+"""
+
+
+def test_a_reference_that_wrote_more_than_ours_is_compared_with_ours_over_as_many_tokens(tiny_models, tmp_path,
+                                                                                         capsys):
+    """llama-speculative-simple writes past -n by what it drafted: on code-fix that stretch was the copied file our
+    64-token runs never reached. Ours run again over its stretch, and its ratios come from those pairs."""
+    fake = tmp_path / "llama-speculative-simple"
+    fake.write_text(FAKE_LONG_LLAMA)
+    fake.chmod(0o755)
+    code = main(["bench", "--target", str(tiny_models.target), "--ngram", "--modes", "ngram,auto",
+                 "--only", "code-edit", "--repeats", "2", "--max-tokens", "8", "--threads", "1", "--k", "3",
+                 "--llama-spec", str(fake), "--json"])
+    assert code == 0
+    captured = capsys.readouterr()
+    refs = json.loads(captured.out)["prompts"][0]["llama_cpp"]
+    assert refs["ngram"]["tokens"] == [16, 16] and "same_stretch" in refs["ngram"]
+    assert "ours_acceptance_rate" in refs["ngram"] and "auto_vs_llama_cpp" in refs["ngram"]
+    # One token past ours is the same stretch: compared with the suite's own runs, nothing run again.
+    assert refs["ngram-mod"]["tokens"] == [9, 9] and "same_stretch" not in refs["ngram-mod"]

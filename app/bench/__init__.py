@@ -4,4 +4,5 @@
 
 - under_load.py: `specchat-cli bench --under-load`: plain decoding while a busy program from another session holds a core, against a quiet machine and llama-completion.
 - native.py: `specchat-cli bench --plain-vs-native`: our plain decoding against llama.cpp's own `llama-completion`, sampling
+- references.py: llama.cpp's llama-speculative-simple as the bench's native reference, compared over the same stretch of reply.
 """

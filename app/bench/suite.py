@@ -120,14 +120,7 @@ def run_suite(
         order = names[rep % len(names):] + names[:rep % len(names)]
         for prompt in prompts:
             for mode in order:
-                overrides = modes[mode]
-                config = GenerationConfig(max_tokens=max_tokens, temperature=0.0, session=f"bench-{prompt.name}",
-                                          **overrides)
-                messages = [{"role": "user", "content": prompt.chat}]
-                finished = None
-                for event in engine.reply(messages, config):
-                    if isinstance(event, FinishedEvent):
-                        finished = event
+                finished = run_once(engine, prompt, modes[mode], max_tokens)
                 stats = finished.stats
                 if rep == 0 and mode == "plain":
                     on_reply(prompt, finished.text)
@@ -140,6 +133,18 @@ def run_suite(
                 progress(f"rep {rep + 1}/{repeats} {prompt.name:<12} {mode:<10} {stats.tokens_per_second:7.1f} tok/s"
                          f"  acceptance {stats.acceptance_rate:4.0%}")
     return results
+
+
+def run_once(engine, prompt: BenchPrompt, overrides: dict, max_tokens: int) -> FinishedEvent:
+    """One greedy reply to `prompt` in the mode `overrides` (one of modes_for's)."""
+    config = GenerationConfig(max_tokens=max_tokens, temperature=0.0, session=f"bench-{prompt.name}", **overrides)
+    finished = None
+    for event in engine.reply([{"role": "user", "content": prompt.chat}], config):
+        if isinstance(event, FinishedEvent):
+            finished = event
+    if finished is None:
+        raise RuntimeError("the engine ended without a result")
+    return finished
 
 
 # -- llama.cpp's own example as the native reference --------------------------------------------------------------
@@ -202,9 +207,11 @@ LLAMA_NGRAM_TYPES = ("ngram-simple", "ngram-mod", "ngram-map-k")
 def run_llama_speculative(
     binary: str, target: Path, draft: Optional[Path], prompt_text: str, *, k: int, max_tokens: int, threads: int,
     n_ctx: int, spec_type: str = "ngram-simple"
-) -> tuple[float, float]:
-    """(tok/s, acceptance) of llama.cpp's llama-speculative-simple on the same formatted prompt, greedy: with a
-    draft model its draft-model mode, without one the n-gram mode `spec_type` (one of LLAMA_NGRAM_TYPES)."""
+) -> tuple[float, float, int]:
+    """(tok/s, acceptance, tokens written) of llama.cpp's llama-speculative-simple on the same formatted prompt,
+    greedy: with a draft model its draft-model mode, without one the n-gram mode `spec_type` (one of
+    LLAMA_NGRAM_TYPES). Its -n bounds the tokens its target samples itself, so a run that keeps drafted tokens
+    writes more than `max_tokens` (app.bench.references)."""
     cmd = [binary, "-m", str(target)]
     if draft is not None:
         cmd += ["-md", str(draft), "--spec-type", "draft-simple", "--spec-draft-n-max", str(k)]
@@ -220,7 +227,7 @@ def run_llama_speculative(
     drafted = _DRAFTED.search(out)
     accepted = _ACCEPT.search(out)
     rate = int(accepted.group(1)) / int(drafted.group(1)) if drafted and accepted and int(drafted.group(1)) else 0.0
-    return float(speed.group(3)), rate
+    return float(speed.group(3)), rate, int(speed.group(1))
 
 
 def geometric_mean(values: list[float]) -> float:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
+from app.bench.references import ref_label
 from app.bench.suite import geometric_mean
 from app.cli.file_guard import ModelFileGuard
 from app.cli.terminal import printable
@@ -24,7 +24,9 @@ def register(subparsers) -> None:
             "llama-speculative-simple is found (PATH, --llama-spec, or ~/.cache/specchat-llama-reference/bin) "
             "the same prompts also run through it: its draft-model mode next to the fixed-k draft "
             "mode, its n-gram mode (ngram-simple) at the same k next to the fixed-k n-gram mode, and its ngram-mod "
-            "and ngram-map-k modes with their own draft lengths. History: no mode reads the history of earlier "
+            "and ngram-map-k modes with their own draft lengths. It writes past -n by what it drafted; where it "
+            "wrote more than ours, ours run again over as many tokens and its ratios come from those pairs. "
+            "History: no mode reads the history of earlier "
             "replies (the bench keeps its own, never yours) unless --second-pass asks for a second pass that does."
         ),
     )
@@ -111,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_bench(args: argparse.Namespace, prompts, kinds, log) -> int:
     from app.cli.generate_cmd import local_load_settings, local_model
     from app.engine.host.engine_factory import local_engine
-    from app.bench.suite import LLAMA_NGRAM_TYPES, find_reference_tool, run_llama_speculative, run_suite
+    from app.bench.suite import run_suite
     from app.engine.errors import EngineError
 
     if args.plain_vs_native:
@@ -146,6 +148,7 @@ def _run_bench(args: argparse.Namespace, prompts, kinds, log) -> int:
             log("second pass: drawing on the first pass's replies")
             second = run_suite(engine, prompts, ngram=args.ngram, k=args.k, max_tokens=args.max_tokens,
                                repeats=args.repeats, progress=log, kinds=kinds, history=True)
+        reference = _references(args, engine, prompts, formatted, results, threads, log)
         engine.close()
     except EngineError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -153,50 +156,34 @@ def _run_bench(args: argparse.Namespace, prompts, kinds, log) -> int:
     finally:
         history_dir.cleanup()
 
-    # llama.cpp's example runs each speculative mode of ours that it has too: its draft-model mode against our
-    # fixed-k draft mode, its n-gram mode (`ngram-simple`) against our fixed-k n-gram mode at the same k, and its
-    # ngram-mod and ngram-map-k modes beside them (auto is compared with each).
-    reference: dict[str, dict[str, dict]] = {}
-    ours = set(next(iter(results.values()))) if results else set()
-    kinds_to_run = [kind for kind in ("draft", "ngram") if f"{kind} k={args.k}" in ours]
-    if "ngram" in kinds_to_run:
-        kinds_to_run += [t for t in LLAMA_NGRAM_TYPES if t != "ngram-simple"]
-    binary = None
-    if kinds_to_run and not args.no_llama:
-        binary = find_reference_tool("llama-speculative-simple", args.llama_spec)
-    if binary:
-        for rep in range(args.repeats):
-            for prompt in prompts:
-                for kind in kinds_to_run:
-                    try:
-                        tps, acc = run_llama_speculative(
-                            binary, Path(args.target), Path(args.draft) if kind == "draft" else None,
-                            formatted[prompt.name], k=args.k, max_tokens=args.max_tokens, threads=threads,
-                            n_ctx=args.ctx, spec_type="ngram-simple" if kind == "ngram" else kind)
-                    except (RuntimeError, OSError) as exc:
-                        log(f"llama.cpp reference failed: {exc}")
-                        binary = None
-                        break
-                    entry = reference.setdefault(kind, {}).setdefault(
-                        prompt.name, {"tokens_per_second": [], "acceptance_rate": []})
-                    entry["tokens_per_second"].append(tps)
-                    entry["acceptance_rate"].append(acc)
-                    log(f"rep {rep + 1}/{args.repeats} {prompt.name:<12} llama.cpp {_ref_label(kind, args.k)} "
-                        f"{tps:7.1f} tok/s  acceptance {acc:4.0%}")
-                if binary is None:
-                    break
-            if binary is None:
-                break
-
     report = build_report(results, reference, prompts, args.k)
     if second is not None:
         report["second_pass"] = build_report(second, {}, prompts, args.k)
     return _emit(args, report, print_report)
 
 
-def _ref_label(kind: str, k: int) -> str:
-    """How a llama.cpp reference reads in the table: "draft k=4", "ngram k=4" (ngram-simple), "ngram-mod"."""
-    return f"{kind} k={k}" if kind in ("draft", "ngram") else kind
+def _references(args, engine, prompts, formatted, results, threads: int, log) -> dict:
+    """llama.cpp's example runs each speculative mode of ours that it has too: its draft-model mode against our
+    fixed-k draft mode, its n-gram mode (`ngram-simple`) against our fixed-k n-gram mode at the same k, and its
+    ngram-mod and ngram-map-k modes beside them (auto is compared with each), over the same stretch of reply
+    (app.bench.references)."""
+    from app.bench.references import run_references
+    from app.bench.suite import LLAMA_NGRAM_TYPES, find_reference_tool
+
+    ours = set(next(iter(results.values()))) if results else set()
+    kinds = [kind for kind in ("draft", "ngram") if f"{kind} k={args.k}" in ours]
+    if "ngram" in kinds:
+        kinds += [t for t in LLAMA_NGRAM_TYPES if t != "ngram-simple"]
+    binary = find_reference_tool("llama-speculative-simple", args.llama_spec) if kinds and not args.no_llama else None
+    if not binary:
+        return {}
+    try:
+        return run_references(engine, binary, prompts, formatted, kinds, target=Path(args.target),
+                              draft=Path(args.draft) if args.draft else None, k=args.k, max_tokens=args.max_tokens,
+                              threads=threads, n_ctx=args.ctx, repeats=args.repeats, ngram=args.ngram, log=log)
+    except (RuntimeError, OSError) as exc:
+        log(f"llama.cpp reference failed: {exc}")
+        return {}
 
 
 def _plain_vs_native(args: argparse.Namespace, log) -> int:
@@ -260,24 +247,18 @@ def build_report(results, reference, prompts, k: int) -> dict:
     rows = []
     for prompt in prompts:
         modes = results[prompt.name]
-        plain = modes["plain"].median_tps
         row = {"prompt": prompt.name, "kind": prompt.kind, "modes": {m: r.to_dict() for m, r in modes.items()}}
         row["ratio_vs_plain"] = {m: round(r.median_ratio(modes["plain"]), 3)
                                  for m, r in modes.items() if m != "plain"}
         for kind, per_prompt in reference.items():
             ref = per_prompt.get(prompt.name)
-            if not ref or not ref["tokens_per_second"]:
+            if not ref or not ref.tokens_per_second:
                 continue
-            ref_tps = statistics.median(ref["tokens_per_second"])
-            entry = {"k": k, "tokens_per_second": round(ref_tps, 2),
-                     "acceptance_rate": round(statistics.median(ref["acceptance_rate"]), 3),
-                     "ratio_vs_plain": round(ref_tps / plain, 3) if plain else 0.0}
-            ours = modes.get(f"{kind} k={k}")
-            if ours and ref_tps:
-                entry["ours_vs_llama_cpp"] = round(ours.median_tps / ref_tps, 3)
-            if kind.startswith("ngram") and "auto" in modes and ref_tps:
-                # Our product's answer to llama.cpp's n-gram mode is auto, not a fixed k that drafts on any match.
-                entry["auto_vs_llama_cpp"] = round(modes["auto"].median_tps / ref_tps, 3)
+            own = modes.get(f"{kind} k={k}")
+            auto = modes.get("auto") if kind.startswith("ngram") else None
+            # Our product's answer to llama.cpp's n-gram modes is auto, not a fixed k that drafts on any match.
+            entry = ref.summary(k, modes["plain"].tokens_per_second, own.tokens_per_second if own else None,
+                                auto.tokens_per_second if auto else None, own.median_acceptance if own else 0.0)
             row.setdefault("llama_cpp", {})[kind] = entry
         rows.append(row)
     overall = {}
@@ -297,14 +278,20 @@ def build_report(results, reference, prompts, k: int) -> dict:
             key = "auto_vs_llama_cpp_ngram" if kind == "ngram" else f"auto_vs_llama_cpp_{kind}"
             overall[key] = {"geomean": round(geometric_mean(autos), 3), "min": min(autos)}
     # Auto against the best of every other setting on each prompt (ours and llama.cpp's): auto's promise is to
-    # be as fast as the best setting one could have picked by hand.
+    # be as fast as the best setting one could have picked by hand. Against llama.cpp's n-gram modes, over the
+    # stretch each of them wrote.
     against_best = []
     for row in rows:
         if "auto" not in row["ratio_vs_plain"]:
             continue
-        others = [1.0] + [v for m, v in row["ratio_vs_plain"].items() if m != "auto"]
-        others += [ref["ratio_vs_plain"] for ref in row.get("llama_cpp", {}).values()]
-        row["auto_vs_best"] = round(row["ratio_vs_plain"]["auto"] / max(others), 3)
+        auto = row["ratio_vs_plain"]["auto"]
+        against = [auto / max([1.0] + [v for m, v in row["ratio_vs_plain"].items() if m != "auto"])]
+        for ref in row.get("llama_cpp", {}).values():
+            if "auto_vs_llama_cpp" in ref:
+                against.append(ref["auto_vs_llama_cpp"])
+            elif ref["ratio_vs_plain"] > 0:
+                against.append(auto / ref["ratio_vs_plain"])
+        row["auto_vs_best"] = round(min(against), 3)
         against_best.append(row["auto_vs_best"])
     if against_best:
         overall["auto_vs_best"] = {"geomean": round(geometric_mean(against_best), 3), "min": min(against_best)}
@@ -328,7 +315,7 @@ def _print_pass(report: dict) -> None:
     ref_kinds = [kind for kind in ("draft", "ngram", "ngram-mod", "ngram-map-k")
                  if any(kind in r.get("llama_cpp", {}) for r in rows)]
     for kind in ref_kinds:
-        header += f" {'llama.cpp ' + _ref_label(kind, report['k']):>24} {'ours/llama':>10}"
+        header += f" {'llama.cpp ' + ref_label(kind, report['k']):>24} {'ours/llama':>10}"
     print("\nmedian tok/s (acceptance) [median of paired ratios vs plain]")
     print(header)
     for row in rows:
@@ -352,6 +339,11 @@ def _print_pass(report: dict) -> None:
         print(line)
     if any("llama_cpp" in r for r in rows):
         print("(ours/llama: our fixed-k mode of the same kind over llama.cpp's; for ngram-mod and ngram-map-k, auto)")
+        longer = sorted({f"{r['prompt']} {ref_label(kind, report['k'])}" for r in rows
+                         for kind, ref in r.get("llama_cpp", {}).items() if "same_stretch" in ref})
+        if longer:
+            print("(llama.cpp wrote past --max-tokens, by what it drafted, on: " + ", ".join(longer) + "; its ratios "
+                  "there are against ours run again over as many tokens)")
     if "auto" in modes:
         print("\nauto: chosen draft length per round (k: rounds)")
         for row in rows:
