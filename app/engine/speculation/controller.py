@@ -8,8 +8,9 @@ seconds. k = 0 is plain decoding: one token for verify(1), no draft work at all.
   context growing, the machine getting busier), and each batch size used learns how far it is off relative to it.
   Only measured sizes are chosen; between them the real cost can be far above the interpolated line.
 - Draft-model acceptance is a moving average per position, per chat. When it is too low to pay, speculation is
-  probed now and then so it comes back when the text turns predictable; when verifying costs more than even
-  perfect acceptance would save (a CPU), it is not probed at all.
+  probed now and then so it comes back when the text turns predictable, never at more than a tenth of the time
+  spent paused (a draft model reads the text it is behind on first); when verifying costs more than even perfect
+  acceptance would save (a CPU), it is not probed at all.
 - N-gram proposals cost nothing, so every round scores the proposal against what the target produced, drafted
   or not: no probing is needed, and the estimates are grouped by the length of the match the proposal came from.
   They start afresh with each reply.
@@ -36,6 +37,8 @@ MAX_PROBE_GAP = 384
 # probe is worth its catch-up. Without this, a 48-token reply under load lost 11% to one probe (docs/performance.md).
 PROBE_SHARE = 0.1
 MIN_EVIDENCE = 3  # outcomes a position needs before its own estimate is trusted
+
+
 class Acceptance:
     """Per-position acceptance estimates, exponentially weighted (recent rounds weigh more).
 
