@@ -92,6 +92,23 @@ def test_a_draft_model_far_behind_the_text_waits_until_a_probe_is_worth_its_catc
     assert probes(behind=400, rounds=400) >= 1  # once the paused time covers it tenfold, it is probed
 
 
+# An F16 copy of the 1.5B target, measured on the same CPU (memory-bound: a batch of 5 costs 2.16x one token), and
+# the 0.5B draft at 0.28x a target token.
+F16_BATCH = [0.0] + [0.1 * x for x in (1.0, 1.73, 1.92, 2.03, 2.16, 2.27, 2.64, 3.0, 3.19, 3.37, 3.56, 3.75, 3.97,
+                                       4.2, 4.43, 4.66, 4.9)]
+
+
+def test_a_fresh_chat_tries_the_draft_model_where_its_usual_acceptance_would_pay():
+    """On a memory-bound target the draft model pays at its usual acceptance: a new chat starts drafting with it
+    at once (at 0.7 it waited for a probe that a 64-token reply never reached: 13.5 against 16.7-19.1 tok/s on
+    code). On a compute-bound CPU it still never starts."""
+    memory_bound = AutoController(CostTable(F16_BATCH, draft_per_token=0.028), "model")
+    first = memory_bound.plan(k_max=64, ngram_tokens=[], has_model=True)
+    assert first.drafter == "model" and first.k >= 2
+    compute_bound = AutoController(CostTable(CPU_BATCH, draft_per_token=0.64 * 0.028), "model")
+    assert compute_bound.plan(k_max=64, ngram_tokens=[], has_model=True).drafter == "none"
+
+
 def test_k_is_bounded_by_room_and_remaining_tokens():
     controller = AutoController(CostTable(GPU_BATCH, draft_per_token=0.001), "model")
     train(controller, "model", 1.0)

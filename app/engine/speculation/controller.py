@@ -37,6 +37,12 @@ MAX_PROBE_GAP = 384
 # probe is worth its catch-up. Without this, a 48-token reply under load lost 11% to one probe (docs/performance.md).
 PROBE_SHARE = 0.1
 MIN_EVIDENCE = 3  # outcomes a position needs before its own estimate is trusted
+# A draft model's acceptance before its first draft in a chat. A draft model shares the target's vocabulary and
+# usually its family: Qwen2.5-Coder 0.5B kept 62-100% of a fixed k=4 for the 1.5B on six of the suite's seven
+# prompts (35% on prose). At 0.7, an F16 target (memory-bound, where the draft model pays) never tried it on code
+# (13.3-13.6 tok/s against 16.7-19.1 at 0.8, docs/performance.md); on a CPU-bound target even 0.8 is far from
+# paying, so nothing changes there, and a draft model that is refused pauses after a round or two.
+MODEL_PRIOR = 0.8
 
 
 class Acceptance:
@@ -118,7 +124,7 @@ class AutoController:
     def __init__(self, costs: CostTable, drafter: str, probe_every: int = 24):
         self.costs = costs
         self.drafter = drafter  # "model" or "ngram": which second source may draft besides the copying ones
-        self.model = Acceptance(prior=0.7)
+        self.model = Acceptance(prior=MODEL_PRIOR)
         # Copy proposals (n-gram, history) are tracked per drafter by the length of the match they came from: a
         # 6-token match that recurs is usually copied text and right, a 2-token match often a coincidence.
         self._copies_by_match: dict[tuple[str, int], Acceptance] = {}
