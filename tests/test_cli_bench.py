@@ -160,3 +160,29 @@ def test_a_reference_that_wrote_more_than_ours_is_compared_with_ours_over_as_man
     assert "ours_acceptance_rate" in refs["ngram"] and "auto_vs_llama_cpp" in refs["ngram"]
     # One token past ours is the same stretch: compared with the suite's own runs, nothing run again.
     assert refs["ngram-mod"]["tokens"] == [9, 9] and "same_stretch" not in refs["ngram-mod"]
+
+
+FAKE_FAILING_LLAMA = """#!/usr/bin/env python3
+import os, sys
+count = sys.argv[0] + ".count"
+n = int(open(count).read()) if os.path.exists(count) else 0
+open(count, "w").write(str(n + 1))
+if n:
+    sys.exit("out of memory")
+print("decoded 9 tokens in 0.5 seconds, speed: 18.0 t/s", file=sys.stderr)
+print("n_drafted = 4", file=sys.stderr)
+print("n_accept  = 2", file=sys.stderr)
+"""
+
+
+def test_a_reference_that_fails_keeps_what_was_measured_before_it_and_says_why(tiny_models, tmp_path, capsys):
+    fake = tmp_path / "llama-speculative-simple"
+    fake.write_text(FAKE_FAILING_LLAMA)
+    fake.chmod(0o755)
+    code = main(["bench", "--target", str(tiny_models.target), "--ngram", "--modes", "ngram,auto",
+                 "--only", "code-edit", "--repeats", "1", "--max-tokens", "8", "--threads", "1", "--k", "3",
+                 "--llama-spec", str(fake)])
+    assert code == 0
+    captured = capsys.readouterr()
+    assert "llama.cpp reference failed" in captured.err and "out of memory" in captured.err
+    assert "llama.cpp ngram k=3" in captured.out and "llama.cpp ngram-mod" not in captured.out

@@ -70,16 +70,20 @@ def run_references(engine, binary: str, prompts: list[BenchPrompt], formatted: d
                    repeats: int, ngram: bool, log: Callable[[str], None]) -> dict[str, dict[str, ReferenceRuns]]:
     """Every prompt through each llama.cpp mode in `kinds` ("draft", "ngram" = ngram-simple at k, "ngram-mod",
     "ngram-map-k"), `repeats` times, each followed by our runs over its stretch where it wrote more than ours.
-    Raises RuntimeError or OSError when the tool fails."""
+    When the tool fails, that is said and what was measured before it is kept."""
     modes = modes_for(engine.draft is not None, ngram, k)
     reference: dict[str, dict[str, ReferenceRuns]] = {}
     for rep in range(repeats):
         for prompt in prompts:
             for kind in kinds:
-                tps, acc, written = run_llama_speculative(
-                    binary, target, draft if kind == "draft" else None, formatted[prompt.name], k=k,
-                    max_tokens=max_tokens, threads=threads, n_ctx=n_ctx,
-                    spec_type="ngram-simple" if kind == "ngram" else kind)
+                try:
+                    tps, acc, written = run_llama_speculative(
+                        binary, target, draft if kind == "draft" else None, formatted[prompt.name], k=k,
+                        max_tokens=max_tokens, threads=threads, n_ctx=n_ctx,
+                        spec_type="ngram-simple" if kind == "ngram" else kind)
+                except (RuntimeError, OSError) as exc:
+                    log(f"llama.cpp reference failed: {exc}")
+                    return reference
                 runs = reference.setdefault(kind, {}).setdefault(prompt.name, ReferenceRuns())
                 runs.tokens_per_second.append(tps)
                 runs.acceptance_rate.append(acc)

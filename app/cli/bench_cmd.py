@@ -177,13 +177,9 @@ def _references(args, engine, prompts, formatted, results, threads: int, log) ->
     binary = find_reference_tool("llama-speculative-simple", args.llama_spec) if kinds and not args.no_llama else None
     if not binary:
         return {}
-    try:
-        return run_references(engine, binary, prompts, formatted, kinds, target=Path(args.target),
-                              draft=Path(args.draft) if args.draft else None, k=args.k, max_tokens=args.max_tokens,
-                              threads=threads, n_ctx=args.ctx, repeats=args.repeats, ngram=args.ngram, log=log)
-    except (RuntimeError, OSError) as exc:
-        log(f"llama.cpp reference failed: {exc}")
-        return {}
+    return run_references(engine, binary, prompts, formatted, kinds, target=Path(args.target),
+                          draft=Path(args.draft) if args.draft else None, k=args.k, max_tokens=args.max_tokens,
+                          threads=threads, n_ctx=args.ctx, repeats=args.repeats, ngram=args.ngram, log=log)
 
 
 def _plain_vs_native(args: argparse.Namespace, log) -> int:
