@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from app.bench.suite import BenchPrompt, modes_for, run_llama_speculative, run_once
+from app.bench.suite import BenchPrompt, modes_for, paired_median, run_llama_speculative, run_once
 
 SAME_STRETCH = 2  # tokens a reference may write past ours and still be compared with our own runs
 
@@ -61,8 +61,7 @@ class ReferenceRuns:
 
 
 def _paired(top: list[float], bottom: list[float]) -> float:
-    ratios = [t / b for t, b in zip(top, bottom) if b > 0]
-    return round(statistics.median(ratios), 3) if ratios else 0.0
+    return round(paired_median(top, bottom), 3)
 
 
 def run_references(engine, binary: str, prompts: list[BenchPrompt], formatted: dict[str, str], kinds: list[str], *,
@@ -91,15 +90,10 @@ def run_references(engine, binary: str, prompts: list[BenchPrompt], formatted: d
                 longer = written > max_tokens + SAME_STRETCH
                 own = f"{kind} k={k}" if kind in ("draft", "ngram") else None
                 for mode, name in (("plain", "plain"), ("auto", "auto"), ("own", own)):
-                    again = None
-                    if longer and name in modes:
-                        finished = run_once(engine, prompt, modes[name], written)
-                        again = finished.stats.tokens_per_second
-                        if mode == "own":
-                            runs.paired_acceptance.append(finished.stats.acceptance_rate)
-                    elif mode == "own":
-                        runs.paired_acceptance.append(None)
-                    runs.paired.setdefault(mode, []).append(again)
+                    stats = run_once(engine, prompt, modes[name], written).stats if longer and name in modes else None
+                    runs.paired.setdefault(mode, []).append(stats.tokens_per_second if stats else None)
+                    if mode == "own":
+                        runs.paired_acceptance.append(stats.acceptance_rate if stats else None)
                 log(f"rep {rep + 1}/{repeats} {prompt.name:<12} llama.cpp {ref_label(kind, k)} {tps:7.1f} tok/s  "
                     f"acceptance {acc:4.0%}  {written} tokens" + ("  (ours again over as many)" if longer else ""))
     return reference

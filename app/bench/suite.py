@@ -31,6 +31,12 @@ class BenchPrompt:
     chat: str
 
 
+def paired_median(top: list[float], bottom: list[float]) -> float:
+    """The median of top[i] / bottom[i] (pairs with no bottom left out; 0 when none is left)."""
+    pairs = [a / b for a, b in zip(top, bottom) if b > 0]
+    return statistics.median(pairs) if pairs else 0.0
+
+
 @dataclass
 class ModeResult:
     tokens_per_second: list[float] = field(default_factory=list)
@@ -46,8 +52,7 @@ class ModeResult:
         """Median over repetitions of this mode's tok/s over `base`'s in the same repetition. Each repetition
         runs the modes back to back, so pairing them cancels the machine's drift between repetitions (how large
         that drift can be: docs/performance.md)."""
-        pairs = [a / b for a, b in zip(self.tokens_per_second, base.tokens_per_second) if b > 0]
-        return statistics.median(pairs) if pairs else 0.0
+        return paired_median(self.tokens_per_second, base.tokens_per_second)
 
     @property
     def median_acceptance(self) -> float:

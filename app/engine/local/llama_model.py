@@ -207,6 +207,16 @@ class LoadedModel:
             return
         del self.cached[n_keep:]
 
+    def common_prefix(self, tokens: Sequence[int], end: int | None = None) -> int:
+        """How many leading tokens the cache shares with `tokens` (up to `end` of them)."""
+        limit = max(0, min(len(self.cached), len(tokens) if end is None else end))
+        if self.cached[:limit] == list(tokens[:limit]):  # the usual case, compared at C speed
+            return limit
+        n = 0
+        while self.cached[n] == tokens[n]:
+            n += 1
+        return n
+
     def keep_common_prefix(self, tokens: Sequence[int], *, leave: int = 0) -> int:
         """Keep what the cache shares with `tokens` (minus `leave` tokens at the end); return how many it holds.
 
@@ -214,10 +224,7 @@ class LoadedModel:
         oldest turns were dropped to fit the context), the cached text after that stretch: the stretch is
         removed from the cache and the rest shifted down (llama.cpp's context shift), instead of read again.
         """
-        limit = min(len(self.cached), len(tokens) - leave)
-        n = 0
-        while n < limit and self.cached[n] == tokens[n]:
-            n += 1
+        n = self.common_prefix(tokens, len(tokens) - leave)
         resume = self._resume_after_gap(tokens, n, len(tokens) - leave)
         if resume is None:
             self.truncate(n)

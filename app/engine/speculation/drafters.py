@@ -246,14 +246,7 @@ class ModelDrafter:
 
     def behind(self, history: Sequence[int]) -> int:
         """How many tokens of `history` the draft model would read before its next draft (at most len(history))."""
-        cached = self.model.cached
-        n = min(len(cached), len(history))
-        if cached[:n] == list(history[:n]):  # the usual case, compared at C speed
-            return len(history) - n
-        common = 0
-        while common < n and cached[common] == history[common]:
-            common += 1
-        return len(history) - common
+        return len(history) - self.model.common_prefix(history)
 
     def propose(
         self,
