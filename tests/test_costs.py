@@ -3,6 +3,8 @@ disk cache; until then the controller starts from an estimate."""
 
 from __future__ import annotations
 
+import time
+
 from app.engine.speculation import cost_measurement
 from app.engine.speculation import costs
 from app.engine.local.llama_model import LoadedModel
@@ -130,3 +132,42 @@ def test_a_cache_that_cannot_be_written_still_gives_the_measured_table(tiny_mode
     finally:
         target.close()
         draft.close()
+
+
+def test_a_pass_timed_while_another_program_is_busy_is_timed_again(tiny_models):
+    """Kept on disk, a table timed while another program held the CPU would mislead every later chat."""
+    target = LoadedModel(tiny_models.target, n_ctx=512, n_threads=1)
+    try:
+        real_decode, busy_passes, busy_now = target.decode, [8], [False]
+
+        def decode(tokens, **kw):  # another program starts during each of the first passes, and ends after it
+            if busy_passes[0] > 0:
+                busy_passes[0] -= 1
+                busy_now[0] = True
+                time.sleep(0.05)
+            return real_decode(tokens, **kw)
+
+        def busy() -> bool:
+            was, busy_now[0] = busy_now[0], False
+            return was
+
+        target.decode = decode
+        table = cost_measurement.measure_costs(target, None, 1, (0, 0), busy=busy)
+        assert busy_passes == [0] and max(table.batch[1:]) < 0.05
+    finally:
+        target.close()
+
+
+def test_a_machine_that_stays_busy_gets_a_clear_message_and_no_table(tiny_models, monkeypatch):
+    monkeypatch.setattr(cost_measurement, "BUSY_WAIT_S", 0.5)
+    target = LoadedModel(tiny_models.target, n_ctx=512, n_threads=1)
+    try:
+        try:
+            cost_measurement.measure_costs(target, None, 1, (0, 0), busy=lambda: True)
+        except RuntimeError as error:
+            assert "another program kept the CPU busy" in str(error)
+        else:
+            raise AssertionError("measured on a busy machine")
+        assert costs.cached_costs(target, None, 1, (0, 0)) is None
+    finally:
+        target.close()

@@ -164,3 +164,22 @@ def test_stop_mid_reply_ends_it_within_one_round_and_keeps_what_was_written(engi
     # The engine is free for the next request at once.
     _, after = reply(engine, [{"role": "user", "content": "short now"}], max_tokens=4)
     assert after.stats.stop_reason in ("max_tokens", "eos") and after.stats.tokens >= 1
+
+
+def test_a_cost_table_timed_while_the_machine_was_busy_is_forgotten_after_one_plain_token(engine):
+    """Such a table (every pass far slower than now, the draft model's share far too small) promised the draft
+    model 4x plain where it gave 0.6x, and the controller never timed a plain token to see it."""
+    from app.engine.speculation import costs
+
+    engine.measure_costs()
+    cache = costs._read_cache()
+    # Every pass timed 50x too slow, waiting for a CPU; so slow that batches look nearly free beside one token.
+    costs._write_cache({key: [0.0] + [50 * batch[1] * (1 + 0.05 * n) for n in range(len(batch) - 1)]
+                        for key, batch in cache.items()})
+    assert engine.costs_cached()
+    events, finished = reply(engine, [{"role": "user", "content": "count: 1 2 3"}], draft_max=None)
+    rounds = [e for e in events if isinstance(e, RoundEvent)]
+    assert rounds[0].drafter == "none" and rounds[0].reason == "timing one token at 1 CPU thread before drafting"
+    assert not engine.costs_cached()  # idle time measures it again
+    (policy,) = engine._policies.values()
+    assert policy.costs.estimated and finished.stats.tokens > 0

@@ -17,13 +17,13 @@ from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, GenerationConfig,
 from app.engine.local.context_fit import SessionCuts
 from app.engine.speculation.controller import AutoController
 from app.engine.speculation.cost_measurement import CostMeasurement, measure_costs
-from app.engine.speculation.costs import CostTable, cached_costs, prior_costs
+from app.engine.speculation.costs import CostTable, cached_costs, forget_measurement, prior_costs
 from app.engine.local.decoder import generate
 from app.engine.speculation.drafters import ModelDrafter, NgramDrafter
 from app.engine.speculation.history import HistoryDrafter
 from app.engine.speculation.history_file import HistoryFile, HistorySync
 from app.engine.errors import EngineError, IncompatiblePairError
-from app.engine.events import EngineEvent, FinishedEvent
+from app.engine.events import EngineEvent, FinishedEvent, RoundEvent
 from app.engine.protocol import CancelSignal, fitted_reply
 from app.engine.targets import ServerModel, Target
 from app.engine.placement.gpu_fit import Placement, resolve as resolve_placement
@@ -203,7 +203,7 @@ class SpecEngine:
     def measure_costs(self, with_draft: bool = True) -> CostTable:
         """What forward passes cost for the loaded models, measured now all at once unless on disk (benchmarks
         want a measured table; replies never wait for one, see idle_step)."""
-        table = measure_costs(*self._cost_args(with_draft))
+        table = measure_costs(*self._cost_args(with_draft), busy=self._machine_busy)
         self._use_measured(table, with_draft)
         return table
 
@@ -216,14 +216,14 @@ class SpecEngine:
         False when there is nothing to do now. Call between requests only."""
         if self.target is None:
             return False
-        if self.governor is not None and self.governor.machine_busy():
+        if self._machine_busy():
             # What it measured now would not be this machine's costs, and each step would hold up the next
             # request for as long as a pass takes with a thread that lost its core.
             return False
         if self._measurement is None:
             if self.costs_cached():
                 return False
-            self._measurement = CostMeasurement(*self._cost_args(True))
+            self._measurement = CostMeasurement(*self._cost_args(True), busy=self._machine_busy)
         if self._measurement.step():
             return True
         table = self._measurement.table()
@@ -233,12 +233,23 @@ class SpecEngine:
         self._use_measured(table, True)
         return False
 
+    def _machine_busy(self) -> bool:
+        return self.governor is not None and self.governor.machine_busy()
+
     def _use_measured(self, table: CostTable, with_draft: bool) -> None:
         """Controllers still running on the estimate switch to the measured table."""
         for (_, drafter, target, draft), policy in self._policies.items():
             if (isinstance(policy, AutoController) and policy.costs.estimated and target == self.target_path
                     and draft == self.draft_path and (with_draft or drafter != "model")):
                 policy.use_costs(table)
+
+    def _drop_stale_costs(self) -> None:
+        """Single tokens beat the measured table by far: it was measured while another program held the CPU. It is
+        forgotten (idle time measures it again) and controllers go back to the estimate until then."""
+        forget_measurement(*self._cost_args(True))
+        for (_, drafter, target, _draft), policy in self._policies.items():
+            if isinstance(policy, AutoController) and not policy.costs.estimated and target == self.target_path:
+                policy.use_costs(self._costs_now(with_draft=drafter == "model"))
 
     def _costs_now(self, with_draft: bool) -> CostTable:
         """The measured table when there is one, else the estimate to start from."""
@@ -396,6 +407,8 @@ class SpecEngine:
             on_history=history.extend,
             governor=self.governor,
         ):
+            if isinstance(event, RoundEvent) and isinstance(policy, AutoController) and policy.online.table_stale:
+                self._drop_stale_costs()
             if isinstance(event, FinishedEvent):
                 if config.history and self._history is not None and event.text:
                     self._history.record(session, self._new_text(text) + event.text)

@@ -221,6 +221,13 @@ class AutoController:
             return Plan("none", 0, "no room to speculate")
         if options:
             rate, source, k, accepted = max(options)
+            threads = self.online.threads
+            if rate > plain_rate and threads and not self.online.has_level:
+                # Every expectation is against one token's time at this thread count: a draft before one was
+                # timed is judged by the table alone, and a table measured while another program held the CPU
+                # promised a draft model 4x where it gave 0.6x, with no plain round ever to show it.
+                return Plan("none", 0, f"timing one token at {threads} CPU thread{'s' if threads != 1 else ''} "
+                                       "before drafting", kind="timing")
             if rate > plain_rate:
                 self._paused_rounds = 0
                 if source == "model":

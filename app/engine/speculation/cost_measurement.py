@@ -9,7 +9,7 @@ up with filler text to MEASURE_CONTEXT), and the filler is dropped by the next p
 from __future__ import annotations
 
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 from app.engine.speculation.costs import (
     MEASURE_CONTEXT,
@@ -24,6 +24,8 @@ from app.engine.local.llama_model import LoadedModel
 
 _FILLER = " the quick brown fox jumps over the lazy dog" * 8
 _FILL_STEP = 64  # filler tokens decoded per step
+BUSY_WAIT_S = 120.0  # measuring all at once waits this long at most for another program to end
+BUSY_POLL_S = 0.25
 
 
 class _ModelTiming:
@@ -32,8 +34,10 @@ class _ModelTiming:
     several sizes rather than every try of one. The single token is every ratio's yardstick and cheap to time: it
     gets extra tries."""
 
-    def __init__(self, model: LoadedModel, gpu_layers: int, sizes: tuple[int, ...], repeats: int):
+    def __init__(self, model: LoadedModel, gpu_layers: int, sizes: tuple[int, ...], repeats: int,
+                 busy: Callable[[], bool]):
         self.model = model
+        self._busy = busy
         self.gpu_layers = gpu_layers
         self.sizes = sizes
         self._plan = [n for _ in range(repeats) for n in sizes] + [sizes[0]] * (2 * repeats)
@@ -79,8 +83,13 @@ class _ModelTiming:
         model.truncate(len(self._context))
         start = time.perf_counter()
         model.decode(tokens[:n], logit_rows=range(n))
-        self._points[n] = min(self._points[n], time.perf_counter() - start)
+        elapsed = time.perf_counter() - start
         model.truncate(len(self._context))
+        if self._busy():
+            # Another program took a CPU during it: not this machine's cost, and kept on disk it would mislead
+            # every chat (a table timed that way promised a draft model 4x plain where it gave 0.6x).
+            return True
+        self._points[n] = min(self._points[n], elapsed)
         self._plan.pop(0)
         if not self._plan:
             model.truncate(self._chat_len)  # the filler goes; the chat's tokens stay
@@ -92,7 +101,8 @@ class CostMeasurement:
     disk when done. Use from the thread that runs the models."""
 
     def __init__(self, target: LoadedModel, draft: Optional[LoadedModel], n_threads: int,
-                 gpu_layers: tuple[int, int], backends: str = "CPU"):
+                 gpu_layers: tuple[int, int], backends: str = "CPU", busy: Callable[[], bool] = lambda: False):
+        """`busy`: whether another program holds a CPU the models want now; a pass timed then is timed again."""
         self._args = (target, draft, n_threads, gpu_layers, backends)
         self._backends = backends
         self._n_threads = n_threads
@@ -101,7 +111,7 @@ class CostMeasurement:
         for model, layers, sizes, repeats in ((target, gpu_layers[0], MEASURED_SIZES, 3),
                                               (draft, gpu_layers[1], (1,), 5)):
             if model is not None and cached_costs(model, None, n_threads, (layers, 0), backends) is None:
-                self._timings.append(_ModelTiming(model, layers, sizes, repeats))
+                self._timings.append(_ModelTiming(model, layers, sizes, repeats, busy))
 
     @property
     def done(self) -> bool:
@@ -130,12 +140,22 @@ class CostMeasurement:
 
 
 def measure_costs(target: LoadedModel, draft: Optional[LoadedModel], n_threads: int, gpu_layers: tuple[int, int],
-                  backends: str = "CPU") -> CostTable:
+                  backends: str = "CPU", busy: Callable[[], bool] = lambda: False) -> CostTable:
     """The cost table, from the disk cache or measured now, all at once (benchmarks; the window never waits for
-    this). Raises RuntimeError when the context is too small to time the largest batch."""
-    measurement = CostMeasurement(target, draft, n_threads, gpu_layers, backends)
-    while measurement.step():
-        pass
+    this), waiting while another program is `busy`. Raises RuntimeError when the context is too small to time the
+    largest batch, or when the machine stayed busy for BUSY_WAIT_S."""
+    measurement = CostMeasurement(target, draft, n_threads, gpu_layers, backends, busy)
+    waited = 0.0
+    while True:
+        if busy():
+            if waited >= BUSY_WAIT_S:
+                raise RuntimeError(f"another program kept the CPU busy for {BUSY_WAIT_S:.0f} s, so forward-pass "
+                                   "costs were not measured: close it or wait until it ends, then run again")
+            time.sleep(BUSY_POLL_S)
+            waited += BUSY_POLL_S
+            continue
+        if not measurement.step():
+            break
     table = measurement.table()
     if table is None:
         raise RuntimeError(f"the context ({target.n_ctx} tokens) is too small to measure forward-pass costs")

@@ -176,3 +176,12 @@ def store_measurement(model: LoadedModel, n_threads: int, gpu_layers: int, backe
     cache = _read_cache()
     cache[model_key(model, n_threads, gpu_layers, backends)] = batch
     _write_cache(cache)
+
+
+def forget_measurement(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int],
+                       backends: str = "CPU") -> None:
+    """Drop the pair's measured costs from disk (found wrong): idle time measures them again."""
+    cache = _read_cache()
+    for key in _keys(target, draft, n_threads, gpu_layers, backends):
+        cache.pop(key, None)
+    _write_cache(cache)

@@ -69,6 +69,18 @@ class OnlineCosts:
     def _level(self) -> float:
         return statistics.median(self._singles) if self._singles else 1.0
 
+    @property
+    def has_level(self) -> bool:
+        """Whether a single token was timed at the current thread count: until then every cost is the table's."""
+        return bool(self._singles)
+
+    @property
+    def table_stale(self) -> bool:
+        """Whether single tokens run far faster than the measured table says: it was measured while another
+        program held the CPU (every try of it waited), so its shape is as wrong as its level. Another program can
+        only make passes slower, and fewer threads than the table's are never that much faster."""
+        return not self._estimated and bool(self._singles) and self._level * BUSY_FACTOR < 1.0
+
     def _biases(self) -> dict[int, float]:
         return self._bias.setdefault(self._threads, {})
 

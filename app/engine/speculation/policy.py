@@ -15,9 +15,9 @@ if TYPE_CHECKING:
     from app.engine.speculation.drafters import Draft
 
 # Why a plan is what it is: drafting expected to pay ("draft"), a short trial draft while paused ("probe"),
-# a fixed length ("fixed"), or no draft because drafting would not pay ("paused", "costly") or cannot
-# happen ("unavailable": no room, nothing to draft from, speculation off).
-PlanKind = Literal["draft", "probe", "fixed", "paused", "costly", "unavailable"]
+# a fixed length ("fixed"), no draft because drafting would not pay ("paused", "costly") or cannot happen
+# ("unavailable": no room, nothing to draft from, speculation off), or none while one token is timed ("timing").
+PlanKind = Literal["draft", "probe", "fixed", "paused", "costly", "unavailable", "timing"]
 
 
 @dataclass(frozen=True)
