@@ -246,3 +246,21 @@ def test_a_draft_models_confidence_stop_follows_what_the_target_kept():
     assert controller.stop_below < raised
     # A sure draft scores near 1, a spread-out one far lower.
     assert acceptance_bound(np.array([0.98, 0.01, 0.01])) > 0.7 > acceptance_bound(np.full(50, 0.02))
+
+
+def test_new_text_is_not_probed_for_copies_on_coincidental_short_matches():
+    """Each such probe verified a batch of 3 (2.8x one token under load) for nothing: 3-4% of a 48-token reply of new
+    code. A longer match, where copying starts, is still probed."""
+    def probes(match_len: int) -> int:
+        controller = AutoController(CostTable(CPU_BATCH), "ngram", probe_every=10)
+        controller.note_threads(2)
+        count = 0
+        for _ in range(200):
+            plan = controller.plan(64, [7, 8, 9], False, ngram_match=match_len)
+            count += plan.kind == "probe"
+            controller.observe(plan, plan.k, 0, 0.0, CPU_BATCH[plan.k + 1])
+            controller.observe_proposal(match_len, [7, 8, 9], [5])
+        return count
+
+    assert probes(2) == probes(3) == 0
+    assert probes(6) >= 2

@@ -36,6 +36,10 @@ MAX_PROBE_GAP = 384
 # text (before drafting it reads every token since its last draft, the whole prompt at its first) waits until the
 # probe is worth its catch-up. Without this, a 48-token reply under load lost 11% to one probe (docs/performance.md).
 PROBE_SHARE = 0.1
+# A copying drafter is probed only from a match this long: its proposals are scored every round anyway, and a
+# 2-3 token match in new text is mostly coincidence. On new code under load each such probe (a batch of 3 at
+# 2.8x one token) cost 3-4% of a 48-token reply (docs/performance.md); a copy's start is a longer match.
+PROBE_MIN_MATCH = 4
 MIN_EVIDENCE = 3  # outcomes a position needs before its own estimate is trusted
 # A draft model's acceptance before its first draft in a chat. A draft model shares the target's vocabulary and
 # usually its family: Qwen2.5-Coder 0.5B kept 62-100% of a fixed k=4 for the 1.5B on six of the suite's seven
@@ -254,6 +258,8 @@ class AutoController:
             return Plan("none", 0, self._why_costly(), kind="costly")
         if self._paused_rounds >= self._probe_gap:
             for source in hopeful:
+                if source != "model" and match[source] < PROBE_MIN_MATCH:
+                    continue
                 k = min(2, k_max, limit[source])
                 paused = self._model_paused_rounds if source == "model" else self._paused_rounds
                 if self._probe_cost(source, k, model_behind) > PROBE_SHARE * paused * self._verify(1):
