@@ -24,6 +24,27 @@ def test_bench_runs_the_chosen_modes_and_reports_ratios(tiny_models, capsys):
     assert row["ratio_vs_plain"]["draft k=4"] > 0 and "auto" in report["overall"]
 
 
+def test_auto_is_set_against_the_draft_model_at_every_length_asked_for(tiny_models, capsys):
+    """Issue 22's bar: auto against the fixed draft model at k = 2, 4 and 8, on each prompt."""
+    code = main(["bench", "--target", str(tiny_models.target), "--draft", str(tiny_models.draft_identical),
+                 "--modes", "draft,auto", "--draft-k", "2,8", "--only", "code-edit", "--repeats", "1",
+                 "--max-tokens", "12", "--threads", "1", "--json", "--no-llama"])
+    assert code == 0
+    row = json.loads(capsys.readouterr().out)["prompts"][0]
+    assert set(row["modes"]) == {"plain", "draft k=2", "draft k=4", "draft k=8", "auto"}
+    best = max([1.0] + [v for m, v in row["ratio_vs_plain"].items() if m != "auto"])
+    assert abs(row["auto_vs_best"] - row["ratio_vs_plain"]["auto"] / best) < 0.01
+
+
+def test_bad_draft_lengths_are_refused_with_what_is_expected(tiny_models, capsys):
+    for value in ("2,x", "0,8"):
+        assert main(["bench", "--target", str(tiny_models.target), "--draft", str(tiny_models.draft),
+                     "--draft-k", value]) == 2
+        assert "--draft-k takes draft lengths from 1 to" in capsys.readouterr().err
+    assert main(["bench", "--target", str(tiny_models.target), "--draft-k", "2"]) == 2
+    assert "--draft-k needs --draft" in capsys.readouterr().err
+
+
 def test_unknown_mode_is_refused(tiny_models, capsys):
     assert main(["bench", "--target", str(tiny_models.target), "--modes", "plain,fast"]) == 2
     assert "unknown mode fast" in capsys.readouterr().err

@@ -80,15 +80,17 @@ MODE_KINDS = ("plain", "draft", "ngram", "history", "auto")
 
 
 def modes_for(has_draft: bool, ngram: bool, k: int, kinds: Optional[set[str]] = None,
-              history: bool = False) -> dict[str, dict]:
+              history: bool = False, draft_ks: tuple[int, ...] = ()) -> dict[str, dict]:
     """Mode name -> GenerationConfig overrides. 'auto' is the product's default: the controller decides.
     `kinds` keeps only some of MODE_KINDS (plain is always kept: every ratio is against it).
 
     `history`: the modes draw on the history drafter (a second pass, after the first left its replies there),
-    adding "history k=K"; otherwise no mode reads history, so that no run copies an earlier mode's reply."""
+    adding "history k=K"; otherwise no mode reads history, so that no run copies an earlier mode's reply.
+    `draft_ks`: more lengths of the fixed draft-model mode besides k (auto is set against each)."""
     modes: dict[str, dict] = {"plain": dict(speculative=False)}
     if has_draft:
-        modes[f"draft k={k}"] = dict(drafter="model", draft_max=k)
+        for length in sorted({k, *draft_ks}):
+            modes[f"draft k={length}"] = dict(drafter="model", draft_max=length)
     if ngram or not has_draft:
         # As much evidence as llama.cpp's ngram-simple asks for (a fixed length has no estimates to go by).
         modes[f"ngram k={k}"] = dict(drafter="ngram", draft_max=k, ngram_min_match=NgramDrafter.FIXED_MIN_MATCH)
@@ -114,9 +116,10 @@ def run_suite(
     kinds: Optional[set[str]] = None,
     history: bool = False,
     on_reply: Callable[[BenchPrompt, str], object] = lambda prompt, text: None,
+    draft_ks: tuple[int, ...] = (),
 ) -> dict[str, dict[str, ModeResult]]:
     """Every prompt in every mode, `repeats` times. `on_reply` gets each prompt's first plain reply."""
-    modes = modes_for(engine.draft is not None, ngram, k, kinds, history)
+    modes = modes_for(engine.draft is not None, ngram, k, kinds, history, draft_ks)
     results: dict[str, dict[str, ModeResult]] = {p.name: {m: ModeResult() for m in modes} for p in prompts}
     names = list(modes)
     for rep in range(repeats):

@@ -44,6 +44,9 @@ def register(subparsers) -> None:
     p.add_argument("--repeats", type=int, default=None,
                    help="repetitions per mode; the median is reported (default 3, 11 with --plain-vs-native)")
     p.add_argument("--k", type=int, default=4, help="draft length of the fixed-k modes (default 4)")
+    p.add_argument("--draft-k", default="",
+                   help="more lengths for the fixed-k draft-model mode, comma-separated (e.g. 2,8); auto is set "
+                        "against each")
     p.add_argument("--ctx", type=int, default=4096)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--llama-spec", help="path to llama.cpp's llama-speculative-simple")
@@ -76,6 +79,14 @@ def run(args: argparse.Namespace) -> int:
     problem = sampling_problem(args)
     if problem is None and not 1 <= args.k <= MAX_DRAFT:
         problem = f"--k must be from 1 to {MAX_DRAFT}"
+    try:
+        args.draft_ks = tuple(int(v) for v in args.draft_k.split(",") if v.strip())
+    except ValueError:
+        args.draft_ks = (0,)
+    if problem is None and not all(1 <= v <= MAX_DRAFT for v in args.draft_ks):
+        problem = f"--draft-k takes draft lengths from 1 to {MAX_DRAFT}, comma-separated (e.g. 2,8)"
+    if problem is None and args.draft_ks and not args.draft:
+        problem = "--draft-k needs --draft: it sets the draft model's fixed lengths"
     if args.repeats is None and not args.plain_vs_native:
         args.repeats = 3
     if problem is None and args.repeats is not None and args.repeats < 1:
@@ -138,7 +149,7 @@ def _run_bench(args: argparse.Namespace, prompts, kinds, log) -> int:
         formatted = {p.name: engine.format_chat([{"role": "user", "content": p.chat}]) for p in prompts}
         replies: dict[str, str] = {}
         results = run_suite(engine, prompts, ngram=args.ngram, k=args.k, max_tokens=args.max_tokens,
-                            repeats=args.repeats, progress=log, kinds=kinds,
+                            repeats=args.repeats, progress=log, kinds=kinds, draft_ks=args.draft_ks,
                             on_reply=lambda prompt, text: replies.setdefault(prompt.name, text))
         second = None
         if args.second_pass:
@@ -147,7 +158,8 @@ def _run_bench(args: argparse.Namespace, prompts, kinds, log) -> int:
             engine.history_file.read_only = True  # the second pass reads what the first left, nothing more
             log("second pass: drawing on the first pass's replies")
             second = run_suite(engine, prompts, ngram=args.ngram, k=args.k, max_tokens=args.max_tokens,
-                               repeats=args.repeats, progress=log, kinds=kinds, history=True)
+                               repeats=args.repeats, progress=log, kinds=kinds, history=True,
+                               draft_ks=args.draft_ks)
         reference = _references(args, engine, prompts, formatted, results, threads, log)
         engine.close()
     except EngineError as exc:
