@@ -169,5 +169,8 @@ def test_a_machine_that_stays_busy_gets_a_clear_message_and_no_table(tiny_models
         else:
             raise AssertionError("measured on a busy machine")
         assert costs.cached_costs(target, None, 1, (0, 0)) is None
+        measured = cost_measurement.measure_costs(target, None, 1, (0, 0))
+        # Measured before: the disk has it, and a busy machine does not hold it up.
+        assert cost_measurement.measure_costs(target, None, 1, (0, 0), busy=lambda: True).batch == measured.batch
     finally:
         target.close()
