@@ -65,3 +65,18 @@ def test_an_idle_thread_leaves_and_a_new_one_takes_the_next_run(qtbot, monkeypat
     qtbot.waitUntil(lambda: len(threads) == 2, timeout=10000)
     assert threads[1] is not threads[0]
     assert background.close(wait_s=5)
+
+
+def test_its_threads_end_with_the_object_it_belongs_to(qtbot):
+    """A closed window's workers used to wait IDLE_EXIT_S (30 s) for work, holding a Background whose Qt object was
+    gone."""
+    from PySide6.QtCore import QObject
+
+    owner = QObject()
+    background = Background("test", owner)
+    threads: list = []
+    background.run(lambda: threading.current_thread(), threads.append)
+    qtbot.waitUntil(lambda: len(threads) == 1, timeout=10000)
+    assert threads[0].is_alive()  # idle, waiting for the next run
+    owner.deleteLater()
+    qtbot.waitUntil(lambda: not threads[0].is_alive(), timeout=2000)

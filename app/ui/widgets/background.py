@@ -3,7 +3,7 @@ or its error comes back to a callback on the GUI thread. Stamping is built in: a
 supersedes older ones, whose work is skipped if it has not started and whose answers are dropped.
 
 Each Background owns its threads (`threads`, 1 by default), started when work comes and ended after IDLE_EXIT_S
-without any; `keep_thread=True` keeps one thread for the Background's lifetime instead, for work that holds a
+without any, or when its parent is destroyed; `keep_thread=True` keeps one thread for the Background's lifetime instead, for work that holds a
 thread-bound resource such as an SQLite connection. They are daemon threads, so a server that never answers cannot
 hold up quitting. After `close()` no callback runs.
 GUI thread only, except the worker threads, which only run the functions and emit the private signal.
@@ -58,6 +58,10 @@ class Background(QObject):
         self._pending: set[int] = set()
         self._closed = False
         self._sig_outcome.connect(self._on_outcome)
+        if parent is not None:
+            # Its owner's end is its end. Otherwise a worker thread outlived a closed window by up to IDLE_EXIT_S,
+            # holding a Background whose Qt object was gone, and one still working emitted on it.
+            parent.destroyed.connect(lambda *_: self.close())
 
     def run(self, work: Callable[[], T], on_done: Callable[[T], None],
             on_failed: Optional[Callable[[BaseException], None]] = None, *, lane: str = "") -> int:
@@ -130,6 +134,8 @@ class Background(QObject):
                 outcome = _Outcome(ticket, lane, work(), None)
             except Exception as exc:  # it goes to on_failed, on the GUI thread
                 outcome = _Outcome(ticket, lane, None, exc)
+        if self._closed:
+            return  # nobody listens, and the Qt object may be on its way out
         try:
             self._sig_outcome.emit(outcome)
         except RuntimeError:
