@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import shutil
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QThread
+from PySide6.QtCore import QCoreApplication, QEvent, QThread
+from PySide6.QtWidgets import QApplication
 
 from app.store import AppSettings, save_settings
 from app.ui.shell.qt_check import pyside_problem
@@ -50,6 +52,28 @@ def no_thread_leaks(monkeypatch, qapp):
     if leaked:
         names = ", ".join(t.objectName() or repr(t) for t in leaked)
         pytest.fail(f"test left {len(leaked)} QThread(s) running: {names}")
+
+
+@pytest.fixture(autouse=True)
+def windows_are_deleted_by_qt(qapp):
+    """Our widgets a test leaves open are closed and deleted by Qt at its teardown, before Python's collector.
+
+    A window sits in reference cycles (its signals' lambdas), so a test's window left to the collector was
+    destroyed in the middle of a later test's collection, its whole widget tree and their wrappers with it: a
+    segfault in tests/ui/test_themes.py ("Garbage-collecting" in apply_style), in one .ci/run in seven, after
+    tests/ui/test_store_check.py left two of them.
+    """
+    yield
+    leftovers = [w for w in QApplication.topLevelWidgets() if type(w).__module__.startswith("app.")]
+    for widget in leftovers:
+        shutdown = getattr(widget, "shutdown", None)
+        if callable(shutdown):
+            shutdown()
+        widget.close()
+        widget.deleteLater()
+    if leftovers:
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+        gc.collect()  # their wrappers, now that Qt has deleted what they wrapped
 
 
 @pytest.fixture
