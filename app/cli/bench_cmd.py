@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Optional
 
 from app.bench.references import ref_label
 from app.bench.suite import geometric_mean
@@ -79,11 +80,8 @@ def run(args: argparse.Namespace) -> int:
     problem = sampling_problem(args)
     if problem is None and not 1 <= args.k <= MAX_DRAFT:
         problem = f"--k must be from 1 to {MAX_DRAFT}"
-    try:
-        args.draft_ks = tuple(int(v) for v in args.draft_k.split(",") if v.strip())
-    except ValueError:
-        args.draft_ks = (0,)
-    if problem is None and not all(1 <= v <= MAX_DRAFT for v in args.draft_ks):
+    args.draft_ks = _draft_lengths(args.draft_k)
+    if problem is None and (args.draft_ks is None or not all(1 <= v <= MAX_DRAFT for v in args.draft_ks)):
         problem = f"--draft-k takes draft lengths from 1 to {MAX_DRAFT}, comma-separated (e.g. 2,8)"
     if problem is None and args.draft_ks and not args.draft:
         problem = "--draft-k needs --draft: it sets the draft model's fixed lengths"
@@ -119,6 +117,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {printable(changed)}; the figures above are not one model's", file=sys.stderr)
         return 1
     return code
+
+
+def _draft_lengths(text: str) -> Optional[tuple[int, ...]]:
+    """`--draft-k`'s comma-separated lengths, or None when one of them is not a whole number."""
+    try:
+        return tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        return None
 
 
 def _run_bench(args: argparse.Namespace, prompts, kinds, log) -> int:
