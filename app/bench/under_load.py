@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from app.bench.native import GENERATION_PROMPT, run_llama_completion
+from app.bench.suite import paired_median
 from app.engine.config import GenerationConfig, LoadSettings, THREADS_AUTO
 from app.engine.events import FinishedEvent, RoundEvent
 from app.platform.machine_defaults import default_threads
@@ -164,14 +165,10 @@ def _ratios(speeds: dict[str, dict[str, list[float]]], ceiling: int) -> dict[str
             bottoms["ours auto / llama-completion default"] = default
             bottoms["ours auto / llama-completion best fixed"] = [max(d, s) for d, s in zip(default, single)]
         for label, bottom in bottoms.items():
-            ratios[f"{condition}: {label}"] = _paired(auto, bottom)
+            ratios[f"{condition}: {label}"] = paired_median(auto, bottom)
         if "ours speculative" in runs:
-            ratios[f"{condition}: speculative (auto) / plain"] = _paired(runs["ours speculative"], auto)
+            ratios[f"{condition}: speculative (auto) / plain"] = paired_median(runs["ours speculative"], auto)
     return {k: round(v, 3) for k, v in ratios.items()}
-
-
-def _paired(top: list[float], bottom: list[float]) -> float:
-    return statistics.median(t / b if b > 0 else 0.0 for t, b in zip(top, bottom))
 
 
 def print_under_load_report(report: dict) -> None:
