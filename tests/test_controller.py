@@ -109,22 +109,6 @@ def test_a_fresh_chat_tries_the_draft_model_where_its_usual_acceptance_would_pay
     assert compute_bound.plan(k_max=64, ngram_tokens=[], has_model=True).drafter == "none"
 
 
-
-def test_one_refused_draft_model_draft_does_not_pause_a_draft_model_that_has_been_right():
-    """A JSON reply on the F16 target: the draft model's drafts were kept, then one (the words before the array) was
-    refused. The fixed k=4 kept 88% of that reply and ran at 1.55x plain; Auto, taking the refusal as the model's new
-    level, paused for 30 of 40 rounds (1.15x). It drafts on, and a run of refusals still pauses it."""
-    controller = AutoController(CostTable(F16_BATCH, draft_per_token=0.028), "model")
-    for _ in range(3):
-        plan = controller.plan(k_max=64, ngram_tokens=[], has_model=True)
-        assert plan.drafter == "model"
-        controller.observe(plan, plan.k, plan.k, 0.0, 0.0)
-    controller.observe(plan, plan.k, 0, 0.0, 0.0)
-    assert controller.plan(k_max=64, ngram_tokens=[], has_model=True).drafter == "model"
-    train(controller, "model", 0.0, rounds=6, k=4)
-    assert controller.plan(k_max=64, ngram_tokens=[], has_model=True).drafter == "none"
-
-
 def test_k_is_bounded_by_room_and_remaining_tokens():
     controller = AutoController(CostTable(GPU_BATCH, draft_per_token=0.001), "model")
     train(controller, "model", 1.0)

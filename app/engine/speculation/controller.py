@@ -17,8 +17,7 @@ seconds. k = 0 is plain decoding: one token for verify(1), no draft work at all.
 - History proposals (earlier requests' text, app.engine.speculation.history) cost nothing either and are scored the
   same way, with estimates of their own. Each round the drafter and length with the most expected tokens per second
   win: the draft model, n-gram lookup or history, or none.
-- Each copying drafter's predictions are checked against what was accepted, and scaled down when they run high
-  (the draft model's acceptance is learned per position from its own drafts, and forgotten slowly).
+- Each drafter's predictions are checked against what was accepted, and scaled down when they run high.
 """
 
 from __future__ import annotations
@@ -48,12 +47,6 @@ MIN_EVIDENCE = 3  # outcomes a position needs before its own estimate is trusted
 # (13.3-13.6 tok/s against 16.7-19.1 at 0.8, docs/performance.md); on a CPU-bound target even 0.8 is far from
 # paying, so nothing changes there, and a draft model that is refused pauses after a round or two.
 MODEL_PRIOR = 0.8
-# How much of a draft model's acceptance each draft leaves standing. A draft model's acceptance is a property of the
-# pair and the kind of text, which a chat keeps; one refused draft at a turn of the text (the first token of a JSON
-# array) says little about the next twenty. At 0.85 one refusal after two kept drafts put position 0 at 0.71, below
-# what pays on a memory-bound target (about 0.77 there), and a JSON reply the fixed k=4 ran at 1.55x ran at 1.15x
-# under Auto, paused for 30 of its 40 rounds (docs/performance.md).
-MODEL_DECAY = 0.95
 
 
 class Acceptance:
@@ -135,7 +128,7 @@ class AutoController:
     def __init__(self, costs: CostTable, drafter: str, probe_every: int = 24):
         self.costs = costs
         self.drafter = drafter  # "model" or "ngram": which second source may draft besides the copying ones
-        self.model = Acceptance(prior=MODEL_PRIOR, decay=MODEL_DECAY)
+        self.model = Acceptance(prior=MODEL_PRIOR)
         # Copy proposals (n-gram, history) are tracked per drafter by the length of the match they came from: a
         # 6-token match that recurs is usually copied text and right, a 2-token match often a coincidence.
         self._copies_by_match: dict[tuple[str, int], Acceptance] = {}
@@ -148,10 +141,8 @@ class AutoController:
         self._probing = False
         self.online = OnlineCosts(costs)
         self.stop_below = STOP_BELOW_START
-        # Decayed sums of (accepted, expected) per copying drafter. Not for the draft model: its acceptance is
-        # learned per position from every draft it makes, so scaling it by how drafts went as well counted each
-        # refusal twice.
-        self._calibration = {"ngram": _NO_CALIBRATION, "history": _NO_CALIBRATION}
+        # Decayed sums of (accepted, expected) per drafter.
+        self._calibration = {"ngram": _NO_CALIBRATION, "history": _NO_CALIBRATION, "model": _NO_CALIBRATION}
 
     def use_costs(self, table: CostTable) -> None:
         """Switch to a newly measured table (measured in idle time while this controller ran on an estimate)."""
@@ -193,7 +184,7 @@ class AutoController:
         """Best k >= 1 for this source, its expected tokens per second and expected accepted tokens. Given
         `rates` (a what-if), those are used as they are; otherwise the learned ones, corrected by calibration."""
         acc = self.model if source == "model" else self.ngram(match_len, source)
-        scale = 1.0 if rates is not None or source == "model" else self.calibration(source)
+        scale = 1.0 if rates is not None else self.calibration(source)
         if rates is None and source != "model" and match_len > 0:
             # Each accepted token lengthens the match: deeper positions take the rate of the longer match where
             # that has been seen, else this match's own estimate for the position.
