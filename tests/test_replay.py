@@ -55,3 +55,11 @@ def test_a_second_pass_over_the_same_editing_prompts_draws_on_history(held_out):
     second = {name: replay(held_out, name, past=past) for name in held_out.prompts}
     assert geometric_mean(list(second.values())) >= 1.5, second  # 1.24x without history
     assert all(second[name] >= first[name] for name in first), (first, second)
+
+
+def test_the_replay_can_stop_where_the_bench_stops():
+    """`--tokens 64` replays each reply's first 64 tokens, as `bench --max-tokens 64` writes them: the bug fix's
+    copied file starts only near the end of that stretch, so it is predicted far less ahead of plain there."""
+    short = Recording(tokens=64)
+    assert all(len(entry["reply"]) <= 64 for entry in short.prompts.values())
+    assert replay(short, "code-fix") < replay(Recording(), "code-fix") - 0.2

@@ -15,6 +15,7 @@ not. A change that only helps the suite's three editing replies shows up as a lo
 100-300 tokens, most knobs move single prompts by 0.1x either way.
 
     python -m tests.perf.replay                 # ratio vs plain per prompt, and the best any policy could do
+    python -m tests.perf.replay --tokens 64     # the same over each reply's first 64 tokens (bench --max-tokens)
     python -m tests.perf.replay --record MODEL  # record the replies and the cost table again (needs the model)
 """
 
@@ -49,11 +50,15 @@ def generation_bias(n: int) -> float:
 
 
 class Recording:
-    def __init__(self, path: Path = RECORDING):
+    def __init__(self, path: Path = RECORDING, tokens: int | None = None):
+        """`tokens`: replay only each reply's first this many tokens (the bench's --max-tokens)."""
         data = json.loads(path.read_text(encoding="utf-8"))
         self.model = data["model"]
         self.table = CostTable(batch=data["costs"], measured=tuple(data["measured"]))
         self.prompts: dict[str, dict] = data["prompts"]
+        if tokens is not None:
+            for entry in self.prompts.values():
+                entry["reply"] = entry["reply"][:tokens]
 
     def cost(self, n: int) -> float:
         return self.table.verify(n) * generation_bias(n)
@@ -147,20 +152,23 @@ def record(model_path: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--record", metavar="MODEL", help="record the replies and costs again with this GGUF")
+    parser.add_argument("--tokens", type=int, metavar="N", help="replay only each reply's first N tokens")
     args = parser.parse_args()
     if args.record:
         record(args.record)
     for path, _, title in RECORDINGS:
-        rec = Recording(path)
+        rec = Recording(path, args.tokens)
         print(f"{rec.model}, {title}: predicted auto vs plain (best possible with these proposals); a second "
               f"pass with every reply in history")
-        ratios, second = [], []
+        ratios, best, second = [], [], []
         past = history_of(rec)
         for name in rec.prompts:
             ratios.append(replay(rec, name))
+            best.append(best_possible(rec, name))
             second.append(replay(rec, name, past=past))
-            print(f"  {name:17s} {ratios[-1]:5.2f}x  ({best_possible(rec, name):.2f}x)  second pass {second[-1]:5.2f}x")
-        print(f"  {'geomean':17s} {geometric_mean(ratios):5.2f}x            second pass {geometric_mean(second):5.2f}x")
+            print(f"  {name:17s} {ratios[-1]:5.2f}x  ({best[-1]:.2f}x)  second pass {second[-1]:5.2f}x")
+        print(f"  {'geomean':17s} {geometric_mean(ratios):5.2f}x  ({geometric_mean(best):.2f}x)  second pass "
+              f"{geometric_mean(second):5.2f}x")
 
 
 if __name__ == "__main__":
