@@ -4,8 +4,8 @@ supersedes older ones, whose work is skipped if it has not started and whose ans
 
 Each Background owns its threads (`threads`, 1 by default), started when work comes and ended after IDLE_EXIT_S
 without any, or when its parent is destroyed; `keep_thread=True` keeps one thread for the Background's lifetime
-instead, for work that holds a thread-bound resource such as an SQLite connection. They are daemon threads, so a server that never answers cannot
-hold up quitting. After `close()` no callback runs.
+instead, for work that holds a thread-bound resource such as an SQLite connection. They are daemon threads, so a
+server that never answers cannot hold up quitting. After `close()` no callback runs.
 GUI thread only, except the worker threads, which only run the functions and emit the private signal.
 """
 
