@@ -3,7 +3,8 @@
 uvicorn (with Starlette) is used rather than the standard library's http.server: it parses HTTP with h11, bounds
 header sizes, notices a client that goes away mid-stream (which cancels its generation), and is kept up by a large
 community. It runs with its plain h11 protocol and no extras, on a socket we bind ourselves, so a port in use is
-one sentence here, not uvicorn's exit.
+one sentence here, not uvicorn's exit; app.serve.connections adds the bounds uvicorn lacks (a connection limit that
+makes room, deadlines for a request's head and body).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Optional
 
 import uvicorn
 
+from app.serve.connections import guarded_protocol
 from app.serve.http_app import build_app
 from app.serve.requests import ApiOptions
 from app.serve.jobs import JobQueue, ServedModels
@@ -57,8 +59,10 @@ class ApiServer:
         sock = _bind(self.options.host, self.options.port)
         self.port = sock.getsockname()[1]
         app = build_app(self.options, self.queue, lambda: self.served)
+        connections = self.options.limits.connections
         config = uvicorn.Config(app, log_config=None, log_level="warning", access_log=False, lifespan="off",
-                                timeout_graceful_shutdown=STOP_DEADLINE_S, h11_max_incomplete_event_size=64 * 1024)
+                                timeout_graceful_shutdown=STOP_DEADLINE_S, h11_max_incomplete_event_size=64 * 1024,
+                                http=guarded_protocol(connections), timeout_keep_alive=connections.idle_timeout_s)
         server = uvicorn.Server(config)
         self._server = server
         self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="SpecChat API server",

@@ -78,16 +78,21 @@ def test_api_key_is_required_when_set(tiny_models):
     assert right.status_code == 200 and right.json()["choices"][0]["message"]["content"]
 
 
-def test_web_pages_of_other_sites_are_refused(tiny_models):
+def test_web_pages_are_refused_also_from_other_local_ports(tiny_models):
     with running_api(tiny_models) as api:
         foreign = _post(api.url, chat_body("hi", 4), headers={"Origin": "https://evil.example"})
         # DNS rebinding: the page's own name resolved to 127.0.0.1; the Host header still carries that name.
         rebound = _post(api.url, chat_body("hi", 4), headers={"Host": "evil.example:1234"})
-        local_page = _post(api.url, chat_body("hi", 4), headers={"Origin": "http://localhost:3000"})
-    assert foreign.status_code == rebound.status_code == 403
-    assert "other sites" in _one_sentence(foreign) and "this machine" in _one_sentence(rebound)
-    assert local_page.status_code == 200
-    assert len(api.done) == 1  # only the local page's request reached the engine
+        # Another program's web UI on this machine (or a page it serves) is a page of another origin too.
+        other_port = _post(api.url, chat_body("hi", 4), headers={"Origin": "http://localhost:3000"})
+        file_page = _post(api.url, chat_body("hi", 4), headers={"Origin": "null"})
+        same_origin = _post(api.url, chat_body("hi", 4), headers={"Origin": api.url})
+        program = _post(api.url, chat_body("hi", 4))  # editors and agents send no Origin
+    assert foreign.status_code == rebound.status_code == other_port.status_code == file_page.status_code == 403
+    assert "web pages" in _one_sentence(foreign) and "this machine" in _one_sentence(rebound)
+    assert "other ports" in _one_sentence(other_port)
+    assert same_origin.status_code == program.status_code == 200
+    assert len(api.done) == 2  # only those reached the engine
 
 
 def test_malformed_requests_get_400_with_one_sentence(tiny_models):
