@@ -23,6 +23,10 @@ class IncompatiblePairError(EngineError):
     """The draft model cannot speculate for the target (different vocabularies)."""
 
 
+class PromptFormatError(EngineError):
+    """The conversation cannot be turned into a prompt at all (even as ChatML): the request's fault."""
+
+
 class PromptTooLongError(EngineError):
     """The prompt alone does not fit in the context window."""
 

@@ -8,32 +8,31 @@ its job's cancel flag, which generation checks every round.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
+import sys
 import time
 from typing import AsyncIterator, Callable, Optional
-from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.serve.jobs import JobEnded, JobFailed, JobQueue, JobStarted, ServedModels, ServeJob
-from app.serve.replies import ReplyShaper, models_list
-from app.serve.requests import ApiOptions, BadRequest, is_loopback, parse_chat_request, parse_json_body
-
-ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-               404: "not_found_error",
-               413: "invalid_request_error", 503: "server_busy"}
-
+from app.serve.access import refusal
+from app.serve.replies import ReplyShaper, error_body, models_list
+from app.serve.requests import (ApiOptions, BadRequest, ChatRequest, is_loopback, parse_chat_request,
+                                parse_json_body)
 
 def error_response(status: int, message: str) -> JSONResponse:
     """OpenAI's error shape, with one sentence."""
-    body = {"error": {"message": message, "type": ERROR_TYPES.get(status, "server_error"), "code": status}}
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return JSONResponse(body, status_code=status, headers=headers)
+    return JSONResponse(error_body(status, message), status_code=status, headers=headers)
+
+
+OUR_FAULT = "The server failed while answering this request; its log has the details."
 
 
 def _sse(data: dict | str) -> bytes:
@@ -49,23 +48,9 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
     local_only = is_loopback(options.host)
 
     def denied(request: Request) -> Optional[JSONResponse]:
-        # A web page the user visits may send requests to this machine: one from another site (its Origin says
-        # so), or one that renamed itself to a loopback address (DNS rebinding: its Host is not a loopback name),
-        # never reaches the models.
-        origin = request.headers.get("origin")
-        if origin is not None and not is_loopback(urlsplit(origin).hostname or ""):
-            return error_response(403, "Requests from web pages of other sites are refused.")
-        host = request.headers.get("host")
-        if local_only and host and not is_loopback(urlsplit(f"//{host}").hostname or ""):
-            return error_response(403, "This server answers requests addressed to this machine only.")
-        if key is None:
-            return None
-        given = request.headers.get("authorization", "")
-        scheme, _, token = given.partition(" ")
-        # compare_digest takes as long whatever the first differing byte: the key cannot be guessed by timing.
-        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode("utf-8"), key):
-            return error_response(401, "This server needs its API key, sent as \"Authorization: Bearer KEY\".")
-        return None
+        port = request.scope.get("server", ("", 0))[1] or 0
+        refused = refusal(request.headers, port, local_only, key)
+        return error_response(refused.status, refused.message) if refused is not None else None
 
     async def list_models(request: Request) -> Response:
         refusal = denied(request)
@@ -89,9 +74,12 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
             return refusal
         try:
             body = await _read_body(request, options.limits.max_body_bytes)
-            chat = parse_chat_request(parse_json_body(body), options.limits, options.defaults)
+            # Off the event loop: a 4 MiB body takes a while to read and check, and other clients' streams go on.
+            chat = await run_in_threadpool(_parse, body, options)
         except BadRequest as exc:
             return error_response(exc.status, str(exc))
+        except ClientDisconnect:
+            return Response(status_code=400)  # nobody is there to read it
         loop = asyncio.get_running_loop()
         inbox: asyncio.Queue = asyncio.Queue()
 
@@ -134,7 +122,45 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
         Route("/chat/completions", chat_completions, methods=["POST"]),
         Route("/{path:path}", not_found, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
     ]
-    return Starlette(routes=routes)
+    app = Starlette(routes=routes, exception_handlers={Exception: _our_fault})
+    return _Shielded(app)
+
+
+def _parse(body: bytes, options: ApiOptions) -> ChatRequest:
+    return parse_chat_request(parse_json_body(body), options.limits, options.defaults)
+
+
+async def _our_fault(request: Request, exc: Exception) -> Response:
+    """A bug of ours in a route: the client gets one sentence (Starlette then raises it on to _Shielded)."""
+    return error_response(500, OUR_FAULT)
+
+
+class _Shielded:
+    """The outermost layer: an exception that escapes the application is written to the log in one line and goes no
+    further (uvicorn would log its traceback); a client that has no response yet gets a 500 with one sentence."""
+
+    def __init__(self, app) -> None:
+        self._app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        started = False
+
+        async def watched_send(message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self._app(scope, receive, watched_send)
+        except Exception as exc:
+            print(f"SpecChat API: a request to {scope.get('path', '?')!r} failed: {type(exc).__name__}: "
+                  f"{str(exc)[:200]!r}", file=sys.stderr, flush=True)
+            if scope["type"] == "http" and not started:
+                try:
+                    await error_response(500, OUR_FAULT)(scope, receive, send)
+                except Exception:
+                    pass  # the connection is gone
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
@@ -170,10 +196,11 @@ async def _whole_reply(shaper: ReplyShaper, inbox: asyncio.Queue, job: ServeJob)
             if isinstance(record, RoundEvent):
                 shaper.on_round(record)
             elif isinstance(record, TokenEvent):
+                if shaper.stopped_by_string:
+                    continue  # in flight before the engine heard
                 shaper.on_token(record)
                 if shaper.stopped_by_string:
-                    job.cancel.set()  # the rest of the reply is not wanted
-                    break
+                    job.enough.set()  # the rest is not wanted; the reply's totals still come
             elif isinstance(record, FinishedEvent):
                 finished = record
             elif isinstance(record, JobFailed):
@@ -182,7 +209,7 @@ async def _whole_reply(shaper: ReplyShaper, inbox: asyncio.Queue, job: ServeJob)
                 break
     finally:
         if finished is None:
-            job.cancel.set()  # the client went away, or a stop string ended the reply
+            job.cancel.set()  # the client went away
     if failure is not None:
         return error_response(failure.status, failure.message)
     shaper.flush()
@@ -199,12 +226,13 @@ async def _stream(shaper: ReplyShaper, inbox: asyncio.Queue, job: ServeJob) -> A
             if isinstance(record, RoundEvent):
                 shaper.on_round(record)
             elif isinstance(record, TokenEvent):
+                if shaper.stopped_by_string:
+                    continue  # in flight before the engine heard
                 tokens = shaper.on_token(record)
                 if tokens:
                     yield _sse(shaper.token_chunk(tokens))
                 if shaper.stopped_by_string:
-                    job.cancel.set()
-                    break
+                    job.enough.set()  # the rest is not wanted; the reply's totals still come
             elif isinstance(record, FinishedEvent):
                 finished = record
             elif isinstance(record, JobFailed):

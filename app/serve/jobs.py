@@ -13,11 +13,11 @@ import select
 import threading
 import traceback
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Optional
 
-from app.engine.errors import EngineError
+from app.engine.errors import EngineError, PromptFormatError, PromptTooLongError
 from app.engine.events import FinishedEvent
 from app.engine.protocol import ChatEngine
 from app.engine.remote.engine import parse_remote_target
@@ -88,7 +88,10 @@ class ServeJob:
 
     request: ChatRequest
     sink: Callable[[object], None]
-    cancel: threading.Event = field(default_factory=threading.Event)
+    cancel: threading.Event = field(default_factory=threading.Event)  # the client went away: nothing more
+    # The client has what it wants (a stop string came): generation stops, and its FinishedEvent still comes,
+    # with the reply's real totals.
+    enough: threading.Event = field(default_factory=threading.Event)
     serial: int = 0  # set by the queue: 1, 2, ... in the order requests came
 
 
@@ -158,16 +161,24 @@ class JobQueue:
 def run_job(engine: Optional[ChatEngine], job: ServeJob, stopped=None) -> Optional[FinishedEvent]:
     """Answer `job` with `engine`, on the thread that owns it. `stopped` (with is_set()) is a second way to stop,
     such as the window's Stop; the client's going away sets job.cancel. Generation checks both every round.
-    Returns the reply's FinishedEvent, None when it was stopped or failed."""
-    cancel = AnyCancel(job.cancel, stopped) if stopped is not None else job.cancel
+    Returns the reply's FinishedEvent (also for a reply a stop string ended), None when it was stopped or failed.
+
+    Nothing a request does ends the thread that calls this: every exception (a template's, the engine's, a bug
+    of ours) becomes the job's JobFailed, 400 when the request asked for what cannot be done, else 500."""
+    gone = AnyCancel(job.cancel, stopped) if stopped is not None else job.cancel
+    cancel = AnyCancel(job.cancel, job.enough, *([stopped] if stopped is not None else []))
     finished: Optional[FinishedEvent] = None
     try:
-        if cancel.is_set():
+        if gone.is_set():
             return None
         if engine is None or engine.target_path is None:
             job.sink(JobFailed(503, NO_MODEL))
             return None
         messages = list(job.request.messages)
+        if len(messages) > engine.n_ctx:  # every message takes a token at least: no need to format them to know
+            job.sink(JobFailed(400, f"The request holds {len(messages)} messages; the loaded context of "
+                                    f"{engine.n_ctx} tokens cannot hold that many."))
+            return None
         prompt_tokens = engine.count_tokens(messages)
         if prompt_tokens >= engine.n_ctx:
             job.sink(JobFailed(400, f"The messages take {prompt_tokens} tokens; the loaded context holds "
@@ -175,18 +186,29 @@ def run_job(engine: Optional[ChatEngine], job: ServeJob, stopped=None) -> Option
             return None
         job.sink(JobStarted(model_id(engine.target_path), prompt_tokens))
         for event in engine.chat(messages, job.request.config, cancel=cancel, request_id=job.serial):
-            if cancel.is_set():
+            if gone.is_set():
                 break
-            job.sink(event)
             if isinstance(event, FinishedEvent):
+                if job.enough.is_set():
+                    event = replace(event, stats=replace(event.stats, stop_reason="stop_string"))
                 finished = event
+            elif job.enough.is_set():
+                continue  # past the stop string: nobody reads it
+            job.sink(event)
         if finished is None and stopped is not None and stopped.is_set() and not job.cancel.is_set():
             job.sink(JobFailed(503, STOPPED))  # the client is still there: it hears why its reply ended
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except PromptTooLongError as exc:
+        job.sink(JobFailed(400, f"The messages take {exc.n_prompt} tokens; the loaded context holds {exc.n_ctx}."))
+    except PromptFormatError as exc:
+        job.sink(JobFailed(400, str(exc)))
     except EngineError as exc:
         job.sink(JobFailed(500, str(exc)))
-    except Exception as exc:  # a bug of ours must end this request, never the server
+    except BaseException as exc:  # a bug of ours, or a template's own exception: it ends this request only
         traceback.print_exc()
-        job.sink(JobFailed(500, f"Generation failed: {type(exc).__name__}: {exc}"))
+        job.sink(JobFailed(500, f"The server failed while answering this request ({type(exc).__name__}); its "
+                                "log has the details."))
     finally:
         job.sink(JobEnded())
     return finished

@@ -17,6 +17,11 @@ from typing import Optional
 from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent
 from app.serve.requests import ChatRequest
 
+# OpenAI's error types by HTTP status (anything else is a "server_error").
+ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+               404: "not_found_error", 408: "invalid_request_error", 413: "invalid_request_error",
+               503: "server_busy"}
+
 # The engine's stop reasons as OpenAI's finish_reason.
 FINISH_REASONS = {"eos": "stop", "max_tokens": "length", "context_full": "length", "stop_string": "stop"}
 
@@ -184,6 +189,11 @@ class ReplyShaper:
         if self.request.timings_per_token:
             reply["timings"] = self._timings(None, finished.stats if finished else None)
         return reply
+
+
+def error_body(status: int, message: str) -> dict:
+    """OpenAI's error shape, with one sentence."""
+    return {"error": {"message": message, "type": ERROR_TYPES.get(status, "server_error"), "code": status}}
 
 
 def models_list(target: str, draft: str, n_ctx: int, created: int) -> dict:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -20,6 +21,9 @@ ROLES = ("system", "user", "assistant")
 ROLE_ALIASES = {"developer": "system"}
 MAX_STOP_STRINGS = 4
 MAX_STOP_CHARS = 200
+# A chat request nests 5 levels (body, messages, message, content parts, part), a tool's JSON schema some more;
+# deeper is no request of ours, and its check needs no stack.
+MAX_DEPTH = 64
 
 
 @dataclass(frozen=True)
@@ -75,16 +79,54 @@ def is_loopback(host: str) -> bool:
 
 
 def parse_json_body(body: bytes) -> dict:
-    """The request body as a JSON object. Raises BadRequest."""
+    """The request body as a JSON object whose every string is valid Unicode and which nests at most MAX_DEPTH
+    levels. Raises BadRequest."""
     try:
         data = json.loads(body.decode("utf-8"))
     except UnicodeDecodeError:
         raise BadRequest("The request body is not UTF-8 text.") from None
     except json.JSONDecodeError as exc:
         raise BadRequest(f"The request body is not valid JSON ({exc.msg} at character {exc.pos}).") from None
+    except RecursionError:
+        raise BadRequest(f"The request body nests deeper than {MAX_DEPTH} levels.") from None
+    except ValueError:  # Python refuses to convert an integer of more than 4300 digits
+        raise BadRequest("The request body holds a number too long to read.") from None
     if not isinstance(data, dict):
         raise BadRequest("The request body must be a JSON object.")
+    _check_values(data)
     return data
+
+
+def _check_values(data: dict) -> None:
+    """Refuse a body nested deeper than MAX_DEPTH, or holding a lone surrogate (JSON's "\\ud800" escape decodes to
+    one): no text that cannot be written as UTF-8 reaches the engine or a reply. Iterative: depth costs no stack."""
+    stack: list[tuple[Any, str, int]] = [(data, "the body", 1)]
+    while stack:
+        value, where, depth = stack.pop()
+        if isinstance(value, str):
+            if _SURROGATE.search(value):
+                raise BadRequest(f"The request holds text that is not valid Unicode (a lone surrogate) in {where}.")
+            continue
+        if not isinstance(value, (dict, list)):
+            continue
+        if depth > MAX_DEPTH:
+            raise BadRequest(f"The request body nests deeper than {MAX_DEPTH} levels.")
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            if isinstance(key, str):  # an object's key
+                stack.append((key, where, depth))
+                key = key if key.isascii() and key.isprintable() else "?"  # a path in a message: plain text only
+                name = key if where == "the body" else f"{where}.{key}"
+            else:
+                name = f"{where}[{key}]"
+            stack.append((item, _short(name), depth + 1))
+
+
+def _short(where: str) -> str:
+    return where if len(where) <= 80 else where[:77] + "..."
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def parse_chat_request(data: dict, limits: ApiLimits, defaults: GenerationConfig) -> ChatRequest:
@@ -195,7 +237,8 @@ def _number(data: dict, name: str, default: float, low: float, high: float) -> f
     value = data.get(name)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or not low <= value <= high:
+    # An int is compared as it is (a 400-digit one has no float), a float must be finite.
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or isinstance(value, float) and not math.isfinite(value) or not low <= value <= high:
         raise BadRequest(f"\"{name}\" must be a number from {low:g} to {high:g}.")
     return float(value)

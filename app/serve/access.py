@@ -1,0 +1,68 @@
+"""Who may ask: web pages (their Origin), requests addressed to another name (their Host) and the API key.
+
+A web page the user visits may send requests to this machine. The browser names the page's origin in `Origin`, so
+a request from any page is refused, also from a page served on another port of this machine (another local
+program's web UI, or a page it was tricked into serving): this server serves no pages, so no page of its own
+ever asks. A page that renamed itself to a loopback address (DNS rebinding) still sends its own name in `Host`,
+which a server listening on loopback refuses. Programs (editors, agents, scripts) send no `Origin` and pass.
+"""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+from typing import Mapping, Optional
+from urllib.parse import urlsplit
+
+from app.serve.requests import is_loopback
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a request is not answered: an HTTP status and one sentence."""
+
+    status: int
+    message: str
+
+
+def _host_and_port(text: str) -> Optional[tuple[str, int]]:
+    """(hostname, port) of an origin ("http://host[:port]") or a Host header ("host[:port]", read as http), or None
+    when it is malformed (a bad IPv6 literal, a port that is not a number from 0 to 65535)."""
+    try:
+        parts = urlsplit(text if "://" in text else f"http://{text}")
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if not host:
+        return None
+    return host, port if port is not None else DEFAULT_PORTS.get(parts.scheme, 0)
+
+
+def refusal(headers: Mapping[str, str], server_port: int, local_only: bool, key: Optional[bytes]) -> Optional[Refusal]:
+    """Why a request with these `headers` must not reach the models, or None. `server_port` is the port it came
+    in on; `local_only`: the server listens on loopback."""
+    origin = headers.get("origin")
+    if origin is not None:
+        page = _host_and_port(origin) if origin != "null" else ("", 0)
+        if page is None:
+            return Refusal(400, "The request's Origin header is malformed.")
+        if not is_loopback(page[0]) or page[1] != server_port:
+            return Refusal(403, "Requests from web pages are refused, also from pages on other ports of this "
+                                "machine.")
+    host = headers.get("host")
+    if host:
+        named = _host_and_port(host)
+        if named is None:
+            return Refusal(400, "The request's Host header is malformed.")
+        if local_only and not is_loopback(named[0]):
+            return Refusal(403, "This server answers requests addressed to this machine only.")
+    if key is None:
+        return None
+    given = headers.get("authorization", "")
+    scheme, _, token = given.partition(" ")
+    # compare_digest takes as long whatever the first differing byte: the key cannot be guessed by timing.
+    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode("utf-8"), key):
+        return Refusal(401, "This server needs its API key, sent as \"Authorization: Bearer KEY\".")
+    return None
