@@ -265,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
 def _generate(args: argparse.Namespace, config, attachments: list[Attachment]):
     """Load, generate and close: (the FinishedEvent, the token records, the round records). Streams the reply's
     text to stdout unless --json. Raises EngineError."""
-    from app.engine.events import FinishedEvent, RoundEvent, ThreadsEvent, TokenEvent
+    from app.engine.events import FinishedEvent, NoticeEvent, RoundEvent, ThreadsEvent, TokenEvent
     from app.store.provenance import RoundRecord
 
     engine = build_engine(args)
@@ -288,6 +288,8 @@ def _generate(args: argparse.Namespace, config, attachments: list[Attachment]):
                 rounds.append(RoundRecord.from_event(event).to_dict())
             elif isinstance(event, ThreadsEvent):
                 print(f"[{event.describe()}]", file=sys.stderr)  # as the window's status line says it
+            elif isinstance(event, NoticeEvent):
+                print(f"note: {printable(event.text)}", file=sys.stderr)
             elif isinstance(event, FinishedEvent):
                 finished = event
     finally:
