@@ -5,7 +5,6 @@ turns history off, or starts it afresh, with one notice and no failed reply."""
 from __future__ import annotations
 
 import argparse
-import os
 import sqlite3
 import subprocess
 import sys
