@@ -29,13 +29,13 @@ BAD_TEMPLATES = {
 
 @pytest.mark.parametrize("name", sorted(BAD_TEMPLATES))
 def test_a_bad_template_falls_back_to_chatml_with_a_notice(name):
-    rendered = render_prompt(BAD_TEMPLATES[name], MESSAGES, budget_s=1.0)
+    rendered = render_prompt(BAD_TEMPLATES[name], MESSAGES)
     assert rendered.text == CHATML_TEXT
     assert rendered.notice.startswith("The model's chat template could not be used")
 
 
 def test_the_notice_says_why():
-    assert "ran longer than 1 s" in render_prompt(BAD_TEMPLATES["nested loops"], MESSAGES, budget_s=1.0).notice
+    assert "runs far longer" in render_prompt(BAD_TEMPLATES["nested loops"], MESSAGES).notice
     assert "roles must alternate" in render_prompt(BAD_TEMPLATES["raises"], MESSAGES).notice
     assert "calls itself" in render_prompt(BAD_TEMPLATES["recursion"], MESSAGES).notice
 
@@ -66,3 +66,19 @@ def test_user_text_that_looks_like_a_format_string_is_fine():
     rendered = render_prompt(template, [{"role": "user", "content": "100% of 12345678 is {:>99999999}"}])
     assert rendered.notice == ""
     assert rendered.text == "100% of 12345678 is {:>99999999}user!"
+
+
+def test_forty_thousand_short_messages_render_as_chatml_and_nothing_escapes():
+    # 1.3 MB of "hi": ChatML's own markup is most of it, and the budgets grow with the number of messages.
+    messages = [{"role": "user", "content": "hi"} for _ in range(40_000)]
+    rendered = render_prompt(CHATML_TEMPLATE, messages)
+    assert rendered.notice == "" and rendered.text.count("<|im_start|>user\nhi<|im_end|>") == 40_000
+
+
+def test_the_budget_counts_steps_not_seconds(monkeypatch):
+    # A loaded machine (every clock reading far apart) renders the same conversation as an idle one.
+    import time
+
+    ticks = iter(range(0, 10**9, 1000))
+    monkeypatch.setattr(time, "monotonic", lambda: float(next(ticks)))
+    assert render_prompt(CHATML_TEMPLATE, MESSAGES).text == CHATML_TEXT

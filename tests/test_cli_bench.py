@@ -22,6 +22,8 @@ def test_bench_runs_the_chosen_modes_and_reports_ratios(tiny_models, capsys):
     # The identical draft is always right: the fixed-k mode accepted everything it drafted.
     assert row["modes"]["draft k=4"]["acceptance_rate"] == 1.0
     assert row["ratio_vs_plain"]["draft k=4"] > 0 and "auto" in report["overall"]
+    # The report names what the llama.cpp build was compiled for, so figures from two builds are not mixed up.
+    assert "AVX" in report["llama_cpp_build"] or "NEON" in report["llama_cpp_build"]
 
 
 def test_auto_is_set_against_the_draft_model_at_every_length_asked_for(tiny_models, capsys):

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.processes import cli_child_pid
+
 ROOT = Path(__file__).resolve().parents[1]
 DEADLINE_S = 120
 
@@ -29,9 +31,10 @@ def _change_mid_run(model: Path, change, args: tuple[str, ...] = ("generate", "-
     started = process.stdout if args[0] == "generate" else process.stderr
     try:
         first = started.read(1)
-        process.send_signal(signal.SIGSTOP)
+        cli = cli_child_pid(process)
+        os.kill(cli, signal.SIGSTOP)
         change(model)
-        process.send_signal(signal.SIGCONT)
+        os.kill(cli, signal.SIGCONT)
         out, err = process.communicate(timeout=DEADLINE_S)
     finally:
         if process.poll() is None:

@@ -174,7 +174,10 @@ def _run_bench(args: argparse.Namespace, prompts, kinds, log) -> int:
     finally:
         history_dir.cleanup()
 
+    from app.engine.placement.devices import build_features
+
     report = build_report(results, reference, prompts, args.k)
+    report["llama_cpp_build"] = build_features()
     if second is not None:
         report["second_pass"] = build_report(second, {}, prompts, args.k)
     return _emit(args, report, print_report)
@@ -323,6 +326,8 @@ def build_report(results, reference, prompts, k: int) -> dict:
 
 
 def print_report(report: dict) -> None:
+    if report.get("llama_cpp_build"):
+        print(f"llama.cpp build: {report['llama_cpp_build']}")
     _print_pass(report)
     if "second_pass" in report:
         print("\n== second pass: drawing on the history the first pass left ==")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import sys
 
@@ -145,6 +146,21 @@ def _server_key(args: argparse.Namespace) -> str | None:
     return env_api_key() or api_key_for(args.server)
 
 
+def _env_key_warning(args: argparse.Namespace) -> str | None:
+    """A warning when SPECCHAT_API_KEY goes to a server on another machine that SPECCHAT_API_KEY_SERVER does not
+    name: a key set for one server should not travel silently to whatever --server says."""
+    from app.engine.remote.http import display_url, is_loopback, normalize_url
+    from app.engine.remote.server_keys import env_api_key
+
+    if args.api_key_file or not env_api_key() or is_loopback(normalize_url(args.server)):
+        return None
+    meant_for = os.environ.get("SPECCHAT_API_KEY_SERVER", "").strip()
+    if meant_for and normalize_url(meant_for) == normalize_url(args.server):
+        return None
+    return (f"warning: SPECCHAT_API_KEY is sent to {display_url(normalize_url(args.server))}; set "
+            "SPECCHAT_API_KEY_SERVER to the one server it is for (then this warning stops), or use --api-key-file")
+
+
 def _plain_http_warning(url: str) -> str | None:
     """A warning when a key would cross the network unencrypted: plain http to a host other than this machine."""
     from app.engine.remote.http import display_url, is_loopback, normalize_url
@@ -189,9 +205,9 @@ def build_engine(args: argparse.Namespace, history_file=None):
 
     if args.server:
         key = _server_key(args)
-        warning = _plain_http_warning(args.server) if key else None
-        if warning:
-            print(warning, file=sys.stderr)
+        for warning in (_plain_http_warning(args.server) if key else None, _env_key_warning(args)):
+            if warning:
+                print(warning, file=sys.stderr)
         return server_engine(server_model(args), LoadSettings(n_ctx=args.ctx), api_key=key)
     return local_engine(*local_model(args), local_load_settings(args, args.rpc),
                         history_file=history_file)
@@ -265,7 +281,7 @@ def run(args: argparse.Namespace) -> int:
 def _generate(args: argparse.Namespace, config, attachments: list[Attachment]):
     """Load, generate and close: (the FinishedEvent, the token records, the round records). Streams the reply's
     text to stdout unless --json. Raises EngineError."""
-    from app.engine.events import FinishedEvent, RoundEvent, ThreadsEvent, TokenEvent
+    from app.engine.events import FinishedEvent, NoticeEvent, RoundEvent, ThreadsEvent, TokenEvent
     from app.store.provenance import RoundRecord
 
     engine = build_engine(args)
@@ -288,6 +304,8 @@ def _generate(args: argparse.Namespace, config, attachments: list[Attachment]):
                 rounds.append(RoundRecord.from_event(event).to_dict())
             elif isinstance(event, ThreadsEvent):
                 print(f"[{event.describe()}]", file=sys.stderr)  # as the window's status line says it
+            elif isinstance(event, NoticeEvent):
+                print(f"note: {printable(event.text)}", file=sys.stderr)
             elif isinstance(event, FinishedEvent):
                 finished = event
     finally:

@@ -42,6 +42,9 @@ def register(subparsers) -> None:
                    help="requests that may wait behind the one being answered; more get HTTP 503 (default 8)")
     p.add_argument("--ctx", type=int, default=4096, help="context size in tokens (default 4096)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
+    p.add_argument("--history", choices=("off", "own"), default="off",
+                   help="drafting from earlier replies: off (default), or own: API clients' own history "
+                   "(history-api.sqlite3 in the data folder), never the person's chats")
     p.set_defaults(func=run)
 
 
@@ -49,7 +52,7 @@ def _options(args: argparse.Namespace):
     """The server's options from the arguments. Raises UsageError or ValueError."""
     from app.engine.config import GenerationConfig
     from app.serve.key_store import key_problem
-    from app.serve.requests import ApiLimits, ApiOptions
+    from app.serve.requests import ApiLimits, ApiOptions, api_history
 
     draft_max = parse_draft_max(args.draft_max)
     problem = sampling_problem(argparse.Namespace(max_tokens=args.max_tokens, ctx=args.ctx, threads=args.threads))
@@ -69,7 +72,7 @@ def _options(args: argparse.Namespace):
     # As the window drafts: "auto" with a draft model (the draft model, or earlier text where that pays), n-gram
     # lookup alone with --ngram.
     defaults = GenerationConfig(speculative=bool(args.draft or args.ngram), drafter="auto" if args.draft else "ngram",
-                                draft_max=draft_max, session="api")
+                                draft_max=draft_max, session="api", **api_history(args.history == "own"))
     limits = ApiLimits(max_tokens=args.max_tokens, max_queued=args.queue)
     return ApiOptions(host=args.host, port=args.port, api_key=key, limits=limits, defaults=defaults)
 

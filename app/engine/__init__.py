@@ -6,6 +6,8 @@
   fitted_reply, the one way to ask for a reply.
 - targets.py: LocalModel | ServerModel, what a load asks for, and the string key the store keeps for each.
 - errors.py: EngineError and its kinds, each with a sentence for a person.
+- child_process.py: what a llama.cpp child's end says (last error line, signal, a build this CPU cannot run), and
+  the CLI's supervisor that says it for a SIGILL.
 - local/: models loaded in this process through llama-cpp-python, and the decoding loop.
 - speculation/: who drafts, how far, and what forward passes cost.
 - gguf/: reading GGUF files, what llama.cpp would refuse, draft compatibility.

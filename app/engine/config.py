@@ -14,6 +14,7 @@ __all__ = ["GPU_LAYERS_ALL", "GPU_LAYERS_AUTO", "MAX_DRAFT", "THREADS_AUTO", "Dr
 
 # What a request asks to draft with: "auto" (the draft model when one is loaded, n-gram lookup otherwise).
 DrafterChoice = Literal["auto", "model", "ngram", "history"]
+HistoryBook = Literal["person", "api"]
 
 # The longest draft: verifying k drafted tokens decodes k + 1 rows with logits, and llama.cpp aborts the process
 # when one decode asks for more rows than the context was made for (n_outputs_max).
@@ -69,9 +70,12 @@ class GenerationConfig:
     session: str = "default"
     # Write max_tokens tokens whatever the model says (benchmarks against llama.cpp's --ignore-eos).
     ignore_eos: bool = False
-    # Draft from the history of earlier prompts and replies (all chats, app.engine.speculation.history), and add
-    # this request's text to it when the reply is done. Off: neither.
+    # Draft from the history of earlier prompts and replies (app.engine.speculation.history), and add this
+    # request's text to it when the reply is done. Off: neither.
     history: bool = True
+    # Which history: "person" (the window's chats and the CLI's replies) or "api" (API clients' own, never the
+    # person's: a client could otherwise tell, from provenance or speed, what the person wrote).
+    history_book: HistoryBook = "person"
 
     def __post_init__(self) -> None:
         if self.draft_max is not None:

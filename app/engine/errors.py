@@ -15,8 +15,16 @@ class ModelLoadError(EngineError):
     """llama.cpp refused to load a model (out of memory, unsupported architecture, ...)."""
 
 
+class BuildFaultError(EngineError):
+    """This llama.cpp build cannot run on this machine's CPU (SIGILL): no model file is to blame."""
+
+
 class IncompatiblePairError(EngineError):
     """The draft model cannot speculate for the target (different vocabularies)."""
+
+
+class PromptFormatError(EngineError):
+    """The conversation cannot be turned into a prompt at all (even as ChatML): the request's fault."""
 
 
 class PromptTooLongError(EngineError):

@@ -3,6 +3,8 @@
 - requests.py: OpenAI-style request bodies read into what the engine runs, every bad value refused with one sentence.
 - jobs.py: Requests waiting for the engine, in order, and running one on the thread that owns the models.
 - replies.py: One job's records as OpenAI's response shapes, with SpecChat's provenance and llama-server's counters.
+- access.py: Who may ask: web pages (their Origin, any port), requests addressed to another name (their Host), the key.
+- connections.py: The server's connections, bounded: how many, how long a request's head and body may take, idle time.
 - http_app.py: The API's routes (Starlette): /v1/models and /v1/chat/completions, streamed as server-sent events or whole.
 - key_store.py: The API server's own key (what clients must send), kept in one owner-only file, never logged.
 - engine_host.py: The API server inside the window's engine process, which owns the models the window loaded.

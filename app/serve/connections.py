@@ -20,10 +20,20 @@ The protocol runs on the server's event loop thread only.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Optional
 
 from app.serve.replies import error_body
-from app.serve.requests import ConnectionLimits
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """How many connections one server keeps open, and how long each may take."""
+
+    max_connections: int = 64
+    head_timeout_s: float = 10.0  # the request line and headers, from connect (or the last response's end)
+    body_timeout_s: float = 60.0  # the body, from the end of the head (4 MiB at about 0.5 Mbit/s)
+    idle_timeout_s: int = 5  # a kept-alive connection with nothing sent after a response (uvicorn's own timer)
 
 
 def _raw_response(status: int, reason: str, message: str) -> bytes:

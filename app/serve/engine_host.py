@@ -16,7 +16,7 @@ from app.engine.config import GenerationConfig
 from app.engine.host.wire import ApiStateChanged
 from app.engine.protocol import ChatEngine
 from app.serve.jobs import run_job, served_models
-from app.serve.requests import ApiLimits, ApiOptions
+from app.serve.requests import ApiLimits, ApiOptions, api_history
 
 if TYPE_CHECKING:  # the HTTP side is imported when a server starts: the window imports this module at its start
     from app.serve.server import ApiServer
@@ -41,6 +41,7 @@ class ApiServeSpec:
     port: int = 1234
     api_key: Optional[str] = field(default=None, repr=False)
     limits: ApiLimits = ApiLimits()
+    own_history: bool = False  # API clients draft from a history of their own (never the person's chats)
 
     def start(self, send: Callable[[ApiStateChanged], None], stopped_up_to) -> Optional["ApiHost"]:
         """Start listening (on the worker's thread); None when that failed, which `send` has told the window."""
@@ -48,7 +49,7 @@ class ApiServeSpec:
 
         # The window's speculation: the loaded draft model, else n-gram lookup, with the auto controller.
         options = ApiOptions(host=self.host, port=self.port, api_key=self.api_key, limits=self.limits,
-                             defaults=GenerationConfig(session="api"))
+                             defaults=GenerationConfig(session="api", **api_history(self.own_history)))
         server = ApiServer(options)
         try:
             url = server.start()

@@ -27,7 +27,6 @@ from app.serve.replies import ReplyShaper, error_body, models_list
 from app.serve.requests import (ApiOptions, BadRequest, ChatRequest, is_loopback, parse_chat_request,
                                 parse_json_body)
 
-
 def error_response(status: int, message: str) -> JSONResponse:
     """OpenAI's error shape, with one sentence."""
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
@@ -211,10 +210,11 @@ async def _whole_reply(shaper: ReplyShaper, inbox: asyncio.Queue, job: ServeJob)
             if isinstance(record, RoundEvent):
                 shaper.on_round(record)
             elif isinstance(record, TokenEvent):
+                if shaper.stopped_by_string:
+                    continue  # in flight before the engine heard
                 shaper.on_token(record)
                 if shaper.stopped_by_string:
-                    finished = await _finished_after_stop(inbox, job)
-                    break
+                    job.enough.set()  # the rest is not wanted; the reply's totals still come
             elif isinstance(record, FinishedEvent):
                 finished = record
             elif isinstance(record, JobFailed):
@@ -240,12 +240,13 @@ async def _stream(shaper: ReplyShaper, inbox: asyncio.Queue, job: ServeJob) -> A
             if isinstance(record, RoundEvent):
                 shaper.on_round(record)
             elif isinstance(record, TokenEvent):
+                if shaper.stopped_by_string:
+                    continue  # in flight before the engine heard
                 tokens = shaper.on_token(record)
                 if tokens:
                     yield _sse(shaper.token_chunk(tokens))
                 if shaper.stopped_by_string:
-                    finished = await _finished_after_stop(inbox, job)
-                    break
+                    job.enough.set()  # the rest is not wanted; the reply's totals still come
             elif isinstance(record, FinishedEvent):
                 finished = record
             elif isinstance(record, JobFailed):

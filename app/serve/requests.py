@@ -27,16 +27,6 @@ MAX_DEPTH = 64
 
 
 @dataclass(frozen=True)
-class ConnectionLimits:
-    """How many connections one server keeps open, and how long each may take (app.serve.connections)."""
-
-    max_connections: int = 64
-    head_timeout_s: float = 10.0  # the request line and headers, from connect (or the last response's end)
-    body_timeout_s: float = 60.0  # the body, from the end of the head (4 MiB at about 0.5 Mbit/s)
-    idle_timeout_s: int = 5  # a kept-alive connection with nothing sent after a response (uvicorn's own timer)
-
-
-@dataclass(frozen=True)
 class ApiLimits:
     """What one server accepts: bounded so one client cannot take the machine's memory or the queue."""
 
@@ -55,7 +45,7 @@ class ApiOptions:
     api_key: Optional[str] = field(default=None, repr=False)  # a secret: never in a repr or a log line
     limits: ApiLimits = ApiLimits()
     # Sampling defaults and speculation of every reply (a request may set its own sampling, never speculation).
-    defaults: GenerationConfig = GenerationConfig(session="api")
+    defaults: GenerationConfig = GenerationConfig(session="api", history=False)
 
 
 class BadRequest(ValueError):
@@ -77,6 +67,12 @@ class ChatRequest:
     stop: tuple[str, ...] = ()
     timings_per_token: bool = False  # llama-server's field: send `timings` with every chunk
     include_usage: bool = False  # stream_options.include_usage: a last chunk with the token counts
+
+
+def api_history(own: bool) -> dict:
+    """GenerationConfig's history fields for API clients: none, or their own history book; never the person's,
+    whose chats a client could otherwise probe token by token through provenance or speed."""
+    return {"history": True, "history_book": "api"} if own else {"history": False}
 
 
 def is_loopback(host: str) -> bool:
@@ -179,7 +175,8 @@ def _common(data: dict, limits: ApiLimits, defaults: GenerationConfig) -> dict[s
     config = GenerationConfig(
         max_tokens=int(max_tokens), temperature=temperature, top_k=int(top_k), top_p=top_p, min_p=min_p,
         seed=seed, speculative=defaults.speculative, drafter=defaults.drafter, draft_max=defaults.draft_max,
-        draft_p_min=defaults.draft_p_min, session=defaults.session,
+        draft_p_min=defaults.draft_p_min, session=defaults.session, history=defaults.history,
+        history_book=defaults.history_book,
     )
     return {"config": config, "stream": stream, "model": model, "stop": _stop(data.get("stop")),
             "timings_per_token": data.get("timings_per_token") is True,

@@ -16,7 +16,7 @@ from typing import Optional
 
 import uvicorn
 
-from app.serve.connections import guarded_protocol
+from app.serve.connections import ConnectionLimits, guarded_protocol
 from app.serve.http_app import build_app
 from app.serve.requests import ApiOptions
 from app.serve.jobs import JobQueue, ServedModels
@@ -38,8 +38,9 @@ class ApiServer:
     """Start, publish the loaded models, stop: from the thread that owns the engine. The HTTP side runs on its own
     thread; `queue` is where its requests wait for the engine."""
 
-    def __init__(self, options: ApiOptions):
+    def __init__(self, options: ApiOptions, connections: ConnectionLimits = ConnectionLimits()):
         self.options = options
+        self.connections = connections
         self.queue = JobQueue(options.limits.max_queued)
         self.served = ServedModels()  # replaced whole by publish(): one attribute write, safe across threads
         self.port = options.port
@@ -59,10 +60,11 @@ class ApiServer:
         sock = _bind(self.options.host, self.options.port)
         self.port = sock.getsockname()[1]
         app = build_app(self.options, self.queue, lambda: self.served)
-        connections = self.options.limits.connections
+        # The guarded protocol bounds connections and the time a request may take to arrive (connections.py).
         config = uvicorn.Config(app, log_config=None, log_level="warning", access_log=False, lifespan="off",
-                                timeout_graceful_shutdown=STOP_DEADLINE_S, h11_max_incomplete_event_size=64 * 1024,
-                                http=guarded_protocol(connections), timeout_keep_alive=connections.idle_timeout_s)
+                                http=guarded_protocol(self.connections),
+                                timeout_keep_alive=self.connections.idle_timeout_s,
+                                timeout_graceful_shutdown=STOP_DEADLINE_S, h11_max_incomplete_event_size=64 * 1024)
         server = uvicorn.Server(config)
         self._server = server
         self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="SpecChat API server",

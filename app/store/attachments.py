@@ -19,6 +19,9 @@ from app.common.units import format_bytes
 # Per file and for one message's files together: a few thousand lines of code, well inside a local model's context.
 MAX_ATTACHMENT_BYTES = 256_000
 MAX_MESSAGE_ATTACHMENT_BYTES = 512_000
+# Files one message carries; a drop of thousands of files reads no more than twice as many before it stops, so the
+# window never freezes reading files it could not send anyway.
+MAX_MESSAGE_ATTACHMENTS = 32
 # Bytes read to decide whether a file is text: a NUL among them means binary (what git and grep decide by too).
 _SNIFF_BYTES = 8192
 

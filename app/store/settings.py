@@ -61,6 +61,8 @@ class AppSettings:
     api_server: bool = False
     api_host: str = "127.0.0.1"
     api_port: int = 1234
+    # API clients draft from a history of their own (history-api.sqlite3); never from the person's chats.
+    api_own_history: bool = False
     # Draft from earlier prompts and replies across chats, and add each reply to them (the history drafter).
     history_drafting: bool = True
     # Why the file could not be used as it was, in words for the user; None when it loaded cleanly.

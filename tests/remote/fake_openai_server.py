@@ -33,6 +33,10 @@ class Script:
     error_flood_bytes: int = 0
     models_body: Optional[object] = None  # when set, /v1/models answers this JSON instead of `models`
     flood_limit_bytes: int = 400 << 20  # the most an "endless" or "flood" end sends (a bound for the test run)
+    content_type: str = "text/event-stream"  # "text/html": a web page answered with 200
+    # "comments" end: ": keep-alive" every comment_every_s until the client hangs up (at most comment_limit)
+    comment_every_s: float = 0.1
+    comment_limit: int = 600
 
 
 def content_chunk(text: str, timings: Optional[dict] = None, finish: Optional[str] = None) -> dict:
@@ -97,7 +101,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"message": f"model '{body.get('model')}' not found"}})
             return
         self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Type", script.content_type)
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         for chunk in script.chunks:
@@ -114,6 +118,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if script.end == "stall":
             time.sleep(script.stall_s)
+        if script.end == "comments":
+            for _ in range(script.comment_limit):
+                if not self._send_chunk(b": keep-alive\n\n"):
+                    return
+                time.sleep(script.comment_every_s)
         self._send_chunk(b"data: [DONE]\n\n")
         self._send_chunk(b"")
 

@@ -174,3 +174,52 @@ def test_ctrl_c_on_a_silent_server_is_a_clean_exit():
             err = interrupt(process, DEADLINE_S)
     assert process.returncode == 130 and err.decode().strip().splitlines()[-1] == "interrupted"
     assert b"Traceback" not in err
+
+
+def test_a_key_in_the_url_query_is_never_echoed():
+    with FakeServer(Script(status=500, error_body={"error": "boom"})) as server:
+        done = _cli("--server", f"{server.url}/v1?api_key=hunter2", "--model", "fake-model", "--chat", "hi")
+    assert done.returncode == 1 and "hunter2" not in done.stderr and "answered HTTP" in done.stderr
+
+
+def test_a_web_page_answered_with_200_is_said_as_such():
+    with FakeServer(Script(content_type="text/html; charset=utf-8",
+                           raw=[b"<!doctype html><html><body>Router login</body></html>"])) as server:
+        done = _chat(server)
+    assert done.returncode == 1 and "web page, not an OpenAI-compatible API" in _one_sentence(done.stderr)
+
+
+def test_the_environments_key_for_another_machine_is_warned_about_and_never_echoed():
+    from app.cli.generate_cmd import _env_key_warning
+    from argparse import Namespace
+
+    env = dict(os.environ, SPECCHAT_API_KEY="env-key-123")
+    env.pop("SPECCHAT_API_KEY_SERVER", None)
+    args = Namespace(api_key_file=None, server="https://gpu-box.example:8080")
+    old = dict(os.environ)
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        warning = _env_key_warning(args)
+        assert "SPECCHAT_API_KEY is sent to https://gpu-box.example:8080" in warning and "env-key-123" not in warning
+        os.environ["SPECCHAT_API_KEY_SERVER"] = "https://gpu-box.example:8080/v1"
+        assert _env_key_warning(args) is None  # it is meant for this server
+        assert _env_key_warning(Namespace(api_key_file=None, server="http://127.0.0.1:8080")) is None
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+
+
+def test_a_server_that_sends_only_keep_alive_comments_is_given_up_on():
+    from app.engine.remote.http import ServerError, stream_chat
+
+    with FakeServer(Script(end="comments", comment_every_s=0.05)) as server:
+        started = time.monotonic()
+        try:
+            list(stream_chat(server.url, {"model": "fake-model", "messages": [], "stream": True}, None,
+                             read_timeout_s=0.5))
+        except ServerError as exc:
+            said = str(exc)
+        else:
+            said = ""
+    assert "only keep-alive comments" in said and time.monotonic() - started < 20

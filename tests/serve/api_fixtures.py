@@ -15,8 +15,9 @@ except ImportError:  # pragma: no cover
     import httpx  # type: ignore[no-redef]
 
 from app.engine.config import GenerationConfig, LoadSettings
+from app.serve.connections import ConnectionLimits
 from app.serve.jobs import served_models, work_off
-from app.serve.requests import ApiLimits, ApiOptions
+from app.serve.requests import ApiLimits, ApiOptions, api_history
 from app.serve.server import ApiServer
 
 DEADLINE_S = 60.0
@@ -43,12 +44,13 @@ class RunningApi:
 
 @contextmanager
 def running_api(tiny_models, api_key: Optional[str] = None, limits: ApiLimits = ApiLimits(),
-                draft: bool = True, engine_gate: Optional[threading.Event] = None) -> Iterator[RunningApi]:
+                draft: bool = True, engine_gate: Optional[threading.Event] = None,
+                connections: ConnectionLimits = ConnectionLimits()) -> Iterator[RunningApi]:
     """Start the server and an engine thread that owns the models (loaded there) and answers its queue, once
     `engine_gate` is set (requests wait in the queue until then)."""
     defaults = GenerationConfig(speculative=draft, drafter="model", draft_max=DRAFT_MAX if draft else None,
-                                session="api")
-    server = ApiServer(ApiOptions(port=0, api_key=api_key, limits=limits, defaults=defaults))
+                                session="api", **api_history(False))
+    server = ApiServer(ApiOptions(port=0, api_key=api_key, limits=limits, defaults=defaults), connections)
     api = RunningApi(server)
     stop = threading.Event()
     loaded = threading.Event()

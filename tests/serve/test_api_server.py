@@ -83,16 +83,18 @@ def test_web_pages_are_refused_also_from_other_local_ports(tiny_models):
         foreign = _post(api.url, chat_body("hi", 4), headers={"Origin": "https://evil.example"})
         # DNS rebinding: the page's own name resolved to 127.0.0.1; the Host header still carries that name.
         rebound = _post(api.url, chat_body("hi", 4), headers={"Host": "evil.example:1234"})
-        # Another program's web UI on this machine (or a page it serves) is a page of another origin too.
+        # Another local program's web UI (or a page it was made to serve) is a web page too.
         other_port = _post(api.url, chat_body("hi", 4), headers={"Origin": "http://localhost:3000"})
-        file_page = _post(api.url, chat_body("hi", 4), headers={"Origin": "null"})
-        same_origin = _post(api.url, chat_body("hi", 4), headers={"Origin": api.url})
-        program = _post(api.url, chat_body("hi", 4))  # editors and agents send no Origin
-    assert foreign.status_code == rebound.status_code == other_port.status_code == file_page.status_code == 403
+        malformed = _post(api.url, chat_body("hi", 4), headers={"Origin": "http://[::1"})
+        bad_host = _post(api.url, chat_body("hi", 4), headers={"Host": "localhost:99999"})
+        program = _post(api.url, chat_body("hi", 4))
+    assert foreign.status_code == rebound.status_code == other_port.status_code == 403
     assert "web pages" in _one_sentence(foreign) and "this machine" in _one_sentence(rebound)
     assert "other ports" in _one_sentence(other_port)
-    assert same_origin.status_code == program.status_code == 200
-    assert len(api.done) == 2  # only those reached the engine
+    assert malformed.status_code == bad_host.status_code == 400
+    assert "Origin" in _one_sentence(malformed) and "Host" in _one_sentence(bad_host)
+    assert program.status_code == 200
+    assert len(api.done) == 1  # only the program's request reached the engine
 
 
 def test_malformed_requests_get_400_with_one_sentence(tiny_models):
@@ -187,5 +189,11 @@ def test_a_stop_string_ends_the_reply_before_it(tiny_models):
         cut = full[: full.index(stop)]
         whole = _post(api.url, chat_body("the cat and the dog", 40, stop=[stop])).json()
         chunks = stream_chunks(api.url, chat_body("the cat and the dog", 40, stop=stop))
+        done = api.wait_done(3)
     assert whole["choices"][0]["message"]["content"] == cut and whole["choices"][0]["finish_reason"] == "stop"
     assert streamed_text(chunks) == cut and chunks[-1]["choices"][0]["finish_reason"] == "stop"
+    # The reply's real totals, not zeros, in both shapes; and the server counts it as answered.
+    for summary in (whole["specchat"], chunks[-1]["specchat"]):
+        assert summary["rounds"] > 0 and summary["drafted"] > 0 and summary["tokens_per_second"] > 0
+    assert all(finished is not None for _, finished in done)
+    assert done[-1][1].stats.stop_reason == "stop_string"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import time
+from pathlib import Path
 
 
 def interrupt(process: subprocess.Popen, timeout_s: float) -> bytes:
@@ -16,3 +18,18 @@ def interrupt(process: subprocess.Popen, timeout_s: float) -> bytes:
             process.kill()
             process.wait()
     return err
+
+
+def cli_child_pid(process: subprocess.Popen, timeout_s: float = 30) -> int:
+    """The pid of the CLI itself under `python -m app`'s supervisor (app.engine.child_process.run_supervised): a
+    signal that cannot be passed on (SIGSTOP) has to go to it."""
+    children = Path(f"/proc/{process.pid}/task/{process.pid}/children")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        pids = children.read_text().split() if children.exists() else []
+        if pids:
+            return int(pids[0])
+        if process.poll() is not None:
+            break
+        time.sleep(0.01)
+    raise AssertionError("the supervised CLI process never started")

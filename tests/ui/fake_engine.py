@@ -43,7 +43,7 @@ DEFAULT_REPLY = (
 DEFAULT_KNOBS = {"reply": DEFAULT_REPLY, "token_delay_s": 0.0, "crash_on_load": "", "hang_in_chat": False,
                  "load_delay_s": 0.0, "refuse_tail": 0, "refused_text": " perhaps not quite", "drafter": "",
                  "round_time_s": 0.02, "round_reason": "", "plain_reply": "", "bus_error_on_change": False,
-                 "threads_drop_after": -1}
+                 "threads_drop_after": -1, "illegal_instruction_in_chat": False}
 DRAFT_RUN = 3  # drafted tokens the target keeps in every speculative round
 REFUSED_ID = 9000  # refused proposals' ids count up from here; a kept token's id is 1000 + its index
 
@@ -182,6 +182,8 @@ class FakeEngine:
         return fitted_reply(self, messages, config, cancel=cancel, request_id=request_id)
 
     def _generate(self, config, cancel, request_id, knobs):
+        if knobs["illegal_instruction_in_chat"]:
+            os.kill(os.getpid(), signal.SIGILL)  # a llama.cpp built for instructions this CPU cannot run (AMX)
         if knobs["hang_in_chat"]:
             while True:  # a template or llama.cpp call that never returns and never looks at the cancel flag
                 time.sleep(0.05)

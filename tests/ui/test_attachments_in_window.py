@@ -123,3 +123,25 @@ def test_editing_a_message_brings_its_files_back(make_window, qtbot, fake_engine
     window.confirm = lambda *args: True  # editing drops the reply after it: the window asks first
     window.edit_message(user.id)
     assert window.composer.text() == "Sort this." and [a.name for a in window.composer.attachments()] == ["todo.txt"]
+
+
+def test_thousands_of_dropped_files_attach_a_message_full_and_say_so_in_one_sentence(
+        make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path):
+    from app.store.attachments import MAX_MESSAGE_ATTACHMENTS
+
+    window = _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models)
+    window.composer.edit.setPlainText("my text stays")
+    folder = tmp_path / "many"
+    folder.mkdir()
+    files = []
+    for n in range(3000):
+        path = folder / f"f{n}.py"
+        path.write_text(f"x = {n}\n") if n % 2 else path.write_bytes(b"\x00\xff binary")
+        files.append(path)
+    assert drop_files(window, *files)
+    attached = window.composer.attachments()
+    assert 0 < len(attached) <= MAX_MESSAGE_ATTACHMENTS
+    shown = window.error_banner.text()
+    assert "more files were not attached" in shown and f"at most {MAX_MESSAGE_ATTACHMENTS} files" in shown
+    assert len(shown) < 1000  # a few sentences, not three thousand
+    assert window.composer.text() == "my text stays"

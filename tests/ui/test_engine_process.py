@@ -180,3 +180,67 @@ def test_a_reply_survives_the_app_being_killed_and_can_be_continued(make_window,
     assert continued.stats.stop_reason == "eos"
     # The engine was asked to continue the reply: the prompt ends with the partial reply itself.
     assert fake_engine.requests[-1][-1] == {"role": "assistant", "content": reply.content}
+
+
+def test_an_illegal_instruction_says_the_build_is_at_fault_not_the_model(make_window, qtbot, fake_engine,
+                                                                         model_folder, tiny_models):
+    # llama.cpp built with AMX on a CPU that cannot run it dies by SIGILL on the first real prompt.
+    window = make_window(engine_factory=fake_engine)
+    target = model_folder / tiny_models.target.name
+    choose_pair(qtbot, window, target, NGRAM_KEY)
+    fake_engine.illegal_instruction_in_chat = True
+    with qtbot.waitSignal(window.engine_process.sig_worker_died, timeout=20000):
+        window.composer.edit.setPlainText("my first question")
+        qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    text = window.chat_view.toPlainText()
+    assert "illegal instruction" in text and "packaging/install.py --rebuild" in text
+    assert "Retry" not in text  # retrying would only crash again
+    # Not blamed on the model file, and not loaded again only to crash again.
+    entry = window.library.entry_for(str(target))
+    assert entry is not None and entry.usable
+    assert not unusable_reason(target)
+    assert "packaging/install.py --rebuild" in window.error_banner.text()
+    window.shutdown()
+    # After a restart the question is still there, marked, with a way forward.
+    fake_engine.illegal_instruction_in_chat = False
+    again = make_window(engine_factory=fake_engine)
+    again.open_chat(again.store.list_chats()[0].id)
+    shown = again.chat_view.toPlainText()
+    assert "my first question" in shown
+    assert "has no reply" in shown and "Retry" in shown
+
+
+def test_an_engine_paused_and_resumed_mid_reply_finishes_the_reply_whole(make_window, qtbot, fake_engine,
+                                                                         model_folder, tiny_models):
+    # SIGSTOP then SIGCONT (a laptop suspended, a debugger attached): the reply goes on where it was, whole.
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
+    _start_slow_reply(qtbot, window, fake_engine)
+    pid = window.engine_process.pid()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        shown = window.chat_view.streamed_text()
+        wait_ms(qtbot, 500)
+        assert window.conversation.is_busy() and window.chat_view.streamed_text() == shown  # paused, still waiting
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=30000) as blocker:
+        pass
+    assert window.store.get_message(blocker.args[0]).content.endswith("word399")
+    assert window.engine_process.pid() == pid  # never taken for dead
+
+
+def test_stop_while_the_engine_is_paused_frees_the_window_and_restarts_it(make_window, qtbot, fake_engine,
+                                                                          model_folder, tiny_models):
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
+    _start_slow_reply(qtbot, window, fake_engine)
+    paused_pid = window.engine_process.pid()
+    os.kill(paused_pid, signal.SIGSTOP)
+    with qtbot.waitSignal(window.engine_process.sig_worker_died, timeout=15000):
+        window.composer.button.click()  # Stop
+        assert not window.conversation.is_busy()
+    assert window.engine_process.pid() != paused_pid
+    # The words that arrived before the pause are kept.
+    assert "word10" in window.chat_view.toPlainText()
+    _next_message_gets_a_whole_reply(qtbot, window, fake_engine)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -25,7 +24,8 @@ from typing import Optional, Sequence, Union
 
 from app.common.json_cache import read_cache, section, write_cache
 from app.engine.gguf.compat_cache import file_key
-from app.engine.errors import ModelFileError
+from app.engine.child_process import build_fault_sentence, how_it_ended, is_build_fault, last_error_line
+from app.engine.errors import BuildFaultError, ModelFileError
 from app.engine.gguf.info import inspect_gguf
 from app.platform.paths import user_cache_dir
 
@@ -34,8 +34,6 @@ _CACHE_VERSION = 1
 _MAX_CACHED = 2000
 PROBE_TIMEOUT_S = 120.0
 PROBE_TEXT = "Hello, world!\n"
-# "/build/dir/vendor/llama.cpp/src/llama-vocab.cpp:588: GGML_ASSERT(...)" -> "llama-vocab.cpp:588: GGML_ASSERT(...)"
-_ASSERT_SOURCE = re.compile(r"^\S*/([^/\s]+:\d+:)")
 
 # Runs in the child, for each file named: a line "<index> <code>" on stdout, 0 when its vocabulary loads and
 # tokenizes, 3 when llama.cpp refuses the file, 4 when it makes no tokens. Each file's log starts after a marker line
@@ -184,40 +182,14 @@ def _run_child(paths: list[Path], timeout: float) -> list[ProbeVerdict]:
             verdicts.append(ProbeVerdict(False, f"llama.cpp cannot load it: {last_error_line(log) or 'no details'}"))
         else:
             verdicts.append(ProbeVerdict(False, "llama.cpp turns text into no tokens with this vocabulary"))
+    if len(verdicts) < len(names) and is_build_fault(done.returncode):
+        raise BuildFaultError(build_fault_sentence())  # no file's fault, and not cached as one
     if len(verdicts) < len(names):  # the child died on the next file
         log = logs[len(verdicts)] if len(verdicts) < len(logs) else done.stderr.decode("utf-8", errors="replace")
         returncode = done.returncode if done.returncode != 0 else 1
-        detail = last_error_line(log) or _signal_name(returncode)
+        detail = last_error_line(log) or how_it_ended(returncode)
         verdicts.append(ProbeVerdict(False, f"llama.cpp crashes on it: {detail}"))
     return verdicts
-
-
-def last_error_line(stderr: str) -> str:
-    """The line of llama.cpp's output that says what went wrong: the assert that fired, else the model loader's
-    reason, else the first error."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    for line in reversed(lines):
-        if "GGML_ASSERT" in line or "GGML_ABORT" in line:
-            return _short(_ASSERT_SOURCE.sub(r"\1", line))
-    for line in lines:
-        _, found, reason = line.partition("error loading model: ")
-        if found and not reason.startswith("llama_model_loader: failed to load model"):
-            return _short(reason)
-    errors = [line for line in lines if "error" in line.lower() or "fail" in line.lower()]
-    return _short((errors or lines or [""])[0])
-
-
-def _short(line: str) -> str:
-    return line if len(line) <= 300 else line[:297] + "..."
-
-
-def _signal_name(returncode: int) -> str:
-    if returncode < 0:
-        try:
-            return f"killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"killed by signal {-returncode}"
-    return f"exit status {returncode}"
 
 
 def check_model_file(path: Union[str, Path], *, probe: bool = True) -> Optional[str]:
@@ -240,7 +212,7 @@ def check_model_files(paths: Sequence[Union[str, Path]], *, probe: bool = True) 
                 problems.append(str(exc))
         try:
             verdicts = probing.result() if probing is not None else []
-        except ModelFileError as exc:
+        except (ModelFileError, BuildFaultError) as exc:
             return [problem or str(exc) for problem in problems]
     for i, verdict in enumerate(verdicts):
         if problems[i] is None and not verdict.ok:

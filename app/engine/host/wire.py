@@ -102,10 +102,12 @@ class EngineEvents:
 
 @dataclass(frozen=True)
 class ReplyFailed:
-    """The engine raised or died during the reply; `message` is meant for a person."""
+    """The engine raised or died during the reply; `message` is meant for a person. `retryable` is False when
+    trying again would fail the same way (the llama.cpp build cannot run on this CPU)."""
 
     request_id: int
     message: str
+    retryable: bool = True
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,9 @@
 """Formatting a conversation with the model's own chat template (the Jinja text stored in the GGUF).
 
 A template comes from a downloaded file, so it is treated as hostile: it runs in Jinja's immutable sandbox, under a
-time budget and an output cap, and any failure falls back to ChatML with a notice the front end can show.
+step budget and an output cap that grow with the conversation, and any failure falls back to ChatML with a notice
+the front end can show. The budget counts the template's own lines run, not seconds: a busy machine renders the same
+conversation as an idle one, and a bigger conversation gets a bigger budget.
 """
 
 from __future__ import annotations
@@ -10,10 +12,11 @@ import functools
 import re
 import secrets
 import sys
-import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Optional, Sequence
+
+from app.engine.errors import PromptFormatError
 
 # Used when a GGUF carries no template or its template cannot be rendered: ChatML is what most small chat
 # models (Qwen, SmolLM, many fine-tunes) were trained on.
@@ -22,9 +25,12 @@ CHATML = (
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
 
-# A template gets this long to render and may write this much more than the messages themselves hold.
-RENDER_BUDGET_S = 2.0
+# A template may run this many of its lines, plus so many for each message (real templates run 8-50 a message),
+# and write this much more than the messages themselves hold, plus so much for each message's markup.
+BASE_STEPS = 200_000
+STEPS_PER_MESSAGE = 200
 OUTPUT_ALLOWANCE = 1 << 20
+MARKUP_PER_MESSAGE = 256
 # No single string or number a template builds may be larger than this (`'x' * 10**9`, `10 ** 10 ** 10`).
 _MAX_VALUE = 1 << 22
 
@@ -34,7 +40,8 @@ class TemplateError(Exception):
 
 
 class _OutOfBudget(BaseException):
-    """Raised inside the template's frames; a BaseException so no `except Exception` in Jinja swallows it."""
+    """Raised inside the template's frames; a BaseException so no `except Exception` in Jinja swallows it. It never
+    leaves this module: render_prompt turns it into a notice, or into PromptFormatError."""
 
 
 @dataclass(frozen=True)
@@ -131,15 +138,17 @@ def prepare_template(template: Optional[str]) -> None:
             pass
 
 
-def _render_limited(template: str, values: dict, budget_s: float, max_chars: int) -> str:
-    """Render under a deadline checked on every line the template's compiled code runs (loops re-run their first
-    line each time round, so nested loops are caught too) and stop once the output passes `max_chars`."""
-    deadline = time.monotonic() + budget_s
+def _render_limited(template: str, values: dict, budget_steps: int, max_chars: int) -> str:
+    """Render under a budget of `budget_steps` lines of the template's compiled code (loops re-run their first line
+    each time round, so nested loops are caught too) and stop once the output passes `max_chars`."""
     compiled = _compiled(template)
+    steps_left = budget_steps
 
     def local_trace(frame, event, arg):
-        if time.monotonic() > deadline:
-            raise _OutOfBudget(f"it ran longer than {budget_s:g} s")
+        nonlocal steps_left
+        steps_left -= 1
+        if steps_left < 0:
+            raise _OutOfBudget("it runs far longer than the conversation needs")
         return local_trace
 
     def global_trace(frame, event, arg):
@@ -170,18 +179,22 @@ def render_prompt(
     bos_token: str = "",
     eos_token: str = "",
     add_generation_prompt: bool = True,
-    budget_s: float = RENDER_BUDGET_S,
+    budget_steps: Optional[int] = None,
 ) -> RenderedPrompt:
     """The prompt for `messages` ([{"role", "content"}]), ending where the assistant's reply begins, with the spans
-    the template wrote. Never raises for a bad template: it falls back to ChatML and says so in `notice`."""
+    the template wrote. Never raises for a bad template: it falls back to ChatML and says so in `notice`. Raises
+    PromptFormatError (an Exception, like every error that leaves here) only when even ChatML cannot hold the
+    conversation."""
     messages = [dict(m) for m in messages]
     content_size = sum(len(str(m.get("content", ""))) for m in messages)
-    max_chars = 4 * content_size + OUTPUT_ALLOWANCE
+    max_chars = 4 * content_size + MARKUP_PER_MESSAGE * len(messages) + OUTPUT_ALLOWANCE
+    if budget_steps is None:
+        budget_steps = BASE_STEPS + STEPS_PER_MESSAGE * len(messages)
     specials = dict(add_generation_prompt=add_generation_prompt, bos_token=bos_token, eos_token=eos_token)
     notice = ""
     if template:
         try:
-            return _render_marked(template, messages, specials, budget_s, max_chars)
+            return _render_marked(template, messages, specials, budget_steps, max_chars)
         except _OutOfBudget as exc:
             notice = str(exc)
         except RecursionError:
@@ -193,22 +206,26 @@ def render_prompt(
         except Exception as exc:  # any other template error: a bad template is no reason to refuse to chat
             notice = f"{type(exc).__name__}: {exc}"
         notice = f"The model's chat template could not be used ({notice}), so the chat is formatted as ChatML."
-    rendered = _render_marked(CHATML, messages, specials, budget_s, max_chars)
+    try:
+        rendered = _render_marked(CHATML, messages, specials, budget_steps, max_chars)
+    except (_OutOfBudget, RecursionError, MemoryError) as exc:
+        raise PromptFormatError(f"The conversation could not be formatted for the model ({exc or 'too large'}).") \
+            from None
     return RenderedPrompt(rendered.text, rendered.markup, notice)
 
 
-def _render_marked(template: str, messages: list[dict], specials: dict, budget_s: float,
+def _render_marked(template: str, messages: list[dict], specials: dict, budget_steps: int,
                    max_chars: int) -> RenderedPrompt:
     """Render twice: with the real contents, and with each content replaced by a sentinel, which shows which
     characters the template wrote. Only those may later become control tokens."""
-    text = _render_limited(template, dict(messages=messages, **specials), budget_s, max_chars)
+    text = _render_limited(template, dict(messages=messages, **specials), budget_steps, max_chars)
     nonce = secrets.token_hex(4)
     marked = [
         dict(m, content=f"\ue000{nonce}:{i}\ue001") if isinstance(m.get("content"), str) and m["content"] else m
         for i, m in enumerate(messages)
     ]
     try:
-        sentinel_text = _render_limited(template, dict(messages=marked, **specials), budget_s, max_chars)
+        sentinel_text = _render_limited(template, dict(messages=marked, **specials), budget_steps, max_chars)
     except Exception:  # the template judges contents (rare): all it wrote is markup, as before this check existed
         return RenderedPrompt(text, ((0, len(text)),))
     pieces = re.split(f"\ue000{nonce}:(\\d+)\ue001", sentinel_text)

@@ -21,9 +21,9 @@ from app.engine.local.engine_costs import EngineCosts
 from app.engine.local.decoder import generate
 from app.engine.speculation.drafters import ModelDrafter, NgramDrafter
 from app.engine.speculation.history import HistoryDrafter
-from app.engine.speculation.history_file import HistoryFile, HistorySync
+from app.engine.speculation.history_file import HistoryFile, HistorySync, history_path
 from app.engine.errors import EngineError, IncompatiblePairError
-from app.engine.events import EngineEvent, FinishedEvent, RoundEvent
+from app.engine.events import NoticeEvent, EngineEvent, FinishedEvent, RoundEvent
 from app.engine.protocol import CancelSignal, fitted_reply
 from app.engine.targets import ServerModel, Target
 from app.engine.placement.gpu_fit import Placement, resolve as resolve_placement
@@ -59,7 +59,8 @@ class SpecEngine(EngineCosts):
         self._template_fallback = ""  # the notice of a chat template that failed, once it has
         self._ngram = NgramDrafter()
         self.history_file = history_file if history_file is not None else HistoryFile()
-        self._history: Optional[HistorySync] = None  # the loaded target's index of history_file
+        # The loaded target's index of each history book in use: "person" (history_file), "api" (API clients' own).
+        self._histories: dict[str, HistorySync] = {}
         # The exact text and tokens of the last request plus its reply: the next turn of the same conversation
         # extends this text, so its tokens are reused instead of re-tokenising (which could split differently
         # and force the whole conversation to be evaluated again).
@@ -125,9 +126,7 @@ class SpecEngine(EngineCosts):
         prepare_template(self._chat_template)
         self.target.control_tokens()
         self._ngram = NgramDrafter(is_control=self.target.is_control)
-        target = self.target
-        self._history = HistorySync(self.history_file, HistoryDrafter(),
-                                    lambda text: target.tokenize(text, add_special=False, parse_special=True))
+        self._histories = {}
         if self.draft is not None and not self._compatible(self.draft.path)[0]:
             self.load_draft(None)
 
@@ -209,7 +208,7 @@ class SpecEngine(EngineCosts):
             self.target.close()
             self.target = None
             self.governor = None
-        self._history = None
+        self._histories = {}
         self._transcript_text = ""
         self._transcript_tokens = []
         self._content_tokens.clear()  # counts from another model's tokenizer
@@ -316,9 +315,15 @@ class SpecEngine(EngineCosts):
         use_model = self.draft is not None and config.drafter in ("auto", "model")
         use_ngram = config.drafter in ("auto", "ngram", "history") or not use_model
         self._ngram.min_match = config.ngram_min_match if config.draft_max is not None else 0
-        past = self._history if config.history and config.speculative else None
+        book = self._history_book(config.history_book) if config.history else None
+        past = book if config.speculative else None
         if past is not None:
             past.refresh()  # what other processes added, or forgot when a chat was deleted
+        elif book is not None:
+            book.file.version()  # opened now, so a damaged file is found (and said) before the reply, not after
+        told = book.file.take_notice() if book is not None else ""
+        if told:  # a damaged file set aside, or history off: said once, and the reply goes on
+            yield NoticeEvent(request_id, told)
         history: list[int] = []
         for event in generate(
             target,
@@ -336,11 +341,23 @@ class SpecEngine(EngineCosts):
             if isinstance(event, RoundEvent) and isinstance(policy, AutoController) and policy.online.table_stale:
                 self._drop_stale_costs()
             if isinstance(event, FinishedEvent):
-                if config.history and self._history is not None and event.text:
-                    self._history.record(session, self._new_text(text) + event.text)
+                if book is not None and event.text:
+                    book.record(session, self._new_text(text) + event.text)
                 self._transcript_tokens = history
                 self._transcript_text = text + event.text
             yield event
+
+    def _history_book(self, name: str) -> Optional[HistorySync]:
+        """The loaded target's index of history book `name`, made on first use; None with no target."""
+        if self.target is None:
+            return None
+        if name not in self._histories:
+            target = self.target
+            file = self.history_file if name == "person" else HistoryFile(history_path(name))
+            self._histories[name] = HistorySync(file, HistoryDrafter(),
+                                                lambda text: target.tokenize(text, add_special=False,
+                                                                             parse_special=True))
+        return self._histories[name]
 
     def _new_text(self, text: str) -> str:
         """What of a request's text history has not seen: past the last request and its reply when it goes on

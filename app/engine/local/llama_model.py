@@ -184,6 +184,18 @@ class LoadedModel:
             self._control_tokens = found
         return found
 
+    def user_defined_tokens(self) -> tuple[str, ...]:
+        """Texts of the tokens llama.cpp makes of their literal text even with special parsing off ("user-defined",
+        such as Qwen's <tool_call>): a message must not be able to write them."""
+        found = getattr(self, "_user_defined", None)
+        if found is None:
+            llama = self._llama
+            found = tuple(sorted({self.token_text(t) for t in range(self.n_vocab)
+                                  if llama.llama_vocab_get_attr(self._vocab, t) & llama.LLAMA_TOKEN_ATTR_USER_DEFINED}
+                                 - {""}, key=len, reverse=True))
+            self._user_defined = found
+        return found
+
     def metadata(self, key: str) -> str | None:
         buf = ctypes.create_string_buffer(1 << 16)
         n = self._llama.llama_model_meta_val_str(self._model, key.encode(), buf, len(buf))

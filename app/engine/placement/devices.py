@@ -118,6 +118,17 @@ def _text(raw: Optional[bytes]) -> str:
     return raw.decode("utf-8", errors="replace") if raw else ""
 
 
+def build_features() -> str:
+    """The CPU features this llama.cpp build was compiled for ("AVX2 = 1 | FMA = 1 | ..."), for reports; never
+    raises."""
+    try:
+        import llama_cpp
+
+        return _text(llama_cpp.llama_print_system_info()).strip().removeprefix("CPU :").strip(" |")
+    except Exception as exc:  # information only
+        return f"unknown ({exc})"
+
+
 def list_devices() -> DeviceReport:
     """The devices of the loaded llama.cpp build, with their free memory now. Never raises."""
     try:

@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
+from app.engine.child_process import how_it_ended, last_error_line
 from app.engine.errors import ModelLoadError
 
 RPC_CMD_HELLO = 14
@@ -164,9 +165,7 @@ def check_workers(endpoints: Sequence[str], timeout_s: float = CHECK_TIMEOUT_S) 
     steps = _steps(done.stdout)
     if "problem" in steps:
         raise ModelLoadError(steps["problem"])
-    from app.engine.gguf.probe import _signal_name, last_error_line
-
-    reason = last_error_line(done.stderr.decode("utf-8", "replace")) or _signal_name(done.returncode)
+    reason = last_error_line(done.stderr.decode("utf-8", "replace")) or how_it_ended(done.returncode)
     reason = _SOURCE_PLACE.sub("", reason)  # ".../ggml-rpc.cpp:566: Remote RPC server ..." -> "Remote RPC server ..."
     version = f" (it speaks RPC protocol {steps['version']})" if "version" in steps else ""
     raise ModelLoadError(f"The RPC worker at {steps.get('checking', ', '.join(endpoints))}{version} answered in a "

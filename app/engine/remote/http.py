@@ -78,14 +78,13 @@ def normalize_url(url: str) -> str:
 
 
 def display_url(url: str) -> str:
-    """`url` as messages show it: without user:password@ (the credentials are sent, never echoed)."""
+    """`url` as messages show it: without user:password@ and without its query (`?api_key=...`): credentials are
+    sent, never echoed."""
     try:
         parts = urlsplit(url)
     except ValueError:
-        return one_line(url.rpartition("@")[2], 200)
-    if "@" not in parts.netloc:
-        return one_line(url, 200)
-    return one_line(urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2])), 200)
+        return one_line(url.rpartition("@")[2].partition("?")[0], 200)
+    return one_line(urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2], query="", fragment="")), 200)
 
 
 def is_loopback(url: str) -> bool:
@@ -353,12 +352,24 @@ def stream_chat(url: str, body: dict, api_key: Optional[str], cancel=None,
                 if resp.status_code != 200:
                     error_body, _ = _read_capped(resp, MAX_ERROR_BODY_BYTES)
                     raise status_error(url, resp.status_code, error_body, body.get("model", ""), bool(api_key))
+                if "text/html" in resp.headers.get("content-type", "").lower():
+                    raise ServerError(f"The server at {shown} answered with a web page, not an OpenAI-compatible "
+                                      "API; check the address (the API's base URL, such as http://host:8080).")
+                # Comments (": keep-alive") keep a connection open but are no reply: past this, give up.
+                quiet_limit_s = 2 * read_timeout_s
+                last_event = time.monotonic()
                 for line in _lines(resp, shown):
                     if watch.stopped():
                         watch.raise_if_expired(shown, started)
                         return
                     if not line.startswith("data:"):
+                        if time.monotonic() - last_event > quiet_limit_s:
+                            cls = ConnectionDropped if started else ServerError
+                            raise cls(f"The server at {shown} sent only keep-alive comments for "
+                                      f"{quiet_limit_s:.0f} s and no reply"
+                                      + ("; the reply so far is kept." if started else "."))
                         continue  # comments, "event:" lines and the blank line between events
+                    last_event = time.monotonic()
                     data = line[len("data:"):].strip()
                     if data == "[DONE]":
                         return

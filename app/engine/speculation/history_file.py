@@ -24,48 +24,97 @@ CLI_SESSION = "cli"
 TEXT_BYTES_PER_TOKEN = 4  # about, for English and code
 
 
-def history_path() -> Path:
-    return paths.user_data_dir() / "history.sqlite3"
+def history_path(book: str = "person") -> Path:
+    """The person's history (chats, the CLI), or API clients' own ("api"), which never holds the person's text."""
+    return paths.user_data_dir() / ("history.sqlite3" if book == "person" else f"history-{book}.sqlite3")
+
+
+def _book_files(book: str) -> list[Path]:
+    main = history_path(book)
+    return [main, Path(f"{main}-wal"), Path(f"{main}-shm")]
+
+
+def api_history_size() -> int:
+    """Bytes on disk of API clients' own history (0 when there is none)."""
+    return sum(path.stat().st_size for path in _book_files("api") if path.exists())
+
+
+def clear_api_history() -> None:
+    """Forget API clients' own history: its file goes; an engine that indexed it drops it before its next reply
+    (the new file's change counter differs)."""
+    for path in _book_files("api"):
+        path.unlink(missing_ok=True)
 
 
 class HistoryFile:
     """Past texts by session. Each call opens its own short connection, so any thread or process may call it.
 
-    A file that cannot be read or written (a read-only data folder, a damaged file) turns history off: calls
-    return nothing and `problem` says why, once, in words; drafting goes on without history.
+    A damaged file is set aside (renamed, never deleted) and a new one started. A file that cannot be written (a
+    read-only data folder, a full disk) turns history off: calls return nothing and drafting goes on without it.
+    Either way `take_notice` says so, once, in words. The size cap counts bytes of UTF-8, kept as a running total
+    by triggers, so a save never reads the whole file.
     """
 
     def __init__(self, path: Optional[Path] = None, max_bytes: int = HISTORY_FILE_BYTES):
         self.path = Path(path) if path is not None else history_path()
         self.max_bytes = max_bytes
-        self.problem = ""
+        self.problem = ""  # why history is off ("" while it is on)
+        self._notice = ""  # what a person should hear once: history off, or a damaged file set aside
         self.read_only = False  # drafts from what is there, adds nothing (a benchmark's second pass)
+
+    def take_notice(self) -> str:
+        """What happened to the file that a person should know, once ("" when nothing, or already told)."""
+        notice, self._notice = self._notice, ""
+        return notice
 
     @contextlib.contextmanager
     def _connect(self) -> Iterator[Optional[sqlite3.Connection]]:
-        if self.problem:
-            yield None
-            return
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S)
-        except (OSError, sqlite3.Error) as exc:
-            self.problem = f"Drafting from history is off: {self.path} cannot be opened ({exc})."
+        conn = None if self.problem else self._open()
+        if conn is None:
             yield None
             return
         try:
             with conn:
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("CREATE TABLE IF NOT EXISTS texts (id INTEGER PRIMARY KEY AUTOINCREMENT, "
-                             "session TEXT NOT NULL, text TEXT NOT NULL, used REAL NOT NULL)")
-                conn.execute("CREATE TABLE IF NOT EXISTS changes (n INTEGER NOT NULL)")
-                if conn.execute("SELECT count(*) FROM changes").fetchone()[0] == 0:
-                    conn.execute("INSERT INTO changes VALUES (0)")
                 yield conn
         except sqlite3.Error as exc:
-            self.problem = f"Drafting from history is off: {self.path} cannot be used ({exc})."
+            self._failed(exc)
         finally:
             conn.close()
+
+    def _open(self) -> Optional[sqlite3.Connection]:
+        for _ in range(2):  # a damaged file is set aside once, and a new one tried
+            conn = None
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S)
+                with conn:
+                    _prepare(conn)
+                return conn
+            except (OSError, sqlite3.Error) as exc:
+                if conn is not None:
+                    conn.close()
+                if not self._failed(exc):
+                    return None
+        return None
+
+    def _failed(self, exc: BaseException) -> bool:
+        """Say what went wrong; True when the file was damaged and set aside, so a new one may be started."""
+        if _is_damage(exc) and not self.problem:
+            aside = self.path.with_name(f"{self.path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+            try:
+                self.path.rename(aside)
+                for suffix in ("-wal", "-shm"):
+                    Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+            except OSError:
+                pass
+            else:
+                self._notice = (f"The history of earlier replies ({self.path.name}) was damaged; it was set aside "
+                                f"as {aside.name} and a new one started.")
+                return True
+        why = "cannot be used" if isinstance(exc, sqlite3.Error) else "cannot be opened"
+        self.problem = f"Drafting from history is off: {self.path} {why} ({exc})."
+        self._notice = self.problem
+        return False
 
     def add(self, session: str, text: str) -> int:
         """Keep a text; returns its id (-1 when history is off). The oldest texts go when the file is full."""
@@ -74,13 +123,12 @@ class HistoryFile:
         with self._connect() as conn:
             if conn is None:
                 return -1
-            row = conn.execute("INSERT INTO texts (session, text, used) VALUES (?, ?, ?)",
-                               (session, text, time.time()))
+            row = conn.execute("INSERT INTO texts (session, text, used, bytes) VALUES (?, ?, ?, ?)",
+                               (session, text, time.time(), len(text.encode("utf-8", "surrogatepass"))))
             text_id = row.lastrowid if row.lastrowid is not None else -1
-            total = conn.execute("SELECT coalesce(sum(length(text)), 0) FROM texts").fetchone()[0]
-            if total > self.max_bytes:
-                excess = total - self.max_bytes
-                for old_id, size in conn.execute("SELECT id, length(text) FROM texts ORDER BY used, id").fetchall():
+            excess = conn.execute("SELECT bytes FROM changes").fetchone()[0] - self.max_bytes
+            if excess > 0:  # the oldest go, read from the index alone
+                for old_id, size in conn.execute("SELECT id, bytes FROM texts ORDER BY used, id"):
                     if excess <= 0 or old_id == text_id:
                         break
                     conn.execute("DELETE FROM texts WHERE id = ?", (old_id,))
@@ -103,11 +151,11 @@ class HistoryFile:
         return -1
 
     def ids(self) -> dict[int, int]:
-        """Every text's id -> its length, the most recently used last."""
+        """Every text's id -> its size in bytes, the most recently used last."""
         with self._connect() as conn:
             if conn is None:
                 return {}
-            return dict(conn.execute("SELECT id, length(text) FROM texts ORDER BY used, id").fetchall())
+            return dict(conn.execute("SELECT id, bytes FROM texts ORDER BY used, id").fetchall())
         return {}
 
     def texts(self, ids: Sequence[int]) -> list[tuple[int, str, str]]:
@@ -123,6 +171,35 @@ class HistoryFile:
                     found[row[0]] = row
             return [found[i] for i in ids if i in found]
         return []
+
+
+def _prepare(conn: sqlite3.Connection) -> None:
+    """The schema, made or brought up to date. `bytes` is each text's UTF-8 size; `changes.bytes` their total, kept by
+    triggers; the index on (used, id, bytes) lets the oldest be found without reading any text."""
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("CREATE TABLE IF NOT EXISTS texts (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+                 "session TEXT NOT NULL, text TEXT NOT NULL, used REAL NOT NULL, bytes INTEGER NOT NULL DEFAULT -1)")
+    conn.execute("CREATE TABLE IF NOT EXISTS changes (n INTEGER NOT NULL)")
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(texts)")}
+    if "bytes" not in columns:  # a file from before sizes were kept
+        conn.execute("ALTER TABLE texts ADD COLUMN bytes INTEGER NOT NULL DEFAULT -1")
+    if "bytes" not in {row[1] for row in conn.execute("PRAGMA table_info(changes)")}:
+        conn.execute("ALTER TABLE changes ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0")
+        conn.execute("UPDATE texts SET bytes = length(CAST(text AS BLOB)) WHERE bytes < 0")
+        conn.execute("UPDATE changes SET bytes = (SELECT coalesce(sum(bytes), 0) FROM texts)")
+    if conn.execute("SELECT count(*) FROM changes").fetchone()[0] == 0:
+        conn.execute("INSERT INTO changes (n, bytes) VALUES (0, (SELECT coalesce(sum(bytes), 0) FROM texts))")
+    conn.execute("CREATE INDEX IF NOT EXISTS texts_by_use ON texts (used, id, bytes)")
+    conn.execute("CREATE TRIGGER IF NOT EXISTS texts_added AFTER INSERT ON texts BEGIN "
+                 "UPDATE changes SET bytes = bytes + new.bytes; END")
+    conn.execute("CREATE TRIGGER IF NOT EXISTS texts_removed AFTER DELETE ON texts BEGIN "
+                 "UPDATE changes SET bytes = bytes - old.bytes; END")
+
+
+def _is_damage(exc: BaseException) -> bool:
+    """A file that is not (or no longer) a database, as opposed to one that is locked, read-only or full."""
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.DatabaseError) and ("malformed" in text or "not a database" in text)
 
 
 class HistorySync:

@@ -10,7 +10,9 @@ from collections.abc import Iterable
 from PySide6.QtCore import QMimeData, Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
 
-from app.store.attachments import Attachment, AttachmentError, check_total, read_attachment
+from app.store.attachments import (
+    MAX_MESSAGE_ATTACHMENTS, Attachment, AttachmentError, check_total, read_attachment,
+)
 
 
 def local_files(mime: QMimeData) -> list[str]:
@@ -42,9 +44,16 @@ class AttachmentTray(QWidget):
         return tuple(self._attachments)
 
     def add_paths(self, paths: Iterable[str]) -> None:
-        """Attach these files; those that cannot be (too large, binary, unreadable) are refused with a reason."""
-        problems = []
-        for path in paths:
+        """Attach these files; those that cannot be (too large, binary, unreadable) are refused with a reason, at
+        most a few sentences however many files were dropped."""
+        paths = list(paths)
+        problems: list[str] = []
+        left_out = ""
+        for tried, path in enumerate(paths):
+            if len(self._attachments) >= MAX_MESSAGE_ATTACHMENTS or tried >= 2 * MAX_MESSAGE_ATTACHMENTS:
+                left_out = (f"{len(paths) - tried} more files were not attached: one message carries at most "
+                            f"{MAX_MESSAGE_ATTACHMENTS} files.")
+                break
             try:
                 attachment = read_attachment(path)
                 kept = [a for a in self._attachments if a.name != attachment.name]  # the same file again replaces it
@@ -54,8 +63,10 @@ class AttachmentTray(QWidget):
                 continue
             self._attachments = [*kept, attachment]
         self._show()
-        if problems:
-            self.sig_refused.emit(" ".join(problems))
+        if len(problems) > 4:
+            problems = [*problems[:3], f"{len(problems) - 3} more files could not be attached."]
+        if problems or left_out:
+            self.sig_refused.emit(" ".join([*problems, left_out]).strip())
 
     def set_attachments(self, attachments: Iterable[Attachment]) -> None:
         self._attachments = list(attachments)

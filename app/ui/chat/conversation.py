@@ -126,6 +126,11 @@ class Conversation(QObject):
         self._dropped_before = 0
         self._notice_shown = ""
         self.reload()
+        last = self.store.messages(chat_id, limit=1) if chat_id is not None else []
+        if last and last[0].role == "user":
+            # A reply that failed, or a window or engine killed mid-reply: the question keeps its way forward.
+            self.view.add_notice("This message has no reply: the last attempt failed or was interrupted.",
+                                 kind="error", retry=True)
 
     def reload(self, without: Optional[int] = None) -> None:
         """Show the open chat from its end: its newest messages at once, older ones as the user scrolls up;
@@ -382,7 +387,8 @@ class Conversation(QObject):
         request = self._current(failed.request_id)
         if request is None:
             return
-        self._end_request(request, request.partial_stats("error"), text=None, error=failed.message)
+        self._end_request(request, request.partial_stats("error"), text=None, error=failed.message,
+                          retryable=failed.retryable)
 
     def _on_ended(self, ended: ReplyEnded) -> None:
         request = self._current(ended.request_id)
@@ -391,7 +397,7 @@ class Conversation(QObject):
             self._end_request(request, request.partial_stats("cancelled"), text=None)
 
     def _end_request(self, request: ReplyRequest, stats: GenerationStats, text: Optional[str],
-                     error: Optional[str] = None) -> None:
+                     error: Optional[str] = None, retryable: bool = True) -> None:
         """Retire the request and keep its reply (if any text arrived): the writer stores it, then the transcript
         shows it finished. Whatever goes wrong on the way, the window ends up idle: the busy state is reset in
         `finally`."""
@@ -407,20 +413,20 @@ class Conversation(QObject):
             if reply:
                 def failed(exc: BaseException) -> None:
                     self._save_failed(exc)
-                    self._reply_kept(request, stats, reply, error, None)
+                    self._reply_kept(request, stats, reply, error, None, retryable)
 
                 self.writer.save(request.save_job(
                     stats, reply, final=True,
-                    on_done=lambda stored, _seconds: self._reply_kept(request, stats, reply, error, stored),
+                    on_done=lambda stored, _seconds: self._reply_kept(request, stats, reply, error, stored, retryable),
                     on_failed=failed))
             else:
-                self._reply_kept(request, stats, reply, error, None)
+                self._reply_kept(request, stats, reply, error, None, retryable)
         finally:
             self.sig_live_stats.emit("")
             self.sig_busy_changed.emit(False)
 
     def _reply_kept(self, request: ReplyRequest, stats: GenerationStats, reply: str, error: Optional[str],
-                    stored: Optional[Message]) -> None:
+                    stored: Optional[Message], retryable: bool = True) -> None:
         """The reply's save answered (`stored`: None when it failed or there was nothing to save)."""
         if request.chat_id == self.chat_id:
             if stored is not None:
@@ -437,7 +443,7 @@ class Conversation(QObject):
                 self.view.finish_stream(TranscriptMessage(-1, "assistant", "", [], stats,
                                                           model_label(request.target_name, request.draft_name)))
             if error:
-                self.view.add_notice(error, kind="error", retry=True)
+                self.view.add_notice(error, kind="error", retry=retryable)
             if stats.prompt_tokens or request.prompt_tokens:
                 self._show_usage((stats.prompt_tokens or request.prompt_tokens) + stats.tokens)
         elif error:

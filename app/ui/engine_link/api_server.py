@@ -53,7 +53,7 @@ class ApiServerControl(QObject):
 
     def choice(self) -> ApiServerChoice:
         s = self._settings()
-        return ApiServerChoice(s.api_server, s.api_host, s.api_port, saved_key())
+        return ApiServerChoice(s.api_server, s.api_host, s.api_port, saved_key(), s.api_own_history)
 
     def state_text(self) -> str:
         """What the server is doing now, in words (for the Settings page)."""
@@ -69,7 +69,7 @@ class ApiServerControl(QObject):
         Raises OSError when the key cannot be saved."""
         save_key(choice.api_key)
         self._apply_settings(dataclasses.replace(self._settings(), api_server=choice.enabled, api_host=choice.host,
-                                                 api_port=choice.port))
+                                                 api_port=choice.port, api_own_history=choice.own_history))
         self._send()
 
     def stop_request(self) -> None:
@@ -84,7 +84,8 @@ class ApiServerControl(QObject):
 
     def _send(self) -> None:
         s = self._settings()
-        spec = ApiServeSpec(host=s.api_host, port=s.api_port, api_key=saved_key()) if s.api_server else None
+        spec = (ApiServeSpec(host=s.api_host, port=s.api_port, api_key=saved_key(), own_history=s.api_own_history)
+                if s.api_server else None)
         if spec is None and not self.state.url:
             self._on_state(ApiState())
             return  # nothing runs: no need to start an engine process to say so

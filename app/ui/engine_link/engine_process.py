@@ -21,6 +21,7 @@ from typing import Callable, Optional
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.platform import paths
+from app.engine.child_process import build_fault_sentence, is_build_fault, last_error_line, signal_name
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import ContextEvent, FinishedEvent, NoticeEvent, RoundEvent, TokenEvent
 from app.engine.host.wire import (
@@ -46,16 +47,7 @@ class WorkerDeath:
     loading_path: Optional[str]  # the model file being loaded, if the worker died loading one
     load_request_id: Optional[int]
     generate_request_id: Optional[int]
-
-
-def last_error_line(log_text: str) -> str:
-    """The line of a worker's stderr that best says why it died (llama.cpp's assertion, else the last line)."""
-    lines = [line.strip() for line in log_text.splitlines() if line.strip()]
-    for needle in ("GGML_ASSERT", "error", "Error", "terminate called", "what():"):
-        hits = [line for line in lines if needle in line]
-        if hits:
-            return hits[-1]
-    return lines[-1] if lines else ""
+    build_fault: bool = False  # SIGILL: this llama.cpp build cannot run here; no model file is to blame
 
 
 def stuck_sentence(target: Optional[Target]) -> str:
@@ -205,7 +197,7 @@ class EngineProcess(QObject):
             except OSError:
                 pass
 
-    def _restart_after_death(self, message: str) -> None:
+    def _restart_after_death(self, message: str, build_fault: bool = False) -> None:
         process = self._process
         self._process, self._conn = None, None
         if process is not None:
@@ -222,9 +214,9 @@ class EngineProcess(QObject):
             except OSError:
                 pass
         death = WorkerDeath(message, detail, self._loading_path, self._load_in_flight,
-                            min(self._generate_in_flight) if self._generate_in_flight else None)
-        sentence = f"{message} llama.cpp said: {detail}" if detail else message
-        if "ggml-rpc" in detail:
+                            min(self._generate_in_flight) if self._generate_in_flight else None, build_fault)
+        sentence = f"{message} llama.cpp said: {detail}" if detail and not build_fault else message
+        if "ggml-rpc" in detail and not build_fault:
             # ggml aborts the process when an RPC worker goes away; say that first, in the user's terms.
             sentence = (f"An RPC worker stopped answering ({detail.rsplit('/', 1)[-1]}); the reply so far is kept "
                         "and a fresh engine was started. Check the workers in Settings.")
@@ -232,7 +224,7 @@ class EngineProcess(QObject):
             timer.stop()
         self._stuck_timers.clear()
         for request_id in sorted(self._generate_in_flight):
-            self.sig_generation_failed.emit(ReplyFailed(request_id, sentence))
+            self.sig_generation_failed.emit(ReplyFailed(request_id, sentence, retryable=not build_fault))
             self.sig_generation_ended.emit(ReplyEnded(request_id))
         self._generate_in_flight.clear()
         self._load_in_flight = self._loading_path = None
@@ -247,16 +239,11 @@ class EngineProcess(QObject):
         if process is not None:
             process.join(1)
             code = process.exitcode
-        if code is not None and code < 0:
-            how = f"was stopped by signal {-code}"
-            try:
-                import signal
-
-                how = f"was stopped by {signal.Signals(-code).name}"
-            except ValueError:
-                pass
-        else:
-            how = f"exited unexpectedly (code {code})"
+        if is_build_fault(code):
+            self._restart_after_death(f"{build_fault_sentence()} Your chats are safe.", build_fault=True)
+            return
+        how = f"was stopped by {signal_name(-code)}" if code is not None and code < 0 else \
+            f"exited unexpectedly (code {code})"
         self._restart_after_death(f"The engine process {how}; your chats are safe and a fresh engine was started.")
 
     # ----- requests

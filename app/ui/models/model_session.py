@@ -232,6 +232,10 @@ class ModelSession(QObject):
         self._loaded = (None, None)
         changed, self._loaded_identity = self.changed_files(), {}
         said = f" llama.cpp said: {death.detail}" if death.detail else ""
+        if death.build_fault:
+            # The build, not a file: nothing is marked unusable, and nothing is loaded again only to crash again.
+            self._fail(death.message)
+            return
         if changed and not death.loading_path:
             # Not llama.cpp's fault: the file was cut or rewritten under it. Not loaded again until rescanned.
             name = Path(changed[0]).name

@@ -9,9 +9,11 @@ from dataclasses import dataclass
 from typing import Optional
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QFormLayout, QLabel, QLineEdit, QSpinBox,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
+                               QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
+from app.common.units import format_bytes
+from app.engine.speculation.history_file import api_history_size, clear_api_history
 from app.serve.key_store import key_problem
 from app.serve.requests import is_loopback
 
@@ -30,6 +32,7 @@ class ApiServerChoice:
     host: str
     port: int
     api_key: Optional[str]
+    own_history: bool = False
 
 
 class ApiServerPage(QWidget):
@@ -62,6 +65,23 @@ class ApiServerPage(QWidget):
         form.addRow("API key", self.api_key)
         layout.addLayout(form)
 
+        # Never the person's chats: a client could tell from provenance (or speed) what they hold.
+        self.own_history = QCheckBox("Let API clients draft from a history of their own requests")
+        self.own_history.setChecked(choice.own_history)
+        self.own_history.setToolTip("API requests never draft from or add to the history of your chats. With this "
+                                    "on they keep one of their own, kept apart, which you can clear here.")
+        history_row = QHBoxLayout()
+        history_row.addWidget(self.own_history, 1)
+        self.history_size = QLabel("")
+        self.history_size.setObjectName("Muted")
+        history_row.addWidget(self.history_size)
+        self.clear_history = QPushButton("Clear")
+        self.clear_history.setToolTip("Forget every text API clients' requests left in their history")
+        self.clear_history.clicked.connect(self._clear_history)
+        history_row.addWidget(self.clear_history)
+        layout.addLayout(history_row)
+        self._show_history_size()
+
         self.base_url = QLabel("")
         self.base_url.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.base_url)
@@ -80,7 +100,7 @@ class ApiServerPage(QWidget):
 
     def choice(self) -> ApiServerChoice:
         return ApiServerChoice(self.enabled.isChecked(), self.host.text().strip() or "127.0.0.1",
-                               self.port.value(), self.api_key.text().strip() or None)
+                               self.port.value(), self.api_key.text().strip() or None, self.own_history.isChecked())
 
     def problem(self) -> Optional[str]:
         """Why the page's values cannot be used, in one sentence, or None."""
@@ -88,6 +108,15 @@ class ApiServerPage(QWidget):
         if any(c.isspace() for c in choice.host) or not choice.host.isascii():
             return "The address must be a host name or an IP address, such as 127.0.0.1."
         return key_problem(choice.api_key)
+
+    def _show_history_size(self) -> None:
+        size = api_history_size()
+        self.history_size.setText(format_bytes(size) if size else "empty")
+        self.clear_history.setEnabled(size > 0)
+
+    def _clear_history(self) -> None:
+        clear_api_history()
+        self._show_history_size()
 
     def set_state(self, text: str) -> None:
         """What the server is doing now, in words."""

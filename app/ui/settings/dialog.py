@@ -196,7 +196,7 @@ class AppSettingsDialog(QDialog):
         self.pages.add_page("Servers and RPC", self.remote)
 
         self.api_page = ApiServerPage(ApiServerChoice(settings.api_server, settings.api_host, settings.api_port,
-                                                      saved_key()))
+                                                      saved_key(), settings.api_own_history))
         self.api_page.set_state(api_state)
         self.pages.add_page("API server", self.api_page)
 
@@ -271,6 +271,7 @@ class AppSettingsDialog(QDialog):
             api_server=self.api_page.choice().enabled,
             api_host=self.api_page.choice().host,
             api_port=self.api_page.choice().port,
+            api_own_history=self.api_page.choice().own_history,
         )
 
 

@@ -1,0 +1,145 @@
+"""What a llama.cpp child process's end says: its last error line, its signal's name, and whether the build itself
+cannot run on this machine. One copy for every child: the engine process, the model probe, the RPC check, the CLI.
+
+Plain Python, no llama_cpp: the window reads a dead worker's log with it.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import sys
+
+_ASSERT_SOURCE = re.compile(r"^\S*/([^/\s]+:\d+:)")
+_LINE_LIMIT = 300
+
+# The rebuild a person runs from a source checkout; a bundle is rebuilt by whoever made it.
+REBUILD_COMMAND = "python3 packaging/install.py --rebuild"
+
+
+def last_error_line(log_text: str) -> str:
+    """The line of llama.cpp's output that best says what went wrong: the last assert or abort that fired, else the
+    model loader's reason, else the last line that says error, fail or terminate, else the last line."""
+    lines = [line.strip() for line in log_text.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if "GGML_ASSERT" in line or "GGML_ABORT" in line:
+            return _short(_ASSERT_SOURCE.sub(r"\1", line))
+    for line in lines:
+        _, found, reason = line.partition("error loading model: ")
+        if found and not reason.startswith("llama_model_loader: failed to load model"):
+            return _short(reason)
+    for line in reversed(lines):
+        lowered = line.lower()
+        if "error" in lowered or "fail" in lowered or "terminate called" in lowered or "what():" in lowered:
+            return _short(line)
+    return _short(lines[-1]) if lines else ""
+
+
+def _short(line: str) -> str:
+    return line if len(line) <= _LINE_LIMIT else line[:_LINE_LIMIT - 3] + "..."
+
+
+def signal_of(returncode: int | None) -> int | None:
+    """The signal that ended a child: a negative return code (subprocess, multiprocessing) or a shell's 128 + N."""
+    if returncode is None:
+        return None
+    if returncode < 0:
+        return -returncode
+    if 128 < returncode < 128 + 65:
+        return returncode - 128
+    return None
+
+
+def signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def how_it_ended(returncode: int | None) -> str:
+    """"killed by SIGSEGV", "exit status 3": for a sentence about a child that died."""
+    if returncode is not None and returncode < 0:
+        return f"killed by {signal_name(-returncode)}"
+    return f"exit status {returncode}"
+
+
+def is_build_fault(returncode: int | None) -> bool:
+    """True when the child died because this llama.cpp build uses instructions the CPU cannot run (SIGILL): no
+    model file is to blame, and running it again crashes again."""
+    return signal_of(returncode) == getattr(signal, "SIGILL", 4)
+
+
+def build_fault_sentence() -> str:
+    """The one sentence a person gets for a SIGILL, in the window and in the CLI."""
+    how = (f"rebuild it for this machine with `{REBUILD_COMMAND}` in SpecChat's folder" if not getattr(sys, "frozen", False)
+           else "this copy of SpecChat must be rebuilt on (or for) this machine's CPU")
+    return ("llama.cpp stopped with an illegal instruction (SIGILL): this build of llama.cpp uses CPU instructions "
+            "this machine cannot run (often AMX or AVX-512 on a virtual machine). It is not the model file: "
+            f"{how}.")
+
+
+def run_supervised(command: list[str]) -> int:
+    """Run `command` (a front end that loads llama.cpp in its own process) as a child and end as it ended, saying
+    first, in one sentence on stderr, why a SIGILL killed it: a process killed by SIGILL cannot say it itself.
+
+    Signals sent to this process are passed on to the child, except a Ctrl-C typed at the terminal, which reaches
+    the child through the terminal's process group already (passing it on too would interrupt its clean-up). Any
+    other death by a signal is re-raised here, so callers see the same status as without the supervisor.
+    """
+    import os
+    import subprocess
+
+    child = subprocess.Popen(command, env=dict(os.environ, SPECCHAT_SUPERVISED="1"),
+                             preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+
+    def forward(signum: int, _frame: object) -> None:
+        if signum == signal.SIGINT and _typed_at_terminal():
+            return
+        child.send_signal(signum)
+
+    names = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGCONT")
+    previous = {}
+    for signum in (getattr(signal, name) for name in names if hasattr(signal, name)):
+        previous[signum] = signal.signal(signum, forward)
+    try:
+        while True:
+            try:
+                code = child.wait()
+                break
+            except KeyboardInterrupt:  # a handler replaced by the time the signal arrived: wait on
+                continue
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if is_build_fault(code):
+        sys.stderr.write(f"specchat-cli: {build_fault_sentence()}\n")
+        sys.stderr.flush()
+    if code < 0:
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+        return 128 - code  # where the signal does not end this process
+    return code
+
+
+def _die_with_parent() -> None:
+    """In the child, before it runs: end with the supervisor, so a supervisor killed outright leaves nothing."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _typed_at_terminal() -> bool:
+    """Whether this process is in the foreground of a terminal, where a SIGINT is a Ctrl-C sent to the group."""
+    import os
+
+    for stream in (sys.stdin, sys.stderr):
+        try:
+            if stream is not None and stream.isatty() and os.tcgetpgrp(stream.fileno()) == os.getpgrp():
+                return True
+        except (OSError, ValueError, AttributeError):
+            continue
+    return False

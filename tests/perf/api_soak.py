@@ -1,0 +1,168 @@
+"""`specchat-cli serve` (the real CLI, a subprocess) under a mix of hostile and well-behaved requests: every
+well-behaved one is answered, the process stays alive, and its memory stays bounded.
+
+    python -m tests.perf.api_soak TARGET.gguf [--requests 1000]
+
+prints one line of figures. tests/serve/test_api_soak.py runs a short version on the suite's tiny model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import queue
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+try:  # the HTTP client the app uses (pyproject.toml): httpx2, or httpx on Python 3.10
+    import httpx2 as httpx
+except ImportError:  # pragma: no cover
+    import httpx  # type: ignore[no-redef]
+
+ROOT = Path(__file__).resolve().parents[2]
+HI = [{"role": "user", "content": "hi"}]
+
+# (name, what is sent): a body (bytes), extra headers, or a raw-socket behaviour.
+HOSTILE = [
+    ("deep nesting", b'{"messages": ' + b"[" * 50_000 + b"]" * 50_000 + b"}", {}),
+    ("huge integer", b'{"max_tokens": ' + b"9" * 5000 + b', "messages": [{"role": "user", "content": "hi"}]}', {}),
+    ("400-digit temperature", b'{"temperature": 1' + b"0" * 400 + b', "messages": [{"role": "user", "content": "hi"}]}',
+     {}),
+    ("lone surrogate", json.dumps({"messages": [{"role": "user", "content": "a\ud800"}]}).encode(), {}),
+    ("40,000 messages", json.dumps({"max_tokens": 2, "messages": HI * 40_000}).encode(), {}),
+    ("not JSON", b"{not json", {}),
+    ("not an object", b"[1, 2, 3]", {}),
+    ("foreign origin", json.dumps({"max_tokens": 2, "messages": HI}).encode(), {"Origin": "https://evil.example"}),
+    ("other local port", json.dumps({"max_tokens": 2, "messages": HI}).encode(), {"Origin": "http://localhost:1"}),
+    ("malformed origin", json.dumps({"max_tokens": 2, "messages": HI}).encode(), {"Origin": "http://[::1"}),
+    ("rebound host", json.dumps({"max_tokens": 2, "messages": HI}).encode(), {"Host": "evil.example"}),
+    ("malformed host", json.dumps({"max_tokens": 2, "messages": HI}).encode(), {"Host": "localhost:99999"}),
+    ("too large", b" " * (5 << 20), {}),
+    ("max_tokens past the cap", json.dumps({"max_tokens": 10**9, "messages": HI}).encode(), {}),
+    ("bad role", json.dumps({"messages": [{"role": "wizard", "content": "hi"}]}).encode(), {}),
+]
+SOCKET_KINDS = ("idle socket", "slowloris head", "gone mid-stream")
+
+
+@dataclass
+class SoakResult:
+    requests: int
+    well_behaved: int
+    answered: int
+    hostile_statuses: dict
+    peak_rss_mb: float
+    first_rss_mb: float  # after the first well-behaved reply: what the loaded model itself takes
+    alive: bool
+    wall_s: float
+
+    def line(self) -> str:
+        statuses = ", ".join(f"{k}: {v}" for k, v in sorted(self.hostile_statuses.items()))
+        return (f"{self.requests} requests ({self.well_behaved} well-behaved, {self.answered} answered), "
+                f"peak RSS {self.peak_rss_mb:.0f} MB ({self.peak_rss_mb - self.first_rss_mb:+.0f} MB after the first "
+                f"reply), alive: {self.alive}, {self.wall_s:.0f} s; hostile: {statuses}")
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+def _raw(host: str, port: int, kind: str) -> str:
+    sock = socket.create_connection((host, port), timeout=5)
+    try:
+        if kind == "slowloris head":
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        elif kind == "gone mid-stream":
+            body = json.dumps({"max_tokens": 64, "stream": True, "messages": HI}).encode()
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
+                         b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+            sock.recv(256)
+        return kind
+    finally:
+        if kind != "idle socket":
+            sock.close()
+        else:
+            _IDLE.append(sock)
+
+
+_IDLE: list[socket.socket] = []
+
+
+def soak(target: Path, requests: int = 1000, threads: int = 1) -> SoakResult:
+    process = subprocess.Popen([sys.executable, "-m", "app", "serve", "--target", str(target), "--ngram", "--port",
+                                "0", "--threads", str(threads), "--max-tokens", "64"],
+                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
+    started = time.monotonic()
+    statuses: dict = {}
+    answered = well_behaved = 0
+    peak = first = 0.0
+    try:
+        found = re.search(r"at (http://(127\.0\.0\.1):(\d+))/v1", lines.get(timeout=120))
+        if not found:
+            raise RuntimeError("serve did not start")
+        url, host, port = found.group(1), found.group(2), int(found.group(3))
+        pids = [process.pid, *_children(process.pid)]
+        kinds = itertools.cycle([("good", None, {})] + HOSTILE + [(k, None, {}) for k in SOCKET_KINDS])
+        with httpx.Client(timeout=httpx.Timeout(60.0), trust_env=False) as http:
+            for n in range(requests):
+                name, body, headers = next(kinds)
+                if name == "good":
+                    well_behaved += 1
+                    reply = http.post(f"{url}/v1/chat/completions", json={"max_tokens": 2, "messages": HI})
+                    answered += reply.status_code == 200 and bool(reply.json()["choices"][0]["message"])
+                elif name in SOCKET_KINDS:
+                    _raw(host, port, name)
+                    statuses[name] = statuses.get(name, 0) + 1
+                else:
+                    reply = http.post(f"{url}/v1/chat/completions", content=body,
+                                      headers={"Content-Type": "application/json", **headers})
+                    statuses[f"{name} {reply.status_code}"] = statuses.get(f"{name} {reply.status_code}", 0) + 1
+                if n % 25 == 0 or n == 1:
+                    rss = sum(_rss_mb(pid) for pid in pids[1:]) or _rss_mb(pids[0])
+                    first = first or rss
+                    peak = max(peak, rss)
+        alive = process.poll() is None
+        peak = max(peak, sum(_rss_mb(pid) for pid in pids[1:]) or _rss_mb(pids[0]))
+    finally:
+        for sock in _IDLE:
+            sock.close()
+        _IDLE.clear()
+        process.terminate()
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return SoakResult(requests, well_behaved, answered, statuses, peak, first, alive, time.monotonic() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("target")
+    parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    print(soak(Path(args.target), args.requests, args.threads).line())
+
+
+if __name__ == "__main__":
+    main()
