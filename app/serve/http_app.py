@@ -189,18 +189,6 @@ async def _cancel_on_disconnect(request: Request, job: ServeJob) -> None:
             return
 
 
-async def _finished_after_stop(inbox: asyncio.Queue, job: ServeJob) -> Optional[FinishedEvent]:
-    """After a stop string: the engine stops within a round; its FinishedEvent carries the reply's real totals."""
-    job.enough.set()
-    finished: Optional[FinishedEvent] = None
-    while True:
-        record = await inbox.get()
-        if isinstance(record, FinishedEvent):
-            finished = record
-        elif isinstance(record, JobEnded):
-            return finished
-
-
 async def _whole_reply(shaper: ReplyShaper, inbox: asyncio.Queue, job: ServeJob) -> Response:
     finished: Optional[FinishedEvent] = None
     failure: Optional[JobFailed] = None

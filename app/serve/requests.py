@@ -33,7 +33,6 @@ class ApiLimits:
     max_body_bytes: int = 4 * 1024 * 1024
     max_tokens: int = 4096  # the most a request may ask for, and what it gets when it does not say
     max_queued: int = 8  # requests waiting behind the one being answered
-    connections: ConnectionLimits = ConnectionLimits()
 
 
 @dataclass(frozen=True)
