@@ -169,7 +169,7 @@ async def _read_body(request: Request, limit: int) -> bytes:
     """The body, refused with 413 past `limit` bytes (also when a chunked body never says its length)."""
     too_large = BadRequest(f"The request is larger than this server accepts ({limit // 1024} KiB).", 413)
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and (len(declared) > 15 or int(declared) > limit):
+    if declared is not None and declared.isdigit() and int(declared) > limit:
         raise too_large
     parts, size = [], 0
     async for part in request.stream():
