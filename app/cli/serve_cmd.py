@@ -130,4 +130,6 @@ def _report(job, finished) -> None:
     line = f"request {job.serial}: {s.tokens} tokens, {s.tokens_per_second:.1f} tok/s"
     if s.drafted:
         line += f", {s.accepted} of {s.drafted} drafted tokens kept"
+    if s.stop_reason == "stop_string":
+        line += ", ended by a stop string"
     print(line, file=sys.stderr, flush=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.serve.api_fixtures import DEADLINE_S, chat_body, stream_chunks, streamed_text, streamed_tokens
+from tests.serve.api_fixtures import DEADLINE_S, chat_body, client, stream_chunks, streamed_text, streamed_tokens
 
 ROOT = Path(__file__).resolve().parents[2]
 MESSAGE = "the cat and the dog"
@@ -27,7 +27,8 @@ def _cli(*args, timeout: float = 300) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def served(tiny_models):
-    """`specchat-cli serve` with the tiny pair on a free port; yields its base URL, then stops it with Ctrl+C."""
+    """`specchat-cli serve` with the tiny pair on a free port; yields its base URL and a queue of the lines it
+    writes to stderr after the first, then stops it with Ctrl+C."""
     process = subprocess.Popen(
         [sys.executable, "-m", "app", "serve", "--target", str(tiny_models.target), "--draft",
          str(tiny_models.draft), "--draft-max", "3", "--port", "0", "--threads", "1"],
@@ -38,7 +39,7 @@ def served(tiny_models):
         first = lines.get(timeout=DEADLINE_S)
         found = re.search(r"at (http://127\.0\.0\.1:\d+)/v1", first)
         assert found, first
-        yield found.group(1)
+        yield found.group(1), lines
     finally:
         process.send_signal(signal.SIGINT)
         try:
@@ -51,6 +52,7 @@ def served(tiny_models):
 
 
 def test_served_reply_is_generates_reply_and_names_each_tokens_drafter(tiny_models, served):
+    served, _ = served
     local = _cli("generate", "--target", tiny_models.target, "--draft", tiny_models.draft, "--draft-max", 3,
                  "--threads", 1, "--chat", MESSAGE, "--max-tokens", 40, "--json")
     assert local.returncode == 0, local.stderr
@@ -73,10 +75,22 @@ def test_served_reply_is_generates_reply_and_names_each_tokens_drafter(tiny_mode
 
 
 def test_a_port_in_use_is_one_sentence(tiny_models, served):
-    port = served.rsplit(":", 1)[1]
+    port = served[0].rsplit(":", 1)[1]
     done = _cli("serve", "--target", tiny_models.target, "--port", port, "--threads", 1, timeout=DEADLINE_S)
     assert done.returncode == 1
     assert done.stderr.strip() == f"error: Port {port} on 127.0.0.1 is in use; choose another port."
+
+
+def test_a_reply_ended_by_a_stop_string_is_logged_with_its_totals(served):
+    url, lines = served
+    with client() as http:
+        full = http.post(f"{url}/v1/chat/completions", json=chat_body(MESSAGE, 30)).json()
+        stop = full["choices"][0]["message"]["content"][10:13]
+        cut = http.post(f"{url}/v1/chat/completions", json=chat_body(MESSAGE, 30, stop=[stop])).json()
+    assert cut["choices"][0]["finish_reason"] == "stop" and cut["specchat"]["rounds"] > 0
+    logged = [lines.get(timeout=DEADLINE_S) for _ in range(2)]
+    assert logged[0].startswith("request 1: 30 tokens") and "ended by a stop string" not in logged[0]
+    assert logged[1].startswith("request 2: ") and "drafted tokens kept, ended by a stop string" in logged[1]
 
 
 def test_bad_arguments_are_refused_before_loading(tiny_models):
