@@ -87,3 +87,47 @@ def test_a_saved_port_out_of_range_falls_back_with_a_warning(tmp_path):
     path.write_text('{"api_server": true, "api_port": 70000}')
     settings = load_settings(path)
     assert settings.api_server and settings.api_port == 1234 and "api_port" in settings.load_warning
+
+
+def test_an_api_request_that_kills_the_engine_ends_its_connection_and_the_api_comes_back(
+        make_window, qtbot, fake_engine, model_folder, tiny_models):
+    # The API's request is answered in the engine process, so what kills the engine (llama.cpp's abort, SIGILL)
+    # ends the server with it: its client's connection drops, and the window starts the server again.
+    window = make_window(engine_factory=fake_engine, api_server=True, api_port=_free_port())
+    target = model_folder / tiny_models.target.name
+    choose_pair(qtbot, window, target, None)
+    control = window.api_server
+    qtbot.waitUntil(lambda: bool(control.state.url), timeout=int(DEADLINE_S * 1000))
+    url = control.state.url
+    outcome: dict = {}
+
+    def ask(name: str) -> None:
+        try:
+            with client() as http:
+                answer = http.post(f"{url}/v1/chat/completions", json=chat_body("hi", 4))
+            outcome[name] = (answer.status_code, answer.json())
+        except Exception as exc:  # what the client sees when the process on the other end dies
+            outcome[name] = (type(exc).__name__, None)
+
+    fake_engine.illegal_instruction_in_chat = True
+    with qtbot.waitSignal(window.engine_process.sig_worker_died, timeout=int(DEADLINE_S * 1000)):
+        threading.Thread(target=ask, args=("killing",)).start()
+    qtbot.waitUntil(lambda: "killing" in outcome, timeout=int(DEADLINE_S * 1000))
+    assert outcome["killing"][0] in ("RemoteProtocolError", "ReadError")  # the connection dropped, no reply
+    fake_engine.illegal_instruction_in_chat = False
+
+    qtbot.waitUntil(lambda: bool(control.state.url), timeout=int(DEADLINE_S * 1000))  # listening again
+    assert control.state.url == url
+    waiting = threading.Thread(target=ask, args=("after",))
+    waiting.start()
+    qtbot.waitUntil(lambda: not waiting.is_alive(), timeout=int(DEADLINE_S * 1000))
+    # The crash was the build's fault (SIGILL): the window does not load the models again only to crash again, so
+    # the API says no model is loaded until the person loads one.
+    status, body = outcome["after"]
+    assert status == 503 and "No model is loaded" in body["error"]["message"]
+    choose_pair(qtbot, window, target, None)
+    again = threading.Thread(target=ask, args=("reloaded",))
+    again.start()
+    qtbot.waitUntil(lambda: not again.is_alive(), timeout=int(DEADLINE_S * 1000))
+    status, body = outcome["reloaded"]
+    assert status == 200 and body["choices"][0]["message"]["content"]
