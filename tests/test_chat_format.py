@@ -82,3 +82,23 @@ def test_the_budget_counts_steps_not_seconds(monkeypatch):
     ticks = iter(range(0, 10**9, 1000))
     monkeypatch.setattr(time, "monotonic", lambda: float(next(ticks)))
     assert render_prompt(CHATML_TEMPLATE, MESSAGES).text == CHATML_TEXT
+
+
+def test_a_template_that_refuses_one_conversation_is_tried_again_on_the_next(tiny_models):
+    # Gemma-style templates raise when roles do not alternate: that request gets ChatML and a notice, and the
+    # next conversation (another chat, another API client) gets the model's own template again.
+    from app.engine.local.llama_model import LoadedModel
+    from app.engine.local.prompts import Prompts
+
+    model = LoadedModel(tiny_models.target, n_ctx=256, n_threads=1)
+    try:
+        prompts = Prompts(model)
+        prompts._chat_template = ("{% if messages[0]['role'] == 'assistant' %}{{ raise_exception('Conversation "
+                                  "must start with the user') }}{% endif %}{% for m in messages %}[{{ m.role }}]"
+                                  "{{ m.content }}{% endfor %}")
+        refused = prompts.render([{"role": "assistant", "content": "hi"}])
+        assert "must start with the user" in refused.notice and refused.text.startswith("<|im_start|>")
+        fine = prompts.render([{"role": "user", "content": "hi"}])
+        assert fine.text == "[user]hi" and fine.notice == "" and prompts.template_notice == ""
+    finally:
+        model.close()

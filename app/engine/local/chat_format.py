@@ -52,10 +52,17 @@ class RenderedPrompt:
     text: str
     markup: tuple[tuple[int, int], ...]
     notice: str = ""
+    # The template itself refused this conversation (its raise_exception: "roles must alternate"): the next
+    # conversation may well be fine, so the model's template is not given up on for it.
+    refused_conversation: bool = False
+
+
+class _Refusal(TemplateError):
+    """The template's own raise_exception: a verdict on the conversation, not a fault of the template."""
 
 
 def _raise(message: str):
-    raise TemplateError(message)
+    raise _Refusal(message)
 
 
 def _check_sizes(values) -> None:
@@ -191,7 +198,7 @@ def render_prompt(
     if budget_steps is None:
         budget_steps = BASE_STEPS + STEPS_PER_MESSAGE * len(messages)
     specials = dict(add_generation_prompt=add_generation_prompt, bos_token=bos_token, eos_token=eos_token)
-    notice = ""
+    notice, refused = "", False
     if template:
         try:
             return _render_marked(template, messages, specials, budget_steps, max_chars)
@@ -201,6 +208,8 @@ def render_prompt(
             notice = "it calls itself without end"
         except MemoryError:
             notice = "it needs more memory than there is"
+        except _Refusal as exc:
+            notice, refused = f"it reported an error: {exc}", True
         except TemplateError as exc:
             notice = f"it reported an error: {exc}"
         except Exception as exc:  # any other template error: a bad template is no reason to refuse to chat
@@ -211,7 +220,7 @@ def render_prompt(
     except (_OutOfBudget, RecursionError, MemoryError) as exc:
         raise PromptFormatError(f"The conversation could not be formatted for the model ({exc or 'too large'}).") \
             from None
-    return RenderedPrompt(rendered.text, rendered.markup, notice)
+    return RenderedPrompt(rendered.text, rendered.markup, notice, refused)
 
 
 def _render_marked(template: str, messages: list[dict], specials: dict, budget_steps: int,

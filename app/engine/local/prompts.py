@@ -48,11 +48,13 @@ class Prompts:
         bos = target.token_text(target.bos_id) if target.bos_id >= 0 else ""
         eos = target.token_text(target.eos_id) if target.eos_id >= 0 else ""
         rendered = render_prompt(self._chat_template, messages, bos_token=bos, eos_token=eos)
-        if rendered.notice:
-            # A template that failed once is not run again for this model: each try could cost its whole time
-            # budget, and its reason may differ from try to try (time or output cap), which would read as news.
+        if rendered.notice and not rendered.refused_conversation:
+            # A template that failed once is not run again for this model: each try could cost its whole budget,
+            # and its reason may differ from try to try, which would read as news. One that refused this
+            # conversation (its raise_exception) is tried again on the next: one request (an API client's, say)
+            # must not change how every other chat is formatted.
             self._chat_template, self._template_fallback = None, rendered.notice
-        self.template_notice = self._template_fallback
+        self.template_notice = rendered.notice if rendered.refused_conversation else self._template_fallback
         text, markup = rendered.text, rendered.markup
         if target.add_bos and bos and text.startswith(bos):
             # tokenize() adds BOS itself; a second one would confuse the model
