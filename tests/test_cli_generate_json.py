@@ -53,6 +53,8 @@ def test_tokens_and_rounds_tell_the_same_story(tiny_models, drafter):
         assert record["drafter"] in (drafter, "none") and record["time_s"] > 0 and record["reason"]
     drafted_rounds = [r for r in rounds if r["proposed"]]
     assert drafted_rounds and all(r["drafter"] == drafter for r in drafted_rounds)
+    # A fixed length says so, and expects nothing.
+    assert all(r["kind"] == "fixed" for r in drafted_rounds) and all(r["expected"] == 0 for r in rounds)
     assert any(r["kept"] < len(r["proposed"]) for r in drafted_rounds), "some proposal should be refused"
 
 
@@ -62,6 +64,24 @@ def test_plain_decoding_has_a_round_per_token_and_no_drafter(tiny_models):
     assert all(t["drafter"] is None and t["source"] == "target" for t in out["tokens"])
     assert [(r["drafter"], r["proposed"], r["kept"]) for r in out["rounds"]] == [("none", [], 0)] * 8
     assert [r["own"] for r in out["rounds"]] == [t["id"] for t in out["tokens"]]
+    assert {r["kind"] for r in out["rounds"]} == {"unavailable"}  # speculation off
+
+
+def test_auto_says_why_each_round_drafted_or_not(tiny_models):
+    from app.engine.events import ROUND_KINDS
+
+    out = generate_json("--target", tiny_models.target, "--prompt", "Once upon a time", "--max-tokens", 40,
+                        "--ngram", "--no-history")
+    rounds = out["rounds"]
+    assert rounds and all(r["kind"] in ROUND_KINDS for r in rounds)
+    for record in rounds:
+        if record["proposed"]:
+            assert record["kind"] in ("draft", "probe")
+        if record["kind"] == "draft":
+            assert 0 < record["expected"] <= record["k"]  # what the controller counted on
+        if record["kind"] in ("paused", "costly", "timing"):
+            assert not record["proposed"] and record["expected"] == 0
+    assert {r["kind"] for r in rounds} - {"unavailable"}  # the controller said why, not only that it could not
 
 
 def test_a_second_run_drafts_from_the_history_the_first_one_left(tiny_models):

@@ -6,7 +6,7 @@ import random
 
 import numpy as np
 
-from app.engine.speculation.controller import AutoController
+from app.engine.speculation.auto_controller import AutoController
 from app.engine.speculation.costs import CostTable
 from app.engine.speculation.policy import Plan
 
@@ -36,7 +36,7 @@ def train(controller: AutoController, source: str, rate: float, rounds: int = 60
 
 
 def test_cpu_costs_pause_model_speculation_and_say_why():
-    controller = AutoController(CostTable(CPU_BATCH, draft_per_token=0.56 * 0.028), "model")
+    controller = AutoController(CostTable(CPU_BATCH, draft_per_token=0.56 * 0.028), with_model=True)
     train(controller, "model", 0.9)
     plan = controller.plan(k_max=64, ngram_tokens=[], has_model=True)
     assert plan.drafter == "none" and plan.k == 0
@@ -49,7 +49,7 @@ def test_cpu_costs_pause_model_speculation_and_say_why():
 
 def test_gpu_costs_pick_long_drafts_without_retuning():
     # The same acceptance that the CPU test pauses at; a draft costing 5% of a target pass, as on a GPU.
-    controller = AutoController(CostTable(GPU_BATCH, draft_per_token=0.05 * 0.010), "model")
+    controller = AutoController(CostTable(GPU_BATCH, draft_per_token=0.05 * 0.010), with_model=True)
     train(controller, "model", 0.9)
     plan = controller.plan(k_max=64, ngram_tokens=[], has_model=True)
     assert plan.drafter == "model"
@@ -57,7 +57,7 @@ def test_gpu_costs_pick_long_drafts_without_retuning():
 
 
 def test_ngram_drafts_pay_on_cpu_when_text_repeats():
-    controller = AutoController(CostTable(CPU_BATCH), "ngram")
+    controller = AutoController(CostTable(CPU_BATCH), with_model=False)
     train(controller, "ngram", 0.95)
     plan = controller.plan(k_max=64, ngram_tokens=list(range(12)), has_model=False, ngram_match=2)
     assert plan.drafter == "ngram" and plan.k >= 4
@@ -66,7 +66,7 @@ def test_ngram_drafts_pay_on_cpu_when_text_repeats():
 
 
 def test_low_acceptance_pauses_then_probes_and_comes_back():
-    controller = AutoController(CostTable(GPU_BATCH, draft_per_token=0.3 * 0.010), "model", probe_every=10)
+    controller = AutoController(CostTable(GPU_BATCH, draft_per_token=0.3 * 0.010), with_model=True, probe_every=10)
     train(controller, "model", 0.02, rounds=80)
     plans = [controller.plan(64, [], True) for _ in range(30)]
     paused = [p for p in plans if p.drafter == "none"]
@@ -83,7 +83,7 @@ def test_a_draft_model_far_behind_the_text_waits_until_a_probe_is_worth_its_catc
     """A probe makes the draft model read every token since it last drafted (the whole prompt at first). Under
     load a 48-token reply lost 11% to one such probe: it waits until the rounds paused cover its cost."""
     def probes(behind: int, rounds: int) -> int:
-        controller = AutoController(CostTable(GPU_BATCH, draft_per_token=0.3 * 0.010), "model", probe_every=10)
+        controller = AutoController(CostTable(GPU_BATCH, draft_per_token=0.3 * 0.010), with_model=True, probe_every=10)
         train(controller, "model", 0.02, rounds=80)
         return sum(controller.plan(64, [], True, model_behind=behind).drafter == "model" for _ in range(rounds))
 
@@ -102,15 +102,15 @@ def test_a_fresh_chat_tries_the_draft_model_where_its_usual_acceptance_would_pay
     """On a memory-bound target the draft model pays at its usual acceptance: a new chat starts drafting with it
     at once (at 0.7 it waited for a probe that a 64-token reply never reached: 13.5 against 16.7-19.1 tok/s on
     code). On a compute-bound CPU it still never starts."""
-    memory_bound = AutoController(CostTable(F16_BATCH, draft_per_token=0.028), "model")
+    memory_bound = AutoController(CostTable(F16_BATCH, draft_per_token=0.028), with_model=True)
     first = memory_bound.plan(k_max=64, ngram_tokens=[], has_model=True)
     assert first.drafter == "model" and first.k >= 2
-    compute_bound = AutoController(CostTable(CPU_BATCH, draft_per_token=0.64 * 0.028), "model")
+    compute_bound = AutoController(CostTable(CPU_BATCH, draft_per_token=0.64 * 0.028), with_model=True)
     assert compute_bound.plan(k_max=64, ngram_tokens=[], has_model=True).drafter == "none"
 
 
 def test_k_is_bounded_by_room_and_remaining_tokens():
-    controller = AutoController(CostTable(GPU_BATCH, draft_per_token=0.001), "model")
+    controller = AutoController(CostTable(GPU_BATCH, draft_per_token=0.001), with_model=True)
     train(controller, "model", 1.0)
     assert controller.plan(k_max=3, ngram_tokens=[], has_model=True).k <= 3
     assert controller.plan(k_max=0, ngram_tokens=[], has_model=True).k == 0
@@ -118,7 +118,7 @@ def test_k_is_bounded_by_room_and_remaining_tokens():
 
 def test_untested_positions_follow_the_deepest_tested_one():
     """After only short drafts, the controller still learns that copying text makes long drafts pay."""
-    controller = AutoController(CostTable(CPU_BATCH), "ngram")
+    controller = AutoController(CostTable(CPU_BATCH), with_model=False)
     for _ in range(40):  # drafts of 4, always fully accepted: positions 4+ are never tested
         controller.observe_proposal(5, [1, 2, 3, 4], [1, 2, 3, 4])
     plan = controller.plan(k_max=64, ngram_tokens=list(range(16)), has_model=False, ngram_match=5)
@@ -126,7 +126,7 @@ def test_untested_positions_follow_the_deepest_tested_one():
 
 
 def test_ngram_acceptance_is_tracked_by_match_length():
-    controller = AutoController(CostTable(CPU_BATCH), "ngram")
+    controller = AutoController(CostTable(CPU_BATCH), with_model=False)
     train(controller, "ngram", 0.05)  # short (2-token) matches: coincidences, rarely right
     for _ in range(40):
         controller.observe_proposal(6, list(range(8)), list(range(8)))  # long matches: copied text
@@ -135,7 +135,7 @@ def test_ngram_acceptance_is_tracked_by_match_length():
 
 
 def test_failed_probes_back_off_so_unpredictable_text_costs_almost_nothing():
-    controller = AutoController(CostTable(GPU_BATCH, draft_per_token=0.3 * 0.010), "model", probe_every=10)
+    controller = AutoController(CostTable(GPU_BATCH, draft_per_token=0.3 * 0.010), with_model=True, probe_every=10)
     train(controller, "model", 0.02, rounds=80)
     probes = 0
     for _ in range(2000):
@@ -149,7 +149,7 @@ def test_failed_probes_back_off_so_unpredictable_text_costs_almost_nothing():
 
 def test_ngram_proposals_are_scored_while_speculation_is_paused():
     """A reply that starts copying its input turns n-gram drafting on at once, without waiting for a probe."""
-    controller = AutoController(CostTable(CPU_BATCH), "ngram", probe_every=10_000)
+    controller = AutoController(CostTable(CPU_BATCH), with_model=False, probe_every=10_000)
     for _ in range(30):  # 2-token matches that are coincidences: paused, and every proposal is wrong
         plan = controller.plan(64, [7, 8], False, ngram_match=2)
         assert plan.drafter == "none"
@@ -166,7 +166,7 @@ def test_ngram_proposals_are_scored_while_speculation_is_paused():
 
 def test_batches_that_cost_more_than_measured_stop_the_drafting_they_made_look_good():
     # The table says every batch up to 17 costs about one token (a GPU); on this machine a batch of 9 costs 9.
-    controller = AutoController(CostTable(GPU_BATCH), "ngram")
+    controller = AutoController(CostTable(GPU_BATCH), with_model=False)
     train(controller, "ngram", 0.8, match_len=40)
     assert controller.plan(8, list(range(40)), False, ngram_match=40).k == 8
     for _ in range(5):
@@ -178,8 +178,8 @@ def test_batches_that_cost_more_than_measured_stop_the_drafting_they_made_look_g
 def test_copy_statistics_start_afresh_with_each_reply():
     # One reply copied a file whole; the next edits every line. What the first taught must not size the second's
     # drafts, while the draft model's acceptance (a property of the chat's kind of text) is kept.
-    fresh = AutoController(CostTable(CPU_BATCH), "model")
-    used = AutoController(CostTable(CPU_BATCH), "model")
+    fresh = AutoController(CostTable(CPU_BATCH), with_model=True)
+    used = AutoController(CostTable(CPU_BATCH), with_model=True)
     train(used, "ngram", 1.0, rounds=80, k=30, match_len=40)
     train(used, "model", 0.2)
     assert used.plan(64, list(range(40)), True, ngram_match=40).k > fresh.plan(64, list(range(40)), True, 40).k
@@ -190,7 +190,7 @@ def test_copy_statistics_start_afresh_with_each_reply():
 
 def test_drafts_that_keep_falling_short_of_expectations_are_scaled_down():
     """Estimates are picked when they look best, so they run high; the controller checks its own predictions."""
-    controller = AutoController(CostTable(CPU_BATCH), "ngram")
+    controller = AutoController(CostTable(CPU_BATCH), with_model=False)
     train(controller, "ngram", 0.97, match_len=40)
     first = controller.plan(64, list(range(40)), False, ngram_match=40)
     assert first.drafter == "ngram" and first.expected > 3
@@ -204,7 +204,7 @@ def test_drafts_that_keep_falling_short_of_expectations_are_scaled_down():
 def test_one_refused_draft_does_not_stop_drafting_for_the_rest_of_the_reply():
     """Only drafts move the calibration, so a refused draft that paused drafting must fade, or the reply never
     drafts again however well its proposals would have done."""
-    controller = AutoController(CostTable(CPU_BATCH), "ngram")
+    controller = AutoController(CostTable(CPU_BATCH), with_model=False)
     plan = controller.plan(64, list(range(8)), False, ngram_match=8)
     assert plan.drafter == "ngram"
     controller.observe(plan, plan.k, 0, 0.0, 0.0)  # refused outright
@@ -224,7 +224,7 @@ def test_one_refused_draft_does_not_stop_drafting_for_the_rest_of_the_reply():
 def test_a_guess_that_copying_resumes_after_an_edit_waits_for_evidence():
     """Most such guesses are wrong (an edit is often more than one token), so a refused draft of several tokens
     would cost more than the guess is worth; once guesses in this reply prove right, they are drafted."""
-    controller = AutoController(CostTable(CPU_BATCH), "ngram")
+    controller = AutoController(CostTable(CPU_BATCH), with_model=False)
     assert controller.plan(64, list(range(8)), False, ngram_match=0).drafter == "none"
     for _ in range(6):
         controller.observe_proposal(0, list(range(8)), list(range(8)))
@@ -234,7 +234,7 @@ def test_a_guess_that_copying_resumes_after_an_edit_waits_for_evidence():
 def test_a_draft_models_confidence_stop_follows_what_the_target_kept():
     from app.engine.local.model_drafter import acceptance_bound
 
-    controller = AutoController(CostTable(GPU_BATCH, draft_per_token=0.001), "model")
+    controller = AutoController(CostTable(GPU_BATCH, draft_per_token=0.001), with_model=True)
     start = controller.stop_below
     plan = Plan("model", 8, kind="draft", stop_below=start)
     for _ in range(5):  # refused midway: drafts should stop sooner
@@ -252,7 +252,7 @@ def test_new_text_is_not_probed_for_copies_on_coincidental_short_matches():
     """Each such probe verified a batch of 3 (2.8x one token under load) for nothing: 3-4% of a 48-token reply of new
     code. A longer match, where copying starts, is still probed."""
     def probes(match_len: int) -> int:
-        controller = AutoController(CostTable(CPU_BATCH), "ngram", probe_every=10)
+        controller = AutoController(CostTable(CPU_BATCH), with_model=False, probe_every=10)
         controller.note_threads(2)
         count = 0
         for _ in range(200):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import re
 
-from app.engine.speculation.controller import AutoController
+from app.engine.speculation.auto_controller import AutoController
 from app.engine.speculation.costs import CostTable
 from app.engine.speculation.policy import Plan
 
@@ -16,7 +16,7 @@ PROPOSAL = list(range(16))
 
 
 def _controller() -> AutoController:
-    controller = AutoController(CostTable(list(CPU_BATCH)), "ngram")
+    controller = AutoController(CostTable(list(CPU_BATCH)), with_model=False)
     controller.note_threads(2)
     for _ in range(40):  # text that is being copied: proposals of a 4-token match are mostly right
         controller.observe_proposal(4, PROPOSAL[:8], PROPOSAL[:7] + [-1])

@@ -113,13 +113,14 @@ def test_replies_start_on_an_estimate_and_switch_to_costs_measured_in_idle_time(
     assert not engine.costs_cached()
     _, finished = reply(engine, messages, draft_max=None, session="chat-1")
     assert finished.stats.tokens > 0
-    (policy,) = engine.policies.controllers()
-    assert policy.costs.estimated
+    (state,) = engine.policies.states()
+    assert state.costs_estimated
     steps = 0
     while engine.idle_step():
         steps += 1
     assert steps > 10 and engine.costs_cached()
-    assert not policy.costs.estimated and policy.costs.batch[1] > 0
+    (state,) = engine.policies.states()
+    assert not state.costs_estimated and state.verify_s[0] > 0
     assert engine.idle_step() is False  # nothing left to do
 
 
@@ -180,5 +181,5 @@ def test_a_cost_table_timed_while_the_machine_was_busy_is_forgotten_after_one_pl
     rounds = [e for e in events if isinstance(e, RoundEvent)]
     assert rounds[0].drafter == "none" and rounds[0].reason == "timing one token at 1 CPU thread before drafting"
     assert not engine.costs_cached()  # idle time measures it again
-    (policy,) = engine.policies.controllers()
-    assert policy.costs.estimated and finished.stats.tokens > 0
+    (state,) = engine.policies.states()
+    assert state.costs_estimated and finished.stats.tokens > 0

@@ -13,7 +13,7 @@ from app.store.provenance import RoundRecord
 from app.store import ChatStore, NotFoundError
 
 ROUNDS = [RoundRecord("model", 3, [5, 6, 7], ["def", " add", " x"], kept=2, own=8, own_text="(", reason="r1",
-                      time_s=0.25),
+                      time_s=0.25, kind="draft", expected=2.4),
           RoundRecord("ngram", 2, [9, 10], ["a", "\ud83d"], kept=1, own=11, own_text=")", reason="r2", time_s=0.5)]
 TOKENS = [("```python\n", "target"), ("def", "draft"), (" add", "draft"), ("(", "target"), ("a", "ngram"),
           (")", "target")]
@@ -62,7 +62,8 @@ def test_json_holds_every_token_round_and_comparison(chat_id):
         ("a", "ngram", 1), (")", "target", 1)]
     assert reply["rounds"][0] == {"drafter": "model", "k": 3, "proposed": [5, 6, 7],
                                   "proposed_text": ["def", " add", " x"], "kept": 2, "own": 8, "own_text": "(",
-                                  "reason": "r1", "time_s": 0.25, "threads": 0}
+                                  "reason": "r1", "time_s": 0.25, "threads": 0, "kind": "draft", "expected": 2.4}
+    assert (reply["rounds"][1]["kind"], reply["rounds"][1]["expected"]) == ("", 0.0)  # not recorded
     assert reply["rounds"][1]["proposed_text"] == ["a", "\ud83d"]  # half a character, kept exactly
     assert reply["comparison"] == {"identical": True, "plain_tokens_per_second": 9.0}
     assert (reply["stats"], reply["target_name"], reply["draft_name"]) == (STATS.to_dict(), "big.gguf", "small.gguf")

@@ -125,3 +125,18 @@ def test_rounds_are_set_against_plain_time_measured_close_to_them_at_their_threa
     assert plain.verdict() == "saved 0.1 s (1.0x)"
     assert "CPU threads changed during this reply (2 → 1)" in plain.load_note
     assert reply_inspection(ROUNDS).plain.load_note == ""
+
+
+def test_the_summary_says_why_rounds_paused_or_probed():
+    rounds = [RoundRecord("model", 4, [1, 2, 3, 4], ["a"] * 4, 3, 7, "x", "draft", 0.3, kind="draft", expected=2.6),
+              RoundRecord("none", 0, [], [], 0, 9, "z", "paused", 0.1, kind="paused"),
+              RoundRecord("none", 0, [], [], 0, 9, "z", "paused", 0.1, kind="paused"),
+              RoundRecord("model", 2, [5, 6], ["b"] * 2, 0, 7, "x", "probing", 0.2, kind="probe")]
+    first, why = reply_inspection(rounds).summary.split("\n")
+    assert first.startswith("7 tokens in 4 rounds")
+    assert why == ("Rounds: 1 drafted where it was expected to pay (kept 3 of 3 expected), 1 probed whether drafts "
+                   "pay again, 2 paused: drafts were kept too rarely to pay")
+
+
+def test_rounds_saved_before_kinds_were_kept_add_no_line():
+    assert "\n" not in reply_inspection(ROUNDS).summary

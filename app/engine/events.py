@@ -9,10 +9,22 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Optional, Union
 
+# The words of drafting, one type each (a request's choice of drafter is app.engine.config.DrafterChoice):
+# - TokenSource: who wrote a token the reply kept: the target itself, or a draft it accepted.
 TokenSource = Literal["draft", "target"]
-# Who drafted a round: the draft model, n-gram lookup of this request's text, the history of earlier requests
-# (app.engine.speculation.history), or nobody (plain decoding).
+# - DraftSource: who proposed a draft: the draft model, n-gram lookup of this request's text, or the history of
+#   earlier requests (app.engine.speculation.history).
+DraftSource = Literal["model", "ngram", "history"]
+# - Drafter: who drafted a round: a DraftSource, or nobody ("none": plain decoding).
 Drafter = Literal["model", "ngram", "history", "none"]
+# - RoundKind: why a round is what it is: drafting expected to pay ("draft"), a short trial draft while paused
+#   ("probe"), a fixed length ("fixed"), no draft because drafting would not pay ("paused": drafts are refused too
+#   often; "costly": verifying costs more than even perfect acceptance saves) or cannot happen ("unavailable": no
+#   room, nothing to draft from, speculation off), none while one token is timed ("timing"), or a server's round,
+#   whose reasons the server keeps ("server").
+RoundKind = Literal["draft", "probe", "fixed", "paused", "costly", "unavailable", "timing", "server"]
+DRAFT_SOURCES: tuple[DraftSource, ...] = ("model", "ngram", "history")
+ROUND_KINDS: tuple[RoundKind, ...] = ("draft", "probe", "fixed", "paused", "costly", "unavailable", "timing", "server")
 
 
 @dataclass(frozen=True)
@@ -30,8 +42,8 @@ class TokenEvent:
     token_id: int
     text: str
     source: TokenSource
-    # Who proposed an accepted draft token ("model", "ngram" or "history"); None for the target's own tokens.
-    drafter: Optional[Drafter] = None
+    # Who proposed an accepted draft token; None for the target's own tokens.
+    drafter: Optional[DraftSource] = None
     round: int = -1  # the index of the round that produced it in this reply (-1: none, e.g. a flushed tail)
 
 
@@ -40,7 +52,9 @@ class RoundEvent:
     """One speculation round finished: what was drafted, by whom, and how much the target accepted.
 
     `draft_len` is the k the drafter was allowed this round (0 means plain decoding, no draft work at all);
-    `reason` says in words why that k was chosen, so a front end can explain itself.
+    `reason` says in words why that k was chosen, so a front end can explain itself, and `kind` says it as a word
+    a front end can count and chart; `expected` is how many of the k tokens the controller expected to be kept
+    (0 where nothing was expected: a fixed length, a probe, no draft).
     """
 
     request_id: int
@@ -56,6 +70,8 @@ class RoundEvent:
     own_text: str = ""
     time_s: float = 0.0  # the round's time: drafting plus verifying
     threads: int = 0  # the CPU threads its forward passes used (0: not known, e.g. a remote server)
+    kind: RoundKind = "unavailable"
+    expected: float = 0.0
 
 
 @dataclass(frozen=True)

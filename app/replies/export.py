@@ -5,7 +5,9 @@ The JSON document ("format": EXPORT_FORMAT) holds the chat (id, title, times, se
 text, role, time and model names, its stats, and for replies its tokens [{"text", "origin", "round"}] ("origin" is
 "target", "draft" (the draft model), "ngram" or "history"; "round" indexes the message's "rounds", -1 for none),
 its rounds (every proposed token id and text, the refused ones included, how many were kept, the target's own
-token, reason, time), its comparison with plain decoding, and its attached files [{"name", "content"}] ([] for
+token, reason, time, threads, "kind" (why the round is what it is: "draft", "probe", "fixed", "paused", "costly",
+"unavailable", "timing" or "server"; "" where not recorded) and "expected" (the tokens the controller expected to
+be kept)), its comparison with plain decoding, and its attached files [{"name", "content"}] ([] for
 none; Markdown shows them after the text as fenced blocks, as the model read them). A part a message does not have
 (a user message's tokens, a reply saved before rounds were kept) is null. Times are Unix seconds.
 """

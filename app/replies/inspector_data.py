@@ -22,6 +22,13 @@ DRAFTER_NAMES = {MODEL: "draft model", NGRAM: "n-gram", HISTORY: "history", PLAI
 NEARBY_PLAIN = 5
 # Plain rounds this many times slower than the fastest of the reply: the machine's load changed during it.
 BUSY_SPREAD = 3.0
+# Why rounds are what they are (RoundRecord.kind, app.engine.events.RoundKind), as the inspector says them, in the
+# order it lists them.
+KIND_NAMES = {"draft": "drafted where it was expected to pay", "probe": "probed whether drafts pay again",
+              "fixed": "drafted a fixed length", "paused": "paused: drafts were kept too rarely to pay",
+              "costly": "paused: verifying costs more than it saves here",
+              "timing": "timed one token at a new thread count", "unavailable": "had nothing to draft from",
+              "server": "as the server chose"}
 # Histogram bars of a reply without rounds come from its stats, which do not say who drafted.
 ANY_DRAFTER = "any"
 
@@ -40,6 +47,8 @@ class RoundBar:
     tokens: int  # tokens the round added to the reply: the kept ones and the target's own
     time_s: float
     threads: int = 0  # the CPU threads it ran on (0: not recorded)
+    kind: str = ""  # why the round is what it is (KIND_NAMES; "" where not recorded)
+    expected: float = 0.0  # the tokens the controller expected to be kept
 
 
 @dataclass(frozen=True)
@@ -120,7 +129,8 @@ def round_bars(rounds: Sequence[RoundRecord], token_rounds: Optional[Sequence[in
         kept = max(0, min(record.kept, drafted))
         tokens = counted[index] if counted is not None else kept + (1 if record.own >= 0 else 0)
         drafter = record.drafter if record.drafter in DRAFTERS else PLAIN
-        bars.append(RoundBar(index, drafter, drafted, kept, tokens, max(0.0, record.time_s), record.threads))
+        bars.append(RoundBar(index, drafter, drafted, kept, tokens, max(0.0, record.time_s), record.threads,
+                             record.kind, max(0.0, record.expected)))
     return bars
 
 
@@ -249,7 +259,27 @@ def summary_line(bars: Sequence[RoundBar], stats: Optional[GenerationStats]) -> 
     used = [f"{DRAFTER_NAMES[d]} {n} round{'s' if n != 1 else ''}"
             for d in (*DRAFTERS, PLAIN) if (n := sum(1 for bar in bars if bar.drafter == d))]
     parts.append(", ".join(used))
-    return "  ·  ".join(parts)
+    why = kinds_line(bars)
+    return "  ·  ".join(parts) + (f"\n{why}" if why else "")
+
+
+def kinds_line(bars: Sequence[RoundBar]) -> str:
+    """Why the rounds were what they were: "Rounds: 30 drafted where it was expected to pay (kept 52 of 61
+    expected), 3 probed whether drafts pay again, 12 paused: drafts were kept too rarely to pay"; "" for a reply
+    whose rounds did not record it."""
+    if not any(bar.kind for bar in bars):
+        return ""
+    parts = []
+    for kind, name in KIND_NAMES.items():
+        of_kind = [bar for bar in bars if bar.kind == kind]
+        if not of_kind:
+            continue
+        part = f"{len(of_kind)} {name}"
+        expected = sum(bar.expected for bar in of_kind)
+        if expected > 0:
+            part += f" (kept {sum(bar.kept for bar in of_kind)} of {expected:.0f} expected)"
+        parts.append(part)
+    return "Rounds: " + ", ".join(parts)
 
 
 def reply_inspection(rounds: Optional[Sequence[RoundRecord]], token_rounds: Optional[Sequence[int]] = None,

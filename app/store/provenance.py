@@ -40,6 +40,11 @@ class RoundRecord:
     reason: str = ""
     time_s: float = 0.0
     threads: int = 0  # the CPU threads the round ran on (0: not known)
+    # Why the round is what it is, as a word (app.engine.events.RoundKind: "draft", "probe", "paused", "costly",
+    # "timing", ...; "" where not recorded, as in chats saved before rounds kept it), and how many of the k tokens
+    # the controller expected to be kept (0: nothing expected).
+    kind: str = ""
+    expected: float = 0.0
 
     @property
     def kept_text(self) -> str:
@@ -60,7 +65,7 @@ class RoundRecord:
         return cls(drafter=event.drafter, k=event.draft_len, proposed=list(event.proposed),
                    proposed_text=list(event.proposed_text), kept=event.accepted, own=event.own,
                    own_text=event.own_text, reason=event.reason, time_s=event.time_s,
-                   threads=event.threads)
+                   threads=event.threads, kind=event.kind, expected=event.expected)
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON (`generate --json`, export): every field under its own name."""

@@ -32,6 +32,10 @@ _CODE_TO_ORIGIN = {code: origin for origin, code in _ORIGIN_TO_CODE.items()}
 _DRAFTER_TO_CODE = {"model": "m", "ngram": "n", "history": "h", "none": "x"}
 _CODE_TO_DRAFTER = {code: drafter for drafter, code in _DRAFTER_TO_CODE.items()}
 _ROUND_COLUMNS = ("k", "proposed", "proposed_text", "kept", "own", "own_text", "reason", "time_us")
+# A round's kind (app.engine.events.RoundKind) as one character; "-" where it was not recorded.
+_KIND_TO_CODE = {"draft": "d", "probe": "p", "fixed": "f", "paused": "z", "costly": "c", "unavailable": "u",
+                 "timing": "t", "server": "s", "": "-"}
+_CODE_TO_KIND = {code: kind for kind, code in _KIND_TO_CODE.items()}
 
 
 @dataclass
@@ -193,6 +197,10 @@ def _round_columns(rounds: list[RoundRecord]) -> dict[str, Any]:
     columns["reasons"] = list(reasons)
     if any(record.threads for record in rounds):  # optional: older documents have none, older readers skip it
         columns["threads"] = [int(record.threads) for record in rounds]
+    if any(record.kind for record in rounds):  # optional too, like threads
+        columns["kind"] = "".join(_KIND_TO_CODE.get(record.kind, "-") for record in rounds)
+    if any(record.expected for record in rounds):
+        columns["expected"] = [round(float(record.expected), 3) for record in rounds]
     return columns
 
 
@@ -209,6 +217,13 @@ def _rounds_from_columns(columns: Any) -> list[RoundRecord]:
     threads = columns.get("threads")
     if not (isinstance(threads, list) and len(threads) == n and all(_is_int(t) and t >= 0 for t in threads)):
         threads = [0] * n  # not recorded (or damaged: only the inspector's notes use it)
+    kinds = columns.get("kind")
+    if not (isinstance(kinds, str) and len(kinds) == n and all(code in _CODE_TO_KIND for code in kinds)):
+        kinds = "-" * n  # not recorded (or damaged: only the inspector and export show it)
+    expected = columns.get("expected")
+    if not (isinstance(expected, list) and len(expected) == n
+            and all(isinstance(e, (int, float)) and not isinstance(e, bool) and e >= 0 for e in expected)):
+        expected = [0.0] * n
     rounds: list[RoundRecord] = []
     for i, code in enumerate(columns["drafter"]):
         proposed, proposed_text = columns["proposed"][i], columns["proposed_text"][i]
@@ -221,5 +236,5 @@ def _rounds_from_columns(columns: Any) -> list[RoundRecord]:
             raise ValueError(f"token provenance is damaged: round {i} has a value of the wrong type")
         rounds.append(RoundRecord(drafter=_CODE_TO_DRAFTER[code], k=k, proposed=proposed, proposed_text=proposed_text,
                                   kept=kept, own=own, own_text=own_text, reason=reasons[reason], time_s=time_us / 1e6,
-                                  threads=threads[i]))
+                                  threads=threads[i], kind=_CODE_TO_KIND[kinds[i]], expected=float(expected[i])))
     return rounds

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 from app.bench.suite import geometric_mean
-from app.engine.speculation.controller import MAX_K, AutoController
+from app.engine.speculation.auto_controller import MAX_K, AutoController
 from app.engine.speculation.costs import CostTable
 from app.engine.speculation.drafters import NgramDrafter
 from app.engine.speculation.history import HistoryDrafter
@@ -83,7 +83,7 @@ def replay(rec: Recording, name: str, make_policy: Callable[[CostTable], AutoCon
     """Auto's predicted ratio over plain for one prompt; with `past`, drawing on that history as well."""
     """Predicted auto / plain tokens-per-second ratio for one recorded reply."""
     prompt, reply = rec.prompts[name]["prompt"], rec.prompts[name]["reply"]
-    policy = (make_policy or (lambda table: AutoController(table, "ngram")))(rec.table)
+    policy = (make_policy or (lambda table: AutoController(table, with_model=False)))(rec.table)
     drafter = rec.drafter(name)
     policy.begin_request()
     emitted, spent = 0, 0.0

@@ -69,7 +69,7 @@ class CompatCache:
         self._dirty = False
 
     def _load(self) -> None:
-        if self._loaded:
+        if self._loaded or self.path is None:
             return
         self._loaded = True
         data = read_cache(self.path, _CACHE_VERSION)  # {} for no cache yet, or a damaged one: start afresh

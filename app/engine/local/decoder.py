@@ -18,8 +18,8 @@ from app.engine.config import MAX_DRAFT, GenerationConfig
 from app.engine.local.model_drafter import ModelDrafter
 from app.engine.speculation.drafters import Draft, NgramDrafter
 from app.engine.errors import PromptTooLongError
-from app.engine.events import (EngineEvent, FinishedEvent, GenerationStats, RoundEvent, ThreadsEvent, TokenEvent,
-                               decode_speed)
+from app.engine.events import (DraftSource, EngineEvent, FinishedEvent, GenerationStats, RoundEvent, ThreadsEvent,
+                               TokenEvent, TokenSource, decode_speed)
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.thread_governor import ThreadChange, ThreadGovernor
 from app.engine.speculation.policy import SpeculationPolicy
@@ -157,6 +157,7 @@ def generate(
         t_done = clock()
         threads = target.n_threads
         kept = [*draft.tokens[:accepted], own_token]
+        proposer: Optional[DraftSource] = None if draft.source == "none" else draft.source
         # A draft that first read many tokens (the prompt, or text another drafter supplied) says nothing about
         # what drafting a token costs: its time is not learned from.
         draft_s = t_verify - t_draft if draft.caught_up <= USUAL_CATCH_UP else 0.0
@@ -166,13 +167,15 @@ def generate(
         yield RoundEvent(request_id, draft.source, plan.k, len(draft.tokens), accepted, plan.reason,
                          index=round_index, proposed=tuple(draft.tokens),
                          proposed_text=tuple(_piece(target, t) for t in draft.tokens), own=own_token,
-                         own_text=_piece(target, own_token), time_s=t_done - t_draft, threads=threads)
+                         own_text=_piece(target, own_token), time_s=t_done - t_draft, threads=threads,
+                         kind=plan.kind, expected=plan.expected)
         if governor is not None:
             yield from _threads_event(request_id, governor.observe(len(draft.tokens) + 1, t_done - t_verify),
                                       round_index)
 
         for position, token in enumerate(kept):
-            source, drafter = ("draft", draft.source) if position < accepted else ("target", None)
+            source: TokenSource = "draft" if position < accepted else "target"
+            drafter = proposer if position < accepted else None
             if target.is_end_of_generation(token) and not config.ignore_eos:
                 stop_reason = "eos"
                 break

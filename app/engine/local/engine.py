@@ -189,7 +189,8 @@ class SpecEngine:
         target = self.models.require_target()
         prompts = self.prompts
         policy = self.policies.for_request(config, session)
-        use_model = self.draft is not None and config.drafter in ("auto", "model")
+        draft = self.models.draft if config.drafter in ("auto", "model") else None
+        use_model = draft is not None
         use_ngram = config.drafter in ("auto", "ngram", "history") or not use_model
         self._ngram.min_match = config.ngram_min_match if config.draft_max is not None else 0
         book = self._history_book(config.history_book) if config.history else None
@@ -207,7 +208,7 @@ class SpecEngine:
             tokens,
             config,
             policy,
-            draft_model=ModelDrafter(self.draft) if use_model else None,
+            draft_model=ModelDrafter(draft) if draft is not None else None,
             ngram=self._ngram if use_ngram else None,
             past=past.drafter if past is not None else None,
             cancel=cancel,

@@ -9,6 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
+from app.engine.events import DraftSource
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.sampling import Sampler, sample_from
 from app.engine.speculation.drafters import Draft
@@ -35,7 +36,7 @@ def _softmax(logits: np.ndarray) -> np.ndarray:
 class ModelDrafter:
     """A draft model run autoregressively, one token per forward pass, on its own KV cache."""
 
-    name = "model"
+    name: DraftSource = "model"
 
     def __init__(self, model: LoadedModel):
         self.model = model
@@ -56,7 +57,8 @@ class ModelDrafter:
     ) -> Draft:
         """Up to k tokens. The draft stops early where its top probability falls below `p_min`, or where its own
         confidence (acceptance_bound) falls below `stop_below`; the first token is always drafted."""
-        draft = Draft(probs=None if sampler.greedy else [], source=self.name)
+        sampled: list[np.ndarray] = []  # the draft's distributions, when it samples from them
+        draft = Draft(probs=None if sampler.greedy else sampled, source=self.name)
         if k <= 0:
             return draft
         model = self.model
@@ -84,7 +86,7 @@ class ModelDrafter:
                 if stop_below > 0.0 and i > 0 and acceptance_bound(q) < stop_below:
                     break
                 token = sample_from(q, rng)
-                draft.probs.append(q)
+                sampled.append(q)
             draft.tokens.append(token)
             if i + 1 < k:
                 model.decode([token], logit_rows=[0])

@@ -15,13 +15,13 @@ from app.engine.local.cost_cache import cached_costs, forget_measurement
 from app.engine.local.cost_measurement import CostMeasurement, measure_costs
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.model_pair import ModelPair
-from app.engine.speculation.controller import AutoController
+from app.engine.speculation.auto_controller import AutoController
 from app.engine.speculation.costs import CostTable, prior_costs
-from app.engine.speculation.policy import FixedPolicy, SpeculationPolicy
+from app.engine.speculation.policy import FixedPolicy, PolicyState, SpeculationPolicy
 
-# (session, drafter, target, draft): one policy each, so a chat's statistics are its own and a model switch
-# starts afresh.
-PolicyKey = tuple[str, str, Optional[Path], Optional[Path]]
+# (session, whether the draft model may draft, target, draft): one controller each, so a chat's statistics are its
+# own and a model switch starts afresh.
+PolicyKey = tuple[str, bool, Optional[Path], Optional[Path]]
 
 
 class Policies:
@@ -44,18 +44,19 @@ class Policies:
             drafter = "ngram"  # auto drafts from history beside n-gram lookup anyway
         if config.draft_max is not None:
             return FixedPolicy(config.draft_max, drafter)
-        key = (session, drafter, models.target_path, models.draft_path)
+        key = (session, drafter == "model", models.target_path, models.draft_path)
         if key not in self._policies:
-            self._policies[key] = AutoController(self._costs_now(with_draft=drafter == "model"), drafter)
+            self._policies[key] = AutoController(self._costs_now(with_draft=drafter == "model"),
+                                                 with_model=drafter == "model")
         return self._policies[key]
 
     def sessions(self) -> set[str]:
         """The chats that have a controller of their own."""
         return {key[0] for key in self._policies}
 
-    def controllers(self) -> list[SpeculationPolicy]:
-        """The chats' controllers, the oldest first (for tests and debug views)."""
-        return list(self._policies.values())
+    def states(self) -> list[PolicyState]:
+        """What each chat's controller decides by now, the oldest first (for debug views and tests)."""
+        return [policy.describe() for policy in self._policies.values()]
 
     def models_changed(self) -> None:
         """A model was loaded or unloaded: a measurement in progress measured the pair it started with."""
@@ -95,7 +96,7 @@ class Policies:
 
     def after_round(self, policy: SpeculationPolicy) -> None:
         """After each round a policy drafted by: a table its rounds proved wrong is dropped."""
-        if isinstance(policy, AutoController) and policy.online.table_stale:
+        if policy.wants_fresh_costs:
             self._drop_stale_costs()
 
     def _machine_busy(self) -> bool:
@@ -105,19 +106,18 @@ class Policies:
     def _use_measured(self, table: CostTable, with_draft: bool) -> None:
         """Controllers still running on the estimate switch to the measured table."""
         models = self._models
-        for (_, drafter, target, draft), policy in self._policies.items():
-            if (isinstance(policy, AutoController) and policy.costs.estimated and target == models.target_path
-                    and draft == models.draft_path and (with_draft or drafter != "model")):
+        for (_, with_model, target, draft), policy in self._policies.items():
+            if (policy.uses_costs and policy.describe().costs_estimated and target == models.target_path
+                    and draft == models.draft_path and (with_draft or not with_model)):
                 policy.use_costs(table)
 
     def _drop_stale_costs(self) -> None:
         """Single tokens beat the measured table by far: it was measured while another program held the CPU. It is
         forgotten (idle time measures it again) and controllers go back to the estimate until then."""
         forget_measurement(*self._cost_args(True))
-        for (_, drafter, target, _draft), policy in self._policies.items():
-            if (isinstance(policy, AutoController) and not policy.costs.estimated
-                    and target == self._models.target_path):
-                policy.use_costs(self._costs_now(with_draft=drafter == "model"))
+        for (_, with_model, target, _draft), policy in self._policies.items():
+            if policy.uses_costs and not policy.describe().costs_estimated and target == self._models.target_path:
+                policy.use_costs(self._costs_now(with_draft=with_model))
 
     def _costs_now(self, with_draft: bool) -> CostTable:
         """The measured table when there is one, else the estimate to start from."""

@@ -44,7 +44,8 @@ QUIET = "the machine is quiet again"
 
 
 class LoadHint(Protocol):
-    available: bool
+    @property
+    def available(self) -> bool: ...
 
     def others_busy(self, within_s: Optional[float] = None) -> Optional[float]: ...
 

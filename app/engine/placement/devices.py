@@ -120,24 +120,25 @@ def _list_devices(libs: list[tuple[str, ctypes.CDLL]]) -> DeviceReport:
         "reg": symbol(libs, "ggml_backend_dev_backend_reg", vp, [vp]),
         "reg_name": symbol(libs, "ggml_backend_reg_name", ctypes.c_char_p, [vp]),
     }
-    missing = [name for name in ("count", "get", "name", "type", "memory") if fns[name] is None]
+    found = {name: fn for name, fn in fns.items() if fn is not None}
+    missing = [name for name in ("count", "get", "name", "type", "memory") if name not in found]
     sources = tuple(name for name, _lib in libs)
     if missing:
         symbols = ", ".join(f"ggml_backend_dev_{m}" for m in missing)
         return DeviceReport(rpc=rpc, problem=f"this llama.cpp build does not export {symbols}", sources=sources)
     devices = []
-    for i in range(fns["count"]()):
-        dev = fns["get"](i)
+    for i in range(found["count"]()):
+        dev = found["get"](i)
         if not dev:
             continue
         free, total = size_t(0), size_t(0)
-        fns["memory"](dev, ctypes.byref(free), ctypes.byref(total))
+        found["memory"](dev, ctypes.byref(free), ctypes.byref(total))
         backend = ""
-        if fns["reg"] is not None and fns["reg_name"] is not None:
-            reg = fns["reg"](dev)
-            backend = _text(fns["reg_name"](reg)) if reg else ""
-        name = _text(fns["name"](dev))
-        description = _text(fns["description"](dev)) if fns["description"] is not None else ""
-        devices.append(Device(name=name, description=description, kind=_KINDS.get(fns["type"](dev), "unknown"),
+        if "reg" in found and "reg_name" in found:
+            reg = found["reg"](dev)
+            backend = _text(found["reg_name"](reg)) if reg else ""
+        name = _text(found["name"](dev))
+        description = _text(found["description"](dev)) if "description" in found else ""
+        devices.append(Device(name=name, description=description, kind=_KINDS.get(found["type"](dev), "unknown"),
                               free_bytes=free.value, total_bytes=total.value, backend=backend or name))
     return DeviceReport(devices=tuple(devices), rpc=rpc, sources=sources)

@@ -164,7 +164,7 @@ def place(target: ModelLayout, draft: Optional[ModelLayout], report: DeviceRepor
         budget -= target.cost(t)
     if draft is not None and not d_auto and draft_resident is None:
         budget -= draft.cost(d)
-    if d_auto:
+    if d_auto and draft is not None:
         d = draft.most_that_fit(budget)
         budget -= draft.cost(d)
     if t_auto:

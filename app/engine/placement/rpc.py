@@ -89,7 +89,8 @@ def local_offload_devices() -> tuple[int, ...]:
     g = backend_functions()
     if not (g.dev_count and g.dev_get and g.dev_type and g.dev_reg and g.reg_name):
         return ()
-    gpus, igpus = [], []
+    gpus: list[int] = []
+    igpus: list[int] = []
     for i in range(g.dev_count()):
         dev = g.dev_get(i)
         reg = g.dev_reg(dev) if dev else None

@@ -3,7 +3,7 @@
 A remote model is named by a target key, "server:<base URL>#<model id>" (remote_target), where a local model is
 named by its file path. The server formats the chat and, for llama-server started with a draft model, speculates
 itself: speculation is configured on the server, so this engine has no draft of its own. With llama-server, the
-per-token timings it streams tell which tokens its draft proposed (app.engine.remote.provenance), so a remote
+per-token timings it streams tell which tokens its draft proposed (app.engine.remote.server_drafts), so a remote
 reply is highlighted and counted like a local one; other servers give tok/s and whatever totals they report.
 """
 
@@ -16,6 +16,7 @@ from typing import Callable, Iterator, Optional, Sequence
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.errors import EngineError
 from app.engine.events import (
+    DraftSource,
     EngineEvent,
     FinishedEvent,
     GenerationStats,
@@ -35,7 +36,7 @@ from app.engine.remote.http import (
     server_props,
     stream_chat,
 )
-from app.engine.remote.provenance import ProvenanceTracker
+from app.engine.remote.server_drafts import ServerDraftTracker
 from app.engine.protocol import fitted_reply
 from app.engine.targets import SERVER_PREFIX, ServerModel, server_model_of
 
@@ -85,8 +86,10 @@ class RemoteEngine:
                  api_key_for: Optional[Callable[[str], Optional[str]]] = None, read_timeout_s: Optional[float] = None,
                  reply_deadline_s: Optional[float] = None):
         if api_key_for is None:
-            from app.engine.remote.server_keys import api_key_for
-        self._api_key_for = api_key_for
+            from app.engine.remote.server_keys import api_key_for as saved_key_for
+
+            api_key_for = saved_key_for
+        self._api_key_for: Callable[[str], Optional[str]] = api_key_for
         self._load = load
         self._read_timeout_s = read_timeout_s
         self._reply_deadline_s = reply_deadline_s
@@ -194,7 +197,7 @@ class RemoteEngine:
         return fitted_reply(self, messages, config, cancel=cancel, request_id=request_id)
 
     def _stream(self, body: dict, cancel, request_id: int) -> Iterator[EngineEvent]:
-        tracker = ProvenanceTracker()
+        tracker = ServerDraftTracker()
         started = time.monotonic()
         first_at: Optional[float] = None
         index = 0
@@ -236,12 +239,12 @@ class RemoteEngine:
                     histogram[r.drafted] = histogram.get(r.drafted, 0) + 1
                     # The server reports counts only: what it proposed and which token it wrote itself stay unknown.
                     yield RoundEvent(request_id, "model", r.drafted, r.drafted, r.accepted, "set by the server",
-                                     index=r.index)
+                                     index=r.index, kind="server")
                 for token in tokens[:max_tokens - index]:
                     if first_at is None:
                         first_at = time.monotonic()
                     pieces.append(token.text)
-                    drafter = "model" if token.source == "draft" else None
+                    drafter: Optional[DraftSource] = "model" if token.source == "draft" else None
                     yield TokenEvent(request_id, index, -1, token.text, token.source, drafter, token.round)
                     index += 1
                 if chunk.finish_reason:
@@ -267,7 +270,7 @@ class RemoteEngine:
                                         final_timings or ServerTimings(), completion_tokens, prompt_tokens))
 
     @staticmethod
-    def _stats(tracker: ProvenanceTracker, emitted: int, started: float, first_at: Optional[float], ended: float,
+    def _stats(tracker: ServerDraftTracker, emitted: int, started: float, first_at: Optional[float], ended: float,
                finish_reason: str, rounds: int, histogram: dict, timings: ServerTimings,
                completion_tokens: Optional[int], prompt_tokens: Optional[int]) -> GenerationStats:
         tokens = timings.predicted_n or completion_tokens or emitted

@@ -34,7 +34,7 @@ def _httpcore():
     try:
         import httpcore2 as httpcore
     except ImportError:  # pragma: no cover
-        import httpcore  # type: ignore[no-redef,import-not-found]
+        import httpcore
     return httpcore
 
 

@@ -47,10 +47,6 @@ def env_api_key() -> Optional[str]:
     return _clean(os.environ.get(ENV_VAR))
 
 
-def has_saved_key(url: str) -> bool:
-    return bool(_clean(_saved().get(normalize_url(url))))
-
-
 def save_api_key(url: str, key: Optional[str]) -> None:
     """Keep `key` for the server at `url`; an empty key forgets it. Raises OSError."""
     keys = _saved()

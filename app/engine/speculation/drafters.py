@@ -12,7 +12,7 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from app.engine.events import Drafter
+from app.engine.events import DraftSource, Drafter
 
 
 @dataclass
@@ -42,7 +42,7 @@ class NgramDrafter:
     by chance, and the controller sizes drafts by exactly that.
     """
 
-    name = "ngram"
+    name: DraftSource = "ngram"
     MAX_MATCH = 64  # matches are measured up to this many tokens back; longer is no more telling
     CANDIDATES = 32  # earlier places examined per lookup, newest first
     RESUME_BELOW = 4  # a match shorter than this may be a copy that was just interrupted by an edit

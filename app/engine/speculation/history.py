@@ -120,9 +120,6 @@ class HistoryDrafter:
                 del self._documents[key]
             self._rebuild()
 
-    def remove_session(self, session: str) -> None:
-        self.remove({d.key for d in self._documents.values() if d.session == session})
-
     def _rebuild(self) -> None:
         """Pack the documents kept into fresh arrays (after evicting or forgetting some)."""
         old = self._tokens

@@ -1,6 +1,6 @@
 """What forward passes cost on this machine now: the measured cost table, kept true by what rounds actually cost.
 
-Used by the speculation controller (app.engine.speculation.controller); a cost it compares is always measured at
+Used by the speculation controller (app.engine.speculation.auto_controller); a cost it compares is always measured at
 the current thread count and close in time (issue 21).
 """
 

@@ -1,23 +1,19 @@
 """Deciding, round by round, who drafts and how many tokens.
 
 `FixedPolicy` always asks for k tokens (experiments, and the behaviour of every other tool). The cost-model
-controller in `app.engine.speculation.controller` chooses k to maximise expected tokens per second.
+controller in `app.engine.speculation.auto_controller` chooses k to maximise expected tokens per second.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Optional, Protocol, Sequence
 
-from app.engine.events import Drafter
+from app.engine.events import DraftSource, Drafter, RoundKind
 
 if TYPE_CHECKING:
+    from app.engine.speculation.costs import CostTable
     from app.engine.speculation.drafters import Draft
-
-# Why a plan is what it is: drafting expected to pay ("draft"), a short trial draft while paused ("probe"),
-# a fixed length ("fixed"), no draft because drafting would not pay ("paused", "costly") or cannot happen
-# ("unavailable": no room, nothing to draft from, speculation off), or none while one token is timed ("timing").
-PlanKind = Literal["draft", "probe", "fixed", "paused", "costly", "unavailable", "timing"]
 
 
 @dataclass(frozen=True)
@@ -30,7 +26,32 @@ class Plan:
     # Draft-model plans: stop the draft early where the draft's own confidence (an AdaEDL bound, see
     # app.engine.local.model_drafter.acceptance_bound) falls below this; 0 drafts all k.
     stop_below: float = 0.0
-    kind: PlanKind = "unavailable"
+    kind: RoundKind = "unavailable"
+
+
+@dataclass(frozen=True)
+class PolicyState:
+    """What a policy decides by, as it stands now: for a debug view, the inspector or a test. Frozen: a copy.
+
+    Rates are chances that a drafted token is kept given the ones before it were, per draft position; costs are
+    seconds per forward pass as the controller sees them now (the table, scaled by what rounds cost).
+    """
+
+    fixed_k: Optional[int] = None  # a fixed-length policy's k; None for the auto controller
+    drafter: Drafter = "none"  # a fixed policy's drafter; "model" or "ngram" for the controller (with a model or not)
+    costs_estimated: bool = False  # deciding by the estimate to start from, not a measured table
+    verify_s: tuple[float, ...] = ()  # a verify batch of n tokens, n = 1, 2, ... (index 0 is one token)
+    draft_s: float = 0.0  # the draft model's cost per token (0 without one)
+    threads: int = 0  # the CPU threads the costs are for (0: not told yet)
+    model_rates: tuple[float, ...] = ()  # the draft model's acceptance per position
+    # Per copying drafter and match length bucket (0 = a resumed copy, else 2, 3, 4, 8, 16, 32 tokens and more):
+    # the acceptance at the first position, for the buckets seen in this reply.
+    copy_rates: tuple[tuple[DraftSource, int, float], ...] = ()
+    # Per drafter: accepted / expected over its recent drafts (1.0: the estimates were right).
+    calibration: tuple[tuple[DraftSource, float], ...] = ()
+    stop_below: float = 0.0  # where the draft model's own confidence stops its draft
+    probe_gap: int = 0  # rounds between probes while paused
+    paused_rounds: int = 0  # rounds since the last draft or probe
 
 
 def agreement(proposal: Sequence[int], produced: Sequence[int]) -> int:
@@ -43,6 +64,21 @@ def agreement(proposal: Sequence[int], produced: Sequence[int]) -> int:
 
 
 class SpeculationPolicy(Protocol):
+    """Decides each round's drafter and length. `uses_costs`: whether it decides by a cost table (then the engine
+    hands it measured tables with `use_costs`); `wants_fresh_costs`: whether its rounds showed its measured table
+    wrong (measured while another program held the CPU), so the table should be measured again."""
+
+    uses_costs: bool
+
+    @property
+    def wants_fresh_costs(self) -> bool: ...
+
+    def use_costs(self, table: CostTable) -> None:
+        """Decide by this table from now on."""
+
+    def describe(self) -> PolicyState:
+        """What it decides by, as it stands now."""
+
     def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool, ngram_match: int = 0,
              history: Optional[Draft] = None, model_behind: int = 0) -> Plan:
         """Choose the drafter and draft length for the next round (k_max bounds k by context and max_tokens).
@@ -53,7 +89,7 @@ class SpeculationPolicy(Protocol):
         """Learn from the round that just ran with `plan`."""
 
     def observe_proposal(self, match_len: int, proposal: Sequence[int], produced: Sequence[int],
-                         source: str = "ngram") -> None:
+                         source: DraftSource = "ngram") -> None:
         """Learn how the round's proposal by a copying drafter ("ngram" or "history") compared with the tokens the
         target produced (drafted or not)."""
 
@@ -68,9 +104,18 @@ class FixedPolicy:
     """Always draft `k` tokens with the given drafter ("model", "ngram" or "history": history where it has a
     proposal, n-gram lookup where not); no draft, no speculation."""
 
-    def __init__(self, k: int, drafter: Drafter):
+    uses_costs = False
+    wants_fresh_costs = False
+
+    def __init__(self, k: int, drafter: DraftSource):
         self.k = k
         self.drafter = drafter
+
+    def use_costs(self, table: CostTable) -> None:
+        pass
+
+    def describe(self) -> PolicyState:
+        return PolicyState(fixed_k=self.k, drafter=self.drafter)
 
     def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool, ngram_match: int = 0,
              history: Optional[Draft] = None, model_behind: int = 0) -> Plan:
@@ -90,7 +135,7 @@ class FixedPolicy:
         pass
 
     def observe_proposal(self, match_len: int, proposal: Sequence[int], produced: Sequence[int],
-                         source: str = "ngram") -> None:
+                         source: DraftSource = "ngram") -> None:
         pass
 
     def begin_request(self) -> None:

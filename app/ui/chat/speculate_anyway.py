@@ -16,7 +16,7 @@ from app.store import ChatSettings
 from app.ui.chat.settings_binding import ChatSettingsBinding
 
 # The controller's reason for a round it did not draft because drafting costs more than it saves
-# (app.engine.speculation.controller: "speculation paused: ...").
+# (app.engine.speculation.auto_controller: "speculation paused: ...").
 PAUSED_PREFIX = "speculation paused"
 FIXED_DRAFT_LENGTH = 4
 OFFER = "Show draft acceptance anyway (slower on this machine)"

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from app.engine.speculation.costs import CostTable
+from app.engine.events import DraftSource
+from app.engine.speculation.costs import MAX_BATCH, CostTable
 from app.engine.speculation.online_costs import OnlineCosts
 from app.engine.speculation.drafters import Draft
-from app.engine.speculation.policy import Plan, agreement
+from app.engine.speculation.policy import Plan, PolicyState, agreement
 
 MAX_K = 31  # verify batches up to 32 (app.engine.speculation.costs.MAX_BATCH)
 OPTIMISTIC_ACCEPTANCE = 0.95
@@ -102,7 +103,7 @@ _NGRAM_PRIOR = {0: 0.25, 2: 0.5, 3: 0.6, 4: 0.7, 8: 0.8, 16: 0.9, 32: 0.98}
 # History proposals come from another request: a match is likelier a shared phrase than text being copied, so they
 # start lower, and the history drafter itself only proposes what most past copies agreed on.
 _HISTORY_PRIOR = {0: 0.25, 2: 0.3, 3: 0.35, 4: 0.5, 8: 0.65, 16: 0.8, 32: 0.9}
-_COPY_PRIORS = {"ngram": _NGRAM_PRIOR, "history": _HISTORY_PRIOR}
+_COPY_PRIORS: dict[DraftSource, dict[int, float]] = {"ngram": _NGRAM_PRIOR, "history": _HISTORY_PRIOR}
 # Calibration before any draft: decayed sums (accepted, expected) as if two tokens had gone as expected.
 _NO_CALIBRATION = (2.0, 2.0)
 _CALIBRATION_FADE = 0.95  # per round without a draft: 14 such rounds halve what one refused draft did
@@ -123,15 +124,19 @@ def _match_bucket(match_len: int) -> int:
 
 
 class AutoController:
-    """Chooses drafter and k each round. Used from the engine process's main thread only."""
+    """Chooses drafter and k each round. Used from the engine process's main thread only.
 
-    def __init__(self, costs: CostTable, drafter: str, probe_every: int = 24):
+    `with_model`: whether the draft model may draft, besides the copying drafters (n-gram lookup, history)."""
+
+    uses_costs = True
+
+    def __init__(self, costs: CostTable, with_model: bool, probe_every: int = 24):
         self.costs = costs
-        self.drafter = drafter  # "model" or "ngram": which second source may draft besides the copying ones
+        self.with_model = with_model
         self.model = Acceptance(prior=MODEL_PRIOR)
         # Copy proposals (n-gram, history) are tracked per drafter by the length of the match they came from: a
         # 6-token match that recurs is usually copied text and right, a 2-token match often a coincidence.
-        self._copies_by_match: dict[tuple[str, int], Acceptance] = {}
+        self._copies_by_match: dict[tuple[DraftSource, int], Acceptance] = {}
         self.probe_every = probe_every
         # Rounds between probes double after each probe that did not pay (up to MAX_PROBE_GAP), so text that
         # stays unpredictable costs almost nothing; a probe that pays brings speculation back at once.
@@ -142,7 +147,8 @@ class AutoController:
         self.online = OnlineCosts(costs)
         self.stop_below = STOP_BELOW_START
         # Decayed sums of (accepted, expected) per drafter.
-        self._calibration = {"ngram": _NO_CALIBRATION, "history": _NO_CALIBRATION, "model": _NO_CALIBRATION}
+        self._calibration: dict[DraftSource, tuple[float, float]] = {
+            "ngram": _NO_CALIBRATION, "history": _NO_CALIBRATION, "model": _NO_CALIBRATION}
 
     def use_costs(self, table: CostTable) -> None:
         """Switch to a newly measured table (measured in idle time while this controller ran on an estimate)."""
@@ -155,6 +161,27 @@ class AutoController:
         """The next rounds run on `threads` CPU threads: costs are compared at one count only."""
         self.online.note_threads(threads)
 
+    @property
+    def wants_fresh_costs(self) -> bool:
+        """Single tokens run far faster than the measured table says: it was measured while the CPU was busy."""
+        return self.online.table_stale
+
+    def describe(self) -> PolicyState:
+        return PolicyState(
+            drafter="model" if self.with_model else "ngram",
+            costs_estimated=self.costs.estimated,
+            verify_s=tuple(self._verify(n) for n in range(1, MAX_BATCH + 1)),
+            draft_s=self._draft(1),
+            threads=self.online.threads,
+            model_rates=tuple(self.model.rates),
+            copy_rates=tuple((source, bucket, acc.rates[0])
+                             for (source, bucket), acc in sorted(self._copies_by_match.items())),
+            calibration=tuple((source, self.calibration(source)) for source in self._calibration),
+            stop_below=self.stop_below,
+            probe_gap=self._probe_gap,
+            paused_rounds=self._paused_rounds,
+        )
+
     # -- the decision -------------------------------------------------------------------------------------------
 
     def _verify(self, n: int) -> float:
@@ -163,7 +190,7 @@ class AutoController:
     def _draft(self, k: int) -> float:
         return self.online.draft(k)
 
-    def ngram(self, match_len: int, source: str = "ngram") -> Acceptance:
+    def ngram(self, match_len: int, source: DraftSource = "ngram") -> Acceptance:
         """The acceptance estimates of a copying drafter's ("ngram" or "history") proposals from matches of this
         length."""
         key = (source, _match_bucket(match_len))
@@ -171,7 +198,7 @@ class AutoController:
             self._copies_by_match[key] = Acceptance(prior=_COPY_PRIORS[source][key[1]])
         return self._copies_by_match[key]
 
-    def calibration(self, source: str) -> float:
+    def calibration(self, source: DraftSource) -> float:
         """Accepted / expected over this source's recent drafts. Estimates are chosen when they look best, so
         they run high (text with a fixed pattern, such as JSON objects, looks copyable until each new value; see
         docs/performance.md)."""
@@ -179,7 +206,7 @@ class AutoController:
         return min(1.2, accepted / expected)
 
     def _best(
-        self, source: str, k_max: int, rates: Sequence[float] | None, match_len: int = 0
+        self, source: DraftSource, k_max: int, rates: Sequence[float] | None, match_len: int = 0
     ) -> tuple[int, float, float]:
         """Best k >= 1 for this source, its expected tokens per second and expected accepted tokens. Given
         `rates` (a what-if), those are used as they are; otherwise the learned ones, corrected by calibration."""
@@ -207,8 +234,8 @@ class AutoController:
     def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool, ngram_match: int = 0,
              history: Optional[Draft] = None, model_behind: int = 0) -> Plan:
         plain_rate = 1.0 / self._verify(1)
-        options: list[tuple[float, str, int, float]] = []
-        copies = {"ngram": (len(ngram_tokens), ngram_match)}
+        options: list[tuple[float, DraftSource, int, float]] = []
+        copies: dict[DraftSource, tuple[int, int]] = {"ngram": (len(ngram_tokens), ngram_match)}
         if history is not None and history.tokens:
             copies["history"] = (len(history.tokens), history.match_len)
         for source, (proposed, match_len) in copies.items():
@@ -216,7 +243,7 @@ class AutoController:
                 k, rate, accepted = self._best(source, min(k_max, proposed, MAX_K), None, match_len)
                 if k:
                     options.append((rate, source, k, accepted))
-        use_model = has_model and self.drafter == "model"
+        use_model = has_model and self.with_model
         if use_model:
             k, rate, accepted = self._best("model", min(k_max, MAX_K), None)
             if k:
@@ -241,12 +268,13 @@ class AutoController:
                             stop_below=self.stop_below if source == "model" else 0.0)
         return self._paused(k_max, copies, use_model, plain_rate, model_behind)
 
-    def _paused(self, k_max: int, copies: dict[str, tuple[int, int]], use_model: bool, plain_rate: float,
+    def _paused(self, k_max: int, copies: dict[DraftSource, tuple[int, int]], use_model: bool, plain_rate: float,
                 model_behind: int) -> Plan:
         """`copies`: per copying drafter, (tokens proposed, match length)."""
         self._paused_rounds += 1
         self._model_paused_rounds += 1
-        sources = (["model"] if use_model else []) + [s for s, (proposed, _) in copies.items() if proposed]
+        sources: list[DraftSource] = ["model"] if use_model else []
+        sources += [s for s, (proposed, _) in copies.items() if proposed]
         if not sources:
             return Plan("none", 0, "nothing to draft from: no earlier text to copy and no draft model")
         optimistic = [OPTIMISTIC_ACCEPTANCE] * MAX_K
@@ -273,7 +301,7 @@ class AutoController:
         return Plan("none", 0, f"speculation paused: drafts are accepted too rarely to pay "
                                f"(acceptance {acc.overall():.0%})", kind="paused")
 
-    def _probe_cost(self, source: str, k: int, model_behind: int) -> float:
+    def _probe_cost(self, source: DraftSource, k: int, model_behind: int) -> float:
         """Seconds a probe of k tokens adds to a plain round; the draft model's includes reading what it is behind,
         in batches (at the target's batch shape)."""
         extra = self._verify(k + 1) - self._verify(1)
@@ -288,7 +316,7 @@ class AutoController:
         estimated = ", estimated until measured" if self.costs.estimated else ""
         text = (f"speculation paused: on this machine verifying costs more than it saves "
                 f"(a batch of 2 costs {ratio:.2f}x one token")
-        if self.costs.draft_per_token and self.drafter == "model":
+        if self.costs.draft_per_token and self.with_model:
             text += f", acceptance {self.model.overall():.0%}, draft cost " \
                     f"{self._draft(1) / self._verify(1):.2f}x"
         return text + estimated + ")"
@@ -335,7 +363,7 @@ class AutoController:
             self.stop_below = max(low, self.stop_below - STOP_BELOW_STEP)
 
     def observe_proposal(self, match_len: int, proposal: Sequence[int], produced: Sequence[int],
-                         source: str = "ngram") -> None:
+                         source: DraftSource = "ngram") -> None:
         """Score a copying drafter's proposal (n-gram or history) against the tokens the round actually produced,
         whether or not it was drafted.
 

@@ -46,7 +46,7 @@ class RemoteRound:
 
 
 @dataclass
-class ProvenanceTracker:
+class ServerDraftTracker:
     """Feed it each chunk's text and timings (already clamped to the request, app.engine.remote.chunks) in order; it
     returns the tokens (and rounds) the chunk completes."""
 
