@@ -228,9 +228,8 @@ async def _stream(shaper: ReplyShaper, inbox: asyncio.Queue, job: ServeJob) -> A
             elif isinstance(record, TokenEvent):
                 if shaper.stopped_by_string:
                     continue  # in flight before the engine heard
-                tokens = shaper.on_token(record)
-                if tokens:
-                    yield _sse(shaper.token_chunk(tokens))
+                for chunk in shaper.chunks(shaper.on_token(record)):
+                    yield _sse(chunk)
                 if shaper.stopped_by_string:
                     job.enough.set()  # the rest is not wanted; the reply's totals still come
             elif isinstance(record, FinishedEvent):
@@ -241,9 +240,8 @@ async def _stream(shaper: ReplyShaper, inbox: asyncio.Queue, job: ServeJob) -> A
                 return
             elif isinstance(record, JobEnded):
                 break
-        tokens = shaper.flush()
-        if tokens:
-            yield _sse(shaper.token_chunk(tokens))
+        for chunk in shaper.chunks(shaper.flush(), last=True):
+            yield _sse(chunk)
         for chunk in shaper.last_chunks(finished):
             yield _sse(chunk)
         yield _sse("[DONE]")
