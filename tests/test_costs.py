@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from app.engine.speculation import cost_measurement
+from app.engine.local import cost_cache, cost_measurement
 from app.engine.speculation import costs
 from app.engine.local.llama_model import LoadedModel
 
@@ -14,13 +14,13 @@ def test_costs_are_measured_once_and_cached(tiny_models, monkeypatch):
     target = LoadedModel(tiny_models.target, n_ctx=512, n_threads=1)
     draft = LoadedModel(tiny_models.draft, n_ctx=512, n_threads=1)
     try:
-        assert costs.cached_costs(target, draft, 1, (0, 0)) is None
+        assert cost_cache.cached_costs(target, draft, 1, (0, 0)) is None
         table = cost_measurement.measure_costs(target, draft, 1, (0, 0))
         assert len(table.batch) == costs.MAX_BATCH + 1
         assert all(c > 0 for c in table.batch[1:]) and table.draft_per_token > 0
         assert not table.estimated
         assert target.cached == [] and draft.cached == []  # measuring leaves no stray tokens in the cache
-        assert costs.cached_costs(target, draft, 1, (0, 0)).batch == table.batch
+        assert cost_cache.cached_costs(target, draft, 1, (0, 0)).batch == table.batch
 
         steps = []
         real_step = cost_measurement._ModelTiming.step
@@ -115,20 +115,20 @@ def test_costs_of_a_gpu_run_are_never_those_of_a_cpu_run(tiny_models):
     class Model:
         path = tiny_models.target
 
-    keys = {costs.model_key(Model, 1, 0, "CPU"), costs.model_key(Model, 1, 29, "CUDA"), costs.model_key(Model, 1, 29, "Vulkan"),
-            costs.model_key(Model, 1, 12, "CUDA")}
+    keys = {cost_cache.model_key(Model, 1, 0, "CPU"), cost_cache.model_key(Model, 1, 29, "CUDA"), cost_cache.model_key(Model, 1, 29, "Vulkan"),
+            cost_cache.model_key(Model, 1, 12, "CUDA")}
     assert len(keys) == 4
-    assert costs.model_key(Model, 1, 0, "CUDA") == costs.model_key(Model, 1, 0, "CPU")  # nothing offloaded: the CPU's costs
+    assert cost_cache.model_key(Model, 1, 0, "CUDA") == cost_cache.model_key(Model, 1, 0, "CPU")  # nothing offloaded: the CPU's costs
 
 
 def test_a_cache_that_cannot_be_written_still_gives_the_measured_table(tiny_models, monkeypatch):
-    monkeypatch.setattr(costs, "_write_cache", lambda data: None)
+    monkeypatch.setattr(cost_cache, "_write_cache", lambda data: None)
     target = LoadedModel(tiny_models.target, n_ctx=512, n_threads=1)
     draft = LoadedModel(tiny_models.draft, n_ctx=512, n_threads=1)
     try:
         table = cost_measurement.measure_costs(target, draft, 1, (0, 0))
         assert table.batch[1] > 0 and table.draft_per_token > 0 and not table.estimated
-        assert costs.cached_costs(target, draft, 1, (0, 0)) is None  # nothing reached the disk
+        assert cost_cache.cached_costs(target, draft, 1, (0, 0)) is None  # nothing reached the disk
     finally:
         target.close()
         draft.close()
@@ -168,7 +168,7 @@ def test_a_machine_that_stays_busy_gets_a_clear_message_and_no_table(tiny_models
             assert "another program kept the CPU busy" in str(error)
         else:
             raise AssertionError("measured on a busy machine")
-        assert costs.cached_costs(target, None, 1, (0, 0)) is None
+        assert cost_cache.cached_costs(target, None, 1, (0, 0)) is None
         measured = cost_measurement.measure_costs(target, None, 1, (0, 0))
         # Measured before: the disk has it, and a busy machine does not hold it up.
         assert cost_measurement.measure_costs(target, None, 1, (0, 0), busy=lambda: True).batch == measured.batch

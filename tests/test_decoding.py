@@ -9,7 +9,8 @@ import pytest
 
 from app.engine.config import GenerationConfig
 from app.engine.local.decoder import generate
-from app.engine.speculation.drafters import ModelDrafter, NgramDrafter
+from app.engine.local.model_drafter import ModelDrafter
+from app.engine.speculation.drafters import NgramDrafter
 from app.engine.errors import PromptTooLongError
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.engine.local.llama_model import LoadedModel

@@ -103,8 +103,7 @@ def test_auto_controller_learns_per_chat(engine):
     reply(engine, messages, draft_max=None, session="chat-1")
     reply(engine, messages, draft_max=None, session="chat-2")
     reply(engine, messages, draft_max=None, session="chat-1")
-    sessions = {key[0] for key in engine._policies}
-    assert sessions == {"chat-1", "chat-2"}  # one controller (and its acceptance history) per chat
+    assert engine.policies.sessions() == {"chat-1", "chat-2"}  # one controller (and its acceptance history) per chat
 
 
 def test_replies_start_on_an_estimate_and_switch_to_costs_measured_in_idle_time(engine):
@@ -114,7 +113,7 @@ def test_replies_start_on_an_estimate_and_switch_to_costs_measured_in_idle_time(
     assert not engine.costs_cached()
     _, finished = reply(engine, messages, draft_max=None, session="chat-1")
     assert finished.stats.tokens > 0
-    (policy,) = engine._policies.values()
+    (policy,) = engine.policies.controllers()
     assert policy.costs.estimated
     steps = 0
     while engine.idle_step():
@@ -169,7 +168,7 @@ def test_stop_mid_reply_ends_it_within_one_round_and_keeps_what_was_written(engi
 def test_a_cost_table_timed_while_the_machine_was_busy_is_forgotten_after_one_plain_token(engine):
     """Such a table (every pass far slower than now, the draft model's share far too small) promised the draft
     model 4x plain where it gave 0.6x, and the controller never timed a plain token to see it."""
-    from app.engine.speculation import costs
+    from app.engine.local import cost_cache as costs
 
     engine.measure_costs()
     cache = costs._read_cache()
@@ -181,5 +180,5 @@ def test_a_cost_table_timed_while_the_machine_was_busy_is_forgotten_after_one_pl
     rounds = [e for e in events if isinstance(e, RoundEvent)]
     assert rounds[0].drafter == "none" and rounds[0].reason == "timing one token at 1 CPU thread before drafting"
     assert not engine.costs_cached()  # idle time measures it again
-    (policy,) = engine._policies.values()
+    (policy,) = engine.policies.controllers()
     assert policy.costs.estimated and finished.stats.tokens > 0

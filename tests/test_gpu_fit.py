@@ -107,7 +107,7 @@ def test_this_machine_lists_the_cpu_only():
 def test_a_missing_symbol_leaves_the_devices_unknown(monkeypatch):
     from app.engine.placement import devices
 
-    monkeypatch.setattr(devices, "_symbol", lambda libs, name, *a: None)
+    monkeypatch.setattr(devices, "symbol", lambda libs, name, *a: None)
     report = devices.list_devices()
     assert not report.known and "ggml_backend_dev_count" in report.problem
     assert report.lines()[0].startswith("Devices unknown:")

@@ -52,7 +52,7 @@ def test_an_unwritable_cache_is_reported_not_raised(tmp_path):
 
 
 def test_the_costs_cache_survives_a_list_and_junk_entries(monkeypatch, tmp_path):
-    from app.engine.speculation import costs
+    from app.engine.local import cost_cache as costs
 
     path = tmp_path / "forward-costs.json"
     monkeypatch.setattr(costs, "_cache_file", lambda: path)

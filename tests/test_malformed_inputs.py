@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.config import MAX_DRAFT, GenerationConfig
+from app.engine.config import MAX_DRAFT, MAX_OUTPUT_ROWS, GenerationConfig
 from app.engine.gguf.info import inspect_gguf
-from app.engine.local.llama_model import MAX_OUTPUT_ROWS
 from app.engine.child_process import last_error_line
 from app.engine.gguf.probe import CACHE_FILE_NAME, probe_model, probe_models
 from app.library import inspect_entry

@@ -38,16 +38,16 @@ def control_ids(engine, tokens):
 @pytest.mark.parametrize("chat", range(len(ORDINARY_CHATS)))
 def test_ordinary_chats_get_the_same_tokens_as_before(engine, chat):
     messages = ORDINARY_CHATS[chat]
-    rendered = engine._render(messages)
+    rendered = engine.prompts.render(messages)
     before = engine.target.tokenize(rendered.text, add_special=True, parse_special=True)
-    assert engine._tokens_for(rendered.text, rendered.markup) == before
+    assert engine.prompts.tokens_for(rendered.text, rendered.markup) == before
 
 
 def test_control_token_text_in_a_message_stays_text(engine):
     target = engine.target
     im_start, im_end = target.control_tokens()["<|im_start|>"], target.control_tokens()["<|im_end|>"]
-    rendered = engine._render([{"role": "user", "content": SNEAKY}])
-    tokens = engine._tokens_for(rendered.text, rendered.markup)
+    rendered = engine.prompts.render([{"role": "user", "content": SNEAKY}])
+    tokens = engine.prompts.tokens_for(rendered.text, rendered.markup)
     # The template's markup: <|im_start|>user ... <|im_end|> <|im_start|>assistant, and nothing from the message.
     assert control_ids(engine, tokens) == [im_start, im_end, im_start]
     text = b"".join(target.token_bytes(t) for t in tokens).decode()
@@ -61,9 +61,9 @@ def test_a_second_turn_reuses_the_first_turns_tokens_and_stays_safe(engine, tiny
     events = list(engine.chat(messages, GenerationConfig(max_tokens=8)))
     first = events[-1]
     messages += [{"role": "assistant", "content": first.text}, {"role": "user", "content": SNEAKY}]
-    rendered = engine._render(messages)
-    tokens = engine._tokens_for(rendered.text, rendered.markup)
-    assert tokens[: len(engine._transcript_tokens)] == engine._transcript_tokens
-    new = tokens[len(engine._transcript_tokens):]
+    rendered = engine.prompts.render(messages)
+    tokens = engine.prompts.tokens_for(rendered.text, rendered.markup)
+    assert tokens[: len(engine.prompts.transcript_tokens)] == engine.prompts.transcript_tokens
+    new = tokens[len(engine.prompts.transcript_tokens):]
     # <|im_end|> after the reply, then <|im_start|>user, <|im_end|>, <|im_start|>assistant: four, none from SNEAKY.
     assert len(control_ids(engine, new)) == 4

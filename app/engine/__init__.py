@@ -4,14 +4,19 @@
 - events.py: the plain records a reply streams (tokens, rounds, the finish with its stats).
 - protocol.py: ChatEngine, the one protocol every engine follows (local, remote, the tests' scripted one), and
   fitted_reply, the one way to ask for a reply.
+- context_fit.py: Fitting a conversation to the context: the one rule every engine (and the tests' scripted one) applies.
 - targets.py: LocalModel | ServerModel, what a load asks for, and the string key the store keeps for each.
 - errors.py: EngineError and its kinds, each with a sentence for a person.
-- child_process.py: what a llama.cpp child's end says (last error line, signal, a build this CPU cannot run), and
-  the CLI's supervisor that says it for a SIGILL.
-- local/: models loaded in this process through llama-cpp-python, and the decoding loop.
-- speculation/: who drafts, how far, and what forward passes cost.
+- child_process.py: What a llama.cpp child process's end says: its last error line, its signal's name, a build fault,
+  and the CLI's supervisor that says it for a SIGILL.
+- local/: models loaded in this process through llama-cpp-python, the decoding loop, the draft model's drafter and
+  the timing of forward passes.
+- speculation/: the decision layer: who drafts, how far, and what forward passes cost (no model, no llama.cpp).
 - gguf/: reading GGUF files, what llama.cpp would refuse, draft compatibility.
 - placement/: devices, GPU layers and RPC workers.
 - remote/: models on OpenAI-compatible servers.
 - host/: the engine process's loop, which the window supervises.
+
+Layers, each importing only those below it (import-linter, pyproject.toml): host; remote | local; placement;
+gguf | speculation; protocol | context_fit; config | events | targets | errors | child_process.
 """

@@ -5,17 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Optional
 
-from app.engine.local.llama_model import MAX_OUTPUT_ROWS
 from app.platform.machine_defaults import (GPU_LAYERS_ALL, GPU_LAYERS_AUTO, THREADS_AUTO, default_threads,
                                            resolve_threads)
 
-__all__ = ["GPU_LAYERS_ALL", "GPU_LAYERS_AUTO", "MAX_DRAFT", "THREADS_AUTO", "DrafterChoice", "GenerationConfig", "LoadSettings",
-           "default_threads"]
+__all__ = ["GPU_LAYERS_ALL", "GPU_LAYERS_AUTO", "MAX_DRAFT", "MAX_OUTPUT_ROWS", "THREADS_AUTO", "DrafterChoice",
+           "GenerationConfig", "LoadSettings", "default_threads"]
 
 # What a request asks to draft with: "auto" (the draft model when one is loaded, n-gram lookup otherwise).
 DrafterChoice = Literal["auto", "model", "ngram", "history"]
 HistoryBook = Literal["person", "api"]
 
+# The most logit rows one decode may return (app.engine.local.llama_model sizes llama.cpp's output buffer by it, not
+# by n_ctx, so memory stays at a few MB even with a 152k vocab): the longest verify batch fits with room to spare.
+MAX_OUTPUT_ROWS = 64
 # The longest draft: verifying k drafted tokens decodes k + 1 rows with logits, and llama.cpp aborts the process
 # when one decode asks for more rows than the context was made for (n_outputs_max).
 MAX_DRAFT = MAX_OUTPUT_ROWS - 1

@@ -127,8 +127,8 @@ def record(model_path: str) -> None:
     """Record every prompt's greedy reply (see RECORDINGS) and the model's measured cost table (minutes on a
     CPU)."""
     from app.bench.suite import load_prompts
-    from app.engine.config import GenerationConfig
-    from app.engine.local.engine import LoadSettings, SpecEngine
+    from app.engine.config import GenerationConfig, LoadSettings
+    from app.engine.local.engine import SpecEngine
 
     engine = SpecEngine(LoadSettings(n_ctx=4096, n_threads=2))
     engine.load_target(model_path)
@@ -138,10 +138,10 @@ def record(model_path: str) -> None:
         prompts = {}
         for p in load_prompts(prompts_file):
             messages = [{"role": "user", "content": p.chat}]
-            prompt = engine._tokens_for(engine.format_chat(messages))
+            prompt = engine.prompts.tokens_for(engine.format_chat(messages))
             for _ in engine.chat(messages, config, session="record"):
                 pass
-            reply = engine._transcript_tokens[len(prompt):]
+            reply = engine.prompts.transcript_tokens[len(prompt):]
             control = sorted(t for t in set(prompt) if engine.target.is_control(t))
             prompts[p.name] = {"kind": p.kind, "prompt": prompt, "reply": reply, "control": control}
         data = {"model": Path(model_path).name, "costs": table.batch, "measured": list(table.measured or ()),

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 from app.engine.config import GenerationConfig, LoadSettings
-from app.engine.local.context_fit import SessionCuts
+from app.engine.context_fit import SessionCuts
 from app.engine.errors import ModelFileError
 from app.engine.protocol import CancelSignal, ChatEngine, fitted_reply
 from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, ThreadsEvent, TokenEvent

@@ -159,7 +159,7 @@ def _measured_files() -> set[str]:
     """The model files whose forward-pass costs are on disk."""
     import json
 
-    from app.engine.speculation.costs import _cache_file
+    from app.engine.local.cost_cache import _cache_file
 
     try:
         data = json.loads(_cache_file().read_text())

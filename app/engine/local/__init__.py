@@ -1,13 +1,17 @@
 """Local models through llama-cpp-python: loading, the KV cache, tokenizing, chat templates and the decoding loop.
 
 - chat_format.py: Formatting a conversation with the model's own chat template (the Jinja text stored in the GGUF).
-- context_fit.py: Fitting a conversation to the context: the one rule every engine (and the tests' scripted one) applies.
+- cost_cache.py: Measured cost tables on disk, keyed by the loaded models and where they run.
+- cost_measurement.py: Measuring what forward passes cost, one forward pass at a time, so it fits into the moments nobody is waiting.
 - decoder.py: The decoding loop: plain and speculative decoding are the same loop, a round drafts k >= 0 tokens and the target
-- engine.py: SpecEngine: the target and draft models, the conversation's KV cache, and one entry point per kind of request.
-- engine_costs.py: SpecEngine's forward-pass costs: measured for benchmarks, in idle time, forgotten when measured while busy.
+- engine.py: SpecEngine: one entry point per kind of request, over the loaded models, their prompts and each chat's policy.
 - llama_model.py: One GGUF model loaded through llama-cpp-python's low-level API, with a KV cache we keep in step with.
+- model_drafter.py: The draft model's drafter: a smaller model that shares the target's vocabulary, one token per pass.
+- model_pair.py: The target and draft as loaded: where their layers run, and the thread count that follows the load.
+- policies.py: Each chat's speculation policy for the loaded models, and the cost tables they decide by.
 - prompt_tokens.py: Tokenizing a chat prompt so that only the chat template's own markup becomes control tokens.
+- prompts.py: One loaded target's prompts: its chat template, the last turn's tokens reused, per-message token counts.
 - sampling.py: Turning logits into token choices, and the speculative-sampling acceptance rule.
-- thread_governor.py: CPU threads that follow the machine's load: fewer while another program keeps a core busy.
 - text_stream.py: Token bytes to text without ever showing half a character.
+- thread_governor.py: CPU threads that follow the machine's load: fewer while another program keeps a core busy.
 """

@@ -15,7 +15,8 @@ from typing import Callable, Iterator, Optional, Sequence
 import numpy as np
 
 from app.engine.config import MAX_DRAFT, GenerationConfig
-from app.engine.speculation.drafters import Draft, ModelDrafter, NgramDrafter
+from app.engine.local.model_drafter import ModelDrafter
+from app.engine.speculation.drafters import Draft, NgramDrafter
 from app.engine.errors import PromptTooLongError
 from app.engine.events import (EngineEvent, FinishedEvent, GenerationStats, RoundEvent, ThreadsEvent, TokenEvent,
                                decode_speed)

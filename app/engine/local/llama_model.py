@@ -19,11 +19,9 @@ from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
+from app.engine.config import MAX_OUTPUT_ROWS
 from app.engine.errors import ModelFileError, ModelLoadError
 
-# The most logit rows one decode may return: the longest verify batch (draft_max + 1) fits with room to spare.
-# llama.cpp sizes its output buffer by this, not by n_ctx, so memory stays at a few MB even with a 152k vocab.
-MAX_OUTPUT_ROWS = 64
 PROMPT_CHUNK = 512
 # A stretch of the prompt found again later in the cache is kept (shifted) only from this length on: shorter runs
 # could match by chance, and re-reading them costs less than being wrong.

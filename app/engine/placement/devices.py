@@ -1,7 +1,7 @@
 """The compute devices this build of llama.cpp can use, asked of its backend registry through ctypes.
 
 llama-cpp-python binds llama_supports_gpu_offload and llama_supports_rpc but none of ggml's device functions, so
-those are declared here on the shared libraries it loaded. A build with the RPC backend answers
+those are declared on the shared libraries it loaded (ggml_library.py). A build with the RPC backend answers
 llama_supports_gpu_offload() with True even without any GPU, so whether there is a GPU is decided from the device
 list, never from that flag. Nothing here raises: a missing symbol or library leaves the list unknown, with a reason.
 """
@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass, field
-from typing import Callable, Literal, Optional
+from typing import Literal, Optional
 
 from app.common.units import format_bytes
+from app.engine.placement.ggml_library import libraries, symbol
 
 DeviceKind = Literal["cpu", "gpu", "igpu", "accel", "unknown"]
 # enum ggml_backend_dev_type (ggml/include/ggml-backend.h); META wraps other devices and holds no memory of its own.
@@ -80,40 +81,6 @@ class DeviceReport:
         return out
 
 
-def _libraries() -> list[tuple[str, ctypes.CDLL]]:
-    """llama.cpp's library first (on Linux and macOS its handle resolves ggml's symbols too), then the ggml
-    libraries beside it, which Windows needs since there a DLL exports only its own functions."""
-    libs: list[tuple[str, ctypes.CDLL]] = []
-    try:
-        from llama_cpp import llama_cpp as bindings
-
-        libs.append(("llama", bindings._lib))
-        from llama_cpp._ctypes_extensions import load_shared_library
-
-        base = getattr(bindings, "_base_path", None)
-    except Exception:  # an import that fails for any reason only leaves the devices unknown
-        return libs
-    if base is not None:
-        for name in ("ggml", "ggml-base"):
-            try:
-                libs.append((name, load_shared_library(name, base)))
-            except Exception:
-                pass  # not every build splits ggml into these libraries
-    return libs
-
-
-def _symbol(libs: list[tuple[str, ctypes.CDLL]], name: str, restype, argtypes: list) -> Optional[Callable]:
-    for _lib_name, lib in libs:
-        try:
-            fn = getattr(lib, name)
-        except AttributeError:
-            continue
-        fn.restype = restype
-        fn.argtypes = argtypes
-        return fn
-    return None
-
-
 def _text(raw: Optional[bytes]) -> str:
     return raw.decode("utf-8", errors="replace") if raw else ""
 
@@ -132,7 +99,7 @@ def build_features() -> str:
 def list_devices() -> DeviceReport:
     """The devices of the loaded llama.cpp build, with their free memory now. Never raises."""
     try:
-        return _list_devices(_libraries())
+        return _list_devices(libraries())
     except Exception as exc:  # a device list is information; failing to get it must not stop the app
         return DeviceReport(problem=f"listing llama.cpp's devices failed ({exc})")
 
@@ -141,17 +108,17 @@ def _list_devices(libs: list[tuple[str, ctypes.CDLL]]) -> DeviceReport:
     if not libs:
         return DeviceReport(problem="llama-cpp-python's library could not be loaded")
     vp, size_t = ctypes.c_void_p, ctypes.c_size_t
-    rpc_fn = _symbol(libs, "llama_supports_rpc", ctypes.c_bool, [])
+    rpc_fn = symbol(libs, "llama_supports_rpc", ctypes.c_bool, [])
     rpc = bool(rpc_fn()) if rpc_fn else None
     fns = {
-        "count": _symbol(libs, "ggml_backend_dev_count", size_t, []),
-        "get": _symbol(libs, "ggml_backend_dev_get", vp, [size_t]),
-        "name": _symbol(libs, "ggml_backend_dev_name", ctypes.c_char_p, [vp]),
-        "description": _symbol(libs, "ggml_backend_dev_description", ctypes.c_char_p, [vp]),
-        "type": _symbol(libs, "ggml_backend_dev_type", ctypes.c_int, [vp]),
-        "memory": _symbol(libs, "ggml_backend_dev_memory", None, [vp, ctypes.POINTER(size_t), ctypes.POINTER(size_t)]),
-        "reg": _symbol(libs, "ggml_backend_dev_backend_reg", vp, [vp]),
-        "reg_name": _symbol(libs, "ggml_backend_reg_name", ctypes.c_char_p, [vp]),
+        "count": symbol(libs, "ggml_backend_dev_count", size_t, []),
+        "get": symbol(libs, "ggml_backend_dev_get", vp, [size_t]),
+        "name": symbol(libs, "ggml_backend_dev_name", ctypes.c_char_p, [vp]),
+        "description": symbol(libs, "ggml_backend_dev_description", ctypes.c_char_p, [vp]),
+        "type": symbol(libs, "ggml_backend_dev_type", ctypes.c_int, [vp]),
+        "memory": symbol(libs, "ggml_backend_dev_memory", None, [vp, ctypes.POINTER(size_t), ctypes.POINTER(size_t)]),
+        "reg": symbol(libs, "ggml_backend_dev_backend_reg", vp, [vp]),
+        "reg_name": symbol(libs, "ggml_backend_reg_name", ctypes.c_char_p, [vp]),
     }
     missing = [name for name in ("count", "get", "name", "type", "memory") if fns[name] is None]
     sources = tuple(name for name, _lib in libs)

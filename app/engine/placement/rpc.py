@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import ctypes
 import re
-from typing import Optional, Sequence
+from typing import Sequence
 
 from app.engine.errors import ModelLoadError
+from app.engine.placement.ggml_library import backend_functions
 from app.engine.placement.rpc_check import check_workers, unreachable
 
 NO_RPC_BUILD = ("This llama.cpp build has no RPC backend: reinstall llama-cpp-python with "
@@ -44,40 +45,9 @@ def parse_endpoints(text: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-class _Ggml:
-    """The few ggml functions this needs, declared on the libraries llama-cpp-python loaded."""
-
-    def __init__(self):
-        from app.engine.placement.devices import _libraries, _symbol
-
-        libs = _libraries()
-        vp, size_t = ctypes.c_void_p, ctypes.c_size_t
-        self.supports_rpc = _symbol(libs, "llama_supports_rpc", ctypes.c_bool, [])
-        self.reg_by_name = _symbol(libs, "ggml_backend_reg_by_name", vp, [ctypes.c_char_p])
-        self.get_proc = _symbol(libs, "ggml_backend_reg_get_proc_address", vp, [vp, ctypes.c_char_p])
-        self.register = _symbol(libs, "ggml_backend_register", None, [vp])
-        self.reg_dev_count = _symbol(libs, "ggml_backend_reg_dev_count", size_t, [vp])
-        self.reg_dev_get = _symbol(libs, "ggml_backend_reg_dev_get", vp, [vp, size_t])
-        self.dev_count = _symbol(libs, "ggml_backend_dev_count", size_t, [])
-        self.dev_get = _symbol(libs, "ggml_backend_dev_get", vp, [size_t])
-        self.dev_type = _symbol(libs, "ggml_backend_dev_type", ctypes.c_int, [vp])
-        self.dev_reg = _symbol(libs, "ggml_backend_dev_backend_reg", vp, [vp])
-        self.reg_name = _symbol(libs, "ggml_backend_reg_name", ctypes.c_char_p, [vp])
-
-
-_ggml: Optional[_Ggml] = None
-
-
-def _lib() -> _Ggml:
-    global _ggml
-    if _ggml is None:
-        _ggml = _Ggml()
-    return _ggml
-
-
 def rpc_supported() -> bool:
     """Whether the installed llama.cpp was built with the RPC backend."""
-    g = _lib()
+    g = backend_functions()
     return bool(g.supports_rpc and g.supports_rpc() and g.reg_by_name and g.reg_by_name(b"RPC"))
 
 
@@ -86,7 +56,7 @@ def register(endpoints: Sequence[str]) -> tuple[int, ...]:
     worker that fails the child-process check (app.engine.placement.rpc_check)."""
     if not endpoints:
         return ()
-    g = _lib()
+    g = backend_functions()
     if not rpc_supported() or not (g.get_proc and g.register and g.reg_dev_count and g.reg_dev_get):
         raise ModelLoadError(NO_RPC_BUILD)
     add_server = None
@@ -116,7 +86,7 @@ def any_registered() -> bool:
 
 def local_offload_devices() -> tuple[int, ...]:
     """The local GPUs llama.cpp would offload to by itself (discrete ones, else integrated), never RPC workers."""
-    g = _lib()
+    g = backend_functions()
     if not (g.dev_count and g.dev_get and g.dev_type and g.dev_reg and g.reg_name):
         return ()
     gpus, igpus = [], []

@@ -28,6 +28,7 @@ from typing import Optional, Sequence
 
 from app.engine.child_process import how_it_ended, last_error_line
 from app.engine.errors import ModelLoadError
+from app.engine.placement.ggml_library import backend_functions, libraries, symbol
 
 RPC_CMD_HELLO = 14
 RPC_CONN_CAPS_SIZE = 24
@@ -109,18 +110,14 @@ def unreachable(endpoint: str) -> str:
 
 def _register_in_ggml(endpoint: str) -> int:
     """What rpc.register does with a worker, here in the child: add it, then ask each device for its memory."""
-    from app.engine.placement.rpc import _lib
-
-    g = _lib()
+    g = backend_functions()
     address = g.get_proc(g.reg_by_name(b"RPC"), b"ggml_backend_rpc_add_server") if g.reg_by_name(b"RPC") else None
     if not address:
         raise WorkerProblem("This llama.cpp build has no RPC backend.")
     reg = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_char_p)(address)(endpoint.encode("utf-8"))
     if not reg:
         raise WorkerProblem(f"llama.cpp could not use the RPC worker at {endpoint}; {SAME_VERSION}.")
-    from app.engine.placement.devices import _libraries, _symbol
-
-    memory = _symbol(_libraries(), "ggml_backend_dev_memory", None,
+    memory = symbol(libraries(), "ggml_backend_dev_memory", None,
                      [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t)])
     count = g.reg_dev_count(reg)
     for i in range(count):

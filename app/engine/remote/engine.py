@@ -23,7 +23,7 @@ from app.engine.events import (
     TokenEvent,
     decode_speed,
 )
-from app.engine.local.context_fit import SessionCuts
+from app.engine.context_fit import SessionCuts
 from app.engine.remote.chunks import MalformedEvent, ServerTimings, parse_chunk
 from app.engine.remote.http import (
     READ_TIMEOUT_S,

@@ -1,9 +1,9 @@
-"""Speculation: who drafts, how many tokens, and what forward passes cost on this machine.
+"""Speculation, the decision layer: who drafts, how many tokens, and what forward passes cost, over token ids and
+seconds. No loaded model and no llama.cpp (app.engine.local drafts with the draft model and times the passes).
 
 - controller.py: The speculation controller: each round, the draft length that maximises expected tokens per second.
-- cost_measurement.py: Measuring what forward passes cost, one forward pass at a time, so it fits into the moments nobody is waiting.
-- costs.py: What a forward pass costs on this machine: the target's time for a batch of n tokens, the draft's per token.
-- drafters.py: Where draft tokens come from: a smaller model that shares the target's vocabulary, or the text itself.
+- costs.py: What a forward pass costs: the target's time for a batch of n tokens, the draft's per token, and the estimate to start from.
+- drafters.py: Draft proposals, and the drafter that needs no model: n-gram lookup of the text itself.
 - history.py: The history drafter: what earlier prompts and replies went on with, across all chats, in bounded memory.
 - history_file.py: The history drafter's texts on disk (bounded, per session), and keeping an index in step with them.
 - online_costs.py: What forward passes cost on this machine now: the measured cost table, kept true by what rounds actually cost.

@@ -2,7 +2,7 @@
 
 The answer decides whether speculation can pay at all: on a 2-core CPU a verify batch of 9 costs ~4.4x one token, on
 a GPU ~1x. It is measured once per (model file, threads, GPU layers and their backend, llama.cpp build) in idle time
-(app.engine.speculation.cost_measurement) and cached on disk; with threads on Auto, at the full count and only
+(app.engine.local.cost_measurement) and cached on disk (app.engine.local.cost_cache); with threads on Auto, at the full count and only
 while no other program is busy (app.engine.local.thread_governor). Until then a model runs on an estimate
 (`prior_costs`) that the controller corrects from what its rounds cost, so choosing a model never waits for a
 measurement.
@@ -11,12 +11,7 @@ measurement.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Optional
-
-from app.common.json_cache import read_cache, write_cache
-from app.engine.local.llama_model import LoadedModel
-from app.platform.paths import user_cache_dir
 
 MAX_BATCH = 32  # verify batches up to draft_max 31: long drafts are how copying text pays on a CPU
 # Sizes measured; the rest are interpolated, and the controller corrects each size it uses from what it observes.
@@ -29,7 +24,6 @@ _INVERSION_LIMIT = 1.1
 # Batches are timed after this many tokens of context, about a system prompt and a question: attention makes
 # batches relatively dearer as the context grows (docs/performance.md).
 MEASURE_CONTEXT = 256
-_CACHE_VERSION = 5
 
 
 @dataclass
@@ -121,67 +115,3 @@ def prior_costs(target_bytes: int, draft_bytes: Optional[int], on_gpu: bool) -> 
     if draft_bytes:
         table.draft_per_token = _PRIOR_SINGLE_S * min(1.0, draft_bytes / max(target_bytes, 1))
     return table
-
-
-def model_key(model: LoadedModel, n_threads: int, gpu_layers: int, backends: str) -> str:
-    import llama_cpp
-
-    st = model.path.stat()
-    # The devices are part of the key: a model with layers on a GPU must never be timed by its CPU costs.
-    where = f"g{gpu_layers}@{backends}" if gpu_layers > 0 else "g0"  # "g0": what CPU runs were saved as before
-    return f"{model.path.resolve()}|{st.st_size}|{st.st_mtime_ns}|t{n_threads}|{where}|{llama_cpp.__version__}"
-
-
-def _cache_file() -> Path:
-    return user_cache_dir() / "forward-costs.json"
-
-
-def _read_cache() -> dict:
-    """Measured costs by model_key; entries of any other shape than a list of seconds are left out."""
-    return {key: batch for key, batch in read_cache(_cache_file(), _CACHE_VERSION).items()
-            if isinstance(batch, list) and len(batch) >= 2
-            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in batch)}
-
-
-def _write_cache(data: dict) -> None:
-    write_cache(_cache_file(), _CACHE_VERSION, data)  # a cache we cannot write only costs a re-measurement
-
-
-def _keys(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int],
-          backends: str):
-    """Cache keys of the target and (None without one) the draft."""
-    return (model_key(target, n_threads, gpu_layers[0], backends),
-            model_key(draft, n_threads, gpu_layers[1], backends) if draft is not None else None)
-
-
-def cached_costs(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int],
-                 backends: str = "CPU", measured: Optional[dict[str, list[float]]] = None) -> Optional[CostTable]:
-    """The measured cost table of this pair from the disk cache, or None when part of it was never measured.
-
-    `gpu_layers` are the layers offloaded (resolved, never Auto; 0 on a build without a GPU backend) and `backends`
-    where they run ("CUDA", "Metal"): both are part of the cache key. `measured` (by model_key) is consulted
-    before the disk: what was just measured counts even when the cache could not be written."""
-    cache = {**_read_cache(), **(measured or {})}
-    tkey, dkey = _keys(target, draft, n_threads, gpu_layers, backends)
-    if tkey not in cache or (dkey is not None and dkey not in cache):
-        return None
-    table = CostTable(batch=list(cache[tkey]), measured=MEASURED_SIZES)
-    if dkey is not None:
-        table.draft_per_token = cache[dkey][1]
-    return table
-
-
-def store_measurement(model: LoadedModel, n_threads: int, gpu_layers: int, backends: str, batch: list[float]) -> None:
-    """Keep one model's measured costs (`batch[n]`, index 0 unused) on disk."""
-    cache = _read_cache()
-    cache[model_key(model, n_threads, gpu_layers, backends)] = batch
-    _write_cache(cache)
-
-
-def forget_measurement(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int],
-                       backends: str = "CPU") -> None:
-    """Drop the pair's measured costs from disk (found wrong): idle time measures them again."""
-    cache = _read_cache()
-    for key in _keys(target, draft, n_threads, gpu_layers, backends):
-        cache.pop(key, None)
-    _write_cache(cache)

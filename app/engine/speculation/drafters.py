@@ -1,7 +1,8 @@
-"""Where draft tokens come from: a smaller model that shares the target's vocabulary, or the text itself.
+"""Draft proposals, and the drafter that needs no model: n-gram lookup of the text itself.
 
 A drafter proposes up to k tokens that would follow `history` (whose last token the target has not evaluated
-yet). Proposals are only guesses: the target's verification decides what is kept.
+yet). Proposals are only guesses: the target's verification decides what is kept. The draft model, which needs a
+loaded model, drafts in app.engine.local.model_drafter; the history drafter is app.engine.speculation.history.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from app.engine.events import Drafter
-from app.engine.local.llama_model import LoadedModel
-from app.engine.local.sampling import Sampler, sample_from
 
 
 @dataclass
@@ -216,81 +215,3 @@ class NgramDrafter:
                 out.append(token)
             pos += 1
         return out[:k]
-
-
-# AdaEDL (Agrawal et al., 2024): 1 - sqrt(ENTROPY_WEIGHT * H) is a lower bound on the chance the target accepts a
-# draft token drawn from a distribution of entropy H (nats); a draft stops where that bound falls below a threshold
-# the controller adapts round by round.
-ENTROPY_WEIGHT = 0.5
-
-
-def acceptance_bound(probs: np.ndarray) -> float:
-    """AdaEDL's estimate of how likely the target keeps a token drafted from `probs` (from its entropy)."""
-    p = probs[probs > 0]
-    entropy = float(-(p * np.log(p)).sum())
-    return 1.0 - float(np.sqrt(ENTROPY_WEIGHT * entropy))
-
-
-def _softmax(logits: np.ndarray) -> np.ndarray:
-    shifted = np.exp(logits - logits.max())
-    return shifted / shifted.sum()
-
-
-class ModelDrafter:
-    """A draft model run autoregressively, one token per forward pass, on its own KV cache."""
-
-    name = "model"
-
-    def __init__(self, model: LoadedModel):
-        self.model = model
-
-    def behind(self, history: Sequence[int]) -> int:
-        """How many tokens of `history` the draft model would read before its next draft (at most len(history))."""
-        return len(history) - self.model.common_prefix(history)
-
-    def propose(
-        self,
-        history: Sequence[int],
-        k: int,
-        sampler: Sampler,
-        rng: np.random.Generator,
-        p_min: float = 0.0,
-        cancel=None,
-        stop_below: float = 0.0,
-    ) -> Draft:
-        """Up to k tokens. The draft stops early where its top probability falls below `p_min`, or where its own
-        confidence (acceptance_bound) falls below `stop_below`; the first token is always drafted."""
-        draft = Draft(probs=None if sampler.greedy else [], source=self.name)
-        if k <= 0:
-            return draft
-        model = self.model
-        # Catch the draft's cache up with the history (after a rejection it holds tokens the target refused).
-        kept = model.keep_common_prefix(history, leave=1)
-        pending = list(history[kept:])
-        draft.caught_up = len(pending)
-        if model.room < len(pending) + k:
-            return draft  # no room left in the draft's context: let the target go on alone
-        if not model.decode(pending, logit_rows=[len(pending) - 1], cancel=cancel):
-            return draft
-        row = len(pending) - 1
-        for i in range(k):
-            logits = model.logits(row)
-            if sampler.greedy:
-                token = int(np.argmax(logits))
-                if p_min > 0.0 or (stop_below > 0.0 and i > 0):
-                    probs = _softmax(logits)
-                    if probs[token] < p_min or (i > 0 and acceptance_bound(probs) < stop_below):
-                        break
-            else:
-                q = sampler.distribution(logits)
-                if p_min > 0.0 and q.max() < p_min:
-                    break
-                if stop_below > 0.0 and i > 0 and acceptance_bound(q) < stop_below:
-                    break
-                token = sample_from(q, rng)
-                draft.probs.append(q)
-            draft.tokens.append(token)
-            if i + 1 < k:
-                model.decode([token], logit_rows=[0])
-                row = 0
-        return draft

@@ -11,16 +11,9 @@ from __future__ import annotations
 import time
 from typing import Callable, Optional
 
-from app.engine.speculation.costs import (
-    MEASURE_CONTEXT,
-    MEASURED_SIZES,
-    CostTable,
-    cached_costs,
-    interpolate,
-    model_key,
-    store_measurement,
-)
+from app.engine.local.cost_cache import cached_costs, model_key, store_measurement
 from app.engine.local.llama_model import LoadedModel
+from app.engine.speculation.costs import MEASURE_CONTEXT, MEASURED_SIZES, CostTable, interpolate
 
 _FILLER = " the quick brown fox jumps over the lazy dog" * 8
 _FILL_STEP = 64  # filler tokens decoded per step

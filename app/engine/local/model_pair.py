@@ -1,0 +1,148 @@
+"""The target and draft models as loaded: where their layers run (GPU layers on Auto resolved, RPC workers), and the
+CPU thread count that follows the machine's load.
+
+Called from the engine process's main thread only, like the SpecEngine that owns it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Optional
+
+from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, LoadSettings
+from app.engine.errors import IncompatiblePairError
+from app.engine.gguf.compat import compatibility
+from app.engine.local.llama_model import LoadedModel
+from app.engine.local.thread_governor import ThreadGovernor
+from app.engine.placement import rpc
+from app.engine.placement.gpu_fit import Placement, resolve as resolve_placement
+from app.platform.cpu_load import CpuLoad
+from app.platform.machine_defaults import logical_cpus
+
+
+class ModelPair:
+    """A target and, optionally, a draft that can speculate for it. Use from the engine process's main thread."""
+
+    def __init__(self, load: LoadSettings):
+        self.load_settings = load
+        self.target: Optional[LoadedModel] = None
+        self.draft: Optional[LoadedModel] = None
+        # Where the loaded models' layers run, with GPU layers on Auto resolved (app.engine.placement.gpu_fit), and
+        # the same in words for the window: what Auto chose and why, or that this build has no GPU backend.
+        self.placement: Optional[Placement] = None
+        self.placement_note = ""
+        self._planned_draft: Optional[Path] = None
+        self.governor: Optional[ThreadGovernor] = None  # threads on Auto: the count that follows the load
+
+    @property
+    def target_path(self) -> Optional[Path]:
+        return self.target.path if self.target else None
+
+    @property
+    def draft_path(self) -> Optional[Path]:
+        return self.draft.path if self.draft else None
+
+    @property
+    def n_ctx(self) -> int:
+        return self.target.n_ctx if self.target else self.load_settings.n_ctx
+
+    def require_target(self) -> LoadedModel:
+        if self.target is None:
+            raise RuntimeError("no target model is loaded")
+        return self.target
+
+    def load_target(self, path: Path, planned_draft: str | Path | None = None) -> bool:
+        """Load (or switch) the target; False when it is loaded already. A loaded draft that cannot draft for the
+        new target is unloaded. `planned_draft`: the draft loaded next, so GPU layers on Auto leave room for it."""
+        if self.target is not None and self.target.path == path:
+            return False
+        self.close_target()
+        s = self.load_settings
+        draft_path = self.draft.path if self.draft is not None else planned_draft
+        self.placement = resolve_placement(
+            path, draft_path, s.n_ctx, s.target_gpu_layers, s.draft_gpu_layers,
+            draft_resident=self.draft.n_gpu_layers if self.draft is not None else None)
+        self.placement_note = self.placement.explanation
+        self._planned_draft = Path(planned_draft) if self.draft is None and planned_draft is not None else None
+        target_devices, _draft_devices = self._devices()
+        target_layers = self.placement.target_layers
+        if s.rpc_servers:
+            target_layers = GPU_LAYERS_ALL if s.target_gpu_layers == GPU_LAYERS_AUTO else s.target_gpu_layers
+            self.placement = dataclasses.replace(self.placement, target_layers=target_layers)
+            self.placement_note = (f"Target spread over RPC workers {', '.join(s.rpc_servers)} (by their free "
+                                   f"memory); draft on this machine. {rpc.TRUSTED_NETWORK_ONLY}")
+        self.target = LoadedModel(path, n_ctx=s.n_ctx, n_threads=s.threads, n_gpu_layers=target_layers,
+                                  devices=target_devices)
+        self.governor = (ThreadGovernor(s.threads, self._set_threads, CpuLoad(), logical_cpus())
+                         if s.adaptive_threads else None)
+        if self.draft is not None and not self.compatible(self.draft.path)[0]:
+            self.load_draft(None)
+        return True
+
+    def load_draft(self, path: str | Path | None) -> None:
+        """Load, switch or (with None) unload the draft. Raises IncompatiblePairError for a mismatched vocabulary."""
+        if path is None:
+            if self.draft is not None:
+                self.draft.close()
+                self.draft = None
+                if self.placement is not None:
+                    self.placement = dataclasses.replace(self.placement, draft_layers=0)
+            return
+        path = Path(path)
+        if self.draft is not None and self.draft.path == path:
+            return
+        if self.target is not None:
+            compatible, reason = self.compatible(path)
+            if not compatible:
+                raise IncompatiblePairError(f"{path.name} cannot draft for {self.target.path.name}: {reason}")
+        if self.draft is not None:
+            self.draft.close()
+            self.draft = None
+        s = self.load_settings
+        if self.target is not None and self.placement is not None and self._planned_draft == path:
+            placement = self.placement  # room for this draft was kept when the target was placed
+        elif self.target is not None:
+            placement = resolve_placement(self.target.path, path, self.n_ctx, s.target_gpu_layers,
+                                          s.draft_gpu_layers, target_resident=self.target.n_gpu_layers)
+        else:
+            placement = resolve_placement(path, None, self.n_ctx, s.draft_gpu_layers, GPU_LAYERS_AUTO)
+            placement = Placement(0, placement.target_layers, placement.explanation, placement.backends)
+        self._planned_draft = None
+        _target_devices, draft_devices = self._devices()
+        self.draft = LoadedModel(path, n_ctx=self.n_ctx, n_threads=s.threads, n_gpu_layers=placement.draft_layers,
+                                 devices=draft_devices)
+        if self.target is not None and self.target.n_threads != s.threads:
+            self.draft.set_threads(self.target.n_threads)  # the load's count now, as the governor chose it
+        self.placement = placement
+        if not s.rpc_servers:
+            self.placement_note = placement.explanation
+
+    def compatible(self, draft_path: Path) -> tuple[bool, str]:
+        """Whether that draft can speculate for the loaded target, and why not."""
+        result = compatibility(self.require_target().path, draft_path)
+        return result.compatible, result.reason
+
+    def close_target(self) -> None:
+        if self.target is not None:
+            self.target.close()
+            self.target = None
+            self.governor = None
+
+    def unload(self) -> None:
+        self.load_draft(None)
+        self.close_target()
+
+    def _set_threads(self, n_threads: int) -> None:
+        for model in (self.target, self.draft):
+            if model is not None:
+                model.set_threads(n_threads)
+
+    def _devices(self) -> tuple[Optional[tuple[int, ...]], Optional[tuple[int, ...]]]:
+        """The devices the target and the draft may use: None (llama.cpp's own choice) until RPC workers are
+        registered in this process; then explicitly the chosen workers plus local GPUs, and local GPUs only."""
+        workers = rpc.register(self.load_settings.rpc_servers)
+        if not rpc.any_registered():
+            return None, None
+        local = rpc.local_offload_devices()
+        return workers + local, local

@@ -1,0 +1,104 @@
+"""One loaded target's prompts: its chat template (ChatML once the model's own failed), the last turn's tokens
+reused for the next, and per-message token counts for fitting long chats.
+
+A Prompts lives as long as its target is loaded; it is called from the engine process's main thread only.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from app.engine.local.chat_format import RenderedPrompt, prepare_template, render_prompt
+from app.engine.local.llama_model import LoadedModel
+from app.engine.local.prompt_tokens import tokenize_prompt
+
+# The per-message token counts kept for fitting long chats (about 1,000 chats' worth of recent messages).
+CONTENT_TOKENS_CACHED = 20000
+# The most of a prompt that does not continue the last request (a regenerated reply, another chat) kept in history:
+# its end, where the user's new message is; the rest was kept when it was written.
+PROMPT_TAIL_CHARS = 4000
+# What a chat template adds around one message (<|im_start|>role\n ... <|im_end|>\n in ChatML): an estimate, the
+# exact count of the fitted prompt checks it.
+MESSAGE_MARKUP_TOKENS = 6
+
+
+class Prompts:
+    """Renders and tokenizes prompts for one target. Use from the engine process's main thread only."""
+
+    def __init__(self, target: LoadedModel):
+        self.target = target
+        self._chat_template: Optional[str] = target.metadata("tokenizer.chat_template")
+        self._template_fallback = ""  # the notice of a chat template that failed, once it has
+        # Why the model's own chat template could not be used for the last prompt ("" when it could): the chat was
+        # formatted as ChatML instead, which a front end should tell the user.
+        self.template_notice = ""
+        # The exact text and tokens of the last request plus its reply: the next turn of the same conversation
+        # extends this text, so its tokens are reused instead of re-tokenising (which could split differently
+        # and force the whole conversation to be evaluated again).
+        self.transcript_text = ""
+        self.transcript_tokens: list[int] = []
+        self._content_tokens: dict[str, int] = {}  # message text -> its token count, oldest entry first
+        # Work every first prompt needs, done while loading rather than while the user waits for a reply.
+        prepare_template(self._chat_template)
+        target.control_tokens()
+
+    def render(self, messages: Sequence[dict]) -> RenderedPrompt:
+        """The chat prompt of `messages`, with the spans of the template's own markup."""
+        target = self.target
+        bos = target.token_text(target.bos_id) if target.bos_id >= 0 else ""
+        eos = target.token_text(target.eos_id) if target.eos_id >= 0 else ""
+        rendered = render_prompt(self._chat_template, messages, bos_token=bos, eos_token=eos)
+        if rendered.notice:
+            # A template that failed once is not run again for this model: each try could cost its whole time
+            # budget, and its reason may differ from try to try (time or output cap), which would read as news.
+            self._chat_template, self._template_fallback = None, rendered.notice
+        self.template_notice = self._template_fallback
+        text, markup = rendered.text, rendered.markup
+        if target.add_bos and bos and text.startswith(bos):
+            # tokenize() adds BOS itself; a second one would confuse the model
+            cut = len(bos)
+            text = text[cut:]
+            markup = tuple((max(0, a - cut), b - cut) for a, b in markup if b > cut)
+        return RenderedPrompt(text, markup, rendered.notice)
+
+    def tokens_for(self, text: str, markup: Optional[Sequence[tuple[int, int]]] = None) -> list[int]:
+        """Tokens for a prompt. With `markup` (a chat prompt) only those spans may hold control tokens; without
+        (raw text for `complete`) every literal control token in the text counts."""
+        target = self.target
+        reuse = bool(self.transcript_tokens) and text.startswith(self.transcript_text)
+        if markup is not None:
+            start = len(self.transcript_text) if reuse else 0
+            tail = tokenize_prompt(target, text, markup, start=start, add_bos=not reuse)
+            return self.transcript_tokens + tail if reuse else tail
+        if reuse:
+            rest = text[len(self.transcript_text):]
+            return self.transcript_tokens + target.tokenize(rest, add_special=False)
+        return target.tokenize(text, add_special=True)
+
+    def count_tokens(self, messages: Sequence[dict]) -> int:
+        rendered = self.render(messages)
+        return len(self.tokens_for(rendered.text, rendered.markup))
+
+    def message_tokens(self, message: dict) -> int:
+        """About how many prompt tokens one message takes: its text's tokens (counted once, then cached) and a
+        few for the template's markup around it."""
+        content = str(message.get("content", ""))
+        n = self._content_tokens.get(content)
+        if n is None:
+            n = len(self.target.tokenize(content, add_special=False, parse_special=False))
+            if len(self._content_tokens) >= CONTENT_TOKENS_CACHED:
+                self._content_tokens.pop(next(iter(self._content_tokens)))
+            self._content_tokens[content] = n
+        return n + MESSAGE_MARKUP_TOKENS
+
+    def new_text(self, text: str) -> str:
+        """What of a request's text history has not seen: past the last request and its reply when it goes on
+        from them, else its end."""
+        if self.transcript_text and text.startswith(self.transcript_text):
+            return text[len(self.transcript_text):]
+        return text[-PROMPT_TAIL_CHARS:]
+
+    def remember(self, text: str, tokens: list[int]) -> None:
+        """A request's text plus its reply, and their tokens: what the next turn reuses."""
+        self.transcript_text = text
+        self.transcript_tokens = tokens
