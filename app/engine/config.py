@@ -78,6 +78,9 @@ class GenerationConfig:
     # Which history: "person" (the window's chats and the CLI's replies) or "api" (API clients' own, never the
     # person's: a client could otherwise tell, from provenance or speed, what the person wrote).
     history_book: HistoryBook = "person"
+    # The tools the model is told about, as the JSON text of OpenAI's `tools` list ("" for none): text, so a
+    # config stays hashable and crosses the process boundary as it is. The chat template renders them.
+    tools: str = ""
 
     def __post_init__(self) -> None:
         if self.draft_max is not None:

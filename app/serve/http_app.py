@@ -102,7 +102,8 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
                 return error_response(first.status, first.message)
             if isinstance(first, JobEnded):
                 return error_response(503, "The request was cancelled before it started.")
-            shaper = ReplyShaper(chat, model=first.model, prompt_tokens=first.prompt_tokens)
+            shaper = ReplyShaper(chat, model=first.model, prompt_tokens=first.prompt_tokens,
+                                 tool_format=first.tool_format)
             if not chat.stream:
                 return await _whole_reply(shaper, inbox, job)
         finally:

@@ -11,7 +11,7 @@ import ipaddress
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 from app.engine.config import GenerationConfig
@@ -135,7 +135,11 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def parse_chat_request(data: dict, limits: ApiLimits, defaults: GenerationConfig) -> ChatRequest:
     """A /v1/chat/completions body, checked. `defaults` says how this server speculates. Raises BadRequest."""
     messages = _messages(data.get("messages"))
-    return ChatRequest(messages=messages, tools=parse_tool_request(data), **_common(data, limits, defaults))
+    tools = parse_tool_request(data)
+    common = _common(data, limits, defaults)
+    if tools.offered:
+        common["config"] = replace(common["config"], tools=json.dumps(list(tools.offered)))
+    return ChatRequest(messages=messages, tools=tools, **common)
 
 
 # Fields a client may send whose effect this server does not give, refused when they ask for more than the default.

@@ -7,6 +7,7 @@ Every method must be called from one thread, the engine process's main thread, w
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
@@ -29,6 +30,7 @@ from app.engine.speculation.drafters import NgramDrafter
 from app.engine.speculation.history import HistoryDrafter
 from app.engine.speculation.history_file import HistoryFile, HistorySync, history_path
 from app.engine.targets import ServerModel, Target
+from app.engine.tools.calls import ToolFormat
 
 
 class SpecEngine:
@@ -158,6 +160,10 @@ class SpecEngine:
         return self._prompts
 
     @property
+    def tool_format(self) -> ToolFormat:
+        return self._prompts.tool_format if self._prompts is not None else "hermes"
+
+    @property
     def template_notice(self) -> str:
         """Why the model's own chat template could not be used for the last prompt ("" when it could): the chat
         was formatted as ChatML instead, which a front end should tell the user."""
@@ -249,12 +255,13 @@ class SpecEngine:
         When the last message is the assistant's, its reply is continued where it ends (the reply was stopped or
         interrupted). The previous turn's KV cache is reused. Raises PromptTooLongError if the prompt does not fit.
         """
+        tools = json.loads(config.tools) if config.tools else ()
         if messages and messages[-1].get("role") == "assistant":
             # The partial reply is model text, not markup: it is appended after the generation prompt as text.
-            rendered = self.prompts.render(messages[:-1])
+            rendered = self.prompts.render(messages[:-1], tools)
             rendered = RenderedPrompt(rendered.text + messages[-1]["content"], rendered.markup, rendered.notice)
         else:
-            rendered = self.prompts.render(messages)
+            rendered = self.prompts.render(messages, tools)
         tokens = self.prompts.tokens_for(rendered.text, rendered.markup)
         return self._run(tokens, rendered.text, config, cancel, request_id, session or config.session)
 

@@ -38,6 +38,7 @@ from app.engine.remote.http import (
 from app.engine.remote.provenance import ProvenanceTracker
 from app.engine.protocol import fitted_reply
 from app.engine.targets import SERVER_PREFIX, ServerModel, server_model_of
+from app.engine.tools.calls import ToolFormat
 
 TARGET_PREFIX = SERVER_PREFIX
 # Servers that speak llama-server's fields (timings_per_token, top_k, min_p, /props): llama-server itself, and
@@ -98,6 +99,7 @@ class RemoteEngine:
         self._n_ctx = load.n_ctx
         self.placement_note = ""
         self.template_notice = ""
+        self.tool_format: ToolFormat = "hermes"  # how its calls are given back as text (see _call_text)
 
     # -- models -------------------------------------------------------------------------------------------------
 
