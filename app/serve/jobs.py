@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Optional
 
-from app.engine.errors import EngineError, PromptFormatError, PromptTooLongError
+from app.engine.errors import EngineError, GrammarError, PromptFormatError, PromptTooLongError
 from app.engine.events import FinishedEvent
 from app.engine.protocol import ChatEngine
 from app.engine.remote.engine import parse_remote_target
@@ -203,7 +203,7 @@ def run_job(engine: Optional[ChatEngine], job: ServeJob, stopped=None) -> Option
         raise
     except PromptTooLongError as exc:
         job.sink(JobFailed(400, f"The messages take {exc.n_prompt} tokens; the loaded context holds {exc.n_ctx}."))
-    except PromptFormatError as exc:
+    except (PromptFormatError, GrammarError) as exc:
         job.sink(JobFailed(400, str(exc)))
     except EngineError as exc:
         job.sink(JobFailed(500, str(exc)))

@@ -137,8 +137,12 @@ def parse_chat_request(data: dict, limits: ApiLimits, defaults: GenerationConfig
     messages = _messages(data.get("messages"))
     tools = parse_tool_request(data)
     common = _common(data, limits, defaults)
+    if tools.response_format != "text":
+        schema = tools.json_schema if tools.json_schema is not None else {"type": "object"}
+        common["config"] = replace(common["config"], json_schema=json.dumps(schema))
     if tools.offered:
-        common["config"] = replace(common["config"], tools=json.dumps(list(tools.offered)))
+        forced = {"required": "required", "function": tools.function}.get(tools.choice, "")
+        common["config"] = replace(common["config"], tools=json.dumps(list(tools.offered)), tool_choice=forced)
     return ChatRequest(messages=messages, tools=tools, **common)
 
 

@@ -17,7 +17,7 @@ from app.serve.tool_requests import ToolRequest
 def call_stream(request: ToolRequest, family: ToolFormat) -> Optional[ToolCallStream]:
     """The splitter a reply's text goes through, or None when the request offers no tools."""
     offered = request.offered
-    return ToolCallStream(family, offered) if offered else None
+    return ToolCallStream(family, offered, request.parallel) if offered else None
 
 
 def message_tool_calls(calls: Sequence[ToolCall]) -> list[dict]:

@@ -7,6 +7,7 @@ Every method must be called from one thread, the engine process's main thread, w
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
@@ -14,9 +15,10 @@ from typing import Iterator, Optional, Sequence
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.context_fit import SessionCuts
 from app.engine.errors import EngineError
-from app.engine.events import EngineEvent, FinishedEvent, NoticeEvent, RoundEvent
+from app.engine.events import EngineEvent, FinishedEvent, NoticeEvent, RoundEvent, TokenEvent
 from app.engine.local.chat_format import RenderedPrompt
 from app.engine.local.decoder import generate
+from app.engine.local.grammar import schema_grammar
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.model_drafter import ModelDrafter
 from app.engine.local.model_pair import ModelPair
@@ -30,7 +32,7 @@ from app.engine.speculation.drafters import NgramDrafter
 from app.engine.speculation.history import HistoryDrafter
 from app.engine.speculation.history_file import HistoryFile, HistorySync, history_path
 from app.engine.targets import ServerModel, Target
-from app.engine.tools.calls import ToolFormat
+from app.engine.tools.calls import ToolFormat, forced_opening
 
 
 class SpecEngine:
@@ -220,6 +222,7 @@ class SpecEngine:
             request_id=request_id,
             on_history=history.extend,
             governor=self.governor,
+            grammar=target.grammar(schema_grammar(json.loads(config.json_schema))) if config.json_schema else None,
         ):
             if isinstance(event, RoundEvent):
                 self.policies.after_round(policy)
@@ -262,8 +265,16 @@ class SpecEngine:
             rendered = RenderedPrompt(rendered.text + messages[-1]["content"], rendered.markup, rendered.notice)
         else:
             rendered = self.prompts.render(messages, tools)
+        opening = forced_opening(self.tool_format, "" if config.tool_choice == "required" else config.tool_choice) \
+            if tools and config.tool_choice else None
+        if opening:
+            # A required call: the reply starts inside one, written as the template's markup would be.
+            rendered = RenderedPrompt(rendered.text + opening,
+                                      rendered.markup + ((len(rendered.text), len(rendered.text) + len(opening)),),
+                                      rendered.notice)
         tokens = self.prompts.tokens_for(rendered.text, rendered.markup)
-        return self._run(tokens, rendered.text, config, cancel, request_id, session or config.session)
+        events = self._run(tokens, rendered.text, config, cancel, request_id, session or config.session)
+        return _led_by(opening, request_id, events) if opening else events
 
     def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel: Optional[CancelSignal] = None,
               request_id: int = 0) -> Iterator[EngineEvent]:
@@ -282,3 +293,13 @@ class SpecEngine:
         """Continue raw `prompt` text (no chat template)."""
         tokens = self.prompts.tokens_for(prompt)
         return self._run(tokens, prompt, config, cancel, request_id, session or config.session)
+
+
+def _led_by(opening: str, request_id: int, events: Iterator[EngineEvent]) -> Iterator[EngineEvent]:
+    """The reply's events with the forced opening of a call first, as text of no token (token_id -1, like a
+    flushed tail), so the reply's text holds the whole call."""
+    yield TokenEvent(request_id, 0, -1, opening, "target")
+    for event in events:
+        if isinstance(event, FinishedEvent):
+            event = dataclasses.replace(event, text=opening + event.text)
+        yield event

@@ -45,6 +45,18 @@ def arguments_text(value: Any) -> Optional[str]:
     return json.dumps(value, ensure_ascii=False)
 
 
+def forced_opening(family: ToolFormat, function: str = "") -> Optional[str]:
+    """The start of a call in `family`, written for the model when a call is required (`function`: that one):
+    the model goes on from inside the call. None where the opening is made of control tokens (Mistral, Harmony),
+    which are not written as text here."""
+    named = f'{json.dumps(function)}, "arguments": ' if function else ""
+    if family == "hermes":
+        return '<tool_call>\n{"name": ' + (named or '"')
+    if family == "llama3":
+        return '{"name": ' + (named.replace('"arguments"', '"parameters"') or '"')
+    return None
+
+
 def format_of(template: Optional[str]) -> ToolFormat:
     """The call format `template` teaches; Hermes tags (the commonest among small open models) when it shows none."""
     text = template or ""

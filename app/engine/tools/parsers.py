@@ -43,7 +43,9 @@ def _json_calls(body: str, names: Optional[frozenset[str]]) -> Optional[list[Too
     try:
         value = json.loads(body)
     except ValueError:
-        return None
+        value = _doubled_braces(body)
+        if value is None:
+            return None
     items = value if isinstance(value, list) else [value]
     calls = []
     for item in items:
@@ -85,6 +87,19 @@ def _xml_calls(body: str, types: dict[str, dict[str, str]]) -> Optional[list[Too
                 args[key] = raw
         calls.append(ToolCall(name, json.dumps(args, ensure_ascii=False)))
     return calls or None
+
+
+def _doubled_braces(body: str) -> Optional[dict]:
+    """`{{"name": ...}}`: the object inside doubled braces, as Qwen2.5's template shows its call format (a Python
+    format string's escape kept in the template) and the 1.5B then writes it."""
+    text = body.strip()
+    if not text.startswith("{{"):
+        return None
+    try:
+        value, end = json.JSONDecoder().raw_decode(text, 1)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) and not text[end:].strip("} \n\t") else None
 
 
 # -- the block machine (Hermes, fenced JSON, Mistral, Llama 3) ---------------------------------------------------
@@ -326,7 +341,10 @@ def split_reply(text: str, family: ToolFormat, tools: Sequence[dict], final: boo
     names = tool_names(tools)
     if family == "hermes":
         types = _parameter_types(tools)
-        blocks = [_Block("<tool_call>", "</tool_call>", lambda body: _hermes_read(body, types))]
+        # A reply that is just the call's JSON (no tags), naming an offered tool, is a call too: the 1.5B writes
+        # that when a tool result is already in the chat.
+        blocks = [_Block("<tool_call>", "</tool_call>", lambda body: _hermes_read(body, types)),
+                  _Block("{", None, lambda body: _llama3_read("{" + body, names), at_start_only=True)]
     elif family == "mistral":
         blocks = [_Block("[TOOL_CALLS]", None, lambda body: _mistral_read(body, names))]
     else:

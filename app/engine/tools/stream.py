@@ -37,8 +37,11 @@ Piece = Union[ContentPiece, CallPiece, ReasoningPiece]
 class ToolCallStream:
     """One reply's splitter. Any one thread."""
 
-    def __init__(self, family: ToolFormat, tools: Sequence[dict]):
+    def __init__(self, family: ToolFormat, tools: Sequence[dict], parallel: bool = True):
+        """`parallel` False: the reply's first call is its only one (later ones are dropped, never shown)."""
         self.family = family
+        self.parallel = parallel
+        self._read = 0  # calls read from the text, kept or dropped
         self.tools = tuple(tools)
         self._text = ""
         self._content_seen = 0  # characters of the parsed content already handled (sent or held as white space)
@@ -67,7 +70,10 @@ class ToolCallStream:
             self._reasoning_sent = len(split.reasoning)
         new = split.content[self._content_seen:]
         self._content_seen = len(split.content)
-        for call in split.calls[len(self.calls):]:
+        for call in split.calls[self._read:]:
+            self._read += 1
+            if self.calls and not self.parallel:
+                continue
             text = self._take(new)
             new = ""
             if text:
