@@ -32,7 +32,7 @@ from app.engine.speculation.drafters import NgramDrafter
 from app.engine.speculation.history import HistoryDrafter
 from app.engine.speculation.history_file import HistoryFile, HistorySync, history_path
 from app.engine.targets import ServerModel, Target
-from app.engine.tools.calls import ToolFormat, forced_opening
+from app.engine.tools.calls import ToolFormat, forced_call
 
 
 class SpecEngine:
@@ -265,8 +265,12 @@ class SpecEngine:
             rendered = RenderedPrompt(rendered.text + messages[-1]["content"], rendered.markup, rendered.notice)
         else:
             rendered = self.prompts.render(messages, tools)
-        opening = forced_opening(self.tool_format, "" if config.tool_choice == "required" else config.tool_choice) \
+        forced = forced_call(self.tool_format, tools, "" if config.tool_choice == "required" else config.tool_choice) \
             if tools and config.tool_choice else None
+        opening = ""
+        if forced is not None:
+            opening, schema = forced
+            config = dataclasses.replace(config, json_schema=json.dumps(schema))
         if opening:
             # A required call: the reply starts inside one, written as the template's markup would be.
             rendered = RenderedPrompt(rendered.text + opening,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import secrets
 from dataclasses import dataclass
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Sequence
 
 # hermes: Qwen2.5 / Qwen3 / Hermes `<tool_call>{json}</tool_call>` (Qwen3-Coder's `<function=NAME>` XML inside the
 # same tags is read by the same parser); llama3: a bare JSON object (`{"name", "parameters"}`), Llama 3.x;
@@ -45,16 +45,25 @@ def arguments_text(value: Any) -> Optional[str]:
     return json.dumps(value, ensure_ascii=False)
 
 
-def forced_opening(family: ToolFormat, function: str = "") -> Optional[str]:
-    """The start of a call in `family`, written for the model when a call is required (`function`: that one):
-    the model goes on from inside the call. None where the opening is made of control tokens (Mistral, Harmony),
-    which are not written as text here."""
-    named = f'{json.dumps(function)}, "arguments": ' if function else ""
-    if family == "hermes":
-        return '<tool_call>\n{"name": ' + (named or '"')
-    if family == "llama3":
-        return '{"name": ' + (named.replace('"arguments"', '"parameters"') or '"')
-    return None
+def forced_call(family: ToolFormat, tools: Sequence[dict], function: str = "") -> Optional[tuple[str, dict]]:
+    """For a required call (`function`: that one): the text written for the model before its reply (the call's
+    opening tag) and the JSON schema of the call object it must then write, one of the offered tools with its
+    own parameters. None where the call's markers are control tokens (Mistral, Harmony), not written as text here."""
+    if family not in ("hermes", "llama3"):
+        return None
+    key = "arguments" if family == "hermes" else "parameters"
+    choices = []
+    for tool in tools:
+        spec = tool.get("function", {})
+        if function and spec.get("name") != function:
+            continue
+        parameters = spec.get("parameters") or {"type": "object"}
+        choices.append({"type": "object", "properties": {"name": {"const": spec.get("name")}, key: parameters},
+                        "required": ["name", key]})
+    if not choices:
+        return None
+    schema = choices[0] if len(choices) == 1 else {"anyOf": choices}
+    return ("<tool_call>\n" if family == "hermes" else ""), schema
 
 
 def format_of(template: Optional[str]) -> ToolFormat:
