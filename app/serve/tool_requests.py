@@ -40,7 +40,7 @@ class ToolRequest:
 
 
 def parse_tool_request(data: dict) -> ToolRequest:
-    tools = _tools(data.get("tools"))
+    tools = parse_tools(data.get("tools"))
     choice, function = _choice(data.get("tool_choice"), tools)
     parallel = data.get("parallel_tool_calls", True)
     if not isinstance(parallel, bool):
@@ -51,7 +51,8 @@ def parse_tool_request(data: dict) -> ToolRequest:
     return ToolRequest(tools, choice, function, parallel, kind, schema)
 
 
-def _tools(value: Any) -> tuple[dict, ...]:
+def parse_tools(value: Any) -> tuple[dict, ...]:
+    """OpenAI's `tools` list, checked: each a function with a name, a description and a parameters schema."""
     if value is None:
         return ()
     if not isinstance(value, list) or len(value) > MAX_TOOLS:
