@@ -186,3 +186,21 @@ def test_a_fenced_json_call_is_a_call_when_tools_are_offered(scripted_api):
     assert offered["choices"][0]["message"]["content"] is None
     assert plain["choices"][0]["message"]["content"] == fenced  # no tools offered: it is text
     assert "tool_calls" not in plain["choices"][0]["message"]
+
+
+def test_health_says_ok_with_a_model_loaded(scripted_api):
+    server, _ = scripted_api("qwen2.5.jinja", "hi")
+    with client() as http:
+        assert http.get(f"{server.url}/health").json() == {"status": "ok"}
+
+
+def test_fields_not_honoured_are_refused_by_name(scripted_api):
+    server, _ = scripted_api("qwen2.5.jinja", "hi")
+    with client() as http:
+        for field, value in [("logprobs", True), ("presence_penalty", 0.5), ("frequency_penalty", 1)]:
+            reply = http.post(f"{server.url}/v1/chat/completions",
+                              json={"model": "m", "messages": [{"role": "user", "content": "hi"}], field: value})
+            assert reply.status_code == 400 and field in reply.json()["error"]["message"]
+        both = http.post(f"{server.url}/v1/chat/completions", json={
+            **_body("hermes"), "tool_choice": "required", "response_format": {"type": "json_object"}})
+        assert both.status_code == 400

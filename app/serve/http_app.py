@@ -68,6 +68,15 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
         return JSONResponse({"default_generation_settings": {"n_ctx": served.n_ctx}, "model_alias": served.target,
                              "specchat": {"draft": served.draft or None}})
 
+    async def health(request: Request) -> Response:
+        """llama-server's /health: 200 {"status": "ok"} with a model loaded, 503 without one."""
+        refusal = denied(request)
+        if refusal is not None:
+            return refusal
+        if not models().target:
+            return JSONResponse({"status": "no model loaded"}, status_code=503)
+        return JSONResponse({"status": "ok"})
+
     async def chat_completions(request: Request) -> Response:
         refusal = denied(request)
         if refusal is not None:
@@ -119,6 +128,8 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
         Route("/v1/models", list_models, methods=["GET"]),
         Route("/models", list_models, methods=["GET"]),
         Route("/props", props, methods=["GET"]),
+        Route("/health", health, methods=["GET"]),
+        Route("/v1/health", health, methods=["GET"]),
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
         Route("/chat/completions", chat_completions, methods=["POST"]),
         Route("/{path:path}", not_found, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
