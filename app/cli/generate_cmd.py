@@ -20,6 +20,7 @@ from app.cli.checks import (
 )
 from app.cli.file_guard import ModelFileGuard
 from app.cli.terminal import json_printable, printable, say_error
+from app.cli.tool_options import call_lines, calls_json, read_schema, read_tools, reply_calls
 from app.engine.config import THREADS_AUTO, DrafterChoice, LoadSettings
 from app.engine.errors import EngineError
 from app.engine.placement.rpc import parse_endpoints
@@ -79,6 +80,10 @@ def register(subparsers) -> None:
     p.add_argument("--no-history", action="store_true",
                    help="neither draft from the history of earlier replies (all chats and earlier generate runs, "
                    "kept in the data folder) nor add this reply to it")
+    p.add_argument("--tools", metavar="FILE.json", default=None,
+                   help="OpenAI-style tool definitions offered to the model (with --chat); its calls are printed")
+    p.add_argument("--json-schema", metavar="FILE", default=None,
+                   help="decode the reply under this JSON schema (llama.cpp's grammar; a local --target only)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object with text, tokens (each with its drafter and round), rounds (what "
                    "was proposed, refused ones included, and kept) and stats")
@@ -229,6 +234,12 @@ def run(args: argparse.Namespace) -> int:
             problem = "--history drafts from history alone: leave out --draft, --no-history and --server"
         if not problem and args.server:
             _server_key(args)  # a bad --api-key-file is a usage error
+        if not problem and args.tools and args.chat is None:
+            problem = "--tools needs --chat: tools go to the model's chat template"
+        if not problem and args.json_schema and args.server:
+            problem = "--json-schema decodes a local --target under a grammar; a --server runs its own decoding"
+        tools_json = read_tools(args.tools) if args.tools and not problem else ""
+        schema_json = read_schema(args.json_schema) if args.json_schema and not problem else ""
         if problem:
             raise UsageError(problem)
     except (ValueError, UsageError) as exc:
@@ -240,12 +251,12 @@ def run(args: argparse.Namespace) -> int:
         min_p=args.min_p, seed=args.seed, speculative=speculative,
         drafter=_drafter(args, draft_max), draft_max=draft_max,
         draft_p_min=args.draft_p_min,
-        history=not args.no_history, session=CLI_SESSION,
+        history=not args.no_history, session=CLI_SESSION, tools=tools_json, json_schema=schema_json,
     )
     guard = ModelFileGuard([args.target, args.draft] if not args.server else [])
     try:
         with guard:
-            finished, tokens, rounds = _generate(args, config, attachments)
+            finished, tokens, rounds, tool_format = _generate(args, config, attachments)
     except EngineError as exc:
         changed = guard.changed()
         say_error(f"{changed}; the reply stopped" if changed else exc)
@@ -260,6 +271,7 @@ def run(args: argparse.Namespace) -> int:
         print("error: the engine ended without finishing the reply", file=sys.stderr)
         return 1
     stats = finished.stats
+    content, calls = reply_calls(finished.text, tool_format, tools_json) if tools_json else (finished.text, [])
     if args.json:
         keys = ("tokens", "tokens_per_second", "ttft_s", "drafted", "accepted", "acceptance_rate",
                 "mean_accepted_run", "rounds", "stop_reason")
@@ -267,9 +279,14 @@ def run(args: argparse.Namespace) -> int:
         out = {"text": finished.text, "tokens": tokens, "rounds": rounds,
                "stats": {k: getattr(stats, k) for k in keys}}
         out["stats"]["draft_len_histogram"] = stats.draft_len_histogram
+        if tools_json:
+            out["content"] = content
+            out["tool_calls"] = calls_json(calls)
         sys.stdout.write(json_printable(json.dumps(out, ensure_ascii=False)) + "\n")
     else:
         sys.stdout.write("\n")
+        for line in call_lines(calls):
+            sys.stdout.write(printable(line) + "\n")
         summary = f"{stats.tokens} tokens, {stats.tokens_per_second:.1f} tok/s, ttft {stats.ttft_s:.2f}s"
         if speculative:
             summary += (f", acceptance {stats.acceptance_rate:.0%} ({stats.accepted}/{stats.drafted}),"
@@ -308,6 +325,7 @@ def _generate(args: argparse.Namespace, config, attachments: list[Attachment]):
                 print(f"note: {printable(event.text)}", file=sys.stderr)
             elif isinstance(event, FinishedEvent):
                 finished = event
+        tool_format = engine.tool_format
     finally:
         engine.close()
-    return finished, tokens, rounds
+    return finished, tokens, rounds, tool_format

@@ -78,6 +78,14 @@ class GenerationConfig:
     # Which history: "person" (the window's chats and the CLI's replies) or "api" (API clients' own, never the
     # person's: a client could otherwise tell, from provenance or speed, what the person wrote).
     history_book: HistoryBook = "person"
+    # The tools the model is told about, as the JSON text of OpenAI's `tools` list ("" for none): text, so a
+    # config stays hashable and crosses the process boundary as it is. The chat template renders them.
+    tools: str = ""
+    # "" (the model may answer or call), "required" (it must call one of `tools`) or the name of the one to call.
+    tool_choice: str = ""
+    # The JSON schema the reply must fit, as its JSON text ("" for none; `{"type": "object"}` for any object):
+    # the local engine decodes under its grammar (app.engine.local.grammar).
+    json_schema: str = ""
 
     def __post_init__(self) -> None:
         if self.draft_max is not None:

@@ -37,3 +37,7 @@ class PromptTooLongError(EngineError):
         )
         self.n_prompt = n_prompt
         self.n_ctx = n_ctx
+
+
+class GrammarError(EngineError):
+    """A JSON schema (or grammar) that a reply cannot be decoded under: the request's fault, not the model's."""

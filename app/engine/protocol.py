@@ -14,6 +14,7 @@ from typing import Any, Iterator, Optional, Protocol, Sequence
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import ContextEvent, EngineEvent, NoticeEvent
 from app.engine.targets import Target
+from app.engine.tools.calls import ToolFormat
 
 # A chat message as chat templates and servers take it: {"role": "system" | "user" | "assistant", "content": str}.
 Message = dict[str, Any]
@@ -43,6 +44,10 @@ class ChatEngine(Protocol):
     def template_notice(self) -> str:
         """After count_tokens/chat: why the model's chat template was not used ("" when it was). Read by
         fitted_reply, which puts it in the reply's stream; nothing else needs it."""
+
+    @property
+    def tool_format(self) -> ToolFormat:
+        """How the loaded model writes a tool call (its chat template shows which; app.engine.tools reads it)."""
 
     @property
     def n_ctx(self) -> int: ...

@@ -1,8 +1,11 @@
 """The local OpenAI-compatible API: one implementation that `specchat-cli serve` and the window's engine process run.
 
 - requests.py: OpenAI-style request bodies read into what the engine runs, every bad value refused with one sentence.
+- tool_requests.py: The tool fields of a chat request and the messages that carry calls, checked.
+- errors.py: BadRequest: a request the server will not run, with the one sentence sent back.
 - jobs.py: Requests waiting for the engine, in order, and running one on the thread that owns the models.
 - replies.py: One job's records as OpenAI's response shapes, with SpecChat's provenance and llama-server's counters.
+- tool_replies.py: A reply's tool calls in OpenAI's shapes: whole (`message.tool_calls`) and streamed.
 - access.py: Who may ask: web pages (their Origin, any port), requests addressed to another name (their Host), the key.
 - connections.py: The server's connections, bounded: how many, how long a request's head and body may take, idle time.
 - http_app.py: The API's routes (Starlette): /v1/models and /v1/chat/completions, streamed as server-sent events or whole.

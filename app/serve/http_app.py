@@ -69,6 +69,15 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
         return JSONResponse({"default_generation_settings": {"n_ctx": served.n_ctx}, "model_alias": served.target,
                              "specchat": {"draft": served.draft or None}})
 
+    async def health(request: Request) -> Response:
+        """llama-server's /health: 200 {"status": "ok"} with a model loaded, 503 without one."""
+        refusal = denied(request)
+        if refusal is not None:
+            return refusal
+        if not models().target:
+            return JSONResponse({"status": "no model loaded"}, status_code=503)
+        return JSONResponse({"status": "ok"})
+
     async def chat_completions(request: Request) -> Response:
         refused = denied(request)
         if refused is not None:
@@ -103,7 +112,8 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
                 return error_response(first.status, first.message)
             if isinstance(first, JobEnded):
                 return error_response(503, "The request was cancelled before it started.")
-            shaper = ReplyShaper(chat, model=first.model, prompt_tokens=first.prompt_tokens)
+            shaper = ReplyShaper(chat, model=first.model, prompt_tokens=first.prompt_tokens,
+                                 tool_format=first.tool_format)
             if not chat.stream:
                 return await _whole_reply(shaper, inbox, job)
         finally:
@@ -120,6 +130,8 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
         Route("/v1/models", list_models, methods=["GET"]),
         Route("/models", list_models, methods=["GET"]),
         Route("/props", props, methods=["GET"]),
+        Route("/health", health, methods=["GET"]),
+        Route("/v1/health", health, methods=["GET"]),
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
         Route("/chat/completions", chat_completions, methods=["POST"]),
         Route("/{path:path}", not_found, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
@@ -230,9 +242,8 @@ async def _stream(shaper: ReplyShaper, inbox: asyncio.Queue, job: ServeJob) -> A
             elif isinstance(record, TokenEvent):
                 if shaper.stopped_by_string:
                     continue  # in flight before the engine heard
-                tokens = shaper.on_token(record)
-                if tokens:
-                    yield _sse(shaper.token_chunk(tokens))
+                for chunk in shaper.chunks(shaper.on_token(record)):
+                    yield _sse(chunk)
                 if shaper.stopped_by_string:
                     job.enough.set()  # the rest is not wanted; the reply's totals still come
             elif isinstance(record, FinishedEvent):
@@ -243,9 +254,8 @@ async def _stream(shaper: ReplyShaper, inbox: asyncio.Queue, job: ServeJob) -> A
                 return
             elif isinstance(record, JobEnded):
                 break
-        tokens = shaper.flush()
-        if tokens:
-            yield _sse(shaper.token_chunk(tokens))
+        for chunk in shaper.chunks(shaper.flush(), last=True):
+            yield _sse(chunk)
         for chunk in shaper.last_chunks(finished):
             yield _sse(chunk)
         yield _sse("[DONE]")

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Optional
 
-from app.engine.errors import EngineError, PromptFormatError, PromptTooLongError
+from app.engine.errors import EngineError, GrammarError, PromptFormatError, PromptTooLongError
 from app.engine.events import FinishedEvent
 from app.engine.protocol import ChatEngine
 from app.engine.remote.engine import parse_remote_target
+from app.engine.tools.calls import ToolFormat
 from app.serve.requests import ChatRequest
 
 STOPPED = "The reply was stopped in the SpecChat window."
@@ -59,6 +60,7 @@ class JobStarted:
 
     model: str
     prompt_tokens: int
+    tool_format: ToolFormat = "hermes"  # how the model writes a call, for reading its calls out of the reply
 
 
 @dataclass(frozen=True)
@@ -184,7 +186,7 @@ def run_job(engine: Optional[ChatEngine], job: ServeJob, stopped=None) -> Option
             job.sink(JobFailed(400, f"The messages take {prompt_tokens} tokens; the loaded context holds "
                                     f"{engine.n_ctx}."))
             return None
-        job.sink(JobStarted(model_id(engine.target_path), prompt_tokens))
+        job.sink(JobStarted(model_id(engine.target_path), prompt_tokens, engine.tool_format))
         for event in engine.chat(messages, job.request.config, cancel=cancel, request_id=job.serial):
             if gone.is_set():
                 break
@@ -201,7 +203,7 @@ def run_job(engine: Optional[ChatEngine], job: ServeJob, stopped=None) -> Option
         raise
     except PromptTooLongError as exc:
         job.sink(JobFailed(400, f"The messages take {exc.n_prompt} tokens; the loaded context holds {exc.n_ctx}."))
-    except PromptFormatError as exc:
+    except (PromptFormatError, GrammarError) as exc:
         job.sink(JobFailed(400, str(exc)))
     except EngineError as exc:
         job.sink(JobFailed(500, str(exc)))

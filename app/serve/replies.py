@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent
+from app.engine.tools.calls import ToolFormat
+from app.engine.tools.stream import ToolCallStream
 from app.serve.requests import ChatRequest
+from app.serve.tool_replies import call_stream, deltas, message_tool_calls
 
 # OpenAI's error types by HTTP status (anything else is a "server_error").
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
@@ -55,6 +58,12 @@ class ReplyShaper:
     _draft_n: int = 0
     _draft_n_accepted: int = 0
     _first_token_at: Optional[float] = None
+    tool_format: ToolFormat = "hermes"  # how the loaded model writes a call (its template says)
+    _calls: Optional[ToolCallStream] = None
+    _unsent: list[_Token] = field(default_factory=list)  # provenance of tokens whose text the tool splitter holds
+
+    def __post_init__(self) -> None:
+        self._calls = call_stream(self.request.tools, self.tool_format)
 
     # -- records in ---------------------------------------------------------------------------------------------
 
@@ -139,6 +148,28 @@ class ReplyShaper:
         chunk["choices"] = [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]
         return chunk
 
+    def chunks(self, tokens: list[_Token], last: bool = False) -> list[dict]:
+        """The chunks for released `tokens` (with `last`, also what the tool splitter still holds). Without tools,
+        one chunk of their text; with tools, content and calls as the splitter reads them, the tokens' provenance
+        on the first chunk that goes out."""
+        if self._calls is None:
+            return [self.token_chunk(tokens)] if tokens else []
+        text = "".join(t.text for t in tokens)
+        pieces = self._calls.feed(text) if text else []
+        if last:
+            pieces += self._calls.finish()
+        self._unsent += tokens
+        out = []
+        for delta in deltas(pieces):
+            chunk = self._base("chat.completion.chunk")
+            chunk["choices"] = [{"index": 0, "delta": delta, "finish_reason": None}]
+            chunk["specchat"] = {"tokens": [t.provenance() for t in self._unsent]}
+            if self.request.timings_per_token:
+                chunk["timings"] = self._timings(self._unsent[-1] if self._unsent else None)
+            self._unsent = []
+            out.append(chunk)
+        return out
+
     def token_chunk(self, tokens: list[_Token]) -> dict:
         chunk = self._base("chat.completion.chunk")
         chunk["choices"] = [{"index": 0, "delta": {"content": "".join(t.text for t in tokens)},
@@ -152,6 +183,8 @@ class ReplyShaper:
         if self.stopped_by_string:
             return "stop"
         reason = finished.stats.stop_reason if finished is not None else ""
+        if self._calls is not None and self._calls.calls and reason != "max_tokens":
+            return "tool_calls"
         return FINISH_REASONS.get(reason, "stop")
 
     def _summary(self, finished: Optional[FinishedEvent]) -> dict:
@@ -168,7 +201,8 @@ class ReplyShaper:
         """The chunk with finish_reason (and the reply's totals), then the usage chunk when asked for."""
         chunk = self._base("chat.completion.chunk")
         chunk["choices"] = [{"index": 0, "delta": {}, "finish_reason": self.finish_reason(finished)}]
-        chunk["specchat"] = {"tokens": [], **self._summary(finished)}
+        chunk["specchat"] = {"tokens": [t.provenance() for t in self._unsent], **self._summary(finished)}
+        self._unsent = []
         if self.request.timings_per_token:
             chunk["timings"] = self._timings(None, finished.stats if finished else None)
         out = [chunk]
@@ -182,8 +216,14 @@ class ReplyShaper:
         """The non-streamed response: the whole text, usage, and every token's provenance."""
         reply = self._base("chat.completion")
         text = "".join(t.text for t in self._released)
-        reply["choices"] = [{"index": 0, "message": {"role": "assistant", "content": text},
-                             "finish_reason": self.finish_reason(finished)}]
+        message: dict = {"role": "assistant", "content": text}
+        if self._calls is not None:
+            self._calls.feed(text)
+            self._calls.finish()
+            message["content"] = self._calls.content or (None if self._calls.calls else "")
+            if self._calls.calls:
+                message["tool_calls"] = message_tool_calls(self._calls.calls)
+        reply["choices"] = [{"index": 0, "message": message, "finish_reason": self.finish_reason(finished)}]
         reply["usage"] = self._usage()
         reply["specchat"] = {"tokens": [t.provenance() for t in self._released], **self._summary(finished)}
         if self.request.timings_per_token:

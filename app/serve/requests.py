@@ -1,8 +1,8 @@
 """OpenAI-style request bodies read into what the engine runs, every bad value refused with one sentence.
 
-Fields clients send that change nothing here (logprobs, user, tools with no tool choice, ...) are ignored, as
-llama-server and LM Studio ignore them; fields whose meaning we cannot honour (n > 1, images) are refused, so a
-client never gets a reply that silently differs from what it asked for.
+Fields that change nothing a client could notice (user, metadata, store) are ignored; fields whose meaning we
+cannot honour (n > 1, images, logprobs, penalties) are refused with a sentence naming the field, so a client never
+gets a reply that silently differs from what it asked for. Tools are read in tool_requests.py.
 """
 
 from __future__ import annotations
@@ -11,12 +11,16 @@ import ipaddress
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 from app.engine.config import GenerationConfig
+from app.serve.errors import BadRequest
+from app.serve.tool_requests import ToolRequest, assistant_calls, parse_tool_request, tool_message
 
-ROLES = ("system", "user", "assistant")
+__all__ = ["BadRequest"]
+
+ROLES = ("system", "user", "assistant", "tool")
 # OpenAI's newer name for the system role.
 ROLE_ALIASES = {"developer": "system"}
 MAX_STOP_STRINGS = 4
@@ -47,14 +51,6 @@ class ApiOptions:
     defaults: GenerationConfig = GenerationConfig(session="api", history=False)
 
 
-class BadRequest(ValueError):
-    """A request the server will not run; `str()` is the one sentence sent back with `status`."""
-
-    def __init__(self, message: str, status: int = 400):
-        super().__init__(message)
-        self.status = status
-
-
 @dataclass(frozen=True)
 class ChatRequest:
     """One chat completion as the engine runs it."""
@@ -66,6 +62,7 @@ class ChatRequest:
     stop: tuple[str, ...] = ()
     timings_per_token: bool = False  # llama-server's field: send `timings` with every chunk
     include_usage: bool = False  # stream_options.include_usage: a last chunk with the token counts
+    tools: ToolRequest = ToolRequest()
 
 
 def api_history(own: bool) -> dict:
@@ -138,10 +135,32 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def parse_chat_request(data: dict, limits: ApiLimits, defaults: GenerationConfig) -> ChatRequest:
     """A /v1/chat/completions body, checked. `defaults` says how this server speculates. Raises BadRequest."""
     messages = _messages(data.get("messages"))
-    return ChatRequest(messages=messages, **_common(data, limits, defaults))
+    tools = parse_tool_request(data)
+    common = _common(data, limits, defaults)
+    if tools.response_format != "text":
+        schema = tools.json_schema if tools.json_schema is not None else {"type": "object"}
+        common["config"] = replace(common["config"], json_schema=json.dumps(schema))
+    if tools.offered:
+        forced = {"required": "required", "function": tools.function}.get(tools.choice, "")
+        common["config"] = replace(common["config"], tools=json.dumps(list(tools.offered)), tool_choice=forced)
+    return ChatRequest(messages=messages, tools=tools, **common)
+
+
+# Fields a client may send whose effect this server does not give, refused when they ask for more than the default.
+_NOT_HONOURED = {"logprobs": (None, False), "top_logprobs": (None, 0), "presence_penalty": (None, 0, 0.0),
+                 "frequency_penalty": (None, 0, 0.0), "logit_bias": (None, {}), "prediction": (None,),
+                 "audio": (None,), "modalities": (None, ["text"])}
+
+
+def _refuse_not_honoured(data: dict) -> None:
+    for name, fine in _NOT_HONOURED.items():
+        value = data.get(name)
+        if not any(value == f and type(value) is type(f) or value is f for f in fine):
+            raise BadRequest(f"\"{name}\" is not supported by this server; leave it out.")
 
 
 def _common(data: dict, limits: ApiLimits, defaults: GenerationConfig) -> dict[str, Any]:
+    _refuse_not_honoured(data)
     n = data.get("n", 1)
     if n != 1:
         raise BadRequest("\"n\" must be 1: this server writes one reply per request.")
@@ -192,9 +211,15 @@ def _messages(value: Any) -> tuple[dict, ...]:
         role = message.get("role")
         role = ROLE_ALIASES.get(role, role) if isinstance(role, str) else role
         if role not in ROLES:
-            raise BadRequest(f"messages[{i}].role must be one of {', '.join(ROLES)} (tools are not supported).")
-        out.append({"role": role, "content": _content(message.get("content"), i, role)})
-    if out[-1]["role"] == "assistant" and not out[-1]["content"]:
+            raise BadRequest(f"messages[{i}].role must be one of {', '.join(ROLES)}.")
+        entry = {"role": role, "content": _content(message.get("content"), i, role)}
+        if role == "tool":
+            entry.update(tool_message(message, i))
+        calls = assistant_calls(message, i) if role == "assistant" else []
+        if calls:
+            entry["tool_calls"] = calls
+        out.append(entry)
+    if out[-1]["role"] == "assistant" and not out[-1]["content"] and not out[-1].get("tool_calls"):
         out.pop()  # an empty assistant turn to be filled is what the reply is anyway
     if not out:
         raise BadRequest("\"messages\" holds nothing to answer.")

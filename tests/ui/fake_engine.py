@@ -31,6 +31,7 @@ from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.context_fit import SessionCuts
 from app.engine.errors import ModelFileError
 from app.engine.protocol import CancelSignal, ChatEngine, fitted_reply
+from app.engine.tools.calls import ToolFormat
 from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, ThreadsEvent, TokenEvent
 
 DEFAULT_REPLY = (
@@ -105,6 +106,7 @@ class FakeEngine:
     """Call from the engine process's main thread only (like SpecEngine). Implements app.engine.protocol.ChatEngine."""
 
     placement_note = "Scripted engine: no model runs anywhere."
+    tool_format: ToolFormat = "hermes"
     template_notice = ""
 
     def __init__(self, load: LoadSettings = LoadSettings(), folder: Optional[Path] = None):

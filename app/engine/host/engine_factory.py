@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import EngineEvent
 from app.engine.protocol import CancelSignal, ChatEngine, fitted_reply
+from app.engine.tools.calls import ToolFormat
 from app.engine.targets import LocalModel, ServerModel, Target, target_of
 
 if TYPE_CHECKING:
@@ -126,6 +127,10 @@ class DispatchingEngine:
     @property
     def template_notice(self) -> str:
         return self.active.template_notice
+
+    @property
+    def tool_format(self) -> ToolFormat:
+        return self.active.tool_format
 
     @property
     def n_ctx(self) -> int:

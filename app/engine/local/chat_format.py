@@ -9,6 +9,7 @@ conversation as an idle one, and a bigger conversation gets a bigger budget.
 from __future__ import annotations
 
 import functools
+import json
 import re
 import secrets
 import sys
@@ -187,6 +188,7 @@ def render_prompt(
     eos_token: str = "",
     add_generation_prompt: bool = True,
     budget_steps: Optional[int] = None,
+    tools: Sequence[dict] = (),
 ) -> RenderedPrompt:
     """The prompt for `messages` ([{"role", "content"}]), ending where the assistant's reply begins, with the spans
     the template wrote. Never raises for a bad template: it falls back to ChatML and says so in `notice`. Raises
@@ -198,6 +200,9 @@ def render_prompt(
     if budget_steps is None:
         budget_steps = BASE_STEPS + STEPS_PER_MESSAGE * len(messages)
     specials = dict(add_generation_prompt=add_generation_prompt, bos_token=bos_token, eos_token=eos_token)
+    if tools:  # templates test `tools` for being defined, so it is passed only when there are some
+        specials["tools"] = [dict(t) for t in tools]
+        max_chars += 4 * len(json.dumps(list(tools)))
     notice, refused = "", False
     if template:
         try:

@@ -25,6 +25,7 @@ from app.engine.local.thread_governor import ThreadChange, ThreadGovernor
 from app.engine.speculation.policy import SpeculationPolicy
 from app.engine.speculation.history import HistoryDrafter
 from app.engine.speculation.rounds import copy_tokens, observe_round, plan_round
+from app.engine.local.grammar import GrammarMask
 from app.engine.local.sampling import Sampler, accept_or_resample
 from app.engine.local.text_stream import TextStream
 
@@ -53,15 +54,31 @@ class _Tally:
 
 
 def verify(
-    target: LoadedModel, draft: Draft, sampler: Sampler, rng: np.random.Generator
+    target: LoadedModel, draft: Draft, sampler: Sampler, rng: np.random.Generator,
+    grammar: Optional[GrammarMask] = None,
 ) -> tuple[int, int]:
     """Decide how many drafted tokens the target keeps and which token it adds itself.
 
-    Expects the target to have just decoded [last, *draft.tokens] with logits for every row.
+    Expects the target to have just decoded [last, *draft.tokens] with logits for every row. Under a `grammar`
+    each row is masked by the grammar's state at its position (the state advances by each kept token; the
+    caller's state is left as it was).
     Returns (accepted count, the target's own next token).
     """
+    state = grammar.clone() if grammar is not None else None
+    try:
+        return _verify_rows(target, draft, sampler, rng, state)
+    finally:
+        if state is not None:
+            state.close()
+
+
+def _verify_rows(target: LoadedModel, draft: Draft, sampler: Sampler, rng: np.random.Generator,
+                 state: Optional[GrammarMask]) -> tuple[int, int]:
+    def row(i: int) -> np.ndarray:
+        return state.masked(target.logits(i)) if state is not None else target.logits(i)
+
     for i, token in enumerate(draft.tokens):
-        logits = target.logits(i)
+        logits = row(i)
         if sampler.greedy:
             best = int(np.argmax(logits))
             if best != token:
@@ -71,7 +88,9 @@ def verify(
             accepted, chosen = accept_or_resample(token, sampler.distribution(logits), q, rng)
             if not accepted:
                 return i, chosen
-    last = target.logits(len(draft.tokens))
+        if state is not None:
+            state.accept(token)
+    last = row(len(draft.tokens))
     return len(draft.tokens), sampler.pick(last, rng)
 
 
@@ -89,11 +108,13 @@ def generate(
     on_history: Optional[Callable[[list[int]], None]] = None,
     clock: Callable[[], float] = time.perf_counter,
     governor: Optional[ThreadGovernor] = None,
+    grammar: Optional[GrammarMask] = None,
 ) -> Iterator[EngineEvent]:
     """Yield token and round events, then one FinishedEvent. `on_history` receives prompt + kept tokens at the end.
     `governor` follows the machine's load with the models' CPU threads, between forward passes (a ThreadsEvent
     says when the count changed).
-    `past` drafts from earlier requests' text (the history drafter), `ngram` from this request's.
+    `past` drafts from earlier requests' text (the history drafter), `ngram` from this request's. Under a
+    `grammar` (a fresh state, advanced here by every kept token) only what it allows is written.
 
     Raises PromptTooLongError before any work if the prompt cannot fit with room for one new token.
     """
@@ -153,7 +174,7 @@ def generate(
         t_verify = clock()
 
         target.decode([history[-1], *draft.tokens], logit_rows=range(len(draft.tokens) + 1))
-        accepted, own_token = verify(target, draft, sampler, rng)
+        accepted, own_token = verify(target, draft, sampler, rng, grammar)
         t_done = clock()
         threads = target.n_threads
         kept = [*draft.tokens[:accepted], own_token]
@@ -180,6 +201,8 @@ def generate(
                 stop_reason = "eos"
                 break
             history.append(token)
+            if grammar is not None:
+                grammar.accept(token)
             text = text_stream.feed(target.token_bytes(token))
             pieces.append(text)
             if first_token_at is None:

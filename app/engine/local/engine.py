@@ -7,15 +7,18 @@ Every method must be called from one thread, the engine process's main thread, w
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.context_fit import SessionCuts
 from app.engine.errors import EngineError
-from app.engine.events import EngineEvent, FinishedEvent, NoticeEvent, RoundEvent
+from app.engine.events import EngineEvent, FinishedEvent, NoticeEvent, RoundEvent, TokenEvent
 from app.engine.local.chat_format import RenderedPrompt
 from app.engine.local.decoder import generate
+from app.engine.local.grammar import schema_grammar
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.model_drafter import ModelDrafter
 from app.engine.local.model_pair import ModelPair
@@ -29,6 +32,7 @@ from app.engine.speculation.drafters import NgramDrafter
 from app.engine.speculation.history import HistoryDrafter
 from app.engine.speculation.history_file import HistoryFile, HistorySync, history_path
 from app.engine.targets import ServerModel, Target
+from app.engine.tools.calls import ToolFormat, forced_call
 
 
 class SpecEngine:
@@ -158,6 +162,10 @@ class SpecEngine:
         return self._prompts
 
     @property
+    def tool_format(self) -> ToolFormat:
+        return self._prompts.tool_format if self._prompts is not None else "hermes"
+
+    @property
     def template_notice(self) -> str:
         """Why the model's own chat template could not be used for the last prompt ("" when it could): the chat
         was formatted as ChatML instead, which a front end should tell the user."""
@@ -215,6 +223,7 @@ class SpecEngine:
             request_id=request_id,
             on_history=history.extend,
             governor=self.governor,
+            grammar=target.grammar(schema_grammar(json.loads(config.json_schema))) if config.json_schema else None,
         ):
             if isinstance(event, RoundEvent):
                 self.policies.after_round(policy)
@@ -226,13 +235,13 @@ class SpecEngine:
 
     def _history_book(self, name: str) -> Optional[HistorySync]:
         """The loaded target's index of history book `name`, made on first use; None with no target."""
-        target = self.models.target
-        if target is None:
+        loaded = self.models.target
+        if loaded is None:
             return None
         if name not in self._histories:
             file = self.history_file if name == "person" else HistoryFile(history_path(name))
             self._histories[name] = HistorySync(file, HistoryDrafter(),
-                                                lambda text: target.tokenize(text, add_special=False,
+                                                lambda text: loaded.tokenize(text, add_special=False,
                                                                              parse_special=True))
         return self._histories[name]
 
@@ -250,14 +259,27 @@ class SpecEngine:
         When the last message is the assistant's, its reply is continued where it ends (the reply was stopped or
         interrupted). The previous turn's KV cache is reused. Raises PromptTooLongError if the prompt does not fit.
         """
+        tools = json.loads(config.tools) if config.tools else ()
         if messages and messages[-1].get("role") == "assistant":
             # The partial reply is model text, not markup: it is appended after the generation prompt as text.
-            rendered = self.prompts.render(messages[:-1])
+            rendered = self.prompts.render(messages[:-1], tools)
             rendered = RenderedPrompt(rendered.text + messages[-1]["content"], rendered.markup, rendered.notice)
         else:
-            rendered = self.prompts.render(messages)
+            rendered = self.prompts.render(messages, tools)
+        forced = forced_call(self.tool_format, tools, "" if config.tool_choice == "required" else config.tool_choice) \
+            if tools and config.tool_choice else None
+        opening = ""
+        if forced is not None:
+            opening, schema = forced
+            config = dataclasses.replace(config, json_schema=json.dumps(schema))
+        if opening:
+            # A required call: the reply starts inside one, written as the template's markup would be.
+            rendered = RenderedPrompt(rendered.text + opening,
+                                      rendered.markup + ((len(rendered.text), len(rendered.text) + len(opening)),),
+                                      rendered.notice)
         tokens = self.prompts.tokens_for(rendered.text, rendered.markup)
-        return self._run(tokens, rendered.text, config, cancel, request_id, session or config.session)
+        events = self._run(tokens, rendered.text, config, cancel, request_id, session or config.session)
+        return _led_by(opening, request_id, events) if opening else events
 
     def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel: Optional[CancelSignal] = None,
               request_id: int = 0) -> Iterator[EngineEvent]:
@@ -276,3 +298,13 @@ class SpecEngine:
         """Continue raw `prompt` text (no chat template)."""
         tokens = self.prompts.tokens_for(prompt)
         return self._run(tokens, prompt, config, cancel, request_id, session or config.session)
+
+
+def _led_by(opening: str, request_id: int, events: Iterator[EngineEvent]) -> Iterator[EngineEvent]:
+    """The reply's events with the forced opening of a call first, as text of no token (token_id -1, like a
+    flushed tail), so the reply's text holds the whole call."""
+    yield TokenEvent(request_id, 0, -1, opening, "target")
+    for event in events:
+        if isinstance(event, FinishedEvent):
+            event = dataclasses.replace(event, text=opening + event.text)
+        yield event

@@ -21,6 +21,7 @@ import numpy as np
 
 from app.engine.config import MAX_OUTPUT_ROWS
 from app.engine.errors import ModelFileError, ModelLoadError
+from app.engine.local.grammar import GrammarMask
 
 PROMPT_CHUNK = 512
 # A stretch of the prompt found again later in the cache is kept (shifted) only from this length on: shorter runs
@@ -305,6 +306,10 @@ class LoadedModel:
             self._last_chunk_start = start
             start += len(chunk)
         return True
+
+    def grammar(self, gbnf: str) -> GrammarMask:
+        """A fresh state of `gbnf` over this model's vocabulary. Raises GrammarError."""
+        return GrammarMask.compile(self._vocab, self.n_vocab, gbnf)
 
     def logits(self, row: int) -> np.ndarray:
         """Logits of batch row `row` of the last decode (a view: copy it before the next decode)."""

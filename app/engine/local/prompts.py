@@ -11,6 +11,7 @@ from typing import Optional, Sequence
 from app.engine.local.chat_format import RenderedPrompt, prepare_template, render_prompt
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.prompt_tokens import tokenize_prompt
+from app.engine.tools.calls import ToolFormat, format_of
 
 # The per-message token counts kept for fitting long chats (about 1,000 chats' worth of recent messages).
 CONTENT_TOKENS_CACHED = 20000
@@ -37,17 +38,19 @@ class Prompts:
         # and force the whole conversation to be evaluated again).
         self.transcript_text = ""
         self.transcript_tokens: list[int] = []
+        self.tool_format: ToolFormat = format_of(self._chat_template)
         self._content_tokens: dict[str, int] = {}  # message text -> its token count, oldest entry first
         # Work every first prompt needs, done while loading rather than while the user waits for a reply.
         prepare_template(self._chat_template)
         target.control_tokens()
 
-    def render(self, messages: Sequence[dict]) -> RenderedPrompt:
-        """The chat prompt of `messages`, with the spans of the template's own markup."""
+    def render(self, messages: Sequence[dict], tools: Sequence[dict] = ()) -> RenderedPrompt:
+        """The chat prompt of `messages` (with `tools` offered, OpenAI's shape), with the spans of the template's
+        own markup."""
         target = self.target
         bos = target.token_text(target.bos_id) if target.bos_id >= 0 else ""
         eos = target.token_text(target.eos_id) if target.eos_id >= 0 else ""
-        rendered = render_prompt(self._chat_template, messages, bos_token=bos, eos_token=eos)
+        rendered = render_prompt(self._chat_template, messages, bos_token=bos, eos_token=eos, tools=tools)
         if rendered.notice and not rendered.refused_conversation:
             # A template that failed once is not run again for this model: each try could cost its whole budget,
             # and its reason may differ from try to try, which would read as news. One that refused this

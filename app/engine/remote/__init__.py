@@ -5,4 +5,5 @@
 - http.py: Talking to an OpenAI-compatible server (llama.cpp's llama-server, vLLM, LM Studio, Ollama, ...): its model list
 - server_drafts.py: Which tokens of a llama-server reply its draft model proposed, rebuilt from the per-token timings it streams.
 - server_keys.py: API keys of remote servers, kept like the Hugging Face token: one owner-only file, never logged.
+- tool_calls.py: Tools through a remote server: messages that carry calls on the wire, and streamed calls put back together.
 """

@@ -61,6 +61,7 @@ class StreamChunk:
     timings: Optional[ServerTimings] = None
     completion_tokens: Optional[int] = None
     prompt_tokens: Optional[int] = None
+    tool_calls: tuple[dict, ...] = ()  # this event's `delta.tool_calls` fragments (OpenAI's framing), as sent
 
 
 def _count(value: object, upper: int) -> Optional[int]:
@@ -112,6 +113,7 @@ def parse_chunk(event: object, max_tokens: int) -> StreamChunk:
     if not isinstance(choices, list):
         raise MalformedEvent(f"\"choices\" is a JSON {_kind(choices)}, not a list")
     text, finish = "", ""
+    calls: tuple[dict, ...] = ()
     if choices:
         choice = choices[0]
         if not isinstance(choice, dict):
@@ -125,6 +127,8 @@ def parse_chunk(event: object, max_tokens: int) -> StreamChunk:
         if content is not None and not isinstance(content, str):
             raise MalformedEvent(f"\"content\" is a JSON {_kind(content)}, not a string")
         text = valid_text(content or "")
+        fragments = delta.get("tool_calls")
+        calls = tuple(f for f in fragments if isinstance(f, dict)) if isinstance(fragments, list) else ()
         reason = choice.get("finish_reason")
         finish = one_line(reason, 40) if isinstance(reason, str) else ""
     usage = event.get("usage")
@@ -135,6 +139,7 @@ def parse_chunk(event: object, max_tokens: int) -> StreamChunk:
         timings=parse_timings(event.get("timings"), max_tokens),
         completion_tokens=_count(usage.get("completion_tokens"), max_tokens),
         prompt_tokens=_count(usage.get("prompt_tokens"), MAX_PROMPT_TOKENS),
+        tool_calls=calls,
     )
 
 

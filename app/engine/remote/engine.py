@@ -9,6 +9,7 @@ reply is highlighted and counted like a local one; other servers give tok/s and 
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence
@@ -37,8 +38,10 @@ from app.engine.remote.http import (
     stream_chat,
 )
 from app.engine.remote.server_drafts import ServerDraftTracker
+from app.engine.remote.tool_calls import StreamedCalls, wire_message
 from app.engine.protocol import fitted_reply
 from app.engine.targets import SERVER_PREFIX, ServerModel, server_model_of
+from app.engine.tools.calls import ToolFormat
 
 TARGET_PREFIX = SERVER_PREFIX
 # Servers that speak llama-server's fields (timings_per_token, top_k, min_p, /props): llama-server itself, and
@@ -101,6 +104,7 @@ class RemoteEngine:
         self._n_ctx = load.n_ctx
         self.placement_note = ""
         self.template_notice = ""
+        self.tool_format: ToolFormat = "hermes"  # how its calls are given back as text (see _call_text)
 
     # -- models -------------------------------------------------------------------------------------------------
 
@@ -171,7 +175,7 @@ class RemoteEngine:
     def request_body(self, messages: Sequence[dict], config: GenerationConfig) -> dict:
         body: dict = {
             "model": self._model,
-            "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+            "messages": [wire_message(m) for m in messages],
             "stream": True,
             "max_tokens": config.max_tokens,
             "temperature": config.temperature,
@@ -179,6 +183,14 @@ class RemoteEngine:
         }
         if config.seed is not None:
             body["seed"] = config.seed
+        if config.tools:
+            body["tools"] = json.loads(config.tools)
+            if config.tool_choice:
+                body["tool_choice"] = "required" if config.tool_choice == "required" else {
+                    "type": "function", "function": {"name": config.tool_choice}}
+        if config.json_schema:
+            body["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "reply", "schema": json.loads(config.json_schema)}}
         if self._llama_server:
             # llama-server's own fields; other servers may refuse fields they do not know.
             body.update({"top_k": config.top_k, "min_p": config.min_p, "timings_per_token": True})
@@ -212,6 +224,7 @@ class RemoteEngine:
         # The client keeps the request's own limits, whatever the server does: no more tokens than max_tokens, no
         # more text than such a reply can hold, no more events than it can take, and an overall deadline.
         max_tokens = max(1, int(body["max_tokens"]))
+        calls = StreamedCalls()
         max_chars = max(MIN_REPLY_CHARS, max_tokens * MAX_CHARS_PER_TOKEN)
         max_events = max_tokens * EVENTS_PER_TOKEN + EXTRA_EVENTS
         deadline_s = self._reply_deadline_s if self._reply_deadline_s is not None else reply_deadline_s(max_tokens)
@@ -247,6 +260,7 @@ class RemoteEngine:
                     drafter: Optional[DraftSource] = "model" if token.source == "draft" else None
                     yield TokenEvent(request_id, index, -1, token.text, token.source, drafter, token.round)
                     index += 1
+                calls.feed(chunk.tool_calls)
                 if chunk.finish_reason:
                     finish_reason = chunk.finish_reason
                 if index >= max_tokens or chars >= max_chars or count >= max_events:
@@ -260,6 +274,13 @@ class RemoteEngine:
         if tail is not None and chars <= max_chars:
             pieces.append(tail.text)
             yield TokenEvent(request_id, index, -1, tail.text, tail.source)
+        for text in calls.texts():
+            # The server's calls as Hermes text (this engine's tool_format), read back into tool_calls by serve.
+            pieces.append(text)
+            yield TokenEvent(request_id, index, -1, text, "target")
+            index += 1
+        if calls.texts() and finish_reason == "tool_calls":
+            finish_reason = "stop"
         if not finish_reason:
             if not index:
                 raise ServerError(f"The server at {shown} ended the stream without a reply.")

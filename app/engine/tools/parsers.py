@@ -1,0 +1,358 @@
+"""Splitting a reply's text into what it says and the tool calls it makes, one family of call formats at a time.
+
+Every parser reads text so far (`final=False`, while streaming) or the whole reply (`final=True`). Before the end
+it returns as `content` only text that can no longer become part of a call: a tail that may be the start of a call's
+marker, and a call still being written, are held back. So content read early is always a prefix of content read
+later, and text and calls are never mixed up. A block that looks like a call but cannot be read as one (bad JSON,
+a fenced block naming no offered tool) is content, as written.
+
+A call inside `<think>...</think>` is the model thinking about a call, not making one: markers there are not read.
+(Reasoning itself is split off before this, where a reasoning splitter runs; this only keeps the rule.)
+
+Variants the real models write are accepted: Qwen2.5-Coder 1.5B often answers a request with tools by a fenced
+```json {"name": ..., "arguments": ...}``` block instead of its template's `<tool_call>` tags; when the name is an
+offered tool, that is a call, in every family.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence
+
+from app.engine.tools.calls import ToolCall, ToolFormat, arguments_text
+
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+
+@dataclass(frozen=True)
+class Split:
+    content: str
+    calls: tuple[ToolCall, ...] = ()
+    reasoning: str = ""  # Harmony's analysis channel (other families' reasoning is split off before this)
+    pending: bool = False  # text is held back: a call (or what may become one) is still being written
+
+
+# -- call bodies ------------------------------------------------------------------------------------------------
+
+def _json_calls(body: str, names: Optional[frozenset[str]]) -> Optional[list[ToolCall]]:
+    """`{"name", "arguments"|"parameters"}` (or a list of them, or OpenAI's own `{"function": {...}}`); None when
+    the body is not that, or names a tool not offered (when `names` says which are)."""
+    try:
+        value = json.loads(body)
+    except ValueError:
+        value = _doubled_braces(body)
+        if value is None:
+            return None
+    items = value if isinstance(value, list) else [value]
+    calls = []
+    for item in items:
+        if not isinstance(item, dict):
+            return None
+        if isinstance(item.get("function"), dict):
+            item = {**item["function"], "id": item.get("id")}
+        name = item.get("name")
+        if not isinstance(name, str) or not name or names is not None and name not in names:
+            return None
+        args = arguments_text(item.get("arguments", item.get("parameters")))
+        if args is None:
+            return None
+        call_id = item.get("id")
+        calls.append(ToolCall(name, args, call_id if isinstance(call_id, str) else ""))
+    return calls or None
+
+
+_FUNCTION = re.compile(r"<function=([^>\s]+)>(.*?)(?:</function>|$)", re.S)
+_PARAMETER = re.compile(r"<parameter=([^>\s]+)>\n?(.*?)\n?(?:</parameter>|(?=<parameter=)|$)", re.S)
+
+
+def _xml_calls(body: str, types: dict[str, dict[str, str]]) -> Optional[list[ToolCall]]:
+    """Qwen3-Coder's `<function=NAME><parameter=P>value</parameter></function>`. A value stays text where the
+    tool's schema says string (or says nothing and it is no JSON value), else it is read as JSON."""
+    calls = []
+    for match in _FUNCTION.finditer(body):
+        name, inner = match.group(1), match.group(2)
+        args = {}
+        for param in _PARAMETER.finditer(inner):
+            key, raw = param.group(1), param.group(2)
+            kind = types.get(name, {}).get(key)
+            if kind == "string":
+                args[key] = raw
+                continue
+            try:
+                args[key] = json.loads(raw)
+            except ValueError:
+                args[key] = raw
+        calls.append(ToolCall(name, json.dumps(args, ensure_ascii=False)))
+    return calls or None
+
+
+def _doubled_braces(body: str) -> Optional[dict]:
+    """`{{"name": ...}}`: the object inside doubled braces, as Qwen2.5's template shows its call format (a Python
+    format string's escape kept in the template) and the 1.5B then writes it."""
+    text = body.strip()
+    if not text.startswith("{{"):
+        return None
+    try:
+        value, end = json.JSONDecoder().raw_decode(text, 1)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) and not text[end:].strip("} \n\t") else None
+
+
+# -- the block machine (Hermes, fenced JSON, Mistral, Llama 3) ---------------------------------------------------
+
+@dataclass(frozen=True)
+class _Block:
+    start: str
+    end: Optional[str]  # None: the block runs to the reply's end
+    read: Callable[[str], Optional[list[ToolCall]]]
+    at_start_only: bool = False
+
+
+def _could_begin(tail: str, marker: str) -> int:
+    """The length of the longest end of `tail` that is a beginning of `marker`."""
+    for n in range(min(len(marker) - 1, len(tail)), 0, -1):
+        if marker.startswith(tail[-n:]):
+            return n
+    return 0
+
+
+_FENCE = re.compile(r"```(?:json)?[ \t]*\n(?=\s*[\[{])")
+
+
+def _fence_tail(tail: str) -> int:
+    """How much of `tail` to hold back because it may begin a fenced JSON call ("```json\\n{")."""
+    at = tail.rfind("```")
+    if at < 0:
+        return _could_begin(tail, "```")
+    rest = tail[at + 3:]
+    if re.fullmatch(r"(j(s(on?)?)?)?[ \t]*(\n\s*)?", rest):
+        return len(tail) - at
+    return 0
+
+
+def _think_spans(text: str) -> list[tuple[int, int]]:
+    spans, pos = [], 0
+    while (start := text.find(THINK_OPEN, pos)) >= 0:
+        end = text.find(THINK_CLOSE, start)
+        stop = len(text) if end < 0 else end + len(THINK_CLOSE)
+        spans.append((start, stop))
+        pos = stop
+    return spans
+
+
+def _next_start(text: str, pos: int, blocks: Sequence[_Block], fence: bool, spans) -> Optional[tuple[int, int, _Block]]:
+    """The earliest call marker at or after `pos` outside thinking: (where, its length, its block)."""
+    best = None
+    for block in blocks:
+        at = text.find(block.start, pos)
+        while at >= 0 and any(a <= at < b for a, b in spans):
+            at = text.find(block.start, at + 1)
+        if at >= 0 and (not block.at_start_only or not text[:at].strip()) and (best is None or at < best[0]):
+            best = (at, len(block.start), block)
+    if fence:
+        for match in _FENCE.finditer(text, pos):
+            if not any(a <= match.start() < b for a, b in spans):
+                if best is None or match.start() < best[0]:
+                    best = (match.start(), match.end() - match.start(), _FENCED)
+                break
+    return best
+
+
+_FENCED = _Block("```", "```", lambda body: None)  # its reader is given the offered names in _split_blocks
+
+
+def _split_blocks(text: str, final: bool, blocks: Sequence[_Block], names: Optional[frozenset[str]]) -> Split:
+    fence = bool(names)
+    spans = _think_spans(text)
+    content: list[str] = []
+    calls: list[ToolCall] = []
+    pos = 0
+    while True:
+        found = _next_start(text, pos, blocks, fence, spans)
+        if found is None:
+            rest = text[pos:]
+            if final:
+                content.append(rest)
+                break
+            inside_think = bool(spans) and spans[-1][1] == len(text) and not text.endswith(THINK_CLOSE)
+            hold = 0 if inside_think else max(
+                [_could_begin(rest, b.start) for b in blocks] + ([_fence_tail(rest)] if fence else []))
+            if any(b.at_start_only for b in blocks) and not "".join(content).strip() and not calls \
+                    and not rest[: len(rest) - hold].strip():
+                hold = len(rest)  # a reply still all whitespace may yet begin a bare call
+            content.append(rest[: len(rest) - hold])
+            return Split("".join(content), tuple(calls), pending=hold > 0)
+        at, length, block = found
+        content.append(text[pos:at])
+        body_from = at + length
+        end = text.find(block.end, body_from) if block.end else -1
+        if not final and (end < 0 or block.end is None):
+            if block.at_start_only and (early := _complete_json_not_call(text[at:], names)) is not None:
+                content.append(text[at: at + early])  # a JSON reply that is no call: it is content
+                pos = at + early
+                blocks = [b for b in blocks if not b.at_start_only]
+                continue
+            return Split("".join(content), tuple(calls), pending=True)
+        body_to = len(text) if end < 0 else end
+        read = block.read if block is not _FENCED else (lambda body: _json_calls(body, names))
+        got = read(text[body_from:body_to])
+        stop = body_to if end < 0 else end + len(block.end or "")
+        if got is None:
+            content.append(text[at:stop])
+        else:
+            calls += got
+        pos = stop
+        if pos >= len(text):
+            break
+    return Split("".join(content), tuple(calls))
+
+
+def _complete_json_not_call(body: str, names: Optional[frozenset[str]]) -> Optional[int]:
+    """Where a bare JSON value at the start of `body` ends, when it is complete and is no call; else None."""
+    stripped = len(body) - len(body.lstrip())
+    try:
+        value, end = json.JSONDecoder().raw_decode(body, stripped)
+    except ValueError:
+        return None
+    if _json_calls(json.dumps(value), names) is not None:
+        return None
+    return end
+
+
+def _mistral_read(body: str, names) -> Optional[list[ToolCall]]:
+    calls: list[ToolCall] = []
+    for part in body.removesuffix("</s>").split("[TOOL_CALLS]"):
+        part = part.strip()
+        if part.startswith("["):
+            got = _json_calls(part, None)
+            if got is None:
+                return None
+            calls += got
+            continue
+        name, sep, args = part.partition("[ARGS]")  # the v11 tokenizer's `NAME[ARGS]{json}`
+        name = name.split("[CALL_ID]")[0].strip()
+        text = arguments_text(args.strip()) if sep else None
+        if not name or text is None:
+            return None
+        calls.append(ToolCall(name, text))
+    return calls or None
+
+
+def _llama3_read(body: str, names) -> Optional[list[ToolCall]]:
+    """One call, or several separated by `;` or new lines, as Llama 3.x writes them."""
+    body = body.strip()
+    calls = _json_calls(body, names)
+    if calls is not None:
+        return calls
+    decoder, pos, out = json.JSONDecoder(), 0, []
+    while pos < len(body):
+        try:
+            _, end = decoder.raw_decode(body, pos)
+        except ValueError:
+            return None
+        got = _json_calls(body[pos:end], names)
+        if got is None:
+            return None
+        out += got
+        pos = end
+        while pos < len(body) and body[pos] in "; \n\t":
+            pos += 1
+    return out or None
+
+
+def _hermes_read(body: str, types: dict[str, dict[str, str]]) -> Optional[list[ToolCall]]:
+    stripped = body.strip()
+    if stripped.startswith("<function="):
+        return _xml_calls(stripped, types)
+    return _json_calls(stripped, None)
+
+
+# -- Harmony (gpt-oss) ------------------------------------------------------------------------------------------
+
+_HARMONY_MESSAGE = re.compile(r"(?:<\|start\|>)?([^<]*?)(?:<\|channel\|>((?:[^<]|<\|constrain\|>)*?))?<\|message\|>(.*?)"
+                              r"(<\|end\|>|<\|call\|>|<\|return\|>|<\|start\|>|$)", re.S)
+_RECIPIENT = re.compile(r"to=functions\.([^\s<]+)")
+_HARMONY_MARKERS = ("<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|call|>", "<|return|>", "<|constrain|>")
+
+
+def split_harmony(text: str, final: bool) -> Split:
+    """gpt-oss's messages: `final` (and commentary without a recipient) is content, `analysis` is reasoning, a
+    message to `functions.NAME` is a call (read when it ends at `<|call|>`, or at the reply's end)."""
+    if not final:
+        # A message header still being written (no `<|message|>` after it yet) is held back whole.
+        ended = max(text.rfind(m) + len(m) if text.rfind(m) >= 0 else 0 for m in ("<|end|>", "<|call|>", "<|return|>"))
+        starts = [at for at in (text.find("<|start|>", ended), text.find("<|channel|>", ended)) if at >= 0]
+        header = min(starts, default=-1)
+        if header >= 0 and "<|message|>" not in text[header:]:
+            return dataclasses.replace(split_harmony(text[:header], True), pending=True)
+    if "<|message|>" not in text:
+        hold = 0 if final else max(_could_begin(text, m) for m in _HARMONY_MARKERS)
+        return Split(text[: len(text) - hold], pending=hold > 0)
+    content: list[str] = []
+    reasoning: list[str] = []
+    calls: list = []
+    pending = False
+    for match in _HARMONY_MESSAGE.finditer(text):
+        head = (match.group(1) or "") + " " + (match.group(2) or "")
+        body, end = match.group(3), match.group(4)
+        if not end and not final:
+            pending = True
+            hold = max(_could_begin(body, m) for m in _HARMONY_MARKERS)
+            body = body[: len(body) - hold]
+        if not match.group(0).startswith("<|start|>") and "to=" not in (match.group(1) or ""):
+            content.append(match.group(1) or "")  # text before a header is no role: the model wrote it
+        recipient = _RECIPIENT.search(head)
+        if recipient:
+            if end or final:
+                args = arguments_text(body.strip())
+                if args is not None:
+                    calls.append(ToolCall(recipient.group(1), args))
+            continue
+        channel = (match.group(2) or "").split()[0] if match.group(2) else "final"
+        (reasoning if channel == "analysis" else content).append(body)
+        if end == "<|start|>":
+            break  # a message started without ending the last: the next match reads it
+    return Split("".join(content), tuple(calls), "".join(reasoning), pending)
+
+
+# -- by family --------------------------------------------------------------------------------------------------
+
+def _parameter_types(tools: Sequence[dict]) -> dict[str, dict[str, str]]:
+    types: dict[str, dict[str, str]] = {}
+    for tool in tools:
+        function = tool.get("function", tool) if isinstance(tool, dict) else {}
+        props = (function.get("parameters") or {}).get("properties") or {}
+        if isinstance(function.get("name"), str) and isinstance(props, dict):
+            types[function["name"]] = {k: str(v.get("type")) for k, v in props.items()
+                                       if isinstance(v, dict) and isinstance(v.get("type"), str)}
+    return types
+
+
+def tool_names(tools: Sequence[dict]) -> frozenset[str]:
+    return frozenset(_parameter_types(tools)) | frozenset(
+        t["function"]["name"] for t in tools
+        if isinstance(t, dict) and isinstance(t.get("function"), dict) and isinstance(t["function"].get("name"), str))
+
+
+def split_reply(text: str, family: ToolFormat, tools: Sequence[dict], final: bool = True) -> Split:
+    """`text` (the reply so far, or all of it) as content and calls, for a model of `family` offered `tools`."""
+    if family == "harmony":
+        return split_harmony(text, final)
+    names = tool_names(tools)
+    if family == "hermes":
+        types = _parameter_types(tools)
+        # A reply that is just the call's JSON (no tags), naming an offered tool, is a call too: the 1.5B writes
+        # that when a tool result is already in the chat.
+        blocks = [_Block("<tool_call>", "</tool_call>", lambda body: _hermes_read(body, types)),
+                  _Block("{", None, lambda body: _llama3_read("{" + body, names), at_start_only=True)]
+    elif family == "mistral":
+        blocks = [_Block("[TOOL_CALLS]", None, lambda body: _mistral_read(body, names))]
+    else:
+        blocks = [_Block("<|python_tag|>", None, lambda body: _llama3_read(body, None)),
+                  _Block("{", None, lambda body: _llama3_read("{" + body, names), at_start_only=True)]
+    return _split_blocks(text, final, blocks, names or None)
+

@@ -1,0 +1,11 @@
+"""BadRequest: a request the server will not run, with the one sentence sent back."""
+
+from __future__ import annotations
+
+
+class BadRequest(ValueError):
+    """A request the server will not run; `str()` is the one sentence sent back with `status`."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
