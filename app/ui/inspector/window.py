@@ -10,14 +10,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QStandardPaths, Qt, Signal
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QSize, QStandardPaths, Qt, Signal
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QDialog,
     QFileDialog,
+    QFrame,
     QGridLayout,
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
@@ -28,6 +31,11 @@ from app.replies.inspector_data import (
 )
 from app.ui.inspector import charts
 from app.ui.transcript.format import TranscriptMessage
+
+# The size it opens at, on a screen with room for it; a smaller screen gets this share of its free area.
+PREFERRED_SIZE = QSize(980, 680)
+SCREEN_SHARE = 0.9
+PANEL_MIN_SIZE = QSize(560, 520)
 
 
 class ReplyInspector(QDialog):
@@ -84,9 +92,18 @@ class ReplyInspector(QDialog):
         buttons.addWidget(close_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.panel, 1)
+        # On a small screen the charts keep a legible size and the panel scrolls, rather than squeezing them on top
+        # of each other; Save still draws the whole panel.
+        self.panel.setMinimumSize(PANEL_MIN_SIZE)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(self.panel)
+        layout.addWidget(scroll, 1)
         layout.addLayout(buttons)
-        self.resize(980, 680)
+        screen = (parent.screen() if parent is not None else None) or QGuiApplication.primaryScreen()
+        room = screen.availableGeometry().size() * SCREEN_SHARE if screen is not None else PREFERRED_SIZE
+        self.resize(PREFERRED_SIZE.boundedTo(room))  # never larger than its screen
 
     def show_message(self, message: TranscriptMessage, fallback_token_s: Optional[float] = None) -> None:
         """Show this reply's rounds (charts made anew: exactly the rounds recorded, nothing left from another)."""

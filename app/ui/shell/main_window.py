@@ -97,7 +97,7 @@ class MainWindow(MessageCommands, QMainWindow):
 
     def _build_ui(self) -> None:
         self.sidebar = ChatSidebar(self.chat_list)
-        self.sidebar.setMinimumWidth(200)
+        self.sidebar.setMinimumWidth(150)  # 2x scale on a 1366x768 laptop leaves 683 px in all
         self.error_banner = ErrorBanner()
         self.chat_view.set_highlighting(self.settings.show_highlighting)
         self.chat_view.set_show_refused(self.settings.show_refused)
@@ -112,8 +112,7 @@ class MainWindow(MessageCommands, QMainWindow):
         main = column(self.model_bar, padded(self.error_banner, 16, 8, 16, 0), (self.pages, 1))
 
         self.splitter = sidebar_split(self.sidebar, main, (240, 900))
-        self.setCentralWidget(self.splitter)
-        self.resize(1180, 780)
+        self.setCentralWidget(self.splitter)  # its size: restore_geometry, fitted to the screen
 
         for text, shortcut, slot in (
             ("New chat", QKeySequence.StandardKey.New, self.new_chat),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QMessageBox, QProgressBar, QPushButton, QWidget
+from superqt import QFlowLayout
 
 from app.ui.widgets import style
 from app.ui.widgets.elided_label import ElidedLabel
@@ -50,9 +51,13 @@ class LegendRow(QWidget):
 
     def __init__(self, highlighting: bool, show_refused: bool = False, parent=None):
         super().__init__(parent)
-        row = QHBoxLayout(self)
+        row = QFlowLayout(self)  # wraps on a narrow window rather than widening it (issue 36)
         row.setContentsMargins(28, 2, 28, 0)
+        row.setHorizontalSpacing(12)
+        row.setVerticalSpacing(2)
         self.legend = QLabel()
+        self.plain_legend = QLabel()
+        self.plain_legend.setObjectName("StatusLine")
         self.show_legend()
         self.legend.setObjectName("StatusLine")
         self.legend.setToolTip(
@@ -62,11 +67,11 @@ class LegendRow(QWidget):
             "The rest the model wrote itself. Hover a token to see its round: what was proposed and refused."
         )
         row.addWidget(self.legend)
+        row.addWidget(self.plain_legend)
         self.highlight_switch = self._switch(row, "Highlight", highlighting,
                                              "Show or hide the highlighting of kept draft tokens")
         self.refused_switch = self._switch(row, "Refused", show_refused,
                                            "Show the proposals the model refused, struck through, where it disagreed")
-        row.addStretch(1)
         self.live_stats = QLabel("")
         self.live_stats.setObjectName("LiveStats")
         row.addWidget(self.live_stats)
@@ -78,23 +83,27 @@ class LegendRow(QWidget):
         self.legend.setText(
             f'<span style="background:{draft}">&nbsp;draft model&nbsp;</span>&nbsp;&nbsp;'
             f'<span style="background:{ngram}">&nbsp;n-gram copy&nbsp;</span>&nbsp;&nbsp;'
-            f'<span style="background:{history}">&nbsp;history&nbsp;</span>&nbsp;&nbsp;'
-            f'<span style="color:{style.TEXT_MUTED}">plain: written by the model itself</span>'
+            f'<span style="background:{history}">&nbsp;history&nbsp;</span>'
         )
+        self.plain_legend.setText(f'<span style="color:{style.TEXT_MUTED}">plain: written by the model itself</span>')
 
     @staticmethod
-    def _switch(row: QHBoxLayout, label: str, checked: bool, tooltip: str) -> ToggleSwitch:
+    def _switch(row: QFlowLayout, label: str, checked: bool, tooltip: str) -> ToggleSwitch:
         switch = ToggleSwitch()
         switch.setChecked(checked)
         switch.setToolTip(tooltip)
         switch.setFixedSize(30, 16)
-        row.addSpacing(10)
-        row.addWidget(switch)
-        row.addSpacing(4)
         text = QLabel(label)
         text.setObjectName("StatusLine")
         text.setToolTip(tooltip)
-        row.addWidget(text)
+        text.setBuddy(switch)
+        box = QWidget()
+        pair = QHBoxLayout(box)
+        pair.setContentsMargins(0, 0, 0, 0)
+        pair.setSpacing(4)
+        pair.addWidget(switch)
+        pair.addWidget(text)
+        row.addWidget(box)
         return switch
 
     def set_live_stats(self, text: str) -> None:
