@@ -70,6 +70,10 @@ class ModelSession(QObject):
     def models_ready(self) -> bool:
         return self.target is not None and self._loaded == (self.target, self.draft_path())
 
+    def loaded_target(self) -> Optional[str]:
+        """The target the engine process has loaded now (it answers the local API), None while none is."""
+        return self._loaded[0]
+
     def draft_path(self) -> Optional[str]:
         return None if self.draft_key in ("", NGRAM_KEY) else self.draft_key
 

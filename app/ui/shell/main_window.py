@@ -21,10 +21,10 @@ from app.ui.chat import export as chat_export
 from app.ui.chat import compare_plain, file_drop
 from app.ui.inspector import controller as inspector_controller
 from app.ui.models import server_models
-from app.ui.chat import speculate_anyway
+from app.ui.chat import chat_header, speculate_anyway
 from app.ui.chat.chat_list import ChatListModel, ChatSidebar
 from app.ui.chat.chat_list_controller import ChatListController
-from app.ui.chat.settings_binding import ChatSettingsBinding, draft_key
+from app.ui.chat.settings_binding import ChatSettingsBinding
 from app.ui.transcript.chat_view import ChatView
 from app.ui.chat.composer import Composer
 from app.ui.chat.conversation import Conversation, chat_session
@@ -78,6 +78,7 @@ class MainWindow(MessageCommands, QMainWindow):
         self.library.modelReset.connect(self._update_page)  # whoever changes the library: scans, servers' models
         self.plain_compare = compare_plain.attach(self)  # Compare with plain on replies
         self.speculate_anyway = speculate_anyway.attach(self)  # the status line's offer to draft where paused
+        self.chat_header = chat_header.attach(self)  # the chat's model; asks before a chat swaps the loaded one
         restore_geometry(self, self.splitter)
         self._refresh_chat_list()
         last = self.store.get_chat(self.settings.last_chat_id) if self.settings.last_chat_id is not None else None
@@ -262,7 +263,9 @@ class MainWindow(MessageCommands, QMainWindow):
     def _on_scanned(self, found: int) -> None:
         self.empty_page.set_details(found - len(self.library.usable_entries()))
         self._update_page()
-        wanted = self.chat_settings.current().target_path or self.session.target or self.settings.last_target
+        # While the header asks whether to load the chat's model, a rescan keeps the loaded one.
+        chat_target = None if self.chat_header.asking() else self.chat_settings.current().target_path
+        wanted = chat_target or self.session.target or self.settings.last_target
         pair = self.library_ctl.take_pending_pair()
         self.session.library_rescanned(*(pair or (wanted, None)))
 
@@ -340,11 +343,11 @@ class MainWindow(MessageCommands, QMainWindow):
         self._update_page()
 
     def _apply_chat_settings(self, settings: ChatSettings) -> None:
-        """Show a chat's switch and models; a different target or draft is loaded."""
+        """Show a chat's switch and models; a different target is loaded only once the user says so."""
         self.model_bar.set_speculative(settings.speculative)
         self.footer.show_status("")
         self.speculate_anyway.show_for(settings)
-        self.session.show_chat_models(settings.target_path, draft_key(settings))
+        self.chat_header.show_chat(settings)
 
     def rename_chat(self, chat_id: int, title: str) -> None:
         try:
