@@ -40,6 +40,8 @@ class ModelEntry:
     usable: bool = True
     problem: str = ""
     model_name: str = ""  # general.name from the header, as its publisher wrote it
+    # The file carries tokenizer.chat_template; without one (a base model) the user chooses how chats are formatted.
+    has_chat_template: bool = True
 
     @property
     def file_name(self) -> str:
@@ -162,6 +164,7 @@ def inspect_entry(path: Path, folder: LibraryFolder | None = None) -> ModelEntry
         quantization=_quant_label(info),
         context_length=info.context_length,
         vocab_size=info.vocab_size,
+        has_chat_template=info.chat_template is not None,
         usable=info.usable,
         problem=_without_path(info.problem or "", path),
     )

@@ -15,6 +15,10 @@ __all__ = ["GPU_LAYERS_ALL", "GPU_LAYERS_AUTO", "MAX_DRAFT", "THREADS_AUTO", "Dr
 # What a request asks to draft with: "auto" (the draft model when one is loaded, n-gram lookup otherwise).
 DrafterChoice = Literal["auto", "model", "ngram", "history"]
 HistoryBook = Literal["person", "api"]
+# How a conversation becomes the prompt: the model file's own template (ChatML where it has none or it fails);
+# a template the user chose (GenerationConfig.chat_template: a built-in one or a file's); or raw completion, the
+# messages' text alone, for a base model that was never taught a chat format.
+ChatFormat = Literal["model", "template", "raw"]
 
 # The longest draft: verifying k drafted tokens decodes k + 1 rows with logits, and llama.cpp aborts the process
 # when one decode asks for more rows than the context was made for (n_outputs_max).
@@ -76,6 +80,8 @@ class GenerationConfig:
     # Which history: "person" (the window's chats and the CLI's replies) or "api" (API clients' own, never the
     # person's: a client could otherwise tell, from provenance or speed, what the person wrote).
     history_book: HistoryBook = "person"
+    chat_format: ChatFormat = "model"
+    chat_template: str = ""  # the Jinja template's text, for chat_format "template"
 
     def __post_init__(self) -> None:
         if self.draft_max is not None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 from app.engine.placement import rpc
-from app.engine.local.chat_format import RenderedPrompt, render_prompt, prepare_template
+from app.engine.local.chat_format import CHATML, RenderedPrompt, prepare_template, raw_prompt, render_prompt
 from app.engine.gguf.compat import compatibility
 from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, GenerationConfig, LoadSettings
 from app.engine.local.context_fit import SessionCuts
@@ -230,10 +230,15 @@ class SpecEngine(EngineCosts):
     def format_chat(self, messages: Sequence[dict]) -> str:
         return self._render(messages).text
 
-    def _render(self, messages: Sequence[dict]) -> RenderedPrompt:
+    def _render(self, messages: Sequence[dict], config: Optional[GenerationConfig] = None) -> RenderedPrompt:
         target = self._require_target()
         bos = target.token_text(target.bos_id) if target.bos_id >= 0 else ""
         eos = target.token_text(target.eos_id) if target.eos_id >= 0 else ""
+        chosen = config.chat_format if config is not None else "model"
+        if chosen == "raw":
+            return raw_prompt(messages)
+        if chosen == "template" and config is not None:
+            return render_prompt(config.chat_template or CHATML, messages, bos_token=bos, eos_token=eos)
         rendered = render_prompt(self._chat_template, messages, bos_token=bos, eos_token=eos)
         if rendered.notice:
             # A template that failed once is not run again for this model: each try could cost its whole time
@@ -263,6 +268,8 @@ class SpecEngine(EngineCosts):
         return target.tokenize(text, add_special=True)
 
     def count_tokens(self, messages: Sequence[dict]) -> int:
+        # Counted with the model's own format (ChatML where it has none): for raw completion, which writes no
+        # markup, that is a little more than the prompt takes, so what fits by this count fits.
         rendered = self._render(messages)
         return len(self._tokens_for(rendered.text, rendered.markup))
 
@@ -382,10 +389,10 @@ class SpecEngine(EngineCosts):
         """
         if messages and messages[-1].get("role") == "assistant":
             # The partial reply is model text, not markup: it is appended after the generation prompt as text.
-            rendered = self._render(messages[:-1])
+            rendered = self._render(messages[:-1], config)
             rendered = RenderedPrompt(rendered.text + messages[-1]["content"], rendered.markup, rendered.notice)
         else:
-            rendered = self._render(messages)
+            rendered = self._render(messages, config)
         tokens = self._tokens_for(rendered.text, rendered.markup)
         return self._run(tokens, rendered.text, config, cancel, request_id, session or config.session)
 

@@ -21,7 +21,7 @@ from app.ui.chat import export as chat_export
 from app.ui.chat import compare_plain, file_drop
 from app.ui.inspector import controller as inspector_controller
 from app.ui.models import server_models
-from app.ui.chat import chat_header, speculate_anyway
+from app.ui.chat import chat_format_choice, chat_header, speculate_anyway
 from app.ui.chat.chat_list import ChatListModel, ChatSidebar
 from app.ui.chat.chat_list_controller import ChatListController
 from app.ui.chat.settings_binding import ChatSettingsBinding
@@ -79,6 +79,7 @@ class MainWindow(MessageCommands, QMainWindow):
         self.plain_compare = compare_plain.attach(self)  # Compare with plain on replies
         self.speculate_anyway = speculate_anyway.attach(self)  # the status line's offer to draft where paused
         self.chat_header = chat_header.attach(self)  # the chat's model; asks before a chat swaps the loaded one
+        self.chat_format = chat_format_choice.attach(self)  # how a model without a chat template is prompted
         restore_geometry(self, self.splitter)
         self._refresh_chat_list()
         last = self.store.get_chat(self.settings.last_chat_id) if self.settings.last_chat_id is not None else None
@@ -412,7 +413,7 @@ class MainWindow(MessageCommands, QMainWindow):
     def generation_config(self) -> GenerationConfig:
         """What the next request is sent with: the chat's settings, the Speculative switch and the drafter."""
         config = self.chat_settings.generation_config(self.model_bar.speculative(), self.session.drafter())
-        return dataclasses.replace(config, history=self.settings.history_drafting)
+        return self.chat_format.apply(dataclasses.replace(config, history=self.settings.history_drafting))
 
     # ----- lifetime
 
