@@ -130,9 +130,10 @@ class ModelBar(QWidget):
     def select_target(self, path: Optional[str]) -> None:
         self.target_combo.setCurrentIndex(self.library.row_of(path))
 
-    def select_draft(self, key: Optional[str]) -> str:
-        """Select `key` if it is offered and enabled, else the best option; returns the key selected ("" if none)."""
-        row = self.drafts.row_of(key) if key else -1
+    def select_draft(self, key: Optional[str], picked: bool = False) -> str:
+        """Select `key` if it is offered and enabled (one larger than the target only when the user `picked` it),
+        else the best option; returns the key selected ("" if none)."""
+        row = self.drafts.row_of(key, suggested_only=not picked) if key else -1
         if row < 0:
             row = self.drafts.first_enabled_row()
         self.draft_combo.setCurrentIndex(row)
