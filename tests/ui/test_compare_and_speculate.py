@@ -126,13 +126,14 @@ def test_speculate_anyway_fixes_the_draft_length_for_this_chat(make_window, qtbo
     send_and_wait(qtbot, window, "hello")
     assert window.footer.status_line.text().startswith("Speculation paused")
     assert offer.offered() and OFFER in offer.label.text()
+    assert "attach the file you are editing" in window.footer.status_line.toolTip()
 
     offer.label.linkActivated.emit(ANYWAY_LINK)  # the user clicks the offer
     assert window.chat_settings.current().draft_max == FIXED_DRAFT_LENGTH
     assert f"Drafting {FIXED_DRAFT_LENGTH} tokens every round" in offer.label.text() and "Auto" in offer.label.text()
     send_and_wait(qtbot, window, "again")
     assert fake_engine.configs[-1]["draft_max"] == FIXED_DRAFT_LENGTH
-    assert window.footer.status_line.text() == f"Fixed draft length {FIXED_DRAFT_LENGTH}"
+    assert window.footer.status_line.text() == f"A fixed draft length of {FIXED_DRAFT_LENGTH} tokens, chosen for this chat."
 
     # Only this chat: a new chat is automatic again, and the first chat still says it is fixed when reopened.
     chat_id = window.conversation.chat_id
@@ -153,4 +154,4 @@ def test_the_status_line_says_when_the_engine_follows_the_load_with_fewer_thread
     window = _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models)
     fake_engine.threads_drop_after = 1
     send_and_wait(qtbot, window, "hello")
-    assert window.footer.status_line.text() == "2 → 1 CPU threads: another program is busy"
+    assert window.footer.status_line.text() == "Now using 1 CPU thread instead of 2: another program is busy."

@@ -13,6 +13,7 @@ from typing import Optional
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QComboBox, QFileDialog, QFrame, QHBoxLayout, QLabel
 
+from app.ui.widgets.dialog_folders import remember_folder, start_folder
 from app.engine.config import GenerationConfig
 from app.engine.local.chat_format import BUILT_IN_TEMPLATES
 
@@ -108,10 +109,11 @@ class ChatFormatChoice(QObject):
         self._remember(path, value)
 
     def _ask_for_file(self) -> Optional[str]:
-        file_name, _ = QFileDialog.getOpenFileName(self.window, "Chat template (Jinja)", str(Path.home()),
+        file_name, _ = QFileDialog.getOpenFileName(self.window, "Chat template (Jinja)", start_folder("template"),
                                                    "Templates (*.jinja *.j2 *.txt *.tmpl);;All files (*)")
         if not file_name or self._read_template(file_name) is None:
             return None
+        remember_folder("template", file_name)
         return FILE + file_name
 
     def _read_template(self, file_name: str) -> Optional[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QSize, QStandardPaths, Qt, Signal
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QSize, Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QDialog,
@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.ui.widgets.dialog_folders import remember_folder, start_folder
 from app.common.atomic_write import write_atomic
 from app.replies.inspector_data import (
     ANY_DRAFTER, DRAFTERS, NO_ROUNDS_SENTENCE, PLAIN, ReplyInspection, reply_inspection,
@@ -160,10 +161,10 @@ class ReplyInspector(QDialog):
 
     def save_png(self) -> None:
         """Ask where, then save the summary and the charts as one PNG."""
-        folder = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.PicturesLocation) or str(Path.home())
-        suggested = str(Path(folder) / f"specchat-reply-{self.message_id}.png")
+        suggested = str(Path(start_folder("image")) / f"specchat-reply-{self.message_id}.png")
         path, _ = QFileDialog.getSaveFileName(self, "Save the charts as PNG", suggested, "PNG image (*.png)")
         if path:
+            remember_folder("image", path)
             self.write_png(path if path.lower().endswith(".png") else path + ".png")
 
     def write_png(self, path: str) -> bool:

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from app.ui.widgets.dialog_folders import remember_folder, start_folder
 from app.platform import paths
 from app.serve.key_store import saved_key
 from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, MAX_DRAFT, THREADS_AUTO, default_threads
@@ -242,8 +243,9 @@ class AppSettingsDialog(QDialog):
         self.accept()
 
     def _add_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Add a folder of GGUF models")
+        folder = QFileDialog.getExistingDirectory(self, "Add a folder of GGUF models", start_folder("models"))
         if folder:
+            remember_folder("models", folder)
             self.add_folder(folder)
 
     def add_folder(self, folder: str) -> None:

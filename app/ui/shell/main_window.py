@@ -288,6 +288,7 @@ class MainWindow(MessageCommands, QMainWindow):
     def set_speculative(self, on: bool) -> None:
         """The chat's Speculative switch: applies to the next message, without reloading anything."""
         self.model_bar.set_speculative(on)
+        self.footer.show_status("")  # what the last reply's rounds said no longer holds
         self.update_chat_settings(speculative=on)
 
     def _on_draft_chosen(self, key: str) -> None:

@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QMessageBox, QProgressBar, QPushButton, QWidget
 from superqt import QFlowLayout
 
+from app.replies.status_words import in_words
 from app.ui.widgets import style
 from app.ui.widgets.elided_label import ElidedLabel
 from app.ui.widgets.toggle_switch import ToggleSwitch
@@ -145,7 +146,11 @@ class StatusFooter(QWidget):
         self.layout().insertWidget(1, widget)
 
     def show_status(self, text: str) -> None:
-        self.status_line.setText(text[:1].upper() + text[1:])
+        """The engine's reason for the latest round (or a sentence of the window's), said in a person's words; the
+        whole of it and its details are the tooltip."""
+        words = in_words(text)
+        self.status_line.setText(words.line)
+        self.status_line.setToolTip(words.details)
 
     def show_context_usage(self, used: int, n_ctx: int) -> None:
         self._used, self._n_ctx = used, n_ctx
