@@ -38,6 +38,16 @@ from app.ui.widgets.themes import THEME_CHOICES, THEME_LABELS
 class ChatSettingsDialog(QDialog):
     """System prompt and sampling settings of one chat; they apply from the next message."""
 
+    def _update_sampling(self) -> None:
+        """Top-p and Top-k only matter when sampling: temperature 0 always takes the likeliest token."""
+        sampling = self.temperature.value() > 0
+        tip = ("" if sampling else "Temperature 0 always takes the likeliest token, so Top-p and Top-k change "
+               "nothing; raise the temperature to use them.")
+        for box, what in ((self.top_p, "Keep the likeliest tokens whose chances add up to this share"),
+                          (self.top_k, "Keep only this many of the likeliest tokens")):
+            box.setEnabled(sampling)
+            box.setToolTip(tip or what)
+
     def __init__(self, settings: ChatSettings, parent=None):
         super().__init__(parent)
         self.setWindowTitle("Chat settings")
@@ -72,6 +82,8 @@ class ChatSettingsDialog(QDialog):
         self.top_k.setSpecialValueText("Off")
         self.top_k.setValue(settings.top_k)
         form.addRow("Top-k", self.top_k)
+        self.temperature.valueChanged.connect(self._update_sampling)
+        self._update_sampling()
 
         self.seed = QSpinBox()
         self.seed.setRange(-1, 2**31 - 1)
@@ -83,6 +95,8 @@ class ChatSettingsDialog(QDialog):
         self.max_tokens.setRange(1, 131072)
         self.max_tokens.setSingleStep(128)
         self.max_tokens.setValue(settings.max_tokens)
+        self.max_tokens.setToolTip("A reply stops here even mid-sentence (Continue under it writes on); raise it for "
+                                   "long answers such as whole files")
         form.addRow("Max tokens", self.max_tokens)
 
         self.draft_max = QSpinBox()
