@@ -7,6 +7,7 @@ Any thread may call these functions; they keep no state.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import stat
@@ -40,6 +41,8 @@ class ModelEntry:
     usable: bool = True
     problem: str = ""
     model_name: str = ""  # general.name from the header, as its publisher wrote it
+    # The file carries tokenizer.chat_template; without one (a base model) the user chooses how chats are formatted.
+    has_chat_template: bool = True
 
     @property
     def file_name(self) -> str:
@@ -162,6 +165,7 @@ def inspect_entry(path: Path, folder: LibraryFolder | None = None) -> ModelEntry
         quantization=_quant_label(info),
         context_length=info.context_length,
         vocab_size=info.vocab_size,
+        has_chat_template=info.chat_template is not None,
         usable=info.usable,
         problem=_without_path(info.problem or "", path),
     )
@@ -261,8 +265,12 @@ def suggest_drafts(
     return [s for _, s in good] + [s for _, s in fallback] + refused
 
 
+# A draft within 5% of the target's parameter count is "the same size"; above that it is larger.
+SAME_SIZE_RATIO = 1.05
+
+
 def _relative_size(ratio: float) -> str:
-    if 0.95 <= ratio <= 1.05:
+    if 2 - SAME_SIZE_RATIO <= ratio <= SAME_SIZE_RATIO:
         return "the same size as the target"
     if ratio > 1:
         return f"{ratio:.1f}× the target's size"
@@ -279,6 +287,8 @@ class DraftChoice:
     compatible: bool
     reason: str = ""
     recommended: bool = False
+    # More parameters than the target: it can only slow the replies, so it is never suggested (listed, marked).
+    larger: bool = False
 
 
 SERVER_SPECULATION = "server-speculation"
@@ -308,12 +318,13 @@ def draft_choices(target_path: str | Path, candidates: Sequence[ModelEntry]) -> 
     usable = [e for e in candidates if e.usable and paths.resolved(Path(e.path)) != target_key]
     unusable = [e for e in candidates if not e.usable and paths.resolved(Path(e.path)) != target_key]
     choices = [
-        DraftChoice(str(s.path), s.compatible, s.reason, recommended=s.recommended)
+        DraftChoice(str(s.path), s.compatible, s.reason, recommended=s.recommended,
+                    larger=s.size_ratio is not None and s.size_ratio > SAME_SIZE_RATIO)
         for s in suggest_drafts(Path(target_path), [Path(e.path) for e in usable])
     ]
     compatible = [c for c in choices if c.compatible]
     # Only the best suggestion is called "recommended", so the label points at one choice.
-    compatible = [c if n == 0 else DraftChoice(c.path, True, c.reason) for n, c in enumerate(compatible)]
+    compatible = [c if n == 0 else dataclasses.replace(c, recommended=False) for n, c in enumerate(compatible)]
     rest = [c for c in choices if not c.compatible]
     rest += [DraftChoice(e.path, False, e.problem or "This file cannot be used.") for e in unusable]
     return compatible + rest

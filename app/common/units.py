@@ -27,3 +27,8 @@ def format_parameter_count(count: Optional[int]) -> str:
             value = count / scale
             return f"{value:.3g}{suffix}" if value < 100 else f"{value:.0f}{suffix}"
     return str(count)
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """'1 token', '2 tokens', '1,024 tokens': the one way a count and its noun are written."""
+    return f"{count:,} {noun if count == 1 else (nouns or noun + 's')}"

@@ -14,6 +14,10 @@ __all__ = ["GPU_LAYERS_ALL", "GPU_LAYERS_AUTO", "MAX_DRAFT", "MAX_OUTPUT_ROWS", 
 # What a request asks to draft with: "auto" (the draft model when one is loaded, n-gram lookup otherwise).
 DrafterChoice = Literal["auto", "model", "ngram", "history"]
 HistoryBook = Literal["person", "api"]
+# How a conversation becomes the prompt: the model file's own template (ChatML where it has none or it fails);
+# a template the user chose (GenerationConfig.chat_template: a built-in one or a file's); or raw completion, the
+# messages' text alone, for a base model that was never taught a chat format.
+ChatFormat = Literal["model", "template", "raw"]
 
 # The most logit rows one decode may return (app.engine.local.llama_model sizes llama.cpp's output buffer by it, not
 # by n_ctx, so memory stays at a few MB even with a 152k vocab): the longest verify batch fits with room to spare.
@@ -86,6 +90,8 @@ class GenerationConfig:
     # The JSON schema the reply must fit, as its JSON text ("" for none; `{"type": "object"}` for any object):
     # the local engine decodes under its grammar (app.engine.local.grammar).
     json_schema: str = ""
+    chat_format: ChatFormat = "model"
+    chat_template: str = ""  # the Jinja template's text, for chat_format "template"
 
     def __post_init__(self) -> None:
         if self.draft_max is not None:

@@ -59,7 +59,10 @@ class PlainComparison:
 
 @dataclass(frozen=True)
 class ComparisonRunning:
-    """The plain run is under way (shown, never stored)."""
+    """The plain run is under way (shown, never stored): `tokens` written so far of the `of` it will write."""
+
+    tokens: int = 0
+    of: int = 0
 
 
 @dataclass(frozen=True)
@@ -129,7 +132,10 @@ def comparison_text(data: Union[ShownComparison, dict, None]) -> str:
     """The line under a reply: the result, "Comparing with plain decoding…", or why it failed ("" for none)."""
     comparison = _shown(data)
     if isinstance(comparison, ComparisonRunning):
-        return "Comparing with plain decoding…"
+        if comparison.of:
+            return (f"Comparing with plain decoding… {comparison.tokens:,} of {comparison.of:,} tokens "
+                    f"({100 * comparison.tokens // comparison.of}%)")
+        return "Comparing with plain decoding… reading the prompt"
     if isinstance(comparison, ComparisonFailed):
         return comparison.message
     if comparison is None:
@@ -150,8 +156,8 @@ def compare_link_label(data: Union[ShownComparison, dict, None]) -> str:
     return "Compare again" if isinstance(comparison, PlainComparison) else "Compare with plain"
 
 
-def running_state() -> ComparisonRunning:
-    return ComparisonRunning()
+def running_state(tokens: int = 0, of: int = 0) -> ComparisonRunning:
+    return ComparisonRunning(tokens, of)
 
 
 def failed_state(message: str) -> ComparisonFailed:

@@ -65,6 +65,9 @@ class AppSettings:
     api_own_history: bool = False
     # Draft from earlier prompts and replies across chats, and add each reply to them (the history drafter).
     history_drafting: bool = True
+    # How chats are formatted for each model file without a chat template of its own, by path: "raw", "chatml" or
+    # "template:" and a template file's path (app.ui.chat.chat_format_choice).
+    chat_formats: dict[str, str] = field(default_factory=dict)
     # Why the file could not be used as it was, in words for the user; None when it loaded cleanly.
     load_warning: str | None = field(default=None, compare=False, repr=False)
 
@@ -110,6 +113,10 @@ def load_settings(path: Path | None = None) -> AppSettings:
         if getattr(settings, name) is not None and not _usable_path(getattr(settings, name)):
             setattr(settings, name, None)
             rejected.append(name)
+    formats = {k: v for k, v in settings.chat_formats.items() if isinstance(k, str) and isinstance(v, str)}
+    if formats != settings.chat_formats:
+        settings.chat_formats = formats
+        rejected.append("chat_formats")
     folders = [folder for folder in settings.model_folders if _usable_path(folder)]
     if folders != settings.model_folders:
         settings.model_folders = folders

@@ -22,7 +22,8 @@ def test_the_window_serves_its_models_and_stops_a_request(make_window, qtbot, mo
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft.name)
     control = window.api_server
     qtbot.waitUntil(lambda: bool(control.state.url), timeout=int(DEADLINE_S * 1000))
-    assert control.indicator.text() == f"<a href='#page'>API at {control.state.url.split('://')[1]}</a>"
+    assert control.indicator.text() == (f"<a href='#page'>API at {control.state.url.split('://')[1]}</a>"
+                                        " · answers with tiny-target")
 
     done: dict = {}
     short = threading.Thread(target=lambda: done.update(short=stream_chunks(control.state.url,

@@ -40,6 +40,7 @@ def test_compare_with_plain_reports_identical_greedy_text_and_keeps_it(make_wind
     with qtbot.waitSignal(window.plain_compare.sig_result, timeout=20000):
         click_link(qtbot, view, "Compare with plain", view.action_href("compare", message_id))
         assert "Comparing with plain decoding…" in view.toPlainText()
+        qtbot.waitUntil(lambda: "tokens (" in view.toPlainText(), timeout=10000)  # its progress, as it runs
     # The same request again: the same messages and settings, speculation off.
     first, plain = fake_engine.configs[-2:]
     assert fake_engine.requests[-1] == fake_engine.requests[-2]
@@ -126,13 +127,14 @@ def test_speculate_anyway_fixes_the_draft_length_for_this_chat(make_window, qtbo
     send_and_wait(qtbot, window, "hello")
     assert window.footer.status_line.text().startswith("Speculation paused")
     assert offer.offered() and OFFER in offer.label.text()
+    assert "attach the file you are editing" in window.footer.status_line.toolTip()
 
     offer.label.linkActivated.emit(ANYWAY_LINK)  # the user clicks the offer
     assert window.chat_settings.current().draft_max == FIXED_DRAFT_LENGTH
     assert f"Drafting {FIXED_DRAFT_LENGTH} tokens every round" in offer.label.text() and "Auto" in offer.label.text()
     send_and_wait(qtbot, window, "again")
     assert fake_engine.configs[-1]["draft_max"] == FIXED_DRAFT_LENGTH
-    assert window.footer.status_line.text() == f"Fixed draft length {FIXED_DRAFT_LENGTH}"
+    assert window.footer.status_line.text() == f"A fixed draft length of {FIXED_DRAFT_LENGTH} tokens, chosen for this chat."
 
     # Only this chat: a new chat is automatic again, and the first chat still says it is fixed when reopened.
     chat_id = window.conversation.chat_id
@@ -153,4 +155,15 @@ def test_the_status_line_says_when_the_engine_follows_the_load_with_fewer_thread
     window = _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models)
     fake_engine.threads_drop_after = 1
     send_and_wait(qtbot, window, "hello")
-    assert window.footer.status_line.text() == "2 → 1 CPU threads: another program is busy"
+    assert window.footer.status_line.text() == "Now using 1 CPU thread instead of 2: another program is busy."
+
+
+def test_a_reply_written_without_speculation_is_not_offered_a_comparison(make_window, qtbot, fake_engine,
+                                                                         model_folder, tiny_models):
+    window = _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models)
+    window.set_speculative(False)
+    send_and_wait(qtbot, window, "plain, please")
+    assert "Compare with plain" not in window.chat_view.toPlainText()
+    window.set_speculative(True)
+    send_and_wait(qtbot, window, "and now with drafts")
+    assert window.chat_view.toPlainText().count("Compare with plain") == 1

@@ -103,3 +103,13 @@ def test_threads_on_auto_show_the_count_auto_starts_from_and_a_number_stays_poss
     assert dialog.settings().threads == 0
     dialog.threads.setValue(2)
     assert dialog.threads.text() == "2" and dialog.settings().threads == 2
+
+
+def test_top_p_and_top_k_are_off_at_temperature_zero_and_say_why(qtbot):
+    dialog = ChatSettingsDialog(ChatSettings(temperature=0.0, top_p=0.8, top_k=30))
+    qtbot.addWidget(dialog)
+    assert not dialog.top_p.isEnabled() and not dialog.top_k.isEnabled()
+    assert "Temperature 0 always takes the likeliest token" in dialog.top_k.toolTip()
+    dialog.temperature.setValue(0.7)
+    assert dialog.top_p.isEnabled() and dialog.top_k.isEnabled()
+    assert (dialog.settings().top_p, dialog.settings().top_k) == (0.8, 30)  # kept while they were off

@@ -25,6 +25,15 @@ CHATML = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
+# Gemma's turns (Gemma 2 and 3 chat models): a system prompt goes before the first user turn.
+GEMMA = (
+    "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'system' %}{{ message['content'] }}\n\n"
+    "{% else %}<start_of_turn>{{ 'model' if message['role'] == 'assistant' else 'user' }}\n"
+    "{{ message['content'] }}<end_of_turn>\n{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
+)
+# The templates a user may choose for a model file that has none, by the name the window shows.
+BUILT_IN_TEMPLATES = {"ChatML": CHATML, "Gemma": GEMMA}
 
 # A template may run this many of its lines, plus so many for each message (real templates run 8-50 a message),
 # and write this much more than the messages themselves hold, plus so much for each message's markup.
@@ -178,6 +187,14 @@ def _render_limited(template: str, values: dict, budget_steps: int, max_chars: i
     finally:
         sys.settrace(previous)
     return "".join(parts)
+
+
+def raw_prompt(messages: Sequence[dict]) -> RenderedPrompt:
+    """Raw completion: the messages' text one after another, a blank line between, with no markup at all, so a base
+    model continues the text rather than imitate chat markers it never learned (and no text can become one)."""
+    parts = [str(m.get("content") or "") for m in messages]
+    text = "\n\n".join(part for part in parts if part)
+    return RenderedPrompt(text + "\n\n" if text else "", ())
 
 
 def render_prompt(

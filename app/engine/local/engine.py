@@ -262,10 +262,10 @@ class SpecEngine:
         tools = json.loads(config.tools) if config.tools else ()
         if messages and messages[-1].get("role") == "assistant":
             # The partial reply is model text, not markup: it is appended after the generation prompt as text.
-            rendered = self.prompts.render(messages[:-1], tools)
+            rendered = self.prompts.render(messages[:-1], tools, config)
             rendered = RenderedPrompt(rendered.text + messages[-1]["content"], rendered.markup, rendered.notice)
         else:
-            rendered = self.prompts.render(messages, tools)
+            rendered = self.prompts.render(messages, tools, config)
         forced = forced_call(self.tool_format, tools, "" if config.tool_choice == "required" else config.tool_choice) \
             if tools and config.tool_choice else None
         opening = ""

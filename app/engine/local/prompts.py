@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from app.engine.local.chat_format import RenderedPrompt, prepare_template, render_prompt
+from app.engine.config import GenerationConfig
+from app.engine.local.chat_format import CHATML, RenderedPrompt, prepare_template, raw_prompt, render_prompt
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.prompt_tokens import tokenize_prompt
 from app.engine.tools.calls import ToolFormat, format_of
@@ -44,12 +45,19 @@ class Prompts:
         prepare_template(self._chat_template)
         target.control_tokens()
 
-    def render(self, messages: Sequence[dict], tools: Sequence[dict] = ()) -> RenderedPrompt:
+    def render(self, messages: Sequence[dict], tools: Sequence[dict] = (),
+               config: Optional[GenerationConfig] = None) -> RenderedPrompt:
         """The chat prompt of `messages` (with `tools` offered, OpenAI's shape), with the spans of the template's
-        own markup."""
+        own markup. `config` may choose another format: raw completion, or a template the person picked for a
+        model file that has none."""
         target = self.target
         bos = target.token_text(target.bos_id) if target.bos_id >= 0 else ""
         eos = target.token_text(target.eos_id) if target.eos_id >= 0 else ""
+        chosen = config.chat_format if config is not None else "model"
+        if chosen == "raw":
+            return raw_prompt(messages)
+        if chosen == "template" and config is not None:
+            return render_prompt(config.chat_template or CHATML, messages, bos_token=bos, eos_token=eos, tools=tools)
         rendered = render_prompt(self._chat_template, messages, bos_token=bos, eos_token=eos, tools=tools)
         if rendered.notice and not rendered.refused_conversation:
             # A template that failed once is not run again for this model: each try could cost its whole budget,

@@ -1,6 +1,8 @@
 """A conversation: the sidebar of chats, the composer, sending and streaming replies, and the per-reply actions.
 
 - attachment_tray.py: The files waiting to be sent with the next message: one chip each above the composer, read (and refused) at once.
+- chat_format_choice.py: A model file without a chat template: one sentence and the choice of raw completion, a built-in template or a file.
+- chat_header.py: The open chat's header: its model and speculation, and the question before a chat's model replaces the loaded one.
 - chat_list.py: The sidebar: the chats, newest first, with search, new, rename and delete. GUI thread only.
 - chat_list_controller.py: Keeps the sidebar's chat list in step with the store: one row per change, and searches off the GUI thread.
 - chat_prompt.py: What the engine reads of a stored chat, and what Regenerate or Edit would delete of it. No Qt.

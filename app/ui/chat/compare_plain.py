@@ -13,6 +13,7 @@ time; starting another cancels the first. GUI thread only.
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass
 from typing import Callable, Optional, Union
 
@@ -20,7 +21,7 @@ from PySide6.QtCore import QObject, Signal
 
 from app.replies.comparison import ShownComparison, compare_runs, failed_state, running_state
 from app.engine.config import GenerationConfig
-from app.engine.events import FinishedEvent, RoundEvent
+from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.engine.host.wire import ReplyEnded, ReplyFailed
 from app.store import ChatStore, StoreError
 from app.ui.transcript.chat_view import ChatView
@@ -31,6 +32,8 @@ from app.ui.transcript.format import transcript_message
 CANCELLED_BY_REPLY = "Comparison cancelled: a new reply was asked for. Compare again when it is done."
 CANCELLED_BY_MODEL = "Comparison cancelled: another model was chosen."
 BUSY = "A reply is being written; compare when it has finished."
+# How often the plain run's progress is shown under its reply (each showing draws the reply again).
+PROGRESS_INTERVAL_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,9 @@ class _Run:
     target_name: str
     reply_threads: list[int]  # the CPU threads of each of the reply's rounds
     plain_threads: list[int]  # and of the plain run's, as its rounds arrive
+    max_tokens: int = 0  # what the plain run writes at most, for its progress
+    plain_tokens: int = 0  # written so far
+    shown_at: float = 0.0  # when its progress was last shown (monotonic seconds)
 
 
 class PlainCompare(QObject):
@@ -125,7 +131,7 @@ class PlainCompare(QObject):
         request_id = self.conversation.reserve_request_id()
         self._run = _Run(request_id, message_id, message.content, stats.tokens_per_second,
                          config.temperature, request.target_name,
-                         [r.threads for r in message.rounds or []], [])
+                         [r.threads for r in message.rounds or []], [], config.max_tokens)
         self.engine_process.request_generate(request_id, prompt, config)
         self._show(message_id, running_state())
 
@@ -148,6 +154,11 @@ class PlainCompare(QObject):
         if run is not None:
             run.plain_threads += [e.threads for e in events
                                   if isinstance(e, RoundEvent) and e.request_id == run.request_id]
+            run.plain_tokens += sum(1 for e in events if isinstance(e, TokenEvent) and e.request_id == run.request_id)
+            now = time.monotonic()
+            if run.plain_tokens and now - run.shown_at >= PROGRESS_INTERVAL_S:  # the reply is drawn again for it
+                run.shown_at = now
+                self._show(run.message_id, running_state(min(run.plain_tokens, run.max_tokens), run.max_tokens))
 
     def _on_finished(self, event: FinishedEvent) -> None:
         run = self._run

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.ui.widgets.dialog_folders import remember_folder, start_folder
 from app.store.attachments import Attachment
 from app.ui.chat.attachment_tray import AttachmentTray, local_files
 
@@ -192,8 +193,9 @@ class Composer(QWidget):
         return bool(self.text().strip() or self.tray.attachments())
 
     def _choose_files(self) -> None:
-        paths, _ = QFileDialog.getOpenFileNames(self, "Attach text or code files")
+        paths, _ = QFileDialog.getOpenFileNames(self, "Attach text or code files", start_folder("attach"))
         if paths:
+            remember_folder("attach", paths[0])
             self.add_files(paths)
 
     def _on_submit(self) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Optional
 
 from PySide6.QtCore import QObject, Signal
+from app.ui.widgets.dialog_folders import remember_folder, start_folder
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QFileDialog
 
@@ -37,7 +38,6 @@ class ChatExporter(QObject):
     def __init__(self, window):
         super().__init__(window)
         self._window = window
-        self._folder = Path.home()
 
     def export_chat(self, chat_id: Optional[int] = None) -> None:
         """Export `chat_id` (default: the open chat) to a file chosen in a dialog."""
@@ -47,7 +47,7 @@ class ChatExporter(QObject):
         if chat is None:
             self.sig_error.emit("There is no chat to export yet: open one, or send a message first.")
             return
-        path, chosen = self.ask_path(str(self._folder / file_name_for(chat.title)))
+        path, chosen = self.ask_path(str(Path(start_folder("export")) / file_name_for(chat.title)))
         if path:
             self.write(chat.id, path, chosen)
 
@@ -70,7 +70,7 @@ class ChatExporter(QObject):
         except OSError as exc:
             self.sig_error.emit(f"The chat could not be exported to {target}: {exc.strerror or exc}.")
             return False
-        self._folder = target.parent
+        remember_folder("export", str(target))
         self.sig_exported.emit(str(target))
         return True
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from html import escape
+from pathlib import Path
 from typing import Callable, Optional
 
 from PySide6.QtCore import QObject, Signal
@@ -99,19 +100,27 @@ class ApiServerControl(QObject):
 class ApiServerIndicator(QLabel):
     """The status footer's word on the API: off, listening where, or answering a request (with Stop)."""
 
-    def __init__(self, control: ApiServerControl, open_page: Callable[[], None], parent=None):
+    def __init__(self, control: ApiServerControl, open_page: Callable[[], None],
+                 loaded_model: Callable[[], str] = lambda: "", parent=None):
         super().__init__(parent)
         self.setObjectName("StatusLine")
         self._control = control
+        self._loaded_model = loaded_model  # the name of the model the API answers with ("" when none is loaded)
         self.linkActivated.connect(lambda href: control.stop_request() if href == "#stop" else open_page())
         control.sig_state_changed.connect(self._show)
         self._show(control.state)
 
+    def refresh(self) -> None:
+        """The loaded model changed: say which one answers."""
+        self._show(self._control.state)
+
     def _show(self, state: ApiState) -> None:
+        model = self._loaded_model()
+        answers = f" · answers with {escape(model)}" if model else " · no model loaded"
         if state.serving:
             text = "API: answering a request · <a href='#stop'>Stop</a>"
         elif state.url:
-            text = f"<a href='#page'>API at {escape(state.url.split('://', 1)[-1])}</a>"
+            text = f"<a href='#page'>API at {escape(state.url.split('://', 1)[-1])}</a>{answers}"
         elif state.error:
             text = "<a href='#page'>API off (failed)</a>"
         else:
@@ -139,7 +148,14 @@ def attach(window) -> ApiServerControl:
             except (OSError, ValueError) as exc:
                 window.show_error(f"The API server's key could not be saved: {exc}")
 
-    control.indicator = ApiServerIndicator(control, open_page)
+    def loaded_model() -> str:
+        path = window.session.loaded_target()
+        entry = window.library.entry_for(path)
+        return (entry.name if entry else Path(path).stem) if path else ""
+
+    control.indicator = ApiServerIndicator(control, open_page, loaded_model)
+    window.engine_process.sig_models_loaded.connect(lambda _loaded: control.indicator.refresh())
+    window.engine_process.sig_worker_died.connect(lambda _death: control.indicator.refresh())
     window.footer.add_indicator(control.indicator)
     control.start()
     return control

@@ -146,7 +146,9 @@ class GetModelsPanel(QWidget):
         layout = QVBoxLayout(page)
         intro = QLabel(
             "Each pair is a chat model and a much smaller draft model that shares its vocabulary: the draft "
-            "proposes tokens, the big model checks them, and answers come faster."
+            "proposes tokens and the big model checks them. Whether that is faster depends on the machine: on a "
+            "GPU it usually is; on a CPU it pays mostly on edits and repeated text (an attached file you ask to "
+            "change), and SpecChat pauses the draft where it would slow the reply."
         )
         intro.setWordWrap(True)
         intro.setObjectName("Muted")

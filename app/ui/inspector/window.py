@@ -10,24 +10,33 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QStandardPaths, Qt, Signal
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QSize, Qt, Signal
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QDialog,
     QFileDialog,
+    QFrame,
     QGridLayout,
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
 
+from app.ui.widgets.dialog_folders import remember_folder, start_folder
 from app.common.atomic_write import write_atomic
 from app.replies.inspector_data import (
     ANY_DRAFTER, DRAFTERS, NO_ROUNDS_SENTENCE, PLAIN, ReplyInspection, reply_inspection,
 )
 from app.ui.inspector import charts
 from app.ui.transcript.format import TranscriptMessage
+
+# The size it opens at, on a screen with room for it; a smaller screen gets this share of its free area.
+PREFERRED_SIZE = QSize(980, 680)
+SCREEN_SHARE = 0.9
+PANEL_MIN_SIZE = QSize(560, 520)
 
 
 class ReplyInspector(QDialog):
@@ -84,9 +93,18 @@ class ReplyInspector(QDialog):
         buttons.addWidget(close_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.panel, 1)
+        # On a small screen the charts keep a legible size and the panel scrolls, rather than squeezing them on top
+        # of each other; Save still draws the whole panel.
+        self.panel.setMinimumSize(PANEL_MIN_SIZE)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(self.panel)
+        layout.addWidget(scroll, 1)
         layout.addLayout(buttons)
-        self.resize(980, 680)
+        screen = (parent.screen() if parent is not None else None) or QGuiApplication.primaryScreen()
+        room = screen.availableGeometry().size() * SCREEN_SHARE if screen is not None else PREFERRED_SIZE
+        self.resize(PREFERRED_SIZE.boundedTo(room))  # never larger than its screen
 
     def show_message(self, message: TranscriptMessage, fallback_token_s: Optional[float] = None) -> None:
         """Show this reply's rounds (charts made anew: exactly the rounds recorded, nothing left from another)."""
@@ -143,10 +161,10 @@ class ReplyInspector(QDialog):
 
     def save_png(self) -> None:
         """Ask where, then save the summary and the charts as one PNG."""
-        folder = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.PicturesLocation) or str(Path.home())
-        suggested = str(Path(folder) / f"specchat-reply-{self.message_id}.png")
+        suggested = str(Path(start_folder("image")) / f"specchat-reply-{self.message_id}.png")
         path, _ = QFileDialog.getSaveFileName(self, "Save the charts as PNG", suggested, "PNG image (*.png)")
         if path:
+            remember_folder("image", path)
             self.write_png(path if path.lower().endswith(".png") else path + ".png")
 
     def write_png(self, path: str) -> bool:

@@ -14,6 +14,7 @@ from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QDialog, QFileDialog, QVBoxLayout, QWidget
 
 from app import library
+from app.ui.widgets.dialog_folders import remember_folder, start_folder
 from app.platform import paths
 from app.store import AppSettings
 from app.store.unusable_models import unusable_reason
@@ -104,9 +105,11 @@ class LibraryController(QObject):
     def add_folder(self, folder: Optional[str] = None) -> None:
         """Add a model folder (asking for one when `folder` is None) and scan it."""
         if folder is None:
-            folder = QFileDialog.getExistingDirectory(self._window, "Add a folder of GGUF models")
+            folder = QFileDialog.getExistingDirectory(self._window, "Add a folder of GGUF models",
+                                                      start_folder("models"))
             if not folder:
                 return
+            remember_folder("models", folder)
         folders = self._settings().model_folders
         if folder in folders:
             self.rescan()

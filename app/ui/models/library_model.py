@@ -128,6 +128,10 @@ class DraftOption:
     detail: str
     enabled: bool
     tooltip: str
+    suggested: bool = True  # False: offered only to a user who picks it (a draft larger than the target)
+
+
+LARGER_THAN_TARGET = "Larger than the target"
 
 
 class DraftListModel(QAbstractListModel):
@@ -163,7 +167,7 @@ class DraftListModel(QAbstractListModel):
             return
         options: list[DraftOption] = []
         for choice in choices:
-            if not choice.compatible:
+            if not choice.compatible or choice.larger:
                 continue
             entry = library.entry_for(choice.path)
             name = entry.name if entry else choice.path.rsplit("/", 1)[-1]
@@ -176,6 +180,15 @@ class DraftListModel(QAbstractListModel):
         if not options:
             ngram_detail = "No compatible draft model in the library · " + ngram_detail
         options.append(DraftOption(NGRAM_KEY, "N-gram lookup (no draft model)", ngram_detail, True, ngram_detail))
+        for choice in choices:
+            if not (choice.compatible and choice.larger):
+                continue
+            entry = library.entry_for(choice.path)
+            name = entry.name if entry else choice.path.rsplit("/", 1)[-1]
+            detail = f"{LARGER_THAN_TARGET} · {entry.summary}" if entry else LARGER_THAN_TARGET
+            options.append(DraftOption(choice.path, name, detail, True,
+                                       f"{LARGER_THAN_TARGET}: a draft must be much smaller to save time; this one "
+                                       f"can only slow the replies ({choice.reason}).\n{choice.path}", False))
         for choice in choices:
             if choice.compatible:
                 continue
@@ -198,15 +211,18 @@ class DraftListModel(QAbstractListModel):
     def options(self) -> list[DraftOption]:
         return list(self._options)
 
-    def row_of(self, key: Optional[str]) -> int:
+    def row_of(self, key: Optional[str], suggested_only: bool = False) -> int:
+        """The row of `key` where it can be chosen (-1: it cannot); `suggested_only` leaves out the rows only a
+        user may pick (a draft larger than the target)."""
         for row, option in enumerate(self._options):
-            if option.key == key and option.enabled:
+            if option.key == key and option.enabled and (option.suggested or not suggested_only):
                 return row
         return -1
 
     def first_enabled_row(self) -> int:
+        """The best suggestion: never a draft larger than the target."""
         for row, option in enumerate(self._options):
-            if option.enabled:
+            if option.enabled and option.suggested:
                 return row
         return -1
 

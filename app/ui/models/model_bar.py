@@ -11,16 +11,30 @@ from typing import Optional
 
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QWidget
+from superqt import QFlowLayout
 
 from app.ui.models.library_model import NGRAM_KEY, PATH_ROLE, DraftListModel, LibraryModel, TwoLineDelegate
 from app.ui.widgets import style
 from app.ui.widgets.toggle_switch import ToggleSwitch
 
 MIN_NAME_CHARS = 14
+# A picker never asks for more than this, so its group fits beside its caption at 2x scale on a 1366x768 screen.
+MAX_PICKER_WIDTH = 300
+
+
+def _group(*widgets: QWidget) -> QWidget:
+    """Widgets kept together on one row of the bar."""
+    box = QWidget()
+    row = QHBoxLayout(box)
+    row.setContentsMargins(0, 0, 0, 0)
+    row.setSpacing(8)
+    for widget in widgets:
+        row.addWidget(widget)
+    return box
 
 
 class _NameCombo(QComboBox):
-    """A picker that asks for room for the whole name it shows; only a window too narrow for that cuts the name,
+    """A picker that asks for room for the whole name it shows, up to MAX_PICKER_WIDTH (the list shows it whole),
     and never below MIN_NAME_CHARS characters."""
 
     def __init__(self, parent=None):
@@ -32,7 +46,8 @@ class _NameCombo(QComboBox):
         metrics = self.fontMetrics()
         frame = hint.width() - metrics.horizontalAdvance("x" * MIN_NAME_CHARS)
         text = self.currentText() or self.placeholderText()
-        return QSize(max(hint.width(), metrics.horizontalAdvance(text) + frame), hint.height())
+        width = max(hint.width(), metrics.horizontalAdvance(text) + frame)
+        return QSize(min(width, max(hint.width(), MAX_PICKER_WIDTH)), hint.height())
 
 
 class ModelBar(QWidget):
@@ -53,24 +68,22 @@ class ModelBar(QWidget):
         self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
         self.library = library
         self.drafts = drafts
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(16, 8, 12, 8)
-        layout.setSpacing(8)
+        # Groups that wrap onto a second (third) row when the window is narrow, rather than clip (issue 36).
+        layout = QFlowLayout(self)
+        layout.setContentsMargins(16, 6, 12, 6)
+        layout.setHorizontalSpacing(14)
+        layout.setVerticalSpacing(6)
 
         self.target_combo = self._combo(library, "The model that writes the reply (the target)")
         self.target_combo.setPlaceholderText("Choose a model")
         self.target_combo.activated.connect(self._on_target_activated)
-        layout.addWidget(self._caption("Model"))
-        layout.addWidget(self.target_combo)
+        layout.addWidget(_group(self._caption("Model"), self.target_combo))
 
         self.draft_combo = self._combo(drafts, "The small model that proposes tokens for the target to verify")
         self.draft_combo.setPlaceholderText("Draft")
         self.draft_combo.activated.connect(self._on_draft_activated)
-        layout.addSpacing(6)
-        layout.addWidget(self._caption("Draft"))
-        layout.addWidget(self.draft_combo)
+        layout.addWidget(_group(self._caption("Draft"), self.draft_combo))
 
-        layout.addSpacing(6)
         self.speculative_switch = ToggleSwitch()
         self.speculative_switch.setToolTip(
             "Speculative decoding: the draft proposes tokens and the target verifies them in one batch. "
@@ -80,13 +93,9 @@ class ModelBar(QWidget):
         self.speculative_switch.toggled.connect(self._update_enabled)
         self.speculative_label = QLabel("Speculative")
         self.speculative_label.setBuddy(self.speculative_switch)
-        layout.addWidget(self.speculative_switch)
-        layout.addWidget(self.speculative_label)
-
-        layout.addStretch(1)
         self.load_state = QLabel("")
         self.load_state.setObjectName("Muted")
-        layout.addWidget(self.load_state)
+        layout.addWidget(_group(self.speculative_switch, self.speculative_label, self.load_state))
         self.settings_button = QPushButton("Chat settings")
         self.settings_button.setObjectName("FlatButton")
         self.settings_button.setToolTip("System prompt, sampling and length settings for this chat")
@@ -121,9 +130,10 @@ class ModelBar(QWidget):
     def select_target(self, path: Optional[str]) -> None:
         self.target_combo.setCurrentIndex(self.library.row_of(path))
 
-    def select_draft(self, key: Optional[str]) -> str:
-        """Select `key` if it is offered and enabled, else the best option; returns the key selected ("" if none)."""
-        row = self.drafts.row_of(key) if key else -1
+    def select_draft(self, key: Optional[str], picked: bool = False) -> str:
+        """Select `key` if it is offered and enabled (one larger than the target only when the user `picked` it),
+        else the best option; returns the key selected ("" if none)."""
+        row = self.drafts.row_of(key, suggested_only=not picked) if key else -1
         if row < 0:
             row = self.drafts.first_enabled_row()
         self.draft_combo.setCurrentIndex(row)

@@ -70,6 +70,10 @@ class ModelSession(QObject):
     def models_ready(self) -> bool:
         return self.target is not None and self._loaded == (self.target, self.draft_path())
 
+    def loaded_target(self) -> Optional[str]:
+        """The target the engine process has loaded now (it answers the local API), None while none is."""
+        return self._loaded[0]
+
     def draft_path(self) -> Optional[str]:
         return None if self.draft_key in ("", NGRAM_KEY) else self.draft_key
 
@@ -148,7 +152,7 @@ class ModelSession(QObject):
         """Use a draft file, or NGRAM_KEY for n-gram lookup; takes effect from the next message."""
         if self.drafts.row_of(key) < 0:
             return
-        self.bar.select_draft(key)
+        self.bar.select_draft(key, picked=True)
         self.draft_key = key
         self._wanted_draft = key
         self.sig_draft_chosen.emit(key)
@@ -167,9 +171,8 @@ class ModelSession(QObject):
         if entry is not None and entry.usable and entry.path != self.target:
             self.choose_target(entry.path, remember=False)
         elif self.target and draft_key and draft_key != self.draft_key:
-            if self.drafts.row_of(draft_key) >= 0:
-                self.bar.select_draft(draft_key)
-                self.draft_key = draft_key
+            if self.drafts.row_of(draft_key, suggested_only=True) >= 0:
+                self.draft_key = self.bar.select_draft(draft_key)
                 self.request_load()
 
     def library_rescanned(self, wanted_target: Optional[str], wanted_draft: Optional[str] = None) -> None:

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from app.ui.widgets.dialog_folders import remember_folder, start_folder
 from app.platform import paths
 from app.serve.key_store import saved_key
 from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, MAX_DRAFT, THREADS_AUTO, default_threads
@@ -36,6 +37,16 @@ from app.ui.widgets.themes import THEME_CHOICES, THEME_LABELS
 
 class ChatSettingsDialog(QDialog):
     """System prompt and sampling settings of one chat; they apply from the next message."""
+
+    def _update_sampling(self) -> None:
+        """Top-p and Top-k only matter when sampling: temperature 0 always takes the likeliest token."""
+        sampling = self.temperature.value() > 0
+        tip = ("" if sampling else "Temperature 0 always takes the likeliest token, so Top-p and Top-k change "
+               "nothing; raise the temperature to use them.")
+        for box, what in ((self.top_p, "Keep the likeliest tokens whose chances add up to this share"),
+                          (self.top_k, "Keep only this many of the likeliest tokens")):
+            box.setEnabled(sampling)
+            box.setToolTip(tip or what)
 
     def __init__(self, settings: ChatSettings, parent=None):
         super().__init__(parent)
@@ -71,6 +82,8 @@ class ChatSettingsDialog(QDialog):
         self.top_k.setSpecialValueText("Off")
         self.top_k.setValue(settings.top_k)
         form.addRow("Top-k", self.top_k)
+        self.temperature.valueChanged.connect(self._update_sampling)
+        self._update_sampling()
 
         self.seed = QSpinBox()
         self.seed.setRange(-1, 2**31 - 1)
@@ -82,6 +95,8 @@ class ChatSettingsDialog(QDialog):
         self.max_tokens.setRange(1, 131072)
         self.max_tokens.setSingleStep(128)
         self.max_tokens.setValue(settings.max_tokens)
+        self.max_tokens.setToolTip("A reply stops here even mid-sentence (Continue under it writes on); raise it for "
+                                   "long answers such as whole files")
         form.addRow("Max tokens", self.max_tokens)
 
         self.draft_max = QSpinBox()
@@ -242,8 +257,9 @@ class AppSettingsDialog(QDialog):
         self.accept()
 
     def _add_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Add a folder of GGUF models")
+        folder = QFileDialog.getExistingDirectory(self, "Add a folder of GGUF models", start_folder("models"))
         if folder:
+            remember_folder("models", folder)
             self.add_folder(folder)
 
     def add_folder(self, folder: str) -> None:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from app.platform import paths
+
+
+BODY_WIDTH, MIN_BODY_WIDTH = 560, 240
 
 
 class EmptyLibraryPage(QWidget):
@@ -35,8 +38,16 @@ class EmptyLibraryPage(QWidget):
         self.body.setWordWrap(True)
         self.body.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.body.setFixedWidth(560)  # a wrapped label in a centred column would otherwise shrink to a sliver
-        column.addWidget(self.body, 0, Qt.AlignmentFlag.AlignHCenter)
+        # As wide as the page allows up to BODY_WIDTH, centred by the stretches beside it (a centred wrapped label
+        # would shrink to a sliver; a fixed width would widen a narrow window).
+        self.body.setMinimumWidth(MIN_BODY_WIDTH)
+        self.body.setMaximumWidth(BODY_WIDTH)
+        self.body.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        body_row = QHBoxLayout()
+        body_row.addStretch(1)
+        body_row.addWidget(self.body, 100)
+        body_row.addStretch(1)
+        column.addLayout(body_row)
         self.set_details(0)
 
         buttons = QHBoxLayout()
@@ -45,7 +56,7 @@ class EmptyLibraryPage(QWidget):
         self.add_folder_button.setObjectName("PrimaryButton")
         self.add_folder_button.clicked.connect(self.sig_add_folder)
         buttons.addWidget(self.add_folder_button)
-        self.get_models_button = QPushButton("Download models…")
+        self.get_models_button = QPushButton("Get models…")  # the sidebar's and the README's name for it
         self.get_models_button.clicked.connect(self.sig_get_models)
         buttons.addWidget(self.get_models_button)
         buttons.addStretch(1)
@@ -76,5 +87,13 @@ class EmptyLibraryPage(QWidget):
             noun = "file was" if unusable_files == 1 else "files were"
             text += f"\n\n{unusable_files} .gguf {noun} found but cannot be used; the model library says why."
         self.body.setText(text)
-        # Layouts do not ask a centred, wrapped label for its height at its width; give it that height.
-        self.body.setFixedHeight(self.body.heightForWidth(self.body.width()))
+        self._fit_body()
+
+    def _fit_body(self) -> None:
+        # Layouts do not ask a wrapped label for its height at its width; give it that height.
+        width = max(MIN_BODY_WIDTH, min(BODY_WIDTH, self.width() - 48))
+        self.body.setFixedHeight(self.body.heightForWidth(width))
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit_body()

@@ -21,10 +21,10 @@ from app.ui.chat import export as chat_export
 from app.ui.chat import compare_plain, file_drop
 from app.ui.inspector import controller as inspector_controller
 from app.ui.models import server_models
-from app.ui.chat import speculate_anyway
+from app.ui.chat import chat_format_choice, chat_header, speculate_anyway
 from app.ui.chat.chat_list import ChatListModel, ChatSidebar
 from app.ui.chat.chat_list_controller import ChatListController
-from app.ui.chat.settings_binding import ChatSettingsBinding, draft_key
+from app.ui.chat.settings_binding import ChatSettingsBinding
 from app.ui.transcript.chat_view import ChatView
 from app.ui.chat.composer import Composer
 from app.ui.chat.conversation import Conversation, chat_session
@@ -78,6 +78,8 @@ class MainWindow(MessageCommands, QMainWindow):
         self.library.modelReset.connect(self._update_page)  # whoever changes the library: scans, servers' models
         self.plain_compare = compare_plain.attach(self)  # Compare with plain on replies
         self.speculate_anyway = speculate_anyway.attach(self)  # the status line's offer to draft where paused
+        self.chat_header = chat_header.attach(self)  # the chat's model; asks before a chat swaps the loaded one
+        self.chat_format = chat_format_choice.attach(self)  # how a model without a chat template is prompted
         restore_geometry(self, self.splitter)
         self._refresh_chat_list()
         last = self.store.get_chat(self.settings.last_chat_id) if self.settings.last_chat_id is not None else None
@@ -97,7 +99,7 @@ class MainWindow(MessageCommands, QMainWindow):
 
     def _build_ui(self) -> None:
         self.sidebar = ChatSidebar(self.chat_list)
-        self.sidebar.setMinimumWidth(200)
+        self.sidebar.setMinimumWidth(150)  # 2x scale on a 1366x768 laptop leaves 683 px in all
         self.error_banner = ErrorBanner()
         self.chat_view.set_highlighting(self.settings.show_highlighting)
         self.chat_view.set_show_refused(self.settings.show_refused)
@@ -112,8 +114,7 @@ class MainWindow(MessageCommands, QMainWindow):
         main = column(self.model_bar, padded(self.error_banner, 16, 8, 16, 0), (self.pages, 1))
 
         self.splitter = sidebar_split(self.sidebar, main, (240, 900))
-        self.setCentralWidget(self.splitter)
-        self.resize(1180, 780)
+        self.setCentralWidget(self.splitter)  # its size: restore_geometry, fitted to the screen
 
         for text, shortcut, slot in (
             ("New chat", QKeySequence.StandardKey.New, self.new_chat),
@@ -263,7 +264,9 @@ class MainWindow(MessageCommands, QMainWindow):
     def _on_scanned(self, found: int) -> None:
         self.empty_page.set_details(found - len(self.library.usable_entries()))
         self._update_page()
-        wanted = self.chat_settings.current().target_path or self.session.target or self.settings.last_target
+        # While the header asks whether to load the chat's model, a rescan keeps the loaded one.
+        chat_target = None if self.chat_header.asking() else self.chat_settings.current().target_path
+        wanted = chat_target or self.session.target or self.settings.last_target
         pair = self.library_ctl.take_pending_pair()
         self.session.library_rescanned(*(pair or (wanted, None)))
 
@@ -285,6 +288,7 @@ class MainWindow(MessageCommands, QMainWindow):
     def set_speculative(self, on: bool) -> None:
         """The chat's Speculative switch: applies to the next message, without reloading anything."""
         self.model_bar.set_speculative(on)
+        self.footer.show_status("")  # what the last reply's rounds said no longer holds
         self.update_chat_settings(speculative=on)
 
     def _on_draft_chosen(self, key: str) -> None:
@@ -341,11 +345,11 @@ class MainWindow(MessageCommands, QMainWindow):
         self._update_page()
 
     def _apply_chat_settings(self, settings: ChatSettings) -> None:
-        """Show a chat's switch and models; a different target or draft is loaded."""
+        """Show a chat's switch and models; a different target is loaded only once the user says so."""
         self.model_bar.set_speculative(settings.speculative)
         self.footer.show_status("")
         self.speculate_anyway.show_for(settings)
-        self.session.show_chat_models(settings.target_path, draft_key(settings))
+        self.chat_header.show_chat(settings)
 
     def rename_chat(self, chat_id: int, title: str) -> None:
         try:
@@ -410,7 +414,7 @@ class MainWindow(MessageCommands, QMainWindow):
     def generation_config(self) -> GenerationConfig:
         """What the next request is sent with: the chat's settings, the Speculative switch and the drafter."""
         config = self.chat_settings.generation_config(self.model_bar.speculative(), self.session.drafter())
-        return dataclasses.replace(config, history=self.settings.history_drafting)
+        return self.chat_format.apply(dataclasses.replace(config, history=self.settings.history_drafting))
 
     # ----- lifetime
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QMessageBox, QProgressBar, QPushButton, QWidget
+from superqt import QFlowLayout
 
+from app.replies.status_words import in_words
 from app.ui.widgets import style
 from app.ui.widgets.elided_label import ElidedLabel
 from app.ui.widgets.toggle_switch import ToggleSwitch
@@ -50,9 +52,13 @@ class LegendRow(QWidget):
 
     def __init__(self, highlighting: bool, show_refused: bool = False, parent=None):
         super().__init__(parent)
-        row = QHBoxLayout(self)
+        row = QFlowLayout(self)  # wraps on a narrow window rather than widening it (issue 36)
         row.setContentsMargins(28, 2, 28, 0)
+        row.setHorizontalSpacing(12)
+        row.setVerticalSpacing(2)
         self.legend = QLabel()
+        self.plain_legend = QLabel()
+        self.plain_legend.setObjectName("StatusLine")
         self.show_legend()
         self.legend.setObjectName("StatusLine")
         self.legend.setToolTip(
@@ -62,11 +68,11 @@ class LegendRow(QWidget):
             "The rest the model wrote itself. Hover a token to see its round: what was proposed and refused."
         )
         row.addWidget(self.legend)
+        row.addWidget(self.plain_legend)
         self.highlight_switch = self._switch(row, "Highlight", highlighting,
                                              "Show or hide the highlighting of kept draft tokens")
         self.refused_switch = self._switch(row, "Refused", show_refused,
                                            "Show the proposals the model refused, struck through, where it disagreed")
-        row.addStretch(1)
         self.live_stats = QLabel("")
         self.live_stats.setObjectName("LiveStats")
         row.addWidget(self.live_stats)
@@ -78,23 +84,27 @@ class LegendRow(QWidget):
         self.legend.setText(
             f'<span style="background:{draft}">&nbsp;draft model&nbsp;</span>&nbsp;&nbsp;'
             f'<span style="background:{ngram}">&nbsp;n-gram copy&nbsp;</span>&nbsp;&nbsp;'
-            f'<span style="background:{history}">&nbsp;history&nbsp;</span>&nbsp;&nbsp;'
-            f'<span style="color:{style.TEXT_MUTED}">plain: written by the model itself</span>'
+            f'<span style="background:{history}">&nbsp;history&nbsp;</span>'
         )
+        self.plain_legend.setText(f'<span style="color:{style.TEXT_MUTED}">plain: written by the model itself</span>')
 
     @staticmethod
-    def _switch(row: QHBoxLayout, label: str, checked: bool, tooltip: str) -> ToggleSwitch:
+    def _switch(row: QFlowLayout, label: str, checked: bool, tooltip: str) -> ToggleSwitch:
         switch = ToggleSwitch()
         switch.setChecked(checked)
         switch.setToolTip(tooltip)
         switch.setFixedSize(30, 16)
-        row.addSpacing(10)
-        row.addWidget(switch)
-        row.addSpacing(4)
         text = QLabel(label)
         text.setObjectName("StatusLine")
         text.setToolTip(tooltip)
-        row.addWidget(text)
+        text.setBuddy(switch)
+        box = QWidget()
+        pair = QHBoxLayout(box)
+        pair.setContentsMargins(0, 0, 0, 0)
+        pair.setSpacing(4)
+        pair.addWidget(switch)
+        pair.addWidget(text)
+        row.addWidget(box)
         return switch
 
     def set_live_stats(self, text: str) -> None:
@@ -136,7 +146,11 @@ class StatusFooter(QWidget):
         self.layout().insertWidget(1, widget)
 
     def show_status(self, text: str) -> None:
-        self.status_line.setText(text[:1].upper() + text[1:])
+        """The engine's reason for the latest round (or a sentence of the window's), said in a person's words; the
+        whole of it and its details are the tooltip."""
+        words = in_words(text)
+        self.status_line.setText(words.line)
+        self.status_line.setToolTip(words.details)
 
     def show_context_usage(self, used: int, n_ctx: int) -> None:
         self._used, self._n_ctx = used, n_ctx

@@ -271,7 +271,8 @@ class ChatView(TranscriptBrowser):
                 actions.append(("Continue", "continue"))
             actions.append(("Regenerate", "regenerate"))
         comparison = self._pending_comparisons.get(message.message_id, message.comparison)
-        if message.stats is not None and message.message_id >= 0:
+        # Only a reply that drafted has anything to compare with plain decoding (or one compared before).
+        if message.stats is not None and message.message_id >= 0 and (message.stats.drafted or comparison):
             actions.append((compare_link_label(comparison), "compare"))
         stats_text = format_stats(message.stats) if message.stats else ""
         message_actions.insert_actions(self._writer, self._base, cursor, message.message_id, actions, stats_text)

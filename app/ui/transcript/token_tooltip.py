@@ -6,6 +6,7 @@ from __future__ import annotations
 from html import escape
 from typing import Optional, Sequence
 
+from app.common.units import plural
 from app.store.provenance import RoundRecord
 
 DRAFT_TOOLTIP = "Draft model: proposed by the draft model and accepted by the target"
@@ -45,8 +46,8 @@ def round_lines(round_index: int, record: RoundRecord) -> list[str]:
     kept = record.kept_text
     refused = record.refused_text
     lines = [
-        f"Round {round_index + 1}: {escape(drafter)} proposed {len(record.proposed_text)} tokens (up to {record.k}), "
-        f"the target kept {record.kept}",
+        f"Round {round_index + 1}: {escape(drafter)} proposed {plural(len(record.proposed_text), 'token')} "
+        f"(up to {record.k}), the target kept {record.kept}",
         f'Proposed: <span style="white-space:pre">{token_text(kept)}'
         + (f"<s>{token_text(refused)}</s>" if refused else "") + "</span>",
     ]

@@ -21,7 +21,9 @@ def insert_welcome(cursor: QTextCursor, base: QFont, viewport_height: int) -> No
     muted = QTextCharFormat()
     muted.setForeground(QColor(style.TEXT_MUTED))
     cursor.insertBlock(block_format, muted)
-    cursor.insertText("Choose a model above, and a small draft model of the same family for speculative decoding.",
+    # True before and after a model is chosen: the transcript does not know which, and need not.
+    cursor.insertText("Write a message below. The model that answers and its draft are in the bar above; "
+                      "drafting pays most on edits and repeated text, such as a file you attach and ask to change.",
                       muted)
     cursor.insertBlock(block_format, muted)
     swatch = QTextCharFormat(muted)

@@ -1,0 +1,147 @@
+"""A model file without a chat template: one sentence under the chat's header, and the choice of how its prompts
+are written (raw completion, a built-in template, or a template file), remembered per model file in the app's
+settings (AppSettings.chat_formats). Until the user chooses, such a model gets raw completion: a base model given
+chat markers it never learned imitates them (the Gemma 3 270M file looped on <|im_start|>user). GUI thread only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Optional
+
+from PySide6.QtCore import QObject, Qt
+from PySide6.QtWidgets import QComboBox, QFileDialog, QFrame, QHBoxLayout, QLabel
+
+from app.ui.widgets.dialog_folders import remember_folder, start_folder
+from app.engine.config import GenerationConfig
+from app.engine.local.chat_format import BUILT_IN_TEMPLATES
+
+RAW = "raw"
+BUILT_IN = "builtin:"
+FILE = "file:"
+CHOOSE_FILE = "choose-file"
+MAX_TEMPLATE_BYTES = 1 << 20
+
+
+def sentence(model_name: str) -> str:
+    return (f"{model_name} has no chat template, so SpecChat cannot know how it expects a conversation. "
+            "Write its prompts as:")
+
+
+class ChatFormatChoice(QObject):
+    """The sentence and the picker, shown while the chosen target has no template of its own. GUI thread only."""
+
+    def __init__(self, window, parent=None):
+        super().__init__(parent)
+        self.window = window
+        self.row = QFrame()
+        self.row.setObjectName("ChatFormatRow")
+        layout = QHBoxLayout(self.row)
+        layout.setContentsMargins(28, 2, 28, 2)
+        self.label = QLabel("")
+        self.label.setWordWrap(True)
+        self.label.setTextFormat(Qt.TextFormat.PlainText)
+        layout.addWidget(self.label, 1)
+        self.picker = QComboBox()
+        self.picker.setToolTip("How the conversation is turned into this model's prompt; remembered for this file")
+        self.picker.addItem("Raw completion (the text alone, no chat markers)", RAW)
+        for name in BUILT_IN_TEMPLATES:
+            self.picker.addItem(f"{name} template", BUILT_IN + name)
+        self.picker.addItem("Template file…", CHOOSE_FILE)
+        self.picker.activated.connect(self._on_picked)
+        layout.addWidget(self.picker, 0, Qt.AlignmentFlag.AlignTop)
+        self.row.hide()
+        self._templates: dict[str, str] = {}  # file path -> its text, read once it is chosen
+        window.engine_process.sig_models_loaded.connect(lambda _loaded: self.refresh())
+        window.session.sig_target_chosen.connect(lambda _path: self.refresh())
+
+    def _target_without_template(self) -> Optional[str]:
+        entry = self.window.library.entry_for(self.window.session.target)
+        if entry is None or entry.source == "server" or entry.has_chat_template:
+            return None
+        return entry.path
+
+    def choice(self, path: Optional[str] = None) -> str:
+        """The remembered choice for `path` (default: the chosen target): RAW until the user picks another."""
+        path = path or self.window.session.target or ""
+        return self.window.settings.chat_formats.get(path, RAW)
+
+    def refresh(self) -> None:
+        path = self._target_without_template()
+        self.row.setVisible(path is not None)
+        if path is None:
+            return
+        entry = self.window.library.entry_for(path)
+        self.label.setText(sentence(entry.name))
+        chosen = self.choice(path)
+        if chosen.startswith(FILE):
+            name = f"Template file: {Path(chosen[len(FILE):]).name}"
+            if self.picker.findData(chosen) < 0:
+                self.picker.insertItem(self.picker.count() - 1, name, chosen)
+        self.picker.setCurrentIndex(max(0, self.picker.findData(chosen)))
+
+    def apply(self, config: GenerationConfig) -> GenerationConfig:
+        """`config` with the prompt format of the chosen target (unchanged for a model with its own template)."""
+        path = self._target_without_template()
+        if path is None:
+            return config
+        chosen = self.choice(path)
+        if chosen.startswith(BUILT_IN) and chosen[len(BUILT_IN):] in BUILT_IN_TEMPLATES:
+            return dataclasses.replace(config, chat_format="template",
+                                       chat_template=BUILT_IN_TEMPLATES[chosen[len(BUILT_IN):]])
+        if chosen.startswith(FILE):
+            template = self._read_template(chosen[len(FILE):])
+            if template is not None:
+                return dataclasses.replace(config, chat_format="template", chat_template=template)
+        return dataclasses.replace(config, chat_format="raw")
+
+    def _on_picked(self, row: int) -> None:
+        path = self._target_without_template()
+        value = self.picker.itemData(row)
+        if path is None:
+            return
+        if value == CHOOSE_FILE:
+            value = self._ask_for_file()
+            if value is None:
+                self.refresh()  # back to what it was
+                return
+        self._remember(path, value)
+
+    def _ask_for_file(self) -> Optional[str]:
+        file_name, _ = QFileDialog.getOpenFileName(self.window, "Chat template (Jinja)", start_folder("template"),
+                                                   "Templates (*.jinja *.j2 *.txt *.tmpl);;All files (*)")
+        if not file_name or self._read_template(file_name) is None:
+            return None
+        remember_folder("template", file_name)
+        return FILE + file_name
+
+    def _read_template(self, file_name: str) -> Optional[str]:
+        if file_name in self._templates:
+            return self._templates[file_name]
+        try:
+            with open(file_name, "rb") as handle:
+                data = handle.read(MAX_TEMPLATE_BYTES + 1)
+            if len(data) > MAX_TEMPLATE_BYTES:
+                raise ValueError("it is larger than 1 MB, which no chat template is")
+            text = data.decode("utf-8")
+        except (OSError, ValueError) as exc:
+            self.window.show_error(f"The template file {file_name} could not be read ({exc}); "
+                                   "raw completion is used instead.")
+            return None
+        self._templates[file_name] = text
+        return text
+
+    def _remember(self, path: str, value: str) -> None:
+        formats = {**self.window.settings.chat_formats, path: value}
+        self.window.settings = dataclasses.replace(self.window.settings, chat_formats=formats)
+        self.window.save_app_settings()
+        self.refresh()
+
+
+def attach(window) -> ChatFormatChoice:
+    """The row under the chat's header in `window`."""
+    choice = ChatFormatChoice(window, window)
+    layout = window.pages.widget(0).layout()
+    layout.insertWidget(layout.indexOf(window.chat_header.header) + 1, choice.row)
+    return choice

@@ -1,0 +1,138 @@
+"""The open chat's header: which model writes it and how it speculates, and, where the chat was written with a
+model other than the loaded one, the question whether to load that model or go on with the loaded one.
+
+Opening a chat never swaps the loaded model by itself: that model also answers the local API, so a swap would
+change what other programs get without anyone asking for it. GUI thread only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from PySide6.QtCore import QObject, Qt
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout
+
+from app.store import ChatSettings
+from app.ui.chat.settings_binding import draft_key
+from app.ui.models.library_model import NGRAM_KEY
+
+
+class ChatHeader(QFrame):
+    """The header's widgets: one line of what the chat uses, and the question (hidden until asked)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("ChatHeader")
+        column = QVBoxLayout(self)
+        column.setContentsMargins(28, 6, 28, 2)
+        column.setSpacing(4)
+        self.summary = QLabel("")
+        self.summary.setObjectName("Muted")
+        self.summary.setWordWrap(True)
+        self.summary.setTextFormat(Qt.TextFormat.PlainText)
+        column.addWidget(self.summary)
+        self.question = QFrame()
+        self.question.setObjectName("ErrorBanner")
+        row = QHBoxLayout(self.question)
+        row.setContentsMargins(10, 4, 4, 4)
+        self.question_text = QLabel("")
+        self.question_text.setWordWrap(True)
+        self.question_text.setTextFormat(Qt.TextFormat.PlainText)
+        row.addWidget(self.question_text, 1)
+        self.load_button = QPushButton("Load it")
+        self.keep_button = QPushButton("Keep the loaded one")
+        self.keep_button.setObjectName("FlatButton")
+        row.addWidget(self.load_button, 0, Qt.AlignmentFlag.AlignTop)
+        row.addWidget(self.keep_button, 0, Qt.AlignmentFlag.AlignTop)
+        column.addWidget(self.question)
+        self.question.hide()
+
+
+class ChatModelGuard(QObject):
+    """Shows the header for each chat and asks before its model replaces the loaded one. GUI thread only."""
+
+    def __init__(self, window, parent=None):
+        super().__init__(parent)
+        self.window = window
+        self.header = ChatHeader()
+        self._asked: Optional[ChatSettings] = None  # the chat settings whose model the question offers
+        self.header.load_button.clicked.connect(self.load_chat_model)
+        self.header.keep_button.clicked.connect(self.keep_loaded_model)
+        window.chat_settings.sig_changed.connect(lambda _settings: self.refresh())
+        window.engine_process.sig_models_loaded.connect(lambda _loaded: self.refresh())
+        window.model_bar.sig_speculative_toggled.connect(lambda _on: self.refresh())
+        window.conversation.sig_busy_changed.connect(self._on_busy)
+
+    def asking(self) -> bool:
+        """The question is on screen (the chat's model is not loaded and nobody has said what to do)."""
+        return self._asked is not None
+
+    def show_chat(self, settings: ChatSettings) -> None:
+        """A chat was opened: its models are selected, unless that would replace a loaded target (then ask)."""
+        session = self.window.session
+        entry = self.window.library.entry_for(settings.target_path)
+        self._asked = None
+        if session.target is not None and entry is not None and entry.usable and entry.path != session.target:
+            self._asked = settings
+        else:
+            session.show_chat_models(settings.target_path, draft_key(settings))
+        self.refresh()
+
+    def load_chat_model(self) -> None:
+        """Yes: load the chat's own model (and draft)."""
+        settings, self._asked = self._asked, None
+        if settings is not None:
+            self.window.session.show_chat_models(settings.target_path, draft_key(settings))
+        self.refresh()
+
+    def keep_loaded_model(self) -> None:
+        """No: the chat goes on with the loaded model, and says so from now on."""
+        if self._asked is None:
+            return
+        self._asked = None
+        session = self.window.session
+        self.window.update_chat_settings(target_path=session.target)
+        self.refresh()
+
+    def _on_busy(self, busy: bool) -> None:
+        if busy and self._asked is not None:  # a message sent while asked goes to the loaded model: that is the answer
+            self.keep_loaded_model()
+
+    def refresh(self) -> None:
+        settings = self.window.chat_settings.current()
+        self.header.summary.setText(self.summary_text(settings))
+        self.header.summary.setVisible(bool(settings.target_path))
+        asked = self._asked
+        if asked is not None:
+            chat_model, loaded = self._name(asked.target_path), self._name(self.window.session.target)
+            self.header.question_text.setText(
+                f"This chat was written with {chat_model}, but {loaded} is loaded (it also answers the local API). "
+                f"Load {chat_model} for this chat, or go on with {loaded}?")
+            self.header.load_button.setText(f"Load {chat_model}")
+            self.header.keep_button.setText(f"Keep {loaded}")
+        self.header.question.setVisible(asked is not None)
+
+    def summary_text(self, settings: ChatSettings) -> str:
+        """'Qwen2.5-Coder 1.5B · speculative, drafts by Qwen2.5-Coder 0.5B' and the like."""
+        model = self._name(settings.target_path)
+        if not settings.speculative:
+            return f"{model} · plain decoding (no speculation)"
+        key = draft_key(settings)
+        if key == NGRAM_KEY or not key:
+            drafter = "copies from earlier text (n-gram)"
+        else:
+            drafter = f"drafts by {self._name(key)}"
+        length = f", {settings.draft_max} tokens a round" if settings.draft_max else ""
+        return f"{model} · speculative, {drafter}{length}"
+
+    def _name(self, path: Optional[str]) -> str:
+        entry = self.window.library.entry_for(path)
+        return entry.name if entry is not None else (Path(path).stem if path else "no model")
+
+
+def attach(window) -> ChatModelGuard:
+    """The header above `window`'s transcript, and the guard that fills it."""
+    guard = ChatModelGuard(window, window)
+    window.pages.widget(0).layout().insertWidget(0, guard.header)
+    return guard
