@@ -38,9 +38,8 @@ from app.engine.remote.http import (
 )
 from app.engine.remote.server_drafts import ServerDraftTracker
 from app.engine.protocol import fitted_reply
-from app.engine.targets import SERVER_PREFIX, ServerModel, server_model_of
+from app.engine.targets import ServerModel, server_model_of
 
-TARGET_PREFIX = SERVER_PREFIX
 # Servers that speak llama-server's fields (timings_per_token, top_k, min_p, /props): llama-server itself, and
 # SpecChat's own API (app/serve).
 LLAMA_SERVER_OWNERS = ("llamacpp", "specchat")
