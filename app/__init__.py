@@ -6,8 +6,9 @@ Layers, top to bottom (import-linter keeps them; docs/architecture.md draws them
 - replies/ | library.py: what is made of finished replies; the model library on disk.
 - store/ | hub/: the chat database and settings; the Hugging Face Hub.
 - engine/: decoding with speculation, local or remote, and the engine process.
-- platform/ | testing/: folders, desktop entry and secrets; tiny models for the bundle's self-test.
-- common/: atomic writes and units.
+- platform/ | testing/: folders, the desktop entry, secrets, machine defaults and CPU load; tiny models for the
+  bundle's self-test.
+- common/: atomic writes, units, valid text, the HTTP client and JSON caches.
 """
 
 __version__ = "0.1.0"

@@ -18,6 +18,8 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
+pytest_plugins = ["pytester"]  # tests/ui/test_thread_leak_check.py runs the leak fixture on a leaking test
+
 REAL_MODELS_DIR = Path(
     os.environ.get("SPECCHAT_TEST_MODELS") or Path.home() / ".cache" / "specchat-test-models"
 )

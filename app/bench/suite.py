@@ -70,7 +70,7 @@ class ModeResult:
 
 def load_prompts(path: Optional[Path] = None) -> list[BenchPrompt]:
     if path is None:
-        text = resources.files("app").joinpath("data", "bench_prompts.json").read_text(encoding="utf-8")
+        text = resources.files("app").joinpath("data").joinpath("bench_prompts.json").read_text(encoding="utf-8")
     else:
         text = Path(path).read_text(encoding="utf-8")
     return [BenchPrompt(p["name"], p.get("kind", ""), p["chat"]) for p in json.loads(text)]

@@ -6,6 +6,7 @@ import contextlib
 import os
 import tempfile
 from pathlib import Path
+from typing import Optional
 
 
 def write_atomic(path: str | os.PathLike, data: str | bytes, *, durable: bool = True,
@@ -20,7 +21,8 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, *, durable: bool = 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp_path = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp_name: Optional[str] = tmp_path  # None once it has become `path`
     try:
         if mode is not None and hasattr(os, "fchmod"):
             os.fchmod(fd, mode)
@@ -29,7 +31,7 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, *, durable: bool = 
             if durable:
                 f.flush()
                 os.fsync(f.fileno())
-        os.replace(tmp_name, path)
+        os.replace(tmp_path, path)
         tmp_name = None
         if durable:
             _fsync_dir(path.parent)

@@ -7,8 +7,6 @@ Qt would refuse it. Whatever crosses into storage passes through `valid_text` on
 
 from __future__ import annotations
 
-REPLACEMENT = "\ufffd"
-
 
 def valid_text(text: str) -> str:
     """`text` as valid Unicode: a surrogate pair split over two code points becomes its character, and a lone

@@ -159,6 +159,3 @@ CURATED_PAIRS: tuple[CuratedPair, ...] = (
 def curated_pairs() -> tuple[CuratedPair, ...]:
     return CURATED_PAIRS
 
-
-def find_pair(pair_id: str) -> Optional[CuratedPair]:
-    return next((pair for pair in CURATED_PAIRS if pair.pair_id == pair_id), None)

@@ -377,19 +377,6 @@ class DownloadJob:
         self.on_progress(DownloadProgress(phase, name, index, count, done, total, speed, eta))
 
 
-def download_files(
-    items: Sequence[DownloadItem],
-    dest_dir: Optional[Path] = None,
-    *,
-    on_progress: Optional[ProgressCallback] = None,
-    cancel_event: Optional[threading.Event] = None,
-    client: Optional[HubClient] = None,
-) -> list[Path]:
-    """Plan and run one job; the final paths in the order of `items`. Blocking."""
-    job = DownloadJob(items, dest_dir, client=client, on_progress=on_progress, cancel_event=cancel_event)
-    return job.run()
-
-
 def _announced_total(response, start: int) -> Optional[int]:
     """The full file size the response implies: Content-Range's total, or the offset plus Content-Length."""
     content_range = response.headers.get("Content-Range")

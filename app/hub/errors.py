@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Optional
 
 from app.common.http_client import is_network_error
@@ -74,6 +75,7 @@ def hub_error_from(exc: BaseException, repo_id: Optional[str] = None, filename: 
     if isinstance(exc, HubError):
         return exc
     what = f"{repo_id}/{filename}" if repo_id and filename else (repo_id or filename or "the request")
+    hf_errors: Optional[ModuleType]
     try:
         from huggingface_hub import errors as hf_errors
     except ImportError:  # pragma: no cover - huggingface_hub is a dependency; keep the mapping usable without it

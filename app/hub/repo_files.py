@@ -150,11 +150,3 @@ def _quant_rank(quant: str) -> int:
             return rank
     return len(_QUANT_ORDER)
 
-
-def find_model(groups: Iterable[QuantGroup], path: str) -> Optional[RemoteModel]:
-    """The model that contains file `path` (any part of it)."""
-    for group in groups:
-        for model in group.models:
-            if any(f.path == path for f in model.files):
-                return model
-    return None

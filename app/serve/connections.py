@@ -60,7 +60,7 @@ def guarded_protocol(limits: ConnectionLimits) -> type:
         _seen_cycle = None
         _waiting_since = 0.0
 
-        def connection_made(self, transport) -> None:  # type: ignore[override]
+        def connection_made(self, transport) -> None:
             super().connection_made(transport)
             self._await_head()
             self._make_room()

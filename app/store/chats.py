@@ -143,6 +143,7 @@ class ChatStore:
                 (title, now, now, _settings_json(settings)),
             )
             chat_id = cursor.lastrowid
+            assert chat_id is not None  # an INSERT's row id
         # A copy, so the caller editing its settings object later does not silently diverge from the database.
         stored = ChatSettings.from_dict(settings.to_dict())
         return Chat(id=chat_id, title=title, created_at=now, updated_at=now, settings=stored)
@@ -253,6 +254,7 @@ class ChatStore:
                 (chat_id, role, content, now, stats_json, tokens_json, target_name, draft_name, attachments_json),
             )
             message_id = cursor.lastrowid
+            assert message_id is not None  # an INSERT's row id
             title = row["title"]
             if role == "user" and title == DEFAULT_TITLE:
                 title = auto_title(content.strip() or " ".join(a.name for a in attachments))

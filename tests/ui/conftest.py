@@ -7,10 +7,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QCoreApplication, QEvent, QThread
+from PySide6.QtCore import QCoreApplication, QEvent
 from PySide6.QtWidgets import QApplication
 
 from app.store import AppSettings, save_settings
+from tests.support.threads import no_thread_leaks  # noqa: F401 (autouse: every window test)
 from app.ui.shell.qt_check import pyside_problem
 
 _PYSIDE_PROBLEM = pyside_problem()
@@ -28,30 +29,6 @@ def no_blocking_confirmation(monkeypatch):
         raise AssertionError(f"the window asked {title!r} ({text}); set window.confirm to answer it")
 
     monkeypatch.setattr("app.ui.shell.main_window.confirm_destructive", refuse)
-
-
-@pytest.fixture(autouse=True)
-def no_thread_leaks(monkeypatch, qapp):
-    """Fail a test that leaves a QThread running (napari's dangling_qthreads, simplified).
-
-    Autouse and independent of qtbot, so its check runs after pytest-qt has closed the test's widgets.
-    """
-    started: list[QThread] = []
-    original_start = QThread.start
-
-    def recording_start(self, *args, **kwargs):
-        started.append(self)
-        return original_start(self, *args, **kwargs)
-
-    monkeypatch.setattr(QThread, "start", recording_start)
-    yield
-    leaked = [thread for thread in started if thread.isRunning()]
-    for thread in leaked:  # end them anyway, so one leak does not crash the rest of the session
-        thread.quit()
-        thread.wait(5000)
-    if leaked:
-        names = ", ".join(t.objectName() or repr(t) for t in leaked)
-        pytest.fail(f"test left {len(leaked)} QThread(s) running: {names}")
 
 
 @pytest.fixture(autouse=True)

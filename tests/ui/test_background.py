@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+from PySide6.QtCore import QCoreApplication
+
 from app.ui.widgets.background import Background
 
 
@@ -36,7 +38,9 @@ def test_an_error_reaches_on_failed_and_nothing_comes_after_close(qtbot):
     background.run(lambda: release.wait(10), late.append)
     background.close()
     release.set()
-    qtbot.wait(100)
+    # Its thread ends after the work's answer was posted, so once it has ended every answer is in the queue.
+    qtbot.waitUntil(lambda: background.close(), timeout=10000)
+    QCoreApplication.sendPostedEvents()
     assert late == []
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from app.ui.chat.export import JSON_FILTER, MARKDOWN_FILTER, file_name_for
+from app.ui.chat.chat_exporter import JSON_FILTER, MARKDOWN_FILTER, file_name_for
 from window_helpers import choose_pair, send_and_wait
 
 

@@ -16,7 +16,7 @@ def _ready(make_window, qtbot, fake_engine, model_folder, tiny_models):
 
 
 def _refuse_replies(monkeypatch, error: Exception) -> None:
-    """Every connection to the database (the window's, and the reply writer's on its own thread) takes the user's
+    """Every connection to the database (the window's, and the reply saver's on its own thread) takes the user's
     messages but raises `error` for every reply."""
     add_message = ChatStore.add_message
 

@@ -4,7 +4,7 @@ replies that carry `specchat:` links of every action, and a user who clicks them
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, QUrl
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QLabel, QMessageBox
 
 from app.ui.models.library_model import NGRAM_KEY
 from window_helpers import choose_pair, click_link, send_and_wait
@@ -88,7 +88,7 @@ def test_text_from_a_server_or_file_is_never_markup_in_the_window(make_window, q
     hostile = '<a href="specchat:retry">Retry</a><img src="/etc/x.png"><b>fake</b>'
     window.show_error(f"The server said: {hostile}")
     assert window.error_banner.text().endswith(hostile)
-    assert window.error_banner._label.textFormat() == Qt.TextFormat.PlainText  # shown as the characters it is
+    assert window.error_banner.findChild(QLabel).textFormat() == Qt.TextFormat.PlainText  # shown as the characters it is
     window.model_bar.set_load_state(hostile, state="failed")
     assert "&lt;a href" in window.model_bar.load_state.text()  # escaped inside the state's own markup
 

@@ -40,10 +40,9 @@ from app.engine.remote.http import (
 from app.engine.remote.server_drafts import ServerDraftTracker
 from app.engine.remote.tool_calls import StreamedCalls, wire_message
 from app.engine.protocol import fitted_reply
-from app.engine.targets import SERVER_PREFIX, ServerModel, server_model_of
+from app.engine.targets import ServerModel, server_model_of
 from app.engine.tools.calls import ToolFormat
 
-TARGET_PREFIX = SERVER_PREFIX
 # Servers that speak llama-server's fields (timings_per_token, top_k, min_p, /props): llama-server itself, and
 # SpecChat's own API (app/serve).
 LLAMA_SERVER_OWNERS = ("llamacpp", "specchat")

@@ -4,7 +4,7 @@ stores them.
 Every request gets a fresh id; Stop, Regenerate and switching chats retire the current id, so events still queued
 for it are dropped. Tokens are buffered and written to the transcript every ~60 ms. A streaming reply is saved
 while it streams (at least every second or every 64 tokens), marked "interrupted" until it ends, so a killed app
-loses at most a second of it. Saves run on the reply writer's thread (reply_writer.py); stop() waits for them, so
+loses at most a second of it. Saves run on the reply saver's thread (reply_saver.py); stop() waits for them, so
 whatever follows it reads the chat as stored. GUI thread only.
 """
 
@@ -28,7 +28,7 @@ from app.ui.transcript.format import STREAM_KEY, TranscriptMessage, model_label,
 from app.ui.engine_link.engine_process import EngineProcess
 from app.ui.chat.chat_prompt import prompt_messages
 from app.ui.chat.reply_request import ReplyRequest
-from app.ui.chat.reply_writer import ReplyWriter, save_failure_text
+from app.ui.chat.reply_saver import ReplySaver, save_failure_text
 
 # Every write to the transcript repaints it, and on a small CPU the window's time is taken from llama.cpp's
 # threads: 60 ms still reads as a smooth stream (docs/performance.md has the measurement).
@@ -69,7 +69,7 @@ class Conversation(QObject):
         self.store = store
         self.engine_process = engine_process
         self.view = view
-        self.writer = ReplyWriter(store.path, self)
+        self.saver = ReplySaver(store.path, self)
         self._oldest_shown: Optional[int] = None  # the first message the transcript shows
         # Replies the store refused, by the key they are shown under (below STREAM_KEY), for their Copy link.
         self.unsaved_replies: dict[int, str] = {}
@@ -239,16 +239,16 @@ class Conversation(QObject):
             self.engine_process.cancel(request.request_id)
             self._end_request(request, request.partial_stats("cancelled"), text=None)
         if wait_for_save:
-            self.writer.drain()
+            self.saver.drain()
 
     def stop_reply(self) -> None:
-        """The Stop button: the reply is stored meanwhile, on the writer's thread."""
+        """The Stop button: the reply is stored meanwhile, on the saver's thread."""
         self.stop(wait_for_save=False)
 
     def close(self) -> None:
-        """Stop the reply, store every reply still being saved, and end the writer's thread."""
+        """Stop the reply, store every reply still being saved, and end the saver's thread."""
         self.stop()
-        self.writer.close()
+        self.saver.close()
 
     def regenerate(self, config: GenerationConfig, system_prompt: str, target_name: str,
                    draft_name: Optional[str], message_id: Optional[int] = None) -> Optional[int]:
@@ -361,9 +361,9 @@ class Conversation(QObject):
         now = time.monotonic()
         if now - request.saved_at < SAVE_INTERVAL_S and len(request.tokens) - request.saved_tokens < SAVE_EVERY_TOKENS:
             return
-        # Saves run on the writer's thread, but on the CPUs the model decodes on: while streaming they take at most
+        # Saves run on the saver's thread, but on the CPUs the model decodes on: while streaming they take at most
         # a tenth of the time, and one at a time.
-        if now - request.saved_at < SAVE_COST_SHARE * request.save_cost_s or self.writer.saving(request.request_id):
+        if now - request.saved_at < SAVE_COST_SHARE * request.save_cost_s or self.saver.saving(request.request_id):
             return
         request.saved_tokens = len(request.tokens)
         request.saved_at = now
@@ -371,7 +371,7 @@ class Conversation(QObject):
         def saved(_stored: Optional[Message], seconds: float) -> None:
             request.save_cost_s = seconds
 
-        self.writer.save(request.save_job(request.partial_stats("interrupted"), request.reply_text(), final=False,
+        self.saver.save(request.save_job(request.partial_stats("interrupted"), request.reply_text(), final=False,
                                           on_done=saved, on_failed=self._save_failed))
 
     def _save_failed(self, exc: BaseException) -> None:
@@ -398,7 +398,7 @@ class Conversation(QObject):
 
     def _end_request(self, request: ReplyRequest, stats: GenerationStats, text: Optional[str],
                      error: Optional[str] = None, retryable: bool = True) -> None:
-        """Retire the request and keep its reply (if any text arrived): the writer stores it, then the transcript
+        """Retire the request and keep its reply (if any text arrived): the saver stores it, then the transcript
         shows it finished. Whatever goes wrong on the way, the window ends up idle: the busy state is reset in
         `finally`."""
         self._request = None
@@ -415,7 +415,7 @@ class Conversation(QObject):
                     self._save_failed(exc)
                     self._reply_kept(request, stats, reply, error, None, retryable)
 
-                self.writer.save(request.save_job(
+                self.saver.save(request.save_job(
                     stats, reply, final=True,
                     on_done=lambda stored, _seconds: self._reply_kept(request, stats, reply, error, stored, retryable),
                     on_failed=failed))

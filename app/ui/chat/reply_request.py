@@ -28,7 +28,7 @@ class ReplySave:
     tokens: list[tuple[str, str]]
     token_rounds: list[int]
     rounds: list[RoundRecord]
-    final: bool  # the reply's last save: the writer forgets the reply after it
+    final: bool  # the reply's last save: the saver forgets the reply after it
     on_done: Callable[[Optional[Message], float], None]  # (the stored reply if final, seconds the save took)
     on_failed: Callable[[BaseException], None]
     done: threading.Event = field(default_factory=threading.Event)
@@ -108,7 +108,7 @@ class ReplyRequest:
     def save_job(self, stats: GenerationStats, reply: str, *, final: bool,
                  on_done: Callable[[Optional[Message], float], None],
                  on_failed: Callable[[BaseException], None]) -> ReplySave:
-        """A save of the reply as it stands (copied: the reply keeps growing while the writer stores it)."""
+        """A save of the reply as it stands (copied: the reply keeps growing while the saver stores it)."""
         return ReplySave(self.request_id, self.chat_id, self.message_id, reply, stats, self.target_name,
                          self.draft_name, self.reply_tokens(), list(self.token_rounds), list(self.rounds), final,
                          on_done, on_failed)

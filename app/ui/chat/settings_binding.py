@@ -10,7 +10,7 @@ from typing import Optional
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QDialog
 
-from app.engine.config import GenerationConfig
+from app.engine.config import DrafterChoice, GenerationConfig
 from app.store import ChatSettings, ChatStore, StoreError
 from app.ui.chat.conversation import Conversation
 from app.ui.models.library_model import NGRAM_KEY
@@ -75,7 +75,7 @@ class ChatSettingsBinding(QObject):
             new = dialog.settings()
             self.update(**{f.name: getattr(new, f.name) for f in dataclasses.fields(new)})
 
-    def generation_config(self, speculative: bool, drafter: str) -> GenerationConfig:
+    def generation_config(self, speculative: bool, drafter: DrafterChoice) -> GenerationConfig:
         s = self.current()
         return GenerationConfig(max_tokens=s.max_tokens, temperature=s.temperature, top_k=s.top_k, top_p=s.top_p,
                                 seed=s.seed, speculative=speculative, drafter=drafter, draft_max=s.draft_max)

@@ -12,7 +12,7 @@ from typing import Optional
 
 from PySide6.QtCore import QObject, Signal
 
-from app.engine.config import LoadSettings
+from app.engine.config import DrafterChoice, LoadSettings
 from app.engine.host.wire import LoadFailed, ModelsLoaded
 from app.engine.remote.engine import is_remote_target
 from app.engine.targets import target_of
@@ -77,7 +77,7 @@ class ModelSession(QObject):
     def draft_path(self) -> Optional[str]:
         return None if self.draft_key in ("", NGRAM_KEY) else self.draft_key
 
-    def drafter(self) -> str:
+    def drafter(self) -> DrafterChoice:
         return "ngram" if self.draft_key == NGRAM_KEY else "auto"
 
     def send_blocker(self, library_scanned: bool) -> str:

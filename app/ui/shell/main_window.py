@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QDialog, QMainWindow, QStackedWidget
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.speculation.history_file import HistoryFile
 from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
-from app.ui.chat import export as chat_export
+from app.ui.chat import chat_exporter
 from app.ui.chat import compare_plain, file_drop
 from app.ui.inspector import controller as inspector_controller
 from app.ui.models import server_models
@@ -89,7 +89,7 @@ class MainWindow(MessageCommands, QMainWindow):
         if scan_on_start:
             self.library_ctl.rescan()
         self.server_models = server_models.attach(self)
-        self.chat_export = chat_export.attach(self)
+        self.chat_export = chat_exporter.attach(self)
         self.inspector = inspector_controller.attach(self)
         self.appearance = appearance.attach(self)  # System, Light or Dark, switched live
         self.file_drop = file_drop.attach(self)  # files dropped on the window are attached to the next message

@@ -2,14 +2,14 @@
 
 A 2 MB reply takes 40-70 ms to store (its text, its token record and its search index, then a synced commit);
 on the window's thread that was one stall of that length as the reply ended (issue 23, docs/performance.md). The
-writer has its own connection to the same database (SQLite connections belong to one thread; WAL lets the window
+saver has its own connection to the same database (SQLite connections belong to one thread; WAL lets the window
 read meanwhile). Saves run one at a time in the order they were asked for, and their answers come back to the
 GUI thread in that order.
 
 Rule: whoever reads or writes the chat after a reply ends (a new message, Regenerate, another chat) calls drain()
 first; Conversation.stop() does, so every path that replaces the streaming reply does. drain() waits for the saves
 asked for and delivers their answers at once.
-GUI thread only, except the writer's thread, which only runs the saves.
+GUI thread only, except the saver's thread, which only runs the saves.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from app.ui.chat.reply_request import ReplySave
 DRAIN_TIMEOUT_S = 60.0  # longer than SQLite's wait for a lock another program holds
 
 
-class ReplyWriter(QObject):
+class ReplySaver(QObject):
     """Stores replies off the GUI thread, in order."""
 
     _sig_saved = Signal()
-    """A save ended (from the writer's thread): deliver what is ready."""
+    """A save ended (from the saver's thread): deliver what is ready."""
 
     def __init__(self, path: Path, parent: Optional[QObject] = None):
         super().__init__(parent)
@@ -54,7 +54,7 @@ class ReplyWriter(QObject):
             return
         self._asked.append(job)
         if self._thread is None:
-            self._thread = threading.Thread(target=self._serve, name="SpecChat reply writer", daemon=True)
+            self._thread = threading.Thread(target=self._serve, name="SpecChat reply saver", daemon=True)
             self._thread.start()
         self._queue.put(job)
 
@@ -89,7 +89,7 @@ class ReplyWriter(QObject):
             else:
                 job.on_failed(job.error or RuntimeError("the save ended without a result"))
 
-    # -- the writer's thread ----------------------------------------------------------------------------------
+    # -- the saver's thread ----------------------------------------------------------------------------------
 
     def _serve(self) -> None:
         while True:
