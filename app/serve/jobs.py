@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import select
+import sys
 import threading
 import traceback
 from collections import deque
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from app.engine.errors import EngineError, GrammarError, PromptFormatError, PromptTooLongError
-from app.engine.events import FinishedEvent
+from app.engine.events import FinishedEvent, NoticeEvent
 from app.engine.protocol import ChatEngine
 from app.engine.remote.engine import parse_remote_target
 from app.engine.tools.calls import ToolFormat
@@ -196,6 +197,11 @@ def run_job(engine: Optional[ChatEngine], job: ServeJob, stopped=None) -> Option
                 finished = event
             elif job.enough.is_set():
                 continue  # past the stop string: nobody reads it
+            elif isinstance(event, NoticeEvent):
+                # The server's own news (its history file damaged, or off), for whoever runs it: the log, once,
+                # as the engine says it once; a client is told nothing of this machine's files.
+                print(f"note: {event.text}", file=sys.stderr, flush=True)
+                continue
             job.sink(event)
         if finished is None and stopped is not None and stopped.is_set() and not job.cancel.is_set():
             job.sink(JobFailed(503, STOPPED))  # the client is still there: it hears why its reply ended
