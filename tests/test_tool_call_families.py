@@ -204,3 +204,14 @@ def test_fields_not_honoured_are_refused_by_name(scripted_api):
         both = http.post(f"{server.url}/v1/chat/completions", json={
             **_body("hermes"), "tool_choice": "required", "response_format": {"type": "json_object"}})
         assert both.status_code == 400
+
+
+def test_parallel_tool_calls_false_keeps_the_first_call_only(scripted_api):
+    name, family, reply, calls = FAMILIES[1]  # Qwen3: two calls
+    server, _ = scripted_api(name, reply)
+    body = {**_body(family), "parallel_tool_calls": False}
+    with client() as http:
+        whole = http.post(f"{server.url}/v1/chat/completions", json=body).json()
+    assert [c["function"]["name"] for c in whole["choices"][0]["message"]["tool_calls"]] == [calls[0][0]]
+    frames = [c["choices"][0]["delta"] for c in stream_chunks(server.url, body) if c["choices"]]
+    assert {part["index"] for d in frames for part in d.get("tool_calls") or []} == {0}

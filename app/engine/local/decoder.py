@@ -77,21 +77,29 @@ def _verify_rows(target: LoadedModel, draft: Draft, sampler: Sampler, rng: np.ra
     def row(i: int) -> np.ndarray:
         return state.masked(target.logits(i)) if state is not None else target.logits(i)
 
+    def greedy_choice(i: int) -> int:
+        # The row's best token, when the grammar allows it, is the masked row's best too (masking only lowers
+        # others): the whole vocabulary is masked only when it does not (llama.cpp's sampler does the same).
+        best = int(np.argmax(target.logits(i)))
+        if state is None or state.allows(best):
+            return best
+        return int(np.argmax(state.masked(target.logits(i))))
+
     for i, token in enumerate(draft.tokens):
-        logits = row(i)
         if sampler.greedy:
-            best = int(np.argmax(logits))
+            best = greedy_choice(i)
             if best != token:
                 return i, best
         else:
             q = draft.probs[i] if draft.probs else None
-            accepted, chosen = accept_or_resample(token, sampler.distribution(logits), q, rng)
+            accepted, chosen = accept_or_resample(token, sampler.distribution(row(i)), q, rng)
             if not accepted:
                 return i, chosen
         if state is not None:
             state.accept(token)
-    last = row(len(draft.tokens))
-    return len(draft.tokens), sampler.pick(last, rng)
+    if sampler.greedy:
+        return len(draft.tokens), greedy_choice(len(draft.tokens))
+    return len(draft.tokens), sampler.pick(row(len(draft.tokens)), rng)
 
 
 def generate(

@@ -57,6 +57,15 @@ class GrammarMask:
         llama_cpp.llama_sampler_apply(self._sampler, ctypes.byref(data))
         return rows["logit"].copy()
 
+    def allows(self, token: int) -> bool:
+        """Whether the grammar allows `token` here (one token checked, not the vocabulary)."""
+        one = np.zeros(1, dtype=_TOKEN_DATA)
+        one["id"] = token
+        data = llama_cpp.llama_token_data_array(
+            data=one.ctypes.data_as(llama_cpp.llama_token_data_p), size=1, selected=-1, sorted=False)
+        llama_cpp.llama_sampler_apply(self._sampler, ctypes.byref(data))
+        return bool(np.isfinite(one["logit"][0]))
+
     def accept(self, token: int) -> None:
         llama_cpp.llama_sampler_accept(self._sampler, token)
 
