@@ -147,7 +147,7 @@ def parse_chat_request(data: dict, limits: ApiLimits, defaults: GenerationConfig
 
 
 # Fields a client may send whose effect this server does not give, refused when they ask for more than the default.
-_NOT_HONOURED = {"logprobs": (None, False), "top_logprobs": (None, 0), "presence_penalty": (None, 0, 0.0),
+_NOT_HONOURED: dict[str, tuple] = {"logprobs": (None, False), "top_logprobs": (None, 0), "presence_penalty": (None, 0, 0.0),
                  "frequency_penalty": (None, 0, 0.0), "logit_bias": (None, {}), "prediction": (None,),
                  "audio": (None,), "modalities": (None, ["text"])}
 
