@@ -53,6 +53,17 @@ def _rect_in(widget: QWidget, top: QWidget) -> QRect:
     return QRect(widget.mapTo(top, widget.rect().topLeft()), widget.size())
 
 
+def _clipping_ancestor(widget: QWidget, top: QWidget):
+    """The first ancestor (below `top`) that does not hold the whole of `widget`, which it then clips."""
+    rect = _rect_in(widget, top)
+    parent = widget.parentWidget()
+    while parent is not None and parent is not top:
+        if not _rect_in(parent, top).contains(rect):
+            return parent
+        parent = parent.parentWidget()
+    return None
+
+
 def focus_chain(top: QWidget) -> set[int]:
     """The widgets Tab visits from `top`, as ids (the chain Qt follows, once round)."""
     seen: set[int] = set()
@@ -77,11 +88,22 @@ def layout_problems(top: QWidget) -> list[str]:
         rect = _rect_in(widget, top)
         if not _in_scroll_area(widget, top) and not area.contains(rect):
             problems.append(f"{_name(widget)} at {rect} is outside the window's {area}")
+        elif not _in_scroll_area(widget, top):
+            clipper = _clipping_ancestor(widget, top)
+            if clipper is not None:
+                problems.append(f"{_name(widget)} is cut off by {_name(clipper)}")
+        if isinstance(widget, QAbstractButton) and widget.width() < widget.minimumSizeHint().width() - 1:
+            problems.append(f"{_name(widget)} is {widget.width()} px wide, too narrow for its text")
         if widget.isEnabled() and not isinstance(widget, QAbstractScrollArea) or isinstance(widget, QAbstractItemView):
             if not widget.focusPolicy() & Qt.FocusPolicy.TabFocus:
                 problems.append(f"{_name(widget)} cannot be reached with Tab")
             elif id(widget) not in chain:
                 problems.append(f"{_name(widget)} is not in the window's Tab order")
+    for label in shown:
+        if (isinstance(label, QLabel) and not label.wordWrap() and label.text() and not _in_scroll_area(label, top)
+                and type(label).minimumSizeHint is QLabel.minimumSizeHint
+                and label.width() < label.minimumSizeHint().width() - 1):
+            problems.append(f"{_name(label)} is {label.width()} px wide, too narrow for its text")
     leaves = [w for w in shown if isinstance(w, CONTROLS + (QLabel,)) and not _in_scroll_area(w, top)]
     for n, first in enumerate(leaves):
         for second in leaves[n + 1:]:

@@ -99,7 +99,8 @@ class MainWindow(MessageCommands, QMainWindow):
 
     def _build_ui(self) -> None:
         self.sidebar = ChatSidebar(self.chat_list)
-        self.sidebar.setMinimumWidth(150)  # 2x scale on a 1366x768 laptop leaves 683 px in all
+        # No minimum of its own: the sidebar's layout asks for what its header needs (2x scale on a 1366x768
+        # laptop leaves 683 px for everything).
         self.error_banner = ErrorBanner()
         self.chat_view.set_highlighting(self.settings.show_highlighting)
         self.chat_view.set_show_refused(self.settings.show_refused)

@@ -5,8 +5,17 @@ GUI thread only.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QMessageBox, QProgressBar, QPushButton, QWidget
+from PySide6.QtCore import QEvent, QSize, Qt
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 from superqt import QFlowLayout
 
 from app.replies.status_words import in_words
@@ -16,6 +25,8 @@ from app.ui.widgets.toggle_switch import ToggleSwitch
 
 # The context gauge turns to its "full" look above this share of the context.
 GAUGE_FULL_SHARE = 0.85
+# The status line keeps at least this much of its row before the indicators move to a row of their own.
+STATUS_ROOM = 240
 
 
 class ErrorBanner(QFrame):
@@ -116,12 +127,22 @@ class StatusFooter(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        row = QHBoxLayout(self)
-        row.setContentsMargins(28, 0, 28, 8)
+        # Two rows where one would not fit (a narrow window): the status line and its offer above, the indicators
+        # and the gauge below, right-aligned.
+        rows = QVBoxLayout(self)
+        rows.setContentsMargins(28, 0, 28, 8)
+        rows.setSpacing(2)
+        self._top = QHBoxLayout()
+        self._bottom = QHBoxLayout()
+        self._bottom.addStretch(1)
+        rows.addLayout(self._top)
+        rows.addLayout(self._bottom)
         self.status_line = ElidedLabel("")
         self.status_line.setObjectName("StatusLine")
-        row.addWidget(self.status_line, 1)
-        row.addSpacing(16)
+        self._top.addWidget(self.status_line, 1)
+        self.indicators = QWidget()  # moved between the rows by resizeEvent
+        row = QHBoxLayout(self.indicators)
+        row.setContentsMargins(16, 0, 0, 0)
         self.context_label = QLabel("")
         self.context_label.setObjectName("StatusLine")
         row.addWidget(self.context_label)
@@ -133,17 +154,51 @@ class StatusFooter(QWidget):
         self.context_gauge.setRange(0, 1)
         self.context_gauge.setValue(0)
         row.addWidget(self.context_gauge)
+        self._top.addWidget(self.indicators)
         self._used = self._n_ctx = self._pending = 0
 
     def add_indicator(self, widget: QWidget) -> None:
         """A feature's own word in the footer (such as the API server's), before the context gauge."""
-        row = self.layout()
+        row = self.indicators.layout()
         row.insertWidget(row.indexOf(self.context_label), widget)
         row.insertSpacing(row.indexOf(self.context_label), 16)
 
     def add_beside_status(self, widget: QWidget) -> None:
         """Put a feature's widget right after the status line (e.g. the offer to speculate anyway)."""
-        self.layout().insertWidget(1, widget)
+        self._top.insertWidget(1, widget)
+
+    def minimumSizeHint(self) -> QSize:
+        # As narrow as the wider of the two rows, since the indicators move below when they do not fit beside.
+        hint = super().minimumSizeHint()
+        margins = self.layout().contentsMargins()
+        beside = sum(self._top.itemAt(n).widget().sizeHint().width() for n in range(1, self._top.count())
+                     if self._top.itemAt(n).widget() not in (None, self.indicators)
+                     and not self._top.itemAt(n).widget().isHidden())
+        width = max(self.indicators.minimumSizeHint().width(), beside + 80) + margins.left() + margins.right()
+        return QSize(min(hint.width(), width), hint.height())
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._place_indicators()
+
+    def event(self, event) -> bool:
+        if event.type() == QEvent.Type.LayoutRequest:  # a word beside the status line appeared or changed
+            self._place_indicators()
+        return super().event(event)
+
+    def _place_indicators(self) -> None:
+        margins = self.layout().contentsMargins()
+        room = self.width() - margins.left() - margins.right()
+        beside = sum(self._top.itemAt(n).widget().sizeHint().width() for n in range(1, self._top.count())
+                     if self._top.itemAt(n).widget() not in (None, self.indicators)
+                     and not self._top.itemAt(n).widget().isHidden())
+        below = room < STATUS_ROOM + beside + self.indicators.sizeHint().width()
+        if below and self._bottom.indexOf(self.indicators) < 0:
+            self._top.removeWidget(self.indicators)
+            self._bottom.addWidget(self.indicators)
+        elif not below and self._top.indexOf(self.indicators) < 0:
+            self._bottom.removeWidget(self.indicators)
+            self._top.addWidget(self.indicators)
 
     def show_status(self, text: str) -> None:
         """The engine's reason for the latest round (or a sentence of the window's), said in a person's words; the
