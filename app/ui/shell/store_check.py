@@ -33,5 +33,6 @@ class DamageWatch(QObject):
         return self._background.busy()
 
     def _on_checked(self, problem: str) -> None:
+        self._background.close()  # one check: its thread need not idle on for a next one that never comes
         if problem:
             self.sig_damaged.emit(problem)
