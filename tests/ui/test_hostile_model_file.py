@@ -34,8 +34,11 @@ def test_a_model_file_truncated_mid_reply_is_reported_and_marked(make_window, qt
     assert not window.conversation.is_busy() and not window.composer.is_busy()
     entry = window.library.entry_for(str(target))
     assert entry is not None and not entry.usable and "changed on disk" in entry.problem
-    reply = window.store.messages(window.conversation.chat_id)[-1]
-    assert reply.role == "assistant" and reply.content.startswith("word")  # what streamed is kept
+    # What streamed is kept: the reply saver stores it on its own thread, so the store has it a moment later.
+    chat_id = window.conversation.chat_id
+    qtbot.waitUntil(lambda: window.store.messages(chat_id)[-1].role == "assistant", timeout=10000)
+    reply = window.store.messages(chat_id)[-1]
+    assert reply.content.startswith("word")
     window.composer.edit.setPlainText("again?")
     qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
     assert window.composer.text() == "again?"  # not sent: the banner says why
