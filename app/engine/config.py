@@ -9,7 +9,7 @@ from app.platform.machine_defaults import (GPU_LAYERS_ALL, GPU_LAYERS_AUTO, THRE
                                            resolve_threads)
 
 __all__ = ["GPU_LAYERS_ALL", "GPU_LAYERS_AUTO", "MAX_DRAFT", "MAX_OUTPUT_ROWS", "THREADS_AUTO", "DrafterChoice",
-           "GenerationConfig", "LoadSettings", "default_threads"]
+           "GenerationConfig", "LoadSettings", "ReasoningEffort", "ReasoningFormat", "default_threads"]
 
 # What a request asks to draft with: "auto" (the draft model when one is loaded, n-gram lookup otherwise).
 DrafterChoice = Literal["auto", "model", "ngram", "history"]
@@ -18,6 +18,10 @@ HistoryBook = Literal["person", "api"]
 # a template the user chose (GenerationConfig.chat_template: a built-in one or a file's); or raw completion, the
 # messages' text alone, for a base model that was never taught a chat format.
 ChatFormat = Literal["model", "template", "raw"]
+# What becomes of a thinking model's reasoning: "split" tells it apart from the answer (TokenEvent.part); "none"
+# leaves the markers and the thinking in the answer's text, as llama-server's --reasoning-format none does.
+ReasoningFormat = Literal["split", "none"]
+ReasoningEffort = Literal["", "low", "medium", "high"]
 
 # The most logit rows one decode may return (app.engine.local.llama_model sizes llama.cpp's output buffer by it, not
 # by n_ctx, so memory stays at a few MB even with a 152k vocab): the longest verify batch fits with room to spare.
@@ -92,6 +96,19 @@ class GenerationConfig:
     json_schema: str = ""
     chat_format: ChatFormat = "model"
     chat_template: str = ""  # the Jinja template's text, for chat_format "template"
+    # Thinking (app.engine.reasoning). None: as the template does by default; True/False: passed to the template as
+    # `enable_thinking`, where it reads that variable.
+    thinking: Optional[bool] = None
+    # Passed to the template as `reasoning_effort` where it reads it (gpt-oss); "": the template's default.
+    reasoning_effort: ReasoningEffort = ""
+    # The most thinking tokens: then the model's own end marker is written for it and the answer follows (0: no
+    # limit), as llama-server's --reasoning-budget.
+    thinking_budget: int = 0
+    reasoning_format: ReasoningFormat = "split"
+    # A per-model override of the thinking markers, (start, end); (): the template's own, or <think>...</think>.
+    reasoning_markers: tuple[str, ...] = ()
+    # More template variables as the JSON text of an object (the API's chat_template_kwargs; "" for none).
+    template_kwargs: str = ""
 
     def __post_init__(self) -> None:
         if self.draft_max is not None:

@@ -23,6 +23,9 @@ Drafter = Literal["model", "ngram", "history", "none"]
 #   room, nothing to draft from, speculation off), none while one token is timed ("timing"), or a server's round,
 #   whose reasons the server keeps ("server").
 RoundKind = Literal["draft", "probe", "fixed", "paused", "costly", "unavailable", "timing", "server"]
+# - TokenPart: which part of a reply a token belongs to: the model's thinking ("reasoning", between the markers
+#   app.engine.reasoning finds) or its answer.
+TokenPart = Literal["reasoning", "answer"]
 DRAFT_SOURCES: tuple[DraftSource, ...] = ("model", "ngram", "history")
 ROUND_KINDS: tuple[RoundKind, ...] = ("draft", "probe", "fixed", "paused", "costly", "unavailable", "timing", "server")
 
@@ -35,6 +38,12 @@ class TokenEvent:
     itself (plain decoding, a correction after a rejection, or the bonus token after a fully accepted draft).
     `text` is a UTF-8-safe text delta: the texts of all token events of a reply concatenate to the reply. A token
     that ends in the middle of a multi-byte character carries "" and the completing token carries the character.
+
+    `part` says whether the token is thinking or answer. The texts of a reply's "answer" events concatenate to
+    FinishedEvent.text, those of its "reasoning" events to FinishedEvent.reasoning. The reasoning markers
+    themselves (`<think>`, `</think>`, Harmony's channel headers) are in neither: their tokens carry "" and count
+    as reasoning. Where a token's text holds both parts, the part after the boundary follows as an event with
+    token_id -1 (no token of its own, as a flushed tail).
     """
 
     request_id: int
@@ -45,6 +54,7 @@ class TokenEvent:
     # Who proposed an accepted draft token; None for the target's own tokens.
     drafter: Optional[DraftSource] = None
     round: int = -1  # the index of the round that produced it in this reply (-1: none, e.g. a flushed tail)
+    part: TokenPart = "answer"
 
 
 @dataclass(frozen=True)
@@ -111,6 +121,14 @@ class GenerationStats:
     stop_reason: str = ""  # "eos", "max_tokens", "context_full", "cancelled", "error"
     prompt_tokens: int = 0
     prompt_cached: int = 0  # prompt tokens whose KV cache was reused from the previous turn
+    # The thinking part of `tokens` (app.engine.reasoning): its tokens, the drafted and accepted among them, and
+    # the seconds from the reply's first token to the answer's first (or to the end, if it never answered).
+    reasoning_tokens: int = 0
+    reasoning_drafted: int = 0
+    reasoning_accepted: int = 0
+    reasoning_s: float = 0.0
+    # The reply ended before its thinking did (a budget of max_tokens, a stop): there is no answer yet.
+    ended_in_reasoning: bool = False
     prompt_eval_s: float = 0.0
     elapsed_s: float = 0.0
     draft_len_histogram: dict[int, int] = field(default_factory=dict)
@@ -121,11 +139,13 @@ class GenerationStats:
 
 @dataclass(frozen=True)
 class FinishedEvent:
-    """The reply is complete (or was stopped); `text` is the whole reply."""
+    """The reply is complete (or was stopped); `text` is the whole answer, `reasoning` the model's thinking before
+    it (markers left out of both; "" where it did not think)."""
 
     request_id: int
     text: str
     stats: GenerationStats
+    reasoning: str = ""
 
 
 @dataclass(frozen=True)
