@@ -16,6 +16,10 @@ class UsageError(ValueError):
     """A command-line value the engine cannot run; the message is the whole sentence shown."""
 
 
+# generate, bench and serve load models the same way (generate_cmd.local_load_settings): one help for --threads.
+THREADS_HELP = ("CPU threads, fixed (default: Auto, the physical performance cores, fewer while another program keeps "
+                "a core busy)")
+
 def check_text(value: Optional[str], what: str) -> Optional[str]:
     """Text from the command line: it must be valid UTF-8 (Python keeps undecodable bytes as lone surrogates)."""
     if value is None:

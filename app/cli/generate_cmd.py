@@ -12,6 +12,7 @@ from typing import Optional
 
 from app.bench.args import add_model_arguments, parse_draft_max
 from app.cli.checks import (
+    THREADS_HELP,
     UsageError,
     check_text,
     models_problems,
@@ -61,9 +62,7 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--max-tokens", type=int, default=256)
     p.add_argument("--ctx", type=int, default=4096, help="context size in tokens (default 4096)")
-    p.add_argument("--threads", type=int, default=None,
-                   help="CPU threads, fixed (default: Auto, the physical performance cores, fewer while another "
-                        "program keeps a core busy)")
+    p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--prompt", help="raw text to continue (no chat template)")
     source.add_argument("--prompt-file", metavar="FILE", help="like --prompt, the text read from a UTF-8 file")

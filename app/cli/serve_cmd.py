@@ -11,7 +11,7 @@ import os
 import sys
 
 from app.bench.args import add_model_arguments, parse_draft_max
-from app.cli.checks import UsageError, check_text, sampling_problem
+from app.cli.checks import THREADS_HELP, UsageError, check_text, sampling_problem
 from app.engine.errors import EngineError
 
 ENV_SERVE_KEY = "SPECCHAT_SERVE_API_KEY"
@@ -41,7 +41,7 @@ def register(subparsers) -> None:
     p.add_argument("--queue", type=int, default=8,
                    help="requests that may wait behind the one being answered; more get HTTP 503 (default 8)")
     p.add_argument("--ctx", type=int, default=4096, help="context size in tokens (default 4096)")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
+    p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     p.add_argument("--history", choices=("off", "own"), default="off",
                    help="drafting from earlier replies: off (default), or own: API clients' own history "
                    "(history-api.sqlite3 in the data folder), never the person's chats")
