@@ -1,0 +1,75 @@
+"""A tool server's state, its tools and a call's result: what the window, the CLI and tests are told."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal, Optional
+
+ServerPhase = Literal["starting", "ready", "failed", "stopped"]
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """One entry of mcp.json: a command to start (stdio) or the URL of a Streamable HTTP server."""
+
+    name: str
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    cwd: str = ""
+    url: str = ""
+    headers: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def transport(self) -> str:
+        return "http" if self.url else "stdio"
+
+    def describe(self) -> str:
+        """What runs, in a line, e.g. "npx -y @modelcontextprotocol/server-filesystem ~/src" or the URL."""
+        return self.url or " ".join((self.command, *self.args))
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    """A tool a server offers: `name` as the model sees it (unique over all servers), `tool` as the server knows it."""
+
+    server: str
+    name: str
+    tool: str
+    description: str = ""
+    input_schema: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    def as_openai(self) -> dict[str, Any]:
+        """The tool in OpenAI's `tools` shape, which the chat templates render."""
+        schema = self.input_schema or {"type": "object", "properties": {}}
+        return {"type": "function",
+                "function": {"name": self.name, "description": self.description, "parameters": schema}}
+
+
+@dataclass(frozen=True)
+class ServerState:
+    spec: ServerSpec
+    phase: ServerPhase
+    tools: tuple[ToolInfo, ...] = ()
+    problem: str = ""  # a sentence for a person, when phase is "failed"
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a call returned, as the text the model is sent. `is_error`: the tool (or the host) reports a failure,
+    described in `text`; `truncated`: the result was longer than a reply can use and was cut."""
+
+    text: str
+    is_error: bool = False
+    seconds: float = 0.0
+    truncated: bool = False
+
+
+def openai_tools(tools: tuple[ToolInfo, ...] | list[ToolInfo]) -> str:
+    """The JSON text of OpenAI's `tools` list for these tools ("" for none): GenerationConfig.tools's form."""
+    return json.dumps([tool.as_openai() for tool in tools]) if tools else ""
+
+
+def find_tool(tools: tuple[ToolInfo, ...] | list[ToolInfo], name: str) -> Optional[ToolInfo]:
+    return next((tool for tool in tools if tool.name == name), None)
