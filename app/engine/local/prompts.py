@@ -12,6 +12,7 @@ from app.engine.config import GenerationConfig
 from app.engine.local.chat_format import CHATML, RenderedPrompt, prepare_template, raw_prompt, render_prompt
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.prompt_tokens import tokenize_prompt
+from app.engine.local.template_thinking import template_variables
 from app.engine.tools.calls import ToolFormat, format_of
 
 # The per-message token counts kept for fitting long chats (about 1,000 chats' worth of recent messages).
@@ -48,17 +49,21 @@ class Prompts:
     def render(self, messages: Sequence[dict], tools: Sequence[dict] = (),
                config: Optional[GenerationConfig] = None) -> RenderedPrompt:
         """The chat prompt of `messages` (with `tools` offered, OpenAI's shape), with the spans of the template's
-        own markup. `config` may choose another format: raw completion, or a template the person picked for a
-        model file that has none."""
+        own markup. `config` may choose another format (raw completion, or a template the person picked for a
+        model file that has none) and sets the template's thinking variables. Raises PromptFormatError for
+        template_kwargs that are not a JSON object."""
         target = self.target
         bos = target.token_text(target.bos_id) if target.bos_id >= 0 else ""
         eos = target.token_text(target.eos_id) if target.eos_id >= 0 else ""
         chosen = config.chat_format if config is not None else "model"
         if chosen == "raw":
             return raw_prompt(messages)
+        variables = template_variables(config)
         if chosen == "template" and config is not None:
-            return render_prompt(config.chat_template or CHATML, messages, bos_token=bos, eos_token=eos, tools=tools)
-        rendered = render_prompt(self._chat_template, messages, bos_token=bos, eos_token=eos, tools=tools)
+            return render_prompt(config.chat_template or CHATML, messages, bos_token=bos, eos_token=eos, tools=tools,
+                                 variables=variables)
+        rendered = render_prompt(self._chat_template, messages, bos_token=bos, eos_token=eos, tools=tools,
+                                 variables=variables)
         if rendered.notice and not rendered.refused_conversation:
             # A template that failed once is not run again for this model: each try could cost its whole budget,
             # and its reason may differ from try to try, which would read as news. One that refused this
@@ -72,7 +77,7 @@ class Prompts:
             cut = len(bos)
             text = text[cut:]
             markup = tuple((max(0, a - cut), b - cut) for a, b in markup if b > cut)
-        return RenderedPrompt(text, markup, rendered.notice)
+        return RenderedPrompt(text, markup, rendered.notice, opens_thinking=rendered.opens_thinking)
 
     def tokens_for(self, text: str, markup: Optional[Sequence[tuple[int, int]]] = None) -> list[int]:
         """Tokens for a prompt. With `markup` (a chat prompt) only those spans may hold control tokens; without
