@@ -1,6 +1,6 @@
 """Thinking models' chat templates, on tiny GGUFs that carry the real ones (tests/fixtures/chat_templates, sources in
 SOURCES.md there): the prompt of a 3-turn chat whose earlier replies carry their reasoning is what the template
-itself renders under the history rules (app.engine.local.template_thinking), the request's thinking settings reach
+itself renders under the history rules (app.engine.local.chat_format), the request's thinking settings reach
 the template, and the KV cache still carries each turn into the next."""
 
 from __future__ import annotations

@@ -10,7 +10,6 @@
 - model_pair.py: The target and draft as loaded: where their layers run, and the thread count that follows the load.
 - policies.py: Each chat's speculation policy for the loaded models, and the cost tables they decide by.
 - prompt_tokens.py: Tokenizing a chat prompt so that only the chat template's own markup becomes control tokens.
-- template_thinking.py: A thinking model's side of its chat template: its variables, old replies' reasoning, an opened thinking.
 - prompts.py: One loaded target's prompts: its chat template, the last turn's tokens reused, per-message token counts.
 - sampling.py: Turning logits into token choices, and the speculative-sampling acceptance rule.
 - grammar.py: Decoding under a grammar: llama.cpp's grammar sampler, through the bindings, as a mask over a row of logits.

@@ -4,6 +4,14 @@ A template comes from a downloaded file, so it is treated as hostile: it runs in
 step budget and an output cap that grow with the conversation, and any failure falls back to ChatML with a notice
 the front end can show. The budget counts the template's own lines run, not seconds: a busy machine renders the same
 conversation as an idle one, and a bigger conversation gets a bigger budget.
+
+A thinking model's earlier replies: an assistant message may carry its reasoning beside its answer, as
+`reasoning_content` (what the window and the API send), `reasoning` (vLLM, OpenRouter) or `thinking` (gpt-oss). The
+reasoning goes to the template under each of those names the template reads, and the template decides what to keep
+(Qwen3: the replies after the last user message; gpt-oss: none but a tool call's; DeepSeek-R1's distills never read
+it). A template that reads none of them gets no reasoning at all: it is never glued into the answer's text, where
+the model would see its old thoughts as something it said. The request's thinking settings arrive as template
+variables (app.engine.local.prompts).
 """
 
 from __future__ import annotations
@@ -18,7 +26,6 @@ from datetime import datetime
 from typing import Mapping, Optional, Sequence
 
 from app.engine.errors import PromptFormatError
-from app.engine.local.template_thinking import REASONING_KEYS, history_for_template, opens_thinking
 
 # Used when a GGUF carries no template or its template cannot be rendered: ChatML is what most small chat
 # models (Qwen, SmolLM, many fine-tunes) were trained on.
@@ -36,6 +43,11 @@ GEMMA = (
 # The templates a user may choose for a model file that has none, by the name the window shows.
 BUILT_IN_TEMPLATES = {"ChatML": CHATML, "Gemma": GEMMA}
 
+# The names an assistant message's reasoning goes by, first found first used.
+REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
+# How the generation prompt opens a reply's thinking (R1 distills end it with "<think>\n"); a prompt that ends with
+# one of these starts the reply inside its reasoning. Qwen3's closed "<think>\n\n</think>\n\n" does not.
+THINKING_OPENERS = ("<think>", "[THINK]", "<|channel|>analysis<|message|>")
 # A template may run this many of its lines, plus so many for each message (real templates run 8-50 a message),
 # and write this much more than the messages themselves hold, plus so much for each message's markup.
 BASE_STEPS = 200_000
@@ -214,7 +226,7 @@ def render_prompt(
 ) -> RenderedPrompt:
     """The prompt for `messages` ([{"role", "content"}, and a reply's reasoning as "reasoning_content"]), ending
     where the assistant's reply begins, with the spans the template wrote. `variables` are more template variables
-    (enable_thinking, reasoning_effort: app.engine.local.template_thinking); a template that does not read one is
+    (enable_thinking, reasoning_effort: prompts.template_variables); a template that does not read one is
     unaffected. Never raises for a bad template: it falls back to ChatML and says so in `notice`. Raises
     PromptFormatError (an Exception, like every error that leaves here) only when even ChatML cannot hold the
     conversation."""
@@ -331,3 +343,46 @@ def _content_end(text: str, pos: int, content: str, nxt: str, last: bool) -> Opt
             best = q
         q = text.find(nxt, q + 1)
     return best
+
+
+@functools.lru_cache(maxsize=16)
+def reasoning_keys_read(template: Optional[str]) -> tuple[str, ...]:
+    """Which of REASONING_KEYS the template reads from a message (`message.thinking`, `message['reasoning']`,
+    `"thinking" in message`). A name read off something else (Magistral's `block['thinking']` of a content chunk)
+    counts too: the template then gets a key it does not look at, which changes nothing."""
+    if not template:
+        return ()
+    return tuple(key for key in REASONING_KEYS
+                 if re.search(rf"\.{key}\b|\[\s*['\"]{key}['\"]\s*\]|['\"]{key}['\"]\s+in\s+\w", template))
+
+
+def reasoning_of(message: dict) -> str:
+    """The reasoning an assistant message carries ("" when none), under whichever name it came."""
+    for key in REASONING_KEYS:
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def history_for_template(template: Optional[str], messages: Sequence[dict]) -> list[dict]:
+    """The messages as the template gets them: each reply's reasoning under the names the template reads, and
+    under none where it reads none. Nothing else of a message changes."""
+    keys = reasoning_keys_read(template)
+    shaped = []
+    for message in messages:
+        if not any(key in message for key in REASONING_KEYS):
+            shaped.append(dict(message))
+            continue
+        reasoning = reasoning_of(message) if message.get("role") == "assistant" else ""
+        kept = {k: v for k, v in message.items() if k not in REASONING_KEYS}
+        if reasoning:
+            kept.update((key, reasoning) for key in keys)
+        shaped.append(kept)
+    return shaped
+
+
+def opens_thinking(prompt: str) -> bool:
+    """Whether the prompt ends inside a thinking block the template opened (so the reply starts as reasoning)."""
+    tail = prompt.rstrip()
+    return any(tail.endswith(opener) for opener in THINKING_OPENERS)

@@ -1,18 +1,20 @@
-"""One loaded target's prompts: its chat template (ChatML once the model's own failed), the last turn's tokens
-reused for the next, and per-message token counts for fitting long chats.
+"""One loaded target's prompts: its chat template (ChatML once the model's own failed) with the request's template
+variables (a thinking model's enable_thinking and reasoning_effort), the last turn's tokens reused for the next, and
+per-message token counts for fitting long chats.
 
 A Prompts lives as long as its target is loaded; it is called from the engine process's main thread only.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Optional, Sequence
 
 from app.engine.config import GenerationConfig
+from app.engine.errors import PromptFormatError
 from app.engine.local.chat_format import CHATML, RenderedPrompt, prepare_template, raw_prompt, render_prompt
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.prompt_tokens import tokenize_prompt
-from app.engine.local.template_thinking import template_variables
 from app.engine.tools.calls import ToolFormat, format_of
 
 # The per-message token counts kept for fitting long chats (about 1,000 chats' worth of recent messages).
@@ -23,6 +25,8 @@ PROMPT_TAIL_CHARS = 4000
 # What a chat template adds around one message (<|im_start|>role\n ... <|im_end|>\n in ChatML): an estimate, the
 # exact count of the fitted prompt checks it.
 MESSAGE_MARKUP_TOKENS = 6
+# The template variables the app itself sets; a request's template_kwargs cannot replace them.
+RESERVED_VARIABLES = frozenset({"messages", "tools", "add_generation_prompt", "bos_token", "eos_token"})
 
 
 class Prompts:
@@ -120,3 +124,30 @@ class Prompts:
         """A request's text plus its reply, and their tokens: what the next turn reuses."""
         self.transcript_text = text
         self.transcript_tokens = tokens
+
+
+def template_variables(config: Optional[GenerationConfig]) -> dict:
+    """The template variables a request sets: its `template_kwargs` (a JSON object's text), then `enable_thinking`
+    (when the request says on or off) and `reasoning_effort` (when it names one) over them. Raises
+    PromptFormatError, with a sentence a person can act on, when template_kwargs is not a JSON object."""
+    if config is None:
+        return {}
+    variables: dict = {}
+    if config.template_kwargs.strip():
+        try:
+            parsed = json.loads(config.template_kwargs)
+        except ValueError as exc:
+            raise PromptFormatError(f"The template variables (template_kwargs) are not valid JSON: {exc}.") from None
+        if not isinstance(parsed, dict):
+            raise PromptFormatError("The template variables (template_kwargs) must be a JSON object, such as "
+                                    f'{{"enable_thinking": false}}; got {type(parsed).__name__}.')
+        reserved = sorted(RESERVED_VARIABLES & parsed.keys())
+        if reserved:
+            raise PromptFormatError(f"The template variables (template_kwargs) may not set {', '.join(reserved)}: "
+                                    "SpecChat sets those itself.")
+        variables.update(parsed)
+    if config.thinking is not None:
+        variables["enable_thinking"] = config.thinking
+    if config.reasoning_effort:
+        variables["reasoning_effort"] = config.reasoning_effort
+    return variables
