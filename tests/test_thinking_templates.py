@@ -106,6 +106,7 @@ def test_a_three_turn_chat_is_the_templates_own_prompt_and_reuses_the_cache(thin
     opened = name == "deepseek-r1-distill-qwen.jinja"
     if opened:
         assert prompts[2].endswith("<｜Assistant｜><think>\n")  # the reply starts inside its thinking
+    assert engine.prompts.render(_chat(3)).opens_thinking == opened
     for earlier, later, cached in ((prompts[0], prompts[1], stats[1].prompt_cached),
                                    (prompts[1], prompts[2], stats[2].prompt_cached)):
         shared = os.path.commonprefix([earlier, later])
