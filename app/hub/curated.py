@@ -7,6 +7,10 @@ Sizes are approximate (they are shown as "about"); the exact size comes from the
 
 Repository and file names follow each publisher's naming as of 2025 and could not be checked against the Hub from
 the machine this was written on; a renamed file shows up as a clear "does not exist" error, not a crash.
+
+Thinking models (issue 31): Qwen3 pairs with its own 0.6B, which shares its vocabulary. gpt-oss-20b has no smaller
+model of its vocabulary, so it comes alone: it speculates with the draft-free drafters (n-grams of the chat and of
+the person's history), which suit its long, self-repeating reasoning.
 """
 
 from __future__ import annotations
@@ -31,23 +35,25 @@ class CuratedFile:
 
 @dataclass(frozen=True)
 class CuratedPair:
-    """A target model and a draft model that speculates well for it."""
+    """A target model and a draft model that speculates well for it, or a target alone (draft None) where no
+    smaller model shares its vocabulary."""
 
     pair_id: str
     family: str
     title: str
     target: CuratedFile
-    draft: CuratedFile
+    draft: Optional[CuratedFile]
     good_at: str
     needs_token: bool = False  # gated upstream: the person must accept terms and add a token
 
     @property
     def approx_size(self) -> int:
-        return self.target.approx_size + self.draft.approx_size
+        return self.target.approx_size + (self.draft.approx_size if self.draft is not None else 0)
 
     @property
-    def files(self) -> tuple[CuratedFile, CuratedFile]:
-        return (self.target, self.draft)
+    def files(self) -> tuple[CuratedFile, ...]:
+        """The files to download, the target first."""
+        return (self.target,) if self.draft is None else (self.target, self.draft)
 
 
 def _qwen_coder_draft() -> CuratedFile:
@@ -75,6 +81,12 @@ def _gemma_1b_draft() -> CuratedFile:
     return CuratedFile(
         "bartowski/google_gemma-3-1b-it-GGUF", "google_gemma-3-1b-it-Q8_0.gguf", 1070 * _MB,
         "Gemma 3 1B Instruct (Q8_0)",
+    )
+
+
+def _qwen3_draft() -> CuratedFile:
+    return CuratedFile(
+        "Qwen/Qwen3-0.6B-GGUF", "Qwen3-0.6B-Q8_0.gguf", 639 * _MB, "Qwen3 0.6B (Q8_0)",
     )
 
 
@@ -152,6 +164,22 @@ CURATED_PAIRS: tuple[CuratedPair, ...] = (
                     16550 * _MB, "Gemma 3 27B Instruct (Q4_K_M)"),
         _gemma_1b_draft(),
         "Google's largest Gemma 3: high-quality answers if you have about 24 GB of memory.",
+    ),
+    CuratedPair(
+        "qwen3-8b", "Qwen3", "Qwen3 8B + 0.6B draft (thinks)",
+        CuratedFile("Qwen/Qwen3-8B-GGUF", "Qwen3-8B-Q4_K_M.gguf", 5030 * _MB, "Qwen3 8B (Q4_K_M)"),
+        _qwen3_draft(),
+        "A thinking model: it reasons before it answers (shown apart, and can be turned off per chat), for "
+        "maths, code and careful questions. Its long reasoning repeats itself, which the draft predicts well. "
+        "Needs about 8 GB of memory.",
+    ),
+    CuratedPair(
+        "gpt-oss-20b", "gpt-oss", "gpt-oss 20B (thinks; no draft model)",
+        CuratedFile("ggml-org/gpt-oss-20b-GGUF", "gpt-oss-20b-mxfp4.gguf", 12110 * _MB, "gpt-oss 20B (MXFP4)"),
+        None,
+        "OpenAI's open-weight thinking model, with low, medium and high reasoning effort. No smaller model "
+        "shares its vocabulary, so it speculates from n-grams of the chat and your history. A mixture of "
+        "experts: fast for its size, but needs about 16 GB of memory.",
     ),
 )
 

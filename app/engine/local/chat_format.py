@@ -4,6 +4,14 @@ A template comes from a downloaded file, so it is treated as hostile: it runs in
 step budget and an output cap that grow with the conversation, and any failure falls back to ChatML with a notice
 the front end can show. The budget counts the template's own lines run, not seconds: a busy machine renders the same
 conversation as an idle one, and a bigger conversation gets a bigger budget.
+
+A thinking model's earlier replies: an assistant message may carry its reasoning beside its answer, as
+`reasoning_content` (what the window and the API send), `reasoning` (vLLM, OpenRouter) or `thinking` (gpt-oss). The
+reasoning goes to the template under each of those names the template reads, and the template decides what to keep
+(Qwen3: the replies after the last user message; gpt-oss: none but a tool call's; DeepSeek-R1's distills never read
+it). A template that reads none of them gets no reasoning at all: it is never glued into the answer's text, where
+the model would see its old thoughts as something it said. The request's thinking settings arrive as template
+variables (app.engine.local.prompts).
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ import secrets
 import sys
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from app.engine.errors import PromptFormatError
 
@@ -35,6 +43,11 @@ GEMMA = (
 # The templates a user may choose for a model file that has none, by the name the window shows.
 BUILT_IN_TEMPLATES = {"ChatML": CHATML, "Gemma": GEMMA}
 
+# The names an assistant message's reasoning goes by, first found first used.
+REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
+# How the generation prompt opens a reply's thinking (R1 distills end it with "<think>\n"); a prompt that ends with
+# one of these starts the reply inside its reasoning. Qwen3's closed "<think>\n\n</think>\n\n" does not.
+THINKING_OPENERS = ("<think>", "[THINK]", "<|channel|>analysis<|message|>")
 # A template may run this many of its lines, plus so many for each message (real templates run 8-50 a message),
 # and write this much more than the messages themselves hold, plus so much for each message's markup.
 BASE_STEPS = 200_000
@@ -65,6 +78,9 @@ class RenderedPrompt:
     # The template itself refused this conversation (its raise_exception: "roles must alternate"): the next
     # conversation may well be fine, so the model's template is not given up on for it.
     refused_conversation: bool = False
+    # The generation prompt ends with a thinking start marker (R1 distills' "<think>\n"): the reply begins inside
+    # its reasoning.
+    opens_thinking: bool = False
 
 
 class _Refusal(TemplateError):
@@ -206,24 +222,31 @@ def render_prompt(
     add_generation_prompt: bool = True,
     budget_steps: Optional[int] = None,
     tools: Sequence[dict] = (),
+    variables: Mapping[str, object] = {},
 ) -> RenderedPrompt:
-    """The prompt for `messages` ([{"role", "content"}]), ending where the assistant's reply begins, with the spans
-    the template wrote. Never raises for a bad template: it falls back to ChatML and says so in `notice`. Raises
+    """The prompt for `messages` ([{"role", "content"}, and a reply's reasoning as "reasoning_content"]), ending
+    where the assistant's reply begins, with the spans the template wrote. `variables` are more template variables
+    (enable_thinking, reasoning_effort: prompts.template_variables); a template that does not read one is
+    unaffected. Never raises for a bad template: it falls back to ChatML and says so in `notice`. Raises
     PromptFormatError (an Exception, like every error that leaves here) only when even ChatML cannot hold the
     conversation."""
     messages = [dict(m) for m in messages]
-    content_size = sum(len(str(m.get("content", ""))) for m in messages)
+    content_size = sum(len(str(m.get(key) or "")) for m in messages for key in ("content", *REASONING_KEYS))
     max_chars = 4 * content_size + MARKUP_PER_MESSAGE * len(messages) + OUTPUT_ALLOWANCE
     if budget_steps is None:
         budget_steps = BASE_STEPS + STEPS_PER_MESSAGE * len(messages)
-    specials = dict(add_generation_prompt=add_generation_prompt, bos_token=bos_token, eos_token=eos_token)
+    specials: dict = dict(variables)
+    if specials:
+        max_chars += 4 * len(json.dumps(specials, default=str))
+    specials.update(add_generation_prompt=add_generation_prompt, bos_token=bos_token, eos_token=eos_token)
     if tools:  # templates test `tools` for being defined, so it is passed only when there are some
         specials["tools"] = [dict(t) for t in tools]
         max_chars += 4 * len(json.dumps(list(tools)))
     notice, refused = "", False
     if template:
         try:
-            return _render_marked(template, messages, specials, budget_steps, max_chars)
+            return _render_marked(template, history_for_template(template, messages), specials, budget_steps,
+                                  max_chars)
         except _OutOfBudget as exc:
             notice = str(exc)
         except RecursionError:
@@ -238,41 +261,51 @@ def render_prompt(
             notice = f"{type(exc).__name__}: {exc}"
         notice = f"The model's chat template could not be used ({notice}), so the chat is formatted as ChatML."
     try:
-        rendered = _render_marked(CHATML, messages, specials, budget_steps, max_chars)
+        rendered = _render_marked(CHATML, history_for_template(CHATML, messages), specials, budget_steps, max_chars)
     except (_OutOfBudget, RecursionError, MemoryError) as exc:
         raise PromptFormatError(f"The conversation could not be formatted for the model ({exc or 'too large'}).") \
             from None
-    return RenderedPrompt(rendered.text, rendered.markup, notice, refused)
+    return RenderedPrompt(rendered.text, rendered.markup, notice, refused, rendered.opens_thinking)
 
 
 def _render_marked(template: str, messages: list[dict], specials: dict, budget_steps: int,
                    max_chars: int) -> RenderedPrompt:
-    """Render twice: with the real contents, and with each content replaced by a sentinel, which shows which
-    characters the template wrote. Only those may later become control tokens."""
+    """Render twice: with the real texts, and with each message's content (and reasoning) replaced by a sentinel,
+    which shows which characters the template wrote. Only those may later become control tokens: a reply's old
+    reasoning is model text, as its content is."""
     text = _render_limited(template, dict(messages=messages, **specials), budget_steps, max_chars)
+    opened = opens_thinking(text)
     nonce = secrets.token_hex(4)
-    marked = [
-        dict(m, content=f"\ue000{nonce}:{i}\ue001") if isinstance(m.get("content"), str) and m["content"] else m
-        for i, m in enumerate(messages)
-    ]
+    slots: list[str] = []  # the texts the sentinels stand for, by sentinel number
+
+    def sentinel(value: str) -> str:
+        slots.append(value)
+        return f"\ue000{nonce}:{len(slots) - 1}\ue001"
+
+    marked = []
+    for m in messages:
+        texts = {key: m[key] for key in ("content", *REASONING_KEYS) if isinstance(m.get(key), str) and m[key]}
+        marked.append(dict(m, **{key: sentinel(value) for key, value in texts.items()}) if texts else m)
+    everything = RenderedPrompt(text, ((0, len(text)),), opens_thinking=opened)
     try:
         sentinel_text = _render_limited(template, dict(messages=marked, **specials), budget_steps, max_chars)
     except Exception:  # the template judges contents (rare): all it wrote is markup, as before this check existed
-        return RenderedPrompt(text, ((0, len(text)),))
+        return everything
     pieces = re.split(f"\ue000{nonce}:(\\d+)\ue001", sentinel_text)
     markup_pieces = pieces[0::2]
     indices = [int(i) for i in pieces[1::2]]
-    contents = [messages[i]["content"] for i in indices]
+    contents = [slots[i] for i in indices]
     spans = _align(text, markup_pieces, contents)
     if spans is not None:
-        return RenderedPrompt(text, tuple(spans))
-    if set(indices) == {i for i, m in enumerate(marked) if m is not messages[i]}:
+        return RenderedPrompt(text, tuple(spans), opens_thinking=opened)
+    if set(indices) == set(range(len(slots))):
         # The template changed a content in a way we cannot follow: use the contents as written, so the markup
         # is still known exactly.
         text = "".join(p + c for p, c in zip(markup_pieces, contents + [""]))
-        return RenderedPrompt(text, tuple(_align(text, markup_pieces, contents) or ()))
-    # The template escapes or rewrites contents (the sentinels did not come through): all it wrote is markup.
-    return RenderedPrompt(text, ((0, len(text)),))
+        return RenderedPrompt(text, tuple(_align(text, markup_pieces, contents) or ()), opens_thinking=opened)
+    # The template escapes or rewrites contents (the sentinels did not come through), or drops some (an old
+    # reply's reasoning): all it wrote is markup.
+    return everything
 
 
 def _align(text: str, markup: list[str], contents: list[str]) -> Optional[list[tuple[int, int]]]:
@@ -310,3 +343,46 @@ def _content_end(text: str, pos: int, content: str, nxt: str, last: bool) -> Opt
             best = q
         q = text.find(nxt, q + 1)
     return best
+
+
+@functools.lru_cache(maxsize=16)
+def reasoning_keys_read(template: Optional[str]) -> tuple[str, ...]:
+    """Which of REASONING_KEYS the template reads from a message (`message.thinking`, `message['reasoning']`,
+    `"thinking" in message`). A name read off something else (Magistral's `block['thinking']` of a content chunk)
+    counts too: the template then gets a key it does not look at, which changes nothing."""
+    if not template:
+        return ()
+    return tuple(key for key in REASONING_KEYS
+                 if re.search(rf"\.{key}\b|\[\s*['\"]{key}['\"]\s*\]|['\"]{key}['\"]\s+in\s+\w", template))
+
+
+def reasoning_of(message: dict) -> str:
+    """The reasoning an assistant message carries ("" when none), under whichever name it came."""
+    for key in REASONING_KEYS:
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def history_for_template(template: Optional[str], messages: Sequence[dict]) -> list[dict]:
+    """The messages as the template gets them: each reply's reasoning under the names the template reads, and
+    under none where it reads none. Nothing else of a message changes."""
+    keys = reasoning_keys_read(template)
+    shaped = []
+    for message in messages:
+        if not any(key in message for key in REASONING_KEYS):
+            shaped.append(dict(message))
+            continue
+        reasoning = reasoning_of(message) if message.get("role") == "assistant" else ""
+        kept = {k: v for k, v in message.items() if k not in REASONING_KEYS}
+        if reasoning:
+            kept.update((key, reasoning) for key in keys)
+        shaped.append(kept)
+    return shaped
+
+
+def opens_thinking(prompt: str) -> bool:
+    """Whether the prompt ends inside a thinking block the template opened (so the reply starts as reasoning)."""
+    tail = prompt.rstrip()
+    return any(tail.endswith(opener) for opener in THINKING_OPENERS)

@@ -1,14 +1,17 @@
-"""One loaded target's prompts: its chat template (ChatML once the model's own failed), the last turn's tokens
-reused for the next, and per-message token counts for fitting long chats.
+"""One loaded target's prompts: its chat template (ChatML once the model's own failed) with the request's template
+variables (a thinking model's enable_thinking and reasoning_effort), the last turn's tokens reused for the next, and
+per-message token counts for fitting long chats.
 
 A Prompts lives as long as its target is loaded; it is called from the engine process's main thread only.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Optional, Sequence
 
 from app.engine.config import GenerationConfig
+from app.engine.errors import PromptFormatError
 from app.engine.local.chat_format import CHATML, RenderedPrompt, prepare_template, raw_prompt, render_prompt
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.prompt_tokens import tokenize_prompt
@@ -22,6 +25,8 @@ PROMPT_TAIL_CHARS = 4000
 # What a chat template adds around one message (<|im_start|>role\n ... <|im_end|>\n in ChatML): an estimate, the
 # exact count of the fitted prompt checks it.
 MESSAGE_MARKUP_TOKENS = 6
+# The template variables the app itself sets; a request's template_kwargs cannot replace them.
+RESERVED_VARIABLES = frozenset({"messages", "tools", "add_generation_prompt", "bos_token", "eos_token"})
 
 
 class Prompts:
@@ -48,17 +53,21 @@ class Prompts:
     def render(self, messages: Sequence[dict], tools: Sequence[dict] = (),
                config: Optional[GenerationConfig] = None) -> RenderedPrompt:
         """The chat prompt of `messages` (with `tools` offered, OpenAI's shape), with the spans of the template's
-        own markup. `config` may choose another format: raw completion, or a template the person picked for a
-        model file that has none."""
+        own markup. `config` may choose another format (raw completion, or a template the person picked for a
+        model file that has none) and sets the template's thinking variables. Raises PromptFormatError for
+        template_kwargs that are not a JSON object."""
         target = self.target
         bos = target.token_text(target.bos_id) if target.bos_id >= 0 else ""
         eos = target.token_text(target.eos_id) if target.eos_id >= 0 else ""
         chosen = config.chat_format if config is not None else "model"
         if chosen == "raw":
             return raw_prompt(messages)
+        variables = template_variables(config)
         if chosen == "template" and config is not None:
-            return render_prompt(config.chat_template or CHATML, messages, bos_token=bos, eos_token=eos, tools=tools)
-        rendered = render_prompt(self._chat_template, messages, bos_token=bos, eos_token=eos, tools=tools)
+            return render_prompt(config.chat_template or CHATML, messages, bos_token=bos, eos_token=eos, tools=tools,
+                                 variables=variables)
+        rendered = render_prompt(self._chat_template, messages, bos_token=bos, eos_token=eos, tools=tools,
+                                 variables=variables)
         if rendered.notice and not rendered.refused_conversation:
             # A template that failed once is not run again for this model: each try could cost its whole budget,
             # and its reason may differ from try to try, which would read as news. One that refused this
@@ -72,7 +81,7 @@ class Prompts:
             cut = len(bos)
             text = text[cut:]
             markup = tuple((max(0, a - cut), b - cut) for a, b in markup if b > cut)
-        return RenderedPrompt(text, markup, rendered.notice)
+        return RenderedPrompt(text, markup, rendered.notice, opens_thinking=rendered.opens_thinking)
 
     def tokens_for(self, text: str, markup: Optional[Sequence[tuple[int, int]]] = None) -> list[int]:
         """Tokens for a prompt. With `markup` (a chat prompt) only those spans may hold control tokens; without
@@ -115,3 +124,30 @@ class Prompts:
         """A request's text plus its reply, and their tokens: what the next turn reuses."""
         self.transcript_text = text
         self.transcript_tokens = tokens
+
+
+def template_variables(config: Optional[GenerationConfig]) -> dict:
+    """The template variables a request sets: its `template_kwargs` (a JSON object's text), then `enable_thinking`
+    (when the request says on or off) and `reasoning_effort` (when it names one) over them. Raises
+    PromptFormatError, with a sentence a person can act on, when template_kwargs is not a JSON object."""
+    if config is None:
+        return {}
+    variables: dict = {}
+    if config.template_kwargs.strip():
+        try:
+            parsed = json.loads(config.template_kwargs)
+        except ValueError as exc:
+            raise PromptFormatError(f"The template variables (template_kwargs) are not valid JSON: {exc}.") from None
+        if not isinstance(parsed, dict):
+            raise PromptFormatError("The template variables (template_kwargs) must be a JSON object, such as "
+                                    f'{{"enable_thinking": false}}; got {type(parsed).__name__}.')
+        reserved = sorted(RESERVED_VARIABLES & parsed.keys())
+        if reserved:
+            raise PromptFormatError(f"The template variables (template_kwargs) may not set {', '.join(reserved)}: "
+                                    "SpecChat sets those itself.")
+        variables.update(parsed)
+    if config.thinking is not None:
+        variables["enable_thinking"] = config.thinking
+    if config.reasoning_effort:
+        variables["reasoning_effort"] = config.reasoning_effort
+    return variables

@@ -241,12 +241,13 @@ class GetModelsPanel(QWidget):
         self._retry_after_token = partial(self.open_repo, repo_id)
 
     def download_pair(self, pair_id: str) -> None:
-        """Download a curated pair's target and draft as one job."""
+        """Download a curated pair's target and draft as one job (a target that comes alone, as one model)."""
         pair = next((p for p in self.pairs if p.pair_id == pair_id), None)
         if pair is None:
             return
         items = [DownloadItem(f.repo_id, f.filename, f.revision) for f in pair.files]
-        self._start_download(items, primary=[0, 1], pair=True, label=pair.title)
+        with_draft = pair.draft is not None
+        self._start_download(items, primary=[0, 1] if with_draft else [0], pair=with_draft, label=pair.title)
 
     def download_model(self, repo_id: str, model: RemoteModel) -> None:
         """Download one model from a listing (every part of a split model)."""

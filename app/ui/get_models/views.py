@@ -42,7 +42,8 @@ class PairCard(QFrame):
         text.addWidget(title)
         sizes = QLabel(
             f"about {format_bytes(pair.approx_size)} — {pair.target.label} {format_bytes(pair.target.approx_size)}"
-            f" + draft {pair.draft.label} {format_bytes(pair.draft.approx_size)}"
+            + (f" + draft {pair.draft.label} {format_bytes(pair.draft.approx_size)}" if pair.draft is not None
+               else " (no draft model: it speculates from n-grams)")
         )
         sizes.setObjectName("Muted")
         sizes.setWordWrap(True)
@@ -51,9 +52,9 @@ class PairCard(QFrame):
         good_at.setWordWrap(True)
         text.addWidget(good_at)
         layout.addLayout(text, 1)
-        self.button = QPushButton("Download pair")
+        self.button = QPushButton("Download pair" if pair.draft is not None else "Download")
         self.button.setObjectName("PrimaryButton")
-        self.button.setToolTip(f"{pair.target.repo_id}/{pair.target.filename}\n{pair.draft.repo_id}/{pair.draft.filename}")
+        self.button.setToolTip("\n".join(f"{f.repo_id}/{f.filename}" for f in pair.files))
         self.button.clicked.connect(lambda: self.sig_download.emit(self.pair.pair_id))
         layout.addWidget(self.button, 0, Qt.AlignmentFlag.AlignVCenter)
 
