@@ -74,7 +74,7 @@ class Chat:
 class Message:
     """A snapshot of one message.
 
-    `tokens` is the reply's per-token provenance, [(text, "target" | "draft" | "ngram" | "history"), ...], or None
+    `tokens` is the answer's per-token provenance, [(text, "target" | "draft" | "ngram" | "history"), ...], or None
     when there is none (user and system messages, or an assistant reply whose text was edited afterwards). `stats`
     is the GenerationStats of the generation that produced it (stored as JSON, read back field by field).
     """
@@ -92,6 +92,11 @@ class Message:
     rounds: list[RoundRecord] | None = None  # None for replies saved before rounds were kept
     comparison: dict | None = None  # the reply re-run without speculation (Compare with plain), when it was
     attachments: tuple[Attachment, ...] = ()  # files attached to a user message, sent after its text
+    # A thinking model's reasoning before its answer ("" for none), without its markers, and its tokens as
+    # `tokens` holds the answer's (marker tokens carry ""); their round indices point into `rounds` too.
+    reasoning: str = ""
+    reasoning_tokens: list[tuple[str, str]] | None = None
+    reasoning_token_rounds: list[int] | None = None
 
 
 def auto_title(text: str, limit: int = AUTO_TITLE_LENGTH) -> str:
