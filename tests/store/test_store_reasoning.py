@@ -3,10 +3,12 @@ only when asked, and sent back with the reply it belongs to."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 from app.engine.events import GenerationStats
-from app.store import SCHEMA_VERSION, ChatStore, salvage_database
+from app.store import (SCHEMA_VERSION, AppSettings, ChatSettings, ChatStore, load_settings, salvage_database,
+                       save_settings)
 from app.store.provenance import RoundRecord
 from tests.support.old_schema import take_back
 
@@ -136,3 +138,33 @@ def test_salvage_keeps_the_thinking(tmp_path):
     with ChatStore(fresh) as store:
         assert store.messages(chat.id)[0].reasoning == THINKING
         assert _titles(store, "prime check", include_reasoning=True) == {chat.title}
+
+
+def test_a_chat_keeps_its_thinking_choices_and_older_chats_leave_thinking_to_the_model(tmp_path):
+    with ChatStore(tmp_path / "chats.db") as store:
+        chat = store.create_chat(settings=ChatSettings(thinking=False, reasoning_effort="high", thinking_budget=32))
+        old = store.create_chat()
+    conn = sqlite3.connect(tmp_path / "chats.db")  # as a SpecChat before thinking stored it
+    conn.execute("UPDATE chats SET settings = ? WHERE id = ?", ('{"temperature": 0.5}', old.id))
+    conn.commit()
+    conn.close()
+    with ChatStore(tmp_path / "chats.db") as store:
+        settings = store.get_chat(chat.id).settings
+        assert (settings.thinking, settings.reasoning_effort, settings.thinking_budget) == (False, "high", 32)
+        older = store.get_chat(old.id).settings
+        assert (older.temperature, older.thinking, older.reasoning_effort, older.thinking_budget) == (0.5, None, "", 0)
+    bad = ChatSettings.from_dict({"thinking": "yes", "reasoning_effort": "extreme", "thinking_budget": -5})
+    assert (bad.thinking, bad.reasoning_effort, bad.thinking_budget) == (None, "", 0)
+
+
+def test_markers_are_kept_per_model_file_and_bad_ones_dropped(tmp_path):
+    path = tmp_path / "settings.json"
+    save_settings(AppSettings(reasoning_markers={"/m/a.gguf": ["[THINK]", "[/THINK]"]}, keep_thinking_open=True),
+                  path)
+    loaded = load_settings(path)
+    assert loaded.reasoning_markers == {"/m/a.gguf": ["[THINK]", "[/THINK]"]} and loaded.keep_thinking_open
+    assert loaded.load_warning is None
+    path.write_text(json.dumps({"reasoning_markers": {"/m/a.gguf": ["<t>", "</t>"], "/m/b.gguf": ["only one"],
+                                                      "/m/c.gguf": ["", "</t>"]}}))
+    loaded = load_settings(path)
+    assert loaded.reasoning_markers == {"/m/a.gguf": ["<t>", "</t>"]} and "reasoning_markers" in loaded.load_warning
