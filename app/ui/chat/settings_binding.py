@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QDialog
 from app.engine.config import DrafterChoice, GenerationConfig, ReasoningEffort
 from app.store import ChatSettings, ChatStore, StoreError
 from app.ui.chat.conversation import Conversation
-from app.ui.chat.model_thinking import ModelThinking
+from app.ui.models.model_thinking import ModelThinking
 from app.ui.models.library_model import NGRAM_KEY
 from app.ui.settings.dialog import ChatSettingsDialog
 

@@ -58,8 +58,8 @@ class ThinkingGroup(QGroupBox):
         form.addRow("Thinking", self.thinking)
 
         self.effort = QComboBox()
-        for label, value in EFFORT_CHOICES:
-            self.effort.addItem(label, value)
+        for label, effort in EFFORT_CHOICES:
+            self.effort.addItem(label, effort)
         self.effort.setCurrentIndex(max(0, self.effort.findData(settings.reasoning_effort)))
         self.effort.setEnabled(switches.effort is not False)
         self.effort.setToolTip(_switch_tip(switches.effort, "reasoning_effort", "How long the model thinks."))

@@ -24,7 +24,7 @@ from app.ui.models import server_models
 from app.ui.chat import chat_format_choice, chat_header, speculate_anyway
 from app.ui.chat.chat_list import ChatListModel, ChatSidebar
 from app.ui.chat.chat_list_controller import ChatListController
-from app.ui.chat.model_thinking import ModelThinking
+from app.ui.models.model_thinking import ModelThinking
 from app.ui.chat.settings_binding import ChatSettingsBinding
 from app.ui.transcript.chat_view import ChatView
 from app.ui.chat.composer import Composer
