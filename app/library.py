@@ -43,6 +43,10 @@ class ModelEntry:
     model_name: str = ""  # general.name from the header, as its publisher wrote it
     # The file carries tokenizer.chat_template; without one (a base model) the user chooses how chats are formatted.
     has_chat_template: bool = True
+    # What the chat template lets a chat choose about thinking: it reads `enable_thinking` (Qwen3 and others) or
+    # `reasoning_effort` (gpt-oss). The chat settings offer those controls where it does.
+    thinking_switch: bool = False
+    effort_switch: bool = False
 
     @property
     def file_name(self) -> str:
@@ -166,6 +170,8 @@ def inspect_entry(path: Path, folder: LibraryFolder | None = None) -> ModelEntry
         context_length=info.context_length,
         vocab_size=info.vocab_size,
         has_chat_template=info.chat_template is not None,
+        thinking_switch="enable_thinking" in (info.chat_template or ""),
+        effort_switch="reasoning_effort" in (info.chat_template or ""),
         usable=info.usable,
         problem=_without_path(info.problem or "", path),
     )

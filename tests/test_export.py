@@ -128,3 +128,48 @@ def test_attached_files_are_exported_with_their_message():
     assert "Fix it.\n\nbug.py\n```py\nx = 1 +\n```" in markdown
     assert document["messages"][0]["content"] == "Fix it."
     assert document["messages"][0]["attachments"] == [{"name": "bug.py", "content": "x = 1 +\n"}]
+
+
+THINKING = "221 / 13 = 17.\n\n```\n13 * 17\n"  # a code block left open, and a tag that would close the fold
+THINKING_TOKENS = [("", "target"), ("221 / 13", "target"), (" = 17.\n\n```\n13 * 17\n", "draft"), ("", "target")]
+
+
+def _thinking_chat(store: ChatStore) -> int:
+    chat = store.create_chat("Primes")
+    store.add_message(chat.id, "user", "Is 221 prime?")
+    store.add_message(chat.id, "assistant", "No: 13 × 17.", tokens=[("No: 13 × 17.", "target")],
+                      token_rounds=[0], rounds=ROUNDS[:1], reasoning=THINKING + "</details> end",
+                      reasoning_tokens=THINKING_TOKENS[:3] + [(" end", "target")],
+                      reasoning_token_rounds=[-1, -1, 0, -1])
+    return chat.id
+
+
+def test_markdown_folds_the_thinking_before_the_answer():
+    with ChatStore() as store:
+        text = chat_markdown(*load_chat(store, _thinking_chat(store)))
+    reply = text.split("\n## ")[2]
+    fold = reply.index("<details><summary>Thinking</summary>")
+    assert fold < reply.index("</details>") < reply.index("No: 13 × 17.")
+    inside = reply[fold:reply.index("\n</details>")]
+    assert "221 / 13 = 17.\n\n```\n13 * 17\n" in inside and "&lt;/details&gt; end" in inside
+    assert inside.endswith("```\n")  # its open code block is closed inside the fold
+    assert "<think>" not in text and "Thinking" not in text.split("\n## ")[1]  # the question has none
+
+
+def test_json_gives_the_thinking_with_its_tokens_and_none_for_messages_without():
+    with ChatStore() as store:
+        document = json.loads(export_text(store, _thinking_chat(store), "json"))
+    question, reply = document["messages"]
+    assert question["reasoning"] is None
+    assert reply["content"] == "No: 13 × 17." and reply["reasoning"]["text"].startswith("221 / 13 = 17.")
+    assert [(t["text"], t["origin"], t["round"]) for t in reply["reasoning"]["tokens"]] == [
+        ("", "target", -1), ("221 / 13", "target", -1), (" = 17.\n\n```\n13 * 17\n", "draft", 0),
+        (" end", "target", -1)]
+
+
+def test_a_chat_without_thinking_exports_as_before(chat_id):
+    with ChatStore() as store:
+        text = chat_markdown(*load_chat(store, chat_id))
+        document = json.loads(export_text(store, chat_id, "json"))
+    assert "<details>" not in text
+    assert [m["reasoning"] for m in document["messages"]] == [None, None, None]

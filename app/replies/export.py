@@ -4,11 +4,13 @@ acceptance. Used by the window's "Export chat…" and `specchat-cli export` (no 
 The JSON document ("format": EXPORT_FORMAT) holds the chat (id, title, times, settings) and every message: its
 text, role, time and model names, its stats, and for replies its tokens [{"text", "origin", "round"}] ("origin" is
 "target", "draft" (the draft model), "ngram" or "history"; "round" indexes the message's "rounds", -1 for none),
+its thinking as "reasoning" ({"text", "tokens"}, the tokens as the answer's; null for a message without thinking),
 its rounds (every proposed token id and text, the refused ones included, how many were kept, the target's own
 token, reason, time, threads, "kind" (why the round is what it is: "draft", "probe", "fixed", "paused", "costly",
 "unavailable", "timing" or "server"; "" where not recorded) and "expected" (the tokens the controller expected to
 be kept)), its comparison with plain decoding, and its attached files [{"name", "content"}] ([] for
-none; Markdown shows them after the text as fenced blocks, as the model read them). A part a message does not have
+none; Markdown shows them after the text as fenced blocks, as the model read them). Markdown shows a reply's thinking
+as a collapsed "Thinking" <details> block before its answer, without the model's markers. A part a message does not have
 (a user message's tokens, a reply saved before rounds were kept) is null. Times are Unix seconds.
 """
 
@@ -55,7 +57,10 @@ def chat_markdown(chat: Chat, messages: Sequence[Message]) -> str:
     for message in messages:
         heading = _ROLE_HEADINGS.get(message.role) or model_label(message.target_name, message.draft_name)
         text = with_attachments(message.content, message.attachments)  # a message's files, as the model read them
-        lines += ["", f"## {_one_line(heading)}", "", _closed_fences(text)]
+        lines += ["", f"## {_one_line(heading)}"]
+        if message.reasoning:
+            lines += ["", *_thinking_block(message.reasoning)]
+        lines += ["", _closed_fences(text)]
         stats = message.stats if message.role == "assistant" else None
         if stats is not None:
             lines += ["", f"*{format_stats(stats)}*"]
@@ -102,15 +107,32 @@ def write_export(store: ChatStore, chat_id: int, path: str | os.PathLike, fmt: O
     return fmt
 
 
+def _thinking_block(reasoning: str) -> list[str]:
+    """A reply's thinking, folded: GitHub, VS Code and most Markdown viewers show only "Thinking" until opened. The
+    blank lines let Markdown inside it render; a closing tag in the text itself would end the block early."""
+    text = _closed_fences(reasoning.strip("\n")).replace("</details>", "&lt;/details&gt;")
+    return ["<details><summary>Thinking</summary>", "", text, "", "</details>"]
+
+
+def _token_documents(tokens: Optional[list[tuple[str, str]]],
+                     token_rounds: Optional[list[int]]) -> Optional[list[dict[str, Any]]]:
+    if tokens is None:
+        return None
+    rounds_of = token_rounds or [-1] * len(tokens)
+    return [{"text": text, "origin": origin, "round": r} for (text, origin), r in zip(tokens, rounds_of)]
+
+
 def _message_document(message: Message) -> dict[str, Any]:
-    tokens = None
-    if message.tokens is not None:
-        rounds_of = message.token_rounds or [-1] * len(message.tokens)
-        tokens = [{"text": text, "origin": origin, "round": r} for (text, origin), r in zip(message.tokens, rounds_of)]
+    tokens = _token_documents(message.tokens, message.token_rounds)
+    reasoning = None
+    if message.reasoning or message.reasoning_tokens:
+        reasoning = {"text": message.reasoning,
+                     "tokens": _token_documents(message.reasoning_tokens, message.reasoning_token_rounds)}
     return {
         "id": message.id,
         "role": message.role,
         "content": message.content,
+        "reasoning": reasoning,
         "created_at": message.created_at,
         "target_name": message.target_name,
         "draft_name": message.draft_name,

@@ -28,7 +28,8 @@ from app.store.provenance import RoundRecord
 from app.common.text import valid_text
 from app.store.db import describe_error, open_database, transaction
 from app.store.errors import NotFoundError
-from app.store.provenance_doc import StoredProvenance, decode_provenance, decode_tokens, encode_provenance
+from app.store.provenance_doc import (StoredProvenance, decode_provenance, decode_reasoning_tokens, decode_tokens,
+                                      encode_provenance, encode_reasoning_tokens)
 from app.store.records import DEFAULT_TITLE, ROLES, Chat, ChatSettings, Message, Role, auto_title
 
 log = logging.getLogger(__name__)
@@ -148,30 +149,35 @@ class ChatStore:
         stored = ChatSettings.from_dict(settings.to_dict())
         return Chat(id=chat_id, title=title, created_at=now, updated_at=now, settings=stored)
 
-    def list_chats(self, search: str = "") -> list[Chat]:
-        """All chats, most recently updated first; `search` keeps those whose title or any message contains it."""
+    def list_chats(self, search: str = "", include_reasoning: bool = False) -> list[Chat]:
+        """All chats, most recently updated first; `search` keeps those whose title or any message contains it,
+        in its answer (its text) or, with `include_reasoning`, in a reply's thinking too."""
         needle = search.strip().casefold()
         with self._errors():
             if not needle:
                 rows = self._conn.execute("SELECT * FROM chats ORDER BY updated_at DESC, id DESC").fetchall()
             elif len(needle) >= SEARCH_INDEX_MIN_CHARS:
+                in_reasoning = ("OR c.id IN (SELECT m.chat_id FROM reasoning_search AS r JOIN messages AS m "
+                                "ON m.id = r.rowid WHERE reasoning_search MATCH :phrase)") if include_reasoning else ""
                 rows = self._conn.execute(
-                    """
+                    f"""
                     SELECT * FROM chats AS c
                     WHERE specchat_contains(c.title, :needle)
                        OR c.id IN (SELECT m.chat_id FROM message_search AS s JOIN messages AS m ON m.id = s.rowid
                                    WHERE message_search MATCH :phrase)
+                       {in_reasoning}
                     ORDER BY c.updated_at DESC, c.id DESC
                     """,
                     {"needle": needle, "phrase": '"' + needle.replace('"', '""') + '"'},
                 ).fetchall()
             else:  # shorter than a trigram: the index cannot answer, so every message is read
+                in_reasoning = "OR specchat_contains(m.reasoning, :needle)" if include_reasoning else ""
                 rows = self._conn.execute(
-                    """
+                    f"""
                     SELECT * FROM chats AS c
                     WHERE specchat_contains(c.title, :needle)
                        OR EXISTS (SELECT 1 FROM messages AS m
-                                  WHERE m.chat_id = c.id AND specchat_contains(m.content, :needle))
+                                  WHERE m.chat_id = c.id AND (specchat_contains(m.content, :needle) {in_reasoning}))
                     ORDER BY c.updated_at DESC, c.id DESC
                     """,
                     {"needle": needle},
@@ -224,11 +230,15 @@ class ChatStore:
         token_rounds: list[int] | None = None,
         rounds: list[RoundRecord] | None = None,
         attachments: tuple[Attachment, ...] | list[Attachment] = (),
+        reasoning: str = "",
+        reasoning_tokens: list[tuple[str, str]] | None = None,
+        reasoning_token_rounds: list[int] | None = None,
     ) -> Message:
         """Append a message and commit it at once. The first user message of a "New chat" names the chat.
 
-        `tokens` are (text, origin) per kept token, `token_rounds` each token's index into `rounds` (-1: none);
-        `attachments` are files sent with a user message (app.store.attachments).
+        `tokens` are (text, origin) per kept token of the answer, `token_rounds` each token's index into `rounds`
+        (-1: none); `reasoning` is a reply's thinking, its tokens kept the same way; `attachments` are files sent
+        with a user message (app.store.attachments).
         """
         if role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
@@ -238,6 +248,7 @@ class ChatStore:
         draft_name = valid_text(draft_name) if draft_name is not None else None
         # Encode before the transaction: a bad token, round or stats value raises without touching the database.
         tokens_json = encode_provenance(StoredProvenance(tokens, token_rounds, rounds))
+        reasoning_text, reasoning_json = _encode_reasoning(reasoning, reasoning_tokens, reasoning_token_rounds, rounds)
         stats_json = _encode_stats(stats)
         attachments_json = encode_attachments(attachments)
         with self._write() as conn:
@@ -248,10 +259,11 @@ class ChatStore:
             cursor = conn.execute(
                 """
                 INSERT INTO messages (chat_id, role, content, created_at, stats, tokens, target_name, draft_name,
-                                      attachments)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                      attachments, reasoning, reasoning_tokens)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
-                (chat_id, role, content, now, stats_json, tokens_json, target_name, draft_name, attachments_json),
+                (chat_id, role, content, now, stats_json, tokens_json, target_name, draft_name, attachments_json,
+                 reasoning_text, reasoning_json),
             )
             message_id = cursor.lastrowid
             assert message_id is not None  # an INSERT's row id
@@ -270,6 +282,7 @@ class ChatStore:
             draft_name=draft_name,
             attachments=tuple(attachments),
             **_provenance_fields(decode_provenance(tokens_json)),
+            **_reasoning_fields(reasoning_text, reasoning_json, len(rounds or []), None),
         )
 
     def messages(self, chat_id: int, *, before_id: int | None = None, limit: int | None = None) -> list[Message]:
@@ -293,6 +306,15 @@ class ChatStore:
         return [(row["id"], row["role"], with_attachments(row["content"], _attachments(row)) if row["attachments"]
                  else row["content"]) for row in rows]
 
+    def reasoning_texts(self, chat_id: int) -> dict[int, str]:
+        """The thinking of the chat's replies that have some, by message id (what a prompt sends back with them)."""
+        with self._errors():
+            rows = self._conn.execute(
+                "SELECT id, reasoning FROM messages WHERE chat_id = ? AND reasoning IS NOT NULL AND reasoning != ''",
+                (chat_id,),
+            ).fetchall()
+        return {row["id"]: row["reasoning"] for row in rows}
+
     def get_message(self, message_id: int) -> Message | None:
         with self._errors():
             row = self._conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
@@ -313,16 +335,20 @@ class ChatStore:
 
     def update_reply(self, message_id: int, content: str, stats: GenerationStats | None = None,
                      tokens: list[tuple[str, str]] | None = None, token_rounds: list[int] | None = None,
-                     rounds: list[RoundRecord] | None = None) -> None:
-        """Replace a streaming reply's text, stats and provenance in one commit (saved while it streams). A
-        comparison with plain decoding is dropped: it compared the text being replaced."""
+                     rounds: list[RoundRecord] | None = None, reasoning: str = "",
+                     reasoning_tokens: list[tuple[str, str]] | None = None,
+                     reasoning_token_rounds: list[int] | None = None) -> None:
+        """Replace a streaming reply's text, thinking, stats and provenance in one commit (saved while it
+        streams). A comparison with plain decoding is dropped: it compared the text being replaced."""
         content = valid_text(content)
         tokens_json = encode_provenance(StoredProvenance(tokens, token_rounds, rounds))
+        reasoning_text, reasoning_json = _encode_reasoning(reasoning, reasoning_tokens, reasoning_token_rounds, rounds)
         stats_json = _encode_stats(stats)
         with self._write() as conn:
             updated = conn.execute(
-                "UPDATE messages SET content = ?, stats = ?, tokens = ? WHERE id = ?",
-                (content, stats_json, tokens_json, message_id),
+                "UPDATE messages SET content = ?, stats = ?, tokens = ?, reasoning = ?, reasoning_tokens = ? "
+                "WHERE id = ?",
+                (content, stats_json, tokens_json, reasoning_text, reasoning_json, message_id),
             ).rowcount
             if not updated:
                 raise NotFoundError(f"There is no message {message_id} to update (it may have been deleted).")
@@ -373,6 +399,25 @@ class ChatStore:
 def _provenance_fields(provenance: StoredProvenance) -> dict[str, Any]:
     return {"tokens": provenance.tokens, "token_rounds": provenance.token_rounds, "rounds": provenance.rounds,
             "comparison": provenance.comparison}
+
+
+def _encode_reasoning(reasoning: str, tokens: list[tuple[str, str]] | None, token_rounds: list[int] | None,
+                      rounds: list[RoundRecord] | None) -> tuple[str | None, str | None]:
+    """The `reasoning` and `reasoning_tokens` columns: NULL both for a reply that did not think. Raises
+    ValueError or TypeError on bad tokens, before anything is written."""
+    if not reasoning and not tokens:
+        return None, None
+    return valid_text(reasoning), encode_reasoning_tokens(tokens, token_rounds, len(rounds or []))
+
+
+def _reasoning_fields(text: str | None, encoded: str | None, round_count: int,
+                      message_id: int | None) -> dict[str, Any]:
+    try:
+        tokens, token_rounds = decode_reasoning_tokens(encoded, round_count)
+    except (ValueError, TypeError, KeyError):
+        log.warning("message %s: reasoning provenance unreadable, shown without it", message_id)
+        tokens, token_rounds = None, None
+    return {"reasoning": text or "", "reasoning_tokens": tokens, "reasoning_token_rounds": token_rounds}
 
 
 def _spelled_by(tokens_json: str) -> str | None:
@@ -430,6 +475,7 @@ def _message_from_row(row: sqlite3.Row) -> Message:
         draft_name=row["draft_name"],
         attachments=_attachments(row),
         **_provenance_fields(provenance),
+        **_reasoning_fields(row["reasoning"], row["reasoning_tokens"], len(provenance.rounds or []), row["id"]),
     )
 
 

@@ -97,8 +97,37 @@ def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE messages ADD COLUMN attachments TEXT")
 
 
+def _migrate_3_to_4(conn: sqlite3.Connection) -> None:
+    # A thinking model's reasoning, kept apart from the answer (`content`), and its per-token provenance in the
+    # same compact document as `tokens` (app.store.provenance_doc; its round indices point into that document's
+    # rounds). NULL for none: every message written before, and every reply of a model that does not think.
+    conn.execute("ALTER TABLE messages ADD COLUMN reasoning TEXT")
+    conn.execute("ALTER TABLE messages ADD COLUMN reasoning_tokens TEXT")
+    # Searched only when asked ("Include thinking"), so an index of its own: answers stay found by the one
+    # above, and a reply that does not think costs nothing here. A reply is saved many times while it streams and
+    # its reasoning stops changing once the answer starts, so the update trigger reindexes only when it changed.
+    conn.execute("CREATE VIRTUAL TABLE reasoning_search USING fts5(folded, tokenize = 'trigram')")
+    conn.execute(
+        "CREATE TRIGGER reasoning_search_insert AFTER INSERT ON messages "
+        "WHEN new.reasoning IS NOT NULL AND new.reasoning != '' BEGIN "
+        "INSERT INTO reasoning_search (rowid, folded) VALUES (new.id, specchat_fold(new.reasoning)); END"
+    )
+    conn.execute(
+        "CREATE TRIGGER reasoning_search_update AFTER UPDATE OF reasoning ON messages "
+        "WHEN old.reasoning IS NOT new.reasoning BEGIN "
+        "DELETE FROM reasoning_search WHERE rowid = old.id; "
+        "INSERT INTO reasoning_search (rowid, folded) SELECT new.id, specchat_fold(new.reasoning) "
+        "WHERE new.reasoning IS NOT NULL AND new.reasoning != ''; END"
+    )
+    conn.execute(
+        "CREATE TRIGGER reasoning_search_delete AFTER DELETE ON messages WHEN old.reasoning IS NOT NULL BEGIN "
+        "DELETE FROM reasoning_search WHERE rowid = old.id; END"
+    )
+
+
 # MIGRATIONS[n] takes a database from schema version n to n + 1. Append only; never edit a released step.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2, _migrate_2_to_3]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2, _migrate_2_to_3,
+                                                          _migrate_3_to_4]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -12,6 +12,9 @@ token or per round:
                 "own": [...], "own_text": [...], "reason": [...], "reasons": [...], "time_us": [...]},
      "comparison": {...}}                     the reply re-run without speculation, when it was
 
+A reply's reasoning (a thinking model's) has a document of its own in the `reasoning_tokens` column: "v", "texts",
+"sources" and "token_rounds" as above, the round indices pointing into the rounds of the answer's document.
+
 Every key but "v" may be absent. Version 1 documents (before n-gram copies and rounds were kept) hold "texts" and
 "sources" with "d" and "t" only; they read as they always did, "d" being a draft-model token. Plain decoding makes a
 round per token, so each reason is stored once in "reasons" and rounds refer to it by position, and round indices
@@ -57,22 +60,52 @@ def encode_provenance(provenance: StoredProvenance) -> str | None:
     if provenance.is_empty():
         return None
     document: dict[str, Any] = {"v": FORMAT}
-    tokens, token_rounds, rounds = provenance.tokens, provenance.token_rounds, provenance.rounds
-    if tokens is not None:
-        document["texts"], document["sources"] = _token_columns(tokens)
-    if token_rounds is not None:
-        if tokens is None or len(token_rounds) != len(tokens):
-            raise ValueError("token_rounds needs one round index per token")
-        limit = len(rounds) if rounds is not None else 0
-        if any(not _is_int(r) or not -1 <= r < limit for r in token_rounds):
-            raise ValueError("a token's round index must point into the reply's rounds (or be -1)")
-        document["token_rounds"] = _run_lengths(token_rounds)
+    rounds = provenance.rounds
+    document.update(_token_part(provenance.tokens, provenance.token_rounds, len(rounds) if rounds is not None else 0))
     if rounds is not None:
         document["rounds"] = _round_columns(rounds)
     if provenance.comparison is not None:
         if not isinstance(provenance.comparison, dict):
             raise TypeError(f"comparison must be a dict, not {type(provenance.comparison).__name__}")
         document["comparison"] = provenance.comparison
+    return _dumps(document)
+
+
+def encode_reasoning_tokens(tokens: list[tuple[str, str]] | None, token_rounds: list[int] | None,
+                            round_count: int) -> str | None:
+    """The document of a reply's reasoning (the `reasoning_tokens` column): its tokens kept as the answer's are,
+    each round index pointing into the rounds of the answer's document (`round_count` of them). None for none."""
+    if tokens is None:
+        return None
+    return _dumps({"v": FORMAT, **_token_part(tokens, token_rounds, round_count)})
+
+
+def decode_reasoning_tokens(encoded: str | None,
+                            round_count: int) -> tuple[list[tuple[str, str]] | None, list[int] | None]:
+    """(tokens, token_rounds) of a reasoning document. Raises ValueError, TypeError or KeyError when damaged."""
+    if encoded is None:
+        return None, None
+    document = json.loads(encoded)
+    if not isinstance(document, dict):
+        raise ValueError("reasoning provenance is damaged: not a JSON object")
+    tokens = _tokens_from(document)
+    return tokens, _token_rounds_from(document, tokens, round_count)
+
+
+def _token_part(tokens: list[tuple[str, str]] | None, token_rounds: list[int] | None, limit: int) -> dict[str, Any]:
+    part: dict[str, Any] = {}
+    if tokens is not None:
+        part["texts"], part["sources"] = _token_columns(tokens)
+    if token_rounds is not None:
+        if tokens is None or len(token_rounds) != len(tokens):
+            raise ValueError("token_rounds needs one round index per token")
+        if any(not _is_int(r) or not -1 <= r < limit for r in token_rounds):
+            raise ValueError("a token's round index must point into the reply's rounds (or be -1)")
+        part["token_rounds"] = _run_lengths(token_rounds)
+    return part
+
+
+def _dumps(document: dict[str, Any]) -> str:
     encoded = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
     try:
         encoded.encode("utf-8")
@@ -90,28 +123,37 @@ def decode_provenance(encoded: str | None) -> StoredProvenance:
     if not isinstance(document, dict):
         raise ValueError("token provenance is damaged: not a JSON object")
     provenance = StoredProvenance()
-    if "texts" in document:
-        texts, codes = document["texts"], document["sources"]
-        if not isinstance(texts, list) or not isinstance(codes, str) or len(texts) != len(codes):
-            raise ValueError("token provenance is damaged: texts and sources differ in length")
-        if not all(isinstance(text, str) for text in texts):
-            raise ValueError("token provenance is damaged: a token text is not a string")
-        provenance.tokens = [(text, _CODE_TO_ORIGIN[code]) for text, code in zip(texts, codes)]
+    provenance.tokens = _tokens_from(document)
     if "rounds" in document:
         provenance.rounds = _rounds_from_columns(document["rounds"])
-    if "token_rounds" in document:
-        token_rounds = _from_run_lengths(document["token_rounds"])
-        limit = len(provenance.rounds or [])
-        if provenance.tokens is None or len(token_rounds) != len(provenance.tokens):
-            raise ValueError("token provenance is damaged: round indices do not match the tokens")
-        if any(not -1 <= r < limit for r in token_rounds):
-            raise ValueError("token provenance is damaged: a round index points past the rounds")
-        provenance.token_rounds = token_rounds
+    provenance.token_rounds = _token_rounds_from(document, provenance.tokens, len(provenance.rounds or []))
     if "comparison" in document:
         if not isinstance(document["comparison"], dict):
             raise ValueError("token provenance is damaged: the comparison is not an object")
         provenance.comparison = document["comparison"]
     return provenance
+
+
+def _tokens_from(document: dict[str, Any]) -> list[tuple[str, str]] | None:
+    if "texts" not in document:
+        return None
+    texts, codes = document["texts"], document["sources"]
+    if not isinstance(texts, list) or not isinstance(codes, str) or len(texts) != len(codes):
+        raise ValueError("token provenance is damaged: texts and sources differ in length")
+    if not all(isinstance(text, str) for text in texts):
+        raise ValueError("token provenance is damaged: a token text is not a string")
+    return [(text, _CODE_TO_ORIGIN[code]) for text, code in zip(texts, codes)]
+
+
+def _token_rounds_from(document: dict[str, Any], tokens: list[tuple[str, str]] | None, limit: int) -> list[int] | None:
+    if "token_rounds" not in document:
+        return None
+    token_rounds = _from_run_lengths(document["token_rounds"])
+    if tokens is None or len(token_rounds) != len(tokens):
+        raise ValueError("token provenance is damaged: round indices do not match the tokens")
+    if any(not -1 <= r < limit for r in token_rounds):
+        raise ValueError("token provenance is damaged: a round index points past the rounds")
+    return token_rounds
 
 
 def encode_tokens(tokens: Iterable[tuple[str, str]] | None) -> str | None:

@@ -23,6 +23,7 @@ AUTO_TITLE_LENGTH = 40
 
 
 _OLD_NGRAM_DRAFT_PATH = "ngram"
+REASONING_EFFORTS = ("", "low", "medium", "high")  # app.engine.config.ReasoningEffort
 
 
 @dataclass
@@ -44,6 +45,11 @@ class ChatSettings:
     target_path: str | None = None
     draft_path: str | None = None  # a draft model file
     draft_ngram: bool = False  # draft by n-gram lookup of earlier text instead of a draft model
+    # Thinking (GenerationConfig.thinking, .reasoning_effort, .thinking_budget): None, "" and 0 leave it to the
+    # model's template; the template reads the first two where it has them (enable_thinking, reasoning_effort).
+    thinking: bool | None = None
+    reasoning_effort: str = ""  # "", "low", "medium" or "high"
+    thinking_budget: int = 0  # the most thinking tokens before its end marker is written for it; 0: no limit
 
     def to_dict(self) -> dict[str, Any]:
         return _fields.to_dict(self)
@@ -54,6 +60,12 @@ class ChatSettings:
             # Before draft_ngram existed, n-gram drafting was stored as this draft path.
             data = {**data, "draft_path": None, "draft_ngram": True}
         settings, rejected = _fields.from_dict(cls, data)
+        if settings.reasoning_effort not in REASONING_EFFORTS:
+            settings.reasoning_effort = ""
+            rejected.append("reasoning_effort")
+        if settings.thinking_budget < 0:
+            settings.thinking_budget = 0
+            rejected.append("thinking_budget")
         if rejected:
             log.warning("chat settings: ignored bad values for %s", ", ".join(rejected))
         return settings
@@ -74,7 +86,7 @@ class Chat:
 class Message:
     """A snapshot of one message.
 
-    `tokens` is the reply's per-token provenance, [(text, "target" | "draft" | "ngram" | "history"), ...], or None
+    `tokens` is the answer's per-token provenance, [(text, "target" | "draft" | "ngram" | "history"), ...], or None
     when there is none (user and system messages, or an assistant reply whose text was edited afterwards). `stats`
     is the GenerationStats of the generation that produced it (stored as JSON, read back field by field).
     """
@@ -92,6 +104,11 @@ class Message:
     rounds: list[RoundRecord] | None = None  # None for replies saved before rounds were kept
     comparison: dict | None = None  # the reply re-run without speculation (Compare with plain), when it was
     attachments: tuple[Attachment, ...] = ()  # files attached to a user message, sent after its text
+    # A thinking model's reasoning before its answer ("" for none), without its markers, and its tokens as
+    # `tokens` holds the answer's (marker tokens carry ""); their round indices point into `rounds` too.
+    reasoning: str = ""
+    reasoning_tokens: list[tuple[str, str]] | None = None
+    reasoning_token_rounds: list[int] | None = None
 
 
 def auto_title(text: str, limit: int = AUTO_TITLE_LENGTH) -> str:

@@ -19,7 +19,7 @@ RECOVERED_TITLE = "Recovered messages"
 _CHAT_COLUMNS = ("id", "title", "created_at", "updated_at", "settings")
 _MESSAGE_COLUMNS = ("id", "chat_id", "role", "content", "created_at", "stats", "tokens", "target_name", "draft_name")
 # Columns added by later schema versions: copied when the damaged file has them.
-_LATER_MESSAGE_COLUMNS = ("attachments",)
+_LATER_MESSAGE_COLUMNS = ("attachments", "reasoning", "reasoning_tokens")
 
 
 @dataclass(frozen=True)

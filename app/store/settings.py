@@ -68,6 +68,11 @@ class AppSettings:
     # How chats are formatted for each model file without a chat template of its own, by path: "raw", "chatml" or
     # "template:" and a template file's path (app.ui.chat.chat_format_choice).
     chat_formats: dict[str, str] = field(default_factory=dict)
+    # Where each model file's thinking starts and ends, when the user set it (LM Studio's start/end strings), by
+    # path: [start, end]. Without one, the template's markers, else <think>...</think> (app.engine.reasoning).
+    reasoning_markers: dict[str, list[str]] = field(default_factory=dict)
+    # A reply's Thinking section stays open when its answer starts (it folds otherwise).
+    keep_thinking_open: bool = False
     # Why the file could not be used as it was, in words for the user; None when it loaded cleanly.
     load_warning: str | None = field(default=None, compare=False, repr=False)
 
@@ -117,6 +122,11 @@ def load_settings(path: Path | None = None) -> AppSettings:
     if formats != settings.chat_formats:
         settings.chat_formats = formats
         rejected.append("chat_formats")
+    markers = {k: list(v) for k, v in settings.reasoning_markers.items() if isinstance(k, str) and isinstance(v, list)
+               and len(v) == 2 and all(isinstance(m, str) and m for m in v)}
+    if markers != settings.reasoning_markers:
+        settings.reasoning_markers = markers
+        rejected.append("reasoning_markers")
     folders = [folder for folder in settings.model_folders if _usable_path(folder)]
     if folders != settings.model_folders:
         settings.model_folders = folders

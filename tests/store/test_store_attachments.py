@@ -8,6 +8,7 @@ import sqlite3
 import pytest
 
 from app.store import SCHEMA_VERSION, ChatStore, salvage_database
+from tests.support.old_schema import take_back
 from app.store.attachments import (
     MAX_ATTACHMENT_BYTES,
     MAX_MESSAGE_ATTACHMENT_BYTES,
@@ -73,17 +74,13 @@ def test_a_version_2_database_is_migrated_and_keeps_its_messages(tmp_path):
     with ChatStore(path) as store:
         chat = store.create_chat("Old")
         store.add_message(chat.id, "user", "written before attachments")
-    conn = sqlite3.connect(path)  # back to schema version 2, as the previous SpecChat wrote it
-    conn.execute("ALTER TABLE messages DROP COLUMN attachments")
-    conn.execute("PRAGMA user_version = 2")
-    conn.commit()
-    conn.close()
+    take_back(path, 2)  # schema version 2, as the SpecChat before attachments wrote it
     with ChatStore(path) as store:
         [message] = store.messages(chat.id)
         assert message.content == "written before attachments" and message.attachments == ()
         store.add_message(chat.id, "user", "and after", attachments=[Attachment("a.txt", "A")])
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     conn.close()
 
 

@@ -6,6 +6,7 @@ import sqlite3
 
 from app.engine.events import GenerationStats
 from app.store import ChatStore
+from tests.support.old_schema import take_back
 
 
 def _titles(store: ChatStore, query: str) -> set[str]:
@@ -49,14 +50,6 @@ def test_an_older_database_gets_its_index_built_when_opened(tmp_path):
     with ChatStore(path) as store:
         chat = store.create_chat("Old")
         store.add_message(chat.id, "user", "remember the lighthouse")
-    # Take it back to schema version 1, as the previous SpecChat wrote it.
-    conn = sqlite3.connect(path)
-    for trigger in ("message_search_insert", "message_search_update", "message_search_delete"):
-        conn.execute(f"DROP TRIGGER {trigger}")
-    conn.execute("DROP TABLE message_search")
-    conn.execute("ALTER TABLE messages DROP COLUMN attachments")  # added by schema version 3
-    conn.execute("PRAGMA user_version = 1")
-    conn.commit()
-    conn.close()
+    take_back(path, 1)  # schema version 1, as the SpecChat before search wrote it
     with ChatStore(path) as store:
         assert _titles(store, "lighthouse") == {"Old"}

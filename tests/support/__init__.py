@@ -3,5 +3,6 @@
 - acceptance.py: how often a draft's greedy pick equals the target's (llama_cpp's high-level API).
 - processes.py: Ctrl-C sent to a child process, with a deadline, the child never left behind.
 - threads.py: the SpecChat threads a test left running, each given a deadline to end.
+- old_schema.py: A chat database taken back to an older schema version, to test its migration.
 - malformed_models.py: Damaged GGUF files, each broken in one way that makes llama.cpp refuse it or abort, for tests of the refusals.
 """

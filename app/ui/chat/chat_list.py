@@ -9,6 +9,7 @@ from PySide6.QtCore import QAbstractListModel, QModelIndex, QPoint, Qt, QTimer, 
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QCheckBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -143,8 +144,8 @@ class ChatSidebar(QWidget):
     """The user asked to delete this chat (the owner confirms)."""
     sig_export_requested = Signal(int)
     """(chat_id): the user asked to export this chat to a file."""
-    sig_search_changed = Signal(str)
-    """The search text changed (debounced)."""
+    sig_search_changed = Signal(str, bool)
+    """(text, include_thinking): the search text (debounced) or whether replies' thinking is searched changed."""
     sig_library_requested = Signal()
     """The user asked to see the model library."""
     sig_get_models_requested = Signal()
@@ -178,9 +179,17 @@ class ChatSidebar(QWidget):
         self._search_timer = QTimer(self)
         self._search_timer.setSingleShot(True)
         self._search_timer.setInterval(150)
-        self._search_timer.timeout.connect(lambda: self.sig_search_changed.emit(self.search.text()))
+        self._search_timer.timeout.connect(self._emit_search)
         self.search.textChanged.connect(self._search_timer.start)
         layout.addWidget(self.search)
+        # Answers are what a chat is found by; a thinking model's reasoning repeats the question and wanders, so it
+        # is searched only when asked. Shown while there is something to search for.
+        self.include_thinking = QCheckBox("Include thinking")
+        self.include_thinking.setToolTip("Also find chats by what thinking models wrote before they answered")
+        self.include_thinking.toggled.connect(self._emit_search)
+        self.include_thinking.hide()
+        self.search.textChanged.connect(lambda text: self.include_thinking.setVisible(bool(text.strip())))
+        layout.addWidget(self.include_thinking)
 
         self.list_view = QListView()
         self.list_view.setModel(model)
@@ -226,6 +235,9 @@ class ChatSidebar(QWidget):
             footer.addWidget(button, 0, Qt.AlignmentFlag.AlignLeft)
         layout.addLayout(footer)
         self._update_empty()
+
+    def _emit_search(self) -> None:
+        self.sig_search_changed.emit(self.search.text(), self.include_thinking.isChecked())
 
     def select_chat(self, chat_id: Optional[int]) -> None:
         """Highlight the chat without emitting sig_chat_selected."""

@@ -29,12 +29,15 @@ class ChatListController(QObject):
         self._store = store
         self._model = model
         self._query = ""
+        self._include_reasoning = False
         self._searcher: Optional[ChatStore] = None  # the search thread's own connection
         self._background = Background("search", self, keep_thread=True)
 
-    def search(self, query: str) -> None:
-        """Show the chats matching `query` ("" for all) once found; a newer search supersedes this one."""
+    def search(self, query: str, include_reasoning: bool = False) -> None:
+        """Show the chats matching `query` ("" for all) once found, in answers and, with `include_reasoning`, in
+        replies' thinking; a newer search supersedes this one."""
         self._query = query.strip()
+        self._include_reasoning = include_reasoning
         self.refresh()
 
     def refresh(self, changed_chat: Optional[int] = None) -> None:
@@ -47,19 +50,19 @@ class ChatListController(QObject):
                 else:
                     self._model.show_chat(changed_chat, self._store.get_chat(changed_chat))
             else:
-                query = self._query
-                self._background.run(lambda: self._find(query), self._on_found)
+                query, include_reasoning = self._query, self._include_reasoning
+                self._background.run(lambda: self._find(query, include_reasoning), self._on_found)
                 return
         except StoreError as exc:
             self.sig_error.emit(str(exc))
             return
         self.sig_listed.emit()
 
-    def _find(self, query: str) -> object:  # the search thread
+    def _find(self, query: str, include_reasoning: bool) -> object:  # the search thread
         try:
             if self._searcher is None:
                 self._searcher = ChatStore(self._store.path, check_pages=False)
-            return self._searcher.list_chats(query)
+            return self._searcher.list_chats(query, include_reasoning=include_reasoning)
         except StoreError as exc:
             return exc
 

@@ -10,15 +10,23 @@ from app.store import ChatStore
 def prompt_messages(store: ChatStore, chat_id: Optional[int], system_prompt: str, until_id: Optional[int] = None,
                     before_id: Optional[int] = None) -> list[dict]:
     """The chat as the engine reads it; with `until_id`, only up to and including that message; with `before_id`,
-    only the messages before that one."""
+    only the messages before that one.
+
+    A reply's thinking goes with it as `reasoning_content` (the name llama-server and the OpenAI-compatible servers
+    use), never inside `content`: whether the model reads it again is its chat template's rule (most drop earlier
+    turns' thinking; some keep the turns after the last question), which the engine applies."""
     messages = [{"role": "system", "content": system_prompt}] if system_prompt.strip() else []
     if chat_id is None:
         return messages
+    reasoning = store.reasoning_texts(chat_id)
     for message_id, role, content in store.message_texts(chat_id):
         if before_id is not None and message_id >= before_id:
             break
         if role in ("user", "assistant"):
-            messages.append({"role": role, "content": content})
+            message = {"role": role, "content": content}
+            if role == "assistant" and message_id in reasoning:
+                message["reasoning_content"] = reasoning[message_id]
+            messages.append(message)
         if until_id is not None and message_id == until_id:
             break
     return messages

@@ -35,6 +35,11 @@ class ReplySave:
     result: Optional[tuple[Optional[Message], float]] = None
     error: Optional[BaseException] = None
     delivered: bool = False
+    # The reply's thinking, without markers, and its tokens (their round indices point into `rounds`); "" and
+    # None for a reply that did not think.
+    reasoning: str = ""
+    reasoning_tokens: Optional[list[tuple[str, str]]] = None
+    reasoning_token_rounds: Optional[list[int]] = None
 
 
 @dataclass

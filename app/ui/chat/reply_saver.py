@@ -114,7 +114,9 @@ class ReplySaver(QObject):
             self._store = ChatStore(self._path, check_pages=False)
         store = self._store
         message_id = self._ids.get(job.request_id, job.message_id)
-        provenance = {"tokens": job.tokens, "token_rounds": job.token_rounds, "rounds": job.rounds}
+        provenance = {"tokens": job.tokens, "token_rounds": job.token_rounds, "rounds": job.rounds,
+                      "reasoning": job.reasoning, "reasoning_tokens": job.reasoning_tokens,
+                      "reasoning_token_rounds": job.reasoning_token_rounds}
         try:
             if message_id is None:
                 stored = store.add_message(job.chat_id, "assistant", job.content, stats=job.stats,

@@ -5,14 +5,15 @@ dialog, and the generation settings a request is sent with. GUI thread only.
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
+from typing import Optional, cast
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QDialog
 
-from app.engine.config import DrafterChoice, GenerationConfig
+from app.engine.config import DrafterChoice, GenerationConfig, ReasoningEffort
 from app.store import ChatSettings, ChatStore, StoreError
 from app.ui.chat.conversation import Conversation
+from app.ui.models.model_thinking import ModelThinking
 from app.ui.models.library_model import NGRAM_KEY
 from app.ui.settings.dialog import ChatSettingsDialog
 
@@ -25,10 +26,12 @@ class ChatSettingsBinding(QObject):
     sig_changed = Signal(object)
     """(ChatSettings): the open chat's settings (or the new chat's) were changed."""
 
-    def __init__(self, store: ChatStore, conversation: Conversation, parent=None):
+    def __init__(self, store: ChatStore, conversation: Conversation, parent=None,
+                 model_thinking: Optional[ModelThinking] = None):
         super().__init__(parent)
         self.store = store
         self.conversation = conversation
+        self.model_thinking = model_thinking  # the chat's model's thinking switches and markers (None: not known)
         self._pending = ChatSettings()  # a new chat's settings, until its first message creates it
 
     def current(self) -> ChatSettings:
@@ -70,15 +73,26 @@ class ChatSettingsBinding(QObject):
 
     def edit(self) -> None:
         """The chat settings dialog (over the parent window); OK stores what it shows."""
-        dialog = ChatSettingsDialog(self.current(), self.parent())
+        path = self.current().target_path
+        switches = self.model_thinking.switches(path) if self.model_thinking is not None else None
+        dialog = ChatSettingsDialog(self.current(), self.parent(), switches)
         if dialog.exec() == QDialog.DialogCode.Accepted:
             new = dialog.settings()
             self.update(**{f.name: getattr(new, f.name) for f in dataclasses.fields(new)})
+            if self.model_thinking is not None:
+                self.model_thinking.set_markers(path, dialog.markers())
 
     def generation_config(self, speculative: bool, drafter: DrafterChoice) -> GenerationConfig:
         s = self.current()
+        markers = self.model_thinking.markers(s.target_path) if self.model_thinking is not None else ()
         return GenerationConfig(max_tokens=s.max_tokens, temperature=s.temperature, top_k=s.top_k, top_p=s.top_p,
-                                seed=s.seed, speculative=speculative, drafter=drafter, draft_max=s.draft_max)
+                                seed=s.seed, speculative=speculative, drafter=drafter, draft_max=s.draft_max,
+                                thinking=s.thinking, reasoning_effort=_effort(s.reasoning_effort),
+                                thinking_budget=s.thinking_budget, reasoning_markers=markers)
+
+
+def _effort(value: str) -> ReasoningEffort:
+    return cast(ReasoningEffort, value if value in ("low", "medium", "high") else "")
 
 
 def draft_fields(draft_key: str) -> dict:

@@ -32,6 +32,7 @@ from app.ui.widgets.layouts import button_row
 from app.ui.settings.pages import SettingsPages, fitted_size, hint
 from app.ui.settings.api_server_page import ApiServerChoice, ApiServerPage
 from app.ui.settings.remote_settings import RemoteSettingsSection
+from app.ui.settings.thinking_group import TemplateSwitches, ThinkingGroup
 from app.ui.widgets.themes import THEME_CHOICES, THEME_LABELS
 
 
@@ -48,7 +49,7 @@ class ChatSettingsDialog(QDialog):
             box.setEnabled(sampling)
             box.setToolTip(tip or what)
 
-    def __init__(self, settings: ChatSettings, parent=None):
+    def __init__(self, settings: ChatSettings, parent=None, switches: TemplateSwitches | None = None):
         super().__init__(parent)
         self.setWindowTitle("Chat settings")
         self.setMinimumWidth(460)
@@ -109,15 +110,25 @@ class ChatSettingsDialog(QDialog):
         )
         form.addRow("Draft max tokens", self.draft_max)
         layout.addLayout(form)
+        self.thinking = ThinkingGroup(settings, switches or TemplateSwitches())
+        layout.addWidget(self.thinking)
         layout.addWidget(hint("Changes apply from the next message. Models are not reloaded."))
 
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self.accept)
+        buttons.accepted.connect(self._accept)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
 
+    def _accept(self) -> None:
+        if not self.thinking.check():
+            self.accept()
+
+    def markers(self) -> tuple[str, ...]:
+        """The thinking markers set for the chat's model file ((): its template's own)."""
+        return self.thinking.markers()
+
     def settings(self) -> ChatSettings:
-        return dataclasses.replace(
+        return self.thinking.apply(dataclasses.replace(
             self._original,
             system_prompt=self.system_prompt.toPlainText().strip(),
             temperature=round(self.temperature.value(), 2),
@@ -126,7 +137,7 @@ class ChatSettingsDialog(QDialog):
             seed=None if self.seed.value() < 0 else self.seed.value(),
             max_tokens=self.max_tokens.value(),
             draft_max=self.draft_max.value() or None,
-        )
+        ))
 
 
 class GpuLayersSpinBox(QSpinBox):
@@ -221,8 +232,13 @@ class AppSettingsDialog(QDialog):
         self.theme.setCurrentIndex(max(0, self.theme.findData(settings.theme)))
         appearance = QFormLayout()
         appearance.addRow("Theme", self.theme)
+        self.keep_thinking_open = QCheckBox("Keep a reply's thinking open when its answer starts")
+        self.keep_thinking_open.setChecked(settings.keep_thinking_open)
+        self.keep_thinking_open.setToolTip("A thinking model's Thinking section folds when the answer starts; "
+                                           "checked, it stays open")
         self.pages.add_page("Appearance", appearance,
-                            hint("System follows your desktop's light or dark setting, and switches when it does."))
+                            hint("System follows your desktop's light or dark setting, and switches when it does."),
+                            self.keep_thinking_open)
 
         database = QLabel(str(paths.database_path()))
         database.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -284,6 +300,7 @@ class AppSettingsDialog(QDialog):
             servers=self.remote.server_urls(),
             rpc_workers=self.remote.rpc_workers(),
             theme=self.theme.currentData(),
+            keep_thinking_open=self.keep_thinking_open.isChecked(),
             api_server=self.api_page.choice().enabled,
             api_host=self.api_page.choice().host,
             api_port=self.api_page.choice().port,

@@ -24,6 +24,7 @@ from app.ui.models import server_models
 from app.ui.chat import chat_format_choice, chat_header, speculate_anyway
 from app.ui.chat.chat_list import ChatListModel, ChatSidebar
 from app.ui.chat.chat_list_controller import ChatListController
+from app.ui.models.model_thinking import ModelThinking
 from app.ui.chat.settings_binding import ChatSettingsBinding
 from app.ui.transcript.chat_view import ChatView
 from app.ui.chat.composer import Composer
@@ -68,7 +69,8 @@ class MainWindow(MessageCommands, QMainWindow):
         self.model_bar = ModelBar(self.library, self.drafts)
         self.chat_view = ChatView()
         self.conversation = Conversation(self.store, self.engine_process, self.chat_view, self)
-        self.chat_settings = ChatSettingsBinding(self.store, self.conversation, self)
+        self.model_thinking = ModelThinking(self)  # the chat model's thinking switches, and its markers per file
+        self.chat_settings = ChatSettingsBinding(self.store, self.conversation, self, self.model_thinking)
         self.library_ctl = LibraryController(self.library, self.model_bar, lambda: self.settings, self)
         self.session = ModelSession(self.library, self.drafts, self.model_bar, self.engine_process,
                                     self.library_ctl.thread, self._load_settings(), self.settings.last_draft, self)
