@@ -147,3 +147,11 @@ def test_split_reply_over_a_servers_events():
     events.append(FinishedEvent(0, "", GenerationStats()))
     finished = list(split_reply(events, ReplySplitter()))[-1]
     assert isinstance(finished, FinishedEvent) and (finished.reasoning, finished.text) == ("ok", "fine")
+
+
+def test_the_reply_as_written_is_kept_whatever_the_format():
+    for split in (True, False):
+        splitter = ReplySplitter(split=split)
+        for i, text in enumerate(["<think>", "a", "</think>", "b"]):
+            splitter.feed(TokenEvent(0, i, i, text, "target"))
+        assert splitter.raw_text == "<think>a</think>b"

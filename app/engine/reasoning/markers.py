@@ -85,3 +85,16 @@ def reply_start(prompt: str, markers: Sequence[MarkerSet]) -> ReplyStart:
         if tail.endswith(family.start):
             return "reasoning"
     return "opening"
+
+
+def continued_start(prompt: str, partial: str, markers: Sequence[MarkerSet]) -> ReplyStart:
+    """Where the continuation of a stopped reply starts: inside its thinking when `partial` (the reply so far,
+    after the generation `prompt`) opened one and did not close it, else in its answer."""
+    opened = reply_start(prompt, markers) == "reasoning"
+    text = partial.lstrip()
+    if not text:
+        return reply_start(prompt, markers)
+    for family in markers:
+        if opened or text.startswith(family.start):
+            return "answer" if family.end in text else "reasoning"
+    return "answer"

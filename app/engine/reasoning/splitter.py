@@ -28,14 +28,15 @@ class ReplySplitter:
     """Splits one reply. Feed it the reply's events in order, from the thread that reads them."""
 
     def __init__(self, markers: Sequence[MarkerSet] = (THINK,), start: ReplyStart = "opening", *,
-                 split: bool = True, clock: Callable[[], float] = time.perf_counter):
+                 split: bool = True, continued: bool = False, clock: Callable[[], float] = time.perf_counter):
         """`split` False (reasoning_format "none") passes every event through as it is: the thinking stays in
-        the answer's text, markers and all."""
+        the answer's text, markers and all. `continued`: the reply goes on from a partial one, so its first text
+        continues the part it starts in as it is (no blank lines of a marker to leave out)."""
         self._markers = tuple(markers) or (THINK,)
         self._split = split
         self._family: MarkerSet = self._markers[0]
         self._mode: _Mode = start if split else "answer"
-        self._fresh = start == "reasoning"  # the thinking's leading blank lines are the marker's
+        self._fresh = start == "reasoning" and not continued  # the thinking's leading blank lines are the marker's
         self._held = ""  # text not yet given to a part
         self._special: list[tuple[int, int]] = []  # spans of _held that are special tokens' names, never shown
         self._waiting: list[EngineEvent] = []  # events held while the reply's opening is undecided
@@ -76,8 +77,11 @@ class ReplySplitter:
         """The events to pass on for `event`. `special`: a special token's name, for a token whose text is ""
         because it never shows (a marker may be made of such tokens)."""
         if not self._split:
+            if isinstance(event, TokenEvent):
+                self._raw.append(event.text)
             return [event]
         if isinstance(event, TokenEvent):
+            self._raw.append(event.text)
             return self._token(event, special)
         if isinstance(event, FinishedEvent):
             return self._finish(event)
@@ -87,7 +91,6 @@ class ReplySplitter:
         return [self._mark(event)]
 
     def _token(self, event: TokenEvent, special: str) -> list[EngineEvent]:
-        self._raw.append(event.text)
         if self._first_at is None and event.token_id >= 0:
             self._first_at = self._clock()
         start = len(self._held)
