@@ -155,3 +155,12 @@ def test_the_reply_as_written_is_kept_whatever_the_format():
         for i, text in enumerate(["<think>", "a", "</think>", "b"]):
             splitter.feed(TokenEvent(0, i, i, text, "target"))
         assert splitter.raw_text == "<think>a</think>b"
+
+
+def test_a_servers_reasoning_and_its_tokens_without_ids_are_counted():
+    events = [TokenEvent(0, 0, -1, "Thinking", "target", part="reasoning"),
+              TokenEvent(0, 1, -1, " more", "draft", part="reasoning"),
+              TokenEvent(0, 2, -1, "Answer", "target"), FinishedEvent(0, "", GenerationStats())]
+    finished = list(split_reply(events))[-1]
+    assert isinstance(finished, FinishedEvent)
+    assert (finished.reasoning, finished.text, finished.stats.reasoning_tokens) == ("Thinking more", "Answer", 2)

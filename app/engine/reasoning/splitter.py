@@ -28,10 +28,14 @@ class ReplySplitter:
     """Splits one reply. Feed it the reply's events in order, from the thread that reads them."""
 
     def __init__(self, markers: Sequence[MarkerSet] = (THINK,), start: ReplyStart = "opening", *,
-                 split: bool = True, continued: bool = False, clock: Callable[[], float] = time.perf_counter):
+                 split: bool = True, continued: bool = False, ids: bool = True,
+                 clock: Callable[[], float] = time.perf_counter):
         """`split` False (reasoning_format "none") passes every event through as it is: the thinking stays in
         the answer's text, markers and all. `continued`: the reply goes on from a partial one, so its first text
-        continues the part it starts in as it is (no blank lines of a marker to leave out)."""
+        continues the part it starts in as it is (no blank lines of a marker to leave out). `ids` False: the
+        tokens come without ids (a server's), so every event fed counts as a token, not only those with one.
+        Events fed already marked "reasoning" (a server that split the reply itself) pass as they are."""
+        self._ids = ids
         self._markers = tuple(markers) or (THINK,)
         self._split = split
         self._family: MarkerSet = self._markers[0]
@@ -82,6 +86,8 @@ class ReplySplitter:
             return [event]
         if isinstance(event, TokenEvent):
             self._raw.append(event.text)
+            if event.part == "reasoning":
+                return [self._mark(event, token=True)]
             return self._token(event, special)
         if isinstance(event, FinishedEvent):
             return self._finish(event)
@@ -91,7 +97,7 @@ class ReplySplitter:
         return [self._mark(event)]
 
     def _token(self, event: TokenEvent, special: str) -> list[EngineEvent]:
-        if self._first_at is None and event.token_id >= 0:
+        if self._first_at is None and self._is_token(event):
             self._first_at = self._clock()
         start = len(self._held)
         self._held += special if special and not event.text else event.text
@@ -209,25 +215,29 @@ class ReplySplitter:
         out: list[EngineEvent] = []
         for waiting in self._waiting:
             out.append(self._mark(dataclasses.replace(waiting, text="", part=default)
-                                  if isinstance(waiting, TokenEvent) else waiting))
+                                  if isinstance(waiting, TokenEvent) else waiting, token=True))
         self._waiting, self._marker_seen, self._waiting_since = [], False, "opening"
         first = merged[0] if merged else (default, "")
         if not tail_only or first[1]:
-            out.append(self._mark(dataclasses.replace(event, text=first[1], part=first[0])))
+            out.append(self._mark(dataclasses.replace(event, text=first[1], part=first[0]), token=not tail_only))
         for part, text in merged[1:]:
             out.append(self._mark(TokenEvent(event.request_id, event.index, -1, text, "target", part=part)))
         return out
 
-    def _mark(self, event: EngineEvent) -> EngineEvent:
+    def _is_token(self, event: TokenEvent) -> bool:
+        return event.token_id >= 0 or not self._ids
+
+    def _mark(self, event: EngineEvent, token: bool = False) -> EngineEvent:
         """Count an event out: its text to its part, its round's drafts to the part of the round's first token."""
         if isinstance(event, RoundEvent):
             self._rounds[event.index] = (event.drafted, event.accepted)
             return event
-        assert isinstance(event, TokenEvent)
+        if not isinstance(event, TokenEvent):
+            return event
         (self._reasoning if event.part == "reasoning" else self._answer).append(event.text)
         if event.part == "answer" and event.text and self._answer_at is None:
             self._answer_at = self._clock()
-        if event.part == "reasoning" and event.token_id >= 0:
+        if event.part == "reasoning" and token and self._is_token(event):
             self.reasoning_tokens += 1
         drafted, accepted = self._rounds.pop(event.round, (0, 0))
         if event.part == "reasoning":
@@ -273,8 +283,10 @@ def _held_from(text: str, marker: str) -> int:
     return at
 
 
-def split_reply(events: Iterable[EngineEvent], splitter: ReplySplitter) -> Iterator[EngineEvent]:
+def split_reply(events: Iterable[EngineEvent], splitter: Optional[ReplySplitter] = None) -> Iterator[EngineEvent]:
     """A reply's events with each token's part told (FinishedEvent's text, reasoning and thinking stats set): for
-    an engine whose tokens come as text, e.g. a server's."""
+    an engine whose tokens come as text, e.g. a server's (by default `<think>` at a reply's start, every event a
+    token). Events the server already marked as reasoning (its reasoning_content) pass as they are."""
+    splitter = splitter if splitter is not None else ReplySplitter(ids=False)
     for event in events:
         yield from splitter.feed(event)
