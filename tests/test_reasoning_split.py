@@ -164,3 +164,17 @@ def test_a_servers_reasoning_and_its_tokens_without_ids_are_counted():
     finished = list(split_reply(events))[-1]
     assert isinstance(finished, FinishedEvent)
     assert (finished.reasoning, finished.text, finished.stats.reasoning_tokens) == ("Thinking more", "Answer", 2)
+
+
+def test_a_continued_reply_goes_on_in_the_part_it_stopped_in():
+    from app.engine.reasoning.markers import continued_start
+
+    prompt = "<|im_start|>assistant\n"
+    assert continued_start(prompt, "<think>\nhalf a thought", (THINK,)) == "reasoning"
+    assert continued_start(prompt, "<think>\ndone</think>\nThe ans", (THINK,)) == "answer"
+    assert continued_start(prompt, "Plain answer so", (THINK,)) == "answer"
+    assert continued_start(prompt + "<think>\n", "still thinking", (THINK,)) == "reasoning"
+    splitter = ReplySplitter((THINK,), "reasoning", continued=True)
+    out = splitter.feed(TokenEvent(0, 0, 1, " more", "target")) + splitter.feed(
+        FinishedEvent(0, "", GenerationStats()))
+    assert isinstance(out[-1], FinishedEvent) and out[-1].reasoning == " more"
