@@ -225,3 +225,24 @@ def test_a_reference_that_fails_keeps_what_was_measured_before_it_and_says_why(t
     captured = capsys.readouterr()
     assert "llama.cpp reference failed" in captured.err and "out of memory" in captured.err
     assert "llama.cpp ngram k=3" in captured.out and "llama.cpp ngram-mod" not in captured.out
+
+
+def test_the_report_splits_thinking_and_answer_where_replies_think(capsys):
+    from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent
+
+    plain, auto = ModeResult(tokens_per_second=[10.0]), ModeResult(tokens_per_second=[15.0])
+    # One reply: a round of the draft model in the thinking, an n-gram round in the answer copying from it.
+    events = [RoundEvent(0, "model", 4, 4, 3, index=0, time_s=0.2)]
+    events += [TokenEvent(0, i, 50 + i, f"t{i}", "draft" if i < 3 else "target", "model" if i < 3 else None, 0,
+                          part="reasoning") for i in range(4)]
+    events.append(RoundEvent(0, "ngram", 2, 2, 2, index=1, time_s=0.1))
+    events += [TokenEvent(0, 4 + i, 51 + i, f"t{i}", "draft", "ngram", 1) for i in range(2)]
+    events.append(FinishedEvent(0, "", GenerationStats()))
+    for event in events:
+        auto.thinking.feed(event)
+    report = build_report({"p": {"plain": plain, "auto": auto}}, {}, [BenchPrompt("p", "thinking", "x")], 4)
+    split = report["prompts"][0]["modes"]["auto"]["thinking"]
+    assert split["reasoning"]["tokens"] == 4 and split["reasoning"]["by_drafter"]["model"]["acceptance_rate"] == 0.75
+    assert split["answer"]["by_drafter"]["ngram"]["accepted"] == 2 and split["answer_copied_from_reasoning"] == 2
+    print_report(report)
+    assert "thinking | answer" in capsys.readouterr().out

@@ -21,6 +21,7 @@ from typing import Callable, Optional
 
 from app.engine.config import GenerationConfig
 from app.engine.events import FinishedEvent
+from app.engine.reasoning.share import ThinkingShare
 from app.engine.speculation.drafters import NgramDrafter
 
 
@@ -29,6 +30,7 @@ class BenchPrompt:
     name: str
     kind: str
     chat: str
+    system: str = ""  # e.g. one that shows a model how to think before it answers
 
 
 def paired_median(top: list[float], bottom: list[float]) -> float:
@@ -43,6 +45,7 @@ class ModeResult:
     acceptance: list[float] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)
     histogram: dict[int, int] = field(default_factory=dict)
+    thinking: ThinkingShare = field(default_factory=ThinkingShare)  # over every repetition
 
     @property
     def median_tps(self) -> float:
@@ -65,6 +68,7 @@ class ModeResult:
             "acceptance_rate": round(self.median_acceptance, 3),
             "tokens": self.tokens,
             "draft_len_histogram": dict(sorted(self.histogram.items())),
+            **({"thinking": self.thinking.to_dict()} if self.thinking.reasoning.tokens else {}),
         }
 
 
@@ -73,7 +77,7 @@ def load_prompts(path: Optional[Path] = None) -> list[BenchPrompt]:
         text = resources.files("app").joinpath("data").joinpath("bench_prompts.json").read_text(encoding="utf-8")
     else:
         text = Path(path).read_text(encoding="utf-8")
-    return [BenchPrompt(p["name"], p.get("kind", ""), p["chat"]) for p in json.loads(text)]
+    return [BenchPrompt(p["name"], p.get("kind", ""), p["chat"], p.get("system", "")) for p in json.loads(text)]
 
 
 MODE_KINDS = ("plain", "draft", "ngram", "history", "auto")
@@ -128,11 +132,11 @@ def run_suite(
         order = names[rep % len(names):] + names[:rep % len(names)]
         for prompt in prompts:
             for mode in order:
-                finished = run_once(engine, prompt, modes[mode], max_tokens)
+                result = results[prompt.name][mode]
+                finished = run_once(engine, prompt, modes[mode], max_tokens, result.thinking)
                 stats = finished.stats
                 if rep == 0 and mode == "plain":
                     on_reply(prompt, finished.text)
-                result = results[prompt.name][mode]
                 result.tokens_per_second.append(stats.tokens_per_second)
                 result.acceptance.append(stats.acceptance_rate)
                 result.tokens.append(stats.tokens)
@@ -143,11 +147,17 @@ def run_suite(
     return results
 
 
-def run_once(engine, prompt: BenchPrompt, overrides: dict, max_tokens: int) -> FinishedEvent:
-    """One greedy reply to `prompt` in the mode `overrides` (one of modes_for's)."""
+def run_once(engine, prompt: BenchPrompt, overrides: dict, max_tokens: int,
+             thinking: Optional[ThinkingShare] = None) -> FinishedEvent:
+    """One greedy reply to `prompt` in the mode `overrides` (one of modes_for's); `thinking` tallies its thinking
+    and answer."""
     config = GenerationConfig(max_tokens=max_tokens, temperature=0.0, session=f"bench-{prompt.name}", **overrides)
     finished = None
-    for event in engine.reply([{"role": "user", "content": prompt.chat}], config):
+    messages = [{"role": "system", "content": prompt.system}] if prompt.system else []
+    messages.append({"role": "user", "content": prompt.chat})
+    for event in engine.reply(messages, config):
+        if thinking is not None:
+            thinking.feed(event)
         if isinstance(event, FinishedEvent):
             finished = event
     if finished is None:

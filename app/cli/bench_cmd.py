@@ -34,7 +34,8 @@ def register(subparsers) -> None:
     p.add_argument("--target", required=True, help="target GGUF model")
     p.add_argument("--draft", help="draft GGUF model (adds the draft-model modes)")
     p.add_argument("--ngram", action="store_true", help="add the fixed-k n-gram mode (always on without --draft)")
-    p.add_argument("--prompts", type=Path, help="JSON list of {name, kind, chat} (default: the built-in suite)")
+    p.add_argument("--prompts", type=Path, help="JSON list of {name, kind, chat, system (optional)} (default: the "
+                   "built-in suite); where replies think, a table splits thinking and answer")
     p.add_argument("--only", help="comma-separated prompt names to run")
     p.add_argument("--modes", help="comma-separated modes to run: plain, draft, ngram, history, auto (plain always "
                    "runs; history only in the second pass)")
@@ -373,6 +374,7 @@ def _print_pass(report: dict) -> None:
         if longer:
             print("(llama.cpp wrote past --max-tokens, by what it drafted, on: " + ", ".join(longer) + "; its ratios "
                   "there are against ours run again over as many tokens)")
+    _print_thinking(rows, modes)
     if "auto" in modes:
         print("\nauto: chosen draft length per round (k: rounds)")
         for row in rows:
@@ -396,3 +398,24 @@ def _print_pass(report: dict) -> None:
                   f"(min {o['min']:.2f}x, max {o['max']:.2f}x)")
         else:
             print(f"  {mode:<10} {o['geomean_ratio_vs_plain']:.2f}x  (min {o['min']:.2f}x, max {o['max']:.2f}x)")
+
+
+def _print_thinking(rows: list, modes: list) -> None:
+    """Where replies thought: tokens, tok/s and acceptance by drafter of the thinking and of the answer."""
+    if not any("thinking" in row["modes"][mode] for row in rows for mode in modes):
+        return
+    print("\nthinking | answer: tokens, tok/s, acceptance by drafter (all repetitions); answer tokens copied from "
+          "the reasoning")
+    for row in rows:
+        for mode in modes:
+            split = row["modes"][mode].get("thinking")
+            if split is None:
+                continue
+            cells = []
+            for part in ("reasoning", "answer"):
+                p = split[part]
+                drafts = ", ".join(f"{d} {v['acceptance_rate']:.0%}" for d, v in p["by_drafter"].items())
+                cell = f"{p['tokens']} tok, {p['tokens_per_second']:.1f} tok/s"
+                cells.append(f"{cell} ({drafts})" if drafts else cell)
+            print(f"  {row['prompt']:<12} {mode:<10} {cells[0]} | {cells[1]}; copied "
+                  f"{split['answer_copied_from_reasoning']}")

@@ -21,6 +21,8 @@ from app.cli.checks import (
 )
 from app.cli.file_guard import ModelFileGuard
 from app.cli.terminal import json_printable, printable, say_error
+from app.cli.thinking_options import (ThinkingPrinter, add_thinking_arguments, reasoning_json, thinking_config,
+                                      thinking_problem)
 from app.cli.tool_options import call_lines, calls_json, read_schema, read_tools, reply_calls
 from app.engine.config import THREADS_AUTO, DrafterChoice, LoadSettings
 from app.engine.errors import EngineError
@@ -84,8 +86,12 @@ def register(subparsers) -> None:
     p.add_argument("--json-schema", metavar="FILE", default=None,
                    help="decode the reply under this JSON schema (llama.cpp's grammar; a local --target only)")
     p.add_argument("--json", action="store_true",
-                   help="print one JSON object with text, tokens (each with its drafter and round), rounds (what "
-                   "was proposed, refused ones included, and kept) and stats")
+                   help="print one JSON object with text, reasoning (the thinking's text and tokens), tokens (each "
+                   "with its drafter, round and part), rounds (what was proposed, refused ones included, and kept) "
+                   "and stats (split into thinking and answer)")
+    add_thinking_arguments(p)
+    p.add_argument("--hide-thinking", action="store_true",
+                   help="print the answer only, not the thinking (plain output; --json always has both)")
     p.set_defaults(func=run)
 
 
@@ -224,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
         draft_max = parse_draft_max(args.draft_max)
         _prompt_text(args)
         attachments = read_attachments(args)
-        problem = server_problem(args) or sampling_problem(args) or models_problem(args)
+        problem = server_problem(args) or sampling_problem(args) or thinking_problem(args) or models_problem(args)
         if not problem and args.rpc:
             if args.server:
                 raise UsageError("--rpc spreads a local --target; a --server runs its model itself")
@@ -251,11 +257,12 @@ def run(args: argparse.Namespace) -> int:
         drafter=_drafter(args, draft_max), draft_max=draft_max,
         draft_p_min=args.draft_p_min,
         history=not args.no_history, session=CLI_SESSION, tools=tools_json, json_schema=schema_json,
+        **thinking_config(args),
     )
     guard = ModelFileGuard([args.target, args.draft] if not args.server else [])
     try:
         with guard:
-            finished, tokens, rounds, tool_format = _generate(args, config, attachments)
+            finished, tokens, rounds, tool_format, share = _generate(args, config, attachments)
     except EngineError as exc:
         changed = guard.changed()
         say_error(f"{changed}; the reply stopped" if changed else exc)
@@ -273,23 +280,29 @@ def run(args: argparse.Namespace) -> int:
     content, calls = reply_calls(finished.text, tool_format, tools_json) if tools_json else (finished.text, [])
     if args.json:
         keys = ("tokens", "tokens_per_second", "ttft_s", "drafted", "accepted", "acceptance_rate",
-                "mean_accepted_run", "rounds", "stop_reason")
+                "mean_accepted_run", "rounds", "stop_reason", "reasoning_tokens", "reasoning_drafted",
+                "reasoning_accepted", "reasoning_s", "ended_in_reasoning")
         # Per token its drafter and round (an index into "rounds"); per round every proposed id, the refused ones too.
-        out = {"text": finished.text, "tokens": tokens, "rounds": rounds,
+        out = {"text": finished.text, "reasoning": reasoning_json(finished), "tokens": tokens, "rounds": rounds,
                "stats": {k: getattr(stats, k) for k in keys}}
         out["stats"]["draft_len_histogram"] = stats.draft_len_histogram
+        out["stats"]["split"] = share.to_dict()
         if tools_json:
             out["content"] = content
             out["tool_calls"] = calls_json(calls)
         sys.stdout.write(json_printable(json.dumps(out, ensure_ascii=False)) + "\n")
     else:
-        sys.stdout.write("\n")
         for line in call_lines(calls):
             sys.stdout.write(printable(line) + "\n")
         summary = f"{stats.tokens} tokens, {stats.tokens_per_second:.1f} tok/s, ttft {stats.ttft_s:.2f}s"
         if speculative:
             summary += (f", acceptance {stats.acceptance_rate:.0%} ({stats.accepted}/{stats.drafted}),"
                         f" {stats.rounds} rounds")
+        if stats.reasoning_tokens:
+            summary += f"; thinking {stats.reasoning_tokens} tokens in {stats.reasoning_s:.1f}s"
+            if speculative and stats.reasoning_drafted:
+                summary += (f" (acceptance {stats.reasoning_accepted / stats.reasoning_drafted:.0%}, answer "
+                            f"{_answer_acceptance(stats)})")
         print(f"[{summary}; stopped: {stats.stop_reason}]", file=sys.stderr)
     return 0
 
@@ -298,6 +311,7 @@ def _generate(args: argparse.Namespace, config, attachments: list[Attachment]):
     """Load, generate and close: (the FinishedEvent, the token records, the round records). Streams the reply's
     text to stdout unless --json. Raises EngineError."""
     from app.engine.events import FinishedEvent, NoticeEvent, RoundEvent, ThreadsEvent, TokenEvent
+    from app.engine.reasoning.share import ThinkingShare
     from app.store.provenance import RoundRecord
 
     engine = build_engine(args)
@@ -309,13 +323,15 @@ def _generate(args: argparse.Namespace, config, attachments: list[Attachment]):
         else:
             events = engine.complete(args.prompt, config)
         tokens, rounds, finished = [], [], None
+        share = ThinkingShare()
+        printer = ThinkingPrinter(hide=args.hide_thinking)
         for event in events:
+            share.feed(event)
             if isinstance(event, TokenEvent):
                 tokens.append({"id": event.token_id, "text": event.text, "source": event.source,
-                               "drafter": event.drafter, "round": event.round})
+                               "drafter": event.drafter, "round": event.round, "part": event.part})
                 if not args.json:
-                    sys.stdout.write(printable(event.text))
-                    sys.stdout.flush()
+                    printer.token(event)
             elif isinstance(event, RoundEvent):
                 rounds.append(RoundRecord.from_event(event).to_dict())
             elif isinstance(event, ThreadsEvent):
@@ -324,7 +340,14 @@ def _generate(args: argparse.Namespace, config, attachments: list[Attachment]):
                 print(f"note: {printable(event.text)}", file=sys.stderr)
             elif isinstance(event, FinishedEvent):
                 finished = event
+        if not args.json:
+            printer.finish(finished)
         tool_format = engine.tool_format
     finally:
         engine.close()
-    return finished, tokens, rounds, tool_format
+    return finished, tokens, rounds, tool_format, share
+
+
+def _answer_acceptance(stats) -> str:
+    drafted, accepted = stats.drafted - stats.reasoning_drafted, stats.accepted - stats.reasoning_accepted
+    return f"{accepted / drafted:.0%}" if drafted else "no drafts"

@@ -26,6 +26,7 @@ from app.engine.speculation.policy import SpeculationPolicy
 from app.engine.speculation.history import HistoryDrafter
 from app.engine.speculation.rounds import copy_tokens, observe_round, plan_round
 from app.engine.local.grammar import GrammarMask
+from app.engine.reasoning.splitter import ReplySplitter
 from app.engine.local.sampling import Sampler, accept_or_resample
 from app.engine.local.text_stream import TextStream
 
@@ -117,8 +118,12 @@ def generate(
     clock: Callable[[], float] = time.perf_counter,
     governor: Optional[ThreadGovernor] = None,
     grammar: Optional[GrammarMask] = None,
+    splitter: Optional[ReplySplitter] = None,
 ) -> Iterator[EngineEvent]:
     """Yield token and round events, then one FinishedEvent. `on_history` receives prompt + kept tokens at the end.
+    Every event goes through `splitter`, which tells each token's part (reasoning or answer; all answer without
+    one); when the thinking reaches config.thinking_budget tokens, its end marker is written for the model.
+    The drafters see every token of the reply, the thinking's too, so an answer can be drafted from its reasoning.
     `governor` follows the machine's load with the models' CPU threads, between forward passes (a ThreadsEvent
     says when the count changed).
     `past` drafts from earlier requests' text (the history drafter), `ngram` from this request's. Under a
@@ -131,6 +136,8 @@ def generate(
     if len(prompt) >= target.n_ctx:
         raise PromptTooLongError(len(prompt), target.n_ctx)
     cancel = cancel or threading.Event()
+    split = splitter if splitter is not None else ReplySplitter(split=False)
+    budget = max(0, config.thinking_budget)
     policy.begin_request()
     if ngram is not None:
         ngram.start_reply(len(prompt))
@@ -143,7 +150,7 @@ def generate(
     reused = target.keep_common_prefix(prompt, leave=1)
     if not target.decode(list(prompt[reused:-1]), cancel=cancel):
         stats = GenerationStats(stop_reason="cancelled", prompt_tokens=len(prompt), prompt_cached=reused)
-        yield _finish(request_id, "", stats)
+        yield from split.feed(_finish(request_id, "", stats))
         return
     prompt_done = clock()
 
@@ -154,11 +161,33 @@ def generate(
     emitted = 0
     first_token_at: Optional[float] = None
     stop_reason = ""
+    budget_spent = False
+
+    def token_event(token: int, source: TokenSource, drafter: Optional[DraftSource], round_index: int
+                    ) -> list[EngineEvent]:
+        data = target.token_bytes(token)
+        text = text_stream.feed(data)
+        pieces.append(text)
+        # A special token shows as nothing, but may be (part of) a marker, e.g. Harmony's <|channel|>.
+        special = target.token_text(token) if not data and target.is_control(token) else ""
+        return split.feed(TokenEvent(request_id, emitted, token, text, source, drafter, round_index), special)
 
     while not stop_reason:
         if cancel.is_set():
             stop_reason = "cancelled"
             break
+        if budget and not budget_spent and grammar is None and split.thinking and split.reasoning_tokens >= budget:
+            # The thinking budget is spent: its end marker is written as the model's own tokens (as llama-server's
+            # --reasoning-budget does), read into the cache behind the last token, and the answer follows.
+            budget_spent = True
+            closing = target.tokenize(split.family.close_text, add_special=False, parse_special=True)
+            if closing and emitted + len(closing) < config.max_tokens and len(history) + len(closing) < target.n_ctx:
+                target.decode([history[-1], *closing[:-1]])
+                for token in closing:
+                    history.append(token)
+                    yield from token_event(token, "target", None, -1)
+                    emitted += 1
+                continue
         # The verify batch [last, draft...] needs k + 1 free positions and k + 1 logit rows (at most MAX_DRAFT + 1);
         # the reply needs k + 1 more tokens.
         room = target.n_ctx - (len(history) - 1)
@@ -166,6 +195,8 @@ def generate(
             stop_reason = "context_full"
             break
         k_max = max(0, min(room - 1, config.max_tokens - emitted - 1, MAX_DRAFT))
+        if budget and not budget_spent and split.thinking:
+            k_max = max(0, min(k_max, budget - split.reasoning_tokens - 1))  # no round writes past the budget
         policy.note_threads(target.n_threads)
         behind = draft_model.behind(history) if draft_model is not None and config.speculative else 0
         plan, proposals = plan_round(policy, history, k_max, speculative=config.speculative, ngram=ngram,
@@ -193,14 +224,15 @@ def generate(
         observe_round(policy, plan, proposals, len(draft.tokens), accepted, draft_s, t_done - t_verify, kept)
         round_index = tally.rounds
         tally.add(len(draft.tokens), accepted)
-        yield RoundEvent(request_id, draft.source, plan.k, len(draft.tokens), accepted, plan.reason,
+        yield from split.feed(RoundEvent(request_id, draft.source, plan.k, len(draft.tokens), accepted, plan.reason,
                          index=round_index, proposed=tuple(draft.tokens),
                          proposed_text=tuple(_piece(target, t) for t in draft.tokens), own=own_token,
                          own_text=_piece(target, own_token), time_s=t_done - t_draft, threads=threads,
-                         kind=plan.kind, expected=plan.expected)
+                         kind=plan.kind, expected=plan.expected))
         if governor is not None:
-            yield from _threads_event(request_id, governor.observe(len(draft.tokens) + 1, t_done - t_verify),
-                                      round_index)
+            for change in _threads_event(request_id, governor.observe(len(draft.tokens) + 1, t_done - t_verify),
+                                         round_index):
+                yield from split.feed(change)
 
         for position, token in enumerate(kept):
             source: TokenSource = "draft" if position < accepted else "target"
@@ -211,11 +243,9 @@ def generate(
             history.append(token)
             if grammar is not None:
                 grammar.accept(token)
-            text = text_stream.feed(target.token_bytes(token))
-            pieces.append(text)
             if first_token_at is None:
                 first_token_at = clock()
-            yield TokenEvent(request_id, emitted, token, text, source, drafter, round_index)
+            yield from token_event(token, source, drafter, round_index)
             emitted += 1
             if emitted >= config.max_tokens:
                 stop_reason = "max_tokens"
@@ -224,12 +254,13 @@ def generate(
         target.truncate(len(history) - 1)
 
     if governor is not None:
-        yield from _threads_event(request_id, governor.settle(), tally.rounds - 1)
+        for change in _threads_event(request_id, governor.settle(), tally.rounds - 1):
+            yield from split.feed(change)
     tail = text_stream.flush()
     if tail:
         pieces.append(tail)
         # The reply's texts must add up to the reply: a dangling partial character is flushed as its own event.
-        yield TokenEvent(request_id, emitted, -1, tail, "target")
+        yield from split.feed(TokenEvent(request_id, emitted, -1, tail, "target"))
     ended = clock()
     if on_history is not None:
         on_history(history)
@@ -249,7 +280,7 @@ def generate(
         elapsed_s=ended - started,
         draft_len_histogram=dict(sorted(tally.histogram.items())),
     )
-    yield _finish(request_id, "".join(pieces), stats)
+    yield from split.feed(_finish(request_id, "".join(pieces), stats))
 
 
 def _threads_event(request_id: int, change: Optional[ThreadChange], after_round: int) -> Iterator[ThreadsEvent]:

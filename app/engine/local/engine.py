@@ -26,6 +26,8 @@ from app.engine.local.policies import Policies
 from app.engine.local.prompts import Prompts
 from app.engine.local.thread_governor import ThreadGovernor
 from app.engine.placement.gpu_fit import Placement
+from app.engine.reasoning.markers import MarkerSet, ReplyStart, continued_start, markers_for, reply_start
+from app.engine.reasoning.splitter import ReplySplitter
 from app.engine.protocol import CancelSignal, fitted_reply
 from app.engine.speculation.costs import CostTable
 from app.engine.speculation.drafters import NgramDrafter
@@ -46,6 +48,7 @@ class SpecEngine:
         self.models = ModelPair(load if load is not None else LoadSettings())
         self.policies = Policies(self.models)
         self._prompts: Optional[Prompts] = None  # the loaded target's
+        self._template: Optional[str] = None
         self._ngram = NgramDrafter()
         self.history_file = history_file if history_file is not None else HistoryFile()
         # The loaded target's index of each history book in use: "person" (history_file), "api" (API clients' own).
@@ -104,6 +107,7 @@ class SpecEngine:
         self.models.load_target(path, planned_draft)
         loaded = self.models.require_target()
         self._prompts = Prompts(loaded)
+        self._template = loaded.metadata("tokenizer.chat_template")  # names the thinking's markers
         self._ngram = NgramDrafter(is_control=loaded.is_control)
         self._histories = {}
 
@@ -191,8 +195,20 @@ class SpecEngine:
 
     # -- generation ---------------------------------------------------------------------------------------------
 
+    def _splitter(self, prompt: str, config: GenerationConfig, start: Optional[ReplyStart]) -> ReplySplitter:
+        """How this reply's thinking is told from its answer: the markers of the template in use (or the request's
+        own), and where the reply starts (`start`, else read from the prompt's end)."""
+        markers = self._markers(config)
+        return ReplySplitter(markers, start or reply_start(prompt, markers), split=config.reasoning_format != "none",
+                             continued=start is not None)
+
+    def _markers(self, config: GenerationConfig) -> tuple[MarkerSet, ...]:
+        template = {"model": self._template, "template": config.chat_template, "raw": None}[config.chat_format]
+        return markers_for(template, config.reasoning_markers)
+
     def _run(
-        self, tokens: list[int], text: str, config: GenerationConfig, cancel, request_id: int, session: str
+        self, tokens: list[int], text: str, config: GenerationConfig, cancel, request_id: int, session: str,
+        start: Optional[ReplyStart] = None,
     ) -> Iterator[EngineEvent]:
         target = self.models.require_target()
         prompts = self.prompts
@@ -211,6 +227,7 @@ class SpecEngine:
         if told:  # a damaged file set aside, or history off: said once, and the reply goes on
             yield NoticeEvent(request_id, told)
         history: list[int] = []
+        splitter = self._splitter(text, config, start)
         for event in generate(
             target,
             tokens,
@@ -224,13 +241,16 @@ class SpecEngine:
             on_history=history.extend,
             governor=self.governor,
             grammar=target.grammar(schema_grammar(json.loads(config.json_schema))) if config.json_schema else None,
+            splitter=splitter,
         ):
             if isinstance(event, RoundEvent):
                 self.policies.after_round(policy)
             if isinstance(event, FinishedEvent):
-                if book is not None and event.text:
-                    book.record(session, prompts.new_text(text) + event.text)
-                prompts.remember(text + event.text, history)
+                # History and the next turn's reuse take the reply as its tokens wrote it, thinking and markers too.
+                reply = splitter.raw_text
+                if book is not None and reply:
+                    book.record(session, prompts.new_text(text) + reply)
+                prompts.remember(text + reply, history)
             yield event
 
     def _history_book(self, name: str) -> Optional[HistorySync]:
@@ -260,9 +280,11 @@ class SpecEngine:
         interrupted). The previous turn's KV cache is reused. Raises PromptTooLongError if the prompt does not fit.
         """
         tools = json.loads(config.tools) if config.tools else ()
+        start: Optional[ReplyStart] = None
         if messages and messages[-1].get("role") == "assistant":
             # The partial reply is model text, not markup: it is appended after the generation prompt as text.
             rendered = self.prompts.render(messages[:-1], tools, config)
+            start = continued_start(rendered.text, messages[-1]["content"], self._markers(config))
             rendered = RenderedPrompt(rendered.text + messages[-1]["content"], rendered.markup, rendered.notice)
         else:
             rendered = self.prompts.render(messages, tools, config)
@@ -278,7 +300,7 @@ class SpecEngine:
                                       rendered.markup + ((len(rendered.text), len(rendered.text) + len(opening)),),
                                       rendered.notice)
         tokens = self.prompts.tokens_for(rendered.text, rendered.markup)
-        events = self._run(tokens, rendered.text, config, cancel, request_id, session or config.session)
+        events = self._run(tokens, rendered.text, config, cancel, request_id, session or config.session, start)
         return _led_by(opening, request_id, events) if opening else events
 
     def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel: Optional[CancelSignal] = None,

@@ -1,0 +1,58 @@
+"""The real Qwen2.5-Coder 1.5B told to think by one example in its system prompt: its reply opens with <think>,
+splits into reasoning and a clean answer, and speculation (n-gram lookup, the 0.5B draft) writes the same parts as
+plain decoding."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.engine.config import GenerationConfig, LoadSettings
+from app.engine.events import FinishedEvent, TokenEvent
+from app.engine.local.engine import SpecEngine
+
+pytestmark = [pytest.mark.real_models, pytest.mark.slow]
+
+# A bare instruction is not enough: the model writes the format once it has seen it in an example.
+THINK_BY_EXAMPLE = (
+    "Before you answer, think: write a line <think>, your reasoning in one or two short sentences, a line </think>, "
+    "then the answer. For example:\nUser: Is 15 a prime number?\nAssistant:\n<think>\n15 = 3 x 5, so it has "
+    "divisors other than 1 and itself.\n</think>\nNo, 15 is not prime: 15 = 3 x 5."
+)
+
+
+@pytest.fixture(scope="module")
+def qwen(real_models):
+    engine = SpecEngine(LoadSettings(n_ctx=2048))
+    engine.load_target(real_models["target"])
+    engine.load_draft(real_models["draft"])
+    yield engine
+    engine.close()
+
+
+def think(engine, question, **config):
+    messages = [{"role": "system", "content": THINK_BY_EXAMPLE}, {"role": "user", "content": question}]
+    events = list(engine.chat(messages, GenerationConfig(max_tokens=160, history=False, **config)))
+    finished = events[-1]
+    assert isinstance(finished, FinishedEvent)
+    tokens = [e for e in events if isinstance(e, TokenEvent)]
+    assert "".join(e.text for e in tokens if e.part == "reasoning") == finished.reasoning
+    assert "".join(e.text for e in tokens if e.part == "answer") == finished.text
+    return finished
+
+
+def test_a_reply_told_to_think_splits_into_reasoning_and_a_clean_answer(qwen):
+    plain = think(qwen, "Is 91 a prime number?", speculative=False)
+    assert "7" in plain.reasoning and "13" in plain.reasoning
+    assert plain.text and "think>" not in plain.text and "think>" not in plain.reasoning
+    assert plain.stats.reasoning_tokens > 5 and not plain.stats.ended_in_reasoning
+    for drafter in ("ngram", "auto"):
+        drafted = think(qwen, "Is 91 a prime number?", drafter=drafter)
+        assert (drafted.reasoning, drafted.text) == (plain.reasoning, plain.text), drafter
+        assert drafted.stats.drafted > 0
+
+
+def test_a_thinking_budget_ends_the_real_models_thinking_and_it_answers(qwen):
+    budgeted = think(qwen, "Is 221 a prime number?", thinking_budget=24, drafter="ngram")
+    closing = len(qwen.target.tokenize("\n</think>\n\n", add_special=False))
+    assert budgeted.stats.reasoning_tokens == 24 + closing
+    assert budgeted.text.strip() and not budgeted.stats.ended_in_reasoning
