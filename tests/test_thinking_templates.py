@@ -79,9 +79,15 @@ def _turn(engine: SpecEngine, messages: list[dict], **config) -> tuple[str, Fini
     """One reply; returns the prompt the model read (the engine's transcript less the reply) and its end."""
     finished = list(engine.chat(messages, GenerationConfig(max_tokens=6, seed=1, **config)))[-1]
     assert isinstance(finished, FinishedEvent)
-    transcript = engine.prompts.transcript_text
-    assert transcript.endswith(finished.text)
-    return transcript[:len(transcript) - len(finished.text)], finished
+    # The transcript holds the reply as the model wrote it (its thinking and markers too): the prompt is its
+    # first prompt_tokens tokens.
+    tokens = engine.prompts.transcript_tokens[:finished.stats.prompt_tokens]
+    target = engine.prompts.target
+    prompt = b"".join(target.token_text(t).encode() if target.is_control(t) else target.token_bytes(t)
+                      for t in tokens).decode("utf-8", errors="replace")
+    assert engine.prompts.transcript_text.startswith(prompt)
+    assert engine.prompts.transcript_text.endswith(finished.text)
+    return prompt, finished
 
 
 @pytest.mark.parametrize("name,reasoning_key", FAMILIES, ids=[f[0] for f in FAMILIES])
