@@ -14,6 +14,8 @@
 - speculation/: the decision layer: who drafts, how far, and what forward passes cost (no model, no llama.cpp).
 - gguf/: reading GGUF files, what llama.cpp would refuse, draft compatibility.
 - placement/: devices, GPU layers and RPC workers.
+- reasoning/: a thinking model's reasoning told apart from its answer: the markers a template names, the stream
+  splitter over a reply's tokens, and the thinking/answer split of the stats.
 - tools/: tool calls in replies: which format a model writes, and reading calls out of its text.
 - remote/: models on OpenAI-compatible servers.
 - host/: the engine process's loop, which the window supervises.
