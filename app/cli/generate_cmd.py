@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import json
 import sys
@@ -23,6 +24,8 @@ from app.cli.file_guard import ModelFileGuard
 from app.cli.terminal import json_printable, printable, say_error
 from app.cli.thinking_options import (ThinkingPrinter, add_thinking_arguments, reasoning_json, thinking_config,
                                       thinking_problem)
+from app.cli.tool_loop import (DEFAULT_MAX_STEPS, NoToolsError, ToolSteps, call_messages, mcp_problem, run_call,
+                               start_tool_host, terminal_permissions, tools_of)
 from app.cli.tool_options import call_lines, calls_json, read_schema, read_tools, reply_calls
 from app.engine.config import THREADS_AUTO, DrafterChoice, LoadSettings
 from app.engine.errors import EngineError
@@ -89,6 +92,15 @@ def register(subparsers) -> None:
                    help="print one JSON object with text, reasoning (the thinking's text and tokens), tokens (each "
                    "with its drafter, round and part), rounds (what was proposed, refused ones included, and kept) "
                    "and stats (split into thinking and answer)")
+    p.add_argument("--mcp", metavar="MCP.JSON", default=None,
+                   help="offer the tools of the MCP servers listed in this file (Claude Desktop's, Cursor's and LM "
+                   "Studio's mcp.json format; with --chat). Each call the model makes is shown and asked about "
+                   "first (yes, always this tool, no); its result goes back to the model until it answers")
+    p.add_argument("--allow-tools", action="store_true",
+                   help="with --mcp: run every call without asking (without a terminal, calls are refused unless "
+                   "this is given)")
+    p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
+                   help=f"with --mcp: the most replies in one run, calls included (default {DEFAULT_MAX_STEPS})")
     add_thinking_arguments(p)
     p.add_argument("--hide-thinking", action="store_true",
                    help="print the answer only, not the thinking (plain output; --json always has both)")
@@ -241,6 +253,8 @@ def run(args: argparse.Namespace) -> int:
             _server_key(args)  # a bad --api-key-file is a usage error
         if not problem and args.tools and args.chat is None:
             problem = "--tools needs --chat: tools go to the model's chat template"
+        if not problem:
+            problem = mcp_problem(args)
         if not problem and args.json_schema and args.server:
             problem = "--json-schema decodes a local --target under a grammar; a --server runs its own decoding"
         tools_json = read_tools(args.tools) if args.tools and not problem else ""
@@ -259,14 +273,19 @@ def run(args: argparse.Namespace) -> int:
         history=not args.no_history, session=CLI_SESSION, tools=tools_json, json_schema=schema_json,
         **thinking_config(args),
     )
+    host = start_tool_host(args.mcp) if args.mcp else None
     guard = ModelFileGuard([args.target, args.draft] if not args.server else [])
     try:
         with guard:
-            finished, tokens, rounds, tool_format, share = _generate(args, config, attachments)
-    except EngineError as exc:
+            finished, tokens, rounds, tool_format, share, steps = _generate(args, config, attachments, host)
+    except (EngineError, NoToolsError) as exc:
         changed = guard.changed()
         say_error(f"{changed}; the reply stopped" if changed else exc)
         return 1
+    finally:
+        if host is not None:
+            host.close()
+    tools_json = tools_json or steps.tools_json
     changed = guard.changed()
     if changed or finished is None:
         # The file was rewritten in place (no SIGBUS): what llama.cpp read of it mid-reply is not the model.
@@ -290,6 +309,8 @@ def run(args: argparse.Namespace) -> int:
         if tools_json:
             out["content"] = content
             out["tool_calls"] = calls_json(calls)
+        if host is not None:
+            out["steps"] = steps.records
         sys.stdout.write(json_printable(json.dumps(out, ensure_ascii=False)) + "\n")
     else:
         for line in call_lines(calls):
@@ -307,45 +328,82 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _generate(args: argparse.Namespace, config, attachments: list[Attachment]):
-    """Load, generate and close: (the FinishedEvent, the token records, the round records). Streams the reply's
-    text to stdout unless --json. Raises EngineError."""
+def _generate(args: argparse.Namespace, config, attachments: list[Attachment], host=None):
+    """Load, generate and close: (the last FinishedEvent, its token records, its round records, the tool format,
+    its thinking share, the tool steps). Streams the reply's text to stdout unless --json. With a tool `host`
+    (--mcp), the calls each reply makes are asked about, run, and sent back until a reply calls nothing. Raises
+    EngineError, NoToolsError."""
+    engine = build_engine(args)
+    steps = ToolSteps(permissions=terminal_permissions(args.allow_tools))
+    try:
+        if args.chat is None:
+            return _one(args, engine, engine.complete(args.prompt, config), steps)
+        messages = ([{"role": "system", "content": args.system}] if args.system else [])
+        messages.append({"role": "user", "content": with_attachments(args.chat, attachments)})
+        if host is not None:
+            config = dataclasses.replace(config, tools=tools_of(host))
+            steps.tools_json = config.tools
+        for _step in range(args.max_steps if host is not None else 1):
+            result = _one(args, engine, engine.reply(messages, config), steps)
+            finished = result[0]
+            if host is None or finished is None or finished.stats.stop_reason != "eos" or not config.tools:
+                return result
+            content, calls = reply_calls(finished.text, engine.tool_format, config.tools)
+            if not calls:
+                return result
+            if not args.json:
+                sys.stdout.write("\n")
+            if steps.all_repeated(calls):
+                # Small models loop on a call they already made; the results are in the conversation, so the
+                # next reply is asked without tools, to answer from them.
+                print("[the model asked again for calls it already made: asking it to answer from their results]",
+                      file=sys.stderr)
+                config = dataclasses.replace(config, tools="", tool_choice="")
+                continue
+            wire = calls_json(calls)
+            outcomes = [run_call(host, call.name, call.arguments, steps.permissions, sys.stderr) for call in calls]
+            steps.note(content, wire, outcomes)
+            messages.extend(call_messages(content, wire, outcomes))
+        print(f"[stopped after {args.max_steps} steps (--max-steps): the model was still calling tools]",
+              file=sys.stderr)
+        return result
+    finally:
+        engine.close()
+
+
+def _one(args: argparse.Namespace, engine, events, steps):
+    finished, tokens, rounds, share = _stream_reply(args, events)
+    return finished, tokens, rounds, engine.tool_format, share, steps
+
+
+def _stream_reply(args: argparse.Namespace, events):
+    """One reply's events: printed as they come (unless --json), and kept as (the FinishedEvent, the token
+    records, the round records, the thinking share)."""
     from app.engine.events import FinishedEvent, NoticeEvent, RoundEvent, ThreadsEvent, TokenEvent
     from app.engine.reasoning.share import ThinkingShare
     from app.store.provenance import RoundRecord
 
-    engine = build_engine(args)
-    try:
-        if args.chat is not None:
-            messages = ([{"role": "system", "content": args.system}] if args.system else [])
-            messages.append({"role": "user", "content": with_attachments(args.chat, attachments)})
-            events = engine.reply(messages, config)
-        else:
-            events = engine.complete(args.prompt, config)
-        tokens, rounds, finished = [], [], None
-        share = ThinkingShare()
-        printer = ThinkingPrinter(hide=args.hide_thinking)
-        for event in events:
-            share.feed(event)
-            if isinstance(event, TokenEvent):
-                tokens.append({"id": event.token_id, "text": event.text, "source": event.source,
-                               "drafter": event.drafter, "round": event.round, "part": event.part})
-                if not args.json:
-                    printer.token(event)
-            elif isinstance(event, RoundEvent):
-                rounds.append(RoundRecord.from_event(event).to_dict())
-            elif isinstance(event, ThreadsEvent):
-                print(f"[{event.describe()}]", file=sys.stderr)  # as the window's status line says it
-            elif isinstance(event, NoticeEvent):
-                print(f"note: {printable(event.text)}", file=sys.stderr)
-            elif isinstance(event, FinishedEvent):
-                finished = event
-        if not args.json:
-            printer.finish(finished)
-        tool_format = engine.tool_format
-    finally:
-        engine.close()
-    return finished, tokens, rounds, tool_format, share
+    tokens, rounds, finished = [], [], None
+    share = ThinkingShare()
+    printer = ThinkingPrinter(hide=args.hide_thinking)
+    for event in events:
+        share.feed(event)
+        if isinstance(event, TokenEvent):
+            tokens.append({"id": event.token_id, "text": event.text, "source": event.source,
+                           "drafter": event.drafter, "round": event.round, "part": event.part})
+            if not args.json:
+                printer.token(event)
+        elif isinstance(event, RoundEvent):
+            rounds.append(RoundRecord.from_event(event).to_dict())
+        elif isinstance(event, ThreadsEvent):
+            print(f"[{event.describe()}]", file=sys.stderr)  # as the window's status line says it
+        elif isinstance(event, NoticeEvent):
+            print(f"note: {printable(event.text)}", file=sys.stderr)
+        elif isinstance(event, FinishedEvent):
+            finished = event
+    if not args.json:
+        printer.finish(finished)
+    return finished, tokens, rounds, share
 
 
 def _answer_acceptance(stats) -> str:

@@ -9,16 +9,20 @@ with its time, and goes back to the model as a `tool` message; the loop ends whe
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Optional, TextIO
 
 from app.cli.terminal import printable
-from app.mcp.records import ToolInfo, ToolResult, find_tool
-from app.mcp.tool_host import ToolHost
+from app.mcp.records import ToolInfo, ToolResult, find_tool, openai_tools
+from app.mcp.servers_file import read_servers
+from app.mcp.tool_host import CONNECT_TIMEOUT_S, ToolHost
 
 DEFAULT_MAX_STEPS = 8
+MAX_STEPS = 64
 REFUSED = "The user did not allow this call. Answer without it, or ask the user."
 # How much of a result the terminal shows; the model gets all of it (up to the host's cap).
 SHOWN_CHARS = 200
@@ -93,9 +97,12 @@ def run_call(host: ToolHost, name: str, arguments: str, permissions: Permissions
 
 
 def call_messages(content: str, calls: list[dict], results: list[ToolResult]) -> list[dict]:
-    """The assistant's turn with its calls (OpenAI's shape, which the chat templates render) and one `tool`
-    message per call with its result."""
-    turn: list[dict] = [{"role": "assistant", "content": content, "tool_calls": calls}]
+    """The assistant's turn with its calls and one `tool` message per call with its result. The calls are in
+    OpenAI's shape except that `arguments` is the object, not its JSON text: templates write `arguments | tojson`
+    (as app.serve.tool_requests hands them over too), and a string there would be written quoted."""
+    template_calls = [{**call, "function": {**call["function"], "arguments": _arguments(call["function"]["arguments"])}}
+                      for call in calls]
+    turn: list[dict] = [{"role": "assistant", "content": content, "tool_calls": template_calls}]
     for call, result in zip(calls, results):
         turn.append({"role": "tool", "tool_call_id": call["id"], "name": call["function"]["name"],
                      "content": result.text})
@@ -111,3 +118,60 @@ def servers_ready(host: ToolHost, err: TextIO, timeout_s: float) -> bool:
         else:
             err.write(f"[{state.problem or f'tool server {state.spec.name!r} is still starting'}]\n")
     return bool(host.tools())
+
+
+class NoToolsError(Exception):
+    """--mcp was given, and no server listed there has a tool to offer (each one's sentence was printed)."""
+
+
+def mcp_problem(args: argparse.Namespace) -> Optional[str]:
+    """What is wrong with --mcp and its options, before anything starts; None when nothing is."""
+    if not args.mcp:
+        return "--allow-tools and --max-steps go with --mcp" if args.allow_tools else None
+    if args.chat is None:
+        return "--mcp needs --chat: tools go to the model's chat template"
+    if args.tools:
+        return "--mcp offers its servers' tools: leave out --tools"
+    if not 1 <= args.max_steps <= MAX_STEPS:
+        return f"--max-steps must be from 1 to {MAX_STEPS}"
+    servers = read_servers(Path(args.mcp))
+    if not servers.servers:
+        return f"--mcp {args.mcp}: " + (" ".join(servers.problems) or "it lists no tool servers")
+    return None
+
+
+def start_tool_host(path: str, err: TextIO = sys.stderr) -> "ToolHost":
+    """The servers of `path`, started (they connect while the model loads); entries left out are said on `err`."""
+    servers = read_servers(Path(path))
+    for problem in servers.problems:
+        err.write(f"[{problem}]\n")
+    host = ToolHost(servers.servers)
+    host.start()
+    return host
+
+
+def tools_of(host: ToolHost, err: TextIO = sys.stderr) -> str:
+    """The ready servers' tools for GenerationConfig.tools, once the servers have started. Raises NoToolsError."""
+    if not servers_ready(host, err, CONNECT_TIMEOUT_S):
+        raise NoToolsError("no tool server listed in the --mcp file could be used (see above)")
+    return openai_tools(host.tools())
+
+
+@dataclass
+class ToolSteps:
+    """The calls of one run and their results, as --json reports them, and who allows them."""
+
+    permissions: Permissions = field(default_factory=lambda: terminal_permissions(False))
+    tools_json: str = ""
+    records: list[dict] = field(default_factory=list)
+
+    def all_repeated(self, calls) -> bool:
+        """Whether every call (ToolCalls) was already made in this run, with the same arguments."""
+        made = {(c["function"]["name"], json.dumps(_arguments(c["function"]["arguments"]), sort_keys=True))
+                for record in self.records for c in record["tool_calls"]}
+        return all((c.name, json.dumps(_arguments(c.arguments), sort_keys=True)) in made for c in calls)
+
+    def note(self, content: str, calls: list[dict], results: list[ToolResult]) -> None:
+        self.records.append({"content": content, "tool_calls": calls,
+                             "results": [{"text": r.text, "is_error": r.is_error, "seconds": round(r.seconds, 3),
+                                          "truncated": r.truncated} for r in results]})
