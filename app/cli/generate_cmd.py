@@ -274,11 +274,13 @@ def run(args: argparse.Namespace) -> int:
     content, calls = reply_calls(finished.text, tool_format, tools_json) if tools_json else (finished.text, [])
     if args.json:
         keys = ("tokens", "tokens_per_second", "ttft_s", "drafted", "accepted", "acceptance_rate",
-                "mean_accepted_run", "rounds", "stop_reason")
+                "mean_accepted_run", "rounds", "stop_reason", "prompt_tokens", "prompt_cached", "prompt_eval_s")
         # Per token its drafter and round (an index into "rounds"); per round every proposed id, the refused ones too.
         out = {"text": finished.text, "tokens": tokens, "rounds": rounds,
                "stats": {k: getattr(stats, k) for k in keys}}
         out["stats"]["draft_len_histogram"] = stats.draft_len_histogram
+        # The prompt's tokens read now, beside prompt_cached: those whose KV cache was kept (a saved state).
+        out["stats"]["prompt_read"] = stats.prompt_tokens - stats.prompt_cached
         if tools_json:
             out["content"] = content
             out["tool_calls"] = calls_json(calls)
