@@ -18,11 +18,13 @@ import collections
 import dataclasses
 import os
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from app.common.units import format_bytes
-from app.engine.local.llama_model import LoadedModel
-from app.engine.local.saved_states import DISK_MIN_TOKENS, SavedStates, model_folder, shared_prefix
+from app.engine.local.saved_states import DISK_DEFAULT, DISK_MIN_TOKENS, SavedStates, model_folder, shared_prefix
+
+if TYPE_CHECKING:  # the window imports the budget from here, and never loads llama.cpp
+    from app.engine.local.llama_model import LoadedModel
 
 # A state shorter than this is not kept: reading it again costs about what copying it does.
 KEEP_MIN_TOKENS = 64
@@ -32,8 +34,6 @@ RESTORE_MIN_GAIN = 32
 MEMORY_SHARE = 0.25
 MEMORY_MIN = 256 << 20
 MEMORY_MAX = 4 << 30
-# The default disk budget.
-DISK_DEFAULT = 2 << 30
 
 
 def available_memory() -> int:

@@ -28,13 +28,27 @@ from typing import Optional, Sequence
 import numpy as np
 
 from app.common.atomic_write import write_atomic
+from app.common.units import format_bytes
 from app.platform.paths import user_data_dir
 
 MAGIC = b"SPECKV1\n"
 # Conversations shorter than this are not written to disk: reading them again costs about what loading does.
 DISK_MIN_TOKENS = 1000
+# The disk budget per model and load settings, by default (LoadSettings.saved_states_mib sets another).
+DISK_DEFAULT = 2 << 30
 # The leading tokens that name one conversation of a session (API clients all share the session "api").
 NAME_TOKENS = 128
+
+
+def saved_states_line() -> str:
+    """Settings' line: how many long conversations are saved on disk, the space they take and the bound."""
+    files = list(states_root().glob("*/*.kv")) if states_root().is_dir() else []
+    used = 0
+    for file in files:
+        with contextlib.suppress(OSError):
+            used += file.stat().st_size
+    return (f"Long chats (over {DISK_MIN_TOKENS} tokens) saved on disk: {len(files)}, {format_bytes(used)} of "
+            f"{format_bytes(DISK_DEFAULT)} per model; deleting a chat deletes them.")
 
 
 class DamagedState(Exception):
