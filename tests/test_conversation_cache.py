@@ -94,11 +94,12 @@ def test_a_damaged_saved_state_is_ignored_with_a_note(tiny_models):
         first, _ = _reply(engine, long_chat, "chat-d")
     finally:
         engine.close()
-    saved = list(states_root().glob("*/*.kv"))
-    assert len(saved) == 1
-    data = bytearray(saved[0].read_bytes())
-    data[-100:] = bytes(100)  # the end of the KV state overwritten
-    saved[0].write_bytes(bytes(data))
+    saved = list(states_root().glob("*/*.kv"))  # the target's, and the draft's when it drafted
+    assert saved
+    for file in saved:
+        data = bytearray(file.read_bytes())
+        data[-100:] = bytes(100)  # the end of the KV state overwritten
+        file.write_bytes(bytes(data))
     again = _continued(long_chat, first.text, "Go on.")
     engine = _engine(tiny_models)
     try:
@@ -117,7 +118,7 @@ def test_deleting_a_chat_deletes_its_saved_state(tiny_models):
         first, _ = _reply(engine, long_chat, "chat-e")
     finally:
         engine.close()
-    assert forget_saved_states("chat-e") == 1
+    assert forget_saved_states("chat-e") >= 1
     engine = _engine(tiny_models)
     try:
         reply, _ = _reply(engine, _continued(long_chat, first.text, "Go on."), "chat-e")
@@ -152,3 +153,30 @@ def test_the_memory_budget_keeps_the_most_recent_conversations(tiny_models):
         engine.close()
     assert recent.stats.prompt_cached >= 0.9 * recent.stats.prompt_tokens
     assert oldest.stats.prompt_cached < 0.1 * oldest.stats.prompt_tokens
+
+
+def test_a_real_model_goes_back_to_a_chat_from_its_cache_with_the_same_reply(real_models):
+    def engine_with(**load):
+        engine = SpecEngine(LoadSettings(n_ctx=2048, n_threads=2, **load))
+        engine.load_target(real_models["target"])
+        return engine
+
+    def chat(subject):
+        return [{"role": "system", "content": "Answer in one sentence."},
+                {"role": "user", "content": f"Name three pitfalls of {subject} in Python, in a few words each."}]
+
+    engine = engine_with()
+    try:
+        a, b = chat("threads"), chat("decimal arithmetic")
+        first_a, _ = _reply(engine, a, "chat-a")
+        _reply(engine, b, "chat-b")
+        again = _continued(a, first_a.text, "Which one matters most?")
+        back, _ = _reply(engine, again, "chat-a")
+    finally:
+        engine.close()
+    assert back.stats.prompt_cached >= 0.9 * back.stats.prompt_tokens, back.stats
+    fresh = engine_with(saved_states_mib=-1)
+    try:
+        assert _reply(fresh, again, "chat-a")[0].text == back.text
+    finally:
+        fresh.close()

@@ -96,6 +96,7 @@ class ConversationCache:
         self._kept: collections.OrderedDict[int, KeptConversation] = collections.OrderedDict()  # oldest first
         self._next_key = 0
         self._seq0_session = ""  # whose conversation seq 0 holds
+        self._draft_disks: dict[Path, SavedStates] = {}  # the saved states of each draft model used beside it
 
     @classmethod
     def for_target(cls, target: LoadedModel, memory_mib: int = 0, disk_mib: int = 0,
@@ -132,19 +133,43 @@ class ConversationCache:
             state = self.disk.load(header)
             if state is not None and target.restore_state(state, header.tokens):
                 use = CacheUse(min(disk_n, limit), "disk")
+                if draft is not None:  # the draft's too: reading it again costs more than half the target's time
+                    self._restore_draft_from_disk(draft, tokens)
         self._keep(outgoing)
         return dataclasses.replace(use, notice=self._take_disk_notice())
 
-    def after_reply(self, session: str) -> None:
-        """A reply is done: a long conversation's state goes to disk (replacing its earlier one)."""
+    def after_reply(self, session: str, draft: Optional[LoadedModel] = None) -> None:
+        """A reply is done: a long conversation's state goes to disk (replacing its earlier one), the draft's too."""
         target = self.target
-        if self.disk is not None and len(target.cached) >= DISK_MIN_TOKENS:
-            self.disk.save(session, target.cached, target.state_bytes())
+        if self.disk is None or len(target.cached) < DISK_MIN_TOKENS:
+            return
+        self.disk.save(session, target.cached, target.state_bytes())
+        draft_disk = self._draft_disk(draft)
+        if draft is not None and draft_disk is not None and len(draft.cached) >= DISK_MIN_TOKENS:
+            draft_disk.save(session, draft.cached, draft.state_bytes())
+
+    def _draft_disk(self, draft: Optional[LoadedModel]) -> Optional[SavedStates]:
+        if draft is None or self.disk is None:
+            return None
+        if draft.path not in self._draft_disks:
+            self._draft_disks[draft.path] = SavedStates(model_folder(draft.path, draft.n_ctx), self.disk.budget_bytes)
+        return self._draft_disks[draft.path]
+
+    def _restore_draft_from_disk(self, draft: LoadedModel, tokens: Sequence[int]) -> None:
+        draft_disk = self._draft_disk(draft)
+        if draft_disk is None:
+            return
+        header, n = draft_disk.best(tokens)
+        if header is not None and n > draft.common_prefix(tokens):
+            state = draft_disk.load(header)
+            if state is not None:
+                draft.restore_state(state, header.tokens)
 
     def _take_disk_notice(self) -> str:
-        if self.disk is None:
-            return ""
-        notice, self.disk.notice = self.disk.notice, ""
+        notice = ""
+        for disk in (self.disk, *self._draft_disks.values()):
+            if disk is not None and disk.notice:
+                notice, disk.notice = disk.notice, ""
         return notice
 
     def _copy_seq0(self, session: str, draft: Optional[LoadedModel]) -> Optional[KeptConversation]:
@@ -187,6 +212,8 @@ class ConversationCache:
                 del self._kept[key]
         if session is not None and self.disk is not None:
             self.disk.forget(session)
+            for draft_disk in self._draft_disks.values():
+                draft_disk.forget(session)
         target = self.target
         if (session is not None and self._seq0_session == session) or \
                 (prefix and target.cached[:len(prefix)] == list(prefix)):

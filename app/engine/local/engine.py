@@ -256,7 +256,7 @@ class SpecEngine:
                 prompts.remember(text + event.text, history)
             yield event
         if conversations is not None:
-            conversations.after_reply(session)
+            conversations.after_reply(session, draft)
 
     def _history_book(self, name: str) -> Optional[HistorySync]:
         """The loaded target's index of history book `name`, made on first use; None with no target."""

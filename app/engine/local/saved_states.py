@@ -32,8 +32,10 @@ from app.common.units import format_bytes
 from app.platform.paths import user_data_dir
 
 MAGIC = b"SPECKV1\n"
-# Conversations shorter than this are not written to disk: reading them again costs about what loading does.
-DISK_MIN_TOKENS = 1000
+# Conversations shorter than this are not written to disk. Reading a state back costs milliseconds where reading its
+# tokens again on a CPU takes seconds (docs/performance.md, "Conversation cache"), so the bound is low: it only
+# spares the disk one file per short question.
+DISK_MIN_TOKENS = 256
 # The disk budget per model and load settings, by default (LoadSettings.saved_states_mib sets another).
 DISK_DEFAULT = 2 << 30
 # The leading tokens that name one conversation of a session (API clients all share the session "api").
