@@ -7,6 +7,7 @@ from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import FinishedEvent, NoticeEvent
 from app.engine.local.engine import SpecEngine
 from app.engine.local.saved_states import forget_saved_states, states_root
+from tests.perf.conversation_cache import conversation
 
 
 def _engine(tiny_models, n_ctx=2048, **load):
@@ -161,13 +162,9 @@ def test_a_real_model_goes_back_to_a_chat_from_its_cache_with_the_same_reply(rea
         engine.load_target(real_models["target"])
         return engine
 
-    def chat(subject):
-        return [{"role": "system", "content": "Answer in one sentence."},
-                {"role": "user", "content": f"Name three pitfalls of {subject} in Python, in a few words each."}]
-
     engine = engine_with()
     try:
-        a, b = chat("threads"), chat("decimal arithmetic")
+        a, b = conversation("threads", turns=2), conversation("decimal arithmetic", turns=2)  # ~300 tokens each
         first_a, _ = _reply(engine, a, "chat-a")
         _reply(engine, b, "chat-b")
         again = _continued(a, first_a.text, "Which one matters most?")
