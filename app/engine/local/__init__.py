@@ -1,6 +1,7 @@
 """Local models through llama-cpp-python: loading, the KV cache, tokenizing, chat templates and the decoding loop.
 
 - chat_format.py: Formatting a conversation with the model's own chat template (the Jinja text stored in the GGUF).
+- conversation_cache.py: Recent conversations' KV states kept in memory (LRU) and restored for the request they fit best.
 - cost_cache.py: Measured cost tables on disk, keyed by the loaded models and where they run.
 - cost_measurement.py: Measuring what forward passes cost, one forward pass at a time, so it fits into the moments nobody is waiting.
 - decoder.py: The decoding loop: plain and speculative decoding are the same loop, a round drafts k >= 0 tokens and the target
@@ -11,6 +12,7 @@
 - policies.py: Each chat's speculation policy for the loaded models, and the cost tables they decide by.
 - prompt_tokens.py: Tokenizing a chat prompt so that only the chat template's own markup becomes control tokens.
 - prompts.py: One loaded target's prompts: its chat template, the last turn's tokens reused, per-message token counts.
+- saved_states.py: Long conversations' KV states on disk, per model file and settings, for a chat reopened after a restart.
 - sampling.py: Turning logits into token choices, and the speculative-sampling acceptance rule.
 - grammar.py: Decoding under a grammar: llama.cpp's grammar sampler, through the bindings, as a mask over a row of logits.
 - text_stream.py: Token bytes to text without ever showing half a character.

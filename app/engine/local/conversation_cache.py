@@ -179,7 +179,8 @@ class ConversationCache:
             return None
         entry = KeptConversation(session, list(target.cached), target.state_bytes())
         if draft is not None and len(draft.cached) >= KEEP_MIN_TOKENS:
-            entry.draft_path, entry.draft_tokens, entry.draft_state = draft.path, list(draft.cached), draft.state_bytes()
+            entry.draft_path, entry.draft_tokens = draft.path, list(draft.cached)
+            entry.draft_state = draft.state_bytes()
         return entry
 
     def _keep(self, entry: Optional[KeptConversation]) -> None:

@@ -206,7 +206,7 @@ class AppSettingsDialog(QDialog):
         self.kept_conversations.setValue(settings.kept_conversations_mib)
         self.kept_conversations.setToolTip("Recent conversations' caches are kept in this much memory, so going "
                                            "back to a chat reads only its new message. Auto: a quarter of the free "
-                                           "memory, at most 4 GB.")
+                                           "memory, at most 4 GiB.")
         form.addRow("Kept conversations", self.kept_conversations)
         self.saved_conversations = QLabel(saved_states_line())
         self.saved_conversations.setWordWrap(True)
