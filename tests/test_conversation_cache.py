@@ -177,3 +177,18 @@ def test_a_real_model_goes_back_to_a_chat_from_its_cache_with_the_same_reply(rea
         assert _reply(fresh, again, "chat-a")[0].text == back.text
     finally:
         fresh.close()
+
+
+def test_an_api_client_never_finds_the_persons_conversation_in_the_cache(tiny_models):
+    # Were it found, how fast a guessed prefix is answered would tell a client what the person wrote.
+    engine = _engine(tiny_models)
+    try:
+        chat = _chat("secret", 3)[:-1]
+        first, _ = _reply(engine, chat, "chat-p")
+        guessed = _continued(chat, first.text, "Go on.")
+        by_api, _ = _reply(engine, guessed, "api", history_book="api")
+        by_person, _ = _reply(engine, _continued(chat, first.text, "Go on."), "chat-p")
+    finally:
+        engine.close()
+    assert by_api.stats.prompt_cached < 0.1 * by_api.stats.prompt_tokens, by_api.stats
+    assert by_person.stats.prompt_cached >= 0.9 * by_person.stats.prompt_tokens, by_person.stats  # still its own

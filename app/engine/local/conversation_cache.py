@@ -7,6 +7,9 @@ the request, as llama-server picks a slot, is copied back in when it shares more
 model's cache is kept and restored with it. States are kept least recently used first within a byte budget;
 long conversations also go to disk (saved_states.py) after each reply, for a chat reopened after a restart.
 
+States are kept per scope (the request's history book, "person" or "api") and never offered across: an API
+client must not be able to tell, from how fast a guessed prefix is answered, what the person wrote.
+
 Restoring is lossless: the bytes copied back are the KV cells llama.cpp computed, so the reply is the same.
 
 Use from the engine process's main thread only.
@@ -64,6 +67,7 @@ def disk_budget(mib: int) -> int:
 
 @dataclasses.dataclass
 class KeptConversation:
+    scope: str
     session: str
     tokens: list[int]  # what the target's cache held
     state: bytes
@@ -96,6 +100,7 @@ class ConversationCache:
         self._kept: collections.OrderedDict[int, KeptConversation] = collections.OrderedDict()  # oldest first
         self._next_key = 0
         self._seq0_session = ""  # whose conversation seq 0 holds
+        self._seq0_scope = ""
         self._draft_disks: dict[Path, SavedStates] = {}  # the saved states of each draft model used beside it
 
     @classmethod
@@ -106,22 +111,28 @@ class ConversationCache:
 
     # -- the request path ---------------------------------------------------------------------------------------
 
-    def prepare(self, tokens: Sequence[int], session: str, draft: Optional[LoadedModel] = None) -> CacheUse:
-        """Make seq 0 hold the longest kept prefix of `tokens` (the prompt), keeping what it held before."""
+    def prepare(self, tokens: Sequence[int], session: str, draft: Optional[LoadedModel] = None,
+                scope: str = "person") -> CacheUse:
+        """Make seq 0 hold the longest kept prefix of `tokens` (the prompt) of `scope`, keeping what it held."""
         target = self.target
         limit = len(tokens) - 1  # the last prompt token is always decoded, for its logits
+        leaving, leaving_scope = self._seq0_session, self._seq0_scope
+        self._seq0_session, self._seq0_scope = session, scope
+        if leaving_scope and leaving_scope != scope:  # another scope's conversation is never reused
+            self._keep(self._copy_seq0(leaving, leaving_scope, draft))
+            for model in (target, draft):
+                if model is not None:
+                    model.truncate(0)
         shared = target.common_prefix(tokens, limit)
-        leaving = self._seq0_session
-        self._seq0_session = session
-        key, kept_n = self._best(tokens)
-        header, disk_n = self.disk.best(tokens) if self.disk is not None else (None, 0)
+        key, kept_n = self._best(tokens, scope)
+        header, disk_n = self.disk.best(tokens, scope) if self.disk is not None else (None, 0)
         if max(kept_n, disk_n) < shared + RESTORE_MIN_GAIN:
             if shared < len(target.cached):
-                self._keep(self._copy_seq0(leaving, draft))  # the reply will overwrite the rest
+                self._keep(self._copy_seq0(leaving, scope, draft))  # the reply will overwrite the rest
             return CacheUse(shared, "continued" if shared else "none", self._take_disk_notice())
         # seq 0 is copied out first, and kept after the restore: the one restored is never evicted for it.
         # A conversation in seq 0 is not also kept: seq 0 is its copy until another one takes its place.
-        outgoing = self._copy_seq0(leaving, draft)
+        outgoing = self._copy_seq0(leaving, scope, draft)
         use = CacheUse(target.common_prefix(tokens, limit), "none")
         if key is not None and kept_n >= disk_n:
             entry = self._kept.pop(key)
@@ -134,7 +145,7 @@ class ConversationCache:
             if state is not None and target.restore_state(state, header.tokens):
                 use = CacheUse(min(disk_n, limit), "disk")
                 if draft is not None:  # the draft's too: reading it again costs more than half the target's time
-                    self._restore_draft_from_disk(draft, tokens)
+                    self._restore_draft_from_disk(draft, tokens, scope)
         self._keep(outgoing)
         return dataclasses.replace(use, notice=self._take_disk_notice())
 
@@ -143,10 +154,11 @@ class ConversationCache:
         target = self.target
         if self.disk is None or len(target.cached) < DISK_MIN_TOKENS:
             return
-        self.disk.save(session, target.cached, target.state_bytes())
+        scope = self._seq0_scope or "person"
+        self.disk.save(scope, session, target.cached, target.state_bytes())
         draft_disk = self._draft_disk(draft)
         if draft is not None and draft_disk is not None and len(draft.cached) >= DISK_MIN_TOKENS:
-            draft_disk.save(session, draft.cached, draft.state_bytes())
+            draft_disk.save(scope, session, draft.cached, draft.state_bytes())
 
     def _draft_disk(self, draft: Optional[LoadedModel]) -> Optional[SavedStates]:
         if draft is None or self.disk is None:
@@ -155,11 +167,11 @@ class ConversationCache:
             self._draft_disks[draft.path] = SavedStates(model_folder(draft.path, draft.n_ctx), self.disk.budget_bytes)
         return self._draft_disks[draft.path]
 
-    def _restore_draft_from_disk(self, draft: LoadedModel, tokens: Sequence[int]) -> None:
+    def _restore_draft_from_disk(self, draft: LoadedModel, tokens: Sequence[int], scope: str) -> None:
         draft_disk = self._draft_disk(draft)
         if draft_disk is None:
             return
-        header, n = draft_disk.best(tokens)
+        header, n = draft_disk.best(tokens, scope)
         if header is not None and n > draft.common_prefix(tokens):
             state = draft_disk.load(header)
             if state is not None:
@@ -172,12 +184,12 @@ class ConversationCache:
                 notice, disk.notice = disk.notice, ""
         return notice
 
-    def _copy_seq0(self, session: str, draft: Optional[LoadedModel]) -> Optional[KeptConversation]:
+    def _copy_seq0(self, session: str, scope: str, draft: Optional[LoadedModel]) -> Optional[KeptConversation]:
         """A copy of what seq 0 (and the draft's cache) holds; None when too short to be worth keeping."""
         target = self.target
         if len(target.cached) < KEEP_MIN_TOKENS:
             return None
-        entry = KeptConversation(session, list(target.cached), target.state_bytes())
+        entry = KeptConversation(scope, session, list(target.cached), target.state_bytes())
         if draft is not None and len(draft.cached) >= KEEP_MIN_TOKENS:
             entry.draft_path, entry.draft_tokens = draft.path, list(draft.cached)
             entry.draft_state = draft.state_bytes()
@@ -188,16 +200,19 @@ class ConversationCache:
         if entry is None or not entry.state or entry.size > self.memory_bytes:
             return
         for key, kept in list(self._kept.items()):
-            if len(kept.tokens) <= len(entry.tokens) and kept.tokens == entry.tokens[:len(kept.tokens)]:
+            if kept.scope == entry.scope and len(kept.tokens) <= len(entry.tokens) \
+                    and kept.tokens == entry.tokens[:len(kept.tokens)]:
                 del self._kept[key]  # an earlier turn of the same conversation: superseded
         self._kept[self._next_key] = entry
         self._next_key += 1
         while self.used_bytes() > self.memory_bytes:
             self._kept.popitem(last=False)
 
-    def _best(self, tokens: Sequence[int]) -> tuple[Optional[int], int]:
+    def _best(self, tokens: Sequence[int], scope: str) -> tuple[Optional[int], int]:
         best, best_n = None, 0
         for key, entry in self._kept.items():
+            if entry.scope != scope:
+                continue
             n = shared_prefix(entry.tokens, tokens)
             if n > best_n:
                 best, best_n = key, n

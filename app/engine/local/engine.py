@@ -230,7 +230,7 @@ class SpecEngine:
             yield NoticeEvent(request_id, told)
         conversations = self._conversations
         if conversations is not None:
-            found = conversations.prepare(tokens, session, draft)
+            found = conversations.prepare(tokens, session, draft, scope=config.history_book)
             if found.notice:
                 yield NoticeEvent(request_id, found.notice)
         history: list[int] = []

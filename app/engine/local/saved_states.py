@@ -80,7 +80,7 @@ def forget_saved_states(session: str) -> int:
     removed = 0
     if not root.is_dir():
         return 0
-    for file in root.glob(f"*/{_session_part(session)}-*.kv"):
+    for file in root.glob(f"*/*-{_session_part(session)}-*.kv"):
         with contextlib.suppress(OSError):
             file.unlink()
             removed += 1
@@ -124,11 +124,11 @@ class SavedStates:
         self._headers: dict[Path, SavedHeader] = {}  # read once per file version (path + mtime)
         self.notice = ""  # what went wrong with a file, said once by the engine, then cleared
 
-    def _scan(self) -> list[SavedHeader]:
+    def _scan(self, scope: str = "*") -> list[SavedHeader]:
         found: list[SavedHeader] = []
         if not self.folder.is_dir():
             return found
-        for file in self.folder.glob("*.kv"):
+        for file in self.folder.glob(f"{scope}-*.kv"):
             known = self._headers.get(file)
             try:
                 if known is None or known.mtime_ns != file.stat().st_mtime_ns:
@@ -147,10 +147,10 @@ class SavedStates:
         with contextlib.suppress(OSError):
             file.unlink()
 
-    def best(self, tokens: Sequence[int]) -> tuple[Optional[SavedHeader], int]:
-        """The saved state sharing the longest prefix with `tokens`, and how long that prefix is."""
+    def best(self, tokens: Sequence[int], scope: str) -> tuple[Optional[SavedHeader], int]:
+        """The saved state of `scope` sharing the longest prefix with `tokens`, and how long that prefix is."""
         best, best_n = None, 0
-        for header in self._scan():
+        for header in self._scan(scope):
             n = shared_prefix(header.tokens, tokens)
             if n > best_n:
                 best, best_n = header, n
@@ -174,12 +174,12 @@ class SavedStates:
             self._headers[header.path] = _read_header(header.path)
         return state
 
-    def save(self, session: str, tokens: Sequence[int], state: bytes) -> None:
+    def save(self, scope: str, session: str, tokens: Sequence[int], state: bytes) -> None:
         """Keep the state of a conversation, replacing its earlier one; then stay within the budget."""
         if len(tokens) < DISK_MIN_TOKENS or not state or len(state) > self.budget_bytes:
             return
         opening = hashlib.sha1(np.asarray(tokens[:NAME_TOKENS], dtype="<i4").tobytes()).hexdigest()[:12]
-        name = f"{_session_part(session)}-{opening}.kv"
+        name = f"{scope}-{_session_part(session)}-{opening}.kv"
         head = json.dumps({"session": session, "n_tokens": len(tokens), "crc32": zlib.crc32(state)}).encode()
         payload = b"".join((MAGIC, head, b"\n", np.asarray(tokens, dtype="<i4").tobytes(), state))
         try:
@@ -200,7 +200,7 @@ class SavedStates:
             total -= oldest.size
 
     def forget(self, session: str) -> None:
-        for file in self.folder.glob(f"{_session_part(session)}-*.kv"):
+        for file in self.folder.glob(f"*-{_session_part(session)}-*.kv"):
             with contextlib.suppress(OSError):
                 file.unlink()
             self._headers.pop(file, None)
