@@ -20,10 +20,12 @@ from __future__ import annotations
 import collections
 import dataclasses
 import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Sequence
 
 from app.common.units import format_bytes
+from app.engine.events import GenerationStats
 from app.engine.local.saved_states import DISK_DEFAULT, DISK_MIN_TOKENS, SavedStates, model_folder, shared_prefix
 
 if TYPE_CHECKING:  # the window imports the budget from here, and never loads llama.cpp
@@ -88,6 +90,15 @@ class CacheUse:
     shared: int
     source: str  # "continued", "memory", "disk" or "none"
     notice: str = ""
+    seconds: float = 0.0  # spent copying states out and in, before the decoder's clock starts
+
+    def charged(self, stats: GenerationStats) -> GenerationStats:
+        """The reply's stats with the time spent here counted in its prompt, first token and whole reply."""
+        if not self.seconds:
+            return stats
+        return dataclasses.replace(stats, prompt_eval_s=stats.prompt_eval_s + self.seconds,
+                                   ttft_s=stats.ttft_s + self.seconds if stats.ttft_s else 0.0,
+                                   elapsed_s=stats.elapsed_s + self.seconds)
 
 
 class ConversationCache:
@@ -114,6 +125,11 @@ class ConversationCache:
     def prepare(self, tokens: Sequence[int], session: str, draft: Optional[LoadedModel] = None,
                 scope: str = "person") -> CacheUse:
         """Make seq 0 hold the longest kept prefix of `tokens` (the prompt) of `scope`, keeping what it held."""
+        started = time.perf_counter()
+        use = self._prepare(tokens, session, draft, scope)
+        return dataclasses.replace(use, seconds=time.perf_counter() - started)
+
+    def _prepare(self, tokens: Sequence[int], session: str, draft: Optional[LoadedModel], scope: str) -> CacheUse:
         target = self.target
         limit = len(tokens) - 1  # the last prompt token is always decoded, for its logits
         leaving, leaving_scope = self._seq0_session, self._seq0_scope

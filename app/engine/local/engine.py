@@ -229,6 +229,7 @@ class SpecEngine:
         if told:  # a damaged file set aside, or history off: said once, and the reply goes on
             yield NoticeEvent(request_id, told)
         conversations = self._conversations
+        found = None
         if conversations is not None:
             found = conversations.prepare(tokens, session, draft, scope=config.history_book)
             if found.notice:
@@ -251,6 +252,8 @@ class SpecEngine:
             if isinstance(event, RoundEvent):
                 self.policies.after_round(policy)
             if isinstance(event, FinishedEvent):
+                if found is not None:  # restoring a kept state is part of reading the prompt
+                    event = dataclasses.replace(event, stats=found.charged(event.stats))
                 if book is not None and event.text:
                     book.record(session, prompts.new_text(text) + event.text)
                 prompts.remember(text + event.text, history)
