@@ -231,7 +231,7 @@ class SpecEngine:
         conversations = self._conversations
         found = None
         if conversations is not None:
-            found = conversations.prepare(tokens, session, draft, scope=config.history_book)
+            found = conversations.prepare(tokens, session, self.models.draft, scope=config.history_book)
             if found.notice:
                 yield NoticeEvent(request_id, found.notice)
         history: list[int] = []
@@ -259,7 +259,7 @@ class SpecEngine:
                 prompts.remember(text + event.text, history)
             yield event
         if conversations is not None:
-            conversations.after_reply(session, draft)
+            conversations.after_reply(session, self.models.draft)
 
     def _history_book(self, name: str) -> Optional[HistorySync]:
         """The loaded target's index of history book `name`, made on first use; None with no target."""
