@@ -94,3 +94,15 @@ def test_a_second_run_drafts_from_the_history_the_first_one_left(tiny_models):
     assert {r["drafter"] for r in again["rounds"] if r["proposed"]} >= {"history"}
     skipped = generate_json(*prompt, "--ngram", "--no-history")
     assert not any(t["drafter"] == "history" for t in skipped["tokens"])
+
+
+def test_prompt_stats_say_what_was_read_and_what_came_from_a_saved_state(tiny_models):
+    # A long prompt's state is saved after the first run; the second run (a new process's engine) reads it back.
+    prompt = " ".join(f"word{i % 89}" for i in range(260))
+    args = ["--target", tiny_models.target, "--prompt", prompt, "--max-tokens", 4, "--ctx", 2048]
+    first, again = generate_json(*args), generate_json(*args)
+    assert first["stats"]["prompt_tokens"] > 1000 and first["stats"]["prompt_cached"] == 0
+    assert first["stats"]["prompt_read"] == first["stats"]["prompt_tokens"]
+    assert again["stats"]["prompt_cached"] >= 0.9 * again["stats"]["prompt_tokens"]
+    assert again["stats"]["prompt_read"] == again["stats"]["prompt_tokens"] - again["stats"]["prompt_cached"]
+    assert again["text"] == first["text"]

@@ -46,6 +46,9 @@ class ModeResult:
     tokens: list[int] = field(default_factory=list)
     histogram: dict[int, int] = field(default_factory=dict)
     thinking: ThinkingShare = field(default_factory=ThinkingShare)  # over every repetition
+    # Per run, the prompt tokens read and those reused from a kept KV cache (GenerationStats.prompt_cached).
+    prompt_read: list[int] = field(default_factory=list)
+    prompt_cached: list[int] = field(default_factory=list)
 
     @property
     def median_tps(self) -> float:
@@ -69,6 +72,8 @@ class ModeResult:
             "tokens": self.tokens,
             "draft_len_histogram": dict(sorted(self.histogram.items())),
             **({"thinking": self.thinking.to_dict()} if self.thinking.reasoning.tokens else {}),
+            "prompt_read": self.prompt_read,
+            "prompt_cached": self.prompt_cached,
         }
 
 
@@ -140,10 +145,13 @@ def run_suite(
                 result.tokens_per_second.append(stats.tokens_per_second)
                 result.acceptance.append(stats.acceptance_rate)
                 result.tokens.append(stats.tokens)
+                result.prompt_read.append(stats.prompt_tokens - stats.prompt_cached)
+                result.prompt_cached.append(stats.prompt_cached)
                 for size, count in stats.draft_len_histogram.items():
                     result.histogram[size] = result.histogram.get(size, 0) + count
                 progress(f"rep {rep + 1}/{repeats} {prompt.name:<12} {mode:<10} {stats.tokens_per_second:7.1f} tok/s"
-                         f"  acceptance {stats.acceptance_rate:4.0%}")
+                         f"  acceptance {stats.acceptance_rate:4.0%}  prompt read {stats.prompt_tokens - stats.prompt_cached}, "
+                         f"{stats.prompt_cached} from cache")
     return results
 
 

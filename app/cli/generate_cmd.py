@@ -300,12 +300,15 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         keys = ("tokens", "tokens_per_second", "ttft_s", "drafted", "accepted", "acceptance_rate",
                 "mean_accepted_run", "rounds", "stop_reason", "reasoning_tokens", "reasoning_drafted",
-                "reasoning_accepted", "reasoning_s", "ended_in_reasoning")
+                "reasoning_accepted", "reasoning_s", "ended_in_reasoning", "prompt_tokens", "prompt_cached",
+                "prompt_eval_s")
         # Per token its drafter and round (an index into "rounds"); per round every proposed id, the refused ones too.
         out = {"text": finished.text, "reasoning": reasoning_json(finished), "tokens": tokens, "rounds": rounds,
                "stats": {k: getattr(stats, k) for k in keys}}
         out["stats"]["draft_len_histogram"] = stats.draft_len_histogram
         out["stats"]["split"] = share.to_dict()
+        # The prompt's tokens read now, beside prompt_cached: those whose KV cache was kept (a saved state).
+        out["stats"]["prompt_read"] = stats.prompt_tokens - stats.prompt_cached
         if tools_json:
             out["content"] = content
             out["tool_calls"] = calls_json(calls)

@@ -43,6 +43,11 @@ class LoadSettings:
     draft_gpu_layers: int = GPU_LAYERS_AUTO
     # llama.cpp RPC workers ("host:port") the target's layers are spread over; the draft stays on this machine.
     rpc_servers: tuple[str, ...] = ()
+    # The most memory (MiB) recent conversations' KV caches are kept in (app.engine.local.kv_states.conversation_cache); 0:
+    # Auto, a quarter of the memory available when the model loads, 256 MiB to 4 GiB.
+    kept_states_mib: int = 0
+    # The most disk (MiB) long conversations' saved states take in the data folder; 0: Auto (2 GiB); -1: none.
+    saved_states_mib: int = 0
 
     @property
     def threads(self) -> int:

@@ -22,6 +22,8 @@ def format_stats(stats: GenerationStats) -> str:
         parts.append("no speculation")
     if stats.ttft_s:
         parts.append(f"{stats.ttft_s:.2f} s to first token")
+    if stats.prompt_tokens:  # "read 12 new tokens, 902 from cache": the conversation's KV cache kept or not
+        parts.append(f"read {stats.prompt_tokens - stats.prompt_cached} new tokens, {stats.prompt_cached} from cache")
     reason = {
         "cancelled": "stopped",
         "max_tokens": "hit the max tokens limit",

@@ -192,10 +192,13 @@ class ReplyShaper:
         return {"drafted": stats.drafted, "accepted": stats.accepted, "rounds": stats.rounds,
                 "tokens_per_second": round(stats.tokens_per_second, 2)}
 
-    def _usage(self) -> dict:
+    def _usage(self, finished: Optional[FinishedEvent] = None) -> dict:
         completion = self._predicted_n
-        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
-                "total_tokens": self.prompt_tokens + completion}
+        usage: dict = {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
+                       "total_tokens": self.prompt_tokens + completion}
+        if finished is not None:  # OpenAI's shape: the prompt tokens whose KV cache was kept from an earlier turn
+            usage["prompt_tokens_details"] = {"cached_tokens": finished.stats.prompt_cached}
+        return usage
 
     def last_chunks(self, finished: Optional[FinishedEvent]) -> list[dict]:
         """The chunk with finish_reason (and the reply's totals), then the usage chunk when asked for."""
@@ -208,7 +211,7 @@ class ReplyShaper:
         out = [chunk]
         if self.request.include_usage:
             usage = self._base("chat.completion.chunk")
-            usage.update(choices=[], usage=self._usage())
+            usage.update(choices=[], usage=self._usage(finished))
             out.append(usage)
         return out
 
@@ -224,7 +227,7 @@ class ReplyShaper:
             if self._calls.calls:
                 message["tool_calls"] = message_tool_calls(self._calls.calls)
         reply["choices"] = [{"index": 0, "message": message, "finish_reason": self.finish_reason(finished)}]
-        reply["usage"] = self._usage()
+        reply["usage"] = self._usage(finished)
         reply["specchat"] = {"tokens": [t.provenance() for t in self._released], **self._summary(finished)}
         if self.request.timings_per_token:
             reply["timings"] = self._timings(None, finished.stats if finished else None)

@@ -30,7 +30,8 @@ _NOT_SAVED = ("load_warning",)
 # The ranges the settings dialog offers (app.ui.settings.dialog); a file's number outside them is not used.
 _INT_RANGES = {"threads": (THREADS_AUTO, 1024), "context_size": (1, 1 << 24),
                "target_gpu_layers": (GPU_LAYERS_AUTO, GPU_LAYERS_ALL),
-               "draft_gpu_layers": (GPU_LAYERS_AUTO, GPU_LAYERS_ALL), "api_port": (1, 65535)}
+               "draft_gpu_layers": (GPU_LAYERS_AUTO, GPU_LAYERS_ALL), "api_port": (1, 65535),
+               "kept_conversations_mib": (0, 1 << 20)}
 
 
 @dataclass
@@ -44,6 +45,8 @@ class AppSettings:
     # old default), since that may be a choice.
     target_gpu_layers: int = GPU_LAYERS_AUTO
     draft_gpu_layers: int = GPU_LAYERS_AUTO
+    # The memory recent conversations' KV caches are kept in, MiB (0: Auto; app.engine.local.kv_states.conversation_cache).
+    kept_conversations_mib: int = 0
     last_target: str | None = None
     last_draft: str | None = None
     last_chat_id: int | None = None  # the chat open when the app closed; it opens first next time

@@ -1,6 +1,8 @@
 """Local models through llama-cpp-python: loading, the KV cache, tokenizing, chat templates and the decoding loop.
 
 - chat_format.py: Formatting a conversation with the model's own chat template (the Jinja text stored in the GGUF).
+- kv_states/: conversations' KV states kept across requests: in memory (LRU within a budget) and, for long ones, on
+  disk, restored for the request they fit best.
 - cost_cache.py: Measured cost tables on disk, keyed by the loaded models and where they run.
 - cost_measurement.py: Measuring what forward passes cost, one forward pass at a time, so it fits into the moments nobody is waiting.
 - decoder.py: The decoding loop: plain and speculative decoding are the same loop, a round drafts k >= 0 tokens and the target

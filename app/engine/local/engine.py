@@ -17,6 +17,7 @@ from app.engine.context_fit import SessionCuts
 from app.engine.errors import EngineError
 from app.engine.events import EngineEvent, FinishedEvent, NoticeEvent, RoundEvent, TokenEvent
 from app.engine.local.chat_format import RenderedPrompt
+from app.engine.local.kv_states.conversation_cache import ConversationCache
 from app.engine.local.decoder import generate
 from app.engine.local.grammar import schema_grammar
 from app.engine.local.llama_model import LoadedModel
@@ -49,6 +50,7 @@ class SpecEngine:
         self.policies = Policies(self.models)
         self._prompts: Optional[Prompts] = None  # the loaded target's
         self._template: Optional[str] = None
+        self._conversations: Optional[ConversationCache] = None  # the loaded target's kept KV states
         self._ngram = NgramDrafter()
         self.history_file = history_file if history_file is not None else HistoryFile()
         # The loaded target's index of each history book in use: "person" (history_file), "api" (API clients' own).
@@ -108,6 +110,9 @@ class SpecEngine:
         loaded = self.models.require_target()
         self._prompts = Prompts(loaded)
         self._template = loaded.metadata("tokenizer.chat_template")  # names the thinking's markers
+        s = self.load_settings
+        self._conversations = ConversationCache.for_target(loaded, s.kept_states_mib, s.saved_states_mib,
+                                                           on_disk=s.saved_states_mib >= 0)
         self._ngram = NgramDrafter(is_control=loaded.is_control)
         self._histories = {}
 
@@ -135,10 +140,23 @@ class SpecEngine:
     def _forget_target(self) -> None:
         self.models.close_target()
         self._prompts = None
+        self._conversations = None
         self._histories = {}
 
     def close(self) -> None:
         self.unload()
+
+    # -- kept conversations -------------------------------------------------------------------------------------
+
+    def forget_conversation(self, session: str) -> None:
+        """Drop the KV states kept for `session` (a deleted chat), in memory and on disk."""
+        if self._conversations is not None:
+            self._conversations.forget(session)
+
+    @property
+    def conversation_cache(self) -> Optional[ConversationCache]:
+        """The loaded target's kept conversations (None before a target is loaded): their budget and use."""
+        return self._conversations
 
     # -- costs --------------------------------------------------------------------------------------------------
 
@@ -226,6 +244,12 @@ class SpecEngine:
         told = book.file.take_notice() if book is not None else ""
         if told:  # a damaged file set aside, or history off: said once, and the reply goes on
             yield NoticeEvent(request_id, told)
+        conversations = self._conversations
+        found = None
+        if conversations is not None:
+            found = conversations.prepare(tokens, session, self.models.draft, scope=config.history_book)
+            if found.notice:
+                yield NoticeEvent(request_id, found.notice)
         history: list[int] = []
         splitter = self._splitter(text, config, start)
         for event in generate(
@@ -248,10 +272,14 @@ class SpecEngine:
             if isinstance(event, FinishedEvent):
                 # History and the next turn's reuse take the reply as its tokens wrote it, thinking and markers too.
                 reply = splitter.raw_text
+                if found is not None:  # restoring a kept state is part of reading the prompt
+                    event = dataclasses.replace(event, stats=found.charged(event.stats))
                 if book is not None and reply:
                     book.record(session, prompts.new_text(text) + reply)
                 prompts.remember(text + reply, history)
             yield event
+        if conversations is not None:
+            conversations.after_reply(session, self.models.draft)
 
     def _history_book(self, name: str) -> Optional[HistorySync]:
         """The loaded target's index of history book `name`, made on first use; None with no target."""

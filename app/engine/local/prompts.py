@@ -22,6 +22,9 @@ CONTENT_TOKENS_CACHED = 20000
 # The most of a prompt that does not continue the last request (a regenerated reply, another chat) kept in history:
 # its end, where the user's new message is; the rest was kept when it was written.
 PROMPT_TAIL_CHARS = 4000
+# The transcripts kept for going back to a conversation (another chat, another API client): its tokens as generated
+# are what the kept KV states hold (app.engine.local.kv_states.conversation_cache), where re-tokenising could split differently.
+TRANSCRIPTS_KEPT = 32
 # What a chat template adds around one message (<|im_start|>role\n ... <|im_end|>\n in ChatML): an estimate, the
 # exact count of the fitted prompt checks it.
 MESSAGE_MARKUP_TOKENS = 6
@@ -44,6 +47,7 @@ class Prompts:
         # and force the whole conversation to be evaluated again).
         self.transcript_text = ""
         self.transcript_tokens: list[int] = []
+        self._transcripts: dict[str, list[int]] = {}  # recent conversations' text -> tokens, oldest first
         self.tool_format: ToolFormat = format_of(self._chat_template)
         self._content_tokens: dict[str, int] = {}  # message text -> its token count, oldest entry first
         # Work every first prompt needs, done while loading rather than while the user waits for a reply.
@@ -87,15 +91,22 @@ class Prompts:
         """Tokens for a prompt. With `markup` (a chat prompt) only those spans may hold control tokens; without
         (raw text for `complete`) every literal control token in the text counts."""
         target = self.target
-        reuse = bool(self.transcript_tokens) and text.startswith(self.transcript_text)
+        known, known_tokens = self._transcript_of(text)
+        reuse = bool(known_tokens)
         if markup is not None:
-            start = len(self.transcript_text) if reuse else 0
+            start = len(known) if reuse else 0
             tail = tokenize_prompt(target, text, markup, start=start, add_bos=not reuse)
-            return self.transcript_tokens + tail if reuse else tail
+            return known_tokens + tail if reuse else tail
         if reuse:
-            rest = text[len(self.transcript_text):]
-            return self.transcript_tokens + target.tokenize(rest, add_special=False)
+            return known_tokens + target.tokenize(text[len(known):], add_special=False)
         return target.tokenize(text, add_special=True)
+
+    def _transcript_of(self, text: str) -> tuple[str, list[int]]:
+        """The longest kept transcript `text` goes on from, and its tokens (("", []) when none)."""
+        if self.transcript_tokens and text.startswith(self.transcript_text):
+            return self.transcript_text, self.transcript_tokens
+        best = max((known for known in self._transcripts if text.startswith(known)), key=len, default="")
+        return (best, self._transcripts[best]) if best else ("", [])
 
     def count_tokens(self, messages: Sequence[dict]) -> int:
         rendered = self.render(messages)
@@ -124,6 +135,10 @@ class Prompts:
         """A request's text plus its reply, and their tokens: what the next turn reuses."""
         self.transcript_text = text
         self.transcript_tokens = tokens
+        self._transcripts.pop(text, None)
+        self._transcripts[text] = tokens
+        if len(self._transcripts) > TRANSCRIPTS_KEPT:
+            self._transcripts.pop(next(iter(self._transcripts)))
 
 
 def template_variables(config: Optional[GenerationConfig]) -> dict:

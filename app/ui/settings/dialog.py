@@ -25,7 +25,10 @@ from PySide6.QtWidgets import (
 from app.ui.widgets.dialog_folders import remember_folder, start_folder
 from app.platform import paths
 from app.serve.key_store import saved_key
+from app.common.units import format_bytes
 from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, MAX_DRAFT, THREADS_AUTO, default_threads
+from app.engine.local.kv_states.conversation_cache import memory_budget
+from app.engine.local.kv_states.saved_states import saved_states_line
 from app.engine.placement.devices import DeviceReport, list_devices
 from app.store import AppSettings, ChatSettings
 from app.ui.widgets.layouts import button_row
@@ -206,6 +209,19 @@ class AppSettingsDialog(QDialog):
         self.context_size.setValue(settings.context_size)
         self.context_size.setSuffix(" tokens")
         form.addRow("Context size", self.context_size)
+        self.kept_conversations = QSpinBox()
+        self.kept_conversations.setRange(0, 1 << 20)
+        self.kept_conversations.setSingleStep(256)
+        self.kept_conversations.setSuffix(" MiB")
+        self.kept_conversations.setSpecialValueText(f"Auto ({format_bytes(memory_budget(0))})")
+        self.kept_conversations.setValue(settings.kept_conversations_mib)
+        self.kept_conversations.setToolTip("Recent conversations' caches are kept in this much memory, so going "
+                                           "back to a chat reads only its new message. Auto: a quarter of the free "
+                                           "memory, at most 4 GiB.")
+        form.addRow("Kept conversations", self.kept_conversations)
+        self.saved_conversations = QLabel(saved_states_line())
+        self.saved_conversations.setWordWrap(True)
+        form.addRow("", self.saved_conversations)
         self.target_gpu_layers = GpuLayersSpinBox(settings.target_gpu_layers)
         form.addRow("GPU layers, model", self.target_gpu_layers)
         self.draft_gpu_layers = GpuLayersSpinBox(settings.draft_gpu_layers)
@@ -295,6 +311,7 @@ class AppSettingsDialog(QDialog):
             history_drafting=self.history_drafting.isChecked(),
             threads=self.threads.value(),
             context_size=self.context_size.value(),
+            kept_conversations_mib=self.kept_conversations.value(),
             target_gpu_layers=self.target_gpu_layers.value(),
             draft_gpu_layers=self.draft_gpu_layers.value(),
             servers=self.remote.server_urls(),

@@ -15,6 +15,7 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QDialog, QMainWindow, QStackedWidget
 
 from app.engine.config import GenerationConfig, LoadSettings
+from app.engine.local.kv_states.saved_states import forget_saved_states
 from app.engine.speculation.history_file import HistoryFile
 from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
 from app.ui.chat import chat_exporter
@@ -208,7 +209,8 @@ class MainWindow(MessageCommands, QMainWindow):
     def _load_settings(self, s: Optional[AppSettings] = None) -> LoadSettings:
         s = s or self.settings
         return LoadSettings(n_ctx=s.context_size, n_threads=s.threads, target_gpu_layers=s.target_gpu_layers,
-                            draft_gpu_layers=s.draft_gpu_layers, rpc_servers=tuple(s.rpc_workers))
+                            draft_gpu_layers=s.draft_gpu_layers, rpc_servers=tuple(s.rpc_workers),
+                            kept_states_mib=s.kept_conversations_mib)
 
     def save_app_settings(self) -> None:
         try:
@@ -375,6 +377,7 @@ class MainWindow(MessageCommands, QMainWindow):
             self.show_error(str(exc))
             return
         HistoryFile().forget(chat_session(chat_id))  # its text leaves the history drafter's file too
+        forget_saved_states(chat_session(chat_id))  # and its KV cache saved on disk
         if chat_id == self.conversation.chat_id:
             self.new_chat()
         self.chat_list.remove(chat_id)

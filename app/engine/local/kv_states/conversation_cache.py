@@ -1,0 +1,268 @@
+"""Recent conversations' KV caches, kept so that going back to a chat (or an API client's turn after another's)
+reads only its new tokens.
+
+The models decode one sequence (seq 0). Before a request that does not go on from what seq 0 holds, seq 0's
+state is copied out (llama_state_seq_get_data) and kept; then the kept state sharing the longest token prefix with
+the request, as llama-server picks a slot, is copied back in when it shares more than seq 0 does. The draft
+model's cache is kept and restored with it. States are kept least recently used first within a byte budget;
+long conversations also go to disk (saved_states.py) after each reply, for a chat reopened after a restart.
+
+States are kept per scope (the request's history book, "person" or "api") and never offered across: an API
+client must not be able to tell, from how fast a guessed prefix is answered, what the person wrote.
+
+Restoring is lossless: the bytes copied back are the KV cells llama.cpp computed, so the reply is the same.
+
+Use from the engine process's main thread only.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional, Sequence
+
+from app.common.units import format_bytes
+from app.engine.events import GenerationStats
+from app.engine.local.kv_states.saved_states import DISK_DEFAULT, DISK_MIN_TOKENS, SavedStates, model_folder, shared_prefix
+
+if TYPE_CHECKING:  # the window imports the budget from here, and never loads llama.cpp
+    from app.engine.local.llama_model import LoadedModel
+
+# A state shorter than this is not kept: reading it again costs about what copying it does.
+KEEP_MIN_TOKENS = 64
+# A kept state is restored only when it shares this many more tokens than seq 0 already does.
+RESTORE_MIN_GAIN = 32
+# The default memory budget: this share of the memory available when the model loads, within these bounds.
+MEMORY_SHARE = 0.25
+MEMORY_MIN = 256 << 20
+MEMORY_MAX = 4 << 30
+
+
+def available_memory() -> int:
+    """Bytes of memory available now (MemAvailable on Linux; the physical memory elsewhere), 0 if unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def memory_budget(mib: int) -> int:
+    """The memory budget in bytes: `mib` as set, or (0, Auto) a share of the available memory."""
+    if mib > 0:
+        return mib << 20
+    return int(min(MEMORY_MAX, max(MEMORY_MIN, available_memory() * MEMORY_SHARE)))
+
+
+def disk_budget(mib: int) -> int:
+    return mib << 20 if mib > 0 else DISK_DEFAULT
+
+
+@dataclasses.dataclass
+class KeptConversation:
+    scope: str
+    session: str
+    tokens: list[int]  # what the target's cache held
+    state: bytes
+    draft_path: Optional[Path] = None
+    draft_tokens: list[int] = dataclasses.field(default_factory=list)
+    draft_state: bytes = b""
+
+    @property
+    def size(self) -> int:
+        return len(self.state) + len(self.draft_state)
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheUse:
+    """What a request found: the tokens seq 0 shares with it after any restore, where they came from, and a note
+    for the person ("" when nothing went wrong)."""
+
+    shared: int
+    source: str  # "continued", "memory", "disk" or "none"
+    notice: str = ""
+    seconds: float = 0.0  # spent copying states out and in, before the decoder's clock starts
+
+    def charged(self, stats: GenerationStats) -> GenerationStats:
+        """The reply's stats with the time spent here counted in its prompt, first token and whole reply."""
+        if not self.seconds:
+            return stats
+        return dataclasses.replace(stats, prompt_eval_s=stats.prompt_eval_s + self.seconds,
+                                   ttft_s=stats.ttft_s + self.seconds if stats.ttft_s else 0.0,
+                                   elapsed_s=stats.elapsed_s + self.seconds)
+
+
+class ConversationCache:
+    """The kept states of one loaded target (and whichever draft is loaded beside it)."""
+
+    def __init__(self, target: LoadedModel, memory_bytes: int, disk: Optional[SavedStates]):
+        self.target = target
+        self.memory_bytes = memory_bytes
+        self.disk = disk
+        self._kept: collections.OrderedDict[int, KeptConversation] = collections.OrderedDict()  # oldest first
+        self._next_key = 0
+        self._seq0_session = ""  # whose conversation seq 0 holds
+        self._seq0_scope = ""
+        self._draft_disks: dict[Path, SavedStates] = {}  # the saved states of each draft model used beside it
+
+    @classmethod
+    def for_target(cls, target: LoadedModel, memory_mib: int = 0, disk_mib: int = 0,
+                   on_disk: bool = True) -> "ConversationCache":
+        disk = SavedStates(model_folder(target.path, target.n_ctx), disk_budget(disk_mib)) if on_disk else None
+        return cls(target, memory_budget(memory_mib), disk)
+
+    # -- the request path ---------------------------------------------------------------------------------------
+
+    def prepare(self, tokens: Sequence[int], session: str, draft: Optional[LoadedModel] = None,
+                scope: str = "person") -> CacheUse:
+        """Make seq 0 hold the longest kept prefix of `tokens` (the prompt) of `scope`, keeping what it held."""
+        started = time.perf_counter()
+        use = self._prepare(tokens, session, draft, scope)
+        return dataclasses.replace(use, seconds=time.perf_counter() - started)
+
+    def _prepare(self, tokens: Sequence[int], session: str, draft: Optional[LoadedModel], scope: str) -> CacheUse:
+        target = self.target
+        limit = len(tokens) - 1  # the last prompt token is always decoded, for its logits
+        leaving, leaving_scope = self._seq0_session, self._seq0_scope
+        self._seq0_session, self._seq0_scope = session, scope
+        if leaving_scope and leaving_scope != scope:  # another scope's conversation is never reused
+            self._keep(self._copy_seq0(leaving, leaving_scope, draft))
+            for model in (target, draft):
+                if model is not None:
+                    model.truncate(0)
+        shared = target.common_prefix(tokens, limit)
+        key, kept_n = self._best(tokens, scope)
+        header, disk_n = self.disk.best(tokens, scope) if self.disk is not None else (None, 0)
+        if max(kept_n, disk_n) < shared + RESTORE_MIN_GAIN:
+            if shared < len(target.cached):
+                self._keep(self._copy_seq0(leaving, scope, draft))  # the reply will overwrite the rest
+            return CacheUse(shared, "continued" if shared else "none", self._take_disk_notice())
+        # seq 0 is copied out first, and kept after the restore: the one restored is never evicted for it.
+        # A conversation in seq 0 is not also kept: seq 0 is its copy until another one takes its place.
+        outgoing = self._copy_seq0(leaving, scope, draft)
+        use = CacheUse(target.common_prefix(tokens, limit), "none")
+        if key is not None and kept_n >= disk_n:
+            entry = self._kept.pop(key)
+            if target.restore_state(entry.state, entry.tokens):
+                if draft is not None and entry.draft_path == draft.path and entry.draft_state:
+                    draft.restore_state(entry.draft_state, entry.draft_tokens)
+                use = CacheUse(min(kept_n, limit), "memory")
+        elif header is not None and self.disk is not None:
+            state = self.disk.load(header)
+            if state is not None and target.restore_state(state, header.tokens):
+                use = CacheUse(min(disk_n, limit), "disk")
+                if draft is not None:  # the draft's too: reading it again costs more than half the target's time
+                    self._restore_draft_from_disk(draft, tokens, scope)
+        self._keep(outgoing)
+        return dataclasses.replace(use, notice=self._take_disk_notice())
+
+    def after_reply(self, session: str, draft: Optional[LoadedModel] = None) -> None:
+        """A reply is done: a long conversation's state goes to disk (replacing its earlier one), the draft's too."""
+        target = self.target
+        if self.disk is None or len(target.cached) < DISK_MIN_TOKENS:
+            return
+        scope = self._seq0_scope or "person"
+        self.disk.save(scope, session, target.cached, target.state_bytes())
+        draft_disk = self._draft_disk(draft)
+        if draft is not None and draft_disk is not None and len(draft.cached) >= DISK_MIN_TOKENS:
+            draft_disk.save(scope, session, draft.cached, draft.state_bytes())
+
+    def _draft_disk(self, draft: Optional[LoadedModel]) -> Optional[SavedStates]:
+        if draft is None or self.disk is None:
+            return None
+        if draft.path not in self._draft_disks:
+            self._draft_disks[draft.path] = SavedStates(model_folder(draft.path, draft.n_ctx), self.disk.budget_bytes)
+        return self._draft_disks[draft.path]
+
+    def _restore_draft_from_disk(self, draft: LoadedModel, tokens: Sequence[int], scope: str) -> None:
+        draft_disk = self._draft_disk(draft)
+        if draft_disk is None:
+            return
+        header, n = draft_disk.best(tokens, scope)
+        if header is not None and n > draft.common_prefix(tokens):
+            state = draft_disk.load(header)
+            if state is not None:
+                draft.restore_state(state, header.tokens)
+
+    def _take_disk_notice(self) -> str:
+        notice = ""
+        for disk in (self.disk, *self._draft_disks.values()):
+            if disk is not None and disk.notice:
+                notice, disk.notice = disk.notice, ""
+        return notice
+
+    def _copy_seq0(self, session: str, scope: str, draft: Optional[LoadedModel]) -> Optional[KeptConversation]:
+        """A copy of what seq 0 (and the draft's cache) holds; None when too short to be worth keeping."""
+        target = self.target
+        if len(target.cached) < KEEP_MIN_TOKENS:
+            return None
+        entry = KeptConversation(scope, session, list(target.cached), target.state_bytes())
+        if draft is not None and len(draft.cached) >= KEEP_MIN_TOKENS:
+            entry.draft_path, entry.draft_tokens = draft.path, list(draft.cached)
+            entry.draft_state = draft.state_bytes()
+        return entry
+
+    def _keep(self, entry: Optional[KeptConversation]) -> None:
+        """Keep a conversation's copy, most recently used, within the budget (the oldest evicted first)."""
+        if entry is None or not entry.state or entry.size > self.memory_bytes:
+            return
+        for key, kept in list(self._kept.items()):
+            if kept.scope == entry.scope and len(kept.tokens) <= len(entry.tokens) \
+                    and kept.tokens == entry.tokens[:len(kept.tokens)]:
+                del self._kept[key]  # an earlier turn of the same conversation: superseded
+        self._kept[self._next_key] = entry
+        self._next_key += 1
+        while self.used_bytes() > self.memory_bytes:
+            self._kept.popitem(last=False)
+
+    def _best(self, tokens: Sequence[int], scope: str) -> tuple[Optional[int], int]:
+        best, best_n = None, 0
+        for key, entry in self._kept.items():
+            if entry.scope != scope:
+                continue
+            n = shared_prefix(entry.tokens, tokens)
+            if n > best_n:
+                best, best_n = key, n
+        return best, best_n
+
+    # -- forgetting and telling ---------------------------------------------------------------------------------
+
+    def forget(self, session: Optional[str] = None, prefix: Sequence[int] = ()) -> None:
+        """Drop the states of `session` (a deleted chat), in memory and on disk, and any that start with `prefix`."""
+        for key, entry in list(self._kept.items()):
+            if (session is not None and entry.session == session) or \
+                    (prefix and entry.tokens[:len(prefix)] == list(prefix)):
+                del self._kept[key]
+        if session is not None and self.disk is not None:
+            self.disk.forget(session)
+            for draft_disk in self._draft_disks.values():
+                draft_disk.forget(session)
+        target = self.target
+        if (session is not None and self._seq0_session == session) or \
+                (prefix and target.cached[:len(prefix)] == list(prefix)):
+            target.truncate(0)
+
+    def used_bytes(self) -> int:
+        return sum(entry.size for entry in self._kept.values())
+
+    @property
+    def kept_count(self) -> int:
+        return len(self._kept)
+
+    def summary(self) -> str:
+        """One line for Settings: the budgets and what is used of them."""
+        line = (f"Conversations kept in memory: {len(self._kept)}, {format_bytes(self.used_bytes())} "
+                f"of {format_bytes(self.memory_bytes)}")
+        if self.disk is not None:
+            line += f"; on disk {format_bytes(self.disk.used_bytes())} of {format_bytes(self.disk.budget_bytes)}"
+        return line
+

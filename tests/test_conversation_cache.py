@@ -1,0 +1,194 @@
+"""Going back to a conversation reads only its new tokens: after another chat, after another API client's turn,
+and after the engine restarts (its state saved on disk). The reply is the same as without the cache."""
+
+from __future__ import annotations
+
+from app.engine.config import GenerationConfig, LoadSettings
+from app.engine.events import FinishedEvent, NoticeEvent
+from app.engine.local.engine import SpecEngine
+from app.engine.local.kv_states.saved_states import forget_saved_states, states_root
+from tests.perf.conversation_cache import conversation
+
+
+def _engine(tiny_models, n_ctx=2048, **load):
+    engine = SpecEngine(LoadSettings(n_ctx=n_ctx, n_threads=1, **load))
+    engine.load_target(tiny_models.target)
+    engine.load_draft(tiny_models.draft)
+    return engine
+
+
+def _chat(topic: str, turns: int, words: int = 40) -> list[dict]:
+    """A conversation of `turns` user turns, each `words` words long (the tiny model's replies come later)."""
+    messages = [{"role": "system", "content": "You answer briefly."}]
+    for turn in range(turns):
+        text = " ".join(f"{topic}{(turn * words + i) % 97}" for i in range(words))
+        messages.append({"role": "user", "content": text})
+        messages.append({"role": "assistant", "content": f"Noted {topic} {turn}."})
+    return messages
+
+
+def _reply(engine, messages, session, **config):
+    events = list(engine.chat(messages, GenerationConfig(max_tokens=12, session=session, **config)))
+    finished = events[-1]
+    assert isinstance(finished, FinishedEvent)
+    notices = [e.text for e in events if isinstance(e, NoticeEvent)]
+    return finished, notices
+
+
+def _continued(messages, reply_text, line):
+    return messages + [{"role": "assistant", "content": reply_text}, {"role": "user", "content": line}]
+
+
+def _fresh_reply(tiny_models, messages, session):
+    """The reply of an engine that has never seen the conversation, with no saved states: what a cached reply
+    must equal."""
+    engine = _engine(tiny_models, saved_states_mib=-1)
+    try:
+        return _reply(engine, messages, session)[0].text
+    finally:
+        engine.close()
+
+
+def test_back_to_a_chat_after_another_reads_only_its_new_tokens(tiny_models):
+    engine = _engine(tiny_models)
+    try:
+        a, b = _chat("apple", 3)[:-1], _chat("brick", 3)[:-1]
+        first_a, _ = _reply(engine, a, "chat-a")
+        first_b, _ = _reply(engine, b, "chat-b")
+        again = _continued(a, first_a.text, "And one more thing about apples.")
+        back, _ = _reply(engine, again, "chat-a")
+        assert back.stats.prompt_cached >= 0.9 * back.stats.prompt_tokens, back.stats
+        # and B, in turn, found its own
+        again_b = _continued(b, first_b.text, "And bricks?")
+        back_b, _ = _reply(engine, again_b, "chat-b")
+        assert back_b.stats.prompt_cached >= 0.9 * back_b.stats.prompt_tokens, back_b.stats
+        summary = engine.conversation_cache.summary()
+        assert "Conversations kept in memory: " in summary
+    finally:
+        engine.close()
+    assert back.text == _fresh_reply(tiny_models, again, "chat-a")
+
+
+def test_a_long_chat_reopened_after_a_restart_comes_from_disk(tiny_models):
+    long_chat = _chat("cedar", 6)[:-1]
+    engine = _engine(tiny_models)
+    try:
+        first, _ = _reply(engine, long_chat, "chat-c")
+        assert first.stats.prompt_tokens > 1000  # long enough to be saved
+    finally:
+        engine.close()
+    again = _continued(long_chat, first.text, "Go on, please.")
+    engine = _engine(tiny_models)
+    try:
+        reopened, notices = _reply(engine, again, "chat-c")
+    finally:
+        engine.close()
+    assert reopened.stats.prompt_cached >= 0.9 * reopened.stats.prompt_tokens, reopened.stats
+    assert not notices
+    assert reopened.text == _fresh_reply(tiny_models, again, "chat-c")
+
+
+def test_a_damaged_saved_state_is_ignored_with_a_note(tiny_models):
+    long_chat = _chat("dune", 6)[:-1]
+    engine = _engine(tiny_models)
+    try:
+        first, _ = _reply(engine, long_chat, "chat-d")
+    finally:
+        engine.close()
+    saved = list(states_root().glob("*/*.kv"))  # the target's, and the draft's when it drafted
+    assert saved
+    for file in saved:
+        data = bytearray(file.read_bytes())
+        data[-100:] = bytes(100)  # the end of the KV state overwritten
+        file.write_bytes(bytes(data))
+    again = _continued(long_chat, first.text, "Go on.")
+    engine = _engine(tiny_models)
+    try:
+        reply, notices = _reply(engine, again, "chat-d")
+    finally:
+        engine.close()
+    assert any("damaged" in n for n in notices), notices
+    assert reply.stats.prompt_cached < 0.1 * reply.stats.prompt_tokens  # read again, not restored from bad bytes
+    assert reply.text == _fresh_reply(tiny_models, again, "chat-d")
+
+
+def test_deleting_a_chat_deletes_its_saved_state(tiny_models):
+    long_chat = _chat("elm", 6)[:-1]
+    engine = _engine(tiny_models)
+    try:
+        first, _ = _reply(engine, long_chat, "chat-e")
+    finally:
+        engine.close()
+    assert forget_saved_states("chat-e") >= 1
+    engine = _engine(tiny_models)
+    try:
+        reply, _ = _reply(engine, _continued(long_chat, first.text, "Go on."), "chat-e")
+    finally:
+        engine.close()
+    assert reply.stats.prompt_cached < 0.1 * reply.stats.prompt_tokens
+
+
+def test_forgetting_a_conversation_in_the_engine_drops_it_from_memory(tiny_models):
+    engine = _engine(tiny_models)
+    try:
+        a, b = _chat("fig", 3)[:-1], _chat("gum", 3)[:-1]
+        first_a, _ = _reply(engine, a, "chat-f")
+        _reply(engine, b, "chat-g")
+        engine.forget_conversation("chat-f")
+        back, _ = _reply(engine, _continued(a, first_a.text, "More?"), "chat-f")
+    finally:
+        engine.close()
+    assert back.stats.prompt_cached < 0.1 * back.stats.prompt_tokens
+
+
+def test_the_memory_budget_keeps_the_most_recent_conversations(tiny_models):
+    # About 1.1 MB per conversation of the tiny model here: a 2 MiB budget keeps one besides the one in use.
+    engine = _engine(tiny_models, kept_states_mib=2, saved_states_mib=-1)
+    try:
+        chats = [(_chat(f"topic{i}x", 3)[:-1], f"chat-{i}") for i in range(6)]
+        replies = [_reply(engine, messages, session)[0] for messages, session in chats]
+        assert engine.conversation_cache.used_bytes() <= 2 << 20
+        recent, _ = _reply(engine, _continued(chats[4][0], replies[4].text, "More?"), "chat-4")
+        oldest, _ = _reply(engine, _continued(chats[0][0], replies[0].text, "More?"), "chat-0")
+    finally:
+        engine.close()
+    assert recent.stats.prompt_cached >= 0.9 * recent.stats.prompt_tokens
+    assert oldest.stats.prompt_cached < 0.1 * oldest.stats.prompt_tokens
+
+
+def test_a_real_model_goes_back_to_a_chat_from_its_cache_with_the_same_reply(real_models):
+    def engine_with(**load):
+        engine = SpecEngine(LoadSettings(n_ctx=2048, n_threads=2, **load))
+        engine.load_target(real_models["target"])
+        return engine
+
+    engine = engine_with()
+    try:
+        a, b = conversation("threads", turns=2), conversation("decimal arithmetic", turns=2)  # ~300 tokens each
+        first_a, _ = _reply(engine, a, "chat-a")
+        _reply(engine, b, "chat-b")
+        again = _continued(a, first_a.text, "Which one matters most?")
+        back, _ = _reply(engine, again, "chat-a")
+    finally:
+        engine.close()
+    assert back.stats.prompt_cached >= 0.9 * back.stats.prompt_tokens, back.stats
+    fresh = engine_with(saved_states_mib=-1)
+    try:
+        assert _reply(fresh, again, "chat-a")[0].text == back.text
+    finally:
+        fresh.close()
+
+
+def test_an_api_client_never_finds_the_persons_conversation_in_the_cache(tiny_models):
+    # Were it found, how fast a guessed prefix is answered would tell a client what the person wrote.
+    engine = _engine(tiny_models)
+    try:
+        chat = _chat("secret", 3)[:-1]
+        first, _ = _reply(engine, chat, "chat-p")
+        guessed = _continued(chat, first.text, "Go on.")
+        by_api, _ = _reply(engine, guessed, "api", history_book="api")
+        by_person, _ = _reply(engine, _continued(chat, first.text, "Go on."), "chat-p")
+    finally:
+        engine.close()
+    assert by_api.stats.prompt_cached < 0.1 * by_api.stats.prompt_tokens, by_api.stats
+    assert by_person.stats.prompt_cached >= 0.9 * by_person.stats.prompt_tokens, by_person.stats  # still its own
