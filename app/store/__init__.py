@@ -2,6 +2,7 @@
 
 - _fields.py: Reading dataclass records back from JSON written by this or another version of SpecChat.
 - attachments.py: Files attached to a message: read with limits, stored with the message, sent as fenced blocks.
+- branches.py: Branches of a chat: the versions Regenerate and Edit leave behind, and moving between them.
 - chats.py: Chats and their messages, kept in the SQLite chat database.
 - db.py: Opening the chat database: one SQLite file, WAL journal, foreign keys on, schema versioned in `user_version`.
 - errors.py: Errors the store raises, each with a message that names the file and says what a person can do about it.

@@ -64,3 +64,18 @@ def test_deleting_leaves_no_orphan_versions(tmp_path):
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT count(*) FROM branch_messages").fetchone()[0] == 0
     conn.close()
+
+
+def test_the_export_says_which_version_is_current(tmp_path):
+    from app.replies.export import export_text
+
+    with ChatStore(tmp_path / "chats.sqlite3") as store:
+        chat = store.create_chat()
+        store.add_message(chat.id, "user", "hi")
+        first = store.add_message(chat.id, "assistant", "hello")
+        store.branch_from(chat.id, first.id)
+        store.add_message(chat.id, "assistant", "hey there")
+        markdown = export_text(store, chat.id, "markdown")
+        assert "(version 2 of 2, the current one)" in markdown and "hey there" in markdown
+        assert "hello" not in markdown
+        assert '"version": {"index": 2, "count": 2}' in export_text(store, chat.id, "json")
