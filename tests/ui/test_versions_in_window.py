@@ -31,6 +31,8 @@ def test_regenerate_keeps_the_first_reply_as_version_one_of_two(make_window, qtb
         click_link(qtbot, view, "Regenerate", view.action_href("regenerate", first))
     second = blocker.args[0]
     assert "2/2" in _transcript(window) and "Second answer." in _transcript(window)
+    # Each message says when it was written, and a question its length.
+    assert "You  ·  just now  ·  8 characters" in _transcript(window)
     assert "First answer." not in _transcript(window)
     # A regenerated reply is asked for with a fresh seed, and sampled even where the chat is greedy.
     config = fake_engine.configs[-1]
@@ -82,3 +84,17 @@ def test_an_edit_makes_a_version_and_the_model_gets_the_current_branch_only(make
     sent = [m["content"] for m in fake_engine.requests[-1] if m["role"] != "system"]
     assert sent == ["capital of France?", "Paris.", "and of Italy?", "Paris.", "sure?"]
     assert find_link(view.document(), " › ", view.action_href(NEXT_VERSION, italy.id)) is not None
+
+
+def test_a_time_reads_relative_today_and_as_a_date_before():
+    import datetime
+
+    from app.ui.transcript.message_meta import when_text, when_tooltip
+
+    noon = datetime.datetime(2026, 12, 2, 12, 0).timestamp()
+    assert when_text(noon - 20, noon) == "just now"
+    assert when_text(noon - 12 * 60, noon) == "12 min ago"
+    assert when_text(noon - 3 * 3600, noon) == "3 h ago"
+    assert when_text(noon - 86400, noon) == "1 Dec"
+    assert when_text(noon - 400 * 86400, noon).endswith("2025")
+    assert when_tooltip(noon) == "Written Wednesday 2 December 2026, 12:00:00"

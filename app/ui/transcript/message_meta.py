@@ -2,8 +2,8 @@
 regenerated or edited, the switcher between its versions ("‹ 2/3 ›").
 
 When: relative today ("just now", "12 min ago", "3 h ago"), a date before that; the tooltip has the full date and
-time. Length: a reply's tokens from its stats (what the model wrote); a user message's characters, since counting
-its tokens would take a round trip to the engine for every message shown. GUI thread only.
+time. Length: a reply's tokens are in its stats row, under it (what the model wrote); a user message shows its
+characters, since counting its tokens would take a round trip to the engine for every message shown. GUI thread only.
 """
 
 from __future__ import annotations
@@ -49,9 +49,7 @@ def when_tooltip(created_at: float) -> str:
 def length_text(message: TranscriptMessage) -> tuple[str, str]:
     """(shown, tooltip) for the message's length; ("", "") when it has none to tell."""
     if message.role == "assistant":
-        if message.stats is None or not message.stats.tokens:
-            return "", ""
-        return plural(message.stats.tokens, "token"), "Tokens the model wrote for this reply"
+        return "", ""  # the reply's stats row under it says its tokens (GenerationStats.tokens)
     chars = len(message.content)
     return plural(chars, "character"), "Characters of the message as written (attached files not counted)"
 
