@@ -20,6 +20,7 @@ from app.common.text import valid_text
 from app.platform.machine_defaults import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, THREADS_AUTO
 from app.store import _fields
 from app.store.errors import StoreError
+from app.store.model_defaults import read_defaults
 
 
 # The appearance choices the window offers (app/ui/widgets/themes.py has the colours).
@@ -68,6 +69,8 @@ class AppSettings:
     # How chats are formatted for each model file without a chat template of its own, by path: "raw", "chatml" or
     # "template:" and a template file's path (app.ui.chat.chat_format_choice).
     chat_formats: dict[str, str] = field(default_factory=dict)
+    # Each model file's own defaults, by path (app.store.model_defaults): context size, GPU layers, thinking.
+    model_defaults: dict[str, dict] = field(default_factory=dict)
     # Why the file could not be used as it was, in words for the user; None when it loaded cleanly.
     load_warning: str | None = field(default=None, compare=False, repr=False)
 
@@ -117,6 +120,11 @@ def load_settings(path: Path | None = None) -> AppSettings:
     if formats != settings.chat_formats:
         settings.chat_formats = formats
         rejected.append("chat_formats")
+    model_defaults = {k: read.to_dict() for k, v in settings.model_defaults.items()
+                      if isinstance(k, str) and (read := read_defaults(v)) is not None}
+    if model_defaults != settings.model_defaults:
+        settings.model_defaults = model_defaults
+        rejected.append("model_defaults")
     folders = [folder for folder in settings.model_folders if _usable_path(folder)]
     if folders != settings.model_folders:
         settings.model_folders = folders

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QDialog, QMainWindow, QStackedWidget
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.speculation.history_file import HistoryFile
 from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
+from app.store import model_defaults
 from app.ui.chat import chat_exporter
 from app.ui.chat import compare_plain, file_drop
 from app.ui.inspector import controller as inspector_controller
@@ -73,6 +74,7 @@ class MainWindow(MessageCommands, QMainWindow):
         self.session = ModelSession(self.library, self.drafts, self.model_bar, self.engine_process,
                                     self.library_ctl.thread, self._load_settings(), self.settings.last_draft, self)
 
+        self.session.defaults_for = lambda path: model_defaults.for_model(self.settings.model_defaults, path)
         self._build_ui()
         self._connect()
         self.library.modelReset.connect(self._update_page)  # whoever changes the library: scans, servers' models
@@ -416,6 +418,7 @@ class MainWindow(MessageCommands, QMainWindow):
     def generation_config(self) -> GenerationConfig:
         """What the next request is sent with: the chat's settings, the Speculative switch and the drafter."""
         config = self.chat_settings.generation_config(self.model_bar.speculative(), self.session.drafter())
+        config = model_defaults.with_reply_defaults(config, self.session.defaults_for(self.session.target))
         return self.chat_format.apply(dataclasses.replace(config, history=self.settings.history_drafting))
 
     # ----- lifetime
