@@ -44,6 +44,7 @@ class ChatSettings:
     target_path: str | None = None
     draft_path: str | None = None  # a draft model file
     draft_ngram: bool = False  # draft by n-gram lookup of earlier text instead of a draft model
+    preset: str | None = None  # the preset last chosen for the chat (app.store.presets); its fields are copied in
 
     def to_dict(self) -> dict[str, Any]:
         return _fields.to_dict(self)

@@ -21,6 +21,7 @@ from app.platform.machine_defaults import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, THREA
 from app.store import _fields
 from app.store.errors import StoreError
 from app.store.model_defaults import read_defaults
+from app.store.presets import read_presets, stored
 
 
 # The appearance choices the window offers (app/ui/widgets/themes.py has the colours).
@@ -71,6 +72,9 @@ class AppSettings:
     chat_formats: dict[str, str] = field(default_factory=dict)
     # Each model file's own defaults, by path (app.store.model_defaults): context size, GPU layers, thinking.
     model_defaults: dict[str, dict] = field(default_factory=dict)
+    # Named presets of a chat's system prompt, sampling and draft setting (app.store.presets), the built-in
+    # "Default" left out.
+    presets: list[dict] = field(default_factory=list)
     # Why the file could not be used as it was, in words for the user; None when it loaded cleanly.
     load_warning: str | None = field(default=None, compare=False, repr=False)
 
@@ -125,6 +129,10 @@ def load_settings(path: Path | None = None) -> AppSettings:
     if model_defaults != settings.model_defaults:
         settings.model_defaults = model_defaults
         rejected.append("model_defaults")
+    kept_presets, presets_dropped = read_presets(settings.presets)
+    if presets_dropped:
+        settings.presets = stored(kept_presets)
+        rejected.append("presets")
     folders = [folder for folder in settings.model_folders if _usable_path(folder)]
     if folders != settings.model_folders:
         settings.model_folders = folders

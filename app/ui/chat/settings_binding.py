@@ -11,7 +11,8 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QDialog
 
 from app.engine.config import DrafterChoice, GenerationConfig
-from app.store import ChatSettings, ChatStore, StoreError
+from app.store import ChatSettings, ChatStore, StoreError, presets
+from app.store.presets import Preset
 from app.ui.chat.conversation import Conversation
 from app.ui.models.library_model import NGRAM_KEY
 from app.ui.settings.dialog import ChatSettingsDialog
@@ -56,6 +57,11 @@ class ChatSettingsBinding(QObject):
                 self.sig_error.emit(str(exc))
                 return
         self.sig_changed.emit(settings)
+
+    def apply_preset(self, preset: Preset) -> None:
+        """Choose a preset for the open chat (or the new chat): its prompt, sampling and draft setting from now on."""
+        new = presets.applied(self.current(), preset)
+        self.update(**{name: getattr(new, name) for name in presets.PRESET_FIELDS}, preset=preset.name)
 
     def start_new(self, target: Optional[str], draft_key: str, speculative: bool) -> ChatSettings:
         """Default settings for a new chat, on the models in use now."""
