@@ -5,7 +5,7 @@ dialog, and the generation settings a request is sent with. GUI thread only.
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
+from typing import Callable, Optional
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QDialog
@@ -31,6 +31,8 @@ class ChatSettingsBinding(QObject):
         self.store = store
         self.conversation = conversation
         self._pending = ChatSettings()  # a new chat's settings, until its first message creates it
+        # The presets the dialog offers (the window's AppSettings.presets, the built-in first).
+        self.presets_source: Callable[[], list[Preset]] = lambda: []
 
     def current(self) -> ChatSettings:
         chat_id = self.conversation.chat_id
@@ -76,7 +78,7 @@ class ChatSettingsBinding(QObject):
 
     def edit(self) -> None:
         """The chat settings dialog (over the parent window); OK stores what it shows."""
-        dialog = ChatSettingsDialog(self.current(), self.parent())
+        dialog = ChatSettingsDialog(self.current(), self.parent(), self.presets_source())
         if dialog.exec() == QDialog.DialogCode.Accepted:
             new = dialog.settings()
             self.update(**{f.name: getattr(new, f.name) for f in dataclasses.fields(new)})
