@@ -31,19 +31,20 @@ def read_defaults(data: Any) -> Optional[ModelDefaults]:
     """One file's defaults as stored, values out of range left out; None when nothing in it is usable."""
     if not isinstance(data, dict):
         return None
-    context = data.get("context_size")
-    layers = data.get("gpu_layers")
     thinking = data.get("thinking")
     defaults = ModelDefaults(
-        context_size=context if _is_int(context) and 1 <= context <= 1 << 24 else None,
-        gpu_layers=layers if _is_int(layers) and GPU_LAYERS_AUTO <= layers <= GPU_LAYERS_ALL else None,
+        context_size=_int_in(data.get("context_size"), 1, 1 << 24),
+        gpu_layers=_int_in(data.get("gpu_layers"), GPU_LAYERS_AUTO, GPU_LAYERS_ALL),
         thinking=thinking if isinstance(thinking, bool) else None,
     )
     return defaults if defaults.to_dict() else None
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def _int_in(value: Any, low: int, high: int) -> Optional[int]:
+    """The whole number `value` when it lies in [low, high] (the ranges Settings offers); None otherwise."""
+    if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high:
+        return value
+    return None
 
 
 def for_model(model_defaults: dict[str, dict], path: Optional[str]) -> ModelDefaults:
