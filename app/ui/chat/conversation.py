@@ -29,7 +29,6 @@ from app.ui.engine_link.engine_process import EngineProcess
 from app.ui.chat.chat_prompt import prompt_messages
 from app.ui.chat.reply_request import ReplyRequest
 from app.ui.chat.reply_saver import ReplySaver, save_failure_text
-from app.ui.chat.versions import regenerate_config
 
 # Every write to the transcript repaints it, and on a small CPU the window's time is taken from llama.cpp's
 # threads: 60 ms still reads as a smooth stream (docs/performance.md has the measurement).
@@ -260,7 +259,7 @@ class Conversation(QObject):
     def regenerate(self, config: GenerationConfig, system_prompt: str, target_name: str,
                    draft_name: Optional[str], message_id: Optional[int] = None) -> Optional[int]:
         """A new version of the reply `message_id` (default: the last reply); the one it replaces is kept as a
-        version of its own. The new one is sampled with a fresh seed (regenerate_config)."""
+        version of its own. The caller gives it a fresh seed (app.ui.shell.versions.regenerate_config)."""
         if self.chat_id is None:
             return None
         self.stop()
@@ -272,7 +271,6 @@ class Conversation(QObject):
         if message_id is not None:
             self.store.branch_from(self.chat_id, message_id)
             self.sig_messages_changed.emit(self.chat_id)
-            config = regenerate_config(config)
         self.reload()  # also clears an error notice left by the attempt being retried
         if not any(role == "user" for _, role, _ in self.store.message_texts(self.chat_id)):
             return None

@@ -22,7 +22,9 @@ from app.ui.chat import chat_exporter
 from app.ui.chat import compare_plain, file_drop
 from app.ui.inspector import controller as inspector_controller
 from app.ui.models import server_models
-from app.ui.chat import chat_format_choice, chat_header, presets, speculate_anyway, versions
+from app.ui.chat import chat_format_choice, chat_header, speculate_anyway
+from app.ui.settings import chat_presets
+from app.ui.shell import versions
 from app.ui.chat.chat_list import ChatListModel, ChatSidebar
 from app.ui.chat.chat_list_controller import ChatListController
 from app.ui.chat.settings_binding import ChatSettingsBinding
@@ -83,7 +85,7 @@ class MainWindow(MessageCommands, QMainWindow):
         self.chat_header = chat_header.attach(self)  # the chat's model; asks before a chat swaps the loaded one
         self.chat_format = chat_format_choice.attach(self)  # how a model without a chat template is prompted
         self.versions = versions.attach(self)  # "‹ 2/3 ›": the versions Regenerate and Edit keep
-        presets.attach(self)  # the chat settings' presets, shown on the switches when chosen
+        chat_presets.attach(self)  # the chat settings' presets, shown on the switches when chosen
         restore_geometry(self, self.splitter)
         self._refresh_chat_list()
         last = self.store.get_chat(self.settings.last_chat_id) if self.settings.last_chat_id is not None else None

@@ -11,6 +11,7 @@ from typing import Optional
 from PySide6.QtWidgets import QApplication
 
 from app.store import StoreError
+from app.ui.shell.versions import regenerate_config
 
 
 class MessageCommands:
@@ -22,6 +23,8 @@ class MessageCommands:
         args = self._request_args()
         if args is None:
             return
+        if message_id is not None:  # a new version, not a Retry after an error: it may differ from the one before
+            args = (regenerate_config(args[0]), *args[1:])
         try:
             self.conversation.regenerate(*args, message_id)
         except StoreError as exc:

@@ -1,4 +1,4 @@
-"""Versions of a message: the switcher's arrows and Alt+Left / Alt+Right move the chat to another version of a
+"""Versions of a message in the window: the switcher's arrows and Alt+Left / Alt+Right move the chat to another version of a
 regenerated reply or an edited message (app.store.branches), and a regenerated reply's fresh seed.
 
 The chat remembers the version shown (the store keeps it as the current branch), and the engine is sent the current
@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QAction, QKeySequence
 
 from app.engine.config import GenerationConfig
 from app.store import ChatStore, StoreError
-
-if TYPE_CHECKING:  # conversation.py asks this module for regenerate_config
-    from app.ui.chat.conversation import Conversation
+from app.ui.chat.conversation import Conversation
 
 # A regenerated reply at temperature 0 would spell the first one again, token for token: it is sampled at this
 # temperature instead (a new seed alone changes nothing under greedy decoding). The chat's setting is unchanged.
@@ -39,7 +37,7 @@ class VersionSwitcher(QObject):
     sig_switched = Signal(int)
     """(chat_id): another version is now the chat's current branch."""
 
-    def __init__(self, store: ChatStore, conversation: "Conversation", parent=None):
+    def __init__(self, store: ChatStore, conversation: Conversation, parent=None):
         super().__init__(parent)
         self.store = store
         self.conversation = conversation
