@@ -26,6 +26,7 @@ from app import __version__
 from app.common.atomic_write import write_atomic
 from app.replies.stats import format_stats, model_label
 from app.store.attachments import with_attachments
+from app.store.branches import Versions
 from app.store import Chat, ChatStore, Message, NotFoundError
 
 EXPORT_FORMAT = 1  # the JSON document's version: raised when a field changes meaning or goes away
@@ -49,14 +50,20 @@ def load_chat(store: ChatStore, chat_id: int) -> tuple[Chat, list[Message]]:
     return chat, store.messages(chat_id)
 
 
-def chat_markdown(chat: Chat, messages: Sequence[Message]) -> str:
-    """A readable transcript: the title, then each message under its author, each reply with its stats line."""
+def chat_markdown(chat: Chat, messages: Sequence[Message], versions: Optional[dict[int, Versions]] = None) -> str:
+    """A readable transcript: the title, then each message under its author, each reply with its stats line. A chat
+    with versions (Regenerate, Edit) is exported on its current branch, each forked message saying which version
+    it is; the other versions stay in SpecChat."""
+    versions = versions or {}
     exported = f"*Exported from SpecChat {__version__} on {format_date(time.time())}; chat started " \
                f"{format_date(chat.created_at)}.*"
     lines = [f"# {_one_line(chat.title)}", "", exported]
     for message in messages:
         heading = _ROLE_HEADINGS.get(message.role) or model_label(message.target_name, message.draft_name)
         text = with_attachments(message.content, message.attachments)  # a message's files, as the model read them
+        if message.id in versions:
+            shown = versions[message.id]
+            heading += f" (version {shown.index} of {shown.count}, the current one)"
         lines += ["", f"## {_one_line(heading)}"]
         if message.reasoning:
             lines += ["", *_thinking_block(message.reasoning)]
@@ -67,20 +74,24 @@ def chat_markdown(chat: Chat, messages: Sequence[Message]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def chat_document(chat: Chat, messages: Sequence[Message]) -> dict[str, Any]:
-    """The JSON export as a dict (see the module docstring)."""
+def chat_document(chat: Chat, messages: Sequence[Message],
+                  versions: Optional[dict[int, Versions]] = None) -> dict[str, Any]:
+    """The JSON export as a dict (see the module docstring): the current branch, a forked message with its
+    "version": {"index", "count"}."""
+    versions = versions or {}
     return {
         "format": EXPORT_FORMAT,
         "app": f"SpecChat {__version__}",
         "exported_at": time.time(),
         "chat": {"id": chat.id, "title": chat.title, "created_at": chat.created_at, "updated_at": chat.updated_at,
                  "settings": chat.settings.to_dict()},
-        "messages": [_message_document(m) for m in messages],
+        "branch": "current",  # the other versions of forked messages are not exported
+        "messages": [_message_document(m, versions.get(m.id)) for m in messages],
     }
 
 
-def chat_json(chat: Chat, messages: Sequence[Message]) -> str:
-    document = chat_document(chat, messages)
+def chat_json(chat: Chat, messages: Sequence[Message], versions: Optional[dict[int, Versions]] = None) -> str:
+    document = chat_document(chat, messages, versions)
     text = json.dumps(document, ensure_ascii=False) + "\n"
     try:
         text.encode("utf-8")
@@ -95,7 +106,8 @@ def export_text(store: ChatStore, chat_id: int, fmt: str) -> str:
     if fmt not in FORMATS:
         raise ValueError(f"the export format must be markdown or json, not {fmt!r}")
     chat, messages = load_chat(store, chat_id)
-    return chat_markdown(chat, messages) if fmt == "markdown" else chat_json(chat, messages)
+    versions = store.versions(chat_id)
+    return chat_markdown(chat, messages, versions) if fmt == "markdown" else chat_json(chat, messages, versions)
 
 
 def write_export(store: ChatStore, chat_id: int, path: str | os.PathLike, fmt: Optional[str] = None) -> str:
@@ -122,7 +134,7 @@ def _token_documents(tokens: Optional[list[tuple[str, str]]],
     return [{"text": text, "origin": origin, "round": r} for (text, origin), r in zip(tokens, rounds_of)]
 
 
-def _message_document(message: Message) -> dict[str, Any]:
+def _message_document(message: Message, version: Optional[Versions] = None) -> dict[str, Any]:
     tokens = _token_documents(message.tokens, message.token_rounds)
     reasoning = None
     if message.reasoning or message.reasoning_tokens:
@@ -141,6 +153,7 @@ def _message_document(message: Message) -> dict[str, Any]:
         "rounds": [r.to_dict() for r in message.rounds] if message.rounds is not None else None,
         "comparison": message.comparison,
         "attachments": [a.to_dict() for a in message.attachments],
+        **({"version": {"index": version.index, "count": version.count}} if version is not None else {}),
     }
 
 

@@ -26,6 +26,8 @@ from app.store.attachments import Attachment, decode_attachments, encode_attachm
 from app.store._fields import from_dict as record_from_dict
 from app.store.provenance import RoundRecord
 from app.common.text import valid_text
+from app.store import branches
+from app.store.branches import Versions
 from app.store.db import describe_error, open_database, transaction
 from app.store.errors import NotFoundError
 from app.store.provenance_doc import (StoredProvenance, decode_provenance, decode_reasoning_tokens, decode_tokens,
@@ -327,11 +329,37 @@ class ChatStore:
             if row is None or row["chat_id"] != chat_id:
                 raise NotFoundError(f"There is no message {message_id} in chat {chat_id} (it may have been deleted).")
             # Ids only grow (AUTOINCREMENT), so "later in the chat" is "larger id".
-            removed = conn.execute(
-                "DELETE FROM messages WHERE chat_id = ? AND id >= ?", (chat_id, message_id)
-            ).rowcount
+            gone = [r[0] for r in conn.execute("SELECT id FROM messages WHERE chat_id = ? AND id >= ?",
+                                               (chat_id, message_id))]
+            conn.execute("DELETE FROM messages WHERE chat_id = ? AND id >= ?", (chat_id, message_id))
+            branches.forget_after(conn, chat_id, gone)
+            branches.show_another(conn, chat_id, branches.fork_of(conn, chat_id, message_id))
             conn.execute("UPDATE chats SET updated_at = ? WHERE id = ?", (self._bump_time(conn), chat_id))
-        return removed
+        return len(gone)
+
+    # -- branches (app.store.branches) ----------------------------------------------------------------------
+
+    def branch_from(self, chat_id: int, message_id: int) -> int:
+        """Keep the message and every later one as a version of their own, off the current branch (Regenerate,
+        Edit): the chat then ends before `message_id`, ready for the new version. Returns how many were kept."""
+        with self._write() as conn:
+            row = conn.execute("SELECT chat_id FROM messages WHERE id = ?", (message_id,)).fetchone()
+            if row is None or row["chat_id"] != chat_id:
+                raise NotFoundError(f"There is no message {message_id} in chat {chat_id} (it may have been deleted).")
+            moved = branches.set_aside(conn, chat_id, message_id)
+            conn.execute("UPDATE chats SET updated_at = ? WHERE id = ?", (self._bump_time(conn), chat_id))
+        return moved
+
+    def versions(self, chat_id: int) -> dict[int, Versions]:
+        """The versions of each forked message of the chat's current branch, by message id."""
+        with self._errors():
+            return branches.versions(self._conn, chat_id)
+
+    def switch_version(self, chat_id: int, message_id: int, version_start: int) -> bool:
+        """Make another version current in place of the one starting at `message_id`; the choice is the chat's
+        (it opens on it next time). False when there is no such version."""
+        with self._write() as conn:
+            return branches.switch(conn, chat_id, message_id, version_start)
 
     def update_reply(self, message_id: int, content: str, stats: GenerationStats | None = None,
                      tokens: list[tuple[str, str]] | None = None, token_rounds: list[int] | None = None,

@@ -125,9 +125,27 @@ def _migrate_3_to_4(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_4_to_5(conn: sqlite3.Connection) -> None:
+    # The versions of a chat that are not its current branch (app.store.branches): the messages table keeps holding
+    # the current branch alone, so loading a chat, searching it and building a prompt read it as before. A row is
+    # the whole message as JSON (every column, those added later included), kept under the message before the fork.
+    conn.execute(
+        """
+        CREATE TABLE IF NOT EXISTS branch_messages (
+            id          INTEGER PRIMARY KEY,  -- the message's own id, kept, so it comes back in its place
+            chat_id     INTEGER NOT NULL REFERENCES chats (id) ON DELETE CASCADE,
+            fork_after  INTEGER NOT NULL,     -- the id of the message before the fork (0: the chat's start)
+            tail_start  INTEGER NOT NULL,     -- the id of the version's first message: which version it is
+            row         TEXT    NOT NULL      -- the message's columns as a JSON object
+        )
+        """
+    )
+    conn.execute("CREATE INDEX IF NOT EXISTS branch_messages_by_fork ON branch_messages (chat_id, fork_after, tail_start, id)")
+
+
 # MIGRATIONS[n] takes a database from schema version n to n + 1. Append only; never edit a released step.
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2, _migrate_2_to_3,
-                                                          _migrate_3_to_4]
+                                                           _migrate_3_to_4, _migrate_4_to_5]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -50,6 +50,7 @@ class ChatSettings:
     thinking: bool | None = None
     reasoning_effort: str = ""  # "", "low", "medium" or "high"
     thinking_budget: int = 0  # the most thinking tokens before its end marker is written for it; 0: no limit
+    preset: str | None = None  # the preset last chosen for the chat (app.store.presets); its fields are copied in
 
     def to_dict(self) -> dict[str, Any]:
         return _fields.to_dict(self)

@@ -20,6 +20,8 @@ from app.common.text import valid_text
 from app.platform.machine_defaults import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, THREADS_AUTO
 from app.store import _fields
 from app.store.errors import StoreError
+from app.store.model_defaults import read_defaults
+from app.store.presets import read_presets, stored
 
 
 # The appearance choices the window offers (app/ui/widgets/themes.py has the colours).
@@ -76,6 +78,11 @@ class AppSettings:
     reasoning_markers: dict[str, list[str]] = field(default_factory=dict)
     # A reply's Thinking section stays open when its answer starts (it folds otherwise).
     keep_thinking_open: bool = False
+    # Each model file's own defaults, by path (app.store.model_defaults): context size, GPU layers, thinking.
+    model_defaults: dict[str, dict] = field(default_factory=dict)
+    # Named presets of a chat's system prompt, sampling and draft setting (app.store.presets), the built-in
+    # "Default" left out.
+    presets: list[dict] = field(default_factory=list)
     # Why the file could not be used as it was, in words for the user; None when it loaded cleanly.
     load_warning: str | None = field(default=None, compare=False, repr=False)
 
@@ -130,6 +137,15 @@ def load_settings(path: Path | None = None) -> AppSettings:
     if markers != settings.reasoning_markers:
         settings.reasoning_markers = markers
         rejected.append("reasoning_markers")
+    model_defaults = {k: read.to_dict() for k, v in settings.model_defaults.items()
+                      if isinstance(k, str) and (read := read_defaults(v)) is not None}
+    if model_defaults != settings.model_defaults:
+        settings.model_defaults = model_defaults
+        rejected.append("model_defaults")
+    kept_presets, presets_dropped = read_presets(settings.presets)
+    if presets_dropped:
+        settings.presets = stored(kept_presets)
+        rejected.append("presets")
     folders = [folder for folder in settings.model_folders if _usable_path(folder)]
     if folders != settings.model_folders:
         settings.model_folders = folders

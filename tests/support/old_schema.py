@@ -24,6 +24,7 @@ UNDO = {
     4: lambda conn: (_drop_index(conn, "reasoning_search"),
                      conn.execute("ALTER TABLE messages DROP COLUMN reasoning_tokens"),
                      conn.execute("ALTER TABLE messages DROP COLUMN reasoning")),
+    5: lambda conn: conn.execute("DROP TABLE branch_messages"),
 }
 
 

@@ -59,8 +59,8 @@ def test_a_bad_action_target_is_ignored(make_window, qtbot, fake_engine, model_f
     assert _chat(window) == before
 
 
-def test_regenerate_and_edit_ask_before_deleting_later_messages(make_window, qtbot, fake_engine, model_folder,
-                                                                 tiny_models):
+def test_regenerate_and_edit_of_an_earlier_message_delete_nothing_and_ask_nothing(make_window, qtbot, fake_engine,
+                                                                                   model_folder, tiny_models):
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
     fake_engine.reply = "Answer."
@@ -68,19 +68,16 @@ def test_regenerate_and_edit_ask_before_deleting_later_messages(make_window, qtb
     send_and_wait(qtbot, window, "second question")
     first_user, first_reply = (m.id for m in window.store.messages(window.conversation.chat_id)[:2])
     before = _chat(window)
-    asked: list[str] = []
-    window.confirm = lambda title, text, action: asked.append(text) or False  # the user says Cancel
-    window.chat_view.sig_regenerate.emit(first_reply)
+    window.confirm = lambda *args: (_ for _ in ()).throw(AssertionError("asked"))
+    fake_engine.reply = "Other answer."
+    with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=20000) as blocker:
+        window.chat_view.sig_regenerate.emit(first_reply)
+    assert [c for _, c in _chat(window)] == ["first question", "Other answer."]
+    # The later messages went with the first version, which the switcher brings back whole.
+    assert window.versions.step(blocker.args[0], -1)
+    assert _chat(window) == before
     window.chat_view.sig_edit_message.emit(first_user)
-    assert _chat(window) == before and not window.composer.is_editing()
-    assert "deletes the 2 messages after it" in asked[0] and "deletes the 3 messages after it" in asked[1]
-    window.confirm = lambda *args: True
-    last_reply = window.store.messages(window.conversation.chat_id)[-1].id
-    with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=20000):
-        # Regenerating the newest reply deletes nothing after it: it is not asked about.
-        window.confirm = lambda *args: (_ for _ in ()).throw(AssertionError("asked"))
-        click_link(qtbot, window.chat_view, "Regenerate", window.chat_view.action_href("regenerate", last_reply))
-    assert [c for _, c in _chat(window)] == ["first question", "Answer.", "second question", "Answer."]
+    assert window.composer.is_editing()
 
 
 def test_text_from_a_server_or_file_is_never_markup_in_the_window(make_window, qtbot):

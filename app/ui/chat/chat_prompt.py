@@ -1,4 +1,4 @@
-"""What the engine reads of a stored chat, and what Regenerate or Edit would delete of it. No Qt."""
+"""What the engine reads of a stored chat: its current branch (app.store.branches). No Qt."""
 
 from __future__ import annotations
 
@@ -31,9 +31,3 @@ def prompt_messages(store: ChatStore, chat_id: Optional[int], system_prompt: str
             break
     return messages
 
-
-def messages_after(store: ChatStore, chat_id: Optional[int], message_id: int) -> int:
-    """How many messages of the chat come after this one (what Regenerate or Edit would delete)."""
-    if chat_id is None:
-        return 0
-    return sum(1 for other, _, _ in store.message_texts(chat_id) if other > message_id)

@@ -139,7 +139,7 @@ class Conversation(QObject):
         has_older = len(messages) > PAGE_MESSAGES
         messages = [m for m in messages[-PAGE_MESSAGES:] if m.id != without]
         self._oldest_shown = messages[0].id if messages else None
-        self.view.show_messages([transcript_message(m) for m in messages], has_older=has_older)
+        self.view.show_messages(self._shown(messages), has_older=has_older)
         last = next((m for m in reversed(messages) if m.role == "assistant" and m.stats), None)
         stats = last.stats if last else None
         self._show_usage(stats.prompt_tokens + stats.tokens if stats else 0)
@@ -152,7 +152,13 @@ class Conversation(QObject):
         older = older[-PAGE_MESSAGES:]
         if older:
             self._oldest_shown = older[0].id
-            self.view.prepend_messages([transcript_message(m) for m in older], has_older)
+            self.view.prepend_messages(self._shown(older), has_older)
+
+    def _shown(self, messages: list[Message]) -> list[TranscriptMessage]:
+        """The messages as the transcript shows them, with the versions of those regenerated or edited."""
+        versions = self.store.versions(self.chat_id) if self.chat_id is not None and messages else {}
+        return [transcript_message(m, (versions[m.id].index, versions[m.id].count) if m.id in versions else None)
+                for m in messages]
 
     def set_context_size(self, n_ctx: int) -> None:
         """The loaded model's context size (the gauge's full scale)."""
@@ -176,15 +182,15 @@ class Conversation(QObject):
         """One whole turn: store the user's message (with its attached files) and ask for a reply; returns the
         request id.
 
-        A new chat is created first (with `new_chat_settings`); `replace_from` (an edited message) is deleted with
-        everything after it. Raises StoreError when the message could not be stored; nothing is sent then.
+        A new chat is created first (with `new_chat_settings`); `replace_from` (an edited message) is kept, with
+        everything after it, as a version of its own (app.store.branches), and the new message takes its place. Raises StoreError when the message could not be stored; nothing is sent then.
         """
         self.stop()
         first_message = self._chat_id is None
         if first_message:
             self._chat_id = self.store.create_chat(settings=new_chat_settings).id
         if replace_from is not None:
-            self.store.delete_messages_from(self._chat_id, replace_from)
+            self.store.branch_from(self._chat_id, replace_from)
         message = self.store.add_message(self._chat_id, "user", text, attachments=attachments)
         if first_message or replace_from is not None:
             self.reload()
@@ -252,7 +258,8 @@ class Conversation(QObject):
 
     def regenerate(self, config: GenerationConfig, system_prompt: str, target_name: str,
                    draft_name: Optional[str], message_id: Optional[int] = None) -> Optional[int]:
-        """Replace the reply `message_id` (default: the last reply) with a new one."""
+        """A new version of the reply `message_id` (default: the last reply); the one it replaces is kept as a
+        version of its own. The caller gives it a fresh seed (app.ui.shell.versions.regenerate_config)."""
         if self.chat_id is None:
             return None
         self.stop()
@@ -262,7 +269,7 @@ class Conversation(QObject):
             last_id, last_role = messages[-1][:2] if messages else (None, None)
             message_id = last_id if last_role == "assistant" else None
         if message_id is not None:
-            self.store.delete_messages_from(self.chat_id, message_id)
+            self.store.branch_from(self.chat_id, message_id)
             self.sig_messages_changed.emit(self.chat_id)
         self.reload()  # also clears an error notice left by the attempt being retried
         if not any(role == "user" for _, role, _ in self.store.message_texts(self.chat_id)):
@@ -430,7 +437,7 @@ class Conversation(QObject):
         """The reply's save answered (`stored`: None when it failed or there was nothing to save)."""
         if request.chat_id == self.chat_id:
             if stored is not None:
-                self.view.finish_stream(transcript_message(stored))
+                self.view.finish_stream(self._shown([stored])[0])
             elif reply:
                 # Not saved: shown under a key of its own, so its Copy link still finds the text.
                 self._unsaved_key -= 1

@@ -5,13 +5,14 @@ dialog, and the generation settings a request is sent with. GUI thread only.
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional, cast
+from typing import Callable, Optional, cast
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QDialog
 
 from app.engine.config import DrafterChoice, GenerationConfig, ReasoningEffort
-from app.store import ChatSettings, ChatStore, StoreError
+from app.store import ChatSettings, ChatStore, StoreError, presets
+from app.store.presets import Preset
 from app.ui.chat.conversation import Conversation
 from app.ui.models.model_thinking import ModelThinking
 from app.ui.models.library_model import NGRAM_KEY
@@ -33,6 +34,8 @@ class ChatSettingsBinding(QObject):
         self.conversation = conversation
         self.model_thinking = model_thinking  # the chat's model's thinking switches and markers (None: not known)
         self._pending = ChatSettings()  # a new chat's settings, until its first message creates it
+        # The presets the dialog offers (the window's AppSettings.presets, the built-in first).
+        self.presets_source: Callable[[], list[Preset]] = lambda: []
 
     def current(self) -> ChatSettings:
         chat_id = self.conversation.chat_id
@@ -60,6 +63,11 @@ class ChatSettingsBinding(QObject):
                 return
         self.sig_changed.emit(settings)
 
+    def apply_preset(self, preset: Preset) -> None:
+        """Choose a preset for the open chat (or the new chat): its prompt, sampling and draft setting from now on."""
+        new = presets.applied(self.current(), preset)
+        self.update(**{name: getattr(new, name) for name in presets.PRESET_FIELDS}, preset=preset.name)
+
     def start_new(self, target: Optional[str], draft_key: str, speculative: bool) -> ChatSettings:
         """Default settings for a new chat, on the models in use now."""
         self._pending = dataclasses.replace(ChatSettings(), target_path=target, speculative=speculative,
@@ -75,7 +83,7 @@ class ChatSettingsBinding(QObject):
         """The chat settings dialog (over the parent window); OK stores what it shows."""
         path = self.current().target_path
         switches = self.model_thinking.switches(path) if self.model_thinking is not None else None
-        dialog = ChatSettingsDialog(self.current(), self.parent(), switches)
+        dialog = ChatSettingsDialog(self.current(), self.parent(), switches, presets=self.presets_source())
         if dialog.exec() == QDialog.DialogCode.Accepted:
             new = dialog.settings()
             self.update(**{f.name: getattr(new, f.name) for f in dataclasses.fields(new)})

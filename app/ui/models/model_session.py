@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from PySide6.QtCore import QObject, Signal
 
 from app.engine.config import DrafterChoice, LoadSettings
+from app.store.model_defaults import ModelDefaults, with_load_defaults
 from app.engine.host.wire import LoadFailed, ModelsLoaded
 from app.engine.remote.engine import is_remote_target
 from app.engine.targets import target_of
@@ -50,6 +51,8 @@ class ModelSession(QObject):
         self.engine_process = engine_process
         self.library_thread = library_thread
         self._load_settings = load_settings
+        # The target file's own defaults (app.store.model_defaults), applied over load_settings at each load.
+        self.defaults_for: Callable[[Optional[str]], ModelDefaults] = lambda _path: ModelDefaults()
         self.target: Optional[str] = None
         self.draft_key: str = ""
         self._wanted_draft = wanted_draft
@@ -205,7 +208,7 @@ class ModelSession(QObject):
         self.bar.set_load_state("Loading…", f"Loading {entry.name if entry else ''}")
         draft = self.draft_path()
         self.engine_process.request_load(self._load_id, target_of(self.target), Path(draft) if draft else None,
-                                 self._load_settings)
+                                         with_load_defaults(self._load_settings, self.defaults_for(self.target)))
 
     def _on_models_loaded(self, loaded: ModelsLoaded) -> None:
         if loaded.request_id != self._load_id:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from typing import Optional, Sequence
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication, QValidator
@@ -34,7 +35,10 @@ from app.store import AppSettings, ChatSettings
 from app.ui.widgets.layouts import button_row
 from app.ui.settings.pages import SettingsPages, fitted_size, hint
 from app.ui.settings.api_server_page import ApiServerChoice, ApiServerPage
+from app.ui.settings.presets_page import PresetsPage
 from app.ui.settings.remote_settings import RemoteSettingsSection
+from app.store.presets import Preset, read_presets, stored
+from app.store.presets import applied as presets_applied
 from app.ui.settings.thinking_group import TemplateSwitches, ThinkingGroup
 from app.ui.widgets.themes import THEME_CHOICES, THEME_LABELS
 
@@ -52,14 +56,26 @@ class ChatSettingsDialog(QDialog):
             box.setEnabled(sampling)
             box.setToolTip(tip or what)
 
-    def __init__(self, settings: ChatSettings, parent=None, switches: TemplateSwitches | None = None):
+    def __init__(self, settings: ChatSettings, parent=None, switches: TemplateSwitches | None = None,
+                 presets: Sequence[Preset] = ()):
         super().__init__(parent)
         self.setWindowTitle("Chat settings")
         self.setMinimumWidth(460)
         self._original = settings
+        self._presets = list(presets)
+        self._chosen: Optional[Preset] = None
         layout = QVBoxLayout(self)
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+
+        # Choosing a preset fills the fields below (and, on OK, the chat's speculation and drafter) with its values.
+        self.preset = QComboBox()
+        self.preset.addItem(settings.preset or "None chosen", None)
+        for preset in self._presets:
+            self.preset.addItem(preset.name, preset.name)
+        self.preset.setToolTip("Presets are edited in Settings > Presets")
+        self.preset.activated.connect(self._on_preset)
+        form.addRow("Preset", self.preset)
 
         self.system_prompt = QPlainTextEdit(settings.system_prompt)
         self.system_prompt.setPlaceholderText("You are a helpful assistant.")
@@ -130,9 +146,26 @@ class ChatSettingsDialog(QDialog):
         """The thinking markers set for the chat's model file ((): its template's own)."""
         return self.thinking.markers()
 
+    def choose_preset(self, name: str) -> None:
+        self._on_preset(self.preset.findData(name))
+
+    def _on_preset(self, index: int) -> None:
+        preset = next((p for p in self._presets if p.name == self.preset.itemData(index)), None)
+        if preset is None:
+            return
+        self.preset.setCurrentIndex(index)
+        self._chosen = preset
+        self.system_prompt.setPlainText(preset.system_prompt)
+        self.temperature.setValue(preset.temperature)
+        self.top_p.setValue(preset.top_p)
+        self.top_k.setValue(preset.top_k)
+        self.max_tokens.setValue(preset.max_tokens)
+
     def settings(self) -> ChatSettings:
+        chosen = self._chosen
         return self.thinking.apply(dataclasses.replace(
-            self._original,
+            presets_applied(self._original, chosen) if chosen is not None else self._original,
+            preset=chosen.name if chosen is not None else self._original.preset,
             system_prompt=self.system_prompt.toPlainText().strip(),
             temperature=round(self.temperature.value(), 2),
             top_p=round(self.top_p.value(), 2),
@@ -172,7 +205,7 @@ class AppSettingsDialog(QDialog):
     """The app's settings as pages (PAGES), each scrolling on its own so the dialog fits a 1366x768 screen.
     Changing how models load reloads them; the appearance switches live when the dialog is accepted."""
 
-    PAGES = ("Models", "Loading and devices", "Servers and RPC", "API server", "Appearance", "History")
+    PAGES = ("Models", "Loading and devices", "Presets", "Servers and RPC", "API server", "Appearance", "History")
 
     def __init__(self, settings: AppSettings, parent=None, devices: DeviceReport | None = None,
                  api_state: str = ""):
@@ -233,6 +266,9 @@ class AppSettingsDialog(QDialog):
         self.devices.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.pages.add_page("Loading and devices", form, hint("Changing these reloads the models."),
                             QLabel("<b>Devices</b>"), self.devices)
+
+        self.presets_page = PresetsPage(read_presets(settings.presets)[0])
+        self.pages.add_page("Presets", self.presets_page)
 
         self.remote = RemoteSettingsSection(settings.servers, settings.rpc_workers, self, rpc_supported=report.rpc)
         self.pages.add_page("Servers and RPC", self.remote)
@@ -322,6 +358,7 @@ class AppSettingsDialog(QDialog):
             api_host=self.api_page.choice().host,
             api_port=self.api_page.choice().port,
             api_own_history=self.api_page.choice().own_history,
+            presets=stored(self.presets_page.presets()),
         )
 
 

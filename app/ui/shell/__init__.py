@@ -8,6 +8,7 @@
 - qt_check.py: A check for a PySide6 build that would crash the app: shiboken6 6.12.0 on Python < 3.12 returns None and True
 - single_instance.py: One SpecChat window per chat database: a second launch hands over to the running one and exits.
 - store_check.py: Reading the chat database for damage after the window shows, so a large history never delays the start.
+- versions.py: The switcher between a regenerated or edited message's versions, and a regenerated reply's fresh seed.
 - window_geometry.py: The main window's size, position and sidebar width, kept between runs. GUI thread only.
 - window_widgets.py: Small widgets of the main window: the error banner, the legend row above the composer and the status footer.
 """

@@ -18,11 +18,14 @@ from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.local.kv_states.saved_states import forget_saved_states
 from app.engine.speculation.history_file import HistoryFile
 from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
+from app.store import model_defaults
 from app.ui.chat import chat_exporter
 from app.ui.chat import compare_plain, file_drop
 from app.ui.inspector import controller as inspector_controller
 from app.ui.models import server_models
 from app.ui.chat import chat_format_choice, chat_header, speculate_anyway
+from app.ui.settings import chat_presets
+from app.ui.shell import versions
 from app.ui.chat.chat_list import ChatListModel, ChatSidebar
 from app.ui.chat.chat_list_controller import ChatListController
 from app.ui.models.model_thinking import ModelThinking
@@ -76,6 +79,7 @@ class MainWindow(MessageCommands, QMainWindow):
         self.session = ModelSession(self.library, self.drafts, self.model_bar, self.engine_process,
                                     self.library_ctl.thread, self._load_settings(), self.settings.last_draft, self)
 
+        self.session.defaults_for = lambda path: model_defaults.for_model(self.settings.model_defaults, path)
         self._build_ui()
         self._connect()
         self.library.modelReset.connect(self._update_page)  # whoever changes the library: scans, servers' models
@@ -83,6 +87,8 @@ class MainWindow(MessageCommands, QMainWindow):
         self.speculate_anyway = speculate_anyway.attach(self)  # the status line's offer to draft where paused
         self.chat_header = chat_header.attach(self)  # the chat's model; asks before a chat swaps the loaded one
         self.chat_format = chat_format_choice.attach(self)  # how a model without a chat template is prompted
+        self.versions = versions.attach(self)  # "‹ 2/3 ›": the versions Regenerate and Edit keep
+        chat_presets.attach(self)  # the chat settings' presets, shown on the switches when chosen
         restore_geometry(self, self.splitter)
         self._refresh_chat_list()
         last = self.store.get_chat(self.settings.last_chat_id) if self.settings.last_chat_id is not None else None
@@ -420,6 +426,7 @@ class MainWindow(MessageCommands, QMainWindow):
     def generation_config(self) -> GenerationConfig:
         """What the next request is sent with: the chat's settings, the Speculative switch and the drafter."""
         config = self.chat_settings.generation_config(self.model_bar.speculative(), self.session.drafter())
+        config = model_defaults.with_reply_defaults(config, self.session.defaults_for(self.session.target))
         return self.chat_format.apply(dataclasses.replace(config, history=self.settings.history_drafting))
 
     # ----- lifetime

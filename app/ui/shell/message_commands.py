@@ -11,19 +11,20 @@ from typing import Optional
 from PySide6.QtWidgets import QApplication
 
 from app.store import StoreError
-from app.ui.chat.chat_prompt import messages_after
+from app.ui.shell.versions import regenerate_config
 
 
 class MessageCommands:
-    """Regenerate, Continue, Edit and Copy of one message; Regenerate and Edit ask before deleting later ones."""
+    """Regenerate, Continue, Edit and Copy of one message. Regenerate and Edit delete nothing: the version they
+    replace, with what followed it, is kept and shown again by the switcher (app.ui.chat.versions)."""
 
     def regenerate(self, message_id: Optional[int]) -> None:
         message_id = message_id if message_id is None or message_id >= 0 else None  # an unsaved reply: the last
-        if message_id is not None and not self._confirm_dropping(message_id, "Regenerate", "Regenerating this reply"):
-            return
         args = self._request_args()
         if args is None:
             return
+        if message_id is not None:  # a new version, not a Retry after an error: it may differ from the one before
+            args = (regenerate_config(args[0]), *args[1:])
         try:
             self.conversation.regenerate(*args, message_id)
         except StoreError as exc:
@@ -36,24 +37,15 @@ class MessageCommands:
             self.conversation.continue_reply(*args, message_id)
 
     def edit_message(self, message_id: int) -> None:
-        """Put a sent message back into the composer; sending replaces it and everything after it."""
+        """Put a sent message back into the composer; sending makes a new version of it (the old one is kept)."""
         message = self.store.get_message(message_id)
         if message is None or message.role != "user" or message.chat_id != self.conversation.chat_id:
-            return
-        if not self._confirm_dropping(message_id, "Edit", "Sending the edited message"):
             return
         self.conversation.stop()
         self._edit_message_id = message_id
         self.composer.set_text(message.content)
         self.composer.set_attachments(message.attachments)
         self.composer.set_editing(True)
-
-    def _confirm_dropping(self, message_id: int, action: str, doing: str) -> bool:
-        """Ask first when Regenerate or Edit would delete messages after this one; True to go on."""
-        later = messages_after(self.conversation.store, self.conversation.chat_id, message_id)
-        noun = "message" if later == 1 else f"{later} messages"
-        return not later or self.confirm(f"{action} message", f"{doing} deletes the {noun} after it. They cannot "
-                                         "be brought back.", action)
 
     def _cancel_edit(self) -> None:
         if self._edit_message_id is not None:

@@ -9,6 +9,7 @@
 - long_text.py: Bounded layout, so that no reply freezes the window.
 - markdown_blocks.py: A reply's Markdown, parsed by markdown-it-py, as blocks of shown characters that each know their source offset.
 - marks.py: Walks over the transcript's document by character format: the highlight shown or hidden, refused proposals
+- message_meta.py: The line beside a message's author: when it was written, its length, and the switcher between its versions.
 - message_actions.py: The links under a message (Copy, Edit, Regenerate, Continue, Compare with plain), its stats row, which opens the
 - reply_chars.py: Each character of a reply: the origin and round of the token it belongs to, and where refused proposals go.
 - reply_writer.py: Writes replies into the transcript's QTextDocument: streamed tokens as they come, and a finished reply as

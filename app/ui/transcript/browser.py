@@ -64,8 +64,8 @@ class TranscriptBrowser(QTextBrowser):
             return refused_tooltip(round_index, rounds)
         href = fmt.anchorHref() if fmt.isAnchor() and not self.action_links.owns(fmt.anchorHref()) else ""
         origin = fmt.stringProperty(PROVENANCE_PROPERTY)
-        if not origin:
-            return f"Link to {href}" if href else ""
+        if not origin:  # the app's own text: its tooltip when it has one (a message's time, a switcher arrow)
+            return f"Link to {href}" if href else fmt.toolTip()
         return token_tooltip(origin, round_index, rounds, href)
 
     def _character_at(self, point: QPoint) -> int:

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import QApplication
 
 from app.replies.comparison import ShownComparison, compare_link_label, comparison_text
 from app.store.provenance import RoundRecord
-from app.ui.transcript import long_text, message_actions
+from app.ui.transcript import long_text, message_actions, message_meta
 from app.ui.widgets import style
 from app.ui.transcript import marks as transcript_marks
 from app.ui.transcript.link_guard import open_link_after_confirming
@@ -61,6 +61,8 @@ class ChatView(TranscriptBrowser):
     """The user showed or hid the refused proposals from the context menu (the view has already done it)."""
     sig_inspect = Signal(int)
     """The user clicked the stats row of the reply with this id: open its inspector."""
+    sig_switch_version = Signal(int, int)
+    """(message_id, step): show the version before (-1) or after (+1) the shown version with this id."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -249,6 +251,7 @@ class ChatView(TranscriptBrowser):
     def _render_message(self, cursor: QTextCursor, message: TranscriptMessage, is_last_reply: bool) -> None:
         self._writer.reuse_block = False
         self._insert_header(cursor, "You" if message.role == "user" else message.model_label)
+        message_meta.insert_meta(self._writer, self._base, cursor, message)
         plain_note = long_text.plain_text_note(message.content) if message.role == "assistant" else ""
         if message.role == "user" or plain_note:
             long_text.insert_plain(cursor, message.content)
@@ -458,5 +461,7 @@ class ChatView(TranscriptBrowser):
                 QApplication.clipboard().setText(self._writer.code_blocks[number])
         elif action.name == "retry":
             self.sig_retry.emit()
+        elif action.name in (message_meta.PREVIOUS_VERSION, message_meta.NEXT_VERSION) and number is not None:
+            self.sig_switch_version.emit(number, -1 if action.name == message_meta.PREVIOUS_VERSION else 1)
         elif action.name in self._message_signals and number is not None:
             self._message_signals[action.name].emit(number)

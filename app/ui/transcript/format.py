@@ -50,9 +50,11 @@ class TranscriptMessage:
     rounds: Optional[list[RoundRecord]] = None
     comparison: Optional[dict] = None
     attachments: tuple[Attachment, ...] = ()  # files sent with a user message, shown as chips under it
+    created_at: float = 0.0  # Unix seconds; 0: not known (shown without a time)
+    versions: Optional[tuple[int, int]] = None  # (index, count) of a regenerated or edited message's versions
 
 
-def transcript_message(message: Message) -> TranscriptMessage:
+def transcript_message(message: Message, versions: Optional[tuple[int, int]] = None) -> TranscriptMessage:
     return TranscriptMessage(
         message_id=message.id,
         role=message.role,
@@ -64,6 +66,8 @@ def transcript_message(message: Message) -> TranscriptMessage:
         rounds=message.rounds,
         comparison=message.comparison,
         attachments=message.attachments,
+        created_at=message.created_at,
+        versions=versions,
     )
 
 

@@ -1,0 +1,53 @@
+"""A preset chosen for a chat changes what its next request is sent with."""
+
+from __future__ import annotations
+
+from app.store.presets import Preset
+from app.ui.models.library_model import NGRAM_KEY
+from tests.ui.window_helpers import choose_pair, send_and_wait
+
+
+def test_a_preset_applied_to_a_chat_changes_the_requests_config(make_window, qtbot, fake_engine, model_folder,
+                                                                tiny_models):
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
+    send_and_wait(qtbot, window, "first")
+    assert fake_engine.configs[-1]["temperature"] == 0.0
+    window.chat_settings.apply_preset(Preset("Terse", system_prompt="Answer in one line.", temperature=0.5,
+                                             max_tokens=64))
+    send_and_wait(qtbot, window, "second")
+    config, messages = fake_engine.configs[-1], fake_engine.requests[-1]
+    assert (config["temperature"], config["max_tokens"]) == (0.5, 64)
+    assert messages[0] == {"role": "system", "content": "Answer in one line."}
+    assert window.store.get_chat(window.conversation.chat_id).settings.preset == "Terse"
+
+
+def test_the_presets_page_adds_renames_duplicates_and_deletes_but_keeps_default(qtbot):
+    from app.store import AppSettings
+    from app.store.presets import read_presets
+    from app.ui.settings.dialog import AppSettingsDialog
+
+    dialog = AppSettingsDialog(AppSettings(), api_state="Off")
+    qtbot.addWidget(dialog)
+    page = dialog.presets_page
+    assert not page.delete()  # the built-in Default stays
+    page.add()
+    assert page.rename("Code review")
+    page.temperature.setValue(0.3)
+    page.duplicate()
+    page.delete()  # the copy
+    stored = dialog.settings().presets
+    presets, _ = read_presets(stored)
+    assert [p.name for p in presets] == ["Default", "Code review"] and presets[1].temperature == 0.3
+
+
+def test_a_preset_chosen_in_the_chat_settings_fills_them(make_window, qtbot):
+    from app.ui.settings.dialog import ChatSettingsDialog
+
+    window = make_window(presets=[{"name": "Creative", "temperature": 0.9, "system_prompt": "Be bold."}])
+    dialog = ChatSettingsDialog(window.chat_settings.current(), window,
+                                presets=window.chat_settings.presets_source())
+    qtbot.addWidget(dialog)
+    dialog.choose_preset("Creative")
+    chosen = dialog.settings()
+    assert (chosen.temperature, chosen.system_prompt, chosen.preset) == (0.9, "Be bold.", "Creative")
