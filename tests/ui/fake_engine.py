@@ -13,6 +13,8 @@ words of `refused_text`, so the target keeps DRAFT_RUN and writes its own token 
 one is loaded and the chat does not ask for n-gram); `round_time_s` is the time each round reports.
 `bus_error_on_change` makes the engine die by SIGBUS, as llama.cpp's mmap does, when the target file's size changes
 while it writes a reply.
+`reasoning` is a thinking model's reasoning, streamed before the reply as TokenEvents of part "reasoning" (the
+markers already taken out, as the real engine's splitter does).
 `threads_drop_after` (a round index, -1 for never) says after that round, as the real engine's thread governor
 would, that it went from 2 CPU threads to 1 because another program is busy.
 """
@@ -44,7 +46,7 @@ DEFAULT_REPLY = (
 DEFAULT_KNOBS = {"reply": DEFAULT_REPLY, "token_delay_s": 0.0, "crash_on_load": "", "hang_in_chat": False,
                  "load_delay_s": 0.0, "refuse_tail": 0, "refused_text": " perhaps not quite", "drafter": "",
                  "round_time_s": 0.02, "round_reason": "", "plain_reply": "", "bus_error_on_change": False,
-                 "threads_drop_after": -1, "illegal_instruction_in_chat": False}
+                 "threads_drop_after": -1, "illegal_instruction_in_chat": False, "reasoning": ""}
 DRAFT_RUN = 3  # drafted tokens the target keeps in every speculative round
 REFUSED_ID = 9000  # refused proposals' ids count up from here; a kept token's id is 1000 + its index
 
@@ -192,7 +194,9 @@ class FakeEngine:
         delay = knobs["token_delay_s"]
         speculative = config.speculative
         reply = knobs["reply"] if speculative or not knobs["plain_reply"] else knobs["plain_reply"]
-        pieces = _split(reply)[: config.max_tokens]
+        thinking = _split(knobs["reasoning"])
+        whole = thinking + _split(reply)
+        pieces = whole[: config.max_tokens]
         refused = _split(knobs["refused_text"]) or [" no"]
         reason = knobs["round_reason"] or "speculating: drafts pay off here"
         if config.draft_max is not None:
@@ -220,10 +224,11 @@ class FakeEngine:
                     time.sleep(delay)
                 if knobs["bus_error_on_change"] and self.target_path.stat().st_size != self._target_size:
                     os.kill(os.getpid(), signal.SIGBUS)  # a read of the mapped file past its new end
+                part = "reasoning" if index < len(thinking) else "answer"
                 if j < n_draft:
-                    yield TokenEvent(request_id, index, 1000 + index, text, "draft", drafter, rounds)
+                    yield TokenEvent(request_id, index, 1000 + index, text, "draft", drafter, rounds, part=part)
                 else:
-                    yield TokenEvent(request_id, index, 1000 + index, text, "target", None, rounds)
+                    yield TokenEvent(request_id, index, 1000 + index, text, "target", None, rounds, part=part)
                 index += 1
             if rounds == knobs["threads_drop_after"]:
                 yield ThreadsEvent(request_id, 2, 1, "another program is busy", rounds)
@@ -232,12 +237,15 @@ class FakeEngine:
             accepted += n_draft
         elapsed = max(1e-6, time.monotonic() - started)
         stop = "cancelled" if cancel is not None and cancel.is_set() else "eos"
-        text = "".join(pieces[:index])
+        thought = min(index, len(thinking))
+        text = "".join(pieces[thought:index])
         yield FinishedEvent(request_id, text, GenerationStats(
             tokens=index, tokens_per_second=index / elapsed, ttft_s=0.01, drafted=drafted, accepted=accepted,
-            acceptance_rate=accepted / drafted if drafted else 0.0, rounds=rounds, stop_reason=stop,
-            prompt_tokens=12, elapsed_s=elapsed,
-        ))
+            acceptance_rate=accepted / drafted if drafted else 0.0, rounds=rounds,
+            stop_reason="max_tokens" if stop == "eos" and index < len(whole) else stop,
+            prompt_tokens=12, elapsed_s=elapsed, reasoning_tokens=thought, reasoning_s=0.5 if thought else 0.0,
+            ended_in_reasoning=bool(thinking) and index <= len(thinking),
+        ), reasoning="".join(pieces[:thought]))
 
     def _drafter(self, config: GenerationConfig, knobs: dict, round_index: int) -> str:
         if not config.speculative:

@@ -304,6 +304,11 @@ class Conversation(QObject):
         if prompt_tokens >= 0:
             self._show_usage(prompt_tokens)
         self.view.begin_stream(model_label(request.target_name, request.draft_name))
+        if request.reasoning:  # a continued reply's thinking so far
+            self.view.append_reasoning(request.reasoning, request.reasoning_rounds, request.rounds)
+            if request.continued:
+                self.view.answer_started(0.0, len(request.reasoning))
+                request.answer_shown = True
         self.view.append_tokens(request.continued, request.token_rounds[:len(request.continued)], request.rounds)
         request.streaming = True
 
@@ -315,13 +320,13 @@ class Conversation(QObject):
 
     def _on_stream(self, events: list) -> None:
         request = self._request
-        first = request is not None and not request.tokens
+        first = request is not None and not request.tokens and not request.reasoning
         for event in events:
             if isinstance(event, TokenEvent):
                 self._on_token(event)
             else:
                 self._on_round(event)
-        if first and request.tokens and request.streaming:
+        if first and (request.tokens or request.reasoning) and request.streaming:
             self._show_pending(request)  # the reply's first words show at once; the rest keeps the timer's pace
 
     def _on_engine_event(self, event: object) -> None:
@@ -346,7 +351,7 @@ class Conversation(QObject):
 
     def _flush(self) -> None:
         request = self._request
-        if request is None or not request.pending or not request.streaming:
+        if request is None or not (request.pending or request.pending_reasoning) or not request.streaming:
             return
         self._show_pending(request)
         self._save_if_due(request)
@@ -359,20 +364,27 @@ class Conversation(QObject):
                 self._show_usage(request.prompt_tokens + len(request.tokens))
 
     def _show_pending(self, request: ReplyRequest) -> None:
+        thinking, thinking_rounds = request.take_pending_reasoning()
+        if thinking:
+            self.view.append_reasoning(thinking, thinking_rounds, request.rounds)
         tokens, token_rounds = request.take_pending()
         if tokens:
+            if request.reasoning and not request.answer_shown:
+                self.view.answer_started(request.thinking_seconds(), len(request.reasoning))
+            request.answer_shown = True
             self.view.append_tokens(tokens, token_rounds, request.rounds)
 
     def _save_if_due(self, request: ReplyRequest) -> None:
         """Save the streaming reply, marked interrupted, so that a killed app keeps all but its last second."""
         now = time.monotonic()
-        if now - request.saved_at < SAVE_INTERVAL_S and len(request.tokens) - request.saved_tokens < SAVE_EVERY_TOKENS:
+        written = len(request.tokens) + len(request.reasoning)
+        if now - request.saved_at < SAVE_INTERVAL_S and written - request.saved_tokens < SAVE_EVERY_TOKENS:
             return
         # Saves run on the saver's thread, but on the CPUs the model decodes on: while streaming they take at most
         # a tenth of the time, and one at a time.
         if now - request.saved_at < SAVE_COST_SHARE * request.save_cost_s or self.saver.saving(request.request_id):
             return
-        request.saved_tokens = len(request.tokens)
+        request.saved_tokens = written
         request.saved_at = now
 
         def saved(_stored: Optional[Message], seconds: float) -> None:
@@ -417,7 +429,8 @@ class Conversation(QObject):
             if request.continued:
                 stats = request.with_earlier_part(stats)
             reply = request.reply_text() if text is None else "".join(t for t, _ in request.continued) + text
-            if reply:
+            # A reply that ended while thinking has no answer yet, and is kept for its thinking all the same.
+            if reply or request.reasoning:
                 def failed(exc: BaseException) -> None:
                     self._save_failed(exc)
                     self._reply_kept(request, stats, reply, error, None, retryable)
@@ -438,14 +451,15 @@ class Conversation(QObject):
         if request.chat_id == self.chat_id:
             if stored is not None:
                 self.view.finish_stream(self._shown([stored])[0])
-            elif reply:
+            elif reply or request.reasoning:
                 # Not saved: shown under a key of its own, so its Copy link still finds the text.
                 self._unsaved_key -= 1
                 self.unsaved_replies[self._unsaved_key] = reply
                 self.view.finish_stream(TranscriptMessage(
                     self._unsaved_key, "assistant", reply, request.reply_tokens(), stats,
                     model_label(request.target_name, request.draft_name), token_rounds=request.token_rounds,
-                    rounds=request.rounds))
+                    rounds=request.rounds, reasoning=request.reasoning_text(), reasoning_tokens=request.reasoning,
+                    reasoning_token_rounds=request.reasoning_rounds))
             elif request.streaming:
                 self.view.finish_stream(TranscriptMessage(-1, "assistant", "", [], stats,
                                                           model_label(request.target_name, request.draft_name)))

@@ -70,16 +70,27 @@ class ReplyRequest:
     saved_at: float = 0.0
     saved_tokens: int = 0
     save_cost_s: float = 0.0  # how long the last save while streaming took
+    # The reply's thinking (TokenEvent.part "reasoning"), kept apart from the answer as the engine splits it: its
+    # (text, origin) tokens (a continued reply's earlier thinking first), each one's round, and those not yet shown.
+    reasoning: list[tuple[str, str]] = field(default_factory=list)
+    reasoning_rounds: list[int] = field(default_factory=list)
+    pending_reasoning: list[tuple[str, str]] = field(default_factory=list)
+    answer_started_at: Optional[float] = None  # the first answer token's arrival, after any thinking
+    answer_shown: bool = False  # the view was told the answer started (its Thinking section folds)
 
     @classmethod
     def continuing(cls, request_id: int, message: Message, target_name: str,
                    draft_name: Optional[str]) -> ReplyRequest:
         """A request that carries on the stored reply `message`, its tokens and rounds kept in front."""
-        continued = list(message.tokens or [(message.content, "target")])
+        continued = list(message.tokens or ([(message.content, "target")] if message.content else []))
         earlier = list(message.rounds or []) if message.tokens else []
         token_rounds = message.token_rounds if message.tokens and message.token_rounds else [-1] * len(continued)
+        reasoning = list(message.reasoning_tokens or ([(message.reasoning, "target")] if message.reasoning else []))
+        reasoning_rounds = (list(message.reasoning_token_rounds) if message.reasoning_tokens
+                            and message.reasoning_token_rounds else [-1] * len(reasoning))
         return cls(request_id, message.chat_id, target_name, draft_name, message_id=message.id, continued=continued,
-                   token_rounds=list(token_rounds), rounds=earlier, round_offset=len(earlier))
+                   token_rounds=list(token_rounds), rounds=earlier, round_offset=len(earlier),
+                   reasoning=reasoning, reasoning_rounds=reasoning_rounds)
 
     def add_token(self, event: TokenEvent) -> None:
         """Keep a token with its origin and round, and queue (text, origin) for the view."""
@@ -88,11 +99,19 @@ class ReplyRequest:
             self.first_token_at = now
         self.last_token_at = now
         token = (event.text, token_origin(event.source, event.drafter))
-        self.tokens.append(token)
-        self.pending.append(token)
         index = event.round + self.round_offset if event.round >= 0 else -1
         # A round the engine never reported cannot be pointed at (the reply is still saved, without it).
-        self.token_rounds.append(index if index < len(self.rounds) else -1)
+        index = index if index < len(self.rounds) else -1
+        if event.part == "reasoning":
+            self.reasoning.append(token)
+            self.pending_reasoning.append(token)
+            self.reasoning_rounds.append(index)
+            return
+        if self.answer_started_at is None and event.text:
+            self.answer_started_at = now
+        self.tokens.append(token)
+        self.pending.append(token)
+        self.token_rounds.append(index)
 
     def add_round(self, event: RoundEvent) -> None:
         self.rounds.append(RoundRecord.from_event(event))
@@ -103,6 +122,20 @@ class ReplyRequest:
         """The tokens not yet shown and each one's round index; they count as shown from now on."""
         pending, self.pending = self.pending, []
         return pending, self.token_rounds[len(self.token_rounds) - len(pending):]
+
+    def take_pending_reasoning(self) -> tuple[list[tuple[str, str]], list[int]]:
+        """The thinking tokens not yet shown and each one's round index; they count as shown from now on."""
+        pending, self.pending_reasoning = self.pending_reasoning, []
+        return pending, self.reasoning_rounds[len(self.reasoning_rounds) - len(pending):]
+
+    def reasoning_text(self) -> str:
+        return "".join(text for text, _ in self.reasoning)
+
+    def thinking_seconds(self) -> float:
+        """How long the thinking took so far: from the first token to the answer's first (or to now)."""
+        if self.first_token_at is None:
+            return 0.0
+        return (self.answer_started_at or self.last_token_at or self.first_token_at) - self.first_token_at
 
     def reply_tokens(self) -> list[tuple[str, str]]:
         return self.continued + self.tokens
@@ -116,13 +149,17 @@ class ReplyRequest:
         """A save of the reply as it stands (copied: the reply keeps growing while the saver stores it)."""
         return ReplySave(self.request_id, self.chat_id, self.message_id, reply, stats, self.target_name,
                          self.draft_name, self.reply_tokens(), list(self.token_rounds), list(self.rounds), final,
-                         on_done, on_failed)
+                         on_done, on_failed, reasoning=self.reasoning_text(),
+                         reasoning_tokens=list(self.reasoning) if self.reasoning else None,
+                         reasoning_token_rounds=list(self.reasoning_rounds) if self.reasoning else None)
 
     def live_readout(self) -> str:
         """The status line while the reply streams: speed, tokens, acceptance."""
-        n = len(self.tokens)
+        n = len(self.tokens) + len(self.reasoning)
         speed = decode_speed(n - 1, (self.last_token_at or 0) - (self.first_token_at or 0))
         parts = [f"{speed:.1f} tok/s" if speed else "…", f"{n} tokens"]
+        if self.reasoning and not self.tokens:
+            parts = [f"thinking… {len(self.reasoning)} tokens, {self.thinking_seconds():.1f} s"]
         if self.drafted:
             parts.append(f"{100 * self.accepted / self.drafted:.0f}% accepted")
         return "  ·  ".join(parts)
@@ -135,7 +172,7 @@ class ReplyRequest:
         """Stats of a reply that ended without the engine's own numbers (stopped, or failed midway)."""
         now = self.last_token_at or time.monotonic()
         decode_time = (now - self.first_token_at) if self.first_token_at else 0.0
-        n = len(self.tokens)
+        n = len(self.tokens) + len(self.reasoning)
         return GenerationStats(
             tokens=n,
             tokens_per_second=decode_speed(n - 1, decode_time),
@@ -147,6 +184,9 @@ class ReplyRequest:
             stop_reason=stop_reason,
             prompt_tokens=self.prompt_tokens,
             elapsed_s=now - self.started,
+            reasoning_tokens=len(self.reasoning),
+            reasoning_s=self.thinking_seconds() if self.reasoning else 0.0,
+            ended_in_reasoning=bool(self.reasoning) and not self.tokens,
         )
 
     def with_earlier_part(self, stats: GenerationStats) -> GenerationStats:

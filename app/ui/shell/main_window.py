@@ -113,6 +113,7 @@ class MainWindow(MessageCommands, QMainWindow):
         self.error_banner = ErrorBanner()
         self.chat_view.set_highlighting(self.settings.show_highlighting)
         self.chat_view.set_show_refused(self.settings.show_refused)
+        self.chat_view.set_keep_thinking_open(self.settings.keep_thinking_open)
         self.legend_row = LegendRow(self.settings.show_highlighting, self.settings.show_refused)
         self.composer = Composer()
         self.footer = StatusFooter()
@@ -244,6 +245,7 @@ class MainWindow(MessageCommands, QMainWindow):
         if old.servers != new.servers:
             self.server_models.refresh(new.servers)
         self.appearance.set_choice(new.theme)
+        self.chat_view.set_keep_thinking_open(new.keep_thinking_open)
 
     def set_highlighting(self, on: bool) -> None:
         self._set_view_option("show_highlighting", self.chat_view.set_highlighting, self.legend_row.highlight_switch, on)

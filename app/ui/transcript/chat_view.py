@@ -26,7 +26,7 @@ from PySide6.QtWidgets import QApplication
 
 from app.replies.comparison import ShownComparison, compare_link_label, comparison_text
 from app.store.provenance import RoundRecord
-from app.ui.transcript import long_text, message_actions, message_meta
+from app.ui.transcript import long_text, message_actions, message_meta, thinking_section
 from app.ui.widgets import style
 from app.ui.transcript import marks as transcript_marks
 from app.ui.transcript.link_guard import open_link_after_confirming
@@ -93,6 +93,11 @@ class ChatView(TranscriptBrowser):
         self._message_signals = {"copy": self.sig_copy_message, "regenerate": self.sig_regenerate,
                                  "continue": self.sig_continue, "compare": self.sig_compare,
                                  "edit": self.sig_edit_message, "inspect": self.sig_inspect}
+        # Thinking sections: folded unless the setting keeps them open; a click turns one the other way.
+        self._keep_thinking_open = False
+        self._thinking_toggled: set[int] = set()
+        self._thinking_replies: dict[int, TranscriptMessage] = {}  # shown replies that thought, by id
+        self._stream_thinking: Optional[thinking_section.StreamingThinking] = None
 
     # ----- highlighting
 
@@ -128,8 +133,14 @@ class ChatView(TranscriptBrowser):
 
     # ----- building the transcript
 
+    def set_keep_thinking_open(self, keep: bool) -> None:
+        """Whether a reply's Thinking section stays open when its answer starts (AppSettings.keep_thinking_open)."""
+        self._keep_thinking_open = keep
+
     def clear_transcript(self) -> None:
         self._stream_frame = None
+        self._stream_thinking = None
+        self._thinking_replies.clear()
         self._writer.code_blocks.clear()
         self.rounds_by_key.clear()
         self.document().clear()
@@ -265,6 +276,10 @@ class ChatView(TranscriptBrowser):
             return
         rounds = message.rounds or []
         self.rounds_by_key[message.message_id] = rounds
+        if thinking_section.has_thinking(message):
+            self._thinking_replies[message.message_id] = message
+            is_open = self._keep_thinking_open != (message.message_id in self._thinking_toggled)
+            thinking_section.insert_section(self._writer, self._base, cursor, message, rounds, is_open)
         if not plain_note:
             chars = reply_chars(message.content, message.tokens, message.token_rounds, rounds)
             self._writer.insert_reply(cursor, message.message_id, message.content, chars, rounds)
@@ -302,6 +317,7 @@ class ChatView(TranscriptBrowser):
         self._stream_in_code = False
         self._stream_pending_line = ""
         self._stream_room = long_text.SHOWN_MAX_CHARS  # characters the stream may still show
+        self._stream_thinking = None
         self.rounds_by_key[STREAM_KEY] = []
         self._writer.forget_stream_formats()
         self.scroll_to_end()
@@ -357,6 +373,31 @@ class ChatView(TranscriptBrowser):
         if follow:
             self.scroll_to_end()
 
+    def append_reasoning(self, tokens: Sequence[tuple[str, str]], token_rounds: Sequence[int],
+                         rounds: Optional[Sequence[RoundRecord]] = None) -> None:
+        """Append streamed thinking tokens to the streaming reply's Thinking section (opened by the first)."""
+        if self._stream_frame is None or not tokens:
+            return
+        if rounds is not None:
+            self.rounds_by_key[STREAM_KEY] = rounds
+        follow = self._at_bottom()
+        if self._stream_thinking is None:
+            self._stream_thinking = thinking_section.StreamingThinking(self._writer, self._base, self.document(),
+                                                                      self._stream_frame, STREAM_KEY)
+        self._stream_thinking.append(tokens, token_rounds, self.rounds_by_key.get(STREAM_KEY, []))
+        if follow:
+            self.scroll_to_end()
+
+    def answer_started(self, thinking_seconds: float, thinking_tokens: int) -> None:
+        """The streaming reply's answer begins: its Thinking section folds to its header, unless kept open."""
+        section = self._stream_thinking
+        if section is None:
+            return
+        if self._keep_thinking_open:
+            section.retitle(f"▾ {thinking_section.header_words(thinking_seconds, thinking_tokens)}")
+        else:
+            section.fold(thinking_seconds, thinking_tokens)
+
     def _end_stream_line(self) -> None:
         if self._stream_pending_line.lstrip().startswith(("```", "~~~")):
             self._stream_in_code = not self._stream_in_code
@@ -366,6 +407,7 @@ class ChatView(TranscriptBrowser):
         """Replace the streamed text of the reply with its Markdown rendering and stats row."""
         frame = self._stream_frame
         self._stream_frame = None
+        self._stream_thinking = None
         if frame is None:
             self.add_message(message, is_last_reply=True)
             return
@@ -461,6 +503,9 @@ class ChatView(TranscriptBrowser):
                 QApplication.clipboard().setText(self._writer.code_blocks[number])
         elif action.name == "retry":
             self.sig_retry.emit()
+        elif action.name == thinking_section.TOGGLE_ACTION and number in self._thinking_replies:
+            self._thinking_toggled ^= {number}
+            self.refresh_message(self._thinking_replies[number])
         elif action.name in (message_meta.PREVIOUS_VERSION, message_meta.NEXT_VERSION) and number is not None:
             self.sig_switch_version.emit(number, -1 if action.name == message_meta.PREVIOUS_VERSION else 1)
         elif action.name in self._message_signals and number is not None:

@@ -52,6 +52,10 @@ class TranscriptMessage:
     attachments: tuple[Attachment, ...] = ()  # files sent with a user message, shown as chips under it
     created_at: float = 0.0  # Unix seconds; 0: not known (shown without a time)
     versions: Optional[tuple[int, int]] = None  # (index, count) of a regenerated or edited message's versions
+    # A reply's thinking, without markers, and its tokens (rounds index into `rounds`); "" for none.
+    reasoning: str = ""
+    reasoning_tokens: Optional[list[tuple[str, str]]] = None
+    reasoning_token_rounds: Optional[list[int]] = None
 
 
 def transcript_message(message: Message, versions: Optional[tuple[int, int]] = None) -> TranscriptMessage:
@@ -68,6 +72,9 @@ def transcript_message(message: Message, versions: Optional[tuple[int, int]] = N
         attachments=message.attachments,
         created_at=message.created_at,
         versions=versions,
+        reasoning=message.reasoning or "",
+        reasoning_tokens=message.reasoning_tokens,
+        reasoning_token_rounds=message.reasoning_token_rounds,
     )
 
 
