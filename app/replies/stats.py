@@ -20,6 +20,8 @@ def format_stats(stats: GenerationStats) -> str:
         parts.append(f"{stats.acceptance_rate * 100:.0f}% accepted ({stats.accepted}/{stats.drafted} drafted)")
     else:
         parts.append("no speculation")
+    if stats.reasoning_tokens:  # "thinking 412 · 81% accepted, answer 96 · 40%": speculation on each part
+        parts.append(_thinking_split(stats))
     if stats.ttft_s:
         parts.append(f"{stats.ttft_s:.2f} s to first token")
     if stats.prompt_tokens:  # "read 12 new tokens, 902 from cache": the conversation's KV cache kept or not
@@ -34,3 +36,16 @@ def format_stats(stats: GenerationStats) -> str:
     if reason:
         parts.append(reason)
     return "  ·  ".join(parts)
+
+
+def _share(accepted: int, drafted: int) -> str:
+    return f"{100 * accepted / drafted:.0f}% accepted" if drafted else "none drafted"
+
+
+def _thinking_split(stats: GenerationStats) -> str:
+    answer = max(0, stats.tokens - stats.reasoning_tokens)
+    thinking = f"thinking {stats.reasoning_tokens}"
+    if not stats.drafted:
+        return f"{thinking}, answer {answer}"
+    return (f"{thinking} ({_share(stats.reasoning_accepted, stats.reasoning_drafted)}), answer {answer} "
+            f"({_share(stats.accepted - stats.reasoning_accepted, stats.drafted - stats.reasoning_drafted)})")

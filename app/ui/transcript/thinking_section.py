@@ -61,6 +61,15 @@ def _header_format(writer: ReplyWriter, base: QFont, key: int, link: bool) -> QT
     return fmt
 
 
+def _quiet(frame: QTextFrame) -> None:
+    """The thinking in the muted colour, so it reads as the model's notes, not its answer (highlights stay)."""
+    cursor = frame.firstCursorPosition()
+    cursor.setPosition(frame.lastPosition(), QTextCursor.MoveMode.KeepAnchor)
+    muted = QTextCharFormat()
+    muted.setForeground(QColor(style.TEXT_MUTED))
+    cursor.mergeCharFormat(muted)
+
+
 def _after(cursor: QTextCursor, frame: QTextFrame) -> None:
     cursor.setPosition(frame.lastPosition() + 1)
 
@@ -83,6 +92,7 @@ def insert_section(writer: ReplyWriter, base: QFont, cursor: QTextCursor, messag
         inner = frame.firstCursorPosition()
         chars = reply_chars(message.reasoning, message.reasoning_tokens, message.reasoning_token_rounds, rounds)
         writer.insert_reply(inner, message.message_id, message.reasoning, chars, rounds)
+        _quiet(frame)
         _after(cursor, frame)
     writer.reuse_block = False
     stats = message.stats
@@ -123,7 +133,9 @@ class StreamingThinking:
                 if n_piece:
                     cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
                 if piece:
-                    cursor.insertText(piece, self._writer.token_format(origin, self._key, round_index))
+                    fmt = QTextCharFormat(self._writer.token_format(origin, self._key, round_index))  # a copy: formats are shared
+                    fmt.setForeground(QColor(style.TEXT_MUTED))
+                    cursor.insertText(piece, fmt)
 
     def fold(self, seconds: float, tokens: int) -> None:
         """The answer started: the reasoning goes out of sight, the header says how long it took."""
