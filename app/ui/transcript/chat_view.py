@@ -29,7 +29,7 @@ from app.store.provenance import RoundRecord
 from app.ui.transcript import long_text, message_actions, message_meta, thinking_section
 from app.ui.widgets import style
 from app.ui.transcript import marks as transcript_marks
-from app.ui.transcript.link_guard import open_link_after_confirming
+from app.ui.transcript.links.link_guard import open_link_after_confirming
 from app.ui.transcript.reply_chars import NO_ROUND, reply_chars
 from app.ui.transcript.reply_writer import ReplyWriter
 from app.ui.transcript.token_tooltip import DRAFT_TOOLTIP, NGRAM_TOOLTIP, TARGET_TOOLTIP

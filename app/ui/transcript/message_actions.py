@@ -12,7 +12,7 @@ from PySide6.QtGui import QColor, QFont, QTextBlockFormat, QTextCursor, QTextDoc
 
 from app.store.attachments import Attachment
 from app.ui.widgets import style
-from app.ui.transcript.action_links import ActionLinks
+from app.ui.transcript.links.action_links import ActionLinks
 from app.ui.transcript.reply_writer import ReplyWriter
 
 

@@ -24,7 +24,7 @@ from PySide6.QtGui import (
 
 from app.store.provenance import RoundRecord
 from app.ui.widgets import style
-from app.ui.transcript.action_links import ActionLinks
+from app.ui.transcript.links.action_links import ActionLinks
 from app.ui.transcript import long_text
 from app.ui.transcript.code_colors import code_colours
 from app.ui.transcript.long_text import LINE_SEPARATOR
