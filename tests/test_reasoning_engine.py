@@ -77,3 +77,18 @@ def test_a_template_that_opens_the_thinking_starts_the_reply_inside_it(engine):
         max_tokens=30, ignore_eos=True, history=False, chat_format="template",
         chat_template=R1_LIKE.replace("<think>\n", "<think>\n\n</think>\n\n"))))[-1]
     assert isinstance(closed, FinishedEvent) and closed.reasoning == "" and closed.stats.reasoning_tokens == 0
+
+
+def test_a_reply_stopped_while_thinking_is_continued_from_its_thinking(engine):
+    """The window continues a reply cut off inside its thinking by sending it back as the last assistant message,
+    its thinking as reasoning_content: the model reads it after its own start marker and goes on thinking."""
+    chat = [{"role": "user", "content": "Is 221 prime?"},
+            {"role": "assistant", "content": "", "reasoning_content": "221 is odd. Try 13"}]
+    config = GenerationConfig(max_tokens=8, speculative=False, history=False, ignore_eos=True)
+    events = list(engine.chat(chat, config))
+    finished = events[-1]
+    assert isinstance(finished, FinishedEvent)
+    assert "<think>\n221 is odd. Try 13" in engine.prompts.transcript_text
+    first = next(e for e in events if isinstance(e, TokenEvent) and e.text)
+    assert first.part == "reasoning"  # it goes on in its thinking, not in an answer
+    assert finished.stats.reasoning_tokens > 0

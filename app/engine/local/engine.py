@@ -27,7 +27,8 @@ from app.engine.local.policies import Policies
 from app.engine.local.prompts import Prompts
 from app.engine.local.thread_governor import ThreadGovernor
 from app.engine.placement.gpu_fit import Placement
-from app.engine.reasoning.markers import MarkerSet, ReplyStart, continued_start, markers_for, reply_start
+from app.engine.reasoning.markers import (MarkerSet, ReplyStart, continued_start, markers_for, reply_start,
+                                          written_reply)
 from app.engine.reasoning.splitter import ReplySplitter
 from app.engine.protocol import CancelSignal, fitted_reply
 from app.engine.speculation.costs import CostTable
@@ -312,8 +313,13 @@ class SpecEngine:
         if messages and messages[-1].get("role") == "assistant":
             # The partial reply is model text, not markup: it is appended after the generation prompt as text.
             rendered = self.prompts.render(messages[:-1], tools, config)
-            start = continued_start(rendered.text, messages[-1]["content"], self._markers(config))
-            rendered = RenderedPrompt(rendered.text + messages[-1]["content"], rendered.markup, rendered.notice)
+            last, markers = messages[-1], self._markers(config)
+            # A reply stopped while thinking goes on from its thinking, written back with the model's markers.
+            thinking = last.get("reasoning_content") or last.get("reasoning") or ""
+            partial = written_reply(rendered.text, thinking if isinstance(thinking, str) else "", last["content"],
+                                    markers)
+            start = continued_start(rendered.text, partial, markers)
+            rendered = RenderedPrompt(rendered.text + partial, rendered.markup, rendered.notice)
         else:
             rendered = self.prompts.render(messages, tools, config)
         forced = forced_call(self.tool_format, tools, "" if config.tool_choice == "required" else config.tool_choice) \

@@ -87,6 +87,18 @@ def reply_start(prompt: str, markers: Sequence[MarkerSet]) -> ReplyStart:
     return "opening"
 
 
+def written_reply(prompt: str, reasoning: str, answer: str, markers: Sequence[MarkerSet]) -> str:
+    """A stopped reply as the model wrote it, from its parts, so that it can be continued: the model's own start
+    marker (unless the generation `prompt` opened the thinking), the reasoning, and when an answer had begun, the
+    end marker and the answer. Without reasoning, the answer as it is."""
+    if not reasoning:
+        return answer
+    family = markers[0]
+    opened = reply_start(prompt, markers) == "reasoning"
+    text = ("" if opened else family.start + "\n") + reasoning
+    return text + family.close_text + answer if answer else text
+
+
 def continued_start(prompt: str, partial: str, markers: Sequence[MarkerSet]) -> ReplyStart:
     """Where the continuation of a stopped reply starts: inside its thinking when `partial` (the reply so far,
     after the generation `prompt`) opened one and did not close it, else in its answer."""
