@@ -74,3 +74,22 @@ def fake_hub(online, monkeypatch):
     yield hub
     _reset_hf_session()
     hub.stop()
+
+
+@pytest.fixture
+def make_panel(qtbot):
+    """Get models panels as a test makes them; each one's background work must be done when the test ends."""
+    from app.ui.get_models.panel import GetModelsPanel
+
+    panels: list[GetModelsPanel] = []
+
+    def make(**kwargs) -> GetModelsPanel:
+        panel = GetModelsPanel(**kwargs)
+        qtbot.addWidget(panel)
+        panel.show()
+        panels.append(panel)
+        return panel
+
+    yield make
+    for panel in panels:  # no worker may outlive its test
+        assert panel.shutdown(), "background work still running"

@@ -4,34 +4,16 @@ gpt-oss-20b, which comes alone (no smaller model shares its vocabulary)."""
 
 from __future__ import annotations
 
-import pytest
 from PySide6.QtCore import Qt
 
 from app.hub.curated import curated_pairs
 from app.platform import paths
-from app.ui.get_models.panel import GetModelsPanel
 
 TIMEOUT_MS = 10_000
 
 
 def _pair(pair_id: str):
     return next(p for p in curated_pairs() if p.pair_id == pair_id)
-
-
-@pytest.fixture
-def make_panel(qtbot):
-    panels: list[GetModelsPanel] = []
-
-    def make(**kwargs) -> GetModelsPanel:
-        panel = GetModelsPanel(**kwargs)
-        qtbot.addWidget(panel)
-        panel.show()
-        panels.append(panel)
-        return panel
-
-    yield make
-    for panel in panels:
-        assert panel.shutdown(), "background work still running"
 
 
 def test_the_thinking_models_are_offered_under_their_published_names():

@@ -6,7 +6,6 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-import pytest
 from fake_hf_server import GOOD_TOKEN, payload
 from PySide6.QtCore import Qt
 
@@ -24,22 +23,6 @@ def tiny_pair(target: Path, draft: Path, prefix: str = "tiny") -> CuratedPair:
         draft=CuratedFile(f"{prefix}/Tiny-Draft-GGUF", draft.name, draft.stat().st_size, "Tiny draft"),
         good_at="Testing.",
     )
-
-
-@pytest.fixture
-def make_panel(qtbot):
-    panels: list[GetModelsPanel] = []
-
-    def make(**kwargs) -> GetModelsPanel:
-        panel = GetModelsPanel(**kwargs)
-        qtbot.addWidget(panel)
-        panel.show()
-        panels.append(panel)
-        return panel
-
-    yield make
-    for panel in panels:  # no worker may outlive its test
-        assert panel.shutdown(), "background work still running"
 
 
 def test_a_curated_pair_downloads_and_the_library_offers_the_draft_for_the_target(
