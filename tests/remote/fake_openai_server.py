@@ -47,6 +47,16 @@ def content_chunk(text: str, timings: Optional[dict] = None, finish: Optional[st
     return chunk
 
 
+def delta_chunk(delta: dict, timings: Optional[dict] = None, finish: Optional[str] = None, **extra) -> dict:
+    """A chunk with any `delta` (a thinking model's `reasoning_content` or `reasoning`, say); `extra` adds top-level
+    fields (`usage`)."""
+    chunk = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+             **extra}
+    if timings is not None:
+        chunk["timings"] = timings
+    return chunk
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: "_Server"

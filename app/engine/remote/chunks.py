@@ -25,6 +25,11 @@ MAX_SECONDS = 7 * 24 * 3600.0
 MAX_TOKENS_PER_SECOND = 1e7
 
 _SPACES = re.compile(r"\s+")
+# Where servers put a thinking model's reasoning, beside `content`: `reasoning_content` (llama-server's deepseek
+# format, SGLang, LM Studio, vLLM until its rename of late 2025: vllm-project/vllm#27752) and `reasoning` (vLLM
+# since, OpenRouter, Ollama). A server in transition sends both with the same text: the first that holds text is
+# read, never both.
+REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 
 class MalformedEvent(ValueError):
@@ -62,6 +67,10 @@ class StreamChunk:
     completion_tokens: Optional[int] = None
     prompt_tokens: Optional[int] = None
     tool_calls: tuple[dict, ...] = ()  # this event's `delta.tool_calls` fragments (OpenAI's framing), as sent
+    # The model's thinking in this event (`reasoning_content` or `reasoning`, see REASONING_FIELDS); it comes before
+    # the event's `text` where an event holds both.
+    reasoning: str = ""
+    reasoning_tokens: Optional[int] = None  # usage.completion_tokens_details.reasoning_tokens, where sent
 
 
 def _count(value: object, upper: int) -> Optional[int]:
@@ -112,13 +121,16 @@ def parse_chunk(event: object, max_tokens: int) -> StreamChunk:
         choices = []
     if not isinstance(choices, list):
         raise MalformedEvent(f"\"choices\" is a JSON {_kind(choices)}, not a list")
-    text, finish = "", ""
+    text, finish, reasoning = "", "", ""
     calls: tuple[dict, ...] = ()
     if choices:
         choice = choices[0]
         if not isinstance(choice, dict):
             raise MalformedEvent(f"a choice is a JSON {_kind(choice)}, not an object")
         delta = choice.get("delta")
+        if delta is None:
+            # A server that answers a stream with whole messages (one event holding `message`) is read the same way.
+            delta = choice.get("message")
         if delta is None:
             delta = {}
         if not isinstance(delta, dict):
@@ -127,12 +139,15 @@ def parse_chunk(event: object, max_tokens: int) -> StreamChunk:
         if content is not None and not isinstance(content, str):
             raise MalformedEvent(f"\"content\" is a JSON {_kind(content)}, not a string")
         text = valid_text(content or "")
+        reasoning = _reasoning(delta)
         fragments = delta.get("tool_calls")
         calls = tuple(f for f in fragments if isinstance(f, dict)) if isinstance(fragments, list) else ()
         reason = choice.get("finish_reason")
         finish = one_line(reason, 40) if isinstance(reason, str) else ""
     usage = event.get("usage")
     usage = usage if isinstance(usage, dict) else {}
+    details = usage.get("completion_tokens_details")
+    details = details if isinstance(details, dict) else {}
     return StreamChunk(
         text=text,
         finish_reason=finish,
@@ -140,7 +155,19 @@ def parse_chunk(event: object, max_tokens: int) -> StreamChunk:
         completion_tokens=_count(usage.get("completion_tokens"), max_tokens),
         prompt_tokens=_count(usage.get("prompt_tokens"), MAX_PROMPT_TOKENS),
         tool_calls=calls,
+        reasoning=reasoning,
+        reasoning_tokens=_count(details.get("reasoning_tokens"), max_tokens),
     )
+
+
+def _reasoning(delta: dict) -> str:
+    """The event's reasoning text. A value that is not a string (null, an object of a format we do not know) is no
+    reasoning: the answer beside it still counts, so it is not a reason to stop the reply."""
+    for name in REASONING_FIELDS:
+        value = delta.get(name)
+        if isinstance(value, str) and value:
+            return valid_text(value)
+    return ""
 
 
 def _kind(value: object) -> str:

@@ -5,12 +5,19 @@ named by its file path. The server formats the chat and, for llama-server starte
 itself: speculation is configured on the server, so this engine has no draft of its own. With llama-server, the
 per-token timings it streams tell which tokens its draft proposed (app.engine.remote.server_drafts), so a remote
 reply is highlighted and counted like a local one; other servers give tok/s and whatever totals they report.
+
+A thinking model's reasoning comes as the server parsed it, in `reasoning_content` or `reasoning` beside the
+content (app.engine.remote.chunks): its tokens are TokenEvents with part "reasoning", its text the FinishedEvent's
+`reasoning`, its counts the stats' reasoning_* (drafts among them where llama-server's counters tell). The request's
+thinking settings go to the server as the chat template's variables (`chat_template_kwargs`), and
+`reasoning_effort`, which OpenAI, vLLM and llama-server read.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence
 
@@ -37,6 +44,7 @@ from app.engine.remote.http import (
     server_props,
     stream_chat,
 )
+from app.engine.remote.reply_parts import ReplyParts
 from app.engine.remote.server_drafts import ServerDraftTracker
 from app.engine.remote.tool_calls import StreamedCalls, wire_message
 from app.engine.protocol import fitted_reply
@@ -79,6 +87,17 @@ def parse_remote_target(target: object) -> Optional[tuple[str, str]]:
 
 def is_remote_target(target: object) -> bool:
     return parse_remote_target(target) is not None
+
+
+def _template_kwargs(text: str) -> dict:
+    """GenerationConfig.template_kwargs (the JSON text of an object) as a dict; {} for none or for anything else."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}
+    return dict(value) if isinstance(value, dict) else {}
 
 
 class RemoteEngine:
@@ -193,13 +212,40 @@ class RemoteEngine:
         if self._llama_server:
             # llama-server's own fields; other servers may refuse fields they do not know.
             body.update({"top_k": config.top_k, "min_p": config.min_p, "timings_per_token": True})
+        body.update(self._thinking_fields(config))
         return body
+
+    def _thinking_fields(self, config: GenerationConfig) -> dict:
+        """The request's thinking settings as the server's fields; {} where it asks for the server's defaults (a
+        server that knows none of these fields, such as OpenAI's own, refuses them)."""
+        fields: dict = {}
+        kwargs = _template_kwargs(config.template_kwargs)
+        if config.thinking is not None:
+            kwargs["enable_thinking"] = config.thinking
+        if config.reasoning_effort:
+            fields["reasoning_effort"] = config.reasoning_effort
+            if self._llama_server:
+                kwargs.setdefault("reasoning_effort", config.reasoning_effort)  # gpt-oss's template reads it
+        if kwargs:
+            fields["chat_template_kwargs"] = kwargs
+        if self._llama_server:
+            if config.thinking_budget > 0:
+                fields["thinking_budget_tokens"] = config.thinking_budget
+            if config.reasoning_format == "none":
+                fields["reasoning_format"] = "none"  # the thinking and its tags stay in the content
+        return fields
 
     def chat(self, messages: Sequence[dict], config: GenerationConfig = GenerationConfig(), *, cancel=None,
              request_id: int = 0) -> Iterator[EngineEvent]:
         if self._target is None:
             raise EngineError("No model is loaded. Choose a model above.")
         body = self.request_body(messages, config)
+        # TODO(issue 31, reasoning-core): a server with no reasoning parser (llama-server --reasoning-format none,
+        # a plain OpenAI-compatible proxy) sends `<think>...</think>` inside `content`, so those events arrive as
+        # part "answer". When app.engine.reasoning's splitter over an event iterator is on main, call it here on
+        # the stream (for config.reasoning_format "split", with config.reasoning_markers): it relabels those tokens
+        # and rebuilds the FinishedEvent's text, reasoning and reasoning_* stats. Until then such thinking stays in
+        # the answer as the server sent it.
         return self._stream(body, cancel, request_id)
 
     def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel=None,
@@ -212,7 +258,7 @@ class RemoteEngine:
         started = time.monotonic()
         first_at: Optional[float] = None
         index = 0
-        pieces: list[str] = []
+        parts = ReplyParts()
         chars = 0
         finish_reason = ""
         rounds = 0
@@ -243,22 +289,30 @@ class RemoteEngine:
                 completion_tokens = chunk.completion_tokens if chunk.completion_tokens is not None \
                     else completion_tokens
                 prompt_tokens = chunk.prompt_tokens if chunk.prompt_tokens is not None else prompt_tokens
+                if chunk.reasoning_tokens is not None:
+                    parts.server_reasoning_tokens = chunk.reasoning_tokens
+                reasoning = chunk.reasoning[:max(0, max_chars - chars)]
+                chars += len(reasoning)
                 text = chunk.text[:max(0, max_chars - chars)]
                 chars += len(text)
-                tokens, found_rounds = tracker.feed(text, chunk.timings)
+                tokens, found_rounds = tracker.feed(text, chunk.timings, reasoning)
                 for r in found_rounds:
                     rounds += 1
                     histogram[r.drafted] = histogram.get(r.drafted, 0) + 1
+                    parts.on_round(r.index, r.drafted)
                     # The server reports counts only: what it proposed and which token it wrote itself stay unknown.
                     yield RoundEvent(request_id, "model", r.drafted, r.drafted, r.accepted, "set by the server",
                                      index=r.index, kind="server")
-                for token in tokens[:max_tokens - index]:
+                for token in tokens:
+                    if token.counted and index >= max_tokens:
+                        break
                     if first_at is None:
                         first_at = time.monotonic()
-                    pieces.append(token.text)
+                    parts.on_token(token.text, token.part, token.counted, token.source == "draft", token.round)
                     drafter: Optional[DraftSource] = "model" if token.source == "draft" else None
-                    yield TokenEvent(request_id, index, -1, token.text, token.source, drafter, token.round)
-                    index += 1
+                    yield TokenEvent(request_id, index, -1, token.text, token.source, drafter, token.round,
+                                     token.part)
+                    index += int(token.counted)
                 calls.feed(chunk.tool_calls)
                 if chunk.finish_reason:
                     finish_reason = chunk.finish_reason
@@ -269,13 +323,12 @@ class RemoteEngine:
             events.close()  # shuts the connection at once when the reply ended early
         if cancel is not None and cancel.is_set():
             return
-        tail = tracker.flush()
-        if tail is not None and chars <= max_chars:
-            pieces.append(tail.text)
-            yield TokenEvent(request_id, index, -1, tail.text, tail.source)
+        for tail in tracker.flush() if chars <= max_chars else []:
+            parts.on_token(tail.text, tail.part, False, False, -1)
+            yield TokenEvent(request_id, index, -1, tail.text, tail.source, part=tail.part)
         for text in calls.texts():
             # The server's calls as Hermes text (this engine's tool_format), read back into tool_calls by serve.
-            pieces.append(text)
+            parts.on_token(text, "answer", True, False, -1)
             yield TokenEvent(request_id, index, -1, text, "target")
             index += 1
         if calls.texts() and finish_reason == "tool_calls":
@@ -285,9 +338,11 @@ class RemoteEngine:
                 raise ServerError(f"The server at {shown} ended the stream without a reply.")
             raise ConnectionDropped(f"The server at {shown} ended the stream mid-reply; the reply so far is kept.")
         ended = time.monotonic()
-        yield FinishedEvent(request_id, "".join(pieces),
-                            self._stats(tracker, index, started, first_at, ended, finish_reason, rounds, histogram,
-                                        final_timings or ServerTimings(), completion_tokens, prompt_tokens))
+        stats = self._stats(tracker, index, started, first_at, ended, finish_reason, rounds, histogram,
+                            final_timings or ServerTimings(), completion_tokens, prompt_tokens)
+        yield FinishedEvent(request_id, parts.text, replace(stats, **parts.stats_fields(first_at, ended,
+                                                                                         finish_reason)),
+                            reasoning=parts.reasoning_text)
 
     @staticmethod
     def _stats(tracker: ServerDraftTracker, emitted: int, started: float, first_at: Optional[float], ended: float,
