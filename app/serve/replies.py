@@ -1,10 +1,16 @@
 """One job's records as OpenAI's response shapes, with SpecChat's provenance and llama-server's counters.
 
-Every chunk (and a whole reply) carries `specchat.tokens`: each token's text and its drafter, "model" (the draft
-model proposed it and the target kept it), "ngram" (copied from earlier text and kept) or null (the target wrote it
-itself). With "timings_per_token": true each chunk also carries llama-server's cumulative `timings`
+Every chunk (and a whole reply) carries `specchat.tokens`: each token's text, its part ("reasoning" or "answer")
+and its drafter, "model" (the draft model proposed it and the target kept it), "ngram" (copied from earlier text
+and kept), "history" or null (the target wrote it itself). With "timings_per_token": true each chunk also carries llama-server's cumulative `timings`
 (predicted_n, draft_n, draft_n_accepted, ...), so clients written for llama-server count and highlight drafts.
 Stop strings are honoured here: text that might begin one is held back until it cannot, and a match ends the reply.
+
+A thinking model's reasoning goes apart from the answer, as llama-server's deepseek format sends it: in
+`reasoning_content`, and the same text in `reasoning` (vLLM's and OpenRouter's name), of streamed deltas and of the
+whole message; `content` holds the answer only, and usage counts the reasoning tokens in
+`completion_tokens_details.reasoning_tokens`. Stop strings and tool calls are read in the answer only: a model that
+thinks about calling a tool, or mentions a stop string while it thinks, has not done so.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Optional
 
-from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent
+from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent, TokenPart
 from app.engine.tools.calls import ToolFormat
 from app.engine.tools.stream import ToolCallStream
 from app.serve.requests import ChatRequest
@@ -37,9 +43,26 @@ class _Token:
     predicted_n: int  # the counters when it arrived
     draft_n: int
     draft_n_accepted: int
+    part: TokenPart = "answer"
+
+    @property
+    def answer_chars(self) -> int:
+        """Its characters that a stop string is matched in (the answer's only)."""
+        return len(self.text) if self.part == "answer" else 0
 
     def provenance(self) -> dict:
-        return {"text": self.text, "drafter": self.drafter}
+        return {"text": self.text, "drafter": self.drafter, "part": self.part}
+
+
+def _runs(tokens: list[_Token]) -> list[tuple[TokenPart, list[_Token]]]:
+    """`tokens` in runs of one part, in order; a token with no text (a marker's) joins the run it arrives in."""
+    runs: list[tuple[TokenPart, list[_Token]]] = []
+    for token in tokens:
+        if runs and (runs[-1][0] == token.part or not token.text):
+            runs[-1][1].append(token)
+        else:
+            runs.append((token.part, [token]))
+    return runs
 
 
 @dataclass
@@ -55,6 +78,7 @@ class ReplyShaper:
     _held: list[_Token] = field(default_factory=list)
     _released: list[_Token] = field(default_factory=list)
     _predicted_n: int = 0
+    _reasoning_n: int = 0
     _draft_n: int = 0
     _draft_n_accepted: int = 0
     _first_token_at: Optional[float] = None
@@ -80,9 +104,10 @@ class ReplyShaper:
             self._first_token_at = time.monotonic()
         counted = event.token_id >= 0
         self._predicted_n += counted
+        self._reasoning_n += counted and event.part == "reasoning"
         drafter = event.drafter if event.source == "draft" else None
         self._held.append(_Token(event.text, drafter, counted, self._predicted_n, self._draft_n,
-                                 self._draft_n_accepted))
+                                 self._draft_n_accepted, event.part))
         return self._release()
 
     def flush(self) -> list[_Token]:
@@ -95,7 +120,7 @@ class ReplyShaper:
         stops = self.request.stop
         if not stops:
             return self.flush()
-        text = "".join(t.text for t in self._held)
+        text = "".join(t.text for t in self._held if t.part == "answer")
         hits = [i for i in (text.find(s) for s in stops) if i >= 0]
         if hits:
             self.stopped_by_string = True
@@ -105,13 +130,14 @@ class ReplyShaper:
         return self._release_chars(len(text) - keep, cut=False)
 
     def _release_chars(self, chars: int, cut: bool) -> list[_Token]:
-        """Release the held tokens that lie within the first `chars` characters; with `cut`, the token that
-        straddles that point goes out cut short and the rest is dropped (it is the stop string and after)."""
+        """Release the held tokens that lie within the first `chars` characters of the answer (reasoning tokens
+        among them go as they come); with `cut`, the token that straddles that point goes out cut short and the
+        rest is dropped (it is the stop string and after)."""
         out: list[_Token] = []
         used = 0
-        while self._held and used + len(self._held[0].text) <= chars:
+        while self._held and used + self._held[0].answer_chars <= chars:
             token = self._held.pop(0)
-            used += len(token.text)
+            used += token.answer_chars
             out.append(token)
         if cut:
             if self._held and chars > used:
@@ -149,9 +175,30 @@ class ReplyShaper:
         return chunk
 
     def chunks(self, tokens: list[_Token], last: bool = False) -> list[dict]:
-        """The chunks for released `tokens` (with `last`, also what the tool splitter still holds). Without tools,
-        one chunk of their text; with tools, content and calls as the splitter reads them, the tokens' provenance
-        on the first chunk that goes out."""
+        """The chunks for released `tokens` (with `last`, also what the tool splitter still holds): a chunk per run
+        of reasoning, and the answer's as answer_chunks says."""
+        out = []
+        for part, run in _runs(tokens):
+            out += [self.reasoning_chunk(run)] if part == "reasoning" else self.answer_chunks(run)
+        if last and self._calls is not None:
+            out += self.answer_chunks([], last=True)
+        return out
+
+    def reasoning_chunk(self, tokens: list[_Token]) -> dict:
+        """Thinking as llama-server's deepseek format streams it, and under vLLM's name; never in `content`."""
+        text = "".join(t.text for t in tokens)
+        chunk = self._base("chat.completion.chunk")
+        chunk["choices"] = [{"index": 0, "delta": {"reasoning_content": text, "reasoning": text},
+                             "finish_reason": None}]
+        chunk["specchat"] = {"tokens": [t.provenance() for t in self._unsent + tokens]}
+        if self.request.timings_per_token:
+            chunk["timings"] = self._timings(tokens[-1])
+        self._unsent = []
+        return chunk
+
+    def answer_chunks(self, tokens: list[_Token], last: bool = False) -> list[dict]:
+        """Without tools, one chunk of the tokens' text; with tools, content and calls as the splitter reads them,
+        the tokens' provenance on the first chunk that goes out."""
         if self._calls is None:
             return [self.token_chunk(tokens)] if tokens else []
         text = "".join(t.text for t in tokens)
@@ -190,12 +237,15 @@ class ReplyShaper:
     def _summary(self, finished: Optional[FinishedEvent]) -> dict:
         stats = finished.stats if finished is not None else GenerationStats()
         return {"drafted": stats.drafted, "accepted": stats.accepted, "rounds": stats.rounds,
-                "tokens_per_second": round(stats.tokens_per_second, 2)}
+                "tokens_per_second": round(stats.tokens_per_second, 2),
+                "reasoning_tokens": stats.reasoning_tokens, "reasoning_drafted": stats.reasoning_drafted,
+                "reasoning_accepted": stats.reasoning_accepted, "ended_in_reasoning": stats.ended_in_reasoning}
 
     def _usage(self, finished: Optional[FinishedEvent] = None) -> dict:
         completion = self._predicted_n
         usage: dict = {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
-                       "total_tokens": self.prompt_tokens + completion}
+                       "total_tokens": self.prompt_tokens + completion,
+                       "completion_tokens_details": {"reasoning_tokens": self._reasoning_n}}
         if finished is not None:  # OpenAI's shape: the prompt tokens whose KV cache was kept from an earlier turn
             usage["prompt_tokens_details"] = {"cached_tokens": finished.stats.prompt_cached}
         return usage
@@ -218,8 +268,11 @@ class ReplyShaper:
     def whole_reply(self, finished: Optional[FinishedEvent]) -> dict:
         """The non-streamed response: the whole text, usage, and every token's provenance."""
         reply = self._base("chat.completion")
-        text = "".join(t.text for t in self._released)
+        text = "".join(t.text for t in self._released if t.part == "answer")
+        reasoning = "".join(t.text for t in self._released if t.part == "reasoning")
         message: dict = {"role": "assistant", "content": text}
+        if reasoning:
+            message.update(reasoning_content=reasoning, reasoning=reasoning)
         if self._calls is not None:
             self._calls.feed(text)
             self._calls.finish()

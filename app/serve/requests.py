@@ -2,7 +2,8 @@
 
 Fields that change nothing a client could notice (user, metadata, store) are ignored; fields whose meaning we
 cannot honour (n > 1, images, logprobs, penalties) are refused with a sentence naming the field, so a client never
-gets a reply that silently differs from what it asked for. Tools are read in tool_requests.py.
+gets a reply that silently differs from what it asked for. Tools are read in tool_requests.py, the thinking
+settings in reasoning_requests.py.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any, Optional
 
 from app.engine.config import GenerationConfig
 from app.serve.errors import BadRequest
+from app.serve.reasoning_requests import thinking_settings
 from app.serve.tool_requests import ToolRequest, assistant_calls, parse_tool_request, tool_message
 
 __all__ = ["BadRequest"]
@@ -194,7 +196,7 @@ def _common(data: dict, limits: ApiLimits, defaults: GenerationConfig) -> dict[s
         max_tokens=int(max_tokens), temperature=temperature, top_k=int(top_k), top_p=top_p, min_p=min_p,
         seed=seed, speculative=defaults.speculative, drafter=defaults.drafter, draft_max=defaults.draft_max,
         draft_p_min=defaults.draft_p_min, session=defaults.session, history=defaults.history,
-        history_book=defaults.history_book,
+        history_book=defaults.history_book, **thinking_settings(data, defaults),
     )
     return {"config": config, "stream": stream, "model": model, "stop": _stop(data.get("stop")),
             "timings_per_token": data.get("timings_per_token") is True,
@@ -218,6 +220,9 @@ def _messages(value: Any) -> tuple[dict, ...]:
         calls = assistant_calls(message, i) if role == "assistant" else []
         if calls:
             entry["tool_calls"] = calls
+        reasoning = _reasoning(message, i) if role == "assistant" else ""
+        if reasoning:
+            entry["reasoning_content"] = reasoning  # the name the chat templates read (Qwen3's, GLM's)
         out.append(entry)
     if out[-1]["role"] == "assistant" and not out[-1]["content"] and not out[-1].get("tool_calls"):
         out.pop()  # an empty assistant turn to be filled is what the reply is anyway
@@ -247,6 +252,22 @@ def _content(value: Any, index: int, role: str) -> str:
     if "\x00" in text:
         raise BadRequest(f"messages[{index}].content holds a NUL character.")
     return text
+
+
+def _reasoning(message: dict, index: int) -> str:
+    """An earlier reply's thinking, as a client sends it back (`reasoning_content`, or `reasoning` as vLLM and
+    OpenRouter name it); the template decides whether the model sees it again."""
+    for name in ("reasoning_content", "reasoning"):
+        value = message.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise BadRequest(f"messages[{index}].{name} must be a string.")
+        if "\x00" in value:
+            raise BadRequest(f"messages[{index}].{name} holds a NUL character.")
+        if value:
+            return value
+    return ""
 
 
 def _stop(value: Any) -> tuple[str, ...]:

@@ -46,6 +46,8 @@ from app.engine.remote.http import (
 )
 from app.engine.remote.reply_parts import ReplyParts
 from app.engine.remote.server_drafts import ServerDraftTracker
+from app.engine.reasoning.markers import markers_for
+from app.engine.reasoning.splitter import ReplySplitter, split_reply
 from app.engine.remote.tool_calls import StreamedCalls, wire_message
 from app.engine.protocol import fitted_reply
 from app.engine.targets import ServerModel, server_model_of
@@ -240,13 +242,13 @@ class RemoteEngine:
         if self._target is None:
             raise EngineError("No model is loaded. Choose a model above.")
         body = self.request_body(messages, config)
-        # TODO(issue 31, reasoning-core): a server with no reasoning parser (llama-server --reasoning-format none,
-        # a plain OpenAI-compatible proxy) sends `<think>...</think>` inside `content`, so those events arrive as
-        # part "answer". When app.engine.reasoning's splitter over an event iterator is on main, call it here on
-        # the stream (for config.reasoning_format "split", with config.reasoning_markers): it relabels those tokens
-        # and rebuilds the FinishedEvent's text, reasoning and reasoning_* stats. Until then such thinking stays in
-        # the answer as the server sent it.
-        return self._stream(body, cancel, request_id)
+        # A server with no reasoning parser (llama-server --reasoning-format none, a plain proxy) sends
+        # `<think>...</think>` inside `content`: the splitter tells those tokens apart as the local engine's does,
+        # and passes what the server already sent as reasoning_content as it is.
+        events = self._stream(body, cancel, request_id)
+        if config.reasoning_format == "none":
+            return events
+        return _thinking_told(events, ReplySplitter(markers_for(None, config.reasoning_markers), ids=False))
 
     def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel=None,
               request_id: int = 0) -> Iterator[EngineEvent]:
@@ -371,3 +373,20 @@ class RemoteEngine:
             elapsed_s=ended - started,
             draft_len_histogram=dict(sorted(histogram.items())),
         )
+
+
+def _thinking_told(events: Iterator[EngineEvent], splitter: ReplySplitter) -> Iterator[EngineEvent]:
+    """A server's reply with `<think>` in its content told apart by `splitter`. Where the server split the reply
+    itself (reasoning_content), its FinishedEvent stands as it is: its counts are the server's own (usage)."""
+    inner: list[FinishedEvent] = []
+
+    def watched() -> Iterator[EngineEvent]:
+        for event in events:
+            if isinstance(event, FinishedEvent):
+                inner.append(event)
+            yield event
+
+    for event in split_reply(watched(), splitter):
+        if isinstance(event, FinishedEvent) and inner and inner[-1].reasoning:
+            event = inner[-1]
+        yield event

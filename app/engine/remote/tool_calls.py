@@ -13,7 +13,8 @@ MAX_ARGUMENT_CHARS = 1 << 20
 
 
 def wire_message(message: dict) -> dict:
-    """A chat message for the server: role and content, and a call's `arguments` as the JSON string OpenAI sends."""
+    """A chat message for the server: role and content (and an earlier reply's `reasoning_content`), and a call's
+    `arguments` as the JSON string OpenAI sends."""
     out = {"role": message["role"], "content": message.get("content", "")}
     if message.get("tool_calls"):
         out["tool_calls"] = [
@@ -24,6 +25,8 @@ def wire_message(message: dict) -> dict:
         out["content"] = message.get("content") or None
     if message.get("tool_call_id"):
         out["tool_call_id"] = message["tool_call_id"]
+    if message.get("reasoning_content"):
+        out["reasoning_content"] = message["reasoning_content"]  # an earlier reply's thinking: the template decides
     return out
 
 
