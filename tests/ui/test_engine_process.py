@@ -182,7 +182,7 @@ def test_a_reply_survives_the_app_being_killed_and_can_be_continued(make_window,
     assert "Continue" in text and "Regenerate" in text
     choose_pair(qtbot, window, target, NGRAM_KEY)
     with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=10000) as blocker:
-        window.continue_reply(reply.id)
+        window.messages.continue_reply(reply.id)
     continued = window.store.get_message(blocker.args[0])
     assert continued.id == reply.id
     assert continued.content == reply.content + " and the end."
