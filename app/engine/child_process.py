@@ -58,9 +58,12 @@ def signal_name(signum: int) -> str:
 
 
 def how_it_ended(returncode: int | None) -> str:
-    """"killed by SIGSEGV", "exit status 3": for a sentence about a child that died."""
+    """"killed by SIGSEGV", "exit status 3": for a sentence about a child that died. The one place a child's end
+    is put in words (the CLI's checks and the window's engine process both use it)."""
     if returncode is not None and returncode < 0:
         return f"killed by {signal_name(-returncode)}"
+    if returncode is None:
+        return "no exit status"
     return f"exit status {returncode}"
 
 

@@ -61,7 +61,7 @@ def test_a_file_dropped_on_the_window_is_sent_with_the_message_and_again_on_rege
     assert "Attached   stats.py · 55 B" in window.chat_view.toPlainText()  # the chip on the message
 
     with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=30000):
-        window.regenerate(message_id)
+        window.messages.regenerate(message_id)
     assert fake_engine.requests[-1][-1] == sent  # the file is sent again
 
     window.conversation.open_chat(window.conversation.chat_id)  # reopened from the store: the chip is still there
@@ -121,7 +121,7 @@ def test_editing_a_message_brings_its_files_back(make_window, qtbot, fake_engine
     send_and_wait(qtbot, window, "Sort this.")
     [user] = [m for m in window.store.messages(window.conversation.chat_id) if m.role == "user"]
     window.confirm = lambda *args: True  # editing drops the reply after it: the window asks first
-    window.edit_message(user.id)
+    window.messages.edit_message(user.id)
     assert window.composer.text() == "Sort this." and [a.name for a in window.composer.attachments()] == ["todo.txt"]
 
 

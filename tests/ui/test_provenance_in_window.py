@@ -119,7 +119,7 @@ def test_rounds_are_saved_while_streaming_and_offset_across_continue(make_window
     fake_engine.token_delay_s = 0.0
     fake_engine.reply = " and the end of it all."
     with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=10000) as blocker:
-        window.continue_reply(stopped.id)
+        window.messages.continue_reply(stopped.id)
     continued = window.store.get_message(blocker.args[0])
     assert continued.id == stopped.id and continued.content == stopped.content + " and the end of it all."
     assert continued.rounds[:earlier] == stopped.rounds
@@ -140,7 +140,7 @@ def test_continuing_a_reply_saved_without_rounds(make_window, qtbot, fake_engine
     window.open_chat(chat.id)
     fake_engine.reply = " more"
     with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=10000) as blocker:
-        window.continue_reply(old.id)
+        window.messages.continue_reply(old.id)
     continued = window.store.get_message(blocker.args[0])
     assert continued.tokens == [("Old", "draft"), (" text", "target"), (" more", "target")]
     assert continued.token_rounds == [-1, -1, 0] and len(continued.rounds) == 1

@@ -131,7 +131,7 @@ def test_regenerate_supersedes_the_streaming_request(make_window, qtbot, fake_en
     fake_engine.token_delay_s = 0.0
     with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=10000,
                           check_params_cb=lambda mid: window.store.get_message(mid).content == "Fresh answer."):
-        window.regenerate(None)
+        window.messages.regenerate(None)
         assert window.conversation.active_request_id() != first_request
         # While the new request runs, the superseded one's stragglers arrive: they must not reach it.
         _feed_late_events(window, first_request)

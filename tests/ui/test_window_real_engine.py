@@ -97,9 +97,14 @@ def test_incompatible_drafts_are_listed_disabled_with_their_reason(make_window, 
     # Changing the target and back re-filters from the cache, with no new check.
     window.choose_target(str(model_folder / tiny_models.draft_identical.name))
     qtbot.waitUntil(lambda: not window.drafts.is_checking(), timeout=10000)
-    checks = window.session._draft_check_id
+    library_thread = window.session.library_thread
+    asked: list[str] = []
+    ask = library_thread.request_draft_check
+    library_thread.request_draft_check = lambda request_id, path, entries: (asked.append(path),
+                                                                            ask(request_id, path, entries))
     window.choose_target(str(model_folder / tiny_models.target.name))
-    assert not window.drafts.is_checking() and window.session._draft_check_id == checks
+    assert not window.drafts.is_checking() and asked == []
+    assert "Checking drafts" not in window.model_bar.load_state.text()
 
 
 def test_a_finished_reply_is_in_the_database_at_once(make_window, qtbot, model_folder, tiny_models):

@@ -21,7 +21,7 @@ from typing import Callable, Optional
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.platform import paths
-from app.engine.child_process import build_fault_sentence, is_build_fault, last_error_line, signal_name
+from app.engine.child_process import build_fault_sentence, how_it_ended, is_build_fault, last_error_line
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import ContextEvent, FinishedEvent, NoticeEvent, RoundEvent, TokenEvent
 from app.engine.host.wire import (
@@ -242,9 +242,8 @@ class EngineProcess(QObject):
         if is_build_fault(code):
             self._restart_after_death(f"{build_fault_sentence()} Your chats are safe.", build_fault=True)
             return
-        how = f"was stopped by {signal_name(-code)}" if code is not None and code < 0 else \
-            f"exited unexpectedly (code {code})"
-        self._restart_after_death(f"The engine process {how}; your chats are safe and a fresh engine was started.")
+        self._restart_after_death(f"The engine process ended unexpectedly ({how_it_ended(code)}); your chats are safe "
+                                  "and a fresh engine was started.")
 
     # ----- requests
 

@@ -3,7 +3,7 @@
 - appearance.py: The window's appearance: System (follows the OS colour scheme), Light or Dark, switched live.
 - empty_state.py: The first-run page: shown instead of an empty conversation while the library has no usable model.
 - main.py: `specchat`: start the window.
-- message_commands.py: Regenerate, Continue, Edit and Copy of a message (a mixin of MainWindow).
+- message_commands.py: Regenerate, Continue, Edit and Copy of a message (MessageCommands, owned by the window).
 - main_window.py: The main window: sidebar of chats, model bar, transcript and composer, wired together.
 - qt_check.py: A check for a PySide6 build that would crash the app: shiboken6 6.12.0 on Python < 3.12 returns None and True
 - single_instance.py: One SpecChat window per chat database: a second launch hands over to the running one and exits.

@@ -48,7 +48,7 @@ from app.ui.widgets.layouts import column, padded, sidebar_split
 from app.ui.shell.window_widgets import ErrorBanner, LegendRow, StatusFooter, confirm_destructive
 
 
-class MainWindow(MessageCommands, QMainWindow):
+class MainWindow(QMainWindow):
     """The SpecChat window. GUI thread only.
 
     `engine_factory` builds the engine in the engine process (tests may pass a picklable fake); `store` defaults to
@@ -62,7 +62,6 @@ class MainWindow(MessageCommands, QMainWindow):
         self.settings = settings if settings is not None else load_settings()
         self.store = store if store is not None else ChatStore()
         self._closed = False
-        self._edit_message_id: Optional[int] = None
 
         self.library = LibraryModel(self)
         self.drafts = DraftListModel(self)
@@ -117,6 +116,8 @@ class MainWindow(MessageCommands, QMainWindow):
         self.legend_row = LegendRow(self.settings.show_highlighting, self.settings.show_refused)
         self.composer = Composer()
         self.footer = StatusFooter()
+        self.messages = MessageCommands(self.conversation, self.composer, self.store, self._request_args,
+                                        self.show_error)
 
         self.empty_page = EmptyLibraryPage()
         self.pages = QStackedWidget()
@@ -161,16 +162,16 @@ class MainWindow(MessageCommands, QMainWindow):
 
         self.composer.sig_send.connect(self._on_composer_send)
         self.composer.sig_stop.connect(self.conversation.stop_reply)
-        self.composer.sig_cancel_edit.connect(self._cancel_edit)
+        self.composer.sig_cancel_edit.connect(self.messages.cancel_edit)
         self.legend_row.highlight_switch.toggled.connect(self.set_highlighting)
         self.legend_row.refused_switch.toggled.connect(self.set_show_refused)
 
         view = self.chat_view
-        view.sig_copy_message.connect(self._copy_message)
-        view.sig_regenerate.connect(self.regenerate)
-        view.sig_edit_message.connect(self.edit_message)
-        view.sig_retry.connect(lambda: self.regenerate(None))
-        view.sig_continue.connect(self.continue_reply)
+        view.sig_copy_message.connect(self.messages.copy_message)
+        view.sig_regenerate.connect(self.messages.regenerate)
+        view.sig_edit_message.connect(self.messages.edit_message)
+        view.sig_retry.connect(lambda: self.messages.regenerate(None))
+        view.sig_continue.connect(self.messages.continue_reply)
         view.sig_show_refused_toggled.connect(self.set_show_refused)
 
         conversation = self.conversation
@@ -334,7 +335,7 @@ class MainWindow(MessageCommands, QMainWindow):
 
     def new_chat(self) -> None:
         """An empty chat; it is stored when its first message is sent."""
-        self._cancel_edit()
+        self.messages.cancel_edit()
         speculative = self.model_bar.speculative() if self.conversation.chat_id is not None else True
         settings = self.chat_settings.start_new(self.session.target, self.session.draft_key, speculative)
         self._show_chat(None, settings)
@@ -347,7 +348,7 @@ class MainWindow(MessageCommands, QMainWindow):
         if chat is None:
             self._refresh_chat_list()
             return
-        self._cancel_edit()
+        self.messages.cancel_edit()
         self._show_chat(chat_id, chat.settings)
 
     def _show_chat(self, chat_id: Optional[int], settings: ChatSettings) -> None:
@@ -407,11 +408,11 @@ class MainWindow(MessageCommands, QMainWindow):
         session = self.session
         new_chat = self.chat_settings.for_new_chat(session.target, session.draft_key, self.model_bar.speculative())
         try:
-            self.conversation.send(text, new_chat, self._edit_message_id, *args, attachments=attachments)
+            self.conversation.send(text, new_chat, self.messages.editing, *args, attachments=attachments)
         except StoreError as exc:
             self.show_error(f"The message could not be saved, so it was not sent: {exc}")
             return False
-        self._edit_message_id = None
+        self.messages.edit_sent()
         self.composer.clear_after_send()
         self._update_page()
         return True
