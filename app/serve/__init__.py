@@ -1,5 +1,6 @@
 """The local OpenAI-compatible API: one implementation that `specchat-cli serve` and the window's engine process run.
 
+- reasoning_requests.py: A request's thinking settings (chat_template_kwargs, reasoning_effort, reasoning_format, budgets) read into GenerationConfig.
 - requests.py: OpenAI-style request bodies read into what the engine runs, every bad value refused with one sentence.
 - tool_requests.py: The tool fields of a chat request and the messages that carry calls, checked.
 - errors.py: BadRequest: a request the server will not run, with the one sentence sent back.
