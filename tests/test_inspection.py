@@ -140,3 +140,11 @@ def test_the_summary_says_why_rounds_paused_or_probed():
 
 def test_rounds_saved_before_kinds_were_kept_add_no_line():
     assert "\n" not in reply_inspection(ROUNDS).summary
+
+
+def test_a_thinking_replys_summary_splits_thinking_and_answer():
+    stats = GenerationStats(tokens=100, drafted=40, accepted=30, acceptance_rate=0.75, reasoning_tokens=60,
+                            reasoning_drafted=30, reasoning_accepted=27)
+    summary = reply_inspection(None, None, stats).summary
+    assert summary.splitlines()[-1] == "Thinking 60 (90% accepted), answer 40 (30% accepted)"
+    assert "Thinking" not in reply_inspection(None, None, GenerationStats(tokens=5)).summary

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional, Sequence
 
 from app.engine.events import GenerationStats
+from app.replies.stats import thinking_split
 from app.store.provenance import RoundRecord
 
 # Drafter names as RoundRecord stores them, and how the inspector says them.
@@ -243,7 +244,16 @@ def draft_histogram(bars: Sequence[RoundBar],
 
 
 def summary_line(bars: Sequence[RoundBar], stats: Optional[GenerationStats]) -> str:
-    """One line: "212 tokens in 48 rounds · 120 of 176 drafted tokens kept (68%) · draft model 30 rounds, ..."."""
+    """One line: "212 tokens in 48 rounds · 120 of 176 drafted tokens kept (68%) · draft model 30 rounds, ...",
+    and for a reply that thought, a line splitting it into thinking and answer."""
+    line = _rounds_summary(bars, stats)
+    if stats is not None and stats.reasoning_tokens:
+        split = thinking_split(stats)
+        line += "\n" + split[0].upper() + split[1:]
+    return line
+
+
+def _rounds_summary(bars: Sequence[RoundBar], stats: Optional[GenerationStats]) -> str:
     if not bars:
         if stats is None:
             return ""

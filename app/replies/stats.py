@@ -21,7 +21,7 @@ def format_stats(stats: GenerationStats) -> str:
     else:
         parts.append("no speculation")
     if stats.reasoning_tokens:  # "thinking 412 · 81% accepted, answer 96 · 40%": speculation on each part
-        parts.append(_thinking_split(stats))
+        parts.append(thinking_split(stats))
     if stats.ttft_s:
         parts.append(f"{stats.ttft_s:.2f} s to first token")
     if stats.prompt_tokens:  # "read 12 new tokens, 902 from cache": the conversation's KV cache kept or not
@@ -42,7 +42,9 @@ def _share(accepted: int, drafted: int) -> str:
     return f"{100 * accepted / drafted:.0f}% accepted" if drafted else "none drafted"
 
 
-def _thinking_split(stats: GenerationStats) -> str:
+def thinking_split(stats: GenerationStats) -> str:
+    """A thinking reply's tokens and acceptance in its two parts, e.g. "thinking 412 (81% accepted), answer 96
+    (40% accepted)"; the stats row and the inspector both say it."""
     answer = max(0, stats.tokens - stats.reasoning_tokens)
     thinking = f"thinking {stats.reasoning_tokens}"
     if not stats.drafted:
