@@ -264,3 +264,20 @@ def test_new_text_is_not_probed_for_copies_on_coincidental_short_matches():
 
     assert probes(2) == probes(3) == 0
     assert probes(6) >= 2
+
+
+def test_a_copy_right_over_a_long_run_is_drafted_to_the_end_at_once_and_short_again_once_it_breaks():
+    # A GPU-like table, every size measured: a batch of 64 costs 2.3x one token, so a copy that is right pays to 63.
+    batch = [0.0] + [0.010 * (1.0 + 0.02 * (n - 1)) for n in range(1, 65)]
+    controller = AutoController(CostTable(batch), with_model=False)
+    passage = list(range(100, 163))  # 63 tokens of the prompt still to copy
+    first = controller.plan(63, passage, False, ngram_match=40)
+    assert first.drafter == "ngram" and first.k <= 31  # no run of the copy seen yet: a draft of the usual length
+    for _ in range(2):  # the reply copies the passage, 20 tokens a round
+        controller.observe_proposal(40, passage[:20], passage[:20])
+    long = controller.plan(63, passage, False, ngram_match=64)
+    assert long.drafter == "ngram" and long.k == 63
+    # An edit: the proposal's third token was wrong. The next match bridges the edit, but drafts go short again.
+    controller.observe_proposal(64, passage[:20], passage[:2] + [7])
+    again = controller.plan(63, passage, False, ngram_match=64)
+    assert again.k <= 31

@@ -28,7 +28,7 @@ from typing import Callable
 
 from app.bench.suite import geometric_mean
 from app.engine.speculation.auto_controller import MAX_K, AutoController
-from app.engine.speculation.costs import CostTable
+from app.engine.speculation.costs import MAX_BATCH, MEASURED_SIZES, CostTable
 from app.engine.speculation.drafters import NgramDrafter
 from app.engine.speculation.history import HistoryDrafter
 from app.engine.speculation.policy import agreement
@@ -54,7 +54,17 @@ class Recording:
         """`tokens`: replay only each reply's first this many tokens (the bench's --max-tokens)."""
         data = json.loads(path.read_text(encoding="utf-8"))
         self.model = data["model"]
-        self.table = CostTable(batch=data["costs"], measured=tuple(data["measured"]))
+        costs, measured = list(data["costs"]), tuple(data["measured"])
+        if len(costs) <= MAX_BATCH:
+            # Recorded before batches went past 32: the sizes since added follow the table's own extrapolation
+            # (the last measured segment's cost per token), marked as such in the printout.
+            self.extrapolated = tuple(n for n in MEASURED_SIZES if n >= len(costs))
+            table = CostTable(batch=costs)
+            costs = [table.verify(n) if n else 0.0 for n in range(MAX_BATCH + 1)]
+            measured += self.extrapolated
+        else:
+            self.extrapolated = ()
+        self.table = CostTable(batch=costs, measured=measured)
         self.prompts: dict[str, dict] = data["prompts"]
         if tokens is not None:
             for entry in self.prompts.values():
@@ -160,6 +170,8 @@ def main() -> None:
         rec = Recording(path, args.tokens)
         print(f"{rec.model}, {title}: predicted auto vs plain (best possible with these proposals); a second "
               f"pass with every reply in history")
+        if rec.extrapolated:
+            print(f"  (batches of {', '.join(map(str, rec.extrapolated))} extrapolated from the recorded table)")
         ratios, best, second = [], [], []
         past = history_of(rec)
         for name in rec.prompts:

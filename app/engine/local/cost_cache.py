@@ -14,7 +14,7 @@ from app.engine.local.llama_model import LoadedModel
 from app.engine.speculation.costs import MEASURED_SIZES, CostTable
 from app.platform.paths import user_cache_dir
 
-_CACHE_VERSION = 5
+_CACHE_VERSION = 6  # 6: batches up to 64
 
 
 def model_key(model: LoadedModel, n_threads: int, gpu_layers: int, backends: str) -> str:

@@ -30,7 +30,17 @@ from app.engine.speculation.online_costs import OnlineCosts
 from app.engine.speculation.drafters import Draft
 from app.engine.speculation.policy import Plan, PolicyState, agreement
 
-MAX_K = 31  # verify batches up to 32 (app.engine.speculation.costs.MAX_BATCH)
+MAX_K = 63  # verify batches up to 64 (app.engine.speculation.costs.MAX_BATCH), the most logit rows one decode has
+# A draft model's drafts stay within this: each token costs a draft pass, and its acceptance falls with the position,
+# where a copy that has been right over a long match stays right until the edit it is copying towards.
+MODEL_MAX_K = 31
+# A copy drafts past SHORT_MAX_K tokens only once its proposals have been right for LONG_COPY_RUN tokens in a row:
+# then it drafts the rest of the passage at once, up to MAX_K. The match length alone does not tell it: right after
+# an edit the n-gram drafter bridges the match across the edit (app.engine.speculation.drafters), and in the replay
+# such 47-token drafts just past an edit kept 5 (docs/performance.md). A refused token starts the run over, so a
+# copy that breaks drafts short again.
+SHORT_MAX_K = 31
+LONG_COPY_RUN = 32
 OPTIMISTIC_ACCEPTANCE = 0.95
 MAX_PROBE_GAP = 384
 # A probe may add at most this share of the time spent paused since the last one: a draft model far behind the
@@ -137,6 +147,8 @@ class AutoController:
         # Copy proposals (n-gram, history) are tracked per drafter by the length of the match they came from: a
         # 6-token match that recurs is usually copied text and right, a 2-token match often a coincidence.
         self._copies_by_match: dict[tuple[DraftSource, int], Acceptance] = {}
+        # Per copying drafter: tokens its proposals have been right about since one was last wrong.
+        self._copy_runs: dict[DraftSource, int] = {}
         self.probe_every = probe_every
         # Rounds between probes double after each probe that did not pay (up to MAX_PROBE_GAP), so text that
         # stays unpredictable costs almost nothing; a probe that pays brings speculation back at once.
@@ -240,12 +252,13 @@ class AutoController:
             copies["history"] = (len(history.tokens), history.match_len)
         for source, (proposed, match_len) in copies.items():
             if proposed:
-                k, rate, accepted = self._best(source, min(k_max, proposed, MAX_K), None, match_len)
+                longest = MAX_K if self._copy_runs.get(source, 0) >= LONG_COPY_RUN else SHORT_MAX_K
+                k, rate, accepted = self._best(source, min(k_max, proposed, longest), None, match_len)
                 if k:
                     options.append((rate, source, k, accepted))
         use_model = has_model and self.with_model
         if use_model:
-            k, rate, accepted = self._best("model", min(k_max, MAX_K), None)
+            k, rate, accepted = self._best("model", min(k_max, MODEL_MAX_K), None)
             if k:
                 options.append((rate, "model", k, accepted))
         if k_max <= 0:
@@ -278,7 +291,7 @@ class AutoController:
         if not sources:
             return Plan("none", 0, "nothing to draft from: no earlier text to copy and no draft model")
         optimistic = [OPTIMISTIC_ACCEPTANCE] * MAX_K
-        limit = {s: copies[s][0] if s in copies else MAX_K for s in sources}
+        limit = {s: copies[s][0] if s in copies else MODEL_MAX_K for s in sources}
         match = {s: copies[s][1] if s in copies else 0 for s in sources}
         hopeful = [s for s in sources
                    if self._best(s, min(k_max, MAX_K, limit[s]), optimistic, match[s])[1] > plain_rate]
@@ -306,7 +319,7 @@ class AutoController:
         in batches (at the target's batch shape)."""
         extra = self._verify(k + 1) - self._verify(1)
         if source == "model":
-            n = min(model_behind, MAX_K + 1)
+            n = min(model_behind, MODEL_MAX_K + 1)
             per_token = self.costs.verify(n) / (n * self.costs.verify(1)) if n > 1 else 1.0
             extra += self._draft(k) + max(0, model_behind - 1) * per_token * self._draft(1)
         return extra
@@ -329,6 +342,7 @@ class AutoController:
         chat keeps. Copy statistics from a file copied whole would make a reply that edits every line draft far
         too long (docs/performance.md)."""
         self._copies_by_match.clear()
+        self._copy_runs.clear()
         self._calibration["ngram"] = self._calibration["history"] = _NO_CALIBRATION
 
     def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float) -> None:
@@ -374,5 +388,7 @@ class AutoController:
         if not proposal:
             return
         agree = agreement(proposal, produced)
+        broken = agree < min(len(proposal), len(produced))
+        self._copy_runs[source] = 0 if broken else self._copy_runs.get(source, 0) + agree
         # Positions past the first disagreement (or past what was produced) were not tested.
         self.ngram(match_len, source).observe(agree + (agree < min(len(proposal), len(produced))), agree)
