@@ -12,6 +12,7 @@ to the first token (restoring a state included), and as the engine's own prompt_
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 
 from app.engine.config import GenerationConfig, LoadSettings
@@ -68,6 +69,27 @@ def turn(engine: SpecEngine, messages: list[dict], session: str, label: str, rep
     return row
 
 
+def paired_rounds(engine: SpecEngine, chats: dict[str, list[dict]], rounds: int, reply_tokens: int) -> None:
+    """Each round, each chat in turn: back to it after the other, then continued directly; one sample of the
+    ratio each, so that a busy moment of a shared machine moves one sample, not the verdict. The time to the first
+    token splits into the prompt (restoring a state and reading the new tokens: prompt_eval_s) and the rest (the
+    first round: drafting and verifying)."""
+    ratios: dict[str, list[float]] = {"to first token": [], "prompt": [], "first round": []}
+    for n in range(rounds):
+        for session, messages in chats.items():
+            messages.append({"role": "user", "content": f"Question {n}: what would you change first?"})
+            back = turn(engine, messages, session, f"back to {session}", reply_tokens)
+            messages.append({"role": "user", "content": f"Question {n}: and what would you leave as it is?"})
+            cont = turn(engine, messages, session, f"{session} continued", reply_tokens)
+            ratios["to first token"].append(back["ttft"] / cont["ttft"])
+            ratios["prompt"].append(back["prompt_eval_s"] / cont["prompt_eval_s"])
+            ratios["first round"].append(max(1e-3, back["ttft"] - back["prompt_eval_s"])
+                                         / max(1e-3, cont["ttft"] - cont["prompt_eval_s"]))
+    for what, values in ratios.items():
+        print(f"back / continued, {what}: median {statistics.median(values):.2f}x over {len(values)} pairs "
+              f"(min {min(values):.2f}x, max {max(values):.2f}x)")
+
+
 def open_engine(args) -> SpecEngine:
     engine = SpecEngine(LoadSettings(n_ctx=args.ctx, n_threads=args.threads or 0))
     engine.load_target(args.target)
@@ -85,6 +107,9 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--reply-tokens", type=int, default=16)
     parser.add_argument("--kept", type=int, default=10, help="more chats kept, for the RSS (0: none)")
+    parser.add_argument("--pairs", type=int, default=0,
+                        help="then this many more rounds of back-to-A, A continued, back-to-B, B continued: the "
+                             "medians of the paired ratios, prompt and first round apart (0: none)")
     args = parser.parse_args(argv)
 
     engine = open_engine(args)
@@ -96,6 +121,8 @@ def main(argv=None) -> int:
     back = turn(engine, a, "chat-a", "back to A after B", args.reply_tokens)
     a.append({"role": "user", "content": "And how would you document it?"})
     cont = turn(engine, a, "chat-a", "A continued", args.reply_tokens)
+    if args.pairs:
+        paired_rounds(engine, {"chat-a": a, "chat-b": b}, args.pairs, args.reply_tokens)
     engine.close()
 
     engine = open_engine(args)

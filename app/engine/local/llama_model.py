@@ -22,8 +22,10 @@ import numpy as np
 from app.engine.config import MAX_OUTPUT_ROWS
 from app.engine.errors import ModelFileError, ModelLoadError
 from app.engine.local.grammar import GrammarMask
+from app.platform.machine_defaults import BATCH_AUTO, resolve_batch
 
-PROMPT_CHUNK = 512
+# Tokens per llama_decode call and per forward pass within it: the machine's default (app.platform.machine_defaults).
+PROMPT_CHUNK, PROMPT_UBATCH = resolve_batch(BATCH_AUTO)
 # A stretch of the prompt found again later in the cache is kept (shifted) only from this length on: shorter runs
 # could match by chance, and re-reading them costs less than being wrong.
 SHIFT_MIN_RUN = 32
@@ -99,7 +101,7 @@ class LoadedModel:
         cparams = llama_cpp.llama_context_default_params()
         cparams.n_ctx = min(n_ctx, n_ctx_train) if n_ctx_train > 0 else n_ctx
         cparams.n_batch = PROMPT_CHUNK
-        cparams.n_ubatch = PROMPT_CHUNK
+        cparams.n_ubatch = PROMPT_UBATCH
         cparams.n_seq_max = 1
         cparams.n_outputs_max = MAX_OUTPUT_ROWS
         cparams.n_threads = n_threads
