@@ -6,6 +6,7 @@ from __future__ import annotations
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import FinishedEvent, NoticeEvent
 from app.engine.local.engine import SpecEngine
+from app.engine.local.kv_states.conversation_cache import kept_line_of
 from app.engine.local.kv_states.saved_states import forget_saved_states, states_root
 from tests.perf.conversation_cache import conversation
 
@@ -148,6 +149,10 @@ def test_the_memory_budget_keeps_the_most_recent_conversations(tiny_models):
         chats = [(_chat(f"topic{i}x", 3)[:-1], f"chat-{i}") for i in range(6)]
         replies = [_reply(engine, messages, session)[0] for messages, session in chats]
         assert engine.conversation_cache.used_bytes() <= 2 << 20
+        # Each reply's stats say what is kept and within which budget (Settings and generate --json show it).
+        last = replies[-1].stats
+        assert last.kept_states >= 1 and 0 < last.kept_bytes <= last.kept_budget_bytes == 2 << 20
+        assert kept_line_of(last).startswith(f"Conversations kept in memory: {last.kept_states}, ")
         recent, _ = _reply(engine, _continued(chats[4][0], replies[4].text, "More?"), "chat-4")
         oldest, _ = _reply(engine, _continued(chats[0][0], replies[0].text, "More?"), "chat-0")
     finally:

@@ -301,7 +301,7 @@ def run(args: argparse.Namespace) -> int:
         keys = ("tokens", "tokens_per_second", "ttft_s", "drafted", "accepted", "acceptance_rate",
                 "mean_accepted_run", "rounds", "stop_reason", "reasoning_tokens", "reasoning_drafted",
                 "reasoning_accepted", "reasoning_s", "ended_in_reasoning", "prompt_tokens", "prompt_cached",
-                "prompt_eval_s")
+                "prompt_eval_s", "kept_states", "kept_bytes", "kept_budget_bytes")
         # Per token its drafter and round (an index into "rounds"); per round every proposed id, the refused ones too.
         out = {"text": finished.text, "reasoning": reasoning_json(finished), "tokens": tokens, "rounds": rounds,
                "stats": {k: getattr(stats, k) for k in keys}}

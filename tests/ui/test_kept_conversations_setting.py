@@ -19,3 +19,15 @@ def test_the_kept_conversations_budget_is_shown_and_kept(qtbot):
     assert "saved on disk: 1, 3.0 MB of" in dialog.saved_conversations.text()
     spin.setValue(512)
     assert dialog.settings().kept_conversations_mib == 512
+
+
+def test_the_memory_the_kept_conversations_take_is_shown_as_the_last_reply_left_it(qtbot):
+    from app.engine.events import GenerationStats
+    from app.engine.local.kv_states.conversation_cache import kept_line_of
+
+    stats = GenerationStats(tokens=4, kept_states=3, kept_bytes=71_000_000, kept_budget_bytes=4 << 30)
+    dialog = AppSettingsDialog(AppSettings(), kept_state=kept_line_of(stats))
+    qtbot.addWidget(dialog)
+    assert dialog.kept_in_use.text() == "Conversations kept in memory: 3, 71.0 MB of 4.3 GB (after the last reply)"
+    # A server's model keeps nothing here: nothing is said.
+    assert kept_line_of(GenerationStats(tokens=4)) == ""

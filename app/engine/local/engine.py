@@ -273,8 +273,8 @@ class SpecEngine:
             if isinstance(event, FinishedEvent):
                 # History and the next turn's reuse take the reply as its tokens wrote it, thinking and markers too.
                 reply = splitter.raw_text
-                if found is not None:  # restoring a kept state is part of reading the prompt
-                    event = dataclasses.replace(event, stats=found.charged(event.stats))
+                if found is not None and conversations is not None:  # restoring a kept state is part of reading the prompt
+                    event = dataclasses.replace(event, stats=conversations.counted(found.charged(event.stats)))
                 if book is not None and reply:
                     book.record(session, prompts.new_text(text) + reply)
                 prompts.remember(text + reply, history)

@@ -77,6 +77,7 @@ class Conversation(QObject):
         view.sig_older_wanted.connect(self._show_older)
         self._chat_id: Optional[int] = None
         self._request: Optional[ReplyRequest] = None
+        self.last_stats: Optional[GenerationStats] = None  # the last reply's, as the engine sent them (Settings)
         self._next_id = 0
         self._n_ctx = 0
         self._context_used = 0
@@ -421,6 +422,7 @@ class Conversation(QObject):
         shows it finished. Whatever goes wrong on the way, the window ends up idle: the busy state is reset in
         `finally`."""
         self._request = None
+        self.last_stats = stats
         self._flush_timer.stop()
         try:
             if request.streaming:

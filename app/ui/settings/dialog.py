@@ -208,7 +208,8 @@ class AppSettingsDialog(QDialog):
     PAGES = ("Models", "Loading and devices", "Presets", "Servers and RPC", "API server", "Appearance", "History")
 
     def __init__(self, settings: AppSettings, parent=None, devices: DeviceReport | None = None,
-                 api_state: str = ""):
+                 api_state: str = "", kept_state: str = ""):
+        """`kept_state`: the kept conversations' memory as the last reply left it, in words ("" shows nothing)."""
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self._original = settings
@@ -252,6 +253,10 @@ class AppSettingsDialog(QDialog):
                                            "back to a chat reads only its new message. Auto: a quarter of the free "
                                            "memory, at most 4 GiB.")
         form.addRow("Kept conversations", self.kept_conversations)
+        if kept_state:
+            self.kept_in_use = QLabel(kept_state)
+            self.kept_in_use.setWordWrap(True)
+            form.addRow("", self.kept_in_use)
         self.saved_conversations = QLabel(saved_states_line())
         self.saved_conversations.setWordWrap(True)
         form.addRow("", self.saved_conversations)

@@ -15,6 +15,7 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QDialog, QMainWindow, QStackedWidget
 
 from app.engine.config import GenerationConfig, LoadSettings
+from app.engine.local.kv_states.conversation_cache import kept_line_of
 from app.engine.local.kv_states.saved_states import forget_saved_states
 from app.engine.speculation.history_file import HistoryFile
 from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
@@ -227,7 +228,8 @@ class MainWindow(QMainWindow):
             self.show_error(str(exc))
 
     def open_app_settings(self) -> None:
-        dialog = AppSettingsDialog(self.settings, self, api_state=self.api_server.state_text())
+        dialog = AppSettingsDialog(self.settings, self, api_state=self.api_server.state_text(),
+                                   kept_state=kept_line_of(self.conversation.last_stats))
         if dialog.exec() == QDialog.DialogCode.Accepted:
             self.apply_app_settings(dialog.settings())
             try:

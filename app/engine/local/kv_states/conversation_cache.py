@@ -67,6 +67,18 @@ def disk_budget(mib: int) -> int:
     return mib << 20 if mib > 0 else DISK_DEFAULT
 
 
+def kept_line(count: int, used: int, budget: int) -> str:
+    """The kept conversations' memory in words, for Settings and the CLI."""
+    return f"Conversations kept in memory: {count}, {format_bytes(used)} of {format_bytes(budget)}"
+
+
+def kept_line_of(stats: Optional[GenerationStats]) -> str:
+    """kept_line as a reply's stats tell it ("" when they do not: no reply yet, or a server's model)."""
+    if stats is None or not stats.kept_budget_bytes:
+        return ""
+    return kept_line(stats.kept_states, stats.kept_bytes, stats.kept_budget_bytes) + " (after the last reply)"
+
+
 @dataclasses.dataclass
 class KeptConversation:
     scope: str
@@ -258,10 +270,14 @@ class ConversationCache:
     def kept_count(self) -> int:
         return len(self._kept)
 
+    def counted(self, stats: GenerationStats) -> GenerationStats:
+        """A reply's stats with the states kept now and their budget."""
+        return dataclasses.replace(stats, kept_states=len(self._kept), kept_bytes=self.used_bytes(),
+                                   kept_budget_bytes=self.memory_bytes)
+
     def summary(self) -> str:
         """One line for Settings: the budgets and what is used of them."""
-        line = (f"Conversations kept in memory: {len(self._kept)}, {format_bytes(self.used_bytes())} "
-                f"of {format_bytes(self.memory_bytes)}")
+        line = kept_line(len(self._kept), self.used_bytes(), self.memory_bytes)
         if self.disk is not None:
             line += f"; on disk {format_bytes(self.disk.used_bytes())} of {format_bytes(self.disk.budget_bytes)}"
         return line
