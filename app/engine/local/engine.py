@@ -78,7 +78,8 @@ class SpecEngine:
 
     @property
     def placement_note(self) -> str:
-        return self.models.placement_note
+        """Where the models run and what they were loaded with, in words."""
+        return " ".join(part for part in (self.models.placement_note, self.models.load_note) if part)
 
     @property
     def governor(self) -> Optional[ThreadGovernor]:

@@ -21,6 +21,11 @@ from app.platform.cpu_load import CpuLoad
 from app.platform.machine_defaults import logical_cpus
 
 
+def _tuning(s: LoadSettings) -> dict:
+    """The load settings both models are made with, besides context, threads and devices."""
+    return dict(n_batch=s.batch, flash_attn=s.flash_attn, kv_type=s.kv_type, mmap=s.mmap, mlock=s.mlock)
+
+
 class ModelPair:
     """A target and, optionally, a draft that can speculate for it. Use from the engine process's main thread."""
 
@@ -73,7 +78,7 @@ class ModelPair:
             self.placement_note = (f"Target spread over RPC workers {', '.join(s.rpc_servers)} (by their free "
                                    f"memory); draft on this machine. {rpc.TRUSTED_NETWORK_ONLY}")
         self.target = LoadedModel(path, n_ctx=s.n_ctx, n_threads=s.threads, n_gpu_layers=target_layers,
-                                  devices=target_devices)
+                                  devices=target_devices, **_tuning(s))
         self.governor = (ThreadGovernor(s.threads, self._set_threads, CpuLoad(), logical_cpus())
                          if s.adaptive_threads else None)
         if self.draft is not None and not self.compatible(self.draft.path)[0]:
@@ -111,12 +116,25 @@ class ModelPair:
         self._planned_draft = None
         _target_devices, draft_devices = self._devices()
         self.draft = LoadedModel(path, n_ctx=self.n_ctx, n_threads=s.threads, n_gpu_layers=placement.draft_layers,
-                                 devices=draft_devices)
+                                 devices=draft_devices, **_tuning(s))
         if self.target is not None and self.target.n_threads != s.threads:
             self.draft.set_threads(self.target.n_threads)  # the load's count now, as the governor chose it
         self.placement = placement
         if not s.rpc_servers:
             self.placement_note = placement.explanation
+
+    @property
+    def load_note(self) -> str:
+        """What the target was loaded with, in words ("" when none is loaded): batch, KV cache, flash attention,
+        mmap and mlock."""
+        model = self.target
+        if model is None:
+            return ""
+        memory = ("locked in RAM" if model.mlock else "") if model.mmap else "read into RAM"
+        if model.mmap and not model.mlock:
+            memory = "mapped from the file"
+        return (f"Batch {model.n_batch}, KV cache {model.kv_type}, flash attention {model.flash_attn}, "
+                f"weights {memory}.")
 
     def compatible(self, draft_path: Path) -> tuple[bool, str]:
         """Whether that draft can speculate for the loaded target, and why not."""
