@@ -21,6 +21,7 @@ would, that it went from 2 CPU threads to 1 because another program is busy.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -103,6 +104,12 @@ class FakeEngineControl:
         loads = [entry for entry in self.log() if entry["event"] == "engine"]
         return loads[-1]["n_ctx"] if loads else 0
 
+    @property
+    def load_settings(self) -> dict:
+        """The LoadSettings the engine holds now, as a dict ({} before the engine is made)."""
+        loads = [entry for entry in self.log() if entry["event"] == "engine"]
+        return loads[-1]["load"] if loads else {}
+
 
 class FakeEngine:
     """Call from the engine process's main thread only (like SpecEngine). Implements app.engine.protocol.ChatEngine."""
@@ -115,7 +122,7 @@ class FakeEngine:
         self.folder = folder
         self.load_settings = load
         self._cuts = SessionCuts()
-        self._log("engine", n_ctx=load.n_ctx)
+        self._log("engine", n_ctx=load.n_ctx, load=dataclasses.asdict(load))
         self.target_path: Optional[Path] = None
         self.draft_path: Optional[Path] = None
 
@@ -156,7 +163,7 @@ class FakeEngine:
 
     def reconfigure(self, load: LoadSettings) -> None:
         self.load_settings = load
-        self._log("engine", n_ctx=load.n_ctx)
+        self._log("engine", n_ctx=load.n_ctx, load=dataclasses.asdict(load))
 
     def idle_step(self) -> bool:
         return False

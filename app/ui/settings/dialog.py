@@ -35,6 +35,7 @@ from app.store import AppSettings, ChatSettings
 from app.ui.widgets.layouts import button_row
 from app.ui.settings.pages import SettingsPages, fitted_size, hint
 from app.ui.settings.api_server_page import ApiServerChoice, ApiServerPage
+from app.ui.settings.load_form import LoadSettingsFields, MemoryLine, app_load_fields, app_load_values
 from app.ui.settings.presets_page import PresetsPage
 from app.ui.settings.remote_settings import RemoteSettingsSection
 from app.store.presets import Preset, read_presets, stored
@@ -208,7 +209,8 @@ class AppSettingsDialog(QDialog):
     PAGES = ("Models", "Loading and devices", "Presets", "Servers and RPC", "API server", "Appearance", "History")
 
     def __init__(self, settings: AppSettings, parent=None, devices: DeviceReport | None = None,
-                 api_state: str = ""):
+                 api_state: str = "", memory_line: Optional[MemoryLine] = None):
+        """`memory_line`: what the chosen model would take at a context and KV type, for the Loading page."""
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self._original = settings
@@ -259,12 +261,16 @@ class AppSettingsDialog(QDialog):
         form.addRow("GPU layers, model", self.target_gpu_layers)
         self.draft_gpu_layers = GpuLayersSpinBox(settings.draft_gpu_layers)
         form.addRow("GPU layers, draft", self.draft_gpu_layers)
+        self.load_fields = LoadSettingsFields(form, app_load_values(settings), memory_line=memory_line,
+                                              context_box=self.context_size)
         report = devices if devices is not None else list_devices()
         rpc = {True: "supported by this build", False: "not supported by this build", None: "unknown"}[report.rpc]
         self.devices = QLabel("\n".join(report.lines() + [f"RPC (models on other machines): {rpc}"]))
         self.devices.setWordWrap(True)
         self.devices.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.pages.add_page("Loading and devices", form, hint("Changing these reloads the models."),
+        self.pages.add_page("Loading and devices", form, hint("The loaded model is loaded again with these when you say so; otherwise they apply "
+                                 "at the next load. A model's own settings (Model library > Model settings) "
+                                 "override them."),
                             QLabel("<b>Devices</b>"), self.devices)
 
         self.presets_page = PresetsPage(read_presets(settings.presets)[0])
@@ -313,6 +319,9 @@ class AppSettingsDialog(QDialog):
         self.resize(fitted_size(screen.availableGeometry().size()))
 
     def _accept(self) -> None:
+        if self.load_fields.check():
+            self.pages.show_page("Loading and devices")
+            return
         problem = self.remote.save_keys()
         if problem:
             self.remote.problem.setText(problem)
@@ -350,6 +359,7 @@ class AppSettingsDialog(QDialog):
             kept_conversations_mib=self.kept_conversations.value(),
             target_gpu_layers=self.target_gpu_layers.value(),
             draft_gpu_layers=self.draft_gpu_layers.value(),
+            **app_load_fields(self.load_fields.values()),
             servers=self.remote.server_urls(),
             rpc_workers=self.remote.rpc_workers(),
             theme=self.theme.currentData(),

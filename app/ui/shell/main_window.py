@@ -9,12 +9,12 @@ settings) and Conversation (one chat's turns and the replies streaming into it).
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Optional
+from typing import Callable, Optional, cast
 
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QDialog, QMainWindow, QStackedWidget
 
-from app.engine.config import GenerationConfig, LoadSettings
+from app.engine.config import FlashAttn, GenerationConfig, KvType, LoadSettings
 from app.engine.local.kv_states.saved_states import forget_saved_states
 from app.engine.speculation.history_file import HistoryFile
 from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
@@ -64,6 +64,8 @@ class MainWindow(QMainWindow):
         self._closed = False
 
         self.library = LibraryModel(self)
+        self.library.set_memory_settings(self.settings.context_size, cast(KvType, self.settings.kv_cache_type),
+                                         self.settings.model_defaults)
         self.drafts = DraftListModel(self)
         self.drafts.set_no_target()
         self.chat_list = ChatListModel(self)
@@ -218,7 +220,29 @@ class MainWindow(QMainWindow):
         s = s or self.settings
         return LoadSettings(n_ctx=s.context_size, n_threads=s.threads, target_gpu_layers=s.target_gpu_layers,
                             draft_gpu_layers=s.draft_gpu_layers, rpc_servers=tuple(s.rpc_workers),
-                            kept_states_mib=s.kept_conversations_mib)
+                            kept_states_mib=s.kept_conversations_mib, n_batch=s.batch_size,
+                            flash_attn=cast(FlashAttn, s.flash_attention),
+                            kv_type=cast(KvType, s.kv_cache_type), mmap=s.use_mmap, mlock=s.use_mlock)
+
+    def memory_line(self, context_size: Optional[int], kv_type: str) -> str:
+        """What the chosen model takes at that context (None: the app-wide one) and KV type, in words."""
+        entry = self.library.entry_for(self.session.target)
+        own = self.session.defaults_for(self.session.target)
+        memory = entry.memory(context_size or own.context_size or self.settings.context_size,
+                              cast(KvType, kv_type)) if entry else None
+        return f"{entry.name}: about {memory.label} ({memory.detail})." if entry and memory else ""
+
+    def apply_load_settings(self) -> None:
+        """The settings models load with, after a change: the loaded model is loaded again only when the person
+        says so (a reply being written finishes first: the engine takes requests in order); otherwise they apply at
+        the next load."""
+        load = self._load_settings()
+        if not self.session.load_settings_differ(load):
+            return
+        reload = bool(self.session.loaded_target()) and self.confirm(
+            "Reload the model?", "The model's load settings changed. Loading it again with them takes a moment; "
+            "a reply being written finishes first. Not now: they apply the next time a model loads.", "Reload now")
+        self.session.set_load_settings(load, reload=reload)
 
     def save_app_settings(self) -> None:
         try:
@@ -227,7 +251,8 @@ class MainWindow(QMainWindow):
             self.show_error(str(exc))
 
     def open_app_settings(self) -> None:
-        dialog = AppSettingsDialog(self.settings, self, api_state=self.api_server.state_text())
+        dialog = AppSettingsDialog(self.settings, self, api_state=self.api_server.state_text(),
+                                   memory_line=self.memory_line)
         if dialog.exec() == QDialog.DialogCode.Accepted:
             self.apply_app_settings(dialog.settings())
             try:
@@ -242,7 +267,8 @@ class MainWindow(QMainWindow):
         self.save_app_settings()
         if (old.model_folders, old.scan_hf_cache) != (new.model_folders, new.scan_hf_cache):
             self.library_ctl.rescan()
-        self.session.set_load_settings(self._load_settings())
+        self.apply_load_settings()
+        self.library.set_memory_settings(new.context_size, cast(KvType, new.kv_cache_type), new.model_defaults)
         if old.servers != new.servers:
             self.server_models.refresh(new.servers)
         self.appearance.set_choice(new.theme)
