@@ -90,6 +90,8 @@ class AppSettings:
     keep_thinking_open: bool = False
     # Each model file's own defaults, by path (app.store.model_defaults): context size, GPU layers, thinking.
     model_defaults: dict[str, dict] = field(default_factory=dict)
+    # Files taken off the library list (Forget in the Model library); the files themselves are kept.
+    forgotten_models: list[str] = field(default_factory=list)
     # Named presets of a chat's system prompt, sampling and draft setting (app.store.presets), the built-in
     # "Default" left out.
     presets: list[dict] = field(default_factory=list)

@@ -33,6 +33,16 @@ class LibraryController(QObject):
     """(folders): the user added a model folder; the app settings should hold this list."""
     sig_error = Signal(str)
     """Something about the library the user should read."""
+    sig_load_requested = Signal(str)
+    """(path): the library's Load: this file as the target."""
+    sig_settings_requested = Signal(str)
+    """(path): the library's Model settings for this file."""
+    sig_forget_requested = Signal(str)
+    """(path): the library's Forget: off the list, the file kept."""
+    sig_delete_requested = Signal(str)
+    """(path): the library's Delete file (to be asked first)."""
+    sig_show_forgotten = Signal()
+    """The library's Show forgotten: list the forgotten files again."""
 
     def __init__(self, model: LibraryModel, bar: ModelBar, settings: Callable[[], AppSettings],
                  window: QWidget):
@@ -82,7 +92,8 @@ class LibraryController(QObject):
         if request_id != self._scan_id:
             return
         self._scanned_id = request_id
-        self.model.set_entries(with_crash_verdicts(entries))
+        forgotten = set(self._settings().forgotten_models)
+        self.model.set_entries(with_crash_verdicts([e for e in entries if e.path not in forgotten]))
         usable = self.model.usable_entries()
         self.bar.set_target_placeholder("Choose a model" if usable else "No models found")
         self.sig_scanned.emit(len(entries))
@@ -127,9 +138,23 @@ class LibraryController(QObject):
             self._library_dialog = LibraryDialog(self.model, folders, self._window)
             self._library_dialog.sig_rescan.connect(self.rescan)
             self._library_dialog.sig_add_folder.connect(self.add_folder)
+            self._library_dialog.sig_load.connect(self.sig_load_requested)
+            self._library_dialog.sig_model_settings.connect(self.sig_settings_requested)
+            self._library_dialog.sig_forget.connect(self.sig_forget_requested)
+            self._library_dialog.sig_delete.connect(self.sig_delete_requested)
+            self._library_dialog.sig_show_forgotten.connect(self.sig_show_forgotten)
         self._library_dialog.set_folders_text(folders)
         self._library_dialog.show()
         self._library_dialog.raise_()
+
+    @property
+    def library_dialog(self) -> Optional[LibraryDialog]:
+        """The library window once opened (None before)."""
+        return self._library_dialog
+
+    def drop(self, path: str) -> None:
+        """Take a file off the list now (a forgotten or deleted one), without scanning."""
+        self.model.set_entries([entry for entry in self.model.entries() if entry.path != path])
 
     def open_get_models(self) -> None:
         """The download panel in its own window; it stays alive when closed, so downloads keep going."""

@@ -22,7 +22,7 @@ from app.store import model_defaults
 from app.ui.chat import chat_exporter
 from app.ui.chat import compare_plain, file_drop
 from app.ui.inspector import controller as inspector_controller
-from app.ui.models import server_models
+from app.ui.models import model_actions, server_models
 from app.ui.chat import chat_format_choice, chat_header, speculate_anyway
 from app.ui.settings import chat_presets
 from app.ui.shell import versions
@@ -88,6 +88,7 @@ class MainWindow(QMainWindow):
         self.speculate_anyway = speculate_anyway.attach(self)  # the status line's offer to draft where paused
         self.chat_header = chat_header.attach(self)  # the chat's model; asks before a chat swaps the loaded one
         self.chat_format = chat_format_choice.attach(self)  # how a model without a chat template is prompted
+        self.model_actions = model_actions.attach(self)  # the library's Load, Model settings, Forget, Delete
         self.versions = versions.attach(self)  # "‹ 2/3 ›": the versions Regenerate and Edit keep
         chat_presets.attach(self)  # the chat settings' presets, shown on the switches when chosen
         restore_geometry(self, self.splitter)
@@ -224,13 +225,9 @@ class MainWindow(QMainWindow):
                             flash_attn=cast(FlashAttn, s.flash_attention),
                             kv_type=cast(KvType, s.kv_cache_type), mmap=s.use_mmap, mlock=s.use_mlock)
 
-    def memory_line(self, context_size: Optional[int], kv_type: str) -> str:
-        """What the chosen model takes at that context (None: the app-wide one) and KV type, in words."""
-        entry = self.library.entry_for(self.session.target)
-        own = self.session.defaults_for(self.session.target)
-        memory = entry.memory(context_size or own.context_size or self.settings.context_size,
-                              cast(KvType, kv_type)) if entry else None
-        return f"{entry.name}: about {memory.label} ({memory.detail})." if entry and memory else ""
+    def session_load_settings(self) -> LoadSettings:
+        """What the chosen target loads with: the app's load settings under its own (app.store.model_defaults)."""
+        return model_defaults.with_load_defaults(self._load_settings(), self.session.defaults_for(self.session.target))
 
     def apply_load_settings(self) -> None:
         """The settings models load with, after a change: the loaded model is loaded again only when the person
@@ -252,7 +249,8 @@ class MainWindow(QMainWindow):
 
     def open_app_settings(self) -> None:
         dialog = AppSettingsDialog(self.settings, self, api_state=self.api_server.state_text(),
-                                   memory_line=self.memory_line)
+                                   memory_line=lambda ctx, kv: self.model_actions.memory_line(self.session.target,
+                                                                                               ctx, kv))
         if dialog.exec() == QDialog.DialogCode.Accepted:
             self.apply_app_settings(dialog.settings())
             try:
