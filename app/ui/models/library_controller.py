@@ -54,7 +54,7 @@ class LibraryController(QObject):
         self.thread = LibraryThread(self)
         self._scan_id = 0
         self._scanned_id = 0
-        self._pending_pair: Optional[tuple[str, str]] = None
+        self._pending_pair: Optional[tuple[str, Optional[str]]] = None
         self._library_dialog: Optional[LibraryDialog] = None
         self._get_models_dialog: Optional[QDialog] = None
         self.get_models_panel = None
@@ -83,7 +83,7 @@ class LibraryController(QObject):
         """A scan has finished and found nothing usable."""
         return self.scanned_once() and not self.model.usable_entries()
 
-    def take_pending_pair(self) -> Optional[tuple[str, str]]:
+    def take_pending_pair(self) -> Optional[tuple[str, Optional[str]]]:
         """The (target, draft) a finished download asked to select, once; None if there is none."""
         pair, self._pending_pair = self._pending_pair, None
         return pair
@@ -174,13 +174,15 @@ class LibraryController(QObject):
             layout.addWidget(self.get_models_panel)
             self.get_models_panel.sig_models_downloaded.connect(self.rescan)
             self.get_models_panel.sig_pair_downloaded.connect(self._on_pair_downloaded)
+            self.get_models_panel.sig_load_model.connect(self._on_pair_downloaded)  # there already: load it
             self._get_models_dialog = dialog
         self._get_models_dialog.show()
         self._get_models_dialog.raise_()
 
     def _on_pair_downloaded(self, target: str, draft: str) -> None:
-        """A recommended pair landed: select both once the library has been scanned again."""
-        self._pending_pair = (target, draft)
+        """A recommended pair landed, or Get models was asked to load files it holds already: select them once
+        the library has been scanned again (draft "": the target alone)."""
+        self._pending_pair = (target, draft or None)
         self.rescan()
 
     def shutdown(self) -> None:
