@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Optional
 
 from PySide6.QtCore import Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices
+from PySide6.QtGui import QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
@@ -46,7 +46,9 @@ class LibraryDialog(QDialog):
     def __init__(self, model: LibraryModel, folders_text: str, parent=None):
         super().__init__(parent)
         self.setWindowTitle("Model library")
-        self.resize(900, 460)
+        screen = (parent.screen() if parent is not None else None) or QGuiApplication.primaryScreen()
+        room = screen.availableGeometry().size()  # a small screen gets a smaller window, never one past its edge
+        self.resize(min(900, int(room.width() * 0.9)), min(460, int(room.height() * 0.85)))
         layout = QVBoxLayout(self)
         self.summary = QLabel()
         self.summary.setObjectName("Muted")
