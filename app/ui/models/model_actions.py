@@ -34,14 +34,17 @@ class ModelActions(QObject):
     def load(self, path: str) -> None:
         self._window.choose_target(path)
 
-    def memory_line(self, path: Optional[str], context_size: Optional[int], kv_type: str) -> str:
-        """What `path` takes at that context (None: its own or the app-wide one) and KV type, in words."""
+    def memory_line(self, path: Optional[str], context_size: Optional[int], kv_type: str, named: bool = False) -> str:
+        """What `path` takes at that context (None: its own or the app-wide one) and KV type, in words; `named`
+        starts with the file's name (where the model is not otherwise said)."""
         window = self._window
         entry = window.library.entry_for(path)
         own = model_defaults.for_model(window.settings.model_defaults, path)
         memory = entry.memory(context_size or own.context_size or window.settings.context_size,
                               cast(KvType, kv_type)) if entry else None
-        return f"{entry.name}: about {memory.label} ({memory.detail})." if entry and memory else ""
+        if entry is None or memory is None:
+            return ""
+        return f"{entry.name + ': a' if named else 'A'}bout {memory.label}: {memory.detail}."
 
     def dialog_for(self, path: str) -> Optional[ModelSettingsDialog]:
         """The editor for `path`'s own settings (None for a file not in the library)."""
