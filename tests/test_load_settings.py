@@ -96,3 +96,12 @@ def test_the_formula_matches_what_llama_cpp_reports_for_qwen_1_5b(real_models, n
     """llama.cpp's load log ("llama_kv_cache: size = 112.00 MiB ( 4096 cells, 28 layers...)"), 2026-12-04."""
     cost = inspect_entry(real_models["target"]).memory(n_ctx, kv_type)
     assert cost is not None and cost.kv_cache == mib * 2 ** 20
+
+
+def test_gpu_fitting_sizes_the_cache_by_its_type(tiny_models):
+    """A q8_0 cache leaves GPU layers on Auto room for more of the model: its layers are sized at that type."""
+    from app.engine.placement.gpu_fit import read_layout
+
+    f16, q8 = read_layout(tiny_models.target, 1024), read_layout(tiny_models.target, 1024, "q8_0")
+    assert [k * 34 // 64 for k in f16.kv_bytes] == list(q8.kv_bytes)
+    assert q8.layer_bytes == f16.layer_bytes

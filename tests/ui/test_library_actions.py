@@ -116,3 +116,20 @@ def test_delete_file_asks_first_and_says_the_size(make_window, qtbot, model_fold
     entry = window.library.entry_for(str(draft))
     assert asked and entry.size_label in asked[0]
     assert draft.is_file() and window.library.row_of(str(draft)) >= 0  # answered no: nothing happened
+
+
+def test_a_reload_asked_for_during_a_reply_waits_for_the_reply_to_end(make_window, qtbot, fake_engine, model_folder,
+                                                                     tiny_models):
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
+    fake_engine.reply = "one two three four five six seven eight nine ten"
+    fake_engine.token_delay_s = 0.05
+    window.composer.edit.setPlainText("count")
+    with qtbot.waitSignal(window.engine_process.sig_stream, timeout=10000):  # the reply has begun
+        qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    window.confirm = lambda *args: True
+    with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=20000) as finished:
+        window.apply_app_settings(dataclasses.replace(window.settings, kv_cache_type="q8_0"))
+    assert window.store.get_message(finished.args[0]).content.strip() == fake_engine.reply  # whole, not cut
+    qtbot.waitUntil(lambda: fake_engine.load_settings.get("kv_type") == "q8_0" and window.models_ready(),
+                    timeout=10000)

@@ -67,7 +67,7 @@ class ModelPair:
         draft_path = self.draft.path if self.draft is not None else planned_draft
         self.placement = resolve_placement(
             path, draft_path, s.n_ctx, s.target_gpu_layers, s.draft_gpu_layers,
-            draft_resident=self.draft.n_gpu_layers if self.draft is not None else None)
+            draft_resident=self.draft.n_gpu_layers if self.draft is not None else None, kv_type=s.kv_type)
         self.placement_note = self.placement.explanation
         self._planned_draft = Path(planned_draft) if self.draft is None and planned_draft is not None else None
         target_devices, _draft_devices = self._devices()
@@ -109,9 +109,11 @@ class ModelPair:
             placement = self.placement  # room for this draft was kept when the target was placed
         elif self.target is not None:
             placement = resolve_placement(self.target.path, path, self.n_ctx, s.target_gpu_layers,
-                                          s.draft_gpu_layers, target_resident=self.target.n_gpu_layers)
+                                          s.draft_gpu_layers, target_resident=self.target.n_gpu_layers,
+                                          kv_type=s.kv_type)
         else:
-            placement = resolve_placement(path, None, self.n_ctx, s.draft_gpu_layers, GPU_LAYERS_AUTO)
+            placement = resolve_placement(path, None, self.n_ctx, s.draft_gpu_layers, GPU_LAYERS_AUTO,
+                                          kv_type=s.kv_type)
             placement = Placement(0, placement.target_layers, placement.explanation, placement.backends)
         self._planned_draft = None
         _target_devices, draft_devices = self._devices()

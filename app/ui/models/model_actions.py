@@ -34,17 +34,19 @@ class ModelActions(QObject):
     def load(self, path: str) -> None:
         self._window.choose_target(path)
 
-    def memory_line(self, path: Optional[str], context_size: Optional[int], kv_type: str, named: bool = False) -> str:
-        """What `path` takes at that context (None: its own or the app-wide one) and KV type, in words; `named`
-        starts with the file's name (where the model is not otherwise said)."""
+    def memory_line(self, path: Optional[str], context_size: Optional[int], kv_type: str, app_wide: bool = False) -> str:
+        """What `path` takes at that context (None: its own, else the app-wide one) and KV type, in words.
+        `app_wide`: the values are Settings' (the file's own context and KV type win) and the line names the file."""
         window = self._window
         entry = window.library.entry_for(path)
         own = model_defaults.for_model(window.settings.model_defaults, path)
+        if app_wide:
+            context_size, kv_type = own.context_size or context_size, own.kv_cache_type or kv_type
         memory = entry.memory(context_size or own.context_size or window.settings.context_size,
                               cast(KvType, kv_type)) if entry else None
         if entry is None or memory is None:
             return ""
-        return f"{entry.name + ': a' if named else 'A'}bout {memory.label}: {memory.detail}."
+        return f"{entry.name + ': a' if app_wide else 'A'}bout {memory.label}: {memory.detail}."
 
     def dialog_for(self, path: str) -> Optional[ModelSettingsDialog]:
         """The editor for `path`'s own settings (None for a file not in the library)."""

@@ -250,7 +250,7 @@ class MainWindow(QMainWindow):
     def open_app_settings(self) -> None:
         dialog = AppSettingsDialog(self.settings, self, api_state=self.api_server.state_text(),
                                    memory_line=lambda ctx, kv: self.model_actions.memory_line(self.session.target,
-                                                                                               ctx, kv, named=True))
+                                                                                               ctx, kv, app_wide=True))
         if dialog.exec() == QDialog.DialogCode.Accepted:
             self.apply_app_settings(dialog.settings())
             try:
