@@ -15,7 +15,9 @@ from app.bench.args import add_model_arguments, parse_draft_max
 from app.cli.checks import (
     THREADS_HELP,
     UsageError,
+    add_load_options,
     check_text,
+    load_problem,
     models_problems,
     read_text_file,
     sampling_problem,
@@ -68,6 +70,7 @@ def register(subparsers) -> None:
     p.add_argument("--max-tokens", type=int, default=256)
     p.add_argument("--ctx", type=int, default=4096, help="context size in tokens (default 4096)")
     p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
+    add_load_options(p)
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--prompt", help="raw text to continue (no chat template)")
     source.add_argument("--prompt-file", metavar="FILE", help="like --prompt, the text read from a UTF-8 file")
@@ -210,9 +213,12 @@ def _drafter(args: argparse.Namespace, draft_max: Optional[int]) -> DrafterChoic
 
 
 def local_load_settings(args: argparse.Namespace, rpc: str = "") -> LoadSettings:
-    """--ctx and --threads (both `generate` and `bench` have them), with `rpc` workers for the target."""
+    """--ctx and --threads (both `generate` and `bench` have them), the load options where the command has them
+    (checks.add_load_options), with `rpc` workers for the target."""
     return LoadSettings(n_ctx=args.ctx, n_threads=args.threads or THREADS_AUTO,
-                        rpc_servers=parse_endpoints(rpc) if rpc else ())
+                        rpc_servers=parse_endpoints(rpc) if rpc else (), n_batch=getattr(args, "batch", 0),
+                        flash_attn=getattr(args, "flash_attn", "auto"), kv_type=getattr(args, "kv_type", "f16"),
+                        mmap=not getattr(args, "no_mmap", False), mlock=getattr(args, "mlock", False))
 
 
 def local_model(args: argparse.Namespace) -> tuple[LocalModel, Optional[Path]]:
@@ -242,7 +248,8 @@ def run(args: argparse.Namespace) -> int:
         draft_max = parse_draft_max(args.draft_max)
         _prompt_text(args)
         attachments = read_attachments(args)
-        problem = server_problem(args) or sampling_problem(args) or thinking_problem(args) or models_problem(args)
+        problem = (server_problem(args) or sampling_problem(args) or load_problem(args) or thinking_problem(args)
+                   or models_problem(args))
         if not problem and args.rpc:
             if args.server:
                 raise UsageError("--rpc spreads a local --target; a --server runs its model itself")

@@ -11,7 +11,7 @@ import os
 import sys
 
 from app.bench.args import add_model_arguments, parse_draft_max
-from app.cli.checks import THREADS_HELP, UsageError, check_text, sampling_problem
+from app.cli.checks import THREADS_HELP, UsageError, add_load_options, check_text, load_problem, sampling_problem
 from app.engine.errors import EngineError
 
 ENV_SERVE_KEY = "SPECCHAT_SERVE_API_KEY"
@@ -42,6 +42,7 @@ def register(subparsers) -> None:
                    help="requests that may wait behind the one being answered; more get HTTP 503 (default 8)")
     p.add_argument("--ctx", type=int, default=4096, help="context size in tokens (default 4096)")
     p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
+    add_load_options(p)
     p.add_argument("--history", choices=("off", "own"), default="off",
                    help="drafting from earlier replies: off (default), or own: API clients' own history "
                    "(history-api.sqlite3 in the data folder), never the person's chats")
@@ -55,7 +56,8 @@ def _options(args: argparse.Namespace):
     from app.serve.requests import ApiLimits, ApiOptions, api_history
 
     draft_max = parse_draft_max(args.draft_max)
-    problem = sampling_problem(argparse.Namespace(max_tokens=args.max_tokens, ctx=args.ctx, threads=args.threads))
+    problem = (sampling_problem(argparse.Namespace(max_tokens=args.max_tokens, ctx=args.ctx, threads=args.threads))
+               or load_problem(args))
     if problem:
         raise UsageError(problem)
     if not 0 <= args.port <= 65535:
