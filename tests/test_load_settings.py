@@ -105,3 +105,16 @@ def test_gpu_fitting_sizes_the_cache_by_its_type(tiny_models):
     f16, q8 = read_layout(tiny_models.target, 1024), read_layout(tiny_models.target, 1024, "q8_0")
     assert [k * 34 // 64 for k in f16.kv_bytes] == list(q8.kv_bytes)
     assert q8.layer_bytes == f16.layer_bytes
+
+
+def test_load_settings_in_settings_json_that_cannot_be_used_fall_back_with_a_warning(tmp_path):
+    from app.store import load_settings
+
+    path = tmp_path / "settings.json"
+    path.write_text('{"kv_cache_type": "q3_k", "batch_size": -4, "flash_attention": "on", "use_mlock": true, '
+                    '"model_defaults": {"/m.gguf": {"kv_cache_type": "q8_0", "flash_attention": "maybe"}}}')
+    settings = load_settings(path)
+    assert (settings.kv_cache_type, settings.batch_size) == ("f16", 0)
+    assert (settings.flash_attention, settings.use_mlock) == ("on", True)
+    assert settings.model_defaults == {"/m.gguf": {"kv_cache_type": "q8_0"}}
+    assert all(name in settings.load_warning for name in ("kv_cache_type", "batch_size", "model_defaults"))
