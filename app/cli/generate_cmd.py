@@ -198,9 +198,7 @@ def _plain_http_warning(url: str) -> str | None:
 
 
 def server_model(args: argparse.Namespace) -> ServerModel:
-    from app.engine.remote.http import normalize_url
-
-    return ServerModel(normalize_url(args.server), args.model)
+    return ServerModel.at(args.server, args.model)
 
 
 def _drafter(args: argparse.Namespace, draft_max: Optional[int]) -> DrafterChoice:

@@ -30,8 +30,8 @@ class ChatEngine(Protocol):
     """Owns the models. Every member is called from one thread; only `cancel.is_set()` is read across threads."""
 
     @property
-    def target_path(self) -> Optional[Path | str]:
-        """The loaded target: a file path, or a server model's key (app.engine.targets reads either)."""
+    def loaded_target(self) -> Optional[Target]:
+        """The loaded target (a file or a server's model), None while none is."""
 
     @property
     def draft_path(self) -> Optional[Path]: ...
@@ -52,7 +52,7 @@ class ChatEngine(Protocol):
     @property
     def n_ctx(self) -> int: ...
 
-    def load_target(self, path: Target | str | Path, planned_draft: str | Path | None = None) -> None:
+    def load_target(self, target: Target, planned_draft: str | Path | None = None) -> None:
         """Load the target; `planned_draft` is the draft loaded next (GPU placement leaves room for it first)."""
 
     def load_draft(self, path: str | Path | None) -> None: ...

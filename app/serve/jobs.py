@@ -21,7 +21,7 @@ from typing import Callable, Optional
 from app.engine.errors import EngineError, GrammarError, PromptFormatError, PromptTooLongError
 from app.engine.events import FinishedEvent, NoticeEvent
 from app.engine.protocol import ChatEngine
-from app.engine.remote.engine import parse_remote_target
+from app.engine.targets import ServerModel, Target
 from app.engine.tools.calls import ToolFormat
 from app.serve.requests import ChatRequest
 
@@ -38,21 +38,20 @@ class ServedModels:
     n_ctx: int = 0
 
 
-def model_id(target) -> str:
+def model_id(target: Target | Path | None) -> str:
     """The id a client names a model by: the GGUF file's name without .gguf, or a server model's own id."""
-    if not target:
+    if target is None:
         return ""
-    remote = parse_remote_target(target)
-    if remote is not None:
-        return remote[1]
-    return Path(str(target)).name.removesuffix(".gguf")
+    if isinstance(target, ServerModel):
+        return target.model
+    return Path(target).name.removesuffix(".gguf")
 
 
 def served_models(engine: Optional[ChatEngine]) -> ServedModels:
     """Call on the engine's thread."""
-    if engine is None or engine.target_path is None:
+    if engine is None or engine.loaded_target is None:
         return ServedModels()
-    return ServedModels(model_id(engine.target_path), model_id(engine.draft_path), engine.n_ctx)
+    return ServedModels(model_id(engine.loaded_target), model_id(engine.draft_path), engine.n_ctx)
 
 
 @dataclass(frozen=True)
@@ -174,7 +173,7 @@ def run_job(engine: Optional[ChatEngine], job: ServeJob, stopped=None) -> Option
     try:
         if gone.is_set():
             return None
-        if engine is None or engine.target_path is None:
+        if engine is None or engine.loaded_target is None:
             job.sink(JobFailed(503, NO_MODEL))
             return None
         messages = list(job.request.messages)
@@ -187,7 +186,7 @@ def run_job(engine: Optional[ChatEngine], job: ServeJob, stopped=None) -> Option
             job.sink(JobFailed(400, f"The messages take {prompt_tokens} tokens; the loaded context holds "
                                     f"{engine.n_ctx}."))
             return None
-        job.sink(JobStarted(model_id(engine.target_path), prompt_tokens, engine.tool_format))
+        job.sink(JobStarted(model_id(engine.loaded_target), prompt_tokens, engine.tool_format))
         for event in engine.chat(messages, job.request.config, cancel=cancel, request_id=job.serial):
             if gone.is_set():
                 break

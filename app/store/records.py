@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from app.engine.events import GenerationStats
+from app.engine.targets import Target, target_from_key
 from app.store.attachments import Attachment
 from app.store.provenance import RoundRecord
 from app.store import _fields
@@ -51,6 +52,11 @@ class ChatSettings:
     reasoning_effort: str = ""  # "", "low", "medium" or "high"
     thinking_budget: int = 0  # the most thinking tokens before its end marker is written for it; 0: no limit
     preset: str | None = None  # the preset last chosen for the chat (app.store.presets); its fields are copied in
+
+    @property
+    def target(self) -> Target | None:
+        """The chat's target, read back from the key it is stored as (`target_path`)."""
+        return target_from_key(self.target_path) if self.target_path else None
 
     def to_dict(self) -> dict[str, Any]:
         return _fields.to_dict(self)

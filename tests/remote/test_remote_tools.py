@@ -7,7 +7,8 @@ import json
 
 from app.engine.config import GenerationConfig
 from app.engine.events import FinishedEvent
-from app.engine.remote.engine import RemoteEngine, remote_target
+from app.engine.remote.engine import RemoteEngine
+from app.engine.targets import ServerModel
 from app.engine.tools.stream import split_whole
 from tests.remote.fake_openai_server import FakeServer, Script, content_chunk
 
@@ -42,7 +43,7 @@ def test_tools_go_to_the_server_and_its_calls_come_back():
     config = GenerationConfig(max_tokens=64, tools=json.dumps([WEATHER]), tool_choice="required")
     with FakeServer(Script(chunks=STREAMED_CALLS)) as server:
         engine = RemoteEngine(api_key_for=lambda url: None)
-        engine.load_target(remote_target(server.url, "fake-model"))
+        engine.load_target(ServerModel.at(server.url, "fake-model"))
         finished = [e for e in engine.chat(messages, config) if isinstance(e, FinishedEvent)][0]
         body = server.requests[-1]
     assert body["tools"] == [WEATHER] and body["tool_choice"] == "required"

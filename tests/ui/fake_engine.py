@@ -34,6 +34,7 @@ from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.context_fit import SessionCuts
 from app.engine.errors import ModelFileError
 from app.engine.protocol import CancelSignal, ChatEngine, fitted_reply
+from app.engine.targets import LocalModel, ServerModel, Target
 from app.engine.tools.calls import ToolFormat
 from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, ThreadsEvent, TokenEvent
 
@@ -123,7 +124,7 @@ class FakeEngine:
         self.load_settings = load
         self._cuts = SessionCuts()
         self._log("engine", n_ctx=load.n_ctx, load=dataclasses.asdict(load))
-        self.target_path: Optional[Path] = None
+        self.loaded_target: Optional[LocalModel] = None
         self.draft_path: Optional[Path] = None
 
     def _knobs(self) -> dict:
@@ -140,15 +141,17 @@ class FakeEngine:
     def n_ctx(self) -> int:
         return self.load_settings.n_ctx
 
-    def load_target(self, path, planned_draft=None) -> None:
-        path = Path(path)
+    def load_target(self, target: Target, planned_draft=None) -> None:
+        if isinstance(target, ServerModel):
+            raise ModelFileError(f"{target} is a server's model; this engine loads files.")
+        path = target.path
         if not path.is_file():
             raise ModelFileError(f"{path} does not exist.")
         self._crash_if_asked(path)
         time.sleep(self._knobs()["load_delay_s"])  # a big model on a slow disk
         self._log("load_target", path=str(path))
-        self.target_path = path
-        self._target_size = path.stat().st_size
+        self.loaded_target = target
+        self._target_file, self._target_size = path, path.stat().st_size
 
     def _crash_if_asked(self, path: Path) -> None:
         """Die as llama.cpp does on a file it does not validate: its assertion on stderr, then abort()."""
@@ -169,7 +172,7 @@ class FakeEngine:
         return False
 
     def unload(self) -> None:
-        self.target_path = None
+        self.loaded_target = None
         self.draft_path = None
 
     def close(self) -> None:
@@ -229,7 +232,7 @@ class FakeEngine:
             for j, text in enumerate(chunk):
                 if delay:
                     time.sleep(delay)
-                if knobs["bus_error_on_change"] and self.target_path.stat().st_size != self._target_size:
+                if knobs["bus_error_on_change"] and self._target_file.stat().st_size != self._target_size:
                     os.kill(os.getpid(), signal.SIGBUS)  # a read of the mapped file past its new end
                 part = "reasoning" if index < len(thinking) else "answer"
                 if j < n_draft:

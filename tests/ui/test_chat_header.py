@@ -37,12 +37,12 @@ def test_opening_a_chat_with_another_model_asks_first_and_keeps_the_apis_model(m
     assert header.question_text.text() == (
         "This chat was written with tiny-draft-identical, but tiny-target is loaded (it also answers the local "
         "API). Load tiny-draft-identical for this chat, or go on with tiny-target?")
-    assert window.session.target == target and window.model_bar.current_target() == target
+    assert window.session.target_key() == target and window.model_bar.current_target() == target
     assert "answers with tiny-target" in control.indicator.text()
     assert header.summary.text() == "tiny-draft-identical · plain decoding (no speculation)"
 
     header.keep_button.click()  # go on with the loaded one: the chat now says so
-    assert header.question.isHidden() and window.session.target == target
+    assert header.question.isHidden() and window.session.target_key() == target
     assert window.store.get_chat(chat.id).settings.target_path == target
     assert header.summary.text() == "tiny-target · plain decoding (no speculation)"
 
@@ -51,6 +51,6 @@ def test_opening_a_chat_with_another_model_asks_first_and_keeps_the_apis_model(m
     window.open_chat(second.id)
     assert not header.question.isHidden()
     header.load_button.click()  # load it: only now does the API answer with it
-    qtbot.waitUntil(lambda: window.models_ready() and window.session.target == other, timeout=20000)
+    qtbot.waitUntil(lambda: window.models_ready() and window.session.target_key() == other, timeout=20000)
     qtbot.waitUntil(lambda: "answers with tiny-draft-identical" in control.indicator.text(), timeout=10000)
     assert header.question.isHidden()

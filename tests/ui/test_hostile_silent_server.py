@@ -7,7 +7,6 @@ from PySide6.QtCore import Qt
 
 from pathlib import Path
 
-from app.engine.remote.engine import remote_target
 from app.engine.targets import LocalModel, ServerModel
 from app.ui.engine_link.engine_process import STOP_GRACE_MS, stuck_sentence
 from tests.remote.fake_openai_server import FakeServer, Script, content_chunk
@@ -18,7 +17,7 @@ def test_stop_on_a_silent_server_is_not_blamed_on_llama_cpp(make_window, qtbot):
                     stall_s=STOP_GRACE_MS / 1000 + 3)
     with FakeServer(script) as server:
         window = make_window(servers=[server.url])
-        key = remote_target(server.url, "org/silent")
+        key = ServerModel.at(server.url, "org/silent")
         qtbot.waitUntil(lambda: window.library.entry_for(key) is not None, timeout=10000)
         window.choose_target(key)
         qtbot.waitUntil(window.models_ready, timeout=20000)

@@ -89,7 +89,7 @@ def test_load_from_the_library_loads_the_file_as_the_target(make_window, qtbot, 
     target = model_folder / tiny_models.target.name
     dialog = open_library(qtbot, window, target)
     dialog.load_button.click()
-    qtbot.waitUntil(lambda: window.session.loaded_target() == str(target), timeout=10000)
+    qtbot.waitUntil(lambda: window.session.target_key() == str(target) and window.models_ready(), timeout=10000)
 
 
 def test_forget_takes_the_row_off_the_list_and_keeps_the_file(make_window, qtbot, model_folder, tiny_models):

@@ -31,7 +31,6 @@ from app.engine.host.wire import (
     ServeApi, Shutdown, WorkerReady,
 )
 from app.engine.protocol import ChatEngine
-from app.engine.targets import Target, target_of
 
 STREAM_BATCH_S = 0.05
 # Background work waits this long after the last request, so a reply and the next message typed soon after it
@@ -225,7 +224,7 @@ class _WorkerLoop:
             if target is None:
                 engine.unload()
             else:
-                if engine.target_path is None or target_of(engine.target_path) != target:
+                if engine.loaded_target != target:
                     self._send(LoadingModel(request_id, str(target), "target"))
                     engine.load_target(target, planned_draft=draft)
                 current = engine.draft_path
@@ -240,8 +239,7 @@ class _WorkerLoop:
             traceback.print_exc()
             self._send(LoadFailed(request_id, f"Loading failed: {exc}"))
             return
-        loaded: Optional[Target] = target_of(engine.target_path) if engine.target_path else None
-        self._send(ModelsLoaded(request_id, loaded, Path(engine.draft_path) if engine.draft_path else None,
+        self._send(ModelsLoaded(request_id, engine.loaded_target, Path(engine.draft_path) if engine.draft_path else None,
                                 engine.n_ctx, engine.placement_note))
 
     # ----- generation
@@ -253,7 +251,7 @@ class _WorkerLoop:
             if cancel.is_set():
                 return
             engine = self._engine
-            if engine is None or engine.target_path is None:
+            if engine is None or engine.loaded_target is None:
                 self._send(ReplyFailed(request_id, "No model is loaded. Choose a model above."))
                 return
             self._stream(engine.reply(list(request.messages), request.config, cancel=cancel, request_id=request_id),

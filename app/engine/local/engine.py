@@ -35,7 +35,7 @@ from app.engine.speculation.costs import CostTable
 from app.engine.speculation.drafters import NgramDrafter
 from app.engine.speculation.history import HistoryDrafter
 from app.engine.speculation.history_file import HistoryFile, HistorySync, history_path
-from app.engine.targets import ServerModel, Target
+from app.engine.targets import LocalModel, ServerModel, Target
 from app.engine.tools.calls import ToolFormat, forced_call
 
 
@@ -88,6 +88,11 @@ class SpecEngine:
     @property
     def target_path(self) -> Optional[Path]:
         return self.models.target_path
+
+    @property
+    def loaded_target(self) -> Optional[LocalModel]:
+        path = self.models.target_path
+        return LocalModel(path) if path is not None else None
 
     @property
     def draft_path(self) -> Optional[Path]:

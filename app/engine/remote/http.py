@@ -26,6 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 from app.common.http_client import http_client
 from app.engine.errors import EngineError, ModelLoadError
 from app.engine.remote.chunks import one_line
+from app.engine.targets import normalize_url
 
 _http = http_client  # the window imports this module at start: the client is imported when first needed
 
@@ -65,16 +66,6 @@ class ServerModel:
 
     id: str
     owned_by: str = ""
-
-
-def normalize_url(url: str) -> str:
-    """The server's base URL without a trailing slash or a trailing /v1 ("http://host:8080")."""
-    url = url.strip().rstrip("/")
-    if url.endswith("/v1"):
-        url = url[: -len("/v1")]
-    if "://" not in url:
-        url = "http://" + url
-    return url
 
 
 def display_url(url: str) -> str:

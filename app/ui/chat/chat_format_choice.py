@@ -64,7 +64,7 @@ class ChatFormatChoice(QObject):
 
     def choice(self, path: Optional[str] = None) -> str:
         """The remembered choice for `path` (default: the chosen target): RAW until the user picks another."""
-        path = path or self.window.session.target or ""
+        path = path or self.window.session.target_key() or ""
         return self.window.settings.chat_formats.get(path, RAW)
 
     def refresh(self) -> None:

@@ -71,19 +71,19 @@ class ChatModelGuard(QObject):
     def show_chat(self, settings: ChatSettings) -> None:
         """A chat was opened: its models are selected, unless that would replace a loaded target (then ask)."""
         session = self.window.session
-        entry = self.window.library.entry_for(settings.target_path)
+        entry = self.window.library.entry_for(settings.target)
         self._asked = None
-        if session.target is not None and entry is not None and entry.usable and entry.path != session.target:
+        if session.target is not None and entry is not None and entry.usable and entry.target != session.target:
             self._asked = settings
         else:
-            session.show_chat_models(settings.target_path, draft_key(settings))
+            session.show_chat_models(settings.target, draft_key(settings))
         self.refresh()
 
     def load_chat_model(self) -> None:
         """Yes: load the chat's own model (and draft)."""
         settings, self._asked = self._asked, None
         if settings is not None:
-            self.window.session.show_chat_models(settings.target_path, draft_key(settings))
+            self.window.session.show_chat_models(settings.target, draft_key(settings))
         self.refresh()
 
     def keep_loaded_model(self) -> None:
@@ -92,7 +92,7 @@ class ChatModelGuard(QObject):
             return
         self._asked = None
         session = self.window.session
-        self.window.update_chat_settings(target_path=session.target)
+        self.window.update_chat_settings(target_path=session.target_key())
         self.refresh()
 
     def _on_busy(self, busy: bool) -> None:
@@ -105,7 +105,7 @@ class ChatModelGuard(QObject):
         self.header.summary.setVisible(bool(settings.target_path))
         asked = self._asked
         if asked is not None:
-            chat_model, loaded = self._name(asked.target_path), self._name(self.window.session.target)
+            chat_model, loaded = self._name(asked.target_path), self._name(self.window.session.target_key())
             self.header.question_text.setText(
                 f"This chat was written with {chat_model}, but {loaded} is loaded (it also answers the local API). "
                 f"Load {chat_model} for this chat, or go on with {loaded}?")

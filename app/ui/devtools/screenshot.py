@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from app.engine.events import GenerationStats
+from app.engine.targets import LocalModel, ServerModel, Target
 
 REAL_TARGET = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 REAL_DRAFT = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
@@ -103,9 +104,11 @@ def main(argv=None) -> int:
     stalls = StallProbe()
     stalls.start()
     try:
+        chosen: Target = LocalModel(target)
+        draft_key = str(draft)
         if args.server:
-            target, draft = _server_model(window, args.server), NGRAM_KEY  # the server's own speculation
-        automation.choose_pair(window, str(target), str(draft))
+            chosen, draft_key = _server_model(window, args.server), NGRAM_KEY  # the server's own speculation
+        automation.choose_pair(window, chosen, draft_key)
         if args.settings_out:
             _save_settings_dialog(window, args.settings_out, args.settings_page)
         window.update_chat_settings(max_tokens=args.max_tokens, draft_max=args.draft_max)
@@ -136,15 +139,14 @@ def main(argv=None) -> int:
         window.close()
 
 
-def _server_model(window, url: str) -> str:
-    """The target key of the first model the server lists, once it is in the Model picker."""
-    from app.engine.remote.engine import remote_target
+def _server_model(window, url: str) -> ServerModel:
+    """The first model the server lists, once it is in the Model picker."""
     from app.engine.remote.http import list_models
     from app.ui.widgets import automation
 
-    key = remote_target(url, list_models(url)[0].id)
-    automation.wait_until(lambda: window.library.entry_for(key) is not None, 30, "the server's models", window)
-    return key
+    target = ServerModel.at(url, list_models(url)[0].id)
+    automation.wait_until(lambda: window.library.entry_for(target) is not None, 30, "the server's models", window)
+    return target
 
 
 def _save(widget, out: str) -> None:

@@ -149,9 +149,9 @@ def attach(window) -> ApiServerControl:
                 window.show_error(f"The API server's key could not be saved: {exc}")
 
     def loaded_model() -> str:
-        path = window.session.loaded_target()
-        entry = window.library.entry_for(path)
-        return (entry.name if entry else Path(path).stem) if path else ""
+        target = window.session.loaded_target()
+        entry = window.library.entry_for(target)
+        return (entry.name if entry else Path(target.key).stem) if target else ""
 
     control.indicator = ApiServerIndicator(control, open_page, loaded_model)
     window.engine_process.sig_models_loaded.connect(lambda _loaded: control.indicator.refresh())

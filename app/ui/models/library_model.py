@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
 from app.engine.config import KvType
 from app.engine.gguf.memory import MemoryCost
+from app.engine.targets import LocalModel, ServerModel, Target
 from app.library import SERVER_SPECULATION, DraftChoice, ModelEntry
 from app.store.model_defaults import for_model
 from app.ui.widgets import style
@@ -80,15 +81,17 @@ class LibraryModel(QAbstractTableModel):
     def entry_at(self, row: int) -> Optional[ModelEntry]:
         return self._entries[row] if 0 <= row < len(self._entries) else None
 
-    def row_of(self, path: Optional[str]) -> int:
+    def row_of(self, path: Optional[str | Target]) -> int:
+        """The row of a target, or of its key (a file's path, a server model's key); -1 for none."""
         if path is None:
             return -1
+        key = path.key if isinstance(path, (LocalModel, ServerModel)) else str(path)
         for row, entry in enumerate(self._entries):
-            if entry.path == str(path):
+            if entry.path == key:
                 return row
         return -1
 
-    def entry_for(self, path: Optional[str]) -> Optional[ModelEntry]:
+    def entry_for(self, path: Optional[str | Target]) -> Optional[ModelEntry]:
         return self.entry_at(self.row_of(path))
 
     def rowCount(self, parent=QModelIndex()) -> int:

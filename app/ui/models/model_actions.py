@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QDialog
 
 from app.common.units import format_bytes
 from app.engine.config import KvType
+from app.engine.targets import Target
 from app.store import model_defaults
 from app.store.model_defaults import ModelDefaults
 from app.ui.models.model_settings_dialog import ModelSettingsDialog
@@ -71,7 +72,7 @@ class ModelActions(QObject):
         before = window.session_load_settings()
         changed = model_defaults.with_model(window.settings.model_defaults, path, defaults)
         window.apply_app_settings(dataclasses.replace(window.settings, model_defaults=changed))
-        if session.loaded_target() == path and session.target == path and window.session_load_settings() != before:
+        if _key(session.loaded_target()) == path == session.target_key() and window.session_load_settings() != before:
             if window.confirm("Reload the model?", f"{Path(path).stem}'s settings changed. Loading it again with "
                               "them takes a moment; a reply being written finishes first. Not now: they apply the "
                               "next time it loads.", "Reload now"):
@@ -97,7 +98,7 @@ class ModelActions(QObject):
         entry = window.library.entry_for(path)
         if entry is None:
             return
-        if window.session.loaded_target() == path:
+        if _key(window.session.loaded_target()) == path:
             window.show_error(f"{entry.name} is loaded: choose another model before deleting its file.")
             return
         if not window.confirm("Delete the file?", f"Move {entry.file_name} ({format_bytes(entry.file_size)}) "
@@ -107,6 +108,10 @@ class ModelActions(QObject):
             window.show_error(f"{entry.file_name} could not be moved to the trash; it is still in {entry.folder}.")
             return
         window.library_ctl.drop(path)
+
+
+def _key(target: Optional[Target]) -> Optional[str]:
+    return target.key if target is not None else None
 
 
 def attach(window) -> ModelActions:

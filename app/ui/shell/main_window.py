@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QDialog, QMainWindow, QStackedWidget
 from app.engine.config import FlashAttn, GenerationConfig, KvType, LoadSettings
 from app.engine.local.kv_states.saved_states import forget_saved_states
 from app.engine.speculation.history_file import HistoryFile
+from app.engine.targets import Target, target_from_key
 from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
 from app.store import model_defaults
 from app.ui.chat import chat_exporter
@@ -188,7 +189,7 @@ class MainWindow(QMainWindow):
 
         session = self.session
         session.sig_error.connect(self.show_error)
-        session.sig_target_chosen.connect(lambda path: self.update_chat_settings(target_path=path))
+        session.sig_target_chosen.connect(lambda target: self.update_chat_settings(target_path=target.key))
         session.sig_draft_chosen.connect(self._on_draft_chosen)
         session.sig_target_loaded.connect(self._on_target_loaded)
         session.sig_context_size.connect(conversation.set_context_size)
@@ -227,7 +228,7 @@ class MainWindow(QMainWindow):
 
     def session_load_settings(self) -> LoadSettings:
         """What the chosen target loads with: the app's load settings under its own (app.store.model_defaults)."""
-        return model_defaults.with_load_defaults(self._load_settings(), self.session.defaults_for(self.session.target))
+        return model_defaults.with_load_defaults(self._load_settings(), self.session.defaults_for(self.session.target_key()))
 
     def apply_load_settings(self) -> None:
         """The settings models load with, after a change: the loaded model is loaded again only when the person
@@ -249,7 +250,7 @@ class MainWindow(QMainWindow):
 
     def open_app_settings(self) -> None:
         dialog = AppSettingsDialog(self.settings, self, api_state=self.api_server.state_text(),
-                                   memory_line=lambda ctx, kv: self.model_actions.memory_line(self.session.target,
+                                   memory_line=lambda ctx, kv: self.model_actions.memory_line(self.session.target_key(),
                                                                                                ctx, kv, app_wide=True))
         if dialog.exec() == QDialog.DialogCode.Accepted:
             self.apply_app_settings(dialog.settings())
@@ -303,8 +304,9 @@ class MainWindow(QMainWindow):
         self.empty_page.set_details(found - len(self.library.usable_entries()))
         self._update_page()
         # While the header asks whether to load the chat's model, a rescan keeps the loaded one.
-        chat_target = None if self.chat_header.asking() else self.chat_settings.current().target_path
-        wanted = chat_target or self.session.target or self.settings.last_target
+        chat_target = None if self.chat_header.asking() else self.chat_settings.current().target
+        last = self.settings.last_target
+        wanted = chat_target or self.session.target or (target_from_key(last) if last else None)
         pair = self.library_ctl.take_pending_pair()
         self.session.library_rescanned(*(pair or (wanted, None)))
 
@@ -314,7 +316,7 @@ class MainWindow(QMainWindow):
 
     # ----- models
 
-    def choose_target(self, path: str, remember: bool = True) -> None:
+    def choose_target(self, path: str | Target, remember: bool = True) -> None:
         self.session.choose_target(path, remember)
 
     def choose_draft(self, key: str) -> None:
@@ -334,9 +336,9 @@ class MainWindow(QMainWindow):
         self.save_app_settings()
         self.chat_settings.set_draft(key)
 
-    def _on_target_loaded(self, path: str) -> None:
-        if self.settings.last_target != path:
-            self.settings.last_target = path
+    def _on_target_loaded(self, target: Target) -> None:
+        if self.settings.last_target != target.key:
+            self.settings.last_target = target.key
             self.save_app_settings()
 
     # ----- chats
@@ -361,7 +363,7 @@ class MainWindow(QMainWindow):
         """An empty chat; it is stored when its first message is sent."""
         self.messages.cancel_edit()
         speculative = self.model_bar.speculative() if self.conversation.chat_id is not None else True
-        settings = self.chat_settings.start_new(self.session.target, self.session.draft_key, speculative)
+        settings = self.chat_settings.start_new(self.session.target_key(), self.session.draft_key, speculative)
         self._show_chat(None, settings)
         self.composer.setFocus()
 
@@ -430,7 +432,7 @@ class MainWindow(QMainWindow):
         if args is None:
             return False
         session = self.session
-        new_chat = self.chat_settings.for_new_chat(session.target, session.draft_key, self.model_bar.speculative())
+        new_chat = self.chat_settings.for_new_chat(session.target_key(), session.draft_key, self.model_bar.speculative())
         try:
             self.conversation.send(text, new_chat, self.messages.editing, *args, attachments=attachments)
         except StoreError as exc:
@@ -453,7 +455,7 @@ class MainWindow(QMainWindow):
     def generation_config(self) -> GenerationConfig:
         """What the next request is sent with: the chat's settings, the Speculative switch and the drafter."""
         config = self.chat_settings.generation_config(self.model_bar.speculative(), self.session.drafter())
-        config = model_defaults.with_reply_defaults(config, self.session.defaults_for(self.session.target))
+        config = model_defaults.with_reply_defaults(config, self.session.defaults_for(self.session.target_key()))
         return self.chat_format.apply(dataclasses.replace(config, history=self.settings.history_drafting))
 
     # ----- lifetime
