@@ -10,16 +10,30 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from PySide6.QtCore import QObject, Qt
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import QComboBox, QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from app.store import ChatSettings
 from app.ui.chat.settings_binding import draft_key
+from app.ui.settings import chat_presets
 from app.ui.models.library_model import NGRAM_KEY
+from app.ui.widgets.notice_row import NoticeRow
+
+
+class PresetCombo(QComboBox):
+    """The header's preset picker; it says when it is about to open, so its list can be filled fresh."""
+
+    sig_opening = Signal()
+    """The list is about to drop down."""
+
+    def showPopup(self) -> None:
+        self.sig_opening.emit()
+        super().showPopup()
 
 
 class ChatHeader(QFrame):
-    """The header's widgets: one line of what the chat uses, and the question (hidden until asked)."""
+    """The header's widgets: one line of what the chat uses with its preset beside it, and the question (hidden
+    until asked)."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -27,26 +41,26 @@ class ChatHeader(QFrame):
         column = QVBoxLayout(self)
         column.setContentsMargins(28, 6, 28, 2)
         column.setSpacing(4)
+        self.top = QWidget()  # the summary and the preset: shown once the chat has a model
+        top_row = QHBoxLayout(self.top)
+        top_row.setContentsMargins(0, 0, 0, 0)
         self.summary = QLabel("")
         self.summary.setObjectName("Muted")
         self.summary.setWordWrap(True)
         self.summary.setTextFormat(Qt.TextFormat.PlainText)
-        column.addWidget(self.summary)
-        self.question = QFrame()
-        self.question.setObjectName("ErrorBanner")
-        row = QHBoxLayout(self.question)
-        row.setContentsMargins(10, 4, 4, 4)
-        self.question_text = QLabel("")
-        self.question_text.setWordWrap(True)
-        self.question_text.setTextFormat(Qt.TextFormat.PlainText)
-        row.addWidget(self.question_text, 1)
-        self.load_button = QPushButton("Load it")
-        self.keep_button = QPushButton("Keep the loaded one")
+        top_row.addWidget(self.summary, 1)
+        # The chat's preset, chosen here as in Chat settings (app/ui/settings/chat_presets.py fills and wires it).
+        self.preset = PresetCombo()
+        self.preset.setAccessibleName("Preset")
+        self.preset.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        top_row.addWidget(self.preset, 0, Qt.AlignmentFlag.AlignTop)
+        column.addWidget(self.top)
+        self.question = NoticeRow("ErrorBanner", (10, 4, 4, 4))
+        self.question_text = self.question.label
+        self.load_button = self.question.add(QPushButton("Load it"))
+        self.keep_button = self.question.add(QPushButton("Keep the loaded one"))
         self.keep_button.setObjectName("FlatButton")
-        row.addWidget(self.load_button, 0, Qt.AlignmentFlag.AlignTop)
-        row.addWidget(self.keep_button, 0, Qt.AlignmentFlag.AlignTop)
         column.addWidget(self.question)
-        self.question.hide()
 
 
 class ChatModelGuard(QObject):
@@ -102,7 +116,8 @@ class ChatModelGuard(QObject):
     def refresh(self) -> None:
         settings = self.window.chat_settings.current()
         self.header.summary.setText(self.summary_text(settings))
-        self.header.summary.setVisible(bool(settings.target_path))
+        self.header.top.setVisible(bool(settings.target_path))
+        chat_presets.fill(self.header.preset, self.window.chat_settings.presets_source(), settings.preset)
         asked = self._asked
         if asked is not None:
             chat_model, loaded = self._name(asked.target_path), self._name(self.window.session.target)

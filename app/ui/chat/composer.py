@@ -7,7 +7,7 @@ GUI thread only.
 from __future__ import annotations
 
 from PySide6.QtCore import QMimeData, QSize, Qt, Signal
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtGui import QFocusEvent, QKeyEvent
 from PySide6.QtWidgets import (
     QFileDialog,
     QFrame,
@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.ui.widgets import style
 from app.ui.widgets.dialog_folders import remember_folder, start_folder
 from app.store.attachments import Attachment
 from app.ui.chat.attachment_tray import AttachmentTray, local_files
@@ -34,6 +35,8 @@ class ComposerEdit(QPlainTextEdit):
     """Escape was pressed."""
     sig_files = Signal(list)
     """Files were pasted or dropped into the text box (their paths): they are attached, not inserted as text."""
+    sig_focused = Signal(bool)
+    """The text box took (True) or lost keyboard focus: its frame shows the focus ring."""
 
     MAX_LINES = 8
 
@@ -54,6 +57,14 @@ class ComposerEdit(QPlainTextEdit):
             self.sig_cancel.emit()
             return
         super().keyPressEvent(event)
+
+    def focusInEvent(self, event: QFocusEvent) -> None:
+        super().focusInEvent(event)
+        self.sig_focused.emit(True)
+
+    def focusOutEvent(self, event: QFocusEvent) -> None:
+        super().focusOutEvent(event)
+        self.sig_focused.emit(False)
 
     def canInsertFromMimeData(self, source: QMimeData) -> bool:
         return bool(local_files(source)) or super().canInsertFromMimeData(source)
@@ -117,6 +128,7 @@ class Composer(QWidget):
         self.edit.sig_cancel.connect(self._on_escape)
         self.edit.textChanged.connect(self._update_button)
         self.edit.sig_files.connect(self.tray.add_paths)
+        self.edit.sig_focused.connect(lambda focused: style.set_focused(frame, focused))
         row.addWidget(self.edit, 1)
         self.button = QPushButton("Send")
         self.button.setObjectName("PrimaryButton")
