@@ -120,7 +120,7 @@ class ChatModelGuard(QObject):
         chat_presets.fill(self.header.preset, self.window.chat_settings.presets_source(), settings.preset)
         asked = self._asked
         if asked is not None:
-            chat_model, loaded = self._name(asked.target_path), self._name(self.window.session.target)
+            chat_model, loaded = self.model_name(asked.target_path), self.model_name(self.window.session.target)
             self.header.question_text.setText(
                 f"This chat was written with {chat_model}, but {loaded} is loaded (it also answers the local API). "
                 f"Load {chat_model} for this chat, or go on with {loaded}?")
@@ -130,18 +130,18 @@ class ChatModelGuard(QObject):
 
     def summary_text(self, settings: ChatSettings) -> str:
         """'Qwen2.5-Coder 1.5B · speculative, drafts by Qwen2.5-Coder 0.5B' and the like."""
-        model = self._name(settings.target_path)
+        model = self.model_name(settings.target_path)
         if not settings.speculative:
             return f"{model} · plain decoding (no speculation)"
         key = draft_key(settings)
         if key == NGRAM_KEY or not key:
             drafter = "copies from earlier text (n-gram)"
         else:
-            drafter = f"drafts by {self._name(key)}"
+            drafter = f"drafts by {self.model_name(key)}"
         length = f", {settings.draft_max} tokens a round" if settings.draft_max else ""
         return f"{model} · speculative, {drafter}{length}"
 
-    def _name(self, path: Optional[str]) -> str:
+    def model_name(self, path: Optional[str]) -> str:
         entry = self.window.library.entry_for(path)
         return entry.name if entry is not None else (Path(path).stem if path else "no model")
 

@@ -85,6 +85,7 @@ class MainWindow(QMainWindow):
         self.plain_compare = compare_plain.attach(self)  # Compare with plain on replies
         self.speculate_anyway = speculate_anyway.attach(self)  # the status line's offer to draft where paused
         self.chat_header = chat_header.attach(self)  # the chat's model; asks before a chat swaps the loaded one
+        self.chat_list.model_name = self.chat_header.model_name  # the chat rows' second line names it so
         self.chat_format = chat_format_choice.attach(self)  # how a model without a chat template is prompted
         self.versions = versions.attach(self)  # "‹ 2/3 ›": the versions Regenerate and Edit keep
         chat_presets.attach(self)  # the chat settings' presets, shown on the switches when chosen
