@@ -75,3 +75,38 @@ def test_a_double_clicked_chat_is_renamed_and_stays_selected(make_window, qtbot)
     assert window.conversation.chat_id == renamed
     assert window.chat_list.chat_at(view.currentIndex().row()).id == renamed
     assert window.windowTitle().startswith("Renamed")
+
+
+def test_a_chat_renamed_from_its_menu_leaves_the_selection_on_the_open_chat(make_window, qtbot):
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QMenu
+
+    with ChatStore() as store:
+        ids = [store.create_chat(f"chat {i}").id for i in range(3)]
+    window = make_window()
+    window.open_chat(ids[2])
+    view = window.sidebar.list_view
+    other = window.chat_list.index(window.chat_list.row_of(ids[0]))
+
+    def choose_rename() -> None:
+        menu = QApplication.activePopupWidget()
+        if not isinstance(menu, QMenu):
+            QTimer.singleShot(20, choose_rename)
+            return
+        rename = next(a for a in menu.actions() if a.text() == "Rename")
+        menu.close()
+        QTimer.singleShot(0, rename.trigger)
+
+    QTimer.singleShot(0, choose_rename)
+    view.customContextMenuRequested.emit(view.visualRect(other).center())  # as a right click does
+    qtbot.waitUntil(lambda: view.viewport().findChild(QLineEdit) is not None, timeout=2000)
+    editor = view.viewport().findChild(QLineEdit)
+    editor.selectAll()
+    qtbot.keyClicks(editor, "Old chat, renamed")
+    qtbot.keyClick(editor, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: window.store.get_chat(ids[0]).title == "Old chat, renamed", timeout=2000)
+    open_row = window.chat_list.row_of(ids[2])
+    assert window.conversation.chat_id == ids[2]
+    assert [i.row() for i in view.selectionModel().selectedIndexes()] == [open_row]
+    window.chat_lists.refresh()  # the list shown again (a message sent, a search cleared): nothing moves
+    assert [i.row() for i in view.selectionModel().selectedIndexes()] == [open_row]

@@ -76,6 +76,7 @@ class ChatModelGuard(QObject):
         window.chat_settings.sig_changed.connect(lambda _settings: self.refresh())
         window.engine_process.sig_models_loaded.connect(lambda _loaded: self.refresh())
         window.model_bar.sig_speculative_toggled.connect(lambda _on: self.refresh())
+        window.session.sig_draft_chosen.connect(lambda _key: self.refresh())
         window.conversation.sig_busy_changed.connect(self._on_busy)
 
     def asking(self) -> bool:
@@ -114,7 +115,11 @@ class ChatModelGuard(QObject):
             self.keep_loaded_model()
 
     def refresh(self) -> None:
-        settings = self.window.chat_settings.current()
+        window = self.window
+        settings = window.chat_settings.current()
+        if window.conversation.chat_id is None:  # a new chat is stored with the bar's models: say those
+            settings = window.chat_settings.for_new_chat(window.session.target, window.session.draft_key,
+                                                         window.model_bar.speculative())
         self.header.summary.setText(self.summary_text(settings))
         self.header.top.setVisible(bool(settings.target_path))
         chat_presets.fill(self.header.preset, self.window.chat_settings.presets_source(), settings.preset)

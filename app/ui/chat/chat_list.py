@@ -347,7 +347,8 @@ class ChatSidebar(QWidget):
         index = self.list_view.indexAt(pos)
         if not index.isValid():
             return
-        self.list_view.setCurrentIndex(index)
+        # The menu acts on the row clicked; the selection stays on the open chat, so a chat renamed (or exported)
+        # from here never looks opened, and nothing jumps back when the list next shows the open chat.
         menu = QMenu(self)
         menu.addAction("Rename", lambda: self.list_view.edit(index))
         menu.addAction("Export…", lambda: self.sig_export_requested.emit(int(index.data(CHAT_ID_ROLE))))

@@ -145,6 +145,9 @@ QLineEdit, QPlainTextEdit, QTextEdit, QSpinBox, QDoubleSpinBox, QComboBox {{
     selection-background-color: {t.accent_soft}; selection-color: {t.text};
 }}
 QComboBox {{ padding: 4px 8px; min-height: 20px; }}
+/* The model pickers' two-line rows drop below the box; Fusion's default lays the list over the box, which at the
+   screen's top clips it behind scroll arrows. */
+#ModelBar QComboBox {{ combobox-popup: 0; }}
 QComboBox::drop-down {{ border: none; width: 22px; }}
 QComboBox::down-arrow, QSpinBox::down-arrow, QDoubleSpinBox::down-arrow {{
     image: url({_ARROWS}/arrow-down-{t.name}.png); width: 10px; height: 10px;
