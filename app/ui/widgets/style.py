@@ -108,9 +108,11 @@ QLineEdit:focus, QPlainTextEdit:focus, QSpinBox:focus, QDoubleSpinBox:focus {{ {
 QSpinBox:focus, QDoubleSpinBox:focus {{ padding-right: 19px; }}
 QComboBox:focus {{ {ring}; padding: 3px 7px; }}
 QPushButton:focus {{ {ring}; padding: 4px 11px; }}
+/* On a control already filled with the accent (Send, a ticked box) the ring is in the text colour. */
 QPushButton#PrimaryButton:focus, QPushButton#StopButton:focus {{ border: 2px solid {t.text}; padding: 4px 11px; }}
 QPushButton#FlatButton:focus {{ {ring}; padding: 2px 4px; }}
 QCheckBox::indicator:focus {{ {ring}; width: 12px; height: 12px; }}
+QCheckBox::indicator:checked:focus {{ border-color: {t.text}; }}
 QAbstractItemView:focus {{ border-color: {t.accent}; }}
 #Sidebar QListView::item:focus {{ {ring}; padding: 5px 6px; }}
 #SettingsPageList::item:focus {{ {ring}; padding: 5px 8px; }}
