@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QRect, Qt, QTimer
 from PySide6.QtGui import QColor, QImage, QPalette
 from PySide6.QtWidgets import (
     QApplication,
@@ -176,3 +176,35 @@ def test_file_dialogs_under_the_dark_theme_are_dark(qapp, qtbot):
     assert window_colour == QColor(DARK.surface)
     centre = image.pixelColor(image.width() // 2, image.height() // 2)
     assert centre.lightnessF() < 0.3  # its file list is dark too
+
+
+def _first_ink_x(image: QImage) -> int:
+    """The leftmost column with a pixel clearly unlike the background (text), or -1. The background is read from
+    the second row, above any text; the first two columns are left out (a section's separator)."""
+    background = image.pixelColor(image.width() // 2, 1)
+    for x in range(2, image.width()):
+        for y in range(image.height()):
+            got = image.pixelColor(x, y)
+            if abs(got.lightness() - background.lightness()) > 60:
+                return x
+    return -1
+
+
+def test_the_librarys_status_header_sits_over_its_column(make_window, qapp, qtbot):
+    from app.ui.models.library_dialog import LibraryDialog
+
+    window = make_window()
+    style.apply_style(qapp, DARK)
+    window.library_ctl.open_library()
+    dialog = window.findChild(LibraryDialog)
+    qtbot.waitExposed(dialog)
+    table, status = dialog.table, dialog.table.model().columnCount() - 1
+    header = table.horizontalHeader()
+    assert table.model().rowCount() > 0
+    section = header.grab(QRect(header.sectionViewportPosition(status), 0, header.sectionSize(status),
+                                header.height())).toImage()
+    cell = table.viewport().grab(table.visualRect(table.model().index(0, status))).toImage()
+    header_x, cell_x = _first_ink_x(section), _first_ink_x(cell)
+    assert header_x >= 0 and cell_x >= 0
+    assert abs(header_x - cell_x) <= 8  # "Status" starts where "Ready" does, not centred over a wide column
+    dialog.close()
