@@ -208,3 +208,24 @@ def test_the_librarys_status_header_sits_over_its_column(make_window, qapp, qtbo
     assert header_x >= 0 and cell_x >= 0
     assert abs(header_x - cell_x) <= 8  # "Status" starts where "Ready" does, not centred over a wide column
     dialog.close()
+
+
+@pytest.mark.parametrize("theme", [LIGHT, DARK], ids=["light", "dark"])
+def test_an_open_combo_box_shows_every_item(qapp, qtbot, theme):
+    """Its list is as tall as its rows, focused or not (a focus rule that changed the padding clipped it)."""
+    style.apply_style(qapp, theme)
+    dialog = QDialog()
+    qtbot.addWidget(dialog)
+    combo = QComboBox()
+    combo.addItems(["No preset", "Default", "Code review"])
+    QGridLayout(dialog).addWidget(combo, 0, 0)
+    dialog.resize(300, 300)
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    _focus(qtbot, combo)
+    combo.showPopup()
+    view = combo.view()
+    qtbot.waitUntil(view.isVisible, timeout=2000)
+    last = view.visualRect(combo.model().index(combo.count() - 1, 0))
+    assert last.top() >= 0 and last.bottom() < view.viewport().height()
+    combo.hidePopup()

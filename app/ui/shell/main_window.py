@@ -93,6 +93,7 @@ class MainWindow(QMainWindow):
         self._refresh_chat_list()
         last = self.store.get_chat(self.settings.last_chat_id) if self.settings.last_chat_id is not None else None
         self._show_chat(last.id if last else None, last.settings if last else self.chat_settings.current())
+        self.composer.setFocus()  # where a person starts typing (else focus, now visible, sat on "New chat")
         if self.settings.load_warning:
             self.show_error(self.settings.load_warning)
         if scan_on_start:

@@ -99,14 +99,16 @@ _ARROWS = (Path(__file__).resolve().parents[2] / "data" / "arrows").as_posix()
 
 def focus_rules(t: Theme) -> str:
     """Keyboard focus as a 2-pixel ring in the accent colour on every control that takes it, in both themes.
-    A ring one pixel wider than the border it replaces takes one pixel of padding back, so nothing moves when
-    focus arrives. The composer's frame and the switches draw theirs the same way (composer.py, toggle_switch.py).
+    A ring one pixel wider than the border it replaces takes one pixel of padding (a combo box: margin) back, so
+    nothing moves when focus arrives. The composer's frame and the switches draw theirs the same way (composer.py, toggle_switch.py).
     Qt has no :focus-visible: a click focuses too, as in most desktop apps."""
     ring = f"border: 2px solid {t.accent}"
     return f"""
 QLineEdit:focus, QPlainTextEdit:focus, QSpinBox:focus, QDoubleSpinBox:focus {{ {ring}; padding: 3px 5px; }}
 QSpinBox:focus, QDoubleSpinBox:focus {{ padding-right: 19px; }}
-QComboBox:focus {{ {ring}; padding: 3px 7px; }}
+/* A combo box's ring grows into its margin instead: a padding that changes with focus makes Qt size the open
+   list for one and draw it with the other, clipping it behind scroll arrows. */
+QComboBox:focus {{ {ring}; margin: 0px; }}
 QPushButton:focus {{ {ring}; padding: 4px 11px; }}
 /* On a control already filled with the accent (Send, a ticked box) the ring is in the text colour. */
 QPushButton#PrimaryButton:focus, QPushButton#StopButton:focus {{ border: 2px solid {t.text}; padding: 4px 11px; }}
@@ -146,7 +148,7 @@ QLineEdit, QPlainTextEdit, QTextEdit, QSpinBox, QDoubleSpinBox, QComboBox {{
     background: {t.surface}; border: 1px solid {t.border}; border-radius: 6px; padding: 4px 6px;
     selection-background-color: {t.accent_soft}; selection-color: {t.text};
 }}
-QComboBox {{ padding: 4px 8px; min-height: 20px; }}
+QComboBox {{ padding: 4px 8px; min-height: 20px; margin: 1px; }}
 /* The model pickers' two-line rows drop below the box; Fusion's default lays the list over the box, which at the
    screen's top clips it behind scroll arrows. */
 #ModelBar QComboBox {{ combobox-popup: 0; }}
@@ -176,7 +178,9 @@ QPushButton:hover {{ background: {t.hover}; }}
 QPushButton:disabled {{ color: {t.text_disabled}; }}
 QPushButton#PrimaryButton {{ background: {t.primary}; border: 1px solid {t.primary}; color: {t.on_primary}; font-weight: 600; }}
 QPushButton#PrimaryButton:hover {{ background: {t.primary_hover}; }}
-QPushButton#PrimaryButton:disabled {{ background: {t.primary_disabled}; border-color: {t.primary_disabled}; color: {t.on_primary}; }}
+QPushButton#PrimaryButton:disabled {{
+    background: {t.primary_disabled}; border-color: {t.primary_disabled}; color: {t.on_primary_disabled};
+}}
 QPushButton#StopButton {{ background: {t.stop}; border: 1px solid {t.stop}; color: {t.surface}; font-weight: 600; }}
 QPushButton#FlatButton {{ border: none; background: transparent; color: {t.text_muted}; padding: 4px 6px; }}
 QPushButton#FlatButton:hover {{ color: {t.text}; background: {t.hover}; }}
