@@ -16,14 +16,14 @@ NO_PRESET = "No preset"
 def fill(combo: QComboBox, presets: list[Preset], chosen: str | None) -> None:
     """The header's combo: every preset, the chat's own selected. A chat with no preset, or one whose preset was
     deleted since, shows that first, as an item that applies nothing."""
+    current = find(presets, chosen)
     combo.blockSignals(True)
     combo.clear()
-    if find(presets, chosen) is None:
+    if current is None:
         combo.addItem(chosen or NO_PRESET, None)
     for preset in presets:
         combo.addItem(preset.name, preset.name)
-    index = combo.findData(find(presets, chosen).name) if find(presets, chosen) is not None else 0
-    combo.setCurrentIndex(max(0, index))
+    combo.setCurrentIndex(max(0, combo.findData(current.name)) if current is not None else 0)
     combo.blockSignals(False)
 
 
