@@ -63,7 +63,7 @@ class LibraryDialog(QDialog):
         self.table.setAlternatingRowColors(False)
         self.table.setWordWrap(False)
         header = self.table.horizontalHeader()
-        header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)  # over its column's text
+        header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)  # over the cells' text
         for column in range(model.columnCount() - 1):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(model.columnCount() - 1, QHeaderView.ResizeMode.Stretch)

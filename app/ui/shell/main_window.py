@@ -88,6 +88,7 @@ class MainWindow(QMainWindow):
         self.plain_compare = compare_plain.attach(self)  # Compare with plain on replies
         self.speculate_anyway = speculate_anyway.attach(self)  # the status line's offer to draft where paused
         self.chat_header = chat_header.attach(self)  # the chat's model; asks before a chat swaps the loaded one
+        self.chat_list.model_name = self.chat_header.model_name  # the chat rows' second line names it so
         self.chat_format = chat_format_choice.attach(self)  # how a model without a chat template is prompted
         self.model_actions = model_actions.attach(self)  # the library's Load, Model settings, Forget, Delete
         self.versions = versions.attach(self)  # "‹ 2/3 ›": the versions Regenerate and Edit keep
@@ -96,6 +97,7 @@ class MainWindow(QMainWindow):
         self._refresh_chat_list()
         last = self.store.get_chat(self.settings.last_chat_id) if self.settings.last_chat_id is not None else None
         self._show_chat(last.id if last else None, last.settings if last else self.chat_settings.current())
+        self.composer.setFocus()  # where a person starts typing (else focus, now visible, sat on "New chat")
         if self.settings.load_warning:
             self.show_error(self.settings.load_warning)
         if scan_on_start:
