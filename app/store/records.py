@@ -12,6 +12,7 @@ from typing import Any, Literal
 from app.engine.events import GenerationStats
 from app.store.attachments import Attachment
 from app.store.provenance import RoundRecord
+from app.store.tool_calls import ToolCallRecord
 from app.store import _fields
 
 log = logging.getLogger(__name__)
@@ -110,6 +111,7 @@ class Message:
     reasoning: str = ""
     reasoning_tokens: list[tuple[str, str]] | None = None
     reasoning_token_rounds: list[int] | None = None
+    tool_calls: tuple[ToolCallRecord, ...] = ()  # the tools a reply called, with their results (app.store.tool_calls)
 
 
 def auto_title(text: str, limit: int = AUTO_TITLE_LENGTH) -> str:
