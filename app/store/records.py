@@ -52,6 +52,10 @@ class ChatSettings:
     reasoning_effort: str = ""  # "", "low", "medium" or "high"
     thinking_budget: int = 0  # the most thinking tokens before its end marker is written for it; 0: no limit
     preset: str | None = None  # the preset last chosen for the chat (app.store.presets); its fields are copied in
+    # Tools from the MCP servers (app.ui.tools), by the name the model sees: those switched off for this chat, and
+    # those the person said "always allow" to in it (every other call is asked about first).
+    tools_off: list[str] = field(default_factory=list)
+    tools_always: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return _fields.to_dict(self)

@@ -31,6 +31,7 @@ from app.engine.host.wire import (
     ServeApi, Shutdown, WorkerReady,
 )
 from app.engine.protocol import ChatEngine
+from app.engine.tools.stream import with_tool_calls
 from app.engine.targets import Target, target_of
 
 STREAM_BATCH_S = 0.05
@@ -256,8 +257,10 @@ class _WorkerLoop:
             if engine is None or engine.target_path is None:
                 self._send(ReplyFailed(request_id, "No model is loaded. Choose a model above."))
                 return
-            self._stream(engine.reply(list(request.messages), request.config, cancel=cancel, request_id=request_id),
-                         cancel)
+            events = engine.reply(list(request.messages), request.config, cancel=cancel, request_id=request_id)
+            if request.config.tools:  # the window runs the calls: they cross as records, not as text
+                events = with_tool_calls(events, engine.tool_format, request.config.tools)
+            self._stream(events, cancel)
         except EngineError as exc:
             if not cancel.is_set():
                 self._send(ReplyFailed(request_id, str(exc)))
