@@ -257,7 +257,8 @@ class _WorkerLoop:
             if engine is None or engine.target_path is None:
                 self._send(ReplyFailed(request_id, "No model is loaded. Choose a model above."))
                 return
-            events = engine.reply(list(request.messages), request.config, cancel=cancel, request_id=request_id)
+            events: Iterable[object] = engine.reply(list(request.messages), request.config, cancel=cancel,
+                                                    request_id=request_id)
             if request.config.tools:  # the window runs the calls: they cross as records, not as text
                 events = with_tool_calls(events, engine.tool_format, request.config.tools)
             self._stream(events, cancel)
