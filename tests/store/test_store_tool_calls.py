@@ -67,3 +67,20 @@ def test_a_version_5_database_is_migrated_and_keeps_its_messages(tmp_path):
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION >= 6
     conn.close()
+
+
+def test_calls_are_exported_in_markdown_and_json(tmp_path):
+    import json
+
+    from app.replies.export import export_text
+
+    with ChatStore(tmp_path / "chats.db") as store:
+        chat = store.create_chat()
+        store.add_message(chat.id, "user", "What does my note say?")
+        reply = store.add_message(chat.id, "assistant", "")
+        store.set_tool_calls(reply.id, [CALL])
+        markdown = export_text(store, chat.id, "markdown")
+        document = json.loads(export_text(store, chat.id, "json"))
+    assert "<details><summary>Tool read_note (notes): returned in 0.2 s</summary>" in markdown
+    assert "Note monday: buy milk" in markdown and '{"name": "monday"}' in markdown
+    assert document["messages"][1]["tool_calls"][0] == CALL.to_dict()
