@@ -138,3 +138,17 @@ def test_a_crashing_tool_server_gets_its_sentence_and_the_chat_stays_usable(tool
     send_and_wait(qtbot, window, "Hello?")
     assert fake_engine.configs[-1]["tools"] == ""
     assert "Still here." in view.toPlainText()
+
+
+def test_a_ten_megabyte_result_is_cut_for_the_model_and_for_the_eye(tool_window, qtbot, fake_engine):
+    fake_engine.reply = _call("huge", {})
+    fake_engine.after_tool_reply = "That was long."
+    window, view = tool_window, tool_window.chat_view
+    reply_id = _ask(qtbot, window, "Read it all.")
+    with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=DEADLINE_MS):
+        _answer(qtbot, window, reply_id, "Allow once", "once")
+    sent = fake_engine.requests[-1][-1]["content"]
+    assert len(sent) < 101_000 and "10,000,000 characters" in sent
+    click_link(qtbot, view, "▸ Tool huge", view.action_href("toolcall", f"{reply_id}.0"))
+    qtbot.waitUntil(lambda: "Showing the first 4,000 of" in view.toPlainText(), timeout=5000)
+    assert "That was long." in view.toPlainText()
