@@ -55,7 +55,7 @@ class ToolsPage(QWidget):
         self.problems.setObjectName("Muted")
         layout.addWidget(self.problems)
         self.tree = QTreeWidget()
-        self.tree.setHeaderLabels(["Server and tools (checked: offered in this chat)", "State"])
+        self.tree.setHeaderLabels(["Server and tools (checked: offered in this chat)", "State, or what the tool does"])
         self.tree.setMinimumHeight(200)
         self.tree.itemChanged.connect(self._on_item_changed)
         layout.addWidget(self.tree, 1)
