@@ -152,3 +152,33 @@ def test_a_ten_megabyte_result_is_cut_for_the_model_and_for_the_eye(tool_window,
     click_link(qtbot, view, "▸ Tool huge", view.action_href("toolcall", f"{reply_id}.0"))
     qtbot.waitUntil(lambda: "Showing the first 4,000 of" in view.toPlainText(), timeout=5000)
     assert "That was long." in view.toPlainText()
+
+
+@pytest.mark.real_models
+def test_the_real_model_calls_a_tool_in_the_window_and_answers_from_its_result(make_window, qtbot, real_models,
+                                                                                 tmp_path):
+    mcp = tmp_path / "mcp.json"
+    mcp.write_text(json.dumps({"mcpServers": {"notes": {
+        "command": sys.executable, "args": ["-m", "tests.tool_servers.tool_server"], "cwd": str(ROOT)}}}))
+    window = make_window(folders=[str(real_models["target"].parent)], mcp_file=str(mcp), context_size=4096)
+    qtbot.waitUntil(lambda: bool(window.tools.servers.tools()), timeout=DEADLINE_MS)
+    window.choose_target(str(real_models["target"]))
+    qtbot.waitUntil(lambda: not window.drafts.is_checking(), timeout=120000)
+    qtbot.waitUntil(window.models_ready, timeout=300000)
+    window.update_chat_settings(max_tokens=120, system_prompt="You are a helpful assistant. When a tool response "
+                                "comes, answer the user's question from it.")
+    reply_id = send_and_wait(qtbot, window, "What does my note named monday say?", timeout=600000)
+    qtbot.waitUntil(lambda: "Allow once" in window.chat_view.toPlainText(), timeout=DEADLINE_MS)
+    [call] = window.store.get_message(reply_id).tool_calls
+    assert (call.name, json.loads(call.arguments)) == ("read_note", {"name": "monday"})
+    _answer(qtbot, window, reply_id, "Allow once", "once")
+    chat_id = window.conversation.chat_id
+
+    def answered() -> bool:
+        last = window.store.messages(chat_id)[-1]
+        return last.role == "assistant" and not last.tool_calls and not window.tools.turns.is_busy() \
+            and not window.conversation.is_busy()
+
+    qtbot.waitUntil(answered, timeout=900000)
+    assert window.store.get_message(reply_id).tool_calls[0].result == "Note monday: buy milk"
+    assert "milk" in window.store.messages(chat_id)[-1].content.lower()
