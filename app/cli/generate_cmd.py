@@ -26,8 +26,9 @@ from app.cli.file_guard import ModelFileGuard
 from app.cli.terminal import json_printable, printable, say_error
 from app.cli.thinking_options import (ThinkingPrinter, add_thinking_arguments, reasoning_json, thinking_config,
                                       thinking_problem)
-from app.cli.tool_loop import (DEFAULT_MAX_STEPS, NoToolsError, ToolSteps, call_messages, mcp_problem, run_call,
-                               start_tool_host, terminal_permissions, tools_of)
+from app.cli.tool_loop import (DEFAULT_MAX_STEPS, NoToolsError, ToolSteps, mcp_problem, start_tool_host,
+                               terminal_permissions, tools_of)
+from app.replies.tool_loop import ToolRun, call_messages, limit_sentence
 from app.cli.tool_options import call_lines, calls_json, read_schema, read_tools, reply_calls
 from app.engine.config import THREADS_AUTO, DrafterChoice, LoadSettings
 from app.engine.errors import EngineError
@@ -342,7 +343,7 @@ def _generate(args: argparse.Namespace, config, attachments: list[Attachment], h
     (--mcp), the calls each reply makes are asked about, run, and sent back until a reply calls nothing. Raises
     EngineError, NoToolsError."""
     engine = build_engine(args)
-    steps = ToolSteps(permissions=terminal_permissions(args.allow_tools))
+    steps = ToolSteps(permissions=terminal_permissions(args.allow_tools), run=ToolRun(max_steps=args.max_steps))
     try:
         if args.chat is None:
             return _one(args, engine, engine.complete(args.prompt, config), steps)
@@ -351,29 +352,27 @@ def _generate(args: argparse.Namespace, config, attachments: list[Attachment], h
         if host is not None:
             config = dataclasses.replace(config, tools=tools_of(host))
             steps.tools_json = config.tools
-        for _step in range(args.max_steps if host is not None else 1):
+        while True:
             result = _one(args, engine, engine.reply(messages, config), steps)
             finished = result[0]
             if host is None or finished is None or finished.stats.stop_reason != "eos" or not config.tools:
                 return result
             content, calls = reply_calls(finished.text, engine.tool_format, config.tools)
-            if not calls:
+            step = steps.run.next_step(calls)
+            if step == "answer":
                 return result
             if not args.json:
                 sys.stdout.write("\n")
-            if steps.all_repeated(calls):
-                # Small models loop on a call they already made; the results are in the conversation, so the
-                # next reply is asked without tools, to answer from them.
+            if step == "limit":
+                print(f"[{limit_sentence(args.max_steps)} (--max-steps)]", file=sys.stderr)
+                break
+            if step == "repeated":
+                # The results are in the conversation, so the next reply is asked without tools, to answer from them.
                 print("[the model asked again for calls it already made: asking it to answer from their results]",
                       file=sys.stderr)
                 config = dataclasses.replace(config, tools="", tool_choice="")
                 continue
-            wire = calls_json(calls)
-            outcomes = [run_call(host, call.name, call.arguments, steps.permissions, sys.stderr) for call in calls]
-            steps.note(content, wire, outcomes)
-            messages.extend(call_messages(content, wire, outcomes))
-        print(f"[stopped after {args.max_steps} steps (--max-steps): the model was still calling tools]",
-              file=sys.stderr)
+            messages.extend(call_messages(content, steps.run_calls(host, content, calls, sys.stderr)))
         return result
     finally:
         engine.close()

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Optional, Union
 
+from app.engine.tools.calls import ToolCall
+
 # The words of drafting, one type each (a request's choice of drafter is app.engine.config.DrafterChoice):
 # - TokenSource: who wrote a token the reply kept: the target itself, or a draft it accepted.
 TokenSource = Literal["draft", "target"]
@@ -140,12 +142,15 @@ class GenerationStats:
 @dataclass(frozen=True)
 class FinishedEvent:
     """The reply is complete (or was stopped); `text` is the whole answer, `reasoning` the model's thinking before
-    it (markers left out of both; "" where it did not think)."""
+    it (markers left out of both; "" where it did not think). `tool_calls`: the calls the reply made, read in the
+    model's own format (app.engine.tools) where the request offered tools, and then left out of `text`; () where it
+    offered none (an API client reads them itself) or the reply called nothing."""
 
     request_id: int
     text: str
     stats: GenerationStats
     reasoning: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,8 @@ class AppSettings:
     reasoning_markers: dict[str, list[str]] = field(default_factory=dict)
     # A reply's Thinking section stays open when its answer starts (it folds otherwise).
     keep_thinking_open: bool = False
+    # The mcp.json listing the tool servers whose tools the chats offer the model ("" for none; app.ui.tools).
+    mcp_file: str = ""
     # Each model file's own defaults, by path (app.store.model_defaults): context size, GPU layers, thinking.
     model_defaults: dict[str, dict] = field(default_factory=dict)
     # Files taken off the library list (Forget in the Model library); the files themselves are kept.

@@ -41,6 +41,7 @@ from app.ui.settings.remote_settings import RemoteSettingsSection
 from app.store.presets import Preset, read_presets, stored
 from app.store.presets import applied as presets_applied
 from app.ui.settings.thinking_group import TemplateSwitches, ThinkingGroup
+from app.ui.tools.tools_page import ToolsPage
 from app.ui.widgets.themes import THEME_CHOICES, THEME_LABELS
 
 
@@ -206,11 +207,14 @@ class AppSettingsDialog(QDialog):
     """The app's settings as pages (PAGES), each scrolling on its own so the dialog fits a 1366x768 screen.
     Changing how models load reloads them; the appearance switches live when the dialog is accepted."""
 
-    PAGES = ("Models", "Loading and devices", "Presets", "Servers and RPC", "API server", "Appearance", "History")
+    PAGES = ("Models", "Loading and devices", "Presets", "Servers and RPC", "API server", "Tools", "Appearance",
+             "History")
 
     def __init__(self, settings: AppSettings, parent=None, devices: DeviceReport | None = None,
-                 api_state: str = "", memory_line: Optional[MemoryLine] = None):
-        """`memory_line`: what the chosen model would take at a context and KV type, for the Loading page."""
+                 api_state: str = "", memory_line: Optional[MemoryLine] = None,
+                 tools_page: Optional[ToolsPage] = None):
+        """`memory_line`: what the chosen model would take at a context and KV type, for the Loading page;
+        `tools_page`: the window's MCP servers, edited in place and applied by the window when accepted."""
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self._original = settings
@@ -283,6 +287,9 @@ class AppSettingsDialog(QDialog):
                                                       saved_key(), settings.api_own_history))
         self.api_page.set_state(api_state)
         self.pages.add_page("API server", self.api_page)
+        # The window's tool servers and the open chat's tools (app.ui.tools); a dialog made without them says where.
+        self.tools_page = tools_page
+        self.pages.add_page("Tools", tools_page or hint("Tool servers are chosen from the chat window's Settings."))
 
         self.theme = QComboBox()
         for choice in THEME_CHOICES:
@@ -353,6 +360,7 @@ class AppSettingsDialog(QDialog):
             self._original,
             model_folders=[self.folders.item(i).text() for i in range(self.folders.count())],
             scan_hf_cache=self.scan_hf_cache.isChecked(),
+            mcp_file=self.tools_page.path.text().strip() if self.tools_page is not None else self._original.mcp_file,
             history_drafting=self.history_drafting.isChecked(),
             threads=self.threads.value(),
             context_size=self.context_size.value(),

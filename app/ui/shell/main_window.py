@@ -44,6 +44,7 @@ from app.ui.models.library_model import DraftListModel, LibraryModel
 from app.ui.models.model_bar import ModelBar
 from app.ui.models.model_session import ModelSession
 from app.ui.settings.dialog import AppSettingsDialog
+from app.ui.tools.window_tools import WindowTools
 from app.ui.shell.window_geometry import restore_geometry, save_geometry
 from app.ui.widgets.layouts import column, padded, sidebar_split
 from app.ui.shell.window_widgets import ErrorBanner, LegendRow, StatusFooter, confirm_destructive
@@ -93,6 +94,9 @@ class MainWindow(QMainWindow):
         self.model_actions = model_actions.attach(self)  # the library's Load, Model settings, Forget, Delete
         self.versions = versions.attach(self)  # "‹ 2/3 ›": the versions Regenerate and Edit keep
         chat_presets.attach(self)  # the chat settings' presets, shown on the switches when chosen
+        # MCP tools: the chosen mcp.json's servers, a reply's calls asked about and run (app.ui.tools)
+        self.tools = WindowTools(self.conversation, self.chat_settings, self.settings.mcp_file, self.composer.set_busy,
+                                 self.show_error, self)
         restore_geometry(self, self.splitter)
         self._refresh_chat_list()
         last = self.store.get_chat(self.settings.last_chat_id) if self.settings.last_chat_id is not None else None
@@ -251,11 +255,13 @@ class MainWindow(QMainWindow):
             self.show_error(str(exc))
 
     def open_app_settings(self) -> None:
-        dialog = AppSettingsDialog(self.settings, self, api_state=self.api_server.state_text(),
+        tools_page = self.tools.settings_page()
+        dialog = AppSettingsDialog(self.settings, self, api_state=self.api_server.state_text(), tools_page=tools_page,
                                    memory_line=lambda ctx, kv: self.model_actions.memory_line(self.session.target_key(),
                                                                                                ctx, kv, app_wide=True))
         if dialog.exec() == QDialog.DialogCode.Accepted:
             self.apply_app_settings(dialog.settings())
+            self.tools.apply_page(tools_page)
             try:
                 if dialog.api_page.choice() != self.api_server.choice():
                     self.api_server.set_choice(dialog.api_page.choice())
@@ -473,6 +479,7 @@ class MainWindow(QMainWindow):
             self.save_app_settings()
         self.appearance.detach()
         self.conversation.close()
+        self.tools.close()
         self.library_ctl.shutdown()
         self.engine_process.stop()
         self.chat_lists.close()
