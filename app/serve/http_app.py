@@ -25,8 +25,8 @@ from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.serve.jobs import JobEnded, JobFailed, JobQueue, JobStarted, ServedModels, ServeJob
 from app.serve.access import refusal
 from app.serve.replies import ReplyShaper, error_body, models_list
-from app.serve.completion_replies import CompletionShaper
-from app.serve.completion_requests import ApiRequest, CompletionRequest, parse_completion_request
+from app.serve.completions.replies import CompletionShaper
+from app.serve.completions.requests import ApiRequest, CompletionRequest, parse_completion_request
 from app.serve.requests import ApiOptions, BadRequest, is_loopback, parse_chat_request, parse_json_body
 
 def error_response(status: int, message: str) -> JSONResponse:

@@ -23,7 +23,7 @@ from app.engine.events import FinishedEvent, NoticeEvent
 from app.engine.protocol import ChatEngine
 from app.engine.remote.engine import parse_remote_target
 from app.engine.tools.calls import ToolFormat
-from app.serve.completion_requests import ApiRequest, CompletionRequest
+from app.serve.completions.requests import ApiRequest, CompletionRequest
 
 STOPPED = "The reply was stopped in the SpecChat window."
 NO_MODEL = "No model is loaded; load one in SpecChat (or start `specchat-cli serve --target MODEL.gguf`)."
@@ -192,11 +192,13 @@ def run_job(engine: Optional[ChatEngine], job: ServeJob, stopped=None) -> Option
             job.sink(JobFailed(400, f"The {what} take {prompt_tokens} tokens; the loaded context holds "
                                     f"{engine.n_ctx}."))
             return None
-        job.sink(JobStarted(model_id(engine.target_path), prompt_tokens, engine.tool_format))
+        # Asked before JobStarted: what an engine refuses when asked (a server's model and logprobs) is a 400 with
+        # its status line, streamed or not.
         if isinstance(request, CompletionRequest):
             events = engine.complete(tokens, request.config, cancel=cancel, request_id=job.serial)
         else:
             events = engine.chat(messages, request.config, cancel=cancel, request_id=job.serial)
+        job.sink(JobStarted(model_id(engine.target_path), prompt_tokens, engine.tool_format))
         for event in events:
             if gone.is_set():
                 break

@@ -23,7 +23,7 @@ from typing import Optional
 from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent, TokenLogprobs, TokenPart
 from app.engine.tools.calls import ToolFormat
 from app.engine.tools.stream import ToolCallStream
-from app.serve.completion_requests import ApiRequest
+from app.serve.completions.requests import ApiRequest
 from app.serve.logprob_replies import chat_logprobs
 from app.serve.tool_replies import call_stream, deltas, message_tool_calls
 

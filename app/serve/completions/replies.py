@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from app.engine.events import FinishedEvent
-from app.serve.completion_requests import CompletionRequest
+from app.serve.completions.requests import CompletionRequest
 from app.serve.logprob_replies import completion_logprobs
 from app.serve.replies import ReplyShaper, HeldToken
 
