@@ -18,6 +18,7 @@ from app.engine.events import FinishedEvent, GenerationStats, TokenEvent
 from app.engine.local.chat_format import render_prompt
 from app.engine.local.engine import SpecEngine
 from app.engine.tools.calls import format_of
+from app.engine.tools.stream import split_whole
 from app.serve.jobs import served_models, work_off
 from app.serve.requests import ApiOptions, api_history
 from app.serve.server import ApiServer
@@ -172,7 +173,7 @@ def test_a_reply_in_the_familys_format_is_its_tool_calls(scripted_api, name, fam
 
 
 @pytest.mark.parametrize("name,family,reply,calls", LOCAL, ids=[f[0] for f in LOCAL])
-def test_control_token_markers_are_read_on_the_local_engine(scripted_api, name, family, reply, calls):
+def test_control_token_markers_are_read_on_the_local_engine(scripted_api, tmp_path, name, family, reply, calls):
     """Mistral's [TOOL_CALLS] and Harmony's headers are control tokens that write no text: the call reader still
     sees them, and the content shown never holds them."""
     server, engine = scripted_api(name, reply, local=True)
@@ -180,6 +181,18 @@ def test_control_token_markers_are_read_on_the_local_engine(scripted_api, name, 
     written = target.tokenize(reply, add_special=False, parse_special=True)
     assert any(target.is_control(t) for t in written)  # the markers are control tokens, as in the real vocabulary
     _check_calls(server, family, calls)
+    # The CLI (generate --tools, --mcp) reads calls from the finished reply: its calls_text has the markers too.
+    config = GenerationConfig(max_tokens=200, history=False, tools=json.dumps([WEATHER, TIME]))
+    own = SpecEngine(LoadSettings(n_ctx=4096, n_threads=1))  # the server's engine is its engine thread's alone
+    try:
+        own.load_target(tmp_path / f"{name}.gguf")
+        script_replies(own.target, written, own.target.eos_id)
+        finished = [e for e in own.chat(_conversation(family)[-1:], config) if isinstance(e, FinishedEvent)][-1]
+    finally:
+        own.close()
+    content, got = split_whole(finished.calls_text, format_of((TEMPLATES / name).read_text()), [WEATHER, TIME])
+    assert [(c.name, json.loads(c.arguments)) for c in got] == calls
+    assert "[TOOL_CALLS]" not in finished.text and "<|call|>" not in finished.text
 
 
 def _check_calls(server, family: str, calls) -> None:

@@ -170,6 +170,14 @@ class FinishedEvent:
     text: str
     stats: GenerationStats
     reasoning: str = ""
+    # With tools offered: the answer as a tool-call reader reads it, control tokens by their names (TokenEvent.markup),
+    # where they differ from `text`; "" otherwise (read `text`).
+    call_text: str = ""
+
+    @property
+    def calls_text(self) -> str:
+        """What to read the reply's tool calls from."""
+        return self.call_text or self.text
 
 
 @dataclass(frozen=True)

@@ -253,6 +253,7 @@ class SpecEngine:
                 yield NoticeEvent(request_id, found.notice)
         history: list[int] = []
         splitter = self._splitter(text, config, start)
+        call_pieces: list[str] = []  # the answer with control tokens by name, for reading tool calls
         for event in generate(
             target,
             tokens,
@@ -270,7 +271,11 @@ class SpecEngine:
         ):
             if isinstance(event, RoundEvent):
                 self.policies.after_round(policy)
+            if config.tools and isinstance(event, TokenEvent) and event.part == "answer":
+                call_pieces.append(event.text or event.markup)
             if isinstance(event, FinishedEvent):
+                if config.tools and "".join(call_pieces) != event.text:
+                    event = dataclasses.replace(event, call_text="".join(call_pieces))
                 # History and the next turn's reuse take the reply as its tokens wrote it, thinking and markers too.
                 reply = splitter.raw_text
                 if found is not None:  # restoring a kept state is part of reading the prompt
@@ -396,5 +401,6 @@ def _led_by(opening: str, request_id: int, events: Iterator[EngineEvent]) -> Ite
     yield TokenEvent(request_id, 0, -1, opening, "target")
     for event in events:
         if isinstance(event, FinishedEvent):
-            event = dataclasses.replace(event, text=opening + event.text)
+            event = dataclasses.replace(event, text=opening + event.text,
+                                        call_text=opening + event.call_text if event.call_text else "")
         yield event
