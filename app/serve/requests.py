@@ -165,6 +165,7 @@ NOT_HONOURED: dict[str, tuple] = {
     "logit_bias": (None, {}), "prediction": (None,), "audio": (None,), "modalities": (None, ["text"]),
     "best_of": (None, 1), "n_probs": (None, 0), "typical_p": (None, 1, 1.0), "mirostat": (None, 0),
     "dry_multiplier": (None, 0, 0.0), "xtc_probability": (None, 0, 0.0), "grammar": (None, ""),
+    "tfs_z": (None, 1, 1.0), "top_n_sigma": (None, -1, -1.0), "dynatemp_range": (None, 0, 0.0),
 }
 # The most likeliest tokens a position's log-probabilities list (OpenAI's limit).
 MAX_TOP_LOGPROBS = 20
@@ -207,6 +208,9 @@ def common_fields(data: dict, limits: ApiLimits, defaults: GenerationConfig) -> 
     stream = data.get("stream", False)
     if not isinstance(stream, bool):
         raise BadRequest("\"stream\" must be true or false.")
+    ignore_eos = data.get("ignore_eos", False)  # llama-server's: write max_tokens whatever the model says
+    if not isinstance(ignore_eos, bool):
+        raise BadRequest("\"ignore_eos\" must be true or false.")
     options = data.get("stream_options") or {}
     if not isinstance(options, dict):
         raise BadRequest("\"stream_options\" must be an object.")
@@ -218,7 +222,7 @@ def common_fields(data: dict, limits: ApiLimits, defaults: GenerationConfig) -> 
         seed=seed, speculative=defaults.speculative, drafter=defaults.drafter, draft_max=defaults.draft_max,
         draft_p_min=defaults.draft_p_min, session=defaults.session, history=defaults.history,
         history_book=defaults.history_book, presence_penalty=presence, frequency_penalty=frequency,
-        repeat_penalty=repeat, **thinking_settings(data, defaults),
+        repeat_penalty=repeat, ignore_eos=ignore_eos, **thinking_settings(data, defaults),
     )
     return {"config": config, "stream": stream, "model": model, "stop": _stop(data.get("stop")),
             "timings_per_token": data.get("timings_per_token") is True,

@@ -95,7 +95,7 @@ def test_penalties_change_a_repetitive_completion(sdk):
     ("chat/completions", "logit_bias", {"1": 5}), ("chat/completions", "n", 2), ("completions", "n", 2),
     ("chat/completions", "top_logprobs", 2), ("chat/completions", "presence_penalty", 3),
     ("completions", "best_of", 3), ("completions", "logprobs", 99), ("chat/completions", "typical_p", 0.5),
-    ("chat/completions", "repeat_penalty", 0),
+    ("chat/completions", "repeat_penalty", 0), ("completions", "tfs_z", 0.9), ("chat/completions", "ignore_eos", "yes"),
 ])
 def test_what_is_not_honoured_is_refused_by_name(api, path, field, value):
     body = {"prompt": PROMPT} if path == "completions" else chat_body("hi")
