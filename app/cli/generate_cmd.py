@@ -302,7 +302,7 @@ def run(args: argparse.Namespace) -> int:
         print("error: the engine ended without finishing the reply", file=sys.stderr)
         return 1
     stats = finished.stats
-    content, calls = reply_calls(finished.text, tool_format, tools_json) if tools_json else (finished.text, [])
+    content, calls = reply_calls(finished.calls_text, tool_format, tools_json) if tools_json else (finished.text, [])
     if args.json:
         keys = ("tokens", "tokens_per_second", "ttft_s", "drafted", "accepted", "acceptance_rate",
                 "mean_accepted_run", "rounds", "stop_reason", "reasoning_tokens", "reasoning_drafted",
@@ -357,7 +357,7 @@ def _generate(args: argparse.Namespace, config, attachments: list[Attachment], h
             finished = result[0]
             if host is None or finished is None or finished.stats.stop_reason != "eos" or not config.tools:
                 return result
-            content, calls = reply_calls(finished.text, engine.tool_format, config.tools)
+            content, calls = reply_calls(finished.calls_text, engine.tool_format, config.tools)
             step = steps.run.next_step(calls)
             if step == "answer":
                 return result

@@ -23,10 +23,14 @@ IDLE_AFTER_S = 1.0
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "serve",
-        help="serve a model as a local OpenAI-compatible API (/v1/chat/completions), with each token's drafter",
-        description="Serve the target as an OpenAI-compatible API on this machine. Replies speculate with the draft "
-        "model (--draft) or n-gram lookup (--ngram), with the window's auto controller; without either, plain "
-        "decoding. Every streamed chunk names each token's drafter in its \"specchat\" field.",
+        help="serve a model as a local OpenAI-compatible API (/v1/chat/completions, /v1/completions), with each "
+        "token's drafter",
+        description="Serve the target as an OpenAI-compatible API on this machine: /v1/chat/completions (tools, "
+        "response_format, logprobs, penalties) and /v1/completions (raw prompts; fill-in-the-middle with "
+        "\"suffix\" on a model with FIM tokens). Replies and completions speculate with the draft model (--draft) "
+        "or n-gram lookup (--ngram), with the window's auto controller; without either, plain decoding. Every "
+        "streamed chunk names each token's drafter in its \"specchat\" field. A field the server does not honour "
+        "gets a 400 that names it (the README's API section lists them).",
     )
     add_model_arguments(p)
     p.add_argument("--host", default="127.0.0.1",

@@ -147,6 +147,15 @@ class GenerationConfig:
     reasoning_markers: tuple[str, ...] = ()
     # More template variables as the JSON text of an object (the API's chat_template_kwargs; "" for none).
     template_kwargs: str = ""
+    # Penalties on the target's logits for tokens the reply has already written (app.engine.local.sampling.Penalties):
+    # OpenAI's presence and frequency penalties (0: off) and llama.cpp's repeat penalty (1: off).
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    repeat_penalty: float = 1.0
+    # Report each written token's log-probability under the target's own distribution (TokenEvent.logprobs), with
+    # the `top_logprobs` likeliest tokens at its position.
+    logprobs: bool = False
+    top_logprobs: int = 0
 
     def __post_init__(self) -> None:
         if self.draft_max is not None:

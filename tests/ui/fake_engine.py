@@ -196,6 +196,15 @@ class FakeEngine:
             knobs = {**knobs, "reply": knobs["after_tool_reply"], "plain_reply": ""}
         return self._generate(config, cancel, request_id, knobs)
 
+    def completion_tokens(self, prompt: str | Sequence[int], suffix: Optional[str] = None) -> list[int]:
+        return list(prompt) if not isinstance(prompt, str) else [ord(c) for c in prompt]  # a character a token
+
+    def complete(self, prompt: str | Sequence[int], config: GenerationConfig = GenerationConfig(), *,
+                 cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator:
+        knobs = self._knobs()
+        self._log("complete", config=asdict(config))
+        return self._generate(config, cancel, request_id, knobs)
+
     def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel: Optional[CancelSignal] = None,
               request_id: int = 0) -> Iterator:
         return fitted_reply(self, messages, config, cancel=cancel, request_id=request_id)

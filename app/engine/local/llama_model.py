@@ -187,6 +187,14 @@ class LoadedModel:
         raw = self._llama.llama_vocab_get_text(self._vocab, token)
         return raw.decode("utf-8", errors="replace") if raw else ""
 
+    def fim_tokens(self) -> tuple[int, int, int] | None:
+        """The fill-in-the-middle markers (prefix, suffix, middle) llama.cpp found in the vocabulary (by the GGUF's
+        keys or the tokens' names, e.g. Qwen2.5-Coder's <|fim_prefix|>); None when the model has not all three."""
+        llama = self._llama
+        found = (llama.llama_vocab_fim_pre(self._vocab), llama.llama_vocab_fim_suf(self._vocab),
+                 llama.llama_vocab_fim_mid(self._vocab))
+        return found if all(0 <= t < self.n_vocab for t in found) else None
+
     def is_end_of_generation(self, token: int) -> bool:
         return bool(self._llama.llama_vocab_is_eog(self._vocab, token))
 
