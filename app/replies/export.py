@@ -134,7 +134,7 @@ def _thinking_block(reasoning: str) -> list[str]:
 
 def _call_block(call: ToolCallRecord) -> list[str]:
     """A tool call, folded to a line that says what happened; opened, its arguments and the result the model got."""
-    what = {"denied": "denied", "stopped": "stopped", "": "not run"}.get(
+    what = {"denied": "denied", "stopped": "stopped", "repeated": "asked again, not run", "": "not run"}.get(
         call.answer, f"{'failed' if call.is_error else 'returned'} in {call.seconds:.1f} s")
     server = f" ({_one_line(call.server)})" if call.server else ""
     result = call.result.replace("</details>", "&lt;/details&gt;")

@@ -13,8 +13,10 @@ from typing import Any, Literal, Optional, Sequence
 from app.store import _fields
 
 # once / always: the person allowed it (always: this tool, for the rest of the chat); denied: the model was sent a
-# refusal; stopped: Stop ended it before or while it ran; "": not answered yet.
-CallAnswer = Literal["", "once", "always", "denied", "stopped"]
+# refusal; stopped: Stop ended it before or while it ran; repeated: the same call with the same arguments was already
+# made for this question, so it did not run again and its reply is left out of what the model reads (the next reply
+# was asked without tools, to answer from the earlier result); "": not answered yet.
+CallAnswer = Literal["", "once", "always", "denied", "stopped", "repeated"]
 
 
 @dataclass(frozen=True)

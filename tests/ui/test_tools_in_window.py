@@ -81,6 +81,24 @@ def test_allow_runs_the_call_and_its_result_reaches_the_model(tool_window, qtbot
     assert window.conversation.prompt_messages("")[-2]["content"] == "Note monday: buy milk"
 
 
+def test_a_repeated_call_is_not_run_again_and_the_model_answers_from_the_first(tool_window, qtbot, fake_engine):
+    """Small models call the same tool again once its result is in: the repeat runs nothing, its reply is left out
+    of what the model reads (as `generate --mcp` does) and the next reply is asked without tools, so it answers."""
+    fake_engine.reply = fake_engine.after_tool_reply = _call("read_note", {"name": "monday"})
+    window, view = tool_window, tool_window.chat_view
+    reply_id = _ask(qtbot, window, "What does my monday note say?")
+    requests = len(fake_engine.requests)
+    _answer(qtbot, window, reply_id, "Allow once", "once")
+    qtbot.waitUntil(lambda: len(fake_engine.requests) == requests + 2 and not window.tools.turns.is_busy()
+                    and not window.conversation.is_busy(), timeout=DEADLINE_MS)
+    assert "read_note" in fake_engine.configs[-2]["tools"] and not fake_engine.configs[-1]["tools"]
+    # The last request holds the first call and its result only, and nothing was asked about twice.
+    last = fake_engine.requests[-1]
+    assert [m["content"] for m in last if m["role"] == "tool"] == ["Note monday: buy milk"]
+    assert last[-1]["role"] == "tool" and view.toPlainText().count("Allow once") == 0
+    assert "asked again: not run, the model answers from the earlier result" in view.toPlainText()
+
+
 def test_deny_sends_the_model_a_refusal_and_always_stops_asking(tool_window, qtbot, fake_engine):
     fake_engine.reply = _call("add", {"a": 2, "b": 3})
     fake_engine.after_tool_reply = "I was not allowed to add them."

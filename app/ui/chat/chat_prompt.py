@@ -16,7 +16,9 @@ def prompt_messages(store: ChatStore, chat_id: Optional[int], system_prompt: str
     A reply's thinking goes with it as `reasoning_content` (the name llama-server and the OpenAI-compatible servers
     use), never inside `content`: whether the model reads it again is its chat template's rule (most drop earlier
     turns' thinking; some keep the turns after the last question), which the engine applies. A reply that called
-    tools goes as the template wants it: the assistant's `tool_calls`, then a `tool` message with each result."""
+    tools goes as the template wants it: the assistant's `tool_calls`, then a `tool` message with each result; one
+    that only asked again for calls already made (their answer "repeated") is left out, as `generate --mcp` leaves
+    it out, so the model answers from the results it had rather than calling again."""
     messages = [{"role": "system", "content": system_prompt}] if system_prompt.strip() else []
     if chat_id is None:
         return messages
@@ -29,8 +31,11 @@ def prompt_messages(store: ChatStore, chat_id: Optional[int], system_prompt: str
             message = {"role": role, "content": content}
             if role == "assistant" and message_id in reasoning:
                 message["reasoning_content"] = reasoning[message_id]
-            if role == "assistant" and message_id in tool_calls:
-                turn = call_messages(content, tool_calls[message_id])
+            calls = tool_calls.get(message_id, ()) if role == "assistant" else ()
+            if calls and all(call.answer == "repeated" for call in calls):
+                pass  # a reply that only asked again is left out (above)
+            elif calls:
+                turn = call_messages(content, calls)
                 messages.append({**turn[0], **message, "tool_calls": turn[0]["tool_calls"]})
                 messages.extend(turn[1:])
             else:

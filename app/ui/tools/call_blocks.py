@@ -44,6 +44,8 @@ def outcome_words(call: ToolCallRecord, running: bool = False) -> str:
         return "denied: the model was told"
     if call.answer == "stopped":
         return "stopped"
+    if call.answer == "repeated":
+        return "asked again: not run, the model answers from the earlier result"
     if not call.answer:
         return "not run: the chat was left before it was answered"
     return f"{'failed' if call.is_error else 'returned'} in {call.seconds:.1f} s"

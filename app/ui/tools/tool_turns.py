@@ -25,7 +25,6 @@ from app.store.tool_calls import CallAnswer, ToolCallRecord
 from app.ui.tools.call_blocks import CallBlocks
 from app.ui.tools.servers import ToolServers
 
-REPEATED = "This call was already made with the same arguments; its result is above. Answer from it."
 
 
 class ToolTurns(QObject):
@@ -90,7 +89,11 @@ class ToolTurns(QObject):
             self._end()
             return
         if step == "repeated":
-            self._calls = [answered(record, "denied", ToolResult(REPEATED, is_error=True)) for record in records]
+            # The model asked again for what it already has: nothing runs again, the reply is left out of what the
+            # model reads (chat_prompt) and the next reply is asked without tools, to answer from the results it
+            # had, as `generate --mcp` does. A note sent as the result instead ("already made...") is what a small
+            # model then writes back as its answer; with the reply kept in, it writes the call again as text.
+            self._calls = [answered(record, "repeated", ToolResult("")) for record in records]
             self._without_tools = True
             self._save()
             self._continue()
@@ -237,3 +240,4 @@ def _result_of(future: concurrent.futures.Future) -> Optional[ToolResult]:
         return future.result()
     except Exception as exc:  # the host never raises into a Future, but a result must still come
         return ToolResult(f"The tool call failed: {exc}", is_error=True)
+
