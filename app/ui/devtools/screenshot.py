@@ -161,11 +161,15 @@ def _save(widget, out: str) -> None:
 def _save_settings_dialog(window, out: str, page: str) -> None:
     from PySide6.QtWidgets import QApplication
 
-    from app.ui.settings.dialog import AppSettingsDialog
+    from app.ui.engine_link.settings_answers import settings_linked
+    from app.ui.settings.dialog import LISTING_DEVICES, AppSettingsDialog
+    from app.ui.widgets import automation
 
     dialog = AppSettingsDialog(window.settings, window)
     dialog.pages.show_page(page)
     dialog.show()
+    with settings_linked(dialog, window.engine_process):  # the devices, as the engine process lists them
+        automation.wait_until(lambda: dialog.devices.text() != LISTING_DEVICES, 60, "the devices", window)
     QApplication.processEvents()
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     dialog.grab().save(out)

@@ -30,7 +30,7 @@ from app.common.units import format_bytes
 from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, MAX_DRAFT, THREADS_AUTO, default_threads
 from app.engine.local.kv_states.conversation_cache import memory_budget
 from app.engine.local.kv_states.saved_states import saved_states_line
-from app.engine.placement.devices import DeviceReport, list_devices
+from app.engine.placement.devices import DeviceReport
 from app.store import AppSettings, ChatSettings
 from app.ui.widgets.layouts import button_row
 from app.ui.settings.pages import SettingsPages, fitted_size, hint
@@ -41,6 +41,8 @@ from app.store.presets import Preset, read_presets, stored
 from app.store.presets import applied as presets_applied
 from app.ui.settings.thinking_group import TemplateSwitches, ThinkingGroup
 from app.ui.widgets.themes import THEME_CHOICES, THEME_LABELS
+
+LISTING_DEVICES = "Listing devices…"  # until the engine process answers (AppSettingsDialog.set_devices)
 
 
 class ChatSettingsDialog(QDialog):
@@ -259,9 +261,8 @@ class AppSettingsDialog(QDialog):
         form.addRow("GPU layers, model", self.target_gpu_layers)
         self.draft_gpu_layers = GpuLayersSpinBox(settings.draft_gpu_layers)
         form.addRow("GPU layers, draft", self.draft_gpu_layers)
-        report = devices if devices is not None else list_devices()
-        rpc = {True: "supported by this build", False: "not supported by this build", None: "unknown"}[report.rpc]
-        self.devices = QLabel("\n".join(report.lines() + [f"RPC (models on other machines): {rpc}"]))
+        # The engine process lists the devices (the window never loads llama.cpp): until it answers, set_devices.
+        self.devices = QLabel(LISTING_DEVICES)
         self.devices.setWordWrap(True)
         self.devices.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.pages.add_page("Loading and devices", form, hint("Changing these reloads the models."),
@@ -270,12 +271,14 @@ class AppSettingsDialog(QDialog):
         self.presets_page = PresetsPage(read_presets(settings.presets)[0])
         self.pages.add_page("Presets", self.presets_page)
 
-        self.remote = RemoteSettingsSection(settings.servers, settings.rpc_workers, self, rpc_supported=report.rpc)
+        self.remote = RemoteSettingsSection(settings.servers, settings.rpc_workers, self)
         self.pages.add_page("Servers and RPC", self.remote)
 
         self.api_page = ApiServerPage(ApiServerChoice(settings.api_server, settings.api_host, settings.api_port,
                                                       saved_key(), settings.api_own_history))
         self.api_page.set_state(api_state)
+        if devices is not None:
+            self.set_devices(devices)
         self.pages.add_page("API server", self.api_page)
 
         self.theme = QComboBox()
@@ -311,6 +314,12 @@ class AppSettingsDialog(QDialog):
         layout.addWidget(buttons)
         screen = (parent.screen() if parent is not None else None) or QGuiApplication.primaryScreen()
         self.resize(fitted_size(screen.availableGeometry().size()))
+
+    def set_devices(self, report: DeviceReport) -> None:
+        """Show the engine process's answer to "which devices?" (EngineProcess.sig_devices_listed)."""
+        rpc = {True: "supported by this build", False: "not supported by this build", None: "unknown"}[report.rpc]
+        self.devices.setText("\n".join(report.lines() + [f"RPC (models on other machines): {rpc}"]))
+        self.remote.set_rpc_supported(report.rpc)
 
     def _accept(self) -> None:
         problem = self.remote.save_keys()

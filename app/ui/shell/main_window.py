@@ -15,8 +15,6 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QDialog, QMainWindow, QStackedWidget
 
 from app.engine.config import GenerationConfig, LoadSettings
-from app.engine.local.kv_states.saved_states import forget_saved_states
-from app.engine.speculation.history_file import HistoryFile
 from app.engine.targets import Target, target_from_key
 from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
 from app.store import model_defaults
@@ -39,6 +37,7 @@ from app.ui.shell.empty_state import EmptyLibraryPage
 from app.ui.shell.message_commands import MessageCommands
 from app.ui.engine_link import api_server
 from app.ui.engine_link.engine_process import EngineProcess
+from app.ui.engine_link.settings_answers import settings_linked
 from app.ui.models.library_controller import LibraryController
 from app.ui.models.library_model import DraftListModel, LibraryModel
 from app.ui.models.model_bar import ModelBar
@@ -228,8 +227,11 @@ class MainWindow(QMainWindow):
             self.show_error(str(exc))
 
     def open_app_settings(self) -> None:
-        dialog = AppSettingsDialog(self.settings, self, api_state=self.api_server.state_text())
-        if dialog.exec() == QDialog.DialogCode.Accepted:
+        dialog = AppSettingsDialog(self.settings, self, devices=self.engine_process.devices,
+                                   api_state=self.api_server.state_text())
+        with settings_linked(dialog, self.engine_process):
+            accepted = dialog.exec() == QDialog.DialogCode.Accepted
+        if accepted:
             self.apply_app_settings(dialog.settings())
             try:
                 if dialog.api_page.choice() != self.api_server.choice():
@@ -387,8 +389,7 @@ class MainWindow(QMainWindow):
         except StoreError as exc:
             self.show_error(str(exc))
             return
-        HistoryFile().forget(chat_session(chat_id))  # its text leaves the history drafter's file too
-        forget_saved_states(chat_session(chat_id))  # and its KV cache saved on disk
+        self.engine_process.forget_chat(chat_session(chat_id))  # its history text and saved KV states, there
         if chat_id == self.conversation.chat_id:
             self.new_chat()
         self.chat_list.remove(chat_id)
