@@ -138,7 +138,7 @@ class EngineAlone:
     def __init__(self, target: Path, draft: Optional[Path], load):
         from app.engine.local.engine import SpecEngine
 
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-engine")
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="SpecChat bench engine")
         self._cancel = threading.Event()  # set when a request overruns, so close() need not wait for it
         self.engine = self._call(SpecEngine, load)
         self._call(self.engine.load_target, target)

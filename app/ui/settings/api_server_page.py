@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QFormLayout
 
 from app.common.units import format_bytes
 from app.serve.key_store import key_problem
-from app.serve.requests import is_loopback
+from app.common.http_client import is_loopback_host
 
 EXPLANATION = (
     "Editors and coding agents (Continue, Aider, Cline, …) and any OpenAI client can use the models loaded here, "
@@ -130,7 +130,7 @@ class ApiServerPage(QWidget):
         choice = self.choice()
         shown = f"[{choice.host}]" if ":" in choice.host else choice.host
         self.base_url.setText(f"Base URL for clients: http://{shown}:{choice.port}/v1")
-        open_to_others = choice.enabled and not is_loopback(choice.host)
+        open_to_others = choice.enabled and not is_loopback_host(choice.host)
         self.warning.setText(
             ("Other machines can reach this address" + ("." if choice.api_key else "; set an API key."))
             if open_to_others else "")
