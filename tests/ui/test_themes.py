@@ -139,8 +139,7 @@ def test_switching_theme_in_settings_redraws_the_open_chat_live(make_window, qtb
     assert load_settings().theme == "dark"  # remembered
 
     window.apply_app_settings(dataclasses.replace(window.settings, theme="light"))
-    qtbot.wait(50)
-    assert _count(window.grab().toImage(), LIGHT.code_background) > 500
+    qtbot.waitUntil(lambda: _count(window.grab().toImage(), LIGHT.code_background) > 500, timeout=5000)
 
 
 def test_a_switch_while_a_reply_streams_waits_for_it_to_end(make_window, qtbot, fake_engine, model_folder,
