@@ -19,8 +19,10 @@ from app.platform import paths
 from app.engine.gguf.compat import check_pair
 from app.engine.gguf.compat_cache import CompatCache, default_cache, file_key
 from app.engine.errors import ModelFileError
+from app.engine.config import KvType
 from app.engine.targets import LocalModel, ServerModel, Target
 from app.engine.gguf.info import inspect_gguf
+from app.engine.gguf.memory import MemoryCost, kv_values_per_token, memory_cost
 from app.common.units import format_bytes, format_parameter_count
 
 
@@ -48,11 +50,20 @@ class ModelEntry:
     thinking_switch: bool = False
     effort_switch: bool = False
     server: Optional[ServerModel] = None  # a server's model (then `path` is its key), None for a file
+    # Key and value elements per token of context, all layers (app.engine.gguf.memory): 0 when not known.
+    kv_values: int = 0
 
     @property
     def target(self) -> Target:
         """What loading this row asks the engine for."""
         return self.server if self.server is not None else LocalModel(Path(self.path))
+
+    def memory(self, n_ctx: int, kv_type: KvType = "f16") -> Optional[MemoryCost]:
+        """What this file takes once loaded at that context and KV-cache type; None when that cannot be told (a
+        server's model, a file whose header could not be read)."""
+        if self.server is not None or not self.usable or not self.kv_values:
+            return None
+        return memory_cost(self.file_size, self.kv_values, n_ctx, kv_type, self.context_length)
 
     @property
     def file_name(self) -> str:
@@ -178,6 +189,7 @@ def inspect_entry(path: Path, folder: LibraryFolder | None = None) -> ModelEntry
         has_chat_template=info.chat_template is not None,
         thinking_switch="enable_thinking" in (info.chat_template or ""),
         effort_switch="reasoning_effort" in (info.chat_template or ""),
+        kv_values=sum(kv_values_per_token(info.metadata)),
         usable=info.usable,
         problem=_without_path(info.problem or "", path),
     )

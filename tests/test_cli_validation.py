@@ -93,6 +93,10 @@ def test_bench_refuses_a_malformed_target(malformed):
     (["--min-p", "inf"], "--min-p must be a number from 0 to 1"),
     (["--ctx", "0"], "--ctx must be at least 1"),
     (["--threads", "0"], "--threads must be from 1 to 512"),
+    (["--batch", "-1"], "--batch must be 0 (Auto) or more"),
+    (["--kv-type", "q8_0", "--flash-attn", "off"],
+     "A q8_0 KV cache needs flash attention: llama.cpp cannot read a quantized cache without it. Turn flash "
+     "attention on (or Auto), or keep the cache at f16."),
     (["--draft-max", "64"], "--draft-max must be a number from 0 to 63, or 'auto'"),
     (["--draft-max", "-1"], "--draft-max must be a number from 0 to 63, or 'auto'"),
 ])

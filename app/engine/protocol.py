@@ -74,6 +74,14 @@ class ChatEngine(Protocol):
              cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator[EngineEvent]:
         """The reply to exactly `messages` (no fitting): what reply() calls once the prompt fits."""
 
+    def completion_tokens(self, prompt: str | Sequence[int], suffix: Optional[str] = None) -> list[int]:
+        """A raw completion's prompt as tokens (fill-in-the-middle with a `suffix`). Raises PromptFormatError where
+        the engine cannot build it (a suffix on a model without FIM tokens, a server's model)."""
+
+    def complete(self, prompt: str | Sequence[int], config: GenerationConfig = ..., *,
+                 cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator[EngineEvent]:
+        """Continue raw text, or completion_tokens' tokens, with no chat template (the API's /v1/completions)."""
+
     def reply(self, messages: Sequence[Message], config: GenerationConfig, *,
               cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator[EngineEvent]:
         """The one way to ask for a reply: a ContextEvent, a NoticeEvent if there is something to say, then the

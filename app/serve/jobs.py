@@ -23,7 +23,7 @@ from app.engine.events import FinishedEvent, NoticeEvent
 from app.engine.protocol import ChatEngine
 from app.engine.targets import ServerModel, Target
 from app.engine.tools.calls import ToolFormat
-from app.serve.requests import ChatRequest
+from app.serve.completions.requests import ApiRequest, CompletionRequest
 
 STOPPED = "The reply was stopped in the SpecChat window."
 NO_MODEL = "No model is loaded; load one in SpecChat (or start `specchat-cli serve --target MODEL.gguf`)."
@@ -88,7 +88,7 @@ class AnyCancel:
 class ServeJob:
     """One request in line. `sink` takes each outcome record on the engine's thread and must not block."""
 
-    request: ChatRequest
+    request: ApiRequest
     sink: Callable[[object], None]
     cancel: threading.Event = field(default_factory=threading.Event)  # the client went away: nothing more
     # The client has what it wants (a stop string came): generation stops, and its FinishedEvent still comes,
@@ -176,18 +176,29 @@ def run_job(engine: Optional[ChatEngine], job: ServeJob, stopped=None) -> Option
         if engine is None or engine.loaded_target is None:
             job.sink(JobFailed(503, NO_MODEL))
             return None
-        messages = list(job.request.messages)
-        if len(messages) > engine.n_ctx:  # every message takes a token at least: no need to format them to know
-            job.sink(JobFailed(400, f"The request holds {len(messages)} messages; the loaded context of "
-                                    f"{engine.n_ctx} tokens cannot hold that many."))
-            return None
-        prompt_tokens = engine.count_tokens(messages)
+        request = job.request
+        if isinstance(request, CompletionRequest):
+            tokens = engine.completion_tokens(request.prompt, request.suffix)
+            prompt_tokens, what = len(tokens), "prompt"
+        else:
+            messages = list(request.messages)
+            if len(messages) > engine.n_ctx:  # every message takes a token at least: no need to format them
+                job.sink(JobFailed(400, f"The request holds {len(messages)} messages; the loaded context of "
+                                        f"{engine.n_ctx} tokens cannot hold that many."))
+                return None
+            prompt_tokens, what = engine.count_tokens(messages), "messages"
         if prompt_tokens >= engine.n_ctx:
-            job.sink(JobFailed(400, f"The messages take {prompt_tokens} tokens; the loaded context holds "
+            job.sink(JobFailed(400, f"The {what} take {prompt_tokens} tokens; the loaded context holds "
                                     f"{engine.n_ctx}."))
             return None
+        # Asked before JobStarted: what an engine refuses when asked (a server's model and logprobs) is a 400 with
+        # its status line, streamed or not.
+        if isinstance(request, CompletionRequest):
+            events = engine.complete(tokens, request.config, cancel=cancel, request_id=job.serial)
+        else:
+            events = engine.chat(messages, request.config, cancel=cancel, request_id=job.serial)
         job.sink(JobStarted(model_id(engine.loaded_target), prompt_tokens, engine.tool_format))
-        for event in engine.chat(messages, job.request.config, cancel=cancel, request_id=job.serial):
+        for event in events:
             if gone.is_set():
                 break
             if isinstance(event, FinishedEvent):

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from app.engine.config import GenerationConfig
+from app.engine.errors import PromptFormatError
 from app.engine.events import FinishedEvent
 from app.engine.remote.engine import RemoteEngine
 from app.engine.targets import ServerModel
@@ -53,3 +56,18 @@ def test_tools_go_to_the_server_and_its_calls_come_back():
     assert content == ""
     assert [(c.name, json.loads(c.arguments)) for c in calls] == [("get_weather", {"city": "Paris"}),
                                                                    ("get_weather", {"city": "Oslo"})]
+
+
+def test_penalties_go_to_the_server_and_what_it_cannot_give_is_refused():
+    with FakeServer(Script(chunks=[content_chunk("hi", finish="stop")])) as server:
+        engine = RemoteEngine(api_key_for=lambda url: None)
+        engine.load_target(ServerModel.at(server.url, "fake-model"))
+        list(engine.chat([{"role": "user", "content": "hi"}],
+                         GenerationConfig(max_tokens=8, presence_penalty=0.5, frequency_penalty=-0.5)))
+        body = server.requests[-1]
+        with pytest.raises(PromptFormatError, match="local GGUF"):
+            engine.chat([{"role": "user", "content": "hi"}], GenerationConfig(logprobs=True))
+        with pytest.raises(PromptFormatError, match="/v1/completions"):
+            engine.completion_tokens("def f():", "\n")
+    assert body["presence_penalty"] == 0.5 and body["frequency_penalty"] == -0.5
+    assert "repeat_penalty" not in body  # off: not sent, so a server that does not know it is not troubled

@@ -54,3 +54,15 @@ def test_opening_a_chat_with_another_model_asks_first_and_keeps_the_apis_model(m
     qtbot.waitUntil(lambda: window.models_ready() and window.session.target_key() == other, timeout=20000)
     qtbot.waitUntil(lambda: "answers with tiny-draft-identical" in control.indicator.text(), timeout=10000)
     assert header.question.isHidden()
+
+
+def test_a_new_chats_header_names_the_draft_the_bar_shows(make_window, qtbot, fake_engine, model_folder,
+                                                           tiny_models):
+    from app.ui.models.library_model import NGRAM_KEY
+
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft.name)
+    assert window.conversation.chat_id is None
+    assert window.chat_header.header.summary.text() == "tiny-target · speculative, drafts by tiny-draft"
+    window.choose_draft(NGRAM_KEY)
+    qtbot.waitUntil(lambda: "n-gram" in window.chat_header.header.summary.text(), timeout=5000)

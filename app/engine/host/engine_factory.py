@@ -149,6 +149,13 @@ class DispatchingEngine:
              cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator[EngineEvent]:
         return self.active.chat(messages, config, cancel=cancel, request_id=request_id)
 
+    def completion_tokens(self, prompt: str | Sequence[int], suffix: Optional[str] = None) -> list[int]:
+        return self.active.completion_tokens(prompt, suffix)
+
+    def complete(self, prompt: str | Sequence[int], config: GenerationConfig = GenerationConfig(), *,
+                 cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator[EngineEvent]:
+        return self.active.complete(prompt, config, cancel=cancel, request_id=request_id)
+
     def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel: Optional[CancelSignal] = None,
               request_id: int = 0) -> Iterator[EngineEvent]:
         return fitted_reply(self, messages, config, cancel=cancel, request_id=request_id)

@@ -32,6 +32,7 @@ from app.engine.host.wire import (
     ModelsLoaded, Reply, ReplyEnded, ReplyFailed, ServeApi, Shutdown, WorkerReady,
 )
 from app.engine.protocol import ChatEngine
+from app.engine.tools.stream import with_tool_calls
 
 STREAM_BATCH_S = 0.05
 # Background work waits this long after the last request, so a reply and the next message typed soon after it
@@ -257,8 +258,11 @@ class _WorkerLoop:
             if engine is None or engine.loaded_target is None:
                 self._send(ReplyFailed(request_id, "No model is loaded. Choose a model above."))
                 return
-            self._stream(engine.reply(list(request.messages), request.config, cancel=cancel, request_id=request_id),
-                         cancel)
+            events: Iterable[object] = engine.reply(list(request.messages), request.config, cancel=cancel,
+                                                    request_id=request_id)
+            if request.config.tools:  # the window runs the calls: they cross as records, not as text
+                events = with_tool_calls(events, engine.tool_format, request.config.tools)
+            self._stream(events, cancel)
         except EngineError as exc:
             if not cancel.is_set():
                 self._send(ReplyFailed(request_id, str(exc)))

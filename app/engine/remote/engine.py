@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence
 
 from app.engine.config import GenerationConfig, LoadSettings
-from app.engine.errors import EngineError
+from app.engine.errors import EngineError, PromptFormatError
 from app.engine.events import (
     DraftSource,
     EngineEvent,
@@ -186,6 +186,9 @@ class RemoteEngine:
         }
         if config.seed is not None:
             body["seed"] = config.seed
+        for name, off in (("presence_penalty", 0.0), ("frequency_penalty", 0.0), ("repeat_penalty", 1.0)):
+            if getattr(config, name) != off:
+                body[name] = getattr(config, name)  # repeat_penalty: llama-server's own field
         if config.tools:
             body["tools"] = json.loads(config.tools)
             if config.tool_choice:
@@ -224,6 +227,9 @@ class RemoteEngine:
              request_id: int = 0) -> Iterator[EngineEvent]:
         if self._target is None:
             raise EngineError("No model is loaded. Choose a model above.")
+        if config.logprobs:
+            raise PromptFormatError("Log-probabilities come from a local GGUF model only; this model runs on "
+                                    "another server.")
         body = self.request_body(messages, config)
         # A server with no reasoning parser (llama-server --reasoning-format none, a plain proxy) sends
         # `<think>...</think>` inside `content`: the splitter tells those tokens apart as the local engine's does,
@@ -232,6 +238,15 @@ class RemoteEngine:
         if config.reasoning_format == "none":
             return events
         return _thinking_told(events, ReplySplitter(markers_for(None, config.reasoning_markers), ids=False))
+
+    def completion_tokens(self, prompt: str | Sequence[int], suffix: Optional[str] = None) -> list[int]:
+        raise PromptFormatError("Raw completions (/v1/completions) run on a local GGUF model only; this model runs "
+                                "on another server: ask that server directly.")
+
+    def complete(self, prompt: str | Sequence[int], config: GenerationConfig = GenerationConfig(), *, cancel=None,
+                 request_id: int = 0) -> Iterator[EngineEvent]:
+        self.completion_tokens(prompt)
+        return iter(())
 
     def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel=None,
               request_id: int = 0) -> Iterator[EngineEvent]:

@@ -33,6 +33,16 @@ class LibraryController(QObject):
     """(folders): the user added a model folder; the app settings should hold this list."""
     sig_error = Signal(str)
     """Something about the library the user should read."""
+    sig_load_requested = Signal(str)
+    """(path): the library's Load: this file as the target."""
+    sig_settings_requested = Signal(str)
+    """(path): the library's Model settings for this file."""
+    sig_forget_requested = Signal(str)
+    """(path): the library's Forget: off the list, the file kept."""
+    sig_delete_requested = Signal(str)
+    """(path): the library's Delete file (to be asked first)."""
+    sig_show_forgotten = Signal()
+    """The library's Show forgotten: list the forgotten files again."""
 
     def __init__(self, model: LibraryModel, bar: ModelBar, settings: Callable[[], AppSettings],
                  window: QWidget):
@@ -44,7 +54,7 @@ class LibraryController(QObject):
         self.thread = LibraryThread(self)
         self._scan_id = 0
         self._scanned_id = 0
-        self._pending_pair: Optional[tuple[str, str]] = None
+        self._pending_pair: Optional[tuple[str, Optional[str]]] = None
         self._library_dialog: Optional[LibraryDialog] = None
         self._get_models_dialog: Optional[QDialog] = None
         self.get_models_panel = None
@@ -73,7 +83,7 @@ class LibraryController(QObject):
         """A scan has finished and found nothing usable."""
         return self.scanned_once() and not self.model.usable_entries()
 
-    def take_pending_pair(self) -> Optional[tuple[str, str]]:
+    def take_pending_pair(self) -> Optional[tuple[str, Optional[str]]]:
         """The (target, draft) a finished download asked to select, once; None if there is none."""
         pair, self._pending_pair = self._pending_pair, None
         return pair
@@ -82,7 +92,8 @@ class LibraryController(QObject):
         if request_id != self._scan_id:
             return
         self._scanned_id = request_id
-        self.model.set_entries(with_crash_verdicts(entries))
+        forgotten = set(self._settings().forgotten_models)
+        self.model.set_entries(with_crash_verdicts([e for e in entries if e.path not in forgotten]))
         usable = self.model.usable_entries()
         self.bar.set_target_placeholder("Choose a model" if usable else "No models found")
         self.sig_scanned.emit(len(entries))
@@ -127,9 +138,23 @@ class LibraryController(QObject):
             self._library_dialog = LibraryDialog(self.model, folders, self._window)
             self._library_dialog.sig_rescan.connect(self.rescan)
             self._library_dialog.sig_add_folder.connect(self.add_folder)
+            self._library_dialog.sig_load.connect(self.sig_load_requested)
+            self._library_dialog.sig_model_settings.connect(self.sig_settings_requested)
+            self._library_dialog.sig_forget.connect(self.sig_forget_requested)
+            self._library_dialog.sig_delete.connect(self.sig_delete_requested)
+            self._library_dialog.sig_show_forgotten.connect(self.sig_show_forgotten)
         self._library_dialog.set_folders_text(folders)
         self._library_dialog.show()
         self._library_dialog.raise_()
+
+    @property
+    def library_dialog(self) -> Optional[LibraryDialog]:
+        """The library window once opened (None before)."""
+        return self._library_dialog
+
+    def drop(self, path: str) -> None:
+        """Take a file off the list now (a forgotten or deleted one), without scanning."""
+        self.model.set_entries([entry for entry in self.model.entries() if entry.path != path])
 
     def open_get_models(self) -> None:
         """The download panel in its own window; it stays alive when closed, so downloads keep going."""
@@ -149,13 +174,15 @@ class LibraryController(QObject):
             layout.addWidget(self.get_models_panel)
             self.get_models_panel.sig_models_downloaded.connect(self.rescan)
             self.get_models_panel.sig_pair_downloaded.connect(self._on_pair_downloaded)
+            self.get_models_panel.sig_load_model.connect(self._on_pair_downloaded)  # there already: load it
             self._get_models_dialog = dialog
         self._get_models_dialog.show()
         self._get_models_dialog.raise_()
 
     def _on_pair_downloaded(self, target: str, draft: str) -> None:
-        """A recommended pair landed: select both once the library has been scanned again."""
-        self._pending_pair = (target, draft)
+        """A recommended pair landed, or Get models was asked to load files it holds already: select them once
+        the library has been scanned again (draft "": the target alone)."""
+        self._pending_pair = (target, draft or None)
         self.rescan()
 
     def shutdown(self) -> None:

@@ -197,11 +197,17 @@ class ModelSession(QObject):
 
     # ----- loading
 
-    def set_load_settings(self, load_settings: LoadSettings) -> None:
-        """New context size, threads or GPU layers: loaded again when they differ."""
+    def load_settings_differ(self, load_settings: LoadSettings) -> bool:
+        """Whether these settings would load the chosen target differently from how it is loaded or asked for."""
+        return load_settings != self._load_settings
+
+    def set_load_settings(self, load_settings: LoadSettings, reload: bool = True) -> None:
+        """New app-wide load settings (context size, threads, GPU layers, batch, KV cache...): the target is loaded
+        again with them when they differ and `reload`; otherwise they apply at the next load."""
         if load_settings != self._load_settings:
             self._load_settings = load_settings
-            self.request_load()
+            if reload:
+                self.request_load()
 
     def request_load(self) -> None:
         if self.target is None:

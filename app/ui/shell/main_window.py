@@ -9,19 +9,19 @@ settings) and Conversation (one chat's turns and the replies streaming into it).
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Optional
+from typing import Callable, Optional, cast
 
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QDialog, QMainWindow, QStackedWidget
 
-from app.engine.config import GenerationConfig, LoadSettings
+from app.engine.config import FlashAttn, GenerationConfig, KvType, LoadSettings
 from app.engine.targets import Target, target_from_key
 from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
 from app.store import model_defaults
 from app.ui.chat import chat_exporter
 from app.ui.chat import compare_plain, file_drop
 from app.ui.inspector import controller as inspector_controller
-from app.ui.models import server_models
+from app.ui.models import model_actions, server_models
 from app.ui.chat import chat_format_choice, chat_header, speculate_anyway
 from app.ui.settings import chat_presets
 from app.ui.shell import versions
@@ -44,6 +44,7 @@ from app.ui.models.library_model import DraftListModel, LibraryModel
 from app.ui.models.model_bar import ModelBar
 from app.ui.models.model_session import ModelSession
 from app.ui.settings.dialog import AppSettingsDialog
+from app.ui.tools.window_tools import WindowTools
 from app.ui.shell.window_geometry import restore_geometry, save_geometry
 from app.ui.widgets.layouts import column, padded, sidebar_split
 from app.ui.shell.window_widgets import ErrorBanner, LegendRow, StatusFooter, confirm_destructive
@@ -65,6 +66,8 @@ class MainWindow(QMainWindow):
         self._closed = False
 
         self.library = LibraryModel(self)
+        self.library.set_memory_settings(self.settings.context_size, cast(KvType, self.settings.kv_cache_type),
+                                         self.settings.model_defaults)
         self.drafts = DraftListModel(self)
         self.drafts.set_no_target()
         self.chat_list = ChatListModel(self)
@@ -86,13 +89,19 @@ class MainWindow(QMainWindow):
         self.plain_compare = compare_plain.attach(self)  # Compare with plain on replies
         self.speculate_anyway = speculate_anyway.attach(self)  # the status line's offer to draft where paused
         self.chat_header = chat_header.attach(self)  # the chat's model; asks before a chat swaps the loaded one
+        self.chat_list.model_name = self.chat_header.model_name  # the chat rows' second line names it so
         self.chat_format = chat_format_choice.attach(self)  # how a model without a chat template is prompted
+        self.model_actions = model_actions.attach(self)  # the library's Load, Model settings, Forget, Delete
         self.versions = versions.attach(self)  # "‹ 2/3 ›": the versions Regenerate and Edit keep
         chat_presets.attach(self)  # the chat settings' presets, shown on the switches when chosen
+        # MCP tools: the chosen mcp.json's servers, a reply's calls asked about and run (app.ui.tools)
+        self.tools = WindowTools(self.conversation, self.chat_settings, self.settings.mcp_file, self.composer.set_busy,
+                                 self.show_error, self)
         restore_geometry(self, self.splitter)
         self._refresh_chat_list()
         last = self.store.get_chat(self.settings.last_chat_id) if self.settings.last_chat_id is not None else None
         self._show_chat(last.id if last else None, last.settings if last else self.chat_settings.current())
+        self.composer.setFocus()  # where a person starts typing (else focus, now visible, sat on "New chat")
         if self.settings.load_warning:
             self.show_error(self.settings.load_warning)
         if scan_on_start:
@@ -219,7 +228,25 @@ class MainWindow(QMainWindow):
         s = s or self.settings
         return LoadSettings(n_ctx=s.context_size, n_threads=s.threads, target_gpu_layers=s.target_gpu_layers,
                             draft_gpu_layers=s.draft_gpu_layers, rpc_servers=tuple(s.rpc_workers),
-                            kept_states_mib=s.kept_conversations_mib)
+                            kept_states_mib=s.kept_conversations_mib, n_batch=s.batch_size,
+                            flash_attn=cast(FlashAttn, s.flash_attention),
+                            kv_type=cast(KvType, s.kv_cache_type), mmap=s.use_mmap, mlock=s.use_mlock)
+
+    def session_load_settings(self) -> LoadSettings:
+        """What the chosen target loads with: the app's load settings under its own (app.store.model_defaults)."""
+        return model_defaults.with_load_defaults(self._load_settings(), self.session.defaults_for(self.session.target_key()))
+
+    def apply_load_settings(self) -> None:
+        """The settings models load with, after a change: the loaded model is loaded again only when the person
+        says so (a reply being written finishes first: the engine takes requests in order); otherwise they apply at
+        the next load."""
+        load = self._load_settings()
+        if not self.session.load_settings_differ(load):
+            return
+        reload = bool(self.session.loaded_target()) and self.confirm(
+            "Reload the model?", "The model's load settings changed. Loading it again with them takes a moment; "
+            "a reply being written finishes first. Not now: they apply the next time a model loads.", "Reload now")
+        self.session.set_load_settings(load, reload=reload)
 
     def save_app_settings(self) -> None:
         try:
@@ -228,12 +255,16 @@ class MainWindow(QMainWindow):
             self.show_error(str(exc))
 
     def open_app_settings(self) -> None:
+        tools_page = self.tools.settings_page()
         dialog = AppSettingsDialog(self.settings, self, devices=self.engine_process.devices,
-                                   api_state=self.api_server.state_text())
+                                   api_state=self.api_server.state_text(), tools_page=tools_page,
+                                   memory_line=lambda ctx, kv: self.model_actions.memory_line(self.session.target_key(),
+                                                                                               ctx, kv, app_wide=True))
         with settings_linked(dialog, self.engine_process):
             accepted = dialog.exec() == QDialog.DialogCode.Accepted
         if accepted:
             self.apply_app_settings(dialog.settings())
+            self.tools.apply_page(tools_page)
             try:
                 if dialog.api_page.choice() != self.api_server.choice():
                     self.api_server.set_choice(dialog.api_page.choice())
@@ -246,7 +277,8 @@ class MainWindow(QMainWindow):
         self.save_app_settings()
         if (old.model_folders, old.scan_hf_cache) != (new.model_folders, new.scan_hf_cache):
             self.library_ctl.rescan()
-        self.session.set_load_settings(self._load_settings())
+        self.apply_load_settings()
+        self.library.set_memory_settings(new.context_size, cast(KvType, new.kv_cache_type), new.model_defaults)
         if old.servers != new.servers:
             self.server_models.refresh(new.servers)
         self.appearance.set_choice(new.theme)
@@ -450,6 +482,7 @@ class MainWindow(QMainWindow):
             self.save_app_settings()
         self.appearance.detach()
         self.conversation.close()
+        self.tools.close()
         self.library_ctl.shutdown()
         self.engine_process.stop()
         self.chat_lists.close()

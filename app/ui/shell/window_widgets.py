@@ -104,7 +104,7 @@ class LegendRow(QWidget):
         switch = ToggleSwitch()
         switch.setChecked(checked)
         switch.setToolTip(tooltip)
-        switch.setFixedSize(30, 16)
+        switch.setFixedSize(34, 20)  # a 28x14 pill and its focus ring
         text = QLabel(label)
         text.setObjectName("StatusLine")
         text.setToolTip(tooltip)
