@@ -20,6 +20,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import cast
 
 from app.engine.events import GenerationStats
 from app.engine.targets import LocalModel, ServerModel, Target
@@ -94,7 +95,7 @@ def main(argv=None) -> int:
     servers = [args.server] if args.server else []
     save_settings(AppSettings(model_folders=[str(models)], scan_hf_cache=False, context_size=4096, servers=servers,
                               theme=args.theme))
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app = cast(QApplication, QApplication.instance()) or QApplication(sys.argv[:1])
     app.setApplicationName("SpecChat")
     apply_style(app)
     window = MainWindow()
@@ -120,6 +121,8 @@ def main(argv=None) -> int:
             _save(window, args.before_out)
         message_id = automation.send_and_wait(window, CODE_EDIT_PROMPT if args.code_edit else args.prompt)
         message = window.store.get_message(message_id)
+        if message is None:
+            raise RuntimeError("the reply was not stored")
         stats = message.stats or GenerationStats()
         print(f"reply: {stats.tokens} tokens, {stats.tokens_per_second:.1f} tok/s, "
               f"{100 * stats.acceptance_rate:.0f}% accepted")

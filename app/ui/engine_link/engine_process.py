@@ -14,6 +14,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
@@ -106,8 +108,8 @@ class EngineProcess(QObject):
         self._context = multiprocessing.get_context("spawn")
         self._cancelled_up_to = self._context.RawValue("q", 0)
         self._api_stopped_up_to = self._context.RawValue("q", 0)  # the API's requests' Stop (request_api)
-        self._process = None
-        self._conn = None
+        self._process: Optional[BaseProcess] = None
+        self._conn: Optional[Connection] = None
         self._reader: Optional[threading.Thread] = None
         self._incarnation = 0
         self._closing = False
@@ -180,7 +182,7 @@ class EngineProcess(QObject):
         self._stuck_timers.clear()
         process, conn = self._process, self._conn
         self._process = self._conn = None
-        if process is None:
+        if process is None or conn is None:
             return True
         self._cancelled_up_to.value = 2**62  # whatever it is generating stops at the next round
         self._api_stopped_up_to.value = 2**62  # an API request too
@@ -267,9 +269,11 @@ class EngineProcess(QObject):
 
     def _send(self, message: Request) -> None:
         self._ensure_started()
+        if self._conn is None:
+            return  # the window is closing: nothing more is sent
         try:
             self._conn.send(message)
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError):
             pass  # the reader thread reports the death; the request is failed there
 
     def request_load(self, request_id: int, target: Optional[Target], draft: Optional[Path],

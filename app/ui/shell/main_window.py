@@ -80,7 +80,7 @@ class MainWindow(QMainWindow):
         self.chat_settings = ChatSettingsBinding(self.store, self.conversation, self, self.model_thinking)
         self.library_ctl = LibraryController(self.library, self.model_bar, lambda: self.settings, self)
         self.session = ModelSession(self.library, self.drafts, self.model_bar, self.engine_process,
-                                    self.library_ctl.thread, self._load_settings(), self.settings.last_draft, self)
+                                    self.library_ctl.scanner, self._load_settings(), self.settings.last_draft, self)
 
         self.session.defaults_for = lambda path: model_defaults.for_model(self.settings.model_defaults, path)
         self._build_ui()
@@ -131,7 +131,8 @@ class MainWindow(QMainWindow):
 
         self.empty_page = EmptyLibraryPage()
         self.pages = QStackedWidget()
-        self.pages.addWidget(column((self.chat_view, 1), self.legend_row, self.composer, self.footer))
+        self.chat_page = column((self.chat_view, 1), self.legend_row, self.composer, self.footer)
+        self.pages.addWidget(self.chat_page)
         self.pages.addWidget(self.empty_page)
         main = column(self.model_bar, padded(self.error_banner, 16, 8, 16, 0), (self.pages, 1))
 
@@ -323,7 +324,7 @@ class MainWindow(QMainWindow):
 
     def _update_page(self) -> None:
         show_empty = self.library_ctl.has_no_models() and self.conversation.chat_id is None
-        self.pages.setCurrentWidget(self.empty_page if show_empty else self.pages.widget(0))
+        self.pages.setCurrentWidget(self.empty_page if show_empty else self.chat_page)
 
     # ----- models
 
