@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from app.engine.child_process import how_it_ended
 from tests.support.malformed_models import MALFORMED, make_malformed_set
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,7 +23,7 @@ def malformed(tmp_path_factory) -> dict[str, Path]:
 def cli(*args) -> subprocess.CompletedProcess:
     done = subprocess.run([sys.executable, "-m", "app", *map(str, args)], cwd=ROOT, capture_output=True,
                           timeout=300)
-    assert done.returncode >= 0, f"killed by signal {-done.returncode}: {done.stderr[-2000:]!r}"
+    assert done.returncode >= 0, f"{how_it_ended(done.returncode)}: {done.stderr[-2000:]!r}"
     done.stdout, done.stderr = (done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace"))
     assert "Traceback" not in done.stderr, done.stderr
     return done

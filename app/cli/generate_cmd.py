@@ -175,10 +175,10 @@ def _server_key(args: argparse.Namespace) -> str | None:
 def _env_key_warning(args: argparse.Namespace) -> str | None:
     """A warning when SPECCHAT_API_KEY goes to a server on another machine that SPECCHAT_API_KEY_SERVER does not
     name: a key set for one server should not travel silently to whatever --server says."""
-    from app.engine.remote.http import display_url, is_loopback, normalize_url
+    from app.engine.remote.http import display_url, is_loopback_url, normalize_url
     from app.engine.remote.server_keys import env_api_key
 
-    if args.api_key_file or not env_api_key() or is_loopback(normalize_url(args.server)):
+    if args.api_key_file or not env_api_key() or is_loopback_url(normalize_url(args.server)):
         return None
     meant_for = os.environ.get("SPECCHAT_API_KEY_SERVER", "").strip()
     if meant_for and normalize_url(meant_for) == normalize_url(args.server):
@@ -189,10 +189,10 @@ def _env_key_warning(args: argparse.Namespace) -> str | None:
 
 def _plain_http_warning(url: str) -> str | None:
     """A warning when a key would cross the network unencrypted: plain http to a host other than this machine."""
-    from app.engine.remote.http import display_url, is_loopback, normalize_url
+    from app.engine.remote.http import display_url, is_loopback_url, normalize_url
 
     url = normalize_url(url)
-    if url.lower().startswith("http://") and not is_loopback(url):
+    if url.lower().startswith("http://") and not is_loopback_url(url):
         return (f"warning: the API key is sent to {display_url(url)} over plain http, readable by anyone on the "
                 "network between; use https:// for a server on another machine")
     return None

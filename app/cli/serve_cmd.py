@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     from app.cli.generate_cmd import local_load_settings, local_model, models_problem
     from app.engine.host.engine_factory import local_engine
     from app.serve.jobs import served_models, work_off
-    from app.serve.requests import is_loopback
+    from app.common.http_client import is_loopback_host
     from app.serve.server import ApiServer, ServeError
 
     try:
@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     how = (f"speculating with the draft model {server.served.draft}" if args.draft
            else "speculating with n-gram lookup" if args.ngram else "plain decoding")
     print(f"Serving {model} ({how}) at {url}/v1 — Ctrl+C stops.", file=sys.stderr, flush=True)
-    if not is_loopback(options.host):
+    if not is_loopback_host(options.host):
         print(f"warning: listening on {options.host}: other machines can reach this server"
               + ("" if options.api_key else ", and it has no --api-key"), file=sys.stderr, flush=True)
     try:

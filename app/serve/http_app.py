@@ -21,13 +21,14 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from app.common.http_client import is_loopback_host
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.serve.jobs import JobEnded, JobFailed, JobQueue, JobStarted, ServedModels, ServeJob
 from app.serve.access import refusal
 from app.serve.replies import ReplyShaper, error_body, models_list
 from app.serve.completions.replies import CompletionShaper
 from app.serve.completions.requests import ApiRequest, CompletionRequest, parse_completion_request
-from app.serve.requests import ApiOptions, BadRequest, is_loopback, parse_chat_request, parse_json_body
+from app.serve.requests import ApiOptions, BadRequest, parse_chat_request, parse_json_body
 
 def error_response(status: int, message: str) -> JSONResponse:
     """OpenAI's error shape, with one sentence."""
@@ -48,7 +49,7 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
     started = int(time.time())
     key = options.api_key.encode("utf-8") if options.api_key else None
 
-    local_only = is_loopback(options.host)
+    local_only = is_loopback_host(options.host)
 
     def denied(request: Request) -> Optional[JSONResponse]:
         port = request.scope.get("server", ("", 0))[1] or 0

@@ -8,7 +8,6 @@ settings in reasoning_requests.py.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import math
 import re
@@ -71,16 +70,6 @@ def api_history(own: bool) -> dict:
     """GenerationConfig's history fields for API clients: none, or their own history book; never the person's,
     whose chats a client could otherwise probe token by token through provenance or speed."""
     return {"history": True, "history_book": "api"} if own else {"history": False}
-
-
-def is_loopback(host: str) -> bool:
-    """Whether `host` (a name or an address) is this machine's loopback."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def parse_json_body(body: bytes) -> dict:

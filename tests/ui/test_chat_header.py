@@ -30,7 +30,7 @@ def test_opening_a_chat_with_another_model_asks_first_and_keeps_the_apis_model(m
 
     chat = window.store.create_chat("Written with the other model", ChatSettings(target_path=other,
                                                                                 speculative=False))
-    window._refresh_chat_list()
+    window.chat_lists.refresh()
     window.open_chat(chat.id)
     # Asked, not loaded: the bar, the session and the API still have the loaded model.
     assert not header.question.isHidden()
@@ -47,7 +47,7 @@ def test_opening_a_chat_with_another_model_asks_first_and_keeps_the_apis_model(m
     assert header.summary.text() == "tiny-target · plain decoding (no speculation)"
 
     second = window.store.create_chat("Also the other model", ChatSettings(target_path=other))
-    window._refresh_chat_list()
+    window.chat_lists.refresh()
     window.open_chat(second.id)
     assert not header.question.isHidden()
     header.load_button.click()  # load it: only now does the API answer with it

@@ -6,6 +6,7 @@ from __future__ import annotations
 import stat
 
 import pytest
+from PySide6.QtWidgets import QDialogButtonBox
 
 from app.engine.targets import ServerModel
 from app.store import ChatSettings
@@ -65,7 +66,7 @@ def test_settings_keep_servers_keys_and_rpc_workers(qtbot, monkeypatch):
     assert not remote.add_worker("gpu-box")
     assert "not an RPC worker address" in remote.problem.text()
     assert remote.add_worker("10.0.0.2:50052, 10.0.0.3:50052")
-    dialog._accept()
+    dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Ok).click()  # as the user does
     settings = dialog.settings()
     assert settings.servers == ["http://gpu-box:8080"]
     assert settings.rpc_workers == ["10.0.0.2:50052", "10.0.0.3:50052"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QDialog
 
 from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO
-from app.engine.placement.devices import Device, DeviceReport
+from app.engine.placement.devices import Device, DeviceReport, list_devices
 from app.store import AppSettings, ChatSettings, load_settings
 from app.ui.settings.dialog import AppSettingsDialog, ChatSettingsDialog
 
@@ -96,7 +96,7 @@ def test_gpu_layers_offer_auto_a_number_and_all(qtbot):
 
 
 def test_devices_section_says_cpu_only_on_this_build(qtbot):
-    dialog = AppSettingsDialog(AppSettings())  # the real device list of this machine's llama.cpp
+    dialog = AppSettingsDialog(AppSettings(), devices=list_devices())  # the real list of this machine's llama.cpp
     qtbot.addWidget(dialog)
     text = dialog.devices.text()
     assert "CPU only: this build of llama.cpp has no GPU backend - see README 'GPU builds'" in text

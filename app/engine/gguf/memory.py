@@ -21,15 +21,16 @@ from app.engine.config import KvType
 _KV_BLOCK: dict[str, tuple[int, int]] = {"f16": (2, 1), "q8_0": (34, 32), "q4_0": (18, 32)}
 
 
-def _int(value: object) -> Optional[int]:
+def metadata_count(value: object) -> Optional[int]:
+    """A GGUF metadata value read as a count: a non-negative int; None for anything else (a bool, a list, text)."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _per_layer(value: object, n_layer: int, default: int) -> list[int]:
     """A hyperparameter that may be one number or one per layer (a short array the header reader decoded)."""
-    if isinstance(value, list) and len(value) == n_layer and all(_int(v) is not None for v in value):
+    if isinstance(value, list) and len(value) == n_layer and all(metadata_count(v) is not None for v in value):
         return list(value)
-    single = _int(value)
+    single = metadata_count(value)
     return [default if single is None else single] * n_layer
 
 
@@ -38,16 +39,16 @@ def kv_values_per_token(metadata: dict, n_layer: Optional[int] = None) -> tuple[
     `n_layer` when the caller counted the layers some other way (the tensors); else the header's block count."""
     arch = metadata.get("general.architecture", "")
     if n_layer is None:
-        n_layer = _int(metadata.get(f"{arch}.block_count")) or 0
-    n_embd = _int(metadata.get(f"{arch}.embedding_length")) or 0
+        n_layer = metadata_count(metadata.get(f"{arch}.block_count")) or 0
+    n_embd = metadata_count(metadata.get(f"{arch}.embedding_length")) or 0
     heads = _per_layer(metadata.get(f"{arch}.attention.head_count"), n_layer, 1)
     kv_heads = _per_layer(metadata.get(f"{arch}.attention.head_count_kv"), n_layer, -1)
     values = []
     for i in range(n_layer):
         n_head = max(heads[i], 1)
         n_head_kv = heads[i] if kv_heads[i] < 0 else kv_heads[i]
-        k_len = _int(metadata.get(f"{arch}.attention.key_length")) or n_embd // n_head
-        v_len = _int(metadata.get(f"{arch}.attention.value_length")) or n_embd // n_head
+        k_len = metadata_count(metadata.get(f"{arch}.attention.key_length")) or n_embd // n_head
+        v_len = metadata_count(metadata.get(f"{arch}.attention.value_length")) or n_embd // n_head
         values.append((k_len + v_len) * n_head_kv)
     return tuple(values)
 

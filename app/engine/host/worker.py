@@ -26,9 +26,10 @@ from typing import Callable, Iterable, Optional, Protocol
 from app.engine.config import LoadSettings
 from app.engine.errors import EngineError
 from app.engine.events import RoundEvent, TokenEvent
+from app.engine.host.errands import run_errand
 from app.engine.host.wire import (
-    EngineEvents, GenerateReply, LoadFailed, LoadingModel, LoadModels, ModelsLoaded, Reply, ReplyEnded, ReplyFailed,
-    ServeApi, Shutdown, WorkerReady,
+    EngineEvents, ForgetChat, GenerateReply, ListDevices, LoadFailed, LoadingModel, LoadModels, MeasureApiHistory,
+    ModelsLoaded, Reply, ReplyEnded, ReplyFailed, ServeApi, Shutdown, WorkerReady,
 )
 from app.engine.protocol import ChatEngine
 from app.engine.tools.stream import with_tool_calls
@@ -162,6 +163,8 @@ class _WorkerLoop:
                     self._generate(request)
                 case ServeApi():
                     self._serve_api(request.starter)
+                case ListDevices() | ForgetChat() | MeasureApiHistory():
+                    self._send(run_errand(request))
             idle_work, idle_since = True, time.monotonic()
 
     def _wait(self, timeout: Optional[float]):

@@ -21,7 +21,7 @@ from app.engine.config import GPU_LAYERS_AUTO, KvType
 from app.engine.placement import devices
 from app.engine.placement.devices import NO_GPU_BUILD, SEE_README, DeviceReport
 from app.engine.gguf.info import inspect_gguf, read_tensor_sizes
-from app.engine.gguf.memory import kv_bytes, kv_values_per_token
+from app.engine.gguf.memory import kv_bytes, kv_values_per_token, metadata_count
 
 _LAYER = re.compile(r"^blk\.(\d+)\.")
 # Kept free on the device besides the weights and the KV cache: each model's compute buffers for a 512-token
@@ -74,10 +74,6 @@ class Placement:
     backends: str = "CPU"  # where offloaded layers run ("CUDA", "Metal"), "CPU" when none are offloaded
 
 
-def _int(value: object) -> Optional[int]:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
 def layout_from_tensors(name: str, tensors: Iterable[tuple[str, int]], metadata: dict, n_ctx: int,
                         kv_type: KvType = "f16") -> ModelLayout:
     """A model's layout from its tensor sizes and metadata. Pure: tests feed it made-up models."""
@@ -93,7 +89,7 @@ def layout_from_tensors(name: str, tensors: Iterable[tuple[str, int]], metadata:
             output += nbytes
         elif tensor == "token_embd.weight" and not any(t == "output.weight" for t, _ in tensors):
             output += nbytes  # tied embeddings: llama.cpp copies them to the output head's device
-    n_layer = _int(metadata.get(f"{arch}.block_count")) or (max(layer_sizes) + 1 if layer_sizes else 0)
+    n_layer = metadata_count(metadata.get(f"{arch}.block_count")) or (max(layer_sizes) + 1 if layer_sizes else 0)
     kv = [kv_bytes(values, n_ctx, kv_type) for values in kv_values_per_token(metadata, n_layer)]
     return ModelLayout(name=name, layer_bytes=tuple(layer_sizes.get(i, 0) for i in range(n_layer)),
                        output_bytes=output, kv_bytes=tuple(kv))

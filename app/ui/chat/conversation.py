@@ -27,7 +27,7 @@ from app.ui.transcript.chat_view import ChatView
 from app.ui.transcript.format import STREAM_KEY, TranscriptMessage, model_label, transcript_message
 from app.ui.engine_link.engine_process import EngineProcess
 from app.ui.chat.chat_prompt import prompt_messages
-from app.ui.chat.reply_request import ReplyRequest
+from app.ui.chat.reply_request import ReplyRequest, ReplyRequestSpec
 from app.ui.chat.reply_saver import ReplySaver, save_failure_text
 
 # Every write to the transcript repaints it, and on a small CPU the window's time is taken from llama.cpp's
@@ -90,7 +90,7 @@ class Conversation(QObject):
         # The tools a chat offers the model (app.ui.tools.tool_turns), and what the last reply was asked with, so the
         # tool loop can ask for the next one the same way.
         self.tool_offer: Optional[Callable[[Optional[int]], str]] = None
-        self.last_reply_args: Optional[tuple] = None
+        self.last_reply_spec: Optional[ReplyRequestSpec] = None
         self._tool_calls: dict[int, tuple] = {}  # request id -> the calls its finished reply made
         self._flush_timer = QTimer(self)
         self._flush_timer.setInterval(FLUSH_INTERVAL_MS)
@@ -185,8 +185,7 @@ class Conversation(QObject):
 
     # ----- generation
 
-    def send(self, text: str, new_chat_settings: ChatSettings, replace_from: Optional[int],
-             config: GenerationConfig, system_prompt: str, target_name: str, draft_name: Optional[str],
+    def send(self, text: str, spec: ReplyRequestSpec, new_chat_settings: ChatSettings, replace_from: Optional[int],
              attachments: tuple[Attachment, ...] = ()) -> int:
         """One whole turn: store the user's message (with its attached files) and ask for a reply; returns the
         request id.
@@ -207,20 +206,18 @@ class Conversation(QObject):
             self.view.add_message(transcript_message(message))  # append; no re-render of the chat
             self.view.scroll_to_end()
         self.sig_messages_changed.emit(self._chat_id)
-        return self.start_reply(config, system_prompt, target_name, draft_name)
+        return self.start_reply(spec)
 
-    def start_reply(self, config: GenerationConfig, system_prompt: str, target_name: str,
-                    draft_name: Optional[str]) -> int:
+    def start_reply(self, spec: ReplyRequestSpec) -> int:
         """Ask for a reply to the chat as stored; returns the request id."""
         if self.chat_id is None:
             raise RuntimeError("no chat is open")
         self.stop()
-        self.last_reply_args = (config, system_prompt, target_name, draft_name)
-        request = ReplyRequest(self._new_request_id(), self.chat_id, target_name, draft_name)
-        return self._send(request, config, self.prompt_messages(system_prompt))
+        self.last_reply_spec = spec
+        request = ReplyRequest(self._new_request_id(), self.chat_id, spec.target_name, spec.draft_name)
+        return self._send(request, spec.config, self.prompt_messages(spec.system_prompt))
 
-    def continue_reply(self, config: GenerationConfig, system_prompt: str, target_name: str,
-                       draft_name: Optional[str], message_id: int) -> Optional[int]:
+    def continue_reply(self, spec: ReplyRequestSpec, message_id: int) -> Optional[int]:
         """Carry on writing the unfinished reply `message_id` (the chat's last message) where it ended."""
         if self.chat_id is None:
             return None
@@ -229,11 +226,11 @@ class Conversation(QObject):
         if message is None or message.role != "assistant" or message.chat_id != self.chat_id:
             return None
         # The engine reads a chat that ends with an assistant message as "continue this reply".
-        messages = self.prompt_messages(system_prompt, until_id=message_id)
-        request = ReplyRequest.continuing(self._new_request_id(), message, target_name, draft_name)
+        messages = self.prompt_messages(spec.system_prompt, until_id=message_id)
+        request = ReplyRequest.continuing(self._new_request_id(), message, spec.target_name, spec.draft_name)
         request.saved_tokens = 0
         self.reload(without=message_id)  # the reply about to be continued is streamed anew
-        return self._send(request, config, messages)
+        return self._send(request, spec.config, messages)
 
     def _send(self, request: ReplyRequest, config: GenerationConfig, messages: list[dict]) -> int:
         self._request = request
@@ -269,8 +266,7 @@ class Conversation(QObject):
         self.stop()
         self.saver.close()
 
-    def regenerate(self, config: GenerationConfig, system_prompt: str, target_name: str,
-                   draft_name: Optional[str], message_id: Optional[int] = None) -> Optional[int]:
+    def regenerate(self, spec: ReplyRequestSpec, message_id: Optional[int] = None) -> Optional[int]:
         """A new version of the reply `message_id` (default: the last reply); the one it replaces is kept as a
         version of its own. The caller gives it a fresh seed (app.ui.shell.versions.regenerate_config)."""
         if self.chat_id is None:
@@ -287,7 +283,7 @@ class Conversation(QObject):
         self.reload()  # also clears an error notice left by the attempt being retried
         if not any(role == "user" for _, role, _ in self.store.message_texts(self.chat_id)):
             return None
-        return self.start_reply(config, system_prompt, target_name, draft_name)
+        return self.start_reply(spec)
 
     # ----- events from the engine process
 

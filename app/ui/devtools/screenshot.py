@@ -20,6 +20,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import cast
 
 from app.engine.events import GenerationStats
 from app.engine.targets import LocalModel, ServerModel, Target
@@ -94,7 +95,7 @@ def main(argv=None) -> int:
     servers = [args.server] if args.server else []
     save_settings(AppSettings(model_folders=[str(models)], scan_hf_cache=False, context_size=4096, servers=servers,
                               theme=args.theme))
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app = cast(QApplication, QApplication.instance()) or QApplication(sys.argv[:1])
     app.setApplicationName("SpecChat")
     apply_style(app)
     window = MainWindow()
@@ -120,6 +121,8 @@ def main(argv=None) -> int:
             _save(window, args.before_out)
         message_id = automation.send_and_wait(window, CODE_EDIT_PROMPT if args.code_edit else args.prompt)
         message = window.store.get_message(message_id)
+        if message is None:
+            raise RuntimeError("the reply was not stored")
         stats = message.stats or GenerationStats()
         print(f"reply: {stats.tokens} tokens, {stats.tokens_per_second:.1f} tok/s, "
               f"{100 * stats.acceptance_rate:.0f}% accepted")
@@ -161,11 +164,15 @@ def _save(widget, out: str) -> None:
 def _save_settings_dialog(window, out: str, page: str) -> None:
     from PySide6.QtWidgets import QApplication
 
-    from app.ui.settings.dialog import AppSettingsDialog
+    from app.ui.engine_link.settings_answers import settings_linked
+    from app.ui.settings.dialog import LISTING_DEVICES, AppSettingsDialog
+    from app.ui.widgets import automation
 
     dialog = AppSettingsDialog(window.settings, window)
     dialog.pages.show_page(page)
     dialog.show()
+    with settings_linked(dialog, window.engine_process):  # the devices, as the engine process lists them
+        automation.wait_until(lambda: dialog.devices.text() != LISTING_DEVICES, 60, "the devices", window)
     QApplication.processEvents()
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     dialog.grab().save(out)

@@ -17,6 +17,7 @@ from app.serve.engine_host import ApiServeSpec, ApiState
 from app.serve.key_store import save_key, saved_key
 from app.store import AppSettings
 from app.ui.engine_link.engine_process import EngineProcess
+from app.ui.engine_link.settings_answers import api_history_linked
 from app.ui.settings.api_server_page import ApiServerChoice, ApiServerDialog
 
 
@@ -138,7 +139,8 @@ def attach(window) -> ApiServerControl:
         show = control.sig_state_changed.connect(lambda state: dialog.page.set_state(state_text(state,
                                                                                                control.enabled)))
         try:
-            accepted = dialog.exec() == QDialog.DialogCode.Accepted
+            with api_history_linked(dialog.page, window.engine_process):
+                accepted = dialog.exec() == QDialog.DialogCode.Accepted
         finally:
             control.sig_state_changed.disconnect(show)
             dialog.deleteLater()

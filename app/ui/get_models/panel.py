@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 
 from app.platform import paths
 from app.hub import token as hub_token
-from app.hub.client import HubClient, RepoListing
+from app.hub.client import HubClient, RepoListing, RepoSummary
 from app.hub.curated import CuratedPair, curated_pairs
 from app.hub.download import DownloadJob, DownloadProgress
 from app.hub.download_plan import DownloadItem
@@ -343,10 +343,10 @@ class GetModelsPanel(QWidget):
             self.runner.cancel_events.remove(self._download_cancel)
         self._download_cancel = None
 
-    def _on_download_finished(self, result: object, primary: list[int], pair: bool) -> None:
+    def _on_download_finished(self, result: list[Path], primary: list[int], pair: bool) -> None:
         self._forget_download()
         self._last_download = None
-        paths_list = [str(p) for p in result]  # type: ignore[union-attr]
+        paths_list = [str(p) for p in result]
         self._set_downloading(False)
         self.cancel_button.hide()
         self.progress_bar.setValue(1000)
@@ -389,9 +389,9 @@ class GetModelsPanel(QWidget):
         if handlers is not None:
             handlers[1](error if isinstance(error, HubError) else HubError(str(error)))
 
-    def _on_search_results(self, results: object) -> None:
+    def _on_search_results(self, results: list[RepoSummary]) -> None:
         self.search_button.setEnabled(True)
-        fill_results(self.results_list, list(results))  # type: ignore[arg-type]
+        fill_results(self.results_list, list(results))
         if not results:
             self.show_message("No GGUF repositories match that search.")
 

@@ -7,7 +7,7 @@ Files that crashed the engine before are shown unusable with the reason. GUI thr
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from PySide6.QtCore import QObject, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
@@ -22,6 +22,9 @@ from app.ui.models.library_dialog import LibraryDialog
 from app.ui.models.library_model import LibraryModel
 from app.ui.models.library_worker import LibraryThread
 from app.ui.models.model_bar import ModelBar
+
+if TYPE_CHECKING:  # the panel needs huggingface_hub, which a build may leave out
+    from app.ui.get_models.panel import GetModelsPanel
 
 
 class LibraryController(QObject):
@@ -51,16 +54,16 @@ class LibraryController(QObject):
         self.bar = bar
         self._settings = settings
         self._window = window
-        self.thread = LibraryThread(self)
+        self.scanner = LibraryThread(self)  # not `thread`: that is QObject.thread()
         self._scan_id = 0
         self._scanned_id = 0
         self._pending_pair: Optional[tuple[str, Optional[str]]] = None
         self._library_dialog: Optional[LibraryDialog] = None
         self._get_models_dialog: Optional[QDialog] = None
-        self.get_models_panel = None
+        self.get_models_panel: Optional["GetModelsPanel"] = None
         # Bound methods of this GUI-thread object: the slots run on the GUI thread (a lambda would not).
-        self.thread.sig_scanned.connect(self._on_scanned)
-        self.thread.sig_failed.connect(self._on_failed)
+        self.scanner.sig_scanned.connect(self._on_scanned)
+        self.scanner.sig_failed.connect(self._on_failed)
 
     def folders(self) -> list[library.LibraryFolder]:
         settings = self._settings()
@@ -70,7 +73,7 @@ class LibraryController(QObject):
         self._scan_id += 1
         if not self.model.rowCount():
             self.bar.set_target_placeholder("Scanning for models…")
-        self.thread.request_scan(self._scan_id, self.folders())
+        self.scanner.request_scan(self._scan_id, self.folders())
 
     def ready(self) -> bool:
         """The latest scan of the model folders has been applied (False while one is running)."""
@@ -170,11 +173,11 @@ class LibraryController(QObject):
             dialog.setWindowTitle("Get models")
             dialog.resize(820, 560)
             layout = QVBoxLayout(dialog)
-            self.get_models_panel = panel_class(dialog)
-            layout.addWidget(self.get_models_panel)
-            self.get_models_panel.sig_models_downloaded.connect(self.rescan)
-            self.get_models_panel.sig_pair_downloaded.connect(self._on_pair_downloaded)
-            self.get_models_panel.sig_load_model.connect(self._on_pair_downloaded)  # there already: load it
+            panel = self.get_models_panel = panel_class(dialog)
+            layout.addWidget(panel)
+            panel.sig_models_downloaded.connect(self.rescan)
+            panel.sig_pair_downloaded.connect(self._on_pair_downloaded)
+            panel.sig_load_model.connect(self._on_pair_downloaded)  # there already: load it
             self._get_models_dialog = dialog
         self._get_models_dialog.show()
         self._get_models_dialog.raise_()
@@ -189,7 +192,7 @@ class LibraryController(QObject):
         """End downloads and the library thread."""
         if self.get_models_panel is not None:
             self.get_models_panel.shutdown()
-        self.thread.stop()
+        self.scanner.stop()
 
 
 def with_crash_verdicts(entries: list) -> list:
@@ -201,7 +204,7 @@ def with_crash_verdicts(entries: list) -> list:
     return marked
 
 
-def _get_models_panel_class():
+def _get_models_panel_class() -> Optional[type[GetModelsPanel]]:
     """The download panel, or None in a build without the hub client (huggingface_hub is optional there)."""
     try:
         from app.ui.get_models.panel import GetModelsPanel

@@ -30,7 +30,7 @@ from app.common.units import format_bytes
 from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, MAX_DRAFT, THREADS_AUTO, default_threads
 from app.engine.local.kv_states.conversation_cache import memory_budget
 from app.engine.local.kv_states.saved_states import saved_states_line
-from app.engine.placement.devices import DeviceReport, list_devices
+from app.engine.placement.devices import DeviceReport
 from app.store import AppSettings, ChatSettings
 from app.ui.widgets.layouts import button_row
 from app.ui.settings.pages import SettingsPages, fitted_size, hint
@@ -43,6 +43,8 @@ from app.store.presets import applied as presets_applied
 from app.ui.settings.thinking_group import TemplateSwitches, ThinkingGroup
 from app.ui.tools.tools_page import ToolsPage
 from app.ui.widgets.themes import THEME_CHOICES, THEME_LABELS
+
+LISTING_DEVICES = "Listing devices…"  # until the engine process answers (AppSettingsDialog.set_devices)
 
 
 class ChatSettingsDialog(QDialog):
@@ -267,9 +269,8 @@ class AppSettingsDialog(QDialog):
         form.addRow("GPU layers, draft", self.draft_gpu_layers)
         self.load_fields = LoadSettingsFields(form, app_load_values(settings), memory_line=memory_line,
                                               context_box=self.context_size)
-        report = devices if devices is not None else list_devices()
-        rpc = {True: "supported by this build", False: "not supported by this build", None: "unknown"}[report.rpc]
-        self.devices = QLabel("\n".join(report.lines() + [f"RPC (models on other machines): {rpc}"]))
+        # The engine process lists the devices (the window never loads llama.cpp): until it answers, set_devices.
+        self.devices = QLabel(LISTING_DEVICES)
         self.devices.setWordWrap(True)
         self.devices.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.pages.add_page("Loading and devices", form, hint("The loaded model is loaded again with these when you say so; otherwise they apply "
@@ -280,12 +281,14 @@ class AppSettingsDialog(QDialog):
         self.presets_page = PresetsPage(read_presets(settings.presets)[0])
         self.pages.add_page("Presets", self.presets_page)
 
-        self.remote = RemoteSettingsSection(settings.servers, settings.rpc_workers, self, rpc_supported=report.rpc)
+        self.remote = RemoteSettingsSection(settings.servers, settings.rpc_workers, self)
         self.pages.add_page("Servers and RPC", self.remote)
 
         self.api_page = ApiServerPage(ApiServerChoice(settings.api_server, settings.api_host, settings.api_port,
                                                       saved_key(), settings.api_own_history))
         self.api_page.set_state(api_state)
+        if devices is not None:
+            self.set_devices(devices)
         self.pages.add_page("API server", self.api_page)
         # The window's tool servers and the open chat's tools (app.ui.tools); a dialog made without them says where.
         self.tools_page = tools_page
@@ -324,6 +327,12 @@ class AppSettingsDialog(QDialog):
         layout.addWidget(buttons)
         screen = (parent.screen() if parent is not None else None) or QGuiApplication.primaryScreen()
         self.resize(fitted_size(screen.availableGeometry().size()))
+
+    def set_devices(self, report: DeviceReport) -> None:
+        """Show the engine process's answer to "which devices?" (EngineProcess.sig_devices_listed)."""
+        rpc = {True: "supported by this build", False: "not supported by this build", None: "unknown"}[report.rpc]
+        self.devices.setText("\n".join(report.lines() + [f"RPC (models on other machines): {rpc}"]))
+        self.remote.set_rpc_supported(report.rpc)
 
     def _accept(self) -> None:
         if self.load_fields.check():

@@ -15,8 +15,6 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QDialog, QMainWindow, QStackedWidget
 
 from app.engine.config import FlashAttn, GenerationConfig, KvType, LoadSettings
-from app.engine.local.kv_states.saved_states import forget_saved_states
-from app.engine.speculation.history_file import HistoryFile
 from app.engine.targets import Target, target_from_key
 from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
 from app.store import model_defaults
@@ -34,11 +32,13 @@ from app.ui.chat.settings_binding import ChatSettingsBinding
 from app.ui.transcript.chat_view import ChatView
 from app.ui.chat.composer import Composer
 from app.ui.chat.conversation import Conversation, chat_session
+from app.ui.chat.reply_request import ReplyRequestSpec
 from app.ui.shell import appearance
 from app.ui.shell.empty_state import EmptyLibraryPage
 from app.ui.shell.message_commands import MessageCommands
 from app.ui.engine_link import api_server
 from app.ui.engine_link.engine_process import EngineProcess
+from app.ui.engine_link.settings_answers import settings_linked
 from app.ui.models.library_controller import LibraryController
 from app.ui.models.library_model import DraftListModel, LibraryModel
 from app.ui.models.model_bar import ModelBar
@@ -80,7 +80,7 @@ class MainWindow(QMainWindow):
         self.chat_settings = ChatSettingsBinding(self.store, self.conversation, self, self.model_thinking)
         self.library_ctl = LibraryController(self.library, self.model_bar, lambda: self.settings, self)
         self.session = ModelSession(self.library, self.drafts, self.model_bar, self.engine_process,
-                                    self.library_ctl.thread, self._load_settings(), self.settings.last_draft, self)
+                                    self.library_ctl.scanner, self._load_settings(), self.settings.last_draft, self)
 
         self.session.defaults_for = lambda path: model_defaults.for_model(self.settings.model_defaults, path)
         self._build_ui()
@@ -126,12 +126,13 @@ class MainWindow(QMainWindow):
         self.legend_row = LegendRow(self.settings.show_highlighting, self.settings.show_refused)
         self.composer = Composer()
         self.footer = StatusFooter()
-        self.messages = MessageCommands(self.conversation, self.composer, self.store, self._request_args,
+        self.messages = MessageCommands(self.conversation, self.composer, self.store, self._reply_spec,
                                         self.show_error)
 
         self.empty_page = EmptyLibraryPage()
         self.pages = QStackedWidget()
-        self.pages.addWidget(column((self.chat_view, 1), self.legend_row, self.composer, self.footer))
+        self.chat_page = column((self.chat_view, 1), self.legend_row, self.composer, self.footer)
+        self.pages.addWidget(self.chat_page)
         self.pages.addWidget(self.empty_page)
         main = column(self.model_bar, padded(self.error_banner, 16, 8, 16, 0), (self.pages, 1))
 
@@ -256,10 +257,13 @@ class MainWindow(QMainWindow):
 
     def open_app_settings(self) -> None:
         tools_page = self.tools.settings_page()
-        dialog = AppSettingsDialog(self.settings, self, api_state=self.api_server.state_text(), tools_page=tools_page,
+        dialog = AppSettingsDialog(self.settings, self, devices=self.engine_process.devices,
+                                   api_state=self.api_server.state_text(), tools_page=tools_page,
                                    memory_line=lambda ctx, kv: self.model_actions.memory_line(self.session.target_key(),
                                                                                                ctx, kv, app_wide=True))
-        if dialog.exec() == QDialog.DialogCode.Accepted:
+        with settings_linked(dialog, self.engine_process):
+            accepted = dialog.exec() == QDialog.DialogCode.Accepted
+        if accepted:
             self.apply_app_settings(dialog.settings())
             self.tools.apply_page(tools_page)
             try:
@@ -320,7 +324,7 @@ class MainWindow(QMainWindow):
 
     def _update_page(self) -> None:
         show_empty = self.library_ctl.has_no_models() and self.conversation.chat_id is None
-        self.pages.setCurrentWidget(self.empty_page if show_empty else self.pages.widget(0))
+        self.pages.setCurrentWidget(self.empty_page if show_empty else self.chat_page)
 
     # ----- models
 
@@ -419,8 +423,7 @@ class MainWindow(QMainWindow):
         except StoreError as exc:
             self.show_error(str(exc))
             return
-        HistoryFile().forget(chat_session(chat_id))  # its text leaves the history drafter's file too
-        forget_saved_states(chat_session(chat_id))  # and its KV cache saved on disk
+        self.engine_process.forget_chat(chat_session(chat_id))  # its history text and saved KV states, there
         if chat_id == self.conversation.chat_id:
             self.new_chat()
         self.chat_list.remove(chat_id)
@@ -436,13 +439,13 @@ class MainWindow(QMainWindow):
         attachments = self.composer.attachments()
         if self.conversation.is_busy() or not (text.strip() or attachments):
             return False
-        args = self._request_args()
-        if args is None:
+        spec = self._reply_spec()
+        if spec is None:
             return False
         session = self.session
         new_chat = self.chat_settings.for_new_chat(session.target_key(), session.draft_key, self.model_bar.speculative())
         try:
-            self.conversation.send(text, new_chat, self.messages.editing, *args, attachments=attachments)
+            self.conversation.send(text, spec, new_chat, self.messages.editing, attachments=attachments)
         except StoreError as exc:
             self.show_error(f"The message could not be saved, so it was not sent: {exc}")
             return False
@@ -451,14 +454,15 @@ class MainWindow(QMainWindow):
         self._update_page()
         return True
 
-    def _request_args(self) -> Optional[tuple]:
-        """(config, system prompt, target name, draft name) for a new request, or None after saying why not."""
+    def _reply_spec(self) -> Optional[ReplyRequestSpec]:
+        """What a new request is asked with, or None after saying why none can be sent now."""
         problem = self.session.send_blocker(self.library_ctl.scanned_once())
         if problem:
             self.show_error(problem)
             return None
         self.error_banner.hide()
-        return (self.generation_config(), self.chat_settings.current().system_prompt, *self.session.names())
+        return ReplyRequestSpec(self.generation_config(), self.chat_settings.current().system_prompt,
+                                *self.session.names())
 
     def generation_config(self) -> GenerationConfig:
         """What the next request is sent with: the chat's settings, the Speculative switch and the drafter."""

@@ -174,13 +174,13 @@ class ToolTurns(QObject):
 
     def _continue(self) -> None:
         """Every call has its result: the model is asked again, with the results in its chat."""
-        args = self.conversation.last_reply_args
+        spec = self.conversation.last_reply_spec
         if self._run is not None:
             self._run.note(self._calls)
         self._message_id = None
         self._set_busy(False)
-        if args is not None and self.conversation.chat_id is not None:
-            self.conversation.start_reply(*args)
+        if spec is not None and self.conversation.chat_id is not None:
+            self.conversation.start_reply(spec)
 
     def _end(self) -> None:
         self._message_id = None

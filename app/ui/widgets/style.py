@@ -71,7 +71,8 @@ def swatch_css(color: QColor, on: str | None = None) -> str:
     ignore alpha)."""
     base = QColor(on or _current.surface)
     a = color.alphaF()
-    mix = [round(c * a + b * (1 - a)) for c, b in zip(color.getRgb()[:3], base.getRgb()[:3])]
+    mix = [round(c * a + b * (1 - a)) for c, b in zip((color.red(), color.green(), color.blue()),
+                                                       (base.red(), base.green(), base.blue()))]
     return QColor(*mix).name()
 
 
