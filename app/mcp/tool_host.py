@@ -1,7 +1,7 @@
 """Tool servers, connected on a thread of their own through the official `mcp` SDK.
 
 The SDK is asynchronous; the window's and the CLI's threads are not. A ToolHost runs one asyncio loop on a daemon
-thread named "specchat-mcp", keeps each server connected in a task of that loop, and hands callers plain records
+thread named "SpecChat MCP tools", keeps each server connected in a task of that loop, and hands callers plain records
 and concurrent Futures. A server that cannot start, crashes, hangs or floods gets a sentence, and the others go on.
 """
 
@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any, Callable, Optional, Sequence
 
-from app.mcp.records import ServerSpec, ServerState, ToolInfo, ToolResult, find_tool
+from app.mcp.records import ServerSpec, ServerState, ToolInfo, ToolResult, find_tool, no_such_tool
 
 # The most text of one result that reaches the model: a 10 MB file read by a tool would fill any context, and a
 # person could not review it. The rest is cut and the model is told so.
@@ -112,7 +112,7 @@ class ToolHost:
 
     def start(self) -> None:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="specchat-mcp", daemon=True)
+            self._thread = threading.Thread(target=self._run, name="SpecChat MCP tools", daemon=True)
             self._thread.start()
             self._started.wait(10)
 
@@ -143,7 +143,7 @@ class ToolHost:
         future: concurrent.futures.Future = concurrent.futures.Future()
         tool = find_tool(self.tools(), name)
         if tool is None:
-            future.set_result(ToolResult(f"There is no tool named {name!r}.", is_error=True))
+            future.set_result(no_such_tool(name))
         elif self._loop is None or tool.server not in self._calls:
             future.set_result(ToolResult(f"Tool server \"{tool.server}\" is not running.", is_error=True))
         else:

@@ -1,5 +1,5 @@
-"""Defaults the stored settings and the engine share, so that storage need not import the engine: CPU threads,
-the GPU-layers settings' special values and the prompt batch sizes."""
+"""Defaults the stored settings and the engine share, so that storage need not import the engine: CPU threads
+and the GPU-layers settings' special values."""
 
 from __future__ import annotations
 
@@ -105,22 +105,16 @@ GPU_LAYERS_AUTO = -1
 GPU_LAYERS_ALL = 999
 
 
-# Prompt reading: tokens per llama_decode call (n_batch) and per forward pass within it (n_ubatch). Auto is the
-# stored setting 0. A verify batch (app.engine.config.MAX_OUTPUT_ROWS, 64 rows) must fit in one call, hence the
-# floor. The measurement behind Auto's sizes (ours against llama-bench at the same sizes): docs/performance.md.
+# Batch size on Auto (the stored setting 0): the tokens of a prompt one forward pass reads (`default_batch`).
 BATCH_AUTO = 0
-MIN_BATCH = 64
-MAX_BATCH_SETTING = 8192
-# Auto on a CPU: 512 and 512, llama.cpp's own micro-batch. Per call, a prompt is read as fast in calls of 512 as in
-# llama.cpp's default 2048 (both run micro-batches of 512), and stopping a long prompt waits for one call only.
-_AUTO_BATCH = 512
-_AUTO_UBATCH = 512
 
 
-def resolve_batch(setting: int) -> tuple[int, int]:
-    """A stored batch-size setting as (n_batch, n_ubatch): Auto (0 or below) is the machine's default; a number is
-    used for both, within MIN_BATCH..MAX_BATCH_SETTING."""
-    if setting <= BATCH_AUTO:
-        return _AUTO_BATCH, _AUTO_UBATCH
-    size = max(MIN_BATCH, min(int(setting), MAX_BATCH_SETTING))
-    return size, size
+def default_batch() -> int:
+    """The batch a prompt is read in when the setting is Auto: llama.cpp's own n_ubatch default. A larger batch
+    reads a long prompt in fewer passes at the price of a larger compute buffer; a verify batch never comes near it."""
+    return 512
+
+
+def resolve_batch(setting: int) -> int:
+    """A stored batch-size setting as a count: Auto (0, or anything below 1) is `default_batch()`."""
+    return setting if setting >= 1 else default_batch()

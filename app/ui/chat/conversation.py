@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
@@ -27,7 +27,7 @@ from app.ui.transcript.chat_view import ChatView
 from app.ui.transcript.format import STREAM_KEY, TranscriptMessage, model_label, transcript_message
 from app.ui.engine_link.engine_process import EngineProcess
 from app.ui.chat.chat_prompt import prompt_messages
-from app.ui.chat.reply_request import ReplyRequest
+from app.ui.chat.reply_request import ReplyRequest, ReplyRequestSpec
 from app.ui.chat.reply_saver import ReplySaver, save_failure_text
 
 # Every write to the transcript repaints it, and on a small CPU the window's time is taken from llama.cpp's
@@ -63,6 +63,10 @@ class Conversation(QObject):
     """(message_id): a reply was stored (finished, stopped or cut short by an error)."""
     sig_error = Signal(str)
     """Something went wrong that the user should read."""
+    sig_tool_calls = Signal(int, object)
+    """(message_id, tuple of ToolCall): a stored reply that ran to its end called tools (app.ui.tools runs them)."""
+    sig_stopping = Signal()
+    """stop() was called: whatever follows the reply (its tool calls) ends too."""
 
     def __init__(self, store: ChatStore, engine_process: EngineProcess, view: ChatView, parent=None):
         super().__init__(parent)
@@ -84,6 +88,11 @@ class Conversation(QObject):
         self._dropped_before = 0  # messages left out of the previous request's prompt, in this chat
         self._notice_shown = ""
         self._last_reason = ""
+        # The tools a chat offers the model (app.ui.tools.tool_turns), and what the last reply was asked with, so the
+        # tool loop can ask for the next one the same way.
+        self.tool_offer: Optional[Callable[[Optional[int]], str]] = None
+        self.last_reply_spec: Optional[ReplyRequestSpec] = None
+        self._tool_calls: dict[int, tuple] = {}  # request id -> the calls its finished reply made
         self._flush_timer = QTimer(self)
         self._flush_timer.setInterval(FLUSH_INTERVAL_MS)
         self._flush_timer.timeout.connect(self._flush)
@@ -177,8 +186,7 @@ class Conversation(QObject):
 
     # ----- generation
 
-    def send(self, text: str, new_chat_settings: ChatSettings, replace_from: Optional[int],
-             config: GenerationConfig, system_prompt: str, target_name: str, draft_name: Optional[str],
+    def send(self, text: str, spec: ReplyRequestSpec, new_chat_settings: ChatSettings, replace_from: Optional[int],
              attachments: tuple[Attachment, ...] = ()) -> int:
         """One whole turn: store the user's message (with its attached files) and ask for a reply; returns the
         request id.
@@ -199,19 +207,18 @@ class Conversation(QObject):
             self.view.add_message(transcript_message(message))  # append; no re-render of the chat
             self.view.scroll_to_end()
         self.sig_messages_changed.emit(self._chat_id)
-        return self.start_reply(config, system_prompt, target_name, draft_name)
+        return self.start_reply(spec)
 
-    def start_reply(self, config: GenerationConfig, system_prompt: str, target_name: str,
-                    draft_name: Optional[str]) -> int:
+    def start_reply(self, spec: ReplyRequestSpec) -> int:
         """Ask for a reply to the chat as stored; returns the request id."""
         if self.chat_id is None:
             raise RuntimeError("no chat is open")
         self.stop()
-        request = ReplyRequest(self._new_request_id(), self.chat_id, target_name, draft_name)
-        return self._send(request, config, self.prompt_messages(system_prompt))
+        self.last_reply_spec = spec
+        request = ReplyRequest(self._new_request_id(), self.chat_id, spec.target_name, spec.draft_name)
+        return self._send(request, spec.config, self.prompt_messages(spec.system_prompt))
 
-    def continue_reply(self, config: GenerationConfig, system_prompt: str, target_name: str,
-                       draft_name: Optional[str], message_id: int) -> Optional[int]:
+    def continue_reply(self, spec: ReplyRequestSpec, message_id: int) -> Optional[int]:
         """Carry on writing the unfinished reply `message_id` (the chat's last message) where it ended."""
         if self.chat_id is None:
             return None
@@ -220,17 +227,19 @@ class Conversation(QObject):
         if message is None or message.role != "assistant" or message.chat_id != self.chat_id:
             return None
         # The engine reads a chat that ends with an assistant message as "continue this reply".
-        messages = self.prompt_messages(system_prompt, until_id=message_id)
-        request = ReplyRequest.continuing(self._new_request_id(), message, target_name, draft_name)
+        messages = self.prompt_messages(spec.system_prompt, until_id=message_id)
+        request = ReplyRequest.continuing(self._new_request_id(), message, spec.target_name, spec.draft_name)
         request.saved_tokens = 0
         self.reload(without=message_id)  # the reply about to be continued is streamed anew
-        return self._send(request, config, messages)
+        return self._send(request, spec.config, messages)
 
     def _send(self, request: ReplyRequest, config: GenerationConfig, messages: list[dict]) -> int:
         self._request = request
         self._last_reason = ""
         # The speculation controller learns acceptance per chat.
         config = dataclasses.replace(config, session=chat_session(self.chat_id))
+        if self.tool_offer is not None and not config.tools:
+            config = dataclasses.replace(config, tools=self.tool_offer(self.chat_id))
         self.engine_process.request_generate(request.request_id, messages, config)
         self._flush_timer.start()
         self.sig_busy_changed.emit(True)
@@ -241,6 +250,7 @@ class Conversation(QObject):
         """Stop the streaming reply now: the part already shown is kept and stored; later tokens are dropped.
         `wait_for_save`: also wait until every reply is stored (what comes next reads or changes the chat); the
         Stop button does not need to."""
+        self.sig_stopping.emit()
         request = self._request
         if request is not None:
             self.engine_process.cancel(request.request_id)
@@ -257,8 +267,7 @@ class Conversation(QObject):
         self.stop()
         self.saver.close()
 
-    def regenerate(self, config: GenerationConfig, system_prompt: str, target_name: str,
-                   draft_name: Optional[str], message_id: Optional[int] = None) -> Optional[int]:
+    def regenerate(self, spec: ReplyRequestSpec, message_id: Optional[int] = None) -> Optional[int]:
         """A new version of the reply `message_id` (default: the last reply); the one it replaces is kept as a
         version of its own. The caller gives it a fresh seed (app.ui.shell.versions.regenerate_config)."""
         if self.chat_id is None:
@@ -275,7 +284,7 @@ class Conversation(QObject):
         self.reload()  # also clears an error notice left by the attempt being retried
         if not any(role == "user" for _, role, _ in self.store.message_texts(self.chat_id)):
             return None
-        return self.start_reply(config, system_prompt, target_name, draft_name)
+        return self.start_reply(spec)
 
     # ----- events from the engine process
 
@@ -401,6 +410,8 @@ class Conversation(QObject):
         request = self._current(event.request_id)
         if request is None:
             return
+        if event.tool_calls and event.stats.stop_reason == "eos":
+            self._tool_calls[request.request_id] = event.tool_calls
         self._end_request(request, event.stats, text=event.text)
 
     def _on_failed(self, failed: ReplyFailed) -> None:
@@ -431,8 +442,9 @@ class Conversation(QObject):
             if request.continued:
                 stats = request.with_earlier_part(stats)
             reply = request.reply_text() if text is None else "".join(t for t, _ in request.continued) + text
-            # A reply that ended while thinking has no answer yet, and is kept for its thinking all the same.
-            if reply or request.reasoning:
+            # A reply that ended while thinking has no answer yet, and is kept for its thinking all the same; one
+            # that only called tools is kept for its calls.
+            if reply or request.reasoning or request.request_id in self._tool_calls:
                 def failed(exc: BaseException) -> None:
                     self._save_failed(exc)
                     self._reply_kept(request, stats, reply, error, None, retryable)
@@ -471,6 +483,15 @@ class Conversation(QObject):
                 self._show_usage((stats.prompt_tokens or request.prompt_tokens) + stats.tokens)
         elif error:
             self.sig_error.emit(error)
+        calls = self._tool_calls.pop(request.request_id, ())
         if stored is not None:
             self.sig_messages_changed.emit(request.chat_id)
             self.sig_reply_finished.emit(stored.id)
+            if calls and request.chat_id == self.chat_id:
+                self.sig_tool_calls.emit(stored.id, calls)
+
+    def refresh_reply(self, message_id: int) -> None:
+        """Draw a shown reply again from the store (its tool calls changed)."""
+        message = self.store.get_message(message_id)
+        if message is not None and message.chat_id == self.chat_id:
+            self.view.refresh_message(self._shown([message])[0])

@@ -1,5 +1,6 @@
-"""One reply being generated, as the conversation gathers it: what was asked, and the tokens and rounds that have
-arrived so far. Plain data, no Qt; GUI thread only (owned by Conversation)."""
+"""One reply being generated, as the conversation gathers it: what was asked (ReplyRequestSpec, one record from the
+window), and the tokens and rounds that have arrived so far. Plain data, no Qt; GUI thread only (owned by
+Conversation)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,21 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from app.engine.config import GenerationConfig
 from app.engine.events import GenerationStats, RoundEvent, TokenEvent, decode_speed
 from app.store.provenance import RoundRecord, token_origin
 from app.store import Message
+
+
+@dataclass(frozen=True)
+class ReplyRequestSpec:
+    """What a request for a reply is asked with, as one record from the window to the conversation: the
+    generation settings, the chat's system prompt, and the names the transcript labels the reply with."""
+
+    config: GenerationConfig
+    system_prompt: str
+    target_name: str
+    draft_name: Optional[str]
 
 
 @dataclass

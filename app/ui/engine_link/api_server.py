@@ -17,6 +17,7 @@ from app.serve.engine_host import ApiServeSpec, ApiState
 from app.serve.key_store import save_key, saved_key
 from app.store import AppSettings
 from app.ui.engine_link.engine_process import EngineProcess
+from app.ui.engine_link.settings_answers import api_history_linked
 from app.ui.settings.api_server_page import ApiServerChoice, ApiServerDialog
 
 
@@ -72,6 +73,9 @@ class ApiServerControl(QObject):
         self._apply_settings(dataclasses.replace(self._settings(), api_server=choice.enabled, api_host=choice.host,
                                                  api_port=choice.port, api_own_history=choice.own_history))
         self._send()
+        # Said at once ("starting…" when switched on): the engine process answers only once what it is doing now,
+        # a reply or a Compare, has ended, and the footer must not say "off" meanwhile.
+        self.sig_state_changed.emit(self.state)
 
     def stop_request(self) -> None:
         """Stop the API request being answered, at its next round (the client hears why)."""
@@ -138,7 +142,8 @@ def attach(window) -> ApiServerControl:
         show = control.sig_state_changed.connect(lambda state: dialog.page.set_state(state_text(state,
                                                                                                control.enabled)))
         try:
-            accepted = dialog.exec() == QDialog.DialogCode.Accepted
+            with api_history_linked(dialog.page, window.engine_process):
+                accepted = dialog.exec() == QDialog.DialogCode.Accepted
         finally:
             control.sig_state_changed.disconnect(show)
             dialog.deleteLater()
@@ -149,9 +154,9 @@ def attach(window) -> ApiServerControl:
                 window.show_error(f"The API server's key could not be saved: {exc}")
 
     def loaded_model() -> str:
-        path = window.session.loaded_target()
-        entry = window.library.entry_for(path)
-        return (entry.name if entry else Path(path).stem) if path else ""
+        target = window.session.loaded_target()
+        entry = window.library.entry_for(target)
+        return (entry.name if entry else Path(target.key).stem) if target else ""
 
     control.indicator = ApiServerIndicator(control, open_page, loaded_model)
     window.engine_process.sig_models_loaded.connect(lambda _loaded: control.indicator.refresh())

@@ -16,6 +16,7 @@ from app.store.provenance import RoundRecord
 from app.replies.stats import format_stats, model_label  # noqa: F401  (used by the window too)
 from app.store import Message
 from app.store.attachments import Attachment
+from app.store.tool_calls import ToolCallRecord
 
 # Char-format properties. The origin of a reply's character ("target", "draft", "ngram", "history"), and the
 # background it has without highlighting.
@@ -56,6 +57,7 @@ class TranscriptMessage:
     reasoning: str = ""
     reasoning_tokens: Optional[list[tuple[str, str]]] = None
     reasoning_token_rounds: Optional[list[int]] = None
+    tool_calls: tuple[ToolCallRecord, ...] = ()  # the tools the reply called (shown by app.ui.tools.call_blocks)
 
 
 def transcript_message(message: Message, versions: Optional[tuple[int, int]] = None) -> TranscriptMessage:
@@ -75,6 +77,7 @@ def transcript_message(message: Message, versions: Optional[tuple[int, int]] = N
         reasoning=message.reasoning or "",
         reasoning_tokens=message.reasoning_tokens,
         reasoning_token_rounds=message.reasoning_token_rounds,
+        tool_calls=message.tool_calls,
     )
 
 
