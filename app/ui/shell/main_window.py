@@ -33,6 +33,7 @@ from app.ui.chat.settings_binding import ChatSettingsBinding
 from app.ui.transcript.chat_view import ChatView
 from app.ui.chat.composer import Composer
 from app.ui.chat.conversation import Conversation, chat_session
+from app.ui.chat.reply_request import ReplyRequestSpec
 from app.ui.shell import appearance
 from app.ui.shell.empty_state import EmptyLibraryPage
 from app.ui.shell.message_commands import MessageCommands
@@ -116,7 +117,7 @@ class MainWindow(QMainWindow):
         self.legend_row = LegendRow(self.settings.show_highlighting, self.settings.show_refused)
         self.composer = Composer()
         self.footer = StatusFooter()
-        self.messages = MessageCommands(self.conversation, self.composer, self.store, self._request_args,
+        self.messages = MessageCommands(self.conversation, self.composer, self.store, self.reply_spec,
                                         self.show_error)
 
         self.empty_page = EmptyLibraryPage()
@@ -402,13 +403,13 @@ class MainWindow(QMainWindow):
         attachments = self.composer.attachments()
         if self.conversation.is_busy() or not (text.strip() or attachments):
             return False
-        args = self._request_args()
-        if args is None:
+        spec = self.reply_spec()
+        if spec is None:
             return False
         session = self.session
         new_chat = self.chat_settings.for_new_chat(session.target, session.draft_key, self.model_bar.speculative())
         try:
-            self.conversation.send(text, new_chat, self.messages.editing, *args, attachments=attachments)
+            self.conversation.send(text, spec, new_chat, replace_from=self.messages.editing, attachments=attachments)
         except StoreError as exc:
             self.show_error(f"The message could not be saved, so it was not sent: {exc}")
             return False
@@ -417,14 +418,16 @@ class MainWindow(QMainWindow):
         self._update_page()
         return True
 
-    def _request_args(self) -> Optional[tuple]:
-        """(config, system prompt, target name, draft name) for a new request, or None after saying why not."""
+    def reply_spec(self) -> Optional[ReplyRequestSpec]:
+        """What a new reply is asked with, or None after saying why none can be asked for now."""
         problem = self.session.send_blocker(self.library_ctl.scanned_once())
         if problem:
             self.show_error(problem)
             return None
         self.error_banner.hide()
-        return (self.generation_config(), self.chat_settings.current().system_prompt, *self.session.names())
+        target_name, draft_name = self.session.names()
+        return ReplyRequestSpec(self.generation_config(), self.chat_settings.current().system_prompt, target_name,
+                                draft_name)
 
     def generation_config(self) -> GenerationConfig:
         """What the next request is sent with: the chat's settings, the Speculative switch and the drafter."""

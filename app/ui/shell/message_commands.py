@@ -7,6 +7,7 @@ the window itself.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, Optional
 
 from PySide6.QtWidgets import QApplication
@@ -14,6 +15,7 @@ from PySide6.QtWidgets import QApplication
 from app.store import ChatStore, StoreError
 from app.ui.chat.composer import Composer
 from app.ui.chat.conversation import Conversation
+from app.ui.chat.reply_request import ReplyRequestSpec
 from app.ui.shell.versions import regenerate_config
 
 
@@ -22,11 +24,11 @@ class MessageCommands:
     replace, with what followed it, is kept and shown again by the switcher (app.ui.chat.versions)."""
 
     def __init__(self, conversation: Conversation, composer: Composer, store: ChatStore,
-                 request_args: Callable[[], Optional[tuple]], show_error: Callable[[str], None]):
+                 reply_spec: Callable[[], Optional[ReplyRequestSpec]], show_error: Callable[[str], None]):
         self._conversation = conversation
         self._composer = composer
         self._store = store
-        self._request_args = request_args
+        self._reply_spec = reply_spec
         self._show_error = show_error
         self._editing: Optional[int] = None
 
@@ -37,21 +39,21 @@ class MessageCommands:
 
     def regenerate(self, message_id: Optional[int]) -> None:
         message_id = message_id if message_id is None or message_id >= 0 else None  # an unsaved reply: the last
-        args = self._request_args()
-        if args is None:
+        spec = self._reply_spec()
+        if spec is None:
             return
         if message_id is not None:  # a new version, not a Retry after an error: it may differ from the one before
-            args = (regenerate_config(args[0]), *args[1:])
+            spec = dataclasses.replace(spec, config=regenerate_config(spec.config))
         try:
-            self._conversation.regenerate(*args, message_id)
+            self._conversation.regenerate(spec, message_id)
         except StoreError as exc:
             self._show_error(str(exc))
 
     def continue_reply(self, message_id: int) -> None:
         """Carry on writing an unfinished reply (stopped, interrupted or cut short)."""
-        args = self._request_args()
-        if args is not None:
-            self._conversation.continue_reply(*args, message_id)
+        spec = self._reply_spec()
+        if spec is not None:
+            self._conversation.continue_reply(spec, message_id)
 
     def edit_message(self, message_id: int) -> None:
         """Put a sent message back into the composer; sending makes a new version of it (the old one is kept)."""

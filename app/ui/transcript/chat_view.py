@@ -25,12 +25,12 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QApplication
 
 from app.replies.comparison import ShownComparison, compare_link_label, comparison_text
-from app.store.provenance import RoundRecord
+from app.store.provenance import RoundRecord, TokenRecord
 from app.ui.transcript import long_text, message_actions, message_meta, thinking_section
 from app.ui.widgets import style
 from app.ui.transcript import marks as transcript_marks
 from app.ui.transcript.links.link_guard import open_link_after_confirming
-from app.ui.transcript.reply_chars import NO_ROUND, reply_chars
+from app.ui.transcript.reply_chars import reply_chars
 from app.ui.transcript.reply_writer import ReplyWriter
 from app.ui.transcript.token_tooltip import DRAFT_TOOLTIP, NGRAM_TOOLTIP, TARGET_TOOLTIP
 from app.ui.transcript.browser import TranscriptBrowser
@@ -281,7 +281,7 @@ class ChatView(TranscriptBrowser):
             is_open = self._keep_thinking_open != (message.message_id in self._thinking_toggled)
             thinking_section.insert_section(self._writer, self._base, cursor, message, rounds, is_open)
         if not plain_note:
-            chars = reply_chars(message.content, message.tokens, message.token_rounds, rounds)
+            chars = reply_chars(message.content, message.tokens, rounds)
             self._writer.insert_reply(cursor, message.message_id, message.content, chars, rounds)
         actions = [("Copy", "copy")]
         if is_last_reply:
@@ -325,12 +325,11 @@ class ChatView(TranscriptBrowser):
     def is_streaming(self) -> bool:
         return self._stream_frame is not None
 
-    def append_tokens(self, tokens: Sequence[tuple[str, str]], token_rounds: Optional[Sequence[int]] = None,
-                      rounds: Optional[Sequence[RoundRecord]] = None) -> None:
-        """Append streamed (text, origin) tokens at the end of the streaming reply. `token_rounds`, when given,
-        holds each token's round (an index into the reply's rounds); `rounds` is the reply's round records so far
-        (the view keeps the latest list given, so passing the same growing list each time is enough). A round's
-        record must be given by the time its target token is appended for its refused proposal to show inline."""
+    def append_tokens(self, tokens: Sequence[TokenRecord], rounds: Optional[Sequence[RoundRecord]] = None) -> None:
+        """Append streamed answer tokens at the end of the streaming reply. Each token's round indexes `rounds`, the
+        reply's round records so far (the view keeps the latest list given, so passing the same growing list each
+        time is enough). A round's record must be given by the time its target token is appended for its refused
+        proposal to show inline."""
         if self._stream_frame is None:
             return
         if rounds is not None:
@@ -341,7 +340,8 @@ class ChatView(TranscriptBrowser):
         follow = self._at_bottom()
         cursor = self._stream_frame.lastCursorPosition()
         cursor.beginEditBlock()
-        for n, (text, origin) in enumerate(tokens):
+        for token in tokens:
+            text, origin, round_index = token.text, token.origin, token.round
             if not text:
                 continue
             if len(text) >= self._stream_room:  # the rest streams unseen: the finished reply shows it
@@ -349,7 +349,6 @@ class ChatView(TranscriptBrowser):
                 self._stream_room = 0
             else:
                 self._stream_room -= len(text)
-            round_index = token_rounds[n] if token_rounds is not None and n < len(token_rounds) else NO_ROUND
             # The target's own token of a round that refused part of its proposal marks where that part goes.
             ghost = (str(round_index) if origin == "target" and 0 <= round_index < len(records)
                      and records[round_index].has_refused else "")
@@ -373,8 +372,7 @@ class ChatView(TranscriptBrowser):
         if follow:
             self.scroll_to_end()
 
-    def append_reasoning(self, tokens: Sequence[tuple[str, str]], token_rounds: Sequence[int],
-                         rounds: Optional[Sequence[RoundRecord]] = None) -> None:
+    def append_reasoning(self, tokens: Sequence[TokenRecord], rounds: Optional[Sequence[RoundRecord]] = None) -> None:
         """Append streamed thinking tokens to the streaming reply's Thinking section (opened by the first)."""
         if self._stream_frame is None or not tokens:
             return
@@ -384,7 +382,7 @@ class ChatView(TranscriptBrowser):
         if self._stream_thinking is None:
             self._stream_thinking = thinking_section.StreamingThinking(self._writer, self._base, self.document(),
                                                                       self._stream_frame, STREAM_KEY)
-        self._stream_thinking.append(tokens, token_rounds, self.rounds_by_key.get(STREAM_KEY, []))
+        self._stream_thinking.append(tokens)
         if follow:
             self.scroll_to_end()
 

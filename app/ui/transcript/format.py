@@ -12,7 +12,7 @@ from typing import Optional
 from PySide6.QtGui import QTextFormat
 
 from app.engine.events import GenerationStats
-from app.store.provenance import RoundRecord
+from app.store.provenance import RoundRecord, TokenRecord, token_records
 from app.replies.stats import format_stats, model_label  # noqa: F401  (used by the window too)
 from app.store import Message
 from app.store.attachments import Attachment
@@ -42,11 +42,11 @@ class TranscriptMessage:
     message_id: int
     role: str  # "user", "assistant", "system"
     content: str
-    tokens: Optional[list[tuple[str, str]]] = None  # (text, origin) per token, assistant replies only
+    # An assistant reply's answer tokens, each with its origin and its round (an index into `rounds`).
+    tokens: Optional[list[TokenRecord]] = None
     stats: Optional[GenerationStats] = None
     model_label: str = ""
     notes: list[str] = field(default_factory=list)
-    token_rounds: Optional[list[int]] = None  # per token, its round's index into `rounds`
     rounds: Optional[list[RoundRecord]] = None
     comparison: Optional[dict] = None
     attachments: tuple[Attachment, ...] = ()  # files sent with a user message, shown as chips under it
@@ -54,27 +54,26 @@ class TranscriptMessage:
     versions: Optional[tuple[int, int]] = None  # (index, count) of a regenerated or edited message's versions
     # A reply's thinking, without markers, and its tokens (rounds index into `rounds`); "" for none.
     reasoning: str = ""
-    reasoning_tokens: Optional[list[tuple[str, str]]] = None
-    reasoning_token_rounds: Optional[list[int]] = None
+    reasoning_tokens: Optional[list[TokenRecord]] = None
 
 
 def transcript_message(message: Message, versions: Optional[tuple[int, int]] = None) -> TranscriptMessage:
+    """The stored message as the transcript shows it (the store's token columns become records here)."""
     return TranscriptMessage(
         message_id=message.id,
         role=message.role,
         content=message.content,
-        tokens=message.tokens,
+        tokens=token_records(message.tokens, message.token_rounds) if message.tokens is not None else None,
         stats=message.stats,
         model_label=model_label(message.target_name, message.draft_name),
-        token_rounds=message.token_rounds,
         rounds=message.rounds,
         comparison=message.comparison,
         attachments=message.attachments,
         created_at=message.created_at,
         versions=versions,
         reasoning=message.reasoning or "",
-        reasoning_tokens=message.reasoning_tokens,
-        reasoning_token_rounds=message.reasoning_token_rounds,
+        reasoning_tokens=(token_records(message.reasoning_tokens, message.reasoning_token_rounds, part="reasoning")
+                          if message.reasoning_tokens is not None else None),
     )
 
 

@@ -15,7 +15,7 @@ from PySide6.QtGui import (QColor, QFont, QTextBlockFormat, QTextCharFormat, QTe
                            QTextFrame, QTextFrameFormat)
 
 from app.engine.events import GenerationStats
-from app.store.provenance import RoundRecord
+from app.store.provenance import RoundRecord, TokenRecord
 from app.ui.transcript.format import TranscriptMessage
 from app.ui.transcript.reply_chars import reply_chars
 from app.ui.transcript.reply_writer import ReplyWriter
@@ -90,7 +90,7 @@ def insert_section(writer: ReplyWriter, base: QFont, cursor: QTextCursor, messag
     if is_open:
         frame = cursor.insertFrame(_frame_format())
         inner = frame.firstCursorPosition()
-        chars = reply_chars(message.reasoning, message.reasoning_tokens, message.reasoning_token_rounds, rounds)
+        chars = reply_chars(message.reasoning, message.reasoning_tokens, rounds)
         writer.insert_reply(inner, message.message_id, message.reasoning, chars, rounds)
         _quiet(frame)
         _after(cursor, frame)
@@ -121,19 +121,17 @@ class StreamingThinking:
         _after(cursor, self.frame)
         cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
 
-    def append(self, tokens: Sequence[tuple[str, str]], token_rounds: Sequence[int],
-               records: Sequence[RoundRecord]) -> None:
+    def append(self, tokens: Sequence[TokenRecord]) -> None:
         if self.frame is None:
             return
         cursor = self.frame.lastCursorPosition()
-        for n, (text, origin) in enumerate(tokens):
-            round_index = token_rounds[n] if n < len(token_rounds) else -1
-            pieces = text.split("\n")
+        for token in tokens:
+            pieces = token.text.split("\n")
             for n_piece, piece in enumerate(pieces):
                 if n_piece:
                     cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
                 if piece:
-                    fmt = QTextCharFormat(self._writer.token_format(origin, self._key, round_index))  # a copy: formats are shared
+                    fmt = QTextCharFormat(self._writer.token_format(token.origin, self._key, token.round))  # a copy: formats are shared
                     fmt.setForeground(QColor(style.TEXT_MUTED))
                     cursor.insertText(piece, fmt)
 
