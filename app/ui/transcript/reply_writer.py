@@ -1,5 +1,5 @@
 """Writes replies into the transcript's QTextDocument: streamed tokens as they come, and a finished reply as
-Markdown whose every shown character keeps its token's origin and round (see markdown_blocks), with code blocks in
+Markdown whose every shown character keeps its token's origin and round (see markdown.blocks), with code blocks in
 monospace and Pygments colours, tables, lists, links, and refused proposals as ghost text when they are shown.
 
 GUI thread only.
@@ -26,9 +26,9 @@ from app.store.provenance import RoundRecord
 from app.ui.widgets import style
 from app.ui.transcript.links.action_links import ActionLinks
 from app.ui.transcript import long_text
-from app.ui.transcript.code_colors import code_colours
+from app.ui.transcript.markdown.code_colors import code_colours
 from app.ui.transcript.long_text import LINE_SEPARATOR
-from app.ui.transcript.markdown_blocks import Block, Inline, InlineStyle, parse_markdown
+from app.ui.transcript.markdown.blocks import Block, Inline, InlineStyle, parse_markdown
 from app.ui.transcript.reply_chars import NO_ROUND, ReplyChars
 from app.ui.transcript.format import (
     BASE_BACKGROUND_PROPERTY,
