@@ -17,6 +17,7 @@ from PySide6.QtGui import (QColor, QFont, QTextBlockFormat, QTextCharFormat, QTe
 from app.engine.events import GenerationStats
 from app.store.provenance import RoundRecord, TokenRecord
 from app.ui.transcript.format import TranscriptMessage
+from app.ui.transcript.markdown.streaming import StreamingAnswer
 from app.ui.transcript.reply_chars import reply_chars
 from app.ui.transcript.reply_writer import ReplyWriter
 from app.ui.widgets import style
@@ -91,6 +92,7 @@ def insert_section(writer: ReplyWriter, base: QFont, cursor: QTextCursor, messag
         frame = cursor.insertFrame(_frame_format())
         inner = frame.firstCursorPosition()
         chars = reply_chars(message.reasoning, message.reasoning_tokens, rounds)
+        writer.reuse_block = True  # the frame's own first block: no blank line above the thinking
         writer.insert_reply(inner, message.message_id, message.reasoning, chars, rounds)
         _quiet(frame)
         _after(cursor, frame)
@@ -112,28 +114,24 @@ class StreamingThinking:
         self._writer = writer
         self._base = base
         self._document = document
+        # Laid out as the finished reply's section (insert_section), so that nothing moves when the reply ends.
         cursor = stream_frame.lastCursorPosition()
+        block_format = QTextBlockFormat()
+        block_format.setTopMargin(4)
+        writer.reuse_block = False
+        writer.new_block(cursor, block_format, style.muted_format(base))
         cursor.insertText("Thinking…", _header_format(writer, base, key, link=False))
         self._header_start = cursor.position() - len("Thinking…")
         self._header_end = cursor.position()
         self.frame: Optional[QTextFrame] = cursor.insertFrame(_frame_format())
         self._key = key
-        _after(cursor, self.frame)
-        cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
+        # Markdown as it streams, muted as the finished section is (_quiet).
+        self._text = StreamingAnswer(writer, document, self.frame, key, muted=QColor(style.TEXT_MUTED),
+                                     reuse_first=True)
 
-    def append(self, tokens: Sequence[TokenRecord]) -> None:
-        if self.frame is None:
-            return
-        cursor = self.frame.lastCursorPosition()
-        for token in tokens:
-            pieces = token.text.split("\n")
-            for n_piece, piece in enumerate(pieces):
-                if n_piece:
-                    cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
-                if piece:
-                    fmt = QTextCharFormat(self._writer.token_format(token.origin, self._key, token.round))  # a copy: formats are shared
-                    fmt.setForeground(QColor(style.TEXT_MUTED))
-                    cursor.insertText(piece, fmt)
+    def append(self, tokens: Sequence[TokenRecord], rounds: Sequence[RoundRecord]) -> None:
+        if self.frame is not None:
+            self._text.append(tokens, rounds)
 
     def fold(self, seconds: float, tokens: int) -> None:
         """The answer started: the reasoning goes out of sight, the header says how long it took."""

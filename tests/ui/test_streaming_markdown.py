@@ -1,0 +1,144 @@
+"""A streaming reply is shown as Markdown while it streams: a fenced code block is a coloured code block from its
+first line, no fence is ever shown as text, and nothing moves when the reply finishes."""
+
+from __future__ import annotations
+
+import random
+
+from PySide6.QtGui import QColor
+
+from app.engine.events import GenerationStats
+from app.store.provenance import RoundRecord, TokenRecord, token_records
+from app.ui.transcript.chat_view import ChatView, TranscriptMessage
+from app.ui.transcript.markdown.code_colors import code_colours
+from app.ui.widgets import style
+
+CODE_REPLY = ("Here is the function:\n\n```python\ndef add(a, b):\n    \"\"\"Their sum.\"\"\"\n    return a + b\n```\n\n"
+              "It returns **the sum**.\n\n```python\nprint(add(1, 2))\n```\n")
+# Every kind of block the transcript draws, and the seams between them.
+SAMPLES = [
+    CODE_REPLY,
+    "# Title\n\nSome *text*, `code` and a [link](https://example.org).\n\n1. one\n2. two\n   - nested\n\n"
+    "> quoted\n> still\n\n---\n\nEnd.",
+    "| a | b |\n|---|:-:|\n| 1 | 2 |\n\nAfter the table.\n\n```\nplain code\n```",
+    "- item\n\n  ```js\n  let x = 1;\n  ```\n- second\n\nText after.",
+    "~~~rust\nfn main() {}\n~~~\nno gap\n```\nunclosed code\nline two",
+    "Para one\nsoft break\n\n    indented code\n\n````markdown\n```python\ninner\n```\n````\n\nDone.",
+    "A\r\nB\r\n\r\n```py\r\nx = 1\r\n```\r\n\r\n- [ ] task\n- [x] done\n\nSetext\n======\n",
+]
+
+
+def _tokens(text: str, cuts: list[int]) -> list[TokenRecord]:
+    """`text` cut at these offsets, drafted and written by turns, one round per pair of tokens."""
+    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)]) if b > a]
+    return [TokenRecord(piece, "draft" if n % 2 else "target", n // 2) for n, piece in enumerate(pieces)]
+
+
+def _view(qtbot) -> ChatView:
+    view = ChatView()
+    qtbot.addWidget(view)
+    view.resize(700, 900)
+    view.show()
+    view.add_message(TranscriptMessage(1, "user", "Write add."))
+    return view
+
+
+def _lines(view: ChatView) -> list[tuple[str, float, float]]:
+    """Each line of the transcript from the reply's first line (under its header) to its last non-empty one, with
+    where it is laid out: its text, top and height."""
+    document = view.document()
+    layout = document.documentLayout()
+    lines = []
+    block = document.begin()
+    while block.isValid():
+        rect = layout.blockBoundingRect(block)
+        lines.append((block.text(), rect.y(), rect.height()))
+        block = block.next()
+    header = next(n for n, line in enumerate(lines) if line[0] in ("model", "Assistant"))
+    last = max(n for n, line in enumerate(lines) if line[0])
+    return lines[header + 1:last + 1]
+
+
+def _finish(view: ChatView, text: str, tokens: list[TokenRecord], rounds=None) -> None:
+    view.finish_stream(TranscriptMessage(2, "assistant", text, tokens, GenerationStats(
+        tokens=len(tokens), tokens_per_second=12.5), rounds=rounds))
+
+
+def test_a_fenced_block_is_a_coloured_code_block_from_its_first_line(qtbot):
+    view = _view(qtbot)
+    view.begin_stream("model")
+    tokens = _tokens(CODE_REPLY, [8, 22, 25, 33, 38, 48])  # ... "```py", "thon\n", "def add(", "a, b):\n" ...
+    view.append_tokens(tokens[:4])  # the fence and its language
+    assert view.streamed_text().rstrip() == "Here is the function:\npython   Copy"  # an empty code block, no fence
+    view.append_tokens(tokens[4:6])  # the first line of code, still streaming
+    assert view.is_streaming()
+    streamed = view.streamed_text()
+    assert "```" not in streamed and streamed.endswith("python   Copy\ndef add(a, b):")
+    keyword = view.document().find("def").charFormat()
+    assert keyword.fontFamilies() == style.monospace_font().families()
+    colours = code_colours("def add(a, b):", "python", style.current().code_style)
+    assert colours is not None and keyword.foreground().color() == QColor(colours[0])  # a Python keyword's colour
+    # The same colour and font as the finished reply gives it.
+    rest = _tokens(CODE_REPLY, [48])[1:]
+    view.append_tokens([TokenRecord(t.text, t.origin, 3) for t in rest])
+    _finish(view, CODE_REPLY, tokens[:6] + rest)
+    finished = view.document().find("def").charFormat()
+    assert finished.foreground().color() == keyword.foreground().color()
+    assert finished.fontFamilies() == keyword.fontFamilies()
+
+
+def test_no_fence_is_shown_as_text_while_it_streams(qtbot):
+    """A fence's backticks come a token or two at a time: the line is held back until it is known to be a fence."""
+    view = _view(qtbot)
+    view.begin_stream("model")
+    text = CODE_REPLY
+    for end in range(1, len(text) + 1):  # one character a token
+        view.append_tokens([TokenRecord(text[end - 1], "target", end)])
+        assert "`" not in view.streamed_text(), repr(text[:end])
+
+
+def test_the_reply_does_not_move_when_it_finishes(qtbot):
+    """The reply ends with a closed fence: every line is where it was, with the same text, once it finishes."""
+    view = _view(qtbot)
+    view.begin_stream("model")
+    tokens = _tokens(CODE_REPLY, list(range(3, len(CODE_REPLY), 4)))
+    for n in range(0, len(tokens), 3):
+        view.append_tokens(tokens[n:n + 3])
+    streamed, before = view.streamed_text(), _lines(view)
+    assert "```" not in streamed and "**" not in streamed
+    _finish(view, CODE_REPLY, tokens)
+    after = _lines(view)[:len(before)]
+    assert [line[0] for line in after] == [line[0] for line in before]  # the same text
+    assert after == before  # at the same places, the same heights
+    assert streamed in view.toPlainText()
+
+
+def test_every_kind_of_block_ends_where_it_streamed(qtbot):
+    """Replies cut into tokens at random places (and one character a token), with refused proposals shown: the
+    finished reply is laid out as the stream showed it."""
+    shuffle = random.Random(36)
+    for text in SAMPLES:
+        for cuts in (list(range(1, len(text))), sorted(shuffle.sample(range(1, len(text)), len(text) // 3))):
+            view = _view(qtbot)
+            view.set_show_refused(True)
+            view.begin_stream("model")
+            tokens = _tokens(text, cuts)
+            rounds = [RoundRecord("model", 2, [1, 2, 3], ["d", "Q", "Z"], kept=1) for _ in tokens]
+            for n in range(0, len(tokens), 3):
+                view.append_tokens(tokens[n:n + 3], rounds)
+            before = _lines(view)
+            assert any("QZ" in line[0] for line in before)  # the refused proposals are shown
+            _finish(view, text, tokens, rounds)
+            assert _lines(view)[:len(before)] == before, text
+
+
+def test_thinking_streams_as_quiet_markdown(qtbot):
+    view = _view(qtbot)
+    view.set_keep_thinking_open(True)
+    view.begin_stream("model")
+    view.append_reasoning(token_records([("Use **a** and ", "target"), ("`b`:\n\n", "draft"),
+                                         ("```python\nx = 1\n", "target")]))
+    streamed = view.streamed_text()
+    assert "Use a and b:" in streamed and "x = 1" in streamed and "`" not in streamed and "*" not in streamed
+    for word in ("Use", "x = 1"):
+        assert view.document().find(word).charFormat().foreground().color() == QColor(style.TEXT_MUTED)
