@@ -107,3 +107,13 @@ def test_hovering_a_token_says_who_produced_it(qtbot):
                                QHelpEvent(QEvent.Type.ToolTip, pos, view.viewport().mapToGlobal(pos)))
         assert expected in QToolTip.text()
     QToolTip.hideText()
+
+
+def test_a_line_break_shows_no_highlight(qtbot):
+    """A drafted token that starts a line highlights its text, not the line break before it (a sliver at the end of
+    the line above)."""
+    view = ChatView()
+    qtbot.addWidget(view)
+    tokens = token_records([("```python\nx = 1", "target"), ("\ny = 2", "draft"), ("\n```", "target")])
+    view.add_message(TranscriptMessage(1, "assistant", "".join(t.text for t in tokens), tokens), is_last_reply=True)
+    assert view.highlighted_text() == "y = 2"

@@ -216,6 +216,8 @@ class ReplyWriter:
                     origin, round_index, ghosts = chars.origins[offset], chars.rounds[offset], reply.ghosts_before(offset)
                 else:
                     origin, round_index, ghosts = "", NO_ROUND, ""
+                if text[i] == "\n":  # a line break: its highlight would be a stray sliver at the line's end
+                    origin, round_index = "", NO_ROUND
                 key = (origin, round_index, inline.styles[i], colours[i] if colours else None, ghosts)
                 if key == run_key:
                     continue
