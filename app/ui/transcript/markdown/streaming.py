@@ -25,7 +25,7 @@ from PySide6.QtGui import QColor, QTextBlockFormat, QTextCharFormat, QTextCursor
 
 from app.store.provenance import RoundRecord, TokenRecord
 from app.ui.transcript import long_text
-from app.ui.transcript.markdown.blocks import Block, Inline, nests_too_deep, parse_markdown
+from app.ui.transcript.markdown.blocks import PLAIN, Block, Inline, nests_too_deep, parse_markdown
 from app.ui.transcript.markdown.code_colors import code_colours
 from app.ui.transcript.reply_chars import ReplyChars
 from app.ui.transcript.reply_writer import ReplyMarks, ReplyWriter
@@ -37,7 +37,7 @@ _TEXT_KINDS = ("paragraph", "heading")  # blocks of inline text, grown at their 
 # A paragraph's last characters, written again at each flush; the rest is rewritten only when Markdown restyles it
 # (emphasis that closes, a link completed), so that a long paragraph costs each flush only what it adds.
 _TEXT_REWRITTEN = 256
-_LEX_CONTEXT_CHARS = 2_000  # code lexed before a code block's new lines, for the state they start in
+_LEX_CONTEXT_CHARS = 600  # code lexed before a code block's new lines, for the state they start in
 _NO_TEXT = Inline()
 
 
@@ -132,6 +132,8 @@ class StreamingAnswer:
     # ----- writing
 
     def _show(self) -> None:
+        if self._plain_written is None and not long_text.is_too_long(self.source) and self._grow_code_unparsed():
+            return
         if self._plain_written is None and (long_text.is_too_long(self.source)
                                             or nests_too_deep(self.source[self._restart:])):
             self._give_up_markdown()
@@ -156,6 +158,35 @@ class StreamingAnswer:
             self._write_from(changed, blocks)
         self._end_ghost, self._end_reuse = self._marks.next_ghost, self._writer.reuse_block
         self._advance_restart(blocks)
+
+    def _grow_code_unparsed(self) -> bool:
+        """Grow an open code block without parsing again when what was added can only be more of its code: the
+        block is not in a list or quote and its fence is not indented (its code is the source as it is), and the new
+        text holds no fence character (nothing that could close it) and no CR or NUL (which the parser rewrites).
+        Then its code is all the source after its first line, as the parser would give it, but one last newline."""
+        open_block = self._open
+        if open_block is None or open_block.code_frame is None:
+            return False
+        block, source = open_block.block, self.source
+        code = block.inline.text
+        if block.indent or block.quote or not code:
+            return False
+        start = block.inline.offsets[0]
+        if start < 0:
+            return False
+        new = source[start + len(code):]
+        fence_line = source.rfind("\n", 0, start - 1) + 1
+        if (block.inline.offsets[-1] != start + len(code) - 1 or not source.startswith(code, start)
+                or source[fence_line:fence_line + 1] not in _FENCE_CHARS or any(ch in new for ch in "`~\r\0")):
+            return False
+        code = source[start:-1] if source.endswith("\n") else source[start:]
+        if code == block.inline.text:
+            return True
+        self._grow(open_block, dataclasses.replace(block, inline=Inline(
+            code, list(range(start, start + len(code))), [PLAIN] * len(code))))
+        self._written[-1].block = open_block.block
+        self._end_ghost, self._end_reuse = self._marks.next_ghost, self._writer.reuse_block
+        return True
 
     def _parse(self) -> list[Block]:
         source = self.source[self._restart:]
