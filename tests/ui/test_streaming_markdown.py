@@ -132,6 +132,22 @@ def test_every_kind_of_block_ends_where_it_streamed(qtbot):
             assert _lines(view)[:len(before)] == before, text
 
 
+def test_each_flush_shows_what_one_flush_of_the_same_text_would(qtbot):
+    """Written block by block, flush after flush, the reply looks as it would written at once at any point."""
+    shuffle = random.Random(7)
+    for text in SAMPLES:
+        tokens = _tokens(text, sorted(shuffle.sample(range(1, len(text)), len(text) // 3)))
+        view = _view(qtbot)
+        view.begin_stream("model")
+        for n in range(0, len(tokens), 3):
+            view.append_tokens(tokens[n:n + 3])
+            at_once = _view(qtbot)
+            at_once.begin_stream("model")
+            at_once.append_tokens(tokens[:n + 3])
+            assert _lines(view) == _lines(at_once), "".join(t.text for t in tokens[:n + 3])
+            at_once.close()
+
+
 def test_thinking_streams_as_quiet_markdown(qtbot):
     view = _view(qtbot)
     view.set_keep_thinking_open(True)

@@ -163,7 +163,7 @@ class StreamingAnswer:
         """Grow an open code block without parsing again when what was added can only be more of its code: the
         block is not in a list or quote and its fence is not indented (its code is the source as it is), and the new
         text holds no fence character (nothing that could close it) and no CR or NUL (which the parser rewrites).
-        Then its code is all the source after its first line, as the parser would give it, but one last newline."""
+        Then its code is the source after its first line, as the parser gives it."""
         open_block = self._open
         if open_block is None or open_block.code_frame is None:
             return False
@@ -179,7 +179,11 @@ class StreamingAnswer:
         if (block.inline.offsets[-1] != start + len(code) - 1 or not source.startswith(code, start)
                 or source[fence_line:fence_line + 1] not in _FENCE_CHARS or any(ch in new for ch in "`~\r\0")):
             return False
-        code = source[start:-1] if source.endswith("\n") else source[start:]
+        code = source[start:]
+        last_line = code.rfind("\n") + 1
+        if last_line and not code[last_line:].strip(" \t"):
+            code = code[:last_line]  # a last line of only spaces is no line yet to the parser
+        code = code[:-1] if code.endswith("\n") else code
         if code == block.inline.text:
             return True
         self._grow(open_block, dataclasses.replace(block, inline=Inline(
