@@ -71,7 +71,7 @@ def main() -> None:
     window.resize(900, 640)
     window.show()
     shown = REPLY[:REPLY.index(SHOWN_UP_TO) + len(SHOWN_UP_TO)]
-    streamed = [token for token in tokens(shown)]
+    streamed = tokens(shown)
     for theme in ("light", "dark"):
         window.appearance.set_choice(theme)
         window.conversation.reload()

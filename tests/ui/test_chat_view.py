@@ -117,3 +117,6 @@ def test_a_line_break_shows_no_highlight(qtbot):
     tokens = token_records([("```python\nx = 1", "target"), ("\ny = 2", "draft"), ("\n```", "target")])
     view.add_message(TranscriptMessage(1, "assistant", "".join(t.text for t in tokens), tokens), is_last_reply=True)
     assert view.highlighted_text() == "y = 2"
+    view.set_highlighting(False)
+    view.set_highlighting(True)  # highlighted again: still not the line break
+    assert view.highlighted_text() == "y = 2"

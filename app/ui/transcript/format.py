@@ -32,6 +32,8 @@ GHOST_PROPERTY = QTextFormat.Property.UserProperty + 6
 # On a block that goes on the line of the block before it: a long line is cut into blocks of bounded length
 # (long_text.py), and copied text joins them again.
 CONTINUED_PROPERTY = QTextFormat.Property.UserProperty + 7
+# On a line break inside a block (a code block's, a soft break): it is never highlighted.
+LINE_BREAK_PROPERTY = QTextFormat.Property.UserProperty + 8
 STREAM_KEY = -1
 
 

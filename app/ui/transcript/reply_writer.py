@@ -36,6 +36,7 @@ from app.ui.transcript.format import (
     BASE_BACKGROUND_PROPERTY,
     GHOST_PROPERTY,
     GHOST_ROUNDS_PROPERTY,
+    LINE_BREAK_PROPERTY,
     MESSAGE_PROPERTY,
     PROVENANCE_PROPERTY,
     ROUND_PROPERTY,
@@ -78,7 +79,9 @@ class ReplyWriter:
     # ----- formats
 
     def set_background(self, fmt: QTextCharFormat) -> None:
-        color = style.origin_color(fmt.stringProperty(PROVENANCE_PROPERTY)) if self.highlight else None
+        # A line break keeps its origin but shows no highlight: it would be a stray sliver at the end of its line.
+        color = (style.origin_color(fmt.stringProperty(PROVENANCE_PROPERTY))
+                 if self.highlight and not fmt.boolProperty(LINE_BREAK_PROPERTY) else None)
         if color is not None:
             fmt.setBackground(color)
             return
@@ -101,8 +104,10 @@ class ReplyWriter:
         fmt.setFontFamilies(self.mono.families())
 
     def _char_format(self, origin: str, round_index: int, key: int, inline: InlineStyle, block: Block,
-                     colour: Optional[str], ghost_rounds: str) -> QTextCharFormat:
+                     colour: Optional[str], ghost_rounds: str, line_break: bool = False) -> QTextCharFormat:
         fmt = QTextCharFormat()
+        if line_break:
+            fmt.setProperty(LINE_BREAK_PROPERTY, True)
         if origin:
             fmt.setProperty(PROVENANCE_PROPERTY, origin)
             fmt.setProperty(MESSAGE_PROPERTY, key)
@@ -216,18 +221,17 @@ class ReplyWriter:
                     origin, round_index, ghosts = chars.origins[offset], chars.rounds[offset], reply.ghosts_before(offset)
                 else:
                     origin, round_index, ghosts = "", NO_ROUND, ""
-                if text[i] == "\n":  # a line break: its highlight would be a stray sliver at the line's end
-                    origin, round_index = "", NO_ROUND
-                key = (origin, round_index, inline.styles[i], colours[i] if colours else None, ghosts)
+                key = (origin, round_index, inline.styles[i], colours[i] if colours else None, ghosts, text[i] == "\n")
                 if key == run_key:
                     continue
             if run_key is not None:
                 fmt = formats.get(run_key)
                 if fmt is None:
-                    origin_, round_, inline_style, colour_, ghosts_ = run_key
+                    origin_, round_, inline_style, colour_, ghosts_, line_break = run_key
                     if header:
                         inline_style = replace(inline_style, bold=True)
-                    fmt = self._char_format(origin_, round_, reply.key, inline_style, block, colour_, ghosts_)
+                    fmt = self._char_format(origin_, round_, reply.key, inline_style, block, colour_, ghosts_,
+                                            line_break)
                     formats[run_key] = fmt
                 if run_key[4] and self.show_refused:
                     self.insert_ghosts(cursor, reply.key, run_key[4], reply.rounds)
