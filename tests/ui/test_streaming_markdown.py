@@ -148,6 +148,22 @@ def test_each_flush_shows_what_one_flush_of_the_same_text_would(qtbot):
             at_once.close()
 
 
+def test_refused_proposals_shown_or_hidden_mid_stream_leave_it_whole(qtbot):
+    """Ghost text inserted into or taken out of what streamed already moves nothing the stream writes next."""
+    for text in SAMPLES[:4]:
+        view = _view(qtbot)
+        view.begin_stream("model")
+        tokens = _tokens(text, list(range(1, len(text))))
+        rounds = [RoundRecord("model", 2, [1, 2, 3], ["d", "Q", "Z"], kept=1) for _ in tokens]
+        for n in range(0, len(tokens), 3):
+            view.set_show_refused(n % 2 == 0)
+            view.append_tokens(tokens[n:n + 3], rounds)
+        view.set_show_refused(True)
+        before = _lines(view)
+        _finish(view, text, tokens, rounds)
+        assert _lines(view)[:len(before)] == before, text
+
+
 def test_thinking_streams_as_quiet_markdown(qtbot):
     view = _view(qtbot)
     view.set_keep_thinking_open(True)

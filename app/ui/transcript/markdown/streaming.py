@@ -42,16 +42,17 @@ _NO_TEXT = Inline()
 
 
 class _Place:
-    """A place in the document that stays before whatever is written at it later. A cursor at the place itself
-    would move past text inserted there (a paragraph that grows in the block Qt keeps after a frame starts where
-    its block does), so the cursor is kept one position before it; nothing before a place is ever edited."""
+    """A place in the document that stays before whatever is written at it later (a paragraph that grows in the
+    block Qt keeps after a frame starts where its block does), and follows edits before it (ghost text shown or
+    hidden)."""
 
     def __init__(self, document: QTextDocument, position: int):
         self._cursor = QTextCursor(document)
-        self._cursor.setPosition(position - 1)
+        self._cursor.setPosition(position)
+        self._cursor.setKeepPositionOnInsert(True)
 
     def position(self) -> int:
-        return self._cursor.position() + 1
+        return self._cursor.position()
 
 
 @dataclass
