@@ -19,8 +19,10 @@ from app.platform import paths
 from app.engine.gguf.compat import check_pair
 from app.engine.gguf.compat_cache import CompatCache, default_cache, file_key
 from app.engine.errors import ModelFileError
-from app.engine.remote.engine import is_remote_target
+from app.engine.config import KvType
+from app.engine.targets import LocalModel, ServerModel, Target
 from app.engine.gguf.info import inspect_gguf
+from app.engine.gguf.memory import MemoryCost, kv_values_per_token, memory_cost
 from app.common.units import format_bytes, format_parameter_count
 
 
@@ -47,6 +49,21 @@ class ModelEntry:
     # `reasoning_effort` (gpt-oss). The chat settings offer those controls where it does.
     thinking_switch: bool = False
     effort_switch: bool = False
+    server: Optional[ServerModel] = None  # a server's model (then `path` is its key), None for a file
+    # Key and value elements per token of context, all layers (app.engine.gguf.memory): 0 when not known.
+    kv_values: int = 0
+
+    @property
+    def target(self) -> Target:
+        """What loading this row asks the engine for."""
+        return self.server if self.server is not None else LocalModel(Path(self.path))
+
+    def memory(self, n_ctx: int, kv_type: KvType = "f16") -> Optional[MemoryCost]:
+        """What this file takes once loaded at that context and KV-cache type; None when that cannot be told (a
+        server's model, a file whose header could not be read)."""
+        if self.server is not None or not self.usable or not self.kv_values:
+            return None
+        return memory_cost(self.file_size, self.kv_values, n_ctx, kv_type, self.context_length)
 
     @property
     def file_name(self) -> str:
@@ -172,6 +189,7 @@ def inspect_entry(path: Path, folder: LibraryFolder | None = None) -> ModelEntry
         has_chat_template=info.chat_template is not None,
         thinking_switch="enable_thinking" in (info.chat_template or ""),
         effort_switch="reasoning_effort" in (info.chat_template or ""),
+        kv_values=sum(kv_values_per_token(info.metadata)),
         usable=info.usable,
         problem=_without_path(info.problem or "", path),
     )
@@ -303,30 +321,31 @@ SERVER_SPECULATION = "server-speculation"
 
 def server_entries(url: str, model_ids: Sequence[str]) -> list[ModelEntry]:
     """Library rows for a server's models: their path is the engine's target key, their folder the server."""
-    from app.engine.remote.engine import remote_target
     from app.engine.remote.http import display_url
 
-    # The folder is shown: without the URL's user:password@ (the target key keeps them for the requests).
-    return [ModelEntry(path=remote_target(url, model_id), name=os.path.basename(model_id.rstrip("/")) or model_id,
-                       file_size=0, folder=display_url(url), source="server", model_name=model_id)
-            for model_id in model_ids]
+    # The folder is shown: without the URL's user:password@ (the target keeps them for the requests).
+    servers = [ServerModel.at(url, model_id) for model_id in model_ids]
+    return [ModelEntry(path=server.key, name=os.path.basename(server.model.rstrip("/")) or server.model,
+                       file_size=0, folder=display_url(url), source="server", model_name=server.model, server=server)
+            for server in servers]
 
 
-def draft_choices(target_path: str | Path, candidates: Sequence[ModelEntry]) -> list[DraftChoice]:
-    """Every other library file judged as a draft for `target_path`: compatible ones best first, then the rest.
+def draft_choices(target: Target, candidates: Sequence[ModelEntry]) -> list[DraftChoice]:
+    """Every other library file judged as a draft for `target`: compatible ones best first, then the rest.
 
     Uses the engine's cached compatibility checks, so asking again for a target seen before costs almost nothing.
     """
-    if is_remote_target(target_path):
+    if isinstance(target, ServerModel):
         # A server speculates with the draft it was started with; no local file can draft for it.
         return [DraftChoice(SERVER_SPECULATION, True, "Speculation is set up on the server (llama-server -md DRAFT)")]
-    target_key = paths.resolved(Path(target_path))
+    target_path = target.path
+    target_key = paths.resolved(target_path)
     usable = [e for e in candidates if e.usable and paths.resolved(Path(e.path)) != target_key]
     unusable = [e for e in candidates if not e.usable and paths.resolved(Path(e.path)) != target_key]
     choices = [
         DraftChoice(str(s.path), s.compatible, s.reason, recommended=s.recommended,
                     larger=s.size_ratio is not None and s.size_ratio > SAME_SIZE_RATIO)
-        for s in suggest_drafts(Path(target_path), [Path(e.path) for e in usable])
+        for s in suggest_drafts(target_path, [Path(e.path) for e in usable])
     ]
     compatible = [c for c in choices if c.compatible]
     # Only the best suggestion is called "recommended", so the label points at one choice.

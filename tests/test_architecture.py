@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -36,6 +37,34 @@ def test_every_package_is_a_small_room_with_a_map():
         if folder != ROOT / "app":
             missing = [m for m in modules if m not in text] + [f"{s}/" for s in subpackages if f"{s}/" not in text]
             assert not missing, f"{init.relative_to(ROOT)} does not map {missing}"
+
+
+def _named_paths(text: str) -> set[str]:
+    """The file and folder paths a text names in backquotes: "app/engine/", "local/decoder.py", "main_window.py"."""
+    return set(re.findall(r"`([\w./-]+(?:\.py|/))`", text))
+
+
+def _missing(names: set[str], under: list[Path]) -> list[str]:
+    """The names that are no file or folder of the project: a full path as it is, a partial one as the end of one."""
+    known = {p.relative_to(ROOT).as_posix() + ("/" if p.is_dir() else "") for folder in under for p in folder.rglob("*")
+             if "__pycache__" not in p.parts}
+    known |= {f"{folder.relative_to(ROOT).as_posix()}/" for folder in under}
+    return sorted(n for n in names if n not in known and not any(k.endswith("/" + n) for k in known))
+
+
+def test_the_readme_s_layout_and_the_app_s_map_name_only_what_exists():
+    readme = (ROOT / "README.md").read_text()
+    layout = readme[readme.index("## Layout"):]
+    layout = layout[:layout.find("\n## ", 1)] if "\n## " in layout[1:] else layout
+    under = [ROOT / "app", ROOT / "packaging", ROOT / "resources", ROOT / "tests"]
+    assert _missing(_named_paths(layout), under) == []
+    app_map = (ROOT / "app" / "__init__.py").read_text()
+    folders = set(re.findall(r"^- ([\w/ |.]+):", app_map, re.M))
+    named = {name.strip() for line in folders for name in line.split("|")}
+    assert _missing({f"app/{n}" for n in named}, [ROOT / "app"]) == []
+    rooms = {p.name + "/" for p in (ROOT / "app").iterdir() if (p / "__init__.py").exists()}
+    assert rooms <= named, f"app/__init__.py does not map {sorted(rooms - named)}"
+    assert _missing({"app/engine/local/no_such_module.py"}, [ROOT / "app"]) == ["app/engine/local/no_such_module.py"]
 
 
 def test_the_linter_passes():

@@ -22,7 +22,8 @@ def _alive(pid: int) -> bool:
 def test_the_busy_program_runs_in_its_own_session_and_is_stopped_on_an_error():
     with pytest.raises(RuntimeError):
         with BusyProgram() as busy:
-            pid = busy._proc.pid
+            pid = busy.pid
+            assert pid is not None
             assert _alive(pid)
             assert os.getsid(pid) == pid != os.getsid(0)  # setsid: its own session, as from another login
             raise RuntimeError("the benchmark failed midway")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from app.engine.child_process import how_it_ended
 from tests.support.malformed_models import MALFORMED, make_malformed_set
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,7 +23,7 @@ def malformed(tmp_path_factory) -> dict[str, Path]:
 def cli(*args) -> subprocess.CompletedProcess:
     done = subprocess.run([sys.executable, "-m", "app", *map(str, args)], cwd=ROOT, capture_output=True,
                           timeout=300)
-    assert done.returncode >= 0, f"killed by signal {-done.returncode}: {done.stderr[-2000:]!r}"
+    assert done.returncode >= 0, f"{how_it_ended(done.returncode)}: {done.stderr[-2000:]!r}"
     done.stdout, done.stderr = (done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace"))
     assert "Traceback" not in done.stderr, done.stderr
     return done
@@ -92,6 +93,10 @@ def test_bench_refuses_a_malformed_target(malformed):
     (["--min-p", "inf"], "--min-p must be a number from 0 to 1"),
     (["--ctx", "0"], "--ctx must be at least 1"),
     (["--threads", "0"], "--threads must be from 1 to 512"),
+    (["--batch", "-1"], "--batch must be 0 (Auto) or more"),
+    (["--kv-type", "q8_0", "--flash-attn", "off"],
+     "A q8_0 KV cache needs flash attention: llama.cpp cannot read a quantized cache without it. Turn flash "
+     "attention on (or Auto), or keep the cache at f16."),
     (["--draft-max", "64"], "--draft-max must be a number from 0 to 63, or 'auto'"),
     (["--draft-max", "-1"], "--draft-max must be a number from 0 to 63, or 'auto'"),
 ])

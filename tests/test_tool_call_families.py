@@ -18,11 +18,13 @@ from app.engine.events import FinishedEvent, GenerationStats, TokenEvent
 from app.engine.local.chat_format import render_prompt
 from app.engine.local.engine import SpecEngine
 from app.engine.tools.calls import format_of
+from app.engine.tools.stream import split_whole
 from app.serve.jobs import served_models, work_off
 from app.serve.requests import ApiOptions, api_history
 from app.serve.server import ApiServer
-from app.testing.synthetic import write_tiny_model
+from app.testing.synthetic import VocabSpec, write_tiny_model
 from tests.serve.api_fixtures import DEADLINE_S, client, stream_chunks
+from tests.support.scripted_target import script_replies
 
 TEMPLATES = Path(__file__).parent / "fixtures" / "chat_templates"
 
@@ -111,16 +113,33 @@ class _ScriptedReplies(SpecEngine):
                                                                          stop_reason="eos"))
 
 
+# The control tokens of the families whose call markers are control tokens, as their vocabularies have them.
+CONTROL_TOKENS = {
+    "mistral-nemo.jinja": ("[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]", "[TOOL_CALLS]",
+                           "[TOOL_RESULTS]", "[/TOOL_RESULTS]"),
+    "gpt-oss.jinja": ("<|start|>", "<|message|>", "<|channel|>", "<|end|>", "<|call|>", "<|return|>",
+                      "<|constrain|>"),
+}
+
+
 @pytest.fixture()
 def scripted_api(tmp_path):
+    """start(template, reply): a server whose engine writes `reply`. `local=True`: the real local engine over a
+    tiny model with the family's control tokens, made to write the reply's tokens (tests.support.scripted_target),
+    so the reply goes through the decoder, speculation and detokenizing as a real model's does."""
     started = []
 
-    def start(template_name: str, reply: str):
+    def start(template_name: str, reply: str, local: bool = False):
         model = write_tiny_model(tmp_path / f"{template_name}.gguf",
+                                 vocab_variant=VocabSpec(special_names=CONTROL_TOKENS.get(template_name, ())),
                                  extra_metadata=[("tokenizer.chat_template", (TEMPLATES / template_name).read_text())])
         server = ApiServer(ApiOptions(port=0, defaults=GenerationConfig(session="api", **api_history(False))))
-        engine = _ScriptedReplies(reply)
+        engine = SpecEngine(LoadSettings(n_ctx=4096, n_threads=1)) if local else _ScriptedReplies(reply)
         engine.load_target(model)
+        if local:
+            target = engine.target
+            assert target is not None
+            script_replies(target, target.tokenize(reply, add_special=False, parse_special=True), target.eos_id)
         server.publish(served_models(engine))
         stop = threading.Event()
         thread = threading.Thread(target=work_off, args=(server.queue, engine),
@@ -143,9 +162,41 @@ def _body(family: str, stream: bool = False) -> dict:
     return {"model": "m", "messages": _conversation(family)[-1:], "tools": [WEATHER, TIME], "stream": stream}
 
 
+LOCAL = [f for f in FAMILIES if f[0] in CONTROL_TOKENS]
+
+
 @pytest.mark.parametrize("name,family,reply,calls", FAMILIES, ids=[f[0] for f in FAMILIES])
 def test_a_reply_in_the_familys_format_is_its_tool_calls(scripted_api, name, family, reply, calls):
     server, engine = scripted_api(name, reply)
+    _check_calls(server, family, calls)
+    assert "get_time" in engine.prompts_seen[-1]  # the tools went to the template
+
+
+@pytest.mark.parametrize("name,family,reply,calls", LOCAL, ids=[f[0] for f in LOCAL])
+def test_control_token_markers_are_read_on_the_local_engine(scripted_api, tmp_path, name, family, reply, calls):
+    """Mistral's [TOOL_CALLS] and Harmony's headers are control tokens that write no text: the call reader still
+    sees them, and the content shown never holds them."""
+    server, engine = scripted_api(name, reply, local=True)
+    target = engine.target
+    written = target.tokenize(reply, add_special=False, parse_special=True)
+    assert any(target.is_control(t) for t in written)  # the markers are control tokens, as in the real vocabulary
+    _check_calls(server, family, calls)
+    # The CLI (generate --tools, --mcp) reads calls from the finished reply: its calls_text has the markers too.
+    config = GenerationConfig(max_tokens=200, history=False, tools=json.dumps([WEATHER, TIME]))
+    own = SpecEngine(LoadSettings(n_ctx=4096, n_threads=1))  # the server's engine is its engine thread's alone
+    try:
+        own.load_target(tmp_path / f"{name}.gguf")
+        script_replies(own.target, written, own.target.eos_id)
+        finished = [e for e in own.chat(_conversation(family)[-1:], config) if isinstance(e, FinishedEvent)][-1]
+    finally:
+        own.close()
+    content, got = split_whole(finished.calls_text, format_of((TEMPLATES / name).read_text()), [WEATHER, TIME])
+    assert [(c.name, json.loads(c.arguments)) for c in got] == calls
+    assert "[TOOL_CALLS]" not in finished.text and "<|call|>" not in finished.text
+
+
+def _check_calls(server, family: str, calls) -> None:
+    """The reply comes back as exactly `calls`, whole and streamed, with no call markup in its content."""
     with client() as http:
         whole = http.post(f"{server.url}/v1/chat/completions", json=_body(family)).json()
     choice = whole["choices"][0]
@@ -155,7 +206,6 @@ def test_a_reply_in_the_familys_format_is_its_tool_calls(scripted_api, name, fam
     assert all(c["type"] == "function" and c["id"] for c in choice["message"]["tool_calls"])
     assert "tool_call" not in (choice["message"]["content"] or "") and "TOOL_CALLS" not in (
         choice["message"]["content"] or "")
-    assert "get_time" in engine.prompts_seen[-1]  # the tools went to the template
 
     chunks = stream_chunks(server.url, _body(family))
     frames = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
@@ -197,7 +247,7 @@ def test_health_says_ok_with_a_model_loaded(scripted_api):
 def test_fields_not_honoured_are_refused_by_name(scripted_api):
     server, _ = scripted_api("qwen2.5.jinja", "hi")
     with client() as http:
-        for field, value in [("logprobs", True), ("presence_penalty", 0.5), ("frequency_penalty", 1)]:
+        for field, value in [("logit_bias", {"1": 2}), ("typical_p", 0.5), ("presence_penalty", 2.5)]:
             reply = http.post(f"{server.url}/v1/chat/completions",
                               json={"model": "m", "messages": [{"role": "user", "content": "hi"}], field: value})
             assert reply.status_code == 400 and field in reply.json()["error"]["message"]

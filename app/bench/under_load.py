@@ -44,6 +44,11 @@ class BusyProgram:
         time.sleep(0.5)  # let the scheduler see it
         return self
 
+    @property
+    def pid(self) -> Optional[int]:
+        """The busy program's process id while it runs; None once stopped."""
+        return self._proc.pid if self._proc is not None else None
+
     def __exit__(self, *exc) -> None:
         self.stop()
 

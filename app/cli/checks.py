@@ -9,6 +9,8 @@ import math
 from pathlib import Path
 from typing import Optional
 
+from app.engine.config import FLASH_ATTN_CHOICES, KV_TYPES, load_settings_problem
+
 MAX_THREADS = 512  # GGML_MAX_N_THREADS
 
 
@@ -19,6 +21,25 @@ class UsageError(ValueError):
 # generate, bench and serve load models the same way (generate_cmd.local_load_settings): one help for --threads.
 THREADS_HELP = ("CPU threads, fixed (default: Auto, the physical performance cores, fewer while another program keeps "
                 "a core busy)")
+
+def add_load_options(p: argparse.ArgumentParser) -> None:
+    """How models load, as the window's Settings > Loading (generate and serve; generate_cmd.local_load_settings)."""
+    p.add_argument("--batch", type=int, default=0,
+                   help="prompt tokens read per forward pass (default: Auto, the engine's default for this machine)")
+    p.add_argument("--flash-attn", choices=FLASH_ATTN_CHOICES, default="auto", help="flash attention (default auto)")
+    p.add_argument("--kv-type", choices=KV_TYPES, default="f16",
+                   help="KV cache type: q8_0 takes about half of f16's memory, q4_0 a quarter; both need flash "
+                   "attention (default f16)")
+    p.add_argument("--no-mmap", action="store_true", help="read the weights into RAM instead of mapping the file")
+    p.add_argument("--mlock", action="store_true", help="lock the weights in RAM")
+
+
+def load_problem(args: argparse.Namespace) -> Optional[str]:
+    """--batch, --flash-attn with --kv-type: what llama.cpp would refuse, in a sentence."""
+    if getattr(args, "batch", 0) < 0:
+        return "--batch must be 0 (Auto) or more"
+    return load_settings_problem(getattr(args, "flash_attn", "auto"), getattr(args, "kv_type", "f16")) or None
+
 
 def check_text(value: Optional[str], what: str) -> Optional[str]:
     """Text from the command line: it must be valid UTF-8 (Python keeps undecodable bytes as lone surrogates)."""

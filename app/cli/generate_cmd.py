@@ -15,7 +15,9 @@ from app.bench.args import add_model_arguments, parse_draft_max
 from app.cli.checks import (
     THREADS_HELP,
     UsageError,
+    add_load_options,
     check_text,
+    load_problem,
     models_problems,
     read_text_file,
     sampling_problem,
@@ -24,8 +26,9 @@ from app.cli.file_guard import ModelFileGuard
 from app.cli.terminal import json_printable, printable, say_error
 from app.cli.thinking_options import (ThinkingPrinter, add_thinking_arguments, reasoning_json, thinking_config,
                                       thinking_problem)
-from app.cli.tool_loop import (DEFAULT_MAX_STEPS, NoToolsError, ToolSteps, call_messages, mcp_problem, run_call,
-                               start_tool_host, terminal_permissions, tools_of)
+from app.cli.tool_loop import (DEFAULT_MAX_STEPS, NoToolsError, ToolSteps, mcp_problem, start_tool_host,
+                               terminal_permissions, tools_of)
+from app.replies.tool_loop import ToolRun, call_messages, limit_sentence
 from app.cli.tool_options import call_lines, calls_json, read_schema, read_tools, reply_calls
 from app.engine.config import THREADS_AUTO, DrafterChoice, LoadSettings
 from app.engine.errors import EngineError
@@ -68,6 +71,7 @@ def register(subparsers) -> None:
     p.add_argument("--max-tokens", type=int, default=256)
     p.add_argument("--ctx", type=int, default=4096, help="context size in tokens (default 4096)")
     p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
+    add_load_options(p)
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--prompt", help="raw text to continue (no chat template)")
     source.add_argument("--prompt-file", metavar="FILE", help="like --prompt, the text read from a UTF-8 file")
@@ -171,10 +175,10 @@ def _server_key(args: argparse.Namespace) -> str | None:
 def _env_key_warning(args: argparse.Namespace) -> str | None:
     """A warning when SPECCHAT_API_KEY goes to a server on another machine that SPECCHAT_API_KEY_SERVER does not
     name: a key set for one server should not travel silently to whatever --server says."""
-    from app.engine.remote.http import display_url, is_loopback, normalize_url
+    from app.engine.remote.http import display_url, is_loopback_url, normalize_url
     from app.engine.remote.server_keys import env_api_key
 
-    if args.api_key_file or not env_api_key() or is_loopback(normalize_url(args.server)):
+    if args.api_key_file or not env_api_key() or is_loopback_url(normalize_url(args.server)):
         return None
     meant_for = os.environ.get("SPECCHAT_API_KEY_SERVER", "").strip()
     if meant_for and normalize_url(meant_for) == normalize_url(args.server):
@@ -185,19 +189,17 @@ def _env_key_warning(args: argparse.Namespace) -> str | None:
 
 def _plain_http_warning(url: str) -> str | None:
     """A warning when a key would cross the network unencrypted: plain http to a host other than this machine."""
-    from app.engine.remote.http import display_url, is_loopback, normalize_url
+    from app.engine.remote.http import display_url, is_loopback_url, normalize_url
 
     url = normalize_url(url)
-    if url.lower().startswith("http://") and not is_loopback(url):
+    if url.lower().startswith("http://") and not is_loopback_url(url):
         return (f"warning: the API key is sent to {display_url(url)} over plain http, readable by anyone on the "
                 "network between; use https:// for a server on another machine")
     return None
 
 
 def server_model(args: argparse.Namespace) -> ServerModel:
-    from app.engine.remote.http import normalize_url
-
-    return ServerModel(normalize_url(args.server), args.model)
+    return ServerModel.at(args.server, args.model)
 
 
 def _drafter(args: argparse.Namespace, draft_max: Optional[int]) -> DrafterChoice:
@@ -210,9 +212,12 @@ def _drafter(args: argparse.Namespace, draft_max: Optional[int]) -> DrafterChoic
 
 
 def local_load_settings(args: argparse.Namespace, rpc: str = "") -> LoadSettings:
-    """--ctx and --threads (both `generate` and `bench` have them), with `rpc` workers for the target."""
+    """--ctx and --threads (both `generate` and `bench` have them), the load options where the command has them
+    (checks.add_load_options), with `rpc` workers for the target."""
     return LoadSettings(n_ctx=args.ctx, n_threads=args.threads or THREADS_AUTO,
-                        rpc_servers=parse_endpoints(rpc) if rpc else ())
+                        rpc_servers=parse_endpoints(rpc) if rpc else (), n_batch=getattr(args, "batch", 0),
+                        flash_attn=getattr(args, "flash_attn", "auto"), kv_type=getattr(args, "kv_type", "f16"),
+                        mmap=not getattr(args, "no_mmap", False), mlock=getattr(args, "mlock", False))
 
 
 def local_model(args: argparse.Namespace) -> tuple[LocalModel, Optional[Path]]:
@@ -242,7 +247,8 @@ def run(args: argparse.Namespace) -> int:
         draft_max = parse_draft_max(args.draft_max)
         _prompt_text(args)
         attachments = read_attachments(args)
-        problem = server_problem(args) or sampling_problem(args) or thinking_problem(args) or models_problem(args)
+        problem = (server_problem(args) or sampling_problem(args) or load_problem(args) or thinking_problem(args)
+                   or models_problem(args))
         if not problem and args.rpc:
             if args.server:
                 raise UsageError("--rpc spreads a local --target; a --server runs its model itself")
@@ -296,7 +302,7 @@ def run(args: argparse.Namespace) -> int:
         print("error: the engine ended without finishing the reply", file=sys.stderr)
         return 1
     stats = finished.stats
-    content, calls = reply_calls(finished.text, tool_format, tools_json) if tools_json else (finished.text, [])
+    content, calls = reply_calls(finished.calls_text, tool_format, tools_json) if tools_json else (finished.text, [])
     if args.json:
         keys = ("tokens", "tokens_per_second", "ttft_s", "drafted", "accepted", "acceptance_rate",
                 "mean_accepted_run", "rounds", "stop_reason", "reasoning_tokens", "reasoning_drafted",
@@ -337,7 +343,7 @@ def _generate(args: argparse.Namespace, config, attachments: list[Attachment], h
     (--mcp), the calls each reply makes are asked about, run, and sent back until a reply calls nothing. Raises
     EngineError, NoToolsError."""
     engine = build_engine(args)
-    steps = ToolSteps(permissions=terminal_permissions(args.allow_tools))
+    steps = ToolSteps(permissions=terminal_permissions(args.allow_tools), run=ToolRun(max_steps=args.max_steps))
     try:
         if args.chat is None:
             return _one(args, engine, engine.complete(args.prompt, config), steps)
@@ -346,29 +352,27 @@ def _generate(args: argparse.Namespace, config, attachments: list[Attachment], h
         if host is not None:
             config = dataclasses.replace(config, tools=tools_of(host))
             steps.tools_json = config.tools
-        for _step in range(args.max_steps if host is not None else 1):
+        while True:
             result = _one(args, engine, engine.reply(messages, config), steps)
             finished = result[0]
             if host is None or finished is None or finished.stats.stop_reason != "eos" or not config.tools:
                 return result
-            content, calls = reply_calls(finished.text, engine.tool_format, config.tools)
-            if not calls:
+            content, calls = reply_calls(finished.calls_text, engine.tool_format, config.tools)
+            step = steps.run.next_step(calls)
+            if step == "answer":
                 return result
             if not args.json:
                 sys.stdout.write("\n")
-            if steps.all_repeated(calls):
-                # Small models loop on a call they already made; the results are in the conversation, so the
-                # next reply is asked without tools, to answer from them.
+            if step == "limit":
+                print(f"[{limit_sentence(args.max_steps)} (--max-steps)]", file=sys.stderr)
+                break
+            if step == "repeated":
+                # The results are in the conversation, so the next reply is asked without tools, to answer from them.
                 print("[the model asked again for calls it already made: asking it to answer from their results]",
                       file=sys.stderr)
                 config = dataclasses.replace(config, tools="", tool_choice="")
                 continue
-            wire = calls_json(calls)
-            outcomes = [run_call(host, call.name, call.arguments, steps.permissions, sys.stderr) for call in calls]
-            steps.note(content, wire, outcomes)
-            messages.extend(call_messages(content, wire, outcomes))
-        print(f"[stopped after {args.max_steps} steps (--max-steps): the model was still calling tools]",
-              file=sys.stderr)
+            messages.extend(call_messages(content, steps.run_calls(host, content, calls, sys.stderr)))
         return result
     finally:
         engine.close()

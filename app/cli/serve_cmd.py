@@ -11,7 +11,7 @@ import os
 import sys
 
 from app.bench.args import add_model_arguments, parse_draft_max
-from app.cli.checks import THREADS_HELP, UsageError, check_text, sampling_problem
+from app.cli.checks import THREADS_HELP, UsageError, add_load_options, check_text, load_problem, sampling_problem
 from app.engine.errors import EngineError
 
 ENV_SERVE_KEY = "SPECCHAT_SERVE_API_KEY"
@@ -23,10 +23,14 @@ IDLE_AFTER_S = 1.0
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "serve",
-        help="serve a model as a local OpenAI-compatible API (/v1/chat/completions), with each token's drafter",
-        description="Serve the target as an OpenAI-compatible API on this machine. Replies speculate with the draft "
-        "model (--draft) or n-gram lookup (--ngram), with the window's auto controller; without either, plain "
-        "decoding. Every streamed chunk names each token's drafter in its \"specchat\" field.",
+        help="serve a model as a local OpenAI-compatible API (/v1/chat/completions, /v1/completions), with each "
+        "token's drafter",
+        description="Serve the target as an OpenAI-compatible API on this machine: /v1/chat/completions (tools, "
+        "response_format, logprobs, penalties) and /v1/completions (raw prompts; fill-in-the-middle with "
+        "\"suffix\" on a model with FIM tokens). Replies and completions speculate with the draft model (--draft) "
+        "or n-gram lookup (--ngram), with the window's auto controller; without either, plain decoding. Every "
+        "streamed chunk names each token's drafter in its \"specchat\" field. A field the server does not honour "
+        "gets a 400 that names it (the README's API section lists them).",
     )
     add_model_arguments(p)
     p.add_argument("--host", default="127.0.0.1",
@@ -42,6 +46,7 @@ def register(subparsers) -> None:
                    help="requests that may wait behind the one being answered; more get HTTP 503 (default 8)")
     p.add_argument("--ctx", type=int, default=4096, help="context size in tokens (default 4096)")
     p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
+    add_load_options(p)
     p.add_argument("--history", choices=("off", "own"), default="off",
                    help="drafting from earlier replies: off (default), or own: API clients' own history "
                    "(history-api.sqlite3 in the data folder), never the person's chats")
@@ -55,7 +60,8 @@ def _options(args: argparse.Namespace):
     from app.serve.requests import ApiLimits, ApiOptions, api_history
 
     draft_max = parse_draft_max(args.draft_max)
-    problem = sampling_problem(argparse.Namespace(max_tokens=args.max_tokens, ctx=args.ctx, threads=args.threads))
+    problem = (sampling_problem(argparse.Namespace(max_tokens=args.max_tokens, ctx=args.ctx, threads=args.threads))
+               or load_problem(args))
     if problem:
         raise UsageError(problem)
     if not 0 <= args.port <= 65535:
@@ -81,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     from app.cli.generate_cmd import local_load_settings, local_model, models_problem
     from app.engine.host.engine_factory import local_engine
     from app.serve.jobs import served_models, work_off
-    from app.serve.requests import is_loopback
+    from app.common.http_client import is_loopback_host
     from app.serve.server import ApiServer, ServeError
 
     try:
@@ -109,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     how = (f"speculating with the draft model {server.served.draft}" if args.draft
            else "speculating with n-gram lookup" if args.ngram else "plain decoding")
     print(f"Serving {model} ({how}) at {url}/v1 — Ctrl+C stops.", file=sys.stderr, flush=True)
-    if not is_loopback(options.host):
+    if not is_loopback_host(options.host):
         print(f"warning: listening on {options.host}: other machines can reach this server"
               + ("" if options.api_key else ", and it has no --api-key"), file=sys.stderr, flush=True)
     try:

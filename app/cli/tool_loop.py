@@ -4,13 +4,13 @@ Nothing runs unseen. Before a call runs, the terminal shows the tool, its server
 yes (once), always (this tool, for the rest of this run) or no. No sends the model a refusal, and so does a call
 that cannot be asked about (no terminal) unless `--allow-tools` said yes to all. Each result is shown in a line,
 with its time, and goes back to the model as a `tool` message; the loop ends when a reply calls nothing or after
-`--max-steps` replies.
+`--max-steps` replies. The loop's rules (app.replies.tool_loop) are the window's too; this module asks on the
+terminal and prints.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,24 +20,24 @@ from app.cli.terminal import printable
 from app.mcp.records import ToolInfo, ToolResult, find_tool, openai_tools
 from app.mcp.servers_file import read_servers
 from app.mcp.tool_host import CONNECT_TIMEOUT_S, ToolHost
+from app.replies.tool_loop import (DEFAULT_MAX_STEPS, MAX_STEPS, REFUSED, ToolGrants, ToolRun, answered,
+                                   arguments_object, pending_record)
+from app.engine.tools.calls import ToolCall
 
-DEFAULT_MAX_STEPS = 8
-MAX_STEPS = 64
-REFUSED = "The user did not allow this call. Answer without it, or ask the user."
+__all__ = ["DEFAULT_MAX_STEPS", "MAX_STEPS", "REFUSED", "Permissions", "ToolSteps", "run_call"]
 # How much of a result the terminal shows; the model gets all of it (up to the host's cap).
 SHOWN_CHARS = 200
 
 
 @dataclass
-class Permissions:
-    """Who says yes: everything (`allow_all`), or the person at the terminal, call by call."""
+class Permissions(ToolGrants):
+    """Who says yes: everything (`allow_all`), or the person at the terminal, call by call ("always": the tool, for
+    the rest of the run)."""
 
-    allow_all: bool = False
     ask: Optional[Callable[[str], str]] = None  # shows a question, returns the answer typed; None: no terminal
-    always: set[str] = field(default_factory=set)  # tools allowed for the rest of the run
 
-    def allows(self, tool: ToolInfo, arguments: str, err: TextIO) -> bool:
-        if self.allow_all or tool.name in self.always:
+    def asks(self, tool: ToolInfo, arguments: str, err: TextIO) -> bool:
+        if self.allows(tool.name):
             return True
         if self.ask is None:
             err.write(f"[tool call {tool.name} refused: no terminal to ask; --allow-tools runs calls unasked]\n")
@@ -49,7 +49,7 @@ class Permissions:
         except EOFError:
             answer = ""
         if answer in ("a", "always"):
-            self.always.add(tool.name)
+            self.grant(tool.name)
             return True
         return answer in ("y", "yes")
 
@@ -67,23 +67,14 @@ def terminal_permissions(allow_all: bool) -> Permissions:
     return Permissions(allow_all=allow_all, ask=ask if sys.stdin.isatty() else None)
 
 
-def _arguments(text: str) -> dict:
-    """The call's arguments as the server wants them: a JSON object (a model that wrote none gets {})."""
-    try:
-        value = json.loads(text) if text.strip() else {}
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 def run_call(host: ToolHost, name: str, arguments: str, permissions: Permissions, err: TextIO) -> ToolResult:
     """One call, asked about first: the result to send the model (a refusal, where it was not allowed)."""
     tool = find_tool(host.tools(), name)
     if tool is None:
         return ToolResult(f"There is no tool named {name!r}.", is_error=True)
-    if not permissions.allows(tool, arguments, err):
+    if not permissions.asks(tool, arguments, err):
         return ToolResult(REFUSED, is_error=True)
-    future = host.call(name, _arguments(arguments))
+    future = host.call(name, arguments_object(arguments))
     try:
         result = future.result()
     except KeyboardInterrupt:
@@ -94,19 +85,6 @@ def run_call(host: ToolHost, name: str, arguments: str, permissions: Permissions
     what = "failed" if result.is_error else "returned"
     err.write(f"[{tool.tool} {what} in {result.seconds:.1f}s: {shown}{more}]\n")
     return result
-
-
-def call_messages(content: str, calls: list[dict], results: list[ToolResult]) -> list[dict]:
-    """The assistant's turn with its calls and one `tool` message per call with its result. The calls are in
-    OpenAI's shape except that `arguments` is the object, not its JSON text: templates write `arguments | tojson`
-    (as app.serve.tool_requests hands them over too), and a string there would be written quoted."""
-    template_calls = [{**call, "function": {**call["function"], "arguments": _arguments(call["function"]["arguments"])}}
-                      for call in calls]
-    turn: list[dict] = [{"role": "assistant", "content": content, "tool_calls": template_calls}]
-    for call, result in zip(calls, results):
-        turn.append({"role": "tool", "tool_call_id": call["id"], "name": call["function"]["name"],
-                     "content": result.text})
-    return turn
 
 
 def servers_ready(host: ToolHost, err: TextIO, timeout_s: float) -> bool:
@@ -159,19 +137,22 @@ def tools_of(host: ToolHost, err: TextIO = sys.stderr) -> str:
 
 @dataclass
 class ToolSteps:
-    """The calls of one run and their results, as --json reports them, and who allows them."""
+    """The calls of one run and their results, as --json reports them, who allows them, and the loop's state."""
 
     permissions: Permissions = field(default_factory=lambda: terminal_permissions(False))
     tools_json: str = ""
     records: list[dict] = field(default_factory=list)
+    run: ToolRun = field(default_factory=ToolRun)
 
-    def all_repeated(self, calls) -> bool:
-        """Whether every call (ToolCalls) was already made in this run, with the same arguments."""
-        made = {(c["function"]["name"], json.dumps(_arguments(c["function"]["arguments"]), sort_keys=True))
-                for record in self.records for c in record["tool_calls"]}
-        return all((c.name, json.dumps(_arguments(c.arguments), sort_keys=True)) in made for c in calls)
-
-    def note(self, content: str, calls: list[dict], results: list[ToolResult]) -> None:
-        self.records.append({"content": content, "tool_calls": calls,
-                             "results": [{"text": r.text, "is_error": r.is_error, "seconds": round(r.seconds, 3),
-                                          "truncated": r.truncated} for r in results]})
+    def run_calls(self, host: ToolHost, content: str, calls: list[ToolCall], err: TextIO) -> list:
+        """Asks about and runs the calls of one reply; returns their records (app.store.tool_calls)."""
+        done = []
+        for call in calls:
+            result = run_call(host, call.name, call.arguments, self.permissions, err)
+            record = pending_record(call, find_tool(host.tools(), call.name))
+            done.append(answered(record, "denied" if result.text == REFUSED else "once", result))
+        self.run.note(done)
+        self.records.append({"content": content, "tool_calls": [record.openai() for record in done],
+                             "results": [{"text": r.result, "is_error": r.is_error, "seconds": r.seconds,
+                                          "truncated": r.truncated} for r in done]})
+        return done

@@ -1,4 +1,5 @@
-"""One HTTP client shim: httpx2 (the maintained httpx line, which huggingface_hub 2 brings) or httpx.
+"""One HTTP client shim: httpx2 (the maintained httpx line, which huggingface_hub 2 brings) or httpx. And which
+hosts are this machine (`is_loopback_host`).
 
 Both have the same API; which one is installed depends on the Python version (pyproject.toml). huggingface_hub may
 use either (or requests, before 1.0), so code that talks through the Hub's session asks `module_of` the session
@@ -7,6 +8,7 @@ rather than assuming one.
 
 from __future__ import annotations
 
+import ipaddress
 import sys
 from types import ModuleType
 
@@ -45,3 +47,14 @@ def is_network_error(exc: BaseException) -> bool:
         if timeout is not None and isinstance(exc, timeout):
             return True
     return False
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether `host` (a name or an address, IPv6 with or without brackets) is this machine: localhost,
+    127.0.0.0/8 or ::1. The one rule for the API server's own address, the clients it lets in, and a server URL."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

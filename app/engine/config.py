@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Optional
 
-from app.platform.machine_defaults import (GPU_LAYERS_ALL, GPU_LAYERS_AUTO, THREADS_AUTO, default_threads,
-                                           resolve_threads)
+from app.platform.machine_defaults import (BATCH_AUTO, GPU_LAYERS_ALL, GPU_LAYERS_AUTO, THREADS_AUTO,
+                                           default_threads, resolve_batch, resolve_threads)
 
-__all__ = ["GPU_LAYERS_ALL", "GPU_LAYERS_AUTO", "MAX_DRAFT", "MAX_OUTPUT_ROWS", "THREADS_AUTO", "DrafterChoice",
-           "GenerationConfig", "LoadSettings", "ReasoningEffort", "ReasoningFormat", "default_threads"]
+__all__ = ["BATCH_AUTO", "FLASH_ATTN_CHOICES", "GPU_LAYERS_ALL", "GPU_LAYERS_AUTO", "KV_TYPES", "MAX_DRAFT",
+           "MAX_OUTPUT_ROWS", "THREADS_AUTO", "DrafterChoice", "FlashAttn", "GenerationConfig", "KvType", "LoadSettings",
+           "ReasoningEffort", "ReasoningFormat", "default_threads", "load_settings_problem"]
 
 # What a request asks to draft with: "auto" (the draft model when one is loaded, n-gram lookup otherwise).
 DrafterChoice = Literal["auto", "model", "ngram", "history"]
@@ -22,6 +23,13 @@ ChatFormat = Literal["model", "template", "raw"]
 # leaves the markers and the thinking in the answer's text, as llama-server's --reasoning-format none does.
 ReasoningFormat = Literal["split", "none"]
 ReasoningEffort = Literal["", "low", "medium", "high"]
+# Flash attention as llama.cpp's flash_attn_type: "auto" lets it choose per device (on where the backend has it).
+FlashAttn = Literal["auto", "on", "off"]
+FLASH_ATTN_CHOICES: tuple[FlashAttn, ...] = ("auto", "on", "off")
+# The KV cache's element type, for keys and values alike: f16 (llama.cpp's default), or quantized to about a half
+# (q8_0) or a quarter (q4_0) of the memory, at a small cost in quality.
+KvType = Literal["f16", "q8_0", "q4_0"]
+KV_TYPES: tuple[KvType, ...] = ("f16", "q8_0", "q4_0")
 
 # The most logit rows one decode may return (app.engine.local.llama_model sizes llama.cpp's output buffer by it, not
 # by n_ctx, so memory stays at a few MB even with a 152k vocab): the longest verify batch fits with room to spare.
@@ -48,6 +56,23 @@ class LoadSettings:
     kept_states_mib: int = 0
     # The most disk (MiB) long conversations' saved states take in the data folder; 0: Auto (2 GiB); -1: none.
     saved_states_mib: int = 0
+    # Tokens of a prompt read per forward pass; BATCH_AUTO (0): app.platform.machine_defaults.default_batch.
+    n_batch: int = BATCH_AUTO
+    flash_attn: FlashAttn = "auto"
+    kv_type: KvType = "f16"
+    # mmap: the weights are mapped from the file (pages read as needed, shared with the page cache); off, they
+    # are read into memory. mlock: the weights are locked in RAM, never swapped out.
+    mmap: bool = True
+    mlock: bool = False
+
+    @property
+    def batch(self) -> int:
+        """The batch models load with: Auto resolved."""
+        return resolve_batch(self.n_batch)
+
+    def problem(self) -> str:
+        """Why llama.cpp would refuse these settings, in a sentence; "" when it would not."""
+        return load_settings_problem(self.flash_attn, self.kv_type)
 
     @property
     def threads(self) -> int:
@@ -57,6 +82,14 @@ class LoadSettings:
     @property
     def adaptive_threads(self) -> bool:
         return self.n_threads < 1
+
+
+def load_settings_problem(flash_attn: str, kv_type: str) -> str:
+    """llama.cpp refuses a quantized V cache without flash attention (its context creation fails): one sentence."""
+    if kv_type != "f16" and flash_attn == "off":
+        return (f"A {kv_type} KV cache needs flash attention: llama.cpp cannot read a quantized cache without it. "
+                "Turn flash attention on (or Auto), or keep the cache at f16.")
+    return ""
 
 
 @dataclass(frozen=True)
@@ -114,6 +147,15 @@ class GenerationConfig:
     reasoning_markers: tuple[str, ...] = ()
     # More template variables as the JSON text of an object (the API's chat_template_kwargs; "" for none).
     template_kwargs: str = ""
+    # Penalties on the target's logits for tokens the reply has already written (app.engine.local.sampling.Penalties):
+    # OpenAI's presence and frequency penalties (0: off) and llama.cpp's repeat penalty (1: off).
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    repeat_penalty: float = 1.0
+    # Report each written token's log-probability under the target's own distribution (TokenEvent.logprobs), with
+    # the `top_logprobs` likeliest tokens at its position.
+    logprobs: bool = False
+    top_logprobs: int = 0
 
     def __post_init__(self) -> None:
         if self.draft_max is not None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Optional, Union
 
+from app.engine.tools.calls import ToolCall
+
 # The words of drafting, one type each (a request's choice of drafter is app.engine.config.DrafterChoice):
 # - TokenSource: who wrote a token the reply kept: the target itself, or a draft it accepted.
 TokenSource = Literal["draft", "target"]
@@ -28,6 +30,24 @@ RoundKind = Literal["draft", "probe", "fixed", "paused", "costly", "unavailable"
 TokenPart = Literal["reasoning", "answer"]
 DRAFT_SOURCES: tuple[DraftSource, ...] = ("model", "ngram", "history")
 ROUND_KINDS: tuple[RoundKind, ...] = ("draft", "probe", "fixed", "paused", "costly", "unavailable", "timing", "server")
+
+
+@dataclass(frozen=True)
+class TokenChoice:
+    """A token and its log-probability under the target's own distribution at one position: the log-softmax of the
+    target's logits there, before temperature, penalties or a grammar (what OpenAI's `logprobs` report)."""
+
+    token_id: int
+    piece: bytes  # the bytes it writes (a control token's name for one that writes none)
+    logprob: float
+
+
+@dataclass(frozen=True)
+class TokenLogprobs:
+    """A written token's log-probability, and the likeliest tokens at its position (as many as were asked for)."""
+
+    chosen: TokenChoice
+    top: tuple[TokenChoice, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -55,6 +75,12 @@ class TokenEvent:
     drafter: Optional[DraftSource] = None
     round: int = -1  # the index of the round that produced it in this reply (-1: none, e.g. a flushed tail)
     part: TokenPart = "answer"
+    # With GenerationConfig.logprobs: the token's log-probability from the target's own logits at its position, a
+    # drafted token's too (the verify batch holds the target's row for every drafted position).
+    logprobs: Optional[TokenLogprobs] = None
+    # A control token's name, for a token that writes no text (Mistral's [TOOL_CALLS], Harmony's <|call|>): what a
+    # tool-call reader needs to see; shown text never holds it.
+    markup: str = ""
 
 
 @dataclass(frozen=True)
@@ -140,12 +166,23 @@ class GenerationStats:
 @dataclass(frozen=True)
 class FinishedEvent:
     """The reply is complete (or was stopped); `text` is the whole answer, `reasoning` the model's thinking before
-    it (markers left out of both; "" where it did not think)."""
+    it (markers left out of both; "" where it did not think). `tool_calls`: the calls the reply made, read in the
+    model's own format (app.engine.tools) where the request offered tools, and then left out of `text`; () where it
+    offered none (an API client reads them itself) or the reply called nothing."""
 
     request_id: int
     text: str
     stats: GenerationStats
     reasoning: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    # With tools offered: the answer as a tool-call reader reads it, control tokens by their names (TokenEvent.markup),
+    # where they differ from `text`; "" otherwise (read `text`).
+    call_text: str = ""
+
+    @property
+    def calls_text(self) -> str:
+        """What to read the reply's tool calls from."""
+        return self.call_text or self.text
 
 
 @dataclass(frozen=True)

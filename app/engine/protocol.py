@@ -30,8 +30,8 @@ class ChatEngine(Protocol):
     """Owns the models. Every member is called from one thread; only `cancel.is_set()` is read across threads."""
 
     @property
-    def target_path(self) -> Optional[Path | str]:
-        """The loaded target: a file path, or a server model's key (app.engine.targets reads either)."""
+    def loaded_target(self) -> Optional[Target]:
+        """The loaded target (a file or a server's model), None while none is."""
 
     @property
     def draft_path(self) -> Optional[Path]: ...
@@ -52,7 +52,7 @@ class ChatEngine(Protocol):
     @property
     def n_ctx(self) -> int: ...
 
-    def load_target(self, path: Target | str | Path, planned_draft: str | Path | None = None) -> None:
+    def load_target(self, target: Target, planned_draft: str | Path | None = None) -> None:
         """Load the target; `planned_draft` is the draft loaded next (GPU placement leaves room for it first)."""
 
     def load_draft(self, path: str | Path | None) -> None: ...
@@ -73,6 +73,14 @@ class ChatEngine(Protocol):
     def chat(self, messages: Sequence[Message], config: GenerationConfig = ..., *,
              cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator[EngineEvent]:
         """The reply to exactly `messages` (no fitting): what reply() calls once the prompt fits."""
+
+    def completion_tokens(self, prompt: str | Sequence[int], suffix: Optional[str] = None) -> list[int]:
+        """A raw completion's prompt as tokens (fill-in-the-middle with a `suffix`). Raises PromptFormatError where
+        the engine cannot build it (a suffix on a model without FIM tokens, a server's model)."""
+
+    def complete(self, prompt: str | Sequence[int], config: GenerationConfig = ..., *,
+                 cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator[EngineEvent]:
+        """Continue raw text, or completion_tokens' tokens, with no chat template (the API's /v1/completions)."""
 
     def reply(self, messages: Sequence[Message], config: GenerationConfig, *,
               cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator[EngineEvent]:

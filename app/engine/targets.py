@@ -1,8 +1,8 @@
 """What a load asks for: a model file here (LocalModel) or a model on an OpenAI-compatible server (ServerModel).
 
-The store, the settings and the library keep a target as one string, its key: a file's path, or
-"server:<base URL>#<model id>" for a server's model. `target_of` reads a key back; everything that crosses into the
-engine (the wire, the engine builders) carries the typed record, so no code below the window tests a prefix.
+From the model picker to the loaded engine a target is one of these records. Only the store, the settings and the
+library's rows keep it as a string, its `key` (a file's path, or "server:<base URL>#<model id>" for a server's
+model); `target_from_key` reads a key back, once, where it comes off disk.
 """
 
 from __future__ import annotations
@@ -10,9 +10,19 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Union
+from typing import Union
 
 SERVER_PREFIX = "server:"
+
+
+def normalize_url(url: str) -> str:
+    """The server's base URL without a trailing slash or a trailing /v1 ("http://host:8080")."""
+    url = url.strip().rstrip("/")
+    if url.endswith("/v1"):
+        url = url[: -len("/v1")]
+    if "://" not in url:
+        url = "http://" + url
+    return url
 
 
 @dataclass(frozen=True)
@@ -20,6 +30,10 @@ class LocalModel:
     """A GGUF file loaded in the engine process. Path-like, so file APIs take it as they take its path."""
 
     path: Path
+
+    @property
+    def key(self) -> str:
+        return os.fspath(self.path)
 
     def __fspath__(self) -> str:
         return os.fspath(self.path)
@@ -35,6 +49,11 @@ class ServerModel:
     url: str
     model: str
 
+    @classmethod
+    def at(cls, url: str, model: str) -> ServerModel:
+        """`model` on the server at `url` as a user may write it (a trailing / or /v1, no scheme)."""
+        return cls(normalize_url(url), model)
+
     @property
     def key(self) -> str:
         return f"{SERVER_PREFIX}{self.url}#{self.model}"
@@ -46,19 +65,11 @@ class ServerModel:
 Target = Union[LocalModel, ServerModel]
 
 
-def server_model_of(target: object) -> Optional[ServerModel]:
-    """The ServerModel a target or a key names, None for anything else (a file)."""
-    if isinstance(target, ServerModel):
-        return target
-    text = str(target) if isinstance(target, (str, Path)) else ""
-    if not text.startswith(SERVER_PREFIX) or "#" not in text:
-        return None
-    url, _, model = text[len(SERVER_PREFIX):].partition("#")
-    return ServerModel(url, model) if url and model else None
-
-
-def target_of(key: str | Path | Target) -> Target:
-    """The typed target a stored key names (a target passes through)."""
-    if isinstance(key, (LocalModel, ServerModel)):
-        return key
-    return server_model_of(key) or LocalModel(Path(key))
+def target_from_key(key: str | Path) -> Target:
+    """The typed target a stored key names: a server's model for "server:<url>#<model>", else a file."""
+    text = os.fspath(key)
+    if text.startswith(SERVER_PREFIX) and "#" in text:
+        url, _, model = text[len(SERVER_PREFIX):].partition("#")
+        if url and model:
+            return ServerModel(url, model)
+    return LocalModel(Path(text))

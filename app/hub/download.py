@@ -16,13 +16,14 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from app.common.http_client import module_of
 from app.platform import paths
 from app.hub import download_plan as plan_mod
 from app.hub import environment
 from app.hub.client import HubClient
+from app.hub.repo_files import RemoteFile
 from app.hub.download_plan import DownloadItem, DownloadPlan, PlannedFile, format_bytes, format_duration
 from app.hub.errors import (
     DestinationError,
@@ -154,11 +155,11 @@ class DownloadJob:
         self.client.check_reachable()
         self._report("checking", 0, force=True)
 
-        details: dict[tuple[str, Optional[str]], dict[str, object]] = {}
+        details: dict[tuple[str, Optional[str]], dict[str, RemoteFile]] = {}
         for key in dict.fromkeys((item.repo_id, item.revision) for item in self.items):
             wanted = [item.path for item in self.items if (item.repo_id, item.revision) == key]
-            remote = self.client.file_details(key[0], wanted, revision=key[1])
-            details[key] = {f.path: f for f in remote}
+            files = self.client.file_details(key[0], wanted, revision=key[1])
+            details[key] = {f.path: f for f in files}
 
         planned: list[PlannedFile] = []
         for item in self.items:
@@ -260,7 +261,8 @@ class DownloadJob:
 
         revision = planned.commit or planned.item.revision
         url = hf.hf_hub_url(planned.item.repo_id, planned.item.path, revision=revision, endpoint=self.client.base_url)
-        headers = build_hf_headers(token=self.client.request_token(), **environment.library_info())
+        library: dict[str, Any] = environment.library_info()  # library_name and library_version
+        headers = build_hf_headers(token=self.client.request_token(), **library)
         headers["Accept-Encoding"] = "identity"  # sizes and ranges are about the file's bytes, not a compressed stream
         if have:
             headers["Range"] = f"bytes={have}-"

@@ -185,6 +185,19 @@ def existing_file_state(dest: Path, size: Optional[int]) -> bool:
     )
 
 
+def downloaded_file(dest_dir: Path, name: str, size: Optional[int] = None) -> Optional[Path]:
+    """`name` in `dest_dir` when it is there already, finished (no partial download of it pending) and, where the
+    size is known, of that size; None otherwise. Get models then offers Load instead of Download."""
+    dest = Path(dest_dir) / name
+    try:
+        have = dest.stat().st_size
+    except OSError:
+        return None
+    if dest.with_name(dest.name + PART_SUFFIX).exists() or (size is not None and have != size):
+        return None
+    return dest
+
+
 def check_disk_space(dest_dir: Path, needed: int) -> int:
     """The free bytes at `dest_dir`; DiskSpaceError when `needed` (plus a safety margin) does not fit."""
     free = free_bytes(dest_dir)

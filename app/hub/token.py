@@ -15,40 +15,34 @@ from typing import Optional, Union
 
 from app.hub import environment
 from app.hub.errors import HubError, InvalidTokenError, hub_error_from
-from app.platform.secret_file import write_secret
-
-def _clean(token: Optional[str]) -> Optional[str]:
-    if token is None:
-        return None
-    return token.replace("\r", "").replace("\n", "").strip() or None
-
+from app.platform.secret_file import clean_secret, write_secret
 
 def get_token() -> Optional[str]:
     """The token to use: HF_TOKEN (or HUGGING_FACE_HUB_TOKEN) from the environment, else the saved one."""
-    from_env = _clean(os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN"))
+    from_env = clean_secret(os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN"))
     if from_env:
         return from_env
     try:
-        return _clean(environment.token_file().read_text(encoding="utf-8"))
+        return clean_secret(environment.token_file().read_text(encoding="utf-8"))
     except OSError:
         return None
 
 
 def token_source() -> Optional[str]:
     """Where the token comes from, for a label in Settings: "environment", "file" or None."""
-    if _clean(os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN")):
+    if clean_secret(os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN")):
         return "environment"
     return "file" if get_token() else None
 
 
 def request_token(explicit: Optional[str] = None) -> Union[str, bool]:
     """What to pass as huggingface_hub's `token=`: a string, or False so it never looks one up on its own."""
-    return _clean(explicit) or get_token() or False
+    return clean_secret(explicit) or get_token() or False
 
 
 def validate_token(token: str, base_url: Optional[str] = None) -> str:
     """The Hub user name the token belongs to; InvalidTokenError when the Hub refuses it."""
-    token = _clean(token) or ""
+    token = clean_secret(token) or ""
     if not token:
         raise InvalidTokenError("The access token is empty. Paste a token from huggingface.co/settings/tokens.")
     if token.startswith("api_org"):
@@ -72,7 +66,7 @@ def validate_token(token: str, base_url: Optional[str] = None) -> str:
 
 def save_token(token: str, *, validate: bool = True, base_url: Optional[str] = None) -> str:
     """Store the token for this and every huggingface_hub tool; returns the user name ("" when not validated)."""
-    token = _clean(token) or ""
+    token = clean_secret(token) or ""
     user = validate_token(token, base_url) if validate else ""
     if not token:
         raise InvalidTokenError("The access token is empty. Paste a token from huggingface.co/settings/tokens.")

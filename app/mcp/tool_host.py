@@ -1,7 +1,7 @@
 """Tool servers, connected on a thread of their own through the official `mcp` SDK.
 
 The SDK is asynchronous; the window's and the CLI's threads are not. A ToolHost runs one asyncio loop on a daemon
-thread named "specchat-mcp", keeps each server connected in a task of that loop, and hands callers plain records
+thread named "SpecChat MCP tools", keeps each server connected in a task of that loop, and hands callers plain records
 and concurrent Futures. A server that cannot start, crashes, hangs or floods gets a sentence, and the others go on.
 """
 
@@ -112,7 +112,7 @@ class ToolHost:
 
     def start(self) -> None:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="specchat-mcp", daemon=True)
+            self._thread = threading.Thread(target=self._run, name="SpecChat MCP tools", daemon=True)
             self._thread.start()
             self._started.wait(10)
 

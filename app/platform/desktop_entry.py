@@ -19,7 +19,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from app.common.atomic_write import write_atomic
 
@@ -175,7 +175,7 @@ def uninstall(home: Optional[Path] = None) -> Result:
 
 def refresh_caches(files: DesktopFiles) -> None:
     """Tell menus and icon themes about the change, with whatever tools this system has (none is required)."""
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "timeout": 60, "check": False}
+    quiet: dict[str, Any] = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "timeout": 60, "check": False}
     tool = shutil.which("update-desktop-database")
     if tool and files.entry.parent.is_dir():
         subprocess.run([tool, "-q", str(files.entry.parent)], **quiet)

@@ -103,3 +103,18 @@ def _sysctl(key: str) -> Optional[int]:
 GPU_LAYERS_AUTO = -1
 # More layers than any model has: llama.cpp then offloads every layer and the output head.
 GPU_LAYERS_ALL = 999
+
+
+# Batch size on Auto (the stored setting 0): the tokens of a prompt one forward pass reads (`default_batch`).
+BATCH_AUTO = 0
+
+
+def default_batch() -> int:
+    """The batch a prompt is read in when the setting is Auto: llama.cpp's own n_ubatch default. A larger batch
+    reads a long prompt in fewer passes at the price of a larger compute buffer; a verify batch never comes near it."""
+    return 512
+
+
+def resolve_batch(setting: int) -> int:
+    """A stored batch-size setting as a count: Auto (0, or anything below 1) is `default_batch()`."""
+    return setting if setting >= 1 else default_batch()

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Optional
 
 from app.common.atomic_write import write_atomic
 
 SECRET_FILE_MODE = 0o600
 SECRET_DIR_MODE = 0o700
+
+
+def clean_secret(secret: Optional[str]) -> Optional[str]:
+    """A token or key as pasted or read from a file: line breaks dropped, spaces trimmed; None when nothing is left."""
+    if secret is None:
+        return None
+    return secret.replace("\r", "").replace("\n", "").strip() or None
 
 
 def write_secret(path: Path, content: str) -> None:

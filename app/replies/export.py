@@ -9,7 +9,10 @@ its rounds (every proposed token id and text, the refused ones included, how man
 token, reason, time, threads, "kind" (why the round is what it is: "draft", "probe", "fixed", "paused", "costly",
 "unavailable", "timing" or "server"; "" where not recorded) and "expected" (the tokens the controller expected to
 be kept)), its comparison with plain decoding, and its attached files [{"name", "content"}] ([] for
-none; Markdown shows them after the text as fenced blocks, as the model read them). Markdown shows a reply's thinking
+none; Markdown shows them after the text as fenced blocks, as the model read them), and the tools it called as
+"tool_calls" ([] for none; each {"id", "name", "arguments", "server", "tool", "answer", "result", "is_error",
+"truncated", "seconds"}: app.store.tool_calls; Markdown shows each as a collapsed <details> block with its arguments
+and result). Markdown shows a reply's thinking
 as a collapsed "Thinking" <details> block before its answer, without the model's markers. A part a message does not have
 (a user message's tokens, a reply saved before rounds were kept) is null. Times are Unix seconds.
 """
@@ -27,6 +30,7 @@ from app.common.atomic_write import write_atomic
 from app.replies.stats import format_stats, model_label
 from app.store.attachments import with_attachments
 from app.store.branches import Versions
+from app.store.tool_calls import ToolCallRecord
 from app.store import Chat, ChatStore, Message, NotFoundError
 
 EXPORT_FORMAT = 1  # the JSON document's version: raised when a field changes meaning or goes away
@@ -68,6 +72,8 @@ def chat_markdown(chat: Chat, messages: Sequence[Message], versions: Optional[di
         if message.reasoning:
             lines += ["", *_thinking_block(message.reasoning)]
         lines += ["", _closed_fences(text)]
+        for call in message.tool_calls:
+            lines += ["", *_call_block(call)]
         stats = message.stats if message.role == "assistant" else None
         if stats is not None:
             lines += ["", f"*{format_stats(stats)}*"]
@@ -126,6 +132,26 @@ def _thinking_block(reasoning: str) -> list[str]:
     return ["<details><summary>Thinking</summary>", "", text, "", "</details>"]
 
 
+def _call_block(call: ToolCallRecord) -> list[str]:
+    """A tool call, folded to a line that says what happened; opened, its arguments and the result the model got."""
+    what = {"denied": "denied", "stopped": "stopped", "repeated": "asked again, not run", "": "not run"}.get(
+        call.answer, f"{'failed' if call.is_error else 'returned'} in {call.seconds:.1f} s")
+    server = f" ({_one_line(call.server)})" if call.server else ""
+    result = call.result.replace("</details>", "&lt;/details&gt;")
+    fence = "~" * max(3, _longest_run(call.result, "~") + 1)
+    return [f"<details><summary>Tool {_one_line(call.tool or call.name)}{server}: {what}</summary>", "",
+            "Arguments:", "", "```json", call.arguments, "```", "", "Result:", "", fence, result, fence, "",
+            "</details>"]
+
+
+def _longest_run(text: str, char: str) -> int:
+    longest = run = 0
+    for ch in text:
+        run = run + 1 if ch == char else 0
+        longest = max(longest, run)
+    return longest
+
+
 def _token_documents(tokens: Optional[list[tuple[str, str]]],
                      token_rounds: Optional[list[int]]) -> Optional[list[dict[str, Any]]]:
     if tokens is None:
@@ -153,6 +179,7 @@ def _message_document(message: Message, version: Optional[Versions] = None) -> d
         "rounds": [r.to_dict() for r in message.rounds] if message.rounds is not None else None,
         "comparison": message.comparison,
         "attachments": [a.to_dict() for a in message.attachments],
+        "tool_calls": [call.to_dict() for call in message.tool_calls],
         **({"version": {"index": version.index, "count": version.count}} if version is not None else {}),
     }
 

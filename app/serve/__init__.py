@@ -7,9 +7,11 @@
 - jobs.py: Requests waiting for the engine, in order, and running one on the thread that owns the models.
 - replies.py: One job's records as OpenAI's response shapes, with SpecChat's provenance and llama-server's counters.
 - tool_replies.py: A reply's tool calls in OpenAI's shapes: whole (`message.tool_calls`) and streamed.
+- completions/: /v1/completions: raw prompts and fill-in-the-middle, read into what the engine runs and shaped as text completions.
+- logprob_replies.py: Log-probabilities in OpenAI's two shapes: chat's `logprobs.content`, completions' lists.
 - access.py: Who may ask: web pages (their Origin, any port), requests addressed to another name (their Host), the key.
 - connections.py: The server's connections, bounded: how many, how long a request's head and body may take, idle time.
-- http_app.py: The API's routes (Starlette): /v1/models and /v1/chat/completions, streamed as server-sent events or whole.
+- http_app.py: The API's routes (Starlette): /v1/models, /v1/chat/completions and /v1/completions, streamed or whole.
 - key_store.py: The API server's own key (what clients must send), kept in one owner-only file, never logged.
 - engine_host.py: The API server inside the window's engine process, which owns the models the window loaded.
 - server.py: The API server: uvicorn on a thread of its own, answering from a JobQueue that the engine's thread works off.

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 from urllib.parse import urlsplit
 
-from app.serve.requests import is_loopback
+from app.common.http_client import is_loopback_host
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -48,7 +48,7 @@ def refusal(headers: Mapping[str, str], server_port: int, local_only: bool, key:
         page = _host_and_port(origin) if origin != "null" else ("", 0)
         if page is None:
             return Refusal(400, "The request's Origin header is malformed.")
-        if not is_loopback(page[0]) or page[1] != server_port:
+        if not is_loopback_host(page[0]) or page[1] != server_port:
             return Refusal(403, "Requests from web pages are refused, also from pages on other ports of this "
                                 "machine.")
     host = headers.get("host")
@@ -56,7 +56,7 @@ def refusal(headers: Mapping[str, str], server_port: int, local_only: bool, key:
         named = _host_and_port(host)
         if named is None:
             return Refusal(400, "The request's Host header is malformed.")
-        if local_only and not is_loopback(named[0]):
+        if local_only and not is_loopback_host(named[0]):
             return Refusal(403, "This server answers requests addressed to this machine only.")
     if key is None:
         return None

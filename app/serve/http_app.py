@@ -1,4 +1,5 @@
-"""The API's routes (Starlette): /v1/models and /v1/chat/completions, streamed as server-sent events or whole.
+"""The API's routes (Starlette): /v1/models, /v1/chat/completions and /v1/completions (raw text and fill-in-the-middle),
+streamed as server-sent events or whole; /health and /props as llama-server has them.
 
 Runs on the server's event loop. A request is checked (app.serve.access: its Origin, Host and API key; then its
 size and fields) before it queues; its records come back from the engine's thread through an asyncio queue. A
@@ -20,12 +21,14 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from app.common.http_client import is_loopback_host
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.serve.jobs import JobEnded, JobFailed, JobQueue, JobStarted, ServedModels, ServeJob
 from app.serve.access import refusal
 from app.serve.replies import ReplyShaper, error_body, models_list
-from app.serve.requests import (ApiOptions, BadRequest, ChatRequest, is_loopback, parse_chat_request,
-                                parse_json_body)
+from app.serve.completions.replies import CompletionShaper
+from app.serve.completions.requests import ApiRequest, CompletionRequest, parse_completion_request
+from app.serve.requests import ApiOptions, BadRequest, parse_chat_request, parse_json_body
 
 def error_response(status: int, message: str) -> JSONResponse:
     """OpenAI's error shape, with one sentence."""
@@ -46,7 +49,7 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
     started = int(time.time())
     key = options.api_key.encode("utf-8") if options.api_key else None
 
-    local_only = is_loopback(options.host)
+    local_only = is_loopback_host(options.host)
 
     def denied(request: Request) -> Optional[JSONResponse]:
         port = request.scope.get("server", ("", 0))[1] or 0
@@ -79,13 +82,19 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
         return JSONResponse({"status": "ok"})
 
     async def chat_completions(request: Request) -> Response:
+        return await answer(request, parse_chat_request)
+
+    async def completions(request: Request) -> Response:
+        return await answer(request, parse_completion_request)
+
+    async def answer(request: Request, parse: Callable[..., ApiRequest]) -> Response:
         refused = denied(request)
         if refused is not None:
             return refused
         try:
             body = await _read_body(request, options.limits.max_body_bytes)
             # Off the event loop: a 4 MiB body takes a while to read and check, and other clients' streams go on.
-            chat = await run_in_threadpool(_parse, body, options)
+            chat = await run_in_threadpool(_parse, body, options, parse)
         except BadRequest as exc:
             return error_response(exc.status, str(exc))
         except ClientDisconnect:
@@ -112,7 +121,8 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
                 return error_response(first.status, first.message)
             if isinstance(first, JobEnded):
                 return error_response(503, "The request was cancelled before it started.")
-            shaper = ReplyShaper(chat, model=first.model, prompt_tokens=first.prompt_tokens,
+            shaper_type = CompletionShaper if isinstance(chat, CompletionRequest) else ReplyShaper
+            shaper = shaper_type(chat, model=first.model, prompt_tokens=first.prompt_tokens,
                                  tool_format=first.tool_format)
             if not chat.stream:
                 return await _whole_reply(shaper, inbox, job)
@@ -123,8 +133,8 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
 
     async def not_found(request: Request) -> Response:
         path = request.url.path if len(request.url.path) <= 100 else request.url.path[:97] + "..."
-        return error_response(404, f"There is no {path}; this server answers /v1/models and "
-                                   "/v1/chat/completions.")
+        return error_response(404, f"There is no {path}; this server answers /v1/models, /v1/chat/completions "
+                                   "and /v1/completions.")
 
     routes = [
         Route("/v1/models", list_models, methods=["GET"]),
@@ -134,14 +144,16 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
         Route("/v1/health", health, methods=["GET"]),
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
         Route("/chat/completions", chat_completions, methods=["POST"]),
+        Route("/v1/completions", completions, methods=["POST"]),
+        Route("/completions", completions, methods=["POST"]),
         Route("/{path:path}", not_found, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
     ]
     app = Starlette(routes=routes, exception_handlers={Exception: _our_fault})
     return _Shielded(app)
 
 
-def _parse(body: bytes, options: ApiOptions) -> ChatRequest:
-    return parse_chat_request(parse_json_body(body), options.limits, options.defaults)
+def _parse(body: bytes, options: ApiOptions, parse: Callable[..., ApiRequest]) -> ApiRequest:
+    return parse(parse_json_body(body), options.limits, options.defaults)
 
 
 async def _our_fault(request: Request, exc: Exception) -> Response:

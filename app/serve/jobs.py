@@ -21,9 +21,9 @@ from typing import Callable, Optional
 from app.engine.errors import EngineError, GrammarError, PromptFormatError, PromptTooLongError
 from app.engine.events import FinishedEvent, NoticeEvent
 from app.engine.protocol import ChatEngine
-from app.engine.remote.engine import parse_remote_target
+from app.engine.targets import ServerModel, Target
 from app.engine.tools.calls import ToolFormat
-from app.serve.requests import ChatRequest
+from app.serve.completions.requests import ApiRequest, CompletionRequest
 
 STOPPED = "The reply was stopped in the SpecChat window."
 NO_MODEL = "No model is loaded; load one in SpecChat (or start `specchat-cli serve --target MODEL.gguf`)."
@@ -38,21 +38,20 @@ class ServedModels:
     n_ctx: int = 0
 
 
-def model_id(target) -> str:
+def model_id(target: Target | Path | None) -> str:
     """The id a client names a model by: the GGUF file's name without .gguf, or a server model's own id."""
-    if not target:
+    if target is None:
         return ""
-    remote = parse_remote_target(target)
-    if remote is not None:
-        return remote[1]
-    return Path(str(target)).name.removesuffix(".gguf")
+    if isinstance(target, ServerModel):
+        return target.model
+    return Path(target).name.removesuffix(".gguf")
 
 
 def served_models(engine: Optional[ChatEngine]) -> ServedModels:
     """Call on the engine's thread."""
-    if engine is None or engine.target_path is None:
+    if engine is None or engine.loaded_target is None:
         return ServedModels()
-    return ServedModels(model_id(engine.target_path), model_id(engine.draft_path), engine.n_ctx)
+    return ServedModels(model_id(engine.loaded_target), model_id(engine.draft_path), engine.n_ctx)
 
 
 @dataclass(frozen=True)
@@ -89,7 +88,7 @@ class AnyCancel:
 class ServeJob:
     """One request in line. `sink` takes each outcome record on the engine's thread and must not block."""
 
-    request: ChatRequest
+    request: ApiRequest
     sink: Callable[[object], None]
     cancel: threading.Event = field(default_factory=threading.Event)  # the client went away: nothing more
     # The client has what it wants (a stop string came): generation stops, and its FinishedEvent still comes,
@@ -174,21 +173,32 @@ def run_job(engine: Optional[ChatEngine], job: ServeJob, stopped=None) -> Option
     try:
         if gone.is_set():
             return None
-        if engine is None or engine.target_path is None:
+        if engine is None or engine.loaded_target is None:
             job.sink(JobFailed(503, NO_MODEL))
             return None
-        messages = list(job.request.messages)
-        if len(messages) > engine.n_ctx:  # every message takes a token at least: no need to format them to know
-            job.sink(JobFailed(400, f"The request holds {len(messages)} messages; the loaded context of "
-                                    f"{engine.n_ctx} tokens cannot hold that many."))
-            return None
-        prompt_tokens = engine.count_tokens(messages)
+        request = job.request
+        if isinstance(request, CompletionRequest):
+            tokens = engine.completion_tokens(request.prompt, request.suffix)
+            prompt_tokens, what = len(tokens), "prompt"
+        else:
+            messages = list(request.messages)
+            if len(messages) > engine.n_ctx:  # every message takes a token at least: no need to format them
+                job.sink(JobFailed(400, f"The request holds {len(messages)} messages; the loaded context of "
+                                        f"{engine.n_ctx} tokens cannot hold that many."))
+                return None
+            prompt_tokens, what = engine.count_tokens(messages), "messages"
         if prompt_tokens >= engine.n_ctx:
-            job.sink(JobFailed(400, f"The messages take {prompt_tokens} tokens; the loaded context holds "
+            job.sink(JobFailed(400, f"The {what} take {prompt_tokens} tokens; the loaded context holds "
                                     f"{engine.n_ctx}."))
             return None
-        job.sink(JobStarted(model_id(engine.target_path), prompt_tokens, engine.tool_format))
-        for event in engine.chat(messages, job.request.config, cancel=cancel, request_id=job.serial):
+        # Asked before JobStarted: what an engine refuses when asked (a server's model and logprobs) is a 400 with
+        # its status line, streamed or not.
+        if isinstance(request, CompletionRequest):
+            events = engine.complete(tokens, request.config, cancel=cancel, request_id=job.serial)
+        else:
+            events = engine.chat(messages, request.config, cancel=cancel, request_id=job.serial)
+        job.sink(JobStarted(model_id(engine.loaded_target), prompt_tokens, engine.tool_format))
+        for event in events:
             if gone.is_set():
                 break
             if isinstance(event, FinishedEvent):

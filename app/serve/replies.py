@@ -20,10 +20,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Optional
 
-from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent, TokenPart
+from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent, TokenLogprobs, TokenPart
 from app.engine.tools.calls import ToolFormat
 from app.engine.tools.stream import ToolCallStream
-from app.serve.requests import ChatRequest
+from app.serve.completions.requests import ApiRequest
+from app.serve.logprob_replies import chat_logprobs
 from app.serve.tool_replies import call_stream, deltas, message_tool_calls
 
 # OpenAI's error types by HTTP status (anything else is a "server_error").
@@ -36,7 +37,7 @@ FINISH_REASONS = {"eos": "stop", "max_tokens": "length", "context_full": "length
 
 
 @dataclass
-class _Token:
+class HeldToken:
     text: str
     drafter: Optional[str]
     counted: bool  # a real token (False: the flushed tail of a split character)
@@ -44,6 +45,13 @@ class _Token:
     draft_n: int
     draft_n_accepted: int
     part: TokenPart = "answer"
+    logprobs: Optional[TokenLogprobs] = None
+    markup: str = ""  # a control token's name (its text is ""): what a tool-call reader reads
+
+    @property
+    def call_text(self) -> str:
+        """Its text as the tool-call reader reads it: control tokens by their names (Mistral's [TOOL_CALLS])."""
+        return self.text or self.markup
 
     @property
     def answer_chars(self) -> int:
@@ -54,9 +62,9 @@ class _Token:
         return {"text": self.text, "drafter": self.drafter, "part": self.part}
 
 
-def _runs(tokens: list[_Token]) -> list[tuple[TokenPart, list[_Token]]]:
+def _runs(tokens: list[HeldToken]) -> list[tuple[TokenPart, list[HeldToken]]]:
     """`tokens` in runs of one part, in order; a token with no text (a marker's) joins the run it arrives in."""
-    runs: list[tuple[TokenPart, list[_Token]]] = []
+    runs: list[tuple[TokenPart, list[HeldToken]]] = []
     for token in tokens:
         if runs and (runs[-1][0] == token.part or not token.text):
             runs[-1][1].append(token)
@@ -69,14 +77,14 @@ def _runs(tokens: list[_Token]) -> list[tuple[TokenPart, list[_Token]]]:
 class ReplyShaper:
     """Turns one request's token, round and finish records into response dicts. One per request; any one thread."""
 
-    request: ChatRequest
+    request: ApiRequest
     model: str = ""
     prompt_tokens: int = 0
     id: str = field(default_factory=lambda: f"chatcmpl-{uuid.uuid4().hex[:24]}")
     created: int = field(default_factory=lambda: int(time.time()))
     stopped_by_string: bool = False
-    _held: list[_Token] = field(default_factory=list)
-    _released: list[_Token] = field(default_factory=list)
+    _held: list[HeldToken] = field(default_factory=list)
+    _released: list[HeldToken] = field(default_factory=list)
     _predicted_n: int = 0
     _reasoning_n: int = 0
     _draft_n: int = 0
@@ -84,7 +92,7 @@ class ReplyShaper:
     _first_token_at: Optional[float] = None
     tool_format: ToolFormat = "hermes"  # how the loaded model writes a call (its template says)
     _calls: Optional[ToolCallStream] = None
-    _unsent: list[_Token] = field(default_factory=list)  # provenance of tokens whose text the tool splitter holds
+    _unsent: list[HeldToken] = field(default_factory=list)  # provenance of tokens whose text the tool splitter holds
 
     def __post_init__(self) -> None:
         self._calls = call_stream(self.request.tools, self.tool_format)
@@ -96,7 +104,7 @@ class ReplyShaper:
         self._draft_n += event.drafted
         self._draft_n_accepted += event.accepted
 
-    def on_token(self, event: TokenEvent) -> list[_Token]:
+    def on_token(self, event: TokenEvent) -> list[HeldToken]:
         """The tokens that can go out now (none while text that may begin a stop string is held)."""
         if self.stopped_by_string:
             return []
@@ -106,17 +114,17 @@ class ReplyShaper:
         self._predicted_n += counted
         self._reasoning_n += counted and event.part == "reasoning"
         drafter = event.drafter if event.source == "draft" else None
-        self._held.append(_Token(event.text, drafter, counted, self._predicted_n, self._draft_n,
-                                 self._draft_n_accepted, event.part))
+        self._held.append(HeldToken(event.text, drafter, counted, self._predicted_n, self._draft_n,
+                                 self._draft_n_accepted, event.part, event.logprobs, event.markup))
         return self._release()
 
-    def flush(self) -> list[_Token]:
+    def flush(self) -> list[HeldToken]:
         """At the reply's end: whatever was held back for a stop string that never came."""
         out, self._held = self._held, []
         self._released += out
         return out
 
-    def _release(self) -> list[_Token]:
+    def _release(self) -> list[HeldToken]:
         stops = self.request.stop
         if not stops:
             return self.flush()
@@ -129,11 +137,11 @@ class ReplyShaper:
                     if text.endswith(s[:n])), default=0)
         return self._release_chars(len(text) - keep, cut=False)
 
-    def _release_chars(self, chars: int, cut: bool) -> list[_Token]:
+    def _release_chars(self, chars: int, cut: bool) -> list[HeldToken]:
         """Release the held tokens that lie within the first `chars` characters of the answer (reasoning tokens
         among them go as they come); with `cut`, the token that straddles that point goes out cut short and the
         rest is dropped (it is the stop string and after)."""
-        out: list[_Token] = []
+        out: list[HeldToken] = []
         used = 0
         while self._held and used + self._held[0].answer_chars <= chars:
             token = self._held.pop(0)
@@ -153,7 +161,7 @@ class ReplyShaper:
     def _base(self, kind: str) -> dict:
         return {"id": self.id, "object": kind, "created": self.created, "model": self.model or self.request.model}
 
-    def _timings(self, last: Optional[_Token], stats: Optional[GenerationStats] = None) -> dict:
+    def _timings(self, last: Optional[HeldToken], stats: Optional[GenerationStats] = None) -> dict:
         predicted_n = last.predicted_n if last else self._predicted_n
         timings: dict[str, float] = {
             "prompt_n": self.prompt_tokens,
@@ -174,7 +182,7 @@ class ReplyShaper:
         chunk["choices"] = [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]
         return chunk
 
-    def chunks(self, tokens: list[_Token], last: bool = False) -> list[dict]:
+    def chunks(self, tokens: list[HeldToken], last: bool = False) -> list[dict]:
         """The chunks for released `tokens` (with `last`, also what the tool splitter still holds): a chunk per run
         of reasoning, and the answer's as answer_chunks says."""
         out = []
@@ -184,7 +192,7 @@ class ReplyShaper:
             out += self.answer_chunks([], last=True)
         return out
 
-    def reasoning_chunk(self, tokens: list[_Token]) -> dict:
+    def reasoning_chunk(self, tokens: list[HeldToken]) -> dict:
         """Thinking as llama-server's deepseek format streams it, and under vLLM's name; never in `content`."""
         text = "".join(t.text for t in tokens)
         chunk = self._base("chat.completion.chunk")
@@ -196,12 +204,12 @@ class ReplyShaper:
         self._unsent = []
         return chunk
 
-    def answer_chunks(self, tokens: list[_Token], last: bool = False) -> list[dict]:
+    def answer_chunks(self, tokens: list[HeldToken], last: bool = False) -> list[dict]:
         """Without tools, one chunk of the tokens' text; with tools, content and calls as the splitter reads them,
         the tokens' provenance on the first chunk that goes out."""
         if self._calls is None:
             return [self.token_chunk(tokens)] if tokens else []
-        text = "".join(t.text for t in tokens)
+        text = "".join(t.call_text for t in tokens)
         pieces = self._calls.feed(text) if text else []
         if last:
             pieces += self._calls.finish()
@@ -209,7 +217,7 @@ class ReplyShaper:
         out = []
         for delta in deltas(pieces):
             chunk = self._base("chat.completion.chunk")
-            chunk["choices"] = [{"index": 0, "delta": delta, "finish_reason": None}]
+            chunk["choices"] = [{"index": 0, "delta": delta, "finish_reason": None, **self._logprobs(self._unsent)}]
             chunk["specchat"] = {"tokens": [t.provenance() for t in self._unsent]}
             if self.request.timings_per_token:
                 chunk["timings"] = self._timings(self._unsent[-1] if self._unsent else None)
@@ -217,14 +225,20 @@ class ReplyShaper:
             out.append(chunk)
         return out
 
-    def token_chunk(self, tokens: list[_Token]) -> dict:
+    def token_chunk(self, tokens: list[HeldToken]) -> dict:
         chunk = self._base("chat.completion.chunk")
         chunk["choices"] = [{"index": 0, "delta": {"content": "".join(t.text for t in tokens)},
-                             "finish_reason": None}]
+                             "finish_reason": None, **self._logprobs(tokens)}]
         chunk["specchat"] = {"tokens": [t.provenance() for t in tokens]}
         if self.request.timings_per_token:
             chunk["timings"] = self._timings(tokens[-1] if tokens else None)
         return chunk
+
+    def _logprobs(self, tokens: list[HeldToken]) -> dict:
+        """A choice's `logprobs` field for `tokens` (the answer's written ones), when the request asked for them."""
+        if not self.request.config.logprobs:
+            return {}
+        return {"logprobs": chat_logprobs([t.logprobs for t in tokens if t.part == "answer" and t.logprobs])}
 
     def finish_reason(self, finished: Optional[FinishedEvent]) -> str:
         if self.stopped_by_string:
@@ -274,12 +288,13 @@ class ReplyShaper:
         if reasoning:
             message.update(reasoning_content=reasoning, reasoning=reasoning)
         if self._calls is not None:
-            self._calls.feed(text)
+            self._calls.feed("".join(t.call_text for t in self._released if t.part == "answer"))
             self._calls.finish()
             message["content"] = self._calls.content or (None if self._calls.calls else "")
             if self._calls.calls:
                 message["tool_calls"] = message_tool_calls(self._calls.calls)
-        reply["choices"] = [{"index": 0, "message": message, "finish_reason": self.finish_reason(finished)}]
+        reply["choices"] = [{"index": 0, "message": message, "finish_reason": self.finish_reason(finished),
+                             **self._logprobs(self._released)}]
         reply["usage"] = self._usage(finished)
         reply["specchat"] = {"tokens": [t.provenance() for t in self._released], **self._summary(finished)}
         if self.request.timings_per_token:

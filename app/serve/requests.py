@@ -1,14 +1,13 @@
 """OpenAI-style request bodies read into what the engine runs, every bad value refused with one sentence.
 
 Fields that change nothing a client could notice (user, metadata, store) are ignored; fields whose meaning we
-cannot honour (n > 1, images, logprobs, penalties) are refused with a sentence naming the field, so a client never
-gets a reply that silently differs from what it asked for. Tools are read in tool_requests.py, the thinking
+cannot honour (n > 1, images, logit_bias, llama-server's other samplers) are refused with a sentence naming the
+field, so a client never gets a reply that silently differs from what it asked for. Tools are read in tool_requests.py, the thinking
 settings in reasoning_requests.py.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import math
 import re
@@ -73,16 +72,6 @@ def api_history(own: bool) -> dict:
     return {"history": True, "history_book": "api"} if own else {"history": False}
 
 
-def is_loopback(host: str) -> bool:
-    """Whether `host` (a name or an address) is this machine's loopback."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def parse_json_body(body: bytes) -> dict:
     """The request body as a JSON object whose every string is valid Unicode and which nests at most MAX_DEPTH
     levels. Raises BadRequest."""
@@ -138,30 +127,47 @@ def parse_chat_request(data: dict, limits: ApiLimits, defaults: GenerationConfig
     """A /v1/chat/completions body, checked. `defaults` says how this server speculates. Raises BadRequest."""
     messages = _messages(data.get("messages"))
     tools = parse_tool_request(data)
-    common = _common(data, limits, defaults)
+    common = common_fields(data, limits, defaults)
     if tools.response_format != "text":
         schema = tools.json_schema if tools.json_schema is not None else {"type": "object"}
         common["config"] = replace(common["config"], json_schema=json.dumps(schema))
     if tools.offered:
         forced = {"required": "required", "function": tools.function}.get(tools.choice, "")
         common["config"] = replace(common["config"], tools=json.dumps(list(tools.offered)), tool_choice=forced)
+    logprobs = data.get("logprobs")
+    if logprobs is not None and not isinstance(logprobs, bool):
+        raise BadRequest("\"logprobs\" must be true or false.")
+    top = data.get("top_logprobs")
+    if top is not None:
+        if not is_int(top) or not 0 <= top <= MAX_TOP_LOGPROBS:
+            raise BadRequest(f"\"top_logprobs\" must be a whole number from 0 to {MAX_TOP_LOGPROBS}.")
+        if top and not logprobs:
+            raise BadRequest("\"top_logprobs\" needs \"logprobs\": true.")
+    if logprobs:
+        common["config"] = replace(common["config"], logprobs=True, top_logprobs=int(top or 0))
     return ChatRequest(messages=messages, tools=tools, **common)
 
 
-# Fields a client may send whose effect this server does not give, refused when they ask for more than the default.
-_NOT_HONOURED: dict[str, tuple] = {"logprobs": (None, False), "top_logprobs": (None, 0), "presence_penalty": (None, 0, 0.0),
-                 "frequency_penalty": (None, 0, 0.0), "logit_bias": (None, {}), "prediction": (None,),
-                 "audio": (None,), "modalities": (None, ["text"])}
+# Fields a client may send whose effect this server does not give, refused when they ask for more than the default
+# (OpenAI's, then llama-server's own samplers).
+NOT_HONOURED: dict[str, tuple] = {
+    "logit_bias": (None, {}), "prediction": (None,), "audio": (None,), "modalities": (None, ["text"]),
+    "best_of": (None, 1), "n_probs": (None, 0), "typical_p": (None, 1, 1.0), "mirostat": (None, 0),
+    "dry_multiplier": (None, 0, 0.0), "xtc_probability": (None, 0, 0.0), "grammar": (None, ""),
+    "tfs_z": (None, 1, 1.0), "top_n_sigma": (None, -1, -1.0), "dynatemp_range": (None, 0, 0.0),
+}
+# The most likeliest tokens a position's log-probabilities list (OpenAI's limit).
+MAX_TOP_LOGPROBS = 20
 
 
 def _refuse_not_honoured(data: dict) -> None:
-    for name, fine in _NOT_HONOURED.items():
+    for name, fine in NOT_HONOURED.items():
         value = data.get(name)
         if not any(value == f and type(value) is type(f) or value is f for f in fine):
             raise BadRequest(f"\"{name}\" is not supported by this server; leave it out.")
 
 
-def _common(data: dict, limits: ApiLimits, defaults: GenerationConfig) -> dict[str, Any]:
+def common_fields(data: dict, limits: ApiLimits, defaults: GenerationConfig) -> dict[str, Any]:
     _refuse_not_honoured(data)
     n = data.get("n", 1)
     if n != 1:
@@ -169,23 +175,31 @@ def _common(data: dict, limits: ApiLimits, defaults: GenerationConfig) -> dict[s
     max_tokens = data.get("max_completion_tokens", data.get("max_tokens"))
     if max_tokens is None:
         max_tokens = limits.max_tokens
-    elif not _is_int(max_tokens) or max_tokens < 1:
+    elif not is_int(max_tokens) or max_tokens < 1:
         raise BadRequest("\"max_tokens\" must be a whole number of 1 or more.")
     elif max_tokens > limits.max_tokens:
         raise BadRequest(f"\"max_tokens\" is {max_tokens}; this server writes at most {limits.max_tokens} tokens "
                          "per reply.")
     temperature = _number(data, "temperature", defaults.temperature, 0.0, 2.0)
+    presence = _number(data, "presence_penalty", 0.0, -2.0, 2.0)
+    frequency = _number(data, "frequency_penalty", 0.0, -2.0, 2.0)
+    repeat = _number(data, "repeat_penalty", 1.0, 0.0, 10.0)
+    if repeat == 0.0:
+        raise BadRequest("\"repeat_penalty\" must be above 0 (1 is off).")
     top_p = _number(data, "top_p", defaults.top_p, 0.0, 1.0)
     min_p = _number(data, "min_p", defaults.min_p, 0.0, 1.0)
     top_k = data.get("top_k", defaults.top_k)
-    if not _is_int(top_k) or top_k < 0:
+    if not is_int(top_k) or top_k < 0:
         raise BadRequest("\"top_k\" must be a whole number of 0 (off) or more.")
     seed = data.get("seed")
-    if seed is not None and (not _is_int(seed) or seed < 0):
+    if seed is not None and (not is_int(seed) or seed < 0):
         raise BadRequest("\"seed\" must be a whole number of 0 or more.")
     stream = data.get("stream", False)
     if not isinstance(stream, bool):
         raise BadRequest("\"stream\" must be true or false.")
+    ignore_eos = data.get("ignore_eos", False)  # llama-server's: write max_tokens whatever the model says
+    if not isinstance(ignore_eos, bool):
+        raise BadRequest("\"ignore_eos\" must be true or false.")
     options = data.get("stream_options") or {}
     if not isinstance(options, dict):
         raise BadRequest("\"stream_options\" must be an object.")
@@ -196,7 +210,8 @@ def _common(data: dict, limits: ApiLimits, defaults: GenerationConfig) -> dict[s
         max_tokens=int(max_tokens), temperature=temperature, top_k=int(top_k), top_p=top_p, min_p=min_p,
         seed=seed, speculative=defaults.speculative, drafter=defaults.drafter, draft_max=defaults.draft_max,
         draft_p_min=defaults.draft_p_min, session=defaults.session, history=defaults.history,
-        history_book=defaults.history_book, **thinking_settings(data, defaults),
+        history_book=defaults.history_book, presence_penalty=presence, frequency_penalty=frequency,
+        repeat_penalty=repeat, ignore_eos=ignore_eos, **thinking_settings(data, defaults),
     )
     return {"config": config, "stream": stream, "model": model, "stop": _stop(data.get("stop")),
             "timings_per_token": data.get("timings_per_token") is True,
@@ -282,7 +297,7 @@ def _stop(value: Any) -> tuple[str, ...]:
     return tuple(items)
 
 
-def _is_int(value: Any) -> bool:
+def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

@@ -13,6 +13,7 @@
 - records.py: The chat store's records: a chat, its settings and its messages, as the store hands them out.
 - salvage.py: Copying what can still be read out of a damaged chat database into a fresh one.
 - settings.py: Application settings: one JSON file, read forgivingly and written atomically.
+- tool_calls.py: A reply's tool calls and their results, stored with the reply so a chat keeps them.
 - unusable_models.py: Model files that crashed the engine process, remembered so they are never loaded again automatically.
 """
 

@@ -58,7 +58,7 @@ def from_dict(cls: type[T], data: Any, skip: tuple[str, ...] = ()) -> tuple[T, l
     """Build `cls` from a JSON object; returns the record and the names of fields that fell back to defaults."""
     if not isinstance(data, dict):
         return cls(), ["(not a JSON object)"]
-    hints = _type_hints(cls)
+    hints = _type_hints(typing.cast(type, cls))  # type[T] is hashable; mypy reads the TypeVar as maybe not
     kwargs: dict[str, Any] = {}
     rejected: list[str] = []
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]

@@ -25,6 +25,7 @@ from app.platform import paths
 from app.store.attachments import Attachment, decode_attachments, encode_attachments, with_attachments
 from app.store._fields import from_dict as record_from_dict
 from app.store.provenance import RoundRecord
+from app.store.tool_calls import ToolCallRecord, decode_tool_calls, encode_tool_calls
 from app.common.text import valid_text
 from app.store import branches
 from app.store.branches import Versions
@@ -317,6 +318,24 @@ class ChatStore:
             ).fetchall()
         return {row["id"]: row["reasoning"] for row in rows}
 
+    def tool_calls_of(self, chat_id: int) -> dict[int, tuple[ToolCallRecord, ...]]:
+        """The tool calls of the chat's replies that made some, by message id (what a prompt sends back with them)."""
+        with self._errors():
+            rows = self._conn.execute(
+                "SELECT id, tool_calls FROM messages WHERE chat_id = ? AND tool_calls IS NOT NULL", (chat_id,),
+            ).fetchall()
+        return {row["id"]: calls for row in rows if (calls := _tool_calls(row))}
+
+    def set_tool_calls(self, message_id: int, calls: tuple[ToolCallRecord, ...] | list[ToolCallRecord]) -> None:
+        """Keep a reply's tool calls as they stand (asked, answered, run): each change is stored at once, so a
+        restart shows what was called and what it returned."""
+        with self._write() as conn:
+            updated = conn.execute("UPDATE messages SET tool_calls = ? WHERE id = ?",
+                                   (encode_tool_calls(calls), message_id)).rowcount
+            if not updated:
+                raise NotFoundError(f"There is no message {message_id} to keep tool calls with (it may have been "
+                                    "deleted).")
+
     def get_message(self, message_id: int) -> Message | None:
         with self._errors():
             row = self._conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
@@ -502,6 +521,7 @@ def _message_from_row(row: sqlite3.Row) -> Message:
         target_name=row["target_name"],
         draft_name=row["draft_name"],
         attachments=_attachments(row),
+        tool_calls=_tool_calls(row),
         **_provenance_fields(provenance),
         **_reasoning_fields(row["reasoning"], row["reasoning_tokens"], len(provenance.rounds or []), row["id"]),
     )
@@ -515,3 +535,9 @@ def _attachments(row: sqlite3.Row) -> tuple[Attachment, ...]:
         return ()
 
 
+def _tool_calls(row: sqlite3.Row) -> tuple[ToolCallRecord, ...]:
+    try:
+        return decode_tool_calls(row["tool_calls"])
+    except (ValueError, TypeError, KeyError):
+        log.warning("message %s: tool calls unreadable, shown without them", row["id"])
+        return ()

@@ -10,8 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from app.engine.events import GenerationStats
+from app.engine.targets import Target, target_from_key
 from app.store.attachments import Attachment
 from app.store.provenance import RoundRecord
+from app.store.tool_calls import ToolCallRecord
 from app.store import _fields
 
 log = logging.getLogger(__name__)
@@ -51,6 +53,15 @@ class ChatSettings:
     reasoning_effort: str = ""  # "", "low", "medium" or "high"
     thinking_budget: int = 0  # the most thinking tokens before its end marker is written for it; 0: no limit
     preset: str | None = None  # the preset last chosen for the chat (app.store.presets); its fields are copied in
+    # Tools from the MCP servers (app.ui.tools), by the name the model sees: those switched off for this chat, and
+    # those the person said "always allow" to in it (every other call is asked about first).
+    tools_off: list[str] = field(default_factory=list)
+    tools_always: list[str] = field(default_factory=list)
+
+    @property
+    def target(self) -> Target | None:
+        """The chat's target, read back from the key it is stored as (`target_path`)."""
+        return target_from_key(self.target_path) if self.target_path else None
 
     def to_dict(self) -> dict[str, Any]:
         return _fields.to_dict(self)
@@ -110,6 +121,7 @@ class Message:
     reasoning: str = ""
     reasoning_tokens: list[tuple[str, str]] | None = None
     reasoning_token_rounds: list[int] | None = None
+    tool_calls: tuple[ToolCallRecord, ...] = ()  # the tools a reply called, with their results (app.store.tool_calls)
 
 
 def auto_title(text: str, limit: int = AUTO_TITLE_LENGTH) -> str:

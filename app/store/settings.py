@@ -17,10 +17,11 @@ from typing import Any
 from app.platform import paths
 from app.common.atomic_write import write_atomic
 from app.common.text import valid_text
-from app.platform.machine_defaults import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, THREADS_AUTO
+from app.engine.config import FLASH_ATTN_CHOICES, KV_TYPES
+from app.platform.machine_defaults import BATCH_AUTO, GPU_LAYERS_ALL, GPU_LAYERS_AUTO, THREADS_AUTO
 from app.store import _fields
 from app.store.errors import StoreError
-from app.store.model_defaults import read_defaults
+from app.store.model_defaults import MAX_BATCH, read_defaults
 from app.store.presets import read_presets, stored
 
 
@@ -33,7 +34,9 @@ _NOT_SAVED = ("load_warning",)
 _INT_RANGES = {"threads": (THREADS_AUTO, 1024), "context_size": (1, 1 << 24),
                "target_gpu_layers": (GPU_LAYERS_AUTO, GPU_LAYERS_ALL),
                "draft_gpu_layers": (GPU_LAYERS_AUTO, GPU_LAYERS_ALL), "api_port": (1, 65535),
-               "kept_conversations_mib": (0, 1 << 20)}
+               "kept_conversations_mib": (0, 1 << 20), "batch_size": (BATCH_AUTO, MAX_BATCH)}
+# Text settings with a fixed set of choices; a file's other text falls back to the default.
+_CHOICES = {"flash_attention": FLASH_ATTN_CHOICES, "kv_cache_type": KV_TYPES}
 
 
 @dataclass
@@ -49,6 +52,13 @@ class AppSettings:
     draft_gpu_layers: int = GPU_LAYERS_AUTO
     # The memory recent conversations' KV caches are kept in, MiB (0: Auto; app.engine.local.kv_states.conversation_cache).
     kept_conversations_mib: int = 0
+    # How models load (app.engine.config.LoadSettings): the batch (0: Auto), flash attention ("auto", "on",
+    # "off"), the KV cache's type ("f16", "q8_0", "q4_0"), and whether the weights are mapped and locked in RAM.
+    batch_size: int = BATCH_AUTO
+    flash_attention: str = "auto"
+    kv_cache_type: str = "f16"
+    use_mmap: bool = True
+    use_mlock: bool = False
     last_target: str | None = None
     last_draft: str | None = None
     last_chat_id: int | None = None  # the chat open when the app closed; it opens first next time
@@ -78,8 +88,12 @@ class AppSettings:
     reasoning_markers: dict[str, list[str]] = field(default_factory=dict)
     # A reply's Thinking section stays open when its answer starts (it folds otherwise).
     keep_thinking_open: bool = False
+    # The mcp.json listing the tool servers whose tools the chats offer the model ("" for none; app.ui.tools).
+    mcp_file: str = ""
     # Each model file's own defaults, by path (app.store.model_defaults): context size, GPU layers, thinking.
     model_defaults: dict[str, dict] = field(default_factory=dict)
+    # Files taken off the library list (Forget in the Model library); the files themselves are kept.
+    forgotten_models: list[str] = field(default_factory=list)
     # Named presets of a chat's system prompt, sampling and draft setting (app.store.presets), the built-in
     # "Default" left out.
     presets: list[dict] = field(default_factory=list)
@@ -115,6 +129,10 @@ def load_settings(path: Path | None = None) -> AppSettings:
     # Numbers outside what the settings dialog offers (a hand-edited or damaged file) fall back one by one.
     for name, (low, high) in _INT_RANGES.items():
         if not low <= getattr(settings, name) <= high:
+            setattr(settings, name, getattr(defaults, name))
+            rejected.append(name)
+    for name, choices in _CHOICES.items():
+        if getattr(settings, name) not in choices:
             setattr(settings, name, getattr(defaults, name))
             rejected.append(name)
     if settings.theme not in THEME_CHOICES:

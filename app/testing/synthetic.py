@@ -75,6 +75,9 @@ class VocabSpec:
     add_eos: bool = False
     extra_tokens: int = 0  # appended after the special tokens, so every shared id keeps its text
     renamed_token: str | None = None  # the token with this text gets another text, keeping its id
+    # Names for the BPE vocabulary's reserved control tokens, in order: a model family's markers (Mistral's
+    # [TOOL_CALLS], Harmony's <|channel|>), so its chat template's markup tokenizes as the real model's does.
+    special_names: tuple[str, ...] = ()
 
 
 VOCAB_VARIANTS: dict[str, VocabSpec] = {
@@ -115,6 +118,10 @@ def build_vocab(spec: VocabSpec) -> Vocab:
         types.append(_CONTROL)
     if spec.renamed_token is not None:
         tokens[tokens.index(spec.renamed_token)] = spec.renamed_token.replace("|>", "_renamed|>")
+    if len(spec.special_names) > _RESERVED_COUNT or spec.special_names and spec.kind != "bpe":
+        raise ValueError(f"at most {_RESERVED_COUNT} special names, for the BPE vocabulary")
+    for i, name in enumerate(spec.special_names):
+        tokens[tokens.index(f"<|reserved_{i}|>")] = name
     scores = vocab.scores + [0.0] * spec.extra_tokens if vocab.scores is not None else None
     return replace(
         vocab, tokens=tokens, token_types=types, scores=scores,

@@ -72,7 +72,8 @@ def _local_rows(args, workers: tuple[str, ...], label: str) -> list[tuple]:
 
 
 def _server_rows(args, log_dir: Path) -> list[tuple]:
-    from app.engine.remote.engine import RemoteEngine, remote_target
+    from app.engine.remote.engine import RemoteEngine
+    from app.engine.targets import ServerModel
     from app.engine.remote.http import list_models
 
     speeds = {}
@@ -87,7 +88,7 @@ def _server_rows(args, log_dir: Path) -> list[tuple]:
             wait_for_port(port, process, log_dir / f"server-{with_draft}.log", http_health=True)
             url = f"http://127.0.0.1:{port}"
             engine = RemoteEngine(LoadSettings(n_ctx=2048), api_key_for=lambda u: None)
-            engine.load_target(remote_target(url, list_models(url)[0].id))
+            engine.load_target(ServerModel.at(url, list_models(url)[0].id))
             speeds[with_draft] = _run(engine, True, args.tokens, args.repeats)
         finally:
             stop(process)

@@ -13,9 +13,9 @@ from app.engine.events import FinishedEvent, TokenEvent
 from app.engine.host.wire import EngineEvents, GenerateReply, LoadModels, ReplyFailed
 from app.common.text import valid_text
 from app.engine.remote.chunks import parse_chunk
-from app.engine.remote.engine import RemoteEngine, remote_target
+from app.engine.remote.engine import RemoteEngine
+from app.engine.targets import ServerModel
 from app.engine.remote.http import ConnectionDropped, display_url
-from app.engine.targets import target_of
 from tests.remote.fake_openai_server import FakeServer, Script, content_chunk
 from tests.remote.test_remote_worker_and_cli import _serve
 
@@ -24,7 +24,7 @@ JOIN_DEADLINE_S = 20.0  # far below the server's silence (60 s): a stream still 
 
 def _engine(server: FakeServer, **kwargs) -> RemoteEngine:
     engine = RemoteEngine(api_key_for=lambda url: None, **kwargs)
-    engine.load_target(remote_target(server.url, "fake-model"))
+    engine.load_target(ServerModel.at(server.url, "fake-model"))
     return engine
 
 
@@ -78,7 +78,7 @@ def test_a_reply_that_outlasts_its_deadline_keeps_what_arrived():
 
 def test_the_engine_process_says_malformed_event_not_internal_error():
     with FakeServer(Script(chunks=[content_chunk("kept")], raw=[b'data: {"choices": [{"delta": 5}]}\n\n'])) as server:
-        sent = _serve([LoadModels(1, target_of(remote_target(server.url, "fake-model")), None,
+        sent = _serve([LoadModels(1, ServerModel.at(server.url, "fake-model"), None,
                                   LoadSettings(n_ctx=1024)),
                        GenerateReply(2, ({"role": "user", "content": "hi"},), GenerationConfig())])
     failed = next(m for m in sent if isinstance(m, ReplyFailed))
@@ -104,7 +104,7 @@ def test_credentials_in_a_url_are_never_shown():
     with FakeServer() as server:
         url = server.url.replace("http://", "http://alice:hunter2@")
         engine = RemoteEngine(api_key_for=lambda u: None)
-        engine.load_target(remote_target(url, "fake-model"))
+        engine.load_target(ServerModel.at(url, "fake-model"))
         assert "hunter2" not in engine.placement_note
 
 
@@ -119,7 +119,7 @@ def test_stop_in_the_window_s_engine_process_on_a_silent_server_needs_no_restart
         engine.sig_worker_died.connect(died.append)
         try:
             with qtbot.waitSignal(engine.sig_models_loaded, timeout=60000):
-                engine.request_load(1, target_of(remote_target(server.url, "fake-model")), None,
+                engine.request_load(1, ServerModel.at(server.url, "fake-model"), None,
                                     LoadSettings(n_ctx=1024))
             pid = engine.pid()
             with qtbot.waitSignal(engine.sig_generation_ended, timeout=60000) as ended:

@@ -7,7 +7,8 @@ import pytest
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import FinishedEvent, TokenEvent
-from app.engine.remote.engine import RemoteEngine, remote_target
+from app.engine.remote.engine import RemoteEngine
+from app.engine.targets import ServerModel
 from app.engine.remote.http import list_models
 from tests.conftest import REAL_DRAFT, REAL_MODELS_DIR, REAL_TARGET
 from tests.remote.llama_tools import N_CTX
@@ -33,7 +34,7 @@ def test_llama_server_provenance_matches_its_counters_and_its_text_matches_local
 
     model = list_models(llama_server)[0].id
     remote = RemoteEngine(LoadSettings(n_ctx=N_CTX), api_key_for=lambda url: None)
-    remote.load_target(remote_target(llama_server, model))
+    remote.load_target(ServerModel.at(llama_server, model))
     assert remote.n_ctx == N_CTX
     config = GenerationConfig(max_tokens=MAX_TOKENS, temperature=0.0, draft_max=4, drafter="model")
     tokens, finished = _collect(remote.chat(MESSAGES, config))

@@ -6,13 +6,15 @@ import json
 import os
 import stat
 import threading
+from pathlib import Path
 
 import pytest
 
 from app.engine.config import GenerationConfig
 from app.engine.errors import ModelLoadError
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
-from app.engine.remote.engine import RemoteEngine, parse_remote_target, remote_target
+from app.engine.remote.engine import RemoteEngine
+from app.engine.targets import LocalModel, ServerModel, target_from_key
 from app.engine.remote.http import ConnectionDropped, ServerError
 from tests.remote.fake_openai_server import FakeServer, Script, content_chunk
 
@@ -26,7 +28,7 @@ def _timed(text, n, drafted=0, accepted=0, finish=None):
 
 def _engine(server: FakeServer, model: str = "fake-model", key=None, **kwargs) -> RemoteEngine:
     engine = RemoteEngine(api_key_for=lambda url: key, **kwargs)
-    engine.load_target(remote_target(server.url, model))
+    engine.load_target(ServerModel.at(server.url, model))
     return engine
 
 
@@ -101,7 +103,7 @@ def test_unreachable_server_is_one_sentence():
         url = server.url
     engine = RemoteEngine(api_key_for=lambda url: None)
     with pytest.raises(ServerError, match=r"^Cannot reach the server at http://127\.0\.0\.1:\d+; check"):
-        engine.load_target(remote_target(url, "fake-model"))
+        engine.load_target(ServerModel.at(url, "fake-model"))
 
 
 def test_missing_and_wrong_api_keys_are_told_apart_and_the_key_is_never_shown():
@@ -159,10 +161,10 @@ def test_stop_closes_the_stream_while_the_server_is_silent():
 
 
 def test_target_keys_round_trip_and_file_paths_are_not_keys():
-    key = remote_target("http://gpu-box:8080/v1/", "org/model#q4")
-    assert key == "server:http://gpu-box:8080#org/model#q4"
-    assert parse_remote_target(key) == ("http://gpu-box:8080", "org/model#q4")
-    assert parse_remote_target("/models/server:x.gguf") is None
+    target = ServerModel.at("http://gpu-box:8080/v1/", "org/model#q4")
+    assert target.key == "server:http://gpu-box:8080#org/model#q4"
+    assert target_from_key(target.key) == ServerModel("http://gpu-box:8080", "org/model#q4")
+    assert target_from_key("/models/server:x.gguf") == LocalModel(Path("/models/server:x.gguf"))
 
 
 def test_api_keys_are_kept_owner_only_and_found_by_url(monkeypatch):

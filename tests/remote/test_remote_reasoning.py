@@ -8,7 +8,8 @@ import pytest
 
 from app.engine.config import GenerationConfig
 from app.engine.events import FinishedEvent, TokenEvent
-from app.engine.remote.engine import RemoteEngine, remote_target
+from app.engine.remote.engine import RemoteEngine
+from app.engine.targets import ServerModel
 from tests.remote.fake_openai_server import FakeServer, Script, delta_chunk
 
 
@@ -21,7 +22,7 @@ def _timings(n, drafted=0, accepted=0):
 
 def _reply(server: FakeServer, config: GenerationConfig, model: str = "fake-model"):
     engine = RemoteEngine(api_key_for=lambda url: None)
-    engine.load_target(remote_target(server.url, model))
+    engine.load_target(ServerModel.at(server.url, model))
     events = list(engine.chat([{"role": "user", "content": "Is 221 prime?"}], config))
     tokens = [e for e in events if isinstance(e, TokenEvent)]
     finished = [e for e in events if isinstance(e, FinishedEvent)]

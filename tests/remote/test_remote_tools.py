@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from app.engine.config import GenerationConfig
+from app.engine.errors import PromptFormatError
 from app.engine.events import FinishedEvent
-from app.engine.remote.engine import RemoteEngine, remote_target
+from app.engine.remote.engine import RemoteEngine
+from app.engine.targets import ServerModel
 from app.engine.tools.stream import split_whole
 from tests.remote.fake_openai_server import FakeServer, Script, content_chunk
 
@@ -42,7 +46,7 @@ def test_tools_go_to_the_server_and_its_calls_come_back():
     config = GenerationConfig(max_tokens=64, tools=json.dumps([WEATHER]), tool_choice="required")
     with FakeServer(Script(chunks=STREAMED_CALLS)) as server:
         engine = RemoteEngine(api_key_for=lambda url: None)
-        engine.load_target(remote_target(server.url, "fake-model"))
+        engine.load_target(ServerModel.at(server.url, "fake-model"))
         finished = [e for e in engine.chat(messages, config) if isinstance(e, FinishedEvent)][0]
         body = server.requests[-1]
     assert body["tools"] == [WEATHER] and body["tool_choice"] == "required"
@@ -52,3 +56,18 @@ def test_tools_go_to_the_server_and_its_calls_come_back():
     assert content == ""
     assert [(c.name, json.loads(c.arguments)) for c in calls] == [("get_weather", {"city": "Paris"}),
                                                                    ("get_weather", {"city": "Oslo"})]
+
+
+def test_penalties_go_to_the_server_and_what_it_cannot_give_is_refused():
+    with FakeServer(Script(chunks=[content_chunk("hi", finish="stop")])) as server:
+        engine = RemoteEngine(api_key_for=lambda url: None)
+        engine.load_target(ServerModel.at(server.url, "fake-model"))
+        list(engine.chat([{"role": "user", "content": "hi"}],
+                         GenerationConfig(max_tokens=8, presence_penalty=0.5, frequency_penalty=-0.5)))
+        body = server.requests[-1]
+        with pytest.raises(PromptFormatError, match="local GGUF"):
+            engine.chat([{"role": "user", "content": "hi"}], GenerationConfig(logprobs=True))
+        with pytest.raises(PromptFormatError, match="/v1/completions"):
+            engine.completion_tokens("def f():", "\n")
+    assert body["presence_penalty"] == 0.5 and body["frequency_penalty"] == -0.5
+    assert "repeat_penalty" not in body  # off: not sent, so a server that does not know it is not troubled

@@ -13,8 +13,7 @@ from app.engine.host.wire import (
     EngineEvents, GenerateReply, LoadFailed, LoadModels, ModelsLoaded, ReplyEnded, ReplyFailed,
 )
 from app.engine.host.worker import _WorkerLoop, default_engine_factory
-from app.engine.remote.engine import remote_target
-from app.engine.targets import target_of
+from app.engine.targets import ServerModel
 from tests.remote.fake_openai_server import FakeServer, Script
 from tests.remote.test_remote_engine import LLAMA_SERVER_REPLY
 
@@ -50,7 +49,7 @@ def _serve(requests) -> list:
 
 def test_the_engine_process_loads_a_server_model_and_keeps_a_dropped_reply_s_text():
     with FakeServer(Script(chunks=LLAMA_SERVER_REPLY[:5], end="drop")) as server:
-        target = target_of(remote_target(server.url, "fake-model"))
+        target = ServerModel.at(server.url, "fake-model")
         sent = _serve([LoadModels(1, target, None, LoadSettings(n_ctx=1024)),
                        GenerateReply(2, ({"role": "user", "content": "hi"},), GenerationConfig())])
     loaded = next(m for m in sent if isinstance(m, ModelsLoaded))
@@ -67,7 +66,7 @@ def test_the_engine_process_loads_a_server_model_and_keeps_a_dropped_reply_s_tex
 
 def test_a_local_draft_for_a_server_model_is_refused_in_one_sentence():
     with FakeServer(Script(chunks=LLAMA_SERVER_REPLY)) as server:
-        sent = _serve([LoadModels(1, target_of(remote_target(server.url, "fake-model")), Path("/m/draft.gguf"),
+        sent = _serve([LoadModels(1, ServerModel.at(server.url, "fake-model"), Path("/m/draft.gguf"),
                                   LoadSettings())])
     failed = next(m for m in sent if isinstance(m, LoadFailed))
     assert "speculates with the draft the server was started with" in failed.message

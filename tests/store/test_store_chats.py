@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from pathlib import Path
 
 import pytest
 
 from app.engine.events import GenerationStats
+from app.engine.targets import LocalModel, ServerModel
 from app.platform.paths import database_path
 from app.store import (
     DEFAULT_TITLE,
@@ -110,6 +112,21 @@ def test_a_chat_stored_with_ngram_as_its_draft_path_reads_as_ngram_drafting(stor
     settings = store.get_chat(chat.id).settings
     assert settings.draft_ngram and settings.draft_path is None and settings.target_path == "/m/t.gguf"
 
+
+
+def test_chats_stored_with_target_keys_read_back_as_typed_targets(store):
+    """Chats saved before targets were typed (a file's path, or "server:<url>#<model>") open as before."""
+    file_chat, server_chat = store.create_chat("File"), store.create_chat("Server")
+    conn = sqlite3.connect(store.path)
+    with conn:  # as every version stored a chat's target
+        conn.execute("UPDATE chats SET settings = ? WHERE id = ?", ('{"target_path": "/m/t.gguf"}', file_chat.id))
+        conn.execute("UPDATE chats SET settings = ? WHERE id = ?",
+                     ('{"target_path": "server:http://gpu-box:8080#org/model#q4"}', server_chat.id))
+    conn.close()
+    assert store.get_chat(file_chat.id).settings.target == LocalModel(Path("/m/t.gguf"))
+    assert store.get_chat(server_chat.id).settings.target == ServerModel("http://gpu-box:8080", "org/model#q4")
+    assert store.get_chat(server_chat.id).settings.target_path == "server:http://gpu-box:8080#org/model#q4"
+    assert ChatSettings().target is None
 
 def test_update_settings_and_rename(store):
     chat = store.create_chat()

@@ -25,6 +25,7 @@ UNDO = {
                      conn.execute("ALTER TABLE messages DROP COLUMN reasoning_tokens"),
                      conn.execute("ALTER TABLE messages DROP COLUMN reasoning")),
     5: lambda conn: conn.execute("DROP TABLE branch_messages"),
+    6: lambda conn: conn.execute("ALTER TABLE messages DROP COLUMN tool_calls"),
 }
 
 

@@ -23,7 +23,7 @@ def leaked_threads(before: set[threading.Thread], deadline_s: float = THREAD_END
 @pytest.fixture(autouse=True)
 def no_thread_leaks(qapp):
     """Fail a test that leaves a SpecChat thread running (napari's dangling_qthreads, for the threads app/ starts:
-    Background's workers, the reply saver, the engine's reader, the API server).
+    Background's workers, the reply saver, the engine's reader, the API server, the MCP tool host).
 
     Autouse and after qapp, so its check runs after pytest-qt has closed the test's widgets.
     """

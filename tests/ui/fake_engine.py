@@ -15,12 +15,15 @@ one is loaded and the chat does not ask for n-gram); `round_time_s` is the time 
 while it writes a reply.
 `reasoning` is a thinking model's reasoning, streamed before the reply as TokenEvents of part "reasoning" (the
 markers already taken out, as the real engine's splitter does).
+`after_tool_reply`, when set, is the reply to a request whose last message is a tool's result (role "tool"), so a
+test scripts a model that calls a tool (`reply` holds the call) and then answers from its result.
 `threads_drop_after` (a round index, -1 for never) says after that round, as the real engine's thread governor
 would, that it went from 2 CPU threads to 1 because another program is busy.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -33,6 +36,7 @@ from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.context_fit import SessionCuts
 from app.engine.errors import ModelFileError
 from app.engine.protocol import CancelSignal, ChatEngine, fitted_reply
+from app.engine.targets import LocalModel, ServerModel, Target
 from app.engine.tools.calls import ToolFormat
 from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, ThreadsEvent, TokenEvent
 
@@ -46,7 +50,8 @@ DEFAULT_REPLY = (
 DEFAULT_KNOBS = {"reply": DEFAULT_REPLY, "token_delay_s": 0.0, "crash_on_load": "", "hang_in_chat": False,
                  "load_delay_s": 0.0, "refuse_tail": 0, "refused_text": " perhaps not quite", "drafter": "",
                  "round_time_s": 0.02, "round_reason": "", "plain_reply": "", "bus_error_on_change": False,
-                 "threads_drop_after": -1, "illegal_instruction_in_chat": False, "reasoning": ""}
+                 "threads_drop_after": -1, "illegal_instruction_in_chat": False, "reasoning": "",
+                 "after_tool_reply": ""}
 DRAFT_RUN = 3  # drafted tokens the target keeps in every speculative round
 REFUSED_ID = 9000  # refused proposals' ids count up from here; a kept token's id is 1000 + its index
 
@@ -103,6 +108,12 @@ class FakeEngineControl:
         loads = [entry for entry in self.log() if entry["event"] == "engine"]
         return loads[-1]["n_ctx"] if loads else 0
 
+    @property
+    def load_settings(self) -> dict:
+        """The LoadSettings the engine holds now, as a dict ({} before the engine is made)."""
+        loads = [entry for entry in self.log() if entry["event"] == "engine"]
+        return loads[-1]["load"] if loads else {}
+
 
 class FakeEngine:
     """Call from the engine process's main thread only (like SpecEngine). Implements app.engine.protocol.ChatEngine."""
@@ -115,8 +126,8 @@ class FakeEngine:
         self.folder = folder
         self.load_settings = load
         self._cuts = SessionCuts()
-        self._log("engine", n_ctx=load.n_ctx)
-        self.target_path: Optional[Path] = None
+        self._log("engine", n_ctx=load.n_ctx, load=dataclasses.asdict(load))
+        self.loaded_target: Optional[LocalModel] = None
         self.draft_path: Optional[Path] = None
 
     def _knobs(self) -> dict:
@@ -133,15 +144,17 @@ class FakeEngine:
     def n_ctx(self) -> int:
         return self.load_settings.n_ctx
 
-    def load_target(self, path, planned_draft=None) -> None:
-        path = Path(path)
+    def load_target(self, target: Target, planned_draft=None) -> None:
+        if isinstance(target, ServerModel):
+            raise ModelFileError(f"{target} is a server's model; this engine loads files.")
+        path = target.path
         if not path.is_file():
             raise ModelFileError(f"{path} does not exist.")
         self._crash_if_asked(path)
         time.sleep(self._knobs()["load_delay_s"])  # a big model on a slow disk
         self._log("load_target", path=str(path))
-        self.target_path = path
-        self._target_size = path.stat().st_size
+        self.loaded_target = target
+        self._target_file, self._target_size = path, path.stat().st_size
 
     def _crash_if_asked(self, path: Path) -> None:
         """Die as llama.cpp does on a file it does not validate: its assertion on stderr, then abort()."""
@@ -156,13 +169,13 @@ class FakeEngine:
 
     def reconfigure(self, load: LoadSettings) -> None:
         self.load_settings = load
-        self._log("engine", n_ctx=load.n_ctx)
+        self._log("engine", n_ctx=load.n_ctx, load=dataclasses.asdict(load))
 
     def idle_step(self) -> bool:
         return False
 
     def unload(self) -> None:
-        self.target_path = None
+        self.loaded_target = None
         self.draft_path = None
 
     def close(self) -> None:
@@ -179,6 +192,17 @@ class FakeEngine:
              cancel: Optional[CancelSignal] = None, request_id: int = 0, **_) -> Iterator:
         knobs = self._knobs()
         self._log("chat", messages=list(messages), config=asdict(config))
+        if knobs["after_tool_reply"] and messages and messages[-1].get("role") == "tool":
+            knobs = {**knobs, "reply": knobs["after_tool_reply"], "plain_reply": ""}
+        return self._generate(config, cancel, request_id, knobs)
+
+    def completion_tokens(self, prompt: str | Sequence[int], suffix: Optional[str] = None) -> list[int]:
+        return list(prompt) if not isinstance(prompt, str) else [ord(c) for c in prompt]  # a character a token
+
+    def complete(self, prompt: str | Sequence[int], config: GenerationConfig = GenerationConfig(), *,
+                 cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator:
+        knobs = self._knobs()
+        self._log("complete", config=asdict(config))
         return self._generate(config, cancel, request_id, knobs)
 
     def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel: Optional[CancelSignal] = None,
@@ -222,7 +246,7 @@ class FakeEngine:
             for j, text in enumerate(chunk):
                 if delay:
                     time.sleep(delay)
-                if knobs["bus_error_on_change"] and self.target_path.stat().st_size != self._target_size:
+                if knobs["bus_error_on_change"] and self._target_file.stat().st_size != self._target_size:
                     os.kill(os.getpid(), signal.SIGBUS)  # a read of the mapped file past its new end
                 part = "reasoning" if index < len(thinking) else "answer"
                 if j < n_draft:

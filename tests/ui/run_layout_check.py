@@ -51,7 +51,21 @@ def main() -> None:
     settings.show()
     app.processEvents()
     report["settings"] = layout_problems(settings)
+    settings.pages.show_page("Loading and devices")  # the load settings' page
+    app.processEvents()
+    report["settings"] += layout_problems(settings)
     settings.close()
+    window.library_ctl.open_library()
+    library = window.library_ctl.library_dialog
+    library.table.selectRow(0)
+    app.processEvents()
+    report["library"] = layout_problems(library)
+    editor = window.model_actions.dialog_for(window.library.usable_entries()[0].path)
+    editor.show()
+    app.processEvents()
+    report["model settings"] = layout_problems(editor)
+    editor.close()
+    library.close()
     inspector = ReplyInspector(window)
     rounds = [RoundRecord("model", 4, [1, 2, 3, 4], ["m"] * 4, 2, 1, "o", "draft model", 0.3),
               RoundRecord("none", 0, [], [], 0, 1, "o", "paused", 0.1)]

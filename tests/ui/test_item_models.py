@@ -7,6 +7,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 
 from app import library
+from app.engine.targets import LocalModel
 from app.store import ChatStore
 from app.ui.chat.chat_list import CHAT_ID_ROLE, ChatListModel
 from app.ui.models.library_model import NGRAM_KEY, PATH_ROLE, DraftListModel, LibraryModel
@@ -38,7 +39,7 @@ def test_draft_model_offers_compatible_first_then_ngram_then_disabled_with_reaso
     entries = _entries(model_folder)
     library_model = LibraryModel()
     library_model.set_entries(entries)
-    target = str(model_folder / tiny_models.target.name)
+    target = LocalModel(model_folder / tiny_models.target.name)
     drafts = DraftListModel()
     drafts.set_choices(library.draft_choices(target, entries), library_model)
     qtmodeltester.check(drafts)

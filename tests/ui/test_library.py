@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 from app import library
+from app.engine.targets import LocalModel
 from app.platform import paths
 from app.common.units import format_bytes, format_parameter_count
 
@@ -60,7 +61,7 @@ def test_entry_summary_reads_like_a_spec_line(tiny_models):
 
 def test_draft_choices_put_the_best_compatible_draft_first(model_folder, tiny_models):
     entries = library.scan_library([library.LibraryFolder(model_folder, "folder")])
-    choices = library.draft_choices(model_folder / tiny_models.target.name, entries)
+    choices = library.draft_choices(LocalModel(model_folder / tiny_models.target.name), entries)
     assert Path(choices[0].path).name == tiny_models.draft.name and choices[0].recommended
     assert sum(c.recommended for c in choices) == 1
     assert all(Path(c.path).name != tiny_models.target.name for c in choices)

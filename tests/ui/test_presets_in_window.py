@@ -51,3 +51,23 @@ def test_a_preset_chosen_in_the_chat_settings_fills_them(make_window, qtbot):
     dialog.choose_preset("Creative")
     chosen = dialog.settings()
     assert (chosen.temperature, chosen.system_prompt, chosen.preset) == (0.9, "Be bold.", "Creative")
+
+
+def test_the_headers_preset_combo_applies_a_preset_to_the_open_chat(make_window, qtbot, fake_engine, model_folder,
+                                                                     tiny_models):
+    window = make_window(engine_factory=fake_engine, presets=[
+        {"name": "Plain and warm", "temperature": 0.8, "system_prompt": "Be kind.", "speculative": False}])
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
+    send_and_wait(qtbot, window, "first")
+    combo = window.chat_header.header.preset
+    assert combo.isVisibleTo(window) and combo.currentText() == "No preset"
+    assert [combo.itemText(i) for i in range(combo.count())] == ["No preset", "Default", "Plain and warm"]
+    combo.setFocus()
+    qtbot.keyClick(combo, "P")  # a key press picks the item as a person would (activated, not only changed)
+    assert combo.currentText() == "Plain and warm"
+    settings = window.store.get_chat(window.conversation.chat_id).settings
+    assert (settings.preset, settings.temperature, settings.system_prompt) == ("Plain and warm", 0.8, "Be kind.")
+    assert not window.model_bar.speculative()  # the switch shows the preset's setting at once, as Chat settings do
+    send_and_wait(qtbot, window, "second")
+    assert fake_engine.configs[-1]["temperature"] == 0.8 and fake_engine.configs[-1]["speculative"] is False
+    assert [combo.itemText(i) for i in range(combo.count())] == ["Default", "Plain and warm"]

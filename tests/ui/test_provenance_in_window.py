@@ -174,5 +174,6 @@ def test_history_drafts_show_in_their_own_colour_and_deleting_the_chat_forgets_i
     history.add(f"chat-{chat_id}", "text this chat wrote")
     history.add("cli", "text generate wrote")
     window.confirm = lambda *args: True
-    window.delete_chat(chat_id)
+    with qtbot.waitSignal(window.engine_process.sig_chat_forgotten, timeout=10000):
+        window.delete_chat(chat_id)  # the engine process edits its history file
     assert [text for _, _, text in history.texts(list(history.ids()))] == ["text generate wrote"]

@@ -6,8 +6,10 @@ from __future__ import annotations
 import stat
 
 import pytest
+from PySide6.QtWidgets import QDialogButtonBox
 
-from app.engine.remote.engine import remote_target
+from app.engine.targets import ServerModel
+from app.store import ChatSettings
 from app.ui.models.library_model import NGRAM_KEY
 from app.ui.settings.dialog import AppSettingsDialog
 from tests.remote.fake_openai_server import FakeServer, Script
@@ -25,7 +27,7 @@ def _choose_server_model(qtbot, window, key: str) -> None:
 def test_a_server_model_is_listed_chosen_and_its_reply_highlighted(make_window, qtbot):
     with FakeServer(Script(models=[("org/fake-model", "llamacpp")], chunks=LLAMA_SERVER_REPLY)) as server:
         window = make_window(servers=[server.url])
-        key = remote_target(server.url, "org/fake-model")
+        key = ServerModel.at(server.url, "org/fake-model")
         _choose_server_model(qtbot, window, key)
         entry = window.library.entry_for(key)
         assert entry.name == "fake-model" and server.url in entry.summary
@@ -64,7 +66,7 @@ def test_settings_keep_servers_keys_and_rpc_workers(qtbot, monkeypatch):
     assert not remote.add_worker("gpu-box")
     assert "not an RPC worker address" in remote.problem.text()
     assert remote.add_worker("10.0.0.2:50052, 10.0.0.3:50052")
-    dialog._accept()
+    dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Ok).click()  # as the user does
     settings = dialog.settings()
     assert settings.servers == ["http://gpu-box:8080"]
     assert settings.rpc_workers == ["10.0.0.2:50052", "10.0.0.3:50052"]
@@ -79,7 +81,7 @@ def test_a_real_llama_server_reply_in_the_window_is_highlighted(make_window, qtb
     from app.engine.remote.http import list_models
 
     window = make_window(servers=[llama_server])
-    key = remote_target(llama_server, list_models(llama_server)[0].id)
+    key = ServerModel.at(llama_server, list_models(llama_server)[0].id)
     _choose_server_model(qtbot, window, key)
     assert window.session.draft_key == NGRAM_KEY
     window.update_chat_settings(max_tokens=32)
@@ -88,3 +90,18 @@ def test_a_real_llama_server_reply_in_the_window_is_highlighted(make_window, qtb
     drafted = "".join(text for text, source in reply.tokens if source == "draft")
     assert reply.stats.accepted > 0 and drafted
     assert window.chat_view.highlighted_text()
+
+
+def test_a_chat_stored_with_a_server_key_opens_on_that_server_model(make_window, qtbot):
+    """The store keeps a chat's target as its key, as every version did: an old chat reopens on its server model."""
+    with FakeServer(Script(models=[("org/fake-model", "llamacpp")], chunks=LLAMA_SERVER_REPLY)) as server:
+        window = make_window(servers=[server.url])
+        target = ServerModel.at(server.url, "org/fake-model")
+        qtbot.waitUntil(lambda: window.library.entry_for(target) is not None, timeout=10000)
+        chat = window.store.create_chat("Old", ChatSettings(target_path=f"server:{target.url}#org/fake-model"))
+        window.open_chat(chat.id)
+        if window.chat_header.asking():
+            window.chat_header.load_chat_model()
+        qtbot.waitUntil(lambda: window.models_ready() and window.session.target == target, timeout=20000)
+        send_and_wait(qtbot, window, "hello")
+        assert window.store.messages(chat.id)[-1].content == "The quick brown fox jumps over the lazy dog."

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QDialog
 
 from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO
-from app.engine.placement.devices import Device, DeviceReport
+from app.engine.placement.devices import Device, DeviceReport, list_devices
 from app.store import AppSettings, ChatSettings, load_settings
 from app.ui.settings.dialog import AppSettingsDialog, ChatSettingsDialog
 
@@ -48,20 +48,38 @@ def test_app_settings_dialog_edits_folders_and_load_settings(qtbot):
     assert result.scan_hf_cache is False
 
 
-def test_changed_load_settings_reload_the_models_and_are_saved(make_window, qtbot, fake_engine, model_folder,
-                                                               tiny_models, monkeypatch):
+def test_changed_load_settings_reload_the_models_when_confirmed_and_are_saved(make_window, qtbot, fake_engine,
+                                                                             model_folder, tiny_models, monkeypatch):
     from window_helpers import choose_pair
     from app.ui.models.library_model import NGRAM_KEY
 
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
+    asked = []
+    window.confirm = lambda title, text, action: asked.append(title) or True
     new = AppSettings(**{**window.settings.to_dict(), "context_size": 1024})
     monkeypatch.setattr(AppSettingsDialog, "exec", lambda self: QDialog.DialogCode.Accepted)
     monkeypatch.setattr(AppSettingsDialog, "settings", lambda self: new)
     window.open_app_settings()
     qtbot.waitUntil(lambda: window.footer.context_gauge.maximum() == 1024 and window.models_ready())
+    assert asked == ["Reload the model?"]
     assert fake_engine.n_ctx == 1024
     assert load_settings().context_size == 1024
+
+
+def test_changed_load_settings_wait_for_the_next_load_when_not_confirmed(make_window, qtbot, fake_engine,
+                                                                         model_folder, tiny_models):
+    from window_helpers import choose_pair
+    from app.ui.models.library_model import NGRAM_KEY
+
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
+    window.confirm = lambda *args: False
+    window.apply_app_settings(AppSettings(**{**window.settings.to_dict(), "kv_cache_type": "q8_0", "batch_size": 256}))
+    assert fake_engine.load_settings["kv_type"] == "f16"  # still loaded as it was: nothing reloaded behind the back
+    window.session.request_load()  # the next load
+    qtbot.waitUntil(lambda: fake_engine.load_settings["kv_type"] == "q8_0", timeout=10000)
+    assert fake_engine.load_settings["n_batch"] == 256
 
 
 def test_gpu_layers_offer_auto_a_number_and_all(qtbot):
@@ -78,7 +96,7 @@ def test_gpu_layers_offer_auto_a_number_and_all(qtbot):
 
 
 def test_devices_section_says_cpu_only_on_this_build(qtbot):
-    dialog = AppSettingsDialog(AppSettings())  # the real device list of this machine's llama.cpp
+    dialog = AppSettingsDialog(AppSettings(), devices=list_devices())  # the real list of this machine's llama.cpp
     qtbot.addWidget(dialog)
     text = dialog.devices.text()
     assert "CPU only: this build of llama.cpp has no GPU backend - see README 'GPU builds'" in text

@@ -132,15 +132,14 @@ def test_switching_theme_in_settings_redraws_the_open_chat_live(make_window, qtb
     qtbot.addWidget(dialog)
     dialog.theme.setCurrentIndex(dialog.theme.findData("dark"))
     window.apply_app_settings(dialog.settings())
-    qtbot.wait(50)
+    qtbot.waitUntil(lambda: _count(window.grab().toImage(), LIGHT.code_background) == 0, timeout=5000)
     after = window.grab().toImage()
     assert _pixel(after, window.chat_view.viewport(), window) == QColor(DARK.surface)
     assert _count(after, DARK.code_background) > 500 and _count(after, LIGHT.code_background) == 0
     assert load_settings().theme == "dark"  # remembered
 
     window.apply_app_settings(dataclasses.replace(window.settings, theme="light"))
-    qtbot.wait(50)
-    assert _count(window.grab().toImage(), LIGHT.code_background) > 500
+    qtbot.waitUntil(lambda: _count(window.grab().toImage(), LIGHT.code_background) > 500, timeout=5000)
 
 
 def test_a_switch_while_a_reply_streams_waits_for_it_to_end(make_window, qtbot, fake_engine, model_folder,
@@ -156,7 +155,7 @@ def test_a_switch_while_a_reply_streams_waits_for_it_to_end(make_window, qtbot, 
         window.appearance.set_choice("dark")
         assert window.chat_view.toPlainText().startswith(shown[:20])  # the streaming reply was not re-rendered
         assert _count(window.grab().toImage(), LIGHT.user_bubble) > 500  # the message above it: not yet redrawn
-    qtbot.wait(50)
+    qtbot.waitUntil(lambda: _count(window.grab().toImage(), LIGHT.user_bubble) == 0, timeout=5000)
     after = window.grab().toImage()
     assert _count(after, DARK.code_background) > 500
     assert _count(after, DARK.user_bubble) > 500 and _count(after, LIGHT.user_bubble) == 0  # redrawn once it ended

@@ -1,6 +1,6 @@
 """Issue 36: the window fits a laptop. On a 1366x768 screen, an 800x600 one and 1366x768 at 2x scale (683x384
 in Qt's units), the main window opens inside the screen's free area, and in it, in Settings and in the reply
-inspector every control is inside the window, in the Tab order, and on top of no other widget.
+inspector (and the Model library with a model's own settings) every control is inside the window, in the Tab order, and on top of no other widget.
 
 Each screen is a process of its own (Qt picks its screen when it starts): tests/ui/run_layout_check.py."""
 
@@ -27,7 +27,7 @@ def test_every_control_fits_and_can_be_reached_by_keyboard(model_folder, fake_en
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["screen"] == [int(width / scale), int(height / scale)]
-    for part in ("main window", "settings", "inspector"):
+    for part in ("main window", "settings", "inspector", "library", "model settings"):
         assert report[part] == [], f"{part}: " + "\n".join(report[part])
 
 

@@ -192,15 +192,11 @@ def _run_child(paths: list[Path], timeout: float) -> list[ProbeVerdict]:
     return verdicts
 
 
-def check_model_file(path: Union[str, Path], *, probe: bool = True) -> Optional[str]:
-    """None when llama.cpp can load `path`, else one sentence saying why not: the header checks first (fast), then,
-    with `probe`, the child-process probe for what a header cannot show."""
-    return check_model_files([path], probe=probe)[0]
-
-
 def check_model_files(paths: Sequence[Union[str, Path]], *, probe: bool = True) -> list[Optional[str]]:
-    """check_model_file for several files: one child probes them all while this process reads their headers (a
-    first use's wait is mostly that child starting), and a header's problem comes first."""
+    """For each of `paths`, None when llama.cpp can load it, else one sentence saying why not: the header checks
+    first (fast), then, with `probe`, the child-process probe for what a header cannot show. One child probes them
+    all while this process reads their headers (a first use's wait is mostly that child starting), and a header's
+    problem comes first."""
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="SpecChat probe") as pool:
         probing = pool.submit(probe_models, paths) if probe else None
         problems: list[Optional[str]] = []

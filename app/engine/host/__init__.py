@@ -1,5 +1,6 @@
 """The engine process: its request loop and the engine it holds (local or remote).
 
+- errands.py: The window's requests besides loading and replying: list the devices, forget a deleted chat, the API history.
 - engine_factory.py: The engine the engine process holds (local or a server's, by the target); the CLI's typed builders.
 - wire.py: Every message between the window and the engine process, as frozen records matched by type at both ends.
 - worker.py: The engine's own process: the loop that owns a SpecEngine and answers requests over a pipe.

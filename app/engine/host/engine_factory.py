@@ -15,7 +15,7 @@ from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import EngineEvent
 from app.engine.protocol import CancelSignal, ChatEngine, fitted_reply
 from app.engine.tools.calls import ToolFormat
-from app.engine.targets import LocalModel, ServerModel, Target, target_of
+from app.engine.targets import LocalModel, ServerModel, Target
 
 if TYPE_CHECKING:
     from app.engine.local.engine import SpecEngine
@@ -84,8 +84,7 @@ class DispatchingEngine:
 
     # -- the target decides the kind ----------------------------------------------------------------------------
 
-    def load_target(self, path: Target | str | Path, planned_draft: str | Path | None = None) -> None:
-        target = target_of(path)
+    def load_target(self, target: Target, planned_draft: str | Path | None = None) -> None:
         remote = isinstance(target, ServerModel)
         other = self._engines.get(not remote)
         if other is not None:
@@ -113,8 +112,8 @@ class DispatchingEngine:
     # -- everything else goes to the current kind ---------------------------------------------------------------
 
     @property
-    def target_path(self):
-        return self.active.target_path
+    def loaded_target(self) -> Optional[Target]:
+        return self.active.loaded_target
 
     @property
     def draft_path(self) -> Optional[Path]:
@@ -149,6 +148,13 @@ class DispatchingEngine:
     def chat(self, messages: Sequence[dict], config: GenerationConfig = GenerationConfig(), *,
              cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator[EngineEvent]:
         return self.active.chat(messages, config, cancel=cancel, request_id=request_id)
+
+    def completion_tokens(self, prompt: str | Sequence[int], suffix: Optional[str] = None) -> list[int]:
+        return self.active.completion_tokens(prompt, suffix)
+
+    def complete(self, prompt: str | Sequence[int], config: GenerationConfig = GenerationConfig(), *,
+                 cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator[EngineEvent]:
+        return self.active.complete(prompt, config, cancel=cancel, request_id=request_id)
 
     def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel: Optional[CancelSignal] = None,
               request_id: int = 0) -> Iterator[EngineEvent]:

@@ -18,6 +18,7 @@ from typing import Any, Literal, Optional, Union
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import EngineEvent
+from app.engine.placement.devices import DeviceReport
 from app.engine.targets import Target
 
 # ----- requests: window -> engine process, handled one at a time in order
@@ -55,7 +56,31 @@ class ServeApi:
     starter: Optional[Any]
 
 
-Request = Union[LoadModels, GenerateReply, Shutdown, ServeApi]
+@dataclass(frozen=True)
+class ListDevices:
+    """List the compute devices of the engine process's llama.cpp build: the window never loads llama.cpp."""
+
+    request_id: int
+
+
+@dataclass(frozen=True)
+class ForgetChat:
+    """A chat was deleted: its text leaves the history drafter's file and its saved KV states leave the disk.
+    `session` is its engine session (app.ui.chat.conversation.chat_session)."""
+
+    request_id: int
+    session: str
+
+
+@dataclass(frozen=True)
+class MeasureApiHistory:
+    """Say how big the API clients' own history is, after forgetting all of it when `clear`."""
+
+    request_id: int
+    clear: bool = False
+
+
+Request = Union[LoadModels, GenerateReply, Shutdown, ServeApi, ListDevices, ForgetChat, MeasureApiHistory]
 
 # ----- replies: engine process -> window
 
@@ -124,5 +149,29 @@ class ApiStateChanged:
     state: Any
 
 
+@dataclass(frozen=True)
+class DevicesListed:
+    """The answer to ListDevices."""
+
+    request_id: int
+    report: DeviceReport
+
+
+@dataclass(frozen=True)
+class ChatForgotten:
+    """The answer to ForgetChat: the chat's text and saved states are gone (or were never there)."""
+
+    request_id: int
+    session: str
+
+
+@dataclass(frozen=True)
+class ApiHistoryMeasured:
+    """The answer to MeasureApiHistory: the API clients' history holds `size_bytes` bytes now."""
+
+    request_id: int
+    size_bytes: int
+
+
 Reply = Union[WorkerReady, LoadingModel, ModelsLoaded, LoadFailed, EngineEvents, ReplyFailed, ReplyEnded,
-              ApiStateChanged]
+              ApiStateChanged, DevicesListed, ChatForgotten, ApiHistoryMeasured]

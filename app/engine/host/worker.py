@@ -26,12 +26,13 @@ from typing import Callable, Iterable, Optional, Protocol
 from app.engine.config import LoadSettings
 from app.engine.errors import EngineError
 from app.engine.events import RoundEvent, TokenEvent
+from app.engine.host.errands import run_errand
 from app.engine.host.wire import (
-    EngineEvents, GenerateReply, LoadFailed, LoadingModel, LoadModels, ModelsLoaded, Reply, ReplyEnded, ReplyFailed,
-    ServeApi, Shutdown, WorkerReady,
+    EngineEvents, ForgetChat, GenerateReply, ListDevices, LoadFailed, LoadingModel, LoadModels, MeasureApiHistory,
+    ModelsLoaded, Reply, ReplyEnded, ReplyFailed, ServeApi, Shutdown, WorkerReady,
 )
 from app.engine.protocol import ChatEngine
-from app.engine.targets import Target, target_of
+from app.engine.tools.stream import with_tool_calls
 
 STREAM_BATCH_S = 0.05
 # Background work waits this long after the last request, so a reply and the next message typed soon after it
@@ -162,6 +163,8 @@ class _WorkerLoop:
                     self._generate(request)
                 case ServeApi():
                     self._serve_api(request.starter)
+                case ListDevices() | ForgetChat() | MeasureApiHistory():
+                    self._send(run_errand(request))
             idle_work, idle_since = True, time.monotonic()
 
     def _wait(self, timeout: Optional[float]):
@@ -225,7 +228,7 @@ class _WorkerLoop:
             if target is None:
                 engine.unload()
             else:
-                if engine.target_path is None or target_of(engine.target_path) != target:
+                if engine.loaded_target != target:
                     self._send(LoadingModel(request_id, str(target), "target"))
                     engine.load_target(target, planned_draft=draft)
                 current = engine.draft_path
@@ -240,8 +243,7 @@ class _WorkerLoop:
             traceback.print_exc()
             self._send(LoadFailed(request_id, f"Loading failed: {exc}"))
             return
-        loaded: Optional[Target] = target_of(engine.target_path) if engine.target_path else None
-        self._send(ModelsLoaded(request_id, loaded, Path(engine.draft_path) if engine.draft_path else None,
+        self._send(ModelsLoaded(request_id, engine.loaded_target, Path(engine.draft_path) if engine.draft_path else None,
                                 engine.n_ctx, engine.placement_note))
 
     # ----- generation
@@ -253,11 +255,14 @@ class _WorkerLoop:
             if cancel.is_set():
                 return
             engine = self._engine
-            if engine is None or engine.target_path is None:
+            if engine is None or engine.loaded_target is None:
                 self._send(ReplyFailed(request_id, "No model is loaded. Choose a model above."))
                 return
-            self._stream(engine.reply(list(request.messages), request.config, cancel=cancel, request_id=request_id),
-                         cancel)
+            events: Iterable[object] = engine.reply(list(request.messages), request.config, cancel=cancel,
+                                                    request_id=request_id)
+            if request.config.tools:  # the window runs the calls: they cross as records, not as text
+                events = with_tool_calls(events, engine.tool_format, request.config.tools)
+            self._stream(events, cancel)
         except EngineError as exc:
             if not cancel.is_set():
                 self._send(ReplyFailed(request_id, str(exc)))

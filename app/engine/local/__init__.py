@@ -13,7 +13,7 @@
 - policies.py: Each chat's speculation policy for the loaded models, and the cost tables they decide by.
 - prompt_tokens.py: Tokenizing a chat prompt so that only the chat template's own markup becomes control tokens.
 - prompts.py: One loaded target's prompts: its chat template, the last turn's tokens reused, per-message token counts.
-- sampling.py: Turning logits into token choices, and the speculative-sampling acceptance rule.
+- sampling.py: Turning logits into token choices (repetition penalties, log-probabilities too), and the speculative-sampling acceptance rule.
 - grammar.py: Decoding under a grammar: llama.cpp's grammar sampler, through the bindings, as a mask over a row of logits.
 - text_stream.py: Token bytes to text without ever showing half a character.
 - thread_governor.py: CPU threads that follow the machine's load: fewer while another program keeps a core busy.

@@ -19,7 +19,7 @@ from app.engine.local.model_drafter import ModelDrafter
 from app.engine.speculation.drafters import Draft, NgramDrafter
 from app.engine.errors import PromptTooLongError
 from app.engine.events import (DraftSource, EngineEvent, FinishedEvent, GenerationStats, RoundEvent, ThreadsEvent,
-                               TokenEvent, TokenSource, decode_speed)
+                               TokenChoice, TokenEvent, TokenLogprobs, TokenSource, decode_speed)
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.thread_governor import ThreadChange, ThreadGovernor
 from app.engine.speculation.policy import SpeculationPolicy
@@ -27,7 +27,7 @@ from app.engine.speculation.history import HistoryDrafter
 from app.engine.speculation.rounds import copy_tokens, observe_round, plan_round
 from app.engine.local.grammar import GrammarMask
 from app.engine.reasoning.splitter import ReplySplitter
-from app.engine.local.sampling import Sampler, accept_or_resample
+from app.engine.local.sampling import Penalties, Sampler, accept_or_resample, log_probabilities
 from app.engine.local.text_stream import TextStream
 
 
@@ -56,35 +56,39 @@ class _Tally:
 
 def verify(
     target: LoadedModel, draft: Draft, sampler: Sampler, rng: np.random.Generator,
-    grammar: Optional[GrammarMask] = None,
+    grammar: Optional[GrammarMask] = None, penalties: Optional[Penalties] = None,
 ) -> tuple[int, int]:
     """Decide how many drafted tokens the target keeps and which token it adds itself.
 
     Expects the target to have just decoded [last, *draft.tokens] with logits for every row. Under a `grammar`
     each row is masked by the grammar's state at its position (the state advances by each kept token; the
-    caller's state is left as it was).
+    caller's state is left as it was). With `penalties`, each row is penalised by the reply's tokens up to its
+    position, the drafted ones before it included.
     Returns (accepted count, the target's own next token).
     """
     state = grammar.clone() if grammar is not None else None
     try:
-        return _verify_rows(target, draft, sampler, rng, state)
+        return _verify_rows(target, draft, sampler, rng, state, penalties)
     finally:
         if state is not None:
             state.close()
 
 
 def _verify_rows(target: LoadedModel, draft: Draft, sampler: Sampler, rng: np.random.Generator,
-                 state: Optional[GrammarMask]) -> tuple[int, int]:
+                 state: Optional[GrammarMask], penalties: Optional[Penalties]) -> tuple[int, int]:
+    def logits(i: int) -> np.ndarray:
+        return penalties.apply(target.logits(i), draft.tokens[:i]) if penalties is not None else target.logits(i)
+
     def row(i: int) -> np.ndarray:
-        return state.masked(target.logits(i)) if state is not None else target.logits(i)
+        return state.masked(logits(i)) if state is not None else logits(i)
 
     def greedy_choice(i: int) -> int:
         # The row's best token, when the grammar allows it, is the masked row's best too (masking only lowers
         # others): the whole vocabulary is masked only when it does not (llama.cpp's sampler does the same).
-        best = int(np.argmax(target.logits(i)))
+        best = int(np.argmax(logits(i)))
         if state is None or state.allows(best):
             return best
-        return int(np.argmax(state.masked(target.logits(i))))
+        return int(np.argmax(state.masked(logits(i))))
 
     for i, token in enumerate(draft.tokens):
         if sampler.greedy:
@@ -142,6 +146,7 @@ def generate(
     if ngram is not None:
         ngram.start_reply(len(prompt))
     sampler = Sampler.from_config(config)
+    penalties = Penalties.from_config(config)
     rng = np.random.default_rng(config.seed)
     started = clock()
     if governor is not None:
@@ -163,14 +168,19 @@ def generate(
     stop_reason = ""
     budget_spent = False
 
-    def token_event(token: int, source: TokenSource, drafter: Optional[DraftSource], round_index: int
-                    ) -> list[EngineEvent]:
+    def token_event(token: int, source: TokenSource, drafter: Optional[DraftSource], round_index: int,
+                    row: int = -1) -> list[EngineEvent]:
+        """`row`: the target's logits row (of the last decode) that chose `token`, for its log-probabilities."""
         data = target.token_bytes(token)
         text = text_stream.feed(data)
         pieces.append(text)
+        if penalties is not None:
+            penalties.add(token)
         # A special token shows as nothing, but may be (part of) a marker, e.g. Harmony's <|channel|>.
         special = target.token_text(token) if not data and target.is_control(token) else ""
-        return split.feed(TokenEvent(request_id, emitted, token, text, source, drafter, round_index), special)
+        logprobs = _logprobs(target, row, token, config.top_logprobs) if config.logprobs and row >= 0 else None
+        return split.feed(TokenEvent(request_id, emitted, token, text, source, drafter, round_index,
+                                     logprobs=logprobs, markup=special), special)
 
     while not stop_reason:
         if cancel.is_set():
@@ -213,7 +223,7 @@ def generate(
         t_verify = clock()
 
         target.decode([history[-1], *draft.tokens], logit_rows=range(len(draft.tokens) + 1))
-        accepted, own_token = verify(target, draft, sampler, rng, grammar)
+        accepted, own_token = verify(target, draft, sampler, rng, grammar, penalties)
         t_done = clock()
         threads = target.n_threads
         kept = [*draft.tokens[:accepted], own_token]
@@ -245,7 +255,7 @@ def generate(
                 grammar.accept(token)
             if first_token_at is None:
                 first_token_at = clock()
-            yield from token_event(token, source, drafter, round_index)
+            yield from token_event(token, source, drafter, round_index, row=position)
             emitted += 1
             if emitted >= config.max_tokens:
                 stop_reason = "max_tokens"
@@ -286,6 +296,16 @@ def generate(
 def _threads_event(request_id: int, change: Optional[ThreadChange], after_round: int) -> Iterator[ThreadsEvent]:
     if change is not None:
         yield ThreadsEvent(request_id, change.before, change.after, change.reason, after_round)
+
+
+def _logprobs(target: LoadedModel, row: int, token: int, top: int) -> TokenLogprobs:
+    """`token`'s log-probability from the target's logits row `row` (of the last decode), with the `top` likeliest."""
+    def choice(token_id: int, logprob: float) -> TokenChoice:
+        piece = target.token_bytes(token_id) or target.token_text(token_id).encode("utf-8")
+        return TokenChoice(token_id, piece, logprob)
+
+    chosen, best = log_probabilities(target.logits(row), token, top)
+    return TokenLogprobs(choice(token, chosen), tuple(choice(i, lp) for i, lp in best))
 
 
 def _piece(target: LoadedModel, token: int) -> str:

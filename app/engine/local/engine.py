@@ -14,7 +14,7 @@ from typing import Iterator, Optional, Sequence
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.context_fit import SessionCuts
-from app.engine.errors import EngineError
+from app.engine.errors import EngineError, PromptFormatError
 from app.engine.events import EngineEvent, FinishedEvent, NoticeEvent, RoundEvent, TokenEvent
 from app.engine.local.chat_format import RenderedPrompt
 from app.engine.local.kv_states.conversation_cache import ConversationCache
@@ -35,7 +35,7 @@ from app.engine.speculation.costs import CostTable
 from app.engine.speculation.drafters import NgramDrafter
 from app.engine.speculation.history import HistoryDrafter
 from app.engine.speculation.history_file import HistoryFile, HistorySync, history_path
-from app.engine.targets import ServerModel, Target
+from app.engine.targets import LocalModel, ServerModel, Target
 from app.engine.tools.calls import ToolFormat, forced_call
 
 
@@ -78,7 +78,8 @@ class SpecEngine:
 
     @property
     def placement_note(self) -> str:
-        return self.models.placement_note
+        """Where the models run and what they were loaded with, in words."""
+        return " ".join(part for part in (self.models.placement_note, self.models.load_note) if part)
 
     @property
     def governor(self) -> Optional[ThreadGovernor]:
@@ -87,6 +88,11 @@ class SpecEngine:
     @property
     def target_path(self) -> Optional[Path]:
         return self.models.target_path
+
+    @property
+    def loaded_target(self) -> Optional[LocalModel]:
+        path = self.models.target_path
+        return LocalModel(path) if path is not None else None
 
     @property
     def draft_path(self) -> Optional[Path]:
@@ -253,6 +259,7 @@ class SpecEngine:
                 yield NoticeEvent(request_id, found.notice)
         history: list[int] = []
         splitter = self._splitter(text, config, start)
+        call_pieces: list[str] = []  # the answer with control tokens by name, for reading tool calls
         for event in generate(
             target,
             tokens,
@@ -270,7 +277,11 @@ class SpecEngine:
         ):
             if isinstance(event, RoundEvent):
                 self.policies.after_round(policy)
+            if config.tools and isinstance(event, TokenEvent) and event.part == "answer":
+                call_pieces.append(event.text or event.markup)
             if isinstance(event, FinishedEvent):
+                if config.tools and "".join(call_pieces) != event.text:
+                    event = dataclasses.replace(event, call_text="".join(call_pieces))
                 # History and the next turn's reuse take the reply as its tokens wrote it, thinking and markers too.
                 reply = splitter.raw_text
                 if found is not None:  # restoring a kept state is part of reading the prompt
@@ -342,18 +353,52 @@ class SpecEngine:
         """The one request path (app.engine.protocol): the context fitted and said, then chat()."""
         return fitted_reply(self, messages, config, cancel=cancel, request_id=request_id)
 
+    def completion_tokens(self, prompt: str | Sequence[int], suffix: Optional[str] = None) -> list[int]:
+        """The tokens of a raw completion's prompt (text, or token ids as they are). With `suffix`, the model's
+        fill-in-the-middle prompt (prefix, suffix, then the middle it writes), as llama-server's /infill builds
+        it. Raises PromptFormatError for ids outside the vocabulary, or a suffix on a model without FIM tokens."""
+        target = self.models.require_target()
+        if suffix is None:
+            if isinstance(prompt, str):
+                return self.prompts.tokens_for(prompt)
+            bad = next((t for t in prompt if not 0 <= t < target.n_vocab), None)
+            if bad is not None:
+                raise PromptFormatError(f"The prompt holds token {bad}; this model's tokens are 0 to "
+                                        f"{target.n_vocab - 1}.")
+            return list(prompt)
+        fim = target.fim_tokens()
+        if fim is None:
+            raise PromptFormatError(f"{target.path.name} has no fill-in-the-middle tokens, so it cannot take a "
+                                    "\"suffix\"; leave it out, or load a model made for code infill.")
+        prefix = prompt if isinstance(prompt, str) else self._text_of(prompt)
+        pre, suf, mid = fim
+        plain = dict(add_special=False, parse_special=False)  # the code is text: none of it is a control token
+        return ([target.bos_id] if target.add_bos else []) + [pre, *target.tokenize(prefix, **plain), suf,
+                                                             *target.tokenize(suffix, **plain), mid]
+
+    def _text_of(self, tokens: Sequence[int]) -> str:
+        """Token ids as the text they write, control tokens by their names."""
+        target = self.models.require_target()
+        data = b"".join(target.token_bytes(t) or target.token_text(t).encode("utf-8") for t in tokens)
+        return data.decode("utf-8", errors="replace")
+
     def complete(
         self,
-        prompt: str,
+        prompt: str | Sequence[int],
         config: GenerationConfig = GenerationConfig(),
         *,
         cancel: Optional[CancelSignal] = None,
         request_id: int = 0,
         session: Optional[str] = None,
     ) -> Iterator[EngineEvent]:
-        """Continue raw `prompt` text (no chat template)."""
-        tokens = self.prompts.tokens_for(prompt)
-        return self._run(tokens, prompt, config, cancel, request_id, session or config.session)
+        """Continue raw `prompt` text (no chat template), or a prompt's token ids (completion_tokens)."""
+        if isinstance(prompt, str):
+            tokens, text = self.prompts.tokens_for(prompt), prompt
+        else:
+            tokens, text = list(prompt), self._text_of(prompt)
+        if not tokens:
+            raise PromptFormatError("The prompt is empty; there is nothing to continue.")
+        return self._run(tokens, text, config, cancel, request_id, session or config.session)
 
 
 def _led_by(opening: str, request_id: int, events: Iterator[EngineEvent]) -> Iterator[EngineEvent]:
@@ -362,5 +407,6 @@ def _led_by(opening: str, request_id: int, events: Iterator[EngineEvent]) -> Ite
     yield TokenEvent(request_id, 0, -1, opening, "target")
     for event in events:
         if isinstance(event, FinishedEvent):
-            event = dataclasses.replace(event, text=opening + event.text)
+            event = dataclasses.replace(event, text=opening + event.text,
+                                        call_text=opening + event.call_text if event.call_text else "")
         yield event

@@ -19,11 +19,11 @@ from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
-from app.engine.config import MAX_OUTPUT_ROWS
+from app.engine.config import MAX_OUTPUT_ROWS, FlashAttn, KvType, load_settings_problem
 from app.engine.errors import ModelFileError, ModelLoadError
 from app.engine.local.grammar import GrammarMask
 
-PROMPT_CHUNK = 512
+PROMPT_CHUNK = 512  # the batch when none is given (tests, tools); the window's Auto is machine_defaults.default_batch
 # A stretch of the prompt found again later in the cache is kept (shifted) only from this length on: shorter runs
 # could match by chance, and re-reading them costs less than being wrong.
 SHIFT_MIN_RUN = 32
@@ -62,13 +62,27 @@ def _recent_errors() -> str:
     return "; ".join((interesting or lines)[-3:])
 
 
+def _load_mode(llama_cpp, mmap: bool, mlock: bool) -> int:
+    """llama.cpp's load mode for the two switches; mmap alone is its Auto (mapped where the file system allows)."""
+    if mlock:
+        return llama_cpp.LLAMA_LOAD_MODE_MMAP_MLOCK if mmap else llama_cpp.LLAMA_LOAD_MODE_MLOCK
+    return llama_cpp.LLAMA_LOAD_MODE_AUTO if mmap else llama_cpp.LLAMA_LOAD_MODE_NONE
+
+
 class LoadedModel:
     """A model, its context and a mirror of the token ids its KV cache holds (`cached`, positions 0..n-1)."""
 
     def __init__(self, path: str | os.PathLike, *, n_ctx: int, n_threads: int, n_gpu_layers: int = 0,
-                 devices: Optional[Sequence[int]] = None):
-        """`devices`: the ggml devices offloaded layers may use (app.engine.placement.rpc); None lets llama.cpp choose."""
+                 devices: Optional[Sequence[int]] = None, n_batch: int = PROMPT_CHUNK, flash_attn: FlashAttn = "auto",
+                 kv_type: KvType = "f16", mmap: bool = True, mlock: bool = False):
+        """`devices`: the ggml devices offloaded layers may use (app.engine.placement.rpc); None lets llama.cpp choose.
+        `n_batch`: the prompt tokens one pass reads; `flash_attn`, `kv_type` (keys and values alike), `mmap` and
+        `mlock` as app.engine.config.LoadSettings describes them."""
         import llama_cpp
+
+        problem = load_settings_problem(flash_attn, kv_type)
+        if problem:
+            raise ModelLoadError(problem)  # llama.cpp would fail the context with a line in its log instead
 
         _install_log_capture()
         self._llama = llama_cpp
@@ -79,6 +93,7 @@ class LoadedModel:
         self.n_gpu_layers = n_gpu_layers  # as asked of llama.cpp (a build without a GPU backend runs them on the CPU)
         mparams = llama_cpp.llama_model_default_params()
         mparams.n_gpu_layers = n_gpu_layers
+        mparams.load_mode = _load_mode(llama_cpp, mmap, mlock)
         device_list = None
         if devices is not None:
             from app.engine.placement.rpc import device_array
@@ -98,8 +113,19 @@ class LoadedModel:
         n_ctx_train = llama_cpp.llama_model_n_ctx_train(self._model)
         cparams = llama_cpp.llama_context_default_params()
         cparams.n_ctx = min(n_ctx, n_ctx_train) if n_ctx_train > 0 else n_ctx
-        cparams.n_batch = PROMPT_CHUNK
-        cparams.n_ubatch = PROMPT_CHUNK
+        # A verify batch is one decode with a row of logits per token, so no batch is smaller than the longest one.
+        n_batch = max(MAX_OUTPUT_ROWS, n_batch)
+        cparams.n_batch = n_batch
+        cparams.n_ubatch = n_batch
+        cparams.flash_attn_type = {"auto": llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO,
+                                   "on": llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED,
+                                   "off": llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED}[flash_attn]
+        cache_type = {"f16": llama_cpp.GGML_TYPE_F16, "q8_0": llama_cpp.GGML_TYPE_Q8_0,
+                      "q4_0": llama_cpp.GGML_TYPE_Q4_0}[kv_type]
+        cparams.type_k = cache_type
+        cparams.type_v = cache_type
+        # What this model was loaded with, as asked (the engine's load note says it to the window).
+        self.kv_type, self.flash_attn, self.mmap, self.mlock = kv_type, flash_attn, mmap, mlock
         cparams.n_seq_max = 1
         cparams.n_outputs_max = MAX_OUTPUT_ROWS
         cparams.n_threads = n_threads
@@ -116,8 +142,9 @@ class LoadedModel:
         self.n_ctx = llama_cpp.llama_n_ctx(self._ctx)
         # llama.cpp caps the batch at the context size asked for, then pads the context itself (ask for 64, get
         # 256 with a batch of 64): a decode larger than the batch aborts the process, so chunk by what it allows.
-        self._chunk = min(PROMPT_CHUNK, llama_cpp.llama_n_batch(self._ctx))
-        self._batch = llama_cpp.llama_batch_init(PROMPT_CHUNK, 0, 1)
+        self._chunk = min(n_batch, llama_cpp.llama_n_batch(self._ctx))
+        self.n_batch = self._chunk
+        self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
         self.cached: list[int] = []
         self._shiftable: bool | None = None  # whether the KV cache can move positions (RoPE models can)
         self._piece_cache: dict[int, bytes] = {}
@@ -159,6 +186,14 @@ class LoadedModel:
         """The token's vocabulary text (for special tokens, their literal name)."""
         raw = self._llama.llama_vocab_get_text(self._vocab, token)
         return raw.decode("utf-8", errors="replace") if raw else ""
+
+    def fim_tokens(self) -> tuple[int, int, int] | None:
+        """The fill-in-the-middle markers (prefix, suffix, middle) llama.cpp found in the vocabulary (by the GGUF's
+        keys or the tokens' names, e.g. Qwen2.5-Coder's <|fim_prefix|>); None when the model has not all three."""
+        llama = self._llama
+        found = (llama.llama_vocab_fim_pre(self._vocab), llama.llama_vocab_fim_suf(self._vocab),
+                 llama.llama_vocab_fim_mid(self._vocab))
+        return found if all(0 <= t < self.n_vocab for t in found) else None
 
     def is_end_of_generation(self, token: int) -> bool:
         return bool(self._llama.llama_vocab_is_eog(self._vocab, token))

@@ -21,6 +21,11 @@ from app.platform.cpu_load import CpuLoad
 from app.platform.machine_defaults import logical_cpus
 
 
+def _tuning(s: LoadSettings) -> dict:
+    """The load settings both models are made with, besides context, threads and devices."""
+    return dict(n_batch=s.batch, flash_attn=s.flash_attn, kv_type=s.kv_type, mmap=s.mmap, mlock=s.mlock)
+
+
 class ModelPair:
     """A target and, optionally, a draft that can speculate for it. Use from the engine process's main thread."""
 
@@ -62,7 +67,7 @@ class ModelPair:
         draft_path = self.draft.path if self.draft is not None else planned_draft
         self.placement = resolve_placement(
             path, draft_path, s.n_ctx, s.target_gpu_layers, s.draft_gpu_layers,
-            draft_resident=self.draft.n_gpu_layers if self.draft is not None else None)
+            draft_resident=self.draft.n_gpu_layers if self.draft is not None else None, kv_type=s.kv_type)
         self.placement_note = self.placement.explanation
         self._planned_draft = Path(planned_draft) if self.draft is None and planned_draft is not None else None
         target_devices, _draft_devices = self._devices()
@@ -73,7 +78,7 @@ class ModelPair:
             self.placement_note = (f"Target spread over RPC workers {', '.join(s.rpc_servers)} (by their free "
                                    f"memory); draft on this machine. {rpc.TRUSTED_NETWORK_ONLY}")
         self.target = LoadedModel(path, n_ctx=s.n_ctx, n_threads=s.threads, n_gpu_layers=target_layers,
-                                  devices=target_devices)
+                                  devices=target_devices, **_tuning(s))
         self.governor = (ThreadGovernor(s.threads, self._set_threads, CpuLoad(), logical_cpus())
                          if s.adaptive_threads else None)
         if self.draft is not None and not self.compatible(self.draft.path)[0]:
@@ -104,19 +109,34 @@ class ModelPair:
             placement = self.placement  # room for this draft was kept when the target was placed
         elif self.target is not None:
             placement = resolve_placement(self.target.path, path, self.n_ctx, s.target_gpu_layers,
-                                          s.draft_gpu_layers, target_resident=self.target.n_gpu_layers)
+                                          s.draft_gpu_layers, target_resident=self.target.n_gpu_layers,
+                                          kv_type=s.kv_type)
         else:
-            placement = resolve_placement(path, None, self.n_ctx, s.draft_gpu_layers, GPU_LAYERS_AUTO)
+            placement = resolve_placement(path, None, self.n_ctx, s.draft_gpu_layers, GPU_LAYERS_AUTO,
+                                          kv_type=s.kv_type)
             placement = Placement(0, placement.target_layers, placement.explanation, placement.backends)
         self._planned_draft = None
         _target_devices, draft_devices = self._devices()
         self.draft = LoadedModel(path, n_ctx=self.n_ctx, n_threads=s.threads, n_gpu_layers=placement.draft_layers,
-                                 devices=draft_devices)
+                                 devices=draft_devices, **_tuning(s))
         if self.target is not None and self.target.n_threads != s.threads:
             self.draft.set_threads(self.target.n_threads)  # the load's count now, as the governor chose it
         self.placement = placement
         if not s.rpc_servers:
             self.placement_note = placement.explanation
+
+    @property
+    def load_note(self) -> str:
+        """What the target was loaded with, in words ("" when none is loaded): batch, KV cache, flash attention,
+        mmap and mlock."""
+        model = self.target
+        if model is None:
+            return ""
+        memory = ("locked in RAM" if model.mlock else "") if model.mmap else "read into RAM"
+        if model.mmap and not model.mlock:
+            memory = "mapped from the file"
+        return (f"Batch {model.n_batch}, KV cache {model.kv_type}, flash attention {model.flash_attn}, "
+                f"weights {memory}.")
 
     def compatible(self, draft_path: Path) -> tuple[bool, str]:
         """Whether that draft can speculate for the loaded target, and why not."""

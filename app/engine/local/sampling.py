@@ -2,11 +2,15 @@
 
 One `distribution` function serves target and draft alike: speculative sampling only reproduces the target's
 output distribution exactly when both distributions went through the same temperature/top-k/top-p/min-p.
+Penalties for repeated tokens change the target's logits at each position by what the reply held up to that
+position (a drafted token counts for the positions after it), so a draft is checked against exactly the
+distribution plain decoding would have drawn from there. Log-probabilities are read from the target's raw logits.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -104,3 +108,57 @@ def accept_or_resample(
     if total <= 0.0:  # p == q numerically: any draw from p is right
         return False, sample_from(p, rng)
     return False, sample_from(residual / total, rng)
+
+
+@dataclass
+class Penalties:
+    """Penalties for tokens the reply has written so far: llama.cpp's repeat penalty (a logit divided by it when
+    positive, multiplied when negative), then OpenAI's frequency (times the count) and presence (once) penalties.
+    They count the reply's tokens only, not the prompt's (as vLLM and OpenAI do). One per reply."""
+
+    presence: float = 0.0
+    frequency: float = 0.0
+    repeat: float = 1.0
+    _counts: dict[int, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, config: GenerationConfig) -> Optional["Penalties"]:
+        """None when the request asks for no penalty."""
+        if config.presence_penalty == 0.0 and config.frequency_penalty == 0.0 and config.repeat_penalty == 1.0:
+            return None
+        return cls(config.presence_penalty, config.frequency_penalty, config.repeat_penalty)
+
+    def add(self, token: int) -> None:
+        """The reply kept `token`."""
+        self._counts[token] = self._counts.get(token, 0) + 1
+
+    def apply(self, logits: np.ndarray, ahead: Sequence[int] = ()) -> np.ndarray:
+        """A penalised copy of `logits`, for the position after the kept tokens and then `ahead` (the drafted
+        tokens before this position)."""
+        counts = dict(self._counts)
+        for token in ahead:
+            counts[token] = counts.get(token, 0) + 1
+        out = np.array(logits, dtype=np.float32)
+        if not counts:
+            return out
+        ids = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
+        n = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
+        seen = out[ids].astype(np.float64)
+        if self.repeat != 1.0:
+            seen = np.where(seen > 0, seen / self.repeat, seen * self.repeat)
+        out[ids] = (seen - n * self.frequency - self.presence).astype(np.float32)
+        return out
+
+
+def log_probabilities(logits: np.ndarray, token: int, top: int) -> tuple[float, list[tuple[int, float]]]:
+    """`token`'s log-probability under softmax(`logits`), and the `top` likeliest tokens with theirs, best first."""
+    row = logits.astype(np.float64)
+    peak = row.max()
+    log_total = peak + np.log(np.exp(row - peak).sum())
+    best: list[tuple[int, float]] = []
+    if top > 0:
+        top = min(top, row.shape[0])
+        ids = np.argpartition(-row, top - 1)[:top]
+        ids = ids[np.lexsort((ids, -row[ids]))]  # best first; ties by id, so the order is reproducible
+        best = [(int(i), float(row[i] - log_total)) for i in ids]
+    return float(row[token] - log_total), best

@@ -1,9 +1,9 @@
 """How many layers of the target and the draft go to the GPU when GPU layers are on Auto.
 
 Everything that fits in the free device memory, with a margin, is offloaded. Sizes come from the GGUF's tensor
-infos (blk.N.* is layer N) plus the KV cache each layer holds at the chosen context (f16 keys and values). The draft
-is placed first: it runs every round, so a draft on the CPU slows every round, while a partly offloaded target
-still verifies a whole batch in one pass. A number the user set is kept as it is (it overrides Auto) and its size
+infos (blk.N.* is layer N) plus the KV cache each layer holds at the chosen context and KV-cache type
+(app.engine.gguf.memory). The draft is placed first: it runs every round, so a draft on the CPU slows every round,
+while a partly offloaded target still verifies a whole batch in one pass. A number the user set is kept as it is (it overrides Auto) and its size
 is counted before Auto's model is fitted.
 
 llama.cpp offloads the last N repeating layers for n_gpu_layers = N, and the output head too for N > n_layer, so
@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
 
-from app.engine.config import GPU_LAYERS_AUTO
+from app.engine.config import GPU_LAYERS_AUTO, KvType
 from app.engine.placement import devices
 from app.engine.placement.devices import NO_GPU_BUILD, SEE_README, DeviceReport
 from app.engine.gguf.info import inspect_gguf, read_tensor_sizes
+from app.engine.gguf.memory import kv_bytes, kv_values_per_token, metadata_count
 
 _LAYER = re.compile(r"^blk\.(\d+)\.")
-_F16 = 2
 # Kept free on the device besides the weights and the KV cache: each model's compute buffers for a 512-token
 # batch, and a share of the free memory for the desktop, other programs and the driver's own allocations.
 COMPUTE_RESERVE_BYTES = 384 * 1024 ** 2
@@ -74,19 +74,8 @@ class Placement:
     backends: str = "CPU"  # where offloaded layers run ("CUDA", "Metal"), "CPU" when none are offloaded
 
 
-def _int(value: object) -> Optional[int]:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def _per_layer(value: object, n_layer: int, default: int) -> list[int]:
-    """A hyperparameter that may be one number or one per layer (a short array the header reader decoded)."""
-    if isinstance(value, list) and len(value) == n_layer and all(_int(v) is not None for v in value):
-        return list(value)
-    single = _int(value)
-    return [default if single is None else single] * n_layer
-
-
-def layout_from_tensors(name: str, tensors: Iterable[tuple[str, int]], metadata: dict, n_ctx: int) -> ModelLayout:
+def layout_from_tensors(name: str, tensors: Iterable[tuple[str, int]], metadata: dict, n_ctx: int,
+                        kv_type: KvType = "f16") -> ModelLayout:
     """A model's layout from its tensor sizes and metadata. Pure: tests feed it made-up models."""
     tensors = list(tensors)
     arch = metadata.get("general.architecture", "")
@@ -100,28 +89,19 @@ def layout_from_tensors(name: str, tensors: Iterable[tuple[str, int]], metadata:
             output += nbytes
         elif tensor == "token_embd.weight" and not any(t == "output.weight" for t, _ in tensors):
             output += nbytes  # tied embeddings: llama.cpp copies them to the output head's device
-    n_layer = _int(metadata.get(f"{arch}.block_count")) or (max(layer_sizes) + 1 if layer_sizes else 0)
-    n_embd = _int(metadata.get(f"{arch}.embedding_length")) or 0
-    heads = _per_layer(metadata.get(f"{arch}.attention.head_count"), n_layer, 1)
-    kv_heads = _per_layer(metadata.get(f"{arch}.attention.head_count_kv"), n_layer, -1)
-    kv = []
-    for i in range(n_layer):
-        n_head = max(heads[i], 1)
-        n_head_kv = heads[i] if kv_heads[i] < 0 else kv_heads[i]
-        k_len = _int(metadata.get(f"{arch}.attention.key_length")) or n_embd // n_head
-        v_len = _int(metadata.get(f"{arch}.attention.value_length")) or n_embd // n_head
-        kv.append(n_ctx * (k_len + v_len) * n_head_kv * _F16)
+    n_layer = metadata_count(metadata.get(f"{arch}.block_count")) or (max(layer_sizes) + 1 if layer_sizes else 0)
+    kv = [kv_bytes(values, n_ctx, kv_type) for values in kv_values_per_token(metadata, n_layer)]
     return ModelLayout(name=name, layer_bytes=tuple(layer_sizes.get(i, 0) for i in range(n_layer)),
                        output_bytes=output, kv_bytes=tuple(kv))
 
 
-def read_layout(path: str | Path, n_ctx: int) -> ModelLayout:
+def read_layout(path: str | Path, n_ctx: int, kv_type: KvType = "f16") -> ModelLayout:
     """The layout of a GGUF file at context n_ctx (capped at what the model was trained for, as llama.cpp does).
     Raises ModelFileError for an unreadable file."""
     info = inspect_gguf(path)
     if info.context_length:
         n_ctx = min(n_ctx, info.context_length)
-    return layout_from_tensors(Path(path).name, read_tensor_sizes(path), info.metadata, n_ctx)
+    return layout_from_tensors(Path(path).name, read_tensor_sizes(path), info.metadata, n_ctx, kv_type)
 
 
 def cpu_only_notice(target_request: int, draft_request: int) -> str:
@@ -196,13 +176,13 @@ def _explain(target: ModelLayout, draft: Optional[ModelLayout], t: int, d: int, 
 
 def resolve(target_path: str | Path, draft_path: str | Path | None, n_ctx: int, target_request: int,
             draft_request: int, *, target_resident: Optional[int] = None, draft_resident: Optional[int] = None,
-            report: Optional[DeviceReport] = None) -> Placement:
+            report: Optional[DeviceReport] = None, kv_type: KvType = "f16") -> Placement:
     """place() for model files: lists the devices (unless given) and reads both files' layouts. Never raises: a
     file that cannot be sized leaves Auto on the CPU (llama.cpp will report what is wrong with it when it loads)."""
     report = report if report is not None else devices.list_devices()
     try:
-        target = read_layout(target_path, n_ctx)
-        draft = read_layout(draft_path, n_ctx) if draft_path is not None else None
+        target = read_layout(target_path, n_ctx, kv_type)
+        draft = read_layout(draft_path, n_ctx, kv_type) if draft_path is not None else None
     except Exception as exc:  # any reader failure only costs the automatic choice
         t = target_resident if target_resident is not None else max(target_request, 0)
         d = draft_resident if draft_resident is not None else max(draft_request, 0)

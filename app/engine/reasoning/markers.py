@@ -58,17 +58,6 @@ def markers_for(template: Optional[str], override: Sequence[str] = ()) -> tuple[
     return (chosen,) if chosen.start == THINK.start else (chosen, THINK)
 
 
-def valid_override(override: Sequence[str]) -> str:
-    """Why a per-model marker override cannot be used ("" when it can): two texts, start and end, that differ."""
-    if not override:
-        return ""
-    if len(override) != 2 or not all(isinstance(m, str) and m.strip() for m in override):
-        return "reasoning markers need a start and an end text"
-    if override[0] == override[1]:
-        return "the reasoning start and end markers must differ"
-    return ""
-
-
 # Where a reply begins: at its opening (markers may follow), already inside its thinking (the prompt opened it),
 # or in its answer (the prompt closed the thinking: Qwen3 with enable_thinking false writes an empty block).
 ReplyStart = Literal["opening", "reasoning", "answer"]

@@ -1,7 +1,7 @@
 """RemoteEngine: a ChatEngine whose model runs on an OpenAI-compatible server (llama-server, vLLM, LM Studio, ...).
 
-A remote model is named by a target key, "server:<base URL>#<model id>" (remote_target), where a local model is
-named by its file path. The server formats the chat and, for llama-server started with a draft model, speculates
+A remote model is named by a ServerModel (app.engine.targets: the server's base URL and the model's id), where a
+local model is a LocalModel (its file). The server formats the chat and, for llama-server started with a draft model, speculates
 itself: speculation is configured on the server, so this engine has no draft of its own. With llama-server, the
 per-token timings it streams tell which tokens its draft proposed (app.engine.remote.server_drafts), so a remote
 reply is highlighted and counted like a local one; other servers give tok/s and whatever totals they report.
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence
 
 from app.engine.config import GenerationConfig, LoadSettings
-from app.engine.errors import EngineError
+from app.engine.errors import EngineError, PromptFormatError
 from app.engine.events import (
     DraftSource,
     EngineEvent,
@@ -40,7 +40,6 @@ from app.engine.remote.http import (
     ServerError,
     check_model,
     display_url,
-    normalize_url,
     server_props,
     stream_chat,
 )
@@ -50,7 +49,7 @@ from app.engine.reasoning.markers import markers_for
 from app.engine.reasoning.splitter import ReplySplitter, split_reply
 from app.engine.remote.tool_calls import StreamedCalls, wire_message
 from app.engine.protocol import fitted_reply
-from app.engine.targets import ServerModel, server_model_of
+from app.engine.targets import ServerModel, Target
 from app.engine.tools.calls import ToolFormat
 
 # Servers that speak llama-server's fields (timings_per_token, top_k, min_p, /props): llama-server itself, and
@@ -74,21 +73,6 @@ MAX_SERVER_N_CTX = 1 << 24
 def reply_deadline_s(max_tokens: int) -> float:
     """How long a reply of `max_tokens` tokens may take in all before the client gives up on the server."""
     return READ_TIMEOUT_S + max_tokens * SLOWEST_S_PER_TOKEN
-
-
-def remote_target(url: str, model: str) -> str:
-    """The target key for `model` on the server at `url`."""
-    return ServerModel(normalize_url(url), model).key
-
-
-def parse_remote_target(target: object) -> Optional[tuple[str, str]]:
-    """(base URL, model id) for a ServerModel or its key, None for anything else (a local file path)."""
-    server = server_model_of(target)
-    return (server.url, server.model) if server is not None else None
-
-
-def is_remote_target(target: object) -> bool:
-    return parse_remote_target(target) is not None
 
 
 def _template_kwargs(text: str) -> dict:
@@ -116,7 +100,7 @@ class RemoteEngine:
         self._load = load
         self._read_timeout_s = read_timeout_s
         self._reply_deadline_s = reply_deadline_s
-        self._target: Optional[str] = None
+        self._target: Optional[ServerModel] = None
         self._cuts = SessionCuts()
         self._url = ""
         self._model = ""
@@ -129,7 +113,7 @@ class RemoteEngine:
     # -- models -------------------------------------------------------------------------------------------------
 
     @property
-    def target_path(self) -> Optional[str]:
+    def loaded_target(self) -> Optional[ServerModel]:
         return self._target
 
     @property
@@ -140,15 +124,14 @@ class RemoteEngine:
     def n_ctx(self) -> int:
         return self._n_ctx
 
-    def load_target(self, path, planned_draft=None) -> None:
+    def load_target(self, target: Target, planned_draft=None) -> None:
         """Check the server offers the model (so a wrong name or key is said at once, not at the first reply)."""
-        parsed = parse_remote_target(path)
-        if parsed is None:
-            raise EngineError(f"{path} is not a server model.")
-        url, model = parsed
+        if not isinstance(target, ServerModel):
+            raise EngineError(f"{target} is not a server model.")
+        url, model = target.url, target.model
         key = self._api_key_for(url)
         entry = check_model(url, model, key)
-        self._url, self._model, self._target = url, model, remote_target(url, model)
+        self._url, self._model, self._target = url, model, target
         self._llama_server = entry.owned_by in LLAMA_SERVER_OWNERS
         self._n_ctx = self._load.n_ctx
         if self._llama_server:
@@ -203,6 +186,9 @@ class RemoteEngine:
         }
         if config.seed is not None:
             body["seed"] = config.seed
+        for name, off in (("presence_penalty", 0.0), ("frequency_penalty", 0.0), ("repeat_penalty", 1.0)):
+            if getattr(config, name) != off:
+                body[name] = getattr(config, name)  # repeat_penalty: llama-server's own field
         if config.tools:
             body["tools"] = json.loads(config.tools)
             if config.tool_choice:
@@ -241,6 +227,9 @@ class RemoteEngine:
              request_id: int = 0) -> Iterator[EngineEvent]:
         if self._target is None:
             raise EngineError("No model is loaded. Choose a model above.")
+        if config.logprobs:
+            raise PromptFormatError("Log-probabilities come from a local GGUF model only; this model runs on "
+                                    "another server.")
         body = self.request_body(messages, config)
         # A server with no reasoning parser (llama-server --reasoning-format none, a plain proxy) sends
         # `<think>...</think>` inside `content`: the splitter tells those tokens apart as the local engine's does,
@@ -249,6 +238,15 @@ class RemoteEngine:
         if config.reasoning_format == "none":
             return events
         return _thinking_told(events, ReplySplitter(markers_for(None, config.reasoning_markers), ids=False))
+
+    def completion_tokens(self, prompt: str | Sequence[int], suffix: Optional[str] = None) -> list[int]:
+        raise PromptFormatError("Raw completions (/v1/completions) run on a local GGUF model only; this model runs "
+                                "on another server: ask that server directly.")
+
+    def complete(self, prompt: str | Sequence[int], config: GenerationConfig = GenerationConfig(), *, cancel=None,
+                 request_id: int = 0) -> Iterator[EngineEvent]:
+        self.completion_tokens(prompt)
+        return iter(())
 
     def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel=None,
               request_id: int = 0) -> Iterator[EngineEvent]:

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from typing import Generator, Iterator, Optional
 from urllib.parse import urlsplit, urlunsplit
 
-from app.common.http_client import http_client
+from app.common.http_client import http_client, is_loopback_host
 from app.engine.errors import EngineError, ModelLoadError
 from app.engine.remote.chunks import one_line
+from app.engine.targets import normalize_url
 
 _http = http_client  # the window imports this module at start: the client is imported when first needed
 
@@ -67,16 +68,6 @@ class ServerModel:
     owned_by: str = ""
 
 
-def normalize_url(url: str) -> str:
-    """The server's base URL without a trailing slash or a trailing /v1 ("http://host:8080")."""
-    url = url.strip().rstrip("/")
-    if url.endswith("/v1"):
-        url = url[: -len("/v1")]
-    if "://" not in url:
-        url = "http://" + url
-    return url
-
-
 def display_url(url: str) -> str:
     """`url` as messages show it: without user:password@ and without its query (`?api_key=...`): credentials are
     sent, never echoed."""
@@ -87,20 +78,13 @@ def display_url(url: str) -> str:
     return one_line(urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2], query="", fragment="")), 200)
 
 
-def is_loopback(url: str) -> bool:
+def is_loopback_url(url: str) -> bool:
     """Whether `url`'s host is this machine (localhost, 127.0.0.0/8, ::1)."""
-    import ipaddress
-
     try:
         host = urlsplit(normalize_url(url)).hostname or ""
     except ValueError:
         return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_host(host)
 
 
 def _headers(api_key: Optional[str]) -> dict:

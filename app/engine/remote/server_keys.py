@@ -14,19 +14,13 @@ from typing import Optional
 
 from app.engine.remote.http import normalize_url
 from app.platform import paths
-from app.platform.secret_file import write_secret
+from app.platform.secret_file import clean_secret, write_secret
 
 ENV_VAR = "SPECCHAT_API_KEY"
 
 
 def keys_file() -> Path:
     return paths.user_config_dir() / "server-keys.json"
-
-
-def _clean(key: Optional[str]) -> Optional[str]:
-    if key is None:
-        return None
-    return key.replace("\r", "").replace("\n", "").strip() or None
 
 
 def _saved() -> dict[str, str]:
@@ -39,18 +33,18 @@ def _saved() -> dict[str, str]:
 
 def api_key_for(url: str) -> Optional[str]:
     """The key saved for the server at `url`, or None."""
-    return _clean(_saved().get(normalize_url(url)))
+    return clean_secret(_saved().get(normalize_url(url)))
 
 
 def env_api_key() -> Optional[str]:
     """SPECCHAT_API_KEY, for the one server URL the CLI was given with it."""
-    return _clean(os.environ.get(ENV_VAR))
+    return clean_secret(os.environ.get(ENV_VAR))
 
 
 def save_api_key(url: str, key: Optional[str]) -> None:
     """Keep `key` for the server at `url`; an empty key forgets it. Raises OSError."""
     keys = _saved()
-    key = _clean(key)
+    key = clean_secret(key)
     if key:
         keys[normalize_url(url)] = key
     else:
@@ -66,7 +60,7 @@ def read_key_file(path: str) -> str:
         raise ValueError(f"cannot read the API key file {path}: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise ValueError(f"the API key file {path} is not text") from None
-    key = _clean(text.splitlines()[0] if text.strip() else "")
+    key = clean_secret(text.splitlines()[0] if text.strip() else "")
     if not key:
         raise ValueError(f"the API key file {path} is empty")
     return key

@@ -8,9 +8,12 @@ leading white space is dropped, and its trailing white space too when the reply 
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from dataclasses import dataclass
-from typing import Sequence, Union
+from typing import Iterable, Iterator, Sequence, Union
 
+from app.engine.events import FinishedEvent
 from app.engine.tools.calls import ToolCall, ToolFormat, new_call_id
 from app.engine.tools.parsers import Split, split_reply
 
@@ -110,3 +113,15 @@ def split_whole(text: str, family: ToolFormat, tools: Sequence[dict]) -> tuple[s
     stream.feed(text)
     stream.finish()
     return stream.content, stream.calls
+
+
+def with_tool_calls(events: Iterable[object], family: ToolFormat, tools_json: str) -> Iterator[object]:
+    """A reply's events with its FinishedEvent's calls read out of its text (FinishedEvent.tool_calls), for a front
+    end that runs them; every other event as it came."""
+    tools = json.loads(tools_json) if tools_json else []
+    for event in events:
+        if isinstance(event, FinishedEvent) and tools:
+            content, calls = split_whole(event.text, family, tools)
+            if calls:
+                event = dataclasses.replace(event, text=content, tool_calls=tuple(calls))
+        yield event

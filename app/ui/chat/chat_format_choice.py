@@ -10,10 +10,11 @@ import dataclasses
 from pathlib import Path
 from typing import Optional
 
-from PySide6.QtCore import QObject, Qt
-from PySide6.QtWidgets import QComboBox, QFileDialog, QFrame, QHBoxLayout, QLabel
+from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QComboBox, QFileDialog
 
 from app.ui.widgets.dialog_folders import remember_folder, start_folder
+from app.ui.widgets.notice_row import NoticeRow
 from app.engine.config import GenerationConfig
 from app.engine.local.chat_format import BUILT_IN_TEMPLATES
 
@@ -35,23 +36,15 @@ class ChatFormatChoice(QObject):
     def __init__(self, window, parent=None):
         super().__init__(parent)
         self.window = window
-        self.row = QFrame()
-        self.row.setObjectName("ChatFormatRow")
-        layout = QHBoxLayout(self.row)
-        layout.setContentsMargins(28, 2, 28, 2)
-        self.label = QLabel("")
-        self.label.setWordWrap(True)
-        self.label.setTextFormat(Qt.TextFormat.PlainText)
-        layout.addWidget(self.label, 1)
-        self.picker = QComboBox()
+        self.row = NoticeRow("ChatFormatRow", (28, 2, 28, 2))
+        self.label = self.row.label
+        self.picker = self.row.add(QComboBox())
         self.picker.setToolTip("How the conversation is turned into this model's prompt; remembered for this file")
         self.picker.addItem("Raw completion (the text alone, no chat markers)", RAW)
         for name in BUILT_IN_TEMPLATES:
             self.picker.addItem(f"{name} template", BUILT_IN + name)
         self.picker.addItem("Template file…", CHOOSE_FILE)
         self.picker.activated.connect(self._on_picked)
-        layout.addWidget(self.picker, 0, Qt.AlignmentFlag.AlignTop)
-        self.row.hide()
         self._templates: dict[str, str] = {}  # file path -> its text, read once it is chosen
         window.engine_process.sig_models_loaded.connect(lambda _loaded: self.refresh())
         window.session.sig_target_chosen.connect(lambda _path: self.refresh())
@@ -64,7 +57,7 @@ class ChatFormatChoice(QObject):
 
     def choice(self, path: Optional[str] = None) -> str:
         """The remembered choice for `path` (default: the chosen target): RAW until the user picks another."""
-        path = path or self.window.session.target or ""
+        path = path or self.window.session.target_key() or ""
         return self.window.settings.chat_formats.get(path, RAW)
 
     def refresh(self) -> None:

@@ -10,16 +10,30 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from PySide6.QtCore import QObject, Qt
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import QComboBox, QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from app.store import ChatSettings
 from app.ui.chat.settings_binding import draft_key
+from app.ui.settings import chat_presets
 from app.ui.models.library_model import NGRAM_KEY
+from app.ui.widgets.notice_row import NoticeRow
+
+
+class PresetCombo(QComboBox):
+    """The header's preset picker; it says when it is about to open, so its list can be filled fresh."""
+
+    sig_opening = Signal()
+    """The list is about to drop down."""
+
+    def showPopup(self) -> None:
+        self.sig_opening.emit()
+        super().showPopup()
 
 
 class ChatHeader(QFrame):
-    """The header's widgets: one line of what the chat uses, and the question (hidden until asked)."""
+    """The header's widgets: one line of what the chat uses with its preset beside it, and the question (hidden
+    until asked)."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -27,26 +41,26 @@ class ChatHeader(QFrame):
         column = QVBoxLayout(self)
         column.setContentsMargins(28, 6, 28, 2)
         column.setSpacing(4)
+        self.top = QWidget()  # the summary and the preset: shown once the chat has a model
+        top_row = QHBoxLayout(self.top)
+        top_row.setContentsMargins(0, 0, 0, 0)
         self.summary = QLabel("")
         self.summary.setObjectName("Muted")
         self.summary.setWordWrap(True)
         self.summary.setTextFormat(Qt.TextFormat.PlainText)
-        column.addWidget(self.summary)
-        self.question = QFrame()
-        self.question.setObjectName("ErrorBanner")
-        row = QHBoxLayout(self.question)
-        row.setContentsMargins(10, 4, 4, 4)
-        self.question_text = QLabel("")
-        self.question_text.setWordWrap(True)
-        self.question_text.setTextFormat(Qt.TextFormat.PlainText)
-        row.addWidget(self.question_text, 1)
-        self.load_button = QPushButton("Load it")
-        self.keep_button = QPushButton("Keep the loaded one")
+        top_row.addWidget(self.summary, 1)
+        # The chat's preset, chosen here as in Chat settings (app/ui/settings/chat_presets.py fills and wires it).
+        self.preset = PresetCombo()
+        self.preset.setAccessibleName("Preset")
+        self.preset.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        top_row.addWidget(self.preset, 0, Qt.AlignmentFlag.AlignTop)
+        column.addWidget(self.top)
+        self.question = NoticeRow("ErrorBanner", (10, 4, 4, 4))
+        self.question_text = self.question.label
+        self.load_button = self.question.add(QPushButton("Load it"))
+        self.keep_button = self.question.add(QPushButton("Keep the loaded one"))
         self.keep_button.setObjectName("FlatButton")
-        row.addWidget(self.load_button, 0, Qt.AlignmentFlag.AlignTop)
-        row.addWidget(self.keep_button, 0, Qt.AlignmentFlag.AlignTop)
         column.addWidget(self.question)
-        self.question.hide()
 
 
 class ChatModelGuard(QObject):
@@ -62,6 +76,7 @@ class ChatModelGuard(QObject):
         window.chat_settings.sig_changed.connect(lambda _settings: self.refresh())
         window.engine_process.sig_models_loaded.connect(lambda _loaded: self.refresh())
         window.model_bar.sig_speculative_toggled.connect(lambda _on: self.refresh())
+        window.session.sig_draft_chosen.connect(lambda _key: self.refresh())
         window.conversation.sig_busy_changed.connect(self._on_busy)
 
     def asking(self) -> bool:
@@ -71,19 +86,19 @@ class ChatModelGuard(QObject):
     def show_chat(self, settings: ChatSettings) -> None:
         """A chat was opened: its models are selected, unless that would replace a loaded target (then ask)."""
         session = self.window.session
-        entry = self.window.library.entry_for(settings.target_path)
+        entry = self.window.library.entry_for(settings.target)
         self._asked = None
-        if session.target is not None and entry is not None and entry.usable and entry.path != session.target:
+        if session.target is not None and entry is not None and entry.usable and entry.target != session.target:
             self._asked = settings
         else:
-            session.show_chat_models(settings.target_path, draft_key(settings))
+            session.show_chat_models(settings.target, draft_key(settings))
         self.refresh()
 
     def load_chat_model(self) -> None:
         """Yes: load the chat's own model (and draft)."""
         settings, self._asked = self._asked, None
         if settings is not None:
-            self.window.session.show_chat_models(settings.target_path, draft_key(settings))
+            self.window.session.show_chat_models(settings.target, draft_key(settings))
         self.refresh()
 
     def keep_loaded_model(self) -> None:
@@ -92,7 +107,7 @@ class ChatModelGuard(QObject):
             return
         self._asked = None
         session = self.window.session
-        self.window.update_chat_settings(target_path=session.target)
+        self.window.update_chat_settings(target_path=session.target_key())
         self.refresh()
 
     def _on_busy(self, busy: bool) -> None:
@@ -100,12 +115,17 @@ class ChatModelGuard(QObject):
             self.keep_loaded_model()
 
     def refresh(self) -> None:
-        settings = self.window.chat_settings.current()
+        window = self.window
+        settings = window.chat_settings.current()
+        if window.conversation.chat_id is None:  # a new chat is stored with the bar's models: say those
+            settings = window.chat_settings.for_new_chat(window.session.target_key(), window.session.draft_key,
+                                                         window.model_bar.speculative())
         self.header.summary.setText(self.summary_text(settings))
-        self.header.summary.setVisible(bool(settings.target_path))
+        self.header.top.setVisible(bool(settings.target_path))
+        chat_presets.fill(self.header.preset, self.window.chat_settings.presets_source(), settings.preset)
         asked = self._asked
         if asked is not None:
-            chat_model, loaded = self._name(asked.target_path), self._name(self.window.session.target)
+            chat_model, loaded = self.model_name(asked.target_path), self.model_name(self.window.session.target_key())
             self.header.question_text.setText(
                 f"This chat was written with {chat_model}, but {loaded} is loaded (it also answers the local API). "
                 f"Load {chat_model} for this chat, or go on with {loaded}?")
@@ -115,18 +135,18 @@ class ChatModelGuard(QObject):
 
     def summary_text(self, settings: ChatSettings) -> str:
         """'Qwen2.5-Coder 1.5B · speculative, drafts by Qwen2.5-Coder 0.5B' and the like."""
-        model = self._name(settings.target_path)
+        model = self.model_name(settings.target_path)
         if not settings.speculative:
             return f"{model} · plain decoding (no speculation)"
         key = draft_key(settings)
         if key == NGRAM_KEY or not key:
             drafter = "copies from earlier text (n-gram)"
         else:
-            drafter = f"drafts by {self._name(key)}"
+            drafter = f"drafts by {self.model_name(key)}"
         length = f", {settings.draft_max} tokens a round" if settings.draft_max else ""
         return f"{model} · speculative, {drafter}{length}"
 
-    def _name(self, path: Optional[str]) -> str:
+    def model_name(self, path: Optional[str]) -> str:
         entry = self.window.library.entry_for(path)
         return entry.name if entry is not None else (Path(path).stem if path else "no model")
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
-from typing import Optional, Sequence
+from pathlib import Path
+from typing import Callable, Optional, Sequence
 
-from PySide6.QtCore import QAbstractListModel, QModelIndex, QPoint, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtCore import QAbstractListModel, QModelIndex, QPoint, QRect, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QColor, QFont, QFontMetrics, QKeySequence, QPainter, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QApplication,
     QCheckBox,
     QHBoxLayout,
     QLabel,
@@ -16,14 +18,20 @@ from PySide6.QtWidgets import (
     QListView,
     QMenu,
     QPushButton,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
     QVBoxLayout,
     QWidget,
 )
 
 from app.store import Chat
+from app.ui.widgets import style as style_colors
 
 CHAT_ID_ROLE = Qt.ItemDataRole(Qt.ItemDataRole.UserRole + 1)
 """The chat's id (an int)."""
+SECONDARY_ROLE = Qt.ItemDataRole(Qt.ItemDataRole.UserRole + 2)
+"""The row's second line: when the chat was last written in, and with which model."""
 
 
 def relative_time(timestamp: float, now: Optional[float] = None) -> str:
@@ -38,8 +46,22 @@ def relative_time(timestamp: float, now: Optional[float] = None) -> str:
     return time.strftime("%d %b %Y", time.localtime(timestamp))
 
 
+def row_time(timestamp: float, now: Optional[float] = None) -> str:
+    """A chat row's time: the hour today ("14:32"), "Yesterday 09:10", a day this year ("3 Dec"), else the year."""
+    now = time.time() if now is None else now
+    then, today = time.localtime(timestamp), time.localtime(now)
+    if then[:3] == today[:3]:
+        return time.strftime("%H:%M", then)
+    if time.localtime(now - 86400)[:3] == then[:3]:
+        return time.strftime("Yesterday %H:%M", then)
+    if then.tm_year == today.tm_year:
+        return f"{then.tm_mday} {time.strftime('%b', then)}"
+    return f"{then.tm_mday} {time.strftime('%b %Y', then)}"
+
+
 class ChatListModel(QAbstractListModel):
-    """Chats as a list, newest first (the store's order). Editing a title asks the owner to rename."""
+    """Chats as a list, newest first (the store's order). Editing a title asks the owner to rename.
+    `model_name` turns a chat's model file into the name its second line shows (the window gives the library's)."""
 
     sig_rename_requested = Signal(int, str)
     """(chat_id, title): the user edited a chat's title in place."""
@@ -47,6 +69,7 @@ class ChatListModel(QAbstractListModel):
     def __init__(self, parent=None):
         super().__init__(parent)
         self._chats: list[Chat] = []
+        self.model_name: Callable[[str], str] = lambda path: Path(path).stem
 
     def set_chats(self, chats: Sequence[Chat]) -> None:
         self.beginResetModel()
@@ -119,7 +142,15 @@ class ChatListModel(QAbstractListModel):
             return f"{chat.title}\nUpdated {relative_time(chat.updated_at)}"
         if role == CHAT_ID_ROLE:
             return chat.id
+        if role == SECONDARY_ROLE:
+            return self.secondary_text(chat)
         return None
+
+    def secondary_text(self, chat: Chat) -> str:
+        """'14:32 · Qwen2.5-Coder 1.5B': two chats of one title differ by when or with what they were written."""
+        when = row_time(chat.updated_at)
+        path = chat.settings.target_path
+        return f"{when} · {self.model_name(path)}" if path else when
 
     def setData(self, index: QModelIndex, value, role=Qt.ItemDataRole.EditRole) -> bool:
         if not index.isValid() or role != Qt.ItemDataRole.EditRole or not isinstance(value, str):
@@ -131,6 +162,50 @@ class ChatListModel(QAbstractListModel):
         if title != chat.title:
             self.sig_rename_requested.emit(chat.id, title)
         return True
+
+
+class ChatRowDelegate(QStyledItemDelegate):
+    """A chat's row: its title, and under it, quieter, its second line (SECONDARY_ROLE). The row's background,
+    hover, selection and focus ring come from the style sheet. The rename editor covers the whole row, so its
+    text is never clipped. GUI thread only."""
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:
+        size = super().sizeHint(option, index)
+        return QSize(size.width(), size.height() + QFontMetrics(self._small_font(option)).height() + 1)
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        widget = opt.widget
+        style = widget.style() if widget is not None else QApplication.style()
+        title, opt.text = opt.text, ""
+        style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, widget)  # background and ring
+        opt.text = title
+        text = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, opt, widget)
+        small = self._small_font(option)
+        title_height = text.height() - QFontMetrics(small).height() - 1
+        painter.save()
+        painter.setFont(opt.font)
+        painter.setPen(opt.palette.color(QPalette.ColorRole.Text))
+        title_rect = QRect(text.left(), text.top(), text.width(), title_height)
+        elided = QFontMetrics(opt.font).elidedText(title, Qt.TextElideMode.ElideRight, text.width())
+        painter.drawText(title_rect, int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter), elided)
+        painter.setFont(small)
+        painter.setPen(QColor(style_colors.TEXT_MUTED))
+        second = str(index.data(SECONDARY_ROLE) or "")
+        second_rect = QRect(text.left(), title_rect.bottom() + 1, text.width(), text.bottom() - title_rect.bottom())
+        elided = QFontMetrics(small).elidedText(second, Qt.TextElideMode.ElideRight, text.width())
+        painter.drawText(second_rect, int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop), elided)
+        painter.restore()
+
+    def updateEditorGeometry(self, editor: QWidget, option: QStyleOptionViewItem, index: QModelIndex) -> None:
+        editor.setGeometry(option.rect.adjusted(4, 1, -4, -1))  # the row's rounded box (the sheet's item margin)
+
+    @staticmethod
+    def _small_font(option: QStyleOptionViewItem) -> QFont:
+        font = QFont(option.font)
+        font.setPointSizeF(max(7.0, option.font.pointSizeF() - 1.5))
+        return font
 
 
 class ChatSidebar(QWidget):
@@ -201,8 +276,9 @@ class ChatSidebar(QWidget):
         self.list_view.customContextMenuRequested.connect(self._show_menu)
         self.list_view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.list_view.setTextElideMode(Qt.TextElideMode.ElideRight)
-        # Every row is one line of title: one size for all, so a list of thousands lays out at once.
+        # Every row is a title and a second line: one size for all, so a list of thousands lays out at once.
         self.list_view.setUniformItemSizes(True)
+        self.list_view.setItemDelegate(ChatRowDelegate(self.list_view))
         self.list_view.clicked.connect(self._on_clicked)
         self.list_view.activated.connect(self._on_clicked)
         layout.addWidget(self.list_view, 1)
@@ -271,7 +347,8 @@ class ChatSidebar(QWidget):
         index = self.list_view.indexAt(pos)
         if not index.isValid():
             return
-        self.list_view.setCurrentIndex(index)
+        # The menu acts on the row clicked; the selection stays on the open chat, so a chat renamed (or exported)
+        # from here never looks opened, and nothing jumps back when the list next shows the open chat.
         menu = QMenu(self)
         menu.addAction("Rename", lambda: self.list_view.edit(index))
         menu.addAction("Export…", lambda: self.sig_export_requested.emit(int(index.data(CHAT_ID_ROLE))))

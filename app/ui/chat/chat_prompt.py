@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from app.replies.tool_loop import call_messages
 from app.store import ChatStore
 
 
@@ -14,11 +15,15 @@ def prompt_messages(store: ChatStore, chat_id: Optional[int], system_prompt: str
 
     A reply's thinking goes with it as `reasoning_content` (the name llama-server and the OpenAI-compatible servers
     use), never inside `content`: whether the model reads it again is its chat template's rule (most drop earlier
-    turns' thinking; some keep the turns after the last question), which the engine applies."""
+    turns' thinking; some keep the turns after the last question), which the engine applies. A reply that called
+    tools goes as the template wants it: the assistant's `tool_calls`, then a `tool` message with each result; one
+    that only asked again for calls already made (their answer "repeated") is left out, as `generate --mcp` leaves
+    it out, so the model answers from the results it had rather than calling again."""
     messages = [{"role": "system", "content": system_prompt}] if system_prompt.strip() else []
     if chat_id is None:
         return messages
     reasoning = store.reasoning_texts(chat_id)
+    tool_calls = store.tool_calls_of(chat_id)
     for message_id, role, content in store.message_texts(chat_id):
         if before_id is not None and message_id >= before_id:
             break
@@ -26,7 +31,15 @@ def prompt_messages(store: ChatStore, chat_id: Optional[int], system_prompt: str
             message = {"role": role, "content": content}
             if role == "assistant" and message_id in reasoning:
                 message["reasoning_content"] = reasoning[message_id]
-            messages.append(message)
+            calls = tool_calls.get(message_id, ()) if role == "assistant" else ()
+            if calls and all(call.answer == "repeated" for call in calls):
+                pass  # a reply that only asked again is left out (above)
+            elif calls:
+                turn = call_messages(content, calls)
+                messages.append({**turn[0], **message, "tool_calls": turn[0]["tool_calls"]})
+                messages.extend(turn[1:])
+            else:
+                messages.append(message)
         if until_id is not None and message_id == until_id:
             break
     return messages

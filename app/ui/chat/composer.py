@@ -7,7 +7,7 @@ GUI thread only.
 from __future__ import annotations
 
 from PySide6.QtCore import QMimeData, QSize, Qt, Signal
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtGui import QFocusEvent, QKeyEvent
 from PySide6.QtWidgets import (
     QFileDialog,
     QFrame,
@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.ui.widgets import style
 from app.ui.widgets.dialog_folders import remember_folder, start_folder
 from app.store.attachments import Attachment
 from app.ui.chat.attachment_tray import AttachmentTray, local_files
@@ -34,6 +35,8 @@ class ComposerEdit(QPlainTextEdit):
     """Escape was pressed."""
     sig_files = Signal(list)
     """Files were pasted or dropped into the text box (their paths): they are attached, not inserted as text."""
+    sig_focused = Signal(bool)
+    """The text box took (True) or lost keyboard focus: its frame shows the focus ring."""
 
     MAX_LINES = 8
 
@@ -55,6 +58,14 @@ class ComposerEdit(QPlainTextEdit):
             return
         super().keyPressEvent(event)
 
+    def focusInEvent(self, event: QFocusEvent) -> None:
+        super().focusInEvent(event)
+        self.sig_focused.emit(True)
+
+    def focusOutEvent(self, event: QFocusEvent) -> None:
+        super().focusOutEvent(event)
+        self.sig_focused.emit(False)
+
     def canInsertFromMimeData(self, source: QMimeData) -> bool:
         return bool(local_files(source)) or super().canInsertFromMimeData(source)
 
@@ -69,8 +80,14 @@ class ComposerEdit(QPlainTextEdit):
         line = self.fontMetrics().lineSpacing()
         lines = max(1, min(self.MAX_LINES, int(self.document().size().height())))
         margins = self.contentsMargins()
-        height = lines * line + 2 * int(self.document().documentMargin()) + margins.top() + margins.bottom()
+        # The style's frame around the viewport counts too: without it the last line hid behind a scroll bar.
+        height = (lines * line + 2 * int(self.document().documentMargin()) + margins.top() + margins.bottom()
+                  + 2 * self.frameWidth())
         return QSize(super().sizeHint().width(), max(height, 2 * line + 12))
+
+    def minimumSizeHint(self) -> QSize:
+        # A scroll area asks for room for both scroll bars (66 pixels); two lines of text are enough.
+        return QSize(super().minimumSizeHint().width(), 2 * self.fontMetrics().lineSpacing() + 12)
 
 
 class Composer(QWidget):
@@ -99,17 +116,13 @@ class Composer(QWidget):
         self.tray.sig_changed.connect(self._update_button)
         layout.addWidget(self.tray)
 
+        # The text box across the frame, and under it Attach at the left and Send at the right, as in other chat
+        # apps: the text starts at the frame's edge, and the buttons line up with each other whatever its height.
         frame = QFrame()
         frame.setObjectName("ComposerFrame")
-        row = QHBoxLayout(frame)
-        row.setContentsMargins(4, 6, 6, 6)
-        self.attach_button = QPushButton("Attach")
-        self.attach_button.setObjectName("FlatButton")
-        self.attach_button.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.attach_button.setToolTip("Attach text or code files (or drop them on the window, or paste them)")
-        self.attach_button.setAccessibleName("Attach files")
-        self.attach_button.clicked.connect(self._choose_files)
-        row.addWidget(self.attach_button, 0, Qt.AlignmentFlag.AlignBottom)
+        column = QVBoxLayout(frame)
+        column.setContentsMargins(6, 6, 6, 6)
+        column.setSpacing(2)
         self.edit = ComposerEdit()
         self.setFocusProxy(self.edit)  # focusing the composer puts the cursor in its text box
         self.edit.setPlaceholderText("Message SpecChat…  (Enter sends, Shift+Enter adds a line)")
@@ -117,12 +130,24 @@ class Composer(QWidget):
         self.edit.sig_cancel.connect(self._on_escape)
         self.edit.textChanged.connect(self._update_button)
         self.edit.sig_files.connect(self.tray.add_paths)
-        row.addWidget(self.edit, 1)
+        self.edit.sig_focused.connect(lambda focused: style.set_focused(frame, focused))
+        column.addWidget(self.edit)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        self.attach_button = QPushButton("Attach")
+        self.attach_button.setObjectName("FlatButton")
+        self.attach_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.attach_button.setToolTip("Attach text or code files (or drop them on the window, or paste them)")
+        self.attach_button.setAccessibleName("Attach files")
+        self.attach_button.clicked.connect(self._choose_files)
+        row.addWidget(self.attach_button)
+        row.addStretch(1)
         self.button = QPushButton("Send")
         self.button.setObjectName("PrimaryButton")
         self.button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.button.clicked.connect(self._on_button)
-        row.addWidget(self.button, 0, Qt.AlignmentFlag.AlignBottom)
+        row.addWidget(self.button)
+        column.addLayout(row)
         layout.addWidget(frame)
         self._update_button()
 

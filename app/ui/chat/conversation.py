@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
@@ -62,6 +62,10 @@ class Conversation(QObject):
     """(message_id): a reply was stored (finished, stopped or cut short by an error)."""
     sig_error = Signal(str)
     """Something went wrong that the user should read."""
+    sig_tool_calls = Signal(int, object)
+    """(message_id, tuple of ToolCall): a stored reply that ran to its end called tools (app.ui.tools runs them)."""
+    sig_stopping = Signal()
+    """stop() was called: whatever follows the reply (its tool calls) ends too."""
 
     def __init__(self, store: ChatStore, engine_process: EngineProcess, view: ChatView, parent=None):
         super().__init__(parent)
@@ -82,6 +86,11 @@ class Conversation(QObject):
         self._dropped_before = 0  # messages left out of the previous request's prompt, in this chat
         self._notice_shown = ""
         self._last_reason = ""
+        # The tools a chat offers the model (app.ui.tools.tool_turns), and what the last reply was asked with, so the
+        # tool loop can ask for the next one the same way.
+        self.tool_offer: Optional[Callable[[Optional[int]], str]] = None
+        self.last_reply_spec: Optional[ReplyRequestSpec] = None
+        self._tool_calls: dict[int, tuple] = {}  # request id -> the calls its finished reply made
         self._flush_timer = QTimer(self)
         self._flush_timer.setInterval(FLUSH_INTERVAL_MS)
         self._flush_timer.timeout.connect(self._flush)
@@ -175,7 +184,7 @@ class Conversation(QObject):
 
     # ----- generation
 
-    def send(self, text: str, spec: ReplyRequestSpec, new_chat_settings: ChatSettings, *,
+    def send(self, text: str, spec: ReplyRequestSpec, new_chat_settings: ChatSettings,
              replace_from: Optional[int] = None, attachments: tuple[Attachment, ...] = ()) -> int:
         """One whole turn: store the user's message (with its attached files) and ask for a reply; returns the
         request id.
@@ -203,6 +212,7 @@ class Conversation(QObject):
         if self.chat_id is None:
             raise RuntimeError("no chat is open")
         self.stop()
+        self.last_reply_spec = spec
         request = ReplyRequest(self._new_request_id(), self.chat_id, spec.target_name, spec.draft_name)
         return self._send(request, spec, self.prompt_messages(spec.system_prompt))
 
@@ -226,6 +236,8 @@ class Conversation(QObject):
         self._last_reason = ""
         # The speculation controller learns acceptance per chat.
         config = dataclasses.replace(spec.config, session=chat_session(self.chat_id))
+        if self.tool_offer is not None and not config.tools:
+            config = dataclasses.replace(config, tools=self.tool_offer(self.chat_id))
         self.engine_process.request_generate(request.request_id, messages, config)
         self._flush_timer.start()
         self.sig_busy_changed.emit(True)
@@ -236,6 +248,7 @@ class Conversation(QObject):
         """Stop the streaming reply now: the part already shown is kept and stored; later tokens are dropped.
         `wait_for_save`: also wait until every reply is stored (what comes next reads or changes the chat); the
         Stop button does not need to."""
+        self.sig_stopping.emit()
         request = self._request
         if request is not None:
             self.engine_process.cancel(request.request_id)
@@ -390,6 +403,8 @@ class Conversation(QObject):
         request = self._current(event.request_id)
         if request is None:
             return
+        if event.tool_calls and event.stats.stop_reason == "eos":
+            self._tool_calls[request.request_id] = event.tool_calls
         self._end_request(request, event.stats, text=event.text)
 
     def _on_failed(self, failed: ReplyFailed) -> None:
@@ -419,8 +434,9 @@ class Conversation(QObject):
             if request.continued:
                 stats = request.with_earlier_part(stats)
             reply = request.reply_text() if text is None else request.continued_text() + text
-            # A reply that ended while thinking has no answer yet, and is kept for its thinking all the same.
-            if reply or request.reasoning:
+            # A reply that ended while thinking has no answer yet, and is kept for its thinking all the same; one
+            # that only called tools is kept for its calls.
+            if reply or request.reasoning or request.request_id in self._tool_calls:
                 def failed(exc: BaseException) -> None:
                     self._save_failed(exc)
                     self._reply_kept(request, stats, reply, error, None, retryable)
@@ -458,6 +474,15 @@ class Conversation(QObject):
                 self._show_usage((stats.prompt_tokens or request.prompt_tokens) + stats.tokens)
         elif error:
             self.sig_error.emit(error)
+        calls = self._tool_calls.pop(request.request_id, ())
         if stored is not None:
             self.sig_messages_changed.emit(request.chat_id)
             self.sig_reply_finished.emit(stored.id)
+            if calls and request.chat_id == self.chat_id:
+                self.sig_tool_calls.emit(stored.id, calls)
+
+    def refresh_reply(self, message_id: int) -> None:
+        """Draw a shown reply again from the store (its tool calls changed)."""
+        message = self.store.get_message(message_id)
+        if message is not None and message.chat_id == self.chat_id:
+            self.view.refresh_message(self._shown([message])[0])

@@ -18,8 +18,8 @@ from app.store import Message
 
 @dataclass(frozen=True)
 class ReplyRequestSpec:
-    """What a reply is asked with: the generation settings, the chat's system prompt, and the models that write
-    it (their names as the transcript and the store show them)."""
+    """What a request for a reply is asked with, as one record from the window to the conversation: the
+    generation settings, the chat's system prompt, and the names the transcript labels the reply with."""
 
     config: GenerationConfig
     system_prompt: str

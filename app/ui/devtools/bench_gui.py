@@ -33,7 +33,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Optional
+from typing import Optional, cast
 
 from app.bench.args import add_model_arguments, parse_draft_max
 from app.ui.devtools.bench_modes import (
@@ -212,7 +212,7 @@ def main(argv=None) -> int:
 
     from app.ui.widgets.style import apply_style
 
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app = cast(QApplication, QApplication.instance()) or QApplication(sys.argv[:1])
     app.setApplicationName("SpecChat")
     apply_style(app)
     try:

@@ -119,7 +119,7 @@ def run_event_loop_until(done: Callable[[], bool], timeout_s: float) -> bool:
     loop = QEventLoop()
     check = QTimer()
     check.setInterval(HEARTBEAT_MS)
-    check.timeout.connect(lambda: done() and loop.quit())
+    check.timeout.connect(lambda: loop.quit() if done() else None)
     deadline = QTimer()
     deadline.setSingleShot(True)
     deadline.timeout.connect(loop.quit)
@@ -138,7 +138,7 @@ class EngineAlone:
     def __init__(self, target: Path, draft: Optional[Path], load):
         from app.engine.local.engine import SpecEngine
 
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-engine")
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="SpecChat bench engine")
         self._cancel = threading.Event()  # set when a request overruns, so close() need not wait for it
         self.engine = self._call(SpecEngine, load)
         self._call(self.engine.load_target, target)
@@ -240,6 +240,8 @@ class WindowMode:
         finally:
             window.conversation.sig_reply_finished.disconnect(finished.append)
         message = window.store.get_message(finished[0])
+        if message is None:
+            raise RuntimeError("the finished reply was not stored")
         stats = message.stats or GenerationStats()
         if window.error_banner.isVisible() or stats.stop_reason in ("error", "cancelled"):
             raise RuntimeError(window.error_banner.text() or f"the reply ended: {stats.stop_reason}")

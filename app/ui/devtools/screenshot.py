@@ -20,8 +20,10 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import cast
 
 from app.engine.events import GenerationStats
+from app.engine.targets import LocalModel, ServerModel, Target
 
 REAL_TARGET = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 REAL_DRAFT = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
@@ -93,7 +95,7 @@ def main(argv=None) -> int:
     servers = [args.server] if args.server else []
     save_settings(AppSettings(model_folders=[str(models)], scan_hf_cache=False, context_size=4096, servers=servers,
                               theme=args.theme))
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app = cast(QApplication, QApplication.instance()) or QApplication(sys.argv[:1])
     app.setApplicationName("SpecChat")
     apply_style(app)
     window = MainWindow()
@@ -103,9 +105,11 @@ def main(argv=None) -> int:
     stalls = StallProbe()
     stalls.start()
     try:
+        chosen: Target = LocalModel(target)
+        draft_key = str(draft)
         if args.server:
-            target, draft = _server_model(window, args.server), NGRAM_KEY  # the server's own speculation
-        automation.choose_pair(window, str(target), str(draft))
+            chosen, draft_key = _server_model(window, args.server), NGRAM_KEY  # the server's own speculation
+        automation.choose_pair(window, chosen, draft_key)
         if args.settings_out:
             _save_settings_dialog(window, args.settings_out, args.settings_page)
         window.update_chat_settings(max_tokens=args.max_tokens, draft_max=args.draft_max)
@@ -117,6 +121,8 @@ def main(argv=None) -> int:
             _save(window, args.before_out)
         message_id = automation.send_and_wait(window, CODE_EDIT_PROMPT if args.code_edit else args.prompt)
         message = window.store.get_message(message_id)
+        if message is None:
+            raise RuntimeError("the reply was not stored")
         stats = message.stats or GenerationStats()
         print(f"reply: {stats.tokens} tokens, {stats.tokens_per_second:.1f} tok/s, "
               f"{100 * stats.acceptance_rate:.0f}% accepted")
@@ -136,15 +142,14 @@ def main(argv=None) -> int:
         window.close()
 
 
-def _server_model(window, url: str) -> str:
-    """The target key of the first model the server lists, once it is in the Model picker."""
-    from app.engine.remote.engine import remote_target
+def _server_model(window, url: str) -> ServerModel:
+    """The first model the server lists, once it is in the Model picker."""
     from app.engine.remote.http import list_models
     from app.ui.widgets import automation
 
-    key = remote_target(url, list_models(url)[0].id)
-    automation.wait_until(lambda: window.library.entry_for(key) is not None, 30, "the server's models", window)
-    return key
+    target = ServerModel.at(url, list_models(url)[0].id)
+    automation.wait_until(lambda: window.library.entry_for(target) is not None, 30, "the server's models", window)
+    return target
 
 
 def _save(widget, out: str) -> None:
@@ -159,11 +164,15 @@ def _save(widget, out: str) -> None:
 def _save_settings_dialog(window, out: str, page: str) -> None:
     from PySide6.QtWidgets import QApplication
 
-    from app.ui.settings.dialog import AppSettingsDialog
+    from app.ui.engine_link.settings_answers import settings_linked
+    from app.ui.settings.dialog import LISTING_DEVICES, AppSettingsDialog
+    from app.ui.widgets import automation
 
     dialog = AppSettingsDialog(window.settings, window)
     dialog.pages.show_page(page)
     dialog.show()
+    with settings_linked(dialog, window.engine_process):  # the devices, as the engine process lists them
+        automation.wait_until(lambda: dialog.devices.text() != LISTING_DEVICES, 60, "the devices", window)
     QApplication.processEvents()
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     dialog.grab().save(out)

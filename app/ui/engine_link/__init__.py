@@ -2,4 +2,5 @@
 
 - api_server.py: The window's switch for the local API: it starts the API server in the engine process (app.serve.engine_host),
 - engine_process.py: The window's handle on the engine process: starts it, turns its replies into signals, and supervises it.
+- settings_answers.py: What Settings shows that only the engine process finds out (devices, the API history), and its Clear.
 """

@@ -17,6 +17,7 @@ from app.serve.engine_host import ApiServeSpec, ApiState
 from app.serve.key_store import save_key, saved_key
 from app.store import AppSettings
 from app.ui.engine_link.engine_process import EngineProcess
+from app.ui.engine_link.settings_answers import api_history_linked
 from app.ui.settings.api_server_page import ApiServerChoice, ApiServerDialog
 
 
@@ -138,7 +139,8 @@ def attach(window) -> ApiServerControl:
         show = control.sig_state_changed.connect(lambda state: dialog.page.set_state(state_text(state,
                                                                                                control.enabled)))
         try:
-            accepted = dialog.exec() == QDialog.DialogCode.Accepted
+            with api_history_linked(dialog.page, window.engine_process):
+                accepted = dialog.exec() == QDialog.DialogCode.Accepted
         finally:
             control.sig_state_changed.disconnect(show)
             dialog.deleteLater()
@@ -149,9 +151,9 @@ def attach(window) -> ApiServerControl:
                 window.show_error(f"The API server's key could not be saved: {exc}")
 
     def loaded_model() -> str:
-        path = window.session.loaded_target()
-        entry = window.library.entry_for(path)
-        return (entry.name if entry else Path(path).stem) if path else ""
+        target = window.session.loaded_target()
+        entry = window.library.entry_for(target)
+        return (entry.name if entry else Path(target.key).stem) if target else ""
 
     control.indicator = ApiServerIndicator(control, open_page, loaded_model)
     window.engine_process.sig_models_loaded.connect(lambda _loaded: control.indicator.refresh())

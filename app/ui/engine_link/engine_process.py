@@ -14,6 +14,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
@@ -25,9 +27,11 @@ from app.engine.child_process import build_fault_sentence, how_it_ended, is_buil
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import ContextEvent, FinishedEvent, NoticeEvent, RoundEvent, TokenEvent
 from app.engine.host.wire import (
-    EngineEvents, GenerateReply, LoadFailed, LoadingModel, LoadModels, ModelsLoaded, Reply, ReplyEnded, ReplyFailed,
-    Request, ServeApi, Shutdown, ApiStateChanged,
+    ApiHistoryMeasured, ApiStateChanged, ChatForgotten, DevicesListed, EngineEvents, ForgetChat, GenerateReply,
+    ListDevices, LoadFailed, LoadingModel, LoadModels, MeasureApiHistory, ModelsLoaded, Reply, ReplyEnded,
+    ReplyFailed, Request, ServeApi, Shutdown,
 )
+from app.engine.placement.devices import DeviceReport
 from app.engine.host.worker import run_worker
 from app.engine.targets import ServerModel, Target
 
@@ -86,6 +90,12 @@ class EngineProcess(QObject):
     """A WorkerDeath: the engine process crashed or hung and a fresh one was started (no models loaded in it)."""
     sig_api_state = Signal(object)
     """An ApiState (app.serve.engine_host): what the engine process's API server is doing now."""
+    sig_devices_listed = Signal(object)
+    """DeviceReport: the devices of the engine process's llama.cpp build, answering request_devices."""
+    sig_chat_forgotten = Signal(object)
+    """ChatForgotten: a deleted chat's text left the history drafter's file and its saved states the disk."""
+    sig_api_history_measured = Signal(object)
+    """ApiHistoryMeasured: the size of the API clients' own history, answering request_api_history."""
 
     _sig_message = Signal(int, object)
     """(incarnation, reply): from the reader thread."""
@@ -98,8 +108,8 @@ class EngineProcess(QObject):
         self._context = multiprocessing.get_context("spawn")
         self._cancelled_up_to = self._context.RawValue("q", 0)
         self._api_stopped_up_to = self._context.RawValue("q", 0)  # the API's requests' Stop (request_api)
-        self._process = None
-        self._conn = None
+        self._process: Optional[BaseProcess] = None
+        self._conn: Optional[Connection] = None
         self._reader: Optional[threading.Thread] = None
         self._incarnation = 0
         self._closing = False
@@ -108,6 +118,10 @@ class EngineProcess(QObject):
         self._loading_path: Optional[str] = None
         self._target: Optional[Target] = None  # the target last asked for: a server's stuck reply is not llama.cpp's
         self._generate_in_flight: set[int] = set()
+        # Errands (app.engine.host.errands) not answered yet, sent again to a fresh worker; the last device list.
+        self._errands: dict[int, ListDevices | ForgetChat | MeasureApiHistory] = {}
+        self._errand_id = 0
+        self.devices: Optional[DeviceReport] = None
         self._stuck_timers: dict[int, QTimer] = {}
         self._sig_message.connect(self._on_message)
         self._sig_eof.connect(self._on_eof)
@@ -168,7 +182,7 @@ class EngineProcess(QObject):
         self._stuck_timers.clear()
         process, conn = self._process, self._conn
         self._process = self._conn = None
-        if process is None:
+        if process is None or conn is None:
             return True
         self._cancelled_up_to.value = 2**62  # whatever it is generating stops at the next round
         self._api_stopped_up_to.value = 2**62  # an API request too
@@ -230,6 +244,12 @@ class EngineProcess(QObject):
         self._load_in_flight = self._loading_path = None
         self._ensure_started()
         self.sig_worker_died.emit(death)
+        for request_id, errand in list(self._errands.items()):
+            if isinstance(errand, ListDevices):  # it may be what killed the worker: not asked again
+                self._on_message(self._incarnation, DevicesListed(request_id, DeviceReport(
+                    problem="the engine process ended while listing them")))
+            else:
+                self._send(errand)
 
     def _on_eof(self, incarnation: int) -> None:
         if incarnation != self._incarnation or self._closing:
@@ -249,9 +269,11 @@ class EngineProcess(QObject):
 
     def _send(self, message: Request) -> None:
         self._ensure_started()
+        if self._conn is None:
+            return  # the window is closing: nothing more is sent
         try:
             self._conn.send(message)
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError):
             pass  # the reader thread reports the death; the request is failed there
 
     def request_load(self, request_id: int, target: Optional[Target], draft: Optional[Path],
@@ -267,6 +289,26 @@ class EngineProcess(QObject):
     def request_api(self, starter) -> None:
         """Serve the loaded models to other programs (an ApiServeSpec), or stop serving (None)."""
         self._send(ServeApi(starter))
+
+    def request_devices(self) -> None:
+        """Ask the engine process for its devices (sig_devices_listed); `devices` keeps the last answer."""
+        self._run_errand(ListDevices(self._next_errand_id()))
+
+    def forget_chat(self, session: str) -> None:
+        """A chat was deleted: the engine process forgets its text and saved states (sig_chat_forgotten)."""
+        self._run_errand(ForgetChat(self._next_errand_id(), session))
+
+    def request_api_history(self, clear: bool = False) -> None:
+        """Ask how big the API clients' history is, after clearing it when `clear` (sig_api_history_measured)."""
+        self._run_errand(MeasureApiHistory(self._next_errand_id(), clear))
+
+    def _next_errand_id(self) -> int:
+        self._errand_id += 1
+        return self._errand_id
+
+    def _run_errand(self, errand: ListDevices | ForgetChat | MeasureApiHistory) -> None:
+        self._errands[errand.request_id] = errand
+        self._send(errand)
 
     def stop_api_request(self, stop_id: int) -> None:
         """Stop the API request with this stop id (an ApiState's `serving`) at its next round."""
@@ -316,6 +358,16 @@ class EngineProcess(QObject):
                 self.sig_load_failed.emit(message)
             case ApiStateChanged(state=state):
                 self.sig_api_state.emit(state)
+            case DevicesListed(request_id=request_id, report=report):
+                self._errands.pop(request_id, None)
+                self.devices = report
+                self.sig_devices_listed.emit(report)
+            case ChatForgotten(request_id=request_id):
+                self._errands.pop(request_id, None)
+                self.sig_chat_forgotten.emit(message)
+            case ApiHistoryMeasured(request_id=request_id):
+                self._errands.pop(request_id, None)
+                self.sig_api_history_measured.emit(message)
 
     def _dispatch_events(self, events: tuple) -> None:
         """Tokens and rounds go out together as one sig_stream list; every other record on its own signal."""

@@ -31,14 +31,14 @@ from PySide6.QtWidgets import (
 
 from app.platform import paths
 from app.hub import token as hub_token
-from app.hub.client import HubClient, RepoListing
+from app.hub.client import HubClient, RepoListing, RepoSummary
 from app.hub.curated import CuratedPair, curated_pairs
 from app.hub.download import DownloadJob, DownloadProgress
 from app.hub.download_plan import DownloadItem
 from app.hub.errors import AuthRequiredError, DownloadCancelled, HubError, OfflineError
 from app.hub.repo_files import RemoteModel
 from app.ui.widgets import style
-from app.ui.get_models.views import REPO_ROLE, PairCard, fill_files, fill_results, selected_model
+from app.ui.get_models.views import REPO_ROLE, PairCard, fill_files, fill_results, local_copy, selected_model
 from app.ui.get_models.worker import TaskRunner, cancel_all
 
 
@@ -54,6 +54,8 @@ class GetModelsPanel(QWidget):
     """Files landed and are ready to load: the paths (str) of the models, the first part of a split one."""
     sig_pair_downloaded = Signal(str, str)
     """A curated pair landed: the target's path and the draft's path, to select them together."""
+    sig_load_model = Signal(str, str)
+    """A model (and draft: "" for none) already downloaded: load it instead of downloading it again."""
     sig_busy_changed = Signal(bool)
     """A download started (True) or ended, finished or not (False)."""
 
@@ -156,9 +158,13 @@ class GetModelsPanel(QWidget):
         cards = QWidget()
         cards_layout = QVBoxLayout(cards)
         self.pair_buttons: dict[str, QPushButton] = {}
+        self.pair_cards: list[PairCard] = []
         for pair in self.pairs:
             card = PairCard(pair)
             card.sig_download.connect(self.download_pair)
+            card.sig_load.connect(self.sig_load_model)
+            card.mark_downloaded(self.dest_dir or paths.models_dir())
+            self.pair_cards.append(card)
             self.pair_buttons[pair.pair_id] = card.button
             cards_layout.addWidget(card)
         cards_layout.addStretch(1)
@@ -256,7 +262,10 @@ class GetModelsPanel(QWidget):
 
     def download_selected(self) -> None:
         model = selected_model(self.files_tree)
-        if model is not None and self._listing is not None and not self.is_downloading():
+        local = local_copy(model, self.dest_dir or paths.models_dir()) if model is not None else None
+        if local is not None:
+            self.sig_load_model.emit(str(local), "")
+        elif model is not None and self._listing is not None and not self.is_downloading():
             self.download_model(self._listing.repo_id, model)
 
     def cancel_download(self) -> None:
@@ -334,15 +343,17 @@ class GetModelsPanel(QWidget):
             self.runner.cancel_events.remove(self._download_cancel)
         self._download_cancel = None
 
-    def _on_download_finished(self, result: object, primary: list[int], pair: bool) -> None:
+    def _on_download_finished(self, result: list[Path], primary: list[int], pair: bool) -> None:
         self._forget_download()
         self._last_download = None
-        paths_list = [str(p) for p in result]  # type: ignore[union-attr]
+        paths_list = [str(p) for p in result]
         self._set_downloading(False)
         self.cancel_button.hide()
         self.progress_bar.setValue(1000)
         landed = [paths_list[i] for i in primary] if pair else [paths_list[0]]
         self.progress_label.setText("Downloaded: " + ", ".join(Path(p).name for p in landed))
+        for card in self.pair_cards:
+            card.mark_downloaded(self.dest_dir or paths.models_dir())
         self.sig_models_downloaded.emit(landed)
         if pair:
             self.sig_pair_downloaded.emit(landed[0], landed[1])
@@ -378,9 +389,9 @@ class GetModelsPanel(QWidget):
         if handlers is not None:
             handlers[1](error if isinstance(error, HubError) else HubError(str(error)))
 
-    def _on_search_results(self, results: object) -> None:
+    def _on_search_results(self, results: list[RepoSummary]) -> None:
         self.search_button.setEnabled(True)
-        fill_results(self.results_list, list(results))  # type: ignore[arg-type]
+        fill_results(self.results_list, list(results))
         if not results:
             self.show_message("No GGUF repositories match that search.")
 
@@ -396,7 +407,7 @@ class GetModelsPanel(QWidget):
         assert isinstance(listing, RepoListing)
         self._listing = listing
         self.repo_label.setText(f"{listing.repo_id}: {listing.model_count} model(s). Choose one and press Download.")
-        fill_files(self.files_tree, listing)
+        fill_files(self.files_tree, listing, self.dest_dir or paths.models_dir())
         self._update_download_button()
 
     def _on_listing_failed(self, error: HubError) -> None:
@@ -447,4 +458,7 @@ class GetModelsPanel(QWidget):
 
     def _update_download_button(self) -> None:
         model = selected_model(self.files_tree)
-        self.download_button.setEnabled(model is not None and self._listing is not None and not self.is_downloading())
+        local = local_copy(model, self.dest_dir or paths.models_dir()) if model is not None else None
+        self.download_button.setText("Load" if local is not None else "Download")
+        self.download_button.setEnabled(local is not None or (
+            model is not None and self._listing is not None and not self.is_downloading()))

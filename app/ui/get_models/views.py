@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
 from PySide6.QtCore import Qt, Signal
@@ -19,7 +20,7 @@ from PySide6.QtWidgets import (
 
 from app.hub.client import RepoListing, RepoSummary
 from app.hub.curated import CuratedPair
-from app.hub.download_plan import format_bytes
+from app.hub.download_plan import downloaded_file, format_bytes
 from app.hub.repo_files import RemoteModel
 
 MODEL_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -31,6 +32,9 @@ class PairCard(QFrame):
 
     sig_download = Signal(str)
     """The user asked to download this pair: its pair_id."""
+    sig_load = Signal(str, str)
+    """The pair is downloaded already and the user asked to load it: the target's path and the draft's ("" for
+    none)."""
 
     def __init__(self, pair: CuratedPair, parent=None):
         super().__init__(parent)
@@ -55,8 +59,28 @@ class PairCard(QFrame):
         self.button = QPushButton("Download pair" if pair.draft is not None else "Download")
         self.button.setObjectName("PrimaryButton")
         self.button.setToolTip("\n".join(f"{f.repo_id}/{f.filename}" for f in pair.files))
-        self.button.clicked.connect(lambda: self.sig_download.emit(self.pair.pair_id))
+        self.button.clicked.connect(self._clicked)
         layout.addWidget(self.button, 0, Qt.AlignmentFlag.AlignVCenter)
+        self.downloaded: list[Path] = []  # the pair's files in the models folder, when every one is there
+
+    def mark_downloaded(self, dest_dir: Path) -> None:
+        """Offer Load instead of Download when every file of the pair is in `dest_dir` already."""
+        found = [downloaded_file(dest_dir, f.filename.rsplit("/", 1)[-1]) for f in self.pair.files]
+        self.downloaded = [p for p in found if p is not None] if all(found) else []
+        with_draft = self.pair.draft is not None
+        if self.downloaded:
+            self.button.setText("Load pair" if with_draft else "Load")
+            self.button.setToolTip("Downloaded: " + ", ".join(str(p) for p in self.downloaded))
+        else:
+            self.button.setText("Download pair" if with_draft else "Download")
+            self.button.setToolTip("\n".join(f"{f.repo_id}/{f.filename}" for f in self.pair.files))
+
+    def _clicked(self) -> None:
+        if self.downloaded:
+            paths = [str(p) for p in self.downloaded]
+            self.sig_load.emit(paths[0], paths[1] if len(paths) > 1 else "")
+        else:
+            self.sig_download.emit(self.pair.pair_id)
 
 
 def fill_results(widget: QListWidget, results: list[RepoSummary]) -> None:
@@ -72,32 +96,41 @@ def fill_results(widget: QListWidget, results: list[RepoSummary]) -> None:
         widget.addItem(item)
 
 
-def fill_files(tree: QTreeWidget, listing: RepoListing) -> None:
-    """Quantization groups as top rows (with their size), each model under its group."""
+def local_copy(model: RemoteModel, dest_dir: Path) -> Optional[Path]:
+    """The model's first file in `dest_dir` when every part of it is there already (of the Hub's sizes)."""
+    found = [downloaded_file(dest_dir, f.path.rsplit("/", 1)[-1], f.size) for f in model.files]
+    return found[0] if found and all(found) else None
+
+
+def fill_files(tree: QTreeWidget, listing: RepoListing, dest_dir: Optional[Path] = None) -> None:
+    """Quantization groups as top rows (with their size), each model under its group; a model already in
+    `dest_dir` says "Downloaded"."""
     tree.clear()
     for group in listing.groups:
         label = group.quant or "other"
         size = format_bytes(group.size) if group.size is not None else ""
         if len(group.models) == 1:
-            tree.addTopLevelItem(_model_item(group.models[0], label))
+            tree.addTopLevelItem(_model_item(group.models[0], label, dest_dir))
             continue
         top = QTreeWidgetItem([label, size, f"{len(group.models)} files"])
         top.setFlags(top.flags() & ~Qt.ItemFlag.ItemIsSelectable)
         tree.addTopLevelItem(top)
         for model in group.models:
-            top.addChild(_model_item(model, ""))
+            top.addChild(_model_item(model, "", dest_dir))
         top.setExpanded(True)
     for column in range(tree.columnCount()):
         tree.resizeColumnToContents(column)
 
 
-def _model_item(model: RemoteModel, quant_label: str) -> QTreeWidgetItem:
+def _model_item(model: RemoteModel, quant_label: str, dest_dir: Optional[Path]) -> QTreeWidgetItem:
     size = format_bytes(model.size) if model.size is not None else "?"
     name = model.name
     if model.is_split:
         name += f"  ({len(model.files)} parts)" + ("" if model.complete else ", some parts missing")
     if model.is_projector:
         name += "  (vision projector, not a chat model)"
+    if dest_dir is not None and local_copy(model, dest_dir) is not None:
+        name += "  · Downloaded"
     item = QTreeWidgetItem([quant_label, size, name])
     item.setData(0, MODEL_ROLE, model)
     item.setTextAlignment(1, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)

@@ -7,7 +7,7 @@ window starts without it. GUI thread only.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
@@ -76,8 +76,8 @@ def _new_plot(title: str, x_label: str, y_label: str, integer_x: bool = True) ->
     return plot
 
 
-def _bars(plot: Chart, key: str, x: list[float], heights: list[float], width: float, brush: QColor,
-          pen: Optional[QColor] = None, y0: Optional[list[float]] = None) -> None:
+def _bars(plot: Chart, key: str, x: Sequence[float], heights: Sequence[float], width: float, brush: QColor,
+          pen: Optional[QColor] = None, y0: Optional[Sequence[float]] = None) -> None:
     if not x:
         return
     options = dict(x=x, height=heights, width=width, brush=brush, pen=pg.mkPen(pen or brush))

@@ -153,7 +153,8 @@ class ReplyInspector(QDialog):
     def _clear_charts(self) -> None:
         self.charts, self.captions = {}, {}
         while self.grid.count():
-            widget = self.grid.takeAt(0).widget()
+            item = self.grid.takeAt(0)
+            widget = item.widget() if item is not None else None
             if widget is not None:
                 widget.setParent(None)
                 widget.deleteLater()

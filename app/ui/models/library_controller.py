@@ -7,7 +7,7 @@ Files that crashed the engine before are shown unusable with the reason. GUI thr
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from PySide6.QtCore import QObject, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
@@ -23,6 +23,9 @@ from app.ui.models.library_model import LibraryModel
 from app.ui.models.library_worker import LibraryThread
 from app.ui.models.model_bar import ModelBar
 
+if TYPE_CHECKING:  # the panel needs huggingface_hub, which a build may leave out
+    from app.ui.get_models.panel import GetModelsPanel
+
 
 class LibraryController(QObject):
     """Scans the model folders on the library thread and keeps the library model up to date. GUI thread only."""
@@ -33,6 +36,16 @@ class LibraryController(QObject):
     """(folders): the user added a model folder; the app settings should hold this list."""
     sig_error = Signal(str)
     """Something about the library the user should read."""
+    sig_load_requested = Signal(str)
+    """(path): the library's Load: this file as the target."""
+    sig_settings_requested = Signal(str)
+    """(path): the library's Model settings for this file."""
+    sig_forget_requested = Signal(str)
+    """(path): the library's Forget: off the list, the file kept."""
+    sig_delete_requested = Signal(str)
+    """(path): the library's Delete file (to be asked first)."""
+    sig_show_forgotten = Signal()
+    """The library's Show forgotten: list the forgotten files again."""
 
     def __init__(self, model: LibraryModel, bar: ModelBar, settings: Callable[[], AppSettings],
                  window: QWidget):
@@ -41,16 +54,16 @@ class LibraryController(QObject):
         self.bar = bar
         self._settings = settings
         self._window = window
-        self.thread = LibraryThread(self)
+        self.scanner = LibraryThread(self)  # not `thread`: that is QObject.thread()
         self._scan_id = 0
         self._scanned_id = 0
-        self._pending_pair: Optional[tuple[str, str]] = None
+        self._pending_pair: Optional[tuple[str, Optional[str]]] = None
         self._library_dialog: Optional[LibraryDialog] = None
         self._get_models_dialog: Optional[QDialog] = None
-        self.get_models_panel = None
+        self.get_models_panel: Optional["GetModelsPanel"] = None
         # Bound methods of this GUI-thread object: the slots run on the GUI thread (a lambda would not).
-        self.thread.sig_scanned.connect(self._on_scanned)
-        self.thread.sig_failed.connect(self._on_failed)
+        self.scanner.sig_scanned.connect(self._on_scanned)
+        self.scanner.sig_failed.connect(self._on_failed)
 
     def folders(self) -> list[library.LibraryFolder]:
         settings = self._settings()
@@ -60,7 +73,7 @@ class LibraryController(QObject):
         self._scan_id += 1
         if not self.model.rowCount():
             self.bar.set_target_placeholder("Scanning for models…")
-        self.thread.request_scan(self._scan_id, self.folders())
+        self.scanner.request_scan(self._scan_id, self.folders())
 
     def ready(self) -> bool:
         """The latest scan of the model folders has been applied (False while one is running)."""
@@ -73,7 +86,7 @@ class LibraryController(QObject):
         """A scan has finished and found nothing usable."""
         return self.scanned_once() and not self.model.usable_entries()
 
-    def take_pending_pair(self) -> Optional[tuple[str, str]]:
+    def take_pending_pair(self) -> Optional[tuple[str, Optional[str]]]:
         """The (target, draft) a finished download asked to select, once; None if there is none."""
         pair, self._pending_pair = self._pending_pair, None
         return pair
@@ -82,7 +95,8 @@ class LibraryController(QObject):
         if request_id != self._scan_id:
             return
         self._scanned_id = request_id
-        self.model.set_entries(with_crash_verdicts(entries))
+        forgotten = set(self._settings().forgotten_models)
+        self.model.set_entries(with_crash_verdicts([e for e in entries if e.path not in forgotten]))
         usable = self.model.usable_entries()
         self.bar.set_target_placeholder("Choose a model" if usable else "No models found")
         self.sig_scanned.emit(len(entries))
@@ -127,9 +141,23 @@ class LibraryController(QObject):
             self._library_dialog = LibraryDialog(self.model, folders, self._window)
             self._library_dialog.sig_rescan.connect(self.rescan)
             self._library_dialog.sig_add_folder.connect(self.add_folder)
+            self._library_dialog.sig_load.connect(self.sig_load_requested)
+            self._library_dialog.sig_model_settings.connect(self.sig_settings_requested)
+            self._library_dialog.sig_forget.connect(self.sig_forget_requested)
+            self._library_dialog.sig_delete.connect(self.sig_delete_requested)
+            self._library_dialog.sig_show_forgotten.connect(self.sig_show_forgotten)
         self._library_dialog.set_folders_text(folders)
         self._library_dialog.show()
         self._library_dialog.raise_()
+
+    @property
+    def library_dialog(self) -> Optional[LibraryDialog]:
+        """The library window once opened (None before)."""
+        return self._library_dialog
+
+    def drop(self, path: str) -> None:
+        """Take a file off the list now (a forgotten or deleted one), without scanning."""
+        self.model.set_entries([entry for entry in self.model.entries() if entry.path != path])
 
     def open_get_models(self) -> None:
         """The download panel in its own window; it stays alive when closed, so downloads keep going."""
@@ -145,24 +173,26 @@ class LibraryController(QObject):
             dialog.setWindowTitle("Get models")
             dialog.resize(820, 560)
             layout = QVBoxLayout(dialog)
-            self.get_models_panel = panel_class(dialog)
-            layout.addWidget(self.get_models_panel)
-            self.get_models_panel.sig_models_downloaded.connect(self.rescan)
-            self.get_models_panel.sig_pair_downloaded.connect(self._on_pair_downloaded)
+            panel = self.get_models_panel = panel_class(dialog)
+            layout.addWidget(panel)
+            panel.sig_models_downloaded.connect(self.rescan)
+            panel.sig_pair_downloaded.connect(self._on_pair_downloaded)
+            panel.sig_load_model.connect(self._on_pair_downloaded)  # there already: load it
             self._get_models_dialog = dialog
         self._get_models_dialog.show()
         self._get_models_dialog.raise_()
 
     def _on_pair_downloaded(self, target: str, draft: str) -> None:
-        """A recommended pair landed: select both once the library has been scanned again."""
-        self._pending_pair = (target, draft)
+        """A recommended pair landed, or Get models was asked to load files it holds already: select them once
+        the library has been scanned again (draft "": the target alone)."""
+        self._pending_pair = (target, draft or None)
         self.rescan()
 
     def shutdown(self) -> None:
         """End downloads and the library thread."""
         if self.get_models_panel is not None:
             self.get_models_panel.shutdown()
-        self.thread.stop()
+        self.scanner.stop()
 
 
 def with_crash_verdicts(entries: list) -> list:
@@ -174,7 +204,7 @@ def with_crash_verdicts(entries: list) -> list:
     return marked
 
 
-def _get_models_panel_class():
+def _get_models_panel_class() -> Optional[type[GetModelsPanel]]:
     """The download panel, or None in a build without the hub client (huggingface_hub is optional there)."""
     try:
         from app.ui.get_models.panel import GetModelsPanel

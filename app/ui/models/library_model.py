@@ -5,13 +5,17 @@ fit the chosen target (the draft picker). Both wrap plain lists of library recor
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional, Sequence, cast
 
 from PySide6.QtCore import QAbstractListModel, QAbstractTableModel, QModelIndex, QRect, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QPainter
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
+from app.engine.config import KvType
+from app.engine.gguf.memory import MemoryCost
+from app.engine.targets import LocalModel, ServerModel, Target
 from app.library import SERVER_SPECULATION, DraftChoice, ModelEntry
+from app.store.model_defaults import for_model
 from app.ui.widgets import style
 
 PATH_ROLE = Qt.ItemDataRole(Qt.ItemDataRole.UserRole + 1)
@@ -26,13 +30,32 @@ NGRAM_KEY = "ngram"
 class LibraryModel(QAbstractTableModel):
     """Every .gguf file found, usable or not; unusable rows are disabled and say why. GUI thread only."""
 
-    COLUMNS = ("Name", "Size", "Parameters", "Quantization", "Architecture", "Context", "Status")
+    COLUMNS = ("Name", "Size", "Parameters", "Quantization", "Architecture", "Context", "Memory", "Status")
+    MEMORY_COLUMN = COLUMNS.index("Memory")
+    STATUS_COLUMN = COLUMNS.index("Status")
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self._entries: list[ModelEntry] = []
         self._files: list[ModelEntry] = []
         self._server_models: list[ModelEntry] = []
+        # What the Memory column sizes each file's KV cache for: the app-wide context and KV type, or the file's own.
+        self._context_size = 4096
+        self._kv_type: KvType = "f16"
+        self._model_defaults: dict[str, dict] = {}
+
+    def set_memory_settings(self, context_size: int, kv_type: KvType, model_defaults: dict[str, dict]) -> None:
+        """The app-wide context size and KV-cache type, and each file's own (app.store.model_defaults)."""
+        self._context_size, self._kv_type, self._model_defaults = context_size, kv_type, dict(model_defaults)
+        if self._entries:
+            self.dataChanged.emit(self.index(0, self.MEMORY_COLUMN),
+                                  self.index(len(self._entries) - 1, self.MEMORY_COLUMN))
+
+    def memory_of(self, entry: ModelEntry) -> Optional[MemoryCost]:
+        """What `entry` takes loaded with its settings: its own context and KV type where it has them."""
+        own = for_model(self._model_defaults, entry.path)
+        kv_type = cast(KvType, own.kv_cache_type or self._kv_type)
+        return entry.memory(own.context_size or self._context_size, kv_type)
 
     def set_entries(self, entries: Sequence[ModelEntry]) -> None:
         """The files found by a scan (the servers' models stay)."""
@@ -58,15 +81,17 @@ class LibraryModel(QAbstractTableModel):
     def entry_at(self, row: int) -> Optional[ModelEntry]:
         return self._entries[row] if 0 <= row < len(self._entries) else None
 
-    def row_of(self, path: Optional[str]) -> int:
+    def row_of(self, path: Optional[str | Target]) -> int:
+        """The row of a target, or of its key (a file's path, a server model's key); -1 for none."""
         if path is None:
             return -1
+        key = path.key if isinstance(path, (LocalModel, ServerModel)) else str(path)
         for row, entry in enumerate(self._entries):
-            if entry.path == str(path):
+            if entry.path == key:
                 return row
         return -1
 
-    def entry_for(self, path: Optional[str]) -> Optional[ModelEntry]:
+    def entry_for(self, path: Optional[str | Target]) -> Optional[ModelEntry]:
         return self.entry_at(self.row_of(path))
 
     def rowCount(self, parent=QModelIndex()) -> int:
@@ -102,6 +127,7 @@ class LibraryModel(QAbstractTableModel):
                 entry.quantization,
                 entry.architecture,
                 f"{entry.context_length:,}" if entry.context_length else "",
+                memory.label if (memory := self.memory_of(entry)) else "",
                 "Ready" if entry.usable else (entry.problem or "Cannot be used"),
             )
             return values[column]
@@ -109,12 +135,14 @@ class LibraryModel(QAbstractTableModel):
             lines = [entry.model_name, entry.path] if entry.model_name else [entry.path]
             if not entry.usable:
                 lines.insert(0, entry.problem or "This file cannot be used.")
+            if column == self.MEMORY_COLUMN and (memory := self.memory_of(entry)):
+                lines.insert(0, f"Loaded, it takes about {memory.detail}.")
             return "\n".join(lines)
         if role == PATH_ROLE:
             return entry.path
         if role == DETAIL_ROLE:
             return entry.summary if entry.usable else (entry.problem or "This file cannot be used.")
-        if role == Qt.ItemDataRole.ForegroundRole and not entry.usable and column == 6:
+        if role == Qt.ItemDataRole.ForegroundRole and not entry.usable and column == self.STATUS_COLUMN:
             return QColor(style.ERROR)
         return None
 

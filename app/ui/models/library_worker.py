@@ -14,6 +14,7 @@ from typing import Callable
 from PySide6.QtCore import QObject, Signal
 
 from app import library
+from app.engine.targets import Target
 from app.ui.widgets.background import Background
 
 
@@ -22,8 +23,8 @@ class LibraryThread(QObject):
 
     sig_scanned = Signal(int, object)
     """(request_id, list[ModelEntry]): a scan finished."""
-    sig_drafts_checked = Signal(int, str, object)
-    """(request_id, target_path, list[DraftChoice]): the library judged as drafts for that target."""
+    sig_drafts_checked = Signal(int, object, object)
+    """(request_id, Target, list[DraftChoice]): the library judged as drafts for that target."""
     sig_failed = Signal(int, str)
     """(request_id, message): a scan or check failed unexpectedly."""
 
@@ -38,11 +39,11 @@ class LibraryThread(QObject):
                              lambda entries: self.sig_scanned.emit(request_id, entries),
                              self._failure(request_id, "Scanning the model folders failed"), lane="scan")
 
-    def request_draft_check(self, request_id: int, target_path: str, candidates: list) -> None:
-        """Judge every candidate ModelEntry as a draft for `target_path`. Every check answers (a lane of its own):
+    def request_draft_check(self, request_id: int, target: Target, candidates: list) -> None:
+        """Judge every candidate ModelEntry as a draft for `target`. Every check answers (a lane of its own):
         the model session keeps each target's verdicts, also those it no longer waits for."""
-        self._background.run(lambda: library.draft_choices(target_path, candidates),
-                             lambda choices: self.sig_drafts_checked.emit(request_id, target_path, choices),
+        self._background.run(lambda: library.draft_choices(target, candidates),
+                             lambda choices: self.sig_drafts_checked.emit(request_id, target, choices),
                              self._failure(request_id, "Checking which drafts fit failed"), lane=f"drafts {request_id}")
 
     def _failure(self, request_id: int, what: str) -> Callable[[BaseException], None]:

@@ -6,7 +6,6 @@ It answers the engine process's load and death signals, and asks the library thr
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -15,8 +14,7 @@ from PySide6.QtCore import QObject, Signal
 from app.engine.config import DrafterChoice, LoadSettings
 from app.store.model_defaults import ModelDefaults, with_load_defaults
 from app.engine.host.wire import LoadFailed, ModelsLoaded
-from app.engine.remote.engine import is_remote_target
-from app.engine.targets import target_of
+from app.engine.targets import LocalModel, ServerModel, Target
 from app.store.unusable_models import file_identity, mark_unusable
 from app.ui.engine_link.engine_process import EngineProcess, WorkerDeath
 from app.ui.models.library_model import NGRAM_KEY, DraftListModel, LibraryModel
@@ -28,12 +26,12 @@ class ModelSession(QObject):
 
     sig_error = Signal(str)
     """Something about the models the user should read."""
-    sig_target_chosen = Signal(str)
-    """The user chose this target (it belongs in the open chat's settings)."""
+    sig_target_chosen = Signal(object)
+    """(Target) The user chose this target (it belongs in the open chat's settings)."""
     sig_draft_chosen = Signal(str)
     """The user chose this draft: a file path or NGRAM_KEY."""
-    sig_target_loaded = Signal(str)
-    """A target the user chose has loaded: it may be remembered as the last one."""
+    sig_target_loaded = Signal(object)
+    """(Target) A target the user chose has loaded: it may be remembered as the last one."""
     sig_context_size = Signal(int)
     """The loaded models' context size."""
     sig_model_crashed = Signal(str)
@@ -53,14 +51,14 @@ class ModelSession(QObject):
         self._load_settings = load_settings
         # The target file's own defaults (app.store.model_defaults), applied over load_settings at each load.
         self.defaults_for: Callable[[Optional[str]], ModelDefaults] = lambda _path: ModelDefaults()
-        self.target: Optional[str] = None
+        self.target: Optional[Target] = None
         self.draft_key: str = ""
         self._wanted_draft = wanted_draft
         self._remember_target = False  # remember the target as the last one once it has loaded
-        self._draft_cache: dict[str, list] = {}
+        self._draft_cache: dict[Target, list] = {}
         self._draft_check_id = 0
         self._load_id = 0
-        self._loaded: tuple[Optional[str], Optional[str]] = (None, None)
+        self._loaded: tuple[Optional[Target], Optional[str]] = (None, None)
         self._loaded_identity: dict[str, Optional[list]] = {}  # each loaded file's size and time when it loaded
         self._load_error = ""
         engine_process.sig_models_loaded.connect(self._on_models_loaded)
@@ -73,9 +71,13 @@ class ModelSession(QObject):
     def models_ready(self) -> bool:
         return self.target is not None and self._loaded == (self.target, self.draft_path())
 
-    def loaded_target(self) -> Optional[str]:
+    def loaded_target(self) -> Optional[Target]:
         """The target the engine process has loaded now (it answers the local API), None while none is."""
         return self._loaded[0]
+
+    def target_key(self) -> Optional[str]:
+        """The chosen target as the chat settings and the model defaults keep it (its key), None while none is."""
+        return self.target.key if self.target is not None else None
 
     def draft_path(self) -> Optional[str]:
         return None if self.draft_key in ("", NGRAM_KEY) else self.draft_key
@@ -89,7 +91,7 @@ class ModelSession(QObject):
             if library_scanned and not self.library.usable_entries():
                 return "There is no model to chat with yet. Add a folder of GGUF files or download a model."
             return "Choose a model in the bar above first."
-        if not is_remote_target(self.target) and not os.path.exists(self.target):
+        if isinstance(self.target, LocalModel) and not self.target.path.exists():
             return f"The model file {self.target} is missing. Scan again or choose another model."
         if self._load_error:
             return f"The model could not be loaded: {self._load_error}"
@@ -107,10 +109,10 @@ class ModelSession(QObject):
     def names(self) -> tuple[str, Optional[str]]:
         """(target name, draft name or None) as the transcript labels a reply."""
         entry = self.library.entry_for(self.target)
-        target_name = entry.name if entry else Path(self.target or "").stem
+        target_name = entry.name if entry else Path(self.target_key() or "").stem
         if not self.bar.speculative():
             return target_name, None
-        if is_remote_target(self.target):
+        if isinstance(self.target, ServerModel):
             return target_name, "the server's speculation"
         if self.draft_key == NGRAM_KEY or not self.draft_key:
             return target_name, "n-gram drafts"
@@ -119,33 +121,35 @@ class ModelSession(QObject):
 
     # ----- choices
 
-    def choose_target(self, path: str, remember: bool = True) -> None:
-        """Use `path` as the target: filter the drafts for it (cached when seen before) and load it."""
+    def choose_target(self, path: str | Target, remember: bool = True) -> None:
+        """Use `path` (a target or its key) as the target: filter the drafts for it (cached when seen before) and
+        load it."""
         entry = self.library.entry_for(path)
         if entry is None or not entry.usable:
             self.sig_error.emit(entry.problem if entry else f"{path} is not in the model library.")
             return
-        self.target = entry.path
+        target = entry.target
+        self.target = target
         self._remember_target = remember
         self.bar.select_target(entry.path)
         if remember:
-            self.sig_target_chosen.emit(entry.path)
-        cached = self._draft_cache.get(entry.path)
+            self.sig_target_chosen.emit(target)
+        cached = self._draft_cache.get(target)
         if cached is not None:
-            self._show_drafts(entry.path, cached)
+            self._show_drafts(target, cached)
             return
         self._draft_check_id += 1
         self.drafts.set_checking()
         self.bar.refresh_enabled()
         self.bar.set_load_state("Checking drafts…")
-        self.library_thread.request_draft_check(self._draft_check_id, entry.path, self.library.entries())
+        self.library_thread.request_draft_check(self._draft_check_id, target, self.library.entries())
 
-    def _on_drafts_checked(self, request_id: int, target: str, choices: list) -> None:
+    def _on_drafts_checked(self, request_id: int, target: Target, choices: list) -> None:
         self._draft_cache[target] = choices
         if request_id == self._draft_check_id and target == self.target:
             self._show_drafts(target, choices)
 
-    def _show_drafts(self, target: str, choices: list) -> None:
+    def _show_drafts(self, target: Target, choices: list) -> None:
         self.drafts.set_choices(choices, self.library)
         self.draft_key = self.bar.select_draft(self._wanted_draft)
         self.bar.refresh_enabled()
@@ -166,19 +170,19 @@ class ModelSession(QObject):
         self.bar.select_target(None)
         self.drafts.set_no_target()
 
-    def show_chat_models(self, target_path: Optional[str], draft_key: str) -> None:
+    def show_chat_models(self, target: Optional[Target], draft_key: str) -> None:
         """Select an opened chat's target and draft (a file or NGRAM_KEY); a different one is loaded."""
         if draft_key:
             self._wanted_draft = draft_key
-        entry = self.library.entry_for(target_path)
-        if entry is not None and entry.usable and entry.path != self.target:
+        entry = self.library.entry_for(target)
+        if entry is not None and entry.usable and entry.target != self.target:
             self.choose_target(entry.path, remember=False)
         elif self.target and draft_key and draft_key != self.draft_key:
             if self.drafts.row_of(draft_key, suggested_only=True) >= 0:
                 self.draft_key = self.bar.select_draft(draft_key)
                 self.request_load()
 
-    def library_rescanned(self, wanted_target: Optional[str], wanted_draft: Optional[str] = None) -> None:
+    def library_rescanned(self, wanted_target: Optional[str | Target], wanted_draft: Optional[str] = None) -> None:
         """The library changed: drop cached draft checks and choose `wanted_target` again if it is usable."""
         self._draft_cache.clear()
         if wanted_draft is not None:
@@ -193,11 +197,17 @@ class ModelSession(QObject):
 
     # ----- loading
 
-    def set_load_settings(self, load_settings: LoadSettings) -> None:
-        """New context size, threads or GPU layers: loaded again when they differ."""
+    def load_settings_differ(self, load_settings: LoadSettings) -> bool:
+        """Whether these settings would load the chosen target differently from how it is loaded or asked for."""
+        return load_settings != self._load_settings
+
+    def set_load_settings(self, load_settings: LoadSettings, reload: bool = True) -> None:
+        """New app-wide load settings (context size, threads, GPU layers, batch, KV cache...): the target is loaded
+        again with them when they differ and `reload`; otherwise they apply at the next load."""
         if load_settings != self._load_settings:
             self._load_settings = load_settings
-            self.request_load()
+            if reload:
+                self.request_load()
 
     def request_load(self) -> None:
         if self.target is None:
@@ -207,21 +217,21 @@ class ModelSession(QObject):
         entry = self.library.entry_for(self.target)
         self.bar.set_load_state("Loading…", f"Loading {entry.name if entry else ''}")
         draft = self.draft_path()
-        self.engine_process.request_load(self._load_id, target_of(self.target), Path(draft) if draft else None,
-                                         with_load_defaults(self._load_settings, self.defaults_for(self.target)))
+        self.engine_process.request_load(self._load_id, self.target, Path(draft) if draft else None,
+                                         with_load_defaults(self._load_settings, self.defaults_for(self.target.key)))
 
     def _on_models_loaded(self, loaded: ModelsLoaded) -> None:
         if loaded.request_id != self._load_id:
             return
         target, note = loaded.target, loaded.placement_note
-        self._loaded = (str(target) if target else None, str(loaded.draft) if loaded.draft else None)
-        self._loaded_identity = {path: file_identity(path) for path in self._loaded
-                                 if path and not is_remote_target(path)}
+        self._loaded = (target, str(loaded.draft) if loaded.draft else None)
+        files = [target.key if isinstance(target, LocalModel) else None, self._loaded[1]]
+        self._loaded_identity = {path: file_identity(path) for path in files if path}
         self.sig_context_size.emit(loaded.n_ctx)
         self.bar.set_load_state("Ready", "The models are loaded." + (f" {note}" if note else ""), "ready")
         # Remembered only once loaded: a file that crashes the engine must not be loaded again at every start.
         if self._remember_target and target:
-            self.sig_target_loaded.emit(str(target))
+            self.sig_target_loaded.emit(target)
         self._remember_target = False
 
     def _on_load_failed(self, failed: LoadFailed) -> None:
@@ -259,7 +269,7 @@ class ModelSession(QObject):
                        f"{death.message}{said}")
             self._draft_cache.clear()
             self.sig_model_crashed.emit(death.loading_path)
-            if death.loading_path == self.target:
+            if death.loading_path == self.target_key():
                 self.clear_target()
             elif self.target is not None:
                 if death.loading_path == self.draft_key:

@@ -63,7 +63,7 @@ def attach(window) -> ServerModelLister:
         wanted = window.chat_settings.current().target_path or window.settings.last_target
         entry = window.library.entry_for(wanted) if wanted else None
         if window.session.target is None and entry is not None and entry.source == "server":
-            window.choose_target(entry.path, remember=False)
+            window.choose_target(entry.target, remember=False)
 
     lister.sig_listed.connect(on_listed)
     lister.refresh(window.settings.servers)

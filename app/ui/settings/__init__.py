@@ -3,6 +3,7 @@
 - api_server_page.py: The API server's settings: on or off, where it listens, its key, and what it is doing. GUI thread only.
 - chat_presets.py: A chat's preset in the window: offered by the chat settings, shown on the switches once chosen.
 - dialog.py: Dialogs for the chat's generation settings and for the app's settings. GUI thread only.
+- load_form.py: The load settings' fields (batch, flash attention, KV cache, mmap, mlock), their memory and refusals.
 - pages.py: Settings as pages: a list of page names beside the page shown, each page scrolling on its own.
 - presets_page.py: Settings > Presets: add, rename, duplicate and delete named presets; the built-in Default stays.
 - thinking_group.py: The chat settings' "Thinking" group: thinking on or off, its effort and budget, and the model's markers.

@@ -8,14 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
                                QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
 from app.common.units import format_bytes
-from app.engine.speculation.history_file import api_history_size, clear_api_history
 from app.serve.key_store import key_problem
-from app.serve.requests import is_loopback
+from app.common.http_client import is_loopback_host
 
 EXPLANATION = (
     "Editors and coding agents (Continue, Aider, Cline, …) and any OpenAI client can use the models loaded here, "
@@ -36,7 +35,12 @@ class ApiServerChoice:
 
 
 class ApiServerPage(QWidget):
-    """Switch, address, port and key of the local API, and its state (set_state)."""
+    """Switch, address, port and key of the local API, its state (set_state) and the size of its clients' history
+    (set_history_size): the engine process keeps that history, so whoever opens the page asks it, and carries out
+    Clear (sig_clear_history)."""
+
+    sig_clear_history = Signal()
+    """The user pressed Clear: the API clients' history is to be forgotten."""
 
     def __init__(self, choice: ApiServerChoice, parent=None):
         super().__init__(parent)
@@ -80,7 +84,7 @@ class ApiServerPage(QWidget):
         self.clear_history.clicked.connect(self._clear_history)
         history_row.addWidget(self.clear_history)
         layout.addLayout(history_row)
-        self._show_history_size()
+        self.set_history_size(None)
 
         self.base_url = QLabel("")
         self.base_url.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -109,14 +113,14 @@ class ApiServerPage(QWidget):
             return "The address must be a host name or an IP address, such as 127.0.0.1."
         return key_problem(choice.api_key)
 
-    def _show_history_size(self) -> None:
-        size = api_history_size()
-        self.history_size.setText(format_bytes(size) if size else "empty")
-        self.clear_history.setEnabled(size > 0)
+    def set_history_size(self, size: Optional[int]) -> None:
+        """The API clients' history holds `size` bytes (None: not known yet)."""
+        self.history_size.setText("…" if size is None else format_bytes(size) if size else "empty")
+        self.clear_history.setEnabled(bool(size))
 
     def _clear_history(self) -> None:
-        clear_api_history()
-        self._show_history_size()
+        self.set_history_size(None)
+        self.sig_clear_history.emit()
 
     def set_state(self, text: str) -> None:
         """What the server is doing now, in words."""
@@ -126,7 +130,7 @@ class ApiServerPage(QWidget):
         choice = self.choice()
         shown = f"[{choice.host}]" if ":" in choice.host else choice.host
         self.base_url.setText(f"Base URL for clients: http://{shown}:{choice.port}/v1")
-        open_to_others = choice.enabled and not is_loopback(choice.host)
+        open_to_others = choice.enabled and not is_loopback_host(choice.host)
         self.warning.setText(
             ("Other machines can reach this address" + ("." if choice.api_key else "; set an API key."))
             if open_to_others else "")

@@ -30,17 +30,21 @@ from app.common.units import format_bytes
 from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, MAX_DRAFT, THREADS_AUTO, default_threads
 from app.engine.local.kv_states.conversation_cache import memory_budget
 from app.engine.local.kv_states.saved_states import saved_states_line
-from app.engine.placement.devices import DeviceReport, list_devices
+from app.engine.placement.devices import DeviceReport
 from app.store import AppSettings, ChatSettings
 from app.ui.widgets.layouts import button_row
 from app.ui.settings.pages import SettingsPages, fitted_size, hint
 from app.ui.settings.api_server_page import ApiServerChoice, ApiServerPage
+from app.ui.settings.load_form import LoadSettingsFields, MemoryLine, app_load_fields, app_load_values
 from app.ui.settings.presets_page import PresetsPage
 from app.ui.settings.remote_settings import RemoteSettingsSection
 from app.store.presets import Preset, read_presets, stored
 from app.store.presets import applied as presets_applied
 from app.ui.settings.thinking_group import TemplateSwitches, ThinkingGroup
+from app.ui.tools.tools_page import ToolsPage
 from app.ui.widgets.themes import THEME_CHOICES, THEME_LABELS
+
+LISTING_DEVICES = "Listing devices…"  # until the engine process answers (AppSettingsDialog.set_devices)
 
 
 class ChatSettingsDialog(QDialog):
@@ -205,10 +209,14 @@ class AppSettingsDialog(QDialog):
     """The app's settings as pages (PAGES), each scrolling on its own so the dialog fits a 1366x768 screen.
     Changing how models load reloads them; the appearance switches live when the dialog is accepted."""
 
-    PAGES = ("Models", "Loading and devices", "Presets", "Servers and RPC", "API server", "Appearance", "History")
+    PAGES = ("Models", "Loading and devices", "Presets", "Servers and RPC", "API server", "Tools", "Appearance",
+             "History")
 
     def __init__(self, settings: AppSettings, parent=None, devices: DeviceReport | None = None,
-                 api_state: str = ""):
+                 api_state: str = "", memory_line: Optional[MemoryLine] = None,
+                 tools_page: Optional[ToolsPage] = None):
+        """`memory_line`: what the chosen model would take at a context and KV type, for the Loading page;
+        `tools_page`: the window's MCP servers, edited in place and applied by the window when accepted."""
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self._original = settings
@@ -259,24 +267,32 @@ class AppSettingsDialog(QDialog):
         form.addRow("GPU layers, model", self.target_gpu_layers)
         self.draft_gpu_layers = GpuLayersSpinBox(settings.draft_gpu_layers)
         form.addRow("GPU layers, draft", self.draft_gpu_layers)
-        report = devices if devices is not None else list_devices()
-        rpc = {True: "supported by this build", False: "not supported by this build", None: "unknown"}[report.rpc]
-        self.devices = QLabel("\n".join(report.lines() + [f"RPC (models on other machines): {rpc}"]))
+        self.load_fields = LoadSettingsFields(form, app_load_values(settings), memory_line=memory_line,
+                                              context_box=self.context_size)
+        # The engine process lists the devices (the window never loads llama.cpp): until it answers, set_devices.
+        self.devices = QLabel(LISTING_DEVICES)
         self.devices.setWordWrap(True)
         self.devices.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.pages.add_page("Loading and devices", form, hint("Changing these reloads the models."),
+        self.pages.add_page("Loading and devices", form, hint("The loaded model is loaded again with these when you say so; otherwise they apply "
+                                 "at the next load. A model's own settings (Model library > Model settings) "
+                                 "override them."),
                             QLabel("<b>Devices</b>"), self.devices)
 
         self.presets_page = PresetsPage(read_presets(settings.presets)[0])
         self.pages.add_page("Presets", self.presets_page)
 
-        self.remote = RemoteSettingsSection(settings.servers, settings.rpc_workers, self, rpc_supported=report.rpc)
+        self.remote = RemoteSettingsSection(settings.servers, settings.rpc_workers, self)
         self.pages.add_page("Servers and RPC", self.remote)
 
         self.api_page = ApiServerPage(ApiServerChoice(settings.api_server, settings.api_host, settings.api_port,
                                                       saved_key(), settings.api_own_history))
         self.api_page.set_state(api_state)
+        if devices is not None:
+            self.set_devices(devices)
         self.pages.add_page("API server", self.api_page)
+        # The window's tool servers and the open chat's tools (app.ui.tools); a dialog made without them says where.
+        self.tools_page = tools_page
+        self.pages.add_page("Tools", tools_page or hint("Tool servers are chosen from the chat window's Settings."))
 
         self.theme = QComboBox()
         for choice in THEME_CHOICES:
@@ -312,7 +328,16 @@ class AppSettingsDialog(QDialog):
         screen = (parent.screen() if parent is not None else None) or QGuiApplication.primaryScreen()
         self.resize(fitted_size(screen.availableGeometry().size()))
 
+    def set_devices(self, report: DeviceReport) -> None:
+        """Show the engine process's answer to "which devices?" (EngineProcess.sig_devices_listed)."""
+        rpc = {True: "supported by this build", False: "not supported by this build", None: "unknown"}[report.rpc]
+        self.devices.setText("\n".join(report.lines() + [f"RPC (models on other machines): {rpc}"]))
+        self.remote.set_rpc_supported(report.rpc)
+
     def _accept(self) -> None:
+        if self.load_fields.check():
+            self.pages.show_page("Loading and devices")
+            return
         problem = self.remote.save_keys()
         if problem:
             self.remote.problem.setText(problem)
@@ -344,12 +369,14 @@ class AppSettingsDialog(QDialog):
             self._original,
             model_folders=[self.folders.item(i).text() for i in range(self.folders.count())],
             scan_hf_cache=self.scan_hf_cache.isChecked(),
+            mcp_file=self.tools_page.path.text().strip() if self.tools_page is not None else self._original.mcp_file,
             history_drafting=self.history_drafting.isChecked(),
             threads=self.threads.value(),
             context_size=self.context_size.value(),
             kept_conversations_mib=self.kept_conversations.value(),
             target_gpu_layers=self.target_gpu_layers.value(),
             draft_gpu_layers=self.draft_gpu_layers.value(),
+            **app_load_fields(self.load_fields.values()),
             servers=self.remote.server_urls(),
             rpc_workers=self.remote.rpc_workers(),
             theme=self.theme.currentData(),

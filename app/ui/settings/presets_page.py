@@ -55,7 +55,7 @@ class PresetsPage(QWidget):
         self.fields.setLayout(form)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(hint("Choose one for a chat in its Chat settings; its prompt, sampling and draft setting "
+        layout.addWidget(hint("Choose one for a chat in its header or its Chat settings; its prompt, sampling and draft setting "
                               "apply from the next message. Default is the built-in settings."))
         layout.addWidget(self.names)
         layout.addLayout(button_row([("Add", self.add), ("Rename…", self._ask_rename), ("Duplicate", self.duplicate),

@@ -23,6 +23,7 @@ from app.engine.placement.rpc import TRUSTED_NETWORK_ONLY, parse_endpoints
 
 RPC_WARNING = (f"{TRUSTED_NETWORK_ONLY} The model's layers are spread over these ggml-rpc-server workers; the draft "
                "stays here.")
+NO_RPC_BACKEND = "This llama.cpp build has no RPC backend: reinstall it with CMAKE_ARGS=\"-DGGML_RPC=ON\" (README)."
 
 
 def _hint(text: str) -> QLabel:
@@ -66,9 +67,8 @@ class RemoteSettingsSection(QWidget):
         layout.addLayout(row)
 
         layout.addWidget(QLabel("<b>RPC workers</b>"))
-        warning = RPC_WARNING if rpc_supported is not False else (
-            "This llama.cpp build has no RPC backend: reinstall it with CMAKE_ARGS=\"-DGGML_RPC=ON\" (README).")
-        self.rpc_warning = _hint(warning)
+        self.rpc_warning = _hint(RPC_WARNING)
+        self.set_rpc_supported(rpc_supported)
         layout.addWidget(self.rpc_warning)
         self.workers = QListWidget()
         self.workers.addItems(rpc_workers)
@@ -96,6 +96,10 @@ class RemoteSettingsSection(QWidget):
     def _remove(self, widget: QListWidget) -> None:
         for item in widget.selectedItems():
             widget.takeItem(widget.row(item))
+
+    def set_rpc_supported(self, supported: Optional[bool]) -> None:
+        """Whether this llama.cpp build has the RPC backend (None: not known yet, or unknown)."""
+        self.rpc_warning.setText(NO_RPC_BACKEND if supported is False else RPC_WARNING)
 
     def add_server(self, url: str, api_key: str = "") -> bool:
         url = url.strip()

@@ -13,7 +13,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional, Sequence, cast
 
 
 def display_problem() -> str:
@@ -160,7 +160,7 @@ def run_self_test(window) -> int:
     from app.ui.widgets import automation
 
     try:
-        models = make_model_set(tempfile.mkdtemp(prefix="specchat-selftest-"))
+        models = make_model_set(Path(tempfile.mkdtemp(prefix="specchat-selftest-")))
         window.add_model_folder(str(models.target.parent))
         automation.choose_pair(window, str(models.target), str(models.draft_identical), timeout_s=120)
         window.update_chat_settings(max_tokens=24, draft_max=4)
@@ -240,7 +240,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from app.ui.widgets.style import apply_style
 
     with explain_platform_failure():
-        app = QApplication.instance() or QApplication(sys.argv[:1])
+        app = cast(QApplication, QApplication.instance()) or QApplication(sys.argv[:1])
     app.setApplicationName("SpecChat")
     app.setApplicationDisplayName("SpecChat")
     app.setApplicationVersion(__version__)

@@ -9,20 +9,19 @@ settings) and Conversation (one chat's turns and the replies streaming into it).
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Optional
+from typing import Callable, Optional, cast
 
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QDialog, QMainWindow, QStackedWidget
 
-from app.engine.config import GenerationConfig, LoadSettings
-from app.engine.local.kv_states.saved_states import forget_saved_states
-from app.engine.speculation.history_file import HistoryFile
+from app.engine.config import FlashAttn, GenerationConfig, KvType, LoadSettings
+from app.engine.targets import Target, target_from_key
 from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
 from app.store import model_defaults
 from app.ui.chat import chat_exporter
 from app.ui.chat import compare_plain, file_drop
 from app.ui.inspector import controller as inspector_controller
-from app.ui.models import server_models
+from app.ui.models import model_actions, server_models
 from app.ui.chat import chat_format_choice, chat_header, speculate_anyway
 from app.ui.settings import chat_presets
 from app.ui.shell import versions
@@ -39,11 +38,13 @@ from app.ui.shell.empty_state import EmptyLibraryPage
 from app.ui.shell.message_commands import MessageCommands
 from app.ui.engine_link import api_server
 from app.ui.engine_link.engine_process import EngineProcess
+from app.ui.engine_link.settings_answers import settings_linked
 from app.ui.models.library_controller import LibraryController
 from app.ui.models.library_model import DraftListModel, LibraryModel
 from app.ui.models.model_bar import ModelBar
 from app.ui.models.model_session import ModelSession
 from app.ui.settings.dialog import AppSettingsDialog
+from app.ui.tools.window_tools import WindowTools
 from app.ui.shell.window_geometry import restore_geometry, save_geometry
 from app.ui.widgets.layouts import column, padded, sidebar_split
 from app.ui.shell.window_widgets import ErrorBanner, LegendRow, StatusFooter, confirm_destructive
@@ -65,6 +66,8 @@ class MainWindow(QMainWindow):
         self._closed = False
 
         self.library = LibraryModel(self)
+        self.library.set_memory_settings(self.settings.context_size, cast(KvType, self.settings.kv_cache_type),
+                                         self.settings.model_defaults)
         self.drafts = DraftListModel(self)
         self.drafts.set_no_target()
         self.chat_list = ChatListModel(self)
@@ -77,7 +80,7 @@ class MainWindow(QMainWindow):
         self.chat_settings = ChatSettingsBinding(self.store, self.conversation, self, self.model_thinking)
         self.library_ctl = LibraryController(self.library, self.model_bar, lambda: self.settings, self)
         self.session = ModelSession(self.library, self.drafts, self.model_bar, self.engine_process,
-                                    self.library_ctl.thread, self._load_settings(), self.settings.last_draft, self)
+                                    self.library_ctl.scanner, self._load_settings(), self.settings.last_draft, self)
 
         self.session.defaults_for = lambda path: model_defaults.for_model(self.settings.model_defaults, path)
         self._build_ui()
@@ -86,13 +89,19 @@ class MainWindow(QMainWindow):
         self.plain_compare = compare_plain.attach(self)  # Compare with plain on replies
         self.speculate_anyway = speculate_anyway.attach(self)  # the status line's offer to draft where paused
         self.chat_header = chat_header.attach(self)  # the chat's model; asks before a chat swaps the loaded one
+        self.chat_list.model_name = self.chat_header.model_name  # the chat rows' second line names it so
         self.chat_format = chat_format_choice.attach(self)  # how a model without a chat template is prompted
+        self.model_actions = model_actions.attach(self)  # the library's Load, Model settings, Forget, Delete
         self.versions = versions.attach(self)  # "‹ 2/3 ›": the versions Regenerate and Edit keep
         chat_presets.attach(self)  # the chat settings' presets, shown on the switches when chosen
+        # MCP tools: the chosen mcp.json's servers, a reply's calls asked about and run (app.ui.tools)
+        self.tools = WindowTools(self.conversation, self.chat_settings, self.settings.mcp_file, self.composer.set_busy,
+                                 self.show_error, self)
         restore_geometry(self, self.splitter)
         self._refresh_chat_list()
         last = self.store.get_chat(self.settings.last_chat_id) if self.settings.last_chat_id is not None else None
         self._show_chat(last.id if last else None, last.settings if last else self.chat_settings.current())
+        self.composer.setFocus()  # where a person starts typing (else focus, now visible, sat on "New chat")
         if self.settings.load_warning:
             self.show_error(self.settings.load_warning)
         if scan_on_start:
@@ -117,12 +126,13 @@ class MainWindow(QMainWindow):
         self.legend_row = LegendRow(self.settings.show_highlighting, self.settings.show_refused)
         self.composer = Composer()
         self.footer = StatusFooter()
-        self.messages = MessageCommands(self.conversation, self.composer, self.store, self.reply_spec,
+        self.messages = MessageCommands(self.conversation, self.composer, self.store, self._reply_spec,
                                         self.show_error)
 
         self.empty_page = EmptyLibraryPage()
         self.pages = QStackedWidget()
-        self.pages.addWidget(column((self.chat_view, 1), self.legend_row, self.composer, self.footer))
+        self.chat_page = column((self.chat_view, 1), self.legend_row, self.composer, self.footer)
+        self.pages.addWidget(self.chat_page)
         self.pages.addWidget(self.empty_page)
         main = column(self.model_bar, padded(self.error_banner, 16, 8, 16, 0), (self.pages, 1))
 
@@ -186,7 +196,7 @@ class MainWindow(QMainWindow):
 
         session = self.session
         session.sig_error.connect(self.show_error)
-        session.sig_target_chosen.connect(lambda path: self.update_chat_settings(target_path=path))
+        session.sig_target_chosen.connect(lambda target: self.update_chat_settings(target_path=target.key))
         session.sig_draft_chosen.connect(self._on_draft_chosen)
         session.sig_target_loaded.connect(self._on_target_loaded)
         session.sig_context_size.connect(conversation.set_context_size)
@@ -219,7 +229,25 @@ class MainWindow(QMainWindow):
         s = s or self.settings
         return LoadSettings(n_ctx=s.context_size, n_threads=s.threads, target_gpu_layers=s.target_gpu_layers,
                             draft_gpu_layers=s.draft_gpu_layers, rpc_servers=tuple(s.rpc_workers),
-                            kept_states_mib=s.kept_conversations_mib)
+                            kept_states_mib=s.kept_conversations_mib, n_batch=s.batch_size,
+                            flash_attn=cast(FlashAttn, s.flash_attention),
+                            kv_type=cast(KvType, s.kv_cache_type), mmap=s.use_mmap, mlock=s.use_mlock)
+
+    def session_load_settings(self) -> LoadSettings:
+        """What the chosen target loads with: the app's load settings under its own (app.store.model_defaults)."""
+        return model_defaults.with_load_defaults(self._load_settings(), self.session.defaults_for(self.session.target_key()))
+
+    def apply_load_settings(self) -> None:
+        """The settings models load with, after a change: the loaded model is loaded again only when the person
+        says so (a reply being written finishes first: the engine takes requests in order); otherwise they apply at
+        the next load."""
+        load = self._load_settings()
+        if not self.session.load_settings_differ(load):
+            return
+        reload = bool(self.session.loaded_target()) and self.confirm(
+            "Reload the model?", "The model's load settings changed. Loading it again with them takes a moment; "
+            "a reply being written finishes first. Not now: they apply the next time a model loads.", "Reload now")
+        self.session.set_load_settings(load, reload=reload)
 
     def save_app_settings(self) -> None:
         try:
@@ -228,9 +256,16 @@ class MainWindow(QMainWindow):
             self.show_error(str(exc))
 
     def open_app_settings(self) -> None:
-        dialog = AppSettingsDialog(self.settings, self, api_state=self.api_server.state_text())
-        if dialog.exec() == QDialog.DialogCode.Accepted:
+        tools_page = self.tools.settings_page()
+        dialog = AppSettingsDialog(self.settings, self, devices=self.engine_process.devices,
+                                   api_state=self.api_server.state_text(), tools_page=tools_page,
+                                   memory_line=lambda ctx, kv: self.model_actions.memory_line(self.session.target_key(),
+                                                                                               ctx, kv, app_wide=True))
+        with settings_linked(dialog, self.engine_process):
+            accepted = dialog.exec() == QDialog.DialogCode.Accepted
+        if accepted:
             self.apply_app_settings(dialog.settings())
+            self.tools.apply_page(tools_page)
             try:
                 if dialog.api_page.choice() != self.api_server.choice():
                     self.api_server.set_choice(dialog.api_page.choice())
@@ -243,7 +278,8 @@ class MainWindow(QMainWindow):
         self.save_app_settings()
         if (old.model_folders, old.scan_hf_cache) != (new.model_folders, new.scan_hf_cache):
             self.library_ctl.rescan()
-        self.session.set_load_settings(self._load_settings())
+        self.apply_load_settings()
+        self.library.set_memory_settings(new.context_size, cast(KvType, new.kv_cache_type), new.model_defaults)
         if old.servers != new.servers:
             self.server_models.refresh(new.servers)
         self.appearance.set_choice(new.theme)
@@ -280,18 +316,19 @@ class MainWindow(QMainWindow):
         self.empty_page.set_details(found - len(self.library.usable_entries()))
         self._update_page()
         # While the header asks whether to load the chat's model, a rescan keeps the loaded one.
-        chat_target = None if self.chat_header.asking() else self.chat_settings.current().target_path
-        wanted = chat_target or self.session.target or self.settings.last_target
+        chat_target = None if self.chat_header.asking() else self.chat_settings.current().target
+        last = self.settings.last_target
+        wanted = chat_target or self.session.target or (target_from_key(last) if last else None)
         pair = self.library_ctl.take_pending_pair()
         self.session.library_rescanned(*(pair or (wanted, None)))
 
     def _update_page(self) -> None:
         show_empty = self.library_ctl.has_no_models() and self.conversation.chat_id is None
-        self.pages.setCurrentWidget(self.empty_page if show_empty else self.pages.widget(0))
+        self.pages.setCurrentWidget(self.empty_page if show_empty else self.chat_page)
 
     # ----- models
 
-    def choose_target(self, path: str, remember: bool = True) -> None:
+    def choose_target(self, path: str | Target, remember: bool = True) -> None:
         self.session.choose_target(path, remember)
 
     def choose_draft(self, key: str) -> None:
@@ -311,9 +348,9 @@ class MainWindow(QMainWindow):
         self.save_app_settings()
         self.chat_settings.set_draft(key)
 
-    def _on_target_loaded(self, path: str) -> None:
-        if self.settings.last_target != path:
-            self.settings.last_target = path
+    def _on_target_loaded(self, target: Target) -> None:
+        if self.settings.last_target != target.key:
+            self.settings.last_target = target.key
             self.save_app_settings()
 
     # ----- chats
@@ -338,7 +375,7 @@ class MainWindow(QMainWindow):
         """An empty chat; it is stored when its first message is sent."""
         self.messages.cancel_edit()
         speculative = self.model_bar.speculative() if self.conversation.chat_id is not None else True
-        settings = self.chat_settings.start_new(self.session.target, self.session.draft_key, speculative)
+        settings = self.chat_settings.start_new(self.session.target_key(), self.session.draft_key, speculative)
         self._show_chat(None, settings)
         self.composer.setFocus()
 
@@ -386,8 +423,7 @@ class MainWindow(QMainWindow):
         except StoreError as exc:
             self.show_error(str(exc))
             return
-        HistoryFile().forget(chat_session(chat_id))  # its text leaves the history drafter's file too
-        forget_saved_states(chat_session(chat_id))  # and its KV cache saved on disk
+        self.engine_process.forget_chat(chat_session(chat_id))  # its history text and saved KV states, there
         if chat_id == self.conversation.chat_id:
             self.new_chat()
         self.chat_list.remove(chat_id)
@@ -403,13 +439,13 @@ class MainWindow(QMainWindow):
         attachments = self.composer.attachments()
         if self.conversation.is_busy() or not (text.strip() or attachments):
             return False
-        spec = self.reply_spec()
+        spec = self._reply_spec()
         if spec is None:
             return False
         session = self.session
-        new_chat = self.chat_settings.for_new_chat(session.target, session.draft_key, self.model_bar.speculative())
+        new_chat = self.chat_settings.for_new_chat(session.target_key(), session.draft_key, self.model_bar.speculative())
         try:
-            self.conversation.send(text, spec, new_chat, replace_from=self.messages.editing, attachments=attachments)
+            self.conversation.send(text, spec, new_chat, self.messages.editing, attachments=attachments)
         except StoreError as exc:
             self.show_error(f"The message could not be saved, so it was not sent: {exc}")
             return False
@@ -418,21 +454,20 @@ class MainWindow(QMainWindow):
         self._update_page()
         return True
 
-    def reply_spec(self) -> Optional[ReplyRequestSpec]:
-        """What a new reply is asked with, or None after saying why none can be asked for now."""
+    def _reply_spec(self) -> Optional[ReplyRequestSpec]:
+        """What a new request is asked with, or None after saying why none can be sent now."""
         problem = self.session.send_blocker(self.library_ctl.scanned_once())
         if problem:
             self.show_error(problem)
             return None
         self.error_banner.hide()
-        target_name, draft_name = self.session.names()
-        return ReplyRequestSpec(self.generation_config(), self.chat_settings.current().system_prompt, target_name,
-                                draft_name)
+        return ReplyRequestSpec(self.generation_config(), self.chat_settings.current().system_prompt,
+                                *self.session.names())
 
     def generation_config(self) -> GenerationConfig:
         """What the next request is sent with: the chat's settings, the Speculative switch and the drafter."""
         config = self.chat_settings.generation_config(self.model_bar.speculative(), self.session.drafter())
-        config = model_defaults.with_reply_defaults(config, self.session.defaults_for(self.session.target))
+        config = model_defaults.with_reply_defaults(config, self.session.defaults_for(self.session.target_key()))
         return self.chat_format.apply(dataclasses.replace(config, history=self.settings.history_drafting))
 
     # ----- lifetime
@@ -448,6 +483,7 @@ class MainWindow(QMainWindow):
             self.save_app_settings()
         self.appearance.detach()
         self.conversation.close()
+        self.tools.close()
         self.library_ctl.shutdown()
         self.engine_process.stop()
         self.chat_lists.close()

@@ -67,7 +67,7 @@ class InstanceServer(QObject):
         while self._server.hasPendingConnections():
             socket = self._server.nextPendingConnection()
             if socket.canReadLine() or socket.waitForReadyRead(_READ_TIMEOUT_MS):
-                if socket.canReadLine() and bytes(socket.readLine()) == ACTIVATE:
+                if socket.canReadLine() and socket.readLine().data() == ACTIVATE:
                     self.sig_activate.emit()
             socket.abort()
             socket.deleteLater()

@@ -7,6 +7,7 @@ and start fresh with every chat that can still be read.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 from PySide6.QtCore import QObject, Signal
 
@@ -32,7 +33,7 @@ class DamageWatch(QObject):
         """Whether the answer has not come back yet."""
         return self._background.busy()
 
-    def _on_checked(self, problem: str) -> None:
+    def _on_checked(self, problem: Optional[str]) -> None:
         self._background.close()  # one check: its thread need not idle on for a next one that never comes
         if problem:
             self.sig_damaged.emit(problem)

@@ -104,7 +104,7 @@ class LegendRow(QWidget):
         switch = ToggleSwitch()
         switch.setChecked(checked)
         switch.setToolTip(tooltip)
-        switch.setFixedSize(30, 16)
+        switch.setFixedSize(34, 20)  # a 28x14 pill and its focus ring
         text = QLabel(label)
         text.setObjectName("StatusLine")
         text.setToolTip(tooltip)
@@ -129,7 +129,7 @@ class StatusFooter(QWidget):
         super().__init__(parent)
         # Two rows where one would not fit (a narrow window): the status line and its offer above, the indicators
         # and the gauge below, right-aligned.
-        rows = QVBoxLayout(self)
+        rows = self._rows = QVBoxLayout(self)
         rows.setContentsMargins(28, 0, 28, 8)
         rows.setSpacing(2)
         self._top = QHBoxLayout()
@@ -170,7 +170,7 @@ class StatusFooter(QWidget):
     def minimumSizeHint(self) -> QSize:
         # As narrow as the wider of the two rows, since the indicators move below when they do not fit beside.
         hint = super().minimumSizeHint()
-        margins = self.layout().contentsMargins()
+        margins = self._rows.contentsMargins()
         beside = sum(self._top.itemAt(n).widget().sizeHint().width() for n in range(1, self._top.count())
                      if self._top.itemAt(n).widget() not in (None, self.indicators)
                      and not self._top.itemAt(n).widget().isHidden())
@@ -187,7 +187,7 @@ class StatusFooter(QWidget):
         return super().event(event)
 
     def _place_indicators(self) -> None:
-        margins = self.layout().contentsMargins()
+        margins = self._rows.contentsMargins()
         room = self.width() - margins.left() - margins.right()
         beside = sum(self._top.itemAt(n).widget().sizeHint().width() for n in range(1, self._top.count())
                      if self._top.itemAt(n).widget() not in (None, self.indicators)

@@ -7,10 +7,10 @@ GUI thread only.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, cast
 
 from PySide6.QtCore import QEvent, QMimeData, QPoint, QPointF, QUrl, Qt
-from PySide6.QtGui import QTextCursor
+from PySide6.QtGui import QHelpEvent, QTextCursor
 from PySide6.QtWidgets import QTextBrowser, QToolTip
 
 from app.store.provenance import RoundRecord
@@ -32,9 +32,9 @@ class TranscriptBrowser(QTextBrowser):
         # The key of this transcript's own links: a reply's text cannot write a link the app acts on.
         self.action_links = ActionLinks()
 
-    def loadResource(self, kind: int, name: QUrl):  # noqa: N802 (Qt override)
+    def loadResource(self, kind: int, name: QUrl | str):  # noqa: N802 (Qt override)
         """Nothing outside the app is ever fetched (a reply's remote image would tell a server it was read)."""
-        if allowed_resource(name):
+        if allowed_resource(QUrl(name) if isinstance(name, str) else name):
             return super().loadResource(kind, name)
         return None
 
@@ -84,10 +84,11 @@ class TranscriptBrowser(QTextBrowser):
 
     def viewportEvent(self, event: QEvent) -> bool:  # noqa: N802 (Qt override)
         if event.type() == QEvent.Type.ToolTip:
-            position = self._character_at(event.pos())
+            help_event = cast(QHelpEvent, event)  # a ToolTip event is a QHelpEvent
+            position = self._character_at(help_event.pos())
             text = self.token_tooltip(position) if position >= 0 else ""
             if text:
-                QToolTip.showText(event.globalPos(), text, self.viewport())
+                QToolTip.showText(help_event.globalPos(), text, self.viewport())
             else:
                 QToolTip.hideText()
                 event.ignore()

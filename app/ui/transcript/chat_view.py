@@ -37,6 +37,7 @@ from app.ui.transcript.reply_writer import ReplyWriter
 from app.ui.transcript.token_tooltip import DRAFT_TOOLTIP, NGRAM_TOOLTIP, TARGET_TOOLTIP
 from app.ui.transcript.browser import TranscriptBrowser
 from app.ui.transcript.welcome import insert_welcome
+from app.ui.tools.call_blocks import CallBlocks
 from app.ui.transcript.format import CONTINUABLE, STREAM_KEY, TranscriptMessage, format_stats
 
 __all__ = ["ChatView", "DRAFT_TOOLTIP", "NGRAM_TOOLTIP", "TARGET_TOOLTIP", "TranscriptMessage", "format_stats"]
@@ -98,6 +99,9 @@ class ChatView(TranscriptBrowser):
         self._thinking_toggled: set[int] = set()
         self._thinking_replies: dict[int, TranscriptMessage] = {}  # shown replies that thought, by id
         self._stream_thinking: Optional[thinking_section.StreamingThinking] = None
+        # A reply's tool calls: the permission prompt, then the call's block (app.ui.tools).
+        self.tool_calls = CallBlocks(self._writer, self._base, self.action_links, self)
+        self.tool_calls.sig_refresh.connect(self.refresh_message)
 
     # ----- highlighting
 
@@ -283,6 +287,7 @@ class ChatView(TranscriptBrowser):
         if not plain_note:
             chars = reply_chars(message.content, message.tokens, rounds)
             self._writer.insert_reply(cursor, message.message_id, message.content, chars, rounds)
+        self.tool_calls.insert(cursor, message)
         actions = [("Copy", "copy")]
         if is_last_reply:
             if message.stats is not None and message.stats.stop_reason in CONTINUABLE:
@@ -475,6 +480,8 @@ class ChatView(TranscriptBrowser):
                 QApplication.clipboard().setText(self._writer.code_blocks[number])
         elif action.name == "retry":
             self.sig_retry.emit()
+        elif self.tool_calls.handle(action):
+            pass
         elif action.name == thinking_section.TOGGLE_ACTION and number in self._thinking_replies:
             self._thinking_toggled ^= {number}
             self.refresh_message(self._thinking_replies[number])

@@ -16,6 +16,7 @@ from app.store.provenance import RoundRecord, TokenRecord, token_records
 from app.replies.stats import format_stats, model_label  # noqa: F401  (used by the window too)
 from app.store import Message
 from app.store.attachments import Attachment
+from app.store.tool_calls import ToolCallRecord
 
 # Char-format properties. The origin of a reply's character ("target", "draft", "ngram", "history"), and the
 # background it has without highlighting.
@@ -57,6 +58,7 @@ class TranscriptMessage:
     # A reply's thinking, without markers, and its tokens (rounds index into `rounds`); "" for none.
     reasoning: str = ""
     reasoning_tokens: Optional[list[TokenRecord]] = None
+    tool_calls: tuple[ToolCallRecord, ...] = ()  # the tools the reply called (shown by app.ui.tools.call_blocks)
 
 
 def transcript_message(message: Message, versions: Optional[tuple[int, int]] = None) -> TranscriptMessage:
@@ -76,6 +78,7 @@ def transcript_message(message: Message, versions: Optional[tuple[int, int]] = N
         reasoning=message.reasoning or "",
         reasoning_tokens=(token_records(message.reasoning_tokens, message.reasoning_token_rounds, part="reasoning")
                           if message.reasoning_tokens is not None else None),
+        tool_calls=message.tool_calls,
     )
 
 

@@ -113,7 +113,7 @@ def visible_text(document: QTextDocument, start: int, end: int) -> str:
 
 def highlighted_text(document: QTextDocument, origins: Sequence[str] = HIGHLIGHTED) -> str:
     """All text that shows the highlight of one of these origins, in document order."""
-    colours = {style.origin_color(origin).rgba() for origin in origins}
+    colours = {colour.rgba() for origin in origins if (colour := style.origin_color(origin)) is not None}
     pieces = []
     for fragment in fragments(document):
         fmt = fragment.charFormat()

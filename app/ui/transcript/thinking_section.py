@@ -14,6 +14,7 @@ from typing import Optional, Sequence
 from PySide6.QtGui import (QColor, QFont, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextDocument,
                            QTextFrame, QTextFrameFormat)
 
+from app.common.units import plural
 from app.engine.events import GenerationStats
 from app.store.provenance import RoundRecord, TokenRecord
 from app.ui.transcript.format import TranscriptMessage
@@ -26,13 +27,9 @@ TOGGLE_ACTION = "thinking"
 STOPPED_WHILE_THINKING = "Stopped while thinking: no answer yet. Continue lets it go on."
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
-
-
 def header_words(seconds: float, tokens: int) -> str:
     """E.g. "Thought for 12.3 s · 412 tokens"."""
-    return f"Thought for {seconds:.1f} s · {_plural(tokens, 'token')}"
+    return f"Thought for {seconds:.1f} s · {plural(tokens, 'token')}"
 
 
 def _finished_words(message: TranscriptMessage) -> str:

@@ -4,6 +4,7 @@
 - automation.py: Driving the real window from code, for the screenshot script and the self-test (tests use pytest-qt instead).
 - dialog_folders.py: Where each file dialog opens: the folder last used for that kind of file, else a sensible one, remembered.
 - elided_label.py: A one-line label that elides its text to the space it gets (the full text is its tooltip).
+- notice_row.py: A notice row: one wrapping sentence and the controls that answer it (the chat header's question, the template choice).
 - layouts.py: Small layout helpers shared by the window and its dialogs. GUI thread only.
 - style.py: Colours, fonts and the application style sheet, in the current theme: one calm look in one place.
 - themes.py: The app's colours as one table keyed by theme (Light, Dark): a new colour is one line in each.

@@ -11,6 +11,8 @@ from typing import Callable, Optional
 
 from PySide6.QtWidgets import QApplication
 
+from app.engine.targets import Target
+
 
 class AutomationTimeout(RuntimeError):
     """What the helper waited for did not happen in time."""
@@ -28,7 +30,7 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str, windo
         time.sleep(0.005)
 
 
-def choose_pair(window, target: str, draft: Optional[str], timeout_s: float = 300) -> None:
+def choose_pair(window, target: str | Target, draft: Optional[str], timeout_s: float = 300) -> None:
     """Pick the target (and the draft, or the best suggestion when None) and wait until they are loaded."""
     wait_until(window.library_ready, timeout_s, "the model library scan", window)
     entry = window.library.entry_for(target)

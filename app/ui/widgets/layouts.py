@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Sequence, Union
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, SignalInstance
 from PySide6.QtWidgets import QHBoxLayout, QLayout, QPushButton, QSplitter, QVBoxLayout, QWidget
 
 
@@ -44,7 +44,10 @@ def padded(widget: QWidget, left: int, top: int, right: int, bottom: int) -> QVB
     return layout
 
 
-def button_row(left: Sequence[tuple[str, Callable]], right: Sequence[tuple[str, Callable]] = ()) -> QHBoxLayout:
+Slot = Union[Callable[..., object], SignalInstance]  # what a button's click is connected to
+
+
+def button_row(left: Sequence[tuple[str, Slot]], right: Sequence[tuple[str, Slot]] = ()) -> QHBoxLayout:
     """A row of push buttons (label, slot): `left` at the start, `right` at the end."""
     row = QHBoxLayout()
     for label, slot in left:
@@ -55,7 +58,7 @@ def button_row(left: Sequence[tuple[str, Callable]], right: Sequence[tuple[str, 
     return row
 
 
-def _button(label: str, slot: Callable) -> QPushButton:
+def _button(label: str, slot: Slot) -> QPushButton:
     button = QPushButton(label)
     button.clicked.connect(slot)
     return button

@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QPalette, QTextCharFormat
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QWidget
 
 from app.ui.widgets.themes import LIGHT, RGBA, Theme
 
@@ -70,7 +71,8 @@ def swatch_css(color: QColor, on: str | None = None) -> str:
     ignore alpha)."""
     base = QColor(on or _current.surface)
     a = color.alphaF()
-    mix = [round(c * a + b * (1 - a)) for c, b in zip(color.getRgb()[:3], base.getRgb()[:3])]
+    mix = [round(c * a + b * (1 - a)) for c, b in zip((color.red(), color.green(), color.blue()),
+                                                       (base.red(), base.green(), base.blue()))]
     return QColor(*mix).name()
 
 
@@ -91,8 +93,43 @@ def monospace_font(point_size: float | None = None) -> QFont:
 
 
 # A style sheet that styles combo and spin boxes must name their arrow images: ours, one pair per theme (Qt's own
-# are black, invisible on dark). Forward slashes, as style sheet URLs want them on every platform.
+# are black, invisible on dark). Forward slashes, as style sheet URLs want them on every platform. The check box's
+# tick lives beside them: one white SVG on the primary colour in both themes, sharp at any scale.
 _ARROWS = (Path(__file__).resolve().parents[2] / "data" / "arrows").as_posix()
+
+
+def focus_rules(t: Theme) -> str:
+    """Keyboard focus as a 2-pixel ring in the accent colour on every control that takes it, in both themes.
+    A ring one pixel wider than the border it replaces takes one pixel of padding (a combo box: margin) back, so
+    nothing moves when focus arrives. The composer's frame and the switches draw theirs the same way (composer.py, toggle_switch.py).
+    Qt has no :focus-visible: a click focuses too, as in most desktop apps."""
+    ring = f"border: 2px solid {t.accent}"
+    return f"""
+QLineEdit:focus, QPlainTextEdit:focus, QSpinBox:focus, QDoubleSpinBox:focus {{ {ring}; padding: 3px 5px; }}
+QSpinBox:focus, QDoubleSpinBox:focus {{ padding-right: 19px; }}
+/* A combo box's ring grows into its margin instead: a padding that changes with focus makes Qt size the open
+   list for one and draw it with the other, clipping it behind scroll arrows. */
+QComboBox:focus {{ {ring}; margin: 0px; }}
+QPushButton:focus {{ {ring}; padding: 4px 11px; }}
+/* On a control already filled with the accent (Send, a ticked box) the ring is in the text colour. */
+QPushButton#PrimaryButton:focus, QPushButton#StopButton:focus {{ border: 2px solid {t.text}; padding: 4px 11px; }}
+QPushButton#FlatButton:focus {{ {ring}; padding: 2px 4px; }}
+QCheckBox::indicator:focus {{ {ring}; width: 12px; height: 12px; }}
+QCheckBox::indicator:checked:focus {{ border-color: {t.text}; }}
+QAbstractItemView:focus {{ border-color: {t.accent}; }}
+#Sidebar QListView::item:focus {{ {ring}; padding: 5px 6px; }}
+#SettingsPageList::item:focus {{ {ring}; padding: 5px 8px; }}
+#ComposerFrame[focused="true"] {{ {ring}; }}
+"""
+
+
+def set_focused(frame: QWidget, focused: bool) -> None:
+    """Ring `frame` as focused while the editor inside it has focus (Qt's sheets have no :focus-within)."""
+    if frame.property("focused") != focused:
+        frame.setProperty("focused", focused)
+        frame.style().unpolish(frame)
+        frame.style().polish(frame)
+
 
 def style_sheet(t: Theme) -> str:
     """The application style sheet in theme `t`."""
@@ -112,16 +149,15 @@ QLineEdit, QPlainTextEdit, QTextEdit, QSpinBox, QDoubleSpinBox, QComboBox {{
     background: {t.surface}; border: 1px solid {t.border}; border-radius: 6px; padding: 4px 6px;
     selection-background-color: {t.accent_soft}; selection-color: {t.text};
 }}
-QLineEdit:focus, QPlainTextEdit:focus, QSpinBox:focus, QDoubleSpinBox:focus, QComboBox:focus {{
-    border: 1px solid {t.accent};
-}}
-QComboBox {{ padding: 4px 8px; min-height: 20px; }}
+QComboBox {{ padding: 4px 8px; min-height: 20px; margin: 1px; }}
+/* The model pickers' two-line rows drop below the box; Fusion's default lays the list over the box, which at the
+   screen's top clips it behind scroll arrows. */
+#ModelBar QComboBox {{ combobox-popup: 0; }}
 QComboBox::drop-down {{ border: none; width: 22px; }}
 QComboBox::down-arrow, QSpinBox::down-arrow, QDoubleSpinBox::down-arrow {{
     image: url({_ARROWS}/arrow-down-{t.name}.png); width: 10px; height: 10px;
 }}
 QSpinBox::up-arrow, QDoubleSpinBox::up-arrow {{ image: url({_ARROWS}/arrow-up-{t.name}.png); width: 10px; height: 10px; }}
-QSpinBox, QDoubleSpinBox {{ padding-right: 20px; }}
 QSpinBox::up-button, QDoubleSpinBox::up-button {{
     subcontrol-origin: border; subcontrol-position: top right; width: 18px; border: none; background: transparent;
 }}
@@ -130,6 +166,7 @@ QSpinBox::down-button, QDoubleSpinBox::down-button {{
 }}
 QSpinBox::up-button:hover, QSpinBox::down-button:hover,
 QDoubleSpinBox::up-button:hover, QDoubleSpinBox::down-button:hover {{ background: {t.hover}; }}
+QSpinBox, QDoubleSpinBox {{ padding-right: 20px; }}
 QComboBox QAbstractItemView {{
     border: 1px solid {t.border}; background: {t.surface}; selection-background-color: {t.accent_soft};
     selection-color: {t.text}; outline: none;
@@ -142,10 +179,25 @@ QPushButton:hover {{ background: {t.hover}; }}
 QPushButton:disabled {{ color: {t.text_disabled}; }}
 QPushButton#PrimaryButton {{ background: {t.primary}; border: 1px solid {t.primary}; color: {t.on_primary}; font-weight: 600; }}
 QPushButton#PrimaryButton:hover {{ background: {t.primary_hover}; }}
-QPushButton#PrimaryButton:disabled {{ background: {t.primary_disabled}; border-color: {t.primary_disabled}; color: {t.on_primary}; }}
+QPushButton#PrimaryButton:disabled {{
+    background: {t.primary_disabled}; border-color: {t.primary_disabled}; color: {t.on_primary_disabled};
+}}
 QPushButton#StopButton {{ background: {t.stop}; border: 1px solid {t.stop}; color: {t.surface}; font-weight: 600; }}
 QPushButton#FlatButton {{ border: none; background: transparent; color: {t.text_muted}; padding: 4px 6px; }}
 QPushButton#FlatButton:hover {{ color: {t.text}; background: {t.hover}; }}
+
+QCheckBox {{ spacing: 7px; }}
+QCheckBox::indicator {{
+    width: 14px; height: 14px; border: 1px solid {t.control_border}; border-radius: 4px; background: {t.surface};
+}}
+QCheckBox::indicator:hover {{ border-color: {t.accent}; }}
+QCheckBox::indicator:checked {{ background: {t.primary}; border-color: {t.primary}; image: url({_ARROWS}/check.svg); }}
+QCheckBox::indicator:indeterminate {{ background: {t.primary}; border-color: {t.primary}; }}
+QCheckBox::indicator:disabled {{ border-color: {t.border}; background: {t.sidebar}; }}
+QCheckBox::indicator:checked:disabled {{ background: {t.primary_disabled}; border-color: {t.primary_disabled}; }}
+QCheckBox:disabled {{ color: {t.text_disabled}; }}
+
+{focus_rules(t)}
 
 #ModelBar {{ background: {t.surface}; border-bottom: 1px solid {t.border}; }}
 #ModelBar QLabel#BarLabel {{ color: {t.text_muted}; font-size: 11px; }}
@@ -203,3 +255,6 @@ def apply_style(app: QApplication, theme: Theme | None = None) -> None:
         palette.setColor(QPalette.ColorGroup.Disabled, role, QColor(t.text_disabled))
     app.setPalette(palette)
     app.setStyleSheet(style_sheet(t))
+    # The system's file dialogs follow the system's colours, so under the dark theme they would open light: Qt's
+    # own dialog takes the app's palette and sheet. The light theme keeps the native ones people know.
+    app.setAttribute(Qt.ApplicationAttribute.AA_DontUseNativeDialogs, t.is_dark)

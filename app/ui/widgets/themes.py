@@ -31,14 +31,16 @@ class Theme:
     text_muted: str
     text_disabled: str
     border: str
+    control_border: str  # the box of a check box: darker than `border`, so it shows on the surface (3:1)
     hover: str
     selected: str
-    accent: str  # links, focus rings, the gauge
+    accent: str  # links, keyboard focus rings, the gauge
     accent_soft: str  # text selection, the chosen row
     primary: str  # the Send button
     primary_hover: str
     primary_disabled: str
     on_primary: str  # text on the Send and Stop buttons
+    on_primary_disabled: str  # text on Send while there is nothing to send: dimmer, so it reads as off
     stop: str  # the Stop button
     user_bubble: str
     code_background: str
@@ -71,9 +73,11 @@ class Theme:
 LIGHT = Theme(
     name="light", is_dark=False,
     surface="#ffffff", sidebar="#f7f7f8", text="#1f2937", text_muted="#6b7280", text_disabled="#9ca3af",
-    border="#e5e7eb", hover="#ececef", selected="#e3e8f0",
+    border="#e5e7eb", control_border="#8b929e", hover="#ececef", selected="#e3e8f0",
     accent="#2563eb", accent_soft="#dbeafe",
-    primary="#2563eb", primary_hover="#1d4ed8", primary_disabled="#93c5fd", on_primary="#ffffff", stop="#111827",
+    primary="#2563eb", primary_hover="#1d4ed8", primary_disabled="#93c5fd", on_primary="#ffffff",
+    on_primary_disabled="#ffffff",
+    stop="#111827",
     user_bubble="#f1f5f9", code_background="#f6f8fa", inline_code_background="#eef1f4",
     error="#b91c1c", error_soft="#fef2f2", error_border="#fecaca",
     warning_soft="#fffbeb", warning_border="#fde68a", warning_text="#92400e",
@@ -93,9 +97,11 @@ LIGHT = Theme(
 DARK = Theme(
     name="dark", is_dark=True,
     surface="#1c1c1f", sidebar="#151517", text="#e5e7eb", text_muted="#9ca3af", text_disabled="#6b7280",
-    border="#34353b", hover="#2a2b30", selected="#2e3340",
+    border="#34353b", control_border="#7b8290", hover="#2a2b30", selected="#2e3340",
     accent="#60a5fa", accent_soft="#1e3a5f",
-    primary="#2563eb", primary_hover="#3b82f6", primary_disabled="#1e3a8a", on_primary="#ffffff", stop="#e5e7eb",
+    primary="#2563eb", primary_hover="#3b82f6", primary_disabled="#27324a", on_primary="#ffffff",
+    on_primary_disabled="#8b95a7",
+    stop="#e5e7eb",
     user_bubble="#26272c", code_background="#25262b", inline_code_background="#2e3036",
     error="#f87171", error_soft="#3a1c1c", error_border="#7f1d1d",
     warning_soft="#33290f", warning_border="#78591a", warning_text="#fcd34d",

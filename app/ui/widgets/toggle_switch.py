@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QPainter, QPaintEvent
+from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import QAbstractButton
 
 from app.ui.widgets import style
@@ -19,12 +19,12 @@ class ToggleSwitch(QAbstractButton):
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
 
     def sizeHint(self) -> QSize:
-        return QSize(36, 20)
+        return QSize(42, 26)  # a 36x20 pill, and room around it for the focus ring
 
     def paintEvent(self, event: QPaintEvent) -> None:
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        rect = QRectF(self.rect()).adjusted(1, 1, -1, -1)
+        rect = QRectF(self.rect()).adjusted(3, 3, -3, -3)
         height = min(rect.height(), 20.0)
         track = QRectF(rect.left(), rect.center().y() - height / 2, min(rect.width(), 36.0), height)
         on = self.isChecked()
@@ -38,7 +38,8 @@ class ToggleSwitch(QAbstractButton):
         x = track.right() - knob - 2 if on else track.left() + 2
         painter.setBrush(QColor(style.current().switch_knob))
         painter.drawEllipse(QRectF(x, track.top() + 2, knob, knob))
-        if self.hasFocus():
-            painter.setPen(QColor(style.ACCENT_SOFT))
+        if self.hasFocus():  # the same 2-pixel accent ring as every other control (style.focus_rules)
+            painter.setPen(QPen(QColor(style.ACCENT), 1.6))  # a gap from the track, so it shows on an accent "on"
             painter.setBrush(Qt.BrushStyle.NoBrush)
-            painter.drawRoundedRect(track.adjusted(-1, -1, 1, 1), height / 2 + 1, height / 2 + 1)
+            ring = track.adjusted(-2.2, -2.2, 2.2, 2.2)
+            painter.drawRoundedRect(ring, ring.height() / 2, ring.height() / 2)
