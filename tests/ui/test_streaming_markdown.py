@@ -12,6 +12,7 @@ from app.store.provenance import RoundRecord, TokenRecord, token_records
 from app.ui.transcript.chat_view import ChatView, TranscriptMessage
 from app.ui.transcript.markdown.code_colors import code_colours
 from app.ui.widgets import style
+from window_helpers import choose_pair
 
 CODE_REPLY = ("Here is the function:\n\n```python\ndef add(a, b):\n    \"\"\"Their sum.\"\"\"\n    return a + b\n```\n\n"
               "It returns **the sum**.\n\n```python\nprint(add(1, 2))\n```\n")
@@ -174,3 +175,21 @@ def test_thinking_streams_as_quiet_markdown(qtbot):
     assert "Use a and b:" in streamed and "x = 1" in streamed and "`" not in streamed and "*" not in streamed
     for word in ("Use", "x = 1"):
         assert view.document().find(word).charFormat().foreground().color() == QColor(style.TEXT_MUTED)
+
+
+def test_the_window_streams_a_code_reply_as_a_code_block(make_window, qtbot, fake_engine, model_folder, tiny_models):
+    """Through the whole window (the engine process, the conversation's flushes): the code block of a reply still
+    streaming is already a code block."""
+    from PySide6.QtCore import Qt
+
+    fake_engine.token_delay_s = 0.1  # a reply of about three seconds
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft.name)
+    view = window.chat_view
+    window.composer.edit.setPlainText("Write add()")
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: "def add(a, b):" in view.streamed_text(), timeout=20000)
+    assert view.is_streaming() and "```" not in view.streamed_text()
+    assert "python   Copy" in view.streamed_text()
+    assert view.document().find("def add").charFormat().fontFamilies() == style.monospace_font().families()
+    qtbot.waitUntil(lambda: not window.conversation.is_busy(), timeout=20000)
