@@ -8,8 +8,9 @@ start of a block after a blank line that follows a block outside any list or quo
 the blocks before it, so the part parsed stays short. The last block grows at its end: a code block's finished
 lines, or all but a paragraph's last few characters, are written once, and only the rest is written again; a code
 block's new lines are coloured by lexing them with a little code before them, and the whole block is coloured once
-more when it closes, as the finished reply colours it. A last line of only fence characters is held back until its
-line ends. Markdown past the limits of long_text is shown as plain text, as the finished reply shows it.
+more when it closes, as the finished reply colours it; while what comes can only be more code (no fence
+character), it grows without parsing at all. A last line of only fence characters is held back until its line
+ends. Markdown past the limits of long_text is shown as plain text, as the finished reply shows it.
 docs/performance.md has the cost per flush. GUI thread only.
 """
 
@@ -133,11 +134,12 @@ class StreamingAnswer:
     # ----- writing
 
     def _show(self) -> None:
-        if self._plain_written is None and not long_text.is_too_long(self.source) and self._grow_code_unparsed():
-            return
-        if self._plain_written is None and (long_text.is_too_long(self.source)
-                                            or nests_too_deep(self.source[self._restart:])):
-            self._give_up_markdown()
+        if self._plain_written is None:
+            too_long = long_text.is_too_long(self.source)
+            if not too_long and self._grow_code_unparsed():
+                return
+            if too_long or nests_too_deep(self.source[self._restart:]):
+                self._give_up_markdown()
         if self._plain_written is not None:
             self._append_plain()
             return
