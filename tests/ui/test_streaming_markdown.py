@@ -26,6 +26,8 @@ SAMPLES = [
     "~~~rust\nfn main() {}\n~~~\nno gap\n```\nunclosed code\nline two",
     "Para one\nsoft break\n\n    indented code\n\n````markdown\n```python\ninner\n```\n````\n\nDone.",
     "A\r\nB\r\n\r\n```py\r\nx = 1\r\n```\r\n\r\n- [ ] task\n- [x] done\n\nSetext\n======\n",
+    # Past the characters written again at each flush: a long code line, and bold that closes far from its start.
+    "```json\n" + '{"key": [1, "two"], ' * 24 + "\n```\n\nStart **" + "word " * 60 + "end** and after.",
 ]
 
 

@@ -6,8 +6,8 @@ flush the text after the restart point is parsed again (blocks.py); the blocks a
 stay, and from the first block that changed on (in practice the last) is written again. The restart point is the
 start of a block after a blank line that follows a block outside any list or quote: nothing written later changes
 the blocks before it, so the part parsed stays short. The last block grows at its end: a code block's finished
-lines, or all but a paragraph's last few characters, are written once, and only the rest is written again; a code
-block's new lines are coloured by lexing them with a little code before them, and the whole block is coloured once
+lines (all but the last few characters of a long one), or all but a paragraph's last few characters, are written
+once, and only the rest is written again; a code block's new lines are coloured by lexing them with a little code before them, and the whole block is coloured once
 more when it closes, as the finished reply colours it; while what comes can only be more code (no fence
 character), it grows without parsing at all. A last line of only fence characters is held back until its line
 ends. Markdown past the limits of long_text is shown as plain text, as the finished reply shows it.
@@ -35,8 +35,9 @@ from app.ui.widgets import style
 _FENCE_CHARS = frozenset("`~")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _TEXT_KINDS = ("paragraph", "heading")  # blocks of inline text, grown at their end while they stream
-# A paragraph's last characters, written again at each flush; the rest is rewritten only when Markdown restyles it
-# (emphasis that closes, a link completed), so that a long paragraph costs each flush only what it adds.
+# A paragraph's (or a long code line's) last characters, written again at each flush; the rest of a paragraph is
+# rewritten only when Markdown restyles it (emphasis that closes, a link completed), so that a long paragraph or
+# line costs each flush only what it adds.
 _TEXT_REWRITTEN = 256
 _LEX_CONTEXT_CHARS = 600  # code lexed before a code block's new lines, for the state they start in
 _NO_TEXT = Inline()
@@ -73,7 +74,7 @@ class _OpenBlock:
     for good, and where the rest starts, which each flush writes again."""
 
     block: Block
-    settled: int  # shown characters written for good: a code block's whole lines, all but a paragraph's last few
+    settled: int  # shown characters written for good: all but the last line or last few characters
     tail: _Place  # where the rest starts
     tail_ghost: int  # the reply's next refused proposal there
     code_frame: Optional[QTextFrame] = None  # a code block's frame
@@ -292,10 +293,12 @@ class StreamingAnswer:
         marks.next_ghost = open_block.tail_ghost
         colours: Optional[list[Optional[str]]] = None
         if frame is not None:
-            settle = max(settled, text.rfind("\n") + 1)
-            # Lexed from a little before the new lines (a docstring or comment that they continue); the whole block
-            # is coloured again when it closes.
-            context = text.rfind("\n", 0, max(0, settled - _LEX_CONTEXT_CHARS)) + 1
+            # Its whole lines, and all but the last characters of a long line (minified code), are written for good.
+            settle = max(settled, text.rfind("\n") + 1, len(text) - _TEXT_REWRITTEN)
+            # Lexed from a little before the new text (a docstring or comment that it continues), from a line's start
+            # unless that is far back; the whole block is coloured again when it closes.
+            context = max(0, settled - 2 * _LEX_CONTEXT_CHARS,
+                          text.rfind("\n", 0, max(0, settled - _LEX_CONTEXT_CHARS)) + 1)
             lexed = code_colours(text[context:], block.language, style.current().code_style)
             colours = lexed[settled - context:] if lexed else None
         else:
