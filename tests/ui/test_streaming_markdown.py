@@ -9,6 +9,7 @@ from PySide6.QtGui import QColor
 
 from app.engine.events import GenerationStats
 from app.store.provenance import RoundRecord, TokenRecord, token_records
+from app.ui.transcript import long_text
 from app.ui.transcript.chat_view import ChatView, TranscriptMessage
 from app.ui.transcript.markdown.code_colors import code_colours
 from app.ui.widgets import style
@@ -177,6 +178,18 @@ def test_thinking_streams_as_quiet_markdown(qtbot):
     assert "Use a and b:" in streamed and "x = 1" in streamed and "`" not in streamed and "*" not in streamed
     for word in ("Use", "x = 1"):
         assert view.document().find(word).charFormat().foreground().color() == QColor(style.TEXT_MUTED)
+
+
+def test_thinking_past_what_a_stream_shows_says_so(qtbot):
+    view = _view(qtbot)
+    view.set_keep_thinking_open(True)
+    view.begin_stream("model")
+    for _ in range(long_text.SHOWN_MAX_CHARS // 90):
+        view.append_reasoning(token_records([("word " * 19 + "\n\n", "target")]))
+    assert view.streamed_text().count(long_text.STREAM_NOT_SHOWN) == 1
+    view.answer_started(1.0, 300)
+    view.append_tokens(token_records([("The answer.", "target")]))
+    assert view.streamed_text().endswith(long_text.STREAM_NOT_SHOWN + "\n\nThe answer.")
 
 
 def test_the_window_streams_a_code_reply_as_a_code_block(make_window, qtbot, fake_engine, model_folder, tiny_models):

@@ -17,6 +17,7 @@ from PySide6.QtGui import (QColor, QFont, QTextBlockFormat, QTextCharFormat, QTe
 from app.common.units import plural
 from app.engine.events import GenerationStats
 from app.store.provenance import RoundRecord, TokenRecord
+from app.ui.transcript import long_text, message_actions
 from app.ui.transcript.format import TranscriptMessage
 from app.ui.transcript.markdown.streaming import StreamingAnswer
 from app.ui.transcript.reply_chars import reply_chars
@@ -125,10 +126,12 @@ class StreamingThinking:
         # Markdown as it streams, muted as the finished section is (_quiet).
         self._text = StreamingAnswer(writer, document, self.frame, key, muted=QColor(style.TEXT_MUTED),
                                      reuse_first=True)
+        self._cut = False
 
     def append(self, tokens: Sequence[TokenRecord], rounds: Sequence[RoundRecord]) -> None:
-        if self.frame is not None:
-            self._text.append(tokens, rounds)
+        if self.frame is not None and not self._cut and not self._text.append(tokens, rounds):
+            self._cut = True  # as long as the answer may show: the rest is kept, and shown once the reply ends
+            message_actions.insert_note(self._base, self.frame.lastCursorPosition(), long_text.STREAM_NOT_SHOWN)
 
     def fold(self, seconds: float, tokens: int) -> None:
         """The answer started: the reasoning goes out of sight, the header says how long it took."""
