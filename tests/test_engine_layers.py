@@ -83,3 +83,26 @@ def test_no_module_of_the_app_imports_itself_round_a_circle():
     assert _circles(graph) == []
     graph.add_import(importer="app.engine.placement.rpc_check", imported="app.engine.placement.rpc")
     assert _circles(graph) == [["app.engine.placement.rpc", "app.engine.placement.rpc_check"]]  # as it once was
+
+
+def _layered(contract: dict) -> set[str]:
+    return {name.strip() for layer in contract["layers"] for name in layer.split("|")}
+
+
+def test_every_room_of_the_app_and_of_the_engine_sits_in_a_layer():
+    """A package or module no layer names is checked by no contract: its imports could run any way unseen."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: import-linter's own TOML reader
+        import tomli as tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    outer = next(c for c in contracts if c["type"] == "layers" and "containers" not in c)
+    engine = next(c for c in contracts if c.get("containers") == ["app.engine"])
+
+    def rooms(folder: Path, prefix: str) -> set[str]:
+        return {prefix + (p.stem if p.is_file() else p.name) for p in folder.iterdir()
+                if (p.suffix == ".py" and p.stem not in ("__init__", "__main__")) or (p / "__init__.py").exists()}
+
+    assert rooms(ROOT / "app", "app.") - _layered(outer) == set()
+    assert rooms(ROOT / "app" / "engine", "") - _layered(engine) == set()

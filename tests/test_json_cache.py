@@ -52,12 +52,24 @@ def test_an_unwritable_cache_is_reported_not_raised(tmp_path):
 
 
 def test_the_costs_cache_survives_a_list_and_junk_entries(monkeypatch, tmp_path):
+    """Read through what the engine asks (cached_costs), for a model file the cache keys by path, size and time."""
+    from types import SimpleNamespace
+
     from app.engine.local import cost_cache as costs
 
     path = tmp_path / "forward-costs.json"
     monkeypatch.setattr(costs, "_cache_file", lambda: path)
+    model = SimpleNamespace(path=tmp_path / "model.gguf")  # all a cache key reads of a loaded model
+    model.path.write_bytes(b"GGUF")
+    other = SimpleNamespace(path=tmp_path / "other.gguf")
+    other.path.write_bytes(b"GGUF too")
     path.write_text("[]")
-    assert costs._read_cache() == {}  # was: AttributeError
-    path.write_text(json.dumps({"version": costs._CACHE_VERSION, "good": [0.0, 0.01, 0.02], "short": [1.0],
-                                "text": "x", "nested": [[1]], "flag": [True, False]}))
-    assert costs._read_cache() == {"good": [0.0, 0.01, 0.02]}
+    assert costs.cached_costs(model, None, 1, (0, 0)) is None  # was: AttributeError
+    costs.store_measurement(model, 1, 0, "CPU", [0.0, 0.01, 0.02])
+    data = json.loads(path.read_text())
+    data.update({"short": [1.0], "text": "x", "nested": [[1]], "flag": [True, False],
+                 costs.model_key(other, 1, 0, "CPU"): [True, False]})
+    path.write_text(json.dumps(data))
+    table = costs.cached_costs(model, None, 1, (0, 0))
+    assert table is not None and table.batch == [0.0, 0.01, 0.02]
+    assert costs.cached_costs(other, None, 1, (0, 0)) is None  # its entry is junk: measured again

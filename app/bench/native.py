@@ -15,7 +15,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from app.bench.suite import run_reference_tool
 from app.engine.config import GenerationConfig
@@ -26,7 +26,7 @@ GENERATION_PROMPT = (
     "def read_rows(path):\n    \"\"\"Yield each row of the CSV file at `path` as a dict.\"\"\"\n"
 )
 LONG_PROMPT_TOKENS = 1500
-SAMPLING = {"temperature": 0.8, "top_k": 40, "top_p": 0.95}
+SAMPLING: dict[str, Any] = {"temperature": 0.8, "top_k": 40, "top_p": 0.95}
 _WORDS = ("the model reads every token of the prompt once before it writes its first word and a long prompt "
           "makes that wait the longest part of a reply on a small machine so it has to be as fast as llama cpp "
           "itself code review notes function variable return value list loop file error test case").split()
@@ -113,7 +113,7 @@ def run_plain_vs_native(engine, binary: str, model: Path, *, threads: int, n_ctx
     greedy = GenerationConfig(max_tokens=max_tokens, speculative=False, ignore_eos=True)
     # Warm up once, untimed: the first decodes after a load allocate (llama-completion warms up too).
     _ours(engine, GENERATION_PROMPT, GenerationConfig(max_tokens=4, speculative=False))
-    rows = {"ours": [], "llama": [], "sampling": []}
+    rows: dict[str, list[float]] = {"ours": [], "llama": [], "sampling": []}
     contenders = list(rows)
     for rep in range(repeats):
         for name in contenders[rep % 3:] + contenders[:rep % 3]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Optional, TextIO
 
 from app.cli.terminal import printable
-from app.mcp.records import ToolInfo, ToolResult, find_tool, openai_tools
+from app.mcp.records import ToolInfo, ToolResult, find_tool, no_such_tool, openai_tools
 from app.mcp.servers_file import read_servers
 from app.mcp.tool_host import CONNECT_TIMEOUT_S, ToolHost
 from app.replies.tool_loop import (DEFAULT_MAX_STEPS, MAX_STEPS, REFUSED, ToolGrants, ToolRun, answered,
@@ -71,7 +71,7 @@ def run_call(host: ToolHost, name: str, arguments: str, permissions: Permissions
     """One call, asked about first: the result to send the model (a refusal, where it was not allowed)."""
     tool = find_tool(host.tools(), name)
     if tool is None:
-        return ToolResult(f"There is no tool named {name!r}.", is_error=True)
+        return no_such_tool(name)
     if not permissions.asks(tool, arguments, err):
         return ToolResult(REFUSED, is_error=True)
     future = host.call(name, arguments_object(arguments))

@@ -73,3 +73,8 @@ def openai_tools(tools: tuple[ToolInfo, ...] | list[ToolInfo]) -> str:
 
 def find_tool(tools: tuple[ToolInfo, ...] | list[ToolInfo], name: str) -> Optional[ToolInfo]:
     return next((tool for tool in tools if tool.name == name), None)
+
+
+def no_such_tool(name: str) -> ToolResult:
+    """What the model is told when it calls a tool nobody offered it (the host, the CLI and the window alike)."""
+    return ToolResult(f"There is no tool named {name!r}.", is_error=True)

@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any, Callable, Optional, Sequence
 
-from app.mcp.records import ServerSpec, ServerState, ToolInfo, ToolResult, find_tool
+from app.mcp.records import ServerSpec, ServerState, ToolInfo, ToolResult, find_tool, no_such_tool
 
 # The most text of one result that reaches the model: a 10 MB file read by a tool would fill any context, and a
 # person could not review it. The rest is cut and the model is told so.
@@ -143,7 +143,7 @@ class ToolHost:
         future: concurrent.futures.Future = concurrent.futures.Future()
         tool = find_tool(self.tools(), name)
         if tool is None:
-            future.set_result(ToolResult(f"There is no tool named {name!r}.", is_error=True))
+            future.set_result(no_such_tool(name))
         elif self._loop is None or tool.server not in self._calls:
             future.set_result(ToolResult(f"Tool server \"{tool.server}\" is not running.", is_error=True))
         else:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Optional, Sequence
 
 from app.engine.tools.calls import ToolCall
-from app.mcp.records import ToolInfo, ToolResult
+from app.mcp.records import ToolInfo, ToolResult, no_such_tool
 from app.store.tool_calls import CallAnswer, ToolCallRecord
 
 DEFAULT_MAX_STEPS = 8
@@ -58,7 +58,8 @@ def stopped(record: ToolCallRecord) -> ToolCallRecord:
 
 
 def unknown_tool(record: ToolCallRecord) -> ToolCallRecord:
-    return answered(record, "denied", ToolResult(f"There is no tool named {record.name!r}.", is_error=True))
+    """A call to a tool no server offers, answered so: nothing runs, and the model is told."""
+    return answered(record, "denied", no_such_tool(record.name))
 
 
 def call_messages(content: str, calls: Sequence[ToolCallRecord]) -> list[dict]:

@@ -7,7 +7,7 @@ import json
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
 try:  # the same HTTP client the app uses (pyproject.toml): httpx2, or httpx on Python 3.10
     import httpx2 as httpx
@@ -19,6 +19,9 @@ from app.serve.connections import ConnectionLimits
 from app.serve.jobs import served_models, work_off
 from app.serve.requests import ApiLimits, ApiOptions, api_history
 from app.serve.server import ApiServer
+
+if TYPE_CHECKING:
+    import openai
 
 DEADLINE_S = 60.0
 # A fixed draft length, so the tiny draft drafts every round whatever the auto controller would decide.
@@ -98,6 +101,37 @@ def running_api(tiny_models, api_key: Optional[str] = None, limits: ApiLimits = 
             engine_gate.set()
         thread.join(DEADLINE_S)
         assert not thread.is_alive()
+
+
+@contextmanager
+def openai_sdk_serving(target, draft=None, defaults: Optional[GenerationConfig] = None,
+                       load: LoadSettings = LoadSettings(n_ctx=2048, n_threads=1)) -> Iterator["openai.OpenAI"]:
+    """`serve` over a SpecEngine loaded with `target` (and `draft`) on a thread of its own, read through the official
+    `openai` SDK: the client is yielded. `defaults`: every reply's settings (the API's session, no history)."""
+    import openai
+
+    from app.engine.local.engine import SpecEngine
+
+    if defaults is None:
+        defaults = GenerationConfig(session="api", **api_history(False))
+    server = ApiServer(ApiOptions(port=0, defaults=defaults))
+    engine = SpecEngine(load)
+    engine.load_target(target)
+    if draft is not None:
+        engine.load_draft(draft)
+    server.publish(served_models(engine))
+    stop = threading.Event()
+    thread = threading.Thread(target=work_off, args=(server.queue, engine),
+                              kwargs={"until": stop.is_set, "poll_s": 0.05}, name="test engine", daemon=True)
+    thread.start()
+    server.start()
+    try:
+        yield openai.OpenAI(base_url=f"{server.url}/v1", api_key="none", timeout=DEADLINE_S * 4, max_retries=0)
+    finally:
+        server.stop()
+        stop.set()
+        thread.join(DEADLINE_S)
+        engine.close()
 
 
 def chat_body(message: str, max_tokens: int = 24, **extra) -> dict:

@@ -4,17 +4,12 @@ body, streamed and whole, and speculation drafted part of it."""
 
 from __future__ import annotations
 
-import threading
 
-import openai
 import pytest
 
 from app.engine.config import GenerationConfig, LoadSettings
-from app.engine.local.engine import SpecEngine
-from app.serve.jobs import served_models, work_off
-from app.serve.requests import ApiOptions, api_history
-from app.serve.server import ApiServer
-from tests.serve.api_fixtures import DEADLINE_S
+from app.serve.requests import api_history
+from tests.serve.api_fixtures import openai_sdk_serving
 
 pytestmark = pytest.mark.real_models
 
@@ -26,23 +21,8 @@ SUFFIX = "\n\n\nprint(fibonacci(10))\n"
 def sdk(real_models):
     # A fixed draft length, so the draft model drafts whatever the controller would decide on a shared machine.
     defaults = GenerationConfig(session="api", drafter="model", draft_max=4, **api_history(False))
-    server = ApiServer(ApiOptions(port=0, defaults=defaults))
-    engine = SpecEngine(LoadSettings(n_ctx=2048))
-    engine.load_target(real_models["target"])
-    engine.load_draft(real_models["draft"])
-    server.publish(served_models(engine))
-    stop = threading.Event()
-    thread = threading.Thread(target=work_off, args=(server.queue, engine),
-                              kwargs={"until": stop.is_set, "poll_s": 0.05}, daemon=True)
-    thread.start()
-    server.start()
-    try:
-        yield openai.OpenAI(base_url=f"{server.url}/v1", api_key="none", timeout=DEADLINE_S * 4, max_retries=0)
-    finally:
-        server.stop()
-        stop.set()
-        thread.join(DEADLINE_S)
-        engine.close()
+    with openai_sdk_serving(real_models["target"], real_models["draft"], defaults, LoadSettings(n_ctx=2048)) as client:
+        yield client
 
 
 def test_the_1_5b_fills_in_a_function_body_between_prefix_and_suffix(sdk):

@@ -6,45 +6,20 @@ told to think by one example."""
 
 from __future__ import annotations
 
-import threading
-from contextlib import contextmanager
 from pathlib import Path
 
 import openai
 import pytest
 
-from app.engine.config import GenerationConfig, LoadSettings
-from app.engine.local.engine import SpecEngine
-from app.serve.jobs import served_models, work_off
-from app.serve.requests import ApiOptions, api_history
-from app.serve.server import ApiServer
 from app.testing.synthetic import write_tiny_model
-from tests.serve.api_fixtures import DEADLINE_S
+from tests.serve.api_fixtures import openai_sdk_serving
 from tests.test_reasoning_real import THINK_BY_EXAMPLE
 
 R1_TEMPLATE = Path(__file__).parents[1] / "fixtures" / "chat_templates" / "deepseek-r1-distill-qwen.jinja"
 
 
-@contextmanager
 def _serving(target: Path, draft: Path | None = None):
-    server = ApiServer(ApiOptions(port=0, defaults=GenerationConfig(session="api", **api_history(False))))
-    engine = SpecEngine(LoadSettings(n_ctx=2048, n_threads=1))
-    engine.load_target(target)
-    if draft is not None:
-        engine.load_draft(draft)
-    server.publish(served_models(engine))
-    stop = threading.Event()
-    thread = threading.Thread(target=work_off, args=(server.queue, engine),
-                              kwargs={"until": stop.is_set, "poll_s": 0.05}, daemon=True)
-    thread.start()
-    server.start()
-    try:
-        yield openai.OpenAI(base_url=f"{server.url}/v1", api_key="none", timeout=DEADLINE_S * 4, max_retries=0)
-    finally:
-        server.stop()
-        stop.set()
-        thread.join(DEADLINE_S)
-        engine.close()
+    return openai_sdk_serving(target, draft)
 
 
 def _streamed(client, **request) -> tuple[str, str, list]:

@@ -6,18 +6,12 @@ same schemas)."""
 from __future__ import annotations
 
 import json
-import threading
 
 import jsonschema
-import openai
 import pytest
 
-from app.engine.config import GenerationConfig, LoadSettings
-from app.engine.local.engine import SpecEngine
-from app.serve.jobs import served_models, work_off
-from app.serve.requests import ApiOptions, api_history
-from app.serve.server import ApiServer
-from tests.serve.api_fixtures import DEADLINE_S
+from app.engine.config import LoadSettings
+from tests.serve.api_fixtures import openai_sdk_serving
 
 pytestmark = pytest.mark.real_models
 
@@ -29,23 +23,8 @@ WEATHER = {"type": "function", "function": {
 
 @pytest.fixture(scope="module")
 def sdk(real_models):
-    server = ApiServer(ApiOptions(port=0, defaults=GenerationConfig(session="api", **api_history(False))))
-    engine = SpecEngine(LoadSettings(n_ctx=4096))
-    engine.load_target(real_models["target"])
-    engine.load_draft(real_models["draft"])
-    server.publish(served_models(engine))
-    stop = threading.Event()
-    thread = threading.Thread(target=work_off, args=(server.queue, engine),
-                              kwargs={"until": stop.is_set, "poll_s": 0.05}, daemon=True)
-    thread.start()
-    server.start()
-    try:
-        yield openai.OpenAI(base_url=f"{server.url}/v1", api_key="none", timeout=DEADLINE_S * 4, max_retries=0)
-    finally:
-        server.stop()
-        stop.set()
-        thread.join(DEADLINE_S)
-        engine.close()
+    with openai_sdk_serving(real_models["target"], real_models["draft"], load=LoadSettings(n_ctx=4096)) as client:
+        yield client
 
 
 def _ask(city: str) -> list[dict]:

@@ -54,6 +54,21 @@ def windows_are_deleted_by_qt(qapp):
 
 
 @pytest.fixture
+def restore_light(qapp):
+    """For theme tests: the test ends in the unstyled light look the other window tests expect, whatever it set."""
+    from PySide6.QtGui import QPalette
+
+    from app.ui.widgets import style
+    from app.ui.widgets.themes import LIGHT
+
+    sheet, palette = qapp.styleSheet(), QPalette(qapp.palette())
+    yield
+    style.apply_style(qapp, LIGHT)
+    qapp.setStyleSheet(sheet)
+    qapp.setPalette(palette)
+
+
+@pytest.fixture
 def model_folder(tiny_models, tmp_path) -> Path:
     """A folder with the synthetic models: target, drafts (compatible and not) and broken files."""
     folder = tmp_path / "models"

@@ -132,3 +132,26 @@ def test_an_api_request_that_kills_the_engine_ends_its_connection_and_the_api_co
     qtbot.waitUntil(lambda: not again.is_alive(), timeout=int(DEADLINE_S * 1000))
     status, body = outcome["reloaded"]
     assert status == 200 and body["choices"][0]["message"]["content"]
+
+
+def test_the_api_switched_on_during_a_reply_says_starting_and_then_listens(make_window, qtbot, fake_engine,
+                                                                           model_folder, tiny_models):
+    """The engine process does one thing at a time: an API switched on while a reply (or a Compare) streams starts
+    when that ends, and the footer says "starting" meanwhile, never "off"."""
+    from PySide6.QtCore import Qt
+
+    fake_engine.reply = "one two three four five six seven eight nine ten " * 8
+    fake_engine.token_delay_s = 0.03
+    port = _free_port()
+    window = make_window(engine_factory=fake_engine, api_port=port)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
+    control = window.api_server
+    window.composer.edit.setPlainText("Count to ten, eight times.")
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: "one two" in window.chat_view.toPlainText(), timeout=int(DEADLINE_S * 1000))
+    control.set_choice(ApiServerChoice(True, "127.0.0.1", port, None))
+    assert window.conversation.is_busy() and control.indicator.text() == "API starting…"
+    qtbot.waitUntil(lambda: bool(control.state.url), timeout=int(DEADLINE_S * 1000))
+    assert control.indicator.text().startswith("<a href='#page'>API at 127.0.0.1:")
+    with client() as http:
+        assert http.get(f"{control.state.url}/health").status_code == 200

@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDialog
+from PySide6.QtWidgets import QDialog, QDialogButtonBox
 
 from app.store import load_settings
 from app.ui.models.library_model import LibraryModel, NGRAM_KEY
@@ -79,8 +79,12 @@ def test_the_editor_refuses_a_quantized_cache_without_flash_attention_with_a_sen
     fields.flash_attention.setCurrentIndex(fields.flash_attention.findData("off"))
     assert fields.problem.isVisibleTo(editor)
     assert fields.problem.text().startswith("A q4_0 KV cache needs flash attention")
-    editor._accept()
+    ok = editor.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Ok)
+    ok.click()  # as the user does
     assert editor.result() != QDialog.DialogCode.Accepted  # still open: nothing refused is saved
+    fields.flash_attention.setCurrentIndex(fields.flash_attention.findData("on"))
+    ok.click()
+    assert editor.result() == QDialog.DialogCode.Accepted  # the same button does save a combination that works
 
 
 def test_load_from_the_library_loads_the_file_as_the_target(make_window, qtbot, fake_engine, model_folder,

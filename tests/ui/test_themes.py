@@ -19,14 +19,7 @@ from app.ui.widgets import style
 from app.ui.widgets.themes import DARK, LIGHT, THEMES, resolve_theme
 
 
-@pytest.fixture(autouse=True)
-def restore_light(qapp):
-    """Each test starts and ends in the unstyled light look the other window tests expect."""
-    sheet, palette = qapp.styleSheet(), QPalette(qapp.palette())
-    yield
-    style.apply_style(qapp, LIGHT)
-    qapp.setStyleSheet(sheet)
-    qapp.setPalette(palette)
+pytestmark = pytest.mark.usefixtures("restore_light")
 
 
 def _luminance(color: QColor) -> float:

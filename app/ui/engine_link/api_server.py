@@ -73,6 +73,9 @@ class ApiServerControl(QObject):
         self._apply_settings(dataclasses.replace(self._settings(), api_server=choice.enabled, api_host=choice.host,
                                                  api_port=choice.port, api_own_history=choice.own_history))
         self._send()
+        # Said at once ("starting…" when switched on): the engine process answers only once what it is doing now,
+        # a reply or a Compare, has ended, and the footer must not say "off" meanwhile.
+        self.sig_state_changed.emit(self.state)
 
     def stop_request(self) -> None:
         """Stop the API request being answered, at its next round (the client hears why)."""

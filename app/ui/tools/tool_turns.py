@@ -19,7 +19,7 @@ from PySide6.QtCore import QObject, Signal
 from app.engine.tools.calls import ToolCall
 from app.mcp.records import ToolResult, find_tool
 from app.replies.tool_loop import (ToolRun, answered, arguments_object, limit_sentence, pending_record, stopped,
-                                   denied)
+                                   denied, unknown_tool)
 from app.store import ChatStore, StoreError
 from app.store.tool_calls import CallAnswer, ToolCallRecord
 from app.ui.tools.call_blocks import CallBlocks
@@ -102,8 +102,7 @@ class ToolTurns(QObject):
         always = set(chat.settings.tools_always) if chat is not None else set()
         for index, record in enumerate(records):
             if not record.server:  # no tool of that name is offered: the model is told, nothing runs
-                self._calls[index] = answered(record, "denied", ToolResult(
-                    f"There is no tool named {record.name!r} in this chat.", is_error=True))
+                self._calls[index] = unknown_tool(record)
             elif record.name in always:
                 self._calls[index] = dataclasses.replace(record, answer="always")
                 self._queue.append(index)
