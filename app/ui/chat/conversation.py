@@ -194,11 +194,12 @@ class Conversation(QObject):
         """
         self.stop()
         first_message = self._chat_id is None
-        if first_message:
-            self._chat_id = self.store.create_chat(settings=new_chat_settings).id
+        chat_id = self._chat_id
+        if chat_id is None:
+            chat_id = self._chat_id = self.store.create_chat(settings=new_chat_settings).id
         if replace_from is not None:
-            self.store.branch_from(self._chat_id, replace_from)
-        message = self.store.add_message(self._chat_id, "user", text, attachments=attachments)
+            self.store.branch_from(chat_id, replace_from)
+        message = self.store.add_message(chat_id, "user", text, attachments=attachments)
         if first_message or replace_from is not None:
             self.reload()
         else:

@@ -119,16 +119,19 @@ class ReplySaver(QObject):
         tokens, token_rounds = token_columns(job.tokens)
         reasoning_tokens, reasoning_token_rounds = (token_columns(job.reasoning_tokens) if job.reasoning_tokens
                                                     else (None, None))
-        provenance = {"tokens": tokens, "token_rounds": token_rounds, "rounds": job.rounds,
-                      "reasoning": job.reasoning, "reasoning_tokens": reasoning_tokens,
-                      "reasoning_token_rounds": reasoning_token_rounds}
+        stored: Optional[Message]
         try:
             if message_id is None:
                 stored = store.add_message(job.chat_id, "assistant", job.content, stats=job.stats,
-                                           target_name=job.target_name, draft_name=job.draft_name, **provenance)
+                                           target_name=job.target_name, draft_name=job.draft_name, tokens=tokens,
+                                           token_rounds=token_rounds, rounds=job.rounds, reasoning=job.reasoning,
+                                           reasoning_tokens=reasoning_tokens,
+                                           reasoning_token_rounds=reasoning_token_rounds)
                 self._ids[job.request_id] = stored.id
             else:
-                store.update_reply(message_id, job.content, stats=job.stats, **provenance)
+                store.update_reply(message_id, job.content, stats=job.stats, tokens=tokens, token_rounds=token_rounds,
+                                   rounds=job.rounds, reasoning=job.reasoning, reasoning_tokens=reasoning_tokens,
+                                   reasoning_token_rounds=reasoning_token_rounds)
                 self._ids[job.request_id] = message_id
                 stored = store.get_message(message_id) if job.final else None
                 if job.final and stored is None:
