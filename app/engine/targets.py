@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Union
+from typing import Optional, Union
+from urllib.parse import urlsplit
 
 SERVER_PREFIX = "server:"
 
@@ -23,6 +24,20 @@ def normalize_url(url: str) -> str:
     if "://" not in url:
         url = "http://" + url
     return url
+
+
+def server_url_problem(url: str) -> Optional[str]:
+    """Why `url` (normalized) cannot be a server's address, in a sentence; None when it can be one."""
+    try:
+        parts = urlsplit(url)
+        _port = parts.port  # raises ValueError for a port that is not a number in range
+    except ValueError:
+        return f"{url} is not a server address: its port is not a number from 1 to 65535."
+    if parts.scheme not in ("http", "https"):
+        return f"{url} is not a server address: it must start with http:// or https://."
+    if not parts.hostname or any(c.isspace() for c in parts.netloc):
+        return f"{url} is not a server address: it names no host (e.g. http://gpu-box:8080)."
+    return None
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,10 @@ tokens included), how many the target kept, the token it wrote itself instead, w
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Optional, Sequence
 
 if TYPE_CHECKING:
-    from app.engine.events import RoundEvent
+    from app.engine.events import RoundEvent, TokenEvent
 
 # Where a kept token came from. "draft" is the draft model (the name older chats stored for any accepted draft
 # token, when n-gram copies were not told apart); "ngram" is a copy found by n-gram lookup of earlier text;
@@ -24,6 +24,37 @@ def token_origin(source: str, drafter: str | None) -> str:
     if source != "draft":
         return "target"
     return drafter if drafter in ("ngram", "history") else "draft"
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRecord:
+    """One kept token of a reply, as the window streams, shows and saves it: its text, who wrote it (a TokenOrigin),
+    the round that produced it (an index into the reply's rounds; -1: none known) and the part of the reply it
+    belongs to ("reasoning" or "answer", app.engine.events.TokenPart). The store keeps tokens as two columns
+    ((text, origin) pairs and rounds); `token_records` and `token_columns` convert at its boundary."""
+
+    text: str
+    origin: str = "target"
+    round: int = -1
+    part: str = "answer"
+
+    @classmethod
+    def from_event(cls, event: TokenEvent, round_index: int) -> TokenRecord:
+        """The record of an engine's token event whose round is `round_index` in the whole reply."""
+        return cls(event.text, token_origin(event.source, event.drafter), round_index, event.part)
+
+
+def token_records(tokens: Optional[Sequence[tuple[str, str]]], token_rounds: Optional[Sequence[int]] = None,
+                  part: str = "answer") -> list[TokenRecord]:
+    """The store's columns as records: a token without a round (an older chat's) gets -1."""
+    rounds = token_rounds or ()
+    return [TokenRecord(text, origin, rounds[n] if n < len(rounds) else -1, part)
+            for n, (text, origin) in enumerate(tokens or ())]
+
+
+def token_columns(records: Sequence[TokenRecord]) -> tuple[list[tuple[str, str]], list[int]]:
+    """Records as the store's columns: (text, origin) per token, and each one's round."""
+    return [(t.text, t.origin) for t in records], [t.round for t in records]
 
 
 @dataclass

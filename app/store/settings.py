@@ -18,6 +18,7 @@ from app.platform import paths
 from app.common.atomic_write import write_atomic
 from app.common.text import valid_text
 from app.engine.config import FLASH_ATTN_CHOICES, KV_TYPES
+from app.engine.targets import normalize_url, server_url_problem
 from app.platform.machine_defaults import BATCH_AUTO, GPU_LAYERS_ALL, GPU_LAYERS_AUTO, THREADS_AUTO
 from app.store import _fields
 from app.store.errors import StoreError
@@ -164,6 +165,12 @@ def load_settings(path: Path | None = None) -> AppSettings:
     if presets_dropped:
         settings.presets = stored(kept_presets)
         rejected.append("presets")
+    # A server address that is not one ("not a url") would only be tried, and fail, at every start.
+    servers = [url for url in settings.servers if isinstance(url, str) and url.strip()
+               and server_url_problem(normalize_url(url)) is None]
+    if servers != settings.servers:
+        settings.servers = servers
+        rejected.append("servers")
     folders = [folder for folder in settings.model_folders if _usable_path(folder)]
     if folders != settings.model_folders:
         settings.model_folders = folders

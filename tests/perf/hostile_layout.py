@@ -53,6 +53,7 @@ def _window_stalls(app, window, fake, probe) -> None:
 def _render_ratio(app) -> None:
     from unittest import mock
 
+    from app.store.provenance import TokenRecord
     from app.ui.transcript import long_text
     from app.ui.transcript.chat_view import ChatView, TranscriptMessage
 
@@ -62,7 +63,7 @@ def _render_ratio(app) -> None:
         view.show()
         app.processEvents()
         began = time.perf_counter()
-        view.add_message(TranscriptMessage(1, "assistant", text, [(text, "target")]), is_last_reply=True)
+        view.add_message(TranscriptMessage(1, "assistant", text, [TokenRecord(text)]), is_last_reply=True)
         app.processEvents()
         spent = time.perf_counter() - began
         view.close()

@@ -148,3 +148,11 @@ def test_the_theme_follows_the_system_by_default_and_an_unknown_one_says_so(tmp_
     path.write_text(json.dumps({"theme": "solarized"}))
     odd = load_settings(path)
     assert odd.theme == "system" and "theme" in odd.load_warning
+
+
+def test_a_server_address_that_is_not_one_is_dropped_with_the_warning(tmp_path):
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"servers": ["not a url", "gpu-box:8080", "ftp://x"]}))
+    settings = load_settings(path)
+    assert settings.servers == ["gpu-box:8080"]
+    assert "(servers)" in settings.load_warning

@@ -5,14 +5,15 @@ from __future__ import annotations
 from PySide6.QtCore import QUrl
 from PySide6.QtGui import QTextCursor
 
+from app.store.provenance import token_records
 from app.engine.events import GenerationStats
 from app.ui.transcript.chat_view import DRAFT_TOOLTIP, TARGET_TOOLTIP, ChatView, TranscriptMessage
 
-REPLY_TOKENS = [
+REPLY_TOKENS = token_records([
     ("Here ", "target"), ("is ", "draft"), ("**code**", "draft"), (":\n\n", "target"),
     ("```python\n", "target"), ("print(", "draft"), ("1)\n", "draft"), ("```\n", "target"), ("Done.", "target"),
-]
-REPLY = "".join(text for text, _ in REPLY_TOKENS)
+])
+REPLY = "".join(token.text for token in REPLY_TOKENS)
 
 
 def _tooltip_at(view: ChatView, text: str) -> str:
@@ -26,8 +27,8 @@ def test_streamed_tokens_are_highlighted_and_survive_markdown(qtbot):
     qtbot.addWidget(view)
     view.begin_stream("Tiny Target  +  Tiny Draft")
     view.append_tokens(REPLY_TOKENS[:4])
-    assert view.streamed_text().startswith("Here is **code**")
-    assert view.highlighted_text() == "is **code**"
+    assert view.streamed_text().startswith("Here is code")  # Markdown shows as it streams
+    assert view.highlighted_text() == "is code"
     view.append_tokens(REPLY_TOKENS[4:])
     view.finish_stream(TranscriptMessage(7, "assistant", REPLY, REPLY_TOKENS, GenerationStats(
         tokens=9, tokens_per_second=12.5, drafted=6, accepted=4, acceptance_rate=4 / 6, ttft_s=0.2)))
@@ -47,10 +48,10 @@ def test_highlight_toggle_hides_and_restores_everywhere(qtbot):
     qtbot.addWidget(view)
     view.add_message(TranscriptMessage(1, "assistant", REPLY, REPLY_TOKENS), is_last_reply=True)
     view.begin_stream("model")
-    view.append_tokens([("more ", "draft"), ("text", "target")])
+    view.append_tokens(token_records([("more ", "draft"), ("text", "target")]))
     view.set_highlighting(False)
     assert view.highlighted_text() == ""
-    view.append_tokens([(" again", "draft")])  # tokens arriving while hidden stay plain
+    view.append_tokens(token_records([(" again", "draft")]))  # tokens arriving while hidden stay plain
     assert view.highlighted_text() == ""
     view.set_highlighting(True)
     assert view.highlighted_text() == "is codeprint(1)more  again"
@@ -71,12 +72,12 @@ def test_only_the_last_reply_offers_regenerate(qtbot):
     qtbot.addWidget(view)
     view.show_messages([
         TranscriptMessage(1, "user", "hi"),
-        TranscriptMessage(2, "assistant", "one", [("one", "target")]),
+        TranscriptMessage(2, "assistant", "one", token_records([("one", "target")])),
         TranscriptMessage(3, "user", "again"),
     ])
     view.begin_stream("model")
-    view.append_tokens([("two", "draft")])
-    view.finish_stream(TranscriptMessage(4, "assistant", "two", [("two", "draft")]))
+    view.append_tokens(token_records([("two", "draft")]))
+    view.finish_stream(TranscriptMessage(4, "assistant", "two", token_records([("two", "draft")])))
     hrefs = []
     cursor = QTextCursor(view.document())
     while True:
@@ -97,7 +98,7 @@ def test_hovering_a_token_says_who_produced_it(qtbot):
     view.resize(600, 400)
     view.show()
     view.begin_stream("model")
-    view.append_tokens([("Hello ", "target"), ("world", "draft")])
+    view.append_tokens(token_records([("Hello ", "target"), ("world", "draft")]))
     for word, expected in (("world", DRAFT_TOOLTIP), ("Hello", TARGET_TOOLTIP)):
         cursor = view.document().find(word)
         cursor.setPosition(cursor.selectionStart() + 2)
@@ -106,3 +107,16 @@ def test_hovering_a_token_says_who_produced_it(qtbot):
                                QHelpEvent(QEvent.Type.ToolTip, pos, view.viewport().mapToGlobal(pos)))
         assert expected in QToolTip.text()
     QToolTip.hideText()
+
+
+def test_a_line_break_shows_no_highlight(qtbot):
+    """A drafted token that starts a line highlights its text, not the line break before it (a sliver at the end of
+    the line above)."""
+    view = ChatView()
+    qtbot.addWidget(view)
+    tokens = token_records([("```python\nx = 1", "target"), ("\ny = 2", "draft"), ("\n```", "target")])
+    view.add_message(TranscriptMessage(1, "assistant", "".join(t.text for t in tokens), tokens), is_last_reply=True)
+    assert view.highlighted_text() == "y = 2"
+    view.set_highlighting(False)
+    view.set_highlighting(True)  # highlighted again: still not the line break
+    assert view.highlighted_text() == "y = 2"

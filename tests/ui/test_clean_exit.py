@@ -16,11 +16,12 @@ CHILD = textwrap.dedent("""
     os.environ["QT_QPA_PLATFORM"] = "offscreen"
     from PySide6.QtWidgets import QApplication
     from app.ui.transcript.chat_view import ChatView
+    from app.store.provenance import TokenRecord
     from app.ui.transcript.format import TranscriptMessage
 
     app = QApplication([])
     view = ChatView()
-    view.show_messages([TranscriptMessage(1, "assistant", "Copied **text**", tokens=[("Copied **text**", "target")])])
+    view.show_messages([TranscriptMessage(1, "assistant", "Copied **text**", tokens=[TokenRecord("Copied **text**")])])
     view.selectAll()
     view.copy()
     assert "Copied" in QApplication.clipboard().text()

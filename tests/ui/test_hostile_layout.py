@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
+from app.store.provenance import TokenRecord
 from app.ui.devtools.bench_modes import StallProbe
 from app.ui.models.library_model import NGRAM_KEY
 from app.ui.transcript import long_text
@@ -68,7 +69,7 @@ def test_a_long_line_cut_into_blocks_copies_as_one_line(qtbot, qapp):
     line = "".join(f"{n:05d} " for n in range(1500))  # 9,000 characters, no line break
     code = "```\n" + "\n".join("y" * 300 for _ in range(20)) + "\n```"
     text = f"{line}\n\n{code}"
-    view.add_message(TranscriptMessage(1, "assistant", text, [(text, "target")]), is_last_reply=True)
+    view.add_message(TranscriptMessage(1, "assistant", text, [TokenRecord(text, "target")]), is_last_reply=True)
     assert _longest_block(view) <= long_text.BLOCK_CHARS + 1
     view.selectAll()
     copied = view.createMimeDataFromSelection().text()

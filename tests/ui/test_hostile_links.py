@@ -6,6 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtWidgets import QLabel, QMessageBox
 
+from app.store.provenance import TokenRecord
 from app.ui.models.library_model import NGRAM_KEY
 from window_helpers import choose_pair, click_link, send_and_wait
 
@@ -101,7 +102,7 @@ def test_a_very_long_link_is_asked_about_by_its_start(qtbot, monkeypatch):
     qtbot.addWidget(view)
     href = "https://example.com/" + "a" * 30_000
     text = f"[click]({href})"
-    view.add_message(TranscriptMessage(1, "assistant", text, [(text, "target")]), is_last_reply=True)
+    view.add_message(TranscriptMessage(1, "assistant", text, [TokenRecord(text, "target")]), is_last_reply=True)
     cursor = view.document().find("click")
     assert cursor.charFormat().isAnchor()
     view.anchorClicked.emit(QUrl(cursor.charFormat().anchorHref()))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from app.store.provenance import TokenRecord
 from app.ui.models.library_model import NGRAM_KEY
 from app.ui.transcript.chat_view import ChatView, TranscriptMessage
 from window_helpers import choose_pair, click_link, send_and_wait
@@ -38,7 +39,7 @@ def test_nesting_markdown_can_show_stays_markdown(qtbot):
     view = ChatView()
     qtbot.addWidget(view)
     text = "> > quoted twice\n\n- a\n  - b\n    - c"
-    view.add_message(TranscriptMessage(1, "assistant", text, [(text, "target")]), is_last_reply=True)
+    view.add_message(TranscriptMessage(1, "assistant", text, [TokenRecord(text, "target")]), is_last_reply=True)
     shown = view.toPlainText()
     assert "quoted twice" in shown and ">" not in shown  # rendered, not plain
     assert "deeper than Markdown" not in shown

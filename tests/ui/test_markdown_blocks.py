@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.ui.transcript.markdown_blocks import NO_SOURCE, parse_markdown
+from app.ui.transcript.markdown.blocks import NO_SOURCE, parse_markdown
 
 
 def _shown(text: str):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 
+from app.store.provenance import token_records
 from app.engine.events import GenerationStats
 
 from app.ui.models.library_model import NGRAM_KEY
@@ -46,10 +47,10 @@ def test_origins_rounds_and_refused_proposals_are_shown_and_stored(make_window, 
     ghosts_while_streaming: list[str] = []
     original = window.chat_view.append_tokens
 
-    def append(tokens, token_rounds=None, rounds=None):
-        shown.extend(tokens)
-        shown_rounds.extend(token_rounds or [])
-        original(tokens, token_rounds, rounds)
+    def append(tokens, rounds=None):
+        shown.extend((token.text, token.origin) for token in tokens)
+        shown_rounds.extend(token.round for token in tokens)
+        original(tokens, rounds)
         ghosts_while_streaming.append(window.chat_view.toPlainText())
 
     window.chat_view.append_tokens = append
@@ -74,7 +75,7 @@ def test_origins_rounds_and_refused_proposals_are_shown_and_stored(make_window, 
     window.conversation.reload()
     from app.ui.transcript.format import transcript_message
     again = transcript_message(window.store.get_message(stored.id))
-    assert (again.tokens, again.token_rounds, again.rounds) == (stored.tokens, stored.token_rounds, stored.rounds)
+    assert again.tokens == token_records(stored.tokens, stored.token_rounds) and again.rounds == stored.rounds
 
 
 def test_plain_decoding_keeps_one_round_per_token(make_window, qtbot, fake_engine, model_folder, tiny_models):

@@ -62,6 +62,8 @@ def test_settings_keep_servers_keys_and_rpc_workers(qtbot, monkeypatch):
     qtbot.addWidget(dialog)
     remote = dialog.remote
     assert "no authentication" in remote.rpc_warning.text() and "trusted network" in remote.rpc_warning.text()
+    assert not remote.add_server("not a url")
+    assert "not a server address" in remote.problem.text()
     assert remote.add_server("gpu-box:8080/v1/", "sk-secret")
     assert not remote.add_worker("gpu-box")
     assert "not an RPC worker address" in remote.problem.text()

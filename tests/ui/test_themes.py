@@ -14,7 +14,7 @@ from window_helpers import choose_pair, send_and_wait
 from app.store import load_settings
 from app.store.settings import THEME_CHOICES
 from app.ui.settings.dialog import AppSettingsDialog
-from app.ui.transcript.code_colors import code_colours
+from app.ui.transcript.markdown.code_colors import code_colours
 from app.ui.widgets import style
 from app.ui.widgets.themes import DARK, LIGHT, THEMES, resolve_theme
 

@@ -7,6 +7,7 @@ from PySide6.QtCore import QUrl
 from PySide6.QtGui import QDesktopServices, QTextDocument
 from PySide6.QtWidgets import QMessageBox
 
+from app.store.provenance import TokenRecord, token_records
 from app.ui.widgets import style
 from app.ui.transcript.chat_view import ChatView, TranscriptMessage
 from app.ui.transcript.format import PROVENANCE_PROPERTY
@@ -54,7 +55,7 @@ def _shown_with_origins(view: ChatView) -> list[tuple[str, str]]:
 def test_adversarial_markdown_keeps_every_shown_characters_provenance(qtbot):
     view = ChatView()
     qtbot.addWidget(view)
-    view.add_message(TranscriptMessage(1, "assistant", SOURCE, TOKENS), is_last_reply=True)
+    view.add_message(TranscriptMessage(1, "assistant", SOURCE, token_records(TOKENS)), is_last_reply=True)
     expected = [(ch, origin) for _, origin, shown in SEGMENTS if shown for ch in shown]
     assert _shown_with_origins(view) == expected
     # The highlight follows: draft-model characters in one colour, and no markup (all n-gram here) shows.
@@ -67,7 +68,7 @@ def test_adversarial_markdown_keeps_every_shown_characters_provenance(qtbot):
 def test_tables_lists_and_code_are_laid_out_as_such(qtbot):
     view = ChatView()
     qtbot.addWidget(view)
-    view.add_message(TranscriptMessage(1, "assistant", SOURCE, TOKENS), is_last_reply=True)
+    view.add_message(TranscriptMessage(1, "assistant", SOURCE, token_records(TOKENS)), is_last_reply=True)
     tables = [f for f in view.document().rootFrame().childFrames()[0].childFrames() if f.format().isTableFormat()]
     assert len(tables) == 1 and (tables[0].rows(), tables[0].columns()) == (2, 2)
     plain = view.toPlainText()
@@ -88,7 +89,7 @@ def test_a_link_opens_only_after_the_user_confirms_the_full_url(qtbot, monkeypat
     view = ChatView()
     qtbot.addWidget(view)
     text = "See [the docs](https://example.com/a?b=1&c=2) now."
-    view.add_message(TranscriptMessage(1, "assistant", text, [(text, "target")]), is_last_reply=True)
+    view.add_message(TranscriptMessage(1, "assistant", text, [TokenRecord(text, "target")]), is_last_reply=True)
     cursor = view.document().find("the docs")
     cursor.setPosition(cursor.selectionStart() + 1)
     href = cursor.charFormat().anchorHref()
@@ -131,7 +132,7 @@ def test_a_reply_with_remote_images_makes_no_request(qtbot):
     view.show()
     text = ("![tracking pixel](https://example.com/pixel.png) and "
             '<img src="http://example.com/raw.png"> and [![badge](https://example.com/b.svg)](https://example.com)')
-    view.add_message(TranscriptMessage(1, "assistant", text, [(text, "draft")]), is_last_reply=True)
+    view.add_message(TranscriptMessage(1, "assistant", text, [TokenRecord(text, "draft")]), is_last_reply=True)
     view.grab()  # lay out and paint everything, as on screen
     assert not [url for url in view.asked if url.startswith(("http:", "https:", "//"))]
     assert view.loadResource(QTextDocument.ResourceType.ImageResource, QUrl("https://example.com/pixel.png")) is None

@@ -7,7 +7,7 @@ from PySide6.QtCore import QEvent
 from PySide6.QtGui import QHelpEvent, QTextCursor
 from PySide6.QtWidgets import QApplication, QToolTip
 
-from app.store.provenance import RoundRecord
+from app.store.provenance import RoundRecord, TokenRecord, token_records
 from app.ui.widgets import style
 from app.ui.transcript.chat_view import DRAFT_TOOLTIP, NGRAM_TOOLTIP, ChatView, TranscriptMessage
 from app.ui.transcript.format import GHOST_PROPERTY
@@ -26,7 +26,7 @@ REPLY = "".join(text for text, _ in TOKENS)
 
 
 def _message() -> TranscriptMessage:
-    return TranscriptMessage(5, "assistant", REPLY, TOKENS, token_rounds=TOKEN_ROUNDS, rounds=ROUNDS)
+    return TranscriptMessage(5, "assistant", REPLY, token_records(TOKENS, TOKEN_ROUNDS), rounds=ROUNDS)
 
 
 def _stream(view: ChatView) -> None:
@@ -35,7 +35,7 @@ def _stream(view: ChatView) -> None:
     # As the window gets them: each round's record before its tokens, in flushes of a few tokens.
     for start, end, known in ((0, 3, 1), (3, 7, 2), (7, 9, 4)):
         rounds.extend(ROUNDS[len(rounds):known])
-        view.append_tokens(TOKENS[start:end], TOKEN_ROUNDS[start:end], rounds)
+        view.append_tokens(token_records(TOKENS[start:end], TOKEN_ROUNDS[start:end]), rounds)
 
 
 def _position(view: ChatView, text: str, nth: int = 0) -> int:
@@ -79,7 +79,7 @@ def test_a_tokens_tooltip_tells_its_round_while_streaming_and_after(qtbot):
 def test_an_old_reply_without_rounds_says_only_who_wrote_a_token(qtbot):
     view = ChatView()
     qtbot.addWidget(view)
-    view.add_message(TranscriptMessage(1, "assistant", "old reply", [("old ", "draft"), ("reply", "target")]))
+    view.add_message(TranscriptMessage(1, "assistant", "old reply", token_records([("old ", "draft"), ("reply", "target")])))
     tip = view.token_tooltip(_position(view, "old") + 1)
     assert DRAFT_TOOLTIP in tip and "Round" not in tip
     assert view.highlighted_text("draft") == "old "  # an old chat's draft tokens show as the draft model's
@@ -129,7 +129,7 @@ def test_refused_proposals_shown_mid_stream_and_hidden_again(qtbot):
     assert _ghost_text(view) == " sat down| Bye!"
     assert view.streamed_text() == REPLY
     view.set_show_refused(False)
-    view.append_tokens([("\nmore", "target")], [3], ROUNDS)  # another piece of round 3: no second ghost
+    view.append_tokens([TokenRecord("\nmore", "target", 3)], ROUNDS)  # another piece of round 3: no second ghost
     view.set_show_refused(True)
     assert _ghost_text(view) == " sat down| Bye!"
 

@@ -20,12 +20,12 @@ from typing import Callable, Optional, Union
 from PySide6.QtCore import QObject, Signal
 
 from app.replies.comparison import ShownComparison, compare_runs, failed_state, running_state
-from app.engine.config import GenerationConfig
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.engine.host.wire import ReplyEnded, ReplyFailed
 from app.store import ChatStore, StoreError
 from app.ui.transcript.chat_view import ChatView
 from app.ui.chat.conversation import Conversation
+from app.ui.chat.reply_request import ReplyRequestSpec
 from app.ui.engine_link.engine_process import EngineProcess
 from app.ui.transcript.format import transcript_message
 
@@ -36,17 +36,9 @@ BUSY = "A reply is being written; compare when it has finished."
 PROGRESS_INTERVAL_S = 0.5
 
 
-@dataclass(frozen=True)
-class CompareRequest:
-    """What the plain run is sent with, as the window has it now."""
-
-    config: GenerationConfig  # the chat's settings (speculative is turned off here)
-    system_prompt: str
-    target_name: str  # the loaded model, as replies name it
-
-
-# The window's current request settings, or one sentence saying why no request can be sent now.
-RequestSource = Callable[[], Union[CompareRequest, str]]
+# What the plain run is asked with, as the window has it now (the chat's settings, with no draft: speculation is
+# turned off here), or one sentence saying why no request can be sent now.
+RequestSource = Callable[[], Union[ReplyRequestSpec, str]]
 
 
 @dataclass
@@ -200,7 +192,7 @@ class PlainCompare(QObject):
 def attach(window) -> PlainCompare:
     """Give `window` (MainWindow) Compare with plain on its replies."""
 
-    def request_source() -> Union[CompareRequest, str]:
+    def request_source() -> Union[ReplyRequestSpec, str]:
         problem = window.session.send_blocker(window.library_ctl.scanned_once())
         if problem:
             return problem
@@ -208,7 +200,7 @@ def attach(window) -> PlainCompare:
             return "The model is still loading; compare when it is ready."
         settings = window.chat_settings.current()
         config = window.chat_settings.generation_config(False, window.session.drafter())
-        return CompareRequest(config, settings.system_prompt, window.session.names()[0])
+        return ReplyRequestSpec(config, settings.system_prompt, window.session.names()[0], None)
 
     compare = PlainCompare(window.store, window.engine_process, window.conversation, window.chat_view, request_source,
                            window)

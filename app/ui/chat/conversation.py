@@ -16,7 +16,6 @@ from typing import Callable, Optional
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.engine.config import GenerationConfig
 from app.engine.events import (
     ContextEvent, FinishedEvent, GenerationStats, NoticeEvent, RoundEvent, ThreadsEvent, TokenEvent,
 )
@@ -186,8 +185,8 @@ class Conversation(QObject):
 
     # ----- generation
 
-    def send(self, text: str, spec: ReplyRequestSpec, new_chat_settings: ChatSettings, replace_from: Optional[int],
-             attachments: tuple[Attachment, ...] = ()) -> int:
+    def send(self, text: str, spec: ReplyRequestSpec, new_chat_settings: ChatSettings,
+             replace_from: Optional[int] = None, attachments: tuple[Attachment, ...] = ()) -> int:
         """One whole turn: store the user's message (with its attached files) and ask for a reply; returns the
         request id.
 
@@ -196,11 +195,12 @@ class Conversation(QObject):
         """
         self.stop()
         first_message = self._chat_id is None
-        if first_message:
-            self._chat_id = self.store.create_chat(settings=new_chat_settings).id
+        chat_id = self._chat_id
+        if chat_id is None:
+            chat_id = self._chat_id = self.store.create_chat(settings=new_chat_settings).id
         if replace_from is not None:
-            self.store.branch_from(self._chat_id, replace_from)
-        message = self.store.add_message(self._chat_id, "user", text, attachments=attachments)
+            self.store.branch_from(chat_id, replace_from)
+        message = self.store.add_message(chat_id, "user", text, attachments=attachments)
         if first_message or replace_from is not None:
             self.reload()
         else:
@@ -216,7 +216,7 @@ class Conversation(QObject):
         self.stop()
         self.last_reply_spec = spec
         request = ReplyRequest(self._new_request_id(), self.chat_id, spec.target_name, spec.draft_name)
-        return self._send(request, spec.config, self.prompt_messages(spec.system_prompt))
+        return self._send(request, spec, self.prompt_messages(spec.system_prompt))
 
     def continue_reply(self, spec: ReplyRequestSpec, message_id: int) -> Optional[int]:
         """Carry on writing the unfinished reply `message_id` (the chat's last message) where it ended."""
@@ -231,13 +231,13 @@ class Conversation(QObject):
         request = ReplyRequest.continuing(self._new_request_id(), message, spec.target_name, spec.draft_name)
         request.saved_tokens = 0
         self.reload(without=message_id)  # the reply about to be continued is streamed anew
-        return self._send(request, spec.config, messages)
+        return self._send(request, spec, messages)
 
-    def _send(self, request: ReplyRequest, config: GenerationConfig, messages: list[dict]) -> int:
+    def _send(self, request: ReplyRequest, spec: ReplyRequestSpec, messages: list[dict]) -> int:
         self._request = request
         self._last_reason = ""
         # The speculation controller learns acceptance per chat.
-        config = dataclasses.replace(config, session=chat_session(self.chat_id))
+        config = dataclasses.replace(spec.config, session=chat_session(self.chat_id))
         if self.tool_offer is not None and not config.tools:
             config = dataclasses.replace(config, tools=self.tool_offer(self.chat_id))
         self.engine_process.request_generate(request.request_id, messages, config)
@@ -315,11 +315,11 @@ class Conversation(QObject):
             self._show_usage(prompt_tokens)
         self.view.begin_stream(model_label(request.target_name, request.draft_name))
         if request.reasoning:  # a continued reply's thinking so far
-            self.view.append_reasoning(request.reasoning, request.reasoning_rounds, request.rounds)
+            self.view.append_reasoning(request.reasoning, request.rounds)
             if request.continued:
                 self.view.answer_started(0.0, len(request.reasoning))
                 request.answer_shown = True
-        self.view.append_tokens(request.continued, request.token_rounds[:len(request.continued)], request.rounds)
+        self.view.append_tokens(request.continued, request.rounds)
         request.streaming = True
 
     def _on_notice(self, notice: NoticeEvent) -> None:
@@ -328,36 +328,31 @@ class Conversation(QObject):
             self._notice_shown = notice.text
             self.view.add_notice(notice.text)
 
-    def _on_stream(self, events: list) -> None:
+    def _on_stream(self, events: list[TokenEvent | RoundEvent]) -> None:
+        """A run of the engine's token and round records, in the order it wrote them (each round before its
+        tokens): kept by the current request as records; a stopped or superseded request's are dropped."""
         request = self._request
-        first = request is not None and not request.tokens and not request.reasoning
+        if request is None:
+            return
+        first = not request.has_tokens()
         for event in events:
-            if isinstance(event, TokenEvent):
-                self._on_token(event)
-            else:
-                self._on_round(event)
-        if first and (request.tokens or request.reasoning) and request.streaming:
+            if event.request_id != request.request_id:
+                continue
+            match event:
+                case TokenEvent():
+                    request.add_token(event)
+                case RoundEvent():
+                    request.add_round(event)
+                    if event.reason and event.reason != self._last_reason:
+                        self._last_reason = event.reason
+                        self.sig_round_reason.emit(event.reason)
+        if first and request.has_tokens() and request.streaming:
             self._show_pending(request)  # the reply's first words show at once; the rest keeps the timer's pace
 
     def _on_engine_event(self, event: object) -> None:
         """Engine records without a signal of their own: a change of CPU threads goes to the status line."""
         if isinstance(event, ThreadsEvent) and self._current(event.request_id) is not None:
             self.sig_round_reason.emit(event.describe())
-
-    def _on_token(self, event: TokenEvent) -> None:
-        request = self._current(event.request_id)
-        if request is None:
-            return  # a stopped or superseded request: drop
-        request.add_token(event)
-
-    def _on_round(self, event: RoundEvent) -> None:
-        request = self._current(event.request_id)
-        if request is None:
-            return
-        request.add_round(event)
-        if event.reason and event.reason != self._last_reason:
-            self._last_reason = event.reason
-            self.sig_round_reason.emit(event.reason)
 
     def _flush(self) -> None:
         request = self._request
@@ -374,15 +369,15 @@ class Conversation(QObject):
                 self._show_usage(request.prompt_tokens + len(request.tokens))
 
     def _show_pending(self, request: ReplyRequest) -> None:
-        thinking, thinking_rounds = request.take_pending_reasoning()
+        thinking = request.take_pending_reasoning()
         if thinking:
-            self.view.append_reasoning(thinking, thinking_rounds, request.rounds)
-        tokens, token_rounds = request.take_pending()
+            self.view.append_reasoning(thinking, request.rounds)
+        tokens = request.take_pending()
         if tokens:
             if request.reasoning and not request.answer_shown:
                 self.view.answer_started(request.thinking_seconds(), len(request.reasoning))
             request.answer_shown = True
-            self.view.append_tokens(tokens, token_rounds, request.rounds)
+            self.view.append_tokens(tokens, request.rounds)
 
     def _save_if_due(self, request: ReplyRequest) -> None:
         """Save the streaming reply, marked interrupted, so that a killed app keeps all but its last second."""
@@ -441,7 +436,7 @@ class Conversation(QObject):
             request.pending = []
             if request.continued:
                 stats = request.with_earlier_part(stats)
-            reply = request.reply_text() if text is None else "".join(t for t, _ in request.continued) + text
+            reply = request.reply_text() if text is None else request.continued_text() + text
             # A reply that ended while thinking has no answer yet, and is kept for its thinking all the same; one
             # that only called tools is kept for its calls.
             if reply or request.reasoning or request.request_id in self._tool_calls:
@@ -471,9 +466,8 @@ class Conversation(QObject):
                 self.unsaved_replies[self._unsaved_key] = reply
                 self.view.finish_stream(TranscriptMessage(
                     self._unsaved_key, "assistant", reply, request.reply_tokens(), stats,
-                    model_label(request.target_name, request.draft_name), token_rounds=request.token_rounds,
-                    rounds=request.rounds, reasoning=request.reasoning_text(), reasoning_tokens=request.reasoning,
-                    reasoning_token_rounds=request.reasoning_rounds))
+                    model_label(request.target_name, request.draft_name), rounds=request.rounds,
+                    reasoning=request.reasoning_text(), reasoning_tokens=request.reasoning))
             elif request.streaming:
                 self.view.finish_stream(TranscriptMessage(-1, "assistant", "", [], stats,
                                                           model_label(request.target_name, request.draft_name)))

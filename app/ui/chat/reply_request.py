@@ -1,6 +1,6 @@
-"""One reply being generated, as the conversation gathers it: what was asked (ReplyRequestSpec, one record from the
-window), and the tokens and rounds that have arrived so far. Plain data, no Qt; GUI thread only (owned by
-Conversation)."""
+"""One reply being generated, as the conversation gathers it: what was asked (a ReplyRequestSpec), and the tokens
+and rounds that have arrived so far, each token a TokenRecord (text, origin, round, part). Plain data, no Qt; GUI
+thread only (owned by Conversation)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Callable, Optional
 
 from app.engine.config import GenerationConfig
 from app.engine.events import GenerationStats, RoundEvent, TokenEvent, decode_speed
-from app.store.provenance import RoundRecord, token_origin
+from app.store.provenance import RoundRecord, TokenRecord, token_records
 from app.store import Message
 
 
@@ -38,8 +38,7 @@ class ReplySave:
     stats: GenerationStats
     target_name: str
     draft_name: Optional[str]
-    tokens: list[tuple[str, str]]
-    token_rounds: list[int]
+    tokens: list[TokenRecord]  # the answer's tokens (their rounds point into `rounds`)
     rounds: list[RoundRecord]
     final: bool  # the reply's last save: the saver forgets the reply after it
     on_done: Callable[[Optional[Message], float], None]  # (the stored reply if final, seconds the save took)
@@ -48,33 +47,30 @@ class ReplySave:
     result: Optional[tuple[Optional[Message], float]] = None
     error: Optional[BaseException] = None
     delivered: bool = False
-    # The reply's thinking, without markers, and its tokens (their round indices point into `rounds`); "" and
-    # None for a reply that did not think.
+    # The reply's thinking, without markers, and its tokens; "" and None for a reply that did not think.
     reasoning: str = ""
-    reasoning_tokens: Optional[list[tuple[str, str]]] = None
-    reasoning_token_rounds: Optional[list[int]] = None
+    reasoning_tokens: Optional[list[TokenRecord]] = None
 
 
 @dataclass
 class ReplyRequest:
-    """One reply being generated: what was asked, and what has arrived so far."""
+    """One reply being generated: what was asked, and what has arrived so far. Token rounds index the whole
+    reply's rounds (the part before a Continue included): the engine counts this run's rounds from 0, so they are
+    shifted by the rounds before."""
 
     request_id: int
     chat_id: int
     target_name: str
     draft_name: Optional[str]
     message_id: Optional[int] = None  # the stored reply, once its first tokens were saved
-    continued: list[tuple[str, str]] = field(default_factory=list)  # the reply's (text, origin) before a Continue
-    # The whole reply's rounds (the part before a Continue included) and each token's index into them: the engine
-    # counts this run's rounds from 0, so they are shifted by the rounds before.
-    token_rounds: list[int] = field(default_factory=list)
+    continued: list[TokenRecord] = field(default_factory=list)  # the reply's answer before a Continue
     rounds: list[RoundRecord] = field(default_factory=list)
     round_offset: int = 0
     started: float = field(default_factory=time.monotonic)
     first_token_at: Optional[float] = None
     last_token_at: Optional[float] = None
-    tokens: list[tuple[str, str]] = field(default_factory=list)  # this run's (text, origin)
-    pending: list[tuple[str, str]] = field(default_factory=list)  # not yet shown
+    tokens: list[TokenRecord] = field(default_factory=list)  # this run's answer
+    pending: list[TokenRecord] = field(default_factory=list)  # answer tokens not yet shown
     drafted: int = 0
     accepted: int = 0
     prompt_tokens: int = 0
@@ -83,11 +79,10 @@ class ReplyRequest:
     saved_at: float = 0.0
     saved_tokens: int = 0
     save_cost_s: float = 0.0  # how long the last save while streaming took
-    # The reply's thinking (TokenEvent.part "reasoning"), kept apart from the answer as the engine splits it: its
-    # (text, origin) tokens (a continued reply's earlier thinking first), each one's round, and those not yet shown.
-    reasoning: list[tuple[str, str]] = field(default_factory=list)
-    reasoning_rounds: list[int] = field(default_factory=list)
-    pending_reasoning: list[tuple[str, str]] = field(default_factory=list)
+    # The reply's thinking (part "reasoning"), kept apart from the answer as the engine splits it: its tokens (a
+    # continued reply's earlier thinking first), and those not yet shown.
+    reasoning: list[TokenRecord] = field(default_factory=list)
+    pending_reasoning: list[TokenRecord] = field(default_factory=list)
     answer_started_at: Optional[float] = None  # the first answer token's arrival, after any thinking
     answer_shown: bool = False  # the view was told the answer started (its Thinking section folds)
 
@@ -95,54 +90,54 @@ class ReplyRequest:
     def continuing(cls, request_id: int, message: Message, target_name: str,
                    draft_name: Optional[str]) -> ReplyRequest:
         """A request that carries on the stored reply `message`, its tokens and rounds kept in front."""
-        continued = list(message.tokens or ([(message.content, "target")] if message.content else []))
+        continued = (token_records(message.tokens, message.token_rounds) if message.tokens
+                     else [TokenRecord(message.content)] if message.content else [])
         earlier = list(message.rounds or []) if message.tokens else []
-        token_rounds = message.token_rounds if message.tokens and message.token_rounds else [-1] * len(continued)
-        reasoning = list(message.reasoning_tokens or ([(message.reasoning, "target")] if message.reasoning else []))
-        reasoning_rounds = (list(message.reasoning_token_rounds) if message.reasoning_tokens
-                            and message.reasoning_token_rounds else [-1] * len(reasoning))
+        reasoning = (token_records(message.reasoning_tokens, message.reasoning_token_rounds, part="reasoning")
+                     if message.reasoning_tokens
+                     else [TokenRecord(message.reasoning, part="reasoning")] if message.reasoning else [])
         return cls(request_id, message.chat_id, target_name, draft_name, message_id=message.id, continued=continued,
-                   token_rounds=list(token_rounds), rounds=earlier, round_offset=len(earlier),
-                   reasoning=reasoning, reasoning_rounds=reasoning_rounds)
+                   rounds=earlier, round_offset=len(earlier), reasoning=reasoning)
 
     def add_token(self, event: TokenEvent) -> None:
-        """Keep a token with its origin and round, and queue (text, origin) for the view."""
+        """Keep a token with its origin and round, and queue it for the view."""
         now = time.monotonic()
         if self.first_token_at is None:
             self.first_token_at = now
         self.last_token_at = now
-        token = (event.text, token_origin(event.source, event.drafter))
         index = event.round + self.round_offset if event.round >= 0 else -1
         # A round the engine never reported cannot be pointed at (the reply is still saved, without it).
-        index = index if index < len(self.rounds) else -1
-        if event.part == "reasoning":
+        token = TokenRecord.from_event(event, index if index < len(self.rounds) else -1)
+        if token.part == "reasoning":
             self.reasoning.append(token)
             self.pending_reasoning.append(token)
-            self.reasoning_rounds.append(index)
             return
-        if self.answer_started_at is None and event.text:
+        if self.answer_started_at is None and token.text:
             self.answer_started_at = now
         self.tokens.append(token)
         self.pending.append(token)
-        self.token_rounds.append(index)
 
     def add_round(self, event: RoundEvent) -> None:
         self.rounds.append(RoundRecord.from_event(event))
         self.drafted += event.drafted
         self.accepted += event.accepted
 
-    def take_pending(self) -> tuple[list[tuple[str, str]], list[int]]:
-        """The tokens not yet shown and each one's round index; they count as shown from now on."""
-        pending, self.pending = self.pending, []
-        return pending, self.token_rounds[len(self.token_rounds) - len(pending):]
+    def has_tokens(self) -> bool:
+        """Whether any token of this run arrived (thinking or answer)."""
+        return bool(self.tokens or self.reasoning)
 
-    def take_pending_reasoning(self) -> tuple[list[tuple[str, str]], list[int]]:
-        """The thinking tokens not yet shown and each one's round index; they count as shown from now on."""
+    def take_pending(self) -> list[TokenRecord]:
+        """The answer tokens not yet shown; they count as shown from now on."""
+        pending, self.pending = self.pending, []
+        return pending
+
+    def take_pending_reasoning(self) -> list[TokenRecord]:
+        """The thinking tokens not yet shown; they count as shown from now on."""
         pending, self.pending_reasoning = self.pending_reasoning, []
-        return pending, self.reasoning_rounds[len(self.reasoning_rounds) - len(pending):]
+        return pending
 
     def reasoning_text(self) -> str:
-        return "".join(text for text, _ in self.reasoning)
+        return "".join(t.text for t in self.reasoning)
 
     def thinking_seconds(self) -> float:
         """How long the thinking took so far: from the first token to the answer's first (or to now)."""
@@ -150,21 +145,23 @@ class ReplyRequest:
             return 0.0
         return (self.answer_started_at or self.last_token_at or self.first_token_at) - self.first_token_at
 
-    def reply_tokens(self) -> list[tuple[str, str]]:
+    def reply_tokens(self) -> list[TokenRecord]:
         return self.continued + self.tokens
 
     def reply_text(self) -> str:
-        return "".join(text for text, _ in self.reply_tokens())
+        return "".join(t.text for t in self.reply_tokens())
+
+    def continued_text(self) -> str:
+        """The answer's text before a Continue ("" for a new reply)."""
+        return "".join(t.text for t in self.continued)
 
     def save_job(self, stats: GenerationStats, reply: str, *, final: bool,
                  on_done: Callable[[Optional[Message], float], None],
                  on_failed: Callable[[BaseException], None]) -> ReplySave:
         """A save of the reply as it stands (copied: the reply keeps growing while the saver stores it)."""
         return ReplySave(self.request_id, self.chat_id, self.message_id, reply, stats, self.target_name,
-                         self.draft_name, self.reply_tokens(), list(self.token_rounds), list(self.rounds), final,
-                         on_done, on_failed, reasoning=self.reasoning_text(),
-                         reasoning_tokens=list(self.reasoning) if self.reasoning else None,
-                         reasoning_token_rounds=list(self.reasoning_rounds) if self.reasoning else None)
+                         self.draft_name, self.reply_tokens(), list(self.rounds), final, on_done, on_failed,
+                         reasoning=self.reasoning_text(), reasoning_tokens=list(self.reasoning) or None)
 
     def live_readout(self) -> str:
         """The status line while the reply streams: speed, tokens, acceptance."""
@@ -176,10 +173,6 @@ class ReplyRequest:
         if self.drafted:
             parts.append(f"{100 * self.accepted / self.drafted:.0f}% accepted")
         return "  ·  ".join(parts)
-
-    def provenance(self) -> dict:
-        """The store's keyword arguments for the reply's tokens and rounds."""
-        return {"tokens": self.reply_tokens(), "token_rounds": self.token_rounds, "rounds": self.rounds}
 
     def partial_stats(self, stop_reason: str) -> GenerationStats:
         """Stats of a reply that ended without the engine's own numbers (stopped, or failed midway)."""

@@ -24,6 +24,7 @@ from typing import Optional
 from PySide6.QtCore import QObject, Signal
 
 from app.store import ChatStore, Message, NotFoundError
+from app.store.provenance import token_columns
 from app.ui.chat.reply_request import ReplySave
 
 DRAIN_TIMEOUT_S = 60.0  # longer than SQLite's wait for a lock another program holds
@@ -114,16 +115,23 @@ class ReplySaver(QObject):
             self._store = ChatStore(self._path, check_pages=False)
         store = self._store
         message_id = self._ids.get(job.request_id, job.message_id)
-        provenance = {"tokens": job.tokens, "token_rounds": job.token_rounds, "rounds": job.rounds,
-                      "reasoning": job.reasoning, "reasoning_tokens": job.reasoning_tokens,
-                      "reasoning_token_rounds": job.reasoning_token_rounds}
+        # The store keeps each part's tokens as two columns: (text, origin) pairs and their rounds.
+        tokens, token_rounds = token_columns(job.tokens)
+        reasoning_tokens, reasoning_token_rounds = (token_columns(job.reasoning_tokens) if job.reasoning_tokens
+                                                    else (None, None))
+        stored: Optional[Message]
         try:
             if message_id is None:
                 stored = store.add_message(job.chat_id, "assistant", job.content, stats=job.stats,
-                                           target_name=job.target_name, draft_name=job.draft_name, **provenance)
+                                           target_name=job.target_name, draft_name=job.draft_name, tokens=tokens,
+                                           token_rounds=token_rounds, rounds=job.rounds, reasoning=job.reasoning,
+                                           reasoning_tokens=reasoning_tokens,
+                                           reasoning_token_rounds=reasoning_token_rounds)
                 self._ids[job.request_id] = stored.id
             else:
-                store.update_reply(message_id, job.content, stats=job.stats, **provenance)
+                store.update_reply(message_id, job.content, stats=job.stats, tokens=tokens, token_rounds=token_rounds,
+                                   rounds=job.rounds, reasoning=job.reasoning, reasoning_tokens=reasoning_tokens,
+                                   reasoning_token_rounds=reasoning_token_rounds)
                 self._ids[job.request_id] = message_id
                 stored = store.get_message(message_id) if job.final else None
                 if job.final and stored is None:

@@ -109,7 +109,10 @@ class ReplyInspector(QDialog):
     def show_message(self, message: TranscriptMessage, fallback_token_s: Optional[float] = None) -> None:
         """Show this reply's rounds (charts made anew: exactly the rounds recorded, nothing left from another)."""
         self.message_id = message.message_id
-        self.inspection = reply_inspection(message.rounds, message.token_rounds, message.stats, fallback_token_s)
+        # Tokens that know their rounds count each round's tokens; an older chat's (none known) leave it to the rounds.
+        tokens = message.tokens or []
+        token_rounds = [token.round for token in tokens] if any(token.round >= 0 for token in tokens) else None
+        self.inspection = reply_inspection(message.rounds, token_rounds, message.stats, fallback_token_s)
         self.status.clear()
         self.title.setText(f"Reply by {message.model_label or 'the assistant'}")
         self.summary.setText(self.inspection.summary)

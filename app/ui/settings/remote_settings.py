@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.remote.http import normalize_url
+from app.engine.targets import server_url_problem
 from app.engine.placement.rpc import TRUSTED_NETWORK_ONLY, parse_endpoints
 
 RPC_WARNING = (f"{TRUSTED_NETWORK_ONLY} The model's layers are spread over these ggml-rpc-server workers; the draft "
@@ -107,6 +108,10 @@ class RemoteSettingsSection(QWidget):
             self.problem.setText("Type the server's address, e.g. http://gpu-box:8080.")
             return False
         url = normalize_url(url)
+        problem = server_url_problem(url)
+        if problem is not None:
+            self.problem.setText(problem)
+            return False
         if url not in self._items(self.servers):
             self.servers.addItem(url)
         if api_key.strip():

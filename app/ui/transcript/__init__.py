@@ -2,17 +2,17 @@
 
 - browser.py: The transcript's QTextBrowser behaviours: it fetches nothing, copies what the reader sees (ghost text left
 - chat_view.py: The transcript: a QTextBrowser that streams tokens with their provenance and renders finished replies.
-- code_colors.py: Syntax colours of code blocks from Pygments: a foreground colour per character (plain Python, no Qt).
 - format.py: What the transcript shows of one message (its record and stats row) and the char-format properties that mark
 - links/: links in the transcript: the app's own (Copy, Retry...), which reply text cannot forge, and a reply's, opened only
   after confirming.
 - long_text.py: Bounded layout, so that no reply freezes the window.
-- markdown_blocks.py: A reply's Markdown, parsed by markdown-it-py, as blocks of shown characters that each know their source offset.
+- markdown/: a reply's Markdown: parsed as blocks of shown characters that keep their source offsets, code colours,
+  and a streaming reply written block by block.
 - marks.py: Walks over the transcript's document by character format: the highlight shown or hidden, refused proposals
 - message_meta.py: The line beside a message's author: when it was written, its length, and the switcher between its versions.
 - message_actions.py: The links under a message (Copy, Edit, Regenerate, Continue, Compare with plain), its stats row, which opens the
 - reply_chars.py: Each character of a reply: the origin and round of the token it belongs to, and where refused proposals go.
-- reply_writer.py: Writes replies into the transcript's QTextDocument: streamed tokens as they come, and a finished reply as
+- reply_writer.py: Writes replies into the transcript's QTextDocument as Markdown, each shown character with its token's origin.
 - thinking_section.py: A reply's Thinking section: its reasoning above the answer, folded to one line once the answer starts.
 - token_tooltip.py: What hovering a token says: who wrote it and, when its round is known, what was proposed, what the target
 - welcome.py: What an empty transcript says: how to start, and what the two highlights mean. GUI thread only.

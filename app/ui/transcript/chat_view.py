@@ -1,8 +1,9 @@
 """The transcript: a QTextBrowser that streams tokens with their provenance and renders finished replies.
 
-While a reply streams, tokens are appended at the end of the document (never a re-render of the whole document);
-kept draft tokens get a background by who drafted them (the draft model or n-gram lookup). When the reply is
-finished, only that message is rendered again as Markdown, keeping each character's provenance and round.
+While a reply streams, it is shown as Markdown at the end of the document, where only its last, unfinished block is
+ever written again (markdown.streaming); kept draft tokens get a background by who drafted them (the draft model or
+n-gram lookup). When the reply is finished, that message alone is rendered again from its record, laid out as it
+streamed, so nothing moves; each character keeps its provenance and round.
 Hovering a token tells its round: what was proposed, what the target refused and what it wrote instead; refused
 proposals can also be shown inline as struck-through ghost text, which copying leaves out. Links open only after
 the user confirms them, and no image or other resource is ever fetched. GUI thread only.
@@ -25,12 +26,13 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QApplication
 
 from app.replies.comparison import ShownComparison, compare_link_label, comparison_text
-from app.store.provenance import RoundRecord
+from app.store.provenance import RoundRecord, TokenRecord
 from app.ui.transcript import long_text, message_actions, message_meta, thinking_section
 from app.ui.widgets import style
 from app.ui.transcript import marks as transcript_marks
 from app.ui.transcript.links.link_guard import open_link_after_confirming
-from app.ui.transcript.reply_chars import NO_ROUND, reply_chars
+from app.ui.transcript.reply_chars import reply_chars
+from app.ui.transcript.markdown.streaming import StreamingAnswer
 from app.ui.transcript.reply_writer import ReplyWriter
 from app.ui.transcript.token_tooltip import DRAFT_TOOLTIP, NGRAM_TOOLTIP, TARGET_TOOLTIP
 from app.ui.transcript.browser import TranscriptBrowser
@@ -81,10 +83,8 @@ class ChatView(TranscriptBrowser):
         self._has_older = False
         self.verticalScrollBar().valueChanged.connect(self._on_scrolled)
         self._stream_frame: Optional[QTextFrame] = None
-        self._stream_in_code = False
-        self._stream_line_start = True
-        self._stream_pending_line = ""
-        self._stream_room = 0
+        self._stream_answer: Optional[StreamingAnswer] = None
+        self._stream_cut = False  # the stream reached what it may show: the rest is shown when it ends
         self._base = self.font()
         self._writer = ReplyWriter(self._base, self.action_links)
         # Compare with plain states that are not stored (running, failed), by message id; shown over stored ones.
@@ -113,7 +113,6 @@ class ChatView(TranscriptBrowser):
         if enabled == self._writer.highlight:
             return
         self._writer.highlight = enabled
-        self._writer.forget_stream_formats()
         transcript_marks.recolour_highlights(self.document(), self._writer.set_background)
 
     def highlighted_text(self, origin: Optional[str] = None) -> str:
@@ -143,6 +142,7 @@ class ChatView(TranscriptBrowser):
 
     def clear_transcript(self) -> None:
         self._stream_frame = None
+        self._stream_answer = None
         self._stream_thinking = None
         self._thinking_replies.clear()
         self._writer.code_blocks.clear()
@@ -285,7 +285,7 @@ class ChatView(TranscriptBrowser):
             is_open = self._keep_thinking_open != (message.message_id in self._thinking_toggled)
             thinking_section.insert_section(self._writer, self._base, cursor, message, rounds, is_open)
         if not plain_note:
-            chars = reply_chars(message.content, message.tokens, message.token_rounds, rounds)
+            chars = reply_chars(message.content, message.tokens, rounds)
             self._writer.insert_reply(cursor, message.message_id, message.content, chars, rounds)
         self.tool_calls.insert(cursor, message)
         actions = [("Copy", "copy")]
@@ -315,71 +315,38 @@ class ChatView(TranscriptBrowser):
         frame = self._append_frame("assistant")
         cursor = frame.firstCursorPosition()
         self._insert_header(cursor, model_label)
-        block_format = QTextBlockFormat()
-        block_format.setTopMargin(4)
-        cursor.insertBlock(block_format, QTextCharFormat())
         self._stream_frame = frame
-        self._stream_in_code = False
-        self._stream_pending_line = ""
-        self._stream_room = long_text.SHOWN_MAX_CHARS  # characters the stream may still show
+        self._stream_answer = None  # made by the answer's first token, after any thinking
+        self._stream_cut = False
         self._stream_thinking = None
         self.rounds_by_key[STREAM_KEY] = []
-        self._writer.forget_stream_formats()
         self.scroll_to_end()
 
     def is_streaming(self) -> bool:
         return self._stream_frame is not None
 
-    def append_tokens(self, tokens: Sequence[tuple[str, str]], token_rounds: Optional[Sequence[int]] = None,
-                      rounds: Optional[Sequence[RoundRecord]] = None) -> None:
-        """Append streamed (text, origin) tokens at the end of the streaming reply. `token_rounds`, when given,
-        holds each token's round (an index into the reply's rounds); `rounds` is the reply's round records so far
-        (the view keeps the latest list given, so passing the same growing list each time is enough). A round's
-        record must be given by the time its target token is appended for its refused proposal to show inline."""
+    def append_tokens(self, tokens: Sequence[TokenRecord], rounds: Optional[Sequence[RoundRecord]] = None) -> None:
+        """Append streamed answer tokens to the streaming reply, shown as Markdown as they come (markdown.streaming).
+        Each token's round indexes `rounds`, the reply's round records so far (the view keeps the latest list
+        given, so passing the same growing list each time is enough). A round's record must be given by the time
+        its target token is appended for its refused proposal to show inline."""
         if self._stream_frame is None:
             return
         if rounds is not None:
             self.rounds_by_key[STREAM_KEY] = rounds
-        if not tokens or self._stream_room <= 0:
+        if not tokens or self._stream_cut:
             return
-        records = self.rounds_by_key.get(STREAM_KEY, [])
         follow = self._at_bottom()
-        cursor = self._stream_frame.lastCursorPosition()
-        cursor.beginEditBlock()
-        for n, (text, origin) in enumerate(tokens):
-            if not text:
-                continue
-            if len(text) >= self._stream_room:  # the rest streams unseen: the finished reply shows it
-                text = text[:self._stream_room]
-                self._stream_room = 0
-            else:
-                self._stream_room -= len(text)
-            round_index = token_rounds[n] if token_rounds is not None and n < len(token_rounds) else NO_ROUND
-            # The target's own token of a round that refused part of its proposal marks where that part goes.
-            ghost = (str(round_index) if origin == "target" and 0 <= round_index < len(records)
-                     and records[round_index].has_refused else "")
-            # Code fences are tracked line by line so code is monospace while it streams, as it will be after.
-            pieces = text.split("\n")
-            for n_piece, piece in enumerate(pieces):
-                if n_piece:
-                    self._end_stream_line()
-                    cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
-                if piece:
-                    self._stream_pending_line += piece
-                    if ghost and self._writer.show_refused:
-                        self._writer.insert_ghosts(cursor, STREAM_KEY, ghost, records)
-                    long_text.insert_text(cursor, piece, self._writer.token_format(
-                        origin, STREAM_KEY, round_index, self._stream_in_code, ghost))
-                    ghost = ""
-            if self._stream_room <= 0:
-                message_actions.insert_note(self._base, cursor, long_text.STREAM_NOT_SHOWN)
-                break
-        cursor.endEditBlock()
+        if self._stream_answer is None:
+            self._stream_answer = StreamingAnswer(self._writer, self.document(), self._stream_frame, STREAM_KEY)
+        if not self._stream_answer.append(tokens, self.rounds_by_key.get(STREAM_KEY, [])):
+            self._stream_cut = True
+            message_actions.insert_note(self._base, self._stream_frame.lastCursorPosition(),
+                                        long_text.STREAM_NOT_SHOWN)
         if follow:
             self.scroll_to_end()
 
-    def append_reasoning(self, tokens: Sequence[tuple[str, str]], token_rounds: Sequence[int],
-                         rounds: Optional[Sequence[RoundRecord]] = None) -> None:
+    def append_reasoning(self, tokens: Sequence[TokenRecord], rounds: Optional[Sequence[RoundRecord]] = None) -> None:
         """Append streamed thinking tokens to the streaming reply's Thinking section (opened by the first)."""
         if self._stream_frame is None or not tokens:
             return
@@ -389,7 +356,7 @@ class ChatView(TranscriptBrowser):
         if self._stream_thinking is None:
             self._stream_thinking = thinking_section.StreamingThinking(self._writer, self._base, self.document(),
                                                                       self._stream_frame, STREAM_KEY)
-        self._stream_thinking.append(tokens, token_rounds, self.rounds_by_key.get(STREAM_KEY, []))
+        self._stream_thinking.append(tokens, self.rounds_by_key.get(STREAM_KEY, []))
         if follow:
             self.scroll_to_end()
 
@@ -403,15 +370,12 @@ class ChatView(TranscriptBrowser):
         else:
             section.fold(thinking_seconds, thinking_tokens)
 
-    def _end_stream_line(self) -> None:
-        if self._stream_pending_line.lstrip().startswith(("```", "~~~")):
-            self._stream_in_code = not self._stream_in_code
-        self._stream_pending_line = ""
-
     def finish_stream(self, message: TranscriptMessage) -> None:
-        """Replace the streamed text of the reply with its Markdown rendering and stats row."""
+        """Render the finished reply from its record in place of the streamed one (laid out the same, so nothing
+        moves), with its links and stats row."""
         frame = self._stream_frame
         self._stream_frame = None
+        self._stream_answer = None
         self._stream_thinking = None
         if frame is None:
             self.add_message(message, is_last_reply=True)
@@ -422,11 +386,19 @@ class ChatView(TranscriptBrowser):
         cursor = frame.firstCursorPosition()
         cursor.setPosition(frame.lastPosition(), QTextCursor.MoveMode.KeepAnchor)
         cursor.beginEditBlock()
-        cursor.removeSelectedText()
+        self._clear_frame(cursor)
         self._render_message(cursor, message, is_last_reply=True)
         cursor.endEditBlock()
         if follow:
             self.scroll_to_end()
+
+    @staticmethod
+    def _clear_frame(cursor: QTextCursor) -> None:
+        """Remove a message frame's content (selected), leaving its first block as a new frame's: the block left
+        would otherwise keep the format of the last one removed (a paragraph's gap above the header)."""
+        cursor.removeSelectedText()
+        cursor.setBlockFormat(QTextBlockFormat())
+        cursor.setBlockCharFormat(QTextCharFormat())
 
     def set_pending_comparison(self, message_id: int, state: Optional[ShownComparison]) -> None:
         """Show `state` (running, failed) over a reply's stored comparison from its next refresh on; None: the
@@ -448,7 +420,7 @@ class ChatView(TranscriptBrowser):
         cursor = frame.firstCursorPosition()
         cursor.setPosition(frame.lastPosition(), QTextCursor.MoveMode.KeepAnchor)
         cursor.beginEditBlock()
-        cursor.removeSelectedText()
+        self._clear_frame(cursor)
         self._render_message(cursor, message, last)
         cursor.endEditBlock()
         if follow:

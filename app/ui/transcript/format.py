@@ -12,7 +12,7 @@ from typing import Optional
 from PySide6.QtGui import QTextFormat
 
 from app.engine.events import GenerationStats
-from app.store.provenance import RoundRecord
+from app.store.provenance import RoundRecord, TokenRecord, token_records
 from app.replies.stats import format_stats, model_label  # noqa: F401  (used by the window too)
 from app.store import Message
 from app.store.attachments import Attachment
@@ -33,6 +33,8 @@ GHOST_PROPERTY = QTextFormat.Property.UserProperty + 6
 # On a block that goes on the line of the block before it: a long line is cut into blocks of bounded length
 # (long_text.py), and copied text joins them again.
 CONTINUED_PROPERTY = QTextFormat.Property.UserProperty + 7
+# On a line break inside a block (a code block's, a soft break): it is never highlighted.
+LINE_BREAK_PROPERTY = QTextFormat.Property.UserProperty + 8
 STREAM_KEY = -1
 
 
@@ -43,11 +45,11 @@ class TranscriptMessage:
     message_id: int
     role: str  # "user", "assistant", "system"
     content: str
-    tokens: Optional[list[tuple[str, str]]] = None  # (text, origin) per token, assistant replies only
+    # An assistant reply's answer tokens, each with its origin and its round (an index into `rounds`).
+    tokens: Optional[list[TokenRecord]] = None
     stats: Optional[GenerationStats] = None
     model_label: str = ""
     notes: list[str] = field(default_factory=list)
-    token_rounds: Optional[list[int]] = None  # per token, its round's index into `rounds`
     rounds: Optional[list[RoundRecord]] = None
     comparison: Optional[dict] = None
     attachments: tuple[Attachment, ...] = ()  # files sent with a user message, shown as chips under it
@@ -55,28 +57,27 @@ class TranscriptMessage:
     versions: Optional[tuple[int, int]] = None  # (index, count) of a regenerated or edited message's versions
     # A reply's thinking, without markers, and its tokens (rounds index into `rounds`); "" for none.
     reasoning: str = ""
-    reasoning_tokens: Optional[list[tuple[str, str]]] = None
-    reasoning_token_rounds: Optional[list[int]] = None
+    reasoning_tokens: Optional[list[TokenRecord]] = None
     tool_calls: tuple[ToolCallRecord, ...] = ()  # the tools the reply called (shown by app.ui.tools.call_blocks)
 
 
 def transcript_message(message: Message, versions: Optional[tuple[int, int]] = None) -> TranscriptMessage:
+    """The stored message as the transcript shows it (the store's token columns become records here)."""
     return TranscriptMessage(
         message_id=message.id,
         role=message.role,
         content=message.content,
-        tokens=message.tokens,
+        tokens=token_records(message.tokens, message.token_rounds) if message.tokens is not None else None,
         stats=message.stats,
         model_label=model_label(message.target_name, message.draft_name),
-        token_rounds=message.token_rounds,
         rounds=message.rounds,
         comparison=message.comparison,
         attachments=message.attachments,
         created_at=message.created_at,
         versions=versions,
         reasoning=message.reasoning or "",
-        reasoning_tokens=message.reasoning_tokens,
-        reasoning_token_rounds=message.reasoning_token_rounds,
+        reasoning_tokens=(token_records(message.reasoning_tokens, message.reasoning_token_rounds, part="reasoning")
+                          if message.reasoning_tokens is not None else None),
         tool_calls=message.tool_calls,
     )
 

@@ -14,7 +14,7 @@ from PySide6.QtGui import QTextBlockFormat, QTextCharFormat, QTextCursor
 
 from app.common.units import format_bytes
 from app.ui.transcript.format import CONTINUED_PROPERTY
-from app.ui.transcript.markdown_blocks import nests_too_deep
+from app.ui.transcript.markdown.blocks import nests_too_deep
 
 LINE_SEPARATOR = "\u2028"  # a line break inside a block: a paragraph's soft break, a code block's lines
 BLOCK_CHARS = 2_000

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from app.store.provenance import RoundRecord
+from app.store.provenance import RoundRecord, TokenRecord
 
 NO_ROUND = -1
 
@@ -22,22 +22,20 @@ class ReplyChars:
     ghosts: list[tuple[int, int]] = field(default_factory=list)
 
 
-def reply_chars(content: str, tokens: Optional[Sequence[tuple[str, str]]],
-                token_rounds: Optional[Sequence[int]] = None,
+def reply_chars(content: str, tokens: Optional[Sequence[TokenRecord]],
                 rounds: Optional[Sequence[RoundRecord]] = None) -> ReplyChars:
     """Per-character provenance of `content` from its tokens; padded with the target (or cut) to the content, so
     a reply whose tokens do not add up to its text (edited, or saved by an older version) still shows."""
     if not tokens:
-        tokens = [(content, "target")]
+        tokens = [TokenRecord(content)]
     origins: list[str] = []
     char_rounds: list[int] = []
     own_at: dict[int, int] = {}  # round -> offset of the target's own token
-    for n, (text, origin) in enumerate(tokens):
-        round_index = token_rounds[n] if token_rounds is not None and n < len(token_rounds) else NO_ROUND
-        if origin == "target" and round_index >= 0 and round_index not in own_at:
-            own_at[round_index] = len(origins)
-        origins.extend([origin] * len(text))
-        char_rounds.extend([round_index] * len(text))
+    for token in tokens:
+        if token.origin == "target" and token.round >= 0 and token.round not in own_at:
+            own_at[token.round] = len(origins)
+        origins.extend([token.origin] * len(token.text))
+        char_rounds.extend([token.round] * len(token.text))
     length = len(content)
     if len(origins) < length:
         origins.extend(["target"] * (length - len(origins)))

@@ -1,6 +1,7 @@
-"""Writes replies into the transcript's QTextDocument: streamed tokens as they come, and a finished reply as
-Markdown whose every shown character keeps its token's origin and round (see markdown_blocks), with code blocks in
-monospace and Pygments colours, tables, lists, links, and refused proposals as ghost text when they are shown.
+"""Writes replies into the transcript's QTextDocument as Markdown whose every shown character keeps its token's
+origin and round (see markdown.blocks), with code blocks in monospace and Pygments colours, tables, lists, links,
+and refused proposals as ghost text when they are shown: a finished reply whole, a streaming one block by block
+(markdown.streaming).
 
 GUI thread only.
 """
@@ -17,6 +18,7 @@ from PySide6.QtGui import (
     QTextBlockFormat,
     QTextCharFormat,
     QTextCursor,
+    QTextFrame,
     QTextFrameFormat,
     QTextLength,
     QTextTableFormat,
@@ -26,14 +28,15 @@ from app.store.provenance import RoundRecord
 from app.ui.widgets import style
 from app.ui.transcript.links.action_links import ActionLinks
 from app.ui.transcript import long_text
-from app.ui.transcript.code_colors import code_colours
+from app.ui.transcript.markdown.code_colors import code_colours
 from app.ui.transcript.long_text import LINE_SEPARATOR
-from app.ui.transcript.markdown_blocks import Block, Inline, InlineStyle, parse_markdown
+from app.ui.transcript.markdown.blocks import Block, Inline, InlineStyle, parse_markdown
 from app.ui.transcript.reply_chars import NO_ROUND, ReplyChars
 from app.ui.transcript.format import (
     BASE_BACKGROUND_PROPERTY,
     GHOST_PROPERTY,
     GHOST_ROUNDS_PROPERTY,
+    LINE_BREAK_PROPERTY,
     MESSAGE_PROPERTY,
     PROVENANCE_PROPERTY,
     ROUND_PROPERTY,
@@ -43,8 +46,9 @@ _ALIGN = {"center": Qt.AlignmentFlag.AlignHCenter, "right": Qt.AlignmentFlag.Ali
 
 
 @dataclass
-class _Reply:
-    """The reply being written: its key, characters and rounds, and the next refused proposal to place."""
+class ReplyMarks:
+    """The reply being written: its key, the origin and round of each character, its rounds, and the next refused
+    proposal to place (a streaming reply keeps one and adds to it)."""
 
     key: int
     chars: ReplyChars
@@ -71,12 +75,13 @@ class ReplyWriter:
         self.show_refused = False
         self.code_blocks: list[str] = []
         self.reuse_block = False  # the next block goes into the empty one Qt keeps after a code frame or table
-        self._stream_formats: dict[tuple, QTextCharFormat] = {}
 
     # ----- formats
 
     def set_background(self, fmt: QTextCharFormat) -> None:
-        color = style.origin_color(fmt.stringProperty(PROVENANCE_PROPERTY)) if self.highlight else None
+        # A line break keeps its origin but shows no highlight: it would be a stray sliver at the end of its line.
+        color = (style.origin_color(fmt.stringProperty(PROVENANCE_PROPERTY))
+                 if self.highlight and not fmt.boolProperty(LINE_BREAK_PROPERTY) else None)
         if color is not None:
             fmt.setBackground(color)
             return
@@ -98,33 +103,11 @@ class ReplyWriter:
         fmt.setFont(self.mono, QTextCharFormat.FontPropertiesInheritanceBehavior.FontPropertiesSpecifiedOnly)
         fmt.setFontFamilies(self.mono.families())
 
-    def token_format(self, origin: str, key: int, round_index: int = NO_ROUND, code: bool = False,
-                     ghost_rounds: str = "") -> QTextCharFormat:
-        """The format of a streamed token. One per origin and code state is built; the round is set on a copy."""
-        cached = self._stream_formats.get((origin, code))
-        if cached is None:
-            cached = QTextCharFormat()
-            cached.setProperty(PROVENANCE_PROPERTY, origin)
-            cached.setProperty(MESSAGE_PROPERTY, key)
-            if code:
-                self._set_mono(cached)
-            self.set_background(cached)
-            self._stream_formats[(origin, code)] = cached
-        if round_index == NO_ROUND and not ghost_rounds:
-            return cached
-        fmt = QTextCharFormat(cached)
-        fmt.setProperty(ROUND_PROPERTY, round_index)
-        if ghost_rounds:
-            fmt.setProperty(GHOST_ROUNDS_PROPERTY, ghost_rounds)
-        return fmt
-
-    def forget_stream_formats(self) -> None:
-        """Streamed formats are built again (a new reply, or the highlighting changed)."""
-        self._stream_formats.clear()
-
     def _char_format(self, origin: str, round_index: int, key: int, inline: InlineStyle, block: Block,
-                     colour: Optional[str], ghost_rounds: str) -> QTextCharFormat:
+                     colour: Optional[str], ghost_rounds: str, line_break: bool = False) -> QTextCharFormat:
         fmt = QTextCharFormat()
+        if line_break:
+            fmt.setProperty(LINE_BREAK_PROPERTY, True)
         if origin:
             fmt.setProperty(PROVENANCE_PROPERTY, origin)
             fmt.setProperty(MESSAGE_PROPERTY, key)
@@ -184,30 +167,37 @@ class ReplyWriter:
     def insert_reply(self, cursor: QTextCursor, key: int, content: str, chars: ReplyChars,
                      rounds: Sequence[RoundRecord]) -> None:
         """Write a finished reply as Markdown at the cursor."""
-        reply = _Reply(key, chars, rounds)
+        reply = ReplyMarks(key, chars, rounds)
         previous: Optional[Block] = None
         for block in parse_markdown(content):
-            if block.kind == "code":
-                self._insert_code_block(cursor, block, reply)
-            elif block.kind == "table":
-                self._insert_table(cursor, block, reply)
-            else:
-                block_format = QTextBlockFormat()
-                gap = previous is not None and not (block.tight and previous.indent and block.indent)
-                block_format.setTopMargin(8 if gap else 2)
-                self._indent(block_format, block)
-                self.new_block(cursor, block_format)
-                if block.kind == "rule":
-                    rule = QTextCharFormat()
-                    rule.setForeground(QColor(style.BORDER))
-                    cursor.insertText("─" * 24, rule)
-                else:
-                    if block.marker:
-                        marker_format = QTextCharFormat()
-                        marker_format.setForeground(QColor(style.TEXT_MUTED))
-                        cursor.insertText(f"{block.marker}  ", marker_format)
-                    self._insert_inline(cursor, block.inline, block, reply)
+            self.insert_block(cursor, block, reply, previous)
             previous = block
+
+    def insert_block(self, cursor: QTextCursor, block: Block, reply: ReplyMarks, previous: Optional[Block],
+                     code_index: Optional[int] = None) -> None:
+        """Write one Markdown block of a reply at the cursor (`previous`: the block before it, which sets the gap
+        above it; `code_index`: the Copy link's index a code block written again keeps)."""
+        if block.kind == "code":
+            self._insert_code_block(cursor, block, reply, code_index)
+            return
+        if block.kind == "table":
+            self._insert_table(cursor, block, reply)
+            return
+        block_format = QTextBlockFormat()
+        gap = previous is not None and not (block.tight and previous.indent and block.indent)
+        block_format.setTopMargin(8 if gap else 2)
+        self._indent(block_format, block)
+        self.new_block(cursor, block_format)
+        if block.kind == "rule":
+            rule = QTextCharFormat()
+            rule.setForeground(QColor(style.BORDER))
+            cursor.insertText("─" * 24, rule)
+            return
+        if block.marker:
+            marker_format = QTextCharFormat()
+            marker_format.setForeground(QColor(style.TEXT_MUTED))
+            cursor.insertText(f"{block.marker}  ", marker_format)
+        self._insert_inline(cursor, block.inline, block, reply)
 
     @staticmethod
     def _indent(block_format: QTextBlockFormat, block: Block) -> None:
@@ -216,7 +206,7 @@ class ReplyWriter:
         if block.marker:
             block_format.setTextIndent(-16)
 
-    def _insert_inline(self, cursor: QTextCursor, inline: Inline, block: Block, reply: _Reply,
+    def _insert_inline(self, cursor: QTextCursor, inline: Inline, block: Block, reply: ReplyMarks,
                        colours: Optional[list[Optional[str]]] = None, header: bool = False) -> None:
         """Insert shown text in runs of characters that share origin, round, style and colour."""
         chars = reply.chars
@@ -231,16 +221,17 @@ class ReplyWriter:
                     origin, round_index, ghosts = chars.origins[offset], chars.rounds[offset], reply.ghosts_before(offset)
                 else:
                     origin, round_index, ghosts = "", NO_ROUND, ""
-                key = (origin, round_index, inline.styles[i], colours[i] if colours else None, ghosts)
+                key = (origin, round_index, inline.styles[i], colours[i] if colours else None, ghosts, text[i] == "\n")
                 if key == run_key:
                     continue
             if run_key is not None:
                 fmt = formats.get(run_key)
                 if fmt is None:
-                    origin_, round_, inline_style, colour_, ghosts_ = run_key
+                    origin_, round_, inline_style, colour_, ghosts_, line_break = run_key
                     if header:
                         inline_style = replace(inline_style, bold=True)
-                    fmt = self._char_format(origin_, round_, reply.key, inline_style, block, colour_, ghosts_)
+                    fmt = self._char_format(origin_, round_, reply.key, inline_style, block, colour_, ghosts_,
+                                            line_break)
                     formats[run_key] = fmt
                 if run_key[4] and self.show_refused:
                     self.insert_ghosts(cursor, reply.key, run_key[4], reply.rounds)
@@ -248,11 +239,30 @@ class ReplyWriter:
             if i < len(text):
                 run_key, run_start = key, i
 
-    def _insert_code_block(self, cursor: QTextCursor, block: Block, reply: _Reply) -> None:
+    def _insert_code_block(self, cursor: QTextCursor, block: Block, reply: ReplyMarks,
+                           index: Optional[int] = None) -> None:
+        frame, inner, _index = self.open_code_block(cursor, block, index)
+        colours = code_colours(block.inline.text, block.language, style.current().code_style)
+        self._insert_inline(inner, block.inline, block, reply, colours=colours)
+        self.continue_after(cursor, frame.lastPosition())
+
+    def insert_text_part(self, cursor: QTextCursor, inline: Inline, block: Block, reply: ReplyMarks,
+                         colours: Optional[list[Optional[str]]] = None) -> None:
+        """Write part of a block's text at the cursor (a streaming block's new text; a code block's in these
+        colours), as insert_block writes its whole text."""
+        self._insert_inline(cursor, inline, block, reply, colours=colours)
+
+    def open_code_block(self, cursor: QTextCursor, block: Block,
+                        index: Optional[int] = None) -> tuple[QTextFrame, QTextCursor, int]:
+        """A code block's frame with its language and Copy link (`index`: the Copy link's, when written again),
+        the cursor where its code goes, and the Copy link's index."""
         self.reuse_block = False
-        index = len(self.code_blocks)
         code = block.inline.text
-        self.code_blocks.append(code)
+        if index is None or not 0 <= index < len(self.code_blocks):
+            index = len(self.code_blocks)
+            self.code_blocks.append(code)
+        else:
+            self.code_blocks[index] = code
         frame_format = QTextFrameFormat()
         frame_format.setBackground(QColor(style.CODE_BACKGROUND))
         frame_format.setBorder(1)
@@ -273,11 +283,9 @@ class ReplyWriter:
         line_format = QTextBlockFormat()
         line_format.setTopMargin(6)
         inner.insertBlock(line_format, QTextCharFormat())
-        colours = code_colours(code, block.language, style.current().code_style)
-        self._insert_inline(inner, block.inline, block, reply, colours=colours)
-        self._continue_after(cursor, frame.lastPosition())
+        return frame, inner, index
 
-    def _insert_table(self, cursor: QTextCursor, block: Block, reply: _Reply) -> None:
+    def _insert_table(self, cursor: QTextCursor, block: Block, reply: ReplyMarks) -> None:
         rows = [row for row in block.rows if row]
         columns = max((len(row) for row in rows), default=0)
         if not columns:
@@ -304,9 +312,9 @@ class ReplyWriter:
                     cell_format.setAlignment(align)
                     cell_cursor.setBlockFormat(cell_format)
                 self._insert_inline(cell_cursor, cell, block, reply, header=r < block.header_rows)
-        self._continue_after(cursor, table.lastPosition())
+        self.continue_after(cursor, table.lastPosition())
 
-    def _continue_after(self, cursor: QTextCursor, last_position: int) -> None:
+    def continue_after(self, cursor: QTextCursor, last_position: int) -> None:
         # Continue after the frame, still inside the message frame, in the empty block Qt keeps there.
         cursor.setPosition(last_position + 1)
         self.reuse_block = True

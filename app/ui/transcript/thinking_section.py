@@ -16,8 +16,10 @@ from PySide6.QtGui import (QColor, QFont, QTextBlockFormat, QTextCharFormat, QTe
 
 from app.common.units import plural
 from app.engine.events import GenerationStats
-from app.store.provenance import RoundRecord
+from app.store.provenance import RoundRecord, TokenRecord
+from app.ui.transcript import long_text, message_actions
 from app.ui.transcript.format import TranscriptMessage
+from app.ui.transcript.markdown.streaming import StreamingAnswer
 from app.ui.transcript.reply_chars import reply_chars
 from app.ui.transcript.reply_writer import ReplyWriter
 from app.ui.widgets import style
@@ -87,7 +89,8 @@ def insert_section(writer: ReplyWriter, base: QFont, cursor: QTextCursor, messag
     if is_open:
         frame = cursor.insertFrame(_frame_format())
         inner = frame.firstCursorPosition()
-        chars = reply_chars(message.reasoning, message.reasoning_tokens, message.reasoning_token_rounds, rounds)
+        chars = reply_chars(message.reasoning, message.reasoning_tokens, rounds)
+        writer.reuse_block = True  # the frame's own first block: no blank line above the thinking
         writer.insert_reply(inner, message.message_id, message.reasoning, chars, rounds)
         _quiet(frame)
         _after(cursor, frame)
@@ -109,30 +112,26 @@ class StreamingThinking:
         self._writer = writer
         self._base = base
         self._document = document
+        # Laid out as the finished reply's section (insert_section), so that nothing moves when the reply ends.
         cursor = stream_frame.lastCursorPosition()
+        block_format = QTextBlockFormat()
+        block_format.setTopMargin(4)
+        writer.reuse_block = False
+        writer.new_block(cursor, block_format, style.muted_format(base))
         cursor.insertText("Thinking…", _header_format(writer, base, key, link=False))
         self._header_start = cursor.position() - len("Thinking…")
         self._header_end = cursor.position()
         self.frame: Optional[QTextFrame] = cursor.insertFrame(_frame_format())
         self._key = key
-        _after(cursor, self.frame)
-        cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
+        # Markdown as it streams, muted as the finished section is (_quiet).
+        self._text = StreamingAnswer(writer, document, self.frame, key, muted=QColor(style.TEXT_MUTED),
+                                     reuse_first=True)
+        self._cut = False
 
-    def append(self, tokens: Sequence[tuple[str, str]], token_rounds: Sequence[int],
-               records: Sequence[RoundRecord]) -> None:
-        if self.frame is None:
-            return
-        cursor = self.frame.lastCursorPosition()
-        for n, (text, origin) in enumerate(tokens):
-            round_index = token_rounds[n] if n < len(token_rounds) else -1
-            pieces = text.split("\n")
-            for n_piece, piece in enumerate(pieces):
-                if n_piece:
-                    cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
-                if piece:
-                    fmt = QTextCharFormat(self._writer.token_format(origin, self._key, round_index))  # a copy: formats are shared
-                    fmt.setForeground(QColor(style.TEXT_MUTED))
-                    cursor.insertText(piece, fmt)
+    def append(self, tokens: Sequence[TokenRecord], rounds: Sequence[RoundRecord]) -> None:
+        if self.frame is not None and not self._cut and not self._text.append(tokens, rounds):
+            self._cut = True  # as long as the answer may show: the rest is kept, and shown once the reply ends
+            message_actions.insert_note(self._base, self.frame.lastCursorPosition(), long_text.STREAM_NOT_SHOWN)
 
     def fold(self, seconds: float, tokens: int) -> None:
         """The answer started: the reasoning goes out of sight, the header says how long it took."""

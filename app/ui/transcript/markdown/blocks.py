@@ -50,6 +50,14 @@ class Inline:
         self.offsets.extend(offsets)
         self.styles.extend([style] * len(text))
 
+    def part(self, start: int, end: int) -> Inline:
+        """The shown characters [start, end), with their offsets and styles."""
+        return Inline(self.text[start:end], self.offsets[start:end], self.styles[start:end])
+
+    def shifted(self, by: int) -> None:
+        """Offsets into a text that starts `by` characters later in the whole (a part parsed alone)."""
+        self.offsets = [o + by if o >= 0 else o for o in self.offsets]
+
 
 @dataclass
 class Block:
@@ -66,6 +74,12 @@ class Block:
     aligns: list[str] = field(default_factory=list)  # per table column: "", "left", "center", "right"
     header_rows: int = 0
     tight: bool = False  # an item of a tight list: no gap above it
+    # The source lines [first, end) the block was parsed from; not part of what is shown, so not compared.
+    lines: tuple[int, int] = field(default=(0, 0), compare=False)
+
+    def inlines(self) -> list[Inline]:
+        """Its text: the inline of a block, the cells of a table."""
+        return [self.inline, *(cell for row in self.rows for cell in row)]
 
 
 @lru_cache(maxsize=1)
@@ -219,6 +233,7 @@ def parse_markdown(text: str) -> list[Block]:
     quote = 0
     marker = ""  # the marker of the list item whose first block comes next
     heading = 0
+    lines: tuple[int, int] = (0, 0)  # the source lines of the block being read
     table: Block | None = None
     row: list[Inline] = []
     tokens = _tokens(source)
@@ -236,8 +251,9 @@ def parse_markdown(text: str) -> list[Block]:
             quote += 1
         elif kind == "blockquote_close":
             quote -= 1
-        elif kind == "heading_open":
-            heading = int(token.tag[1:] or 1)
+        elif kind in ("paragraph_open", "heading_open"):
+            lines = _lines(token)
+            heading = int(token.tag[1:] or 1) if kind == "heading_open" else heading
         elif kind == "heading_close":
             heading = 0
         elif kind == "inline" and table is not None:
@@ -248,7 +264,8 @@ def parse_markdown(text: str) -> list[Block]:
             aligner.enter(token.map)
             inline, checkbox = _inline(token.children or [], aligner)
             block = Block("heading" if heading else "paragraph", inline, level=heading, indent=len(lists),
-                          quote=quote, marker=checkbox or marker, tight=bool(lists and lists[-1][1]))
+                          quote=quote, marker=checkbox or marker, tight=bool(lists and lists[-1][1]),
+                          lines=_lines(token) if token.map else lines)
             marker = ""
             blocks.append(block)
         elif kind in ("fence", "code_block"):
@@ -257,12 +274,13 @@ def parse_markdown(text: str) -> list[Block]:
             inline = Inline()
             inline.add(code, aligner.match(code), PLAIN)
             language = token.info.split()[0] if token.info.strip() else ""
-            blocks.append(Block("code", inline, indent=len(lists), quote=quote, language=language))
+            blocks.append(Block("code", inline, indent=len(lists), quote=quote, language=language,
+                                lines=_lines(token)))
             marker = ""
         elif kind == "hr":
-            blocks.append(Block("rule", indent=len(lists), quote=quote))
+            blocks.append(Block("rule", indent=len(lists), quote=quote, lines=_lines(token)))
         elif kind == "table_open":
-            table = Block("table", indent=len(lists), quote=quote)
+            table = Block("table", indent=len(lists), quote=quote, lines=_lines(token))
         elif kind == "tr_open":
             aligner.enter(token.map)
             row = []
@@ -303,6 +321,10 @@ def _is_tight(tokens, start: int) -> bool:
     return True
 
 
+def _lines(token) -> tuple[int, int]:
+    return (token.map[0], token.map[1]) if token.map else (0, 0)
+
+
 def _align(token) -> str:
     style = str(token.attrs.get("style", ""))
     return style.split(":", 1)[1].strip() if style.startswith("text-align:") else ""
@@ -329,5 +351,5 @@ def _normalized(text: str) -> tuple[str, list[int] | None]:
 
 def _map_back(blocks: list[Block], back: list[int]) -> None:
     for block in blocks:
-        for inline in [block.inline, *(cell for row in block.rows for cell in row)]:
+        for inline in block.inlines():
             inline.offsets = [back[o] if o >= 0 else o for o in inline.offsets]
