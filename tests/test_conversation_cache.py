@@ -9,13 +9,11 @@ from app.engine.local.engine import SpecEngine
 from app.engine.local.kv_states.conversation_cache import kept_line_of
 from app.engine.local.kv_states.saved_states import forget_saved_states, states_root
 from tests.perf.conversation_cache import conversation
+from tests.support.engines import tiny_pair_engine
 
 
 def _engine(tiny_models, n_ctx=2048, **load):
-    engine = SpecEngine(LoadSettings(n_ctx=n_ctx, n_threads=1, **load))
-    engine.load_target(tiny_models.target)
-    engine.load_draft(tiny_models.draft)
-    return engine
+    return tiny_pair_engine(tiny_models, n_ctx, **load)
 
 
 def _chat(topic: str, turns: int, words: int = 40) -> list[dict]:

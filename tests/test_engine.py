@@ -8,6 +8,7 @@ from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.local.engine import SpecEngine
 from app.engine.errors import EngineError, IncompatiblePairError, ModelFileError, PromptTooLongError
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
+from tests.support.engines import tiny_pair_engine
 
 
 def reply(engine, messages, **config):
@@ -19,9 +20,7 @@ def reply(engine, messages, **config):
 
 @pytest.fixture
 def engine(tiny_models):
-    engine = SpecEngine(LoadSettings(n_ctx=1024, n_threads=1))
-    engine.load_target(tiny_models.target)
-    engine.load_draft(tiny_models.draft)
+    engine = tiny_pair_engine(tiny_models)
     yield engine
     engine.close()
 

@@ -14,6 +14,7 @@ from app.engine.errors import GrammarError
 from app.engine.events import FinishedEvent
 from app.engine.local.engine import SpecEngine
 from tests.serve.test_tools_openai_sdk import QUESTIONS, SCHEMAS as REAL_SCHEMAS
+from tests.support.engines import tiny_pair_engine
 
 SCHEMAS = [
     {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}, "required": ["a", "b"]},
@@ -25,9 +26,7 @@ SCHEMAS = [
 
 @pytest.fixture(scope="module")
 def engine(tiny_models):
-    engine = SpecEngine(LoadSettings(n_ctx=2048, n_threads=1))
-    engine.load_target(tiny_models.target)
-    engine.load_draft(tiny_models.draft)
+    engine = tiny_pair_engine(tiny_models, n_ctx=2048)
     yield engine
     engine.close()
 

@@ -7,19 +7,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.engine.config import GenerationConfig, LoadSettings
+from app.engine.config import GenerationConfig
 from app.engine.events import FinishedEvent, TokenEvent
 from app.engine.local.engine import SpecEngine
 from app.engine.local.sampling import Penalties
+from tests.support.engines import tiny_pair_engine
 
 PROMPT = "the the the the cat sat on the mat, the cat sat on the"
 
 
 @pytest.fixture(scope="module")
 def engine(tiny_models):
-    engine = SpecEngine(LoadSettings(n_ctx=1024, n_threads=1))
-    engine.load_target(tiny_models.target)
-    engine.load_draft(tiny_models.draft)
+    engine = tiny_pair_engine(tiny_models)
     yield engine
     engine.close()
 

@@ -1,5 +1,6 @@
-"""Test-only helpers: damaged model files, acceptance measurement, child processes and leaked threads.
+"""Test-only helpers: the tiny pair's engine, damaged model files, acceptance measurement, child processes and leaked threads.
 
+- engines.py: the local engine with the tiny synthetic pair loaded.
 - acceptance.py: how often a draft's greedy pick equals the target's (llama_cpp's high-level API).
 - processes.py: Ctrl-C sent to a child process, with a deadline, the child never left behind.
 - threads.py: the SpecChat threads a test left running, each given a deadline to end.
