@@ -166,8 +166,7 @@ def load_settings(path: Path | None = None) -> AppSettings:
         settings.presets = stored(kept_presets)
         rejected.append("presets")
     # A server address that is not one ("not a url") would only be tried, and fail, at every start.
-    servers = [url for url in settings.servers if isinstance(url, str) and url.strip()
-               and server_url_problem(normalize_url(url)) is None]
+    servers = [url for url in settings.servers if server_url_problem(normalize_url(url)) is None]
     if servers != settings.servers:
         settings.servers = servers
         rejected.append("servers")
