@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import re
 
-# C0 controls but \t, \n and \r, DEL, C1 controls; the bidi embeddings, overrides and isolates.
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# C0 controls but \t, \n and \r, DEL, C1 controls; the bidi embeddings, overrides and isolates; the invisible
+# spaces and joiners that no prose needs (zero-width space, word joiner and its kin, the BOM). The zero-width
+# (non-)joiners and the direction marks stay: emoji sequences and right-to-left scripts need them.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 _URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s\"']+@")
 
 
