@@ -228,6 +228,26 @@ def test_the_call_that_runs_is_the_tool_the_person_was_asked_about(two_server_wi
     assert (call.server, call.answer, call.result) == ("second", "once", "Note monday: buy milk")
 
 
+def test_a_hostile_tool_name_is_shown_as_it_is(make_window, qtbot, fake_engine, model_folder, tiny_models,
+                                               tmp_path):
+    """Issue 44 class 3 in the window: a tool name holding escape sequences, a bidi override and a zero-width
+    space is shown with each of them escaped, so the prompt cannot be reordered or hide what runs."""
+    from app.common.text import printable
+    from tests.tool_servers.hostile_server import HOSTILE
+
+    mcp = tmp_path / "mcp.json"
+    mcp.write_text(json.dumps({"mcpServers": {"notes\u202e": {
+        "command": sys.executable, "args": ["-m", "tests.tool_servers.hostile_server"], "cwd": str(ROOT)}}}))
+    window = make_window(engine_factory=fake_engine, mcp_file=str(mcp))
+    qtbot.waitUntil(lambda: bool(window.tools.servers.tools()), timeout=DEADLINE_MS)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
+    fake_engine.reply = _call(window.tools.servers.tools()[0].name, {"name": "monday"})
+    _ask(qtbot, window, "Read my note.")
+    shown = window.chat_view.toPlainText()
+    assert f'run the tool {printable(HOSTILE, name=True)} from the server "notes\\u202e"' in shown
+    assert not [c for c in ("\x1b", "\u202e", "\u200b", "\x08") if c in shown]
+
+
 @pytest.mark.real_models
 def test_the_real_model_calls_a_tool_in_the_window_and_answers_from_its_result(make_window, qtbot, real_models,
                                                                                  tmp_path):
