@@ -4,14 +4,18 @@ Every parser reads text so far (`final=False`, while streaming) or the whole rep
 it returns as `content` only text that can no longer become part of a call: a tail that may be the start of a call's
 marker, and a call still being written, are held back. So content read early is always a prefix of content read
 later, and text and calls are never mixed up. A block that looks like a call but cannot be read as one (bad JSON,
-a fenced block naming no offered tool) is content, as written.
+a call to a tool that was not offered, in any family) is content, as written.
 
 A call inside `<think>...</think>` is the model thinking about a call, not making one: markers there are not read.
 (Reasoning itself is split off before this, where a reasoning splitter runs; this only keeps the rule.)
 
-Variants the real models write are accepted: Qwen2.5-Coder 1.5B often answers a request with tools by a fenced
-```json {"name": ..., "arguments": ...}``` block instead of its template's `<tool_call>` tags; when the name is an
-offered tool, that is a call, in every family.
+A call counts only in the model's own call syntax. The family's markers are calls wherever the answer holds them.
+The variants the real models write count only where they stand as a call is written: Qwen2.5-Coder 1.5B often
+answers a request with tools by a fenced ```json {"name": ..., "arguments": ...}``` block instead of its
+template's `<tool_call>` tags, as the whole reply or after a short lead-in ("I will look."); a fenced call so
+counts only at the reply's very end, after at most LEAD_IN_MAX_CHARS of text, never a block quoted inside an
+answer (an example from an attached file). A bare JSON call counts only as the whole reply. One block may hold
+several calls (a JSON list, or objects one after another), as the 1.5B writes parallel calls.
 """
 
 from __future__ import annotations
