@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal, Optional
 
+from app.engine.schema_limits import schema_problem, schemas_problem
 from app.serve.errors import BadRequest
 
 MAX_TOOLS = 128
@@ -48,7 +49,15 @@ def parse_tool_request(data: dict) -> ToolRequest:
     kind, schema = _response_format(data.get("response_format"))
     if kind != "text" and choice in ("required", "function"):
         raise BadRequest("\"response_format\" and a forced \"tool_choice\" cannot be asked for together.")
-    return ToolRequest(tools, choice, function, parallel, kind, schema)
+    request = ToolRequest(tools, choice, function, parallel, kind, schema)
+    if choice in ("required", "function"):
+        # A forced call is decoded under a grammar of the offered tools' parameters (app.engine.tools.forced_call).
+        offered = {t["function"]["name"] for t in request.offered}
+        problem = schemas_problem({f"tools[{i}].function.parameters": t["function"]["parameters"]
+                                   for i, t in enumerate(tools) if t["function"]["name"] in offered})
+        if problem:
+            raise BadRequest(problem)
+    return request
 
 
 def parse_tools(value: Any) -> tuple[dict, ...]:
@@ -109,6 +118,9 @@ def _response_format(value: Any) -> tuple[str, Optional[dict]]:
         schema = spec.get("schema") if isinstance(spec, dict) else None
         if not isinstance(schema, dict):
             raise BadRequest("\"response_format\".json_schema.schema must be a JSON schema object.")
+        problem = schema_problem(schema, "response_format.json_schema.schema")
+        if problem:
+            raise BadRequest(problem)
         return kind, schema
     raise BadRequest("\"response_format\".type must be \"text\", \"json_object\" or \"json_schema\".")
 

@@ -19,7 +19,7 @@ from app.engine.events import EngineEvent, FinishedEvent, NoticeEvent, RoundEven
 from app.engine.local.chat_format import RenderedPrompt
 from app.engine.local.kv_states.conversation_cache import ConversationCache
 from app.engine.local.decoder import generate
-from app.engine.local.grammar import schema_grammar
+from app.engine.local.grammar import GrammarMask, schema_grammar
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.model_drafter import ModelDrafter
 from app.engine.local.model_pair import ModelPair
@@ -235,6 +235,16 @@ class SpecEngine:
         self, tokens: list[int], text: str, config: GenerationConfig, cancel, request_id: int, session: str,
         start: Optional[ReplyStart] = None,
     ) -> Iterator[EngineEvent]:
+        """The reply's events. Its grammar is built here, before the first event, so a schema refused (too large,
+        or one llama.cpp cannot read) is the caller's error at once, as a 400 is before a stream starts."""
+        target = self.models.require_target()
+        grammar = target.grammar(schema_grammar(json.loads(config.json_schema))) if config.json_schema else None
+        return self._events(tokens, text, config, cancel, request_id, session, start, grammar)
+
+    def _events(
+        self, tokens: list[int], text: str, config: GenerationConfig, cancel, request_id: int, session: str,
+        start: Optional[ReplyStart], grammar: Optional[GrammarMask],
+    ) -> Iterator[EngineEvent]:
         target = self.models.require_target()
         prompts = self.prompts
         policy = self.policies.for_request(config, session)
@@ -272,7 +282,7 @@ class SpecEngine:
             request_id=request_id,
             on_history=history.extend,
             governor=self.governor,
-            grammar=target.grammar(schema_grammar(json.loads(config.json_schema))) if config.json_schema else None,
+            grammar=grammar,
             splitter=splitter,
         ):
             if isinstance(event, RoundEvent):
