@@ -28,7 +28,8 @@ from app.serve.access import refusal
 from app.serve.replies import ReplyShaper, error_body, models_list
 from app.serve.completions.replies import CompletionShaper
 from app.serve.completions.requests import ApiRequest, CompletionRequest, parse_completion_request
-from app.serve.requests import ApiOptions, BadRequest, parse_chat_request, parse_json_body
+from app.serve.field_types import parse_json_body
+from app.serve.requests import ApiOptions, BadRequest, parse_chat_request
 
 def error_response(status: int, message: str) -> JSONResponse:
     """OpenAI's error shape, with one sentence."""
@@ -271,6 +272,11 @@ async def _stream(shaper: ReplyShaper, inbox: asyncio.Queue, job: ServeJob) -> A
         for chunk in shaper.last_chunks(finished):
             yield _sse(chunk)
         yield _sse("[DONE]")
+    except Exception as exc:  # a bug of ours mid-reply: the client hears it as an event, not as a cut stream
+        print(f"SpecChat API: a streamed reply failed: {type(exc).__name__}: {str(exc)[:200]!r}", file=sys.stderr,
+              flush=True)
+        finished = None
+        yield _sse({"error": {"message": OUR_FAULT, "type": "server_error", "code": 500}})
     finally:
         if finished is None:
             job.cancel.set()  # the client went away, or the reply failed: stop generating within one round

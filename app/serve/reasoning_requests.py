@@ -59,7 +59,7 @@ def thinking_settings(data: dict, defaults: GenerationConfig) -> dict[str, Any]:
 
 
 def _effort(value: Any, name: str) -> Any:
-    if value not in EFFORTS:
+    if not isinstance(value, str) or value not in EFFORTS:
         raise BadRequest(f"\"{name}\" must be \"low\", \"medium\" or \"high\".")
     return value
 
@@ -77,7 +77,7 @@ def _budget(value: Any, name: str, thinking: Optional[bool]) -> tuple[int, Optio
 def _format(value: Any, default: str) -> Any:
     if value is None:
         return default
-    if value not in REASONING_FORMATS:
+    if not isinstance(value, str) or value not in REASONING_FORMATS:  # a list or an object cannot be looked up
         raise BadRequest("\"reasoning_format\" must be \"none\" (the thinking stays in content, with its tags) or "
                          "\"deepseek\" (the thinking apart, as reasoning_content).")
     return REASONING_FORMATS[value]
