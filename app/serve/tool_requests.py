@@ -84,7 +84,7 @@ def parse_tools(value: Any) -> tuple[dict, ...]:
         description = function.get("description", "")
         if not isinstance(description, str):
             raise BadRequest(f"tools[{i}].function.description must be a string.")
-        clean = {"name": name, "description": description, "parameters": parameters}
+        clean: dict[str, Any] = {"name": name, "description": description, "parameters": parameters}
         if function.get("strict") is not None:
             clean["strict"] = flag(function, "strict", shown=f"tools[{i}].function.strict")
         out.append({"type": "function", "function": clean})
