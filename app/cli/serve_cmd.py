@@ -56,6 +56,7 @@ def register(subparsers) -> None:
 def _options(args: argparse.Namespace):
     """The server's options from the arguments. Raises UsageError or ValueError."""
     from app.engine.config import GenerationConfig
+    from app.common.http_client import listen_host_problem
     from app.serve.key_store import key_problem
     from app.serve.requests import ApiLimits, ApiOptions, api_history
 
@@ -75,6 +76,8 @@ def _options(args: argparse.Namespace):
             raise UsageError(problem)
     if key_problem(key):
         raise UsageError("--api-key must be printable ASCII text without spaces (it travels in an HTTP header)")
+    if listen_host_problem(args.host):
+        raise UsageError("--host must be a host name or an IP address, such as 127.0.0.1")
     # As the window drafts: "auto" with a draft model (the draft model, or earlier text where that pays), n-gram
     # lookup alone with --ngram.
     defaults = GenerationConfig(speculative=bool(args.draft or args.ngram), drafter="auto" if args.draft else "ngram",

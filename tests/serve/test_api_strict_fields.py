@@ -1,15 +1,21 @@
 """Junk in a request's fields is a 400 naming the field, never a reply that quietly ignores it or a 500: `n: true`,
 `n: 1.0`, a `top_k` or `seed` of 10^30, `timings_per_token: 5`, `strict: "yes"`, a `reasoning_format` that is a list,
-and an earlier call's `arguments` nested thousands deep. A reply that a client's schema forces into JSON nested
+and an earlier call's `arguments` nested thousands deep; `serve --host` and the settings' `api_host` with shell
+characters are refused with a sentence. A reply that a client's schema forces into JSON nested
 deeper than Python reads, while tools are offered, is the reply's text (it is no call), streamed or whole."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from tests.serve.api_fixtures import chat_body, client, running_api, stream_chunks, streamed_text
+from tests.serve.api_fixtures import DEADLINE_S, chat_body, client, running_api, stream_chunks, streamed_text
+
+ROOT = Path(__file__).resolve().parents[2]
 
 TOOL = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
 
@@ -91,3 +97,9 @@ def test_a_reply_forced_deeper_than_python_reads_is_text_not_a_500(api):
     chunks = stream_chunks(api.url, body)
     assert not any("error" in c for c in chunks) and streamed_text(chunks) == message["content"]
     assert json.dumps(chunks[-1])  # the stream ended with its last chunk, not cut
+
+
+def test_serve_refuses_a_host_with_shell_characters(tiny_models):
+    done = subprocess.run([sys.executable, "-m", "app", "serve", "--target", str(tiny_models.target), "--host",
+                           "127.0.0.1;reboot"], cwd=ROOT, capture_output=True, text=True, timeout=DEADLINE_S)
+    assert done.returncode == 2 and "--host must be a host name or an IP address" in done.stderr, done.stderr
