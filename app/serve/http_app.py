@@ -13,6 +13,7 @@ import asyncio
 import json
 import sys
 import time
+from dataclasses import replace
 from typing import AsyncIterator, Callable, Optional
 
 from starlette.applications import Starlette
@@ -24,7 +25,7 @@ from starlette.routing import Route
 from app.common.http_client import is_loopback_host
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.serve.jobs import JobEnded, JobFailed, JobQueue, JobStarted, ServedModels, ServeJob
-from app.serve.access import refusal
+from app.serve.access import client_label, refusal
 from app.serve.replies import ReplyShaper, error_body, models_list
 from app.serve.completions.replies import CompletionShaper
 from app.serve.completions.requests import ApiRequest, CompletionRequest, parse_completion_request
@@ -48,13 +49,13 @@ def _sse(data: dict | str) -> bytes:
 def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedModels]) -> "_Shielded":
     """The ASGI application. `models()` says what is loaded now (the engine's thread keeps it current)."""
     started = int(time.time())
-    key = options.api_key.encode("utf-8") if options.api_key else None
+    keys = tuple(key.encode("utf-8") for key in options.keys)
 
     local_only = is_loopback_host(options.host)
 
     def denied(request: Request) -> Optional[JSONResponse]:
         port = request.scope.get("server", ("", 0))[1] or 0
-        refused = refusal(request.headers, port, local_only, key)
+        refused = refusal(request.headers, port, local_only, keys)
         return error_response(refused.status, refused.message) if refused is not None else None
 
     async def list_models(request: Request) -> Response:
@@ -95,7 +96,8 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
         try:
             body = await _read_body(request, options.limits.max_body_bytes)
             # Off the event loop: a 4 MiB body takes a while to read and check, and other clients' streams go on.
-            chat = await run_in_threadpool(_parse, body, options, parse)
+            client = client_label(request.headers, keys)
+            chat = await run_in_threadpool(_parse, body, options, parse, client)
         except BadRequest as exc:
             return error_response(exc.status, str(exc))
         except ClientDisconnect:
@@ -153,8 +155,9 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
     return _Shielded(app)
 
 
-def _parse(body: bytes, options: ApiOptions, parse: Callable[..., ApiRequest]) -> ApiRequest:
-    return parse(parse_json_body(body), options.limits, options.defaults)
+def _parse(body: bytes, options: ApiOptions, parse: Callable[..., ApiRequest], client: str) -> ApiRequest:
+    defaults = replace(options.defaults, client=client) if client else options.defaults
+    return parse(parse_json_body(body), options.limits, defaults)
 
 
 async def _our_fault(request: Request, exc: Exception) -> Response:

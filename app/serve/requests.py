@@ -43,9 +43,18 @@ class ApiOptions:
     host: str = "127.0.0.1"
     port: int = 1234
     api_key: Optional[str] = field(default=None, repr=False)  # a secret: never in a repr or a log line
+    # Further keys (serve --api-key given more than once), each a client of its own: what the server keeps from one
+    # key's requests (KV states and their cached_tokens, an own history) is offered only to the same key's.
+    more_keys: tuple[str, ...] = field(default=(), repr=False)
     limits: ApiLimits = ApiLimits()
     # Sampling defaults and speculation of every reply (a request may set its own sampling, never speculation).
     defaults: GenerationConfig = GenerationConfig(session="api", history=False)
+
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Every key a client may send (none: no key is asked for)."""
+        return ((self.api_key,) if self.api_key else ()) + self.more_keys
 
 
 @dataclass(frozen=True)
@@ -144,7 +153,7 @@ def common_fields(data: dict, limits: ApiLimits, defaults: GenerationConfig) -> 
         max_tokens=int(max_tokens), temperature=temperature, top_k=int(top_k or 0), top_p=top_p, min_p=min_p,
         seed=seed, speculative=defaults.speculative, drafter=defaults.drafter, draft_max=defaults.draft_max,
         draft_p_min=defaults.draft_p_min, session=defaults.session, history=defaults.history,
-        history_book=defaults.history_book, presence_penalty=presence, frequency_penalty=frequency,
+        history_book=defaults.history_book, client=defaults.client, presence_penalty=presence, frequency_penalty=frequency,
         repeat_penalty=repeat, ignore_eos=ignore_eos, **thinking_settings(data, defaults),
     )
     return {"config": config, "stream": stream, "model": model, "stop": _stop(data.get("stop")),

@@ -252,7 +252,7 @@ class SpecEngine:
         use_model = draft is not None
         use_ngram = config.drafter in ("auto", "ngram", "history") or not use_model
         self._ngram.min_match = config.ngram_min_match if config.draft_max is not None else 0
-        book = self._history_book(config.history_book) if config.history else None
+        book = self._history_book(config.kept_scope) if config.history else None
         past = book if config.speculative else None
         if past is not None:
             past.refresh()  # what other processes added, or forgot when a chat was deleted
@@ -264,7 +264,7 @@ class SpecEngine:
         conversations = self._conversations
         found = None
         if conversations is not None:
-            found = conversations.prepare(tokens, session, self.models.draft, scope=config.history_book)
+            found = conversations.prepare(tokens, session, self.models.draft, scope=config.kept_scope)
             if found.notice:
                 yield NoticeEvent(request_id, found.notice)
         history: list[int] = []
