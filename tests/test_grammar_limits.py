@@ -22,6 +22,16 @@ def test_the_problem_names_the_place_in_the_schema():
     assert schema_problem(nested, "s").startswith("s.anyOf[0].items.pattern {2000} is 2000;")
 
 
+def test_properties_are_bounded_per_object_and_in_all():
+    def obj(n: int) -> dict:
+        return {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(n)}}
+
+    assert "has 129 properties" in schema_problem(obj(129), "s")
+    many = {"type": "object", "properties": {f"o{j}": obj(125) for j in range(8)}}
+    assert "more than 1000" in schema_problem(many, "s")
+    assert schema_problem({"type": "object", "properties": {f"o{j}": obj(125) for j in range(7)}}, "s") is None
+
+
 def test_data_inside_a_schema_is_not_read_as_a_schema():
     # A property named "minItems" and enum values that look like schemas are names and data.
     schema = {"type": "object", "properties": {"minItems": {"type": "integer"}},

@@ -24,9 +24,11 @@ MAX_REPEAT = 1000
 MAX_REPEAT_TOTAL = 20_000
 # Containers nested in a schema (a request body nests 64 at most, of which the schema's path takes a few).
 MAX_SCHEMA_DEPTH = 40
-# Values in a schema, and properties of one object (the converter's work grows with their square).
+# Values in a schema; properties of one object, and of all (the converter's work grows with the square of an
+# object's optional properties: 8 objects of 125 take it under a second, 38 of 255 took 17 s).
 MAX_SCHEMA_VALUES = 20_000
-MAX_PROPERTIES = 256
+MAX_PROPERTIES = 128
+MAX_PROPERTIES_TOTAL = 1000
 # enum values in the whole schema, and the characters of all enum and const values: each is an alternative the
 # grammar tries at every token (OpenAI's structured outputs allow 1,000 and about 120,000).
 MAX_ENUM_VALUES = 1000
@@ -58,6 +60,7 @@ class _Walk:
 
     def __init__(self) -> None:
         self.values = 0
+        self.properties = 0
         self.repeats = 0
         self.enum_values = 0
         self.literal_chars = 0
@@ -88,9 +91,13 @@ class _Walk:
             if problem:
                 return problem
         properties = node.get("properties")
-        if isinstance(properties, dict) and len(properties) > MAX_PROPERTIES:
-            return f"{path}.properties has {len(properties)} properties; a schema may give at most " \
-                   f"{MAX_PROPERTIES} to one object."
+        if isinstance(properties, dict):
+            if len(properties) > MAX_PROPERTIES:
+                return f"{path}.properties has {len(properties)} properties; a schema may give at most " \
+                       f"{MAX_PROPERTIES} to one object."
+            self.properties += len(properties)
+            if self.properties > MAX_PROPERTIES_TOTAL:
+                return f"{path}.properties brings the schema's properties to more than {MAX_PROPERTIES_TOTAL}."
         enum = node.get("enum")
         if enum is not None:
             if not isinstance(enum, list):

@@ -104,6 +104,7 @@ NOT_HONOURED: dict[str, tuple] = {
     "best_of": (None, 1), "n_probs": (None, 0), "typical_p": (None, 1, 1.0), "mirostat": (None, 0),
     "dry_multiplier": (None, 0, 0.0), "xtc_probability": (None, 0, 0.0), "grammar": (None, ""),
     "tfs_z": (None, 1, 1.0), "top_n_sigma": (None, -1, -1.0), "dynatemp_range": (None, 0, 0.0),
+    "json_schema": (None,),  # llama-server's; chat takes OpenAI's response_format
 }
 # The most likeliest tokens a position's log-probabilities list (OpenAI's limit).
 MAX_TOP_LOGPROBS = 20

@@ -46,6 +46,7 @@ JUNK = [
     ({"reasoning_format": ["none"]}, "\"reasoning_format\" must be"),
     ({"reasoning_format": {"none": 1}}, "\"reasoning_format\" must be"),
     ({"reasoning_effort": ["low"]}, "\"reasoning_effort\" must be"),
+    ({"json_schema": {"type": "object"}}, "\"json_schema\" is not supported by this server"),
 ]
 
 
