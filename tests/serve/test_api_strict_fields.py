@@ -47,6 +47,8 @@ JUNK = [
     ({"reasoning_format": {"none": 1}}, "\"reasoning_format\" must be"),
     ({"reasoning_effort": ["low"]}, "\"reasoning_effort\" must be"),
     ({"json_schema": {"type": "object"}}, "\"json_schema\" is not supported by this server"),
+    ({"thinking_budget_tokens": 10 ** 30}, "\"thinking_budget_tokens\" must be a whole number"),
+    ({"reasoning": {"max_tokens": 10 ** 30}}, "\"reasoning.max_tokens\" must be a whole number"),
 ]
 
 
