@@ -106,3 +106,22 @@ def test_serve_refuses_a_host_with_shell_characters(tiny_models):
     done = subprocess.run([sys.executable, "-m", "app", "serve", "--target", str(tiny_models.target), "--host",
                            "127.0.0.1;reboot"], cwd=ROOT, capture_output=True, text=True, timeout=DEADLINE_S)
     assert done.returncode == 2 and "--host must be a host name or an IP address" in done.stderr, done.stderr
+
+
+def test_a_failure_of_ours_mid_stream_is_an_error_event_not_a_cut_stream(tiny_models, monkeypatch):
+    from app.serve.replies import ReplyShaper
+
+    def broken(self, event):
+        raise RuntimeError("a bug of ours")
+
+    with running_api(tiny_models, draft=False) as api:
+        monkeypatch.setattr(ReplyShaper, "on_token", broken)
+        with client() as http:
+            with http.stream("POST", f"{api.url}/v1/chat/completions",
+                             json=chat_body("hi", 8, stream=True)) as response:
+                events = [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: {")]
+        monkeypatch.undo()
+        assert events[-1] == {"error": {"message": "The server failed while answering this request; its log has the "
+                                                   "details.", "type": "server_error", "code": 500}}
+        with client() as http:
+            assert http.post(f"{api.url}/v1/chat/completions", json=chat_body("hi", 4)).status_code == 200
