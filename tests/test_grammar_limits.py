@@ -32,6 +32,13 @@ def test_properties_are_bounded_per_object_and_in_all():
     assert schema_problem({"type": "object", "properties": {f"o{j}": obj(125) for j in range(7)}}, "s") is None
 
 
+def test_a_schema_nested_deeper_than_a_request_may_is_refused():
+    schema: dict = {"type": "string"}
+    for _ in range(45):
+        schema = {"type": "array", "items": schema}
+    assert schema_problem(schema, "s").endswith("nests deeper than 40 levels.")
+
+
 def test_data_inside_a_schema_is_not_read_as_a_schema():
     # A property named "minItems" and enum values that look like schemas are names and data.
     schema = {"type": "object", "properties": {"minItems": {"type": "integer"}},

@@ -86,6 +86,21 @@ def test_a_forced_tool_call_names_the_tools_parameters(serve_process):
     _answers(url, process)
 
 
+def test_a_ref_cycle_is_refused_before_the_stream_starts(serve_process):
+    """A grammar llama.cpp cannot read (a cycle of $refs is left recursion) is a 400 with a sentence, streamed too:
+    the grammar is built when the reply is asked for, before its first event."""
+    url, process = serve_process
+    cycle = {"type": "object", "properties": {"x": {"$ref": "#/definitions/a"}},
+             "definitions": {"a": {"$ref": "#/definitions/b"}, "b": {"$ref": "#/definitions/a"}}}
+    for stream in (False, True):
+        body = chat_body("JSON please", 8, stream=stream,
+                         response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": cycle}})
+        response = _post(url, body)
+        assert response.status_code == 400, response.text
+        assert response.json()["error"]["message"] == "llama.cpp could not read the grammar for this request."
+    _answers(url, process)
+
+
 def test_a_schema_within_the_bounds_is_decoded(serve_process):
     url, process = serve_process
     schema = {"type": "object", "properties": {"text": {"type": "string", "maxLength": 1000}}, "required": ["text"]}
