@@ -406,6 +406,13 @@ def tool_names(tools: Sequence[dict]) -> frozenset[str]:
 def split_reply(text: str, family: ToolFormat, tools: Sequence[dict], final: bool = True) -> Split:
     """`text` (the reply so far, or all of it) as content and calls, for a model of `family` offered `tools`. A
     call to a tool that was not offered is no call: it stays in the content, as written."""
+    try:
+        return _split_reply(text, family, tools, final)
+    except RecursionError:  # JSON nested deeper than Python reads (a client's grammar can force it) is no call
+        return Split(text)
+
+
+def _split_reply(text: str, family: ToolFormat, tools: Sequence[dict], final: bool) -> Split:
     names = tool_names(tools) or None
     if family == "harmony":
         return split_harmony(text, final, names)
