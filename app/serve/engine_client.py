@@ -84,7 +84,6 @@ class EngineClient:
         self._log_path = str(paths.user_cache_dir() / f"serve-engine-{os.getpid()}.log")
         self._echo: Optional[_LogEcho] = None
         self.served = ServedModels()
-        self.restarts = 0
 
     @property
     def pid(self) -> Optional[int]:
@@ -182,7 +181,7 @@ class EngineClient:
             if self._conn in ready:
                 try:
                     message = self._conn.recv()
-                except (EOFError, OSError):
+                except Exception:  # the pipe closed (it died), or a record that cannot be read: not to be trusted
                     self._restart()
                     continue
                 self._on_message(message)
@@ -256,7 +255,6 @@ class EngineClient:
         self._fail_in_flight(500, f"{sentence}; it is restarting.")
         began = time.monotonic()
         self.start()
-        self.restarts += 1
         self._say(f"The engine is back ({time.monotonic() - began:.1f} s to restart and load the model).")
 
 

@@ -59,6 +59,8 @@ HOSTILE = [
 ]
 CRASH = "engine crash"
 SOCKET_KINDS = ("idle socket", "slowloris head", "gone mid-stream")
+# One round: every hostile kind once, each after a well-behaved request (half of all requests are well-behaved).
+ROUND = [kind for hostile in HOSTILE + [(k, None, {}) for k in SOCKET_KINDS] for kind in (("good", None, {}), hostile)]
 
 
 @dataclass
@@ -154,7 +156,7 @@ def soak(target: Path, requests: int = 1000, threads: int = 1) -> SoakResult:
             raise RuntimeError("serve did not start")
         url, host, port = found.group(1), found.group(2), int(found.group(3))
         cli = (_children(process.pid) or [process.pid])[0]  # under `python -m app`'s supervisor
-        kinds = itertools.cycle([("good", None, {})] + HOSTILE + [(k, None, {}) for k in SOCKET_KINDS])
+        kinds = itertools.cycle(ROUND)
         with httpx.Client(timeout=httpx.Timeout(60.0), trust_env=False) as http:
             for n in range(requests):
                 name, body, headers = next(kinds)
