@@ -41,6 +41,9 @@ from app.serve.jobs import (
 SLOTS = 1  # requests at the child at once: it answers them one after another today
 POLL_S = 0.05  # how soon a client's going away (or its stop string) reaches the child while it answers
 CLOSE_WAIT_S = 3.0  # a child asked to exit gets this long before it is killed
+# A reply whose client went away must end within this; else the child is stuck (in a chat template, in llama.cpp,
+# in a grammar's conversion) and is replaced, as the window replaces its own.
+STOP_GRACE_S = 3.0
 LOG_POLL_S = 0.2
 LOG_TAIL_BYTES = 16384
 SHUTTING_DOWN = "The server is shutting down."
@@ -55,6 +58,7 @@ class EngineStartError(Exception):
 class _InFlight:
     job: ServeJob
     finished: Optional[FinishedEvent] = None
+    gone_at: Optional[float] = None  # when its client went away (time.monotonic), while the child still answers
 
 
 OnDone = Callable[[ServeJob, Optional[FinishedEvent]], None]
@@ -205,10 +209,19 @@ class EngineClient:
             job.sink(JobEnded())
 
     def _forward_stops(self) -> None:
-        """A client gone, or one with its stop string, stops its reply at the child's next round."""
+        """A client gone, or one with its stop string, stops its reply at the child's next round; a child that does
+        not end a gone client's reply within STOP_GRACE_S is killed (and restarted as after any death)."""
+        now = time.monotonic()
         for request_id, flight in self._in_flight.items():
-            if flight.job.cancel.is_set() and self._cancelled_up_to.value < request_id:
-                self._cancelled_up_to.value = request_id
+            if flight.job.cancel.is_set():
+                if self._cancelled_up_to.value < request_id:
+                    self._cancelled_up_to.value = request_id
+                if flight.gone_at is None:
+                    flight.gone_at = now
+                elif now - flight.gone_at > STOP_GRACE_S and self._process is not None and self._process.is_alive():
+                    self._say(f"note: the engine did not stop within {STOP_GRACE_S:.0f} s of a client going away "
+                              "(stuck in a chat template or in llama.cpp), so it is restarted.")
+                    self._process.kill()  # its pipe closes: work_off restarts it
             if flight.job.enough.is_set() and self._enough_up_to.value < request_id:
                 self._enough_up_to.value = request_id
 
