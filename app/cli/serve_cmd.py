@@ -15,6 +15,7 @@ import sys
 
 from app.bench.args import add_model_arguments, parse_draft_max
 from app.cli.checks import THREADS_HELP, UsageError, add_load_options, check_text, load_problem, sampling_problem
+from app.common.text import printable
 
 ENV_SERVE_KEY = "SPECCHAT_SERVE_API_KEY"
 
@@ -129,7 +130,8 @@ def _interrupt(_signum, _frame) -> None:
 
 
 def _log(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    """One line of the server's log, through the one gate for shown text (a model's file name, llama.cpp's words)."""
+    print(printable(line), file=sys.stderr, flush=True)
 
 
 def _report(job, finished) -> None:

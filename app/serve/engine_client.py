@@ -25,6 +25,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Callable, Optional
 
+from app.common.text import printable
 from app.engine.child_process import how_it_ended, log_error_line
 from app.engine.config import LoadSettings
 from app.engine.events import FinishedEvent
@@ -296,8 +297,8 @@ class _LogEcho:
                 data = log.read(1 << 20)
         except OSError:
             return offset
-        if data:
-            sys.stderr.write(data.decode("utf-8", errors="replace"))
+        if data:  # through the one gate for shown text: a traceback can quote what a client sent
+            sys.stderr.write(printable(data.decode("utf-8", errors="replace")))
             sys.stderr.flush()
         return offset + len(data)
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Optional
 
+from app.common.text import printable
 from app.engine.events import FinishedEvent, NoticeEvent
 from app.engine.host.api_answers import AnyCancel, ApiAnswer, answer_api
 from app.engine.host.wire import AnswerChat, AnswerCompletion, ReplyFailed, ReplyStarted
@@ -170,7 +171,7 @@ def relay(job: ServeJob, answer: ApiAnswer) -> Optional[FinishedEvent]:
     elif isinstance(answer, NoticeEvent):
         # The server's own news (its history file damaged, or off), for whoever runs it: the log, once, as the
         # engine says it once; a client is told nothing of this machine's files.
-        print(f"note: {answer.text}", file=sys.stderr, flush=True)
+        print(f"note: {printable(answer.text)}", file=sys.stderr, flush=True)
     elif isinstance(answer, FinishedEvent):
         answer = as_read(job, answer)
         job.sink(answer)

@@ -36,7 +36,7 @@ from app.engine.speculation.drafters import NgramDrafter
 from app.engine.speculation.history import HistoryDrafter
 from app.engine.speculation.history_file import HistoryFile, HistorySync, history_path
 from app.engine.targets import LocalModel, ServerModel, Target
-from app.engine.tools.calls import ToolFormat, forced_call
+from app.engine.tools.calls import ToolFormat, forced_call, reader_text
 
 
 class SpecEngine:
@@ -278,7 +278,7 @@ class SpecEngine:
             if isinstance(event, RoundEvent):
                 self.policies.after_round(policy)
             if config.tools and isinstance(event, TokenEvent) and event.part == "answer":
-                call_pieces.append(event.text or event.markup)
+                call_pieces.append(reader_text(event.text, event.markup, self.tool_format))
             if isinstance(event, FinishedEvent):
                 if config.tools and "".join(call_pieces) != event.text:
                     event = dataclasses.replace(event, call_text="".join(call_pieces))
