@@ -39,7 +39,10 @@ from app.serve.jobs import (
     JobEnded, JobFailed, JobQueue, ServedModels, ServeJob, api_request, as_read, model_id, relay,
 )
 
-SLOTS = 1  # requests at the child at once: it answers them one after another today
+# Requests at the child at once: it answers them one after another today. With more, a request must not be sent
+# while the child may be blocked writing its answers (a send that fills the pipe would wait on a child waiting on
+# us): sending then wants a thread of its own.
+SLOTS = 1
 POLL_S = 0.05  # how soon a client's going away (or its stop string) reaches the child while it answers
 CLOSE_WAIT_S = 3.0  # a child asked to exit gets this long before it is killed
 # A reply whose client went away must end within this; else the child is stuck (in a chat template, in llama.cpp,
