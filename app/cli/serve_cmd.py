@@ -1,23 +1,23 @@
 """`specchat-cli serve`: the loaded models as a local OpenAI-compatible API, speculating as the window does.
 
-The models stay on this (main) thread, which answers the requests one at a time in the order they came; the HTTP
-side runs on its own thread (app.serve). Ctrl+C stops it.
+The models run in an engine process of their own (app.serve.engine_client, the loop the window's engine process
+runs), so a llama.cpp crash costs only the request being answered: it gets an error with a sentence and a fresh
+engine process loads the same models. This (main) thread hands it the requests one at a time in the order they
+came; the HTTP side runs on its own thread (app.serve). Ctrl+C or SIGTERM stops both.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 
 from app.bench.args import add_model_arguments, parse_draft_max
 from app.cli.checks import THREADS_HELP, UsageError, add_load_options, check_text, load_problem, sampling_problem
-from app.engine.errors import EngineError
+from app.common.text import printable
 
 ENV_SERVE_KEY = "SPECCHAT_SERVE_API_KEY"
-# Between requests the engine measures what forward passes cost (for the auto controller), a short step at a time,
-# once nothing has come for this long.
-IDLE_AFTER_S = 1.0
 
 
 def register(subparsers) -> None:
@@ -30,7 +30,9 @@ def register(subparsers) -> None:
         "\"suffix\" on a model with FIM tokens). Replies and completions speculate with the draft model (--draft) "
         "or n-gram lookup (--ngram), with the window's auto controller; without either, plain decoding. Every "
         "streamed chunk names each token's drafter in its \"specchat\" field. A field the server does not honour "
-        "gets a 400 that names it (the README's API section lists them).",
+        "gets a 400 that names it (the README's API section lists them). The models run in an engine process of "
+        "their own: a llama.cpp crash costs only the request being answered (an error with one sentence), and the "
+        "engine restarts with the same models.",
     )
     add_model_arguments(p)
     p.add_argument("--host", default="127.0.0.1",
@@ -93,9 +95,8 @@ def _options(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     from app.cli.generate_cmd import local_load_settings, local_model, models_problem
-    from app.engine.host.engine_factory import local_engine
-    from app.serve.jobs import served_models, work_off
     from app.common.http_client import is_loopback_host
+    from app.serve.engine_client import EngineClient, EngineStartError
     from app.serve.server import ApiServer, ServeError
 
     try:
@@ -106,34 +107,39 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, UsageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    try:
-        engine = local_engine(*local_model(args), local_load_settings(args))
-    except EngineError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    previous_term = signal.signal(signal.SIGTERM, _interrupt)  # stopped as Ctrl+C stops it: child and all
+    engine = EngineClient(*local_model(args), local_load_settings(args), say=_log)
     server = ApiServer(options)
     try:
-        server.publish(served_models(engine))
+        server.publish(engine.start())
         url = server.start()
-    except ServeError as exc:
-        engine.close()
+        model = server.served.target
+        how = (f"speculating with the draft model {server.served.draft}" if args.draft
+               else "speculating with n-gram lookup" if args.ngram else "plain decoding")
+        _log(f"Serving {model} ({how}) at {url}/v1 — Ctrl+C stops.")
+        if not is_loopback_host(options.host):
+            _log(f"warning: listening on {options.host}: other machines can reach this server"
+                 + ("" if options.api_key else ", and it has no --api-key"))
+        engine.work_off(server.queue, on_done=_report)
+    except (EngineStartError, ServeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    model = server.served.target
-    how = (f"speculating with the draft model {server.served.draft}" if args.draft
-           else "speculating with n-gram lookup" if args.ngram else "plain decoding")
-    print(f"Serving {model} ({how}) at {url}/v1 — Ctrl+C stops.", file=sys.stderr, flush=True)
-    if not is_loopback_host(options.host):
-        print(f"warning: listening on {options.host}: other machines can reach this server"
-              + ("" if options.api_key else ", and it has no --api-key"), file=sys.stderr, flush=True)
-    try:
-        work_off(server.queue, engine, on_done=_report, idle_after_s=IDLE_AFTER_S)
     except KeyboardInterrupt:
         print("stopping", file=sys.stderr)
     finally:
+        engine.close()  # first: the requests it was answering end with a sentence before their streams close
         server.stop()
-        engine.close()
+        signal.signal(signal.SIGTERM, previous_term)
     return 0
+
+
+def _interrupt(_signum, _frame) -> None:
+    raise KeyboardInterrupt
+
+
+def _log(line: str) -> None:
+    """One line of the server's log, through the one gate for shown text (a model's file name, llama.cpp's words)."""
+    print(printable(line), file=sys.stderr, flush=True)
 
 
 def _report(job, finished) -> None:

@@ -35,6 +35,19 @@ def last_error_line(log_text: str) -> str:
     return _short(lines[-1]) if lines else ""
 
 
+def log_error_line(path: str | None, tail_bytes: int = 16384) -> str:
+    """last_error_line of a child's log file's last `tail_bytes` (its last words); "" when it cannot be read."""
+    if not path:
+        return ""
+    try:
+        with open(path, "rb") as log:
+            log.seek(0, 2)
+            log.seek(max(0, log.tell() - tail_bytes))
+            return last_error_line(log.read().decode("utf-8", errors="replace"))
+    except OSError:
+        return ""
+
+
 def _short(line: str) -> str:
     return line if len(line) <= _LINE_LIMIT else line[:_LINE_LIMIT - 3] + "..."
 
@@ -84,17 +97,19 @@ def build_fault_sentence() -> str:
 
 def run_supervised(command: list[str]) -> int:
     """Run `command` (a front end that loads llama.cpp in its own process) as a child and end as it ended, saying
-    first, in one sentence on stderr, why a SIGILL killed it: a process killed by SIGILL cannot say it itself.
+    first, in one sentence on stderr, what killed it (death_sentence): a process killed by SIGILL, SIGSEGV or
+    SIGKILL cannot say it itself.
 
     Signals sent to this process are passed on to the child, except a Ctrl-C typed at the terminal, which reaches
     the child through the terminal's process group already (passing it on too would interrupt its clean-up). Any
-    other death by a signal is re-raised here, so callers see the same status as without the supervisor.
+    other death by a signal is re-raised here, so callers see the same status as without the supervisor; SIGKILL,
+    which no process may re-raise on itself with a handler reset, becomes exit status 137, as a shell reports it.
     """
     import os
     import subprocess
 
     child = subprocess.Popen(command, env=dict(os.environ, SPECCHAT_SUPERVISED="1"),
-                             preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+                             preexec_fn=die_with_parent if sys.platform.startswith("linux") else None)
 
     def forward(signum: int, _frame: object) -> None:
         if signum == signal.SIGINT and _typed_at_terminal():
@@ -115,9 +130,12 @@ def run_supervised(command: list[str]) -> int:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-    if is_build_fault(code):
-        sys.stderr.write(f"specchat-cli: {build_fault_sentence()}\n")
+    sentence = death_sentence(code)
+    if sentence:
+        sys.stderr.write(f"specchat-cli: {sentence}\n")
         sys.stderr.flush()
+    if code == -signal.SIGKILL:
+        return 128 + signal.SIGKILL  # a shell's status for it: SIGKILL cannot be given a handler to re-raise with
     if code < 0:
         signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
@@ -125,10 +143,33 @@ def run_supervised(command: list[str]) -> int:
     return code
 
 
-def _die_with_parent() -> None:
-    """In the child, before it runs: end with the supervisor, so a supervisor killed outright leaves nothing."""
+def death_sentence(returncode: int | None) -> str:
+    """What a person reads when the CLI's process was ended by a signal it did not get from them: "" for an exit,
+    and for the signals a person or a system sends to stop a program (SIGINT, SIGTERM, SIGHUP, ...)."""
+    signum = signal_of(returncode) if returncode is not None and returncode < 0 else None
+    if signum is None:
+        return ""
+    if is_build_fault(returncode):
+        return build_fault_sentence()
+    if signum == signal.SIGKILL:
+        return "the process was killed by SIGKILL, often the system running out of memory."
+    if signum in _CRASH_SIGNALS:
+        return (f"the process was {how_it_ended(returncode)}: llama.cpp (or a library under it) crashed; its own "
+                "message, if it wrote one, is above.")
+    return ""
+
+
+_CRASH_SIGNALS = {getattr(signal, name) for name in ("SIGSEGV", "SIGABRT", "SIGBUS", "SIGFPE", "SIGTRAP", "SIGSYS")
+                  if hasattr(signal, name)}
+
+
+def die_with_parent() -> None:
+    """In a child, before it runs: end with its parent, so a parent killed outright leaves nothing (Linux; the
+    death signal comes when the thread that started the child ends, so start children from a lasting thread)."""
     import ctypes
 
+    if not sys.platform.startswith("linux"):
+        return
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):

@@ -116,6 +116,7 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
             return error_response(503, f"The server is busy ({options.limits.max_queued} requests are waiting); "
                                        "try again shortly.")
         watcher = asyncio.create_task(_cancel_on_disconnect(request, job))
+        streaming = False
         try:
             first = await inbox.get()
             while not isinstance(first, (JobStarted, JobFailed, JobEnded)):
@@ -129,8 +130,11 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
                                  tool_format=first.tool_format)
             if not chat.stream:
                 return await _whole_reply(shaper, inbox, job)
+            streaming = True
         finally:
             watcher.cancel()  # streaming: Starlette's response watches for the client's going away from here on
+            if not streaming:
+                job.read.set()
         headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
         return StreamingResponse(_stream(shaper, inbox, job), media_type="text/event-stream", headers=headers)
 
@@ -283,3 +287,4 @@ async def _stream(shaper: ReplyShaper, inbox: asyncio.Queue, job: ServeJob) -> A
     finally:
         if finished is None:
             job.cancel.set()  # the client went away, or the reply failed: stop generating within one round
+        job.read.set()

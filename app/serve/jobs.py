@@ -1,9 +1,10 @@
 """Requests waiting for the engine, in order, and running one on the thread that owns the models.
 
-The HTTP side (any thread) submits a ServeJob; the thread that owns the engine (the CLI's main thread, or the
-engine process's loop) takes jobs one at a time and runs them with `run_job`, which hands every event to the
-job's `sink`. A job's outcome is a short sequence of records: JobStarted or JobFailed, the engine's own events,
-and always JobEnded last.
+The HTTP side (any thread) submits a ServeJob. The thread that owns the engine (the window's engine process, the
+tests) takes jobs one at a time and runs them with `run_job`, which hands every event to the job's `sink`;
+`specchat-cli serve` takes them on its main thread and sends them to its own engine process
+(app.serve.engine_client), which `relay`s the answers to the sink. A job's outcome is a short sequence of records:
+JobStarted or JobFailed, the engine's own events, and always JobEnded last.
 """
 
 from __future__ import annotations
@@ -12,22 +13,21 @@ import os
 import select
 import sys
 import threading
-import traceback
 from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Optional
 
 from app.common.text import printable
-from app.engine.errors import EngineError, GrammarError, PromptFormatError, PromptTooLongError
 from app.engine.events import FinishedEvent, NoticeEvent
+from app.engine.host.api_answers import AnyCancel, ApiAnswer, answer_api
+from app.engine.host.wire import AnswerChat, AnswerCompletion, ReplyFailed, ReplyStarted
 from app.engine.protocol import ChatEngine
 from app.engine.targets import ServerModel, Target
 from app.engine.tools.calls import ToolFormat
 from app.serve.completions.requests import ApiRequest, CompletionRequest
 
 STOPPED = "The reply was stopped in the SpecChat window."
-NO_MODEL = "No model is loaded; load one in SpecChat (or start `specchat-cli serve --target MODEL.gguf`)."
 
 
 @dataclass(frozen=True)
@@ -75,16 +75,6 @@ class JobEnded:
     """Always the last record of a job, however it ended."""
 
 
-class AnyCancel:
-    """Set when any of its flags is: the client went away, or Stop was pressed in the window."""
-
-    def __init__(self, *flags):
-        self._flags = flags
-
-    def is_set(self) -> bool:
-        return any(flag.is_set() for flag in self._flags)
-
-
 @dataclass
 class ServeJob:
     """One request in line. `sink` takes each outcome record on the engine's thread and must not block."""
@@ -95,6 +85,9 @@ class ServeJob:
     # The client has what it wants (a stop string came): generation stops, and its FinishedEvent still comes,
     # with the reply's real totals.
     enough: threading.Event = field(default_factory=threading.Event)
+    # The HTTP side has read all it will of this job (its last record, or its client went away): whether a stop
+    # string ended the reply is known from then on.
+    read: threading.Event = field(default_factory=threading.Event)
     serial: int = 0  # set by the queue: 1, 2, ... in the order requests came
 
 
@@ -161,73 +154,55 @@ class JobQueue:
             job.sink(JobEnded())
 
 
+def api_request(request_id: int, request: ApiRequest) -> AnswerChat | AnswerCompletion:
+    """What the engine runs for `request`, as the wire's record: the same in this process and across the pipe."""
+    if isinstance(request, CompletionRequest):
+        return AnswerCompletion(request_id, request.prompt, request.suffix, request.config)
+    return AnswerChat(request_id, tuple(request.messages), request.config)
+
+
+def relay(job: ServeJob, answer: ApiAnswer) -> Optional[FinishedEvent]:
+    """Hand one of the engine's answers (app.engine.host.api_answers) to `job`'s sink as the HTTP side reads it;
+    returns it when it is the reply's FinishedEvent."""
+    if isinstance(answer, ReplyStarted):
+        job.sink(JobStarted(model_id(answer.target), answer.prompt_tokens, answer.tool_format))
+    elif isinstance(answer, ReplyFailed):
+        job.sink(JobFailed(answer.status, answer.message))
+    elif isinstance(answer, NoticeEvent):
+        # The server's own news (its history file damaged, or off), for whoever runs it: the log, once, as the
+        # engine says it once; a client is told nothing of this machine's files.
+        print(f"note: {printable(answer.text)}", file=sys.stderr, flush=True)
+    elif isinstance(answer, FinishedEvent):
+        answer = as_read(job, answer)
+        job.sink(answer)
+        return answer
+    else:
+        job.sink(answer)
+    return None
+
+
+def as_read(job: ServeJob, finished: FinishedEvent) -> FinishedEvent:
+    """`finished` marked as ended by a stop string when the client's stop string ended it, even where the engine
+    had finished first (it hears of the stop string a round later, or, in its own process, later still)."""
+    if job.enough.is_set() and finished.stats.stop_reason != "stop_string":
+        return replace(finished, stats=replace(finished.stats, stop_reason="stop_string"))
+    return finished
+
+
 def run_job(engine: Optional[ChatEngine], job: ServeJob, stopped=None) -> Optional[FinishedEvent]:
     """Answer `job` with `engine`, on the thread that owns it. `stopped` (with is_set()) is a second way to stop,
     such as the window's Stop; the client's going away sets job.cancel. Generation checks both every round.
     Returns the reply's FinishedEvent (also for a reply a stop string ended), None when it was stopped or failed.
 
-    Nothing a request does ends the thread that calls this: every exception (a template's, the engine's, a bug
-    of ours) becomes the job's JobFailed, 400 when the request asked for what cannot be done, else 500."""
-    gone = AnyCancel(job.cancel, stopped) if stopped is not None else job.cancel
-    cancel = AnyCancel(job.cancel, job.enough, *([stopped] if stopped is not None else []))
+    Nothing a request does ends the thread that calls this (app.engine.host.api_answers turns every exception into
+    the job's JobFailed)."""
+    gone = AnyCancel(job.cancel, stopped)
     finished: Optional[FinishedEvent] = None
     try:
-        if gone.is_set():
-            return None
-        if engine is None or engine.loaded_target is None:
-            job.sink(JobFailed(503, NO_MODEL))
-            return None
-        request = job.request
-        if isinstance(request, CompletionRequest):
-            tokens = engine.completion_tokens(request.prompt, request.suffix)
-            prompt_tokens, what = len(tokens), "prompt"
-        else:
-            messages = list(request.messages)
-            if len(messages) > engine.n_ctx:  # every message takes a token at least: no need to format them
-                job.sink(JobFailed(400, f"The request holds {len(messages)} messages; the loaded context of "
-                                        f"{engine.n_ctx} tokens cannot hold that many."))
-                return None
-            prompt_tokens, what = engine.count_tokens(messages), "messages"
-        if prompt_tokens >= engine.n_ctx:
-            job.sink(JobFailed(400, f"The {what} take {prompt_tokens} tokens; the loaded context holds "
-                                    f"{engine.n_ctx}."))
-            return None
-        # Asked before JobStarted: what an engine refuses when asked (a server's model and logprobs) is a 400 with
-        # its status line, streamed or not.
-        if isinstance(request, CompletionRequest):
-            events = engine.complete(tokens, request.config, cancel=cancel, request_id=job.serial)
-        else:
-            events = engine.chat(messages, request.config, cancel=cancel, request_id=job.serial)
-        job.sink(JobStarted(model_id(engine.loaded_target), prompt_tokens, engine.tool_format))
-        for event in events:
-            if gone.is_set():
-                break
-            if isinstance(event, FinishedEvent):
-                if job.enough.is_set():
-                    event = replace(event, stats=replace(event.stats, stop_reason="stop_string"))
-                finished = event
-            elif job.enough.is_set():
-                continue  # past the stop string: nobody reads it
-            elif isinstance(event, NoticeEvent):
-                # The server's own news (its history file damaged, or off), for whoever runs it: the log, once,
-                # as the engine says it once; a client is told nothing of this machine's files.
-                print(f"note: {printable(event.text)}", file=sys.stderr, flush=True)
-                continue
-            job.sink(event)
+        for answer in answer_api(engine, api_request(job.serial, job.request), gone, job.enough):
+            finished = relay(job, answer) or finished
         if finished is None and stopped is not None and stopped.is_set() and not job.cancel.is_set():
             job.sink(JobFailed(503, STOPPED))  # the client is still there: it hears why its reply ended
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except PromptTooLongError as exc:
-        job.sink(JobFailed(400, f"The messages take {exc.n_prompt} tokens; the loaded context holds {exc.n_ctx}."))
-    except (PromptFormatError, GrammarError) as exc:
-        job.sink(JobFailed(400, str(exc)))
-    except EngineError as exc:
-        job.sink(JobFailed(500, str(exc)))
-    except BaseException as exc:  # a bug of ours, or a template's own exception: it ends this request only
-        traceback.print_exc()
-        job.sink(JobFailed(500, f"The server failed while answering this request ({type(exc).__name__}); its "
-                                "log has the details."))
     finally:
         job.sink(JobEnded())
     return finished

@@ -3,7 +3,9 @@ well-behaved one is answered, the process stays alive, and its memory stays boun
 
     python -m tests.perf.api_soak TARGET.gguf [--requests 1000]
 
-prints one line of figures. tests/serve/test_api_soak.py runs a short version on the suite's tiny model.
+prints one line of figures. tests/serve/test_api_soak.py runs a short version on the suite's tiny model, and the
+1,000 requests as a `slow` test. One hostile kind crashes the engine process (the tests' abort hook, turned on for
+this server only): its request gets a 500 with a sentence, and the engine restarts with the model.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import queue
 import re
 import socket
@@ -28,6 +31,7 @@ except ImportError:  # pragma: no cover
 
 ROOT = Path(__file__).resolve().parents[2]
 HI = [{"role": "user", "content": "hi"}]
+CRASH_WORD = "soak-crash-the-engine"
 
 # (name, what is sent): a body (bytes), extra headers, or a raw-socket behaviour.
 HOSTILE = [
@@ -47,8 +51,16 @@ HOSTILE = [
     ("too large", b" " * (5 << 20), {}),
     ("max_tokens past the cap", json.dumps({"max_tokens": 10**9, "messages": HI}).encode(), {}),
     ("bad role", json.dumps({"messages": [{"role": "wizard", "content": "hi"}]}).encode(), {}),
+    ("messages not a list", json.dumps({"messages": "hi"}).encode(), {}),
+    ("max_tokens a string", json.dumps({"max_tokens": "2", "messages": HI}).encode(), {}),
+    ("content a number", json.dumps({"messages": [{"role": "user", "content": 5}]}).encode(), {}),
+    ("engine crash", json.dumps({"max_tokens": 2, "messages": [{"role": "user", "content": CRASH_WORD}]}).encode(),
+     {}),
 ]
+CRASH = "engine crash"
 SOCKET_KINDS = ("idle socket", "slowloris head", "gone mid-stream")
+# One round: every hostile kind once, each after a well-behaved request (half of all requests are well-behaved).
+ROUND = [kind for hostile in HOSTILE + [(k, None, {}) for k in SOCKET_KINDS] for kind in (("good", None, {}), hostile)]
 
 
 @dataclass
@@ -57,16 +69,22 @@ class SoakResult:
     well_behaved: int
     answered: int
     hostile_statuses: dict
-    peak_rss_mb: float
-    first_rss_mb: float  # after the first well-behaved reply: what the loaded model itself takes
+    peak_rss_mb: float  # the HTTP side's process (the CLI's)
+    first_rss_mb: float  # the same, after the first well-behaved reply
+    peak_engine_rss_mb: float  # the engine process's, whichever one runs
     alive: bool
     wall_s: float
+    crash_errors: list  # the error sentences the crashing requests got
+    restart_s: list  # each restart's seconds, as serve logged them
 
     def line(self) -> str:
         statuses = ", ".join(f"{k}: {v}" for k, v in sorted(self.hostile_statuses.items()))
+        restarts = (f"{len(self.restart_s)} restarts of {min(self.restart_s):.1f}-{max(self.restart_s):.1f} s"
+                    if self.restart_s else "no restarts")
         return (f"{self.requests} requests ({self.well_behaved} well-behaved, {self.answered} answered), "
                 f"peak RSS {self.peak_rss_mb:.0f} MB ({self.peak_rss_mb - self.first_rss_mb:+.0f} MB after the first "
-                f"reply), alive: {self.alive}, {self.wall_s:.0f} s; hostile: {statuses}")
+                f"reply), engine process {self.peak_engine_rss_mb:.0f} MB, {restarts}, alive: {self.alive}, "
+                f"{self.wall_s:.0f} s; hostile: {statuses}")
 
 
 def _rss_mb(pid: int) -> float:
@@ -81,7 +99,21 @@ def _rss_mb(pid: int) -> float:
 
 def _children(pid: int) -> list[int]:
     path = Path(f"/proc/{pid}/task/{pid}/children")
-    return [int(p) for p in path.read_text().split()] if path.exists() else []
+    try:
+        return [int(p) for p in path.read_text().split()]
+    except OSError:
+        return []
+
+
+def _engine_rss_mb(cli_pid: int) -> float:
+    """The RSS of the CLI's engine process (its multiprocessing child; the other is the resource tracker)."""
+    for pid in _children(cli_pid):
+        try:
+            if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return _rss_mb(pid)
+        except OSError:
+            continue
+    return 0.0
 
 
 def _raw(host: str, port: int, kind: str) -> str:
@@ -108,20 +140,23 @@ _IDLE: list[socket.socket] = []
 def soak(target: Path, requests: int = 1000, threads: int = 1) -> SoakResult:
     process = subprocess.Popen([sys.executable, "-m", "app", "serve", "--target", str(target), "--ngram", "--port",
                                 "0", "--threads", str(threads), "--max-tokens", "64"],
-                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               env=dict(os.environ, SPECCHAT_TEST_ENGINE_ABORT_ON=CRASH_WORD))
     lines: queue.Queue = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True)
+    reader.start()
     started = time.monotonic()
     statuses: dict = {}
+    crash_errors: list = []
     answered = well_behaved = 0
-    peak = first = 0.0
+    peak = first = engine_peak = 0.0
     try:
         found = re.search(r"at (http://(127\.0\.0\.1):(\d+))/v1", lines.get(timeout=120))
         if not found:
             raise RuntimeError("serve did not start")
         url, host, port = found.group(1), found.group(2), int(found.group(3))
-        pids = [process.pid, *_children(process.pid)]
-        kinds = itertools.cycle([("good", None, {})] + HOSTILE + [(k, None, {}) for k in SOCKET_KINDS])
+        cli = (_children(process.pid) or [process.pid])[0]  # under `python -m app`'s supervisor
+        kinds = itertools.cycle(ROUND)
         with httpx.Client(timeout=httpx.Timeout(60.0), trust_env=False) as http:
             for n in range(requests):
                 name, body, headers = next(kinds)
@@ -136,12 +171,16 @@ def soak(target: Path, requests: int = 1000, threads: int = 1) -> SoakResult:
                     reply = http.post(f"{url}/v1/chat/completions", content=body,
                                       headers={"Content-Type": "application/json", **headers})
                     statuses[f"{name} {reply.status_code}"] = statuses.get(f"{name} {reply.status_code}", 0) + 1
+                    if name == CRASH:
+                        crash_errors.append(reply.json().get("error", {}).get("message", ""))
                 if n % 25 == 0 or n == 1:
-                    rss = sum(_rss_mb(pid) for pid in pids[1:]) or _rss_mb(pids[0])
+                    rss = _rss_mb(cli)
                     first = first or rss
                     peak = max(peak, rss)
+                    engine_peak = max(engine_peak, _engine_rss_mb(cli))
         alive = process.poll() is None
-        peak = max(peak, sum(_rss_mb(pid) for pid in pids[1:]) or _rss_mb(pids[0]))
+        peak = max(peak, _rss_mb(cli))
+        engine_peak = max(engine_peak, _engine_rss_mb(cli))
     finally:
         for sock in _IDLE:
             sock.close()
@@ -152,7 +191,14 @@ def soak(target: Path, requests: int = 1000, threads: int = 1) -> SoakResult:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-    return SoakResult(requests, well_behaved, answered, statuses, peak, first, alive, time.monotonic() - started)
+    reader.join(15)
+    restart_s = []
+    while not lines.empty():
+        back = re.search(r"The engine is back \((\d+\.\d+) s", lines.get())
+        if back:
+            restart_s.append(float(back.group(1)))
+    return SoakResult(requests, well_behaved, answered, statuses, peak, first, engine_peak, alive,
+                      time.monotonic() - started, crash_errors, restart_s)
 
 
 def main() -> None:

@@ -1,5 +1,6 @@
 """The engine process: its request loop and the engine it holds (local or remote).
 
+- api_answers.py: An API client's request answered by the engine, as wire records (serve's engine process, the window's).
 - errands.py: The window's requests besides loading and replying: list the devices, forget a deleted chat, the API history.
 - engine_factory.py: The engine the engine process holds (local or a server's, by the target); the CLI's typed builders.
 - wire.py: Every message between the window and the engine process, as frozen records matched by type at both ends.

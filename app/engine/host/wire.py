@@ -7,7 +7,9 @@ signal of its own for to `sig_engine_event`.
 
 Stop is not a message: the window writes the highest cancelled request id into a shared integer that the loop
 reads every round, because the loop is busy inside generation when a stop matters, and a queued message would only
-be read once the reply had ended.
+be read once the reply had ended. `specchat-cli serve` (app.serve.engine_client) runs the same loop with API
+requests (AnswerChat, AnswerCompletion) and a second shared integer, "enough up to": the client has what it wants
+(a stop string came), so the reply stops and its FinishedEvent still comes.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import EngineEvent
 from app.engine.placement.devices import DeviceReport
 from app.engine.targets import Target
+from app.engine.tools.calls import ToolFormat
 
 # ----- requests: window -> engine process, handled one at a time in order
 
@@ -80,7 +83,29 @@ class MeasureApiHistory:
     clear: bool = False
 
 
-Request = Union[LoadModels, GenerateReply, Shutdown, ServeApi, ListDevices, ForgetChat, MeasureApiHistory]
+@dataclass(frozen=True)
+class AnswerChat:
+    """An API client's chat request, as sent (the engine's chat(), no fitting: a prompt past the context is a 400).
+    Answered with ReplyStarted or ReplyFailed, EngineEvents, and always ReplyEnded last."""
+
+    request_id: int
+    messages: tuple[dict[str, Any], ...]
+    config: GenerationConfig
+
+
+@dataclass(frozen=True)
+class AnswerCompletion:
+    """An API client's raw completion (/v1/completions): text or token ids, and a suffix to fill in before.
+    Answered as AnswerChat is."""
+
+    request_id: int
+    prompt: Union[str, tuple[int, ...]]
+    suffix: Optional[str]
+    config: GenerationConfig
+
+
+Request = Union[LoadModels, GenerateReply, Shutdown, ServeApi, ListDevices, ForgetChat, MeasureApiHistory,
+                AnswerChat, AnswerCompletion]
 
 # ----- replies: engine process -> window
 
@@ -133,6 +158,18 @@ class ReplyFailed:
     request_id: int
     message: str
     retryable: bool = True
+    status: int = 500  # what it means to an API client (400: the request asked for what cannot be done)
+
+
+@dataclass(frozen=True)
+class ReplyStarted:
+    """An API request's prompt fits and decoding starts: the target answering, the prompt's length in tokens, and
+    how the model writes a tool call (for reading its calls out of the reply)."""
+
+    request_id: int
+    target: Target
+    prompt_tokens: int
+    tool_format: ToolFormat
 
 
 @dataclass(frozen=True)
@@ -174,4 +211,4 @@ class ApiHistoryMeasured:
 
 
 Reply = Union[WorkerReady, LoadingModel, ModelsLoaded, LoadFailed, EngineEvents, ReplyFailed, ReplyEnded,
-              ApiStateChanged, DevicesListed, ChatForgotten, ApiHistoryMeasured]
+              ApiStateChanged, DevicesListed, ChatForgotten, ApiHistoryMeasured, ReplyStarted]

@@ -10,11 +10,16 @@ if it failed, then always ReplyEnded. Stop crosses as a shared integer (see app.
 The window's models can also answer other programs: a ServeApi request's starter (app.serve.engine_host, passed in
 so this layer never imports the API's) returns SideRequests, whose requests this loop answers between the window's,
 on this thread, in the order they come. Their Stop is a second shared integer, `api_stopped_up_to`.
+
+`specchat-cli serve` runs this loop too, in a child of its own (app.serve.engine_client), sending the API's
+requests as AnswerChat and AnswerCompletion (app.engine.host.api_answers answers them), with a third shared integer,
+`enough_up_to` (a stop string came: the reply ends, its totals still come).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 import time
@@ -23,13 +28,16 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Protocol
 
+from app.engine.child_process import die_with_parent
 from app.engine.config import LoadSettings
 from app.engine.errors import EngineError
 from app.engine.events import RoundEvent, TokenEvent
+from app.engine.host.api_answers import abort_if_asked, answer_api
 from app.engine.host.errands import run_errand
 from app.engine.host.wire import (
-    EngineEvents, ForgetChat, GenerateReply, ListDevices, LoadFailed, LoadingModel, LoadModels, MeasureApiHistory,
-    ModelsLoaded, Reply, ReplyEnded, ReplyFailed, ServeApi, Shutdown, WorkerReady,
+    AnswerChat, AnswerCompletion, EngineEvents, ForgetChat, GenerateReply, ListDevices, LoadFailed, LoadingModel,
+    LoadModels, MeasureApiHistory, ModelsLoaded, Reply, ReplyEnded, ReplyFailed, ReplyStarted, ServeApi, Shutdown,
+    WorkerReady,
 )
 from app.engine.protocol import ChatEngine
 from app.engine.tools.stream import with_tool_calls
@@ -53,6 +61,11 @@ class CancelFlag:
     def set(self) -> None:
         if self._shared.value < self._request_id:
             self._shared.value = self._request_id
+
+
+class _Never:
+    def is_set(self) -> bool:
+        return False
 
 
 class SideRequests(Protocol):
@@ -87,13 +100,18 @@ def _redirect_stderr(log_path: Optional[str]) -> None:
 
 
 def run_worker(conn, cancelled_up_to, log_path: Optional[str] = None,
-               engine_factory: Optional[Callable] = None, api_stopped_up_to=None) -> None:
+               engine_factory: Optional[Callable] = None, api_stopped_up_to=None, enough_up_to=None) -> None:
     """The worker process's main function (multiprocessing target)."""
     # ggml's abort handler otherwise runs gdb to print a backtrace: seconds of delay before the crash is reported.
     os.environ["GGML_NO_BACKTRACE"] = "1"
     _redirect_stderr(log_path)
+    # A Ctrl+C typed at a terminal reaches the whole process group: the parent decides what it means (and asks
+    # this process to exit); dying of it here would only be reported as a crash.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent()  # at once when the parent is killed outright; the watch below covers other systems
     _exit_with_parent()
-    host = _WorkerLoop(conn, cancelled_up_to, engine_factory or default_engine_factory, api_stopped_up_to)
+    host = _WorkerLoop(conn, cancelled_up_to, engine_factory or default_engine_factory, api_stopped_up_to,
+                       enough_up_to)
     try:
         host.serve()
     finally:
@@ -116,8 +134,9 @@ def _exit_with_parent() -> None:
 class _WorkerLoop:
     """Runs in the worker process's main thread only."""
 
-    def __init__(self, conn, cancelled_up_to, engine_factory: Callable, api_stopped_up_to=None):
+    def __init__(self, conn, cancelled_up_to, engine_factory: Callable, api_stopped_up_to=None, enough_up_to=None):
         self._conn = conn
+        self._enough_up_to = enough_up_to
         self._cancelled_up_to = cancelled_up_to
         self._engine_factory = engine_factory
         self._engine: Optional[ChatEngine] = None
@@ -156,11 +175,14 @@ class _WorkerLoop:
                 case Shutdown():
                     return
                 case LoadModels():
+                    abort_if_asked(request)
                     self._load_models(request)
                     if self._side is not None:
                         self._side.models_changed(self._engine)  # what the API lists now
                 case GenerateReply():
                     self._generate(request)
+                case AnswerChat() | AnswerCompletion():
+                    self._answer_api(request)
                 case ServeApi():
                     self._serve_api(request.starter)
                 case ListDevices() | ForgetChat() | MeasureApiHistory():
@@ -273,6 +295,16 @@ class _WorkerLoop:
         finally:
             self._send(ReplyEnded(request_id))
 
+    def _answer_api(self, request: AnswerChat | AnswerCompletion) -> None:
+        request_id = request.request_id
+        gone = CancelFlag(self._cancelled_up_to, request_id)
+        enough = CancelFlag(self._enough_up_to, request_id) if self._enough_up_to is not None else _Never()
+        abort_if_asked(request)
+        try:
+            self._stream(answer_api(self._engine, request, gone, enough), gone)
+        finally:
+            self._send(ReplyEnded(request_id))
+
     def _stream(self, events: Iterable[object], cancel: CancelFlag) -> None:
         # Token and round events cross in batches: one message per token costs the window's thread time that,
         # on a small CPU, is taken from decoding (llama.cpp keeps every core busy). Any other record (the context,
@@ -285,6 +317,12 @@ class _WorkerLoop:
             for event in events:
                 if cancel.is_set():
                     return  # stopped: nothing more, and no result, leaves this process
+                if isinstance(event, (ReplyStarted, ReplyFailed)):  # an API request's own records cross as they are
+                    if batch:
+                        self._send(EngineEvents(tuple(batch)))
+                        batch = []
+                    self._send(event)
+                    continue
                 batch.append(event)
                 now = time.monotonic()
                 if (not isinstance(event, (TokenEvent, RoundEvent)) or now - last_sent >= STREAM_BATCH_S

@@ -23,7 +23,7 @@ from typing import Callable, Optional
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.platform import paths
-from app.engine.child_process import build_fault_sentence, how_it_ended, is_build_fault, last_error_line
+from app.engine.child_process import build_fault_sentence, how_it_ended, is_build_fault, log_error_line
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import ContextEvent, FinishedEvent, NoticeEvent, RoundEvent, TokenEvent
 from app.engine.host.wire import (
@@ -218,15 +218,7 @@ class EngineProcess(QObject):
             if process.is_alive():
                 process.kill()
             process.join(2)
-        detail = ""
-        if self._log_path:
-            try:
-                with open(self._log_path, "rb") as log:
-                    log.seek(0, os.SEEK_END)
-                    log.seek(max(0, log.tell() - LOG_TAIL_BYTES))
-                    detail = last_error_line(log.read().decode("utf-8", errors="replace"))
-            except OSError:
-                pass
+        detail = log_error_line(self._log_path, LOG_TAIL_BYTES)
         death = WorkerDeath(message, detail, self._loading_path, self._load_in_flight,
                             min(self._generate_in_flight) if self._generate_in_flight else None, build_fault)
         sentence = f"{message} llama.cpp said: {detail}" if detail and not build_fault else message
