@@ -52,10 +52,8 @@ def _missing(names: set[str], under: list[Path]) -> list[str]:
     return sorted(n for n in names if n not in known and not any(k.endswith("/" + n) for k in known))
 
 
-def test_the_readme_s_layout_and_the_app_s_map_name_only_what_exists():
-    readme = (ROOT / "README.md").read_text()
-    layout = readme[readme.index("## Layout"):]
-    layout = layout[:layout.find("\n## ", 1)] if "\n## " in layout[1:] else layout
+def test_the_docs_layout_and_the_app_s_map_name_only_what_exists():
+    layout = (ROOT / "docs" / "layout.md").read_text()
     under = [ROOT / "app", ROOT / "packaging", ROOT / "resources", ROOT / "tests"]
     assert _missing(_named_paths(layout), under) == []
     app_map = (ROOT / "app" / "__init__.py").read_text()
