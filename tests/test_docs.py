@@ -87,11 +87,16 @@ def test_every_relative_link_reaches_a_file_and_heading(path):
 def test_a_broken_link_or_heading_is_found(tmp_path):
     (tmp_path / "other.md").write_text("# Load settings\n\n## Tools in the window\n", encoding="utf-8")
     page = tmp_path / "page.md"
-    page.write_text("[a](other.md#load-settings) [b](other.md#tools-in-the-window) [c](missing.md) "
-                    "[d](other.md#nowhere) ![e](gone.png) [f](https://example.com) `[g](not-a-link.md)`\n",
-                    encoding="utf-8")
-    assert broken_links(page) == ["missing.md (no such file)", "other.md#nowhere (no such heading)",
-                                  "gone.png (no such file)"]
+    page.write_text(
+        "[a](other.md#load-settings) [b](other.md#tools-in-the-window) [c](missing.md) "
+        "[d](other.md#nowhere) ![e](gone.png) [f](https://example.com) `[g](not-a-link.md)`\n",
+        encoding="utf-8",
+    )
+    assert broken_links(page) == [
+        "missing.md (no such file)",
+        "other.md#nowhere (no such heading)",
+        "gone.png (no such file)",
+    ]
 
 
 def test_the_readme_fits_on_a_screen_and_opens_with_its_two_commands():
@@ -110,7 +115,9 @@ def _commands(path: Path) -> list[str]:
             for line in token.content.splitlines():
                 found += [part.strip() for part in COMMENT.sub("", line).split("&&") if part.strip()]
     for child in _inline_children(_tokens(path)):
-        if child.type == "code_inline" and re.match(r"(\S*/)?(specchat-cli|python3? -m|python3? \S+\.py)\b", child.content):
+        if child.type == "code_inline" and re.match(
+            r"(\S*/)?(specchat-cli|python3? -m|python3? \S+\.py)\b", child.content
+        ):
             found.append(child.content)
     return found
 
@@ -153,13 +160,21 @@ def test_every_command_the_readme_names_runs():
             runs.setdefault(tuple(argv), set()).update(_options(command))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     # Started together: each is a fresh interpreter importing the app, and the machine may be busy.
-    started = {argv: subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True) for argv in runs}
-    for argv, process in started.items():
-        out, _ = process.communicate(timeout=120)
-        assert process.returncode == 0, f"{' '.join(argv)} failed:\n{out}"
-        assert "usage:" in out
-        assert {o for o in runs[argv] if o not in out} == set(), f"{' '.join(argv)} lacks options the README names"
+    started = {
+        argv: subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for argv in runs
+    }
+    try:
+        for argv, process in started.items():
+            out, _ = process.communicate(timeout=120)
+            assert process.returncode == 0, f"{' '.join(argv)} failed:\n{out}"
+            assert "usage:" in out
+            assert {o for o in runs[argv] if o not in out} == set(), f"{' '.join(argv)} lacks options the README names"
+    finally:
+        for process in started.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait(timeout=10)
 
 
 def _cli_help(subcommand: str) -> str:
@@ -174,7 +189,9 @@ def _cli_help(subcommand: str) -> str:
 
 @pytest.mark.parametrize("page", ["cli.md", "api.md", "user-guide.md", "benchmarks.md"])
 def test_every_specchat_cli_command_the_docs_show_takes_its_options(page):
-    commands = [c for c in _commands(ROOT / "docs" / page) if _words(c)[0].endswith("specchat-cli") and len(_words(c)) > 1]
+    commands = [
+        c for c in _commands(ROOT / "docs" / page) if _words(c)[0].endswith("specchat-cli") and len(_words(c)) > 1
+    ]
     problems = []
     for command in commands:
         words = _words(command)
