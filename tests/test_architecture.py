@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -72,6 +74,7 @@ def test_the_linter_passes():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_the_type_checker_passes():
     """mypy over all of app/ (pyproject.toml): the wire and the protocol strictly, every engine against the
     ChatEngine protocol (the local, the remote, the dispatching and the tests' scripted one), and the rest but for

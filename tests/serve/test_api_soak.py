@@ -4,9 +4,12 @@ and its memory stays under 300 MB."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.perf.api_soak import HOSTILE, SOCKET_KINDS, soak
 
 
+@pytest.mark.slow
 def test_serve_survives_every_kind_of_hostile_request(tiny_models):
     result = soak(tiny_models.target, requests=2 * (1 + len(HOSTILE) + len(SOCKET_KINDS)))
     assert result.alive, result.line()
