@@ -155,11 +155,14 @@ def _size(text: str) -> tuple[int, int]:
 
 
 def _also(text: str) -> tuple[tuple[int, int], str, str]:
-    """"800x600:dark:out.png" as ((800, 600), "dark", "out.png"); argparse turns a ValueError into one sentence."""
-    size, theme, out = text.split(":", 2)
-    if theme not in ("light", "dark"):
-        raise ValueError(theme)
-    return _size(size), theme, out
+    """"800x600:dark:out.png" as ((800, 600), "dark", "out.png")."""
+    try:
+        size, theme, out = text.split(":", 2)
+        if theme in ("light", "dark") and out:
+            return _size(size), theme, out
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(f"{text!r} is not WIDTHxHEIGHT:light|dark:PNG, e.g. 800x600:dark:small.png")
 
 
 def _save_resized(window, width: int, height: int, theme: str, out: str) -> None:
