@@ -70,3 +70,11 @@ def llama_server(tmp_path_factory):
     from tests.remote.llama_tools import serve_llama_server
 
     yield from serve_llama_server(tmp_path_factory)
+
+
+def pytest_collection_modifyitems(items):
+    """A test that takes the real models (the fixture, or llama-server serving them) is a `real_models` test even
+    where its mark was forgotten, so the fast tier (-m "not slow and not real_models") never loads them."""
+    for item in items:
+        if {"real_models", "llama_server"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.real_models)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -52,10 +54,8 @@ def _missing(names: set[str], under: list[Path]) -> list[str]:
     return sorted(n for n in names if n not in known and not any(k.endswith("/" + n) for k in known))
 
 
-def test_the_readme_s_layout_and_the_app_s_map_name_only_what_exists():
-    readme = (ROOT / "README.md").read_text()
-    layout = readme[readme.index("## Layout"):]
-    layout = layout[:layout.find("\n## ", 1)] if "\n## " in layout[1:] else layout
+def test_the_docs_layout_and_the_app_s_map_name_only_what_exists():
+    layout = (ROOT / "docs" / "layout.md").read_text()
     under = [ROOT / "app", ROOT / "packaging", ROOT / "resources", ROOT / "tests"]
     assert _missing(_named_paths(layout), under) == []
     app_map = (ROOT / "app" / "__init__.py").read_text()
@@ -74,6 +74,7 @@ def test_the_linter_passes():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_the_type_checker_passes():
     """mypy over all of app/ (pyproject.toml): the wire and the protocol strictly, every engine against the
     ChatEngine protocol (the local, the remote, the dispatching and the tests' scripted one), and the rest but for

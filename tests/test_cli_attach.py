@@ -3,6 +3,8 @@ fenced block after the text); a file that cannot be attached is one line on stde
 
 from __future__ import annotations
 
+import pytest
+
 from app.cli import generate_cmd, main
 from app.store.attachments import MAX_ATTACHMENT_BYTES
 
@@ -36,6 +38,7 @@ def test_attached_files_follow_the_message_in_fenced_blocks(tiny_models, tmp_pat
         "\n\nnotes.md\n```md\nUse `mean`.\n```")}]]
 
 
+@pytest.mark.slow
 def test_files_that_cannot_be_attached_are_refused_in_one_line(tiny_models, tmp_path):
     image, big = tmp_path / "logo.png", tmp_path / "huge.txt"
     image.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from app.cli import main
 from app.cli.bench_cmd import build_report, print_report
 from app.bench.suite import BenchPrompt, ModeResult
@@ -88,6 +90,7 @@ print("n_accept  = %d" % (9 if ngram else 5), file=sys.stderr)
 """
 
 
+@pytest.mark.slow
 def test_llama_cpp_runs_the_same_modes_at_the_same_k(tiny_models, tmp_path, capsys):
     """Its draft-model mode is compared with our fixed-k draft mode, its n-gram mode with our fixed-k n-gram mode."""
     fake = tmp_path / "llama-speculative-simple"
@@ -182,6 +185,7 @@ print("n_accept  = 9", file=sys.stderr)
 """
 
 
+@pytest.mark.slow
 def test_a_reference_that_wrote_more_than_ours_is_compared_with_ours_over_as_many_tokens(tiny_models, tmp_path,
                                                                                          capsys):
     """llama-speculative-simple writes past -n by what it drafted: on code-fix that stretch was the copied file our

@@ -84,6 +84,7 @@ def test_auto_says_why_each_round_drafted_or_not(tiny_models):
     assert {r["kind"] for r in rounds} - {"unavailable"}  # the controller said why, not only that it could not
 
 
+@pytest.mark.slow
 def test_a_second_run_drafts_from_the_history_the_first_one_left(tiny_models):
     prompt = ["--target", tiny_models.target, "--prompt", "Once upon a time", "--max-tokens", 40]
     first = generate_json(*prompt, "--ngram")
@@ -96,6 +97,7 @@ def test_a_second_run_drafts_from_the_history_the_first_one_left(tiny_models):
     assert not any(t["drafter"] == "history" for t in skipped["tokens"])
 
 
+@pytest.mark.slow
 def test_prompt_stats_say_what_was_read_and_what_came_from_a_saved_state(tiny_models):
     # A long prompt's state is saved after the first run; the second run (a new process's engine) reads it back.
     prompt = " ".join(f"word{i % 89}" for i in range(260))

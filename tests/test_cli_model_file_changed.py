@@ -58,6 +58,7 @@ def test_a_model_file_truncated_mid_reply_is_one_sentence_not_a_sigbus(tiny_mode
         " to 4,096 bytes); the reply stopped")
 
 
+@pytest.mark.slow
 def test_a_model_file_rewritten_mid_reply_is_said_after_the_reply(tiny_models, tmp_path):
     model = tmp_path / "model.gguf"
     shutil.copy(tiny_models.target, model)

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from app.cli.thinking_options import DIM, RESET, ThinkingPrinter
 from app.engine.events import FinishedEvent, GenerationStats, TokenEvent
 
@@ -37,6 +39,7 @@ def test_json_has_the_reasoning_beside_the_answer_and_the_split_stats(tiny_model
     assert not reasoning["ended_in_reasoning"] and "</think>" not in out["text"]
 
 
+@pytest.mark.slow
 def test_plain_output_frames_the_thinking_or_hides_it(tiny_models):
     framed = generate(tiny_models, "--max-tokens", 30, "--thinking-budget", 10).stdout
     assert framed.startswith("Thinking:\n") and "\n\nAnswer:\n" in framed

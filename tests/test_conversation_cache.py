@@ -3,6 +3,8 @@ and after the engine restarts (its state saved on disk). The reply is the same a
 
 from __future__ import annotations
 
+import pytest
+
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import FinishedEvent, NoticeEvent
 from app.engine.local.engine import SpecEngine
@@ -140,6 +142,7 @@ def test_forgetting_a_conversation_in_the_engine_drops_it_from_memory(tiny_model
     assert back.stats.prompt_cached < 0.1 * back.stats.prompt_tokens
 
 
+@pytest.mark.slow
 def test_the_memory_budget_keeps_the_most_recent_conversations(tiny_models):
     # About 1.1 MB per conversation of the tiny model here: a 2 MiB budget keeps one besides the one in use.
     engine = _engine(tiny_models, kept_states_mib=2, saved_states_mib=-1)

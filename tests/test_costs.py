@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from app.engine.local import cost_cache, cost_measurement
 from app.engine.speculation import costs
 from app.engine.local.llama_model import LoadedModel
 
 
+@pytest.mark.slow
 def test_costs_are_measured_once_and_cached(tiny_models, monkeypatch):
     target = LoadedModel(tiny_models.target, n_ctx=512, n_threads=1)
     draft = LoadedModel(tiny_models.draft, n_ctx=512, n_threads=1)

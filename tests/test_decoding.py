@@ -126,6 +126,7 @@ def chi_square_p_value(counts: np.ndarray, probs: np.ndarray) -> float:
     return 0.5 * math.erfc(z / math.sqrt(2))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("drafter", ["draft", "ngram"])
 def test_speculative_sampling_matches_target_distribution(models, drafter):
     from app.engine.local.sampling import Sampler

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from app.engine.placement import gpu_fit
@@ -83,11 +85,11 @@ def test_cpu_only_build_runs_on_the_cpu_and_says_so():
     report = DeviceReport((CPU,), rpc=True)  # an RPC build claims GPU offload support without a GPU
     p = place(TARGET, DRAFT, report)
     assert (p.target_layers, p.draft_layers) == (0, 0)
-    assert p.explanation == "CPU only: this build of llama.cpp has no GPU backend - see README 'GPU builds'."
+    assert p.explanation == "CPU only: this build of llama.cpp has no GPU backend - see 'GPU builds' in docs/gpu-and-remote.md."
     asked = place(TARGET, DRAFT, report, target_request=20)
     assert asked.target_layers == 0
     assert asked.explanation == ("GPU layers set to 20, but this build of llama.cpp has no GPU backend: "
-                                 "the models run on the CPU. See README 'GPU builds'.")
+                                 "the models run on the CPU. See 'GPU builds' in docs/gpu-and-remote.md.")
 
 
 def test_unknown_devices_leave_auto_on_the_cpu_with_the_reason():
@@ -101,7 +103,7 @@ def test_this_machine_lists_the_cpu_only():
     report = list_devices()
     assert report.known, report.problem
     assert report.cpu_only and any(d.kind == "cpu" for d in report.devices)
-    assert report.lines() == ["CPU only: this build of llama.cpp has no GPU backend - see README 'GPU builds'"]
+    assert report.lines() == ["CPU only: this build of llama.cpp has no GPU backend - see 'GPU builds' in docs/gpu-and-remote.md"]
 
 
 def test_a_missing_symbol_leaves_the_devices_unknown(monkeypatch):
@@ -142,11 +144,14 @@ def test_an_unreadable_file_never_stops_the_load(tmp_path, request_):
     assert p.target_layers == max(request_, 0) and "could not be read" in p.explanation
 
 
-def test_the_readme_section_the_notices_point_to_exists():
+def test_the_docs_section_the_notices_point_to_exists():
     from pathlib import Path
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    assert "## GPU builds" in readme and "-DGGML_CUDA=on" in readme
+    from app.engine.placement.devices import SEE_GPU_DOCS
+
+    heading, path = re.fullmatch(r"see '(.+)' in (\S+)", SEE_GPU_DOCS).groups()
+    text = (Path(__file__).parent.parent / path).read_text(encoding="utf-8")
+    assert f"## {heading}" in text and "-DGGML_CUDA=on" in text
 
 
 @pytest.mark.parametrize("free_gib, expect_target_on_gpu", [(20.0, True), (0.5, False)])

@@ -26,6 +26,7 @@ def _turn(engine, messages, session="chat-1"):
     return dropped, finished.stats
 
 
+@pytest.mark.slow
 def test_a_chat_past_the_context_keeps_its_cache_and_cuts_in_steps(engine):
     messages = [{"role": "system", "content": "You are brief."}]
     history = []

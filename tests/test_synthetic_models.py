@@ -72,6 +72,7 @@ def test_vocab_as_llama_cpp_sees_it(tiny_models):
         llama_cpp.llama_model_free(model)
 
 
+@pytest.mark.slow
 def test_draft_acceptance_is_partial(tiny_models):
     rate = greedy_acceptance(tiny_models.target, tiny_models.draft)
     assert 0.3 <= rate <= 0.9, rate

@@ -71,6 +71,7 @@ def _reply(target, machine, governor, tokens=60):
     return events
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("with_hint", [False, True], ids=["timing alone", "with /proc's load"])
 def test_threads_drop_while_passes_are_slow_and_return_when_quiet(target, with_hint):
     machine = SlowMachine(target)

@@ -30,9 +30,9 @@ def register(subparsers) -> None:
         "\"suffix\" on a model with FIM tokens). Replies and completions speculate with the draft model (--draft) "
         "or n-gram lookup (--ngram), with the window's auto controller; without either, plain decoding. Every "
         "streamed chunk names each token's drafter in its \"specchat\" field. A field the server does not honour "
-        "gets a 400 that names it (the README's API section lists them). The models run in an engine process of "
-        "their own: a llama.cpp crash costs only the request being answered (an error with one sentence), and the "
-        "engine restarts with the same models.",
+        "gets a 400 that names it (docs/api.md lists them). The models run in an engine process of their own: a "
+        "llama.cpp crash costs only the request being answered (an error with one sentence), and the engine "
+        "restarts with the same models.",
     )
     add_model_arguments(p)
     p.add_argument("--host", default="127.0.0.1",

@@ -1,6 +1,6 @@
 """Where the model runs, side by side in one run: tok/s plain vs speculative on this machine, with the target spread
 over 1 and 2 loopback RPC workers, and on llama-server with and without its draft; plus the verify cost curve
-(a batch of 8 against one token) where SpecChat measures it. Prints a Markdown table for the README.
+(a batch of 8 against one token) where SpecChat measures it. Prints a Markdown table for the performance log.
 
     python -m tests.perf.where_it_runs [--tokens 64] [--threads 2]
 

@@ -40,6 +40,7 @@ def _env() -> dict:
     return dict(os.environ, PYTHONPATH=str(ROOT), GGML_NO_BACKTRACE="1")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_a_hostile_worker_is_one_sentence_and_exit_1(mode, tiny_models):
     if mode in ("old_version", "hello_then_garbage") and client_version() is None:

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.support.processes import interrupt
 from tests.remote.fake_openai_server import FakeServer, Script, content_chunk
 
@@ -97,6 +99,7 @@ def test_a_huge_model_list_is_cut_and_control_characters_in_ids_are_not_offered(
     assert 'has no model "nope"; it offers: m0, m1' in line and "\x1b" not in line
 
 
+@pytest.mark.slow
 def test_each_malformed_event_is_one_sentence():
     bad_events = [b"data: [1,2,3]\n\n", b'data: {"choices": [{"delta": 5}]}\n\n', b'data: {"choices": {"a": 1}}\n\n',
                   b"data: " + b"[" * 100_000 + b"\n\n", b'data: {"choices": [{"delta": {"content": 7}}]}\n\n',
@@ -109,6 +112,7 @@ def test_each_malformed_event_is_one_sentence():
         assert done.stdout.startswith("kept ")  # what arrived before it is printed
 
 
+@pytest.mark.slow
 def test_escape_codes_from_a_server_never_reach_the_terminal():
     chunks = [content_chunk("clear\x1b[2J title\x1b]0;pwned\x07 csi\x9b31m ok\n"), content_chunk("", finish="stop")]
     with FakeServer(Script(models=[("fake-model", "vllm")], chunks=chunks)) as server:
@@ -125,6 +129,7 @@ def test_escape_codes_from_a_server_never_reach_the_terminal():
     assert "\x1b" not in done.stderr and "\x07" not in done.stderr and "bad\\x1b[2J\\x1b]0;pwned\\x07 thing" in done.stderr
 
 
+@pytest.mark.slow
 def test_url_credentials_are_never_echoed():
     with FakeServer(Script(status=500, error_body={"error": "boom"})) as server:
         url = server.url.replace("http://", "http://alice:hunter2@")
@@ -138,6 +143,7 @@ def test_url_credentials_are_never_echoed():
     assert done.returncode == 1 and "Cannot reach the server" in done.stderr and "hunter2" not in done.stderr
 
 
+@pytest.mark.slow
 def test_keys_go_only_to_the_server_they_are_for_and_plain_http_elsewhere_is_warned():
     from app.engine.remote.server_keys import save_api_key
 

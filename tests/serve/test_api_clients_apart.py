@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.serve.api_fixtures import DEADLINE_S, client, running_api
 
 SECRET = " ".join(f"ledger{i % 89}" for i in range(120))  # long enough to be kept (app.engine.local.kv_states)
@@ -40,6 +42,7 @@ def test_clients_of_one_key_are_one_client(tiny_models):
         assert _cached(api.url, "shared-key", SECRET + " More?") > 100
 
 
+@pytest.mark.slow
 def test_serve_takes_a_key_per_client(tiny_models):
     """`serve --api-key A --api-key B`: each key is let in, any other is refused."""
     process = subprocess.Popen(

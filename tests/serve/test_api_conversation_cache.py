@@ -3,6 +3,8 @@ reads only its new messages, and usage says how many prompt tokens came from the
 
 from __future__ import annotations
 
+import pytest
+
 from tests.serve.api_fixtures import client, running_api
 
 
@@ -22,6 +24,7 @@ def _turn(url: str, messages: list[dict]) -> dict:
     return reply["usage"]
 
 
+@pytest.mark.slow
 def test_two_clients_taking_turns_each_read_only_their_new_tokens(tiny_models):
     editor, agent = _conversation("lamp"), _conversation("rope")
     with running_api(tiny_models) as api:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 
+import pytest
+
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import TokenEvent
 from app.engine.speculation.history_file import history_path
@@ -68,6 +70,7 @@ def test_serve_with_its_own_history_drafts_only_from_api_requests(tiny_models):
     assert history_path("api").is_file()
 
 
+@pytest.mark.slow
 def test_a_damaged_api_history_is_said_once_in_the_servers_log_and_never_to_a_client(tiny_models, capfd):
     path = history_path("api")
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from app.serve.requests import ApiLimits
 from tests.serve.api_fixtures import (DEADLINE_S, chat_body, client, running_api, stream_chunks, streamed_text,
                                       streamed_tokens)
@@ -66,6 +68,7 @@ def test_timings_per_token_count_like_llama_server(tiny_models):
     assert kept == accepted[-1]
 
 
+@pytest.mark.slow
 def test_api_key_is_required_when_set(tiny_models):
     with running_api(tiny_models, api_key=KEY) as api:
         missing = _post(api.url, chat_body("hi", 4))
@@ -78,6 +81,7 @@ def test_api_key_is_required_when_set(tiny_models):
     assert right.status_code == 200 and right.json()["choices"][0]["message"]["content"]
 
 
+@pytest.mark.slow
 def test_web_pages_are_refused_also_from_other_local_ports(tiny_models):
     with running_api(tiny_models) as api:
         foreign = _post(api.url, chat_body("hi", 4), headers={"Origin": "https://evil.example"})
@@ -97,6 +101,7 @@ def test_web_pages_are_refused_also_from_other_local_ports(tiny_models):
     assert len(api.done) == 1  # only the program's request reached the engine
 
 
+@pytest.mark.slow
 def test_malformed_requests_get_400_with_one_sentence(tiny_models):
     bad = {
         b"{not json": "not valid JSON",
@@ -146,6 +151,7 @@ def test_a_client_leaving_mid_stream_cancels_its_generation(tiny_models):
         assert after.status_code == 200
 
 
+@pytest.mark.slow
 def test_two_clients_at_once_each_get_their_own_reply(tiny_models):
     prompts = ["the cat and the dog", "def return the"]
     with running_api(tiny_models) as api:

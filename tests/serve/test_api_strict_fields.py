@@ -84,6 +84,7 @@ def test_an_earlier_calls_arguments_nested_too_deep_are_a_400(api, levels):
         assert http.post(f"{api.url}/v1/chat/completions", json=_deep_arguments(20)).status_code == 200
 
 
+@pytest.mark.slow
 def test_a_reply_forced_deeper_than_python_reads_is_text_not_a_500(api):
     # {"c": [[[[... for ever: the grammar leaves the model no other way to write, until max_tokens.
     schema = {"type": "object", "properties": {"c": {"$ref": "#/definitions/n"}}, "required": ["c"],

@@ -51,6 +51,7 @@ def served(tiny_models):
     assert code == 0
 
 
+@pytest.mark.slow
 def test_served_reply_is_generates_reply_and_names_each_tokens_drafter(tiny_models, served):
     served, _ = served
     local = _cli("generate", "--target", tiny_models.target, "--draft", tiny_models.draft, "--draft-max", 3,
@@ -74,6 +75,7 @@ def test_served_reply_is_generates_reply_and_names_each_tokens_drafter(tiny_mode
     assert [t["source"] for t in highlighted["tokens"]] == ["target" if d is None else "draft" for d in drafters]
 
 
+@pytest.mark.slow
 def test_a_port_in_use_is_one_sentence(tiny_models, served):
     port = served[0].rsplit(":", 1)[1]
     done = _cli("serve", "--target", tiny_models.target, "--port", port, "--threads", 1, timeout=DEADLINE_S)

@@ -41,6 +41,7 @@ def notes():
     host.close()
 
 
+@pytest.mark.slow
 def test_a_call_runs_only_once_the_person_says_yes(notes):
     asked: list[str] = []
     answers = iter(["n", "y", "a"])
@@ -81,6 +82,7 @@ def test_mcp_needs_a_chat_and_allow_tools_needs_mcp(tiny_models, tmp_path):
     assert "go with --mcp" in _generate("--target", tiny_models.target, "--chat", "hi", "--allow-tools").stderr
 
 
+@pytest.mark.slow
 def test_when_no_server_starts_the_run_says_why_and_stops(tiny_models, tmp_path):
     path = _mcp_json(tmp_path, {"db": {**SERVER, "args": [*SERVER["args"], "--die-at-start"]}})
     done = _generate("--target", tiny_models.target, "--chat", "hi", "--mcp", path)

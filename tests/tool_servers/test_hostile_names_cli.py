@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from app.common.text import printable
 from app.mcp.tool_host import _unique_name
 from tests.remote.fake_openai_server import FakeServer, Script, content_chunk
@@ -31,6 +33,7 @@ def _call_chunks(name: str) -> list[dict]:
             {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]
 
 
+@pytest.mark.slow
 def test_the_question_shows_the_real_name_and_no_escape_reaches_the_terminal(tmp_path):
     module = [sys.executable, "-m", "tests.tool_servers.hostile_server"]
     servers = {SERVER_NAME: {"command": module[0], "args": module[1:], "cwd": str(ROOT)},

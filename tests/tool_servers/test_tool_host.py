@@ -69,6 +69,7 @@ def test_a_tool_that_fails_or_is_unknown_says_so_and_the_server_lives_on(host):
     assert _call(tools_host, "add", {"a": 1, "b": 1}).text == "2"
 
 
+@pytest.mark.slow
 def test_a_ten_megabyte_result_is_cut_to_what_a_reply_can_use(host):
     result = _call(host(_spec()), "huge", {})
     assert result.truncated and not result.is_error

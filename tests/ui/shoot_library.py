@@ -1,5 +1,5 @@
 """Screenshots of the Model library with each model's memory, and a model's own settings, in both themes, for the
-README: python tests/ui/shoot_library.py OUT_DIR [MODEL_FOLDER]. The folder's GGUF headers are read; no model is
+user guide: python tests/ui/shoot_library.py OUT_DIR [MODEL_FOLDER]. The folder's GGUF headers are read; no model is
 loaded (the real test models when ~/.cache/specchat-test-models holds them, else the synthetic set)."""
 
 from __future__ import annotations

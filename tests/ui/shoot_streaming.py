@@ -1,4 +1,4 @@
-"""Screenshots of a reply streaming a code block, caught mid-stream, in both themes, for the README:
+"""Screenshots of a reply streaming a code block, caught mid-stream, in both themes, for the user guide:
 python tests/ui/shoot_streaming.py OUT_DIR. The question is written straight into a fresh profile's store and the
 reply's tokens are streamed into the transcript as the window streams them; no model is loaded."""
 

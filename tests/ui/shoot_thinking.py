@@ -1,4 +1,4 @@
-"""Screenshots of a reply's Thinking section, folded and open, in both themes, for the README:
+"""Screenshots of a reply's Thinking section, folded and open, in both themes, for the user guide:
 python tests/ui/shoot_thinking.py OUT_DIR. A chat with a thinking reply is written straight into a fresh profile's
 store; no model is loaded."""
 

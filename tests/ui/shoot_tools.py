@@ -1,4 +1,4 @@
-"""Screenshots of MCP tools in the window, for the README: python tests/ui/shoot_tools.py OUT_DIR.
+"""Screenshots of MCP tools in the window, for the user guide: python tests/ui/shoot_tools.py OUT_DIR.
 A chat whose replies called a tool is written straight into a fresh profile's store: one call ran (its block opened),
 one waits for the person's answer; Settings > Tools shows the test tool server (tests/tool_servers) connected."""
 

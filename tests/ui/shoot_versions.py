@@ -1,4 +1,4 @@
-"""Screenshots of the version switcher and Settings > Presets in both themes, for the README:
+"""Screenshots of the version switcher and Settings > Presets in both themes, for the user guide:
 python tests/ui/shoot_versions.py OUT_DIR.
 A chat with a regenerated reply is written straight into a fresh profile's store; no model is loaded."""
 

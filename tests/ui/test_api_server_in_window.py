@@ -6,6 +6,8 @@ from __future__ import annotations
 import socket
 import threading
 
+import pytest
+
 from app.ui.settings.api_server_page import ApiServerChoice
 from tests.serve.api_fixtures import DEADLINE_S, chat_body, client, stream_chunks, streamed_tokens
 from window_helpers import choose_pair
@@ -101,6 +103,7 @@ def test_a_saved_port_out_of_range_falls_back_with_a_warning(tmp_path):
     assert settings.api_server and settings.api_port == 1234 and "api_port" in settings.load_warning
 
 
+@pytest.mark.slow
 def test_an_api_request_that_kills_the_engine_ends_its_connection_and_the_api_comes_back(
         make_window, qtbot, fake_engine, model_folder, tiny_models):
     # The API's request is answered in the engine process, so what kills the engine (llama.cpp's abort, SIGILL)
@@ -145,6 +148,7 @@ def test_an_api_request_that_kills_the_engine_ends_its_connection_and_the_api_co
     assert status == 200 and body["choices"][0]["message"]["content"]
 
 
+@pytest.mark.slow
 def test_the_api_switched_on_during_a_reply_says_starting_and_then_listens(make_window, qtbot, fake_engine,
                                                                            model_folder, tiny_models):
     """The engine process does one thing at a time: an API switched on while a reply (or a Compare) streams starts

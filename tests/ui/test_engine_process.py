@@ -7,6 +7,7 @@ import os
 import signal
 import time
 
+import pytest
 from PySide6.QtCore import Qt
 
 from app.store import load_settings
@@ -80,6 +81,7 @@ def test_a_worker_killed_mid_reply_keeps_the_partial_reply_and_the_next_message_
     _next_message_gets_a_whole_reply(qtbot, window, fake_engine)
 
 
+@pytest.mark.slow
 def test_stop_ends_a_hung_engine_and_the_next_message_works(make_window, qtbot, fake_engine, model_folder,
                                                             tiny_models):
     window = make_window(engine_factory=fake_engine)
@@ -135,6 +137,7 @@ def _process_exists(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_a_reply_survives_the_app_being_killed_and_can_be_continued(make_window, qtbot, fake_engine, model_folder,
                                                                     tiny_models):
     import subprocess
@@ -219,6 +222,7 @@ def test_an_illegal_instruction_says_the_build_is_at_fault_not_the_model(make_wi
     assert "has no reply" in shown and "Retry" in shown
 
 
+@pytest.mark.slow
 def test_an_engine_paused_and_resumed_mid_reply_finishes_the_reply_whole(make_window, qtbot, fake_engine,
                                                                          model_folder, tiny_models):
     # SIGSTOP then SIGCONT (a laptop suspended, a debugger attached): the reply goes on where it was, whole.

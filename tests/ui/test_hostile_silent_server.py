@@ -3,6 +3,7 @@ ends up idle, and never blames the chat template or llama.cpp for a server's sil
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import Qt
 
 from pathlib import Path
@@ -12,6 +13,7 @@ from app.ui.engine_link.engine_process import STOP_GRACE_MS, stuck_sentence
 from tests.remote.fake_openai_server import FakeServer, Script, content_chunk
 
 
+@pytest.mark.slow
 def test_stop_on_a_silent_server_is_not_blamed_on_llama_cpp(make_window, qtbot):
     script = Script(models=[("org/silent", "llamacpp")], chunks=[content_chunk("The first words")], end="stall",
                     stall_s=STOP_GRACE_MS / 1000 + 3)

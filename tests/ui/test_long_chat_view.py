@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from app.store import ChatStore
 from app.ui.chat.conversation import PAGE_MESSAGES
 
@@ -15,6 +17,7 @@ def _long_chat(n: int) -> int:
         return chat.id
 
 
+@pytest.mark.slow
 def test_a_thousand_message_chat_opens_at_its_end_and_loads_older_messages_on_scroll(make_window, qtbot):
     chat_id = _long_chat(1000)
     window = make_window()

@@ -36,6 +36,7 @@ def test_every_malformed_file_is_refused_with_its_reason_and_the_window_still_ch
     assert window.store.get_message(message_id).content
 
 
+@pytest.mark.slow
 def test_a_file_that_aborts_llama_cpp_takes_down_only_the_engine_process(make_window, qtbot, model_folder,
                                                                         tiny_models, malformed_files):
     window = make_window()

@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from app.ui.settings.dialog import LISTING_DEVICES
 
 
+@pytest.mark.slow
 def test_opening_settings_leaves_llama_cpp_out_of_the_window_s_process_and_still_shows_the_devices():
     done = subprocess.run([sys.executable, str(Path(__file__).with_name("run_settings_child.py"))],
                           capture_output=True, text=True, timeout=120)

@@ -99,7 +99,7 @@ def test_devices_section_says_cpu_only_on_this_build(qtbot):
     dialog = AppSettingsDialog(AppSettings(), devices=list_devices())  # the real list of this machine's llama.cpp
     qtbot.addWidget(dialog)
     text = dialog.devices.text()
-    assert "CPU only: this build of llama.cpp has no GPU backend - see README 'GPU builds'" in text
+    assert "CPU only: this build of llama.cpp has no GPU backend - see 'GPU builds' in docs/gpu-and-remote.md" in text
     assert "RPC (models on other machines): " in text
 
 

@@ -62,6 +62,7 @@ def wait_until_running(process: subprocess.Popen) -> None:
         time.sleep(0.2)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_second_launch_exits_and_sigterm_closes_the_first_cleanly(qapp):
     first = start_app()
@@ -77,6 +78,7 @@ def test_second_launch_exits_and_sigterm_closes_the_first_cleanly(qapp):
         _end(first)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_ctrl_c_closes_the_window_cleanly(qapp):
     first = start_app()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from PySide6.QtGui import QColor
 
 from app.engine.events import GenerationStats
@@ -117,6 +118,7 @@ def test_the_reply_does_not_move_when_it_finishes(qtbot):
     assert streamed in view.toPlainText()
 
 
+@pytest.mark.slow
 def test_every_kind_of_block_ends_where_it_streamed(qtbot):
     """Replies cut into tokens at random places (and one character a token), with refused proposals shown: the
     finished reply is laid out as the stream showed it."""
@@ -136,6 +138,7 @@ def test_every_kind_of_block_ends_where_it_streamed(qtbot):
             assert _lines(view)[:len(before)] == before, text
 
 
+@pytest.mark.slow
 def test_each_flush_shows_what_one_flush_of_the_same_text_would(qtbot):
     """Written block by block, flush after flush, the reply looks as it would written at once at any point."""
     shuffle = random.Random(7)

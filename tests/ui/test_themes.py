@@ -113,6 +113,7 @@ def test_dark_screenshots_of_the_window_a_code_block_and_the_inspector(make_wind
     assert _pixel(inspector, dialog.panel, dialog) == QColor(DARK.surface)
 
 
+@pytest.mark.slow
 def test_switching_theme_in_settings_redraws_the_open_chat_live(make_window, qtbot, fake_engine, model_folder,
                                                                tiny_models, monkeypatch):
     window = make_window(engine_factory=fake_engine)

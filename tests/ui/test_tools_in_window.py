@@ -48,6 +48,7 @@ def _answer(qtbot, window, reply_id: int, label: str, answer: str) -> None:
     click_link(qtbot, view, label, view.action_href("toolanswer", f"{reply_id}.0.{answer}"))
 
 
+@pytest.mark.slow
 def test_allow_runs_the_call_and_its_result_reaches_the_model(tool_window, qtbot, fake_engine):
     fake_engine.reply = _call("read_note", {"name": "monday"})
     fake_engine.after_tool_reply = "Your monday note says to buy milk."
@@ -82,6 +83,7 @@ def test_allow_runs_the_call_and_its_result_reaches_the_model(tool_window, qtbot
     assert window.conversation.prompt_messages("")[-2]["content"] == "Note monday: buy milk"
 
 
+@pytest.mark.slow
 def test_a_repeated_call_is_not_run_again_and_the_model_answers_from_the_first(tool_window, qtbot, fake_engine):
     """Small models call the same tool again once its result is in: the repeat runs nothing, its reply is left out
     of what the model reads (as `generate --mcp` does) and the next reply is asked without tools, so it answers."""
@@ -100,6 +102,7 @@ def test_a_repeated_call_is_not_run_again_and_the_model_answers_from_the_first(t
     assert "asked again: not run, the model answers from the earlier result" in view.toPlainText()
 
 
+@pytest.mark.slow
 def test_deny_sends_the_model_a_refusal_and_always_stops_asking(tool_window, qtbot, fake_engine):
     fake_engine.reply = _call("add", {"a": 2, "b": 3})
     fake_engine.after_tool_reply = "I was not allowed to add them."
@@ -123,6 +126,7 @@ def test_deny_sends_the_model_a_refusal_and_always_stops_asking(tool_window, qtb
     assert window.store.get_message(first_id).tool_calls[0].answer == "always"
 
 
+@pytest.mark.slow
 def test_stop_during_a_slow_tool_ends_the_loop(tool_window, qtbot, fake_engine):
     fake_engine.reply = _call("slow", {"seconds": 30})
     fake_engine.after_tool_reply = "Done."
@@ -141,6 +145,7 @@ def test_stop_during_a_slow_tool_ends_the_loop(tool_window, qtbot, fake_engine):
     assert [m["content"] for m in fake_engine.requests[-1] if m["role"] == "tool"] == [STOPPED]
 
 
+@pytest.mark.slow
 def test_a_crashing_tool_server_gets_its_sentence_and_the_chat_stays_usable(tool_window, qtbot, fake_engine):
     fake_engine.reply = _call("crash", {})
     fake_engine.after_tool_reply = "The tool server is gone."
@@ -159,6 +164,7 @@ def test_a_crashing_tool_server_gets_its_sentence_and_the_chat_stays_usable(tool
     assert "Still here." in view.toPlainText()
 
 
+@pytest.mark.slow
 def test_a_ten_megabyte_result_is_cut_for_the_model_and_for_the_eye(tool_window, qtbot, fake_engine):
     fake_engine.reply = _call("huge", {})
     fake_engine.after_tool_reply = "That was long."

@@ -54,6 +54,7 @@ def test_pick_pair_send_stream_highlight_then_switch_off(make_window, qtbot, mod
     assert window.chat_view.highlighted_text() == highlighted  # nothing new is green
 
 
+@pytest.mark.slow
 def test_restart_brings_the_chat_back_with_its_highlighting(make_window, qtbot, model_folder, tiny_models):
     window = make_window()
     target, draft = _pair(model_folder, tiny_models)
@@ -173,6 +174,7 @@ def _measured_files() -> set[str]:
     return {Path(key.split("|")[0]).name for key in data if key != "version"}
 
 
+@pytest.mark.slow
 def test_a_chosen_pair_is_ready_without_measuring_and_is_measured_while_idle(make_window, qtbot, model_folder,
                                                                              tiny_models):
     """Choosing models waits for llama.cpp's load alone: the speed measurement runs later, in idle time, and a

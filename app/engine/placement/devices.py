@@ -20,7 +20,7 @@ DeviceKind = Literal["cpu", "gpu", "igpu", "accel", "unknown"]
 _KINDS: dict[int, DeviceKind] = {0: "cpu", 1: "gpu", 2: "igpu", 3: "accel"}
 GIB = 1024 ** 3
 NO_GPU_BUILD = "CPU only: this build of llama.cpp has no GPU backend"
-SEE_README = "see README 'GPU builds'"
+SEE_GPU_DOCS = "see 'GPU builds' in docs/gpu-and-remote.md"
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class DeviceReport:
             return [f"Devices unknown: {self.problem}"]
         out = [d.label for d in self.offload_devices]
         if not out:
-            out.append(f"{NO_GPU_BUILD} - {SEE_README}")
+            out.append(f"{NO_GPU_BUILD} - {SEE_GPU_DOCS}")
         return out
 
 

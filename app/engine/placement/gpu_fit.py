@@ -19,7 +19,7 @@ from typing import Iterable, Optional
 
 from app.engine.config import GPU_LAYERS_AUTO, KvType
 from app.engine.placement import devices
-from app.engine.placement.devices import NO_GPU_BUILD, SEE_README, DeviceReport
+from app.engine.placement.devices import NO_GPU_BUILD, SEE_GPU_DOCS, DeviceReport
 from app.engine.gguf.info import inspect_gguf, read_tensor_sizes
 from app.engine.gguf.memory import kv_bytes, kv_values_per_token, metadata_count
 
@@ -110,7 +110,7 @@ def cpu_only_notice(target_request: int, draft_request: int) -> str:
     if not asked:
         return ""
     return (f"GPU layers set to {max(asked)}, but this build of llama.cpp has no GPU backend: "
-            f"the models run on the CPU. {SEE_README[0].upper()}{SEE_README[1:]}.")
+            f"the models run on the CPU. {SEE_GPU_DOCS[0].upper()}{SEE_GPU_DOCS[1:]}.")
 
 
 def _phrase(n: int, layout: ModelLayout, role: str) -> str:
@@ -136,7 +136,7 @@ def place(target: ModelLayout, draft: Optional[ModelLayout], report: DeviceRepor
                                f"({report.problem}); set a number of GPU layers in Settings to offload.")
     if report.cpu_only:
         notice = cpu_only_notice(target_request, draft_request if draft is not None else GPU_LAYERS_AUTO)
-        return Placement(0, 0, notice or f"{NO_GPU_BUILD} - {SEE_README}.")
+        return Placement(0, 0, notice or f"{NO_GPU_BUILD} - {SEE_GPU_DOCS}.")
     devices = report.offload_devices
     budget = int(sum(dev.free_bytes for dev in devices) * (1 - FREE_MARGIN))
     # Numbers the user set take their room first; then the draft, then the target.

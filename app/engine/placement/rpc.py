@@ -22,7 +22,7 @@ from app.engine.placement.ggml_library import backend_functions
 from app.engine.placement.rpc_check import check_workers, unreachable
 
 NO_RPC_BUILD = ("This llama.cpp build has no RPC backend: reinstall llama-cpp-python with "
-                "CMAKE_ARGS=\"-DGGML_RPC=ON\" (see README 'RPC workers').")
+                "CMAKE_ARGS=\"-DGGML_RPC=ON\" (see 'RPC workers' in docs/gpu-and-remote.md).")
 TRUSTED_NETWORK_ONLY = "RPC has no authentication: use workers only on a trusted network."
 _ENDPOINT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$")
 

@@ -5,6 +5,8 @@
         --settings-out docs/settings-devices-servers.png
     python -m app.ui.devtools.screenshot --code-edit --out docs/screenshot-code-edit.png --inspector-out docs/inspector.png
     python -m app.ui.devtools.screenshot --theme dark --out docs/screenshot-dark.png --inspector-out docs/inspector-dark.png
+    python -m app.ui.devtools.screenshot --code-edit --draft-max 4 --size 1366x768 --out docs/screenshots/main-window-light.png \
+        --also 1366x768:dark:docs/screenshots/main-window-dark.png --also 800x600:light:docs/screenshots/small-window-light.png
     python -m app.ui.devtools.screenshot --attach app/common/units.py --prompt "Add type hints..." \
         --before-out docs/attachments-composer.png --out docs/attachments.png
 
@@ -63,6 +65,9 @@ def main(argv=None) -> int:
                         help="also save the window before sending, with the attachments waiting in the composer")
     parser.add_argument("--show-refused", action="store_true",
                         help="show refused draft proposals inline (struck-through ghost text)")
+    parser.add_argument("--also", metavar="WIDTHxHEIGHT:THEME:PNG", action="append", default=[], type=_also,
+                        help="after the reply, also save the window at this size and theme (repeatable; one model "
+                             "load and one reply for every picture)")
     args = parser.parse_args(argv)
 
     os.environ["SPECCHAT_HOME"] = tempfile.mkdtemp(prefix="specchat-screenshot-")
@@ -99,7 +104,7 @@ def main(argv=None) -> int:
     app.setApplicationName("SpecChat")
     apply_style(app)
     window = MainWindow()
-    width, height = (int(v) for v in args.size.lower().split("x"))
+    width, height = _size(args.size)
     window.resize(width, height)
     window.show()
     stalls = StallProbe()
@@ -137,9 +142,42 @@ def main(argv=None) -> int:
         print(f"saved {out}")
         if args.inspector_out:
             _save_inspector(window, message_id, args.inspector_out)
+        for (also_width, also_height), theme, also_out in args.also:
+            _save_resized(window, also_width, also_height, theme, also_out)
         return 0
     finally:
         window.close()
+
+
+def _size(text: str) -> tuple[int, int]:
+    width, _, height = text.lower().partition("x")
+    return int(width), int(height)
+
+
+def _also(text: str) -> tuple[tuple[int, int], str, str]:
+    """"800x600:dark:out.png" as ((800, 600), "dark", "out.png")."""
+    try:
+        size, theme, out = text.split(":", 2)
+        if theme in ("light", "dark") and out:
+            return _size(size), theme, out
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(f"{text!r} is not WIDTHxHEIGHT:light|dark:PNG, e.g. 800x600:dark:small.png")
+
+
+def _save_resized(window, width: int, height: int, theme: str, out: str) -> None:
+    """The window at another size and theme, the same reply shown; says so when the window could not be that small."""
+    from PySide6.QtTest import QTest
+
+    window.appearance.set_choice(theme)
+    window.resize(width, height)
+    QTest.qWait(300)  # the layout settles and the transcript is drawn again in the new colours
+    window.chat_view.scroll_to_end()
+    QTest.qWait(100)
+    shown = window.size()
+    if (shown.width(), shown.height()) != (width, height):
+        print(f"asked for {width}x{height}, the window is {shown.width()}x{shown.height()}", file=sys.stderr)
+    _save(window, out)
 
 
 def _server_model(window, url: str) -> ServerModel:

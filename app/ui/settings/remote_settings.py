@@ -24,7 +24,7 @@ from app.engine.placement.rpc import TRUSTED_NETWORK_ONLY, parse_endpoints
 
 RPC_WARNING = (f"{TRUSTED_NETWORK_ONLY} The model's layers are spread over these ggml-rpc-server workers; the draft "
                "stays here.")
-NO_RPC_BACKEND = "This llama.cpp build has no RPC backend: reinstall it with CMAKE_ARGS=\"-DGGML_RPC=ON\" (README)."
+NO_RPC_BACKEND = "This llama.cpp build has no RPC backend: reinstall it with CMAKE_ARGS=\"-DGGML_RPC=ON\" (docs/gpu-and-remote.md)."
 
 
 def _hint(text: str) -> QLabel:

@@ -56,7 +56,7 @@ class EmptyLibraryPage(QWidget):
         self.add_folder_button.setObjectName("PrimaryButton")
         self.add_folder_button.clicked.connect(self.sig_add_folder)
         buttons.addWidget(self.add_folder_button)
-        self.get_models_button = QPushButton("Get models…")  # the sidebar's and the README's name for it
+        self.get_models_button = QPushButton("Get models…")  # the sidebar's and the user guide's name for it
         self.get_models_button.clicked.connect(self.sig_get_models)
         buttons.addWidget(self.get_models_button)
         buttons.addStretch(1)
