@@ -1,6 +1,6 @@
 """`specchat-cli serve`: the loaded models as a local OpenAI-compatible API, speculating as the window does.
 
-The models run in an engine process of their own (app.serve.engine_client, the loop the window's engine process
+The models run in an engine process of their own (app.serve.engine.client, the loop the window's engine process
 runs), so a llama.cpp crash costs only the request being answered: it gets an error with a sentence and a fresh
 engine process loads the same models. This (main) thread hands it the requests one at a time in the order they
 came; the HTTP side runs on its own thread (app.serve). Ctrl+C or SIGTERM stops both.
@@ -96,7 +96,7 @@ def _options(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     from app.cli.generate_cmd import local_load_settings, local_model, models_problem
     from app.common.http_client import is_loopback_host
-    from app.serve.engine_client import EngineClient, EngineStartError
+    from app.serve.engine.client import EngineClient, EngineStartError
     from app.serve.server import ApiServer, ServeError
 
     try:

@@ -14,7 +14,7 @@
 - connections.py: The server's connections, bounded: how many, how long a request's head and body may take, idle time.
 - http_app.py: The API's routes (Starlette): /v1/models, /v1/chat/completions and /v1/completions, streamed or whole.
 - key_store.py: The API server's own key (what clients must send), kept in one owner-only file, never logged.
-- engine_host.py: The API server inside the window's engine process, which owns the models the window loaded.
-- engine_client.py: `specchat-cli serve`'s handle on its engine process: jobs in, answers out, restarted after a crash.
+- engine/: where the models answer the API: the server inside the window's engine process (host.py), and
+  `specchat-cli serve`'s handle on an engine process of its own (client.py).
 - server.py: The API server: uvicorn on a thread of its own, answering from a JobQueue that the engine's thread works off.
 """

@@ -3,7 +3,7 @@
 The HTTP side (any thread) submits a ServeJob. The thread that owns the engine (the window's engine process, the
 tests) takes jobs one at a time and runs them with `run_job`, which hands every event to the job's `sink`;
 `specchat-cli serve` takes them on its main thread and sends them to its own engine process
-(app.serve.engine_client), which `relay`s the answers to the sink. A job's outcome is a short sequence of records:
+(app.serve.engine.client), which `relay`s the answers to the sink. A job's outcome is a short sequence of records:
 JobStarted or JobFailed, the engine's own events, and always JobEnded last.
 """
 

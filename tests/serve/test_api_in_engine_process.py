@@ -12,7 +12,7 @@ from app.engine.host.wire import (ApiStateChanged, GenerateReply, LoadModels, Mo
                                   Shutdown, WorkerReady)
 from app.engine.host.worker import _WorkerLoop, default_engine_factory
 from app.engine.targets import LocalModel
-from app.serve.engine_host import ApiServeSpec, ApiState
+from app.serve.engine.host import ApiServeSpec, ApiState
 from tests.serve.api_fixtures import DEADLINE_S, chat_body, client, stream_chunks, streamed_text
 
 

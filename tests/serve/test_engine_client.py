@@ -1,4 +1,4 @@
-"""`serve`'s handle on its engine process (app.serve.engine_client) with the scripted engine of the window's tests:
+"""`serve`'s handle on its engine process (app.serve.engine.client) with the scripted engine of the window's tests:
 a reply stuck where it never looks at its cancel flag is ended by replacing the engine process once its client has
 gone, and the next request is answered by the fresh one."""
 
@@ -10,7 +10,7 @@ import time
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import FinishedEvent
 from app.engine.targets import LocalModel
-from app.serve.engine_client import STOP_GRACE_S, EngineClient
+from app.serve.engine.client import STOP_GRACE_S, EngineClient
 from app.serve.jobs import JobEnded, JobFailed, JobQueue, ServeJob
 from app.serve.requests import ChatRequest
 from tests.serve.api_fixtures import DEADLINE_S

@@ -7,7 +7,7 @@ signal of its own for to `sig_engine_event`.
 
 Stop is not a message: the window writes the highest cancelled request id into a shared integer that the loop
 reads every round, because the loop is busy inside generation when a stop matters, and a queued message would only
-be read once the reply had ended. `specchat-cli serve` (app.serve.engine_client) runs the same loop with API
+be read once the reply had ended. `specchat-cli serve` (app.serve.engine.client) runs the same loop with API
 requests (AnswerChat, AnswerCompletion) and a second shared integer, "enough up to": the client has what it wants
 (a stop string came), so the reply stops and its FinishedEvent still comes.
 """
@@ -54,7 +54,7 @@ class Shutdown:
 @dataclass(frozen=True)
 class ServeApi:
     """Serve the loaded models to other programs as well (the local API), or stop serving (`starter` None).
-    `starter` is an app.serve.engine_host.ApiServeSpec, typed loosely so this layer never imports the API's."""
+    `starter` is an app.serve.engine.host.ApiServeSpec, typed loosely so this layer never imports the API's."""
 
     starter: Optional[Any]
 
@@ -181,7 +181,7 @@ class ReplyEnded:
 
 @dataclass(frozen=True)
 class ApiStateChanged:
-    """What the engine process's API server is doing now: an app.serve.engine_host.ApiState."""
+    """What the engine process's API server is doing now: an app.serve.engine.host.ApiState."""
 
     state: Any
 

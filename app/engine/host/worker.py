@@ -7,11 +7,11 @@ crosses the pipe is a record of app.engine.host.wire, so this module knows nothi
 Requests are handled one at a time in order; a GenerateReply's replies are EngineEvents batches, then ReplyFailed
 if it failed, then always ReplyEnded. Stop crosses as a shared integer (see app.engine.host.wire).
 
-The window's models can also answer other programs: a ServeApi request's starter (app.serve.engine_host, passed in
+The window's models can also answer other programs: a ServeApi request's starter (app.serve.engine.host, passed in
 so this layer never imports the API's) returns SideRequests, whose requests this loop answers between the window's,
 on this thread, in the order they come. Their Stop is a second shared integer, `api_stopped_up_to`.
 
-`specchat-cli serve` runs this loop too, in a child of its own (app.serve.engine_client), sending the API's
+`specchat-cli serve` runs this loop too, in a child of its own (app.serve.engine.client), sending the API's
 requests as AnswerChat and AnswerCompletion (app.engine.host.api_answers answers them), with a third shared integer,
 `enough_up_to` (a stop string came: the reply ends, its totals still come).
 """

@@ -1,4 +1,4 @@
-"""The window's switch for the local API: it starts the API server in the engine process (app.serve.engine_host),
+"""The window's switch for the local API: it starts the API server in the engine process (app.serve.engine.host),
 shows in the status footer whether it listens and when it is answering a request, with Stop, and opens the API
 server page. GUI thread only.
 """
@@ -13,7 +13,7 @@ from typing import Callable, Optional
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QDialog, QLabel
 
-from app.serve.engine_host import ApiServeSpec, ApiState
+from app.serve.engine.host import ApiServeSpec, ApiState
 from app.serve.key_store import save_key, saved_key
 from app.store import AppSettings
 from app.ui.engine_link.engine_process import EngineProcess

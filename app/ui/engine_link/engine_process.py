@@ -89,7 +89,7 @@ class EngineProcess(QObject):
     sig_worker_died = Signal(object)
     """A WorkerDeath: the engine process crashed or hung and a fresh one was started (no models loaded in it)."""
     sig_api_state = Signal(object)
-    """An ApiState (app.serve.engine_host): what the engine process's API server is doing now."""
+    """An ApiState (app.serve.engine.host): what the engine process's API server is doing now."""
     sig_devices_listed = Signal(object)
     """DeviceReport: the devices of the engine process's llama.cpp build, answering request_devices."""
     sig_chat_forgotten = Signal(object)
