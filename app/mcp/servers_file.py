@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app.common.bounded_read import FileReadError, read_text_bounded
 from app.mcp.records import ServerSpec
 
 # mcp.json is a few hundred bytes: a file far larger is not one, and is not read whole into memory.
@@ -85,11 +86,7 @@ def parse_servers(text: str, source: str = "mcp.json") -> ServersFile:
 
 def read_servers(path: Path) -> ServersFile:
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            return ServersFile((), (f"{path} is too large to be a list of tool servers.",))
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return ServersFile((), (f"{path} does not exist.",))
-    except (OSError, UnicodeDecodeError) as exc:
-        return ServersFile((), (f"{path} could not be read ({exc.__class__.__name__}: {exc}).",))
+        text = read_text_bounded(path, MAX_FILE_BYTES)
+    except FileReadError as exc:
+        return ServersFile((), (f"{exc}.",))
     return parse_servers(text, str(path))

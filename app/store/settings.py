@@ -16,6 +16,7 @@ from typing import Any
 
 from app.platform import paths
 from app.common.atomic_write import write_atomic
+from app.common.bounded_read import FileReadError, read_bounded
 from app.common.text import valid_text
 from app.engine.config import FLASH_ATTN_CHOICES, KV_TYPES
 from app.engine.targets import normalize_url, server_url_problem
@@ -29,6 +30,8 @@ from app.store.presets import read_presets, stored
 # The appearance choices the window offers (app/ui/widgets/themes.py has the colours).
 THEME_CHOICES = ("system", "light", "dark")
 
+# Far more than any settings file holds (a thousand presets are under 1 MB): a larger one is not read into memory.
+MAX_SETTINGS_BYTES = 32 << 20
 # Set by load_settings for the window to show; never written to the file.
 _NOT_SAVED = ("load_warning",)
 # The ranges the settings dialog offers (app.ui.settings.dialog); a file's number outside them is not used.
@@ -109,13 +112,12 @@ def load_settings(path: Path | None = None) -> AppSettings:
     """The saved settings, or defaults. Never raises; problems are described in `load_warning`."""
     path = Path(path) if path is not None else paths.settings_path()
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return AppSettings()
-    except OSError as e:
+        raw = read_bounded(path, MAX_SETTINGS_BYTES)
+    except FileReadError as e:
+        if e.reason == "does not exist":
+            return AppSettings()
         # Not moved aside: the file may be fine and only unreadable to us right now.
-        return AppSettings(load_warning=f"The settings file {path} could not be read ({e.strerror or e}); "
-                           "using the default settings.")
+        return AppSettings(load_warning=f"The settings file {e}; using the default settings.")
     try:
         data = json.loads(raw.decode("utf-8"))
         if not isinstance(data, dict):
