@@ -24,7 +24,7 @@ from app.platform.machine_defaults import BATCH_AUTO, GPU_LAYERS_ALL, GPU_LAYERS
 from app.store import _fields
 from app.store.errors import StoreError
 from app.store.model_defaults import MAX_BATCH, read_defaults
-from app.store.presets import read_presets, stored
+from app.store.presets import MAX_PRESETS, presets_left_out, read_presets, stored
 
 
 # The appearance choices the window offers (app/ui/widgets/themes.py has the colours).
@@ -164,8 +164,10 @@ def load_settings(path: Path | None = None) -> AppSettings:
         settings.model_defaults = model_defaults
         rejected.append("model_defaults")
     kept_presets, presets_dropped = read_presets(settings.presets)
-    if presets_dropped:
+    left_out = presets_left_out(settings.presets)
+    if presets_dropped or left_out:
         settings.presets = stored(kept_presets)
+    if presets_dropped:
         rejected.append("presets")
     # A server address that is not one ("not a url") would only be tried, and fail, at every start.
     servers = [url for url in settings.servers if server_url_problem(normalize_url(url)) is None]
@@ -176,11 +178,15 @@ def load_settings(path: Path | None = None) -> AppSettings:
     if folders != settings.model_folders:
         settings.model_folders = folders
         rejected.append("model_folders")
+    warnings = []
     if rejected:
-        settings.load_warning = (
-            f"Some settings in {path} had values SpecChat could not use ({', '.join(rejected)}); "
-            "those are back to their defaults."
-        )
+        warnings.append(f"Some settings in {path} had values SpecChat could not use ({', '.join(rejected)}); "
+                        "those are back to their defaults.")
+    if left_out:
+        warnings.append(f"{path} lists {left_out + MAX_PRESETS:,} presets: the first {MAX_PRESETS:,} were loaded, "
+                        f"and {left_out:,} more presets were not loaded (they are left out when the settings are "
+                        "next saved).")
+    settings.load_warning = " ".join(warnings) or None
     return settings
 
 

@@ -113,3 +113,14 @@ def test_a_server_flooding_stdout_costs_a_few_lines_and_still_serves(tiny_models
                    if "more log lines like these were left out" in line)
     assert left_out == 20000 - FIRST_LINES
     assert '[tool server "flood": 6 tools]' in done.stderr  # after its flood it serves as any other
+
+
+def test_ten_thousand_servers_start_at_most_sixty_four_with_a_sentence(tiny_models, tmp_path):
+    from app.mcp.servers_file import MAX_SERVERS
+
+    missing = "specchat-no-such-server"  # fails at once: what is measured is the file, not the servers
+    path = _mcp_json(tmp_path, {f"s{i}": {"command": missing} for i in range(10_000)})
+    done = _generate("--target", tiny_models.target, "--chat", "hi", "--max-tokens", 2, "--mcp", path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert f"lists 9,936 more tool servers that were not loaded: at most {MAX_SERVERS} are started" in done.stderr
+    assert done.stderr.count("was not found") == MAX_SERVERS
