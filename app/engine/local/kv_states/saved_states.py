@@ -23,7 +23,7 @@ import os
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional, Sequence, TypeGuard
 
 import numpy as np
 
@@ -125,7 +125,7 @@ def _read_header(path: Path) -> SavedHeader:
     return SavedHeader(path, session, np.frombuffer(raw, dtype="<i4").tolist(), crc, st.st_size, st.st_mtime_ns)
 
 
-def _whole(value: object) -> bool:
+def _whole(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
