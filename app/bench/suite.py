@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable, Optional
 
+from app.common.bounded_read import read_text_bounded
 from app.engine.config import GenerationConfig
 from app.engine.events import FinishedEvent
 from app.engine.reasoning.share import ThinkingShare
@@ -77,11 +78,15 @@ class ModeResult:
         }
 
 
+# A prompts file is a few KB; a far larger one (or a device) is not read into memory.
+MAX_PROMPTS_BYTES = 64 << 20
+
+
 def load_prompts(path: Optional[Path] = None) -> list[BenchPrompt]:
     if path is None:
         text = resources.files("app").joinpath("data").joinpath("bench_prompts.json").read_text(encoding="utf-8")
     else:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_text_bounded(path, MAX_PROMPTS_BYTES)  # FileReadError is a ValueError
     return [BenchPrompt(p["name"], p.get("kind", ""), p["chat"], p.get("system", "")) for p in json.loads(text)]
 
 

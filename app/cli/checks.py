@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import argparse
 import math
-from pathlib import Path
 from typing import Optional
 
+from app.common.bounded_read import FileReadError, read_text_bounded
 from app.engine.config import FLASH_ATTN_CHOICES, KV_TYPES, load_settings_problem
 
 MAX_THREADS = 512  # GGML_MAX_N_THREADS
+# A prompt, tools or schema file: far more text than any model's context holds is not one.
+MAX_TEXT_FILE_BYTES = 64 << 20
 
 
 class UsageError(ValueError):
@@ -52,20 +54,12 @@ def check_text(value: Optional[str], what: str) -> Optional[str]:
     return None
 
 
-def read_text_file(path: str, what: str) -> str:
-    """A text file's content as UTF-8. Raises UsageError with the reason."""
+def read_text_file(path: str, what: str, limit: int = MAX_TEXT_FILE_BYTES) -> str:
+    """A regular text file's content as UTF-8, at most `limit` bytes. Raises UsageError with the reason."""
     try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"{what} {path}: file not found") from None
-    except IsADirectoryError:
-        raise UsageError(f"{what} {path}: is a folder, not a file") from None
-    except OSError as exc:
-        raise UsageError(f"{what} {path}: cannot read it ({exc.strerror or exc})") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{what} {path} is not valid UTF-8 text (bad byte at offset {exc.start})") from None
+        return read_text_bounded(path, limit)
+    except FileReadError as exc:
+        raise UsageError(f"{what} {exc}") from None
 
 
 def _finite(value: float) -> bool:

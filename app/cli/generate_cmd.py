@@ -162,39 +162,55 @@ def server_problem(args: argparse.Namespace) -> str | None:
 
 
 def _server_key(args: argparse.Namespace) -> str | None:
-    """The key for --server: --api-key-file, else SPECCHAT_API_KEY, else the key saved for that URL in the window.
-    Each goes to the --server URL only (the client follows no redirect). Raises ValueError for an unreadable key
-    file."""
+    """The key for --server: --api-key-file, else SPECCHAT_API_KEY (over https or to this machine only), else the
+    key saved for that URL in the window. Each goes to the --server URL only (the client follows no redirect).
+    Raises ValueError for an unreadable key file."""
     from app.engine.remote.server_keys import api_key_for, env_api_key, read_key_file
 
     if args.api_key_file:
         return read_key_file(args.api_key_file)
-    return env_api_key() or api_key_for(args.server)
+    env_key = env_api_key()
+    if env_key and not _plain_http_elsewhere(args.server):
+        return env_key
+    return api_key_for(args.server)
 
 
 def _env_key_warning(args: argparse.Namespace) -> str | None:
-    """A warning when SPECCHAT_API_KEY goes to a server on another machine that SPECCHAT_API_KEY_SERVER does not
-    name: a key set for one server should not travel silently to whatever --server says."""
+    """A warning when SPECCHAT_API_KEY is held back (plain http to another machine: a key set in the environment
+    is never sent where anyone on the network between could read it), or goes to a server on another machine that
+    SPECCHAT_API_KEY_SERVER does not name: a key set for one server should not travel silently to whatever
+    --server says."""
     from app.engine.remote.http import display_url, is_loopback_url, normalize_url
     from app.engine.remote.server_keys import env_api_key
 
     if args.api_key_file or not env_api_key() or is_loopback_url(normalize_url(args.server)):
         return None
+    shown = display_url(normalize_url(args.server))
+    if _plain_http_elsewhere(args.server):
+        return (f"warning: SPECCHAT_API_KEY is not sent to {shown}: over plain http to another machine anyone on "
+                "the network between could read it; use https://, or --api-key-file to send a key anyway")
     meant_for = os.environ.get("SPECCHAT_API_KEY_SERVER", "").strip()
     if meant_for and normalize_url(meant_for) == normalize_url(args.server):
         return None
-    return (f"warning: SPECCHAT_API_KEY is sent to {display_url(normalize_url(args.server))}; set "
-            "SPECCHAT_API_KEY_SERVER to the one server it is for (then this warning stops), or use --api-key-file")
+    return (f"warning: SPECCHAT_API_KEY is sent to {shown}; set SPECCHAT_API_KEY_SERVER to the one server it is "
+            "for (then this warning stops), or use --api-key-file")
+
+
+def _plain_http_elsewhere(url: str) -> bool:
+    """Whether `url` is plain http to a host other than this machine."""
+    from app.engine.remote.http import is_loopback_url, normalize_url
+
+    url = normalize_url(url)
+    return url.lower().startswith("http://") and not is_loopback_url(url)
 
 
 def _plain_http_warning(url: str) -> str | None:
     """A warning when a key would cross the network unencrypted: plain http to a host other than this machine."""
-    from app.engine.remote.http import display_url, is_loopback_url, normalize_url
+    from app.engine.remote.http import display_url, normalize_url
 
-    url = normalize_url(url)
-    if url.lower().startswith("http://") and not is_loopback_url(url):
-        return (f"warning: the API key is sent to {display_url(url)} over plain http, readable by anyone on the "
-                "network between; use https:// for a server on another machine")
+    if _plain_http_elsewhere(url):
+        return (f"warning: the API key is sent to {display_url(normalize_url(url))} over plain http, readable by "
+                "anyone on the network between; use https:// for a server on another machine")
     return None
 
 

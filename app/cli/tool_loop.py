@@ -21,7 +21,7 @@ from typing import Callable, Optional, TextIO
 from app.cli.terminal import printable
 from app.mcp.records import ToolInfo, ToolResult, find_tool, no_such_tool, openai_tools
 from app.mcp.servers_file import read_servers
-from app.mcp.tool_host import CONNECT_TIMEOUT_S, ToolHost
+from app.mcp.tool_host import ToolHost
 from app.replies.tool_loop import (DEFAULT_MAX_STEPS, MAX_STEPS, REFUSED, ToolGrants, ToolRun, answered,
                                    arguments_object, pending_record)
 from app.engine.tools.calls import ToolCall
@@ -97,8 +97,8 @@ def run_tool(host: ToolHost, tool: Optional[ToolInfo], name: str, arguments: str
     return result
 
 
-def servers_ready(host: ToolHost, err: TextIO, timeout_s: float) -> bool:
-    """Waits for the servers and says, on stderr, which are ready and which failed; False when none has a tool."""
+def servers_ready(host: ToolHost, err: TextIO, timeout_s: Optional[float]) -> bool:
+    """Waits for the servers (None: until each has answered or been given up on) and says, on stderr, which are ready and which failed; False when none has a tool."""
     host.wait_started(timeout_s)
     for state in host.states():
         server = printable(state.spec.name, name=True)
@@ -142,7 +142,7 @@ def start_tool_host(path: str, err: TextIO = sys.stderr) -> "ToolHost":
 
 def tools_of(host: ToolHost, err: TextIO = sys.stderr) -> str:
     """The ready servers' tools for GenerationConfig.tools, once the servers have started. Raises NoToolsError."""
-    if not servers_ready(host, err, CONNECT_TIMEOUT_S):
+    if not servers_ready(host, err, None):
         raise NoToolsError("no tool server listed in the --mcp file could be used (see above)")
     return openai_tools(host.tools())
 

@@ -1,6 +1,8 @@
-"""Helpers every layer may use: atomic writes and unit formatting. Imports nothing else of the app.
+"""Helpers every layer may use: atomic writes, bounded reads and unit formatting. Imports nothing else of the app.
 
 - atomic_write.py: One atomic file write for every file SpecChat keeps (settings, caches, registries).
+- bounded_read.py: One reader for every file a person names: regular files only (no device, FIFO or folder), and
+  never more than a limit read into memory.
 - http_client.py: One HTTP client shim (httpx2 or httpx), what counts as a network failure, and which hosts are this machine.
 - json_cache.py: One versioned JSON cache file, read back whatever it holds (the costs, compat and probe caches).
 - text.py: Text that can be stored, shown and written anywhere: valid Unicode, and the one gate for text shown.

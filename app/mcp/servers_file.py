@@ -15,10 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app.common.bounded_read import FileReadError, read_text_bounded
 from app.mcp.records import ServerSpec
 
 # mcp.json is a few hundred bytes: a file far larger is not one, and is not read whole into memory.
 MAX_FILE_BYTES = 1_000_000
+# Each server is a process (or a connection) kept while the window or `generate` runs, and each of its tools a line
+# of every prompt: more than this many is no setup a model can use. The rest of the file is said in a sentence.
+MAX_SERVERS = 64
 
 
 @dataclass(frozen=True)
@@ -72,24 +76,27 @@ def parse_servers(text: str, source: str = "mcp.json") -> ServersFile:
         return ServersFile((), (f"{source} has no \"mcpServers\" object listing the tool servers.",))
     found: list[ServerSpec] = []
     problems: list[str] = []
+    left_out = 0
     for name, entry in servers.items():
         if isinstance(entry, dict) and entry.get("disabled") is True:
+            continue
+        if len(found) + len(problems) >= MAX_SERVERS:
+            left_out += 1
             continue
         spec = _entry(str(name), entry)
         if isinstance(spec, str):
             problems.append(spec)
         else:
             found.append(spec)
+    if left_out:
+        problems.append(f"{source} lists {left_out:,} more tool servers that were not loaded: at most {MAX_SERVERS} "
+                        "are started.")
     return ServersFile(tuple(found), tuple(problems))
 
 
 def read_servers(path: Path) -> ServersFile:
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            return ServersFile((), (f"{path} is too large to be a list of tool servers.",))
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return ServersFile((), (f"{path} does not exist.",))
-    except (OSError, UnicodeDecodeError) as exc:
-        return ServersFile((), (f"{path} could not be read ({exc.__class__.__name__}: {exc}).",))
+        text = read_text_bounded(path, MAX_FILE_BYTES)
+    except FileReadError as exc:
+        return ServersFile((), (f"{exc}.",))
     return parse_servers(text, str(path))

@@ -12,19 +12,24 @@ import concurrent.futures
 import dataclasses
 import json
 import re
-import tempfile
 import threading
 import time
 from typing import Any, Callable, Optional, Sequence
 
+from app.mcp.process_group import ProcessGroup
 from app.mcp.records import (ServerSpec, ServerState, ToolInfo, ToolResult, find_tool, no_such_tool, same_tool,
                              tool_changed)
+from app.mcp.server_log import StderrTail, server_log, serving
 
 # The most text of one result that reaches the model: a 10 MB file read by a tool would fill any context, and a
 # person could not review it. The rest is cut and the model is told so.
 MAX_RESULT_CHARS = 100_000
 CONNECT_TIMEOUT_S = 30.0
+# wait_started's margin past the connect deadline: a server given up on says so at the deadline itself.
+START_GRACE_S = 5.0
 CALL_TIMEOUT_S = 120.0
+# How long a failed server's last stderr lines are waited for (a child it left may hold the pipe open).
+STDERR_WAIT_S = 2.0
 # OpenAI's rule for function names, which the chat templates and API clients assume.
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -104,6 +109,7 @@ class ToolHost:
         self._lock = threading.Lock()
         self._states: dict[str, ServerState] = {s.name: ServerState(s, "starting") for s in self.specs}
         self._calls: dict[str, asyncio.Queue] = {}
+        self._scopes: dict[str, Any] = {}  # each server's anyio.CancelScope, on the host's thread
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._stop: Optional[asyncio.Event] = None
         self._thread: Optional[threading.Thread] = None
@@ -113,6 +119,7 @@ class ToolHost:
 
     def start(self) -> None:
         if self._thread is None:
+            server_log()  # installed before any server can log
             self._thread = threading.Thread(target=self._run, name="SpecChat MCP tools", daemon=True)
             self._thread.start()
             self._started.wait(10)
@@ -128,8 +135,11 @@ class ToolHost:
         return tuple(dataclasses.replace(tool, name=_unique_name(state.spec.name, tool.tool, taken))
                      for state in self.states() if state.phase == "ready" for tool in state.tools)
 
-    def wait_started(self, timeout_s: float) -> bool:
-        """Waits until no server is still starting; False when some still are after `timeout_s`."""
+    def wait_started(self, timeout_s: Optional[float] = None) -> bool:
+        """Waits until no server is still starting; False when some still are after `timeout_s` (by default, until
+        each has answered or been given up on at connect_timeout_s)."""
+        if timeout_s is None:
+            timeout_s = self.connect_timeout_s + START_GRACE_S
         deadline = time.monotonic() + timeout_s
         while any(state.phase == "starting" for state in self.states()):
             if time.monotonic() > deadline:
@@ -187,8 +197,10 @@ class ToolHost:
         self._started.set()
         tasks = [asyncio.create_task(self._serve(spec)) for spec in self.specs]
         await self._stop.wait()
-        for task in tasks:
-            task.cancel()
+        # Each server's own cancel scope, not task.cancel(): the SDK's shutdown (stdin closed, then the process
+        # group ended) runs shielded, which only a scope's cancellation respects.
+        for scope in list(self._scopes.values()):
+            scope.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         for spec in self.specs:
             if self._states[spec.name].phase != "failed":
@@ -215,23 +227,31 @@ class ToolHost:
         return stdio_client(params, errlog=errlog)
 
     async def _serve(self, spec: ServerSpec) -> None:
-        # A server that never finishes its handshake is given up on by cancelling this task: the SDK's cancel
-        # scopes must be left by the task that entered them, so no timeout can wrap entering the client alone.
-        this_task = asyncio.current_task()
+        import anyio
+
+        serving.set(spec.name)  # the SDK's reader tasks inherit it: its log lines name this server
+        # A server that never finishes its handshake is given up on at connect_timeout_s, and said so at once; its
+        # process group is ended while the state already says why.
+        scope = self._scopes[spec.name] = anyio.CancelScope()
         connected, timed_out = False, False
 
         def give_up() -> None:
             nonlocal timed_out
-            if not connected and this_task is not None:
+            if not connected and not (self._stop is not None and self._stop.is_set()):
                 timed_out = True
-                this_task.cancel()
+                self._fail(spec, f"Tool server \"{spec.name}\" did not answer within {self.connect_timeout_s:.0f} s.")
+                scope.cancel()
 
         watchdog = asyncio.get_running_loop().call_later(self.connect_timeout_s, give_up)
-        with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
-            try:
+        stderr = StderrTail()
+        group = ProcessGroup(stderr) if not spec.url else None
+        try:
+            with scope:
                 from mcp import Client
 
-                client = Client(self._transport(spec, errlog), read_timeout_seconds=self.call_timeout_s)
+                client = Client(self._transport(spec, stderr.file), read_timeout_seconds=self.call_timeout_s)
+                if group is not None:
+                    asyncio.get_running_loop().create_task(group.find())
                 async with client:
                     listing = await client.list_tools()
                     connected = True
@@ -240,15 +260,19 @@ class ToolHost:
                                   for t in listing.tools)
                     self._set(spec.name, ServerState(spec, "ready", tools))
                     await self._answer_calls(spec, client)
-            except asyncio.CancelledError:
-                if not timed_out:
-                    raise
-                self._fail(spec, f"Tool server \"{spec.name}\" did not answer within {self.connect_timeout_s:.0f} s.")
-            except BaseException as exc:  # the SDK's task groups raise ExceptionGroups
-                errlog.seek(0)
-                self._fail(spec, _problem(spec, exc, errlog.read()[-4000:]))
-            finally:
-                watchdog.cancel()
+        except BaseException as exc:  # the SDK's task groups raise ExceptionGroups
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            if not timed_out and not (self._stop is not None and self._stop.is_set()):
+                stderr.close()
+                await asyncio.to_thread(stderr.wait, STDERR_WAIT_S)
+                self._fail(spec, _problem(spec, exc, stderr.text()))
+        finally:
+            watchdog.cancel()
+            stderr.close()
+            if group is not None:
+                group.end()  # what outlived the SDK's shutdown (a child its leader left behind) ends too
+            server_log().flush_server(spec.name)
 
     def _fail(self, spec: ServerSpec, problem: str) -> None:
         """The first sentence stays: closing a connection that broke raises again, with less to say."""

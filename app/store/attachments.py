@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app.common.bounded_read import FileReadError, read_bounded
 from app.common.units import format_bytes
 
 # Per file and for one message's files together: a few thousand lines of code, well inside a local model's context.
@@ -67,18 +68,21 @@ def attachment_from_bytes(name: str, data: bytes) -> Attachment:
 
 
 def read_attachment(path: str | os.PathLike) -> Attachment:
-    """Read the file at `path` as an attachment; AttachmentError when it cannot be read, is too large or not text."""
+    """Read the file at `path` as an attachment; AttachmentError when it cannot be read, is too large or not text.
+    A device or a FIFO is no file: it is never read (app.common.bounded_read)."""
     path = Path(path)
     try:
-        if not path.is_file():
-            raise AttachmentError(f"{path} is not a file; only files can be attached.")
-        size = path.stat().st_size
+        size = path.stat().st_size if path.is_file() else 0
         if size > MAX_ATTACHMENT_BYTES:  # said before reading a large file at all
             raise AttachmentError(f"{path.name} is {format_bytes(size)}; files up to "
                                   f"{format_bytes(MAX_ATTACHMENT_BYTES)} can be attached.")
-        data = path.read_bytes()
+        data = read_bounded(path, MAX_ATTACHMENT_BYTES)
     except OSError as e:
         raise AttachmentError(f"{path} could not be read: {e.strerror or e}.") from e
+    except FileReadError as e:
+        if e.reason == "does not exist" or "not a" in e.reason:
+            raise AttachmentError(f"{path} is not a file; only files can be attached.") from None
+        raise AttachmentError(f"{e}.") from None
     return attachment_from_bytes(path.name, data)
 
 

@@ -17,6 +17,9 @@ from app.store.records import ChatSettings
 
 DEFAULT_PRESET = "Default"
 # The ChatSettings fields a preset sets; the chat's models are its own.
+# A menu of a thousand presets is already more than a person picks from; a file with more (a script's, a damaged
+# one) is read this far only, and the rest said in a sentence.
+MAX_PRESETS = 1000
 PRESET_FIELDS = ("system_prompt", "temperature", "top_p", "top_k", "max_tokens", "speculative", "draft_ngram")
 
 
@@ -41,18 +44,26 @@ def default_preset() -> Preset:
 
 
 def read_presets(data: Any) -> tuple[list[Preset], bool]:
-    """The stored presets, the built-in first; True when some entry could not be used (left out)."""
+    """The stored presets, the built-in first; True when some entry could not be used (left out). Only the first
+    MAX_PRESETS entries are read (presets_left_out counts the others)."""
     presets = [default_preset()]
+    taken = {DEFAULT_PRESET.casefold()}
     dropped = not isinstance(data, list)
-    for entry in data if isinstance(data, list) else []:
+    for entry in data[:MAX_PRESETS] if isinstance(data, list) else []:
         name = entry.get("name") if isinstance(entry, dict) else None
-        if not isinstance(name, str) or not name.strip() or find(presets, name) is not None:
+        if not isinstance(name, str) or not name.strip() or name.casefold() in taken:
             dropped = True
             continue
         preset, rejected = _fields.from_dict(Preset, entry)
         dropped = dropped or bool(rejected)
         presets.append(preset)
+        taken.add(name.casefold())
     return presets, dropped
+
+
+def presets_left_out(data: Any) -> int:
+    """How many stored entries read_presets does not read (past MAX_PRESETS)."""
+    return max(0, len(data) - MAX_PRESETS) if isinstance(data, list) else 0
 
 
 def stored(presets: list[Preset]) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from app.platform import paths
 from app.common.atomic_write import write_atomic
+from app.common.bounded_read import FileReadError, read_bounded
 from app.common.text import valid_text
 from app.common.http_client import listen_host_problem
 from app.engine.config import FLASH_ATTN_CHOICES, KV_TYPES
@@ -24,12 +25,14 @@ from app.platform.machine_defaults import BATCH_AUTO, GPU_LAYERS_ALL, GPU_LAYERS
 from app.store import _fields
 from app.store.errors import StoreError
 from app.store.model_defaults import MAX_BATCH, read_defaults
-from app.store.presets import read_presets, stored
+from app.store.presets import MAX_PRESETS, presets_left_out, read_presets, stored
 
 
 # The appearance choices the window offers (app/ui/widgets/themes.py has the colours).
 THEME_CHOICES = ("system", "light", "dark")
 
+# Far more than any settings file holds (a thousand presets are under 1 MB): a larger one is not read into memory.
+MAX_SETTINGS_BYTES = 32 << 20
 # Set by load_settings for the window to show; never written to the file.
 _NOT_SAVED = ("load_warning",)
 # The ranges the settings dialog offers (app.ui.settings.dialog); a file's number outside them is not used.
@@ -110,13 +113,12 @@ def load_settings(path: Path | None = None) -> AppSettings:
     """The saved settings, or defaults. Never raises; problems are described in `load_warning`."""
     path = Path(path) if path is not None else paths.settings_path()
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return AppSettings()
-    except OSError as e:
+        raw = read_bounded(path, MAX_SETTINGS_BYTES)
+    except FileReadError as e:
+        if e.reason == "does not exist":
+            return AppSettings()
         # Not moved aside: the file may be fine and only unreadable to us right now.
-        return AppSettings(load_warning=f"The settings file {path} could not be read ({e.strerror or e}); "
-                           "using the default settings.")
+        return AppSettings(load_warning=f"The settings file {e}; using the default settings.")
     try:
         data = json.loads(raw.decode("utf-8"))
         if not isinstance(data, dict):
@@ -166,8 +168,10 @@ def load_settings(path: Path | None = None) -> AppSettings:
         settings.model_defaults = model_defaults
         rejected.append("model_defaults")
     kept_presets, presets_dropped = read_presets(settings.presets)
-    if presets_dropped:
+    left_out = presets_left_out(settings.presets)
+    if presets_dropped or left_out:
         settings.presets = stored(kept_presets)
+    if presets_dropped:
         rejected.append("presets")
     # A server address that is not one ("not a url") would only be tried, and fail, at every start.
     servers = [url for url in settings.servers if server_url_problem(normalize_url(url)) is None]
@@ -178,11 +182,15 @@ def load_settings(path: Path | None = None) -> AppSettings:
     if folders != settings.model_folders:
         settings.model_folders = folders
         rejected.append("model_folders")
+    warnings = []
     if rejected:
-        settings.load_warning = (
-            f"Some settings in {path} had values SpecChat could not use ({', '.join(rejected)}); "
-            "those are back to their defaults."
-        )
+        warnings.append(f"Some settings in {path} had values SpecChat could not use ({', '.join(rejected)}); "
+                        "those are back to their defaults.")
+    if left_out:
+        warnings.append(f"{path} lists {left_out + MAX_PRESETS:,} presets: the first {MAX_PRESETS:,} were loaded, "
+                        f"and {left_out:,} more presets were not loaded (they are left out when the settings are "
+                        "next saved).")
+    settings.load_warning = " ".join(warnings) or None
     return settings
 
 

@@ -37,6 +37,7 @@ class Script:
     # "comments" end: ": keep-alive" every comment_every_s until the client hangs up (at most comment_limit)
     comment_every_s: float = 0.1
     comment_limit: int = 600
+    comment: bytes = b": keep-alive\n\n"  # what the "comments" end repeats (an empty event keeps a stream open too)
 
 
 def content_chunk(text: str, timings: Optional[dict] = None, finish: Optional[str] = None) -> dict:
@@ -130,7 +131,7 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(script.stall_s)
         if script.end == "comments":
             for _ in range(script.comment_limit):
-                if not self._send_chunk(b": keep-alive\n\n"):
+                if not self._send_chunk(script.comment):
                     return
                 time.sleep(script.comment_every_s)
         self._send_chunk(b"data: [DONE]\n\n")

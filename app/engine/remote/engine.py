@@ -41,6 +41,8 @@ from app.engine.remote.http import (
     check_model,
     display_url,
     server_props,
+    silent_sentence,
+    silent_stream_s,
     stream_chat,
 )
 from app.engine.remote.reply_parts import ReplyParts
@@ -66,13 +68,16 @@ MIN_REPLY_CHARS = 64 << 10
 EVENTS_PER_TOKEN = 4
 EXTRA_EVENTS = 64
 SLOWEST_S_PER_TOKEN = 1.0
+# Whatever max_tokens asks, no reply is waited for longer than this (a server trickling a token a minute would
+# otherwise hold a large request for days).
+MAX_REPLY_DEADLINE_S = 4 * 3600.0
 # A server's context size is shown and used to fit prompts: anything above this is its error.
 MAX_SERVER_N_CTX = 1 << 24
 
 
 def reply_deadline_s(max_tokens: int) -> float:
     """How long a reply of `max_tokens` tokens may take in all before the client gives up on the server."""
-    return READ_TIMEOUT_S + max_tokens * SLOWEST_S_PER_TOKEN
+    return min(READ_TIMEOUT_S + max_tokens * SLOWEST_S_PER_TOKEN, MAX_REPLY_DEADLINE_S)
 
 
 def _template_kwargs(text: str) -> dict:
@@ -276,7 +281,10 @@ class RemoteEngine:
         kwargs = {} if self._read_timeout_s is None else {"read_timeout_s": self._read_timeout_s}
         key = self._api_key_for(self._url)
         shown = display_url(self._url)
-        events = stream_chat(self._url, body, key, cancel, deadline_s=deadline_s, **kwargs)
+        # Empty events (no text, thinking or call) keep a stream open as comments do, and are given up on alike.
+        silent_s = silent_stream_s()
+        last_token_at = time.monotonic()
+        events = stream_chat(self._url, body, key, cancel, deadline_s=deadline_s, silent_s=silent_s, **kwargs)
         try:
             for count, event in enumerate(events, 1):
                 try:
@@ -314,6 +322,11 @@ class RemoteEngine:
                                      token.part)
                     index += int(token.counted)
                 calls.feed(chunk.tool_calls)
+                if text or reasoning or chunk.tool_calls or chunk.finish_reason:
+                    last_token_at = time.monotonic()
+                elif time.monotonic() - last_token_at > silent_s:
+                    cls = ConnectionDropped if index else ServerError
+                    raise cls(silent_sentence(shown, silent_s, bool(index)))
                 if chunk.finish_reason:
                     finish_reason = chunk.finish_reason
                 if index >= max_tokens or chars >= max_chars or count >= max_events:

@@ -16,6 +16,7 @@ the same API.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 import time
@@ -42,6 +43,10 @@ def _httpcore():
 CONNECT_TIMEOUT_S = 10.0
 # How long the server may send nothing at all: the first token of a long prompt can take a while on a busy server.
 READ_TIMEOUT_S = 120.0
+# How long a stream may go on without a token (text, thinking or a call) while the server sends keep-alive comments
+# or empty events: as long as it may be silent. SPECCHAT_SILENT_STREAM_S sets another (the tests' short one).
+SILENT_STREAM_S = READ_TIMEOUT_S
+SILENT_STREAM_ENV = "SPECCHAT_SILENT_STREAM_S"
 # How often the stream's watcher looks at the Stop flag and the deadline while the server is silent.
 CANCEL_POLL_S = 0.05
 # Caps on what a server may make this process hold. An SSE line is one event (llama-server's are under 2 KB); an
@@ -50,6 +55,21 @@ MAX_LINE_BYTES = 1 << 20
 MAX_ERROR_BODY_BYTES = 64 << 10
 MAX_JSON_BODY_BYTES = 4 << 20
 MAX_MODELS = 1000
+
+
+def silent_stream_s() -> float:
+    """SILENT_STREAM_S, or SPECCHAT_SILENT_STREAM_S where that holds a positive number of seconds."""
+    try:
+        value = float(os.environ.get(SILENT_STREAM_ENV, ""))
+    except ValueError:
+        return SILENT_STREAM_S
+    return value if 0 < value < float("inf") else SILENT_STREAM_S
+
+
+def silent_sentence(shown: str, silent_s: float, started: bool) -> str:
+    """What is said of a server that kept a stream open for `silent_s` and sent no token."""
+    return (f"The server at {shown} sent no token for {silent_s:g} s, only keep-alive comments or empty events; "
+            + ("the reply so far is kept." if started else "it may be overloaded or stuck."))
 
 
 class ServerError(EngineError):
@@ -316,14 +336,15 @@ def check_model(url: str, model: str, api_key: Optional[str] = None) -> ServerMo
 
 
 def stream_chat(url: str, body: dict, api_key: Optional[str], cancel=None,
-                read_timeout_s: float = READ_TIMEOUT_S,
-                deadline_s: Optional[float] = None) -> Generator[object, None, None]:
+                read_timeout_s: float = READ_TIMEOUT_S, deadline_s: Optional[float] = None,
+                silent_s: Optional[float] = None) -> Generator[object, None, None]:
     """POST /v1/chat/completions with `body` (which sets "stream": true) and yield each event's decoded JSON (any
     JSON value: app.engine.remote.chunks checks its shape).
 
     Stop: when `cancel.is_set()`, the stream's socket is shut down (a watcher does it even while the server is
-    silent) and the iterator ends quietly. `deadline_s` bounds the whole reply. A failure raises ServerError;
-    after the first event, ConnectionDropped."""
+    silent) and the iterator ends quietly. `deadline_s` bounds the whole reply, and `silent_s` (silent_stream_s()
+    by default) a stream of keep-alive comments without an event. A failure raises ServerError; after the first
+    event, ConnectionDropped."""
     httpx = _http()
     url = normalize_url(url)
     shown = display_url(url)
@@ -340,7 +361,7 @@ def stream_chat(url: str, body: dict, api_key: Optional[str], cancel=None,
                     raise ServerError(f"The server at {shown} answered with a web page, not an OpenAI-compatible "
                                       "API; check the address (the API's base URL, such as http://host:8080).")
                 # Comments (": keep-alive") keep a connection open but are no reply: past this, give up.
-                quiet_limit_s = 2 * read_timeout_s
+                quiet_limit_s = silent_stream_s() if silent_s is None else silent_s
                 last_event = time.monotonic()
                 for line in _lines(resp, shown):
                     if watch.stopped():
@@ -349,9 +370,7 @@ def stream_chat(url: str, body: dict, api_key: Optional[str], cancel=None,
                     if not line.startswith("data:"):
                         if time.monotonic() - last_event > quiet_limit_s:
                             cls = ConnectionDropped if started else ServerError
-                            raise cls(f"The server at {shown} sent only keep-alive comments for "
-                                      f"{quiet_limit_s:.0f} s and no reply"
-                                      + ("; the reply so far is kept." if started else "."))
+                            raise cls(silent_sentence(shown, quiet_limit_s, started))
                         continue  # comments, "event:" lines and the blank line between events
                     last_event = time.monotonic()
                     data = line[len("data:"):].strip()

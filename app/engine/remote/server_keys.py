@@ -12,11 +12,14 @@ import os
 from pathlib import Path
 from typing import Optional
 
+from app.common.bounded_read import FileReadError, read_text_bounded
 from app.engine.remote.http import normalize_url
 from app.platform import paths
 from app.platform.secret_file import clean_secret, write_secret
 
 ENV_VAR = "SPECCHAT_API_KEY"
+# A key is a line; a file far larger is not a key file.
+MAX_KEY_FILE_BYTES = 64 << 10
 
 
 def keys_file() -> Path:
@@ -55,11 +58,9 @@ def save_api_key(url: str, key: Optional[str]) -> None:
 def read_key_file(path: str) -> str:
     """The key in a file given on the command line (its first line). Raises ValueError with a sentence."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"cannot read the API key file {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"the API key file {path} is not text") from None
+        text = read_text_bounded(path, MAX_KEY_FILE_BYTES)
+    except FileReadError as exc:
+        raise ValueError(f"cannot use the API key file: {exc}") from None
     key = clean_secret(text.splitlines()[0] if text.strip() else "")
     if not key:
         raise ValueError(f"the API key file {path} is empty")

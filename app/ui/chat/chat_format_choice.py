@@ -13,6 +13,7 @@ from typing import Optional
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QComboBox, QFileDialog
 
+from app.common.bounded_read import FileReadError, read_text_bounded
 from app.ui.widgets.dialog_folders import remember_folder, start_folder
 from app.ui.widgets.notice_row import NoticeRow
 from app.engine.config import GenerationConfig
@@ -113,14 +114,9 @@ class ChatFormatChoice(QObject):
         if file_name in self._templates:
             return self._templates[file_name]
         try:
-            with open(file_name, "rb") as handle:
-                data = handle.read(MAX_TEMPLATE_BYTES + 1)
-            if len(data) > MAX_TEMPLATE_BYTES:
-                raise ValueError("it is larger than 1 MB, which no chat template is")
-            text = data.decode("utf-8")
-        except (OSError, ValueError) as exc:
-            self.window.show_error(f"The template file {file_name} could not be read ({exc}); "
-                                   "raw completion is used instead.")
+            text = read_text_bounded(file_name, MAX_TEMPLATE_BYTES)
+        except FileReadError as exc:
+            self.window.show_error(f"The template file {exc}; raw completion is used instead.")
             return None
         self._templates[file_name] = text
         return text

@@ -23,7 +23,7 @@ import os
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional, Sequence, TypeGuard
 
 import numpy as np
 
@@ -98,7 +98,10 @@ class SavedHeader:
 
 
 def _read_header(path: Path) -> SavedHeader:
-    """The session and tokens of a saved state, without reading the state. Raises DamagedState, OSError."""
+    """The session and tokens of a saved state, without reading the state. Raises DamagedState, OSError.
+
+    Every field is checked before it is used: a header is bytes on a disk, and a token count of 10^12, a negative
+    one or a checksum that is text would otherwise fail every request of the conversation, the file kept."""
     st = path.stat()
     with open(path, "rb") as f:
         if f.read(len(MAGIC)) != MAGIC:
@@ -106,13 +109,24 @@ def _read_header(path: Path) -> SavedHeader:
         line = f.readline(4096)
         try:
             head = json.loads(line)
-            n_tokens, crc, session = int(head["n_tokens"]), int(head["crc32"]), str(head["session"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise DamagedState(f"unreadable header ({exc})") from None
+        except (ValueError, RecursionError) as exc:
+            raise DamagedState(f"unreadable header ({exc.__class__.__name__})") from None
+        if not isinstance(head, dict):
+            raise DamagedState("unreadable header (not an object)")
+        n_tokens, crc, session = head.get("n_tokens"), head.get("crc32"), head.get("session")
+        if not isinstance(session, str) or not _whole(crc) or not 0 <= crc < 1 << 32:
+            raise DamagedState("unreadable header (its session or checksum)")
+        # The tokens must fit in what follows the header, with a state after them.
+        if not _whole(n_tokens) or not 0 < n_tokens < (st.st_size - f.tell()) // 4:
+            raise DamagedState("its token count does not fit the file")
         raw = f.read(4 * n_tokens)
-        if n_tokens <= 0 or len(raw) != 4 * n_tokens:
+        if len(raw) != 4 * n_tokens:
             raise DamagedState("its tokens are cut short")
     return SavedHeader(path, session, np.frombuffer(raw, dtype="<i4").tolist(), crc, st.st_size, st.st_mtime_ns)
+
+
+def _whole(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class SavedStates:
@@ -169,7 +183,7 @@ class SavedStates:
         if not state or zlib.crc32(state) != header.crc32:
             self._set_aside(header.path, "its checksum does not match")
             return None
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, DamagedState):
             os.utime(header.path)  # recently used: evicted last
             self._headers[header.path] = _read_header(header.path)
         return state
