@@ -17,7 +17,8 @@ from app.store.records import ChatSettings
 
 DEFAULT_PRESET = "Default"
 # The ChatSettings fields a preset sets; the chat's models are its own.
-PRESET_FIELDS = ("system_prompt", "temperature", "top_p", "top_k", "max_tokens", "speculative", "draft_ngram")
+PRESET_FIELDS = ("system_prompt", "temperature", "top_p", "top_k", "max_tokens", "speculative", "draft_ngram",
+                 "tools")
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class Preset:
     max_tokens: int = 1024
     speculative: bool = True
     draft_ngram: bool = False  # draft by n-gram lookup instead of the draft model
+    tools: bool = False  # offer the tools of Settings > Tools (ChatSettings.tools)
 
     def to_dict(self) -> dict[str, Any]:
         return _fields.to_dict(self)

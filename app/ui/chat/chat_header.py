@@ -134,7 +134,12 @@ class ChatModelGuard(QObject):
         self.header.question.setVisible(asked is not None)
 
     def summary_text(self, settings: ChatSettings) -> str:
-        """'Qwen2.5-Coder 1.5B · speculative, drafts by Qwen2.5-Coder 0.5B' and the like."""
+        """'Qwen2.5-Coder 1.5B · speculative, drafts by Qwen2.5-Coder 0.5B' and the like, then ' · tools on' where
+        the chat offers the model tools."""
+        tools = " · tools on" if settings.tools else ""
+        return self._decoding_text(settings) + tools
+
+    def _decoding_text(self, settings: ChatSettings) -> str:
         model = self.model_name(settings.target_path)
         if not settings.speculative:
             return f"{model} · plain decoding (no speculation)"

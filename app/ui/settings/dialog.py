@@ -33,7 +33,7 @@ from app.engine.local.kv_states.saved_states import saved_states_line
 from app.engine.placement.devices import DeviceReport
 from app.store import AppSettings, ChatSettings
 from app.ui.widgets.layouts import button_row
-from app.ui.settings.pages import SettingsPages, fitted_size, hint
+from app.ui.settings.pages import TOOLS_CHECK, SettingsPages, fitted_size, hint
 from app.ui.settings.api_server_page import ApiServerChoice, ApiServerPage
 from app.ui.settings.load_form import LoadSettingsFields, MemoryLine, app_load_fields, app_load_values
 from app.ui.settings.presets_page import PresetsPage
@@ -132,6 +132,10 @@ class ChatSettingsDialog(QDialog):
             "and pause speculation where verifying costs more than it saves."
         )
         form.addRow("Draft max tokens", self.draft_max)
+        self.tools = QCheckBox(TOOLS_CHECK)
+        self.tools.setChecked(settings.tools)
+        self.tools.setToolTip("Their descriptions go into every prompt of this chat; other chats are not offered them")
+        form.addRow("Tools", self.tools)
         layout.addLayout(form)
         self.thinking = ThinkingGroup(settings, switches or TemplateSwitches())
         layout.addWidget(self.thinking)
@@ -164,6 +168,7 @@ class ChatSettingsDialog(QDialog):
         self.top_p.setValue(preset.top_p)
         self.top_k.setValue(preset.top_k)
         self.max_tokens.setValue(preset.max_tokens)
+        self.tools.setChecked(preset.tools)
 
     def settings(self) -> ChatSettings:
         chosen = self._chosen
@@ -177,6 +182,7 @@ class ChatSettingsDialog(QDialog):
             seed=None if self.seed.value() < 0 else self.seed.value(),
             max_tokens=self.max_tokens.value(),
             draft_max=self.draft_max.value() or None,
+            tools=self.tools.isChecked(),
         ))
 
 
