@@ -121,7 +121,7 @@ def test_a_reply_of_another_model_is_not_compared(make_window, qtbot, fake_engin
 def test_speculate_anyway_fixes_the_draft_length_for_this_chat(make_window, qtbot, fake_engine, model_folder,
                                                                tiny_models):
     window = _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models)
-    fake_engine.round_reason = PAUSED
+    fake_engine.round_reason, fake_engine.round_kind = PAUSED, "costly"
     offer = window.speculate_anyway
     assert not offer.offered()
     send_and_wait(qtbot, window, "hello")
@@ -131,23 +131,31 @@ def test_speculate_anyway_fixes_the_draft_length_for_this_chat(make_window, qtbo
 
     offer.label.linkActivated.emit(ANYWAY_LINK)  # the user clicks the offer
     assert window.chat_settings.current().draft_max == FIXED_DRAFT_LENGTH
-    assert f"Drafting {FIXED_DRAFT_LENGTH} tokens every round" in offer.label.text() and "Auto" in offer.label.text()
+    # One sentence says it, the link back stands apart from it, and the pause offered against is no longer said.
+    fixed = "Drafting every round, at the draft length set for this chat, even where that is slower."
+    assert window.footer.status_line.text() == fixed
+    assert "Back to automatic" in offer.label.text() and "Drafting" not in offer.label.text()
     send_and_wait(qtbot, window, "again")
     assert fake_engine.configs[-1]["draft_max"] == FIXED_DRAFT_LENGTH
-    assert window.footer.status_line.text() == f"A fixed draft length of {FIXED_DRAFT_LENGTH} tokens, chosen for this chat."
+    assert window.footer.status_line.text() == fixed
 
     # Only this chat: a new chat is automatic again, and the first chat still says it is fixed when reopened.
     chat_id = window.conversation.chat_id
     window.new_chat()
     assert offer.label.isHidden() and window.chat_settings.current().draft_max is None
     window.open_chat(chat_id)
-    assert f"Drafting {FIXED_DRAFT_LENGTH} tokens every round" in offer.label.text() and not offer.label.isHidden()
+    assert "Back to automatic" in offer.label.text() and not offer.label.isHidden()
 
     offer.label.linkActivated.emit(AUTO_LINK)  # back to automatic
     assert window.chat_settings.current().draft_max is None
     assert offer.label.isHidden()
     send_and_wait(qtbot, window, "and once more")
     assert fake_engine.configs[-1]["draft_max"] is None
+    assert offer.offered()
+    # Drafting again: the footer no longer offers to draft while it says it is drafting.
+    fake_engine.round_kind = "draft"
+    send_and_wait(qtbot, window, "and with drafts")
+    assert window.footer.status_line.text().startswith("Speculating") and not offer.offered()
 
 
 def test_the_status_line_says_when_the_engine_follows_the_load_with_fewer_threads(make_window, qtbot, fake_engine,

@@ -145,6 +145,12 @@ class ReplyRequest:
             return 0.0
         return (self.answer_started_at or self.last_token_at or self.first_token_at) - self.first_token_at
 
+    def answer_from_thinking(self) -> None:
+        """The model ended its turn inside its thinking (GenerationStats.thinking_unclosed): what it thought is the
+        answer, stored, copied and sent as one."""
+        self.tokens = [dataclasses.replace(t, part="answer") for t in self.reasoning] + self.tokens
+        self.reasoning, self.pending_reasoning = [], []
+
     def reply_tokens(self) -> list[TokenRecord]:
         return self.continued + self.tokens
 
