@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from app.common.units import plural
 from app.engine.config import GenerationConfig
 from app.engine.events import GenerationStats, RoundEvent, TokenEvent, decode_speed
 from app.store.provenance import RoundRecord, TokenRecord, token_records
@@ -173,9 +174,9 @@ class ReplyRequest:
         """The status line while the reply streams: speed, tokens, acceptance."""
         n = len(self.tokens) + len(self.reasoning)
         speed = decode_speed(n - 1, (self.last_token_at or 0) - (self.first_token_at or 0))
-        parts = [f"{speed:.1f} tok/s" if speed else "…", f"{n} tokens"]
+        parts = [f"{speed:.1f} tok/s" if speed else "…", plural(n, "token")]
         if self.reasoning and not self.tokens:
-            parts = [f"thinking… {len(self.reasoning)} tokens, {self.thinking_seconds():.1f} s"]
+            parts = [f"thinking… {plural(len(self.reasoning), 'token')}, {self.thinking_seconds():.1f} s"]
         if self.drafted:
             parts.append(f"{100 * self.accepted / self.drafted:.0f}% accepted")
         return "  ·  ".join(parts)
