@@ -40,6 +40,9 @@ class ChatFormatChoice(QObject):
         self.label = self.row.label
         self.picker = self.row.add(QComboBox())
         self.picker.setToolTip("How the conversation is turned into this model's prompt; remembered for this file")
+        # As narrow as a short name: the longest choice's words would otherwise hold the window wider than 800 pixels.
+        self.picker.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.picker.setMinimumContentsLength(16)
         self.picker.addItem("Raw completion (the text alone, no chat markers)", RAW)
         for name in BUILT_IN_TEMPLATES:
             self.picker.addItem(f"{name} template", BUILT_IN + name)

@@ -129,8 +129,10 @@ class ChatModelGuard(QObject):
             self.header.question_text.setText(
                 f"This chat was written with {chat_model}, but {loaded} is loaded (it also answers the local API). "
                 f"Load {chat_model} for this chat, or go on with {loaded}?")
-            self.header.load_button.setText(f"Load {chat_model}")
-            self.header.keep_button.setText(f"Keep {loaded}")
+            # The sentence names both models; the buttons stay short, so that long model names never hold the
+            # window wider than a small screen (they set a 954-pixel minimum with Qwen's and Gemma's names).
+            self.header.load_button.setToolTip(f"Load {chat_model}")
+            self.header.keep_button.setToolTip(f"Keep {loaded}")
         self.header.question.setVisible(asked is not None)
 
     def summary_text(self, settings: ChatSettings) -> str:
