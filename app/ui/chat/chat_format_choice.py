@@ -50,7 +50,8 @@ class ChatFormatChoice(QObject):
         self.picker.activated.connect(self._on_picked)
         self._templates: dict[str, str] = {}  # file path -> its text, read once it is chosen
         window.engine_process.sig_models_loaded.connect(lambda _loaded: self.refresh())
-        window.session.sig_target_chosen.connect(lambda _path: self.refresh())
+        window.session.sig_selection_changed.connect(self.refresh)
+        window.chat_settings.sig_changed.connect(lambda _settings: self.refresh())
 
     def _target_without_template(self) -> Optional[str]:
         entry = self.window.library.entry_for(self.window.session.target)
@@ -64,7 +65,11 @@ class ChatFormatChoice(QObject):
         return self.window.settings.chat_formats.get(path, RAW)
 
     def refresh(self) -> None:
+        """Shown for the selected target; not while the chat's header asks whether to load the chat's own model
+        (a chat written with another model is not told about the loaded one's template until it goes on with it)."""
         path = self._target_without_template()
+        if self.window.chat_header.asking():
+            path = None
         self.row.setVisible(path is not None)
         if path is None:
             return

@@ -404,6 +404,7 @@ class MainWindow(QMainWindow):
         self.footer.show_status(None)
         self.speculate_anyway.show_for(settings)
         self.chat_header.show_chat(settings)
+        self.chat_format.refresh()  # after the header: it is not shown while the header asks
 
     def rename_chat(self, chat_id: int, title: str) -> None:
         try:
