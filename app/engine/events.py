@@ -167,6 +167,10 @@ class GenerationStats:
     kept_states: int = 0
     kept_bytes: int = 0
     kept_budget_bytes: int = 0
+    # What the reply was asked to be sampled with, as the window keeps it, so that Compare with plain runs it the
+    # same way (a regenerated reply of a greedy chat is sampled at 0.7 with a fresh seed); None: not recorded.
+    temperature: Optional[float] = None
+    seed: Optional[int] = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

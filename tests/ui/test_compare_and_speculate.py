@@ -175,3 +175,42 @@ def test_a_reply_written_without_speculation_is_not_offered_a_comparison(make_wi
     window.set_speculative(True)
     send_and_wait(qtbot, window, "and now with drafts")
     assert window.chat_view.toPlainText().count("Compare with plain") == 1
+
+
+def test_a_regenerated_reply_is_compared_as_it_was_sampled_and_keeps_its_versions(make_window, qtbot, fake_engine,
+                                                                                    model_folder, tiny_models):
+    """Issue 45, items 5 and 6: Regenerate samples a greedy chat's reply at 0.7 with a fresh seed; Compare with plain
+    runs it the same way (not greedy), and the version switcher stays when the comparison is shown."""
+    window = _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models)
+    view = window.chat_view
+    first = send_and_wait(qtbot, window, "Write add()")
+    with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=20000) as regenerated:
+        click_link(qtbot, view, "Regenerate", view.action_href("regenerate", first))
+    message_id = regenerated.args[0]
+    reply = fake_engine.configs[-1]
+    assert reply["temperature"] > 0 and reply["seed"] is not None
+    assert "‹  2/2  ›" in view.toPlainText()
+    _compare(qtbot, window, message_id)
+    plain = fake_engine.configs[-1]
+    assert (plain["temperature"], plain["seed"]) == (reply["temperature"], reply["seed"])
+    assert not plain["speculative"]
+    assert "Plain decoding" in view.toPlainText() and "‹  2/2  ›" in view.toPlainText()
+
+
+def test_compare_asks_as_the_reply_was_asked_for_a_model_without_a_template(make_window, qtbot, fake_engine,
+                                                                              model_folder):
+    """A template-less model's replies are raw completions: the plain run is one too, or its text differs."""
+    from app.testing.synthetic import write_tiny_model
+
+    def without_template(writer) -> None:
+        del writer.kv_data[0]["tokenizer.chat_template"]
+
+    bare = write_tiny_model(model_folder / "tiny-base.gguf", edit=without_template)
+    write_tiny_model(model_folder / "tiny-base-draft.gguf", n_layer=2)
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, bare, None)
+    message_id = send_and_wait(qtbot, window, "Once upon a time")
+    reply = fake_engine.configs[-1]
+    assert reply["chat_format"] == "raw"
+    _compare(qtbot, window, message_id)
+    assert fake_engine.configs[-1]["chat_format"] == "raw"

@@ -238,6 +238,7 @@ class Conversation(QObject):
 
     def _send(self, request: ReplyRequest, spec: ReplyRequestSpec, messages: list[dict]) -> int:
         self._request = request
+        request.sampling = (spec.config.temperature, spec.config.seed)
         self._last_status = ""
         self._speculative = spec.config.speculative
         # The speculation controller learns acceptance per chat.
@@ -434,6 +435,7 @@ class Conversation(QObject):
         shows it finished. Whatever goes wrong on the way, the window ends up idle: the busy state is reset in
         `finally`."""
         self._request = None
+        stats = dataclasses.replace(stats, temperature=request.sampling[0], seed=request.sampling[1])
         self.last_stats = stats
         self._flush_timer.stop()
         try:

@@ -86,6 +86,7 @@ class ReplyRequest:
     pending_reasoning: list[TokenRecord] = field(default_factory=list)
     answer_started_at: Optional[float] = None  # the first answer token's arrival, after any thinking
     answer_shown: bool = False  # the view was told the answer started (its Thinking section folds)
+    sampling: tuple[float, Optional[int]] = (0.0, None)  # the temperature and seed it was asked with
 
     @classmethod
     def continuing(cls, request_id: int, message: Message, target_name: str,
