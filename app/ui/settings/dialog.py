@@ -33,6 +33,7 @@ from app.engine.local.kv_states.saved_states import saved_states_line
 from app.engine.placement.devices import DeviceReport
 from app.store import AppSettings, ChatSettings
 from app.ui.widgets.layouts import button_row
+from app.ui.settings.chat_presets import NO_PRESET
 from app.ui.settings.pages import TOOLS_CHECK, SettingsPages, fitted_size, hint
 from app.ui.settings.api_server_page import ApiServerChoice, ApiServerPage
 from app.ui.settings.load_form import LoadSettingsFields, MemoryLine, app_load_fields, app_load_values
@@ -74,7 +75,7 @@ class ChatSettingsDialog(QDialog):
 
         # Choosing a preset fills the fields below (and, on OK, the chat's speculation and drafter) with its values.
         self.preset = QComboBox()
-        self.preset.addItem(settings.preset or "None chosen", None)
+        self.preset.addItem(settings.preset or NO_PRESET, None)  # said as the chat's header says it
         for preset in self._presets:
             self.preset.addItem(preset.name, preset.name)
         self.preset.setToolTip("Presets are edited in Settings > Presets")

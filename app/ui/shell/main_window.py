@@ -84,6 +84,7 @@ class MainWindow(QMainWindow):
                                     self.library_ctl.scanner, self._load_settings(), self.settings.last_draft, self)
 
         self.session.defaults_for = lambda path: model_defaults.for_model(self.settings.model_defaults, path)
+        self.chat_settings.selected_target = self.session.target_key  # a new chat's model, until it is stored
         self._build_ui()
         self._connect()
         self.library.modelReset.connect(self._update_page)  # whoever changes the library: scans, servers' models
