@@ -42,6 +42,9 @@ class ChatSettings:
     top_k: int = 40
     seed: int | None = None
     max_tokens: int = 1024
+    # llama.cpp's repeat penalty (1: off); None: automatic, which is off, but 1.1 (LM Studio's default) for a model
+    # without a chat template written as raw completion, where a base model otherwise loops (app.ui.chat).
+    repeat_penalty: float | None = None
     draft_max: int | None = None  # None: the speculation controller picks the draft length each round
     speculative: bool = True
     target_path: str | None = None

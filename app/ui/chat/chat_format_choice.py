@@ -23,6 +23,9 @@ BUILT_IN = "builtin:"
 FILE = "file:"
 CHOOSE_FILE = "choose-file"
 MAX_TEMPLATE_BYTES = 1 << 20
+# The repeat penalty raw completion gets where the chat leaves it automatic: LM Studio's default, since a base model
+# continuing text alone (the Gemma 3 270M file) otherwise repeats itself to the token limit.
+RAW_REPEAT_PENALTY = 1.1
 
 
 def sentence(model_name: str) -> str:
@@ -95,7 +98,9 @@ class ChatFormatChoice(QObject):
             template = self._read_template(chosen[len(FILE):])
             if template is not None:
                 return dataclasses.replace(config, chat_format="template", chat_template=template)
-        return dataclasses.replace(config, chat_format="raw")
+        automatic = self.window.chat_settings.current().repeat_penalty is None
+        return dataclasses.replace(config, chat_format="raw",
+                                   repeat_penalty=RAW_REPEAT_PENALTY if automatic else config.repeat_penalty)
 
     def _on_picked(self, row: int) -> None:
         path = self._target_without_template()

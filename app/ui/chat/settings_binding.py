@@ -97,7 +97,7 @@ class ChatSettingsBinding(QObject):
         s = self.current()
         markers = self.model_thinking.markers(s.target_path) if self.model_thinking is not None else ()
         return GenerationConfig(max_tokens=s.max_tokens, temperature=s.temperature, top_k=s.top_k, top_p=s.top_p,
-                                seed=s.seed, speculative=speculative, drafter=drafter, draft_max=s.draft_max,
+                                seed=s.seed, repeat_penalty=s.repeat_penalty or 1.0, speculative=speculative, drafter=drafter, draft_max=s.draft_max,
                                 thinking=s.thinking, reasoning_effort=_effort(s.reasoning_effort),
                                 thinking_budget=s.thinking_budget, reasoning_markers=markers)
 

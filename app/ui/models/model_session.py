@@ -233,6 +233,7 @@ class ModelSession(QObject):
             return
         target, note = loaded.target, loaded.placement_note
         self._loaded = (target, str(loaded.draft) if loaded.draft else None)
+        self.library.set_loaded(target.key, self._loaded[1])
         files = [target.key if isinstance(target, LocalModel) else None, self._loaded[1]]
         self._loaded_identity = {path: file_identity(path) for path in files if path}
         self.sig_context_size.emit(loaded.n_ctx)
@@ -254,6 +255,7 @@ class ModelSession(QObject):
     def _on_worker_died(self, death: WorkerDeath) -> None:
         """The engine process crashed or hung and a fresh one runs: say so, and never load a guilty file again."""
         self._loaded = (None, None)
+        self.library.set_loaded(None, None)
         changed, self._loaded_identity = self.changed_files(), {}
         said = f" llama.cpp said: {death.detail}" if death.detail else ""
         if death.build_fault:

@@ -45,6 +45,7 @@ from app.ui.settings.thinking_group import TemplateSwitches, ThinkingGroup
 from app.ui.tools.tools_page import ToolsPage
 from app.ui.widgets.themes import THEME_CHOICES, THEME_LABELS
 
+AUTO_PENALTY = 0.95  # the repeat penalty box's least value, shown as "Auto" (ChatSettings.repeat_penalty None)
 LISTING_DEVICES = "Listing devices…"  # until the engine process answers (AppSettingsDialog.set_devices)
 
 
@@ -124,6 +125,17 @@ class ChatSettingsDialog(QDialog):
                                    "long answers such as whole files")
         form.addRow("Max tokens", self.max_tokens)
 
+        self.repeat_penalty = QDoubleSpinBox()
+        self.repeat_penalty.setRange(AUTO_PENALTY, 2.0)  # its least value is Auto; one step up is 1.00 (off)
+        self.repeat_penalty.setSingleStep(0.05)
+        self.repeat_penalty.setDecimals(2)
+        self.repeat_penalty.setSpecialValueText("Auto")
+        self.repeat_penalty.setValue(settings.repeat_penalty or AUTO_PENALTY)
+        self.repeat_penalty.setToolTip("Makes tokens already written less likely (1.00: off). Auto is off, but 1.10 "
+                                       "for a model without a chat template written as raw completion, which would "
+                                       "otherwise repeat itself")
+        form.addRow("Repeat penalty", self.repeat_penalty)
+
         self.draft_max = QSpinBox()
         self.draft_max.setRange(0, MAX_DRAFT)
         self.draft_max.setSpecialValueText("Auto")
@@ -182,6 +194,8 @@ class ChatSettingsDialog(QDialog):
             top_k=self.top_k.value(),
             seed=None if self.seed.value() < 0 else self.seed.value(),
             max_tokens=self.max_tokens.value(),
+            repeat_penalty=(None if self.repeat_penalty.value() <= AUTO_PENALTY
+                            else round(self.repeat_penalty.value(), 2)),
             draft_max=self.draft_max.value() or None,
             tools=self.tools.isChecked(),
         ))
