@@ -27,3 +27,21 @@ def test_one_token_is_one_token(make_window, qtbot, fake_engine, model_folder, t
     send_and_wait(qtbot, window, "One word?")
     text = window.chat_view.toPlainText()
     assert "· 1 token ·" in text.replace("  ", " ") and "1 tokens" not in text
+
+
+def test_a_link_under_a_reply_never_wraps_in_its_middle(make_window, qtbot, fake_engine, model_folder, tiny_models):
+    from PySide6.QtGui import QTextCursor
+
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft.name)
+    send_and_wait(qtbot, window, "Write add()")
+    view = window.chat_view
+    for width in range(300, 900, 25):
+        view.setFixedWidth(width)
+        qtbot.wait(5)
+        found = view.document().find("Compare with plain")
+        assert not found.isNull()
+        start, end = QTextCursor(view.document()), QTextCursor(view.document())
+        start.setPosition(found.selectionStart() + 1)
+        end.setPosition(found.selectionEnd())
+        assert view.cursorRect(start).top() == view.cursorRect(end).top(), width
