@@ -115,9 +115,11 @@ class PlainCompare(QObject):
         max_tokens = request.config.max_tokens if stats.stop_reason == "eos" else stats.tokens
         # Sampled as the reply was (a regenerated reply of a greedy chat is sampled at 0.7 with its own seed), where
         # the reply kept how; the texts of two sampled runs may still differ, and the result says so.
-        sampling = ({"temperature": stats.temperature, "seed": stats.seed} if stats.temperature is not None else {})
+        asked = request.config
+        if stats.temperature is not None:
+            asked = dataclasses.replace(asked, temperature=stats.temperature, seed=stats.seed)
         config = dataclasses.replace(
-            request.config, speculative=False, max_tokens=max(1, int(max_tokens or 1)), **sampling,
+            asked, speculative=False, max_tokens=max(1, int(max_tokens or 1)),
             # Its own session: plain rounds must not teach the chat's speculation controller. The same reply again
             # adds nothing to history.
             session=f"chat-{message.chat_id}-plain", history=False,

@@ -233,7 +233,7 @@ class ModelSession(QObject):
             return
         target, note = loaded.target, loaded.placement_note
         self._loaded = (target, str(loaded.draft) if loaded.draft else None)
-        self.library.set_loaded(target.key, self._loaded[1])
+        self.library.set_loaded(target.key if target is not None else None, self._loaded[1])
         files = [target.key if isinstance(target, LocalModel) else None, self._loaded[1]]
         self._loaded_identity = {path: file_identity(path) for path in files if path}
         self.sig_context_size.emit(loaded.n_ctx)
