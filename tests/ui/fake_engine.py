@@ -183,8 +183,10 @@ class FakeEngine:
     def close(self) -> None:
         self.unload()
 
-    def count_tokens(self, messages: Sequence[dict]) -> int:
-        return sum(len(m["content"].split()) + 4 for m in messages)
+    def count_tokens(self, messages: Sequence[dict], config: Optional[GenerationConfig] = None) -> int:
+        # As the real engine counts them: the tools' schema is part of the prompt it reads.
+        tools = len(config.tools.split()) if config is not None and config.tools else 0
+        return tools + sum(len(m["content"].split()) + 4 for m in messages)
 
     def fit_messages(self, messages: Sequence[dict], reserve_tokens: int,
                      session: str = "default") -> tuple[list[dict], int]:

@@ -61,6 +61,19 @@ def test_an_mcp_file_offers_no_chat_its_tools_until_the_chat_turns_them_on(mcp_w
     assert fake_engine.configs[-1]["tools"] == ""
 
 
+def test_the_context_gauge_counts_the_tools_schema(mcp_window, qtbot, fake_engine):
+    """Issue 45, item 7: the prompt's size, as the gauge shows it, is the prompt as read, the tools' schema included."""
+    window = mcp_window
+    sizes = []
+    window.engine_process.sig_context.connect(lambda context: sizes.append(context.prompt_tokens))
+    send_and_wait(qtbot, window, "Hello there")
+    window.new_chat()
+    window.update_chat_settings(tools=True)
+    send_and_wait(qtbot, window, "Hello there")
+    schema = len(fake_engine.configs[-1]["tools"].split())  # the scripted engine counts words
+    assert schema > 0 and sizes[1] == sizes[0] + schema
+
+
 def test_a_preset_can_turn_tools_on_and_old_chats_read_them_as_off():
     on = applied(ChatSettings(), Preset("Agent", tools=True))
     assert on.tools is True
