@@ -53,3 +53,24 @@ def _fits_800(qtbot, window) -> None:
     # (The test's screen is the offscreen one, whatever its size: only the controls' places inside the window count.)
     assert [problem for problem in layout_problems(window) if "the screen" not in problem] == []
     window.resize(1100, 700)
+
+
+def test_chat_settings_keeps_its_place_whatever_the_models_name(make_window, qtbot, fake_engine, model_folder,
+                                                                  tiny_models):
+    """Issue 45, Polish: "Chat settings" hopped between rows of the model bar with the model name's length."""
+    long_name = write_tiny_model(model_folder / "qwen2.5-coder-1.5b-instruct-q4_k_m-with-a-long-name.gguf")
+    window = make_window(engine_factory=fake_engine)
+    widths = range(560, 1400, 40)
+    places = []
+    for target in (model_folder / tiny_models.target.name, long_name):
+        choose_pair(qtbot, window, target, None)
+        button = window.model_bar.settings_button
+        at = []
+        for width in widths:
+            window.resize(width, 700)
+            qtbot.waitUntil(lambda: window.width() == width, timeout=5000)
+            qtbot.wait(20)
+            at.append(button.mapTo(window, button.rect().topLeft()).y())
+        places.append(at)
+    assert places[0] == places[1]
+    assert [problem for problem in layout_problems(window) if "the screen" not in problem] == []
