@@ -80,3 +80,23 @@ def test_a_preset_can_turn_tools_on_and_old_chats_read_them_as_off():
     # A chat stored before the switch existed has no "tools" key: it offers no tools.
     old = ChatSettings.from_dict({"temperature": 0.0, "tools_off": ["add"]})
     assert old.tools is False and old.tools_off == ["add"]
+
+
+def test_a_tool_call_never_flashes_by_as_text_while_it_streams(mcp_window, qtbot, fake_engine):
+    """Issue 45, Polish: the call's text (the 1.5B writes it as a fenced JSON block) showed as a code block until the
+    reply ended; it is held back, and the finished reply shows the call's block."""
+    window = mcp_window
+    window.update_chat_settings(tools=True)
+    call = '```json\n{"name": "read_note", "arguments": {"name": "monday"}}\n```'
+    fake_engine.reply = "Let me read it.\n" + call
+    fake_engine.token_delay_s = 0.02
+    seen: list[str] = []
+    window.conversation.sig_live_stats.connect(lambda _text: seen.append(window.chat_view.streamed_text()))
+    window.composer.edit.setPlainText("What does my monday note say?")
+    with qtbot.waitSignal(window.conversation.sig_tool_calls, timeout=DEADLINE_MS):
+        window.composer.button.click()
+    assert any("Let me read it." in text for text in seen)
+    assert not any("read_note" in text or "```" in text for text in seen)
+    qtbot.waitUntil(lambda: "Allow once" in window.chat_view.toPlainText(), timeout=DEADLINE_MS)
+    assert "read_note" in window.chat_view.toPlainText() and "```" not in window.chat_view.toPlainText()
+    window.composer.button.click()  # Stop: nothing runs

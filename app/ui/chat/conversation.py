@@ -245,6 +245,7 @@ class Conversation(QObject):
         config = dataclasses.replace(spec.config, session=chat_session(self.chat_id))
         if self.tool_offer is not None and not config.tools:
             config = dataclasses.replace(config, tools=self.tool_offer(self.chat_id))
+        request.offers_tools = bool(config.tools)
         self.engine_process.request_generate(request.request_id, messages, config)
         self._flush_timer.start()
         self.sig_busy_changed.emit(True)
