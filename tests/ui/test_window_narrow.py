@@ -68,7 +68,7 @@ def test_chat_settings_keeps_its_place_whatever_the_models_name(make_window, qtb
         at = []
         for width in widths:
             window.resize(width, 700)
-            qtbot.waitUntil(lambda: window.width() == width, timeout=5000)
+            qtbot.waitUntil(lambda wanted=width: window.width() == wanted, timeout=5000)
             qtbot.wait(20)
             at.append(button.mapTo(window, button.rect().topLeft()).y())
         places.append(at)
