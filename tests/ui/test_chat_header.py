@@ -26,7 +26,7 @@ def test_opening_a_chat_with_another_model_asks_first_and_keeps_the_apis_model(m
     qtbot.waitUntil(lambda: bool(control.state.url), timeout=int(DEADLINE_S * 1000))
     assert "answers with tiny-target" in control.indicator.text()
     header = window.chat_header.header
-    assert header.summary.text() == "tiny-target · speculative, drafts by tiny-draft"
+    assert header.summary.text() == "tiny-target · speculative, drafts by tiny-draft, or copies earlier text"
 
     chat = window.store.create_chat("Written with the other model", ChatSettings(target_path=other,
                                                                                 speculative=False))
@@ -63,7 +63,7 @@ def test_a_new_chats_header_names_the_draft_the_bar_shows(make_window, qtbot, fa
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft.name)
     assert window.conversation.chat_id is None
-    assert window.chat_header.header.summary.text() == "tiny-target · speculative, drafts by tiny-draft"
+    assert window.chat_header.header.summary.text() == "tiny-target · speculative, drafts by tiny-draft, or copies earlier text"
     window.choose_draft(NGRAM_KEY)
     qtbot.waitUntil(lambda: "n-gram" in window.chat_header.header.summary.text(), timeout=5000)
 
@@ -75,7 +75,7 @@ def test_the_header_follows_the_draft_box_while_another_target_loads(make_window
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft.name)
     header = window.chat_header.header.summary
-    assert header.text() == "tiny-target · speculative, drafts by tiny-draft"
+    assert header.text() == "tiny-target · speculative, drafts by tiny-draft, or copies earlier text"
     fake_engine.load_delay_s = 3.0
     window.choose_target(str(model_folder / tiny_models.bad_vocab_type.name))  # tiny-draft cannot draft for it
     qtbot.waitUntil(lambda: not window.drafts.is_checking(), timeout=10000)

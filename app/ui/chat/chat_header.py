@@ -153,7 +153,8 @@ class ChatModelGuard(QObject):
         if key == NGRAM_KEY or not key:
             drafter = "copies from earlier text (n-gram)"
         else:
-            drafter = f"drafts by {self.model_name(key)}"
+            # The controller also copies earlier text where that pays better: the stats row may name n-gram too.
+            drafter = f"drafts by {self.model_name(key)}, or copies earlier text"
         length = f", {settings.draft_max} tokens a round" if settings.draft_max else ""
         return f"{model} · speculative, {drafter}{length}"
 
