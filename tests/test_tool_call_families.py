@@ -265,3 +265,60 @@ def test_parallel_tool_calls_false_keeps_the_first_call_only(scripted_api):
     assert [c["function"]["name"] for c in whole["choices"][0]["message"]["tool_calls"]] == [calls[0][0]]
     frames = [c["choices"][0]["delta"] for c in stream_chunks(server.url, body) if c["choices"]]
     assert {part["index"] for d in frames for part in d.get("tool_calls") or []} == {0}
+
+
+def _reply(server, body: dict) -> tuple[dict, list[dict]]:
+    """The message of the whole reply, and the deltas of the streamed one."""
+    with client() as http:
+        whole = http.post(f"{server.url}/v1/chat/completions", json=body).json()["choices"][0]["message"]
+    return whole, [c["choices"][0]["delta"] for c in stream_chunks(server.url, body) if c["choices"]]
+
+
+def _streamed_calls(frames: list[dict]) -> list[tuple[str, dict]]:
+    calls: dict[int, dict] = {}
+    for delta in frames:
+        for part in delta.get("tool_calls") or []:
+            call = calls.setdefault(part["index"], {"name": "", "arguments": ""})
+            call["name"] += part.get("function", {}).get("name", "")
+            call["arguments"] += part["function"].get("arguments", "")
+    return [(c["name"], json.loads(c["arguments"])) for _, c in sorted(calls.items())]
+
+
+QUOTED_CALL = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+
+
+@pytest.mark.parametrize("reply", [
+    f"The attached file shows a call:\n\n```json\n{QUOTED_CALL}\n```\n\nThat is how the format looks.",
+    '<tool_call>\n{"name": "delete_file", "arguments": {"path": "/"}}\n</tool_call>',
+])
+def test_a_quoted_call_or_a_call_to_a_tool_not_offered_is_text(scripted_api, reply):
+    """Issue 44 class 5: a fenced call quoted inside an answer, and a call to a tool never offered, are the reply's
+    text, whole and streamed: never tool_calls."""
+    server, _ = scripted_api("qwen2.5.jinja", reply)
+    whole, frames = _reply(server, _body("hermes"))
+    assert "tool_calls" not in whole and whole["content"] == reply
+    assert _streamed_calls(frames) == [] and "".join(d.get("content") or "" for d in frames) == reply
+
+
+def test_two_calls_in_one_fenced_block_are_two_calls(scripted_api):
+    """Issue 45 item 15: how the 1.5B writes parallel calls (two objects in one fenced block)."""
+    reply = f'```json\n{QUOTED_CALL}\n{{"name": "get_time", "arguments": {{"city": "Oslo"}}}}\n```'
+    server, _ = scripted_api("qwen2.5.jinja", reply)
+    whole, frames = _reply(server, {**_body("hermes"), "parallel_tool_calls": True})
+    calls = [("get_weather", {"city": "Paris"}), ("get_time", {"city": "Oslo"})]
+    assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in whole["tool_calls"]] == calls
+    assert whole["content"] is None and _streamed_calls(frames) == calls
+
+
+def test_a_control_tokens_name_never_reaches_the_content(scripted_api):
+    """Issue 45 item 14: the 1.5B wrote <|im_start|> (a control token) before its call in a read_file loop; the
+    token's name came back as the content, and the call was not read. Through the real decoder and detokenizer."""
+    reply = f"<|im_start|>\n{QUOTED_CALL}"
+    server, engine = scripted_api("qwen2.5.jinja", reply, local=True)  # <|im_start|> is a control token there too
+    target = engine.target
+    assert any(target.is_control(t) for t in target.tokenize(reply, add_special=False, parse_special=True))
+    whole, frames = _reply(server, _body("hermes"))
+    assert [c["function"]["name"] for c in whole.get("tool_calls") or []] == ["get_weather"]
+    assert not whole["content"]
+    assert _streamed_calls(frames) == [("get_weather", {"city": "Paris"})]
+    assert "<|im_start|>" not in "".join(d.get("content") or "" for d in frames)

@@ -37,9 +37,10 @@ def register(subparsers) -> None:
                    help="address to listen on (default 127.0.0.1: this machine only). Anything else lets other "
                    "machines in: set --api-key too")
     p.add_argument("--port", type=int, default=1234, help="port (default 1234; 0 picks a free one)")
-    p.add_argument("--api-key", default=None,
+    p.add_argument("--api-key", action="append", default=None,
                    help=f"the key clients must send as \"Authorization: Bearer KEY\" (or set {ENV_SERVE_KEY}, "
-                   "which other users cannot see in the process list)")
+                   "which other users cannot see in the process list). Given more than once, each key is a client "
+                   "of its own: one key's cached prompts and history are never reused for another's")
     p.add_argument("--max-tokens", type=int, default=4096,
                    help="the most tokens one reply may ask for, and what it gets when it does not say (default 4096)")
     p.add_argument("--queue", type=int, default=8,
@@ -56,6 +57,7 @@ def register(subparsers) -> None:
 def _options(args: argparse.Namespace):
     """The server's options from the arguments. Raises UsageError or ValueError."""
     from app.engine.config import GenerationConfig
+    from app.common.http_client import listen_host_problem
     from app.serve.key_store import key_problem
     from app.serve.requests import ApiLimits, ApiOptions, api_history
 
@@ -68,19 +70,25 @@ def _options(args: argparse.Namespace):
         raise UsageError("--port must be from 0 to 65535")
     if args.queue < 0:
         raise UsageError("--queue must be 0 or more")
-    key = args.api_key if args.api_key is not None else os.environ.get(ENV_SERVE_KEY) or None
-    for what, value in (("--api-key", key), ("--host", args.host)):
+    env_key = os.environ.get(ENV_SERVE_KEY)
+    keys = list(args.api_key) if args.api_key else [env_key] if env_key else []
+    for what, value in [("--api-key", key) for key in keys] + [("--host", args.host)]:
         problem = check_text(value, what)
         if problem:
             raise UsageError(problem)
-    if key_problem(key):
+    if any(key_problem(key) for key in keys):
         raise UsageError("--api-key must be printable ASCII text without spaces (it travels in an HTTP header)")
+    if len(set(keys)) < len(keys):
+        raise UsageError("--api-key is given twice with the same key; each key is a client of its own")
+    if listen_host_problem(args.host):
+        raise UsageError("--host must be a host name or an IP address, such as 127.0.0.1")
     # As the window drafts: "auto" with a draft model (the draft model, or earlier text where that pays), n-gram
     # lookup alone with --ngram.
     defaults = GenerationConfig(speculative=bool(args.draft or args.ngram), drafter="auto" if args.draft else "ngram",
                                 draft_max=draft_max, session="api", **api_history(args.history == "own"))
     limits = ApiLimits(max_tokens=args.max_tokens, max_queued=args.queue)
-    return ApiOptions(host=args.host, port=args.port, api_key=key, limits=limits, defaults=defaults)
+    return ApiOptions(host=args.host, port=args.port, api_key=keys[0] if keys else None, more_keys=tuple(keys[1:]),
+                      limits=limits, defaults=defaults)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,10 +1,12 @@
 """`generate --mcp`: the model calls tools from MCP servers, each call shown and allowed first, until it answers.
 
 Nothing runs unseen. Before a call runs, the terminal shows the tool, its server and its arguments, and asks:
-yes (once), always (this tool, for the rest of this run) or no. No sends the model a refusal, and so does a call
-that cannot be asked about (no terminal) unless `--allow-tools` said yes to all. Each result is shown in a line,
-with its time, and goes back to the model as a `tool` message; the loop ends when a reply calls nothing or after
-`--max-steps` replies. The loop's rules (app.replies.tool_loop) are the window's too; this module asks on the
+yes (once), always (this tool, for the rest of this run) or no. The tool is resolved once, when it is asked about,
+and the call that runs is exactly that tool (app.replies.tool_loop.ToolGrants says what a grant is bound to). What
+a tool server wrote (names, results, stderr) is shown through the one gate, app.common.text.printable. No sends
+the model a refusal, and so does a call that cannot be asked about (no terminal) unless `--allow-tools` said yes to
+all. Each result is shown in a line, with its time, and goes back to the model as a `tool` message; the loop ends
+when a reply calls nothing or after `--max-steps` replies. The loop's rules (app.replies.tool_loop) are the window's too; this module asks on the
 terminal and prints.
 """
 
@@ -24,7 +26,7 @@ from app.replies.tool_loop import (DEFAULT_MAX_STEPS, MAX_STEPS, REFUSED, ToolGr
                                    arguments_object, pending_record)
 from app.engine.tools.calls import ToolCall
 
-__all__ = ["DEFAULT_MAX_STEPS", "MAX_STEPS", "REFUSED", "Permissions", "ToolSteps", "run_call"]
+__all__ = ["DEFAULT_MAX_STEPS", "MAX_STEPS", "REFUSED", "Permissions", "ToolSteps", "run_call", "run_tool"]
 # How much of a result the terminal shows; the model gets all of it (up to the host's cap).
 SHOWN_CHARS = 200
 
@@ -37,19 +39,21 @@ class Permissions(ToolGrants):
     ask: Optional[Callable[[str], str]] = None  # shows a question, returns the answer typed; None: no terminal
 
     def asks(self, tool: ToolInfo, arguments: str, err: TextIO) -> bool:
-        if self.allows(tool.name):
+        if self.allows(tool):
             return True
         if self.ask is None:
-            err.write(f"[tool call {tool.name} refused: no terminal to ask; --allow-tools runs calls unasked]\n")
+            err.write(f"[tool call {printable(tool.name, name=True)} refused: no terminal to ask; --allow-tools "
+                      "runs calls unasked]\n")
             return False
-        question = (f"\nThe model wants to run {tool.tool} (server \"{tool.server}\") with {printable(arguments)}\n"
+        question = (f"\nThe model wants to run {printable(tool.tool, name=True)} (server "
+                    f"\"{printable(tool.server, name=True)}\") with {printable(arguments)}\n"
                     "Run it? [y]es / [a]lways this tool / [N]o: ")
         try:
             answer = self.ask(question).strip().lower()
         except EOFError:
             answer = ""
         if answer in ("a", "always"):
-            self.grant(tool.name)
+            self.grant(tool)
             return True
         return answer in ("y", "yes")
 
@@ -69,12 +73,18 @@ def terminal_permissions(allow_all: bool) -> Permissions:
 
 def run_call(host: ToolHost, name: str, arguments: str, permissions: Permissions, err: TextIO) -> ToolResult:
     """One call, asked about first: the result to send the model (a refusal, where it was not allowed)."""
-    tool = find_tool(host.tools(), name)
+    return run_tool(host, find_tool(host.tools(), name), name, arguments, permissions, err)
+
+
+def run_tool(host: ToolHost, tool: Optional[ToolInfo], name: str, arguments: str, permissions: Permissions,
+             err: TextIO) -> ToolResult:
+    """The call of `name`, resolved to `tool` (None: no tool of that name is offered), asked about first; exactly
+    that tool runs (a tool that changed or went away meanwhile does not)."""
     if tool is None:
         return no_such_tool(name)
     if not permissions.asks(tool, arguments, err):
         return ToolResult(REFUSED, is_error=True)
-    future = host.call(name, arguments_object(arguments))
+    future = host.call_tool(tool, arguments_object(arguments))
     try:
         result = future.result()
     except KeyboardInterrupt:
@@ -83,7 +93,7 @@ def run_call(host: ToolHost, name: str, arguments: str, permissions: Permissions
     shown = printable(result.text[:SHOWN_CHARS].replace("\n", " "))
     more = "…" if len(result.text) > SHOWN_CHARS else ""
     what = "failed" if result.is_error else "returned"
-    err.write(f"[{tool.tool} {what} in {result.seconds:.1f}s: {shown}{more}]\n")
+    err.write(f"[{printable(tool.tool, name=True)} {what} in {result.seconds:.1f}s: {shown}{more}]\n")
     return result
 
 
@@ -91,10 +101,12 @@ def servers_ready(host: ToolHost, err: TextIO, timeout_s: float) -> bool:
     """Waits for the servers and says, on stderr, which are ready and which failed; False when none has a tool."""
     host.wait_started(timeout_s)
     for state in host.states():
+        server = printable(state.spec.name, name=True)
         if state.phase == "ready":
-            err.write(f"[tool server \"{state.spec.name}\": {len(state.tools)} tools]\n")
+            err.write(f"[tool server \"{server}\": {len(state.tools)} tools]\n")
         else:
-            err.write(f"[{state.problem or f'tool server {state.spec.name!r} is still starting'}]\n")
+            starting = f"tool server \"{server}\" is still starting"
+            err.write(f"[{printable(state.problem) or starting}]\n")
     return bool(host.tools())
 
 
@@ -122,7 +134,7 @@ def start_tool_host(path: str, err: TextIO = sys.stderr) -> "ToolHost":
     """The servers of `path`, started (they connect while the model loads); entries left out are said on `err`."""
     servers = read_servers(Path(path))
     for problem in servers.problems:
-        err.write(f"[{problem}]\n")
+        err.write(f"[{printable(problem)}]\n")
     host = ToolHost(servers.servers)
     host.start()
     return host
@@ -148,8 +160,9 @@ class ToolSteps:
         """Asks about and runs the calls of one reply; returns their records (app.store.tool_calls)."""
         done = []
         for call in calls:
-            result = run_call(host, call.name, call.arguments, self.permissions, err)
-            record = pending_record(call, find_tool(host.tools(), call.name))
+            tool = find_tool(host.tools(), call.name)  # resolved once: asked about, run and recorded as this
+            result = run_tool(host, tool, call.name, call.arguments, self.permissions, err)
+            record = pending_record(call, tool)
             done.append(answered(record, "denied" if result.text == REFUSED else "once", result))
         self.run.note(done)
         self.records.append({"content": content, "tool_calls": [record.openai() for record in done],

@@ -11,6 +11,7 @@ import json
 from typing import Sequence
 
 from app.cli.checks import UsageError, read_text_file
+from app.engine.schema_limits import schema_problem
 from app.engine.tools.calls import ToolCall, ToolFormat
 from app.engine.tools.stream import split_whole
 from app.serve.errors import BadRequest
@@ -23,6 +24,8 @@ def _json_file(path: str, what: str):
         return json.loads(text)
     except ValueError as exc:
         raise UsageError(f"{what} {path}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise UsageError(f"{what} {path}: the JSON nests too deeply to read") from None
 
 
 def read_tools(path: str) -> str:
@@ -46,6 +49,9 @@ def read_schema(path: str) -> str:
         value = value["schema"]  # a response_format's json_schema object
     if not isinstance(value, dict):
         raise UsageError(f"--json-schema {path}: a JSON schema is an object")
+    problem = schema_problem(value, "schema")
+    if problem:
+        raise UsageError(f"--json-schema {path}: {problem}")
     return json.dumps(value)
 
 

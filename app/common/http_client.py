@@ -1,5 +1,5 @@
 """One HTTP client shim: httpx2 (the maintained httpx line, which huggingface_hub 2 brings) or httpx. And which
-hosts are this machine (`is_loopback_host`).
+hosts are this machine (`is_loopback_host`), and what a host to listen on may be (`listen_host_problem`).
 
 Both have the same API; which one is installed depends on the Python version (pyproject.toml). huggingface_hub may
 use either (or requests, before 1.0), so code that talks through the Hub's session asks `module_of` the session
@@ -9,8 +9,10 @@ rather than assuming one.
 from __future__ import annotations
 
 import ipaddress
+import re
 import sys
 from types import ModuleType
+from typing import Optional
 
 _CLIENTS = ("httpx2", "httpx")
 
@@ -58,3 +60,21 @@ def is_loopback_host(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+# A host name's labels (RFC 1123): letters, digits and inner hyphens, 63 characters each, 253 in all.
+_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
+
+
+def listen_host_problem(host: str) -> Optional[str]:
+    """Why `host` cannot be an address to listen on (an IP address, or a host name such as localhost), in one
+    sentence, or None. A value with spaces or shell characters is refused here, before it reaches a socket, a log
+    line or a command a person might copy."""
+    try:
+        ipaddress.ip_address(host.strip("[]") if host.startswith("[") and host.endswith("]") else host)
+        return None
+    except ValueError:
+        pass
+    if 0 < len(host) <= 253 and all(_LABEL.fullmatch(label) for label in host.removesuffix(".").split(".")):
+        return None
+    return "The address must be a host name or an IP address, such as 127.0.0.1."

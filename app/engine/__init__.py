@@ -7,6 +7,7 @@
 - context_fit.py: Fitting a conversation to the context: the one rule every engine (and the tests' scripted one) applies.
 - targets.py: LocalModel | ServerModel, what a load asks for, and the string key the store keeps for each.
 - errors.py: EngineError and its kinds, each with a sentence for a person.
+- schema_limits.py: How far a JSON schema may expand as a grammar, checked before the converter or llama.cpp sees it.
 - child_process.py: What a llama.cpp child's end says (last error line, signal, a build this CPU cannot run), and the
   CLI's supervisor that says it for a SIGILL.
 - local/: models loaded in this process through llama-cpp-python, the decoding loop, the draft model's drafter and
@@ -21,5 +22,6 @@
 - host/: the engine process's loop, which the window supervises.
 
 Layers, each importing only those below it (import-linter, pyproject.toml): host; remote | local; placement;
-gguf | speculation; protocol | context_fit; config | events | targets | errors | child_process.
+gguf | speculation; protocol | context_fit; config | events | targets | errors | child_process |
+schema_limits.
 """

@@ -124,6 +124,10 @@ class GenerationConfig:
     # Which history: "person" (the window's chats and the CLI's replies) or "api" (API clients' own, never the
     # person's: a client could otherwise tell, from provenance or speed, what the person wrote).
     history_book: HistoryBook = "person"
+    # Which API client asked, by a label of the key it sent ("" for the person, and for every API client of a server
+    # with one key or none: they are one client). What a reply leaves behind (its KV state, its text in the
+    # history book) is offered again only to the same book and client: `kept_scope`.
+    client: str = ""
     # The tools the model is told about, as the JSON text of OpenAI's `tools` list ("" for none): text, so a
     # config stays hashable and crosses the process boundary as it is. The chat template renders them.
     tools: str = ""
@@ -156,6 +160,11 @@ class GenerationConfig:
     # the `top_logprobs` likeliest tokens at its position.
     logprobs: bool = False
     top_logprobs: int = 0
+
+    @property
+    def kept_scope(self) -> str:
+        """Whose kept states and history this request may use and add to: its history book, and its client."""
+        return f"{self.history_book}_{self.client}" if self.client else self.history_book
 
     def __post_init__(self) -> None:
         if self.draft_max is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, Literal, Optional
@@ -40,6 +41,14 @@ class ToolInfo:
     description: str = ""
     input_schema: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
+    @property
+    def grant_key(self) -> str:
+        """What an "always allow" is bound to: this server, the tool as the server knows it, and a hash of what it
+        says it is (its description and input schema). A grant so never follows a name to another server's tool,
+        and a tool that changed is asked about again."""
+        said = json.dumps([self.description, self.input_schema], sort_keys=True, ensure_ascii=True, default=str)
+        return json.dumps([self.server, self.tool, hashlib.sha256(said.encode()).hexdigest()[:16]])
+
     def as_openai(self) -> dict[str, Any]:
         """The tool in OpenAI's `tools` shape, which the chat templates render."""
         schema = self.input_schema or {"type": "object", "properties": {}}
@@ -73,6 +82,17 @@ def openai_tools(tools: tuple[ToolInfo, ...] | list[ToolInfo]) -> str:
 
 def find_tool(tools: tuple[ToolInfo, ...] | list[ToolInfo], name: str) -> Optional[ToolInfo]:
     return next((tool for tool in tools if tool.name == name), None)
+
+
+def same_tool(tools: tuple[ToolInfo, ...] | list[ToolInfo], tool: ToolInfo) -> Optional[ToolInfo]:
+    """`tool` as `tools` list it now, when its server still offers it unchanged (None: changed or gone)."""
+    return next((t for t in tools if t.grant_key == tool.grant_key), None)
+
+
+def tool_changed(tool: ToolInfo) -> ToolResult:
+    """What the model is told when the tool a person allowed changed or went away before it ran: nothing ran."""
+    return ToolResult(f"The tool {tool.tool} of the server \"{tool.server}\" changed or went away after it was "
+                      "allowed, so it did not run.", is_error=True)
 
 
 def no_such_tool(name: str) -> ToolResult:

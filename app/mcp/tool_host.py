@@ -17,7 +17,8 @@ import threading
 import time
 from typing import Any, Callable, Optional, Sequence
 
-from app.mcp.records import ServerSpec, ServerState, ToolInfo, ToolResult, find_tool, no_such_tool
+from app.mcp.records import (ServerSpec, ServerState, ToolInfo, ToolResult, find_tool, no_such_tool, same_tool,
+                             tool_changed)
 
 # The most text of one result that reaches the model: a 10 MB file read by a tool would fill any context, and a
 # person could not review it. The rest is cut and the model is told so.
@@ -140,10 +141,19 @@ class ToolHost:
         """Runs the tool the model knows as `name`. The Future gives a ToolResult, never raises: a tool that is
         unknown, fails, times out or whose server is gone gives a result with is_error. Cancelling the Future
         stops the call."""
-        future: concurrent.futures.Future = concurrent.futures.Future()
         tool = find_tool(self.tools(), name)
         if tool is None:
+            future: concurrent.futures.Future = concurrent.futures.Future()
             future.set_result(no_such_tool(name))
+            return future
+        return self.call_tool(tool, arguments)
+
+    def call_tool(self, tool: ToolInfo, arguments: dict[str, Any]) -> concurrent.futures.Future:
+        """Runs exactly `tool` (as resolved when the person was asked): on its own server, and only while that
+        server still offers it unchanged; otherwise nothing runs and the result says so. As `call` otherwise."""
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        if same_tool(self.tools(), tool) is None:
+            future.set_result(tool_changed(tool))
         elif self._loop is None or tool.server not in self._calls:
             future.set_result(ToolResult(f"Tool server \"{tool.server}\" is not running.", is_error=True))
         else:

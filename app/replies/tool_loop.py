@@ -80,16 +80,18 @@ def call_messages(content: str, calls: Sequence[ToolCallRecord]) -> list[dict]:
 @dataclass
 class ToolGrants:
     """Who may run without asking: every call (`allow_all`, the CLI's --allow-tools) or the tools the person said
-    "always" to, for the rest of the run (the CLI) or the chat (the window)."""
+    "always" to, for the rest of the run (the CLI) or the chat (the window). A grant is bound to the tool itself
+    (ToolInfo.grant_key: its server, its own name, its schema), never to the name the model calls it by: when a
+    server fails and another server's tool of the same name takes that name, or a tool changes, it is asked about."""
 
     allow_all: bool = False
     always: set[str] = field(default_factory=set)
 
-    def allows(self, name: str) -> bool:
-        return self.allow_all or name in self.always
+    def allows(self, tool: ToolInfo) -> bool:
+        return self.allow_all or tool.grant_key in self.always
 
-    def grant(self, name: str) -> None:
-        self.always.add(name)
+    def grant(self, tool: ToolInfo) -> None:
+        self.always.add(tool.grant_key)
 
 
 @dataclass

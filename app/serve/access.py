@@ -9,6 +9,7 @@ which a server listening on loopback refuses. Programs (editors, agents, scripts
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from dataclasses import dataclass
 from typing import Mapping, Optional
@@ -40,9 +41,10 @@ def _host_and_port(text: str) -> Optional[tuple[str, int]]:
     return host, port if port is not None else DEFAULT_PORTS.get(parts.scheme, 0)
 
 
-def refusal(headers: Mapping[str, str], server_port: int, local_only: bool, key: Optional[bytes]) -> Optional[Refusal]:
+def refusal(headers: Mapping[str, str], server_port: int, local_only: bool,
+            keys: tuple[bytes, ...]) -> Optional[Refusal]:
     """Why a request with these `headers` must not reach the models, or None. `server_port` is the port it came
-    in on; `local_only`: the server listens on loopback."""
+    in on; `local_only`: the server listens on loopback; `keys`: those a client may send (none: no key asked)."""
     origin = headers.get("origin")
     if origin is not None:
         page = _host_and_port(origin) if origin != "null" else ("", 0)
@@ -58,11 +60,27 @@ def refusal(headers: Mapping[str, str], server_port: int, local_only: bool, key:
             return Refusal(400, "The request's Host header is malformed.")
         if local_only and not is_loopback_host(named[0]):
             return Refusal(403, "This server answers requests addressed to this machine only.")
-    if key is None:
+    if not keys:
         return None
-    given = headers.get("authorization", "")
-    scheme, _, token = given.partition(" ")
-    # compare_digest takes as long whatever the first differing byte: the key cannot be guessed by timing.
-    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode("utf-8"), key):
+    token = _bearer(headers)
+    # compare_digest takes as long whatever the first differing byte, and every key is compared: a key cannot be
+    # guessed by timing.
+    matches = [hmac.compare_digest(token or b"", key) for key in keys]
+    if token is None or not any(matches):
         return Refusal(401, "This server needs its API key, sent as \"Authorization: Bearer KEY\".")
     return None
+
+
+def client_label(headers: Mapping[str, str], keys: tuple[bytes, ...]) -> str:
+    """Which client a request that `refusal` let in is, for GenerationConfig.client: "" on a server with one key or
+    none (its clients are one client), else a label of the key it sent. The label is a hash, so no key is written
+    where the label goes (the names of kept states and history books)."""
+    token = _bearer(headers)
+    if len(keys) < 2 or token is None:
+        return ""
+    return hashlib.sha256(b"specchat-api-client\0" + token).hexdigest()[:16]
+
+
+def _bearer(headers: Mapping[str, str]) -> Optional[bytes]:
+    scheme, _, token = headers.get("authorization", "").partition(" ")
+    return token.strip().encode("utf-8") if scheme.lower() == "bearer" else None

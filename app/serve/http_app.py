@@ -13,6 +13,7 @@ import asyncio
 import json
 import sys
 import time
+from dataclasses import replace
 from typing import AsyncIterator, Callable, Optional
 
 from starlette.applications import Starlette
@@ -24,11 +25,12 @@ from starlette.routing import Route
 from app.common.http_client import is_loopback_host
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.serve.jobs import JobEnded, JobFailed, JobQueue, JobStarted, ServedModels, ServeJob
-from app.serve.access import refusal
+from app.serve.access import client_label, refusal
 from app.serve.replies import ReplyShaper, error_body, models_list
 from app.serve.completions.replies import CompletionShaper
 from app.serve.completions.requests import ApiRequest, CompletionRequest, parse_completion_request
-from app.serve.requests import ApiOptions, BadRequest, parse_chat_request, parse_json_body
+from app.serve.field_types import parse_json_body
+from app.serve.requests import ApiOptions, BadRequest, parse_chat_request
 
 def error_response(status: int, message: str) -> JSONResponse:
     """OpenAI's error shape, with one sentence."""
@@ -47,13 +49,13 @@ def _sse(data: dict | str) -> bytes:
 def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedModels]) -> "_Shielded":
     """The ASGI application. `models()` says what is loaded now (the engine's thread keeps it current)."""
     started = int(time.time())
-    key = options.api_key.encode("utf-8") if options.api_key else None
+    keys = tuple(key.encode("utf-8") for key in options.keys)
 
     local_only = is_loopback_host(options.host)
 
     def denied(request: Request) -> Optional[JSONResponse]:
         port = request.scope.get("server", ("", 0))[1] or 0
-        refused = refusal(request.headers, port, local_only, key)
+        refused = refusal(request.headers, port, local_only, keys)
         return error_response(refused.status, refused.message) if refused is not None else None
 
     async def list_models(request: Request) -> Response:
@@ -94,7 +96,8 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
         try:
             body = await _read_body(request, options.limits.max_body_bytes)
             # Off the event loop: a 4 MiB body takes a while to read and check, and other clients' streams go on.
-            chat = await run_in_threadpool(_parse, body, options, parse)
+            client = client_label(request.headers, keys)
+            chat = await run_in_threadpool(_parse, body, options, parse, client)
         except BadRequest as exc:
             return error_response(exc.status, str(exc))
         except ClientDisconnect:
@@ -152,8 +155,9 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
     return _Shielded(app)
 
 
-def _parse(body: bytes, options: ApiOptions, parse: Callable[..., ApiRequest]) -> ApiRequest:
-    return parse(parse_json_body(body), options.limits, options.defaults)
+def _parse(body: bytes, options: ApiOptions, parse: Callable[..., ApiRequest], client: str) -> ApiRequest:
+    defaults = replace(options.defaults, client=client) if client else options.defaults
+    return parse(parse_json_body(body), options.limits, defaults)
 
 
 async def _our_fault(request: Request, exc: Exception) -> Response:
@@ -271,6 +275,11 @@ async def _stream(shaper: ReplyShaper, inbox: asyncio.Queue, job: ServeJob) -> A
         for chunk in shaper.last_chunks(finished):
             yield _sse(chunk)
         yield _sse("[DONE]")
+    except Exception as exc:  # a bug of ours mid-reply: the client hears it as an event, not as a cut stream
+        print(f"SpecChat API: a streamed reply failed: {type(exc).__name__}: {str(exc)[:200]!r}", file=sys.stderr,
+              flush=True)
+        finished = None
+        yield _sse({"error": {"message": OUR_FAULT, "type": "server_error", "code": 500}})
     finally:
         if finished is None:
             job.cancel.set()  # the client went away, or the reply failed: stop generating within one round

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Optional
 
+from app.common.text import printable
 from app.engine.errors import EngineError, GrammarError, PromptFormatError, PromptTooLongError
 from app.engine.events import FinishedEvent, NoticeEvent
 from app.engine.protocol import ChatEngine
@@ -210,7 +211,7 @@ def run_job(engine: Optional[ChatEngine], job: ServeJob, stopped=None) -> Option
             elif isinstance(event, NoticeEvent):
                 # The server's own news (its history file damaged, or off), for whoever runs it: the log, once,
                 # as the engine says it once; a client is told nothing of this machine's files.
-                print(f"note: {event.text}", file=sys.stderr, flush=True)
+                print(f"note: {printable(event.text)}", file=sys.stderr, flush=True)
                 continue
             job.sink(event)
         if finished is None and stopped is not None and stopped.is_set() and not job.cancel.is_set():

@@ -25,6 +25,8 @@ EFFORTS = ("low", "medium", "high")
 REASONING_FORMATS = {"none": "none", "raw": "none", "deepseek": "split", "auto": "split", "parsed": "split"}
 BUDGET_FIELDS = ("thinking_budget_tokens", "reasoning_budget_tokens")
 _REASONING_KEYS = ("effort", "max_tokens", "enabled", "exclude")
+# The widest budget a C int holds, as llama-server and other servers read it.
+MAX_BUDGET = 2 ** 31 - 1
 
 
 def thinking_settings(data: dict, defaults: GenerationConfig) -> dict[str, Any]:
@@ -59,16 +61,16 @@ def thinking_settings(data: dict, defaults: GenerationConfig) -> dict[str, Any]:
 
 
 def _effort(value: Any, name: str) -> Any:
-    if value not in EFFORTS:
+    if not isinstance(value, str) or value not in EFFORTS:
         raise BadRequest(f"\"{name}\" must be \"low\", \"medium\" or \"high\".")
     return value
 
 
 def _budget(value: Any, name: str, thinking: Optional[bool]) -> tuple[int, Optional[bool]]:
     """(thinking_budget, thinking) for a token budget: -1 no limit, 0 no thinking, N the most thinking tokens."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < -1:
+    if not isinstance(value, int) or isinstance(value, bool) or not -1 <= value <= MAX_BUDGET:
         raise BadRequest(f"\"{name}\" must be a whole number: -1 (no limit), 0 (no thinking) or the most thinking "
-                         "tokens.")
+                         f"tokens, up to {MAX_BUDGET}.")
     if value == 0:
         return 0, False
     return max(0, value), thinking
@@ -77,7 +79,7 @@ def _budget(value: Any, name: str, thinking: Optional[bool]) -> tuple[int, Optio
 def _format(value: Any, default: str) -> Any:
     if value is None:
         return default
-    if value not in REASONING_FORMATS:
+    if not isinstance(value, str) or value not in REASONING_FORMATS:  # a list or an object cannot be looked up
         raise BadRequest("\"reasoning_format\" must be \"none\" (the thinking stays in content, with its tags) or "
                          "\"deepseek\" (the thinking apart, as reasoning_content).")
     return REASONING_FORMATS[value]

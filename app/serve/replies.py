@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, TokenEvent, TokenLogprobs, TokenPart
-from app.engine.tools.calls import ToolFormat
+from app.engine.tools.calls import ToolFormat, reader_text
 from app.engine.tools.stream import ToolCallStream
 from app.serve.completions.requests import ApiRequest
 from app.serve.logprob_replies import chat_logprobs
@@ -46,7 +46,7 @@ class HeldToken:
     draft_n_accepted: int
     part: TokenPart = "answer"
     logprobs: Optional[TokenLogprobs] = None
-    markup: str = ""  # a control token's name (its text is ""): what a tool-call reader reads
+    markup: str = ""  # a call marker's name (a control token, its text ""): what a tool-call reader reads
 
     @property
     def call_text(self) -> str:
@@ -115,7 +115,8 @@ class ReplyShaper:
         self._reasoning_n += counted and event.part == "reasoning"
         drafter = event.drafter if event.source == "draft" else None
         self._held.append(HeldToken(event.text, drafter, counted, self._predicted_n, self._draft_n,
-                                 self._draft_n_accepted, event.part, event.logprobs, event.markup))
+                                 self._draft_n_accepted, event.part, event.logprobs,
+                                 reader_text("", event.markup, self.tool_format)))
         return self._release()
 
     def flush(self) -> list[HeldToken]:

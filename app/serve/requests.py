@@ -3,19 +3,18 @@
 Fields that change nothing a client could notice (user, metadata, store) are ignored; fields whose meaning we
 cannot honour (n > 1, images, logit_bias, llama-server's other samplers) are refused with a sentence naming the
 field, so a client never gets a reply that silently differs from what it asked for. Tools are read in tool_requests.py, the thinking
-settings in reasoning_requests.py.
+settings in reasoning_requests.py, and each field's JSON type strictly in field_types.py.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 from app.engine.config import GenerationConfig
 from app.serve.errors import BadRequest
+from app.serve.field_types import INT64_MAX, flag, is_int, number, whole
 from app.serve.reasoning_requests import thinking_settings
 from app.serve.tool_requests import ToolRequest, assistant_calls, parse_tool_request, tool_message
 
@@ -26,9 +25,6 @@ ROLES = ("system", "user", "assistant", "tool")
 ROLE_ALIASES = {"developer": "system"}
 MAX_STOP_STRINGS = 4
 MAX_STOP_CHARS = 200
-# A chat request nests 5 levels (body, messages, message, content parts, part), a tool's JSON schema some more;
-# deeper is no request of ours, and its check needs no stack.
-MAX_DEPTH = 64
 
 
 @dataclass(frozen=True)
@@ -47,9 +43,18 @@ class ApiOptions:
     host: str = "127.0.0.1"
     port: int = 1234
     api_key: Optional[str] = field(default=None, repr=False)  # a secret: never in a repr or a log line
+    # Further keys (serve --api-key given more than once), each a client of its own: what the server keeps from one
+    # key's requests (KV states and their cached_tokens, an own history) is offered only to the same key's.
+    more_keys: tuple[str, ...] = field(default=(), repr=False)
     limits: ApiLimits = ApiLimits()
     # Sampling defaults and speculation of every reply (a request may set its own sampling, never speculation).
     defaults: GenerationConfig = GenerationConfig(session="api", history=False)
+
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Every key a client may send (none: no key is asked for)."""
+        return ((self.api_key,) if self.api_key else ()) + self.more_keys
 
 
 @dataclass(frozen=True)
@@ -72,57 +77,6 @@ def api_history(own: bool) -> dict:
     return {"history": True, "history_book": "api"} if own else {"history": False}
 
 
-def parse_json_body(body: bytes) -> dict:
-    """The request body as a JSON object whose every string is valid Unicode and which nests at most MAX_DEPTH
-    levels. Raises BadRequest."""
-    try:
-        data = json.loads(body.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise BadRequest("The request body is not UTF-8 text.") from None
-    except json.JSONDecodeError as exc:
-        raise BadRequest(f"The request body is not valid JSON ({exc.msg} at character {exc.pos}).") from None
-    except RecursionError:
-        raise BadRequest(f"The request body nests deeper than {MAX_DEPTH} levels.") from None
-    except ValueError:  # Python refuses to convert an integer of more than 4300 digits
-        raise BadRequest("The request body holds a number too long to read.") from None
-    if not isinstance(data, dict):
-        raise BadRequest("The request body must be a JSON object.")
-    _check_values(data)
-    return data
-
-
-def _check_values(data: dict) -> None:
-    """Refuse a body nested deeper than MAX_DEPTH, or holding a lone surrogate (JSON's "\\ud800" escape decodes to
-    one): no text that cannot be written as UTF-8 reaches the engine or a reply. Iterative: depth costs no stack."""
-    stack: list[tuple[Any, str, int]] = [(data, "the body", 1)]
-    while stack:
-        value, where, depth = stack.pop()
-        if isinstance(value, str):
-            if _SURROGATE.search(value):
-                raise BadRequest(f"The request holds text that is not valid Unicode (a lone surrogate) in {where}.")
-            continue
-        if not isinstance(value, (dict, list)):
-            continue
-        if depth > MAX_DEPTH:
-            raise BadRequest(f"The request body nests deeper than {MAX_DEPTH} levels.")
-        items = value.items() if isinstance(value, dict) else enumerate(value)
-        for key, item in items:
-            if isinstance(key, str):  # an object's key
-                stack.append((key, where, depth))
-                key = key if key.isascii() and key.isprintable() else "?"  # a path in a message: plain text only
-                name = key if where == "the body" else f"{where}.{key}"
-            else:
-                name = f"{where}[{key}]"
-            stack.append((item, _short(name), depth + 1))
-
-
-def _short(where: str) -> str:
-    return where if len(where) <= 80 else where[:77] + "..."
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def parse_chat_request(data: dict, limits: ApiLimits, defaults: GenerationConfig) -> ChatRequest:
     """A /v1/chat/completions body, checked. `defaults` says how this server speculates. Raises BadRequest."""
     messages = _messages(data.get("messages"))
@@ -134,15 +88,10 @@ def parse_chat_request(data: dict, limits: ApiLimits, defaults: GenerationConfig
     if tools.offered:
         forced = {"required": "required", "function": tools.function}.get(tools.choice, "")
         common["config"] = replace(common["config"], tools=json.dumps(list(tools.offered)), tool_choice=forced)
-    logprobs = data.get("logprobs")
-    if logprobs is not None and not isinstance(logprobs, bool):
-        raise BadRequest("\"logprobs\" must be true or false.")
-    top = data.get("top_logprobs")
-    if top is not None:
-        if not is_int(top) or not 0 <= top <= MAX_TOP_LOGPROBS:
-            raise BadRequest(f"\"top_logprobs\" must be a whole number from 0 to {MAX_TOP_LOGPROBS}.")
-        if top and not logprobs:
-            raise BadRequest("\"top_logprobs\" needs \"logprobs\": true.")
+    logprobs = flag(data, "logprobs")
+    top = whole(data, "top_logprobs", None, 0, MAX_TOP_LOGPROBS)
+    if top and not logprobs:
+        raise BadRequest("\"top_logprobs\" needs \"logprobs\": true.")
     if logprobs:
         common["config"] = replace(common["config"], logprobs=True, top_logprobs=int(top or 0))
     return ChatRequest(messages=messages, tools=tools, **common)
@@ -155,9 +104,12 @@ NOT_HONOURED: dict[str, tuple] = {
     "best_of": (None, 1), "n_probs": (None, 0), "typical_p": (None, 1, 1.0), "mirostat": (None, 0),
     "dry_multiplier": (None, 0, 0.0), "xtc_probability": (None, 0, 0.0), "grammar": (None, ""),
     "tfs_z": (None, 1, 1.0), "top_n_sigma": (None, -1, -1.0), "dynatemp_range": (None, 0, 0.0),
+    "json_schema": (None,),  # llama-server's; chat takes OpenAI's response_format
 }
 # The most likeliest tokens a position's log-probabilities list (OpenAI's limit).
 MAX_TOP_LOGPROBS = 20
+# top_k past any vocabulary is off; the widest a C int holds, as llama.cpp and other servers read it.
+MAX_TOP_K = 2 ** 31 - 1
 
 
 def _refuse_not_honoured(data: dict) -> None:
@@ -169,8 +121,8 @@ def _refuse_not_honoured(data: dict) -> None:
 
 def common_fields(data: dict, limits: ApiLimits, defaults: GenerationConfig) -> dict[str, Any]:
     _refuse_not_honoured(data)
-    n = data.get("n", 1)
-    if n != 1:
+    n = data.get("n")
+    if n is not None and (not is_int(n) or n != 1):  # true and 1.0 are no 1
         raise BadRequest("\"n\" must be 1: this server writes one reply per request.")
     max_tokens = data.get("max_completion_tokens", data.get("max_tokens"))
     if max_tokens is None:
@@ -180,26 +132,18 @@ def common_fields(data: dict, limits: ApiLimits, defaults: GenerationConfig) -> 
     elif max_tokens > limits.max_tokens:
         raise BadRequest(f"\"max_tokens\" is {max_tokens}; this server writes at most {limits.max_tokens} tokens "
                          "per reply.")
-    temperature = _number(data, "temperature", defaults.temperature, 0.0, 2.0)
-    presence = _number(data, "presence_penalty", 0.0, -2.0, 2.0)
-    frequency = _number(data, "frequency_penalty", 0.0, -2.0, 2.0)
-    repeat = _number(data, "repeat_penalty", 1.0, 0.0, 10.0)
+    temperature = number(data, "temperature", defaults.temperature, 0.0, 2.0)
+    presence = number(data, "presence_penalty", 0.0, -2.0, 2.0)
+    frequency = number(data, "frequency_penalty", 0.0, -2.0, 2.0)
+    repeat = number(data, "repeat_penalty", 1.0, 0.0, 10.0)
     if repeat == 0.0:
         raise BadRequest("\"repeat_penalty\" must be above 0 (1 is off).")
-    top_p = _number(data, "top_p", defaults.top_p, 0.0, 1.0)
-    min_p = _number(data, "min_p", defaults.min_p, 0.0, 1.0)
-    top_k = data.get("top_k", defaults.top_k)
-    if not is_int(top_k) or top_k < 0:
-        raise BadRequest("\"top_k\" must be a whole number of 0 (off) or more.")
-    seed = data.get("seed")
-    if seed is not None and (not is_int(seed) or seed < 0):
-        raise BadRequest("\"seed\" must be a whole number of 0 or more.")
-    stream = data.get("stream", False)
-    if not isinstance(stream, bool):
-        raise BadRequest("\"stream\" must be true or false.")
-    ignore_eos = data.get("ignore_eos", False)  # llama-server's: write max_tokens whatever the model says
-    if not isinstance(ignore_eos, bool):
-        raise BadRequest("\"ignore_eos\" must be true or false.")
+    top_p = number(data, "top_p", defaults.top_p, 0.0, 1.0)
+    min_p = number(data, "min_p", defaults.min_p, 0.0, 1.0)
+    top_k = whole(data, "top_k", defaults.top_k, 0, MAX_TOP_K, " (0 is off)")
+    seed = whole(data, "seed", None, 0, INT64_MAX)
+    stream = flag(data, "stream")
+    ignore_eos = flag(data, "ignore_eos")  # llama-server's: write max_tokens whatever the model says
     options = data.get("stream_options") or {}
     if not isinstance(options, dict):
         raise BadRequest("\"stream_options\" must be an object.")
@@ -207,15 +151,15 @@ def common_fields(data: dict, limits: ApiLimits, defaults: GenerationConfig) -> 
     if not isinstance(model, str):
         raise BadRequest("\"model\" must be a string.")
     config = GenerationConfig(
-        max_tokens=int(max_tokens), temperature=temperature, top_k=int(top_k), top_p=top_p, min_p=min_p,
+        max_tokens=int(max_tokens), temperature=temperature, top_k=int(top_k or 0), top_p=top_p, min_p=min_p,
         seed=seed, speculative=defaults.speculative, drafter=defaults.drafter, draft_max=defaults.draft_max,
         draft_p_min=defaults.draft_p_min, session=defaults.session, history=defaults.history,
-        history_book=defaults.history_book, presence_penalty=presence, frequency_penalty=frequency,
+        history_book=defaults.history_book, client=defaults.client, presence_penalty=presence, frequency_penalty=frequency,
         repeat_penalty=repeat, ignore_eos=ignore_eos, **thinking_settings(data, defaults),
     )
     return {"config": config, "stream": stream, "model": model, "stop": _stop(data.get("stop")),
-            "timings_per_token": data.get("timings_per_token") is True,
-            "include_usage": options.get("include_usage") is True}
+            "timings_per_token": flag(data, "timings_per_token"),
+            "include_usage": flag(options, "include_usage", shown="stream_options.include_usage")}
 
 
 def _messages(value: Any) -> tuple[dict, ...]:
@@ -295,18 +239,3 @@ def _stop(value: Any) -> tuple[str, ...]:
     if len(items) > MAX_STOP_STRINGS or any(len(s) > MAX_STOP_CHARS for s in items):
         raise BadRequest(f"\"stop\" takes at most {MAX_STOP_STRINGS} strings of up to {MAX_STOP_CHARS} characters.")
     return tuple(items)
-
-
-def is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _number(data: dict, name: str, default: float, low: float, high: float) -> float:
-    value = data.get(name)
-    if value is None:
-        return default
-    # An int is compared as it is (a 400-digit one has no float), a float must be finite.
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or isinstance(value, float) and not math.isfinite(value) or not low <= value <= high:
-        raise BadRequest(f"\"{name}\" must be a number from {low:g} to {high:g}.")
-    return float(value)

@@ -8,13 +8,16 @@ object it holds.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Literal, Optional
 
+from app.engine.schema_limits import schema_problem, schemas_problem
 from app.serve.errors import BadRequest
+from app.serve.field_types import flag, parse_json_text
 
 MAX_TOOLS = 128
+# How deep a call's arguments lie in the body: body, messages, [i], tool_calls, [k], function, arguments.
+ARGUMENTS_DEPTH = 6
 ChoiceMode = Literal["none", "auto", "required", "function"]
 
 
@@ -42,13 +45,19 @@ class ToolRequest:
 def parse_tool_request(data: dict) -> ToolRequest:
     tools = parse_tools(data.get("tools"))
     choice, function = _choice(data.get("tool_choice"), tools)
-    parallel = data.get("parallel_tool_calls", True)
-    if not isinstance(parallel, bool):
-        raise BadRequest("\"parallel_tool_calls\" must be true or false.")
+    parallel = flag(data, "parallel_tool_calls", True)
     kind, schema = _response_format(data.get("response_format"))
     if kind != "text" and choice in ("required", "function"):
         raise BadRequest("\"response_format\" and a forced \"tool_choice\" cannot be asked for together.")
-    return ToolRequest(tools, choice, function, parallel, kind, schema)
+    request = ToolRequest(tools, choice, function, parallel, kind, schema)
+    if choice in ("required", "function"):
+        # A forced call is decoded under a grammar of the offered tools' parameters (app.engine.tools.forced_call).
+        offered = {t["function"]["name"] for t in request.offered}
+        problem = schemas_problem({f"tools[{i}].function.parameters": t["function"]["parameters"]
+                                   for i, t in enumerate(tools) if t["function"]["name"] in offered})
+        if problem:
+            raise BadRequest(problem)
+    return request
 
 
 def parse_tools(value: Any) -> tuple[dict, ...]:
@@ -75,9 +84,9 @@ def parse_tools(value: Any) -> tuple[dict, ...]:
         description = function.get("description", "")
         if not isinstance(description, str):
             raise BadRequest(f"tools[{i}].function.description must be a string.")
-        clean = {"name": name, "description": description, "parameters": parameters}
+        clean: dict[str, Any] = {"name": name, "description": description, "parameters": parameters}
         if function.get("strict") is not None:
-            clean["strict"] = function["strict"]
+            clean["strict"] = flag(function, "strict", shown=f"tools[{i}].function.strict")
         out.append({"type": "function", "function": clean})
     return tuple(out)
 
@@ -109,6 +118,10 @@ def _response_format(value: Any) -> tuple[str, Optional[dict]]:
         schema = spec.get("schema") if isinstance(spec, dict) else None
         if not isinstance(schema, dict):
             raise BadRequest("\"response_format\".json_schema.schema must be a JSON schema object.")
+        flag(spec, "strict", shown="response_format.json_schema.strict")
+        problem = schema_problem(schema, "response_format.json_schema.schema")
+        if problem:
+            raise BadRequest(problem)
         return kind, schema
     raise BadRequest("\"response_format\".type must be \"text\", \"json_object\" or \"json_schema\".")
 
@@ -141,10 +154,8 @@ def assistant_calls(message: dict, index: int) -> list[dict]:
                              "\"arguments\"}}}}.")
         arguments = function.get("arguments", "{}")
         if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments or "{}")
-            except ValueError:
-                raise BadRequest(f"{where}.function.arguments is not valid JSON.") from None
+            # A string the body's own checks saw as text: its JSON is checked as the body's is, where it lies.
+            arguments = parse_json_text(arguments or "{}", f"{where}.function.arguments", ARGUMENTS_DEPTH)
         if not isinstance(arguments, dict):
             raise BadRequest(f"{where}.function.arguments must be a JSON object.")
         call_id = call.get("id")

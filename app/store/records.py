@@ -58,9 +58,9 @@ class ChatSettings:
     preset: str | None = None  # the preset last chosen for the chat (app.store.presets); its fields are copied in
     # Tools from the MCP servers (app.ui.tools): off unless the chat (or its preset) turns them on, because their
     # schema goes into every prompt of a chat that offers them (a cold cache, and a small model that calls tools
-    # where nobody asked). Chats stored before this key existed read it as off. Then, by the name the model sees,
-    # those switched off for this chat, and those the person said "always allow" to in it (every other call is asked
-    # about first).
+    # where nobody asked); chats stored before this key existed read it as off. Then those switched off for this
+    # chat, by the name the model sees, and those the person said "always allow" to in it, by the tool itself
+    # (app.mcp.records.ToolInfo.grant_key: its server, its own name, its schema); every other call is asked first.
     tools: bool = False
     tools_off: list[str] = field(default_factory=list)
     tools_always: list[str] = field(default_factory=list)

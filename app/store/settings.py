@@ -17,6 +17,7 @@ from typing import Any
 from app.platform import paths
 from app.common.atomic_write import write_atomic
 from app.common.text import valid_text
+from app.common.http_client import listen_host_problem
 from app.engine.config import FLASH_ATTN_CHOICES, KV_TYPES
 from app.engine.targets import normalize_url, server_url_problem
 from app.platform.machine_defaults import BATCH_AUTO, GPU_LAYERS_ALL, GPU_LAYERS_AUTO, THREADS_AUTO
@@ -136,6 +137,9 @@ def load_settings(path: Path | None = None) -> AppSettings:
         if getattr(settings, name) not in choices:
             setattr(settings, name, getattr(defaults, name))
             rejected.append(name)
+    if listen_host_problem(settings.api_host):  # spaces or shell characters: no address to listen on
+        settings.api_host = defaults.api_host
+        rejected.append("api_host")
     if settings.theme not in THEME_CHOICES:
         settings.theme = "system"
         rejected.append("theme")

@@ -114,14 +114,15 @@ def test_escape_codes_from_a_server_never_reach_the_terminal():
     with FakeServer(Script(models=[("fake-model", "vllm")], chunks=chunks)) as server:
         done = _chat(server)
         assert done.returncode == 0, done.stderr
-        assert done.stdout == "clear[2J title]0;pwned csi31m ok\n\n"
+        # Shown escaped, visibly (app.common.text.printable): never obeyed, and never hidden either.
+        assert done.stdout == "clear\\x1b[2J title\\x1b]0;pwned\\x07 csi\\x9b31m ok\n\n"
         json_out = _chat(server, "--json").stdout
     assert "\x1b" not in json_out and "\x9b" not in json_out and "\x07" not in json_out
     assert json.loads(json_out)["text"].startswith("clear\x1b[2J")  # --json keeps the text, escaped
     error = {"error": {"message": "bad\x1b[2J\x1b]0;pwned\x07 thing"}}
     with FakeServer(Script(status=500, error_body=error)) as server:
         done = _chat(server)
-    assert "\x1b" not in done.stderr and "\x07" not in done.stderr and "bad[2J]0;pwned thing" in done.stderr
+    assert "\x1b" not in done.stderr and "\x07" not in done.stderr and "bad\\x1b[2J\\x1b]0;pwned\\x07 thing" in done.stderr
 
 
 def test_url_credentials_are_never_echoed():

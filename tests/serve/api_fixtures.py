@@ -49,14 +49,15 @@ class RunningApi:
 def running_api(tiny_models, api_key: Optional[str] = None, limits: ApiLimits = ApiLimits(),
                 draft: bool = True, engine_gate: Optional[threading.Event] = None,
                 connections: ConnectionLimits = ConnectionLimits(),
-                defaults: Optional[GenerationConfig] = None) -> Iterator[RunningApi]:
+                defaults: Optional[GenerationConfig] = None, more_keys: tuple[str, ...] = ()) -> Iterator[RunningApi]:
     """Start the server and an engine thread that owns the models (loaded there) and answers its queue, once
     `engine_gate` is set (requests wait in the queue until then). `defaults`: every reply's speculation (by default
-    the draft model with a fixed draft length, or none)."""
+    the draft model with a fixed draft length, or none). `more_keys`: further keys, each a client of its own."""
     if defaults is None:
         defaults = GenerationConfig(speculative=draft, drafter="model", draft_max=DRAFT_MAX if draft else None,
                                     session="api", **api_history(False))
-    server = ApiServer(ApiOptions(port=0, api_key=api_key, limits=limits, defaults=defaults), connections)
+    server = ApiServer(ApiOptions(port=0, api_key=api_key, more_keys=more_keys, limits=limits, defaults=defaults),
+                       connections)
     api = RunningApi(server)
     stop = threading.Event()
     loaded = threading.Event()

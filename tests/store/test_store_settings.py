@@ -156,3 +156,19 @@ def test_a_server_address_that_is_not_one_is_dropped_with_the_warning(tmp_path):
     settings = load_settings(path)
     assert settings.servers == ["gpu-box:8080"]
     assert "(servers)" in settings.load_warning
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1; rm -rf ~", "$(reboot)", "a b", "host`id`", ""])
+def test_an_api_host_that_is_no_address_is_refused_with_the_warning(tmp_path, host):
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"api_server": True, "api_host": host}))
+    settings = load_settings(path)
+    assert settings.api_host == "127.0.0.1" and "(api_host)" in settings.load_warning
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "[::1]", "localhost", "gpu-box.lan", "192.168.1.20"])
+def test_an_api_host_that_is_an_address_is_kept(tmp_path, host):
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"api_host": host}))
+    settings = load_settings(path)
+    assert settings.api_host == host and settings.load_warning is None

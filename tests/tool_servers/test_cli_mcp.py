@@ -7,12 +7,13 @@ import io
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from app.cli.tool_loop import REFUSED, Permissions, run_call
-from app.mcp.records import ServerSpec
+from app.mcp.records import ServerSpec, find_tool
 from app.mcp.tool_host import ToolHost
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,3 +108,51 @@ def test_the_real_model_calls_a_tool_and_answers_from_its_result(real_models, tm
     assert refused.returncode == 0, refused.stderr
     assert "[tool call read_note refused: no terminal to ask" in refused.stderr
     assert "buy milk" not in refused.stdout
+
+
+@pytest.fixture
+def two_servers():
+    """Servers "first" and "second" with the same tools: "read_note" is first's, "second_read_note" second's."""
+    specs = [ServerSpec(name=name, command=sys.executable, args=("-m", "tests.tool_servers.tool_server"), cwd=str(ROOT))
+             for name in ("first", "second")]
+    host = ToolHost(specs)
+    host.start()
+    assert host.wait_started(60)
+    yield host
+    host.close()
+
+
+def _crash_first(host: ToolHost) -> None:
+    """The first server dies; its tools' names go to the second's tools of the same name."""
+    host.call("crash", {}).result(timeout=60)
+    deadline = time.monotonic() + 60
+    while host.states()[0].phase != "failed":
+        assert time.monotonic() < deadline, host.states()
+        time.sleep(0.05)
+    assert find_tool(host.tools(), "read_note").server == "second"
+
+
+def test_always_is_bound_to_the_tool_not_its_name(two_servers):
+    """Issue 44 class 4: "always" for first's read_note never lets second's read_note run unasked when it takes
+    the name (its server failed)."""
+    asked: list[str] = []
+    answers = iter(["a", "y"])
+    permissions = Permissions(ask=lambda question: (asked.append(question), next(answers))[1])
+    err = io.StringIO()
+    assert run_call(two_servers, "read_note", '{"name": "a"}', permissions, err).text == "Note a: buy milk"
+    assert run_call(two_servers, "read_note", '{"name": "b"}', permissions, err).text == "Note b: buy milk"
+    assert len(asked) == 1 and '(server "first")' in asked[0]
+    _crash_first(two_servers)
+    assert run_call(two_servers, "read_note", '{"name": "c"}', permissions, err).text == "Note c: buy milk"
+    assert len(asked) == 2 and '(server "second")' in asked[1]  # asked again: another server's tool
+
+
+def test_the_call_that_runs_is_the_one_that_was_approved(two_servers):
+    """The tool is resolved once, when the person is asked: when its server dies while the question is on the
+    screen, Yes runs nothing (the other server's tool of that name is not run in its place)."""
+    def ask(question: str) -> str:
+        _crash_first(two_servers)
+        return "y"
+
+    result = run_call(two_servers, "read_note", '{"name": "a"}', Permissions(ask=ask), io.StringIO())
+    assert result.is_error and "changed or went away after it was allowed" in result.text

@@ -81,6 +81,17 @@ def test_the_page_warns_and_refuses_what_cannot_work(qtbot):
     assert page.choice() == ApiServerChoice(True, "0.0.0.0", 1234, "k3y")
 
 
+def test_the_page_refuses_an_address_with_shell_characters(qtbot):
+    from app.ui.settings.api_server_page import ApiServerDialog
+
+    dialog = ApiServerDialog(ApiServerChoice(True, "127.0.0.1", 1234, None), "Off.")
+    qtbot.addWidget(dialog)
+    dialog.page.host.setText("127.0.0.1;reboot")
+    assert dialog.page.problem() == "The address must be a host name or an IP address, such as 127.0.0.1."
+    dialog.page.host.setText("gpu-box.lan")
+    assert dialog.page.problem() is None
+
+
 def test_a_saved_port_out_of_range_falls_back_with_a_warning(tmp_path):
     from app.store.settings import load_settings
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from app.mcp.records import find_tool
 from app.replies.tool_loop import REFUSED, STOPPED
 from window_helpers import choose_pair, click_link, send_and_wait
 
@@ -171,6 +172,81 @@ def test_a_ten_megabyte_result_is_cut_for_the_model_and_for_the_eye(tool_window,
     click_link(qtbot, view, "▸ Tool huge", view.action_href("toolcall", f"{reply_id}.0"))
     qtbot.waitUntil(lambda: "Showing the first 4,000 of" in view.toPlainText(), timeout=5000)
     assert "That was long." in view.toPlainText()
+
+
+@pytest.fixture
+def two_server_window(make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path):
+    """Servers "first" and "second" with the same tools: "read_note" is first's while first runs."""
+    server = {"command": sys.executable, "args": ["-m", "tests.tool_servers.tool_server"], "cwd": str(ROOT)}
+    mcp = tmp_path / "mcp.json"
+    mcp.write_text(json.dumps({"mcpServers": {"first": server, "second": server}}))
+    window = make_window(engine_factory=fake_engine, mcp_file=str(mcp))
+    qtbot.waitUntil(lambda: [s.phase for s in window.tools.servers.states()] == ["ready", "ready"],
+                    timeout=DEADLINE_MS)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
+    return window
+
+
+def _crash_first(qtbot, window) -> None:
+    """The first server dies: "read_note" is then the second server's tool."""
+    servers = window.tools.servers
+    servers.call_tool(find_tool(servers.tools(), "crash"), {}).result(timeout=DEADLINE_MS / 1000)
+    qtbot.waitUntil(lambda: servers.states()[0].phase == "failed", timeout=DEADLINE_MS)
+    assert find_tool(servers.tools(), "read_note").server == "second"
+
+
+def test_always_allow_is_bound_to_the_tool_not_its_name(two_server_window, qtbot, fake_engine):
+    """Issue 44 class 4: "always" for first's read_note; first fails and second's read_note takes the name: it is
+    asked about, never run under the first one's grant."""
+    fake_engine.reply = _call("read_note", {"name": "monday"})
+    fake_engine.after_tool_reply = "Milk."
+    window, view = two_server_window, two_server_window.chat_view
+    reply_id = _ask(qtbot, window, "What does my monday note say?")
+    with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=DEADLINE_MS):
+        _answer(qtbot, window, reply_id, "Always allow this tool in this chat", "always")
+    assert window.store.get_message(reply_id).tool_calls[0].server == "first"
+    _crash_first(qtbot, window)
+    reply_id = _ask(qtbot, window, "And again?")
+    assert 'The model wants to run the tool read_note from the server "second"' in view.toPlainText()
+    assert window.store.get_message(reply_id).tool_calls[0].answer == ""  # nothing ran unasked
+
+
+def test_the_call_that_runs_is_the_tool_the_person_was_asked_about(two_server_window, qtbot, fake_engine):
+    """The tool is resolved once, when the prompt is shown: its server dies before the click, so Allow runs
+    nothing and the prompt asks again, now about the second server's tool; that one runs once allowed."""
+    fake_engine.reply = _call("read_note", {"name": "monday"})
+    fake_engine.after_tool_reply = "Milk."
+    window, view = two_server_window, two_server_window.chat_view
+    reply_id = _ask(qtbot, window, "What does my monday note say?")
+    assert 'from the server "first"' in view.toPlainText()
+    _crash_first(qtbot, window)
+    _answer(qtbot, window, reply_id, "Allow once", "once")
+    qtbot.waitUntil(lambda: 'from the server "second"' in view.toPlainText(), timeout=DEADLINE_MS)
+    assert "Allow once" in view.toPlainText() and len(fake_engine.requests) == 1
+    with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=DEADLINE_MS):
+        _answer(qtbot, window, reply_id, "Allow once", "once")
+    [call] = window.store.get_message(reply_id).tool_calls
+    assert (call.server, call.answer, call.result) == ("second", "once", "Note monday: buy milk")
+
+
+def test_a_hostile_tool_name_is_shown_as_it_is(make_window, qtbot, fake_engine, model_folder, tiny_models,
+                                               tmp_path):
+    """Issue 44 class 3 in the window: a tool name holding escape sequences, a bidi override and a zero-width
+    space is shown with each of them escaped, so the prompt cannot be reordered or hide what runs."""
+    from app.common.text import printable
+    from tests.tool_servers.hostile_server import HOSTILE
+
+    mcp = tmp_path / "mcp.json"
+    mcp.write_text(json.dumps({"mcpServers": {"notes\u202e": {
+        "command": sys.executable, "args": ["-m", "tests.tool_servers.hostile_server"], "cwd": str(ROOT)}}}))
+    window = make_window(engine_factory=fake_engine, mcp_file=str(mcp))
+    qtbot.waitUntil(lambda: bool(window.tools.servers.tools()), timeout=DEADLINE_MS)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
+    fake_engine.reply = _call(window.tools.servers.tools()[0].name, {"name": "monday"})
+    _ask(qtbot, window, "Read my note.")
+    shown = window.chat_view.toPlainText()
+    assert f'run the tool {printable(HOSTILE, name=True)} from the server "notes\\u202e"' in shown
+    assert not [c for c in ("\x1b", "\u202e", "\u200b", "\x08") if c in shown]
 
 
 @pytest.mark.real_models

@@ -19,7 +19,7 @@ from app.engine.events import EngineEvent, FinishedEvent, NoticeEvent, RoundEven
 from app.engine.local.chat_format import RenderedPrompt
 from app.engine.local.kv_states.conversation_cache import ConversationCache
 from app.engine.local.decoder import generate
-from app.engine.local.grammar import schema_grammar
+from app.engine.local.grammar import GrammarMask, schema_grammar
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.model_drafter import ModelDrafter
 from app.engine.local.model_pair import ModelPair
@@ -36,7 +36,7 @@ from app.engine.speculation.drafters import NgramDrafter
 from app.engine.speculation.history import HistoryDrafter
 from app.engine.speculation.history_file import HistoryFile, HistorySync, history_path
 from app.engine.targets import LocalModel, ServerModel, Target
-from app.engine.tools.calls import ToolFormat, forced_call
+from app.engine.tools.calls import ToolFormat, forced_call, reader_text
 
 
 class SpecEngine:
@@ -235,6 +235,16 @@ class SpecEngine:
         self, tokens: list[int], text: str, config: GenerationConfig, cancel, request_id: int, session: str,
         start: Optional[ReplyStart] = None,
     ) -> Iterator[EngineEvent]:
+        """The reply's events. Its grammar is built here, before the first event, so a schema refused (too large,
+        or one llama.cpp cannot read) is the caller's error at once, as a 400 is before a stream starts."""
+        target = self.models.require_target()
+        grammar = target.grammar(schema_grammar(json.loads(config.json_schema))) if config.json_schema else None
+        return self._events(tokens, text, config, cancel, request_id, session, start, grammar)
+
+    def _events(
+        self, tokens: list[int], text: str, config: GenerationConfig, cancel, request_id: int, session: str,
+        start: Optional[ReplyStart], grammar: Optional[GrammarMask],
+    ) -> Iterator[EngineEvent]:
         target = self.models.require_target()
         prompts = self.prompts
         policy = self.policies.for_request(config, session)
@@ -242,7 +252,7 @@ class SpecEngine:
         use_model = draft is not None
         use_ngram = config.drafter in ("auto", "ngram", "history") or not use_model
         self._ngram.min_match = config.ngram_min_match if config.draft_max is not None else 0
-        book = self._history_book(config.history_book) if config.history else None
+        book = self._history_book(config.kept_scope) if config.history else None
         past = book if config.speculative else None
         if past is not None:
             past.refresh()  # what other processes added, or forgot when a chat was deleted
@@ -254,7 +264,7 @@ class SpecEngine:
         conversations = self._conversations
         found = None
         if conversations is not None:
-            found = conversations.prepare(tokens, session, self.models.draft, scope=config.history_book)
+            found = conversations.prepare(tokens, session, self.models.draft, scope=config.kept_scope)
             if found.notice:
                 yield NoticeEvent(request_id, found.notice)
         history: list[int] = []
@@ -272,13 +282,13 @@ class SpecEngine:
             request_id=request_id,
             on_history=history.extend,
             governor=self.governor,
-            grammar=target.grammar(schema_grammar(json.loads(config.json_schema))) if config.json_schema else None,
+            grammar=grammar,
             splitter=splitter,
         ):
             if isinstance(event, RoundEvent):
                 self.policies.after_round(policy)
             if config.tools and isinstance(event, TokenEvent) and event.part == "answer":
-                call_pieces.append(event.text or event.markup)
+                call_pieces.append(reader_text(event.text, event.markup, self.tool_format))
             if isinstance(event, FinishedEvent):
                 if config.tools and "".join(call_pieces) != event.text:
                     event = dataclasses.replace(event, call_text="".join(call_pieces))

@@ -4,7 +4,8 @@ A GrammarMask is the grammar's state after the tokens it has accepted. Verifying
 drafted token is judged against the state at its own position (the row's logits masked there), and the target's
 token at a refusal is chosen from that masked row, so speculative output under a grammar is exactly what plain
 constrained decoding writes. A grammar comes from llama-cpp-python's own JSON-schema converter (or its JSON
-grammar for `json_object`); GBNF it cannot compile is refused with one sentence, before any decoding.
+grammar for `json_object`), for a schema within app.engine.schema_limits' bounds and checked again as text before
+llama.cpp reads it; GBNF it cannot compile is refused with one sentence, before any decoding.
 """
 
 from __future__ import annotations
@@ -18,18 +19,24 @@ import numpy as np
 from llama_cpp import llama_grammar
 
 from app.engine.errors import GrammarError
+from app.engine.schema_limits import grammar_problem, schema_problem
 
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)], align=True)
 
 
 def schema_grammar(schema: Optional[dict]) -> str:
-    """GBNF for JSON that fits `schema` (any JSON object when None). Raises GrammarError."""
+    """GBNF for JSON that fits `schema` (any JSON object when None), within app.engine.schema_limits' bounds.
+    Raises GrammarError."""
     if schema is None:
         return llama_grammar.JSON_GBNF
+    problem = schema_problem(schema, "json_schema")
+    if problem:
+        raise GrammarError(problem)
     try:
-        return llama_grammar.json_schema_to_gbnf(json.dumps(schema))
+        gbnf = llama_grammar.json_schema_to_gbnf(json.dumps(schema))
     except Exception as exc:  # the converter raises bare exceptions for schema features it lacks
-        raise GrammarError(f"The JSON schema cannot be turned into a grammar ({exc}).") from None
+        raise GrammarError(f"The JSON schema cannot be turned into a grammar ({str(exc)[:200]}).") from None
+    return gbnf
 
 
 class GrammarMask:
@@ -42,6 +49,11 @@ class GrammarMask:
 
     @classmethod
     def compile(cls, vocab, n_vocab: int, gbnf: str) -> "GrammarMask":
+        """The grammar `gbnf` compiled, once its text is within app.engine.schema_limits' bounds (llama.cpp's parser
+        recurses once per nested group, and a deep enough grammar ends the process). Raises GrammarError."""
+        problem = grammar_problem(gbnf)
+        if problem:
+            raise GrammarError(problem)
         sampler = llama_cpp.llama_sampler_init_grammar(vocab, gbnf.encode("utf-8"), b"root")
         if not sampler:
             raise GrammarError("llama.cpp could not read the grammar for this request.")

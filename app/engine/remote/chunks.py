@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from dataclasses import dataclass
 from typing import Optional
 
-from app.common.text import valid_text
+from app.common.text import printable, valid_text
 
 # llama-server drafts at most --spec-draft-n-max tokens a round (SpecChat's own cap is far below this): a round's
 # drafted count above it is a server's error, not a draft.
@@ -38,9 +37,9 @@ class MalformedEvent(ValueError):
 
 def one_line(text: object, limit: int = 200) -> str:
     """A server's short text (an error message, a model id) as one line of at most `limit` characters: valid text,
-    whitespace runs as one space, control and formatting characters (escape sequences, bidi overrides) removed."""
-    cleaned = "".join(ch for ch in valid_text(str(text)) if ch.isspace() or unicodedata.category(ch)[0] != "C")
-    cleaned = _SPACES.sub(" ", cleaned).strip()
+    whitespace runs as one space, control and formatting characters (escape sequences, bidi overrides) shown
+    escaped by the one gate for text shown (app.common.text.printable)."""
+    cleaned = printable(_SPACES.sub(" ", valid_text(str(text))).strip(), name=True)
     return cleaned[:limit] + ("…" if len(cleaned) > limit else "")
 
 

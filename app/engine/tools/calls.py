@@ -16,6 +16,16 @@ from typing import Any, Literal, Optional, Sequence
 # mistral: `[TOOL_CALLS]` then a JSON list or `NAME[ARGS]{json}`; harmony: gpt-oss's `to=functions.NAME` messages.
 ToolFormat = Literal["hermes", "llama3", "mistral", "harmony"]
 TOOL_FORMATS: tuple[ToolFormat, ...] = ("hermes", "llama3", "mistral", "harmony")
+# The control tokens each family writes its calls with, which the call reader must see although they show as no
+# text. Any other control token (Qwen's <|im_start|> in the middle of a reply, say) is read as nothing: its name
+# would otherwise reach the reply's content, and hide the call written after it.
+CALL_MARKERS: dict[ToolFormat, frozenset[str]] = {
+    "hermes": frozenset({"<tool_call>", "</tool_call>", "<think>", "</think>"}),
+    "llama3": frozenset({"<|python_tag|>"}),
+    "mistral": frozenset({"[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"}),
+    "harmony": frozenset({"<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|call|>", "<|return|>",
+                          "<|constrain|>"}),
+}
 
 
 @dataclass(frozen=True)
@@ -25,6 +35,12 @@ class ToolCall:
     name: str
     arguments: str
     id: str = ""
+
+
+def reader_text(text: str, markup: str, family: ToolFormat) -> str:
+    """A token as the call reader reads it: its text, or for a control token (no text, `markup` its name) the name
+    where it is one of the family's call markers, else nothing."""
+    return text or (markup if markup in CALL_MARKERS[family] else "")
 
 
 def new_call_id() -> str:

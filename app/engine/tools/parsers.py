@@ -4,14 +4,18 @@ Every parser reads text so far (`final=False`, while streaming) or the whole rep
 it returns as `content` only text that can no longer become part of a call: a tail that may be the start of a call's
 marker, and a call still being written, are held back. So content read early is always a prefix of content read
 later, and text and calls are never mixed up. A block that looks like a call but cannot be read as one (bad JSON,
-a fenced block naming no offered tool) is content, as written.
+a call to a tool that was not offered, in any family) is content, as written.
 
 A call inside `<think>...</think>` is the model thinking about a call, not making one: markers there are not read.
 (Reasoning itself is split off before this, where a reasoning splitter runs; this only keeps the rule.)
 
-Variants the real models write are accepted: Qwen2.5-Coder 1.5B often answers a request with tools by a fenced
-```json {"name": ..., "arguments": ...}``` block instead of its template's `<tool_call>` tags; when the name is an
-offered tool, that is a call, in every family.
+A call counts only in the model's own call syntax. The family's markers are calls wherever the answer holds them.
+The variants the real models write count only where they stand as a call is written: Qwen2.5-Coder 1.5B often
+answers a request with tools by a fenced ```json {"name": ..., "arguments": ...}``` block instead of its
+template's `<tool_call>` tags, as the whole reply or after a short lead-in ("I will look."); a fenced call so
+counts only at the reply's very end, after at most LEAD_IN_MAX_CHARS of text, never a block quoted inside an
+answer (an example from an attached file). A bare JSON call counts only as the whole reply. One block may hold
+several calls (a JSON list, or objects one after another), as the 1.5B writes parallel calls.
 """
 
 from __future__ import annotations
@@ -162,7 +166,44 @@ def _next_start(text: str, pos: int, blocks: Sequence[_Block], fence: bool, span
     return best
 
 
-_FENCED = _Block("```", "```", lambda body: None)  # its reader is given the offered names in _split_blocks
+_FENCED = _Block("```", "```", lambda body: None)  # read by _fenced_run, which is given the offered names
+# The most text before a fenced call that can be its lead-in ("I will look it up."): a fenced block after more
+# than that is part of an answer (an example quoted from a file), never a call.
+LEAD_IN_MAX_CHARS = 300
+
+
+def _fenced_run(text: str, at: int, names: Optional[frozenset[str]], final: bool) -> Optional[list[ToolCall]]:
+    """The calls of `text[at:]` when it is nothing but fenced calls (white space between and after them): a
+    fenced call counts only at the reply's very end, as Qwen2.5-Coder writes one. While streaming, a run that may
+    still become that gives [] (held back); None when it is not such a run (its blocks are then text)."""
+    calls: list[ToolCall] = []
+    pos = at
+    while True:
+        rest = text[pos:]
+        if not rest.strip():
+            return (calls or None) if final else []
+        match = _FENCE.match(text, pos + len(rest) - len(rest.lstrip()))
+        if match is None:
+            start = pos + len(rest) - len(rest.lstrip())
+            return [] if not final and _fence_tail(text[start:]) == len(text) - start else None
+        end = text.find("```", match.end())
+        if end < 0:
+            return [] if not final else None
+        got = _llama3_read(text[match.end():end], names)
+        if got is None:
+            return None
+        calls += got
+        pos = end + 3
+
+
+def _lead_in(text: str, spans) -> str:
+    """`text` without its thinking: what a fenced call's lead-in is measured on."""
+    out, pos = [], 0
+    for a, b in spans:
+        out.append(text[pos:a])
+        pos = b
+    out.append(text[pos:])
+    return "".join(out).strip()
 
 
 def _split_blocks(text: str, final: bool, blocks: Sequence[_Block], names: Optional[frozenset[str]]) -> Split:
@@ -188,6 +229,27 @@ def _split_blocks(text: str, final: bool, blocks: Sequence[_Block], names: Optio
             return Split("".join(content), tuple(calls), pending=hold > 0)
         at, length, block = found
         content.append(text[pos:at])
+        if block is _FENCED:
+            lead = _lead_in("".join(content), _think_spans("".join(content)))
+            run = _fenced_run(text, at, names, final) if len(lead) <= LEAD_IN_MAX_CHARS and "```" not in lead \
+                else None
+            if run == [] and not final:
+                return Split("".join(content), tuple(calls), pending=True)
+            if run:
+                calls += run
+                break
+            # Not a call: the block is text, to its closing fence (held back while that is still being written).
+            end = text.find("```", at + length)
+            if end < 0:
+                if not final:
+                    return Split("".join(content), tuple(calls), pending=True)
+                content.append(text[at:])
+                break
+            content.append(text[at:end + 3])
+            pos = end + 3
+            if pos >= len(text):
+                break
+            continue
         body_from = at + length
         end = text.find(block.end, body_from) if block.end else -1
         if not final and (end < 0 or block.end is None):
@@ -198,8 +260,7 @@ def _split_blocks(text: str, final: bool, blocks: Sequence[_Block], names: Optio
                 continue
             return Split("".join(content), tuple(calls), pending=True)
         body_to = len(text) if end < 0 else end
-        read = block.read if block is not _FENCED else (lambda body: _json_calls(body, names))
-        got = read(text[body_from:body_to])
+        got = block.read(text[body_from:body_to])
         stop = body_to if end < 0 else end + len(block.end or "")
         if got is None:
             content.append(text[at:stop])
@@ -228,7 +289,7 @@ def _mistral_read(body: str, names) -> Optional[list[ToolCall]]:
     for part in body.removesuffix("</s>").split("[TOOL_CALLS]"):
         part = part.strip()
         if part.startswith("["):
-            got = _json_calls(part, None)
+            got = _json_calls(part, names)
             if got is None:
                 return None
             calls += got
@@ -236,7 +297,7 @@ def _mistral_read(body: str, names) -> Optional[list[ToolCall]]:
         name, sep, args = part.partition("[ARGS]")  # the v11 tokenizer's `NAME[ARGS]{json}`
         name = name.split("[CALL_ID]")[0].strip()
         text = arguments_text(args.strip()) if sep else None
-        if not name or text is None:
+        if not name or text is None or names is not None and name not in names:
             return None
         calls.append(ToolCall(name, text))
     return calls or None
@@ -264,11 +325,12 @@ def _llama3_read(body: str, names) -> Optional[list[ToolCall]]:
     return out or None
 
 
-def _hermes_read(body: str, types: dict[str, dict[str, str]]) -> Optional[list[ToolCall]]:
+def _hermes_read(body: str, types: dict[str, dict[str, str]], names) -> Optional[list[ToolCall]]:
     stripped = body.strip()
     if stripped.startswith("<function="):
-        return _xml_calls(stripped, types)
-    return _json_calls(stripped, None)
+        calls = _xml_calls(stripped, types)
+        return calls if calls and all(names is None or c.name in names for c in calls) else None
+    return _llama3_read(stripped, names)
 
 
 # -- Harmony (gpt-oss) ------------------------------------------------------------------------------------------
@@ -279,7 +341,7 @@ _RECIPIENT = re.compile(r"to=functions\.([^\s<]+)")
 _HARMONY_MARKERS = ("<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|call|>", "<|return|>", "<|constrain|>")
 
 
-def split_harmony(text: str, final: bool) -> Split:
+def split_harmony(text: str, final: bool, names: Optional[frozenset[str]] = None) -> Split:
     """gpt-oss's messages: `final` (and commentary without a recipient) is content, `analysis` is reasoning, a
     message to `functions.NAME` is a call (read when it ends at `<|call|>`, or at the reply's end)."""
     if not final:
@@ -288,7 +350,7 @@ def split_harmony(text: str, final: bool) -> Split:
         starts = [at for at in (text.find("<|start|>", ended), text.find("<|channel|>", ended)) if at >= 0]
         header = min(starts, default=-1)
         if header >= 0 and "<|message|>" not in text[header:]:
-            return dataclasses.replace(split_harmony(text[:header], True), pending=True)
+            return dataclasses.replace(split_harmony(text[:header], True, names), pending=True)
     if "<|message|>" not in text:
         hold = 0 if final else max(_could_begin(text, m) for m in _HARMONY_MARKERS)
         return Split(text[: len(text) - hold], pending=hold > 0)
@@ -306,6 +368,9 @@ def split_harmony(text: str, final: bool) -> Split:
         if not match.group(0).startswith("<|start|>") and "to=" not in (match.group(1) or ""):
             content.append(match.group(1) or "")  # text before a header is no role: the model wrote it
         recipient = _RECIPIENT.search(head)
+        if recipient and names is not None and recipient.group(1) not in names:
+            content.append(body)  # a message to a tool that was not offered: the model's text, no call
+            continue
         if recipient:
             if end or final:
                 args = arguments_text(body.strip())
@@ -339,20 +404,27 @@ def tool_names(tools: Sequence[dict]) -> frozenset[str]:
 
 
 def split_reply(text: str, family: ToolFormat, tools: Sequence[dict], final: bool = True) -> Split:
-    """`text` (the reply so far, or all of it) as content and calls, for a model of `family` offered `tools`."""
+    """`text` (the reply so far, or all of it) as content and calls, for a model of `family` offered `tools`. A
+    call to a tool that was not offered is no call: it stays in the content, as written."""
+    try:
+        return _split_reply(text, family, tools, final)
+    except RecursionError:  # JSON nested deeper than Python reads (a client's grammar can force it) is no call
+        return Split(text)
+
+
+def _split_reply(text: str, family: ToolFormat, tools: Sequence[dict], final: bool) -> Split:
+    names = tool_names(tools) or None
     if family == "harmony":
-        return split_harmony(text, final)
-    names = tool_names(tools)
+        return split_harmony(text, final, names)
     if family == "hermes":
         types = _parameter_types(tools)
         # A reply that is just the call's JSON (no tags), naming an offered tool, is a call too: the 1.5B writes
         # that when a tool result is already in the chat.
-        blocks = [_Block("<tool_call>", "</tool_call>", lambda body: _hermes_read(body, types)),
+        blocks = [_Block("<tool_call>", "</tool_call>", lambda body: _hermes_read(body, types, names)),
                   _Block("{", None, lambda body: _llama3_read("{" + body, names), at_start_only=True)]
     elif family == "mistral":
         blocks = [_Block("[TOOL_CALLS]", None, lambda body: _mistral_read(body, names))]
     else:
-        blocks = [_Block("<|python_tag|>", None, lambda body: _llama3_read(body, None)),
+        blocks = [_Block("<|python_tag|>", None, lambda body: _llama3_read(body, names)),
                   _Block("{", None, lambda body: _llama3_read("{" + body, names), at_start_only=True)]
-    return _split_blocks(text, final, blocks, names or None)
-
+    return _split_blocks(text, final, blocks, names)

@@ -121,7 +121,7 @@ def with_tool_calls(events: Iterable[object], family: ToolFormat, tools_json: st
     tools = json.loads(tools_json) if tools_json else []
     for event in events:
         if isinstance(event, FinishedEvent) and tools:
-            content, calls = split_whole(event.text, family, tools)
+            content, calls = split_whole(event.calls_text, family, tools)
             if calls:
                 event = dataclasses.replace(event, text=content, tool_calls=tuple(calls))
         yield event

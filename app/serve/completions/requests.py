@@ -14,7 +14,8 @@ from typing import Any, Optional, Union
 
 from app.engine.config import GenerationConfig
 from app.serve.errors import BadRequest
-from app.serve.requests import MAX_TOP_LOGPROBS, ApiLimits, ChatRequest, common_fields, is_int
+from app.serve.field_types import is_int
+from app.serve.requests import MAX_TOP_LOGPROBS, ApiLimits, ChatRequest, common_fields
 from app.serve.tool_requests import ToolRequest
 
 # OpenAI's default for a completion that does not say how long it may be.

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QFormLayout
 
 from app.common.units import format_bytes
 from app.serve.key_store import key_problem
-from app.common.http_client import is_loopback_host
+from app.common.http_client import is_loopback_host, listen_host_problem
 
 EXPLANATION = (
     "Editors and coding agents (Continue, Aider, Cline, …) and any OpenAI client can use the models loaded here, "
@@ -109,9 +109,7 @@ class ApiServerPage(QWidget):
     def problem(self) -> Optional[str]:
         """Why the page's values cannot be used, in one sentence, or None."""
         choice = self.choice()
-        if any(c.isspace() for c in choice.host) or not choice.host.isascii():
-            return "The address must be a host name or an IP address, such as 127.0.0.1."
-        return key_problem(choice.api_key)
+        return listen_host_problem(choice.host) or key_problem(choice.api_key)
 
     def set_history_size(self, size: Optional[int]) -> None:
         """The API clients' history holds `size` bytes (None: not known yet)."""

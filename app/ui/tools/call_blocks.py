@@ -15,6 +15,7 @@ from typing import Optional
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QColor, QFont, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextFrameFormat
 
+from app.common.text import printable
 from app.store.tool_calls import ToolCallRecord
 from app.ui.transcript.format import TranscriptMessage
 from app.ui.transcript.links.action_links import Action, ActionLinks
@@ -152,9 +153,10 @@ class CallBlocks(QObject):
         strong = QTextCharFormat()
         strong.setFontWeight(QFont.Weight.Bold)
         plain = QTextCharFormat()
-        server = f" from the server \"{call.server}\"" if call.server else ""
+        # Names as exactly what they are (a bidi override or a zero-width character shown escaped, never obeyed).
+        server = f" from the server \"{printable(call.server, name=True)}\"" if call.server else ""
         inner.insertText("The model wants to run the tool ", plain)
-        inner.insertText(call.tool or call.name, strong)
+        inner.insertText(printable(call.tool or call.name, name=True), strong)
         inner.insertText(f"{server}, with these arguments:", plain)
         self._code(inner, pretty_arguments(call.arguments))
         inner.insertBlock(QTextBlockFormat(), plain)
@@ -167,8 +169,9 @@ class CallBlocks(QObject):
         running = key == self.running and not call.result
         is_open = key in self._open
         inner = self._frame(cursor, asking=False)
-        server = f" ({call.server})" if call.server else ""
-        words = f"{'▾' if is_open else '▸'} Tool {call.tool or call.name}{server} · {outcome_words(call, running)}"
+        server = f" ({printable(call.server, name=True)})" if call.server else ""
+        tool = printable(call.tool or call.name, name=True)
+        words = f"{'▾' if is_open else '▸'} Tool {tool}{server} · {outcome_words(call, running)}"
         fmt = self._writer.action_format(TOGGLE_ACTION, f"{key[0]}.{key[1]}")
         if call.is_error or call.answer in ("denied", "stopped"):
             fmt.setForeground(QColor(style.current().warning_text))

@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 from PySide6.QtCore import QObject, Signal
 
-from app.mcp.records import ServerState, ToolInfo, ToolResult, openai_tools
+from app.mcp.records import ServerState, ToolInfo, ToolResult, openai_tools, same_tool
 from app.mcp.servers_file import read_servers
 from app.mcp.tool_host import ToolHost
 from app.store import ChatSettings
@@ -69,13 +69,18 @@ class ToolServers(QObject):
         """The chat's tools as GenerationConfig.tools wants them ("" for none)."""
         return openai_tools(self.chat_tools(settings))
 
-    def call(self, name: str, arguments: dict) -> concurrent.futures.Future:
-        """Runs a tool on the host's thread; the Future gives a ToolResult (cancel it to stop the call)."""
+    def current(self, tool: ToolInfo) -> Optional[ToolInfo]:
+        """`tool` as its server offers it now, when unchanged (None: it changed, or its server is gone)."""
+        return same_tool(self.tools(), tool)
+
+    def call_tool(self, tool: ToolInfo, arguments: dict) -> concurrent.futures.Future:
+        """Runs exactly `tool` on the host's thread (nothing runs where it changed or went away); the Future gives
+        a ToolResult (cancel it to stop the call)."""
         if self._host is None:
             future: concurrent.futures.Future = concurrent.futures.Future()
             future.set_result(ToolResult("No tool servers are connected.", is_error=True))
             return future
-        return self._host.call(name, arguments)
+        return self._host.call_tool(tool, arguments)
 
     def close(self) -> None:
         """Stop every server (their processes end); safe twice."""

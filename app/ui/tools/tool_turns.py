@@ -2,7 +2,10 @@
 on the tool servers' thread, their results stored and sent back to the model, until it answers.
 
 Nothing runs unseen: a call runs only once the person allowed it (once, or always for this tool in this chat, which
-the chat's settings keep); Deny sends the model a refusal. Calls run one at a time, in the order the reply made
+the chat's settings keep, bound to the tool itself: ToolInfo.grant_key); Deny sends the model a refusal. Each call's
+tool is resolved once, when the reply's calls arrive; the prompt shows that tool, and exactly that tool runs. Where
+it changed or went away before the person answered, the call is asked about again (as the tool of that name now
+is), or the model is told there is none. Calls run one at a time, in the order the reply made
 them. Every change to a call is stored with its reply at once and drawn from the store's record, so a restart shows
 what happened. Stop ends the loop at once, a running call included; a hung server's call times out on the host
 with a sentence. GUI thread only; a call's result arrives from the host's thread through a signal.
@@ -17,7 +20,7 @@ from typing import Optional, Sequence
 from PySide6.QtCore import QObject, Signal
 
 from app.engine.tools.calls import ToolCall
-from app.mcp.records import ToolResult, find_tool
+from app.mcp.records import ToolInfo, ToolResult, find_tool
 from app.replies.tool_loop import (ToolRun, answered, arguments_object, limit_sentence, pending_record, stopped,
                                    denied, unknown_tool)
 from app.store import ChatStore, StoreError
@@ -47,6 +50,7 @@ class ToolTurns(QObject):
         self._run_key: Optional[tuple[int, int]] = None  # (chat id, the question's message id) the run answers
         self._message_id: Optional[int] = None  # the reply whose calls are being handled
         self._calls: list[ToolCallRecord] = []
+        self._tools: list[Optional[ToolInfo]] = []  # each call's tool, as resolved when it was asked about
         self._queue: list[int] = []  # allowed calls waiting to run, by index
         self._future: Optional[concurrent.futures.Future] = None
         self._without_tools = False
@@ -80,7 +84,8 @@ class ToolTurns(QObject):
         step = run.next_step(calls)
         chat = self.store.get_chat(message.chat_id)
         tools = self.servers.chat_tools(chat.settings) if chat is not None else ()
-        records = [pending_record(call, find_tool(tools, call.name)) for call in calls]
+        self._tools = [find_tool(tools, call.name) for call in calls]
+        records = [pending_record(call, tool) for call, tool in zip(calls, self._tools)]
         self._message_id, self._calls, self._queue = message_id, records, []
         if step == "limit":
             self._calls = [stopped(record) for record in records]
@@ -100,10 +105,10 @@ class ToolTurns(QObject):
             return
         self._set_busy(True)
         always = set(chat.settings.tools_always) if chat is not None else set()
-        for index, record in enumerate(records):
-            if not record.server:  # no tool of that name is offered: the model is told, nothing runs
+        for index, (record, tool) in enumerate(zip(records, self._tools)):
+            if tool is None:  # no tool of that name is offered: the model is told, nothing runs
                 self._calls[index] = unknown_tool(record)
-            elif record.name in always:
+            elif tool.grant_key in always:
                 self._calls[index] = dataclasses.replace(record, answer="always")
                 self._queue.append(index)
             else:
@@ -116,15 +121,34 @@ class ToolTurns(QObject):
         key = (message_id, index)
         if message_id != self._message_id or key not in self.blocks.asking or index >= len(self._calls):
             return
+        record, tool = self._calls[index], self._tools[index]
+        if answer != "denied" and tool is not None and self.servers.current(tool) is None:
+            self._ask_again(index)
+            return
         self.blocks.asking.discard(key)
-        record = self._calls[index]
-        if answer == "denied":
+        if answer == "denied" or tool is None:
             self._calls[index] = denied(record)
         else:
             self._calls[index] = dataclasses.replace(record, answer=_answer(answer))
             self._queue.append(index)
             if answer == "always":
-                self._always_allow(record.name)
+                self._always_allow(tool.grant_key)
+        self._save()
+        self._next()
+
+    def _ask_again(self, index: int) -> None:
+        """The tool the person was asked about changed or went away: the call is asked about again as the tool of
+        its name now is, or, with none, the model is told so. Nothing runs on an answer about another tool."""
+        record = self._calls[index]
+        chat = self.store.get_chat(self.conversation.chat_id) if self.conversation.chat_id is not None else None
+        tool = find_tool(self.servers.chat_tools(chat.settings), record.name) if chat is not None else None
+        self._tools[index] = tool
+        again = pending_record(ToolCall(record.name, record.arguments, record.id), tool)
+        if tool is None:
+            self.blocks.asking.discard((self._message_id or 0, index))
+            self._calls[index] = unknown_tool(again)
+        else:
+            self._calls[index] = again
         self._save()
         self._next()
 
@@ -153,7 +177,9 @@ class ToolTurns(QObject):
             record = self._calls[index]
             self.blocks.running = (self._message_id, index)
             self._refresh()
-            future = self.servers.call(record.name, arguments_object(record.arguments))
+            tool = self._tools[index]
+            assert tool is not None  # a call without a tool is answered at once, never queued
+            future = self.servers.call_tool(tool, arguments_object(record.arguments))
             self._future = future
             future.add_done_callback(lambda done: self._sig_call_done.emit(done, _result_of(done)))
             return
@@ -197,12 +223,12 @@ class ToolTurns(QObject):
             self._run, self._run_key = ToolRun(), (chat_id, question)
         return self._run
 
-    def _always_allow(self, name: str) -> None:
+    def _always_allow(self, grant_key: str) -> None:
         chat_id = self.conversation.chat_id
         chat = self.store.get_chat(chat_id) if chat_id is not None else None
-        if chat is None or name in chat.settings.tools_always:
+        if chat is None or grant_key in chat.settings.tools_always:
             return
-        settings = dataclasses.replace(chat.settings, tools_always=[*chat.settings.tools_always, name])
+        settings = dataclasses.replace(chat.settings, tools_always=[*chat.settings.tools_always, grant_key])
         try:
             self.store.update_settings(chat.id, settings)
         except StoreError as exc:
