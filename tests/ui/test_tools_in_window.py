@@ -184,6 +184,7 @@ def two_server_window(make_window, qtbot, fake_engine, model_folder, tiny_models
     qtbot.waitUntil(lambda: [s.phase for s in window.tools.servers.states()] == ["ready", "ready"],
                     timeout=DEADLINE_MS)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
+    window.update_chat_settings(tools=True)  # tools are off in a chat until it turns them on
     return window
 
 
@@ -242,6 +243,7 @@ def test_a_hostile_tool_name_is_shown_as_it_is(make_window, qtbot, fake_engine, 
     window = make_window(engine_factory=fake_engine, mcp_file=str(mcp))
     qtbot.waitUntil(lambda: bool(window.tools.servers.tools()), timeout=DEADLINE_MS)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
+    window.update_chat_settings(tools=True)
     fake_engine.reply = _call(window.tools.servers.tools()[0].name, {"name": "monday"})
     _ask(qtbot, window, "Read my note.")
     shown = window.chat_view.toPlainText()
