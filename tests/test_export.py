@@ -47,7 +47,7 @@ def test_markdown_reads_as_a_transcript(chat_id):
     reply = sections[1]
     # The stopped reply's open code block is closed, so it does not swallow the next message.
     assert "```python\ndef add(a)\n```\n" in reply
-    assert "*12.5 tok/s  ·  6 tokens  ·  60% accepted (3/5 drafted)" in reply and "stopped*" in reply
+    assert "*12.5 tok/s  ·  6 tokens  ·  60% accepted (3/5 drafted by the draft model)" in reply and "stopped*" in reply
 
 
 def test_json_holds_every_token_round_and_comparison(chat_id):

@@ -134,8 +134,8 @@ def test_the_summary_says_why_rounds_paused_or_probed():
               RoundRecord("model", 2, [5, 6], ["b"] * 2, 0, 7, "x", "probing", 0.2, kind="probe")]
     first, why = reply_inspection(rounds).summary.split("\n")
     assert first.startswith("7 tokens in 4 rounds")
-    assert why == ("Rounds: 1 drafted where it was expected to pay (kept 3 of 3 expected), 1 probed whether drafts "
-                   "pay again, 2 paused: drafts were kept too rarely to pay")
+    assert why == ("Rounds: 1 drafted where it was expected to pay (kept 3 tokens where the controller expected about "
+                   "2.6), 1 probed whether drafts pay again, 2 paused: drafts were kept too rarely to pay")
 
 
 def test_rounds_saved_before_kinds_were_kept_add_no_line():

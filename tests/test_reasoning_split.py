@@ -178,3 +178,21 @@ def test_a_continued_reply_goes_on_in_the_part_it_stopped_in():
     out = splitter.feed(TokenEvent(0, 0, 1, " more", "target")) + splitter.feed(
         FinishedEvent(0, "", GenerationStats()))
     assert isinstance(out[-1], FinishedEvent) and out[-1].reasoning == " more"
+
+
+def test_a_model_that_ends_its_turn_inside_its_thinking_answered_with_it():
+    """Its end-of-turn token closed the thinking, as llama-server's reasoning parser reads an unclosed block at the
+    end; a reply cut off by its token limit (or Stop) is still mid-thought, with no answer yet."""
+    def finish(stop_reason):
+        splitter = ReplySplitter((THINK,))
+        for index, piece in enumerate(["<think>", "221 = 13 x 17", ", not prime."]):
+            splitter.feed(TokenEvent(0, index, 100 + index, piece, "target"))
+        [*_, finished] = splitter.feed(FinishedEvent(0, "", GenerationStats(stop_reason=stop_reason)))
+        return finished
+
+    ended = finish("eos")
+    assert (ended.text, ended.reasoning) == ("221 = 13 x 17, not prime.", "")
+    assert ended.stats.thinking_unclosed and not ended.stats.ended_in_reasoning
+    cut = finish("max_tokens")
+    assert (cut.text, cut.reasoning) == ("", "221 = 13 x 17, not prime.")
+    assert cut.stats.ended_in_reasoning and not cut.stats.thinking_unclosed

@@ -155,6 +155,10 @@ class GenerationStats:
     reasoning_s: float = 0.0
     # The reply ended before its thinking did (a budget of max_tokens, a stop): there is no answer yet.
     ended_in_reasoning: bool = False
+    # The model ended its turn inside its thinking (its end-of-turn token, never the end marker): it closed the
+    # thinking by ending, so what it wrote is the answer (app.engine.reasoning.splitter.turn_end_closes_thinking);
+    # its tokens came as reasoning while it streamed.
+    thinking_unclosed: bool = False
     prompt_eval_s: float = 0.0
     elapsed_s: float = 0.0
     draft_len_histogram: dict[int, int] = field(default_factory=dict)
@@ -163,6 +167,10 @@ class GenerationStats:
     kept_states: int = 0
     kept_bytes: int = 0
     kept_budget_bytes: int = 0
+    # What the reply was asked to be sampled with, as the window keeps it, so that Compare with plain runs it the
+    # same way (a regenerated reply of a greedy chat is sampled at 0.7 with a fresh seed); None: not recorded.
+    temperature: Optional[float] = None
+    seed: Optional[int] = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -65,7 +65,8 @@ class ChatEngine(Protocol):
         """One short piece of background work between requests (such as timing a forward pass); False when there
         is none to do now."""
 
-    def count_tokens(self, messages: Sequence[Message]) -> int: ...
+    def count_tokens(self, messages: Sequence[Message], config: Optional[GenerationConfig] = None) -> int:
+        """The prompt's tokens as `config` would render it (its tools' schema, its format); None: the plain chat."""
 
     def fit_messages(self, messages: Sequence[Message], reserve_tokens: int,
                      session: str = "default") -> tuple[list[Message], int]: ...
@@ -99,7 +100,7 @@ def fitted_reply(engine: ChatEngine, messages: Sequence[Message], config: Genera
                  cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator[EngineEvent]:
     """Fit `messages` to the context (earlier turns dropped per chat session), say so, then stream the reply."""
     kept, dropped = engine.fit_messages(messages, reply_reserve(config, engine.n_ctx), session=config.session)
-    prompt_tokens = engine.count_tokens(kept)
+    prompt_tokens = engine.count_tokens(kept, config)  # as it is read: the tools' schema included
     if engine.template_notice:
         yield NoticeEvent(request_id, engine.template_notice)
     yield ContextEvent(request_id, dropped, prompt_tokens, engine.n_ctx)

@@ -3,7 +3,7 @@
 - comparison.py: Compare with plain: a finished reply run again without speculation, and what the two runs say side by side.
 - export.py: A chat as a file: Markdown to read, or JSON with every message's tokens and rounds, for people who study draft
 - inspector_data.py: The numbers of the per-reply inspector, from a reply's recorded rounds (no Qt, no engine).
-- status_words.py: The status line in a person's words: what speculation is doing now and why, with details for its tooltip.
+- status_words.py: What speculation is doing, in words, from the typed round records: the status line, the offer, the stats row.
 - tool_loop.py: The model-calls-a-tool loop the window and `generate --mcp` share: what follows a reply's calls, and what the model is sent.
 - stats.py: A reply's stats and models in words, as the transcript and an exported chat both write them (no Qt).
 """

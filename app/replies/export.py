@@ -76,7 +76,7 @@ def chat_markdown(chat: Chat, messages: Sequence[Message], versions: Optional[di
             lines += ["", *_call_block(call)]
         stats = message.stats if message.role == "assistant" else None
         if stats is not None:
-            lines += ["", f"*{format_stats(stats)}*"]
+            lines += ["", f"*{format_stats(stats, message.rounds or ())}*"]
     return "\n".join(lines) + "\n"
 
 

@@ -11,6 +11,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Mapping, Optional, Sequence
 
+from app.common.units import plural
 from app.engine.events import GenerationStats
 from app.replies.stats import thinking_split
 from app.store.provenance import RoundRecord
@@ -274,8 +275,8 @@ def _rounds_summary(bars: Sequence[RoundBar], stats: Optional[GenerationStats]) 
 
 
 def kinds_line(bars: Sequence[RoundBar]) -> str:
-    """Why the rounds were what they were: "Rounds: 30 drafted where it was expected to pay (kept 52 of 61
-    expected), 3 probed whether drafts pay again, 12 paused: drafts were kept too rarely to pay"; "" for a reply
+    """Why the rounds were what they were: "Rounds: 30 drafted where it was expected to pay (kept 52 tokens where
+    the controller expected about 61.0), 3 probed whether drafts pay again, 12 paused: drafts were kept too rarely to pay"; "" for a reply
     whose rounds did not record it."""
     if not any(bar.kind for bar in bars):
         return ""
@@ -287,7 +288,9 @@ def kinds_line(bars: Sequence[RoundBar]) -> str:
         part = f"{len(of_kind)} {name}"
         expected = sum(bar.expected for bar in of_kind)
         if expected > 0:
-            part += f" (kept {sum(bar.kept for bar in of_kind)} of {expected:.0f} expected)"
+            # Said as two numbers, never "kept 2 of 1 expected": the expectation is an estimate, and is exceeded.
+            part += (f" (kept {plural(sum(bar.kept for bar in of_kind), 'token')} where the controller expected "
+                     f"about {expected:.1f})")
         parts.append(part)
     return "Rounds: " + ", ".join(parts)
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
+from app.common.units import plural
 from app.engine.events import GenerationStats
+from app.replies.status_words import drafted_words
+from app.store.provenance import RoundRecord
 
 
 def model_label(target_name: Optional[str], draft_name: Optional[str]) -> str:
@@ -13,13 +16,11 @@ def model_label(target_name: Optional[str], draft_name: Optional[str]) -> str:
     return f"{target_name}  +  {draft_name}" if draft_name else target_name
 
 
-def format_stats(stats: GenerationStats) -> str:
-    """The stats row under a finished reply: "41.3 tok/s · 256 tokens · 68% accepted (120/176) · 0.21 s TTFT"."""
-    parts = [f"{stats.tokens_per_second:.1f} tok/s", f"{stats.tokens} tokens"]
-    if stats.drafted:
-        parts.append(f"{stats.acceptance_rate * 100:.0f}% accepted ({stats.accepted}/{stats.drafted} drafted)")
-    else:
-        parts.append("no speculation")
+def format_stats(stats: GenerationStats, rounds: Sequence[RoundRecord] = ()) -> str:
+    """The stats row under a finished reply: "41.3 tok/s · 256 tokens · 68% accepted (120/176 drafted by n-gram) ·
+    0.21 s to first token"; `rounds`, the reply's, say who drafted and, without drafts, why none."""
+    parts = [f"{stats.tokens_per_second:.1f} tok/s", plural(stats.tokens, "token"),
+             drafted_words(stats.drafted, stats.accepted, (r.drafter for r in rounds), (r.kind for r in rounds))]
     if stats.reasoning_tokens:  # "thinking 412 · 81% accepted, answer 96 · 40%": speculation on each part
         parts.append(thinking_split(stats))
     if stats.ttft_s:

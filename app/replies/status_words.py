@@ -1,6 +1,8 @@
-"""The status line in a person's words: what speculation is doing now and why, from the engine's round reason
-(app.engine.speculation: "ngram draft of 23: expected 1.40x plain") or a change of CPU threads. Each is one short
-sentence for the line and the details for its tooltip. No Qt.
+"""What speculation is doing, in a person's words, read from the engine's typed records: a round's kind, drafter,
+draft length and expected kept tokens (app.engine.events.RoundEvent, as the controller planned it), a change of CPU
+threads (ThreadsEvent), and a finished reply's rounds. The status line, the stats row and the Speculate-anyway offer
+all read these; none of them reads the controller's English reason, which stays the engine's note in the tooltip.
+No Qt.
 
 The controller's acceptance figures are running estimates over recent replies, not the current reply's share; the
 sentence never quotes them as the reply's (the readout beside the legend gives the reply's own).
@@ -8,68 +10,93 @@ sentence never quotes them as the reply's (the readout beside the legend gives t
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+from typing import Iterable, Optional
 
 from app.common.units import plural
+from app.engine.events import RoundEvent, ThreadsEvent
 
 # Where drafting pays on a CPU: text that repeats, so tokens are copied rather than guessed.
 WHAT_PAYS = ("Drafting pays here on edits and repeated text: attach the file you are editing, or ask for changes "
              "to text already in the chat.")
 DRAFTERS = {"model": "the draft model guesses", "ngram": "copying from earlier text", "history":
             "copying from your earlier replies"}
+# Who drafted a reply's tokens, as the stats row names them.
+DRAFTED_BY = {"model": "the draft model", "ngram": "n-gram", "history": "earlier replies"}
+# A fixed draft length (Chat settings, or Speculate anyway): its rounds, and the footer once it is chosen, say this.
+FIXED = "Drafting every round, at the draft length set for this chat, even where that is slower."
+# Round kinds in which the controller chose not to draft because it would not pay: the moment to offer drafting anyway.
+NOT_PAYING = frozenset({"paused", "costly"})
 
 
 @dataclass(frozen=True)
 class StatusWords:
     line: str  # one sentence, shown whole where there is room
-    details: str  # the tooltip: the sentence again, what would pay, and the engine's own figures
+    details: str  # the tooltip: the sentence again, what would pay, and the engine's own note
+    kind: str = ""  # the RoundKind the sentence says ("" for a sentence of the window's, or a change of threads)
 
 
-def in_words(reason: str) -> StatusWords:
-    """The status line for one engine reason ("" stays "")."""
-    text = reason.strip()
-    if not text:
-        return StatusWords("", "")
-    low = text.lower()
-    line, hint = _sentence(text, low)
-    if line is None:
-        line = text[:1].upper() + text[1:]
-    details = "\n\n".join(part for part in (line, hint, f"The engine's note: {text}") if part)
-    return StatusWords(line, details)
+def round_words(event: RoundEvent, speculative: bool = True) -> StatusWords:
+    """The status line for a round, from its kind and plan; `speculative` False: the chat has speculation off."""
+    line, hint = _sentence(event, speculative)
+    details = "\n\n".join(part for part in (line, hint, f"The engine's note: {event.reason}" if event.reason else "")
+                          if part)
+    return StatusWords(line, details, event.kind)
 
 
-def _sentence(text: str, low: str) -> tuple[str | None, str]:
-    match = re.match(r"(model|ngram|history) draft of (\d+): expected ([\d.]+)x plain", low)
-    if match:
-        source, k, gain = match.group(1), int(match.group(2)), float(match.group(3))
-        return (f"Speculating: {DRAFTERS[source]} ahead, up to {plural(k, 'token')} a round, which should make "
-                f"this part about {gain:.1f}× as fast as writing alone."), ""
-    match = re.match(r"timing one token at (\d+) cpu thread", low)
-    if match:
-        return (f"Measuring how fast this machine writes one token on {plural(int(match.group(1)), 'CPU thread')}, "
-                "to judge whether drafting pays."), ""
-    if low.startswith("speculation paused: on this machine verifying costs more"):
+def _sentence(event: RoundEvent, speculative: bool) -> tuple[str, str]:
+    kind, k = event.kind, event.draft_len
+    if not speculative:
+        return "Speculation is off for this chat: the model writes every token itself.", ""
+    if kind == "draft":
+        drafter = DRAFTERS.get(event.drafter, "drafting")
+        expected = f", expecting about {event.expected:.1f} of them kept" if event.expected else ""
+        return f"Speculating: {drafter} ahead, up to {plural(k, 'token')} a round{expected}.", ""
+    if kind == "fixed":
+        return FIXED, ""
+    if kind == "probe":
+        return "Trying a short draft, to see whether the text has become predictable again.", ""
+    if kind == "timing":
+        threads = f" on {plural(event.threads, 'CPU thread')}" if event.threads else ""
+        return f"Measuring how fast this machine writes one token{threads}, to judge whether drafting pays.", ""
+    if kind == "costly":
         return ("Speculation paused: on this machine checking a draft costs about as much as writing its tokens, "
                 "so guessing ahead would be slower here."), WHAT_PAYS
-    if low.startswith("speculation paused"):
+    if kind == "paused":
         return ("Speculation paused: in this text too few drafted tokens were being kept to save time; it tries "
                 "again now and then."), WHAT_PAYS
-    if low.startswith("probing"):
-        return "Trying a short draft, to see whether the text has become predictable again.", ""
-    if low.startswith("nothing to draft from"):
-        return "Writing without drafts: there is no earlier text to copy from and no draft model.", WHAT_PAYS
-    if low.startswith("no room to speculate"):
-        return "Writing without drafts: the reply is at its length or context limit.", ""
-    if low.startswith("no earlier occurrence"):
-        return "Nothing earlier repeats the last words, so there is nothing to copy this round.", WHAT_PAYS
-    match = re.match(r"fixed draft length (\d+)", low)
-    if match:
-        return f"A fixed draft length of {plural(int(match.group(1)), 'token')}, chosen for this chat.", ""
-    if low.startswith("speculation is off"):
-        return "Speculation is off for this chat: the model writes every token itself.", ""
-    match = re.match(r"(\d+) → (\d+) cpu threads: (.*)", text, flags=re.IGNORECASE)
-    if match:
-        before, after, why = int(match.group(1)), int(match.group(2)), match.group(3)
-        return f"Now using {plural(after, 'CPU thread')} instead of {before}: {why}.", ""
-    return None, ""
+    if kind == "server":
+        return "The server drafts and checks its own tokens.", ""
+    return "Writing without drafts this round: nothing to draft from, or no room left.", WHAT_PAYS
+
+
+def threads_words(event: ThreadsEvent) -> StatusWords:
+    """A change of CPU threads, e.g. "Now using 1 CPU thread instead of 2: another program is busy."."""
+    line = f"Now using {plural(event.after, 'CPU thread')} instead of {event.before}: {event.reason}."
+    return StatusWords(line, line)
+
+
+def sentence(line: str) -> StatusWords:
+    """A sentence of the window's own for the status line ("" clears it)."""
+    return StatusWords(line, line)
+
+
+def drafted_words(drafted: int, accepted: int, drafters: Iterable[str], kinds: Iterable[str]) -> str:
+    """A reply's speculation for its stats row, read from its rounds' drafters and kinds: "68% accepted (120/176
+    drafted by the draft model)"; without drafts, why none: "no drafts: speculation paused here" (it would not pay),
+    "no drafts (plain decoding)"."""
+    if drafted:
+        names = [DRAFTED_BY[d] for d in DRAFTED_BY if d in set(drafters)]
+        by = f" by {' and '.join(names)}" if names else ""
+        return f"{100 * accepted / drafted:.0f}% accepted ({accepted}/{drafted} drafted{by})"
+    kinds = set(kinds)
+    if kinds & (NOT_PAYING | {"timing"}):
+        return "no drafts: speculation paused here"
+    if kinds - {"unavailable", ""}:
+        return "no drafts"
+    return "no drafts (plain decoding)"
+
+
+def offers_anyway(words: Optional[StatusWords]) -> bool:
+    """Whether the line says the controller chose not to draft because it would not pay."""
+    return words is not None and words.kind in NOT_PAYING

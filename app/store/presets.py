@@ -20,7 +20,8 @@ DEFAULT_PRESET = "Default"
 # A menu of a thousand presets is already more than a person picks from; a file with more (a script's, a damaged
 # one) is read this far only, and the rest said in a sentence.
 MAX_PRESETS = 1000
-PRESET_FIELDS = ("system_prompt", "temperature", "top_p", "top_k", "max_tokens", "speculative", "draft_ngram")
+PRESET_FIELDS = ("system_prompt", "temperature", "top_p", "top_k", "max_tokens", "speculative", "draft_ngram",
+                 "tools")
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class Preset:
     max_tokens: int = 1024
     speculative: bool = True
     draft_ngram: bool = False  # draft by n-gram lookup instead of the draft model
+    tools: bool = False  # offer the tools of Settings > Tools (ChatSettings.tools)
 
     def to_dict(self) -> dict[str, Any]:
         return _fields.to_dict(self)

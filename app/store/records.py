@@ -42,6 +42,9 @@ class ChatSettings:
     top_k: int = 40
     seed: int | None = None
     max_tokens: int = 1024
+    # llama.cpp's repeat penalty (1: off); None: automatic, which is off, but 1.1 (LM Studio's default) for a model
+    # without a chat template written as raw completion, where a base model otherwise loops (app.ui.chat).
+    repeat_penalty: float | None = None
     draft_max: int | None = None  # None: the speculation controller picks the draft length each round
     speculative: bool = True
     target_path: str | None = None
@@ -53,9 +56,12 @@ class ChatSettings:
     reasoning_effort: str = ""  # "", "low", "medium" or "high"
     thinking_budget: int = 0  # the most thinking tokens before its end marker is written for it; 0: no limit
     preset: str | None = None  # the preset last chosen for the chat (app.store.presets); its fields are copied in
-    # Tools from the MCP servers (app.ui.tools): those switched off for this chat, by the name the model sees, and
-    # those the person said "always allow" to in it, by the tool itself (app.mcp.records.ToolInfo.grant_key: its
-    # server, its own name, its schema); every other call is asked about first.
+    # Tools from the MCP servers (app.ui.tools): off unless the chat (or its preset) turns them on, because their
+    # schema goes into every prompt of a chat that offers them (a cold cache, and a small model that calls tools
+    # where nobody asked); chats stored before this key existed read it as off. Then those switched off for this
+    # chat, by the name the model sees, and those the person said "always allow" to in it, by the tool itself
+    # (app.mcp.records.ToolInfo.grant_key: its server, its own name, its schema); every other call is asked first.
+    tools: bool = False
     tools_off: list[str] = field(default_factory=list)
     tools_always: list[str] = field(default_factory=list)
 

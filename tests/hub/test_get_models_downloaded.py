@@ -44,3 +44,24 @@ def test_a_downloaded_file_says_so_in_a_repos_files_and_offers_load(qtbot, fake_
     assert loaded.args == [str(paths.models_dir() / "coder-Q4_K_M.gguf"), ""]
     panel.files_tree.setCurrentItem(panel.files_tree.topLevelItem(1))
     assert panel.download_button.text() == "Download"
+
+
+def test_a_pair_whose_target_is_in_a_scanned_folder_downloads_only_its_draft(qtbot, fake_hub, tiny_models,
+                                                                              make_panel, tmp_path):
+    """Issue 45, item 12: the target is in a folder the library scans (not the models folder), so the pair offers
+    its draft alone, and once it lands the pair is loaded from where each file is."""
+    fake_hub.add_repo("tiny/Tiny-Draft-GGUF", {tiny_models.draft.name: tiny_models.draft.read_bytes()})
+    elsewhere = tmp_path / "my-models"
+    elsewhere.mkdir()
+    target = elsewhere / tiny_models.target.name
+    shutil.copy(tiny_models.target, target)
+    panel = make_panel(pairs=[tiny_pair(tiny_models.target, tiny_models.draft)])
+    panel.library_files = lambda: {target.name: target}
+    panel.refresh_downloaded()
+    button = panel.pair_buttons["tiny"]
+    assert button.text() == "Download draft" and str(target) in button.toolTip()
+    with qtbot.waitSignal(panel.sig_pair_downloaded, timeout=TIMEOUT_MS) as loaded:
+        qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+    assert loaded.args == [str(target), str(paths.models_dir() / tiny_models.draft.name)]
+    assert not (paths.models_dir() / tiny_models.target.name).exists()  # not downloaded again
+    assert button.text() == "Load pair"

@@ -39,17 +39,19 @@ from app.engine.protocol import CancelSignal, ChatEngine, fitted_reply
 from app.engine.targets import LocalModel, ServerModel, Target
 from app.engine.tools.calls import ToolFormat
 from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, ThreadsEvent, TokenEvent
+from app.engine.reasoning.splitter import turn_end_closes_thinking
 
 DEFAULT_REPLY = (
     "Here is a function:\n\n```python\ndef add(a, b):\n    return a + b\n```\n\n"
     "It returns the **sum** of `a` and `b`."
 )
 
-# round_reason: what the speculative rounds say (e.g. the controller's "speculation paused: ..."); plain_reply:
+# round_reason, round_kind: what the speculative rounds say and why (e.g. "costly" with the controller's "speculation
+# paused: ..."; the window reads only the kind); plain_reply:
 # the text written without speculation, when it should differ from `reply` (sampling).
 DEFAULT_KNOBS = {"reply": DEFAULT_REPLY, "token_delay_s": 0.0, "crash_on_load": "", "hang_in_chat": False,
                  "load_delay_s": 0.0, "refuse_tail": 0, "refused_text": " perhaps not quite", "drafter": "",
-                 "round_time_s": 0.02, "round_reason": "", "plain_reply": "", "bus_error_on_change": False,
+                 "round_time_s": 0.02, "round_reason": "", "round_kind": "draft", "plain_reply": "", "bus_error_on_change": False,
                  "threads_drop_after": -1, "illegal_instruction_in_chat": False, "reasoning": "",
                  "after_tool_reply": ""}
 DRAFT_RUN = 3  # drafted tokens the target keeps in every speculative round
@@ -181,8 +183,10 @@ class FakeEngine:
     def close(self) -> None:
         self.unload()
 
-    def count_tokens(self, messages: Sequence[dict]) -> int:
-        return sum(len(m["content"].split()) + 4 for m in messages)
+    def count_tokens(self, messages: Sequence[dict], config: Optional[GenerationConfig] = None) -> int:
+        # As the real engine counts them: the tools' schema is part of the prompt it reads.
+        tools = len(config.tools.split()) if config is not None and config.tools else 0
+        return tools + sum(len(m["content"].split()) + 4 for m in messages)
 
     def fit_messages(self, messages: Sequence[dict], reserve_tokens: int,
                      session: str = "default") -> tuple[list[dict], int]:
@@ -223,8 +227,9 @@ class FakeEngine:
         pieces = whole[: config.max_tokens]
         refused = _split(knobs["refused_text"]) or [" no"]
         reason = knobs["round_reason"] or "speculating: drafts pay off here"
+        kind = knobs["round_kind"]
         if config.draft_max is not None:
-            reason = f"fixed draft length {config.draft_max}"
+            reason, kind = f"fixed draft length {config.draft_max}", "fixed"
         index = 0
         drafted = accepted = rounds = 0
         started = time.monotonic()
@@ -241,6 +246,7 @@ class FakeEngine:
             k = DRAFT_RUN + len(tail) if speculative else 0
             yield RoundEvent(request_id, drafter, k, len(proposed), n_draft,
                              reason if speculative else "speculation is off", index=rounds,
+                             kind=kind if speculative else "unavailable",
                              proposed=tuple(proposed), proposed_text=tuple(proposed_text), own=1000 + own,
                              own_text=pieces[own], time_s=knobs["round_time_s"])
             for j, text in enumerate(chunk):
@@ -263,13 +269,14 @@ class FakeEngine:
         stop = "cancelled" if cancel is not None and cancel.is_set() else "eos"
         thought = min(index, len(thinking))
         text = "".join(pieces[thought:index])
-        yield FinishedEvent(request_id, text, GenerationStats(
+        # As the real engine's splitter reads it: a model that ends its turn inside its thinking answered with it.
+        yield turn_end_closes_thinking(FinishedEvent(request_id, text, GenerationStats(
             tokens=index, tokens_per_second=index / elapsed, ttft_s=0.01, drafted=drafted, accepted=accepted,
             acceptance_rate=accepted / drafted if drafted else 0.0, rounds=rounds,
             stop_reason="max_tokens" if stop == "eos" and index < len(whole) else stop,
             prompt_tokens=12, elapsed_s=elapsed, reasoning_tokens=thought, reasoning_s=0.5 if thought else 0.0,
             ended_in_reasoning=bool(thinking) and index <= len(thinking),
-        ), reasoning="".join(pieces[:thought]))
+        ), reasoning="".join(pieces[:thought])), unclosed=bool(thinking) and index <= len(thinking))
 
     def _drafter(self, config: GenerationConfig, knobs: dict, round_index: int) -> str:
         if not config.speculative:

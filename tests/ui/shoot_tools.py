@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from app.engine.events import GenerationStats  # noqa: E402
-from app.store import AppSettings, ChatStore, save_settings  # noqa: E402
+from app.store import AppSettings, ChatSettings, ChatStore, save_settings  # noqa: E402
 from app.store.tool_calls import ToolCallRecord  # noqa: E402
 from app.ui.settings.dialog import AppSettingsDialog  # noqa: E402
 from app.ui.shell.main_window import MainWindow  # noqa: E402
@@ -37,7 +37,7 @@ def main() -> None:
     mcp.write_text(json.dumps({"mcpServers": {"notes": {
         "command": sys.executable, "args": ["-m", "tests.tool_servers.tool_server"], "cwd": str(ROOT)}}}))
     store = ChatStore()
-    chat = store.create_chat("My notes")
+    chat = store.create_chat("My notes", settings=ChatSettings(tools=True))
     stats = GenerationStats(tokens=21, elapsed_s=0.5, tokens_per_second=42.0)
     store.add_message(chat.id, "user", "What does my note named monday say?")
     ran = store.add_message(chat.id, "assistant", "", stats=stats)

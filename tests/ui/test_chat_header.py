@@ -26,7 +26,7 @@ def test_opening_a_chat_with_another_model_asks_first_and_keeps_the_apis_model(m
     qtbot.waitUntil(lambda: bool(control.state.url), timeout=int(DEADLINE_S * 1000))
     assert "answers with tiny-target" in control.indicator.text()
     header = window.chat_header.header
-    assert header.summary.text() == "tiny-target · speculative, drafts by tiny-draft"
+    assert header.summary.text() == "tiny-target · speculative, drafts by tiny-draft, or copies earlier text"
 
     chat = window.store.create_chat("Written with the other model", ChatSettings(target_path=other,
                                                                                 speculative=False))
@@ -63,6 +63,43 @@ def test_a_new_chats_header_names_the_draft_the_bar_shows(make_window, qtbot, fa
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft.name)
     assert window.conversation.chat_id is None
-    assert window.chat_header.header.summary.text() == "tiny-target · speculative, drafts by tiny-draft"
+    assert window.chat_header.header.summary.text() == "tiny-target · speculative, drafts by tiny-draft, or copies earlier text"
     window.choose_draft(NGRAM_KEY)
     qtbot.waitUntil(lambda: "n-gram" in window.chat_header.header.summary.text(), timeout=5000)
+
+
+def test_the_header_follows_the_draft_box_while_another_target_loads(make_window, qtbot, fake_engine, model_folder,
+                                                                      tiny_models):
+    """Issue 45, item 4: switching the target, the header never names the old draft while the Draft box shows
+    another (nor waits for the load to end to catch up)."""
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft.name)
+    header = window.chat_header.header.summary
+    assert header.text() == "tiny-target · speculative, drafts by tiny-draft, or copies earlier text"
+    fake_engine.load_delay_s = 3.0
+    window.choose_target(str(model_folder / tiny_models.bad_vocab_type.name))  # tiny-draft cannot draft for it
+    qtbot.waitUntil(lambda: not window.drafts.is_checking(), timeout=10000)
+    assert not window.models_ready()  # still loading
+    assert "Copy" in window.model_bar.draft_combo.currentText() or "N-gram" in window.model_bar.draft_combo.currentText()
+    assert "tiny-draft" not in header.text() and "n-gram" in header.text()
+
+
+def test_a_chat_written_with_another_model_is_not_told_about_the_loaded_ones_template(
+        make_window, qtbot, fake_engine, model_folder, tiny_models):
+    from app.testing.synthetic import DRAFT_LAYERS, write_tiny_model
+
+    def without_template(writer) -> None:
+        del writer.kv_data[0]["tokenizer.chat_template"]
+
+    bare = write_tiny_model(model_folder / "tiny-base.gguf", n_layer=DRAFT_LAYERS, edit=without_template)
+    window = make_window(engine_factory=fake_engine)
+    target = str(model_folder / tiny_models.target.name)
+    chat = window.store.create_chat("Written with tiny-target", ChatSettings(target_path=target))
+    choose_pair(qtbot, window, bare, None)
+    qtbot.waitUntil(lambda: not window.chat_format.row.isHidden(), timeout=5000)
+    window.chat_lists.refresh()
+    window.open_chat(chat.id)
+    assert window.chat_header.asking() and window.chat_format.row.isHidden()
+    window.chat_header.header.load_button.click()
+    qtbot.waitUntil(lambda: window.models_ready() and window.session.target_key() == target, timeout=20000)
+    assert window.chat_format.row.isHidden()

@@ -121,7 +121,7 @@ def test_a_reply_of_another_model_is_not_compared(make_window, qtbot, fake_engin
 def test_speculate_anyway_fixes_the_draft_length_for_this_chat(make_window, qtbot, fake_engine, model_folder,
                                                                tiny_models):
     window = _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models)
-    fake_engine.round_reason = PAUSED
+    fake_engine.round_reason, fake_engine.round_kind = PAUSED, "costly"
     offer = window.speculate_anyway
     assert not offer.offered()
     send_and_wait(qtbot, window, "hello")
@@ -131,23 +131,31 @@ def test_speculate_anyway_fixes_the_draft_length_for_this_chat(make_window, qtbo
 
     offer.label.linkActivated.emit(ANYWAY_LINK)  # the user clicks the offer
     assert window.chat_settings.current().draft_max == FIXED_DRAFT_LENGTH
-    assert f"Drafting {FIXED_DRAFT_LENGTH} tokens every round" in offer.label.text() and "Auto" in offer.label.text()
+    # One sentence says it, the link back stands apart from it, and the pause offered against is no longer said.
+    fixed = "Drafting every round, at the draft length set for this chat, even where that is slower."
+    assert window.footer.status_line.text() == fixed
+    assert "Back to automatic" in offer.label.text() and "Drafting" not in offer.label.text()
     send_and_wait(qtbot, window, "again")
     assert fake_engine.configs[-1]["draft_max"] == FIXED_DRAFT_LENGTH
-    assert window.footer.status_line.text() == f"A fixed draft length of {FIXED_DRAFT_LENGTH} tokens, chosen for this chat."
+    assert window.footer.status_line.text() == fixed
 
     # Only this chat: a new chat is automatic again, and the first chat still says it is fixed when reopened.
     chat_id = window.conversation.chat_id
     window.new_chat()
     assert offer.label.isHidden() and window.chat_settings.current().draft_max is None
     window.open_chat(chat_id)
-    assert f"Drafting {FIXED_DRAFT_LENGTH} tokens every round" in offer.label.text() and not offer.label.isHidden()
+    assert "Back to automatic" in offer.label.text() and not offer.label.isHidden()
 
     offer.label.linkActivated.emit(AUTO_LINK)  # back to automatic
     assert window.chat_settings.current().draft_max is None
     assert offer.label.isHidden()
     send_and_wait(qtbot, window, "and once more")
     assert fake_engine.configs[-1]["draft_max"] is None
+    assert offer.offered()
+    # Drafting again: the footer no longer offers to draft while it says it is drafting.
+    fake_engine.round_kind = "draft"
+    send_and_wait(qtbot, window, "and with drafts")
+    assert window.footer.status_line.text().startswith("Speculating") and not offer.offered()
 
 
 def test_the_status_line_says_when_the_engine_follows_the_load_with_fewer_threads(make_window, qtbot, fake_engine,
@@ -167,3 +175,42 @@ def test_a_reply_written_without_speculation_is_not_offered_a_comparison(make_wi
     window.set_speculative(True)
     send_and_wait(qtbot, window, "and now with drafts")
     assert window.chat_view.toPlainText().count("Compare with plain") == 1
+
+
+def test_a_regenerated_reply_is_compared_as_it_was_sampled_and_keeps_its_versions(make_window, qtbot, fake_engine,
+                                                                                    model_folder, tiny_models):
+    """Issue 45, items 5 and 6: Regenerate samples a greedy chat's reply at 0.7 with a fresh seed; Compare with plain
+    runs it the same way (not greedy), and the version switcher stays when the comparison is shown."""
+    window = _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models)
+    view = window.chat_view
+    first = send_and_wait(qtbot, window, "Write add()")
+    with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=20000) as regenerated:
+        click_link(qtbot, view, "Regenerate", view.action_href("regenerate", first))
+    message_id = regenerated.args[0]
+    reply = fake_engine.configs[-1]
+    assert reply["temperature"] > 0 and reply["seed"] is not None
+    assert "‹  2/2  ›" in view.toPlainText()
+    _compare(qtbot, window, message_id)
+    plain = fake_engine.configs[-1]
+    assert (plain["temperature"], plain["seed"]) == (reply["temperature"], reply["seed"])
+    assert not plain["speculative"]
+    assert "Plain decoding" in view.toPlainText() and "‹  2/2  ›" in view.toPlainText()
+
+
+def test_compare_asks_as_the_reply_was_asked_for_a_model_without_a_template(make_window, qtbot, fake_engine,
+                                                                              model_folder):
+    """A template-less model's replies are raw completions: the plain run is one too, or its text differs."""
+    from app.testing.synthetic import write_tiny_model
+
+    def without_template(writer) -> None:
+        del writer.kv_data[0]["tokenizer.chat_template"]
+
+    bare = write_tiny_model(model_folder / "tiny-base.gguf", edit=without_template)
+    write_tiny_model(model_folder / "tiny-base-draft.gguf", n_layer=2)
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, bare, None)
+    message_id = send_and_wait(qtbot, window, "Once upon a time")
+    reply = fake_engine.configs[-1]
+    assert reply["chat_format"] == "raw"
+    _compare(qtbot, window, message_id)
+    assert fake_engine.configs[-1]["chat_format"] == "raw"

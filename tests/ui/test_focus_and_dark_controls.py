@@ -222,3 +222,26 @@ def test_an_open_combo_box_shows_every_item(qapp, qtbot, theme):
     last = view.visualRect(combo.model().index(combo.count() - 1, 0))
     assert last.top() >= 0 and last.bottom() < view.viewport().height()
     combo.hidePopup()
+
+
+def test_a_trees_check_boxes_keep_their_box_on_dark_and_send_reads_as_off(qapp, qtbot):
+    """Issue 45, Polish: Settings > Tools' unticked tools were nearly invisible on dark, and Send with an empty
+    message box looked like an enabled button."""
+    from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem
+
+    style.apply_style(qapp, DARK)
+    tree = QTreeWidget()
+    tree.setHeaderHidden(True)
+    item = QTreeWidgetItem(["read_note"])
+    item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+    item.setCheckState(0, Qt.CheckState.Unchecked)
+    tree.addTopLevelItem(item)
+    qtbot.addWidget(tree)
+    tree.resize(200, 60)
+    tree.show()
+    qtbot.waitExposed(tree)
+    row = tree.visualItemRect(item)
+    assert _pixels(tree.viewport().grab(row).toImage(), DARK.control_border) >= 30
+    # Off is grey, not a darker blue: its fill is no shade of the primary colour.
+    off = QColor(DARK.primary_disabled)
+    assert abs(off.red() - off.blue()) < 16 and abs(off.green() - off.blue()) < 16

@@ -175,3 +175,17 @@ def test_clicking_a_replys_stats_row_opens_the_inspector_for_that_reply(make_win
     qtbot.waitUntil(lambda: window.inspector.shown_message_id() == second)
     assert window.inspector.dialog is dialog  # one window, showing the reply clicked last
     assert set(drawn_bars(dialog.charts["rounds"])) == {"ngram:drafted", "ngram:kept", "model:drafted", "model:kept"}
+
+
+def test_all_four_charts_fit_a_laptop_screen(inspector, qtbot):
+    """Issue 45, Polish: on a 1366x768 screen (the inspector about 650 pixels tall, less the title bar) the lower
+    charts were below the fold. The panel with all four charts and its buttons need at most 560 pixels here, which
+    leaves room for a desktop's larger fonts."""
+    rounds = [model_round(3, 4, 0.2), ngram_round(2, 4, 0.1), plain_round(0.05)] * 4
+    inspector.show_message(reply(rounds))
+    assert len(inspector.charts) == 4
+    inspector.resize(980, 620)
+    qtbot.wait(20)
+    needed = inspector.panel.minimumSizeHint().height()
+    buttons = inspector.save_button.sizeHint().height() + 12
+    assert needed + buttons <= 560, (needed, buttons)

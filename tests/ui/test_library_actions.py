@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDialog, QDialogButtonBox
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel
 
 from app.store import load_settings
 from app.ui.models.library_model import LibraryModel, NGRAM_KEY
@@ -137,3 +137,15 @@ def test_a_reload_asked_for_during_a_reply_waits_for_the_reply_to_end(make_windo
     assert window.store.get_message(finished.args[0]).content.strip() == fake_engine.reply  # whole, not cut
     qtbot.waitUntil(lambda: fake_engine.load_settings.get("kv_type") == "q8_0" and window.models_ready(),
                     timeout=10000)
+
+
+def test_the_model_settings_title_is_never_cut(make_window, model_folder, tiny_models):
+    """Issue 45, Polish: the title held the file's name and was cut off; the sentence under it names the file."""
+    from app.testing.synthetic import write_tiny_model
+
+    target = str(write_tiny_model(model_folder / "qwen2.5-coder-1.5b-instruct-q4_k_m-with-a-long-name.gguf"))
+    window = make_window()
+    editor = window.model_actions.dialog_for(target)
+    room = editor.minimumWidth() - 120  # the title bar's buttons and icon
+    assert editor.fontMetrics().horizontalAdvance(editor.windowTitle()) < room
+    assert window.library.entry_for(target).name in editor.findChildren(QLabel)[0].text()

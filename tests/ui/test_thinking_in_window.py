@@ -107,3 +107,43 @@ def test_a_reply_cut_off_while_thinking_says_so_is_kept_and_can_be_continued(
         click_link(qtbot, window.chat_view, "Continue", window.chat_view.action_href("continue", stored.id))
     continued = window.store.get_message(stored.id)
     assert continued.reasoning.startswith(stored.reasoning) and continued.content
+
+
+def test_a_reply_whose_model_ended_its_turn_inside_its_thinking_is_its_answer(
+        make_window, qtbot, fake_engine, model_folder, tiny_models):
+    """The model wrote its end-of-turn token before `</think>` (issue 45, item 2): nobody stopped it, so it is not
+    said to have been stopped, and what it wrote is the answer: shown, copied and sent in the next turn."""
+    fake_engine.reasoning = "221 is 13 times 17, so it is not prime."
+    fake_engine.reply = ""
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, *_pair(model_folder, tiny_models))
+    view = window.chat_view
+    stored = window.store.get_message(send_and_wait(qtbot, window, "Is 221 prime?"))
+    assert stored.content == "221 is 13 times 17, so it is not prime." and stored.reasoning == ""
+    text = view.toPlainText()
+    assert "Stopped while thinking" not in text and "Continue" not in text
+    assert "221 is 13 times 17, so it is not prime." in text and "Thought for" not in text
+    assert "ended its turn without closing its thinking" in text
+    QApplication.clipboard().clear()
+    click_link(qtbot, view, "Copy", view.action_href("copy", stored.id))
+    assert QApplication.clipboard().text() == "221 is 13 times 17, so it is not prime."
+    fake_engine.reasoning, fake_engine.reply = "", "Yes, 223 is prime."
+    send_and_wait(qtbot, window, "And 223?")
+    assert fake_engine.requests[-1][-2] == {"role": "assistant", "content": "221 is 13 times 17, so it is not prime."}
+
+
+def test_a_reply_stopped_mid_thought_offers_continue_only_where_it_can(
+        make_window, qtbot, fake_engine, model_folder, tiny_models):
+    fake_engine.reasoning = REASONING
+    fake_engine.reply = ANSWER
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, *_pair(model_folder, tiny_models))
+    window.chat_settings.update(max_tokens=5)
+    send_and_wait(qtbot, window, "Write add()")
+    assert "Stopped while thinking: no answer yet. Continue lets it go on." in window.chat_view.toPlainText()
+    window.chat_settings.update(max_tokens=512)
+    fake_engine.reasoning = ""
+    send_and_wait(qtbot, window, "Just the answer, please.")
+    # The earlier reply is no longer the last: it has no Continue, and does not promise one.
+    text = window.chat_view.toPlainText()
+    assert "Stopped while thinking: no answer yet." in text and "Continue lets it go on" not in text

@@ -33,6 +33,7 @@ def tool_window(make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_
     window = make_window(engine_factory=fake_engine, mcp_file=str(mcp))
     qtbot.waitUntil(lambda: bool(window.tools.servers.tools()), timeout=DEADLINE_MS)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
+    window.update_chat_settings(tools=True)  # tools are off in a chat until it turns them on
     return window
 
 
@@ -189,6 +190,7 @@ def two_server_window(make_window, qtbot, fake_engine, model_folder, tiny_models
     qtbot.waitUntil(lambda: [s.phase for s in window.tools.servers.states()] == ["ready", "ready"],
                     timeout=DEADLINE_MS)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
+    window.update_chat_settings(tools=True)  # tools are off in a chat until it turns them on
     return window
 
 
@@ -247,6 +249,7 @@ def test_a_hostile_tool_name_is_shown_as_it_is(make_window, qtbot, fake_engine, 
     window = make_window(engine_factory=fake_engine, mcp_file=str(mcp))
     qtbot.waitUntil(lambda: bool(window.tools.servers.tools()), timeout=DEADLINE_MS)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
+    window.update_chat_settings(tools=True)
     fake_engine.reply = _call(window.tools.servers.tools()[0].name, {"name": "monday"})
     _ask(qtbot, window, "Read my note.")
     shown = window.chat_view.toPlainText()
@@ -265,7 +268,7 @@ def test_the_real_model_calls_a_tool_in_the_window_and_answers_from_its_result(m
     window.choose_target(str(real_models["target"]))
     qtbot.waitUntil(lambda: not window.drafts.is_checking(), timeout=120000)
     qtbot.waitUntil(window.models_ready, timeout=300000)
-    window.update_chat_settings(max_tokens=120, system_prompt="You are a helpful assistant. When a tool response "
+    window.update_chat_settings(tools=True, max_tokens=120, system_prompt="You are a helpful assistant. When a tool response "
                                 "comes, answer the user's question from it.")
     reply_id = send_and_wait(qtbot, window, "What does my note named monday say?", timeout=600000)
     qtbot.waitUntil(lambda: "Allow once" in window.chat_view.toPlainText(), timeout=DEADLINE_MS)

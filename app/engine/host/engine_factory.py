@@ -138,8 +138,8 @@ class DispatchingEngine:
     def idle_step(self) -> bool:
         return self.active.idle_step()
 
-    def count_tokens(self, messages: Sequence[dict]) -> int:
-        return self.active.count_tokens(messages)
+    def count_tokens(self, messages: Sequence[dict], config: Optional[GenerationConfig] = None) -> int:
+        return self.active.count_tokens(messages, config)
 
     def fit_messages(self, messages: Sequence[dict], reserve_tokens: int,
                      session: str = "default") -> tuple[list[dict], int]:

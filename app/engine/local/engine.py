@@ -203,8 +203,8 @@ class SpecEngine:
     def format_chat(self, messages: Sequence[dict]) -> str:
         return self.prompts.render(messages).text
 
-    def count_tokens(self, messages: Sequence[dict]) -> int:
-        return self.prompts.count_tokens(messages)
+    def count_tokens(self, messages: Sequence[dict], config: Optional[GenerationConfig] = None) -> int:
+        return self.prompts.count_tokens(messages, config)
 
     def fit_messages(self, messages: Sequence[dict], reserve_tokens: int,
                      session: str = "default") -> tuple[list[dict], int]:

@@ -108,8 +108,11 @@ class Prompts:
         best = max((known for known in self._transcripts if text.startswith(known)), key=len, default="")
         return (best, self._transcripts[best]) if best else ("", [])
 
-    def count_tokens(self, messages: Sequence[dict]) -> int:
-        rendered = self.render(messages)
+    def count_tokens(self, messages: Sequence[dict], config: Optional[GenerationConfig] = None) -> int:
+        """The prompt's tokens as `config` renders it: with its tools' schema and in its format (None: the model's
+        own template, no tools)."""
+        tools = json.loads(config.tools) if config is not None and config.tools else ()
+        rendered = self.render(messages, tools, config)
         return len(self.tokens_for(rendered.text, rendered.markup))
 
     def message_tokens(self, message: dict) -> int:

@@ -8,7 +8,9 @@ event carries the part it belongs to; that is a marker's length of text at most.
 
 The events' contract (app.engine.events.TokenEvent): the answer's texts add up to FinishedEvent.text, the
 reasoning's to FinishedEvent.reasoning; markers (and the blank lines around them) are in neither, and their tokens
-carry "" as reasoning; a token that holds both parts is followed by an event of token_id -1 with the second.
+carry "" as reasoning; a token that holds both parts is followed by an event of token_id -1 with the second. The
+one exception is a reply whose model ended its turn inside its thinking (stats.thinking_unclosed): its reasoning's
+texts add up to FinishedEvent.text, which is its answer (turn_end_closes_thinking).
 """
 
 from __future__ import annotations
@@ -134,7 +136,8 @@ class ReplySplitter:
             event.stats, reasoning_tokens=self.reasoning_tokens, reasoning_drafted=self.reasoning_drafted,
             reasoning_accepted=self.reasoning_accepted, reasoning_s=thought_s,
             ended_in_reasoning=bool(self.reasoning_tokens) and (ended_in_reasoning or not answer.strip()))
-        out.append(FinishedEvent(event.request_id, answer, stats, reasoning))
+        out.append(turn_end_closes_thinking(FinishedEvent(event.request_id, answer, stats, reasoning),
+                                            unclosed=ended_in_reasoning))
         return out
 
     # -- the parts -----------------------------------------------------------------------------------------------
@@ -281,6 +284,21 @@ def _held_from(text: str, marker: str) -> int:
     while at > 0 and text[at - 1].isspace():
         at -= 1
     return at
+
+
+def turn_end_closes_thinking(finished: FinishedEvent, unclosed: bool) -> FinishedEvent:
+    """`finished` as it is read when its thinking was `unclosed` at the end (no end marker came).
+
+    A model that wrote its end-of-turn token inside its thinking closed the thinking by ending: what it wrote is its
+    answer, as llama-server's reasoning parser reads an unclosed block at the end, shown, copied and kept in the next
+    turn's context. A reply that really stopped mid-thought (Stop, max tokens, a full context) keeps its thinking as
+    thinking, with no answer yet: Continue goes on from there."""
+    stats = finished.stats
+    if not unclosed or stats.stop_reason != "eos" or finished.text.strip() or not finished.reasoning.strip():
+        return finished
+    return dataclasses.replace(finished, text=finished.reasoning, reasoning="", stats=dataclasses.replace(
+        stats, ended_in_reasoning=False, thinking_unclosed=True, reasoning_tokens=0, reasoning_drafted=0,
+        reasoning_accepted=0, reasoning_s=0.0))
 
 
 def split_reply(events: Iterable[EngineEvent], splitter: Optional[ReplySplitter] = None) -> Iterator[EngineEvent]:

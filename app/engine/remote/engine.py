@@ -169,9 +169,10 @@ class RemoteEngine:
 
     # -- prompts ------------------------------------------------------------------------------------------------
 
-    def count_tokens(self, messages: Sequence[dict]) -> int:
-        """An estimate: the server's tokenizer is not at hand."""
-        return sum(_TOKENS_PER_MESSAGE + len(str(m.get("content", ""))) // _CHARS_PER_TOKEN for m in messages)
+    def count_tokens(self, messages: Sequence[dict], config: Optional[GenerationConfig] = None) -> int:
+        """An estimate: the server's tokenizer is not at hand (the tools' schema counted as text)."""
+        tools = len(config.tools) // _CHARS_PER_TOKEN if config is not None and config.tools else 0
+        return tools + sum(_TOKENS_PER_MESSAGE + len(str(m.get("content", ""))) // _CHARS_PER_TOKEN for m in messages)
 
     def fit_messages(self, messages: Sequence[dict], reserve_tokens: int,
                      session: str = "default") -> tuple[list[dict], int]:

@@ -24,6 +24,9 @@ BUILT_IN = "builtin:"
 FILE = "file:"
 CHOOSE_FILE = "choose-file"
 MAX_TEMPLATE_BYTES = 1 << 20
+# The repeat penalty raw completion gets where the chat leaves it automatic: LM Studio's default, since a base model
+# continuing text alone (the Gemma 3 270M file) otherwise repeats itself to the token limit.
+RAW_REPEAT_PENALTY = 1.1
 
 
 def sentence(model_name: str) -> str:
@@ -41,6 +44,9 @@ class ChatFormatChoice(QObject):
         self.label = self.row.label
         self.picker = self.row.add(QComboBox())
         self.picker.setToolTip("How the conversation is turned into this model's prompt; remembered for this file")
+        # As narrow as a short name: the longest choice's words would otherwise hold the window wider than 800 pixels.
+        self.picker.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.picker.setMinimumContentsLength(16)
         self.picker.addItem("Raw completion (the text alone, no chat markers)", RAW)
         for name in BUILT_IN_TEMPLATES:
             self.picker.addItem(f"{name} template", BUILT_IN + name)
@@ -48,7 +54,8 @@ class ChatFormatChoice(QObject):
         self.picker.activated.connect(self._on_picked)
         self._templates: dict[str, str] = {}  # file path -> its text, read once it is chosen
         window.engine_process.sig_models_loaded.connect(lambda _loaded: self.refresh())
-        window.session.sig_target_chosen.connect(lambda _path: self.refresh())
+        window.session.sig_selection_changed.connect(self.refresh)
+        window.chat_settings.sig_changed.connect(lambda _settings: self.refresh())
 
     def _target_without_template(self) -> Optional[str]:
         entry = self.window.library.entry_for(self.window.session.target)
@@ -62,7 +69,11 @@ class ChatFormatChoice(QObject):
         return self.window.settings.chat_formats.get(path, RAW)
 
     def refresh(self) -> None:
+        """Shown for the selected target; not while the chat's header asks whether to load the chat's own model
+        (a chat written with another model is not told about the loaded one's template until it goes on with it)."""
         path = self._target_without_template()
+        if self.window.chat_header.asking():
+            path = None
         self.row.setVisible(path is not None)
         if path is None:
             return
@@ -88,7 +99,9 @@ class ChatFormatChoice(QObject):
             template = self._read_template(chosen[len(FILE):])
             if template is not None:
                 return dataclasses.replace(config, chat_format="template", chat_template=template)
-        return dataclasses.replace(config, chat_format="raw")
+        automatic = self.window.chat_settings.current().repeat_penalty is None
+        return dataclasses.replace(config, chat_format="raw",
+                                   repeat_penalty=RAW_REPEAT_PENALTY if automatic else config.repeat_penalty)
 
     def _on_picked(self, row: int) -> None:
         path = self._target_without_template()

@@ -76,7 +76,7 @@ class ChatModelGuard(QObject):
         window.chat_settings.sig_changed.connect(lambda _settings: self.refresh())
         window.engine_process.sig_models_loaded.connect(lambda _loaded: self.refresh())
         window.model_bar.sig_speculative_toggled.connect(lambda _on: self.refresh())
-        window.session.sig_draft_chosen.connect(lambda _key: self.refresh())
+        window.session.sig_selection_changed.connect(self.refresh)
         window.conversation.sig_busy_changed.connect(self._on_busy)
 
     def asking(self) -> bool:
@@ -120,7 +120,8 @@ class ChatModelGuard(QObject):
         if window.conversation.chat_id is None:  # a new chat is stored with the bar's models: say those
             settings = window.chat_settings.for_new_chat(window.session.target_key(), window.session.draft_key,
                                                          window.model_bar.speculative())
-        self.header.summary.setText(self.summary_text(settings))
+        checking = window.conversation.chat_id is None and window.drafts.is_checking()
+        self.header.summary.setText(self.summary_text(settings, checking))
         self.header.top.setVisible(bool(settings.target_path))
         chat_presets.fill(self.header.preset, self.window.chat_settings.presets_source(), settings.preset)
         asked = self._asked
@@ -129,20 +130,31 @@ class ChatModelGuard(QObject):
             self.header.question_text.setText(
                 f"This chat was written with {chat_model}, but {loaded} is loaded (it also answers the local API). "
                 f"Load {chat_model} for this chat, or go on with {loaded}?")
-            self.header.load_button.setText(f"Load {chat_model}")
-            self.header.keep_button.setText(f"Keep {loaded}")
+            # The sentence names both models; the buttons stay short, so that long model names never hold the
+            # window wider than a small screen (they set a 954-pixel minimum with Qwen's and Gemma's names).
+            self.header.load_button.setToolTip(f"Load {chat_model}")
+            self.header.keep_button.setToolTip(f"Keep {loaded}")
         self.header.question.setVisible(asked is not None)
 
-    def summary_text(self, settings: ChatSettings) -> str:
-        """'Qwen2.5-Coder 1.5B · speculative, drafts by Qwen2.5-Coder 0.5B' and the like."""
+    def summary_text(self, settings: ChatSettings, checking: bool = False) -> str:
+        """'Qwen2.5-Coder 1.5B · speculative, drafts by Qwen2.5-Coder 0.5B' and the like, then ' · tools on' where
+        the chat offers the model tools. `checking`: the target's drafts are being checked, so no draft is chosen
+        yet (the Draft box says "Checking drafts…" meanwhile)."""
+        tools = " · tools on" if settings.tools else ""
+        return self._decoding_text(settings, checking) + tools
+
+    def _decoding_text(self, settings: ChatSettings, checking: bool) -> str:
         model = self.model_name(settings.target_path)
         if not settings.speculative:
             return f"{model} · plain decoding (no speculation)"
+        if checking:
+            return f"{model} · speculative, its drafts being checked…"
         key = draft_key(settings)
         if key == NGRAM_KEY or not key:
             drafter = "copies from earlier text (n-gram)"
         else:
-            drafter = f"drafts by {self.model_name(key)}"
+            # The controller also copies earlier text where that pays better: the stats row may name n-gram too.
+            drafter = f"drafts by {self.model_name(key)}, or copies earlier text"
         length = f", {settings.draft_max} tokens a round" if settings.draft_max else ""
         return f"{model} · speculative, {drafter}{length}"
 

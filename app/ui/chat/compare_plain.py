@@ -27,7 +27,6 @@ from app.ui.transcript.chat_view import ChatView
 from app.ui.chat.conversation import Conversation
 from app.ui.chat.reply_request import ReplyRequestSpec
 from app.ui.engine_link.engine_process import EngineProcess
-from app.ui.transcript.format import transcript_message
 
 CANCELLED_BY_REPLY = "Comparison cancelled: a new reply was asked for. Compare again when it is done."
 CANCELLED_BY_MODEL = "Comparison cancelled: another model was chosen."
@@ -114,8 +113,13 @@ class PlainCompare(QObject):
         stats = message.stats
         # A reply that ended early is timed over the tokens it has; the plain run writes as many.
         max_tokens = request.config.max_tokens if stats.stop_reason == "eos" else stats.tokens
+        # Sampled as the reply was (a regenerated reply of a greedy chat is sampled at 0.7 with its own seed), where
+        # the reply kept how; the texts of two sampled runs may still differ, and the result says so.
+        asked = request.config
+        if stats.temperature is not None:
+            asked = dataclasses.replace(asked, temperature=stats.temperature, seed=stats.seed)
         config = dataclasses.replace(
-            request.config, speculative=False, max_tokens=max(1, int(max_tokens or 1)),
+            asked, speculative=False, max_tokens=max(1, int(max_tokens or 1)),
             # Its own session: plain rounds must not teach the chat's speculation controller. The same reply again
             # adds nothing to history.
             session=f"chat-{message.chat_id}-plain", history=False,
@@ -186,7 +190,7 @@ class PlainCompare(QObject):
         self.view.set_pending_comparison(message_id, state)
         message = self.store.get_message(message_id)
         if message is not None and message.chat_id == self.conversation.chat_id:
-            self.view.refresh_message(transcript_message(message))
+            self.conversation.refresh_reply(message_id)  # with its versions' switcher, as the chat shows it
 
 
 def attach(window) -> PlainCompare:
@@ -199,8 +203,8 @@ def attach(window) -> PlainCompare:
         if not window.models_ready():
             return "The model is still loading; compare when it is ready."
         settings = window.chat_settings.current()
-        config = window.chat_settings.generation_config(False, window.session.drafter())
-        return ReplyRequestSpec(config, settings.system_prompt, window.session.names()[0], None)
+        # As a reply is asked (the model's own defaults, a template-less model's prompt format), the draft aside.
+        return ReplyRequestSpec(window.generation_config(), settings.system_prompt, window.session.names()[0], None)
 
     compare = PlainCompare(window.store, window.engine_process, window.conversation, window.chat_view, request_source,
                            window)

@@ -108,7 +108,8 @@ class Composer(QWidget):
         layout.setContentsMargins(24, 4, 24, 8)
         layout.setSpacing(4)
 
-        self.edit_banner = QLabel("Editing a message: sending replaces it and every later message. Esc cancels.")
+        self.edit_banner = QLabel("Editing a message: sending makes a new version of it, and the model answers it again; "
+                                  "the old version and its replies are kept (‹ › switches). Esc cancels.")
         self.edit_banner.setObjectName("EditBanner")
         self.edit_banner.hide()
         layout.addWidget(self.edit_banner)

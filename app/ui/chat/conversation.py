@@ -20,6 +20,7 @@ from app.engine.events import (
     ContextEvent, FinishedEvent, GenerationStats, NoticeEvent, RoundEvent, ThreadsEvent, TokenEvent,
 )
 from app.engine.host.wire import ReplyEnded, ReplyFailed
+from app.replies.status_words import round_words, sentence, threads_words
 from app.store import ChatSettings, ChatStore, Message
 from app.store.attachments import Attachment
 from app.ui.transcript.chat_view import ChatView
@@ -52,8 +53,9 @@ class Conversation(QObject):
     """A reply started (True) or ended (False)."""
     sig_live_stats = Signal(str)
     """The live readout while a reply streams ("" when none streams)."""
-    sig_round_reason = Signal(str)
-    """Why the drafter chose its draft length in the latest round (the engine's words)."""
+    sig_status = Signal(object)
+    """(StatusWords): what speculation is doing now, read from the latest round's record (or a change of threads,
+    or a sentence of the window's); said when it changes."""
     sig_context_usage = Signal(int, int)
     """(tokens used, context size) after a request was fitted or a reply finished."""
     sig_messages_changed = Signal(int)
@@ -86,7 +88,8 @@ class Conversation(QObject):
         self._context_used = 0
         self._dropped_before = 0  # messages left out of the previous request's prompt, in this chat
         self._notice_shown = ""
-        self._last_reason = ""
+        self._last_status = ""
+        self._speculative = True  # the request's: a chat with speculation off says so, whatever its rounds' kinds
         # The tools a chat offers the model (app.ui.tools.tool_turns), and what the last reply was asked with, so the
         # tool loop can ask for the next one the same way.
         self.tool_offer: Optional[Callable[[Optional[int]], str]] = None
@@ -235,11 +238,14 @@ class Conversation(QObject):
 
     def _send(self, request: ReplyRequest, spec: ReplyRequestSpec, messages: list[dict]) -> int:
         self._request = request
-        self._last_reason = ""
+        request.sampling = (spec.config.temperature, spec.config.seed)
+        self._last_status = ""
+        self._speculative = spec.config.speculative
         # The speculation controller learns acceptance per chat.
         config = dataclasses.replace(spec.config, session=chat_session(self.chat_id))
         if self.tool_offer is not None and not config.tools:
             config = dataclasses.replace(config, tools=self.tool_offer(self.chat_id))
+        request.offers_tools = bool(config.tools)
         self.engine_process.request_generate(request.request_id, messages, config)
         self._flush_timer.start()
         self.sig_busy_changed.emit(True)
@@ -301,7 +307,8 @@ class Conversation(QObject):
         self._n_ctx = n_ctx
         request.prompt_tokens = max(0, prompt_tokens)
         if dropped:
-            self.sig_round_reason.emit(f"The oldest {dropped} messages are left out of the prompt to fit the context.")
+            self.sig_status.emit(sentence(f"The oldest {dropped} messages are left out of the prompt to fit the "
+                                          "context."))
         # Say it in the transcript when more is left out than for the previous reply; once a long chat
         # overflows, every reply would otherwise repeat the same notice.
         if dropped > self._dropped_before:
@@ -343,16 +350,17 @@ class Conversation(QObject):
                     request.add_token(event)
                 case RoundEvent():
                     request.add_round(event)
-                    if event.reason and event.reason != self._last_reason:
-                        self._last_reason = event.reason
-                        self.sig_round_reason.emit(event.reason)
+                    words = round_words(event, self._speculative)
+                    if words.line != self._last_status:  # said once: a change of threads said since stays
+                        self._last_status = words.line
+                        self.sig_status.emit(words)
         if first and request.has_tokens() and request.streaming:
             self._show_pending(request)  # the reply's first words show at once; the rest keeps the timer's pace
 
     def _on_engine_event(self, event: object) -> None:
         """Engine records without a signal of their own: a change of CPU threads goes to the status line."""
         if isinstance(event, ThreadsEvent) and self._current(event.request_id) is not None:
-            self.sig_round_reason.emit(event.describe())
+            self.sig_status.emit(threads_words(event))
 
     def _flush(self) -> None:
         request = self._request
@@ -428,6 +436,7 @@ class Conversation(QObject):
         shows it finished. Whatever goes wrong on the way, the window ends up idle: the busy state is reset in
         `finally`."""
         self._request = None
+        stats = dataclasses.replace(stats, temperature=request.sampling[0], seed=request.sampling[1])
         self.last_stats = stats
         self._flush_timer.stop()
         try:
@@ -436,6 +445,9 @@ class Conversation(QObject):
             request.pending = []
             if request.continued:
                 stats = request.with_earlier_part(stats)
+            if stats.thinking_unclosed:
+                request.answer_from_thinking()
+                text = None  # this run's and any earlier thinking, all of it the answer now
             reply = request.reply_text() if text is None else request.continued_text() + text
             # A reply that ended while thinking has no answer yet, and is kept for its thinking all the same; one
             # that only called tools is kept for its calls.

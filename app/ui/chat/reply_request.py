@@ -10,10 +10,28 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from app.common.units import plural
 from app.engine.config import GenerationConfig
 from app.engine.events import GenerationStats, RoundEvent, TokenEvent, decode_speed
 from app.store.provenance import RoundRecord, TokenRecord, token_records
 from app.store import Message
+
+
+# How a tool call opens in a reply, in the formats the window reads (app.engine.tools): Qwen's tag, and the fenced
+# JSON small models write their calls in.
+CALL_OPENINGS = ("<tool_call>", "```json", "```\n{")
+
+
+def call_start(text: str) -> int:
+    """Where a tool call may begin in `text` (its opening, or the start of one still being written at its end);
+    len(text) where none can."""
+    starts = [at for opening in CALL_OPENINGS if (at := text.find(opening)) >= 0]
+    for opening in CALL_OPENINGS:
+        for n in range(min(len(opening) - 1, len(text)), 0, -1):
+            if text.endswith(opening[:n]):
+                starts.append(len(text) - n)
+                break
+    return min(starts, default=len(text))
 
 
 @dataclass(frozen=True)
@@ -85,6 +103,8 @@ class ReplyRequest:
     pending_reasoning: list[TokenRecord] = field(default_factory=list)
     answer_started_at: Optional[float] = None  # the first answer token's arrival, after any thinking
     answer_shown: bool = False  # the view was told the answer started (its Thinking section folds)
+    sampling: tuple[float, Optional[int]] = (0.0, None)  # the temperature and seed it was asked with
+    offers_tools: bool = False  # the request offered tools: a call's text is held back while it streams
 
     @classmethod
     def continuing(cls, request_id: int, message: Message, target_name: str,
@@ -127,8 +147,20 @@ class ReplyRequest:
         return bool(self.tokens or self.reasoning)
 
     def take_pending(self) -> list[TokenRecord]:
-        """The answer tokens not yet shown; they count as shown from now on."""
+        """The answer tokens not yet shown; they count as shown from now on. Where tools were offered, those from
+        where a tool call may begin stay pending: the finished reply shows the call as its block, so its text never
+        flashes by as a code block first."""
         pending, self.pending = self.pending, []
+        if not self.offers_tools or not pending:
+            return pending
+        text = "".join(t.text for t in self.tokens)
+        cut = call_start(text)
+        at = len(text) - sum(len(t.text) for t in pending)  # where the first pending token starts
+        for n, token in enumerate(pending):
+            if at + len(token.text) > cut:
+                self.pending = pending[n:]
+                return pending[:n]
+            at += len(token.text)
         return pending
 
     def take_pending_reasoning(self) -> list[TokenRecord]:
@@ -144,6 +176,12 @@ class ReplyRequest:
         if self.first_token_at is None:
             return 0.0
         return (self.answer_started_at or self.last_token_at or self.first_token_at) - self.first_token_at
+
+    def answer_from_thinking(self) -> None:
+        """The model ended its turn inside its thinking (GenerationStats.thinking_unclosed): what it thought is the
+        answer, stored, copied and sent as one."""
+        self.tokens = [dataclasses.replace(t, part="answer") for t in self.reasoning] + self.tokens
+        self.reasoning, self.pending_reasoning = [], []
 
     def reply_tokens(self) -> list[TokenRecord]:
         return self.continued + self.tokens
@@ -167,9 +205,9 @@ class ReplyRequest:
         """The status line while the reply streams: speed, tokens, acceptance."""
         n = len(self.tokens) + len(self.reasoning)
         speed = decode_speed(n - 1, (self.last_token_at or 0) - (self.first_token_at or 0))
-        parts = [f"{speed:.1f} tok/s" if speed else "…", f"{n} tokens"]
+        parts = [f"{speed:.1f} tok/s" if speed else "…", plural(n, "token")]
         if self.reasoning and not self.tokens:
-            parts = [f"thinking… {len(self.reasoning)} tokens, {self.thinking_seconds():.1f} s"]
+            parts = [f"thinking… {plural(len(self.reasoning), 'token')}, {self.thinking_seconds():.1f} s"]
         if self.drafted:
             parts.append(f"{100 * self.accepted / self.drafted:.0f}% accepted")
         return "  ·  ".join(parts)

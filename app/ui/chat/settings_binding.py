@@ -36,6 +36,8 @@ class ChatSettingsBinding(QObject):
         self._pending = ChatSettings()  # a new chat's settings, until its first message creates it
         # The presets the dialog offers (the window's AppSettings.presets, the built-in first).
         self.presets_source: Callable[[], list[Preset]] = lambda: []
+        # The target selected in the window: a new chat's settings name no model until its first message.
+        self.selected_target: Callable[[], Optional[str]] = lambda: None
 
     def current(self) -> ChatSettings:
         chat_id = self.conversation.chat_id
@@ -80,8 +82,9 @@ class ChatSettingsBinding(QObject):
                                    **draft_fields(draft_key))
 
     def edit(self) -> None:
-        """The chat settings dialog (over the parent window); OK stores what it shows."""
-        path = self.current().target_path
+        """The chat settings dialog (over the parent window); OK stores what it shows. Its Thinking switches are
+        those of the chat's model, or for a new chat of the selected one (disabled where its template has none)."""
+        path = self.current().target_path or self.selected_target()
         switches = self.model_thinking.switches(path) if self.model_thinking is not None else None
         dialog = ChatSettingsDialog(self.current(), self.parent(), switches, presets=self.presets_source())
         if dialog.exec() == QDialog.DialogCode.Accepted:
@@ -94,7 +97,7 @@ class ChatSettingsBinding(QObject):
         s = self.current()
         markers = self.model_thinking.markers(s.target_path) if self.model_thinking is not None else ()
         return GenerationConfig(max_tokens=s.max_tokens, temperature=s.temperature, top_k=s.top_k, top_p=s.top_p,
-                                seed=s.seed, speculative=speculative, drafter=drafter, draft_max=s.draft_max,
+                                seed=s.seed, repeat_penalty=s.repeat_penalty or 1.0, speculative=speculative, drafter=drafter, draft_max=s.draft_max,
                                 thinking=s.thinking, reasoning_effort=_effort(s.reasoning_effort),
                                 thinking_budget=s.thinking_budget, reasoning_markers=markers)
 

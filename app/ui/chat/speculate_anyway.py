@@ -2,39 +2,38 @@
 the status line offers to draft regardless, so the user can still see what the draft gets accepted.
 
 Taking the offer fixes the chat's draft length (ChatSettings.draft_max), from the next reply on; the status line
-then says so, with a link back to automatic. GUI thread only.
+then says so, and this label holds only the link back to automatic. The offer is read from the round's kind
+(app.replies.status_words), never from the controller's words, and goes as soon as a round drafts again, so the
+footer never offers drafting while it says it is drafting. GUI thread only.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QLabel
 
+from app.replies.status_words import FIXED, StatusWords, offers_anyway, sentence
 from app.store import ChatSettings
 from app.ui.chat.settings_binding import ChatSettingsBinding
 
-# The controller's reason for a round it did not draft because drafting costs more than it saves
-# (app.engine.speculation.auto_controller: "speculation paused: ...").
-PAUSED_PREFIX = "speculation paused"
 FIXED_DRAFT_LENGTH = 4
 OFFER = "Show draft acceptance anyway (slower on this machine)"
+AUTO = "Back to automatic"
 ANYWAY_LINK = "specchat:speculate-anyway"
 AUTO_LINK = "specchat:draft-auto"
-
-
-def fixed_text(draft_max: int) -> str:
-    # Beside the controller's own reason ("Fixed draft length 4"), so it says what that means rather than repeat it.
-    return f"Drafting {draft_max} tokens every round, even where that is slower."
 
 
 class SpeculateAnyway(QObject):
     """The offer and the fixed-length note, in one label of the status footer. GUI thread only."""
 
-    def __init__(self, binding: ChatSettingsBinding, parent=None):
+    def __init__(self, binding: ChatSettingsBinding, show_status: Callable[[Optional[StatusWords]], None],
+                 parent=None):
+        """`show_status`: the footer's status line, which says the fixed length when the offer is taken."""
         super().__init__(parent)
         self.binding = binding
+        self.show_status = show_status
         self.label = QLabel("")
         self.label.setObjectName("StatusLine")
         self.label.setTextFormat(Qt.TextFormat.RichText)
@@ -47,26 +46,33 @@ class SpeculateAnyway(QObject):
     def offered(self) -> bool:
         return not self.label.isHidden() and ANYWAY_LINK in self.label.text()
 
-    def on_round_reason(self, reason: str) -> None:
-        """The controller explained a round; a pause is the moment to offer drafting anyway."""
+    def on_status(self, words: StatusWords) -> None:
+        """The status line changed: a round that did not draft because it would not pay is the moment to offer
+        drafting anyway; a round that drafts (or any other round) takes the offer back."""
         settings = self.binding.current()
-        if reason.lower().startswith(PAUSED_PREFIX) and settings.speculative and settings.draft_max is None:
+        if settings.draft_max or not words.kind:
+            return  # the link back to automatic stays; a sentence of the window's changes nothing
+        if offers_anyway(words) and settings.speculative:
             self._show(f'<a href="{ANYWAY_LINK}">{OFFER}</a>')
+        else:
+            self._show(None)
 
     def show_for(self, settings: ChatSettings) -> None:
-        """A chat was shown or its settings changed: the fixed length is said while it holds, the offer is reset."""
+        """A chat was shown or its settings changed: the link back to automatic while the length is fixed, and the
+        offer is reset."""
         if settings.speculative and settings.draft_max:
-            self._show(f'{fixed_text(settings.draft_max)} '
-                       f'<a href="{AUTO_LINK}">Auto</a>')
+            self._show(f'· <a href="{AUTO_LINK}">{AUTO}</a>')
         else:
             self._show(None)
 
     def speculate_anyway(self) -> None:
         """Take the offer: this chat drafts FIXED_DRAFT_LENGTH tokens every round from its next reply."""
         self.binding.update(draft_max=FIXED_DRAFT_LENGTH)
+        self.show_status(sentence(FIXED))  # the pause it offered against no longer holds
 
     def back_to_auto(self) -> None:
         self.binding.update(draft_max=None)
+        self.show_status(None)
 
     def _on_link(self, href: str) -> None:
         if href == ANYWAY_LINK:
@@ -85,7 +91,7 @@ class SpeculateAnyway(QObject):
 
 def attach(window) -> SpeculateAnyway:
     """Give `window` (MainWindow) the offer in its status footer, next to the controller's reasons."""
-    offer = SpeculateAnyway(window.chat_settings, window)
+    offer = SpeculateAnyway(window.chat_settings, window.footer.show_status, window)
     window.footer.add_beside_status(offer.label)
-    window.conversation.sig_round_reason.connect(offer.on_round_reason)
+    window.conversation.sig_status.connect(offer.on_status)
     return offer

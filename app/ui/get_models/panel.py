@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from functools import partial
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -88,6 +88,10 @@ class GetModelsPanel(QWidget):
         self._last_download: Optional[Callable[[], None]] = None  # re-runs the last download (resume)
         self._retry_after_token: Optional[Callable[[], None]] = None
         self._listing: Optional[RepoListing] = None
+        # The library's scanned files by name (set by the window): a pair whose files are in any scanned folder is
+        # loaded from there, not downloaded again.
+        self.library_files: Callable[[], Mapping[str, Path]] = dict
+        self._pair_to_load: Optional[PairCard] = None  # a pair whose missing files are downloading, loaded after
 
         self._build()
 
@@ -163,11 +167,11 @@ class GetModelsPanel(QWidget):
             card = PairCard(pair)
             card.sig_download.connect(self.download_pair)
             card.sig_load.connect(self.sig_load_model)
-            card.mark_downloaded(self.dest_dir or paths.models_dir())
             self.pair_cards.append(card)
             self.pair_buttons[pair.pair_id] = card.button
             cards_layout.addWidget(card)
         cards_layout.addStretch(1)
+        self.refresh_downloaded()
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
@@ -246,10 +250,23 @@ class GetModelsPanel(QWidget):
         )
         self._retry_after_token = partial(self.open_repo, repo_id)
 
+    def refresh_downloaded(self) -> None:
+        """Each pair card says Load, Download, or Download the rest, from the files here now."""
+        library_files = self.library_files()
+        for card in self.pair_cards:
+            card.mark_downloaded(self.dest_dir or paths.models_dir(), library_files)
+
     def download_pair(self, pair_id: str) -> None:
-        """Download a curated pair's target and draft as one job (a target that comes alone, as one model)."""
+        """Download a curated pair's target and draft as one job (a target that comes alone, as one model); where
+        some of its files are here already, only the others, and then the pair is loaded."""
         pair = next((p for p in self.pairs if p.pair_id == pair_id), None)
         if pair is None:
+            return
+        card = next(c for c in self.pair_cards if c.pair.pair_id == pair_id)
+        if any(card.found):
+            missing = [f for f, p in zip(pair.files, card.found) if p is None]
+            items = [DownloadItem(f.repo_id, f.filename, f.revision) for f in missing]
+            self._start_download(items, primary=[0], pair=False, label=pair.title, then_load=card)
             return
         items = [DownloadItem(f.repo_id, f.filename, f.revision) for f in pair.files]
         with_draft = pair.draft is not None
@@ -297,7 +314,8 @@ class GetModelsPanel(QWidget):
 
     # ----- downloads
 
-    def _start_download(self, items: list[DownloadItem], primary: list[int], pair: bool, label: str) -> None:
+    def _start_download(self, items: list[DownloadItem], primary: list[int], pair: bool, label: str,
+                        then_load: Optional[PairCard] = None) -> None:
         if self.is_downloading():
             self.show_message("A download is already running; wait for it or cancel it first.")
             return
@@ -311,7 +329,8 @@ class GetModelsPanel(QWidget):
             return job.run()
 
         self._download_cancel = cancel
-        self._last_download = partial(self._start_download, items, primary, pair, label)
+        self._pair_to_load = then_load
+        self._last_download = partial(self._start_download, items, primary, pair, label, then_load)
         self._retry_after_token = self._last_download
         self._set_downloading(True, label)
         self._download_request = self._start(
@@ -352,11 +371,14 @@ class GetModelsPanel(QWidget):
         self.progress_bar.setValue(1000)
         landed = [paths_list[i] for i in primary] if pair else [paths_list[0]]
         self.progress_label.setText("Downloaded: " + ", ".join(Path(p).name for p in landed))
-        for card in self.pair_cards:
-            card.mark_downloaded(self.dest_dir or paths.models_dir())
+        self.refresh_downloaded()
         self.sig_models_downloaded.emit(landed)
+        card, self._pair_to_load = self._pair_to_load, None
         if pair:
             self.sig_pair_downloaded.emit(landed[0], landed[1])
+        elif card is not None and card.downloaded:  # the rest of a pair whose other files were here
+            paths_here = [str(p) for p in card.downloaded]
+            self.sig_pair_downloaded.emit(paths_here[0], paths_here[1] if len(paths_here) > 1 else "")
 
     def _on_download_failed(self, error: HubError) -> None:
         self._forget_download()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Mapping, Optional
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -62,18 +62,29 @@ class PairCard(QFrame):
         self.button.clicked.connect(self._clicked)
         layout.addWidget(self.button, 0, Qt.AlignmentFlag.AlignVCenter)
         self.downloaded: list[Path] = []  # the pair's files in the models folder, when every one is there
+        self.found: list[Optional[Path]] = []  # each file of the pair where it is already, None where not
 
-    def mark_downloaded(self, dest_dir: Path) -> None:
-        """Offer Load instead of Download when every file of the pair is in `dest_dir` already."""
-        found = [downloaded_file(dest_dir, f.filename.rsplit("/", 1)[-1]) for f in self.pair.files]
-        self.downloaded = [p for p in found if p is not None] if all(found) else []
+    def mark_downloaded(self, dest_dir: Path, library_files: Optional[Mapping[str, Path]] = None) -> None:
+        """Offer Load instead of Download when every file of the pair is here already: in `dest_dir`, or among
+        the library's scanned files (`library_files`, by file name); where only some are, offer the rest."""
+        known = library_files or {}
+        self.found = [downloaded_file(dest_dir, name) or known.get(name) for name in self._names()]
+        self.downloaded = [p for p in self.found if p is not None] if all(self.found) else []
         with_draft = self.pair.draft is not None
         if self.downloaded:
             self.button.setText("Load pair" if with_draft else "Load")
             self.button.setToolTip("Downloaded: " + ", ".join(str(p) for p in self.downloaded))
+        elif any(self.found):
+            missing = [f for f, p in zip(self.pair.files, self.found) if p is None]
+            self.button.setText("Download draft" if missing == list(self.pair.files[1:]) else "Download the rest")
+            self.button.setToolTip("Here already: " + ", ".join(str(p) for p in self.found if p is not None)
+                                   + "\nTo download: " + ", ".join(f"{f.repo_id}/{f.filename}" for f in missing))
         else:
             self.button.setText("Download pair" if with_draft else "Download")
             self.button.setToolTip("\n".join(f"{f.repo_id}/{f.filename}" for f in self.pair.files))
+
+    def _names(self) -> list[str]:
+        return [f.filename.rsplit("/", 1)[-1] for f in self.pair.files]
 
     def _clicked(self) -> None:
         if self.downloaded:

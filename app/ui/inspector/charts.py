@@ -62,7 +62,7 @@ class Chart(pg.PlotWidget):
 def _new_plot(title: str, x_label: str, y_label: str, integer_x: bool = True) -> Chart:
     """A quiet chart in the app's colours: no context menu, no auto-range button, zoom only where asked."""
     plot = Chart(integer_x)
-    plot.setMinimumSize(320, 220)
+    plot.setMinimumSize(320, 180)  # four fit a 1366x768 screen with their captions, above the fold
     item = plot.getPlotItem()
     item.setTitle(title, color=style.TEXT, size="10pt")
     item.setMenuEnabled(False)

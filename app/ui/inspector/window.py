@@ -36,7 +36,7 @@ from app.ui.transcript.format import TranscriptMessage
 # The size it opens at, on a screen with room for it; a smaller screen gets this share of its free area.
 PREFERRED_SIZE = QSize(980, 680)
 SCREEN_SHARE = 0.9
-PANEL_MIN_SIZE = QSize(560, 520)
+PANEL_MIN_SIZE = QSize(560, 440)
 
 
 class ReplyInspector(QDialog):

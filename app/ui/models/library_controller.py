@@ -7,6 +7,7 @@ Files that crashed the engine before are shown unusable with the reason. GUI thr
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
 from PySide6.QtCore import QObject, QUrl, Signal
@@ -178,7 +179,11 @@ class LibraryController(QObject):
             panel.sig_models_downloaded.connect(self.rescan)
             panel.sig_pair_downloaded.connect(self._on_pair_downloaded)
             panel.sig_load_model.connect(self._on_pair_downloaded)  # there already: load it
+            panel.library_files = lambda: {Path(e.path).name: Path(e.path) for e in self.model.entries()
+                                           if e.source != "server"}
             self._get_models_dialog = dialog
+        if self.get_models_panel is not None:
+            self.get_models_panel.refresh_downloaded()  # files found by scans since it was last shown
         self._get_models_dialog.show()
         self._get_models_dialog.raise_()
 

@@ -32,6 +32,7 @@ class LibraryModel(QAbstractTableModel):
 
     COLUMNS = ("Name", "Size", "Parameters", "Quantization", "Architecture", "Context", "Memory", "Status")
     MEMORY_COLUMN = COLUMNS.index("Memory")
+    CONTEXT_COLUMN = COLUMNS.index("Context")
     STATUS_COLUMN = COLUMNS.index("Status")
 
     def __init__(self, parent=None):
@@ -43,6 +44,35 @@ class LibraryModel(QAbstractTableModel):
         self._context_size = 4096
         self._kv_type: KvType = "f16"
         self._model_defaults: dict[str, dict] = {}
+        self._loaded: tuple[Optional[str], Optional[str]] = (None, None)  # the loaded target's and draft's keys
+
+    def set_loaded(self, target_key: Optional[str], draft_key: Optional[str]) -> None:
+        """The files loaded now (None: none), which the Status column marks."""
+        self._loaded = (target_key, draft_key)
+        if self._entries:
+            self.dataChanged.emit(self.index(0, self.STATUS_COLUMN),
+                                  self.index(len(self._entries) - 1, self.STATUS_COLUMN))
+
+    def context_of(self, entry: ModelEntry) -> int:
+        """The context `entry` is loaded with (and its Memory sized for): its own, else the app's, at most what it
+        was trained for."""
+        own = for_model(self._model_defaults, entry.path).context_size or self._context_size
+        return min(own, entry.context_length) if entry.context_length else own
+
+    def status_of(self, entry: ModelEntry) -> str:
+        """The Status column: loaded (as the model or its draft), ready, or why not; a file without a chat template
+        says how it is prompted."""
+        if not entry.usable:
+            return entry.problem or "Cannot be used"
+        if entry.path == self._loaded[0]:
+            status = "Loaded"
+        elif entry.path == self._loaded[1]:
+            status = "Loaded as the draft"
+        else:
+            status = "Ready"
+        if entry.source != "server" and not entry.has_chat_template:
+            status += " · no chat template"
+        return status
 
     def set_memory_settings(self, context_size: int, kv_type: KvType, model_defaults: dict[str, dict]) -> None:
         """The app-wide context size and KV-cache type, and each file's own (app.store.model_defaults)."""
@@ -55,7 +85,7 @@ class LibraryModel(QAbstractTableModel):
         """What `entry` takes loaded with its settings: its own context and KV type where it has them."""
         own = for_model(self._model_defaults, entry.path)
         kv_type = cast(KvType, own.kv_cache_type or self._kv_type)
-        return entry.memory(own.context_size or self._context_size, kv_type)
+        return entry.memory(self.context_of(entry), kv_type)
 
     def set_entries(self, entries: Sequence[ModelEntry]) -> None:
         """The files found by a scan (the servers' models stay)."""
@@ -126,9 +156,9 @@ class LibraryModel(QAbstractTableModel):
                 entry.parameters_label,
                 entry.quantization,
                 entry.architecture,
-                f"{entry.context_length:,}" if entry.context_length else "",
+                f"{self.context_of(entry):,}" if entry.context_length else "",
                 memory.label if (memory := self.memory_of(entry)) else "",
-                "Ready" if entry.usable else (entry.problem or "Cannot be used"),
+                self.status_of(entry),
             )
             return values[column]
         if role == Qt.ItemDataRole.ToolTipRole:
@@ -137,6 +167,13 @@ class LibraryModel(QAbstractTableModel):
                 lines.insert(0, entry.problem or "This file cannot be used.")
             if column == self.MEMORY_COLUMN and (memory := self.memory_of(entry)):
                 lines.insert(0, f"Loaded, it takes about {memory.detail}.")
+            if column == self.CONTEXT_COLUMN and entry.context_length:
+                lines.insert(0, f"Loaded with a context of {self.context_of(entry):,} tokens (Settings, or its Model "
+                                f"settings); it was trained for {entry.context_length:,}.")
+            if column == self.STATUS_COLUMN and entry.usable and not entry.has_chat_template \
+                    and entry.source != "server":
+                lines.insert(0, "It has no chat template: its prompts are written as the chat's header row chooses "
+                                "(raw completion until you pick a template).")
             return "\n".join(lines)
         if role == PATH_ROLE:
             return entry.path

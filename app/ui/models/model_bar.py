@@ -68,11 +68,18 @@ class ModelBar(QWidget):
         self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
         self.library = library
         self.drafts = drafts
-        # Groups that wrap onto a second (third) row when the window is narrow, rather than clip (issue 36).
-        layout = QFlowLayout(self)
-        layout.setContentsMargins(16, 6, 12, 6)
+        # Groups that wrap onto a second (third) row when the window is narrow, rather than clip (issue 36); Chat
+        # settings stays at the first row's right end, outside the flow, so a longer model name never moves it to
+        # another row (issue 45).
+        outer = QHBoxLayout(self)
+        outer.setContentsMargins(16, 6, 12, 6)
+        outer.setSpacing(14)
+        groups = QWidget()
+        layout = QFlowLayout(groups)
+        layout.setContentsMargins(0, 0, 0, 0)
         layout.setHorizontalSpacing(14)
         layout.setVerticalSpacing(6)
+        outer.addWidget(groups, 1)
 
         self.target_combo = self._combo(library, "The model that writes the reply (the target)")
         self.target_combo.setPlaceholderText("Choose a model")
@@ -100,7 +107,7 @@ class ModelBar(QWidget):
         self.settings_button.setObjectName("FlatButton")
         self.settings_button.setToolTip("System prompt, sampling and length settings for this chat")
         self.settings_button.clicked.connect(self.sig_chat_settings_requested)
-        layout.addWidget(self.settings_button)
+        outer.addWidget(self.settings_button, 0, Qt.AlignmentFlag.AlignTop)
 
     def _caption(self, text: str) -> QLabel:
         label = QLabel(text)

@@ -30,6 +30,9 @@ class ModelSession(QObject):
     """(Target) The user chose this target (it belongs in the open chat's settings)."""
     sig_draft_chosen = Signal(str)
     """The user chose this draft: a file path or NGRAM_KEY."""
+    sig_selection_changed = Signal()
+    """The target or draft shown changed (chosen, its drafts checked, a chat's restored, or dropped): what names them
+    (the chat's header, the template notice) reads them again now, not at the next load."""
     sig_target_loaded = Signal(object)
     """(Target) A target the user chose has loaded: it may be remembered as the last one."""
     sig_context_size = Signal(int)
@@ -134,6 +137,7 @@ class ModelSession(QObject):
         self.bar.select_target(entry.path)
         if remember:
             self.sig_target_chosen.emit(target)
+        self.sig_selection_changed.emit()
         cached = self._draft_cache.get(target)
         if cached is not None:
             self._show_drafts(target, cached)
@@ -153,6 +157,7 @@ class ModelSession(QObject):
         self.drafts.set_choices(choices, self.library)
         self.draft_key = self.bar.select_draft(self._wanted_draft)
         self.bar.refresh_enabled()
+        self.sig_selection_changed.emit()
         self.request_load()
 
     def choose_draft(self, key: str) -> None:
@@ -163,12 +168,14 @@ class ModelSession(QObject):
         self.draft_key = key
         self._wanted_draft = key
         self.sig_draft_chosen.emit(key)
+        self.sig_selection_changed.emit()
         self.request_load()
 
     def clear_target(self) -> None:
         self.target = None
         self.bar.select_target(None)
         self.drafts.set_no_target()
+        self.sig_selection_changed.emit()
 
     def show_chat_models(self, target: Optional[Target], draft_key: str) -> None:
         """Select an opened chat's target and draft (a file or NGRAM_KEY); a different one is loaded."""
@@ -180,6 +187,7 @@ class ModelSession(QObject):
         elif self.target and draft_key and draft_key != self.draft_key:
             if self.drafts.row_of(draft_key, suggested_only=True) >= 0:
                 self.draft_key = self.bar.select_draft(draft_key)
+                self.sig_selection_changed.emit()
                 self.request_load()
 
     def library_rescanned(self, wanted_target: Optional[str | Target], wanted_draft: Optional[str] = None) -> None:
@@ -225,6 +233,7 @@ class ModelSession(QObject):
             return
         target, note = loaded.target, loaded.placement_note
         self._loaded = (target, str(loaded.draft) if loaded.draft else None)
+        self.library.set_loaded(target.key if target is not None else None, self._loaded[1])
         files = [target.key if isinstance(target, LocalModel) else None, self._loaded[1]]
         self._loaded_identity = {path: file_identity(path) for path in files if path}
         self.sig_context_size.emit(loaded.n_ctx)
@@ -246,6 +255,7 @@ class ModelSession(QObject):
     def _on_worker_died(self, death: WorkerDeath) -> None:
         """The engine process crashed or hung and a fresh one runs: say so, and never load a guilty file again."""
         self._loaded = (None, None)
+        self.library.set_loaded(None, None)
         changed, self._loaded_identity = self.changed_files(), {}
         said = f" llama.cpp said: {death.detail}" if death.detail else ""
         if death.build_fault:

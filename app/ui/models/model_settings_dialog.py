@@ -60,7 +60,8 @@ class ModelSettingsDialog(QDialog):
     def __init__(self, entry: ModelEntry, defaults: ModelDefaults, app: AppSettings,
                  memory_line: Optional[MemoryLine] = None, parent=None):
         super().__init__(parent)
-        self.setWindowTitle(f"Model settings: {entry.name}")
+        # The file is named in the sentence below, which wraps: in the title a long file name was cut off.
+        self.setWindowTitle("Model settings")
         self.setMinimumWidth(420)
         layout = QVBoxLayout(self)
         intro = QLabel(f"{entry.name} loads with these; “{FROM_SETTINGS}” follows the app's settings.")

@@ -33,7 +33,8 @@ from app.engine.local.kv_states.saved_states import saved_states_line
 from app.engine.placement.devices import DeviceReport
 from app.store import AppSettings, ChatSettings
 from app.ui.widgets.layouts import button_row
-from app.ui.settings.pages import SettingsPages, fitted_size, hint
+from app.ui.settings.chat_presets import NO_PRESET
+from app.ui.settings.pages import TOOLS_CHECK, SettingsPages, fitted_size, hint
 from app.ui.settings.api_server_page import ApiServerChoice, ApiServerPage
 from app.ui.settings.load_form import LoadSettingsFields, MemoryLine, app_load_fields, app_load_values
 from app.ui.settings.presets_page import PresetsPage
@@ -44,6 +45,7 @@ from app.ui.settings.thinking_group import TemplateSwitches, ThinkingGroup
 from app.ui.tools.tools_page import ToolsPage
 from app.ui.widgets.themes import THEME_CHOICES, THEME_LABELS
 
+AUTO_PENALTY = 0.95  # the repeat penalty box's least value, shown as "Auto" (ChatSettings.repeat_penalty None)
 LISTING_DEVICES = "Listing devices…"  # until the engine process answers (AppSettingsDialog.set_devices)
 
 
@@ -74,7 +76,7 @@ class ChatSettingsDialog(QDialog):
 
         # Choosing a preset fills the fields below (and, on OK, the chat's speculation and drafter) with its values.
         self.preset = QComboBox()
-        self.preset.addItem(settings.preset or "None chosen", None)
+        self.preset.addItem(settings.preset or NO_PRESET, None)  # said as the chat's header says it
         for preset in self._presets:
             self.preset.addItem(preset.name, preset.name)
         self.preset.setToolTip("Presets are edited in Settings > Presets")
@@ -123,6 +125,17 @@ class ChatSettingsDialog(QDialog):
                                    "long answers such as whole files")
         form.addRow("Max tokens", self.max_tokens)
 
+        self.repeat_penalty = QDoubleSpinBox()
+        self.repeat_penalty.setRange(AUTO_PENALTY, 2.0)  # its least value is Auto; one step up is 1.00 (off)
+        self.repeat_penalty.setSingleStep(0.05)
+        self.repeat_penalty.setDecimals(2)
+        self.repeat_penalty.setSpecialValueText("Auto")
+        self.repeat_penalty.setValue(settings.repeat_penalty or AUTO_PENALTY)
+        self.repeat_penalty.setToolTip("Makes tokens already written less likely (1.00: off). Auto is off, but 1.10 "
+                                       "for a model without a chat template written as raw completion, which would "
+                                       "otherwise repeat itself")
+        form.addRow("Repeat penalty", self.repeat_penalty)
+
         self.draft_max = QSpinBox()
         self.draft_max.setRange(0, MAX_DRAFT)
         self.draft_max.setSpecialValueText("Auto")
@@ -132,6 +145,10 @@ class ChatSettingsDialog(QDialog):
             "and pause speculation where verifying costs more than it saves."
         )
         form.addRow("Draft max tokens", self.draft_max)
+        self.tools = QCheckBox(TOOLS_CHECK)
+        self.tools.setChecked(settings.tools)
+        self.tools.setToolTip("Their descriptions go into every prompt of this chat; other chats are not offered them")
+        form.addRow("Tools", self.tools)
         layout.addLayout(form)
         self.thinking = ThinkingGroup(settings, switches or TemplateSwitches())
         layout.addWidget(self.thinking)
@@ -164,6 +181,7 @@ class ChatSettingsDialog(QDialog):
         self.top_p.setValue(preset.top_p)
         self.top_k.setValue(preset.top_k)
         self.max_tokens.setValue(preset.max_tokens)
+        self.tools.setChecked(preset.tools)
 
     def settings(self) -> ChatSettings:
         chosen = self._chosen
@@ -176,7 +194,10 @@ class ChatSettingsDialog(QDialog):
             top_k=self.top_k.value(),
             seed=None if self.seed.value() < 0 else self.seed.value(),
             max_tokens=self.max_tokens.value(),
+            repeat_penalty=(None if self.repeat_penalty.value() <= AUTO_PENALTY
+                            else round(self.repeat_penalty.value(), 2)),
             draft_max=self.draft_max.value() or None,
+            tools=self.tools.isChecked(),
         ))
 
 

@@ -22,6 +22,8 @@ from PySide6.QtWidgets import (
 # The dialog's size when the screen has room; on a smaller screen it takes at most SCREEN_SHARE of it.
 PREFERRED_SIZE = QSize(860, 600)
 SCREEN_SHARE = 0.9
+# A chat's (or a preset's) switch for tools (ChatSettings.tools), said the same in each dialog.
+TOOLS_CHECK = "Offer the model the tools of Settings > Tools"
 
 
 def hint(text: str) -> QLabel:

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.store.presets import DEFAULT_PRESET, Preset, free_name
-from app.ui.settings.pages import hint
+from app.ui.settings.pages import TOOLS_CHECK, hint
 from app.ui.widgets.layouts import button_row
 
 
@@ -40,6 +40,7 @@ class PresetsPage(QWidget):
         self.max_tokens.setRange(16, 131072)
         self.max_tokens.setSingleStep(256)
         self.speculative = QCheckBox("Speculative decoding")
+        self.tools = QCheckBox(TOOLS_CHECK)
         self.drafter = QComboBox()
         self.drafter.addItem("The chat's draft model", False)
         self.drafter.addItem("N-gram lookup (no second model)", True)
@@ -51,12 +52,13 @@ class PresetsPage(QWidget):
         form.addRow("Max tokens", self.max_tokens)
         form.addRow("", self.speculative)
         form.addRow("Draft with", self.drafter)
+        form.addRow("", self.tools)
         self.fields = QWidget()
         self.fields.setLayout(form)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(hint("Choose one for a chat in its header or its Chat settings; its prompt, sampling and draft setting "
-                              "apply from the next message. Default is the built-in settings."))
+        layout.addWidget(hint("Choose one for a chat in its header or its Chat settings; its prompt, sampling, draft setting "
+                              "and tools apply from the next message. Default is the built-in settings."))
         layout.addWidget(self.names)
         layout.addLayout(button_row([("Add", self.add), ("Rename…", self._ask_rename), ("Duplicate", self.duplicate),
                                      ("Delete", self.delete)]))
@@ -86,6 +88,7 @@ class PresetsPage(QWidget):
         self.max_tokens.setValue(preset.max_tokens)
         self.speculative.setChecked(preset.speculative)
         self.drafter.setCurrentIndex(1 if preset.draft_ngram else 0)
+        self.tools.setChecked(preset.tools)
         self.fields.setEnabled(preset.name != DEFAULT_PRESET)  # the built-in is ChatSettings' own defaults
         self._shown = row
 
@@ -96,7 +99,8 @@ class PresetsPage(QWidget):
         self._presets[row] = dataclasses.replace(
             self._presets[row], system_prompt=self.system_prompt.toPlainText(), temperature=self.temperature.value(),
             top_p=self.top_p.value(), top_k=self.top_k.value(), max_tokens=self.max_tokens.value(),
-            speculative=self.speculative.isChecked(), draft_ngram=bool(self.drafter.currentData()))
+            speculative=self.speculative.isChecked(), draft_ngram=bool(self.drafter.currentData()),
+            tools=self.tools.isChecked())
 
     def _current(self) -> int:
         return max(0, self.names.currentRow())

@@ -84,6 +84,7 @@ class MainWindow(QMainWindow):
                                     self.library_ctl.scanner, self._load_settings(), self.settings.last_draft, self)
 
         self.session.defaults_for = lambda path: model_defaults.for_model(self.settings.model_defaults, path)
+        self.chat_settings.selected_target = self.session.target_key  # a new chat's model, until it is stored
         self._build_ui()
         self._connect()
         self.library.modelReset.connect(self._update_page)  # whoever changes the library: scans, servers' models
@@ -189,7 +190,7 @@ class MainWindow(QMainWindow):
         conversation = self.conversation
         conversation.sig_busy_changed.connect(self.composer.set_busy)
         conversation.sig_live_stats.connect(self.legend_row.set_live_stats)
-        conversation.sig_round_reason.connect(self.footer.show_status)
+        conversation.sig_status.connect(self.footer.show_status)
         conversation.sig_context_usage.connect(self.footer.show_context_usage)
         conversation.sig_messages_changed.connect(self._refresh_chat_list)
         conversation.sig_error.connect(self.show_error)
@@ -342,7 +343,7 @@ class MainWindow(QMainWindow):
     def set_speculative(self, on: bool) -> None:
         """The chat's Speculative switch: applies to the next message, without reloading anything."""
         self.model_bar.set_speculative(on)
-        self.footer.show_status("")  # what the last reply's rounds said no longer holds
+        self.footer.show_status(None)  # what the last reply's rounds said no longer holds
         self.update_chat_settings(speculative=on)
 
     def _on_draft_chosen(self, key: str) -> None:
@@ -401,9 +402,10 @@ class MainWindow(QMainWindow):
     def _apply_chat_settings(self, settings: ChatSettings) -> None:
         """Show a chat's switch and models; a different target is loaded only once the user says so."""
         self.model_bar.set_speculative(settings.speculative)
-        self.footer.show_status("")
+        self.footer.show_status(None)
         self.speculate_anyway.show_for(settings)
         self.chat_header.show_chat(settings)
+        self.chat_format.refresh()  # after the header: it is not shown while the header asks
 
     def rename_chat(self, chat_id: int, title: str) -> None:
         try:

@@ -5,6 +5,8 @@ GUI thread only.
 
 from __future__ import annotations
 
+from typing import Optional
+
 from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtWidgets import (
     QFrame,
@@ -18,7 +20,7 @@ from PySide6.QtWidgets import (
 )
 from superqt import QFlowLayout
 
-from app.replies.status_words import in_words
+from app.replies.status_words import StatusWords
 from app.ui.widgets import style
 from app.ui.widgets.elided_label import ElidedLabel
 from app.ui.widgets.toggle_switch import ToggleSwitch
@@ -200,10 +202,10 @@ class StatusFooter(QWidget):
             self._bottom.removeWidget(self.indicators)
             self._top.addWidget(self.indicators)
 
-    def show_status(self, text: str) -> None:
-        """The engine's reason for the latest round (or a sentence of the window's), said in a person's words; the
+    def show_status(self, words: Optional[StatusWords]) -> None:
+        """What speculation is doing (app.replies.status_words), or a sentence of the window's; None clears it. The
         whole of it and its details are the tooltip."""
-        words = in_words(text)
+        words = words or StatusWords("", "")
         self.status_line.setText(words.line)
         self.status_line.setToolTip(words.details)
 

@@ -58,7 +58,10 @@ class ToolServers(QObject):
         return self._host.tools() if self._host is not None else ()
 
     def chat_tools(self, settings: ChatSettings) -> tuple[ToolInfo, ...]:
-        """The tools a chat offers: every ready one but those switched off for it."""
+        """The tools a chat offers: none where the chat does not use tools, else every ready one but those switched
+        off for it."""
+        if not settings.tools:
+            return ()
         off = set(settings.tools_off)
         return tuple(tool for tool in self.tools() if tool.name not in off)
 

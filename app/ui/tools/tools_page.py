@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Optional
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QTreeWidget,
+from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QTreeWidget,
                                QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from app.mcp.records import ServerState
@@ -15,7 +15,8 @@ from app.ui.tools.servers import ToolServers
 
 FILE_HINT = ("Tool servers are listed in an mcp.json file, as Claude Desktop, Cursor and LM Studio write it: "
              "{\"mcpServers\": {\"name\": {\"command\": ..., \"args\": [...]}}} for a program, or {\"url\": ...} "
-             "for a Streamable HTTP server. Before any call runs, the chat shows it and asks.")
+             "for a Streamable HTTP server. Choosing a file offers its tools to no chat: a chat (or its preset) turns them "
+             "on, below or in its Chat settings. Before any call runs, the chat shows it and asks.")
 
 
 def state_words(state: ServerState) -> str:
@@ -29,9 +30,11 @@ def state_words(state: ServerState) -> str:
 
 
 class ToolsPage(QWidget):
-    """The page. `tools_off`: the open chat's tools switched off (its settings); read back with `tools_off()`."""
+    """The page. `tools_on`: whether the open chat offers tools; `tools_off`: its tools switched off (its settings);
+    read back with `use_tools.isChecked()` and `tools_off()`."""
 
-    def __init__(self, servers: ToolServers, tools_off: list[str], parent: Optional[QWidget] = None):
+    def __init__(self, servers: ToolServers, tools_off: list[str], tools_on: bool = False,
+                 parent: Optional[QWidget] = None):
         super().__init__(parent)
         self._servers = servers
         self._off = set(tools_off)
@@ -54,6 +57,9 @@ class ToolsPage(QWidget):
         self.problems.setWordWrap(True)
         self.problems.setObjectName("Muted")
         layout.addWidget(self.problems)
+        self.use_tools = QCheckBox("Offer the model these tools in this chat")
+        self.use_tools.setChecked(tools_on)
+        layout.addWidget(self.use_tools)
         self.tree = QTreeWidget()
         self.tree.setHeaderLabels(["Server and tools (checked: offered in this chat)", "State, or what the tool does"])
         self.tree.setMinimumHeight(200)

@@ -31,13 +31,21 @@ class WindowTools(QObject):
 
     def settings_page(self) -> ToolsPage:
         """A Tools page for the Settings dialog, over these servers and the open chat's switches."""
-        return ToolsPage(self.servers, list(self.chat_settings.current().tools_off))
+        settings = self.chat_settings.current()
+        return ToolsPage(self.servers, list(settings.tools_off), settings.tools)
 
     def apply_page(self, page: ToolsPage) -> None:
-        """The dialog was accepted: its file is used, and the open chat keeps its switches."""
+        """The dialog was accepted: its file is used, and the open chat keeps its switches (a file turns no chat's
+        tools on by itself)."""
         self.servers.use_file(page.path.text().strip())
-        if page.tools_off() != sorted(self.chat_settings.current().tools_off):
-            self.chat_settings.update(tools_off=page.tools_off())
+        settings = self.chat_settings.current()
+        changes: dict = {}
+        if page.tools_off() != sorted(settings.tools_off):
+            changes["tools_off"] = page.tools_off()
+        if page.use_tools.isChecked() != settings.tools:
+            changes["tools"] = page.use_tools.isChecked()
+        if changes:
+            self.chat_settings.update(**changes)
 
     def close(self) -> None:
         self.turns.stop()

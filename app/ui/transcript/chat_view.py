@@ -280,24 +280,27 @@ class ChatView(TranscriptBrowser):
             return
         rounds = message.rounds or []
         self.rounds_by_key[message.message_id] = rounds
+        can_continue = is_last_reply and message.stats is not None and message.stats.stop_reason in CONTINUABLE
         if thinking_section.has_thinking(message):
             self._thinking_replies[message.message_id] = message
             is_open = self._keep_thinking_open != (message.message_id in self._thinking_toggled)
-            thinking_section.insert_section(self._writer, self._base, cursor, message, rounds, is_open)
+            thinking_section.insert_section(self._writer, self._base, cursor, message, rounds, is_open, can_continue)
         if not plain_note:
             chars = reply_chars(message.content, message.tokens, rounds)
             self._writer.insert_reply(cursor, message.message_id, message.content, chars, rounds)
+        if message.stats is not None and message.stats.thinking_unclosed:
+            message_actions.insert_note(self._base, cursor, thinking_section.ANSWERED_IN_THINKING)
         self.tool_calls.insert(cursor, message)
         actions = [("Copy", "copy")]
         if is_last_reply:
-            if message.stats is not None and message.stats.stop_reason in CONTINUABLE:
+            if can_continue:
                 actions.append(("Continue", "continue"))
             actions.append(("Regenerate", "regenerate"))
         comparison = self._pending_comparisons.get(message.message_id, message.comparison)
         # Only a reply that drafted has anything to compare with plain decoding (or one compared before).
         if message.stats is not None and message.message_id >= 0 and (message.stats.drafted or comparison):
             actions.append((compare_link_label(comparison), "compare"))
-        stats_text = format_stats(message.stats) if message.stats else ""
+        stats_text = format_stats(message.stats, rounds) if message.stats else ""
         message_actions.insert_actions(self._writer, self._base, cursor, message.message_id, actions, stats_text)
         if comparison_text(comparison):
             message_actions.insert_note(self._base, cursor, comparison_text(comparison))
@@ -427,9 +430,14 @@ class ChatView(TranscriptBrowser):
             self.scroll_to_end()
 
     def _hide_regenerate_links(self) -> None:
-        """Only the newest reply can be regenerated or continued; earlier such links are removed."""
+        """Only the newest reply can be regenerated or continued; earlier such links are removed, and so is the
+        Thinking section's word that Continue goes on."""
         message_actions.remove_links(self.document(), self.action_links,
                                      (("Regenerate", "regenerate"), ("Continue", "continue")))
+        found = self.document().find(thinking_section.CONTINUE_GOES_ON)
+        while not found.isNull():
+            found.removeSelectedText()
+            found = self.document().find(thinking_section.CONTINUE_GOES_ON, found)
 
     def streamed_text(self) -> str:
         """The text of the reply streaming now ("" when none)."""

@@ -36,7 +36,9 @@ def insert_actions(writer: ReplyWriter, base: QFont, cursor: QTextCursor, messag
             cursor.insertText("   ", muted)
         link = writer.action_format(action, message_id)
         link.setFontPointSize(muted.fontPointSize())
-        cursor.insertText(label, link)
+        # Its words joined by no-break spaces: a link never wraps in its middle ("Compare with / plain"); the
+        # document's find and plain text read them as spaces.
+        cursor.insertText(label.replace(" ", "\u00a0"), link)
 
 
 def insert_attachment_chips(base: QFont, cursor: QTextCursor, attachments: Sequence[Attachment]) -> None:

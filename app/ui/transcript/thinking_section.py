@@ -18,14 +18,18 @@ from app.common.units import plural
 from app.engine.events import GenerationStats
 from app.store.provenance import RoundRecord, TokenRecord
 from app.ui.transcript import long_text, message_actions
-from app.ui.transcript.format import TranscriptMessage
+from app.ui.transcript.format import CONTINUABLE, TranscriptMessage
 from app.ui.transcript.markdown.streaming import StreamingAnswer
 from app.ui.transcript.reply_chars import reply_chars
 from app.ui.transcript.reply_writer import ReplyWriter
 from app.ui.widgets import style
 
 TOGGLE_ACTION = "thinking"
-STOPPED_WHILE_THINKING = "Stopped while thinking: no answer yet. Continue lets it go on."
+STOPPED_WHILE_THINKING = "Stopped while thinking: no answer yet."
+CONTINUE_GOES_ON = " Continue lets it go on."
+ENDED_WHILE_THINKING = "The reply ended inside its thinking: no answer."
+# A model that ends its turn inside its thinking answered with it (app.engine.reasoning.splitter).
+ANSWERED_IN_THINKING = "The model ended its turn without closing its thinking, so what it wrote is its answer."
 
 
 def header_words(seconds: float, tokens: int) -> str:
@@ -77,9 +81,18 @@ def has_thinking(message: TranscriptMessage) -> bool:
     return message.role == "assistant" and bool(message.reasoning)
 
 
+def ended_words(stats: Optional[GenerationStats], can_continue: bool) -> str:
+    """What a reply with thinking and no answer says under its section: stopped mid-thought (Stop, max tokens: it
+    has no answer yet, and Continue, where offered, goes on), or ended there."""
+    if stats is not None and stats.stop_reason in CONTINUABLE:
+        return STOPPED_WHILE_THINKING + (CONTINUE_GOES_ON if can_continue else "")
+    return ENDED_WHILE_THINKING
+
+
 def insert_section(writer: ReplyWriter, base: QFont, cursor: QTextCursor, message: TranscriptMessage,
-                   rounds: Sequence[RoundRecord], is_open: bool) -> None:
-    """A finished reply's section: its header link, and its reasoning when open."""
+                   rounds: Sequence[RoundRecord], is_open: bool, can_continue: bool = False) -> None:
+    """A finished reply's section: its header link, and its reasoning when open. `can_continue`: the reply offers
+    Continue."""
     block_format = QTextBlockFormat()
     block_format.setTopMargin(4)
     writer.new_block(cursor, block_format, style.muted_format(base))
@@ -100,7 +113,7 @@ def insert_section(writer: ReplyWriter, base: QFont, cursor: QTextCursor, messag
         note = style.muted_format(base)
         note.setForeground(QColor(style.current().warning_text))
         writer.new_block(cursor, QTextBlockFormat(), note)
-        cursor.insertText(STOPPED_WHILE_THINKING, note)
+        cursor.insertText(ended_words(stats, can_continue), note)
         writer.reuse_block = False
 
 

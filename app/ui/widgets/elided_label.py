@@ -1,4 +1,4 @@
-"""A one-line label that elides its text to the space it gets (the full text is its tooltip)."""
+"""A one-line label that elides its text to the space it gets, at a word's end (the full text is its tooltip)."""
 
 from __future__ import annotations
 
@@ -25,5 +25,20 @@ class ElidedLabel(QLabel):
         painter = QPainter(self)
         painter.setPen(self.palette().color(self.foregroundRole()))
         rect = self.contentsRect()
-        text = self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight, rect.width())
+        text = self.shown_text(rect.width())
         painter.drawText(rect, int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter), text)
+
+    def shown_text(self, width: int) -> str:
+        """The text as it fits `width`: whole, or cut after its last whole word that fits, with "…"; a word is
+        never cut in two (a single word longer than the width is the exception)."""
+        whole = self.text()
+        metrics = self.fontMetrics()
+        if metrics.horizontalAdvance(whole) <= width:
+            return whole
+        cut = metrics.elidedText(whole, Qt.TextElideMode.ElideRight, width)
+        kept = cut[:-1] if cut.endswith("…") else cut
+        if kept and len(kept) < len(whole) and not whole[len(kept)].isspace():
+            space = kept.rfind(" ")
+            if space > 0:
+                kept = kept[:space]
+        return kept.rstrip(" ,.;:") + "…" if kept else cut

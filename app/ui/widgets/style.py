@@ -196,6 +196,14 @@ QCheckBox::indicator:indeterminate {{ background: {t.primary}; border-color: {t.
 QCheckBox::indicator:disabled {{ border-color: {t.border}; background: {t.sidebar}; }}
 QCheckBox::indicator:checked:disabled {{ background: {t.primary_disabled}; border-color: {t.primary_disabled}; }}
 QCheckBox:disabled {{ color: {t.text_disabled}; }}
+/* A list's or tree's check boxes (Settings > Tools' switches) look like the dialogs' own: the style's default
+   indicator was nearly invisible on the dark theme's surface. */
+QTreeView::indicator, QListView::indicator {{
+    width: 14px; height: 14px; border: 1px solid {t.control_border}; border-radius: 4px; background: {t.surface};
+}}
+QTreeView::indicator:checked, QListView::indicator:checked {{
+    background: {t.primary}; border-color: {t.primary}; image: url({_ARROWS}/check.svg);
+}}
 
 {focus_rules(t)}
 
