@@ -194,3 +194,5 @@ def test_an_engine_killed_mid_reply_costs_the_api_client_one_error_and_the_api_a
     status, body = outcome["later"]
     assert status == 200 and body["choices"][0]["message"]["content"], body
     assert window.engine_process.pid() != engine
+    with client() as http:  # what the fresh engine loaded is listed again
+        assert [m["id"] for m in http.get(f"{url}/v1/models").json()["data"]] == ["tiny-target"]
