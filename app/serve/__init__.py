@@ -1,4 +1,4 @@
-"""The local OpenAI-compatible API: one implementation that `specchat-cli serve` and the window's engine process run.
+"""The local OpenAI-compatible API: one implementation that `specchat-cli serve` and the window run.
 
 - reasoning_requests.py: A request's thinking settings (chat_template_kwargs, reasoning_effort, reasoning_format, budgets) read into GenerationConfig.
 - requests.py: OpenAI-style request bodies read into what the engine runs, every bad value refused with one sentence.
@@ -14,7 +14,7 @@
 - connections.py: The server's connections, bounded: how many, how long a request's head and body may take, idle time.
 - http_app.py: The API's routes (Starlette): /v1/models, /v1/chat/completions and /v1/completions, streamed or whole.
 - key_store.py: The API server's own key (what clients must send), kept in one owner-only file, never logged.
-- engine/: where the models answer the API: the server inside the window's engine process (host.py), and
-  `specchat-cli serve`'s handle on an engine process of its own (client.py).
+- engine/: where the models answer the API: an engine process apart from the HTTP side, its requests kept by id
+  (flights.py, shared with the window's API) and `specchat-cli serve`'s handle on it (client.py).
 - server.py: The API server: uvicorn on a thread of its own, answering from a JobQueue that the engine's thread works off.
 """

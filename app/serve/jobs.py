@@ -1,9 +1,9 @@
 """Requests waiting for the engine, in order, and running one on the thread that owns the models.
 
-The HTTP side (any thread) submits a ServeJob. The thread that owns the engine (the window's engine process, the
-tests) takes jobs one at a time and runs them with `run_job`, which hands every event to the job's `sink`;
-`specchat-cli serve` takes them on its main thread and sends them to its own engine process
-(app.serve.engine.client), which `relay`s the answers to the sink. A job's outcome is a short sequence of records:
+The HTTP side (any thread) submits a ServeJob. `specchat-cli serve` takes jobs on its main thread and sends them to
+its engine process (app.serve.engine.client), and the window sends them to its own (app.ui.engine_link.api_bridge);
+both `relay` the answers to the job's `sink`. A thread that owns an engine itself (the tests, the benchmarks) runs
+them one at a time with `run_job`, which hands every event to the sink. A job's outcome is a short sequence of records:
 JobStarted or JobFailed, the engine's own events, and always JobEnded last.
 """
 
@@ -20,14 +20,14 @@ from typing import Callable, Optional
 
 from app.common.text import printable
 from app.engine.events import FinishedEvent, NoticeEvent
-from app.engine.host.api_answers import AnyCancel, ApiAnswer, answer_api
-from app.engine.host.wire import AnswerChat, AnswerCompletion, ReplyFailed, ReplyStarted
+from app.engine.host.api_answers import ApiAnswer, answer_api
+from app.engine.host.wire import AnswerChat, AnswerCompletion, ModelsLoaded, ReplyFailed, ReplyStarted
 from app.engine.protocol import ChatEngine
 from app.engine.targets import ServerModel, Target
 from app.engine.tools.calls import ToolFormat
 from app.serve.completions.requests import ApiRequest, CompletionRequest
 
-STOPPED = "The reply was stopped in the SpecChat window."
+STOPPED = "The reply was stopped in the SpecChat window."  # what a client hears when the footer's Stop ended it
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,11 @@ def model_id(target: Target | Path | None) -> str:
     if isinstance(target, ServerModel):
         return target.model
     return Path(target).name.removesuffix(".gguf")
+
+
+def loaded_models(loaded: ModelsLoaded) -> ServedModels:
+    """What an engine process that loaded models serves (its ModelsLoaded)."""
+    return ServedModels(model_id(loaded.target), model_id(loaded.draft), loaded.n_ctx)
 
 
 def served_models(engine: Optional[ChatEngine]) -> ServedModels:
@@ -189,20 +194,17 @@ def as_read(job: ServeJob, finished: FinishedEvent) -> FinishedEvent:
     return finished
 
 
-def run_job(engine: Optional[ChatEngine], job: ServeJob, stopped=None) -> Optional[FinishedEvent]:
-    """Answer `job` with `engine`, on the thread that owns it. `stopped` (with is_set()) is a second way to stop,
-    such as the window's Stop; the client's going away sets job.cancel. Generation checks both every round.
-    Returns the reply's FinishedEvent (also for a reply a stop string ended), None when it was stopped or failed.
+def run_job(engine: Optional[ChatEngine], job: ServeJob) -> Optional[FinishedEvent]:
+    """Answer `job` with `engine`, on the thread that owns it; the client's going away sets job.cancel, which
+    generation checks every round. Returns the reply's FinishedEvent (also for a reply a stop string ended), None
+    when it was stopped or failed.
 
     Nothing a request does ends the thread that calls this (app.engine.host.api_answers turns every exception into
     the job's JobFailed)."""
-    gone = AnyCancel(job.cancel, stopped)
     finished: Optional[FinishedEvent] = None
     try:
-        for answer in answer_api(engine, api_request(job.serial, job.request), gone, job.enough):
+        for answer in answer_api(engine, api_request(job.serial, job.request), job.cancel, job.enough):
             finished = relay(job, answer) or finished
-        if finished is None and stopped is not None and stopped.is_set() and not job.cancel.is_set():
-            job.sink(JobFailed(503, STOPPED))  # the client is still there: it hears why its reply ended
     finally:
         job.sink(JobEnded())
     return finished

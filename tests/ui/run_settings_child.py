@@ -1,13 +1,15 @@
 """Open the real window's Settings in a process of its own and say what it shows and what it loaded.
 
-Used by tests of the boundary: the window's process must never load llama.cpp. SPECCHAT_HOME comes from the
-environment. Prints "before: <bool>" (llama_cpp loaded before Settings opened), "first: <devices text>" (what
-Settings showed at once), "devices: <text>" (once the engine process answered) and "after: <bool>", then exits.
+Used by tests of the boundary: the window's process must never load llama.cpp, even with the local API's server
+listening in it. SPECCHAT_HOME comes from the environment. Prints "api: <url>" (where the API listens), "before:
+<bool>" (llama_cpp loaded before Settings opened), "first: <devices text>" (what Settings showed at once), "devices:
+<text>" (once the engine process answered) and "after: <bool>", then exits.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -29,10 +31,15 @@ def _one_line(text: str) -> str:
 
 
 def main() -> int:
-    save_settings(AppSettings(model_folders=[], scan_hf_cache=False, threads=1, context_size=2048))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    save_settings(AppSettings(model_folders=[], scan_hf_cache=False, threads=1, context_size=2048, api_server=True,
+                              api_port=port))
     app = QApplication([])
     window = MainWindow()
     window.show()
+    print(f"api: {window.api_server.state.url}", flush=True)
     print(f"before: {'llama_cpp' in sys.modules}", flush=True)
 
     def look() -> None:

@@ -18,6 +18,7 @@ def test_opening_settings_leaves_llama_cpp_out_of_the_window_s_process_and_still
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     said = dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
+    assert said["api"].startswith("http://127.0.0.1:")  # the API's server listens in the window's process
     assert said["before"] == "False"
     assert said["first"] == LISTING_DEVICES  # shown at once, without waiting for the engine process
     # The engine process's answer, as the dialog shows a DeviceReport (tests/ui/test_settings_dialogs.py).

@@ -1,9 +1,9 @@
 """An API client's request answered by the engine, as wire records: one copy for every place the API runs.
 
-`answer_api` runs on the thread that owns the engine: `specchat-cli serve`'s engine process (the worker loop sends
-its records over the pipe) and the window's engine process (app.serve.jobs.run_job hands them to the request's
-sink). It yields ReplyStarted or ReplyFailed, then the engine's own events, and nothing more once the client is
-gone. Nothing a request does raises out of it: every exception (a template's, the engine's, a bug of ours) becomes
+`answer_api` runs on the thread that owns the engine: the engine process of `specchat-cli serve` or of the window
+(the worker loop sends its records over the pipe to the HTTP side, in the parent), and the tests' engine threads
+(app.serve.jobs.run_job hands them to the request's sink). It yields ReplyStarted or ReplyFailed, then the engine's
+own events, and nothing more once the client is gone. Nothing a request does raises out of it: every exception (a template's, the engine's, a bug of ours) becomes
 a ReplyFailed, with status 400 when the request asked for what cannot be done, else 500.
 """
 
@@ -28,7 +28,7 @@ ApiAnswer = Union[ReplyStarted, ReplyFailed, EngineEvent]
 
 
 class AnyCancel:
-    """Set when any of its flags is: the client went away, had enough, or Stop was pressed in the window."""
+    """Set when any of its flags is: the client went away (or Stop was pressed in the window), or had enough."""
 
     def __init__(self, *flags: Optional[CancelSignal]):
         self._flags = [flag for flag in flags if flag is not None]

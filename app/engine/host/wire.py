@@ -7,9 +7,10 @@ signal of its own for to `sig_engine_event`.
 
 Stop is not a message: the window writes the highest cancelled request id into a shared integer that the loop
 reads every round, because the loop is busy inside generation when a stop matters, and a queued message would only
-be read once the reply had ended. `specchat-cli serve` (app.serve.engine.client) runs the same loop with API
-requests (AnswerChat, AnswerCompletion) and a second shared integer, "enough up to": the client has what it wants
-(a stop string came), so the reply stops and its FinishedEvent still comes.
+be read once the reply had ended. The local API (`specchat-cli serve`'s app.serve.engine.client, the window's
+app.ui.engine_link.api_bridge) sends its requests (AnswerChat, AnswerCompletion) with shared integers of their own:
+"api stopped up to", and "enough up to": the client has what it wants (a stop string came), so the reply stops and
+its FinishedEvent still comes.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from app.engine.events import EngineEvent
 from app.engine.placement.devices import DeviceReport
 from app.engine.targets import Target
 from app.engine.tools.calls import ToolFormat
+
+# The window's API numbers its requests from here, so that their answers and the window's own never share an id.
+API_IDS_FROM = 1 << 40
 
 # ----- requests: window -> engine process, handled one at a time in order
 
@@ -49,14 +53,6 @@ class GenerateReply:
 @dataclass(frozen=True)
 class Shutdown:
     """Close the engine and end the process."""
-
-
-@dataclass(frozen=True)
-class ServeApi:
-    """Serve the loaded models to other programs as well (the local API), or stop serving (`starter` None).
-    `starter` is an app.serve.engine.host.ApiServeSpec, typed loosely so this layer never imports the API's."""
-
-    starter: Optional[Any]
 
 
 @dataclass(frozen=True)
@@ -104,7 +100,7 @@ class AnswerCompletion:
     config: GenerationConfig
 
 
-Request = Union[LoadModels, GenerateReply, Shutdown, ServeApi, ListDevices, ForgetChat, MeasureApiHistory,
+Request = Union[LoadModels, GenerateReply, Shutdown, ListDevices, ForgetChat, MeasureApiHistory,
                 AnswerChat, AnswerCompletion]
 
 # ----- replies: engine process -> window
@@ -180,13 +176,6 @@ class ReplyEnded:
 
 
 @dataclass(frozen=True)
-class ApiStateChanged:
-    """What the engine process's API server is doing now: an app.serve.engine.host.ApiState."""
-
-    state: Any
-
-
-@dataclass(frozen=True)
 class DevicesListed:
     """The answer to ListDevices."""
 
@@ -211,4 +200,4 @@ class ApiHistoryMeasured:
 
 
 Reply = Union[WorkerReady, LoadingModel, ModelsLoaded, LoadFailed, EngineEvents, ReplyFailed, ReplyEnded,
-              ApiStateChanged, DevicesListed, ChatForgotten, ApiHistoryMeasured, ReplyStarted]
+              DevicesListed, ChatForgotten, ApiHistoryMeasured, ReplyStarted]

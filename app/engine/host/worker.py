@@ -7,13 +7,11 @@ crosses the pipe is a record of app.engine.host.wire, so this module knows nothi
 Requests are handled one at a time in order; a GenerateReply's replies are EngineEvents batches, then ReplyFailed
 if it failed, then always ReplyEnded. Stop crosses as a shared integer (see app.engine.host.wire).
 
-The window's models can also answer other programs: a ServeApi request's starter (app.serve.engine.host, passed in
-so this layer never imports the API's) returns SideRequests, whose requests this loop answers between the window's,
-on this thread, in the order they come. Their Stop is a second shared integer, `api_stopped_up_to`.
-
-`specchat-cli serve` runs this loop too, in a child of its own (app.serve.engine.client), sending the API's
-requests as AnswerChat and AnswerCompletion (app.engine.host.api_answers answers them), with a third shared integer,
-`enough_up_to` (a stop string came: the reply ends, its totals still come).
+The local API's requests come as AnswerChat and AnswerCompletion (app.engine.host.api_answers answers them), from
+`specchat-cli serve`'s client (app.serve.engine.client) and from the window's API (app.ui.engine_link.api_bridge),
+whose HTTP side runs in the parent, so a crash here costs its clients one error each, never their connections.
+Their Stop is a shared integer of their own, `api_stopped_up_to` (the window's ids and the API's are counted
+apart), and a third one, `enough_up_to`, says a stop string came: the reply ends, its totals still come.
 """
 
 from __future__ import annotations
@@ -24,9 +22,8 @@ import sys
 import threading
 import time
 import traceback
-from multiprocessing.connection import wait
 from pathlib import Path
-from typing import Callable, Iterable, Optional, Protocol
+from typing import Callable, Iterable, Optional
 
 from app.engine.child_process import die_with_parent
 from app.engine.config import LoadSettings
@@ -36,10 +33,10 @@ from app.engine.host.api_answers import abort_if_asked, answer_api
 from app.engine.host.errands import run_errand
 from app.engine.host.wire import (
     AnswerChat, AnswerCompletion, EngineEvents, ForgetChat, GenerateReply, ListDevices, LoadFailed, LoadingModel,
-    LoadModels, MeasureApiHistory, ModelsLoaded, Reply, ReplyEnded, ReplyFailed, ReplyStarted, ServeApi, Shutdown,
+    LoadModels, MeasureApiHistory, ModelsLoaded, Reply, ReplyEnded, ReplyFailed, ReplyStarted, Shutdown,
     WorkerReady,
 )
-from app.engine.protocol import ChatEngine
+from app.engine.protocol import CancelSignal, ChatEngine
 from app.engine.tools.stream import with_tool_calls
 
 STREAM_BATCH_S = 0.05
@@ -66,19 +63,6 @@ class CancelFlag:
 class _Never:
     def is_set(self) -> bool:
         return False
-
-
-class SideRequests(Protocol):
-    """Requests from other programs than the window (the local API server), answered on this loop's thread."""
-
-    def fileno(self) -> int:
-        """Readable while a request waits."""
-
-    def answer_next(self, engine: Optional[ChatEngine]) -> None: ...
-
-    def models_changed(self, engine: Optional[ChatEngine]) -> None: ...
-
-    def close(self) -> None: ...
 
 
 def default_engine_factory(load: LoadSettings) -> ChatEngine:
@@ -142,7 +126,6 @@ class _WorkerLoop:
         self._engine: Optional[ChatEngine] = None
         self._load: Optional[LoadSettings] = None
         self._api_stopped_up_to = api_stopped_up_to
-        self._side: Optional[SideRequests] = None
 
     def _send(self, message: Reply) -> None:
         self._conn.send(message)
@@ -157,15 +140,11 @@ class _WorkerLoop:
                 # for IDLE_AFTER_S, and only while no request is waiting: a request waits for one step at most.
                 timeout = max(0.0, idle_since + IDLE_AFTER_S - time.monotonic())
             try:
-                ready = self._wait(timeout)
+                ready = timeout is None or self._conn.poll(timeout)
             except (EOFError, OSError):
                 return
-            if ready is None:
+            if not ready:
                 idle_work = self._idle_step()
-                continue
-            if ready is not self._conn:
-                ready.answer_next(self._engine)
-                idle_work, idle_since = True, time.monotonic()
                 continue
             try:
                 request = self._conn.recv()
@@ -177,41 +156,13 @@ class _WorkerLoop:
                 case LoadModels():
                     abort_if_asked(request)
                     self._load_models(request)
-                    if self._side is not None:
-                        self._side.models_changed(self._engine)  # what the API lists now
                 case GenerateReply():
                     self._generate(request)
                 case AnswerChat() | AnswerCompletion():
                     self._answer_api(request)
-                case ServeApi():
-                    self._serve_api(request.starter)
                 case ListDevices() | ForgetChat() | MeasureApiHistory():
                     self._send(run_errand(request))
             idle_work, idle_since = True, time.monotonic()
-
-    def _wait(self, timeout: Optional[float]):
-        """The pipe or the side requests, whichever has something first (the pipe when both), or None after
-        `timeout` seconds (None: wait for ever)."""
-        if self._side is None:
-            return self._conn if timeout is None or self._conn.poll(timeout) else None
-        ready = wait([self._conn, self._side.fileno()], timeout)
-        if self._conn in ready:
-            return self._conn
-        return self._side if ready else None
-
-    def _serve_api(self, starter) -> None:
-        if self._side is not None:
-            self._side.close()
-            self._side = None
-        if starter is None:
-            return
-        try:
-            self._side = starter.start(self._send, self._api_stopped_up_to)
-        except Exception:  # a bug in the API's start must not take the window's engine down
-            traceback.print_exc()
-            return
-        if self._side is not None:
-            self._side.models_changed(self._engine)
 
     def _idle_step(self) -> bool:
         if self._engine is None:
@@ -223,9 +174,6 @@ class _WorkerLoop:
             return False
 
     def close(self) -> None:
-        if self._side is not None:
-            self._side.close()
-            self._side = None
         if self._engine is not None:
             try:
                 self._engine.close()
@@ -297,7 +245,9 @@ class _WorkerLoop:
 
     def _answer_api(self, request: AnswerChat | AnswerCompletion) -> None:
         request_id = request.request_id
-        gone = CancelFlag(self._cancelled_up_to, request_id)
+        # Its own "up to" integer: the window's ids and the API's are counted apart, and through one integer a Stop
+        # for either would stop the other's requests with lower ids.
+        gone = CancelFlag(self._api_stopped_up_to, request_id) if self._api_stopped_up_to is not None else _Never()
         enough = CancelFlag(self._enough_up_to, request_id) if self._enough_up_to is not None else _Never()
         abort_if_asked(request)
         try:
@@ -305,7 +255,7 @@ class _WorkerLoop:
         finally:
             self._send(ReplyEnded(request_id))
 
-    def _stream(self, events: Iterable[object], cancel: CancelFlag) -> None:
+    def _stream(self, events: Iterable[object], cancel: CancelSignal) -> None:
         # Token and round events cross in batches: one message per token costs the window's thread time that,
         # on a small CPU, is taken from decoding (llama.cpp keeps every core busy). Any other record (the context,
         # a notice, the finish, whatever the engine adds later) flushes the batch and goes at once.

@@ -5,9 +5,10 @@ llama.cpp crash (SIGSEGV, abort()) costs only the requests in flight: each gets 
 child loads the same models, and the requests waiting in line are answered by it. No Qt: the main thread runs
 `work_off`, and the HTTP side (uvicorn, the JobQueue) never notices a crash but through those errors.
 
-Every record on the wire carries its request id, and requests in flight are kept by id, so the child may answer
-several at once (continuous batching) once it can: SLOTS says how many it is sent at a time. Cancelling crosses as
-the wire's shared "up to" integers, exact while SLOTS is 1; several at once will need a flag per request.
+Every record on the wire carries its request id, and requests in flight are kept by id (app.serve.engine.flights,
+shared with the window's API), so the child may answer several at once (continuous batching) once it can: SLOTS
+says how many it is sent at a time. Cancelling crosses as the wire's shared "up to" integers, exact while SLOTS is
+1; several at once will need a flag per request.
 
 The child's stderr goes to a log file (so its last words can be read after a crash: child_process.log_error_line),
 which a thread copies to this process's stderr as it grows, so the server's log reads as before.
@@ -20,7 +21,6 @@ import os
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Callable, Optional
@@ -28,16 +28,14 @@ from typing import Callable, Optional
 from app.common.text import printable
 from app.engine.child_process import how_it_ended, log_error_line
 from app.engine.config import LoadSettings
-from app.engine.events import FinishedEvent
-from app.engine.host.wire import (
-    EngineEvents, LoadFailed, LoadModels, ModelsLoaded, ReplyEnded, ReplyFailed, ReplyStarted, Shutdown,
-)
+from app.engine.host.wire import LoadFailed, LoadModels, ModelsLoaded, Shutdown
 from app.engine.host.worker import run_worker
 from app.engine.targets import Target
 from app.platform import paths
-from app.serve.jobs import (
-    JobEnded, JobFailed, JobQueue, ServedModels, ServeJob, api_request, as_read, model_id, relay,
+from app.serve.engine.flights import (
+    STOP_GRACE_S, ApiFlights, OnDone, death_sentence, restarting, unsendable_sentence,
 )
+from app.serve.jobs import JobQueue, ServedModels, ServeJob, api_request, loaded_models
 
 # Requests at the child at once: it answers them one after another today. With more, a request must not be sent
 # while the child may be blocked writing its answers (a send that fills the pipe would wait on a child waiting on
@@ -45,27 +43,13 @@ from app.serve.jobs import (
 SLOTS = 1
 POLL_S = 0.05  # how soon a client's going away (or its stop string) reaches the child while it answers
 CLOSE_WAIT_S = 3.0  # a child asked to exit gets this long before it is killed
-# A reply whose client went away must end within this; else the child is stuck (in a chat template, in llama.cpp,
-# in a grammar's conversion) and is replaced, as the window replaces its own.
-STOP_GRACE_S = 3.0
 LOG_POLL_S = 0.2
 LOG_TAIL_BYTES = 16384
 SHUTTING_DOWN = "The server is shutting down."
-MAX_UNREAD = 16
 
 
 class EngineStartError(Exception):
     """The engine process could not load the models; the message is one sentence for a person."""
-
-
-@dataclass
-class _InFlight:
-    job: ServeJob
-    finished: Optional[FinishedEvent] = None
-    gone_at: Optional[float] = None  # when its client went away (time.monotonic), while the child still answers
-
-
-OnDone = Callable[[ServeJob, Optional[FinishedEvent]], None]
 
 
 class EngineClient:
@@ -79,16 +63,13 @@ class EngineClient:
         self._engine_factory = engine_factory  # tests' engines; must be picklable (a module-level function)
         self._say = say  # one line for the server's log
         self._context = multiprocessing.get_context("spawn")
-        self._cancelled_up_to = self._context.RawValue("q", 0)
+        self._cancelled_up_to = self._context.RawValue("q", 0)  # the worker's own Stop (unused by serve)
+        self._gone_up_to = self._context.RawValue("q", 0)  # the worker's api_stopped_up_to
         self._enough_up_to = self._context.RawValue("q", 0)
         self._process: Optional[multiprocessing.process.BaseProcess] = None
         self._conn: Optional[Connection] = None
         self._last_id = 0
-        self._in_flight: dict[int, _InFlight] = {}
-        # Answered jobs whose on_done waits until the HTTP side has read them (ServeJob.read), so that a reply
-        # ended by a stop string is reported so; oldest first.
-        self._unread: list[_InFlight] = []
-        self._on_done: Optional[OnDone] = None
+        self._flights = ApiFlights(self._gone_up_to, self._enough_up_to)
         self._log_path = str(paths.user_cache_dir() / f"serve-engine-{os.getpid()}.log")
         self._echo: Optional[_LogEcho] = None
         self.served = ServedModels()
@@ -109,7 +90,8 @@ class EngineClient:
         parent_conn, child_conn = self._context.Pipe()
         self._process = self._context.Process(
             target=run_worker, name="SpecChat serve engine", daemon=True,
-            args=(child_conn, self._cancelled_up_to, self._log_path, self._engine_factory, None, self._enough_up_to))
+            args=(child_conn, self._cancelled_up_to, self._log_path, self._engine_factory, self._gone_up_to,
+                  self._enough_up_to))
         self._process.start()
         child_conn.close()
         self._conn = parent_conn
@@ -124,14 +106,14 @@ class EngineClient:
                 self._end_child()
                 raise EngineStartError(message.message)
             if isinstance(message, ModelsLoaded):
-                self.served = ServedModels(model_id(message.target), model_id(message.draft), message.n_ctx)
+                self.served = loaded_models(message)
                 return self.served
 
     def _death(self, doing: str) -> tuple[str, str]:
         """Reap the dead child and put its end in words: "The engine stopped (killed by SIGSEGV) while ...", and
         the same with llama.cpp's last words for this machine's log (a client is told nothing of its files)."""
         code = self._end_child()
-        sentence = f"The engine stopped ({how_it_ended(code)}) {doing}"
+        sentence = death_sentence(how_it_ended(code), doing)
         detail = log_error_line(self._log_path, LOG_TAIL_BYTES)
         return sentence, sentence + (f"; llama.cpp said: {detail}" if detail else "") + "."
 
@@ -156,10 +138,10 @@ class EngineClient:
 
     def close(self) -> None:
         """Stop the child (asked, then killed after CLOSE_WAIT_S) and end the requests still in flight."""
-        self._cancelled_up_to.value = 2**62  # whatever it answers stops at the next round
+        self._gone_up_to.value = 2**62  # whatever it answers stops at the next round
         self._end_child(ask=True)
-        self._report_read(everything=True)
-        self._fail_in_flight(503, SHUTTING_DOWN)
+        self._flights.report_read(everything=True)
+        self._flights.fail_all(503, SHUTTING_DOWN)
         if self._echo is not None:
             self._echo.stop()
             self._echo = None
@@ -175,24 +157,27 @@ class EngineClient:
         """Answer the queue's jobs through the child, in order, until `until()` (checked every POLL_S while a
         request is in flight, else every second); `on_done(job, finished)` once the HTTP side has read each answered
         job. Raises EngineStartError when a restarted child cannot load."""
-        self._on_done = on_done
+        self._flights.on_done = on_done
         while not until() and self._conn is not None:
             watched: list = [self._conn]
-            if len(self._in_flight) < SLOTS:
+            if len(self._flights) < SLOTS:
                 watched.append(queue.fileno())
             try:
-                ready = wait(watched, POLL_S if self._in_flight or self._unread else 1.0)
+                ready = wait(watched, POLL_S if len(self._flights) or self._flights.waiting_to_report else 1.0)
             except (OSError, ValueError):
                 return  # the queue was closed: the server is stopping
-            self._forward_stops()
-            self._report_read()
+            if self._flights.forward_stops() and self._process is not None and self._process.is_alive():
+                self._say(f"note: the engine did not stop within {STOP_GRACE_S:.0f} s of a client going away "
+                          "(stuck in a chat template or in llama.cpp), so it is restarted.")
+                self._process.kill()  # its pipe closes: the next round restarts it
+            self._flights.report_read()
             if self._conn in ready:
                 try:
                     message = self._conn.recv()
                 except Exception:  # the pipe closed (it died), or a record that cannot be read: not to be trusted
                     self._restart()
                     continue
-                self._on_message(message)
+                self._flights.on_reply(message)
             elif ready:
                 job = queue.take(0)
                 if job is not None:
@@ -201,75 +186,19 @@ class EngineClient:
     def _send(self, job: ServeJob) -> None:
         assert self._conn is not None  # work_off runs while a child does
         self._last_id += 1
-        self._in_flight[self._last_id] = _InFlight(job)
+        self._flights.add(self._last_id, job)
         try:
             self._conn.send(api_request(self._last_id, job.request))
         except (OSError, ValueError):
             pass  # the child is gone: reading its pipe says so, and fails this job with the others
         except Exception as exc:  # a request that cannot cross the pipe (a bug of ours): it alone fails
-            del self._in_flight[self._last_id]
-            job.sink(JobFailed(500, f"The server failed while sending this request to its engine "
-                                    f"({type(exc).__name__})."))
-            job.sink(JobEnded())
-
-    def _forward_stops(self) -> None:
-        """A client gone, or one with its stop string, stops its reply at the child's next round; a child that does
-        not end a gone client's reply within STOP_GRACE_S is killed (and restarted as after any death)."""
-        now = time.monotonic()
-        for request_id, flight in self._in_flight.items():
-            if flight.job.cancel.is_set():
-                if self._cancelled_up_to.value < request_id:
-                    self._cancelled_up_to.value = request_id
-                if flight.gone_at is None:
-                    flight.gone_at = now
-                elif now - flight.gone_at > STOP_GRACE_S and self._process is not None and self._process.is_alive():
-                    self._say(f"note: the engine did not stop within {STOP_GRACE_S:.0f} s of a client going away "
-                              "(stuck in a chat template or in llama.cpp), so it is restarted.")
-                    self._process.kill()  # its pipe closes: work_off restarts it
-            if flight.job.enough.is_set() and self._enough_up_to.value < request_id:
-                self._enough_up_to.value = request_id
-
-    def _on_message(self, message: object) -> None:
-        if isinstance(message, EngineEvents):
-            for event in message.events:
-                self._relay(event.request_id, event)
-        elif isinstance(message, (ReplyStarted, ReplyFailed)):
-            self._relay(message.request_id, message)
-        elif isinstance(message, ReplyEnded):
-            flight = self._in_flight.pop(message.request_id, None)
-            if flight is not None:
-                flight.job.sink(JobEnded())
-                self._unread.append(flight)
-                self._report_read()
-
-    def _report_read(self, everything: bool = False) -> None:
-        """on_done for the answered jobs the HTTP side has read, in order (every one when `everything`, and the
-        oldest ones past MAX_UNREAD: a response that never started sets nothing)."""
-        while self._unread and (everything or len(self._unread) > MAX_UNREAD or self._unread[0].job.read.is_set()
-                                or self._unread[0].job.cancel.is_set()):
-            flight = self._unread.pop(0)
-            if self._on_done is not None:
-                self._on_done(flight.job, as_read(flight.job, flight.finished) if flight.finished else None)
-
-    def _relay(self, request_id: int, answer) -> None:
-        flight = self._in_flight.get(request_id)
-        if flight is not None:
-            flight.finished = relay(flight.job, answer) or flight.finished
-
-    def _fail_in_flight(self, status: int, sentence: str) -> None:
-        for request_id in sorted(self._in_flight):
-            job = self._in_flight[request_id].job
-            job.sink(JobFailed(status, sentence))
-            job.sink(JobEnded())
-            if self._on_done is not None:
-                self._on_done(job, None)
-        self._in_flight.clear()
+            self._flights.fail(self._last_id, 500, unsendable_sentence(exc))
 
     def _restart(self) -> None:
         """The child died: its requests in flight get one error each, and a fresh child loads the same models."""
-        sentence, logged = self._death("while answering" if self._in_flight else "between requests")
+        sentence, logged = self._death("while answering" if len(self._flights) else "between requests")
         self._say(f"note: {logged}")
-        self._fail_in_flight(500, f"{sentence}; it is restarting.")
+        self._flights.fail_all(500, restarting(sentence))
         began = time.monotonic()
         self.start()
         self._say(f"The engine is back ({time.monotonic() - began:.1f} s to restart and load the model).")

@@ -1,5 +1,5 @@
-"""The window's switch for the local API: it starts the API server in the engine process (app.serve.engine.host),
-shows in the status footer whether it listens and when it is answering a request, with Stop, and opens the API
+"""The window's switch for the local API: it starts the API server in the window's process (app.ui.engine_link.
+api_bridge, answered by the engine process), shows in the status footer whether it listens and when it is answering a request, with Stop, and opens the API
 server page. GUI thread only.
 """
 
@@ -13,9 +13,9 @@ from typing import Callable, Optional
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QDialog, QLabel
 
-from app.serve.engine.host import ApiServeSpec, ApiState
 from app.serve.key_store import save_key, saved_key
 from app.store import AppSettings
+from app.ui.engine_link.api_bridge import ApiSpec, ApiState, WindowApi
 from app.ui.engine_link.engine_process import EngineProcess
 from app.ui.engine_link.settings_answers import api_history_linked
 from app.ui.settings.api_server_page import ApiServerChoice, ApiServerDialog
@@ -33,21 +33,23 @@ def state_text(state: ApiState, enabled: bool) -> str:
 
 
 class ApiServerControl(QObject):
-    """Keeps the engine process's API server as the settings say, across engine restarts."""
+    """Keeps the window's API server as the settings say; it keeps listening across engine restarts."""
 
     sig_state_changed = Signal(object)
-    """The ApiState the engine process last reported."""
+    """The ApiState now."""
 
     def __init__(self, engine_process: EngineProcess, settings: Callable[[], AppSettings],
                  apply_settings: Callable[[AppSettings], None], parent=None):
         super().__init__(parent)
-        self._engine_process = engine_process
         self._settings = settings
         self._apply_settings = apply_settings
-        self.state = ApiState()
+        self.api = WindowApi(engine_process, self)
         self.indicator: Optional[ApiServerIndicator] = None  # set by attach()
-        engine_process.sig_api_state.connect(self._on_state)
-        engine_process.sig_worker_died.connect(self._on_worker_died)
+        self.api.sig_state_changed.connect(self.sig_state_changed.emit)
+
+    @property
+    def state(self) -> ApiState:
+        return self.api.state
 
     @property
     def enabled(self) -> bool:
@@ -73,32 +75,23 @@ class ApiServerControl(QObject):
         self._apply_settings(dataclasses.replace(self._settings(), api_server=choice.enabled, api_host=choice.host,
                                                  api_port=choice.port, api_own_history=choice.own_history))
         self._send()
-        # Said at once ("starting…" when switched on): the engine process answers only once what it is doing now,
-        # a reply or a Compare, has ended, and the footer must not say "off" meanwhile.
-        self.sig_state_changed.emit(self.state)
 
     def stop_request(self) -> None:
         """Stop the API request being answered, at its next round (the client hears why)."""
-        if self.state.serving:
-            self._engine_process.stop_api_request(self.state.serving)
+        self.api.stop_request()
 
-    def _on_worker_died(self, _death) -> None:
-        # The server died with the engine process: say so, and start it again in the fresh one.
-        self._on_state(ApiState())
-        self._send()
+    def close(self) -> None:
+        """Stop listening (the window is closing)."""
+        self.api.stop()
 
     def _send(self) -> None:
         s = self._settings()
-        spec = (ApiServeSpec(host=s.api_host, port=s.api_port, api_key=saved_key(), own_history=s.api_own_history)
-                if s.api_server else None)
-        if spec is None and not self.state.url:
-            self._on_state(ApiState())
-            return  # nothing runs: no need to start an engine process to say so
-        self._engine_process.request_api(spec)
-
-    def _on_state(self, state: ApiState) -> None:
-        self.state = state
-        self.sig_state_changed.emit(state)
+        if s.api_server:
+            self.api.start(ApiSpec(host=s.api_host, port=s.api_port, api_key=saved_key(),
+                                   own_history=s.api_own_history))
+        else:
+            self.api.stop()
+            self.sig_state_changed.emit(self.state)
 
 
 class ApiServerIndicator(QLabel):

@@ -27,9 +27,9 @@ from app.engine.child_process import build_fault_sentence, how_it_ended, is_buil
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import ContextEvent, FinishedEvent, NoticeEvent, RoundEvent, TokenEvent
 from app.engine.host.wire import (
-    ApiHistoryMeasured, ApiStateChanged, ChatForgotten, DevicesListed, EngineEvents, ForgetChat, GenerateReply,
-    ListDevices, LoadFailed, LoadingModel, LoadModels, MeasureApiHistory, ModelsLoaded, Reply, ReplyEnded,
-    ReplyFailed, Request, ServeApi, Shutdown,
+    API_IDS_FROM, AnswerChat, AnswerCompletion, ApiHistoryMeasured, ChatForgotten, DevicesListed, EngineEvents,
+    ForgetChat, GenerateReply, ListDevices, LoadFailed, LoadingModel, LoadModels, MeasureApiHistory, ModelsLoaded,
+    Reply, ReplyEnded, ReplyFailed, ReplyStarted, Request, Shutdown,
 )
 from app.engine.placement.devices import DeviceReport
 from app.engine.host.worker import run_worker
@@ -52,6 +52,7 @@ class WorkerDeath:
     load_request_id: Optional[int]
     generate_request_id: Optional[int]
     build_fault: bool = False  # SIGILL: this llama.cpp build cannot run here; no model file is to blame
+    ended: str = "it hung"  # how the process ended (app.engine.child_process.how_it_ended), for the API's clients
 
 
 def stuck_sentence(target: Optional[Target]) -> str:
@@ -88,8 +89,8 @@ class EngineProcess(QObject):
     """ReplyEnded: the engine is done with this request, however it ended."""
     sig_worker_died = Signal(object)
     """A WorkerDeath: the engine process crashed or hung and a fresh one was started (no models loaded in it)."""
-    sig_api_state = Signal(object)
-    """An ApiState (app.serve.engine.host): what the engine process's API server is doing now."""
+    sig_api_answer = Signal(object)
+    """ReplyStarted, ReplyFailed, EngineEvents or ReplyEnded of an API request (request_api_answer), as it came."""
     sig_devices_listed = Signal(object)
     """DeviceReport: the devices of the engine process's llama.cpp build, answering request_devices."""
     sig_chat_forgotten = Signal(object)
@@ -107,7 +108,9 @@ class EngineProcess(QObject):
         self._engine_factory = engine_factory
         self._context = multiprocessing.get_context("spawn")
         self._cancelled_up_to = self._context.RawValue("q", 0)
-        self._api_stopped_up_to = self._context.RawValue("q", 0)  # the API's requests' Stop (request_api)
+        # The API's requests' Stop (their client went away, or Stop in the footer) and "enough" (a stop string came).
+        self.api_stopped_up_to = self._context.RawValue("q", 0)
+        self.api_enough_up_to = self._context.RawValue("q", 0)
         self._process: Optional[BaseProcess] = None
         self._conn: Optional[Connection] = None
         self._reader: Optional[threading.Thread] = None
@@ -140,7 +143,8 @@ class EngineProcess(QObject):
             pass  # a fresh log per worker: its tail is this worker's last words
         process = self._context.Process(
             target=run_worker,
-            args=(child_conn, self._cancelled_up_to, self._log_path, self._engine_factory, self._api_stopped_up_to),
+            args=(child_conn, self._cancelled_up_to, self._log_path, self._engine_factory, self.api_stopped_up_to,
+                  self.api_enough_up_to),
             name="SpecChat engine",
             daemon=True,
         )
@@ -185,7 +189,7 @@ class EngineProcess(QObject):
         if process is None or conn is None:
             return True
         self._cancelled_up_to.value = 2**62  # whatever it is generating stops at the next round
-        self._api_stopped_up_to.value = 2**62  # an API request too
+        self.api_stopped_up_to.value = 2**62  # an API request too
         try:
             conn.send(Shutdown())
         except (OSError, ValueError):
@@ -211,7 +215,7 @@ class EngineProcess(QObject):
             except OSError:
                 pass
 
-    def _restart_after_death(self, message: str, build_fault: bool = False) -> None:
+    def _restart_after_death(self, message: str, build_fault: bool = False, ended: str = "it hung") -> None:
         process = self._process
         self._process, self._conn = None, None
         if process is not None:
@@ -220,7 +224,7 @@ class EngineProcess(QObject):
             process.join(2)
         detail = log_error_line(self._log_path, LOG_TAIL_BYTES)
         death = WorkerDeath(message, detail, self._loading_path, self._load_in_flight,
-                            min(self._generate_in_flight) if self._generate_in_flight else None, build_fault)
+                            min(self._generate_in_flight) if self._generate_in_flight else None, build_fault, ended)
         sentence = f"{message} llama.cpp said: {detail}" if detail and not build_fault else message
         if "ggml-rpc" in detail and not build_fault:
             # ggml aborts the process when an RPC worker goes away; say that first, in the user's terms.
@@ -252,10 +256,11 @@ class EngineProcess(QObject):
             process.join(1)
             code = process.exitcode
         if is_build_fault(code):
-            self._restart_after_death(f"{build_fault_sentence()} Your chats are safe.", build_fault=True)
+            self._restart_after_death(f"{build_fault_sentence()} Your chats are safe.", build_fault=True,
+                                      ended=how_it_ended(code))
             return
         self._restart_after_death(f"The engine process ended unexpectedly ({how_it_ended(code)}); your chats are safe "
-                                  "and a fresh engine was started.")
+                                  "and a fresh engine was started.", ended=how_it_ended(code))
 
     # ----- requests
 
@@ -278,9 +283,18 @@ class EngineProcess(QObject):
         self._generate_in_flight.add(request_id)
         self._send(GenerateReply(request_id, tuple(messages), config))
 
-    def request_api(self, starter) -> None:
-        """Serve the loaded models to other programs (an ApiServeSpec), or stop serving (None)."""
-        self._send(ServeApi(starter))
+    def busy(self) -> bool:
+        """A reply of the window's or a load is in flight: the API's requests wait, so the person's go first."""
+        return bool(self._generate_in_flight) or self._load_in_flight is not None
+
+    def request_api_answer(self, request: AnswerChat | AnswerCompletion) -> None:
+        """Answer an API client's request (its id from API_IDS_FROM on); the answers come as sig_api_answer."""
+        self._send(request)
+
+    def replace_stuck(self) -> None:
+        """The engine did not end an API reply whose client went away: kill it and start a fresh one."""
+        if self._process is not None and not self._closing:
+            self._restart_after_death(stuck_sentence(self._target))
 
     def request_devices(self) -> None:
         """Ask the engine process for its devices (sig_devices_listed); `devices` keeps the last answer."""
@@ -301,11 +315,6 @@ class EngineProcess(QObject):
     def _run_errand(self, errand: ListDevices | ForgetChat | MeasureApiHistory) -> None:
         self._errands[errand.request_id] = errand
         self._send(errand)
-
-    def stop_api_request(self, stop_id: int) -> None:
-        """Stop the API request with this stop id (an ApiState's `serving`) at its next round."""
-        if self._api_stopped_up_to.value < stop_id:
-            self._api_stopped_up_to.value = stop_id
 
     def cancel(self, request_id: int) -> None:
         """Stop request `request_id` (and every earlier one) at once; the worker checks every round."""
@@ -329,6 +338,9 @@ class EngineProcess(QObject):
     def _on_message(self, incarnation: int, message: Reply) -> None:
         if incarnation != self._incarnation or self._closing:
             return
+        if isinstance(message, (EngineEvents, ReplyStarted, ReplyFailed, ReplyEnded)) and _is_api(message):
+            self.sig_api_answer.emit(message)
+            return
         match message:
             case EngineEvents(events=events):
                 self._dispatch_events(events)
@@ -348,8 +360,6 @@ class EngineProcess(QObject):
             case LoadFailed(request_id=request_id):
                 self._end_load(request_id)
                 self.sig_load_failed.emit(message)
-            case ApiStateChanged(state=state):
-                self.sig_api_state.emit(state)
             case DevicesListed(request_id=request_id, report=report):
                 self._errands.pop(request_id, None)
                 self.devices = report
@@ -386,3 +396,9 @@ class EngineProcess(QObject):
         if self._load_in_flight == request_id:
             self._load_in_flight = None
         self._loading_path = None
+
+
+def _is_api(message: EngineEvents | ReplyStarted | ReplyFailed | ReplyEnded) -> bool:
+    if isinstance(message, EngineEvents):
+        return bool(message.events) and message.events[0].request_id >= API_IDS_FROM
+    return message.request_id >= API_IDS_FROM

@@ -489,6 +489,7 @@ class MainWindow(QMainWindow):
         self.conversation.close()
         self.tools.close()
         self.library_ctl.shutdown()
+        self.api_server.close()  # its clients in flight hear why, before the engine goes
         self.engine_process.stop()
         self.chat_lists.close()
         self.store.close()
