@@ -54,6 +54,20 @@ HOSTILE = [
     ("messages not a list", json.dumps({"messages": "hi"}).encode(), {}),
     ("max_tokens a string", json.dumps({"max_tokens": "2", "messages": HI}).encode(), {}),
     ("content a number", json.dumps({"messages": [{"role": "user", "content": 5}]}).encode(), {}),
+    # Issue 44's classes that a request can carry: a schema that once made llama.cpp's grammar parser recurse until
+    # SIGSEGV, an earlier call's arguments nested too deep, and fields of the wrong JSON type.
+    ("grammar bomb", json.dumps({"max_tokens": 2, "messages": HI, "response_format": {
+        "type": "json_schema", "json_schema": {"name": "x", "schema": {
+            "type": "object", "properties": {"text": {"type": "string", "maxLength": 100_000}}}}}}).encode(), {}),
+    ("deep call arguments", json.dumps({"max_tokens": 2, "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "f", "arguments": "[" * 5_000 + "]" * 5_000}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"}, {"role": "user", "content": "hi"}]}).encode(), {}),
+    ("reasoning_format a list", json.dumps({"max_tokens": 2, "messages": HI, "reasoning_format": ["x"]}).encode(), {}),
+    ("n a boolean", json.dumps({"max_tokens": 2, "messages": HI, "n": True}).encode(), {}),
+    ("seed of 10^30", json.dumps({"max_tokens": 2, "messages": HI, "seed": 10**30}).encode(), {}),
+    ("timings_per_token a number", json.dumps({"max_tokens": 2, "messages": HI, "timings_per_token": 5}).encode(), {}),
     ("engine crash", json.dumps({"max_tokens": 2, "messages": [{"role": "user", "content": CRASH_WORD}]}).encode(),
      {}),
 ]
