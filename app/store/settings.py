@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -188,10 +189,19 @@ def load_settings(path: Path | None = None) -> AppSettings:
                         "those are back to their defaults.")
     if left_out:
         warnings.append(f"{path} lists {left_out + MAX_PRESETS:,} presets: the first {MAX_PRESETS:,} were loaded, "
-                        f"and {left_out:,} more presets were not loaded (they are left out when the settings are "
-                        "next saved).")
+                        f"and {left_out:,} more presets were not loaded. {_keep_whole(path)}")
     settings.load_warning = " ".join(warnings) or None
     return settings
+
+
+def _keep_whole(path: Path) -> str:
+    """A copy of the file as it was, before a save leaves out what was not loaded: nothing the user wrote is lost."""
+    kept = _free_name(path.with_name(path.name + ".all-presets"))
+    try:
+        shutil.copyfile(path, kept)
+    except OSError as e:
+        return f"They are left out when the settings are next saved (no copy could be kept: {e.strerror or e})."
+    return f"The whole file was kept as {kept}."
 
 
 def _usable_path(text: str) -> bool:
