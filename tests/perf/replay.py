@@ -9,14 +9,17 @@ comparing policies, not promises: against live runs it came out within 0.03x on 
 0.15x high on the copied bug fix (1.59x predicted, 1.44x live), because single tokens got cheaper on a quieter
 machine while batches did not.
 
-Two recordings: the bench suite's prompts, which the controller was tuned on, and ten more code-editing prompts
+Three recordings: the bench suite's prompts, which the controller was tuned on, ten more code-editing prompts
 (tests/perf/edit_prompts.json: renames, docstrings, a new parameter, a JSON key, a bug in JavaScript...) that it was
-not. A change that only helps the suite's three editing replies shows up as a loss on the second set: on replies of
-100-300 tokens, most knobs move single prompts by 0.1x either way.
+not, and five edits whose replies explain before they copy (tests/perf/explain_edit_prompts.json: a bug fix, a
+retry, a YAML config, an SQL query, a class review). A change that only helps the suite's three editing replies
+shows up as a loss on the other sets: on replies of 100-300 tokens, most knobs move single prompts by 0.1x either
+way.
 
     python -m tests.perf.replay                 # ratio vs plain per prompt, and the best any policy could do
     python -m tests.perf.replay --tokens 64     # the same over each reply's first 64 tokens (bench --max-tokens)
     python -m tests.perf.replay --record MODEL  # record the replies and the cost table again (needs the model)
+    python -m tests.perf.replay --record MODEL --only explain   # record one set, with the suite's cost table
 """
 
 from __future__ import annotations
@@ -37,8 +40,11 @@ from app.engine.speculation.rounds import copy_tokens, observe_round, plan_round
 RECORDING = Path(__file__).with_name("replies-qwen2.5-coder-1.5b.json")
 HELD_OUT = Path(__file__).with_name("replies-edits-qwen2.5-coder-1.5b.json")
 HELD_OUT_PROMPTS = Path(__file__).with_name("edit_prompts.json")
+EXPLAIN = Path(__file__).with_name("replies-explain-qwen2.5-coder-1.5b.json")
+EXPLAIN_PROMPTS = Path(__file__).with_name("explain_edit_prompts.json")
 # (recording, the prompts it was recorded from (None: the bench suite's), what to call it)
-RECORDINGS = ((RECORDING, None, "bench suite"), (HELD_OUT, HELD_OUT_PROMPTS, "held-out editing prompts"))
+RECORDINGS = ((RECORDING, None, "bench suite"), (HELD_OUT, HELD_OUT_PROMPTS, "held-out editing prompts"),
+              (EXPLAIN, EXPLAIN_PROMPTS, "edits that explain first"))
 MAX_TOKENS = 400
 
 
@@ -133,18 +139,26 @@ def best_possible(rec: Recording, name: str) -> float:
     return n * rec.cost(1) / fastest[0]
 
 
-def record(model_path: str) -> None:
+def record(model_path: str, only: str | None = None) -> None:
     """Record every prompt's greedy reply (see RECORDINGS) and the model's measured cost table (minutes on a
-    CPU)."""
+    CPU). `only`: record just the recordings whose title contains this word, with the bench suite recording's cost
+    table (measuring it again would make the sets' figures differ by the machine's load that minute)."""
     from app.bench.suite import load_prompts
     from app.engine.config import GenerationConfig, LoadSettings
     from app.engine.local.engine import SpecEngine
 
     engine = SpecEngine(LoadSettings(n_ctx=4096, n_threads=2))
     engine.load_target(model_path)
-    table = engine.measure_costs(with_draft=False)
+    if only:
+        suite = json.loads(RECORDING.read_text(encoding="utf-8"))
+        costs, measured = suite["costs"], suite["measured"]
+    else:
+        table = engine.measure_costs(with_draft=False)
+        costs, measured = table.batch, list(table.measured or ())
     config = GenerationConfig(max_tokens=MAX_TOKENS, temperature=0.0, speculative=False)
-    for path, prompts_file, _ in RECORDINGS:
+    for path, prompts_file, title in RECORDINGS:
+        if only and only not in title:
+            continue
         prompts = {}
         for p in load_prompts(prompts_file):
             messages = [{"role": "user", "content": p.chat}]
@@ -154,18 +168,18 @@ def record(model_path: str) -> None:
             reply = engine.prompts.transcript_tokens[len(prompt):]
             control = sorted(t for t in set(prompt) if engine.target.is_control(t))
             prompts[p.name] = {"kind": p.kind, "prompt": prompt, "reply": reply, "control": control}
-        data = {"model": Path(model_path).name, "costs": table.batch, "measured": list(table.measured or ()),
-                "prompts": prompts}
+        data = {"model": Path(model_path).name, "costs": costs, "measured": measured, "prompts": prompts}
         path.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--record", metavar="MODEL", help="record the replies and costs again with this GGUF")
+    parser.add_argument("--only", metavar="WORD", help="with --record: record only the sets whose title has WORD")
     parser.add_argument("--tokens", type=int, metavar="N", help="replay only each reply's first N tokens")
     args = parser.parse_args()
     if args.record:
-        record(args.record)
+        record(args.record, args.only)
     for path, _, title in RECORDINGS:
         rec = Recording(path, args.tokens)
         print(f"{rec.model}, {title}: predicted auto vs plain (best possible with these proposals); a second "
