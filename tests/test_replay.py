@@ -53,8 +53,16 @@ def test_a_second_pass_over_the_same_editing_prompts_draws_on_history(held_out):
     past = history_of(held_out)
     first = {name: replay(held_out, name) for name in held_out.prompts}
     second = {name: replay(held_out, name, past=past) for name in held_out.prompts}
-    assert geometric_mean(list(second.values())) >= 1.5, second  # 1.24x without history
+    # 1.24x without history; 1.78x while a 32-token history match started as unsure as a shared phrase, and a
+    # regenerated reply, right to its end, was drafted 15 tokens at a time.
+    assert geometric_mean(list(second.values())) >= 2.2, second
     assert all(second[name] >= first[name] for name in first), (first, second)
+
+
+def test_a_replacement_made_once_is_drafted_replaced_at_its_next_place(held_out):
+    # Renaming a JSON key in four objects: the second object's key is proposed renamed once the first was (1.49x
+    # when a replacement had to be seen at two places first).
+    assert replay(held_out, "json-key") >= 1.7
 
 
 def test_the_replay_can_stop_where_the_bench_stops():

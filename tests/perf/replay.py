@@ -181,6 +181,9 @@ def main() -> None:
     if args.record:
         record(args.record, args.only)
     for path, _, title in RECORDINGS:
+        if not path.exists():
+            print(f"{title}: not recorded yet (--record MODEL --only WORD records it)")
+            continue
         rec = Recording(path, args.tokens)
         print(f"{rec.model}, {title}: predicted auto vs plain (best possible with these proposals); a second "
               f"pass with every reply in history")
