@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from app.bench.suite import geometric_mean
+from tests.perf.llama_ngram import map_k, mod
 from tests.perf.replay import HELD_OUT, Recording, best_possible, history_of, replay
 
 
@@ -71,3 +72,14 @@ def test_the_replay_can_stop_where_the_bench_stops():
     short = Recording(tokens=64)
     assert all(len(entry["reply"]) <= 64 for entry in short.prompts.values())
     assert replay(short, "code-fix") < replay(Recording(), "code-fix") - 0.2
+
+
+def test_llamas_long_copy_modes_draft_the_whole_match_from_their_first_round():
+    """The replay's model of llama.cpp's ngram-map-k and ngram-mod (tests/perf/llama_ngram.py), which Auto is set
+    against: a reply copying its prompt gets 48 tokens after a 12-token key, or 64 after 24 tokens."""
+    prompt = list(range(1000, 1100))
+    draft, _ = map_k()
+    assert draft(prompt + prompt[:12]) == prompt[12:60]
+    draft, _ = mod(len(prompt))
+    assert draft(prompt) == []  # the prompt's own end recurs nowhere
+    assert draft(prompt + prompt[:24]) == prompt[24:88]

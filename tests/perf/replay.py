@@ -36,6 +36,7 @@ from app.engine.speculation.drafters import NgramDrafter
 from app.engine.speculation.history import HistoryDrafter
 from app.engine.speculation.policy import agreement
 from app.engine.speculation.rounds import copy_tokens, observe_round, plan_round
+from tests.perf.llama_ngram import replay_llama
 
 RECORDING = Path(__file__).with_name("replies-qwen2.5-coder-1.5b.json")
 HELD_OUT = Path(__file__).with_name("replies-edits-qwen2.5-coder-1.5b.json")
@@ -118,6 +119,12 @@ def replay(rec: Recording, name: str, make_policy: Callable[[CostTable], AutoCon
     return len(reply) * rec.cost(1) / spent
 
 
+def llama_modes(rec: Recording, name: str) -> dict[str, float]:
+    """llama.cpp's long-copy n-gram modes on the same reply and costs (tests/perf/llama_ngram.py)."""
+    prompt, reply = rec.prompts[name]["prompt"], rec.prompts[name]["reply"]
+    return {kind: replay_llama(prompt, reply, kind, rec.cost) for kind in ("ngram-map-k", "ngram-mod")}
+
+
 def best_possible(rec: Recording, name: str) -> float:
     """The ratio of a policy that knew in advance how much of each proposal is right (same proposals, same costs):
     what any draft-length policy could reach with this drafter."""
@@ -185,19 +192,26 @@ def main() -> None:
             print(f"{title}: not recorded yet (--record MODEL --only WORD records it)")
             continue
         rec = Recording(path, args.tokens)
-        print(f"{rec.model}, {title}: predicted auto vs plain (best possible with these proposals); a second "
-              f"pass with every reply in history")
+        print(f"{rec.model}, {title}: predicted auto vs plain (best possible with these proposals), auto over "
+              f"the best possible; a second pass with every reply in history; llama.cpp's ngram-map-k and "
+              f"ngram-mod modes (tests/perf/llama_ngram.py)")
         if rec.extrapolated:
             print(f"  (batches of {', '.join(map(str, rec.extrapolated))} extrapolated from the recorded table)")
-        ratios, best, second = [], [], []
+        ratios, best, second, llama = [], [], [], []
         past = history_of(rec)
         for name in rec.prompts:
             ratios.append(replay(rec, name))
             best.append(best_possible(rec, name))
             second.append(replay(rec, name, past=past))
-            print(f"  {name:17s} {ratios[-1]:5.2f}x  ({best[-1]:.2f}x)  second pass {second[-1]:5.2f}x")
-        print(f"  {'geomean':17s} {geometric_mean(ratios):5.2f}x  ({geometric_mean(best):.2f}x)  second pass "
-              f"{geometric_mean(second):5.2f}x")
+            modes = llama_modes(rec, name)
+            llama.append(max(modes.values()))
+            print(f"  {name:17s} {ratios[-1]:5.2f}x  ({best[-1]:.2f}x) {ratios[-1] / best[-1]:4.2f}  second pass "
+                  f"{second[-1]:5.2f}x  map-k {modes['ngram-map-k']:4.2f}x  mod {modes['ngram-mod']:4.2f}x")
+        of_best = [r / b for r, b in zip(ratios, best)]
+        print(f"  {'geomean':17s} {geometric_mean(ratios):5.2f}x  ({geometric_mean(best):.2f}x) "
+              f"{geometric_mean(of_best):4.2f} (least {min(of_best):.2f})  second pass {geometric_mean(second):5.2f}x  "
+              f"auto over llama.cpp's better mode {geometric_mean([r / x for r, x in zip(ratios, llama)]):.2f} "
+              f"(least {min(r / x for r, x in zip(ratios, llama)):.2f})")
 
 
 if __name__ == "__main__":
