@@ -255,10 +255,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     else:
         tools = build(work, log)
     pairs = write_models(work, DRY_PAIRS if args.dry_run else PAIRS, log)
+    measured = {name: measure(pair, tools, tokens=tokens, repeats=repeats, threads=threads, log=log)
+                for name, pair in pairs.items()}
     report = {"mode": "dry run" if args.dry_run else "GPU", "tokens": tokens, "repeats": repeats,
-              "references": tools, "pairs": {}}
-    for name, pair in pairs.items():
-        report["pairs"][name] = measure(pair, tools, tokens=tokens, repeats=repeats, threads=threads, log=log)
+              "references": tools, "pairs": measured}
     (work / "gpu-check.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     print("\n".join(summary_lines(report)))
     print(f"(the whole report: {work / 'gpu-check.json'})")
