@@ -11,6 +11,9 @@ installs the one that matches.
 
 Usage: python3 packaging/install.py [--extras test] [--rebuild]
 Extra CMake options (a GPU build, say) come from CMAKE_ARGS: CMAKE_ARGS="-DGGML_CUDA=on" python3 packaging/install.py
+Offline, from a source archive, into the Python running it (app/bench/gpu_check.py does this on a GPU machine):
+python3 packaging/install.py --source llama_cpp_python-X.tar.gz --llama-only (scikit-build-core and cmake
+installed already: nothing is downloaded).
 Standard library only: it runs before anything is installed.
 """
 from __future__ import annotations
@@ -86,11 +89,15 @@ def run(cmd: list[str], **kwargs: object) -> None:
     subprocess.run(cmd, check=True, **kwargs)  # type: ignore[arg-type]
 
 
-def built_wheel(version: str, options: list[str], rebuild: bool) -> Path:
-    """The llama-cpp-python wheel for these options, built once (about 10 minutes on 2 cores) and kept."""
-    py = subprocess.run([str(venv_python()), "-c", "import sys; print(f'cp{sys.version_info[0]}{sys.version_info[1]}')"],
+def built_wheel(version: str, options: list[str], rebuild: bool, python: Path | None = None,
+                source: Path | None = None) -> Path:
+    """The llama-cpp-python wheel for these options, built once (about 10 minutes on 2 cores) and kept. `source`:
+    build from this source archive with the build tools `python` has, offline, instead of fetching it."""
+    python = python or venv_python()
+    py = subprocess.run([str(python), "-c", "import sys; print(f'cp{sys.version_info[0]}{sys.version_info[1]}')"],
                         check=True, capture_output=True, text=True).stdout.strip()
-    key = hashlib.sha256(" ".join([version, py, platform.machine(), *options]).encode()).hexdigest()[:16]
+    origin = [source.name] if source else []
+    key = hashlib.sha256(" ".join([version, py, platform.machine(), *options, *origin]).encode()).hexdigest()[:16]
     folder = wheel_cache() / key
     wheels = sorted(folder.glob("llama_cpp_python-*.whl")) if folder.is_dir() else []
     if wheels and not rebuild:
@@ -99,8 +106,12 @@ def built_wheel(version: str, options: list[str], rebuild: bool) -> Path:
     print(f"building llama-cpp-python {version} with {' '.join(options)} (about 10 minutes on 2 cores)", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, CMAKE_ARGS=" ".join(options))
-        run([str(venv_python()), "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "--no-binary", "llama-cpp-python",
-             "-w", tmp, f"llama-cpp-python=={version}"], env=env)
+        if source:
+            run([str(python), "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "--no-index", "--no-build-isolation",
+                 "-w", tmp, str(source)], env=env)
+        else:
+            run([str(python), "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "--no-binary", "llama-cpp-python",
+                 "-w", tmp, f"llama-cpp-python=={version}"], env=env)
         built = sorted(Path(tmp).glob("llama_cpp_python-*.whl"))
         if not built:
             raise SystemExit("pip built no llama-cpp-python wheel")
@@ -117,14 +128,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--extras", default="", help="optional dependencies to install too, e.g. 'test'")
     parser.add_argument("--rebuild", action="store_true", help="compile llama.cpp again even if a build is kept")
+    parser.add_argument("--source", type=Path, help="build llama-cpp-python from this source archive, offline")
+    parser.add_argument("--llama-only", action="store_true",
+                        help="only build llama-cpp-python and install it into the Python running this script")
     args = parser.parse_args(argv)
     if sys.version_info < (3, 10):
         raise SystemExit("SpecChat needs Python 3.10 or newer")
+    if args.source and not args.source.is_file():
+        raise SystemExit(f"--source {args.source}: no such file")
+    if args.llama_only:
+        here = Path(sys.executable)
+        wheel = built_wheel(pinned_llama_version(), build_options(os.environ.get("CMAKE_ARGS", "")), args.rebuild,
+                            here, args.source.resolve() if args.source else None)
+        run([str(here), "-m", "pip", "install", "--no-deps", "--no-index", "--force-reinstall", str(wheel)])
+        return 0
     if not venv_python().exists():
         run([sys.executable, "-m", "venv", str(VENV)])
     version = pinned_llama_version()
     options = build_options(os.environ.get("CMAKE_ARGS", ""))
-    wheel = built_wheel(version, options, args.rebuild)
+    wheel = built_wheel(version, options, args.rebuild, source=args.source.resolve() if args.source else None)
     mark = f"{wheel}\n"
     if args.rebuild or not BUILD_MARK.exists() or BUILD_MARK.read_text() != mark:
         # --force-reinstall: the same version built with other options is otherwise "already satisfied".

@@ -4,6 +4,7 @@ wheel built with other options is never reused."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,3 +49,22 @@ def test_the_installed_build_has_no_amx_kernels():
     import llama_cpp
 
     assert b"AMX" not in llama_cpp.llama_print_system_info()
+
+
+def test_a_source_archive_is_built_offline_with_the_tools_installed(tmp_path, monkeypatch):
+    """The GPU check builds on a machine that cannot download: pip gets the archive and no index."""
+    install = _install()
+    ran = []
+
+    def fake_run(cmd, **kwargs):
+        ran.append(cmd)
+        if "wheel" in cmd:
+            (Path(cmd[cmd.index("-w") + 1]) / "llama_cpp_python-0.3.36-cp311-linux_x86_64.whl").write_text("")
+
+    monkeypatch.setattr(install, "run", fake_run)
+    monkeypatch.setattr(install, "wheel_cache", lambda: tmp_path / "cache")
+    source = tmp_path / "llama_cpp_python-0.3.36.tar.gz"
+    wheel = install.built_wheel("0.3.36", ["-DGGML_CUDA=ON"], True, Path(sys.executable), source)
+    pip = ran[0]
+    assert str(source) in pip and "--no-index" in pip and "--no-build-isolation" in pip
+    assert wheel.is_file()

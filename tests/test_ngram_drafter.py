@@ -86,13 +86,34 @@ def test_a_name_changed_at_two_places_is_proposed_changed_at_the_next():
     for end in range(len(prompt) + 1, len(prompt + reply) + 1):  # generated token by token
         drafter.propose((prompt + reply)[:end], 8)
     assert drafter.propose(prompt + reply, 8).tokens == [25, 26, 27, 28, 60, 61, 29, 30]
-    # Changed at one place only, an edit is not assumed to repeat (inserted type hints differ each time).
+
+
+def _generated(drafter: NgramDrafter, prompt: list[int], reply: list[int]) -> None:
+    drafter.start_reply(len(prompt))
+    for end in range(len(prompt) + 1, len(prompt + reply) + 1):  # token by token, as a reply is written
+        drafter.propose((prompt + reply)[:end], 8)
+
+
+def test_a_name_replaced_once_is_proposed_replaced_at_the_next_place():
+    # The reply renamed 50 to (60, 61) at its first place: the next copy of 50 is proposed renamed, so a rename,
+    # a JSON key or a replaced call costs one refused draft, not two.
+    line = [1, 2, 3, 4, 5, 6, 7, 8]
+    prompt = line + [50, 9, 10] + [11, 12, 13, 14, 15, 16, 17, 18] + [50, 19, 20]
+    reply = line + [60, 61, 9, 10] + [11, 12, 13, 14, 15, 16, 17, 18]
     once = NgramDrafter()
-    once.start_reply(len(prompt))
-    partial = reply[:reply.index(18) + 1]
-    for end in range(len(prompt) + 1, len(prompt + partial) + 1):
-        once.propose((prompt + partial)[:end], 8)
-    assert once.propose(prompt + partial, 3).tokens == [50, 19, 20]
+    _generated(once, prompt, reply)
+    assert once.propose(prompt + reply, 3).tokens == [60, 61, 19]
+
+
+def test_an_insertion_made_once_is_not_assumed_to_repeat():
+    # The reply inserted (70, 71) before 40 at one place (a type hint before a comma): each one differs, so the
+    # next 40 is proposed as the prompt has it.
+    line = [1, 2, 3, 4, 5, 6, 7, 8]
+    prompt = line + [40, 9, 10] + [11, 12, 13, 14, 15, 16, 17, 18] + [40, 19, 20]
+    reply = line + [70, 71, 40, 9, 10] + [11, 12, 13, 14, 15, 16, 17, 18]
+    once = NgramDrafter()
+    _generated(once, prompt, reply)
+    assert once.propose(prompt + reply, 3).tokens == [40, 19, 20]
 
 
 def test_a_copy_stops_before_the_end_of_the_users_turn():

@@ -9,14 +9,17 @@ comparing policies, not promises: against live runs it came out within 0.03x on 
 0.15x high on the copied bug fix (1.59x predicted, 1.44x live), because single tokens got cheaper on a quieter
 machine while batches did not.
 
-Two recordings: the bench suite's prompts, which the controller was tuned on, and ten more code-editing prompts
+Three recordings: the bench suite's prompts, which the controller was tuned on, ten more code-editing prompts
 (tests/perf/edit_prompts.json: renames, docstrings, a new parameter, a JSON key, a bug in JavaScript...) that it was
-not. A change that only helps the suite's three editing replies shows up as a loss on the second set: on replies of
-100-300 tokens, most knobs move single prompts by 0.1x either way.
+not, and five edits whose replies explain before they copy (tests/perf/explain_edit_prompts.json: a bug fix, a
+retry, a YAML config, an SQL query, a class review). A change that only helps the suite's three editing replies
+shows up as a loss on the other sets: on replies of 100-300 tokens, most knobs move single prompts by 0.1x either
+way.
 
     python -m tests.perf.replay                 # ratio vs plain per prompt, and the best any policy could do
     python -m tests.perf.replay --tokens 64     # the same over each reply's first 64 tokens (bench --max-tokens)
     python -m tests.perf.replay --record MODEL  # record the replies and the cost table again (needs the model)
+    python -m tests.perf.replay --record MODEL --only explain   # record one set, with the suite's cost table
 """
 
 from __future__ import annotations
@@ -33,12 +36,16 @@ from app.engine.speculation.drafters import NgramDrafter
 from app.engine.speculation.history import HistoryDrafter
 from app.engine.speculation.policy import agreement
 from app.engine.speculation.rounds import copy_tokens, observe_round, plan_round
+from tests.perf.llama_ngram import replay_llama
 
 RECORDING = Path(__file__).with_name("replies-qwen2.5-coder-1.5b.json")
 HELD_OUT = Path(__file__).with_name("replies-edits-qwen2.5-coder-1.5b.json")
 HELD_OUT_PROMPTS = Path(__file__).with_name("edit_prompts.json")
+EXPLAIN = Path(__file__).with_name("replies-explain-qwen2.5-coder-1.5b.json")
+EXPLAIN_PROMPTS = Path(__file__).with_name("explain_edit_prompts.json")
 # (recording, the prompts it was recorded from (None: the bench suite's), what to call it)
-RECORDINGS = ((RECORDING, None, "bench suite"), (HELD_OUT, HELD_OUT_PROMPTS, "held-out editing prompts"))
+RECORDINGS = ((RECORDING, None, "bench suite"), (HELD_OUT, HELD_OUT_PROMPTS, "held-out editing prompts"),
+              (EXPLAIN, EXPLAIN_PROMPTS, "edits that explain first"))
 MAX_TOKENS = 400
 
 
@@ -112,6 +119,12 @@ def replay(rec: Recording, name: str, make_policy: Callable[[CostTable], AutoCon
     return len(reply) * rec.cost(1) / spent
 
 
+def llama_modes(rec: Recording, name: str) -> dict[str, float]:
+    """llama.cpp's long-copy n-gram modes on the same reply and costs (tests/perf/llama_ngram.py)."""
+    prompt, reply = rec.prompts[name]["prompt"], rec.prompts[name]["reply"]
+    return {kind: replay_llama(prompt, reply, kind, rec.cost) for kind in ("ngram-map-k", "ngram-mod")}
+
+
 def best_possible(rec: Recording, name: str) -> float:
     """The ratio of a policy that knew in advance how much of each proposal is right (same proposals, same costs):
     what any draft-length policy could reach with this drafter."""
@@ -133,18 +146,26 @@ def best_possible(rec: Recording, name: str) -> float:
     return n * rec.cost(1) / fastest[0]
 
 
-def record(model_path: str) -> None:
+def record(model_path: str, only: str | None = None) -> None:
     """Record every prompt's greedy reply (see RECORDINGS) and the model's measured cost table (minutes on a
-    CPU)."""
+    CPU). `only`: record just the recordings whose title contains this word, with the bench suite recording's cost
+    table (measuring it again would make the sets' figures differ by the machine's load that minute)."""
     from app.bench.suite import load_prompts
     from app.engine.config import GenerationConfig, LoadSettings
     from app.engine.local.engine import SpecEngine
 
     engine = SpecEngine(LoadSettings(n_ctx=4096, n_threads=2))
     engine.load_target(model_path)
-    table = engine.measure_costs(with_draft=False)
+    if only:
+        suite = json.loads(RECORDING.read_text(encoding="utf-8"))
+        costs, measured = suite["costs"], suite["measured"]
+    else:
+        table = engine.measure_costs(with_draft=False)
+        costs, measured = table.batch, list(table.measured or ())
     config = GenerationConfig(max_tokens=MAX_TOKENS, temperature=0.0, speculative=False)
-    for path, prompts_file, _ in RECORDINGS:
+    for path, prompts_file, title in RECORDINGS:
+        if only and only not in title:
+            continue
         prompts = {}
         for p in load_prompts(prompts_file):
             messages = [{"role": "user", "content": p.chat}]
@@ -154,33 +175,43 @@ def record(model_path: str) -> None:
             reply = engine.prompts.transcript_tokens[len(prompt):]
             control = sorted(t for t in set(prompt) if engine.target.is_control(t))
             prompts[p.name] = {"kind": p.kind, "prompt": prompt, "reply": reply, "control": control}
-        data = {"model": Path(model_path).name, "costs": table.batch, "measured": list(table.measured or ()),
-                "prompts": prompts}
+        data = {"model": Path(model_path).name, "costs": costs, "measured": measured, "prompts": prompts}
         path.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--record", metavar="MODEL", help="record the replies and costs again with this GGUF")
+    parser.add_argument("--only", metavar="WORD", help="with --record: record only the sets whose title has WORD")
     parser.add_argument("--tokens", type=int, metavar="N", help="replay only each reply's first N tokens")
     args = parser.parse_args()
     if args.record:
-        record(args.record)
+        record(args.record, args.only)
     for path, _, title in RECORDINGS:
+        if not path.exists():
+            print(f"{title}: not recorded yet (--record MODEL --only WORD records it)")
+            continue
         rec = Recording(path, args.tokens)
-        print(f"{rec.model}, {title}: predicted auto vs plain (best possible with these proposals); a second "
-              f"pass with every reply in history")
+        print(f"{rec.model}, {title}: predicted auto vs plain (best possible with these proposals), auto over "
+              f"the best possible; a second pass with every reply in history; llama.cpp's ngram-map-k and "
+              f"ngram-mod modes (tests/perf/llama_ngram.py)")
         if rec.extrapolated:
             print(f"  (batches of {', '.join(map(str, rec.extrapolated))} extrapolated from the recorded table)")
-        ratios, best, second = [], [], []
+        ratios, best, second, llama = [], [], [], []
         past = history_of(rec)
         for name in rec.prompts:
             ratios.append(replay(rec, name))
             best.append(best_possible(rec, name))
             second.append(replay(rec, name, past=past))
-            print(f"  {name:17s} {ratios[-1]:5.2f}x  ({best[-1]:.2f}x)  second pass {second[-1]:5.2f}x")
-        print(f"  {'geomean':17s} {geometric_mean(ratios):5.2f}x  ({geometric_mean(best):.2f}x)  second pass "
-              f"{geometric_mean(second):5.2f}x")
+            modes = llama_modes(rec, name)
+            llama.append(max(modes.values()))
+            print(f"  {name:17s} {ratios[-1]:5.2f}x  ({best[-1]:.2f}x) {ratios[-1] / best[-1]:4.2f}  second pass "
+                  f"{second[-1]:5.2f}x  map-k {modes['ngram-map-k']:4.2f}x  mod {modes['ngram-mod']:4.2f}x")
+        of_best = [r / b for r, b in zip(ratios, best)]
+        print(f"  {'geomean':17s} {geometric_mean(ratios):5.2f}x  ({geometric_mean(best):.2f}x) "
+              f"{geometric_mean(of_best):4.2f} (least {min(of_best):.2f})  second pass {geometric_mean(second):5.2f}x  "
+              f"auto over llama.cpp's better mode {geometric_mean([r / x for r, x in zip(ratios, llama)]):.2f} "
+              f"(least {min(r / x for r, x in zip(ratios, llama)):.2f})")
 
 
 if __name__ == "__main__":

@@ -111,8 +111,11 @@ class Acceptance:
 # 15 tokens later, where a rename not yet learned comes. The hit rates and replays: docs/performance.md.
 _NGRAM_PRIOR = {0: 0.25, 2: 0.5, 3: 0.6, 4: 0.7, 8: 0.8, 16: 0.9, 32: 0.98}
 # History proposals come from another request: a match is likelier a shared phrase than text being copied, so they
-# start lower, and the history drafter itself only proposes what most past copies agreed on.
-_HISTORY_PRIOR = {0: 0.25, 2: 0.3, 3: 0.35, 4: 0.5, 8: 0.65, 16: 0.8, 32: 0.9}
+# start lower, and the history drafter itself only proposes what most past copies agreed on. A match of 32 tokens
+# (HistoryDrafter.MAX_MATCH) is no phrase: it is text written again (a regenerated reply), as sure as an n-gram
+# match that long. In the replay no history match between different prompts reached 16 tokens, and at 0.9 a
+# regenerated reply was drafted 15 tokens at a time where every token of it was right (docs/performance.md).
+_HISTORY_PRIOR = {0: 0.25, 2: 0.3, 3: 0.35, 4: 0.5, 8: 0.65, 16: 0.8, 32: 0.98}
 _COPY_PRIORS: dict[DraftSource, dict[int, float]] = {"ngram": _NGRAM_PRIOR, "history": _HISTORY_PRIOR}
 # Calibration before any draft: decayed sums (accepted, expected) as if two tokens had gone as expected.
 _NO_CALIBRATION = (2.0, 2.0)

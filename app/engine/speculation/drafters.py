@@ -76,8 +76,10 @@ class NgramDrafter:
         self._history: list[int] = []
         self._reply_start = 0
         # Edits this reply made to the prompt's text, token -> what replaced it: a renamed variable is renamed
-        # everywhere, so later copies of the passage propose the new name instead of the old one. An edit counts
-        # as a rename once it was made at two places (an inserted type hint differs each time; a rename not).
+        # everywhere, so later copies of the passage propose the new name instead of the old one. A token replaced
+        # by others counts as a rename at once (a rename, a key, a call: in the replay the second place was right
+        # every time, docs/performance.md); an insertion (the old token kept, others beside it) only once it was
+        # made at two places, since an inserted type hint differs each time.
         self._renames: dict[int, tuple[int, ...]] = {}
         self._edits: dict[tuple[int, tuple[int, ...]], set[int]] = {}
 
@@ -116,7 +118,7 @@ class NgramDrafter:
     def _note_edit(self, old: int, new: tuple[int, ...], where: int) -> None:
         places = self._edits.setdefault((old, new), set())
         places.add(where)
-        if len(places) >= 2:
+        if len(places) >= 2 or old not in new:
             self._renames[old] = new
 
     def _agree(self, a_end: int, b_end: int) -> int:
