@@ -100,9 +100,10 @@ class OnlineCosts:
     def draft(self, k: int) -> float:
         return k * self.table.draft_per_token * self._draft_scale * self._level
 
-    def observe(self, drafted: int, verify_s: float, model_draft_s: float = 0.0) -> None:
-        """A round verified `drafted` + 1 tokens in `verify_s`; a draft model spent `model_draft_s` drafting."""
-        size = drafted + 1
+    def observe(self, drafted: int, verify_s: float, model_draft_s: float = 0.0, rows: int = 0) -> None:
+        """A round verified `drafted` + 1 tokens in `verify_s` (in a pass of `rows` rows when it held other
+        requests' too); a draft model spent `model_draft_s` drafting."""
+        size = rows or drafted + 1
         expected = self.table.verify(size)
         unlevelled = self._estimated and not self._singles
         if expected > 0 and verify_s > 0:
