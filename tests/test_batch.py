@@ -169,3 +169,21 @@ def test_rounds_say_when_the_batch_cut_a_draft(single, batched):
     assert all(r.kind == "batch" and r.drafted == 0 and "3 requests share the batch" in r.reason for r in shared)
     alone_again = [r for r in rounds if r.index > LENGTHS[2] + 2]  # after the others ended
     assert alone_again and all(r.kind == "draft" and r.drafted for r in alone_again)
+
+
+def test_auto_holds_as_many_requests_as_memory_allows(tiny_models):
+    from app.engine.gguf.memory import kv_bytes
+    from app.engine.local.batch.sequences import kv_budget_line, parallel_sequences
+
+    gib = 1 << 30
+    assert parallel_sequences(0, gib // 4, available=16 * gib) == 4  # the most Auto takes
+    assert parallel_sequences(0, gib, available=8 * gib) == 2  # a quarter of the memory: two contexts
+    assert parallel_sequences(0, gib, available=gib) == 1  # never none
+    assert parallel_sequences(6, gib, available=gib) == 6  # a number is used as it is
+    model = LoadedModel(tiny_models.target, n_ctx=256, n_threads=1)
+    try:
+        per_sequence = kv_bytes(model.kv_values_per_token, 4096)
+    finally:
+        model.close()
+    assert per_sequence > 0
+    assert kv_budget_line(2, per_sequence).startswith("2 requests at once: 2 x ")

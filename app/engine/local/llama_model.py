@@ -419,6 +419,13 @@ class LoadedModel:
             self.n_threads = n_threads
 
     @property
+    def kv_values_per_token(self) -> int:
+        """Key and value elements one token of context takes in the KV cache, all layers together."""
+        llama, model = self._llama, self._model
+        head = llama.llama_model_n_embd(model) // max(1, llama.llama_model_n_head(model))
+        return llama.llama_model_n_layer(model) * 2 * head * llama.llama_model_n_head_kv(model)
+
+    @property
     def room(self) -> int:
         """Positions left in the context."""
         return self.n_ctx - len(self.cached)

@@ -16,7 +16,33 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from app.common.units import format_bytes, plural
+from app.engine.config import PARALLEL_AUTO
+from app.engine.local.kv_states.conversation_cache import MEMORY_SHARE, available_memory
 from app.engine.local.llama_model import LoadedModel
+
+# Auto decodes at most this many requests side by side: past it, on a CPU, a batch's rows cost about what they
+# give (docs/performance.md, Many requests at once), and llama-server runs 4 slots by default.
+MAX_AUTO_SEQUENCES = 4
+
+
+def parallel_sequences(setting: int, per_sequence: int, available: Optional[int] = None) -> int:
+    """How many sequences a context holds: `setting` when set (1 or more), else (PARALLEL_AUTO) as many, up to
+    MAX_AUTO_SEQUENCES and at least 1, as have room for a full context's KV cache each (`per_sequence` bytes,
+    kv_budget_line) within the share of the memory available now that kept conversations get."""
+    if setting != PARALLEL_AUTO:
+        return max(1, setting)
+    free = available_memory() if available is None else available
+    if per_sequence <= 0 or free <= 0:
+        return 1
+    return max(1, min(MAX_AUTO_SEQUENCES, int(free * MEMORY_SHARE) // per_sequence))
+
+
+def kv_budget_line(sequences: int, per_sequence: int) -> str:
+    """What the sequences cost, in words: "4 requests at once: 4 x 117 MB of KV cache (470 MB), one budget shared"."""
+    return (f"{plural(sequences, 'request')} at once: {sequences} x "
+            f"{format_bytes(per_sequence)} of KV cache ({format_bytes(sequences * per_sequence)}), one budget "
+            "shared")
 
 
 @dataclass(frozen=True)
