@@ -62,3 +62,16 @@ def test_a_draft_that_never_pays_is_dropped():
 def test_fixed_lengths_stay_within_the_rows_left():
     fixed = Candidate(20)
     assert allocate([fixed] * 4, 4, lambda rows, passes: float(rows), 60) == [20, 20, 20, 0]
+
+
+def test_a_controller_in_a_full_batch_learns_the_machine_s_speed_and_drafts():
+    """Requests that always share the batch never time a single token: their passes tell the controller how fast
+    the machine is, so it does not wait for a single-token timing before drafting (RoundKind "timing")."""
+    from app.engine.speculation.auto_controller import AutoController
+    from app.engine.speculation.policy import Plan
+
+    controller = AutoController(GPU, with_model=False)
+    controller.note_threads(2)
+    assert controller.plan(8, [1, 2, 3, 4], False, ngram_match=32).kind == "timing"
+    controller.observe(Plan("none", 0), 0, 0, 0.0, 0.05 * 1.05, rows=2)  # two requests' last tokens in one pass
+    assert controller.plan(8, [1, 2, 3, 4], False, ngram_match=32).kind == "draft"

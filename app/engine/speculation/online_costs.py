@@ -107,7 +107,11 @@ class OnlineCosts:
         expected = self.table.verify(size)
         unlevelled = self._estimated and not self._singles
         if expected > 0 and verify_s > 0:
-            if size == 1:
+            if rows > 1:
+                # A batch's pass (app.engine.local.batch) holds other requests' rows: it tells the machine's
+                # level through the table's shape, and no single token may be timed while the batch is full.
+                self._observe_single(verify_s / expected)
+            elif size == 1:
                 self._observe_single(verify_s / expected)
             elif unlevelled:
                 self._waiting_batches[size] = verify_s / expected
