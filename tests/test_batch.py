@@ -187,3 +187,19 @@ def test_auto_holds_as_many_requests_as_memory_allows(tiny_models):
         model.close()
     assert per_sequence > 0
     assert kv_budget_line(2, per_sequence).startswith("2 requests at once: 2 x ")
+
+
+def test_the_next_turn_reuses_the_sequence_that_holds_its_start(single, batched):
+    """A request whose prompt continues an ended one (a chat's next turn) takes that request's sequence, so only
+    the new text is read; the reply is still the one it gets alone."""
+    target = batched["target"]
+    scheduler = BatchScheduler(target, batched["draft"])
+    first_history: list[int] = []
+    first = request(batched, PROMPTS[0], 12, "plain", 1)
+    first.on_history = first_history.extend
+    run_batch(scheduler, {0: [request(batched, PROMPTS[1], 30, "plain", 2), first]})
+    follow_up = first_history + target.tokenize("\n# and now in C\n", add_special=False)
+    (events,) = run_batch(scheduler, {0: [BatchRequest(follow_up, _config("plain", 10), _policy("plain"), 3)]})
+    assert events[-1].stats.prompt_cached >= len(first_history) - 1
+    alone_events = list(generate(single["target"], follow_up, _config("plain", 10), _policy("plain")))
+    assert tokens_of(events) == tokens_of(alone_events)
