@@ -1,7 +1,7 @@
 """Many requests at once on the real Qwen pair: one engine decoding every request in one batch
 (app.engine.local.batch), against the same requests one stream at a time.
 
-    python -m tests.perf.concurrency [--tokens 64] [--n 1,2,4] [--f16 PATH] [--threads 2]
+    python -m tests.perf.concurrency [--tokens 64] [--n 1,2,4] [--f16 PATH] [--threads 2] [--modes plain,auto]
 
 For each target (the Q4_K_M 1.5B, and with --f16 its F16 copy, made by /work/shared/tools/make-f16-target.py),
 each mode (plain; n-gram lookup, a fixed 8; the 0.5B draft model, a fixed 4; Auto: the controller with the draft
@@ -101,7 +101,8 @@ def run(target: LoadedModel, draft: Optional[LoadedModel], mode: str, n: int, to
             "rss": rss_mib()}
 
 
-def bench(target_path: Path, draft_path: Path, ns: list[int], tokens: int, threads: int) -> None:
+def bench(target_path: Path, draft_path: Path, ns: list[int], tokens: int, threads: int,
+          modes: tuple[str, ...] = MODES) -> None:
     n_max = max(ns)
     target = LoadedModel(target_path, n_ctx=CONTEXT_PER_SEQUENCE * n_max, n_threads=threads, n_seq_max=n_max)
     draft = LoadedModel(draft_path, n_ctx=CONTEXT_PER_SEQUENCE * n_max, n_threads=threads, n_seq_max=n_max)
@@ -118,7 +119,7 @@ def bench(target_path: Path, draft_path: Path, ns: list[int], tokens: int, threa
           "| rounds cut for the batch | request 1 as alone | RSS MiB |")
     print("|---|---|---|---|---|---|---|---|---|")
     plain_one = 0.0
-    for mode in MODES:
+    for mode in modes:
         alone: list[int] = []
         for n in ns:
             r = run(target, draft, mode, n, tokens, costs)
@@ -142,13 +143,15 @@ def main() -> None:
     parser.add_argument("--f16", type=Path, help="the target's F16 copy, benchmarked after the Q4 one")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--only-f16", action="store_true", help="skip the Q4 target")
+    parser.add_argument("--modes", default=",".join(MODES), help=f"some of {', '.join(MODES)}, plain first")
     args = parser.parse_args()
     ns = [int(x) for x in args.n.split(",")]
+    modes = tuple(m for m in args.modes.split(",") if m in MODES)
     draft = REAL_MODELS_DIR / REAL_DRAFT
     if not args.only_f16:
-        bench(REAL_MODELS_DIR / REAL_TARGET, draft, ns, args.tokens, args.threads)
+        bench(REAL_MODELS_DIR / REAL_TARGET, draft, ns, args.tokens, args.threads, modes)
     if args.f16 is not None:
-        bench(args.f16, draft, ns, args.tokens, args.threads)
+        bench(args.f16, draft, ns, args.tokens, args.threads, modes)
 
 
 if __name__ == "__main__":

@@ -252,7 +252,11 @@ class BatchScheduler:
         running = reading[0]
         prompt = running.request.prompt
         tokens = list(prompt[running.read:min(len(prompt) - 1, running.read + budget)])
-        if self.draft_seqs is not None and running.request.use_model:
+        # A fixed draft length drafts with the draft model from the first round: it reads the prompt in step. A
+        # controller may never draft with it (on a CPU it rarely pays) and weighs what the draft model would read
+        # before drafting when it decides to (model_behind), as the single decoder does: reading in step would be
+        # work it may never use.
+        if self.draft_seqs is not None and running.request.use_model and not running.request.policy.uses_costs:
             self.draft_seqs.read([(running.seq, tokens)])
         return [(running, tokens)]
 
