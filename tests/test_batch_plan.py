@@ -28,7 +28,7 @@ def lengths(table, n: int, candidate: Candidate = COPY) -> list[int]:
 def rate(table, ks: list[int], candidate: Candidate = COPY) -> float:
     n = len(ks)
     tokens = n + sum(candidate.gains[k - 1] if k else 0.0 for k in ks)
-    passes = max(ks) if candidate.model else 0
+    passes = sum(ks) if candidate.model else 0
     return tokens / (table.verify(n + sum(ks)) + passes * table.draft_per_token)
 
 

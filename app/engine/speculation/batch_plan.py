@@ -2,9 +2,11 @@
 every sequence decoded in it, is highest.
 
 A step is one forward pass of R rows: each decoding sequence's last token and its draft, and any prompt being
-read. Each drafted row costs what it adds to the pass (verify(R + 1) - verify(R)) and, for the draft model, a
-draft pass when it lengthens the longest model draft (the draft model drafts for every sequence in one pass per
-position). Rows are handed out one at a time to the sequence whose next drafted token is expected to give the most
+read. Each drafted row costs what it adds to the pass (verify(R + 1) - verify(R)) and, for the draft model, one
+drafted token's cost: the draft model drafts for every sequence in one pass per position, but a small quantized
+draft model on a CPU is bound by arithmetic, so its rows cost about what they would alone (with a pass's cost
+per position, and the draft's cost learned only from requests drafting alone, Auto's 4 requests on the F16 target
+ran at 0.76x plain; docs/performance.md, Many requests at once). Rows are handed out one at a time to the sequence whose next drafted token is expected to give the most
 per second of what it adds; the step keeps the allocation where tokens per second peaked. On a CPU, where a
 batch of n rows costs nearly n single tokens, drafts shrink as sequences join and stop where they no longer pay; on
 memory-bound hardware (an F16 target, a GPU) rows are nearly free and drafts stay.
@@ -38,8 +40,9 @@ def _gain(candidate: Candidate, j: int) -> float:
 def allocate(candidates: Sequence[Candidate], base_rows: int, cost: Callable[[int, int], float],
              max_rows: int) -> list[int]:
     """Each candidate's draft length, at most its own k. `base_rows`: the step's rows without any draft (a row
-    per decoding sequence, and prompt rows); `cost(rows, draft_passes)`: seconds of a step; `max_rows`: the most
+    per decoding sequence, and prompt rows); `cost(rows, draft_tokens)`: seconds of a step; `max_rows`: the most
     drafted rows the step may hold in all. Fixed lengths are kept as they are (within max_rows)."""
+    # cost(rows, draft_tokens): the pass of `rows` rows and `draft_tokens` tokens drafted by the draft model.
     ks = [0] * len(candidates)
     rows = base_rows
     for i, c in enumerate(candidates):
@@ -48,7 +51,7 @@ def allocate(candidates: Sequence[Candidate], base_rows: int, cost: Callable[[in
             rows += c.k
 
     def passes() -> int:
-        return max((ks[i] for i, c in enumerate(candidates) if c.model), default=0)
+        return sum(ks[i] for i, c in enumerate(candidates) if c.model)
 
     def expected() -> float:
         return len(candidates) + sum(_gain(c, ks[i]) if not c.fixed else 0.0 for i, c in enumerate(candidates))

@@ -144,7 +144,7 @@ class BatchScheduler:
         rounds = self._plan(out)
         prompt_rows = self._prompt_part(rounds)
         self._fit_to_step(rounds, sum(len(tokens) for _, tokens in prompt_rows))
-        draft_s = self._draft(rounds)
+        draft_s, drafted = self._draft(rounds)
         t_verify = self.clock()
         parts = [Rows(r.running.seq, [*r.running.reply.history[-r.pending:], *r.draft.tokens], r.pending - 1)
                  for r in rounds]
@@ -156,7 +156,10 @@ class BatchScheduler:
         rows = sum(len(p.tokens) for p in parts) if len(rounds) > 1 else 0
         for i, (r, window) in enumerate(zip(rounds, windows)):
             learn = i == 0 and not prompt_rows
-            self._finish_round(r, window, out, started, draft_s, done - t_verify if learn else 0.0, rows)
+            # The draft model's time, shared by the tokens it drafted: what drafting a token costs in a batch.
+            share = draft_s * len(r.draft.tokens) / drafted \
+                if drafted and r.draft.source == "model" else 0.0
+            self._finish_round(r, window, out, started, share, done - t_verify if learn else 0.0, rows)
         for running, tokens in prompt_rows:
             running.read += len(tokens)
             if running.read >= len(running.request.prompt) - 1:
@@ -280,9 +283,10 @@ class BatchScheduler:
                 r.plan = dataclasses.replace(r.plan, k=k, reason=reason, kind="batch") if k else \
                     Plan("none", 0, reason, kind="batch")
 
-    def _draft(self, rounds: Sequence[_Round]) -> float:
+    def _draft(self, rounds: Sequence[_Round]) -> tuple[float, int]:
         """Every round's draft: copies from their proposals, the draft model's for all in one batch. Returns the
-        draft model's time when it drafted for one request alone (else 0.0: not a cost to learn from)."""
+        draft model's time, and the tokens it drafted (when none of its drafts first read a long catch-up; else
+        (0.0, 0): not a cost to learn from)."""
         asks: list[tuple[_Round, DraftAsk]] = []
         for r in rounds:
             if r.plan.k <= 0:
@@ -294,12 +298,15 @@ class BatchScheduler:
                 asks.append((r, DraftAsk(r.running.seq, reply.history, r.plan.k, reply.sampler, reply.rng,
                                          r.running.request.config.draft_p_min, r.plan.stop_below)))
         if not asks or self.draft_seqs is None:
-            return 0.0
+            return 0.0, 0
         began = self.clock()
         for (r, _), draft in zip(asks, draft_all(self.draft_seqs, [ask for _, ask in asks])):
             r.draft = draft
         spent = self.clock() - began
-        return spent if len(asks) == 1 and asks[0][0].draft.caught_up <= USUAL_CATCH_UP else 0.0
+        drafted = sum(len(r.draft.tokens) for r, _ in asks)
+        if not drafted or any(r.draft.caught_up > USUAL_CATCH_UP for r, _ in asks):
+            return 0.0, 0
+        return spent, drafted
 
     def _finish_round(self, r: _Round, window, out: dict[int, list[EngineEvent]], started: float, draft_s: float,
                       verify_s: float, rows: int) -> None:
