@@ -203,3 +203,13 @@ def test_the_next_turn_reuses_the_sequence_that_holds_its_start(single, batched)
     assert events[-1].stats.prompt_cached >= len(first_history) - 1
     alone_events = list(generate(single["target"], follow_up, _config("plain", 10), _policy("plain")))
     assert tokens_of(events) == tokens_of(alone_events)
+
+
+def test_every_chat_s_controller_learns_the_machine_s_speed_in_a_batch(batched):
+    """Requests of different chats (a controller each) that never decode alone still learn from the batch's passes
+    how fast the machine is, so none waits for a single-token timing (RoundKind "timing") the whole reply."""
+    reqs = [request(batched, p, 24, "auto", i) for i, p in enumerate(PROMPTS[:3])]
+    got = run_batch(BatchScheduler(batched["target"], batched["draft"]), {0: reqs})
+    for events in got:
+        kinds = [e.kind for e in events if isinstance(e, RoundEvent)]
+        assert kinds[-1] != "timing" and kinds.count("timing") < len(kinds) // 2, kinds

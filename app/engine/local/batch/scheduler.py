@@ -151,11 +151,14 @@ class BatchScheduler:
         parts += [Rows(running.seq, tokens, len(tokens)) for running, tokens in prompt_rows]
         windows = self.seqs.decode(parts) if parts else []
         done = self.clock()
-        # The pass's cost is learned once, from the first round, and only without prompt rows (which cost what
-        # rows with logits do not); a request alone learns it as the single decoder does.
+        # The pass's cost is learned once per policy (requests of one chat share theirs), and only without prompt
+        # rows (which cost what rows with logits do not); a request alone learns it as the single decoder does.
         rows = sum(len(p.tokens) for p in parts) if len(rounds) > 1 else 0
-        for i, (r, window) in enumerate(zip(rounds, windows)):
-            learn = i == 0 and not prompt_rows
+        taught: set[int] = set()
+        for r, window in zip(rounds, windows):
+            policy = id(r.running.request.policy)
+            learn = policy not in taught and not prompt_rows
+            taught.add(policy)
             # The draft model's time, shared by the tokens it drafted: what drafting a token costs in a batch.
             share = draft_s * len(r.draft.tokens) / drafted \
                 if drafted and r.draft.source == "model" else 0.0
