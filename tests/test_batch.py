@@ -213,3 +213,14 @@ def test_every_chat_s_controller_learns_the_machine_s_speed_in_a_batch(batched):
     for events in got:
         kinds = [e.kind for e in events if isinstance(e, RoundEvent)]
         assert kinds[-1] != "timing" and kinds.count("timing") < len(kinds) // 2, kinds
+
+
+def test_requests_added_together_read_their_prompts_in_one_pass(batched):
+    """Three requests sent at once all write their first token at the second step: their prompts are read side
+    by side, not one after another."""
+    scheduler = BatchScheduler(batched["target"], batched["draft"])
+    handles = [scheduler.add(request(batched, p, 4, "plain", i)) for i, p in enumerate(PROMPTS[:3])]
+    first = scheduler.step()
+    assert not any(tokens_of(first.get(h, [])) for h in handles)
+    second = scheduler.step()
+    assert all(len(tokens_of(second[h])) == 1 for h in handles)

@@ -9,7 +9,7 @@ A caller (the engine process's loop, a benchmark) drives it:
     scheduler.cancel(handle)                       # ends that request at the next step; the others go on
 
 Each step is one target decode holding, per decoding request, the tokens its cache lacks (its last token) and
-its draft, and a chunk of one new request's prompt: a prompt is read between the others' rounds, never in one
+its draft, and chunks of new requests' prompts: a prompt is read between the others' rounds, never in one
 long pass while they wait (PROMPT_CHUNK_BUSY tokens a step while others decode; all of it when none do). Requests
 join and leave between steps. Each request's round is the single decoder's: planned by its own policy, drafted
 by its own copy drafters or by the draft model (for every request in one pass per position, draft_batch.py),
@@ -244,27 +244,27 @@ class BatchScheduler:
         return rounds
 
     def _prompt_part(self, rounds: Sequence[_Round]) -> list[tuple[_Running, list[int]]]:
-        """The prompt tokens read this step: the oldest reading request's next chunk (all the batch allows when
-        no reply is being written)."""
+        """The prompt tokens read this step: the reading requests' next chunks, oldest first, PROMPT_CHUNK_BUSY
+        tokens in all while replies are being written (all the batch allows when none are)."""
         reading = [r for r in self._running if not r.decoding]
-        if not reading:
-            return []
-        used = sum(r.pending + r.plan.k for r in rounds)
-        budget = self.target.n_batch - used
+        budget = self.target.n_batch - sum(r.pending + r.plan.k for r in rounds)
         if rounds:
             budget = min(budget, self.prompt_chunk)
-        if budget <= 0:
-            return []  # the drafts fill the batch; they shrink for the prompt's rows at the next step
-        running = reading[0]
-        prompt = running.request.prompt
-        tokens = list(prompt[running.read:min(len(prompt) - 1, running.read + budget)])
-        # A fixed draft length drafts with the draft model from the first round: it reads the prompt in step. A
-        # controller may never draft with it (on a CPU it rarely pays) and weighs what the draft model would read
-        # before drafting when it decides to (model_behind), as the single decoder does: reading in step would be
-        # work it may never use.
-        if self.draft_seqs is not None and running.request.use_model and not running.request.policy.uses_costs:
-            self.draft_seqs.read([(running.seq, tokens)])
-        return [(running, tokens)]
+        parts: list[tuple[_Running, list[int]]] = []
+        for running in reading:
+            if budget <= 0:
+                break  # the rest wait; drafts that fill the batch shrink for prompt rows at the next step
+            prompt = running.request.prompt
+            tokens = list(prompt[running.read:min(len(prompt) - 1, running.read + budget)])
+            budget -= len(tokens)
+            # A fixed draft length drafts with the draft model from the first round: it reads the prompt in step.
+            # A controller may never draft with it (on a CPU it rarely pays) and weighs what the draft model would
+            # read before drafting when it decides to (model_behind), as the single decoder does: reading in step
+            # would be work it may never use.
+            if self.draft_seqs is not None and running.request.use_model and not running.request.policy.uses_costs:
+                self.draft_seqs.read([(running.seq, tokens)])
+            parts.append((running, tokens))
+        return parts
 
     def _fit_to_step(self, rounds: list[_Round], prompt_rows: int) -> None:
         """Shorten the policies' drafts where the step's expected tokens per second is higher without them."""
