@@ -22,14 +22,16 @@ Drafter = Literal["model", "ngram", "history", "none"]
 # - RoundKind: why a round is what it is: drafting expected to pay ("draft"), a short trial draft while paused
 #   ("probe"), a fixed length ("fixed"), no draft because drafting would not pay ("paused": drafts are refused too
 #   often; "costly": verifying costs more than even perfect acceptance saves) or cannot happen ("unavailable": no
-#   room, nothing to draft from, speculation off), none while one token is timed ("timing"), or a server's round,
-#   whose reasons the server keeps ("server").
-RoundKind = Literal["draft", "probe", "fixed", "paused", "costly", "unavailable", "timing", "server"]
+#   room, nothing to draft from, speculation off), none while one token is timed ("timing"), a server's round,
+#   whose reasons the server keeps ("server"), or a draft shortened or dropped because the other requests decoded
+#   in the same batch make its rows cost more than they give ("batch", app.engine.speculation.batch_plan).
+RoundKind = Literal["draft", "probe", "fixed", "paused", "costly", "unavailable", "timing", "server", "batch"]
 # - TokenPart: which part of a reply a token belongs to: the model's thinking ("reasoning", between the markers
 #   app.engine.reasoning finds) or its answer.
 TokenPart = Literal["reasoning", "answer"]
 DRAFT_SOURCES: tuple[DraftSource, ...] = ("model", "ngram", "history")
-ROUND_KINDS: tuple[RoundKind, ...] = ("draft", "probe", "fixed", "paused", "costly", "unavailable", "timing", "server")
+ROUND_KINDS: tuple[RoundKind, ...] = ("draft", "probe", "fixed", "paused", "costly", "unavailable", "timing", "server",
+                                      "batch")
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ text, role, time and model names, its stats, and for replies its tokens [{"text"
 its thinking as "reasoning" ({"text", "tokens"}, the tokens as the answer's; null for a message without thinking),
 its rounds (every proposed token id and text, the refused ones included, how many were kept, the target's own
 token, reason, time, threads, "kind" (why the round is what it is: "draft", "probe", "fixed", "paused", "costly",
-"unavailable", "timing" or "server"; "" where not recorded) and "expected" (the tokens the controller expected to
+"unavailable", "timing", "server" or "batch"; "" where not recorded) and "expected" (the tokens the controller expected to
 be kept)), its comparison with plain decoding, and its attached files [{"name", "content"}] ([] for
 none; Markdown shows them after the text as fenced blocks, as the model read them), and the tools it called as
 "tool_calls" ([] for none; each {"id", "name", "arguments", "server", "tool", "answer", "result", "is_error",

@@ -30,7 +30,7 @@ KIND_NAMES = {"draft": "drafted where it was expected to pay", "probe": "probed 
               "fixed": "drafted a fixed length", "paused": "paused: drafts were kept too rarely to pay",
               "costly": "paused: verifying costs more than it saves here",
               "timing": "timed one token at a new thread count", "unavailable": "had nothing to draft from",
-              "server": "as the server chose"}
+              "server": "as the server chose", "batch": "drafted less: other requests shared the batch"}
 # Histogram bars of a reply without rounds come from its stats, which do not say who drafted.
 ANY_DRAFTER = "any"
 

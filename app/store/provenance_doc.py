@@ -37,7 +37,7 @@ _CODE_TO_DRAFTER = {code: drafter for drafter, code in _DRAFTER_TO_CODE.items()}
 _ROUND_COLUMNS = ("k", "proposed", "proposed_text", "kept", "own", "own_text", "reason", "time_us")
 # A round's kind (app.engine.events.RoundKind) as one character; "-" where it was not recorded.
 _KIND_TO_CODE = {"draft": "d", "probe": "p", "fixed": "f", "paused": "z", "costly": "c", "unavailable": "u",
-                 "timing": "t", "server": "s", "": "-"}
+                 "timing": "t", "server": "s", "batch": "b", "": "-"}
 _CODE_TO_KIND = {code: kind for kind, code in _KIND_TO_CODE.items()}
 
 

@@ -1,5 +1,6 @@
 """Local models through llama-cpp-python: loading, the KV cache, tokenizing, chat templates and the decoding loop.
 
+- batch/: many requests decoded side by side, one forward pass a step (continuous batching).
 - chat_format.py: Formatting a conversation with the model's own chat template (the Jinja text stored in the GGUF).
 - kv_states/: conversations' KV states kept across requests: in memory (LRU within a budget) and, for long ones, on
   disk, restored for the request they fit best.

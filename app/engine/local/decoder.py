@@ -9,26 +9,24 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
-from app.engine.config import MAX_DRAFT, GenerationConfig
-from app.engine.local.model_drafter import ModelDrafter
-from app.engine.speculation.drafters import Draft, NgramDrafter
+from app.engine.config import GenerationConfig
 from app.engine.errors import PromptTooLongError
-from app.engine.events import (DraftSource, EngineEvent, FinishedEvent, GenerationStats, RoundEvent, ThreadsEvent,
-                               TokenChoice, TokenEvent, TokenLogprobs, TokenSource, decode_speed)
-from app.engine.local.llama_model import LoadedModel
-from app.engine.local.thread_governor import ThreadChange, ThreadGovernor
-from app.engine.speculation.policy import SpeculationPolicy
-from app.engine.speculation.history import HistoryDrafter
-from app.engine.speculation.rounds import copy_tokens, observe_round, plan_round
+from app.engine.events import EngineEvent, ThreadsEvent
+from app.engine.local.batch.reply import LogitRows, Reply, unwritten
 from app.engine.local.grammar import GrammarMask
+from app.engine.local.llama_model import LoadedModel
+from app.engine.local.model_drafter import ModelDrafter
+from app.engine.local.sampling import Penalties, Sampler, accept_or_resample
+from app.engine.local.thread_governor import ThreadChange, ThreadGovernor
 from app.engine.reasoning.splitter import ReplySplitter
-from app.engine.local.sampling import Penalties, Sampler, accept_or_resample, log_probabilities
-from app.engine.local.text_stream import TextStream
+from app.engine.speculation.drafters import Draft, NgramDrafter
+from app.engine.speculation.history import HistoryDrafter
+from app.engine.speculation.policy import SpeculationPolicy
+from app.engine.speculation.rounds import copy_tokens, observe_round, plan_round
 
 
 # A draft model that drafted last round reads at most this many tokens before drafting again: the last token
@@ -36,31 +34,13 @@ from app.engine.local.text_stream import TextStream
 USUAL_CATCH_UP = 3
 
 
-@dataclass
-class _Tally:
-    """What the rounds of one reply drafted and kept."""
-
-    drafted: int = 0
-    accepted: int = 0
-    rounds: int = 0
-    draft_rounds: int = 0
-    histogram: dict[int, int] = field(default_factory=dict)  # draft length -> rounds
-
-    def add(self, drafted: int, accepted: int) -> None:
-        self.rounds += 1
-        self.drafted += drafted
-        self.accepted += accepted
-        self.draft_rounds += bool(drafted)
-        self.histogram[drafted] = self.histogram.get(drafted, 0) + 1
-
-
 def verify(
-    target: LoadedModel, draft: Draft, sampler: Sampler, rng: np.random.Generator,
+    target: LogitRows, draft: Draft, sampler: Sampler, rng: np.random.Generator,
     grammar: Optional[GrammarMask] = None, penalties: Optional[Penalties] = None,
 ) -> tuple[int, int]:
     """Decide how many drafted tokens the target keeps and which token it adds itself.
 
-    Expects the target to have just decoded [last, *draft.tokens] with logits for every row. Under a `grammar`
+    Expects the target to have just decoded [last, *draft.tokens] with logits for every row (`target`'s rows 0..k). Under a `grammar`
     each row is masked by the grammar's state at its position (the state advances by each kept token; the
     caller's state is left as it was). With `penalties`, each row is penalised by the reply's tokens up to its
     position, the drafted ones before it included.
@@ -74,7 +54,7 @@ def verify(
             state.close()
 
 
-def _verify_rows(target: LoadedModel, draft: Draft, sampler: Sampler, rng: np.random.Generator,
+def _verify_rows(target: LogitRows, draft: Draft, sampler: Sampler, rng: np.random.Generator,
                  state: Optional[GrammarMask], penalties: Optional[Penalties]) -> tuple[int, int]:
     def logits(i: int) -> np.ndarray:
         return penalties.apply(target.logits(i), draft.tokens[:i]) if penalties is not None else target.logits(i)
@@ -140,73 +120,35 @@ def generate(
     if len(prompt) >= target.n_ctx:
         raise PromptTooLongError(len(prompt), target.n_ctx)
     cancel = cancel or threading.Event()
-    split = splitter if splitter is not None else ReplySplitter(split=False)
-    budget = max(0, config.thinking_budget)
+    reply = Reply(target, prompt, config, request_id=request_id, clock=clock, grammar=grammar, splitter=splitter)
     policy.begin_request()
     if ngram is not None:
         ngram.start_reply(len(prompt))
-    sampler = Sampler.from_config(config)
-    penalties = Penalties.from_config(config)
-    rng = np.random.default_rng(config.seed)
-    started = clock()
+    sampler, rng = reply.sampler, reply.rng
     if governor is not None:
         yield from _threads_event(request_id, governor.before_reply(), -1)
 
-    reused = target.keep_common_prefix(prompt, leave=1)
-    if not target.decode(list(prompt[reused:-1]), cancel=cancel):
-        stats = GenerationStats(stop_reason="cancelled", prompt_tokens=len(prompt), prompt_cached=reused)
-        yield from split.feed(_finish(request_id, "", stats))
+    reply.reused = target.keep_common_prefix(prompt, leave=1)
+    if not target.decode(list(prompt[reply.reused:-1]), cancel=cancel):
+        yield from unwritten(request_id, len(prompt), reply.reused, reply.split)
         return
-    prompt_done = clock()
+    reply.prompt_done = clock()
+    history = reply.history
 
-    history = list(prompt)
-    text_stream = TextStream()
-    pieces: list[str] = []
-    tally = _Tally()
-    emitted = 0
-    first_token_at: Optional[float] = None
-    stop_reason = ""
-    budget_spent = False
-
-    def token_event(token: int, source: TokenSource, drafter: Optional[DraftSource], round_index: int,
-                    row: int = -1) -> list[EngineEvent]:
-        """`row`: the target's logits row (of the last decode) that chose `token`, for its log-probabilities."""
-        data = target.token_bytes(token)
-        text = text_stream.feed(data)
-        pieces.append(text)
-        if penalties is not None:
-            penalties.add(token)
-        # A special token shows as nothing, but may be (part of) a marker, e.g. Harmony's <|channel|>.
-        special = target.token_text(token) if not data and target.is_control(token) else ""
-        logprobs = _logprobs(target, row, token, config.top_logprobs) if config.logprobs and row >= 0 else None
-        return split.feed(TokenEvent(request_id, emitted, token, text, source, drafter, round_index,
-                                     logprobs=logprobs, markup=special), special)
-
-    while not stop_reason:
+    while not reply.stop_reason:
         if cancel.is_set():
-            stop_reason = "cancelled"
+            reply.stop_reason = "cancelled"
             break
-        if budget and not budget_spent and grammar is None and split.thinking and split.reasoning_tokens >= budget:
-            # The thinking budget is spent: its end marker is written as the model's own tokens (as llama-server's
-            # --reasoning-budget does), read into the cache behind the last token, and the answer follows.
-            budget_spent = True
-            closing = target.tokenize(split.family.close_text, add_special=False, parse_special=True)
-            if closing and emitted + len(closing) < config.max_tokens and len(history) + len(closing) < target.n_ctx:
-                target.decode([history[-1], *closing[:-1]])
-                for token in closing:
-                    history.append(token)
-                    yield from token_event(token, "target", None, -1)
-                    emitted += 1
-                continue
-        # The verify batch [last, draft...] needs k + 1 free positions and k + 1 logit rows (at most MAX_DRAFT + 1);
-        # the reply needs k + 1 more tokens.
+        closing = reply.closing()
+        if closing:
+            target.decode([history[-1], *closing[:-1]])
+            yield from reply.write_closing(closing)
+            continue
         room = target.n_ctx - (len(history) - 1)
         if room <= 0:
-            stop_reason = "context_full"
+            reply.stop_reason = "context_full"
             break
-        k_max = max(0, min(room - 1, config.max_tokens - emitted - 1, MAX_DRAFT))
-        if budget and not budget_spent and split.thinking:
-            k_max = max(0, min(k_max, budget - split.reasoning_tokens - 1))  # no round writes past the budget
+        k_max = reply.k_max(room)
         policy.note_threads(target.n_threads)
         behind = draft_model.behind(history) if draft_model is not None and config.speculative else 0
         plan, proposals = plan_round(policy, history, k_max, speculative=config.speculative, ngram=ngram,
@@ -223,95 +165,32 @@ def generate(
         t_verify = clock()
 
         target.decode([history[-1], *draft.tokens], logit_rows=range(len(draft.tokens) + 1))
-        accepted, own_token = verify(target, draft, sampler, rng, grammar, penalties)
+        accepted, own_token = verify(target, draft, sampler, rng, grammar, reply.penalties)
         t_done = clock()
-        threads = target.n_threads
         kept = [*draft.tokens[:accepted], own_token]
-        proposer: Optional[DraftSource] = None if draft.source == "none" else draft.source
         # A draft that first read many tokens (the prompt, or text another drafter supplied) says nothing about
         # what drafting a token costs: its time is not learned from.
         draft_s = t_verify - t_draft if draft.caught_up <= USUAL_CATCH_UP else 0.0
         observe_round(policy, plan, proposals, len(draft.tokens), accepted, draft_s, t_done - t_verify, kept)
-        round_index = tally.rounds
-        tally.add(len(draft.tokens), accepted)
-        yield from split.feed(RoundEvent(request_id, draft.source, plan.k, len(draft.tokens), accepted, plan.reason,
-                         index=round_index, proposed=tuple(draft.tokens),
-                         proposed_text=tuple(_piece(target, t) for t in draft.tokens), own=own_token,
-                         own_text=_piece(target, own_token), time_s=t_done - t_draft, threads=threads,
-                         kind=plan.kind, expected=plan.expected))
+        round_index = reply.tally.rounds
+        yield from reply.round_event(plan, draft, accepted, own_token, t_done - t_draft, target.n_threads)
         if governor is not None:
             for change in _threads_event(request_id, governor.observe(len(draft.tokens) + 1, t_done - t_verify),
                                          round_index):
-                yield from split.feed(change)
-
-        for position, token in enumerate(kept):
-            source: TokenSource = "draft" if position < accepted else "target"
-            drafter = proposer if position < accepted else None
-            if target.is_end_of_generation(token) and not config.ignore_eos:
-                stop_reason = "eos"
-                break
-            history.append(token)
-            if grammar is not None:
-                grammar.accept(token)
-            if first_token_at is None:
-                first_token_at = clock()
-            yield from token_event(token, source, drafter, round_index, row=position)
-            emitted += 1
-            if emitted >= config.max_tokens:
-                stop_reason = "max_tokens"
-                break
+                yield from reply.split.feed(change)
+        yield from reply.keep(draft, accepted, own_token, round_index, target)
         # Roll back what the target refused; the draft model catches up at its next proposal.
         target.truncate(len(history) - 1)
 
     if governor is not None:
-        for change in _threads_event(request_id, governor.settle(), tally.rounds - 1):
-            yield from split.feed(change)
-    tail = text_stream.flush()
-    if tail:
-        pieces.append(tail)
-        # The reply's texts must add up to the reply: a dangling partial character is flushed as its own event.
-        yield from split.feed(TokenEvent(request_id, emitted, -1, tail, "target"))
-    ended = clock()
+        for change in _threads_event(request_id, governor.settle(), reply.tally.rounds - 1):
+            yield from reply.split.feed(change)
+    finished = reply.finish()
     if on_history is not None:
         on_history(history)
-    stats = GenerationStats(
-        tokens=emitted,
-        tokens_per_second=decode_speed(emitted, max(ended - prompt_done, 1e-9)),
-        ttft_s=(first_token_at - started) if first_token_at is not None else 0.0,
-        drafted=tally.drafted,
-        accepted=tally.accepted,
-        acceptance_rate=tally.accepted / tally.drafted if tally.drafted else 0.0,
-        mean_accepted_run=tally.accepted / tally.draft_rounds if tally.draft_rounds else 0.0,
-        rounds=tally.rounds,
-        stop_reason=stop_reason,
-        prompt_tokens=len(prompt),
-        prompt_cached=reused,
-        prompt_eval_s=prompt_done - started,
-        elapsed_s=ended - started,
-        draft_len_histogram=dict(sorted(tally.histogram.items())),
-    )
-    yield from split.feed(_finish(request_id, "".join(pieces), stats))
+    yield from finished
 
 
 def _threads_event(request_id: int, change: Optional[ThreadChange], after_round: int) -> Iterator[ThreadsEvent]:
     if change is not None:
         yield ThreadsEvent(request_id, change.before, change.after, change.reason, after_round)
-
-
-def _logprobs(target: LoadedModel, row: int, token: int, top: int) -> TokenLogprobs:
-    """`token`'s log-probability from the target's logits row `row` (of the last decode), with the `top` likeliest."""
-    def choice(token_id: int, logprob: float) -> TokenChoice:
-        piece = target.token_bytes(token_id) or target.token_text(token_id).encode("utf-8")
-        return TokenChoice(token_id, piece, logprob)
-
-    chosen, best = log_probabilities(target.logits(row), token, top)
-    return TokenLogprobs(choice(token, chosen), tuple(choice(i, lp) for i, lp in best))
-
-
-def _piece(target: LoadedModel, token: int) -> str:
-    """A token's own text for display (a piece of a multi-byte character shows as a replacement mark)."""
-    return target.token_bytes(token).decode("utf-8", errors="replace")
-
-
-def _finish(request_id: int, text: str, stats: GenerationStats) -> FinishedEvent:
-    return FinishedEvent(request_id, text, stats)

@@ -74,8 +74,9 @@ class LoadedModel:
 
     def __init__(self, path: str | os.PathLike, *, n_ctx: int, n_threads: int, n_gpu_layers: int = 0,
                  devices: Optional[Sequence[int]] = None, n_batch: int = PROMPT_CHUNK, flash_attn: FlashAttn = "auto",
-                 kv_type: KvType = "f16", mmap: bool = True, mlock: bool = False):
-        """`devices`: the ggml devices offloaded layers may use (app.engine.placement.rpc); None lets llama.cpp choose.
+                 kv_type: KvType = "f16", mmap: bool = True, mlock: bool = False, n_seq_max: int = 1):
+        """`n_seq_max`: the sequences the context holds side by side (app.engine.local.batch.sequences); they share
+        one KV budget of `n_ctx` cells, and `cached` mirrors sequence 0 only. `devices`: the ggml devices offloaded layers may use (app.engine.placement.rpc); None lets llama.cpp choose.
         `n_batch`: the prompt tokens one pass reads; `flash_attn`, `kv_type` (keys and values alike), `mmap` and
         `mlock` as app.engine.config.LoadSettings describes them."""
         import llama_cpp
@@ -126,7 +127,9 @@ class LoadedModel:
         cparams.type_v = cache_type
         # What this model was loaded with, as asked (the engine's load note says it to the window).
         self.kv_type, self.flash_attn, self.mmap, self.mlock = kv_type, flash_attn, mmap, mlock
-        cparams.n_seq_max = 1
+        self.n_seq_max = cparams.n_seq_max = max(1, n_seq_max)
+        # One buffer for every sequence: a short reply leaves its cells to a long one (llama-server's default).
+        cparams.kv_unified = n_seq_max > 1
         cparams.n_outputs_max = MAX_OUTPUT_ROWS
         cparams.n_threads = n_threads
         cparams.n_threads_batch = n_threads
@@ -370,6 +373,34 @@ class LoadedModel:
             start += len(chunk)
         return True
 
+    def decode_rows(self, tokens: Sequence[int], positions: Sequence[int], seqs: Sequence[int],
+                    logit_rows: Sequence[bool]) -> None:
+        """One forward pass over rows of several sequences (at most n_batch rows): row i puts `tokens[i]` at
+        `positions[i]` of sequence `seqs[i]`, with logits when `logit_rows[i]`. `cached` is not touched: the
+        caller mirrors each sequence (app.engine.local.batch.sequences). Raises ModelLoadError on failure."""
+        llama, batch = self._llama, self._batch
+        for i, tok in enumerate(tokens):
+            batch.token[i] = tok
+            batch.pos[i] = positions[i]
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = seqs[i]
+            batch.logits[i] = logit_rows[i]
+        batch.n_tokens = len(tokens)
+        self._last_chunk_start = 0
+        rc = llama.llama_decode(self._ctx, batch)
+        if rc == 1:
+            raise ModelLoadError(f"{self.path.name}: the context is full ({self.n_ctx} tokens)")
+        if rc != 0:
+            raise ModelLoadError(f"{self.path.name}: llama_decode failed with code {rc}: {_recent_errors()}")
+
+    def seq_rm(self, seq: int, start: int) -> bool:
+        """Forget sequence `seq`'s positions from `start` on (0: all of it); False when llama.cpp cannot."""
+        return bool(self._llama.llama_memory_seq_rm(self._memory, seq, start, -1))
+
+    def seq_pos_max(self, seq: int) -> int:
+        """The last position sequence `seq` holds (-1: none)."""
+        return int(self._llama.llama_memory_seq_pos_max(self._memory, seq))
+
     def grammar(self, gbnf: str) -> GrammarMask:
         """A fresh state of `gbnf` over this model's vocabulary. Raises GrammarError."""
         return GrammarMask.compile(self._vocab, self.n_vocab, gbnf)
@@ -386,6 +417,13 @@ class LoadedModel:
         if self._ctx:
             self._llama.llama_set_n_threads(self._ctx, n_threads, n_threads)
             self.n_threads = n_threads
+
+    @property
+    def kv_values_per_token(self) -> int:
+        """Key and value elements one token of context takes in the KV cache, all layers together."""
+        llama, model = self._llama, self._model
+        head = llama.llama_model_n_embd(model) // max(1, llama.llama_model_n_head(model))
+        return llama.llama_model_n_layer(model) * 2 * head * llama.llama_model_n_head_kv(model)
 
     @property
     def room(self) -> int:

@@ -5,7 +5,7 @@ A proposal is a Draft (app.engine.speculation.drafters); only the engine process
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -72,23 +72,32 @@ class ModelDrafter:
             return draft
         row = len(pending) - 1
         for i in range(k):
-            logits = model.logits(row)
-            if sampler.greedy:
-                token = int(np.argmax(logits))
-                if p_min > 0.0 or (stop_below > 0.0 and i > 0):
-                    probs = _softmax(logits)
-                    if probs[token] < p_min or (i > 0 and acceptance_bound(probs) < stop_below):
-                        break
-            else:
-                q = sampler.distribution(logits)
-                if p_min > 0.0 and q.max() < p_min:
-                    break
-                if stop_below > 0.0 and i > 0 and acceptance_bound(q) < stop_below:
-                    break
-                token = sample_from(q, rng)
-                sampled.append(q)
+            token = next_draft_token(model.logits(row), i, sampler, rng, p_min, stop_below, sampled)
+            if token is None:
+                break
             draft.tokens.append(token)
             if i + 1 < k:
                 model.decode([token], logit_rows=[0])
                 row = 0
         return draft
+
+
+def next_draft_token(logits: np.ndarray, i: int, sampler: Sampler, rng: np.random.Generator, p_min: float,
+                     stop_below: float, sampled: list[np.ndarray]) -> Optional[int]:
+    """Draft token `i` from the draft model's `logits`, or None where the draft stops: its top probability
+    below `p_min`, or its own confidence (acceptance_bound) below `stop_below`; the first token is always drafted.
+    A sampled draft's distribution is appended to `sampled`."""
+    if sampler.greedy:
+        token = int(np.argmax(logits))
+        if p_min > 0.0 or (stop_below > 0.0 and i > 0):
+            probs = _softmax(logits)
+            if probs[token] < p_min or (i > 0 and acceptance_bound(probs) < stop_below):
+                return None
+        return token
+    q = sampler.distribution(logits)
+    if p_min > 0.0 and q.max() < p_min:
+        return None
+    if stop_below > 0.0 and i > 0 and acceptance_bound(q) < stop_below:
+        return None
+    sampled.append(q)
+    return sample_from(q, rng)

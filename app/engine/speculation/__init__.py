@@ -2,6 +2,7 @@
 seconds. No loaded model and no llama.cpp (app.engine.local drafts with the draft model and times the passes).
 
 - auto_controller.py: The speculation controller: each round, the draft length that maximises expected tokens per second.
+- batch_plan.py: Draft lengths for a batch: each request's draft chosen for the step's expected tokens per second.
 - costs.py: What a forward pass costs: the target's time for a batch of n tokens, the draft's per token, and the estimate to start from.
 - drafters.py: Draft proposals, and the drafter that needs no model: n-gram lookup of the text itself.
 - history.py: The history drafter: what earlier prompts and replies went on with, across all chats, in bounded memory.

@@ -220,11 +220,9 @@ class AutoController:
         accepted, expected = self._calibration[source]
         return min(1.2, accepted / expected)
 
-    def _best(
-        self, source: DraftSource, k_max: int, rates: Sequence[float] | None, match_len: int = 0
-    ) -> tuple[int, float, float]:
-        """Best k >= 1 for this source, its expected tokens per second and expected accepted tokens. Given
-        `rates` (a what-if), those are used as they are; otherwise the learned ones, corrected by calibration."""
+    def _estimates(self, source: DraftSource, k_max: int, rates: Sequence[float] | None,
+                   match_len: int) -> tuple[Acceptance, Sequence[float] | None, float]:
+        """(the estimates, the per-position rates to use, the calibration scale) for a draft by `source`."""
         acc = self.model if source == "model" else self.ngram(match_len, source)
         scale = 1.0 if rates is not None else self.calibration(source)
         if rates is None and source != "model" and match_len > 0:
@@ -235,6 +233,26 @@ class AutoController:
             for i in range(min(k_max, MAX_K)):
                 longer = self.ngram(match_len + i, source)
                 rates.append(longer.overall() if longer.known(0) else own[i])
+        return acc, rates, scale
+
+    def expected_accepted(self, plan: Plan) -> tuple[float, ...]:
+        """For a draft plan of k tokens: the tokens expected kept with a draft of 1, 2, ..., k of them, by the
+        estimates the plan was made with (what a batch weighs when it shortens drafts); () for other plans."""
+        if plan.kind != "draft" or plan.k <= 0 or plan.drafter == "none":
+            return ()
+        acc, rates, scale = self._estimates(plan.drafter, plan.k, None, plan.match_len)
+        return tuple(min(float(j), scale * (acc.expected_tokens(j, rates) - 1.0)) for j in range(1, plan.k + 1))
+
+    def step_cost(self, rows: int, draft_tokens: int = 0) -> float:
+        """Seconds a forward pass of `rows` rows costs now, plus `draft_tokens` passes of the draft model."""
+        return self._verify(rows) + (self._draft(draft_tokens) if draft_tokens else 0.0)
+
+    def _best(
+        self, source: DraftSource, k_max: int, rates: Sequence[float] | None, match_len: int = 0
+    ) -> tuple[int, float, float]:
+        """Best k >= 1 for this source, its expected tokens per second and expected accepted tokens. Given
+        `rates` (a what-if), those are used as they are; otherwise the learned ones, corrected by calibration."""
+        acc, rates, scale = self._estimates(source, k_max, rates, match_len)
         best_k, best_rate, best_accepted = 0, 0.0, 0.0
         for k in range(1, k_max + 1):
             if not self.costs.is_measured(k + 1):
@@ -348,7 +366,8 @@ class AutoController:
         self._copy_runs.clear()
         self._calibration["ngram"] = self._calibration["history"] = _NO_CALIBRATION
 
-    def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float) -> None:
+    def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float,
+                rows: int = 0) -> None:
         if self._probing and plan.drafter != "none":
             self._probing = False
             paid = drafted > 0 and accepted == drafted
@@ -368,7 +387,7 @@ class AutoController:
                     _CALIBRATION_FADE * was_accepted + (1 - _CALIBRATION_FADE) * _NO_CALIBRATION[0],
                     _CALIBRATION_FADE * was_expected + (1 - _CALIBRATION_FADE) * _NO_CALIBRATION[1],
                 )
-        self.online.observe(drafted, verify_s, draft_s if plan.drafter == "model" else 0.0)
+        self.online.observe(drafted, verify_s, draft_s if plan.drafter == "model" else 0.0, rows=rows)
 
     def _adapt_stop(self, plan: Plan, drafted: int, accepted: int) -> None:
         if not plan.stop_below:

@@ -100,13 +100,18 @@ class OnlineCosts:
     def draft(self, k: int) -> float:
         return k * self.table.draft_per_token * self._draft_scale * self._level
 
-    def observe(self, drafted: int, verify_s: float, model_draft_s: float = 0.0) -> None:
-        """A round verified `drafted` + 1 tokens in `verify_s`; a draft model spent `model_draft_s` drafting."""
-        size = drafted + 1
+    def observe(self, drafted: int, verify_s: float, model_draft_s: float = 0.0, rows: int = 0) -> None:
+        """A round verified `drafted` + 1 tokens in `verify_s` (in a pass of `rows` rows when it held other
+        requests' too); a draft model spent `model_draft_s` drafting."""
+        size = rows or drafted + 1
         expected = self.table.verify(size)
         unlevelled = self._estimated and not self._singles
         if expected > 0 and verify_s > 0:
-            if size == 1:
+            if rows > 1:
+                # A batch's pass (app.engine.local.batch) holds other requests' rows: it tells the machine's
+                # level through the table's shape, and no single token may be timed while the batch is full.
+                self._observe_single(verify_s / expected)
+            elif size == 1:
                 self._observe_single(verify_s / expected)
             elif unlevelled:
                 self._waiting_batches[size] = verify_s / expected

@@ -85,13 +85,23 @@ class SpeculationPolicy(Protocol):
         `history`: the history drafter's proposal, when it has one. `model_behind`: how many tokens the draft
         model would read before drafting (the whole prompt before its first draft of a reply)."""
 
-    def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float) -> None:
-        """Learn from the round that just ran with `plan`."""
+    def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float,
+                rows: int = 0) -> None:
+        """Learn from the round that just ran with `plan`. `rows`: the forward pass's rows when it held other
+        requests' too (0: drafted + 1), which `verify_s` is the cost of."""
 
     def observe_proposal(self, match_len: int, proposal: Sequence[int], produced: Sequence[int],
                          source: DraftSource = "ngram") -> None:
         """Learn how the round's proposal by a copying drafter ("ngram" or "history") compared with the tokens the
         target produced (drafted or not)."""
+
+    def expected_accepted(self, plan: Plan) -> tuple[float, ...]:
+        """For a plan of k drafted tokens: how many are expected kept with a draft of 1..k of them; () when the
+        plan's length is not the policy's to shorten (a fixed length, a probe, no draft)."""
+
+    def step_cost(self, rows: int, draft_tokens: int = 0) -> float:
+        """Seconds one forward pass of `rows` rows costs now, plus `draft_tokens` draft-model passes (0.0: the
+        policy keeps no costs)."""
 
     def begin_request(self) -> None:
         """A new request (reply) starts."""
@@ -131,12 +141,19 @@ class FixedPolicy:
             return Plan("model", k, f"fixed draft length {self.k}", kind="fixed")
         return Plan("none", 0, "no drafter available")
 
-    def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float) -> None:
+    def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float,
+                rows: int = 0) -> None:
         pass
 
     def observe_proposal(self, match_len: int, proposal: Sequence[int], produced: Sequence[int],
                          source: DraftSource = "ngram") -> None:
         pass
+
+    def expected_accepted(self, plan: Plan) -> tuple[float, ...]:
+        return ()
+
+    def step_cost(self, rows: int, draft_tokens: int = 0) -> float:
+        return 0.0
 
     def begin_request(self) -> None:
         pass

@@ -59,9 +59,12 @@ def copy_tokens(plan: Plan, proposals: Proposals) -> list[int]:
 
 
 def observe_round(policy: SpeculationPolicy, plan: Plan, proposals: Proposals, drafted: int, accepted: int,
-                  draft_s: float, verify_s: float, kept: Sequence[int]) -> None:
-    """The policy learns the round's outcome and how each copy proposal compared with the tokens kept."""
-    if drafted:
+                  draft_s: float, verify_s: float, kept: Sequence[int], rows: int = 0) -> None:
+    """The policy learns the round's outcome and how each copy proposal compared with the tokens kept.
+    `rows`: the forward pass's rows when it held other requests' too (a batch), so `verify_s` is their cost."""
+    if rows:
+        policy.observe(plan, drafted, accepted, draft_s if drafted else 0.0, verify_s, rows=rows)
+    elif drafted:
         policy.observe(plan, drafted, accepted, draft_s, verify_s)
     else:
         policy.observe(plan, 0, 0, 0.0, verify_s)

@@ -1,0 +1,210 @@
+"""One request's reply as its rounds keep tokens: its history, text, stop reason and statistics.
+
+The single-request decoder (app.engine.local.decoder.generate) and the batch (scheduler.py) run every request
+through a Reply, so a token is written, counted and stopped on in one place.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Protocol, Sequence
+
+import numpy as np
+
+from app.engine.config import MAX_DRAFT, GenerationConfig
+from app.engine.events import (DraftSource, EngineEvent, FinishedEvent, GenerationStats, RoundEvent, TokenChoice,
+                               TokenEvent, TokenLogprobs, TokenSource, decode_speed)
+from app.engine.local.grammar import GrammarMask
+from app.engine.local.llama_model import LoadedModel
+from app.engine.local.sampling import Penalties, Sampler, log_probabilities
+from app.engine.local.text_stream import TextStream
+from app.engine.reasoning.splitter import ReplySplitter
+from app.engine.speculation.drafters import Draft
+from app.engine.speculation.policy import Plan
+
+
+class LogitRows(Protocol):
+    """The target's logits rows of one request in the last decode, numbered from its first row."""
+
+    def logits(self, row: int) -> np.ndarray: ...
+
+
+@dataclass
+class Tally:
+    """What the rounds of one reply drafted and kept."""
+
+    drafted: int = 0
+    accepted: int = 0
+    rounds: int = 0
+    draft_rounds: int = 0
+    histogram: dict[int, int] = field(default_factory=dict)  # draft length -> rounds
+
+    def add(self, drafted: int, accepted: int) -> None:
+        self.rounds += 1
+        self.drafted += drafted
+        self.accepted += accepted
+        self.draft_rounds += bool(drafted)
+        self.histogram[drafted] = self.histogram.get(drafted, 0) + 1
+
+
+class Reply:
+    """A request's reply in progress. `history` is the prompt and every kept token; `stop_reason` is "" until the
+    reply ends. Every event goes through `split` (the reply's thinking told from its answer)."""
+
+    def __init__(self, target: LoadedModel, prompt: Sequence[int], config: GenerationConfig, *, request_id: int = 0,
+                 clock: Callable[[], float] = time.perf_counter, grammar: Optional[GrammarMask] = None,
+                 splitter: Optional[ReplySplitter] = None):
+        self.target = target
+        self.config = config
+        self.request_id = request_id
+        self.clock = clock
+        self.grammar = grammar
+        self.split = splitter if splitter is not None else ReplySplitter(split=False)
+        self.budget = max(0, config.thinking_budget)
+        self.budget_spent = False
+        self.sampler = Sampler.from_config(config)
+        self.penalties = Penalties.from_config(config)
+        self.rng = np.random.default_rng(config.seed)
+        self.prompt_len = len(prompt)
+        self.history = list(prompt)
+        self.text_stream = TextStream()
+        self.pieces: list[str] = []
+        self.tally = Tally()
+        self.emitted = 0
+        self.started = clock()
+        self.prompt_done = self.started
+        self.reused = 0  # prompt tokens the cache already held
+        self.first_token_at: Optional[float] = None
+        self.stop_reason = ""
+
+    def token_event(self, token: int, source: TokenSource, drafter: Optional[DraftSource], round_index: int,
+                    rows: Optional[LogitRows] = None, row: int = -1) -> list[EngineEvent]:
+        """`row`: the row of `rows` (the last decode's logits) that chose `token`, for its log-probabilities."""
+        target, config = self.target, self.config
+        data = target.token_bytes(token)
+        text = self.text_stream.feed(data)
+        self.pieces.append(text)
+        if self.penalties is not None:
+            self.penalties.add(token)
+        # A special token shows as nothing, but may be (part of) a marker, e.g. Harmony's <|channel|>.
+        special = target.token_text(token) if not data and target.is_control(token) else ""
+        logprobs = _logprobs(target, rows, row, token, config.top_logprobs) \
+            if config.logprobs and rows is not None and row >= 0 else None
+        return self.split.feed(TokenEvent(self.request_id, self.emitted, token, text, source, drafter, round_index,
+                                          logprobs=logprobs, markup=special), special)
+
+    def closing(self) -> list[int]:
+        """When the thinking budget is spent now: its end marker's tokens, to be written as the model's own (as
+        llama-server's --reasoning-budget does); [] otherwise, and when they would not fit."""
+        split, budget = self.split, self.budget
+        if not (budget and not self.budget_spent and self.grammar is None and split.thinking
+                and split.reasoning_tokens >= budget):
+            return []
+        self.budget_spent = True
+        closing = self.target.tokenize(split.family.close_text, add_special=False, parse_special=True)
+        if closing and self.emitted + len(closing) < self.config.max_tokens \
+                and len(self.history) + len(closing) < self.target.n_ctx:
+            return closing
+        return []
+
+    def write_closing(self, closing: Sequence[int]) -> list[EngineEvent]:
+        """The closing tokens written into the history, as the target's own."""
+        events: list[EngineEvent] = []
+        for token in closing:
+            self.history.append(token)
+            events += self.token_event(token, "target", None, -1)
+            self.emitted += 1
+        return events
+
+    def k_max(self, room: int) -> int:
+        """The longest draft this round allows: the verify batch [last, draft...] needs k + 1 free positions of
+        the `room` left and k + 1 logit rows (at most MAX_DRAFT + 1); the reply needs k + 1 more tokens."""
+        k_max = max(0, min(room - 1, self.config.max_tokens - self.emitted - 1, MAX_DRAFT))
+        if self.budget and not self.budget_spent and self.split.thinking:
+            k_max = max(0, min(k_max, self.budget - self.split.reasoning_tokens - 1))  # none writes past it
+        return k_max
+
+    def round_event(self, plan: Plan, draft: Draft, accepted: int, own: int, time_s: float,
+                    threads: int) -> list[EngineEvent]:
+        """The round's record; the tally counts it."""
+        index = self.tally.rounds
+        self.tally.add(len(draft.tokens), accepted)
+        target = self.target
+        return self.split.feed(RoundEvent(
+            self.request_id, draft.source, plan.k, len(draft.tokens), accepted, plan.reason, index=index,
+            proposed=tuple(draft.tokens), proposed_text=tuple(piece(target, t) for t in draft.tokens), own=own,
+            own_text=piece(target, own), time_s=time_s, threads=threads, kind=plan.kind, expected=plan.expected))
+
+    def keep(self, draft: Draft, accepted: int, own: int, round_index: int, rows: LogitRows) -> list[EngineEvent]:
+        """Write the round's kept tokens (the accepted draft, then the target's own) until the reply stops."""
+        events: list[EngineEvent] = []
+        proposer: Optional[DraftSource] = None if draft.source == "none" else draft.source
+        for position, token in enumerate([*draft.tokens[:accepted], own]):
+            source: TokenSource = "draft" if position < accepted else "target"
+            drafter = proposer if position < accepted else None
+            if self.target.is_end_of_generation(token) and not self.config.ignore_eos:
+                self.stop_reason = "eos"
+                break
+            self.history.append(token)
+            if self.grammar is not None:
+                self.grammar.accept(token)
+            if self.first_token_at is None:
+                self.first_token_at = self.clock()
+            events += self.token_event(token, source, drafter, round_index, rows, position)
+            self.emitted += 1
+            if self.emitted >= self.config.max_tokens:
+                self.stop_reason = "max_tokens"
+                break
+        return events
+
+    def finish(self) -> list[EngineEvent]:
+        """The reply's last events: a dangling partial character, then its FinishedEvent."""
+        events: list[EngineEvent] = []
+        tail = self.text_stream.flush()
+        if tail:
+            self.pieces.append(tail)
+            # The reply's texts must add up to the reply: a dangling partial character is flushed as its own event.
+            events += self.split.feed(TokenEvent(self.request_id, self.emitted, -1, tail, "target"))
+        ended = self.clock()
+        tally = self.tally
+        first = self.first_token_at
+        stats = GenerationStats(
+            tokens=self.emitted,
+            tokens_per_second=decode_speed(self.emitted, max(ended - self.prompt_done, 1e-9)),
+            ttft_s=(first - self.started) if first is not None else 0.0,
+            drafted=tally.drafted,
+            accepted=tally.accepted,
+            acceptance_rate=tally.accepted / tally.drafted if tally.drafted else 0.0,
+            mean_accepted_run=tally.accepted / tally.draft_rounds if tally.draft_rounds else 0.0,
+            rounds=tally.rounds,
+            stop_reason=self.stop_reason,
+            prompt_tokens=self.prompt_len,
+            prompt_cached=self.reused,
+            prompt_eval_s=self.prompt_done - self.started,
+            elapsed_s=ended - self.started,
+            draft_len_histogram=dict(sorted(tally.histogram.items())),
+        )
+        return events + self.split.feed(FinishedEvent(self.request_id, "".join(self.pieces), stats))
+
+
+def unwritten(request_id: int, prompt_tokens: int, reused: int, split: ReplySplitter,
+              reason: str = "cancelled") -> list[EngineEvent]:
+    """The events of a reply that ended before its first round (cancelled while its prompt was read)."""
+    stats = GenerationStats(stop_reason=reason, prompt_tokens=prompt_tokens, prompt_cached=reused)
+    return split.feed(FinishedEvent(request_id, "", stats))
+
+
+def _logprobs(target: LoadedModel, rows: LogitRows, row: int, token: int, top: int) -> TokenLogprobs:
+    """`token`'s log-probability from logits row `row` of `rows`, with the `top` likeliest."""
+    def choice(token_id: int, logprob: float) -> TokenChoice:
+        data = target.token_bytes(token_id) or target.token_text(token_id).encode("utf-8")
+        return TokenChoice(token_id, data, logprob)
+
+    chosen, best = log_probabilities(rows.logits(row), token, top)
+    return TokenLogprobs(choice(token, chosen), tuple(choice(i, lp) for i, lp in best))
+
+
+def piece(target: LoadedModel, token: int) -> str:
+    """A token's own text for display (a piece of a multi-byte character shows as a replacement mark)."""
+    return target.token_bytes(token).decode("utf-8", errors="replace")

@@ -1,0 +1,341 @@
+"""Continuous batching: every waiting request decoded in one forward pass a step, speculation decided for the step.
+
+A caller (the engine process's loop, a benchmark) drives it:
+
+    scheduler = BatchScheduler(target, draft)      # models loaded with n_seq_max = N
+    handle = scheduler.add(BatchRequest(prompt, config, policy, request_id=...))
+    while scheduler.busy:
+        for handle, events in scheduler.step().items(): ...   # each request's new events, a FinishedEvent last
+    scheduler.cancel(handle)                       # ends that request at the next step; the others go on
+
+Each step is one target decode holding, per decoding request, the tokens its cache lacks (its last token) and
+its draft, and chunks of new requests' prompts: a prompt is read between the others' rounds, never in one
+long pass while they wait (PROMPT_CHUNK_BUSY tokens a step while others decode; all of it when none do). Requests
+join and leave between steps. Each request's round is the single decoder's: planned by its own policy, drafted
+by its own copy drafters or by the draft model (for every request in one pass per position, draft_batch.py),
+verified by decoder.verify and written by its Reply, so its greedy reply is the one it gets alone. Only the draft
+lengths are decided for the step: each policy's plan is shortened where the step's expected tokens per second
+over every request is higher (app.engine.speculation.batch_plan), and such a round says so (kind "batch").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence
+
+from app.engine.config import MAX_OUTPUT_ROWS, GenerationConfig
+from app.engine.errors import PromptTooLongError
+from app.engine.events import EngineEvent
+from app.engine.local.batch.draft_batch import DraftAsk, draft_all
+from app.engine.local.batch.reply import Reply, unwritten
+from app.engine.local.batch.sequences import Rows, Sequences, shared_prefix
+from app.engine.local.decoder import USUAL_CATCH_UP, verify
+from app.engine.local.grammar import GrammarMask
+from app.engine.local.llama_model import LoadedModel
+from app.engine.reasoning.splitter import ReplySplitter
+from app.engine.speculation.batch_plan import Candidate, allocate
+from app.engine.speculation.drafters import Draft, NgramDrafter
+from app.engine.speculation.history import HistoryDrafter
+from app.engine.speculation.policy import Plan, SpeculationPolicy
+from app.engine.speculation.rounds import Proposals, copy_tokens, observe_round, plan_round
+
+# Prompt tokens read per step while other replies are being written: a step then costs about what a prompt chunk
+# costs, so a running reply waits at most that long for its next token.
+PROMPT_CHUNK_BUSY = 64
+
+
+@dataclass
+class BatchRequest:
+    """One request for the batch: its prompt's tokens, settings and policy (the single decoder's arguments).
+    `ngram` and `past` are this request's own copy drafters; `use_model`: whether the draft model may draft for it.
+    `on_history` receives prompt + kept tokens when it ends."""
+
+    prompt: Sequence[int]
+    config: GenerationConfig
+    policy: SpeculationPolicy
+    request_id: int = 0
+    ngram: Optional[NgramDrafter] = None
+    past: Optional[HistoryDrafter] = None
+    use_model: bool = False
+    grammar: Optional[GrammarMask] = None
+    splitter: Optional[ReplySplitter] = None
+    on_history: Optional[Callable[[list[int]], None]] = None
+
+
+@dataclass
+class _Running:
+    handle: int
+    request: BatchRequest
+    reply: Reply
+    seq: int
+    read: int  # prompt tokens the target's sequence holds
+    decoding: bool = False
+
+
+@dataclass
+class _Round:
+    """A decoding request's round in this step."""
+
+    running: _Running
+    plan: Plan
+    proposals: Proposals
+    draft: Draft = dataclasses.field(default_factory=lambda: Draft(source="none"))
+    pending: int = 1  # tokens of its history its cache lacks (the last one, and a thinking budget's closing)
+
+
+class BatchScheduler:
+    """Decodes many requests side by side on `target` (and `draft`, both loaded with n_seq_max sequences). Call
+    from the engine process's main thread only; `cancel` too (a request is ended at the next step). `draft` holds
+    at least the target's n_seq_max sequences."""
+
+    def __init__(self, target: LoadedModel, draft: Optional[LoadedModel] = None, *,
+                 prompt_chunk: int = PROMPT_CHUNK_BUSY, clock: Callable[[], float] = time.perf_counter):
+        self.target = target
+        self.seqs = Sequences(target, target.n_seq_max)
+        self.draft_seqs = Sequences(draft, target.n_seq_max) if draft is not None else None
+        self.prompt_chunk = prompt_chunk
+        self.clock = clock
+        self._handles = itertools.count(1)
+        self._waiting: deque[tuple[int, BatchRequest]] = deque()
+        self._running: list[_Running] = []
+        self._cancelled: set[int] = set()
+
+    @property
+    def busy(self) -> bool:
+        """Whether any request is waiting or running."""
+        return bool(self._waiting or self._running or self._cancelled)
+
+    @property
+    def running(self) -> int:
+        return len(self._running)
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    def add(self, request: BatchRequest) -> int:
+        """Queue a request; its handle. It joins at the next step with a free sequence. Raises
+        PromptTooLongError when its prompt cannot fit the context with room for one new token."""
+        if not request.prompt:
+            raise ValueError("empty prompt")
+        if len(request.prompt) >= self.target.n_ctx:
+            raise PromptTooLongError(len(request.prompt), self.target.n_ctx)
+        handle = next(self._handles)
+        self._waiting.append((handle, request))
+        return handle
+
+    def cancel(self, handle: int) -> None:
+        """End one request at the next step (with stop reason "cancelled"); the others go on."""
+        self._cancelled.add(handle)
+
+    # -- a step ---------------------------------------------------------------------------------------------------
+
+    def step(self) -> dict[int, list[EngineEvent]]:
+        """One forward pass over every running request; each request's new events by handle (a FinishedEvent
+        last when it ended)."""
+        out: dict[int, list[EngineEvent]] = {}
+        self._end_cancelled(out)
+        self._admit(out)
+        started = self.clock()
+        rounds = self._plan(out)
+        prompt_rows = self._prompt_part(rounds)
+        self._fit_to_step(rounds, sum(len(tokens) for _, tokens in prompt_rows))
+        draft_s, drafted = self._draft(rounds)
+        t_verify = self.clock()
+        parts = [Rows(r.running.seq, [*r.running.reply.history[-r.pending:], *r.draft.tokens], r.pending - 1)
+                 for r in rounds]
+        parts += [Rows(running.seq, tokens, len(tokens)) for running, tokens in prompt_rows]
+        windows = self.seqs.decode(parts) if parts else []
+        done = self.clock()
+        # The pass's cost is learned once per policy (requests of one chat share theirs), and only without prompt
+        # rows (which cost what rows with logits do not); a request alone learns it as the single decoder does.
+        rows = sum(len(p.tokens) for p in parts) if len(rounds) > 1 else 0
+        taught: set[int] = set()
+        for r, window in zip(rounds, windows):
+            policy = id(r.running.request.policy)
+            learn = policy not in taught and not prompt_rows
+            taught.add(policy)
+            # The draft model's time, shared by the tokens it drafted: what drafting a token costs in a batch.
+            share = draft_s * len(r.draft.tokens) / drafted \
+                if drafted and r.draft.source == "model" else 0.0
+            self._finish_round(r, window, out, started, share, done - t_verify if learn else 0.0, rows)
+        for running, tokens in prompt_rows:
+            running.read += len(tokens)
+            if running.read >= len(running.request.prompt) - 1:
+                running.decoding = True
+                running.reply.prompt_done = done
+        return out
+
+    def _end_cancelled(self, out: dict[int, list[EngineEvent]]) -> None:
+        for handle in list(self._cancelled):
+            waiting = next((w for w in self._waiting if w[0] == handle), None)
+            if waiting is not None:
+                self._waiting.remove(waiting)
+                request = waiting[1]
+                out[handle] = unwritten(request.request_id, len(request.prompt), 0,
+                                        request.splitter or ReplySplitter(split=False))
+            running = next((r for r in self._running if r.handle == handle), None)
+            if running is not None:
+                running.reply.stop_reason = "cancelled"
+                self._end(running, out)
+        self._cancelled.clear()
+
+    def _admit(self, out: dict[int, list[EngineEvent]]) -> None:
+        while self._waiting and self.seqs.free:
+            handle, request = self._waiting[0]
+            prompt = request.prompt
+            seq = self.seqs.take(prompt)
+            assert seq is not None
+            reused = self.seqs.keep_prefix(seq, prompt, leave=1)
+            room = self.seqs.make_room(len(prompt) - reused + 1)
+            drafts = self.draft_seqs
+            if drafts is not None:
+                drafts.claim(seq)
+                if room and request.use_model:
+                    room = drafts.make_room(len(prompt) - drafts.keep_prefix(seq, prompt, leave=1) + 1)
+            if not room:
+                self._free_sequence(seq)
+                if self._running:
+                    return  # it waits for a running reply to end and leave its cells
+                self._waiting.popleft()
+                out[handle] = unwritten(request.request_id, len(prompt), 0,
+                                        request.splitter or ReplySplitter(split=False), "context_full")
+                continue
+            self._waiting.popleft()
+            request.policy.begin_request()
+            if request.ngram is not None:
+                request.ngram.start_reply(len(prompt))
+            reply = Reply(self.target, prompt, request.config, request_id=request.request_id, clock=self.clock,
+                          grammar=request.grammar, splitter=request.splitter)
+            reply.reused = reused
+            running = _Running(handle, request, reply, seq, reused, decoding=reused >= len(prompt) - 1)
+            if running.decoding:
+                reply.prompt_done = self.clock()
+            self._running.append(running)
+            out.setdefault(handle, [])
+
+    def _plan(self, out: dict[int, list[EngineEvent]]) -> list[_Round]:
+        """Each decoding request's round as its own policy plans it; requests out of room end here."""
+        rounds: list[_Round] = []
+        for running in [r for r in self._running if r.decoding]:
+            reply, request = running.reply, running.request
+            closing = reply.closing()
+            if closing:
+                out.setdefault(running.handle, []).extend(reply.write_closing(closing))
+            history = reply.history
+            pending = len(history) - len(self.seqs.cached[running.seq])
+            room = self.seqs.room - (pending - 1)
+            if room <= 0:
+                reply.stop_reason = "context_full"
+                self._end(running, out)
+                continue
+            request.policy.note_threads(self.target.n_threads)
+            has_model = request.use_model and self.draft_seqs is not None
+            behind = len(history) - shared_prefix(self.draft_seqs.cached[running.seq], history) \
+                if has_model and self.draft_seqs is not None and request.config.speculative else 0
+            plan, proposals = plan_round(request.policy, history, reply.k_max(room),
+                                         speculative=request.config.speculative, ngram=request.ngram,
+                                         has_model=has_model, past=request.past, model_behind=behind)
+            rounds.append(_Round(running, plan, proposals, pending=pending))
+        return rounds
+
+    def _prompt_part(self, rounds: Sequence[_Round]) -> list[tuple[_Running, list[int]]]:
+        """The prompt tokens read this step: the reading requests' next chunks, oldest first, PROMPT_CHUNK_BUSY
+        tokens in all while replies are being written (all the batch allows when none are)."""
+        reading = [r for r in self._running if not r.decoding]
+        budget = self.target.n_batch - sum(r.pending + r.plan.k for r in rounds)
+        if rounds:
+            budget = min(budget, self.prompt_chunk)
+        parts: list[tuple[_Running, list[int]]] = []
+        for running in reading:
+            if budget <= 0:
+                break  # the rest wait; drafts that fill the batch shrink for prompt rows at the next step
+            prompt = running.request.prompt
+            tokens = list(prompt[running.read:min(len(prompt) - 1, running.read + budget)])
+            budget -= len(tokens)
+            # A fixed draft length drafts with the draft model from the first round: it reads the prompt in step.
+            # A controller may never draft with it (on a CPU it rarely pays) and weighs what the draft model would
+            # read before drafting when it decides to (model_behind), as the single decoder does: reading in step
+            # would be work it may never use.
+            if self.draft_seqs is not None and running.request.use_model and not running.request.policy.uses_costs:
+                self.draft_seqs.read([(running.seq, tokens)])
+            parts.append((running, tokens))
+        return parts
+
+    def _fit_to_step(self, rounds: list[_Round], prompt_rows: int) -> None:
+        """Shorten the policies' drafts where the step's expected tokens per second is higher without them."""
+        if not rounds or (len(rounds) == 1 and not prompt_rows):
+            return  # one request alone: its own policy's round, as the single decoder runs it
+        coster = next((r.running.request.policy for r in rounds if r.running.request.policy.uses_costs), None)
+        candidates = [Candidate(r.plan.k, r.running.request.policy.expected_accepted(r.plan),
+                                r.plan.drafter == "model") for r in rounds]
+        base = sum(r.pending for r in rounds) + prompt_rows
+        max_rows = MAX_OUTPUT_ROWS - len(rounds)
+        if coster is None:
+            ks = allocate(candidates, base, lambda rows, passes: float(rows), max_rows)
+        else:
+            ks = allocate(candidates, base, coster.step_cost, max_rows)
+        for r, k in zip(rounds, ks):
+            if k < r.plan.k:
+                reason = (f"{r.plan.drafter} draft cut from {r.plan.k} to {k}: {len(rounds)} requests share the "
+                          "batch")
+                r.plan = dataclasses.replace(r.plan, k=k, reason=reason, kind="batch") if k else \
+                    Plan("none", 0, reason, kind="batch")
+
+    def _draft(self, rounds: Sequence[_Round]) -> tuple[float, int]:
+        """Every round's draft: copies from their proposals, the draft model's for all in one batch. Returns the
+        draft model's time, and the tokens it drafted (when none of its drafts first read a long catch-up; else
+        (0.0, 0): not a cost to learn from)."""
+        asks: list[tuple[_Round, DraftAsk]] = []
+        for r in rounds:
+            if r.plan.k <= 0:
+                continue
+            if r.plan.drafter in ("ngram", "history"):
+                r.draft = Draft(tokens=copy_tokens(r.plan, r.proposals), source=r.plan.drafter)
+            elif r.plan.drafter == "model" and self.draft_seqs is not None:
+                reply = r.running.reply
+                asks.append((r, DraftAsk(r.running.seq, reply.history, r.plan.k, reply.sampler, reply.rng,
+                                         r.running.request.config.draft_p_min, r.plan.stop_below)))
+        if not asks or self.draft_seqs is None:
+            return 0.0, 0
+        began = self.clock()
+        for (r, _), draft in zip(asks, draft_all(self.draft_seqs, [ask for _, ask in asks])):
+            r.draft = draft
+        spent = self.clock() - began
+        drafted = sum(len(r.draft.tokens) for r, _ in asks)
+        if not drafted or any(r.draft.caught_up > USUAL_CATCH_UP for r, _ in asks):
+            return 0.0, 0
+        return spent, drafted
+
+    def _finish_round(self, r: _Round, window, out: dict[int, list[EngineEvent]], started: float, draft_s: float,
+                      verify_s: float, rows: int) -> None:
+        running, draft = r.running, r.draft
+        reply, request = running.reply, running.request
+        accepted, own = verify(window, draft, reply.sampler, reply.rng, request.grammar, reply.penalties)
+        kept = [*draft.tokens[:accepted], own]
+        observe_round(request.policy, r.plan, r.proposals, len(draft.tokens), accepted,
+                      draft_s if draft.source == "model" else 0.0, verify_s, kept, rows=rows)
+        round_index = reply.tally.rounds
+        events = out.setdefault(running.handle, [])
+        events += reply.round_event(r.plan, draft, accepted, own, self.clock() - started, self.target.n_threads)
+        events += reply.keep(draft, accepted, own, round_index, window)
+        self.seqs.truncate(running.seq, len(reply.history) - 1)
+        if reply.stop_reason:
+            self._end(running, out)
+
+    def _free_sequence(self, seq: int) -> None:
+        self.seqs.release(seq)
+        if self.draft_seqs is not None:
+            self.draft_seqs.release(seq)
+
+    def _end(self, running: _Running, out: dict[int, list[EngineEvent]]) -> None:
+        self._running.remove(running)
+        self._free_sequence(running.seq)
+        events = running.reply.finish()
+        if running.request.on_history is not None:
+            running.request.on_history(running.reply.history)
+        out.setdefault(running.handle, []).extend(events)

@@ -1,0 +1,191 @@
+"""The sequences of one model's context, side by side in one KV budget, each with a mirror of what it holds.
+
+A model loaded with n_seq_max = N (app.engine.local.llama_model.LoadedModel) holds N sequences in one unified
+buffer of n_ctx cells: a short reply leaves its cells to a long one. Sequence s's cache holds `cached[s]` at
+positions 0..len-1. A free sequence keeps what it held, so a request whose prompt starts the same (the next turn
+of a chat, a second request with the same system prompt) takes the free sequence that shares most of it; free
+sequences give their cells back when a prompt needs the room.
+
+Only the engine process's main thread may use a Sequences (it drives the model).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+from app.common.units import format_bytes, plural
+from app.engine.config import PARALLEL_AUTO
+from app.engine.local.kv_states.conversation_cache import MEMORY_SHARE, available_memory
+from app.engine.local.llama_model import LoadedModel
+
+# Auto decodes at most this many requests side by side: past it, on a CPU, a batch's rows cost about what they
+# give (docs/performance.md, Many requests at once), and llama-server runs 4 slots by default.
+MAX_AUTO_SEQUENCES = 4
+
+
+def parallel_sequences(setting: int, per_sequence: int, available: Optional[int] = None) -> int:
+    """How many sequences a context holds: `setting` when set (1 or more), else (PARALLEL_AUTO) as many, up to
+    MAX_AUTO_SEQUENCES and at least 1, as have room for a full context's KV cache each (`per_sequence` bytes,
+    kv_budget_line) within the share of the memory available now that kept conversations get."""
+    if setting != PARALLEL_AUTO:
+        return max(1, setting)
+    free = available_memory() if available is None else available
+    if per_sequence <= 0 or free <= 0:
+        return 1
+    return max(1, min(MAX_AUTO_SEQUENCES, int(free * MEMORY_SHARE) // per_sequence))
+
+
+def kv_budget_line(sequences: int, per_sequence: int) -> str:
+    """What the sequences cost, in words: "4 requests at once: 4 x 117 MB of KV cache (470 MB), one budget shared"."""
+    return (f"{plural(sequences, 'request')} at once: {sequences} x "
+            f"{format_bytes(per_sequence)} of KV cache ({format_bytes(sequences * per_sequence)}), one budget "
+            "shared")
+
+
+@dataclass(frozen=True)
+class Rows:
+    """One sequence's rows in a forward pass: `tokens` appended to its cache, logits kept for the rows from
+    `first_logit` on (len(tokens): none)."""
+
+    seq: int
+    tokens: Sequence[int]
+    first_logit: int
+
+
+class RowWindow:
+    """A sequence's logits rows of the last forward pass, numbered from its first row with logits."""
+
+    def __init__(self, model: LoadedModel, start: int):
+        self._model = model
+        self._start = start
+
+    def logits(self, row: int) -> np.ndarray:
+        return self._model.logits(self._start + row)
+
+
+class Sequences:
+    """N sequences of `model`'s context (its n_seq_max). Taking them over clears what the context held."""
+
+    def __init__(self, model: LoadedModel, n: int):
+        self.model = model
+        self.n = n
+        for seq in range(n):
+            model.seq_rm(seq, 0)
+        model.cached = []  # sequence 0's single-request mirror no longer says what it holds
+        self.cached: list[list[int]] = [[] for _ in range(n)]
+        self._free = list(range(n))
+
+    @property
+    def free(self) -> int:
+        """Sequences not in use."""
+        return len(self._free)
+
+    @property
+    def room(self) -> int:
+        """Cells left in the shared budget."""
+        return self.model.n_ctx - sum(len(c) for c in self.cached)
+
+    def take(self, prompt: Sequence[int]) -> Optional[int]:
+        """A free sequence for a request with `prompt`, the one whose cache shares most of it; None when all are
+        in use."""
+        if not self._free:
+            return None
+        best = max(self._free, key=lambda s: (shared_prefix(self.cached[s], prompt), -s))
+        self._free.remove(best)
+        return best
+
+    def claim(self, seq: int) -> None:
+        """Take sequence `seq` itself (a draft model's sequence in step with the target's of the same number)."""
+        if seq in self._free:
+            self._free.remove(seq)
+
+    def release(self, seq: int) -> None:
+        """The request on `seq` ended: the sequence is free, and keeps what it holds for a prompt that shares it."""
+        if seq not in self._free:
+            self._free.append(seq)
+
+    def make_room(self, cells: int) -> bool:
+        """Free sequences give back their cells, least shared first, until `cells` are free; False if they cannot."""
+        for seq in sorted(self._free, key=lambda s: len(self.cached[s])):
+            if self.room >= cells:
+                break
+            self.truncate(seq, 0)
+        return self.room >= cells
+
+    def keep_prefix(self, seq: int, tokens: Sequence[int], leave: int = 0) -> int:
+        """Keep what sequence `seq` shares with `tokens` (minus `leave` tokens at the end); return how many."""
+        n = shared_prefix(self.cached[seq], tokens[:max(0, len(tokens) - leave)])
+        self.truncate(seq, n)
+        return len(self.cached[seq])
+
+    def truncate(self, seq: int, n_keep: int) -> None:
+        """Forget sequence `seq`'s positions from `n_keep` on."""
+        if n_keep >= len(self.cached[seq]):
+            return
+        if not self.model.seq_rm(seq, n_keep):
+            self.model.seq_rm(seq, 0)  # a memory that drops only whole sequences: start over, never compute stale
+            n_keep = 0
+        del self.cached[seq][n_keep:]
+
+    def read(self, parts: Sequence[tuple[int, Sequence[int]]]) -> None:
+        """Append tokens to several sequences' caches, no logits kept, in as few forward passes as the batch
+        allows."""
+        pending = [(seq, list(tokens)) for seq, tokens in parts if tokens]
+        chunk = self.model.n_batch
+        while pending:
+            rows: list[Rows] = []
+            used = 0
+            for i, (seq, tokens) in enumerate(pending):
+                take = tokens[:chunk - used]
+                if take:
+                    rows.append(Rows(seq, take, len(take)))
+                    pending[i] = (seq, tokens[len(take):])
+                    used += len(take)
+            self.decode(rows)
+            pending = [(seq, tokens) for seq, tokens in pending if tokens]
+
+    def decode(self, parts: Sequence[Rows]) -> list[RowWindow]:
+        """One forward pass over every part's rows (at most the model's n_batch in all); each part's logits rows
+        as a RowWindow, in order. On failure each mirror is made to say what llama.cpp kept, and it raises."""
+        tokens: list[int] = []
+        positions: list[int] = []
+        seqs: list[int] = []
+        logits: list[bool] = []
+        windows: list[RowWindow] = []
+        for part in parts:
+            base = len(self.cached[part.seq])
+            windows.append(RowWindow(self.model, len(tokens) + part.first_logit))
+            for i, token in enumerate(part.tokens):
+                tokens.append(token)
+                positions.append(base + i)
+                seqs.append(part.seq)
+                logits.append(i >= part.first_logit)
+        if not tokens:
+            return windows
+        try:
+            self.model.decode_rows(tokens, positions, seqs, logits)
+        except Exception:
+            for part in parts:
+                kept = self.model.seq_pos_max(part.seq) + 1
+                mirror = self.cached[part.seq]
+                base = len(mirror)
+                del mirror[kept:]
+                mirror.extend(part.tokens[:max(0, kept - base)])
+            raise
+        for part in parts:
+            self.cached[part.seq].extend(part.tokens)
+        return windows
+
+
+def shared_prefix(cached: Sequence[int], tokens: Sequence[int]) -> int:
+    """How many leading tokens two sequences share."""
+    n = min(len(cached), len(tokens))
+    if list(cached[:n]) == list(tokens[:n]):
+        return n
+    i = 0
+    while cached[i] == tokens[i]:
+        i += 1
+    return i
