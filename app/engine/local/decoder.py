@@ -124,7 +124,6 @@ def generate(
     policy.begin_request()
     if ngram is not None:
         ngram.start_reply(len(prompt))
-    sampler, rng = reply.sampler, reply.rng
     if governor is not None:
         yield from _threads_event(request_id, governor.before_reply(), -1)
 
@@ -148,39 +147,8 @@ def generate(
         if room <= 0:
             reply.stop_reason = "context_full"
             break
-        k_max = reply.k_max(room)
-        policy.note_threads(target.n_threads)
-        behind = draft_model.behind(history) if draft_model is not None and config.speculative else 0
-        plan, proposals = plan_round(policy, history, k_max, speculative=config.speculative, ngram=ngram,
-                                     has_model=draft_model is not None, past=past, model_behind=behind)
-
-        t_draft = clock()
-        if plan.drafter == "model" and plan.k > 0 and draft_model is not None:
-            draft = draft_model.propose(history, plan.k, sampler, rng, config.draft_p_min, cancel,
-                                        stop_below=plan.stop_below)
-        elif plan.drafter in ("ngram", "history") and plan.k > 0:
-            draft = Draft(tokens=copy_tokens(plan, proposals), source=plan.drafter)
-        else:
-            draft = Draft(source="none")
-        t_verify = clock()
-
-        target.decode([history[-1], *draft.tokens], logit_rows=range(len(draft.tokens) + 1))
-        accepted, own_token = verify(target, draft, sampler, rng, grammar, reply.penalties)
-        t_done = clock()
-        kept = [*draft.tokens[:accepted], own_token]
-        # A draft that first read many tokens (the prompt, or text another drafter supplied) says nothing about
-        # what drafting a token costs: its time is not learned from.
-        draft_s = t_verify - t_draft if draft.caught_up <= USUAL_CATCH_UP else 0.0
-        observe_round(policy, plan, proposals, len(draft.tokens), accepted, draft_s, t_done - t_verify, kept)
-        round_index = reply.tally.rounds
-        yield from reply.round_event(plan, draft, accepted, own_token, t_done - t_draft, target.n_threads)
-        if governor is not None:
-            for change in _threads_event(request_id, governor.observe(len(draft.tokens) + 1, t_done - t_verify),
-                                         round_index):
-                yield from reply.split.feed(change)
-        yield from reply.keep(draft, accepted, own_token, round_index, target)
-        # Roll back what the target refused; the draft model catches up at its next proposal.
-        target.truncate(len(history) - 1)
+        yield from _round(target, reply, policy, config, room, draft_model=draft_model, ngram=ngram, past=past,
+                          cancel=cancel, clock=clock, governor=governor, grammar=grammar)
 
     if governor is not None:
         for change in _threads_event(request_id, governor.settle(), reply.tally.rounds - 1):
@@ -189,6 +157,48 @@ def generate(
     if on_history is not None:
         on_history(history)
     yield from finished
+
+
+def _round(target: LoadedModel, reply: Reply, policy: SpeculationPolicy, config: GenerationConfig, room: int, *,
+           draft_model: Optional[ModelDrafter], ngram: Optional[NgramDrafter], past: Optional[HistoryDrafter],
+           cancel: threading.Event, clock: Callable[[], float], governor: Optional[ThreadGovernor],
+           grammar: Optional[GrammarMask]) -> Iterator[EngineEvent]:
+    """One round: plan it, draft, verify the draft in one batch, keep what the target accepted and roll back the
+    rest. `room` is how many tokens the context has left."""
+    history, sampler, rng, request_id = reply.history, reply.sampler, reply.rng, reply.request_id
+    k_max = reply.k_max(room)
+    policy.note_threads(target.n_threads)
+    behind = draft_model.behind(history) if draft_model is not None and config.speculative else 0
+    plan, proposals = plan_round(policy, history, k_max, speculative=config.speculative, ngram=ngram,
+                                 has_model=draft_model is not None, past=past, model_behind=behind)
+
+    t_draft = clock()
+    if plan.drafter == "model" and plan.k > 0 and draft_model is not None:
+        draft = draft_model.propose(history, plan.k, sampler, rng, config.draft_p_min, cancel,
+                                    stop_below=plan.stop_below)
+    elif plan.drafter in ("ngram", "history") and plan.k > 0:
+        draft = Draft(tokens=copy_tokens(plan, proposals), source=plan.drafter)
+    else:
+        draft = Draft(source="none")
+    t_verify = clock()
+
+    target.decode([history[-1], *draft.tokens], logit_rows=range(len(draft.tokens) + 1))
+    accepted, own_token = verify(target, draft, sampler, rng, grammar, reply.penalties)
+    t_done = clock()
+    kept = [*draft.tokens[:accepted], own_token]
+    # A draft that first read many tokens (the prompt, or text another drafter supplied) says nothing about
+    # what drafting a token costs: its time is not learned from.
+    draft_s = t_verify - t_draft if draft.caught_up <= USUAL_CATCH_UP else 0.0
+    observe_round(policy, plan, proposals, len(draft.tokens), accepted, draft_s, t_done - t_verify, kept)
+    round_index = reply.tally.rounds
+    yield from reply.round_event(plan, draft, accepted, own_token, t_done - t_draft, target.n_threads)
+    if governor is not None:
+        for change in _threads_event(request_id, governor.observe(len(draft.tokens) + 1, t_done - t_verify),
+                                     round_index):
+            yield from reply.split.feed(change)
+    yield from reply.keep(draft, accepted, own_token, round_index, target)
+    # Roll back what the target refused; the draft model catches up at its next proposal.
+    target.truncate(len(history) - 1)
 
 
 def _threads_event(request_id: int, change: Optional[ThreadChange], after_round: int) -> Iterator[ThreadsEvent]:
