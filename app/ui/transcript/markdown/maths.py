@@ -26,12 +26,16 @@ def _scripts(match: re.Match) -> str:
     return match.group(0)
 
 
+@lru_cache(maxsize=1)
+def _converter() -> LatexNodes2Text:
+    return LatexNodes2Text(math_mode="text", strict_latex_spaces="based-on-source")
+
+
 @lru_cache(maxsize=512)
 def maths_text(latex: str) -> str:
     """The LaTeX of one maths span as Unicode text; the LaTeX itself when it cannot be read."""
     try:
-        text = LatexNodes2Text(math_mode="text", strict_latex_spaces="based-on-source").latex_to_text(
-            _SCRIPT.sub(_scripts, latex))
+        text = _converter().latex_to_text(_SCRIPT.sub(_scripts, latex))
     except Exception:  # a malformed span is shown as written, never a crash
         return latex.strip()
     return " ".join(text.split()) or latex.strip()
