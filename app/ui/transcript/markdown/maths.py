@@ -31,7 +31,7 @@ def _converter() -> LatexNodes2Text:
     return LatexNodes2Text(math_mode="text", strict_latex_spaces="based-on-source")
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=4096)  # a reply re-parsed while it streams converts each span once
 def maths_text(latex: str) -> str:
     """The LaTeX of one maths span as Unicode text; the LaTeX itself when it cannot be read."""
     try:
