@@ -3,6 +3,7 @@ downloads, the library lists both and the draft is offered for the target; searc
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 from pathlib import Path
 
@@ -165,3 +166,31 @@ def test_cancel_keeps_the_partial_download_and_resume_finishes_it(
     resumed = [r for r in fake_hub.gets() if r.origin == "cdn" and r.headers.get("range")]
     assert resumed and resumed[0].headers["range"] == f"bytes={kept}-"
 
+
+
+def test_after_an_offline_failure_the_pair_list_stays_on_the_chosen_pair(
+        qtbot, online, monkeypatch, make_panel, tmp_path):
+    """Disabling the clicked Download button moved focus down the list, and the list scrolled after it."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    pairs = []
+    for n in range(8):
+        target, draft = tmp_path / f"t{n}.gguf", tmp_path / f"d{n}.gguf"
+        target.write_bytes(b"x")
+        draft.write_bytes(b"y")
+        pairs.append(dataclasses.replace(tiny_pair(target, draft, prefix=f"p{n}"), pair_id=f"p{n}"))
+    panel = make_panel(pairs=pairs)
+    panel.resize(700, 420)
+    qtbot.waitExposed(panel)
+    chosen = panel.pair_buttons["p2"]
+    scroll = panel.pairs_scroll
+    scroll.ensureWidgetVisible(chosen)
+    before = scroll.verticalScrollBar().value()
+
+    with qtbot.waitSignal(panel.sig_busy_changed, timeout=TIMEOUT_MS, check_params_cb=lambda busy: not busy):
+        qtbot.mouseClick(chosen, Qt.MouseButton.LeftButton)
+    assert "Can't reach the Hugging Face Hub" in panel.message()
+    assert scroll.verticalScrollBar().value() == before  # the list did not move
+    assert panel.window().focusWidget() is chosen  # and the keyboard is on the chosen pair's button again

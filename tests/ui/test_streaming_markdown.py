@@ -28,6 +28,8 @@ SAMPLES = [
     "~~~rust\nfn main() {}\n~~~\nno gap\n```\nunclosed code\nline two",
     "Para one\nsoft break\n\n    indented code\n\n````markdown\n```python\ninner\n```\n````\n\nDone.",
     "A\r\nB\r\n\r\n```py\r\nx = 1\r\n```\r\n\r\n- [ ] task\n- [x] done\n\nSetext\n======\n",
+    # Maths inline and on lines of their own, prices that stay text.
+    "Area \\(\\pi r^2\\) and $x_1$, for $5 or $10:\n\\[\n\\sqrt{x}\n\\]\nthen\n\n$$\n\\sum_{i=1}^n i\n$$\n\nend.",
     # Past the characters written again at each flush: a long code line, and bold that closes far from its start.
     "```json\n" + '{"key": [1, "two"], ' * 24 + "\n```\n\nStart **" + "word " * 60 + "end** and after.",
 ]

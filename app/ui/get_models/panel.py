@@ -92,6 +92,7 @@ class GetModelsPanel(QWidget):
         # loaded from there, not downloaded again.
         self.library_files: Callable[[], Mapping[str, Path]] = dict
         self._pair_to_load: Optional[PairCard] = None  # a pair whose missing files are downloading, loaded after
+        self._chosen_button: Optional[QPushButton] = None  # the pair's button that started the download, if focused
 
         self._build()
 
@@ -172,7 +173,7 @@ class GetModelsPanel(QWidget):
             cards_layout.addWidget(card)
         cards_layout.addStretch(1)
         self.refresh_downloaded()
-        scroll = QScrollArea()
+        self.pairs_scroll = scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         scroll.setWidget(cards)
@@ -340,16 +341,28 @@ class GetModelsPanel(QWidget):
         )
 
     def _set_downloading(self, busy: bool, label: str = "") -> None:
-        for button in self.pair_buttons.values():
-            button.setEnabled(not busy)
-        self._update_download_button()
-        self.cancel_button.setVisible(busy)
-        self.cancel_button.setEnabled(busy)
-        self.resume_button.hide()
+        """Pair buttons off while busy. A disabled button's focus would pass down the pair list and the list
+        scroll after it, so focus waits on Cancel and comes back to the chosen pair's button: the list stays put."""
         if busy:
             self.progress_row.show()
             self.progress_bar.setValue(0)
             self.progress_label.setText(f"Preparing {label}: checking sizes and free space…")
+            self.cancel_button.setVisible(True)
+            self.cancel_button.setEnabled(True)
+            focused = self.window().focusWidget()  # the window's, active or not, as Qt passes focus on
+            self._chosen_button = next((b for b in self.pair_buttons.values() if b is focused), None)
+            if self._chosen_button is not None:
+                self.cancel_button.setFocus()
+        for button in self.pair_buttons.values():
+            button.setEnabled(not busy)
+        if not busy:
+            if self._chosen_button is not None:
+                self._chosen_button.setFocus()
+                self._chosen_button = None
+            self.cancel_button.setVisible(False)
+            self.cancel_button.setEnabled(False)
+        self._update_download_button()
+        self.resume_button.hide()
         self.sig_busy_changed.emit(busy)
 
     def _on_download_progress(self, progress: DownloadProgress) -> None:

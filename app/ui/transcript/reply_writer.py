@@ -1,6 +1,6 @@
 """Writes replies into the transcript's QTextDocument as Markdown whose every shown character keeps its token's
 origin and round (see markdown.blocks), with code blocks in monospace and Pygments colours, tables, lists, links,
-and refused proposals as ghost text when they are shown: a finished reply whole, a streaming one block by block
+maths in an italic serif (display maths centred), and refused proposals as ghost text when they are shown: a finished reply whole, a streaming one block by block
 (markdown.streaming).
 
 GUI thread only.
@@ -123,6 +123,10 @@ class ReplyWriter:
             fmt.setFontWeight(QFont.Weight.Bold)
         if inline.italic:
             fmt.setFontItalic(True)
+        if inline.maths:
+            fmt.setFontFamilies(style.MATHS_FONT_FAMILIES)
+            fmt.setFontStyleHint(QFont.StyleHint.Serif)
+            fmt.setFontItalic(True)
         if inline.strike:
             fmt.setFontStrikeOut(True)
         if block.kind == "heading":
@@ -187,6 +191,8 @@ class ReplyWriter:
         gap = previous is not None and not (block.tight and previous.indent and block.indent)
         block_format.setTopMargin(8 if gap else 2)
         self._indent(block_format, block)
+        if block.kind == "maths":  # display maths: a line of its own, centred
+            block_format.setAlignment(Qt.AlignmentFlag.AlignHCenter)
         self.new_block(cursor, block_format)
         if block.kind == "rule":
             rule = QTextCharFormat()

@@ -85,6 +85,10 @@ def muted_format(base: QFont, smaller: float = 1.5) -> QTextCharFormat:
     return fmt
 
 
+# Maths in replies: italic serif, as typeset maths reads; the first family installed that has the glyph is used.
+MATHS_FONT_FAMILIES = ["Cambria Math", "STIX Two Math", "DejaVu Serif", "Times New Roman", "serif"]
+
+
 def monospace_font(point_size: float | None = None) -> QFont:
     font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
     if point_size:

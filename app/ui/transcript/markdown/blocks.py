@@ -5,20 +5,28 @@ so every shown character is matched to the next equal character of the source; t
 markers, link destinations, fences, table pipes) is skipped. Block tokens carry their source lines, and each block
 starts matching at its first line, so a mismatch never spreads past one block. Link tails `](url)` are skipped
 by their brackets, since a URL often holds the letters that follow the link. An entity such as `&amp;` shows as
-one character mapped to the start of its source span. Plain Python (no Qt), so the alignment is tested alone.
+one character mapped to the start of its source span. Maths (maths.py) shows as Unicode text that is not the
+source's characters: each shown character is matched inside its span alone, and one with no equal there (α from
+`\alpha`) maps to the next source character not yet matched. Plain Python (no Qt), so the alignment is tested alone.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from markdown_it import MarkdownIt
+from mdit_py_plugins.dollarmath import dollarmath_plugin
 from mdit_py_plugins.tasklists import tasklists_plugin
+from mdit_py_plugins.texmath import texmath_plugin
+
+from app.ui.transcript.markdown.maths import CLOSING, maths_text
 
 NO_SOURCE = -1  # a shown character with no source character (list markers, checkboxes)
 _TASK_RE = re.compile(r"\[[ xX]\]")
+_MACRO_RE = re.compile(r"\\[A-Za-z]+")
 _EMPHASIS = {
     "em_open": "italic", "em_close": "italic", "strong_open": "bold", "strong_close": "bold",
     "s_open": "strike", "s_close": "strike",
@@ -31,6 +39,7 @@ class InlineStyle:
     italic: bool = False
     strike: bool = False
     code: bool = False
+    maths: bool = False
     href: str = ""  # a link's destination ("" when not a link)
 
 
@@ -63,7 +72,7 @@ class Inline:
 class Block:
     """One rendered block. Tables hold their cells in `rows`; every other kind holds its text in `inline`."""
 
-    kind: str  # "paragraph", "heading", "code", "rule", "table"
+    kind: str  # "paragraph", "heading", "code", "maths" (display maths, a line of its own), "rule", "table"
     inline: Inline = field(default_factory=Inline)
     level: int = 0  # heading level
     indent: int = 0  # list nesting depth of the item it belongs to
@@ -86,6 +95,16 @@ class Block:
 def _parser() -> MarkdownIt:
     # Raw HTML is shown as text, never interpreted; text_join stays off so entities and escapes keep their markup.
     md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"]).use(tasklists_plugin)
+    # Maths: `$…$` only when no space or digit is next to a `$` inside the span and no digit follows it outside,
+    # so prices ("$5 and $10") stay text; `$$…$$` inside a paragraph is maths too. `\(…\)` and `\[…\]` by texmath.
+    # A span not closed yet (a streaming reply) stays text until it closes.
+    md.use(texmath_plugin, delimiters="brackets")
+    # `\[` starts display maths even right after a paragraph's line ("is:\n\\[\n…"), as models write it.
+    for rule in md.block.ruler.__rules__:
+        if rule.name.startswith("math_block"):
+            rule.alt = ["paragraph"]
+    md.block.ruler.__cache__ = None
+    md.use(dollarmath_plugin, allow_space=False, allow_digits=False, allow_labels=False, double_inline=True)
     md.disable("text_join")
     return md
 
@@ -101,6 +120,9 @@ class _Aligner:
 
     def line_start(self, line: int) -> int:
         return self.line_starts[line] if line < len(self.line_starts) else len(self.src)
+
+    def line_of(self, offset: int) -> int:
+        return bisect.bisect_right(self.line_starts, offset) - 1
 
     def enter(self, lines, first_line_offset: int = 0) -> None:
         """Match inside these source lines ([start, end) from a token's `map`) from now on."""
@@ -130,6 +152,29 @@ class _Aligner:
         if found >= 0:
             self.pos = found + len(markup)
         return found
+
+    def match_maths(self, markup: str, latex: str) -> tuple[str, list[int]]:
+        """Move past a maths span opened by `markup`; its shown text and each shown character's source offset."""
+        shown = maths_text(latex)
+        if self.skip(markup) < 0:
+            return shown, [NO_SOURCE] * len(shown)
+        while self.pos < self.limit and self.src[self.pos].isspace():
+            self.pos += 1
+        end = self.src.find(CLOSING.get(markup, markup), self.pos + len(latex.rstrip()), self.limit)
+        end = end if end >= 0 else self.limit
+        # Letters of macro names (`\frac`) are never matched: `a` of \frac{a}{b} is the one in braces.
+        names = {i for m in _MACRO_RE.finditer(self.src, self.pos, end) for i in range(m.start(), m.end())}
+        offsets = []
+        for ch in shown:
+            found = self.src.find(ch, self.pos, end)
+            while found in names:
+                found = self.src.find(ch, found + 1, end)
+            offsets.append(found if found >= 0 else min(self.pos, end - 1))
+            if found >= 0:
+                self.pos = found + 1
+        self.pos = end
+        self.skip(CLOSING.get(markup, markup))
+        return shown, offsets
 
     def skip_pattern(self, pattern: re.Pattern) -> None:
         found = pattern.search(self.src, self.pos, self.limit)
@@ -192,6 +237,9 @@ def _inline(children, aligner: _Aligner) -> tuple[Inline, str]:
             aligner.skip(child.markup)
             out.add(child.content, aligner.match(child.content, newline_as_space=True), replace(style, code=True))
             aligner.skip(child.markup)
+        elif kind == "math_inline" or kind == "math_inline_double":
+            shown, offsets = aligner.match_maths(child.markup, child.content)
+            out.add(shown, offsets, replace(style, maths=True))
         elif kind in _EMPHASIS:
             aligner.skip(child.markup)
             style = replace(style, **{_EMPHASIS[kind]: kind.endswith("_open")})
@@ -276,6 +324,18 @@ def parse_markdown(text: str) -> list[Block]:
             language = token.info.split()[0] if token.info.strip() else ""
             blocks.append(Block("code", inline, indent=len(lists), quote=quote, language=language,
                                 lines=_lines(token)))
+            marker = ""
+        elif kind in ("math_block", "math_block_eqno"):
+            if token.map:
+                aligner.enter(token.map)
+            else:  # texmath's `\[` blocks have no source lines: from where the last block ended to its `\]`
+                aligner.limit = len(aligner.src)
+            first = aligner.line_of(max(aligner.pos, aligner.src.find(token.markup, aligner.pos)))
+            inline = Inline()
+            shown, offsets = aligner.match_maths(token.markup, token.content)
+            inline.add(shown, offsets, replace(PLAIN, maths=True))
+            blocks.append(Block("maths", inline, indent=len(lists), quote=quote,
+                                lines=_lines(token) if token.map else (first, aligner.line_of(aligner.pos - 1) + 1)))
             marker = ""
         elif kind == "hr":
             blocks.append(Block("rule", indent=len(lists), quote=quote, lines=_lines(token)))
