@@ -32,7 +32,8 @@ from app.engine.errors import PromptTooLongError
 from app.engine.events import EngineEvent
 from app.engine.local.batch.draft_batch import DraftAsk, draft_all
 from app.engine.local.batch.reply import Reply, unwritten
-from app.engine.local.batch.sequences import Rows, Sequences, shared_prefix
+from app.engine.local.batch.sequences import Rows, Sequences
+from app.engine.local.kv_states.saved_states import shared_prefix
 from app.engine.local.decoder import USUAL_CATCH_UP, verify
 from app.engine.local.grammar import GrammarMask
 from app.engine.local.llama_model import LoadedModel

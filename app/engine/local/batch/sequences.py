@@ -19,6 +19,7 @@ import numpy as np
 from app.common.units import format_bytes, plural
 from app.engine.config import PARALLEL_AUTO
 from app.engine.local.kv_states.conversation_cache import MEMORY_SHARE, available_memory
+from app.engine.local.kv_states.saved_states import shared_prefix
 from app.engine.local.llama_model import LoadedModel
 
 # Auto decodes at most this many requests side by side: past it, on a CPU, a batch's rows cost about what they
@@ -179,13 +180,3 @@ class Sequences:
             self.cached[part.seq].extend(part.tokens)
         return windows
 
-
-def shared_prefix(cached: Sequence[int], tokens: Sequence[int]) -> int:
-    """How many leading tokens two sequences share."""
-    n = min(len(cached), len(tokens))
-    if list(cached[:n]) == list(tokens[:n]):
-        return n
-    i = 0
-    while cached[i] == tokens[i]:
-        i += 1
-    return i
