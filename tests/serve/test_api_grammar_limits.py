@@ -118,33 +118,3 @@ def test_generate_refuses_the_same_schema_with_a_sentence(tiny_models, tmp_path)
                            str(tmp_path / "schema.json")], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, (done.returncode, done.stderr)
     assert "schema.properties.text.maxLength is 100000" in done.stderr and "Traceback" not in done.stderr
-
-
-_WINDOW_SCRIPT = """
-import json, sys
-from types import SimpleNamespace
-from tests.serve.test_api_in_engine_process import _Window, _serving
-from tests.serve.api_fixtures import chat_body, client
-window = _Window()
-try:
-    url = _serving(window, SimpleNamespace(target=sys.argv[1], draft=sys.argv[2]))
-    schema = json.loads(sys.argv[3])
-    body = chat_body("JSON please", 8, response_format={"type": "json_schema",
-                                                        "json_schema": {"name": "x", "schema": schema}})
-    with client() as http:
-        refused = http.post(f"{url}/v1/chat/completions", json=body)
-        answered = http.post(f"{url}/v1/chat/completions", json=chat_body("hi", 4))
-    print(json.dumps([refused.status_code, refused.json()["error"]["message"], answered.status_code]))
-finally:
-    window.close()
-"""
-
-
-def test_the_windows_api_refuses_the_same_schema_in_its_engine_process(tiny_models):
-    """The window's API runs in its engine process, which owns the models: a crash there would end every reply."""
-    done = subprocess.run([sys.executable, "-c", _WINDOW_SCRIPT, str(tiny_models.target), str(tiny_models.draft),
-                           json.dumps(LONG_STRING)], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
-    status, message, next_status = json.loads(done.stdout.strip().splitlines()[-1])
-    assert (status, next_status) == (400, 200)
-    assert message.startswith("response_format.json_schema.schema.properties.text.maxLength is 100000;")

@@ -102,3 +102,35 @@ def test_an_engine_stuck_after_its_api_client_left_is_replaced(make_window, qtbo
     later.start()
     qtbot.waitUntil(lambda: not later.is_alive(), timeout=int(DEADLINE_S * 1000))
     assert streamed_text(answered["chunks"])
+
+
+def test_the_windows_api_refuses_a_grammar_bomb_and_answers_the_next_request(make_window, qtbot, model_folder,
+                                                                            tiny_models):
+    # A schema that once made llama.cpp's grammar parser recurse until SIGSEGV, in the engine process every chat of
+    # the window shares: the window's API refuses it with serve's sentence before any grammar is built.
+    from tests.serve.test_api_grammar_limits import LONG_STRING
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    window = make_window(api_server=True, api_port=port)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft.name)
+    qtbot.waitUntil(lambda: bool(window.api_server.state.url), timeout=int(DEADLINE_S * 1000))
+    url = window.api_server.state.url
+    body = chat_body("JSON please", 8, response_format={"type": "json_schema",
+                                                        "json_schema": {"name": "x", "schema": LONG_STRING}})
+    result: dict = {}
+
+    def ask() -> None:
+        with client() as http:
+            result["refused"] = http.post(f"{url}/v1/chat/completions", json=body)
+            result["answered"] = http.post(f"{url}/v1/chat/completions", json=chat_body("hi", 4))
+
+    asking = threading.Thread(target=ask)
+    asking.start()
+    qtbot.waitUntil(lambda: not asking.is_alive(), timeout=int(DEADLINE_S * 2000))
+    refused, answered = result["refused"], result["answered"]
+    assert refused.status_code == 400 and refused.json()["error"]["message"].startswith(
+        "response_format.json_schema.schema.properties.text.maxLength is 100000;")
+    assert answered.status_code == 200 and answered.json()["choices"][0]["message"]["content"]
+    assert window.engine_process.is_running()
