@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.local.engine import SpecEngine
 from app.engine.events import FinishedEvent, TokenEvent
-from app.engine.local.llama_model import LoadedModel
+from tests.support.near_ties import NEAR_TIE, first_divergence, top_two_gap
 
 pytestmark = [pytest.mark.real_models, pytest.mark.slow]
 
 PROMPT = [{"role": "user", "content": "Write a Python function that checks whether a number is prime."}]
-NEAR_TIE = 0.1
 
 
 def tokens_of(events):
@@ -35,22 +33,11 @@ def test_greedy_speculation_diverges_only_at_near_ties(qwen, real_models):
     spec = tokens_of(spec_events)
     stats = spec_events[-1].stats
     assert stats.drafted > 0 and stats.acceptance_rate > 0.5  # a real pair agrees most of the time
-    diverged = next((i for i, (a, b) in enumerate(zip(plain, spec)) if a != b), None)
+    diverged = first_divergence(plain, spec)
     if diverged is None:
-        assert plain == spec
         return
-    # Replay plain decoding up to the divergence and look at the target's top two logits there.
     prompt = qwen.target.tokenize(qwen.format_chat(PROMPT), add_special=True)
-    model = LoadedModel(real_models["target"], n_ctx=1024, n_threads=2)
-    try:
-        model.decode(prompt[:-1])
-        for token in [prompt[-1], *plain[:diverged]]:
-            model.decode([token], logit_rows=[0])
-        logits = model.logits(0)
-        top2 = np.sort(logits)[-2:]
-        gap = float(top2[1] - top2[0])
-    finally:
-        model.close()
+    gap = top_two_gap(real_models["target"], prompt, plain, diverged, n_ctx=1024, n_threads=2)
     assert gap < NEAR_TIE, f"diverged at token {diverged} where the target was sure (top-2 gap {gap:.3f})"
 
 
