@@ -16,6 +16,7 @@ from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.context_fit import SessionCuts
 from app.engine.errors import EngineError, PromptFormatError
 from app.engine.events import EngineEvent, FinishedEvent, NoticeEvent, RoundEvent, TokenEvent
+from app.engine.image_files import has_images, with_markers
 from app.engine.local.chat_format import RenderedPrompt
 from app.engine.local.kv_states.conversation_cache import ConversationCache
 from app.engine.local.decoder import generate
@@ -24,7 +25,9 @@ from app.engine.local.llama_model import LoadedModel
 from app.engine.local.model_drafter import ModelDrafter
 from app.engine.local.model_pair import ModelPair
 from app.engine.local.policies import Policies
+from app.engine.local.vision.projector import MediaPrompt
 from app.engine.local.prompts import Prompts
+from app.engine.local.vision.seeing import Seeing, message_estimate
 from app.engine.local.thread_governor import ThreadGovernor
 from app.engine.placement.gpu_fit import Placement
 from app.engine.reasoning.markers import (MarkerSet, ReplyStart, continued_start, markers_for, reply_start,
@@ -57,6 +60,7 @@ class SpecEngine:
         # The loaded target's index of each history book in use: "person" (history_file), "api" (API clients' own).
         self._histories: dict[str, HistorySync] = {}
         self._cuts = SessionCuts()
+        self.seeing = Seeing()  # the loaded target's projector, when it can see pictures
 
     # -- models -------------------------------------------------------------------------------------------------
 
@@ -123,6 +127,15 @@ class SpecEngine:
         self._ngram = NgramDrafter(is_control=loaded.is_control)
         self._histories = {}
 
+    def load_projector(self, path: str | Path | None) -> None:
+        """Load (None: unload) the loaded target's projector, its mmproj file, so it reads pictures. Raises
+        ModelLoadError for a file that is no projector for this target."""
+        self.seeing.load(path, self.models.require_target())
+
+    @property
+    def projector_path(self) -> Optional[Path]:
+        return self.seeing.path
+
     def load_draft(self, path: str | Path | None) -> None:
         """Load, switch or (with None) unload the draft. Raises IncompatiblePairError for a mismatched vocabulary."""
         self.policies.models_changed()
@@ -145,6 +158,7 @@ class SpecEngine:
         self._forget_target()
 
     def _forget_target(self) -> None:
+        self.seeing.close()
         self.models.close_target()
         self._prompts = None
         self._conversations = None
@@ -204,6 +218,11 @@ class SpecEngine:
         return self.prompts.render(messages).text
 
     def count_tokens(self, messages: Sequence[dict], config: Optional[GenerationConfig] = None) -> int:
+        if has_images(messages):
+            flat, images = with_markers(messages)
+            tools = json.loads(config.tools) if config is not None and config.tools else ()
+            rendered = self.prompts.render(flat, tools, config)
+            return len(self.seeing.prompt(rendered, images, self.prompts.target.path.name).tokens)
         return self.prompts.count_tokens(messages, config)
 
     def fit_messages(self, messages: Sequence[dict], reserve_tokens: int,
@@ -216,7 +235,11 @@ class SpecEngine:
         Raises PromptTooLongError when even the system prompt and the last message alone do not fit.
         """
         return self._cuts.fit(messages, self.n_ctx - max(1, reserve_tokens), self.count_tokens, self.n_ctx,
-                              session, estimate=lambda message: self.prompts.message_tokens(message))
+                              session, estimate=self._message_estimate)
+
+    def _message_estimate(self, message: dict) -> int:
+        estimate = message_estimate(message, self.prompts.message_tokens)
+        return estimate if estimate is not None else self.prompts.message_tokens(message)
 
     # -- generation ---------------------------------------------------------------------------------------------
 
@@ -233,17 +256,17 @@ class SpecEngine:
 
     def _run(
         self, tokens: list[int], text: str, config: GenerationConfig, cancel, request_id: int, session: str,
-        start: Optional[ReplyStart] = None,
+        start: Optional[ReplyStart] = None, media: Optional[MediaPrompt] = None,
     ) -> Iterator[EngineEvent]:
         """The reply's events. Its grammar is built here, before the first event, so a schema refused (too large,
         or one llama.cpp cannot read) is the caller's error at once, as a 400 is before a stream starts."""
         target = self.models.require_target()
         grammar = target.grammar(schema_grammar(json.loads(config.json_schema))) if config.json_schema else None
-        return self._events(tokens, text, config, cancel, request_id, session, start, grammar)
+        return self._events(tokens, text, config, cancel, request_id, session, start, grammar, media)
 
     def _events(
         self, tokens: list[int], text: str, config: GenerationConfig, cancel, request_id: int, session: str,
-        start: Optional[ReplyStart], grammar: Optional[GrammarMask],
+        start: Optional[ReplyStart], grammar: Optional[GrammarMask], media: Optional[MediaPrompt] = None,
     ) -> Iterator[EngineEvent]:
         target = self.models.require_target()
         prompts = self.prompts
@@ -261,7 +284,9 @@ class SpecEngine:
         told = book.file.take_notice() if book is not None else ""
         if told:  # a damaged file set aside, or history off: said once, and the reply goes on
             yield NoticeEvent(request_id, told)
-        conversations = self._conversations
+        # A prompt with pictures reuses the live cache only (its pictures' placeholders are keyed by their bytes);
+        # the kept conversations and the transcripts hold text prompts.
+        conversations = self._conversations if media is None else None
         found = None
         if conversations is not None:
             found = conversations.prepare(tokens, session, self.models.draft, scope=config.kept_scope)
@@ -284,6 +309,7 @@ class SpecEngine:
             governor=self.governor,
             grammar=grammar,
             splitter=splitter,
+            media=media,
         ):
             if isinstance(event, RoundEvent):
                 self.policies.after_round(policy)
@@ -298,7 +324,8 @@ class SpecEngine:
                     event = dataclasses.replace(event, stats=conversations.counted(found.charged(event.stats)))
                 if book is not None and reply:
                     book.record(session, prompts.new_text(text) + reply)
-                prompts.remember(text + reply, history)
+                if media is None:
+                    prompts.remember(text + reply, history)
             yield event
         if conversations is not None:
             conversations.after_reply(session, self.models.draft)
@@ -331,6 +358,7 @@ class SpecEngine:
         """
         tools = json.loads(config.tools) if config.tools else ()
         start: Optional[ReplyStart] = None
+        messages, images = with_markers(messages)  # each picture a marker in its message's text
         if messages and messages[-1].get("role") == "assistant":
             # The partial reply is model text, not markup: it is appended after the generation prompt as text.
             rendered = self.prompts.render(messages[:-1], tools, config)
@@ -354,8 +382,10 @@ class SpecEngine:
             rendered = RenderedPrompt(rendered.text + opening,
                                       rendered.markup + ((len(rendered.text), len(rendered.text) + len(opening)),),
                                       rendered.notice)
-        tokens = self.prompts.tokens_for(rendered.text, rendered.markup)
-        events = self._run(tokens, rendered.text, config, cancel, request_id, session or config.session, start)
+        media = self.seeing.prompt(rendered, images, self.prompts.target.path.name) if images else None
+        tokens = media.tokens if media is not None else self.prompts.tokens_for(rendered.text, rendered.markup)
+        events = self._run(tokens, rendered.text, config, cancel, request_id, session or config.session, start,
+                           media)
         return _led_by(opening, request_id, events) if opening else events
 
     def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel: Optional[CancelSignal] = None,

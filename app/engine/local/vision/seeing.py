@@ -1,0 +1,70 @@
+"""What the engine needs to answer messages with pictures: the loaded target's projector and the last prompt with
+pictures it tokenized (counting a prompt's tokens, fitting it and answering it read the pictures once, not thrice).
+
+Only the engine process's main thread may use it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Sequence
+
+from app.engine.errors import PromptFormatError
+from app.engine.image_files import ImageInput, with_markers
+from app.engine.local.chat_format import RenderedPrompt
+from app.engine.local.llama_model import LoadedModel
+from app.engine.local.vision.projector import MediaPrompt, Projector
+
+# About how many tokens a picture takes while the oldest turns of a long chat are dropped to fit; the exact count
+# of the fitted prompt checks it (a Gemma 3 picture is 256, a LLaVA 1.5 one 576).
+PICTURE_TOKENS_ESTIMATE = 256
+
+
+class Seeing:
+    """The target's projector (None: the model cannot see) and the prompts made with it."""
+
+    def __init__(self) -> None:
+        self.projector: Optional[Projector] = None
+        self._last: Optional[tuple[tuple[str, tuple[str, ...]], MediaPrompt]] = None
+
+    @property
+    def path(self) -> Optional[Path]:
+        return self.projector.path if self.projector is not None else None
+
+    def load(self, path: str | Path | None, target: LoadedModel) -> None:
+        """Load (None: unload) the projector for `target`. Raises ModelLoadError for a file that does not fit it."""
+        self.close()
+        if path is not None:
+            self.projector = Projector(path, target, target.n_threads)
+
+    def close(self) -> None:
+        if self._last is not None:
+            self._last[1].close()
+        self._last = None
+        if self.projector is not None:
+            self.projector.close()
+        self.projector = None
+
+    def prompt(self, rendered: RenderedPrompt, images: Sequence[ImageInput], model_name: str) -> MediaPrompt:
+        """The tokens of `rendered` (its text holds a marker per picture). Raises PromptFormatError with a sentence
+        when the model cannot see or a picture cannot be read."""
+        if self.projector is None:
+            raise PromptFormatError(f"{model_name} cannot see pictures: load the projector (the mmproj file) made "
+                                    "for it, or send the message without them.")
+        key = (rendered.text, tuple(image.digest for image in images))
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
+        made = self.projector.prompt(rendered.text, rendered.markup, images)
+        if self._last is not None:
+            self._last[1].close()
+        self._last = (key, made)
+        return made
+
+
+def message_estimate(message: dict, text_tokens) -> Optional[int]:
+    """About how many tokens a message with pictures takes (`text_tokens` counts a text message); None for a
+    message without pictures."""
+    if not isinstance(message.get("content"), list):
+        return None
+    flat, images = with_markers([message])
+    return text_tokens(flat[0]) + PICTURE_TOKENS_ESTIMATE * len(images)
