@@ -95,7 +95,7 @@ def make_vision_model_set(dest: Path) -> VisionModelSet:
     """Write the tiny vision pair (and a draft for it) under `dest`, each file once, and return the paths."""
     dest = Path(dest)
     models = VisionModelSet(
-        target=dest / "tiny-vision.gguf", mmproj=dest / "mmproj-tiny-vision.gguf", draft=dest / "tiny-vision-draft.gguf",
+        target=dest / "tiny-vision.gguf", mmproj=dest / "mmproj-tiny-vision.gguf", draft=dest / "tiny-draft-for-vision.gguf",
     )
     if not models.target.is_file():
         write_tiny_model(models.target, seed=0, n_layer=TARGET_LAYERS, layer_scale=LAYER_SCALE, name="Tiny Vision")

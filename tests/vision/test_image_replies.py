@@ -11,7 +11,7 @@ from app.engine.errors import PromptFormatError
 from app.engine.events import FinishedEvent
 from app.engine.image_files import ImageInput
 from app.engine.local.engine import SpecEngine
-from tests.vision.mtmd_reference import MARKER, mtmd_cli_reply
+from tests.vision.mtmd_reference import MARKER, mtmd_cli_reply, reply_matches
 
 QUESTION = "What is in this picture?"
 N = 32
@@ -47,7 +47,7 @@ def test_greedy_reply_about_each_picture_equals_llama_mtmd_cli(engine, vision_mo
     for picture in pictures:
         expected = mtmd_cli_reply(vision_models.target, vision_models.mmproj, [picture], MARKER + QUESTION, N)
         done = finished(engine.chat(ask(picture), CONFIGS[mode]))
-        assert done.text.rstrip("\n") == expected, (mode, picture.name)
+        assert reply_matches(done.text, expected), (mode, picture.name, done.text, expected)
         drafted += done.stats.drafted
     if mode != "plain":
         assert drafted > 0  # drafted from the text around the pictures, and verified
@@ -66,7 +66,20 @@ def test_another_picture_never_reuses_the_cache_of_this_one(engine, vision_model
     other = finished(engine.chat(ask(pictures[1]), CONFIGS["plain"]))
     assert other.stats.prompt_cached < 8  # only the chat template's opening is shared
     expected = mtmd_cli_reply(vision_models.target, vision_models.mmproj, [pictures[1]], MARKER + QUESTION, N)
-    assert other.text.rstrip("\n") == expected
+    assert reply_matches(other.text, expected)
+
+
+def test_the_projector_beside_the_model_is_loaded_at_the_first_picture(vision_models, pictures):
+    engine = SpecEngine()
+    try:
+        engine.load_target(vision_models.target)  # mmproj-tiny-vision.gguf lies beside it
+        assert engine.projector_path is None  # not loaded for a model that is never shown a picture
+        done = finished(engine.chat(ask(pictures[0]), CONFIGS["plain"]))
+        assert engine.projector_path == vision_models.mmproj
+        assert reply_matches(done.text, mtmd_cli_reply(vision_models.target, vision_models.mmproj, [pictures[0]],
+                                                       MARKER + QUESTION, N))
+    finally:
+        engine.close()
 
 
 def test_a_model_that_cannot_see_says_so(tiny_models, pictures):

@@ -10,3 +10,12 @@ def test_llama_mtmd_cli_reads_the_tiny_pair_and_each_picture_changes_the_reply(v
                for p in pictures]
     assert all(len(r) > 10 for r in replies), replies
     assert len(set(replies)) == len(replies), replies
+
+
+def test_the_library_lists_the_vision_model_with_its_projector_and_not_the_projector(vision_models):
+    from app.library import LibraryFolder, scan_library
+
+    entries = {e.name: e for e in scan_library([LibraryFolder(vision_models.target.parent, "folder")])}
+    assert "mmproj-tiny-vision" not in entries
+    vision = entries["tiny-vision"]
+    assert vision.projector == str(vision_models.mmproj) and "sees pictures" in vision.summary

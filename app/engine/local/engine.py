@@ -16,6 +16,7 @@ from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.context_fit import SessionCuts
 from app.engine.errors import EngineError, PromptFormatError
 from app.engine.events import EngineEvent, FinishedEvent, NoticeEvent, RoundEvent, TokenEvent
+from app.engine.gguf.mmproj import mmproj_beside
 from app.engine.image_files import has_images, with_markers
 from app.engine.local.chat_format import RenderedPrompt
 from app.engine.local.kv_states.conversation_cache import ConversationCache
@@ -126,6 +127,7 @@ class SpecEngine:
                                                            on_disk=s.saved_states_mib >= 0)
         self._ngram = NgramDrafter(is_control=loaded.is_control)
         self._histories = {}
+        self.seeing.offer(mmproj_beside(path), loaded)
 
     def load_projector(self, path: str | Path | None) -> None:
         """Load (None: unload) the loaded target's projector, its mmproj file, so it reads pictures. Raises

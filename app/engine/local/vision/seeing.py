@@ -25,11 +25,19 @@ class Seeing:
 
     def __init__(self) -> None:
         self.projector: Optional[Projector] = None
+        self._beside: Optional[Path] = None  # the mmproj found beside the target: loaded at its first picture
+        self._target: Optional[LoadedModel] = None
         self._last: Optional[tuple[tuple[str, tuple[str, ...]], MediaPrompt]] = None
 
     @property
     def path(self) -> Optional[Path]:
         return self.projector.path if self.projector is not None else None
+
+    def offer(self, path: Optional[Path], target: LoadedModel) -> None:
+        """The projector found beside a newly loaded `target` (None: none): loaded when a prompt first holds a
+        picture, so a model that never sees one costs no memory for it."""
+        self.close()
+        self._beside, self._target = path, target
 
     def load(self, path: str | Path | None, target: LoadedModel) -> None:
         """Load (None: unload) the projector for `target`. Raises ModelLoadError for a file that does not fit it."""
@@ -44,10 +52,14 @@ class Seeing:
         if self.projector is not None:
             self.projector.close()
         self.projector = None
+        self._beside = self._target = None
 
     def prompt(self, rendered: RenderedPrompt, images: Sequence[ImageInput], model_name: str) -> MediaPrompt:
         """The tokens of `rendered` (its text holds a marker per picture). Raises PromptFormatError with a sentence
         when the model cannot see or a picture cannot be read."""
+        if self.projector is None and self._beside is not None and self._target is not None:
+            beside, self._beside = self._beside, None  # tried once: a file that does not fit says so once
+            self.load(beside, self._target)
         if self.projector is None:
             raise PromptFormatError(f"{model_name} cannot see pictures: load the projector (the mmproj file) made "
                                     "for it, or send the message without them.")
