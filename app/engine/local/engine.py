@@ -221,10 +221,7 @@ class SpecEngine:
 
     def count_tokens(self, messages: Sequence[dict], config: Optional[GenerationConfig] = None) -> int:
         if has_images(messages):
-            flat, images = with_markers(messages)
-            tools = json.loads(config.tools) if config is not None and config.tools else ()
-            rendered = self.prompts.render(flat, tools, config)
-            return len(self.seeing.prompt(rendered, images, self.prompts.target.path.name).tokens)
+            return self.seeing.count_tokens(self.prompts, messages, config)
         return self.prompts.count_tokens(messages, config)
 
     def fit_messages(self, messages: Sequence[dict], reserve_tokens: int,
@@ -237,11 +234,7 @@ class SpecEngine:
         Raises PromptTooLongError when even the system prompt and the last message alone do not fit.
         """
         return self._cuts.fit(messages, self.n_ctx - max(1, reserve_tokens), self.count_tokens, self.n_ctx,
-                              session, estimate=self._message_estimate)
-
-    def _message_estimate(self, message: dict) -> int:
-        estimate = message_estimate(message, self.prompts.message_tokens)
-        return estimate if estimate is not None else self.prompts.message_tokens(message)
+                              session, estimate=lambda message: message_estimate(message, self.prompts.message_tokens))
 
     # -- generation ---------------------------------------------------------------------------------------------
 
@@ -328,6 +321,8 @@ class SpecEngine:
                     book.record(session, prompts.new_text(text) + reply)
                 if media is None:
                     prompts.remember(text + reply, history)
+                else:
+                    self.seeing.remember(text + reply, history, media)
             yield event
         if conversations is not None:
             conversations.after_reply(session, self.models.draft)

@@ -48,11 +48,15 @@ class _Picture:
 
 @dataclass
 class MediaPrompt:
-    """A prompt's tokens (placeholders where pictures stand) and its pictures' chunks, which it owns."""
+    """A prompt's tokens (placeholders where pictures stand) and its pictures' chunks. It owns the chunks from
+    `pictures[owned_from]` on; those before are its `base`'s (the conversation so far), which it keeps alive."""
 
     tokens: list[int]
     pictures: list[_Picture] = field(default_factory=list)
     _projector: Optional["Projector"] = None
+    base: Optional["MediaPrompt"] = None
+    owned_from: int = 0
+    digests: list[str] = field(default_factory=list)  # its pictures' SHA-256, in order
 
     def read(self, target: LoadedModel, cancel=None) -> tuple[int, bool]:
         """Bring the target's cache to all of the prompt but its last token. Returns (tokens the cache already
@@ -80,9 +84,10 @@ class MediaPrompt:
 
     def close(self) -> None:
         if self._projector is not None:
-            for picture in self.pictures:
+            for picture in self.pictures[self.owned_from:]:
                 self._projector.mtmd.mtmd_input_chunk_free(picture.chunk)
         self.pictures = []
+        self.base = None
 
     def __del__(self) -> None:
         try:
@@ -126,20 +131,28 @@ class Projector:
                                  "Qwen2.5-VL do), which SpecChat does not support yet.")
         self._marker = (mtmd_cpp.mtmd_get_marker(self._ctx) or mtmd_cpp.mtmd_default_marker()).decode()
 
-    def prompt(self, text: str, markup: Sequence[tuple[int, int]], images: Sequence[ImageInput]) -> MediaPrompt:
+    def prompt(self, text: str, markup: Sequence[tuple[int, int]], images: Sequence[ImageInput],
+               known: Optional[tuple[int, list[int], "MediaPrompt"]] = None) -> MediaPrompt:
         """The tokens of a chat prompt whose text holds IMAGE_MARKER where each of `images` stands. The text between
-        pictures is tokenized as every chat prompt is (control tokens only in the template's markup)."""
+        pictures is tokenized as every chat prompt is (control tokens only in the template's markup). `known`:
+        (characters, their tokens, the prompt they hold the pictures of) of what the prompt goes on from (the
+        last turn and its reply, as generated), reused as they are; `images` are the pictures after it."""
         target = self.target
-        pieces = text.split(IMAGE_MARKER)
+        offset = known[0] if known is not None else 0
+        pieces = text[offset:].split(IMAGE_MARKER)
         if len(pieces) != len(images) + 1:
             raise PromptFormatError("The chat template lost or repeated a picture; this model's template cannot "
                                     "format pictures.")
-        result = MediaPrompt(tokens=[], _projector=self)
-        offset = 0
+        if known is not None:
+            base = known[2]
+            result = MediaPrompt(tokens=list(known[1]), pictures=list(base.pictures), _projector=self, base=base,
+                                 owned_from=len(base.pictures), digests=list(base.digests))
+        else:
+            result = MediaPrompt(tokens=[], _projector=self)
         for i, piece in enumerate(pieces):
             end = offset + len(piece)
             spans = [(a, min(b, end)) for a, b in markup if a < end]
-            result.tokens += tokenize_prompt(target, text[:end], spans, start=offset, add_bos=i == 0)
+            result.tokens += tokenize_prompt(target, text[:end], spans, start=offset, add_bos=offset == 0)
             offset = end + len(IMAGE_MARKER)
             if i < len(images):
                 self._add_picture(result, images[i])
@@ -148,6 +161,7 @@ class Projector:
     def _add_picture(self, result: MediaPrompt, image: ImageInput) -> None:
         mtmd = self.mtmd
         check_picture(image.data, image.name)
+        result.digests.append(image.digest)
         buf = (ctypes.c_uint8 * len(image.data)).from_buffer_copy(image.data)
         bitmap = mtmd.mtmd_helper_bitmap_init_from_buf(self._ctx, buf, len(image.data), False)
         if not bitmap:

@@ -6,13 +6,16 @@ Only the engine process's main thread may use it.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Optional, Sequence
 
+from app.engine.config import GenerationConfig
 from app.engine.errors import PromptFormatError
 from app.engine.image_files import ImageInput, with_markers
 from app.engine.local.chat_format import RenderedPrompt
 from app.engine.local.llama_model import LoadedModel
+from app.engine.local.prompts import Prompts
 from app.engine.local.vision.projector import MediaPrompt, Projector
 
 # About how many tokens a picture takes while the oldest turns of a long chat are dropped to fit; the exact count
@@ -28,6 +31,7 @@ class Seeing:
         self._beside: Optional[Path] = None  # the mmproj found beside the target: loaded at its first picture
         self._target: Optional[LoadedModel] = None
         self._last: Optional[tuple[tuple[str, tuple[str, ...]], MediaPrompt]] = None
+        self._transcript: Optional[tuple[str, list[int], MediaPrompt]] = None
 
     @property
     def path(self) -> Optional[Path]:
@@ -46,9 +50,8 @@ class Seeing:
             self.projector = Projector(path, target, target.n_threads)
 
     def close(self) -> None:
-        if self._last is not None:
-            self._last[1].close()
-        self._last = None
+        # Prompts free their pictures once nothing refers to them (a later turn's prompt refers to its base).
+        self._last = self._transcript = None
         if self.projector is not None:
             self.projector.close()
         self.projector = None
@@ -66,17 +69,33 @@ class Seeing:
         key = (rendered.text, tuple(image.digest for image in images))
         if self._last is not None and self._last[0] == key:
             return self._last[1]
-        made = self.projector.prompt(rendered.text, rendered.markup, images)
-        if self._last is not None:
-            self._last[1].close()
+        known = None
+        last = self._transcript
+        if last is not None:
+            text, tokens, media = last
+            seen = len(media.digests)
+            if rendered.text.startswith(text) and key[1][:seen] == tuple(media.digests):
+                # The conversation goes on: its tokens as generated are reused, so the cache matches them all.
+                known, images = (len(text), tokens, media), images[seen:]
+        made = self.projector.prompt(rendered.text, rendered.markup, images, known)
         self._last = (key, made)
         return made
 
+    def count_tokens(self, prompts: Prompts, messages: Sequence[dict], config: Optional[GenerationConfig]) -> int:
+        """The tokens of a prompt with pictures, as `config` renders it (the pictures read once, for the reply too)."""
+        flat, images = with_markers(messages)
+        tools = json.loads(config.tools) if config is not None and config.tools else ()
+        return len(self.prompt(prompts.render(flat, tools, config), images, prompts.target.path.name).tokens)
 
-def message_estimate(message: dict, text_tokens) -> Optional[int]:
-    """About how many tokens a message with pictures takes (`text_tokens` counts a text message); None for a
-    message without pictures."""
+    def remember(self, text: str, tokens: list[int], media: MediaPrompt) -> None:
+        """A prompt with pictures plus its reply, and their tokens: what the next turn goes on from."""
+        self._transcript = (text, tokens, media)
+
+
+def message_estimate(message: dict, text_tokens) -> int:
+    """About how many tokens a message takes: `text_tokens` counts a text message; a picture counts
+    PICTURE_TOKENS_ESTIMATE."""
     if not isinstance(message.get("content"), list):
-        return None
+        return text_tokens(message)
     flat, images = with_markers([message])
     return text_tokens(flat[0]) + PICTURE_TOKENS_ESTIMATE * len(images)
