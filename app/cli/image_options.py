@@ -1,7 +1,7 @@
 """`generate --image FILE` (repeatable) and `--mmproj FILE`: pictures in the --chat message, for a model that sees.
 
 Every picture is read and checked (app.engine.image_files) before a model is loaded, and the projector is found
-(--mmproj, else the mmproj-*.gguf beside the target) before then too, so bad input costs one sentence, not a load.
+(--mmproj, else the mmproj-*.gguf beside the target, app.engine.gguf.mmproj) before then too, so bad input costs one sentence, not a load.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ def add_image_arguments(p: argparse.ArgumentParser) -> None:
                    help="a picture (PNG, JPEG, GIF or BMP) for the --chat message, before its text (repeatable); "
                    "the target must see: it needs its projector (--mmproj)")
     p.add_argument("--mmproj", metavar="FILE", default=None,
-                   help="the target's projector for --image (llama.cpp's mmproj-*.gguf); default: the one "
-                   "mmproj-*.gguf beside the target")
+                   help="the target's projector for --image (llama.cpp's mmproj-*.gguf); default: the one beside "
+                   "the target named after it (mmproj-NAME-F16.gguf for NAME-Q4_K_M.gguf), or the only one in a "
+                   "folder of one model")
 
 
 def read_images(args: argparse.Namespace) -> list[ImageInput]:

@@ -53,7 +53,7 @@ def register(subparsers) -> None:
     add_load_options(p)
     p.add_argument("--mmproj", metavar="FILE", default=None,
                    help="the target's projector (llama.cpp's mmproj-*.gguf), so image_url parts (data: URLs) are "
-                   "read; default: the one mmproj-*.gguf beside the target, if any")
+                   "read; default: the one beside the target named after it (docs/images.md), loaded at the first picture")
     p.add_argument("--history", choices=("off", "own"), default="off",
                    help="drafting from earlier replies: off (default), or own: API clients' own history "
                    "(history-api.sqlite3 in the data folder), never the person's chats")
@@ -112,9 +112,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     previous_term = signal.signal(signal.SIGTERM, _interrupt)  # stopped as Ctrl+C stops it: child and all
-    from app.engine.gguf.mmproj import mmproj_beside
-
-    projector = Path(args.mmproj) if args.mmproj else mmproj_beside(Path(args.target))
+    # Without --mmproj, the engine loads the projector beside the target at the first picture (a file that does not
+    # fit is then that request's error, not the server's end).
+    projector = Path(args.mmproj) if args.mmproj else None
     engine = EngineClient(*local_model(args), local_load_settings(args), say=_log, projector=projector)
     server = ApiServer(options)
     try:

@@ -95,3 +95,21 @@ def test_a_model_that_cannot_see_gets_a_400(tiny_models, pictures):
     with serving("--target", tiny_models.target) as client:
         with pytest.raises(openai.BadRequestError, match="cannot see pictures"):
             client.chat.completions.create(model="m", messages=ask(data_url(pictures[0].read_bytes())), max_tokens=4)
+
+
+def test_serve_mmproj_loads_the_projector_named_and_refuses_one_made_for_another_model(tiny_models, vision_models,
+                                                                                      pictures, tmp_path):
+    with serving("--target", tiny_models.target, "--mmproj", vision_models.mmproj) as client:
+        reply = client.chat.completions.create(model="m", messages=ask(data_url(pictures[0].read_bytes())),
+                                               temperature=0, max_tokens=8)
+        assert reply.choices[0].message.content
+
+    from app.testing.synthetic_vision import write_tiny_mmproj
+
+    narrow = write_tiny_mmproj(tmp_path / "mmproj-narrow-F16.gguf", text_embd=32)
+    done = subprocess.run([sys.executable, "-m", "app", "serve", "--target", str(tiny_models.target), "--mmproj",
+                           str(narrow), "--port", "0", "--threads", "1"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=DEADLINE_S)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    said = done.stderr.strip().splitlines()
+    assert len(said) == 1 and "mmproj-narrow-F16.gguf" in said[0] and "n_embd = 32" in said[0]

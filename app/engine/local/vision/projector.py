@@ -120,8 +120,9 @@ class Projector:
         params.warmup = False
         self._ctx = mtmd_cpp.mtmd_init_from_file(str(self.path).encode("utf-8"), target._model, params)
         if not self._ctx:
+            said = " ".join(_recent_errors().split())  # one line: mtmd's reason and its hint
             raise ModelLoadError(f"llama.cpp could not load {self.path.name} as a projector for {target.path.name}: "
-                                 f"{_recent_errors() or 'is it the mmproj made for this model?'}")
+                                 f"{said or 'is it the mmproj made for this model?'}")
         if not mtmd_cpp.mtmd_support_vision(self._ctx):
             self.close()
             raise ModelLoadError(f"{self.path.name} is a projector for sound, not pictures.")
