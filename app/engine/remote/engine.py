@@ -33,6 +33,7 @@ from app.engine.events import (
     decode_speed,
 )
 from app.engine.context_fit import SessionCuts
+from app.engine.image_files import has_images
 from app.engine.remote.chunks import MalformedEvent, ServerTimings, parse_chunk
 from app.engine.remote.http import (
     READ_TIMEOUT_S,
@@ -257,6 +258,9 @@ class RemoteEngine:
     def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel=None,
               request_id: int = 0) -> Iterator[EngineEvent]:
         """The one request path (app.engine.protocol): the context fitted and said, then chat()."""
+        if has_images(messages):
+            raise PromptFormatError("Pictures are read by a local model with its projector; a server's model gets "
+                                    "text only from SpecChat so far.")
         return fitted_reply(self, messages, config, cancel=cancel, request_id=request_id)
 
     def _stream(self, body: dict, cancel, request_id: int) -> Iterator[EngineEvent]:
