@@ -101,7 +101,11 @@ class Projector:
     a file that is no projector or one made for another model (its embedding size differs)."""
 
     def __init__(self, path: str | Path, target: LoadedModel, n_threads: int):
-        from llama_cpp import mtmd_cpp
+        try:
+            from llama_cpp import mtmd_cpp
+        except (ImportError, OSError):  # a build of llama-cpp-python without its multimodal library
+            raise ModelLoadError("This llama.cpp build has no multimodal library (libmtmd), so no model can see "
+                                 "pictures with it.") from None
 
         self.mtmd = mtmd_cpp
         self.path = Path(path)
