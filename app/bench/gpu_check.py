@@ -58,8 +58,8 @@ TRIMMED = (
 )
 # The CUDA build: this GPU's architecture only (all of them would take several times longer), and llama.cpp's
 # tools and examples in the same CMake tree, which scikit-build-core keeps in SKBUILD_BUILD_DIR. llama-cpp-python's
-# own copy of tools/mtmd (image input: this GPU check measures text only) is off: llama.cpp's tools add that folder too,
-# and CMake refuses one folder added twice.
+# own copy of tools/mtmd (image input: this check measures text only) is off: llama.cpp's tools add that folder
+# too, and CMake refuses one folder added twice.
 CUDA_CMAKE_ARGS = ("-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=native -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=ON "
                    "-DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TESTS=OFF")
 REFERENCES = ("llama-completion", "llama-speculative-simple")
