@@ -161,6 +161,8 @@ class Projector:
             offset = end + len(IMAGE_MARKER)
             if i < len(images):
                 self._add_picture(result, images[i])
+        if result.tokens and is_placeholder(result.tokens[-1]):  # decoding goes on from the prompt's last token
+            raise PromptFormatError("The prompt ends with a picture; a chat template writes text after it.")
         return result
 
     def _add_picture(self, result: MediaPrompt, image: ImageInput) -> None:
