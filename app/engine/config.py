@@ -66,8 +66,9 @@ class LoadSettings:
     mmap: bool = True
     mlock: bool = False
     # Requests decoded side by side in one batch (app.engine.local.batch); PARALLEL_AUTO (0): from memory, up to 4
-    # whose KV caches at the full context fit the memory share kept conversations get (batch.sequences).
-    n_parallel: int = PARALLEL_AUTO
+    # whose KV caches at the full context fit the memory share kept conversations get (batch.sequences). 1, the
+    # default, answers one at a time and keeps conversation states, which restore into one sequence only.
+    n_parallel: int = 1
 
     @property
     def batch(self) -> int:

@@ -95,12 +95,17 @@ class BatchScheduler:
 
     def __init__(self, target: LoadedModel, draft: Optional[LoadedModel] = None, *,
                  prompt_chunk: int = PROMPT_CHUNK_BUSY, clock: Callable[[], float] = time.perf_counter):
-        self.target = target
-        self.seqs = Sequences(target, target.n_seq_max)
-        self.draft_seqs = Sequences(draft, target.n_seq_max) if draft is not None else None
+        self.target, self.draft = target, draft
         self.prompt_chunk = prompt_chunk
         self.clock = clock
         self._handles = itertools.count(1)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every request, and what the sequences hold (after a step failed: what llama.cpp kept is not
+        known). Handles given before are never given again."""
+        self.seqs = Sequences(self.target, self.target.n_seq_max)
+        self.draft_seqs = Sequences(self.draft, self.target.n_seq_max) if self.draft is not None else None
         self._waiting: deque[tuple[int, BatchRequest]] = deque()
         self._running: list[_Running] = []
         self._cancelled: set[int] = set()
