@@ -11,8 +11,9 @@ ReplyFailed if it failed, then always ReplyEnded. Stop crosses as a shared integ
 The local API's requests come as AnswerChat and AnswerCompletion (app.engine.host.api_answers answers them), from
 `specchat-cli serve`'s client (app.serve.engine.client) and from the window's API (app.ui.engine_link.api_bridge),
 whose HTTP side runs in the parent, so a crash here costs its clients one error each, never their connections.
-Their Stop is a shared integer of their own, `api_stopped_up_to` (the window's ids and the API's are counted
-apart), and a third one, `enough_up_to`, says a stop string came: the reply ends, its totals still come.
+Their Stop is a flag per request on a shared board of their own, `api_gone` (app.engine.host.stops: the window's
+ids and the API's are counted apart, and API requests run side by side), and a second board, `api_enough`, says a
+stop string came: the reply ends, its totals still come.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from app.engine.errors import EngineError
 from app.engine.events import RoundEvent, TokenEvent, WaitingEvent
 from app.engine.host.api_answers import abort_if_asked, answer_api
 from app.engine.host.errands import run_errand
+from app.engine.host.stops import StopBoard
 from app.engine.host.wire import (
     AnswerChat, AnswerCompletion, EngineEvents, ForgetChat, GenerateReply, ListDevices, LoadFailed, LoadingModel,
     LoadModels, MeasureApiHistory, ModelsLoaded, Reply, ReplyEnded, ReplyFailed, ReplyStarted, Shutdown,
@@ -86,7 +88,8 @@ def _redirect_stderr(log_path: Optional[str]) -> None:
 
 
 def run_worker(conn, cancelled_up_to, log_path: Optional[str] = None,
-               engine_factory: Optional[Callable] = None, api_stopped_up_to=None, enough_up_to=None) -> None:
+               engine_factory: Optional[Callable] = None, api_gone: Optional[StopBoard] = None,
+               api_enough: Optional[StopBoard] = None) -> None:
     """The worker process's main function (multiprocessing target)."""
     # ggml's abort handler otherwise runs gdb to print a backtrace: seconds of delay before the crash is reported.
     os.environ["GGML_NO_BACKTRACE"] = "1"
@@ -96,8 +99,7 @@ def run_worker(conn, cancelled_up_to, log_path: Optional[str] = None,
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent()  # at once when the parent is killed outright; the watch below covers other systems
     _exit_with_parent()
-    host = _WorkerLoop(conn, cancelled_up_to, engine_factory or default_engine_factory, api_stopped_up_to,
-                       enough_up_to)
+    host = _WorkerLoop(conn, cancelled_up_to, engine_factory or default_engine_factory, api_gone, api_enough)
     try:
         host.serve()
     finally:
@@ -167,14 +169,15 @@ class _WorkerLoop:
     its steps the loop reads the pipe, so a request sent while others are answered joins at the next step, and
     each answer's records are sent as they come. Loading models and the errands wait until no answer runs."""
 
-    def __init__(self, conn, cancelled_up_to, engine_factory: Callable, api_stopped_up_to=None, enough_up_to=None):
+    def __init__(self, conn, cancelled_up_to, engine_factory: Callable, api_gone: Optional[StopBoard] = None,
+                 api_enough: Optional[StopBoard] = None):
         self._conn = conn
-        self._enough_up_to = enough_up_to
+        self._api_enough = api_enough
         self._cancelled_up_to = cancelled_up_to
         self._engine_factory = engine_factory
         self._engine: Optional[ChatEngine] = None
         self._load: Optional[LoadSettings] = None
-        self._api_stopped_up_to = api_stopped_up_to
+        self._api_gone = api_gone
         self._answers: list[_Answer] = []
         self._later: deque = deque()  # loads and errands that came while answers ran
 
@@ -366,10 +369,9 @@ class _WorkerLoop:
 
     def _answer_api(self, request: AnswerChat | AnswerCompletion) -> _Answer:
         request_id = request.request_id
-        # Its own "up to" integer: the window's ids and the API's are counted apart, and through one integer a Stop
-        # for either would stop the other's requests with lower ids.
-        gone = CancelFlag(self._api_stopped_up_to, request_id) if self._api_stopped_up_to is not None else _Never()
-        enough = CancelFlag(self._enough_up_to, request_id) if self._enough_up_to is not None else _Never()
+        # Flags of its own: the window's ids and the API's are counted apart, and API requests run side by side.
+        gone = self._api_gone.flag(request_id) if self._api_gone is not None else _Never()
+        enough = self._api_enough.flag(request_id) if self._api_enough is not None else _Never()
         abort_if_asked(request)
         return _Answer(request_id, answer_api(self._engine, request, gone, enough), gone, _Outbox(self._send))
 

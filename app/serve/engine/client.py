@@ -28,6 +28,7 @@ from typing import Callable, Optional
 from app.common.text import printable
 from app.engine.child_process import how_it_ended, log_error_line
 from app.engine.config import LoadSettings
+from app.engine.host.stops import StopBoard
 from app.engine.host.wire import LoadFailed, LoadModels, ModelsLoaded, Shutdown
 from app.engine.host.worker import run_worker
 from app.engine.targets import Target
@@ -64,12 +65,12 @@ class EngineClient:
         self._say = say  # one line for the server's log
         self._context = multiprocessing.get_context("spawn")
         self._cancelled_up_to = self._context.RawValue("q", 0)  # the worker's own Stop (unused by serve)
-        self._gone_up_to = self._context.RawValue("q", 0)  # the worker's api_stopped_up_to
-        self._enough_up_to = self._context.RawValue("q", 0)
+        self._gone = StopBoard(self._context)  # the worker's api_gone
+        self._enough = StopBoard(self._context)
         self._process: Optional[multiprocessing.process.BaseProcess] = None
         self._conn: Optional[Connection] = None
         self._last_id = 0
-        self._flights = ApiFlights(self._gone_up_to, self._enough_up_to)
+        self._flights = ApiFlights(self._gone, self._enough)
         self._log_path = str(paths.user_cache_dir() / f"serve-engine-{os.getpid()}.log")
         self._echo: Optional[_LogEcho] = None
         self.served = ServedModels()
@@ -90,8 +91,8 @@ class EngineClient:
         parent_conn, child_conn = self._context.Pipe()
         self._process = self._context.Process(
             target=run_worker, name="SpecChat serve engine", daemon=True,
-            args=(child_conn, self._cancelled_up_to, self._log_path, self._engine_factory, self._gone_up_to,
-                  self._enough_up_to))
+            args=(child_conn, self._cancelled_up_to, self._log_path, self._engine_factory, self._gone,
+                  self._enough))
         self._process.start()
         child_conn.close()
         self._conn = parent_conn
@@ -138,7 +139,7 @@ class EngineClient:
 
     def close(self) -> None:
         """Stop the child (asked, then killed after CLOSE_WAIT_S) and end the requests still in flight."""
-        self._gone_up_to.value = 2**62  # whatever it answers stops at the next round
+        self._gone.stop_all()  # whatever it answers stops at the next round
         self._end_child(ask=True)
         self._flights.report_read(everything=True)
         self._flights.fail_all(503, SHUTTING_DOWN)

@@ -60,7 +60,7 @@ class WindowApi(QObject):
     def __init__(self, engine_process: EngineProcess, parent=None):
         super().__init__(parent)
         self._engine_process = engine_process
-        self._flights = ApiFlights(engine_process.api_stopped_up_to, engine_process.api_enough_up_to)
+        self._flights = ApiFlights(engine_process.api_gone, engine_process.api_enough)
         self._server: Optional[ApiServer] = None
         self._spec: Optional[ApiSpec] = None
         self._notifier: Optional[QSocketNotifier] = None
