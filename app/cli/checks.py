@@ -9,7 +9,7 @@ import math
 from typing import Optional
 
 from app.common.bounded_read import FileReadError, read_text_bounded
-from app.engine.config import FLASH_ATTN_CHOICES, KV_TYPES, PARALLEL_AUTO, load_settings_problem
+from app.engine.config import FLASH_ATTN_CHOICES, KV_TYPES, MAX_PARALLEL, PARALLEL_AUTO, load_settings_problem
 
 MAX_THREADS = 512  # GGML_MAX_N_THREADS
 # A prompt, tools or schema file: far more text than any model's context holds is not one.
@@ -41,9 +41,6 @@ def load_problem(args: argparse.Namespace) -> Optional[str]:
     if getattr(args, "batch", 0) < 0:
         return "--batch must be 0 (Auto) or more"
     return load_settings_problem(getattr(args, "flash_attn", "auto"), getattr(args, "kv_type", "f16")) or None
-
-
-MAX_PARALLEL = 16
 
 
 def parallel_count(text: str) -> int:

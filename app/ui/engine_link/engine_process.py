@@ -289,6 +289,10 @@ class EngineProcess(QObject):
         """A reply of the window's or a load is in flight: the API's requests wait, so the person's go first."""
         return bool(self._generate_in_flight) or self._load_in_flight is not None
 
+    def loading(self) -> bool:
+        """Models are being loaded: nothing else may go to the engine until they are."""
+        return self._load_in_flight is not None
+
     def request_api_answer(self, request: AnswerChat | AnswerCompletion) -> None:
         """Answer an API client's request (its id from API_IDS_FROM on); the answers come as sig_api_answer."""
         self._send(request)

@@ -233,7 +233,8 @@ class MainWindow(QMainWindow):
                             draft_gpu_layers=s.draft_gpu_layers, rpc_servers=tuple(s.rpc_workers),
                             kept_states_mib=s.kept_conversations_mib, n_batch=s.batch_size,
                             flash_attn=cast(FlashAttn, s.flash_attention),
-                            kv_type=cast(KvType, s.kv_cache_type), mmap=s.use_mmap, mlock=s.use_mlock)
+                            kv_type=cast(KvType, s.kv_cache_type), mmap=s.use_mmap, mlock=s.use_mlock,
+                            n_parallel=s.parallel_requests)
 
     def session_load_settings(self) -> LoadSettings:
         """What the chosen target loads with: the app's load settings under its own (app.store.model_defaults)."""
