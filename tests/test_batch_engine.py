@@ -112,3 +112,18 @@ def test_a_prompt_too_long_for_one_sequence_is_refused(engines):
     assert batched.n_ctx == 512  # each request's context, not the three sequences' together
     with pytest.raises(PromptTooLongError):
         batched.fit_messages([{"role": "user", "content": "word " * 900}], reserve_tokens=16)
+
+
+def test_one_clients_prompt_is_never_another_clients_cache(engines):
+    import dataclasses
+
+    batched = engines["batched"]
+    ask = [{"role": "user", "content": "a long shared system prompt " * 8 + "and a question"}]
+    config = _config("none", 4)
+    first = _drive(batched, {0: batched.chat(ask, dataclasses.replace(config, client="a"))})[0]
+    again = _drive(batched, {0: batched.chat(ask, dataclasses.replace(config, client="a"))})[0]
+    other = _drive(batched, {0: batched.chat(ask, dataclasses.replace(config, client="b"))})[0]
+    assert first.stats.prompt_cached == 0
+    assert again.stats.prompt_cached > 50  # the same client: its sequence's prefix is read from cache
+    assert other.stats.prompt_cached == 0  # another client's: read again, as if nobody had asked it
+    assert other.text == first.text

@@ -194,13 +194,13 @@ class BatchScheduler:
         while self._waiting and self.seqs.free:
             handle, request = self._waiting[0]
             prompt = request.prompt
-            seq = self.seqs.take(prompt)
+            seq = self.seqs.take(prompt, request.config.kept_scope)
             assert seq is not None
             reused = self.seqs.keep_prefix(seq, prompt, leave=1)
             room = self.seqs.make_room(len(prompt) - reused + 1)
             drafts = self.draft_seqs
             if drafts is not None:
-                drafts.claim(seq)
+                drafts.claim(seq, request.config.kept_scope)
                 if room and request.use_model:
                     room = drafts.make_room(len(prompt) - drafts.keep_prefix(seq, prompt, leave=1) + 1)
             if not room:
