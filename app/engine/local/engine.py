@@ -19,7 +19,7 @@ from app.engine.events import EngineEvent, FinishedEvent, NoticeEvent, RoundEven
 from app.engine.local.batch.driver import BatchDriver
 from app.engine.local.batch.scheduler import BatchRequest
 from app.engine.local.chat_format import RenderedPrompt
-from app.engine.local.kv_states.conversation_cache import ConversationCache
+from app.engine.local.kv_states.conversation_cache import CacheUse, ConversationCache
 from app.engine.local.decoder import generate
 from app.engine.local.grammar import GrammarMask, schema_grammar
 from app.engine.local.llama_model import LoadedModel
@@ -138,7 +138,7 @@ class SpecEngine:
         self._template = loaded.metadata("tokenizer.chat_template")  # names the thinking's markers
         s = self.load_settings
         self._conversations = ConversationCache.for_target(loaded, s.kept_states_mib, s.saved_states_mib,
-                                                           on_disk=s.saved_states_mib >= 0)
+                                                           on_disk=s.saved_states_mib >= 0, n_ctx=self.n_ctx)
         self._ngram = NgramDrafter(is_control=loaded.is_control)
         self._histories = {}
         self._new_batch()
@@ -181,6 +181,9 @@ class SpecEngine:
     def forget_conversation(self, session: str) -> None:
         """Drop the KV states kept for `session` (a deleted chat), in memory and on disk."""
         if self._conversations is not None:
+            if self._batch is not None:
+                for seq in self._conversations.sequences_of(session):
+                    self._batch.forget(seq)
             self._conversations.forget(session)
 
     @property
@@ -287,10 +290,13 @@ class SpecEngine:
         told = book.file.take_notice() if book is not None else ""
         if told:  # a damaged file set aside, or history off: said once, and the reply goes on
             yield NoticeEvent(request_id, told)
-        # Kept states restore into sequence 0 only: replies decoded side by side reuse what their sequences hold.
-        conversations = self._conversations if self._batch is None else None
-        found = None
-        if conversations is not None:
+        conversations = self._conversations
+        found: Optional[CacheUse] = None
+        restored: list[CacheUse] = []  # side by side: what the batch's sequence was given when the reply joined
+        kept = {}
+        if conversations is not None and self._batch is not None:
+            kept = self._kept_hooks(conversations, tokens, session, config.kept_scope, restored)
+        elif conversations is not None:
             found = conversations.prepare(tokens, session, self.models.draft, scope=config.kept_scope)
             if found.notice:
                 yield NoticeEvent(request_id, found.notice)
@@ -298,12 +304,16 @@ class SpecEngine:
         splitter = self._splitter(text, config, start)
         call_pieces: list[str] = []  # the answer with control tokens by name, for reading tool calls
         for event in self._decode(target, tokens, config, policy, draft, use_ngram, past, cancel, request_id,
-                                  history.extend, grammar, splitter):
+                                  history.extend, grammar, splitter, kept):
             if isinstance(event, RoundEvent):
                 self.policies.after_round(policy)
             if config.tools and isinstance(event, TokenEvent) and event.part == "answer":
                 call_pieces.append(reader_text(event.text, event.markup, self.tool_format))
             if isinstance(event, FinishedEvent):
+                if found is None and restored:
+                    found = restored[-1]
+                    if found.notice:
+                        yield NoticeEvent(request_id, found.notice)
                 if config.tools and "".join(call_pieces) != event.text:
                     event = dataclasses.replace(event, call_text="".join(call_pieces))
                 # History and the next turn's reuse take the reply as its tokens wrote it, thinking and markers too.
@@ -314,14 +324,14 @@ class SpecEngine:
                     book.record(session, prompts.new_text(text) + reply)
                 prompts.remember(text + reply, history)
             yield event
-        if conversations is not None:
+        if conversations is not None and self._batch is None:  # side by side, the batch's on_end saves it
             conversations.after_reply(session, self.models.draft)
 
     def _decode(self, target: LoadedModel, tokens: list[int], config: GenerationConfig, policy, draft, use_ngram: bool,
                 past: Optional[HistorySync], cancel, request_id: int, on_history, grammar: Optional[GrammarMask],
-                splitter: ReplySplitter) -> Iterator[EngineEvent]:
+                splitter: ReplySplitter, kept: dict) -> Iterator[EngineEvent]:
         """The reply's tokens, rounds and finish: decoded alone, or side by side with others (each request its own
-        n-gram drafter then, as each has its own text)."""
+        n-gram drafter then, as each has its own text; `kept`: the batch's hooks for kept states)."""
         if self._batch is not None:
             ngram = None
             if use_ngram:
@@ -329,12 +339,29 @@ class SpecEngine:
                 ngram.min_match = self._ngram.min_match
             request = BatchRequest(tokens, config, policy, request_id, ngram=ngram,
                                    past=past.drafter if past is not None else None, use_model=draft is not None,
-                                   grammar=grammar, splitter=splitter, on_history=on_history)
+                                   grammar=grammar, splitter=splitter, on_history=on_history, **kept)
             return self._batch.reply(request, cancel)
         return generate(target, tokens, config, policy, draft_model=ModelDrafter(draft) if draft is not None else None,
                         ngram=self._ngram if use_ngram else None, past=past.drafter if past is not None else None,
                         cancel=cancel, request_id=request_id, on_history=on_history, governor=self.governor,
                         grammar=grammar, splitter=splitter)
+
+    def _kept_hooks(self, conversations: ConversationCache, tokens: list[int], session: str, scope: str,
+                    restored: list[CacheUse]) -> dict:
+        """A reply decoded side by side: the kept state that shares most of its prompt is restored into the
+        sequence the batch gives it (said in `restored`), and its state is saved when it ends."""
+        batch = self._batch
+        assert batch is not None
+
+        def admitted(seq: int) -> None:
+            target, draft = batch.slots(seq)
+            restored.append(conversations.prepare(tokens, session, draft, scope, slot=target, seq=seq))
+
+        def ended(seq: int) -> None:
+            target, draft = batch.slots(seq)
+            conversations.after_reply(session, draft, slot=target, seq=seq)
+
+        return {"on_admit": admitted, "on_end": ended}
 
     def _history_book(self, name: str) -> Optional[HistorySync]:
         """The loaded target's index of history book `name`, made on first use; None with no target."""
