@@ -202,8 +202,9 @@ class LoadedModel:
         return bool(self._llama.llama_vocab_is_eog(self._vocab, token))
 
     def is_control(self, token: int) -> bool:
-        """A chat-template marker such as <|im_end|>: never part of the text a reply writes."""
-        return bool(self._llama.llama_vocab_is_control(self._vocab, token))
+        """A chat-template marker such as <|im_end|>, or a picture's placeholder (app.engine.local.vision.projector): never
+        part of the text a reply writes."""
+        return token < 0 or bool(self._llama.llama_vocab_is_control(self._vocab, token))
 
     def control_tokens(self) -> dict[str, int]:
         """Text -> id of every token that `tokenize(parse_special=True)` makes of its literal text (control and
