@@ -108,3 +108,16 @@ def test_bad_pictures_each_get_a_sentence(engine, pictures, name, data, says):
     with pytest.raises(PromptFormatError, match=says) as raised:
         list(engine.chat(message, CONFIGS["plain"]))
     assert name in str(raised.value) and str(raised.value).count(". ") == 0
+
+
+def test_pictures_with_requests_side_by_side_get_a_sentence(vision_models, pictures):
+    from app.engine.config import LoadSettings
+
+    engine = SpecEngine(LoadSettings(n_ctx=1024, n_threads=1, n_parallel=2))
+    try:
+        engine.load_target(vision_models.target)
+        engine.load_projector(vision_models.mmproj)
+        with pytest.raises(PromptFormatError, match="one request at a time"):
+            list(engine.chat(ask(pictures[0]), CONFIGS["plain"]))
+    finally:
+        engine.close()
