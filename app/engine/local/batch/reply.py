@@ -7,7 +7,6 @@ through a Reply, so a token is written, counted and stopped on in one place.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Callable, Optional, Protocol, Sequence
 
 import numpy as np
@@ -22,30 +21,13 @@ from app.engine.local.text_stream import TextStream
 from app.engine.reasoning.splitter import ReplySplitter
 from app.engine.speculation.drafters import Draft
 from app.engine.speculation.policy import Plan
+from app.engine.speculation.tally import Tally
 
 
 class LogitRows(Protocol):
     """The target's logits rows of one request in the last decode, numbered from its first row."""
 
     def logits(self, row: int) -> np.ndarray: ...
-
-
-@dataclass
-class Tally:
-    """What the rounds of one reply drafted and kept."""
-
-    drafted: int = 0
-    accepted: int = 0
-    rounds: int = 0
-    draft_rounds: int = 0
-    histogram: dict[int, int] = field(default_factory=dict)  # draft length -> rounds
-
-    def add(self, drafted: int, accepted: int) -> None:
-        self.rounds += 1
-        self.drafted += drafted
-        self.accepted += accepted
-        self.draft_rounds += bool(drafted)
-        self.histogram[drafted] = self.histogram.get(drafted, 0) + 1
 
 
 class Reply:
@@ -167,23 +149,17 @@ class Reply:
             # The reply's texts must add up to the reply: a dangling partial character is flushed as its own event.
             events += self.split.feed(TokenEvent(self.request_id, self.emitted, -1, tail, "target"))
         ended = self.clock()
-        tally = self.tally
         first = self.first_token_at
         stats = GenerationStats(
             tokens=self.emitted,
             tokens_per_second=decode_speed(self.emitted, max(ended - self.prompt_done, 1e-9)),
             ttft_s=(first - self.started) if first is not None else 0.0,
-            drafted=tally.drafted,
-            accepted=tally.accepted,
-            acceptance_rate=tally.accepted / tally.drafted if tally.drafted else 0.0,
-            mean_accepted_run=tally.accepted / tally.draft_rounds if tally.draft_rounds else 0.0,
-            rounds=tally.rounds,
             stop_reason=self.stop_reason,
             prompt_tokens=self.prompt_len,
             prompt_cached=self.reused,
             prompt_eval_s=self.prompt_done - self.started,
             elapsed_s=ended - self.started,
-            draft_len_histogram=dict(sorted(tally.histogram.items())),
+            **self.tally.stats_fields(),
         )
         return events + self.split.feed(FinishedEvent(self.request_id, "".join(self.pieces), stats))
 
