@@ -267,7 +267,7 @@ class SpecEngine:
             found = conversations.prepare(tokens, session, self.models.draft, scope=config.kept_scope)
             if found.notice:
                 yield NoticeEvent(request_id, found.notice)
-        history: list[int] = []
+        written: list[int] = []
         splitter = self._splitter(text, config, start)
         call_pieces: list[str] = []  # the answer with control tokens by name, for reading tool calls
         for event in generate(
@@ -280,7 +280,7 @@ class SpecEngine:
             past=past.drafter if past is not None else None,
             cancel=cancel,
             request_id=request_id,
-            on_history=history.extend,
+            on_written=written.extend,
             governor=self.governor,
             grammar=grammar,
             splitter=splitter,
@@ -292,13 +292,14 @@ class SpecEngine:
             if isinstance(event, FinishedEvent):
                 if config.tools and "".join(call_pieces) != event.text:
                     event = dataclasses.replace(event, call_text="".join(call_pieces))
-                # History and the next turn's reuse take the reply as its tokens wrote it, thinking and markers too.
+                # The history drafter and the next turn's reuse take the reply as its tokens wrote it, thinking and
+                # markers too.
                 reply = splitter.raw_text
                 if found is not None and conversations is not None:  # restoring a kept state is part of reading the prompt
                     event = dataclasses.replace(event, stats=conversations.counted(found.charged(event.stats)))
                 if book is not None and reply:
                     book.record(session, prompts.new_text(text) + reply)
-                prompts.remember(text + reply, history)
+                prompts.remember(text + reply, written)
             yield event
         if conversations is not None:
             conversations.after_reply(session, self.models.draft)

@@ -1,4 +1,4 @@
-"""One request's reply as its rounds keep tokens: its history, text, stop reason and statistics.
+"""One request's reply as its rounds keep tokens: its written tokens, text, stop reason and statistics.
 
 The single-request decoder (app.engine.local.decoder.generate) and the batch (scheduler.py) run every request
 through a Reply, so a token is written, counted and stopped on in one place.
@@ -31,8 +31,9 @@ class LogitRows(Protocol):
 
 
 class Reply:
-    """A request's reply in progress. `history` is the prompt and every kept token; `stop_reason` is "" until the
-    reply ends. Every event goes through `split` (the reply's thinking told from its answer)."""
+    """A request's reply in progress. `written` is the prompt and every kept token (what the target's context
+    holds); `stop_reason` is "" until the reply ends. Every event goes through `split` (the reply's thinking told
+    from its answer)."""
 
     def __init__(self, target: LoadedModel, prompt: Sequence[int], config: GenerationConfig, *, request_id: int = 0,
                  clock: Callable[[], float] = time.perf_counter, grammar: Optional[GrammarMask] = None,
@@ -49,7 +50,7 @@ class Reply:
         self.penalties = Penalties.from_config(config)
         self.rng = np.random.default_rng(config.seed)
         self.prompt_len = len(prompt)
-        self.history = list(prompt)
+        self.written = list(prompt)
         self.text_stream = TextStream()
         self.pieces: list[str] = []
         self.tally = Tally()
@@ -86,15 +87,15 @@ class Reply:
         self.budget_spent = True
         closing = self.target.tokenize(split.family.close_text, add_special=False, parse_special=True)
         if closing and self.emitted + len(closing) < self.config.max_tokens \
-                and len(self.history) + len(closing) < self.target.n_ctx:
+                and len(self.written) + len(closing) < self.target.n_ctx:
             return closing
         return []
 
     def write_closing(self, closing: Sequence[int]) -> list[EngineEvent]:
-        """The closing tokens written into the history, as the target's own."""
+        """The closing tokens written, as the target's own."""
         events: list[EngineEvent] = []
         for token in closing:
-            self.history.append(token)
+            self.written.append(token)
             events += self.token_event(token, "target", None, -1)
             self.emitted += 1
         return events
@@ -128,7 +129,7 @@ class Reply:
             if self.target.is_end_of_generation(token) and not self.config.ignore_eos:
                 self.stop_reason = "eos"
                 break
-            self.history.append(token)
+            self.written.append(token)
             if self.grammar is not None:
                 self.grammar.accept(token)
             if self.first_token_at is None:
