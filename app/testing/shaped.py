@@ -22,16 +22,10 @@ from app.testing.synthetic import _NORMAL, LlamaDims, VocabSpec, build_vocab, wr
 
 
 @dataclass(frozen=True)
-class ModelShape:
-    """A llama-architecture model's dimensions (Qwen2.5's, here)."""
+class ModelShape(LlamaDims):
+    """A llama-architecture model's dimensions and its vocabulary's size (Qwen2.5's, here)."""
 
-    n_embd: int
-    n_layer: int
-    n_head: int
-    n_head_kv: int
-    n_ff: int
-    n_vocab: int
-    context_length: int = 32768
+    n_vocab: int = 151936
 
 
 SHAPES: dict[str, ModelShape] = {
@@ -98,5 +92,4 @@ def write_shaped_model(path: Path, shape: ModelShape, *, seed: int = 0, name: st
             for tensor, weights in layer.items():
                 yield f"blk.{i}.{tensor}.weight", weights
 
-    dims = LlamaDims(d, shape.n_layer, shape.n_head, shape.n_head_kv, shape.n_ff, shape.context_length)
-    return write_llama_file(path, vocab, dims, tensors(), f16=True, name=name)
+    return write_llama_file(path, vocab, shape, tensors(), f16=True, name=name)

@@ -237,7 +237,7 @@ class LlamaDims:
     n_head: int
     n_head_kv: int
     n_ff: int
-    context_length: int
+    context_length: int = 32768  # Qwen2.5's
 
 
 def write_llama_file(

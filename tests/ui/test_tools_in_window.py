@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import pytest
 
 from app.mcp.records import find_tool
 from app.replies.tool_loop import REFUSED, STOPPED
+from tests.support.mcp_files import ROOT, write_mcp_file
 from window_helpers import choose_pair, click_link, send_and_wait
 
-ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_MS = 60000
 
 
@@ -25,16 +24,10 @@ def _call(name: str, arguments: dict) -> str:
 
 
 @pytest.fixture
-def tool_window(make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path):
-    """A window whose mcp.json lists the test server as "notes", its servers ready and a model loaded."""
-    mcp = tmp_path / "mcp.json"
-    mcp.write_text(json.dumps({"mcpServers": {"notes": {
-        "command": sys.executable, "args": ["-m", "tests.tool_servers.tool_server"], "cwd": str(ROOT)}}}))
-    window = make_window(engine_factory=fake_engine, mcp_file=str(mcp))
-    qtbot.waitUntil(lambda: bool(window.tools.servers.tools()), timeout=DEADLINE_MS)
-    choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
-    window.update_chat_settings(tools=True)  # tools are off in a chat until it turns them on
-    return window
+def tool_window(mcp_window):
+    """The test server's window (conftest's mcp_window) with tools on in its chat."""
+    mcp_window.update_chat_settings(tools=True)  # tools are off in a chat until it turns them on
+    return mcp_window
 
 
 def _ask(qtbot, window, question: str) -> int:
@@ -183,9 +176,7 @@ def test_a_ten_megabyte_result_is_cut_for_the_model_and_for_the_eye(tool_window,
 @pytest.fixture
 def two_server_window(make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path):
     """Servers "first" and "second" with the same tools: "read_note" is first's while first runs."""
-    server = {"command": sys.executable, "args": ["-m", "tests.tool_servers.tool_server"], "cwd": str(ROOT)}
-    mcp = tmp_path / "mcp.json"
-    mcp.write_text(json.dumps({"mcpServers": {"first": server, "second": server}}))
+    mcp = write_mcp_file(tmp_path / "mcp.json", ("first", "second"))
     window = make_window(engine_factory=fake_engine, mcp_file=str(mcp))
     qtbot.waitUntil(lambda: [s.phase for s in window.tools.servers.states()] == ["ready", "ready"],
                     timeout=DEADLINE_MS)
@@ -260,9 +251,7 @@ def test_a_hostile_tool_name_is_shown_as_it_is(make_window, qtbot, fake_engine, 
 @pytest.mark.real_models
 def test_the_real_model_calls_a_tool_in_the_window_and_answers_from_its_result(make_window, qtbot, real_models,
                                                                                  tmp_path):
-    mcp = tmp_path / "mcp.json"
-    mcp.write_text(json.dumps({"mcpServers": {"notes": {
-        "command": sys.executable, "args": ["-m", "tests.tool_servers.tool_server"], "cwd": str(ROOT)}}}))
+    mcp = write_mcp_file(tmp_path / "mcp.json")
     window = make_window(folders=[str(real_models["target"].parent)], mcp_file=str(mcp), context_size=4096)
     qtbot.waitUntil(lambda: bool(window.tools.servers.tools()), timeout=DEADLINE_MS)
     window.choose_target(str(real_models["target"]))
