@@ -32,7 +32,8 @@ from app.ui.models.model_thinking import ModelThinking
 from app.ui.chat.settings_binding import ChatSettingsBinding
 from app.ui.transcript.chat_view import ChatView
 from app.ui.chat.composer import Composer
-from app.ui.chat.conversation import Conversation, chat_session
+from app.ui.chat.chat_prompt import chat_session
+from app.ui.chat.conversation import Conversation
 from app.ui.chat.reply_request import ReplyRequestSpec
 from app.ui.shell import appearance
 from app.ui.shell.empty_state import EmptyLibraryPage

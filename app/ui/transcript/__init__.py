@@ -1,6 +1,7 @@
 """The transcript: the document replies stream into, with provenance highlights, Markdown, tooltips and links. GUI thread only.
 
 - browser.py: The transcript's QTextBrowser behaviours: it fetches nothing, copies what the reader sees (ghost text left
+- chat_pages.py: Which messages of the open chat the transcript shows: the newest page at once, older pages on scrolling up.
 - chat_view.py: The transcript: a QTextBrowser that streams tokens with their provenance and renders finished replies.
 - format.py: What the transcript shows of one message (its record and stats row) and the char-format properties that mark
 - links/: links in the transcript: the app's own (Copy, Retry...), which reply text cannot forge, and a reply's, opened only
