@@ -6,7 +6,7 @@ Every link is an app link (action_links) whose argument is the message id. GUI t
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 from PySide6.QtGui import QColor, QFont, QTextBlockFormat, QTextCursor, QTextDocument
 
@@ -44,7 +44,7 @@ def insert_actions(writer: ReplyWriter, base: QFont, cursor: QTextCursor, messag
 
 
 def reply_actions(message: TranscriptMessage, is_last_reply: bool, can_continue: bool,
-                  comparison: Optional[ShownComparison]) -> list[tuple[str, str]]:
+                  comparison: Union[ShownComparison, dict, None]) -> list[tuple[str, str]]:
     """The (label, action) links under a finished reply: Copy; on the last reply Continue (where it can go on) and
     Regenerate; Compare with plain (or its state) on a reply that drafted or was compared before."""
     actions = [("Copy", "copy")]
