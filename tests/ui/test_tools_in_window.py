@@ -42,6 +42,15 @@ def _answer(qtbot, window, reply_id: int, label: str, answer: str) -> None:
     click_link(qtbot, view, label, view.action_href("toolanswer", f"{reply_id}.0.{answer}"))
 
 
+def _allowed(qtbot, window, fake_engine, question: str) -> tuple[int, str]:
+    """Send `question`, allow its call once and wait for the answer after it: (the calling reply's id, what the
+    model was sent as the call's result)."""
+    reply_id = _ask(qtbot, window, question)
+    with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=DEADLINE_MS):
+        _answer(qtbot, window, reply_id, "Allow once", "once")
+    return reply_id, fake_engine.requests[-1][-1]["content"]
+
+
 @pytest.mark.slow
 def test_allow_runs_the_call_and_its_result_reaches_the_model(tool_window, qtbot, fake_engine):
     fake_engine.reply = _call("read_note", {"name": "monday"})
@@ -144,10 +153,7 @@ def test_a_crashing_tool_server_gets_its_sentence_and_the_chat_stays_usable(tool
     fake_engine.reply = _call("crash", {})
     fake_engine.after_tool_reply = "The tool server is gone."
     window, view = tool_window, tool_window.chat_view
-    reply_id = _ask(qtbot, window, "Crash it.")
-    with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=DEADLINE_MS):
-        _answer(qtbot, window, reply_id, "Allow once", "once")
-    sentence = fake_engine.requests[-1][-1]["content"]
+    _, sentence = _allowed(qtbot, window, fake_engine, "Crash it.")
     assert sentence.startswith('Tool server "notes" stopped')
     qtbot.waitUntil(lambda: "▸ Tool crash (notes) · failed" in view.toPlainText(), timeout=DEADLINE_MS)
     assert [state.phase for state in window.tools.servers.states()] == ["failed"]
@@ -163,10 +169,7 @@ def test_a_ten_megabyte_result_is_cut_for_the_model_and_for_the_eye(tool_window,
     fake_engine.reply = _call("huge", {})
     fake_engine.after_tool_reply = "That was long."
     window, view = tool_window, tool_window.chat_view
-    reply_id = _ask(qtbot, window, "Read it all.")
-    with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=DEADLINE_MS):
-        _answer(qtbot, window, reply_id, "Allow once", "once")
-    sent = fake_engine.requests[-1][-1]["content"]
+    reply_id, sent = _allowed(qtbot, window, fake_engine, "Read it all.")
     assert len(sent) < 101_000 and "10,000,000 characters" in sent
     click_link(qtbot, view, "▸ Tool huge", view.action_href("toolcall", f"{reply_id}.0"))
     qtbot.waitUntil(lambda: "Showing the first 4,000 of" in view.toPlainText(), timeout=5000)
