@@ -122,13 +122,15 @@ class LoadingModel:
 
 @dataclass(frozen=True)
 class ModelsLoaded:
-    """The models are loaded and ready; `placement_note` says where they run, for a person."""
+    """The models are loaded and ready; `placement_note` says where they run, for a person. `parallel`: the
+    requests the engine answers side by side (n_ctx tokens each)."""
 
     request_id: int
     target: Optional[Target]
     draft: Optional[Path]
     n_ctx: int
     placement_note: str
+    parallel: int = 1
 
 
 @dataclass(frozen=True)

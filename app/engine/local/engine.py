@@ -16,6 +16,8 @@ from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.context_fit import SessionCuts
 from app.engine.errors import EngineError, PromptFormatError
 from app.engine.events import EngineEvent, FinishedEvent, NoticeEvent, RoundEvent, TokenEvent
+from app.engine.local.batch.driver import BatchDriver
+from app.engine.local.batch.scheduler import BatchRequest
 from app.engine.local.chat_format import RenderedPrompt
 from app.engine.local.kv_states.conversation_cache import ConversationCache
 from app.engine.local.decoder import generate
@@ -57,6 +59,8 @@ class SpecEngine:
         # The loaded target's index of each history book in use: "person" (history_file), "api" (API clients' own).
         self._histories: dict[str, HistorySync] = {}
         self._cuts = SessionCuts()
+        # Requests decoded side by side when the models hold several sequences (LoadSettings.n_parallel).
+        self._batch: Optional[BatchDriver] = None
 
     # -- models -------------------------------------------------------------------------------------------------
 
@@ -102,6 +106,21 @@ class SpecEngine:
     def n_ctx(self) -> int:
         return self.models.n_ctx
 
+    @property
+    def parallel(self) -> int:
+        """Requests decoded side by side (1: one at a time; each reply's events then never wait for a step)."""
+        return self.models.parallel if self._batch is not None else 1
+
+    def step(self) -> bool:
+        """One forward pass over every reply decoded side by side: each yields WaitingEvent until it comes (see
+        app.engine.local.batch.driver). False when no reply waits for one."""
+        return self._batch.step() if self._batch is not None else False
+
+    def _new_batch(self) -> None:
+        target = self.models.target
+        self._batch = BatchDriver(target, self.models.draft) if target is not None and self.models.parallel > 1 \
+            else None
+
     def load_target(self, target: Target | str | Path, planned_draft: str | Path | None = None) -> None:
         """Load (or switch) the target. A loaded draft that is not compatible with the new target is unloaded.
 
@@ -122,11 +141,14 @@ class SpecEngine:
                                                            on_disk=s.saved_states_mib >= 0)
         self._ngram = NgramDrafter(is_control=loaded.is_control)
         self._histories = {}
+        self._new_batch()
 
     def load_draft(self, path: str | Path | None) -> None:
         """Load, switch or (with None) unload the draft. Raises IncompatiblePairError for a mismatched vocabulary."""
         self.policies.models_changed()
+        self._batch = None  # its sequences name the old draft's
         self.models.load_draft(path)
+        self._new_batch()
 
     def reconfigure(self, load: LoadSettings) -> None:
         """Apply new load settings; models are reloaded only if something that matters to them changed."""
@@ -146,6 +168,7 @@ class SpecEngine:
 
     def _forget_target(self) -> None:
         self.models.close_target()
+        self._batch = None
         self._prompts = None
         self._conversations = None
         self._histories = {}
@@ -179,7 +202,10 @@ class SpecEngine:
     def idle_step(self) -> bool:
         """Do one short piece of background work (one forward pass of measuring the loaded models' costs);
         False when there is nothing to do now. Call between requests only."""
-        return self.policies.idle_step()
+        worked = self.policies.idle_step()
+        if worked and self._batch is not None:
+            self._batch.scheduler.reset()  # the measurement used sequence 0: what the sequences hold is not known
+        return worked
 
     # -- prompts ------------------------------------------------------------------------------------------------
 
@@ -261,7 +287,8 @@ class SpecEngine:
         told = book.file.take_notice() if book is not None else ""
         if told:  # a damaged file set aside, or history off: said once, and the reply goes on
             yield NoticeEvent(request_id, told)
-        conversations = self._conversations
+        # Kept states restore into sequence 0 only: replies decoded side by side reuse what their sequences hold.
+        conversations = self._conversations if self._batch is None else None
         found = None
         if conversations is not None:
             found = conversations.prepare(tokens, session, self.models.draft, scope=config.kept_scope)
@@ -270,21 +297,8 @@ class SpecEngine:
         written: list[int] = []
         splitter = self._splitter(text, config, start)
         call_pieces: list[str] = []  # the answer with control tokens by name, for reading tool calls
-        for event in generate(
-            target,
-            tokens,
-            config,
-            policy,
-            draft_model=ModelDrafter(draft) if draft is not None else None,
-            ngram=self._ngram if use_ngram else None,
-            past=past.drafter if past is not None else None,
-            cancel=cancel,
-            request_id=request_id,
-            on_written=written.extend,
-            governor=self.governor,
-            grammar=grammar,
-            splitter=splitter,
-        ):
+        for event in self._decode(target, tokens, config, policy, draft, use_ngram, past, cancel, request_id,
+                                  written.extend, grammar, splitter):
             if isinstance(event, RoundEvent):
                 self.policies.after_round(policy)
             if config.tools and isinstance(event, TokenEvent) and event.part == "answer":
@@ -303,6 +317,25 @@ class SpecEngine:
             yield event
         if conversations is not None:
             conversations.after_reply(session, self.models.draft)
+
+    def _decode(self, target: LoadedModel, tokens: list[int], config: GenerationConfig, policy, draft, use_ngram: bool,
+                past: Optional[HistorySync], cancel, request_id: int, on_written, grammar: Optional[GrammarMask],
+                splitter: ReplySplitter) -> Iterator[EngineEvent]:
+        """The reply's tokens, rounds and finish: decoded alone, or side by side with others (each request its own
+        n-gram drafter then, as each has its own text)."""
+        if self._batch is not None:
+            ngram = None
+            if use_ngram:
+                ngram = NgramDrafter(is_control=target.is_control)
+                ngram.min_match = self._ngram.min_match
+            request = BatchRequest(tokens, config, policy, request_id, ngram=ngram,
+                                   past=past.drafter if past is not None else None, use_model=draft is not None,
+                                   grammar=grammar, splitter=splitter, on_written=on_written)
+            return self._batch.reply(request, cancel)
+        return generate(target, tokens, config, policy, draft_model=ModelDrafter(draft) if draft is not None else None,
+                        ngram=self._ngram if use_ngram else None, past=past.drafter if past is not None else None,
+                        cancel=cancel, request_id=request_id, on_written=on_written, governor=self.governor,
+                        grammar=grammar, splitter=splitter)
 
     def _history_book(self, name: str) -> Optional[HistorySync]:
         """The loaded target's index of history book `name`, made on first use; None with no target."""

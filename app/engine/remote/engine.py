@@ -165,6 +165,13 @@ class RemoteEngine:
     def idle_step(self) -> bool:
         return False  # the server decides its own speculation: nothing to measure here
 
+    @property
+    def parallel(self) -> int:
+        return 1  # a reply streams from its server as it comes, one request at a time here
+
+    def step(self) -> bool:
+        return False
+
     def close(self) -> None:
         self.unload()
 

@@ -23,7 +23,8 @@ def load_settings_of(s: AppSettings) -> LoadSettings:
                         draft_gpu_layers=s.draft_gpu_layers, rpc_servers=tuple(s.rpc_workers),
                         kept_states_mib=s.kept_conversations_mib, n_batch=s.batch_size,
                         flash_attn=cast(FlashAttn, s.flash_attention),
-                        kv_type=cast(KvType, s.kv_cache_type), mmap=s.use_mmap, mlock=s.use_mlock)
+                        kv_type=cast(KvType, s.kv_cache_type), mmap=s.use_mmap, mlock=s.use_mlock,
+                        n_parallel=s.parallel_requests)
 
 
 def apply_load_settings(window: MainWindow) -> None:

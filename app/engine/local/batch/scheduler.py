@@ -95,12 +95,17 @@ class BatchScheduler:
 
     def __init__(self, target: LoadedModel, draft: Optional[LoadedModel] = None, *,
                  prompt_chunk: int = PROMPT_CHUNK_BUSY, clock: Callable[[], float] = time.perf_counter):
-        self.target = target
-        self.seqs = Sequences(target, target.n_seq_max)
-        self.draft_seqs = Sequences(draft, target.n_seq_max) if draft is not None else None
+        self.target, self.draft = target, draft
         self.prompt_chunk = prompt_chunk
         self.clock = clock
         self._handles = itertools.count(1)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every request, and what the sequences hold (after a step failed: what llama.cpp kept is not
+        known). Handles given before are never given again."""
+        self.seqs = Sequences(self.target, self.target.n_seq_max)
+        self.draft_seqs = Sequences(self.draft, self.target.n_seq_max) if self.draft is not None else None
         self._waiting: deque[tuple[int, BatchRequest]] = deque()
         self._running: list[_Running] = []
         self._cancelled: set[int] = set()
@@ -189,13 +194,13 @@ class BatchScheduler:
         while self._waiting and self.seqs.free:
             handle, request = self._waiting[0]
             prompt = request.prompt
-            seq = self.seqs.take(prompt)
+            seq = self.seqs.take(prompt, request.config.kept_scope)
             assert seq is not None
             reused = self.seqs.keep_prefix(seq, prompt, leave=1)
             room = self.seqs.make_room(len(prompt) - reused + 1)
             drafts = self.draft_seqs
             if drafts is not None:
-                drafts.claim(seq)
+                drafts.claim(seq, request.config.kept_scope)
                 if room and request.use_model:
                     room = drafts.make_room(len(prompt) - drafts.keep_prefix(seq, prompt, leave=1) + 1)
             if not room:

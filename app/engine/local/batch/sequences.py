@@ -77,6 +77,7 @@ class Sequences:
             model.seq_rm(seq, 0)
         model.cached = []  # sequence 0's single-request mirror no longer says what it holds
         self.cached: list[list[int]] = [[] for _ in range(n)]
+        self.scopes: list[str] = ["" for _ in range(n)]  # whose text each sequence holds (GenerationConfig.kept_scope)
         self._free = list(range(n))
 
     @property
@@ -89,19 +90,27 @@ class Sequences:
         """Cells left in the shared budget."""
         return self.model.n_ctx - sum(len(c) for c in self.cached)
 
-    def take(self, prompt: Sequence[int]) -> Optional[int]:
-        """A free sequence for a request with `prompt`, the one whose cache shares most of it; None when all are
-        in use."""
+    def take(self, prompt: Sequence[int], scope: str = "") -> Optional[int]:
+        """A free sequence for a request of `scope` with `prompt`, the one whose cache shares most of it; None when
+        all are in use. Another scope's text is never reused (one API key's prompts are never another's cache, as
+        kept conversation states): a sequence that held one is emptied."""
         if not self._free:
             return None
-        best = max(self._free, key=lambda s: (shared_prefix(self.cached[s], prompt), -s))
+        best = max(self._free, key=lambda s: (shared_prefix(self.cached[s], prompt) if self.scopes[s] == scope
+                                              else 0, -s))
         self._free.remove(best)
+        if self.scopes[best] != scope:
+            self.truncate(best, 0)
+            self.scopes[best] = scope
         return best
 
-    def claim(self, seq: int) -> None:
+    def claim(self, seq: int, scope: str = "") -> None:
         """Take sequence `seq` itself (a draft model's sequence in step with the target's of the same number)."""
         if seq in self._free:
             self._free.remove(seq)
+        if self.scopes[seq] != scope:
+            self.truncate(seq, 0)
+            self.scopes[seq] = scope
 
     def release(self, seq: int) -> None:
         """The request on `seq` ended: the sequence is free, and keeps what it holds for a prompt that shares it."""
