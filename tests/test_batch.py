@@ -146,7 +146,7 @@ class CpuCostPolicy(FixedPolicy):
     def __init__(self):
         super().__init__(4, "model")
 
-    def plan(self, k_max, ngram_tokens, has_model, ngram_match=0, history=None, model_behind=0):
+    def plan(self, k_max, ngram_tokens, has_model, ngram_match=0, history_draft=None, model_behind=0):
         return Plan("model", min(4, k_max), "draft of 4: expected 1.1x plain", expected=1.1, kind="draft")
 
     def expected_accepted(self, plan):
@@ -194,13 +194,13 @@ def test_the_next_turn_reuses_the_sequence_that_holds_its_start(single, batched)
     the new text is read; the reply is still the one it gets alone."""
     target = batched["target"]
     scheduler = BatchScheduler(target, batched["draft"])
-    first_history: list[int] = []
+    first_written: list[int] = []
     first = request(batched, PROMPTS[0], 12, "plain", 1)
-    first.on_history = first_history.extend
+    first.on_written = first_written.extend
     run_batch(scheduler, {0: [request(batched, PROMPTS[1], 30, "plain", 2), first]})
-    follow_up = first_history + target.tokenize("\n# and now in C\n", add_special=False)
+    follow_up = first_written + target.tokenize("\n# and now in C\n", add_special=False)
     (events,) = run_batch(scheduler, {0: [BatchRequest(follow_up, _config("plain", 10), _policy("plain"), 3)]})
-    assert events[-1].stats.prompt_cached >= len(first_history) - 1
+    assert events[-1].stats.prompt_cached >= len(first_written) - 1
     alone_events = list(generate(single["target"], follow_up, _config("plain", 10), _policy("plain")))
     assert tokens_of(events) == tokens_of(alone_events)
 

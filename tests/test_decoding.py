@@ -180,12 +180,12 @@ class _ConstantProposal(NgramDrafter):
         super().__init__()
         self.token = token
 
-    def propose(self, history, k):
+    def propose(self, written, k):
         from app.engine.speculation.drafters import Draft
 
         return Draft(tokens=[self.token], source="ngram")
 
-    def plan(self, k_max, ngram_tokens, has_model, ngram_match=0, history=None, model_behind=0):
+    def plan(self, k_max, ngram_tokens, has_model, ngram_match=0, history_draft=None, model_behind=0):
         from app.engine.speculation.policy import Plan
 
         return Plan("ngram", 1, "test")

@@ -10,39 +10,39 @@ SOURCE = list(range(100, 120))
 
 def test_the_longest_match_wins_over_the_newest():
     # [5, 6] occurs twice: first inside a long copy of the source, later by chance, followed by 9.
-    history = [1, 2, 3, 4, 5, 6, 7, 8, 0, 5, 6, 9, 0, 1, 2, 3, 4, 5, 6]
-    draft = NgramDrafter().propose(history, 2)
+    written = [1, 2, 3, 4, 5, 6, 7, 8, 0, 5, 6, 9, 0, 1, 2, 3, 4, 5, 6]
+    draft = NgramDrafter().propose(written, 2)
     assert draft.tokens == [7, 8]
     assert draft.match_len == 6  # 1 2 3 4 5 6, counted back past the 2-gram that found it
 
 
 def test_a_reply_that_copies_its_input_gets_the_rest_of_it():
-    history = SOURCE + [0] + SOURCE[:12]
-    draft = NgramDrafter().propose(history, 5)
+    written = SOURCE + [0] + SOURCE[:12]
+    draft = NgramDrafter().propose(written, 5)
     assert draft.tokens == SOURCE[12:17]
     assert draft.match_len == 12
 
 
 def test_after_an_edit_the_copy_resumes_past_the_replaced_token():
     # The reply copied 10 tokens, then wrote 900 where the source has 110 (a renamed variable).
-    history = SOURCE + [0] + SOURCE[:10] + [900]
-    draft = NgramDrafter().propose(history, 3)
+    written = SOURCE + [0] + SOURCE[:10] + [900]
+    draft = NgramDrafter().propose(written, 3)
     assert draft.tokens == SOURCE[11:14]
     assert draft.match_len == 0  # an unconfirmed guess: the controller tracks these apart
 
 
 def test_a_longer_replacement_is_followed_once_the_copy_agrees_again():
     # 110 became two tokens (900, 901), then the reply went on with 111: the guess is confirmed.
-    history = SOURCE + [0] + SOURCE[:10] + [900, 901, 111]
-    draft = NgramDrafter().propose(history, 3)
+    written = SOURCE + [0] + SOURCE[:10] + [900, 901, 111]
+    draft = NgramDrafter().propose(written, 3)
     assert draft.tokens == SOURCE[12:15]
     assert draft.match_len == 11  # 10 copied before the edit, 1 after
 
 
 def test_match_length_counts_the_copy_before_a_small_edit():
     # Well past the edit, the match since it is short, but the passage is the same one: the evidence adds up.
-    history = SOURCE + [0] + SOURCE[:10] + [900] + SOURCE[11:15]
-    draft = NgramDrafter().propose(history, 3)
+    written = SOURCE + [0] + SOURCE[:10] + [900] + SOURCE[11:15]
+    draft = NgramDrafter().propose(written, 3)
     assert draft.tokens == SOURCE[15:18]
     assert draft.match_len == 4 + 10
 
@@ -65,10 +65,10 @@ def test_drafts_stop_before_a_slot_that_varied_in_the_reply():
     first, second = [1, 2, 3, 30, 4, 5, 6, 7], [1, 2, 3, 31, 4, 5, 6, 7]
     drafter = NgramDrafter()
     drafter.start_reply(len(prompt))
-    history = prompt + first + second + [1]
-    for end in range(len(prompt) + 1, len(history) + 1):  # the reply is generated token by token
-        drafter.propose(history[:end], 8)
-    assert drafter.propose(history, 8).tokens == [2, 3]
+    written = prompt + first + second + [1]
+    for end in range(len(prompt) + 1, len(written) + 1):  # the reply is generated token by token
+        drafter.propose(written[:end], 8)
+    assert drafter.propose(written, 8).tokens == [2, 3]
     # Prompt text is copied as it is: the same records in the prompt do not stop a draft.
     copying = NgramDrafter()
     copying.start_reply(len(prompt + first + second))

@@ -66,7 +66,7 @@ class ListDevices:
 @dataclass(frozen=True)
 class ForgetChat:
     """A chat was deleted: its text leaves the history drafter's file and its saved KV states leave the disk.
-    `session` is its engine session (app.ui.chat.conversation.chat_session)."""
+    `session` is its engine session (app.ui.chat.chat_prompt.chat_session)."""
 
     request_id: int
     session: str

@@ -320,11 +320,11 @@ class SpecEngine:
             found = conversations.prepare(tokens, session, self.models.draft, scope=config.kept_scope)
             if found.notice:
                 yield NoticeEvent(request_id, found.notice)
-        history: list[int] = []
+        written: list[int] = []
         splitter = self._splitter(text, config, start)
         call_pieces: list[str] = []  # the answer with control tokens by name, for reading tool calls
         for event in self._decode(target, tokens, config, policy, draft, use_ngram, past, cancel, request_id,
-                                  history.extend, grammar, splitter, kept, media):
+                                  written.extend, grammar, splitter, kept, media):
             if isinstance(event, RoundEvent):
                 self.policies.after_round(policy)
             if config.tools and isinstance(event, TokenEvent) and event.part == "answer":
@@ -336,22 +336,23 @@ class SpecEngine:
                         yield NoticeEvent(request_id, found.notice)
                 if config.tools and "".join(call_pieces) != event.text:
                     event = dataclasses.replace(event, call_text="".join(call_pieces))
-                # History and the next turn's reuse take the reply as its tokens wrote it, thinking and markers too.
+                # The history drafter and the next turn's reuse take the reply as its tokens wrote it, thinking and
+                # markers too.
                 reply = splitter.raw_text
                 if found is not None and conversations is not None:  # restoring a kept state is part of reading the prompt
                     event = dataclasses.replace(event, stats=conversations.counted(found.charged(event.stats)))
                 if book is not None and reply:
                     book.record(session, prompts.new_text(text) + reply)
                 if media is None:
-                    prompts.remember(text + reply, history)
+                    prompts.remember(text + reply, written)
                 else:
-                    self.seeing.remember(text + reply, history, media)
+                    self.seeing.remember(text + reply, written, media)
             yield event
         if conversations is not None and self._batch is None:  # side by side, the batch's on_end saves it
             conversations.after_reply(session, self.models.draft)
 
     def _decode(self, target: LoadedModel, tokens: list[int], config: GenerationConfig, policy, draft, use_ngram: bool,
-                past: Optional[HistorySync], cancel, request_id: int, on_history, grammar: Optional[GrammarMask],
+                past: Optional[HistorySync], cancel, request_id: int, on_written, grammar: Optional[GrammarMask],
                 splitter: ReplySplitter, kept: dict, media) -> Iterator[EngineEvent]:
         """The reply's tokens, rounds and finish: decoded alone, or side by side with others (each request its own
         n-gram drafter then, as each has its own text; `kept`: the batch's hooks for kept states)."""
@@ -365,11 +366,11 @@ class SpecEngine:
                 ngram.min_match = self._ngram.min_match
             request = BatchRequest(tokens, config, policy, request_id, ngram=ngram,
                                    past=past.drafter if past is not None else None, use_model=draft is not None,
-                                   grammar=grammar, splitter=splitter, on_history=on_history, **kept)
+                                   grammar=grammar, splitter=splitter, on_written=on_written, **kept)
             return self._batch.reply(request, cancel)
         return generate(target, tokens, config, policy, draft_model=ModelDrafter(draft) if draft is not None else None,
                         ngram=self._ngram if use_ngram else None, past=past.drafter if past is not None else None,
-                        cancel=cancel, request_id=request_id, on_history=on_history, governor=self.governor,
+                        cancel=cancel, request_id=request_id, on_written=on_written, governor=self.governor,
                         grammar=grammar, splitter=splitter, media=media)
 
     def _kept_hooks(self, conversations: ConversationCache, tokens: list[int], session: str, scope: str,
