@@ -372,7 +372,7 @@ class ModelSet:
 TARGET_LAYERS = 8
 DRAFT_LAYERS = 1
 # What each layer adds to the residual stream relative to the token embedding. Measured greedy acceptance of the
-# 1-layer draft against the 8-layer target (tests/test_synthetic_models.py): 1.0 gives ~20%, 0.1 ~75%, 0.2 ~50%.
+# 1-layer draft against the 8-layer target (tests/testing/test_synthetic_models.py): 1.0 gives ~20%, 0.1 ~75%, 0.2 ~50%.
 # The draft has about a quarter of the target's parameters, like a real 0.5B draft for a 1.5B-7B target.
 LAYER_SCALE = 0.2
 
