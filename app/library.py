@@ -23,6 +23,7 @@ from app.engine.config import KvType
 from app.engine.targets import LocalModel, ServerModel, Target
 from app.engine.gguf.info import inspect_gguf
 from app.engine.gguf.memory import MemoryCost, kv_values_per_token, memory_cost
+from app.engine.gguf.mmproj import is_mmproj, mmproj_beside
 from app.common.units import format_bytes, format_parameter_count
 
 
@@ -52,6 +53,8 @@ class ModelEntry:
     server: Optional[ServerModel] = None  # a server's model (then `path` is its key), None for a file
     # Key and value elements per token of context, all layers (app.engine.gguf.memory): 0 when not known.
     kv_values: int = 0
+    # The projector beside the model (mmproj-*.gguf, app.engine.gguf.mmproj): the model can see pictures.
+    projector: str = ""
 
     @property
     def target(self) -> Target:
@@ -90,7 +93,8 @@ class ModelEntry:
         """One line of facts: "qwen2 · 1.5B · Q4_K_M · 32K ctx · 1.0 GB"."""
         if self.source == "server":
             return f"On the server {self.folder}"
-        parts = [self.architecture, self.parameters_label, self.quantization, self.context_label, self.size_label]
+        parts = [self.architecture, self.parameters_label, self.quantization, self.context_label, self.size_label,
+                 "sees pictures" if self.projector else ""]
         return " · ".join(p for p in parts if p)
 
 
@@ -190,6 +194,7 @@ def inspect_entry(path: Path, folder: LibraryFolder | None = None) -> ModelEntry
         thinking_switch="enable_thinking" in (info.chat_template or ""),
         effort_switch="reasoning_effort" in (info.chat_template or ""),
         kv_values=sum(kv_values_per_token(info.metadata)),
+        projector=str(mmproj_beside(path) or ""),
         usable=info.usable,
         problem=_without_path(info.problem or "", path),
     )
@@ -217,6 +222,8 @@ def scan_library(folders: Sequence[LibraryFolder], cancel=None) -> list[ModelEnt
         for path in find_gguf_files(folder.path, cancel):
             if cancel is not None and cancel.is_set():
                 return _sorted(entries)
+            if is_mmproj(path):
+                continue  # a projector is no model of its own: its model's entry names it
             key = paths.resolved(path)
             if key in seen:
                 continue

@@ -127,3 +127,33 @@ def test_one_clients_prompt_is_never_another_clients_cache(engines):
     assert again.stats.prompt_cached > 50  # the same client: its sequence's prefix is read from cache
     assert other.stats.prompt_cached == 0  # another client's: read again, as if nobody had asked it
     assert other.text == first.text
+
+
+def test_kept_conversations_restore_into_the_batchs_free_sequence(tiny_models):
+    """Three chats through two sequences: the chat whose sequence another took is restored from memory into a free
+    one, and after a restart from disk, with the reply it gets from an engine that never saw it."""
+    from tests.support.engines import tiny_pair_engine
+    from tests.test_conversation_cache import _chat, _continued, _fresh_reply
+
+    def one(engine, messages, session):
+        return _drive(engine, {0: engine.chat(messages, GenerationConfig(max_tokens=12, session=session))})[0]
+
+    chats = {name: _chat(name, 6)[:-1] for name in ("apple", "brick", "cedar")}
+    engine = tiny_pair_engine(tiny_models, 2048, n_parallel=2)
+    try:
+        assert engine.parallel == 2
+        first = {name: one(engine, messages, f"chat-{name}") for name, messages in chats.items()}
+        again = _continued(chats["apple"], first["apple"].text, "And one more thing about apples.")
+        back = one(engine, again, "chat-apple")
+    finally:
+        engine.close()
+    assert back.stats.prompt_cached >= 0.9 * back.stats.prompt_tokens, back.stats
+    assert back.text == _fresh_reply(tiny_models, again, "chat-apple")
+    restarted = tiny_pair_engine(tiny_models, 2048, n_parallel=2)
+    try:
+        later = _continued(chats["brick"], first["brick"].text, "And bricks?")
+        from_disk = one(restarted, later, "chat-brick")
+    finally:
+        restarted.close()
+    assert from_disk.stats.prompt_cached >= 0.9 * from_disk.stats.prompt_tokens, from_disk.stats
+    assert from_disk.text == _fresh_reply(tiny_models, later, "chat-brick")

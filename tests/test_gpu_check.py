@@ -28,6 +28,11 @@ def test_the_dry_run_measures_every_step_and_writes_its_report(tmp_path):
     assert tiny["placement"]["explained"]
     assert "plain_vs_llama" in tiny["plain"] or tiny["plain"] == {"skipped": "llama-completion was not found"}
     assert "auto / plain" in proc.stdout and "Auto GPU layers" in proc.stdout
+    # Requests at once: every mode at every N, each reply the one it got alone.
+    rows = tiny["batch"]["rows"]
+    assert {(row["mode"], row["n"]) for row in rows} == {(m, n) for m in ("plain", "auto") for n in (1, 2, 4)}
+    assert all(row["as_alone_until"] is None and row["aggregate"] > 0 for row in rows)
+    assert "requests at once" in proc.stdout
 
 
 def test_a_missing_source_archive_is_named_before_anything_is_built(tmp_path, monkeypatch):

@@ -27,6 +27,10 @@ def _round(kind, drafter="none", k=0, expected=0.0, threads=0, reason="some word
      "Measuring how fast this machine writes one token on 1 CPU thread, to judge whether drafting pays."),
     (_round("fixed", "model", 1), "Drafting every round, at the draft length set for this chat, even where that is "
                                   "slower."),
+    (_round("batch", "model", 2), "Other requests are being answered beside this chat: drafting 2 tokens this round, "
+                                  "where alone it would draft more, so that the batch as a whole goes fastest."),
+    (_round("batch"), "Other requests are being answered beside this chat: no draft this round, where alone it would "
+                      "draft more, so that the batch as a whole goes fastest."),
 ])
 def test_rounds_become_sentences_from_their_kind_and_plan(event, line):
     words = round_words(event)
@@ -55,6 +59,7 @@ def test_the_stats_row_names_who_drafted_and_why_nothing_was():
         "68% accepted (120/176 drafted by the draft model and n-gram)"
     assert drafted_words(0, 0, ["none"], ["costly", "timing"]) == "no drafts: speculation paused here"
     assert drafted_words(0, 0, ["none"], ["unavailable"]) == "no drafts (plain decoding)"
+    assert drafted_words(0, 0, ["none"], ["batch", "unavailable"]) == "no drafts: other requests shared the batch"
 
 
 def test_no_regex_reads_the_controllers_words():

@@ -12,6 +12,7 @@ Each sub-command lives in its own module with a `register(subparsers)` function 
 - file_guard.py: A model file that changes while the CLI reads it: one sentence and exit status 1, never a silent SIGBUS.
 - generate_cmd.py: `specchat-cli generate`: one reply, plain or speculative, streamed to the terminal or printed as JSON.
 - thinking_options.py: The thinking options (`--thinking`, `--thinking-budget`, ...) and the thinking printed dimmed, framed or hidden.
+- image_options.py: `generate --image FILE` and `--mmproj FILE`: pictures in the --chat message, for a model that sees.
 - tool_loop.py: `generate --mcp MCP.JSON`: the model calls MCP servers' tools, each call shown and allowed first, until it answers.
 - tool_options.py: `generate --tools FILE.json` and `--json-schema FILE`: the files read and checked, and the reply's calls said.
 - inspect_cmd.py: `specchat-cli inspect FILE…`: what each GGUF model is (name, architecture, size, quantization, vocabulary),

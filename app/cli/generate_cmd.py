@@ -23,6 +23,7 @@ from app.cli.checks import (
     sampling_problem,
 )
 from app.cli.file_guard import ModelFileGuard
+from app.cli.image_options import add_image_arguments, image_content, image_problem, projector_path, read_images
 from app.cli.terminal import json_printable, printable, say_error
 from app.cli.thinking_options import (ThinkingPrinter, add_thinking_arguments, reasoning_json, thinking_config,
                                       thinking_problem)
@@ -31,7 +32,7 @@ from app.cli.tool_loop import (DEFAULT_MAX_STEPS, NoToolsError, ToolSteps, mcp_p
 from app.replies.tool_loop import ToolRun, call_messages, limit_sentence
 from app.cli.tool_options import call_lines, calls_json, read_schema, read_tools, reply_calls
 from app.engine.config import THREADS_AUTO, DrafterChoice, LoadSettings
-from app.engine.errors import EngineError
+from app.engine.errors import EngineError, PromptFormatError
 from app.engine.placement.rpc import parse_endpoints
 from app.engine.remote.server_keys import ENV_VAR as ENV_API_KEY
 from app.store.attachments import Attachment, AttachmentError, check_total, read_attachment, with_attachments
@@ -81,6 +82,7 @@ def register(subparsers) -> None:
                    help="attach a text or code file to the --chat message (repeatable): sent after it as the "
                    "file's name and content in a fenced block, as the window sends attachments. The n-gram "
                    "drafter copies from it best: try it with --ngram when asking for an edit of the file")
+    add_image_arguments(p)
     p.add_argument("--history", action="store_true",
                    help="draft from the history of earlier replies where it has a proposal, by n-gram lookup "
                    "elsewhere (with --draft-max K: fixed drafts of K from it). --ngram and --draft use history "
@@ -265,7 +267,8 @@ def run(args: argparse.Namespace) -> int:
         _prompt_text(args)
         attachments = read_attachments(args)
         problem = (server_problem(args) or sampling_problem(args) or load_problem(args) or thinking_problem(args)
-                   or models_problem(args))
+                   or models_problem(args) or image_problem(args))
+        args.images = read_images(args) if not problem else []
         if not problem and args.rpc:
             if args.server:
                 raise UsageError("--rpc spreads a local --target; a --server runs its model itself")
@@ -304,7 +307,8 @@ def run(args: argparse.Namespace) -> int:
     except (EngineError, NoToolsError) as exc:
         changed = guard.changed()
         say_error(f"{changed}; the reply stopped" if changed else exc)
-        return 1
+        # A picture llama.cpp cannot decode (cut short past its header) is bad input, like one the checks refuse.
+        return 2 if isinstance(exc, PromptFormatError) and args.images else 1
     finally:
         if host is not None:
             host.close()
@@ -360,12 +364,19 @@ def _generate(args: argparse.Namespace, config, attachments: list[Attachment], h
     (--mcp), the calls each reply makes are asked about, run, and sent back until a reply calls nothing. Raises
     EngineError, NoToolsError."""
     engine = build_engine(args)
+    if args.images:
+        try:
+            engine.load_projector(projector_path(args))
+        except BaseException:
+            engine.close()
+            raise
     steps = ToolSteps(permissions=terminal_permissions(args.allow_tools), run=ToolRun(max_steps=args.max_steps))
     try:
         if args.chat is None:
             return _one(args, engine, engine.complete(args.prompt, config), steps)
         messages = ([{"role": "system", "content": args.system}] if args.system else [])
-        messages.append({"role": "user", "content": with_attachments(args.chat, attachments)})
+        messages.append({"role": "user", "content": image_content(with_attachments(args.chat, attachments),
+                                                                  args.images)})
         if host is not None:
             config = dataclasses.replace(config, tools=tools_of(host))
             steps.tools_json = config.tools

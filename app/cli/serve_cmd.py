@@ -12,6 +12,7 @@ import argparse
 import os
 import signal
 import sys
+from pathlib import Path
 
 from app.bench.args import add_model_arguments, parse_draft_max
 from app.cli.checks import (THREADS_HELP, UsageError, add_load_options, check_text, load_problem, parallel_count,
@@ -56,6 +57,9 @@ def register(subparsers) -> None:
     p.add_argument("--ctx", type=int, default=4096, help="context size in tokens (default 4096)")
     p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     add_load_options(p)
+    p.add_argument("--mmproj", metavar="FILE", default=None,
+                   help="the target's projector (llama.cpp's mmproj-*.gguf), so image_url parts (data: URLs) are "
+                   "read; default: the one beside the target named after it (docs/images.md), loaded at the first picture")
     p.add_argument("--history", choices=("off", "own"), default="off",
                    help="drafting from earlier replies: off (default), or own: API clients' own history "
                    "(history-api.sqlite3 in the data folder), never the person's chats")
@@ -114,7 +118,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     previous_term = signal.signal(signal.SIGTERM, _interrupt)  # stopped as Ctrl+C stops it: child and all
-    engine = EngineClient(*local_model(args), local_load_settings(args), say=_log)
+    # Without --mmproj, the engine loads the projector beside the target at the first picture (a file that does not
+    # fit is then that request's error, not the server's end).
+    projector = Path(args.mmproj) if args.mmproj else None
+    engine = EngineClient(*local_model(args), local_load_settings(args), say=_log, projector=projector)
     server = ApiServer(options)
     try:
         server.publish(engine.start())

@@ -8,6 +8,7 @@
 - targets.py: LocalModel | ServerModel, what a load asks for, and the string key the store keeps for each.
 - errors.py: EngineError and its kinds, each with a sentence for a person.
 - schema_limits.py: How far a JSON schema may expand as a grammar, checked before the converter or llama.cpp sees it.
+- image_files.py: Pictures in a message (ImageInput) and the header checks each passes before a projector reads it.
 - child_process.py: What a llama.cpp child's end says (last error line, signal, a build this CPU cannot run), and the
   CLI's supervisor that says it for a SIGILL.
 - local/: models loaded in this process through llama-cpp-python, the decoding loop, the draft model's drafter and
@@ -22,6 +23,6 @@
 - host/: the engine process's loop, which the window supervises.
 
 Layers, each importing only those below it (import-linter, pyproject.toml): host; remote | local; placement;
-gguf | speculation; protocol | context_fit; config | events | targets | errors | child_process |
+gguf | speculation; protocol | context_fit | image_files; config | events | targets | errors | child_process |
 schema_limits.
 """

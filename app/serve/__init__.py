@@ -3,6 +3,7 @@
 - reasoning_requests.py: A request's thinking settings (chat_template_kwargs, reasoning_effort, reasoning_format, budgets) read into GenerationConfig.
 - requests.py: OpenAI-style request bodies read into what the engine runs, every bad value refused with one sentence.
 - field_types.py: A request's JSON read strictly: the body (its nesting, its Unicode) and each field's type.
+- image_parts.py: OpenAI's image_url parts (data: URLs only) read into pictures, bad ones refused with a sentence.
 - tool_requests.py: The tool fields of a chat request and the messages that carry calls, checked.
 - errors.py: BadRequest: a request the server will not run, with the one sentence sent back.
 - jobs.py: Requests waiting for the engine, in order, and running one on the thread that owns the models.

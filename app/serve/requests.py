@@ -1,7 +1,7 @@
 """OpenAI-style request bodies read into what the engine runs, every bad value refused with one sentence.
 
 Fields that change nothing a client could notice (user, metadata, store) are ignored; fields whose meaning we
-cannot honour (n > 1, images, logit_bias, llama-server's other samplers) are refused with a sentence naming the
+cannot honour (n > 1, pictures by http(s) URL, logit_bias, llama-server's other samplers) are refused with a sentence naming the
 field, so a client never gets a reply that silently differs from what it asked for. Tools are read in tool_requests.py, the thinking
 settings in reasoning_requests.py, and each field's JSON type strictly in field_types.py.
 """
@@ -15,6 +15,7 @@ from typing import Any, Optional
 from app.engine.config import GenerationConfig
 from app.serve.errors import BadRequest
 from app.serve.field_types import INT64_MAX, flag, is_int, number, whole
+from app.serve.image_parts import image_part
 from app.serve.reasoning_requests import thinking_settings
 from app.serve.tool_requests import ToolRequest, assistant_calls, parse_tool_request, tool_message
 
@@ -190,7 +191,23 @@ def _messages(value: Any) -> tuple[dict, ...]:
     return tuple(out)
 
 
-def _content(value: Any, index: int, role: str) -> str:
+def _content(value: Any, index: int, role: str) -> str | list[dict]:
+    """A message's text; with pictures (image_url parts, a user's only), its parts in order."""
+    if isinstance(value, list) and role == "user" and any(isinstance(p, dict) and p.get("type") == "image_url"
+                                                           for p in value):
+        parts: list[dict] = []
+        for part in value:
+            if isinstance(part, dict) and part.get("type") == "image_url":
+                parts.append(image_part(part, index))
+            else:
+                text = _text([part], index, role)
+                if text:
+                    parts.append({"type": "text", "text": text})
+        return parts
+    return _text(value, index, role)
+
+
+def _text(value: Any, index: int, role: str) -> str:
     if isinstance(value, str):
         text = value
     elif value is None and role == "assistant":
@@ -204,7 +221,8 @@ def _content(value: Any, index: int, role: str) -> str:
                 parts.append(part["text"])
             else:
                 kind = part.get("type") if isinstance(part, dict) else type(part).__name__
-                raise BadRequest(f"messages[{index}].content has a part of type {kind!r}; only text is supported.")
+                raise BadRequest(f"messages[{index}].content has a part of type {kind!r}; only text and image_url "
+                                 "(in a user's message) are supported.")
         text = "".join(parts)
     else:
         raise BadRequest(f"messages[{index}].content must be a string or a list of text parts.")

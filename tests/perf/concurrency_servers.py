@@ -28,8 +28,8 @@ import urllib.request
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
+from app.bench.concurrent import QUESTIONS
 from tests.conftest import REAL_DRAFT, REAL_MODELS_DIR, REAL_TARGET
-from tests.perf.concurrency import QUESTIONS
 from tests.remote.llama_tools import TOOLS_BIN, free_port, start, stop, wait_for_port
 
 CONTEXT = 1024  # tokens a request

@@ -95,6 +95,16 @@ class DispatchingEngine:
     def load_draft(self, path) -> None:
         self.active.load_draft(path)
 
+    def load_projector(self, path: Optional[Path]) -> None:
+        """The local target's projector (its mmproj), so it reads pictures; a server's model has none here."""
+        load = getattr(self.active, "load_projector", None)
+        if load is not None:
+            load(path)
+
+    @property
+    def projector_path(self) -> Optional[Path]:
+        return getattr(self.active, "projector_path", None)
+
     def unload(self) -> None:
         for engine in self._engines.values():
             engine.unload()

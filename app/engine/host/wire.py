@@ -39,6 +39,7 @@ class LoadModels:
     target: Optional[Target]
     draft: Optional[Path]
     settings: LoadSettings
+    projector: Optional[Path] = None  # the target's mmproj, so it reads pictures (a local target only)
 
 
 @dataclass(frozen=True)

@@ -338,6 +338,9 @@ class _WorkerLoop:
                     if draft is not None:
                         self._send(LoadingModel(request_id, str(draft), "draft"))
                     engine.load_draft(draft)
+                load_projector = getattr(engine, "load_projector", None)  # a local engine's: it reads pictures
+                if load_projector is not None and request.projector != getattr(engine, "projector_path", None):
+                    load_projector(request.projector)
         except EngineError as exc:
             self._send(LoadFailed(request_id, str(exc)))
             return

@@ -2,6 +2,7 @@
 
 - batch/: many requests decoded side by side, one forward pass a step (continuous batching).
 - chat_format.py: Formatting a conversation with the model's own chat template (the Jinja text stored in the GGUF).
+- vision/: pictures in prompts: a vision model's projector (its mmproj) through llama.cpp's mtmd.
 - kv_states/: conversations' KV states kept across requests: in memory (LRU within a budget) and, for long ones, on
   disk, restored for the request they fit best.
 - cost_cache.py: Measured cost tables on disk, keyed by the loaded models and where they run.

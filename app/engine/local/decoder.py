@@ -20,6 +20,7 @@ from app.engine.local.batch.reply import LogitRows, Reply, unwritten
 from app.engine.local.grammar import GrammarMask
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.model_drafter import ModelDrafter
+from app.engine.local.vision.projector import MediaPrompt, before_placeholder
 from app.engine.local.sampling import Penalties, Sampler, accept_or_resample
 from app.engine.local.thread_governor import ThreadChange, ThreadGovernor
 from app.engine.reasoning.splitter import ReplySplitter
@@ -103,6 +104,7 @@ def generate(
     governor: Optional[ThreadGovernor] = None,
     grammar: Optional[GrammarMask] = None,
     splitter: Optional[ReplySplitter] = None,
+    media: Optional[MediaPrompt] = None,
 ) -> Iterator[EngineEvent]:
     """Yield token and round events, then one FinishedEvent. `on_written` receives prompt + kept tokens at the end.
     Every event goes through `splitter`, which tells each token's part (reasoning or answer; all answer without
@@ -111,7 +113,8 @@ def generate(
     `governor` follows the machine's load with the models' CPU threads, between forward passes (a ThreadsEvent
     says when the count changed).
     `past` drafts from earlier requests' text (the history drafter), `ngram` from this request's. Under a
-    `grammar` (a fresh state, advanced here by every kept token) only what it allows is written.
+    `grammar` (a fresh state, advanced here by every kept token) only what it allows is written. A prompt with
+    pictures comes with its `media` (app.engine.local.vision.projector), which reads the prompt into the cache.
 
     Raises PromptTooLongError before any work if the prompt cannot fit with room for one new token.
     """
@@ -127,8 +130,12 @@ def generate(
     if governor is not None:
         yield from _threads_event(request_id, governor.before_reply(), -1)
 
-    reply.reused = target.keep_common_prefix(prompt, leave=1)
-    if not target.decode(list(prompt[reply.reused:-1]), cancel=cancel):
+    if media is not None:
+        reply.reused, read = media.read(target, cancel)
+    else:
+        reply.reused = target.keep_common_prefix(prompt, leave=1)
+        read = target.decode(list(prompt[reply.reused:-1]), cancel=cancel)
+    if not read:
         yield from unwritten(request_id, len(prompt), reply.reused, reply.split)
         return
     reply.prompt_done = clock()
@@ -177,7 +184,8 @@ def _round(target: LoadedModel, reply: Reply, policy: SpeculationPolicy, config:
         draft = draft_model.propose(written, plan.k, sampler, rng, config.draft_p_min, cancel,
                                     stop_below=plan.stop_below)
     elif plan.drafter in ("ngram", "history") and plan.k > 0:
-        draft = Draft(tokens=copy_tokens(plan, proposals), source=plan.drafter)
+        # Copied text stops before a picture's positions, which only a picture's embeddings may fill.
+        draft = Draft(tokens=before_placeholder(copy_tokens(plan, proposals)), source=plan.drafter)
     else:
         draft = Draft(source="none")
     t_verify = clock()

@@ -18,15 +18,19 @@ from app.engine.errors import EngineError, PromptFormatError
 from app.engine.events import EngineEvent, FinishedEvent, NoticeEvent, RoundEvent, TokenEvent
 from app.engine.local.batch.driver import BatchDriver
 from app.engine.local.batch.scheduler import BatchRequest
+from app.engine.gguf.mmproj import mmproj_beside
+from app.engine.image_files import has_images, with_markers
 from app.engine.local.chat_format import RenderedPrompt
-from app.engine.local.kv_states.conversation_cache import ConversationCache
+from app.engine.local.kv_states.conversation_cache import CacheUse, ConversationCache
 from app.engine.local.decoder import generate
 from app.engine.local.grammar import GrammarMask, schema_grammar
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.model_drafter import ModelDrafter
 from app.engine.local.model_pair import ModelPair
 from app.engine.local.policies import Policies
+from app.engine.local.vision.projector import MediaPrompt
 from app.engine.local.prompts import Prompts
+from app.engine.local.vision.seeing import Seeing, message_estimate
 from app.engine.local.thread_governor import ThreadGovernor
 from app.engine.placement.gpu_fit import Placement
 from app.engine.reasoning.markers import (MarkerSet, ReplyStart, continued_start, markers_for, reply_start,
@@ -61,6 +65,7 @@ class SpecEngine:
         self._cuts = SessionCuts()
         # Requests decoded side by side when the models hold several sequences (LoadSettings.n_parallel).
         self._batch: Optional[BatchDriver] = None
+        self.seeing = Seeing()  # the loaded target's projector, when it can see pictures
 
     # -- models -------------------------------------------------------------------------------------------------
 
@@ -138,10 +143,20 @@ class SpecEngine:
         self._template = loaded.metadata("tokenizer.chat_template")  # names the thinking's markers
         s = self.load_settings
         self._conversations = ConversationCache.for_target(loaded, s.kept_states_mib, s.saved_states_mib,
-                                                           on_disk=s.saved_states_mib >= 0)
+                                                           on_disk=s.saved_states_mib >= 0, n_ctx=self.n_ctx)
         self._ngram = NgramDrafter(is_control=loaded.is_control)
         self._histories = {}
         self._new_batch()
+        self.seeing.offer(mmproj_beside(path), loaded)
+
+    def load_projector(self, path: str | Path | None) -> None:
+        """Load (None: unload) the loaded target's projector, its mmproj file, so it reads pictures. Raises
+        ModelLoadError for a file that is no projector for this target."""
+        self.seeing.load(path, self.models.require_target())
+
+    @property
+    def projector_path(self) -> Optional[Path]:
+        return self.seeing.path
 
     def load_draft(self, path: str | Path | None) -> None:
         """Load, switch or (with None) unload the draft. Raises IncompatiblePairError for a mismatched vocabulary."""
@@ -167,6 +182,7 @@ class SpecEngine:
         self._forget_target()
 
     def _forget_target(self) -> None:
+        self.seeing.close()
         self.models.close_target()
         self._batch = None
         self._prompts = None
@@ -181,6 +197,9 @@ class SpecEngine:
     def forget_conversation(self, session: str) -> None:
         """Drop the KV states kept for `session` (a deleted chat), in memory and on disk."""
         if self._conversations is not None:
+            if self._batch is not None:
+                for seq in self._conversations.sequences_of(session):
+                    self._batch.forget(seq)
             self._conversations.forget(session)
 
     @property
@@ -230,6 +249,8 @@ class SpecEngine:
         return self.prompts.render(messages).text
 
     def count_tokens(self, messages: Sequence[dict], config: Optional[GenerationConfig] = None) -> int:
+        if has_images(messages):
+            return self.seeing.count_tokens(self.prompts, messages, config)
         return self.prompts.count_tokens(messages, config)
 
     def fit_messages(self, messages: Sequence[dict], reserve_tokens: int,
@@ -242,7 +263,7 @@ class SpecEngine:
         Raises PromptTooLongError when even the system prompt and the last message alone do not fit.
         """
         return self._cuts.fit(messages, self.n_ctx - max(1, reserve_tokens), self.count_tokens, self.n_ctx,
-                              session, estimate=lambda message: self.prompts.message_tokens(message))
+                              session, estimate=lambda message: message_estimate(message, self.prompts.message_tokens))
 
     # -- generation ---------------------------------------------------------------------------------------------
 
@@ -259,17 +280,17 @@ class SpecEngine:
 
     def _run(
         self, tokens: list[int], text: str, config: GenerationConfig, cancel, request_id: int, session: str,
-        start: Optional[ReplyStart] = None,
+        start: Optional[ReplyStart] = None, media: Optional[MediaPrompt] = None,
     ) -> Iterator[EngineEvent]:
         """The reply's events. Its grammar is built here, before the first event, so a schema refused (too large,
         or one llama.cpp cannot read) is the caller's error at once, as a 400 is before a stream starts."""
         target = self.models.require_target()
         grammar = target.grammar(schema_grammar(json.loads(config.json_schema))) if config.json_schema else None
-        return self._events(tokens, text, config, cancel, request_id, session, start, grammar)
+        return self._events(tokens, text, config, cancel, request_id, session, start, grammar, media)
 
     def _events(
         self, tokens: list[int], text: str, config: GenerationConfig, cancel, request_id: int, session: str,
-        start: Optional[ReplyStart], grammar: Optional[GrammarMask],
+        start: Optional[ReplyStart], grammar: Optional[GrammarMask], media: Optional[MediaPrompt] = None,
     ) -> Iterator[EngineEvent]:
         target = self.models.require_target()
         prompts = self.prompts
@@ -287,10 +308,15 @@ class SpecEngine:
         told = book.file.take_notice() if book is not None else ""
         if told:  # a damaged file set aside, or history off: said once, and the reply goes on
             yield NoticeEvent(request_id, told)
-        # Kept states restore into sequence 0 only: replies decoded side by side reuse what their sequences hold.
-        conversations = self._conversations if self._batch is None else None
-        found = None
-        if conversations is not None:
+        # A prompt with pictures reuses the live cache only (its pictures' placeholders are keyed by their bytes);
+        # the kept conversations and the transcripts hold text prompts.
+        conversations = self._conversations if media is None else None
+        found: Optional[CacheUse] = None
+        restored: list[CacheUse] = []  # side by side: what the batch's sequence was given when the reply joined
+        kept = {}
+        if conversations is not None and self._batch is not None:
+            kept = self._kept_hooks(conversations, tokens, session, config.kept_scope, restored)
+        elif conversations is not None:
             found = conversations.prepare(tokens, session, self.models.draft, scope=config.kept_scope)
             if found.notice:
                 yield NoticeEvent(request_id, found.notice)
@@ -298,12 +324,16 @@ class SpecEngine:
         splitter = self._splitter(text, config, start)
         call_pieces: list[str] = []  # the answer with control tokens by name, for reading tool calls
         for event in self._decode(target, tokens, config, policy, draft, use_ngram, past, cancel, request_id,
-                                  written.extend, grammar, splitter):
+                                  written.extend, grammar, splitter, kept, media):
             if isinstance(event, RoundEvent):
                 self.policies.after_round(policy)
             if config.tools and isinstance(event, TokenEvent) and event.part == "answer":
                 call_pieces.append(reader_text(event.text, event.markup, self.tool_format))
             if isinstance(event, FinishedEvent):
+                if found is None and restored:
+                    found = restored[-1]
+                    if found.notice:
+                        yield NoticeEvent(request_id, found.notice)
                 if config.tools and "".join(call_pieces) != event.text:
                     event = dataclasses.replace(event, call_text="".join(call_pieces))
                 # The history drafter and the next turn's reuse take the reply as its tokens wrote it, thinking and
@@ -313,16 +343,22 @@ class SpecEngine:
                     event = dataclasses.replace(event, stats=conversations.counted(found.charged(event.stats)))
                 if book is not None and reply:
                     book.record(session, prompts.new_text(text) + reply)
-                prompts.remember(text + reply, written)
+                if media is None:
+                    prompts.remember(text + reply, written)
+                else:
+                    self.seeing.remember(text + reply, written, media)
             yield event
-        if conversations is not None:
+        if conversations is not None and self._batch is None:  # side by side, the batch's on_end saves it
             conversations.after_reply(session, self.models.draft)
 
     def _decode(self, target: LoadedModel, tokens: list[int], config: GenerationConfig, policy, draft, use_ngram: bool,
                 past: Optional[HistorySync], cancel, request_id: int, on_written, grammar: Optional[GrammarMask],
-                splitter: ReplySplitter) -> Iterator[EngineEvent]:
+                splitter: ReplySplitter, kept: dict, media) -> Iterator[EngineEvent]:
         """The reply's tokens, rounds and finish: decoded alone, or side by side with others (each request its own
-        n-gram drafter then, as each has its own text)."""
+        n-gram drafter then, as each has its own text; `kept`: the batch's hooks for kept states)."""
+        if self._batch is not None and media is not None:
+            raise PromptFormatError("Pictures are read one request at a time: set Requests at once to 1 in "
+                                    "Settings (or leave out serve --parallel) to send them.")
         if self._batch is not None:
             ngram = None
             if use_ngram:
@@ -330,12 +366,29 @@ class SpecEngine:
                 ngram.min_match = self._ngram.min_match
             request = BatchRequest(tokens, config, policy, request_id, ngram=ngram,
                                    past=past.drafter if past is not None else None, use_model=draft is not None,
-                                   grammar=grammar, splitter=splitter, on_written=on_written)
+                                   grammar=grammar, splitter=splitter, on_written=on_written, **kept)
             return self._batch.reply(request, cancel)
         return generate(target, tokens, config, policy, draft_model=ModelDrafter(draft) if draft is not None else None,
                         ngram=self._ngram if use_ngram else None, past=past.drafter if past is not None else None,
                         cancel=cancel, request_id=request_id, on_written=on_written, governor=self.governor,
-                        grammar=grammar, splitter=splitter)
+                        grammar=grammar, splitter=splitter, media=media)
+
+    def _kept_hooks(self, conversations: ConversationCache, tokens: list[int], session: str, scope: str,
+                    restored: list[CacheUse]) -> dict:
+        """A reply decoded side by side: the kept state that shares most of its prompt is restored into the
+        sequence the batch gives it (said in `restored`), and its state is saved when it ends."""
+        batch = self._batch
+        assert batch is not None
+
+        def admitted(seq: int) -> None:
+            target, draft = batch.slots(seq)
+            restored.append(conversations.prepare(tokens, session, draft, scope, slot=target, seq=seq))
+
+        def ended(seq: int) -> None:
+            target, draft = batch.slots(seq)
+            conversations.after_reply(session, draft, slot=target, seq=seq)
+
+        return {"on_admit": admitted, "on_end": ended}
 
     def _history_book(self, name: str) -> Optional[HistorySync]:
         """The loaded target's index of history book `name`, made on first use; None with no target."""
@@ -365,6 +418,7 @@ class SpecEngine:
         """
         tools = json.loads(config.tools) if config.tools else ()
         start: Optional[ReplyStart] = None
+        messages, images = with_markers(messages)  # each picture a marker in its message's text
         if messages and messages[-1].get("role") == "assistant":
             # The partial reply is model text, not markup: it is appended after the generation prompt as text.
             rendered = self.prompts.render(messages[:-1], tools, config)
@@ -388,8 +442,10 @@ class SpecEngine:
             rendered = RenderedPrompt(rendered.text + opening,
                                       rendered.markup + ((len(rendered.text), len(rendered.text) + len(opening)),),
                                       rendered.notice)
-        tokens = self.prompts.tokens_for(rendered.text, rendered.markup)
-        events = self._run(tokens, rendered.text, config, cancel, request_id, session or config.session, start)
+        media = self.seeing.prompt(rendered, images, self.prompts.target.path.name) if images else None
+        tokens = media.tokens if media is not None else self.prompts.tokens_for(rendered.text, rendered.markup)
+        events = self._run(tokens, rendered.text, config, cancel, request_id, session or config.session, start,
+                           media)
         return _led_by(opening, request_id, events) if opening else events
 
     def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel: Optional[CancelSignal] = None,

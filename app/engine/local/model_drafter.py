@@ -11,6 +11,7 @@ import numpy as np
 
 from app.engine.events import DraftSource
 from app.engine.local.llama_model import LoadedModel
+from app.engine.local.vision.projector import text_only
 from app.engine.local.sampling import Sampler, sample_from
 from app.engine.speculation.drafters import Draft
 
@@ -43,6 +44,7 @@ class ModelDrafter:
 
     def behind(self, written: Sequence[int]) -> int:
         """How many tokens of `written` the draft model would read before its next draft (at most len(written))."""
+        written = text_only(written)
         return len(written) - self.model.common_prefix(written)
 
     def propose(
@@ -62,6 +64,7 @@ class ModelDrafter:
         if k <= 0:
             return draft
         model = self.model
+        written = text_only(written)  # the draft cannot see: it reads the text around the pictures
         # Catch the draft's cache up with the written tokens (after a rejection it holds tokens the target refused).
         kept = model.keep_common_prefix(written, leave=1)
         pending = list(written[kept:])

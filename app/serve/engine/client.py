@@ -59,8 +59,10 @@ class EngineClient:
     child_process.die_with_parent)."""
 
     def __init__(self, target: Target, draft: Optional[Path], load: LoadSettings,
-                 engine_factory: Optional[Callable] = None, say: Callable[[str], None] = lambda line: None):
+                 engine_factory: Optional[Callable] = None, say: Callable[[str], None] = lambda line: None,
+                 projector: Optional[Path] = None):
         self._target, self._draft, self._load = target, draft, load
+        self._projector = projector  # the target's mmproj, so it reads pictures
         self._engine_factory = engine_factory  # tests' engines; must be picklable (a module-level function)
         self._say = say  # one line for the server's log
         self._context = multiprocessing.get_context("spawn")
@@ -98,7 +100,7 @@ class EngineClient:
         child_conn.close()
         self._conn = parent_conn
         self._last_id += 1
-        parent_conn.send(LoadModels(self._last_id, self._target, self._draft, self._load))
+        parent_conn.send(LoadModels(self._last_id, self._target, self._draft, self._load, self._projector))
         self._sender = _Sender(parent_conn)
         while True:
             try:

@@ -16,6 +16,7 @@ from typing import Iterator, Optional
 from app.engine.errors import EngineError
 from app.engine.events import EngineEvent, FinishedEvent, WaitingEvent
 from app.engine.local.batch.scheduler import BatchRequest, BatchScheduler
+from app.engine.local.batch.sequences import SequenceSlot
 from app.engine.local.llama_model import LoadedModel
 from app.engine.protocol import CancelSignal
 
@@ -63,6 +64,18 @@ class BatchDriver:
                 self.scheduler.cancel(handle)  # a reader gone (a client that left): its sequence is freed
             self._mail.pop(handle, None)
             self._failed.pop(handle, None)
+
+    def slots(self, seq: int) -> tuple[SequenceSlot, Optional[SequenceSlot]]:
+        """Sequence `seq` of the target and of the draft model, as kept conversation states see them."""
+        scheduler = self.scheduler
+        return (SequenceSlot(scheduler.seqs, seq),
+                SequenceSlot(scheduler.draft_seqs, seq) if scheduler.draft_seqs is not None else None)
+
+    def forget(self, seq: int) -> None:
+        """Empty sequence `seq` of both models (a deleted chat's), unless a reply is being written in it."""
+        for sequences in (self.scheduler.seqs, self.scheduler.draft_seqs):
+            if sequences is not None:
+                sequences.empty_if_free(seq)
 
     def step(self) -> bool:
         """One forward pass over every running reply; False when none is running or waiting. A step that fails

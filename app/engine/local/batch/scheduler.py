@@ -65,6 +65,11 @@ class BatchRequest:
     grammar: Optional[GrammarMask] = None
     splitter: Optional[ReplySplitter] = None
     on_written: Optional[Callable[[list[int]], None]] = None
+    # Called with the sequence the request is given, before its prompt is matched against what it holds (a kept
+    # conversation state is restored into it there), and with the same sequence when it ends, before another
+    # request may take it (its state is saved there).
+    on_admit: Optional[Callable[[int], None]] = None
+    on_end: Optional[Callable[[int], None]] = None
 
 
 @dataclass
@@ -196,11 +201,14 @@ class BatchScheduler:
             prompt = request.prompt
             seq = self.seqs.take(prompt, request.config.kept_scope)
             assert seq is not None
-            reused = self.seqs.keep_prefix(seq, prompt, leave=1)
-            room = self.seqs.make_room(len(prompt) - reused + 1)
             drafts = self.draft_seqs
             if drafts is not None:
                 drafts.claim(seq, request.config.kept_scope)
+            if request.on_admit is not None:
+                request.on_admit(seq)
+            reused = self.seqs.keep_prefix(seq, prompt, leave=1)
+            room = self.seqs.make_room(len(prompt) - reused + 1)
+            if drafts is not None:
                 if room and request.use_model:
                     room = drafts.make_room(len(prompt) - drafts.keep_prefix(seq, prompt, leave=1) + 1)
             if not room:
@@ -340,6 +348,8 @@ class BatchScheduler:
 
     def _end(self, running: _Running, out: dict[int, list[EngineEvent]]) -> None:
         self._running.remove(running)
+        if running.request.on_end is not None:
+            running.request.on_end(running.seq)
         self._free_sequence(running.seq)
         events = running.reply.finish()
         if running.request.on_written is not None:

@@ -1,0 +1,47 @@
+"""A vision model's projector file (mmproj) found beside the model, by llama.cpp's naming: `mmproj-*.gguf`.
+
+Converters (llama.cpp's convert_hf_to_gguf.py --mmproj, and the GGUFs published from it) write the projector as its
+own file, mmproj-<model>-<float type>.gguf, and folders of published vision models hold it beside the weights.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Optional
+
+PREFIX = "mmproj"
+# The float or quantization type a converter appends to a file name (F16, BF16, Q8_0, IQ4_XS, ...).
+_TYPE = re.compile(r"(b?f(16|32)|q\d\w*|iq\d\w*)", re.IGNORECASE)
+
+
+def is_mmproj(path: Path) -> bool:
+    """Whether a file is named as a projector (it is then never offered as a model of its own)."""
+    return path.name.lower().startswith(PREFIX) and path.suffix.lower() == ".gguf"
+
+
+def mmproj_beside(model: Path) -> Optional[Path]:
+    """The projector for `model` in its folder: the mmproj whose name, without its type, starts the model's name
+    (Gemma-3-4B-it-Q4_K_M.gguf: mmproj-Gemma-3-4B-it-F16.gguf), the longest such; else, in a folder of one model
+    and one projector (LM Studio's layout), that one. None when no projector is found."""
+    try:
+        files = [p for p in model.parent.iterdir() if p.is_file() and p.suffix.lower() == ".gguf"]
+    except OSError:
+        return None
+    projectors = sorted(p for p in files if is_mmproj(p))
+    stem = model.stem.lower()
+    named = [p for p in projectors if _starts(stem, _model_part(p.stem))]
+    if named:
+        return max(named, key=lambda p: len(_model_part(p.stem)))
+    models = [p for p in files if not is_mmproj(p)]
+    return projectors[0] if len(projectors) == 1 and len(models) == 1 and models[0].name == model.name else None
+
+
+def _model_part(stem: str) -> str:
+    name = stem[len(PREFIX):].strip("-_. ").lower()
+    head, _, tail = name.rpartition("-")
+    return head if head and _TYPE.fullmatch(tail) else name
+
+
+def _starts(stem: str, name: str) -> bool:
+    return bool(name) and stem.startswith(name) and (len(stem) == len(name) or stem[len(name)] in "-_. ")

@@ -1,0 +1,137 @@
+"""Pictures in a chat message: what a message carries (ImageInput), and the checks every picture passes before a
+vision model's projector decodes it.
+
+Decoding itself is llama.cpp's (mtmd's loader, stb_image: PNG, JPEG, BMP, GIF's first frame); this module only reads
+a file's header, so a picture of 20,000 x 20,000 pixels, a drawing (SVG) or a file that is no picture at all gets a
+sentence before anything allocates memory for its pixels. Pure Python, over the plain records below it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+from app.engine.errors import PromptFormatError
+
+# A picture's longest side and its pixels. mtmd scales every picture down to what its projector takes (Gemma 3:
+# 896 x 896; Qwen2.5-VL: at most about 1,000 x 1,000), so larger ones only cost memory while being decoded.
+MAX_SIDE = 8192
+MAX_PIXELS = 40_000_000
+MAX_IMAGE_BYTES = 20 * 1024 * 1024
+MAX_IMAGES = 16  # in one request: each costs hundreds of tokens of a real model's context
+# Where each picture stands in a message's text while the chat template formats it: a private-use character, which
+# nobody types, so a message's own text can never stand for a picture.
+IMAGE_MARKER = "\U000f0046"
+
+
+@dataclass(frozen=True)
+class ImageInput:
+    """One picture of a message, as the file's bytes. `digest` (SHA-256 of the bytes) names it in the KV cache's
+    mirror, so a prompt with another picture never reuses this one's cache."""
+
+    data: bytes = field(repr=False)
+    name: str = "image"  # the file's name or "image": for messages only
+    digest: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.digest:
+            object.__setattr__(self, "digest", hashlib.sha256(self.data).hexdigest())
+
+
+def picture_kind(data: bytes) -> Optional[str]:
+    """"PNG", "JPEG", "GIF" or "BMP" by the file's first bytes; None for anything else."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "PNG"
+    if data.startswith(b"\xff\xd8\xff"):
+        return "JPEG"
+    if data[:6] in (b"GIF87a", b"GIF89a"):
+        return "GIF"
+    if data.startswith(b"BM"):
+        return "BMP"
+    return None
+
+
+def picture_size(data: bytes, kind: str) -> Optional[tuple[int, int]]:
+    """(width, height) from the header of a picture of `kind`; None when the header is cut short or damaged."""
+    try:
+        if kind == "PNG":
+            if data[12:16] != b"IHDR":
+                return None
+            return struct.unpack(">II", data[16:24])
+        if kind == "GIF":
+            return struct.unpack("<HH", data[6:10])
+        if kind == "BMP":
+            width, height = struct.unpack("<ii", data[18:26])
+            return abs(width), abs(height)
+        return _jpeg_size(data)
+    except struct.error:
+        return None
+
+
+def _jpeg_size(data: bytes) -> Optional[tuple[int, int]]:
+    i = 2
+    while i + 9 < len(data):
+        if data[i] != 0xFF:
+            return None
+        marker = data[i + 1]
+        if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
+            i += 2
+            continue
+        length = struct.unpack(">H", data[i + 2:i + 4])[0]
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):  # a start of frame holds the size
+            height, width = struct.unpack(">HH", data[i + 5:i + 9])
+            return width, height
+        i += 2 + length
+    return None
+
+
+def check_picture(data: bytes, name: str = "The image") -> None:
+    """Raise PromptFormatError, with one sentence, for bytes that are no picture a vision model can read."""
+    head = data[:512].lstrip().lower()
+    if head.startswith(b"<svg") or head.startswith(b"<?xml") and b"<svg" in data[:4096].lower():
+        raise PromptFormatError(f"{name} is an SVG drawing; a vision model reads pictures (PNG, JPEG, GIF or BMP), "
+                                "so export it as PNG first.")
+    if len(data) > MAX_IMAGE_BYTES:
+        raise PromptFormatError(f"{name} is {len(data) / 2**20:.0f} MiB; pictures of up to "
+                                f"{MAX_IMAGE_BYTES // 2**20} MiB are read.")
+    kind = picture_kind(data)
+    if kind is None:
+        raise PromptFormatError(f"{name} is not a picture SpecChat can read (PNG, JPEG, GIF or BMP).")
+    size = picture_size(data, kind)
+    if size is None or min(size) <= 0:
+        raise PromptFormatError(f"{name} is a damaged or cut-short {kind} file.")
+    width, height = size
+    if max(width, height) > MAX_SIDE or width * height > MAX_PIXELS:
+        raise PromptFormatError(f"{name} is {width} x {height} pixels; pictures of up to {MAX_SIDE} pixels a side "
+                                f"and {MAX_PIXELS // 1_000_000} million pixels are read, so scale it down first.")
+
+
+def with_markers(messages: Sequence[dict]) -> tuple[list[dict], list[ImageInput]]:
+    """The messages with each picture part replaced by IMAGE_MARKER in a text content, and the pictures in order.
+    A message's content is a string, or a list of parts: {"type": "text", "text": str} and
+    {"type": "image", "image": ImageInput}. Messages without pictures are returned as they are."""
+    images: list[ImageInput] = []
+    out: list[dict] = []
+    for message in messages:
+        content: Any = message.get("content")
+        if not isinstance(content, list):
+            out.append(message)
+            continue
+        pieces = []
+        for part in content:
+            if part.get("type") == "image":
+                images.append(part["image"])
+                pieces.append(IMAGE_MARKER)
+            else:
+                pieces.append(str(part.get("text", "")))
+        out.append({**message, "content": "".join(pieces)})
+    if len(images) > MAX_IMAGES:
+        raise PromptFormatError(f"The request holds {len(images)} pictures; at most {MAX_IMAGES} are read at once.")
+    return out, images
+
+
+def has_images(messages: Sequence[dict]) -> bool:
+    return any(isinstance(m.get("content"), list) and any(p.get("type") == "image" for p in m["content"])
+               for m in messages)

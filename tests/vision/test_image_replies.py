@@ -1,0 +1,123 @@
+"""Replies about pictures: greedy output equals llama.cpp's llama-mtmd-cli for the same files, picture and prompt,
+plain and with speculation (n-gram lookup, a draft model that cannot see); the next turn reuses the cache, and a
+different picture never does."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.engine.config import GenerationConfig
+from app.engine.errors import PromptFormatError
+from app.engine.events import FinishedEvent
+from app.engine.image_files import ImageInput
+from app.engine.local.engine import SpecEngine
+from tests.vision.mtmd_reference import MARKER, mtmd_cli_reply, reply_matches
+
+QUESTION = "What is in this picture?"
+N = 32
+CONFIGS = {
+    "plain": GenerationConfig(max_tokens=N, speculative=False),
+    "ngram": GenerationConfig(max_tokens=N, drafter="ngram", draft_max=4),
+    "draft": GenerationConfig(max_tokens=N, drafter="model", draft_max=4),
+}
+
+
+@pytest.fixture(scope="module")
+def engine(vision_models):
+    engine = SpecEngine()
+    engine.load_target(vision_models.target)
+    engine.load_projector(vision_models.mmproj)
+    engine.load_draft(vision_models.draft)
+    yield engine
+    engine.close()
+
+
+def ask(picture, text: str = QUESTION) -> list[dict]:
+    image = ImageInput(picture.read_bytes(), picture.name)
+    return [{"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": text}]}]
+
+
+def finished(events) -> FinishedEvent:
+    return next(e for e in events if isinstance(e, FinishedEvent))
+
+
+@pytest.mark.parametrize("mode", sorted(CONFIGS))
+def test_greedy_reply_about_each_picture_equals_llama_mtmd_cli(engine, vision_models, pictures, mode):
+    drafted = 0
+    for picture in pictures:
+        expected = mtmd_cli_reply(vision_models.target, vision_models.mmproj, [picture], MARKER + QUESTION, N)
+        done = finished(engine.chat(ask(picture), CONFIGS[mode]))
+        assert reply_matches(done.text, expected), (mode, picture.name, done.text, expected)
+        drafted += done.stats.drafted
+    if mode != "plain":
+        assert drafted > 0  # drafted from the text around the pictures, and verified
+
+
+def test_the_next_turn_reads_only_its_new_tokens(engine, pictures):
+    first = ask(pictures[0])
+    reply = finished(engine.chat(first, CONFIGS["plain"]))
+    second = first + [{"role": "assistant", "content": reply.text}, {"role": "user", "content": "And the colours?"}]
+    again = finished(engine.chat(second, CONFIGS["plain"]))
+    new_text = engine.count_tokens(second) - reply.stats.prompt_tokens - reply.stats.tokens
+    assert again.stats.prompt_tokens - again.stats.prompt_cached <= new_text + 1  # the reply is not read again
+
+
+def test_another_picture_never_reuses_the_cache_of_this_one(engine, vision_models, pictures):
+    finished(engine.chat(ask(pictures[0]), CONFIGS["plain"]))
+    other = finished(engine.chat(ask(pictures[1]), CONFIGS["plain"]))
+    assert other.stats.prompt_cached < 8  # only the chat template's opening is shared
+    expected = mtmd_cli_reply(vision_models.target, vision_models.mmproj, [pictures[1]], MARKER + QUESTION, N)
+    assert reply_matches(other.text, expected)
+
+
+def test_the_projector_beside_the_model_is_loaded_at_the_first_picture(vision_models, pictures):
+    engine = SpecEngine()
+    try:
+        engine.load_target(vision_models.target)  # mmproj-tiny-vision.gguf lies beside it
+        assert engine.projector_path is None  # not loaded for a model that is never shown a picture
+        done = finished(engine.chat(ask(pictures[0]), CONFIGS["plain"]))
+        assert engine.projector_path == vision_models.mmproj
+        assert reply_matches(done.text, mtmd_cli_reply(vision_models.target, vision_models.mmproj, [pictures[0]],
+                                                       MARKER + QUESTION, N))
+    finally:
+        engine.close()
+
+
+def test_a_model_that_cannot_see_says_so(tiny_models, pictures):
+    engine = SpecEngine()
+    try:
+        engine.load_target(tiny_models.target)
+        with pytest.raises(PromptFormatError, match="cannot see pictures"):
+            list(engine.chat(ask(pictures[0]), CONFIGS["plain"]))
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("name, data, says", [
+    ("cut.png", None, "damaged or cut-short"),
+    ("notes.txt", b"just some words, not a picture at all", "not a picture"),
+    ("drawing.svg", b'<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>', "SVG drawing"),
+    ("huge.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + (20000).to_bytes(4, "big") * 2 + b"\x08\x02\x00\x00\x00",
+     "20000 x 20000 pixels"),
+])
+def test_bad_pictures_each_get_a_sentence(engine, pictures, name, data, says):
+    if data is None:
+        data = pictures[0].read_bytes()[:120]
+    message = [{"role": "user", "content": [{"type": "image", "image": ImageInput(data, name)},
+                                            {"type": "text", "text": QUESTION}]}]
+    with pytest.raises(PromptFormatError, match=says) as raised:
+        list(engine.chat(message, CONFIGS["plain"]))
+    assert name in str(raised.value) and str(raised.value).count(". ") == 0
+
+
+def test_pictures_with_requests_side_by_side_get_a_sentence(vision_models, pictures):
+    from app.engine.config import LoadSettings
+
+    engine = SpecEngine(LoadSettings(n_ctx=1024, n_threads=1, n_parallel=2))
+    try:
+        engine.load_target(vision_models.target)
+        engine.load_projector(vision_models.mmproj)
+        with pytest.raises(PromptFormatError, match="one request at a time"):
+            list(engine.chat(ask(pictures[0]), CONFIGS["plain"]))
+    finally:
+        engine.close()
