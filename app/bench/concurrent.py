@@ -30,6 +30,7 @@ from app.engine.speculation.auto_controller import AutoController
 from app.engine.speculation.costs import prior_costs
 from app.engine.speculation.drafters import NgramDrafter
 from app.engine.speculation.policy import FixedPolicy
+from app.platform.process_memory import rss_mib
 
 QUESTIONS = [
     "Write a Python function that checks whether a string is a palindrome, with a docstring.",
@@ -45,17 +46,6 @@ CONTEXT_PER_SEQUENCE = 1024
 
 def chat_prompt(question: str) -> str:
     return f"<|im_start|>user\n{question}<|im_end|>\n<|im_start|>assistant\n"
-
-
-def rss_mib() -> float:
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
 
 
 def policy_for(mode: str, costs, has_draft: bool):

@@ -29,7 +29,7 @@ try:  # the HTTP client the app uses (pyproject.toml): httpx2, or httpx on Pytho
 except ImportError:  # pragma: no cover
     import httpx  # type: ignore[no-redef]
 
-from tests.perf.memory import rss_mib
+from app.platform.process_memory import rss_mib
 
 ROOT = Path(__file__).resolve().parents[2]
 HI = [{"role": "user", "content": "hi"}]
@@ -111,7 +111,7 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def _enginerss_mib(cli_pid: int) -> float:
+def _engine_rss_mib(cli_pid: int) -> float:
     """The RSS of the CLI's engine process (its multiprocessing child; the other is the resource tracker)."""
     for pid in _children(cli_pid):
         try:
@@ -183,10 +183,10 @@ def soak(target: Path, requests: int = 1000, threads: int = 1) -> SoakResult:
                     rss = rss_mib(cli)
                     first = first or rss
                     peak = max(peak, rss)
-                    engine_peak = max(engine_peak, _enginerss_mib(cli))
+                    engine_peak = max(engine_peak, _engine_rss_mib(cli))
         alive = process.poll() is None
         peak = max(peak, rss_mib(cli))
-        engine_peak = max(engine_peak, _enginerss_mib(cli))
+        engine_peak = max(engine_peak, _engine_rss_mib(cli))
     finally:
         for sock in _IDLE:
             sock.close()

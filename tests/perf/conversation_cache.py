@@ -18,7 +18,7 @@ import time
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import FinishedEvent, TokenEvent
 from app.engine.local.engine import SpecEngine
-from tests.perf.memory import rss_mib
+from app.platform.process_memory import rss_mib
 
 SUBJECTS = ("a parser for INI files", "retrying HTTP requests", "a thread-safe LRU cache", "reading CSV in chunks",
             "validating e-mail addresses", "a CLI with subcommands", "logging to a rotating file", "timing code",

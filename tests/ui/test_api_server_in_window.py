@@ -38,6 +38,8 @@ def test_the_window_serves_its_models_and_stops_a_request(make_window, qtbot, mo
                                                         done["long"]))
     long.start()
     qtbot.waitUntil(lambda: "answering a request" in control.indicator.text(), timeout=int(DEADLINE_S * 1000))
+    # Its first event is out (a Stop before the engine starts it is a 503 "cancelled before it started").
+    qtbot.waitUntil(lambda: bool(done["long"]), timeout=int(DEADLINE_S * 1000))
     control.indicator.linkActivated.emit("#stop")  # the footer's Stop link
     qtbot.waitUntil(lambda: not long.is_alive(), timeout=int(DEADLINE_S * 1000))
     assert "stopped in the SpecChat window" in done["long"][-1]

@@ -1,4 +1,4 @@
-"""A process's resident memory, for the benchmarks that report it."""
+"""A process's resident memory, from /proc (Linux; elsewhere 0.0), for the benchmarks that report it. No Qt."""
 
 from __future__ import annotations
 
