@@ -3,7 +3,7 @@ effect on at once, and the transcript's view options, remembered. GUI thread onl
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, cast
+from typing import Callable, cast
 
 from PySide6.QtWidgets import QAbstractButton, QDialog
 
@@ -13,8 +13,7 @@ from app.store import AppSettings
 from app.ui.engine_link.settings_answers import settings_linked
 from app.ui.settings.dialog import AppSettingsDialog
 
-if TYPE_CHECKING:
-    from app.ui.shell.main_window import MainWindow
+# `window`: the MainWindow (untyped, as in appearance.py: importing its class here would import round a circle).
 
 
 def load_settings_of(s: AppSettings) -> LoadSettings:
@@ -27,7 +26,7 @@ def load_settings_of(s: AppSettings) -> LoadSettings:
                         n_parallel=s.parallel_requests)
 
 
-def apply_load_settings(window: MainWindow) -> None:
+def apply_load_settings(window) -> None:
     """The settings models load with, after a change: the loaded model is loaded again only when the person says so
     (a reply being written finishes first: the engine takes requests in order); otherwise they apply at the next
     load."""
@@ -41,7 +40,7 @@ def apply_load_settings(window: MainWindow) -> None:
     session.set_load_settings(load, reload=reload)
 
 
-def open_dialog(window: MainWindow) -> None:
+def open_dialog(window) -> None:
     """The Settings dialog; what it says on OK applies at once (the tools page and the API server's switch too)."""
     tools_page = window.tools.settings_page()
     session, model_actions = window.session, window.model_actions
@@ -62,7 +61,7 @@ def open_dialog(window: MainWindow) -> None:
             window.show_error(f"The API server's key could not be saved: {exc}")
 
 
-def apply(window: MainWindow, new: AppSettings) -> None:
+def apply(window, new: AppSettings) -> None:
     """Keep `new` as the app's settings and apply what changed: folders rescanned, load settings, memory figures,
     servers' models, the theme and the thinking sections."""
     old = window.settings
@@ -78,7 +77,7 @@ def apply(window: MainWindow, new: AppSettings) -> None:
     window.chat_view.set_keep_thinking_open(new.keep_thinking_open)
 
 
-def view_option(window: MainWindow, setting: str, apply_to_view: Callable[[bool], None], switch: QAbstractButton,
+def view_option(window, setting: str, apply_to_view: Callable[[bool], None], switch: QAbstractButton,
                 on: bool) -> None:
     """A view option of the transcript (`setting`, an AppSettings switch) turned `on` or off: shown at once, its
     switch kept in step, and remembered."""
