@@ -7,8 +7,9 @@ What it does, in order (the whole run is meant to fit in 10 minutes on an H200):
 2. writes synthetic models of real shapes (app.testing.shaped): a 1.5B-class and a 7B-class target with random
    16-bit weights, and a 0.5B-class draft that agrees with both by construction;
 3. measures, per target: our plain decoding against llama-completion (`bench --plain-vs-native`), speculation with
-   the draft at k=8 against llama-speculative-simple and Auto against plain (`bench`), and where Auto GPU layers
-   put each model (app.engine.placement.gpu_fit).
+   the draft at k=8 against llama-speculative-simple and Auto against plain (`bench`), where Auto GPU layers
+   put each model (app.engine.placement.gpu_fit), and 1, 2 and 4 requests at once in one batch, plain and Auto
+   (app.bench.concurrent).
 Each step's result, or why it failed, goes to OUT/gpu-check.json and a table on stdout; a failed step does not stop
 the later ones.
 
@@ -157,6 +158,18 @@ def _bench(args: list[str], log: Callable[[str], None]) -> dict:
     return json.loads(proc.stdout)
 
 
+def _concurrent(target: Path, draft: Path, tokens: int, threads: int, log: Callable[[str], None]) -> dict:
+    """N requests at once through the batch, plain and Auto, every layer on the GPU (a process of its own)."""
+    cmd = [sys.executable, "-m", "app.bench.concurrent", "--target", str(target), "--draft", str(draft),
+           "--tokens", str(tokens), "--threads", str(threads), "--gpu-layers", "999", "--modes", "plain,auto",
+           "--n", "1,2,4", "--json"]
+    log("+ " + " ".join(cmd))
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=STEP_TIMEOUT_S, cwd=ROOT)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the batch bench exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
+    return {"rows": json.loads(proc.stdout)}
+
+
 def placement(target: Path, draft: Path, n_ctx: int) -> dict:
     """Where Auto GPU layers put the pair, in the window's own words."""
     from app.engine.config import GPU_LAYERS_AUTO
@@ -181,6 +194,7 @@ def measure(pair: tuple[Path, Path], tools: dict[str, str], *, tokens: int, repe
                                       + (["--llama-spec", tools["llama-speculative-simple"]]
                                          if "llama-speculative-simple" in tools else ["--no-llama"]), log),
     }
+    steps["batch"] = lambda: _concurrent(target, draft, tokens, threads, log)
     if "llama-completion" in tools:
         steps["plain"] = lambda: _bench(common + ["--plain-vs-native", "--repeats", str(repeats), "--long-repeats",
                                                   "1", "--llama-completion", tools["llama-completion"]], log)
@@ -218,6 +232,12 @@ def summary_lines(report: dict) -> list[str]:
         else:
             lines.append(f"  {name}: speculation: {spec.get('error')}")
         lines.append(f"  {name}: Auto GPU layers: {place.get('explained') or place.get('error')}")
+        batch = result.get("batch", {})
+        for row in batch.get("rows", []):
+            lines.append(f"  {name}: {row['mode']} with {row['n']} requests at once: {row['aggregate']:.1f} tok/s, "
+                         f"{row['vs_plain_1']:.2f}x one plain stream")
+        if "error" in batch:
+            lines.append(f"  {name}: requests at once: {batch['error']}")
     return lines
 
 

@@ -9,7 +9,7 @@ import math
 from typing import Optional
 
 from app.common.bounded_read import FileReadError, read_text_bounded
-from app.engine.config import FLASH_ATTN_CHOICES, KV_TYPES, load_settings_problem
+from app.engine.config import FLASH_ATTN_CHOICES, KV_TYPES, MAX_PARALLEL, PARALLEL_AUTO, load_settings_problem
 
 MAX_THREADS = 512  # GGML_MAX_N_THREADS
 # A prompt, tools or schema file: far more text than any model's context holds is not one.
@@ -41,6 +41,19 @@ def load_problem(args: argparse.Namespace) -> Optional[str]:
     if getattr(args, "batch", 0) < 0:
         return "--batch must be 0 (Auto) or more"
     return load_settings_problem(getattr(args, "flash_attn", "auto"), getattr(args, "kv_type", "f16")) or None
+
+
+def parallel_count(text: str) -> int:
+    """--parallel's value: 1 to MAX_PARALLEL, or "auto" (PARALLEL_AUTO). Raises ArgumentTypeError with a sentence."""
+    if text.strip().lower() == "auto":
+        return PARALLEL_AUTO
+    try:
+        count = int(text)
+    except ValueError:
+        count = -1
+    if not 1 <= count <= MAX_PARALLEL:
+        raise argparse.ArgumentTypeError(f"must be a number from 1 to {MAX_PARALLEL}, or auto (not {text!r})")
+    return count
 
 
 def check_text(value: Optional[str], what: str) -> Optional[str]:

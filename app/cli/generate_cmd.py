@@ -235,7 +235,8 @@ def local_load_settings(args: argparse.Namespace, rpc: str = "") -> LoadSettings
     return LoadSettings(n_ctx=args.ctx, n_threads=args.threads or THREADS_AUTO,
                         rpc_servers=parse_endpoints(rpc) if rpc else (), n_batch=getattr(args, "batch", 0),
                         flash_attn=getattr(args, "flash_attn", "auto"), kv_type=getattr(args, "kv_type", "f16"),
-                        mmap=not getattr(args, "no_mmap", False), mlock=getattr(args, "mlock", False))
+                        mmap=not getattr(args, "no_mmap", False), mlock=getattr(args, "mlock", False),
+                        n_parallel=getattr(args, "parallel", 1))
 
 
 def local_model(args: argparse.Namespace) -> tuple[LocalModel, Optional[Path]]:

@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 from app.bench.args import add_model_arguments, parse_draft_max
-from app.cli.checks import THREADS_HELP, UsageError, add_load_options, check_text, load_problem, sampling_problem
+from app.cli.checks import (THREADS_HELP, UsageError, add_load_options, check_text, load_problem, parallel_count,
+                            sampling_problem)
 from app.common.text import printable
 
 ENV_SERVE_KEY = "SPECCHAT_SERVE_API_KEY"
@@ -47,7 +48,12 @@ def register(subparsers) -> None:
     p.add_argument("--max-tokens", type=int, default=4096,
                    help="the most tokens one reply may ask for, and what it gets when it does not say (default 4096)")
     p.add_argument("--queue", type=int, default=8,
-                   help="requests that may wait behind the one being answered; more get HTTP 503 (default 8)")
+                   help="requests that may wait behind those being answered; more get HTTP 503 (default 8)")
+    p.add_argument("--parallel", type=parallel_count, default=1, metavar="N|auto",
+                   help="requests answered side by side, decoded in one batch with speculation decided for the "
+                   "batch: 1 to 16, or auto (as many as memory allows for a full context each, up to 4). Each has "
+                   "--ctx tokens of its own KV cache. Default 1: one at a time, with conversation states kept "
+                   "between requests")
     p.add_argument("--ctx", type=int, default=4096, help="context size in tokens (default 4096)")
     p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     add_load_options(p)
@@ -123,7 +129,8 @@ def run(args: argparse.Namespace) -> int:
         model = server.served.target
         how = (f"speculating with the draft model {server.served.draft}" if args.draft
                else "speculating with n-gram lookup" if args.ngram else "plain decoding")
-        _log(f"Serving {model} ({how}) at {url}/v1 — Ctrl+C stops.")
+        side = f", {server.served.parallel} requests at once" if server.served.parallel > 1 else ""
+        _log(f"Serving {model} ({how}{side}) at {url}/v1 — Ctrl+C stops.")
         if not is_loopback_host(options.host):
             _log(f"warning: listening on {options.host}: other machines can reach this server"
                  + ("" if options.api_key else ", and it has no --api-key"))

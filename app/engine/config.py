@@ -9,7 +9,8 @@ from app.platform.machine_defaults import (BATCH_AUTO, GPU_LAYERS_ALL, GPU_LAYER
                                            default_threads, resolve_batch, resolve_threads)
 
 __all__ = ["BATCH_AUTO", "FLASH_ATTN_CHOICES", "GPU_LAYERS_ALL", "GPU_LAYERS_AUTO", "KV_TYPES", "MAX_DRAFT",
-           "MAX_OUTPUT_ROWS", "PARALLEL_AUTO", "THREADS_AUTO", "DrafterChoice", "FlashAttn", "GenerationConfig", "KvType", "LoadSettings",
+           "MAX_OUTPUT_ROWS", "MAX_PARALLEL", "PARALLEL_AUTO", "THREADS_AUTO", "DrafterChoice", "FlashAttn",
+           "GenerationConfig", "KvType", "LoadSettings",
            "ReasoningEffort", "ReasoningFormat", "default_threads", "load_settings_problem"]
 
 # What a request asks to draft with: "auto" (the draft model when one is loaded, n-gram lookup otherwise).
@@ -35,6 +36,7 @@ KV_TYPES: tuple[KvType, ...] = ("f16", "q8_0", "q4_0")
 # by n_ctx, so memory stays at a few MB even with a 152k vocab): the longest verify batch fits with room to spare.
 MAX_OUTPUT_ROWS = 64
 PARALLEL_AUTO = 0
+MAX_PARALLEL = 16  # the most requests a setting may ask to decode side by side
 # The longest draft: verifying k drafted tokens decodes k + 1 rows with logits, and llama.cpp aborts the process
 # when one decode asks for more rows than the context was made for (n_outputs_max).
 MAX_DRAFT = MAX_OUTPUT_ROWS - 1
@@ -66,8 +68,9 @@ class LoadSettings:
     mmap: bool = True
     mlock: bool = False
     # Requests decoded side by side in one batch (app.engine.local.batch); PARALLEL_AUTO (0): from memory, up to 4
-    # whose KV caches at the full context fit the memory share kept conversations get (batch.sequences).
-    n_parallel: int = PARALLEL_AUTO
+    # whose KV caches at the full context fit the memory share kept conversations get (batch.sequences). 1, the
+    # default, answers one at a time and keeps conversation states, which restore into one sequence only.
+    n_parallel: int = 1
 
     @property
     def batch(self) -> int:

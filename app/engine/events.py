@@ -219,5 +219,15 @@ class NoticeEvent:
     text: str
 
 
+@dataclass(frozen=True)
+class WaitingEvent:
+    """The reply has nothing new until the batch's next step. Only a reply decoded in a batch with others yields it
+    (app.engine.local.batch): whoever drives the replies goes on to the next one there, and steps the engine once
+    every reply waits (ChatEngine.step). It never leaves the engine's process."""
+
+    request_id: int
+
+
 # Every record carries its `request_id`: the window drops what belongs to a request it no longer waits for.
-EngineEvent = Union[TokenEvent, RoundEvent, ThreadsEvent, FinishedEvent, ContextEvent, NoticeEvent]
+EngineEvent = Union[TokenEvent, RoundEvent, ThreadsEvent, FinishedEvent, ContextEvent, NoticeEvent,
+                    WaitingEvent]

@@ -65,6 +65,13 @@ class ChatEngine(Protocol):
         """One short piece of background work between requests (such as timing a forward pass); False when there
         is none to do now."""
 
+    @property
+    def parallel(self) -> int:
+        """Requests answered side by side; with more than 1, a reply's events may be WaitingEvent until `step`."""
+
+    def step(self) -> bool:
+        """One forward pass over every reply answered side by side; False when none waits for one."""
+
     def count_tokens(self, messages: Sequence[Message], config: Optional[GenerationConfig] = None) -> int:
         """The prompt's tokens as `config` would render it (its tools' schema, its format); None: the plain chat."""
 

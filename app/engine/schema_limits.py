@@ -122,7 +122,7 @@ class _Walk:
             return f"{path} must be a string."
         if len(pattern) > MAX_PATTERN_CHARS:
             return f"{path} has {len(pattern)} characters; a pattern may have at most {MAX_PATTERN_CHARS}."
-        if _pattern_nesting(pattern) > MAX_PATTERN_NESTING:
+        if group_nesting(pattern) > MAX_PATTERN_NESTING:
             return f"{path} nests groups more than {MAX_PATTERN_NESTING} deep."
         for match in _QUANTIFIER.finditer(pattern):
             low, high = (int(n) if n else 0 for n in (match.group(1), match.group(2) or match.group(1)))
@@ -187,19 +187,27 @@ def _shown(key: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _pattern_nesting(pattern: str) -> int:
-    """The deepest groups nest in a regular expression (escaped and bracketed parentheses are not groups)."""
+def group_nesting(text: str, opaque: str = "[]", comment: str = "") -> int:
+    """The deepest groups nest in `text`: its parentheses, outside escapes (a backslash and what follows it), the
+    spans `opaque` names as pairs of opening and closing characters, and a `comment` character's line. A regular
+    expression's brackets are opaque ("[]"); GBNF's literals and brackets ('""[]') and its # comments (GBNF has no
+    backslash outside those, so the escape rule changes nothing there)."""
     deepest = depth = 0
-    i, in_class = 0, False
-    while i < len(pattern):
-        c = pattern[i]
+    closers = dict(zip(opaque[::2], opaque[1::2]))
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
         if c == "\\":
             i += 2
             continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
+        if c in closers:
+            close = closers[c]
+            i += 1
+            while i < n and text[i] != close:
+                i += 2 if text[i] == "\\" else 1
+        elif comment and c == comment:
+            end = text.find("\n", i)
+            i = n if end < 0 else end
         elif c == "(":
             depth += 1
             deepest = max(deepest, depth)
@@ -223,22 +231,4 @@ def grammar_problem(gbnf: str) -> Optional[str]:
 
 def grammar_nesting(gbnf: str) -> int:
     """The deepest groups nest in GBNF text: parentheses outside "literals", [character classes] and # comments."""
-    deepest = depth = 0
-    i, n = 0, len(gbnf)
-    while i < n:
-        c = gbnf[i]
-        if c in "\"[":
-            close = "\"" if c == "\"" else "]"
-            i += 1
-            while i < n and gbnf[i] != close:
-                i += 2 if gbnf[i] == "\\" else 1
-        elif c == "#":
-            end = gbnf.find("\n", i)
-            i = n if end < 0 else end
-        elif c == "(":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif c == ")":
-            depth = max(0, depth - 1)
-        i += 1
-    return deepest
+    return group_nesting(gbnf, '""[]', "#")

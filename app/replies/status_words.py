@@ -67,6 +67,10 @@ def _sentence(event: RoundEvent, speculative: bool) -> tuple[str, str]:
                 "again now and then."), WHAT_PAYS
     if kind == "server":
         return "The server drafts and checks its own tokens.", ""
+    if kind == "batch":
+        drafted = f"drafting {plural(k, 'token')} this round" if k else "no draft this round"
+        return (f"Other requests are being answered beside this chat: {drafted}, where alone it would draft more, "
+                "so that the batch as a whole goes fastest."), ""
     return "Writing without drafts this round: nothing to draft from, or no room left.", WHAT_PAYS
 
 
@@ -92,6 +96,8 @@ def drafted_words(drafted: int, accepted: int, drafters: Iterable[str], kinds: I
     kinds = set(kinds)
     if kinds & (NOT_PAYING | {"timing"}):
         return "no drafts: speculation paused here"
+    if "batch" in kinds:
+        return "no drafts: other requests shared the batch"
     if kinds - {"unavailable", ""}:
         return "no drafts"
     return "no drafts (plain decoding)"

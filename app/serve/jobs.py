@@ -37,6 +37,7 @@ class ServedModels:
     target: str = ""  # the model id clients name ("" when nothing is loaded)
     draft: str = ""  # the draft model's id, or "" (n-gram lookup or plain decoding)
     n_ctx: int = 0
+    parallel: int = 1  # requests answered side by side
 
 
 def model_id(target: Target | Path | None) -> str:
@@ -50,14 +51,14 @@ def model_id(target: Target | Path | None) -> str:
 
 def loaded_models(loaded: ModelsLoaded) -> ServedModels:
     """What an engine process that loaded models serves (its ModelsLoaded)."""
-    return ServedModels(model_id(loaded.target), model_id(loaded.draft), loaded.n_ctx)
+    return ServedModels(model_id(loaded.target), model_id(loaded.draft), loaded.n_ctx, loaded.parallel)
 
 
 def served_models(engine: Optional[ChatEngine]) -> ServedModels:
     """Call on the engine's thread."""
     if engine is None or engine.loaded_target is None:
         return ServedModels()
-    return ServedModels(model_id(engine.loaded_target), model_id(engine.draft_path), engine.n_ctx)
+    return ServedModels(model_id(engine.loaded_target), model_id(engine.draft_path), engine.n_ctx, engine.parallel)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from app.common.atomic_write import write_atomic
 from app.common.bounded_read import FileReadError, read_bounded
 from app.common.text import valid_text
 from app.common.http_client import listen_host_problem
-from app.engine.config import FLASH_ATTN_CHOICES, KV_TYPES
+from app.engine.config import FLASH_ATTN_CHOICES, KV_TYPES, MAX_PARALLEL, PARALLEL_AUTO
 from app.engine.targets import normalize_url, server_url_problem
 from app.platform.machine_defaults import BATCH_AUTO, GPU_LAYERS_ALL, GPU_LAYERS_AUTO, THREADS_AUTO
 from app.store import _fields
@@ -40,7 +40,8 @@ _NOT_SAVED = ("load_warning",)
 _INT_RANGES = {"threads": (THREADS_AUTO, 1024), "context_size": (1, 1 << 24),
                "target_gpu_layers": (GPU_LAYERS_AUTO, GPU_LAYERS_ALL),
                "draft_gpu_layers": (GPU_LAYERS_AUTO, GPU_LAYERS_ALL), "api_port": (1, 65535),
-               "kept_conversations_mib": (0, 1 << 20), "batch_size": (BATCH_AUTO, MAX_BATCH)}
+               "kept_conversations_mib": (0, 1 << 20), "batch_size": (BATCH_AUTO, MAX_BATCH),
+               "parallel_requests": (PARALLEL_AUTO, MAX_PARALLEL)}
 # Text settings with a fixed set of choices; a file's other text falls back to the default.
 _CHOICES = {"flash_attention": FLASH_ATTN_CHOICES, "kv_cache_type": KV_TYPES}
 
@@ -58,6 +59,9 @@ class AppSettings:
     draft_gpu_layers: int = GPU_LAYERS_AUTO
     # The memory recent conversations' KV caches are kept in, MiB (0: Auto; app.engine.local.kv_states.conversation_cache).
     kept_conversations_mib: int = 0
+    # Requests answered side by side, the window's chat and its API's clients (LoadSettings.n_parallel): 1 to
+    # MAX_PARALLEL, or 0 (Auto, from memory). 1: one at a time, with conversations kept between requests.
+    parallel_requests: int = 1
     # How models load (app.engine.config.LoadSettings): the batch (0: Auto), flash attention ("auto", "on",
     # "off"), the KV cache's type ("f16", "q8_0", "q4_0"), and whether the weights are mapped and locked in RAM.
     batch_size: int = BATCH_AUTO

@@ -13,27 +13,19 @@ costs the disk's time, not the random generator's.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
-from app.testing.synthetic import _NORMAL, _add_vocab, build_vocab, VocabSpec
+from app.testing.synthetic import _NORMAL, LlamaDims, VocabSpec, build_vocab, write_llama_file
 
 
 @dataclass(frozen=True)
-class ModelShape:
-    """A llama-architecture model's dimensions (Qwen2.5's, here)."""
+class ModelShape(LlamaDims):
+    """A llama-architecture model's dimensions and its vocabulary's size (Qwen2.5's, here)."""
 
-    n_embd: int
-    n_layer: int
-    n_head: int
-    n_head_kv: int
-    n_ff: int
-    n_vocab: int
-    context_length: int = 32768
+    n_vocab: int = 151936
 
 
 SHAPES: dict[str, ModelShape] = {
@@ -66,8 +58,6 @@ def next_token_map(output_ids: list[int], seed: int = 0) -> dict[int, int]:
 def write_shaped_model(path: Path, shape: ModelShape, *, seed: int = 0, name: str = "") -> Path:
     """Write a model of `shape` with 16-bit weights to `path` (atomically) and return the path. Models written
     with the same seed agree on every greedy token, whatever their shapes."""
-    import gguf
-
     vocab = _vocab(shape.n_vocab)
     successor = next_token_map(vocab.output_ids, seed)
     d, head_dim = shape.n_embd, shape.n_embd // shape.n_head
@@ -91,39 +81,15 @@ def write_shaped_model(path: Path, shape: ModelShape, *, seed: int = 0, name: st
         "ffn_down": np.zeros((d, shape.n_ff), dtype=np.float16),
     }
     ones = np.ones(d, dtype=np.float32)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        writer = gguf.GGUFWriter(tmp_name, "llama")
-        writer.add_name(name or path.stem)
-        writer.add_file_type(int(gguf.LlamaFileType.MOSTLY_F16))
-        writer.add_context_length(shape.context_length)
-        writer.add_embedding_length(d)
-        writer.add_block_count(shape.n_layer)
-        writer.add_feed_forward_length(shape.n_ff)
-        writer.add_head_count(shape.n_head)
-        writer.add_head_count_kv(shape.n_head_kv)
-        writer.add_layer_norm_rms_eps(1e-5)
-        writer.add_rope_dimension_count(head_dim)
-        writer.add_vocab_size(shape.n_vocab)
-        _add_vocab(writer, vocab)
-        writer.add_tensor("token_embd.weight", embd.astype(np.float16))
-        writer.add_tensor("output_norm.weight", ones)
-        writer.add_tensor("output.weight", output)
+
+    def tensors():
+        yield "token_embd.weight", embd.astype(np.float16)
+        yield "output_norm.weight", ones
+        yield "output.weight", output
         for i in range(shape.n_layer):
-            writer.add_tensor(f"blk.{i}.attn_norm.weight", ones)
-            writer.add_tensor(f"blk.{i}.ffn_norm.weight", ones)
+            yield f"blk.{i}.attn_norm.weight", ones
+            yield f"blk.{i}.ffn_norm.weight", ones
             for tensor, weights in layer.items():
-                writer.add_tensor(f"blk.{i}.{tensor}.weight", weights)
-        writer.write_header_to_file()
-        writer.write_kv_data_to_file()
-        writer.write_tensors_to_file()
-        writer.close()
-        os.chmod(tmp_name, 0o644)
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    return path
+                yield f"blk.{i}.{tensor}.weight", weights
+
+    return write_llama_file(path, vocab, shape, tensors(), f16=True, name=name)

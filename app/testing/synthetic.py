@@ -14,7 +14,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Optional, Sequence, Union
 
 import numpy as np
 
@@ -221,27 +221,57 @@ def write_tiny_model(
     uint32 otherwise. `edit` receives the gguf.GGUFWriter with every key and tensor added, before anything is
     written, so a test can damage the file (tests.support.malformed_models does).
     """
-    import gguf
-
     spec = VOCAB_VARIANTS[vocab_variant] if isinstance(vocab_variant, str) else vocab_variant
     vocab = build_vocab(spec)
+    dims = LlamaDims(shape.n_embd, n_layer, shape.n_head, shape.n_head_kv, shape.n_ff, shape.context_length)
+    return write_llama_file(path, vocab, dims, _weights(vocab, shape, n_layer, seed, layer_scale), name=name,
+                            extra_metadata=extra_metadata, edit=edit)
+
+
+@dataclass(frozen=True)
+class LlamaDims:
+    """A llama-architecture model's dimensions, as its GGUF keys state them."""
+
+    n_embd: int
+    n_layer: int
+    n_head: int
+    n_head_kv: int
+    n_ff: int
+    context_length: int = 32768  # Qwen2.5's
+
+
+def write_llama_file(
+    path: Path,
+    vocab: Vocab,
+    dims: LlamaDims,
+    tensors: Iterable[tuple[str, np.ndarray]],
+    *,
+    f16: bool = False,
+    name: str | None = None,
+    extra_metadata: Sequence[tuple[str, object]] = (),
+    edit: Optional[Callable[[Any], None]] = None,
+) -> Path:
+    """Write a llama-architecture GGUF file of `dims`, `vocab` and the (name, array) `tensors` to `path`
+    (atomically: a reader never sees half a file) and return the path. `f16`: the file says its weights are
+    16-bit (write them so); else 32-bit. `extra_metadata` and `edit` as write_tiny_model's."""
+    import gguf
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-
     fd, tmp_name = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
         writer = gguf.GGUFWriter(tmp_name, "llama")
         writer.add_name(name or path.stem)
-        writer.add_file_type(int(gguf.LlamaFileType.ALL_F32))
-        writer.add_context_length(shape.context_length)
-        writer.add_embedding_length(shape.n_embd)
-        writer.add_block_count(n_layer)
-        writer.add_feed_forward_length(shape.n_ff)
-        writer.add_head_count(shape.n_head)
-        writer.add_head_count_kv(shape.n_head_kv)
+        writer.add_file_type(int(gguf.LlamaFileType.MOSTLY_F16 if f16 else gguf.LlamaFileType.ALL_F32))
+        writer.add_context_length(dims.context_length)
+        writer.add_embedding_length(dims.n_embd)
+        writer.add_block_count(dims.n_layer)
+        writer.add_feed_forward_length(dims.n_ff)
+        writer.add_head_count(dims.n_head)
+        writer.add_head_count_kv(dims.n_head_kv)
         writer.add_layer_norm_rms_eps(1e-5)
-        writer.add_rope_dimension_count(shape.n_embd // shape.n_head)
+        writer.add_rope_dimension_count(dims.n_embd // dims.n_head)
         writer.add_vocab_size(len(vocab.tokens))
         _add_vocab(writer, vocab)
         for key, value in extra_metadata:
@@ -251,7 +281,7 @@ def write_tiny_model(
                 (writer.add_uint16 if key.startswith("split.") else writer.add_uint32)(key, value)
             else:
                 writer.add_string(key, str(value))
-        for tensor_name, tensor in _weights(vocab, shape, n_layer, seed, layer_scale):
+        for tensor_name, tensor in tensors:
             writer.add_tensor(tensor_name, tensor)
         if edit is not None:
             edit(writer)
@@ -342,7 +372,7 @@ class ModelSet:
 TARGET_LAYERS = 8
 DRAFT_LAYERS = 1
 # What each layer adds to the residual stream relative to the token embedding. Measured greedy acceptance of the
-# 1-layer draft against the 8-layer target (tests/test_synthetic_models.py): 1.0 gives ~20%, 0.1 ~75%, 0.2 ~50%.
+# 1-layer draft against the 8-layer target (tests/testing/test_synthetic_models.py): 1.0 gives ~20%, 0.1 ~75%, 0.2 ~50%.
 # The draft has about a quarter of the target's parameters, like a real 0.5B draft for a 1.5B-7B target.
 LAYER_SCALE = 0.2
 

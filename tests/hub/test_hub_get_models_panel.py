@@ -42,7 +42,7 @@ def test_a_curated_pair_downloads_and_the_library_offers_the_draft_for_the_targe
     assert pair_signal.args == [str(target), str(draft)]
     assert target.read_bytes() == tiny_models.target.read_bytes()
     assert draft.read_bytes() == tiny_models.draft.read_bytes()
-    assert panel.progress_bar.value() == 1000 and "Downloaded" in panel.progress_label.text()
+    assert panel.download_row.bar.value() == 1000 and "Downloaded" in panel.download_row.label.text()
     assert panel.pair_buttons["tiny"].isEnabled()
 
     # What the main window does on sig_models_downloaded: rescan the library, then offer drafts for the target.
@@ -102,9 +102,9 @@ def test_a_gated_pair_asks_for_a_token_and_then_downloads(qtbot, fake_hub, make_
     assert "gated" in panel.message() and "token" in panel.message()
     assert not fake_hub.gets()
 
-    panel.token_edit.setText(GOOD_TOKEN)
+    panel.token_row.token_edit.setText(GOOD_TOKEN)
     with qtbot.waitSignal(panel.sig_models_downloaded, timeout=TIMEOUT_MS):
-        qtbot.mouseClick(panel.save_token_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(panel.token_row.save_token_button, Qt.MouseButton.LeftButton)
     assert (paths.models_dir() / target.name).read_bytes() == target.read_bytes()
     assert not panel.token_row.isVisible()
     assert GOOD_TOKEN not in panel.message()
@@ -153,15 +153,15 @@ def test_cancel_keeps_the_partial_download_and_resume_finishes_it(
     qtbot.mouseClick(panel.pair_buttons["tiny"], Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: part.exists() and part.stat().st_size > 50_000, timeout=TIMEOUT_MS)
     with qtbot.waitSignal(panel.sig_busy_changed, timeout=TIMEOUT_MS, check_params_cb=lambda busy: not busy):
-        qtbot.mouseClick(panel.cancel_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(panel.download_row.cancel_button, Qt.MouseButton.LeftButton)
     assert "cancelled" in panel.message().lower()
-    assert panel.resume_button.isVisible()
+    assert panel.download_row.resume_button.isVisible()
     kept = part.stat().st_size
     assert 0 < kept < 400_000
 
     fake_hub.failures.pause_after.clear()
     with qtbot.waitSignal(panel.sig_models_downloaded, timeout=TIMEOUT_MS):
-        qtbot.mouseClick(panel.resume_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(panel.download_row.resume_button, Qt.MouseButton.LeftButton)
     assert (paths.models_dir() / target.name).read_bytes() == target.read_bytes()
     resumed = [r for r in fake_hub.gets() if r.origin == "cdn" and r.headers.get("range")]
     assert resumed and resumed[0].headers["range"] == f"bytes={kept}-"

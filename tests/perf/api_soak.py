@@ -29,6 +29,8 @@ try:  # the HTTP client the app uses (pyproject.toml): httpx2, or httpx on Pytho
 except ImportError:  # pragma: no cover
     import httpx  # type: ignore[no-redef]
 
+from app.platform.process_memory import rss_mib
+
 ROOT = Path(__file__).resolve().parents[2]
 HI = [{"role": "user", "content": "hi"}]
 CRASH_WORD = "soak-crash-the-engine"
@@ -101,16 +103,6 @@ class SoakResult:
                 f"{self.wall_s:.0f} s; hostile: {statuses}")
 
 
-def _rss_mb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
 def _children(pid: int) -> list[int]:
     path = Path(f"/proc/{pid}/task/{pid}/children")
     try:
@@ -119,12 +111,12 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def _engine_rss_mb(cli_pid: int) -> float:
+def _engine_rss_mib(cli_pid: int) -> float:
     """The RSS of the CLI's engine process (its multiprocessing child; the other is the resource tracker)."""
     for pid in _children(cli_pid):
         try:
             if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                return _rss_mb(pid)
+                return rss_mib(pid)
         except OSError:
             continue
     return 0.0
@@ -188,13 +180,13 @@ def soak(target: Path, requests: int = 1000, threads: int = 1) -> SoakResult:
                     if name == CRASH:
                         crash_errors.append(reply.json().get("error", {}).get("message", ""))
                 if n % 25 == 0 or n == 1:
-                    rss = _rss_mb(cli)
+                    rss = rss_mib(cli)
                     first = first or rss
                     peak = max(peak, rss)
-                    engine_peak = max(engine_peak, _engine_rss_mb(cli))
+                    engine_peak = max(engine_peak, _engine_rss_mib(cli))
         alive = process.poll() is None
-        peak = max(peak, _rss_mb(cli))
-        engine_peak = max(engine_peak, _engine_rss_mb(cli))
+        peak = max(peak, rss_mib(cli))
+        engine_peak = max(engine_peak, _engine_rss_mib(cli))
     finally:
         for sock in _IDLE:
             sock.close()

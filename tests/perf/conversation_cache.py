@@ -18,6 +18,7 @@ import time
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import FinishedEvent, TokenEvent
 from app.engine.local.engine import SpecEngine
+from app.platform.process_memory import rss_mib
 
 SUBJECTS = ("a parser for INI files", "retrying HTTP requests", "a thread-safe LRU cache", "reading CSV in chunks",
             "validating e-mail addresses", "a CLI with subcommands", "logging to a rotating file", "timing code",
@@ -38,14 +39,6 @@ def conversation(subject: str, turns: int = 6) -> list[dict]:
                 "input at the edge, and test the edge cases first: empty input, a very large input, and input "
                 "that arrives in pieces. The usual pitfall is sharing mutable state between callers.")})
     return messages
-
-
-def rss_mib() -> float:
-    with open("/proc/self/status", encoding="ascii") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def turn(engine: SpecEngine, messages: list[dict], session: str, label: str, reply_tokens: int) -> dict:

@@ -12,6 +12,7 @@ from typing import Iterator, Optional
 import pytest
 
 from tests.conftest import REAL_DRAFT, REAL_MODELS_DIR, REAL_TARGET
+from tests.support.ports import free_port  # noqa: F401 (the remote tests import it from here)
 
 TOOLS_BIN = Path(os.environ.get("SPECCHAT_LLAMA_REFERENCE")
                  or Path.home() / ".cache" / "specchat-llama-reference") / "bin"
@@ -27,12 +28,6 @@ def tool(name: str) -> Path:
         if not (REAL_MODELS_DIR / model).is_file():
             pytest.skip(f"real model {model} is absent")
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start(args: list, log: Path) -> subprocess.Popen:

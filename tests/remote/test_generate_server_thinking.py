@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import REAL_MODELS_DIR, REAL_TARGET
 from tests.remote.llama_tools import free_port, start, stop, tool, wait_for_port
 from tests.serve.test_reasoning_openai_sdk import _serving
-from tests.test_reasoning_real import THINK_BY_EXAMPLE
+from tests.engine.reasoning.test_reasoning_real import THINK_BY_EXAMPLE
 
 pytestmark = [pytest.mark.real_models, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]

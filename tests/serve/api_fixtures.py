@@ -158,6 +158,18 @@ def stream_chunks(url: str, body: dict, api_key: Optional[str] = None) -> list[d
     return chunks
 
 
+def stream_events(url: str, body: dict, events: list[str], answer: Optional[dict] = None) -> None:
+    """Stream a chat completion, each event's data appended to `events` as it arrives ([DONE] too), the response's
+    status to answer["status"]: for a test that acts while the reply streams."""
+    with client() as http:
+        with http.stream("POST", f"{url}/v1/chat/completions", json={**body, "stream": True}) as response:
+            if answer is not None:
+                answer["status"] = response.status_code
+            for line in response.iter_lines():
+                if line.startswith("data: "):
+                    events.append(line[len("data: "):])
+
+
 def streamed_text(chunks: list[dict]) -> str:
     return "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
 

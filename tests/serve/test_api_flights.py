@@ -9,6 +9,7 @@ from app.engine.config import GenerationConfig
 from app.engine.events import FinishedEvent, GenerationStats
 from app.engine.host.wire import EngineEvents, ReplyEnded, ReplyStarted
 from app.engine.targets import LocalModel
+from app.engine.host.stops import StopBoard
 from app.serve.engine.flights import ApiFlights, death_sentence, restarting
 from app.serve.jobs import STOPPED, JobEnded, JobFailed, JobStarted, ServeJob
 from app.serve.requests import ChatRequest
@@ -20,7 +21,7 @@ def _job(records: list) -> ServeJob:
 
 
 def _flights() -> ApiFlights:
-    return ApiFlights(multiprocessing.RawValue("q", 0), multiprocessing.RawValue("q", 0))
+    return ApiFlights(StopBoard(multiprocessing), StopBoard(multiprocessing))
 
 
 def test_answers_reach_their_own_job_and_others_are_left_to_the_window(tmp_path):
@@ -42,7 +43,8 @@ def test_the_windows_stop_is_said_to_its_client_and_reaches_the_engine():
     records: list = []
     flights.add(7, _job(records))
     flights.stop(7)
-    assert flights._gone_up_to.value == 7  # what the engine process reads every round
+    assert flights._gone.is_stopped(7)  # what the engine process reads every round
+    assert not flights._gone.is_stopped(6)  # a request answered beside it goes on
     flights.on_reply(ReplyEnded(7))
     assert records == [JobFailed(503, STOPPED), JobEnded()]
 

@@ -13,7 +13,7 @@ import pytest
 
 from app.testing.synthetic import write_tiny_model
 from tests.serve.api_fixtures import openai_sdk_serving
-from tests.test_reasoning_real import THINK_BY_EXAMPLE
+from tests.engine.reasoning.test_reasoning_real import THINK_BY_EXAMPLE
 
 R1_TEMPLATE = Path(__file__).parents[1] / "fixtures" / "chat_templates" / "deepseek-r1-distill-qwen.jinja"
 

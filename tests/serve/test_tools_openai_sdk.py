@@ -1,6 +1,6 @@
 """The official `openai` SDK against `serve` with the real Qwen2.5-Coder 1.5B (greedy, the 0.5B drafting): a tool
 is called with valid arguments, streamed and not; the tool's result gets an answer that uses it; tool_choice
-"required" always yields a call; response_format json_schema yields JSON that validates (tests/test_grammar_lossless.py: speculation under the
+"required" always yields a call; response_format json_schema yields JSON that validates (tests/engine/local/test_grammar_lossless.py: speculation under the
 same schemas)."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from app.replies.tool_loop import call_messages
 from app.store import SCHEMA_VERSION, ChatStore
 from app.store.tool_calls import ToolCallRecord
 from app.ui.chat.chat_prompt import prompt_messages
-from support.old_schema import take_back
+from tests.support.old_schema import take_back
 
 CALL = ToolCallRecord(id="call_1", name="read_note", arguments='{"name": "monday"}', server="notes",
                       tool="read_note", answer="once", result="Note monday: buy milk", seconds=0.2)

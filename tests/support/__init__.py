@@ -5,5 +5,7 @@
 - processes.py: Ctrl-C sent to a child process, with a deadline, the child never left behind.
 - threads.py: the SpecChat threads a test left running, each given a deadline to end.
 - old_schema.py: A chat database taken back to an older schema version, to test its migration.
+- ports.py: a free TCP port on 127.0.0.1, for a test's server.
+- mcp_files.py: mcp.json files that list the test tool server, for the window's tests.
 - malformed_models.py: Damaged GGUF files, each broken in one way that makes llama.cpp refuse it or abort, for tests of the refusals.
 """

@@ -11,6 +11,7 @@ from PySide6.QtCore import QCoreApplication, QEvent
 from PySide6.QtWidgets import QApplication
 
 from app.store import AppSettings, save_settings
+from tests.support.mcp_files import write_mcp_file
 from tests.support.threads import no_thread_leaks  # noqa: F401 (autouse: every window test)
 from app.ui.shell.qt_check import pyside_problem
 
@@ -108,3 +109,16 @@ def make_window(qtbot, model_folder):
     yield make
     for window in windows:
         window.shutdown()
+
+
+@pytest.fixture
+def mcp_window(make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path):
+    """A window over the scripted engine whose mcp.json lists the test tool server as "notes", its server ready and
+    the tiny target loaded. Its chats offer no tools until one turns them on."""
+    from window_helpers import choose_pair
+
+    mcp = write_mcp_file(tmp_path / "mcp.json")
+    window = make_window(engine_factory=fake_engine, mcp_file=str(mcp))
+    qtbot.waitUntil(lambda: bool(window.tools.servers.tools()), timeout=60000)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
+    return window

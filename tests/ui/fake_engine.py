@@ -176,6 +176,11 @@ class FakeEngine:
     def idle_step(self) -> bool:
         return False
 
+    parallel = 1  # one reply at a time: its events never wait for a step
+
+    def step(self) -> bool:
+        return False
+
     def unload(self) -> None:
         self.loaded_target = None
         self.draft_path = None

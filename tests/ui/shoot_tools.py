@@ -4,7 +4,6 @@ one waits for the person's answer; Settings > Tools shows the test tool server (
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
@@ -22,6 +21,7 @@ from app.engine.events import GenerationStats  # noqa: E402
 from app.store import AppSettings, ChatSettings, ChatStore, save_settings  # noqa: E402
 from app.store.tool_calls import ToolCallRecord  # noqa: E402
 from app.ui.settings.dialog import AppSettingsDialog  # noqa: E402
+from tests.support.mcp_files import write_mcp_file  # noqa: E402
 from app.ui.shell.main_window import MainWindow  # noqa: E402
 
 
@@ -33,9 +33,7 @@ def _settle(app: QApplication, seconds: float) -> None:
 
 def main() -> None:
     out = Path(sys.argv[1])
-    mcp = Path(os.environ["SPECCHAT_HOME"]) / "mcp.json"
-    mcp.write_text(json.dumps({"mcpServers": {"notes": {
-        "command": sys.executable, "args": ["-m", "tests.tool_servers.tool_server"], "cwd": str(ROOT)}}}))
+    mcp = write_mcp_file(Path(os.environ["SPECCHAT_HOME"]) / "mcp.json")
     store = ChatStore()
     chat = store.create_chat("My notes", settings=ChatSettings(tools=True))
     stats = GenerationStats(tokens=21, elapsed_s=0.5, tokens_per_second=42.0)

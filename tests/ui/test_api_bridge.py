@@ -13,8 +13,9 @@ from app.engine.host.wire import ReplyStarted
 from app.serve.engine.flights import STOP_GRACE_S
 from app.ui.engine_link.api_bridge import ApiSpec, WindowApi
 from app.ui.engine_link.engine_process import EngineProcess
-from tests.serve.api_fixtures import DEADLINE_S, chat_body, client, httpx, stream_chunks, streamed_text
-from window_helpers import choose_pair
+from tests.serve.api_fixtures import (DEADLINE_S, chat_body, client, httpx, stream_chunks, stream_events,
+                                      streamed_text)
+from window_helpers import api_window
 
 
 def test_a_port_in_use_is_one_sentence(qtbot):
@@ -30,23 +31,11 @@ def test_a_port_in_use_is_one_sentence(qtbot):
 
 
 def test_the_persons_message_goes_before_api_requests_that_wait(make_window, qtbot, model_folder, tiny_models):
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    window = make_window(api_server=True, api_port=port)
-    choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft.name)
+    window = api_window(make_window, qtbot, model_folder, tiny_models)
     control = window.api_server
-    qtbot.waitUntil(lambda: bool(control.state.url), timeout=int(DEADLINE_S * 1000))
     url = control.state.url
-    done: dict = {}
-
-    def long_reply() -> None:
-        with client() as http:
-            body = {**chat_body("the cat and the dog", 1500), "stream": True}
-            with http.stream("POST", f"{url}/v1/chat/completions", json=body) as response:
-                done["long"] = [line for line in response.iter_lines() if line.startswith("data: ")]
-
-    first = threading.Thread(target=long_reply)
+    done: dict = {"long": []}
+    first = threading.Thread(target=stream_events, args=(url, chat_body("the cat and the dog", 1500), done["long"]))
     first.start()
     qtbot.waitUntil(lambda: bool(control.state.serving), timeout=int(DEADLINE_S * 1000))
     serving = control.state.serving
@@ -74,13 +63,8 @@ def test_an_engine_stuck_after_its_api_client_left_is_replaced(make_window, qtbo
                                                                tiny_models):
     # A template or llama.cpp call that never returns: once its client has gone and the reply has not ended within
     # STOP_GRACE_S, the window replaces its engine process, and the API answers the next request with the fresh one.
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    window = make_window(engine_factory=fake_engine, api_server=True, api_port=port)
-    choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
+    window = api_window(make_window, qtbot, model_folder, tiny_models, fake_engine=fake_engine, draft=False)
     control = window.api_server
-    qtbot.waitUntil(lambda: bool(control.state.url), timeout=int(DEADLINE_S * 1000))
     url, engine = control.state.url, window.engine_process.pid()
     fake_engine.hang_in_chat = True
 
@@ -110,12 +94,7 @@ def test_the_windows_api_refuses_a_grammar_bomb_and_answers_the_next_request(mak
     # the window shares: the window's API refuses it with serve's sentence before any grammar is built.
     from tests.serve.test_api_grammar_limits import LONG_STRING
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    window = make_window(api_server=True, api_port=port)
-    choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft.name)
-    qtbot.waitUntil(lambda: bool(window.api_server.state.url), timeout=int(DEADLINE_S * 1000))
+    window = api_window(make_window, qtbot, model_folder, tiny_models)
     url = window.api_server.state.url
     body = chat_body("JSON please", 8, response_format={"type": "json_schema",
                                                         "json_schema": {"name": "x", "schema": LONG_STRING}})

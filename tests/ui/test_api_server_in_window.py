@@ -12,21 +12,13 @@ import threading
 import pytest
 
 from app.ui.settings.api_server_page import ApiServerChoice
-from tests.serve.api_fixtures import DEADLINE_S, chat_body, client, stream_chunks, streamed_tokens
-from window_helpers import choose_pair
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.serve.api_fixtures import DEADLINE_S, chat_body, client, stream_chunks, stream_events, streamed_tokens
+from window_helpers import api_window, choose_pair
 
 
 def test_the_window_serves_its_models_and_stops_a_request(make_window, qtbot, model_folder, tiny_models):
-    window = make_window(api_server=True, api_port=_free_port())
-    choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft.name)
+    window = api_window(make_window, qtbot, model_folder, tiny_models)
     control = window.api_server
-    qtbot.waitUntil(lambda: bool(control.state.url), timeout=int(DEADLINE_S * 1000))
     assert control.indicator.text() == (f"<a href='#page'>API at {control.state.url.split('://')[1]}</a>"
                                         " · answers with tiny-target")
 
@@ -41,15 +33,13 @@ def test_the_window_serves_its_models_and_stops_a_request(make_window, qtbot, mo
     # Stop for the short request, and a Stop for it would not stop the long one.
     qtbot.waitUntil(lambda: "API at" in control.indicator.text(), timeout=int(DEADLINE_S * 1000))
 
-    def long_reply() -> None:
-        with client() as http:
-            body = {**chat_body("the cat and the dog", 1500), "stream": True}
-            with http.stream("POST", f"{control.state.url}/v1/chat/completions", json=body) as response:
-                done["long"] = [line for line in response.iter_lines() if line.startswith("data: ")]
-
-    long = threading.Thread(target=long_reply)
+    done["long"] = []
+    long = threading.Thread(target=stream_events, args=(control.state.url, chat_body("the cat and the dog", 1500),
+                                                        done["long"]))
     long.start()
     qtbot.waitUntil(lambda: "answering a request" in control.indicator.text(), timeout=int(DEADLINE_S * 1000))
+    # Its first event is out (a Stop before the engine starts it is a 503 "cancelled before it started").
+    qtbot.waitUntil(lambda: bool(done["long"]), timeout=int(DEADLINE_S * 1000))
     control.indicator.linkActivated.emit("#stop")  # the footer's Stop link
     qtbot.waitUntil(lambda: not long.is_alive(), timeout=int(DEADLINE_S * 1000))
     assert "stopped in the SpecChat window" in done["long"][-1]
@@ -122,11 +112,9 @@ def test_an_api_request_that_kills_the_engine_gets_a_sentence_and_the_api_keeps_
         make_window, qtbot, fake_engine, model_folder, tiny_models):
     # The API's HTTP side runs in the window's process, so what kills the engine (llama.cpp's abort, SIGILL) costs
     # its client one error with a sentence, and the server never stops listening.
-    window = make_window(engine_factory=fake_engine, api_server=True, api_port=_free_port())
+    window = api_window(make_window, qtbot, model_folder, tiny_models, fake_engine=fake_engine, draft=False)
     target = model_folder / tiny_models.target.name
-    choose_pair(qtbot, window, target, None)
     control = window.api_server
-    qtbot.waitUntil(lambda: bool(control.state.url), timeout=int(DEADLINE_S * 1000))
     url = control.state.url
     outcome: dict = {}
 
@@ -157,24 +145,13 @@ def test_an_api_request_that_kills_the_engine_gets_a_sentence_and_the_api_keeps_
 
 def test_an_engine_killed_mid_reply_costs_the_api_client_one_error_and_the_api_answers_again(
         make_window, qtbot, model_folder, tiny_models):
-    window = make_window(api_server=True, api_port=_free_port())
-    choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft.name)
+    window = api_window(make_window, qtbot, model_folder, tiny_models)
     control = window.api_server
-    qtbot.waitUntil(lambda: bool(control.state.url), timeout=int(DEADLINE_S * 1000))
     url = control.state.url
     engine = window.engine_process.pid()
     done: dict = {"events": []}
-
-    def long_reply() -> None:
-        with client() as http:
-            body = {**chat_body("the cat and the dog", 3000), "stream": True}
-            with http.stream("POST", f"{url}/v1/chat/completions", json=body) as response:
-                done["status"] = response.status_code
-                for line in response.iter_lines():
-                    if line.startswith("data: "):
-                        done["events"].append(line[len("data: "):])
-
-    streaming = threading.Thread(target=long_reply)
+    streaming = threading.Thread(target=stream_events, args=(url, chat_body("the cat and the dog", 3000),
+                                                             done["events"], done))
     streaming.start()
     qtbot.waitUntil(lambda: len(done["events"]) >= 2, timeout=int(DEADLINE_S * 1000))  # its first token is out
     with qtbot.waitSignal(window.engine_process.sig_worker_died, timeout=int(DEADLINE_S * 1000)):

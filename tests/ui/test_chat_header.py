@@ -3,22 +3,15 @@ model asks before loading it: that model also answers the local API, which must 
 
 from __future__ import annotations
 
-import socket
-
 from app.store import ChatSettings
 from tests.serve.api_fixtures import DEADLINE_S
+from tests.support.ports import free_port
 from window_helpers import choose_pair
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_opening_a_chat_with_another_model_asks_first_and_keeps_the_apis_model(make_window, qtbot, model_folder,
                                                                               tiny_models):
-    window = make_window(api_server=True, api_port=_free_port())
+    window = make_window(api_server=True, api_port=free_port())
     target = str(model_folder / tiny_models.target.name)
     other = str(model_folder / tiny_models.draft_identical.name)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft.name)

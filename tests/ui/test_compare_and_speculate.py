@@ -6,6 +6,7 @@ be made slow enough to send a message in the middle of it.
 
 from __future__ import annotations
 
+from app.replies.status_words import sentence
 from app.ui.chat.compare_plain import CANCELLED_BY_REPLY
 from app.ui.chat.speculate_anyway import ANYWAY_LINK, AUTO_LINK, FIXED_DRAFT_LENGTH, OFFER
 from window_helpers import choose_pair, click_link, send_and_wait
@@ -135,6 +136,10 @@ def test_speculate_anyway_fixes_the_draft_length_for_this_chat(make_window, qtbo
     fixed = "Drafting every round, at the draft length set for this chat, even where that is slower."
     assert window.footer.status_line.text() == fixed
     assert "Back to automatic" in offer.label.text() and "Drafting" not in offer.label.text()
+    # The link says what it undoes, whatever the status line says by then (the screenshots showed a change of
+    # threads there, and a bare "· Back to automatic" beside it).
+    window.footer.show_status(sentence("Now using 1 CPU thread instead of 2: another program is busy."))
+    assert offer.label.text().startswith("Fixed draft length: ")
     send_and_wait(qtbot, window, "again")
     assert fake_engine.configs[-1]["draft_max"] == FIXED_DRAFT_LENGTH
     assert window.footer.status_line.text() == fixed

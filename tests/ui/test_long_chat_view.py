@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.store import ChatStore
-from app.ui.chat.conversation import PAGE_MESSAGES
+from app.ui.transcript.chat_pages import PAGE_MESSAGES
 
 
 def _long_chat(n: int) -> int:

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import pytest
 
 from app.mcp.records import find_tool
 from app.replies.tool_loop import REFUSED, STOPPED
+from tests.support.mcp_files import ROOT, write_mcp_file
 from window_helpers import choose_pair, click_link, send_and_wait
 
-ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_MS = 60000
 
 
@@ -25,16 +24,10 @@ def _call(name: str, arguments: dict) -> str:
 
 
 @pytest.fixture
-def tool_window(make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path):
-    """A window whose mcp.json lists the test server as "notes", its servers ready and a model loaded."""
-    mcp = tmp_path / "mcp.json"
-    mcp.write_text(json.dumps({"mcpServers": {"notes": {
-        "command": sys.executable, "args": ["-m", "tests.tool_servers.tool_server"], "cwd": str(ROOT)}}}))
-    window = make_window(engine_factory=fake_engine, mcp_file=str(mcp))
-    qtbot.waitUntil(lambda: bool(window.tools.servers.tools()), timeout=DEADLINE_MS)
-    choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
-    window.update_chat_settings(tools=True)  # tools are off in a chat until it turns them on
-    return window
+def tool_window(mcp_window):
+    """The test server's window (conftest's mcp_window) with tools on in its chat."""
+    mcp_window.update_chat_settings(tools=True)  # tools are off in a chat until it turns them on
+    return mcp_window
 
 
 def _ask(qtbot, window, question: str) -> int:
@@ -47,6 +40,15 @@ def _ask(qtbot, window, question: str) -> int:
 def _answer(qtbot, window, reply_id: int, label: str, answer: str) -> None:
     view = window.chat_view
     click_link(qtbot, view, label, view.action_href("toolanswer", f"{reply_id}.0.{answer}"))
+
+
+def _allowed(qtbot, window, fake_engine, question: str) -> tuple[int, str]:
+    """Send `question`, allow its call once and wait for the answer after it: (the calling reply's id, what the
+    model was sent as the call's result)."""
+    reply_id = _ask(qtbot, window, question)
+    with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=DEADLINE_MS):
+        _answer(qtbot, window, reply_id, "Allow once", "once")
+    return reply_id, fake_engine.requests[-1][-1]["content"]
 
 
 @pytest.mark.slow
@@ -151,10 +153,7 @@ def test_a_crashing_tool_server_gets_its_sentence_and_the_chat_stays_usable(tool
     fake_engine.reply = _call("crash", {})
     fake_engine.after_tool_reply = "The tool server is gone."
     window, view = tool_window, tool_window.chat_view
-    reply_id = _ask(qtbot, window, "Crash it.")
-    with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=DEADLINE_MS):
-        _answer(qtbot, window, reply_id, "Allow once", "once")
-    sentence = fake_engine.requests[-1][-1]["content"]
+    _, sentence = _allowed(qtbot, window, fake_engine, "Crash it.")
     assert sentence.startswith('Tool server "notes" stopped')
     qtbot.waitUntil(lambda: "▸ Tool crash (notes) · failed" in view.toPlainText(), timeout=DEADLINE_MS)
     assert [state.phase for state in window.tools.servers.states()] == ["failed"]
@@ -170,10 +169,7 @@ def test_a_ten_megabyte_result_is_cut_for_the_model_and_for_the_eye(tool_window,
     fake_engine.reply = _call("huge", {})
     fake_engine.after_tool_reply = "That was long."
     window, view = tool_window, tool_window.chat_view
-    reply_id = _ask(qtbot, window, "Read it all.")
-    with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=DEADLINE_MS):
-        _answer(qtbot, window, reply_id, "Allow once", "once")
-    sent = fake_engine.requests[-1][-1]["content"]
+    reply_id, sent = _allowed(qtbot, window, fake_engine, "Read it all.")
     assert len(sent) < 101_000 and "10,000,000 characters" in sent
     click_link(qtbot, view, "▸ Tool huge", view.action_href("toolcall", f"{reply_id}.0"))
     qtbot.waitUntil(lambda: "Showing the first 4,000 of" in view.toPlainText(), timeout=5000)
@@ -183,9 +179,7 @@ def test_a_ten_megabyte_result_is_cut_for_the_model_and_for_the_eye(tool_window,
 @pytest.fixture
 def two_server_window(make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path):
     """Servers "first" and "second" with the same tools: "read_note" is first's while first runs."""
-    server = {"command": sys.executable, "args": ["-m", "tests.tool_servers.tool_server"], "cwd": str(ROOT)}
-    mcp = tmp_path / "mcp.json"
-    mcp.write_text(json.dumps({"mcpServers": {"first": server, "second": server}}))
+    mcp = write_mcp_file(tmp_path / "mcp.json", ("first", "second"))
     window = make_window(engine_factory=fake_engine, mcp_file=str(mcp))
     qtbot.waitUntil(lambda: [s.phase for s in window.tools.servers.states()] == ["ready", "ready"],
                     timeout=DEADLINE_MS)
@@ -260,9 +254,7 @@ def test_a_hostile_tool_name_is_shown_as_it_is(make_window, qtbot, fake_engine, 
 @pytest.mark.real_models
 def test_the_real_model_calls_a_tool_in_the_window_and_answers_from_its_result(make_window, qtbot, real_models,
                                                                                  tmp_path):
-    mcp = tmp_path / "mcp.json"
-    mcp.write_text(json.dumps({"mcpServers": {"notes": {
-        "command": sys.executable, "args": ["-m", "tests.tool_servers.tool_server"], "cwd": str(ROOT)}}}))
+    mcp = write_mcp_file(tmp_path / "mcp.json")
     window = make_window(folders=[str(real_models["target"].parent)], mcp_file=str(mcp), context_size=4096)
     qtbot.waitUntil(lambda: bool(window.tools.servers.tools()), timeout=DEADLINE_MS)
     window.choose_target(str(real_models["target"]))

@@ -4,31 +4,14 @@ a chat that turns them on says so in its header, and only its prompts carry the 
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
-
-import pytest
 from PySide6.QtWidgets import QDialog
 
 from app.store import ChatSettings
 from app.store.presets import Preset, applied
 from app.ui.settings.dialog import ChatSettingsDialog
-from window_helpers import choose_pair, send_and_wait
+from window_helpers import send_and_wait
 
-ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_MS = 60000
-
-
-@pytest.fixture
-def mcp_window(make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path):
-    mcp = tmp_path / "mcp.json"
-    mcp.write_text(json.dumps({"mcpServers": {"notes": {
-        "command": sys.executable, "args": ["-m", "tests.tool_servers.tool_server"], "cwd": str(ROOT)}}}))
-    window = make_window(engine_factory=fake_engine, mcp_file=str(mcp))
-    qtbot.waitUntil(lambda: bool(window.tools.servers.tools()), timeout=DEADLINE_MS)
-    choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
-    return window
 
 
 def test_an_mcp_file_offers_no_chat_its_tools_until_the_chat_turns_them_on(mcp_window, qtbot, fake_engine,

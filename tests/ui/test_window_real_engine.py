@@ -127,7 +127,7 @@ def test_a_finished_reply_is_in_the_database_at_once(make_window, qtbot, model_f
 def test_stop_on_the_real_engine(make_window, qtbot, model_folder, tiny_models):
     """Stop pressed while the real engine writes: the window is free at once and the engine takes the next
     message. Pressed right after Send, so no timing decides whether there is still something to stop (the
-    engine's side, a partial reply kept, is tests/test_engine.py's stop test)."""
+    engine's side, a partial reply kept, is tests/engine/local/test_engine.py's stop test)."""
     window = make_window()
     target, draft = _pair(model_folder, tiny_models)
     choose_pair(qtbot, window, target, draft)

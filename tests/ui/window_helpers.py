@@ -25,11 +25,23 @@ def send_and_wait(qtbot, window, text: str, timeout: int = 30000):
     return blocker.args[0]
 
 
+def api_window(make_window, qtbot, model_folder, tiny_models, *, fake_engine=None, draft: bool = True):
+    """A window whose API listens on a free port and answers with the tiny target (and its draft, unless `draft` is
+    False), over the scripted engine when `fake_engine` is given; returns it once the API's address is known."""
+    from tests.serve.api_fixtures import DEADLINE_S
+    from tests.support.ports import free_port
+
+    window = make_window(engine_factory=fake_engine, api_server=True, api_port=free_port())
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name,
+                model_folder / tiny_models.draft.name if draft else None)
+    qtbot.waitUntil(lambda: bool(window.api_server.state.url), timeout=int(DEADLINE_S * 1000))
+    return window
+
+
 def wait_ms(qtbot, ms: int) -> None:
     end = time.monotonic() + ms / 1000
     while time.monotonic() < end:
         qtbot.wait(10)
-
 
 
 def click_link(qtbot, view, label: str, href: str) -> None:

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.test_cli_validation import cli, one_line_error
+from tests.cli.test_cli_validation import cli, one_line_error
 from tests.vision.mtmd_reference import MARKER, mtmd_cli_reply, reply_matches
 
 QUESTION = "What is in this picture?"

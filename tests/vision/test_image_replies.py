@@ -116,3 +116,16 @@ def test_a_servers_model_refuses_pictures_with_a_sentence(pictures):
 
     with pytest.raises(PromptFormatError, match="local model with its projector"):
         RemoteEngine(LoadSettings()).reply(ask(pictures[0]), CONFIGS["plain"])
+
+
+def test_pictures_with_requests_side_by_side_get_a_sentence(vision_models, pictures):
+    from app.engine.config import LoadSettings
+
+    engine = SpecEngine(LoadSettings(n_ctx=1024, n_threads=1, n_parallel=2))
+    try:
+        engine.load_target(vision_models.target)
+        engine.load_projector(vision_models.mmproj)
+        with pytest.raises(PromptFormatError, match="one request at a time"):
+            list(engine.chat(ask(pictures[0]), CONFIGS["plain"]))
+    finally:
+        engine.close()

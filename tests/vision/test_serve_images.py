@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import pytest
 
 from tests.serve.api_fixtures import DEADLINE_S
-from tests.test_cli_validation import ROOT
+from tests.cli.test_cli_validation import ROOT
 from tests.vision.mtmd_reference import MARKER, mtmd_cli_reply, reply_matches
 
 openai = pytest.importorskip("openai")

@@ -148,6 +148,13 @@ class DispatchingEngine:
     def idle_step(self) -> bool:
         return self.active.idle_step()
 
+    @property
+    def parallel(self) -> int:
+        return self.active.parallel
+
+    def step(self) -> bool:
+        return self.active.step()
+
     def count_tokens(self, messages: Sequence[dict], config: Optional[GenerationConfig] = None) -> int:
         return self.active.count_tokens(messages, config)
 

@@ -66,7 +66,7 @@ class ListDevices:
 @dataclass(frozen=True)
 class ForgetChat:
     """A chat was deleted: its text leaves the history drafter's file and its saved KV states leave the disk.
-    `session` is its engine session (app.ui.chat.conversation.chat_session)."""
+    `session` is its engine session (app.ui.chat.chat_prompt.chat_session)."""
 
     request_id: int
     session: str
@@ -123,13 +123,15 @@ class LoadingModel:
 
 @dataclass(frozen=True)
 class ModelsLoaded:
-    """The models are loaded and ready; `placement_note` says where they run, for a person."""
+    """The models are loaded and ready; `placement_note` says where they run, for a person. `parallel`: the
+    requests the engine answers side by side (n_ctx tokens each)."""
 
     request_id: int
     target: Optional[Target]
     draft: Optional[Path]
     n_ctx: int
     placement_note: str
+    parallel: int = 1
 
 
 @dataclass(frozen=True)

@@ -4,14 +4,16 @@ llama.cpp stops its whole process with abort() on inputs it does not validate, s
 itself: it starts this loop in a child process (multiprocessing, "spawn") and supervises it. Everything that
 crosses the pipe is a record of app.engine.host.wire, so this module knows nothing of Qt.
 
-Requests are handled one at a time in order; a GenerateReply's replies are EngineEvents batches, then ReplyFailed
-if it failed, then always ReplyEnded. Stop crosses as a shared integer (see app.engine.host.wire).
+Requests are answered in order, one at a time, or side by side when the engine decodes several in one batch
+(ChatEngine.parallel > 1: _WorkerLoop says how). A GenerateReply's replies are EngineEvents batches, then
+ReplyFailed if it failed, then always ReplyEnded. Stop crosses as a shared integer (see app.engine.host.wire).
 
 The local API's requests come as AnswerChat and AnswerCompletion (app.engine.host.api_answers answers them), from
 `specchat-cli serve`'s client (app.serve.engine.client) and from the window's API (app.ui.engine_link.api_bridge),
 whose HTTP side runs in the parent, so a crash here costs its clients one error each, never their connections.
-Their Stop is a shared integer of their own, `api_stopped_up_to` (the window's ids and the API's are counted
-apart), and a third one, `enough_up_to`, says a stop string came: the reply ends, its totals still come.
+Their Stop is a flag per request on a shared board of their own, `api_gone` (app.engine.host.stops: the window's
+ids and the API's are counted apart, and API requests run side by side), and a second board, `api_enough`, says a
+stop string came: the reply ends, its totals still come.
 """
 
 from __future__ import annotations
@@ -23,14 +25,16 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from collections import deque
+from typing import Callable, Iterable, Iterator, Optional
 
 from app.engine.child_process import die_with_parent
 from app.engine.config import LoadSettings
 from app.engine.errors import EngineError
-from app.engine.events import RoundEvent, TokenEvent
+from app.engine.events import RoundEvent, TokenEvent, WaitingEvent
 from app.engine.host.api_answers import abort_if_asked, answer_api
 from app.engine.host.errands import run_errand
+from app.engine.host.stops import StopBoard
 from app.engine.host.wire import (
     AnswerChat, AnswerCompletion, EngineEvents, ForgetChat, GenerateReply, ListDevices, LoadFailed, LoadingModel,
     LoadModels, MeasureApiHistory, ModelsLoaded, Reply, ReplyEnded, ReplyFailed, ReplyStarted, Shutdown,
@@ -84,7 +88,8 @@ def _redirect_stderr(log_path: Optional[str]) -> None:
 
 
 def run_worker(conn, cancelled_up_to, log_path: Optional[str] = None,
-               engine_factory: Optional[Callable] = None, api_stopped_up_to=None, enough_up_to=None) -> None:
+               engine_factory: Optional[Callable] = None, api_gone: Optional[StopBoard] = None,
+               api_enough: Optional[StopBoard] = None) -> None:
     """The worker process's main function (multiprocessing target)."""
     # ggml's abort handler otherwise runs gdb to print a backtrace: seconds of delay before the crash is reported.
     os.environ["GGML_NO_BACKTRACE"] = "1"
@@ -94,8 +99,7 @@ def run_worker(conn, cancelled_up_to, log_path: Optional[str] = None,
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent()  # at once when the parent is killed outright; the watch below covers other systems
     _exit_with_parent()
-    host = _WorkerLoop(conn, cancelled_up_to, engine_factory or default_engine_factory, api_stopped_up_to,
-                       enough_up_to)
+    host = _WorkerLoop(conn, cancelled_up_to, engine_factory or default_engine_factory, api_gone, api_enough)
     try:
         host.serve()
     finally:
@@ -115,17 +119,67 @@ def _exit_with_parent() -> None:
     threading.Thread(target=watch, name="parent watch", daemon=True).start()
 
 
-class _WorkerLoop:
-    """Runs in the worker process's main thread only."""
+class _Outbox:
+    """One request's records on their way to the pipe. Token and round events cross in batches: one message per
+    token costs the window's thread time that, on a small CPU, is taken from decoding (llama.cpp keeps every core
+    busy). Any other record (the context, a notice, the finish, whatever the engine adds later) flushes the batch
+    and goes at once, and so does the first token: how soon a reply starts is what a person waits for."""
 
-    def __init__(self, conn, cancelled_up_to, engine_factory: Callable, api_stopped_up_to=None, enough_up_to=None):
+    def __init__(self, send: Callable[[Reply], None]):
+        self._send = send
+        self._batch: list = []
+        self._last_sent = time.monotonic()
+        self._first = True
+
+    def put(self, event: object) -> None:
+        if isinstance(event, (ReplyStarted, ReplyFailed)):  # an API request's own records cross as they are
+            self.flush()
+            self._send(event)
+            return
+        self._batch.append(event)
+        now = time.monotonic()
+        if (not isinstance(event, (TokenEvent, RoundEvent)) or now - self._last_sent >= STREAM_BATCH_S
+                or (self._first and isinstance(event, TokenEvent))):
+            self._first = self._first and not isinstance(event, TokenEvent)
+            self.flush()
+
+    def flush(self) -> None:
+        if self._batch:
+            self._send(EngineEvents(tuple(self._batch)))
+            self._batch = []
+        self._last_sent = time.monotonic()
+
+
+class _Answer:
+    """A request being answered: its records, its Stop, and what it says when it fails."""
+
+    def __init__(self, request_id: int, events: Iterable[object], cancel: CancelSignal, outbox: _Outbox,
+                 failure: str = ""):
+        self.request_id = request_id
+        self.events: Iterator[object] = iter(events)
+        self.cancel = cancel
+        self.outbox = outbox
+        self.failure = failure  # "" : its events never raise (an API answer's failures are records already)
+
+
+class _WorkerLoop:
+    """Runs in the worker process's main thread only.
+
+    Requests are answered side by side when the engine decodes them so (ChatEngine.parallel > 1): between two of
+    its steps the loop reads the pipe, so a request sent while others are answered joins at the next step, and
+    each answer's records are sent as they come. Loading models and the errands wait until no answer runs."""
+
+    def __init__(self, conn, cancelled_up_to, engine_factory: Callable, api_gone: Optional[StopBoard] = None,
+                 api_enough: Optional[StopBoard] = None):
         self._conn = conn
-        self._enough_up_to = enough_up_to
+        self._api_enough = api_enough
         self._cancelled_up_to = cancelled_up_to
         self._engine_factory = engine_factory
         self._engine: Optional[ChatEngine] = None
         self._load: Optional[LoadSettings] = None
-        self._api_stopped_up_to = api_stopped_up_to
+        self._api_gone = api_gone
+        self._answers: list[_Answer] = []
+        self._later: deque = deque()  # loads and errands that came while answers ran
 
     def _send(self, message: Reply) -> None:
         self._conn.send(message)
@@ -134,6 +188,16 @@ class _WorkerLoop:
         self._send(WorkerReady())
         idle_work, idle_since = False, time.monotonic()
         while True:
+            if self._answers:
+                if not self._read_requests(block=False):
+                    return
+                self._advance()
+                idle_work, idle_since = True, time.monotonic()
+                continue
+            if self._later:
+                if not self._handle(self._later.popleft()):
+                    return
+                continue
             timeout = None
             if idle_work and self._engine is not None:
                 # Background work (measuring forward-pass costs) runs a step at a time once nothing has happened
@@ -146,23 +210,86 @@ class _WorkerLoop:
             if not ready:
                 idle_work = self._idle_step()
                 continue
-            try:
-                request = self._conn.recv()
-            except (EOFError, OSError):
-                return  # the window is gone
-            match request:
-                case Shutdown():
-                    return
-                case LoadModels():
-                    abort_if_asked(request)
-                    self._load_models(request)
-                case GenerateReply():
-                    self._generate(request)
-                case AnswerChat() | AnswerCompletion():
-                    self._answer_api(request)
-                case ListDevices() | ForgetChat() | MeasureApiHistory():
-                    self._send(run_errand(request))
-            idle_work, idle_since = True, time.monotonic()
+            if not self._read_requests(block=True):
+                return
+            if not self._answers:
+                idle_work, idle_since = True, time.monotonic()
+
+    def _read_requests(self, block: bool) -> bool:
+        """Take the requests the pipe holds (at least one when `block`); False when the loop is to end."""
+        try:
+            while block or self._conn.poll(0):
+                block = False
+                if not self._handle(self._conn.recv()):
+                    return False
+        except (EOFError, OSError):
+            return False  # the window is gone
+        return True
+
+    def _handle(self, request: object) -> bool:
+        match request:
+            case Shutdown():
+                return False
+            case GenerateReply():
+                self._start(self._generate(request))
+            case AnswerChat() | AnswerCompletion():
+                self._start(self._answer_api(request))
+            case LoadModels() | ListDevices() | ForgetChat() | MeasureApiHistory() if self._answers:
+                self._later.append(request)  # they change or use the models the answers run on
+            case LoadModels():
+                abort_if_asked(request)
+                self._load_models(request)
+            case ListDevices() | ForgetChat() | MeasureApiHistory():
+                self._send(run_errand(request))
+        return True
+
+    def _start(self, answer: Optional[_Answer]) -> None:
+        if answer is None:
+            return
+        self._answers.append(answer)
+        if _parallel(self._engine) <= 1:
+            self._advance()  # one at a time: it runs to its end before the pipe is read again
+
+    def _advance(self) -> None:
+        """Read every answer's records until it waits for the next step (or ends), then step the engine once."""
+        for answer in list(self._answers):
+            if not self._pump(answer):
+                self._answers.remove(answer)
+        if self._answers and self._engine is not None:
+            self._engine_step()
+
+    def _engine_step(self) -> None:
+        step = getattr(self._engine, "step", None)
+        if step is not None:
+            step()
+
+    def _pump(self, answer: _Answer) -> bool:
+        """Send `answer`'s records until it waits for a step (True) or has ended (False: ReplyEnded sent)."""
+        try:
+            for event in answer.events:
+                if answer.cancel.is_set():
+                    break  # stopped: nothing more, and no result, leaves this process
+                if isinstance(event, WaitingEvent):
+                    answer.outbox.flush()
+                    return True
+                answer.outbox.put(event)
+        except EngineError as exc:
+            answer.outbox.flush()  # what arrived is part of the reply the window keeps: it comes first
+            if not answer.cancel.is_set():
+                self._send(ReplyFailed(answer.request_id, str(exc)))
+        except Exception as exc:
+            traceback.print_exc()
+            answer.outbox.flush()
+            if not answer.cancel.is_set():
+                self._send(ReplyFailed(answer.request_id, f"{answer.failure}: {exc}"))
+        else:
+            if not answer.cancel.is_set():
+                answer.outbox.flush()
+        close = getattr(answer.events, "close", None)
+        if close is not None:
+            close()  # a stopped reply's generator ends now: its sequence is freed at the next step
+        self._send(ReplyEnded(answer.request_id))
+        return False
 
     def _idle_step(self) -> bool:
         if self._engine is None:
@@ -174,6 +301,11 @@ class _WorkerLoop:
             return False
 
     def close(self) -> None:
+        for answer in self._answers:
+            close = getattr(answer.events, "close", None)
+            if close is not None:
+                close()
+        self._answers = []
         if self._engine is not None:
             try:
                 self._engine.close()
@@ -217,74 +349,41 @@ class _WorkerLoop:
             self._send(LoadFailed(request_id, f"Loading failed: {exc}"))
             return
         self._send(ModelsLoaded(request_id, engine.loaded_target, Path(engine.draft_path) if engine.draft_path else None,
-                                engine.n_ctx, engine.placement_note))
+                                engine.n_ctx, engine.placement_note, _parallel(engine)))
 
-    # ----- generation
+    # ----- answers
 
-    def _generate(self, request: GenerateReply) -> None:
+    def _generate(self, request: GenerateReply) -> Optional[_Answer]:
         request_id = request.request_id
         cancel = CancelFlag(self._cancelled_up_to, request_id)
-        try:
-            if cancel.is_set():
-                return
-            engine = self._engine
-            if engine is None or engine.loaded_target is None:
-                self._send(ReplyFailed(request_id, "No model is loaded. Choose a model above."))
-                return
-            events: Iterable[object] = engine.reply(list(request.messages), request.config, cancel=cancel,
-                                                    request_id=request_id)
-            if request.config.tools:  # the window runs the calls: they cross as records, not as text
-                events = with_tool_calls(events, engine.tool_format, request.config.tools)
-            self._stream(events, cancel)
-        except EngineError as exc:
-            if not cancel.is_set():
-                self._send(ReplyFailed(request_id, str(exc)))
-        except Exception as exc:
-            traceback.print_exc()
-            if not cancel.is_set():
-                self._send(ReplyFailed(request_id, f"Generation failed: {exc}"))
-        finally:
+        if cancel.is_set():
             self._send(ReplyEnded(request_id))
+            return None
+        engine = self._engine
+        if engine is None or engine.loaded_target is None:
+            self._send(ReplyFailed(request_id, "No model is loaded. Choose a model above."))
+            self._send(ReplyEnded(request_id))
+            return None
+        events: Iterable[object] = _deferred(lambda: engine.reply(list(request.messages), request.config,
+                                                                  cancel=cancel, request_id=request_id))
+        if request.config.tools:  # the window runs the calls: they cross as records, not as text
+            events = with_tool_calls(events, engine.tool_format, request.config.tools)
+        return _Answer(request_id, events, cancel, _Outbox(self._send), failure="Generation failed")
 
-    def _answer_api(self, request: AnswerChat | AnswerCompletion) -> None:
+    def _answer_api(self, request: AnswerChat | AnswerCompletion) -> _Answer:
         request_id = request.request_id
-        # Its own "up to" integer: the window's ids and the API's are counted apart, and through one integer a Stop
-        # for either would stop the other's requests with lower ids.
-        gone = CancelFlag(self._api_stopped_up_to, request_id) if self._api_stopped_up_to is not None else _Never()
-        enough = CancelFlag(self._enough_up_to, request_id) if self._enough_up_to is not None else _Never()
+        # Flags of its own: the window's ids and the API's are counted apart, and API requests run side by side.
+        gone = self._api_gone.flag(request_id) if self._api_gone is not None else _Never()
+        enough = self._api_enough.flag(request_id) if self._api_enough is not None else _Never()
         abort_if_asked(request)
-        try:
-            self._stream(answer_api(self._engine, request, gone, enough), gone)
-        finally:
-            self._send(ReplyEnded(request_id))
+        return _Answer(request_id, answer_api(self._engine, request, gone, enough), gone, _Outbox(self._send))
 
-    def _stream(self, events: Iterable[object], cancel: CancelSignal) -> None:
-        # Token and round events cross in batches: one message per token costs the window's thread time that,
-        # on a small CPU, is taken from decoding (llama.cpp keeps every core busy). Any other record (the context,
-        # a notice, the finish, whatever the engine adds later) flushes the batch and goes at once.
-        # The first token goes at once: how soon a reply starts is what a person waits for.
-        batch: list = []
-        last_sent = time.monotonic()
-        first = True
-        try:
-            for event in events:
-                if cancel.is_set():
-                    return  # stopped: nothing more, and no result, leaves this process
-                if isinstance(event, (ReplyStarted, ReplyFailed)):  # an API request's own records cross as they are
-                    if batch:
-                        self._send(EngineEvents(tuple(batch)))
-                        batch = []
-                    self._send(event)
-                    continue
-                batch.append(event)
-                now = time.monotonic()
-                if (not isinstance(event, (TokenEvent, RoundEvent)) or now - last_sent >= STREAM_BATCH_S
-                        or (first and isinstance(event, TokenEvent))):
-                    first = first and not isinstance(event, TokenEvent)
-                    self._send(EngineEvents(tuple(batch)))
-                    batch, last_sent = [], now
-        finally:
-            # Also when the reply fails midway (a server's connection dropped): what arrived is part of the reply
-            # the window keeps, and it must arrive before the failure.
-            if batch and not cancel.is_set():
-                self._send(EngineEvents(tuple(batch)))
+
+def _deferred(make: Callable[[], Iterable[object]]) -> Iterator[object]:
+    """`make()`'s events, made at the first one read: what it raises is the answer's failure, sent as such."""
+    yield from make()
+
+
+def _parallel(engine: Optional[ChatEngine]) -> int:
+    """Requests the engine answers side by side (1 for an engine that answers one at a time)."""
+    return int(getattr(engine, "parallel", 1)) if engine is not None else 1

@@ -245,7 +245,7 @@ def render_prompt(
     notice, refused = "", False
     if template:
         try:
-            return _render_marked(template, history_for_template(template, messages), specials, budget_steps,
+            return _render_marked(template, messages_for_template(template, messages), specials, budget_steps,
                                   max_chars)
         except _OutOfBudget as exc:
             notice = str(exc)
@@ -261,7 +261,7 @@ def render_prompt(
             notice = f"{type(exc).__name__}: {exc}"
         notice = f"The model's chat template could not be used ({notice}), so the chat is formatted as ChatML."
     try:
-        rendered = _render_marked(CHATML, history_for_template(CHATML, messages), specials, budget_steps, max_chars)
+        rendered = _render_marked(CHATML, messages_for_template(CHATML, messages), specials, budget_steps, max_chars)
     except (_OutOfBudget, RecursionError, MemoryError) as exc:
         raise PromptFormatError(f"The conversation could not be formatted for the model ({exc or 'too large'}).") \
             from None
@@ -365,7 +365,7 @@ def reasoning_of(message: dict) -> str:
     return ""
 
 
-def history_for_template(template: Optional[str], messages: Sequence[dict]) -> list[dict]:
+def messages_for_template(template: Optional[str], messages: Sequence[dict]) -> list[dict]:
     """The messages as the template gets them: each reply's reasoning under the names the template reads, and
     under none where it reads none. Nothing else of a message changes."""
     keys = reasoning_keys_read(template)

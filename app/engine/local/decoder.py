@@ -1,7 +1,7 @@
 """The decoding loop: plain and speculative decoding are the same loop, a round drafts k >= 0 tokens and the target
 verifies [last token, draft...] in one batch.
 
-The target's cache always holds `history[:-1]`: the last token is evaluated at the head of the next verify batch,
+The target's cache always holds `written[:-1]`: the last token is evaluated at the head of the next verify batch,
 so a round with k = 0 is exactly plain decoding and costs one single-token forward pass.
 """
 
@@ -99,14 +99,14 @@ def generate(
     past: Optional[HistoryDrafter] = None,
     cancel: Optional[threading.Event] = None,
     request_id: int = 0,
-    on_history: Optional[Callable[[list[int]], None]] = None,
+    on_written: Optional[Callable[[list[int]], None]] = None,
     clock: Callable[[], float] = time.perf_counter,
     governor: Optional[ThreadGovernor] = None,
     grammar: Optional[GrammarMask] = None,
     splitter: Optional[ReplySplitter] = None,
     media: Optional[MediaPrompt] = None,
 ) -> Iterator[EngineEvent]:
-    """Yield token and round events, then one FinishedEvent. `on_history` receives prompt + kept tokens at the end.
+    """Yield token and round events, then one FinishedEvent. `on_written` receives prompt + kept tokens at the end.
     Every event goes through `splitter`, which tells each token's part (reasoning or answer; all answer without
     one); when the thinking reaches config.thinking_budget tokens, its end marker is written for the model.
     The drafters see every token of the reply, the thinking's too, so an answer can be drafted from its reasoning.
@@ -139,7 +139,7 @@ def generate(
         yield from unwritten(request_id, len(prompt), reply.reused, reply.split)
         return
     reply.prompt_done = clock()
-    history = reply.history
+    written = reply.written
 
     while not reply.stop_reason:
         if cancel.is_set():
@@ -147,10 +147,10 @@ def generate(
             break
         closing = reply.closing()
         if closing:
-            target.decode([history[-1], *closing[:-1]])
+            target.decode([written[-1], *closing[:-1]])
             yield from reply.write_closing(closing)
             continue
-        room = target.n_ctx - (len(history) - 1)
+        room = target.n_ctx - (len(written) - 1)
         if room <= 0:
             reply.stop_reason = "context_full"
             break
@@ -161,8 +161,8 @@ def generate(
         for change in _threads_event(request_id, governor.settle(), reply.tally.rounds - 1):
             yield from reply.split.feed(change)
     finished = reply.finish()
-    if on_history is not None:
-        on_history(history)
+    if on_written is not None:
+        on_written(written)
     yield from finished
 
 
@@ -172,16 +172,16 @@ def _round(target: LoadedModel, reply: Reply, policy: SpeculationPolicy, config:
            grammar: Optional[GrammarMask]) -> Iterator[EngineEvent]:
     """One round: plan it, draft, verify the draft in one batch, keep what the target accepted and roll back the
     rest. `room` is how many tokens the context has left."""
-    history, sampler, rng, request_id = reply.history, reply.sampler, reply.rng, reply.request_id
+    written, sampler, rng, request_id = reply.written, reply.sampler, reply.rng, reply.request_id
     k_max = reply.k_max(room)
     policy.note_threads(target.n_threads)
-    behind = draft_model.behind(history) if draft_model is not None and config.speculative else 0
-    plan, proposals = plan_round(policy, history, k_max, speculative=config.speculative, ngram=ngram,
+    behind = draft_model.behind(written) if draft_model is not None and config.speculative else 0
+    plan, proposals = plan_round(policy, written, k_max, speculative=config.speculative, ngram=ngram,
                                  has_model=draft_model is not None, past=past, model_behind=behind)
 
     t_draft = clock()
     if plan.drafter == "model" and plan.k > 0 and draft_model is not None:
-        draft = draft_model.propose(history, plan.k, sampler, rng, config.draft_p_min, cancel,
+        draft = draft_model.propose(written, plan.k, sampler, rng, config.draft_p_min, cancel,
                                     stop_below=plan.stop_below)
     elif plan.drafter in ("ngram", "history") and plan.k > 0:
         # Copied text stops before a picture's positions, which only a picture's embeddings may fill.
@@ -190,7 +190,7 @@ def _round(target: LoadedModel, reply: Reply, policy: SpeculationPolicy, config:
         draft = Draft(source="none")
     t_verify = clock()
 
-    target.decode([history[-1], *draft.tokens], logit_rows=range(len(draft.tokens) + 1))
+    target.decode([written[-1], *draft.tokens], logit_rows=range(len(draft.tokens) + 1))
     accepted, own_token = verify(target, draft, sampler, rng, grammar, reply.penalties)
     t_done = clock()
     kept = [*draft.tokens[:accepted], own_token]
@@ -206,7 +206,7 @@ def _round(target: LoadedModel, reply: Reply, policy: SpeculationPolicy, config:
             yield from reply.split.feed(change)
     yield from reply.keep(draft, accepted, own_token, round_index, target)
     # Roll back what the target refused; the draft model catches up at its next proposal.
-    target.truncate(len(history) - 1)
+    target.truncate(len(written) - 1)
 
 
 def _threads_event(request_id: int, change: Optional[ThreadChange], after_round: int) -> Iterator[ThreadsEvent]:

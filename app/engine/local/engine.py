@@ -16,10 +16,12 @@ from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.context_fit import SessionCuts
 from app.engine.errors import EngineError, PromptFormatError
 from app.engine.events import EngineEvent, FinishedEvent, NoticeEvent, RoundEvent, TokenEvent
+from app.engine.local.batch.driver import BatchDriver
+from app.engine.local.batch.scheduler import BatchRequest
 from app.engine.gguf.mmproj import mmproj_beside
 from app.engine.image_files import has_images, with_markers
 from app.engine.local.chat_format import RenderedPrompt
-from app.engine.local.kv_states.conversation_cache import ConversationCache
+from app.engine.local.kv_states.conversation_cache import CacheUse, ConversationCache
 from app.engine.local.decoder import generate
 from app.engine.local.grammar import GrammarMask, schema_grammar
 from app.engine.local.llama_model import LoadedModel
@@ -61,6 +63,8 @@ class SpecEngine:
         # The loaded target's index of each history book in use: "person" (history_file), "api" (API clients' own).
         self._histories: dict[str, HistorySync] = {}
         self._cuts = SessionCuts()
+        # Requests decoded side by side when the models hold several sequences (LoadSettings.n_parallel).
+        self._batch: Optional[BatchDriver] = None
         self.seeing = Seeing()  # the loaded target's projector, when it can see pictures
 
     # -- models -------------------------------------------------------------------------------------------------
@@ -107,6 +111,21 @@ class SpecEngine:
     def n_ctx(self) -> int:
         return self.models.n_ctx
 
+    @property
+    def parallel(self) -> int:
+        """Requests decoded side by side (1: one at a time; each reply's events then never wait for a step)."""
+        return self.models.parallel if self._batch is not None else 1
+
+    def step(self) -> bool:
+        """One forward pass over every reply decoded side by side: each yields WaitingEvent until it comes (see
+        app.engine.local.batch.driver). False when no reply waits for one."""
+        return self._batch.step() if self._batch is not None else False
+
+    def _new_batch(self) -> None:
+        target = self.models.target
+        self._batch = BatchDriver(target, self.models.draft) if target is not None and self.models.parallel > 1 \
+            else None
+
     def load_target(self, target: Target | str | Path, planned_draft: str | Path | None = None) -> None:
         """Load (or switch) the target. A loaded draft that is not compatible with the new target is unloaded.
 
@@ -124,9 +143,10 @@ class SpecEngine:
         self._template = loaded.metadata("tokenizer.chat_template")  # names the thinking's markers
         s = self.load_settings
         self._conversations = ConversationCache.for_target(loaded, s.kept_states_mib, s.saved_states_mib,
-                                                           on_disk=s.saved_states_mib >= 0)
+                                                           on_disk=s.saved_states_mib >= 0, n_ctx=self.n_ctx)
         self._ngram = NgramDrafter(is_control=loaded.is_control)
         self._histories = {}
+        self._new_batch()
         self.seeing.offer(mmproj_beside(path), loaded)
 
     def load_projector(self, path: str | Path | None) -> None:
@@ -141,7 +161,9 @@ class SpecEngine:
     def load_draft(self, path: str | Path | None) -> None:
         """Load, switch or (with None) unload the draft. Raises IncompatiblePairError for a mismatched vocabulary."""
         self.policies.models_changed()
+        self._batch = None  # its sequences name the old draft's
         self.models.load_draft(path)
+        self._new_batch()
 
     def reconfigure(self, load: LoadSettings) -> None:
         """Apply new load settings; models are reloaded only if something that matters to them changed."""
@@ -162,6 +184,7 @@ class SpecEngine:
     def _forget_target(self) -> None:
         self.seeing.close()
         self.models.close_target()
+        self._batch = None
         self._prompts = None
         self._conversations = None
         self._histories = {}
@@ -174,6 +197,9 @@ class SpecEngine:
     def forget_conversation(self, session: str) -> None:
         """Drop the KV states kept for `session` (a deleted chat), in memory and on disk."""
         if self._conversations is not None:
+            if self._batch is not None:
+                for seq in self._conversations.sequences_of(session):
+                    self._batch.forget(seq)
             self._conversations.forget(session)
 
     @property
@@ -195,7 +221,10 @@ class SpecEngine:
     def idle_step(self) -> bool:
         """Do one short piece of background work (one forward pass of measuring the loaded models' costs);
         False when there is nothing to do now. Call between requests only."""
-        return self.policies.idle_step()
+        worked = self.policies.idle_step()
+        if worked and self._batch is not None:
+            self._batch.scheduler.reset()  # the measurement used sequence 0: what the sequences hold is not known
+        return worked
 
     # -- prompts ------------------------------------------------------------------------------------------------
 
@@ -282,50 +311,84 @@ class SpecEngine:
         # A prompt with pictures reuses the live cache only (its pictures' placeholders are keyed by their bytes);
         # the kept conversations and the transcripts hold text prompts.
         conversations = self._conversations if media is None else None
-        found = None
-        if conversations is not None:
+        found: Optional[CacheUse] = None
+        restored: list[CacheUse] = []  # side by side: what the batch's sequence was given when the reply joined
+        kept = {}
+        if conversations is not None and self._batch is not None:
+            kept = self._kept_hooks(conversations, tokens, session, config.kept_scope, restored)
+        elif conversations is not None:
             found = conversations.prepare(tokens, session, self.models.draft, scope=config.kept_scope)
             if found.notice:
                 yield NoticeEvent(request_id, found.notice)
-        history: list[int] = []
+        written: list[int] = []
         splitter = self._splitter(text, config, start)
         call_pieces: list[str] = []  # the answer with control tokens by name, for reading tool calls
-        for event in generate(
-            target,
-            tokens,
-            config,
-            policy,
-            draft_model=ModelDrafter(draft) if draft is not None else None,
-            ngram=self._ngram if use_ngram else None,
-            past=past.drafter if past is not None else None,
-            cancel=cancel,
-            request_id=request_id,
-            on_history=history.extend,
-            governor=self.governor,
-            grammar=grammar,
-            splitter=splitter,
-            media=media,
-        ):
+        for event in self._decode(target, tokens, config, policy, draft, use_ngram, past, cancel, request_id,
+                                  written.extend, grammar, splitter, kept, media):
             if isinstance(event, RoundEvent):
                 self.policies.after_round(policy)
             if config.tools and isinstance(event, TokenEvent) and event.part == "answer":
                 call_pieces.append(reader_text(event.text, event.markup, self.tool_format))
             if isinstance(event, FinishedEvent):
+                if found is None and restored:
+                    found = restored[-1]
+                    if found.notice:
+                        yield NoticeEvent(request_id, found.notice)
                 if config.tools and "".join(call_pieces) != event.text:
                     event = dataclasses.replace(event, call_text="".join(call_pieces))
-                # History and the next turn's reuse take the reply as its tokens wrote it, thinking and markers too.
+                # The history drafter and the next turn's reuse take the reply as its tokens wrote it, thinking and
+                # markers too.
                 reply = splitter.raw_text
                 if found is not None and conversations is not None:  # restoring a kept state is part of reading the prompt
                     event = dataclasses.replace(event, stats=conversations.counted(found.charged(event.stats)))
                 if book is not None and reply:
                     book.record(session, prompts.new_text(text) + reply)
                 if media is None:
-                    prompts.remember(text + reply, history)
+                    prompts.remember(text + reply, written)
                 else:
-                    self.seeing.remember(text + reply, history, media)
+                    self.seeing.remember(text + reply, written, media)
             yield event
-        if conversations is not None:
+        if conversations is not None and self._batch is None:  # side by side, the batch's on_end saves it
             conversations.after_reply(session, self.models.draft)
+
+    def _decode(self, target: LoadedModel, tokens: list[int], config: GenerationConfig, policy, draft, use_ngram: bool,
+                past: Optional[HistorySync], cancel, request_id: int, on_written, grammar: Optional[GrammarMask],
+                splitter: ReplySplitter, kept: dict, media) -> Iterator[EngineEvent]:
+        """The reply's tokens, rounds and finish: decoded alone, or side by side with others (each request its own
+        n-gram drafter then, as each has its own text; `kept`: the batch's hooks for kept states)."""
+        if self._batch is not None and media is not None:
+            raise PromptFormatError("Pictures are read one request at a time: set Requests at once to 1 in "
+                                    "Settings (or leave out serve --parallel) to send them.")
+        if self._batch is not None:
+            ngram = None
+            if use_ngram:
+                ngram = NgramDrafter(is_control=target.is_control)
+                ngram.min_match = self._ngram.min_match
+            request = BatchRequest(tokens, config, policy, request_id, ngram=ngram,
+                                   past=past.drafter if past is not None else None, use_model=draft is not None,
+                                   grammar=grammar, splitter=splitter, on_written=on_written, **kept)
+            return self._batch.reply(request, cancel)
+        return generate(target, tokens, config, policy, draft_model=ModelDrafter(draft) if draft is not None else None,
+                        ngram=self._ngram if use_ngram else None, past=past.drafter if past is not None else None,
+                        cancel=cancel, request_id=request_id, on_written=on_written, governor=self.governor,
+                        grammar=grammar, splitter=splitter, media=media)
+
+    def _kept_hooks(self, conversations: ConversationCache, tokens: list[int], session: str, scope: str,
+                    restored: list[CacheUse]) -> dict:
+        """A reply decoded side by side: the kept state that shares most of its prompt is restored into the
+        sequence the batch gives it (said in `restored`), and its state is saved when it ends."""
+        batch = self._batch
+        assert batch is not None
+
+        def admitted(seq: int) -> None:
+            target, draft = batch.slots(seq)
+            restored.append(conversations.prepare(tokens, session, draft, scope, slot=target, seq=seq))
+
+        def ended(seq: int) -> None:
+            target, draft = batch.slots(seq)
+            conversations.after_reply(session, draft, slot=target, seq=seq)
+
+        return {"on_admit": admitted, "on_end": ended}
 
     def _history_book(self, name: str) -> Optional[HistorySync]:
         """The loaded target's index of history book `name`, made on first use; None with no target."""

@@ -313,30 +313,39 @@ class LoadedModel:
 
     def state_bytes(self) -> bytes:
         """A copy of the KV state of what the cache holds (seq 0), for `restore_state` later; b"" when empty."""
-        if not self.cached:
-            return b""
-        llama = self._llama
-        size = llama.llama_state_seq_get_size(self._ctx, 0)
-        buf = (ctypes.c_uint8 * size)()
-        written = llama.llama_state_seq_get_data(self._ctx, buf, size, 0)
-        return bytes(memoryview(buf)[:written]) if written else b""
+        return self.seq_state(0) if self.cached else b""
 
     def restore_state(self, state: bytes, tokens: Sequence[int]) -> bool:
         """Replace the cache with a state from `state_bytes` that held `tokens`. False (and an empty cache) when
         llama.cpp refuses it: a state of another model or context, or one that does not fit."""
+        self.cached = list(tokens) if self.set_seq_state(0, state, len(tokens)) else []
+        return bool(self.cached)
+
+    def seq_state(self, seq: int) -> bytes:
+        """A copy of sequence `seq`'s KV state (b"" when it holds nothing)."""
         llama = self._llama
-        llama.llama_memory_seq_rm(self._memory, 0, -1, -1)
-        self.cached = []
-        if not state or len(tokens) >= self.n_ctx:
+        size = llama.llama_state_seq_get_size(self._ctx, seq)
+        if not size:
+            return b""
+        buf = (ctypes.c_uint8 * size)()
+        written = llama.llama_state_seq_get_data(self._ctx, buf, size, seq)
+        return bytes(memoryview(buf)[:written]) if written else b""
+
+    def set_seq_state(self, seq: int, state: bytes, n_tokens: int) -> bool:
+        """Replace sequence `seq` with a state from `seq_state` that held `n_tokens` tokens. False (and the sequence
+        empty) when llama.cpp refuses it: a state of another model or context, or one that does not fit. The
+        caller keeps the sequence's mirror."""
+        llama = self._llama
+        llama.llama_memory_seq_rm(self._memory, seq, -1, -1)
+        if not state or n_tokens >= self.n_ctx:
             return False
         buf = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
-        if not llama.llama_state_seq_set_data(self._ctx, buf, len(state), 0):
-            llama.llama_memory_seq_rm(self._memory, 0, -1, -1)
+        if not llama.llama_state_seq_set_data(self._ctx, buf, len(state), seq):
+            llama.llama_memory_seq_rm(self._memory, seq, -1, -1)
             return False
-        if llama.llama_memory_seq_pos_max(self._memory, 0) != len(tokens) - 1:
-            llama.llama_memory_seq_rm(self._memory, 0, -1, -1)  # not the state those tokens were kept with
+        if llama.llama_memory_seq_pos_max(self._memory, seq) != n_tokens - 1:
+            llama.llama_memory_seq_rm(self._memory, seq, -1, -1)  # not the state those tokens were kept with
             return False
-        self.cached = list(tokens)
         return True
 
     def decode(self, tokens: Sequence[int], *, logit_rows: Iterable[int] = (), cancel=None) -> bool:

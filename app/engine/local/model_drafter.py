@@ -42,14 +42,14 @@ class ModelDrafter:
     def __init__(self, model: LoadedModel):
         self.model = model
 
-    def behind(self, history: Sequence[int]) -> int:
-        """How many tokens of `history` the draft model would read before its next draft (at most len(history))."""
-        history = text_only(history)
-        return len(history) - self.model.common_prefix(history)
+    def behind(self, written: Sequence[int]) -> int:
+        """How many tokens of `written` the draft model would read before its next draft (at most len(written))."""
+        written = text_only(written)
+        return len(written) - self.model.common_prefix(written)
 
     def propose(
         self,
-        history: Sequence[int],
+        written: Sequence[int],
         k: int,
         sampler: Sampler,
         rng: np.random.Generator,
@@ -64,10 +64,10 @@ class ModelDrafter:
         if k <= 0:
             return draft
         model = self.model
-        history = text_only(history)  # the draft cannot see: it reads the text around the pictures
-        # Catch the draft's cache up with the history (after a rejection it holds tokens the target refused).
-        kept = model.keep_common_prefix(history, leave=1)
-        pending = list(history[kept:])
+        written = text_only(written)  # the draft cannot see: it reads the text around the pictures
+        # Catch the draft's cache up with the written tokens (after a rejection it holds tokens the target refused).
+        kept = model.keep_common_prefix(written, leave=1)
+        pending = list(written[kept:])
         draft.caught_up = len(pending)
         if model.room < len(pending) + k:
             return draft  # no room left in the draft's context: let the target go on alone

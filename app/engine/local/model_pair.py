@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Optional
 
 from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, LoadSettings
+from app.engine.local.batch.sequences import kv_budget_line, parallel_sequences
 from app.engine.errors import IncompatiblePairError
 from app.engine.gguf.compat import compatibility
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.thread_governor import ThreadGovernor
 from app.engine.placement import rpc
-from app.engine.placement.gpu_fit import Placement, resolve as resolve_placement
+from app.engine.placement.gpu_fit import Placement, read_layout, resolve as resolve_placement
 from app.platform.cpu_load import CpuLoad
 from app.platform.machine_defaults import logical_cpus
 
@@ -39,6 +40,11 @@ class ModelPair:
         self.placement_note = ""
         self._planned_draft: Optional[Path] = None
         self.governor: Optional[ThreadGovernor] = None  # threads on Auto: the count that follows the load
+        # Requests decoded side by side (app.engine.local.batch): the sequences both contexts hold, each up to
+        # the setting's context, in one KV budget of `parallel` contexts. 1: one request at a time, with kept
+        # conversation states (app.engine.local.kv_states), which restore into sequence 0 only.
+        self.parallel = 1
+        self.parallel_note = ""
 
     @property
     def target_path(self) -> Optional[Path]:
@@ -50,7 +56,8 @@ class ModelPair:
 
     @property
     def n_ctx(self) -> int:
-        return self.target.n_ctx if self.target else self.load_settings.n_ctx
+        """The context one request has: the setting's, whatever the sequences side by side hold in all."""
+        return self.target.n_ctx // self.parallel if self.target else self.load_settings.n_ctx
 
     def require_target(self) -> LoadedModel:
         if self.target is None:
@@ -77,8 +84,10 @@ class ModelPair:
             self.placement = dataclasses.replace(self.placement, target_layers=target_layers)
             self.placement_note = (f"Target spread over RPC workers {', '.join(s.rpc_servers)} (by their free "
                                    f"memory); draft on this machine. {rpc.TRUSTED_NETWORK_ONLY}")
-        self.target = LoadedModel(path, n_ctx=s.n_ctx, n_threads=s.threads, n_gpu_layers=target_layers,
-                                  devices=target_devices, **_tuning(s))
+        self._plan_parallel(path, draft_path)
+        self.target = LoadedModel(path, n_ctx=s.n_ctx * self.parallel, n_threads=s.threads,
+                                  n_gpu_layers=target_layers, devices=target_devices, n_seq_max=self.parallel,
+                                  **_tuning(s))
         self.governor = (ThreadGovernor(s.threads, self._set_threads, CpuLoad(), logical_cpus())
                          if s.adaptive_threads else None)
         if self.draft is not None and not self.compatible(self.draft.path)[0]:
@@ -117,8 +126,10 @@ class ModelPair:
             placement = Placement(0, placement.target_layers, placement.explanation, placement.backends)
         self._planned_draft = None
         _target_devices, draft_devices = self._devices()
-        self.draft = LoadedModel(path, n_ctx=self.n_ctx, n_threads=s.threads, n_gpu_layers=placement.draft_layers,
-                                 devices=draft_devices, **_tuning(s))
+        parallel = self.parallel if self.target is not None else 1
+        self.draft = LoadedModel(path, n_ctx=self.n_ctx * parallel, n_threads=s.threads,
+                                 n_gpu_layers=placement.draft_layers, devices=draft_devices, n_seq_max=parallel,
+                                 **_tuning(s))
         if self.target is not None and self.target.n_threads != s.threads:
             self.draft.set_threads(self.target.n_threads)  # the load's count now, as the governor chose it
         self.placement = placement
@@ -137,6 +148,23 @@ class ModelPair:
             memory = "mapped from the file"
         return (f"Batch {model.n_batch}, KV cache {model.kv_type}, flash attention {model.flash_attn}, "
                 f"weights {memory}.")
+
+    def _plan_parallel(self, target: Path, draft: str | Path | None) -> None:
+        """How many requests the target about to load decodes side by side: the setting, or Auto from memory (the
+        KV cache of one full context of the target and its draft per request)."""
+        s = self.load_settings
+        if s.n_parallel == 1:
+            self.parallel, self.parallel_note = 1, ""
+            return
+        try:
+            per_sequence = sum(read_layout(target, s.n_ctx, s.kv_type).kv_bytes)
+            if draft is not None:
+                per_sequence += sum(read_layout(draft, s.n_ctx, s.kv_type).kv_bytes)
+        except Exception:  # a header the reader cannot size: llama.cpp says what is wrong with it when it loads
+            per_sequence = 0
+        self.parallel = parallel_sequences(s.n_parallel, per_sequence)
+        self.parallel_note = kv_budget_line(self.parallel, per_sequence) + "." if self.parallel > 1 and per_sequence \
+            else ""
 
     def compatible(self, draft_path: Path) -> tuple[bool, str]:
         """Whether that draft can speculate for the loaded target, and why not."""

@@ -19,8 +19,8 @@ from app.engine.tools.calls import ToolFormat, format_of
 
 # The per-message token counts kept for fitting long chats (about 1,000 chats' worth of recent messages).
 CONTENT_TOKENS_CACHED = 20000
-# The most of a prompt that does not continue the last request (a regenerated reply, another chat) kept in history:
-# its end, where the user's new message is; the rest was kept when it was written.
+# The most of a prompt that does not continue the last request (a regenerated reply, another chat) kept for the
+# history drafter: its end, where the user's new message is; the rest was kept when it was written.
 PROMPT_TAIL_CHARS = 4000
 # The transcripts kept for going back to a conversation (another chat, another API client): its tokens as generated
 # are what the kept KV states hold (app.engine.local.kv_states.conversation_cache), where re-tokenising could split differently.
@@ -128,8 +128,8 @@ class Prompts:
         return n + MESSAGE_MARKUP_TOKENS
 
     def new_text(self, text: str) -> str:
-        """What of a request's text history has not seen: past the last request and its reply when it goes on
-        from them, else its end."""
+        """What of a request's text the history drafter has not seen: past the last request and its reply when it
+        goes on from them, else its end."""
         if self.transcript_text and text.startswith(self.transcript_text):
             return text[len(self.transcript_text):]
         return text[-PROMPT_TAIL_CHARS:]

@@ -50,6 +50,7 @@ from app.engine.remote.reply_parts import ReplyParts
 from app.engine.remote.server_drafts import ServerDraftTracker
 from app.engine.reasoning.markers import markers_for
 from app.engine.reasoning.splitter import ReplySplitter, split_reply
+from app.engine.speculation.tally import Tally
 from app.engine.remote.tool_calls import StreamedCalls, wire_message
 from app.engine.protocol import fitted_reply
 from app.engine.targets import ServerModel, Target
@@ -165,6 +166,13 @@ class RemoteEngine:
     def idle_step(self) -> bool:
         return False  # the server decides its own speculation: nothing to measure here
 
+    @property
+    def parallel(self) -> int:
+        return 1  # a reply streams from its server as it comes, one request at a time here
+
+    def step(self) -> bool:
+        return False
+
     def close(self) -> None:
         self.unload()
 
@@ -271,8 +279,7 @@ class RemoteEngine:
         parts = ReplyParts()
         chars = 0
         finish_reason = ""
-        rounds = 0
-        histogram: dict[int, int] = {}
+        tally = Tally()
         final_timings: Optional[ServerTimings] = None
         completion_tokens: Optional[int] = None
         prompt_tokens: Optional[int] = None
@@ -310,8 +317,7 @@ class RemoteEngine:
                 chars += len(text)
                 tokens, found_rounds = tracker.feed(text, chunk.timings, reasoning)
                 for r in found_rounds:
-                    rounds += 1
-                    histogram[r.drafted] = histogram.get(r.drafted, 0) + 1
+                    tally.add(r.drafted, r.accepted)
                     parts.on_round(r.index, r.drafted)
                     # The server reports counts only: what it proposed and which token it wrote itself stay unknown.
                     yield RoundEvent(request_id, "model", r.drafted, r.drafted, r.accepted, "set by the server",
@@ -356,15 +362,15 @@ class RemoteEngine:
                 raise ServerError(f"The server at {shown} ended the stream without a reply.")
             raise ConnectionDropped(f"The server at {shown} ended the stream mid-reply; the reply so far is kept.")
         ended = time.monotonic()
-        stats = self._stats(tracker, index, started, first_at, ended, finish_reason, rounds, histogram,
+        stats = self._stats(tally, index, started, first_at, ended, finish_reason,
                             final_timings or ServerTimings(), completion_tokens, prompt_tokens)
         yield FinishedEvent(request_id, parts.text, replace(stats, **parts.stats_fields(first_at, ended,
                                                                                          finish_reason)),
                             reasoning=parts.reasoning_text)
 
     @staticmethod
-    def _stats(tracker: ServerDraftTracker, emitted: int, started: float, first_at: Optional[float], ended: float,
-               finish_reason: str, rounds: int, histogram: dict, timings: ServerTimings,
+    def _stats(tally: Tally, emitted: int, started: float, first_at: Optional[float], ended: float,
+               finish_reason: str, timings: ServerTimings,
                completion_tokens: Optional[int], prompt_tokens: Optional[int]) -> GenerationStats:
         tokens = timings.predicted_n or completion_tokens or emitted
         # The server's own decode speed when it reports one (it excludes the network), else what arrived here.
@@ -372,22 +378,16 @@ class RemoteEngine:
         if not tps and first_at is not None:
             # Counted from the first token on (the prompt's end is not seen here), like a reply stopped in the window.
             tps = decode_speed(tokens - 1, ended - first_at)
-        drafted, accepted = tracker.drafted, tracker.accepted
         return GenerationStats(
             tokens=tokens,
             tokens_per_second=tps,
             ttft_s=(first_at - started) if first_at is not None else 0.0,
-            drafted=drafted,
-            accepted=accepted,
-            acceptance_rate=accepted / drafted if drafted else 0.0,
-            mean_accepted_run=accepted / rounds if rounds else 0.0,
-            rounds=rounds,
             stop_reason={"stop": "eos", "length": "max_tokens"}.get(finish_reason, finish_reason),
             prompt_tokens=(timings.prompt_n + timings.cache_n) or prompt_tokens or 0,
             prompt_cached=timings.cache_n,
             prompt_eval_s=timings.prompt_ms / 1000.0,
             elapsed_s=ended - started,
-            draft_len_histogram=dict(sorted(histogram.items())),
+            **tally.stats_fields(),
         )
 
 

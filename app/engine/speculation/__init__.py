@@ -10,4 +10,5 @@ seconds. No loaded model and no llama.cpp (app.engine.local drafts with the draf
 - online_costs.py: What forward passes cost on this machine now: the measured cost table, kept true by what rounds actually cost.
 - policy.py: Deciding, round by round, who drafts and how many tokens.
 - rounds.py: One speculative round's bookkeeping: propose, plan, and let the policy learn from what was kept.
+- tally.py: What the rounds of one reply drafted and kept, and the reply's statistics that follow from it.
 """

@@ -265,12 +265,12 @@ class AutoController:
         return best_k, best_rate, best_accepted
 
     def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool, ngram_match: int = 0,
-             history: Optional[Draft] = None, model_behind: int = 0) -> Plan:
+             history_draft: Optional[Draft] = None, model_behind: int = 0) -> Plan:
         plain_rate = 1.0 / self._verify(1)
         options: list[tuple[float, DraftSource, int, float]] = []
         copies: dict[DraftSource, tuple[int, int]] = {"ngram": (len(ngram_tokens), ngram_match)}
-        if history is not None and history.tokens:
-            copies["history"] = (len(history.tokens), history.match_len)
+        if history_draft is not None and history_draft.tokens:
+            copies["history"] = (len(history_draft.tokens), history_draft.match_len)
         for source, (proposed, match_len) in copies.items():
             if proposed:
                 longest = MAX_K if self._copy_runs.get(source, 0) >= LONG_COPY_RUN else SHORT_MAX_K

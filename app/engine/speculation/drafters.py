@@ -1,8 +1,9 @@
 """Draft proposals, and the drafter that needs no model: n-gram lookup of the text itself.
 
-A drafter proposes up to k tokens that would follow `history` (whose last token the target has not evaluated
-yet). Proposals are only guesses: the target's verification decides what is kept. The draft model, which needs a
-loaded model, drafts in app.engine.local.model_drafter; the history drafter is app.engine.speculation.history.
+A drafter proposes up to k tokens that would follow `written` (the request's tokens so far, the prompt and every
+kept token, whose last the target has not evaluated yet). Proposals are only guesses: the target's verification
+decides what is kept. The draft model, which needs a loaded model, drafts in app.engine.local.model_drafter; the
+history drafter is app.engine.speculation.history.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ class NgramDrafter:
         # n-gram -> positions just after its occurrences, oldest first.
         self._index: dict[tuple[int, ...], list[int]] = {}
         self._indexed_end = 0
-        self._history: list[int] = []
+        self._written: list[int] = []
         self._reply_start = 0
         # Edits this reply made to the prompt's text, token -> what replaced it: a renamed variable is renamed
         # everywhere, so later copies of the passage propose the new name instead of the old one. A token replaced
@@ -83,25 +84,25 @@ class NgramDrafter:
         self._renames: dict[int, tuple[int, ...]] = {}
         self._edits: dict[tuple[int, tuple[int, ...]], set[int]] = {}
 
-    def _sync(self, history: Sequence[int]) -> None:
-        # History only grows within a request, but a new request may share just a prefix with the old one.
+    def _sync(self, written: Sequence[int]) -> None:
+        # The written tokens only grow within a request, but a new request may share just a prefix with the old one.
         shared = self._indexed_end
-        if len(history) < shared or list(history[:shared]) != self._history[:shared]:
+        if len(written) < shared or list(written[:shared]) != self._written[:shared]:
             self._index.clear()
             self._indexed_end = 0
-            self._history = []
+            self._written = []
             self._stops.clear()
-        for pos in range(len(self._history), len(history)):
-            if self._is_control(history[pos]):
+        for pos in range(len(self._written), len(written)):
+            if self._is_control(written[pos]):
                 self._stops.update((pos - 1, pos) if pos else (pos,))
-        self._history.extend(history[len(self._history):])
+        self._written.extend(written[len(self._written):])
         # Index every n-gram that has a continuation token, so the current suffix never matches itself.
-        for end in range(max(self._indexed_end, self.n_min), len(history)):
+        for end in range(max(self._indexed_end, self.n_min), len(written)):
             if end >= self._reply_start:
                 self._note_slot(end)
             for n in range(self.n_min, min(self.n_max, end) + 1):
-                self._index.setdefault(tuple(history[end - n:end]), []).append(end)
-        self._indexed_end = max(self._indexed_end, len(history))
+                self._index.setdefault(tuple(written[end - n:end]), []).append(end)
+        self._indexed_end = max(self._indexed_end, len(written))
 
     def start_reply(self, prompt_len: int) -> None:
         """A reply starts after `prompt_len` tokens. Slots are only learned from generated text: a prompt's
@@ -111,8 +112,8 @@ class NgramDrafter:
         self._edits.clear()
 
     def _note_slot(self, end: int) -> None:
-        length, source = self._longest(len(self._history) - end)
-        if length >= self.SLOT_MATCH and self._history[source] != self._history[end]:
+        length, source = self._longest(len(self._written) - end)
+        if length >= self.SLOT_MATCH and self._written[source] != self._written[end]:
             self._stops.add(end)
 
     def _note_edit(self, old: int, new: tuple[int, ...], where: int) -> None:
@@ -122,8 +123,8 @@ class NgramDrafter:
             self._renames[old] = new
 
     def _agree(self, a_end: int, b_end: int) -> int:
-        """How many tokens before history position `a_end` equal those before `b_end` (up to MAX_MATCH)."""
-        h = self._history
+        """How many tokens before position `a_end` equal those before `b_end` (up to MAX_MATCH)."""
+        h = self._written
         limit = min(a_end, b_end, self.MAX_MATCH)
         length = 0
         while length < limit and h[a_end - 1 - length] == h[b_end - 1 - length]:
@@ -131,8 +132,8 @@ class NgramDrafter:
         return length
 
     def _longest(self, skip: int = 0) -> tuple[int, int]:
-        """(match length, end) of the earlier place that best matches history minus its last `skip` tokens."""
-        h = self._history
+        """(match length, end) of the earlier place that best matches the written tokens but their last `skip`."""
+        h = self._written
         n = len(h) - skip
         for size in range(min(self.n_max, n - 1), self.n_min - 1, -1):
             ends = self._index.get(tuple(h[n - size:n]))
@@ -155,9 +156,9 @@ class NgramDrafter:
         after it; tokens written since the edit that agree with the passage confirm the guess.
 
         Returns (evidence, start): the tokens matched before the edit plus those confirmed after it (0 for an
-        unconfirmed guess), and where in history the copy would go on; (0, -1) if there is nothing to resume.
+        unconfirmed guess), and where in the written tokens the copy would go on; (0, -1) if there is nothing to resume.
         """
-        h = self._history
+        h = self._written
         n = len(h)
         for skip in range(1, 5):
             was, at = self._longest(skip)
@@ -175,7 +176,7 @@ class NgramDrafter:
     def _bridged(self, length: int, end: int) -> int:
         """A match of `length` tokens ending at `end` that began just after a small edit of a longer copy (a few
         tokens replaced, inserted or deleted) counts the copy before the edit too: it is the same passage."""
-        n = len(self._history)
+        n = len(self._written)
         best = length
         for written in range(4):  # tokens of the edit in the reply
             for replaced in range(4):  # tokens of the passage it replaced
@@ -185,10 +186,10 @@ class NgramDrafter:
                         best = max(best, length + before)
         return best
 
-    def propose(self, history: Sequence[int], k: int) -> Draft:
-        if k <= 0 or len(history) <= self.n_min:
+    def propose(self, written: Sequence[int], k: int) -> Draft:
+        if k <= 0 or len(written) <= self.n_min:
             return Draft(source=self.name)
-        self._sync(history)
+        self._sync(written)
         length, end = self._longest()
         if self.min_match:
             if length < self.min_match:
@@ -206,7 +207,7 @@ class NgramDrafter:
     def _copy(self, start: int, k: int) -> list[int]:
         """Up to k tokens copied from `start` on, with this reply's renames applied to the prompt's text, cut
         before the first stop (a slot or a control token)."""
-        h = self._history
+        h = self._written
         out: list[int] = []
         pos = start
         while len(out) < k and pos < len(h) and pos not in self._stops:

@@ -145,8 +145,8 @@ class HistoryDrafter:
 
     # -- proposing ----------------------------------------------------------------------------------------------
 
-    def _candidates(self, context: Sequence[int]) -> np.ndarray:
-        key = _key_of(context)
+    def _candidates(self, written: Sequence[int]) -> np.ndarray:
+        key = _key_of(written)
         found = []
         for keys, positions in self._segments:
             lo, hi = np.searchsorted(keys, key, "left"), np.searchsorted(keys, key, "right")
@@ -157,24 +157,25 @@ class HistoryDrafter:
         places = np.concatenate(found).astype(np.int64)
         return np.sort(places)[-self.CANDIDATES:]
 
-    def _match_lengths(self, places: np.ndarray, context: Sequence[int]) -> np.ndarray:
-        """How many tokens before each place equal the context's last ones (up to MAX_MATCH)."""
-        depth = min(self.MAX_MATCH, len(context))
+    def _match_lengths(self, places: np.ndarray, written: Sequence[int]) -> np.ndarray:
+        """How many tokens before each place equal the last ones of `written` (up to MAX_MATCH)."""
+        depth = min(self.MAX_MATCH, len(written))
         back = np.arange(1, depth + 1)
         index = places[:, None] - back[None, :]
         past = np.where(index >= 0, self._tokens[np.clip(index, 0, None)], _SEPARATOR - 1)
-        recent = np.asarray(context[-depth:][::-1], np.int64)
+        recent = np.asarray(written[-depth:][::-1], np.int64)
         same = past == recent[None, :]
         return np.cumprod(same, axis=1).sum(axis=1)
 
-    def propose(self, history: Sequence[int], k: int) -> Draft:
-        """Up to k tokens that followed the longest earlier match of the history's end, with their confidence."""
-        if k <= 0 or len(history) < self.MIN_MATCH or not self._segments:
+    def propose(self, written: Sequence[int], k: int) -> Draft:
+        """Up to k tokens that followed the longest earlier match of the end of `written` (the request's tokens),
+        with their confidence."""
+        if k <= 0 or len(written) < self.MIN_MATCH or not self._segments:
             return Draft(source=self.name)
-        places = self._candidates(history)
+        places = self._candidates(written)
         if places.size == 0:
             return Draft(source=self.name)
-        lengths = self._match_lengths(places, history)
+        lengths = self._match_lengths(places, written)
         best = int(lengths.max())
         if best < self.MIN_MATCH:
             return Draft(source=self.name)

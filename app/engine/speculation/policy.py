@@ -80,9 +80,9 @@ class SpeculationPolicy(Protocol):
         """What it decides by, as it stands now."""
 
     def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool, ngram_match: int = 0,
-             history: Optional[Draft] = None, model_behind: int = 0) -> Plan:
+             history_draft: Optional[Draft] = None, model_behind: int = 0) -> Plan:
         """Choose the drafter and draft length for the next round (k_max bounds k by context and max_tokens).
-        `history`: the history drafter's proposal, when it has one. `model_behind`: how many tokens the draft
+        `history_draft`: the history drafter's proposal, when it has one. `model_behind`: how many tokens the draft
         model would read before drafting (the whole prompt before its first draft of a reply)."""
 
     def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float,
@@ -128,11 +128,11 @@ class FixedPolicy:
         return PolicyState(fixed_k=self.k, drafter=self.drafter)
 
     def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool, ngram_match: int = 0,
-             history: Optional[Draft] = None, model_behind: int = 0) -> Plan:
+             history_draft: Optional[Draft] = None, model_behind: int = 0) -> Plan:
         k = min(self.k, k_max)
-        if self.drafter == "history" and history is not None and history.tokens:
-            return Plan("history", min(k, len(history.tokens)), f"fixed draft length {self.k}", history.match_len,
-                        kind="fixed")
+        if self.drafter == "history" and history_draft is not None and history_draft.tokens:
+            return Plan("history", min(k, len(history_draft.tokens)), f"fixed draft length {self.k}",
+                        history_draft.match_len, kind="fixed")
         if self.drafter in ("ngram", "history"):
             if not ngram_tokens:
                 return Plan("none", 0, "no earlier occurrence of the last tokens to copy from")

@@ -19,7 +19,7 @@ SPECULATION_OFF = "speculation is off for this chat"
 @dataclass
 class Proposals:
     """What the copying drafters propose this round (each empty when it has nothing): n-gram lookup of this
-    request's text, and the history of earlier ones."""
+    request's text, and the history drafter's of earlier ones."""
 
     ngram: Draft = field(default_factory=Draft)
     history: Draft = field(default_factory=Draft)
@@ -28,15 +28,15 @@ class Proposals:
         return self.history if drafter == "history" else self.ngram
 
 
-def plan_round(policy: SpeculationPolicy, history: Sequence[int], k_max: int, *, speculative: bool,
+def plan_round(policy: SpeculationPolicy, written: Sequence[int], k_max: int, *, speculative: bool,
                ngram: Optional[NgramDrafter], has_model: bool,
                past: Optional[HistoryDrafter] = None, model_behind: int = 0) -> tuple[Plan, Proposals]:
-    """(the plan, the copy proposals it was made from). `model_behind`: the tokens the draft model would read
-    before drafting."""
+    """(the plan, the copy proposals it was made from), for the request's tokens so far (`written`).
+    `model_behind`: the tokens the draft model would read before drafting."""
     if not speculative:
         return Plan("none", 0, SPECULATION_OFF), Proposals()
-    proposals = Proposals(ngram.propose(history, k_max) if ngram is not None else Draft(),
-                          past.propose(history, k_max) if past is not None else Draft())
+    proposals = Proposals(ngram.propose(written, k_max) if ngram is not None else Draft(),
+                          past.propose(written, k_max) if past is not None else Draft())
     ngram_draft, history_draft = proposals.ngram, proposals.history
     if ngram_draft.tokens and history_draft.tokens:
         # Where the two agree, one proposal covers both: the longer one, planned as the drafter it came from.
@@ -47,7 +47,7 @@ def plan_round(policy: SpeculationPolicy, history: Sequence[int], k_max: int, *,
             else:
                 history_draft = Draft()
     plan = policy.plan(k_max, ngram_draft.tokens, has_model, ngram_draft.match_len,
-                       history=history_draft if history_draft.tokens else None, model_behind=model_behind)
+                       history_draft=history_draft if history_draft.tokens else None, model_behind=model_behind)
     return plan, proposals
 
 

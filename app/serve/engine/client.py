@@ -6,9 +6,11 @@ child loads the same models, and the requests waiting in line are answered by it
 `work_off`, and the HTTP side (uvicorn, the JobQueue) never notices a crash but through those errors.
 
 Every record on the wire carries its request id, and requests in flight are kept by id (app.serve.engine.flights,
-shared with the window's API), so the child may answer several at once (continuous batching) once it can: SLOTS
-says how many it is sent at a time. Cancelling crosses as the wire's shared "up to" integers, exact while SLOTS is
-1; several at once will need a flag per request.
+shared with the window's API), so the child answers as many at once as it decodes side by side (ModelsLoaded's
+`parallel`, `serve --parallel`): that many are sent to it at a time, the rest wait in the JobQueue. Cancelling
+crosses as a flag per request (app.engine.host.stops). Requests are sent by a thread of their own (_Sender): the
+child reads its pipe only between steps, and a long request sent from the thread that reads its answers could
+wait on a child that waits for its answers to be read.
 
 The child's stderr goes to a log file (so its last words can be read after a crash: child_process.log_error_line),
 which a thread copies to this process's stderr as it grows, so the server's log reads as before.
@@ -18,16 +20,19 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import queue
 import sys
 import threading
 import time
 from multiprocessing.connection import Connection, wait
+from multiprocessing.reduction import ForkingPickler
 from pathlib import Path
 from typing import Callable, Optional
 
 from app.common.text import printable
 from app.engine.child_process import how_it_ended, log_error_line
 from app.engine.config import LoadSettings
+from app.engine.host.stops import StopBoard
 from app.engine.host.wire import LoadFailed, LoadModels, ModelsLoaded, Shutdown
 from app.engine.host.worker import run_worker
 from app.engine.targets import Target
@@ -37,10 +42,6 @@ from app.serve.engine.flights import (
 )
 from app.serve.jobs import JobQueue, ServedModels, ServeJob, api_request, loaded_models
 
-# Requests at the child at once: it answers them one after another today. With more, a request must not be sent
-# while the child may be blocked writing its answers (a send that fills the pipe would wait on a child waiting on
-# us): sending then wants a thread of its own.
-SLOTS = 1
 POLL_S = 0.05  # how soon a client's going away (or its stop string) reaches the child while it answers
 CLOSE_WAIT_S = 3.0  # a child asked to exit gets this long before it is killed
 LOG_POLL_S = 0.2
@@ -66,14 +67,15 @@ class EngineClient:
         self._say = say  # one line for the server's log
         self._context = multiprocessing.get_context("spawn")
         self._cancelled_up_to = self._context.RawValue("q", 0)  # the worker's own Stop (unused by serve)
-        self._gone_up_to = self._context.RawValue("q", 0)  # the worker's api_stopped_up_to
-        self._enough_up_to = self._context.RawValue("q", 0)
+        self._gone = StopBoard(self._context)  # the worker's api_gone
+        self._enough = StopBoard(self._context)
         self._process: Optional[multiprocessing.process.BaseProcess] = None
         self._conn: Optional[Connection] = None
         self._last_id = 0
-        self._flights = ApiFlights(self._gone_up_to, self._enough_up_to)
+        self._flights = ApiFlights(self._gone, self._enough)
         self._log_path = str(paths.user_cache_dir() / f"serve-engine-{os.getpid()}.log")
         self._echo: Optional[_LogEcho] = None
+        self._sender: Optional[_Sender] = None
         self.served = ServedModels()
 
     @property
@@ -92,13 +94,14 @@ class EngineClient:
         parent_conn, child_conn = self._context.Pipe()
         self._process = self._context.Process(
             target=run_worker, name="SpecChat serve engine", daemon=True,
-            args=(child_conn, self._cancelled_up_to, self._log_path, self._engine_factory, self._gone_up_to,
-                  self._enough_up_to))
+            args=(child_conn, self._cancelled_up_to, self._log_path, self._engine_factory, self._gone,
+                  self._enough))
         self._process.start()
         child_conn.close()
         self._conn = parent_conn
         self._last_id += 1
         parent_conn.send(LoadModels(self._last_id, self._target, self._draft, self._load, self._projector))
+        self._sender = _Sender(parent_conn)
         while True:
             try:
                 message = parent_conn.recv()
@@ -123,6 +126,9 @@ class EngineClient:
         """End the child (asking first when `ask`) and return its exit code."""
         process, conn = self._process, self._conn
         self._process = self._conn = None
+        if self._sender is not None:
+            self._sender.stop()
+            self._sender = None
         if conn is not None and ask:
             try:
                 conn.send(Shutdown())
@@ -140,7 +146,7 @@ class EngineClient:
 
     def close(self) -> None:
         """Stop the child (asked, then killed after CLOSE_WAIT_S) and end the requests still in flight."""
-        self._gone_up_to.value = 2**62  # whatever it answers stops at the next round
+        self._gone.stop_all()  # whatever it answers stops at the next round
         self._end_child(ask=True)
         self._flights.report_read(everything=True)
         self._flights.fail_all(503, SHUTTING_DOWN)
@@ -162,7 +168,7 @@ class EngineClient:
         self._flights.on_done = on_done
         while not until() and self._conn is not None:
             watched: list = [self._conn]
-            if len(self._flights) < SLOTS:
+            if len(self._flights) < max(1, self.served.parallel):
                 watched.append(queue.fileno())
             try:
                 ready = wait(watched, POLL_S if len(self._flights) or self._flights.waiting_to_report else 1.0)
@@ -190,11 +196,12 @@ class EngineClient:
         self._last_id += 1
         self._flights.add(self._last_id, job)
         try:
-            self._conn.send(api_request(self._last_id, job.request))
-        except (OSError, ValueError):
-            pass  # the child is gone: reading its pipe says so, and fails this job with the others
+            data = bytes(ForkingPickler.dumps(api_request(self._last_id, job.request)))
         except Exception as exc:  # a request that cannot cross the pipe (a bug of ours): it alone fails
             self._flights.fail(self._last_id, 500, unsendable_sentence(exc))
+            return
+        if self._sender is not None:
+            self._sender.put(data)
 
     def _restart(self) -> None:
         """The child died: its requests in flight get one error each, and a fresh child loads the same models."""
@@ -204,6 +211,34 @@ class EngineClient:
         began = time.monotonic()
         self.start()
         self._say(f"The engine is back ({time.monotonic() - began:.1f} s to restart and load the model).")
+
+
+class _Sender:
+    """Sends pickled requests down the pipe from a thread of its own (see the module's docstring). A send that
+    fails (the child is gone) is dropped: reading the pipe says so, and fails the jobs in flight."""
+
+    def __init__(self, conn: Connection):
+        self._conn = conn
+        self._queue: queue.SimpleQueue[Optional[bytes]] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="SpecChat engine sender", daemon=True)
+        self._thread.start()
+
+    def put(self, data: bytes) -> None:
+        self._queue.put(data)
+
+    def _run(self) -> None:
+        while True:
+            data = self._queue.get()
+            if data is None:
+                return
+            try:
+                self._conn.send_bytes(data)
+            except (OSError, ValueError):
+                pass
+
+    def stop(self) -> None:
+        self._queue.put(None)
+        self._thread.join(2)
 
 
 class _LogEcho:

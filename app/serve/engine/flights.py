@@ -3,7 +3,7 @@ HTTP side runs apart from the models (`specchat-cli serve`'s client, the window'
 
 The engine's answers (app.engine.host.wire's ReplyStarted, ReplyFailed, EngineEvents, ReplyEnded) are relayed to
 the job they belong to; a client that goes away, or has what it wants (its stop string), reaches the engine process
-through the shared "up to" integers (the worker reads `gone_up_to` as its `api_stopped_up_to`); when the engine
+through shared flags per request (app.engine.host.stops: the worker reads `gone` as its `api_gone`); when the engine
 process dies, each job in flight gets one error with a sentence. No Qt, no pipe: only the transport differs
 between its users. One thread only (the one that sends the jobs).
 """
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from app.engine.events import FinishedEvent
+from app.engine.host.stops import StopBoard
 from app.engine.host.wire import EngineEvents, ReplyEnded, ReplyFailed, ReplyStarted
 from app.serve.jobs import STOPPED, JobEnded, JobFailed, ServeJob, as_read, relay
 
@@ -53,11 +54,11 @@ OnDone = Callable[[ServeJob, Optional[FinishedEvent]], None]
 
 
 class ApiFlights:
-    """The API jobs an engine process is answering, by request id. `gone_up_to` and `enough_up_to` are the shared
-    integers (multiprocessing RawValues) the engine process reads every round."""
+    """The API jobs an engine process is answering, by request id. `gone` and `enough` are the shared boards
+    (app.engine.host.stops) the engine process reads every round."""
 
-    def __init__(self, gone_up_to, enough_up_to, on_done: Optional[OnDone] = None):
-        self._gone_up_to, self._enough_up_to = gone_up_to, enough_up_to
+    def __init__(self, gone: StopBoard, enough: StopBoard, on_done: Optional[OnDone] = None):
+        self._gone, self._enough = gone, enough
         self.on_done = on_done  # called once the HTTP side has read each answered job (ServeJob.read)
         self._in_flight: dict[int, _InFlight] = {}
         # Answered jobs whose on_done waits until the HTTP side has read them, so that a reply ended by a stop
@@ -89,7 +90,7 @@ class ApiFlights:
         flight = self._in_flight.get(request_id)
         if flight is not None:
             flight.stopped = True
-            self._raise(self._gone_up_to, request_id)
+            self._gone.stop(request_id)
 
     def forward_stops(self) -> bool:
         """Pass on the clients that went away or have enough; True when a gone client's reply has not ended
@@ -97,19 +98,15 @@ class ApiFlights:
         now, overdue = time.monotonic(), False
         for request_id, flight in self._in_flight.items():
             if flight.job.cancel.is_set():
-                self._raise(self._gone_up_to, request_id)
+                self._gone.stop(request_id)
                 if flight.gone_at is None:
                     flight.gone_at = now
                 elif now - flight.gone_at > STOP_GRACE_S:
                     overdue = True
             if flight.job.enough.is_set():
-                self._raise(self._enough_up_to, request_id)
+                self._enough.stop(request_id)
         return overdue
 
-    @staticmethod
-    def _raise(shared, request_id: int) -> None:
-        if shared.value < request_id:
-            shared.value = request_id
 
     def on_reply(self, message: object) -> bool:
         """Relay one of the engine's answers to its job; False when it belongs to no API job in flight."""

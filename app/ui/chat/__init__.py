@@ -5,7 +5,7 @@
 - chat_header.py: The open chat's header: its model and speculation, and the question before a chat's model replaces the loaded one.
 - chat_list.py: The sidebar: the chats, newest first, with search, new, rename and delete. GUI thread only.
 - chat_list_controller.py: Keeps the sidebar's chat list in step with the store: one row per change, and searches off the GUI thread.
-- chat_prompt.py: What the engine reads of a stored chat: its current branch (app.store.branches). No Qt.
+- chat_prompt.py: What the engine reads of a stored chat: its current branch (app.store.branches), and its session there. No Qt.
 - compare_plain.py: Compare with plain: a finished reply's request run again in the background without speculation.
 - composer.py: The composer: where the user writes. Enter sends, Shift+Enter starts a new line; the button turns into Stop.
 - conversation.py: The conversation controller: sends requests to the engine process, streams replies into the transcript and

@@ -1,4 +1,4 @@
-"""What the engine reads of a stored chat: its current branch (app.store.branches). No Qt."""
+"""What the engine reads of a stored chat: its current branch (app.store.branches), and its session there. No Qt."""
 
 from __future__ import annotations
 
@@ -6,6 +6,11 @@ from typing import Optional
 
 from app.replies.tool_loop import call_messages
 from app.store import ChatStore
+
+
+def chat_session(chat_id: Optional[int]) -> str:
+    """The engine's session of a chat: its speculation statistics, and the texts it gave the history drafter."""
+    return f"chat-{chat_id}"
 
 
 def prompt_messages(store: ChatStore, chat_id: Optional[int], system_prompt: str, until_id: Optional[int] = None,

@@ -23,10 +23,11 @@ from app.engine.host.wire import ReplyEnded, ReplyFailed
 from app.replies.status_words import round_words, sentence, threads_words
 from app.store import ChatSettings, ChatStore, Message
 from app.store.attachments import Attachment
+from app.ui.transcript.chat_pages import ChatPages
 from app.ui.transcript.chat_view import ChatView
 from app.ui.transcript.format import STREAM_KEY, TranscriptMessage, model_label, transcript_message
 from app.ui.engine_link.engine_process import EngineProcess
-from app.ui.chat.chat_prompt import prompt_messages
+from app.ui.chat.chat_prompt import chat_session, prompt_messages
 from app.ui.chat.reply_request import ReplyRequest, ReplyRequestSpec
 from app.ui.chat.reply_saver import ReplySaver, save_failure_text
 
@@ -34,16 +35,6 @@ from app.ui.chat.reply_saver import ReplySaver, save_failure_text
 # threads: 60 ms still reads as a smooth stream (docs/performance.md has the measurement).
 FLUSH_INTERVAL_MS = 60
 READOUT_INTERVAL_S = 0.25
-SAVE_INTERVAL_S = 1.0
-# A chat is shown from its end, this many messages at a time: opening a long chat costs one page, not all of it.
-PAGE_MESSAGES = 40
-SAVE_EVERY_TOKENS = 64
-SAVE_COST_SHARE = 10  # a save while streaming waits at least this many times as long as the last one took
-
-
-def chat_session(chat_id: Optional[int]) -> str:
-    """The engine's session of a chat: its speculation statistics, and the texts it added to history."""
-    return f"chat-{chat_id}"
 
 
 class Conversation(QObject):
@@ -75,11 +66,10 @@ class Conversation(QObject):
         self.engine_process = engine_process
         self.view = view
         self.saver = ReplySaver(store.path, self)
-        self._oldest_shown: Optional[int] = None  # the first message the transcript shows
+        self.pages = ChatPages(store, view)
         # Replies the store refused, by the key they are shown under (below STREAM_KEY), for their Copy link.
         self.unsaved_replies: dict[int, str] = {}
         self._unsaved_key = STREAM_KEY
-        view.sig_older_wanted.connect(self._show_older)
         self._chat_id: Optional[int] = None
         self._request: Optional[ReplyRequest] = None
         self.last_stats: Optional[GenerationStats] = None  # the last reply's, as the engine sent them (Settings)
@@ -145,32 +135,10 @@ class Conversation(QObject):
                                  kind="error", retry=True)
 
     def reload(self, without: Optional[int] = None) -> None:
-        """Show the open chat from its end: its newest messages at once, older ones as the user scrolls up;
-        `without`: one message left out."""
-        messages = self.store.messages(self.chat_id, limit=PAGE_MESSAGES + 1) if self.chat_id is not None else []
-        has_older = len(messages) > PAGE_MESSAGES
-        messages = [m for m in messages[-PAGE_MESSAGES:] if m.id != without]
-        self._oldest_shown = messages[0].id if messages else None
-        self.view.show_messages(self._shown(messages), has_older=has_older)
-        last = next((m for m in reversed(messages) if m.role == "assistant" and m.stats), None)
-        stats = last.stats if last else None
+        """Show the open chat from its end (ChatPages); `without`: one message left out."""
+        messages = self.pages.show(self.chat_id, without)
+        stats = next((m.stats for m in reversed(messages) if m.role == "assistant" and m.stats), None)
         self._show_usage(stats.prompt_tokens + stats.tokens if stats else 0)
-
-    def _show_older(self) -> None:
-        if self.chat_id is None or self._oldest_shown is None:
-            return
-        older = self.store.messages(self.chat_id, before_id=self._oldest_shown, limit=PAGE_MESSAGES + 1)
-        has_older = len(older) > PAGE_MESSAGES
-        older = older[-PAGE_MESSAGES:]
-        if older:
-            self._oldest_shown = older[0].id
-            self.view.prepend_messages(self._shown(older), has_older)
-
-    def _shown(self, messages: list[Message]) -> list[TranscriptMessage]:
-        """The messages as the transcript shows them, with the versions of those regenerated or edited."""
-        versions = self.store.versions(self.chat_id) if self.chat_id is not None and messages else {}
-        return [transcript_message(m, (versions[m.id].index, versions[m.id].count) if m.id in versions else None)
-                for m in messages]
 
     def set_context_size(self, n_ctx: int) -> None:
         """The loaded model's context size (the gauge's full scale)."""
@@ -367,7 +335,7 @@ class Conversation(QObject):
         if request is None or not (request.pending or request.pending_reasoning) or not request.streaming:
             return
         self._show_pending(request)
-        self._save_if_due(request)
+        self.saver.save_if_due(request, self._save_failed)
         # The readout and the context gauge change slowly; repainting them on every flush costs decode speed.
         now = time.monotonic()
         if now - request.readout_at >= READOUT_INTERVAL_S:
@@ -386,25 +354,6 @@ class Conversation(QObject):
                 self.view.answer_started(request.thinking_seconds(), len(request.reasoning))
             request.answer_shown = True
             self.view.append_tokens(tokens, request.rounds)
-
-    def _save_if_due(self, request: ReplyRequest) -> None:
-        """Save the streaming reply, marked interrupted, so that a killed app keeps all but its last second."""
-        now = time.monotonic()
-        written = len(request.tokens) + len(request.reasoning)
-        if now - request.saved_at < SAVE_INTERVAL_S and written - request.saved_tokens < SAVE_EVERY_TOKENS:
-            return
-        # Saves run on the saver's thread, but on the CPUs the model decodes on: while streaming they take at most
-        # a tenth of the time, and one at a time.
-        if now - request.saved_at < SAVE_COST_SHARE * request.save_cost_s or self.saver.saving(request.request_id):
-            return
-        request.saved_tokens = written
-        request.saved_at = now
-
-        def saved(_stored: Optional[Message], seconds: float) -> None:
-            request.save_cost_s = seconds
-
-        self.saver.save(request.save_job(request.partial_stats("interrupted"), request.reply_text(), final=False,
-                                          on_done=saved, on_failed=self._save_failed))
 
     def _save_failed(self, exc: BaseException) -> None:
         self.sig_error.emit(save_failure_text(exc))
@@ -471,7 +420,7 @@ class Conversation(QObject):
         """The reply's save answered (`stored`: None when it failed or there was nothing to save)."""
         if request.chat_id == self.chat_id:
             if stored is not None:
-                self.view.finish_stream(self._shown([stored])[0])
+                self.view.finish_stream(self.pages.shown([stored])[0])
             elif reply or request.reasoning:
                 # Not saved: shown under a key of its own, so its Copy link still finds the text.
                 self._unsaved_key -= 1
@@ -498,6 +447,4 @@ class Conversation(QObject):
 
     def refresh_reply(self, message_id: int) -> None:
         """Draw a shown reply again from the store (its tool calls changed)."""
-        message = self.store.get_message(message_id)
-        if message is not None and message.chat_id == self.chat_id:
-            self.view.refresh_message(self._shown([message])[0])
+        self.pages.refresh(message_id)

@@ -19,15 +19,19 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from PySide6.QtCore import QObject, Signal
 
 from app.store import ChatStore, Message, NotFoundError
 from app.store.provenance import token_columns
-from app.ui.chat.reply_request import ReplySave
+from app.ui.chat.reply_request import ReplyRequest, ReplySave
 
 DRAIN_TIMEOUT_S = 60.0  # longer than SQLite's wait for a lock another program holds
+# A streaming reply is saved (marked interrupted) at least this often, so a killed app loses at most this much of it.
+SAVE_INTERVAL_S = 1.0
+SAVE_EVERY_TOKENS = 64
+SAVE_COST_SHARE = 10  # a save while streaming waits at least this many times as long as the last one took
 
 
 class ReplySaver(QObject):
@@ -58,6 +62,26 @@ class ReplySaver(QObject):
             self._thread = threading.Thread(target=self._serve, name="SpecChat reply saver", daemon=True)
             self._thread.start()
         self._queue.put(job)
+
+    def save_if_due(self, request: ReplyRequest, on_failed: Callable[[BaseException], None]) -> None:
+        """Save the streaming reply `request`, marked interrupted, when it is due, so that a killed app keeps all but
+        its last second."""
+        now = time.monotonic()
+        written = len(request.tokens) + len(request.reasoning)
+        if now - request.saved_at < SAVE_INTERVAL_S and written - request.saved_tokens < SAVE_EVERY_TOKENS:
+            return
+        # Saves run on the saver's thread, but on the CPUs the model decodes on: while streaming they take at most
+        # a tenth of the time, and one at a time.
+        if now - request.saved_at < SAVE_COST_SHARE * request.save_cost_s or self.saving(request.request_id):
+            return
+        request.saved_tokens = written
+        request.saved_at = now
+
+        def saved(_stored: Optional[Message], seconds: float) -> None:
+            request.save_cost_s = seconds
+
+        self.save(request.save_job(request.partial_stats("interrupted"), request.reply_text(), final=False,
+                                   on_done=saved, on_failed=on_failed))
 
     def saving(self, request_id: int) -> bool:
         """Whether a save of this request has not answered yet."""

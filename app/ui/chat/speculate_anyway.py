@@ -21,6 +21,7 @@ from app.ui.chat.settings_binding import ChatSettingsBinding
 FIXED_DRAFT_LENGTH = 4
 OFFER = "Show draft acceptance anyway (slower on this machine)"
 AUTO = "Back to automatic"
+FIXED_NOTE = "Fixed draft length"
 ANYWAY_LINK = "specchat:speculate-anyway"
 AUTO_LINK = "specchat:draft-auto"
 
@@ -61,7 +62,9 @@ class SpeculateAnyway(QObject):
         """A chat was shown or its settings changed: the link back to automatic while the length is fixed, and the
         offer is reset."""
         if settings.speculative and settings.draft_max:
-            self._show(f'· <a href="{AUTO_LINK}">{AUTO}</a>')
+            # It names what it undoes: the status line beside it may say something else by then (a change of
+            # threads), and a bare "· Back to automatic" read as the end of that sentence.
+            self._show(f'{FIXED_NOTE}: <a href="{AUTO_LINK}">{AUTO}</a>')
         else:
             self._show(None)
 

@@ -2,9 +2,11 @@
 process as the wire's AnswerChat and AnswerCompletion, as `specchat-cli serve`'s do.
 
 So a llama.cpp crash costs the API's clients in flight one error with a sentence each (app.serve.engine.flights
-keeps them by id), and the server keeps listening: it answers again once the fresh engine has the models back. A
-request is sent only while no reply or load of the window's is in flight, one at a time, so a message the person
-sends goes before the API requests that wait. uvicorn is imported only when the switch is on, and nothing here
+keeps them by id), and the server keeps listening: it answers again once the fresh engine has the models back.
+The person's messages never wait behind the API: where the engine answers one request at a time, an API request is
+sent only while no reply or load of the window's is in flight, one at a time; where it answers several side by side
+(Settings' "Requests at once"), API requests take at most all but one of them, so a message the person sends joins
+the batch at its next step. uvicorn is imported only when the switch is on, and nothing here
 loads llama.cpp. GUI thread only.
 """
 
@@ -60,7 +62,7 @@ class WindowApi(QObject):
     def __init__(self, engine_process: EngineProcess, parent=None):
         super().__init__(parent)
         self._engine_process = engine_process
-        self._flights = ApiFlights(engine_process.api_stopped_up_to, engine_process.api_enough_up_to)
+        self._flights = ApiFlights(engine_process.api_gone, engine_process.api_enough)
         self._server: Optional[ApiServer] = None
         self._spec: Optional[ApiSpec] = None
         self._notifier: Optional[QSocketNotifier] = None
@@ -120,9 +122,9 @@ class WindowApi(QObject):
             self._set_state(ApiState())
 
     def stop_request(self) -> None:
-        """The footer's Stop: the request being answered ends at its next round, and its client hears why."""
-        if self.state.serving:
-            self._flights.stop(self.state.serving)
+        """The footer's Stop: the requests being answered end at their next round, and their clients hear why."""
+        for request_id in self._flights.ids():
+            self._flights.stop(request_id)
 
     # ----- answering
 
@@ -131,20 +133,23 @@ class WindowApi(QObject):
         the socket notifier sleeps meanwhile (the queue stays readable while a request waits)."""
         if self._server is None or self._notifier is None:
             return
-        free = not len(self._flights) and not self._engine_process.busy()
-        self._notifier.setEnabled(free)
-        if not free:
-            return
-        job = self._server.queue.take(0)
-        if job is None:
-            return
-        self._last_id += 1
-        self._flights.add(self._last_id, job)
-        self._notifier.setEnabled(False)
-        self._poll.start()
-        self._set_state(ApiState(url=self.state.url, serving=self._last_id, model=self._served.target,
-                                 answered=self.state.answered))
-        self._engine_process.request_api_answer(api_request(self._last_id, job.request))
+        while self._room():
+            job = self._server.queue.take(0)
+            if job is None:
+                break
+            self._last_id += 1
+            self._flights.add(self._last_id, job)
+            self._poll.start()
+            self._set_state(ApiState(url=self.state.url, serving=self._last_id, model=self._served.target,
+                                     answered=self.state.answered))
+            self._engine_process.request_api_answer(api_request(self._last_id, job.request))
+        self._notifier.setEnabled(self._room())
+
+    def _room(self) -> bool:
+        """Whether another API request may go to the engine now (the module's docstring says when)."""
+        if self._served.parallel <= 1:
+            return not len(self._flights) and not self._engine_process.busy()
+        return len(self._flights) < self._served.parallel - 1 and not self._engine_process.loading()
 
     def _on_answer(self, message: object) -> None:
         if self._flights.on_reply(message) and isinstance(message, ReplyEnded):
@@ -155,7 +160,9 @@ class WindowApi(QObject):
             self._poll.stop()
         self._flights.report_read(everything=True)  # nobody waits on them here
         if self._server is not None:
-            self._set_state(ApiState(url=self.state.url, answered=self.state.answered + 1))
+            serving = max(self._flights.ids(), default=0)  # others still answered side by side
+            self._set_state(ApiState(url=self.state.url, serving=serving, model=self.state.model if serving else "",
+                                     answered=self.state.answered + 1))
         self._send_next()
 
     def _forward_stops(self) -> None:

@@ -32,6 +32,7 @@ from app.engine.host.wire import (
     Reply, ReplyEnded, ReplyFailed, ReplyStarted, Request, Shutdown,
 )
 from app.engine.placement.devices import DeviceReport
+from app.engine.host.stops import StopBoard
 from app.engine.host.worker import run_worker
 from app.engine.targets import ServerModel, Target
 
@@ -109,8 +110,9 @@ class EngineProcess(QObject):
         self._context = multiprocessing.get_context("spawn")
         self._cancelled_up_to = self._context.RawValue("q", 0)
         # The API's requests' Stop (their client went away, or Stop in the footer) and "enough" (a stop string came).
-        self.api_stopped_up_to = self._context.RawValue("q", 0)
-        self.api_enough_up_to = self._context.RawValue("q", 0)
+        # The API's requests are answered side by side: a flag each (app.engine.host.stops).
+        self.api_gone = StopBoard(self._context)
+        self.api_enough = StopBoard(self._context)
         self._process: Optional[BaseProcess] = None
         self._conn: Optional[Connection] = None
         self._reader: Optional[threading.Thread] = None
@@ -143,8 +145,8 @@ class EngineProcess(QObject):
             pass  # a fresh log per worker: its tail is this worker's last words
         process = self._context.Process(
             target=run_worker,
-            args=(child_conn, self._cancelled_up_to, self._log_path, self._engine_factory, self.api_stopped_up_to,
-                  self.api_enough_up_to),
+            args=(child_conn, self._cancelled_up_to, self._log_path, self._engine_factory, self.api_gone,
+                  self.api_enough),
             name="SpecChat engine",
             daemon=True,
         )
@@ -189,7 +191,7 @@ class EngineProcess(QObject):
         if process is None or conn is None:
             return True
         self._cancelled_up_to.value = 2**62  # whatever it is generating stops at the next round
-        self.api_stopped_up_to.value = 2**62  # an API request too
+        self.api_gone.stop_all()  # an API request too
         try:
             conn.send(Shutdown())
         except (OSError, ValueError):
@@ -286,6 +288,10 @@ class EngineProcess(QObject):
     def busy(self) -> bool:
         """A reply of the window's or a load is in flight: the API's requests wait, so the person's go first."""
         return bool(self._generate_in_flight) or self._load_in_flight is not None
+
+    def loading(self) -> bool:
+        """Models are being loaded: nothing else may go to the engine until they are."""
+        return self._load_in_flight is not None
 
     def request_api_answer(self, request: AnswerChat | AnswerCompletion) -> None:
         """Answer an API client's request (its id from API_IDS_FROM on); the answers come as sig_api_answer."""

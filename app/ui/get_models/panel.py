@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QListWidget,
-    QProgressBar,
     QPushButton,
     QScrollArea,
     QSplitter,
@@ -30,7 +29,6 @@ from PySide6.QtWidgets import (
 )
 
 from app.platform import paths
-from app.hub import token as hub_token
 from app.hub.client import HubClient, RepoListing, RepoSummary
 from app.hub.curated import CuratedPair, curated_pairs
 from app.hub.download import DownloadJob, DownloadProgress
@@ -39,6 +37,8 @@ from app.hub.errors import AuthRequiredError, DownloadCancelled, HubError, Offli
 from app.hub.repo_files import RemoteModel
 from app.ui.widgets import style
 from app.ui.get_models.views import REPO_ROLE, PairCard, fill_files, fill_results, local_copy, selected_model
+from app.ui.get_models.download_row import DownloadRow
+from app.ui.get_models.token_row import TokenRow
 from app.ui.get_models.worker import TaskRunner, cancel_all
 
 
@@ -111,42 +111,11 @@ class GetModelsPanel(QWidget):
         self.message_label.hide()
         layout.addWidget(self.message_label)
 
-        self.token_row = QWidget()
-        token_layout = QHBoxLayout(self.token_row)
-        token_layout.setContentsMargins(0, 0, 0, 0)
-        self.token_edit = QLineEdit()
-        self.token_edit.setEchoMode(QLineEdit.EchoMode.Password)
-        self.token_edit.setPlaceholderText("Hugging Face access token (hf_…), from huggingface.co/settings/tokens")
-        self.token_edit.returnPressed.connect(self.save_token)
-        token_layout.addWidget(self.token_edit, 1)
-        self.save_token_button = QPushButton("Save token")
-        self.save_token_button.clicked.connect(self.save_token)
-        token_layout.addWidget(self.save_token_button)
-        self.token_row.hide()
+        self.token_row = TokenRow(self._start, lambda: self.client().base_url, self._on_token_saved, self.show_error)
         layout.addWidget(self.token_row)
 
-        self.progress_row = QWidget()
-        progress_layout = QHBoxLayout(self.progress_row)
-        progress_layout.setContentsMargins(0, 0, 0, 0)
-        column = QVBoxLayout()
-        self.progress_bar = QProgressBar()
-        self.progress_bar.setRange(0, 1000)
-        self.progress_bar.setTextVisible(False)
-        column.addWidget(self.progress_bar)
-        self.progress_label = QLabel()
-        self.progress_label.setObjectName("Muted")
-        column.addWidget(self.progress_label)
-        progress_layout.addLayout(column, 1)
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.clicked.connect(self.cancel_download)
-        progress_layout.addWidget(self.cancel_button)
-        self.resume_button = QPushButton("Resume")
-        self.resume_button.setToolTip("Continue the last download where it stopped")
-        self.resume_button.clicked.connect(self.resume_download)
-        self.resume_button.hide()
-        progress_layout.addWidget(self.resume_button)
-        self.progress_row.hide()
-        layout.addWidget(self.progress_row)
+        self.download_row = DownloadRow(self.cancel_download, self.resume_download)
+        layout.addWidget(self.download_row)
 
     def _build_pairs_tab(self) -> QWidget:
         page = QWidget()
@@ -289,22 +258,11 @@ class GetModelsPanel(QWidget):
     def cancel_download(self) -> None:
         if self._download_cancel is not None:
             self._download_cancel.set()
-            self.cancel_button.setEnabled(False)
-            self.progress_label.setText("Cancelling…")
+            self.download_row.cancelling()
 
     def resume_download(self) -> None:
         if self._last_download is not None and not self.is_downloading():
             self._last_download()
-
-    def save_token(self) -> None:
-        """Check the pasted token with the Hub, store it like huggingface_hub does, then retry what needed it."""
-        token = self.token_edit.text().strip()
-        if not token:
-            return
-        self.save_token_button.setEnabled(False)
-        base_url = self.client().base_url
-        self._start(lambda _progress: hub_token.save_token(token, base_url=base_url),
-                    self._on_token_saved, self._on_token_failed)
 
     def is_downloading(self) -> bool:
         return self._download_cancel is not None
@@ -344,31 +302,20 @@ class GetModelsPanel(QWidget):
         """Pair buttons off while busy. A disabled button's focus would pass down the pair list and the list
         scroll after it, so focus waits on Cancel and comes back to the chosen pair's button: the list stays put."""
         if busy:
-            self.progress_row.show()
-            self.progress_bar.setValue(0)
-            self.progress_label.setText(f"Preparing {label}: checking sizes and free space…")
-            self.cancel_button.setVisible(True)
-            self.cancel_button.setEnabled(True)
+            self.download_row.preparing(label)
             focused = self.window().focusWidget()  # the window's, active or not, as Qt passes focus on
             self._chosen_button = next((b for b in self.pair_buttons.values() if b is focused), None)
             if self._chosen_button is not None:
-                self.cancel_button.setFocus()
+                self.download_row.cancel_button.setFocus()
         for button in self.pair_buttons.values():
             button.setEnabled(not busy)
         if not busy:
             if self._chosen_button is not None:
                 self._chosen_button.setFocus()
                 self._chosen_button = None
-            self.cancel_button.setVisible(False)
-            self.cancel_button.setEnabled(False)
+            self.download_row.ended()
         self._update_download_button()
-        self.resume_button.hide()
         self.sig_busy_changed.emit(busy)
-
-    def _on_download_progress(self, progress: DownloadProgress) -> None:
-        self.progress_bar.setValue(int(progress.fraction * 1000))
-        if progress.phase != "checking":
-            self.progress_label.setText(" · ".join(progress.facts()))
 
     def _forget_download(self) -> None:
         if self._download_cancel in self.runner.cancel_events:
@@ -380,10 +327,8 @@ class GetModelsPanel(QWidget):
         self._last_download = None
         paths_list = [str(p) for p in result]
         self._set_downloading(False)
-        self.cancel_button.hide()
-        self.progress_bar.setValue(1000)
         landed = [paths_list[i] for i in primary] if pair else [paths_list[0]]
-        self.progress_label.setText("Downloaded: " + ", ".join(Path(p).name for p in landed))
+        self.download_row.landed([Path(p).name for p in landed])
         self.refresh_downloaded()
         self.sig_models_downloaded.emit(landed)
         card, self._pair_to_load = self._pair_to_load, None
@@ -396,11 +341,9 @@ class GetModelsPanel(QWidget):
     def _on_download_failed(self, error: HubError) -> None:
         self._forget_download()
         self._set_downloading(False)
-        self.cancel_button.hide()
         # After a cancel or a network failure the partial files are kept: offer to continue.
         resumable = isinstance(error, (DownloadCancelled, OfflineError))
-        self.resume_button.setVisible(resumable and self._last_download is not None)
-        self.progress_label.setText("Cancelled." if isinstance(error, DownloadCancelled) else "Download stopped.")
+        self.download_row.stopped(isinstance(error, DownloadCancelled), resumable and self._last_download is not None)
         self.show_error(error)
 
     # ----- answers (GUI thread, via queued signals)
@@ -412,7 +355,7 @@ class GetModelsPanel(QWidget):
 
     def _on_task_progress(self, request_id: int, record: object) -> None:
         if request_id == self._download_request and isinstance(record, DownloadProgress):
-            self._on_download_progress(record)
+            self.download_row.progress(record)
 
     def _on_task_finished(self, request_id: int, result: object) -> None:
         handlers = self._handlers.pop(request_id, None)
@@ -450,17 +393,11 @@ class GetModelsPanel(QWidget):
         self.show_error(error)
 
     def _on_token_saved(self, user: object) -> None:
-        self.save_token_button.setEnabled(True)
-        self.token_edit.clear()
-        self.token_row.hide()
+        """The token row stored a token: retry what needed it."""
         self.show_message(f"Token saved{f' for {user}' if user else ''}.")
         retry, self._retry_after_token = self._retry_after_token, None
         if retry is not None:
             retry()
-
-    def _on_token_failed(self, error: HubError) -> None:
-        self.save_token_button.setEnabled(True)
-        self.show_error(error)
 
     # ----- messages
 
@@ -477,9 +414,10 @@ class GetModelsPanel(QWidget):
         self.message_label.show()
         # A gated or private repo: ask for a token right here, then retry what needed it.
         wants_token = isinstance(error, AuthRequiredError) or getattr(error, "may_be_private", False)
-        self.token_row.setVisible(bool(wants_token))
         if wants_token:
-            self.token_edit.setFocus()
+            self.token_row.ask()
+        else:
+            self.token_row.hide()
 
     def clear_message(self) -> None:
         self.message_label.hide()

@@ -27,7 +27,8 @@ from app.ui.widgets.dialog_folders import remember_folder, start_folder
 from app.platform import paths
 from app.serve.key_store import saved_key
 from app.common.units import format_bytes
-from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, MAX_DRAFT, THREADS_AUTO, default_threads
+from app.engine.config import (GPU_LAYERS_ALL, GPU_LAYERS_AUTO, MAX_DRAFT, MAX_PARALLEL, PARALLEL_AUTO, THREADS_AUTO,
+                               default_threads)
 from app.engine.local.kv_states.conversation_cache import memory_budget
 from app.engine.local.kv_states.saved_states import saved_states_line
 from app.engine.placement.devices import DeviceReport
@@ -289,6 +290,22 @@ class AppSettingsDialog(QDialog):
         self.saved_conversations = QLabel(saved_states_line())
         self.saved_conversations.setWordWrap(True)
         form.addRow("", self.saved_conversations)
+        self.parallel_requests = QSpinBox()
+        self.parallel_requests.setRange(PARALLEL_AUTO, MAX_PARALLEL)
+        self.parallel_requests.setSpecialValueText("Auto (from memory, up to 4)")
+        self.parallel_requests.setValue(settings.parallel_requests)
+        self.parallel_requests.setToolTip(
+            "Requests answered side by side in one batch: your chat goes on while the local API answers an agent, "
+            "and speculation is decided for the whole batch. Each takes a context's KV cache of its own. At 1, "
+            "requests take turns, and recent conversations are kept between them.")
+        form.addRow("Requests at once", self.parallel_requests)
+        self.parallel_cost = QLabel()
+        self.parallel_cost.setObjectName("Muted")
+        self.parallel_cost.setWordWrap(True)
+        form.addRow("", self.parallel_cost)
+        for box in (self.parallel_requests, self.context_size):
+            box.valueChanged.connect(self._update_parallel_cost)
+        self._update_parallel_cost()
         self.target_gpu_layers = GpuLayersSpinBox(settings.target_gpu_layers)
         form.addRow("GPU layers, model", self.target_gpu_layers)
         self.draft_gpu_layers = GpuLayersSpinBox(settings.draft_gpu_layers)
@@ -354,6 +371,14 @@ class AppSettingsDialog(QDialog):
         screen = (parent.screen() if parent is not None else None) or QGuiApplication.primaryScreen()
         self.resize(fitted_size(screen.availableGeometry().size()))
 
+    def _update_parallel_cost(self, *_args) -> None:
+        count = self.parallel_requests.value()
+        self.parallel_cost.setText(
+            "One request at a time; recent conversations are kept between them." if count == 1 else
+            f"{'Up to 4' if count == PARALLEL_AUTO else count} requests at once, each with "
+            f"{self.context_size.value():,} tokens of KV cache of its own; conversations are not kept between "
+            "requests.")
+
     def set_devices(self, report: DeviceReport) -> None:
         """Show the engine process's answer to "which devices?" (EngineProcess.sig_devices_listed)."""
         rpc = {True: "supported by this build", False: "not supported by this build", None: "unknown"}[report.rpc]
@@ -400,6 +425,7 @@ class AppSettingsDialog(QDialog):
             threads=self.threads.value(),
             context_size=self.context_size.value(),
             kept_conversations_mib=self.kept_conversations.value(),
+            parallel_requests=self.parallel_requests.value(),
             target_gpu_layers=self.target_gpu_layers.value(),
             draft_gpu_layers=self.draft_gpu_layers.value(),
             **app_load_fields(self.load_fields.values()),

@@ -1,5 +1,6 @@
 """The window's frame: start-up, the main window that lays out and wires the features, and its small parts.
 
+- app_settings.py: The app's settings as the window applies them: what models load with, the Settings dialog, what a change does, view options.
 - appearance.py: The window's appearance: System (follows the OS colour scheme), Light or Dark, switched live.
 - empty_state.py: The first-run page: shown instead of an empty conversation while the library has no usable model.
 - main.py: `specchat`: start the window.

@@ -12,10 +12,9 @@ import dataclasses
 from typing import Callable, Optional, cast
 
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import QDialog, QMainWindow, QStackedWidget
+from PySide6.QtWidgets import QMainWindow, QStackedWidget
 
-from app.engine.config import FlashAttn, GenerationConfig, KvType, LoadSettings
-from app.engine.local.kv_states.conversation_cache import kept_line_of
+from app.engine.config import GenerationConfig, KvType, LoadSettings
 from app.engine.targets import Target, target_from_key
 from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
 from app.store import model_defaults
@@ -32,19 +31,18 @@ from app.ui.models.model_thinking import ModelThinking
 from app.ui.chat.settings_binding import ChatSettingsBinding
 from app.ui.transcript.chat_view import ChatView
 from app.ui.chat.composer import Composer
-from app.ui.chat.conversation import Conversation, chat_session
+from app.ui.chat.chat_prompt import chat_session
+from app.ui.chat.conversation import Conversation
 from app.ui.chat.reply_request import ReplyRequestSpec
-from app.ui.shell import appearance
+from app.ui.shell import app_settings, appearance
 from app.ui.shell.empty_state import EmptyLibraryPage
 from app.ui.shell.message_commands import MessageCommands
 from app.ui.engine_link import api_server
 from app.ui.engine_link.engine_process import EngineProcess
-from app.ui.engine_link.settings_answers import settings_linked
 from app.ui.models.library_controller import LibraryController
 from app.ui.models.library_model import DraftListModel, LibraryModel
 from app.ui.models.model_bar import ModelBar
 from app.ui.models.model_session import ModelSession
-from app.ui.settings.dialog import AppSettingsDialog
 from app.ui.tools.window_tools import WindowTools
 from app.ui.shell.window_geometry import restore_geometry, save_geometry
 from app.ui.widgets.layouts import column, padded, sidebar_split
@@ -228,28 +226,11 @@ class MainWindow(QMainWindow):
     # ----- app settings
 
     def _load_settings(self, s: Optional[AppSettings] = None) -> LoadSettings:
-        s = s or self.settings
-        return LoadSettings(n_ctx=s.context_size, n_threads=s.threads, target_gpu_layers=s.target_gpu_layers,
-                            draft_gpu_layers=s.draft_gpu_layers, rpc_servers=tuple(s.rpc_workers),
-                            kept_states_mib=s.kept_conversations_mib, n_batch=s.batch_size,
-                            flash_attn=cast(FlashAttn, s.flash_attention),
-                            kv_type=cast(KvType, s.kv_cache_type), mmap=s.use_mmap, mlock=s.use_mlock)
+        return app_settings.load_settings_of(s or self.settings)
 
     def session_load_settings(self) -> LoadSettings:
         """What the chosen target loads with: the app's load settings under its own (app.store.model_defaults)."""
         return model_defaults.with_load_defaults(self._load_settings(), self.session.defaults_for(self.session.target_key()))
-
-    def apply_load_settings(self) -> None:
-        """The settings models load with, after a change: the loaded model is loaded again only when the person
-        says so (a reply being written finishes first: the engine takes requests in order); otherwise they apply at
-        the next load."""
-        load = self._load_settings()
-        if not self.session.load_settings_differ(load):
-            return
-        reload = bool(self.session.loaded_target()) and self.confirm(
-            "Reload the model?", "The model's load settings changed. Loading it again with them takes a moment; "
-            "a reply being written finishes first. Not now: they apply the next time a model loads.", "Reload now")
-        self.session.set_load_settings(load, reload=reload)
 
     def save_app_settings(self) -> None:
         try:
@@ -258,50 +239,20 @@ class MainWindow(QMainWindow):
             self.show_error(str(exc))
 
     def open_app_settings(self) -> None:
-        tools_page = self.tools.settings_page()
-        dialog = AppSettingsDialog(self.settings, self, devices=self.engine_process.devices,
-                                   api_state=self.api_server.state_text(), tools_page=tools_page,
-                                   memory_line=lambda ctx, kv: self.model_actions.memory_line(self.session.target_key(),
-                                                                                               ctx, kv, app_wide=True),
-                                   kept_state=kept_line_of(self.conversation.last_stats))
-        with settings_linked(dialog, self.engine_process):
-            accepted = dialog.exec() == QDialog.DialogCode.Accepted
-        if accepted:
-            self.apply_app_settings(dialog.settings())
-            self.tools.apply_page(tools_page)
-            try:
-                if dialog.api_page.choice() != self.api_server.choice():
-                    self.api_server.set_choice(dialog.api_page.choice())
-            except (OSError, ValueError) as exc:
-                self.show_error(f"The API server's key could not be saved: {exc}")
+        app_settings.open_dialog(self)
 
     def apply_app_settings(self, new: AppSettings) -> None:
-        old = self.settings
-        self.settings = new
-        self.save_app_settings()
-        if (old.model_folders, old.scan_hf_cache) != (new.model_folders, new.scan_hf_cache):
-            self.library_ctl.rescan()
-        self.apply_load_settings()
-        self.library.set_memory_settings(new.context_size, cast(KvType, new.kv_cache_type), new.model_defaults)
-        if old.servers != new.servers:
-            self.server_models.refresh(new.servers)
-        self.appearance.set_choice(new.theme)
-        self.chat_view.set_keep_thinking_open(new.keep_thinking_open)
+        app_settings.apply(self, new)
 
     def set_highlighting(self, on: bool) -> None:
-        self._set_view_option("show_highlighting", self.chat_view.set_highlighting, self.legend_row.highlight_switch, on)
+        """Show or hide who drafted each kept token in the transcript, and remember the choice."""
+        app_settings.view_option(self, "show_highlighting", self.chat_view.set_highlighting,
+                                 self.legend_row.highlight_switch, on)
 
     def set_show_refused(self, on: bool) -> None:
         """Show or hide refused draft proposals in the transcript, and remember the choice."""
-        self._set_view_option("show_refused", self.chat_view.set_show_refused, self.legend_row.refused_switch, on)
-
-    def _set_view_option(self, setting: str, apply, switch, on: bool) -> None:
-        apply(on)
-        if switch.isChecked() != on:
-            switch.setChecked(on)
-        if getattr(self.settings, setting) != on:
-            setattr(self.settings, setting, on)
-            self.save_app_settings()
+        app_settings.view_option(self, "show_refused", self.chat_view.set_show_refused, self.legend_row.refused_switch,
+                                 on)
 
     # ----- library
 

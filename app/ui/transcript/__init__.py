@@ -1,7 +1,9 @@
 """The transcript: the document replies stream into, with provenance highlights, Markdown, tooltips and links. GUI thread only.
 
 - browser.py: The transcript's QTextBrowser behaviours: it fetches nothing, copies what the reader sees (ghost text left
+- chat_pages.py: Which messages of the open chat the transcript shows: the newest page at once, older pages on scrolling up.
 - chat_view.py: The transcript: a QTextBrowser that streams tokens with their provenance and renders finished replies.
+- frames.py: The transcript's frames: a message's (a user's as a bubble), a notice's, and the author line above a message.
 - format.py: What the transcript shows of one message (its record and stats row) and the char-format properties that mark
 - links/: links in the transcript: the app's own (Copy, Retry...), which reply text cannot forge, and a reply's, opened only
   after confirming.

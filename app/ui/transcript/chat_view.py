@@ -14,21 +14,12 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from PySide6.QtCore import QUrl, Qt, Signal
-from PySide6.QtGui import (
-    QColor,
-    QFont,
-    QTextBlockFormat,
-    QTextCharFormat,
-    QTextCursor,
-    QTextFrame,
-    QTextFrameFormat,
-)
+from PySide6.QtGui import QTextBlockFormat, QTextCharFormat, QTextCursor, QTextFrame
 from PySide6.QtWidgets import QApplication
 
-from app.replies.comparison import ShownComparison, compare_link_label, comparison_text
+from app.replies.comparison import ShownComparison, comparison_text
 from app.store.provenance import RoundRecord, TokenRecord
 from app.ui.transcript import long_text, message_actions, message_meta, thinking_section
-from app.ui.widgets import style
 from app.ui.transcript import marks as transcript_marks
 from app.ui.transcript.links.link_guard import open_link_after_confirming
 from app.ui.transcript.reply_chars import reply_chars
@@ -37,6 +28,7 @@ from app.ui.transcript.reply_writer import ReplyWriter
 from app.ui.transcript.token_tooltip import DRAFT_TOOLTIP, NGRAM_TOOLTIP, TARGET_TOOLTIP
 from app.ui.transcript.browser import TranscriptBrowser
 from app.ui.transcript.welcome import insert_welcome
+from app.ui.transcript.frames import end_cursor, insert_author, insert_notice, message_frame_format
 from app.ui.tools.call_blocks import CallBlocks
 from app.ui.transcript.format import CONTINUABLE, STREAM_KEY, TranscriptMessage, format_stats
 
@@ -195,7 +187,7 @@ class ChatView(TranscriptBrowser):
             if message.role == "system":
                 continue
             cursor.setPosition(position)
-            frame = cursor.insertFrame(self._frame_format(message.role))
+            frame = cursor.insertFrame(message_frame_format(message.role))
             self._insert_message(frame, message, False)
             position = frame.lastPosition() + 1
         cursor.endEditBlock()
@@ -223,49 +215,18 @@ class ChatView(TranscriptBrowser):
 
     def add_notice(self, text: str, kind: str = "info", retry: bool = False) -> None:
         """A line between messages: the context was trimmed, a generation failed (with a Retry link)..."""
-        frame_format = QTextFrameFormat()
-        frame_format.setTopMargin(4)
-        frame_format.setBottomMargin(10)
-        frame_format.setPadding(8)
-        frame_format.setBackground(QColor(style.ERROR_SOFT if kind == "error" else style.WARNING_SOFT))
-        frame_format.setBorder(1)
-        theme = style.current()
-        frame_format.setBorderBrush(QColor(theme.error_border if kind == "error" else theme.warning_border))
-        frame_format.setBorderStyle(QTextFrameFormat.BorderStyle.BorderStyle_Solid)
-        cursor = self._end_cursor()
-        frame = cursor.insertFrame(frame_format)
-        cursor = frame.firstCursorPosition()
-        fmt = QTextCharFormat()
-        fmt.setForeground(QColor(theme.error if kind == "error" else theme.warning_text))
-        cursor.insertText(text, fmt)
-        if retry:
-            cursor.insertText("   ", fmt)
-            cursor.insertText("Retry", self._writer.action_format("retry"))
+        insert_notice(self.document(), text, kind, self._writer.action_format("retry") if retry else None)
         self.scroll_to_end()
 
     def _append_frame(self, role: str) -> QTextFrame:
-        return self._end_cursor().insertFrame(self._frame_format(role))
-
-    def _frame_format(self, role: str) -> QTextFrameFormat:
-        frame_format = QTextFrameFormat()
-        frame_format.setTopMargin(6)
-        frame_format.setBottomMargin(14)
-        if role == "user":
-            frame_format.setPadding(10)
-            frame_format.setBackground(QColor(style.USER_BUBBLE))
-            frame_format.setLeftMargin(72)
-        else:
-            frame_format.setPadding(2)
-        return frame_format
+        return self._end_cursor().insertFrame(message_frame_format(role))
 
     def _end_cursor(self) -> QTextCursor:
-        cursor = QTextCursor(self.document())
-        cursor.movePosition(QTextCursor.MoveOperation.End)
-        return cursor
+        return end_cursor(self.document())
 
     def _render_message(self, cursor: QTextCursor, message: TranscriptMessage, is_last_reply: bool) -> None:
         self._writer.reuse_block = False
-        self._insert_header(cursor, "You" if message.role == "user" else message.model_label)
+        insert_author(cursor, self._base, "You" if message.role == "user" else message.model_label)
         message_meta.insert_meta(self._writer, self._base, cursor, message)
         plain_note = long_text.plain_text_note(message.content) if message.role == "assistant" else ""
         if message.role == "user" or plain_note:
@@ -291,25 +252,12 @@ class ChatView(TranscriptBrowser):
         if message.stats is not None and message.stats.thinking_unclosed:
             message_actions.insert_note(self._base, cursor, thinking_section.ANSWERED_IN_THINKING)
         self.tool_calls.insert(cursor, message)
-        actions = [("Copy", "copy")]
-        if is_last_reply:
-            if can_continue:
-                actions.append(("Continue", "continue"))
-            actions.append(("Regenerate", "regenerate"))
         comparison = self._pending_comparisons.get(message.message_id, message.comparison)
-        # Only a reply that drafted has anything to compare with plain decoding (or one compared before).
-        if message.stats is not None and message.message_id >= 0 and (message.stats.drafted or comparison):
-            actions.append((compare_link_label(comparison), "compare"))
+        actions = message_actions.reply_actions(message, is_last_reply, can_continue, comparison)
         stats_text = format_stats(message.stats, rounds) if message.stats else ""
         message_actions.insert_actions(self._writer, self._base, cursor, message.message_id, actions, stats_text)
         if comparison_text(comparison):
             message_actions.insert_note(self._base, cursor, comparison_text(comparison))
-
-    def _insert_header(self, cursor: QTextCursor, label: str) -> None:
-        """Who wrote the message, above it."""
-        header = style.muted_format(self._base, smaller=1)
-        header.setFontWeight(QFont.Weight.DemiBold)
-        cursor.insertText(label or "Assistant", header)
 
     # ----- streaming
 
@@ -317,7 +265,7 @@ class ChatView(TranscriptBrowser):
         """Open the frame of a reply that is about to stream."""
         frame = self._append_frame("assistant")
         cursor = frame.firstCursorPosition()
-        self._insert_header(cursor, model_label)
+        insert_author(cursor, self._base, model_label)
         self._stream_frame = frame
         self._stream_answer = None  # made by the answer's first token, after any thinking
         self._stream_cut = False

@@ -6,13 +6,15 @@ Every link is an app link (action_links) whose argument is the message id. GUI t
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 from PySide6.QtGui import QColor, QFont, QTextBlockFormat, QTextCursor, QTextDocument
 
+from app.replies.comparison import ShownComparison, compare_link_label
 from app.store.attachments import Attachment
 from app.ui.widgets import style
 from app.ui.transcript.links.action_links import ActionLinks
+from app.ui.transcript.format import TranscriptMessage
 from app.ui.transcript.reply_writer import ReplyWriter
 
 
@@ -39,6 +41,20 @@ def insert_actions(writer: ReplyWriter, base: QFont, cursor: QTextCursor, messag
         # Its words joined by no-break spaces: a link never wraps in its middle ("Compare with / plain"); the
         # document's find and plain text read them as spaces.
         cursor.insertText(label.replace(" ", "\u00a0"), link)
+
+
+def reply_actions(message: TranscriptMessage, is_last_reply: bool, can_continue: bool,
+                  comparison: Union[ShownComparison, dict, None]) -> list[tuple[str, str]]:
+    """The (label, action) links under a finished reply: Copy; on the last reply Continue (where it can go on) and
+    Regenerate; Compare with plain (or its state) on a reply that drafted or was compared before."""
+    actions = [("Copy", "copy")]
+    if is_last_reply:
+        if can_continue:
+            actions.append(("Continue", "continue"))
+        actions.append(("Regenerate", "regenerate"))
+    if message.stats is not None and message.message_id >= 0 and (message.stats.drafted or comparison):
+        actions.append((compare_link_label(comparison), "compare"))
+    return actions
 
 
 def insert_attachment_chips(base: QFont, cursor: QTextCursor, attachments: Sequence[Attachment]) -> None:

@@ -1,5 +1,6 @@
 """Many requests decoded side by side: one forward pass a step over every running request's rows.
 
+- driver.py: The engine's replies decoded side by side: each reply an iterator of its own events, advanced by one step.
 - draft_batch.py: The draft model drafting for every sequence of a batch at once, one pass per draft position.
 - reply.py: One request's reply as its rounds keep tokens: what the single-request decoder and the batch share.
 - scheduler.py: Continuous batching: requests join and leave between steps; drafts decided for the step.

@@ -20,10 +20,10 @@ from app.engine.speculation.drafters import Draft
 
 @dataclass
 class DraftAsk:
-    """One sequence's draft of up to `k` tokens after `history` (its draft-model sequence is `seq`)."""
+    """One sequence's draft of up to `k` tokens after `written` (its draft-model sequence is `seq`)."""
 
     seq: int
-    history: Sequence[int]
+    written: Sequence[int]
     k: int
     sampler: Sampler
     rng: np.random.Generator
@@ -32,14 +32,14 @@ class DraftAsk:
 
 
 def draft_all(sequences: Sequences, asks: Sequence[DraftAsk]) -> list[Draft]:
-    """Each ask's draft, in order. Each sequence first catches up with its history (after a rejection it holds
+    """Each ask's draft, in order. Each sequence first catches up with its written tokens (after a rejection it holds
     tokens the target refused); a sequence without room in the context drafts nothing."""
     samples: list[list[np.ndarray]] = [[] for _ in asks]
     drafts = [Draft(probs=None if ask.sampler.greedy else samples[i], source="model") for i, ask in enumerate(asks)]
     pending: list[list[int]] = []
     for ask, draft in zip(asks, drafts):
-        kept = sequences.keep_prefix(ask.seq, ask.history, leave=1)
-        pending.append(list(ask.history[kept:]))
+        kept = sequences.keep_prefix(ask.seq, ask.written, leave=1)
+        pending.append(list(ask.written[kept:]))
         draft.caught_up = len(pending[-1])
     drafting = [i for i, ask in enumerate(asks) if ask.k > 0 and pending[i]]
     need = sum(len(pending[i]) + asks[i].k for i in drafting)

@@ -1,4 +1,4 @@
-"""One request's reply as its rounds keep tokens: its history, text, stop reason and statistics.
+"""One request's reply as its rounds keep tokens: its written tokens, text, stop reason and statistics.
 
 The single-request decoder (app.engine.local.decoder.generate) and the batch (scheduler.py) run every request
 through a Reply, so a token is written, counted and stopped on in one place.
@@ -7,7 +7,6 @@ through a Reply, so a token is written, counted and stopped on in one place.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Callable, Optional, Protocol, Sequence
 
 import numpy as np
@@ -22,6 +21,7 @@ from app.engine.local.text_stream import TextStream
 from app.engine.reasoning.splitter import ReplySplitter
 from app.engine.speculation.drafters import Draft
 from app.engine.speculation.policy import Plan
+from app.engine.speculation.tally import Tally
 
 
 class LogitRows(Protocol):
@@ -30,27 +30,10 @@ class LogitRows(Protocol):
     def logits(self, row: int) -> np.ndarray: ...
 
 
-@dataclass
-class Tally:
-    """What the rounds of one reply drafted and kept."""
-
-    drafted: int = 0
-    accepted: int = 0
-    rounds: int = 0
-    draft_rounds: int = 0
-    histogram: dict[int, int] = field(default_factory=dict)  # draft length -> rounds
-
-    def add(self, drafted: int, accepted: int) -> None:
-        self.rounds += 1
-        self.drafted += drafted
-        self.accepted += accepted
-        self.draft_rounds += bool(drafted)
-        self.histogram[drafted] = self.histogram.get(drafted, 0) + 1
-
-
 class Reply:
-    """A request's reply in progress. `history` is the prompt and every kept token; `stop_reason` is "" until the
-    reply ends. Every event goes through `split` (the reply's thinking told from its answer)."""
+    """A request's reply in progress. `written` is the prompt and every kept token (what the target's context
+    holds); `stop_reason` is "" until the reply ends. Every event goes through `split` (the reply's thinking told
+    from its answer)."""
 
     def __init__(self, target: LoadedModel, prompt: Sequence[int], config: GenerationConfig, *, request_id: int = 0,
                  clock: Callable[[], float] = time.perf_counter, grammar: Optional[GrammarMask] = None,
@@ -67,7 +50,7 @@ class Reply:
         self.penalties = Penalties.from_config(config)
         self.rng = np.random.default_rng(config.seed)
         self.prompt_len = len(prompt)
-        self.history = list(prompt)
+        self.written = list(prompt)
         self.text_stream = TextStream()
         self.pieces: list[str] = []
         self.tally = Tally()
@@ -104,15 +87,15 @@ class Reply:
         self.budget_spent = True
         closing = self.target.tokenize(split.family.close_text, add_special=False, parse_special=True)
         if closing and self.emitted + len(closing) < self.config.max_tokens \
-                and len(self.history) + len(closing) < self.target.n_ctx:
+                and len(self.written) + len(closing) < self.target.n_ctx:
             return closing
         return []
 
     def write_closing(self, closing: Sequence[int]) -> list[EngineEvent]:
-        """The closing tokens written into the history, as the target's own."""
+        """The closing tokens written, as the target's own."""
         events: list[EngineEvent] = []
         for token in closing:
-            self.history.append(token)
+            self.written.append(token)
             events += self.token_event(token, "target", None, -1)
             self.emitted += 1
         return events
@@ -146,7 +129,7 @@ class Reply:
             if self.target.is_end_of_generation(token) and not self.config.ignore_eos:
                 self.stop_reason = "eos"
                 break
-            self.history.append(token)
+            self.written.append(token)
             if self.grammar is not None:
                 self.grammar.accept(token)
             if self.first_token_at is None:
@@ -167,23 +150,17 @@ class Reply:
             # The reply's texts must add up to the reply: a dangling partial character is flushed as its own event.
             events += self.split.feed(TokenEvent(self.request_id, self.emitted, -1, tail, "target"))
         ended = self.clock()
-        tally = self.tally
         first = self.first_token_at
         stats = GenerationStats(
             tokens=self.emitted,
             tokens_per_second=decode_speed(self.emitted, max(ended - self.prompt_done, 1e-9)),
             ttft_s=(first - self.started) if first is not None else 0.0,
-            drafted=tally.drafted,
-            accepted=tally.accepted,
-            acceptance_rate=tally.accepted / tally.drafted if tally.drafted else 0.0,
-            mean_accepted_run=tally.accepted / tally.draft_rounds if tally.draft_rounds else 0.0,
-            rounds=tally.rounds,
             stop_reason=self.stop_reason,
             prompt_tokens=self.prompt_len,
             prompt_cached=self.reused,
             prompt_eval_s=self.prompt_done - self.started,
             elapsed_s=ended - self.started,
-            draft_len_histogram=dict(sorted(tally.histogram.items())),
+            **self.tally.stats_fields(),
         )
         return events + self.split.feed(FinishedEvent(self.request_id, "".join(self.pieces), stats))
 

@@ -53,7 +53,7 @@ PROMPT_CHUNK_BUSY = 64
 class BatchRequest:
     """One request for the batch: its prompt's tokens, settings and policy (the single decoder's arguments).
     `ngram` and `past` are this request's own copy drafters; `use_model`: whether the draft model may draft for it.
-    `on_history` receives prompt + kept tokens when it ends."""
+    `on_written` receives prompt + kept tokens when it ends."""
 
     prompt: Sequence[int]
     config: GenerationConfig
@@ -64,7 +64,12 @@ class BatchRequest:
     use_model: bool = False
     grammar: Optional[GrammarMask] = None
     splitter: Optional[ReplySplitter] = None
-    on_history: Optional[Callable[[list[int]], None]] = None
+    on_written: Optional[Callable[[list[int]], None]] = None
+    # Called with the sequence the request is given, before its prompt is matched against what it holds (a kept
+    # conversation state is restored into it there), and with the same sequence when it ends, before another
+    # request may take it (its state is saved there).
+    on_admit: Optional[Callable[[int], None]] = None
+    on_end: Optional[Callable[[int], None]] = None
 
 
 @dataclass
@@ -85,7 +90,7 @@ class _Round:
     plan: Plan
     proposals: Proposals
     draft: Draft = dataclasses.field(default_factory=lambda: Draft(source="none"))
-    pending: int = 1  # tokens of its history its cache lacks (the last one, and a thinking budget's closing)
+    pending: int = 1  # written tokens its cache lacks (the last one, and a thinking budget's closing)
 
 
 class BatchScheduler:
@@ -95,12 +100,17 @@ class BatchScheduler:
 
     def __init__(self, target: LoadedModel, draft: Optional[LoadedModel] = None, *,
                  prompt_chunk: int = PROMPT_CHUNK_BUSY, clock: Callable[[], float] = time.perf_counter):
-        self.target = target
-        self.seqs = Sequences(target, target.n_seq_max)
-        self.draft_seqs = Sequences(draft, target.n_seq_max) if draft is not None else None
+        self.target, self.draft = target, draft
         self.prompt_chunk = prompt_chunk
         self.clock = clock
         self._handles = itertools.count(1)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every request, and what the sequences hold (after a step failed: what llama.cpp kept is not
+        known). Handles given before are never given again."""
+        self.seqs = Sequences(self.target, self.target.n_seq_max)
+        self.draft_seqs = Sequences(self.draft, self.target.n_seq_max) if self.draft is not None else None
         self._waiting: deque[tuple[int, BatchRequest]] = deque()
         self._running: list[_Running] = []
         self._cancelled: set[int] = set()
@@ -147,7 +157,7 @@ class BatchScheduler:
         self._fit_to_step(rounds, sum(len(tokens) for _, tokens in prompt_rows))
         draft_s, drafted = self._draft(rounds)
         t_verify = self.clock()
-        parts = [Rows(r.running.seq, [*r.running.reply.history[-r.pending:], *r.draft.tokens], r.pending - 1)
+        parts = [Rows(r.running.seq, [*r.running.reply.written[-r.pending:], *r.draft.tokens], r.pending - 1)
                  for r in rounds]
         parts += [Rows(running.seq, tokens, len(tokens)) for running, tokens in prompt_rows]
         windows = self.seqs.decode(parts) if parts else []
@@ -189,13 +199,16 @@ class BatchScheduler:
         while self._waiting and self.seqs.free:
             handle, request = self._waiting[0]
             prompt = request.prompt
-            seq = self.seqs.take(prompt)
+            seq = self.seqs.take(prompt, request.config.kept_scope)
             assert seq is not None
-            reused = self.seqs.keep_prefix(seq, prompt, leave=1)
-            room = self.seqs.make_room(len(prompt) - reused + 1)
             drafts = self.draft_seqs
             if drafts is not None:
-                drafts.claim(seq)
+                drafts.claim(seq, request.config.kept_scope)
+            if request.on_admit is not None:
+                request.on_admit(seq)
+            reused = self.seqs.keep_prefix(seq, prompt, leave=1)
+            room = self.seqs.make_room(len(prompt) - reused + 1)
+            if drafts is not None:
                 if room and request.use_model:
                     room = drafts.make_room(len(prompt) - drafts.keep_prefix(seq, prompt, leave=1) + 1)
             if not room:
@@ -227,8 +240,8 @@ class BatchScheduler:
             closing = reply.closing()
             if closing:
                 out.setdefault(running.handle, []).extend(reply.write_closing(closing))
-            history = reply.history
-            pending = len(history) - len(self.seqs.cached[running.seq])
+            written = reply.written
+            pending = len(written) - len(self.seqs.cached[running.seq])
             room = self.seqs.room - (pending - 1)
             if room <= 0:
                 reply.stop_reason = "context_full"
@@ -236,9 +249,9 @@ class BatchScheduler:
                 continue
             request.policy.note_threads(self.target.n_threads)
             has_model = request.use_model and self.draft_seqs is not None
-            behind = len(history) - shared_prefix(self.draft_seqs.cached[running.seq], history) \
+            behind = len(written) - shared_prefix(self.draft_seqs.cached[running.seq], written) \
                 if has_model and self.draft_seqs is not None and request.config.speculative else 0
-            plan, proposals = plan_round(request.policy, history, reply.k_max(room),
+            plan, proposals = plan_round(request.policy, written, reply.k_max(room),
                                          speculative=request.config.speculative, ngram=request.ngram,
                                          has_model=has_model, past=request.past, model_behind=behind)
             rounds.append(_Round(running, plan, proposals, pending=pending))
@@ -299,7 +312,7 @@ class BatchScheduler:
                 r.draft = Draft(tokens=copy_tokens(r.plan, r.proposals), source=r.plan.drafter)
             elif r.plan.drafter == "model" and self.draft_seqs is not None:
                 reply = r.running.reply
-                asks.append((r, DraftAsk(r.running.seq, reply.history, r.plan.k, reply.sampler, reply.rng,
+                asks.append((r, DraftAsk(r.running.seq, reply.written, r.plan.k, reply.sampler, reply.rng,
                                          r.running.request.config.draft_p_min, r.plan.stop_below)))
         if not asks or self.draft_seqs is None:
             return 0.0, 0
@@ -324,7 +337,7 @@ class BatchScheduler:
         events = out.setdefault(running.handle, [])
         events += reply.round_event(r.plan, draft, accepted, own, self.clock() - started, self.target.n_threads)
         events += reply.keep(draft, accepted, own, round_index, window)
-        self.seqs.truncate(running.seq, len(reply.history) - 1)
+        self.seqs.truncate(running.seq, len(reply.written) - 1)
         if reply.stop_reason:
             self._end(running, out)
 
@@ -335,8 +348,10 @@ class BatchScheduler:
 
     def _end(self, running: _Running, out: dict[int, list[EngineEvent]]) -> None:
         self._running.remove(running)
+        if running.request.on_end is not None:
+            running.request.on_end(running.seq)
         self._free_sequence(running.seq)
         events = running.reply.finish()
-        if running.request.on_history is not None:
-            running.request.on_history(running.reply.history)
+        if running.request.on_written is not None:
+            running.request.on_written(running.reply.written)
         out.setdefault(running.handle, []).extend(events)

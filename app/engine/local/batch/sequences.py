@@ -12,6 +12,7 @@ Only the engine process's main thread may use a Sequences (it drives the model).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
@@ -67,6 +68,37 @@ class RowWindow:
         return self._model.logits(self._start + row)
 
 
+class SequenceSlot:
+    """Sequence `seq` of `sequences`, as kept conversation states see a model (kv_states' Slot): its mirror, and its
+    state copied out and back in."""
+
+    def __init__(self, sequences: "Sequences", seq: int):
+        self._sequences = sequences
+        self.seq = seq
+
+    @property
+    def path(self) -> Path:
+        return self._sequences.model.path
+
+    @property
+    def cached(self) -> list[int]:
+        return self._sequences.cached[self.seq]
+
+    def common_prefix(self, tokens: Sequence[int], end: int | None = None) -> int:
+        return shared_prefix(self.cached, tokens[:end] if end is not None else tokens)
+
+    def truncate(self, n_keep: int) -> None:
+        self._sequences.truncate(self.seq, n_keep)
+
+    def state_bytes(self) -> bytes:
+        return self._sequences.model.seq_state(self.seq) if self.cached else b""
+
+    def restore_state(self, state: bytes, tokens: Sequence[int]) -> bool:
+        restored = self._sequences.model.set_seq_state(self.seq, state, len(tokens))
+        self._sequences.cached[self.seq] = list(tokens) if restored else []
+        return restored
+
+
 class Sequences:
     """N sequences of `model`'s context (its n_seq_max). Taking them over clears what the context held."""
 
@@ -77,6 +109,7 @@ class Sequences:
             model.seq_rm(seq, 0)
         model.cached = []  # sequence 0's single-request mirror no longer says what it holds
         self.cached: list[list[int]] = [[] for _ in range(n)]
+        self.scopes: list[str] = ["" for _ in range(n)]  # whose text each sequence holds (GenerationConfig.kept_scope)
         self._free = list(range(n))
 
     @property
@@ -89,24 +122,37 @@ class Sequences:
         """Cells left in the shared budget."""
         return self.model.n_ctx - sum(len(c) for c in self.cached)
 
-    def take(self, prompt: Sequence[int]) -> Optional[int]:
-        """A free sequence for a request with `prompt`, the one whose cache shares most of it; None when all are
-        in use."""
+    def take(self, prompt: Sequence[int], scope: str = "") -> Optional[int]:
+        """A free sequence for a request of `scope` with `prompt`, the one whose cache shares most of it; None when
+        all are in use. Another scope's text is never reused (one API key's prompts are never another's cache, as
+        kept conversation states): a sequence that held one is emptied."""
         if not self._free:
             return None
-        best = max(self._free, key=lambda s: (shared_prefix(self.cached[s], prompt), -s))
+        best = max(self._free, key=lambda s: (shared_prefix(self.cached[s], prompt) if self.scopes[s] == scope
+                                              else 0, -s))
         self._free.remove(best)
+        if self.scopes[best] != scope:
+            self.truncate(best, 0)
+            self.scopes[best] = scope
         return best
 
-    def claim(self, seq: int) -> None:
+    def claim(self, seq: int, scope: str = "") -> None:
         """Take sequence `seq` itself (a draft model's sequence in step with the target's of the same number)."""
         if seq in self._free:
             self._free.remove(seq)
+        if self.scopes[seq] != scope:
+            self.truncate(seq, 0)
+            self.scopes[seq] = scope
 
     def release(self, seq: int) -> None:
         """The request on `seq` ended: the sequence is free, and keeps what it holds for a prompt that shares it."""
         if seq not in self._free:
             self._free.append(seq)
+
+    def empty_if_free(self, seq: int) -> None:
+        """Forget what sequence `seq` holds (a deleted chat's), unless a request is using it."""
+        if seq in self._free:
+            self.truncate(seq, 0)
 
     def make_room(self, cells: int) -> bool:
         """Free sequences give back their cells, least shared first, until `cells` are free; False if they cannot."""

@@ -1,9 +1,11 @@
 """Recent conversations' KV caches, kept so that going back to a chat (or an API client's turn after another's)
 reads only its new tokens.
 
-The models decode one sequence (seq 0). Before a request that does not go on from what seq 0 holds, seq 0's
-state is copied out (llama_state_seq_get_data) and kept; then the kept state sharing the longest token prefix with
-the request, as llama-server picks a slot, is copied back in when it shares more than seq 0 does. The draft
+A request is decoded in one sequence of the models' contexts (a Slot: seq 0 when requests take turns, the batch's
+free sequence when they are decoded side by side). Before a request that does not go on from what its sequence
+holds, that state is copied out (llama_state_seq_get_data) and kept; then the kept state sharing the longest token
+prefix with the request, as llama-server picks a slot, is copied back in when it shares more than the sequence
+does. The draft
 model's cache is kept and restored with it. States are kept least recently used first within a byte budget;
 long conversations also go to disk (saved_states.py) after each reply, for a chat reopened after a restart.
 
@@ -22,7 +24,7 @@ import dataclasses
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Protocol, Sequence
 
 from app.common.units import format_bytes
 from app.engine.events import GenerationStats
@@ -30,6 +32,25 @@ from app.engine.local.kv_states.saved_states import DISK_DEFAULT, DISK_MIN_TOKEN
 
 if TYPE_CHECKING:  # the window imports the budget from here, and never loads llama.cpp
     from app.engine.local.llama_model import LoadedModel
+
+class Slot(Protocol):
+    """One sequence of a model's context and the mirror of what it holds: LoadedModel itself for seq 0, and the
+    batch's sequences (app.engine.local.batch.sequences.SequenceSlot)."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def cached(self) -> list[int]: ...
+
+    def common_prefix(self, tokens: Sequence[int], end: int | None = None) -> int: ...
+
+    def truncate(self, n_keep: int) -> None: ...
+
+    def state_bytes(self) -> bytes: ...
+
+    def restore_state(self, state: bytes, tokens: Sequence[int]) -> bool: ...
+
 
 # A state shorter than this is not kept: reading it again costs about what copying it does.
 KEEP_MIN_TOKENS = 64
@@ -116,38 +137,41 @@ class CacheUse:
 class ConversationCache:
     """The kept states of one loaded target (and whichever draft is loaded beside it)."""
 
-    def __init__(self, target: LoadedModel, memory_bytes: int, disk: Optional[SavedStates]):
+    def __init__(self, target: LoadedModel, memory_bytes: int, disk: Optional[SavedStates], n_ctx: int = 0):
         self.target = target
+        self.disk_n_ctx = n_ctx or target.n_ctx  # one request's context: what saved states are filed under
         self.memory_bytes = memory_bytes
         self.disk = disk
         self._kept: collections.OrderedDict[int, KeptConversation] = collections.OrderedDict()  # oldest first
         self._next_key = 0
-        self._seq0_session = ""  # whose conversation seq 0 holds
-        self._seq0_scope = ""
+        self._holders: dict[int, tuple[str, str]] = {}  # whose conversation each sequence holds: (session, scope)
         self._draft_disks: dict[Path, SavedStates] = {}  # the saved states of each draft model used beside it
 
     @classmethod
     def for_target(cls, target: LoadedModel, memory_mib: int = 0, disk_mib: int = 0,
-                   on_disk: bool = True) -> "ConversationCache":
-        disk = SavedStates(model_folder(target.path, target.n_ctx), disk_budget(disk_mib)) if on_disk else None
-        return cls(target, memory_budget(memory_mib), disk)
+                   on_disk: bool = True, n_ctx: int = 0) -> "ConversationCache":
+        """`n_ctx`: the context one request has (the target's own unless it holds several sequences)."""
+        disk = SavedStates(model_folder(target.path, n_ctx or target.n_ctx), disk_budget(disk_mib)) if on_disk \
+            else None
+        return cls(target, memory_budget(memory_mib), disk, n_ctx)
 
     # -- the request path ---------------------------------------------------------------------------------------
 
-    def prepare(self, tokens: Sequence[int], session: str, draft: Optional[LoadedModel] = None,
-                scope: str = "person") -> CacheUse:
-        """Make seq 0 hold the longest kept prefix of `tokens` (the prompt) of `scope`, keeping what it held."""
+    def prepare(self, tokens: Sequence[int], session: str, draft: Optional[Slot] = None,
+                scope: str = "person", slot: Optional[Slot] = None, seq: int = 0) -> CacheUse:
+        """Make sequence `seq` (`slot`, the target itself for seq 0; `draft`, the draft's same sequence) hold the
+        longest kept prefix of `tokens` (the prompt) of `scope`, keeping what it held."""
         started = time.perf_counter()
-        use = self._prepare(tokens, session, draft, scope)
+        use = self._prepare(tokens, session, slot if slot is not None else self.target, draft, scope, seq)
         return dataclasses.replace(use, seconds=time.perf_counter() - started)
 
-    def _prepare(self, tokens: Sequence[int], session: str, draft: Optional[LoadedModel], scope: str) -> CacheUse:
-        target = self.target
+    def _prepare(self, tokens: Sequence[int], session: str, target: Slot, draft: Optional[Slot], scope: str,
+                 seq: int) -> CacheUse:
         limit = len(tokens) - 1  # the last prompt token is always decoded, for its logits
-        leaving, leaving_scope = self._seq0_session, self._seq0_scope
-        self._seq0_session, self._seq0_scope = session, scope
+        leaving, leaving_scope = self._holders.get(seq, ("", ""))
+        self._holders[seq] = (session, scope)
         if leaving_scope and leaving_scope != scope:  # another scope's conversation is never reused
-            self._keep(self._copy_seq0(leaving, leaving_scope, draft))
+            self._keep(self._copy(target, draft, leaving, leaving_scope))
             for model in (target, draft):
                 if model is not None:
                     model.truncate(0)
@@ -156,11 +180,11 @@ class ConversationCache:
         header, disk_n = self.disk.best(tokens, scope) if self.disk is not None else (None, 0)
         if max(kept_n, disk_n) < shared + RESTORE_MIN_GAIN:
             if shared < len(target.cached):
-                self._keep(self._copy_seq0(leaving, scope, draft))  # the reply will overwrite the rest
+                self._keep(self._copy(target, draft, leaving, scope))  # the reply will overwrite the rest
             return CacheUse(shared, "continued" if shared else "none", self._take_disk_notice())
-        # seq 0 is copied out first, and kept after the restore: the one restored is never evicted for it.
-        # A conversation in seq 0 is not also kept: seq 0 is its copy until another one takes its place.
-        outgoing = self._copy_seq0(leaving, scope, draft)
+        # The sequence is copied out first, and kept after the restore: the one restored is never evicted for it.
+        # A conversation in a sequence is not also kept: the sequence is its copy until another takes its place.
+        outgoing = self._copy(target, draft, leaving, scope)
         use = CacheUse(target.common_prefix(tokens, limit), "none")
         if key is not None and kept_n >= disk_n:
             entry = self._kept.pop(key)
@@ -177,25 +201,28 @@ class ConversationCache:
         self._keep(outgoing)
         return dataclasses.replace(use, notice=self._take_disk_notice())
 
-    def after_reply(self, session: str, draft: Optional[LoadedModel] = None) -> None:
+    def after_reply(self, session: str, draft: Optional[Slot] = None, slot: Optional[Slot] = None,
+                    seq: int = 0) -> None:
         """A reply is done: a long conversation's state goes to disk (replacing its earlier one), the draft's too."""
-        target = self.target
+        target = slot if slot is not None else self.target
         if self.disk is None or len(target.cached) < DISK_MIN_TOKENS:
             return
-        scope = self._seq0_scope or "person"
+        scope = self._holders.get(seq, ("", ""))[1] or "person"
         self.disk.save(scope, session, target.cached, target.state_bytes())
         draft_disk = self._draft_disk(draft)
         if draft is not None and draft_disk is not None and len(draft.cached) >= DISK_MIN_TOKENS:
             draft_disk.save(scope, session, draft.cached, draft.state_bytes())
 
-    def _draft_disk(self, draft: Optional[LoadedModel]) -> Optional[SavedStates]:
+    def _draft_disk(self, draft: Optional[Slot]) -> Optional[SavedStates]:
         if draft is None or self.disk is None:
             return None
         if draft.path not in self._draft_disks:
-            self._draft_disks[draft.path] = SavedStates(model_folder(draft.path, draft.n_ctx), self.disk.budget_bytes)
+            # In the target's context size: the draft's sequences are sized as the target's.
+            self._draft_disks[draft.path] = SavedStates(model_folder(draft.path, self.disk_n_ctx),
+                                                        self.disk.budget_bytes)
         return self._draft_disks[draft.path]
 
-    def _restore_draft_from_disk(self, draft: LoadedModel, tokens: Sequence[int], scope: str) -> None:
+    def _restore_draft_from_disk(self, draft: Slot, tokens: Sequence[int], scope: str) -> None:
         draft_disk = self._draft_disk(draft)
         if draft_disk is None:
             return
@@ -212,9 +239,9 @@ class ConversationCache:
                 notice, disk.notice = disk.notice, ""
         return notice
 
-    def _copy_seq0(self, session: str, scope: str, draft: Optional[LoadedModel]) -> Optional[KeptConversation]:
-        """A copy of what seq 0 (and the draft's cache) holds; None when too short to be worth keeping."""
-        target = self.target
+    def _copy(self, target: Slot, draft: Optional[Slot], session: str, scope: str) -> Optional[KeptConversation]:
+        """A copy of what a sequence (and the draft's same sequence) holds; None when too short to be worth
+        keeping."""
         if len(target.cached) < KEEP_MIN_TOKENS:
             return None
         entry = KeptConversation(scope, session, list(target.cached), target.state_bytes())
@@ -259,9 +286,13 @@ class ConversationCache:
             for draft_disk in self._draft_disks.values():
                 draft_disk.forget(session)
         target = self.target
-        if (session is not None and self._seq0_session == session) or \
+        if (session is not None and self._holders.get(0, ("", ""))[0] == session) or \
                 (prefix and target.cached[:len(prefix)] == list(prefix)):
             target.truncate(0)
+
+    def sequences_of(self, session: str) -> list[int]:
+        """The sequences whose conversation is `session`'s (a deleted chat's live cache to forget too)."""
+        return [seq for seq, (holder, _scope) in self._holders.items() if holder == session]
 
     def used_bytes(self) -> int:
         return sum(entry.size for entry in self._kept.values())

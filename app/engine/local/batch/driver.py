@@ -1,0 +1,97 @@
+"""The engine's replies decoded side by side: each reply an iterator of its own events, all advanced by one step.
+
+A front end drives many replies at once (the engine process's loop, app.engine.host.worker): it reads each reply's
+events until the reply yields a WaitingEvent (nothing new until the next step), goes on to the next reply, and
+calls `step` once every reply waits. Requests join between steps, so a reply asked for while others are being
+written starts at the next step. The replies' events are kept per request until their iterator reads them.
+
+Only the engine process's main thread may use a BatchDriver (it drives the models).
+"""
+
+from __future__ import annotations
+
+import traceback
+from typing import Iterator, Optional
+
+from app.engine.errors import EngineError
+from app.engine.events import EngineEvent, FinishedEvent, WaitingEvent
+from app.engine.local.batch.scheduler import BatchRequest, BatchScheduler
+from app.engine.local.batch.sequences import SequenceSlot
+from app.engine.local.llama_model import LoadedModel
+from app.engine.protocol import CancelSignal
+
+
+class BatchDriver:
+    """Replies of `target` (with `draft`, both loaded with the same n_seq_max) decoded in one batch."""
+
+    def __init__(self, target: LoadedModel, draft: Optional[LoadedModel] = None):
+        self.scheduler = BatchScheduler(target, draft)
+        self._mail: dict[int, list[EngineEvent]] = {}  # each running reply's events not read yet, by handle
+        self._failed: dict[int, str] = {}  # replies a failed step ended: why, in a sentence
+
+    @property
+    def busy(self) -> bool:
+        """Whether a reply is waiting for a step."""
+        return self.scheduler.busy
+
+    def reply(self, request: BatchRequest, cancel: Optional[CancelSignal] = None) -> Iterator[EngineEvent]:
+        """The reply's events, a WaitingEvent between steps, and its FinishedEvent last. Cancelled (or the iterator
+        closed early), it ends at the next step, with stop reason "cancelled"; the other replies go on. Raises
+        PromptTooLongError (at the first event) when the prompt cannot fit, EngineError when a step failed."""
+        handle = self.scheduler.add(request)
+        self._mail[handle] = []
+        finished = stopping = False
+        try:
+            while True:
+                if not stopping and cancel is not None and cancel.is_set():
+                    self.scheduler.cancel(handle)
+                    stopping = True
+                failure = self._failed.pop(handle, None)
+                if failure is not None:
+                    finished = True  # the batch it was in has started over without it
+                    raise EngineError(failure)
+                events, self._mail[handle] = self._mail[handle], []
+                if not events:
+                    yield WaitingEvent(request.request_id)
+                    continue
+                for event in events:
+                    finished = finished or isinstance(event, FinishedEvent)
+                    yield event
+                if finished:
+                    return
+        finally:
+            if not finished and handle not in self._failed:
+                self.scheduler.cancel(handle)  # a reader gone (a client that left): its sequence is freed
+            self._mail.pop(handle, None)
+            self._failed.pop(handle, None)
+
+    def slots(self, seq: int) -> tuple[SequenceSlot, Optional[SequenceSlot]]:
+        """Sequence `seq` of the target and of the draft model, as kept conversation states see them."""
+        scheduler = self.scheduler
+        return (SequenceSlot(scheduler.seqs, seq),
+                SequenceSlot(scheduler.draft_seqs, seq) if scheduler.draft_seqs is not None else None)
+
+    def forget(self, seq: int) -> None:
+        """Empty sequence `seq` of both models (a deleted chat's), unless a reply is being written in it."""
+        for sequences in (self.scheduler.seqs, self.scheduler.draft_seqs):
+            if sequences is not None:
+                sequences.empty_if_free(seq)
+
+    def step(self) -> bool:
+        """One forward pass over every running reply; False when none is running or waiting. A step that fails
+        ends every reply in it with an EngineError (each raises it at its next event), and the batch starts over."""
+        if not self.scheduler.busy:
+            return False
+        try:
+            out = self.scheduler.step()
+        except Exception as exc:
+            traceback.print_exc()
+            sentence = f"Decoding the batch failed ({type(exc).__name__}: {exc})."
+            for handle in self._mail:
+                self._failed[handle] = sentence
+            self.scheduler.reset()
+            return True
+        for handle, events in out.items():
+            if handle in self._mail:
+                self._mail[handle].extend(events)
+        return True

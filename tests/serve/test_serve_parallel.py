@@ -1,0 +1,109 @@
+"""`specchat-cli serve --parallel 2`: requests sent together are answered side by side, each reply the one it gets
+alone, and a client that leaves ends its own reply only."""
+
+from __future__ import annotations
+
+import json
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.serve.api_fixtures import DEADLINE_S, chat_body, client, stream_chunks, streamed_text
+
+ROOT = Path(__file__).resolve().parents[2]
+ASKS = ["the cat and the dog", "def fibonacci(n):"]
+
+
+@pytest.fixture(scope="module")
+def served(tiny_models):
+    """serve --parallel 2 with the tiny pair on a free port; its base URL and the lines it logs after the first."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve", "--target", str(tiny_models.target), "--draft",
+         str(tiny_models.draft), "--port", "0", "--threads", "1", "--parallel", "2", "--ctx", "1024"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
+    try:
+        first = lines.get(timeout=DEADLINE_S)
+        found = re.search(r"at (http://127\.0\.0\.1:\d+)/v1", first)
+        assert found, first
+        assert "2 requests at once" in first
+        yield found.group(1)
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(DEADLINE_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(DEADLINE_S)
+            raise
+
+
+def _together(calls) -> list:
+    """Run the calls at once (a thread each); their results in order."""
+    results: list = [None] * len(calls)
+
+    def run(i: int) -> None:
+        try:
+            results[i] = calls[i]()
+        except Exception as exc:  # the assertion below shows it
+            results[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(DEADLINE_S)
+    return results
+
+
+@pytest.mark.slow
+def test_two_requests_at_once_are_each_the_reply_alone(served):
+    bodies = [chat_body(ask, max_tokens=48, temperature=0) for ask in ASKS]
+    alone = [streamed_text(stream_chunks(served, body)) for body in bodies]
+    together = _together([lambda body=body: streamed_text(stream_chunks(served, body)) for body in bodies])
+    assert together == alone
+    with client() as http:  # whole replies too, and /v1/models while they run
+        replies = _together([lambda body=body: http.post(f"{served}/v1/chat/completions", json=body).json()
+                             for body in bodies] + [lambda: http.get(f"{served}/v1/models").status_code])
+    assert [reply["choices"][0]["message"]["content"] for reply in replies[:2]] == alone
+    assert replies[2] == 200
+
+
+@pytest.mark.slow
+def test_a_client_that_leaves_ends_its_own_reply_only(served):
+    kept_body = chat_body(ASKS[1], max_tokens=64, temperature=0)
+    alone = streamed_text(stream_chunks(served, kept_body))
+    started = threading.Event()
+
+    def kept() -> str:
+        chunks = []
+        with client() as http:
+            with http.stream("POST", f"{served}/v1/chat/completions", json={**kept_body, "stream": True}) as response:
+                for line in response.iter_lines():
+                    if line.startswith("data: ") and line != "data: [DONE]":
+                        chunks.append(json.loads(line[len("data: "):]))
+                        started.set()
+        return streamed_text(chunks)
+
+    def leaving() -> int:
+        assert started.wait(DEADLINE_S)  # sent after the kept one: through an "up to" flag it would stop that too
+        seen = 0
+        with client() as http:
+            body = chat_body(ASKS[0], max_tokens=2000, temperature=0)
+            with http.stream("POST", f"{served}/v1/chat/completions", json={**body, "stream": True}) as response:
+                for line in response.iter_lines():
+                    seen += line.startswith("data: ")
+                    if seen >= 3:
+                        break  # the client goes away mid-reply
+        return seen
+
+    kept_text, seen = _together([kept, leaving])
+    assert seen == 3
+    assert kept_text == alone
