@@ -5,7 +5,8 @@ to the end, for each N and each speculation mode.
                                    [--gpu-layers 0] [--modes plain,ngram,model,auto] [--json]
 
 Per mode and N: the aggregate tok/s (every request's tokens over the time until the last ended) and its ratio to
-plain at N = 1 of the same run, each request's time to its first token and its own tok/s, the rounds whose draft
+plain at N = 1 of the same run; the full-batch tok/s (the tokens written while all N were writing, over that
+time: what a server kept full by a queue gives, where a request that ends sooner makes room for the next); each request's time to its first token and its own tok/s, the rounds whose draft
 the batch cut (kind "batch"), whether request 1's reply is the one it got at N = 1, and the process's RSS.
 Greedy, ignore_eos. Used by tests/perf/concurrency.py (the real pair, F16 and Q4_K_M) and by the GPU check
 (app.bench.gpu_check). CPU-heavy: run it alone.
@@ -59,6 +60,14 @@ def policy_for(mode: str, costs, has_draft: bool):
     return AutoController(costs, with_model=has_draft)
 
 
+def full_batch_rate(times: list[float], firsts: list[float], ends: list[float]) -> float:
+    """Tokens per second while every request was writing: from the last first token to the first end (0.0 when
+    that window is empty, as with one request too short to overlap)."""
+    start, end = max(firsts), min(ends)
+    inside = sum(1 for t in times if start < t <= end)
+    return inside / (end - start) if end > start else 0.0
+
+
 def run(target: LoadedModel, draft: Optional[LoadedModel], mode: str, n: int, tokens: int, costs) -> dict:
     """N requests at once in one mode: the figures the table prints, and request 1's reply."""
     scheduler = BatchScheduler(target, draft)
@@ -71,6 +80,7 @@ def run(target: LoadedModel, draft: Optional[LoadedModel], mode: str, n: int, to
                                                   request_id=i + 1, ngram=NgramDrafter(is_control=target.is_control),
                                                   use_model=mode in ("model", "auto") and draft is not None)))
     first: dict[int, float] = {}
+    times: list[float] = []  # when each token of every request was written
     ended: dict[int, float] = {}
     written: dict[int, list[int]] = {h: [] for h in handles}
     speeds: dict[int, float] = {}
@@ -83,6 +93,7 @@ def run(target: LoadedModel, draft: Optional[LoadedModel], mode: str, n: int, to
                 if isinstance(event, TokenEvent) and event.token_id >= 0:
                     first.setdefault(handle, now)
                     written[handle].append(event.token_id)
+                    times.append(now)
                 elif isinstance(event, RoundEvent):
                     rounds += 1
                     cut += event.kind == "batch"
@@ -90,7 +101,8 @@ def run(target: LoadedModel, draft: Optional[LoadedModel], mode: str, n: int, to
                     ended[handle] = now
                     speeds[handle] = event.stats.tokens_per_second
     total = sum(len(w) for w in written.values())
-    return {"aggregate": total / max(ended.values()), "ttft": [first[h] for h in handles],
+    return {"aggregate": total / max(ended.values()), "full_batch": full_batch_rate(times, list(first.values()),
+                                                                                 list(ended.values())), "ttft": [first[h] for h in handles],
             "speed": [speeds[h] for h in handles], "cut": cut, "rounds": rounds, "first_reply": written[handles[0]],
             "rss": rss_mib()}
 
@@ -116,9 +128,9 @@ def bench(target_path: Path, draft_path: Optional[Path], ns: list[int], tokens: 
             print(f"\n## {target_path.name} + {draft_path.name if draft_path else 'no draft'}, {threads} threads, "
                   f"{tokens} tokens a request; costs {'measured' if measured else 'estimated (corrected online)'}; "
                   f"{kv_budget_line(n_max, per_sequence)} at {CONTEXT_PER_SEQUENCE} tokens each")
-            print("| mode | N | aggregate tok/s | x plain N=1 | first token (s) per request | tok/s per request "
-                  "| rounds cut for the batch | request 1 as alone | RSS MiB |")
-            print("|---|---|---|---|---|---|---|---|---|")
+            print("| mode | N | aggregate tok/s | x plain N=1 | full-batch tok/s | first token (s) per request "
+                  "| tok/s per request | rounds cut for the batch | request 1 as alone | RSS MiB |")
+            print("|---|---|---|---|---|---|---|---|---|---|")
         plain_one = 0.0
         for mode in modes:
             alone: list[int] = []
@@ -129,12 +141,13 @@ def bench(target_path: Path, draft_path: Optional[Path], ns: list[int], tokens: 
                     alone = r["first_reply"]
                 differs = next((i for i, (a, b) in enumerate(zip(alone, r["first_reply"])) if a != b), None)
                 row = {"mode": mode, "n": n, "aggregate": r["aggregate"], "vs_plain_1": r["aggregate"] / plain_one,
+                       "full_batch": r["full_batch"],
                        "ttft": r["ttft"], "speed": r["speed"], "cut": r["cut"], "rounds": r["rounds"],
                        "as_alone_until": differs, "rss_mib": r["rss"]}
                 rows.append(row)
                 if print_table:
                     same = "yes" if differs is None else f"no, from token {differs}"
-                    print(f"| {mode} | {n} | {r['aggregate']:.1f} | {row['vs_plain_1']:.2f} | "
+                    print(f"| {mode} | {n} | {r['aggregate']:.1f} | {row['vs_plain_1']:.2f} | {r['full_batch']:.1f} | "
                           f"{' '.join(f'{t:.2f}' for t in r['ttft'])} | {' '.join(f'{s:.1f}' for s in r['speed'])} | "
                           f"{r['cut']}/{r['rounds']} | {same} | {r['rss']:.0f} |", flush=True)
     finally:

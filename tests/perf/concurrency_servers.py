@@ -7,7 +7,8 @@ Each server is started once with room for the largest N (serve `--parallel N`, l
 CONTEXT tokens a request), warmed by one short request, then sent N streamed requests at once for each N (the four
 chat questions of tests/perf/concurrency.py, greedy, ignore_eos, --tokens each). Prints, per server and N, the
 aggregate tok/s (every token over the time until the last request ended), its ratio to serve-plain at N = 1 of
-the same run, each request's time to its first token, and its own tok/s. Servers:
+the same run, the full-batch tok/s (tokens written while all N were writing, over that time: a server kept full
+by a queue), each request's time to its first token, and its own tok/s. Servers:
 
 - serve-plain, serve-ngram (Auto over n-gram lookup), serve-auto (Auto with the 0.5B draft and n-gram lookup),
   serve-model-4 (the draft model fixed at 4);
@@ -28,7 +29,7 @@ import urllib.request
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
-from app.bench.concurrent import QUESTIONS
+from app.bench.concurrent import QUESTIONS, full_batch_rate
 from tests.conftest import REAL_DRAFT, REAL_MODELS_DIR, REAL_TARGET
 from tests.remote.llama_tools import TOOLS_BIN, free_port, start, stop, wait_for_port
 
@@ -54,7 +55,7 @@ def _stream(url: str, question: str, tokens: int, began: float, out: dict) -> No
             "temperature": 0, "ignore_eos": True, "stream": True}
     request = urllib.request.Request(f"{url}/v1/chat/completions", data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})
-    first, pieces = None, 0
+    first, pieces, times = None, 0, []
     with urllib.request.urlopen(request, timeout=1800) as response:
         for raw in response:
             line = raw.decode("utf-8", "replace").strip()
@@ -62,9 +63,12 @@ def _stream(url: str, question: str, tokens: int, began: float, out: dict) -> No
                 continue
             chunk = json.loads(line[6:])
             if any((c.get("delta") or {}).get("content") for c in chunk.get("choices") or []):
-                first = first if first is not None else time.perf_counter() - began
+                now = time.perf_counter() - began
+                first = first if first is not None else now
                 pieces += 1
-    out.update(first=first or 0.0, end=time.perf_counter() - began, pieces=pieces)
+                # serve names each token of a chunk; llama-server sends a token a chunk
+                times += [now] * max(1, len((chunk.get("specchat") or {}).get("tokens") or []))
+    out.update(first=first or 0.0, end=time.perf_counter() - began, pieces=pieces, times=times)
 
 
 def _at_once(url: str, n: int, tokens: int) -> dict:
@@ -77,7 +81,9 @@ def _at_once(url: str, n: int, tokens: int) -> dict:
     for thread in threads:
         thread.join()
     end = max(r["end"] for r in results)
-    return {"aggregate": n * tokens / end, "ttft": [r["first"] for r in results],
+    steady = full_batch_rate([t for r in results for t in r["times"]], [r["first"] for r in results],
+                             [r["end"] for r in results])
+    return {"aggregate": n * tokens / end, "full_batch": steady, "ttft": [r["first"] for r in results],
             "speed": [tokens / max(1e-9, r["end"] - r["first"]) for r in results]}
 
 
@@ -85,8 +91,9 @@ def bench(target: Path, draft: Path, ns: list[int], tokens: int, threads: int, c
           log_dir: Path) -> None:
     print(f"\n## {target.name} (+ {draft.name}), {threads} threads, {tokens} tokens a request, "
           f"servers started for {max(ns)} at once, {CONTEXT} tokens each")
-    print("| server | N | aggregate tok/s | x serve-plain N=1 | first token (s) per request | tok/s per request |")
-    print("|---|---|---|---|---|---|")
+    print("| server | N | aggregate tok/s | x serve-plain N=1 | full-batch tok/s | first token (s) per request "
+          "| tok/s per request |")
+    print("|---|---|---|---|---|---|---|")
     base = 0.0
     for config in configs:
         port = free_port()
@@ -99,7 +106,7 @@ def bench(target: Path, draft: Path, ns: list[int], tokens: int, threads: int, c
             for n in ns:
                 r = _at_once(url, n, tokens)
                 base = base or r["aggregate"]
-                print(f"| {config} | {n} | {r['aggregate']:.1f} | {r['aggregate'] / base:.2f} | "
+                print(f"| {config} | {n} | {r['aggregate']:.1f} | {r['aggregate'] / base:.2f} | {r['full_batch']:.1f} | "
                       f"{' '.join(f'{t:.2f}' for t in r['ttft'])} | {' '.join(f'{s:.1f}' for s in r['speed'])} |",
                       flush=True)
         finally:
