@@ -131,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
                else "speculating with n-gram lookup" if args.ngram else "plain decoding")
         side = f", {server.served.parallel} requests at once" if server.served.parallel > 1 else ""
         _log(f"Serving {model} ({how}{side}) at {url}/v1 — Ctrl+C stops.")
+        if server.served.parallel > 1:  # what the requests side by side take is part of how it loaded
+            _log(engine.placement_note)
         if not is_loopback_host(options.host):
             _log(f"warning: listening on {options.host}: other machines can reach this server"
                  + ("" if options.api_key else ", and it has no --api-key"))

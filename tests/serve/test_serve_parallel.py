@@ -34,6 +34,7 @@ def served(tiny_models):
         found = re.search(r"at (http://127\.0\.0\.1:\d+)/v1", first)
         assert found, first
         assert "2 requests at once" in first
+        assert "2 requests at once: 2 x " in lines.get(timeout=DEADLINE_S)  # what their KV caches take
         yield found.group(1)
     finally:
         process.send_signal(signal.SIGINT)

@@ -87,8 +87,10 @@ class SpecEngine:
 
     @property
     def placement_note(self) -> str:
-        """Where the models run and what they were loaded with, in words."""
-        return " ".join(part for part in (self.models.placement_note, self.models.load_note) if part)
+        """Where the models run and what they were loaded with, in words: with several requests at once, what their
+        KV caches take."""
+        return " ".join(part for part in (self.models.placement_note, self.models.load_note, self.models.parallel_note)
+                        if part)
 
     @property
     def governor(self) -> Optional[ThreadGovernor]:

@@ -77,6 +77,7 @@ class EngineClient:
         self._echo: Optional[_LogEcho] = None
         self._sender: Optional[_Sender] = None
         self.served = ServedModels()
+        self.placement_note = ""  # where the models run and what they were loaded with, in words
 
     @property
     def pid(self) -> Optional[int]:
@@ -112,6 +113,7 @@ class EngineClient:
                 raise EngineStartError(message.message)
             if isinstance(message, ModelsLoaded):
                 self.served = loaded_models(message)
+                self.placement_note = message.placement_note
                 return self.served
 
     def _death(self, doing: str) -> tuple[str, str]:
