@@ -7,6 +7,7 @@
 - db.py: Opening the chat database: one SQLite file, WAL journal, foreign keys on, schema versioned in `user_version`.
 - errors.py: Errors the store raises, each with a message that names the file and says what a person can do about it.
 - model_defaults.py: Per-model defaults: what one model file loads and answers with, whatever the app-wide settings say.
+- pictures.py: Pictures sent with a message: files in a folder per chat under the data folder, deleted with it.
 - presets.py: Presets: named sets of a chat's system prompt, sampling and draft settings, chosen per chat.
 - provenance.py: What a reply's provenance holds, as the store, the window, export and the CLI share it (no engine, no Qt).
 - provenance_doc.py: A reply's provenance as the one compact JSON document stored with its message (the `tokens` column).

@@ -119,9 +119,12 @@ def with_attachments(text: str, attachments: list[Attachment] | tuple[Attachment
     return "\n\n".join(parts)
 
 
-def encode_attachments(attachments: list[Attachment] | tuple[Attachment, ...]) -> str | None:
-    """The `attachments` column's JSON; None for a message without any."""
-    return json.dumps([a.to_dict() for a in attachments], ensure_ascii=False) if attachments else None
+def encode_attachments(attachments: list[Attachment] | tuple[Attachment, ...],
+                       pictures: list[dict[str, str]] | None = None) -> str | None:
+    """The `attachments` column's JSON, with the entries of the message's pictures (app.store.pictures); None for a
+    message without any."""
+    entries = [a.to_dict() for a in attachments] + (pictures or [])
+    return json.dumps(entries, ensure_ascii=False) if entries else None
 
 
 def decode_attachments(encoded: str | None) -> tuple[Attachment, ...]:
