@@ -49,6 +49,10 @@ class PictureFile:
     def read(self) -> bytes:
         return self.path.read_bytes()
 
+    def picture(self) -> Picture:
+        """The picture to send again (a message put back into the composer to be edited)."""
+        return Picture(self.name, self.read())
+
     def image_input(self) -> ImageInput:
         """The picture as the engine reads it in a message's content."""
         return ImageInput(self.read(), self.name)

@@ -79,7 +79,7 @@ def test_too_large_and_binary_files_are_refused_with_their_reasons(make_window, 
     banner = window.error_banner.text()
     assert window.error_banner.isVisible()
     assert "huge.log is 512 KB; files up to 256 KB can be attached." in banner
-    assert "logo.png is a binary file; only text and code files can be attached." in banner
+    assert "logo.png is a damaged or cut-short PNG file." in banner  # read as a picture, by its header
     assert [a.name for a in window.composer.attachments()] == ["notes.md"]  # the good one is kept
 
 

@@ -391,16 +391,20 @@ class MainWindow(QMainWindow):
 
     def send_message(self, text: str) -> bool:
         """Store the user's message and ask for a reply; on any problem the composer keeps the text."""
-        attachments = self.composer.attachments()
-        if self.conversation.is_busy() or not (text.strip() or attachments):
+        attachments, pictures = self.composer.attachments(), self.composer.pictures()
+        if self.conversation.is_busy() or not (text.strip() or attachments or pictures):
             return False
         spec = self._reply_spec()
         if spec is None:
             return False
+        if pictures and self.session.picture_blocker():  # the text and the pictures stay in the composer
+            self.show_error(self.session.picture_blocker())
+            return False
         session = self.session
         new_chat = self.chat_settings.for_new_chat(session.target_key(), session.draft_key, self.model_bar.speculative())
         try:
-            self.conversation.send(text, spec, new_chat, self.messages.editing, attachments=attachments)
+            self.conversation.send(text, spec, new_chat, self.messages.editing, attachments=attachments,
+                                   pictures=pictures)
         except StoreError as exc:
             self.show_error(f"The message could not be saved, so it was not sent: {exc}")
             return False
