@@ -44,3 +44,18 @@ def test_a_file_that_is_no_picture_gets_a_sentence():
         picture_from_bytes("notes.png", b"hello")
     with pytest.raises(AttachmentError, match="damaged or cut-short PNG"):
         picture_from_bytes("cut.png", png()[:20])
+
+
+def test_export_links_each_picture_in_markdown_and_names_its_file_in_json(tmp_path):
+    import json
+
+    from app.replies.export import export_text
+
+    with ChatStore(tmp_path / "chats.sqlite3") as store:
+        chat = store.create_chat()
+        store.add_message(chat.id, "user", "What is this?", pictures=[picture_from_bytes("shot [1].png", png())])
+        [stored] = store.messages(chat.id)[0].pictures
+        markdown = export_text(store, chat.id, "markdown")
+        document = json.loads(export_text(store, chat.id, "json"))
+    assert f"![shot (1).png]({stored.path.as_uri()})" in markdown
+    assert document["messages"][0]["pictures"] == [{"name": "shot [1].png", "file": str(stored.path)}]
