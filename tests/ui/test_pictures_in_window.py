@@ -1,4 +1,4 @@
-"""Pictures in the window as a user sends them: pasted into the composer (a chip with a thumbnail), sent to a model
+"""Pictures in the window as a user sends them: a model that can see has an eye in the library and the picker; pasted into the composer (a chip with a thumbnail), sent to a model
 that can see (the tiny vision model and its projector, in the real engine process), shown in the transcript, there
 again after a restart, and deleted from disk with the chat. A model that cannot see gets one sentence, and the
 composer keeps the text and the picture."""
@@ -8,7 +8,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from PySide6.QtGui import QImage, QTextDocument
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QIcon, QImage, QTextDocument
 from PySide6.QtWidgets import QApplication, QLabel
 
 from app.ui.transcript.picture_thumbnails import picture_url
@@ -52,6 +53,9 @@ def test_a_pasted_picture_is_sent_shown_kept_after_a_restart_and_deleted_with_it
         make_window, qtbot, vision_folder, picture):
     window = make_window(folders=[str(vision_folder.parent)])
     choose_pair(qtbot, window, vision_folder, None)
+    seeing = window.session.library.index(window.session.library.row_of(str(vision_folder)), 0)
+    assert isinstance(seeing.data(Qt.ItemDataRole.DecorationRole), QIcon)  # the eye, in the library and the picker
+    assert "Sees pictures: its projector mmproj-tiny-vision.gguf" in seeing.data(Qt.ItemDataRole.ToolTipRole)
     paste_picture(window, picture)
     assert [p.name for p in window.composer.pictures()] == ["pasted picture.png"]
     assert window.composer.text() == ""  # the picture is attached, not typed
@@ -85,6 +89,8 @@ def test_a_model_that_cannot_see_gets_a_sentence_and_the_composer_keeps_text_and
         make_window, qtbot, fake_engine, model_folder, tiny_models, picture):
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
+    blind = window.session.library.index(window.session.library.row_of(str(model_folder / tiny_models.target.name)), 0)
+    assert blind.data(Qt.ItemDataRole.DecorationRole) is None  # no eye: it cannot see
     paste_picture(window, picture)
     window.composer.edit.setPlainText("What is in this picture?")
     assert not window.send_message(window.composer.text())
