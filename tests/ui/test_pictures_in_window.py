@@ -72,6 +72,9 @@ def test_a_pasted_picture_is_sent_shown_kept_after_a_restart_and_deleted_with_it
     assert stored.path.is_file() and QImage(str(stored.path)).size() == QImage(str(picture)).size()
     assert window.composer.pictures() == () and not window.composer.tray.isVisible()
     assert shown_pictures(window, [stored]) == [True]
+    window.messages.edit_message(user.id)  # Edit puts the picture back into the composer, with the text
+    assert [p.name for p in window.composer.pictures()] == ["pasted picture.png"]
+    assert window.composer.text() == "What is in this picture?"
 
     window.shutdown()
     window.close()
