@@ -95,6 +95,7 @@ def test_a_model_that_cannot_see_gets_a_sentence_and_the_composer_keeps_text_and
     blind = window.session.library.index(window.session.library.row_of(str(model_folder / tiny_models.target.name)), 0)
     assert blind.data(Qt.ItemDataRole.DecorationRole) is None  # no eye: it cannot see
     paste_picture(window, picture)
+    assert "+ ~256 attached" in window.footer.context_label.text()  # counted before sending, as Gemma 3's
     window.composer.edit.setPlainText("What is in this picture?")
     assert not window.send_message(window.composer.text())
     assert window.error_banner.isVisible()
