@@ -10,11 +10,11 @@ import shutil
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QIcon, QImage, QTextDocument
-from PySide6.QtWidgets import QApplication, QLabel
+from PySide6.QtWidgets import QApplication, QFileDialog, QLabel, QPushButton
 
 from app.ui.transcript.picture_thumbnails import picture_url
 
-from window_helpers import choose_pair, send_and_wait
+from window_helpers import choose_pair, drop_files, send_and_wait
 
 
 @pytest.fixture(scope="module")
@@ -103,3 +103,24 @@ def test_a_model_that_cannot_see_gets_a_sentence_and_the_composer_keeps_text_and
     assert window.composer.text() == "What is in this picture?"
     assert [p.name for p in window.composer.pictures()] == ["pasted picture.png"]
     assert fake_engine.requests == [] and window.conversation.chat_id is None  # nothing was sent or stored
+
+
+def test_a_dropped_or_picked_picture_file_is_a_chip_that_can_be_removed_and_an_svg_gets_a_sentence(
+        make_window, qtbot, fake_engine, model_folder, tiny_models, picture, tmp_path, monkeypatch):
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
+    drawing = tmp_path / "logo.svg"
+    drawing.write_text('<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"/>')
+    assert drop_files(window, picture, drawing)
+    assert [p.name for p in window.composer.pictures()] == ["noise.png"]
+    assert "logo.svg is an SVG drawing" in window.error_banner.text()
+    assert window.composer.attachments() == ()  # neither became a text file
+
+    remove = next(b for b in window.composer.tray.findChildren(QPushButton) if b.accessibleName() == "Remove noise.png")
+    qtbot.mouseClick(remove, Qt.MouseButton.LeftButton)
+    assert window.composer.pictures() == () and not window.composer.tray.isVisible()
+
+    monkeypatch.setattr(QFileDialog, "getOpenFileNames", lambda *a, **k: ([str(picture)], ""))
+    qtbot.mouseClick(window.composer.attach_button, Qt.MouseButton.LeftButton)
+    assert [p.name for p in window.composer.pictures()] == ["noise.png"]
+    assert window.composer.button.isEnabled()  # a picture alone can be sent
