@@ -105,6 +105,11 @@ class ChatStore:
         self._conn.row_factory = sqlite3.Row
         self._conn.create_function("specchat_contains", 2, _contains_folded, deterministic=True)
 
+    @property
+    def pictures_beside(self) -> Path:
+        """The database the chats' picture folders lie beside: the user's, also for a session copy of it."""
+        return self.copy_of or self.path
+
     # -- lifetime --------------------------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -220,7 +225,7 @@ class ChatStore:
         """Delete the chat and all its messages. Deleting a chat that is already gone is not an error."""
         with self._write() as conn:
             conn.execute("DELETE FROM chats WHERE id = ?", (chat_id,))  # messages go by ON DELETE CASCADE
-        delete_chat_pictures(self.path, chat_id)  # after the rows: a failed delete keeps the chat whole
+        delete_chat_pictures(self.pictures_beside, chat_id)  # after the rows: a failed delete keeps the chat whole
 
     # -- messages --------------------------------------------------------------------------------------------
 
@@ -282,9 +287,9 @@ class ChatStore:
             conn.execute("UPDATE chats SET updated_at = ?, title = ? WHERE id = ?", (now, title, chat_id))
             # Inside the transaction: when the files cannot be written, the message is not stored either.
             try:
-                write_pictures(chat_folder(self.path, chat_id), pictures)
+                write_pictures(chat_folder(self.pictures_beside, chat_id), pictures)
             except OSError as e:
-                raise StoreError(f"The pictures could not be saved in {chat_folder(self.path, chat_id)}: "
+                raise StoreError(f"The pictures could not be saved in {chat_folder(self.pictures_beside, chat_id)}: "
                                  f"{e.strerror or e}.") from e
         return Message(
             id=message_id,
@@ -296,7 +301,7 @@ class ChatStore:
             target_name=target_name,
             draft_name=draft_name,
             attachments=tuple(attachments),
-            pictures=decode_pictures(attachments_json, chat_folder(self.path, chat_id)),
+            pictures=decode_pictures(attachments_json, chat_folder(self.pictures_beside, chat_id)),
             **_provenance_fields(decode_provenance(tokens_json)),
             **_reasoning_fields(reasoning_text, reasoning_json, len(rounds or []), None),
         )
@@ -309,7 +314,7 @@ class ChatStore:
                 "SELECT * FROM messages WHERE chat_id = ? AND id < ? ORDER BY id DESC LIMIT ?",
                 (chat_id, before_id if before_id is not None else 2**62, limit if limit is not None else -1),
             ).fetchall()
-        return [_message_from_row(row, self.path) for row in reversed(rows)]
+        return [_message_from_row(row, self.pictures_beside) for row in reversed(rows)]
 
     def message_texts(self, chat_id: int) -> list[tuple[int, str, str]]:
         """(id, role, text) of the chat's messages, oldest first: what a prompt needs, without the provenance
@@ -327,7 +332,7 @@ class ChatStore:
         with self._errors():
             rows = self._conn.execute("SELECT id, chat_id, attachments FROM messages WHERE chat_id = ? AND "
                                       "attachments LIKE '%\"picture\"%' ORDER BY id", (chat_id,)).fetchall()
-        found = {row["id"]: _pictures(row, self.path) for row in rows}
+        found = {row["id"]: _pictures(row, self.pictures_beside) for row in rows}
         return {message_id: pictures for message_id, pictures in found.items() if pictures}
 
     def reasoning_texts(self, chat_id: int) -> dict[int, str]:
@@ -360,7 +365,7 @@ class ChatStore:
     def get_message(self, message_id: int) -> Message | None:
         with self._errors():
             row = self._conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
-        return _message_from_row(row, self.path) if row is not None else None
+        return _message_from_row(row, self.pictures_beside) if row is not None else None
 
     def delete_messages_from(self, chat_id: int, message_id: int) -> int:
         """Remove the message and every later one in the chat (regenerate, edit-and-resend); returns how many."""

@@ -59,3 +59,16 @@ def test_export_links_each_picture_in_markdown_and_names_its_file_in_json(tmp_pa
         document = json.loads(export_text(store, chat.id, "json"))
     assert f"![shot (1).png]({stored.path.as_uri()})" in markdown
     assert document["messages"][0]["pictures"] == [{"name": "shot [1].png", "file": str(stored.path)}]
+
+
+def test_a_picture_stays_with_its_message_across_versions(tmp_path):
+    with ChatStore(tmp_path / "chats.sqlite3") as store:
+        chat = store.create_chat()
+        first = store.add_message(chat.id, "user", "What is this?", pictures=[picture_from_bytes("a.png", png())])
+        store.add_message(chat.id, "assistant", "Noise.")
+        store.branch_from(chat.id, first.id)  # Edit: the old version is kept aside
+        store.add_message(chat.id, "user", "And this?", pictures=[picture_from_bytes("b.png", png(5, 5))])
+        assert [p.name for p in store.messages(chat.id)[0].pictures] == ["b.png"]
+        assert store.switch_version(chat.id, store.messages(chat.id)[0].id, first.id)
+        [shown] = store.messages(chat.id)[0].pictures
+        assert shown.name == "a.png" and shown.read() == png()
