@@ -1,13 +1,12 @@
 """Persistence: the chat history (SQLite) and the app settings (JSON). Plain Python, no Qt.
 
 - _fields.py: Reading dataclass records back from JSON written by this or another version of SpecChat.
-- attachments.py: Files attached to a message: read with limits, stored with the message, sent as fenced blocks.
+- attachments.py: Files and pictures attached to a message: read with limits, stored with it (pictures as files per chat).
 - branches.py: Branches of a chat: the versions Regenerate and Edit leave behind, and moving between them.
 - chats.py: Chats and their messages, kept in the SQLite chat database.
 - db.py: Opening the chat database: one SQLite file, WAL journal, foreign keys on, schema versioned in `user_version`.
 - errors.py: Errors the store raises, each with a message that names the file and says what a person can do about it.
 - model_defaults.py: Per-model defaults: what one model file loads and answers with, whatever the app-wide settings say.
-- pictures.py: Pictures sent with a message: files in a folder per chat under the data folder, deleted with it.
 - presets.py: Presets: named sets of a chat's system prompt, sampling and draft settings, chosen per chat.
 - provenance.py: What a reply's provenance holds, as the store, the window, export and the CLI share it (no engine, no Qt).
 - provenance_doc.py: A reply's provenance as the one compact JSON document stored with its message (the `tokens` column).

@@ -22,9 +22,9 @@ from typing import Any
 
 from app.engine.events import GenerationStats
 from app.platform import paths
-from app.store.attachments import Attachment, decode_attachments, encode_attachments, with_attachments
-from app.store.pictures import (Picture, PictureFile, chat_folder, decode_pictures, delete_chat_pictures,
-                                 picture_entries, write_pictures)
+from app.store.attachments import (Attachment, Picture, PictureFile, chat_folder, decode_attachments, decode_pictures,
+                                   delete_chat_pictures, encode_attachments, picture_entries, with_attachments,
+                                   write_pictures)
 from app.store._fields import from_dict as record_from_dict
 from app.store.provenance import RoundRecord
 from app.store.tool_calls import ToolCallRecord, decode_tool_calls, encode_tool_calls
@@ -251,7 +251,7 @@ class ChatStore:
         `tokens` are (text, origin) per kept token of the answer, `token_rounds` each token's index into `rounds`
         (-1: none); `reasoning` is a reply's thinking, its tokens kept the same way; `attachments` are files sent
         with a user message (app.store.attachments), `pictures` the pictures sent with it, written as files into
-        the chat's folder (app.store.pictures).
+        the chat's folder (app.store.attachments).
         """
         if role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")

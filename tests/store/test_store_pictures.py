@@ -1,5 +1,5 @@
-"""Pictures sent with a message: files in the chat's folder under the data folder, named from the message, sent to
-the engine before the text, and deleted with the chat."""
+"""Pictures sent with a message (app.store.attachments): files in the chat's folder under the data folder, named
+from the message, sent to the engine before the text, and deleted with the chat."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from app.store import ChatStore
 from app.store.attachments import AttachmentError
-from app.store.pictures import picture_from_bytes
+from app.store.attachments import picture_from_bytes
 from app.ui.chat.chat_prompt import prompt_messages
 
 

@@ -13,11 +13,11 @@ from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMimeData, Qt, Signal
 from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
 
-from app.store.attachments import (
-    MAX_MESSAGE_ATTACHMENTS, Attachment, AttachmentError, check_total, read_attachment,
-)
 from app.engine.image_files import MAX_IMAGES
-from app.store.pictures import Picture, looks_like_picture, picture_from_bytes, read_picture
+from app.store.attachments import (
+    MAX_MESSAGE_ATTACHMENTS, Attachment, AttachmentError, Picture, check_total, looks_like_picture, picture_from_bytes,
+    read_attachment, read_picture,
+)
 
 THUMBNAIL_HEIGHT = 32
 

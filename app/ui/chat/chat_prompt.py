@@ -6,7 +6,7 @@ from typing import Optional, Sequence
 
 from app.replies.tool_loop import call_messages
 from app.store import ChatStore
-from app.store.pictures import PictureFile
+from app.store.attachments import PictureFile
 
 
 def chat_session(chat_id: Optional[int]) -> str:

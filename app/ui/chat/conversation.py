@@ -22,8 +22,7 @@ from app.engine.events import (
 from app.engine.host.wire import ReplyEnded, ReplyFailed
 from app.replies.status_words import round_words, sentence, threads_words
 from app.store import ChatSettings, ChatStore, Message
-from app.store.attachments import Attachment
-from app.store.pictures import Picture
+from app.store.attachments import Attachment, Picture
 from app.ui.transcript.chat_pages import ChatPages
 from app.ui.transcript.chat_view import ChatView
 from app.ui.transcript.format import STREAM_KEY, TranscriptMessage, model_label, transcript_message

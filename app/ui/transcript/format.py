@@ -15,8 +15,7 @@ from app.engine.events import GenerationStats
 from app.store.provenance import RoundRecord, TokenRecord, token_records
 from app.replies.stats import format_stats, model_label  # noqa: F401  (used by the window too)
 from app.store import Message
-from app.store.attachments import Attachment
-from app.store.pictures import PictureFile
+from app.store.attachments import Attachment, PictureFile
 from app.store.tool_calls import ToolCallRecord
 
 # Char-format properties. The origin of a reply's character ("target", "draft", "ngram", "history"), and the

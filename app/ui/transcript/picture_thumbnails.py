@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QImage, QTextBlockFormat, QTextCursor, QTextDocument, QTextImageFormat
 
-from app.store.pictures import PictureFile
+from app.store.attachments import PictureFile
 
 THUMBNAIL_HEIGHT = 160
 URL_SCHEME = "specchat-picture"
