@@ -21,6 +21,9 @@ MAX_SIDE = 8192
 MAX_PIXELS = 40_000_000
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 MAX_IMAGES = 16  # in one request: each costs hundreds of tokens of a real model's context
+# About how many tokens a picture takes while the oldest turns of a long chat are dropped to fit, and in the window's
+# gauge before sending; the exact count of the fitted prompt checks it (a Gemma 3 picture is 256, a LLaVA 1.5 one 576).
+PICTURE_TOKENS_ESTIMATE = 256
 # Where each picture stands in a message's text while the chat template formats it: a private-use character, which
 # nobody types, so a message's own text can never stand for a picture.
 IMAGE_MARKER = "\U000f0046"

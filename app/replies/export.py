@@ -9,7 +9,9 @@ its rounds (every proposed token id and text, the refused ones included, how man
 token, reason, time, threads, "kind" (why the round is what it is: "draft", "probe", "fixed", "paused", "costly",
 "unavailable", "timing", "server" or "batch"; "" where not recorded) and "expected" (the tokens the controller expected to
 be kept)), its comparison with plain decoding, and its attached files [{"name", "content"}] ([] for
-none; Markdown shows them after the text as fenced blocks, as the model read them), and the tools it called as
+none; Markdown shows them after the text as fenced blocks, as the model read them), its pictures as "pictures"
+[{"name", "file"}] (the file under the data folder where SpecChat keeps it, [] for none; Markdown links each as an
+image after the text), and the tools it called as
 "tool_calls" ([] for none; each {"id", "name", "arguments", "server", "tool", "answer", "result", "is_error",
 "truncated", "seconds"}: app.store.tool_calls; Markdown shows each as a collapsed <details> block with its arguments
 and result). Markdown shows a reply's thinking
@@ -72,6 +74,8 @@ def chat_markdown(chat: Chat, messages: Sequence[Message], versions: Optional[di
         if message.reasoning:
             lines += ["", *_thinking_block(message.reasoning)]
         lines += ["", _closed_fences(text)]
+        if message.pictures:
+            lines += ["", "  ".join(_picture_link(p.name, p.path) for p in message.pictures)]
         for call in message.tool_calls:
             lines += ["", *_call_block(call)]
         stats = message.stats if message.role == "assistant" else None
@@ -179,9 +183,16 @@ def _message_document(message: Message, version: Optional[Versions] = None) -> d
         "rounds": [r.to_dict() for r in message.rounds] if message.rounds is not None else None,
         "comparison": message.comparison,
         "attachments": [a.to_dict() for a in message.attachments],
+        "pictures": [{"name": p.name, "file": str(p.path)} for p in message.pictures],
         "tool_calls": [call.to_dict() for call in message.tool_calls],
         **({"version": {"index": version.index, "count": version.count}} if version is not None else {}),
     }
+
+
+def _picture_link(name: str, path: Path) -> str:
+    """A Markdown image of a picture's file (its name, without the brackets that would end the link's text)."""
+    label = _one_line(name.replace("[", "(").replace("]", ")"))
+    return f"![{label}]({path.absolute().as_uri()})"
 
 
 def _one_line(text: str) -> str:

@@ -1,7 +1,7 @@
 """Persistence: the chat history (SQLite) and the app settings (JSON). Plain Python, no Qt.
 
 - _fields.py: Reading dataclass records back from JSON written by this or another version of SpecChat.
-- attachments.py: Files attached to a message: read with limits, stored with the message, sent as fenced blocks.
+- attachments.py: Files and pictures attached to a message: read with limits, stored with it (pictures as files per chat).
 - branches.py: Branches of a chat: the versions Regenerate and Edit leave behind, and moving between them.
 - chats.py: Chats and their messages, kept in the SQLite chat database.
 - db.py: Opening the chat database: one SQLite file, WAL journal, foreign keys on, schema versioned in `user_version`.

@@ -22,7 +22,9 @@ from typing import Any
 
 from app.engine.events import GenerationStats
 from app.platform import paths
-from app.store.attachments import Attachment, decode_attachments, encode_attachments, with_attachments
+from app.store.attachments import (Attachment, Picture, PictureFile, chat_folder, decode_attachments, decode_pictures,
+                                   delete_chat_pictures, encode_attachments, picture_entries, with_attachments,
+                                   write_pictures)
 from app.store._fields import from_dict as record_from_dict
 from app.store.provenance import RoundRecord
 from app.store.tool_calls import ToolCallRecord, decode_tool_calls, encode_tool_calls
@@ -30,7 +32,7 @@ from app.common.text import valid_text
 from app.store import branches
 from app.store.branches import Versions
 from app.store.db import describe_error, open_database, transaction
-from app.store.errors import NotFoundError
+from app.store.errors import NotFoundError, StoreError
 from app.store.provenance_doc import (StoredProvenance, decode_provenance, decode_reasoning_tokens, decode_tokens,
                                       encode_provenance, encode_reasoning_tokens)
 from app.store.records import DEFAULT_TITLE, ROLES, Chat, ChatSettings, Message, Role, auto_title
@@ -102,6 +104,11 @@ class ChatStore:
         self.copy_of: Path | None = None
         self._conn.row_factory = sqlite3.Row
         self._conn.create_function("specchat_contains", 2, _contains_folded, deterministic=True)
+
+    @property
+    def pictures_beside(self) -> Path:
+        """The database the chats' picture folders lie beside: the user's, also for a session copy of it."""
+        return self.copy_of or self.path
 
     # -- lifetime --------------------------------------------------------------------------------------------
 
@@ -218,6 +225,7 @@ class ChatStore:
         """Delete the chat and all its messages. Deleting a chat that is already gone is not an error."""
         with self._write() as conn:
             conn.execute("DELETE FROM chats WHERE id = ?", (chat_id,))  # messages go by ON DELETE CASCADE
+        delete_chat_pictures(self.pictures_beside, chat_id)  # after the rows: a failed delete keeps the chat whole
 
     # -- messages --------------------------------------------------------------------------------------------
 
@@ -236,12 +244,14 @@ class ChatStore:
         reasoning: str = "",
         reasoning_tokens: list[tuple[str, str]] | None = None,
         reasoning_token_rounds: list[int] | None = None,
+        pictures: tuple[Picture, ...] | list[Picture] = (),
     ) -> Message:
         """Append a message and commit it at once. The first user message of a "New chat" names the chat.
 
         `tokens` are (text, origin) per kept token of the answer, `token_rounds` each token's index into `rounds`
         (-1: none); `reasoning` is a reply's thinking, its tokens kept the same way; `attachments` are files sent
-        with a user message (app.store.attachments).
+        with a user message (app.store.attachments), `pictures` the pictures sent with it, written as files into
+        the chat's folder (app.store.attachments).
         """
         if role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
@@ -253,7 +263,7 @@ class ChatStore:
         tokens_json = encode_provenance(StoredProvenance(tokens, token_rounds, rounds))
         reasoning_text, reasoning_json = _encode_reasoning(reasoning, reasoning_tokens, reasoning_token_rounds, rounds)
         stats_json = _encode_stats(stats)
-        attachments_json = encode_attachments(attachments)
+        attachments_json = encode_attachments(attachments, picture_entries(pictures))
         with self._write() as conn:
             row = conn.execute("SELECT title FROM chats WHERE id = ?", (chat_id,)).fetchone()
             if row is None:
@@ -272,8 +282,15 @@ class ChatStore:
             assert message_id is not None  # an INSERT's row id
             title = row["title"]
             if role == "user" and title == DEFAULT_TITLE:
-                title = auto_title(content.strip() or " ".join(a.name for a in attachments))
+                title = auto_title(content.strip() or " ".join([*(a.name for a in attachments),
+                                                                *(p.name for p in pictures)]))
             conn.execute("UPDATE chats SET updated_at = ?, title = ? WHERE id = ?", (now, title, chat_id))
+            # Inside the transaction: when the files cannot be written, the message is not stored either.
+            try:
+                write_pictures(chat_folder(self.pictures_beside, chat_id), pictures)
+            except OSError as e:
+                raise StoreError(f"The pictures could not be saved in {chat_folder(self.pictures_beside, chat_id)}: "
+                                 f"{e.strerror or e}.") from e
         return Message(
             id=message_id,
             chat_id=chat_id,
@@ -284,6 +301,7 @@ class ChatStore:
             target_name=target_name,
             draft_name=draft_name,
             attachments=tuple(attachments),
+            pictures=decode_pictures(attachments_json, chat_folder(self.pictures_beside, chat_id)),
             **_provenance_fields(decode_provenance(tokens_json)),
             **_reasoning_fields(reasoning_text, reasoning_json, len(rounds or []), None),
         )
@@ -296,7 +314,7 @@ class ChatStore:
                 "SELECT * FROM messages WHERE chat_id = ? AND id < ? ORDER BY id DESC LIMIT ?",
                 (chat_id, before_id if before_id is not None else 2**62, limit if limit is not None else -1),
             ).fetchall()
-        return [_message_from_row(row) for row in reversed(rows)]
+        return [_message_from_row(row, self.pictures_beside) for row in reversed(rows)]
 
     def message_texts(self, chat_id: int) -> list[tuple[int, str, str]]:
         """(id, role, text) of the chat's messages, oldest first: what a prompt needs, without the provenance
@@ -308,6 +326,14 @@ class ChatStore:
             ).fetchall()
         return [(row["id"], row["role"], with_attachments(row["content"], _attachments(row)) if row["attachments"]
                  else row["content"]) for row in rows]
+
+    def pictures_of(self, chat_id: int) -> dict[int, tuple[PictureFile, ...]]:
+        """The pictures of the chat's messages that have any, by message id."""
+        with self._errors():
+            rows = self._conn.execute("SELECT id, chat_id, attachments FROM messages WHERE chat_id = ? AND "
+                                      "attachments LIKE '%\"picture\"%' ORDER BY id", (chat_id,)).fetchall()
+        found = {row["id"]: _pictures(row, self.pictures_beside) for row in rows}
+        return {message_id: pictures for message_id, pictures in found.items() if pictures}
 
     def reasoning_texts(self, chat_id: int) -> dict[int, str]:
         """The thinking of the chat's replies that have some, by message id (what a prompt sends back with them)."""
@@ -339,7 +365,7 @@ class ChatStore:
     def get_message(self, message_id: int) -> Message | None:
         with self._errors():
             row = self._conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
-        return _message_from_row(row) if row is not None else None
+        return _message_from_row(row, self.pictures_beside) if row is not None else None
 
     def delete_messages_from(self, chat_id: int, message_id: int) -> int:
         """Remove the message and every later one in the chat (regenerate, edit-and-resend); returns how many."""
@@ -499,7 +525,7 @@ def _chat_from_row(row: sqlite3.Row) -> Chat:
     )
 
 
-def _message_from_row(row: sqlite3.Row) -> Message:
+def _message_from_row(row: sqlite3.Row, database: Path) -> Message:
     try:
         provenance = decode_provenance(row["tokens"])
     except (ValueError, TypeError, KeyError):
@@ -521,6 +547,7 @@ def _message_from_row(row: sqlite3.Row) -> Message:
         target_name=row["target_name"],
         draft_name=row["draft_name"],
         attachments=_attachments(row),
+        pictures=_pictures(row, database),
         tool_calls=_tool_calls(row),
         **_provenance_fields(provenance),
         **_reasoning_fields(row["reasoning"], row["reasoning_tokens"], len(provenance.rounds or []), row["id"]),
@@ -533,6 +560,13 @@ def _attachments(row: sqlite3.Row) -> tuple[Attachment, ...]:
     except (ValueError, TypeError, KeyError):
         log.warning("message %s: attachments unreadable, shown without them", row["id"])
         return ()
+
+
+def _pictures(row: sqlite3.Row, database: Path) -> tuple[PictureFile, ...]:
+    try:
+        return decode_pictures(row["attachments"], chat_folder(database, row["chat_id"]))
+    except (ValueError, TypeError, KeyError):
+        return ()  # _attachments says so
 
 
 def _tool_calls(row: sqlite3.Row) -> tuple[ToolCallRecord, ...]:

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from app.engine.events import GenerationStats
 from app.engine.targets import Target, target_from_key
-from app.store.attachments import Attachment
+from app.store.attachments import Attachment, PictureFile
 from app.store.provenance import RoundRecord
 from app.store.tool_calls import ToolCallRecord
 from app.store import _fields
@@ -123,6 +123,7 @@ class Message:
     rounds: list[RoundRecord] | None = None  # None for replies saved before rounds were kept
     comparison: dict | None = None  # the reply re-run without speculation (Compare with plain), when it was
     attachments: tuple[Attachment, ...] = ()  # files attached to a user message, sent after its text
+    pictures: tuple[PictureFile, ...] = ()  # pictures sent with a user message, before its text (app.store.attachments)
     # A thinking model's reasoning before its answer ("" for none), without its markers, and its tokens as
     # `tokens` holds the answer's (marker tokens carry ""); their round indices point into `rounds` too.
     reasoning: str = ""

@@ -4,13 +4,12 @@ sent again by Regenerate. Files that cannot be attached say why."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
-from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QFileDialog
 
 from app.store.attachments import MAX_ATTACHMENT_BYTES, Attachment
 
-from window_helpers import choose_pair, send_and_wait
+from window_helpers import choose_pair, drop_files, file_mime, send_and_wait
 
 CODE = "def mean(values):\n    return sum(values) / len(values)\n"
 
@@ -19,26 +18,6 @@ def _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models):
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft_identical.name)
     return window
-
-
-def _files(*paths) -> QMimeData:
-    mime = QMimeData()
-    mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
-    return mime
-
-
-def drop_files(window, *paths) -> bool:
-    """Drag files over the transcript and drop them, as a file manager does; True if the window took them."""
-    mime = _files(*paths)
-    where = QPointF(window.chat_view.mapTo(window, QPoint(40, 40)))
-    actions = Qt.DropAction.CopyAction
-    enter = QDragEnterEvent(where.toPoint(), actions, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
-    QApplication.sendEvent(window, enter)
-    if not enter.isAccepted():
-        return False
-    drop = QDropEvent(where, actions, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
-    QApplication.sendEvent(window, drop)
-    return drop.isAccepted()
 
 
 def test_a_file_dropped_on_the_window_is_sent_with_the_message_and_again_on_regenerate(
@@ -79,7 +58,7 @@ def test_too_large_and_binary_files_are_refused_with_their_reasons(make_window, 
     banner = window.error_banner.text()
     assert window.error_banner.isVisible()
     assert "huge.log is 512 KB; files up to 256 KB can be attached." in banner
-    assert "logo.png is a binary file; only text and code files can be attached." in banner
+    assert "logo.png is a damaged or cut-short PNG file." in banner  # read as a picture, by its header
     assert [a.name for a in window.composer.attachments()] == ["notes.md"]  # the good one is kept
 
 
@@ -88,7 +67,7 @@ def test_a_pasted_file_is_attached_not_typed_and_text_pastes_as_text(make_window
     window = _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models)
     source = tmp_path / "main.rs"
     source.write_text("fn main() {}\n")
-    QApplication.clipboard().setMimeData(_files(source))
+    QApplication.clipboard().setMimeData(file_mime(source))
     window.composer.edit.paste()
     assert [a.name for a in window.composer.attachments()] == ["main.rs"]
     assert window.composer.text() == ""

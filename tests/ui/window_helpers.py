@@ -62,3 +62,30 @@ def click_link(qtbot, view, label: str, href: str) -> None:
     view.ensureCursorVisible()
     point = view.cursorRect(cursor).center() + QPoint(2, 0)
     qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=point)
+
+
+def file_mime(*paths):
+    """What a file manager puts on the clipboard or in a drag: the files' local URLs."""
+    from PySide6.QtCore import QMimeData, QUrl
+
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
+    return mime
+
+
+def drop_files(window, *paths) -> bool:
+    """Drag files over the transcript and drop them, as a file manager does; True if the window took them."""
+    from PySide6.QtCore import QPoint, QPointF, Qt
+    from PySide6.QtGui import QDragEnterEvent, QDropEvent
+    from PySide6.QtWidgets import QApplication
+
+    mime = file_mime(*paths)
+    where = QPointF(window.chat_view.mapTo(window, QPoint(40, 40)))
+    actions = Qt.DropAction.CopyAction
+    enter = QDragEnterEvent(where.toPoint(), actions, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+    QApplication.sendEvent(window, enter)
+    if not enter.isAccepted():
+        return False
+    drop = QDropEvent(where, actions, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+    QApplication.sendEvent(window, drop)
+    return drop.isAccepted()

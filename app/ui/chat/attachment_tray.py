@@ -1,18 +1,40 @@
-"""The files waiting to be sent with the next message: one chip each (name, size, a remove button) above the
-composer. Files come from the Attach button, a drop on the window or a paste; each is read at once, so a file
-that cannot be attached is refused with its reason before anything is sent. GUI thread only.
+"""The files and pictures waiting to be sent with the next message: one chip each (a picture's thumbnail, the name,
+a remove button) above the composer. They come from the Attach button, a drop on the window or a paste (a pasted
+picture's data too); each is read at once, so one that cannot be attached is refused with its reason before
+anything is sent. GUI thread only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 
-from PySide6.QtCore import QMimeData, Qt, Signal
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMimeData, Qt, Signal
+from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
 
+from app.engine.image_files import MAX_IMAGES
 from app.store.attachments import (
-    MAX_MESSAGE_ATTACHMENTS, Attachment, AttachmentError, check_total, read_attachment,
+    MAX_MESSAGE_ATTACHMENTS, Attachment, AttachmentError, Picture, check_total, looks_like_picture, picture_from_bytes,
+    read_attachment, read_picture,
 )
+
+THUMBNAIL_HEIGHT = 32
+
+
+def thumbnail(data: bytes, height: int) -> QPixmap:
+    """A picture scaled to `height` pixels (an empty pixmap when Qt cannot decode it)."""
+    pixmap = QPixmap()
+    pixmap.loadFromData(data)
+    return pixmap.scaledToHeight(height, Qt.TransformationMode.SmoothTransformation) if not pixmap.isNull() else pixmap
+
+
+def png_bytes(image: QImage) -> bytes:
+    """A pasted picture as a PNG file's bytes (what is stored and sent)."""
+    buffer = QBuffer()
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    image.save(buffer, "PNG")  # type: ignore[call-overload]  # the stubs say bytes; the binding takes str
+    return bytes(QByteArray(buffer.data()).data())
 
 
 def local_files(mime: QMimeData) -> list[str]:
@@ -34,6 +56,7 @@ class AttachmentTray(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self._attachments: list[Attachment] = []
+        self._pictures: list[Picture] = []
         self._row = QHBoxLayout(self)
         self._row.setContentsMargins(0, 0, 0, 0)
         self._row.setSpacing(6)
@@ -42,6 +65,28 @@ class AttachmentTray(QWidget):
 
     def attachments(self) -> tuple[Attachment, ...]:
         return tuple(self._attachments)
+
+    def pictures(self) -> tuple[Picture, ...]:
+        return tuple(self._pictures)
+
+    def add_image(self, image: QImage) -> None:
+        """A pasted picture (its data, not a file): kept as a PNG named "pasted picture N.png"."""
+        taken = {p.name for p in self._pictures}
+        name = next(f"pasted picture{f' {n}' if n > 1 else ''}.png" for n in range(1, MAX_IMAGES + 2)
+                    if f"pasted picture{f' {n}' if n > 1 else ''}.png" not in taken)
+        self._add_picture(partial(picture_from_bytes, name, png_bytes(image)))
+        self._show()
+
+    def _add_picture(self, read: Callable[[], Picture]) -> str:
+        """Add the picture `read()` gives; the sentence saying why it was not added, or ""."""
+        if len(self._pictures) >= MAX_IMAGES:
+            return f"One message carries at most {MAX_IMAGES} pictures."
+        try:
+            picture = read()
+        except AttachmentError as exc:
+            return str(exc)
+        self._pictures = [*(p for p in self._pictures if p.digest != picture.digest), picture]
+        return ""
 
     def add_paths(self, paths: Iterable[str]) -> None:
         """Attach these files; those that cannot be (too large, binary, unreadable) are refused with a reason, at
@@ -54,6 +99,11 @@ class AttachmentTray(QWidget):
                 left_out = (f"{len(paths) - tried} more files were not attached: one message carries at most "
                             f"{MAX_MESSAGE_ATTACHMENTS} files.")
                 break
+            if looks_like_picture(path):
+                problem = self._add_picture(partial(read_picture, path))
+                if problem:
+                    problems.append(problem)
+                continue
             try:
                 attachment = read_attachment(path)
                 kept = [a for a in self._attachments if a.name != attachment.name]  # the same file again replaces it
@@ -72,8 +122,16 @@ class AttachmentTray(QWidget):
         self._attachments = list(attachments)
         self._show()
 
+    def set_pictures(self, pictures: Iterable[Picture]) -> None:
+        self._pictures = list(pictures)
+        self._show()
+
     def clear(self) -> None:
+        self._pictures = []
         self.set_attachments(())
+
+    def remove_picture(self, digest: str) -> None:
+        self.set_pictures(p for p in self._pictures if p.digest != digest)
 
     def remove(self, name: str) -> None:
         self.set_attachments(a for a in self._attachments if a.name != name)
@@ -82,9 +140,11 @@ class AttachmentTray(QWidget):
         while self._row.count() > 1:  # every chip; the stretch stays last
             item = self._row.takeAt(0)
             item.widget().deleteLater()
-        for n, attachment in enumerate(self._attachments):
+        for n, picture in enumerate(self._pictures):
+            self._row.insertWidget(n, self._picture_chip(picture))
+        for n, attachment in enumerate(self._attachments, start=len(self._pictures)):
             self._row.insertWidget(n, self._chip(attachment))
-        self.setVisible(bool(self._attachments))
+        self.setVisible(bool(self._attachments or self._pictures))
         self.sig_changed.emit()
 
     def _chip(self, attachment: Attachment) -> QFrame:
@@ -102,5 +162,28 @@ class AttachmentTray(QWidget):
         remove.setToolTip(f"Remove {attachment.name}")
         remove.setAccessibleName(f"Remove {attachment.name}")
         remove.clicked.connect(lambda: self.remove(attachment.name))
+        row.addWidget(remove)
+        return chip
+
+    def _picture_chip(self, picture: Picture) -> QFrame:
+        chip = QFrame()
+        chip.setObjectName("AttachmentChip")
+        chip.setAccessibleName(f"Picture {picture.name}")
+        row = QHBoxLayout(chip)
+        row.setContentsMargins(2, 2, 2, 2)
+        row.setSpacing(4)
+        image = QLabel()
+        image.setObjectName("PictureThumbnail")
+        image.setPixmap(thumbnail(picture.data, THUMBNAIL_HEIGHT))
+        row.addWidget(image)
+        label = QLabel(picture.name)
+        label.setToolTip(f"Sent with the message as a picture ({picture.name})")
+        row.addWidget(label)
+        remove = QPushButton("\N{MULTIPLICATION SIGN}")
+        remove.setObjectName("FlatButton")
+        remove.setCursor(Qt.CursorShape.PointingHandCursor)
+        remove.setToolTip(f"Remove {picture.name}")
+        remove.setAccessibleName(f"Remove {picture.name}")
+        remove.clicked.connect(lambda: self.remove_picture(picture.digest))
         row.addWidget(remove)
         return chip

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 from app.replies.tool_loop import call_messages
 from app.store import ChatStore
+from app.store.attachments import PictureFile
 
 
 def chat_session(chat_id: Optional[int]) -> str:
@@ -29,11 +30,14 @@ def prompt_messages(store: ChatStore, chat_id: Optional[int], system_prompt: str
         return messages
     reasoning = store.reasoning_texts(chat_id)
     tool_calls = store.tool_calls_of(chat_id)
+    pictures = store.pictures_of(chat_id)
     for message_id, role, content in store.message_texts(chat_id):
         if before_id is not None and message_id >= before_id:
             break
         if role in ("user", "assistant"):
-            message = {"role": role, "content": content}
+            message: dict = {"role": role, "content": content}
+            if role == "user" and message_id in pictures:
+                message["content"] = picture_parts(pictures[message_id], content)
             if role == "assistant" and message_id in reasoning:
                 message["reasoning_content"] = reasoning[message_id]
             calls = tool_calls.get(message_id, ()) if role == "assistant" else ()
@@ -49,3 +53,15 @@ def prompt_messages(store: ChatStore, chat_id: Optional[int], system_prompt: str
             break
     return messages
 
+
+
+def picture_parts(pictures: Sequence[PictureFile], text: str) -> list[dict]:
+    """A user's message with pictures as the engine reads it: the pictures first, then the text (as `generate
+    --image` sends them). A picture whose file is gone from disk is left out; the text always goes."""
+    parts: list[dict] = []
+    for picture in pictures:
+        try:
+            parts.append({"type": "image", "image": picture.image_input()})
+        except OSError:
+            continue
+    return [*parts, {"type": "text", "text": text}]

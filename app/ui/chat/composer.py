@@ -1,5 +1,5 @@
 """The composer: where the user writes. Enter sends, Shift+Enter starts a new line; the button turns into Stop.
-Files attached with the Attach button, or pasted or dropped into the text box, wait as chips above it.
+Files and pictures attached with the Attach button, or pasted or dropped into the text box, wait as chips above it.
 
 GUI thread only.
 """
@@ -7,7 +7,7 @@ GUI thread only.
 from __future__ import annotations
 
 from PySide6.QtCore import QMimeData, QSize, Qt, Signal
-from PySide6.QtGui import QFocusEvent, QKeyEvent
+from PySide6.QtGui import QFocusEvent, QImage, QKeyEvent
 from PySide6.QtWidgets import (
     QFileDialog,
     QFrame,
@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 
 from app.ui.widgets import style
 from app.ui.widgets.dialog_folders import remember_folder, start_folder
-from app.store.attachments import Attachment
+from app.store.attachments import Attachment, Picture
 from app.ui.chat.attachment_tray import AttachmentTray, local_files
 
 
@@ -35,6 +35,8 @@ class ComposerEdit(QPlainTextEdit):
     """Escape was pressed."""
     sig_files = Signal(list)
     """Files were pasted or dropped into the text box (their paths): they are attached, not inserted as text."""
+    sig_image = Signal(QImage)
+    """A picture's data (not a file) was pasted or dropped into the text box: it is attached as a picture."""
     sig_focused = Signal(bool)
     """The text box took (True) or lost keyboard focus: its frame shows the focus ring."""
 
@@ -67,12 +69,16 @@ class ComposerEdit(QPlainTextEdit):
         self.sig_focused.emit(False)
 
     def canInsertFromMimeData(self, source: QMimeData) -> bool:
-        return bool(local_files(source)) or super().canInsertFromMimeData(source)
+        return bool(local_files(source)) or source.hasImage() or super().canInsertFromMimeData(source)
 
     def insertFromMimeData(self, source: QMimeData) -> None:
         files = local_files(source)
         if files:
             self.sig_files.emit(files)
+        elif source.hasImage():
+            image = source.imageData()
+            if isinstance(image, QImage) and not image.isNull():
+                self.sig_image.emit(image)
         else:
             super().insertFromMimeData(source)
 
@@ -131,6 +137,7 @@ class Composer(QWidget):
         self.edit.sig_cancel.connect(self._on_escape)
         self.edit.textChanged.connect(self._update_button)
         self.edit.sig_files.connect(self.tray.add_paths)
+        self.edit.sig_image.connect(self.tray.add_image)
         self.edit.sig_focused.connect(lambda focused: style.set_focused(frame, focused))
         column.addWidget(self.edit)
         row = QHBoxLayout()
@@ -138,7 +145,8 @@ class Composer(QWidget):
         self.attach_button = QPushButton("Attach")
         self.attach_button.setObjectName("FlatButton")
         self.attach_button.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.attach_button.setToolTip("Attach text or code files (or drop them on the window, or paste them)")
+        self.attach_button.setToolTip("Attach text or code files, or pictures (or drop them on the window, or paste "
+                                      "them)")
         self.attach_button.setAccessibleName("Attach files")
         self.attach_button.clicked.connect(self._choose_files)
         row.addWidget(self.attach_button)
@@ -172,6 +180,13 @@ class Composer(QWidget):
 
     def set_attachments(self, attachments: tuple[Attachment, ...]) -> None:
         self.tray.set_attachments(attachments)
+
+    def pictures(self) -> tuple[Picture, ...]:
+        """The pictures to send with the text."""
+        return self.tray.pictures()
+
+    def set_pictures(self, pictures: tuple[Picture, ...]) -> None:
+        self.tray.set_pictures(pictures)
 
     def clear_after_send(self) -> None:
         """The text was accepted (it is in the conversation now), so the box can be emptied."""
@@ -216,10 +231,10 @@ class Composer(QWidget):
             self._on_submit()
 
     def _has_message(self) -> bool:
-        return bool(self.text().strip() or self.tray.attachments())
+        return bool(self.text().strip() or self.tray.attachments() or self.tray.pictures())
 
     def _choose_files(self) -> None:
-        paths, _ = QFileDialog.getOpenFileNames(self, "Attach text or code files", start_folder("attach"))
+        paths, _ = QFileDialog.getOpenFileNames(self, "Attach files or pictures", start_folder("attach"))
         if paths:
             remember_folder("attach", paths[0])
             self.add_files(paths)

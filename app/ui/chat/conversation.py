@@ -22,7 +22,7 @@ from app.engine.events import (
 from app.engine.host.wire import ReplyEnded, ReplyFailed
 from app.replies.status_words import round_words, sentence, threads_words
 from app.store import ChatSettings, ChatStore, Message
-from app.store.attachments import Attachment
+from app.store.attachments import Attachment, Picture
 from app.ui.transcript.chat_pages import ChatPages
 from app.ui.transcript.chat_view import ChatView
 from app.ui.transcript.format import STREAM_KEY, TranscriptMessage, model_label, transcript_message
@@ -157,7 +157,8 @@ class Conversation(QObject):
     # ----- generation
 
     def send(self, text: str, spec: ReplyRequestSpec, new_chat_settings: ChatSettings,
-             replace_from: Optional[int] = None, attachments: tuple[Attachment, ...] = ()) -> int:
+             replace_from: Optional[int] = None, attachments: tuple[Attachment, ...] = (),
+             pictures: tuple[Picture, ...] = ()) -> int:
         """One whole turn: store the user's message (with its attached files) and ask for a reply; returns the
         request id.
 
@@ -171,7 +172,7 @@ class Conversation(QObject):
             chat_id = self._chat_id = self.store.create_chat(settings=new_chat_settings).id
         if replace_from is not None:
             self.store.branch_from(chat_id, replace_from)
-        message = self.store.add_message(chat_id, "user", text, attachments=attachments)
+        message = self.store.add_message(chat_id, "user", text, attachments=attachments, pictures=pictures)
         if first_message or replace_from is not None:
             self.reload()
         else:

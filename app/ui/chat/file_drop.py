@@ -6,6 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtGui import QDropEvent
 
+from app.engine.image_files import PICTURE_TOKENS_ESTIMATE
 from app.store.attachments import estimate_tokens
 from app.ui.chat.attachment_tray import local_files
 
@@ -40,5 +41,6 @@ def attach(window) -> FileDrop:
     window.chat_view.setAcceptDrops(False)  # the read-only transcript passes a drop on to the window
     tray = window.composer.tray
     tray.sig_refused.connect(window.show_error)
-    tray.sig_changed.connect(lambda: window.footer.show_pending_tokens(estimate_tokens(tray.attachments())))
+    tray.sig_changed.connect(lambda: window.footer.show_pending_tokens(
+        estimate_tokens(tray.attachments()) + PICTURE_TOKENS_ESTIMATE * len(tray.pictures())))
     return drop

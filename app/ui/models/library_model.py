@@ -5,10 +5,11 @@ fit the chosen target (the draft picker). Both wrap plain lists of library recor
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional, Sequence, cast
 
 from PySide6.QtCore import QAbstractListModel, QAbstractTableModel, QModelIndex, QPersistentModelIndex, QRect, QSize, Qt
-from PySide6.QtGui import QColor, QFont, QPainter
+from PySide6.QtGui import QColor, QFont, QIcon, QPainter
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
 from app.engine.config import KvType
@@ -17,6 +18,7 @@ from app.engine.targets import LocalModel, ServerModel, Target
 from app.library import SERVER_SPECULATION, DraftChoice, ModelEntry
 from app.store.model_defaults import for_model
 from app.ui.widgets import style
+from app.ui.widgets.eye_icon import eye_icon
 
 PATH_ROLE = Qt.ItemDataRole(Qt.ItemDataRole.UserRole + 1)
 """The file path of the row (a str), or NGRAM_KEY for the n-gram drafter."""
@@ -165,6 +167,8 @@ class LibraryModel(QAbstractTableModel):
             lines = [entry.model_name, entry.path] if entry.model_name else [entry.path]
             if not entry.usable:
                 lines.insert(0, entry.problem or "This file cannot be used.")
+            elif entry.projector:
+                lines.insert(0, f"Sees pictures: its projector {Path(entry.projector).name} lies beside it.")
             if column == self.MEMORY_COLUMN and (memory := self.memory_of(entry)):
                 lines.insert(0, f"Loaded, it takes about {memory.detail}.")
             if column == self.CONTEXT_COLUMN and entry.context_length:
@@ -175,6 +179,8 @@ class LibraryModel(QAbstractTableModel):
                 lines.insert(0, "It has no chat template: its prompts are written as the chat's header row chooses "
                                 "(raw completion until you pick a template).")
             return "\n".join(lines)
+        if role == Qt.ItemDataRole.DecorationRole and column == 0 and entry.usable and entry.projector:
+            return eye_icon()
         if role == PATH_ROLE:
             return entry.path
         if role == DETAIL_ROLE:
@@ -342,8 +348,12 @@ class TwoLineDelegate(QStyledItemDelegate):
         painter.setFont(name_font)
         painter.setPen(QColor(style.TEXT if enabled else style.TEXT_DISABLED))
         name = index.data(Qt.ItemDataRole.DisplayRole) or ""
-        painter.drawText(QRect(rect.left(), rect.top(), rect.width(), line), Qt.AlignmentFlag.AlignVCenter,
-                         option.fontMetrics.elidedText(name, Qt.TextElideMode.ElideRight, rect.width()))
+        icon = index.data(Qt.ItemDataRole.DecorationRole)  # the eye of a model that can see, at the line's end
+        name_width = rect.width() - (line + 4 if isinstance(icon, QIcon) else 0)
+        if isinstance(icon, QIcon):
+            icon.paint(painter, QRect(rect.right() - line, rect.top(), line, line))
+        painter.drawText(QRect(rect.left(), rect.top(), name_width, line), Qt.AlignmentFlag.AlignVCenter,
+                         option.fontMetrics.elidedText(name, Qt.TextElideMode.ElideRight, name_width))
         detail_font = QFont(option.font)
         detail_font.setPointSizeF(max(7.0, option.font.pointSizeF() - 1))
         painter.setFont(detail_font)

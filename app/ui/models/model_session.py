@@ -14,6 +14,7 @@ from PySide6.QtCore import QObject, Signal
 from app.engine.config import DrafterChoice, LoadSettings
 from app.store.model_defaults import ModelDefaults, with_load_defaults
 from app.engine.host.wire import LoadFailed, ModelsLoaded
+from app.engine.gguf.mmproj import mmproj_beside
 from app.engine.targets import LocalModel, ServerModel, Target
 from app.store.unusable_models import file_identity, mark_unusable
 from app.ui.engine_link.engine_process import EngineProcess, WorkerDeath
@@ -108,6 +109,14 @@ class ModelSession(QObject):
         """Loaded model files whose size or modification time is no longer what it was when they loaded (a
         download or copy still writing them, a truncation): reading them can kill the engine (SIGBUS)."""
         return [path for path, identity in self._loaded_identity.items() if file_identity(path) != identity]
+
+    def picture_blocker(self) -> str:
+        """Why pictures cannot be sent to the chosen target ("" when it can see: a projector lies beside it)."""
+        if isinstance(self.target, LocalModel) and mmproj_beside(self.target.path) is not None:
+            return ""
+        name = self.target.path.name if isinstance(self.target, LocalModel) else str(self.target)
+        return (f"{name} cannot see pictures (no mmproj-*.gguf projector lies beside it): choose a vision model, "
+                "or remove the pictures to send the text.")
 
     def names(self) -> tuple[str, Optional[str]]:
         """(target name, draft name or None) as the transcript labels a reply."""

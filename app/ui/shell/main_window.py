@@ -391,16 +391,17 @@ class MainWindow(QMainWindow):
 
     def send_message(self, text: str) -> bool:
         """Store the user's message and ask for a reply; on any problem the composer keeps the text."""
-        attachments = self.composer.attachments()
-        if self.conversation.is_busy() or not (text.strip() or attachments):
+        attachments, pictures = self.composer.attachments(), self.composer.pictures()
+        if self.conversation.is_busy() or not (text.strip() or attachments or pictures):
             return False
-        spec = self._reply_spec()
+        spec = self._reply_spec(bool(pictures))
         if spec is None:
             return False
         session = self.session
         new_chat = self.chat_settings.for_new_chat(session.target_key(), session.draft_key, self.model_bar.speculative())
         try:
-            self.conversation.send(text, spec, new_chat, self.messages.editing, attachments=attachments)
+            self.conversation.send(text, spec, new_chat, self.messages.editing, attachments=attachments,
+                                   pictures=pictures)
         except StoreError as exc:
             self.show_error(f"The message could not be saved, so it was not sent: {exc}")
             return False
@@ -409,9 +410,10 @@ class MainWindow(QMainWindow):
         self._update_page()
         return True
 
-    def _reply_spec(self) -> Optional[ReplyRequestSpec]:
-        """What a new request is asked with, or None after saying why none can be sent now."""
-        problem = self.session.send_blocker(self.library_ctl.scanned_once())
+    def _reply_spec(self, pictures: bool = False) -> Optional[ReplyRequestSpec]:
+        """What a new request is asked with, or None after saying why none can be sent now (pictures: if blind)."""
+        problem = self.session.send_blocker(self.library_ctl.scanned_once()) or (
+            self.session.picture_blocker() if pictures else "")
         if problem:
             self.show_error(problem)
             return None

@@ -64,6 +64,7 @@ class MessageCommands:
         self._editing = message_id
         self._composer.set_text(message.content)
         self._composer.set_attachments(message.attachments)
+        self._composer.set_pictures(tuple(p.picture() for p in message.pictures if p.path.is_file()))
         self._composer.set_editing(True)
 
     def edit_sent(self) -> None:

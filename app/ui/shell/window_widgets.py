@@ -232,7 +232,8 @@ class StatusFooter(QWidget):
                "the oldest messages are left out of the prompt (you are told when that happens).")
         if pending:
             self.context_label.setText(f"Context {used:,} + ~{pending:,} attached / {n_ctx:,}")
-            tip += f"\nThe attached files add about {pending:,} tokens (an estimate) when the message is sent."
+            tip += (f"\nThe attached files and pictures add about {pending:,} tokens (an estimate: a picture counts "
+                    "256, as Gemma 3's do) when the message is sent.")
             if used + pending > n_ctx:
                 tip += " That is more than the context holds: older messages, or the files' ends, will not fit."
         else:

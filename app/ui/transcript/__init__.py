@@ -13,6 +13,7 @@
 - marks.py: Walks over the transcript's document by character format: the highlight shown or hidden, refused proposals
 - message_meta.py: The line beside a message's author: when it was written, its length, and the switcher between its versions.
 - message_actions.py: The links under a message (Copy, Edit, Regenerate, Continue, Compare with plain), its stats row, which opens the
+- picture_thumbnails.py: The pictures of a user's message in the transcript: a thumbnail each, under its text.
 - reply_chars.py: Each character of a reply: the origin and round of the token it belongs to, and where refused proposals go.
 - reply_writer.py: Writes replies into the transcript's QTextDocument as Markdown, each shown character with its token's origin.
 - thinking_section.py: A reply's Thinking section: its reasoning above the answer, folded to one line once the answer starts.

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QApplication
 
 from app.replies.comparison import ShownComparison, comparison_text
 from app.store.provenance import RoundRecord, TokenRecord
-from app.ui.transcript import long_text, message_actions, message_meta, thinking_section
+from app.ui.transcript import long_text, message_actions, message_meta, picture_thumbnails, thinking_section
 from app.ui.transcript import marks as transcript_marks
 from app.ui.transcript.links.link_guard import open_link_after_confirming
 from app.ui.transcript.reply_chars import reply_chars
@@ -235,6 +235,7 @@ class ChatView(TranscriptBrowser):
             if note:
                 message_actions.insert_note(self._base, cursor, note)
         if message.role == "user":
+            picture_thumbnails.insert_pictures(cursor, message.pictures)
             message_actions.insert_attachment_chips(self._base, cursor, message.attachments)
             message_actions.insert_actions(self._writer, self._base, cursor, message.message_id,
                                            [("Copy", "copy"), ("Edit", "edit")])

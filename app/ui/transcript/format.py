@@ -15,7 +15,7 @@ from app.engine.events import GenerationStats
 from app.store.provenance import RoundRecord, TokenRecord, token_records
 from app.replies.stats import format_stats, model_label  # noqa: F401  (used by the window too)
 from app.store import Message
-from app.store.attachments import Attachment
+from app.store.attachments import Attachment, PictureFile
 from app.store.tool_calls import ToolCallRecord
 
 # Char-format properties. The origin of a reply's character ("target", "draft", "ngram", "history"), and the
@@ -53,6 +53,7 @@ class TranscriptMessage:
     rounds: Optional[list[RoundRecord]] = None
     comparison: Optional[dict] = None
     attachments: tuple[Attachment, ...] = ()  # files sent with a user message, shown as chips under it
+    pictures: tuple[PictureFile, ...] = ()  # pictures sent with a user message, shown as thumbnails under it
     created_at: float = 0.0  # Unix seconds; 0: not known (shown without a time)
     versions: Optional[tuple[int, int]] = None  # (index, count) of a regenerated or edited message's versions
     # A reply's thinking, without markers, and its tokens (rounds index into `rounds`); "" for none.
@@ -73,6 +74,7 @@ def transcript_message(message: Message, versions: Optional[tuple[int, int]] = N
         rounds=message.rounds,
         comparison=message.comparison,
         attachments=message.attachments,
+        pictures=message.pictures,
         created_at=message.created_at,
         versions=versions,
         reasoning=message.reasoning or "",

@@ -3,6 +3,7 @@
 - background.py: Background, the one way to work off the GUI thread: a function on a worker thread, its answer on the GUI thread, stale answers dropped.
 - automation.py: Driving the real window from code, for the screenshot script and the self-test (tests use pytest-qt instead).
 - dialog_folders.py: Where each file dialog opens: the folder last used for that kind of file, else a sensible one, remembered.
+- eye_icon.py: The eye shown beside a model that can see pictures, in the library and the picker.
 - elided_label.py: A one-line label that elides its text to the space it gets (the full text is its tooltip).
 - notice_row.py: A notice row: one wrapping sentence and the controls that answer it (the chat header's question, the template choice).
 - layouts.py: Small layout helpers shared by the window and its dialogs. GUI thread only.

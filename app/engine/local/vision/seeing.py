@@ -12,15 +12,11 @@ from typing import Optional, Sequence
 
 from app.engine.config import GenerationConfig
 from app.engine.errors import PromptFormatError
-from app.engine.image_files import ImageInput, with_markers
+from app.engine.image_files import PICTURE_TOKENS_ESTIMATE, ImageInput, with_markers
 from app.engine.local.chat_format import RenderedPrompt
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.prompts import Prompts
 from app.engine.local.vision.projector import MediaPrompt, Projector
-
-# About how many tokens a picture takes while the oldest turns of a long chat are dropped to fit; the exact count
-# of the fitted prompt checks it (a Gemma 3 picture is 256, a LLaVA 1.5 one 576).
-PICTURE_TOKENS_ESTIMATE = 256
 
 
 class Seeing:
