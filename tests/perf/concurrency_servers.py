@@ -4,7 +4,7 @@
                                              [--configs serve-plain,...]
 
 Each server is started once with room for the largest N (serve `--parallel N`, llama-server `-np N`, each with
-CONTEXT tokens a request), warmed by one short request, then sent N streamed requests at once for each N (the four
+CONTEXT tokens a request), warmed by one whole request, then sent N streamed requests at once for each N (the four
 chat questions of tests/perf/concurrency.py, greedy, ignore_eos, --tokens each). Prints, per server and N, the
 aggregate tok/s (every token over the time until the last request ended), its ratio to serve-plain at N = 1 of
 the same run, the full-batch tok/s (tokens written while all N were writing, over that time: a server kept full
@@ -102,7 +102,8 @@ def bench(target: Path, draft: Path, ns: list[int], tokens: int, threads: int, c
         try:
             wait_for_port(port, process, log, timeout_s=600, http_health=True)
             url = f"http://127.0.0.1:{port}"
-            _at_once(url, 1, 4)  # the first decodes after a load allocate: not timed
+            # Not timed: the first decodes after a load allocate, and a controller learns this machine's speed.
+            _at_once(url, 1, tokens)
             for n in ns:
                 r = _at_once(url, n, tokens)
                 base = base or r["aggregate"]
