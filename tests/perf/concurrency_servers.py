@@ -4,7 +4,7 @@
                                              [--configs serve-plain,...]
 
 Each server is started once with room for the largest N (serve `--parallel N`, llama-server `-np N`, each with
-CONTEXT tokens a request), warmed by one whole request, then sent N streamed requests at once for each N (the four
+CONTEXT tokens a request), warmed by one whole request of another question, then sent N streamed requests at once for each N (the four
 chat questions of tests/perf/concurrency.py, greedy, ignore_eos, --tokens each). Prints, per server and N, the
 aggregate tok/s (every token over the time until the last request ended), its ratio to serve-plain at N = 1 of
 the same run, the full-batch tok/s (tokens written while all N were writing, over that time: a server kept full
@@ -34,6 +34,7 @@ from tests.conftest import REAL_DRAFT, REAL_MODELS_DIR, REAL_TARGET
 from tests.remote.llama_tools import TOOLS_BIN, free_port, start, stop, wait_for_port
 
 CONTEXT = 1024  # tokens a request
+WARM_UP = "Write a short Python class for a stack with push, pop and peek."
 CONFIGS = ("serve-plain", "serve-ngram", "serve-auto", "serve-model-4", "llama-plain", "llama-ngram-mod",
            "llama-draft-4")
 
@@ -102,8 +103,10 @@ def bench(target: Path, draft: Path, ns: list[int], tokens: int, threads: int, c
         try:
             wait_for_port(port, process, log, timeout_s=600, http_health=True)
             url = f"http://127.0.0.1:{port}"
-            # Not timed: the first decodes after a load allocate, and a controller learns this machine's speed.
-            _at_once(url, 1, tokens)
+            # Not timed: the first decodes after a load allocate, and a controller learns this machine's speed. A
+            # question of its own: a drafter that keeps what earlier requests wrote (llama-server's ngram-mod)
+            # would otherwise copy the timed reply from it.
+            _stream(url, WARM_UP, tokens, time.perf_counter(), {})
             for n in ns:
                 r = _at_once(url, n, tokens)
                 base = base or r["aggregate"]
