@@ -93,8 +93,14 @@ class ModelEntry:
         """One line of facts: "qwen2 · 1.5B · Q4_K_M · 32K ctx · 1.0 GB"."""
         if self.source == "server":
             return f"On the server {self.folder}"
-        parts = [self.architecture, self.parameters_label, self.quantization, self.context_label, self.size_label,
-                 "sees pictures" if self.projector else ""]
+        parts = [
+            self.architecture,
+            self.parameters_label,
+            self.quantization,
+            self.context_label,
+            self.size_label,
+            "sees pictures" if self.projector else "",
+        ]
         return " · ".join(p for p in parts if p)
 
 
@@ -171,11 +177,17 @@ def inspect_entry(path: Path, folder: LibraryFolder | None = None) -> ModelEntry
     try:
         info = inspect_gguf(path)
     except ModelFileError as exc:
-        return ModelEntry(str(path), path.stem, file_size, folder_path, source, usable=False,
-                          problem=_without_path(str(exc), path))
+        return ModelEntry(
+            str(path), path.stem, file_size, folder_path, source, usable=False, problem=_without_path(str(exc), path)
+        )
     except Exception as exc:  # a header we did not foresee must not take the whole library down
         return ModelEntry(
-            str(path), path.stem, file_size, folder_path, source, usable=False,
+            str(path),
+            path.stem,
+            file_size,
+            folder_path,
+            source,
+            usable=False,
             problem=f"Could not read the GGUF header: {exc}",
         )
     return ModelEntry(
@@ -207,7 +219,7 @@ def _quant_label(info) -> str:
 def _without_path(message: str, path: Path) -> str:
     """The entry already shows its file; a message that starts by naming it again reads better without."""
     prefix = f"{path}: "
-    message = message[len(prefix):] if message.startswith(prefix) else message
+    message = message[len(prefix) :] if message.startswith(prefix) else message
     return message[:1].upper() + message[1:]
 
 
@@ -332,9 +344,18 @@ def server_entries(url: str, model_ids: Sequence[str]) -> list[ModelEntry]:
 
     # The folder is shown: without the URL's user:password@ (the target keeps them for the requests).
     servers = [ServerModel.at(url, model_id) for model_id in model_ids]
-    return [ModelEntry(path=server.key, name=os.path.basename(server.model.rstrip("/")) or server.model,
-                       file_size=0, folder=display_url(url), source="server", model_name=server.model, server=server)
-            for server in servers]
+    return [
+        ModelEntry(
+            path=server.key,
+            name=os.path.basename(server.model.rstrip("/")) or server.model,
+            file_size=0,
+            folder=display_url(url),
+            source="server",
+            model_name=server.model,
+            server=server,
+        )
+        for server in servers
+    ]
 
 
 def draft_choices(target: Target, candidates: Sequence[ModelEntry]) -> list[DraftChoice]:
@@ -350,8 +371,13 @@ def draft_choices(target: Target, candidates: Sequence[ModelEntry]) -> list[Draf
     usable = [e for e in candidates if e.usable and paths.resolved(Path(e.path)) != target_key]
     unusable = [e for e in candidates if not e.usable and paths.resolved(Path(e.path)) != target_key]
     choices = [
-        DraftChoice(str(s.path), s.compatible, s.reason, recommended=s.recommended,
-                    larger=s.size_ratio is not None and s.size_ratio > SAME_SIZE_RATIO)
+        DraftChoice(
+            str(s.path),
+            s.compatible,
+            s.reason,
+            recommended=s.recommended,
+            larger=s.size_ratio is not None and s.size_ratio > SAME_SIZE_RATIO,
+        )
         for s in suggest_drafts(target_path, [Path(e.path) for e in usable])
     ]
     compatible = [c for c in choices if c.compatible]

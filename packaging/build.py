@@ -25,8 +25,11 @@ NAME = "SpecChat"
 
 
 def ensure_build_tools() -> None:
-    missing = [requirement for requirement, module in zip(BUILD_TOOLS, ("PyInstaller", "PIL"))
-               if importlib.util.find_spec(module) is None]
+    missing = [
+        requirement
+        for requirement, module in zip(BUILD_TOOLS, ("PyInstaller", "PIL"))
+        if importlib.util.find_spec(module) is None
+    ]
     if missing:
         print(f"installing build tools into {sys.prefix}: {' '.join(missing)}", flush=True)
         subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *missing], check=True)
@@ -81,8 +84,17 @@ def build(dist: Path, work: Path) -> Path:
     write_platform_icons(icons)
     env = dict(os.environ, SPECCHAT_PLATFORM_ICONS=str(icons))
     command = [
-        sys.executable, "-m", "PyInstaller", str(SPEC), "--noconfirm", "--log-level", "WARN",
-        "--distpath", str(dist), "--workpath", str(work / "pyinstaller"),
+        sys.executable,
+        "-m",
+        "PyInstaller",
+        str(SPEC),
+        "--noconfirm",
+        "--log-level",
+        "WARN",
+        "--distpath",
+        str(dist),
+        "--workpath",
+        str(work / "pyinstaller"),
     ]
     print("+", " ".join(command), flush=True)
     subprocess.run(command, check=True, env=env, cwd=ROOT)
@@ -95,8 +107,12 @@ def build(dist: Path, work: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dist", type=Path, default=ROOT / "dist", help="where the bundle goes (default: dist/)")
-    parser.add_argument("--work", type=Path, default=ROOT / "build",
-                        help="PyInstaller's cache and the .ico/.icns (default: build/); reusing it makes rebuilds faster")
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=ROOT / "build",
+        help="PyInstaller's cache and the .ico/.icns (default: build/); reusing it makes rebuilds faster",
+    )
     args = parser.parse_args(argv)
     started = time.monotonic()
     try:

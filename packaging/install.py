@@ -16,6 +16,7 @@ python3 packaging/install.py --source llama_cpp_python-X.tar.gz --llama-only (sc
 installed already: nothing is downloaded).
 Standard library only: it runs before anything is installed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,9 +36,16 @@ BUILD_MARK = VENV / "specchat-llama-build.txt"
 
 # CMake option -> the /proc/cpuinfo flag that allows it. AMX stays off (see the module docstring).
 _CPU_OPTIONS = {
-    "GGML_AVX": "avx", "GGML_AVX2": "avx2", "GGML_FMA": "fma", "GGML_F16C": "f16c", "GGML_BMI2": "bmi2",
-    "GGML_AVX_VNNI": "avx_vnni", "GGML_AVX512": "avx512f", "GGML_AVX512_VBMI": "avx512vbmi",
-    "GGML_AVX512_VNNI": "avx512_vnni", "GGML_AVX512_BF16": "avx512_bf16",
+    "GGML_AVX": "avx",
+    "GGML_AVX2": "avx2",
+    "GGML_FMA": "fma",
+    "GGML_F16C": "f16c",
+    "GGML_BMI2": "bmi2",
+    "GGML_AVX_VNNI": "avx_vnni",
+    "GGML_AVX512": "avx512f",
+    "GGML_AVX512_VBMI": "avx512vbmi",
+    "GGML_AVX512_VNNI": "avx512_vnni",
+    "GGML_AVX512_BF16": "avx512_bf16",
 }
 _AMX_OFF = ["-DGGML_AMX_TILE=OFF", "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_BF16=OFF"]
 
@@ -89,13 +97,18 @@ def run(cmd: list[str], **kwargs: object) -> None:
     subprocess.run(cmd, check=True, **kwargs)  # type: ignore[arg-type]
 
 
-def built_wheel(version: str, options: list[str], rebuild: bool, python: Path | None = None,
-                source: Path | None = None) -> Path:
+def built_wheel(
+    version: str, options: list[str], rebuild: bool, python: Path | None = None, source: Path | None = None
+) -> Path:
     """The llama-cpp-python wheel for these options, built once (about 10 minutes on 2 cores) and kept. `source`:
     build from this source archive with the build tools `python` has, offline, instead of fetching it."""
     python = python or venv_python()
-    py = subprocess.run([str(python), "-c", "import sys; print(f'cp{sys.version_info[0]}{sys.version_info[1]}')"],
-                        check=True, capture_output=True, text=True).stdout.strip()
+    py = subprocess.run(
+        [str(python), "-c", "import sys; print(f'cp{sys.version_info[0]}{sys.version_info[1]}')"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     origin = [source.name] if source else []
     key = hashlib.sha256(" ".join([version, py, platform.machine(), *options, *origin]).encode()).hexdigest()[:16]
     folder = wheel_cache() / key
@@ -107,11 +120,39 @@ def built_wheel(version: str, options: list[str], rebuild: bool, python: Path | 
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, CMAKE_ARGS=" ".join(options))
         if source:
-            run([str(python), "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "--no-index", "--no-build-isolation",
-                 "-w", tmp, str(source)], env=env)
+            run(
+                [
+                    str(python),
+                    "-m",
+                    "pip",
+                    "wheel",
+                    "--no-deps",
+                    "--no-cache-dir",
+                    "--no-index",
+                    "--no-build-isolation",
+                    "-w",
+                    tmp,
+                    str(source),
+                ],
+                env=env,
+            )
         else:
-            run([str(python), "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "--no-binary", "llama-cpp-python",
-                 "-w", tmp, f"llama-cpp-python=={version}"], env=env)
+            run(
+                [
+                    str(python),
+                    "-m",
+                    "pip",
+                    "wheel",
+                    "--no-deps",
+                    "--no-cache-dir",
+                    "--no-binary",
+                    "llama-cpp-python",
+                    "-w",
+                    tmp,
+                    f"llama-cpp-python=={version}",
+                ],
+                env=env,
+            )
         built = sorted(Path(tmp).glob("llama_cpp_python-*.whl"))
         if not built:
             raise SystemExit("pip built no llama-cpp-python wheel")
@@ -129,8 +170,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--extras", default="", help="optional dependencies to install too, e.g. 'test'")
     parser.add_argument("--rebuild", action="store_true", help="compile llama.cpp again even if a build is kept")
     parser.add_argument("--source", type=Path, help="build llama-cpp-python from this source archive, offline")
-    parser.add_argument("--llama-only", action="store_true",
-                        help="only build llama-cpp-python and install it into the Python running this script")
+    parser.add_argument(
+        "--llama-only",
+        action="store_true",
+        help="only build llama-cpp-python and install it into the Python running this script",
+    )
     args = parser.parse_args(argv)
     if sys.version_info < (3, 10):
         raise SystemExit("SpecChat needs Python 3.10 or newer")
@@ -138,8 +182,13 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"--source {args.source}: no such file")
     if args.llama_only:
         here = Path(sys.executable)
-        wheel = built_wheel(pinned_llama_version(), build_options(os.environ.get("CMAKE_ARGS", "")), args.rebuild,
-                            here, args.source.resolve() if args.source else None)
+        wheel = built_wheel(
+            pinned_llama_version(),
+            build_options(os.environ.get("CMAKE_ARGS", "")),
+            args.rebuild,
+            here,
+            args.source.resolve() if args.source else None,
+        )
         run([str(here), "-m", "pip", "install", "--no-deps", "--no-index", "--force-reinstall", str(wheel)])
         return 0
     if not venv_python().exists():
@@ -155,8 +204,11 @@ def main(argv: list[str] | None = None) -> int:
     project = f".[{args.extras}]" if args.extras else "."
     # pip sees llama-cpp-python==<pin> installed and never touches it again here.
     run([str(venv_python()), "-m", "pip", "install", "-e", project], cwd=ROOT)
-    info = subprocess.run([str(venv_python()), "-c", "import llama_cpp; print(llama_cpp.llama_print_system_info().decode())"],
-                          capture_output=True, text=True)
+    info = subprocess.run(
+        [str(venv_python()), "-c", "import llama_cpp; print(llama_cpp.llama_print_system_info().decode())"],
+        capture_output=True,
+        text=True,
+    )
     print("llama.cpp build:", info.stdout.strip() or info.stderr.strip())
     return 0
 

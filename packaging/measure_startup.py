@@ -36,8 +36,11 @@ def start_x_server() -> tuple[subprocess.Popen, str]:
         socket = Path(f"/tmp/.X11-unix/X{number}")
         if socket.exists() or Path(f"/tmp/.X{number}-lock").exists():
             continue
-        server = subprocess.Popen([xvfb, f":{number}", "-screen", "0", "1280x800x24", "-nolisten", "tcp", "-noreset"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = subprocess.Popen(
+            [xvfb, f":{number}", "-screen", "0", "1280x800x24", "-nolisten", "tcp", "-noreset"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and server.poll() is None and not socket.exists():
             time.sleep(0.05)
@@ -49,8 +52,12 @@ def start_x_server() -> tuple[subprocess.Popen, str]:
 
 
 def window_shown(display: str, pid: int) -> bool:
-    found = subprocess.run(["xdotool", "search", "--onlyvisible", "--pid", str(pid), "--class", "SpecChat"],
-                           env=dict(os.environ, DISPLAY=display), capture_output=True, text=True)
+    found = subprocess.run(
+        ["xdotool", "search", "--onlyvisible", "--pid", str(pid), "--class", "SpecChat"],
+        env=dict(os.environ, DISPLAY=display),
+        capture_output=True,
+        text=True,
+    )
     return bool(found.stdout.strip())
 
 
@@ -64,8 +71,10 @@ def time_to_window(command: list[str], display: str, home: Path, timeout_s: floa
             if window_shown(display, process.pid):
                 return time.perf_counter() - started
             if process.poll() is not None:
-                raise SystemExit(f"{command[0]} exited {process.returncode} before showing a window:\n"
-                                 f"{process.stderr.read().decode(errors='replace')}")
+                raise SystemExit(
+                    f"{command[0]} exited {process.returncode} before showing a window:\n"
+                    f"{process.stderr.read().decode(errors='replace')}"
+                )
             time.sleep(0.01)
         raise SystemExit(f"{command[0]} showed no window in {timeout_s:.0f} s")
     finally:
@@ -101,8 +110,9 @@ def pip_install_bytes(distribution: str = "specchat") -> int:
             dist = metadata.distribution(requirement.name)
         except metadata.PackageNotFoundError:
             continue
-        total += sum(Path(dist.locate_file(f)).stat().st_size for f in dist.files or []
-                     if Path(dist.locate_file(f)).is_file())
+        total += sum(
+            Path(dist.locate_file(f)).stat().st_size for f in dist.files or [] if Path(dist.locate_file(f)).is_file()
+        )
         todo += [Requirement(spec) for spec in dist.requires or []]
     return total
 
@@ -110,8 +120,12 @@ def pip_install_bytes(distribution: str = "specchat") -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bundle", type=Path, default=ROOT / "dist" / "SpecChat" / "SpecChat")
-    parser.add_argument("--pip", type=Path, default=Path(sys.executable).parent / "specchat",
-                        help="the pip-installed `specchat` (default: beside this Python)")
+    parser.add_argument(
+        "--pip",
+        type=Path,
+        default=Path(sys.executable).parent / "specchat",
+        help="the pip-installed `specchat` (default: beside this Python)",
+    )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
@@ -145,9 +159,11 @@ def main(argv: list[str] | None = None) -> int:
         for name in commands:
             print(f"{name:7} median {medians[name]:.2f} s  ({', '.join(f'{t:.2f}' for t in times[name])})")
         print(f"bundle / pip start-up: {report['bundle_over_pip']:.2f}x")
-        print(f"bundle size {report['bundle_bytes'] / 2**20:.0f} MiB ({bundle_folder}); the pip install's runtime "
-              f"dependencies {report['pip_dependencies_bytes'] / 2**20:.0f} MiB "
-              f"({report['bundle_bytes'] / report['pip_dependencies_bytes']:.2f}x)")
+        print(
+            f"bundle size {report['bundle_bytes'] / 2**20:.0f} MiB ({bundle_folder}); the pip install's runtime "
+            f"dependencies {report['pip_dependencies_bytes'] / 2**20:.0f} MiB "
+            f"({report['bundle_bytes'] / report['pip_dependencies_bytes']:.2f}x)"
+        )
     return 0
 
 

@@ -84,21 +84,29 @@ def write_platform_icons(out_dir: Path) -> tuple[Path, Path]:
     largest_ico = max(ICO_SIZES)
     # Each size from its own rendering, rather than Pillow scaling the largest down.
     images[largest_ico].save(
-        ico, format="ICO", sizes=[(s, s) for s in ICO_SIZES],
+        ico,
+        format="ICO",
+        sizes=[(s, s) for s in ICO_SIZES],
         append_images=[images[s] for s in ICO_SIZES if s != largest_ico],
     )
     icns = out_dir / "specchat.icns"
     largest_icns = max(ICNS_SIZES)
     images[largest_icns].save(
-        icns, format="ICNS", append_images=[images[s] for s in ICNS_SIZES if s != largest_icns],
+        icns,
+        format="ICNS",
+        append_images=[images[s] for s in ICNS_SIZES if s != largest_icns],
     )
     return ico, icns
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--platform", metavar="DIR", type=Path,
-                        help="write specchat.ico and specchat.icns into DIR from the committed PNGs")
+    parser.add_argument(
+        "--platform",
+        metavar="DIR",
+        type=Path,
+        help="write specchat.ico and specchat.icns into DIR from the committed PNGs",
+    )
     args = parser.parse_args(argv)
     if args.platform:
         for path in write_platform_icons(args.platform):

@@ -20,9 +20,7 @@ import pytest  # noqa: E402
 
 pytest_plugins = ["pytester"]  # tests/ui/test_thread_leak_check.py runs the leak fixture on a leaking test
 
-REAL_MODELS_DIR = Path(
-    os.environ.get("SPECCHAT_TEST_MODELS") or Path.home() / ".cache" / "specchat-test-models"
-)
+REAL_MODELS_DIR = Path(os.environ.get("SPECCHAT_TEST_MODELS") or Path.home() / ".cache" / "specchat-test-models")
 REAL_TARGET = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 REAL_DRAFT = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 REAL_GEMMA = "gemma-3-270m-q4_k_m.gguf"

@@ -48,8 +48,12 @@ def _named_paths(text: str) -> set[str]:
 
 def _missing(names: set[str], under: list[Path]) -> list[str]:
     """The names that are no file or folder of the project: a full path as it is, a partial one as the end of one."""
-    known = {p.relative_to(ROOT).as_posix() + ("/" if p.is_dir() else "") for folder in under for p in folder.rglob("*")
-             if "__pycache__" not in p.parts}
+    known = {
+        p.relative_to(ROOT).as_posix() + ("/" if p.is_dir() else "")
+        for folder in under
+        for p in folder.rglob("*")
+        if "__pycache__" not in p.parts
+    }
     known |= {f"{folder.relative_to(ROOT).as_posix()}/" for folder in under}
     return sorted(n for n in names if n not in known and not any(k.endswith("/" + n) for k in known))
 
@@ -69,9 +73,23 @@ def test_the_docs_layout_and_the_app_s_map_name_only_what_exists():
 
 def test_the_linter_passes():
     """ruff with the rule set in pyproject.toml: pyflakes, bugbear and the syntax errors, over the app and the tests."""
-    result = subprocess.run([_tool("ruff"), "check", "--no-cache", "app", "tests"], cwd=ROOT, capture_output=True,
-                            text=True, timeout=120)
+    result = subprocess.run(
+        [_tool("ruff"), "check", "--no-cache", "app", "tests"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_code_is_formatted():
+    """`ruff format` (line length 120, pyproject.toml) over the app, the tests and the packaging: one layout, so a
+    diff shows what changed and not how someone wraps lines."""
+    result = subprocess.run(
+        [_tool("ruff"), "format", "--check", "--no-cache", "app", "tests", "packaging"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, "run `.venv/bin/ruff format app tests packaging`:\n" + result.stdout
 
 
 @pytest.mark.slow
@@ -79,6 +97,11 @@ def test_the_type_checker_passes():
     """mypy over all of app/ (pyproject.toml): the wire and the protocol strictly, every engine against the
     ChatEngine protocol (the local, the remote, the dispatching and the tests' scripted one), and the rest but for
     the modules on the exceptions list, which is to shrink."""
-    result = subprocess.run([_tool("mypy"), "--python-executable", sys.executable, "--no-incremental"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [_tool("mypy"), "--python-executable", sys.executable, "--no-incremental"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout + result.stderr

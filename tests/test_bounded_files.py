@@ -27,8 +27,16 @@ def _capped() -> None:
 def _generate(*args) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "SPECCHAT_API_KEY"}
     env["PYTHONPATH"] = str(ROOT)
-    return subprocess.run([sys.executable, "-m", "app", "generate", *map(str, args)], cwd=ROOT, capture_output=True,
-                          text=True, errors="replace", timeout=DEADLINE_S, env=env, preexec_fn=_capped)
+    return subprocess.run(
+        [sys.executable, "-m", "app", "generate", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=DEADLINE_S,
+        env=env,
+        preexec_fn=_capped,
+    )
 
 
 @pytest.fixture
@@ -38,14 +46,28 @@ def fifo(tmp_path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("option,kind", [
-    ("--mcp", "/dev/zero"), ("--mcp", "/dev/urandom"), ("--mcp", "fifo"), ("--mcp", "folder"),
-    ("--tools", "/dev/zero"), ("--json-schema", "fifo"), ("--prompt-file", "/dev/urandom"), ("--attach", "fifo"),
-    ("--attach", "/dev/zero"), ("--api-key-file", "fifo")])
+@pytest.mark.parametrize(
+    "option,kind",
+    [
+        ("--mcp", "/dev/zero"),
+        ("--mcp", "/dev/urandom"),
+        ("--mcp", "fifo"),
+        ("--mcp", "folder"),
+        ("--tools", "/dev/zero"),
+        ("--json-schema", "fifo"),
+        ("--prompt-file", "/dev/urandom"),
+        ("--attach", "fifo"),
+        ("--attach", "/dev/zero"),
+        ("--api-key-file", "fifo"),
+    ],
+)
 def test_a_device_a_fifo_or_a_folder_is_one_sentence(tiny_models, tmp_path, fifo, option, kind):
     path = {"fifo": fifo, "folder": tmp_path}.get(kind, kind)
-    where = (["--server", "http://127.0.0.1:9", "--model", "m"] if option == "--api-key-file"
-             else ["--target", tiny_models.target])
+    where = (
+        ["--server", "http://127.0.0.1:9", "--model", "m"]
+        if option == "--api-key-file"
+        else ["--target", tiny_models.target]
+    )
     chat = [] if option == "--prompt-file" else ["--chat", "hi"]
     done = _generate(*where, *chat, option, path)
     lines = done.stderr.strip().splitlines()
@@ -53,7 +75,8 @@ def test_a_device_a_fifo_or_a_folder_is_one_sentence(tiny_models, tmp_path, fifo
     assert "Traceback" not in done.stderr and str(path) in lines[0]
     said = {"fifo": "is a pipe (FIFO), not a regular file", "folder": "is a folder, not a file"}
     assert said.get(kind, "is a device, not a regular file") in lines[0] or (
-        option == "--attach" and "is not a file; only files can be attached" in lines[0])
+        option == "--attach" and "is not a file; only files can be attached" in lines[0]
+    )
 
 
 def test_the_reader_refuses_what_is_no_regular_file_and_what_is_too_large(tmp_path, fifo):

@@ -38,8 +38,8 @@ QUESTIONS = [
     "Explain in a short paragraph what a hash map is and when to use one.",
     "Write a bash one-liner that counts the lines of every .py file under the current folder.",
     "Rename the function `area` to `rectangle_area` and change nothing else:\n\n```python\n"
-    "def area(width, height):\n    \"\"\"The area of a rectangle.\"\"\"\n    return width * height\n\n\n"
-    "def describe(width, height):\n    return f\"{width} x {height} = {area(width, height)}\"\n```",
+    'def area(width, height):\n    """The area of a rectangle."""\n    return width * height\n\n\n'
+    'def describe(width, height):\n    return f"{width} x {height} = {area(width, height)}"\n```',
 ]
 MODES = ("plain", "ngram", "model", "auto")
 CONTEXT_PER_SEQUENCE = 1024
@@ -76,9 +76,18 @@ def run(target: LoadedModel, draft: Optional[LoadedModel], mode: str, n: int, to
     handles = []
     for i in range(n):
         prompt = target.tokenize(chat_prompt(QUESTIONS[i % len(QUESTIONS)]), add_special=True)
-        handles.append(scheduler.add(BatchRequest(prompt, config, policy_for(mode, costs, draft is not None),
-                                                  request_id=i + 1, ngram=NgramDrafter(is_control=target.is_control),
-                                                  use_model=mode in ("model", "auto") and draft is not None)))
+        handles.append(
+            scheduler.add(
+                BatchRequest(
+                    prompt,
+                    config,
+                    policy_for(mode, costs, draft is not None),
+                    request_id=i + 1,
+                    ngram=NgramDrafter(is_control=target.is_control),
+                    use_model=mode in ("model", "auto") and draft is not None,
+                )
+            )
+        )
     first: dict[int, float] = {}
     times: list[float] = []  # when each token of every request was written
     ended: dict[int, float] = {}
@@ -101,35 +110,61 @@ def run(target: LoadedModel, draft: Optional[LoadedModel], mode: str, n: int, to
                     ended[handle] = now
                     speeds[handle] = event.stats.tokens_per_second
     total = sum(len(w) for w in written.values())
-    return {"aggregate": total / max(ended.values()), "full_batch": full_batch_rate(times, list(first.values()),
-                                                                                 list(ended.values())), "ttft": [first[h] for h in handles],
-            "speed": [speeds[h] for h in handles], "cut": cut, "rounds": rounds, "first_reply": written[handles[0]],
-            "rss": rss_mib()}
+    return {
+        "aggregate": total / max(ended.values()),
+        "full_batch": full_batch_rate(times, list(first.values()), list(ended.values())),
+        "ttft": [first[h] for h in handles],
+        "speed": [speeds[h] for h in handles],
+        "cut": cut,
+        "rounds": rounds,
+        "first_reply": written[handles[0]],
+        "rss": rss_mib(),
+    }
 
 
-def bench(target_path: Path, draft_path: Optional[Path], ns: list[int], tokens: int, threads: int,
-          modes: tuple[str, ...] = MODES, gpu_layers: int = 0, print_table: bool = True) -> list[dict]:
+def bench(
+    target_path: Path,
+    draft_path: Optional[Path],
+    ns: list[int],
+    tokens: int,
+    threads: int,
+    modes: tuple[str, ...] = MODES,
+    gpu_layers: int = 0,
+    print_table: bool = True,
+) -> list[dict]:
     """Every mode at every N, plain first; each row as a dict (printed as a Markdown table when `print_table`)."""
     n_max = max(ns)
-    target = LoadedModel(target_path, n_ctx=CONTEXT_PER_SEQUENCE * n_max, n_threads=threads, n_seq_max=n_max,
-                         n_gpu_layers=gpu_layers)
-    draft = LoadedModel(draft_path, n_ctx=CONTEXT_PER_SEQUENCE * n_max, n_threads=threads, n_seq_max=n_max,
-                        n_gpu_layers=gpu_layers) if draft_path is not None else None
+    target = LoadedModel(
+        target_path, n_ctx=CONTEXT_PER_SEQUENCE * n_max, n_threads=threads, n_seq_max=n_max, n_gpu_layers=gpu_layers
+    )
+    draft = (
+        LoadedModel(
+            draft_path, n_ctx=CONTEXT_PER_SEQUENCE * n_max, n_threads=threads, n_seq_max=n_max, n_gpu_layers=gpu_layers
+        )
+        if draft_path is not None
+        else None
+    )
     rows: list[dict] = []
     try:
-        per_sequence = kv_bytes(target.kv_values_per_token, CONTEXT_PER_SEQUENCE) \
-            + (kv_bytes(draft.kv_values_per_token, CONTEXT_PER_SEQUENCE) if draft is not None else 0)
+        per_sequence = kv_bytes(target.kv_values_per_token, CONTEXT_PER_SEQUENCE) + (
+            kv_bytes(draft.kv_values_per_token, CONTEXT_PER_SEQUENCE) if draft is not None else 0
+        )
         costs = cached_costs(target, draft, threads, (gpu_layers, gpu_layers), "CPU" if not gpu_layers else "GPU")
         measured = costs is not None
         if costs is None:
-            costs = prior_costs(target_path.stat().st_size, draft_path.stat().st_size if draft_path else 0,
-                                on_gpu=bool(gpu_layers))
+            costs = prior_costs(
+                target_path.stat().st_size, draft_path.stat().st_size if draft_path else 0, on_gpu=bool(gpu_layers)
+            )
         if print_table:
-            print(f"\n## {target_path.name} + {draft_path.name if draft_path else 'no draft'}, {threads} threads, "
-                  f"{tokens} tokens a request; costs {'measured' if measured else 'estimated (corrected online)'}; "
-                  f"{kv_budget_line(n_max, per_sequence)} at {CONTEXT_PER_SEQUENCE} tokens each")
-            print("| mode | N | aggregate tok/s | x plain N=1 | full-batch tok/s | first token (s) per request "
-                  "| tok/s per request | rounds cut for the batch | request 1 as alone | RSS MiB |")
+            print(
+                f"\n## {target_path.name} + {draft_path.name if draft_path else 'no draft'}, {threads} threads, "
+                f"{tokens} tokens a request; costs {'measured' if measured else 'estimated (corrected online)'}; "
+                f"{kv_budget_line(n_max, per_sequence)} at {CONTEXT_PER_SEQUENCE} tokens each"
+            )
+            print(
+                "| mode | N | aggregate tok/s | x plain N=1 | full-batch tok/s | first token (s) per request "
+                "| tok/s per request | rounds cut for the batch | request 1 as alone | RSS MiB |"
+            )
             print("|---|---|---|---|---|---|---|---|---|---|")
         plain_one = 0.0
         for mode in modes:
@@ -140,16 +175,28 @@ def bench(target_path: Path, draft_path: Optional[Path], ns: list[int], tokens: 
                 if n == ns[0]:
                     alone = r["first_reply"]
                 differs = next((i for i, (a, b) in enumerate(zip(alone, r["first_reply"])) if a != b), None)
-                row = {"mode": mode, "n": n, "aggregate": r["aggregate"], "vs_plain_1": r["aggregate"] / plain_one,
-                       "full_batch": r["full_batch"],
-                       "ttft": r["ttft"], "speed": r["speed"], "cut": r["cut"], "rounds": r["rounds"],
-                       "as_alone_until": differs, "rss_mib": r["rss"]}
+                row = {
+                    "mode": mode,
+                    "n": n,
+                    "aggregate": r["aggregate"],
+                    "vs_plain_1": r["aggregate"] / plain_one,
+                    "full_batch": r["full_batch"],
+                    "ttft": r["ttft"],
+                    "speed": r["speed"],
+                    "cut": r["cut"],
+                    "rounds": r["rounds"],
+                    "as_alone_until": differs,
+                    "rss_mib": r["rss"],
+                }
                 rows.append(row)
                 if print_table:
                     same = "yes" if differs is None else f"no, from token {differs}"
-                    print(f"| {mode} | {n} | {r['aggregate']:.1f} | {row['vs_plain_1']:.2f} | {r['full_batch']:.1f} | "
-                          f"{' '.join(f'{t:.2f}' for t in r['ttft'])} | {' '.join(f'{s:.1f}' for s in r['speed'])} | "
-                          f"{r['cut']}/{r['rounds']} | {same} | {r['rss']:.0f} |", flush=True)
+                    print(
+                        f"| {mode} | {n} | {r['aggregate']:.1f} | {row['vs_plain_1']:.2f} | {r['full_batch']:.1f} | "
+                        f"{' '.join(f'{t:.2f}' for t in r['ttft'])} | {' '.join(f'{s:.1f}' for s in r['speed'])} | "
+                        f"{r['cut']}/{r['rounds']} | {same} | {r['rss']:.0f} |",
+                        flush=True,
+                    )
     finally:
         target.close()
         if draft is not None:
@@ -169,8 +216,16 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--json", action="store_true", help="the rows as JSON on stdout instead of the table")
     args = parser.parse_args(argv)
     modes = tuple(m for m in args.modes.split(",") if m in MODES)
-    rows = bench(args.target, args.draft, [int(x) for x in args.n.split(",")], args.tokens, args.threads, modes,
-                 args.gpu_layers, print_table=not args.json)
+    rows = bench(
+        args.target,
+        args.draft,
+        [int(x) for x in args.n.split(",")],
+        args.tokens,
+        args.threads,
+        modes,
+        args.gpu_layers,
+        print_table=not args.json,
+    )
     if args.json:
         print(json.dumps(rows))
     return 0

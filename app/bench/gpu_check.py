@@ -46,23 +46,43 @@ SOURCE_DIR = ROOT / "gpu-src"
 MAX_SOURCE_BYTES = 60 * 1024 * 1024  # the device tool carries 64 MiB with the working tree
 # Parts of the llama-cpp-python source a CUDA build never reads (paths inside its top folder).
 TRIMMED = (
-    ".git", ".github", "docs", "docker", "examples", "tests",
-    "vendor/llama.cpp/models", "vendor/llama.cpp/docs", "vendor/llama.cpp/media", "vendor/llama.cpp/benches",
-    "vendor/llama.cpp/tests", "vendor/llama.cpp/gguf-py", "vendor/llama.cpp/tools/ui",
-    "vendor/llama.cpp/tools/server/public", "vendor/llama.cpp/tools/server/webui", "vendor/llama.cpp/.github",
-    "vendor/llama.cpp/ggml/src/ggml-sycl", "vendor/llama.cpp/ggml/src/ggml-vulkan",
-    "vendor/llama.cpp/ggml/src/ggml-opencl", "vendor/llama.cpp/ggml/src/ggml-metal",
-    "vendor/llama.cpp/ggml/src/ggml-hexagon", "vendor/llama.cpp/ggml/src/ggml-cann",
-    "vendor/llama.cpp/ggml/src/ggml-webgpu", "vendor/llama.cpp/ggml/src/ggml-zdnn",
-    "vendor/llama.cpp/ggml/src/ggml-et", "vendor/llama.cpp/ggml/src/ggml-kompute",
-    "vendor/llama.cpp/ggml/src/ggml-openvino", "vendor/llama.cpp/ggml/src/ggml-virtgpu",
+    ".git",
+    ".github",
+    "docs",
+    "docker",
+    "examples",
+    "tests",
+    "vendor/llama.cpp/models",
+    "vendor/llama.cpp/docs",
+    "vendor/llama.cpp/media",
+    "vendor/llama.cpp/benches",
+    "vendor/llama.cpp/tests",
+    "vendor/llama.cpp/gguf-py",
+    "vendor/llama.cpp/tools/ui",
+    "vendor/llama.cpp/tools/server/public",
+    "vendor/llama.cpp/tools/server/webui",
+    "vendor/llama.cpp/.github",
+    "vendor/llama.cpp/ggml/src/ggml-sycl",
+    "vendor/llama.cpp/ggml/src/ggml-vulkan",
+    "vendor/llama.cpp/ggml/src/ggml-opencl",
+    "vendor/llama.cpp/ggml/src/ggml-metal",
+    "vendor/llama.cpp/ggml/src/ggml-hexagon",
+    "vendor/llama.cpp/ggml/src/ggml-cann",
+    "vendor/llama.cpp/ggml/src/ggml-webgpu",
+    "vendor/llama.cpp/ggml/src/ggml-zdnn",
+    "vendor/llama.cpp/ggml/src/ggml-et",
+    "vendor/llama.cpp/ggml/src/ggml-kompute",
+    "vendor/llama.cpp/ggml/src/ggml-openvino",
+    "vendor/llama.cpp/ggml/src/ggml-virtgpu",
 )
 # The CUDA build: this GPU's architecture only (all of them would take several times longer), and llama.cpp's
 # tools and examples in the same CMake tree, which scikit-build-core keeps in SKBUILD_BUILD_DIR. llama-cpp-python's
 # own copy of tools/mtmd (image input: this check measures text only) is off: llama.cpp's tools add that folder
 # too, and CMake refuses one folder added twice.
-CUDA_CMAKE_ARGS = ("-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=native -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=ON "
-                   "-DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TESTS=OFF")
+CUDA_CMAKE_ARGS = (
+    "-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=native -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=ON "
+    "-DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TESTS=OFF"
+)
 REFERENCES = ("llama-completion", "llama-speculative-simple")
 # (target shape, draft shape) per run; app.testing.shaped.SHAPES.
 PAIRS = {"1.5b": ("1.5b", "0.5b"), "7b": ("7b", "0.5b")}
@@ -82,8 +102,22 @@ def prepare_source(dest: Path = SOURCE_DIR, log: Callable[[str], None] = print) 
     """Download the pinned llama-cpp-python source, trim it and write it to `dest` (needs the network)."""
     version = _install_script().pinned_llama_version()
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:", "-d", tmp,
-                        f"llama-cpp-python=={version}"], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                "-d",
+                tmp,
+                f"llama-cpp-python=={version}",
+            ],
+            check=True,
+        )
         archive = next(Path(tmp).glob("llama_cpp_python-*.tar.gz"))
         with tarfile.open(archive) as tar:
             tar.extractall(tmp, filter="data")
@@ -113,8 +147,10 @@ def missing_prerequisites(build: bool) -> list[str]:
             if shutil.which(tool) is None:
                 problems.append(f"{tool} is not on PATH")
         if not sorted(SOURCE_DIR.glob("llama_cpp_python-*.tar.gz")):
-            problems.append(f"no source archive in {SOURCE_DIR}: run `python -m app.bench.gpu_check "
-                            "--prepare-source` where there is network, and carry that folder")
+            problems.append(
+                f"no source archive in {SOURCE_DIR}: run `python -m app.bench.gpu_check "
+                "--prepare-source` where there is network, and carry that folder"
+            )
     return problems
 
 
@@ -122,17 +158,25 @@ def build(work: Path, log: Callable[[str], None]) -> dict[str, str]:
     """Build and install llama-cpp-python with CUDA; the references' paths from the same build tree."""
     archive = sorted(SOURCE_DIR.glob("llama_cpp_python-*.tar.gz"))[-1]
     tree = work / "build"
-    env = dict(os.environ, CMAKE_ARGS=CUDA_CMAKE_ARGS, SKBUILD_BUILD_DIR=str(tree),
-               CMAKE_BUILD_PARALLEL_LEVEL=str(os.cpu_count() or 4))
+    env = dict(
+        os.environ,
+        CMAKE_ARGS=CUDA_CMAKE_ARGS,
+        SKBUILD_BUILD_DIR=str(tree),
+        CMAKE_BUILD_PARALLEL_LEVEL=str(os.cpu_count() or 4),
+    )
     started = time.monotonic()
-    subprocess.run([sys.executable, str(ROOT / "packaging" / "install.py"), "--source", str(archive),
-                    "--llama-only", "--rebuild"], check=True, env=env)
+    subprocess.run(
+        [sys.executable, str(ROOT / "packaging" / "install.py"), "--source", str(archive), "--llama-only", "--rebuild"],
+        check=True,
+        env=env,
+    )
     log(f"built llama-cpp-python with CUDA in {time.monotonic() - started:.0f} s")
     return {name: str(found[0]) for name in REFERENCES if (found := sorted(tree.rglob(f"bin/{name}")))}
 
 
-def write_models(work: Path, pairs: dict[str, tuple[str, str]],
-                 log: Callable[[str], None]) -> dict[str, tuple[Path, Path]]:
+def write_models(
+    work: Path, pairs: dict[str, tuple[str, str]], log: Callable[[str], None]
+) -> dict[str, tuple[Path, Path]]:
     from app.testing.shaped import SHAPES, write_shaped_model
 
     written: dict[str, Path] = {}
@@ -142,8 +186,10 @@ def write_models(work: Path, pairs: dict[str, tuple[str, str]],
             if shape not in written:
                 started = time.monotonic()
                 written[shape] = write_shaped_model(work / "models" / f"synthetic-{shape}.gguf", SHAPES[shape])
-                log(f"wrote the {shape} model ({written[shape].stat().st_size / 2**30:.2f} GiB) in "
-                    f"{time.monotonic() - started:.0f} s")
+                log(
+                    f"wrote the {shape} model ({written[shape].stat().st_size / 2**30:.2f} GiB) in "
+                    f"{time.monotonic() - started:.0f} s"
+                )
         out[name] = (written[target], written[draft])
     return out
 
@@ -160,9 +206,26 @@ def _bench(args: list[str], log: Callable[[str], None]) -> dict:
 
 def _concurrent(target: Path, draft: Path, tokens: int, threads: int, log: Callable[[str], None]) -> dict:
     """N requests at once through the batch, plain and Auto, every layer on the GPU (a process of its own)."""
-    cmd = [sys.executable, "-m", "app.bench.concurrent", "--target", str(target), "--draft", str(draft),
-           "--tokens", str(tokens), "--threads", str(threads), "--gpu-layers", "999", "--modes", "plain,auto",
-           "--n", "1,2,4", "--json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "app.bench.concurrent",
+        "--target",
+        str(target),
+        "--draft",
+        str(draft),
+        "--tokens",
+        str(tokens),
+        "--threads",
+        str(threads),
+        "--gpu-layers",
+        "999",
+        "--modes",
+        "plain,auto",
+        "--n",
+        "1,2,4",
+        "--json",
+    ]
     log("+ " + " ".join(cmd))
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=STEP_TIMEOUT_S, cwd=ROOT)
     if proc.returncode != 0:
@@ -178,26 +241,68 @@ def placement(target: Path, draft: Path, n_ctx: int) -> dict:
 
     report = list_devices()
     chosen = resolve(target, draft, n_ctx, GPU_LAYERS_AUTO, GPU_LAYERS_AUTO, report=report)
-    return {"target_layers": chosen.target_layers, "draft_layers": chosen.draft_layers, "explained": chosen.explanation, "backends": chosen.backends,
-            "devices": [f"{d.name} ({d.description}, {d.free_bytes / 2**30:.0f} of {d.total_bytes / 2**30:.0f} GiB "
-                        "free)" for d in report.devices]}
+    return {
+        "target_layers": chosen.target_layers,
+        "draft_layers": chosen.draft_layers,
+        "explained": chosen.explanation,
+        "backends": chosen.backends,
+        "devices": [
+            f"{d.name} ({d.description}, {d.free_bytes / 2**30:.0f} of {d.total_bytes / 2**30:.0f} GiB free)"
+            for d in report.devices
+        ],
+    }
 
 
-def measure(pair: tuple[Path, Path], tools: dict[str, str], *, tokens: int, repeats: int, threads: int,
-            log: Callable[[str], None]) -> dict:
+def measure(
+    pair: tuple[Path, Path],
+    tools: dict[str, str],
+    *,
+    tokens: int,
+    repeats: int,
+    threads: int,
+    log: Callable[[str], None],
+) -> dict:
     target, draft = pair
     common = ["--target", str(target), "--max-tokens", str(tokens), "--threads", str(threads), "--ctx", "4096"]
     steps: dict[str, Callable[[], dict]] = {
         "placement": lambda: placement(target, draft, 4096),
-        "speculation": lambda: _bench(common + ["--draft", str(draft), "--modes", "draft,auto", "--k", "8",
-                                                "--only", "code,code-edit", "--repeats", str(repeats)]
-                                      + (["--llama-spec", tools["llama-speculative-simple"]]
-                                         if "llama-speculative-simple" in tools else ["--no-llama"]), log),
+        "speculation": lambda: _bench(
+            common
+            + [
+                "--draft",
+                str(draft),
+                "--modes",
+                "draft,auto",
+                "--k",
+                "8",
+                "--only",
+                "code,code-edit",
+                "--repeats",
+                str(repeats),
+            ]
+            + (
+                ["--llama-spec", tools["llama-speculative-simple"]]
+                if "llama-speculative-simple" in tools
+                else ["--no-llama"]
+            ),
+            log,
+        ),
     }
     steps["batch"] = lambda: _concurrent(target, draft, tokens, threads, log)
     if "llama-completion" in tools:
-        steps["plain"] = lambda: _bench(common + ["--plain-vs-native", "--repeats", str(repeats), "--long-repeats",
-                                                  "1", "--llama-completion", tools["llama-completion"]], log)
+        steps["plain"] = lambda: _bench(
+            common
+            + [
+                "--plain-vs-native",
+                "--repeats",
+                str(repeats),
+                "--long-repeats",
+                "1",
+                "--llama-completion",
+                tools["llama-completion"],
+            ],
+            log,
+        )
     results: dict = {}
     for name, step in steps.items():
         try:
@@ -227,15 +332,18 @@ def summary_lines(report: dict) -> list[str]:
             refs = [(p["prompt"], r) for p in spec.get("prompts", []) for r in p.get("llama_cpp", {}).values()]
             for prompt, ref in refs:
                 if "ours_vs_llama_cpp" in ref:
-                    lines.append(f"  {name}: {prompt}: draft k=8 / llama-speculative-simple "
-                                 f"{ref['ours_vs_llama_cpp']:.3f}x")
+                    lines.append(
+                        f"  {name}: {prompt}: draft k=8 / llama-speculative-simple {ref['ours_vs_llama_cpp']:.3f}x"
+                    )
         else:
             lines.append(f"  {name}: speculation: {spec.get('error')}")
         lines.append(f"  {name}: Auto GPU layers: {place.get('explained') or place.get('error')}")
         batch = result.get("batch", {})
         for row in batch.get("rows", []):
-            lines.append(f"  {name}: {row['mode']} with {row['n']} requests at once: {row['aggregate']:.1f} tok/s, "
-                         f"{row['vs_plain_1']:.2f}x one plain stream")
+            lines.append(
+                f"  {name}: {row['mode']} with {row['n']} requests at once: {row['aggregate']:.1f} tok/s, "
+                f"{row['vs_plain_1']:.2f}x one plain stream"
+            )
         if "error" in batch:
             lines.append(f"  {name}: requests at once: {batch['error']}")
     return lines
@@ -243,10 +351,14 @@ def summary_lines(report: dict) -> list[str]:
 
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--prepare-source", action="store_true",
-                        help=f"download and trim the llama-cpp-python source into {SOURCE_DIR.name}/ (needs network)")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="no build, tiny models, a few tokens: that every step runs (CI)")
+    parser.add_argument(
+        "--prepare-source",
+        action="store_true",
+        help=f"download and trim the llama-cpp-python source into {SOURCE_DIR.name}/ (needs network)",
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="no build, tiny models, a few tokens: that every step runs (CI)"
+    )
     parser.add_argument("--out", type=Path, help="where the models and gpu-check.json go (default: a new temp dir)")
     args = parser.parse_args(argv)
 
@@ -275,10 +387,17 @@ def main(argv: Optional[list[str]] = None) -> int:
     else:
         tools = build(work, log)
     pairs = write_models(work, DRY_PAIRS if args.dry_run else PAIRS, log)
-    measured = {name: measure(pair, tools, tokens=tokens, repeats=repeats, threads=threads, log=log)
-                for name, pair in pairs.items()}
-    report = {"mode": "dry run" if args.dry_run else "GPU", "tokens": tokens, "repeats": repeats,
-              "references": tools, "pairs": measured}
+    measured = {
+        name: measure(pair, tools, tokens=tokens, repeats=repeats, threads=threads, log=log)
+        for name, pair in pairs.items()
+    }
+    report = {
+        "mode": "dry run" if args.dry_run else "GPU",
+        "tokens": tokens,
+        "repeats": repeats,
+        "references": tools,
+        "pairs": measured,
+    }
     (work / "gpu-check.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     print("\n".join(summary_lines(report)))
     print(f"(the whole report: {work / 'gpu-check.json'})")

@@ -31,14 +31,18 @@ class ReferenceRuns:
     paired: dict[str, list[Optional[float]]] = field(default_factory=dict)
     paired_acceptance: list[Optional[float]] = field(default_factory=list)  # our mode of the same kind's
 
-    def summary(self, k: int, plain: list[float], own: Optional[list[float]], auto: Optional[list[float]],
-                own_acceptance: float) -> dict:
+    def summary(
+        self, k: int, plain: list[float], own: Optional[list[float]], auto: Optional[list[float]], own_acceptance: float
+    ) -> dict:
         """The report's entry: ratios paired per repetition, against our runs over the same stretch. `plain`,
         `own` (our mode of the same kind) and `auto` are our suite runs per repetition."""
         ref = self.tokens_per_second
-        entry: dict = {"k": k, "tokens_per_second": round(statistics.median(ref), 2),
-                       "acceptance_rate": round(statistics.median(self.acceptance_rate), 3),
-                       "tokens": self.tokens}
+        entry: dict = {
+            "k": k,
+            "tokens_per_second": round(statistics.median(ref), 2),
+            "acceptance_rate": round(statistics.median(self.acceptance_rate), 3),
+            "tokens": self.tokens,
+        }
         entry["ratio_vs_plain"] = _paired(ref, self._ours("plain", plain))
         if own is not None:
             entry["ours_vs_llama_cpp"] = _paired(self._ours("own", own), ref)
@@ -64,9 +68,23 @@ def _paired(top: list[float], bottom: list[float]) -> float:
     return round(paired_median(top, bottom), 3)
 
 
-def run_references(engine, binary: str, prompts: list[BenchPrompt], formatted: dict[str, str], kinds: list[str], *,
-                   target: Path, draft: Optional[Path], k: int, max_tokens: int, threads: int, n_ctx: int,
-                   repeats: int, ngram: bool, log: Callable[[str], None]) -> dict[str, dict[str, ReferenceRuns]]:
+def run_references(
+    engine,
+    binary: str,
+    prompts: list[BenchPrompt],
+    formatted: dict[str, str],
+    kinds: list[str],
+    *,
+    target: Path,
+    draft: Optional[Path],
+    k: int,
+    max_tokens: int,
+    threads: int,
+    n_ctx: int,
+    repeats: int,
+    ngram: bool,
+    log: Callable[[str], None],
+) -> dict[str, dict[str, ReferenceRuns]]:
     """Every prompt through each llama.cpp mode in `kinds` ("draft", "ngram" = ngram-simple at k, "ngram-mod",
     "ngram-map-k"), `repeats` times, each followed by our runs over its stretch where it wrote more than ours.
     When the tool fails, that is said and what was measured before it is kept."""
@@ -77,9 +95,16 @@ def run_references(engine, binary: str, prompts: list[BenchPrompt], formatted: d
             for kind in kinds:
                 try:
                     tps, acc, written = run_llama_speculative(
-                        binary, target, draft if kind == "draft" else None, formatted[prompt.name], k=k,
-                        max_tokens=max_tokens, threads=threads, n_ctx=n_ctx,
-                        spec_type="ngram-simple" if kind == "ngram" else kind)
+                        binary,
+                        target,
+                        draft if kind == "draft" else None,
+                        formatted[prompt.name],
+                        k=k,
+                        max_tokens=max_tokens,
+                        threads=threads,
+                        n_ctx=n_ctx,
+                        spec_type="ngram-simple" if kind == "ngram" else kind,
+                    )
                 except (RuntimeError, OSError) as exc:
                     log(f"llama.cpp reference failed: {exc}")
                     return reference
@@ -94,8 +119,10 @@ def run_references(engine, binary: str, prompts: list[BenchPrompt], formatted: d
                     runs.paired.setdefault(mode, []).append(stats.tokens_per_second if stats else None)
                     if mode == "own":
                         runs.paired_acceptance.append(stats.acceptance_rate if stats else None)
-                log(f"rep {rep + 1}/{repeats} {prompt.name:<12} llama.cpp {ref_label(kind, k)} {tps:7.1f} tok/s  "
-                    f"acceptance {acc:4.0%}  {written} tokens" + ("  (ours again over as many)" if longer else ""))
+                log(
+                    f"rep {rep + 1}/{repeats} {prompt.name:<12} llama.cpp {ref_label(kind, k)} {tps:7.1f} tok/s  "
+                    f"acceptance {acc:4.0%}  {written} tokens" + ("  (ours again over as many)" if longer else "")
+                )
     return reference
 
 

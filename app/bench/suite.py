@@ -93,8 +93,14 @@ def load_prompts(path: Optional[Path] = None) -> list[BenchPrompt]:
 MODE_KINDS = ("plain", "draft", "ngram", "history", "auto")
 
 
-def modes_for(has_draft: bool, ngram: bool, k: int, kinds: Optional[set[str]] = None,
-              history: bool = False, draft_ks: tuple[int, ...] = ()) -> dict[str, dict]:
+def modes_for(
+    has_draft: bool,
+    ngram: bool,
+    k: int,
+    kinds: Optional[set[str]] = None,
+    history: bool = False,
+    draft_ks: tuple[int, ...] = (),
+) -> dict[str, dict]:
     """Mode name -> GenerationConfig overrides. 'auto' is the product's default: the controller decides.
     `kinds` keeps only some of MODE_KINDS (plain is always kept: every ratio is against it).
 
@@ -139,7 +145,7 @@ def run_suite(
     for rep in range(repeats):
         # Rotate the order each repetition: a machine that slows down (or speeds up) during the run then
         # favours no mode.
-        order = names[rep % len(names):] + names[:rep % len(names)]
+        order = names[rep % len(names) :] + names[: rep % len(names)]
         for prompt in prompts:
             for mode in order:
                 result = results[prompt.name][mode]
@@ -154,14 +160,17 @@ def run_suite(
                 result.prompt_cached.append(stats.prompt_cached)
                 for size, count in stats.draft_len_histogram.items():
                     result.histogram[size] = result.histogram.get(size, 0) + count
-                progress(f"rep {rep + 1}/{repeats} {prompt.name:<12} {mode:<10} {stats.tokens_per_second:7.1f} tok/s"
-                         f"  acceptance {stats.acceptance_rate:4.0%}  prompt read {stats.prompt_tokens - stats.prompt_cached}, "
-                         f"{stats.prompt_cached} from cache")
+                progress(
+                    f"rep {rep + 1}/{repeats} {prompt.name:<12} {mode:<10} {stats.tokens_per_second:7.1f} tok/s"
+                    f"  acceptance {stats.acceptance_rate:4.0%}  prompt read {stats.prompt_tokens - stats.prompt_cached}, "
+                    f"{stats.prompt_cached} from cache"
+                )
     return results
 
 
-def run_once(engine, prompt: BenchPrompt, overrides: dict, max_tokens: int,
-             thinking: Optional[ThinkingShare] = None) -> FinishedEvent:
+def run_once(
+    engine, prompt: BenchPrompt, overrides: dict, max_tokens: int, thinking: Optional[ThinkingShare] = None
+) -> FinishedEvent:
     """One greedy reply to `prompt` in the mode `overrides` (one of modes_for's); `thinking` tallies its thinking
     and answer."""
     config = GenerationConfig(max_tokens=max_tokens, temperature=0.0, session=f"bench-{prompt.name}", **overrides)
@@ -239,8 +248,16 @@ LLAMA_NGRAM_TYPES = ("ngram-simple", "ngram-mod", "ngram-map-k")
 
 
 def run_llama_speculative(
-    binary: str, target: Path, draft: Optional[Path], prompt_text: str, *, k: int, max_tokens: int, threads: int,
-    n_ctx: int, spec_type: str = "ngram-simple"
+    binary: str,
+    target: Path,
+    draft: Optional[Path],
+    prompt_text: str,
+    *,
+    k: int,
+    max_tokens: int,
+    threads: int,
+    n_ctx: int,
+    spec_type: str = "ngram-simple",
 ) -> tuple[float, float, int]:
     """(tok/s, acceptance, tokens written) of llama.cpp's llama-speculative-simple on the same formatted prompt,
     greedy: with a draft model its draft-model mode, without one the n-gram mode `spec_type` (one of
@@ -253,8 +270,7 @@ def run_llama_speculative(
         cmd += ["--spec-type", spec_type, "--spec-draft-n-max", str(k)]
     else:
         cmd += ["--spec-type", spec_type]
-    cmd += ["-t", str(threads), "--temp", "0", "-n", str(max_tokens), "-c", str(n_ctx),
-            "-p", prompt_text]
+    cmd += ["-t", str(threads), "--temp", "0", "-n", str(max_tokens), "-c", str(n_ctx), "-p", prompt_text]
     out = run_reference_tool(cmd, reports=lambda text: _SPEED.search(text) is not None, timeout_s=600)
     speed = _SPEED.search(out)
     assert speed is not None  # run_reference_tool returns only output that has it

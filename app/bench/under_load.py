@@ -39,8 +39,13 @@ class BusyProgram:
         self._proc: Optional[subprocess.Popen] = None
 
     def __enter__(self) -> BusyProgram:
-        self._proc = subprocess.Popen([sys.executable, "-c", "while 1: pass"], start_new_session=True,
-                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", "while 1: pass"],
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         time.sleep(0.5)  # let the scheduler see it
         return self
 
@@ -63,8 +68,9 @@ class BusyProgram:
         proc.wait(timeout=10)
 
 
-def _ours(target: Path, draft: Optional[Path], n_threads: int, speculative: bool, max_tokens: int,
-          n_ctx: int) -> tuple[float, list[str]]:
+def _ours(
+    target: Path, draft: Optional[Path], n_threads: int, speculative: bool, max_tokens: int, n_ctx: int
+) -> tuple[float, list[str]]:
     """(decode tok/s, thread changes said) of one reply from a freshly loaded engine, as `specchat-cli generate`
     runs it; stopped at RUN_LIMIT_S."""
     from app.engine.local.engine import SpecEngine
@@ -79,8 +85,9 @@ def _ours(target: Path, draft: Optional[Path], n_threads: int, speculative: bool
             engine.load_draft(draft)
         # history=False: the same prompt's earlier replies would make every repetition after the first a copy of
         # one, and a bench never reads or adds to the user's history.
-        config = GenerationConfig(max_tokens=max_tokens, speculative=speculative, ignore_eos=True,
-                                  drafter="auto", history=False)
+        config = GenerationConfig(
+            max_tokens=max_tokens, speculative=speculative, ignore_eos=True, drafter="auto", history=False
+        )
         timer.start()
         said: list[str] = []
         for event in engine.complete(GENERATION_PROMPT, config, cancel=cancel):
@@ -99,8 +106,9 @@ def _ours(target: Path, draft: Optional[Path], n_threads: int, speculative: bool
 def _llama(binary: str, target: Path, threads: Optional[int], max_tokens: int, n_ctx: int) -> tuple[float, bool]:
     """(tok/s, whether it is an upper bound: the run passed RUN_LIMIT_S and was stopped)."""
     try:
-        return run_llama_completion(binary, target, GENERATION_PROMPT, n_predict=max_tokens, threads=threads,
-                                    n_ctx=n_ctx, timeout_s=RUN_LIMIT_S).tokens_per_second, False
+        return run_llama_completion(
+            binary, target, GENERATION_PROMPT, n_predict=max_tokens, threads=threads, n_ctx=n_ctx, timeout_s=RUN_LIMIT_S
+        ).tokens_per_second, False
     except subprocess.TimeoutExpired:
         return max_tokens / RUN_LIMIT_S, True
 
@@ -114,8 +122,16 @@ def contenders(draft: Optional[Path], ceiling: int, binary: Optional[str]) -> li
     return names
 
 
-def run_under_load(target: Path, draft: Optional[Path], binary: Optional[str], *, max_tokens: int, repeats: int,
-                   n_ctx: int, progress: Callable[[str], None]) -> dict:
+def run_under_load(
+    target: Path,
+    draft: Optional[Path],
+    binary: Optional[str],
+    *,
+    max_tokens: int,
+    repeats: int,
+    n_ctx: int,
+    progress: Callable[[str], None],
+) -> dict:
     ceiling = default_threads()
     names = contenders(draft, ceiling, binary)
     speeds: dict[str, dict[str, list[float]]] = {c: {n: [] for n in names} for c in CONDITIONS}
@@ -126,24 +142,34 @@ def run_under_load(target: Path, draft: Optional[Path], binary: Optional[str], *
     try:
         for rep in range(repeats):
             for condition in CONDITIONS:
-                order = names[rep % len(names):] + names[:rep % len(names)]
-                with (BusyProgram() if condition == "busy" else contextlib.nullcontext()):
+                order = names[rep % len(names) :] + names[: rep % len(names)]
+                with BusyProgram() if condition == "busy" else contextlib.nullcontext():
                     for name in order:
                         tps, limit = _one(name, target, draft, binary, max_tokens, n_ctx, said[condition])
                         speeds[condition][name].append(tps)
                         bounded[condition][name] |= limit
-                        progress(f"rep {rep + 1}/{repeats} {condition:<5} {name:<26} "
-                                 f"{'<' if limit else ' '}{tps:6.2f} tok/s")
+                        progress(
+                            f"rep {rep + 1}/{repeats} {condition:<5} {name:<26} {'<' if limit else ' '}{tps:6.2f} tok/s"
+                        )
     finally:
         signal.signal(signal.SIGTERM, previous)
     medians = {c: {n: statistics.median(v) for n, v in speeds[c].items()} for c in CONDITIONS}
-    return {"threads_auto": ceiling, "max_tokens": max_tokens, "repeats": repeats, "n_ctx": n_ctx,
-            "tokens_per_second": speeds, "median": medians, "upper_bound": bounded,
-            "said": {c: sorted(v) for c, v in said.items()}, "ratios": _ratios(speeds, ceiling)}
+    return {
+        "threads_auto": ceiling,
+        "max_tokens": max_tokens,
+        "repeats": repeats,
+        "n_ctx": n_ctx,
+        "tokens_per_second": speeds,
+        "median": medians,
+        "upper_bound": bounded,
+        "said": {c: sorted(v) for c, v in said.items()},
+        "ratios": _ratios(speeds, ceiling),
+    }
 
 
-def _one(name: str, target: Path, draft: Optional[Path], binary: Optional[str], max_tokens: int, n_ctx: int,
-         said: set[str]) -> tuple[float, bool]:
+def _one(
+    name: str, target: Path, draft: Optional[Path], binary: Optional[str], max_tokens: int, n_ctx: int, said: set[str]
+) -> tuple[float, bool]:
     if name.startswith("llama-completion"):
         assert binary is not None
         return _llama(binary, target, None if name.endswith("default") else 1, max_tokens, n_ctx)
@@ -177,8 +203,10 @@ def _ratios(speeds: dict[str, dict[str, list[float]]], ceiling: int) -> dict[str
 
 
 def print_under_load_report(report: dict) -> None:
-    print(f"Plain greedy decoding, {report['max_tokens']} tokens, threads on Auto = {report['threads_auto']}, "
-          f"median of {report['repeats']} interleaved runs (tok/s; '<' a run stopped at {RUN_LIMIT_S:.0f} s):")
+    print(
+        f"Plain greedy decoding, {report['max_tokens']} tokens, threads on Auto = {report['threads_auto']}, "
+        f"median of {report['repeats']} interleaved runs (tok/s; '<' a run stopped at {RUN_LIMIT_S:.0f} s):"
+    )
     names = list(report["median"]["quiet"])
     print(f"  {'':<28}" + "".join(f"{c:>12}" for c in CONDITIONS))
     for name in names:
@@ -199,8 +227,8 @@ def _speed(report: dict, condition: str, name: str) -> str:
 
 def _install_sigterm():
     """SIGTERM ends the run through the `finally` clauses (the busy program is stopped), as Ctrl-C does."""
+
     def handler(signum, frame):
         raise SystemExit(128 + signum)
 
     return signal.signal(signal.SIGTERM, handler)
-

@@ -34,37 +34,59 @@ def register(subparsers) -> None:
     p.add_argument("--target", required=True, help="target GGUF model")
     p.add_argument("--draft", help="draft GGUF model (adds the draft-model modes)")
     p.add_argument("--ngram", action="store_true", help="add the fixed-k n-gram mode (always on without --draft)")
-    p.add_argument("--prompts", type=Path, help="JSON list of {name, kind, chat, system (optional)} (default: the "
-                   "built-in suite); where replies think, a table splits thinking and answer")
+    p.add_argument(
+        "--prompts",
+        type=Path,
+        help="JSON list of {name, kind, chat, system (optional)} (default: the "
+        "built-in suite); where replies think, a table splits thinking and answer",
+    )
     p.add_argument("--only", help="comma-separated prompt names to run")
-    p.add_argument("--modes", help="comma-separated modes to run: plain, draft, ngram, history, auto (plain always "
-                   "runs; history only in the second pass)")
-    p.add_argument("--second-pass", action="store_true",
-                   help="run the suite twice: the first pass leaves each prompt's reply in a fresh history, the "
-                   "second draws on it (auto, and a fixed-k history mode): the next day, same project")
+    p.add_argument(
+        "--modes",
+        help="comma-separated modes to run: plain, draft, ngram, history, auto (plain always "
+        "runs; history only in the second pass)",
+    )
+    p.add_argument(
+        "--second-pass",
+        action="store_true",
+        help="run the suite twice: the first pass leaves each prompt's reply in a fresh history, the "
+        "second draws on it (auto, and a fixed-k history mode): the next day, same project",
+    )
     p.add_argument("--max-tokens", type=int, default=None, help="tokens per reply (default 128)")
-    p.add_argument("--repeats", type=int, default=None,
-                   help="repetitions per mode; the median is reported (default 3, 11 with --plain-vs-native)")
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        help="repetitions per mode; the median is reported (default 3, 11 with --plain-vs-native)",
+    )
     p.add_argument("--k", type=int, default=4, help="draft length of the fixed-k modes (default 4)")
-    p.add_argument("--draft-k", default="",
-                   help="more lengths for the fixed-k draft-model mode, comma-separated (e.g. 2,8); auto is set "
-                        "against each")
+    p.add_argument(
+        "--draft-k",
+        default="",
+        help="more lengths for the fixed-k draft-model mode, comma-separated (e.g. 2,8); auto is set against each",
+    )
     p.add_argument("--ctx", type=int, default=4096)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--llama-spec", help="path to llama.cpp's llama-speculative-simple")
     p.add_argument("--no-llama", action="store_true", help="skip the llama.cpp reference even if found")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
-    p.add_argument("--plain-vs-native", action="store_true",
-                   help="instead of the suite: our plain greedy decoding against llama.cpp's llama-completion "
-                        "(PATH, --llama-completion, or ~/.cache/specchat-llama-reference/bin), sampling "
-                        "(T 0.8, top-k 40, top-p 0.95) against greedy, and a 1,500-token prompt's time to first "
-                        "token against llama.cpp's prompt evaluation; --repeats defaults to 11 here")
-    p.add_argument("--under-load", action="store_true",
-                   help="instead of the suite: plain decoding with threads on Auto, at each fixed thread count, "
-                        "with --draft speculative (auto), and llama-completion at its default and at 1 thread, "
-                        "each on a quiet machine and while a busy program started in another session (setsid) "
-                        "keeps a core busy, interleaved; prints the ratios (--repeats defaults to 3 here, "
-                        "--max-tokens to 48 if not given)")
+    p.add_argument(
+        "--plain-vs-native",
+        action="store_true",
+        help="instead of the suite: our plain greedy decoding against llama.cpp's llama-completion "
+        "(PATH, --llama-completion, or ~/.cache/specchat-llama-reference/bin), sampling "
+        "(T 0.8, top-k 40, top-p 0.95) against greedy, and a 1,500-token prompt's time to first "
+        "token against llama.cpp's prompt evaluation; --repeats defaults to 11 here",
+    )
+    p.add_argument(
+        "--under-load",
+        action="store_true",
+        help="instead of the suite: plain decoding with threads on Auto, at each fixed thread count, "
+        "with --draft speculative (auto), and llama-completion at its default and at 1 thread, "
+        "each on a quiet machine and while a busy program started in another session (setsid) "
+        "keeps a core busy, interleaved; prints the ratios (--repeats defaults to 3 here, "
+        "--max-tokens to 48 if not given)",
+    )
     p.add_argument("--llama-completion", help="path to llama.cpp's llama-completion")
     p.add_argument("--long-repeats", type=int, default=3, help="repetitions of the long prompt (default 3)")
     p.set_defaults(func=run)
@@ -105,8 +127,7 @@ def run(args: argparse.Namespace) -> int:
     kinds = set(args.modes.split(",")) if args.modes else None
     unknown = (kinds or set()) - set(MODE_KINDS)
     if unknown:
-        print(f"error: unknown mode {', '.join(sorted(unknown))}; choose from {', '.join(MODE_KINDS)}",
-              file=sys.stderr)
+        print(f"error: unknown mode {', '.join(sorted(unknown))}; choose from {', '.join(MODE_KINDS)}", file=sys.stderr)
         return 2
     log = (lambda line: print(line, file=sys.stderr)) if not args.json else (lambda line: None)
     guard = ModelFileGuard([args.target, args.draft], stopped="the benchmark stopped")
@@ -145,8 +166,11 @@ def _run_bench(args: argparse.Namespace, prompts, kinds, log) -> int:
     history_dir = tempfile.TemporaryDirectory(prefix="specchat-bench-history-")
     try:
         # The bench's own history, never the user's: no run copies a reply the user wrote, nor adds to theirs.
-        engine = local_engine(*local_model(args), local_load_settings(args),
-                              history_file=HistoryFile(Path(history_dir.name) / "history.sqlite3"))
+        engine = local_engine(
+            *local_model(args),
+            local_load_settings(args),
+            history_file=HistoryFile(Path(history_dir.name) / "history.sqlite3"),
+        )
         threads = engine.load_settings.threads
         # The suite compares steady states: the controller decides by measured costs, not by the estimate a new
         # model starts from (measured once per model and settings, then on disk).
@@ -155,18 +179,36 @@ def _run_bench(args: argparse.Namespace, prompts, kinds, log) -> int:
         engine.measure_costs(with_draft=engine.draft is not None)
         formatted = {p.name: engine.format_chat([{"role": "user", "content": p.chat}]) for p in prompts}
         replies: dict[str, str] = {}
-        results = run_suite(engine, prompts, ngram=args.ngram, k=args.k, max_tokens=args.max_tokens,
-                            repeats=args.repeats, progress=log, kinds=kinds, draft_ks=args.draft_ks,
-                            on_reply=lambda prompt, text: replies.setdefault(prompt.name, text))
+        results = run_suite(
+            engine,
+            prompts,
+            ngram=args.ngram,
+            k=args.k,
+            max_tokens=args.max_tokens,
+            repeats=args.repeats,
+            progress=log,
+            kinds=kinds,
+            draft_ks=args.draft_ks,
+            on_reply=lambda prompt, text: replies.setdefault(prompt.name, text),
+        )
         second = None
         if args.second_pass:
             for prompt in prompts:  # as the window or `generate` would have kept them
                 engine.history_file.add(f"bench-{prompt.name}", formatted[prompt.name] + replies.get(prompt.name, ""))
             engine.history_file.read_only = True  # the second pass reads what the first left, nothing more
             log("second pass: drawing on the first pass's replies")
-            second = run_suite(engine, prompts, ngram=args.ngram, k=args.k, max_tokens=args.max_tokens,
-                               repeats=args.repeats, progress=log, kinds=kinds, history=True,
-                               draft_ks=args.draft_ks)
+            second = run_suite(
+                engine,
+                prompts,
+                ngram=args.ngram,
+                k=args.k,
+                max_tokens=args.max_tokens,
+                repeats=args.repeats,
+                progress=log,
+                kinds=kinds,
+                history=True,
+                draft_ks=args.draft_ks,
+            )
         reference = _references(args, engine, prompts, formatted, results, threads, log)
         engine.close()
     except EngineError as exc:
@@ -199,9 +241,22 @@ def _references(args, engine, prompts, formatted, results, threads: int, log) ->
     binary = find_reference_tool("llama-speculative-simple", args.llama_spec) if kinds and not args.no_llama else None
     if not binary:
         return {}
-    return run_references(engine, binary, prompts, formatted, kinds, target=Path(args.target),
-                          draft=Path(args.draft) if args.draft else None, k=args.k, max_tokens=args.max_tokens,
-                          threads=threads, n_ctx=args.ctx, repeats=args.repeats, ngram=args.ngram, log=log)
+    return run_references(
+        engine,
+        binary,
+        prompts,
+        formatted,
+        kinds,
+        target=Path(args.target),
+        draft=Path(args.draft) if args.draft else None,
+        k=args.k,
+        max_tokens=args.max_tokens,
+        threads=threads,
+        n_ctx=args.ctx,
+        repeats=args.repeats,
+        ngram=args.ngram,
+        log=log,
+    )
 
 
 def _plain_vs_native(args: argparse.Namespace, log) -> int:
@@ -216,17 +271,27 @@ def _plain_vs_native(args: argparse.Namespace, log) -> int:
         print(f"error: --llama-completion {args.llama_completion}: no such file", file=sys.stderr)
         return 2
     if binary is None:
-        print("error: llama-completion was not found (PATH, --llama-completion, or "
-              "~/.cache/specchat-llama-reference/bin; ../shared/tools/build-llama-reference.sh builds it)",
-              file=sys.stderr)
+        print(
+            "error: llama-completion was not found (PATH, --llama-completion, or "
+            "~/.cache/specchat-llama-reference/bin; ../shared/tools/build-llama-reference.sh builds it)",
+            file=sys.stderr,
+        )
         return 2
     repeats = args.repeats or 11
     try:
         target, _draft = local_model(args)
         engine = local_engine(target, None, local_load_settings(args))  # plain decoding: no draft model to load
-        report = run_plain_vs_native(engine, binary, Path(args.target), threads=engine.load_settings.threads,
-                                     n_ctx=args.ctx, max_tokens=args.max_tokens, repeats=repeats,
-                                     long_repeats=max(1, args.long_repeats), progress=log)
+        report = run_plain_vs_native(
+            engine,
+            binary,
+            Path(args.target),
+            threads=engine.load_settings.threads,
+            n_ctx=args.ctx,
+            max_tokens=args.max_tokens,
+            repeats=repeats,
+            long_repeats=max(1, args.long_repeats),
+            progress=log,
+        )
         engine.close()
     except (EngineError, RuntimeError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -243,8 +308,15 @@ def _under_load(args: argparse.Namespace, log) -> int:
     if binary is None and not args.no_llama:
         log("llama-completion was not found: only our own runs (--llama-completion PATH adds it)")
     try:
-        report = run_under_load(Path(args.target), Path(args.draft) if args.draft else None, binary,
-                                max_tokens=args.max_tokens, repeats=args.repeats, n_ctx=args.ctx, progress=log)
+        report = run_under_load(
+            Path(args.target),
+            Path(args.draft) if args.draft else None,
+            binary,
+            max_tokens=args.max_tokens,
+            repeats=args.repeats,
+            n_ctx=args.ctx,
+            progress=log,
+        )
     except (EngineError, RuntimeError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -266,8 +338,7 @@ def build_report(results, reference, prompts, k: int) -> dict:
     for prompt in prompts:
         modes = results[prompt.name]
         row = {"prompt": prompt.name, "kind": prompt.kind, "modes": {m: r.to_dict() for m, r in modes.items()}}
-        row["ratio_vs_plain"] = {m: round(r.median_ratio(modes["plain"]), 3)
-                                 for m, r in modes.items() if m != "plain"}
+        row["ratio_vs_plain"] = {m: round(r.median_ratio(modes["plain"]), 3) for m, r in modes.items() if m != "plain"}
         for kind, per_prompt in reference.items():
             ref = per_prompt.get(prompt.name)
             if not ref or not ref.tokens_per_second:
@@ -275,23 +346,39 @@ def build_report(results, reference, prompts, k: int) -> dict:
             own = modes.get(f"{kind} k={k}")
             auto = modes.get("auto") if kind.startswith("ngram") else None
             # Our product's answer to llama.cpp's n-gram modes is auto, not a fixed k that drafts on any match.
-            entry = ref.summary(k, modes["plain"].tokens_per_second, own.tokens_per_second if own else None,
-                                auto.tokens_per_second if auto else None, own.median_acceptance if own else 0.0)
+            entry = ref.summary(
+                k,
+                modes["plain"].tokens_per_second,
+                own.tokens_per_second if own else None,
+                auto.tokens_per_second if auto else None,
+                own.median_acceptance if own else 0.0,
+            )
             row.setdefault("llama_cpp", {})[kind] = entry
         rows.append(row)
     overall = {}
     for mode in rows[0]["ratio_vs_plain"] if rows else []:
         ratios = [r["ratio_vs_plain"][mode] for r in rows]
-        overall[mode] = {"geomean_ratio_vs_plain": round(geometric_mean(ratios), 3), "min": min(ratios),
-                         "max": max(ratios)}
+        overall[mode] = {
+            "geomean_ratio_vs_plain": round(geometric_mean(ratios), 3),
+            "min": min(ratios),
+            "max": max(ratios),
+        }
     for kind in reference:
-        ratios = [r["llama_cpp"][kind]["ours_vs_llama_cpp"] for r in rows
-                  if "ours_vs_llama_cpp" in r.get("llama_cpp", {}).get(kind, {})]
+        ratios = [
+            r["llama_cpp"][kind]["ours_vs_llama_cpp"]
+            for r in rows
+            if "ours_vs_llama_cpp" in r.get("llama_cpp", {}).get(kind, {})
+        ]
         if ratios:
-            overall.setdefault("ours_vs_llama_cpp", {})[kind] = {"geomean": round(geometric_mean(ratios), 3),
-                                                                 "min": min(ratios)}
-        autos = [r["llama_cpp"][kind]["auto_vs_llama_cpp"] for r in rows
-                 if "auto_vs_llama_cpp" in r.get("llama_cpp", {}).get(kind, {})]
+            overall.setdefault("ours_vs_llama_cpp", {})[kind] = {
+                "geomean": round(geometric_mean(ratios), 3),
+                "min": min(ratios),
+            }
+        autos = [
+            r["llama_cpp"][kind]["auto_vs_llama_cpp"]
+            for r in rows
+            if "auto_vs_llama_cpp" in r.get("llama_cpp", {}).get(kind, {})
+        ]
         if autos:
             key = "auto_vs_llama_cpp_ngram" if kind == "ngram" else f"auto_vs_llama_cpp_{kind}"
             overall[key] = {"geomean": round(geometric_mean(autos), 3), "min": min(autos)}
@@ -321,8 +408,7 @@ def build_report(results, reference, prompts, k: int) -> dict:
         row["best_in_hindsight"] = max([1.0] + ratios)
     if rows and any(len(row["modes"]) > 1 for row in rows):
         best = [row["best_in_hindsight"] for row in rows]
-        overall["best_in_hindsight"] = {"geomean": round(geometric_mean(best), 3), "min": min(best),
-                                        "max": max(best)}
+        overall["best_in_hindsight"] = {"geomean": round(geometric_mean(best), 3), "min": min(best), "max": max(best)}
     return {"k": k, "prompts": rows, "overall": overall}
 
 
@@ -342,8 +428,11 @@ def _print_pass(report: dict) -> None:
         return
     modes = list(rows[0]["modes"])
     header = f"{'prompt':<12} " + " ".join(f"{m:>22}" for m in modes)
-    ref_kinds = [kind for kind in ("draft", "ngram", "ngram-mod", "ngram-map-k")
-                 if any(kind in r.get("llama_cpp", {}) for r in rows)]
+    ref_kinds = [
+        kind
+        for kind in ("draft", "ngram", "ngram-mod", "ngram-map-k")
+        if any(kind in r.get("llama_cpp", {}) for r in rows)
+    ]
     for kind in ref_kinds:
         header += f" {'llama.cpp ' + ref_label(kind, report['k']):>24} {'ours/llama':>10}"
     print("\nmedian tok/s (acceptance) [median of paired ratios vs plain]")
@@ -369,11 +458,19 @@ def _print_pass(report: dict) -> None:
         print(line)
     if any("llama_cpp" in r for r in rows):
         print("(ours/llama: our fixed-k mode of the same kind over llama.cpp's; for ngram-mod and ngram-map-k, auto)")
-        longer = sorted({f"{r['prompt']} {ref_label(kind, report['k'])}" for r in rows
-                         for kind, ref in r.get("llama_cpp", {}).items() if "same_stretch" in ref})
+        longer = sorted(
+            {
+                f"{r['prompt']} {ref_label(kind, report['k'])}"
+                for r in rows
+                for kind, ref in r.get("llama_cpp", {}).items()
+                if "same_stretch" in ref
+            }
+        )
         if longer:
-            print("(llama.cpp wrote past --max-tokens, by what it drafted, on: " + ", ".join(longer) + "; its ratios "
-                  "there are against ours run again over as many tokens)")
+            print(
+                "(llama.cpp wrote past --max-tokens, by what it drafted, on: " + ", ".join(longer) + "; its ratios "
+                "there are against ours run again over as many tokens)"
+            )
     _print_thinking(rows, modes)
     if "auto" in modes:
         print("\nauto: chosen draft length per round (k: rounds)")
@@ -384,18 +481,24 @@ def _print_pass(report: dict) -> None:
     for mode, o in report["overall"].items():
         if mode == "ours_vs_llama_cpp":
             for kind, ratio in o.items():
-                print(f"  ours/llama.cpp, {kind} mode at k={report['k']}: {ratio['geomean']:.2f}x "
-                      f"(min {ratio['min']:.2f}x)")
+                print(
+                    f"  ours/llama.cpp, {kind} mode at k={report['k']}: {ratio['geomean']:.2f}x "
+                    f"(min {ratio['min']:.2f}x)"
+                )
         elif mode == "auto_vs_llama_cpp_ngram":
             print(f"  auto/llama.cpp's n-gram mode at k={report['k']}: {o['geomean']:.2f}x (min {o['min']:.2f}x)")
         elif mode.startswith("auto_vs_llama_cpp_"):
-            print(f"  auto/llama.cpp's {mode.removeprefix('auto_vs_llama_cpp_')}: {o['geomean']:.2f}x "
-                  f"(min {o['min']:.2f}x)")
+            print(
+                f"  auto/llama.cpp's {mode.removeprefix('auto_vs_llama_cpp_')}: {o['geomean']:.2f}x "
+                f"(min {o['min']:.2f}x)"
+            )
         elif mode == "auto_vs_best":
             print(f"  auto/the best other setting per prompt: {o['geomean']:.2f}x (min {o['min']:.2f}x)")
         elif mode == "best_in_hindsight":
-            print(f"  the best setting per prompt, picked knowing every result: {o['geomean']:.2f}x plain "
-                  f"(min {o['min']:.2f}x, max {o['max']:.2f}x)")
+            print(
+                f"  the best setting per prompt, picked knowing every result: {o['geomean']:.2f}x plain "
+                f"(min {o['min']:.2f}x, max {o['max']:.2f}x)"
+            )
         else:
             print(f"  {mode:<10} {o['geomean_ratio_vs_plain']:.2f}x  (min {o['min']:.2f}x, max {o['max']:.2f}x)")
 
@@ -404,8 +507,10 @@ def _print_thinking(rows: list, modes: list) -> None:
     """Where replies thought: tokens, tok/s and acceptance by drafter of the thinking and of the answer."""
     if not any("thinking" in row["modes"][mode] for row in rows for mode in modes):
         return
-    print("\nthinking | answer: tokens, tok/s, acceptance by drafter (all repetitions); answer tokens copied from "
-          "the reasoning")
+    print(
+        "\nthinking | answer: tokens, tok/s, acceptance by drafter (all repetitions); answer tokens copied from "
+        "the reasoning"
+    )
     for row in rows:
         for mode in modes:
             split = row["modes"][mode].get("thinking")
@@ -417,5 +522,7 @@ def _print_thinking(rows: list, modes: list) -> None:
                 drafts = ", ".join(f"{d} {v['acceptance_rate']:.0%}" for d, v in p["by_drafter"].items())
                 cell = f"{p['tokens']} tok, {p['tokens_per_second']:.1f} tok/s"
                 cells.append(f"{cell} ({drafts})" if drafts else cell)
-            print(f"  {row['prompt']:<12} {mode:<10} {cells[0]} | {cells[1]}; copied "
-                  f"{split['answer_copied_from_reasoning']}")
+            print(
+                f"  {row['prompt']:<12} {mode:<10} {cells[0]} | {cells[1]}; copied "
+                f"{split['answer_copied_from_reasoning']}"
+            )

@@ -21,17 +21,27 @@ class UsageError(ValueError):
 
 
 # generate, bench and serve load models the same way (generate_cmd.local_load_settings): one help for --threads.
-THREADS_HELP = ("CPU threads, fixed (default: Auto, the physical performance cores, fewer while another program keeps "
-                "a core busy)")
+THREADS_HELP = (
+    "CPU threads, fixed (default: Auto, the physical performance cores, fewer while another program keeps a core busy)"
+)
+
 
 def add_load_options(p: argparse.ArgumentParser) -> None:
     """How models load, as the window's Settings > Loading (generate and serve; generate_cmd.local_load_settings)."""
-    p.add_argument("--batch", type=int, default=0,
-                   help="prompt tokens read per forward pass (default: Auto, the engine's default for this machine)")
+    p.add_argument(
+        "--batch",
+        type=int,
+        default=0,
+        help="prompt tokens read per forward pass (default: Auto, the engine's default for this machine)",
+    )
     p.add_argument("--flash-attn", choices=FLASH_ATTN_CHOICES, default="auto", help="flash attention (default auto)")
-    p.add_argument("--kv-type", choices=KV_TYPES, default="f16",
-                   help="KV cache type: q8_0 takes about half of f16's memory, q4_0 a quarter; both need flash "
-                   "attention (default f16)")
+    p.add_argument(
+        "--kv-type",
+        choices=KV_TYPES,
+        default="f16",
+        help="KV cache type: q8_0 takes about half of f16's memory, q4_0 a quarter; both need flash "
+        "attention (default f16)",
+    )
     p.add_argument("--no-mmap", action="store_true", help="read the weights into RAM instead of mapping the file")
     p.add_argument("--mlock", action="store_true", help="lock the weights in RAM")
 
@@ -85,13 +95,18 @@ def sampling_problem(args: argparse.Namespace) -> Optional[str]:
         return "--max-tokens must be at least 1"
     if getattr(args, "seed", None) is not None and args.seed < 0:
         return "--seed must be 0 or more"
-    for flag, value, upper in (("--temperature", getattr(args, "temperature", 0.0), None),
-                               ("--top-p", getattr(args, "top_p", 0.0), 1.0),
-                               ("--min-p", getattr(args, "min_p", 0.0), 1.0),
-                               ("--draft-p-min", getattr(args, "draft_p_min", 0.0), 1.0)):
+    for flag, value, upper in (
+        ("--temperature", getattr(args, "temperature", 0.0), None),
+        ("--top-p", getattr(args, "top_p", 0.0), 1.0),
+        ("--min-p", getattr(args, "min_p", 0.0), 1.0),
+        ("--draft-p-min", getattr(args, "draft_p_min", 0.0), 1.0),
+    ):
         if not _finite(value) or value < 0 or (upper is not None and value > upper):
-            return f"{flag} must be a number from 0 to {upper:g}" if upper is not None else \
-                f"{flag} must be a number of 0 or more"
+            return (
+                f"{flag} must be a number from 0 to {upper:g}"
+                if upper is not None
+                else f"{flag} must be a number of 0 or more"
+            )
     if getattr(args, "top_k", 0) < 0:
         return "--top-k must be 0 (off) or more"
     if args.ctx < 1:

@@ -38,9 +38,15 @@ def register(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("repo", metavar="REPO", help="Hub repository, e.g. Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF")
-    parser.add_argument("pattern", metavar="FILE_PATTERN", nargs="?",
-                        help="quantization, part of a file name, or glob (default: the repo's only model)")
-    parser.add_argument("--dest", metavar="DIR", type=Path, help="folder to save into (default: the app's models folder)")
+    parser.add_argument(
+        "pattern",
+        metavar="FILE_PATTERN",
+        nargs="?",
+        help="quantization, part of a file name, or glob (default: the repo's only model)",
+    )
+    parser.add_argument(
+        "--dest", metavar="DIR", type=Path, help="folder to save into (default: the app's models folder)"
+    )
     parser.add_argument("--revision", metavar="REV", help="branch, tag or commit (default: main)")
     parser.set_defaults(func=run)
 
@@ -55,13 +61,19 @@ def run(args: argparse.Namespace) -> int:
     models = choose_models(listing, args.pattern)
     if not models:
         if args.pattern and match_models(listing, args.pattern):
-            print(f"{args.pattern!r} matches several models in {args.repo}; be more precise, or use a glob "
-                  "such as '*Q4*' to download all it matches. It offers:", file=sys.stderr)
+            print(
+                f"{args.pattern!r} matches several models in {args.repo}; be more precise, or use a glob "
+                "such as '*Q4*' to download all it matches. It offers:",
+                file=sys.stderr,
+            )
         elif args.pattern:
             print(f"Nothing in {args.repo} matches {args.pattern!r}. It offers:", file=sys.stderr)
         else:
-            print(f"{args.repo} offers several models; name one with FILE_PATTERN, e.g. "
-                  f"specchat-cli download {args.repo} Q4_K_M", file=sys.stderr)
+            print(
+                f"{args.repo} offers several models; name one with FILE_PATTERN, e.g. "
+                f"specchat-cli download {args.repo} Q4_K_M",
+                file=sys.stderr,
+            )
         print_listing(listing, sys.stderr)
         return EXIT_NOTHING_CHOSEN
 
@@ -72,9 +84,11 @@ def run(args: argparse.Namespace) -> int:
         plan = job.make_plan()
     except HubError as exc:
         return _fail(exc)
-    print(f"Downloading {len(items)} file(s), {format_bytes(plan.total_bytes)}, to {plan.dest_dir}"
-          + (f" (resuming, {format_bytes(plan.done_bytes)} already here)" if plan.done_bytes else ""),
-          file=sys.stderr)
+    print(
+        f"Downloading {len(items)} file(s), {format_bytes(plan.total_bytes)}, to {plan.dest_dir}"
+        + (f" (resuming, {format_bytes(plan.done_bytes)} already here)" if plan.done_bytes else ""),
+        file=sys.stderr,
+    )
 
     outcome: dict[str, object] = {}
     finished = threading.Event()

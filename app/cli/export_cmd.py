@@ -18,8 +18,12 @@ def register(subparsers) -> None:
     )
     p.add_argument("chat_id", metavar="CHAT_ID", type=int, nargs="?", help="the chat's id (see --list)")
     p.add_argument("--list", action="store_true", help="list the chats (id, last change, title) and exit")
-    p.add_argument("--format", choices=("markdown", "json"), default=None,
-                   help="markdown (default) or json; with --output, the file's suffix (.md, .json) decides")
+    p.add_argument(
+        "--format",
+        choices=("markdown", "json"),
+        default=None,
+        help="markdown (default) or json; with --output, the file's suffix (.md, .json) decides",
+    )
     p.add_argument("--output", "-o", metavar="FILE", help="write here (whole or not at all) instead of stdout")
     p.add_argument("--db", metavar="PATH", help="the chat database (default: SpecChat's own)")
     p.set_defaults(func=run)

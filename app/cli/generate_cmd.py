@@ -25,10 +25,22 @@ from app.cli.checks import (
 from app.cli.file_guard import ModelFileGuard
 from app.cli.image_options import add_image_arguments, image_content, image_problem, projector_path, read_images
 from app.cli.terminal import json_printable, printable, say_error
-from app.cli.thinking_options import (ThinkingPrinter, add_thinking_arguments, reasoning_json, thinking_config,
-                                      thinking_problem)
-from app.cli.tool_loop import (DEFAULT_MAX_STEPS, NoToolsError, ToolSteps, mcp_problem, start_tool_host,
-                               terminal_permissions, tools_of)
+from app.cli.thinking_options import (
+    ThinkingPrinter,
+    add_thinking_arguments,
+    reasoning_json,
+    thinking_config,
+    thinking_problem,
+)
+from app.cli.tool_loop import (
+    DEFAULT_MAX_STEPS,
+    NoToolsError,
+    ToolSteps,
+    mcp_problem,
+    start_tool_host,
+    terminal_permissions,
+    tools_of,
+)
 from app.replies.tool_loop import ToolRun, call_messages, limit_sentence
 from app.cli.tool_options import call_lines, calls_json, read_schema, read_tools, reply_calls
 from app.engine.config import THREADS_AUTO, DrafterChoice, LoadSettings
@@ -48,22 +60,36 @@ def register(subparsers) -> None:
     )
     add_model_arguments(p, target_required=False)
     remote = p.add_argument_group("a model on a server (instead of --target)")
-    remote.add_argument("--server", metavar="URL",
-                        help="an OpenAI-compatible server (llama-server, vLLM, ...), e.g. http://host:8080; "
-                        "speculation is whatever the server was started with. user:pass@ in the URL is sent as "
-                        "basic auth, never printed; control characters in what the server sends are never printed")
+    remote.add_argument(
+        "--server",
+        metavar="URL",
+        help="an OpenAI-compatible server (llama-server, vLLM, ...), e.g. http://host:8080; "
+        "speculation is whatever the server was started with. user:pass@ in the URL is sent as "
+        "basic auth, never printed; control characters in what the server sends are never printed",
+    )
     remote.add_argument("--model", metavar="NAME", help="the server's model (as its /v1/models lists it)")
-    remote.add_argument("--api-key-file", metavar="FILE",
-                        help=f"a file holding the API key for this --server URL; without it, {ENV_API_KEY} (which "
-                        "applies to the --server URL given with it only), else the key saved for that URL in the "
-                        "window's Settings. A key goes to no other server, and one sent over plain http to another "
-                        "machine gets a warning")
-    p.add_argument("--rpc", metavar="HOST:PORT[,HOST:PORT...]", default="",
-                   help="spread the target's layers over llama.cpp RPC workers (ggml-rpc-server); the draft stays "
-                   "here. Each worker is checked first in a child process, with a timeout. RPC has no "
-                   "authentication: trusted networks only")
-    p.add_argument("--draft-p-min", type=float, default=0.0,
-                   help="stop drafting when the draft's top probability falls below this (default 0)")
+    remote.add_argument(
+        "--api-key-file",
+        metavar="FILE",
+        help=f"a file holding the API key for this --server URL; without it, {ENV_API_KEY} (which "
+        "applies to the --server URL given with it only), else the key saved for that URL in the "
+        "window's Settings. A key goes to no other server, and one sent over plain http to another "
+        "machine gets a warning",
+    )
+    p.add_argument(
+        "--rpc",
+        metavar="HOST:PORT[,HOST:PORT...]",
+        default="",
+        help="spread the target's layers over llama.cpp RPC workers (ggml-rpc-server); the draft stays "
+        "here. Each worker is checked first in a child process, with a timeout. RPC has no "
+        "authentication: trusted networks only",
+    )
+    p.add_argument(
+        "--draft-p-min",
+        type=float,
+        default=0.0,
+        help="stop drafting when the draft's top probability falls below this (default 0)",
+    )
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     p.add_argument("--top-k", type=int, default=40)
     p.add_argument("--top-p", type=float, default=0.95)
@@ -78,38 +104,73 @@ def register(subparsers) -> None:
     source.add_argument("--prompt-file", metavar="FILE", help="like --prompt, the text read from a UTF-8 file")
     source.add_argument("--chat", help="a user message, formatted with the model's chat template")
     p.add_argument("--system", default=None, help="system prompt for --chat")
-    p.add_argument("--attach", metavar="FILE", action="append", default=[],
-                   help="attach a text or code file to the --chat message (repeatable): sent after it as the "
-                   "file's name and content in a fenced block, as the window sends attachments. The n-gram "
-                   "drafter copies from it best: try it with --ngram when asking for an edit of the file")
+    p.add_argument(
+        "--attach",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="attach a text or code file to the --chat message (repeatable): sent after it as the "
+        "file's name and content in a fenced block, as the window sends attachments. The n-gram "
+        "drafter copies from it best: try it with --ngram when asking for an edit of the file",
+    )
     add_image_arguments(p)
-    p.add_argument("--history", action="store_true",
-                   help="draft from the history of earlier replies where it has a proposal, by n-gram lookup "
-                   "elsewhere (with --draft-max K: fixed drafts of K from it). --ngram and --draft use history "
-                   "too when auto finds it pays")
-    p.add_argument("--no-history", action="store_true",
-                   help="neither draft from the history of earlier replies (all chats and earlier generate runs, "
-                   "kept in the data folder) nor add this reply to it")
-    p.add_argument("--tools", metavar="FILE.json", default=None,
-                   help="OpenAI-style tool definitions offered to the model (with --chat); its calls are printed")
-    p.add_argument("--json-schema", metavar="FILE", default=None,
-                   help="decode the reply under this JSON schema (llama.cpp's grammar; a local --target only)")
-    p.add_argument("--json", action="store_true",
-                   help="print one JSON object with text, reasoning (the thinking's text and tokens), tokens (each "
-                   "with its drafter, round and part), rounds (what was proposed, refused ones included, and kept) "
-                   "and stats (split into thinking and answer)")
-    p.add_argument("--mcp", metavar="MCP.JSON", default=None,
-                   help="offer the tools of the MCP servers listed in this file (Claude Desktop's, Cursor's and LM "
-                   "Studio's mcp.json format; with --chat). Each call the model makes is shown and asked about "
-                   "first (yes, always this tool, no); its result goes back to the model until it answers")
-    p.add_argument("--allow-tools", action="store_true",
-                   help="with --mcp: run every call without asking (without a terminal, calls are refused unless "
-                   "this is given)")
-    p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
-                   help=f"with --mcp: the most replies in one run, calls included (default {DEFAULT_MAX_STEPS})")
+    p.add_argument(
+        "--history",
+        action="store_true",
+        help="draft from the history of earlier replies where it has a proposal, by n-gram lookup "
+        "elsewhere (with --draft-max K: fixed drafts of K from it). --ngram and --draft use history "
+        "too when auto finds it pays",
+    )
+    p.add_argument(
+        "--no-history",
+        action="store_true",
+        help="neither draft from the history of earlier replies (all chats and earlier generate runs, "
+        "kept in the data folder) nor add this reply to it",
+    )
+    p.add_argument(
+        "--tools",
+        metavar="FILE.json",
+        default=None,
+        help="OpenAI-style tool definitions offered to the model (with --chat); its calls are printed",
+    )
+    p.add_argument(
+        "--json-schema",
+        metavar="FILE",
+        default=None,
+        help="decode the reply under this JSON schema (llama.cpp's grammar; a local --target only)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object with text, reasoning (the thinking's text and tokens), tokens (each "
+        "with its drafter, round and part), rounds (what was proposed, refused ones included, and kept) "
+        "and stats (split into thinking and answer)",
+    )
+    p.add_argument(
+        "--mcp",
+        metavar="MCP.JSON",
+        default=None,
+        help="offer the tools of the MCP servers listed in this file (Claude Desktop's, Cursor's and LM "
+        "Studio's mcp.json format; with --chat). Each call the model makes is shown and asked about "
+        "first (yes, always this tool, no); its result goes back to the model until it answers",
+    )
+    p.add_argument(
+        "--allow-tools",
+        action="store_true",
+        help="with --mcp: run every call without asking (without a terminal, calls are refused unless this is given)",
+    )
+    p.add_argument(
+        "--max-steps",
+        type=int,
+        default=DEFAULT_MAX_STEPS,
+        help=f"with --mcp: the most replies in one run, calls included (default {DEFAULT_MAX_STEPS})",
+    )
     add_thinking_arguments(p)
-    p.add_argument("--hide-thinking", action="store_true",
-                   help="print the answer only, not the thinking (plain output; --json always has both)")
+    p.add_argument(
+        "--hide-thinking",
+        action="store_true",
+        help="print the answer only, not the thinking (plain output; --json always has both)",
+    )
     p.set_defaults(func=run)
 
 
@@ -154,8 +215,10 @@ def server_problem(args: argparse.Namespace) -> str | None:
             return "give --target MODEL.gguf, or --server URL with --model NAME"
         return None
     if args.target or args.draft or args.ngram:
-        return ("--server replaces --target, --draft and --ngram: the server runs the model, and speculates with "
-                "the draft it was started with")
+        return (
+            "--server replaces --target, --draft and --ngram: the server runs the model, and speculates with "
+            "the draft it was started with"
+        )
     if not args.model:
         return "--server needs --model NAME (one of the names the server's /v1/models lists)"
     if args.chat is None:
@@ -189,13 +252,17 @@ def _env_key_warning(args: argparse.Namespace) -> str | None:
         return None
     shown = display_url(normalize_url(args.server))
     if _plain_http_elsewhere(args.server):
-        return (f"warning: SPECCHAT_API_KEY is not sent to {shown}: over plain http to another machine anyone on "
-                "the network between could read it; use https://, or --api-key-file to send a key anyway")
+        return (
+            f"warning: SPECCHAT_API_KEY is not sent to {shown}: over plain http to another machine anyone on "
+            "the network between could read it; use https://, or --api-key-file to send a key anyway"
+        )
     meant_for = os.environ.get("SPECCHAT_API_KEY_SERVER", "").strip()
     if meant_for and normalize_url(meant_for) == normalize_url(args.server):
         return None
-    return (f"warning: SPECCHAT_API_KEY is sent to {shown}; set SPECCHAT_API_KEY_SERVER to the one server it is "
-            "for (then this warning stops), or use --api-key-file")
+    return (
+        f"warning: SPECCHAT_API_KEY is sent to {shown}; set SPECCHAT_API_KEY_SERVER to the one server it is "
+        "for (then this warning stops), or use --api-key-file"
+    )
 
 
 def _plain_http_elsewhere(url: str) -> bool:
@@ -211,8 +278,10 @@ def _plain_http_warning(url: str) -> str | None:
     from app.engine.remote.http import display_url, normalize_url
 
     if _plain_http_elsewhere(url):
-        return (f"warning: the API key is sent to {display_url(normalize_url(url))} over plain http, readable by "
-                "anyone on the network between; use https:// for a server on another machine")
+        return (
+            f"warning: the API key is sent to {display_url(normalize_url(url))} over plain http, readable by "
+            "anyone on the network between; use https:// for a server on another machine"
+        )
     return None
 
 
@@ -232,11 +301,17 @@ def _drafter(args: argparse.Namespace, draft_max: Optional[int]) -> DrafterChoic
 def local_load_settings(args: argparse.Namespace, rpc: str = "") -> LoadSettings:
     """--ctx and --threads (both `generate` and `bench` have them), the load options where the command has them
     (checks.add_load_options), with `rpc` workers for the target."""
-    return LoadSettings(n_ctx=args.ctx, n_threads=args.threads or THREADS_AUTO,
-                        rpc_servers=parse_endpoints(rpc) if rpc else (), n_batch=getattr(args, "batch", 0),
-                        flash_attn=getattr(args, "flash_attn", "auto"), kv_type=getattr(args, "kv_type", "f16"),
-                        mmap=not getattr(args, "no_mmap", False), mlock=getattr(args, "mlock", False),
-                        n_parallel=getattr(args, "parallel", 1))
+    return LoadSettings(
+        n_ctx=args.ctx,
+        n_threads=args.threads or THREADS_AUTO,
+        rpc_servers=parse_endpoints(rpc) if rpc else (),
+        n_batch=getattr(args, "batch", 0),
+        flash_attn=getattr(args, "flash_attn", "auto"),
+        kv_type=getattr(args, "kv_type", "f16"),
+        mmap=not getattr(args, "no_mmap", False),
+        mlock=getattr(args, "mlock", False),
+        n_parallel=getattr(args, "parallel", 1),
+    )
 
 
 def local_model(args: argparse.Namespace) -> tuple[LocalModel, Optional[Path]]:
@@ -255,8 +330,7 @@ def build_engine(args: argparse.Namespace, history_file=None):
             if warning:
                 print(warning, file=sys.stderr)
         return server_engine(server_model(args), LoadSettings(n_ctx=args.ctx), api_key=key)
-    return local_engine(*local_model(args), local_load_settings(args, args.rpc),
-                        history_file=history_file)
+    return local_engine(*local_model(args), local_load_settings(args, args.rpc), history_file=history_file)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -266,8 +340,14 @@ def run(args: argparse.Namespace) -> int:
         draft_max = parse_draft_max(args.draft_max)
         _prompt_text(args)
         attachments = read_attachments(args)
-        problem = (server_problem(args) or sampling_problem(args) or load_problem(args) or thinking_problem(args)
-                   or models_problem(args) or image_problem(args))
+        problem = (
+            server_problem(args)
+            or sampling_problem(args)
+            or load_problem(args)
+            or thinking_problem(args)
+            or models_problem(args)
+            or image_problem(args)
+        )
         args.images = read_images(args) if not problem else []
         if not problem and args.rpc:
             if args.server:
@@ -292,11 +372,20 @@ def run(args: argparse.Namespace) -> int:
         return 2
     speculative = bool(args.draft or args.ngram or args.history or args.server)
     config = GenerationConfig(
-        max_tokens=args.max_tokens, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
-        min_p=args.min_p, seed=args.seed, speculative=speculative,
-        drafter=_drafter(args, draft_max), draft_max=draft_max,
+        max_tokens=args.max_tokens,
+        temperature=args.temperature,
+        top_k=args.top_k,
+        top_p=args.top_p,
+        min_p=args.min_p,
+        seed=args.seed,
+        speculative=speculative,
+        drafter=_drafter(args, draft_max),
+        draft_max=draft_max,
         draft_p_min=args.draft_p_min,
-        history=not args.no_history, session=CLI_SESSION, tools=tools_json, json_schema=schema_json,
+        history=not args.no_history,
+        session=CLI_SESSION,
+        tools=tools_json,
+        json_schema=schema_json,
         **thinking_config(args),
     )
     host = start_tool_host(args.mcp) if args.mcp else None
@@ -316,8 +405,11 @@ def run(args: argparse.Namespace) -> int:
     changed = guard.changed()
     if changed or finished is None:
         # The file was rewritten in place (no SIGBUS): what llama.cpp read of it mid-reply is not the model.
-        say_error(f"{changed}; the reply above may not be the model's" if changed
-                  else "the reply ended without its closing statistics")
+        say_error(
+            f"{changed}; the reply above may not be the model's"
+            if changed
+            else "the reply ended without its closing statistics"
+        )
         return 1
     if finished is None:
         print("error: the engine ended without finishing the reply", file=sys.stderr)
@@ -325,13 +417,36 @@ def run(args: argparse.Namespace) -> int:
     stats = finished.stats
     content, calls = reply_calls(finished.calls_text, tool_format, tools_json) if tools_json else (finished.text, [])
     if args.json:
-        keys = ("tokens", "tokens_per_second", "ttft_s", "drafted", "accepted", "acceptance_rate",
-                "mean_accepted_run", "rounds", "stop_reason", "reasoning_tokens", "reasoning_drafted",
-                "reasoning_accepted", "reasoning_s", "ended_in_reasoning", "prompt_tokens", "prompt_cached",
-                "prompt_eval_s", "kept_states", "kept_bytes", "kept_budget_bytes")
+        keys = (
+            "tokens",
+            "tokens_per_second",
+            "ttft_s",
+            "drafted",
+            "accepted",
+            "acceptance_rate",
+            "mean_accepted_run",
+            "rounds",
+            "stop_reason",
+            "reasoning_tokens",
+            "reasoning_drafted",
+            "reasoning_accepted",
+            "reasoning_s",
+            "ended_in_reasoning",
+            "prompt_tokens",
+            "prompt_cached",
+            "prompt_eval_s",
+            "kept_states",
+            "kept_bytes",
+            "kept_budget_bytes",
+        )
         # Per token its drafter and round (an index into "rounds"); per round every proposed id, the refused ones too.
-        out = {"text": finished.text, "reasoning": reasoning_json(finished), "tokens": tokens, "rounds": rounds,
-               "stats": {k: getattr(stats, k) for k in keys}}
+        out = {
+            "text": finished.text,
+            "reasoning": reasoning_json(finished),
+            "tokens": tokens,
+            "rounds": rounds,
+            "stats": {k: getattr(stats, k) for k in keys},
+        }
         out["stats"]["draft_len_histogram"] = stats.draft_len_histogram
         out["stats"]["split"] = share.to_dict()
         # The prompt's tokens read now, beside prompt_cached: those whose KV cache was kept (a saved state).
@@ -347,13 +462,16 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write(printable(line) + "\n")
         summary = f"{stats.tokens} tokens, {stats.tokens_per_second:.1f} tok/s, ttft {stats.ttft_s:.2f}s"
         if speculative:
-            summary += (f", acceptance {stats.acceptance_rate:.0%} ({stats.accepted}/{stats.drafted}),"
-                        f" {stats.rounds} rounds")
+            summary += (
+                f", acceptance {stats.acceptance_rate:.0%} ({stats.accepted}/{stats.drafted}), {stats.rounds} rounds"
+            )
         if stats.reasoning_tokens:
             summary += f"; thinking {stats.reasoning_tokens} tokens in {stats.reasoning_s:.1f}s"
             if speculative and stats.reasoning_drafted:
-                summary += (f" (acceptance {stats.reasoning_accepted / stats.reasoning_drafted:.0%}, answer "
-                            f"{_answer_acceptance(stats)})")
+                summary += (
+                    f" (acceptance {stats.reasoning_accepted / stats.reasoning_drafted:.0%}, answer "
+                    f"{_answer_acceptance(stats)})"
+                )
         print(f"[{summary}; stopped: {stats.stop_reason}]", file=sys.stderr)
     return 0
 
@@ -374,9 +492,10 @@ def _generate(args: argparse.Namespace, config, attachments: list[Attachment], h
     try:
         if args.chat is None:
             return _one(args, engine, engine.complete(args.prompt, config), steps)
-        messages = ([{"role": "system", "content": args.system}] if args.system else [])
-        messages.append({"role": "user", "content": image_content(with_attachments(args.chat, attachments),
-                                                                  args.images)})
+        messages = [{"role": "system", "content": args.system}] if args.system else []
+        messages.append(
+            {"role": "user", "content": image_content(with_attachments(args.chat, attachments), args.images)}
+        )
         if host is not None:
             config = dataclasses.replace(config, tools=tools_of(host))
             steps.tools_json = config.tools
@@ -396,8 +515,10 @@ def _generate(args: argparse.Namespace, config, attachments: list[Attachment], h
                 break
             if step == "repeated":
                 # The results are in the conversation, so the next reply is asked without tools, to answer from them.
-                print("[the model asked again for calls it already made: asking it to answer from their results]",
-                      file=sys.stderr)
+                print(
+                    "[the model asked again for calls it already made: asking it to answer from their results]",
+                    file=sys.stderr,
+                )
                 config = dataclasses.replace(config, tools="", tool_choice="")
                 continue
             messages.extend(call_messages(content, steps.run_calls(host, content, calls, sys.stderr)))
@@ -424,8 +545,16 @@ def _stream_reply(args: argparse.Namespace, events):
     for event in events:
         share.feed(event)
         if isinstance(event, TokenEvent):
-            tokens.append({"id": event.token_id, "text": event.text, "source": event.source,
-                           "drafter": event.drafter, "round": event.round, "part": event.part})
+            tokens.append(
+                {
+                    "id": event.token_id,
+                    "text": event.text,
+                    "source": event.source,
+                    "drafter": event.drafter,
+                    "round": event.round,
+                    "part": event.part,
+                }
+            )
             if not args.json:
                 printer.token(event)
         elif isinstance(event, RoundEvent):

@@ -17,13 +17,22 @@ from app.engine.image_files import MAX_IMAGE_BYTES, ImageInput, check_picture
 
 
 def add_image_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--image", metavar="FILE", action="append", default=[],
-                   help="a picture (PNG, JPEG, GIF or BMP) for the --chat message, before its text (repeatable); "
-                   "the target must see: it needs its projector (--mmproj)")
-    p.add_argument("--mmproj", metavar="FILE", default=None,
-                   help="the target's projector for --image (llama.cpp's mmproj-*.gguf); default: the one beside "
-                   "the target named after it (mmproj-NAME-F16.gguf for NAME-Q4_K_M.gguf), or the only one in a "
-                   "folder of one model")
+    p.add_argument(
+        "--image",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="a picture (PNG, JPEG, GIF or BMP) for the --chat message, before its text (repeatable); "
+        "the target must see: it needs its projector (--mmproj)",
+    )
+    p.add_argument(
+        "--mmproj",
+        metavar="FILE",
+        default=None,
+        help="the target's projector for --image (llama.cpp's mmproj-*.gguf); default: the one beside "
+        "the target named after it (mmproj-NAME-F16.gguf for NAME-Q4_K_M.gguf), or the only one in a "
+        "folder of one model",
+    )
 
 
 def read_images(args: argparse.Namespace) -> list[ImageInput]:
@@ -54,8 +63,10 @@ def image_problem(args: argparse.Namespace) -> Optional[str]:
     if args.server:
         return "--image reads pictures with a local --target and its projector; not with --server yet"
     if projector_path(args) is None:
-        return (f"{Path(args.target).name} cannot see pictures: no mmproj-*.gguf lies beside it; give its "
-                "projector with --mmproj FILE")
+        return (
+            f"{Path(args.target).name} cannot see pictures: no mmproj-*.gguf lies beside it; give its "
+            "projector with --mmproj FILE"
+        )
     return None
 
 

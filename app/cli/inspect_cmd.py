@@ -24,9 +24,12 @@ def register(subparsers) -> None:
     )
     p.add_argument("files", nargs="+", metavar="FILE", help="GGUF model files")
     p.add_argument("--json", action="store_true", help="print a JSON list, one object per readable file")
-    p.add_argument("--probe", action="store_true",
-                   help="also let llama.cpp read each usable file's vocabulary in a separate process (slower; "
-                   "catches what the metadata cannot show)")
+    p.add_argument(
+        "--probe",
+        action="store_true",
+        help="also let llama.cpp read each usable file's vocabulary in a separate process (slower; "
+        "catches what the metadata cannot show)",
+    )
     p.set_defaults(func=run)
 
 

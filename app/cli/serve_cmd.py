@@ -15,8 +15,15 @@ import sys
 from pathlib import Path
 
 from app.bench.args import add_model_arguments, parse_draft_max
-from app.cli.checks import (THREADS_HELP, UsageError, add_load_options, check_text, load_problem, parallel_count,
-                            sampling_problem)
+from app.cli.checks import (
+    THREADS_HELP,
+    UsageError,
+    add_load_options,
+    check_text,
+    load_problem,
+    parallel_count,
+    sampling_problem,
+)
 from app.common.text import printable
 
 ENV_SERVE_KEY = "SPECCHAT_SERVE_API_KEY"
@@ -29,40 +36,68 @@ def register(subparsers) -> None:
         "token's drafter",
         description="Serve the target as an OpenAI-compatible API on this machine: /v1/chat/completions (tools, "
         "response_format, logprobs, penalties) and /v1/completions (raw prompts; fill-in-the-middle with "
-        "\"suffix\" on a model with FIM tokens). Replies and completions speculate with the draft model (--draft) "
+        '"suffix" on a model with FIM tokens). Replies and completions speculate with the draft model (--draft) '
         "or n-gram lookup (--ngram), with the window's auto controller; without either, plain decoding. Every "
-        "streamed chunk names each token's drafter in its \"specchat\" field. A field the server does not honour "
+        'streamed chunk names each token\'s drafter in its "specchat" field. A field the server does not honour '
         "gets a 400 that names it (docs/api.md lists them). The models run in an engine process of their own: a "
         "llama.cpp crash costs only the request being answered (an error with one sentence), and the engine "
         "restarts with the same models.",
     )
     add_model_arguments(p)
-    p.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default 127.0.0.1: this machine only). Anything else lets other "
-                   "machines in: set --api-key too")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1: this machine only). Anything else lets other "
+        "machines in: set --api-key too",
+    )
     p.add_argument("--port", type=int, default=1234, help="port (default 1234; 0 picks a free one)")
-    p.add_argument("--api-key", action="append", default=None,
-                   help=f"the key clients must send as \"Authorization: Bearer KEY\" (or set {ENV_SERVE_KEY}, "
-                   "which other users cannot see in the process list). Given more than once, each key is a client "
-                   "of its own: one key's cached prompts and history are never reused for another's")
-    p.add_argument("--max-tokens", type=int, default=4096,
-                   help="the most tokens one reply may ask for, and what it gets when it does not say (default 4096)")
-    p.add_argument("--queue", type=int, default=8,
-                   help="requests that may wait behind those being answered; more get HTTP 503 (default 8)")
-    p.add_argument("--parallel", type=parallel_count, default=1, metavar="N|auto",
-                   help="requests answered side by side, decoded in one batch with speculation decided for the "
-                   "batch: 1 to 16, or auto (as many as memory allows for a full context each, up to 4). Each has "
-                   "--ctx tokens of its own KV cache. Default 1: one at a time, with conversation states kept "
-                   "between requests")
+    p.add_argument(
+        "--api-key",
+        action="append",
+        default=None,
+        help=f'the key clients must send as "Authorization: Bearer KEY" (or set {ENV_SERVE_KEY}, '
+        "which other users cannot see in the process list). Given more than once, each key is a client "
+        "of its own: one key's cached prompts and history are never reused for another's",
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=4096,
+        help="the most tokens one reply may ask for, and what it gets when it does not say (default 4096)",
+    )
+    p.add_argument(
+        "--queue",
+        type=int,
+        default=8,
+        help="requests that may wait behind those being answered; more get HTTP 503 (default 8)",
+    )
+    p.add_argument(
+        "--parallel",
+        type=parallel_count,
+        default=1,
+        metavar="N|auto",
+        help="requests answered side by side, decoded in one batch with speculation decided for the "
+        "batch: 1 to 16, or auto (as many as memory allows for a full context each, up to 4). Each has "
+        "--ctx tokens of its own KV cache. Default 1: one at a time, with conversation states kept "
+        "between requests",
+    )
     p.add_argument("--ctx", type=int, default=4096, help="context size in tokens (default 4096)")
     p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     add_load_options(p)
-    p.add_argument("--mmproj", metavar="FILE", default=None,
-                   help="the target's projector (llama.cpp's mmproj-*.gguf), so image_url parts (data: URLs) are "
-                   "read; default: the one beside the target named after it (docs/images.md), loaded at the first picture")
-    p.add_argument("--history", choices=("off", "own"), default="off",
-                   help="drafting from earlier replies: off (default), or own: API clients' own history "
-                   "(history-api.sqlite3 in the data folder), never the person's chats")
+    p.add_argument(
+        "--mmproj",
+        metavar="FILE",
+        default=None,
+        help="the target's projector (llama.cpp's mmproj-*.gguf), so image_url parts (data: URLs) are "
+        "read; default: the one beside the target named after it (docs/images.md), loaded at the first picture",
+    )
+    p.add_argument(
+        "--history",
+        choices=("off", "own"),
+        default="off",
+        help="drafting from earlier replies: off (default), or own: API clients' own history "
+        "(history-api.sqlite3 in the data folder), never the person's chats",
+    )
     p.set_defaults(func=run)
 
 
@@ -74,8 +109,9 @@ def _options(args: argparse.Namespace):
     from app.serve.requests import ApiLimits, ApiOptions, api_history
 
     draft_max = parse_draft_max(args.draft_max)
-    problem = (sampling_problem(argparse.Namespace(max_tokens=args.max_tokens, ctx=args.ctx, threads=args.threads))
-               or load_problem(args))
+    problem = sampling_problem(
+        argparse.Namespace(max_tokens=args.max_tokens, ctx=args.ctx, threads=args.threads)
+    ) or load_problem(args)
     if problem:
         raise UsageError(problem)
     if not 0 <= args.port <= 65535:
@@ -96,11 +132,22 @@ def _options(args: argparse.Namespace):
         raise UsageError("--host must be a host name or an IP address, such as 127.0.0.1")
     # As the window drafts: "auto" with a draft model (the draft model, or earlier text where that pays), n-gram
     # lookup alone with --ngram.
-    defaults = GenerationConfig(speculative=bool(args.draft or args.ngram), drafter="auto" if args.draft else "ngram",
-                                draft_max=draft_max, session="api", **api_history(args.history == "own"))
+    defaults = GenerationConfig(
+        speculative=bool(args.draft or args.ngram),
+        drafter="auto" if args.draft else "ngram",
+        draft_max=draft_max,
+        session="api",
+        **api_history(args.history == "own"),
+    )
     limits = ApiLimits(max_tokens=args.max_tokens, max_queued=args.queue)
-    return ApiOptions(host=args.host, port=args.port, api_key=keys[0] if keys else None, more_keys=tuple(keys[1:]),
-                      limits=limits, defaults=defaults)
+    return ApiOptions(
+        host=args.host,
+        port=args.port,
+        api_key=keys[0] if keys else None,
+        more_keys=tuple(keys[1:]),
+        limits=limits,
+        defaults=defaults,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -127,15 +174,22 @@ def run(args: argparse.Namespace) -> int:
         server.publish(engine.start())
         url = server.start()
         model = server.served.target
-        how = (f"speculating with the draft model {server.served.draft}" if args.draft
-               else "speculating with n-gram lookup" if args.ngram else "plain decoding")
+        how = (
+            f"speculating with the draft model {server.served.draft}"
+            if args.draft
+            else "speculating with n-gram lookup"
+            if args.ngram
+            else "plain decoding"
+        )
         side = f", {server.served.parallel} requests at once" if server.served.parallel > 1 else ""
         _log(f"Serving {model} ({how}{side}) at {url}/v1 — Ctrl+C stops.")
         if server.served.parallel > 1:  # what the requests side by side take is part of how it loaded
             _log(engine.placement_note)
         if not is_loopback_host(options.host):
-            _log(f"warning: listening on {options.host}: other machines can reach this server"
-                 + ("" if options.api_key else ", and it has no --api-key"))
+            _log(
+                f"warning: listening on {options.host}: other machines can reach this server"
+                + ("" if options.api_key else ", and it has no --api-key")
+            )
         engine.work_off(server.queue, on_done=_report)
     except (EngineStartError, ServeError) as exc:
         print(f"error: {exc}", file=sys.stderr)

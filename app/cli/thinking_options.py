@@ -16,21 +16,46 @@ DIM, RESET = "\x1b[2m", "\x1b[0m"
 def add_thinking_arguments(p: argparse.ArgumentParser) -> None:
     group = p.add_argument_group("thinking models (their reasoning between <think> and </think>, or their own markers)")
     on = group.add_mutually_exclusive_group()
-    on.add_argument("--thinking", dest="thinking", action="store_true", default=None,
-                    help="ask the model to think (the chat template's enable_thinking, where it reads it)")
-    on.add_argument("--no-thinking", dest="thinking", action="store_false",
-                    help="ask the model not to think (enable_thinking false, where the template reads it)")
-    group.add_argument("--reasoning-effort", choices=("low", "medium", "high"), default="",
-                       help="how hard to think, where the template reads reasoning_effort (gpt-oss)")
-    group.add_argument("--thinking-budget", type=int, default=0, metavar="N",
-                       help="the most thinking tokens: then the model's end marker is written for it and the "
-                       "answer follows (default 0: no limit)")
-    group.add_argument("--reasoning-format", choices=("split", "none"), default="split",
-                       help="split: the thinking apart from the answer (default); none: left in the answer's text, "
-                       "markers and all")
-    group.add_argument("--reasoning-markers", nargs=2, metavar=("START", "END"), default=None,
-                       help="the model's own thinking markers, instead of its template's (e.g. '<reason>' "
-                       "'</reason>')")
+    on.add_argument(
+        "--thinking",
+        dest="thinking",
+        action="store_true",
+        default=None,
+        help="ask the model to think (the chat template's enable_thinking, where it reads it)",
+    )
+    on.add_argument(
+        "--no-thinking",
+        dest="thinking",
+        action="store_false",
+        help="ask the model not to think (enable_thinking false, where the template reads it)",
+    )
+    group.add_argument(
+        "--reasoning-effort",
+        choices=("low", "medium", "high"),
+        default="",
+        help="how hard to think, where the template reads reasoning_effort (gpt-oss)",
+    )
+    group.add_argument(
+        "--thinking-budget",
+        type=int,
+        default=0,
+        metavar="N",
+        help="the most thinking tokens: then the model's end marker is written for it and the "
+        "answer follows (default 0: no limit)",
+    )
+    group.add_argument(
+        "--reasoning-format",
+        choices=("split", "none"),
+        default="split",
+        help="split: the thinking apart from the answer (default); none: left in the answer's text, markers and all",
+    )
+    group.add_argument(
+        "--reasoning-markers",
+        nargs=2,
+        metavar=("START", "END"),
+        default=None,
+        help="the model's own thinking markers, instead of its template's (e.g. '<reason>' '</reason>')",
+    )
 
 
 def thinking_problem(args: argparse.Namespace) -> Optional[str]:
@@ -44,9 +69,13 @@ def thinking_problem(args: argparse.Namespace) -> Optional[str]:
 
 def thinking_config(args: argparse.Namespace) -> dict[str, Any]:
     """GenerationConfig's thinking fields from the options."""
-    return dict(thinking=args.thinking, reasoning_effort=args.reasoning_effort,
-                thinking_budget=args.thinking_budget, reasoning_format=args.reasoning_format,
-                reasoning_markers=tuple(args.reasoning_markers or ()))
+    return dict(
+        thinking=args.thinking,
+        reasoning_effort=args.reasoning_effort,
+        thinking_budget=args.thinking_budget,
+        reasoning_format=args.reasoning_format,
+        reasoning_markers=tuple(args.reasoning_markers or ()),
+    )
 
 
 class ThinkingPrinter:
@@ -87,6 +116,11 @@ class ThinkingPrinter:
 def reasoning_json(finished: FinishedEvent) -> dict[str, Any]:
     """`generate --json`'s "reasoning": the thinking's text and its tokens, drafts and seconds."""
     stats = finished.stats
-    return {"text": finished.reasoning, "tokens": stats.reasoning_tokens, "drafted": stats.reasoning_drafted,
-            "accepted": stats.reasoning_accepted, "seconds": round(stats.reasoning_s, 3),
-            "ended_in_reasoning": stats.ended_in_reasoning}
+    return {
+        "text": finished.reasoning,
+        "tokens": stats.reasoning_tokens,
+        "drafted": stats.reasoning_drafted,
+        "accepted": stats.reasoning_accepted,
+        "seconds": round(stats.reasoning_s, 3),
+        "ended_in_reasoning": stats.ended_in_reasoning,
+    }

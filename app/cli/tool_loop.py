@@ -22,8 +22,16 @@ from app.cli.terminal import printable
 from app.mcp.records import ToolInfo, ToolResult, find_tool, no_such_tool, openai_tools
 from app.mcp.servers_file import read_servers
 from app.mcp.tool_host import ToolHost
-from app.replies.tool_loop import (DEFAULT_MAX_STEPS, MAX_STEPS, REFUSED, ToolGrants, ToolRun, answered,
-                                   arguments_object, pending_record)
+from app.replies.tool_loop import (
+    DEFAULT_MAX_STEPS,
+    MAX_STEPS,
+    REFUSED,
+    ToolGrants,
+    ToolRun,
+    answered,
+    arguments_object,
+    pending_record,
+)
 from app.engine.tools.calls import ToolCall
 
 __all__ = ["DEFAULT_MAX_STEPS", "MAX_STEPS", "REFUSED", "Permissions", "ToolSteps", "run_call", "run_tool"]
@@ -42,12 +50,16 @@ class Permissions(ToolGrants):
         if self.allows(tool):
             return True
         if self.ask is None:
-            err.write(f"[tool call {printable(tool.name, name=True)} refused: no terminal to ask; --allow-tools "
-                      "runs calls unasked]\n")
+            err.write(
+                f"[tool call {printable(tool.name, name=True)} refused: no terminal to ask; --allow-tools "
+                "runs calls unasked]\n"
+            )
             return False
-        question = (f"\nThe model wants to run {printable(tool.tool, name=True)} (server "
-                    f"\"{printable(tool.server, name=True)}\") with {printable(arguments)}\n"
-                    "Run it? [y]es / [a]lways this tool / [N]o: ")
+        question = (
+            f"\nThe model wants to run {printable(tool.tool, name=True)} (server "
+            f'"{printable(tool.server, name=True)}") with {printable(arguments)}\n'
+            "Run it? [y]es / [a]lways this tool / [N]o: "
+        )
         try:
             answer = self.ask(question).strip().lower()
         except EOFError:
@@ -60,6 +72,7 @@ class Permissions(ToolGrants):
 
 def terminal_permissions(allow_all: bool) -> Permissions:
     """Asks on the terminal when there is one: stdin for answers, stderr for the question (stdout is the reply)."""
+
     def ask(question: str) -> str:
         sys.stderr.write(question)
         sys.stderr.flush()
@@ -76,8 +89,9 @@ def run_call(host: ToolHost, name: str, arguments: str, permissions: Permissions
     return run_tool(host, find_tool(host.tools(), name), name, arguments, permissions, err)
 
 
-def run_tool(host: ToolHost, tool: Optional[ToolInfo], name: str, arguments: str, permissions: Permissions,
-             err: TextIO) -> ToolResult:
+def run_tool(
+    host: ToolHost, tool: Optional[ToolInfo], name: str, arguments: str, permissions: Permissions, err: TextIO
+) -> ToolResult:
     """The call of `name`, resolved to `tool` (None: no tool of that name is offered), asked about first; exactly
     that tool runs (a tool that changed or went away meanwhile does not)."""
     if tool is None:
@@ -103,9 +117,9 @@ def servers_ready(host: ToolHost, err: TextIO, timeout_s: Optional[float]) -> bo
     for state in host.states():
         server = printable(state.spec.name, name=True)
         if state.phase == "ready":
-            err.write(f"[tool server \"{server}\": {len(state.tools)} tools]\n")
+            err.write(f'[tool server "{server}": {len(state.tools)} tools]\n')
         else:
-            starting = f"tool server \"{server}\" is still starting"
+            starting = f'tool server "{server}" is still starting'
             err.write(f"[{printable(state.problem) or starting}]\n")
     return bool(host.tools())
 
@@ -165,7 +179,14 @@ class ToolSteps:
             record = pending_record(call, tool)
             done.append(answered(record, "denied" if result.text == REFUSED else "once", result))
         self.run.note(done)
-        self.records.append({"content": content, "tool_calls": [record.openai() for record in done],
-                             "results": [{"text": r.result, "is_error": r.is_error, "seconds": r.seconds,
-                                          "truncated": r.truncated} for r in done]})
+        self.records.append(
+            {
+                "content": content,
+                "tool_calls": [record.openai() for record in done],
+                "results": [
+                    {"text": r.result, "is_error": r.is_error, "seconds": r.seconds, "truncated": r.truncated}
+                    for r in done
+                ],
+            }
+        )
         return done

@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Optional
 
 
-def write_atomic(path: str | os.PathLike, data: str | bytes, *, durable: bool = True,
-                 mode: int | None = None) -> None:
+def write_atomic(path: str | os.PathLike, data: str | bytes, *, durable: bool = True, mode: int | None = None) -> None:
     """Write `data` to `path` so that a crash or a full disk leaves the old file or the new one, never half.
 
     The temporary file sits in the target's folder (os.replace is atomic only within one file system) and is

@@ -40,8 +40,9 @@ def read_bounded(path: str | os.PathLike[str], limit: int) -> bytes:
     """The content of the regular file at `path`, at most `limit` bytes. Raises FileReadError (a ValueError) with a
     phrase for a missing, unreadable, non-regular or too-large file."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
-                     | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(
+            path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+        )
     except FileNotFoundError:
         raise FileReadError(path, "does not exist") from None
     except IsADirectoryError:

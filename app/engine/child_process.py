@@ -49,7 +49,7 @@ def log_error_line(path: str | None, tail_bytes: int = 16384) -> str:
 
 
 def _short(line: str) -> str:
-    return line if len(line) <= _LINE_LIMIT else line[:_LINE_LIMIT - 3] + "..."
+    return line if len(line) <= _LINE_LIMIT else line[: _LINE_LIMIT - 3] + "..."
 
 
 def signal_of(returncode: int | None) -> int | None:
@@ -71,7 +71,7 @@ def signal_name(signum: int) -> str:
 
 
 def how_it_ended(returncode: int | None) -> str:
-    """"killed by SIGSEGV", "exit status 3": for a sentence about a child that died. The one place a child's end
+    """ "killed by SIGSEGV", "exit status 3": for a sentence about a child that died. The one place a child's end
     is put in words (the CLI's checks and the window's engine process both use it)."""
     if returncode is not None and returncode < 0:
         return f"killed by {signal_name(-returncode)}"
@@ -88,11 +88,16 @@ def is_build_fault(returncode: int | None) -> bool:
 
 def build_fault_sentence() -> str:
     """The one sentence a person gets for a SIGILL, in the window and in the CLI."""
-    how = (f"rebuild it for this machine with `{REBUILD_COMMAND}` in SpecChat's folder" if not getattr(sys, "frozen", False)
-           else "this copy of SpecChat must be rebuilt on (or for) this machine's CPU")
-    return ("llama.cpp stopped with an illegal instruction (SIGILL): this build of llama.cpp uses CPU instructions "
-            "this machine cannot run (often AMX or AVX-512 on a virtual machine). It is not the model file: "
-            f"{how}.")
+    how = (
+        f"rebuild it for this machine with `{REBUILD_COMMAND}` in SpecChat's folder"
+        if not getattr(sys, "frozen", False)
+        else "this copy of SpecChat must be rebuilt on (or for) this machine's CPU"
+    )
+    return (
+        "llama.cpp stopped with an illegal instruction (SIGILL): this build of llama.cpp uses CPU instructions "
+        "this machine cannot run (often AMX or AVX-512 on a virtual machine). It is not the model file: "
+        f"{how}."
+    )
 
 
 def run_supervised(command: list[str]) -> int:
@@ -108,8 +113,11 @@ def run_supervised(command: list[str]) -> int:
     import os
     import subprocess
 
-    child = subprocess.Popen(command, env=dict(os.environ, SPECCHAT_SUPERVISED="1"),
-                             preexec_fn=die_with_parent if sys.platform.startswith("linux") else None)
+    child = subprocess.Popen(
+        command,
+        env=dict(os.environ, SPECCHAT_SUPERVISED="1"),
+        preexec_fn=die_with_parent if sys.platform.startswith("linux") else None,
+    )
 
     def forward(signum: int, _frame: object) -> None:
         if signum == signal.SIGINT and _typed_at_terminal():
@@ -154,13 +162,18 @@ def death_sentence(returncode: int | None) -> str:
     if signum == signal.SIGKILL:
         return "the process was killed by SIGKILL, often the system running out of memory."
     if signum in _CRASH_SIGNALS:
-        return (f"the process was {how_it_ended(returncode)}: llama.cpp (or a library under it) crashed; its own "
-                "message, if it wrote one, is above.")
+        return (
+            f"the process was {how_it_ended(returncode)}: llama.cpp (or a library under it) crashed; its own "
+            "message, if it wrote one, is above."
+        )
     return ""
 
 
-_CRASH_SIGNALS = {getattr(signal, name) for name in ("SIGSEGV", "SIGABRT", "SIGBUS", "SIGFPE", "SIGTRAP", "SIGSYS")
-                  if hasattr(signal, name)}
+_CRASH_SIGNALS = {
+    getattr(signal, name)
+    for name in ("SIGSEGV", "SIGABRT", "SIGBUS", "SIGFPE", "SIGTRAP", "SIGSYS")
+    if hasattr(signal, name)
+}
 
 
 def die_with_parent() -> None:

@@ -5,13 +5,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Optional
 
-from app.platform.machine_defaults import (BATCH_AUTO, GPU_LAYERS_ALL, GPU_LAYERS_AUTO, THREADS_AUTO,
-                                           default_threads, resolve_batch, resolve_threads)
+from app.platform.machine_defaults import (
+    BATCH_AUTO,
+    GPU_LAYERS_ALL,
+    GPU_LAYERS_AUTO,
+    THREADS_AUTO,
+    default_threads,
+    resolve_batch,
+    resolve_threads,
+)
 
-__all__ = ["BATCH_AUTO", "FLASH_ATTN_CHOICES", "GPU_LAYERS_ALL", "GPU_LAYERS_AUTO", "KV_TYPES", "MAX_DRAFT",
-           "MAX_OUTPUT_ROWS", "MAX_PARALLEL", "PARALLEL_AUTO", "THREADS_AUTO", "DrafterChoice", "FlashAttn",
-           "GenerationConfig", "KvType", "LoadSettings",
-           "ReasoningEffort", "ReasoningFormat", "default_threads", "load_settings_problem"]
+__all__ = [
+    "BATCH_AUTO",
+    "FLASH_ATTN_CHOICES",
+    "GPU_LAYERS_ALL",
+    "GPU_LAYERS_AUTO",
+    "KV_TYPES",
+    "MAX_DRAFT",
+    "MAX_OUTPUT_ROWS",
+    "MAX_PARALLEL",
+    "PARALLEL_AUTO",
+    "THREADS_AUTO",
+    "DrafterChoice",
+    "FlashAttn",
+    "GenerationConfig",
+    "KvType",
+    "LoadSettings",
+    "ReasoningEffort",
+    "ReasoningFormat",
+    "default_threads",
+    "load_settings_problem",
+]
 
 # What a request asks to draft with: "auto" (the draft model when one is loaded, n-gram lookup otherwise).
 DrafterChoice = Literal["auto", "model", "ngram", "history"]
@@ -94,8 +118,10 @@ class LoadSettings:
 def load_settings_problem(flash_attn: str, kv_type: str) -> str:
     """llama.cpp refuses a quantized V cache without flash attention (its context creation fails): one sentence."""
     if kv_type != "f16" and flash_attn == "off":
-        return (f"A {kv_type} KV cache needs flash attention: llama.cpp cannot read a quantized cache without it. "
-                "Turn flash attention on (or Auto), or keep the cache at f16.")
+        return (
+            f"A {kv_type} KV cache needs flash attention: llama.cpp cannot read a quantized cache without it. "
+            "Turn flash attention on (or Auto), or keep the cache at f16."
+        )
     return ""
 
 

@@ -23,9 +23,15 @@ def _cuts(body: Sequence[dict]) -> list[int]:
     return cuts
 
 
-def drop_oldest_turns(messages: Sequence[dict], budget: int, count_tokens: Callable[[list[dict]], int],
-                      n_ctx: int, *, estimate: Optional[Callable[[dict], int]] = None,
-                      at_least: int = 0) -> tuple[list[dict], int]:
+def drop_oldest_turns(
+    messages: Sequence[dict],
+    budget: int,
+    count_tokens: Callable[[list[dict]], int],
+    n_ctx: int,
+    *,
+    estimate: Optional[Callable[[dict], int]] = None,
+    at_least: int = 0,
+) -> tuple[list[dict], int]:
     """Drop whole oldest turns (never the system prompt, never the last message) until `count_tokens(kept)` is at
     most `budget`. Returns the kept messages and how many were dropped.
 
@@ -36,7 +42,7 @@ def drop_oldest_turns(messages: Sequence[dict], budget: int, count_tokens: Calla
     Raises PromptTooLongError when even the system prompt and the last message alone do not fit.
     """
     system = list(messages[:1]) if messages and messages[0].get("role") == "system" else []
-    body = list(messages[len(system):])
+    body = list(messages[len(system) :])
     cuts = _cuts(body)
     start = next((i for i, d in enumerate(cuts) if d >= at_least), len(cuts) - 1)
 
@@ -51,8 +57,9 @@ def drop_oldest_turns(messages: Sequence[dict], budget: int, count_tokens: Calla
     sizes = [estimate(m) for m in body]
     remaining = list(accumulate(reversed(sizes)))[::-1] + [0]
     fixed = sum(estimate(m) for m in system)
-    index = next((i for i in range(start + 1, len(cuts)) if fixed + remaining[cuts[i]] <= REFILL * budget),
-                 len(cuts) - 1)
+    index = next(
+        (i for i in range(start + 1, len(cuts)) if fixed + remaining[cuts[i]] <= REFILL * budget), len(cuts) - 1
+    )
     for d in cuts[index:]:
         used = count_tokens(kept(d))
         if used <= budget:
@@ -67,9 +74,17 @@ class SessionCuts:
     def __init__(self):
         self._dropped: dict[str, int] = {}
 
-    def fit(self, messages: Sequence[dict], budget: int, count_tokens: Callable[[list[dict]], int], n_ctx: int,
-            session: str, estimate: Optional[Callable[[dict], int]] = None) -> tuple[list[dict], int]:
-        kept, dropped = drop_oldest_turns(messages, budget, count_tokens, n_ctx, estimate=estimate,
-                                          at_least=self._dropped.get(session, 0))
+    def fit(
+        self,
+        messages: Sequence[dict],
+        budget: int,
+        count_tokens: Callable[[list[dict]], int],
+        n_ctx: int,
+        session: str,
+        estimate: Optional[Callable[[dict], int]] = None,
+    ) -> tuple[list[dict], int]:
+        kept, dropped = drop_oldest_turns(
+            messages, budget, count_tokens, n_ctx, estimate=estimate, at_least=self._dropped.get(session, 0)
+        )
         self._dropped[session] = dropped
         return kept, dropped

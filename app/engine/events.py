@@ -30,8 +30,17 @@ RoundKind = Literal["draft", "probe", "fixed", "paused", "costly", "unavailable"
 #   app.engine.reasoning finds) or its answer.
 TokenPart = Literal["reasoning", "answer"]
 DRAFT_SOURCES: tuple[DraftSource, ...] = ("model", "ngram", "history")
-ROUND_KINDS: tuple[RoundKind, ...] = ("draft", "probe", "fixed", "paused", "costly", "unavailable", "timing", "server",
-                                      "batch")
+ROUND_KINDS: tuple[RoundKind, ...] = (
+    "draft",
+    "probe",
+    "fixed",
+    "paused",
+    "costly",
+    "unavailable",
+    "timing",
+    "server",
+    "batch",
+)
 
 
 @dataclass(frozen=True)
@@ -229,5 +238,4 @@ class WaitingEvent:
 
 
 # Every record carries its `request_id`: the window drops what belongs to a request it no longer waits for.
-EngineEvent = Union[TokenEvent, RoundEvent, ThreadsEvent, FinishedEvent, ContextEvent, NoticeEvent,
-                    WaitingEvent]
+EngineEvent = Union[TokenEvent, RoundEvent, ThreadsEvent, FinishedEvent, ContextEvent, NoticeEvent, WaitingEvent]

@@ -44,7 +44,7 @@ class ImageInput:
 
 
 def picture_kind(data: bytes) -> Optional[str]:
-    """"PNG", "JPEG", "GIF" or "BMP" by the file's first bytes; None for anything else."""
+    """ "PNG", "JPEG", "GIF" or "BMP" by the file's first bytes; None for anything else."""
     if data.startswith(b"\x89PNG\r\n\x1a\n"):
         return "PNG"
     if data.startswith(b"\xff\xd8\xff"):
@@ -82,9 +82,9 @@ def _jpeg_size(data: bytes) -> Optional[tuple[int, int]]:
         if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
             i += 2
             continue
-        length = struct.unpack(">H", data[i + 2:i + 4])[0]
+        length = struct.unpack(">H", data[i + 2 : i + 4])[0]
         if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):  # a start of frame holds the size
-            height, width = struct.unpack(">HH", data[i + 5:i + 9])
+            height, width = struct.unpack(">HH", data[i + 5 : i + 9])
             return width, height
         i += 2 + length
     return None
@@ -94,11 +94,14 @@ def check_picture(data: bytes, name: str = "The image") -> None:
     """Raise PromptFormatError, with one sentence, for bytes that are no picture a vision model can read."""
     head = data[:512].lstrip().lower()
     if head.startswith(b"<svg") or head.startswith(b"<?xml") and b"<svg" in data[:4096].lower():
-        raise PromptFormatError(f"{name} is an SVG drawing; a vision model reads pictures (PNG, JPEG, GIF or BMP), "
-                                "so export it as PNG first.")
+        raise PromptFormatError(
+            f"{name} is an SVG drawing; a vision model reads pictures (PNG, JPEG, GIF or BMP), "
+            "so export it as PNG first."
+        )
     if len(data) > MAX_IMAGE_BYTES:
-        raise PromptFormatError(f"{name} is {len(data) / 2**20:.0f} MiB; pictures of up to "
-                                f"{MAX_IMAGE_BYTES // 2**20} MiB are read.")
+        raise PromptFormatError(
+            f"{name} is {len(data) / 2**20:.0f} MiB; pictures of up to {MAX_IMAGE_BYTES // 2**20} MiB are read."
+        )
     kind = picture_kind(data)
     if kind is None:
         raise PromptFormatError(f"{name} is not a picture SpecChat can read (PNG, JPEG, GIF or BMP).")
@@ -107,8 +110,10 @@ def check_picture(data: bytes, name: str = "The image") -> None:
         raise PromptFormatError(f"{name} is a damaged or cut-short {kind} file.")
     width, height = size
     if max(width, height) > MAX_SIDE or width * height > MAX_PIXELS:
-        raise PromptFormatError(f"{name} is {width} x {height} pixels; pictures of up to {MAX_SIDE} pixels a side "
-                                f"and {MAX_PIXELS // 1_000_000} million pixels are read, so scale it down first.")
+        raise PromptFormatError(
+            f"{name} is {width} x {height} pixels; pictures of up to {MAX_SIDE} pixels a side "
+            f"and {MAX_PIXELS // 1_000_000} million pixels are read, so scale it down first."
+        )
 
 
 def with_markers(messages: Sequence[dict]) -> tuple[list[dict], list[ImageInput]]:
@@ -136,5 +141,6 @@ def with_markers(messages: Sequence[dict]) -> tuple[list[dict], list[ImageInput]
 
 
 def has_images(messages: Sequence[dict]) -> bool:
-    return any(isinstance(m.get("content"), list) and any(p.get("type") == "image" for p in m["content"])
-               for m in messages)
+    return any(
+        isinstance(m.get("content"), list) and any(p.get("type") == "image" for p in m["content"]) for m in messages
+    )

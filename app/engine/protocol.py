@@ -75,23 +75,42 @@ class ChatEngine(Protocol):
     def count_tokens(self, messages: Sequence[Message], config: Optional[GenerationConfig] = None) -> int:
         """The prompt's tokens as `config` would render it (its tools' schema, its format); None: the plain chat."""
 
-    def fit_messages(self, messages: Sequence[Message], reserve_tokens: int,
-                     session: str = "default") -> tuple[list[Message], int]: ...
+    def fit_messages(
+        self, messages: Sequence[Message], reserve_tokens: int, session: str = "default"
+    ) -> tuple[list[Message], int]: ...
 
-    def chat(self, messages: Sequence[Message], config: GenerationConfig = ..., *,
-             cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator[EngineEvent]:
+    def chat(
+        self,
+        messages: Sequence[Message],
+        config: GenerationConfig = ...,
+        *,
+        cancel: Optional[CancelSignal] = None,
+        request_id: int = 0,
+    ) -> Iterator[EngineEvent]:
         """The reply to exactly `messages` (no fitting): what reply() calls once the prompt fits."""
 
     def completion_tokens(self, prompt: str | Sequence[int], suffix: Optional[str] = None) -> list[int]:
         """A raw completion's prompt as tokens (fill-in-the-middle with a `suffix`). Raises PromptFormatError where
         the engine cannot build it (a suffix on a model without FIM tokens, a server's model)."""
 
-    def complete(self, prompt: str | Sequence[int], config: GenerationConfig = ..., *,
-                 cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator[EngineEvent]:
+    def complete(
+        self,
+        prompt: str | Sequence[int],
+        config: GenerationConfig = ...,
+        *,
+        cancel: Optional[CancelSignal] = None,
+        request_id: int = 0,
+    ) -> Iterator[EngineEvent]:
         """Continue raw text, or completion_tokens' tokens, with no chat template (the API's /v1/completions)."""
 
-    def reply(self, messages: Sequence[Message], config: GenerationConfig, *,
-              cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator[EngineEvent]:
+    def reply(
+        self,
+        messages: Sequence[Message],
+        config: GenerationConfig,
+        *,
+        cancel: Optional[CancelSignal] = None,
+        request_id: int = 0,
+    ) -> Iterator[EngineEvent]:
         """The one way to ask for a reply: a ContextEvent, a NoticeEvent if there is something to say, then the
         reply's tokens, rounds and finish. Engines implement it as `return fitted_reply(self, ...)`."""
 
@@ -103,8 +122,14 @@ def reply_reserve(config: GenerationConfig, n_ctx: int) -> int:
     return max(16, min(config.max_tokens, n_ctx // 2))
 
 
-def fitted_reply(engine: ChatEngine, messages: Sequence[Message], config: GenerationConfig, *,
-                 cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator[EngineEvent]:
+def fitted_reply(
+    engine: ChatEngine,
+    messages: Sequence[Message],
+    config: GenerationConfig,
+    *,
+    cancel: Optional[CancelSignal] = None,
+    request_id: int = 0,
+) -> Iterator[EngineEvent]:
     """Fit `messages` to the context (earlier turns dropped per chat session), say so, then stream the reply."""
     kept, dropped = engine.fit_messages(messages, reply_reserve(config, engine.n_ctx), session=config.session)
     prompt_tokens = engine.count_tokens(kept, config)  # as it is read: the tools' schema included

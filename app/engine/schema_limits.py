@@ -43,8 +43,19 @@ MAX_GRAMMAR_NESTING = MAX_REPEAT + MAX_PATTERN_NESTING + 64
 
 REPEAT_KEYS = (("minLength", "maxLength"), ("minItems", "maxItems"))
 # Keywords whose value is a schema, a list of schemas, or an object of named schemas.
-_ONE_SCHEMA = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
-               "additionalItems", "unevaluatedItems", "unevaluatedProperties")
+_ONE_SCHEMA = (
+    "items",
+    "additionalProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "additionalItems",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+)
 _SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems", "items")
 _NAMED_SCHEMAS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
 _QUANTIFIER = re.compile(r"\{\s*(\d*)\s*(?:,\s*(\d*)\s*)?\}")
@@ -67,12 +78,16 @@ class _Walk:
 
     def repeat(self, path: str, count: int) -> Optional[str]:
         if count > MAX_REPEAT:
-            return (f"{path} is {count}; a grammar counts to at most {MAX_REPEAT} (leave it out for any "
-                    "length, or lower it).")
+            return (
+                f"{path} is {count}; a grammar counts to at most {MAX_REPEAT} (leave it out for any "
+                "length, or lower it)."
+            )
         self.repeats += count
         if self.repeats > MAX_REPEAT_TOTAL:
-            return (f"{path} brings the schema's repetition counts to more than {MAX_REPEAT_TOTAL} in all; "
-                    "lower them or leave some out.")
+            return (
+                f"{path} brings the schema's repetition counts to more than {MAX_REPEAT_TOTAL} in all; "
+                "lower them or leave some out."
+            )
         return None
 
     def schema(self, node: dict, path: str) -> Optional[str]:
@@ -93,8 +108,10 @@ class _Walk:
         properties = node.get("properties")
         if isinstance(properties, dict):
             if len(properties) > MAX_PROPERTIES:
-                return f"{path}.properties has {len(properties)} properties; a schema may give at most " \
-                       f"{MAX_PROPERTIES} to one object."
+                return (
+                    f"{path}.properties has {len(properties)} properties; a schema may give at most "
+                    f"{MAX_PROPERTIES} to one object."
+                )
             self.properties += len(properties)
             if self.properties > MAX_PROPERTIES_TOTAL:
                 return f"{path}.properties brings the schema's properties to more than {MAX_PROPERTIES_TOTAL}."
@@ -112,8 +129,10 @@ class _Walk:
                 except (RecursionError, ValueError):
                     return f"{path}.{key} nests deeper than {MAX_SCHEMA_DEPTH} levels."
                 if self.literal_chars > MAX_LITERAL_CHARS:
-                    return f"{path}.{key} brings the schema's enum and const values to more than " \
-                           f"{MAX_LITERAL_CHARS} characters."
+                    return (
+                        f"{path}.{key} brings the schema's enum and const values to more than "
+                        f"{MAX_LITERAL_CHARS} characters."
+                    )
         pattern = node.get("pattern")
         return self.pattern(pattern, f"{path}.pattern") if pattern is not None else None
 
@@ -154,15 +173,14 @@ def schemas_problem(schemas: dict[str, Any]) -> Optional[str]:
             continue
         walk.values += len(value)
         if walk.values > MAX_SCHEMA_VALUES:
-            return f"{path} holds more than {MAX_SCHEMA_VALUES} values in all; a schema to decode under is " \
-                   "smaller."
+            return f"{path} holds more than {MAX_SCHEMA_VALUES} values in all; a schema to decode under is smaller."
         if depth > MAX_SCHEMA_DEPTH:
             return f"{path} nests deeper than {MAX_SCHEMA_DEPTH} levels."
         if is_schema and isinstance(value, dict):
             problem = walk.schema(value, path)
             if problem:
                 return problem
-        for key, item in (value.items() if isinstance(value, dict) else enumerate(value)):
+        for key, item in value.items() if isinstance(value, dict) else enumerate(value):
             name = f"{path}[{key}]" if isinstance(value, list) else f"{path}.{_shown(key)}"
             if not is_schema:
                 child_is_schema = False
@@ -221,11 +239,15 @@ def grammar_problem(gbnf: str) -> Optional[str]:
     """Why llama.cpp must not read the grammar text `gbnf` (too large, or nested deeper than its parser's recursion
     is known to survive), in one sentence, or None."""
     if len(gbnf) > MAX_GRAMMAR_CHARS:
-        return f"The grammar for this schema would take {len(gbnf):,} characters; at most {MAX_GRAMMAR_CHARS:,} " \
-               "are read (lower the schema's repetition counts, or leave some out)."
+        return (
+            f"The grammar for this schema would take {len(gbnf):,} characters; at most {MAX_GRAMMAR_CHARS:,} "
+            "are read (lower the schema's repetition counts, or leave some out)."
+        )
     if grammar_nesting(gbnf) > MAX_GRAMMAR_NESTING:
-        return f"The grammar for this schema would nest groups more than {MAX_GRAMMAR_NESTING} deep (lower the " \
-               "schema's repetition counts, or leave some out)."
+        return (
+            f"The grammar for this schema would nest groups more than {MAX_GRAMMAR_NESTING} deep (lower the "
+            "schema's repetition counts, or leave some out)."
+        )
     return None
 
 

@@ -84,7 +84,7 @@ def target_from_key(key: str | Path) -> Target:
     """The typed target a stored key names: a server's model for "server:<url>#<model>", else a file."""
     text = os.fspath(key)
     if text.startswith(SERVER_PREFIX) and "#" in text:
-        url, _, model = text[len(SERVER_PREFIX):].partition("#")
+        url, _, model = text[len(SERVER_PREFIX) :].partition("#")
         if url and model:
             return ServerModel(url, model)
     return LocalModel(Path(text))

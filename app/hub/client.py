@@ -114,7 +114,8 @@ class HubClient:
         missing = [p for p in paths if p not in by_path]
         if missing:
             raise NotFoundError(
-                f"{repo_id} has no file {missing[0]}" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
+                f"{repo_id} has no file {missing[0]}"
+                + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
                 + ". It may have been renamed; search the repository to see what it offers."
             )
         return [by_path[p] for p in paths]

@@ -58,115 +58,192 @@ class CuratedPair:
 
 def _qwen_coder_draft() -> CuratedFile:
     return CuratedFile(
-        "Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF", "qwen2.5-coder-0.5b-instruct-q8_0.gguf", 531 * _MB,
+        "Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF",
+        "qwen2.5-coder-0.5b-instruct-q8_0.gguf",
+        531 * _MB,
         "Qwen2.5-Coder 0.5B Instruct (Q8_0)",
     )
 
 
 def _qwen_draft() -> CuratedFile:
     return CuratedFile(
-        "Qwen/Qwen2.5-0.5B-Instruct-GGUF", "qwen2.5-0.5b-instruct-q8_0.gguf", 676 * _MB,
+        "Qwen/Qwen2.5-0.5B-Instruct-GGUF",
+        "qwen2.5-0.5b-instruct-q8_0.gguf",
+        676 * _MB,
         "Qwen2.5 0.5B Instruct (Q8_0)",
     )
 
 
 def _gemma_270m_draft() -> CuratedFile:
     return CuratedFile(
-        "ggml-org/gemma-3-270m-it-GGUF", "gemma-3-270m-it-Q8_0.gguf", 292 * _MB,
+        "ggml-org/gemma-3-270m-it-GGUF",
+        "gemma-3-270m-it-Q8_0.gguf",
+        292 * _MB,
         "Gemma 3 270M Instruct (Q8_0)",
     )
 
 
 def _gemma_1b_draft() -> CuratedFile:
     return CuratedFile(
-        "bartowski/google_gemma-3-1b-it-GGUF", "google_gemma-3-1b-it-Q8_0.gguf", 1070 * _MB,
+        "bartowski/google_gemma-3-1b-it-GGUF",
+        "google_gemma-3-1b-it-Q8_0.gguf",
+        1070 * _MB,
         "Gemma 3 1B Instruct (Q8_0)",
     )
 
 
 def _qwen3_draft() -> CuratedFile:
     return CuratedFile(
-        "Qwen/Qwen3-0.6B-GGUF", "Qwen3-0.6B-Q8_0.gguf", 639 * _MB, "Qwen3 0.6B (Q8_0)",
+        "Qwen/Qwen3-0.6B-GGUF",
+        "Qwen3-0.6B-Q8_0.gguf",
+        639 * _MB,
+        "Qwen3 0.6B (Q8_0)",
     )
 
 
 CURATED_PAIRS: tuple[CuratedPair, ...] = (
     CuratedPair(
-        "qwen2.5-coder-1.5b", "Qwen2.5-Coder", "Qwen2.5-Coder 1.5B + 0.5B draft",
-        CuratedFile("Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-                    1120 * _MB, "Qwen2.5-Coder 1.5B Instruct (Q4_K_M)"),
+        "qwen2.5-coder-1.5b",
+        "Qwen2.5-Coder",
+        "Qwen2.5-Coder 1.5B + 0.5B draft",
+        CuratedFile(
+            "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF",
+            "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+            1120 * _MB,
+            "Qwen2.5-Coder 1.5B Instruct (Q4_K_M)",
+        ),
         _qwen_coder_draft(),
         "Code completion and small coding questions on any laptop; the quickest way to see speculation work.",
     ),
     CuratedPair(
-        "qwen2.5-coder-7b", "Qwen2.5-Coder", "Qwen2.5-Coder 7B + 0.5B draft",
-        CuratedFile("bartowski/Qwen2.5-Coder-7B-Instruct-GGUF", "Qwen2.5-Coder-7B-Instruct-Q4_K_M.gguf",
-                    4680 * _MB, "Qwen2.5-Coder 7B Instruct (Q4_K_M)"),
+        "qwen2.5-coder-7b",
+        "Qwen2.5-Coder",
+        "Qwen2.5-Coder 7B + 0.5B draft",
+        CuratedFile(
+            "bartowski/Qwen2.5-Coder-7B-Instruct-GGUF",
+            "Qwen2.5-Coder-7B-Instruct-Q4_K_M.gguf",
+            4680 * _MB,
+            "Qwen2.5-Coder 7B Instruct (Q4_K_M)",
+        ),
         _qwen_coder_draft(),
         "Everyday coding help: writing, explaining and fixing code. Code is predictable, so drafts are often "
         "accepted and the speed-up is large. Needs about 8 GB of memory.",
     ),
     CuratedPair(
-        "qwen2.5-coder-14b", "Qwen2.5-Coder", "Qwen2.5-Coder 14B + 0.5B draft",
-        CuratedFile("bartowski/Qwen2.5-Coder-14B-Instruct-GGUF", "Qwen2.5-Coder-14B-Instruct-Q4_K_M.gguf",
-                    8990 * _MB, "Qwen2.5-Coder 14B Instruct (Q4_K_M)"),
+        "qwen2.5-coder-14b",
+        "Qwen2.5-Coder",
+        "Qwen2.5-Coder 14B + 0.5B draft",
+        CuratedFile(
+            "bartowski/Qwen2.5-Coder-14B-Instruct-GGUF",
+            "Qwen2.5-Coder-14B-Instruct-Q4_K_M.gguf",
+            8990 * _MB,
+            "Qwen2.5-Coder 14B Instruct (Q4_K_M)",
+        ),
         _qwen_coder_draft(),
         "Stronger coding and refactoring across larger files. Needs about 16 GB of memory.",
     ),
     CuratedPair(
-        "qwen2.5-coder-32b", "Qwen2.5-Coder", "Qwen2.5-Coder 32B + 0.5B draft",
-        CuratedFile("bartowski/Qwen2.5-Coder-32B-Instruct-GGUF", "Qwen2.5-Coder-32B-Instruct-Q4_K_M.gguf",
-                    19850 * _MB, "Qwen2.5-Coder 32B Instruct (Q4_K_M)"),
+        "qwen2.5-coder-32b",
+        "Qwen2.5-Coder",
+        "Qwen2.5-Coder 32B + 0.5B draft",
+        CuratedFile(
+            "bartowski/Qwen2.5-Coder-32B-Instruct-GGUF",
+            "Qwen2.5-Coder-32B-Instruct-Q4_K_M.gguf",
+            19850 * _MB,
+            "Qwen2.5-Coder 32B Instruct (Q4_K_M)",
+        ),
         _qwen_coder_draft(),
         "Near the best open coding model of its size; slow without speculation, which is where the draft "
         "helps most. Needs about 24 GB of memory or a large GPU.",
     ),
     CuratedPair(
-        "qwen2.5-7b", "Qwen2.5", "Qwen2.5 7B Instruct + 0.5B draft",
-        CuratedFile("bartowski/Qwen2.5-7B-Instruct-GGUF", "Qwen2.5-7B-Instruct-Q4_K_M.gguf",
-                    4680 * _MB, "Qwen2.5 7B Instruct (Q4_K_M)"),
+        "qwen2.5-7b",
+        "Qwen2.5",
+        "Qwen2.5 7B Instruct + 0.5B draft",
+        CuratedFile(
+            "bartowski/Qwen2.5-7B-Instruct-GGUF",
+            "Qwen2.5-7B-Instruct-Q4_K_M.gguf",
+            4680 * _MB,
+            "Qwen2.5 7B Instruct (Q4_K_M)",
+        ),
         _qwen_draft(),
         "General chat, writing, summaries and many languages. Needs about 8 GB of memory.",
     ),
     CuratedPair(
-        "qwen2.5-14b", "Qwen2.5", "Qwen2.5 14B Instruct + 0.5B draft",
-        CuratedFile("bartowski/Qwen2.5-14B-Instruct-GGUF", "Qwen2.5-14B-Instruct-Q4_K_M.gguf",
-                    8990 * _MB, "Qwen2.5 14B Instruct (Q4_K_M)"),
+        "qwen2.5-14b",
+        "Qwen2.5",
+        "Qwen2.5 14B Instruct + 0.5B draft",
+        CuratedFile(
+            "bartowski/Qwen2.5-14B-Instruct-GGUF",
+            "Qwen2.5-14B-Instruct-Q4_K_M.gguf",
+            8990 * _MB,
+            "Qwen2.5 14B Instruct (Q4_K_M)",
+        ),
         _qwen_draft(),
         "Better reasoning and longer answers than the 7B for general chat. Needs about 16 GB of memory.",
     ),
     CuratedPair(
-        "llama3.1-8b", "Llama 3", "Llama 3.1 8B Instruct + Llama 3.2 1B draft",
-        CuratedFile("bartowski/Meta-Llama-3.1-8B-Instruct-GGUF", "Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf",
-                    4920 * _MB, "Llama 3.1 8B Instruct (Q4_K_M)"),
-        CuratedFile("bartowski/Llama-3.2-1B-Instruct-GGUF", "Llama-3.2-1B-Instruct-Q8_0.gguf",
-                    1320 * _MB, "Llama 3.2 1B Instruct (Q8_0)"),
+        "llama3.1-8b",
+        "Llama 3",
+        "Llama 3.1 8B Instruct + Llama 3.2 1B draft",
+        CuratedFile(
+            "bartowski/Meta-Llama-3.1-8B-Instruct-GGUF",
+            "Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf",
+            4920 * _MB,
+            "Llama 3.1 8B Instruct (Q4_K_M)",
+        ),
+        CuratedFile(
+            "bartowski/Llama-3.2-1B-Instruct-GGUF",
+            "Llama-3.2-1B-Instruct-Q8_0.gguf",
+            1320 * _MB,
+            "Llama 3.2 1B Instruct (Q8_0)",
+        ),
         "Well-rounded English chat and instruction following; Llama 3.2 1B shares its tokenizer. "
         "Needs about 8 GB of memory.",
     ),
     CuratedPair(
-        "gemma3-4b", "Gemma 3", "Gemma 3 4B + 270M draft",
-        CuratedFile("bartowski/google_gemma-3-4b-it-GGUF", "google_gemma-3-4b-it-Q4_K_M.gguf",
-                    2490 * _MB, "Gemma 3 4B Instruct (Q4_K_M)"),
+        "gemma3-4b",
+        "Gemma 3",
+        "Gemma 3 4B + 270M draft",
+        CuratedFile(
+            "bartowski/google_gemma-3-4b-it-GGUF",
+            "google_gemma-3-4b-it-Q4_K_M.gguf",
+            2490 * _MB,
+            "Gemma 3 4B Instruct (Q4_K_M)",
+        ),
         _gemma_270m_draft(),
         "Friendly chat and writing on modest hardware, strong for its size in many languages.",
     ),
     CuratedPair(
-        "gemma3-12b", "Gemma 3", "Gemma 3 12B + 1B draft",
-        CuratedFile("bartowski/google_gemma-3-12b-it-GGUF", "google_gemma-3-12b-it-Q4_K_M.gguf",
-                    7300 * _MB, "Gemma 3 12B Instruct (Q4_K_M)"),
+        "gemma3-12b",
+        "Gemma 3",
+        "Gemma 3 12B + 1B draft",
+        CuratedFile(
+            "bartowski/google_gemma-3-12b-it-GGUF",
+            "google_gemma-3-12b-it-Q4_K_M.gguf",
+            7300 * _MB,
+            "Gemma 3 12B Instruct (Q4_K_M)",
+        ),
         _gemma_1b_draft(),
         "Thoughtful chat, writing and multilingual work. Needs about 12 GB of memory.",
     ),
     CuratedPair(
-        "gemma3-27b", "Gemma 3", "Gemma 3 27B + 1B draft",
-        CuratedFile("bartowski/google_gemma-3-27b-it-GGUF", "google_gemma-3-27b-it-Q4_K_M.gguf",
-                    16550 * _MB, "Gemma 3 27B Instruct (Q4_K_M)"),
+        "gemma3-27b",
+        "Gemma 3",
+        "Gemma 3 27B + 1B draft",
+        CuratedFile(
+            "bartowski/google_gemma-3-27b-it-GGUF",
+            "google_gemma-3-27b-it-Q4_K_M.gguf",
+            16550 * _MB,
+            "Gemma 3 27B Instruct (Q4_K_M)",
+        ),
         _gemma_1b_draft(),
         "Google's largest Gemma 3: high-quality answers if you have about 24 GB of memory.",
     ),
     CuratedPair(
-        "qwen3-8b", "Qwen3", "Qwen3 8B + 0.6B draft (thinks)",
+        "qwen3-8b",
+        "Qwen3",
+        "Qwen3 8B + 0.6B draft (thinks)",
         CuratedFile("Qwen/Qwen3-8B-GGUF", "Qwen3-8B-Q4_K_M.gguf", 5030 * _MB, "Qwen3 8B (Q4_K_M)"),
         _qwen3_draft(),
         "A thinking model: it reasons before it answers (shown apart, and can be turned off per chat), for "
@@ -174,7 +251,9 @@ CURATED_PAIRS: tuple[CuratedPair, ...] = (
         "Needs about 8 GB of memory.",
     ),
     CuratedPair(
-        "gpt-oss-20b", "gpt-oss", "gpt-oss 20B (thinks; no draft model)",
+        "gpt-oss-20b",
+        "gpt-oss",
+        "gpt-oss 20B (thinks; no draft model)",
         CuratedFile("ggml-org/gpt-oss-20b-GGUF", "gpt-oss-20b-mxfp4.gguf", 12110 * _MB, "gpt-oss 20B (MXFP4)"),
         None,
         "OpenAI's open-weight thinking model, with low, medium and high reasoning effort. No smaller model "
@@ -186,4 +265,3 @@ CURATED_PAIRS: tuple[CuratedPair, ...] = (
 
 def curated_pairs() -> tuple[CuratedPair, ...]:
     return CURATED_PAIRS
-

@@ -71,8 +71,9 @@ class DownloadProgress:
             parts.append(f"{format_bytes(self.speed_bps)}/s")
             if self.eta_s is not None:
                 parts.append(f"{format_duration(self.eta_s)} left")
-        parts.append(f"file {self.file_index + 1}/{self.file_count}: {self.file_name}" if self.file_count > 1
-                     else self.file_name)
+        parts.append(
+            f"file {self.file_index + 1}/{self.file_count}: {self.file_name}" if self.file_count > 1 else self.file_name
+        )
         return parts
 
 
@@ -394,5 +395,3 @@ def _announced_total(response, start: int) -> Optional[int]:
 
 def _discard(planned: PlannedFile) -> None:
     plan_mod.clear_partial(planned)
-
-

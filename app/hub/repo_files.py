@@ -24,8 +24,26 @@ _QUANT_RE = re.compile(
 _PROJECTOR_RE = re.compile(r"(^|[-_./])mmproj([-_.]|$)", re.IGNORECASE)
 
 # Order quantization groups from small to large, the way people choose: smaller first is a cheaper download.
-_QUANT_ORDER = ("IQ1", "TQ1", "IQ2", "Q2", "TQ2", "IQ3", "Q3", "IQ4", "Q4", "MXFP4", "Q5", "Q6", "Q8", "BF16",
-                "F16", "FP16", "F32", "FP32")
+_QUANT_ORDER = (
+    "IQ1",
+    "TQ1",
+    "IQ2",
+    "Q2",
+    "TQ2",
+    "IQ3",
+    "Q3",
+    "IQ4",
+    "Q4",
+    "MXFP4",
+    "Q5",
+    "Q6",
+    "Q8",
+    "BF16",
+    "F16",
+    "FP16",
+    "F32",
+    "FP32",
+)
 
 
 @dataclass(frozen=True)
@@ -123,20 +141,24 @@ def group_gguf_files(files: Iterable[RemoteFile]) -> list[QuantGroup]:
         display = parts[0].name if len(parts) == 1 and not split_info(parts[0].path) else key.rsplit("/", 1)[-1]
         if not display.lower().endswith(".gguf"):
             display += ".gguf"
-        models.append(RemoteModel(
-            name=display,
-            quant=quant_of(parts[0].path),
-            files=tuple(parts),
-            is_projector=bool(_PROJECTOR_RE.search(parts[0].path)),
-        ))
+        models.append(
+            RemoteModel(
+                name=display,
+                quant=quant_of(parts[0].path),
+                files=tuple(parts),
+                is_projector=bool(_PROJECTOR_RE.search(parts[0].path)),
+            )
+        )
 
     groups: dict[tuple[bool, str], list[RemoteModel]] = {}
     for model in models:
         groups.setdefault((model.is_projector, model.quant), []).append(model)
     ordered = sorted(groups.items(), key=lambda item: (item[0][0], _quant_rank(item[0][1]), item[0][1]))
     return [
-        QuantGroup(quant=("mmproj " + quant).strip() if is_projector else quant,
-                   models=tuple(sorted(group, key=lambda m: m.name.lower())))
+        QuantGroup(
+            quant=("mmproj " + quant).strip() if is_projector else quant,
+            models=tuple(sorted(group, key=lambda m: m.name.lower())),
+        )
         for (is_projector, quant), group in ordered
     ]
 
@@ -149,4 +171,3 @@ def _quant_rank(quant: str) -> int:
         if bare.startswith(prefix):
             return rank
     return len(_QUANT_ORDER)
-

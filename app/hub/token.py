@@ -17,6 +17,7 @@ from app.hub import environment
 from app.hub.errors import HubError, InvalidTokenError, hub_error_from
 from app.platform.secret_file import clean_secret, write_secret
 
+
 def get_token() -> Optional[str]:
     """The token to use: HF_TOKEN (or HUGGING_FACE_HUB_TOKEN) from the environment, else the saved one."""
     from_env = clean_secret(os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN"))

@@ -52,8 +52,10 @@ class ToolInfo:
     def as_openai(self) -> dict[str, Any]:
         """The tool in OpenAI's `tools` shape, which the chat templates render."""
         schema = self.input_schema or {"type": "object", "properties": {}}
-        return {"type": "function",
-                "function": {"name": self.name, "description": self.description, "parameters": schema}}
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": schema},
+        }
 
 
 @dataclass(frozen=True)
@@ -91,8 +93,11 @@ def same_tool(tools: tuple[ToolInfo, ...] | list[ToolInfo], tool: ToolInfo) -> O
 
 def tool_changed(tool: ToolInfo) -> ToolResult:
     """What the model is told when the tool a person allowed changed or went away before it ran: nothing ran."""
-    return ToolResult(f"The tool {tool.tool} of the server \"{tool.server}\" changed or went away after it was "
-                      "allowed, so it did not run.", is_error=True)
+    return ToolResult(
+        f'The tool {tool.tool} of the server "{tool.server}" changed or went away after it was '
+        "allowed, so it did not run.",
+        is_error=True,
+    )
 
 
 def no_such_tool(name: str) -> ToolResult:

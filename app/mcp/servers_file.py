@@ -41,28 +41,28 @@ def _pairs(value: Any) -> bool:
 
 def _entry(name: str, entry: Any) -> ServerSpec | str:
     """The server, or a sentence saying why it cannot be used."""
-    where = f"Tool server \"{name}\""
+    where = f'Tool server "{name}"'
     if not isinstance(entry, dict):
-        return f"{where} is not an object with a \"command\" or a \"url\"."
+        return f'{where} is not an object with a "command" or a "url".'
     command, url = entry.get("command"), entry.get("url") or entry.get("serverUrl")
     if command and url:
-        return f"{where} has both a \"command\" and a \"url\": keep the one it uses."
+        return f'{where} has both a "command" and a "url": keep the one it uses.'
     if url is not None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            return f"{where}: \"url\" must be an http:// or https:// address."
+            return f'{where}: "url" must be an http:// or https:// address.'
         headers = entry.get("headers", {})
         if not _pairs(headers):
-            return f"{where}: \"headers\" must map names to text."
+            return f'{where}: "headers" must map names to text.'
         return ServerSpec(name=name, url=url, headers=tuple(sorted(headers.items())))
     if not isinstance(command, str) or not command.strip():
-        return f"{where} has no \"command\" to start nor \"url\" to connect to."
+        return f'{where} has no "command" to start nor "url" to connect to.'
     args, env, cwd = entry.get("args", []), entry.get("env", {}), entry.get("cwd", "")
     if not _strings(args):
-        return f"{where}: \"args\" must be a list of text."
+        return f'{where}: "args" must be a list of text.'
     if not _pairs(env):
-        return f"{where}: \"env\" must map names to text."
+        return f'{where}: "env" must map names to text.'
     if not isinstance(cwd, str):
-        return f"{where}: \"cwd\" must be a folder's path."
+        return f'{where}: "cwd" must be a folder\'s path.'
     return ServerSpec(name=name, command=command, args=tuple(args), env=tuple(sorted(env.items())), cwd=cwd)
 
 
@@ -73,7 +73,7 @@ def parse_servers(text: str, source: str = "mcp.json") -> ServersFile:
         return ServersFile((), (f"{source} is not valid JSON ({exc}).",))
     servers = data.get("mcpServers", data.get("servers")) if isinstance(data, dict) else None
     if not isinstance(servers, dict):
-        return ServersFile((), (f"{source} has no \"mcpServers\" object listing the tool servers.",))
+        return ServersFile((), (f'{source} has no "mcpServers" object listing the tool servers.',))
     found: list[ServerSpec] = []
     problems: list[str] = []
     left_out = 0
@@ -89,8 +89,9 @@ def parse_servers(text: str, source: str = "mcp.json") -> ServersFile:
         else:
             found.append(spec)
     if left_out:
-        problems.append(f"{source} lists {left_out:,} more tool servers that were not loaded: at most {MAX_SERVERS} "
-                        "are started.")
+        problems.append(
+            f"{source} lists {left_out:,} more tool servers that were not loaded: at most {MAX_SERVERS} are started."
+        )
     return ServersFile(tuple(found), tuple(problems))
 
 

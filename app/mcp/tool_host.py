@@ -17,8 +17,16 @@ import time
 from typing import Any, Callable, Optional, Sequence
 
 from app.mcp.process_group import ProcessGroup
-from app.mcp.records import (ServerSpec, ServerState, ToolInfo, ToolResult, find_tool, no_such_tool, same_tool,
-                             tool_changed)
+from app.mcp.records import (
+    ServerSpec,
+    ServerState,
+    ToolInfo,
+    ToolResult,
+    find_tool,
+    no_such_tool,
+    same_tool,
+    tool_changed,
+)
 from app.mcp.server_log import StderrTail, server_log, serving
 
 # The most text of one result that reaches the model: a 10 MB file read by a tool would fill any context, and a
@@ -63,10 +71,10 @@ def _problem(spec: ServerSpec, exc: BaseException, stderr: str) -> str:
     exc = _flatten(exc)
     said = _last_line(stderr)
     if isinstance(exc, FileNotFoundError):
-        return f"Tool server \"{spec.name}\" could not start: {spec.command} was not found."
+        return f'Tool server "{spec.name}" could not start: {spec.command} was not found.'
     message = getattr(getattr(exc, "error", None), "message", "") or str(exc)
     detail = said or (f"{message}" if message else exc.__class__.__name__)
-    return f"Tool server \"{spec.name}\" stopped: {detail}"
+    return f'Tool server "{spec.name}" stopped: {detail}'
 
 
 def result_text(result: Any) -> tuple[str, bool]:
@@ -92,16 +100,23 @@ def result_text(result: Any) -> tuple[str, bool]:
 def _capped(text: str) -> tuple[str, bool]:
     if len(text) <= MAX_RESULT_CHARS:
         return text, False
-    return (text[:MAX_RESULT_CHARS] + f"\n[… cut: the result had {len(text):,} characters; the first "
-            f"{MAX_RESULT_CHARS:,} are shown]"), True
+    return (
+        text[:MAX_RESULT_CHARS] + f"\n[… cut: the result had {len(text):,} characters; the first "
+        f"{MAX_RESULT_CHARS:,} are shown]"
+    ), True
 
 
 class ToolHost:
     """The servers of one mcp.json, each kept connected. Any thread may call every method; `on_change` is called
     on the host's own thread whenever a server's state changes (a front end posts it to its own thread)."""
 
-    def __init__(self, specs: Sequence[ServerSpec], on_change: Optional[Callable[[], None]] = None,
-                 call_timeout_s: float = CALL_TIMEOUT_S, connect_timeout_s: float = CONNECT_TIMEOUT_S):
+    def __init__(
+        self,
+        specs: Sequence[ServerSpec],
+        on_change: Optional[Callable[[], None]] = None,
+        call_timeout_s: float = CALL_TIMEOUT_S,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+    ):
         self.specs = tuple(specs)
         self.call_timeout_s = call_timeout_s
         self.connect_timeout_s = connect_timeout_s
@@ -132,8 +147,12 @@ class ToolHost:
         """Every ready server's tools, in mcp.json's order, named for the model: a name two servers share goes
         to the server listed first, whichever started first, so the names stay the same from run to run."""
         taken: set[str] = set()
-        return tuple(dataclasses.replace(tool, name=_unique_name(state.spec.name, tool.tool, taken))
-                     for state in self.states() if state.phase == "ready" for tool in state.tools)
+        return tuple(
+            dataclasses.replace(tool, name=_unique_name(state.spec.name, tool.tool, taken))
+            for state in self.states()
+            if state.phase == "ready"
+            for tool in state.tools
+        )
 
     def wait_started(self, timeout_s: Optional[float] = None) -> bool:
         """Waits until no server is still starting; False when some still are after `timeout_s` (by default, until
@@ -165,7 +184,7 @@ class ToolHost:
         if same_tool(self.tools(), tool) is None:
             future.set_result(tool_changed(tool))
         elif self._loop is None or tool.server not in self._calls:
-            future.set_result(ToolResult(f"Tool server \"{tool.server}\" is not running.", is_error=True))
+            future.set_result(ToolResult(f'Tool server "{tool.server}" is not running.', is_error=True))
         else:
             queue = self._calls[tool.server]
             self._loop.call_soon_threadsafe(queue.put_nowait, (tool, arguments, future))
@@ -205,7 +224,7 @@ class ToolHost:
         for spec in self.specs:
             if self._states[spec.name].phase != "failed":
                 self._set(spec.name, ServerState(spec, "stopped"))
-            self._refuse_waiting(spec.name, f"Tool server \"{spec.name}\" was stopped.")
+            self._refuse_waiting(spec.name, f'Tool server "{spec.name}" was stopped.')
 
     def _refuse_waiting(self, server: str, text: str) -> None:
         queue = self._calls.get(server)
@@ -222,8 +241,13 @@ class ToolHost:
             return streamable_http_client(spec.url, http_client=httpx2.AsyncClient(headers=dict(spec.headers)))
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
-        params = StdioServerParameters(command=spec.command, args=list(spec.args), env=dict(spec.env) or None,
-                                       cwd=spec.cwd or None, encoding_error_handler="replace")
+        params = StdioServerParameters(
+            command=spec.command,
+            args=list(spec.args),
+            env=dict(spec.env) or None,
+            cwd=spec.cwd or None,
+            encoding_error_handler="replace",
+        )
         return stdio_client(params, errlog=errlog)
 
     async def _serve(self, spec: ServerSpec) -> None:
@@ -239,7 +263,7 @@ class ToolHost:
             nonlocal timed_out
             if not connected and not (self._stop is not None and self._stop.is_set()):
                 timed_out = True
-                self._fail(spec, f"Tool server \"{spec.name}\" did not answer within {self.connect_timeout_s:.0f} s.")
+                self._fail(spec, f'Tool server "{spec.name}" did not answer within {self.connect_timeout_s:.0f} s.')
                 scope.cancel()
 
         watchdog = asyncio.get_running_loop().call_later(self.connect_timeout_s, give_up)
@@ -256,8 +280,10 @@ class ToolHost:
                     listing = await client.list_tools()
                     connected = True
                     watchdog.cancel()
-                    tools = tuple(ToolInfo(spec.name, t.name, t.name, t.description or "", dict(t.input_schema or {}))
-                                  for t in listing.tools)
+                    tools = tuple(
+                        ToolInfo(spec.name, t.name, t.name, t.description or "", dict(t.input_schema or {}))
+                        for t in listing.tools
+                    )
                     self._set(spec.name, ServerState(spec, "ready", tools))
                     await self._answer_calls(spec, client)
         except BaseException as exc:  # the SDK's task groups raise ExceptionGroups
@@ -288,15 +314,14 @@ class ToolHost:
                 continue
             task = asyncio.create_task(self._one_call(client, tool, arguments))
             loop = asyncio.get_running_loop()
-            future.add_done_callback(
-                lambda f, t=task, on=loop: f.cancelled() and on.call_soon_threadsafe(t.cancel))
+            future.add_done_callback(lambda f, t=task, on=loop: f.cancelled() and on.call_soon_threadsafe(t.cancel))
             try:
                 result = await task
             except asyncio.CancelledError:
                 if future.cancelled():  # the caller stopped this call; the server goes on
                     continue
                 if not future.done():  # the host is closing
-                    future.set_result(ToolResult(f"Tool server \"{spec.name}\" was stopped.", is_error=True))
+                    future.set_result(ToolResult(f'Tool server "{spec.name}" was stopped.', is_error=True))
                 raise
             except Exception as exc:
                 # The connection is gone: the server has failed (said first, so whoever reads the call's result
@@ -317,8 +342,11 @@ class ToolHost:
             with anyio.fail_after(self.call_timeout_s):
                 result = await client.call_tool(tool.tool, arguments)
         except (asyncio.TimeoutError, TimeoutError):
-            return ToolResult(f"The tool {tool.name} did not finish within {self.call_timeout_s:.0f} s and was "
-                              "stopped.", is_error=True, seconds=time.monotonic() - began)
+            return ToolResult(
+                f"The tool {tool.name} did not finish within {self.call_timeout_s:.0f} s and was stopped.",
+                is_error=True,
+                seconds=time.monotonic() - began,
+            )
         except Exception as exc:
             from mcp.shared.exceptions import MCPError
 
@@ -326,8 +354,11 @@ class ToolHost:
 
             if isinstance(exc, MCPError) and exc.code != CONNECTION_CLOSED:
                 # The server refused the call (unknown arguments, say); it lives on.
-                return ToolResult(f"The tool {tool.name} refused the call: {exc.error.message}", is_error=True,
-                                  seconds=time.monotonic() - began)
+                return ToolResult(
+                    f"The tool {tool.name} refused the call: {exc.error.message}",
+                    is_error=True,
+                    seconds=time.monotonic() - began,
+                )
             raise  # the connection is gone: the server has failed
         text, is_error = result_text(result)
         text, truncated = _capped(text)

@@ -61,8 +61,11 @@ class CpuLoad:
 
     def _running_now(self) -> Optional[int]:
         try:
-            running = next(int(line.split()[1]) for line in (self._proc / "stat").read_text().splitlines()
-                           if line.startswith("procs_running"))
+            running = next(
+                int(line.split()[1])
+                for line in (self._proc / "stat").read_text().splitlines()
+                if line.startswith("procs_running")
+            )
         except (OSError, StopIteration, ValueError, IndexError):
             return None
         own = 0
@@ -72,7 +75,7 @@ class CpuLoad:
                     stat = (task / "stat").read_text()
                 except OSError:
                     continue
-                own += stat[stat.rfind(")") + 2:].startswith("R")
+                own += stat[stat.rfind(")") + 2 :].startswith("R")
         except OSError:
             return None
         return max(0, running - max(own, 1))
@@ -84,7 +87,7 @@ class CpuLoad:
             # cpu user nice system idle iowait irq softirq steal ...
             user, _nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[1:9])
             own = (self._proc / "self" / "stat").read_text()
-            after_name = own[own.rfind(")") + 2:].split()
+            after_name = own[own.rfind(")") + 2 :].split()
             utime, stime = int(after_name[11]), int(after_name[12])  # fields 14 and 15 of proc(5)
         except (OSError, ValueError, IndexError):
             return None

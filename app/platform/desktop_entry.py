@@ -196,14 +196,20 @@ def supported() -> bool:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=("install", "uninstall"),
-                        help="install: add SpecChat to the application menu; uninstall: remove it")
+    parser.add_argument(
+        "action",
+        choices=("install", "uninstall"),
+        help="install: add SpecChat to the application menu; uninstall: remove it",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     if not supported():
-        print("The desktop entry is for Linux desktops. On Windows and macOS, pin or drag the SpecChat "
-              "application from its folder instead.", file=sys.stderr)
+        print(
+            "The desktop entry is for Linux desktops. On Windows and macOS, pin or drag the SpecChat "
+            "application from its folder instead.",
+            file=sys.stderr,
+        )
         return 2
     files = DesktopFiles(data_home())
     try:
@@ -215,10 +221,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"Could not {args.action} the desktop entry: {exc}", file=sys.stderr)
         return 1
     if args.action == "install":
-        print(f"SpecChat is in your application menu (it may take a moment to appear).\n"
-              f"  entry: {files.entry}\n"
-              f"  starts: {' '.join(result.command)}\n"
-              f"  icons: {len(result.written) - 1} files under {files.hicolor}")
+        print(
+            f"SpecChat is in your application menu (it may take a moment to appear).\n"
+            f"  entry: {files.entry}\n"
+            f"  starts: {' '.join(result.command)}\n"
+            f"  icons: {len(result.written) - 1} files under {files.hicolor}"
+        )
     elif result.removed:
         print(f"Removed SpecChat from your application menu ({len(result.removed)} files).")
     else:

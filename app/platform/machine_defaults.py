@@ -71,7 +71,7 @@ def _linux_performance_cores(sys_cpu: Path, core_pmu: Path) -> Optional[int]:
 
 
 def _parse_cpu_list(text: Optional[str]) -> set[int]:
-    """"0-3,8,10-11" -> {0, 1, 2, 3, 8, 10, 11}; empty for None or text that is not a CPU list."""
+    """ "0-3,8,10-11" -> {0, 1, 2, 3, 8, 10, 11}; empty for None or text that is not a CPU list."""
     cpus: set[int] = set()
     for part in (text or "").strip().split(","):
         if not part:

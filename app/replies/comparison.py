@@ -82,17 +82,33 @@ def _shown(data: Union[ShownComparison, dict, None]) -> Optional[ShownComparison
     return PlainComparison.from_dict(data)
 
 
-def compare_runs(reply_text: str, speculative_tps: float, plain_text: str, plain_tps: float, plain_tokens: int,
-                 temperature: float, target_name: str = "", reply_threads: Sequence[int] = (),
-                 plain_threads: Sequence[int] = ()) -> PlainComparison:
+def compare_runs(
+    reply_text: str,
+    speculative_tps: float,
+    plain_text: str,
+    plain_tps: float,
+    plain_tokens: int,
+    temperature: float,
+    target_name: str = "",
+    reply_threads: Sequence[int] = (),
+    plain_threads: Sequence[int] = (),
+) -> PlainComparison:
     """`reply_threads` and `plain_threads`: the CPU threads each run's rounds used, in order (0: not known)."""
-    return PlainComparison(speculative_tps, plain_tps, reply_text == plain_text, temperature > 0, plain_tokens,
-                           target_name, load_note(reply_threads, plain_threads))
+    return PlainComparison(
+        speculative_tps,
+        plain_tps,
+        reply_text == plain_text,
+        temperature > 0,
+        plain_tokens,
+        target_name,
+        load_note(reply_threads, plain_threads),
+    )
 
 
 def load_note(reply_threads: Sequence[int], plain_threads: Sequence[int]) -> str:
-    """"" when both runs used one and the same thread count all along; else how the threads followed the load
+    """ "" when both runs used one and the same thread count all along; else how the threads followed the load
     (app.engine.local.thread_governor), since then the two speeds were not measured alike."""
+
     def changes(threads: Sequence[int]) -> list[str]:
         path: list[str] = []
         for n in threads:
@@ -103,12 +119,14 @@ def load_note(reply_threads: Sequence[int], plain_threads: Sequence[int]) -> str
     reply, plain = changes(reply_threads), changes(plain_threads)
     if not reply or not plain or (len(reply) == 1 and reply == plain):
         return ""
-    return (f"another program's load changed the CPU threads: the reply ran on {' → '.join(reply)}, "
-            f"plain decoding on {' → '.join(plain)}")
+    return (
+        f"another program's load changed the CPU threads: the reply ran on {' → '.join(reply)}, "
+        f"plain decoding on {' → '.join(plain)}"
+    )
 
 
 def speed_verdict(ratio: float) -> str:
-    """"1.42x faster", "0.91x, slower" or "0.99x, about the same speed"."""
+    """ "1.42x faster", "0.91x, slower" or "0.99x, about the same speed"."""
     if ratio >= 1 + SAME_SPEED:
         return f"{ratio:.2f}x faster"
     if ratio <= 1 - SAME_SPEED:
@@ -133,15 +151,19 @@ def comparison_text(data: Union[ShownComparison, dict, None]) -> str:
     comparison = _shown(data)
     if isinstance(comparison, ComparisonRunning):
         if comparison.of:
-            return (f"Comparing with plain decoding… {comparison.tokens:,} of {comparison.of:,} tokens "
-                    f"({100 * comparison.tokens // comparison.of}%)")
+            return (
+                f"Comparing with plain decoding… {comparison.tokens:,} of {comparison.of:,} tokens "
+                f"({100 * comparison.tokens // comparison.of}%)"
+            )
         return "Comparing with plain decoding… reading the prompt"
     if isinstance(comparison, ComparisonFailed):
         return comparison.message
     if comparison is None:
         return ""
-    speeds = (f"Plain decoding {comparison.plain_tokens_per_second:.1f} tok/s, "
-              f"speculative {comparison.speculative_tokens_per_second:.1f} tok/s")
+    speeds = (
+        f"Plain decoding {comparison.plain_tokens_per_second:.1f} tok/s, "
+        f"speculative {comparison.speculative_tokens_per_second:.1f} tok/s"
+    )
     ratio = comparison.ratio
     verdict = speed_verdict(ratio) if ratio else "too short to time"
     text = f"{speeds}: {verdict}  ·  {text_verdict(comparison)}"

@@ -61,8 +61,10 @@ def chat_markdown(chat: Chat, messages: Sequence[Message], versions: Optional[di
     with versions (Regenerate, Edit) is exported on its current branch, each forked message saying which version
     it is; the other versions stay in SpecChat."""
     versions = versions or {}
-    exported = f"*Exported from SpecChat {__version__} on {format_date(time.time())}; chat started " \
-               f"{format_date(chat.created_at)}.*"
+    exported = (
+        f"*Exported from SpecChat {__version__} on {format_date(time.time())}; chat started "
+        f"{format_date(chat.created_at)}.*"
+    )
     lines = [f"# {_one_line(chat.title)}", "", exported]
     for message in messages:
         heading = _ROLE_HEADINGS.get(message.role) or model_label(message.target_name, message.draft_name)
@@ -84,8 +86,9 @@ def chat_markdown(chat: Chat, messages: Sequence[Message], versions: Optional[di
     return "\n".join(lines) + "\n"
 
 
-def chat_document(chat: Chat, messages: Sequence[Message],
-                  versions: Optional[dict[int, Versions]] = None) -> dict[str, Any]:
+def chat_document(
+    chat: Chat, messages: Sequence[Message], versions: Optional[dict[int, Versions]] = None
+) -> dict[str, Any]:
     """The JSON export as a dict (see the module docstring): the current branch, a forked message with its
     "version": {"index", "count"}."""
     versions = versions or {}
@@ -93,8 +96,13 @@ def chat_document(chat: Chat, messages: Sequence[Message],
         "format": EXPORT_FORMAT,
         "app": f"SpecChat {__version__}",
         "exported_at": time.time(),
-        "chat": {"id": chat.id, "title": chat.title, "created_at": chat.created_at, "updated_at": chat.updated_at,
-                 "settings": chat.settings.to_dict()},
+        "chat": {
+            "id": chat.id,
+            "title": chat.title,
+            "created_at": chat.created_at,
+            "updated_at": chat.updated_at,
+            "settings": chat.settings.to_dict(),
+        },
         "branch": "current",  # the other versions of forked messages are not exported
         "messages": [_message_document(m, versions.get(m.id)) for m in messages],
     }
@@ -139,13 +147,28 @@ def _thinking_block(reasoning: str) -> list[str]:
 def _call_block(call: ToolCallRecord) -> list[str]:
     """A tool call, folded to a line that says what happened; opened, its arguments and the result the model got."""
     what = {"denied": "denied", "stopped": "stopped", "repeated": "asked again, not run", "": "not run"}.get(
-        call.answer, f"{'failed' if call.is_error else 'returned'} in {call.seconds:.1f} s")
+        call.answer, f"{'failed' if call.is_error else 'returned'} in {call.seconds:.1f} s"
+    )
     server = f" ({_one_line(call.server)})" if call.server else ""
     result = call.result.replace("</details>", "&lt;/details&gt;")
     fence = "~" * max(3, _longest_run(call.result, "~") + 1)
-    return [f"<details><summary>Tool {_one_line(call.tool or call.name)}{server}: {what}</summary>", "",
-            "Arguments:", "", "```json", call.arguments, "```", "", "Result:", "", fence, result, fence, "",
-            "</details>"]
+    return [
+        f"<details><summary>Tool {_one_line(call.tool or call.name)}{server}: {what}</summary>",
+        "",
+        "Arguments:",
+        "",
+        "```json",
+        call.arguments,
+        "```",
+        "",
+        "Result:",
+        "",
+        fence,
+        result,
+        fence,
+        "",
+        "</details>",
+    ]
 
 
 def _longest_run(text: str, char: str) -> int:
@@ -156,8 +179,9 @@ def _longest_run(text: str, char: str) -> int:
     return longest
 
 
-def _token_documents(tokens: Optional[list[tuple[str, str]]],
-                     token_rounds: Optional[list[int]]) -> Optional[list[dict[str, Any]]]:
+def _token_documents(
+    tokens: Optional[list[tuple[str, str]]], token_rounds: Optional[list[int]]
+) -> Optional[list[dict[str, Any]]]:
     if tokens is None:
         return None
     rounds_of = token_rounds or [-1] * len(tokens)
@@ -168,8 +192,10 @@ def _message_document(message: Message, version: Optional[Versions] = None) -> d
     tokens = _token_documents(message.tokens, message.token_rounds)
     reasoning = None
     if message.reasoning or message.reasoning_tokens:
-        reasoning = {"text": message.reasoning,
-                     "tokens": _token_documents(message.reasoning_tokens, message.reasoning_token_rounds)}
+        reasoning = {
+            "text": message.reasoning,
+            "tokens": _token_documents(message.reasoning_tokens, message.reasoning_token_rounds),
+        }
     return {
         "id": message.id,
         "role": message.role,

@@ -26,16 +26,24 @@ NEARBY_PLAIN = 5
 BUSY_SPREAD = 3.0
 # Why rounds are what they are (RoundRecord.kind, app.engine.events.RoundKind), as the inspector says them, in the
 # order it lists them.
-KIND_NAMES = {"draft": "drafted where it was expected to pay", "probe": "probed whether drafts pay again",
-              "fixed": "drafted a fixed length", "paused": "paused: drafts were kept too rarely to pay",
-              "costly": "paused: verifying costs more than it saves here",
-              "timing": "timed one token at a new thread count", "unavailable": "had nothing to draft from",
-              "server": "as the server chose", "batch": "drafted less: other requests shared the batch"}
+KIND_NAMES = {
+    "draft": "drafted where it was expected to pay",
+    "probe": "probed whether drafts pay again",
+    "fixed": "drafted a fixed length",
+    "paused": "paused: drafts were kept too rarely to pay",
+    "costly": "paused: verifying costs more than it saves here",
+    "timing": "timed one token at a new thread count",
+    "unavailable": "had nothing to draft from",
+    "server": "as the server chose",
+    "batch": "drafted less: other requests shared the batch",
+}
 # Histogram bars of a reply without rounds come from its stats, which do not say who drafted.
 ANY_DRAFTER = "any"
 
-NO_ROUNDS_SENTENCE = ("No rounds were recorded for this reply: it was written before SpecChat kept them, or by a "
-                      "server that does not report what it drafted.")
+NO_ROUNDS_SENTENCE = (
+    "No rounds were recorded for this reply: it was written before SpecChat kept them, or by a "
+    "server that does not report what it drafted."
+)
 
 
 @dataclass(frozen=True)
@@ -131,8 +139,19 @@ def round_bars(rounds: Sequence[RoundRecord], token_rounds: Optional[Sequence[in
         kept = max(0, min(record.kept, drafted))
         tokens = counted[index] if counted is not None else kept + (1 if record.own >= 0 else 0)
         drafter = record.drafter if record.drafter in DRAFTERS else PLAIN
-        bars.append(RoundBar(index, drafter, drafted, kept, tokens, max(0.0, record.time_s), record.threads,
-                             record.kind, max(0.0, record.expected)))
+        bars.append(
+            RoundBar(
+                index,
+                drafter,
+                drafted,
+                kept,
+                tokens,
+                max(0.0, record.time_s),
+                record.threads,
+                record.kind,
+                max(0.0, record.expected),
+            )
+        )
     return bars
 
 
@@ -145,8 +164,9 @@ def position_acceptance(bars: Sequence[RoundBar]) -> list[PositionAcceptance]:
         longest = max((bar.drafted for bar in drafts), default=0)
         for position in range(1, longest + 1):
             reached = [bar for bar in drafts if bar.drafted >= position]
-            out.append(PositionAcceptance(drafter, position, len(reached),
-                                          sum(1 for bar in reached if bar.kept >= position)))
+            out.append(
+                PositionAcceptance(drafter, position, len(reached), sum(1 for bar in reached if bar.kept >= position))
+            )
     return out
 
 
@@ -194,12 +214,16 @@ def load_note(bars: Sequence[RoundBar], plain: Sequence[RoundBar]) -> str:
         if bar.threads and (not counts or counts[-1] != bar.threads):
             counts.append(bar.threads)
     if len(counts) > 1:
-        return (f"The CPU threads changed during this reply ({' → '.join(map(str, counts))}): another program was "
-                "busy for part of it. Each round is set against plain rounds close to it on as many threads.")
+        return (
+            f"The CPU threads changed during this reply ({' → '.join(map(str, counts))}): another program was "
+            "busy for part of it. Each round is set against plain rounds close to it on as many threads."
+        )
     single = sorted(p.time_s / p.tokens for p in plain)
     if len(single) >= 4 and single[-1] > BUSY_SPREAD * single[0]:
-        return (f"Some plain rounds ran {single[-1] / single[0]:.0f}x slower than others: another program was "
-                "busy for part of this reply. Each round is set against plain rounds close to it.")
+        return (
+            f"Some plain rounds ran {single[-1] / single[0]:.0f}x slower than others: another program was "
+            "busy for part of this reply. Each round is set against plain rounds close to it."
+        )
     return ""
 
 
@@ -213,18 +237,22 @@ def plain_line(bars: Sequence[RoundBar], fallback_token_s: Optional[float] = Non
     plain = [bar for bar in bars if is_plain_round(bar) and bar.tokens and bar.time_s > 0]
     if plain:
         token_s = statistics.median(bar.time_s / bar.tokens for bar in plain)
-        basis = (f"median of this reply's {len(plain)} plain round{'s' if len(plain) != 1 else ''}; each round is "
-                 "set against the plain rounds closest to it")
+        basis = (
+            f"median of this reply's {len(plain)} plain round{'s' if len(plain) != 1 else ''}; each round is "
+            "set against the plain rounds closest to it"
+        )
         return PlainLine(token_s, basis, plain_times_nearby(bars, plain), times[-1], load_note(bars, plain)), ""
     if fallback_token_s and fallback_token_s > 0:
-        return PlainLine(fallback_token_s, "measured by Compare with plain", plain_times(bars, fallback_token_s),
-                         times[-1]), ""
-    return None, ("Every round drafted, so this reply has no plain round to measure plain decoding by; "
-                  "Compare with plain measures it.")
+        return PlainLine(
+            fallback_token_s, "measured by Compare with plain", plain_times(bars, fallback_token_s), times[-1]
+        ), ""
+    return None, (
+        "Every round drafted, so this reply has no plain round to measure plain decoding by; "
+        "Compare with plain measures it."
+    )
 
 
-def draft_histogram(bars: Sequence[RoundBar],
-                    stats_histogram: Optional[Mapping] = None) -> dict[int, dict[str, int]]:
+def draft_histogram(bars: Sequence[RoundBar], stats_histogram: Optional[Mapping] = None) -> dict[int, dict[str, int]]:
     """Rounds per draft length and drafter, from the rounds; without rounds, from the stats' histogram (whose keys
     come back from JSON as strings, and which does not say who drafted)."""
     histogram: dict[int, dict[str, int]] = {}
@@ -267,8 +295,11 @@ def _rounds_summary(bars: Sequence[RoundBar], stats: Optional[GenerationStats]) 
     kept = sum(bar.kept for bar in bars)
     parts = [f"{tokens} tokens in {len(bars)} round{'s' if len(bars) != 1 else ''}"]
     parts.append(f"{kept} of {drafted} drafted tokens kept ({kept / drafted:.0%})" if drafted else "nothing drafted")
-    used = [f"{DRAFTER_NAMES[d]} {n} round{'s' if n != 1 else ''}"
-            for d in (*DRAFTERS, PLAIN) if (n := sum(1 for bar in bars if bar.drafter == d))]
+    used = [
+        f"{DRAFTER_NAMES[d]} {n} round{'s' if n != 1 else ''}"
+        for d in (*DRAFTERS, PLAIN)
+        if (n := sum(1 for bar in bars if bar.drafter == d))
+    ]
     parts.append(", ".join(used))
     why = kinds_line(bars)
     return "  ·  ".join(parts) + (f"\n{why}" if why else "")
@@ -289,15 +320,20 @@ def kinds_line(bars: Sequence[RoundBar]) -> str:
         expected = sum(bar.expected for bar in of_kind)
         if expected > 0:
             # Said as two numbers, never "kept 2 of 1 expected": the expectation is an estimate, and is exceeded.
-            part += (f" (kept {plural(sum(bar.kept for bar in of_kind), 'token')} where the controller expected "
-                     f"about {expected:.1f})")
+            part += (
+                f" (kept {plural(sum(bar.kept for bar in of_kind), 'token')} where the controller expected "
+                f"about {expected:.1f})"
+            )
         parts.append(part)
     return "Rounds: " + ", ".join(parts)
 
 
-def reply_inspection(rounds: Optional[Sequence[RoundRecord]], token_rounds: Optional[Sequence[int]] = None,
-                  stats: Optional[GenerationStats] = None,
-                  fallback_token_s: Optional[float] = None) -> ReplyInspection:
+def reply_inspection(
+    rounds: Optional[Sequence[RoundRecord]],
+    token_rounds: Optional[Sequence[int]] = None,
+    stats: Optional[GenerationStats] = None,
+    fallback_token_s: Optional[float] = None,
+) -> ReplyInspection:
     """Everything the inspector shows of one reply; a reply without rounds keeps only its stats' summary and
     histogram."""
     bars = round_bars(rounds or [], token_rounds)
@@ -306,6 +342,13 @@ def reply_inspection(rounds: Optional[Sequence[RoundRecord]], token_rounds: Opti
         return ReplyInspection(histogram=histogram, summary=summary_line(bars, stats))
     times, tokens = cumulative_series(bars)
     plain, missing = plain_line(bars, fallback_token_s)
-    return ReplyInspection(bars=bars, positions=position_acceptance(bars), times=times, tokens=tokens,
-                           plain=plain, plain_missing=missing, histogram=histogram,
-                           summary=summary_line(bars, stats))
+    return ReplyInspection(
+        bars=bars,
+        positions=position_acceptance(bars),
+        times=times,
+        tokens=tokens,
+        plain=plain,
+        plain_missing=missing,
+        histogram=histogram,
+        summary=summary_line(bars, stats),
+    )

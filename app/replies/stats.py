@@ -19,8 +19,11 @@ def model_label(target_name: Optional[str], draft_name: Optional[str]) -> str:
 def format_stats(stats: GenerationStats, rounds: Sequence[RoundRecord] = ()) -> str:
     """The stats row under a finished reply: "41.3 tok/s · 256 tokens · 68% accepted (120/176 drafted by n-gram) ·
     0.21 s to first token"; `rounds`, the reply's, say who drafted and, without drafts, why none."""
-    parts = [f"{stats.tokens_per_second:.1f} tok/s", plural(stats.tokens, "token"),
-             drafted_words(stats.drafted, stats.accepted, (r.drafter for r in rounds), (r.kind for r in rounds))]
+    parts = [
+        f"{stats.tokens_per_second:.1f} tok/s",
+        plural(stats.tokens, "token"),
+        drafted_words(stats.drafted, stats.accepted, (r.drafter for r in rounds), (r.kind for r in rounds)),
+    ]
     if stats.reasoning_tokens:  # "thinking 412 · 81% accepted, answer 96 · 40%": speculation on each part
         parts.append(thinking_split(stats))
     if stats.ttft_s:
@@ -50,5 +53,7 @@ def thinking_split(stats: GenerationStats) -> str:
     thinking = f"thinking {stats.reasoning_tokens}"
     if not stats.drafted:
         return f"{thinking}, answer {answer}"
-    return (f"{thinking} ({_share(stats.reasoning_accepted, stats.reasoning_drafted)}), answer {answer} "
-            f"({_share(stats.accepted - stats.reasoning_accepted, stats.drafted - stats.reasoning_drafted)})")
+    return (
+        f"{thinking} ({_share(stats.reasoning_accepted, stats.reasoning_drafted)}), answer {answer} "
+        f"({_share(stats.accepted - stats.reasoning_accepted, stats.drafted - stats.reasoning_drafted)})"
+    )

@@ -17,10 +17,15 @@ from app.common.units import plural
 from app.engine.events import RoundEvent, ThreadsEvent
 
 # Where drafting pays on a CPU: text that repeats, so tokens are copied rather than guessed.
-WHAT_PAYS = ("Drafting pays here on edits and repeated text: attach the file you are editing, or ask for changes "
-             "to text already in the chat.")
-DRAFTERS = {"model": "the draft model guesses", "ngram": "copying from earlier text", "history":
-            "copying from your earlier replies"}
+WHAT_PAYS = (
+    "Drafting pays here on edits and repeated text: attach the file you are editing, or ask for changes "
+    "to text already in the chat."
+)
+DRAFTERS = {
+    "model": "the draft model guesses",
+    "ngram": "copying from earlier text",
+    "history": "copying from your earlier replies",
+}
 # Who drafted a reply's tokens, as the stats row names them.
 DRAFTED_BY = {"model": "the draft model", "ngram": "n-gram", "history": "earlier replies"}
 # A fixed draft length (Chat settings, or Speculate anyway): its rounds, and the footer once it is chosen, say this.
@@ -39,8 +44,9 @@ class StatusWords:
 def round_words(event: RoundEvent, speculative: bool = True) -> StatusWords:
     """The status line for a round, from its kind and plan; `speculative` False: the chat has speculation off."""
     line, hint = _sentence(event, speculative)
-    details = "\n\n".join(part for part in (line, hint, f"The engine's note: {event.reason}" if event.reason else "")
-                          if part)
+    details = "\n\n".join(
+        part for part in (line, hint, f"The engine's note: {event.reason}" if event.reason else "") if part
+    )
     return StatusWords(line, details, event.kind)
 
 
@@ -60,17 +66,23 @@ def _sentence(event: RoundEvent, speculative: bool) -> tuple[str, str]:
         threads = f" on {plural(event.threads, 'CPU thread')}" if event.threads else ""
         return f"Measuring how fast this machine writes one token{threads}, to judge whether drafting pays.", ""
     if kind == "costly":
-        return ("Speculation paused: on this machine checking a draft costs about as much as writing its tokens, "
-                "so guessing ahead would be slower here."), WHAT_PAYS
+        return (
+            "Speculation paused: on this machine checking a draft costs about as much as writing its tokens, "
+            "so guessing ahead would be slower here."
+        ), WHAT_PAYS
     if kind == "paused":
-        return ("Speculation paused: in this text too few drafted tokens were being kept to save time; it tries "
-                "again now and then."), WHAT_PAYS
+        return (
+            "Speculation paused: in this text too few drafted tokens were being kept to save time; it tries "
+            "again now and then."
+        ), WHAT_PAYS
     if kind == "server":
         return "The server drafts and checks its own tokens.", ""
     if kind == "batch":
         drafted = f"drafting {plural(k, 'token')} this round" if k else "no draft this round"
-        return (f"Other requests are being answered beside this chat: {drafted}, where alone it would draft more, "
-                "so that the batch as a whole goes fastest."), ""
+        return (
+            f"Other requests are being answered beside this chat: {drafted}, where alone it would draft more, "
+            "so that the batch as a whole goes fastest."
+        ), ""
     return "Writing without drafts this round: nothing to draft from, or no room left.", WHAT_PAYS
 
 

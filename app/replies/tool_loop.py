@@ -40,13 +40,24 @@ def arguments_object(text: str) -> dict[str, Any]:
 
 def pending_record(call: ToolCall, tool: Optional[ToolInfo]) -> ToolCallRecord:
     """A call as it is first shown, not yet answered; `tool`: the offered tool of that name (None: none is)."""
-    return ToolCallRecord(id=call.id, name=call.name, arguments=call.arguments,
-                          server=tool.server if tool else "", tool=tool.tool if tool else "")
+    return ToolCallRecord(
+        id=call.id,
+        name=call.name,
+        arguments=call.arguments,
+        server=tool.server if tool else "",
+        tool=tool.tool if tool else "",
+    )
 
 
 def answered(record: ToolCallRecord, answer: CallAnswer, result: ToolResult) -> ToolCallRecord:
-    return dataclasses.replace(record, answer=answer, result=result.text, is_error=result.is_error,
-                               truncated=result.truncated, seconds=round(result.seconds, 3))
+    return dataclasses.replace(
+        record,
+        answer=answer,
+        result=result.text,
+        is_error=result.is_error,
+        truncated=result.truncated,
+        seconds=round(result.seconds, 3),
+    )
 
 
 def denied(record: ToolCallRecord) -> ToolCallRecord:
@@ -67,9 +78,14 @@ def call_messages(content: str, calls: Sequence[ToolCallRecord]) -> list[dict]:
     OpenAI's shape except that `arguments` is the object, not its JSON text: templates write `arguments | tojson`
     (as app.serve.tool_requests hands them over too), and a string there would be written quoted. A call that was
     never answered (the window closed while it was asked about) is sent as stopped, so every call has its result."""
-    template_calls = [{"id": call.id, "type": "function",
-                       "function": {"name": call.name, "arguments": arguments_object(call.arguments)}}
-                      for call in calls]
+    template_calls = [
+        {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": arguments_object(call.arguments)},
+        }
+        for call in calls
+    ]
     turn: list[dict] = [{"role": "assistant", "content": content, "tool_calls": template_calls}]
     for call in calls:
         result = call.result if call.answer else STOPPED

@@ -41,8 +41,9 @@ def _host_and_port(text: str) -> Optional[tuple[str, int]]:
     return host, port if port is not None else DEFAULT_PORTS.get(parts.scheme, 0)
 
 
-def refusal(headers: Mapping[str, str], server_port: int, local_only: bool,
-            keys: tuple[bytes, ...]) -> Optional[Refusal]:
+def refusal(
+    headers: Mapping[str, str], server_port: int, local_only: bool, keys: tuple[bytes, ...]
+) -> Optional[Refusal]:
     """Why a request with these `headers` must not reach the models, or None. `server_port` is the port it came
     in on; `local_only`: the server listens on loopback; `keys`: those a client may send (none: no key asked)."""
     origin = headers.get("origin")
@@ -51,8 +52,7 @@ def refusal(headers: Mapping[str, str], server_port: int, local_only: bool,
         if page is None:
             return Refusal(400, "The request's Origin header is malformed.")
         if not is_loopback_host(page[0]) or page[1] != server_port:
-            return Refusal(403, "Requests from web pages are refused, also from pages on other ports of this "
-                                "machine.")
+            return Refusal(403, "Requests from web pages are refused, also from pages on other ports of this machine.")
     host = headers.get("host")
     if host:
         named = _host_and_port(host)
@@ -67,7 +67,7 @@ def refusal(headers: Mapping[str, str], server_port: int, local_only: bool,
     # guessed by timing.
     matches = [hmac.compare_digest(token or b"", key) for key in keys]
     if token is None or not any(matches):
-        return Refusal(401, "This server needs its API key, sent as \"Authorization: Bearer KEY\".")
+        return Refusal(401, 'This server needs its API key, sent as "Authorization: Bearer KEY".')
     return None
 
 

@@ -39,8 +39,10 @@ class ConnectionLimits:
 def _raw_response(status: int, reason: str, message: str) -> bytes:
     """A whole HTTP/1.1 error response, written straight to a connection that is closed right after."""
     body = json.dumps(error_body(status, message)).encode("utf-8")
-    head = (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
-            "connection: close\r\n\r\n")
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
+        "connection: close\r\n\r\n"
+    )
     return head.encode("ascii") + body
 
 
@@ -51,8 +53,9 @@ def guarded_protocol(limits: ConnectionLimits) -> type:
     """uvicorn's h11 protocol class with `limits` (pass it as uvicorn.Config's `http`)."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    late_body = _raw_response(408, "Request Timeout",
-                              f"The request's body did not arrive within {limits.body_timeout_s:g} s.")
+    late_body = _raw_response(
+        408, "Request Timeout", f"The request's body did not arrive within {limits.body_timeout_s:g} s."
+    )
 
     class GuardedH11Protocol(H11Protocol):
         _head_timer = None
@@ -116,8 +119,10 @@ def guarded_protocol(limits: ConnectionLimits) -> type:
             excess = len(others) + 1 - limits.max_connections
             if excess <= 0:
                 return
-            idle = sorted((c for c in others if isinstance(c, GuardedH11Protocol) and c.waiting_for_head()),
-                          key=lambda c: c._waiting_since)
+            idle = sorted(
+                (c for c in others if isinstance(c, GuardedH11Protocol) and c.waiting_for_head()),
+                key=lambda c: c._waiting_since,
+            )
             for connection in idle[:excess]:
                 connection.transport.close()
             if len(idle) < excess:

@@ -18,7 +18,7 @@ from app.serve.errors import BadRequest
 # deeper is no request of ours, and its check needs no stack.
 MAX_DEPTH = 64
 # The widest whole number a field passes on (a seed; what OpenAI and other servers read as int64).
-INT64_MAX = 2 ** 63 - 1
+INT64_MAX = 2**63 - 1
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -69,8 +69,11 @@ def check_values(data: Any, where: str = "the body", depth: int = 0) -> None:
         if not isinstance(value, (dict, list)):
             continue
         if depth > MAX_DEPTH:
-            raise BadRequest(f"The request body nests deeper than {MAX_DEPTH} levels." if root == "the body" else
-                             f"{root} nests deeper than the {MAX_DEPTH} levels a request may.")
+            raise BadRequest(
+                f"The request body nests deeper than {MAX_DEPTH} levels."
+                if root == "the body"
+                else f"{root} nests deeper than the {MAX_DEPTH} levels a request may."
+            )
         items = value.items() if isinstance(value, dict) else enumerate(value)
         for key, item in items:
             if isinstance(key, str):  # an object's key
@@ -96,7 +99,7 @@ def flag(data: dict, name: str, default: bool = False, shown: Optional[str] = No
     if value is None:
         return default
     if not isinstance(value, bool):
-        raise BadRequest(f"\"{shown or name}\" must be true or false.")
+        raise BadRequest(f'"{shown or name}" must be true or false.')
     return value
 
 
@@ -107,7 +110,7 @@ def whole(data: dict, name: str, default: Optional[int], low: int, high: int, wo
     if value is None:
         return default
     if not is_int(value) or not low <= value <= high:
-        raise BadRequest(f"\"{name}\" must be a whole number from {low} to {high}{words}.")
+        raise BadRequest(f'"{name}" must be a whole number from {low} to {high}{words}.')
     return value
 
 
@@ -116,7 +119,12 @@ def number(data: dict, name: str, default: float, low: float, high: float) -> fl
     if value is None:
         return default
     # An int is compared as it is (a 400-digit one has no float), a float must be finite.
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or isinstance(value, float) and not math.isfinite(value) or not low <= value <= high:
-        raise BadRequest(f"\"{name}\" must be a number from {low:g} to {high:g}.")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or isinstance(value, float)
+        and not math.isfinite(value)
+        or not low <= value <= high
+    ):
+        raise BadRequest(f'"{name}" must be a number from {low:g} to {high:g}.')
     return float(value)

@@ -32,6 +32,7 @@ from app.serve.completions.requests import ApiRequest, CompletionRequest, parse_
 from app.serve.field_types import parse_json_body
 from app.serve.requests import ApiOptions, BadRequest, parse_chat_request
 
+
 def error_response(status: int, message: str) -> JSONResponse:
     """OpenAI's error shape, with one sentence."""
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
@@ -71,8 +72,13 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
         if refused is not None:
             return refused
         served = models()
-        return JSONResponse({"default_generation_settings": {"n_ctx": served.n_ctx}, "model_alias": served.target,
-                             "specchat": {"draft": served.draft or None}})
+        return JSONResponse(
+            {
+                "default_generation_settings": {"n_ctx": served.n_ctx},
+                "model_alias": served.target,
+                "specchat": {"draft": served.draft or None},
+            }
+        )
 
     async def health(request: Request) -> Response:
         """llama-server's /health: 200 {"status": "ok"} with a model loaded, 503 without one."""
@@ -113,8 +119,9 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
 
         job = ServeJob(chat, sink)
         if not queue.submit(job):
-            return error_response(503, f"The server is busy ({options.limits.max_queued} requests are waiting); "
-                                       "try again shortly.")
+            return error_response(
+                503, f"The server is busy ({options.limits.max_queued} requests are waiting); try again shortly."
+            )
         watcher = asyncio.create_task(_cancel_on_disconnect(request, job))
         streaming = False
         try:
@@ -126,8 +133,9 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
             if isinstance(first, JobEnded):
                 return error_response(503, "The request was cancelled before it started.")
             shaper_type = CompletionShaper if isinstance(chat, CompletionRequest) else ReplyShaper
-            shaper = shaper_type(chat, model=first.model, prompt_tokens=first.prompt_tokens,
-                                 tool_format=first.tool_format)
+            shaper = shaper_type(
+                chat, model=first.model, prompt_tokens=first.prompt_tokens, tool_format=first.tool_format
+            )
             if not chat.stream:
                 return await _whole_reply(shaper, inbox, job)
             streaming = True
@@ -140,8 +148,9 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
 
     async def not_found(request: Request) -> Response:
         path = request.url.path if len(request.url.path) <= 100 else request.url.path[:97] + "..."
-        return error_response(404, f"There is no {path}; this server answers /v1/models, /v1/chat/completions "
-                                   "and /v1/completions.")
+        return error_response(
+            404, f"There is no {path}; this server answers /v1/models, /v1/chat/completions and /v1/completions."
+        )
 
     routes = [
         Route("/v1/models", list_models, methods=["GET"]),
@@ -188,8 +197,12 @@ class _Shielded:
         try:
             await self._app(scope, receive, watched_send)
         except Exception as exc:
-            print(f"SpecChat API: a request to {scope.get('path', '?')!r} failed: {type(exc).__name__}: "
-                  f"{str(exc)[:200]!r}", file=sys.stderr, flush=True)
+            print(
+                f"SpecChat API: a request to {scope.get('path', '?')!r} failed: {type(exc).__name__}: "
+                f"{str(exc)[:200]!r}",
+                file=sys.stderr,
+                flush=True,
+            )
             if scope["type"] == "http" and not started:
                 try:
                     await error_response(500, OUR_FAULT)(scope, receive, send)
@@ -280,8 +293,11 @@ async def _stream(shaper: ReplyShaper, inbox: asyncio.Queue, job: ServeJob) -> A
             yield _sse(chunk)
         yield _sse("[DONE]")
     except Exception as exc:  # a bug of ours mid-reply: the client hears it as an event, not as a cut stream
-        print(f"SpecChat API: a streamed reply failed: {type(exc).__name__}: {str(exc)[:200]!r}", file=sys.stderr,
-              flush=True)
+        print(
+            f"SpecChat API: a streamed reply failed: {type(exc).__name__}: {str(exc)[:200]!r}",
+            file=sys.stderr,
+            flush=True,
+        )
         finished = None
         yield _sse({"error": {"message": OUR_FAULT, "type": "server_error", "code": 500}})
     finally:

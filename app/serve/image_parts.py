@@ -22,10 +22,12 @@ def image_part(part: dict[str, Any], index: int) -> dict[str, Any]:
     spec = part.get("image_url")
     url = spec.get("url") if isinstance(spec, dict) else spec
     if not isinstance(url, str) or not url:
-        raise BadRequest(f"{where} has an image_url part without a \"url\" string.")
+        raise BadRequest(f'{where} has an image_url part without a "url" string.')
     if url[:8].lower().startswith(("http://", "https://")):
-        raise BadRequest(f"{where} names a picture by an http(s) URL, which this server does not fetch; send the "
-                         "picture itself as a data: URL (data:image/png;base64,...).")
+        raise BadRequest(
+            f"{where} names a picture by an http(s) URL, which this server does not fetch; send the "
+            "picture itself as a data: URL (data:image/png;base64,...)."
+        )
     head, comma, payload = url.partition(",")
     if not url[:5].lower() == "data:" or not comma or not head.lower().endswith(";base64"):
         raise BadRequest(f"{where} has an image_url that is not a base64 data: URL (data:image/png;base64,...).")

@@ -211,9 +211,14 @@ def run_job(engine: Optional[ChatEngine], job: ServeJob) -> Optional[FinishedEve
     return finished
 
 
-def work_off(queue: JobQueue, engine: ChatEngine, until: Callable[[], bool] = lambda: False,
-             on_done: Optional[Callable[[ServeJob, Optional[FinishedEvent]], None]] = None,
-             idle_after_s: float = 1.0, poll_s: Optional[float] = None) -> None:
+def work_off(
+    queue: JobQueue,
+    engine: ChatEngine,
+    until: Callable[[], bool] = lambda: False,
+    on_done: Optional[Callable[[ServeJob, Optional[FinishedEvent]], None]] = None,
+    idle_after_s: float = 1.0,
+    poll_s: Optional[float] = None,
+) -> None:
     """Answer the queue's jobs one at a time, in order, on this thread (the one that owns `engine`), until
     `until()` (checked every `poll_s` seconds; None: never). Between jobs, once nothing has come for
     `idle_after_s`, the engine does its background measuring a short step at a time."""

@@ -21,8 +21,10 @@ def _entry(choice: TokenChoice) -> dict:
 
 def chat_logprobs(items: Sequence[TokenLogprobs]) -> dict:
     """Chat's `choice.logprobs`: per token its text, log-probability, bytes and the likeliest tokens there."""
-    return {"content": [{**_entry(item.chosen), "top_logprobs": [_entry(c) for c in item.top]} for item in items],
-            "refusal": None}
+    return {
+        "content": [{**_entry(item.chosen), "top_logprobs": [_entry(c) for c in item.top]} for item in items],
+        "refusal": None,
+    }
 
 
 def completion_logprobs(items: Sequence[TokenLogprobs], text_offset: int) -> dict:
@@ -32,7 +34,9 @@ def completion_logprobs(items: Sequence[TokenLogprobs], text_offset: int) -> dic
     for item in items:
         offsets.append(at)
         at += len(_token(item.chosen))
-    return {"tokens": [_token(item.chosen) for item in items],
-            "token_logprobs": [item.chosen.logprob for item in items],
-            "top_logprobs": [{_token(c): c.logprob for c in item.top} for item in items],
-            "text_offset": offsets}
+    return {
+        "tokens": [_token(item.chosen) for item in items],
+        "token_logprobs": [item.chosen.logprob for item in items],
+        "top_logprobs": [{_token(c): c.logprob for c in item.top} for item in items],
+        "text_offset": offsets,
+    }

@@ -26,7 +26,7 @@ REASONING_FORMATS = {"none": "none", "raw": "none", "deepseek": "split", "auto":
 BUDGET_FIELDS = ("thinking_budget_tokens", "reasoning_budget_tokens")
 _REASONING_KEYS = ("effort", "max_tokens", "enabled", "exclude")
 # The widest budget a C int holds, as llama-server and other servers read it.
-MAX_BUDGET = 2 ** 31 - 1
+MAX_BUDGET = 2**31 - 1
 
 
 def thinking_settings(data: dict, defaults: GenerationConfig) -> dict[str, Any]:
@@ -39,12 +39,12 @@ def thinking_settings(data: dict, defaults: GenerationConfig) -> dict[str, Any]:
     kwargs = data.get("chat_template_kwargs")
     if kwargs is not None:
         if not isinstance(kwargs, dict):
-            raise BadRequest("\"chat_template_kwargs\" must be an object of the chat template's variables.")
+            raise BadRequest('"chat_template_kwargs" must be an object of the chat template\'s variables.')
         rest = dict(kwargs)
         if "enable_thinking" in rest:
             enable = rest.pop("enable_thinking")
             if not isinstance(enable, bool):
-                raise BadRequest("\"chat_template_kwargs.enable_thinking\" must be true or false.")
+                raise BadRequest('"chat_template_kwargs.enable_thinking" must be true or false.')
             thinking = enable
         template_kwargs = json.dumps(rest, ensure_ascii=False) if rest else ""
     reasoning = data.get("reasoning")
@@ -55,22 +55,28 @@ def thinking_settings(data: dict, defaults: GenerationConfig) -> dict[str, Any]:
     for name in BUDGET_FIELDS:
         if data.get(name) is not None:
             budget, thinking = _budget(data[name], name, thinking)
-    return {"thinking": thinking, "reasoning_effort": effort, "thinking_budget": budget,
-            "reasoning_format": _format(data.get("reasoning_format"), defaults.reasoning_format),
-            "template_kwargs": template_kwargs}
+    return {
+        "thinking": thinking,
+        "reasoning_effort": effort,
+        "thinking_budget": budget,
+        "reasoning_format": _format(data.get("reasoning_format"), defaults.reasoning_format),
+        "template_kwargs": template_kwargs,
+    }
 
 
 def _effort(value: Any, name: str) -> Any:
     if not isinstance(value, str) or value not in EFFORTS:
-        raise BadRequest(f"\"{name}\" must be \"low\", \"medium\" or \"high\".")
+        raise BadRequest(f'"{name}" must be "low", "medium" or "high".')
     return value
 
 
 def _budget(value: Any, name: str, thinking: Optional[bool]) -> tuple[int, Optional[bool]]:
     """(thinking_budget, thinking) for a token budget: -1 no limit, 0 no thinking, N the most thinking tokens."""
     if not isinstance(value, int) or isinstance(value, bool) or not -1 <= value <= MAX_BUDGET:
-        raise BadRequest(f"\"{name}\" must be a whole number: -1 (no limit), 0 (no thinking) or the most thinking "
-                         f"tokens, up to {MAX_BUDGET}.")
+        raise BadRequest(
+            f'"{name}" must be a whole number: -1 (no limit), 0 (no thinking) or the most thinking '
+            f"tokens, up to {MAX_BUDGET}."
+        )
     if value == 0:
         return 0, False
     return max(0, value), thinking
@@ -80,25 +86,28 @@ def _format(value: Any, default: str) -> Any:
     if value is None:
         return default
     if not isinstance(value, str) or value not in REASONING_FORMATS:  # a list or an object cannot be looked up
-        raise BadRequest("\"reasoning_format\" must be \"none\" (the thinking stays in content, with its tags) or "
-                         "\"deepseek\" (the thinking apart, as reasoning_content).")
+        raise BadRequest(
+            '"reasoning_format" must be "none" (the thinking stays in content, with its tags) or '
+            '"deepseek" (the thinking apart, as reasoning_content).'
+        )
     return REASONING_FORMATS[value]
 
 
-def _openrouter(value: Any, thinking: Optional[bool], effort: Any,
-                budget: int) -> tuple[Optional[bool], Any, int]:
+def _openrouter(value: Any, thinking: Optional[bool], effort: Any, budget: int) -> tuple[Optional[bool], Any, int]:
     """OpenRouter's `reasoning` object: effort, max_tokens (a budget) and enabled."""
     if not isinstance(value, dict) or any(key not in _REASONING_KEYS for key in value):
-        raise BadRequest("\"reasoning\" must be an object with \"effort\", \"max_tokens\" or \"enabled\".")
+        raise BadRequest('"reasoning" must be an object with "effort", "max_tokens" or "enabled".')
     if value.get("exclude") not in (None, False):
-        raise BadRequest("\"reasoning.exclude\" is not supported by this server; leave it out (the thinking is "
-                         "sent apart from the answer, as reasoning_content).")
+        raise BadRequest(
+            '"reasoning.exclude" is not supported by this server; leave it out (the thinking is '
+            "sent apart from the answer, as reasoning_content)."
+        )
     if value.get("effort") is not None:
         effort = _effort(value["effort"], "reasoning.effort")
     if value.get("max_tokens") is not None:
         budget, thinking = _budget(value["max_tokens"], "reasoning.max_tokens", thinking)
     if value.get("enabled") is not None:
         if not isinstance(value["enabled"], bool):
-            raise BadRequest("\"reasoning.enabled\" must be true or false.")
+            raise BadRequest('"reasoning.enabled" must be true or false.')
         thinking = value["enabled"]
     return thinking, effort, budget

@@ -28,9 +28,15 @@ from app.serve.logprob_replies import chat_logprobs
 from app.serve.tool_replies import call_stream, deltas, message_tool_calls
 
 # OpenAI's error types by HTTP status (anything else is a "server_error").
-ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-               404: "not_found_error", 408: "invalid_request_error", 413: "invalid_request_error",
-               503: "server_busy"}
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    408: "invalid_request_error",
+    413: "invalid_request_error",
+    503: "server_busy",
+}
 
 # The engine's stop reasons as OpenAI's finish_reason.
 FINISH_REASONS = {"eos": "stop", "max_tokens": "length", "context_full": "length", "stop_string": "stop"}
@@ -114,9 +120,19 @@ class ReplyShaper:
         self._predicted_n += counted
         self._reasoning_n += counted and event.part == "reasoning"
         drafter = event.drafter if event.source == "draft" else None
-        self._held.append(HeldToken(event.text, drafter, counted, self._predicted_n, self._draft_n,
-                                 self._draft_n_accepted, event.part, event.logprobs,
-                                 reader_text("", event.markup, self.tool_format)))
+        self._held.append(
+            HeldToken(
+                event.text,
+                drafter,
+                counted,
+                self._predicted_n,
+                self._draft_n,
+                self._draft_n_accepted,
+                event.part,
+                event.logprobs,
+                reader_text("", event.markup, self.tool_format),
+            )
+        )
         return self._release()
 
     def flush(self) -> list[HeldToken]:
@@ -134,8 +150,9 @@ class ReplyShaper:
         if hits:
             self.stopped_by_string = True
             return self._release_chars(min(hits), cut=True)
-        keep = max((n for s in stops for n in range(min(len(s) - 1, len(text)), 0, -1)
-                    if text.endswith(s[:n])), default=0)
+        keep = max(
+            (n for s in stops for n in range(min(len(s) - 1, len(text)), 0, -1) if text.endswith(s[:n])), default=0
+        )
         return self._release_chars(len(text) - keep, cut=False)
 
     def _release_chars(self, chars: int, cut: bool) -> list[HeldToken]:
@@ -171,9 +188,13 @@ class ReplyShaper:
             "draft_n_accepted": last.draft_n_accepted if last else self._draft_n_accepted,
         }
         if stats is not None:
-            timings.update(prompt_n=stats.prompt_tokens - stats.prompt_cached, cache_n=stats.prompt_cached,
-                           prompt_ms=stats.prompt_eval_s * 1000.0, predicted_per_second=stats.tokens_per_second,
-                           predicted_n=stats.tokens)
+            timings.update(
+                prompt_n=stats.prompt_tokens - stats.prompt_cached,
+                cache_n=stats.prompt_cached,
+                prompt_ms=stats.prompt_eval_s * 1000.0,
+                predicted_per_second=stats.tokens_per_second,
+                predicted_n=stats.tokens,
+            )
         elif self._first_token_at is not None:
             timings["predicted_ms"] = (time.monotonic() - self._first_token_at) * 1000.0
         return timings
@@ -197,8 +218,9 @@ class ReplyShaper:
         """Thinking as llama-server's deepseek format streams it, and under vLLM's name; never in `content`."""
         text = "".join(t.text for t in tokens)
         chunk = self._base("chat.completion.chunk")
-        chunk["choices"] = [{"index": 0, "delta": {"reasoning_content": text, "reasoning": text},
-                             "finish_reason": None}]
+        chunk["choices"] = [
+            {"index": 0, "delta": {"reasoning_content": text, "reasoning": text}, "finish_reason": None}
+        ]
         chunk["specchat"] = {"tokens": [t.provenance() for t in self._unsent + tokens]}
         if self.request.timings_per_token:
             chunk["timings"] = self._timings(tokens[-1])
@@ -228,8 +250,14 @@ class ReplyShaper:
 
     def token_chunk(self, tokens: list[HeldToken]) -> dict:
         chunk = self._base("chat.completion.chunk")
-        chunk["choices"] = [{"index": 0, "delta": {"content": "".join(t.text for t in tokens)},
-                             "finish_reason": None, **self._logprobs(tokens)}]
+        chunk["choices"] = [
+            {
+                "index": 0,
+                "delta": {"content": "".join(t.text for t in tokens)},
+                "finish_reason": None,
+                **self._logprobs(tokens),
+            }
+        ]
         chunk["specchat"] = {"tokens": [t.provenance() for t in tokens]}
         if self.request.timings_per_token:
             chunk["timings"] = self._timings(tokens[-1] if tokens else None)
@@ -251,16 +279,25 @@ class ReplyShaper:
 
     def _summary(self, finished: Optional[FinishedEvent]) -> dict:
         stats = finished.stats if finished is not None else GenerationStats()
-        return {"drafted": stats.drafted, "accepted": stats.accepted, "rounds": stats.rounds,
-                "tokens_per_second": round(stats.tokens_per_second, 2),
-                "reasoning_tokens": stats.reasoning_tokens, "reasoning_drafted": stats.reasoning_drafted,
-                "reasoning_accepted": stats.reasoning_accepted, "ended_in_reasoning": stats.ended_in_reasoning}
+        return {
+            "drafted": stats.drafted,
+            "accepted": stats.accepted,
+            "rounds": stats.rounds,
+            "tokens_per_second": round(stats.tokens_per_second, 2),
+            "reasoning_tokens": stats.reasoning_tokens,
+            "reasoning_drafted": stats.reasoning_drafted,
+            "reasoning_accepted": stats.reasoning_accepted,
+            "ended_in_reasoning": stats.ended_in_reasoning,
+        }
 
     def _usage(self, finished: Optional[FinishedEvent] = None) -> dict:
         completion = self._predicted_n
-        usage: dict = {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
-                       "total_tokens": self.prompt_tokens + completion,
-                       "completion_tokens_details": {"reasoning_tokens": self._reasoning_n}}
+        usage: dict = {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": completion,
+            "total_tokens": self.prompt_tokens + completion,
+            "completion_tokens_details": {"reasoning_tokens": self._reasoning_n},
+        }
         if finished is not None:  # OpenAI's shape: the prompt tokens whose KV cache was kept from an earlier turn
             usage["prompt_tokens_details"] = {"cached_tokens": finished.stats.prompt_cached}
         return usage
@@ -294,8 +331,14 @@ class ReplyShaper:
             message["content"] = self._calls.content or (None if self._calls.calls else "")
             if self._calls.calls:
                 message["tool_calls"] = message_tool_calls(self._calls.calls)
-        reply["choices"] = [{"index": 0, "message": message, "finish_reason": self.finish_reason(finished),
-                             **self._logprobs(self._released)}]
+        reply["choices"] = [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": self.finish_reason(finished),
+                **self._logprobs(self._released),
+            }
+        ]
         reply["usage"] = self._usage(finished)
         reply["specchat"] = {"tokens": [t.provenance() for t in self._released], **self._summary(finished)}
         if self.request.timings_per_token:
@@ -312,6 +355,11 @@ def models_list(target: str, draft: str, n_ctx: int, created: int) -> dict:
     """/v1/models: the loaded target, owned by "specchat"; its draft is named in the entry's `specchat` field."""
     if not target:
         return {"object": "list", "data": []}
-    entry = {"id": target, "object": "model", "created": created, "owned_by": "specchat",
-             "specchat": {"draft": draft or None, "n_ctx": n_ctx}}
+    entry = {
+        "id": target,
+        "object": "model",
+        "created": created,
+        "owned_by": "specchat",
+        "specchat": {"draft": draft or None, "n_ctx": n_ctx},
+    }
     return {"object": "list", "data": [entry]}

@@ -51,7 +51,6 @@ class ApiOptions:
     # Sampling defaults and speculation of every reply (a request may set its own sampling, never speculation).
     defaults: GenerationConfig = GenerationConfig(session="api", history=False)
 
-
     @property
     def keys(self) -> tuple[str, ...]:
         """Every key a client may send (none: no key is asked for)."""
@@ -92,7 +91,7 @@ def parse_chat_request(data: dict, limits: ApiLimits, defaults: GenerationConfig
     logprobs = flag(data, "logprobs")
     top = whole(data, "top_logprobs", None, 0, MAX_TOP_LOGPROBS)
     if top and not logprobs:
-        raise BadRequest("\"top_logprobs\" needs \"logprobs\": true.")
+        raise BadRequest('"top_logprobs" needs "logprobs": true.')
     if logprobs:
         common["config"] = replace(common["config"], logprobs=True, top_logprobs=int(top or 0))
     return ChatRequest(messages=messages, tools=tools, **common)
@@ -101,44 +100,55 @@ def parse_chat_request(data: dict, limits: ApiLimits, defaults: GenerationConfig
 # Fields a client may send whose effect this server does not give, refused when they ask for more than the default
 # (OpenAI's, then llama-server's own samplers).
 NOT_HONOURED: dict[str, tuple] = {
-    "logit_bias": (None, {}), "prediction": (None,), "audio": (None,), "modalities": (None, ["text"]),
-    "best_of": (None, 1), "n_probs": (None, 0), "typical_p": (None, 1, 1.0), "mirostat": (None, 0),
-    "dry_multiplier": (None, 0, 0.0), "xtc_probability": (None, 0, 0.0), "grammar": (None, ""),
-    "tfs_z": (None, 1, 1.0), "top_n_sigma": (None, -1, -1.0), "dynatemp_range": (None, 0, 0.0),
+    "logit_bias": (None, {}),
+    "prediction": (None,),
+    "audio": (None,),
+    "modalities": (None, ["text"]),
+    "best_of": (None, 1),
+    "n_probs": (None, 0),
+    "typical_p": (None, 1, 1.0),
+    "mirostat": (None, 0),
+    "dry_multiplier": (None, 0, 0.0),
+    "xtc_probability": (None, 0, 0.0),
+    "grammar": (None, ""),
+    "tfs_z": (None, 1, 1.0),
+    "top_n_sigma": (None, -1, -1.0),
+    "dynatemp_range": (None, 0, 0.0),
     "json_schema": (None,),  # llama-server's; chat takes OpenAI's response_format
 }
 # The most likeliest tokens a position's log-probabilities list (OpenAI's limit).
 MAX_TOP_LOGPROBS = 20
 # top_k past any vocabulary is off; the widest a C int holds, as llama.cpp and other servers read it.
-MAX_TOP_K = 2 ** 31 - 1
+MAX_TOP_K = 2**31 - 1
 
 
 def _refuse_not_honoured(data: dict) -> None:
     for name, fine in NOT_HONOURED.items():
         value = data.get(name)
         if not any(value == f and type(value) is type(f) or value is f for f in fine):
-            raise BadRequest(f"\"{name}\" is not supported by this server; leave it out.")
+            raise BadRequest(f'"{name}" is not supported by this server; leave it out.')
 
 
 def common_fields(data: dict, limits: ApiLimits, defaults: GenerationConfig) -> dict[str, Any]:
     _refuse_not_honoured(data)
     n = data.get("n")
     if n is not None and (not is_int(n) or n != 1):  # true and 1.0 are no 1
-        raise BadRequest("\"n\" must be 1: this server writes one reply per request.")
+        raise BadRequest('"n" must be 1: this server writes one reply per request.')
     max_tokens = data.get("max_completion_tokens", data.get("max_tokens"))
     if max_tokens is None:
         max_tokens = limits.max_tokens
     elif not is_int(max_tokens) or max_tokens < 1:
-        raise BadRequest("\"max_tokens\" must be a whole number of 1 or more.")
+        raise BadRequest('"max_tokens" must be a whole number of 1 or more.')
     elif max_tokens > limits.max_tokens:
-        raise BadRequest(f"\"max_tokens\" is {max_tokens}; this server writes at most {limits.max_tokens} tokens "
-                         "per reply.")
+        raise BadRequest(
+            f'"max_tokens" is {max_tokens}; this server writes at most {limits.max_tokens} tokens per reply.'
+        )
     temperature = number(data, "temperature", defaults.temperature, 0.0, 2.0)
     presence = number(data, "presence_penalty", 0.0, -2.0, 2.0)
     frequency = number(data, "frequency_penalty", 0.0, -2.0, 2.0)
     repeat = number(data, "repeat_penalty", 1.0, 0.0, 10.0)
     if repeat == 0.0:
-        raise BadRequest("\"repeat_penalty\" must be above 0 (1 is off).")
+        raise BadRequest('"repeat_penalty" must be above 0 (1 is off).')
     top_p = number(data, "top_p", defaults.top_p, 0.0, 1.0)
     min_p = number(data, "min_p", defaults.min_p, 0.0, 1.0)
     top_k = whole(data, "top_k", defaults.top_k, 0, MAX_TOP_K, " (0 is off)")
@@ -147,29 +157,48 @@ def common_fields(data: dict, limits: ApiLimits, defaults: GenerationConfig) -> 
     ignore_eos = flag(data, "ignore_eos")  # llama-server's: write max_tokens whatever the model says
     options = data.get("stream_options") or {}
     if not isinstance(options, dict):
-        raise BadRequest("\"stream_options\" must be an object.")
+        raise BadRequest('"stream_options" must be an object.')
     model = data.get("model", "")
     if not isinstance(model, str):
-        raise BadRequest("\"model\" must be a string.")
+        raise BadRequest('"model" must be a string.')
     config = GenerationConfig(
-        max_tokens=int(max_tokens), temperature=temperature, top_k=int(top_k or 0), top_p=top_p, min_p=min_p,
-        seed=seed, speculative=defaults.speculative, drafter=defaults.drafter, draft_max=defaults.draft_max,
-        draft_p_min=defaults.draft_p_min, session=defaults.session, history=defaults.history,
-        history_book=defaults.history_book, client=defaults.client, presence_penalty=presence, frequency_penalty=frequency,
-        repeat_penalty=repeat, ignore_eos=ignore_eos, **thinking_settings(data, defaults),
+        max_tokens=int(max_tokens),
+        temperature=temperature,
+        top_k=int(top_k or 0),
+        top_p=top_p,
+        min_p=min_p,
+        seed=seed,
+        speculative=defaults.speculative,
+        drafter=defaults.drafter,
+        draft_max=defaults.draft_max,
+        draft_p_min=defaults.draft_p_min,
+        session=defaults.session,
+        history=defaults.history,
+        history_book=defaults.history_book,
+        client=defaults.client,
+        presence_penalty=presence,
+        frequency_penalty=frequency,
+        repeat_penalty=repeat,
+        ignore_eos=ignore_eos,
+        **thinking_settings(data, defaults),
     )
-    return {"config": config, "stream": stream, "model": model, "stop": _stop(data.get("stop")),
-            "timings_per_token": flag(data, "timings_per_token"),
-            "include_usage": flag(options, "include_usage", shown="stream_options.include_usage")}
+    return {
+        "config": config,
+        "stream": stream,
+        "model": model,
+        "stop": _stop(data.get("stop")),
+        "timings_per_token": flag(data, "timings_per_token"),
+        "include_usage": flag(options, "include_usage", shown="stream_options.include_usage"),
+    }
 
 
 def _messages(value: Any) -> tuple[dict, ...]:
     if not isinstance(value, list) or not value:
-        raise BadRequest("\"messages\" must be a non-empty list of {\"role\", \"content\"} objects.")
+        raise BadRequest('"messages" must be a non-empty list of {"role", "content"} objects.')
     out = []
     for i, message in enumerate(value):
         if not isinstance(message, dict):
-            raise BadRequest(f"messages[{i}] must be an object with \"role\" and \"content\".")
+            raise BadRequest(f'messages[{i}] must be an object with "role" and "content".')
         role = message.get("role")
         role = ROLE_ALIASES.get(role, role) if isinstance(role, str) else role
         if role not in ROLES:
@@ -187,14 +216,17 @@ def _messages(value: Any) -> tuple[dict, ...]:
     if out[-1]["role"] == "assistant" and not out[-1]["content"] and not out[-1].get("tool_calls"):
         out.pop()  # an empty assistant turn to be filled is what the reply is anyway
     if not out:
-        raise BadRequest("\"messages\" holds nothing to answer.")
+        raise BadRequest('"messages" holds nothing to answer.')
     return tuple(out)
 
 
 def _content(value: Any, index: int, role: str) -> str | list[dict]:
     """A message's text; with pictures (image_url parts, a user's only), its parts in order."""
-    if isinstance(value, list) and role == "user" and any(isinstance(p, dict) and p.get("type") == "image_url"
-                                                           for p in value):
+    if (
+        isinstance(value, list)
+        and role == "user"
+        and any(isinstance(p, dict) and p.get("type") == "image_url" for p in value)
+    ):
         parts: list[dict] = []
         for part in value:
             if isinstance(part, dict) and part.get("type") == "image_url":
@@ -221,8 +253,10 @@ def _text(value: Any, index: int, role: str) -> str:
                 parts.append(part["text"])
             else:
                 kind = part.get("type") if isinstance(part, dict) else type(part).__name__
-                raise BadRequest(f"messages[{index}].content has a part of type {kind!r}; only text and image_url "
-                                 "(in a user's message) are supported.")
+                raise BadRequest(
+                    f"messages[{index}].content has a part of type {kind!r}; only text and image_url "
+                    "(in a user's message) are supported."
+                )
         text = "".join(parts)
     else:
         raise BadRequest(f"messages[{index}].content must be a string or a list of text parts.")
@@ -252,8 +286,8 @@ def _stop(value: Any) -> tuple[str, ...]:
         return ()
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or not all(isinstance(s, str) for s in items):
-        raise BadRequest("\"stop\" must be a string or a list of strings.")
+        raise BadRequest('"stop" must be a string or a list of strings.')
     items = [s for s in items if s]
     if len(items) > MAX_STOP_STRINGS or any(len(s) > MAX_STOP_CHARS for s in items):
-        raise BadRequest(f"\"stop\" takes at most {MAX_STOP_STRINGS} strings of up to {MAX_STOP_CHARS} characters.")
+        raise BadRequest(f'"stop" takes at most {MAX_STOP_STRINGS} strings of up to {MAX_STOP_CHARS} characters.')
     return tuple(items)

@@ -61,14 +61,22 @@ class ApiServer:
         self.port = sock.getsockname()[1]
         app = build_app(self.options, self.queue, lambda: self.served)
         # The guarded protocol bounds connections and the time a request may take to arrive (connections.py).
-        config = uvicorn.Config(app, log_config=None, log_level="warning", access_log=False, lifespan="off",
-                                http=guarded_protocol(self.connections),
-                                timeout_keep_alive=self.connections.idle_timeout_s,
-                                timeout_graceful_shutdown=STOP_DEADLINE_S, h11_max_incomplete_event_size=64 * 1024)
+        config = uvicorn.Config(
+            app,
+            log_config=None,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            http=guarded_protocol(self.connections),
+            timeout_keep_alive=self.connections.idle_timeout_s,
+            timeout_graceful_shutdown=STOP_DEADLINE_S,
+            h11_max_incomplete_event_size=64 * 1024,
+        )
         server = uvicorn.Server(config)
         self._server = server
-        self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="SpecChat API server",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=server.run, kwargs={"sockets": [sock]}, name="SpecChat API server", daemon=True
+        )
         self._thread.start()
         deadline = time.monotonic() + START_DEADLINE_S
         while not server.started:
@@ -92,7 +100,7 @@ def _bind(host: str, port: int) -> socket.socket:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror:
-        raise ServeError(f"\"{host}\" is not an address this machine can listen on.") from None
+        raise ServeError(f'"{host}" is not an address this machine can listen on.') from None
     family, kind, proto, _, address = infos[0]
     sock = socket.socket(family, kind, proto)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

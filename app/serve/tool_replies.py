@@ -35,7 +35,17 @@ def deltas(pieces: Sequence[Piece]) -> list[dict]:
                 out.append({"content": piece.text})
         elif isinstance(piece, CallPiece):
             call = piece.call
-            out.append({"tool_calls": [{"index": piece.index, "id": call.id, "type": "function",
-                                        "function": {"name": call.name, "arguments": ""}}]})
+            out.append(
+                {
+                    "tool_calls": [
+                        {
+                            "index": piece.index,
+                            "id": call.id,
+                            "type": "function",
+                            "function": {"name": call.name, "arguments": ""},
+                        }
+                    ]
+                }
+            )
             out.append({"tool_calls": [{"index": piece.index, "function": {"arguments": call.arguments}}]})
     return out

@@ -48,13 +48,18 @@ def parse_tool_request(data: dict) -> ToolRequest:
     parallel = flag(data, "parallel_tool_calls", True)
     kind, schema = _response_format(data.get("response_format"))
     if kind != "text" and choice in ("required", "function"):
-        raise BadRequest("\"response_format\" and a forced \"tool_choice\" cannot be asked for together.")
+        raise BadRequest('"response_format" and a forced "tool_choice" cannot be asked for together.')
     request = ToolRequest(tools, choice, function, parallel, kind, schema)
     if choice in ("required", "function"):
         # A forced call is decoded under a grammar of the offered tools' parameters (app.engine.tools.forced_call).
         offered = {t["function"]["name"] for t in request.offered}
-        problem = schemas_problem({f"tools[{i}].function.parameters": t["function"]["parameters"]
-                                   for i, t in enumerate(tools) if t["function"]["name"] in offered})
+        problem = schemas_problem(
+            {
+                f"tools[{i}].function.parameters": t["function"]["parameters"]
+                for i, t in enumerate(tools)
+                if t["function"]["name"] in offered
+            }
+        )
         if problem:
             raise BadRequest(problem)
     return request
@@ -65,13 +70,13 @@ def parse_tools(value: Any) -> tuple[dict, ...]:
     if value is None:
         return ()
     if not isinstance(value, list) or len(value) > MAX_TOOLS:
-        raise BadRequest(f"\"tools\" must be a list of at most {MAX_TOOLS} {{\"type\": \"function\", ...}} objects.")
+        raise BadRequest(f'"tools" must be a list of at most {MAX_TOOLS} {{"type": "function", ...}} objects.')
     names = set()
     out = []
     for i, tool in enumerate(value):
         function = tool.get("function") if isinstance(tool, dict) else None
         if not isinstance(tool, dict) or tool.get("type", "function") != "function" or not isinstance(function, dict):
-            raise BadRequest(f"tools[{i}] must be {{\"type\": \"function\", \"function\": {{\"name\", ...}}}}.")
+            raise BadRequest(f'tools[{i}] must be {{"type": "function", "function": {{"name", ...}}}}.')
         name = function.get("name")
         if not isinstance(name, str) or not name or len(name) > 64 or not name.replace("-", "_").isidentifier():
             raise BadRequest(f"tools[{i}].function.name must be 1-64 letters, digits, '_' or '-'.")
@@ -96,15 +101,16 @@ def _choice(value: Any, tools: tuple[dict, ...]) -> tuple[ChoiceMode, str]:
         return "auto", ""
     if value in ("none", "auto", "required"):
         if value == "required" and not tools:
-            raise BadRequest("\"tool_choice\" is \"required\" but the request offers no \"tools\".")
+            raise BadRequest('"tool_choice" is "required" but the request offers no "tools".')
         return value, ""
     if isinstance(value, dict) and value.get("type") == "function" and isinstance(value.get("function"), dict):
         name = value["function"].get("name")
         if not any(t["function"]["name"] == name for t in tools):
-            raise BadRequest(f"\"tool_choice\" names the function {name!r}, which \"tools\" does not hold.")
+            raise BadRequest(f'"tool_choice" names the function {name!r}, which "tools" does not hold.')
         return "function", name
-    raise BadRequest("\"tool_choice\" must be \"none\", \"auto\", \"required\" or "
-                     "{\"type\": \"function\", \"function\": {\"name\": ...}}.")
+    raise BadRequest(
+        '"tool_choice" must be "none", "auto", "required" or {"type": "function", "function": {"name": ...}}.'
+    )
 
 
 def _response_format(value: Any) -> tuple[str, Optional[dict]]:
@@ -117,20 +123,20 @@ def _response_format(value: Any) -> tuple[str, Optional[dict]]:
         spec = value.get("json_schema")
         schema = spec.get("schema") if isinstance(spec, dict) else None
         if not isinstance(schema, dict):
-            raise BadRequest("\"response_format\".json_schema.schema must be a JSON schema object.")
+            raise BadRequest('"response_format".json_schema.schema must be a JSON schema object.')
         flag(spec, "strict", shown="response_format.json_schema.strict")
         problem = schema_problem(schema, "response_format.json_schema.schema")
         if problem:
             raise BadRequest(problem)
         return kind, schema
-    raise BadRequest("\"response_format\".type must be \"text\", \"json_object\" or \"json_schema\".")
+    raise BadRequest('"response_format".type must be "text", "json_object" or "json_schema".')
 
 
 def tool_message(message: dict, index: int) -> dict:
     """A `role: "tool"` message as the template takes it: its content, the call it answers and that call's name."""
     call_id = message.get("tool_call_id")
     if not isinstance(call_id, str) or not call_id:
-        raise BadRequest(f"messages[{index}] is a tool result without a \"tool_call_id\".")
+        raise BadRequest(f'messages[{index}] is a tool result without a "tool_call_id".')
     out = {"role": "tool", "tool_call_id": call_id}
     name = message.get("name")
     if isinstance(name, str):
@@ -150,8 +156,7 @@ def assistant_calls(message: dict, index: int) -> list[dict]:
         function = call.get("function") if isinstance(call, dict) else None
         where = f"messages[{index}].tool_calls[{k}]"
         if not isinstance(function, dict) or not isinstance(function.get("name"), str):
-            raise BadRequest(f"{where} must be {{\"id\", \"type\": \"function\", \"function\": {{\"name\", "
-                             "\"arguments\"}}}}.")
+            raise BadRequest(f'{where} must be {{"id", "type": "function", "function": {{"name", "arguments"}}}}}}}}.')
         arguments = function.get("arguments", "{}")
         if isinstance(arguments, str):
             # A string the body's own checks saw as text: its JSON is checked as the body's is, where it lies.
@@ -159,6 +164,11 @@ def assistant_calls(message: dict, index: int) -> list[dict]:
         if not isinstance(arguments, dict):
             raise BadRequest(f"{where}.function.arguments must be a JSON object.")
         call_id = call.get("id")
-        out.append({"id": call_id if isinstance(call_id, str) else f"call_{index}_{k}", "type": "function",
-                    "function": {"name": function["name"], "arguments": arguments}})
+        out.append(
+            {
+                "id": call_id if isinstance(call_id, str) else f"call_{index}_{k}",
+                "type": "function",
+                "function": {"name": function["name"], "arguments": arguments},
+            }
+        )
     return out

@@ -64,15 +64,17 @@ class Attachment:
 def attachment_from_bytes(name: str, data: bytes) -> Attachment:
     """An attachment of `data` called `name`; AttachmentError when it is too large or not text."""
     if len(data) > MAX_ATTACHMENT_BYTES:
-        raise AttachmentError(f"{name} is {format_bytes(len(data))}; files up to {format_bytes(MAX_ATTACHMENT_BYTES)}"
-                              " can be attached.")
+        raise AttachmentError(
+            f"{name} is {format_bytes(len(data))}; files up to {format_bytes(MAX_ATTACHMENT_BYTES)} can be attached."
+        )
     if b"\x00" in data[:_SNIFF_BYTES]:
         raise AttachmentError(f"{name} is a binary file; only text and code files can be attached.")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise AttachmentError(f"{name} is not UTF-8 text (it may be binary); only text and code files can be "
-                              "attached.") from None
+        raise AttachmentError(
+            f"{name} is not UTF-8 text (it may be binary); only text and code files can be attached."
+        ) from None
     return Attachment(name, text.replace("\r\n", "\n"))
 
 
@@ -83,8 +85,10 @@ def read_attachment(path: str | os.PathLike) -> Attachment:
     try:
         size = path.stat().st_size if path.is_file() else 0
         if size > MAX_ATTACHMENT_BYTES:  # said before reading a large file at all
-            raise AttachmentError(f"{path.name} is {format_bytes(size)}; files up to "
-                                  f"{format_bytes(MAX_ATTACHMENT_BYTES)} can be attached.")
+            raise AttachmentError(
+                f"{path.name} is {format_bytes(size)}; files up to "
+                f"{format_bytes(MAX_ATTACHMENT_BYTES)} can be attached."
+            )
         data = read_bounded(path, MAX_ATTACHMENT_BYTES)
     except OSError as e:
         raise AttachmentError(f"{path} could not be read: {e.strerror or e}.") from e
@@ -99,8 +103,10 @@ def check_total(attachments: list[Attachment]) -> None:
     """AttachmentError when one message's attachments together pass MAX_MESSAGE_ATTACHMENT_BYTES."""
     total = sum(a.size for a in attachments)
     if total > MAX_MESSAGE_ATTACHMENT_BYTES:
-        raise AttachmentError(f"These attachments are {format_bytes(total)} together; one message can carry up to "
-                              f"{format_bytes(MAX_MESSAGE_ATTACHMENT_BYTES)}.")
+        raise AttachmentError(
+            f"These attachments are {format_bytes(total)} together; one message can carry up to "
+            f"{format_bytes(MAX_MESSAGE_ATTACHMENT_BYTES)}."
+        )
 
 
 def _fence(content: str) -> str:
@@ -128,8 +134,9 @@ def with_attachments(text: str, attachments: list[Attachment] | tuple[Attachment
     return "\n\n".join(parts)
 
 
-def encode_attachments(attachments: list[Attachment] | tuple[Attachment, ...],
-                       pictures: list[dict[str, str]] | None = None) -> str | None:
+def encode_attachments(
+    attachments: list[Attachment] | tuple[Attachment, ...], pictures: list[dict[str, str]] | None = None
+) -> str | None:
     """The `attachments` column's JSON, with the entries of the message's pictures (below); None for a
     message without any."""
     entries = [a.to_dict() for a in attachments] + (pictures or [])
@@ -143,9 +150,11 @@ def decode_attachments(encoded: str | None) -> tuple[Attachment, ...]:
     data: Any = json.loads(encoded)
     if not isinstance(data, list):
         raise ValueError("attachments: not a list")
-    return tuple(Attachment(item["name"], item["content"]) for item in data
-                 if isinstance(item, dict) and isinstance(item.get("name"), str)
-                 and isinstance(item.get("content"), str))
+    return tuple(
+        Attachment(item["name"], item["content"])
+        for item in data
+        if isinstance(item, dict) and isinstance(item.get("name"), str) and isinstance(item.get("content"), str)
+    )
 
 
 # Characters per token for the gauge's estimate before sending: Qwen2.5's tokenizer gives 3.1 to 4.6 on this
@@ -228,8 +237,11 @@ def looks_like_picture(path: str | os.PathLike) -> bool:
             head = f.read(512)
     except OSError:
         return False
-    return picture_kind(head) is not None or head.lstrip().lower().startswith((b"<svg", b"<?xml")) and \
-        Path(path).suffix.lower() == ".svg"
+    return (
+        picture_kind(head) is not None
+        or head.lstrip().lower().startswith((b"<svg", b"<?xml"))
+        and Path(path).suffix.lower() == ".svg"
+    )
 
 
 def chat_folder(database: Path, chat_id: int) -> Path:
@@ -267,7 +279,12 @@ def decode_pictures(encoded: str | None, folder: Path) -> tuple[PictureFile, ...
     data: Any = json.loads(encoded)
     if not isinstance(data, list):
         raise ValueError("attachments: not a list")
-    return tuple(PictureFile(item["name"], folder / item["picture"]) for item in data
-                 if isinstance(item, dict) and isinstance(item.get("name"), str)
-                 and isinstance(item.get("picture"), str) and Path(item["picture"]).name == item["picture"]
-                 and item["picture"] not in ("", ".", ".."))
+    return tuple(
+        PictureFile(item["name"], folder / item["picture"])
+        for item in data
+        if isinstance(item, dict)
+        and isinstance(item.get("name"), str)
+        and isinstance(item.get("picture"), str)
+        and Path(item["picture"]).name == item["picture"]
+        and item["picture"] not in ("", ".", "..")
+    )

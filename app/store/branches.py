@@ -63,15 +63,20 @@ def _bring_back(conn: sqlite3.Connection, chat_id: int, fork: int, tail_start: i
         # Columns this schema no longer has are left out; ones it added since keep their defaults.
         values = {k: v for k, v in json.loads(encoded).items() if k in columns}
         names = list(values)
-        conn.execute(f"INSERT INTO messages ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
-                     [values[n] for n in names])
-    conn.execute("DELETE FROM branch_messages WHERE chat_id = ? AND fork_after = ? AND tail_start = ?",
-                 (chat_id, fork, tail_start))
+        conn.execute(
+            f"INSERT INTO messages ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+            [values[n] for n in names],
+        )
+    conn.execute(
+        "DELETE FROM branch_messages WHERE chat_id = ? AND fork_after = ? AND tail_start = ?",
+        (chat_id, fork, tail_start),
+    )
 
 
 def _version_starts(conn: sqlite3.Connection, chat_id: int, fork: int) -> list[int]:
-    rows = conn.execute("SELECT DISTINCT tail_start FROM branch_messages WHERE chat_id = ? AND fork_after = ?",
-                        (chat_id, fork)).fetchall()
+    rows = conn.execute(
+        "SELECT DISTINCT tail_start FROM branch_messages WHERE chat_id = ? AND fork_after = ?", (chat_id, fork)
+    ).fetchall()
     return [row[0] for row in rows]
 
 
@@ -91,8 +96,9 @@ def versions(conn: sqlite3.Connection, chat_id: int) -> dict[int, Versions]:
     regenerated or edited are not in it)."""
     path = [row[0] for row in conn.execute("SELECT id FROM messages WHERE chat_id = ? ORDER BY id", (chat_id,))]
     stored: dict[int, set[int]] = {}
-    for fork, start in conn.execute("SELECT DISTINCT fork_after, tail_start FROM branch_messages WHERE chat_id = ?",
-                                    (chat_id,)):
+    for fork, start in conn.execute(
+        "SELECT DISTINCT fork_after, tail_start FROM branch_messages WHERE chat_id = ?", (chat_id,)
+    ):
         stored.setdefault(fork, set()).add(start)
     result: dict[int, Versions] = {}
     for n, message_id in enumerate(path):
@@ -101,8 +107,12 @@ def versions(conn: sqlite3.Connection, chat_id: int) -> dict[int, Versions]:
             continue
         starts = sorted(stored[fork] | {message_id})
         index = starts.index(message_id)
-        result[message_id] = Versions(index + 1, len(starts), starts[index - 1] if index else None,
-                                      starts[index + 1] if index + 1 < len(starts) else None)
+        result[message_id] = Versions(
+            index + 1,
+            len(starts),
+            starts[index - 1] if index else None,
+            starts[index + 1] if index + 1 < len(starts) else None,
+        )
     return result
 
 
@@ -111,8 +121,9 @@ def forget_after(conn: sqlite3.Connection, chat_id: int, gone: list[int]) -> Non
     no branch reaches."""
     while gone:
         placeholders = ", ".join("?" * len(gone))
-        rows = conn.execute(f"SELECT id FROM branch_messages WHERE chat_id = ? AND fork_after IN ({placeholders})",
-                            (chat_id, *gone)).fetchall()
+        rows = conn.execute(
+            f"SELECT id FROM branch_messages WHERE chat_id = ? AND fork_after IN ({placeholders})", (chat_id, *gone)
+        ).fetchall()
         gone = [row[0] for row in rows]
         if gone:
             conn.execute(f"DELETE FROM branch_messages WHERE id IN ({', '.join('?' * len(gone))})", gone)

@@ -22,9 +22,19 @@ from typing import Any
 
 from app.engine.events import GenerationStats
 from app.platform import paths
-from app.store.attachments import (Attachment, Picture, PictureFile, chat_folder, decode_attachments, decode_pictures,
-                                   delete_chat_pictures, encode_attachments, picture_entries, with_attachments,
-                                   write_pictures)
+from app.store.attachments import (
+    Attachment,
+    Picture,
+    PictureFile,
+    chat_folder,
+    decode_attachments,
+    decode_pictures,
+    delete_chat_pictures,
+    encode_attachments,
+    picture_entries,
+    with_attachments,
+    write_pictures,
+)
 from app.store._fields import from_dict as record_from_dict
 from app.store.provenance import RoundRecord
 from app.store.tool_calls import ToolCallRecord, decode_tool_calls, encode_tool_calls
@@ -33,11 +43,18 @@ from app.store import branches
 from app.store.branches import Versions
 from app.store.db import describe_error, open_database, transaction
 from app.store.errors import NotFoundError, StoreError
-from app.store.provenance_doc import (StoredProvenance, decode_provenance, decode_reasoning_tokens, decode_tokens,
-                                      encode_provenance, encode_reasoning_tokens)
+from app.store.provenance_doc import (
+    StoredProvenance,
+    decode_provenance,
+    decode_reasoning_tokens,
+    decode_tokens,
+    encode_provenance,
+    encode_reasoning_tokens,
+)
 from app.store.records import DEFAULT_TITLE, ROLES, Chat, ChatSettings, Message, Role, auto_title
 
 log = logging.getLogger(__name__)
+
 
 def _encode_stats(stats: GenerationStats | None) -> str | None:
     if stats is None:
@@ -167,8 +184,14 @@ class ChatStore:
             if not needle:
                 rows = self._conn.execute("SELECT * FROM chats ORDER BY updated_at DESC, id DESC").fetchall()
             elif len(needle) >= SEARCH_INDEX_MIN_CHARS:
-                in_reasoning = ("OR c.id IN (SELECT m.chat_id FROM reasoning_search AS r JOIN messages AS m "
-                                "ON m.id = r.rowid WHERE reasoning_search MATCH :phrase)") if include_reasoning else ""
+                in_reasoning = (
+                    (
+                        "OR c.id IN (SELECT m.chat_id FROM reasoning_search AS r JOIN messages AS m "
+                        "ON m.id = r.rowid WHERE reasoning_search MATCH :phrase)"
+                    )
+                    if include_reasoning
+                    else ""
+                )
                 rows = self._conn.execute(
                     f"""
                     SELECT * FROM chats AS c
@@ -275,22 +298,36 @@ class ChatStore:
                                       attachments, reasoning, reasoning_tokens)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
-                (chat_id, role, content, now, stats_json, tokens_json, target_name, draft_name, attachments_json,
-                 reasoning_text, reasoning_json),
+                (
+                    chat_id,
+                    role,
+                    content,
+                    now,
+                    stats_json,
+                    tokens_json,
+                    target_name,
+                    draft_name,
+                    attachments_json,
+                    reasoning_text,
+                    reasoning_json,
+                ),
             )
             message_id = cursor.lastrowid
             assert message_id is not None  # an INSERT's row id
             title = row["title"]
             if role == "user" and title == DEFAULT_TITLE:
-                title = auto_title(content.strip() or " ".join([*(a.name for a in attachments),
-                                                                *(p.name for p in pictures)]))
+                title = auto_title(
+                    content.strip() or " ".join([*(a.name for a in attachments), *(p.name for p in pictures)])
+                )
             conn.execute("UPDATE chats SET updated_at = ?, title = ? WHERE id = ?", (now, title, chat_id))
             # Inside the transaction: when the files cannot be written, the message is not stored either.
             try:
                 write_pictures(chat_folder(self.pictures_beside, chat_id), pictures)
             except OSError as e:
-                raise StoreError(f"The pictures could not be saved in {chat_folder(self.pictures_beside, chat_id)}: "
-                                 f"{e.strerror or e}.") from e
+                raise StoreError(
+                    f"The pictures could not be saved in {chat_folder(self.pictures_beside, chat_id)}: "
+                    f"{e.strerror or e}."
+                ) from e
         return Message(
             id=message_id,
             chat_id=chat_id,
@@ -324,14 +361,23 @@ class ChatStore:
             rows = self._conn.execute(
                 "SELECT id, role, content, attachments FROM messages WHERE chat_id = ? ORDER BY id", (chat_id,)
             ).fetchall()
-        return [(row["id"], row["role"], with_attachments(row["content"], _attachments(row)) if row["attachments"]
-                 else row["content"]) for row in rows]
+        return [
+            (
+                row["id"],
+                row["role"],
+                with_attachments(row["content"], _attachments(row)) if row["attachments"] else row["content"],
+            )
+            for row in rows
+        ]
 
     def pictures_of(self, chat_id: int) -> dict[int, tuple[PictureFile, ...]]:
         """The pictures of the chat's messages that have any, by message id."""
         with self._errors():
-            rows = self._conn.execute("SELECT id, chat_id, attachments FROM messages WHERE chat_id = ? AND "
-                                      "attachments LIKE '%\"picture\"%' ORDER BY id", (chat_id,)).fetchall()
+            rows = self._conn.execute(
+                "SELECT id, chat_id, attachments FROM messages WHERE chat_id = ? AND "
+                "attachments LIKE '%\"picture\"%' ORDER BY id",
+                (chat_id,),
+            ).fetchall()
         found = {row["id"]: _pictures(row, self.pictures_beside) for row in rows}
         return {message_id: pictures for message_id, pictures in found.items() if pictures}
 
@@ -348,7 +394,8 @@ class ChatStore:
         """The tool calls of the chat's replies that made some, by message id (what a prompt sends back with them)."""
         with self._errors():
             rows = self._conn.execute(
-                "SELECT id, tool_calls FROM messages WHERE chat_id = ? AND tool_calls IS NOT NULL", (chat_id,),
+                "SELECT id, tool_calls FROM messages WHERE chat_id = ? AND tool_calls IS NOT NULL",
+                (chat_id,),
             ).fetchall()
         return {row["id"]: calls for row in rows if (calls := _tool_calls(row))}
 
@@ -356,11 +403,13 @@ class ChatStore:
         """Keep a reply's tool calls as they stand (asked, answered, run): each change is stored at once, so a
         restart shows what was called and what it returned."""
         with self._write() as conn:
-            updated = conn.execute("UPDATE messages SET tool_calls = ? WHERE id = ?",
-                                   (encode_tool_calls(calls), message_id)).rowcount
+            updated = conn.execute(
+                "UPDATE messages SET tool_calls = ? WHERE id = ?", (encode_tool_calls(calls), message_id)
+            ).rowcount
             if not updated:
-                raise NotFoundError(f"There is no message {message_id} to keep tool calls with (it may have been "
-                                    "deleted).")
+                raise NotFoundError(
+                    f"There is no message {message_id} to keep tool calls with (it may have been deleted)."
+                )
 
     def get_message(self, message_id: int) -> Message | None:
         with self._errors():
@@ -374,8 +423,10 @@ class ChatStore:
             if row is None or row["chat_id"] != chat_id:
                 raise NotFoundError(f"There is no message {message_id} in chat {chat_id} (it may have been deleted).")
             # Ids only grow (AUTOINCREMENT), so "later in the chat" is "larger id".
-            gone = [r[0] for r in conn.execute("SELECT id FROM messages WHERE chat_id = ? AND id >= ?",
-                                               (chat_id, message_id))]
+            gone = [
+                r[0]
+                for r in conn.execute("SELECT id FROM messages WHERE chat_id = ? AND id >= ?", (chat_id, message_id))
+            ]
             conn.execute("DELETE FROM messages WHERE chat_id = ? AND id >= ?", (chat_id, message_id))
             branches.forget_after(conn, chat_id, gone)
             branches.show_another(conn, chat_id, branches.fork_of(conn, chat_id, message_id))
@@ -406,11 +457,18 @@ class ChatStore:
         with self._write() as conn:
             return branches.switch(conn, chat_id, message_id, version_start)
 
-    def update_reply(self, message_id: int, content: str, stats: GenerationStats | None = None,
-                     tokens: list[tuple[str, str]] | None = None, token_rounds: list[int] | None = None,
-                     rounds: list[RoundRecord] | None = None, reasoning: str = "",
-                     reasoning_tokens: list[tuple[str, str]] | None = None,
-                     reasoning_token_rounds: list[int] | None = None) -> None:
+    def update_reply(
+        self,
+        message_id: int,
+        content: str,
+        stats: GenerationStats | None = None,
+        tokens: list[tuple[str, str]] | None = None,
+        token_rounds: list[int] | None = None,
+        rounds: list[RoundRecord] | None = None,
+        reasoning: str = "",
+        reasoning_tokens: list[tuple[str, str]] | None = None,
+        reasoning_token_rounds: list[int] | None = None,
+    ) -> None:
         """Replace a streaming reply's text, thinking, stats and provenance in one commit (saved while it
         streams). A comparison with plain decoding is dropped: it compared the text being replaced."""
         content = valid_text(content)
@@ -431,18 +489,14 @@ class ChatStore:
         with plain decoding) is dropped with it."""
         content = valid_text(content)
         with self._write() as conn:
-            row = conn.execute(
-                "SELECT chat_id, content, tokens FROM messages WHERE id = ?", (message_id,)
-            ).fetchone()
+            row = conn.execute("SELECT chat_id, content, tokens FROM messages WHERE id = ?", (message_id,)).fetchone()
             if row is None:
                 raise NotFoundError(f"There is no message {message_id} to edit (it may have been deleted).")
             tokens_json = row["tokens"]
             if tokens_json is not None and content != row["content"] and _spelled_by(tokens_json) != content:
                 # Highlighting would mark spans of text that is no longer there, and rounds describe that text.
                 tokens_json = None
-            conn.execute(
-                "UPDATE messages SET content = ?, tokens = ? WHERE id = ?", (content, tokens_json, message_id)
-            )
+            conn.execute("UPDATE messages SET content = ?, tokens = ? WHERE id = ?", (content, tokens_json, message_id))
             conn.execute("UPDATE chats SET updated_at = ? WHERE id = ?", (self._bump_time(conn), row["chat_id"]))
         message = self.get_message(message_id)
         assert message is not None
@@ -470,12 +524,20 @@ class ChatStore:
 
 
 def _provenance_fields(provenance: StoredProvenance) -> dict[str, Any]:
-    return {"tokens": provenance.tokens, "token_rounds": provenance.token_rounds, "rounds": provenance.rounds,
-            "comparison": provenance.comparison}
+    return {
+        "tokens": provenance.tokens,
+        "token_rounds": provenance.token_rounds,
+        "rounds": provenance.rounds,
+        "comparison": provenance.comparison,
+    }
 
 
-def _encode_reasoning(reasoning: str, tokens: list[tuple[str, str]] | None, token_rounds: list[int] | None,
-                      rounds: list[RoundRecord] | None) -> tuple[str | None, str | None]:
+def _encode_reasoning(
+    reasoning: str,
+    tokens: list[tuple[str, str]] | None,
+    token_rounds: list[int] | None,
+    rounds: list[RoundRecord] | None,
+) -> tuple[str | None, str | None]:
     """The `reasoning` and `reasoning_tokens` columns: NULL both for a reply that did not think. Raises
     ValueError or TypeError on bad tokens, before anything is written."""
     if not reasoning and not tokens:
@@ -483,8 +545,9 @@ def _encode_reasoning(reasoning: str, tokens: list[tuple[str, str]] | None, toke
     return valid_text(reasoning), encode_reasoning_tokens(tokens, token_rounds, len(rounds or []))
 
 
-def _reasoning_fields(text: str | None, encoded: str | None, round_count: int,
-                      message_id: int | None) -> dict[str, Any]:
+def _reasoning_fields(
+    text: str | None, encoded: str | None, round_count: int, message_id: int | None
+) -> dict[str, Any]:
     try:
         tokens, token_rounds = decode_reasoning_tokens(encoded, round_count)
     except (ValueError, TypeError, KeyError):

@@ -140,7 +140,9 @@ def _migrate_4_to_5(conn: sqlite3.Connection) -> None:
         )
         """
     )
-    conn.execute("CREATE INDEX IF NOT EXISTS branch_messages_by_fork ON branch_messages (chat_id, fork_after, tail_start, id)")
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS branch_messages_by_fork ON branch_messages (chat_id, fork_after, tail_start, id)"
+    )
 
 
 def _migrate_5_to_6(conn: sqlite3.Connection) -> None:
@@ -149,9 +151,14 @@ def _migrate_5_to_6(conn: sqlite3.Connection) -> None:
 
 
 # MIGRATIONS[n] takes a database from schema version n to n + 1. Append only; never edit a released step.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_0_to_1, _migrate_1_to_2, _migrate_2_to_3,
-                                                           _migrate_3_to_4, _migrate_4_to_5,
-                                                           _migrate_5_to_6]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    _migrate_0_to_1,
+    _migrate_1_to_2,
+    _migrate_2_to_3,
+    _migrate_3_to_4,
+    _migrate_4_to_5,
+    _migrate_5_to_6,
+]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -88,8 +88,13 @@ def with_load_defaults(load: LoadSettings, defaults: ModelDefaults) -> LoadSetti
         changes["n_ctx"] = defaults.context_size
     if defaults.gpu_layers is not None:
         changes["target_gpu_layers"] = defaults.gpu_layers
-    for field, load_field in (("batch_size", "n_batch"), ("flash_attention", "flash_attn"),
-                              ("kv_cache_type", "kv_type"), ("use_mmap", "mmap"), ("use_mlock", "mlock")):
+    for field, load_field in (
+        ("batch_size", "n_batch"),
+        ("flash_attention", "flash_attn"),
+        ("kv_cache_type", "kv_type"),
+        ("use_mmap", "mmap"),
+        ("use_mlock", "mlock"),
+    ):
         if getattr(defaults, field) is not None:
             changes[load_field] = getattr(defaults, field)
     return dataclasses.replace(load, **changes) if changes else load

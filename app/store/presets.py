@@ -20,8 +20,7 @@ DEFAULT_PRESET = "Default"
 # A menu of a thousand presets is already more than a person picks from; a file with more (a script's, a damaged
 # one) is read this far only, and the rest said in a sentence.
 MAX_PRESETS = 1000
-PRESET_FIELDS = ("system_prompt", "temperature", "top_p", "top_k", "max_tokens", "speculative", "draft_ngram",
-                 "tools")
+PRESET_FIELDS = ("system_prompt", "temperature", "top_p", "top_k", "max_tokens", "speculative", "draft_ngram", "tools")
 
 
 @dataclass(frozen=True)

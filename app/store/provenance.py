@@ -44,12 +44,15 @@ class TokenRecord:
         return cls(event.text, token_origin(event.source, event.drafter), round_index, event.part)
 
 
-def token_records(tokens: Optional[Sequence[tuple[str, str]]], token_rounds: Optional[Sequence[int]] = None,
-                  part: str = "answer") -> list[TokenRecord]:
+def token_records(
+    tokens: Optional[Sequence[tuple[str, str]]], token_rounds: Optional[Sequence[int]] = None, part: str = "answer"
+) -> list[TokenRecord]:
     """The store's columns as records: a token without a round (an older chat's) gets -1."""
     rounds = token_rounds or ()
-    return [TokenRecord(text, origin, rounds[n] if n < len(rounds) else -1, part)
-            for n, (text, origin) in enumerate(tokens or ())]
+    return [
+        TokenRecord(text, origin, rounds[n] if n < len(rounds) else -1, part)
+        for n, (text, origin) in enumerate(tokens or ())
+    ]
 
 
 def token_columns(records: Sequence[TokenRecord]) -> tuple[list[tuple[str, str]], list[int]]:
@@ -79,11 +82,11 @@ class RoundRecord:
 
     @property
     def kept_text(self) -> str:
-        return "".join(self.proposed_text[:self.kept])
+        return "".join(self.proposed_text[: self.kept])
 
     @property
     def refused_text(self) -> str:
-        return "".join(self.proposed_text[self.kept:])
+        return "".join(self.proposed_text[self.kept :])
 
     @property
     def has_refused(self) -> bool:
@@ -93,10 +96,20 @@ class RoundRecord:
     @classmethod
     def from_event(cls, event: RoundEvent) -> RoundRecord:
         """The record of an engine's round event (the window and the CLI keep rounds this way)."""
-        return cls(drafter=event.drafter, k=event.draft_len, proposed=list(event.proposed),
-                   proposed_text=list(event.proposed_text), kept=event.accepted, own=event.own,
-                   own_text=event.own_text, reason=event.reason, time_s=event.time_s,
-                   threads=event.threads, kind=event.kind, expected=event.expected)
+        return cls(
+            drafter=event.drafter,
+            k=event.draft_len,
+            proposed=list(event.proposed),
+            proposed_text=list(event.proposed_text),
+            kept=event.accepted,
+            own=event.own,
+            own_text=event.own_text,
+            reason=event.reason,
+            time_s=event.time_s,
+            threads=event.threads,
+            kind=event.kind,
+            expected=event.expected,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON (`generate --json`, export): every field under its own name."""

@@ -36,8 +36,18 @@ _DRAFTER_TO_CODE = {"model": "m", "ngram": "n", "history": "h", "none": "x"}
 _CODE_TO_DRAFTER = {code: drafter for drafter, code in _DRAFTER_TO_CODE.items()}
 _ROUND_COLUMNS = ("k", "proposed", "proposed_text", "kept", "own", "own_text", "reason", "time_us")
 # A round's kind (app.engine.events.RoundKind) as one character; "-" where it was not recorded.
-_KIND_TO_CODE = {"draft": "d", "probe": "p", "fixed": "f", "paused": "z", "costly": "c", "unavailable": "u",
-                 "timing": "t", "server": "s", "batch": "b", "": "-"}
+_KIND_TO_CODE = {
+    "draft": "d",
+    "probe": "p",
+    "fixed": "f",
+    "paused": "z",
+    "costly": "c",
+    "unavailable": "u",
+    "timing": "t",
+    "server": "s",
+    "batch": "b",
+    "": "-",
+}
 _CODE_TO_KIND = {code: kind for kind, code in _KIND_TO_CODE.items()}
 
 
@@ -71,8 +81,9 @@ def encode_provenance(provenance: StoredProvenance) -> str | None:
     return _dumps(document)
 
 
-def encode_reasoning_tokens(tokens: list[tuple[str, str]] | None, token_rounds: list[int] | None,
-                            round_count: int) -> str | None:
+def encode_reasoning_tokens(
+    tokens: list[tuple[str, str]] | None, token_rounds: list[int] | None, round_count: int
+) -> str | None:
     """The document of a reply's reasoning (the `reasoning_tokens` column): its tokens kept as the answer's are,
     each round index pointing into the rounds of the answer's document (`round_count` of them). None for none."""
     if tokens is None:
@@ -80,8 +91,9 @@ def encode_reasoning_tokens(tokens: list[tuple[str, str]] | None, token_rounds: 
     return _dumps({"v": FORMAT, **_token_part(tokens, token_rounds, round_count)})
 
 
-def decode_reasoning_tokens(encoded: str | None,
-                            round_count: int) -> tuple[list[tuple[str, str]] | None, list[int] | None]:
+def decode_reasoning_tokens(
+    encoded: str | None, round_count: int
+) -> tuple[list[tuple[str, str]] | None, list[int] | None]:
     """(tokens, token_rounds) of a reasoning document. Raises ValueError, TypeError or KeyError when damaged."""
     if encoded is None:
         return None, None
@@ -220,12 +232,19 @@ def _round_columns(rounds: list[RoundRecord]) -> dict[str, Any]:
         try:
             drafters.append(_DRAFTER_TO_CODE[record.drafter])
         except KeyError:
-            raise ValueError(f"a round's drafter must be 'model', 'ngram', 'history' or 'none', "
-                             f"not {record.drafter!r}") from None
+            raise ValueError(
+                f"a round's drafter must be 'model', 'ngram', 'history' or 'none', not {record.drafter!r}"
+            ) from None
         if not all(_is_int(t) for t in record.proposed) or not all(isinstance(t, str) for t in record.proposed_text):
             raise TypeError("a round's proposed tokens must be ids and their texts strings")
-        if not (_is_int(record.k) and _is_int(record.kept) and _is_int(record.own) and isinstance(record.own_text, str)
-                and isinstance(record.reason, str) and isinstance(record.time_s, (int, float))):
+        if not (
+            _is_int(record.k)
+            and _is_int(record.kept)
+            and _is_int(record.own)
+            and isinstance(record.own_text, str)
+            and isinstance(record.reason, str)
+            and isinstance(record.time_s, (int, float))
+        ):
             raise TypeError("a round's k, kept and own must be ints, own_text and reason strings, time_s a number")
         columns["k"].append(record.k)
         columns["proposed"].append(list(record.proposed))
@@ -263,20 +282,45 @@ def _rounds_from_columns(columns: Any) -> list[RoundRecord]:
     if not (isinstance(kinds, str) and len(kinds) == n and all(code in _CODE_TO_KIND for code in kinds)):
         kinds = "-" * n  # not recorded (or damaged: only the inspector and export show it)
     expected = columns.get("expected")
-    if not (isinstance(expected, list) and len(expected) == n
-            and all(isinstance(e, (int, float)) and not isinstance(e, bool) and e >= 0 for e in expected)):
+    if not (
+        isinstance(expected, list)
+        and len(expected) == n
+        and all(isinstance(e, (int, float)) and not isinstance(e, bool) and e >= 0 for e in expected)
+    ):
         expected = [0.0] * n
     rounds: list[RoundRecord] = []
     for i, code in enumerate(columns["drafter"]):
         proposed, proposed_text = columns["proposed"][i], columns["proposed_text"][i]
         k, kept, own, own_text = columns["k"][i], columns["kept"][i], columns["own"][i], columns["own_text"][i]
         reason, time_us = columns["reason"][i], columns["time_us"][i]
-        if not (isinstance(proposed, list) and all(_is_int(t) for t in proposed) and isinstance(proposed_text, list)
-                and all(isinstance(t, str) for t in proposed_text) and _is_int(k) and _is_int(kept) and _is_int(own)
-                and isinstance(own_text, str) and _is_int(reason) and 0 <= reason < len(reasons)
-                and _is_int(time_us)):
+        if not (
+            isinstance(proposed, list)
+            and all(_is_int(t) for t in proposed)
+            and isinstance(proposed_text, list)
+            and all(isinstance(t, str) for t in proposed_text)
+            and _is_int(k)
+            and _is_int(kept)
+            and _is_int(own)
+            and isinstance(own_text, str)
+            and _is_int(reason)
+            and 0 <= reason < len(reasons)
+            and _is_int(time_us)
+        ):
             raise ValueError(f"token provenance is damaged: round {i} has a value of the wrong type")
-        rounds.append(RoundRecord(drafter=_CODE_TO_DRAFTER[code], k=k, proposed=proposed, proposed_text=proposed_text,
-                                  kept=kept, own=own, own_text=own_text, reason=reasons[reason], time_s=time_us / 1e6,
-                                  threads=threads[i], kind=_CODE_TO_KIND[kinds[i]], expected=float(expected[i])))
+        rounds.append(
+            RoundRecord(
+                drafter=_CODE_TO_DRAFTER[code],
+                k=k,
+                proposed=proposed,
+                proposed_text=proposed_text,
+                kept=kept,
+                own=own,
+                own_text=own_text,
+                reason=reasons[reason],
+                time_s=time_us / 1e6,
+                threads=threads[i],
+                kind=_CODE_TO_KIND[kinds[i]],
+                expected=float(expected[i]),
+            )
+        )
     return rounds

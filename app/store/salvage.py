@@ -37,7 +37,9 @@ def salvage_database(broken: Path, fresh: Path) -> SalvageReport:
     target = open_database(fresh)
     try:
         chats = list(_readable_rows(source, "chats", _CHAT_COLUMNS))
-        message_columns = _MESSAGE_COLUMNS + tuple(c for c in _LATER_MESSAGE_COLUMNS if _has_column(source, "messages", c))
+        message_columns = _MESSAGE_COLUMNS + tuple(
+            c for c in _LATER_MESSAGE_COLUMNS if _has_column(source, "messages", c)
+        )
         messages = list(_readable_rows(source, "messages", message_columns))
         with transaction(target):
             kept_chats = _insert(target, "chats", _CHAT_COLUMNS, chats)
@@ -77,8 +79,10 @@ def _readable_rows(conn: sqlite3.Connection, table: str, columns: tuple[str, ...
     """Every row of `table` SQLite can still read, by rowid. A damaged b-tree fails a whole scan at its first bad
     page, so rows are fetched one at a time up to the highest id the table or its sequence remembers."""
     upper = 0
-    for sql, args in ((f"SELECT max(rowid) FROM {table}", ()),
-                      ("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,))):
+    for sql, args in (
+        (f"SELECT max(rowid) FROM {table}", ()),
+        ("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)),
+    ):
         try:
             value = conn.execute(sql, args).fetchone()
         except sqlite3.Error:

@@ -37,11 +37,16 @@ MAX_SETTINGS_BYTES = 32 << 20
 # Set by load_settings for the window to show; never written to the file.
 _NOT_SAVED = ("load_warning",)
 # The ranges the settings dialog offers (app.ui.settings.dialog); a file's number outside them is not used.
-_INT_RANGES = {"threads": (THREADS_AUTO, 1024), "context_size": (1, 1 << 24),
-               "target_gpu_layers": (GPU_LAYERS_AUTO, GPU_LAYERS_ALL),
-               "draft_gpu_layers": (GPU_LAYERS_AUTO, GPU_LAYERS_ALL), "api_port": (1, 65535),
-               "kept_conversations_mib": (0, 1 << 20), "batch_size": (BATCH_AUTO, MAX_BATCH),
-               "parallel_requests": (PARALLEL_AUTO, MAX_PARALLEL)}
+_INT_RANGES = {
+    "threads": (THREADS_AUTO, 1024),
+    "context_size": (1, 1 << 24),
+    "target_gpu_layers": (GPU_LAYERS_AUTO, GPU_LAYERS_ALL),
+    "draft_gpu_layers": (GPU_LAYERS_AUTO, GPU_LAYERS_ALL),
+    "api_port": (1, 65535),
+    "kept_conversations_mib": (0, 1 << 20),
+    "batch_size": (BATCH_AUTO, MAX_BATCH),
+    "parallel_requests": (PARALLEL_AUTO, MAX_PARALLEL),
+}
 # Text settings with a fixed set of choices; a file's other text falls back to the default.
 _CHOICES = {"flash_attention": FLASH_ATTN_CHOICES, "kv_cache_type": KV_TYPES}
 
@@ -50,7 +55,9 @@ _CHOICES = {"flash_attention": FLASH_ATTN_CHOICES, "kv_cache_type": KV_TYPES}
 class AppSettings:
     """Settings of the app as a whole (per-chat generation settings live with each chat in the database)."""
 
-    model_folders: list[str] = field(default_factory=list)  # besides app.platform.paths.models_dir(), which is always scanned
+    model_folders: list[str] = field(
+        default_factory=list
+    )  # besides app.platform.paths.models_dir(), which is always scanned
     threads: int = THREADS_AUTO  # 0: Auto (app.platform.machine_defaults.default_threads, following the load)
     context_size: int = 4096
     # GPU_LAYERS_AUTO for new installs; a file saved by an older version keeps the number it holds (0 was the
@@ -150,7 +157,7 @@ def load_settings(path: Path | None = None) -> AppSettings:
     if settings.theme not in THEME_CHOICES:
         settings.theme = "system"
         rejected.append("theme")
-    if settings.last_chat_id is not None and not 0 <= settings.last_chat_id < 2 ** 63:
+    if settings.last_chat_id is not None and not 0 <= settings.last_chat_id < 2**63:
         settings.last_chat_id = None
         rejected.append("last_chat_id")
     # A path no file system can hold (a NUL, text that is not Unicode) names nothing: it is dropped.
@@ -162,13 +169,19 @@ def load_settings(path: Path | None = None) -> AppSettings:
     if formats != settings.chat_formats:
         settings.chat_formats = formats
         rejected.append("chat_formats")
-    markers = {k: list(v) for k, v in settings.reasoning_markers.items() if isinstance(k, str) and isinstance(v, list)
-               and len(v) == 2 and all(isinstance(m, str) and m for m in v)}
+    markers = {
+        k: list(v)
+        for k, v in settings.reasoning_markers.items()
+        if isinstance(k, str) and isinstance(v, list) and len(v) == 2 and all(isinstance(m, str) and m for m in v)
+    }
     if markers != settings.reasoning_markers:
         settings.reasoning_markers = markers
         rejected.append("reasoning_markers")
-    model_defaults = {k: read.to_dict() for k, v in settings.model_defaults.items()
-                      if isinstance(k, str) and (read := read_defaults(v)) is not None}
+    model_defaults = {
+        k: read.to_dict()
+        for k, v in settings.model_defaults.items()
+        if isinstance(k, str) and (read := read_defaults(v)) is not None
+    }
     if model_defaults != settings.model_defaults:
         settings.model_defaults = model_defaults
         rejected.append("model_defaults")
@@ -189,11 +202,15 @@ def load_settings(path: Path | None = None) -> AppSettings:
         rejected.append("model_folders")
     warnings = []
     if rejected:
-        warnings.append(f"Some settings in {path} had values SpecChat could not use ({', '.join(rejected)}); "
-                        "those are back to their defaults.")
+        warnings.append(
+            f"Some settings in {path} had values SpecChat could not use ({', '.join(rejected)}); "
+            "those are back to their defaults."
+        )
     if left_out:
-        warnings.append(f"{path} lists {left_out + MAX_PRESETS:,} presets: the first {MAX_PRESETS:,} were loaded, "
-                        f"and {left_out:,} more presets were not loaded. {_keep_whole(path)}")
+        warnings.append(
+            f"{path} lists {left_out + MAX_PRESETS:,} presets: the first {MAX_PRESETS:,} were loaded, "
+            f"and {left_out:,} more presets were not loaded. {_keep_whole(path)}"
+        )
     settings.load_warning = " ".join(warnings) or None
     return settings
 
@@ -217,10 +234,14 @@ def _set_aside(path: Path, reason: str) -> str:
     try:
         os.replace(path, broken)
     except OSError as e:
-        return (f"The settings file {path} is damaged ({reason}) and could not be moved aside ({e.strerror or e}); "
-                "using the default settings.")
-    return (f"The settings file {path} is damaged ({reason}); using the default settings. "
-            f"The damaged file was kept as {broken}.")
+        return (
+            f"The settings file {path} is damaged ({reason}) and could not be moved aside ({e.strerror or e}); "
+            "using the default settings."
+        )
+    return (
+        f"The settings file {path} is damaged ({reason}); using the default settings. "
+        f"The damaged file was kept as {broken}."
+    )
 
 
 def _free_name(candidate: Path) -> Path:
@@ -240,5 +261,7 @@ def save_settings(settings: AppSettings, path: Path | None = None) -> None:
     try:
         write_atomic(path, text)
     except OSError as e:
-        raise StoreError(f"The settings could not be saved to {path}: {e.strerror or e}. "
-                         "Check that the folder is writable and the disk is not full.") from e
+        raise StoreError(
+            f"The settings could not be saved to {path}: {e.strerror or e}. "
+            "Check that the folder is writable and the disk is not full."
+        ) from e

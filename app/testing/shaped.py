@@ -34,8 +34,7 @@ SHAPES: dict[str, ModelShape] = {
     "7b": ModelShape(n_embd=3584, n_layer=28, n_head=28, n_head_kv=4, n_ff=18944, n_vocab=152064),
     # The dry run's: the same construction at a size a CI runner writes and runs in a second.
     "tiny-draft": ModelShape(n_embd=64, n_layer=1, n_head=4, n_head_kv=2, n_ff=128, n_vocab=512, context_length=4096),
-    "tiny-target": ModelShape(n_embd=128, n_layer=4, n_head=4, n_head_kv=2, n_ff=256, n_vocab=512,
-                              context_length=4096),
+    "tiny-target": ModelShape(n_embd=128, n_layer=4, n_head=4, n_head_kv=2, n_ff=256, n_vocab=512, context_length=4096),
 }
 
 
@@ -45,8 +44,9 @@ def _vocab(n_vocab: int):
     pad = n_vocab - len(vocab.tokens)
     if pad < 0:
         raise ValueError(f"a vocabulary of {n_vocab} tokens is smaller than the synthetic one ({len(vocab.tokens)})")
-    return replace(vocab, tokens=vocab.tokens + [f"pad{i}" for i in range(pad)],
-                   token_types=vocab.token_types + [_NORMAL] * pad)
+    return replace(
+        vocab, tokens=vocab.tokens + [f"pad{i}" for i in range(pad)], token_types=vocab.token_types + [_NORMAL] * pad
+    )
 
 
 def next_token_map(output_ids: list[int], seed: int = 0) -> dict[int, int]:
@@ -75,9 +75,12 @@ def write_shaped_model(path: Path, shape: ModelShape, *, seed: int = 0, name: st
     for token, after in successor.items():
         output[after] = embd[token]
     layer = {
-        "attn_q": normal(d, d, d ** -0.5), "attn_k": normal(d_kv, d, d ** -0.5), "attn_v": normal(d_kv, d, d ** -0.5),
+        "attn_q": normal(d, d, d**-0.5),
+        "attn_k": normal(d_kv, d, d**-0.5),
+        "attn_v": normal(d_kv, d, d**-0.5),
         "attn_output": np.zeros((d, d), dtype=np.float16),
-        "ffn_gate": normal(shape.n_ff, d, d ** -0.5), "ffn_up": normal(shape.n_ff, d, d ** -0.5),
+        "ffn_gate": normal(shape.n_ff, d, d**-0.5),
+        "ffn_up": normal(shape.n_ff, d, d**-0.5),
         "ffn_down": np.zeros((d, shape.n_ff), dtype=np.float16),
     }
     ones = np.ones(d, dtype=np.float32)

@@ -37,10 +37,62 @@ _NORMAL, _UNKNOWN, _CONTROL, _BYTE = 1, 2, 3, 6
 # Merges of common English pieces, in rank order. Each is "left right"; both sides exist before the merge.
 # "Ġ" is how byte-level BPE writes a space.
 _MERGES = (
-    "Ġ t", "Ġ a", "h e", "i n", "r e", "o n", "Ġt he", "e r", "Ġ s", "a t", "Ġ w", "Ġ o", "e n", "Ġ c", "i t",
-    "i s", "a n", "o r", "e s", "Ġ b", "e d", "Ġ f", "in g", "Ġ p", "o u", "Ġt o", "Ġa nd", "Ġo f", "a r", "Ġ m",
-    "Ġ d", "l l", "Ġ h", "Ġ i", "l e", "Ġt h", "o m", "Ġ l", "Ġ n", "s t", "Ġ re", "Ġ in", "Ġ is", "Ġ it", "Ġc on",
-    "Ġ y", "Ġy ou", "Ġ def", "Ġre turn", "Ġ (", "Ġ =", "Ċ Ġ", "ĊĠ Ġ", "Ġ Ġ", "ĠĠ Ġ", "Ã ©",
+    "Ġ t",
+    "Ġ a",
+    "h e",
+    "i n",
+    "r e",
+    "o n",
+    "Ġt he",
+    "e r",
+    "Ġ s",
+    "a t",
+    "Ġ w",
+    "Ġ o",
+    "e n",
+    "Ġ c",
+    "i t",
+    "i s",
+    "a n",
+    "o r",
+    "e s",
+    "Ġ b",
+    "e d",
+    "Ġ f",
+    "in g",
+    "Ġ p",
+    "o u",
+    "Ġt o",
+    "Ġa nd",
+    "Ġo f",
+    "a r",
+    "Ġ m",
+    "Ġ d",
+    "l l",
+    "Ġ h",
+    "Ġ i",
+    "l e",
+    "Ġt h",
+    "o m",
+    "Ġ l",
+    "Ġ n",
+    "s t",
+    "Ġ re",
+    "Ġ in",
+    "Ġ is",
+    "Ġ it",
+    "Ġc on",
+    "Ġ y",
+    "Ġy ou",
+    "Ġ def",
+    "Ġre turn",
+    "Ġ (",
+    "Ġ =",
+    "Ċ Ġ",
+    "ĊĠ Ġ",
+    "Ġ Ġ",
+    "ĠĠ Ġ",
+    "Ã ©",
 )
 # The right-hand pieces some merges above need as whole tokens first.
 _MERGE_PREREQUISITES = ("nd", "ou", "def", "turn", "return")
@@ -49,8 +101,36 @@ _SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 
 # Pieces for the SentencePiece-style vocabulary ("▁" is SentencePiece's space).
 _SPM_PIECES = (
-    "▁", "▁t", "he", "▁the", "in", "er", "▁a", "on", "re", "▁s", "at", "en", "▁w", "▁o", "it", "is", "an", "or",
-    "es", "▁c", "▁to", "▁and", "▁of", "ing", "▁in", "▁is", "▁it", "▁you", "ll", "st",
+    "▁",
+    "▁t",
+    "he",
+    "▁the",
+    "in",
+    "er",
+    "▁a",
+    "on",
+    "re",
+    "▁s",
+    "at",
+    "en",
+    "▁w",
+    "▁o",
+    "it",
+    "is",
+    "an",
+    "or",
+    "es",
+    "▁c",
+    "▁to",
+    "▁and",
+    "▁of",
+    "ing",
+    "▁in",
+    "▁is",
+    "▁it",
+    "▁you",
+    "ll",
+    "st",
 )
 
 
@@ -124,8 +204,12 @@ def build_vocab(spec: VocabSpec) -> Vocab:
         tokens[tokens.index(f"<|reserved_{i}|>")] = name
     scores = vocab.scores + [0.0] * spec.extra_tokens if vocab.scores is not None else None
     return replace(
-        vocab, tokens=tokens, token_types=types, scores=scores,
-        add_bos=spec.add_bos or vocab.add_bos, add_eos=spec.add_eos or vocab.add_eos,
+        vocab,
+        tokens=tokens,
+        token_types=types,
+        scores=scores,
+        add_bos=spec.add_bos or vocab.add_bos,
+        add_eos=spec.add_eos or vocab.add_eos,
     )
 
 
@@ -166,8 +250,16 @@ def _build_bpe_vocab() -> Vocab:
     printable = {byte_chars[b] for b in range(0x20, 0x7F)} | {byte_chars[0x0A]}
     output_ids = [i for i, t in enumerate(tokens) if types[i] == _NORMAL and (i >= 256 or t in printable)]
     return Vocab(
-        tokens=tokens, token_types=types, model="gpt2", merges=merges, bos_id=eos_id, eos_id=eos_id,
-        eot_id=eos_id + 2, add_bos=False, add_eos=False, output_ids=output_ids,
+        tokens=tokens,
+        token_types=types,
+        model="gpt2",
+        merges=merges,
+        bos_id=eos_id,
+        eos_id=eos_id,
+        eot_id=eos_id + 2,
+        add_bos=False,
+        add_eos=False,
+        output_ids=output_ids,
     )
 
 
@@ -186,8 +278,16 @@ def _build_spm_vocab() -> Vocab:
     scores.extend([0.0, 0.0])
     output_ids = [i for i, t in enumerate(types) if t == _NORMAL]
     return Vocab(
-        tokens=tokens, token_types=types, model="llama", scores=scores, bos_id=1, eos_id=2,
-        eot_id=len(tokens) - 1, add_bos=True, add_eos=False, output_ids=output_ids,
+        tokens=tokens,
+        token_types=types,
+        model="llama",
+        scores=scores,
+        bos_id=1,
+        eos_id=2,
+        eot_id=len(tokens) - 1,
+        add_bos=True,
+        add_eos=False,
+        output_ids=output_ids,
     )
 
 
@@ -224,8 +324,15 @@ def write_tiny_model(
     spec = VOCAB_VARIANTS[vocab_variant] if isinstance(vocab_variant, str) else vocab_variant
     vocab = build_vocab(spec)
     dims = LlamaDims(shape.n_embd, n_layer, shape.n_head, shape.n_head_kv, shape.n_ff, shape.context_length)
-    return write_llama_file(path, vocab, dims, _weights(vocab, shape, n_layer, seed, layer_scale), name=name,
-                            extra_metadata=extra_metadata, edit=edit)
+    return write_llama_file(
+        path,
+        vocab,
+        dims,
+        _weights(vocab, shape, n_layer, seed, layer_scale),
+        name=name,
+        extra_metadata=extra_metadata,
+        edit=edit,
+    )
 
 
 @dataclass(frozen=True)
@@ -337,14 +444,14 @@ def _weights(vocab: Vocab, shape: TinyShape, n_layer: int, seed: int, layer_scal
         rng = np.random.default_rng([seed, 3, layer])
         prefix = f"blk.{layer}"
         yield f"{prefix}.attn_norm.weight", np.ones(d, dtype=np.float32)
-        yield f"{prefix}.attn_q.weight", normal(rng, d, d, d ** -0.5)
-        yield f"{prefix}.attn_k.weight", normal(rng, d_kv, d, d ** -0.5)
-        yield f"{prefix}.attn_v.weight", normal(rng, d_kv, d, d ** -0.5)
-        yield f"{prefix}.attn_output.weight", normal(rng, d, d, layer_scale * d ** -0.5)
+        yield f"{prefix}.attn_q.weight", normal(rng, d, d, d**-0.5)
+        yield f"{prefix}.attn_k.weight", normal(rng, d_kv, d, d**-0.5)
+        yield f"{prefix}.attn_v.weight", normal(rng, d_kv, d, d**-0.5)
+        yield f"{prefix}.attn_output.weight", normal(rng, d, d, layer_scale * d**-0.5)
         yield f"{prefix}.ffn_norm.weight", np.ones(d, dtype=np.float32)
-        yield f"{prefix}.ffn_gate.weight", normal(rng, shape.n_ff, d, d ** -0.5)
-        yield f"{prefix}.ffn_up.weight", normal(rng, shape.n_ff, d, d ** -0.5)
-        yield f"{prefix}.ffn_down.weight", normal(rng, d, shape.n_ff, layer_scale * shape.n_ff ** -0.5)
+        yield f"{prefix}.ffn_gate.weight", normal(rng, shape.n_ff, d, d**-0.5)
+        yield f"{prefix}.ffn_up.weight", normal(rng, shape.n_ff, d, d**-0.5)
+        yield f"{prefix}.ffn_down.weight", normal(rng, d, shape.n_ff, layer_scale * shape.n_ff**-0.5)
 
 
 @dataclass(frozen=True)
@@ -400,10 +507,23 @@ def make_model_set(dest: Path) -> ModelSet:
         if all(p.is_file() for p in models.all_paths()):
             return models
 
-    def model(path: Path, *, n_layer: int = TARGET_LAYERS, variant: str = "standard", name: str | None = None,
-              extra: Sequence[tuple[str, object]] = ()) -> None:
-        write_tiny_model(path, seed=0, n_layer=n_layer, layer_scale=LAYER_SCALE, vocab_variant=variant,
-                         name=name, extra_metadata=extra)
+    def model(
+        path: Path,
+        *,
+        n_layer: int = TARGET_LAYERS,
+        variant: str = "standard",
+        name: str | None = None,
+        extra: Sequence[tuple[str, object]] = (),
+    ) -> None:
+        write_tiny_model(
+            path,
+            seed=0,
+            n_layer=n_layer,
+            layer_scale=LAYER_SCALE,
+            vocab_variant=variant,
+            name=name,
+            extra_metadata=extra,
+        )
 
     model(models.target, name="Tiny Target")
     model(models.draft, n_layer=DRAFT_LAYERS, name="Tiny Draft")
@@ -414,10 +534,8 @@ def make_model_set(dest: Path) -> ModelSet:
     model(models.bad_vocab_size, n_layer=DRAFT_LAYERS, variant="extra_200", name="Tiny Big Vocab")
     model(models.bad_token_text, n_layer=DRAFT_LAYERS, variant="renamed_token", name="Tiny Renamed Token")
     model(models.ok_vocab_size_close, n_layer=DRAFT_LAYERS, variant="extra_8", name="Tiny Close Vocab")
-    model(models.split_part, name="Tiny Split",
-          extra=[("split.no", 0), ("split.count", 2)])
-    model(models.split_part_second, name="Tiny Split",
-          extra=[("split.no", 1), ("split.count", 2)])
+    model(models.split_part, name="Tiny Split", extra=[("split.no", 0), ("split.count", 2)])
+    model(models.split_part_second, name="Tiny Split", extra=[("split.no", 1), ("split.count", 2)])
 
     whole = models.target.read_bytes()
     write_atomic(models.truncated, whole[: len(whole) // 2])

@@ -50,12 +50,12 @@ def write_tiny_mmproj(path: Path, *, text_embd: int = TinyShape().n_embd, seed: 
     patch_inputs = 3 * PATCH_SIZE * PATCH_SIZE
     # numpy shapes are ggml's dimensions reversed: the patch embedding is ggml [patch, patch, 3, n_embd].
     tensors = {
-        "v.patch_embd.weight": normal(VISION_EMBD, 3, PATCH_SIZE, PATCH_SIZE, scale=patch_inputs ** -0.5),
+        "v.patch_embd.weight": normal(VISION_EMBD, 3, PATCH_SIZE, PATCH_SIZE, scale=patch_inputs**-0.5),
         "v.patch_embd.bias": normal(VISION_EMBD, scale=0.1),
         "v.position_embd.weight": normal(n_pos, VISION_EMBD, scale=0.1),
-        "mm.0.weight": normal(PROJECTOR_HIDDEN, VISION_EMBD, scale=VISION_EMBD ** -0.5),
+        "mm.0.weight": normal(PROJECTOR_HIDDEN, VISION_EMBD, scale=VISION_EMBD**-0.5),
         "mm.0.bias": normal(PROJECTOR_HIDDEN, scale=0.1),
-        "mm.2.weight": normal(text_embd, PROJECTOR_HIDDEN, scale=PROJECTOR_HIDDEN ** -0.5),
+        "mm.2.weight": normal(text_embd, PROJECTOR_HIDDEN, scale=PROJECTOR_HIDDEN**-0.5),
         "mm.2.bias": normal(text_embd, scale=0.1),
     }
     fd, tmp_name = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
@@ -95,7 +95,9 @@ def make_vision_model_set(dest: Path) -> VisionModelSet:
     """Write the tiny vision pair (and a draft for it) under `dest`, each file once, and return the paths."""
     dest = Path(dest)
     models = VisionModelSet(
-        target=dest / "tiny-vision.gguf", mmproj=dest / "mmproj-tiny-vision.gguf", draft=dest / "tiny-draft-for-vision.gguf",
+        target=dest / "tiny-vision.gguf",
+        mmproj=dest / "mmproj-tiny-vision.gguf",
+        draft=dest / "tiny-draft-for-vision.gguf",
     )
     if not models.target.is_file():
         write_tiny_model(models.target, seed=0, n_layer=TARGET_LAYERS, layer_scale=LAYER_SCALE, name="Tiny Vision")

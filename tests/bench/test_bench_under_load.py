@@ -30,18 +30,36 @@ def test_the_busy_program_runs_in_its_own_session_and_is_stopped_on_an_error():
     assert not _alive(pid)
 
 
-def test_under_load_runs_every_contender_quiet_and_busy_and_leaves_nothing_running(tiny_models, capsys,
-                                                                                     monkeypatch):
+def test_under_load_runs_every_contender_quiet_and_busy_and_leaves_nothing_running(tiny_models, capsys, monkeypatch):
     monkeypatch.setenv("SPECCHAT_THREADS", "2")
     before = set(os.listdir("/proc"))
-    code = main(["bench", "--under-load", "--target", str(tiny_models.target), "--draft",
-                 str(tiny_models.draft_identical), "--repeats", "1", "--max-tokens", "8", "--ctx", "512",
-                 "--json", "--no-llama"])
+    code = main(
+        [
+            "bench",
+            "--under-load",
+            "--target",
+            str(tiny_models.target),
+            "--draft",
+            str(tiny_models.draft_identical),
+            "--repeats",
+            "1",
+            "--max-tokens",
+            "8",
+            "--ctx",
+            "512",
+            "--json",
+            "--no-llama",
+        ]
+    )
     assert code == 0
     report = json.loads(capsys.readouterr().out)
     for condition in ("quiet", "busy"):
-        assert set(report["median"][condition]) == {"ours auto threads", "ours 1 thread", "ours 2 threads",
-                                                    "ours speculative"}
+        assert set(report["median"][condition]) == {
+            "ours auto threads",
+            "ours 1 thread",
+            "ours 2 threads",
+            "ours speculative",
+        }
         assert all(v > 0 for v in report["median"][condition].values())
     assert "busy: ours auto / ours best fixed" in report["ratios"]
     # Neither read nor written: the user's history of earlier replies (each repetition would copy the last).

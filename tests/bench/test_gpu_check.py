@@ -14,8 +14,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_dry_run_measures_every_step_and_writes_its_report(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "-m", "app.bench.gpu_check", "--dry-run", "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "app.bench.gpu_check", "--dry-run", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads((tmp_path / "gpu-check.json").read_text())
     tiny = report["pairs"]["tiny"]

@@ -30,12 +30,36 @@ def test_attached_files_follow_the_message_in_fenced_blocks(tiny_models, tmp_pat
         return engine
 
     monkeypatch.setattr(generate_cmd, "build_engine", recording_engine)
-    code = main(["generate", "--target", str(tiny_models.target), "--ngram", "--chat", "Add a docstring.",
-                 "--attach", str(first), "--attach", str(second), "--max-tokens", "4", "--threads", "1"])
+    code = main(
+        [
+            "generate",
+            "--target",
+            str(tiny_models.target),
+            "--ngram",
+            "--chat",
+            "Add a docstring.",
+            "--attach",
+            str(first),
+            "--attach",
+            str(second),
+            "--max-tokens",
+            "4",
+            "--threads",
+            "1",
+        ]
+    )
     assert code == 0, capsys.readouterr().err
-    assert sent == [[{"role": "user", "content": (
-        "Add a docstring.\n\nmean.py\n```py\ndef mean(xs):\n    return sum(xs) / len(xs)\n```"
-        "\n\nnotes.md\n```md\nUse `mean`.\n```")}]]
+    assert sent == [
+        [
+            {
+                "role": "user",
+                "content": (
+                    "Add a docstring.\n\nmean.py\n```py\ndef mean(xs):\n    return sum(xs) / len(xs)\n```"
+                    "\n\nnotes.md\n```md\nUse `mean`.\n```"
+                ),
+            }
+        ]
+    ]
 
 
 @pytest.mark.slow
@@ -44,11 +68,19 @@ def test_files_that_cannot_be_attached_are_refused_in_one_line(tiny_models, tmp_
     image.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
     big.write_text("x" * 2 * MAX_ATTACHMENT_BYTES)
     base = ("generate", "--target", tiny_models.target, "--chat", "What is this?")
-    assert one_line_error(cli(*base, "--attach", image)) == \
-        "error: --attach: logo.png is a binary file; only text and code files can be attached."
-    assert one_line_error(cli(*base, "--attach", big)) == \
-        "error: --attach: huge.txt is 512 KB; files up to 256 KB can be attached."
-    assert one_line_error(cli(*base, "--attach", tmp_path / "missing.py")) == \
-        f"error: --attach: {tmp_path / 'missing.py'} is not a file; only files can be attached."
-    assert one_line_error(cli("generate", "--target", tiny_models.target, "--prompt", "Hi", "--attach", image)) == \
-        "error: --attach goes with --chat MESSAGE (attachments are part of a chat message)"
+    assert (
+        one_line_error(cli(*base, "--attach", image))
+        == "error: --attach: logo.png is a binary file; only text and code files can be attached."
+    )
+    assert (
+        one_line_error(cli(*base, "--attach", big))
+        == "error: --attach: huge.txt is 512 KB; files up to 256 KB can be attached."
+    )
+    assert (
+        one_line_error(cli(*base, "--attach", tmp_path / "missing.py"))
+        == f"error: --attach: {tmp_path / 'missing.py'} is not a file; only files can be attached."
+    )
+    assert (
+        one_line_error(cli("generate", "--target", tiny_models.target, "--prompt", "Hi", "--attach", image))
+        == "error: --attach goes with --chat MESSAGE (attachments are part of a chat message)"
+    )

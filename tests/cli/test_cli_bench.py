@@ -12,9 +12,27 @@ from app.bench.suite import BenchPrompt, ModeResult
 
 
 def test_bench_runs_the_chosen_modes_and_reports_ratios(tiny_models, capsys):
-    code = main(["bench", "--target", str(tiny_models.target), "--draft", str(tiny_models.draft_identical),
-                 "--modes", "draft,auto", "--only", "code-edit", "--repeats", "2", "--max-tokens", "16",
-                 "--threads", "1", "--json", "--no-llama"])
+    code = main(
+        [
+            "bench",
+            "--target",
+            str(tiny_models.target),
+            "--draft",
+            str(tiny_models.draft_identical),
+            "--modes",
+            "draft,auto",
+            "--only",
+            "code-edit",
+            "--repeats",
+            "2",
+            "--max-tokens",
+            "16",
+            "--threads",
+            "1",
+            "--json",
+            "--no-llama",
+        ]
+    )
     assert code == 0
     report = json.loads(capsys.readouterr().out)
     row = report["prompts"][0]
@@ -30,9 +48,29 @@ def test_bench_runs_the_chosen_modes_and_reports_ratios(tiny_models, capsys):
 
 def test_auto_is_set_against_the_draft_model_at_every_length_asked_for(tiny_models, capsys):
     """Issue 22's bar: auto against the fixed draft model at k = 2, 4 and 8, on each prompt."""
-    code = main(["bench", "--target", str(tiny_models.target), "--draft", str(tiny_models.draft_identical),
-                 "--modes", "draft,auto", "--draft-k", "2,8", "--only", "code-edit", "--repeats", "1",
-                 "--max-tokens", "12", "--threads", "1", "--json", "--no-llama"])
+    code = main(
+        [
+            "bench",
+            "--target",
+            str(tiny_models.target),
+            "--draft",
+            str(tiny_models.draft_identical),
+            "--modes",
+            "draft,auto",
+            "--draft-k",
+            "2,8",
+            "--only",
+            "code-edit",
+            "--repeats",
+            "1",
+            "--max-tokens",
+            "12",
+            "--threads",
+            "1",
+            "--json",
+            "--no-llama",
+        ]
+    )
     assert code == 0
     row = json.loads(capsys.readouterr().out)["prompts"][0]
     assert set(row["modes"]) == {"plain", "draft k=2", "draft k=4", "draft k=8", "auto"}
@@ -42,8 +80,10 @@ def test_auto_is_set_against_the_draft_model_at_every_length_asked_for(tiny_mode
 
 def test_bad_draft_lengths_are_refused_with_what_is_expected(tiny_models, capsys):
     for value in ("2,x", "0,8"):
-        assert main(["bench", "--target", str(tiny_models.target), "--draft", str(tiny_models.draft),
-                     "--draft-k", value]) == 2
+        assert (
+            main(["bench", "--target", str(tiny_models.target), "--draft", str(tiny_models.draft), "--draft-k", value])
+            == 2
+        )
         assert "--draft-k takes draft lengths from 1 to" in capsys.readouterr().err
     assert main(["bench", "--target", str(tiny_models.target), "--draft-k", "2"]) == 2
     assert "--draft-k needs --draft" in capsys.readouterr().err
@@ -63,21 +103,27 @@ def test_ratios_pair_each_repetition_with_its_own_plain_run():
     assert report["prompts"][0]["ratio_vs_plain"]["auto"] == 1.1
 
 
-
 def test_the_report_says_what_the_best_setting_per_prompt_would_reach(capsys):
     """A goal such as "auto 1.2x overall" is set against what picking one setting per prompt by hand, knowing every
     result, would reach: here 1.44x on the copy (n-gram) and 1.0x on prose, where plain was best."""
     plain = ModeResult(tokens_per_second=[20.0, 20.0])
-    copy = {"plain": plain, "ngram k=4": ModeResult(tokens_per_second=[28.8, 28.8]),
-            "auto": ModeResult(tokens_per_second=[28.0, 28.0])}
-    prose = {"plain": plain, "ngram k=4": ModeResult(tokens_per_second=[18.0, 18.0]),
-             "auto": ModeResult(tokens_per_second=[19.0, 19.0])}
+    copy = {
+        "plain": plain,
+        "ngram k=4": ModeResult(tokens_per_second=[28.8, 28.8]),
+        "auto": ModeResult(tokens_per_second=[28.0, 28.0]),
+    }
+    prose = {
+        "plain": plain,
+        "ngram k=4": ModeResult(tokens_per_second=[18.0, 18.0]),
+        "auto": ModeResult(tokens_per_second=[19.0, 19.0]),
+    }
     prompts = [BenchPrompt("copy", "code", "x"), BenchPrompt("prose", "prose", "y")]
     report = build_report({"copy": copy, "prose": prose}, {}, prompts, 4)
     assert [row["best_in_hindsight"] for row in report["prompts"]] == [1.44, 1.0]
     assert report["overall"]["best_in_hindsight"]["geomean"] == 1.2
     print_report(report)
     assert "the best setting per prompt, picked knowing every result: 1.20x plain" in capsys.readouterr().out
+
 
 FAKE_LLAMA = """#!/usr/bin/env python3
 import sys
@@ -96,9 +142,30 @@ def test_llama_cpp_runs_the_same_modes_at_the_same_k(tiny_models, tmp_path, caps
     fake = tmp_path / "llama-speculative-simple"
     fake.write_text(FAKE_LLAMA)
     fake.chmod(0o755)
-    code = main(["bench", "--target", str(tiny_models.target), "--draft", str(tiny_models.draft_identical),
-                 "--ngram", "--modes", "draft,ngram,auto", "--only", "code-edit", "--repeats", "1", "--max-tokens", "8",
-                 "--threads", "1", "--k", "3", "--llama-spec", str(fake)])
+    code = main(
+        [
+            "bench",
+            "--target",
+            str(tiny_models.target),
+            "--draft",
+            str(tiny_models.draft_identical),
+            "--ngram",
+            "--modes",
+            "draft,ngram,auto",
+            "--only",
+            "code-edit",
+            "--repeats",
+            "1",
+            "--max-tokens",
+            "8",
+            "--threads",
+            "1",
+            "--k",
+            "3",
+            "--llama-spec",
+            str(fake),
+        ]
+    )
     assert code == 0
     calls = (tmp_path / "llama-speculative-simple.calls").read_text().splitlines()
     assert len(calls) == 4
@@ -116,8 +183,26 @@ def test_llama_cpp_runs_the_same_modes_at_the_same_k(tiny_models, tmp_path, caps
 
 
 def test_a_second_pass_draws_on_the_history_the_first_one_left(tiny_models, capsys):
-    code = main(["bench", "--target", str(tiny_models.target), "--only", "code-edit", "--repeats", "1",
-                 "--max-tokens", "24", "--threads", "1", "--k", "8", "--no-llama", "--second-pass", "--json"])
+    code = main(
+        [
+            "bench",
+            "--target",
+            str(tiny_models.target),
+            "--only",
+            "code-edit",
+            "--repeats",
+            "1",
+            "--max-tokens",
+            "24",
+            "--threads",
+            "1",
+            "--k",
+            "8",
+            "--no-llama",
+            "--second-pass",
+            "--json",
+        ]
+    )
     assert code == 0
     report = json.loads(capsys.readouterr().out)
     first, second = report["prompts"][0], report["second_pass"]["prompts"][0]
@@ -137,8 +222,23 @@ def test_plain_vs_native_compares_the_same_prompt_with_llama_completion(tiny_mod
 
     if find_reference_tool("llama-completion") is None:
         pytest.skip("llama.cpp's llama-completion is not built (../shared/tools/build-llama-reference.sh)")
-    code = main(["bench", "--target", str(tiny_models.target), "--plain-vs-native", "--repeats", "2",
-                 "--long-repeats", "1", "--max-tokens", "8", "--threads", "1", "--json"])
+    code = main(
+        [
+            "bench",
+            "--target",
+            str(tiny_models.target),
+            "--plain-vs-native",
+            "--repeats",
+            "2",
+            "--long-repeats",
+            "1",
+            "--max-tokens",
+            "8",
+            "--threads",
+            "1",
+            "--json",
+        ]
+    )
     assert code == 0
     report = json.loads(capsys.readouterr().out)
     assert len(report["plain_vs_llama"]["ratios"]) == 2 and report["plain_vs_llama"]["median"] > 0
@@ -148,8 +248,16 @@ def test_plain_vs_native_compares_the_same_prompt_with_llama_completion(tiny_mod
 
 
 def test_plain_vs_native_says_when_llama_completion_is_missing(tiny_models, tmp_path, capsys):
-    code = main(["bench", "--target", str(tiny_models.target), "--plain-vs-native",
-                 "--llama-completion", str(tmp_path / "nowhere")])
+    code = main(
+        [
+            "bench",
+            "--target",
+            str(tiny_models.target),
+            "--plain-vs-native",
+            "--llama-completion",
+            str(tmp_path / "nowhere"),
+        ]
+    )
     assert code == 2
     assert "no such file" in capsys.readouterr().err
 
@@ -163,8 +271,9 @@ def test_a_reference_run_that_loses_its_timings_is_run_again(tmp_path):
 
     counter = tmp_path / "runs"
     tool = tmp_path / "llama-fake"
-    tool.write_text("#!/bin/sh\necho x >> \"$1\"\n"
-                    "if [ $(wc -l < \"$1\") -ge 2 ]; then echo 'eval time = 5 ms' >&2; fi\nexit \"$2\"\n")
+    tool.write_text(
+        '#!/bin/sh\necho x >> "$1"\nif [ $(wc -l < "$1") -ge 2 ]; then echo \'eval time = 5 ms\' >&2; fi\nexit "$2"\n'
+    )
     tool.chmod(0o755)
     out = run_reference_tool([str(tool), str(counter), "0"], reports=lambda text: "eval time" in text, timeout_s=30)
     assert "eval time" in out and len(counter.read_text().splitlines()) == 2
@@ -186,16 +295,35 @@ print("n_accept  = 9", file=sys.stderr)
 
 
 @pytest.mark.slow
-def test_a_reference_that_wrote_more_than_ours_is_compared_with_ours_over_as_many_tokens(tiny_models, tmp_path,
-                                                                                         capsys):
+def test_a_reference_that_wrote_more_than_ours_is_compared_with_ours_over_as_many_tokens(tiny_models, tmp_path, capsys):
     """llama-speculative-simple writes past -n by what it drafted: on code-fix that stretch was the copied file our
     64-token runs never reached. Ours run again over its stretch, and its ratios come from those pairs."""
     fake = tmp_path / "llama-speculative-simple"
     fake.write_text(FAKE_LONG_LLAMA)
     fake.chmod(0o755)
-    code = main(["bench", "--target", str(tiny_models.target), "--ngram", "--modes", "ngram,auto",
-                 "--only", "code-edit", "--repeats", "2", "--max-tokens", "8", "--threads", "1", "--k", "3",
-                 "--llama-spec", str(fake), "--json"])
+    code = main(
+        [
+            "bench",
+            "--target",
+            str(tiny_models.target),
+            "--ngram",
+            "--modes",
+            "ngram,auto",
+            "--only",
+            "code-edit",
+            "--repeats",
+            "2",
+            "--max-tokens",
+            "8",
+            "--threads",
+            "1",
+            "--k",
+            "3",
+            "--llama-spec",
+            str(fake),
+            "--json",
+        ]
+    )
     assert code == 0
     captured = capsys.readouterr()
     refs = json.loads(captured.out)["prompts"][0]["llama_cpp"]
@@ -222,9 +350,28 @@ def test_a_reference_that_fails_keeps_what_was_measured_before_it_and_says_why(t
     fake = tmp_path / "llama-speculative-simple"
     fake.write_text(FAKE_FAILING_LLAMA)
     fake.chmod(0o755)
-    code = main(["bench", "--target", str(tiny_models.target), "--ngram", "--modes", "ngram,auto",
-                 "--only", "code-edit", "--repeats", "1", "--max-tokens", "8", "--threads", "1", "--k", "3",
-                 "--llama-spec", str(fake)])
+    code = main(
+        [
+            "bench",
+            "--target",
+            str(tiny_models.target),
+            "--ngram",
+            "--modes",
+            "ngram,auto",
+            "--only",
+            "code-edit",
+            "--repeats",
+            "1",
+            "--max-tokens",
+            "8",
+            "--threads",
+            "1",
+            "--k",
+            "3",
+            "--llama-spec",
+            str(fake),
+        ]
+    )
     assert code == 0
     captured = capsys.readouterr()
     assert "llama.cpp reference failed" in captured.err and "out of memory" in captured.err
@@ -237,8 +384,12 @@ def test_the_report_splits_thinking_and_answer_where_replies_think(capsys):
     plain, auto = ModeResult(tokens_per_second=[10.0]), ModeResult(tokens_per_second=[15.0])
     # One reply: a round of the draft model in the thinking, an n-gram round in the answer copying from it.
     events = [RoundEvent(0, "model", 4, 4, 3, index=0, time_s=0.2)]
-    events += [TokenEvent(0, i, 50 + i, f"t{i}", "draft" if i < 3 else "target", "model" if i < 3 else None, 0,
-                          part="reasoning") for i in range(4)]
+    events += [
+        TokenEvent(
+            0, i, 50 + i, f"t{i}", "draft" if i < 3 else "target", "model" if i < 3 else None, 0, part="reasoning"
+        )
+        for i in range(4)
+    ]
     events.append(RoundEvent(0, "ngram", 2, 2, 2, index=1, time_s=0.1))
     events += [TokenEvent(0, 4 + i, 51 + i, f"t{i}", "draft", "ngram", 1) for i in range(2)]
     events.append(FinishedEvent(0, "", GenerationStats()))

@@ -14,8 +14,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def generate_json(*args) -> dict:
-    done = subprocess.run([sys.executable, "-m", "app", "generate", *map(str, args), "--threads", "1", "--json"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "generate", *map(str, args), "--threads", "1", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -23,8 +28,9 @@ def generate_json(*args) -> dict:
 @pytest.mark.parametrize("drafter", ["model", "ngram"])
 def test_tokens_and_rounds_tell_the_same_story(tiny_models, drafter):
     source = ["--draft", tiny_models.draft] if drafter == "model" else ["--ngram"]
-    out = generate_json("--target", tiny_models.target, *source, "--prompt", "The cat", "--max-tokens", 60,
-                        "--draft-max", 4)
+    out = generate_json(
+        "--target", tiny_models.target, *source, "--prompt", "The cat", "--max-tokens", 60, "--draft-max", 4
+    )
     tokens, rounds, stats = out["tokens"], out["rounds"], out["stats"]
     # Today's fields are all still there.
     assert {"text", "tokens", "stats"} <= out.keys() and "".join(t["text"] for t in tokens) == out["text"]
@@ -70,8 +76,9 @@ def test_plain_decoding_has_a_round_per_token_and_no_drafter(tiny_models):
 def test_auto_says_why_each_round_drafted_or_not(tiny_models):
     from app.engine.events import ROUND_KINDS
 
-    out = generate_json("--target", tiny_models.target, "--prompt", "Once upon a time", "--max-tokens", 40,
-                        "--ngram", "--no-history")
+    out = generate_json(
+        "--target", tiny_models.target, "--prompt", "Once upon a time", "--max-tokens", 40, "--ngram", "--no-history"
+    )
     rounds = out["rounds"]
     assert rounds and all(r["kind"] in ROUND_KINDS for r in rounds)
     for record in rounds:

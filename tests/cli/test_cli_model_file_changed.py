@@ -21,13 +21,19 @@ DEADLINE_S = 120
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGBUS"), reason="no SIGBUS on this platform")
 
 
-def _change_mid_run(model: Path, change, args: tuple[str, ...] = ("generate", "--prompt", "a b", "--max-tokens",
-                                                                   "2000")) -> subprocess.CompletedProcess:
+def _change_mid_run(
+    model: Path, change, args: tuple[str, ...] = ("generate", "--prompt", "a b", "--max-tokens", "2000")
+) -> subprocess.CompletedProcess:
     """Run the CLI command `args` on `model`, and `change` the file once the run has started (its first byte on
     stdout or stderr: a reply's first token, the bench's first progress line)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    process = subprocess.Popen([sys.executable, "-m", "app", *args, "--target", str(model), "--threads", "1"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app", *args, "--target", str(model), "--threads", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=ROOT,
+    )
     started = process.stdout if args[0] == "generate" else process.stderr
     try:
         first = started.read(1)
@@ -55,7 +61,8 @@ def test_a_model_file_truncated_mid_reply_is_one_sentence_not_a_sigbus(tiny_mode
     assert done.returncode == 1, done.stderr[-2000:]
     assert done.stderr.strip().splitlines()[-1] == (
         f"error: the model file {model} changed while it was in use (it shrank from {tiny_models.target.stat().st_size:,}"
-        " to 4,096 bytes); the reply stopped")
+        " to 4,096 bytes); the reply stopped"
+    )
 
 
 @pytest.mark.slow
@@ -71,17 +78,21 @@ def test_a_model_file_rewritten_mid_reply_is_said_after_the_reply(tiny_models, t
     assert done.returncode == 1, done.stderr[-2000:]
     assert done.stderr.strip().splitlines()[-1] == (
         f"error: the model file {model} changed while it was in use (it was rewritten); the reply above may not be "
-        "the model's")
+        "the model's"
+    )
 
 
 def test_a_model_file_truncated_mid_bench_is_one_sentence_not_a_sigbus(tiny_models, tmp_path):
     """The bench reads the model for minutes: a truncation then ends it with the same sentence, not a SIGBUS."""
     model = tmp_path / "model.gguf"
     shutil.copy(tiny_models.target, model)
-    done = _change_mid_run(model, lambda path: os.truncate(path, 4096),
-                           ("bench", "--modes", "plain", "--only", "code-fix", "--repeats", "50", "--max-tokens", "256",
-                            "--no-llama"))
+    done = _change_mid_run(
+        model,
+        lambda path: os.truncate(path, 4096),
+        ("bench", "--modes", "plain", "--only", "code-fix", "--repeats", "50", "--max-tokens", "256", "--no-llama"),
+    )
     assert done.returncode == 1, done.stderr[-2000:]
     assert done.stderr.strip().splitlines()[-1] == (
         f"error: the model file {model} changed while it was in use (it shrank from {tiny_models.target.stat().st_size:,}"
-        " to 4,096 bytes); the benchmark stopped")
+        " to 4,096 bytes); the benchmark stopped"
+    )

@@ -18,8 +18,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _supervise(code: str) -> subprocess.CompletedProcess:
-    runner = ("import sys; from app.engine.child_process import run_supervised; "
-              f"raise SystemExit(run_supervised([sys.executable, '-c', {code!r}]))")
+    runner = (
+        "import sys; from app.engine.child_process import run_supervised; "
+        f"raise SystemExit(run_supervised([sys.executable, '-c', {code!r}]))"
+    )
     return subprocess.run([sys.executable, "-c", runner], cwd=ROOT, capture_output=True, text=True, timeout=60)
 
 
@@ -41,15 +43,31 @@ def test_a_sigkill_gets_the_memory_sentence_and_status_137():
     # The OOM killer's SIGKILL: the supervisor cannot re-raise it on itself (it used to print a traceback).
     done = _supervise("import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
     assert done.returncode == 137
-    assert done.stderr == ("specchat-cli: the process was killed by SIGKILL, often the system running out of "
-                           "memory.\n")
+    assert done.stderr == ("specchat-cli: the process was killed by SIGKILL, often the system running out of memory.\n")
 
 
 def _generating(tiny_models) -> subprocess.Popen:
     """`specchat-cli generate` with a long reply on the tiny model, as a person runs it."""
-    return subprocess.Popen([sys.executable, "-m", "app", "generate", "--target", str(tiny_models.target),
-                             "--chat", "the cat", "--max-tokens", "1500", "--threads", "1"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "generate",
+            "--target",
+            str(tiny_models.target),
+            "--chat",
+            "the cat",
+            "--max-tokens",
+            "1500",
+            "--threads",
+            "1",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGSEGV], ids=["SIGKILL", "SIGSEGV"])
@@ -69,20 +87,33 @@ def test_generate_killed_mid_reply_says_so(tiny_models, signum):
         assert last == "specchat-cli: the process was killed by SIGKILL, often the system running out of memory."
     else:
         assert process.returncode == -signal.SIGSEGV
-        assert last.startswith("specchat-cli: the process was killed by SIGSEGV: llama.cpp (or a library under it) "
-                               "crashed")
+        assert last.startswith(
+            "specchat-cli: the process was killed by SIGSEGV: llama.cpp (or a library under it) crashed"
+        )
 
 
 def test_the_cli_runs_supervised_and_a_signal_to_it_reaches_the_command(tmp_path):
     # SIGTERM to the process a script started reaches the command inside; nothing is left behind.
-    process = subprocess.Popen([sys.executable, "-m", "app", "serve", "--help"], cwd=ROOT,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve", "--help"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     out, _ = process.communicate(timeout=60)
     assert process.returncode == 0 and "usage" in out.lower()
     sleeper = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from app.engine.child_process import run_supervised; "
-         "raise SystemExit(run_supervised([sys.executable, '-c', 'import time; print(1, flush=True); time.sleep(60)']))"],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from app.engine.child_process import run_supervised; "
+            "raise SystemExit(run_supervised([sys.executable, '-c', 'import time; print(1, flush=True); time.sleep(60)']))",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert sleeper.stdout.readline().strip() == "1"
         os.kill(sleeper.pid, signal.SIGTERM)

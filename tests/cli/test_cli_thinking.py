@@ -20,9 +20,26 @@ OPENED = "Question: what is it?\n<think>\n"
 
 
 def generate(tiny_models, *args) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "app", "generate", "--target", str(tiny_models.target),
-                           "--prompt", OPENED, "--threads", "1", "--no-history", *map(str, args)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "generate",
+            "--target",
+            str(tiny_models.target),
+            "--prompt",
+            OPENED,
+            "--threads",
+            "1",
+            "--no-history",
+            *map(str, args),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     return done
 
@@ -32,8 +49,12 @@ def test_json_has_the_reasoning_beside_the_answer_and_the_split_stats(tiny_model
     reasoning, tokens, stats = out["reasoning"], out["tokens"], out["stats"]
     assert "".join(t["text"] for t in tokens if t["part"] == "reasoning") == reasoning["text"]
     assert "".join(t["text"] for t in tokens if t["part"] == "answer") == out["text"] != ""
-    assert reasoning["tokens"] == stats["reasoning_tokens"] == sum(
-        t["part"] == "reasoning" and t["id"] >= 0 for t in tokens) > 12
+    assert (
+        reasoning["tokens"]
+        == stats["reasoning_tokens"]
+        == sum(t["part"] == "reasoning" and t["id"] >= 0 for t in tokens)
+        > 12
+    )
     split = stats["split"]
     assert split["reasoning"]["tokens"] + split["answer"]["tokens"] == stats["tokens"] == 40
     assert not reasoning["ended_in_reasoning"] and "</think>" not in out["text"]
@@ -62,6 +83,22 @@ def test_a_terminal_sees_the_thinking_dimmed():
 
 
 def test_bad_thinking_options_are_refused_with_a_reason(tiny_models):
-    done = subprocess.run([sys.executable, "-m", "app", "generate", "--target", str(tiny_models.target), "--prompt",
-                           "x", "--thinking-budget", "-1"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "generate",
+            "--target",
+            str(tiny_models.target),
+            "--prompt",
+            "x",
+            "--thinking-budget",
+            "-1",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and "--thinking-budget" in done.stderr

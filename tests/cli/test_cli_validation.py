@@ -21,8 +21,7 @@ def malformed(tmp_path_factory) -> dict[str, Path]:
 
 
 def cli(*args) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "app", *map(str, args)], cwd=ROOT, capture_output=True,
-                          timeout=300)
+    done = subprocess.run([sys.executable, "-m", "app", *map(str, args)], cwd=ROOT, capture_output=True, timeout=300)
     assert done.returncode >= 0, f"{how_it_ended(done.returncode)}: {done.stderr[-2000:]!r}"
     done.stdout, done.stderr = (done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace"))
     assert "Traceback" not in done.stderr, done.stderr
@@ -57,8 +56,19 @@ def test_generate_refuses_a_malformed_target(malformed, kind):
 
 
 def test_generate_refuses_a_malformed_draft(malformed, tiny_models):
-    line = one_line_error(cli("generate", "--target", tiny_models.target, "--draft",
-                              malformed["duplicate_token_text"], "--prompt", "Hello", "--max-tokens", 4))
+    line = one_line_error(
+        cli(
+            "generate",
+            "--target",
+            tiny_models.target,
+            "--draft",
+            malformed["duplicate_token_text"],
+            "--prompt",
+            "Hello",
+            "--max-tokens",
+            4,
+        )
+    )
     assert line.startswith("error: draft:") and "have the same text" in line
 
 
@@ -81,35 +91,43 @@ def test_bench_refuses_a_malformed_target(malformed):
     assert "has no BOS token" in line
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--max-tokens", "0"], "--max-tokens must be at least 1"),
-    (["--max-tokens", "-5"], "--max-tokens must be at least 1"),
-    (["--seed", "-1"], "--seed must be 0 or more"),
-    (["--temperature", "nan"], "--temperature must be a number of 0 or more"),
-    (["--temperature", "-0.5"], "--temperature must be a number of 0 or more"),
-    (["--top-p", "nan"], "--top-p must be a number from 0 to 1"),
-    (["--top-p", "-0.1"], "--top-p must be a number from 0 to 1"),
-    (["--top-k", "-1"], "--top-k must be 0 (off) or more"),
-    (["--min-p", "inf"], "--min-p must be a number from 0 to 1"),
-    (["--ctx", "0"], "--ctx must be at least 1"),
-    (["--threads", "0"], "--threads must be from 1 to 512"),
-    (["--batch", "-1"], "--batch must be 0 (Auto) or more"),
-    (["--kv-type", "q8_0", "--flash-attn", "off"],
-     "A q8_0 KV cache needs flash attention: llama.cpp cannot read a quantized cache without it. Turn flash "
-     "attention on (or Auto), or keep the cache at f16."),
-    (["--draft-max", "64"], "--draft-max must be a number from 0 to 63, or 'auto'"),
-    (["--draft-max", "-1"], "--draft-max must be a number from 0 to 63, or 'auto'"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--max-tokens", "0"], "--max-tokens must be at least 1"),
+        (["--max-tokens", "-5"], "--max-tokens must be at least 1"),
+        (["--seed", "-1"], "--seed must be 0 or more"),
+        (["--temperature", "nan"], "--temperature must be a number of 0 or more"),
+        (["--temperature", "-0.5"], "--temperature must be a number of 0 or more"),
+        (["--top-p", "nan"], "--top-p must be a number from 0 to 1"),
+        (["--top-p", "-0.1"], "--top-p must be a number from 0 to 1"),
+        (["--top-k", "-1"], "--top-k must be 0 (off) or more"),
+        (["--min-p", "inf"], "--min-p must be a number from 0 to 1"),
+        (["--ctx", "0"], "--ctx must be at least 1"),
+        (["--threads", "0"], "--threads must be from 1 to 512"),
+        (["--batch", "-1"], "--batch must be 0 (Auto) or more"),
+        (
+            ["--kv-type", "q8_0", "--flash-attn", "off"],
+            "A q8_0 KV cache needs flash attention: llama.cpp cannot read a quantized cache without it. Turn flash "
+            "attention on (or Auto), or keep the cache at f16.",
+        ),
+        (["--draft-max", "64"], "--draft-max must be a number from 0 to 63, or 'auto'"),
+        (["--draft-max", "-1"], "--draft-max must be a number from 0 to 63, or 'auto'"),
+    ],
+)
 def test_generate_refuses_settings_the_engine_cannot_run(tiny_models, args, words):
     line = one_line_error(cli("generate", "--target", tiny_models.target, "--prompt", "Hello", *args))
     assert line == f"error: {words}"
 
 
 def test_generate_refuses_an_empty_prompt(tiny_models):
-    assert one_line_error(cli("generate", "--target", tiny_models.target, "--prompt", "")) == \
-        "error: the prompt is empty"
-    assert one_line_error(cli("generate", "--target", tiny_models.target, "--chat", "")) == \
-        "error: the --chat message is empty"
+    assert (
+        one_line_error(cli("generate", "--target", tiny_models.target, "--prompt", "")) == "error: the prompt is empty"
+    )
+    assert (
+        one_line_error(cli("generate", "--target", tiny_models.target, "--chat", ""))
+        == "error: the --chat message is empty"
+    )
 
 
 def test_generate_refuses_text_that_is_not_utf8(tiny_models, tmp_path):
@@ -118,8 +136,12 @@ def test_generate_refuses_text_that_is_not_utf8(tiny_models, tmp_path):
     line = one_line_error(cli("generate", "--target", tiny_models.target, "--prompt-file", bad))
     assert line == f"error: --prompt-file {bad} is not valid UTF-8 text (bad byte at offset 21)"
     # Undecodable bytes on the command line reach Python as lone surrogates.
-    done = subprocess.run([sys.executable, "-m", "app", "generate", "--target", str(tiny_models.target),
-                           "--prompt", b"caf\xe9"], cwd=ROOT, capture_output=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "generate", "--target", str(tiny_models.target), "--prompt", b"caf\xe9"],
+        cwd=ROOT,
+        capture_output=True,
+        timeout=300,
+    )
     assert done.returncode == 2 and done.stderr.decode().strip() == "error: --prompt is not valid UTF-8 text"
 
 
@@ -132,5 +154,7 @@ def test_generate_reads_a_prompt_file(tiny_models, tmp_path):
 
 
 def test_bench_refuses_a_draft_length_past_the_cap(tiny_models):
-    assert one_line_error(cli("bench", "--target", tiny_models.target, "--k", "64", "--no-llama")) == \
-        "error: --k must be from 1 to 63"
+    assert (
+        one_line_error(cli("bench", "--target", tiny_models.target, "--k", "64", "--no-llama"))
+        == "error: --k must be from 1 to 63"
+    )

@@ -67,8 +67,15 @@ def test_the_costs_cache_survives_a_list_and_junk_entries(monkeypatch, tmp_path)
     assert costs.cached_costs(model, None, 1, (0, 0)) is None  # was: AttributeError
     costs.store_measurement(model, 1, 0, "CPU", [0.0, 0.01, 0.02])
     data = json.loads(path.read_text())
-    data.update({"short": [1.0], "text": "x", "nested": [[1]], "flag": [True, False],
-                 costs.model_key(other, 1, 0, "CPU"): [True, False]})
+    data.update(
+        {
+            "short": [1.0],
+            "text": "x",
+            "nested": [[1]],
+            "flag": [True, False],
+            costs.model_key(other, 1, 0, "CPU"): [True, False],
+        }
+    )
     path.write_text(json.dumps(data))
     table = costs.cached_costs(model, None, 1, (0, 0))
     assert table is not None and table.batch == [0.0, 0.01, 0.02]

@@ -25,8 +25,9 @@ def _loaded_after(statement: str, modules: list[str]) -> list[str]:
 
 
 def test_the_window_s_wire_loads_neither_llama_cpp_nor_numpy():
-    loaded = _loaded_after("import app.engine.host.wire",
-                           ["llama_cpp", "numpy", "app.engine.local.llama_model", "app.engine.local"])
+    loaded = _loaded_after(
+        "import app.engine.host.wire", ["llama_cpp", "numpy", "app.engine.local.llama_model", "app.engine.local"]
+    )
     assert loaded == []
 
 
@@ -39,7 +40,8 @@ def test_the_decision_layer_runs_without_llama_cpp():
     loaded = _loaded_after(
         "from app.engine.speculation import auto_controller, batch_plan, costs, drafters, history, history_file, "
         "online_costs, policy, rounds",
-        ["llama_cpp", "app.engine.local", "app.engine.local.llama_model"])
+        ["llama_cpp", "app.engine.local", "app.engine.local.llama_model"],
+    )
     assert loaded == []
 
 
@@ -101,8 +103,11 @@ def test_every_room_of_the_app_and_of_the_engine_sits_in_a_layer():
     engine = next(c for c in contracts if c.get("containers") == ["app.engine"])
 
     def rooms(folder: Path, prefix: str) -> set[str]:
-        return {prefix + (p.stem if p.is_file() else p.name) for p in folder.iterdir()
-                if (p.suffix == ".py" and p.stem not in ("__init__", "__main__")) or (p / "__init__.py").exists()}
+        return {
+            prefix + (p.stem if p.is_file() else p.name)
+            for p in folder.iterdir()
+            if (p.suffix == ".py" and p.stem not in ("__init__", "__main__")) or (p / "__init__.py").exists()
+        }
 
     assert rooms(ROOT / "app", "app.") - _layered(outer) == set()
     assert rooms(ROOT / "app" / "engine", "") - _layered(engine) == set()

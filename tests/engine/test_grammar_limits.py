@@ -16,8 +16,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_problem_names_the_place_in_the_schema():
     schema = {"type": "object", "properties": {"maxLength": {"type": "string", "maxLength": 5000}}}
-    assert schema_problem(schema, "schema") == ("schema.properties.maxLength.maxLength is 5000; a grammar counts to at "
-                                                "most 1000 (leave it out for any length, or lower it).")
+    assert schema_problem(schema, "schema") == (
+        "schema.properties.maxLength.maxLength is 5000; a grammar counts to at "
+        "most 1000 (leave it out for any length, or lower it)."
+    )
     nested = {"anyOf": [{"type": "array", "items": {"type": "string", "pattern": "^x{2000}$"}}]}
     assert schema_problem(nested, "s").startswith("s.anyOf[0].items.pattern {2000} is 2000;")
 
@@ -41,8 +43,12 @@ def test_a_schema_nested_deeper_than_a_request_may_is_refused():
 
 def test_data_inside_a_schema_is_not_read_as_a_schema():
     # A property named "minItems" and enum values that look like schemas are names and data.
-    schema = {"type": "object", "properties": {"minItems": {"type": "integer"}},
-              "enum": [{"maxLength": 10 ** 9}], "default": {"maxItems": "many"}}
+    schema = {
+        "type": "object",
+        "properties": {"minItems": {"type": "integer"}},
+        "enum": [{"maxLength": 10**9}],
+        "default": {"maxItems": "many"},
+    }
     assert schema_problem(schema) is None
 
 
@@ -72,14 +78,21 @@ def _engine_script(schema: dict) -> str:
 
 def _engine(tiny_models, schema: dict) -> str:
     """What the engine does with `schema`, in a process of its own: a crash fails the test, not pytest."""
-    done = subprocess.run([sys.executable, "-c", _engine_script(schema), str(tiny_models.target)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", _engine_script(schema), str(tiny_models.target)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
     return done.stdout.strip()
 
 
 def test_the_engine_refuses_a_long_string_before_llama_cpp_reads_it(tiny_models):
     said = _engine(tiny_models, {"type": "string", "maxLength": 100000})
-    assert said == "refused: json_schema.maxLength is 100000; a grammar counts to at most 1000 (leave it out " \
-                   "for any length, or lower it)."
+    assert (
+        said == "refused: json_schema.maxLength is 100000; a grammar counts to at most 1000 (leave it out "
+        "for any length, or lower it)."
+    )
     assert _engine(tiny_models, {"type": "string", "maxLength": 1000}).startswith('decoded: "')

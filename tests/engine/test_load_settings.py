@@ -24,8 +24,10 @@ WIDE_HEADS = TinyShape(n_embd=64, n_head=2, n_head_kv=1)
 @pytest.fixture(scope="module")
 def wide_heads(tmp_path_factory):
     folder = tmp_path_factory.mktemp("wide-heads")
-    return (write_tiny_model(folder / "wide-target.gguf", n_layer=4, shape=WIDE_HEADS, name="Wide Target"),
-            write_tiny_model(folder / "wide-draft.gguf", n_layer=1, shape=WIDE_HEADS, name="Wide Draft"))
+    return (
+        write_tiny_model(folder / "wide-target.gguf", n_layer=4, shape=WIDE_HEADS, name="Wide Target"),
+        write_tiny_model(folder / "wide-draft.gguf", n_layer=1, shape=WIDE_HEADS, name="Wide Draft"),
+    )
 
 
 def test_each_load_setting_reaches_the_loaded_engine(wide_heads):
@@ -90,12 +92,13 @@ def test_memory_in_words():
 
 
 @pytest.mark.real_models
-@pytest.mark.parametrize("n_ctx, kv_type, mib", [(4096, "f16", 112.0), (8192, "f16", 224.0), (4096, "q8_0", 59.5),
-                                                 (8192, "q4_0", 63.0)])
+@pytest.mark.parametrize(
+    "n_ctx, kv_type, mib", [(4096, "f16", 112.0), (8192, "f16", 224.0), (4096, "q8_0", 59.5), (8192, "q4_0", 63.0)]
+)
 def test_the_formula_matches_what_llama_cpp_reports_for_qwen_1_5b(real_models, n_ctx, kv_type, mib):
     """llama.cpp's load log ("llama_kv_cache: size = 112.00 MiB ( 4096 cells, 28 layers...)"), 2026-12-04."""
     cost = inspect_entry(real_models["target"]).memory(n_ctx, kv_type)
-    assert cost is not None and cost.kv_cache == mib * 2 ** 20
+    assert cost is not None and cost.kv_cache == mib * 2**20
 
 
 def test_gpu_fitting_sizes_the_cache_by_its_type(tiny_models):
@@ -111,8 +114,10 @@ def test_load_settings_in_settings_json_that_cannot_be_used_fall_back_with_a_war
     from app.store import load_settings
 
     path = tmp_path / "settings.json"
-    path.write_text('{"kv_cache_type": "q3_k", "batch_size": -4, "flash_attention": "on", "use_mlock": true, '
-                    '"model_defaults": {"/m.gguf": {"kv_cache_type": "q8_0", "flash_attention": "maybe"}}}')
+    path.write_text(
+        '{"kv_cache_type": "q3_k", "batch_size": -4, "flash_attention": "on", "use_mlock": true, '
+        '"model_defaults": {"/m.gguf": {"kv_cache_type": "q8_0", "flash_attention": "maybe"}}}'
+    )
     settings = load_settings(path)
     assert (settings.kv_cache_type, settings.batch_size) == ("f16", 0)
     assert (settings.flash_attention, settings.use_mlock) == ("on", True)

@@ -34,8 +34,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 GOOD_TOKEN = "hf_valid_token"  # the token the fake Hub accepts
 
 GATED_MESSAGE = (
-    "Access to model {repo} is restricted. You must have access to it and be authenticated to access it. "
-    "Please log in."
+    "Access to model {repo} is restricted. You must have access to it and be authenticated to access it. Please log in."
 )
 
 
@@ -120,11 +119,27 @@ class FakeHub:
 
     # ----- set-up
 
-    def add_repo(self, repo_id: str, files: dict[str, bytes], *, gated: bool = False, private: bool = False,
-                 downloads: int = 0, likes: int = 0, tags: tuple[str, ...] = ("gguf",),
-                 lfs: bool = True) -> FakeRepo:
-        repo = FakeRepo(repo_id, {p: FakeFile(p, d, lfs=lfs) for p, d in files.items()}, gated=gated,
-                        private=private, downloads=downloads, likes=likes, tags=tags)
+    def add_repo(
+        self,
+        repo_id: str,
+        files: dict[str, bytes],
+        *,
+        gated: bool = False,
+        private: bool = False,
+        downloads: int = 0,
+        likes: int = 0,
+        tags: tuple[str, ...] = ("gguf",),
+        lfs: bool = True,
+    ) -> FakeRepo:
+        repo = FakeRepo(
+            repo_id,
+            {p: FakeFile(p, d, lfs=lfs) for p, d in files.items()},
+            gated=gated,
+            private=private,
+            downloads=downloads,
+            likes=likes,
+            tags=tags,
+        )
         self.repos[repo_id] = repo
         return repo
 
@@ -172,8 +187,11 @@ class FakeHub:
             if record.method != "GET":
                 continue
             if record.origin == "cdn" or "/resolve/" in record.path:
-                if file_path is None or record.path.endswith("/" + quote(file_path)) or \
-                        record.path.endswith("/" + file_path):
+                if (
+                    file_path is None
+                    or record.path.endswith("/" + quote(file_path))
+                    or record.path.endswith("/" + file_path)
+                ):
                     result.append(record)
         return result
 
@@ -230,8 +248,11 @@ class _Handler(BaseHTTPRequestHandler):
         hub = self.server.hub
         url = urlsplit(self.path)
         path = unquote(url.path)
-        hub._record(RequestRecord(method, url.path, {k.lower(): v for k, v in self.headers.items()}, self.server.origin,
-                                  url.query))
+        hub._record(
+            RequestRecord(
+                method, url.path, {k.lower(): v for k, v in self.headers.items()}, self.server.origin, url.query
+            )
+        )
         if self.server.origin == "cdn":
             return self._cdn(method, path)
         auth = self.headers.get("Authorization", "")
@@ -254,11 +275,16 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/api/whoami-v2":
             if not self._authorized():
                 return self._error(401, "", "Invalid credentials in Authorization header")
-            return self._json({"type": "user", "name": "specchat-tester",
-                               "auth": {"accessToken": {"displayName": "tests", "role": "read"}}})
+            return self._json(
+                {
+                    "type": "user",
+                    "name": "specchat-tester",
+                    "auth": {"accessToken": {"displayName": "tests", "role": "read"}},
+                }
+            )
         if path == "/api/models":
             return self._json(self._search(query))
-        rest = path[len("/api/models/"):]
+        rest = path[len("/api/models/") :]
         parts = rest.split("/")
         if len(parts) < 2:
             return self._error(404, "RepoNotFound", "Repository not found")
@@ -294,7 +320,8 @@ class _Handler(BaseHTTPRequestHandler):
         author = (query.get("author") or [""])[0]
         limit = int((query.get("limit") or ["1000"])[0])
         repos = [
-            repo for repo in hub.repos.values()
+            repo
+            for repo in hub.repos.values()
             if search in repo.repo_id.lower()
             and all(f in repo.tags for f in filters)
             and (not author or repo.repo_id.split("/")[0] == author)
@@ -305,10 +332,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _summary(self, repo: FakeRepo) -> dict:
         return {
-            "_id": repo.commit[:24], "id": repo.repo_id, "modelId": repo.repo_id,
-            "author": repo.repo_id.split("/")[0], "downloads": repo.downloads, "likes": repo.likes,
-            "gated": "manual" if repo.gated else False, "private": repo.private,
-            "lastModified": "2025-01-02T03:04:05.000Z", "tags": list(repo.tags), "library_name": "gguf",
+            "_id": repo.commit[:24],
+            "id": repo.repo_id,
+            "modelId": repo.repo_id,
+            "author": repo.repo_id.split("/")[0],
+            "downloads": repo.downloads,
+            "likes": repo.likes,
+            "gated": "manual" if repo.gated else False,
+            "private": repo.private,
+            "lastModified": "2025-01-02T03:04:05.000Z",
+            "tags": list(repo.tags),
+            "library_name": "gguf",
         }
 
     def _model_info(self, repo: FakeRepo) -> dict:
@@ -332,7 +366,7 @@ class _Handler(BaseHTTPRequestHandler):
         for path in sorted(repo.files):
             if not path.startswith(prefix):
                 continue
-            rest = path[len(prefix):]
+            rest = path[len(prefix) :]
             if "/" in rest and not recursive:
                 folders.add(prefix + rest.split("/")[0])
                 continue
@@ -341,8 +375,10 @@ class _Handler(BaseHTTPRequestHandler):
             for depth in range(1, len(pieces) + 1):
                 folders.add(prefix + "/".join(pieces[:depth]))
             entries.append(self._entry(repo.files[path]))
-        dirs = [{"type": "directory", "oid": hashlib.sha1(f.encode()).hexdigest(), "size": 0, "path": f}
-                for f in sorted(folders)]
+        dirs = [
+            {"type": "directory", "oid": hashlib.sha1(f.encode()).hexdigest(), "size": 0, "path": f}
+            for f in sorted(folders)
+        ]
         return dirs + entries
 
     # ----- files
@@ -360,18 +396,22 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(401, "GatedRepo", GATED_MESSAGE.format(repo=repo.repo_id))
         status = hub.failures.status.get(file_path)
         if status == 404 or file_path not in repo.files:
-            return self._error(404, "EntryNotFound", f"{file_path} does not exist on \"{rev}\"")
+            return self._error(404, "EntryNotFound", f'{file_path} does not exist on "{rev}"')
         if status:
             return self._error(status, "", "Forced failure")
         fake = repo.files[file_path]
         linked = {"X-Repo-Commit": repo.commit}
         if fake.lfs:
             size = hub.announced_size(fake)
-            linked.update({
-                "X-Linked-Size": str(size), "X-Linked-Etag": f'"{fake.sha256}"', "ETag": f'"{fake.sha256}"',
-                "Location": f"{hub.cdn_url}/blobs/{fake.sha256}?repo={quote(repo.repo_id)}",
-                "Content-Length": "0",
-            })
+            linked.update(
+                {
+                    "X-Linked-Size": str(size),
+                    "X-Linked-Etag": f'"{fake.sha256}"',
+                    "ETag": f'"{fake.sha256}"',
+                    "Location": f"{hub.cdn_url}/blobs/{fake.sha256}?repo={quote(repo.repo_id)}",
+                    "Content-Length": "0",
+                }
+            )
             self.send_response(302)
             for key, value in linked.items():
                 self.send_header(key, value)
@@ -382,7 +422,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _cdn(self, method: str, path: str) -> None:
         if not path.startswith("/blobs/"):
             return self._error(404, "", "Not found")
-        found = self.server.hub.blob(path[len("/blobs/"):])
+        found = self.server.hub.blob(path[len("/blobs/") :])
         if found is None:
             return self._error(404, "", "Not found")
         _, fake = found
@@ -414,7 +454,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
-            data = data[start:end + 1]
+            data = data[start : end + 1]
             status = 206
         self.send_response(status)
         for key, value in extra_headers.items():
@@ -436,7 +476,7 @@ class _Handler(BaseHTTPRequestHandler):
         pause_at = failures.pause_after.get(fake.path)
         try:
             while sent < len(data):
-                chunk = data[sent:sent + hub.chunk_size]
+                chunk = data[sent : sent + hub.chunk_size]
                 if pause_at is not None and sent + len(chunk) >= pause_at:
                     chunk = chunk[: max(1, pause_at - sent)]
                     self.wfile.write(chunk)
@@ -480,8 +520,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _json(self, payload) -> None:
         self._send(200, json.dumps(payload).encode(), "application/json")
 
-    def _send(self, status: int, body: bytes, content_type: str, headers: Optional[dict] = None,
-              method: str = "GET") -> None:
+    def _send(
+        self, status: int, body: bytes, content_type: str, headers: Optional[dict] = None, method: str = "GET"
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))

@@ -19,7 +19,9 @@ def _pair(pair_id: str):
 def test_the_thinking_models_are_offered_under_their_published_names():
     qwen3, gpt_oss = _pair("qwen3-8b"), _pair("gpt-oss-20b")
     assert [(f.repo_id, f.filename) for f in qwen3.files] == [
-        ("Qwen/Qwen3-8B-GGUF", "Qwen3-8B-Q4_K_M.gguf"), ("Qwen/Qwen3-0.6B-GGUF", "Qwen3-0.6B-Q8_0.gguf")]
+        ("Qwen/Qwen3-8B-GGUF", "Qwen3-8B-Q4_K_M.gguf"),
+        ("Qwen/Qwen3-0.6B-GGUF", "Qwen3-0.6B-Q8_0.gguf"),
+    ]
     assert [(f.repo_id, f.filename) for f in gpt_oss.files] == [("ggml-org/gpt-oss-20b-GGUF", "gpt-oss-20b-mxfp4.gguf")]
     assert gpt_oss.draft is None and gpt_oss.approx_size == gpt_oss.target.approx_size
 

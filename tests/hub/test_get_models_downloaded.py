@@ -21,8 +21,10 @@ def test_a_pair_already_in_the_models_folder_offers_load(qtbot, fake_hub, tiny_m
     assert button.text() == "Load pair" and "Downloaded" in button.toolTip()
     with qtbot.waitSignal(panel.sig_load_model, timeout=TIMEOUT_MS) as loaded:
         qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
-    assert loaded.args == [str(paths.models_dir() / tiny_models.target.name),
-                           str(paths.models_dir() / tiny_models.draft.name)]
+    assert loaded.args == [
+        str(paths.models_dir() / tiny_models.target.name),
+        str(paths.models_dir() / tiny_models.draft.name),
+    ]
     assert not panel.is_downloading()
 
 
@@ -46,8 +48,9 @@ def test_a_downloaded_file_says_so_in_a_repos_files_and_offers_load(qtbot, fake_
     assert panel.download_button.text() == "Download"
 
 
-def test_a_pair_whose_target_is_in_a_scanned_folder_downloads_only_its_draft(qtbot, fake_hub, tiny_models,
-                                                                              make_panel, tmp_path):
+def test_a_pair_whose_target_is_in_a_scanned_folder_downloads_only_its_draft(
+    qtbot, fake_hub, tiny_models, make_panel, tmp_path
+):
     """Issue 45, item 12: the target is in a folder the library scans (not the models folder), so the pair offers
     its draft alone, and once it lands the pair is loaded from where each file is."""
     fake_hub.add_repo("tiny/Tiny-Draft-GGUF", {tiny_models.draft.name: tiny_models.draft.read_bytes()})

@@ -16,13 +16,17 @@ from app.hub.repo_files import group_gguf_files, quant_of, RemoteFile
 
 @pytest.fixture
 def hub(fake_hub):
-    fake_hub.add_repo("acme/Coder-7B-GGUF", {
-        "Coder-7B-Q4_K_M.gguf": payload(3000, 1),
-        "Coder-7B-Q8_0.gguf": payload(5000, 2),
-        "Q8_0/Coder-7B-BF16-00001-of-00002.gguf": payload(4000, 3),
-        "Q8_0/Coder-7B-BF16-00002-of-00002.gguf": payload(2000, 4),
-        "README.md": b"# Coder",
-    }, downloads=500)
+    fake_hub.add_repo(
+        "acme/Coder-7B-GGUF",
+        {
+            "Coder-7B-Q4_K_M.gguf": payload(3000, 1),
+            "Coder-7B-Q8_0.gguf": payload(5000, 2),
+            "Q8_0/Coder-7B-BF16-00001-of-00002.gguf": payload(4000, 3),
+            "Q8_0/Coder-7B-BF16-00002-of-00002.gguf": payload(2000, 4),
+            "README.md": b"# Coder",
+        },
+        downloads=500,
+    )
     fake_hub.add_repo("acme/Chat-1B-GGUF", {"chat-1b-q4_k_m.gguf": payload(1000, 5)}, downloads=900)
     fake_hub.add_repo("acme/Coder-7B", {"model.safetensors": b"x" * 100}, tags=("safetensors",), downloads=9999)
     fake_hub.add_repo("meta/Gated-GGUF", {"gated-Q4_K_M.gguf": payload(1000, 6)}, gated=True)
@@ -53,7 +57,9 @@ def test_listing_groups_files_by_quantization_and_merges_split_parts(hub):
     split = by_quant["BF16"].models[0]
     assert split.is_split and split.complete
     assert [f.path for f in split.files] == [
-        "Q8_0/Coder-7B-BF16-00001-of-00002.gguf", "Q8_0/Coder-7B-BF16-00002-of-00002.gguf"]
+        "Q8_0/Coder-7B-BF16-00001-of-00002.gguf",
+        "Q8_0/Coder-7B-BF16-00002-of-00002.gguf",
+    ]
     assert split.size == 6000
     assert split.name == "Coder-7B-BF16.gguf"
     # sha256 comes from the LFS metadata of the listing
@@ -154,19 +160,24 @@ def test_hub_outage_is_a_clear_error(hub):
         HubClient().file_details("acme/Chat-1B-GGUF", ["chat-1b-q4_k_m.gguf"])
 
 
-@pytest.mark.parametrize("name, quant", [
-    ("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "Q4_K_M"),
-    ("SmolLM2-135M-Instruct.Q4_1.gguf", "Q4_1"),
-    ("gemma-3-270m-it-Q8_0.gguf", "Q8_0"),
-    ("model-UD-Q4_K_XL-00001-of-00002.gguf", "UD-Q4_K_XL"),
-    ("Q8_0/big-00001-of-00002.gguf", "Q8_0"),
-    ("Llama-3.2-1B-Instruct-IQ3_XXS.gguf", "IQ3_XXS"),
-    ("plain.gguf", ""),
-])
+@pytest.mark.parametrize(
+    "name, quant",
+    [
+        ("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "Q4_K_M"),
+        ("SmolLM2-135M-Instruct.Q4_1.gguf", "Q4_1"),
+        ("gemma-3-270m-it-Q8_0.gguf", "Q8_0"),
+        ("model-UD-Q4_K_XL-00001-of-00002.gguf", "UD-Q4_K_XL"),
+        ("Q8_0/big-00001-of-00002.gguf", "Q8_0"),
+        ("Llama-3.2-1B-Instruct-IQ3_XXS.gguf", "IQ3_XXS"),
+        ("plain.gguf", ""),
+    ],
+)
 def test_quantization_is_read_from_names(name, quant):
     assert quant_of(name) == quant
 
 
 def test_incomplete_split_listing_is_flagged():
-    [group] = group_gguf_files([RemoteFile("m-Q4_0-00001-of-00003.gguf", 1), RemoteFile("m-Q4_0-00002-of-00003.gguf", 1)])
+    [group] = group_gguf_files(
+        [RemoteFile("m-Q4_0-00001-of-00003.gguf", 1), RemoteFile("m-Q4_0-00002-of-00003.gguf", 1)]
+    )
     assert not group.models[0].complete

@@ -16,8 +16,11 @@ def test_files_in_the_hf_cache_are_found_in_place_with_their_repo(fake_hub, tmp_
 
     # Fill the cache the way any huggingface_hub user does, through the fake Hub.
     cached = huggingface_hub.hf_hub_download(
-        "acme/Cached-GGUF", "cached-Q4_K_M.gguf", cache_dir=environment.hub_cache_dir(),
-        endpoint=fake_hub.url, token=False,
+        "acme/Cached-GGUF",
+        "cached-Q4_K_M.gguf",
+        cache_dir=environment.hub_cache_dir(),
+        endpoint=fake_hub.url,
+        token=False,
     )
     [model] = discovery.find_in_hf_cache()
     assert model.repo_id == "acme/Cached-GGUF"
@@ -26,7 +29,8 @@ def test_files_in_the_hf_cache_are_found_in_place_with_their_repo(fake_hub, tmp_
     assert model.path.read_bytes() == fake_hub.find_file("acme/Cached-GGUF", "cached-Q4_K_M.gguf").data
     assert not paths.models_dir().exists()  # listed, not copied into the app's folder
     assert discovery.discover_model_folders(home=tmp_path) == [
-        discovery.ModelFolder(environment.hub_cache_dir(), "hf-cache")]
+        discovery.ModelFolder(environment.hub_cache_dir(), "hf-cache")
+    ]
 
 
 def test_no_hf_cache_means_nothing_found():
@@ -42,7 +46,10 @@ def test_lm_studio_models_are_found_with_their_publisher_and_repo(tmp_path):
     old.mkdir(parents=True)
     (old / "old.gguf").write_bytes(b"GGUF")
 
-    assert discovery.lm_studio_model_dirs(home) == [home / ".lmstudio" / "models", home / ".cache" / "lm-studio" / "models"]
+    assert discovery.lm_studio_model_dirs(home) == [
+        home / ".lmstudio" / "models",
+        home / ".cache" / "lm-studio" / "models",
+    ]
     found = discovery.discover_models(home=home, include_app=False, include_hf_cache=False)
     assert [(m.name, m.source, m.repo_id) for m in found] == [
         ("Qwen2.5-7B-Instruct-Q4_K_M.gguf", "lm-studio", "lmstudio-community/Qwen2.5-7B-Instruct-GGUF"),

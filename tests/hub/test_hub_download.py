@@ -27,11 +27,14 @@ SIZE = 300 * 1024
 def hub(fake_hub):
     fake_hub.add_repo("acme/Target-GGUF", {"target-Q4_K_M.gguf": payload(SIZE, 1)})
     fake_hub.add_repo("acme/Draft-GGUF", {"draft-Q8_0.gguf": payload(SIZE // 3, 2)})
-    fake_hub.add_repo("acme/Split-GGUF", {
-        "Q8_0/big-Q8_0-00001-of-00003.gguf": payload(100_000, 3),
-        "Q8_0/big-Q8_0-00002-of-00003.gguf": payload(100_000, 4),
-        "Q8_0/big-Q8_0-00003-of-00003.gguf": payload(50_000, 5),
-    })
+    fake_hub.add_repo(
+        "acme/Split-GGUF",
+        {
+            "Q8_0/big-Q8_0-00001-of-00003.gguf": payload(100_000, 3),
+            "Q8_0/big-Q8_0-00002-of-00003.gguf": payload(100_000, 4),
+            "Q8_0/big-Q8_0-00003-of-00003.gguf": payload(50_000, 5),
+        },
+    )
     fake_hub.add_repo("acme/Small-GGUF", {"small.gguf": payload(2000, 6)}, lfs=False)
     return fake_hub
 

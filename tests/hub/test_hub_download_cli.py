@@ -21,13 +21,16 @@ SIZE = 200 * 1024
 
 @pytest.fixture
 def hub(fake_hub):
-    fake_hub.add_repo("acme/Coder-GGUF", {
-        "coder-Q4_K_M.gguf": payload(SIZE, 1),
-        "coder-Q8_0.gguf": payload(SIZE, 2),
-        "coder-Q4_K_S.gguf": payload(1000, 3),
-        "BF16/coder-BF16-00001-of-00002.gguf": payload(3000, 4),
-        "BF16/coder-BF16-00002-of-00002.gguf": payload(2000, 5),
-    })
+    fake_hub.add_repo(
+        "acme/Coder-GGUF",
+        {
+            "coder-Q4_K_M.gguf": payload(SIZE, 1),
+            "coder-Q8_0.gguf": payload(SIZE, 2),
+            "coder-Q4_K_S.gguf": payload(1000, 3),
+            "BF16/coder-BF16-00001-of-00002.gguf": payload(3000, 4),
+            "BF16/coder-BF16-00002-of-00002.gguf": payload(2000, 5),
+        },
+    )
     fake_hub.add_repo("acme/One-GGUF", {"one-Q4_0.gguf": payload(4000, 6), "README.md": b"readme"})
     fake_hub.add_repo("meta/Gated-GGUF", {"gated.gguf": payload(1000, 7)}, gated=True)
     return fake_hub
@@ -48,7 +51,9 @@ def test_a_split_model_downloads_all_parts_to_dest(hub, capsys, tmp_path):
     out, _ = capsys.readouterr()
     assert out.strip() == str(tmp_path / "coder-BF16-00001-of-00002.gguf")
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "coder-BF16-00001-of-00002.gguf", "coder-BF16-00002-of-00002.gguf"]
+        "coder-BF16-00001-of-00002.gguf",
+        "coder-BF16-00002-of-00002.gguf",
+    ]
 
 
 def test_a_repo_with_one_model_needs_no_pattern(hub, capsys, tmp_path):
@@ -74,11 +79,14 @@ def test_a_pattern_matching_nothing_lists_what_there_is(hub, capsys):
     assert "Nothing in acme/Coder-GGUF matches 'Q2_K'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("repo, pattern, message", [
-    ("acme/Missing-GGUF", "x", "No repository acme/Missing-GGUF"),
-    ("not a repo", "x", "not a valid repository name"),
-    ("meta/Gated-GGUF", "gated", "gated: accept its terms.*token"),
-])
+@pytest.mark.parametrize(
+    "repo, pattern, message",
+    [
+        ("acme/Missing-GGUF", "x", "No repository acme/Missing-GGUF"),
+        ("not a repo", "x", "not a valid repository name"),
+        ("meta/Gated-GGUF", "gated", "gated: accept its terms.*token"),
+    ],
+)
 def test_failures_exit_non_zero_with_a_clear_message(hub, capsys, repo, pattern, message):
     assert main(["download", repo, pattern]) == 1
     err = capsys.readouterr().err

@@ -19,7 +19,9 @@ TIMEOUT_MS = 10_000
 
 def tiny_pair(target: Path, draft: Path, prefix: str = "tiny") -> CuratedPair:
     return CuratedPair(
-        pair_id="tiny", family="Tiny", title="Tiny target + tiny draft",
+        pair_id="tiny",
+        family="Tiny",
+        title="Tiny target + tiny draft",
         target=CuratedFile(f"{prefix}/Tiny-Target-GGUF", target.name, target.stat().st_size, "Tiny target"),
         draft=CuratedFile(f"{prefix}/Tiny-Draft-GGUF", draft.name, draft.stat().st_size, "Tiny draft"),
         good_at="Testing.",
@@ -27,13 +29,16 @@ def tiny_pair(target: Path, draft: Path, prefix: str = "tiny") -> CuratedPair:
 
 
 def test_a_curated_pair_downloads_and_the_library_offers_the_draft_for_the_target(
-        qtbot, fake_hub, tiny_models, make_panel):
+    qtbot, fake_hub, tiny_models, make_panel
+):
     fake_hub.add_repo("tiny/Tiny-Target-GGUF", {tiny_models.target.name: tiny_models.target.read_bytes()})
     fake_hub.add_repo("tiny/Tiny-Draft-GGUF", {tiny_models.draft.name: tiny_models.draft.read_bytes()})
     panel = make_panel(pairs=[tiny_pair(tiny_models.target, tiny_models.draft)])
 
-    with qtbot.waitSignal(panel.sig_pair_downloaded, timeout=TIMEOUT_MS) as pair_signal, \
-            qtbot.waitSignal(panel.sig_models_downloaded, timeout=TIMEOUT_MS) as models_signal:
+    with (
+        qtbot.waitSignal(panel.sig_pair_downloaded, timeout=TIMEOUT_MS) as pair_signal,
+        qtbot.waitSignal(panel.sig_models_downloaded, timeout=TIMEOUT_MS) as models_signal,
+    ):
         qtbot.mouseClick(panel.pair_buttons["tiny"], Qt.MouseButton.LeftButton)
 
     target = paths.models_dir() / tiny_models.target.name
@@ -57,12 +62,16 @@ def test_a_curated_pair_downloads_and_the_library_offers_the_draft_for_the_targe
 
 
 def test_search_then_a_repos_files_by_quantization_then_download(qtbot, fake_hub, make_panel):
-    fake_hub.add_repo("acme/Coder-GGUF", {
-        "coder-Q4_K_M.gguf": payload(40_000, 1),
-        "coder-Q8_0.gguf": payload(60_000, 2),
-        "BF16/coder-BF16-00001-of-00002.gguf": payload(30_000, 3),
-        "BF16/coder-BF16-00002-of-00002.gguf": payload(20_000, 4),
-    }, downloads=10)
+    fake_hub.add_repo(
+        "acme/Coder-GGUF",
+        {
+            "coder-Q4_K_M.gguf": payload(40_000, 1),
+            "coder-Q8_0.gguf": payload(60_000, 2),
+            "BF16/coder-BF16-00001-of-00002.gguf": payload(30_000, 3),
+            "BF16/coder-BF16-00002-of-00002.gguf": payload(20_000, 4),
+        },
+        downloads=10,
+    )
     fake_hub.add_repo("acme/Other-GGUF", {"o.gguf": payload(1000, 5)}, downloads=1)
     panel = make_panel(pairs=[])
 
@@ -74,10 +83,12 @@ def test_search_then_a_repos_files_by_quantization_then_download(qtbot, fake_hub
 
     panel.results_list.setCurrentRow(0)
     qtbot.waitUntil(lambda: panel.files_tree.topLevelItemCount() == 3, timeout=TIMEOUT_MS)
-    rows = [(panel.files_tree.topLevelItem(i).text(0), panel.files_tree.topLevelItem(i).text(2))
-            for i in range(3)]
-    assert rows == [("Q4_K_M", "coder-Q4_K_M.gguf"), ("Q8_0", "coder-Q8_0.gguf"),
-                    ("BF16", "coder-BF16.gguf  (2 parts)")]
+    rows = [(panel.files_tree.topLevelItem(i).text(0), panel.files_tree.topLevelItem(i).text(2)) for i in range(3)]
+    assert rows == [
+        ("Q4_K_M", "coder-Q4_K_M.gguf"),
+        ("Q8_0", "coder-Q8_0.gguf"),
+        ("BF16", "coder-BF16.gguf  (2 parts)"),
+    ]
     assert panel.files_tree.topLevelItem(2).text(1) == "50.0 KB"
 
     panel.files_tree.setCurrentItem(panel.files_tree.topLevelItem(2))
@@ -130,9 +141,7 @@ def test_offline_is_said_inline_and_the_pairs_stay_usable(qtbot, online, monkeyp
     assert panel.pair_buttons["tiny"].isEnabled()
 
 
-def test_cancel_keeps_the_partial_download_and_resume_finishes_it(
-    qtbot, fake_hub, make_panel, tmp_path, monkeypatch
-):
+def test_cancel_keeps_the_partial_download_and_resume_finishes_it(qtbot, fake_hub, make_panel, tmp_path, monkeypatch):
     target, draft = tmp_path / "t-Q4_K_M.gguf", tmp_path / "d-Q8_0.gguf"
     target.write_bytes(payload(400_000, 1))
     draft.write_bytes(payload(50_000, 2))
@@ -167,9 +176,9 @@ def test_cancel_keeps_the_partial_download_and_resume_finishes_it(
     assert resumed and resumed[0].headers["range"] == f"bytes={kept}-"
 
 
-
 def test_after_an_offline_failure_the_pair_list_stays_on_the_chosen_pair(
-        qtbot, online, monkeypatch, make_panel, tmp_path):
+    qtbot, online, monkeypatch, make_panel, tmp_path
+):
     """Disabling the clicked Download button moved focus down the list, and the list scrolled after it."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

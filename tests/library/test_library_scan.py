@@ -37,10 +37,17 @@ def test_a_fifo_named_gguf_is_listed_as_unusable_without_blocking(tmp_path, tiny
 def test_inspect_refuses_a_fifo_in_one_line(tmp_path):
     fifo = tmp_path / "x.gguf"
     os.mkfifo(fifo)
-    done = subprocess.run([sys.executable, "-m", "app", "inspect", str(fifo)], capture_output=True, text=True,
-                          timeout=60, cwd=Path(__file__).resolve().parents[2])
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "inspect", str(fifo)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == [f"specchat-cli inspect: {fifo}: is not a regular file, not a model file"]
+    assert done.stderr.strip().splitlines() == [
+        f"specchat-cli inspect: {fifo}: is not a regular file, not a model file"
+    ]
 
 
 class CancelAfter:

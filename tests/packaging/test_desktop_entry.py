@@ -76,18 +76,22 @@ def test_entry_passes_desktop_file_validate(data_home):
     if not validator:
         pytest.skip("desktop-file-validate not installed (apt-get install desktop-file-utils)")
     desktop_entry.install(command=["/opt/Spec Chat $1/SpecChat", "--flag"])  # a path that needs quoting
-    result = subprocess.run([validator, str(data_home / "applications" / "specchat.desktop")],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [validator, str(data_home / "applications" / "specchat.desktop")], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.strip() == ""  # no warnings either
 
 
-@pytest.mark.parametrize("argument, expected", [
-    ("/usr/bin/specchat", "/usr/bin/specchat"),
-    ("/home/a b/SpecChat", '"/home/a b/SpecChat"'),
-    ('/x/"q"$`\\y', '"/x/\\\\"q\\\\"\\\\$\\\\`\\\\\\\\y"'),
-    ("/x/100%", "/x/100%%"),
-])
+@pytest.mark.parametrize(
+    "argument, expected",
+    [
+        ("/usr/bin/specchat", "/usr/bin/specchat"),
+        ("/home/a b/SpecChat", '"/home/a b/SpecChat"'),
+        ('/x/"q"$`\\y', '"/x/\\\\"q\\\\"\\\\$\\\\`\\\\\\\\y"'),
+        ("/x/100%", "/x/100%%"),
+    ],
+)
 def test_exec_arguments_are_quoted_by_the_spec(argument, expected):
     assert desktop_entry.quote_exec_argument(argument) == expected
 

@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SAPPHIRE_RAPIDS = ("processor\t: 0\nflags\t\t: fpu sse sse2 avx avx2 fma f16c bmi2 avx512f avx512vbmi avx512_vnni "
-                   "avx512_bf16 avx_vnni amx_bf16 amx_tile amx_int8\n")
+SAPPHIRE_RAPIDS = (
+    "processor\t: 0\nflags\t\t: fpu sse sse2 avx avx2 fma f16c bmi2 avx512f avx512vbmi avx512_vnni "
+    "avx512_bf16 avx_vnni amx_bf16 amx_tile amx_int8\n"
+)
 
 
 def _install():
@@ -22,8 +24,13 @@ def _install():
 def test_a_cpu_with_amx_gets_every_other_extension_and_no_amx():
     options = _install().cpu_cmake_args(SAPPHIRE_RAPIDS)
     assert "-DGGML_NATIVE=OFF" in options
-    assert {"-DGGML_AVX512=ON", "-DGGML_AVX512_VNNI=ON", "-DGGML_AVX512_BF16=ON", "-DGGML_AVX_VNNI=ON",
-            "-DGGML_AVX2=ON"} <= set(options)
+    assert {
+        "-DGGML_AVX512=ON",
+        "-DGGML_AVX512_VNNI=ON",
+        "-DGGML_AVX512_BF16=ON",
+        "-DGGML_AVX_VNNI=ON",
+        "-DGGML_AVX2=ON",
+    } <= set(options)
     assert {"-DGGML_AMX_TILE=OFF", "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_BF16=OFF"} <= set(options)
     assert not any("AMX" in option and option.endswith("=ON") for option in options)
 

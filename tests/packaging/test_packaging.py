@@ -24,8 +24,18 @@ ROOT = Path(__file__).resolve().parents[2]
 BUILD_CACHE = ROOT / "build" / "test-bundle"
 EXECUTABLE = "SpecChat.exe" if os.name == "nt" else "SpecChat"
 # What the bundle is made of besides the sources: a change in any of these makes a new build.
-BUNDLED_DISTRIBUTIONS = ("llama_cpp_python", "PySide6_Essentials", "numpy", "huggingface_hub", "platformdirs",
-                         "gguf", "Jinja2", "pyqtgraph", "pyinstaller", "pyinstaller-hooks-contrib")
+BUNDLED_DISTRIBUTIONS = (
+    "llama_cpp_python",
+    "PySide6_Essentials",
+    "numpy",
+    "huggingface_hub",
+    "platformdirs",
+    "gguf",
+    "Jinja2",
+    "pyqtgraph",
+    "pyinstaller",
+    "pyinstaller-hooks-contrib",
+)
 
 
 def sources_fingerprint() -> str:
@@ -67,9 +77,17 @@ def bundle() -> Path:
             if old.name != "work":
                 shutil.rmtree(old, ignore_errors=True)
     result = subprocess.run(
-        [sys.executable, str(ROOT / "packaging" / "build.py"), "--dist", str(folder / "dist"),
-         "--work", str(BUILD_CACHE / "work")],
-        capture_output=True, text=True, timeout=1800,
+        [
+            sys.executable,
+            str(ROOT / "packaging" / "build.py"),
+            "--dist",
+            str(folder / "dist"),
+            "--work",
+            str(BUILD_CACHE / "work"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
     )
     assert result.returncode == 0, f"the bundle did not build:\n{result.stdout[-4000:]}\n{result.stderr[-8000:]}"
     (folder / "complete").write_text(fingerprint)
@@ -104,10 +122,15 @@ def test_bundle_uses_the_same_folders_as_a_pip_install(bundle, tmp_path):
     env = environment_for_bundle(tmp_path)
     del env["SPECCHAT_HOME"]
     from_bundle = json.loads(run_bundle(bundle, "--print-paths", env=env).stdout)
-    from_pip = json.loads(subprocess.run(
-        [sys.executable, str(ROOT / "packaging" / "launcher.py"), "--print-paths"],
-        env=env, capture_output=True, text=True, check=True,
-    ).stdout)
+    from_pip = json.loads(
+        subprocess.run(
+            [sys.executable, str(ROOT / "packaging" / "launcher.py"), "--print-paths"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     assert from_bundle == from_pip
     home = str(tmp_path / "home")
     assert all(path.startswith(home) for path in from_bundle.values()), from_bundle

@@ -30,8 +30,10 @@ from tempfile import TemporaryDirectory
 from tests.conftest import REAL_MODELS_DIR, REAL_TARGET
 from tests.remote.llama_tools import TOOLS_BIN, free_port, start, stop, wait_for_port
 
-SYSTEM = ("Act as an expert software developer. Always use best practices when coding. When you edit a file, reply "
-          "with the whole updated file in one ```python fenced block, and nothing after it.")
+SYSTEM = (
+    "Act as an expert software developer. Always use best practices when coding. When you edit a file, reply "
+    "with the whole updated file in one ```python fenced block, and nothing after it."
+)
 
 SOURCE = '''"""A tiny inventory of items with prices and quantities."""
 
@@ -92,8 +94,9 @@ def _user_message(source: str, instruction: str) -> str:
 
 
 def _post(url: str, body: dict, timeout_s: float = 900.0) -> dict:
-    request = urllib.request.Request(f"{url}/v1/chat/completions", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        f"{url}/v1/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(request, timeout=timeout_s) as response:
         return json.loads(response.read())
 
@@ -122,16 +125,51 @@ def run_loop(url: str, turns: int, tokens: int) -> list[tuple[float, int, int]]:
 def _serve(model: Path, threads: int, ctx: int, log: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve", "--target", str(model), "--ngram", "--port", str(port),
-         "--threads", str(threads), "--ctx", str(ctx)], stdout=open(log, "wb"), stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "serve",
+            "--target",
+            str(model),
+            "--ngram",
+            "--port",
+            str(port),
+            "--threads",
+            str(threads),
+            "--ctx",
+            str(ctx),
+        ],
+        stdout=open(log, "wb"),
+        stderr=subprocess.STDOUT,
+    )
     wait_for_port(port, process, log, http_health=True)
     return process, f"http://127.0.0.1:{port}"
 
 
 def _llama_server(model: Path, spec: str, threads: int, ctx: int, log: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    process = start([TOOLS_BIN / "llama-server", "-m", model, "--port", port, "--host", "127.0.0.1",
-                     "-t", threads, "-c", ctx, "--jinja", "--spec-type", spec, "--temp", "0"], log)
+    process = start(
+        [
+            TOOLS_BIN / "llama-server",
+            "-m",
+            model,
+            "--port",
+            port,
+            "--host",
+            "127.0.0.1",
+            "-t",
+            threads,
+            "-c",
+            ctx,
+            "--jinja",
+            "--spec-type",
+            spec,
+            "--temp",
+            "0",
+        ],
+        log,
+    )
     wait_for_port(port, process, log, http_health=True)
     return process, f"http://127.0.0.1:{port}"
 
@@ -167,15 +205,19 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 stop(process)
             walls = " ".join(f"{wall:6.1f}" for wall, _, _ in table[config])
-            print(f"{config:>13}: {walls}  total {sum(w for w, _, _ in table[config]):7.1f} s  "
-                  f"tokens {[n for _, n, _ in table[config]]}  cached {[c for _, _, c in table[config]]}",
-                  flush=True)
+            print(
+                f"{config:>13}: {walls}  total {sum(w for w, _, _ in table[config]):7.1f} s  "
+                f"tokens {[n for _, n, _ in table[config]]}  cached {[c for _, _, c in table[config]]}",
+                flush=True,
+            )
     totals = {config: sum(w for w, _, _ in rows) for config, rows in table.items()}
     others = {c: t for c, t in totals.items() if c != "serve"}
     if "serve" in totals and others:
         best = min(others, key=others.get)
-        print(f"serve / best llama-server ({best}) in wall time: {others[best] / totals['serve']:.2f}x faster "
-              f"({totals['serve']:.1f} s vs {others[best]:.1f} s)")
+        print(
+            f"serve / best llama-server ({best}) in wall time: {others[best] / totals['serve']:.2f}x faster "
+            f"({totals['serve']:.1f} s vs {others[best]:.1f} s)"
+        )
         for config, total in others.items():
             print(f"  vs {config}: {total / totals['serve']:.2f}x")
     return 0

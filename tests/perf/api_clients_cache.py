@@ -19,23 +19,28 @@ from tests.perf.conversation_cache import SUBJECTS, conversation
 
 
 def ask(url: str, messages: list[dict], label: str, reply_tokens: int) -> dict:
-    body = json.dumps({"messages": messages, "max_tokens": reply_tokens, "temperature": 0,
-                       "timings_per_token": True}).encode()
+    body = json.dumps(
+        {"messages": messages, "max_tokens": reply_tokens, "temperature": 0, "timings_per_token": True}
+    ).encode()
     request = urllib.request.Request(url + "/v1/chat/completions", body, {"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=600) as response:
         reply = json.load(response)
     t = reply["timings"]
     read, reused = int(t["prompt_n"]), int(t.get("cache_n", 0))
     share = reused / max(1, read + reused)
-    print(f"{label:<20} prompt {read + reused:5d}  from cache {reused:5d} ({share:4.0%})  "
-          f"prompt {t['prompt_ms'] / 1000:6.2f} s", flush=True)
+    print(
+        f"{label:<20} prompt {read + reused:5d}  from cache {reused:5d} ({share:4.0%})  "
+        f"prompt {t['prompt_ms'] / 1000:6.2f} s",
+        flush=True,
+    )
     messages.append({"role": "assistant", "content": reply["choices"][0]["message"]["content"]})
     return {"share": share, "prompt_s": t["prompt_ms"] / 1000}
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.perf.api_clients_cache",
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.perf.api_clients_cache", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--url", default="http://127.0.0.1:1234")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--reply-tokens", type=int, default=16)
@@ -52,8 +57,10 @@ def main(argv=None) -> int:
             cont = ask(args.url, messages, f"{name} continued", args.reply_tokens)
             shares.append(back["share"])
             ratios.append(back["prompt_s"] / max(1e-3, cont["prompt_s"]))
-    print(f"after the other client: {min(shares):.1%} from cache at least; prompt time over a continued turn's: "
-          f"median {statistics.median(ratios):.2f}x over {len(ratios)} pairs (max {max(ratios):.2f}x)")
+    print(
+        f"after the other client: {min(shares):.1%} from cache at least; prompt time over a continued turn's: "
+        f"median {statistics.median(ratios):.2f}x over {len(ratios)} pairs (max {max(ratios):.2f}x)"
+    )
     return 0
 
 

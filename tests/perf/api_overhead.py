@@ -95,14 +95,18 @@ def main() -> None:
                         result["direct"] = _direct(engine, prompt, config)
                     else:
                         result["api"] = _through_api(engine, server, prompt, args.tokens)
-                (direct_text, direct_tps, direct_stats), (api_text, api_tps, client_tps, api_stats) = \
-                    result["direct"], result["api"]
+                (direct_text, direct_tps, direct_stats), (api_text, api_tps, client_tps, api_stats) = (
+                    result["direct"],
+                    result["api"],
+                )
                 ratios[name].append(api_tps / direct_tps)
-                print(f"{repeat + 1} {name:9s} direct {direct_tps:6.1f} tok/s | API engine {api_tps:6.1f} tok/s, "
-                      f"client {client_tps:6.1f} tok/s | API/direct {api_tps / direct_tps:.2f} | "
-                      f"same text: {api_text == direct_text} | kept/drafted direct "
-                      f"{direct_stats.accepted}/{direct_stats.drafted}, API {api_stats.accepted}/{api_stats.drafted}",
-                      flush=True)
+                print(
+                    f"{repeat + 1} {name:9s} direct {direct_tps:6.1f} tok/s | API engine {api_tps:6.1f} tok/s, "
+                    f"client {client_tps:6.1f} tok/s | API/direct {api_tps / direct_tps:.2f} | "
+                    f"same text: {api_text == direct_text} | kept/drafted direct "
+                    f"{direct_stats.accepted}/{direct_stats.drafted}, API {api_stats.accepted}/{api_stats.drafted}",
+                    flush=True,
+                )
     finally:
         server.stop()
         engine.close()

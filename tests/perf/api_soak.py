@@ -39,8 +39,11 @@ CRASH_WORD = "soak-crash-the-engine"
 HOSTILE = [
     ("deep nesting", b'{"messages": ' + b"[" * 50_000 + b"]" * 50_000 + b"}", {}),
     ("huge integer", b'{"max_tokens": ' + b"9" * 5000 + b', "messages": [{"role": "user", "content": "hi"}]}', {}),
-    ("400-digit temperature", b'{"temperature": 1' + b"0" * 400 + b', "messages": [{"role": "user", "content": "hi"}]}',
-     {}),
+    (
+        "400-digit temperature",
+        b'{"temperature": 1' + b"0" * 400 + b', "messages": [{"role": "user", "content": "hi"}]}',
+        {},
+    ),
     ("lone surrogate", json.dumps({"messages": [{"role": "user", "content": "a\ud800"}]}).encode(), {}),
     ("40,000 messages", json.dumps({"max_tokens": 2, "messages": HI * 40_000}).encode(), {}),
     ("not JSON", b"{not json", {}),
@@ -58,20 +61,53 @@ HOSTILE = [
     ("content a number", json.dumps({"messages": [{"role": "user", "content": 5}]}).encode(), {}),
     # Issue 44's classes that a request can carry: a schema that once made llama.cpp's grammar parser recurse until
     # SIGSEGV, an earlier call's arguments nested too deep, and fields of the wrong JSON type.
-    ("grammar bomb", json.dumps({"max_tokens": 2, "messages": HI, "response_format": {
-        "type": "json_schema", "json_schema": {"name": "x", "schema": {
-            "type": "object", "properties": {"text": {"type": "string", "maxLength": 100_000}}}}}}).encode(), {}),
-    ("deep call arguments", json.dumps({"max_tokens": 2, "messages": [
-        {"role": "user", "content": "hi"},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
-            "name": "f", "arguments": "[" * 5_000 + "]" * 5_000}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "ok"}, {"role": "user", "content": "hi"}]}).encode(), {}),
+    (
+        "grammar bomb",
+        json.dumps(
+            {
+                "max_tokens": 2,
+                "messages": HI,
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": "x",
+                        "schema": {"type": "object", "properties": {"text": {"type": "string", "maxLength": 100_000}}},
+                    },
+                },
+            }
+        ).encode(),
+        {},
+    ),
+    (
+        "deep call arguments",
+        json.dumps(
+            {
+                "max_tokens": 2,
+                "messages": [
+                    {"role": "user", "content": "hi"},
+                    {
+                        "role": "assistant",
+                        "content": "",
+                        "tool_calls": [
+                            {
+                                "id": "c1",
+                                "type": "function",
+                                "function": {"name": "f", "arguments": "[" * 5_000 + "]" * 5_000},
+                            }
+                        ],
+                    },
+                    {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+                    {"role": "user", "content": "hi"},
+                ],
+            }
+        ).encode(),
+        {},
+    ),
     ("reasoning_format a list", json.dumps({"max_tokens": 2, "messages": HI, "reasoning_format": ["x"]}).encode(), {}),
     ("n a boolean", json.dumps({"max_tokens": 2, "messages": HI, "n": True}).encode(), {}),
     ("seed of 10^30", json.dumps({"max_tokens": 2, "messages": HI, "seed": 10**30}).encode(), {}),
     ("timings_per_token a number", json.dumps({"max_tokens": 2, "messages": HI, "timings_per_token": 5}).encode(), {}),
-    ("engine crash", json.dumps({"max_tokens": 2, "messages": [{"role": "user", "content": CRASH_WORD}]}).encode(),
-     {}),
+    ("engine crash", json.dumps({"max_tokens": 2, "messages": [{"role": "user", "content": CRASH_WORD}]}).encode(), {}),
 ]
 CRASH = "engine crash"
 SOCKET_KINDS = ("idle socket", "slowloris head", "gone mid-stream")
@@ -95,12 +131,17 @@ class SoakResult:
 
     def line(self) -> str:
         statuses = ", ".join(f"{k}: {v}" for k, v in sorted(self.hostile_statuses.items()))
-        restarts = (f"{len(self.restart_s)} restarts of {min(self.restart_s):.1f}-{max(self.restart_s):.1f} s"
-                    if self.restart_s else "no restarts")
-        return (f"{self.requests} requests ({self.well_behaved} well-behaved, {self.answered} answered), "
-                f"peak RSS {self.peak_rss_mb:.0f} MB ({self.peak_rss_mb - self.first_rss_mb:+.0f} MB after the first "
-                f"reply), engine process {self.peak_engine_rss_mb:.0f} MB, {restarts}, alive: {self.alive}, "
-                f"{self.wall_s:.0f} s; hostile: {statuses}")
+        restarts = (
+            f"{len(self.restart_s)} restarts of {min(self.restart_s):.1f}-{max(self.restart_s):.1f} s"
+            if self.restart_s
+            else "no restarts"
+        )
+        return (
+            f"{self.requests} requests ({self.well_behaved} well-behaved, {self.answered} answered), "
+            f"peak RSS {self.peak_rss_mb:.0f} MB ({self.peak_rss_mb - self.first_rss_mb:+.0f} MB after the first "
+            f"reply), engine process {self.peak_engine_rss_mb:.0f} MB, {restarts}, alive: {self.alive}, "
+            f"{self.wall_s:.0f} s; hostile: {statuses}"
+        )
 
 
 def _children(pid: int) -> list[int]:
@@ -129,8 +170,10 @@ def _raw(host: str, port: int, kind: str) -> str:
             sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         elif kind == "gone mid-stream":
             body = json.dumps({"max_tokens": 64, "stream": True, "messages": HI}).encode()
-            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
-                         b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+            sock.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
+                b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+            )
             sock.recv(256)
         return kind
     finally:
@@ -144,10 +187,28 @@ _IDLE: list[socket.socket] = []
 
 
 def soak(target: Path, requests: int = 1000, threads: int = 1) -> SoakResult:
-    process = subprocess.Popen([sys.executable, "-m", "app", "serve", "--target", str(target), "--ngram", "--port",
-                                "0", "--threads", str(threads), "--max-tokens", "64"],
-                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                               env=dict(os.environ, SPECCHAT_TEST_ENGINE_ABORT_ON=CRASH_WORD))
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "serve",
+            "--target",
+            str(target),
+            "--ngram",
+            "--port",
+            "0",
+            "--threads",
+            str(threads),
+            "--max-tokens",
+            "64",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, SPECCHAT_TEST_ENGINE_ABORT_ON=CRASH_WORD),
+    )
     lines: queue.Queue = queue.Queue()
     reader = threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True)
     reader.start()
@@ -174,8 +235,11 @@ def soak(target: Path, requests: int = 1000, threads: int = 1) -> SoakResult:
                     _raw(host, port, name)
                     statuses[name] = statuses.get(name, 0) + 1
                 else:
-                    reply = http.post(f"{url}/v1/chat/completions", content=body,
-                                      headers={"Content-Type": "application/json", **headers})
+                    reply = http.post(
+                        f"{url}/v1/chat/completions",
+                        content=body,
+                        headers={"Content-Type": "application/json", **headers},
+                    )
                     statuses[f"{name} {reply.status_code}"] = statuses.get(f"{name} {reply.status_code}", 0) + 1
                     if name == CRASH:
                         crash_errors.append(reply.json().get("error", {}).get("message", ""))
@@ -203,8 +267,19 @@ def soak(target: Path, requests: int = 1000, threads: int = 1) -> SoakResult:
         back = re.search(r"The engine is back \((\d+\.\d+) s", lines.get())
         if back:
             restart_s.append(float(back.group(1)))
-    return SoakResult(requests, well_behaved, answered, statuses, peak, first, engine_peak, alive,
-                      time.monotonic() - started, crash_errors, restart_s)
+    return SoakResult(
+        requests,
+        well_behaved,
+        answered,
+        statuses,
+        peak,
+        first,
+        engine_peak,
+        alive,
+        time.monotonic() - started,
+        crash_errors,
+        restart_s,
+    )
 
 
 def main() -> None:

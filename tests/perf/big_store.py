@@ -18,8 +18,30 @@ from pathlib import Path
 from app.engine.events import GenerationStats
 from app.store import ChatStore
 
-WORDS = ("function", "parser", "thread", "cache", "request", "retry", "value", "error", "list", "token", "model",
-         "draft", "context", "window", "query", "index", "file", "stream", "test", "build", "Straße", "naïve")
+WORDS = (
+    "function",
+    "parser",
+    "thread",
+    "cache",
+    "request",
+    "retry",
+    "value",
+    "error",
+    "list",
+    "token",
+    "model",
+    "draft",
+    "context",
+    "window",
+    "query",
+    "index",
+    "file",
+    "stream",
+    "test",
+    "build",
+    "Straße",
+    "naïve",
+)
 
 
 def _text(rng: random.Random, n_words: int) -> str:
@@ -35,9 +57,13 @@ def build(path: Path, chats: int, messages: int, seed: int = 0) -> None:
             for _ in range(messages // 2):
                 store.add_message(chat.id, "user", _text(rng, 40))
                 tokens = [(word + " ", rng.choice(("target", "draft"))) for word in _text(rng, 300).split(" ")]
-                store.add_message(chat.id, "assistant", "".join(t for t, _ in tokens), tokens=tokens,
-                                  stats=GenerationStats(tokens=300, tokens_per_second=20.0, drafted=100,
-                                                        accepted=80))
+                store.add_message(
+                    chat.id,
+                    "assistant",
+                    "".join(t for t, _ in tokens),
+                    tokens=tokens,
+                    stats=GenerationStats(tokens=300, tokens_per_second=20.0, drafted=100, accepted=80),
+                )
             if c % 100 == 0:
                 print(f"{c}/{chats} chats", flush=True)
 
@@ -64,11 +90,13 @@ def measure(path: Path) -> None:
         biggest = max(chats[:50], key=lambda chat: len(store.messages(chat.id)))
         open_chat_s, shown = _timed(lambda: store.messages(biggest.id))
         size_mb = path.stat().st_size / 1e6
-        print(f"{len(chats)} chats, {size_mb:.0f} MB: open {open_s * 1000:.0f} ms (page check for damage, on a "
-              f"thread after the window shows: {check_s * 1000:.0f} ms), list {list_s * 1000:.0f} ms, search for a "
-              f"word in no message {rare_s * 1000:.0f} ms, for words in every chat {search_s * 1000:.0f} ms "
-              f"({len(found)} chats), 2-character search {short_s * 1000:.0f} ms, read a {len(shown)}-message chat "
-              f"{open_chat_s * 1000:.0f} ms")
+        print(
+            f"{len(chats)} chats, {size_mb:.0f} MB: open {open_s * 1000:.0f} ms (page check for damage, on a "
+            f"thread after the window shows: {check_s * 1000:.0f} ms), list {list_s * 1000:.0f} ms, search for a "
+            f"word in no message {rare_s * 1000:.0f} ms, for words in every chat {search_s * 1000:.0f} ms "
+            f"({len(found)} chats), 2-character search {short_s * 1000:.0f} ms, read a {len(shown)}-message chat "
+            f"{open_chat_s * 1000:.0f} ms"
+        )
     finally:
         store.close()
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from app.bench.concurrent import MODES, bench
 from tests.conftest import REAL_DRAFT, REAL_MODELS_DIR, REAL_TARGET
 
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=64)

@@ -35,27 +35,80 @@ from tests.remote.llama_tools import TOOLS_BIN, free_port, start, stop, wait_for
 
 CONTEXT = 1024  # tokens a request
 WARM_UP = "Write a short Python class for a stack with push, pop and peek."
-CONFIGS = ("serve-plain", "serve-ngram", "serve-auto", "serve-model-4", "llama-plain", "llama-ngram-mod",
-           "llama-draft-4")
+CONFIGS = (
+    "serve-plain",
+    "serve-ngram",
+    "serve-auto",
+    "serve-model-4",
+    "llama-plain",
+    "llama-ngram-mod",
+    "llama-draft-4",
+)
 
 
 def _command(config: str, target: Path, draft: Path, n: int, threads: int, port: int) -> list:
     if config.startswith("serve"):
-        extra = {"serve-plain": [], "serve-ngram": ["--ngram"], "serve-auto": ["--draft", draft],
-                 "serve-model-4": ["--draft", draft, "--draft-max", 4]}[config]
-        return [sys.executable, "-m", "app", "serve", "--target", target, *extra, "--port", port, "--threads",
-                threads, "--ctx", CONTEXT, "--parallel", n]
-    extra = {"llama-plain": ["--spec-type", "none"], "llama-ngram-mod": ["--spec-type", "ngram-mod"],
-             "llama-draft-4": ["-md", draft, "--spec-type", "draft-simple", "--spec-draft-n-max", 4]}[config]
-    return [TOOLS_BIN / "llama-server", "-m", target, *extra, "--host", "127.0.0.1", "--port", port, "-t", threads,
-            "-c", CONTEXT * n, "-np", n, "--jinja", "--temp", "0"]
+        extra = {
+            "serve-plain": [],
+            "serve-ngram": ["--ngram"],
+            "serve-auto": ["--draft", draft],
+            "serve-model-4": ["--draft", draft, "--draft-max", 4],
+        }[config]
+        return [
+            sys.executable,
+            "-m",
+            "app",
+            "serve",
+            "--target",
+            target,
+            *extra,
+            "--port",
+            port,
+            "--threads",
+            threads,
+            "--ctx",
+            CONTEXT,
+            "--parallel",
+            n,
+        ]
+    extra = {
+        "llama-plain": ["--spec-type", "none"],
+        "llama-ngram-mod": ["--spec-type", "ngram-mod"],
+        "llama-draft-4": ["-md", draft, "--spec-type", "draft-simple", "--spec-draft-n-max", 4],
+    }[config]
+    return [
+        TOOLS_BIN / "llama-server",
+        "-m",
+        target,
+        *extra,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        port,
+        "-t",
+        threads,
+        "-c",
+        CONTEXT * n,
+        "-np",
+        n,
+        "--jinja",
+        "--temp",
+        "0",
+    ]
 
 
 def _stream(url: str, question: str, tokens: int, began: float, out: dict) -> None:
-    body = {"model": "target", "messages": [{"role": "user", "content": question}], "max_tokens": tokens,
-            "temperature": 0, "ignore_eos": True, "stream": True}
-    request = urllib.request.Request(f"{url}/v1/chat/completions", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
+    body = {
+        "model": "target",
+        "messages": [{"role": "user", "content": question}],
+        "max_tokens": tokens,
+        "temperature": 0,
+        "ignore_eos": True,
+        "stream": True,
+    }
+    request = urllib.request.Request(
+        f"{url}/v1/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
     first, pieces, times = None, 0, []
     with urllib.request.urlopen(request, timeout=1800) as response:
         for raw in response:
@@ -75,25 +128,37 @@ def _stream(url: str, question: str, tokens: int, began: float, out: dict) -> No
 def _at_once(url: str, n: int, tokens: int) -> dict:
     results: list[dict] = [{} for _ in range(n)]
     began = time.perf_counter()
-    threads = [threading.Thread(target=_stream, args=(url, QUESTIONS[i % len(QUESTIONS)], tokens, began,
-                                                      results[i])) for i in range(n)]
+    threads = [
+        threading.Thread(target=_stream, args=(url, QUESTIONS[i % len(QUESTIONS)], tokens, began, results[i]))
+        for i in range(n)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     end = max(r["end"] for r in results)
-    steady = full_batch_rate([t for r in results for t in r["times"]], [r["first"] for r in results],
-                             [r["end"] for r in results])
-    return {"aggregate": n * tokens / end, "full_batch": steady, "ttft": [r["first"] for r in results],
-            "speed": [tokens / max(1e-9, r["end"] - r["first"]) for r in results]}
+    steady = full_batch_rate(
+        [t for r in results for t in r["times"]], [r["first"] for r in results], [r["end"] for r in results]
+    )
+    return {
+        "aggregate": n * tokens / end,
+        "full_batch": steady,
+        "ttft": [r["first"] for r in results],
+        "speed": [tokens / max(1e-9, r["end"] - r["first"]) for r in results],
+    }
 
 
-def bench(target: Path, draft: Path, ns: list[int], tokens: int, threads: int, configs: tuple[str, ...],
-          log_dir: Path) -> None:
-    print(f"\n## {target.name} (+ {draft.name}), {threads} threads, {tokens} tokens a request, "
-          f"servers started for {max(ns)} at once, {CONTEXT} tokens each")
-    print("| server | N | aggregate tok/s | x serve-plain N=1 | full-batch tok/s | first token (s) per request "
-          "| tok/s per request |")
+def bench(
+    target: Path, draft: Path, ns: list[int], tokens: int, threads: int, configs: tuple[str, ...], log_dir: Path
+) -> None:
+    print(
+        f"\n## {target.name} (+ {draft.name}), {threads} threads, {tokens} tokens a request, "
+        f"servers started for {max(ns)} at once, {CONTEXT} tokens each"
+    )
+    print(
+        "| server | N | aggregate tok/s | x serve-plain N=1 | full-batch tok/s | first token (s) per request "
+        "| tok/s per request |"
+    )
     print("|---|---|---|---|---|---|---|")
     base = 0.0
     for config in configs:
@@ -110,9 +175,11 @@ def bench(target: Path, draft: Path, ns: list[int], tokens: int, threads: int, c
             for n in ns:
                 r = _at_once(url, n, tokens)
                 base = base or r["aggregate"]
-                print(f"| {config} | {n} | {r['aggregate']:.1f} | {r['aggregate'] / base:.2f} | {r['full_batch']:.1f} | "
-                      f"{' '.join(f'{t:.2f}' for t in r['ttft'])} | {' '.join(f'{s:.1f}' for s in r['speed'])} |",
-                      flush=True)
+                print(
+                    f"| {config} | {n} | {r['aggregate']:.1f} | {r['aggregate'] / base:.2f} | {r['full_batch']:.1f} | "
+                    f"{' '.join(f'{t:.2f}' for t in r['ttft'])} | {' '.join(f'{s:.1f}' for s in r['speed'])} |",
+                    flush=True,
+                )
         finally:
             stop(process)
 

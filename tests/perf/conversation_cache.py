@@ -20,24 +20,47 @@ from app.engine.events import FinishedEvent, TokenEvent
 from app.engine.local.engine import SpecEngine
 from app.platform.process_memory import rss_mib
 
-SUBJECTS = ("a parser for INI files", "retrying HTTP requests", "a thread-safe LRU cache", "reading CSV in chunks",
-            "validating e-mail addresses", "a CLI with subcommands", "logging to a rotating file", "timing code",
-            "a job queue on SQLite", "diffing two JSON files", "a rate limiter", "paginating an API")
+SUBJECTS = (
+    "a parser for INI files",
+    "retrying HTTP requests",
+    "a thread-safe LRU cache",
+    "reading CSV in chunks",
+    "validating e-mail addresses",
+    "a CLI with subcommands",
+    "logging to a rotating file",
+    "timing code",
+    "a job queue on SQLite",
+    "diffing two JSON files",
+    "a rate limiter",
+    "paginating an API",
+)
 
 
 def conversation(subject: str, turns: int = 6) -> list[dict]:
     """About 150 tokens a turn: a question and a short answer about `subject`, ending on a question."""
     messages = [{"role": "system", "content": "You are a careful Python reviewer. Answer briefly."}]
     for turn in range(turns):
-        messages.append({"role": "user", "content": (
-            f"Part {turn} of {subject}: explain the main design choice for this part in a few sentences, mention "
-            "one pitfall that people often hit with it, and say how you would test it. Keep it short; I will ask "
-            f"about the other parts of {subject} next, and I know the standard library well.")})
+        messages.append(
+            {
+                "role": "user",
+                "content": (
+                    f"Part {turn} of {subject}: explain the main design choice for this part in a few sentences, mention "
+                    "one pitfall that people often hit with it, and say how you would test it. Keep it short; I will ask "
+                    f"about the other parts of {subject} next, and I know the standard library well."
+                ),
+            }
+        )
         if turn < turns - 1:
-            messages.append({"role": "assistant", "content": (
-                f"For part {turn} of {subject}, keep the state in one small class with a clear owner, validate "
-                "input at the edge, and test the edge cases first: empty input, a very large input, and input "
-                "that arrives in pieces. The usual pitfall is sharing mutable state between callers.")})
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": (
+                        f"For part {turn} of {subject}, keep the state in one small class with a clear owner, validate "
+                        "input at the edge, and test the edge cases first: empty input, a very large input, and input "
+                        "that arrives in pieces. The usual pitfall is sharing mutable state between callers."
+                    ),
+                }
+            )
     return messages
 
 
@@ -53,11 +76,19 @@ def turn(engine: SpecEngine, messages: list[dict], session: str, label: str, rep
             finished = event
     assert finished is not None
     s = finished.stats
-    row = {"label": label, "prompt": s.prompt_tokens, "cached": s.prompt_cached,
-           "ttft": (first or time.perf_counter()) - started, "prompt_eval_s": s.prompt_eval_s}
-    print(f"{label:<28} prompt {s.prompt_tokens:5d}  from cache {s.prompt_cached:5d} "
-          f"({s.prompt_cached / max(1, s.prompt_tokens):4.0%})  to first token {row['ttft']:6.2f} s  "
-          f"prompt_eval {s.prompt_eval_s:6.2f} s", flush=True)
+    row = {
+        "label": label,
+        "prompt": s.prompt_tokens,
+        "cached": s.prompt_cached,
+        "ttft": (first or time.perf_counter()) - started,
+        "prompt_eval_s": s.prompt_eval_s,
+    }
+    print(
+        f"{label:<28} prompt {s.prompt_tokens:5d}  from cache {s.prompt_cached:5d} "
+        f"({s.prompt_cached / max(1, s.prompt_tokens):4.0%})  to first token {row['ttft']:6.2f} s  "
+        f"prompt_eval {s.prompt_eval_s:6.2f} s",
+        flush=True,
+    )
     messages.append({"role": "assistant", "content": finished.text})
     return row
 
@@ -76,11 +107,14 @@ def paired_rounds(engine: SpecEngine, chats: dict[str, list[dict]], rounds: int,
             cont = turn(engine, messages, session, f"{session} continued", reply_tokens)
             ratios["to first token"].append(back["ttft"] / cont["ttft"])
             ratios["prompt"].append(back["prompt_eval_s"] / cont["prompt_eval_s"])
-            ratios["first round"].append(max(1e-3, back["ttft"] - back["prompt_eval_s"])
-                                         / max(1e-3, cont["ttft"] - cont["prompt_eval_s"]))
+            ratios["first round"].append(
+                max(1e-3, back["ttft"] - back["prompt_eval_s"]) / max(1e-3, cont["ttft"] - cont["prompt_eval_s"])
+            )
     for what, values in ratios.items():
-        print(f"back / continued, {what}: median {statistics.median(values):.2f}x over {len(values)} pairs "
-              f"(min {min(values):.2f}x, max {max(values):.2f}x)")
+        print(
+            f"back / continued, {what}: median {statistics.median(values):.2f}x over {len(values)} pairs "
+            f"(min {min(values):.2f}x, max {max(values):.2f}x)"
+        )
 
 
 def open_engine(args) -> SpecEngine:
@@ -92,17 +126,22 @@ def open_engine(args) -> SpecEngine:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.perf.conversation_cache",
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.perf.conversation_cache", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--target", required=True)
     parser.add_argument("--draft", default=None)
     parser.add_argument("--ctx", type=int, default=4096)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--reply-tokens", type=int, default=16)
     parser.add_argument("--kept", type=int, default=10, help="more chats kept, for the RSS (0: none)")
-    parser.add_argument("--pairs", type=int, default=0,
-                        help="then this many more rounds of back-to-A, A continued, back-to-B, B continued: the "
-                             "medians of the paired ratios, prompt and first round apart (0: none)")
+    parser.add_argument(
+        "--pairs",
+        type=int,
+        default=0,
+        help="then this many more rounds of back-to-A, A continued, back-to-B, B continued: the "
+        "medians of the paired ratios, prompt and first round apart (0: none)",
+    )
     args = parser.parse_args(argv)
 
     engine = open_engine(args)
@@ -124,10 +163,14 @@ def main(argv=None) -> int:
     a.append({"role": "user", "content": "Thanks. Any last advice?"})
     cont2 = turn(engine, a, "chat-a", "A continued after reopening", args.reply_tokens)
 
-    print(f"back to A: {back['cached'] / back['prompt']:.1%} from cache, to first token "
-          f"{back['ttft'] / cont['ttft']:.2f}x a continued turn's")
-    print(f"reopened: {reopened['cached'] / reopened['prompt']:.1%} from cache, to first token "
-          f"{reopened['ttft'] / cont2['ttft']:.2f}x a continued turn's")
+    print(
+        f"back to A: {back['cached'] / back['prompt']:.1%} from cache, to first token "
+        f"{back['ttft'] / cont['ttft']:.2f}x a continued turn's"
+    )
+    print(
+        f"reopened: {reopened['cached'] / reopened['prompt']:.1%} from cache, to first token "
+        f"{reopened['ttft'] / cont2['ttft']:.2f}x a continued turn's"
+    )
 
     if args.kept:
         before = rss_mib()
@@ -136,8 +179,10 @@ def main(argv=None) -> int:
             turn(engine, chat, f"chat-{i}", f"kept chat {i}", 4)
         cache = engine.conversation_cache
         assert cache is not None
-        print(f"RSS with {cache.kept_count} conversations kept (and one in use): {rss_mib():.0f} MiB "
-              f"({rss_mib() - before:+.0f} MiB); {cache.summary()}")
+        print(
+            f"RSS with {cache.kept_count} conversations kept (and one in use): {rss_mib():.0f} MiB "
+            f"({rss_mib() - before:+.0f} MiB); {cache.summary()}"
+        )
     engine.close()
     return 0
 

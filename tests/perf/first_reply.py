@@ -28,10 +28,12 @@ from tests.conftest import REAL_DRAFT, REAL_MODELS_DIR, REAL_TARGET
 
 PROMPTS = {
     "question": "Write a Python function that checks whether a string is a palindrome, with a docstring.",
-    "code edit": ("Rename the function `area` to `rectangle_area` and change nothing else:\n\n```python\n"
-                  "def area(width, height):\n    \"\"\"The area of a rectangle.\"\"\"\n    if width < 0 or height < 0:\n"
-                  "        raise ValueError(\"negative size\")\n    return width * height\n\n\n"
-                  "def describe(width, height):\n    return f\"{width} x {height} = {area(width, height)}\"\n```"),
+    "code edit": (
+        "Rename the function `area` to `rectangle_area` and change nothing else:\n\n```python\n"
+        'def area(width, height):\n    """The area of a rectangle."""\n    if width < 0 or height < 0:\n'
+        '        raise ValueError("negative size")\n    return width * height\n\n\n'
+        'def describe(width, height):\n    return f"{width} x {height} = {area(width, height)}"\n```'
+    ),
 }
 
 
@@ -69,14 +71,21 @@ def first_reply(target, draft, prompt: str, speculative: bool, tokens: int, thre
     engine._ensure_started()  # the window's engine process is running before a model is chosen
     time.sleep(3.0)
     times["chose"] = time.perf_counter()
-    engine.request_load(1, LocalModel(Path(target)), Path(draft) if draft else None, LoadSettings(n_ctx=4096, n_threads=threads))
+    engine.request_load(
+        1, LocalModel(Path(target)), Path(draft) if draft else None, LoadSettings(n_ctx=4096, n_threads=threads)
+    )
     loop.exec()
     engine.stop()
     stats = result["stats"]
     load_s = times["loaded"] - times["chose"]
-    return {"load_s": load_s, "first_token_s": times["first"] - times["chose"],
-            "wait_after_send_s": times["first"] - times["sent"], "prompt_eval_s": stats.prompt_eval_s,
-            "tokens_per_second": stats.tokens_per_second, "tokens": stats.tokens}
+    return {
+        "load_s": load_s,
+        "first_token_s": times["first"] - times["chose"],
+        "wait_after_send_s": times["first"] - times["sent"],
+        "prompt_eval_s": stats.prompt_eval_s,
+        "tokens_per_second": stats.tokens_per_second,
+        "tokens": stats.tokens,
+    }
 
 
 def main() -> int:
@@ -105,15 +114,21 @@ def main() -> int:
                 mode = "auto " if speculative else "plain"
                 budget = run["first_token_s"] / (run["load_s"] + args.delay + run["prompt_eval_s"])
                 budgets.append(budget)
-                print(f"{name:<9} rep {rep + 1} {mode}: chose -> loaded {run['load_s']:.2f} s -> sent "
-                      f"+{args.delay:.1f} s -> first token {run['first_token_s']:.2f} s (prompt evaluation "
-                      f"{run['prompt_eval_s']:.2f} s; first token / (load + delay + prompt) = {budget:.3f}); "
-                      f"{run['tokens']} tokens at {run['tokens_per_second']:.1f} tok/s", flush=True)
+                print(
+                    f"{name:<9} rep {rep + 1} {mode}: chose -> loaded {run['load_s']:.2f} s -> sent "
+                    f"+{args.delay:.1f} s -> first token {run['first_token_s']:.2f} s (prompt evaluation "
+                    f"{run['prompt_eval_s']:.2f} s; first token / (load + delay + prompt) = {budget:.3f}); "
+                    f"{run['tokens']} tokens at {run['tokens_per_second']:.1f} tok/s",
+                    flush=True,
+                )
             ratios.append(runs[True]["tokens_per_second"] / runs[False]["tokens_per_second"])
-        print(f"{name}: Auto's first reply / plain's, paired per repetition: "
-              f"{', '.join(f'{r:.3f}' for r in ratios)} (median {statistics.median(ratios):.3f}); "
-              f"first token / (load + delay + prompt evaluation): median {statistics.median(budgets):.3f}, "
-              f"worst {max(budgets):.3f}", flush=True)
+        print(
+            f"{name}: Auto's first reply / plain's, paired per repetition: "
+            f"{', '.join(f'{r:.3f}' for r in ratios)} (median {statistics.median(ratios):.3f}); "
+            f"first token / (load + delay + prompt evaluation): median {statistics.median(budgets):.3f}, "
+            f"worst {max(budgets):.3f}",
+            flush=True,
+        )
     return 0
 
 

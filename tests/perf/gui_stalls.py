@@ -70,6 +70,7 @@ def main(argv=None) -> int:
     timed("open a 1,000-message chat (newest shown)", lambda: window.open_chat(thousand))
     timed("toggle highlighting off", lambda: window.set_highlighting(False))
     timed("toggle highlighting on", lambda: window.set_highlighting(True))
+
     def searched(name: str, query: str) -> None:
         listed: list[int] = []
         window.chat_lists.sig_listed.connect(lambda: listed.append(1))

@@ -46,8 +46,11 @@ def _window_stalls(app, window, fake, probe) -> None:
             app.processEvents()
         probe.stop()
         window.conversation.sig_busy_changed.disconnect()
-        print(f"{name:22s} longest stall {probe.longest_ms:7.1f} ms ({probe.longest_phase}), "
-              f"{probe.over_threshold} over 50 ms, shown after {time.perf_counter() - began:5.1f} s", flush=True)
+        print(
+            f"{name:22s} longest stall {probe.longest_ms:7.1f} ms ({probe.longest_phase}), "
+            f"{probe.over_threshold} over 50 ms, shown after {time.perf_counter() - began:5.1f} s",
+            flush=True,
+        )
 
 
 def _render_ratio(app) -> None:
@@ -78,8 +81,11 @@ def _render_ratio(app) -> None:
             continue
         with mock.patch.object(long_text, "is_too_long", lambda text: False):
             markdown = render(reply)
-        print(f"{name:22s} shown in {fallback * 1000:7.1f} ms; with Markdown forced {markdown * 1000:8.1f} ms "
-              f"({markdown / fallback:5.1f}x)", flush=True)
+        print(
+            f"{name:22s} shown in {fallback * 1000:7.1f} ms; with Markdown forced {markdown * 1000:8.1f} ms "
+            f"({markdown / fallback:5.1f}x)",
+            flush=True,
+        )
 
 
 def main() -> int:

@@ -36,14 +36,14 @@ def map_k() -> tuple[Drafter, Observer]:
     def draft(history: Sequence[int]) -> list[int]:
         last.clear()
         n = len(history)
-        key = tuple(history[n - MAP_KEY:])
+        key = tuple(history[n - MAP_KEY :])
         if n < 2 * MAP_KEY + MAP_VALUE:
             return []
         for start in range(n - MAP_KEY - MAP_VALUE - 1, -1, -1):
-            if tuple(history[start:start + MAP_KEY]) == key:
+            if tuple(history[start : start + MAP_KEY]) == key:
                 last.append(key)
                 length = min(MAP_VALUE, keys.setdefault(key, MAP_VALUE))
-                return list(history[start + MAP_KEY:start + MAP_KEY + length])
+                return list(history[start + MAP_KEY : start + MAP_KEY + length])
         return []
 
     def observe(drafted: int, accepted: int) -> None:
@@ -59,7 +59,7 @@ def mod(prompt_len: int) -> tuple[Drafter, Observer]:
 
     def add(history: Sequence[int], upto: int) -> None:
         for i in range(state["added"], upto):
-            table[tuple(history[i:i + MOD_MATCH])] = history[i + MOD_MATCH]
+            table[tuple(history[i : i + MOD_MATCH])] = history[i + MOD_MATCH]
         state["added"] = max(state["added"], upto)
 
     def draft(history: Sequence[int]) -> list[int]:
@@ -71,10 +71,10 @@ def mod(prompt_len: int) -> tuple[Drafter, Observer]:
             add(history, prompt_len - MOD_MATCH)
         if state["added"] + MOD_CHUNK < n:
             add(history, n - MOD_MATCH)
-        window = list(history[n - MOD_MATCH:])
+        window = list(history[n - MOD_MATCH :])
         out: list[int] = []
         while len(out) < MOD_MAX:
-            token = table.get(tuple(window[len(window) - MOD_MATCH:]))
+            token = table.get(tuple(window[len(window) - MOD_MATCH :]))
             if token is None:
                 break
             out.append(token)
@@ -108,7 +108,7 @@ def replay_llama(prompt: Sequence[int], reply: Sequence[int], kind: str, cost: C
         accepted = agreement(proposal, reply[emitted:])
         spent += cost(len(proposal) + 1)
         observe(len(proposal), accepted)
-        kept = reply[emitted: emitted + accepted + 1]
+        kept = reply[emitted : emitted + accepted + 1]
         history.extend(kept)
         emitted += len(kept)
     return len(reply) * cost(1) / spent

@@ -18,16 +18,26 @@ from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.local.engine import SpecEngine
 from app.engine.events import FinishedEvent
 
-TOPICS = ("a parser for INI files", "retrying HTTP requests", "a thread-safe LRU cache", "reading CSV in chunks",
-          "validating e-mail addresses", "a CLI with subcommands", "logging to a rotating file", "timing code")
+TOPICS = (
+    "a parser for INI files",
+    "retrying HTTP requests",
+    "a thread-safe LRU cache",
+    "reading CSV in chunks",
+    "validating e-mail addresses",
+    "a CLI with subcommands",
+    "logging to a rotating file",
+    "timing code",
+)
 
 
 def user_message(turn: int) -> str:
     topic = TOPICS[turn % len(TOPICS)]
-    return (f"Question {turn}: I am writing {topic} in Python for a small internal tool. Explain the main design "
-            "choices in a few sentences, mention one pitfall that people often hit, and say how you would test it. "
-            "Keep the answer short, because I will ask follow-up questions about the other parts of the tool, and "
-            "assume the reader knows the standard library well but has not used this approach before.")
+    return (
+        f"Question {turn}: I am writing {topic} in Python for a small internal tool. Explain the main design "
+        "choices in a few sentences, mention one pitfall that people often hit, and say how you would test it. "
+        "Keep the answer short, because I will ask follow-up questions about the other parts of the tool, and "
+        "assume the reader knows the standard library well but has not used this approach before."
+    )
 
 
 def main(argv=None) -> int:
@@ -38,7 +48,9 @@ def main(argv=None) -> int:
     parser.add_argument("--reply-tokens", type=int, default=32)
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args(argv)
-    load = LoadSettings(n_ctx=args.ctx) if args.threads is None else LoadSettings(n_ctx=args.ctx, n_threads=args.threads)
+    load = (
+        LoadSettings(n_ctx=args.ctx) if args.threads is None else LoadSettings(n_ctx=args.ctx, n_threads=args.threads)
+    )
     engine = SpecEngine(load)
     engine.load_target(args.target)
     config = GenerationConfig(max_tokens=args.reply_tokens, speculative=False, session="long-chat")
@@ -56,8 +68,11 @@ def main(argv=None) -> int:
             messages.append({"role": "assistant", "content": finished.text})
             s = finished.stats
             rows.append((turn, ttft, s.prompt_tokens, s.prompt_cached, dropped, fit_s))
-            print(f"turn {turn:2d}  TTFT {ttft:6.2f} s  prompt {s.prompt_tokens:5d}  cached {s.prompt_cached:5d}  "
-                  f"left out {dropped:3d} messages  fit {fit_s * 1000:5.1f} ms", flush=True)
+            print(
+                f"turn {turn:2d}  TTFT {ttft:6.2f} s  prompt {s.prompt_tokens:5d}  cached {s.prompt_cached:5d}  "
+                f"left out {dropped:3d} messages  fit {fit_s * 1000:5.1f} ms",
+                flush=True,
+            )
     finally:
         engine.close()
     first_cut = next((t for t, *_, dropped, _ in rows if dropped), None)
@@ -67,9 +82,11 @@ def main(argv=None) -> int:
     before = [ttft for t, ttft, *_ in rows if first_cut - 7 <= t < first_cut]
     after = [ttft for t, ttft, *_ in rows if t >= first_cut]
     ratio = statistics.mean(after) / statistics.mean(before)
-    print(f"first cut at turn {first_cut}; mean TTFT turns {first_cut - len(before)}-{first_cut - 1}: "
-          f"{statistics.mean(before):.2f} s, turns {first_cut}-{rows[-1][0]}: {statistics.mean(after):.2f} s, "
-          f"ratio {ratio:.2f} (target <= 1.5)")
+    print(
+        f"first cut at turn {first_cut}; mean TTFT turns {first_cut - len(before)}-{first_cut - 1}: "
+        f"{statistics.mean(before):.2f} s, turns {first_cut}-{rows[-1][0]}: {statistics.mean(after):.2f} s, "
+        f"ratio {ratio:.2f} (target <= 1.5)"
+    )
     return 0
 
 

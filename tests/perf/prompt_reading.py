@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     model = LoadedModel(args.model, n_ctx=args.tokens + 64, n_threads=args.threads)
     text = "".join(path.read_text(encoding="utf-8") for path in sorted(SOURCE.rglob("*.py")))
-    tokens = model.tokenize(text, add_special=False)[:args.tokens]
+    tokens = model.tokenize(text, add_special=False)[: args.tokens]
     if len(tokens) < args.tokens:
         print(f"only {len(tokens)} tokens of source to read")
     model.decode(tokens[:16])

@@ -27,11 +27,13 @@ def main() -> None:
         chat = store.create_chat()
         reply = store.add_message(chat.id, "assistant", "", reasoning=THINKING[:100])
         # While it thinks, each save has more reasoning; once the answer starts, the reasoning stays as it is.
-        thinking = _best_ms(lambda i: store.update_reply(reply.id, "", reasoning=THINKING[:len(THINKING) - i]))
+        thinking = _best_ms(lambda i: store.update_reply(reply.id, "", reasoning=THINKING[: len(THINKING) - i]))
         answering = _best_ms(lambda i: store.update_reply(reply.id, "answer " * i, reasoning=THINKING))
         plain = _best_ms(lambda i: store.update_reply(reply.id, "answer " * (i + 1)))
-    print(f"a save with 70 KB of thinking: {thinking:.1f} ms while it grows, {answering:.1f} ms once the answer "
-          f"streams; {plain:.1f} ms for a reply without thinking")
+    print(
+        f"a save with 70 KB of thinking: {thinking:.1f} ms while it grows, {answering:.1f} ms once the answer "
+        f"streams; {plain:.1f} ms for a reply without thinking"
+    )
 
 
 if __name__ == "__main__":

@@ -66,16 +66,16 @@ def _stop_latency(reader, where: str, read_timeout_s: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--read-timeout", type=float, default=5.0,
-                        help="the read timeout both readers use (the app's is 120 s)")
+    parser.add_argument(
+        "--read-timeout", type=float, default=5.0, help="the read timeout both readers use (the app's is 120 s)"
+    )
     args = parser.parse_args()
     print(f"Stop on a silent server, median of {args.repeats} (read timeout {args.read_timeout:.0f} s)")
     print("| server silent | this client | previous way | ratio |")
     print("|---|---|---|---|")
     for where in ("before the headers", "mid-reply"):
         ours = statistics.median(_stop_latency(_this_client, where, args.read_timeout) for _ in range(args.repeats))
-        before = statistics.median(_stop_latency(_previous_way, where, args.read_timeout)
-                                   for _ in range(args.repeats))
+        before = statistics.median(_stop_latency(_previous_way, where, args.read_timeout) for _ in range(args.repeats))
         print(f"| {where} | {ours * 1000:.0f} ms | {before * 1000:.0f} ms | {before / max(ours, 1e-9):.0f}x |")
 
 

@@ -44,8 +44,11 @@ HELD_OUT_PROMPTS = Path(__file__).with_name("edit_prompts.json")
 EXPLAIN = Path(__file__).with_name("replies-explain-qwen2.5-coder-1.5b.json")
 EXPLAIN_PROMPTS = Path(__file__).with_name("explain_edit_prompts.json")
 # (recording, the prompts it was recorded from (None: the bench suite's), what to call it)
-RECORDINGS = ((RECORDING, None, "bench suite"), (HELD_OUT, HELD_OUT_PROMPTS, "held-out editing prompts"),
-              (EXPLAIN, EXPLAIN_PROMPTS, "edits that explain first"))
+RECORDINGS = (
+    (RECORDING, None, "bench suite"),
+    (HELD_OUT, HELD_OUT_PROMPTS, "held-out editing prompts"),
+    (EXPLAIN, EXPLAIN_PROMPTS, "edits that explain first"),
+)
 MAX_TOKENS = 400
 
 
@@ -95,8 +98,12 @@ def history_of(rec: Recording) -> HistoryDrafter:
     return past
 
 
-def replay(rec: Recording, name: str, make_policy: Callable[[CostTable], AutoController] | None = None,
-           past: HistoryDrafter | None = None) -> float:
+def replay(
+    rec: Recording,
+    name: str,
+    make_policy: Callable[[CostTable], AutoController] | None = None,
+    past: HistoryDrafter | None = None,
+) -> float:
     """Auto's predicted ratio over plain for one prompt; with `past`, drawing on that history as well."""
     """Predicted auto / plain tokens-per-second ratio for one recorded reply."""
     prompt, reply = rec.prompts[name]["prompt"], rec.prompts[name]["reply"]
@@ -107,11 +114,12 @@ def replay(rec: Recording, name: str, make_policy: Callable[[CostTable], AutoCon
     while emitted < len(reply):
         k_max = MAX_TOKENS - emitted - 1
         # The decoder's own round bookkeeping (app.engine.speculation.rounds); only verifying is replaced by the recording.
-        plan, proposals = plan_round(policy, prompt + reply[:emitted], k_max, speculative=True, ngram=drafter,
-                                     has_model=False, past=past)
+        plan, proposals = plan_round(
+            policy, prompt + reply[:emitted], k_max, speculative=True, ngram=drafter, has_model=False, past=past
+        )
         draft = copy_tokens(plan, proposals)
         accepted = agreement(draft, reply[emitted:])
-        kept = reply[emitted: emitted + accepted + 1]
+        kept = reply[emitted : emitted + accepted + 1]
         seconds = rec.cost(len(draft) + 1)
         spent += seconds
         observe_round(policy, plan, proposals, len(draft), accepted, 0.0, seconds, kept)
@@ -172,7 +180,7 @@ def record(model_path: str, only: str | None = None) -> None:
             prompt = engine.prompts.tokens_for(engine.format_chat(messages))
             for _ in engine.chat(messages, config, session="record"):
                 pass
-            reply = engine.prompts.transcript_tokens[len(prompt):]
+            reply = engine.prompts.transcript_tokens[len(prompt) :]
             control = sorted(t for t in set(prompt) if engine.target.is_control(t))
             prompts[p.name] = {"kind": p.kind, "prompt": prompt, "reply": reply, "control": control}
         data = {"model": Path(model_path).name, "costs": costs, "measured": measured, "prompts": prompts}
@@ -192,9 +200,11 @@ def main() -> None:
             print(f"{title}: not recorded yet (--record MODEL --only WORD records it)")
             continue
         rec = Recording(path, args.tokens)
-        print(f"{rec.model}, {title}: predicted auto vs plain (best possible with these proposals), auto over "
-              f"the best possible; a second pass with every reply in history; llama.cpp's ngram-map-k and "
-              f"ngram-mod modes (tests/perf/llama_ngram.py)")
+        print(
+            f"{rec.model}, {title}: predicted auto vs plain (best possible with these proposals), auto over "
+            f"the best possible; a second pass with every reply in history; llama.cpp's ngram-map-k and "
+            f"ngram-mod modes (tests/perf/llama_ngram.py)"
+        )
         if rec.extrapolated:
             print(f"  (batches of {', '.join(map(str, rec.extrapolated))} extrapolated from the recorded table)")
         ratios, best, second, llama = [], [], [], []
@@ -205,13 +215,17 @@ def main() -> None:
             second.append(replay(rec, name, past=past))
             modes = llama_modes(rec, name)
             llama.append(max(modes.values()))
-            print(f"  {name:17s} {ratios[-1]:5.2f}x  ({best[-1]:.2f}x) {ratios[-1] / best[-1]:4.2f}  second pass "
-                  f"{second[-1]:5.2f}x  map-k {modes['ngram-map-k']:4.2f}x  mod {modes['ngram-mod']:4.2f}x")
+            print(
+                f"  {name:17s} {ratios[-1]:5.2f}x  ({best[-1]:.2f}x) {ratios[-1] / best[-1]:4.2f}  second pass "
+                f"{second[-1]:5.2f}x  map-k {modes['ngram-map-k']:4.2f}x  mod {modes['ngram-mod']:4.2f}x"
+            )
         of_best = [r / b for r, b in zip(ratios, best)]
-        print(f"  {'geomean':17s} {geometric_mean(ratios):5.2f}x  ({geometric_mean(best):.2f}x) "
-              f"{geometric_mean(of_best):4.2f} (least {min(of_best):.2f})  second pass {geometric_mean(second):5.2f}x  "
-              f"auto over llama.cpp's better mode {geometric_mean([r / x for r, x in zip(ratios, llama)]):.2f} "
-              f"(least {min(r / x for r, x in zip(ratios, llama)):.2f})")
+        print(
+            f"  {'geomean':17s} {geometric_mean(ratios):5.2f}x  ({geometric_mean(best):.2f}x) "
+            f"{geometric_mean(of_best):4.2f} (least {min(of_best):.2f})  second pass {geometric_mean(second):5.2f}x  "
+            f"auto over llama.cpp's better mode {geometric_mean([r / x for r, x in zip(ratios, llama)]):.2f} "
+            f"(least {min(r / x for r, x in zip(ratios, llama)):.2f})"
+        )
 
 
 if __name__ == "__main__":

@@ -22,12 +22,18 @@ from app.ui.transcript.chat_view import ChatView, TranscriptMessage  # noqa: E40
 
 CODE_LINE = "    total = total + values[index] * weights[index]  # one more term\n"
 REPLIES = {
-    "code reply, 6 KB": ("Here is the loop:\n\n```python\ndef weighted(values, weights):\n    total = 0\n"
-                         + CODE_LINE * 80 + "    return total\n```\n\nIt adds **each term** once.\n\n"
-                         + "- one point\n- another point\n\n" + "A closing paragraph of plain words. " * 20),
+    "code reply, 6 KB": (
+        "Here is the loop:\n\n```python\ndef weighted(values, weights):\n    total = 0\n"
+        + CODE_LINE * 80
+        + "    return total\n```\n\nIt adds **each term** once.\n\n"
+        + "- one point\n- another point\n\n"
+        + "A closing paragraph of plain words. " * 20
+    ),
     "one paragraph, 12 KB": "A long paragraph that never ends, with *some* emphasis. " * 220,
-    "prose and lists, 8 KB": ("## A heading\n\nA paragraph of words, with `code` and a [link](https://x.org).\n\n"
-                              "1. first\n2. second\n\n") * 60,
+    "prose and lists, 8 KB": (
+        "## A heading\n\nA paragraph of words, with `code` and a [link](https://x.org).\n\n1. first\n2. second\n\n"
+    )
+    * 60,
 }
 REPEATS = 3
 
@@ -40,6 +46,7 @@ def _stream(app: QApplication, text: str) -> tuple[list[float], float]:
     takes_records = "token_rounds" not in inspect.signature(view.append_tokens).parameters
     if takes_records:
         from app.store.provenance import token_records
+
         tokens = token_records([(p, "draft" if n % 3 else "target") for n, p in enumerate(pieces)])
     else:
         tokens = [(p, "draft" if n % 3 else "target") for n, p in enumerate(pieces)]
@@ -47,7 +54,7 @@ def _stream(app: QApplication, text: str) -> tuple[list[float], float]:
     flushes = []
     for n in range(0, len(tokens), 8):
         start = time.perf_counter()
-        view.append_tokens(tokens[n:n + 8])
+        view.append_tokens(tokens[n : n + 8])
         app.processEvents()
         flushes.append(time.perf_counter() - start)
     start = time.perf_counter()
@@ -66,9 +73,11 @@ def main() -> None:
     for name, text in REPLIES.items():
         runs = [_stream(app, text) for _ in range(REPEATS)]
         flushes, finish = min(runs, key=lambda run: sum(run[0]))
-        print(f"{name}: {len(flushes)} flushes, total {sum(flushes) * 1000:.0f} ms, median "
-              f"{statistics.median(flushes) * 1000:.1f} ms, longest {max(flushes) * 1000:.1f} ms; "
-              f"finish {finish * 1000:.1f} ms")
+        print(
+            f"{name}: {len(flushes)} flushes, total {sum(flushes) * 1000:.0f} ms, median "
+            f"{statistics.median(flushes) * 1000:.1f} ms, longest {max(flushes) * 1000:.1f} ms; "
+            f"finish {finish * 1000:.1f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -28,13 +28,16 @@ BASELINE = "qwen2.5.jinja"
 
 
 def question(turn: int) -> str:
-    return (f"Question {turn}: is {221 + 2 * turn} a prime number? Say how you checked it, in a sentence or two, "
-            "and name the smallest factor if it has one.")
+    return (
+        f"Question {turn}: is {221 + 2 * turn} a prime number? Say how you checked it, in a sentence or two, "
+        "and name the smallest factor if it has one."
+    )
 
 
 def chat_share(template: str, turns: int, reply_tokens: int, folder: Path) -> tuple[float, float]:
-    model = write_tiny_model(folder / f"{template}.gguf",
-                             extra_metadata=[("tokenizer.chat_template", (TEMPLATES / template).read_text())])
+    model = write_tiny_model(
+        folder / f"{template}.gguf", extra_metadata=[("tokenizer.chat_template", (TEMPLATES / template).read_text())]
+    )
     engine = SpecEngine(LoadSettings(n_ctx=8192, n_threads=1))
     engine.load_target(model)
     thinking = template != BASELINE
@@ -52,8 +55,11 @@ def chat_share(template: str, turns: int, reply_tokens: int, folder: Path) -> tu
                 total += finished.stats.prompt_tokens
                 last = finished.stats.prompt_cached / finished.stats.prompt_tokens
             if thinking:
-                reply = {"role": "assistant", "content": f"Answer {turn}: it is not prime; 13 divides it.",
-                         "reasoning_content": f"Reasoning {turn}: try 3, 7, 11, then 13, which divides it evenly."}
+                reply = {
+                    "role": "assistant",
+                    "content": f"Answer {turn}: it is not prime; 13 divides it.",
+                    "reasoning_content": f"Reasoning {turn}: try 3, 7, 11, then 13, which divides it evenly.",
+                }
             else:
                 reply = {"role": "assistant", "content": finished.text}
             messages.append(reply)
@@ -63,8 +69,9 @@ def chat_share(template: str, turns: int, reply_tokens: int, folder: Path) -> tu
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.perf.thinking_cache_share",
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.perf.thinking_cache_share", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--reply-tokens", type=int, default=24)
     parser.add_argument("--template", action="append", help="template file names (default: all)")
@@ -72,8 +79,10 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as folder:
         for template in args.template or (BASELINE, *THINKING):
             share, last = chat_share(template, args.turns, args.reply_tokens, Path(folder))
-            print(f"{template:34s} turns 2-{args.turns}: {share:6.1%} of the prompt from the cache; "
-                  f"turn {args.turns}: {last:6.1%}")
+            print(
+                f"{template:34s} turns 2-{args.turns}: {share:6.1%} of the prompt from the cache; "
+                f"turn {args.turns}: {last:6.1%}"
+            )
     return 0
 
 

@@ -19,8 +19,13 @@ from app.engine.events import FinishedEvent, TokenEvent
 from tests.conftest import REAL_DRAFT, REAL_MODELS_DIR, REAL_TARGET
 from tests.remote.llama_tools import TOOLS_BIN, free_port, start, stop, wait_for_port
 
-MESSAGES = [{"role": "user", "content": "Write a Python function that checks whether a string is a palindrome, "
-                                        "with a docstring and three doctest examples."}]
+MESSAGES = [
+    {
+        "role": "user",
+        "content": "Write a Python function that checks whether a string is a palindrome, "
+        "with a docstring and three doctest examples.",
+    }
+]
 
 
 DRAFT_MAX = 4  # the same k as llama-server's --spec-draft-n-max below, so the rows compare like with like
@@ -31,9 +36,13 @@ def _run(engine, speculative: bool, tokens: int, repeats: int, auto: bool = Fals
     whether any token was the draft's. `auto`: the controller picks the draft length (and drafter) each round."""
     best = None
     for _ in range(repeats):
-        config = GenerationConfig(max_tokens=tokens, temperature=0.0, speculative=speculative,
-                                  drafter="auto" if auto else "model",
-                                  draft_max=None if auto else (DRAFT_MAX if speculative else 0))
+        config = GenerationConfig(
+            max_tokens=tokens,
+            temperature=0.0,
+            speculative=speculative,
+            drafter="auto" if auto else "model",
+            draft_max=None if auto else (DRAFT_MAX if speculative else 0),
+        )
         sources, stats = [], None
         for event in engine.chat(MESSAGES, config):
             if isinstance(event, TokenEvent):
@@ -49,8 +58,11 @@ def _run(engine, speculative: bool, tokens: int, repeats: int, auto: bool = Fals
 def _print(row: tuple) -> tuple:
     label, plain, spec, acceptance, highlighted, curve, auto = row
     auto_text = f"{auto:.1f} ({auto / plain:.2f}x)" if auto else "set by the server"
-    print(f"| {label} | {plain:.1f} | {spec:.1f} ({spec / plain:.2f}x) | {auto_text} | {acceptance} | {highlighted} "
-          f"| {curve} |", flush=True)
+    print(
+        f"| {label} | {plain:.1f} | {spec:.1f} ({spec / plain:.2f}x) | {auto_text} | {acceptance} | {highlighted} "
+        f"| {curve} |",
+        flush=True,
+    )
     return row
 
 
@@ -79,8 +91,23 @@ def _server_rows(args, log_dir: Path) -> list[tuple]:
     speeds = {}
     for with_draft in (False, True):
         port = free_port()
-        cmd = [TOOLS_BIN / "llama-server", "-m", REAL_MODELS_DIR / REAL_TARGET, "--host", "127.0.0.1",
-               "--port", port, "-t", args.threads, "--temp", "0", "-c", 2048, "-np", 1]
+        cmd = [
+            TOOLS_BIN / "llama-server",
+            "-m",
+            REAL_MODELS_DIR / REAL_TARGET,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            port,
+            "-t",
+            args.threads,
+            "--temp",
+            "0",
+            "-c",
+            2048,
+            "-np",
+            1,
+        ]
         if with_draft:
             cmd += ["-md", REAL_MODELS_DIR / REAL_DRAFT, "--spec-type", "draft-simple", "--spec-draft-n-max", 4]
         process = start(cmd, log_dir / f"server-{with_draft}.log")
@@ -94,8 +121,19 @@ def _server_rows(args, log_dir: Path) -> list[tuple]:
             stop(process)
     plain = speeds[False][0]
     spec, acceptance, highlighted = speeds[True]
-    return [_print(("llama-server on 127.0.0.1 (without / with -md draft, k=4)", plain, spec, acceptance,
-                    "yes" if highlighted else "no", "n/a", None))]
+    return [
+        _print(
+            (
+                "llama-server on 127.0.0.1 (without / with -md draft, k=4)",
+                plain,
+                spec,
+                acceptance,
+                "yes" if highlighted else "no",
+                "n/a",
+                None,
+            )
+        )
+    ]
 
 
 def main() -> None:
@@ -104,11 +142,15 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=1)
     args = parser.parse_args()
-    print(f"Qwen2.5-Coder 1.5B target, 0.5B draft, Q4_K_M, greedy, {args.tokens} tokens, {args.threads} threads, "
-          f"k={DRAFT_MAX}, best of {args.repeats}")
+    print(
+        f"Qwen2.5-Coder 1.5B target, 0.5B draft, Q4_K_M, greedy, {args.tokens} tokens, {args.threads} threads, "
+        f"k={DRAFT_MAX}, best of {args.repeats}"
+    )
     print()
-    print(f"| where the target ran | plain tok/s | draft model, k={DRAFT_MAX}: tok/s (vs plain) | auto: tok/s (vs plain) "
-          "| acceptance at k=4 | per-token highlighting | verify 8 / 1 token |")
+    print(
+        f"| where the target ran | plain tok/s | draft model, k={DRAFT_MAX}: tok/s (vs plain) | auto: tok/s (vs plain) "
+        "| acceptance at k=4 | per-token highlighting | verify 8 / 1 token |"
+    )
     print("|---|---|---|---|---|---|---|", flush=True)
     _local_rows(args, (), "this machine's CPU")
     with tempfile.TemporaryDirectory() as tmp:
@@ -117,8 +159,10 @@ def main() -> None:
         try:
             for i in range(2):
                 port = free_port()
-                process = start([TOOLS_BIN / "ggml-rpc-server", "-H", "127.0.0.1", "-p", port, "-t", args.threads],
-                                log_dir / f"rpc{i}.log")
+                process = start(
+                    [TOOLS_BIN / "ggml-rpc-server", "-H", "127.0.0.1", "-p", port, "-t", args.threads],
+                    log_dir / f"rpc{i}.log",
+                )
                 processes.append(process)
                 wait_for_port(port, process, log_dir / f"rpc{i}.log", timeout_s=30)
                 workers.append(f"127.0.0.1:{port}")

@@ -41,8 +41,10 @@ class Script:
 
 
 def content_chunk(text: str, timings: Optional[dict] = None, finish: Optional[str] = None) -> dict:
-    chunk = {"object": "chat.completion.chunk",
-             "choices": [{"index": 0, "delta": {"content": text} if text else {}, "finish_reason": finish}]}
+    chunk = {
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": {"content": text} if text else {}, "finish_reason": finish}],
+    }
     if timings is not None:
         chunk["timings"] = timings
     return chunk
@@ -51,8 +53,11 @@ def content_chunk(text: str, timings: Optional[dict] = None, finish: Optional[st
 def delta_chunk(delta: dict, timings: Optional[dict] = None, finish: Optional[str] = None, **extra) -> dict:
     """A chunk with any `delta` (a thinking model's `reasoning_content` or `reasoning`, say); `extra` adds top-level
     fields (`usage`)."""
-    chunk = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-             **extra}
+    chunk = {
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        **extra,
+    }
     if timings is not None:
         chunk["timings"] = timings
     return chunk

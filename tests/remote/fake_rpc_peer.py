@@ -84,8 +84,9 @@ class FakeRpcPeer:
                 major, minor, patch = client_version() or (1, 0, 0)
                 if self.mode == "old_version":
                     major = max(0, major - 1)
-                conn.sendall(struct.pack("<Q", HELLO_REPLY_SIZE) + bytes([major, minor, patch, 0])
-                             + bytes(RPC_CONN_CAPS_SIZE))
+                conn.sendall(
+                    struct.pack("<Q", HELLO_REPLY_SIZE) + bytes([major, minor, patch, 0]) + bytes(RPC_CONN_CAPS_SIZE)
+                )
                 while not self._stop.is_set():
                     if not conn.recv(4096):
                         return

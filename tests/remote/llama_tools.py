@@ -14,8 +14,9 @@ import pytest
 from tests.conftest import REAL_DRAFT, REAL_MODELS_DIR, REAL_TARGET
 from tests.support.ports import free_port  # noqa: F401 (the remote tests import it from here)
 
-TOOLS_BIN = Path(os.environ.get("SPECCHAT_LLAMA_REFERENCE")
-                 or Path.home() / ".cache" / "specchat-llama-reference") / "bin"
+TOOLS_BIN = (
+    Path(os.environ.get("SPECCHAT_LLAMA_REFERENCE") or Path.home() / ".cache" / "specchat-llama-reference") / "bin"
+)
 N_CTX = 2048
 
 
@@ -36,8 +37,9 @@ def start(args: list, log: Path) -> subprocess.Popen:
     return subprocess.Popen([str(a) for a in args], stdout=out, stderr=subprocess.STDOUT, env=env)
 
 
-def wait_for_port(port: int, process: subprocess.Popen, log: Path, timeout_s: float = 180.0,
-                  http_health: bool = False) -> None:
+def wait_for_port(
+    port: int, process: subprocess.Popen, log: Path, timeout_s: float = 180.0, http_health: bool = False
+) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -72,9 +74,32 @@ def serve_llama_server(tmp_path_factory) -> Iterator[str]:
     binary = tool("llama-server")
     port = free_port()
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
-    process = start([binary, "-m", REAL_MODELS_DIR / REAL_TARGET, "-md", REAL_MODELS_DIR / REAL_DRAFT,
-                     "--spec-type", "draft-simple", "--spec-draft-n-max", "4", "--host", "127.0.0.1",
-                     "--port", port, "-t", "2", "--temp", "0", "-c", N_CTX, "-np", "1"], log)
+    process = start(
+        [
+            binary,
+            "-m",
+            REAL_MODELS_DIR / REAL_TARGET,
+            "-md",
+            REAL_MODELS_DIR / REAL_DRAFT,
+            "--spec-type",
+            "draft-simple",
+            "--spec-draft-n-max",
+            "4",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            port,
+            "-t",
+            "2",
+            "--temp",
+            "0",
+            "-c",
+            N_CTX,
+            "-np",
+            "1",
+        ],
+        log,
+    )
     try:
         wait_for_port(port, process, log, http_health=True)
         yield f"http://127.0.0.1:{port}"

@@ -25,9 +25,29 @@ def _generate_from(url: str) -> dict:
     with urllib.request.urlopen(f"{url}/v1/models", timeout=30) as response:
         model = json.loads(response.read())["data"][0]["id"]
     done = subprocess.run(
-        [sys.executable, "-m", "app", "generate", "--server", url, "--model", model, "--system", THINK_BY_EXAMPLE,
-         "--chat", "Is 221 a prime number?", "--max-tokens", "160", "--no-history", "--json"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "generate",
+            "--server",
+            url,
+            "--model",
+            model,
+            "--system",
+            THINK_BY_EXAMPLE,
+            "--chat",
+            "Is 221 a prime number?",
+            "--max-tokens",
+            "160",
+            "--no-history",
+            "--json",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -47,9 +67,29 @@ def test_generate_server_against_llama_server_deepseek_shows_the_reasoning_apart
     binary = tool("llama-server")
     port = free_port()
     log = tmp_path / "server.log"
-    process = start([binary, "-m", REAL_MODELS_DIR / REAL_TARGET, "--host", "127.0.0.1", "--port", port,
-                     "-t", "2", "--temp", "0", "-c", "2048", "-np", "1", "--jinja",
-                     "--reasoning-format", "deepseek"], log)
+    process = start(
+        [
+            binary,
+            "-m",
+            REAL_MODELS_DIR / REAL_TARGET,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            port,
+            "-t",
+            "2",
+            "--temp",
+            "0",
+            "-c",
+            "2048",
+            "-np",
+            "1",
+            "--jinja",
+            "--reasoning-format",
+            "deepseek",
+        ],
+        log,
+    )
     try:
         wait_for_port(port, process, log, http_health=True)
         _assert_apart(_generate_from(f"http://127.0.0.1:{port}"))

@@ -32,8 +32,20 @@ EXPECTED = {
 
 
 def _generate_command(target: Path, endpoint: str) -> list[str]:
-    return [sys.executable, "-m", "app", "generate", "--target", str(target), "--prompt", "a", "--max-tokens", "4",
-            "--rpc", endpoint]
+    return [
+        sys.executable,
+        "-m",
+        "app",
+        "generate",
+        "--target",
+        str(target),
+        "--prompt",
+        "a",
+        "--max-tokens",
+        "4",
+        "--rpc",
+        endpoint,
+    ]
 
 
 def _env() -> dict:
@@ -46,8 +58,14 @@ def test_a_hostile_worker_is_one_sentence_and_exit_1(mode, tiny_models):
     if mode in ("old_version", "hello_then_garbage") and client_version() is None:
         pytest.fail("llama-cpp-python's ggml-rpc.h is missing: the RPC protocol version is unknown")
     with FakeRpcPeer(mode) as peer:
-        done = subprocess.run(_generate_command(tiny_models.target, peer.endpoint), capture_output=True, text=True,
-                              timeout=DEADLINE_S, env=_env(), cwd=ROOT)
+        done = subprocess.run(
+            _generate_command(tiny_models.target, peer.endpoint),
+            capture_output=True,
+            text=True,
+            timeout=DEADLINE_S,
+            env=_env(),
+            cwd=ROOT,
+        )
     assert done.returncode == 1, done.stderr[-2000:]
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith(f"error: The RPC worker at {peer.endpoint}") and EXPECTED[mode] in last
@@ -56,8 +74,13 @@ def test_a_hostile_worker_is_one_sentence_and_exit_1(mode, tiny_models):
 
 def test_ctrl_c_while_a_silent_worker_is_checked_is_a_clean_exit(tiny_models):
     with FakeRpcPeer("silent") as peer:
-        process = subprocess.Popen(_generate_command(tiny_models.target, peer.endpoint), stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, env=_env(), cwd=ROOT)
+        process = subprocess.Popen(
+            _generate_command(tiny_models.target, peer.endpoint),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_env(),
+            cwd=ROOT,
+        )
         try:
             deadline = time.monotonic() + DEADLINE_S
             while peer.connections == 0 and time.monotonic() < deadline and process.poll() is None:
@@ -71,7 +94,15 @@ def test_ctrl_c_while_a_silent_worker_is_checked_is_a_clean_exit(tiny_models):
 
 def test_the_engine_process_load_with_a_silent_worker_fails_with_a_sentence(tiny_models):
     with FakeRpcPeer("silent") as peer:
-        sent = _serve([LoadModels(1, LocalModel(tiny_models.target), None,
-                                  LoadSettings(n_ctx=256, n_threads=1, rpc_servers=(peer.endpoint,)))])
+        sent = _serve(
+            [
+                LoadModels(
+                    1,
+                    LocalModel(tiny_models.target),
+                    None,
+                    LoadSettings(n_ctx=256, n_threads=1, rpc_servers=(peer.endpoint,)),
+                )
+            ]
+        )
     failed = next(m for m in sent if isinstance(m, LoadFailed))
     assert f"The RPC worker at {peer.endpoint} accepted the connection but did not answer" in failed.message

@@ -23,8 +23,14 @@ DEADLINE_S = 120  # every CLI run ends well within this; a run past it is a hang
 def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     full_env = {k: v for k, v in os.environ.items() if k != "SPECCHAT_API_KEY"}
     full_env.update(PYTHONPATH=str(ROOT), **(env or {}))
-    return subprocess.run([sys.executable, "-m", "app", "generate", *args], capture_output=True, text=True,
-                          timeout=DEADLINE_S, env=full_env, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "app", "generate", *args],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+        env=full_env,
+        cwd=ROOT,
+    )
 
 
 def _chat(server: FakeServer, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -52,9 +58,12 @@ def test_a_lone_surrogate_is_replaced_and_the_reply_kept():
 
 def test_counters_from_the_server_are_clamped_to_the_request():
     # Ten million tokens claimed by a 200-byte event; more accepted drafts than drafts; string and negative counters.
-    chunks = [_timed("a", 1), _timed("b", 10_000_000, draft_n=4, draft_n_accepted=4_000_000_000),
-              content_chunk("c", {"predicted_n": "3", "draft_n": -5, "prompt_n": "7", "cache_n": "1"}),
-              content_chunk("", {"predicted_n": 10_000_000}, finish="stop")]
+    chunks = [
+        _timed("a", 1),
+        _timed("b", 10_000_000, draft_n=4, draft_n_accepted=4_000_000_000),
+        content_chunk("c", {"predicted_n": "3", "draft_n": -5, "prompt_n": "7", "cache_n": "1"}),
+        content_chunk("", {"predicted_n": 10_000_000}, finish="stop"),
+    ]
     with FakeServer(Script(chunks=chunks)) as server:
         done = _chat(server, "--json", "--max-tokens", "16")
     assert done.returncode == 0, done.stderr
@@ -101,9 +110,15 @@ def test_a_huge_model_list_is_cut_and_control_characters_in_ids_are_not_offered(
 
 @pytest.mark.slow
 def test_each_malformed_event_is_one_sentence():
-    bad_events = [b"data: [1,2,3]\n\n", b'data: {"choices": [{"delta": 5}]}\n\n', b'data: {"choices": {"a": 1}}\n\n',
-                  b"data: " + b"[" * 100_000 + b"\n\n", b'data: {"choices": [{"delta": {"content": 7}}]}\n\n',
-                  b"data: {not json\n\n", b'data: {"choices": ["x"]}\n\n']
+    bad_events = [
+        b"data: [1,2,3]\n\n",
+        b'data: {"choices": [{"delta": 5}]}\n\n',
+        b'data: {"choices": {"a": 1}}\n\n',
+        b"data: " + b"[" * 100_000 + b"\n\n",
+        b'data: {"choices": [{"delta": {"content": 7}}]}\n\n',
+        b"data: {not json\n\n",
+        b'data: {"choices": ["x"]}\n\n',
+    ]
     for raw in bad_events:
         with FakeServer(Script(chunks=[content_chunk("kept ")], raw=[raw])) as server:
             done = _chat(server)
@@ -126,7 +141,9 @@ def test_escape_codes_from_a_server_never_reach_the_terminal():
     error = {"error": {"message": "bad\x1b[2J\x1b]0;pwned\x07 thing"}}
     with FakeServer(Script(status=500, error_body=error)) as server:
         done = _chat(server)
-    assert "\x1b" not in done.stderr and "\x07" not in done.stderr and "bad\\x1b[2J\\x1b]0;pwned\\x07 thing" in done.stderr
+    assert (
+        "\x1b" not in done.stderr and "\x07" not in done.stderr and "bad\\x1b[2J\\x1b]0;pwned\\x07 thing" in done.stderr
+    )
 
 
 @pytest.mark.slow
@@ -171,9 +188,13 @@ def test_ctrl_c_on_a_silent_server_is_a_clean_exit():
     with FakeServer(Script(chunks=[content_chunk("first ")], end="stall", stall_s=60.0)) as server:
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         env.pop("SPECCHAT_API_KEY", None)
-        process = subprocess.Popen([sys.executable, "-m", "app", "generate", "--server", server.url, "--model",
-                                    "fake-model", "--chat", "hi"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   env=env, cwd=ROOT)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "app", "generate", "--server", server.url, "--model", "fake-model", "--chat", "hi"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=ROOT,
+        )
         try:
             assert process.stdout.read(len("first ")) == b"first "  # streaming, then the server goes silent
             time.sleep(0.2)
@@ -190,8 +211,9 @@ def test_a_key_in_the_url_query_is_never_echoed():
 
 
 def test_a_web_page_answered_with_200_is_said_as_such():
-    with FakeServer(Script(content_type="text/html; charset=utf-8",
-                           raw=[b"<!doctype html><html><body>Router login</body></html>"])) as server:
+    with FakeServer(
+        Script(content_type="text/html; charset=utf-8", raw=[b"<!doctype html><html><body>Router login</body></html>"])
+    ) as server:
         done = _chat(server)
     assert done.returncode == 1 and "web page, not an OpenAI-compatible API" in _one_sentence(done.stderr)
 
@@ -223,8 +245,7 @@ def test_a_server_that_sends_only_keep_alive_comments_is_given_up_on():
     with FakeServer(Script(end="comments", comment_every_s=0.05)) as server:
         started = time.monotonic()
         try:
-            list(stream_chat(server.url, {"model": "fake-model", "messages": [], "stream": True}, None,
-                             silent_s=0.5))
+            list(stream_chat(server.url, {"model": "fake-model", "messages": [], "stream": True}, None, silent_s=0.5))
         except ServerError as exc:
             said = str(exc)
         else:

@@ -78,19 +78,36 @@ def test_a_reply_that_outlasts_its_deadline_keeps_what_arrived():
 
 def test_the_engine_process_says_malformed_event_not_internal_error():
     with FakeServer(Script(chunks=[content_chunk("kept")], raw=[b'data: {"choices": [{"delta": 5}]}\n\n'])) as server:
-        sent = _serve([LoadModels(1, ServerModel.at(server.url, "fake-model"), None,
-                                  LoadSettings(n_ctx=1024)),
-                       GenerateReply(2, ({"role": "user", "content": "hi"},), GenerationConfig())])
+        sent = _serve(
+            [
+                LoadModels(1, ServerModel.at(server.url, "fake-model"), None, LoadSettings(n_ctx=1024)),
+                GenerateReply(2, ({"role": "user", "content": "hi"},), GenerationConfig()),
+            ]
+        )
     failed = next(m for m in sent if isinstance(m, ReplyFailed))
     assert failed.message.startswith("The server at http://127.0.0.1:") and "sent a malformed event" in failed.message
-    assert "".join(e.text for m in sent if isinstance(m, EngineEvents) for e in m.events
-                   if isinstance(e, TokenEvent)) == "kept"
+    assert (
+        "".join(e.text for m in sent if isinstance(m, EngineEvents) for e in m.events if isinstance(e, TokenEvent))
+        == "kept"
+    )
 
 
 def test_numbers_from_a_server_are_clamped_at_the_boundary():
-    chunk = parse_chunk({"choices": [], "timings": {"predicted_n": 10**7, "draft_n": 8, "draft_n_accepted": 9**9,
-                                                    "prompt_n": "12", "cache_n": -3, "predicted_per_second": 1e400,
-                                                    "prompt_ms": True}}, max_tokens=16)
+    chunk = parse_chunk(
+        {
+            "choices": [],
+            "timings": {
+                "predicted_n": 10**7,
+                "draft_n": 8,
+                "draft_n_accepted": 9**9,
+                "prompt_n": "12",
+                "cache_n": -3,
+                "predicted_per_second": 1e400,
+                "prompt_ms": True,
+            },
+        },
+        max_tokens=16,
+    )
     t = chunk.timings
     assert (t.predicted_n, t.draft_n, t.draft_n_accepted) == (16, 8, 8)
     assert (t.prompt_n, t.cache_n, t.predicted_per_second, t.prompt_ms) == (0, 0, 0.0, 0.0)
@@ -119,8 +136,7 @@ def test_stop_in_the_window_s_engine_process_on_a_silent_server_needs_no_restart
         engine.sig_worker_died.connect(died.append)
         try:
             with qtbot.waitSignal(engine.sig_models_loaded, timeout=60000):
-                engine.request_load(1, ServerModel.at(server.url, "fake-model"), None,
-                                    LoadSettings(n_ctx=1024))
+                engine.request_load(1, ServerModel.at(server.url, "fake-model"), None, LoadSettings(n_ctx=1024))
             pid = engine.pid()
             with qtbot.waitSignal(engine.sig_generation_ended, timeout=60000) as ended:
                 engine.request_generate(2, [{"role": "user", "content": "hi"}], GenerationConfig())
@@ -151,8 +167,9 @@ def test_stop_while_connecting_to_a_host_that_drops_packets_ends_within_a_second
 
     def request() -> None:
         try:
-            outcome["events"] = list(stream_chat(f"http://127.0.0.1:{port}", {"model": "m", "stream": True}, None,
-                                                 cancel=cancel))
+            outcome["events"] = list(
+                stream_chat(f"http://127.0.0.1:{port}", {"model": "m", "stream": True}, None, cancel=cancel)
+            )
         except Exception as exc:  # the test asserts there was none
             outcome["error"] = exc
 

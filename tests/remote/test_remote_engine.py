@@ -66,8 +66,18 @@ def test_llama_server_provenance_is_rebuilt_per_token():
     with FakeServer(Script(chunks=LLAMA_SERVER_REPLY)) as server:
         tokens, rounds, finished = _run(_engine(server))
         assert server.requests[-1]["timings_per_token"] is True
-    assert [t.source for t in tokens] == ["target", "draft", "draft", "target", "target",
-                                          "draft", "draft", "draft", "draft", "target"]
+    assert [t.source for t in tokens] == [
+        "target",
+        "draft",
+        "draft",
+        "target",
+        "target",
+        "draft",
+        "draft",
+        "draft",
+        "draft",
+        "target",
+    ]
     assert "".join(t.text for t in tokens) == finished.text == "The quick brown fox jumps over the lazy dog."
     # The merged chunk's text goes to its last token.
     assert [t.text for t in tokens[6:8]] == ["", " the lazy"]
@@ -75,8 +85,7 @@ def test_llama_server_provenance_is_rebuilt_per_token():
     # Each round's accepted drafts, then the target's own token, carry its index; the first token has no round.
     assert [r.index for r in rounds] == [0, 1, 2]
     assert [t.round for t in tokens] == [-1, 0, 0, 0, 1, 2, 2, 2, 2, 2]
-    assert [t.drafter for t in tokens] == [None, "model", "model", None, None, "model", "model", "model", "model",
-                                           None]
+    assert [t.drafter for t in tokens] == [None, "model", "model", None, None, "model", "model", "model", "model", None]
     assert all(r.proposed == () and r.own == -1 for r in rounds)  # not reported by the server: left unknown
     stats = finished.stats
     assert (stats.tokens, stats.drafted, stats.accepted, stats.rounds) == (10, 12, 6, 3)
@@ -86,8 +95,12 @@ def test_llama_server_provenance_is_rebuilt_per_token():
 
 
 def test_a_server_without_timings_gets_tokens_and_speed_but_no_provenance():
-    chunks = [content_chunk("Hello", None), content_chunk(" there", None), content_chunk("", None, "length"),
-              {"choices": [], "usage": {"completion_tokens": 2, "prompt_tokens": 5}}]
+    chunks = [
+        content_chunk("Hello", None),
+        content_chunk(" there", None),
+        content_chunk("", None, "length"),
+        {"choices": [], "usage": {"completion_tokens": 2, "prompt_tokens": 5}},
+    ]
     with FakeServer(Script(models=[("vendor/model", "vllm")], chunks=chunks)) as server:
         tokens, rounds, finished = _run(_engine(server, "vendor/model"))
         body = server.requests[-1]

@@ -49,8 +49,13 @@ LLAMA_SERVER_THINKING = [
 
 
 def test_llama_server_reasoning_content_is_thinking_with_its_drafts_and_the_settings_are_sent():
-    config = GenerationConfig(max_tokens=64, thinking=True, reasoning_effort="high", thinking_budget=128,
-                              template_kwargs='{"preserve_thinking": true}')
+    config = GenerationConfig(
+        max_tokens=64,
+        thinking=True,
+        reasoning_effort="high",
+        thinking_budget=128,
+        template_kwargs='{"preserve_thinking": true}',
+    )
     with FakeServer(Script(chunks=LLAMA_SERVER_THINKING)) as server:
         tokens, finished, body = _reply(server, config)
     assert finished.reasoning == "221 is 13 times 17."
@@ -59,14 +64,22 @@ def test_llama_server_reasoning_content_is_thinking_with_its_drafts_and_the_sett
     assert "".join(t.text for t in tokens if t.part == "answer") == finished.text
     # The thinking is highlighted where the server's counters put its drafts: the round's 2 kept tokens.
     assert [(t.text, t.source) for t in tokens if t.part == "reasoning"] == [
-        ("221", "target"), (" is", "target"), (" 13", "draft"), (" times", "draft"), (" 17.", "target")]
+        ("221", "target"),
+        (" is", "target"),
+        (" 13", "draft"),
+        (" times", "draft"),
+        (" 17.", "target"),
+    ]
     assert [t.source for t in tokens if t.part == "answer" and t.text][-3:] == ["draft", "draft", "target"]
     stats = finished.stats
     assert (stats.tokens, stats.reasoning_tokens, stats.reasoning_drafted, stats.reasoning_accepted) == (10, 5, 3, 2)
     assert (stats.drafted, stats.accepted) == (5, 4)
     assert not stats.ended_in_reasoning and stats.reasoning_s >= 0
-    assert body["chat_template_kwargs"] == {"preserve_thinking": True, "enable_thinking": True,
-                                            "reasoning_effort": "high"}
+    assert body["chat_template_kwargs"] == {
+        "preserve_thinking": True,
+        "enable_thinking": True,
+        "reasoning_effort": "high",
+    }
     assert body["reasoning_effort"] == "high" and body["thinking_budget_tokens"] == 128
 
 
@@ -77,15 +90,25 @@ def test_vllm_reasoning_field_without_timings_and_a_chunk_holding_both_parts():
         delta_chunk({"reasoning": " Greet back.", "content": "Hello"}),  # the boundary inside one event
         delta_chunk({"content": "!"}),
         delta_chunk({}, None, "stop"),
-        {"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 9,
-                                  "completion_tokens_details": {"reasoning_tokens": 6}}},
+        {
+            "choices": [],
+            "usage": {
+                "prompt_tokens": 12,
+                "completion_tokens": 9,
+                "completion_tokens_details": {"reasoning_tokens": 6},
+            },
+        },
     ]
     with FakeServer(Script(models=[("Qwen/Qwen3-8B", "vllm")], chunks=chunks)) as server:
         tokens, finished, body = _reply(server, GenerationConfig(max_tokens=64, thinking=False), "Qwen/Qwen3-8B")
     assert (finished.reasoning, finished.text) == ("The user greets. Greet back.", "Hello!")
     # The answer's start in the same event follows the thinking's token as a tail of its own (token_id -1).
-    assert [(t.text, t.part) for t in tokens] == [("The user greets.", "reasoning"), (" Greet back.", "reasoning"),
-                                                  ("Hello", "answer"), ("!", "answer")]
+    assert [(t.text, t.part) for t in tokens] == [
+        ("The user greets.", "reasoning"),
+        (" Greet back.", "reasoning"),
+        ("Hello", "answer"),
+        ("!", "answer"),
+    ]
     assert [t.index for t in tokens] == [0, 1, 2, 2]  # a tail takes the next index, as a flushed one does
     assert finished.stats.reasoning_tokens == 6  # the server's own count
     assert finished.stats.tokens == 9
@@ -94,9 +117,18 @@ def test_vllm_reasoning_field_without_timings_and_a_chunk_holding_both_parts():
 
 
 def test_a_server_that_sends_both_names_is_read_once_and_whole_messages_are_read_too():
-    chunks = [delta_chunk({"reasoning_content": "Think.", "reasoning": "Think."}),
-              {"choices": [{"index": 0, "message": {"role": "assistant", "content": "Done.",
-                                                    "reasoning_content": " More."}, "finish_reason": "stop"}]}]
+    chunks = [
+        delta_chunk({"reasoning_content": "Think.", "reasoning": "Think."}),
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "Done.", "reasoning_content": " More."},
+                    "finish_reason": "stop",
+                }
+            ]
+        },
+    ]
     with FakeServer(Script(models=[("m", "lmstudio")], chunks=chunks)) as server:
         _, finished, body = _reply(server, GenerationConfig(max_tokens=16), "m")
     assert (finished.reasoning, finished.text) == ("Think. More.", "Done.")
@@ -105,10 +137,12 @@ def test_a_server_that_sends_both_names_is_read_once_and_whole_messages_are_read
 
 
 def test_a_reply_cut_off_while_thinking_says_so_and_has_no_answer():
-    chunks = [delta_chunk({"reasoning_content": "Let me count"}, _timings(1)),
-              delta_chunk({"reasoning_content": " the"}, _timings(2)),
-              delta_chunk({"reasoning_content": " divisors"}, _timings(3)),
-              delta_chunk({}, _timings(3), "length")]
+    chunks = [
+        delta_chunk({"reasoning_content": "Let me count"}, _timings(1)),
+        delta_chunk({"reasoning_content": " the"}, _timings(2)),
+        delta_chunk({"reasoning_content": " divisors"}, _timings(3)),
+        delta_chunk({}, _timings(3), "length"),
+    ]
     with FakeServer(Script(chunks=chunks)) as server:
         _, finished, _ = _reply(server, GenerationConfig(max_tokens=3))
     assert finished.text == "" and finished.reasoning == "Let me count the divisors"

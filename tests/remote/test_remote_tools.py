@@ -15,8 +15,10 @@ from app.engine.targets import ServerModel
 from app.engine.tools.stream import split_whole
 from tests.remote.fake_openai_server import FakeServer, Script, content_chunk
 
-WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "",
-                                            "parameters": {"type": "object", "properties": {}}}}
+WEATHER = {
+    "type": "function",
+    "function": {"name": "get_weather", "description": "", "parameters": {"type": "object", "properties": {}}},
+}
 
 
 def _frame(delta: dict, finish=None) -> dict:
@@ -25,12 +27,27 @@ def _frame(delta: dict, finish=None) -> dict:
 
 STREAMED_CALLS = [
     content_chunk("", None),
-    _frame({"tool_calls": [{"index": 0, "id": "c1", "type": "function",
-                            "function": {"name": "get_weather", "arguments": ""}}]}),
-    _frame({"tool_calls": [{"index": 0, "function": {"arguments": "{\"city\": "}}]}),
-    _frame({"tool_calls": [{"index": 0, "function": {"arguments": "\"Paris\"}"}}]}),
-    _frame({"tool_calls": [{"index": 1, "id": "c2", "type": "function",
-                            "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]}),
+    _frame(
+        {
+            "tool_calls": [
+                {"index": 0, "id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": ""}}
+            ]
+        }
+    ),
+    _frame({"tool_calls": [{"index": 0, "function": {"arguments": '{"city": '}}]}),
+    _frame({"tool_calls": [{"index": 0, "function": {"arguments": '"Paris"}'}}]}),
+    _frame(
+        {
+            "tool_calls": [
+                {
+                    "index": 1,
+                    "id": "c2",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+                }
+            ]
+        }
+    ),
     _frame({}, finish="tool_calls"),
 ]
 
@@ -38,8 +55,13 @@ STREAMED_CALLS = [
 def test_tools_go_to_the_server_and_its_calls_come_back():
     messages = [
         {"role": "user", "content": "Weather in Rome?"},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": "c0", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Rome"}}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "c0", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Rome"}}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "c0", "content": "21 C"},
         {"role": "user", "content": "And Paris and Oslo?"},
     ]
@@ -54,16 +76,22 @@ def test_tools_go_to_the_server_and_its_calls_come_back():
     assert body["messages"][2]["tool_call_id"] == "c0"
     content, calls = split_whole(finished.text, engine.tool_format, [WEATHER])
     assert content == ""
-    assert [(c.name, json.loads(c.arguments)) for c in calls] == [("get_weather", {"city": "Paris"}),
-                                                                   ("get_weather", {"city": "Oslo"})]
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [
+        ("get_weather", {"city": "Paris"}),
+        ("get_weather", {"city": "Oslo"}),
+    ]
 
 
 def test_penalties_go_to_the_server_and_what_it_cannot_give_is_refused():
     with FakeServer(Script(chunks=[content_chunk("hi", finish="stop")])) as server:
         engine = RemoteEngine(api_key_for=lambda url: None)
         engine.load_target(ServerModel.at(server.url, "fake-model"))
-        list(engine.chat([{"role": "user", "content": "hi"}],
-                         GenerationConfig(max_tokens=8, presence_penalty=0.5, frequency_penalty=-0.5)))
+        list(
+            engine.chat(
+                [{"role": "user", "content": "hi"}],
+                GenerationConfig(max_tokens=8, presence_penalty=0.5, frequency_penalty=-0.5),
+            )
+        )
         body = server.requests[-1]
         with pytest.raises(PromptFormatError, match="local GGUF"):
             engine.chat([{"role": "user", "content": "hi"}], GenerationConfig(logprobs=True))

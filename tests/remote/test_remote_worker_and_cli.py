@@ -10,7 +10,13 @@ from app.cli import main as cli_main
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import ContextEvent, TokenEvent
 from app.engine.host.wire import (
-    EngineEvents, GenerateReply, LoadFailed, LoadModels, ModelsLoaded, ReplyEnded, ReplyFailed,
+    EngineEvents,
+    GenerateReply,
+    LoadFailed,
+    LoadModels,
+    ModelsLoaded,
+    ReplyEnded,
+    ReplyFailed,
 )
 from app.engine.host.worker import _WorkerLoop, default_engine_factory
 from app.engine.targets import ServerModel
@@ -50,8 +56,12 @@ def _serve(requests) -> list:
 def test_the_engine_process_loads_a_server_model_and_keeps_a_dropped_reply_s_text():
     with FakeServer(Script(chunks=LLAMA_SERVER_REPLY[:5], end="drop")) as server:
         target = ServerModel.at(server.url, "fake-model")
-        sent = _serve([LoadModels(1, target, None, LoadSettings(n_ctx=1024)),
-                       GenerateReply(2, ({"role": "user", "content": "hi"},), GenerationConfig())])
+        sent = _serve(
+            [
+                LoadModels(1, target, None, LoadSettings(n_ctx=1024)),
+                GenerateReply(2, ({"role": "user", "content": "hi"},), GenerationConfig()),
+            ]
+        )
     loaded = next(m for m in sent if isinstance(m, ModelsLoaded))
     assert loaded.target == target and loaded.draft is None and loaded.n_ctx == 2048  # n_ctx from the server's /props
     kinds = [type(m) for m in sent]
@@ -66,8 +76,7 @@ def test_the_engine_process_loads_a_server_model_and_keeps_a_dropped_reply_s_tex
 
 def test_a_local_draft_for_a_server_model_is_refused_in_one_sentence():
     with FakeServer(Script(chunks=LLAMA_SERVER_REPLY)) as server:
-        sent = _serve([LoadModels(1, ServerModel.at(server.url, "fake-model"), Path("/m/draft.gguf"),
-                                  LoadSettings())])
+        sent = _serve([LoadModels(1, ServerModel.at(server.url, "fake-model"), Path("/m/draft.gguf"), LoadSettings())])
     failed = next(m for m in sent if isinstance(m, LoadFailed))
     assert "speculates with the draft the server was started with" in failed.message
 
@@ -76,8 +85,22 @@ def test_cli_generate_against_a_server_prints_the_local_json_shape(capsys, tmp_p
     key_file = tmp_path / "key"
     key_file.write_text("k-1\n")
     with FakeServer(Script(api_key="k-1", chunks=LLAMA_SERVER_REPLY)) as server:
-        code = cli_main(["generate", "--server", server.url, "--model", "fake-model", "--chat", "hi",
-                         "--api-key-file", str(key_file), "--max-tokens", "16", "--json"])
+        code = cli_main(
+            [
+                "generate",
+                "--server",
+                server.url,
+                "--model",
+                "fake-model",
+                "--chat",
+                "hi",
+                "--api-key-file",
+                str(key_file),
+                "--max-tokens",
+                "16",
+                "--json",
+            ]
+        )
         assert server.requests[-1]["max_tokens"] == 16
     out = json.loads(capsys.readouterr().out)
     assert code == 0

@@ -38,9 +38,26 @@ def workers(tmp_path):
 
 
 def _generate(*extra: str) -> dict:
-    cmd = [sys.executable, "-m", "app", "generate", "--target", str(REAL_MODELS_DIR / REAL_TARGET),
-           "--draft", str(REAL_MODELS_DIR / REAL_DRAFT), "--chat", CHAT, "--max-tokens", "32", "--threads", "1",
-           "--draft-max", "4", "--json", *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "app",
+        "generate",
+        "--target",
+        str(REAL_MODELS_DIR / REAL_TARGET),
+        "--draft",
+        str(REAL_MODELS_DIR / REAL_DRAFT),
+        "--chat",
+        CHAT,
+        "--max-tokens",
+        "32",
+        "--threads",
+        "1",
+        "--draft-max",
+        "4",
+        "--json",
+        *extra,
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=dict(os.environ, GGML_NO_BACKTRACE="1"))
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)
@@ -66,8 +83,11 @@ def test_a_worker_killed_mid_reply_is_one_clear_error_and_the_reply_so_far_is_ke
         with qtbot.waitSignal(engine.sig_models_loaded, timeout=240000):
             engine.request_load(1, LocalModel(REAL_MODELS_DIR / REAL_TARGET), REAL_MODELS_DIR / REAL_DRAFT, load)
         with qtbot.waitSignal(engine.sig_generation_failed, timeout=240000) as failed:
-            engine.request_generate(2, [{"role": "user", "content": "Tell a long story about a fox."}],
-                                    GenerationConfig(max_tokens=400, draft_max=4, drafter="model"))
+            engine.request_generate(
+                2,
+                [{"role": "user", "content": "Tell a long story about a fox."}],
+                GenerationConfig(max_tokens=400, draft_max=4, drafter="model"),
+            )
             qtbot.waitUntil(lambda: len(streamed) >= 8, timeout=120000)
             stop(processes[1])
         (failure,) = failed.args

@@ -11,8 +11,7 @@ from tests.remote.llama_tools import free_port
 
 
 def test_worker_addresses_are_parsed_and_bad_ones_refused_in_one_sentence():
-    assert rpc.parse_endpoints(" 10.0.0.2:50052, gpu-box:50053,10.0.0.2:50052") == ("10.0.0.2:50052",
-                                                                                   "gpu-box:50053")
+    assert rpc.parse_endpoints(" 10.0.0.2:50052, gpu-box:50053,10.0.0.2:50052") == ("10.0.0.2:50052", "gpu-box:50053")
     assert rpc.parse_endpoints(["[::1]:50052"]) == ("[::1]:50052",)
     for bad in ("gpu-box", "gpu-box:0", "gpu-box:70000", "http://gpu-box:50052"):
         with pytest.raises(ValueError, match="is not an RPC worker address; use HOST:PORT"):

@@ -22,13 +22,20 @@ DEADLINE_S = 90  # the fake server keeps the stream open for longer than this; a
 def _chat(url: str, *extra: str, env: dict) -> subprocess.CompletedProcess:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("SPECCHAT_API_KEY")}
     full_env.update(PYTHONPATH=str(ROOT), **env)
-    return subprocess.run([sys.executable, "-m", "app", "generate", "--server", url, "--model", "fake-model",
-                           "--chat", "hi", *extra], capture_output=True, text=True, timeout=DEADLINE_S,
-                          env=full_env, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "app", "generate", "--server", url, "--model", "fake-model", "--chat", "hi", *extra],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+        env=full_env,
+        cwd=ROOT,
+    )
 
 
-@pytest.mark.parametrize("keep_alive", [b": keep-alive\n\n", b'data: {"choices": []}\n\n',
-                                        b'data: ' + json.dumps(content_chunk("")).encode() + b"\n\n"])
+@pytest.mark.parametrize(
+    "keep_alive",
+    [b": keep-alive\n\n", b'data: {"choices": []}\n\n', b"data: " + json.dumps(content_chunk("")).encode() + b"\n\n"],
+)
 @pytest.mark.parametrize("first", [[], [content_chunk("The first words")]])
 def test_a_stream_that_only_keeps_itself_open_is_given_up_on(keep_alive, first):
     # Two minutes of keep-alives at 20 per second: without a deadline on them the CLI waits past DEADLINE_S.

@@ -14,8 +14,7 @@ from app.replies.comparison import (
 
 def test_the_ratio_says_faster_or_slower():
     faster = compare_runs("same", 14.2, "same", 10.0, 20, temperature=0.0).to_dict()
-    assert comparison_text(faster) == ("Plain decoding 10.0 tok/s, speculative 14.2 tok/s: 1.42x faster  ·  "
-                                       "same text")
+    assert comparison_text(faster) == ("Plain decoding 10.0 tok/s, speculative 14.2 tok/s: 1.42x faster  ·  same text")
     slower = compare_runs("a", 9.1, "a", 10.0, 20, temperature=0.0).to_dict()
     assert "0.91x, slower" in comparison_text(slower)
     even = compare_runs("a", 9.9, "a", 10.0, 20, temperature=0.0).to_dict()

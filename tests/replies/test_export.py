@@ -12,13 +12,33 @@ from app.replies.export import EXPORT_FORMAT, chat_markdown, export_text, format
 from app.store.provenance import RoundRecord
 from app.store import ChatStore, NotFoundError
 
-ROUNDS = [RoundRecord("model", 3, [5, 6, 7], ["def", " add", " x"], kept=2, own=8, own_text="(", reason="r1",
-                      time_s=0.25, kind="draft", expected=2.4),
-          RoundRecord("ngram", 2, [9, 10], ["a", "\ud83d"], kept=1, own=11, own_text=")", reason="r2", time_s=0.5)]
-TOKENS = [("```python\n", "target"), ("def", "draft"), (" add", "draft"), ("(", "target"), ("a", "ngram"),
-          (")", "target")]
-STATS = GenerationStats(tokens=6, tokens_per_second=12.5, drafted=5, accepted=3, acceptance_rate=0.6,
-                        stop_reason="cancelled")
+ROUNDS = [
+    RoundRecord(
+        "model",
+        3,
+        [5, 6, 7],
+        ["def", " add", " x"],
+        kept=2,
+        own=8,
+        own_text="(",
+        reason="r1",
+        time_s=0.25,
+        kind="draft",
+        expected=2.4,
+    ),
+    RoundRecord("ngram", 2, [9, 10], ["a", "\ud83d"], kept=1, own=11, own_text=")", reason="r2", time_s=0.5),
+]
+TOKENS = [
+    ("```python\n", "target"),
+    ("def", "draft"),
+    (" add", "draft"),
+    ("(", "target"),
+    ("a", "ngram"),
+    (")", "target"),
+]
+STATS = GenerationStats(
+    tokens=6, tokens_per_second=12.5, drafted=5, accepted=3, acceptance_rate=0.6, stop_reason="cancelled"
+)
 
 
 @pytest.fixture
@@ -28,12 +48,21 @@ def chat_id() -> int:
     with ChatStore() as store:
         chat = store.create_chat()
         store.add_message(chat.id, "user", "Write add()\nplease")
-        reply = store.add_message(chat.id, "assistant", "".join(t for t, _ in TOKENS), stats=STATS, tokens=TOKENS,
-                                  token_rounds=[-1, 0, 0, 0, 1, 1], rounds=ROUNDS, target_name="big.gguf",
-                                  draft_name="small.gguf")
+        reply = store.add_message(
+            chat.id,
+            "assistant",
+            "".join(t for t, _ in TOKENS),
+            stats=STATS,
+            tokens=TOKENS,
+            token_rounds=[-1, 0, 0, 0, 1, 1],
+            rounds=ROUNDS,
+            target_name="big.gguf",
+            draft_name="small.gguf",
+        )
         store.set_comparison(reply.id, {"identical": True, "plain_tokens_per_second": 9.0})
-        store.add_message(chat.id, "assistant", "Old.", tokens=[("Old", "draft"), (".", "target")],
-                          target_name="big.gguf")
+        store.add_message(
+            chat.id, "assistant", "Old.", tokens=[("Old", "draft"), (".", "target")], target_name="big.gguf"
+        )
         return chat.id
 
 
@@ -58,11 +87,27 @@ def test_json_holds_every_token_round_and_comparison(chat_id):
     user, reply, old = document["messages"]
     assert user["role"] == "user" and user["tokens"] is None and user["rounds"] is None
     assert [(t["text"], t["origin"], t["round"]) for t in reply["tokens"]] == [
-        ("```python\n", "target", -1), ("def", "draft", 0), (" add", "draft", 0), ("(", "target", 0),
-        ("a", "ngram", 1), (")", "target", 1)]
-    assert reply["rounds"][0] == {"drafter": "model", "k": 3, "proposed": [5, 6, 7],
-                                  "proposed_text": ["def", " add", " x"], "kept": 2, "own": 8, "own_text": "(",
-                                  "reason": "r1", "time_s": 0.25, "threads": 0, "kind": "draft", "expected": 2.4}
+        ("```python\n", "target", -1),
+        ("def", "draft", 0),
+        (" add", "draft", 0),
+        ("(", "target", 0),
+        ("a", "ngram", 1),
+        (")", "target", 1),
+    ]
+    assert reply["rounds"][0] == {
+        "drafter": "model",
+        "k": 3,
+        "proposed": [5, 6, 7],
+        "proposed_text": ["def", " add", " x"],
+        "kept": 2,
+        "own": 8,
+        "own_text": "(",
+        "reason": "r1",
+        "time_s": 0.25,
+        "threads": 0,
+        "kind": "draft",
+        "expected": 2.4,
+    }
     assert (reply["rounds"][1]["kind"], reply["rounds"][1]["expected"]) == ("", 0.0)  # not recorded
     assert reply["rounds"][1]["proposed_text"] == ["a", "\ud83d"]  # half a character, kept exactly
     assert reply["comparison"] == {"identical": True, "plain_tokens_per_second": 9.0}
@@ -73,8 +118,7 @@ def test_json_holds_every_token_round_and_comparison(chat_id):
 
 
 def test_write_export_picks_the_format_by_suffix_and_refuses_a_missing_chat(chat_id, tmp_path):
-    assert (format_for_path("a.MD"), format_for_path("b.json"), format_for_path("c.txt")) == ("markdown", "json",
-                                                                                            None)
+    assert (format_for_path("a.MD"), format_for_path("b.json"), format_for_path("c.txt")) == ("markdown", "json", None)
     with ChatStore() as store:
         assert write_export(store, chat_id, tmp_path / "chat.json") == "json"
         assert json.loads((tmp_path / "chat.json").read_text("utf-8"))["format"] == EXPORT_FORMAT
@@ -97,11 +141,14 @@ def test_cli_export_to_stdout_and_to_a_file(chat_id, tmp_path, capsys):
     assert json.loads(out.read_text("utf-8"))["chat"]["id"] == chat_id
 
 
-@pytest.mark.parametrize("args, says", [
-    (["export", "999"], "There is no chat 999"),
-    (["export"], "give a CHAT_ID"),
-    (["export", "1", "--db", "{tmp}/nowhere.sqlite3"], "there is no chat database at"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["export", "999"], "There is no chat 999"),
+        (["export"], "give a CHAT_ID"),
+        (["export", "1", "--db", "{tmp}/nowhere.sqlite3"], "there is no chat database at"),
+    ],
+)
 def test_cli_export_refusals_are_one_line_and_exit_2(chat_id, tmp_path, capsys, args, says):
     assert main([a.replace("{tmp}", str(tmp_path)) for a in args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -137,10 +184,17 @@ THINKING_TOKENS = [("", "target"), ("221 / 13", "target"), (" = 17.\n\n```\n13 *
 def _thinking_chat(store: ChatStore) -> int:
     chat = store.create_chat("Primes")
     store.add_message(chat.id, "user", "Is 221 prime?")
-    store.add_message(chat.id, "assistant", "No: 13 × 17.", tokens=[("No: 13 × 17.", "target")],
-                      token_rounds=[0], rounds=ROUNDS[:1], reasoning=THINKING + "</details> end",
-                      reasoning_tokens=THINKING_TOKENS[:3] + [(" end", "target")],
-                      reasoning_token_rounds=[-1, -1, 0, -1])
+    store.add_message(
+        chat.id,
+        "assistant",
+        "No: 13 × 17.",
+        tokens=[("No: 13 × 17.", "target")],
+        token_rounds=[0],
+        rounds=ROUNDS[:1],
+        reasoning=THINKING + "</details> end",
+        reasoning_tokens=THINKING_TOKENS[:3] + [(" end", "target")],
+        reasoning_token_rounds=[-1, -1, 0, -1],
+    )
     return chat.id
 
 
@@ -150,7 +204,7 @@ def test_markdown_folds_the_thinking_before_the_answer():
     reply = text.split("\n## ")[2]
     fold = reply.index("<details><summary>Thinking</summary>")
     assert fold < reply.index("</details>") < reply.index("No: 13 × 17.")
-    inside = reply[fold:reply.index("\n</details>")]
+    inside = reply[fold : reply.index("\n</details>")]
     assert "221 / 13 = 17.\n\n```\n13 * 17\n" in inside and "&lt;/details&gt; end" in inside
     assert inside.endswith("```\n")  # its open code block is closed inside the fold
     assert "<think>" not in text and "Thinking" not in text.split("\n## ")[1]  # the question has none
@@ -163,8 +217,11 @@ def test_json_gives_the_thinking_with_its_tokens_and_none_for_messages_without()
     assert question["reasoning"] is None
     assert reply["content"] == "No: 13 × 17." and reply["reasoning"]["text"].startswith("221 / 13 = 17.")
     assert [(t["text"], t["origin"], t["round"]) for t in reply["reasoning"]["tokens"]] == [
-        ("", "target", -1), ("221 / 13", "target", -1), (" = 17.\n\n```\n13 * 17\n", "draft", 0),
-        (" end", "target", -1)]
+        ("", "target", -1),
+        ("221 / 13", "target", -1),
+        (" = 17.\n\n```\n13 * 17\n", "draft", 0),
+        (" end", "target", -1),
+    ]
 
 
 def test_a_chat_without_thinking_exports_as_before(chat_id):

@@ -19,13 +19,21 @@ from app.store.provenance import RoundRecord
 
 
 def model_round(kept: int, drafted: int, time_s: float, own: int = 7) -> RoundRecord:
-    return RoundRecord("model", drafted, list(range(100, 100 + drafted)), [f"t{i}" for i in range(drafted)],
-                       kept, own, "x", "draft model", time_s)
+    return RoundRecord(
+        "model",
+        drafted,
+        list(range(100, 100 + drafted)),
+        [f"t{i}" for i in range(drafted)],
+        kept,
+        own,
+        "x",
+        "draft model",
+        time_s,
+    )
 
 
 def ngram_round(kept: int, drafted: int, time_s: float) -> RoundRecord:
-    return RoundRecord("ngram", drafted, list(range(200, 200 + drafted)), ["n"] * drafted, kept, 8, "y", "copy",
-                       time_s)
+    return RoundRecord("ngram", drafted, list(range(200, 200 + drafted)), ["n"] * drafted, kept, 8, "y", "copy", time_s)
 
 
 def plain_round(time_s: float) -> RoundRecord:
@@ -39,7 +47,11 @@ ROUNDS = [model_round(2, 4, 0.30), plain_round(0.10), ngram_round(3, 3, 0.12), p
 def test_each_round_is_one_bar_of_drafted_and_kept():
     bars = round_bars(ROUNDS)
     assert [(b.drafter, b.drafted, b.kept, b.tokens) for b in bars] == [
-        (MODEL, 4, 2, 3), (PLAIN, 0, 0, 1), (NGRAM, 3, 3, 4), (PLAIN, 0, 0, 1)]
+        (MODEL, 4, 2, 3),
+        (PLAIN, 0, 0, 1),
+        (NGRAM, 3, 3, 4),
+        (PLAIN, 0, 0, 1),
+    ]
 
 
 def test_tokens_per_round_follow_the_recorded_tokens_when_present():
@@ -95,8 +107,9 @@ def test_without_plain_rounds_the_line_needs_a_measured_fallback():
 
 def test_histogram_from_rounds_by_drafter_and_from_stats_without_rounds():
     assert reply_inspection(ROUNDS).histogram == {0: {PLAIN: 2}, 3: {NGRAM: 1}, 4: {MODEL: 1}}
-    stats = GenerationStats(tokens=20, drafted=12, accepted=9, acceptance_rate=0.75,
-                            draft_len_histogram={"0": 3, "4": 3, "bad": 1})  # keys come back from JSON as text
+    stats = GenerationStats(
+        tokens=20, drafted=12, accepted=9, acceptance_rate=0.75, draft_len_histogram={"0": 3, "4": 3, "bad": 1}
+    )  # keys come back from JSON as text
     inspection = reply_inspection(None, None, stats)
     assert not inspection.has_rounds
     assert inspection.histogram == {0: {PLAIN: 3}, 4: {ANY_DRAFTER: 3}}
@@ -105,13 +118,16 @@ def test_histogram_from_rounds_by_drafter_and_from_stats_without_rounds():
 
 def test_summary_names_the_drafters_used():
     summary = reply_inspection(ROUNDS).summary
-    assert summary == ("9 tokens in 4 rounds  ·  5 of 7 drafted tokens kept (71%)  ·  "
-                       "draft model 1 round, n-gram 1 round, plain 2 rounds")
+    assert summary == (
+        "9 tokens in 4 rounds  ·  5 of 7 drafted tokens kept (71%)  ·  "
+        "draft model 1 round, n-gram 1 round, plain 2 rounds"
+    )
 
 
 def test_rounds_are_set_against_plain_time_measured_close_to_them_at_their_thread_count():
     """The issue's reply: plain rounds timed while another program was busy (3 s a token on 2 threads), drafts
     after the engine went down to 1 thread. Set against the busy moment's plain time the drafts "saved" minutes."""
+
     def at(record: RoundRecord, threads: int) -> RoundRecord:
         record.threads = threads
         return record
@@ -128,14 +144,18 @@ def test_rounds_are_set_against_plain_time_measured_close_to_them_at_their_threa
 
 
 def test_the_summary_says_why_rounds_paused_or_probed():
-    rounds = [RoundRecord("model", 4, [1, 2, 3, 4], ["a"] * 4, 3, 7, "x", "draft", 0.3, kind="draft", expected=2.6),
-              RoundRecord("none", 0, [], [], 0, 9, "z", "paused", 0.1, kind="paused"),
-              RoundRecord("none", 0, [], [], 0, 9, "z", "paused", 0.1, kind="paused"),
-              RoundRecord("model", 2, [5, 6], ["b"] * 2, 0, 7, "x", "probing", 0.2, kind="probe")]
+    rounds = [
+        RoundRecord("model", 4, [1, 2, 3, 4], ["a"] * 4, 3, 7, "x", "draft", 0.3, kind="draft", expected=2.6),
+        RoundRecord("none", 0, [], [], 0, 9, "z", "paused", 0.1, kind="paused"),
+        RoundRecord("none", 0, [], [], 0, 9, "z", "paused", 0.1, kind="paused"),
+        RoundRecord("model", 2, [5, 6], ["b"] * 2, 0, 7, "x", "probing", 0.2, kind="probe"),
+    ]
     first, why = reply_inspection(rounds).summary.split("\n")
     assert first.startswith("7 tokens in 4 rounds")
-    assert why == ("Rounds: 1 drafted where it was expected to pay (kept 3 tokens where the controller expected about "
-                   "2.6), 1 probed whether drafts pay again, 2 paused: drafts were kept too rarely to pay")
+    assert why == (
+        "Rounds: 1 drafted where it was expected to pay (kept 3 tokens where the controller expected about "
+        "2.6), 1 probed whether drafts pay again, 2 paused: drafts were kept too rarely to pay"
+    )
 
 
 def test_rounds_saved_before_kinds_were_kept_add_no_line():
@@ -143,8 +163,15 @@ def test_rounds_saved_before_kinds_were_kept_add_no_line():
 
 
 def test_a_thinking_replys_summary_splits_thinking_and_answer():
-    stats = GenerationStats(tokens=100, drafted=40, accepted=30, acceptance_rate=0.75, reasoning_tokens=60,
-                            reasoning_drafted=30, reasoning_accepted=27)
+    stats = GenerationStats(
+        tokens=100,
+        drafted=40,
+        accepted=30,
+        acceptance_rate=0.75,
+        reasoning_tokens=60,
+        reasoning_drafted=30,
+        reasoning_accepted=27,
+    )
     summary = reply_inspection(None, None, stats).summary
     assert summary.splitlines()[-1] == "Thinking 60 (90% accepted), answer 40 (30% accepted)"
     assert "Thinking" not in reply_inspection(None, None, GenerationStats(tokens=5)).summary

@@ -19,19 +19,34 @@ def _round(kind, drafter="none", k=0, expected=0.0, threads=0, reason="some word
     return RoundEvent(0, drafter, k, k, 0, reason, kind=kind, expected=expected, threads=threads)
 
 
-@pytest.mark.parametrize("event, line", [
-    (_round("draft", "ngram", 23, 9.4),
-     "Speculating: copying from earlier text ahead, up to 23 tokens a round, expecting about 9.4 of them kept."),
-    (_round("draft", "model", 1), "Speculating: the draft model guesses ahead, up to 1 token a round."),
-    (_round("timing", threads=1),
-     "Measuring how fast this machine writes one token on 1 CPU thread, to judge whether drafting pays."),
-    (_round("fixed", "model", 1), "Drafting every round, at the draft length set for this chat, even where that is "
-                                  "slower."),
-    (_round("batch", "model", 2), "Other requests are being answered beside this chat: drafting 2 tokens this round, "
-                                  "where alone it would draft more, so that the batch as a whole goes fastest."),
-    (_round("batch"), "Other requests are being answered beside this chat: no draft this round, where alone it would "
-                      "draft more, so that the batch as a whole goes fastest."),
-])
+@pytest.mark.parametrize(
+    "event, line",
+    [
+        (
+            _round("draft", "ngram", 23, 9.4),
+            "Speculating: copying from earlier text ahead, up to 23 tokens a round, expecting about 9.4 of them kept.",
+        ),
+        (_round("draft", "model", 1), "Speculating: the draft model guesses ahead, up to 1 token a round."),
+        (
+            _round("timing", threads=1),
+            "Measuring how fast this machine writes one token on 1 CPU thread, to judge whether drafting pays.",
+        ),
+        (
+            _round("fixed", "model", 1),
+            "Drafting every round, at the draft length set for this chat, even where that is slower.",
+        ),
+        (
+            _round("batch", "model", 2),
+            "Other requests are being answered beside this chat: drafting 2 tokens this round, "
+            "where alone it would draft more, so that the batch as a whole goes fastest.",
+        ),
+        (
+            _round("batch"),
+            "Other requests are being answered beside this chat: no draft this round, where alone it would "
+            "draft more, so that the batch as a whole goes fastest.",
+        ),
+    ],
+)
 def test_rounds_become_sentences_from_their_kind_and_plan(event, line):
     words = round_words(event)
     assert words.line == line and words.kind == event.kind
@@ -50,13 +65,17 @@ def test_a_pause_says_what_would_pay_and_is_the_only_moment_to_offer_drafting_an
 
 def test_speculation_off_and_threads():
     assert round_words(_round("unavailable"), speculative=False).line.startswith("Speculation is off for this chat")
-    assert threads_words(ThreadsEvent(0, 2, 1, "another program is busy")).line == \
-        "Now using 1 CPU thread instead of 2: another program is busy."
+    assert (
+        threads_words(ThreadsEvent(0, 2, 1, "another program is busy")).line
+        == "Now using 1 CPU thread instead of 2: another program is busy."
+    )
 
 
 def test_the_stats_row_names_who_drafted_and_why_nothing_was():
-    assert drafted_words(176, 120, ["model", "ngram", "model"], ["draft"]) == \
-        "68% accepted (120/176 drafted by the draft model and n-gram)"
+    assert (
+        drafted_words(176, 120, ["model", "ngram", "model"], ["draft"])
+        == "68% accepted (120/176 drafted by the draft model and n-gram)"
+    )
     assert drafted_words(0, 0, ["none"], ["costly", "timing"]) == "no drafts: speculation paused here"
     assert drafted_words(0, 0, ["none"], ["unavailable"]) == "no drafts (plain decoding)"
     assert drafted_words(0, 0, ["none"], ["batch", "unavailable"]) == "no drafts: other requests shared the batch"

@@ -46,18 +46,30 @@ class RunningApi:
 
 
 @contextmanager
-def running_api(tiny_models, api_key: Optional[str] = None, limits: ApiLimits = ApiLimits(),
-                draft: bool = True, engine_gate: Optional[threading.Event] = None,
-                connections: ConnectionLimits = ConnectionLimits(),
-                defaults: Optional[GenerationConfig] = None, more_keys: tuple[str, ...] = ()) -> Iterator[RunningApi]:
+def running_api(
+    tiny_models,
+    api_key: Optional[str] = None,
+    limits: ApiLimits = ApiLimits(),
+    draft: bool = True,
+    engine_gate: Optional[threading.Event] = None,
+    connections: ConnectionLimits = ConnectionLimits(),
+    defaults: Optional[GenerationConfig] = None,
+    more_keys: tuple[str, ...] = (),
+) -> Iterator[RunningApi]:
     """Start the server and an engine thread that owns the models (loaded there) and answers its queue, once
     `engine_gate` is set (requests wait in the queue until then). `defaults`: every reply's speculation (by default
     the draft model with a fixed draft length, or none). `more_keys`: further keys, each a client of its own."""
     if defaults is None:
-        defaults = GenerationConfig(speculative=draft, drafter="model", draft_max=DRAFT_MAX if draft else None,
-                                    session="api", **api_history(False))
-    server = ApiServer(ApiOptions(port=0, api_key=api_key, more_keys=more_keys, limits=limits, defaults=defaults),
-                       connections)
+        defaults = GenerationConfig(
+            speculative=draft,
+            drafter="model",
+            draft_max=DRAFT_MAX if draft else None,
+            session="api",
+            **api_history(False),
+        )
+    server = ApiServer(
+        ApiOptions(port=0, api_key=api_key, more_keys=more_keys, limits=limits, defaults=defaults), connections
+    )
     api = RunningApi(server)
     stop = threading.Event()
     loaded = threading.Event()
@@ -105,8 +117,12 @@ def running_api(tiny_models, api_key: Optional[str] = None, limits: ApiLimits = 
 
 
 @contextmanager
-def openai_sdk_serving(target, draft=None, defaults: Optional[GenerationConfig] = None,
-                       load: LoadSettings = LoadSettings(n_ctx=2048, n_threads=1)) -> Iterator["openai.OpenAI"]:
+def openai_sdk_serving(
+    target,
+    draft=None,
+    defaults: Optional[GenerationConfig] = None,
+    load: LoadSettings = LoadSettings(n_ctx=2048, n_threads=1),
+) -> Iterator["openai.OpenAI"]:
     """`serve` over a SpecEngine loaded with `target` (and `draft`) on a thread of its own, read through the official
     `openai` SDK: the client is yielded. `defaults`: every reply's settings (the API's session, no history)."""
     import openai
@@ -122,8 +138,13 @@ def openai_sdk_serving(target, draft=None, defaults: Optional[GenerationConfig] 
         engine.load_draft(draft)
     server.publish(served_models(engine))
     stop = threading.Event()
-    thread = threading.Thread(target=work_off, args=(server.queue, engine),
-                              kwargs={"until": stop.is_set, "poll_s": 0.05}, name="test engine", daemon=True)
+    thread = threading.Thread(
+        target=work_off,
+        args=(server.queue, engine),
+        kwargs={"until": stop.is_set, "poll_s": 0.05},
+        name="test engine",
+        daemon=True,
+    )
     thread.start()
     server.start()
     try:
@@ -136,8 +157,12 @@ def openai_sdk_serving(target, draft=None, defaults: Optional[GenerationConfig] 
 
 
 def chat_body(message: str, max_tokens: int = 24, **extra) -> dict:
-    return {"model": "tiny-target", "messages": [{"role": "user", "content": message}], "max_tokens": max_tokens,
-            **extra}
+    return {
+        "model": "tiny-target",
+        "messages": [{"role": "user", "content": message}],
+        "max_tokens": max_tokens,
+        **extra,
+    }
 
 
 def client(api_key: Optional[str] = None) -> httpx.Client:
@@ -154,7 +179,7 @@ def stream_chunks(url: str, body: dict, api_key: Optional[str] = None) -> list[d
             assert response.headers["content-type"].startswith("text/event-stream")
             for line in response.iter_lines():
                 if line.startswith("data: ") and line != "data: [DONE]":
-                    chunks.append(json.loads(line[len("data: "):]))
+                    chunks.append(json.loads(line[len("data: ") :]))
     return chunks
 
 
@@ -167,7 +192,7 @@ def stream_events(url: str, body: dict, events: list[str], answer: Optional[dict
                 answer["status"] = response.status_code
             for line in response.iter_lines():
                 if line.startswith("data: "):
-                    events.append(line[len("data: "):])
+                    events.append(line[len("data: ") :])
 
 
 def streamed_text(chunks: list[dict]) -> str:

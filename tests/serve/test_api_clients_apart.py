@@ -20,9 +20,10 @@ SECRET = " ".join(f"ledger{i % 89}" for i in range(120))  # long enough to be ke
 
 def _cached(url: str, key: str, prompt: str) -> int:
     with client(key) as http:
-        reply = http.post(f"{url}/v1/chat/completions",
-                          json={"model": "tiny-target", "messages": [{"role": "user", "content": prompt}],
-                                "max_tokens": 4})
+        reply = http.post(
+            f"{url}/v1/chat/completions",
+            json={"model": "tiny-target", "messages": [{"role": "user", "content": prompt}], "max_tokens": 4},
+        )
     assert reply.status_code == 200, reply.text
     return reply.json()["usage"]["prompt_tokens_details"]["cached_tokens"]
 
@@ -46,9 +47,27 @@ def test_clients_of_one_key_are_one_client(tiny_models):
 def test_serve_takes_a_key_per_client(tiny_models):
     """`serve --api-key A --api-key B`: each key is let in, any other is refused."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve", "--target", str(tiny_models.target), "--port", "0", "--threads", "1",
-         "--api-key", "alice-key", "--api-key", "bob-key"],
-        cwd=Path(__file__).resolve().parents[2], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "serve",
+            "--target",
+            str(tiny_models.target),
+            "--port",
+            "0",
+            "--threads",
+            "1",
+            "--api-key",
+            "alice-key",
+            "--api-key",
+            "bob-key",
+        ],
+        cwd=Path(__file__).resolve().parents[2],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         found = re.search(r"at (http://127\.0\.0\.1:\d+)/v1", process.stderr.readline())
         assert found

@@ -54,7 +54,7 @@ def test_a_stop_string_ends_a_completion(sdk):
     stop = text[3:5]
     assert stop.strip(), text
     cut = sdk.completions.create(model="m", prompt=PROMPT, max_tokens=24, temperature=0, stop=[stop])
-    assert cut.choices[0].text == text[:text.index(stop)] and cut.choices[0].finish_reason == "stop"
+    assert cut.choices[0].text == text[: text.index(stop)] and cut.choices[0].finish_reason == "stop"
 
 
 def test_completion_logprobs_come_with_the_text(sdk):
@@ -69,34 +69,50 @@ def test_completion_logprobs_come_with_the_text(sdk):
 
 def test_chat_logprobs_read_by_the_sdk_whole_and_streamed(sdk):
     messages = [{"role": "user", "content": "Say something."}]
-    whole = sdk.chat.completions.create(model="m", messages=messages, max_tokens=8, temperature=0, logprobs=True,
-                                        top_logprobs=2)
+    whole = sdk.chat.completions.create(
+        model="m", messages=messages, max_tokens=8, temperature=0, logprobs=True, top_logprobs=2
+    )
     content = whole.choices[0].logprobs.content
     assert "".join(t.token for t in content) == whole.choices[0].message.content
-    assert all(len(t.top_logprobs) == 2 and t.top_logprobs[0].logprob >= t.top_logprobs[1].logprob
-               for t in content)
+    assert all(len(t.top_logprobs) == 2 and t.top_logprobs[0].logprob >= t.top_logprobs[1].logprob for t in content)
     assert all(abs(t.logprob - t.top_logprobs[0].logprob) < 1e-5 for t in content)  # greedy: the best one
-    streamed = list(sdk.chat.completions.create(model="m", messages=messages, max_tokens=8, temperature=0,
-                                                logprobs=True, top_logprobs=2, stream=True))
+    streamed = list(
+        sdk.chat.completions.create(
+            model="m", messages=messages, max_tokens=8, temperature=0, logprobs=True, top_logprobs=2, stream=True
+        )
+    )
     got = [t for c in streamed if c.choices and c.choices[0].logprobs for t in c.choices[0].logprobs.content]
     assert [(t.token, round(t.logprob, 4)) for t in got] == [(t.token, round(t.logprob, 4)) for t in content]
 
 
 def test_penalties_change_a_repetitive_completion(sdk):
     def text(**penalties) -> str:
-        return sdk.completions.create(model="m", prompt="the the the the", max_tokens=40, temperature=0,
-                                      **penalties).choices[0].text
+        return (
+            sdk.completions.create(model="m", prompt="the the the the", max_tokens=40, temperature=0, **penalties)
+            .choices[0]
+            .text
+        )
 
     plain = text()
     assert text(frequency_penalty=2.0) != plain and text(presence_penalty=2.0) != plain
 
 
-@pytest.mark.parametrize("path,field,value", [
-    ("chat/completions", "logit_bias", {"1": 5}), ("chat/completions", "n", 2), ("completions", "n", 2),
-    ("chat/completions", "top_logprobs", 2), ("chat/completions", "presence_penalty", 3),
-    ("completions", "best_of", 3), ("completions", "logprobs", 99), ("chat/completions", "typical_p", 0.5),
-    ("chat/completions", "repeat_penalty", 0), ("completions", "tfs_z", 0.9), ("chat/completions", "ignore_eos", "yes"),
-])
+@pytest.mark.parametrize(
+    "path,field,value",
+    [
+        ("chat/completions", "logit_bias", {"1": 5}),
+        ("chat/completions", "n", 2),
+        ("completions", "n", 2),
+        ("chat/completions", "top_logprobs", 2),
+        ("chat/completions", "presence_penalty", 3),
+        ("completions", "best_of", 3),
+        ("completions", "logprobs", 99),
+        ("chat/completions", "typical_p", 0.5),
+        ("chat/completions", "repeat_penalty", 0),
+        ("completions", "tfs_z", 0.9),
+        ("chat/completions", "ignore_eos", "yes"),
+    ],
+)
 def test_what_is_not_honoured_is_refused_by_name(api, path, field, value):
     body = {"prompt": PROMPT} if path == "completions" else chat_body("hi")
     with client() as http:
@@ -115,8 +131,9 @@ def _fim_model(tmp_path):
     tokens = build_vocab(VocabSpec()).tokens
     keys = ("fim_pre", "fim_suf", "fim_mid")
     ids = [tokens.index(f"<|reserved_{i}|>") for i in range(3)]
-    return write_tiny_model(tmp_path / "fim.gguf",
-                            extra_metadata=[(f"tokenizer.ggml.{k}_token_id", i) for k, i in zip(keys, ids)]), ids
+    return write_tiny_model(
+        tmp_path / "fim.gguf", extra_metadata=[(f"tokenizer.ggml.{k}_token_id", i) for k, i in zip(keys, ids)]
+    ), ids
 
 
 def test_a_suffix_fills_in_the_middle_through_the_fim_tokens(tmp_path):
@@ -128,7 +145,7 @@ def test_a_suffix_fills_in_the_middle_through_the_fim_tokens(tmp_path):
         assert tokens[0] == pre and tokens[-1] == mid and suf in tokens
         target = engine.target
         assert target is not None
-        between = tokens[tokens.index(pre) + 1:tokens.index(suf)]
+        between = tokens[tokens.index(pre) + 1 : tokens.index(suf)]
         assert between == target.tokenize("def f(x):\n", add_special=False, parse_special=False)
         events = list(engine.complete(tokens, GenerationConfig(max_tokens=4, history=False)))
         assert events[-1].stats.tokens == 4

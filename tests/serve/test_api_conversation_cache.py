@@ -18,8 +18,9 @@ def _conversation(topic: str) -> list[dict]:
 
 def _turn(url: str, messages: list[dict]) -> dict:
     with client() as http:
-        reply = http.post(f"{url}/v1/chat/completions",
-                          json={"model": "tiny-target", "messages": messages, "max_tokens": 8}).json()
+        reply = http.post(
+            f"{url}/v1/chat/completions", json={"model": "tiny-target", "messages": messages, "max_tokens": 8}
+        ).json()
     messages.append({"role": "assistant", "content": reply["choices"][0]["message"]["content"]})
     return reply["usage"]
 

@@ -16,8 +16,9 @@ from app.serve.requests import ChatRequest
 
 
 def _job(records: list) -> ServeJob:
-    return ServeJob(ChatRequest(messages=({"role": "user", "content": "hi"},), config=GenerationConfig()),
-                    records.append)
+    return ServeJob(
+        ChatRequest(messages=({"role": "user", "content": "hi"},), config=GenerationConfig()), records.append
+    )
 
 
 def _flights() -> ApiFlights:

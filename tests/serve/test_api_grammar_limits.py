@@ -21,8 +21,11 @@ LONG_STRING = {"type": "object", "properties": {"text": {"type": "string", "maxL
 # Each would crash the server or grow it to gigabytes; each names where in the request it lies.
 HOSTILE = [
     (LONG_STRING, "response_format.json_schema.schema.properties.text.maxLength"),
-    ({"type": "string", "maxLength": 10 ** 12}, "response_format.json_schema.schema.maxLength"),
-    ({"type": "array", "items": {"type": "integer"}, "minItems": 100000}, "response_format.json_schema.schema.minItems"),
+    ({"type": "string", "maxLength": 10**12}, "response_format.json_schema.schema.maxLength"),
+    (
+        {"type": "array", "items": {"type": "integer"}, "minItems": 100000},
+        "response_format.json_schema.schema.minItems",
+    ),
     ({"type": "string", "pattern": "^a{0,100000}$"}, "response_format.json_schema.schema.pattern"),
     ({"enum": list(range(5000))}, "response_format.json_schema.schema.enum"),
     ({"type": "string", "maxLength": True}, "response_format.json_schema.schema.maxLength"),
@@ -34,7 +37,11 @@ def serve_process(tiny_models):
     """`specchat-cli serve` with the tiny target on a free port: (its base URL, the process)."""
     process = subprocess.Popen(
         [sys.executable, "-m", "app", "serve", "--target", str(tiny_models.target), "--port", "0", "--threads", "1"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         first = process.stderr.readline()
         found = re.search(r"at (http://127\.0\.0\.1:\d+)/v1", first)
@@ -71,8 +78,12 @@ def _refused(response, field: str) -> str:
 def test_a_schema_beyond_the_grammar_bounds_is_a_400_naming_the_field(serve_process, schema, field):
     url, process = serve_process
     for stream in (False, True):
-        body = chat_body("JSON please", 8, stream=stream,
-                         response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": schema}})
+        body = chat_body(
+            "JSON please",
+            8,
+            stream=stream,
+            response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": schema}},
+        )
         _refused(_post(url, body), field)
     _answers(url, process)
 
@@ -80,8 +91,9 @@ def test_a_schema_beyond_the_grammar_bounds_is_a_400_naming_the_field(serve_proc
 def test_a_forced_tool_call_names_the_tools_parameters(serve_process):
     url, process = serve_process
     tool = {"type": "function", "function": {"name": "write", "parameters": LONG_STRING}}
-    body = chat_body("write", 8, tools=[{"type": "function", "function": {"name": "other"}}, tool],
-                     tool_choice="required")
+    body = chat_body(
+        "write", 8, tools=[{"type": "function", "function": {"name": "other"}}, tool], tool_choice="required"
+    )
     _refused(_post(url, body), "tools[1].function.parameters.properties.text.maxLength")
     _answers(url, process)
 
@@ -90,11 +102,18 @@ def test_a_ref_cycle_is_refused_before_the_stream_starts(serve_process):
     """A grammar llama.cpp cannot read (a cycle of $refs is left recursion) is a 400 with a sentence, streamed too:
     the grammar is built when the reply is asked for, before its first event."""
     url, process = serve_process
-    cycle = {"type": "object", "properties": {"x": {"$ref": "#/definitions/a"}},
-             "definitions": {"a": {"$ref": "#/definitions/b"}, "b": {"$ref": "#/definitions/a"}}}
+    cycle = {
+        "type": "object",
+        "properties": {"x": {"$ref": "#/definitions/a"}},
+        "definitions": {"a": {"$ref": "#/definitions/b"}, "b": {"$ref": "#/definitions/a"}},
+    }
     for stream in (False, True):
-        body = chat_body("JSON please", 8, stream=stream,
-                         response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": cycle}})
+        body = chat_body(
+            "JSON please",
+            8,
+            stream=stream,
+            response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": cycle}},
+        )
         response = _post(url, body)
         assert response.status_code == 400, response.text
         assert response.json()["error"]["message"] == "llama.cpp could not read the grammar for this request."
@@ -104,8 +123,9 @@ def test_a_ref_cycle_is_refused_before_the_stream_starts(serve_process):
 def test_a_schema_within_the_bounds_is_decoded(serve_process):
     url, process = serve_process
     schema = {"type": "object", "properties": {"text": {"type": "string", "maxLength": 1000}}, "required": ["text"]}
-    body = chat_body("JSON please", 12,
-                     response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": schema}})
+    body = chat_body(
+        "JSON please", 12, response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}
+    )
     answer = _post(url, body)
     assert answer.status_code == 200, answer.text
     assert answer.json()["choices"][0]["message"]["content"].startswith("{")
@@ -113,8 +133,27 @@ def test_a_schema_within_the_bounds_is_decoded(serve_process):
 
 def test_generate_refuses_the_same_schema_with_a_sentence(tiny_models, tmp_path):
     (tmp_path / "schema.json").write_text(json.dumps(LONG_STRING))
-    done = subprocess.run([sys.executable, "-m", "app", "generate", "--target", str(tiny_models.target), "--chat",
-                           "JSON please", "--max-tokens", "8", "--threads", "1", "--json-schema",
-                           str(tmp_path / "schema.json")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "generate",
+            "--target",
+            str(tiny_models.target),
+            "--chat",
+            "JSON please",
+            "--max-tokens",
+            "8",
+            "--threads",
+            "1",
+            "--json-schema",
+            str(tmp_path / "schema.json"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 2, (done.returncode, done.stderr)
     assert "schema.properties.text.maxLength is 100000" in done.stderr and "Traceback" not in done.stderr

@@ -20,8 +20,19 @@ def _serve_defaults(history: str) -> GenerationConfig:
     """Every reply's speculation as `serve --target T --ngram --history H` sets it."""
     from app.cli.serve_cmd import _options
 
-    args = argparse.Namespace(draft_max="auto", max_tokens=64, ctx=2048, threads=None, port=0, queue=2,
-                              api_key=None, host="127.0.0.1", draft=None, ngram=True, history=history)
+    args = argparse.Namespace(
+        draft_max="auto",
+        max_tokens=64,
+        ctx=2048,
+        threads=None,
+        port=0,
+        queue=2,
+        api_key=None,
+        host="127.0.0.1",
+        draft=None,
+        ngram=True,
+        history=history,
+    )
     return _options(args).defaults
 
 
@@ -41,8 +52,10 @@ def _persons_chat(tiny_models, session: str) -> int:
 
 def _ask(url: str) -> dict:
     with client() as http:
-        response = http.post(f"{url}/v1/chat/completions", json={
-            "model": "tiny-target", "messages": [{"role": "user", "content": ASK}], "max_tokens": 48})
+        response = http.post(
+            f"{url}/v1/chat/completions",
+            json={"model": "tiny-target", "messages": [{"role": "user", "content": ASK}], "max_tokens": 48},
+        )
     assert response.status_code == 200, response.text
     return response.json()
 

@@ -8,8 +8,18 @@ import threading
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import FinishedEvent, TokenEvent
-from app.engine.host.wire import (AnswerChat, EngineEvents, GenerateReply, LoadModels, ModelsLoaded, ReplyEnded,
-                                  ReplyFailed, ReplyStarted, Shutdown, WorkerReady)
+from app.engine.host.wire import (
+    AnswerChat,
+    EngineEvents,
+    GenerateReply,
+    LoadModels,
+    ModelsLoaded,
+    ReplyEnded,
+    ReplyFailed,
+    ReplyStarted,
+    Shutdown,
+    WorkerReady,
+)
 from app.engine.host.stops import StopBoard
 from app.engine.host.worker import _WorkerLoop, default_engine_factory
 from app.engine.targets import LocalModel
@@ -53,8 +63,14 @@ HI = ({"role": "user", "content": "hi"},)
 
 
 def _loaded(window: _Window, tiny_models, parallel: int = 1) -> ModelsLoaded:
-    window.conn.send(LoadModels(1, LocalModel(tiny_models.target), tiny_models.draft,
-                                LoadSettings(n_ctx=2048, n_threads=1, n_parallel=parallel)))
+    window.conn.send(
+        LoadModels(
+            1,
+            LocalModel(tiny_models.target),
+            tiny_models.draft,
+            LoadSettings(n_ctx=2048, n_threads=1, n_parallel=parallel),
+        )
+    )
     return window.next(ModelsLoaded)
 
 
@@ -69,8 +85,12 @@ def _answer(window: _Window, request_id: int) -> list:
 
 
 def _finished(messages: list) -> bool:
-    return any(isinstance(event, FinishedEvent) for message in messages if isinstance(message, EngineEvents)
-               for event in message.events)
+    return any(
+        isinstance(event, FinishedEvent)
+        for message in messages
+        if isinstance(message, EngineEvents)
+        for event in message.events
+    )
 
 
 def test_the_windows_stop_and_the_apis_never_stop_each_others_requests(tiny_models):
@@ -126,8 +146,13 @@ def test_a_template_out_of_budget_ends_only_its_request_in_the_engine_process(ti
 
 def _texts(messages: list) -> dict[int, str]:
     """Each request's finished text, by request id."""
-    return {event.request_id: event.text for message in messages if isinstance(message, EngineEvents)
-            for event in message.events if isinstance(event, FinishedEvent)}
+    return {
+        event.request_id: event.text
+        for message in messages
+        if isinstance(message, EngineEvents)
+        for event in message.events
+        if isinstance(event, FinishedEvent)
+    }
 
 
 def _until_ended(window: _Window, ids: set[int]) -> list:
@@ -141,8 +166,10 @@ def _until_ended(window: _Window, ids: set[int]) -> list:
 
 
 LONG = GenerationConfig(max_tokens=40, ignore_eos=True)
-ASKS = {11: ({"role": "user", "content": "count with me: 1, 2, 3"},),
-        12: ({"role": "user", "content": "def fibonacci(n):"},)}
+ASKS = {
+    11: ({"role": "user", "content": "count with me: 1, 2, 3"},),
+    12: ({"role": "user", "content": "def fibonacci(n):"},),
+}
 
 
 def test_requests_sent_together_are_answered_side_by_side_each_as_alone(tiny_models):
@@ -161,8 +188,13 @@ def test_requests_sent_together_are_answered_side_by_side_each_as_alone(tiny_mod
         together = _texts(messages)
         assert together == {21: alone[11], 22: alone[12]}
         # Side by side: the second request's first tokens came before the first request ended.
-        order = [event.request_id for message in messages if isinstance(message, EngineEvents)
-                 for event in message.events if isinstance(event, (TokenEvent, FinishedEvent))]
+        order = [
+            event.request_id
+            for message in messages
+            if isinstance(message, EngineEvents)
+            for event in message.events
+            if isinstance(event, (TokenEvent, FinishedEvent))
+        ]
         assert order.index(22) < max(i for i, request_id in enumerate(order) if request_id == 21)
     finally:
         window.close()
@@ -179,8 +211,13 @@ def test_a_client_leaving_ends_its_answer_only(tiny_models):
         messages = _until_ended(window, {31, 32})
         texts = _texts(messages)
         assert 32 not in texts and 31 in texts
-        finished = [event for message in messages if isinstance(message, EngineEvents) for event in message.events
-                    if isinstance(event, FinishedEvent)]
+        finished = [
+            event
+            for message in messages
+            if isinstance(message, EngineEvents)
+            for event in message.events
+            if isinstance(event, FinishedEvent)
+        ]
         assert finished[0].stats.tokens == 40
     finally:
         window.close()

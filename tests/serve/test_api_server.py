@@ -9,8 +9,15 @@ import time
 import pytest
 
 from app.serve.requests import ApiLimits
-from tests.serve.api_fixtures import (DEADLINE_S, chat_body, client, running_api, stream_chunks, streamed_text,
-                                      streamed_tokens)
+from tests.serve.api_fixtures import (
+    DEADLINE_S,
+    chat_body,
+    client,
+    running_api,
+    stream_chunks,
+    streamed_text,
+    streamed_tokens,
+)
 
 KEY = "s3cret-key"
 
@@ -18,8 +25,9 @@ KEY = "s3cret-key"
 def _post(url: str, body, api_key=None, **kwargs):
     with client(api_key) as http:
         if isinstance(body, (bytes, str)):
-            return http.post(f"{url}/v1/chat/completions", content=body,
-                             headers={"Content-Type": "application/json"}, **kwargs)
+            return http.post(
+                f"{url}/v1/chat/completions", content=body, headers={"Content-Type": "application/json"}, **kwargs
+            )
         return http.post(f"{url}/v1/chat/completions", json=body, **kwargs)
 
 
@@ -109,11 +117,11 @@ def test_malformed_requests_get_400_with_one_sentence(tiny_models):
         b"\xff\xfe": "UTF-8",
         '{"messages": "hi"}': "messages",
         '{"messages": [{"role": "wizard", "content": "hi"}]}': "role",
-        '{"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}': "without a \"url\" string",
+        '{"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}': 'without a "url" string',
         '{"messages": [{"role": "user", "content": [{"type": "input_audio"}]}]}': "only text and image_url",
         '{"messages": [{"role": "user", "content": "hi"}], "max_tokens": "lots"}': "max_tokens",
         '{"messages": [{"role": "user", "content": "hi"}], "temperature": -1}': "temperature",
-        '{"messages": [{"role": "user", "content": "hi"}], "n": 3}': "\"n\"",
+        '{"messages": [{"role": "user", "content": "hi"}], "n": 3}': '"n"',
     }
     with running_api(tiny_models) as api:
         for body, said in bad.items():
@@ -146,7 +154,7 @@ def test_a_client_leaving_mid_stream_cancels_its_generation(tiny_models):
                     seen += line.startswith("data: ")
                     if seen == 4:
                         break  # leaving the block closes the connection mid-reply
-        (serial, finished), = api.wait_done(1)
+        ((serial, finished),) = api.wait_done(1)
         assert finished is None  # stopped, not written to its 1500th token
         after = _post(api.url, chat_body("hi", 4))  # and the engine is free for the next client
         assert after.status_code == 200

@@ -16,8 +16,9 @@ def _check(result, rounds: int, rss_limit_mb: float) -> None:
     assert result.alive, result.line()
     assert result.well_behaved == rounds * len(ROUND) // 2 == result.answered, result.line()
     http_statuses = {key: count for key, count in result.hostile_statuses.items() if key not in SOCKET_KINDS}
-    assert http_statuses and all(key.rsplit(" ", 1)[1].startswith("4") for key in http_statuses
-                                 if not key.startswith(CRASH)), result.line()
+    assert http_statuses and all(
+        key.rsplit(" ", 1)[1].startswith("4") for key in http_statuses if not key.startswith(CRASH)
+    ), result.line()
     assert http_statuses[f"{CRASH} 500"] == rounds and result.crash_errors == [CRASHED] * rounds, result.line()
     assert len(result.restart_s) == rounds, result.line()
     assert 0 < result.peak_rss_mb < rss_limit_mb and 0 < result.peak_engine_rss_mb < rss_limit_mb, result.line()

@@ -48,14 +48,21 @@ def test_forty_thousand_short_messages_are_a_400(tiny_models):
         _still_answers(api.url)
 
 
-@pytest.mark.parametrize("raw, said", [
-    (b'{"messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nests deeper"),
-    (b'{"model": "x", "max_tokens": ' + b"9" * 5000 + b', "messages": [{"role": "user", "content": "hi"}]}',
-     "too long"),
-    (b'{"model": "x", "temperature": 1' + b"0" * 400 + b', "messages": [{"role": "user", "content": "hi"}]}',
-     "temperature"),
-    (json.dumps({"model": "x", "messages": [{"role": "user", "content": "a\ud800b"}]}).encode(), "surrogate"),
-])
+@pytest.mark.parametrize(
+    "raw, said",
+    [
+        (b'{"messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nests deeper"),
+        (
+            b'{"model": "x", "max_tokens": ' + b"9" * 5000 + b', "messages": [{"role": "user", "content": "hi"}]}',
+            "too long",
+        ),
+        (
+            b'{"model": "x", "temperature": 1' + b"0" * 400 + b', "messages": [{"role": "user", "content": "hi"}]}',
+            "temperature",
+        ),
+        (json.dumps({"model": "x", "messages": [{"role": "user", "content": "a\ud800b"}]}).encode(), "surrogate"),
+    ],
+)
 def test_bodies_python_cannot_hold_get_one_sentence(tiny_models, raw, said):
     with running_api(tiny_models) as api:
         refused = _post(api.url, raw)

@@ -34,6 +34,7 @@ def test_the_1_5b_fills_in_a_function_body_between_prefix_and_suffix(sdk):
     exec(compile(PREFIX + middle, "fim", "exec"), namespace)  # the model's own code: a function, nothing run
     assert namespace["fibonacci"](10) == 55
     assert whole.model_extra["specchat"]["accepted"] > 0  # the draft model's tokens were kept
-    streamed = sdk.completions.create(model="m", prompt=PREFIX, suffix=SUFFIX, max_tokens=80, temperature=0,
-                                      stream=True)
+    streamed = sdk.completions.create(
+        model="m", prompt=PREFIX, suffix=SUFFIX, max_tokens=80, temperature=0, stream=True
+    )
     assert "".join(c.choices[0].text for c in streamed if c.choices) == middle

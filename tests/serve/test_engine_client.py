@@ -28,8 +28,7 @@ def test_a_stuck_reply_whose_client_left_is_ended_by_a_fresh_engine_process(tmp_
     target = tmp_path / "model.gguf"
     target.write_bytes(b"GGUF")
     said: list[str] = []
-    engine = EngineClient(LocalModel(target), None, LoadSettings(n_ctx=512), engine_factory=control,
-                          say=said.append)
+    engine = EngineClient(LocalModel(target), None, LoadSettings(n_ctx=512), engine_factory=control, say=said.append)
     queue = JobQueue(4)
     stuck_records: list = []
     next_records: list = []
@@ -49,8 +48,12 @@ def test_a_stuck_reply_whose_client_left_is_ended_by_a_fresh_engine_process(tmp_
         queue.submit(stuck)
         threading.Thread(target=client, daemon=True).start()
         deadline = time.monotonic() + DEADLINE_S + STOP_GRACE_S
-        engine.work_off(queue, until=lambda: (bool(next_records) and isinstance(next_records[-1], JobEnded))
-                        or time.monotonic() > deadline)
+        engine.work_off(
+            queue,
+            until=lambda: (
+                (bool(next_records) and isinstance(next_records[-1], JobEnded)) or time.monotonic() > deadline
+            ),
+        )
     finally:
         engine.close()
     assert any(isinstance(r, FinishedEvent) for r in next_records), next_records

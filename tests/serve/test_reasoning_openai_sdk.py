@@ -40,15 +40,21 @@ def _streamed(client, **request) -> tuple[str, str, list]:
 
 @pytest.fixture(scope="module")
 def r1_tiny(tmp_path_factory):
-    model = write_tiny_model(tmp_path_factory.mktemp("r1") / "r1.gguf",
-                             extra_metadata=[("tokenizer.chat_template", R1_TEMPLATE.read_text())])
+    model = write_tiny_model(
+        tmp_path_factory.mktemp("r1") / "r1.gguf", extra_metadata=[("tokenizer.chat_template", R1_TEMPLATE.read_text())]
+    )
     with _serving(model) as client:
         yield client
 
 
 def test_the_sdk_reads_reasoning_deltas_and_a_clean_answer(r1_tiny):
-    request = {"model": "m", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 24, "temperature": 0,
-               "extra_body": {"thinking_budget_tokens": 8}}
+    request = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "Hi"}],
+        "max_tokens": 24,
+        "temperature": 0,
+        "extra_body": {"thinking_budget_tokens": 8},
+    }
     reasoning, content, _ = _streamed(r1_tiny, **request)
     assert reasoning and content  # the budget closed the thinking, and an answer followed
     assert "think>" not in content and "think>" not in reasoning
@@ -59,8 +65,13 @@ def test_the_sdk_reads_reasoning_deltas_and_a_clean_answer(r1_tiny):
 
 
 def test_reasoning_format_none_keeps_the_thinking_in_content(r1_tiny):
-    request = {"model": "m", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 24, "temperature": 0,
-               "extra_body": {"thinking_budget_tokens": 8, "reasoning_format": "none"}}
+    request = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "Hi"}],
+        "max_tokens": 24,
+        "temperature": 0,
+        "extra_body": {"thinking_budget_tokens": 8, "reasoning_format": "none"},
+    }
     message = r1_tiny.chat.completions.create(**request).choices[0].message
     split = r1_tiny.chat.completions.create(**{**request, "extra_body": {"thinking_budget_tokens": 8}})
     # All of the reply is content, as written: its thinking (the prompt opened it) included, none sent apart.
@@ -70,19 +81,27 @@ def test_reasoning_format_none_keeps_the_thinking_in_content(r1_tiny):
 
 def test_a_bad_thinking_setting_is_a_400_naming_the_field(r1_tiny):
     with pytest.raises(openai.BadRequestError, match="reasoning_effort"):
-        r1_tiny.chat.completions.create(model="m", messages=[{"role": "user", "content": "Hi"}], max_tokens=4,
-                                        reasoning_effort="extreme")
+        r1_tiny.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "Hi"}], max_tokens=4, reasoning_effort="extreme"
+        )
 
 
 @pytest.mark.real_models
 def test_the_real_model_thinks_through_the_api(real_models):
     with _serving(real_models["target"], real_models["draft"]) as client:
         reasoning, content, chunks = _streamed(
-            client, model="m", max_tokens=160, temperature=0,
-            messages=[{"role": "system", "content": THINK_BY_EXAMPLE},
-                      {"role": "user", "content": "Is 221 a prime number?"}])
+            client,
+            model="m",
+            max_tokens=160,
+            temperature=0,
+            messages=[
+                {"role": "system", "content": THINK_BY_EXAMPLE},
+                {"role": "user", "content": "Is 221 a prime number?"},
+            ],
+        )
     assert "221" in reasoning and content.strip() and "<think>" not in content and "</think>" not in content
     # Provenance per chunk covers the reasoning's tokens too.
-    parts = {token["part"] for chunk in chunks for token in (chunk.model_extra or {}).get("specchat", {})
-             .get("tokens", [])}
+    parts = {
+        token["part"] for chunk in chunks for token in (chunk.model_extra or {}).get("specchat", {}).get("tokens", [])
+    }
     assert parts == {"reasoning", "answer"}

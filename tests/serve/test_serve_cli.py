@@ -21,8 +21,9 @@ MESSAGE = "the cat and the dog"
 
 
 def _cli(*args, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "app", *map(str, args)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "app", *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.fixture
@@ -30,9 +31,27 @@ def served(tiny_models):
     """`specchat-cli serve` with the tiny pair on a free port; yields its base URL and a queue of the lines it
     writes to stderr after the first, then stops it with Ctrl+C."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve", "--target", str(tiny_models.target), "--draft",
-         str(tiny_models.draft), "--draft-max", "3", "--port", "0", "--threads", "1"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "serve",
+            "--target",
+            str(tiny_models.target),
+            "--draft",
+            str(tiny_models.draft),
+            "--draft-max",
+            "3",
+            "--port",
+            "0",
+            "--threads",
+            "1",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
     try:
@@ -54,8 +73,22 @@ def served(tiny_models):
 @pytest.mark.slow
 def test_served_reply_is_generates_reply_and_names_each_tokens_drafter(tiny_models, served):
     served, _ = served
-    local = _cli("generate", "--target", tiny_models.target, "--draft", tiny_models.draft, "--draft-max", 3,
-                 "--threads", 1, "--chat", MESSAGE, "--max-tokens", 40, "--json")
+    local = _cli(
+        "generate",
+        "--target",
+        tiny_models.target,
+        "--draft",
+        tiny_models.draft,
+        "--draft-max",
+        3,
+        "--threads",
+        1,
+        "--chat",
+        MESSAGE,
+        "--max-tokens",
+        40,
+        "--json",
+    )
     assert local.returncode == 0, local.stderr
     expected = json.loads(local.stdout)
 
@@ -67,8 +100,9 @@ def test_served_reply_is_generates_reply_and_names_each_tokens_drafter(tiny_mode
     assert len(tokens) - drafters.count(None) == chunks[-1]["specchat"]["accepted"] > 0
 
     # SpecChat's own client of OpenAI-compatible servers reads the same reply's llama-server counters.
-    remote = _cli("generate", "--server", served, "--model", "tiny-target", "--chat", MESSAGE, "--max-tokens", 40,
-                  "--json")
+    remote = _cli(
+        "generate", "--server", served, "--model", "tiny-target", "--chat", MESSAGE, "--max-tokens", 40, "--json"
+    )
     assert remote.returncode == 0, remote.stderr
     highlighted = json.loads(remote.stdout)
     assert highlighted["text"] == expected["text"]
@@ -96,7 +130,10 @@ def test_a_reply_ended_by_a_stop_string_is_logged_with_its_totals(served):
 
 
 def test_bad_arguments_are_refused_before_loading(tiny_models):
-    for args, said in ((["--port", "70000"], "--port"), (["--api-key", " "], "--api-key"),
-                       (["--max-tokens", "0"], "--max-tokens")):
+    for args, said in (
+        (["--port", "70000"], "--port"),
+        (["--api-key", " "], "--api-key"),
+        (["--max-tokens", "0"], "--max-tokens"),
+    ):
         done = _cli("serve", "--target", tiny_models.target, *args, timeout=DEADLINE_S)
         assert done.returncode == 2 and said in done.stderr, done.stderr

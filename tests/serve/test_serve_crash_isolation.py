@@ -49,8 +49,12 @@ class Served:
 def _start(target: Path) -> tuple[subprocess.Popen, queue.Queue]:
     process = subprocess.Popen(
         [sys.executable, "-m", "app", "serve", "--target", str(target), "--port", "0", "--threads", "1"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        env=dict(os.environ, **{CRASH_ENV: CRASH_WORD}))
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, **{CRASH_ENV: CRASH_WORD}),
+    )
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
     return process, lines
@@ -98,13 +102,18 @@ def test_an_engine_killed_mid_reply_costs_that_reply_only(served, signum):
                 if line == "data: [DONE]":
                     done = True
                 elif line.startswith("data: "):
-                    events.append(json.loads(line[len("data: "):]))
+                    events.append(json.loads(line[len("data: ") :]))
                     if len(events) == 2:  # the reply has begun: its first token is out
                         os.kill(engine, signum)
     errors = [event["error"] for event in events if "error" in event]
     name = signal.Signals(signum).name
-    assert errors == [{"message": f"The engine stopped (killed by {name}) while answering; it is restarting.",
-                       "type": "server_error", "code": 500}]
+    assert errors == [
+        {
+            "message": f"The engine stopped (killed by {name}) while answering; it is restarting.",
+            "type": "server_error",
+            "code": 500,
+        }
+    ]
     assert not done and "error" in events[-1]
     served.wait_for_line(r"The engine is back \(\d+\.\d s")
     assert _answered(served.url)  # the next request is answered, by a fresh engine process
@@ -117,8 +126,9 @@ def test_a_request_that_crashes_the_engine_gets_an_error_and_the_next_one_is_ans
         crashed = http.post(f"{served.url}/v1/chat/completions", json=chat_body(f"say {CRASH_WORD}", 8))
         models = http.get(f"{served.url}/v1/models")
     assert crashed.status_code == 500
-    assert crashed.json()["error"]["message"] == ("The engine stopped (killed by SIGABRT) while answering; it is "
-                                                 "restarting.")
+    assert crashed.json()["error"]["message"] == (
+        "The engine stopped (killed by SIGABRT) while answering; it is restarting."
+    )
     assert models.status_code == 200 and models.json()["data"][0]["id"] == "tiny-target"
     assert _answered(served.url)
     assert not is_running(engine)
@@ -151,8 +161,15 @@ def test_a_server_killed_outright_takes_its_engine_process_with_it(tiny_models):
 def test_an_engine_that_dies_loading_the_model_is_one_sentence_and_exit_1(tiny_models, tmp_path):
     target = tmp_path / f"{CRASH_WORD}.gguf"
     shutil.copy(tiny_models.target, target)
-    done = subprocess.run([sys.executable, "-m", "app", "serve", "--target", str(target), "--port", "0"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=DEADLINE_S, env=dict(os.environ, **{CRASH_ENV: CRASH_WORD}))
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "serve", "--target", str(target), "--port", "0"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+        env=dict(os.environ, **{CRASH_ENV: CRASH_WORD}),
+    )
     assert done.returncode == 1
-    assert done.stderr.splitlines()[-1] == "error: The engine stopped (killed by SIGABRT) while loading the model.", \
+    assert done.stderr.splitlines()[-1] == "error: The engine stopped (killed by SIGABRT) while loading the model.", (
         done.stderr
+    )

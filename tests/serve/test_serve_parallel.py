@@ -24,9 +24,29 @@ ASKS = ["the cat and the dog", "def fibonacci(n):"]
 def served(tiny_models):
     """serve --parallel 2 with the tiny pair on a free port; its base URL and the lines it logs after the first."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve", "--target", str(tiny_models.target), "--draft",
-         str(tiny_models.draft), "--port", "0", "--threads", "1", "--parallel", "2", "--ctx", "1024"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "serve",
+            "--target",
+            str(tiny_models.target),
+            "--draft",
+            str(tiny_models.draft),
+            "--port",
+            "0",
+            "--threads",
+            "1",
+            "--parallel",
+            "2",
+            "--ctx",
+            "1024",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
     try:
@@ -71,8 +91,10 @@ def test_two_requests_at_once_are_each_the_reply_alone(served):
     together = _together([lambda body=body: streamed_text(stream_chunks(served, body)) for body in bodies])
     assert together == alone
     with client() as http:  # whole replies too, and /v1/models while they run
-        replies = _together([lambda body=body: http.post(f"{served}/v1/chat/completions", json=body).json()
-                             for body in bodies] + [lambda: http.get(f"{served}/v1/models").status_code])
+        replies = _together(
+            [lambda body=body: http.post(f"{served}/v1/chat/completions", json=body).json() for body in bodies]
+            + [lambda: http.get(f"{served}/v1/models").status_code]
+        )
     assert [reply["choices"][0]["message"]["content"] for reply in replies[:2]] == alone
     assert replies[2] == 200
 
@@ -89,7 +111,7 @@ def test_a_client_that_leaves_ends_its_own_reply_only(served):
             with http.stream("POST", f"{served}/v1/chat/completions", json={**kept_body, "stream": True}) as response:
                 for line in response.iter_lines():
                     if line.startswith("data: ") and line != "data: [DONE]":
-                        chunks.append(json.loads(line[len("data: "):]))
+                        chunks.append(json.loads(line[len("data: ") :]))
                         started.set()
         return streamed_text(chunks)
 

@@ -15,10 +15,18 @@ from tests.serve.api_fixtures import openai_sdk_serving
 
 pytestmark = pytest.mark.real_models
 
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Get the current weather in a city.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "The city name"}},
-                   "required": ["city"]}}}
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Get the current weather in a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string", "description": "The city name"}},
+            "required": ["city"],
+        },
+    },
+}
 
 
 @pytest.fixture(scope="module")
@@ -32,29 +40,39 @@ def _ask(city: str) -> list[dict]:
 
 
 def test_the_sdk_gets_a_call_with_valid_arguments_whole_and_streamed(sdk):
-    whole = sdk.chat.completions.create(model="m", messages=_ask("Paris"), tools=[WEATHER], temperature=0,
-                                        max_tokens=120)
+    whole = sdk.chat.completions.create(
+        model="m", messages=_ask("Paris"), tools=[WEATHER], temperature=0, max_tokens=120
+    )
     choice = whole.choices[0]
     assert choice.finish_reason == "tool_calls", choice.message.content
     call = choice.message.tool_calls[0]
     assert call.function.name == "get_weather"
     assert json.loads(call.function.arguments)["city"] == "Paris"
 
-    with sdk.chat.completions.stream(model="m", messages=_ask("Paris"), tools=[WEATHER], temperature=0,
-                                     max_tokens=120) as stream:
+    with sdk.chat.completions.stream(
+        model="m", messages=_ask("Paris"), tools=[WEATHER], temperature=0, max_tokens=120
+    ) as stream:
         final = stream.get_final_completion()  # the SDK assembles the streamed frames
     streamed = final.choices[0].message.tool_calls[0]
-    assert (streamed.function.name, json.loads(streamed.function.arguments)) == \
-        (call.function.name, json.loads(call.function.arguments))
+    assert (streamed.function.name, json.loads(streamed.function.arguments)) == (
+        call.function.name,
+        json.loads(call.function.arguments),
+    )
 
     # With the tool still offered the 1.5B calls it again (seen 2026-12-02); an agent that wants the answer says
     # tool_choice "none", which renders the result without the tools.
-    answer = sdk.chat.completions.create(model="m", temperature=0, max_tokens=80, tools=[WEATHER],
-                                         tool_choice="none", messages=[
-        *_ask("Paris"),
-        {"role": "assistant", "content": None, "tool_calls": [call.model_dump()]},
-        {"role": "tool", "tool_call_id": call.id, "content": json.dumps({"temperature_c": 17, "sky": "rainy"})},
-    ])
+    answer = sdk.chat.completions.create(
+        model="m",
+        temperature=0,
+        max_tokens=80,
+        tools=[WEATHER],
+        tool_choice="none",
+        messages=[
+            *_ask("Paris"),
+            {"role": "assistant", "content": None, "tool_calls": [call.model_dump()]},
+            {"role": "tool", "tool_call_id": call.id, "content": json.dumps({"temperature_c": 17, "sky": "rainy"})},
+        ],
+    )
     text = answer.choices[0].message.content or ""
     assert answer.choices[0].finish_reason == "stop"
     assert "17" in text or "rain" in text.lower(), text
@@ -62,8 +80,14 @@ def test_the_sdk_gets_a_call_with_valid_arguments_whole_and_streamed(sdk):
 
 @pytest.mark.parametrize("question", ["Tell me a joke.", "What is 2 + 2?", "Write hello world in C."])
 def test_tool_choice_required_always_yields_a_call(sdk, question):
-    reply = sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": question}],
-                                        tools=[WEATHER], tool_choice="required", temperature=0, max_tokens=60)
+    reply = sdk.chat.completions.create(
+        model="m",
+        messages=[{"role": "user", "content": question}],
+        tools=[WEATHER],
+        tool_choice="required",
+        temperature=0,
+        max_tokens=60,
+    )
     choice = reply.choices[0]
     assert choice.finish_reason == "tool_calls", choice.message.content
     assert choice.message.tool_calls[0].function.name == "get_weather"
@@ -71,25 +95,55 @@ def test_tool_choice_required_always_yields_a_call(sdk, question):
 
 
 SCHEMAS = [
-    {"type": "object", "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
-     "required": ["city", "population"]},
-    {"type": "object", "properties": {"name": {"type": "string"}, "languages": {"type": "array", "items": {
-        "type": "string"}}}, "required": ["name", "languages"]},
-    {"type": "object", "properties": {"answer": {"type": "integer"}, "explanation": {"type": "string"}},
-     "required": ["answer", "explanation"]},
-    {"type": "object", "properties": {"function_name": {"type": "string"}, "args": {"type": "array", "items": {
-        "type": "string"}}, "returns": {"type": "string", "enum": ["int", "str", "list", "None"]}},
-     "required": ["function_name", "args", "returns"]},
-    {"type": "object", "properties": {"title": {"type": "string"}, "done": {"type": "boolean"},
-                                      "priority": {"type": "integer", "minimum": 1, "maximum": 5}},
-     "required": ["title", "done", "priority"]},
+    {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
+        "required": ["city", "population"],
+    },
+    {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "languages": {"type": "array", "items": {"type": "string"}}},
+        "required": ["name", "languages"],
+    },
+    {
+        "type": "object",
+        "properties": {"answer": {"type": "integer"}, "explanation": {"type": "string"}},
+        "required": ["answer", "explanation"],
+    },
+    {
+        "type": "object",
+        "properties": {
+            "function_name": {"type": "string"},
+            "args": {"type": "array", "items": {"type": "string"}},
+            "returns": {"type": "string", "enum": ["int", "str", "list", "None"]},
+        },
+        "required": ["function_name", "args", "returns"],
+    },
+    {
+        "type": "object",
+        "properties": {
+            "title": {"type": "string"},
+            "done": {"type": "boolean"},
+            "priority": {"type": "integer", "minimum": 1, "maximum": 5},
+        },
+        "required": ["title", "done", "priority"],
+    },
 ]
-QUESTIONS = ["Describe Paris.", "Describe the Python language's creator.", "What is 6 times 7?",
-             "Describe a Python function that adds two numbers.", "Make a todo item for buying milk."]
+QUESTIONS = [
+    "Describe Paris.",
+    "Describe the Python language's creator.",
+    "What is 6 times 7?",
+    "Describe a Python function that adds two numbers.",
+    "Make a todo item for buying milk.",
+]
 
 
 def test_response_format_json_schema_yields_json_that_validates(sdk):
     reply = sdk.chat.completions.create(
-        model="m", temperature=0, max_tokens=120, messages=[{"role": "user", "content": QUESTIONS[0]}],
-        response_format={"type": "json_schema", "json_schema": {"name": "city", "schema": SCHEMAS[0]}})
+        model="m",
+        temperature=0,
+        max_tokens=120,
+        messages=[{"role": "user", "content": QUESTIONS[0]}],
+        response_format={"type": "json_schema", "json_schema": {"name": "city", "schema": SCHEMAS[0]}},
+    )
     jsonschema.validate(json.loads(reply.choices[0].message.content), SCHEMAS[0])

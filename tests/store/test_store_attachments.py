@@ -26,7 +26,8 @@ def test_a_text_file_is_sent_as_its_name_and_a_fenced_block(tmp_path):
     attachment = read_attachment(path)
     assert attachment == Attachment("stats.py", "def mean(xs):\n    return sum(xs) / len(xs)\n")
     assert with_attachments("Add a docstring.", [attachment]) == (
-        "Add a docstring.\n\nstats.py\n```py\ndef mean(xs):\n    return sum(xs) / len(xs)\n```")
+        "Add a docstring.\n\nstats.py\n```py\ndef mean(xs):\n    return sum(xs) / len(xs)\n```"
+    )
 
 
 def test_a_file_holding_a_fence_gets_a_longer_one():

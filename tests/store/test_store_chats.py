@@ -35,7 +35,7 @@ TRICKY_TOKENS = [
     ("\u2028\u2029", "draft"),  # JSON-legal, JavaScript-illegal line separators
     ("\ufeff\uffff", "target"),  # BOM and a non-character
     ("\U0010ffff", "draft"),  # the last code point
-    ("]},{\"texts\":", "target"),  # looks like the container format
+    (']},{"texts":', "target"),  # looks like the container format
     ("d", "draft"),
     ("t", "target"),
 ]
@@ -67,14 +67,19 @@ def test_chat_and_messages_round_trip_across_reopen(tmp_path):
         target_path="/models/big.gguf",
         draft_path="/models/small.gguf",
     )
-    stats = GenerationStats(tokens=5, tokens_per_second=41.5, drafted=8, accepted=3,
-                            draft_len_histogram={4: 2, 2: 1})
+    stats = GenerationStats(tokens=5, tokens_per_second=41.5, drafted=8, accepted=3, draft_len_histogram={4: 2, 2: 1})
     with ChatStore(path) as store:
         chat = store.create_chat("Physics", settings)
         user = store.add_message(chat.id, "user", "Why is the sky blue?")
-        reply = store.add_message(chat.id, "assistant", "Rayleigh.", stats=stats,
-                                  tokens=[("Ray", "target"), ("leigh", "draft"), (".", "draft")],
-                                  target_name="big.gguf", draft_name="small.gguf")
+        reply = store.add_message(
+            chat.id,
+            "assistant",
+            "Rayleigh.",
+            stats=stats,
+            tokens=[("Ray", "target"), ("leigh", "draft"), (".", "draft")],
+            target_name="big.gguf",
+            draft_name="small.gguf",
+        )
 
     with ChatStore(path) as store:
         [again] = store.list_chats()
@@ -106,12 +111,13 @@ def test_a_chat_stored_with_ngram_as_its_draft_path_reads_as_ngram_drafting(stor
     chat = store.create_chat("Old", ChatSettings(target_path="/m/t.gguf"))
     conn = sqlite3.connect(store.path)
     with conn:  # as an older version stored n-gram drafting
-        conn.execute("UPDATE chats SET settings = ? WHERE id = ?",
-                     ('{"target_path": "/m/t.gguf", "draft_path": "ngram", "speculative": true}', chat.id))
+        conn.execute(
+            "UPDATE chats SET settings = ? WHERE id = ?",
+            ('{"target_path": "/m/t.gguf", "draft_path": "ngram", "speculative": true}', chat.id),
+        )
     conn.close()
     settings = store.get_chat(chat.id).settings
     assert settings.draft_ngram and settings.draft_path is None and settings.target_path == "/m/t.gguf"
-
 
 
 def test_chats_stored_with_target_keys_read_back_as_typed_targets(store):
@@ -120,13 +126,16 @@ def test_chats_stored_with_target_keys_read_back_as_typed_targets(store):
     conn = sqlite3.connect(store.path)
     with conn:  # as every version stored a chat's target
         conn.execute("UPDATE chats SET settings = ? WHERE id = ?", ('{"target_path": "/m/t.gguf"}', file_chat.id))
-        conn.execute("UPDATE chats SET settings = ? WHERE id = ?",
-                     ('{"target_path": "server:http://gpu-box:8080#org/model#q4"}', server_chat.id))
+        conn.execute(
+            "UPDATE chats SET settings = ? WHERE id = ?",
+            ('{"target_path": "server:http://gpu-box:8080#org/model#q4"}', server_chat.id),
+        )
     conn.close()
     assert store.get_chat(file_chat.id).settings.target == LocalModel(Path("/m/t.gguf"))
     assert store.get_chat(server_chat.id).settings.target == ServerModel("http://gpu-box:8080", "org/model#q4")
     assert store.get_chat(server_chat.id).settings.target_path == "server:http://gpu-box:8080#org/model#q4"
     assert ChatSettings().target is None
+
 
 def test_update_settings_and_rename(store):
     chat = store.create_chat()

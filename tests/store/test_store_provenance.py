@@ -13,14 +13,41 @@ from app.store import ChatStore, NotFoundError
 from app.store.provenance_doc import StoredProvenance, decode_provenance, encode_provenance
 
 ROUNDS = [
-    RoundRecord("model", 4, [11, 12, 13, 14], ["def", " add", "(x", "\ud83d"], kept=2, own=15, own_text="(a",
-                reason="speculating: drafts pay off here", time_s=0.031),
-    RoundRecord("ngram", 3, [21, 22, 23], [",", " b", ")"], kept=3, own=24, own_text=":",
-                reason="copying from earlier text", time_s=0.0125),
+    RoundRecord(
+        "model",
+        4,
+        [11, 12, 13, 14],
+        ["def", " add", "(x", "\ud83d"],
+        kept=2,
+        own=15,
+        own_text="(a",
+        reason="speculating: drafts pay off here",
+        time_s=0.031,
+    ),
+    RoundRecord(
+        "ngram",
+        3,
+        [21, 22, 23],
+        [",", " b", ")"],
+        kept=3,
+        own=24,
+        own_text=":",
+        reason="copying from earlier text",
+        time_s=0.0125,
+    ),
     RoundRecord("none", 0, [], [], kept=0, own=25, own_text="\n", reason="speculation is paused", time_s=0.008),
 ]
-TOKENS = [("def", "draft"), (" add", "draft"), ("(a", "target"), (",", "ngram"), (" b", "ngram"), (")", "ngram"),
-          (":", "target"), ("\n", "target"), ("", "target")]
+TOKENS = [
+    ("def", "draft"),
+    (" add", "draft"),
+    ("(a", "target"),
+    (",", "ngram"),
+    (" b", "ngram"),
+    (")", "ngram"),
+    (":", "target"),
+    ("\n", "target"),
+    ("", "target"),
+]
 TOKEN_ROUNDS = [0, 0, 0, 1, 1, 1, 1, 2, -1]
 CONTENT = "".join(text for text, _ in TOKENS)
 
@@ -33,8 +60,16 @@ def store():
 
 def test_origins_rounds_and_refused_proposals_survive_a_reopen(store):
     chat = store.create_chat()
-    added = store.add_message(chat.id, "assistant", CONTENT, tokens=TOKENS, token_rounds=TOKEN_ROUNDS,
-                              rounds=ROUNDS, target_name="t.gguf", draft_name="d.gguf")
+    added = store.add_message(
+        chat.id,
+        "assistant",
+        CONTENT,
+        tokens=TOKENS,
+        token_rounds=TOKEN_ROUNDS,
+        rounds=ROUNDS,
+        target_name="t.gguf",
+        draft_name="d.gguf",
+    )
     assert (added.tokens, added.token_rounds, added.rounds) == (TOKENS, TOKEN_ROUNDS, ROUNDS)
     store.close()
     with ChatStore() as reopened:
@@ -86,19 +121,21 @@ def test_a_continued_reply_saved_again_drops_its_old_comparison(store):
     assert (stored.content, stored.rounds, stored.comparison) == (CONTENT, ROUNDS, None)
 
 
-@pytest.mark.parametrize("change", [
-    lambda d: d["rounds"]["kept"].pop(),  # a column shorter than the others
-    lambda d: d.update(token_rounds=[0, 3, 1, 4, 7, 2]),  # a round index past the rounds
-    lambda d: d.update(token_rounds=[0, 3, 1, 4]),  # fewer indices than tokens
-    lambda d: d["rounds"]["proposed"].__setitem__(0, ["x"]),  # a proposed id that is not an int
-    lambda d: d["rounds"].update(reasons=[]),  # a reason index pointing nowhere
-    lambda d: d.update(sources="tdnq" * 2 + "t"),  # an unknown origin letter
-    lambda d: d.update(comparison=[1, 2]),
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda d: d["rounds"]["kept"].pop(),  # a column shorter than the others
+        lambda d: d.update(token_rounds=[0, 3, 1, 4, 7, 2]),  # a round index past the rounds
+        lambda d: d.update(token_rounds=[0, 3, 1, 4]),  # fewer indices than tokens
+        lambda d: d["rounds"]["proposed"].__setitem__(0, ["x"]),  # a proposed id that is not an int
+        lambda d: d["rounds"].update(reasons=[]),  # a reason index pointing nowhere
+        lambda d: d.update(sources="tdnq" * 2 + "t"),  # an unknown origin letter
+        lambda d: d.update(comparison=[1, 2]),
+    ],
+)
 def test_a_damaged_document_opens_the_message_without_provenance(store, change):
     chat = store.create_chat()
-    message = store.add_message(chat.id, "assistant", CONTENT, tokens=TOKENS, token_rounds=TOKEN_ROUNDS,
-                                rounds=ROUNDS)
+    message = store.add_message(chat.id, "assistant", CONTENT, tokens=TOKENS, token_rounds=TOKEN_ROUNDS, rounds=ROUNDS)
     document = json.loads(encode_provenance(StoredProvenance(TOKENS, TOKEN_ROUNDS, ROUNDS)))
     change(document)
     with sqlite3.connect(store.path) as raw:
@@ -110,13 +147,16 @@ def test_a_damaged_document_opens_the_message_without_provenance(store, change):
     assert store.set_comparison(message.id, {"identical": True}).comparison == {"identical": True}
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"tokens": TOKENS, "token_rounds": TOKEN_ROUNDS[:-1], "rounds": ROUNDS},  # one index short
-    {"tokens": TOKENS, "token_rounds": [5] * len(TOKENS), "rounds": ROUNDS},  # no round 5
-    {"tokens": TOKENS, "token_rounds": TOKEN_ROUNDS, "rounds": [RoundRecord("oracle", 1)] * 3},
-    {"tokens": [("x", "telepathy")]},
-    {"token_rounds": [0]},  # round indices without tokens
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"tokens": TOKENS, "token_rounds": TOKEN_ROUNDS[:-1], "rounds": ROUNDS},  # one index short
+        {"tokens": TOKENS, "token_rounds": [5] * len(TOKENS), "rounds": ROUNDS},  # no round 5
+        {"tokens": TOKENS, "token_rounds": TOKEN_ROUNDS, "rounds": [RoundRecord("oracle", 1)] * 3},
+        {"tokens": [("x", "telepathy")]},
+        {"token_rounds": [0]},  # round indices without tokens
+    ],
+)
 def test_bad_provenance_is_refused_before_anything_is_written(store, kwargs):
     chat = store.create_chat()
     with pytest.raises(ValueError):
@@ -128,8 +168,17 @@ def test_a_long_plain_reply_stays_compact():
     # Plain decoding: one round per token, each with the same reason.
     n = 5000
     tokens = [(f"tok{i} ", "target") for i in range(n)]
-    rounds = [RoundRecord("none", 0, own=1000 + i, own_text=f"tok{i} ", reason="speculation is paused: the draft "
-                          "costs more than it saves here", time_s=0.0123456789) for i in range(n)]
+    rounds = [
+        RoundRecord(
+            "none",
+            0,
+            own=1000 + i,
+            own_text=f"tok{i} ",
+            reason="speculation is paused: the draft costs more than it saves here",
+            time_s=0.0123456789,
+        )
+        for i in range(n)
+    ]
     encoded = encode_provenance(StoredProvenance(tokens, list(range(n)), rounds))
     decoded = decode_provenance(encoded)
     assert decoded.tokens == tokens and decoded.token_rounds == list(range(n))

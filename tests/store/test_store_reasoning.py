@@ -7,8 +7,15 @@ import json
 import sqlite3
 
 from app.engine.events import GenerationStats
-from app.store import (SCHEMA_VERSION, AppSettings, ChatSettings, ChatStore, load_settings, salvage_database,
-                       save_settings)
+from app.store import (
+    SCHEMA_VERSION,
+    AppSettings,
+    ChatSettings,
+    ChatStore,
+    load_settings,
+    salvage_database,
+    save_settings,
+)
 from app.store.provenance import RoundRecord
 from tests.support.old_schema import take_back
 
@@ -21,13 +28,20 @@ def _titles(store: ChatStore, query: str, include_reasoning: bool = False) -> se
 
 
 def _thinking_reply(store: ChatStore, chat_id: int):
-    rounds = [RoundRecord(drafter="model", k=4, proposed=[1, 2], proposed_text=["13", " ×"], kept=2),
-              RoundRecord(drafter="none", k=0)]
+    rounds = [
+        RoundRecord(drafter="model", k=4, proposed=[1, 2], proposed_text=["13", " ×"], kept=2),
+        RoundRecord(drafter="none", k=0),
+    ]
     return store.add_message(
-        chat_id, "assistant", ANSWER, stats=GenerationStats(tokens=12, reasoning_tokens=6),
-        tokens=[("No: 221 is ", "target"), ("13 × 17.", "draft")], token_rounds=[1, 0], rounds=rounds,
-        reasoning=THINKING, reasoning_tokens=[("", "target"), (THINKING[:20], "draft"), (THINKING[20:], "ngram"),
-                                              ("", "target")],
+        chat_id,
+        "assistant",
+        ANSWER,
+        stats=GenerationStats(tokens=12, reasoning_tokens=6),
+        tokens=[("No: 221 is ", "target"), ("13 × 17.", "draft")],
+        token_rounds=[1, 0],
+        rounds=rounds,
+        reasoning=THINKING,
+        reasoning_tokens=[("", "target"), (THINKING[:20], "draft"), (THINKING[20:], "ngram"), ("", "target")],
         reasoning_token_rounds=[-1, 0, 0, 1],
     )
 
@@ -52,10 +66,13 @@ def test_a_reply_keeps_its_thinking_apart_from_its_answer(tmp_path):
 def test_a_streaming_reply_updates_its_thinking_and_the_answer_keeps_it(tmp_path):
     with ChatStore(tmp_path / "chats.db") as store:
         chat = store.create_chat()
-        reply = store.add_message(chat.id, "assistant", "", reasoning="The user", reasoning_tokens=[("The user", "target")])
+        reply = store.add_message(
+            chat.id, "assistant", "", reasoning="The user", reasoning_tokens=[("The user", "target")]
+        )
         store.update_reply(reply.id, "", reasoning=THINKING, reasoning_tokens=[(THINKING, "target")])
-        store.update_reply(reply.id, ANSWER, tokens=[(ANSWER, "target")], reasoning=THINKING,
-                           reasoning_tokens=[(THINKING, "target")])
+        store.update_reply(
+            reply.id, ANSWER, tokens=[(ANSWER, "target")], reasoning=THINKING, reasoning_tokens=[(THINKING, "target")]
+        )
         [stored] = store.messages(chat.id)
         assert (stored.content, stored.reasoning) == (ANSWER, THINKING)
         assert _titles(store, "13 × 17, so", include_reasoning=True) == {chat.title}
@@ -108,7 +125,7 @@ def test_unreadable_reasoning_tokens_leave_the_reply_and_its_thinking_readable(t
         chat = store.create_chat()
         _thinking_reply(store, chat.id)
     conn = sqlite3.connect(path)
-    conn.execute("UPDATE messages SET reasoning_tokens = '{\"v\": 2, \"texts\": [\"a\"], \"sources\": \"\"}'")
+    conn.execute('UPDATE messages SET reasoning_tokens = \'{"v": 2, "texts": ["a"], "sources": ""}\'')
     conn.commit()
     conn.close()
     with ChatStore(path) as store:
@@ -120,8 +137,9 @@ def test_bad_reasoning_tokens_are_refused_before_anything_is_written(tmp_path):
     with ChatStore(tmp_path / "chats.db") as store:
         chat = store.create_chat()
         try:
-            store.add_message(chat.id, "assistant", "x", reasoning="y", reasoning_tokens=[("y", "target")],
-                              reasoning_token_rounds=[3])  # no such round
+            store.add_message(
+                chat.id, "assistant", "x", reasoning="y", reasoning_tokens=[("y", "target")], reasoning_token_rounds=[3]
+            )  # no such round
         except ValueError as exc:
             assert "round" in str(exc)
         else:
@@ -159,12 +177,14 @@ def test_a_chat_keeps_its_thinking_choices_and_older_chats_leave_thinking_to_the
 
 def test_markers_are_kept_per_model_file_and_bad_ones_dropped(tmp_path):
     path = tmp_path / "settings.json"
-    save_settings(AppSettings(reasoning_markers={"/m/a.gguf": ["[THINK]", "[/THINK]"]}, keep_thinking_open=True),
-                  path)
+    save_settings(AppSettings(reasoning_markers={"/m/a.gguf": ["[THINK]", "[/THINK]"]}, keep_thinking_open=True), path)
     loaded = load_settings(path)
     assert loaded.reasoning_markers == {"/m/a.gguf": ["[THINK]", "[/THINK]"]} and loaded.keep_thinking_open
     assert loaded.load_warning is None
-    path.write_text(json.dumps({"reasoning_markers": {"/m/a.gguf": ["<t>", "</t>"], "/m/b.gguf": ["only one"],
-                                                      "/m/c.gguf": ["", "</t>"]}}))
+    path.write_text(
+        json.dumps(
+            {"reasoning_markers": {"/m/a.gguf": ["<t>", "</t>"], "/m/b.gguf": ["only one"], "/m/c.gguf": ["", "</t>"]}}
+        )
+    )
     loaded = load_settings(path)
     assert loaded.reasoning_markers == {"/m/a.gguf": ["<t>", "</t>"]} and "reasoning_markers" in loaded.load_warning

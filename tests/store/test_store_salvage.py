@@ -35,15 +35,19 @@ def damage_middle_page(path: Path) -> None:
     data = bytearray(path.read_bytes())
     at = data.index(b"chat 20 message 1 ")
     middle = at // PAGE * PAGE
-    data[middle:middle + PAGE] = os.urandom(PAGE)
+    data[middle : middle + PAGE] = os.urandom(PAGE)
     path.write_bytes(bytes(data))
 
 
 def read_history(path: Path) -> dict[str, list[str]]:
     with ChatStore(path) as store:
         # Each chat whose row was lost comes back as its own RECOVERED_TITLE chat: keep them apart.
-        return {chat.title if chat.title != RECOVERED_TITLE else f"{chat.title} {chat.id}":
-                [m.content for m in store.messages(chat.id)] for chat in store.list_chats()}
+        return {
+            chat.title if chat.title != RECOVERED_TITLE else f"{chat.title} {chat.id}": [
+                m.content for m in store.messages(chat.id)
+            ]
+            for chat in store.list_chats()
+        }
 
 
 def test_damaged_pages_are_reported_when_the_store_opens(tmp_path):

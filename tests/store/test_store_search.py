@@ -38,8 +38,12 @@ def test_search_uses_the_index_and_keeps_casefold_semantics(tmp_path):
     with ChatStore(tmp_path / "chats.db") as store:
         chat = store.create_chat("Physics")
         store.add_message(chat.id, "user", "Explain the Straße of Gibraltar")
-        plan = " ".join(row[3] for row in store._conn.execute(
-            "EXPLAIN QUERY PLAN SELECT rowid FROM message_search WHERE message_search MATCH '\"strasse\"'"))
+        plan = " ".join(
+            row[3]
+            for row in store._conn.execute(
+                "EXPLAIN QUERY PLAN SELECT rowid FROM message_search WHERE message_search MATCH '\"strasse\"'"
+            )
+        )
         assert "VIRTUAL TABLE INDEX" in plan
         assert _titles(store, "STRASSE") == {"Physics"}
         assert _titles(store, "gibraltar") == {"Physics"}

@@ -46,8 +46,18 @@ def test_round_trip_to_the_default_path(specchat_home):
 
 def test_unknown_keys_ignored_and_bad_values_fall_back(tmp_path):
     path = tmp_path / "settings.json"
-    path.write_text(json.dumps({"threads": "lots", "context_size": 2048, "from_the_future": [1, 2],
-                                "model_folders": ["/ok", 3], "last_target": "/m.gguf", "load_warning": "x"}))
+    path.write_text(
+        json.dumps(
+            {
+                "threads": "lots",
+                "context_size": 2048,
+                "from_the_future": [1, 2],
+                "model_folders": ["/ok", 3],
+                "last_target": "/m.gguf",
+                "load_warning": "x",
+            }
+        )
+    )
     settings = load_settings(path)
     assert settings.context_size == 2048 and settings.last_target == "/m.gguf"
     assert settings.threads == AppSettings().threads
@@ -58,7 +68,7 @@ def test_unknown_keys_ignored_and_bad_values_fall_back(tmp_path):
 
 @pytest.mark.parametrize(
     "content",
-    [b"{\"threads\": 4,", b"[1, 2, 3]", b"\xff\xfe\x00garbage", b""],
+    [b'{"threads": 4,', b"[1, 2, 3]", b"\xff\xfe\x00garbage", b""],
     ids=["truncated", "not-an-object", "not-utf8", "empty"],
 )
 def test_corrupt_file_gives_defaults_and_is_kept(tmp_path, content):

@@ -10,8 +10,14 @@ def test_a_lone_surrogate_is_stored_as_a_replacement_character(tmp_path):
     with ChatStore(tmp_path / "chats.db") as store:
         chat = store.create_chat("odd \udc80 title")
         store.add_message(chat.id, "user", "hi")
-        reply = store.add_message(chat.id, "assistant", "a\ud800b", stats=GenerationStats(stop_reason="x\ud800"),
-                                  tokens=[("a\ud800", "target"), ("b", "draft")], target_name="srv\udfff")
+        reply = store.add_message(
+            chat.id,
+            "assistant",
+            "a\ud800b",
+            stats=GenerationStats(stop_reason="x\ud800"),
+            tokens=[("a\ud800", "target"), ("b", "draft")],
+            target_name="srv\udfff",
+        )
         assert store.get_message(reply.id).tokens == [("a\ud800", "target"), ("b", "draft")]  # kept exactly
         store.update_reply(reply.id, "a\ud800bc", stats=GenerationStats(tokens=3))
         message = store.get_message(reply.id)

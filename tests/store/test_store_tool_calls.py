@@ -11,8 +11,16 @@ from app.store.tool_calls import ToolCallRecord
 from app.ui.chat.chat_prompt import prompt_messages
 from tests.support.old_schema import take_back
 
-CALL = ToolCallRecord(id="call_1", name="read_note", arguments='{"name": "monday"}', server="notes",
-                      tool="read_note", answer="once", result="Note monday: buy milk", seconds=0.2)
+CALL = ToolCallRecord(
+    id="call_1",
+    name="read_note",
+    arguments='{"name": "monday"}',
+    server="notes",
+    tool="read_note",
+    answer="once",
+    result="Note monday: buy milk",
+    seconds=0.2,
+)
 
 
 def test_calls_are_kept_with_their_reply_and_sent_back_as_the_template_wants(tmp_path):
@@ -26,10 +34,19 @@ def test_calls_are_kept_with_their_reply_and_sent_back_as_the_template_wants(tmp
     with ChatStore(path) as store:  # as after a restart
         assert store.get_message(reply.id).tool_calls == (CALL,)
         messages = prompt_messages(store, chat.id, "")
-    assert messages[1] == {"role": "assistant", "content": "", "tool_calls": [
-        {"id": "call_1", "type": "function", "function": {"name": "read_note", "arguments": {"name": "monday"}}}]}
-    assert messages[2] == {"role": "tool", "tool_call_id": "call_1", "name": "read_note",
-                           "content": "Note monday: buy milk"}
+    assert messages[1] == {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "read_note", "arguments": {"name": "monday"}}}
+        ],
+    }
+    assert messages[2] == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "name": "read_note",
+        "content": "Note monday: buy milk",
+    }
     assert messages[3]["content"] == "It says buy milk."
 
 

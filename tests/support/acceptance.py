@@ -8,8 +8,9 @@ from typing import Sequence
 import numpy as np
 
 
-def greedy_acceptance(target: Path, draft: Path, prompts: Sequence[str] = ("Hello", "def add(a, b):", "The cat"),
-                      n_tokens: int = 64) -> float:
+def greedy_acceptance(
+    target: Path, draft: Path, prompts: Sequence[str] = ("Hello", "def add(a, b):", "The cat"), n_tokens: int = 64
+) -> float:
     """Fraction of the target's greedy tokens the draft would also have picked greedily, over a few prompts.
 
     This is the acceptance rate of greedy speculative decoding with any draft length. Needs llama_cpp.
@@ -33,7 +34,7 @@ def greedy_acceptance(target: Path, draft: Path, prompts: Sequence[str] = ("Hell
             draft_model.eval(prompt_tokens + continuation[:-1])
             # scores[i] is the draft's prediction after token i; position len(prompt)-1 predicts continuation[0].
             start = len(prompt_tokens) - 1
-            draft_picks = np.argmax(draft_model.scores[start: start + len(continuation)], axis=1)
+            draft_picks = np.argmax(draft_model.scores[start : start + len(continuation)], axis=1)
             agreed += int(np.sum(draft_picks == np.array(continuation)))
             total += len(continuation)
     finally:

@@ -27,8 +27,9 @@ _GGML_TYPE_Q4_2 = 4  # removed from ggml; old files still carry it
 
 
 def _tiny(path: Path, edit=None) -> Path:
-    return write_tiny_model(path, seed=0, n_layer=DRAFT_LAYERS, layer_scale=LAYER_SCALE,
-                            name=Path(path).stem, edit=edit)
+    return write_tiny_model(
+        path, seed=0, n_layer=DRAFT_LAYERS, layer_scale=LAYER_SCALE, name=Path(path).stem, edit=edit
+    )
 
 
 def _set_value(writer, key: str, value, vtype) -> None:

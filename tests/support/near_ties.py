@@ -21,8 +21,9 @@ def first_divergence(plain: Sequence[int], drafted: Sequence[int]) -> Optional[i
     return diverged
 
 
-def top_two_gap(target: Path, prompt: Sequence[int], plain: Sequence[int], at: int, *, n_ctx: int,
-                n_threads: int) -> float:
+def top_two_gap(
+    target: Path, prompt: Sequence[int], plain: Sequence[int], at: int, *, n_ctx: int, n_threads: int
+) -> float:
     """The target's top-2 logit gap at reply position `at`, replayed one token at a time as plain decoding reads."""
     model = LoadedModel(target, n_ctx=n_ctx, n_threads=n_threads)
     try:

@@ -21,9 +21,11 @@ def _drop_index(conn: sqlite3.Connection, table: str) -> None:
 UNDO = {
     2: lambda conn: _drop_index(conn, "message_search"),
     3: lambda conn: conn.execute("ALTER TABLE messages DROP COLUMN attachments"),
-    4: lambda conn: (_drop_index(conn, "reasoning_search"),
-                     conn.execute("ALTER TABLE messages DROP COLUMN reasoning_tokens"),
-                     conn.execute("ALTER TABLE messages DROP COLUMN reasoning")),
+    4: lambda conn: (
+        _drop_index(conn, "reasoning_search"),
+        conn.execute("ALTER TABLE messages DROP COLUMN reasoning_tokens"),
+        conn.execute("ALTER TABLE messages DROP COLUMN reasoning"),
+    ),
     5: lambda conn: conn.execute("DROP TABLE branch_messages"),
     6: lambda conn: conn.execute("ALTER TABLE messages DROP COLUMN tool_calls"),
 }

@@ -41,7 +41,7 @@ def engine_child_pid(cli_pid: int, timeout_s: float = 30, other_than: int | None
     children = Path(f"/proc/{cli_pid}/task/{cli_pid}/children")
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        for pid in (children.read_text().split() if children.exists() else []):
+        for pid in children.read_text().split() if children.exists() else []:
             try:
                 cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
             except OSError:

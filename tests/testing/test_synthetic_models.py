@@ -11,8 +11,15 @@ from app.testing.synthetic import CHATML_TEMPLATE, make_model_set
 from tests.support.acceptance import greedy_acceptance
 
 LOADABLE = (
-    "target", "draft", "draft_identical", "ok_vocab_size_close",
-    "bad_vocab_type", "bad_bos", "bad_eos", "bad_vocab_size", "bad_token_text",
+    "target",
+    "draft",
+    "draft_identical",
+    "ok_vocab_size_close",
+    "bad_vocab_type",
+    "bad_bos",
+    "bad_eos",
+    "bad_vocab_size",
+    "bad_token_text",
 )
 
 

@@ -21,8 +21,14 @@ SERVER = {"command": sys.executable, "args": ["-m", "tests.tool_servers.tool_ser
 
 
 def _generate(*args, stdin: str = "") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "app", "generate", *map(str, args), "--threads", "1"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600, input=stdin)
+    return subprocess.run(
+        [sys.executable, "-m", "app", "generate", *map(str, args), "--threads", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        input=stdin,
+    )
 
 
 def _mcp_json(tmp_path: Path, servers: dict) -> Path:
@@ -33,8 +39,9 @@ def _mcp_json(tmp_path: Path, servers: dict) -> Path:
 
 @pytest.fixture
 def notes():
-    host = ToolHost([ServerSpec(name="notes", command=sys.executable, args=("-m", "tests.tool_servers.tool_server"),
-                                cwd=str(ROOT))])
+    host = ToolHost(
+        [ServerSpec(name="notes", command=sys.executable, args=("-m", "tests.tool_servers.tool_server"), cwd=str(ROOT))]
+    )
     host.start()
     assert host.wait_started(60)
     yield host
@@ -64,11 +71,14 @@ def test_without_a_terminal_calls_are_refused_unless_allowed(notes):
     assert run_call(notes, "add", '{"a": 1, "b": 2}', Permissions(allow_all=True), err).text == "3"
 
 
-@pytest.mark.parametrize("extra,message", [
-    ((), None),
-    (("--tools", "x.json"), "leave out --tools"),
-    (("--max-steps", "0"), "--max-steps must be from 1 to 64"),
-])
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        ((), None),
+        (("--tools", "x.json"), "leave out --tools"),
+        (("--max-steps", "0"), "--max-steps must be from 1 to 64"),
+    ],
+)
 def test_mcp_options_are_checked_before_anything_loads(tiny_models, tmp_path, extra, message):
     path = _mcp_json(tmp_path, {"broken": {"args": []}})
     done = _generate("--target", tiny_models.target, "--chat", "hi", "--mcp", path, *extra)
@@ -94,9 +104,19 @@ def test_when_no_server_starts_the_run_says_why_and_stops(tiny_models, tmp_path)
 @pytest.mark.real_models
 def test_the_real_model_calls_a_tool_and_answers_from_its_result(real_models, tmp_path):
     path = _mcp_json(tmp_path, {"notes": SERVER})
-    args = ("--target", real_models["target"], "--chat", "What does my note named monday say?",
-            "--system", "You are a helpful assistant. When a tool response comes, answer the user's question from it.",
-            "--max-tokens", 120, "--no-history", "--mcp", path)
+    args = (
+        "--target",
+        real_models["target"],
+        "--chat",
+        "What does my note named monday say?",
+        "--system",
+        "You are a helpful assistant. When a tool response comes, answer the user's question from it.",
+        "--max-tokens",
+        120,
+        "--no-history",
+        "--mcp",
+        path,
+    )
     allowed = _generate(*args, "--allow-tools", "--json")
     assert allowed.returncode == 0, allowed.stderr
     out = json.loads(allowed.stdout)
@@ -115,8 +135,10 @@ def test_the_real_model_calls_a_tool_and_answers_from_its_result(real_models, tm
 @pytest.fixture
 def two_servers():
     """Servers "first" and "second" with the same tools: "read_note" is first's, "second_read_note" second's."""
-    specs = [ServerSpec(name=name, command=sys.executable, args=("-m", "tests.tool_servers.tool_server"), cwd=str(ROOT))
-             for name in ("first", "second")]
+    specs = [
+        ServerSpec(name=name, command=sys.executable, args=("-m", "tests.tool_servers.tool_server"), cwd=str(ROOT))
+        for name in ("first", "second")
+    ]
     host = ToolHost(specs)
     host.start()
     assert host.wait_started(60)
@@ -152,6 +174,7 @@ def test_always_is_bound_to_the_tool_not_its_name(two_servers):
 def test_the_call_that_runs_is_the_one_that_was_approved(two_servers):
     """The tool is resolved once, when the person is asked: when its server dies while the question is on the
     screen, Yes runs nothing (the other server's tool of that name is not run in its place)."""
+
     def ask(question: str) -> str:
         _crash_first(two_servers)
         return "y"

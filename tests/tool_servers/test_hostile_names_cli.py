@@ -27,17 +27,25 @@ OBEYED = ("\x1b", "\x9b", "\x07", "\r", "\x08", "\u202e", "\u200b")
 
 
 def _call_chunks(name: str) -> list[dict]:
-    frame = {"tool_calls": [{"index": 0, "id": "c1", "type": "function",
-                             "function": {"name": name, "arguments": "{\"name\": \"monday\"}"}}]}
-    return [content_chunk(""), {"choices": [{"index": 0, "delta": frame, "finish_reason": None}]},
-            {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]
+    frame = {
+        "tool_calls": [
+            {"index": 0, "id": "c1", "type": "function", "function": {"name": name, "arguments": '{"name": "monday"}'}}
+        ]
+    }
+    return [
+        content_chunk(""),
+        {"choices": [{"index": 0, "delta": frame, "finish_reason": None}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
 
 
 @pytest.mark.slow
 def test_the_question_shows_the_real_name_and_no_escape_reaches_the_terminal(tmp_path):
     module = [sys.executable, "-m", "tests.tool_servers.hostile_server"]
-    servers = {SERVER_NAME: {"command": module[0], "args": module[1:], "cwd": str(ROOT)},
-               "dying": {"command": module[0], "args": [*module[1:], "--die-at-start"], "cwd": str(ROOT)}}
+    servers = {
+        SERVER_NAME: {"command": module[0], "args": module[1:], "cwd": str(ROOT)},
+        "dying": {"command": module[0], "args": [*module[1:], "--die-at-start"], "cwd": str(ROOT)},
+    }
     mcp = tmp_path / "mcp.json"
     mcp.write_text(json.dumps({"mcpServers": servers}))
     model_name = _unique_name(SERVER_NAME, HOSTILE, set())  # the name the model is offered
@@ -47,10 +55,30 @@ def test_the_question_shows_the_real_name_and_no_escape_reaches_the_terminal(tmp
     try:
         os.write(master, b"y\n")  # the person allows the call once
         with FakeServer(Script(models=[("fake-model", "vllm")], chunks=_call_chunks(model_name))) as server:
-            done = subprocess.run([sys.executable, "-m", "app", "generate", "--server", server.url, "--model",
-                                   "fake-model", "--chat", "read my note", "--mcp", str(mcp), "--max-steps", "2"],
-                                  stdin=terminal, capture_output=True, text=True, timeout=DEADLINE_S, env=env,
-                                  cwd=ROOT)
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "app",
+                    "generate",
+                    "--server",
+                    server.url,
+                    "--model",
+                    "fake-model",
+                    "--chat",
+                    "read my note",
+                    "--mcp",
+                    str(mcp),
+                    "--max-steps",
+                    "2",
+                ],
+                stdin=terminal,
+                capture_output=True,
+                text=True,
+                timeout=DEADLINE_S,
+                env=env,
+                cwd=ROOT,
+            )
     finally:
         os.close(master)
         os.close(terminal)
@@ -60,8 +88,8 @@ def test_the_question_shows_the_real_name_and_no_escape_reaches_the_terminal(tmp
     # The question names exactly the tool that runs and its server, every hidden character shown.
     shown = printable(HOSTILE, name=True)
     assert shown.startswith("\\x1b[2J\\x1b]0;pwned\\x07\\x0dread\\x08\\u202eeton\\u200b_")
-    assert f"The model wants to run {shown} (server \"{printable(SERVER_NAME, name=True)}\")" in done.stderr
+    assert f'The model wants to run {shown} (server "{printable(SERVER_NAME, name=True)}")' in done.stderr
     assert f"[{shown} returned in" in done.stderr  # it ran, once allowed; its result shown escaped
     assert "done\\x1b]0;pwned again\\x07" in done.stderr
     # The dying server's stderr line is reported, escaped.
-    assert "Tool server \"dying\" stopped: read\\x08\\u202eeton" in done.stderr
+    assert 'Tool server "dying" stopped: read\\x08\\u202eeton' in done.stderr

@@ -25,8 +25,15 @@ HOSTILE = [sys.executable, "-m", "tests.tool_servers.unruly_server"]
 
 def _generate(*args) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "app", "generate", *map(str, args), "--threads", "1"],
-                          cwd=ROOT, capture_output=True, text=True, errors="replace", timeout=DEADLINE_S, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "app", "generate", *map(str, args), "--threads", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=DEADLINE_S,
+        env=env,
+    )
 
 
 def _mcp_json(tmp_path: Path, servers: dict) -> Path:
@@ -90,8 +97,10 @@ def test_a_server_that_never_answers_is_given_up_on_and_its_whole_tree_ends(tiny
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finding a server's process group needs /proc")
 def test_closing_while_a_server_starts_ends_its_whole_tree(tmp_path):
     pid_file = tmp_path / "pids"
-    host = ToolHost([ServerSpec("mute", command=HOSTILE[0], args=(*HOSTILE[1:], "silent", str(pid_file)),
-                                cwd=str(ROOT))], connect_timeout_s=DEADLINE_S)
+    host = ToolHost(
+        [ServerSpec("mute", command=HOSTILE[0], args=(*HOSTILE[1:], "silent", str(pid_file)), cwd=str(ROOT))],
+        connect_timeout_s=DEADLINE_S,
+    )
     host.start()
     pids = _pids(pid_file)
     try:
@@ -109,8 +118,11 @@ def test_a_server_flooding_stdout_costs_a_few_lines_and_still_serves(tiny_models
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Traceback" not in done.stderr and len(done.stderr) < 4000, done.stderr[-3000:]
     assert done.stderr.count("Failed to parse JSONRPC message from server") == FIRST_LINES
-    left_out = sum(int(line.split("… ")[1].split()[0].replace(",", "")) for line in done.stderr.splitlines()
-                   if "more log lines like these were left out" in line)
+    left_out = sum(
+        int(line.split("… ")[1].split()[0].replace(",", ""))
+        for line in done.stderr.splitlines()
+        if "more log lines like these were left out" in line
+    )
     assert left_out == 20000 - FIRST_LINES
     assert '[tool server "flood": 6 tools]' in done.stderr  # after its flood it serves as any other
 

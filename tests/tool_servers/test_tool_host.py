@@ -112,7 +112,9 @@ def test_a_server_that_cannot_start_says_what_it_printed(host):
 
 def test_a_missing_command_is_one_sentence(host):
     tools_host = host(ServerSpec(name="gone", command="/nonexistent/mcp-server"))
-    assert tools_host.states()[0].problem == "Tool server \"gone\" could not start: /nonexistent/mcp-server was not found."
+    assert (
+        tools_host.states()[0].problem == 'Tool server "gone" could not start: /nonexistent/mcp-server was not found.'
+    )
 
 
 def test_a_server_that_prints_garbage_first_still_serves_or_gets_a_sentence(host):
@@ -121,7 +123,7 @@ def test_a_server_that_prints_garbage_first_still_serves_or_gets_a_sentence(host
     if state.phase == "ready":
         assert _call(tools_host, "add", {"a": 1, "b": 1}).text == "2"
     else:
-        assert state.phase == "failed" and state.problem.startswith("Tool server \"noisy\"")
+        assert state.phase == "failed" and state.problem.startswith('Tool server "noisy"')
 
 
 def test_closing_the_host_ends_its_servers_and_answers_waiting_calls(host):
@@ -134,19 +136,28 @@ def test_closing_the_host_ends_its_servers_and_answers_waiting_calls(host):
 
 
 def test_mcp_json_as_other_apps_write_it():
-    read = parse_servers(json.dumps({"mcpServers": {
-        "files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"],
-                  "env": {"DEBUG": "1"}},
-        "search": {"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer k"}},
-        "off": {"command": "x", "disabled": True},
-        "broken": {"args": ["no command"]},
-        "both": {"command": "x", "url": "http://h/mcp"},
-        "badargs": {"command": "x", "args": "not a list"},
-    }}))
+    read = parse_servers(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "files": {
+                        "command": "npx",
+                        "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"],
+                        "env": {"DEBUG": "1"},
+                    },
+                    "search": {"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer k"}},
+                    "off": {"command": "x", "disabled": True},
+                    "broken": {"args": ["no command"]},
+                    "both": {"command": "x", "url": "http://h/mcp"},
+                    "badargs": {"command": "x", "args": "not a list"},
+                }
+            }
+        )
+    )
     assert [s.name for s in read.servers] == ["files", "search"]
     assert read.servers[0].describe() == "npx -y @modelcontextprotocol/server-filesystem /tmp"
     assert read.servers[1].transport == "http"
-    assert len(read.problems) == 3 and all(p.startswith("Tool server \"") for p in read.problems)
+    assert len(read.problems) == 3 and all(p.startswith('Tool server "') for p in read.problems)
 
 
 @pytest.mark.parametrize("text", ["{", "[]", '{"mcpServers": []}', '"text"'])

@@ -1,9 +1,9 @@
 """Unruly stdio tool servers for the tests (stdlib only, started by the tests themselves).
 
-    python -m tests.tool_servers.unruly_server silent PIDFILE   never answers `initialize`; starts a child that
-                                                                  outlives it, and writes both pids to PIDFILE
-    python -m tests.tool_servers.unruly_server flood N          prints N lines that are not JSON-RPC, and as much on
-                                                                  stderr, then serves the real test server
+python -m tests.tool_servers.unruly_server silent PIDFILE   never answers `initialize`; starts a child that
+                                                              outlives it, and writes both pids to PIDFILE
+python -m tests.tool_servers.unruly_server flood N          prints N lines that are not JSON-RPC, and as much on
+                                                              stderr, then serves the real test server
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ import time
 
 def silent(pid_file: str) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # only SIGKILL ends it
-    child = subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, "
-                              "signal.SIG_IGN); time.sleep(600)"], stdin=subprocess.DEVNULL)
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"],
+        stdin=subprocess.DEVNULL,
+    )
     with open(pid_file + ".tmp", "w") as out:
         out.write(f"{os.getpid()} {child.pid}\n")
     os.replace(pid_file + ".tmp", pid_file)

@@ -95,8 +95,9 @@ def make_window(qtbot, model_folder):
 
     def make(engine_factory=None, folders=None, scan_hf_cache=False, wait_scan=True, **settings_changes):
         options = {"threads": 1, "context_size": 2048, **settings_changes}
-        settings = AppSettings(model_folders=[str(model_folder)] if folders is None else folders,
-                               scan_hf_cache=scan_hf_cache, **options)
+        settings = AppSettings(
+            model_folders=[str(model_folder)] if folders is None else folders, scan_hf_cache=scan_hf_cache, **options
+        )
         save_settings(settings)
         window = MainWindow(engine_factory=engine_factory)
         qtbot.addWidget(window)

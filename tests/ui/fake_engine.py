@@ -42,18 +42,31 @@ from app.engine.events import FinishedEvent, GenerationStats, RoundEvent, Thread
 from app.engine.reasoning.splitter import turn_end_closes_thinking
 
 DEFAULT_REPLY = (
-    "Here is a function:\n\n```python\ndef add(a, b):\n    return a + b\n```\n\n"
-    "It returns the **sum** of `a` and `b`."
+    "Here is a function:\n\n```python\ndef add(a, b):\n    return a + b\n```\n\nIt returns the **sum** of `a` and `b`."
 )
 
 # round_reason, round_kind: what the speculative rounds say and why (e.g. "costly" with the controller's "speculation
 # paused: ..."; the window reads only the kind); plain_reply:
 # the text written without speculation, when it should differ from `reply` (sampling).
-DEFAULT_KNOBS = {"reply": DEFAULT_REPLY, "token_delay_s": 0.0, "crash_on_load": "", "hang_in_chat": False,
-                 "load_delay_s": 0.0, "refuse_tail": 0, "refused_text": " perhaps not quite", "drafter": "",
-                 "round_time_s": 0.02, "round_reason": "", "round_kind": "draft", "plain_reply": "", "bus_error_on_change": False,
-                 "threads_drop_after": -1, "illegal_instruction_in_chat": False, "reasoning": "",
-                 "after_tool_reply": ""}
+DEFAULT_KNOBS = {
+    "reply": DEFAULT_REPLY,
+    "token_delay_s": 0.0,
+    "crash_on_load": "",
+    "hang_in_chat": False,
+    "load_delay_s": 0.0,
+    "refuse_tail": 0,
+    "refused_text": " perhaps not quite",
+    "drafter": "",
+    "round_time_s": 0.02,
+    "round_reason": "",
+    "round_kind": "draft",
+    "plain_reply": "",
+    "bus_error_on_change": False,
+    "threads_drop_after": -1,
+    "illegal_instruction_in_chat": False,
+    "reasoning": "",
+    "after_tool_reply": "",
+}
 DRAFT_RUN = 3  # drafted tokens the target keeps in every speculative round
 REFUSED_ID = 9000  # refused proposals' ids count up from here; a kept token's id is 1000 + its index
 
@@ -193,12 +206,20 @@ class FakeEngine:
         tools = len(config.tools.split()) if config is not None and config.tools else 0
         return tools + sum(len(m["content"].split()) + 4 for m in messages)
 
-    def fit_messages(self, messages: Sequence[dict], reserve_tokens: int,
-                     session: str = "default") -> tuple[list[dict], int]:
+    def fit_messages(
+        self, messages: Sequence[dict], reserve_tokens: int, session: str = "default"
+    ) -> tuple[list[dict], int]:
         return self._cuts.fit(messages, self.n_ctx - max(1, reserve_tokens), self.count_tokens, self.n_ctx, session)
 
-    def chat(self, messages: Sequence[dict], config: GenerationConfig = GenerationConfig(), *,
-             cancel: Optional[CancelSignal] = None, request_id: int = 0, **_) -> Iterator:
+    def chat(
+        self,
+        messages: Sequence[dict],
+        config: GenerationConfig = GenerationConfig(),
+        *,
+        cancel: Optional[CancelSignal] = None,
+        request_id: int = 0,
+        **_,
+    ) -> Iterator:
         knobs = self._knobs()
         self._log("chat", messages=list(messages), config=asdict(config))
         if knobs["after_tool_reply"] and messages and messages[-1].get("role") == "tool":
@@ -208,14 +229,26 @@ class FakeEngine:
     def completion_tokens(self, prompt: str | Sequence[int], suffix: Optional[str] = None) -> list[int]:
         return list(prompt) if not isinstance(prompt, str) else [ord(c) for c in prompt]  # a character a token
 
-    def complete(self, prompt: str | Sequence[int], config: GenerationConfig = GenerationConfig(), *,
-                 cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator:
+    def complete(
+        self,
+        prompt: str | Sequence[int],
+        config: GenerationConfig = GenerationConfig(),
+        *,
+        cancel: Optional[CancelSignal] = None,
+        request_id: int = 0,
+    ) -> Iterator:
         knobs = self._knobs()
         self._log("complete", config=asdict(config))
         return self._generate(config, cancel, request_id, knobs)
 
-    def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel: Optional[CancelSignal] = None,
-              request_id: int = 0) -> Iterator:
+    def reply(
+        self,
+        messages: Sequence[dict],
+        config: GenerationConfig,
+        *,
+        cancel: Optional[CancelSignal] = None,
+        request_id: int = 0,
+    ) -> Iterator:
         return fitted_reply(self, messages, config, cancel=cancel, request_id=request_id)
 
     def _generate(self, config, cancel, request_id, knobs):
@@ -242,18 +275,28 @@ class FakeEngine:
             if cancel is not None and cancel.is_set():
                 break
             drafter = self._drafter(config, knobs, rounds)
-            chunk = pieces[index:index + (DRAFT_RUN if speculative else 0) + 1]
+            chunk = pieces[index : index + (DRAFT_RUN if speculative else 0) + 1]
             n_draft = len(chunk) - 1
             tail = [refused[(rounds + j) % len(refused)] for j in range(knobs["refuse_tail"])] if speculative else []
             proposed_text = chunk[:n_draft] + tail
             proposed = [1000 + index + j for j in range(n_draft)] + [REFUSED_ID + j for j in range(len(tail))]
             own = index + len(chunk) - 1
             k = DRAFT_RUN + len(tail) if speculative else 0
-            yield RoundEvent(request_id, drafter, k, len(proposed), n_draft,
-                             reason if speculative else "speculation is off", index=rounds,
-                             kind=kind if speculative else "unavailable",
-                             proposed=tuple(proposed), proposed_text=tuple(proposed_text), own=1000 + own,
-                             own_text=pieces[own], time_s=knobs["round_time_s"])
+            yield RoundEvent(
+                request_id,
+                drafter,
+                k,
+                len(proposed),
+                n_draft,
+                reason if speculative else "speculation is off",
+                index=rounds,
+                kind=kind if speculative else "unavailable",
+                proposed=tuple(proposed),
+                proposed_text=tuple(proposed_text),
+                own=1000 + own,
+                own_text=pieces[own],
+                time_s=knobs["round_time_s"],
+            )
             for j, text in enumerate(chunk):
                 if delay:
                     time.sleep(delay)
@@ -275,13 +318,29 @@ class FakeEngine:
         thought = min(index, len(thinking))
         text = "".join(pieces[thought:index])
         # As the real engine's splitter reads it: a model that ends its turn inside its thinking answered with it.
-        yield turn_end_closes_thinking(FinishedEvent(request_id, text, GenerationStats(
-            tokens=index, tokens_per_second=index / elapsed, ttft_s=0.01, drafted=drafted, accepted=accepted,
-            acceptance_rate=accepted / drafted if drafted else 0.0, rounds=rounds,
-            stop_reason="max_tokens" if stop == "eos" and index < len(whole) else stop,
-            prompt_tokens=12, elapsed_s=elapsed, reasoning_tokens=thought, reasoning_s=0.5 if thought else 0.0,
-            ended_in_reasoning=bool(thinking) and index <= len(thinking),
-        ), reasoning="".join(pieces[:thought])), unclosed=bool(thinking) and index <= len(thinking))
+        yield turn_end_closes_thinking(
+            FinishedEvent(
+                request_id,
+                text,
+                GenerationStats(
+                    tokens=index,
+                    tokens_per_second=index / elapsed,
+                    ttft_s=0.01,
+                    drafted=drafted,
+                    accepted=accepted,
+                    acceptance_rate=accepted / drafted if drafted else 0.0,
+                    rounds=rounds,
+                    stop_reason="max_tokens" if stop == "eos" and index < len(whole) else stop,
+                    prompt_tokens=12,
+                    elapsed_s=elapsed,
+                    reasoning_tokens=thought,
+                    reasoning_s=0.5 if thought else 0.0,
+                    ended_in_reasoning=bool(thinking) and index <= len(thinking),
+                ),
+                reasoning="".join(pieces[:thought]),
+            ),
+            unclosed=bool(thinking) and index <= len(thinking),
+        )
 
     def _drafter(self, config: GenerationConfig, knobs: dict, round_index: int) -> str:
         if not config.speculative:

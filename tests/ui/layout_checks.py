@@ -29,7 +29,9 @@ def _is_inner(widget: QWidget, top: QWidget) -> bool:
     """A part of another control (a combo's arrow, a scroll area's bars and contents' own frame)."""
     parent = widget.parentWidget()
     while parent is not None and parent is not top:
-        if isinstance(parent, (QComboBox, QAbstractSpinBox, QAbstractItemView)) or parent.objectName().startswith("qt_"):
+        if isinstance(parent, (QComboBox, QAbstractSpinBox, QAbstractItemView)) or parent.objectName().startswith(
+            "qt_"
+        ):
             return True
         parent = parent.parentWidget()
     return widget.objectName().startswith("qt_")
@@ -45,8 +47,11 @@ def _in_scroll_area(widget: QWidget, top: QWidget) -> bool:
 
 
 def _shown(top: QWidget) -> list[QWidget]:
-    return [w for w in top.findChildren(QWidget) if w.isVisible() and not w.isWindow() and w.width() > 0
-            and not _is_inner(w, top)]
+    return [
+        w
+        for w in top.findChildren(QWidget)
+        if w.isVisible() and not w.isWindow() and w.width() > 0 and not _is_inner(w, top)
+    ]
 
 
 def _rect_in(widget: QWidget, top: QWidget) -> QRect:
@@ -100,13 +105,18 @@ def layout_problems(top: QWidget) -> list[str]:
             elif id(widget) not in chain:
                 problems.append(f"{_name(widget)} is not in the window's Tab order")
     for label in shown:
-        if (isinstance(label, QLabel) and not label.wordWrap() and label.text() and not _in_scroll_area(label, top)
-                and type(label).minimumSizeHint is QLabel.minimumSizeHint
-                and label.width() < label.minimumSizeHint().width() - 1):
+        if (
+            isinstance(label, QLabel)
+            and not label.wordWrap()
+            and label.text()
+            and not _in_scroll_area(label, top)
+            and type(label).minimumSizeHint is QLabel.minimumSizeHint
+            and label.width() < label.minimumSizeHint().width() - 1
+        ):
             problems.append(f"{_name(label)} is {label.width()} px wide, too narrow for its text")
     leaves = [w for w in shown if isinstance(w, CONTROLS + (QLabel,)) and not _in_scroll_area(w, top)]
     for n, first in enumerate(leaves):
-        for second in leaves[n + 1:]:
+        for second in leaves[n + 1 :]:
             if first.isAncestorOf(second) or second.isAncestorOf(first):
                 continue
             overlap = _rect_in(first, top).intersected(_rect_in(second, top))

@@ -12,9 +12,24 @@ from pathlib import Path
 
 width, height, scale = (float(arg) for arg in sys.argv[1:4])
 _config = Path(tempfile.mkdtemp()) / "screen.json"
-_config.write_text(json.dumps({"screens": [{"name": "Laptop", "x": 0, "y": 0, "width": int(width),
-                                            "height": int(height), "logicalDpi": 96, "logicalBaseDpi": 96,
-                                            "dpr": 1}]}))
+_config.write_text(
+    json.dumps(
+        {
+            "screens": [
+                {
+                    "name": "Laptop",
+                    "x": 0,
+                    "y": 0,
+                    "width": int(width),
+                    "height": int(height),
+                    "logicalDpi": 96,
+                    "logicalBaseDpi": 96,
+                    "dpr": 1,
+                }
+            ]
+        }
+    )
+)
 os.environ["QT_QPA_PLATFORM"] = f"offscreen:configfile={_config}"
 os.environ["QT_SCALE_FACTOR"] = f"{scale:g}"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -44,9 +59,11 @@ def main() -> None:
     window.show()
     automation.wait_until(window.library_ready, 30, "the model scan")
     app.processEvents()
-    report = {"screen": [app.primaryScreen().availableGeometry().width(),
-                         app.primaryScreen().availableGeometry().height()],
-              "window": [window.width(), window.height()], "main window": layout_problems(window)}
+    report = {
+        "screen": [app.primaryScreen().availableGeometry().width(), app.primaryScreen().availableGeometry().height()],
+        "window": [window.width(), window.height()],
+        "main window": layout_problems(window),
+    }
     settings = AppSettingsDialog(window.settings, window, api_state="Off")
     settings.show()
     app.processEvents()
@@ -67,10 +84,13 @@ def main() -> None:
     editor.close()
     library.close()
     inspector = ReplyInspector(window)
-    rounds = [RoundRecord("model", 4, [1, 2, 3, 4], ["m"] * 4, 2, 1, "o", "draft model", 0.3),
-              RoundRecord("none", 0, [], [], 0, 1, "o", "paused", 0.1)]
-    inspector.show_message(TranscriptMessage(5, "assistant", "x" * 10, None, GenerationStats(tokens=10), "T + D",
-                                             rounds=rounds))
+    rounds = [
+        RoundRecord("model", 4, [1, 2, 3, 4], ["m"] * 4, 2, 1, "o", "draft model", 0.3),
+        RoundRecord("none", 0, [], [], 0, 1, "o", "paused", 0.1),
+    ]
+    inspector.show_message(
+        TranscriptMessage(5, "assistant", "x" * 10, None, GenerationStats(tokens=10), "T + D", rounds=rounds)
+    )
     inspector.show()
     app.processEvents()
     report["inspector"] = layout_problems(inspector)

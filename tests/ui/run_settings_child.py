@@ -34,8 +34,9 @@ def main() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    save_settings(AppSettings(model_folders=[], scan_hf_cache=False, threads=1, context_size=2048, api_server=True,
-                              api_port=port))
+    save_settings(
+        AppSettings(model_folders=[], scan_hf_cache=False, threads=1, context_size=2048, api_server=True, api_port=port)
+    )
     app = QApplication([])
     window = MainWindow()
     window.show()

@@ -38,8 +38,11 @@ def main() -> None:
         from app.testing.synthetic import make_model_set
 
         folder = make_model_set(Path(tempfile.mkdtemp())).target.parent
-    save_settings(AppSettings(model_folders=[str(folder)], scan_hf_cache=False, threads=1, context_size=8192,
-                              kv_cache_type="q8_0"))
+    save_settings(
+        AppSettings(
+            model_folders=[str(folder)], scan_hf_cache=False, threads=1, context_size=8192, kv_cache_type="q8_0"
+        )
+    )
     app = QApplication([])
     window = MainWindow(scan_on_start=True)
     window.resize(1000, 640)

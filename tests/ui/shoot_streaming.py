@@ -70,7 +70,7 @@ def main() -> None:
     window = MainWindow(store=store, scan_on_start=False)
     window.resize(900, 640)
     window.show()
-    shown = REPLY[:REPLY.index(SHOWN_UP_TO) + len(SHOWN_UP_TO)]
+    shown = REPLY[: REPLY.index(SHOWN_UP_TO) + len(SHOWN_UP_TO)]
     streamed = tokens(shown)
     for theme in ("light", "dark"):
         window.appearance.set_choice(theme)
@@ -78,7 +78,7 @@ def main() -> None:
         view = window.chat_view
         view.begin_stream("Qwen2.5-Coder 1.5B  +  Qwen2.5-Coder 0.5B")
         for n in range(0, len(streamed), 3):  # a flush every few tokens, as the window's timer does
-            view.append_tokens(streamed[n:n + 3])
+            view.append_tokens(streamed[n : n + 3])
             app.processEvents()
         settle(app, 1)
         view.grab().save(str(out / f"streaming-code-{theme}.png"))

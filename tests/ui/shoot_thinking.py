@@ -37,11 +37,21 @@ def main() -> None:
     store.add_message(chat.id, "user", "Is 221 a prime number?")
     thinking = _tokens(REASONING, lambda n: "draft" if n % 3 else "target")
     answer = _tokens(ANSWER, lambda n: "ngram" if n % 2 else "target")
-    stats = GenerationStats(tokens=len(thinking) + len(answer), elapsed_s=3.0, tokens_per_second=20.0,
-                            drafted=30, accepted=20, acceptance_rate=20 / 30, reasoning_tokens=len(thinking),
-                            reasoning_drafted=20, reasoning_accepted=16, reasoning_s=2.4)
-    store.add_message(chat.id, "assistant", ANSWER, stats=stats, tokens=answer, reasoning=REASONING,
-                      reasoning_tokens=thinking)
+    stats = GenerationStats(
+        tokens=len(thinking) + len(answer),
+        elapsed_s=3.0,
+        tokens_per_second=20.0,
+        drafted=30,
+        accepted=20,
+        acceptance_rate=20 / 30,
+        reasoning_tokens=len(thinking),
+        reasoning_drafted=20,
+        reasoning_accepted=16,
+        reasoning_s=2.4,
+    )
+    store.add_message(
+        chat.id, "assistant", ANSWER, stats=stats, tokens=answer, reasoning=REASONING, reasoning_tokens=thinking
+    )
     save_settings(AppSettings(scan_hf_cache=False, last_chat_id=chat.id, threads=1))
     app = QApplication([])
     window = MainWindow(store=store, scan_on_start=False)

@@ -39,14 +39,27 @@ def main() -> None:
     stats = GenerationStats(tokens=21, elapsed_s=0.5, tokens_per_second=42.0)
     store.add_message(chat.id, "user", "What does my note named monday say?")
     ran = store.add_message(chat.id, "assistant", "", stats=stats)
-    store.set_tool_calls(ran.id, [ToolCallRecord(
-        id="call_1", name="read_note", arguments='{"name": "monday"}', server="notes", tool="read_note",
-        answer="once", result="Note monday: buy milk", seconds=0.04)])
+    store.set_tool_calls(
+        ran.id,
+        [
+            ToolCallRecord(
+                id="call_1",
+                name="read_note",
+                arguments='{"name": "monday"}',
+                server="notes",
+                tool="read_note",
+                answer="once",
+                result="Note monday: buy milk",
+                seconds=0.04,
+            )
+        ],
+    )
     store.add_message(chat.id, "assistant", "Your monday note says: **buy milk**.", stats=stats)
     store.add_message(chat.id, "user", "And add 2 and 40 for me.")
     asking = store.add_message(chat.id, "assistant", "", stats=stats)
-    store.set_tool_calls(asking.id, [ToolCallRecord(id="call_2", name="add", arguments='{"a": 2, "b": 40}',
-                                                    server="notes", tool="add")])
+    store.set_tool_calls(
+        asking.id, [ToolCallRecord(id="call_2", name="add", arguments='{"a": 2, "b": 40}', server="notes", tool="add")]
+    )
     save_settings(AppSettings(scan_hf_cache=False, last_chat_id=chat.id, threads=1, mcp_file=str(mcp)))
     app = QApplication([])
     window = MainWindow(store=store, scan_on_start=False)

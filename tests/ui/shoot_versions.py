@@ -27,16 +27,37 @@ def main() -> None:
     store = ChatStore()
     chat = store.create_chat()
     store.add_message(chat.id, "user", "Name a good first programming language, in one sentence.")
-    first = store.add_message(chat.id, "assistant", "Python: its syntax reads like English.",
-                              stats=GenerationStats(tokens=9, elapsed_s=0.4))
+    first = store.add_message(
+        chat.id, "assistant", "Python: its syntax reads like English.", stats=GenerationStats(tokens=9, elapsed_s=0.4)
+    )
     store.branch_from(chat.id, first.id)
-    store.add_message(chat.id, "assistant", "Python, for its readable syntax and the libraries that come with it.",
-                      stats=GenerationStats(tokens=15, elapsed_s=0.6))
-    save_settings(AppSettings(scan_hf_cache=False, last_chat_id=chat.id, threads=1, presets=[
-        {"name": "Code review", "system_prompt": "Review the code I paste: bugs first, then style.",
-         "temperature": 0.2, "max_tokens": 2048},
-        {"name": "Edit my file", "system_prompt": "Return the whole file with the change made.", "draft_ngram": True,
-         "max_tokens": 4096}]))
+    store.add_message(
+        chat.id,
+        "assistant",
+        "Python, for its readable syntax and the libraries that come with it.",
+        stats=GenerationStats(tokens=15, elapsed_s=0.6),
+    )
+    save_settings(
+        AppSettings(
+            scan_hf_cache=False,
+            last_chat_id=chat.id,
+            threads=1,
+            presets=[
+                {
+                    "name": "Code review",
+                    "system_prompt": "Review the code I paste: bugs first, then style.",
+                    "temperature": 0.2,
+                    "max_tokens": 2048,
+                },
+                {
+                    "name": "Edit my file",
+                    "system_prompt": "Return the whole file with the change made.",
+                    "draft_ngram": True,
+                    "max_tokens": 4096,
+                },
+            ],
+        )
+    )
     app = QApplication([])
     window = MainWindow(store=store, scan_on_start=False)
     window.resize(900, 600)

@@ -13,8 +13,7 @@ from app.engine.host.wire import ReplyStarted
 from app.serve.engine.flights import STOP_GRACE_S
 from app.ui.engine_link.api_bridge import ApiSpec, WindowApi
 from app.ui.engine_link.engine_process import EngineProcess
-from tests.serve.api_fixtures import (DEADLINE_S, chat_body, client, httpx, stream_chunks, stream_events,
-                                      streamed_text)
+from tests.serve.api_fixtures import DEADLINE_S, chat_body, client, httpx, stream_chunks, stream_events, streamed_text
 from window_helpers import api_window
 
 
@@ -47,8 +46,10 @@ def test_the_persons_message_goes_before_api_requests_that_wait(make_window, qtb
     order: list[str] = []  # what the engine process answered, in order
     window.engine_process.sig_generation_ended.connect(lambda _ended: order.append("window"))
     window.engine_process.sig_api_answer.connect(
-        lambda answer: order.append("second") if isinstance(answer, ReplyStarted) and answer.request_id > serving
-        else None)
+        lambda answer: (
+            order.append("second") if isinstance(answer, ReplyStarted) and answer.request_id > serving else None
+        )
+    )
     window.composer.edit.setPlainText("hi")
     qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)  # the person's message, while the API answers
     control.stop_request()  # the footer's Stop ends the long API reply
@@ -59,8 +60,9 @@ def test_the_persons_message_goes_before_api_requests_that_wait(make_window, qtb
 
 
 @pytest.mark.slow
-def test_an_engine_stuck_after_its_api_client_left_is_replaced(make_window, qtbot, fake_engine, model_folder,
-                                                               tiny_models):
+def test_an_engine_stuck_after_its_api_client_left_is_replaced(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     # A template or llama.cpp call that never returns: once its client has gone and the reply has not ended within
     # STOP_GRACE_S, the window replaces its engine process, and the API answers the next request with the fresh one.
     window = api_window(make_window, qtbot, model_folder, tiny_models, fake_engine=fake_engine, draft=False)
@@ -88,16 +90,18 @@ def test_an_engine_stuck_after_its_api_client_left_is_replaced(make_window, qtbo
     assert streamed_text(answered["chunks"])
 
 
-def test_the_windows_api_refuses_a_grammar_bomb_and_answers_the_next_request(make_window, qtbot, model_folder,
-                                                                            tiny_models):
+def test_the_windows_api_refuses_a_grammar_bomb_and_answers_the_next_request(
+    make_window, qtbot, model_folder, tiny_models
+):
     # A schema that once made llama.cpp's grammar parser recurse until SIGSEGV, in the engine process every chat of
     # the window shares: the window's API refuses it with serve's sentence before any grammar is built.
     from tests.serve.test_api_grammar_limits import LONG_STRING
 
     window = api_window(make_window, qtbot, model_folder, tiny_models)
     url = window.api_server.state.url
-    body = chat_body("JSON please", 8, response_format={"type": "json_schema",
-                                                        "json_schema": {"name": "x", "schema": LONG_STRING}})
+    body = chat_body(
+        "JSON please", 8, response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": LONG_STRING}}
+    )
     result: dict = {}
 
     def ask() -> None:
@@ -110,6 +114,7 @@ def test_the_windows_api_refuses_a_grammar_bomb_and_answers_the_next_request(mak
     qtbot.waitUntil(lambda: not asking.is_alive(), timeout=int(DEADLINE_S * 2000))
     refused, answered = result["refused"], result["answered"]
     assert refused.status_code == 400 and refused.json()["error"]["message"].startswith(
-        "response_format.json_schema.schema.properties.text.maxLength is 100000;")
+        "response_format.json_schema.schema.properties.text.maxLength is 100000;"
+    )
     assert answered.status_code == 200 and answered.json()["choices"][0]["message"]["content"]
     assert window.engine_process.is_running()

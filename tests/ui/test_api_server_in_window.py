@@ -19,12 +19,14 @@ from window_helpers import api_window, choose_pair
 def test_the_window_serves_its_models_and_stops_a_request(make_window, qtbot, model_folder, tiny_models):
     window = api_window(make_window, qtbot, model_folder, tiny_models)
     control = window.api_server
-    assert control.indicator.text() == (f"<a href='#page'>API at {control.state.url.split('://')[1]}</a>"
-                                        " · answers with tiny-target")
+    assert control.indicator.text() == (
+        f"<a href='#page'>API at {control.state.url.split('://')[1]}</a> · answers with tiny-target"
+    )
 
     done: dict = {}
-    short = threading.Thread(target=lambda: done.update(short=stream_chunks(control.state.url,
-                                                                            chat_body("the cat", 20))))
+    short = threading.Thread(
+        target=lambda: done.update(short=stream_chunks(control.state.url, chat_body("the cat", 20)))
+    )
     short.start()
     qtbot.waitUntil(lambda: not short.is_alive(), timeout=int(DEADLINE_S * 1000))
     assert {t["drafter"] for t in streamed_tokens(done["short"])} <= {"model", "ngram", None}
@@ -34,8 +36,9 @@ def test_the_window_serves_its_models_and_stops_a_request(make_window, qtbot, mo
     qtbot.waitUntil(lambda: "API at" in control.indicator.text(), timeout=int(DEADLINE_S * 1000))
 
     done["long"] = []
-    long = threading.Thread(target=stream_events, args=(control.state.url, chat_body("the cat and the dog", 1500),
-                                                        done["long"]))
+    long = threading.Thread(
+        target=stream_events, args=(control.state.url, chat_body("the cat and the dog", 1500), done["long"])
+    )
     long.start()
     qtbot.waitUntil(lambda: "answering a request" in control.indicator.text(), timeout=int(DEADLINE_S * 1000))
     # Its first event is out (a Stop before the engine starts it is a 503 "cancelled before it started").
@@ -109,7 +112,8 @@ def _ask(url: str, outcome: dict, name: str) -> None:
 
 @pytest.mark.slow
 def test_an_api_request_that_kills_the_engine_gets_a_sentence_and_the_api_keeps_listening(
-        make_window, qtbot, fake_engine, model_folder, tiny_models):
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     # The API's HTTP side runs in the window's process, so what kills the engine (llama.cpp's abort, SIGILL) costs
     # its client one error with a sentence, and the server never stops listening.
     window = api_window(make_window, qtbot, model_folder, tiny_models, fake_engine=fake_engine, draft=False)
@@ -123,8 +127,9 @@ def test_an_api_request_that_kills_the_engine_gets_a_sentence_and_the_api_keeps_
         threading.Thread(target=_ask, args=(url, outcome, "killing")).start()
     qtbot.waitUntil(lambda: "killing" in outcome, timeout=int(DEADLINE_S * 1000))
     status, body = outcome["killing"]
-    assert status == 500 and body["error"]["message"] == ("The engine stopped (killed by SIGILL) while answering; "
-                                                          "it is restarting.")
+    assert status == 500 and body["error"]["message"] == (
+        "The engine stopped (killed by SIGILL) while answering; it is restarting."
+    )
     fake_engine.illegal_instruction_in_chat = False
     assert control.state.url == url and not control.state.serving
 
@@ -144,23 +149,29 @@ def test_an_api_request_that_kills_the_engine_gets_a_sentence_and_the_api_keeps_
 
 
 def test_an_engine_killed_mid_reply_costs_the_api_client_one_error_and_the_api_answers_again(
-        make_window, qtbot, model_folder, tiny_models):
+    make_window, qtbot, model_folder, tiny_models
+):
     window = api_window(make_window, qtbot, model_folder, tiny_models)
     control = window.api_server
     url = control.state.url
     engine = window.engine_process.pid()
     done: dict = {"events": []}
-    streaming = threading.Thread(target=stream_events, args=(url, chat_body("the cat and the dog", 3000),
-                                                             done["events"], done))
+    streaming = threading.Thread(
+        target=stream_events, args=(url, chat_body("the cat and the dog", 3000), done["events"], done)
+    )
     streaming.start()
     qtbot.waitUntil(lambda: len(done["events"]) >= 2, timeout=int(DEADLINE_S * 1000))  # its first token is out
     with qtbot.waitSignal(window.engine_process.sig_worker_died, timeout=int(DEADLINE_S * 1000)):
         os.kill(engine, signal.SIGKILL)
     qtbot.waitUntil(lambda: not streaming.is_alive(), timeout=int(DEADLINE_S * 1000))
     errors = [json.loads(event)["error"] for event in done["events"] if '"error"' in event]
-    assert done["status"] == 200 and errors == [{
-        "message": "The engine stopped (killed by SIGKILL) while answering; it is restarting.",
-        "type": "server_error", "code": 500}]
+    assert done["status"] == 200 and errors == [
+        {
+            "message": "The engine stopped (killed by SIGKILL) while answering; it is restarting.",
+            "type": "server_error",
+            "code": 500,
+        }
+    ]
     assert "[DONE]" not in done["events"] and control.state.url == url
 
     # The window loads its models into the fresh engine, and the API answers with them.

@@ -21,7 +21,8 @@ def _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models):
 
 
 def test_a_file_dropped_on_the_window_is_sent_with_the_message_and_again_on_regenerate(
-        make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path):
+    make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path
+):
     window = _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models)
     source = tmp_path / "stats.py"
     source.write_text(CODE)
@@ -47,8 +48,9 @@ def test_a_file_dropped_on_the_window_is_sent_with_the_message_and_again_on_rege
     assert "stats.py · 55 B" in window.chat_view.toPlainText()
 
 
-def test_too_large_and_binary_files_are_refused_with_their_reasons(make_window, qtbot, fake_engine, model_folder,
-                                                                   tiny_models, tmp_path):
+def test_too_large_and_binary_files_are_refused_with_their_reasons(
+    make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path
+):
     window = _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models)
     big, image, fine = tmp_path / "huge.log", tmp_path / "logo.png", tmp_path / "notes.md"
     big.write_text("x" * 2 * MAX_ATTACHMENT_BYTES)
@@ -62,8 +64,9 @@ def test_too_large_and_binary_files_are_refused_with_their_reasons(make_window, 
     assert [a.name for a in window.composer.attachments()] == ["notes.md"]  # the good one is kept
 
 
-def test_a_pasted_file_is_attached_not_typed_and_text_pastes_as_text(make_window, qtbot, fake_engine, model_folder,
-                                                                     tiny_models, tmp_path):
+def test_a_pasted_file_is_attached_not_typed_and_text_pastes_as_text(
+    make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path
+):
     window = _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models)
     source = tmp_path / "main.rs"
     source.write_text("fn main() {}\n")
@@ -76,8 +79,9 @@ def test_a_pasted_file_is_attached_not_typed_and_text_pastes_as_text(make_window
     assert window.composer.text() == "plain words"
 
 
-def test_the_attach_button_attaches_chosen_files_and_a_chip_can_be_removed(make_window, qtbot, fake_engine, model_folder,
-                                                                      tiny_models, tmp_path, monkeypatch):
+def test_the_attach_button_attaches_chosen_files_and_a_chip_can_be_removed(
+    make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path, monkeypatch
+):
     window = _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models)
     first, second = tmp_path / "a.txt", tmp_path / "b.txt"
     first.write_text("A\n")
@@ -105,7 +109,8 @@ def test_editing_a_message_brings_its_files_back(make_window, qtbot, fake_engine
 
 
 def test_thousands_of_dropped_files_attach_a_message_full_and_say_so_in_one_sentence(
-        make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path):
+    make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path
+):
     from app.store.attachments import MAX_MESSAGE_ATTACHMENTS
 
     window = _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models)

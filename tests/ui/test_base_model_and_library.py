@@ -17,8 +17,9 @@ def _without_template(writer) -> None:
     del writer.kv_data[0]["tokenizer.chat_template"]
 
 
-def test_raw_completion_gets_a_repeat_penalty_unless_the_chat_sets_one(make_window, qtbot, fake_engine,
-                                                                       model_folder, tiny_models, monkeypatch):
+def test_raw_completion_gets_a_repeat_penalty_unless_the_chat_sets_one(
+    make_window, qtbot, fake_engine, model_folder, tiny_models, monkeypatch
+):
     bare = write_tiny_model(model_folder / "tiny-base.gguf", n_layer=DRAFT_LAYERS, edit=_without_template)
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
@@ -37,8 +38,7 @@ def test_raw_completion_gets_a_repeat_penalty_unless_the_chat_sets_one(make_wind
     assert window.generation_config().repeat_penalty == 1.3
 
 
-def test_the_library_marks_the_loaded_model_and_its_context(make_window, qtbot, fake_engine, model_folder,
-                                                            tiny_models):
+def test_the_library_marks_the_loaded_model_and_its_context(make_window, qtbot, fake_engine, model_folder, tiny_models):
     bare = write_tiny_model(model_folder / "tiny-base.gguf", n_layer=DRAFT_LAYERS, edit=_without_template)
     window = make_window(engine_factory=fake_engine, context_size=1024)
     qtbot.waitUntil(lambda: window.library.row_of(str(bare)) >= 0, timeout=10000)

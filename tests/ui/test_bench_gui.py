@@ -17,14 +17,31 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 def _bench(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
-    return subprocess.run([sys.executable, "-m", "app.ui.devtools.bench_gui", *args], cwd=REPO_ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "app.ui.devtools.bench_gui", *args],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.mark.slow
 def test_both_modes_run_the_same_request_and_the_ratio_and_stall_are_reported(tiny_models, specchat_home):
-    proc = _bench("--target", str(tiny_models.target), "--draft", str(tiny_models.draft), "--draft-max", "4",
-                  "--max-tokens", "32", "--repeats", "2", "--json")
+    proc = _bench(
+        "--target",
+        str(tiny_models.target),
+        "--draft",
+        str(tiny_models.draft),
+        "--draft-max",
+        "4",
+        "--max-tokens",
+        "32",
+        "--repeats",
+        "2",
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
 
@@ -38,7 +55,8 @@ def test_both_modes_run_the_same_request_and_the_ratio_and_stall_are_reported(ti
     assert report["same_tokens"] and report["same_text"]
     assert report["ratio"] > 0
     assert report["ratio"] == pytest.approx(
-        report["window"]["tokens_per_second"] / report["engine"]["tokens_per_second"], abs=0.01)
+        report["window"]["tokens_per_second"] / report["engine"]["tokens_per_second"], abs=0.01
+    )
     for mode in ("engine", "window"):  # the engine's is the baseline: the GUI idle while the engine decodes
         assert len(report[mode]["runs_longest_stall_ms"]) == len(report[mode]["runs_stall_phase"]) == 2
     assert report["longest_stall_ms"] == max(report["window"]["runs_longest_stall_ms"]) > 0

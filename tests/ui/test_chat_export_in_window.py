@@ -24,8 +24,9 @@ def _answer_dialog(window, path, chosen_filter=MARKDOWN_FILTER) -> list[str]:
     return asked
 
 
-def test_export_the_open_chat_as_json_and_another_as_markdown(make_window, qtbot, fake_engine, model_folder,
-                                                              tiny_models, tmp_path):
+def test_export_the_open_chat_as_json_and_another_as_markdown(
+    make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path
+):
     fake_engine.refuse_tail = 1
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft.name)
@@ -58,8 +59,9 @@ def test_export_the_open_chat_as_json_and_another_as_markdown(make_window, qtbot
     assert not window.error_banner.isVisible()
 
 
-def test_cancel_writes_nothing_and_failures_are_one_sentence(make_window, qtbot, fake_engine, model_folder,
-                                                             tiny_models, tmp_path):
+def test_cancel_writes_nothing_and_failures_are_one_sentence(
+    make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path
+):
     window = make_window(engine_factory=fake_engine)
     _export_action(window).trigger()  # a new, empty chat: nothing to export
     assert window.error_banner.isVisible() and "no chat to export" in window.error_banner.text()

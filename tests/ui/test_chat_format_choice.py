@@ -26,8 +26,9 @@ def test_raw_completion_is_the_text_alone():
     assert prompt.text == "Be brief.\n\nThe sea is\n\n" and prompt.markup == ()
 
 
-def test_a_model_without_a_template_gets_the_sentence_and_the_choice_remembered(make_window, qtbot, model_folder,
-                                                                               tiny_models):
+def test_a_model_without_a_template_gets_the_sentence_and_the_choice_remembered(
+    make_window, qtbot, model_folder, tiny_models
+):
     bare = write_tiny_model(model_folder / "tiny-base.gguf", n_layer=DRAFT_LAYERS, edit=_without_template)
     window = make_window()
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
@@ -36,12 +37,21 @@ def test_a_model_without_a_template_gets_the_sentence_and_the_choice_remembered(
 
     choose_pair(qtbot, window, bare, NGRAM_KEY)
     qtbot.waitUntil(lambda: not choice.row.isHidden(), timeout=5000)
-    assert choice.label.text() == sentence("tiny-base") == (
-        "tiny-base has no chat template, so SpecChat cannot know how it expects a conversation. "
-        "Write its prompts as:")
+    assert (
+        choice.label.text()
+        == sentence("tiny-base")
+        == (
+            "tiny-base has no chat template, so SpecChat cannot know how it expects a conversation. "
+            "Write its prompts as:"
+        )
+    )
     offered = [choice.picker.itemText(n) for n in range(choice.picker.count())]
-    assert offered == ["Raw completion (the text alone, no chat markers)", "ChatML template", "Gemma template",
-                       "Template file…"]
+    assert offered == [
+        "Raw completion (the text alone, no chat markers)",
+        "ChatML template",
+        "Gemma template",
+        "Template file…",
+    ]
     assert choice.picker.currentText().startswith("Raw completion")  # until the user picks another
     assert window.generation_config().chat_format == "raw"
 
@@ -70,8 +80,11 @@ def test_gemma_without_a_template_does_not_loop_on_chat_markers_in_raw_completio
     try:
         engine.load_target(real_models["gemma"])
         config = GenerationConfig(max_tokens=48, speculative=False, chat_format="raw", history=False)
-        tokens = [e.text for e in engine.chat([{"role": "user", "content": "The sea at night is"}], config)
-                  if isinstance(e, TokenEvent)]
+        tokens = [
+            e.text
+            for e in engine.chat([{"role": "user", "content": "The sea at night is"}], config)
+            if isinstance(e, TokenEvent)
+        ]
     finally:
         engine.close()
     reply = "".join(tokens)

@@ -9,8 +9,9 @@ from tests.support.ports import free_port
 from window_helpers import choose_pair
 
 
-def test_opening_a_chat_with_another_model_asks_first_and_keeps_the_apis_model(make_window, qtbot, model_folder,
-                                                                              tiny_models):
+def test_opening_a_chat_with_another_model_asks_first_and_keeps_the_apis_model(
+    make_window, qtbot, model_folder, tiny_models
+):
     window = make_window(api_server=True, api_port=free_port())
     target = str(model_folder / tiny_models.target.name)
     other = str(model_folder / tiny_models.draft_identical.name)
@@ -21,15 +22,15 @@ def test_opening_a_chat_with_another_model_asks_first_and_keeps_the_apis_model(m
     header = window.chat_header.header
     assert header.summary.text() == "tiny-target · speculative, drafts by tiny-draft, or copies earlier text"
 
-    chat = window.store.create_chat("Written with the other model", ChatSettings(target_path=other,
-                                                                                speculative=False))
+    chat = window.store.create_chat("Written with the other model", ChatSettings(target_path=other, speculative=False))
     window.chat_lists.refresh()
     window.open_chat(chat.id)
     # Asked, not loaded: the bar, the session and the API still have the loaded model.
     assert not header.question.isHidden()
     assert header.question_text.text() == (
         "This chat was written with tiny-draft-identical, but tiny-target is loaded (it also answers the local "
-        "API). Load tiny-draft-identical for this chat, or go on with tiny-target?")
+        "API). Load tiny-draft-identical for this chat, or go on with tiny-target?"
+    )
     assert window.session.target_key() == target and window.model_bar.current_target() == target
     assert "answers with tiny-target" in control.indicator.text()
     assert header.summary.text() == "tiny-draft-identical · plain decoding (no speculation)"
@@ -49,20 +50,23 @@ def test_opening_a_chat_with_another_model_asks_first_and_keeps_the_apis_model(m
     assert header.question.isHidden()
 
 
-def test_a_new_chats_header_names_the_draft_the_bar_shows(make_window, qtbot, fake_engine, model_folder,
-                                                           tiny_models):
+def test_a_new_chats_header_names_the_draft_the_bar_shows(make_window, qtbot, fake_engine, model_folder, tiny_models):
     from app.ui.models.library_model import NGRAM_KEY
 
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft.name)
     assert window.conversation.chat_id is None
-    assert window.chat_header.header.summary.text() == "tiny-target · speculative, drafts by tiny-draft, or copies earlier text"
+    assert (
+        window.chat_header.header.summary.text()
+        == "tiny-target · speculative, drafts by tiny-draft, or copies earlier text"
+    )
     window.choose_draft(NGRAM_KEY)
     qtbot.waitUntil(lambda: "n-gram" in window.chat_header.header.summary.text(), timeout=5000)
 
 
-def test_the_header_follows_the_draft_box_while_another_target_loads(make_window, qtbot, fake_engine, model_folder,
-                                                                      tiny_models):
+def test_the_header_follows_the_draft_box_while_another_target_loads(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     """Issue 45, item 4: switching the target, the header never names the old draft while the Draft box shows
     another (nor waits for the load to end to catch up)."""
     window = make_window(engine_factory=fake_engine)
@@ -73,12 +77,15 @@ def test_the_header_follows_the_draft_box_while_another_target_loads(make_window
     window.choose_target(str(model_folder / tiny_models.bad_vocab_type.name))  # tiny-draft cannot draft for it
     qtbot.waitUntil(lambda: not window.drafts.is_checking(), timeout=10000)
     assert not window.models_ready()  # still loading
-    assert "Copy" in window.model_bar.draft_combo.currentText() or "N-gram" in window.model_bar.draft_combo.currentText()
+    assert (
+        "Copy" in window.model_bar.draft_combo.currentText() or "N-gram" in window.model_bar.draft_combo.currentText()
+    )
     assert "tiny-draft" not in header.text() and "n-gram" in header.text()
 
 
 def test_a_chat_written_with_another_model_is_not_told_about_the_loaded_ones_template(
-        make_window, qtbot, fake_engine, model_folder, tiny_models):
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     from app.testing.synthetic import DRAFT_LAYERS, write_tiny_model
 
     def without_template(writer) -> None:

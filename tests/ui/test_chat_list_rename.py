@@ -47,8 +47,9 @@ def test_two_chats_of_one_title_show_different_second_lines(make_window, tiny_mo
 
     with ChatStore() as store:
         first = store.create_chat("New chat")
-        second = store.create_chat("New chat", settings=ChatSettings(
-            target_path=str(model_folder / tiny_models.target.name)))
+        second = store.create_chat(
+            "New chat", settings=ChatSettings(target_path=str(model_folder / tiny_models.target.name))
+        )
     window = make_window()
     model = window.chat_list
     lines = {model.data(model.index(model.row_of(c.id)), SECONDARY_ROLE) for c in (first, second)}

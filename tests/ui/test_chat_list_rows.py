@@ -50,8 +50,7 @@ def test_a_chat_newest_already_changes_in_place(qtmodeltester, tmp_path):
         assert model.chat_at(1).id == first.id
 
 
-def test_sending_in_a_window_with_many_chats_moves_one_row(make_window, qtbot, fake_engine, model_folder,
-                                                          tiny_models):
+def test_sending_in_a_window_with_many_chats_moves_one_row(make_window, qtbot, fake_engine, model_folder, tiny_models):
     from app.ui.models.library_model import NGRAM_KEY
     from window_helpers import choose_pair, send_and_wait
 
@@ -77,8 +76,9 @@ def test_only_the_newest_search_is_shown(make_window, qtbot):
             store.add_message(chat.id, "user", f"tell me about the {word}")
     window = make_window()
     listed = []
-    window.chat_lists.sig_listed.connect(lambda: listed.append(
-        [window.chat_list.chat_at(r).title for r in range(window.chat_list.rowCount())]))
+    window.chat_lists.sig_listed.connect(
+        lambda: listed.append([window.chat_list.chat_at(r).title for r in range(window.chat_list.rowCount())])
+    )
     window.chat_lists.search("apple")
     window.chat_lists.search("ap")  # typed on before the first search came back
     window.chat_lists.search("banana")
@@ -87,4 +87,3 @@ def test_only_the_newest_search_is_shown(make_window, qtbot):
     window.chat_lists.search("apricot")
     qtbot.waitUntil(lambda: len(listed) == 2)
     assert listed == [["about banana"], ["about apricot"]]
-

@@ -9,10 +9,19 @@ from app.store.provenance import token_records
 from app.engine.events import GenerationStats
 from app.ui.transcript.chat_view import DRAFT_TOOLTIP, TARGET_TOOLTIP, ChatView, TranscriptMessage
 
-REPLY_TOKENS = token_records([
-    ("Here ", "target"), ("is ", "draft"), ("**code**", "draft"), (":\n\n", "target"),
-    ("```python\n", "target"), ("print(", "draft"), ("1)\n", "draft"), ("```\n", "target"), ("Done.", "target"),
-])
+REPLY_TOKENS = token_records(
+    [
+        ("Here ", "target"),
+        ("is ", "draft"),
+        ("**code**", "draft"),
+        (":\n\n", "target"),
+        ("```python\n", "target"),
+        ("print(", "draft"),
+        ("1)\n", "draft"),
+        ("```\n", "target"),
+        ("Done.", "target"),
+    ]
+)
 REPLY = "".join(token.text for token in REPLY_TOKENS)
 
 
@@ -30,8 +39,15 @@ def test_streamed_tokens_are_highlighted_and_survive_markdown(qtbot):
     assert view.streamed_text().startswith("Here is code")  # Markdown shows as it streams
     assert view.highlighted_text() == "is code"
     view.append_tokens(REPLY_TOKENS[4:])
-    view.finish_stream(TranscriptMessage(7, "assistant", REPLY, REPLY_TOKENS, GenerationStats(
-        tokens=9, tokens_per_second=12.5, drafted=6, accepted=4, acceptance_rate=4 / 6, ttft_s=0.2)))
+    view.finish_stream(
+        TranscriptMessage(
+            7,
+            "assistant",
+            REPLY,
+            REPLY_TOKENS,
+            GenerationStats(tokens=9, tokens_per_second=12.5, drafted=6, accepted=4, acceptance_rate=4 / 6, ttft_s=0.2),
+        )
+    )
     assert not view.is_streaming()
     plain = view.toPlainText()
     assert "**" not in plain and "```" not in plain  # rendered
@@ -70,11 +86,13 @@ def test_code_block_copy_link_copies_the_code(qtbot, qapp):
 def test_only_the_last_reply_offers_regenerate(qtbot):
     view = ChatView()
     qtbot.addWidget(view)
-    view.show_messages([
-        TranscriptMessage(1, "user", "hi"),
-        TranscriptMessage(2, "assistant", "one", token_records([("one", "target")])),
-        TranscriptMessage(3, "user", "again"),
-    ])
+    view.show_messages(
+        [
+            TranscriptMessage(1, "user", "hi"),
+            TranscriptMessage(2, "assistant", "one", token_records([("one", "target")])),
+            TranscriptMessage(3, "user", "again"),
+        ]
+    )
     view.begin_stream("model")
     view.append_tokens(token_records([("two", "draft")]))
     view.finish_stream(TranscriptMessage(4, "assistant", "two", token_records([("two", "draft")])))
@@ -103,8 +121,7 @@ def test_hovering_a_token_says_who_produced_it(qtbot):
         cursor = view.document().find(word)
         cursor.setPosition(cursor.selectionStart() + 2)
         pos = view.cursorRect(cursor).center()
-        QApplication.sendEvent(view.viewport(),
-                               QHelpEvent(QEvent.Type.ToolTip, pos, view.viewport().mapToGlobal(pos)))
+        QApplication.sendEvent(view.viewport(), QHelpEvent(QEvent.Type.ToolTip, pos, view.viewport().mapToGlobal(pos)))
         assert expected in QToolTip.text()
     QToolTip.hideText()
 

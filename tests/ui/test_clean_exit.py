@@ -30,7 +30,12 @@ CHILD = textwrap.dedent("""
 
 
 def test_the_process_exits_cleanly_after_a_copy(tmp_path):
-    child = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=60,
-                           env={**os.environ, "SPECCHAT_HOME": str(tmp_path)})
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "SPECCHAT_HOME": str(tmp_path)},
+    )
     assert child.stdout.strip() == "copied", child.stderr
     assert child.returncode == 0, f"exit {child.returncode}: {child.stderr[-400:]}"

@@ -32,8 +32,9 @@ def _compare(qtbot, window, message_id: int, label: str = "Compare with plain"):
     return blocker.args[1]
 
 
-def test_compare_with_plain_reports_identical_greedy_text_and_keeps_it(make_window, qtbot, fake_engine,
-                                                                       model_folder, tiny_models):
+def test_compare_with_plain_reports_identical_greedy_text_and_keeps_it(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     window = _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models)
     message_id = send_and_wait(qtbot, window, "Write add()")
     view = window.chat_view
@@ -63,8 +64,9 @@ def test_compare_with_plain_reports_identical_greedy_text_and_keeps_it(make_wind
     assert "same text" in view.toPlainText() and "Compare again" in view.toPlainText()
 
 
-def test_sampled_texts_that_differ_are_said_to_differ_by_sampling(make_window, qtbot, fake_engine, model_folder,
-                                                                  tiny_models):
+def test_sampled_texts_that_differ_are_said_to_differ_by_sampling(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     window = _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models)
     window.update_chat_settings(temperature=0.8, seed=7)
     message_id = send_and_wait(qtbot, window, "Tell a story")
@@ -75,8 +77,7 @@ def test_sampled_texts_that_differ_are_said_to_differ_by_sampling(make_window, q
     assert fake_engine.configs[-1]["seed"] == 7 and fake_engine.configs[-1]["temperature"] == 0.8
 
 
-def test_sending_during_a_comparison_cancels_it_and_says_so(make_window, qtbot, fake_engine, model_folder,
-                                                            tiny_models):
+def test_sending_during_a_comparison_cancels_it_and_says_so(make_window, qtbot, fake_engine, model_folder, tiny_models):
     window = _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models)
     message_id = send_and_wait(qtbot, window, "Write add()")
     fake_engine.token_delay_s = 0.3  # the plain run would take many seconds
@@ -119,8 +120,9 @@ def test_a_reply_of_another_model_is_not_compared(make_window, qtbot, fake_engin
     assert len(fake_engine.configs) == requests  # nothing was run
 
 
-def test_speculate_anyway_fixes_the_draft_length_for_this_chat(make_window, qtbot, fake_engine, model_folder,
-                                                               tiny_models):
+def test_speculate_anyway_fixes_the_draft_length_for_this_chat(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     window = _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models)
     fake_engine.round_reason, fake_engine.round_kind = PAUSED, "costly"
     offer = window.speculate_anyway
@@ -163,16 +165,18 @@ def test_speculate_anyway_fixes_the_draft_length_for_this_chat(make_window, qtbo
     assert window.footer.status_line.text().startswith("Speculating") and not offer.offered()
 
 
-def test_the_status_line_says_when_the_engine_follows_the_load_with_fewer_threads(make_window, qtbot, fake_engine,
-                                                                                   model_folder, tiny_models):
+def test_the_status_line_says_when_the_engine_follows_the_load_with_fewer_threads(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     window = _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models)
     fake_engine.threads_drop_after = 1
     send_and_wait(qtbot, window, "hello")
     assert window.footer.status_line.text() == "Now using 1 CPU thread instead of 2: another program is busy."
 
 
-def test_a_reply_written_without_speculation_is_not_offered_a_comparison(make_window, qtbot, fake_engine,
-                                                                         model_folder, tiny_models):
+def test_a_reply_written_without_speculation_is_not_offered_a_comparison(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     window = _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models)
     window.set_speculative(False)
     send_and_wait(qtbot, window, "plain, please")
@@ -182,8 +186,9 @@ def test_a_reply_written_without_speculation_is_not_offered_a_comparison(make_wi
     assert window.chat_view.toPlainText().count("Compare with plain") == 1
 
 
-def test_a_regenerated_reply_is_compared_as_it_was_sampled_and_keeps_its_versions(make_window, qtbot, fake_engine,
-                                                                                    model_folder, tiny_models):
+def test_a_regenerated_reply_is_compared_as_it_was_sampled_and_keeps_its_versions(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     """Issue 45, items 5 and 6: Regenerate samples a greedy chat's reply at 0.7 with a fresh seed; Compare with plain
     runs it the same way (not greedy), and the version switcher stays when the comparison is shown."""
     window = _ready_window(make_window, qtbot, fake_engine, model_folder, tiny_models)
@@ -202,8 +207,9 @@ def test_a_regenerated_reply_is_compared_as_it_was_sampled_and_keeps_its_version
     assert "Plain decoding" in view.toPlainText() and "‹  2/2  ›" in view.toPlainText()
 
 
-def test_compare_asks_as_the_reply_was_asked_for_a_model_without_a_template(make_window, qtbot, fake_engine,
-                                                                              model_folder):
+def test_compare_asks_as_the_reply_was_asked_for_a_model_without_a_template(
+    make_window, qtbot, fake_engine, model_folder
+):
     """A template-less model's replies are raw completions: the plain run is one too, or its text differs."""
     from app.testing.synthetic import write_tiny_model
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from window_helpers import choose_pair, click_link, send_and_wait
 
 
-
 def test_greedy_speculative_reply_equals_its_plain_run(make_window, qtbot, model_folder, tiny_models):
     window = make_window()
     # The smaller draft: some drafts are refused, so the reply mixes draft and target tokens.

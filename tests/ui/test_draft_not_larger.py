@@ -6,8 +6,7 @@ from __future__ import annotations
 from app.ui.models.library_model import NGRAM_KEY
 
 
-def test_a_draft_larger_than_the_target_is_marked_and_never_suggested(make_window, qtbot, model_folder,
-                                                                       tiny_models):
+def test_a_draft_larger_than_the_target_is_marked_and_never_suggested(make_window, qtbot, model_folder, tiny_models):
     small, large = str(model_folder / tiny_models.draft.name), str(model_folder / tiny_models.target.name)
     window = make_window(last_draft=large)  # remembered from when the large one was the draft of another
     window.choose_target(small)

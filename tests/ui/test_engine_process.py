@@ -32,8 +32,9 @@ def _next_message_gets_a_whole_reply(qtbot, window, fake_engine) -> None:
     assert window.store.get_message(message_id).content == "Back again."
 
 
-def test_a_file_that_aborts_the_engine_is_reported_and_never_loaded_again(make_window, qtbot, fake_engine,
-                                                                           model_folder, tiny_models):
+def test_a_file_that_aborts_the_engine_is_reported_and_never_loaded_again(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     target = model_folder / tiny_models.target.name
     fake_engine.crash_on_load = target.name
     window = make_window(engine_factory=fake_engine)
@@ -66,7 +67,8 @@ def test_a_file_that_aborts_the_engine_is_reported_and_never_loaded_again(make_w
 
 
 def test_a_worker_killed_mid_reply_keeps_the_partial_reply_and_the_next_message_works(
-        make_window, qtbot, fake_engine, model_folder, tiny_models):
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
     _start_slow_reply(qtbot, window, fake_engine)
@@ -82,8 +84,7 @@ def test_a_worker_killed_mid_reply_keeps_the_partial_reply_and_the_next_message_
 
 
 @pytest.mark.slow
-def test_stop_ends_a_hung_engine_and_the_next_message_works(make_window, qtbot, fake_engine, model_folder,
-                                                            tiny_models):
+def test_stop_ends_a_hung_engine_and_the_next_message_works(make_window, qtbot, fake_engine, model_folder, tiny_models):
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
     fake_engine.hang_in_chat = True
@@ -100,8 +101,9 @@ def test_stop_ends_a_hung_engine_and_the_next_message_works(make_window, qtbot, 
     _next_message_gets_a_whole_reply(qtbot, window, fake_engine)
 
 
-def test_closing_while_a_model_loads_does_not_wait_for_the_load(make_window, qtbot, fake_engine, model_folder,
-                                                                tiny_models):
+def test_closing_while_a_model_loads_does_not_wait_for_the_load(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     load_delay_s = 60
     fake_engine.load_delay_s = load_delay_s
     window = make_window(engine_factory=fake_engine)
@@ -138,8 +140,9 @@ def _process_exists(pid: int) -> bool:
 
 
 @pytest.mark.slow
-def test_a_reply_survives_the_app_being_killed_and_can_be_continued(make_window, qtbot, fake_engine, model_folder,
-                                                                    tiny_models):
+def test_a_reply_survives_the_app_being_killed_and_can_be_continued(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     import subprocess
     import sys
     from pathlib import Path
@@ -150,9 +153,17 @@ def test_a_reply_survives_the_app_being_killed_and_can_be_continued(make_window,
     fake_engine.token_delay_s = 0.01
     fake_engine.reply = " ".join(f"word{i}" for i in range(3000))
     child = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("run_window_child.py")), str(model_folder), str(target),
-         str(fake_engine.folder), "write a lot"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            str(Path(__file__).with_name("run_window_child.py")),
+            str(model_folder),
+            str(target),
+            str(fake_engine.folder),
+            "write a lot",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert child.stdout.readline().strip() == "streaming", child.stderr.read()
@@ -194,8 +205,9 @@ def test_a_reply_survives_the_app_being_killed_and_can_be_continued(make_window,
     assert fake_engine.requests[-1][-1] == {"role": "assistant", "content": reply.content}
 
 
-def test_an_illegal_instruction_says_the_build_is_at_fault_not_the_model(make_window, qtbot, fake_engine,
-                                                                         model_folder, tiny_models):
+def test_an_illegal_instruction_says_the_build_is_at_fault_not_the_model(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     # llama.cpp built with AMX on a CPU that cannot run it dies by SIGILL on the first real prompt.
     window = make_window(engine_factory=fake_engine)
     target = model_folder / tiny_models.target.name
@@ -223,8 +235,9 @@ def test_an_illegal_instruction_says_the_build_is_at_fault_not_the_model(make_wi
 
 
 @pytest.mark.slow
-def test_an_engine_paused_and_resumed_mid_reply_finishes_the_reply_whole(make_window, qtbot, fake_engine,
-                                                                         model_folder, tiny_models):
+def test_an_engine_paused_and_resumed_mid_reply_finishes_the_reply_whole(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     # SIGSTOP then SIGCONT (a laptop suspended, a debugger attached): the reply goes on where it was, whole.
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
@@ -243,8 +256,9 @@ def test_an_engine_paused_and_resumed_mid_reply_finishes_the_reply_whole(make_wi
     assert window.engine_process.pid() == pid  # never taken for dead
 
 
-def test_stop_while_the_engine_is_paused_frees_the_window_and_restarts_it(make_window, qtbot, fake_engine,
-                                                                          model_folder, tiny_models):
+def test_stop_while_the_engine_is_paused_frees_the_window_and_restarts_it(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
     _start_slow_reply(qtbot, window, fake_engine)

@@ -194,8 +194,9 @@ def test_the_librarys_status_header_sits_over_its_column(make_window, qapp, qtbo
     table, status = dialog.table, dialog.table.model().columnCount() - 1
     header = table.horizontalHeader()
     assert table.model().rowCount() > 0
-    section = header.grab(QRect(header.sectionViewportPosition(status), 0, header.sectionSize(status),
-                                header.height())).toImage()
+    section = header.grab(
+        QRect(header.sectionViewportPosition(status), 0, header.sectionSize(status), header.height())
+    ).toImage()
     cell = table.viewport().grab(table.visualRect(table.model().index(0, status))).toImage()
     header_x, cell_x = _first_ink_x(section), _first_ink_x(cell)
     assert header_x >= 0 and cell_x >= 0

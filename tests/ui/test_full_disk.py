@@ -35,8 +35,9 @@ def _fill(folder) -> None:
             assert exc.errno == errno.ENOSPC
 
 
-def test_a_full_disk_keeps_the_message_and_says_so(make_window, qtbot, fake_engine, model_folder, tiny_models,
-                                                   small_disk):
+def test_a_full_disk_keeps_the_message_and_says_so(
+    make_window, qtbot, fake_engine, model_folder, tiny_models, small_disk
+):
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
     send_and_wait(qtbot, window, "first, while there is room")

@@ -28,7 +28,9 @@ TIMEOUT_MS = 15_000
 
 def _tiny_pair(target: Path, draft: Path) -> CuratedPair:
     return CuratedPair(
-        pair_id="tiny", family="Tiny", title="Tiny target + tiny draft",
+        pair_id="tiny",
+        family="Tiny",
+        title="Tiny target + tiny draft",
         target=CuratedFile("tiny/Tiny-Target-GGUF", target.name, target.stat().st_size, "Tiny target"),
         draft=CuratedFile("tiny/Tiny-Draft-GGUF", draft.name, draft.stat().st_size, "Tiny draft"),
         good_at="Testing.",
@@ -36,12 +38,14 @@ def _tiny_pair(target: Path, draft: Path) -> CuratedPair:
 
 
 def test_a_curated_pair_downloads_into_the_window_and_is_offered_as_target_and_draft(
-        make_window, qtbot, fake_hub, tiny_models, monkeypatch):
+    make_window, qtbot, fake_hub, tiny_models, monkeypatch
+):
     fake_hub.add_repo("tiny/Tiny-Target-GGUF", {tiny_models.target.name: tiny_models.target.read_bytes()})
     fake_hub.add_repo("tiny/Tiny-Draft-GGUF", {tiny_models.draft.name: tiny_models.draft.read_bytes()})
     # The panel shows only this pair; the window builds the panel itself, exactly as for a user.
-    monkeypatch.setattr("app.ui.get_models.panel.curated_pairs",
-                        lambda: (_tiny_pair(tiny_models.target, tiny_models.draft),))
+    monkeypatch.setattr(
+        "app.ui.get_models.panel.curated_pairs", lambda: (_tiny_pair(tiny_models.target, tiny_models.draft),)
+    )
 
     window = make_window(folders=[])  # the real engine; nothing but the app's own (empty) models folder
     assert not window.library.usable_entries()

@@ -32,8 +32,9 @@ def _refuse_replies(monkeypatch, error: Exception) -> None:
     monkeypatch.setattr(ChatStore, "update_reply", update)
 
 
-def test_a_lone_surrogate_in_a_reply_is_saved_and_the_window_stays_usable(make_window, qtbot, fake_engine,
-                                                                           model_folder, tiny_models, tmp_path):
+def test_a_lone_surrogate_in_a_reply_is_saved_and_the_window_stays_usable(
+    make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path
+):
     window = _ready(make_window, qtbot, fake_engine, model_folder, tiny_models)
     fake_engine.reply = "Broken \ud800 character, and a split pair \ud83d\ude00 too."
     message_id = send_and_wait(qtbot, window, "say something odd")
@@ -49,16 +50,15 @@ def test_a_lone_surrogate_in_a_reply_is_saved_and_the_window_stays_usable(make_w
     assert window.store.messages(window.conversation.chat_id)[-1].content == "Fine again."
 
 
-def test_a_failed_save_keeps_the_reply_shown_copyable_and_the_window_idle(make_window, qtbot, fake_engine,
-                                                                          model_folder, tiny_models, monkeypatch,
-                                                                          qapp):
+def test_a_failed_save_keeps_the_reply_shown_copyable_and_the_window_idle(
+    make_window, qtbot, fake_engine, model_folder, tiny_models, monkeypatch, qapp
+):
     window = _ready(make_window, qtbot, fake_engine, model_folder, tiny_models)
     send_and_wait(qtbot, window, "first")  # the chat exists; now the disk fails
     fake_engine.reply = "A reply the disk will not take."
     _refuse_replies(monkeypatch, StoreError("the disk is full"))
     window.composer.edit.setPlainText("second")
-    with qtbot.waitSignal(window.conversation.sig_busy_changed, timeout=20000,
-                          check_params_cb=lambda busy: not busy):
+    with qtbot.waitSignal(window.conversation.sig_busy_changed, timeout=20000, check_params_cb=lambda busy: not busy):
         qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
     assert not window.composer.is_busy()
     qtbot.waitUntil(lambda: "could not be saved" in window.error_banner.text(), timeout=20000)  # the writer's answer
@@ -70,15 +70,15 @@ def test_a_failed_save_keeps_the_reply_shown_copyable_and_the_window_idle(make_w
     assert qapp.clipboard().text() == "A reply the disk will not take."
 
 
-def test_a_refused_token_record_never_wedges_the_window(make_window, qtbot, fake_engine, model_folder, tiny_models,
-                                                        monkeypatch):
+def test_a_refused_token_record_never_wedges_the_window(
+    make_window, qtbot, fake_engine, model_folder, tiny_models, monkeypatch
+):
     window = _ready(make_window, qtbot, fake_engine, model_folder, tiny_models)
     send_and_wait(qtbot, window, "first")
     fake_engine.reply = "Second reply."
     _refuse_replies(monkeypatch, ValueError("a token's origin is unknown"))
     window.composer.edit.setPlainText("second")
-    with qtbot.waitSignal(window.conversation.sig_busy_changed, timeout=20000,
-                          check_params_cb=lambda busy: not busy):
+    with qtbot.waitSignal(window.conversation.sig_busy_changed, timeout=20000, check_params_cb=lambda busy: not busy):
         qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
     assert not window.composer.is_busy() and not window.conversation.is_busy()
     qtbot.waitUntil(lambda: "could not be saved" in window.error_banner.text(), timeout=20000)

@@ -35,8 +35,9 @@ def _longest_block(view) -> int:
 
 
 @pytest.mark.parametrize("name", list(REPLIES))
-def test_a_huge_or_pathological_reply_never_freezes_the_window(make_window, qtbot, fake_engine, model_folder,
-                                                               tiny_models, qapp, name):
+def test_a_huge_or_pathological_reply_never_freezes_the_window(
+    make_window, qtbot, fake_engine, model_folder, tiny_models, qapp, name
+):
     reply = REPLIES[name]
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)

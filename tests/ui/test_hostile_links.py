@@ -15,8 +15,9 @@ def _chat(window) -> list[tuple[str, str]]:
     return [(m.role, m.content) for m in window.store.messages(window.conversation.chat_id)]
 
 
-def test_action_links_written_by_a_reply_do_nothing(make_window, qtbot, fake_engine, model_folder, tiny_models,
-                                                    monkeypatch):
+def test_action_links_written_by_a_reply_do_nothing(
+    make_window, qtbot, fake_engine, model_folder, tiny_models, monkeypatch
+):
     told: list[str] = []
     monkeypatch.setattr(QMessageBox, "information", staticmethod(lambda *args: told.append(args[2])))
     window = make_window(engine_factory=fake_engine)
@@ -25,9 +26,12 @@ def test_action_links_written_by_a_reply_do_nothing(make_window, qtbot, fake_eng
     send_and_wait(qtbot, window, "first question")
     first_user, first_reply = (m.id for m in window.store.messages(window.conversation.chat_id))
     hostile = {
-        "Copy": f"specchat:regenerate/{first_reply}", "Edit": f"specchat:edit/{first_user}",
-        "Go on": f"specchat:continue/{first_reply}", "Compare": f"specchat:compare/{first_reply}",
-        "Retry": "specchat:retry", "Inspect": f"specchat:inspect/{first_reply}",
+        "Copy": f"specchat:regenerate/{first_reply}",
+        "Edit": f"specchat:edit/{first_user}",
+        "Go on": f"specchat:continue/{first_reply}",
+        "Compare": f"specchat:compare/{first_reply}",
+        "Retry": "specchat:retry",
+        "Inspect": f"specchat:inspect/{first_reply}",
         "Code": "specchat:copy-code/0",
     }
     fake_engine.reply = "Click: " + " ".join(f"[{label}]({href})" for label, href in hostile.items())
@@ -51,17 +55,23 @@ def test_a_bad_action_target_is_ignored(make_window, qtbot, fake_engine, model_f
     qapp.clipboard().setText("kept")
     view = window.chat_view
     before = _chat(window)
-    for href in (view.action_href("copy-code", 99999), view.action_href("copy-code", "-1"),
-                 view.action_href("copy-code", "x"), view.action_href("regenerate", "99999999999999999999"),
-                 view.action_href("edit", "nope"), view.action_href("no-such-action", 1),
-                 view.action_href("copy", 424242)):
+    for href in (
+        view.action_href("copy-code", 99999),
+        view.action_href("copy-code", "-1"),
+        view.action_href("copy-code", "x"),
+        view.action_href("regenerate", "99999999999999999999"),
+        view.action_href("edit", "nope"),
+        view.action_href("no-such-action", 1),
+        view.action_href("copy", 424242),
+    ):
         view.anchorClicked.emit(QUrl(href))  # an exception in the slot would fail the test (pytest-qt)
     assert qapp.clipboard().text() == "kept"
     assert _chat(window) == before
 
 
-def test_regenerate_and_edit_of_an_earlier_message_delete_nothing_and_ask_nothing(make_window, qtbot, fake_engine,
-                                                                                   model_folder, tiny_models):
+def test_regenerate_and_edit_of_an_earlier_message_delete_nothing_and_ask_nothing(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
     fake_engine.reply = "Answer."
@@ -86,7 +96,9 @@ def test_text_from_a_server_or_file_is_never_markup_in_the_window(make_window, q
     hostile = '<a href="specchat:retry">Retry</a><img src="/etc/x.png"><b>fake</b>'
     window.show_error(f"The server said: {hostile}")
     assert window.error_banner.text().endswith(hostile)
-    assert window.error_banner.findChild(QLabel).textFormat() == Qt.TextFormat.PlainText  # shown as the characters it is
+    assert (
+        window.error_banner.findChild(QLabel).textFormat() == Qt.TextFormat.PlainText
+    )  # shown as the characters it is
     window.model_bar.set_load_state(hostile, state="failed")
     assert "&lt;a href" in window.model_bar.load_state.text()  # escaped inside the state's own markup
 
@@ -95,8 +107,9 @@ def test_a_very_long_link_is_asked_about_by_its_start(qtbot, monkeypatch):
     from app.ui.transcript.chat_view import ChatView, TranscriptMessage
 
     asked: list[str] = []
-    monkeypatch.setattr(QMessageBox, "question",
-                        staticmethod(lambda *args: asked.append(args[2]) or QMessageBox.StandardButton.Cancel))
+    monkeypatch.setattr(
+        QMessageBox, "question", staticmethod(lambda *args: asked.append(args[2]) or QMessageBox.StandardButton.Cancel)
+    )
     monkeypatch.setattr(QMessageBox, "information", staticmethod(lambda *args: asked.append(args[2])))
     view = ChatView()
     qtbot.addWidget(view)

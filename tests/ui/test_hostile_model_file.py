@@ -13,8 +13,9 @@ from app.ui.models.library_model import NGRAM_KEY
 from window_helpers import choose_pair
 
 
-def test_a_model_file_truncated_mid_reply_is_reported_and_marked(make_window, qtbot, fake_engine, model_folder,
-                                                                  tiny_models):
+def test_a_model_file_truncated_mid_reply_is_reported_and_marked(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     target = model_folder / "changing-target.gguf"
     shutil.copy2(tiny_models.target, target)
     window = make_window(engine_factory=fake_engine)
@@ -50,8 +51,9 @@ def test_a_model_file_truncated_mid_reply_is_reported_and_marked(make_window, qt
     assert [entry["path"] for entry in fake_engine.log() if entry["event"] == "load_target"][loads:] == [str(other)]
 
 
-def test_a_model_file_replaced_while_idle_is_not_used_unseen(make_window, qtbot, fake_engine, model_folder,
-                                                             tiny_models):
+def test_a_model_file_replaced_while_idle_is_not_used_unseen(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     target = model_folder / "replaced-target.gguf"
     shutil.copy2(tiny_models.target, target)
     window = make_window(engine_factory=fake_engine)

@@ -18,8 +18,9 @@ NESTED = {
 
 
 @pytest.mark.parametrize("name", list(NESTED))
-def test_deeply_nested_text_is_shown_and_marked_never_hidden(make_window, qtbot, fake_engine, model_folder,
-                                                              tiny_models, qapp, name):
+def test_deeply_nested_text_is_shown_and_marked_never_hidden(
+    make_window, qtbot, fake_engine, model_folder, tiny_models, qapp, name
+):
     reply = NESTED[name]
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)

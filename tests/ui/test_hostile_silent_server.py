@@ -15,8 +15,12 @@ from tests.remote.fake_openai_server import FakeServer, Script, content_chunk
 
 @pytest.mark.slow
 def test_stop_on_a_silent_server_is_not_blamed_on_llama_cpp(make_window, qtbot):
-    script = Script(models=[("org/silent", "llamacpp")], chunks=[content_chunk("The first words")], end="stall",
-                    stall_s=STOP_GRACE_MS / 1000 + 3)
+    script = Script(
+        models=[("org/silent", "llamacpp")],
+        chunks=[content_chunk("The first words")],
+        end="stall",
+        stall_s=STOP_GRACE_MS / 1000 + 3,
+    )
     with FakeServer(script) as server:
         window = make_window(servers=[server.url])
         key = ServerModel.at(server.url, "org/silent")

@@ -28,10 +28,26 @@ JUNK_SETTINGS = {
     "not JSON": "\x00\xff junk",
     "a list": "[1, 2, 3]",
     "huge number": '{"context_size": ' + "9" * 5000 + "}",
-    "wrong types": json.dumps({"threads": "many", "model_folders": "x", "servers": {"a": 1}, "last_chat_id": 2 ** 70,
-                               "context_size": -5, "target_gpu_layers": 1e300, "show_refused": "yes"}),
-    "odd paths": json.dumps({"model_folders": ["\u0000", "/nonexistent/\udc80", ""], "last_target": "\u0000",
-                             "last_draft": "\udc80", "rpc_workers": [":::"], "servers": ["not a url"]}),
+    "wrong types": json.dumps(
+        {
+            "threads": "many",
+            "model_folders": "x",
+            "servers": {"a": 1},
+            "last_chat_id": 2**70,
+            "context_size": -5,
+            "target_gpu_layers": 1e300,
+            "show_refused": "yes",
+        }
+    ),
+    "odd paths": json.dumps(
+        {
+            "model_folders": ["\u0000", "/nonexistent/\udc80", ""],
+            "last_target": "\u0000",
+            "last_draft": "\udc80",
+            "rpc_workers": [":::"],
+            "servers": ["not a url"],
+        }
+    ),
 }
 
 
@@ -70,11 +86,13 @@ def test_an_unwritable_data_folder_can_be_opened_read_only(qtbot, specchat_home,
     original = (data / "chats.sqlite3").read_bytes()
     monkeypatch.setattr(paths, "database_path", lambda: data / "chats.sqlite3")
     from app.store import chats as store_chats
+
     real_open = store_chats.open_database
 
     def refuse_the_original(path, check_pages=True):
         if path == data / "chats.sqlite3":
             from app.store import StoreError
+
             raise StoreError(f"The chat database {path} could not be used: attempt to write a readonly database.")
         return real_open(path, check_pages)
 

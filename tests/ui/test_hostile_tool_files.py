@@ -33,6 +33,9 @@ def test_a_fifo_or_a_device_as_the_tool_file_is_one_sentence(make_window, qtbot,
     finally:
         stop.set()
     said = " ".join(window.tools.servers.problems)
-    assert said == (f"{path} is a pipe (FIFO), not a regular file." if kind == "fifo"
-                    else f"{path} is a device, not a regular file.")
+    assert said == (
+        f"{path} is a pipe (FIFO), not a regular file."
+        if kind == "fifo"
+        else f"{path} is a device, not a regular file."
+    )
     assert window.tools.servers.tools() == ()

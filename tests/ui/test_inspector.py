@@ -31,8 +31,13 @@ def plain_round(time_s: float) -> RoundRecord:
 
 
 # Round 1: the draft model keeps 2 of 4; 2: plain; 3: n-gram keeps 3 of 3; 4: plain; 5: the draft model keeps 0 of 2.
-ROUNDS = [model_round(2, 4, 0.30), plain_round(0.10), ngram_round(3, 3, 0.12), plain_round(0.14),
-          model_round(0, 2, 0.06)]
+ROUNDS = [
+    model_round(2, 4, 0.30),
+    plain_round(0.10),
+    ngram_round(3, 3, 0.12),
+    plain_round(0.14),
+    model_round(0, 2, 0.06),
+]
 STATS = GenerationStats(tokens=10, tokens_per_second=12.5, drafted=9, accepted=5, acceptance_rate=5 / 9)
 
 
@@ -66,8 +71,11 @@ def test_acceptance_by_position_and_the_draft_length_histogram(inspector):
     # Side by side per position: the draft model's bar left of the n-gram's.
     assert positions["model:position"][0][0] < 1 < positions["ngram:position"][0][0]
     histogram = drawn_bars(inspector.charts["histogram"])
-    assert histogram == {"none:histogram": [(0, 0, 2)], "model:histogram": [(2, 0, 1), (4, 0, 1)],
-                         "ngram:histogram": [(3, 0, 1)]}
+    assert histogram == {
+        "none:histogram": [(0, 0, 2)],
+        "model:histogram": [(2, 0, 1), (4, 0, 1)],
+        "ngram:histogram": [(3, 0, 1)],
+    }
 
 
 def test_tokens_against_time_beside_plain_decoding_with_the_saving(inspector):
@@ -81,9 +89,11 @@ def test_tokens_against_time_beside_plain_decoding_with_the_saving(inspector):
     plain_x, plain_y = lines["plain decoding (0.120 s/token)"]
     assert plain_x == pytest.approx([0, 0.36, 0.46, 0.94, 1.08, 1.2]) and plain_y == tokens
     assert chart.verdict.toPlainText() == "saved 0.5 s (1.7x)"
-    assert inspector.captions["time"].text() == ("Plain decoding: the plain rounds as they were, the others at "
-                                                 "0.120 s per token (median of this reply's 2 plain rounds; each "
-                                                 "round is set against the plain rounds closest to it).")
+    assert inspector.captions["time"].text() == (
+        "Plain decoding: the plain rounds as they were, the others at "
+        "0.120 s per token (median of this reply's 2 plain rounds; each "
+        "round is set against the plain rounds closest to it)."
+    )
 
 
 def test_a_reply_slower_than_plain_says_what_it_cost(inspector):
@@ -138,6 +148,7 @@ def test_save_into_a_folder_that_cannot_be_written_says_so(inspector, tmp_path):
 
 # ----- in the window
 
+
 def _click_text(qtbot, view, text: str) -> None:
     cursor = view.document().find(text)
     assert not cursor.isNull(), text
@@ -157,8 +168,17 @@ def test_clicking_a_replys_stats_row_opens_the_inspector_for_that_reply(make_win
         store.add_message(chat.id, "user", question)
         stats = dataclasses.replace(STATS, tokens=tokens)
         answer = f"answer to {question}"
-        replies[store.add_message(chat.id, "assistant", answer, stats=stats, tokens=[(answer, "target")],
-                                  token_rounds=[len(rounds) - 1], rounds=rounds).id] = rounds
+        replies[
+            store.add_message(
+                chat.id,
+                "assistant",
+                answer,
+                stats=stats,
+                tokens=[(answer, "target")],
+                token_rounds=[len(rounds) - 1],
+                rounds=rounds,
+            ).id
+        ] = rounds
     window.open_chat(chat.id)
     view = window.chat_view
     first, second = replies

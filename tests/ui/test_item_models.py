@@ -48,12 +48,12 @@ def test_draft_model_offers_compatible_first_then_ngram_then_disabled_with_reaso
     assert Path(keys[0]).name == tiny_models.draft.name
     assert options[0].detail.startswith("Recommended")
     ngram_row = keys.index(NGRAM_KEY)
-    assert all(o.enabled and o.suggested for o in options[:ngram_row + 1])
+    assert all(o.enabled and o.suggested for o in options[: ngram_row + 1])
     # After n-gram: drafts larger than the target (pickable, never suggested), then the incompatible ones.
-    later = options[ngram_row + 1:]
+    later = options[ngram_row + 1 :]
     larger = [o for o in later if o.enabled]
     assert all(not o.suggested and o.detail.startswith("Larger than the target") for o in larger)
-    assert not any(o.enabled for o in later[len(larger):])
+    assert not any(o.enabled for o in later[len(larger) :])
     bad = drafts.index(keys.index(str(model_folder / tiny_models.bad_vocab_size.name)))
     assert not (drafts.flags(bad) & Qt.ItemFlag.ItemIsEnabled)
     assert "vocabulary sizes" in bad.data(Qt.ItemDataRole.ToolTipRole)

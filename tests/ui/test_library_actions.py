@@ -27,23 +27,25 @@ def memory_text(window, path: Path) -> str:
     return window.library.index(window.library.row_of(str(path)), LibraryModel.MEMORY_COLUMN).data()
 
 
-def test_each_model_shows_what_it_takes_in_memory_at_the_chosen_context_and_kv_type(make_window, qtbot,
-                                                                                    model_folder, tiny_models):
+def test_each_model_shows_what_it_takes_in_memory_at_the_chosen_context_and_kv_type(
+    make_window, qtbot, model_folder, tiny_models
+):
     window = make_window(context_size=2048)
     target = model_folder / tiny_models.target.name
     at_f16 = window.library.entry_for(str(target)).memory(2048, "f16")
     assert memory_text(window, target) == at_f16.label
     tip = window.library.index(window.library.row_of(str(target)), LibraryModel.MEMORY_COLUMN).data(
-        Qt.ItemDataRole.ToolTipRole)
+        Qt.ItemDataRole.ToolTipRole
+    )
     assert "of KV cache (2,048 tokens, f16)" in tip
     window.confirm = lambda *args: False
     window.apply_app_settings(dataclasses.replace(window.settings, kv_cache_type="q4_0"))
     assert memory_text(window, target) == window.library.entry_for(str(target)).memory(2048, "q4_0").label
 
 
-def test_the_model_settings_editor_saves_to_settings_json_and_the_next_load_uses_them(make_window, qtbot,
-                                                                                     fake_engine, model_folder,
-                                                                                     tiny_models, monkeypatch):
+def test_the_model_settings_editor_saves_to_settings_json_and_the_next_load_uses_them(
+    make_window, qtbot, fake_engine, model_folder, tiny_models, monkeypatch
+):
     window = make_window(engine_factory=fake_engine)
     target = str(model_folder / tiny_models.target.name)
     dialog = open_library(qtbot, window, Path(target))
@@ -60,16 +62,16 @@ def test_the_model_settings_editor_saves_to_settings_json_and_the_next_load_uses
     monkeypatch.setattr("app.ui.models.model_settings_dialog.ModelSettingsDialog.exec", accept)
     dialog.settings_button.click()
     assert editors and "KV cache (1,024 tokens, q8_0)" in editors[0].load_fields.memory.text()
-    assert load_settings().model_defaults[target] == {"context_size": 1024, "kv_cache_type": "q8_0",
-                                                       "batch_size": 128}
+    assert load_settings().model_defaults[target] == {"context_size": 1024, "kv_cache_type": "q8_0", "batch_size": 128}
     choose_pair(qtbot, window, Path(target), NGRAM_KEY)
     qtbot.waitUntil(lambda: fake_engine.load_settings.get("kv_type") == "q8_0", timeout=10000)
     assert fake_engine.load_settings["n_ctx"] == 1024 and fake_engine.load_settings["n_batch"] == 128
     assert memory_text(window, Path(target)) == window.library.entry_for(target).memory(1024, "q8_0").label
 
 
-def test_the_editor_refuses_a_quantized_cache_without_flash_attention_with_a_sentence(make_window, qtbot,
-                                                                                     model_folder, tiny_models):
+def test_the_editor_refuses_a_quantized_cache_without_flash_attention_with_a_sentence(
+    make_window, qtbot, model_folder, tiny_models
+):
     window = make_window()
     target = str(model_folder / tiny_models.target.name)
     editor = window.model_actions.dialog_for(target)
@@ -87,8 +89,7 @@ def test_the_editor_refuses_a_quantized_cache_without_flash_attention_with_a_sen
     assert editor.result() == QDialog.DialogCode.Accepted  # the same button does save a combination that works
 
 
-def test_load_from_the_library_loads_the_file_as_the_target(make_window, qtbot, fake_engine, model_folder,
-                                                           tiny_models):
+def test_load_from_the_library_loads_the_file_as_the_target(make_window, qtbot, fake_engine, model_folder, tiny_models):
     window = make_window(engine_factory=fake_engine)
     target = model_folder / tiny_models.target.name
     dialog = open_library(qtbot, window, target)
@@ -122,8 +123,9 @@ def test_delete_file_asks_first_and_says_the_size(make_window, qtbot, model_fold
     assert draft.is_file() and window.library.row_of(str(draft)) >= 0  # answered no: nothing happened
 
 
-def test_a_reload_asked_for_during_a_reply_waits_for_the_reply_to_end(make_window, qtbot, fake_engine, model_folder,
-                                                                     tiny_models):
+def test_a_reload_asked_for_during_a_reply_waits_for_the_reply_to_end(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
     fake_engine.reply = "one two three four five six seven eight nine ten"
@@ -135,8 +137,7 @@ def test_a_reload_asked_for_during_a_reply_waits_for_the_reply_to_end(make_windo
     with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=20000) as finished:
         window.apply_app_settings(dataclasses.replace(window.settings, kv_cache_type="q8_0"))
     assert window.store.get_message(finished.args[0]).content.strip() == fake_engine.reply  # whole, not cut
-    qtbot.waitUntil(lambda: fake_engine.load_settings.get("kv_type") == "q8_0" and window.models_ready(),
-                    timeout=10000)
+    qtbot.waitUntil(lambda: fake_engine.load_settings.get("kv_type") == "q8_0" and window.models_ready(), timeout=10000)
 
 
 def test_the_model_settings_title_is_never_cut(make_window, model_folder, tiny_models):

@@ -47,8 +47,9 @@ def test_a_thousand_message_chat_opens_at_its_end_and_loads_older_messages_on_sc
     assert text.count("Regenerate") == 1
 
 
-def test_a_long_chat_says_once_per_cut_that_older_turns_were_left_out(make_window, qtbot, fake_engine, model_folder,
-                                                                      tiny_models):
+def test_a_long_chat_says_once_per_cut_that_older_turns_were_left_out(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     from app.ui.models.library_model import NGRAM_KEY
     from window_helpers import choose_pair, send_and_wait
 

@@ -19,7 +19,8 @@ def malformed_files(tmp_path_factory):
 
 
 def test_every_malformed_file_is_refused_with_its_reason_and_the_window_still_chats(
-        make_window, qtbot, model_folder, tiny_models, malformed_files):
+    make_window, qtbot, model_folder, tiny_models, malformed_files
+):
     for path in malformed_files.values():
         shutil.copy2(path, model_folder / path.name)
     window = make_window()
@@ -37,8 +38,9 @@ def test_every_malformed_file_is_refused_with_its_reason_and_the_window_still_ch
 
 
 @pytest.mark.slow
-def test_a_file_that_aborts_llama_cpp_takes_down_only_the_engine_process(make_window, qtbot, model_folder,
-                                                                        tiny_models, malformed_files):
+def test_a_file_that_aborts_llama_cpp_takes_down_only_the_engine_process(
+    make_window, qtbot, model_folder, tiny_models, malformed_files
+):
     window = make_window()
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
     pid = window.engine_process.pid()

@@ -20,7 +20,10 @@ def test_shown_characters_map_to_themselves_past_markup():
     text = "Use **bold** and `code`.\n\n```python\ndef f():\n    return 1\n```\n- item *one*"
     shown = _shown(text)
     assert [(kind, shown_text) for kind, shown_text, _ in shown] == [
-        ("paragraph", "Use bold and code."), ("code", "def f():\n    return 1"), ("paragraph", "item one")]
+        ("paragraph", "Use bold and code."),
+        ("code", "def f():\n    return 1"),
+        ("paragraph", "item one"),
+    ]
     assert all(shown_text == mapped for _, shown_text, mapped in shown)
 
 

@@ -8,12 +8,16 @@ from app.ui.models.library_model import NGRAM_KEY
 from tests.ui.window_helpers import choose_pair, send_and_wait
 
 
-def test_a_model_files_defaults_are_applied_when_it_loads(make_window, qtbot, fake_engine, model_folder,
-                                                          tiny_models):
+def test_a_model_files_defaults_are_applied_when_it_loads(make_window, qtbot, fake_engine, model_folder, tiny_models):
     target = str(model_folder / tiny_models.target.name)
-    window = make_window(engine_factory=fake_engine, context_size=2048,
-                         model_defaults={target: {"context_size": 1024, "thinking": False},
-                                         str(model_folder / "elsewhere.gguf"): {"context_size": 512}})
+    window = make_window(
+        engine_factory=fake_engine,
+        context_size=2048,
+        model_defaults={
+            target: {"context_size": 1024, "thinking": False},
+            str(model_folder / "elsewhere.gguf"): {"context_size": 512},
+        },
+    )
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
     qtbot.waitUntil(lambda: fake_engine.n_ctx == 1024, timeout=10000)
     send_and_wait(qtbot, window, "hello")

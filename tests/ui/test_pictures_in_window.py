@@ -45,12 +45,16 @@ def paste_picture(window, path) -> None:
 def shown_pictures(window, pictures) -> list[bool]:
     """Whether the transcript shows each picture (its thumbnail is in the document)."""
     document = window.chat_view.document()
-    return [isinstance(image := document.resource(QTextDocument.ResourceType.ImageResource, picture_url(p)), QImage)
-            and not image.isNull() for p in pictures]
+    return [
+        isinstance(image := document.resource(QTextDocument.ResourceType.ImageResource, picture_url(p)), QImage)
+        and not image.isNull()
+        for p in pictures
+    ]
 
 
 def test_a_pasted_picture_is_sent_shown_kept_after_a_restart_and_deleted_with_its_chat(
-        make_window, qtbot, vision_folder, picture):
+    make_window, qtbot, vision_folder, picture
+):
     window = make_window(folders=[str(vision_folder.parent)])
     choose_pair(qtbot, window, vision_folder, None)
     seeing = window.session.library.index(window.session.library.row_of(str(vision_folder)), 0)
@@ -60,8 +64,7 @@ def test_a_pasted_picture_is_sent_shown_kept_after_a_restart_and_deleted_with_it
     assert [p.name for p in window.composer.pictures()] == ["pasted picture.png"]
     assert window.composer.text() == ""  # the picture is attached, not typed
     assert window.composer.tray.isVisible()
-    thumbnails = [label.pixmap() for label in window.composer.tray.findChildren(QLabel)
-                  if not label.pixmap().isNull()]
+    thumbnails = [label.pixmap() for label in window.composer.tray.findChildren(QLabel) if not label.pixmap().isNull()]
     assert len(thumbnails) == 1 and thumbnails[0].height() <= 32
 
     reply_id = send_and_wait(qtbot, window, "What is in this picture?", timeout=120000)
@@ -89,7 +92,8 @@ def test_a_pasted_picture_is_sent_shown_kept_after_a_restart_and_deleted_with_it
 
 
 def test_a_model_that_cannot_see_gets_a_sentence_and_the_composer_keeps_text_and_picture(
-        make_window, qtbot, fake_engine, model_folder, tiny_models, picture):
+    make_window, qtbot, fake_engine, model_folder, tiny_models, picture
+):
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
     blind = window.session.library.index(window.session.library.row_of(str(model_folder / tiny_models.target.name)), 0)
@@ -106,7 +110,8 @@ def test_a_model_that_cannot_see_gets_a_sentence_and_the_composer_keeps_text_and
 
 
 def test_a_dropped_or_picked_picture_file_is_a_chip_that_can_be_removed_and_an_svg_gets_a_sentence(
-        make_window, qtbot, fake_engine, model_folder, tiny_models, picture, tmp_path, monkeypatch):
+    make_window, qtbot, fake_engine, model_folder, tiny_models, picture, tmp_path, monkeypatch
+):
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
     drawing = tmp_path / "logo.svg"

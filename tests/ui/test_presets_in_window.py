@@ -7,14 +7,16 @@ from app.ui.models.library_model import NGRAM_KEY
 from tests.ui.window_helpers import choose_pair, send_and_wait
 
 
-def test_a_preset_applied_to_a_chat_changes_the_requests_config(make_window, qtbot, fake_engine, model_folder,
-                                                                tiny_models):
+def test_a_preset_applied_to_a_chat_changes_the_requests_config(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
     send_and_wait(qtbot, window, "first")
     assert fake_engine.configs[-1]["temperature"] == 0.0
-    window.chat_settings.apply_preset(Preset("Terse", system_prompt="Answer in one line.", temperature=0.5,
-                                             max_tokens=64))
+    window.chat_settings.apply_preset(
+        Preset("Terse", system_prompt="Answer in one line.", temperature=0.5, max_tokens=64)
+    )
     send_and_wait(qtbot, window, "second")
     config, messages = fake_engine.configs[-1], fake_engine.requests[-1]
     assert (config["temperature"], config["max_tokens"]) == (0.5, 64)
@@ -45,18 +47,20 @@ def test_a_preset_chosen_in_the_chat_settings_fills_them(make_window, qtbot):
     from app.ui.settings.dialog import ChatSettingsDialog
 
     window = make_window(presets=[{"name": "Creative", "temperature": 0.9, "system_prompt": "Be bold."}])
-    dialog = ChatSettingsDialog(window.chat_settings.current(), window,
-                                presets=window.chat_settings.presets_source())
+    dialog = ChatSettingsDialog(window.chat_settings.current(), window, presets=window.chat_settings.presets_source())
     qtbot.addWidget(dialog)
     dialog.choose_preset("Creative")
     chosen = dialog.settings()
     assert (chosen.temperature, chosen.system_prompt, chosen.preset) == (0.9, "Be bold.", "Creative")
 
 
-def test_the_headers_preset_combo_applies_a_preset_to_the_open_chat(make_window, qtbot, fake_engine, model_folder,
-                                                                     tiny_models):
-    window = make_window(engine_factory=fake_engine, presets=[
-        {"name": "Plain and warm", "temperature": 0.8, "system_prompt": "Be kind.", "speculative": False}])
+def test_the_headers_preset_combo_applies_a_preset_to_the_open_chat(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
+    window = make_window(
+        engine_factory=fake_engine,
+        presets=[{"name": "Plain and warm", "temperature": 0.8, "system_prompt": "Be kind.", "speculative": False}],
+    )
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
     send_and_wait(qtbot, window, "first")
     combo = window.chat_header.header.preset

@@ -36,8 +36,9 @@ def assert_tokens_match_rounds(message) -> None:
             assert (j, text, origin) == (record.kept, record.own_text, "target")
 
 
-def test_origins_rounds_and_refused_proposals_are_shown_and_stored(make_window, qtbot, fake_engine, model_folder,
-                                                                   tiny_models):
+def test_origins_rounds_and_refused_proposals_are_shown_and_stored(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     fake_engine.refuse_tail = 2
     fake_engine.refused_text = " maybe never"
     fake_engine.drafter = "alternate"
@@ -66,7 +67,7 @@ def test_origins_rounds_and_refused_proposals_are_shown_and_stored(make_window, 
     assert {"draft", "ngram", "target"} == {origin for _, origin in stored.tokens}
     assert [r.drafter for r in stored.rounds[:3]] == ["model", "ngram", "model"]
     first = stored.rounds[0]
-    assert first.proposed_text[first.kept:] == [" maybe", " never"]  # the refused tail
+    assert first.proposed_text[first.kept :] == [" maybe", " never"]  # the refused tail
     assert first.refused_text == " maybe never" and first.k == len(first.proposed) == first.kept + 2
     assert sum(r.kept for r in stored.rounds) == stored.stats.accepted
     assert sum(len(r.proposed) for r in stored.rounds) == stored.stats.drafted
@@ -74,6 +75,7 @@ def test_origins_rounds_and_refused_proposals_are_shown_and_stored(make_window, 
     # Reopened, the chat's transcript message carries the same provenance for the view.
     window.conversation.reload()
     from app.ui.transcript.format import transcript_message
+
     again = transcript_message(window.store.get_message(stored.id))
     assert again.tokens == token_records(stored.tokens, stored.token_rounds) and again.rounds == stored.rounds
 
@@ -86,12 +88,16 @@ def test_plain_decoding_keeps_one_round_per_token(make_window, qtbot, fake_engin
     stored = window.store.get_message(send_and_wait(qtbot, window, "count"))
     assert stored.token_rounds == [0, 1, 2]
     assert [(r.drafter, r.proposed, r.own_text) for r in stored.rounds] == [
-        ("none", [], "one"), ("none", [], " two"), ("none", [], " three")]
+        ("none", [], "one"),
+        ("none", [], " two"),
+        ("none", [], " three"),
+    ]
     assert_tokens_match_rounds(stored)
 
 
-def test_rounds_are_saved_while_streaming_and_offset_across_continue(make_window, qtbot, fake_engine, model_folder,
-                                                                      tiny_models):
+def test_rounds_are_saved_while_streaming_and_offset_across_continue(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     fake_engine.token_delay_s = 0.01
     fake_engine.reply = " ".join(f"w{i}" for i in range(400))
     fake_engine.refuse_tail = 1
@@ -124,7 +130,7 @@ def test_rounds_are_saved_while_streaming_and_offset_across_continue(make_window
     continued = window.store.get_message(blocker.args[0])
     assert continued.id == stopped.id and continued.content == stopped.content + " and the end of it all."
     assert continued.rounds[:earlier] == stopped.rounds
-    assert continued.token_rounds[:len(stopped.tokens)] == stopped.token_rounds
+    assert continued.token_rounds[: len(stopped.tokens)] == stopped.token_rounds
     # The engine numbered the new rounds from 0; stored, they follow the earlier ones.
     assert continued.token_rounds[len(stopped.tokens)] == earlier
     assert len(continued.rounds) == earlier + 2  # 6 words: a round of 3 kept + own, then 1 kept + own
@@ -136,8 +142,13 @@ def test_continuing_a_reply_saved_without_rounds(make_window, qtbot, fake_engine
     choose_pair(qtbot, window, *_pair(model_folder, tiny_models))
     chat = window.store.create_chat()
     window.store.add_message(chat.id, "user", "hi")
-    old = window.store.add_message(chat.id, "assistant", "Old text", tokens=[("Old", "draft"), (" text", "target")],
-                                   stats=GenerationStats(stop_reason="cancelled"))
+    old = window.store.add_message(
+        chat.id,
+        "assistant",
+        "Old text",
+        tokens=[("Old", "draft"), (" text", "target")],
+        stats=GenerationStats(stop_reason="cancelled"),
+    )
     window.open_chat(chat.id)
     fake_engine.reply = " more"
     with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=10000) as blocker:
@@ -148,7 +159,8 @@ def test_continuing_a_reply_saved_without_rounds(make_window, qtbot, fake_engine
 
 
 def test_history_drafts_show_in_their_own_colour_and_deleting_the_chat_forgets_its_text(
-        make_window, qtbot, fake_engine, model_folder, tiny_models):
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     from app.engine.speculation.history_file import HistoryFile
     from app.replies.export import chat_document, load_chat
     from app.ui.widgets import style

@@ -39,8 +39,11 @@ def test_a_server_model_is_listed_chosen_and_its_reply_highlighted(make_window, 
     assert reply.stats.accepted == 6 and reply.stats.drafted == 12
     assert window.chat_view.highlighted_text() == " quick brown over the lazy dog"
     # Its rounds are kept as the server counts them: how many were kept, not what was proposed.
-    assert [(r.drafter, r.kept, r.proposed) for r in reply.rounds] == [("model", 2, []), ("model", 0, []),
-                                                                      ("model", 4, [])]
+    assert [(r.drafter, r.kept, r.proposed) for r in reply.rounds] == [
+        ("model", 2, []),
+        ("model", 0, []),
+        ("model", 4, []),
+    ]
     assert reply.token_rounds == [-1, 0, 0, 0, 1, 2, 2, 2, 2, 2]
 
 

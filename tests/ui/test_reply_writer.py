@@ -48,8 +48,9 @@ def _send_until_the_reply_is_being_stored(qtbot, window, text: str, saving: thre
     qtbot.waitUntil(saving.is_set, timeout=5000)
 
 
-def test_the_window_keeps_answering_while_a_reply_is_stored(make_window, qtbot, fake_engine, model_folder,
-                                                             tiny_models, monkeypatch):
+def test_the_window_keeps_answering_while_a_reply_is_stored(
+    make_window, qtbot, fake_engine, model_folder, tiny_models, monkeypatch
+):
     window = _ready(make_window, qtbot, fake_engine, model_folder, tiny_models)
     saving = _slow_reply_saves(monkeypatch)
     fake_engine.reply = "A reply that takes a while to store."
@@ -67,8 +68,9 @@ def test_the_window_keeps_answering_while_a_reply_is_stored(make_window, qtbot, 
     assert "A reply that takes a while to store." in window.chat_view.toPlainText()
 
 
-def test_a_message_sent_while_the_last_reply_is_stored_comes_after_it(make_window, qtbot, fake_engine,
-                                                                      model_folder, tiny_models, monkeypatch):
+def test_a_message_sent_while_the_last_reply_is_stored_comes_after_it(
+    make_window, qtbot, fake_engine, model_folder, tiny_models, monkeypatch
+):
     window = _ready(make_window, qtbot, fake_engine, model_folder, tiny_models)
     saving = _slow_reply_saves(monkeypatch)
     fake_engine.reply = "First reply."
@@ -82,12 +84,12 @@ def test_a_message_sent_while_the_last_reply_is_stored_comes_after_it(make_windo
 
     qtbot.waitUntil(lambda: len(stored()) == 4, timeout=20000)
     assert window.composer.edit.toPlainText() == ""
-    assert stored() == [("user", "one"), ("assistant", "First reply."), ("user", "two"),
-                      ("assistant", "Second reply.")]
+    assert stored() == [("user", "one"), ("assistant", "First reply."), ("user", "two"), ("assistant", "Second reply.")]
 
 
-def test_closing_the_window_while_a_reply_is_stored_keeps_it(make_window, qtbot, fake_engine, model_folder,
-                                                             tiny_models, monkeypatch):
+def test_closing_the_window_while_a_reply_is_stored_keeps_it(
+    make_window, qtbot, fake_engine, model_folder, tiny_models, monkeypatch
+):
     window = _ready(make_window, qtbot, fake_engine, model_folder, tiny_models)
     saving = _slow_reply_saves(monkeypatch)
     fake_engine.reply = "Kept across the close."

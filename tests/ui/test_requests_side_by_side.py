@@ -16,8 +16,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_a_message_is_answered_while_two_api_clients_are_being_answered(make_window, qtbot, model_folder,
-                                                                         tiny_models):
+def test_a_message_is_answered_while_two_api_clients_are_being_answered(make_window, qtbot, model_folder, tiny_models):
     window = make_window(api_server=True, api_port=_free_port(), parallel_requests=3, context_size=4096)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft.name)
     control = window.api_server

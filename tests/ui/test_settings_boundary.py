@@ -14,8 +14,12 @@ from app.ui.settings.dialog import LISTING_DEVICES
 
 @pytest.mark.slow
 def test_opening_settings_leaves_llama_cpp_out_of_the_window_s_process_and_still_shows_the_devices():
-    done = subprocess.run([sys.executable, str(Path(__file__).with_name("run_settings_child.py"))],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("run_settings_child.py"))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     said = dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
     assert said["api"].startswith("http://127.0.0.1:")  # the API's server listens in the window's process

@@ -23,7 +23,12 @@ def test_chat_settings_round_trip_keeps_models_and_switch(qtbot):
     dialog.draft_max.setValue(6)
     result = dialog.settings()
     assert (result.system_prompt, result.temperature, result.top_p, result.top_k, result.seed) == (
-        "Be brief.", 0.7, 0.9, 20, 42)
+        "Be brief.",
+        0.7,
+        0.9,
+        20,
+        42,
+    )
     assert (result.max_tokens, result.draft_max) == (256, 6)
     assert (result.speculative, result.target_path, result.draft_path) == (False, "/m/t.gguf", "/m/d.gguf")
     dialog.seed.setValue(-1)
@@ -44,12 +49,17 @@ def test_app_settings_dialog_edits_folders_and_load_settings(qtbot):
     result = dialog.settings()
     assert result.model_folders == ["/a", "/b"]
     assert (result.threads, result.context_size, result.target_gpu_layers, result.draft_gpu_layers) == (
-        3, 8192, GPU_LAYERS_AUTO, 10)
+        3,
+        8192,
+        GPU_LAYERS_AUTO,
+        10,
+    )
     assert result.scan_hf_cache is False
 
 
-def test_changed_load_settings_reload_the_models_when_confirmed_and_are_saved(make_window, qtbot, fake_engine,
-                                                                             model_folder, tiny_models, monkeypatch):
+def test_changed_load_settings_reload_the_models_when_confirmed_and_are_saved(
+    make_window, qtbot, fake_engine, model_folder, tiny_models, monkeypatch
+):
     from window_helpers import choose_pair
     from app.ui.models.library_model import NGRAM_KEY
 
@@ -67,8 +77,9 @@ def test_changed_load_settings_reload_the_models_when_confirmed_and_are_saved(ma
     assert load_settings().context_size == 1024
 
 
-def test_changed_load_settings_wait_for_the_next_load_when_not_confirmed(make_window, qtbot, fake_engine,
-                                                                         model_folder, tiny_models):
+def test_changed_load_settings_wait_for_the_next_load_when_not_confirmed(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     from window_helpers import choose_pair
     from app.ui.models.library_model import NGRAM_KEY
 
@@ -104,9 +115,13 @@ def test_devices_section_says_cpu_only_on_this_build(qtbot):
 
 
 def test_devices_section_lists_gpus_with_free_memory(qtbot):
-    report = DeviceReport((Device("CPU", "x", "cpu", 0, 0, "CPU"),
-                           Device("CUDA0", "NVIDIA GeForce RTX 4090", "gpu", int(22.1 * 1024 ** 3), 0, "CUDA")),
-                          rpc=False)
+    report = DeviceReport(
+        (
+            Device("CPU", "x", "cpu", 0, 0, "CPU"),
+            Device("CUDA0", "NVIDIA GeForce RTX 4090", "gpu", int(22.1 * 1024**3), 0, "CUDA"),
+        ),
+        rpc=False,
+    )
     dialog = AppSettingsDialog(AppSettings(), devices=report)
     qtbot.addWidget(dialog)
     assert "NVIDIA GeForce RTX 4090 (CUDA), 23.7 GB free" in dialog.devices.text()

@@ -39,9 +39,13 @@ def _rect_in(widget: QWidget, content: QWidget) -> QRect:
 
 
 def test_every_page_fits_a_laptop_screen_and_no_two_widgets_overlap(qtbot):
-    dialog = AppSettingsDialog(AppSettings(model_folders=["/models/a", "/models/b"],
-                                           servers=["http://gpu-box:8080", "http://127.0.0.1:1234"],
-                                           rpc_workers=["192.168.1.20:50052"]))
+    dialog = AppSettingsDialog(
+        AppSettings(
+            model_folders=["/models/a", "/models/b"],
+            servers=["http://gpu-box:8080", "http://127.0.0.1:1234"],
+            rpc_workers=["192.168.1.20:50052"],
+        )
+    )
     qtbot.addWidget(dialog)
     dialog.resize(fitted_size(LAPTOP_AVAILABLE))
     dialog.show()

@@ -48,8 +48,14 @@ def test_a_socket_left_by_a_crashed_instance_does_not_block_the_next(qtbot, tmp_
 
 def start_app() -> subprocess.Popen:
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
-    return subprocess.Popen([sys.executable, "-m", "app.ui.shell.main"], cwd=REPO_ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "app.ui.shell.main"],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def wait_until_running(process: subprocess.Popen) -> None:
@@ -68,9 +74,14 @@ def test_second_launch_exits_and_sigterm_closes_the_first_cleanly(qapp):
     first = start_app()
     try:
         wait_until_running(first)
-        second = subprocess.run([sys.executable, "-m", "app.ui.shell.main"], cwd=REPO_ROOT,
-                                env=dict(os.environ, QT_QPA_PLATFORM="offscreen"),
-                                capture_output=True, text=True, timeout=120)
+        second = subprocess.run(
+            [sys.executable, "-m", "app.ui.shell.main"],
+            cwd=REPO_ROOT,
+            env=dict(os.environ, QT_QPA_PLATFORM="offscreen"),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert second.returncode == 0
         assert "already running" in second.stderr
         _assert_closes_cleanly(first, signal.SIGTERM)

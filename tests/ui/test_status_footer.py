@@ -9,8 +9,10 @@ from window_helpers import choose_pair, send_and_wait
 
 def test_the_status_line_is_never_cut_mid_word(make_window, qtbot, fake_engine):
     window = make_window(engine_factory=fake_engine)
-    line = ("Speculation paused: on this machine checking a draft costs about as much as writing its tokens, so "
-            "guessing ahead would be slower here.")
+    line = (
+        "Speculation paused: on this machine checking a draft costs about as much as writing its tokens, so "
+        "guessing ahead would be slower here."
+    )
     window.footer.show_status(StatusWords(line, line))
     label = window.footer.status_line
     for width in range(120, 700, 7):  # from the width of the first word

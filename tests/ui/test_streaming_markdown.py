@@ -16,8 +16,10 @@ from app.ui.transcript.markdown.code_colors import code_colours
 from app.ui.widgets import style
 from window_helpers import choose_pair
 
-CODE_REPLY = ("Here is the function:\n\n```python\ndef add(a, b):\n    \"\"\"Their sum.\"\"\"\n    return a + b\n```\n\n"
-              "It returns **the sum**.\n\n```python\nprint(add(1, 2))\n```\n")
+CODE_REPLY = (
+    'Here is the function:\n\n```python\ndef add(a, b):\n    """Their sum."""\n    return a + b\n```\n\n'
+    "It returns **the sum**.\n\n```python\nprint(add(1, 2))\n```\n"
+)
 # Every kind of block the transcript draws, and the seams between them.
 SAMPLES = [
     CODE_REPLY,
@@ -63,12 +65,15 @@ def _lines(view: ChatView) -> list[tuple[str, float, float]]:
         block = block.next()
     header = next(n for n, line in enumerate(lines) if line[0] in ("model", "Assistant"))
     last = max(n for n, line in enumerate(lines) if line[0])
-    return lines[header + 1:last + 1]
+    return lines[header + 1 : last + 1]
 
 
 def _finish(view: ChatView, text: str, tokens: list[TokenRecord], rounds=None) -> None:
-    view.finish_stream(TranscriptMessage(2, "assistant", text, tokens, GenerationStats(
-        tokens=len(tokens), tokens_per_second=12.5), rounds=rounds))
+    view.finish_stream(
+        TranscriptMessage(
+            2, "assistant", text, tokens, GenerationStats(tokens=len(tokens), tokens_per_second=12.5), rounds=rounds
+        )
+    )
 
 
 def test_a_fenced_block_is_a_coloured_code_block_from_its_first_line(qtbot):
@@ -110,11 +115,11 @@ def test_the_reply_does_not_move_when_it_finishes(qtbot):
     view.begin_stream("model")
     tokens = _tokens(CODE_REPLY, list(range(3, len(CODE_REPLY), 4)))
     for n in range(0, len(tokens), 3):
-        view.append_tokens(tokens[n:n + 3])
+        view.append_tokens(tokens[n : n + 3])
     streamed, before = view.streamed_text(), _lines(view)
     assert "```" not in streamed and "**" not in streamed
     _finish(view, CODE_REPLY, tokens)
-    after = _lines(view)[:len(before)]
+    after = _lines(view)[: len(before)]
     assert [line[0] for line in after] == [line[0] for line in before]  # the same text
     assert after == before  # at the same places, the same heights
     assert streamed in view.toPlainText()
@@ -133,11 +138,11 @@ def test_every_kind_of_block_ends_where_it_streamed(qtbot):
             tokens = _tokens(text, cuts)
             rounds = [RoundRecord("model", 2, [1, 2, 3], ["d", "Q", "Z"], kept=1) for _ in tokens]
             for n in range(0, len(tokens), 3):
-                view.append_tokens(tokens[n:n + 3], rounds)
+                view.append_tokens(tokens[n : n + 3], rounds)
             before = _lines(view)
             assert any("QZ" in line[0] for line in before)  # the refused proposals are shown
             _finish(view, text, tokens, rounds)
-            assert _lines(view)[:len(before)] == before, text
+            assert _lines(view)[: len(before)] == before, text
 
 
 @pytest.mark.slow
@@ -149,11 +154,11 @@ def test_each_flush_shows_what_one_flush_of_the_same_text_would(qtbot):
         view = _view(qtbot)
         view.begin_stream("model")
         for n in range(0, len(tokens), 3):
-            view.append_tokens(tokens[n:n + 3])
+            view.append_tokens(tokens[n : n + 3])
             at_once = _view(qtbot)
             at_once.begin_stream("model")
-            at_once.append_tokens(tokens[:n + 3])
-            assert _lines(view) == _lines(at_once), "".join(t.text for t in tokens[:n + 3])
+            at_once.append_tokens(tokens[: n + 3])
+            assert _lines(view) == _lines(at_once), "".join(t.text for t in tokens[: n + 3])
             at_once.close()
 
 
@@ -166,19 +171,20 @@ def test_refused_proposals_shown_or_hidden_mid_stream_leave_it_whole(qtbot):
         rounds = [RoundRecord("model", 2, [1, 2, 3], ["d", "Q", "Z"], kept=1) for _ in tokens]
         for n in range(0, len(tokens), 3):
             view.set_show_refused(n % 2 == 0)
-            view.append_tokens(tokens[n:n + 3], rounds)
+            view.append_tokens(tokens[n : n + 3], rounds)
         view.set_show_refused(True)
         before = _lines(view)
         _finish(view, text, tokens, rounds)
-        assert _lines(view)[:len(before)] == before, text
+        assert _lines(view)[: len(before)] == before, text
 
 
 def test_thinking_streams_as_quiet_markdown(qtbot):
     view = _view(qtbot)
     view.set_keep_thinking_open(True)
     view.begin_stream("model")
-    view.append_reasoning(token_records([("Use **a** and ", "target"), ("`b`:\n\n", "draft"),
-                                         ("```python\nx = 1\n", "target")]))
+    view.append_reasoning(
+        token_records([("Use **a** and ", "target"), ("`b`:\n\n", "draft"), ("```python\nx = 1\n", "target")])
+    )
     streamed = view.streamed_text()
     assert "Use a and b:" in streamed and "x = 1" in streamed and "`" not in streamed and "*" not in streamed
     for word in ("Use", "x = 1"):

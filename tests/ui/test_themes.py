@@ -25,6 +25,7 @@ pytestmark = pytest.mark.usefixtures("restore_light")
 def _luminance(color: QColor) -> float:
     def channel(c: float) -> float:
         return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
     return 0.2126 * channel(color.redF()) + 0.7152 * channel(color.greenF()) + 0.0722 * channel(color.blueF())
 
 
@@ -82,12 +83,14 @@ def _pixel(image: QImage, widget, window) -> QColor:
 
 def _count(image: QImage, colour: str) -> int:
     wanted = QColor(colour).rgb()
-    return sum(1 for y in range(0, image.height(), 2) for x in range(0, image.width(), 2)
-               if image.pixel(x, y) == wanted)
+    return sum(
+        1 for y in range(0, image.height(), 2) for x in range(0, image.width(), 2) if image.pixel(x, y) == wanted
+    )
 
 
-def test_dark_screenshots_of_the_window_a_code_block_and_the_inspector(make_window, qtbot, fake_engine, model_folder,
-                                                                       tiny_models, tmp_path):
+def test_dark_screenshots_of_the_window_a_code_block_and_the_inspector(
+    make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path
+):
     window = make_window(engine_factory=fake_engine, theme="dark")
     assert style.current() is DARK  # chosen in the saved settings, shown from the start
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft_identical.name)
@@ -114,8 +117,9 @@ def test_dark_screenshots_of_the_window_a_code_block_and_the_inspector(make_wind
 
 
 @pytest.mark.slow
-def test_switching_theme_in_settings_redraws_the_open_chat_live(make_window, qtbot, fake_engine, model_folder,
-                                                               tiny_models, monkeypatch):
+def test_switching_theme_in_settings_redraws_the_open_chat_live(
+    make_window, qtbot, fake_engine, model_folder, tiny_models, monkeypatch
+):
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft_identical.name)
     send_and_wait(qtbot, window, "Write add in Python")
@@ -136,8 +140,7 @@ def test_switching_theme_in_settings_redraws_the_open_chat_live(make_window, qtb
     qtbot.waitUntil(lambda: _count(window.grab().toImage(), LIGHT.code_background) > 500, timeout=5000)
 
 
-def test_a_switch_while_a_reply_streams_waits_for_it_to_end(make_window, qtbot, fake_engine, model_folder,
-                                                           tiny_models):
+def test_a_switch_while_a_reply_streams_waits_for_it_to_end(make_window, qtbot, fake_engine, model_folder, tiny_models):
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft_identical.name)
     fake_engine.token_delay_s = 0.02

@@ -29,8 +29,11 @@ def test_the_library_tells_which_templates_have_a_thinking_switch_or_an_effort(t
 
 
 def test_the_thinking_group_offers_what_the_template_reads(qtbot):
-    dialog = ChatSettingsDialog(ChatSettings(thinking=None, reasoning_effort="", thinking_budget=0), None,
-                                TemplateSwitches(thinking=True, effort=False, model_path="/m/q.gguf", model_name="q"))
+    dialog = ChatSettingsDialog(
+        ChatSettings(thinking=None, reasoning_effort="", thinking_budget=0),
+        None,
+        TemplateSwitches(thinking=True, effort=False, model_path="/m/q.gguf", model_name="q"),
+    )
     qtbot.addWidget(dialog)
     group = dialog.thinking
     assert group.title() == "Thinking" and group.thinking.isEnabled() and not group.effort.isEnabled()
@@ -48,7 +51,10 @@ def test_the_thinking_group_offers_what_the_template_reads(qtbot):
     assert dialog.markers() == ("[THINK]", "[/THINK]")
     unknown = ChatSettingsDialog(ChatSettings(reasoning_effort="high"))  # a server's model: nothing known
     qtbot.addWidget(unknown)
-    assert unknown.thinking.thinking.isEnabled() and "Only models whose chat template" in unknown.thinking.thinking.toolTip()
+    assert (
+        unknown.thinking.thinking.isEnabled()
+        and "Only models whose chat template" in unknown.thinking.thinking.toolTip()
+    )
     assert unknown.thinking.effort.currentData() == "high" and not unknown.thinking.start_marker.isEnabled()
 
 
@@ -60,8 +66,7 @@ def test_keep_thinking_open_is_an_app_setting(qtbot, tmp_path):
     assert dialog.settings().keep_thinking_open
 
 
-def test_chat_settings_and_model_markers_reach_the_request(make_window, qtbot, fake_engine, model_folder,
-                                                           monkeypatch):
+def test_chat_settings_and_model_markers_reach_the_request(make_window, qtbot, fake_engine, model_folder, monkeypatch):
     from window_helpers import choose_pair
     from app.ui.models.library_model import NGRAM_KEY
 
@@ -70,7 +75,11 @@ def test_chat_settings_and_model_markers_reach_the_request(make_window, qtbot, f
     choose_pair(qtbot, window, target, NGRAM_KEY)
     config = window.generation_config()
     assert (config.thinking, config.reasoning_effort, config.thinking_budget, config.reasoning_markers) == (
-        None, "", 0, ())  # a chat leaves thinking to the model until told
+        None,
+        "",
+        0,
+        (),
+    )  # a chat leaves thinking to the model until told
 
     shown = []
 

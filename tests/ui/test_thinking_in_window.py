@@ -36,7 +36,8 @@ def _origins_of(view, text: str) -> set[str]:
 
 
 def test_reasoning_streams_into_a_thinking_section_that_folds_when_the_answer_starts(
-        make_window, qtbot, fake_engine, model_folder, tiny_models):
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     fake_engine.reasoning = REASONING
     fake_engine.reply = ANSWER
     fake_engine.token_delay_s = 0.01
@@ -91,7 +92,8 @@ def test_keep_thinking_open_leaves_the_section_open(make_window, qtbot, fake_eng
 
 
 def test_a_reply_cut_off_while_thinking_says_so_is_kept_and_can_be_continued(
-        make_window, qtbot, fake_engine, model_folder, tiny_models):
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     fake_engine.reasoning = REASONING
     fake_engine.reply = ANSWER
     window = make_window(engine_factory=fake_engine)
@@ -110,7 +112,8 @@ def test_a_reply_cut_off_while_thinking_says_so_is_kept_and_can_be_continued(
 
 
 def test_a_reply_whose_model_ended_its_turn_inside_its_thinking_is_its_answer(
-        make_window, qtbot, fake_engine, model_folder, tiny_models):
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     """The model wrote its end-of-turn token before `</think>` (issue 45, item 2): nobody stopped it, so it is not
     said to have been stopped, and what it wrote is the answer: shown, copied and sent in the next turn."""
     fake_engine.reasoning = "221 is 13 times 17, so it is not prime."
@@ -133,7 +136,8 @@ def test_a_reply_whose_model_ended_its_turn_inside_its_thinking_is_its_answer(
 
 
 def test_a_reply_stopped_mid_thought_offers_continue_only_where_it_can(
-        make_window, qtbot, fake_engine, model_folder, tiny_models):
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     fake_engine.reasoning = REASONING
     fake_engine.reply = ANSWER
     window = make_window(engine_factory=fake_engine)

@@ -10,11 +10,22 @@ from app.ui.chat.reply_saver import ReplySaver
 
 
 def _job(chat_id: int, answer: str, reasoning: str, final: bool, answers: list) -> ReplySave:
-    return ReplySave(1, chat_id, None, answer, GenerationStats(tokens=3, reasoning_tokens=2), "t.gguf", None,
-                     [TokenRecord(answer)] if answer else [], [], final,
-                     on_done=lambda message, _s: answers.append(message), on_failed=answers.append,
-                     reasoning=reasoning, reasoning_tokens=[TokenRecord("", part="reasoning"),
-                                                            TokenRecord(reasoning, "draft", part="reasoning")])
+    return ReplySave(
+        1,
+        chat_id,
+        None,
+        answer,
+        GenerationStats(tokens=3, reasoning_tokens=2),
+        "t.gguf",
+        None,
+        [TokenRecord(answer)] if answer else [],
+        [],
+        final,
+        on_done=lambda message, _s: answers.append(message),
+        on_failed=answers.append,
+        reasoning=reasoning,
+        reasoning_tokens=[TokenRecord("", part="reasoning"), TokenRecord(reasoning, "draft", part="reasoning")],
+    )
 
 
 def test_the_saver_keeps_the_thinking_while_the_reply_streams_and_after(qtbot, tmp_path):

@@ -14,8 +14,7 @@ def _titles(model: ChatListModel) -> list[str]:
 def test_include_thinking_widens_the_search_to_the_reasoning(qtbot, tmp_path):
     store = ChatStore(tmp_path / "chats.db")
     thinking = store.create_chat("Primes")
-    store.add_message(thinking.id, "assistant", "No: 221 is 13 × 17.",
-                      reasoning="Try small factors: 221 / 13 = 17.")
+    store.add_message(thinking.id, "assistant", "No: 221 is 13 × 17.", reasoning="Try small factors: 221 / 13 = 17.")
     plain = store.create_chat("Old chat")
     store.add_message(plain.id, "assistant", "An answer from before thinking was kept.")
     model = ChatListModel()

@@ -20,7 +20,7 @@ DEADLINE_MS = 60000
 
 
 def _call(name: str, arguments: dict) -> str:
-    return f'<tool_call>\n{json.dumps({"name": name, "arguments": arguments})}\n</tool_call>'
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
 
 
 @pytest.fixture
@@ -70,8 +70,12 @@ def test_allow_runs_the_call_and_its_result_reaches_the_model(tool_window, qtbot
     # The result went back to the model as its template wants it, and the model's answer followed.
     messages = fake_engine.requests[-1]
     assert messages[-2]["tool_calls"][0]["function"] == {"name": "read_note", "arguments": {"name": "monday"}}
-    assert messages[-1] == {"role": "tool", "tool_call_id": messages[-2]["tool_calls"][0]["id"], "name": "read_note",
-                            "content": "Note monday: buy milk"}
+    assert messages[-1] == {
+        "role": "tool",
+        "tool_call_id": messages[-2]["tool_calls"][0]["id"],
+        "name": "read_note",
+        "content": "Note monday: buy milk",
+    }
     # The call's block shows what happened; opened, its arguments and result.
     qtbot.waitUntil(lambda: "Your monday note says" in view.toPlainText(), timeout=DEADLINE_MS)
     assert "▸ Tool read_note (notes) · returned in" in view.toPlainText()
@@ -95,8 +99,14 @@ def test_a_repeated_call_is_not_run_again_and_the_model_answers_from_the_first(t
     reply_id = _ask(qtbot, window, "What does my monday note say?")
     requests = len(fake_engine.requests)
     _answer(qtbot, window, reply_id, "Allow once", "once")
-    qtbot.waitUntil(lambda: len(fake_engine.requests) == requests + 2 and not window.tools.turns.is_busy()
-                    and not window.conversation.is_busy(), timeout=DEADLINE_MS)
+    qtbot.waitUntil(
+        lambda: (
+            len(fake_engine.requests) == requests + 2
+            and not window.tools.turns.is_busy()
+            and not window.conversation.is_busy()
+        ),
+        timeout=DEADLINE_MS,
+    )
     assert "read_note" in fake_engine.configs[-2]["tools"] and not fake_engine.configs[-1]["tools"]
     # The last request holds the first call and its result only, and nothing was asked about twice.
     last = fake_engine.requests[-1]
@@ -181,8 +191,7 @@ def two_server_window(make_window, qtbot, fake_engine, model_folder, tiny_models
     """Servers "first" and "second" with the same tools: "read_note" is first's while first runs."""
     mcp = write_mcp_file(tmp_path / "mcp.json", ("first", "second"))
     window = make_window(engine_factory=fake_engine, mcp_file=str(mcp))
-    qtbot.waitUntil(lambda: [s.phase for s in window.tools.servers.states()] == ["ready", "ready"],
-                    timeout=DEADLINE_MS)
+    qtbot.waitUntil(lambda: [s.phase for s in window.tools.servers.states()] == ["ready", "ready"], timeout=DEADLINE_MS)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
     window.update_chat_settings(tools=True)  # tools are off in a chat until it turns them on
     return window
@@ -230,16 +239,26 @@ def test_the_call_that_runs_is_the_tool_the_person_was_asked_about(two_server_wi
     assert (call.server, call.answer, call.result) == ("second", "once", "Note monday: buy milk")
 
 
-def test_a_hostile_tool_name_is_shown_as_it_is(make_window, qtbot, fake_engine, model_folder, tiny_models,
-                                               tmp_path):
+def test_a_hostile_tool_name_is_shown_as_it_is(make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path):
     """Issue 44 class 3 in the window: a tool name holding escape sequences, a bidi override and a zero-width
     space is shown with each of them escaped, so the prompt cannot be reordered or hide what runs."""
     from app.common.text import printable
     from tests.tool_servers.hostile_server import HOSTILE
 
     mcp = tmp_path / "mcp.json"
-    mcp.write_text(json.dumps({"mcpServers": {"notes\u202e": {
-        "command": sys.executable, "args": ["-m", "tests.tool_servers.hostile_server"], "cwd": str(ROOT)}}}))
+    mcp.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "notes\u202e": {
+                        "command": sys.executable,
+                        "args": ["-m", "tests.tool_servers.hostile_server"],
+                        "cwd": str(ROOT),
+                    }
+                }
+            }
+        )
+    )
     window = make_window(engine_factory=fake_engine, mcp_file=str(mcp))
     qtbot.waitUntil(lambda: bool(window.tools.servers.tools()), timeout=DEADLINE_MS)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
@@ -252,16 +271,20 @@ def test_a_hostile_tool_name_is_shown_as_it_is(make_window, qtbot, fake_engine, 
 
 
 @pytest.mark.real_models
-def test_the_real_model_calls_a_tool_in_the_window_and_answers_from_its_result(make_window, qtbot, real_models,
-                                                                                 tmp_path):
+def test_the_real_model_calls_a_tool_in_the_window_and_answers_from_its_result(
+    make_window, qtbot, real_models, tmp_path
+):
     mcp = write_mcp_file(tmp_path / "mcp.json")
     window = make_window(folders=[str(real_models["target"].parent)], mcp_file=str(mcp), context_size=4096)
     qtbot.waitUntil(lambda: bool(window.tools.servers.tools()), timeout=DEADLINE_MS)
     window.choose_target(str(real_models["target"]))
     qtbot.waitUntil(lambda: not window.drafts.is_checking(), timeout=120000)
     qtbot.waitUntil(window.models_ready, timeout=300000)
-    window.update_chat_settings(tools=True, max_tokens=120, system_prompt="You are a helpful assistant. When a tool response "
-                                "comes, answer the user's question from it.")
+    window.update_chat_settings(
+        tools=True,
+        max_tokens=120,
+        system_prompt="You are a helpful assistant. When a tool response comes, answer the user's question from it.",
+    )
     reply_id = send_and_wait(qtbot, window, "What does my note named monday say?", timeout=600000)
     qtbot.waitUntil(lambda: "Allow once" in window.chat_view.toPlainText(), timeout=DEADLINE_MS)
     [call] = window.store.get_message(reply_id).tool_calls

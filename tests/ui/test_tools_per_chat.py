@@ -14,8 +14,7 @@ from window_helpers import send_and_wait
 DEADLINE_MS = 60000
 
 
-def test_an_mcp_file_offers_no_chat_its_tools_until_the_chat_turns_them_on(mcp_window, qtbot, fake_engine,
-                                                                           monkeypatch):
+def test_an_mcp_file_offers_no_chat_its_tools_until_the_chat_turns_them_on(mcp_window, qtbot, fake_engine, monkeypatch):
     window = mcp_window
     header = window.chat_header.header.summary
     fake_engine.reply = "221 is 13 times 17, so it is not prime."

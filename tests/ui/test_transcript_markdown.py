@@ -18,24 +18,75 @@ D, T = "draft", "target"
 
 # (source text, origin of its token, what it shows: None for markup, else its shown text)
 SEGMENTS = [
-    ("# ", M, None), ("Head ", D, "Head "), ("*", M, None), ("x", T, "x"), ("*", M, None), ("\n\n", M, None),
-    # Emphasis inside a link whose URL holds the letters that follow it; an entity; an escape; a soft break.
-    ("A ", T, "A "), ("[", M, None), ("link ", D, "link "), ("**", M, None), ("b", T, "b"), ("**", M, None),
-    ("](http://e.com/(a)y)", M, None), ("y ", T, "y "), ("&amp;", D, "&"), (" ", T, " "),
-    # Code containing backticks, strikethrough, an escaped star, an image shown as its alt text, an autolink.
-    ("`` ", M, None), ("a`b", D, "a`b"), (" ``", M, None), (" ", T, " "), ("~~", M, None), ("gone", T, "gone"),
-    ("~~", M, None), (" ", D, " "), ("\\", M, None), ("*", D, "*"), (" ", T, " "), ("![", M, None),
-    ("alt", D, "alt"), ("](http://x/y.png)", M, None), ("\n", T, "\n"), ("<", M, None),
-    ("http://auto.com", D, "http://auto.com"), (">", M, None), ("\n\n", M, None),
-    # A table whose cell starts with the separator row's character.
-    ("| ", M, None), ("a", D, "a"), (" | ", M, None), ("b", T, "b"), (" |\n|---|:-:|\n| ", M, None),
-    ("-1", D, "-1"), (" | ", M, None), ("x", T, "x"), ("&lt;", D, "<"), (" |\n\n", M, None),
-    # A task list, its checked item starting with the checkbox's letter, and a nested ordered list.
-    ("- [ ] ", M, None), ("task", D, "task"), ("\n- [x] ", M, None), ("x marks", T, "x marks"),
-    ("\n  1. ", M, None), ("nested", D, "nested"), ("\n  2. ", M, None), ("two", T, "two"), ("\n\n", M, None),
-    ("> ", M, None), ("quote", D, "quote"), ("\n", T, "\n"), ("> ", M, None), ("more", T, "more"),
+    ("# ", M, None),
+    ("Head ", D, "Head "),
+    ("*", M, None),
+    ("x", T, "x"),
+    ("*", M, None),
     ("\n\n", M, None),
-    ("```py\n", M, None), ("x = `1`", D, "x = `1`"), ("\n", T, "\n"), ("y = 2", D, "y = 2"), ("\n```\n", M, None),
+    # Emphasis inside a link whose URL holds the letters that follow it; an entity; an escape; a soft break.
+    ("A ", T, "A "),
+    ("[", M, None),
+    ("link ", D, "link "),
+    ("**", M, None),
+    ("b", T, "b"),
+    ("**", M, None),
+    ("](http://e.com/(a)y)", M, None),
+    ("y ", T, "y "),
+    ("&amp;", D, "&"),
+    (" ", T, " "),
+    # Code containing backticks, strikethrough, an escaped star, an image shown as its alt text, an autolink.
+    ("`` ", M, None),
+    ("a`b", D, "a`b"),
+    (" ``", M, None),
+    (" ", T, " "),
+    ("~~", M, None),
+    ("gone", T, "gone"),
+    ("~~", M, None),
+    (" ", D, " "),
+    ("\\", M, None),
+    ("*", D, "*"),
+    (" ", T, " "),
+    ("![", M, None),
+    ("alt", D, "alt"),
+    ("](http://x/y.png)", M, None),
+    ("\n", T, "\n"),
+    ("<", M, None),
+    ("http://auto.com", D, "http://auto.com"),
+    (">", M, None),
+    ("\n\n", M, None),
+    # A table whose cell starts with the separator row's character.
+    ("| ", M, None),
+    ("a", D, "a"),
+    (" | ", M, None),
+    ("b", T, "b"),
+    (" |\n|---|:-:|\n| ", M, None),
+    ("-1", D, "-1"),
+    (" | ", M, None),
+    ("x", T, "x"),
+    ("&lt;", D, "<"),
+    (" |\n\n", M, None),
+    # A task list, its checked item starting with the checkbox's letter, and a nested ordered list.
+    ("- [ ] ", M, None),
+    ("task", D, "task"),
+    ("\n- [x] ", M, None),
+    ("x marks", T, "x marks"),
+    ("\n  1. ", M, None),
+    ("nested", D, "nested"),
+    ("\n  2. ", M, None),
+    ("two", T, "two"),
+    ("\n\n", M, None),
+    ("> ", M, None),
+    ("quote", D, "quote"),
+    ("\n", T, "\n"),
+    ("> ", M, None),
+    ("more", T, "more"),
+    ("\n\n", M, None),
+    ("```py\n", M, None),
+    ("x = `1`", D, "x = `1`"),
+    ("\n", T, "\n"),
+    ("y = 2", D, "y = 2"),
+    ("\n```\n", M, None),
     ("Done.", T, "Done."),
 ]
 SOURCE = "".join(text for text, _, _ in SEGMENTS)
@@ -130,8 +181,10 @@ def test_a_reply_with_remote_images_makes_no_request(qtbot):
     qtbot.addWidget(view)
     view.resize(600, 400)
     view.show()
-    text = ("![tracking pixel](https://example.com/pixel.png) and "
-            '<img src="http://example.com/raw.png"> and [![badge](https://example.com/b.svg)](https://example.com)')
+    text = (
+        "![tracking pixel](https://example.com/pixel.png) and "
+        '<img src="http://example.com/raw.png"> and [![badge](https://example.com/b.svg)](https://example.com)'
+    )
     view.add_message(TranscriptMessage(1, "assistant", text, [TokenRecord(text, "draft")]), is_last_reply=True)
     view.grab()  # lay out and paint everything, as on screen
     assert not [url for url in view.asked if url.startswith(("http:", "https:", "//"))]

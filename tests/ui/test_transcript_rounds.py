@@ -19,8 +19,17 @@ ROUNDS = [
     RoundRecord("none", 0, [], [], kept=0, own=10, own_text="."),
     RoundRecord("model", 2, [11, 12], [" Bye", "!"], kept=0, own=13, own_text=" Done"),
 ]
-TOKENS = [("The", "draft"), (" cat", "draft"), (" is", "target"), (" on", "ngram"), (" the", "ngram"),
-          (" mat", "ngram"), (" today", "target"), (".", "target"), (" Done", "target")]
+TOKENS = [
+    ("The", "draft"),
+    (" cat", "draft"),
+    (" is", "target"),
+    (" on", "ngram"),
+    (" the", "ngram"),
+    (" mat", "ngram"),
+    (" today", "target"),
+    (".", "target"),
+    (" Done", "target"),
+]
 TOKEN_ROUNDS = [0, 0, 0, 1, 1, 1, 1, 2, 3]
 REPLY = "".join(text for text, _ in TOKENS)
 
@@ -34,7 +43,7 @@ def _stream(view: ChatView) -> None:
     rounds: list[RoundRecord] = []
     # As the window gets them: each round's record before its tokens, in flushes of a few tokens.
     for start, end, known in ((0, 3, 1), (3, 7, 2), (7, 9, 4)):
-        rounds.extend(ROUNDS[len(rounds):known])
+        rounds.extend(ROUNDS[len(rounds) : known])
         view.append_tokens(token_records(TOKENS[start:end], TOKEN_ROUNDS[start:end]), rounds)
 
 
@@ -79,7 +88,9 @@ def test_a_tokens_tooltip_tells_its_round_while_streaming_and_after(qtbot):
 def test_an_old_reply_without_rounds_says_only_who_wrote_a_token(qtbot):
     view = ChatView()
     qtbot.addWidget(view)
-    view.add_message(TranscriptMessage(1, "assistant", "old reply", token_records([("old ", "draft"), ("reply", "target")])))
+    view.add_message(
+        TranscriptMessage(1, "assistant", "old reply", token_records([("old ", "draft"), ("reply", "target")]))
+    )
     tip = view.token_tooltip(_position(view, "old") + 1)
     assert DRAFT_TOOLTIP in tip and "Round" not in tip
     assert view.highlighted_text("draft") == "old "  # an old chat's draft tokens show as the draft model's

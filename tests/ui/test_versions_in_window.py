@@ -19,8 +19,9 @@ def _transcript(window) -> str:
     return window.chat_view.toPlainText()
 
 
-def test_regenerate_keeps_the_first_reply_as_version_one_of_two(make_window, qtbot, fake_engine, model_folder,
-                                                                  tiny_models):
+def test_regenerate_keeps_the_first_reply_as_version_one_of_two(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
     fake_engine.reply = "First answer."
@@ -56,8 +57,9 @@ def test_regenerate_keeps_the_first_reply_as_version_one_of_two(make_window, qtb
     assert "Second answer." in _transcript(window) and "2/2" in _transcript(window)
 
 
-def test_an_edit_makes_a_version_and_the_model_gets_the_current_branch_only(make_window, qtbot, fake_engine,
-                                                                           model_folder, tiny_models):
+def test_an_edit_makes_a_version_and_the_model_gets_the_current_branch_only(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
     fake_engine.reply = "Paris."

@@ -70,8 +70,9 @@ def test_the_pickers_show_whole_model_names(make_window, qtbot, fake_engine, mod
     qtbot.waitUntil(lambda: combo.width() > combo.fontMetrics().horizontalAdvance(name) + 20, timeout=2000)
 
 
-def test_the_sidebar_says_no_chats_only_while_there_are_none(make_window, qtbot, fake_engine, model_folder,
-                                                             tiny_models):
+def test_the_sidebar_says_no_chats_only_while_there_are_none(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     window = make_window(engine_factory=fake_engine)
     window.show()
     empty = window.sidebar.empty_label

@@ -17,14 +17,22 @@ import pytest
 RUNNER = Path(__file__).with_name("run_layout_check.py")
 
 
-@pytest.mark.parametrize("width, height, scale", [(1366, 768, 1), (800, 600, 1), (1366, 768, 2)],
-                         ids=["1366x768", "800x600", "1366x768 at 2x"])
+@pytest.mark.parametrize(
+    "width, height, scale",
+    [(1366, 768, 1), (800, 600, 1), (1366, 768, 2)],
+    ids=["1366x768", "800x600", "1366x768 at 2x"],
+)
 @pytest.mark.slow
 def test_every_control_fits_and_can_be_reached_by_keyboard(model_folder, fake_engine, width, height, scale):
     env = {**os.environ}
     env.pop("QT_QPA_PLATFORM", None)
-    done = subprocess.run([sys.executable, str(RUNNER), str(width), str(height), str(scale), str(model_folder),
-                           str(fake_engine.folder)], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(RUNNER), str(width), str(height), str(scale), str(model_folder), str(fake_engine.folder)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["screen"] == [int(width / scale), int(height / scale)]

@@ -27,8 +27,12 @@ def _feed_late_events(window, request_id: int) -> None:
     engine = window.engine_process
     engine.sig_context.emit(ContextEvent(request_id, 0, 10, 2048))
     engine.sig_notice.emit(NoticeEvent(request_id, "LATE NOTICE"))
-    engine.sig_stream.emit([TokenEvent(request_id, 9999, 1, " LATE-TOKEN", "draft"),
-                            RoundEvent(request_id, "ngram", 4, 4, 4, "LATE REASON")])
+    engine.sig_stream.emit(
+        [
+            TokenEvent(request_id, 9999, 1, " LATE-TOKEN", "draft"),
+            RoundEvent(request_id, "ngram", 4, 4, 4, "LATE REASON"),
+        ]
+    )
     engine.sig_finished.emit(FinishedEvent(request_id, "LATE REPLY", GenerationStats(tokens=1)))
     engine.sig_generation_failed.emit(ReplyFailed(request_id, "LATE FAILURE"))
     engine.sig_generation_ended.emit(ReplyEnded(request_id))
@@ -55,8 +59,9 @@ def test_adding_a_folder_fills_the_library_and_shows_the_chat(make_window, qtbot
     assert load_settings().model_folders == [str(model_folder)]
 
 
-def test_send_streams_highlighted_draft_tokens_and_stores_them(make_window, qtbot, fake_engine, model_folder,
-                                                               tiny_models):
+def test_send_streams_highlighted_draft_tokens_and_stores_them(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, _draft_path(model_folder, tiny_models))
     message_id = send_and_wait(qtbot, window, "Write add()")
@@ -71,8 +76,9 @@ def test_send_streams_highlighted_draft_tokens_and_stores_them(make_window, qtbo
     assert window.chat_list.chat_at(0).title == "Write add()"
 
 
-def test_speculative_switch_applies_to_next_message_without_reloading(make_window, qtbot, fake_engine,
-                                                                      model_folder, tiny_models):
+def test_speculative_switch_applies_to_next_message_without_reloading(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, _draft_path(model_folder, tiny_models))
     send_and_wait(qtbot, window, "first")
@@ -89,8 +95,7 @@ def test_speculative_switch_applies_to_next_message_without_reloading(make_windo
     assert chat.settings.speculative is False
 
 
-def test_stop_keeps_the_partial_reply_and_drops_late_tokens(make_window, qtbot, fake_engine, model_folder,
-                                                            tiny_models):
+def test_stop_keeps_the_partial_reply_and_drops_late_tokens(make_window, qtbot, fake_engine, model_folder, tiny_models):
     fake_engine.token_delay_s = 0.03
     fake_engine.reply = " ".join(f"word{i}" for i in range(200))
     window = make_window(engine_factory=fake_engine)
@@ -129,8 +134,11 @@ def test_regenerate_supersedes_the_streaming_request(make_window, qtbot, fake_en
     first_request = window.conversation.active_request_id()
     fake_engine.reply = "Fresh answer."
     fake_engine.token_delay_s = 0.0
-    with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=10000,
-                          check_params_cb=lambda mid: window.store.get_message(mid).content == "Fresh answer."):
+    with qtbot.waitSignal(
+        window.conversation.sig_reply_finished,
+        timeout=10000,
+        check_params_cb=lambda mid: window.store.get_message(mid).content == "Fresh answer.",
+    ):
         window.messages.regenerate(None)
         assert window.conversation.active_request_id() != first_request
         # While the new request runs, the superseded one's stragglers arrive: they must not reach it.
@@ -143,8 +151,9 @@ def test_regenerate_supersedes_the_streaming_request(make_window, qtbot, fake_en
     assert window.store.messages(window.conversation.chat_id) == messages
 
 
-def test_an_overflowing_conversation_says_the_oldest_turns_were_left_out(make_window, qtbot, fake_engine,
-                                                                         model_folder, tiny_models):
+def test_an_overflowing_conversation_says_the_oldest_turns_were_left_out(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     fake_engine.reply = "ok " * 10
     window = make_window(engine_factory=fake_engine, context_size=600)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
@@ -161,8 +170,7 @@ def test_an_overflowing_conversation_says_the_oldest_turns_were_left_out(make_wi
     assert len(window.store.messages(window.conversation.chat_id)) == 4
 
 
-def test_prompt_too_long_is_reported_and_retry_is_offered(make_window, qtbot, fake_engine, model_folder,
-                                                          tiny_models):
+def test_prompt_too_long_is_reported_and_retry_is_offered(make_window, qtbot, fake_engine, model_folder, tiny_models):
     window = make_window(engine_factory=fake_engine, context_size=600)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
     window.composer.edit.setPlainText("word " * 2000)
@@ -186,8 +194,9 @@ def test_missing_model_file_keeps_the_composer_text(make_window, qtbot, fake_eng
     assert window.conversation.chat_id is None  # nothing half-sent was stored
 
 
-def test_edit_and_resend_replaces_the_message_and_what_followed(make_window, qtbot, fake_engine, model_folder,
-                                                                tiny_models):
+def test_edit_and_resend_replaces_the_message_and_what_followed(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     fake_engine.reply = "Answer."
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
@@ -277,8 +286,9 @@ def test_broken_chat_database_is_reported_not_overwritten(monkeypatch, tmp_path)
     assert path.read_bytes().startswith(b"this is not a database")
 
 
-def test_get_models_panel_is_reachable_and_a_downloaded_pair_is_selected(make_window, qtbot, fake_engine,
-                                                                         model_folder, tiny_models):
+def test_get_models_panel_is_reachable_and_a_downloaded_pair_is_selected(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     window = make_window(engine_factory=fake_engine, folders=[])
     assert window.pages.currentWidget() is window.empty_page
     window.empty_page.get_models_button.click()
@@ -290,8 +300,10 @@ def test_get_models_panel_is_reachable_and_a_downloaded_pair_is_selected(make_wi
     paths.models_dir().mkdir(parents=True, exist_ok=True)
     target = paths.models_dir() / tiny_models.target.name
     draft = paths.models_dir() / tiny_models.draft.name
-    for source, dest in ((model_folder / tiny_models.target.name, target),
-                         (model_folder / tiny_models.draft.name, draft)):
+    for source, dest in (
+        (model_folder / tiny_models.target.name, target),
+        (model_folder / tiny_models.draft.name, draft),
+    ):
         dest.write_bytes(source.read_bytes())
     panel.sig_pair_downloaded.emit(str(target), str(draft))
     qtbot.waitUntil(window.models_ready, timeout=10000)

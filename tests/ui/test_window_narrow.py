@@ -18,15 +18,22 @@ def _without_template(writer) -> None:
 
 def _widest(window) -> list[tuple[int, str]]:
     shown = [w for w in window.findChildren(QWidget) if w.isVisible()]
-    return sorted(((max(w.minimumSizeHint().width(), w.minimumWidth()), f"{type(w).__name__} {w.objectName()}")
-                   for w in shown), reverse=True)[:6]
+    return sorted(
+        ((max(w.minimumSizeHint().width(), w.minimumWidth()), f"{type(w).__name__} {w.objectName()}") for w in shown),
+        reverse=True,
+    )[:6]
 
 
 def test_the_window_shrinks_to_800_pixels_after_a_first_days_content(make_window, qtbot, fake_engine, model_folder):
-    qwen = write_tiny_model(model_folder / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-                            name="Qwen2.5 Coder 1.5B Instruct")
-    gemma = write_tiny_model(model_folder / "gemma-3-270m-it-q8_0.gguf", n_layer=DRAFT_LAYERS,
-                             name="Gemma 3 270M Instruct", edit=_without_template)
+    qwen = write_tiny_model(
+        model_folder / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", name="Qwen2.5 Coder 1.5B Instruct"
+    )
+    gemma = write_tiny_model(
+        model_folder / "gemma-3-270m-it-q8_0.gguf",
+        n_layer=DRAFT_LAYERS,
+        name="Gemma 3 270M Instruct",
+        edit=_without_template,
+    )
     fake_engine.reasoning = "Let me think about this for a while before I answer."
     fake_engine.round_kind = "costly"  # the footer offers to draft anyway
     window = make_window(engine_factory=fake_engine)
@@ -55,8 +62,9 @@ def _fits_800(qtbot, window) -> None:
     window.resize(1100, 700)
 
 
-def test_chat_settings_keeps_its_place_whatever_the_models_name(make_window, qtbot, fake_engine, model_folder,
-                                                                  tiny_models):
+def test_chat_settings_keeps_its_place_whatever_the_models_name(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
     """Issue 45, Polish: "Chat settings" hopped between rows of the model bar with the model name's length."""
     long_name = write_tiny_model(model_folder / "qwen2.5-coder-1.5b-instruct-q4_k_m-with-a-long-name.gguf")
     window = make_window(engine_factory=fake_engine)

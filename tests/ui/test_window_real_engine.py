@@ -101,8 +101,10 @@ def test_incompatible_drafts_are_listed_disabled_with_their_reason(make_window, 
     library_thread = window.session.library_thread
     asked: list[str] = []
     ask = library_thread.request_draft_check
-    library_thread.request_draft_check = lambda request_id, path, entries: (asked.append(path),
-                                                                            ask(request_id, path, entries))
+    library_thread.request_draft_check = lambda request_id, path, entries: (
+        asked.append(path),
+        ask(request_id, path, entries),
+    )
     window.choose_target(str(model_folder / tiny_models.target.name))
     assert not window.drafts.is_checking() and asked == []
     assert "Checking drafts" not in window.model_bar.load_state.text()
@@ -121,7 +123,6 @@ def test_a_finished_reply_is_in_the_database_at_once(make_window, qtbot, model_f
         assert stored is not None and stored.tokens
     finally:
         other.close()
-
 
 
 def test_stop_on_the_real_engine(make_window, qtbot, model_folder, tiny_models):
@@ -175,8 +176,9 @@ def _measured_files() -> set[str]:
 
 
 @pytest.mark.slow
-def test_a_chosen_pair_is_ready_without_measuring_and_is_measured_while_idle(make_window, qtbot, model_folder,
-                                                                             tiny_models):
+def test_a_chosen_pair_is_ready_without_measuring_and_is_measured_while_idle(
+    make_window, qtbot, model_folder, tiny_models
+):
     """Choosing models waits for llama.cpp's load alone: the speed measurement runs later, in idle time, and a
     message sent meanwhile still gets its reply."""
     target, draft = _pair(model_folder, tiny_models)

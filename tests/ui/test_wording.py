@@ -22,14 +22,16 @@ def test_the_edit_banner_says_the_old_version_is_kept(make_window, qtbot, fake_e
 
 
 def test_chat_settings_of_a_new_chat_say_no_preset_and_offer_only_what_the_template_reads(
-        make_window, qtbot, fake_engine, model_folder, tiny_models, monkeypatch):
+    make_window, qtbot, fake_engine, model_folder, tiny_models, monkeypatch
+):
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
     seen = []
 
     def look(dialog):
-        seen.append((dialog.preset.currentText(), dialog.thinking.thinking.isEnabled(),
-                     dialog.thinking.effort.isEnabled()))
+        seen.append(
+            (dialog.preset.currentText(), dialog.thinking.thinking.isEnabled(), dialog.thinking.effort.isEnabled())
+        )
         return QDialog.DialogCode.Rejected
 
     monkeypatch.setattr(ChatSettingsDialog, "exec", look)

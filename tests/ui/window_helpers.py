@@ -32,8 +32,9 @@ def api_window(make_window, qtbot, model_folder, tiny_models, *, fake_engine=Non
     from tests.support.ports import free_port
 
     window = make_window(engine_factory=fake_engine, api_server=True, api_port=free_port())
-    choose_pair(qtbot, window, model_folder / tiny_models.target.name,
-                model_folder / tiny_models.draft.name if draft else None)
+    choose_pair(
+        qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft.name if draft else None
+    )
     qtbot.waitUntil(lambda: bool(window.api_server.state.url), timeout=int(DEADLINE_S * 1000))
     return window
 

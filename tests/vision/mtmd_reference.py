@@ -46,12 +46,30 @@ def reply_matches(ours: str, reference: str) -> bool:
 
 
 def _run(model: Path, mmproj: Path, images: Sequence[Path], prompt: str, n_predict: int) -> str:
-    args = [mtmd_cli(), "-m", model, "--mmproj", mmproj, "-p", prompt, "--temp", "0", "-n", n_predict, "-t", "1",
-            "-c", "2048", "--seed", "0"]
+    args = [
+        mtmd_cli(),
+        "-m",
+        model,
+        "--mmproj",
+        mmproj,
+        "-p",
+        prompt,
+        "--temp",
+        "0",
+        "-n",
+        n_predict,
+        "-t",
+        "1",
+        "-c",
+        "2048",
+        "--seed",
+        "0",
+    ]
     for image in images:
         args += ["--image", image]
-    result = subprocess.run([str(a) for a in args], capture_output=True, timeout=120,
-                            env=dict(os.environ, LD_LIBRARY_PATH=str(TOOLS_BIN)))
+    result = subprocess.run(
+        [str(a) for a in args], capture_output=True, timeout=120, env=dict(os.environ, LD_LIBRARY_PATH=str(TOOLS_BIN))
+    )
     assert result.returncode == 0, result.stderr.decode(errors="replace")[-2000:]
     # The tool prints a newline once the prompt is read, then the reply's pieces, then a blank line or two.
     out = result.stdout.decode()

@@ -15,8 +15,23 @@ QUESTION = "What is in this picture?"
 
 def test_generate_with_an_image_answers_as_llama_mtmd_cli_does(vision_models, pictures):
     expected = mtmd_cli_reply(vision_models.target, vision_models.mmproj, [pictures[1]], MARKER + QUESTION, 24)
-    done = cli("generate", "--target", vision_models.target, "--chat", QUESTION, "--image", pictures[1],
-               "--max-tokens", 24, "--json", "--no-history", "--draft", vision_models.draft, "--draft-max", 3)
+    done = cli(
+        "generate",
+        "--target",
+        vision_models.target,
+        "--chat",
+        QUESTION,
+        "--image",
+        pictures[1],
+        "--max-tokens",
+        24,
+        "--json",
+        "--no-history",
+        "--draft",
+        vision_models.draft,
+        "--draft-max",
+        3,
+    )
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert reply_matches(out["text"], expected)
@@ -38,19 +53,42 @@ def bad_pictures(tmp_path_factory, pictures):
     return folder
 
 
-@pytest.mark.parametrize("name, says", [
-    ("cut.png", "damaged or cut-short"),
-    ("notes.png", "not a picture"),
-    ("drawing.svg", "SVG drawing"),
-    ("huge.png", "20000 x 20000 pixels"),
-])
+@pytest.mark.parametrize(
+    "name, says",
+    [
+        ("cut.png", "damaged or cut-short"),
+        ("notes.png", "not a picture"),
+        ("drawing.svg", "SVG drawing"),
+        ("huge.png", "20000 x 20000 pixels"),
+    ],
+)
 def test_a_bad_picture_gets_one_sentence_and_status_2(vision_models, bad_pictures, name, says):
-    done = cli("generate", "--target", vision_models.target, "--chat", QUESTION, "--image", bad_pictures / name,
-               "--max-tokens", 4, "--no-history")
+    done = cli(
+        "generate",
+        "--target",
+        vision_models.target,
+        "--chat",
+        QUESTION,
+        "--image",
+        bad_pictures / name,
+        "--max-tokens",
+        4,
+        "--no-history",
+    )
     assert says in one_line_error(done) and name in done.stderr
 
 
 def test_a_model_that_cannot_see_gets_one_sentence_and_status_2(tiny_models, pictures):
-    done = cli("generate", "--target", tiny_models.target, "--chat", QUESTION, "--image", pictures[0],
-               "--max-tokens", 4, "--no-history")
+    done = cli(
+        "generate",
+        "--target",
+        tiny_models.target,
+        "--chat",
+        QUESTION,
+        "--image",
+        pictures[0],
+        "--max-tokens",
+        4,
+        "--no-history",
+    )
     assert "cannot see pictures" in one_line_error(done)

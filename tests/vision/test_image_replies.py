@@ -77,8 +77,9 @@ def test_the_projector_beside_the_model_is_loaded_at_the_first_picture(vision_mo
         assert engine.projector_path is None  # not loaded for a model that is never shown a picture
         done = finished(engine.chat(ask(pictures[0]), CONFIGS["plain"]))
         assert engine.projector_path == vision_models.mmproj
-        assert reply_matches(done.text, mtmd_cli_reply(vision_models.target, vision_models.mmproj, [pictures[0]],
-                                                       MARKER + QUESTION, N))
+        assert reply_matches(
+            done.text, mtmd_cli_reply(vision_models.target, vision_models.mmproj, [pictures[0]], MARKER + QUESTION, N)
+        )
     finally:
         engine.close()
 
@@ -93,18 +94,28 @@ def test_a_model_that_cannot_see_says_so(tiny_models, pictures):
         engine.close()
 
 
-@pytest.mark.parametrize("name, data, says", [
-    ("cut.png", None, "damaged or cut-short"),
-    ("notes.txt", b"just some words, not a picture at all", "not a picture"),
-    ("drawing.svg", b'<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>', "SVG drawing"),
-    ("huge.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + (20000).to_bytes(4, "big") * 2 + b"\x08\x02\x00\x00\x00",
-     "20000 x 20000 pixels"),
-])
+@pytest.mark.parametrize(
+    "name, data, says",
+    [
+        ("cut.png", None, "damaged or cut-short"),
+        ("notes.txt", b"just some words, not a picture at all", "not a picture"),
+        ("drawing.svg", b'<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>', "SVG drawing"),
+        (
+            "huge.png",
+            b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + (20000).to_bytes(4, "big") * 2 + b"\x08\x02\x00\x00\x00",
+            "20000 x 20000 pixels",
+        ),
+    ],
+)
 def test_bad_pictures_each_get_a_sentence(engine, pictures, name, data, says):
     if data is None:
         data = pictures[0].read_bytes()[:120]
-    message = [{"role": "user", "content": [{"type": "image", "image": ImageInput(data, name)},
-                                            {"type": "text", "text": QUESTION}]}]
+    message = [
+        {
+            "role": "user",
+            "content": [{"type": "image", "image": ImageInput(data, name)}, {"type": "text", "text": QUESTION}],
+        }
+    ]
     with pytest.raises(PromptFormatError, match=says) as raised:
         list(engine.chat(message, CONFIGS["plain"]))
     assert name in str(raised.value) and str(raised.value).count(". ") == 0

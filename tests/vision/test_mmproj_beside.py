@@ -12,8 +12,13 @@ def _folder(tmp_path, *names):
 
 
 def test_the_projector_named_after_the_model_is_found_and_no_other_model_gets_it(tmp_path):
-    folder = _folder(tmp_path, "gemma-3-4b-it-Q4_K_M.gguf", "mmproj-gemma-3-4b-it-F16.gguf",
-                     "Qwen2.5-0.5B-Instruct-Q8_0.gguf", "gemma-3-270m-it-Q8_0.gguf")
+    folder = _folder(
+        tmp_path,
+        "gemma-3-4b-it-Q4_K_M.gguf",
+        "mmproj-gemma-3-4b-it-F16.gguf",
+        "Qwen2.5-0.5B-Instruct-Q8_0.gguf",
+        "gemma-3-270m-it-Q8_0.gguf",
+    )
     assert mmproj_beside(folder / "gemma-3-4b-it-Q4_K_M.gguf") == folder / "mmproj-gemma-3-4b-it-F16.gguf"
     assert mmproj_beside(folder / "Qwen2.5-0.5B-Instruct-Q8_0.gguf") is None
     assert mmproj_beside(folder / "gemma-3-270m-it-Q8_0.gguf") is None

@@ -26,8 +26,13 @@ HUGE_PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + (20000).to_bytes(4, "big") *
 @contextmanager
 def serving(*args):
     """`specchat-cli serve` on a free port of 127.0.0.1; yields an openai client for it, then stops it with Ctrl+C."""
-    process = subprocess.Popen([sys.executable, "-m", "app", "serve", *map(str, args), "--port", "0", "--threads", "1"],
-                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve", *map(str, args), "--port", "0", "--threads", "1"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
     try:
@@ -56,25 +61,30 @@ def data_url(data: bytes, kind: str = "image/png") -> str:
 
 
 def ask(url: str, text: str = QUESTION) -> list[dict]:
-    return [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}},
-                                         {"type": "text", "text": text}]}]
+    return [
+        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": text}]}
+    ]
 
 
 def test_the_sdk_sends_a_data_url_and_gets_llama_mtmd_clis_reply(sdk, vision_models, pictures):
     expected = mtmd_cli_reply(vision_models.target, vision_models.mmproj, [pictures[2]], MARKER + QUESTION, 24)
-    reply = sdk.chat.completions.create(model="m", messages=ask(data_url(pictures[2].read_bytes(), "image/jpeg")),
-                                        temperature=0, max_tokens=24)
+    reply = sdk.chat.completions.create(
+        model="m", messages=ask(data_url(pictures[2].read_bytes(), "image/jpeg")), temperature=0, max_tokens=24
+    )
     assert reply_matches(reply.choices[0].message.content, expected)
 
 
-@pytest.mark.parametrize("url, says", [
-    ("https://example.com/cat.png", "does not fetch"),
-    ("data:image/png;base64,%%%not-base64%%%", "base64 data is damaged"),
-    ("cut", "damaged or cut-short"),
-    (data_url(b"just words, not a picture"), "not a picture"),
-    (data_url(b'<svg xmlns="http://www.w3.org/2000/svg"/>', "image/svg+xml"), "SVG drawing"),
-    (data_url(HUGE_PNG), "20000 x 20000 pixels"),
-])
+@pytest.mark.parametrize(
+    "url, says",
+    [
+        ("https://example.com/cat.png", "does not fetch"),
+        ("data:image/png;base64,%%%not-base64%%%", "base64 data is damaged"),
+        ("cut", "damaged or cut-short"),
+        (data_url(b"just words, not a picture"), "not a picture"),
+        (data_url(b'<svg xmlns="http://www.w3.org/2000/svg"/>', "image/svg+xml"), "SVG drawing"),
+        (data_url(HUGE_PNG), "20000 x 20000 pixels"),
+    ],
+)
 def test_each_bad_picture_gets_a_400_with_a_sentence(sdk, pictures, url, says):
     if url == "cut":
         whole = pictures[0].read_bytes()
@@ -97,19 +107,38 @@ def test_a_model_that_cannot_see_gets_a_400(tiny_models, pictures):
             client.chat.completions.create(model="m", messages=ask(data_url(pictures[0].read_bytes())), max_tokens=4)
 
 
-def test_serve_mmproj_loads_the_projector_named_and_refuses_one_made_for_another_model(tiny_models, vision_models,
-                                                                                      pictures, tmp_path):
+def test_serve_mmproj_loads_the_projector_named_and_refuses_one_made_for_another_model(
+    tiny_models, vision_models, pictures, tmp_path
+):
     with serving("--target", tiny_models.target, "--mmproj", vision_models.mmproj) as client:
-        reply = client.chat.completions.create(model="m", messages=ask(data_url(pictures[0].read_bytes())),
-                                               temperature=0, max_tokens=8)
+        reply = client.chat.completions.create(
+            model="m", messages=ask(data_url(pictures[0].read_bytes())), temperature=0, max_tokens=8
+        )
         assert reply.choices[0].message.content
 
     from app.testing.synthetic_vision import write_tiny_mmproj
 
     narrow = write_tiny_mmproj(tmp_path / "mmproj-narrow-F16.gguf", text_embd=32)
-    done = subprocess.run([sys.executable, "-m", "app", "serve", "--target", str(tiny_models.target), "--mmproj",
-                           str(narrow), "--port", "0", "--threads", "1"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=DEADLINE_S)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "serve",
+            "--target",
+            str(tiny_models.target),
+            "--mmproj",
+            str(narrow),
+            "--port",
+            "0",
+            "--threads",
+            "1",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+    )
     assert done.returncode != 0 and "Traceback" not in done.stderr
     said = done.stderr.strip().splitlines()
     assert len(said) == 1 and "mmproj-narrow-F16.gguf" in said[0] and "n_embd = 32" in said[0]

@@ -6,8 +6,9 @@ from tests.vision.mtmd_reference import MARKER, mtmd_cli_reply
 
 
 def test_llama_mtmd_cli_reads_the_tiny_pair_and_each_picture_changes_the_reply(vision_models, pictures):
-    replies = [mtmd_cli_reply(vision_models.target, vision_models.mmproj, [p], MARKER + "What is this?", 24)
-               for p in pictures]
+    replies = [
+        mtmd_cli_reply(vision_models.target, vision_models.mmproj, [p], MARKER + "What is this?", 24) for p in pictures
+    ]
     assert all(len(r) > 10 for r in replies), replies
     assert len(set(replies)) == len(replies), replies
 

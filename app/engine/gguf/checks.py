@@ -20,21 +20,47 @@ from typing import Iterable, Optional, Sequence
 # (4, 5, 31-33, 36-38 were removed; 43 and up do not exist yet) are refused by gguf.cpp.
 _QK_K = 256
 GGML_TYPE_SIZES: dict[int, tuple[int, int]] = {
-    0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34), 9: (32, 36),
-    10: (256, 2 + 2 + _QK_K // 16 + _QK_K // 4), 11: (256, 2 + _QK_K // 4 + _QK_K // 8 + 12),
-    12: (256, 2 + 2 + _QK_K // 2 + 12), 13: (256, 2 + 2 + _QK_K // 2 + _QK_K // 8 + 12),
-    14: (256, 2 + _QK_K // 2 + _QK_K // 4 + _QK_K // 16), 15: (256, 4 + _QK_K + _QK_K // 8),
-    16: (256, 2 + _QK_K // 4), 17: (256, 2 + _QK_K // 4 + _QK_K // 32), 18: (256, 2 + _QK_K // 4 + _QK_K // 8),
-    19: (256, 2 + _QK_K // 8 + _QK_K // 16), 20: (32, 18),
-    21: (256, 2 + _QK_K // 4 + _QK_K // 8 + _QK_K // 32 + 4), 22: (256, 2 + _QK_K // 4 + _QK_K // 16),
-    23: (256, 2 + 2 + _QK_K // 2 + _QK_K // 64), 24: (1, 1), 25: (1, 2), 26: (1, 4), 27: (1, 8), 28: (1, 8),
-    29: (256, _QK_K // 8 + _QK_K // 16 + _QK_K // 32), 30: (1, 2), 34: (256, 2 + 4 * 13), 35: (256, 2 + 64),
-    39: (32, 17), 40: (64, 36), 41: (128, 18), 42: (64, 18),
+    0: (1, 4),
+    1: (1, 2),
+    2: (32, 18),
+    3: (32, 20),
+    6: (32, 22),
+    7: (32, 24),
+    8: (32, 34),
+    9: (32, 36),
+    10: (256, 2 + 2 + _QK_K // 16 + _QK_K // 4),
+    11: (256, 2 + _QK_K // 4 + _QK_K // 8 + 12),
+    12: (256, 2 + 2 + _QK_K // 2 + 12),
+    13: (256, 2 + 2 + _QK_K // 2 + _QK_K // 8 + 12),
+    14: (256, 2 + _QK_K // 2 + _QK_K // 4 + _QK_K // 16),
+    15: (256, 4 + _QK_K + _QK_K // 8),
+    16: (256, 2 + _QK_K // 4),
+    17: (256, 2 + _QK_K // 4 + _QK_K // 32),
+    18: (256, 2 + _QK_K // 4 + _QK_K // 8),
+    19: (256, 2 + _QK_K // 8 + _QK_K // 16),
+    20: (32, 18),
+    21: (256, 2 + _QK_K // 4 + _QK_K // 8 + _QK_K // 32 + 4),
+    22: (256, 2 + _QK_K // 4 + _QK_K // 16),
+    23: (256, 2 + 2 + _QK_K // 2 + _QK_K // 64),
+    24: (1, 1),
+    25: (1, 2),
+    26: (1, 4),
+    27: (1, 8),
+    28: (1, 8),
+    29: (256, _QK_K // 8 + _QK_K // 16 + _QK_K // 32),
+    30: (1, 2),
+    34: (256, 2 + 4 * 13),
+    35: (256, 2 + 64),
+    39: (32, 17),
+    40: (64, 36),
+    41: (128, 18),
+    42: (64, 18),
 }
 GGML_MAX_NAME = 64  # a tensor name must be shorter than this (ggml.h)
 
 # Architectures llama.cpp can build a model for ("clip" is known to it but only as a vision projector).
-KNOWN_ARCHITECTURES = frozenset("""
+KNOWN_ARCHITECTURES = frozenset(
+    """
 llama llama4 deci falcon grok gpt2 gptj gptneox mpt baichuan starcoder refact bert modern-bert nomic-bert
 nomic-bert-moe neo-bert jina-bert-v2 jina-bert-v3 eurobert bloom stablelm qwen qwen2 qwen2moe qwen2vl qwen3 qwen3moe
 qwen3next qwen3vl qwen3vlmoe qwen35 qwen35moe qwen4exp phi2 phi3 phimoe plamo plamo2 plamo3 codeshell orion internlm2
@@ -47,10 +73,12 @@ afmoe laguna ernie4_5 ernie4_5-moe hunyuan-moe hunyuan-dense hunyuan_vl hy_v3 hy
 dream smallthinker llada llada-moe seed_oss grovemoe apertus minimax-01 hrm_text minimax-m2 minimax-m3 cogvlm rnd1
 pangu-embedded mistral3 eagle3 dflash mistral4 paddleocr mimo2 step35 spark2_5 llama-embed maincoder kimi-linear
 kimi-k3 glm5-next talkie mellum nanbeige qwen3tts pockettts
-""".split())
+""".split()
+)
 
 # tokenizer.ggml.pre values llama.cpp knows for a BPE vocabulary; "" (absent) means "default".
-KNOWN_BPE_PRE = frozenset("""
+KNOWN_BPE_PRE = frozenset(
+    """
 default a.x-4.0 afmoe bailingmoe bailingmoe2 bloom chameleon chatglm-bpe codeshell cohere2moe command-r dbrx
 deepseek-coder deepseek-llm deepseek-r1-qwen deepseek-v3 exaone exaone-moe exaone4 f2llmv2 falcon falcon-h1 falcon3
 gemma4 gigachat glm4 glm5 gpt-2 gpt-4o gpt3-finnish granite-docling granite-embed-multi-311m granite-embed-multi-97m
@@ -59,7 +87,8 @@ jina-v5-nano joyai-llm kanana2 kimi-k2 kormo laguna lfm2 llada-moe llama-bpe lla
 mellum2 midm-2.0 minerva-7b minicpm5 minimax-m2 modern-bert mpt olmo phi-2 pixtral poro-chat qwen2 qwen35 refact
 roberta-bpe sarvam-moe seed-coder smaug-bpe smollm solar-open spark2_5 stablelm2 starcoder superbpe talkie tekken
 tiny_aya trillion ufakzeka viking whitespace youtu
-""".split())
+""".split()
+)
 
 # Architectures built as a llama-style decoder: every layer has these tensors (llama-model.cpp's load_tensors).
 _DECODER_LAYER_TENSORS = ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output")
@@ -84,8 +113,9 @@ def pre_tokenizer_problem(vocab_type: str, pre: Optional[str]) -> str:
     return ""
 
 
-def special_token_problems(vocab_type: str, add_bos: bool, bos_id: Optional[int], add_eos: bool,
-                           eos_id: Optional[int], sep_id: Optional[int]) -> list[str]:
+def special_token_problems(
+    vocab_type: str, add_bos: bool, bos_id: Optional[int], add_eos: bool, eos_id: Optional[int], sep_id: Optional[int]
+) -> list[str]:
     """llama.cpp's tokenizer asserts (and aborts) when it must add a special token the vocabulary does not have."""
     problems = []
     if vocab_type == "WPM":
@@ -113,7 +143,7 @@ def duplicate_token(buf, start: int, count: int) -> Optional[tuple[int, int, byt
     for _ in range(count):
         length = unpack(buf, pos)[0]
         pos += 8
-        append(buf[pos: pos + length])
+        append(buf[pos : pos + length])
         pos += length
     distinct = set(texts)
     if len(distinct) == count and b"" not in distinct and b"\0" not in b"".join(texts):
@@ -148,8 +178,9 @@ def tensor_problems(tensors: Sequence[Tensor], alignment: int) -> list[str]:
             break
         block, block_bytes = sizes
         if dims and dims[0] % block:
-            problems.append(f"tensor '{name}' has rows of {dims[0]} values, not a multiple of its type's block "
-                            f"({block})")
+            problems.append(
+                f"tensor '{name}' has rows of {dims[0]} values, not a multiple of its type's block ({block})"
+            )
             break
         if offset != expected:
             problems.append(f"tensor '{name}' data is misplaced (offset {offset}, llama.cpp expects {expected})")
@@ -171,8 +202,11 @@ def missing_tensor_problems(architecture: str, names: Iterable[str], n_layer: Op
         if "output_norm.weight" not in names:
             missing.append("output_norm.weight")
         for layer in range(n_layer or 0):
-            missing.extend(f"blk.{layer}.{part}.weight" for part in _DECODER_LAYER_TENSORS
-                           if f"blk.{layer}.{part}.weight" not in names)
+            missing.extend(
+                f"blk.{layer}.{part}.weight"
+                for part in _DECODER_LAYER_TENSORS
+                if f"blk.{layer}.{part}.weight" not in names
+            )
     if not missing:
         return []
     shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")

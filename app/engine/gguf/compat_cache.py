@@ -23,6 +23,7 @@ _MAX_CACHED_PAIRS = 20000
 # suggest_drafts: a draft at most this fraction of the target's parameters is worth speculating with, and one
 # around IDEAL_DRAFT_RATIO (between 1/10 and 1/4) balances acceptance against the draft's own cost.
 
+
 @dataclass(frozen=True)
 class VocabFacts:
     """What the rules need from one file, small enough to cache."""
@@ -86,9 +87,16 @@ class CompatCache:
                 pass  # written by another version: read the file again
         info = inspect_gguf(path)
         facts = VocabFacts(
-            vocab_type=info.vocab_type, vocab_size=info.vocab_size, add_bos=info.add_bos, bos_id=info.bos_id,
-            add_eos=info.add_eos, eos_id=info.eos_id, tokens_digest=info.tokens_digest,
-            parameter_count=info.parameter_count, usable=info.usable, problem=info.problem,
+            vocab_type=info.vocab_type,
+            vocab_size=info.vocab_size,
+            add_bos=info.add_bos,
+            bos_id=info.bos_id,
+            add_eos=info.add_eos,
+            eos_id=info.eos_id,
+            tokens_digest=info.tokens_digest,
+            parameter_count=info.parameter_count,
+            usable=info.usable,
+            problem=info.problem,
         )
         with self._lock:
             self._files[_key_text(key)] = asdict(facts)

@@ -32,21 +32,83 @@ from app.engine.gguf.reader import (
 )
 from app.common.units import format_parameter_count
 
-__all__ = ["ModelInfo", "TOKEN_CHECK_START", "format_parameter_count", "inspect_gguf", "read_tensor_sizes",
-           "read_token_texts"]
+__all__ = [
+    "ModelInfo",
+    "TOKEN_CHECK_START",
+    "format_parameter_count",
+    "inspect_gguf",
+    "read_tensor_sizes",
+    "read_token_texts",
+]
 
 # llama_ftype ids (include/llama.h) as the short labels people know from file names.
 FILE_TYPE_LABELS = {
-    0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K", 11: "Q3_K_S",
-    12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K",
-    19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS", 23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL",
-    26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S", 29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16", 36: "TQ1_0",
-    37: "TQ2_0", 38: "MXFP4_MOE", 39: "NVFP4", 40: "Q1_0", 41: "Q2_0",
+    0: "F32",
+    1: "F16",
+    2: "Q4_0",
+    3: "Q4_1",
+    7: "Q8_0",
+    8: "Q5_0",
+    9: "Q5_1",
+    10: "Q2_K",
+    11: "Q3_K_S",
+    12: "Q3_K_M",
+    13: "Q3_K_L",
+    14: "Q4_K_S",
+    15: "Q4_K_M",
+    16: "Q5_K_S",
+    17: "Q5_K_M",
+    18: "Q6_K",
+    19: "IQ2_XXS",
+    20: "IQ2_XS",
+    21: "Q2_K_S",
+    22: "IQ3_XS",
+    23: "IQ3_XXS",
+    24: "IQ1_S",
+    25: "IQ4_NL",
+    26: "IQ3_S",
+    27: "IQ3_M",
+    28: "IQ2_S",
+    29: "IQ2_M",
+    30: "IQ4_XS",
+    31: "IQ1_M",
+    32: "BF16",
+    36: "TQ1_0",
+    37: "TQ2_0",
+    38: "MXFP4_MOE",
+    39: "NVFP4",
+    40: "Q1_0",
+    41: "Q2_0",
 }
 # When general.file_type is absent llama.cpp guesses from the most common tensor type (ggml_type id -> ftype id).
 _GUESSED_FILE_TYPE = {
-    0: 0, 1: 1, 30: 32, 2: 2, 3: 3, 6: 8, 7: 9, 8: 7, 10: 10, 11: 12, 12: 15, 13: 17, 14: 18, 34: 36, 35: 37,
-    16: 19, 17: 20, 22: 28, 18: 23, 19: 24, 29: 31, 20: 25, 23: 30, 21: 26, 40: 39, 41: 40, 42: 41,
+    0: 0,
+    1: 1,
+    30: 32,
+    2: 2,
+    3: 3,
+    6: 8,
+    7: 9,
+    8: 7,
+    10: 10,
+    11: 12,
+    12: 15,
+    13: 17,
+    14: 18,
+    34: 36,
+    35: 37,
+    16: 19,
+    17: 20,
+    22: 28,
+    18: 23,
+    19: 24,
+    29: 31,
+    20: 25,
+    23: 30,
+    21: 26,
+    40: 39,
+    41: 40,
+    42: 41,
 }
 
 # tokenizer.ggml.model -> (llama.cpp vocab type, default bos id, default eos id); None is LLAMA_TOKEN_NULL.
@@ -66,8 +128,17 @@ _TOKENIZERS: dict[str, tuple[str, Optional[int], Optional[int]]] = {
 }
 # BPE pre-tokenizers for which llama.cpp turns add_bos on before reading the file's own flag.
 _PRE_ADDS_BOS = {
-    "llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2", "jina-v5-nano",
-    "tekken", "chameleon",
+    "llama3",
+    "llama-v3",
+    "llama-bpe",
+    "falcon3",
+    "falcon-h1",
+    "pixtral",
+    "midm-2.0",
+    "lfm2",
+    "jina-v5-nano",
+    "tekken",
+    "chameleon",
 }
 # BPE pre-tokenizers for which llama.cpp has no BOS by default.
 _PRE_NO_BOS = {"chatglm-bpe", "glm4", "glm5"}
@@ -165,7 +236,9 @@ def _split_problem(path: Path, index: int, count: int) -> tuple[str, list[Path]]
     return "", siblings
 
 
-def _vocab_defaults(metadata: dict[str, object]) -> tuple[str, Optional[str], Optional[int], Optional[int], bool, bool, str]:
+def _vocab_defaults(
+    metadata: dict[str, object],
+) -> tuple[str, Optional[str], Optional[int], Optional[int], bool, bool, str]:
     """(vocab type, pre-tokenizer, default bos, default eos, add_bos, add_eos, problem) per llama.cpp's vocab load."""
     model = metadata.get("tokenizer.ggml.model")
     pre = metadata.get("tokenizer.ggml.pre")
@@ -232,11 +305,15 @@ def _read_info(path: Path) -> ModelInfo:
         tokens_digest = ""
         problems: list[str] = []
         if header.tokens is not None:
-            tokens_digest = hashlib.blake2b(buf[header.tokens.check_start: header.tokens.end], digest_size=16).hexdigest()
+            tokens_digest = hashlib.blake2b(
+                buf[header.tokens.check_start : header.tokens.end], digest_size=16
+            ).hexdigest()
             twins = gguf_checks.duplicate_token(buf, header.tokens.start, header.tokens.count)
             if twins is not None:
-                problems.append(f"tokens {twins[0]} and {twins[1]} have the same text "
-                                f"{twins[2].decode('utf-8', errors='replace')!r}")
+                problems.append(
+                    f"tokens {twins[0]} and {twins[1]} have the same text "
+                    f"{twins[2].decode('utf-8', errors='replace')!r}"
+                )
     finally:
         buf.close()
     return _model_info(path, file_size, header, tokens_digest, problems)
@@ -273,8 +350,9 @@ def _model_info(path: Path, file_size: int, header: Header, tokens_digest: str, 
         add_eos = _as_bool(meta.get("tokenizer.ggml.add_eos_token"), add_eos)
         if pre == "gemma4":
             add_bos = True  # llama.cpp forces it for Gemma 4
-        sep_id = _special_id(meta, "tokenizer.ggml.seperator_token_id", 102 if vocab_type == "WPM" else None,
-                             vocab_size)
+        sep_id = _special_id(
+            meta, "tokenizer.ggml.seperator_token_id", 102 if vocab_type == "WPM" else None, vocab_size
+        )
         problems.extend(gguf_checks.special_token_problems(vocab_type, add_bos, bos_id, add_eos, eos_id, sep_id))
         pre_problem = gguf_checks.pre_tokenizer_problem(vocab_type, pre)
         if pre_problem:

@@ -80,12 +80,15 @@ class MemoryCost:
     @property
     def detail(self) -> str:
         """ "1.1 GB of weights + 117 MB of KV cache (4,096 tokens, f16)"."""
-        return (f"{format_bytes(self.weights)} of weights + {format_bytes(self.kv_cache)} of KV cache "
-                f"({self.n_ctx:,} tokens, {self.kv_type})")
+        return (
+            f"{format_bytes(self.weights)} of weights + {format_bytes(self.kv_cache)} of KV cache "
+            f"({self.n_ctx:,} tokens, {self.kv_type})"
+        )
 
 
-def memory_cost(weights: int, kv_values: int, n_ctx: int, kv_type: KvType = "f16",
-                trained_context: Optional[int] = None) -> MemoryCost:
+def memory_cost(
+    weights: int, kv_values: int, n_ctx: int, kv_type: KvType = "f16", trained_context: Optional[int] = None
+) -> MemoryCost:
     """A model's memory at `n_ctx` (llama.cpp caps it at the trained context) from its weights' bytes (the
     file's size: the header is a few MB at most) and its KV values per token (`kv_values_per_token`, summed)."""
     if trained_context:

@@ -38,7 +38,7 @@ def mmproj_beside(model: Path) -> Optional[Path]:
 
 
 def _model_part(stem: str) -> str:
-    name = stem[len(PREFIX):].strip("-_. ").lower()
+    name = stem[len(PREFIX) :].strip("-_. ").lower()
     head, _, tail = name.rpartition("-")
     return head if head and _TYPE.fullmatch(tail) else name
 

@@ -105,8 +105,9 @@ def probe_model(path: Union[str, Path], *, use_cache: bool = True, timeout: floa
     return probe_models([path], use_cache=use_cache, timeout=timeout)[0]
 
 
-def probe_models(paths: Sequence[Union[str, Path]], *, use_cache: bool = True,
-                 timeout: float = PROBE_TIMEOUT_S) -> list[ProbeVerdict]:
+def probe_models(
+    paths: Sequence[Union[str, Path]], *, use_cache: bool = True, timeout: float = PROBE_TIMEOUT_S
+) -> list[ProbeVerdict]:
     """probe_model for several files at once: those not cached are probed by one child process.
 
     Raises ModelFileError when a file cannot be read at all.
@@ -142,7 +143,7 @@ def _run_children(paths: list[Path], timeout: float) -> list[ProbeVerdict]:
     """Verdicts for `paths`: one child for all; after a file that killed it, another for the rest."""
     verdicts: list[ProbeVerdict] = []
     while len(verdicts) < len(paths):
-        verdicts += _run_child(paths[len(verdicts):], timeout)
+        verdicts += _run_child(paths[len(verdicts) :], timeout)
     return verdicts
 
 
@@ -164,15 +165,24 @@ def _run_child(paths: list[Path], timeout: float) -> list[ProbeVerdict]:
     # GGML_NO_BACKTRACE: ggml's abort otherwise attaches gdb to print a backtrace, slow and noisy.
     env = dict(os.environ, GGML_NO_BACKTRACE="1", PYTHONFAULTHANDLER="")
     try:
-        done = subprocess.run([sys.executable, "-c", _CHILD, PROBE_TEXT, *names], env=env, stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout * len(names))
+        done = subprocess.run(
+            [sys.executable, "-c", _CHILD, PROBE_TEXT, *names],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            timeout=timeout * len(names),
+        )
     except subprocess.TimeoutExpired:
         return [ProbeVerdict(False, f"llama.cpp did not finish reading the vocabulary within {timeout:.0f} s")]
     except OSError as exc:
         return [ProbeVerdict(False, f"could not start a process to check the model ({exc})")]
     logs = re.split(r"\nspecchat-probe-next-file@\d+\n", done.stderr.decode("utf-8", errors="replace"))[1:]
-    codes = [int(line.split()[1]) for line in done.stdout.decode("ascii", errors="replace").splitlines()
-             if len(line.split()) == 2 and line.split()[1].isdigit()]
+    codes = [
+        int(line.split()[1])
+        for line in done.stdout.decode("ascii", errors="replace").splitlines()
+        if len(line.split()) == 2 and line.split()[1].isdigit()
+    ]
     verdicts = []
     for index, code in enumerate(codes):
         log = logs[index] if index < len(logs) else ""

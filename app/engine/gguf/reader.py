@@ -28,12 +28,22 @@ SMALL_ARRAY = 64
 # GGUF value types.
 _UINT8, _INT8, _UINT16, _INT16, _UINT32, _INT32, _FLOAT32, _BOOL, _STRING, _ARRAY, _UINT64, _INT64, _FLOAT64 = range(13)
 _SCALAR_FORMATS = {
-    _UINT8: "<B", _INT8: "<b", _UINT16: "<H", _INT16: "<h", _UINT32: "<I", _INT32: "<i", _FLOAT32: "<f",
-    _BOOL: "<?", _UINT64: "<Q", _INT64: "<q", _FLOAT64: "<d",
+    _UINT8: "<B",
+    _INT8: "<b",
+    _UINT16: "<H",
+    _INT16: "<h",
+    _UINT32: "<I",
+    _INT32: "<i",
+    _FLOAT32: "<f",
+    _BOOL: "<?",
+    _UINT64: "<Q",
+    _INT64: "<q",
+    _FLOAT64: "<d",
 }
 _SCALAR_SIZES = {t: struct.calcsize(f) for t, f in _SCALAR_FORMATS.items()}
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
+
 
 @dataclass(frozen=True)
 class ArrayInfo:
@@ -100,7 +110,7 @@ class _Cursor:
         self.need(length)
         start = self.pos
         self.pos += length
-        return bytes(self.buf[start: self.pos])
+        return bytes(self.buf[start : self.pos])
 
     def string(self) -> str:
         return self.raw_string().decode("utf-8", errors="replace")

@@ -37,8 +37,9 @@ class AnyCancel:
         return any(flag.is_set() for flag in self._flags)
 
 
-def answer_api(engine: Optional[ChatEngine], request: AnswerChat | AnswerCompletion, gone: CancelSignal,
-               enough: CancelSignal) -> Iterator[ApiAnswer]:
+def answer_api(
+    engine: Optional[ChatEngine], request: AnswerChat | AnswerCompletion, gone: CancelSignal, enough: CancelSignal
+) -> Iterator[ApiAnswer]:
     """Answer `request` with `engine`. `gone`: the client went away (nothing more is yielded); `enough`: it has what
     it wants (generation stops, and its FinishedEvent still comes)."""
     request_id = request.request_id
@@ -54,13 +55,20 @@ def answer_api(engine: Optional[ChatEngine], request: AnswerChat | AnswerComplet
         else:
             messages = list(request.messages)
             if len(messages) > engine.n_ctx:  # every message takes a token at least: no need to format them
-                yield ReplyFailed(request_id, f"The request holds {len(messages)} messages; the loaded context of "
-                                              f"{engine.n_ctx} tokens cannot hold that many.", status=400)
+                yield ReplyFailed(
+                    request_id,
+                    f"The request holds {len(messages)} messages; the loaded context of "
+                    f"{engine.n_ctx} tokens cannot hold that many.",
+                    status=400,
+                )
                 return
             prompt_tokens, what = engine.count_tokens(messages), "messages"
         if prompt_tokens >= engine.n_ctx:
-            yield ReplyFailed(request_id, f"The {what} take {prompt_tokens} tokens; the loaded context holds "
-                                          f"{engine.n_ctx}.", status=400)
+            yield ReplyFailed(
+                request_id,
+                f"The {what} take {prompt_tokens} tokens; the loaded context holds {engine.n_ctx}.",
+                status=400,
+            )
             return
         # Asked before ReplyStarted: what an engine refuses when asked (a server's model and logprobs) is a 400
         # with its status line, streamed or not.
@@ -79,8 +87,9 @@ def answer_api(engine: Optional[ChatEngine], request: AnswerChat | AnswerComplet
     except (KeyboardInterrupt, SystemExit, GeneratorExit):
         raise
     except PromptTooLongError as exc:
-        yield ReplyFailed(request_id, f"The messages take {exc.n_prompt} tokens; the loaded context holds "
-                                      f"{exc.n_ctx}.", status=400)
+        yield ReplyFailed(
+            request_id, f"The messages take {exc.n_prompt} tokens; the loaded context holds {exc.n_ctx}.", status=400
+        )
     except (PromptFormatError, GrammarError) as exc:
         yield ReplyFailed(request_id, str(exc), status=400)
     except EngineError as exc:
@@ -88,8 +97,11 @@ def answer_api(engine: Optional[ChatEngine], request: AnswerChat | AnswerComplet
     except BaseException as exc:  # a bug of ours, or a template's own exception: it ends this request only
         traceback.print_exc()
         sys.stderr.flush()
-        yield ReplyFailed(request_id, f"The server failed while answering this request ({type(exc).__name__}); "
-                                      "its log has the details.", status=500)
+        yield ReplyFailed(
+            request_id,
+            f"The server failed while answering this request ({type(exc).__name__}); its log has the details.",
+            status=500,
+        )
 
 
 def abort_if_asked(request: object) -> None:

@@ -35,8 +35,12 @@ def _remote_engine(load: LoadSettings) -> ChatEngine:
     return RemoteEngine(load)
 
 
-def local_engine(target: LocalModel, draft: Optional[Path] = None, load: LoadSettings = LoadSettings(),
-                 history_file: Optional[HistoryFile] = None) -> SpecEngine:
+def local_engine(
+    target: LocalModel,
+    draft: Optional[Path] = None,
+    load: LoadSettings = LoadSettings(),
+    history_file: Optional[HistoryFile] = None,
+) -> SpecEngine:
     """A SpecEngine with `target` (and `draft`, if any) loaded. `history_file`: the history drafter's file (the
     data folder's by default). Raises EngineError."""
     from app.engine.local.engine import SpecEngine
@@ -52,8 +56,9 @@ def local_engine(target: LocalModel, draft: Optional[Path] = None, load: LoadSet
     return engine
 
 
-def server_engine(target: ServerModel, load: LoadSettings = LoadSettings(),
-                  api_key: Optional[str] = None) -> RemoteEngine:
+def server_engine(
+    target: ServerModel, load: LoadSettings = LoadSettings(), api_key: Optional[str] = None
+) -> RemoteEngine:
     """A RemoteEngine for `target`, checked on its server with `api_key`. Raises EngineError."""
     from app.engine.remote.engine import RemoteEngine
 
@@ -65,9 +70,12 @@ def server_engine(target: ServerModel, load: LoadSettings = LoadSettings(),
 class DispatchingEngine:
     """A ChatEngine that is a SpecEngine for file targets and a RemoteEngine for server targets."""
 
-    def __init__(self, load: LoadSettings = LoadSettings(),
-                 local_factory: Callable[[LoadSettings], ChatEngine] = _local_engine,
-                 remote_factory: Callable[[LoadSettings], ChatEngine] = _remote_engine):
+    def __init__(
+        self,
+        load: LoadSettings = LoadSettings(),
+        local_factory: Callable[[LoadSettings], ChatEngine] = _local_engine,
+        remote_factory: Callable[[LoadSettings], ChatEngine] = _remote_engine,
+    ):
         self._load = load
         self._factories = {False: local_factory, True: remote_factory}
         self._engines: dict[bool, ChatEngine] = {}
@@ -158,21 +166,40 @@ class DispatchingEngine:
     def count_tokens(self, messages: Sequence[dict], config: Optional[GenerationConfig] = None) -> int:
         return self.active.count_tokens(messages, config)
 
-    def fit_messages(self, messages: Sequence[dict], reserve_tokens: int,
-                     session: str = "default") -> tuple[list[dict], int]:
+    def fit_messages(
+        self, messages: Sequence[dict], reserve_tokens: int, session: str = "default"
+    ) -> tuple[list[dict], int]:
         return self.active.fit_messages(messages, reserve_tokens, session=session)
 
-    def chat(self, messages: Sequence[dict], config: GenerationConfig = GenerationConfig(), *,
-             cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator[EngineEvent]:
+    def chat(
+        self,
+        messages: Sequence[dict],
+        config: GenerationConfig = GenerationConfig(),
+        *,
+        cancel: Optional[CancelSignal] = None,
+        request_id: int = 0,
+    ) -> Iterator[EngineEvent]:
         return self.active.chat(messages, config, cancel=cancel, request_id=request_id)
 
     def completion_tokens(self, prompt: str | Sequence[int], suffix: Optional[str] = None) -> list[int]:
         return self.active.completion_tokens(prompt, suffix)
 
-    def complete(self, prompt: str | Sequence[int], config: GenerationConfig = GenerationConfig(), *,
-                 cancel: Optional[CancelSignal] = None, request_id: int = 0) -> Iterator[EngineEvent]:
+    def complete(
+        self,
+        prompt: str | Sequence[int],
+        config: GenerationConfig = GenerationConfig(),
+        *,
+        cancel: Optional[CancelSignal] = None,
+        request_id: int = 0,
+    ) -> Iterator[EngineEvent]:
         return self.active.complete(prompt, config, cancel=cancel, request_id=request_id)
 
-    def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel: Optional[CancelSignal] = None,
-              request_id: int = 0) -> Iterator[EngineEvent]:
+    def reply(
+        self,
+        messages: Sequence[dict],
+        config: GenerationConfig,
+        *,
+        cancel: Optional[CancelSignal] = None,
+        request_id: int = 0,
+    ) -> Iterator[EngineEvent]:
         return fitted_reply(self, messages, config, cancel=cancel, request_id=request_id)

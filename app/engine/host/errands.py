@@ -12,7 +12,12 @@ import traceback
 from typing import Union
 
 from app.engine.host.wire import (
-    ApiHistoryMeasured, ChatForgotten, DevicesListed, ForgetChat, ListDevices, MeasureApiHistory,
+    ApiHistoryMeasured,
+    ChatForgotten,
+    DevicesListed,
+    ForgetChat,
+    ListDevices,
+    MeasureApiHistory,
 )
 from app.engine.placement.devices import DeviceReport, list_devices
 

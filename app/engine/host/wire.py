@@ -101,8 +101,9 @@ class AnswerCompletion:
     config: GenerationConfig
 
 
-Request = Union[LoadModels, GenerateReply, Shutdown, ListDevices, ForgetChat, MeasureApiHistory,
-                AnswerChat, AnswerCompletion]
+Request = Union[
+    LoadModels, GenerateReply, Shutdown, ListDevices, ForgetChat, MeasureApiHistory, AnswerChat, AnswerCompletion
+]
 
 # ----- replies: engine process -> window
 
@@ -202,5 +203,16 @@ class ApiHistoryMeasured:
     size_bytes: int
 
 
-Reply = Union[WorkerReady, LoadingModel, ModelsLoaded, LoadFailed, EngineEvents, ReplyFailed, ReplyEnded,
-              DevicesListed, ChatForgotten, ApiHistoryMeasured, ReplyStarted]
+Reply = Union[
+    WorkerReady,
+    LoadingModel,
+    ModelsLoaded,
+    LoadFailed,
+    EngineEvents,
+    ReplyFailed,
+    ReplyEnded,
+    DevicesListed,
+    ChatForgotten,
+    ApiHistoryMeasured,
+    ReplyStarted,
+]

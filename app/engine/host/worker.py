@@ -36,8 +36,22 @@ from app.engine.host.api_answers import abort_if_asked, answer_api
 from app.engine.host.errands import run_errand
 from app.engine.host.stops import StopBoard
 from app.engine.host.wire import (
-    AnswerChat, AnswerCompletion, EngineEvents, ForgetChat, GenerateReply, ListDevices, LoadFailed, LoadingModel,
-    LoadModels, MeasureApiHistory, ModelsLoaded, Reply, ReplyEnded, ReplyFailed, ReplyStarted, Shutdown,
+    AnswerChat,
+    AnswerCompletion,
+    EngineEvents,
+    ForgetChat,
+    GenerateReply,
+    ListDevices,
+    LoadFailed,
+    LoadingModel,
+    LoadModels,
+    MeasureApiHistory,
+    ModelsLoaded,
+    Reply,
+    ReplyEnded,
+    ReplyFailed,
+    ReplyStarted,
+    Shutdown,
     WorkerReady,
 )
 from app.engine.protocol import CancelSignal, ChatEngine
@@ -87,9 +101,14 @@ def _redirect_stderr(log_path: Optional[str]) -> None:
     sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
 
 
-def run_worker(conn, cancelled_up_to, log_path: Optional[str] = None,
-               engine_factory: Optional[Callable] = None, api_gone: Optional[StopBoard] = None,
-               api_enough: Optional[StopBoard] = None) -> None:
+def run_worker(
+    conn,
+    cancelled_up_to,
+    log_path: Optional[str] = None,
+    engine_factory: Optional[Callable] = None,
+    api_gone: Optional[StopBoard] = None,
+    api_enough: Optional[StopBoard] = None,
+) -> None:
     """The worker process's main function (multiprocessing target)."""
     # ggml's abort handler otherwise runs gdb to print a backtrace: seconds of delay before the crash is reported.
     os.environ["GGML_NO_BACKTRACE"] = "1"
@@ -138,8 +157,11 @@ class _Outbox:
             return
         self._batch.append(event)
         now = time.monotonic()
-        if (not isinstance(event, (TokenEvent, RoundEvent)) or now - self._last_sent >= STREAM_BATCH_S
-                or (self._first and isinstance(event, TokenEvent))):
+        if (
+            not isinstance(event, (TokenEvent, RoundEvent))
+            or now - self._last_sent >= STREAM_BATCH_S
+            or (self._first and isinstance(event, TokenEvent))
+        ):
             self._first = self._first and not isinstance(event, TokenEvent)
             self.flush()
 
@@ -153,8 +175,9 @@ class _Outbox:
 class _Answer:
     """A request being answered: its records, its Stop, and what it says when it fails."""
 
-    def __init__(self, request_id: int, events: Iterable[object], cancel: CancelSignal, outbox: _Outbox,
-                 failure: str = ""):
+    def __init__(
+        self, request_id: int, events: Iterable[object], cancel: CancelSignal, outbox: _Outbox, failure: str = ""
+    ):
         self.request_id = request_id
         self.events: Iterator[object] = iter(events)
         self.cancel = cancel
@@ -169,8 +192,14 @@ class _WorkerLoop:
     its steps the loop reads the pipe, so a request sent while others are answered joins at the next step, and
     each answer's records are sent as they come. Loading models and the errands wait until no answer runs."""
 
-    def __init__(self, conn, cancelled_up_to, engine_factory: Callable, api_gone: Optional[StopBoard] = None,
-                 api_enough: Optional[StopBoard] = None):
+    def __init__(
+        self,
+        conn,
+        cancelled_up_to,
+        engine_factory: Callable,
+        api_gone: Optional[StopBoard] = None,
+        api_enough: Optional[StopBoard] = None,
+    ):
         self._conn = conn
         self._api_enough = api_enough
         self._cancelled_up_to = cancelled_up_to
@@ -348,8 +377,16 @@ class _WorkerLoop:
             traceback.print_exc()
             self._send(LoadFailed(request_id, f"Loading failed: {exc}"))
             return
-        self._send(ModelsLoaded(request_id, engine.loaded_target, Path(engine.draft_path) if engine.draft_path else None,
-                                engine.n_ctx, engine.placement_note, _parallel(engine)))
+        self._send(
+            ModelsLoaded(
+                request_id,
+                engine.loaded_target,
+                Path(engine.draft_path) if engine.draft_path else None,
+                engine.n_ctx,
+                engine.placement_note,
+                _parallel(engine),
+            )
+        )
 
     # ----- answers
 
@@ -364,8 +401,9 @@ class _WorkerLoop:
             self._send(ReplyFailed(request_id, "No model is loaded. Choose a model above."))
             self._send(ReplyEnded(request_id))
             return None
-        events: Iterable[object] = _deferred(lambda: engine.reply(list(request.messages), request.config,
-                                                                  cancel=cancel, request_id=request_id))
+        events: Iterable[object] = _deferred(
+            lambda: engine.reply(list(request.messages), request.config, cancel=cancel, request_id=request_id)
+        )
         if request.config.tools:  # the window runs the calls: they cross as records, not as text
             events = with_tool_calls(events, engine.tool_format, request.config.tools)
         return _Answer(request_id, events, cancel, _Outbox(self._send), failure="Generation failed")

@@ -245,8 +245,9 @@ def render_prompt(
     notice, refused = "", False
     if template:
         try:
-            return _render_marked(template, messages_for_template(template, messages), specials, budget_steps,
-                                  max_chars)
+            return _render_marked(
+                template, messages_for_template(template, messages), specials, budget_steps, max_chars
+            )
         except _OutOfBudget as exc:
             notice = str(exc)
         except RecursionError:
@@ -263,13 +264,15 @@ def render_prompt(
     try:
         rendered = _render_marked(CHATML, messages_for_template(CHATML, messages), specials, budget_steps, max_chars)
     except (_OutOfBudget, RecursionError, MemoryError) as exc:
-        raise PromptFormatError(f"The conversation could not be formatted for the model ({exc or 'too large'}).") \
-            from None
+        raise PromptFormatError(
+            f"The conversation could not be formatted for the model ({exc or 'too large'})."
+        ) from None
     return RenderedPrompt(rendered.text, rendered.markup, notice, refused, rendered.opens_thinking)
 
 
-def _render_marked(template: str, messages: list[dict], specials: dict, budget_steps: int,
-                   max_chars: int) -> RenderedPrompt:
+def _render_marked(
+    template: str, messages: list[dict], specials: dict, budget_steps: int, max_chars: int
+) -> RenderedPrompt:
     """Render twice: with the real texts, and with each message's content (and reasoning) replaced by a sentinel,
     which shows which characters the template wrote. Only those may later become control tokens: a reply's old
     reasoning is model text, as its content is."""
@@ -352,8 +355,11 @@ def reasoning_keys_read(template: Optional[str]) -> tuple[str, ...]:
     counts too: the template then gets a key it does not look at, which changes nothing."""
     if not template:
         return ()
-    return tuple(key for key in REASONING_KEYS
-                 if re.search(rf"\.{key}\b|\[\s*['\"]{key}['\"]\s*\]|['\"]{key}['\"]\s+in\s+\w", template))
+    return tuple(
+        key
+        for key in REASONING_KEYS
+        if re.search(rf"\.{key}\b|\[\s*['\"]{key}['\"]\s*\]|['\"]{key}['\"]\s+in\s+\w", template)
+    )
 
 
 def reasoning_of(message: dict) -> str:

@@ -32,24 +32,35 @@ def _cache_file() -> Path:
 
 def _read_cache() -> dict:
     """Measured costs by model_key; entries of any other shape than a list of seconds are left out."""
-    return {key: batch for key, batch in read_cache(_cache_file(), _CACHE_VERSION).items()
-            if isinstance(batch, list) and len(batch) >= 2
-            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in batch)}
+    return {
+        key: batch
+        for key, batch in read_cache(_cache_file(), _CACHE_VERSION).items()
+        if isinstance(batch, list)
+        and len(batch) >= 2
+        and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in batch)
+    }
 
 
 def _write_cache(data: dict) -> None:
     write_cache(_cache_file(), _CACHE_VERSION, data)  # a cache we cannot write only costs a re-measurement
 
 
-def _keys(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int],
-          backends: str):
+def _keys(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int], backends: str):
     """Cache keys of the target and (None without one) the draft."""
-    return (model_key(target, n_threads, gpu_layers[0], backends),
-            model_key(draft, n_threads, gpu_layers[1], backends) if draft is not None else None)
+    return (
+        model_key(target, n_threads, gpu_layers[0], backends),
+        model_key(draft, n_threads, gpu_layers[1], backends) if draft is not None else None,
+    )
 
 
-def cached_costs(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int],
-                 backends: str = "CPU", measured: Optional[dict[str, list[float]]] = None) -> Optional[CostTable]:
+def cached_costs(
+    target: LoadedModel,
+    draft: LoadedModel | None,
+    n_threads: int,
+    gpu_layers: tuple[int, int],
+    backends: str = "CPU",
+    measured: Optional[dict[str, list[float]]] = None,
+) -> Optional[CostTable]:
     """The measured cost table of this pair from the disk cache, or None when part of it was never measured.
 
     `gpu_layers` are the layers offloaded (resolved, never Auto; 0 on a build without a GPU backend) and `backends`
@@ -72,8 +83,9 @@ def store_measurement(model: LoadedModel, n_threads: int, gpu_layers: int, backe
     _write_cache(cache)
 
 
-def forget_measurement(target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int],
-                       backends: str = "CPU") -> None:
+def forget_measurement(
+    target: LoadedModel, draft: LoadedModel | None, n_threads: int, gpu_layers: tuple[int, int], backends: str = "CPU"
+) -> None:
     """Drop the pair's measured costs from disk (found wrong): idle time measures them again."""
     cache = _read_cache()
     for key in _keys(target, draft, n_threads, gpu_layers, backends):

@@ -27,8 +27,9 @@ class _ModelTiming:
     several sizes rather than every try of one. The single token is every ratio's yardstick and cheap to time: it
     gets extra tries."""
 
-    def __init__(self, model: LoadedModel, gpu_layers: int, sizes: tuple[int, ...], repeats: int,
-                 busy: Callable[[], bool]):
+    def __init__(
+        self, model: LoadedModel, gpu_layers: int, sizes: tuple[int, ...], repeats: int, busy: Callable[[], bool]
+    ):
         self.model = model
         self._busy = busy
         self.gpu_layers = gpu_layers
@@ -52,20 +53,21 @@ class _ModelTiming:
         """One forward pass of the measurement; False when it cannot run now (the chat leaves too little room)."""
         model = self.model
         biggest = max(self.sizes)
-        if model.cached[:len(self._context)] != self._context or not self._context:
+        if model.cached[: len(self._context)] != self._context or not self._context:
             # A reply ran since the last step (or none ran yet): time after what the model holds now.
             self._context = list(model.cached)
             self._chat_len = len(self._context)
         if len(self._context) + max(0, MEASURE_CONTEXT - len(self._context)) + biggest >= model.n_ctx:
             return False
         if len(self._context) < MEASURE_CONTEXT:
-            fill = (self._filler * (_FILL_STEP // len(self._filler) + 1))[:min(_FILL_STEP,
-                                                                              MEASURE_CONTEXT - len(self._context))]
+            fill = (self._filler * (_FILL_STEP // len(self._filler) + 1))[
+                : min(_FILL_STEP, MEASURE_CONTEXT - len(self._context))
+            ]
             model.truncate(len(self._context))
             model.decode(fill)
             self._context = list(model.cached)
             return True
-        tokens = (self._filler * (biggest // len(self._filler) + 1))
+        tokens = self._filler * (biggest // len(self._filler) + 1)
         if not self._warm:  # the first decodes after a load allocate: never timed
             model.truncate(len(self._context))
             model.decode(tokens[:biggest], logit_rows=range(biggest))
@@ -93,16 +95,25 @@ class CostMeasurement:
     """Measures the cost table of a target and (optionally) its draft model, a step at a time, and keeps it on
     disk when done. Use from the thread that runs the models."""
 
-    def __init__(self, target: LoadedModel, draft: Optional[LoadedModel], n_threads: int,
-                 gpu_layers: tuple[int, int], backends: str = "CPU", busy: Callable[[], bool] = lambda: False):
+    def __init__(
+        self,
+        target: LoadedModel,
+        draft: Optional[LoadedModel],
+        n_threads: int,
+        gpu_layers: tuple[int, int],
+        backends: str = "CPU",
+        busy: Callable[[], bool] = lambda: False,
+    ):
         """`busy`: whether another program holds a CPU the models want now; a pass timed then is timed again."""
         self._args = (target, draft, n_threads, gpu_layers, backends)
         self._backends = backends
         self._n_threads = n_threads
         self._timings: list[_ModelTiming] = []
         self._results: dict[str, list[float]] = {}
-        for model, layers, sizes, repeats in ((target, gpu_layers[0], MEASURED_SIZES, 3),
-                                              (draft, gpu_layers[1], (1,), 5)):
+        for model, layers, sizes, repeats in (
+            (target, gpu_layers[0], MEASURED_SIZES, 3),
+            (draft, gpu_layers[1], (1,), 5),
+        ):
             if model is not None and cached_costs(model, None, n_threads, (layers, 0), backends) is None:
                 self._timings.append(_ModelTiming(model, layers, sizes, repeats, busy))
 
@@ -132,8 +143,14 @@ class CostMeasurement:
         return cached_costs(*self._args, measured=self._results)
 
 
-def measure_costs(target: LoadedModel, draft: Optional[LoadedModel], n_threads: int, gpu_layers: tuple[int, int],
-                  backends: str = "CPU", busy: Callable[[], bool] = lambda: False) -> CostTable:
+def measure_costs(
+    target: LoadedModel,
+    draft: Optional[LoadedModel],
+    n_threads: int,
+    gpu_layers: tuple[int, int],
+    backends: str = "CPU",
+    busy: Callable[[], bool] = lambda: False,
+) -> CostTable:
     """The cost table, from the disk cache or measured now, all at once (benchmarks; the window never waits for
     this), waiting while another program is `busy`. Raises RuntimeError when the context is too small to time the
     largest batch, or when the machine stayed busy for BUSY_WAIT_S."""
@@ -142,8 +159,10 @@ def measure_costs(target: LoadedModel, draft: Optional[LoadedModel], n_threads: 
     while not measurement.done:  # a table on disk needs nothing timed, busy or not
         if busy():
             if waited >= BUSY_WAIT_S:
-                raise RuntimeError(f"another program kept the CPU busy for {BUSY_WAIT_S:.0f} s, so forward-pass "
-                                   "costs were not measured: close it or wait until it ends, then run again")
+                raise RuntimeError(
+                    f"another program kept the CPU busy for {BUSY_WAIT_S:.0f} s, so forward-pass "
+                    "costs were not measured: close it or wait until it ends, then run again"
+                )
             time.sleep(BUSY_POLL_S)
             waited += BUSY_POLL_S
             continue

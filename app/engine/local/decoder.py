@@ -36,8 +36,12 @@ USUAL_CATCH_UP = 3
 
 
 def verify(
-    target: LogitRows, draft: Draft, sampler: Sampler, rng: np.random.Generator,
-    grammar: Optional[GrammarMask] = None, penalties: Optional[Penalties] = None,
+    target: LogitRows,
+    draft: Draft,
+    sampler: Sampler,
+    rng: np.random.Generator,
+    grammar: Optional[GrammarMask] = None,
+    penalties: Optional[Penalties] = None,
 ) -> tuple[int, int]:
     """Decide how many drafted tokens the target keeps and which token it adds itself.
 
@@ -55,8 +59,14 @@ def verify(
             state.close()
 
 
-def _verify_rows(target: LogitRows, draft: Draft, sampler: Sampler, rng: np.random.Generator,
-                 state: Optional[GrammarMask], penalties: Optional[Penalties]) -> tuple[int, int]:
+def _verify_rows(
+    target: LogitRows,
+    draft: Draft,
+    sampler: Sampler,
+    rng: np.random.Generator,
+    state: Optional[GrammarMask],
+    penalties: Optional[Penalties],
+) -> tuple[int, int]:
     def logits(i: int) -> np.ndarray:
         return penalties.apply(target.logits(i), draft.tokens[:i]) if penalties is not None else target.logits(i)
 
@@ -134,7 +144,7 @@ def generate(
         reply.reused, read = media.read(target, cancel)
     else:
         reply.reused = target.keep_common_prefix(prompt, leave=1)
-        read = target.decode(list(prompt[reply.reused:-1]), cancel=cancel)
+        read = target.decode(list(prompt[reply.reused : -1]), cancel=cancel)
     if not read:
         yield from unwritten(request_id, len(prompt), reply.reused, reply.split)
         return
@@ -154,8 +164,9 @@ def generate(
         if room <= 0:
             reply.stop_reason = "context_full"
             break
-        yield from _round(target, reply, policy, config, room, draft_model=draft_model, ngram=ngram, past=past,
-                          cancel=cancel, clock=clock, governor=governor, grammar=grammar)
+        yield from _round(
+            target, reply, policy, config, room, draft_model, ngram, past, cancel, clock, governor, grammar
+        )
 
     if governor is not None:
         for change in _threads_event(request_id, governor.settle(), reply.tally.rounds - 1):
@@ -166,23 +177,42 @@ def generate(
     yield from finished
 
 
-def _round(target: LoadedModel, reply: Reply, policy: SpeculationPolicy, config: GenerationConfig, room: int, *,
-           draft_model: Optional[ModelDrafter], ngram: Optional[NgramDrafter], past: Optional[HistoryDrafter],
-           cancel: threading.Event, clock: Callable[[], float], governor: Optional[ThreadGovernor],
-           grammar: Optional[GrammarMask]) -> Iterator[EngineEvent]:
+def _round(
+    target: LoadedModel,
+    reply: Reply,
+    policy: SpeculationPolicy,
+    config: GenerationConfig,
+    room: int,
+    draft_model: Optional[ModelDrafter],
+    ngram: Optional[NgramDrafter],
+    past: Optional[HistoryDrafter],
+    cancel: threading.Event,
+    clock: Callable[[], float],
+    governor: Optional[ThreadGovernor],
+    grammar: Optional[GrammarMask],
+) -> Iterator[EngineEvent]:
     """One round: plan it, draft, verify the draft in one batch, keep what the target accepted and roll back the
     rest. `room` is how many tokens the context has left."""
     written, sampler, rng, request_id = reply.written, reply.sampler, reply.rng, reply.request_id
     k_max = reply.k_max(room)
     policy.note_threads(target.n_threads)
     behind = draft_model.behind(written) if draft_model is not None and config.speculative else 0
-    plan, proposals = plan_round(policy, written, k_max, speculative=config.speculative, ngram=ngram,
-                                 has_model=draft_model is not None, past=past, model_behind=behind)
+    plan, proposals = plan_round(
+        policy,
+        written,
+        k_max,
+        speculative=config.speculative,
+        ngram=ngram,
+        has_model=draft_model is not None,
+        past=past,
+        model_behind=behind,
+    )
 
     t_draft = clock()
     if plan.drafter == "model" and plan.k > 0 and draft_model is not None:
-        draft = draft_model.propose(written, plan.k, sampler, rng, config.draft_p_min, cancel,
-                                    stop_below=plan.stop_below)
+        draft = draft_model.propose(
+            written, plan.k, sampler, rng, config.draft_p_min, cancel, stop_below=plan.stop_below
+        )
     elif plan.drafter in ("ngram", "history") and plan.k > 0:
         # Copied text stops before a picture's positions, which only a picture's embeddings may fill.
         draft = Draft(tokens=before_placeholder(copy_tokens(plan, proposals)), source=plan.drafter)
@@ -201,8 +231,9 @@ def _round(target: LoadedModel, reply: Reply, policy: SpeculationPolicy, config:
     round_index = reply.tally.rounds
     yield from reply.round_event(plan, draft, accepted, own_token, t_done - t_draft, target.n_threads)
     if governor is not None:
-        for change in _threads_event(request_id, governor.observe(len(draft.tokens) + 1, t_done - t_verify),
-                                     round_index):
+        for change in _threads_event(
+            request_id, governor.observe(len(draft.tokens) + 1, t_done - t_verify), round_index
+        ):
             yield from reply.split.feed(change)
     yield from reply.keep(draft, accepted, own_token, round_index, target)
     # Roll back what the target refused; the draft model catches up at its next proposal.

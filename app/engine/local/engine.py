@@ -33,8 +33,7 @@ from app.engine.local.prompts import Prompts
 from app.engine.local.vision.seeing import Seeing, message_estimate
 from app.engine.local.thread_governor import ThreadGovernor
 from app.engine.placement.gpu_fit import Placement
-from app.engine.reasoning.markers import (MarkerSet, ReplyStart, continued_start, markers_for, reply_start,
-                                          written_reply)
+from app.engine.reasoning.markers import MarkerSet, ReplyStart, continued_start, markers_for, reply_start, written_reply
 from app.engine.reasoning.splitter import ReplySplitter
 from app.engine.protocol import CancelSignal, fitted_reply
 from app.engine.speculation.costs import CostTable
@@ -89,8 +88,9 @@ class SpecEngine:
     def placement_note(self) -> str:
         """Where the models run and what they were loaded with, in words: with several requests at once, what their
         KV caches take."""
-        return " ".join(part for part in (self.models.placement_note, self.models.load_note, self.models.parallel_note)
-                        if part)
+        return " ".join(
+            part for part in (self.models.placement_note, self.models.load_note, self.models.parallel_note) if part
+        )
 
     @property
     def governor(self) -> Optional[ThreadGovernor]:
@@ -125,8 +125,9 @@ class SpecEngine:
 
     def _new_batch(self) -> None:
         target = self.models.target
-        self._batch = BatchDriver(target, self.models.draft) if target is not None and self.models.parallel > 1 \
-            else None
+        self._batch = (
+            BatchDriver(target, self.models.draft) if target is not None and self.models.parallel > 1 else None
+        )
 
     def load_target(self, target: Target | str | Path, planned_draft: str | Path | None = None) -> None:
         """Load (or switch) the target. A loaded draft that is not compatible with the new target is unloaded.
@@ -144,8 +145,9 @@ class SpecEngine:
         self._prompts = Prompts(loaded)
         self._template = loaded.metadata("tokenizer.chat_template")  # names the thinking's markers
         s = self.load_settings
-        self._conversations = ConversationCache.for_target(loaded, s.kept_states_mib, s.saved_states_mib,
-                                                           on_disk=s.saved_states_mib >= 0, n_ctx=self.n_ctx)
+        self._conversations = ConversationCache.for_target(
+            loaded, s.kept_states_mib, s.saved_states_mib, on_disk=s.saved_states_mib >= 0, n_ctx=self.n_ctx
+        )
         self._ngram = NgramDrafter(is_control=loaded.is_control)
         self._histories = {}
         self._new_batch()
@@ -255,8 +257,9 @@ class SpecEngine:
             return self.seeing.count_tokens(self.prompts, messages, config)
         return self.prompts.count_tokens(messages, config)
 
-    def fit_messages(self, messages: Sequence[dict], reserve_tokens: int,
-                     session: str = "default") -> tuple[list[dict], int]:
+    def fit_messages(
+        self, messages: Sequence[dict], reserve_tokens: int, session: str = "default"
+    ) -> tuple[list[dict], int]:
         """Drop the oldest turns (never the system prompt, never the last message) until the prompt plus
         `reserve_tokens` fits the context. Returns the kept messages and how many were dropped.
 
@@ -264,8 +267,14 @@ class SpecEngine:
         prompt keeps its start and the KV cache shifts once per cut instead of the chat being read again.
         Raises PromptTooLongError when even the system prompt and the last message alone do not fit.
         """
-        return self._cuts.fit(messages, self.n_ctx - max(1, reserve_tokens), self.count_tokens, self.n_ctx,
-                              session, estimate=lambda message: message_estimate(message, self.prompts.message_tokens))
+        return self._cuts.fit(
+            messages,
+            self.n_ctx - max(1, reserve_tokens),
+            self.count_tokens,
+            self.n_ctx,
+            session,
+            estimate=lambda message: message_estimate(message, self.prompts.message_tokens),
+        )
 
     # -- generation ---------------------------------------------------------------------------------------------
 
@@ -273,16 +282,27 @@ class SpecEngine:
         """How this reply's thinking is told from its answer: the markers of the template in use (or the request's
         own), and where the reply starts (`start`, else read from the prompt's end)."""
         markers = self._markers(config)
-        return ReplySplitter(markers, start or reply_start(prompt, markers), split=config.reasoning_format != "none",
-                             continued=start is not None)
+        return ReplySplitter(
+            markers,
+            start or reply_start(prompt, markers),
+            split=config.reasoning_format != "none",
+            continued=start is not None,
+        )
 
     def _markers(self, config: GenerationConfig) -> tuple[MarkerSet, ...]:
         template = {"model": self._template, "template": config.chat_template, "raw": None}[config.chat_format]
         return markers_for(template, config.reasoning_markers)
 
     def _run(
-        self, tokens: list[int], text: str, config: GenerationConfig, cancel, request_id: int, session: str,
-        start: Optional[ReplyStart] = None, media: Optional[MediaPrompt] = None,
+        self,
+        tokens: list[int],
+        text: str,
+        config: GenerationConfig,
+        cancel,
+        request_id: int,
+        session: str,
+        start: Optional[ReplyStart] = None,
+        media: Optional[MediaPrompt] = None,
     ) -> Iterator[EngineEvent]:
         """The reply's events. Its grammar is built here, before the first event, so a schema refused (too large,
         or one llama.cpp cannot read) is the caller's error at once, as a 400 is before a stream starts."""
@@ -291,8 +311,16 @@ class SpecEngine:
         return self._events(tokens, text, config, cancel, request_id, session, start, grammar, media)
 
     def _events(
-        self, tokens: list[int], text: str, config: GenerationConfig, cancel, request_id: int, session: str,
-        start: Optional[ReplyStart], grammar: Optional[GrammarMask], media: Optional[MediaPrompt] = None,
+        self,
+        tokens: list[int],
+        text: str,
+        config: GenerationConfig,
+        cancel,
+        request_id: int,
+        session: str,
+        start: Optional[ReplyStart],
+        grammar: Optional[GrammarMask],
+        media: Optional[MediaPrompt] = None,
     ) -> Iterator[EngineEvent]:
         target = self.models.require_target()
         prompts = self.prompts
@@ -325,8 +353,22 @@ class SpecEngine:
         written: list[int] = []
         splitter = self._splitter(text, config, start)
         call_pieces: list[str] = []  # the answer with control tokens by name, for reading tool calls
-        for event in self._decode(target, tokens, config, policy, draft, use_ngram, past, cancel, request_id,
-                                  written.extend, grammar, splitter, kept, media):
+        for event in self._decode(
+            target,
+            tokens,
+            config,
+            policy,
+            draft,
+            use_ngram,
+            past,
+            cancel,
+            request_id,
+            written.extend,
+            grammar,
+            splitter,
+            kept,
+            media,
+        ):
             if isinstance(event, RoundEvent):
                 self.policies.after_round(policy)
             if config.tools and isinstance(event, TokenEvent) and event.part == "answer":
@@ -341,7 +383,9 @@ class SpecEngine:
                 # The history drafter and the next turn's reuse take the reply as its tokens wrote it, thinking and
                 # markers too.
                 reply = splitter.raw_text
-                if found is not None and conversations is not None:  # restoring a kept state is part of reading the prompt
+                if (
+                    found is not None and conversations is not None
+                ):  # restoring a kept state is part of reading the prompt
                     event = dataclasses.replace(event, stats=conversations.counted(found.charged(event.stats)))
                 if book is not None and reply:
                     book.record(session, prompts.new_text(text) + reply)
@@ -353,30 +397,69 @@ class SpecEngine:
         if conversations is not None and self._batch is None:  # side by side, the batch's on_end saves it
             conversations.after_reply(session, self.models.draft)
 
-    def _decode(self, target: LoadedModel, tokens: list[int], config: GenerationConfig, policy, draft, use_ngram: bool,
-                past: Optional[HistorySync], cancel, request_id: int, on_written, grammar: Optional[GrammarMask],
-                splitter: ReplySplitter, kept: dict, media) -> Iterator[EngineEvent]:
+    def _decode(
+        self,
+        target: LoadedModel,
+        tokens: list[int],
+        config: GenerationConfig,
+        policy,
+        draft,
+        use_ngram: bool,
+        past: Optional[HistorySync],
+        cancel,
+        request_id: int,
+        on_written,
+        grammar: Optional[GrammarMask],
+        splitter: ReplySplitter,
+        kept: dict,
+        media,
+    ) -> Iterator[EngineEvent]:
         """The reply's tokens, rounds and finish: decoded alone, or side by side with others (each request its own
         n-gram drafter then, as each has its own text; `kept`: the batch's hooks for kept states)."""
         if self._batch is not None and media is not None:
-            raise PromptFormatError("Pictures are read one request at a time: set Requests at once to 1 in "
-                                    "Settings (or leave out serve --parallel) to send them.")
+            raise PromptFormatError(
+                "Pictures are read one request at a time: set Requests at once to 1 in "
+                "Settings (or leave out serve --parallel) to send them."
+            )
         if self._batch is not None:
             ngram = None
             if use_ngram:
                 ngram = NgramDrafter(is_control=target.is_control)
                 ngram.min_match = self._ngram.min_match
-            request = BatchRequest(tokens, config, policy, request_id, ngram=ngram,
-                                   past=past.drafter if past is not None else None, use_model=draft is not None,
-                                   grammar=grammar, splitter=splitter, on_written=on_written, **kept)
+            request = BatchRequest(
+                tokens,
+                config,
+                policy,
+                request_id,
+                ngram=ngram,
+                past=past.drafter if past is not None else None,
+                use_model=draft is not None,
+                grammar=grammar,
+                splitter=splitter,
+                on_written=on_written,
+                **kept,
+            )
             return self._batch.reply(request, cancel)
-        return generate(target, tokens, config, policy, draft_model=ModelDrafter(draft) if draft is not None else None,
-                        ngram=self._ngram if use_ngram else None, past=past.drafter if past is not None else None,
-                        cancel=cancel, request_id=request_id, on_written=on_written, governor=self.governor,
-                        grammar=grammar, splitter=splitter, media=media)
+        return generate(
+            target,
+            tokens,
+            config,
+            policy,
+            draft_model=ModelDrafter(draft) if draft is not None else None,
+            ngram=self._ngram if use_ngram else None,
+            past=past.drafter if past is not None else None,
+            cancel=cancel,
+            request_id=request_id,
+            on_written=on_written,
+            governor=self.governor,
+            grammar=grammar,
+            splitter=splitter,
+            media=media,
+        )
 
-    def _kept_hooks(self, conversations: ConversationCache, tokens: list[int], session: str, scope: str,
-                    restored: list[CacheUse]) -> dict:
+    def _kept_hooks(
+        self, conversations: ConversationCache, tokens: list[int], session: str, scope: str, restored: list[CacheUse]
+    ) -> dict:
         """A reply decoded side by side: the kept state that shares most of its prompt is restored into the
         sequence the batch gives it (said in `restored`), and its state is saved when it ends."""
         batch = self._batch
@@ -399,9 +482,9 @@ class SpecEngine:
             return None
         if name not in self._histories:
             file = self.history_file if name == "person" else HistoryFile(history_path(name))
-            self._histories[name] = HistorySync(file, HistoryDrafter(),
-                                                lambda text: loaded.tokenize(text, add_special=False,
-                                                                             parse_special=True))
+            self._histories[name] = HistorySync(
+                file, HistoryDrafter(), lambda text: loaded.tokenize(text, add_special=False, parse_special=True)
+            )
         return self._histories[name]
 
     def chat(
@@ -427,31 +510,42 @@ class SpecEngine:
             last, markers = messages[-1], self._markers(config)
             # A reply stopped while thinking goes on from its thinking, written back with the model's markers.
             thinking = last.get("reasoning_content") or last.get("reasoning") or ""
-            partial = written_reply(rendered.text, thinking if isinstance(thinking, str) else "", last["content"],
-                                    markers)
+            partial = written_reply(
+                rendered.text, thinking if isinstance(thinking, str) else "", last["content"], markers
+            )
             start = continued_start(rendered.text, partial, markers)
             rendered = RenderedPrompt(rendered.text + partial, rendered.markup, rendered.notice)
         else:
             rendered = self.prompts.render(messages, tools, config)
-        forced = forced_call(self.tool_format, tools, "" if config.tool_choice == "required" else config.tool_choice) \
-            if tools and config.tool_choice else None
+        forced = (
+            forced_call(self.tool_format, tools, "" if config.tool_choice == "required" else config.tool_choice)
+            if tools and config.tool_choice
+            else None
+        )
         opening = ""
         if forced is not None:
             opening, schema = forced
             config = dataclasses.replace(config, json_schema=json.dumps(schema))
         if opening:
             # A required call: the reply starts inside one, written as the template's markup would be.
-            rendered = RenderedPrompt(rendered.text + opening,
-                                      rendered.markup + ((len(rendered.text), len(rendered.text) + len(opening)),),
-                                      rendered.notice)
+            rendered = RenderedPrompt(
+                rendered.text + opening,
+                rendered.markup + ((len(rendered.text), len(rendered.text) + len(opening)),),
+                rendered.notice,
+            )
         media = self.seeing.prompt(rendered, images, self.prompts.target.path.name) if images else None
         tokens = media.tokens if media is not None else self.prompts.tokens_for(rendered.text, rendered.markup)
-        events = self._run(tokens, rendered.text, config, cancel, request_id, session or config.session, start,
-                           media)
+        events = self._run(tokens, rendered.text, config, cancel, request_id, session or config.session, start, media)
         return _led_by(opening, request_id, events) if opening else events
 
-    def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel: Optional[CancelSignal] = None,
-              request_id: int = 0) -> Iterator[EngineEvent]:
+    def reply(
+        self,
+        messages: Sequence[dict],
+        config: GenerationConfig,
+        *,
+        cancel: Optional[CancelSignal] = None,
+        request_id: int = 0,
+    ) -> Iterator[EngineEvent]:
         """The one request path (app.engine.protocol): the context fitted and said, then chat()."""
         return fitted_reply(self, messages, config, cancel=cancel, request_id=request_id)
 
@@ -465,18 +559,26 @@ class SpecEngine:
                 return self.prompts.tokens_for(prompt)
             bad = next((t for t in prompt if not 0 <= t < target.n_vocab), None)
             if bad is not None:
-                raise PromptFormatError(f"The prompt holds token {bad}; this model's tokens are 0 to "
-                                        f"{target.n_vocab - 1}.")
+                raise PromptFormatError(
+                    f"The prompt holds token {bad}; this model's tokens are 0 to {target.n_vocab - 1}."
+                )
             return list(prompt)
         fim = target.fim_tokens()
         if fim is None:
-            raise PromptFormatError(f"{target.path.name} has no fill-in-the-middle tokens, so it cannot take a "
-                                    "\"suffix\"; leave it out, or load a model made for code infill.")
+            raise PromptFormatError(
+                f"{target.path.name} has no fill-in-the-middle tokens, so it cannot take a "
+                '"suffix"; leave it out, or load a model made for code infill.'
+            )
         prefix = prompt if isinstance(prompt, str) else self._text_of(prompt)
         pre, suf, mid = fim
         plain = dict(add_special=False, parse_special=False)  # the code is text: none of it is a control token
-        return ([target.bos_id] if target.add_bos else []) + [pre, *target.tokenize(prefix, **plain), suf,
-                                                             *target.tokenize(suffix, **plain), mid]
+        return ([target.bos_id] if target.add_bos else []) + [
+            pre,
+            *target.tokenize(prefix, **plain),
+            suf,
+            *target.tokenize(suffix, **plain),
+            mid,
+        ]
 
     def _text_of(self, tokens: Sequence[int]) -> str:
         """Token ids as the text they write, control tokens by their names."""
@@ -509,6 +611,7 @@ def _led_by(opening: str, request_id: int, events: Iterator[EngineEvent]) -> Ite
     yield TokenEvent(request_id, 0, -1, opening, "target")
     for event in events:
         if isinstance(event, FinishedEvent):
-            event = dataclasses.replace(event, text=opening + event.text,
-                                        call_text=opening + event.call_text if event.call_text else "")
+            event = dataclasses.replace(
+                event, text=opening + event.text, call_text=opening + event.call_text if event.call_text else ""
+            )
         yield event

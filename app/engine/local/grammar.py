@@ -65,7 +65,8 @@ class GrammarMask:
         rows["logit"] = logits
         rows["p"] = 0.0
         data = llama_cpp.llama_token_data_array(
-            data=rows.ctypes.data_as(llama_cpp.llama_token_data_p), size=len(rows), selected=-1, sorted=False)
+            data=rows.ctypes.data_as(llama_cpp.llama_token_data_p), size=len(rows), selected=-1, sorted=False
+        )
         llama_cpp.llama_sampler_apply(self._sampler, ctypes.byref(data))
         return rows["logit"].copy()
 
@@ -74,7 +75,8 @@ class GrammarMask:
         one = np.zeros(1, dtype=_TOKEN_DATA)
         one["id"] = token
         data = llama_cpp.llama_token_data_array(
-            data=one.ctypes.data_as(llama_cpp.llama_token_data_p), size=1, selected=-1, sorted=False)
+            data=one.ctypes.data_as(llama_cpp.llama_token_data_p), size=1, selected=-1, sorted=False
+        )
         llama_cpp.llama_sampler_apply(self._sampler, ctypes.byref(data))
         return bool(np.isfinite(one["logit"][0]))
 

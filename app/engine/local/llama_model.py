@@ -72,9 +72,21 @@ def _load_mode(llama_cpp, mmap: bool, mlock: bool) -> int:
 class LoadedModel:
     """A model, its context and a mirror of the token ids its KV cache holds (`cached`, positions 0..n-1)."""
 
-    def __init__(self, path: str | os.PathLike, *, n_ctx: int, n_threads: int, n_gpu_layers: int = 0,
-                 devices: Optional[Sequence[int]] = None, n_batch: int = PROMPT_CHUNK, flash_attn: FlashAttn = "auto",
-                 kv_type: KvType = "f16", mmap: bool = True, mlock: bool = False, n_seq_max: int = 1):
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        n_ctx: int,
+        n_threads: int,
+        n_gpu_layers: int = 0,
+        devices: Optional[Sequence[int]] = None,
+        n_batch: int = PROMPT_CHUNK,
+        flash_attn: FlashAttn = "auto",
+        kv_type: KvType = "f16",
+        mmap: bool = True,
+        mlock: bool = False,
+        n_seq_max: int = 1,
+    ):
         """`n_seq_max`: the sequences the context holds side by side (app.engine.local.batch.sequences); they share
         one KV budget of `n_ctx` cells, and `cached` mirrors sequence 0 only. `devices`: the ggml devices offloaded layers may use (app.engine.placement.rpc); None lets llama.cpp choose.
         `n_batch`: the prompt tokens one pass reads; `flash_attn`, `kv_type` (keys and values alike), `mmap` and
@@ -118,11 +130,16 @@ class LoadedModel:
         n_batch = max(MAX_OUTPUT_ROWS, n_batch)
         cparams.n_batch = n_batch
         cparams.n_ubatch = n_batch
-        cparams.flash_attn_type = {"auto": llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO,
-                                   "on": llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED,
-                                   "off": llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED}[flash_attn]
-        cache_type = {"f16": llama_cpp.GGML_TYPE_F16, "q8_0": llama_cpp.GGML_TYPE_Q8_0,
-                      "q4_0": llama_cpp.GGML_TYPE_Q4_0}[kv_type]
+        cparams.flash_attn_type = {
+            "auto": llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO,
+            "on": llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED,
+            "off": llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED,
+        }[flash_attn]
+        cache_type = {
+            "f16": llama_cpp.GGML_TYPE_F16,
+            "q8_0": llama_cpp.GGML_TYPE_Q8_0,
+            "q4_0": llama_cpp.GGML_TYPE_Q4_0,
+        }[kv_type]
         cparams.type_k = cache_type
         cparams.type_v = cache_type
         # What this model was loaded with, as asked (the engine's load note says it to the window).
@@ -194,8 +211,11 @@ class LoadedModel:
         """The fill-in-the-middle markers (prefix, suffix, middle) llama.cpp found in the vocabulary (by the GGUF's
         keys or the tokens' names, e.g. Qwen2.5-Coder's <|fim_prefix|>); None when the model has not all three."""
         llama = self._llama
-        found = (llama.llama_vocab_fim_pre(self._vocab), llama.llama_vocab_fim_suf(self._vocab),
-                 llama.llama_vocab_fim_mid(self._vocab))
+        found = (
+            llama.llama_vocab_fim_pre(self._vocab),
+            llama.llama_vocab_fim_suf(self._vocab),
+            llama.llama_vocab_fim_mid(self._vocab),
+        )
         return found if all(0 <= t < self.n_vocab for t in found) else None
 
     def is_end_of_generation(self, token: int) -> bool:
@@ -228,9 +248,18 @@ class LoadedModel:
         found = getattr(self, "_user_defined", None)
         if found is None:
             llama = self._llama
-            found = tuple(sorted({self.token_text(t) for t in range(self.n_vocab)
-                                  if llama.llama_vocab_get_attr(self._vocab, t) & llama.LLAMA_TOKEN_ATTR_USER_DEFINED}
-                                 - {""}, key=len, reverse=True))
+            found = tuple(
+                sorted(
+                    {
+                        self.token_text(t)
+                        for t in range(self.n_vocab)
+                        if llama.llama_vocab_get_attr(self._vocab, t) & llama.LLAMA_TOKEN_ATTR_USER_DEFINED
+                    }
+                    - {""},
+                    key=len,
+                    reverse=True,
+                )
+            )
             self._user_defined = found
         return found
 
@@ -294,11 +323,11 @@ class LoadedModel:
         the shared run is long enough to be worth a shift; else None."""
         if n >= len(self.cached) or end - n < SHIFT_MIN_RUN or not self._can_shift():
             return None
-        probe = list(tokens[n:n + SHIFT_MIN_RUN])
+        probe = list(tokens[n : n + SHIFT_MIN_RUN])
         cached = self.cached
         first = probe[0]
         for j in range(n + 1, len(cached) - SHIFT_MIN_RUN + 1):
-            if cached[j] != first or cached[j:j + SHIFT_MIN_RUN] != probe:
+            if cached[j] != first or cached[j : j + SHIFT_MIN_RUN] != probe:
                 continue
             run = SHIFT_MIN_RUN
             while j + run < len(cached) and n + run < end and cached[j + run] == tokens[n + run]:
@@ -360,7 +389,7 @@ class LoadedModel:
         while start < len(tokens):
             if cancel is not None and start and cancel.is_set():
                 return False
-            chunk = tokens[start:start + self._chunk]
+            chunk = tokens[start : start + self._chunk]
             base = len(self.cached)
             for i, tok in enumerate(chunk):
                 batch.token[i] = tok
@@ -373,7 +402,7 @@ class LoadedModel:
             if rc != 0:
                 # On failure llama.cpp may keep some ubatches; resync our mirror from what it reports.
                 pos_max = llama.llama_memory_seq_pos_max(self._memory, 0)
-                del self.cached[pos_max + 1:]
+                del self.cached[pos_max + 1 :]
                 self.cached.extend(chunk[: max(0, pos_max + 1 - base)])
                 if rc == 1:
                     raise ModelLoadError(f"{self.path.name}: the context is full ({self.n_ctx} tokens)")
@@ -383,8 +412,9 @@ class LoadedModel:
             start += len(chunk)
         return True
 
-    def decode_rows(self, tokens: Sequence[int], positions: Sequence[int], seqs: Sequence[int],
-                    logit_rows: Sequence[bool]) -> None:
+    def decode_rows(
+        self, tokens: Sequence[int], positions: Sequence[int], seqs: Sequence[int], logit_rows: Sequence[bool]
+    ) -> None:
         """One forward pass over rows of several sequences (at most n_batch rows): row i puts `tokens[i]` at
         `positions[i]` of sequence `seqs[i]`, with logits when `logit_rows[i]`. `cached` is not touched: the
         caller mirrors each sequence (app.engine.local.batch.sequences). Raises ModelLoadError on failure."""

@@ -85,8 +85,15 @@ class ModelDrafter:
         return draft
 
 
-def next_draft_token(logits: np.ndarray, i: int, sampler: Sampler, rng: np.random.Generator, p_min: float,
-                     stop_below: float, sampled: list[np.ndarray]) -> Optional[int]:
+def next_draft_token(
+    logits: np.ndarray,
+    i: int,
+    sampler: Sampler,
+    rng: np.random.Generator,
+    p_min: float,
+    stop_below: float,
+    sampled: list[np.ndarray],
+) -> Optional[int]:
     """Draft token `i` from the draft model's `logits`, or None where the draft stops: its top probability
     below `p_min`, or its own confidence (acceptance_bound) below `stop_below`; the first token is always drafted.
     A sampled draft's distribution is appended to `sampled`."""

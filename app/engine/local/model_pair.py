@@ -73,8 +73,14 @@ class ModelPair:
         s = self.load_settings
         draft_path = self.draft.path if self.draft is not None else planned_draft
         self.placement = resolve_placement(
-            path, draft_path, s.n_ctx, s.target_gpu_layers, s.draft_gpu_layers,
-            draft_resident=self.draft.n_gpu_layers if self.draft is not None else None, kv_type=s.kv_type)
+            path,
+            draft_path,
+            s.n_ctx,
+            s.target_gpu_layers,
+            s.draft_gpu_layers,
+            draft_resident=self.draft.n_gpu_layers if self.draft is not None else None,
+            kv_type=s.kv_type,
+        )
         self.placement_note = self.placement.explanation
         self._planned_draft = Path(planned_draft) if self.draft is None and planned_draft is not None else None
         target_devices, _draft_devices = self._devices()
@@ -82,14 +88,23 @@ class ModelPair:
         if s.rpc_servers:
             target_layers = GPU_LAYERS_ALL if s.target_gpu_layers == GPU_LAYERS_AUTO else s.target_gpu_layers
             self.placement = dataclasses.replace(self.placement, target_layers=target_layers)
-            self.placement_note = (f"Target spread over RPC workers {', '.join(s.rpc_servers)} (by their free "
-                                   f"memory); draft on this machine. {rpc.TRUSTED_NETWORK_ONLY}")
+            self.placement_note = (
+                f"Target spread over RPC workers {', '.join(s.rpc_servers)} (by their free "
+                f"memory); draft on this machine. {rpc.TRUSTED_NETWORK_ONLY}"
+            )
         self._plan_parallel(path, draft_path)
-        self.target = LoadedModel(path, n_ctx=s.n_ctx * self.parallel, n_threads=s.threads,
-                                  n_gpu_layers=target_layers, devices=target_devices, n_seq_max=self.parallel,
-                                  **_tuning(s))
-        self.governor = (ThreadGovernor(s.threads, self._set_threads, CpuLoad(), logical_cpus())
-                         if s.adaptive_threads else None)
+        self.target = LoadedModel(
+            path,
+            n_ctx=s.n_ctx * self.parallel,
+            n_threads=s.threads,
+            n_gpu_layers=target_layers,
+            devices=target_devices,
+            n_seq_max=self.parallel,
+            **_tuning(s),
+        )
+        self.governor = (
+            ThreadGovernor(s.threads, self._set_threads, CpuLoad(), logical_cpus()) if s.adaptive_threads else None
+        )
         if self.draft is not None and not self.compatible(self.draft.path)[0]:
             self.load_draft(None)
         return True
@@ -117,19 +132,32 @@ class ModelPair:
         if self.target is not None and self.placement is not None and self._planned_draft == path:
             placement = self.placement  # room for this draft was kept when the target was placed
         elif self.target is not None:
-            placement = resolve_placement(self.target.path, path, self.n_ctx, s.target_gpu_layers,
-                                          s.draft_gpu_layers, target_resident=self.target.n_gpu_layers,
-                                          kv_type=s.kv_type)
+            placement = resolve_placement(
+                self.target.path,
+                path,
+                self.n_ctx,
+                s.target_gpu_layers,
+                s.draft_gpu_layers,
+                target_resident=self.target.n_gpu_layers,
+                kv_type=s.kv_type,
+            )
         else:
-            placement = resolve_placement(path, None, self.n_ctx, s.draft_gpu_layers, GPU_LAYERS_AUTO,
-                                          kv_type=s.kv_type)
+            placement = resolve_placement(
+                path, None, self.n_ctx, s.draft_gpu_layers, GPU_LAYERS_AUTO, kv_type=s.kv_type
+            )
             placement = Placement(0, placement.target_layers, placement.explanation, placement.backends)
         self._planned_draft = None
         _target_devices, draft_devices = self._devices()
         parallel = self.parallel if self.target is not None else 1
-        self.draft = LoadedModel(path, n_ctx=self.n_ctx * parallel, n_threads=s.threads,
-                                 n_gpu_layers=placement.draft_layers, devices=draft_devices, n_seq_max=parallel,
-                                 **_tuning(s))
+        self.draft = LoadedModel(
+            path,
+            n_ctx=self.n_ctx * parallel,
+            n_threads=s.threads,
+            n_gpu_layers=placement.draft_layers,
+            devices=draft_devices,
+            n_seq_max=parallel,
+            **_tuning(s),
+        )
         if self.target is not None and self.target.n_threads != s.threads:
             self.draft.set_threads(self.target.n_threads)  # the load's count now, as the governor chose it
         self.placement = placement
@@ -146,8 +174,7 @@ class ModelPair:
         memory = ("locked in RAM" if model.mlock else "") if model.mmap else "read into RAM"
         if model.mmap and not model.mlock:
             memory = "mapped from the file"
-        return (f"Batch {model.n_batch}, KV cache {model.kv_type}, flash attention {model.flash_attn}, "
-                f"weights {memory}.")
+        return f"Batch {model.n_batch}, KV cache {model.kv_type}, flash attention {model.flash_attn}, weights {memory}."
 
     def _plan_parallel(self, target: Path, draft: str | Path | None) -> None:
         """How many requests the target about to load decodes side by side: the setting, or Auto from memory (the
@@ -163,8 +190,9 @@ class ModelPair:
         except Exception:  # a header the reader cannot size: llama.cpp says what is wrong with it when it loads
             per_sequence = 0
         self.parallel = parallel_sequences(s.n_parallel, per_sequence)
-        self.parallel_note = kv_budget_line(self.parallel, per_sequence) + "." if self.parallel > 1 and per_sequence \
-            else ""
+        self.parallel_note = (
+            kv_budget_line(self.parallel, per_sequence) + "." if self.parallel > 1 and per_sequence else ""
+        )
 
     def compatible(self, draft_path: Path) -> tuple[bool, str]:
         """Whether that draft can speculate for the loaded target, and why not."""

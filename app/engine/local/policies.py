@@ -46,8 +46,9 @@ class Policies:
             return FixedPolicy(config.draft_max, drafter)
         key = (session, drafter == "model", models.target_path, models.draft_path)
         if key not in self._policies:
-            self._policies[key] = AutoController(self._costs_now(with_draft=drafter == "model"),
-                                                 with_model=drafter == "model")
+            self._policies[key] = AutoController(
+                self._costs_now(with_draft=drafter == "model"), with_model=drafter == "model"
+            )
         return self._policies[key]
 
     def sessions(self) -> set[str]:
@@ -107,8 +108,13 @@ class Policies:
         """Controllers still running on the estimate switch to the measured table."""
         models = self._models
         for (_, with_model, target, draft), policy in self._policies.items():
-            if (policy.uses_costs and policy.describe().costs_estimated and target == models.target_path
-                    and draft == models.draft_path and (with_draft or not with_model)):
+            if (
+                policy.uses_costs
+                and policy.describe().costs_estimated
+                and target == models.target_path
+                and draft == models.draft_path
+                and (with_draft or not with_model)
+            ):
                 policy.use_costs(table)
 
     def _drop_stale_costs(self) -> None:
@@ -128,10 +134,13 @@ class Policies:
         target, draft = args[0], args[1]
         models = self._models
         placement = models.placement
-        on_gpu = (target.n_gpu_layers > 0 and placement is not None and placement.backends != "CPU"
-                  and not models.load_settings.rpc_servers)
-        return prior_costs(target.path.stat().st_size, draft.path.stat().st_size if draft is not None else None,
-                           on_gpu)
+        on_gpu = (
+            target.n_gpu_layers > 0
+            and placement is not None
+            and placement.backends != "CPU"
+            and not models.load_settings.rpc_servers
+        )
+        return prior_costs(target.path.stat().st_size, draft.path.stat().st_size if draft is not None else None, on_gpu)
 
     def _cost_args(self, with_draft: bool) -> tuple[LoadedModel, Optional[LoadedModel], int, tuple[int, int], str]:
         models = self._models

@@ -54,8 +54,9 @@ class Prompts:
         prepare_template(self._chat_template)
         target.control_tokens()
 
-    def render(self, messages: Sequence[dict], tools: Sequence[dict] = (),
-               config: Optional[GenerationConfig] = None) -> RenderedPrompt:
+    def render(
+        self, messages: Sequence[dict], tools: Sequence[dict] = (), config: Optional[GenerationConfig] = None
+    ) -> RenderedPrompt:
         """The chat prompt of `messages` (with `tools` offered, OpenAI's shape), with the spans of the template's
         own markup. `config` may choose another format (raw completion, or a template the person picked for a
         model file that has none) and sets the template's thinking variables. Raises PromptFormatError for
@@ -68,10 +69,12 @@ class Prompts:
             return raw_prompt(messages)
         variables = template_variables(config)
         if chosen == "template" and config is not None:
-            return render_prompt(config.chat_template or CHATML, messages, bos_token=bos, eos_token=eos, tools=tools,
-                                 variables=variables)
-        rendered = render_prompt(self._chat_template, messages, bos_token=bos, eos_token=eos, tools=tools,
-                                 variables=variables)
+            return render_prompt(
+                config.chat_template or CHATML, messages, bos_token=bos, eos_token=eos, tools=tools, variables=variables
+            )
+        rendered = render_prompt(
+            self._chat_template, messages, bos_token=bos, eos_token=eos, tools=tools, variables=variables
+        )
         if rendered.notice and not rendered.refused_conversation:
             # A template that failed once is not run again for this model: each try could cost its whole budget,
             # and its reason may differ from try to try, which would read as news. One that refused this
@@ -98,7 +101,7 @@ class Prompts:
             tail = tokenize_prompt(target, text, markup, start=start, add_bos=not reuse)
             return known_tokens + tail if reuse else tail
         if reuse:
-            return known_tokens + target.tokenize(text[len(known):], add_special=False)
+            return known_tokens + target.tokenize(text[len(known) :], add_special=False)
         return target.tokenize(text, add_special=True)
 
     def _transcript_of(self, text: str) -> tuple[str, list[int]]:
@@ -131,7 +134,7 @@ class Prompts:
         """What of a request's text the history drafter has not seen: past the last request and its reply when it
         goes on from them, else its end."""
         if self.transcript_text and text.startswith(self.transcript_text):
-            return text[len(self.transcript_text):]
+            return text[len(self.transcript_text) :]
         return text[-PROMPT_TAIL_CHARS:]
 
     def remember(self, text: str, tokens: list[int]) -> None:
@@ -157,12 +160,16 @@ def template_variables(config: Optional[GenerationConfig]) -> dict:
         except ValueError as exc:
             raise PromptFormatError(f"The template variables (template_kwargs) are not valid JSON: {exc}.") from None
         if not isinstance(parsed, dict):
-            raise PromptFormatError("The template variables (template_kwargs) must be a JSON object, such as "
-                                    f'{{"enable_thinking": false}}; got {type(parsed).__name__}.')
+            raise PromptFormatError(
+                "The template variables (template_kwargs) must be a JSON object, such as "
+                f'{{"enable_thinking": false}}; got {type(parsed).__name__}.'
+            )
         reserved = sorted(RESERVED_VARIABLES & parsed.keys())
         if reserved:
-            raise PromptFormatError(f"The template variables (template_kwargs) may not set {', '.join(reserved)}: "
-                                    "SpecChat sets those itself.")
+            raise PromptFormatError(
+                f"The template variables (template_kwargs) may not set {', '.join(reserved)}: "
+                "SpecChat sets those itself."
+            )
         variables.update(parsed)
     if config.thinking is not None:
         variables["enable_thinking"] = config.thinking

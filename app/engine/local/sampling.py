@@ -86,9 +86,7 @@ def sample_from(probs: np.ndarray, rng: np.random.Generator) -> int:
     return int(min(np.searchsorted(cumulative, u, side="right"), len(probs) - 1))
 
 
-def accept_or_resample(
-    token: int, p: np.ndarray, q: np.ndarray | None, rng: np.random.Generator
-) -> tuple[bool, int]:
+def accept_or_resample(token: int, p: np.ndarray, q: np.ndarray | None, rng: np.random.Generator) -> tuple[bool, int]:
     """The speculative-sampling step for one drafted token (Leviathan et al. / Chen et al.).
 
     `p` is the target's distribution at this position, `q` the drafter's (None for a deterministic proposal such

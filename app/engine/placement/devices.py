@@ -18,7 +18,7 @@ from app.engine.placement.ggml_library import libraries, symbol
 DeviceKind = Literal["cpu", "gpu", "igpu", "accel", "unknown"]
 # enum ggml_backend_dev_type (ggml/include/ggml-backend.h); META wraps other devices and holds no memory of its own.
 _KINDS: dict[int, DeviceKind] = {0: "cpu", 1: "gpu", 2: "igpu", 3: "accel"}
-GIB = 1024 ** 3
+GIB = 1024**3
 NO_GPU_BUILD = "CPU only: this build of llama.cpp has no GPU backend"
 SEE_GPU_DOCS = "see 'GPU builds' in docs/gpu-and-remote.md"
 
@@ -139,6 +139,14 @@ def _list_devices(libs: list[tuple[str, ctypes.CDLL]]) -> DeviceReport:
             backend = _text(found["reg_name"](reg)) if reg else ""
         name = _text(found["name"](dev))
         description = _text(found["description"](dev)) if "description" in found else ""
-        devices.append(Device(name=name, description=description, kind=_KINDS.get(found["type"](dev), "unknown"),
-                              free_bytes=free.value, total_bytes=total.value, backend=backend or name))
+        devices.append(
+            Device(
+                name=name,
+                description=description,
+                kind=_KINDS.get(found["type"](dev), "unknown"),
+                free_bytes=free.value,
+                total_bytes=total.value,
+                backend=backend or name,
+            )
+        )
     return DeviceReport(devices=tuple(devices), rpc=rpc, sources=sources)

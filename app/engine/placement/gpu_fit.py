@@ -26,7 +26,7 @@ from app.engine.gguf.memory import kv_bytes, kv_values_per_token, metadata_count
 _LAYER = re.compile(r"^blk\.(\d+)\.")
 # Kept free on the device besides the weights and the KV cache: each model's compute buffers for a 512-token
 # batch, and a share of the free memory for the desktop, other programs and the driver's own allocations.
-COMPUTE_RESERVE_BYTES = 384 * 1024 ** 2
+COMPUTE_RESERVE_BYTES = 384 * 1024**2
 FREE_MARGIN = 0.05
 
 
@@ -74,8 +74,9 @@ class Placement:
     backends: str = "CPU"  # where offloaded layers run ("CUDA", "Metal"), "CPU" when none are offloaded
 
 
-def layout_from_tensors(name: str, tensors: Iterable[tuple[str, int]], metadata: dict, n_ctx: int,
-                        kv_type: KvType = "f16") -> ModelLayout:
+def layout_from_tensors(
+    name: str, tensors: Iterable[tuple[str, int]], metadata: dict, n_ctx: int, kv_type: KvType = "f16"
+) -> ModelLayout:
     """A model's layout from its tensor sizes and metadata. Pure: tests feed it made-up models."""
     tensors = list(tensors)
     arch = metadata.get("general.architecture", "")
@@ -91,8 +92,12 @@ def layout_from_tensors(name: str, tensors: Iterable[tuple[str, int]], metadata:
             output += nbytes  # tied embeddings: llama.cpp copies them to the output head's device
     n_layer = metadata_count(metadata.get(f"{arch}.block_count")) or (max(layer_sizes) + 1 if layer_sizes else 0)
     kv = [kv_bytes(values, n_ctx, kv_type) for values in kv_values_per_token(metadata, n_layer)]
-    return ModelLayout(name=name, layer_bytes=tuple(layer_sizes.get(i, 0) for i in range(n_layer)),
-                       output_bytes=output, kv_bytes=tuple(kv))
+    return ModelLayout(
+        name=name,
+        layer_bytes=tuple(layer_sizes.get(i, 0) for i in range(n_layer)),
+        output_bytes=output,
+        kv_bytes=tuple(kv),
+    )
 
 
 def read_layout(path: str | Path, n_ctx: int, kv_type: KvType = "f16") -> ModelLayout:
@@ -109,8 +114,10 @@ def cpu_only_notice(target_request: int, draft_request: int) -> str:
     asked = [n for n in (target_request, draft_request) if n != GPU_LAYERS_AUTO and n > 0]
     if not asked:
         return ""
-    return (f"GPU layers set to {max(asked)}, but this build of llama.cpp has no GPU backend: "
-            f"the models run on the CPU. {SEE_GPU_DOCS[0].upper()}{SEE_GPU_DOCS[1:]}.")
+    return (
+        f"GPU layers set to {max(asked)}, but this build of llama.cpp has no GPU backend: "
+        f"the models run on the CPU. {SEE_GPU_DOCS[0].upper()}{SEE_GPU_DOCS[1:]}."
+    )
 
 
 def _phrase(n: int, layout: ModelLayout, role: str) -> str:
@@ -121,9 +128,16 @@ def _phrase(n: int, layout: ModelLayout, role: str) -> str:
     return f"{min(n, layout.n_layer)} of {layout.n_layer} layers of the {role}"
 
 
-def place(target: ModelLayout, draft: Optional[ModelLayout], report: DeviceReport,
-          target_request: int = GPU_LAYERS_AUTO, draft_request: int = GPU_LAYERS_AUTO, *,
-          target_resident: Optional[int] = None, draft_resident: Optional[int] = None) -> Placement:
+def place(
+    target: ModelLayout,
+    draft: Optional[ModelLayout],
+    report: DeviceReport,
+    target_request: int = GPU_LAYERS_AUTO,
+    draft_request: int = GPU_LAYERS_AUTO,
+    *,
+    target_resident: Optional[int] = None,
+    draft_resident: Optional[int] = None,
+) -> Placement:
     """Resolve Auto (GPU_LAYERS_AUTO) requests to layer counts for these devices; numbers set by the user are kept.
     A model already loaded keeps its layers (`*_resident`): the free memory reported already leaves it out.
     Without a draft, draft_layers is 0."""
@@ -132,8 +146,12 @@ def place(target: ModelLayout, draft: Optional[ModelLayout], report: DeviceRepor
     t = target_resident if target_resident is not None else (0 if t_auto else target_request)
     d = 0 if draft is None else draft_resident if draft_resident is not None else (0 if d_auto else draft_request)
     if not report.known:
-        return Placement(t, d, f"GPU layers: Auto runs on the CPU because the devices are unknown "
-                               f"({report.problem}); set a number of GPU layers in Settings to offload.")
+        return Placement(
+            t,
+            d,
+            f"GPU layers: Auto runs on the CPU because the devices are unknown "
+            f"({report.problem}); set a number of GPU layers in Settings to offload.",
+        )
     if report.cpu_only:
         notice = cpu_only_notice(target_request, draft_request if draft is not None else GPU_LAYERS_AUTO)
         return Placement(0, 0, notice or f"{NO_GPU_BUILD} - {SEE_GPU_DOCS}.")
@@ -150,14 +168,21 @@ def place(target: ModelLayout, draft: Optional[ModelLayout], report: DeviceRepor
     if t_auto:
         t = target.most_that_fit(budget)
     where = " and ".join(dev.label for dev in devices)
-    set_by_user = [role for role, fixed in (("target", target_request != GPU_LAYERS_AUTO),
-                                            ("draft", draft is not None and draft_request != GPU_LAYERS_AUTO)) if fixed]
+    set_by_user = [
+        role
+        for role, fixed in (
+            ("target", target_request != GPU_LAYERS_AUTO),
+            ("draft", draft is not None and draft_request != GPU_LAYERS_AUTO),
+        )
+        if fixed
+    ]
     backends = report.backends if t or d else "CPU"
     return Placement(t, d, _explain(target, draft, t, d, set_by_user, where), backends)
 
 
-def _explain(target: ModelLayout, draft: Optional[ModelLayout], t: int, d: int, set_by_user: list[str],
-             where: str) -> str:
+def _explain(
+    target: ModelLayout, draft: Optional[ModelLayout], t: int, d: int, set_by_user: list[str], where: str
+) -> str:
     t_all = t >= target.all_layers
     d_all = draft is None or d >= draft.all_layers
     if t_all and d_all:
@@ -174,9 +199,18 @@ def _explain(target: ModelLayout, draft: Optional[ModelLayout], t: int, d: int, 
     return text + "."
 
 
-def resolve(target_path: str | Path, draft_path: str | Path | None, n_ctx: int, target_request: int,
-            draft_request: int, *, target_resident: Optional[int] = None, draft_resident: Optional[int] = None,
-            report: Optional[DeviceReport] = None, kv_type: KvType = "f16") -> Placement:
+def resolve(
+    target_path: str | Path,
+    draft_path: str | Path | None,
+    n_ctx: int,
+    target_request: int,
+    draft_request: int,
+    *,
+    target_resident: Optional[int] = None,
+    draft_resident: Optional[int] = None,
+    report: Optional[DeviceReport] = None,
+    kv_type: KvType = "f16",
+) -> Placement:
     """place() for model files: lists the devices (unless given) and reads both files' layouts. Never raises: a
     file that cannot be sized leaves Auto on the CPU (llama.cpp will report what is wrong with it when it loads)."""
     report = report if report is not None else devices.list_devices()
@@ -186,7 +220,17 @@ def resolve(target_path: str | Path, draft_path: str | Path | None, n_ctx: int, 
     except Exception as exc:  # any reader failure only costs the automatic choice
         t = target_resident if target_resident is not None else max(target_request, 0)
         d = draft_resident if draft_resident is not None else max(draft_request, 0)
-        return Placement(t, d if draft_path is not None else 0,
-                         f"GPU layers: Auto runs on the CPU because the model's size could not be read ({exc}).")
-    return place(target, draft, report, target_request, draft_request,
-                 target_resident=target_resident, draft_resident=draft_resident)
+        return Placement(
+            t,
+            d if draft_path is not None else 0,
+            f"GPU layers: Auto runs on the CPU because the model's size could not be read ({exc}).",
+        )
+    return place(
+        target,
+        draft,
+        report,
+        target_request,
+        draft_request,
+        target_resident=target_resident,
+        draft_resident=draft_resident,
+    )

@@ -21,8 +21,10 @@ from app.engine.errors import ModelLoadError
 from app.engine.placement.ggml_library import backend_functions
 from app.engine.placement.rpc_check import check_workers, unreachable
 
-NO_RPC_BUILD = ("This llama.cpp build has no RPC backend: reinstall llama-cpp-python with "
-                "CMAKE_ARGS=\"-DGGML_RPC=ON\" (see 'RPC workers' in docs/gpu-and-remote.md).")
+NO_RPC_BUILD = (
+    "This llama.cpp build has no RPC backend: reinstall llama-cpp-python with "
+    "CMAKE_ARGS=\"-DGGML_RPC=ON\" (see 'RPC workers' in docs/gpu-and-remote.md)."
+)
 TRUSTED_NETWORK_ONLY = "RPC has no authentication: use workers only on a trusted network."
 _ENDPOINT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$")
 
@@ -31,7 +33,7 @@ _registered: dict[str, tuple[int, ...]] = {}
 
 
 def parse_endpoints(text: str | Sequence[str]) -> tuple[str, ...]:
-    """"host:port[,host:port...]" (or a list) as a tuple; ValueError with one sentence for a bad entry."""
+    """ "host:port[,host:port...]" (or a list) as a tuple; ValueError with one sentence for a bad entry."""
     items = text.split(",") if isinstance(text, str) else list(text)
     out: list[str] = []
     for item in (i.strip() for i in items):
@@ -39,7 +41,7 @@ def parse_endpoints(text: str | Sequence[str]) -> tuple[str, ...]:
             continue
         match = _ENDPOINT.match(item)
         if not match or not 0 < int(match.group(2)) < 65536:
-            raise ValueError(f"\"{item}\" is not an RPC worker address; use HOST:PORT, e.g. 192.168.1.20:50052")
+            raise ValueError(f'"{item}" is not an RPC worker address; use HOST:PORT, e.g. 192.168.1.20:50052')
         if item not in out:
             out.append(item)
     return tuple(out)

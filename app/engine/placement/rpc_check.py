@@ -71,12 +71,15 @@ def hello(endpoint: str) -> tuple[int, int, int]:
     try:
         sock = socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S)
     except socket.timeout:
-        raise WorkerProblem(f"The RPC worker at {endpoint} did not accept a connection within "
-                            f"{CONNECT_TIMEOUT_S:.0f} s; check the address and the network.") from None
+        raise WorkerProblem(
+            f"The RPC worker at {endpoint} did not accept a connection within "
+            f"{CONNECT_TIMEOUT_S:.0f} s; check the address and the network."
+        ) from None
     except OSError:
         raise WorkerProblem(unreachable(endpoint)) from None
-    closed = WorkerProblem(f"The RPC worker at {endpoint} closed the connection without answering llama.cpp's "
-                           f"greeting; {SAME_VERSION}.")
+    closed = WorkerProblem(
+        f"The RPC worker at {endpoint} closed the connection without answering llama.cpp's greeting; {SAME_VERSION}."
+    )
     with sock:
         sock.settimeout(ANSWER_TIMEOUT_S)
         try:
@@ -86,26 +89,35 @@ def hello(endpoint: str) -> tuple[int, int, int]:
                 raise closed
             (size,) = struct.unpack("<Q", header)
             if size != HELLO_REPLY_SIZE:
-                raise WorkerProblem(f"The RPC worker at {endpoint} answered llama.cpp's greeting with something that "
-                                    f"is not a ggml-rpc reply; {SAME_VERSION}.")
+                raise WorkerProblem(
+                    f"The RPC worker at {endpoint} answered llama.cpp's greeting with something that "
+                    f"is not a ggml-rpc reply; {SAME_VERSION}."
+                )
             reply = _recv_exactly(sock, size)
         except socket.timeout:
-            raise WorkerProblem(f"The RPC worker at {endpoint} accepted the connection but did not answer within "
-                                f"{ANSWER_TIMEOUT_S:.0f} s; {SAME_VERSION}.") from None
+            raise WorkerProblem(
+                f"The RPC worker at {endpoint} accepted the connection but did not answer within "
+                f"{ANSWER_TIMEOUT_S:.0f} s; {SAME_VERSION}."
+            ) from None
         except (ConnectionResetError, BrokenPipeError):
             raise closed from None
         except OSError as exc:
-            raise WorkerProblem(f"The RPC worker at {endpoint} dropped the connection during llama.cpp's greeting "
-                                f"({exc.strerror or type(exc).__name__}); {SAME_VERSION}.") from None
+            raise WorkerProblem(
+                f"The RPC worker at {endpoint} dropped the connection during llama.cpp's greeting "
+                f"({exc.strerror or type(exc).__name__}); {SAME_VERSION}."
+            ) from None
     if reply is None:
-        raise WorkerProblem(f"The RPC worker at {endpoint} closed the connection in the middle of its answer; "
-                            f"{SAME_VERSION}.")
+        raise WorkerProblem(
+            f"The RPC worker at {endpoint} closed the connection in the middle of its answer; {SAME_VERSION}."
+        )
     return reply[0], reply[1], reply[2]
 
 
 def unreachable(endpoint: str) -> str:
-    return (f"Cannot reach the RPC worker at {endpoint}; start `ggml-rpc-server -H HOST -p PORT` there (from the "
-            "same llama.cpp version) and check the address.")
+    return (
+        f"Cannot reach the RPC worker at {endpoint}; start `ggml-rpc-server -H HOST -p PORT` there (from the "
+        "same llama.cpp version) and check the address."
+    )
 
 
 def _register_in_ggml(endpoint: str) -> int:
@@ -117,8 +129,12 @@ def _register_in_ggml(endpoint: str) -> int:
     reg = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_char_p)(address)(endpoint.encode("utf-8"))
     if not reg:
         raise WorkerProblem(f"llama.cpp could not use the RPC worker at {endpoint}; {SAME_VERSION}.")
-    memory = symbol(libraries(), "ggml_backend_dev_memory", None,
-                     [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t)])
+    memory = symbol(
+        libraries(),
+        "ggml_backend_dev_memory",
+        None,
+        [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t)],
+    )
     count = g.reg_dev_count(reg)
     for i in range(count):
         free, total = ctypes.c_size_t(0), ctypes.c_size_t(0)
@@ -149,12 +165,20 @@ def check_workers(endpoints: Sequence[str], timeout_s: float = CHECK_TIMEOUT_S) 
     # GGML_NO_BACKTRACE: ggml's abort otherwise attaches gdb to print a backtrace, slow and noisy.
     env = dict(os.environ, GGML_NO_BACKTRACE="1", PYTHONFAULTHANDLER="")
     try:
-        done = subprocess.run([sys.executable, "-c", _CHILD, root, *endpoints], env=env, stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout_s)
+        done = subprocess.run(
+            [sys.executable, "-c", _CHILD, root, *endpoints],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            timeout=timeout_s,
+        )
     except subprocess.TimeoutExpired as exc:
         steps = _steps(exc.stdout or b"")
-        raise ModelLoadError(f"The RPC worker at {steps.get('checking', ', '.join(endpoints))} did not finish "
-                             f"llama.cpp's handshake within {timeout_s:.0f} s; {SAME_VERSION}.") from None
+        raise ModelLoadError(
+            f"The RPC worker at {steps.get('checking', ', '.join(endpoints))} did not finish "
+            f"llama.cpp's handshake within {timeout_s:.0f} s; {SAME_VERSION}."
+        ) from None
     except OSError as exc:
         raise ModelLoadError(f"Could not start a process to check the RPC workers ({exc}).") from None
     if done.returncode == 0:
@@ -165,8 +189,10 @@ def check_workers(endpoints: Sequence[str], timeout_s: float = CHECK_TIMEOUT_S) 
     reason = last_error_line(done.stderr.decode("utf-8", "replace")) or how_it_ended(done.returncode)
     reason = _SOURCE_PLACE.sub("", reason)  # ".../ggml-rpc.cpp:566: Remote RPC server ..." -> "Remote RPC server ..."
     version = f" (it speaks RPC protocol {steps['version']})" if "version" in steps else ""
-    raise ModelLoadError(f"The RPC worker at {steps.get('checking', ', '.join(endpoints))}{version} answered in a "
-                         f"way llama.cpp cannot read, which would have stopped SpecChat ({reason}); {SAME_VERSION}.")
+    raise ModelLoadError(
+        f"The RPC worker at {steps.get('checking', ', '.join(endpoints))}{version} answered in a "
+        f"way llama.cpp cannot read, which would have stopped SpecChat ({reason}); {SAME_VERSION}."
+    )
 
 
 def _steps(stdout: bytes) -> dict:
@@ -182,4 +208,3 @@ def _steps(stdout: bytes) -> dict:
                 steps = {}
             steps.update({k: str(v) for k, v in item.items()})
     return steps
-

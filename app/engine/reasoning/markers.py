@@ -36,7 +36,9 @@ MAGISTRAL = MarkerSet("magistral", "[THINK]", "[/THINK]")
 # header opens the answer. The headers' text is in neither part.
 _HARMONY_FINAL = "<|start|>assistant<|channel|>final<|message|>"
 HARMONY = MarkerSet(
-    "harmony", "<|channel|>analysis<|message|>", "<|end|>",
+    "harmony",
+    "<|channel|>analysis<|message|>",
+    "<|end|>",
     openings=(_HARMONY_FINAL, "<|channel|>final<|message|>"),
     reopenings=("<|start|>assistant<|channel|>analysis<|message|>",),
     closing="<|end|>" + _HARMONY_FINAL,
@@ -67,8 +69,8 @@ def reply_start(prompt: str, markers: Sequence[MarkerSet]) -> ReplyStart:
     """How a reply to the rendered `prompt` begins, read from the prompt's end (the generation prompt)."""
     tail = prompt.rstrip()
     for family in markers:
-        if tail.endswith(family.end) and family.start in tail[-(len(family.start) + len(family.end) + 8):]:
-            between = tail[:-len(family.end)].rstrip()
+        if tail.endswith(family.end) and family.start in tail[-(len(family.start) + len(family.end) + 8) :]:
+            between = tail[: -len(family.end)].rstrip()
             if between.endswith(family.start):
                 return "answer"  # an empty thinking block: the template turned thinking off
         if tail.endswith(family.start):

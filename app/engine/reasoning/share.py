@@ -26,11 +26,21 @@ class PartTally:
         return self.tokens / self.seconds if self.tokens and self.seconds > 0 else 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        by_drafter = {d: {"drafted": self.drafted[d], "accepted": self.accepted.get(d, 0),
-                          "acceptance_rate": round(self.accepted.get(d, 0) / self.drafted[d], 3)}
-                      for d in DRAFT_SOURCES if self.drafted.get(d)}
-        return {"tokens": self.tokens, "seconds": round(self.seconds, 3),
-                "tokens_per_second": round(self.tokens_per_second, 2), "by_drafter": by_drafter}
+        by_drafter = {
+            d: {
+                "drafted": self.drafted[d],
+                "accepted": self.accepted.get(d, 0),
+                "acceptance_rate": round(self.accepted.get(d, 0) / self.drafted[d], 3),
+            }
+            for d in DRAFT_SOURCES
+            if self.drafted.get(d)
+        }
+        return {
+            "tokens": self.tokens,
+            "seconds": round(self.seconds, 3),
+            "tokens_per_second": round(self.tokens_per_second, 2),
+            "by_drafter": by_drafter,
+        }
 
 
 @dataclass
@@ -77,10 +87,13 @@ class ThinkingShare:
     def _end_reply(self) -> None:
         text = self._reasoning_ids
         for run in self._runs.values():
-            if any(text[i:i + len(run)] == run for i in range(len(text) - len(run) + 1)):
+            if any(text[i : i + len(run)] == run for i in range(len(text) - len(run) + 1)):
                 self.copied_from_reasoning += len(run)
         self._round, self._counted, self._reasoning_ids, self._runs = {}, set(), [], {}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"reasoning": self.reasoning.to_dict(), "answer": self.answer.to_dict(),
-                "answer_copied_from_reasoning": self.copied_from_reasoning}
+        return {
+            "reasoning": self.reasoning.to_dict(),
+            "answer": self.answer.to_dict(),
+            "answer_copied_from_reasoning": self.copied_from_reasoning,
+        }

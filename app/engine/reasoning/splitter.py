@@ -29,9 +29,16 @@ _Segment = tuple[TokenPart, str]
 class ReplySplitter:
     """Splits one reply. Feed it the reply's events in order, from the thread that reads them."""
 
-    def __init__(self, markers: Sequence[MarkerSet] = (THINK,), start: ReplyStart = "opening", *,
-                 split: bool = True, continued: bool = False, ids: bool = True,
-                 clock: Callable[[], float] = time.perf_counter):
+    def __init__(
+        self,
+        markers: Sequence[MarkerSet] = (THINK,),
+        start: ReplyStart = "opening",
+        *,
+        split: bool = True,
+        continued: bool = False,
+        ids: bool = True,
+        clock: Callable[[], float] = time.perf_counter,
+    ):
         """`split` False (reasoning_format "none") passes every event through as it is: the thinking stays in
         the answer's text, markers and all. `continued`: the reply goes on from a partial one, so its first text
         continues the part it starts in as it is (no blank lines of a marker to leave out). `ids` False: the
@@ -133,11 +140,18 @@ class ReplySplitter:
         if self.reasoning_tokens and self._first_at is not None:
             thought_s = (self._answer_at if self._answer_at is not None else ended) - self._first_at
         stats = dataclasses.replace(
-            event.stats, reasoning_tokens=self.reasoning_tokens, reasoning_drafted=self.reasoning_drafted,
-            reasoning_accepted=self.reasoning_accepted, reasoning_s=thought_s,
-            ended_in_reasoning=bool(self.reasoning_tokens) and (ended_in_reasoning or not answer.strip()))
-        out.append(turn_end_closes_thinking(FinishedEvent(event.request_id, answer, stats, reasoning),
-                                            unclosed=ended_in_reasoning))
+            event.stats,
+            reasoning_tokens=self.reasoning_tokens,
+            reasoning_drafted=self.reasoning_drafted,
+            reasoning_accepted=self.reasoning_accepted,
+            reasoning_s=thought_s,
+            ended_in_reasoning=bool(self.reasoning_tokens) and (ended_in_reasoning or not answer.strip()),
+        )
+        out.append(
+            turn_end_closes_thinking(
+                FinishedEvent(event.request_id, answer, stats, reasoning), unclosed=ended_in_reasoning
+            )
+        )
         return out
 
     # -- the parts -----------------------------------------------------------------------------------------------
@@ -171,8 +185,9 @@ class ReplySplitter:
                 return out
             blank = len(self._held) - len(self._held.lstrip())
             rest = self._held[blank:]
-            found = next(((text, mode, family) for text, mode, family in self._candidates() if rest.startswith(text)),
-                         None)
+            found = next(
+                ((text, mode, family) for text, mode, family in self._candidates() if rest.startswith(text)), None
+            )
             if found is not None:
                 text, mode, family = found
                 out.append(("reasoning", ""))
@@ -217,8 +232,12 @@ class ReplySplitter:
         default: TokenPart = "reasoning" if marker else "answer"
         out: list[EngineEvent] = []
         for waiting in self._waiting:
-            out.append(self._mark(dataclasses.replace(waiting, text="", part=default)
-                                  if isinstance(waiting, TokenEvent) else waiting, token=True))
+            out.append(
+                self._mark(
+                    dataclasses.replace(waiting, text="", part=default) if isinstance(waiting, TokenEvent) else waiting,
+                    token=True,
+                )
+            )
         self._waiting, self._marker_seen, self._waiting_since = [], False, "opening"
         first = merged[0] if merged else (default, "")
         if not tail_only or first[1]:
@@ -296,9 +315,20 @@ def turn_end_closes_thinking(finished: FinishedEvent, unclosed: bool) -> Finishe
     stats = finished.stats
     if not unclosed or stats.stop_reason != "eos" or finished.text.strip() or not finished.reasoning.strip():
         return finished
-    return dataclasses.replace(finished, text=finished.reasoning, reasoning="", stats=dataclasses.replace(
-        stats, ended_in_reasoning=False, thinking_unclosed=True, reasoning_tokens=0, reasoning_drafted=0,
-        reasoning_accepted=0, reasoning_s=0.0))
+    return dataclasses.replace(
+        finished,
+        text=finished.reasoning,
+        reasoning="",
+        stats=dataclasses.replace(
+            stats,
+            ended_in_reasoning=False,
+            thinking_unclosed=True,
+            reasoning_tokens=0,
+            reasoning_drafted=0,
+            reasoning_accepted=0,
+            reasoning_s=0.0,
+        ),
+    )
 
 
 def split_reply(events: Iterable[EngineEvent], splitter: Optional[ReplySplitter] = None) -> Iterator[EngineEvent]:

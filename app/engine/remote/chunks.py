@@ -119,7 +119,7 @@ def parse_chunk(event: object, max_tokens: int) -> StreamChunk:
     if choices is None:
         choices = []
     if not isinstance(choices, list):
-        raise MalformedEvent(f"\"choices\" is a JSON {_kind(choices)}, not a list")
+        raise MalformedEvent(f'"choices" is a JSON {_kind(choices)}, not a list')
     text, finish, reasoning = "", "", ""
     calls: tuple[dict, ...] = ()
     if choices:
@@ -133,10 +133,10 @@ def parse_chunk(event: object, max_tokens: int) -> StreamChunk:
         if delta is None:
             delta = {}
         if not isinstance(delta, dict):
-            raise MalformedEvent(f"\"delta\" is a JSON {_kind(delta)}, not an object")
+            raise MalformedEvent(f'"delta" is a JSON {_kind(delta)}, not an object')
         content = delta.get("content")
         if content is not None and not isinstance(content, str):
-            raise MalformedEvent(f"\"content\" is a JSON {_kind(content)}, not a string")
+            raise MalformedEvent(f'"content" is a JSON {_kind(content)}, not a string')
         text = valid_text(content or "")
         reasoning = _reasoning(delta)
         fragments = delta.get("tool_calls")
@@ -172,5 +172,6 @@ def _reasoning(delta: dict) -> str:
 def _kind(value: object) -> str:
     if isinstance(value, bool):
         return "boolean"
-    return {dict: "object", list: "list", str: "string", int: "number", float: "number",
-            type(None): "null"}.get(type(value), type(value).__name__)
+    return {dict: "object", list: "list", str: "string", int: "number", float: "number", type(None): "null"}.get(
+        type(value), type(value).__name__
+    )

@@ -96,9 +96,13 @@ def _template_kwargs(text: str) -> dict:
 class RemoteEngine:
     """ChatEngine for a model on a server. `api_key_for(url)` gives the key to send (None for none)."""
 
-    def __init__(self, load: LoadSettings = LoadSettings(),
-                 api_key_for: Optional[Callable[[str], Optional[str]]] = None, read_timeout_s: Optional[float] = None,
-                 reply_deadline_s: Optional[float] = None):
+    def __init__(
+        self,
+        load: LoadSettings = LoadSettings(),
+        api_key_for: Optional[Callable[[str], Optional[str]]] = None,
+        read_timeout_s: Optional[float] = None,
+        reply_deadline_s: Optional[float] = None,
+    ):
         if api_key_for is None:
             from app.engine.remote.server_keys import api_key_for as saved_key_for
 
@@ -151,8 +155,10 @@ class RemoteEngine:
 
     def load_draft(self, path) -> None:
         if path is not None:
-            raise EngineError("A server's model speculates with the draft the server was started with "
-                              "(llama-server -md DRAFT); choose no draft model for it.")
+            raise EngineError(
+                "A server's model speculates with the draft the server was started with "
+                "(llama-server -md DRAFT); choose no draft model for it."
+            )
 
     def unload(self) -> None:
         self._target = None
@@ -183,8 +189,9 @@ class RemoteEngine:
         tools = len(config.tools) // _CHARS_PER_TOKEN if config is not None and config.tools else 0
         return tools + sum(_TOKENS_PER_MESSAGE + len(str(m.get("content", ""))) // _CHARS_PER_TOKEN for m in messages)
 
-    def fit_messages(self, messages: Sequence[dict], reserve_tokens: int,
-                     session: str = "default") -> tuple[list[dict], int]:
+    def fit_messages(
+        self, messages: Sequence[dict], reserve_tokens: int, session: str = "default"
+    ) -> tuple[list[dict], int]:
         # The server caches by prompt prefix: keeping the same turns dropped between cuts keeps that prefix.
         return self._cuts.fit(messages, self.n_ctx - max(1, reserve_tokens), self.count_tokens, self.n_ctx, session)
 
@@ -207,11 +214,16 @@ class RemoteEngine:
         if config.tools:
             body["tools"] = json.loads(config.tools)
             if config.tool_choice:
-                body["tool_choice"] = "required" if config.tool_choice == "required" else {
-                    "type": "function", "function": {"name": config.tool_choice}}
+                body["tool_choice"] = (
+                    "required"
+                    if config.tool_choice == "required"
+                    else {"type": "function", "function": {"name": config.tool_choice}}
+                )
         if config.json_schema:
-            body["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": "reply", "schema": json.loads(config.json_schema)}}
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "reply", "schema": json.loads(config.json_schema)},
+            }
         if self._llama_server:
             # llama-server's own fields; other servers may refuse fields they do not know.
             body.update({"top_k": config.top_k, "min_p": config.min_p, "timings_per_token": True})
@@ -238,13 +250,20 @@ class RemoteEngine:
                 fields["reasoning_format"] = "none"  # the thinking and its tags stay in the content
         return fields
 
-    def chat(self, messages: Sequence[dict], config: GenerationConfig = GenerationConfig(), *, cancel=None,
-             request_id: int = 0) -> Iterator[EngineEvent]:
+    def chat(
+        self,
+        messages: Sequence[dict],
+        config: GenerationConfig = GenerationConfig(),
+        *,
+        cancel=None,
+        request_id: int = 0,
+    ) -> Iterator[EngineEvent]:
         if self._target is None:
             raise EngineError("No model is loaded. Choose a model above.")
         if config.logprobs:
-            raise PromptFormatError("Log-probabilities come from a local GGUF model only; this model runs on "
-                                    "another server.")
+            raise PromptFormatError(
+                "Log-probabilities come from a local GGUF model only; this model runs on another server."
+            )
         body = self.request_body(messages, config)
         # A server with no reasoning parser (llama-server --reasoning-format none, a plain proxy) sends
         # `<think>...</think>` inside `content`: the splitter tells those tokens apart as the local engine's does,
@@ -255,20 +274,31 @@ class RemoteEngine:
         return _thinking_told(events, ReplySplitter(markers_for(None, config.reasoning_markers), ids=False))
 
     def completion_tokens(self, prompt: str | Sequence[int], suffix: Optional[str] = None) -> list[int]:
-        raise PromptFormatError("Raw completions (/v1/completions) run on a local GGUF model only; this model runs "
-                                "on another server: ask that server directly.")
+        raise PromptFormatError(
+            "Raw completions (/v1/completions) run on a local GGUF model only; this model runs "
+            "on another server: ask that server directly."
+        )
 
-    def complete(self, prompt: str | Sequence[int], config: GenerationConfig = GenerationConfig(), *, cancel=None,
-                 request_id: int = 0) -> Iterator[EngineEvent]:
+    def complete(
+        self,
+        prompt: str | Sequence[int],
+        config: GenerationConfig = GenerationConfig(),
+        *,
+        cancel=None,
+        request_id: int = 0,
+    ) -> Iterator[EngineEvent]:
         self.completion_tokens(prompt)
         return iter(())
 
-    def reply(self, messages: Sequence[dict], config: GenerationConfig, *, cancel=None,
-              request_id: int = 0) -> Iterator[EngineEvent]:
+    def reply(
+        self, messages: Sequence[dict], config: GenerationConfig, *, cancel=None, request_id: int = 0
+    ) -> Iterator[EngineEvent]:
         """The one request path (app.engine.protocol): the context fitted and said, then chat()."""
         if has_images(messages):
-            raise PromptFormatError("Pictures are read by a local model with its projector; a server's model gets "
-                                    "text only from SpecChat so far.")
+            raise PromptFormatError(
+                "Pictures are read by a local model with its projector; a server's model gets "
+                "text only from SpecChat so far."
+            )
         return fitted_reply(self, messages, config, cancel=cancel, request_id=request_id)
 
     def _stream(self, body: dict, cancel, request_id: int) -> Iterator[EngineEvent]:
@@ -302,26 +332,36 @@ class RemoteEngine:
                 try:
                     chunk = parse_chunk(event, max_tokens)
                 except MalformedEvent as exc:
-                    raise ServerError(f"The server at {shown} sent a malformed event ({exc}); the reply stops "
-                                      "here.") from None
+                    raise ServerError(
+                        f"The server at {shown} sent a malformed event ({exc}); the reply stops here."
+                    ) from None
                 if chunk.timings is not None:
                     final_timings = chunk.timings
-                completion_tokens = chunk.completion_tokens if chunk.completion_tokens is not None \
-                    else completion_tokens
+                completion_tokens = (
+                    chunk.completion_tokens if chunk.completion_tokens is not None else completion_tokens
+                )
                 prompt_tokens = chunk.prompt_tokens if chunk.prompt_tokens is not None else prompt_tokens
                 if chunk.reasoning_tokens is not None:
                     parts.server_reasoning_tokens = chunk.reasoning_tokens
-                reasoning = chunk.reasoning[:max(0, max_chars - chars)]
+                reasoning = chunk.reasoning[: max(0, max_chars - chars)]
                 chars += len(reasoning)
-                text = chunk.text[:max(0, max_chars - chars)]
+                text = chunk.text[: max(0, max_chars - chars)]
                 chars += len(text)
                 tokens, found_rounds = tracker.feed(text, chunk.timings, reasoning)
                 for r in found_rounds:
                     tally.add(r.drafted, r.accepted)
                     parts.on_round(r.index, r.drafted)
                     # The server reports counts only: what it proposed and which token it wrote itself stay unknown.
-                    yield RoundEvent(request_id, "model", r.drafted, r.drafted, r.accepted, "set by the server",
-                                     index=r.index, kind="server")
+                    yield RoundEvent(
+                        request_id,
+                        "model",
+                        r.drafted,
+                        r.drafted,
+                        r.accepted,
+                        "set by the server",
+                        index=r.index,
+                        kind="server",
+                    )
                 for token in tokens:
                     if token.counted and index >= max_tokens:
                         break
@@ -329,8 +369,7 @@ class RemoteEngine:
                         first_at = time.monotonic()
                     parts.on_token(token.text, token.part, token.counted, token.source == "draft", token.round)
                     drafter: Optional[DraftSource] = "model" if token.source == "draft" else None
-                    yield TokenEvent(request_id, index, -1, token.text, token.source, drafter, token.round,
-                                     token.part)
+                    yield TokenEvent(request_id, index, -1, token.text, token.source, drafter, token.round, token.part)
                     index += int(token.counted)
                 calls.feed(chunk.tool_calls)
                 if text or reasoning or chunk.tool_calls or chunk.finish_reason:
@@ -362,16 +401,36 @@ class RemoteEngine:
                 raise ServerError(f"The server at {shown} ended the stream without a reply.")
             raise ConnectionDropped(f"The server at {shown} ended the stream mid-reply; the reply so far is kept.")
         ended = time.monotonic()
-        stats = self._stats(tally, index, started, first_at, ended, finish_reason,
-                            final_timings or ServerTimings(), completion_tokens, prompt_tokens)
-        yield FinishedEvent(request_id, parts.text, replace(stats, **parts.stats_fields(first_at, ended,
-                                                                                         finish_reason)),
-                            reasoning=parts.reasoning_text)
+        stats = self._stats(
+            tally,
+            index,
+            started,
+            first_at,
+            ended,
+            finish_reason,
+            final_timings or ServerTimings(),
+            completion_tokens,
+            prompt_tokens,
+        )
+        yield FinishedEvent(
+            request_id,
+            parts.text,
+            replace(stats, **parts.stats_fields(first_at, ended, finish_reason)),
+            reasoning=parts.reasoning_text,
+        )
 
     @staticmethod
-    def _stats(tally: Tally, emitted: int, started: float, first_at: Optional[float], ended: float,
-               finish_reason: str, timings: ServerTimings,
-               completion_tokens: Optional[int], prompt_tokens: Optional[int]) -> GenerationStats:
+    def _stats(
+        tally: Tally,
+        emitted: int,
+        started: float,
+        first_at: Optional[float],
+        ended: float,
+        finish_reason: str,
+        timings: ServerTimings,
+        completion_tokens: Optional[int],
+        prompt_tokens: Optional[int],
+    ) -> GenerationStats:
         tokens = timings.predicted_n or completion_tokens or emitted
         # The server's own decode speed when it reports one (it excludes the network), else what arrived here.
         tps = timings.predicted_per_second

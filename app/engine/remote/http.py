@@ -68,8 +68,9 @@ def silent_stream_s() -> float:
 
 def silent_sentence(shown: str, silent_s: float, started: bool) -> str:
     """What is said of a server that kept a stream open for `silent_s` and sent no token."""
-    return (f"The server at {shown} sent no token for {silent_s:g} s, only keep-alive comments or empty events; "
-            + ("the reply so far is kept." if started else "it may be overloaded or stuck."))
+    return f"The server at {shown} sent no token for {silent_s:g} s, only keep-alive comments or empty events; " + (
+        "the reply so far is kept." if started else "it may be overloaded or stuck."
+    )
 
 
 class ServerError(EngineError):
@@ -116,8 +117,9 @@ def _headers(api_key: Optional[str]) -> dict:
 
 def _timeout(read_timeout_s: float):
     httpx = _http()
-    return httpx.Timeout(connect=CONNECT_TIMEOUT_S, read=read_timeout_s, write=CONNECT_TIMEOUT_S,
-                         pool=CONNECT_TIMEOUT_S)
+    return httpx.Timeout(
+        connect=CONNECT_TIMEOUT_S, read=read_timeout_s, write=CONNECT_TIMEOUT_S, pool=CONNECT_TIMEOUT_S
+    )
 
 
 class _Sockets:
@@ -192,18 +194,19 @@ def _client(read_timeout_s: float, sockets: Optional[_Sockets] = None):
 
     class RecordingBackend(httpcore.SyncBackend):  # type: ignore[name-defined]
         def connect_tcp(self, *args, **kwargs):
-            stream = _connect_unless_stopped(lambda: super(RecordingBackend, self).connect_tcp(*args, **kwargs),
-                                             sockets, httpcore.ConnectError)
+            stream = _connect_unless_stopped(
+                lambda: super(RecordingBackend, self).connect_tcp(*args, **kwargs), sockets, httpcore.ConnectError
+            )
             sockets.add(stream.get_extra_info("socket"))
             return stream
 
     transport = httpx.HTTPTransport(trust_env=False)
     # httpx has no public way to reach its sockets; the pool is rebuilt with the same settings and a backend that
     # records them (tests/remote cover Stop before and after the response headers, so an httpx change shows).
-    transport._pool = httpcore.ConnectionPool(ssl_context=httpx.create_ssl_context(trust_env=False),
-                                              network_backend=RecordingBackend())
-    return httpx.Client(timeout=_timeout(read_timeout_s), trust_env=False, follow_redirects=False,
-                        transport=transport)
+    transport._pool = httpcore.ConnectionPool(
+        ssl_context=httpx.create_ssl_context(trust_env=False), network_backend=RecordingBackend()
+    )
+    return httpx.Client(timeout=_timeout(read_timeout_s), trust_env=False, follow_redirects=False, transport=transport)
 
 
 def _read_capped(response, limit: int) -> tuple[bytes, bool]:
@@ -238,17 +241,20 @@ def status_error(url: str, status: int, body: bytes, model: str = "", has_key: b
     said_part = f" (it said: {said})" if said else ""
     if status in (401, 403):
         if has_key:
-            return ServerError(f"The server at {shown} refused the API key (HTTP {status}); check the key in "
-                               "Settings.")
+            return ServerError(f"The server at {shown} refused the API key (HTTP {status}); check the key in Settings.")
         return ServerError(f"The server at {shown} needs an API key (HTTP {status}); add one in Settings.")
     lowered = said.lower()
-    if model and (status == 404 or "model" in lowered and ("not found" in lowered or "not exist" in lowered
-                                                           or "not loaded" in lowered or "unknown" in lowered)):
-        return ServerError(f"The server at {shown} has no model \"{one_line(model)}\" loaded (HTTP {status})"
-                           f"{said_part}.")
+    if model and (
+        status == 404
+        or "model" in lowered
+        and ("not found" in lowered or "not exist" in lowered or "not loaded" in lowered or "unknown" in lowered)
+    ):
+        return ServerError(f'The server at {shown} has no model "{one_line(model)}" loaded (HTTP {status}){said_part}.')
     if status == 503:
-        return ServerError(f"The server at {shown} is not ready (HTTP 503, often still loading its model)"
-                           f"{said_part}; try again in a moment.")
+        return ServerError(
+            f"The server at {shown} is not ready (HTTP 503, often still loading its model)"
+            f"{said_part}; try again in a moment."
+        )
     return ServerError(f"The server at {shown} answered HTTP {status}{said_part}.")
 
 
@@ -257,20 +263,24 @@ def transport_error(url: str, exc: Exception, during_reply: bool = False) -> Ser
     httpx = _http()
     shown = display_url(url)
     if isinstance(exc, httpx.ConnectTimeout):
-        return ServerError(f"The server at {shown} did not answer within {CONNECT_TIMEOUT_S:.0f} s; check the "
-                           "address and the network.")
+        return ServerError(
+            f"The server at {shown} did not answer within {CONNECT_TIMEOUT_S:.0f} s; check the address and the network."
+        )
     if isinstance(exc, httpx.ConnectError):
         return ServerError(f"Cannot reach the server at {shown}; check the address and that the server is running.")
     if isinstance(exc, (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout)):
         what = "mid-reply" if during_reply else "after the request"
         cls = ConnectionDropped if during_reply else ServerError
-        return cls(f"The server at {shown} sent nothing for {READ_TIMEOUT_S:.0f} s {what}; it may be overloaded. "
-                   + ("The reply so far is kept." if during_reply else "Try again later."))
+        return cls(
+            f"The server at {shown} sent nothing for {READ_TIMEOUT_S:.0f} s {what}; it may be overloaded. "
+            + ("The reply so far is kept." if during_reply else "Try again later.")
+        )
     if isinstance(exc, httpx.UnsupportedProtocol) or isinstance(exc, httpx.InvalidURL):
-        return ServerError(f"\"{shown}\" is not a server address; use one like http://host:8080.")
+        return ServerError(f'"{shown}" is not a server address; use one like http://host:8080.')
     if during_reply:
-        return ConnectionDropped(f"The connection to the server at {shown} dropped mid-reply; the reply so far is "
-                                 "kept.")
+        return ConnectionDropped(
+            f"The connection to the server at {shown} dropped mid-reply; the reply so far is kept."
+        )
     return ServerError(f"The connection to the server at {shown} failed ({type(exc).__name__}).")
 
 
@@ -287,8 +297,10 @@ def _get_json(url: str, path: str, api_key: Optional[str], timeout_s: float) -> 
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise transport_error(url, exc) from None
     if cut:
-        raise ServerError(f"The server at {display_url(url)} answered {path} with more than "
-                          f"{MAX_JSON_BODY_BYTES >> 20} MB; is it an OpenAI-compatible server?")
+        raise ServerError(
+            f"The server at {display_url(url)} answered {path} with more than "
+            f"{MAX_JSON_BODY_BYTES >> 20} MB; is it an OpenAI-compatible server?"
+        )
     try:
         return 200, json.loads(body.decode("utf-8", "replace"))
     except (ValueError, RecursionError):
@@ -301,8 +313,10 @@ def list_models(url: str, api_key: Optional[str] = None, timeout_s: float = CONN
     _, data = _get_json(url, "/v1/models", api_key, timeout_s)
     entries = data.get("data") if isinstance(data, dict) else None
     if not isinstance(entries, list):
-        raise ServerError(f"The server at {display_url(url)} did not answer /v1/models with a model list; is it an "
-                          "OpenAI-compatible server?")
+        raise ServerError(
+            f"The server at {display_url(url)} did not answer /v1/models with a model list; is it an "
+            "OpenAI-compatible server?"
+        )
     models: list[ServerModel] = []
     for entry in entries:
         model_id = entry.get("id") if isinstance(entry, dict) else None
@@ -331,13 +345,21 @@ def check_model(url: str, model: str, api_key: Optional[str] = None) -> ServerMo
         if entry.id == model:
             return entry
     offered = ", ".join(m.id for m in models[:8]) or "none"
-    raise ModelLoadError(f"The server at {display_url(normalize_url(url))} has no model \"{one_line(model)}\"; "
-                         f"it offers: {one_line(offered, 400)}.")
+    raise ModelLoadError(
+        f'The server at {display_url(normalize_url(url))} has no model "{one_line(model)}"; '
+        f"it offers: {one_line(offered, 400)}."
+    )
 
 
-def stream_chat(url: str, body: dict, api_key: Optional[str], cancel=None,
-                read_timeout_s: float = READ_TIMEOUT_S, deadline_s: Optional[float] = None,
-                silent_s: Optional[float] = None) -> Generator[object, None, None]:
+def stream_chat(
+    url: str,
+    body: dict,
+    api_key: Optional[str],
+    cancel=None,
+    read_timeout_s: float = READ_TIMEOUT_S,
+    deadline_s: Optional[float] = None,
+    silent_s: Optional[float] = None,
+) -> Generator[object, None, None]:
     """POST /v1/chat/completions with `body` (which sets "stream": true) and yield each event's decoded JSON (any
     JSON value: app.engine.remote.chunks checks its shape).
 
@@ -358,8 +380,10 @@ def stream_chat(url: str, body: dict, api_key: Optional[str], cancel=None,
                     error_body, _ = _read_capped(resp, MAX_ERROR_BODY_BYTES)
                     raise status_error(url, resp.status_code, error_body, body.get("model", ""), bool(api_key))
                 if "text/html" in resp.headers.get("content-type", "").lower():
-                    raise ServerError(f"The server at {shown} answered with a web page, not an OpenAI-compatible "
-                                      "API; check the address (the API's base URL, such as http://host:8080).")
+                    raise ServerError(
+                        f"The server at {shown} answered with a web page, not an OpenAI-compatible "
+                        "API; check the address (the API's base URL, such as http://host:8080)."
+                    )
                 # Comments (": keep-alive") keep a connection open but are no reply: past this, give up.
                 quiet_limit_s = silent_stream_s() if silent_s is None else silent_s
                 last_event = time.monotonic()
@@ -373,7 +397,7 @@ def stream_chat(url: str, body: dict, api_key: Optional[str], cancel=None,
                             raise cls(silent_sentence(shown, quiet_limit_s, started))
                         continue  # comments, "event:" lines and the blank line between events
                     last_event = time.monotonic()
-                    data = line[len("data:"):].strip()
+                    data = line[len("data:") :].strip()
                     if data == "[DONE]":
                         return
                     if not data:
@@ -381,11 +405,14 @@ def stream_chat(url: str, body: dict, api_key: Optional[str], cancel=None,
                     try:
                         event = json.loads(data)
                     except (ValueError, RecursionError):
-                        raise ServerError(f"The server at {shown} sent a malformed event (not JSON); the reply "
-                                          "stops here.") from None
+                        raise ServerError(
+                            f"The server at {shown} sent a malformed event (not JSON); the reply stops here."
+                        ) from None
                     if isinstance(event, dict) and "error" in event and "choices" not in event:
-                        raise ServerError(f"The server at {shown} stopped the reply: "
-                                          f"{_server_message(data.encode('utf-8', 'replace'))}")
+                        raise ServerError(
+                            f"The server at {shown} stopped the reply: "
+                            f"{_server_message(data.encode('utf-8', 'replace'))}"
+                        )
                     started = True
                     yield event
                 if watch.stopped():
@@ -422,8 +449,10 @@ class _Watch:
     def raise_if_expired(self, shown: str, started: bool) -> None:
         if self.expired and not (self._cancel is not None and self._cancel.is_set()):
             cls = ConnectionDropped if started else ServerError
-            raise cls(f"The server at {shown} did not finish the reply within {self._deadline_s:.0f} s"
-                      + ("; the reply so far is kept." if started else ".")) from None
+            raise cls(
+                f"The server at {shown} did not finish the reply within {self._deadline_s:.0f} s"
+                + ("; the reply so far is kept." if started else ".")
+            ) from None
 
     def _run(self) -> None:
         while not self.done.wait(CANCEL_POLL_S):
@@ -445,10 +474,12 @@ def _lines(response, shown: str) -> Iterator[str]:
             if end < 0:
                 break
             line = bytes(pending[:end])
-            del pending[:end + 1]
+            del pending[: end + 1]
             yield line.rstrip(b"\r").decode("utf-8", "replace")
         if len(pending) > MAX_LINE_BYTES:
-            raise ServerError(f"The server at {shown} sent a malformed event (a line longer than "
-                              f"{MAX_LINE_BYTES >> 20} MB); the reply stops here.")
+            raise ServerError(
+                f"The server at {shown} sent a malformed event (a line longer than "
+                f"{MAX_LINE_BYTES >> 20} MB); the reply stops here."
+            )
     if pending:
         yield bytes(pending).rstrip(b"\r").decode("utf-8", "replace")

@@ -68,8 +68,9 @@ class ServerDraftTracker:
     _held_text: list[tuple[TokenPart, str]] = field(default_factory=list)
     _part: TokenPart = "answer"  # the part of the last text seen
 
-    def feed(self, text: str, timings: Optional[ServerTimings],
-             reasoning: str = "") -> tuple[list[RemoteToken], list[RemoteRound]]:
+    def feed(
+        self, text: str, timings: Optional[ServerTimings], reasoning: str = ""
+    ) -> tuple[list[RemoteToken], list[RemoteRound]]:
         """`text` is the chunk's content, `reasoning` its reasoning (which comes first)."""
         if reasoning:
             self._held_text.append(("reasoning", reasoning))
@@ -93,8 +94,7 @@ class ServerDraftTracker:
         rounds: list[RemoteRound] = []
         if drafted > self.drafted:
             round_drafted = min(drafted - self.drafted, MAX_DRAFT_PER_ROUND)
-            rounds.append(RemoteRound(round_drafted, min(max(0, accepted - self.accepted), round_drafted),
-                                      self.rounds))
+            rounds.append(RemoteRound(round_drafted, min(max(0, accepted - self.accepted), round_drafted), self.rounds))
             self._draft_round = self._own_round = self.rounds
             self.rounds += 1
         if accepted > self.accepted:
@@ -127,8 +127,9 @@ class ServerDraftTracker:
         self._held_text = []
         return runs
 
-    def _tokens(self, count: int, runs: list[tuple[TokenPart, str]],
-                source: Callable[[], tuple[TokenSource, int]]) -> list[RemoteToken]:
+    def _tokens(
+        self, count: int, runs: list[tuple[TokenPart, str]], source: Callable[[], tuple[TokenSource, int]]
+    ) -> list[RemoteToken]:
         """`count` tokens for `runs`: the text goes to the last token (the first run's), the other runs follow it
         as uncounted tails; the tokens before it carry "" in the part of the text they arrive with."""
         if runs:
@@ -151,4 +152,3 @@ class ServerDraftTracker:
             self._part = part
             out.append(RemoteToken(text, "target", part=part, counted=False))
         return out
-

@@ -18,10 +18,17 @@ def wire_message(message: dict) -> dict:
     out = {"role": message["role"], "content": message.get("content", "")}
     if message.get("tool_calls"):
         out["tool_calls"] = [
-            {**call, "function": {**call["function"], "arguments": call["function"]["arguments"]
-                                  if isinstance(call["function"].get("arguments"), str)
-                                  else json.dumps(call["function"].get("arguments") or {})}}
-            for call in message["tool_calls"]]
+            {
+                **call,
+                "function": {
+                    **call["function"],
+                    "arguments": call["function"]["arguments"]
+                    if isinstance(call["function"].get("arguments"), str)
+                    else json.dumps(call["function"].get("arguments") or {}),
+                },
+            }
+            for call in message["tool_calls"]
+        ]
         out["content"] = message.get("content") or None
     if message.get("tool_call_id"):
         out["tool_call_id"] = message["tool_call_id"]

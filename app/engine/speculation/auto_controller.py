@@ -163,7 +163,10 @@ class AutoController:
         self.stop_below = STOP_BELOW_START
         # Decayed sums of (accepted, expected) per drafter.
         self._calibration: dict[DraftSource, tuple[float, float]] = {
-            "ngram": _NO_CALIBRATION, "history": _NO_CALIBRATION, "model": _NO_CALIBRATION}
+            "ngram": _NO_CALIBRATION,
+            "history": _NO_CALIBRATION,
+            "model": _NO_CALIBRATION,
+        }
 
     def use_costs(self, table: CostTable) -> None:
         """Switch to a newly measured table (measured in idle time while this controller ran on an estimate)."""
@@ -189,8 +192,9 @@ class AutoController:
             draft_s=self._draft(1),
             threads=self.online.threads,
             model_rates=tuple(self.model.rates),
-            copy_rates=tuple((source, bucket, acc.rates[0])
-                             for (source, bucket), acc in sorted(self._copies_by_match.items())),
+            copy_rates=tuple(
+                (source, bucket, acc.rates[0]) for (source, bucket), acc in sorted(self._copies_by_match.items())
+            ),
             calibration=tuple((source, self.calibration(source)) for source in self._calibration),
             stop_below=self.stop_below,
             probe_gap=self._probe_gap,
@@ -220,8 +224,9 @@ class AutoController:
         accepted, expected = self._calibration[source]
         return min(1.2, accepted / expected)
 
-    def _estimates(self, source: DraftSource, k_max: int, rates: Sequence[float] | None,
-                   match_len: int) -> tuple[Acceptance, Sequence[float] | None, float]:
+    def _estimates(
+        self, source: DraftSource, k_max: int, rates: Sequence[float] | None, match_len: int
+    ) -> tuple[Acceptance, Sequence[float] | None, float]:
         """(the estimates, the per-position rates to use, the calibration scale) for a draft by `source`."""
         acc = self.model if source == "model" else self.ngram(match_len, source)
         scale = 1.0 if rates is not None else self.calibration(source)
@@ -264,8 +269,15 @@ class AutoController:
                 best_k, best_rate, best_accepted = k, rate, accepted
         return best_k, best_rate, best_accepted
 
-    def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool, ngram_match: int = 0,
-             history_draft: Optional[Draft] = None, model_behind: int = 0) -> Plan:
+    def plan(
+        self,
+        k_max: int,
+        ngram_tokens: Sequence[int],
+        has_model: bool,
+        ngram_match: int = 0,
+        history_draft: Optional[Draft] = None,
+        model_behind: int = 0,
+    ) -> Plan:
         plain_rate = 1.0 / self._verify(1)
         options: list[tuple[float, DraftSource, int, float]] = []
         copies: dict[DraftSource, tuple[int, int]] = {"ngram": (len(ngram_tokens), ngram_match)}
@@ -291,19 +303,35 @@ class AutoController:
                 # Every expectation is against one token's time at this thread count: a draft before one was
                 # timed is judged by the table alone, and a table measured while another program held the CPU
                 # promised a draft model 4x where it gave 0.6x, with no plain round ever to show it.
-                return Plan("none", 0, f"timing one token at {threads} CPU thread{'s' if threads != 1 else ''} "
-                                       "before drafting", kind="timing")
+                return Plan(
+                    "none",
+                    0,
+                    f"timing one token at {threads} CPU thread{'s' if threads != 1 else ''} before drafting",
+                    kind="timing",
+                )
             if rate > plain_rate:
                 self._paused_rounds = 0
                 if source == "model":
                     self._model_paused_rounds = 0
-                return Plan(source, k, f"{source} draft of {k}: expected {rate / plain_rate:.2f}x plain",
-                            copies[source][1] if source in copies else 0, accepted, kind="draft",
-                            stop_below=self.stop_below if source == "model" else 0.0)
+                return Plan(
+                    source,
+                    k,
+                    f"{source} draft of {k}: expected {rate / plain_rate:.2f}x plain",
+                    copies[source][1] if source in copies else 0,
+                    accepted,
+                    kind="draft",
+                    stop_below=self.stop_below if source == "model" else 0.0,
+                )
         return self._paused(k_max, copies, use_model, plain_rate, model_behind)
 
-    def _paused(self, k_max: int, copies: dict[DraftSource, tuple[int, int]], use_model: bool, plain_rate: float,
-                model_behind: int) -> Plan:
+    def _paused(
+        self,
+        k_max: int,
+        copies: dict[DraftSource, tuple[int, int]],
+        use_model: bool,
+        plain_rate: float,
+        model_behind: int,
+    ) -> Plan:
         """`copies`: per copying drafter, (tokens proposed, match length)."""
         self._paused_rounds += 1
         self._model_paused_rounds += 1
@@ -314,8 +342,9 @@ class AutoController:
         optimistic = [OPTIMISTIC_ACCEPTANCE] * MAX_K
         limit = {s: copies[s][0] if s in copies else MODEL_MAX_K for s in sources}
         match = {s: copies[s][1] if s in copies else 0 for s in sources}
-        hopeful = [s for s in sources
-                   if self._best(s, min(k_max, MAX_K, limit[s]), optimistic, match[s])[1] > plain_rate]
+        hopeful = [
+            s for s in sources if self._best(s, min(k_max, MAX_K, limit[s]), optimistic, match[s])[1] > plain_rate
+        ]
         if not hopeful:
             return Plan("none", 0, self._why_costly(), kind="costly")
         if self._paused_rounds >= self._probe_gap:
@@ -332,8 +361,12 @@ class AutoController:
                 self._probing = True
                 return Plan(source, k, "probing: is the text predictable again?", match[source], kind="probe")
         acc = self.model if "model" in hopeful else self.ngram(match[hopeful[0]], hopeful[0])
-        return Plan("none", 0, f"speculation paused: drafts are accepted too rarely to pay "
-                               f"(acceptance {acc.overall():.0%})", kind="paused")
+        return Plan(
+            "none",
+            0,
+            f"speculation paused: drafts are accepted too rarely to pay (acceptance {acc.overall():.0%})",
+            kind="paused",
+        )
 
     def _probe_cost(self, source: DraftSource, k: int, model_behind: int) -> float:
         """Seconds a probe of k tokens adds to a plain round; the draft model's includes reading what it is behind,
@@ -348,11 +381,12 @@ class AutoController:
     def _why_costly(self) -> str:
         ratio = self._verify(2) / self._verify(1)
         estimated = ", estimated until measured" if self.costs.estimated else ""
-        text = (f"speculation paused: on this machine verifying costs more than it saves "
-                f"(a batch of 2 costs {ratio:.2f}x one token")
+        text = (
+            f"speculation paused: on this machine verifying costs more than it saves "
+            f"(a batch of 2 costs {ratio:.2f}x one token"
+        )
         if self.costs.draft_per_token and self.with_model:
-            text += f", acceptance {self.model.overall():.0%}, draft cost " \
-                    f"{self._draft(1) / self._verify(1):.2f}x"
+            text += f", acceptance {self.model.overall():.0%}, draft cost {self._draft(1) / self._verify(1):.2f}x"
         return text + estimated + ")"
 
     # -- learning -----------------------------------------------------------------------------------------------
@@ -366,8 +400,7 @@ class AutoController:
         self._copy_runs.clear()
         self._calibration["ngram"] = self._calibration["history"] = _NO_CALIBRATION
 
-    def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float,
-                rows: int = 0) -> None:
+    def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float, rows: int = 0) -> None:
         if self._probing and plan.drafter != "none":
             self._probing = False
             paid = drafted > 0 and accepted == drafted
@@ -398,8 +431,9 @@ class AutoController:
         elif accepted == drafted < plan.k:
             self.stop_below = max(low, self.stop_below - STOP_BELOW_STEP)
 
-    def observe_proposal(self, match_len: int, proposal: Sequence[int], produced: Sequence[int],
-                         source: DraftSource = "ngram") -> None:
+    def observe_proposal(
+        self, match_len: int, proposal: Sequence[int], produced: Sequence[int], source: DraftSource = "ngram"
+    ) -> None:
         """Score a copying drafter's proposal (n-gram or history) against the tokens the round actually produced,
         whether or not it was drafted.
 

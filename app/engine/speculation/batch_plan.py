@@ -37,8 +37,9 @@ def _gain(candidate: Candidate, j: int) -> float:
     return candidate.gains[j - 1] if j > 0 else 0.0
 
 
-def allocate(candidates: Sequence[Candidate], base_rows: int, cost: Callable[[int, int], float],
-             max_rows: int) -> list[int]:
+def allocate(
+    candidates: Sequence[Candidate], base_rows: int, cost: Callable[[int, int], float], max_rows: int
+) -> list[int]:
     """Each candidate's draft length, at most its own k. `base_rows`: the step's rows without any draft (a row
     per decoding sequence, and prompt rows); `cost(rows, draft_tokens)`: seconds of a step; `max_rows`: the most
     drafted rows the step may hold in all. Fixed lengths are kept as they are (within max_rows)."""

@@ -92,15 +92,54 @@ def interpolate(points: dict[int, float], upto: int) -> list[float]:
 # a CPU a draft model rarely pays, and an estimate that is too hopeful would cost the first reply its speed. A GPU
 # verifies a few tokens for about the price of one.
 _PRIOR_SHAPE = {
-    "cpu": {1: 1.0, 2: 1.95, 3: 2.75, 4: 3.3, 5: 4.6, 6: 5.1, 8: 6.0, 12: 6.9, 16: 7.5, 24: 10.7, 32: 12.0, 48: 17.0,
-            64: 22.0},
+    "cpu": {
+        1: 1.0,
+        2: 1.95,
+        3: 2.75,
+        4: 3.3,
+        5: 4.6,
+        6: 5.1,
+        8: 6.0,
+        12: 6.9,
+        16: 7.5,
+        24: 10.7,
+        32: 12.0,
+        48: 17.0,
+        64: 22.0,
+    },
     # A large model on a CPU: reading its weights, not arithmetic, sets the pace, so a batch shares the read. The
     # same machine's quiet measurement of the 1.5B model's F16 copy (3.6 GB; docs/performance.md): 2 tokens 1.68x,
     # 4 1.93x, 8 2.92x, 16 4.39x; the rest interpolated, rounded up.
-    "cpu-memory-bound": {1: 1.0, 2: 1.7, 3: 1.85, 4: 1.95, 5: 2.2, 6: 2.45, 8: 2.95, 12: 3.7, 16: 4.4, 24: 6.0,
-                         32: 7.5, 48: 10.5, 64: 13.5},
-    "gpu": {1: 1.0, 2: 1.05, 3: 1.1, 4: 1.12, 5: 1.15, 6: 1.18, 8: 1.22, 12: 1.35, 16: 1.45, 24: 1.7, 32: 1.95, 48: 2.5,
-            64: 3.0},
+    "cpu-memory-bound": {
+        1: 1.0,
+        2: 1.7,
+        3: 1.85,
+        4: 1.95,
+        5: 2.2,
+        6: 2.45,
+        8: 2.95,
+        12: 3.7,
+        16: 4.4,
+        24: 6.0,
+        32: 7.5,
+        48: 10.5,
+        64: 13.5,
+    },
+    "gpu": {
+        1: 1.0,
+        2: 1.05,
+        3: 1.1,
+        4: 1.12,
+        5: 1.15,
+        6: 1.18,
+        8: 1.22,
+        12: 1.35,
+        16: 1.45,
+        24: 1.7,
+        32: 1.95,
+        48: 2.5,
+        64: 3.0,
+    },
 }
 # From this size a target on a CPU is taken as bound by memory until timed: a 16-bit copy of a 1.5B model (3.6 GB)
 # is, as a 7B model quantized to 4 bits (about 4 GB) is on a laptop; the 1.5B at 4 bits (1.1 GB) is not.

@@ -95,13 +95,13 @@ class NgramDrafter:
         for pos in range(len(self._written), len(written)):
             if self._is_control(written[pos]):
                 self._stops.update((pos - 1, pos) if pos else (pos,))
-        self._written.extend(written[len(self._written):])
+        self._written.extend(written[len(self._written) :])
         # Index every n-gram that has a continuation token, so the current suffix never matches itself.
         for end in range(max(self._indexed_end, self.n_min), len(written)):
             if end >= self._reply_start:
                 self._note_slot(end)
             for n in range(self.n_min, min(self.n_max, end) + 1):
-                self._index.setdefault(tuple(written[end - n:end]), []).append(end)
+                self._index.setdefault(tuple(written[end - n : end]), []).append(end)
         self._indexed_end = max(self._indexed_end, len(written))
 
     def start_reply(self, prompt_len: int) -> None:
@@ -136,11 +136,11 @@ class NgramDrafter:
         h = self._written
         n = len(h) - skip
         for size in range(min(self.n_max, n - 1), self.n_min - 1, -1):
-            ends = self._index.get(tuple(h[n - size:n]))
+            ends = self._index.get(tuple(h[n - size : n]))
             if not ends:
                 continue
             best_len, best_end = 0, -1
-            for end in reversed(ends[-self.CANDIDATES:]):
+            for end in reversed(ends[-self.CANDIDATES :]):
                 if end >= n:
                     continue
                 length = self._agree(end, n)
@@ -165,11 +165,11 @@ class NgramDrafter:
             if was < self.RESUME_AFTER:
                 continue
             for done in range(skip - 1, -1, -1):  # tokens of the passage written again since the edit
-                if done == 0 or h[n - done:] == h[at + 1:at + 1 + done]:
+                if done == 0 or h[n - done :] == h[at + 1 : at + 1 + done]:
                     start = at + 1 + done
                     if start < n - skip:
                         if done and at < self._reply_start:
-                            self._note_edit(h[at], tuple(h[n - skip:n - done]), at)
+                            self._note_edit(h[at], tuple(h[n - skip : n - done]), at)
                         return (was + done if done else 0), start
         return 0, -1
 

@@ -91,7 +91,7 @@ class HistoryDrafter:
         bound is reached; a text longer than the whole bound keeps its end."""
         if key in self._documents:
             return
-        tokens = list(tokens)[-self.max_tokens:]
+        tokens = list(tokens)[-self.max_tokens :]
         if len(tokens) <= ORDER:
             return
         start = int(self._tokens.size)
@@ -131,7 +131,7 @@ class HistoryDrafter:
         self._starts_keys = []
         parts, start = [], 0
         for d in documents:
-            parts.append(old[d.start:d.end + 1])  # with its separator
+            parts.append(old[d.start : d.end + 1])  # with its separator
             self._documents[d.key] = _Document(d.key, d.session, start, start + d.end - d.start)
             start += d.end - d.start + 1
         if not parts:
@@ -155,7 +155,7 @@ class HistoryDrafter:
         if not found:
             return np.empty(0, np.int64)
         places = np.concatenate(found).astype(np.int64)
-        return np.sort(places)[-self.CANDIDATES:]
+        return np.sort(places)[-self.CANDIDATES :]
 
     def _match_lengths(self, places: np.ndarray, written: Sequence[int]) -> np.ndarray:
         """How many tokens before each place equal the last ones of `written` (up to MAX_MATCH)."""

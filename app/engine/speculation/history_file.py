@@ -108,8 +108,10 @@ class HistoryFile:
             except OSError:
                 pass
             else:
-                self._notice = (f"The history of earlier replies ({self.path.name}) was damaged; it was set aside "
-                                f"as {aside.name} and a new one started.")
+                self._notice = (
+                    f"The history of earlier replies ({self.path.name}) was damaged; it was set aside "
+                    f"as {aside.name} and a new one started."
+                )
                 return True
         why = "cannot be used" if isinstance(exc, sqlite3.Error) else "cannot be opened"
         self.problem = f"Drafting from history is off: {self.path} {why} ({exc})."
@@ -123,8 +125,10 @@ class HistoryFile:
         with self._connect() as conn:
             if conn is None:
                 return -1
-            row = conn.execute("INSERT INTO texts (session, text, used, bytes) VALUES (?, ?, ?, ?)",
-                               (session, text, time.time(), len(text.encode("utf-8", "surrogatepass"))))
+            row = conn.execute(
+                "INSERT INTO texts (session, text, used, bytes) VALUES (?, ?, ?, ?)",
+                (session, text, time.time(), len(text.encode("utf-8", "surrogatepass"))),
+            )
             text_id = row.lastrowid if row.lastrowid is not None else -1
             excess = conn.execute("SELECT bytes FROM changes").fetchone()[0] - self.max_bytes
             if excess > 0:  # the oldest go, read from the index alone
@@ -165,7 +169,7 @@ class HistoryFile:
                 return []
             found = {}
             for start in range(0, len(ids), 500):
-                chunk = list(ids[start:start + 500])
+                chunk = list(ids[start : start + 500])
                 marks = ",".join("?" * len(chunk))
                 for row in conn.execute(f"SELECT id, session, text FROM texts WHERE id IN ({marks})", chunk):
                     found[row[0]] = row
@@ -177,8 +181,10 @@ def _prepare(conn: sqlite3.Connection) -> None:
     """The schema, made or brought up to date. `bytes` is each text's UTF-8 size; `changes.bytes` their total, kept by
     triggers; the index on (used, id, bytes) lets the oldest be found without reading any text."""
     conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("CREATE TABLE IF NOT EXISTS texts (id INTEGER PRIMARY KEY AUTOINCREMENT, "
-                 "session TEXT NOT NULL, text TEXT NOT NULL, used REAL NOT NULL, bytes INTEGER NOT NULL DEFAULT -1)")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS texts (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+        "session TEXT NOT NULL, text TEXT NOT NULL, used REAL NOT NULL, bytes INTEGER NOT NULL DEFAULT -1)"
+    )
     conn.execute("CREATE TABLE IF NOT EXISTS changes (n INTEGER NOT NULL)")
     columns = {row[1] for row in conn.execute("PRAGMA table_info(texts)")}
     if "bytes" not in columns:  # a file from before sizes were kept
@@ -190,10 +196,14 @@ def _prepare(conn: sqlite3.Connection) -> None:
     if conn.execute("SELECT count(*) FROM changes").fetchone()[0] == 0:
         conn.execute("INSERT INTO changes (n, bytes) VALUES (0, (SELECT coalesce(sum(bytes), 0) FROM texts))")
     conn.execute("CREATE INDEX IF NOT EXISTS texts_by_use ON texts (used, id, bytes)")
-    conn.execute("CREATE TRIGGER IF NOT EXISTS texts_added AFTER INSERT ON texts BEGIN "
-                 "UPDATE changes SET bytes = bytes + new.bytes; END")
-    conn.execute("CREATE TRIGGER IF NOT EXISTS texts_removed AFTER DELETE ON texts BEGIN "
-                 "UPDATE changes SET bytes = bytes - old.bytes; END")
+    conn.execute(
+        "CREATE TRIGGER IF NOT EXISTS texts_added AFTER INSERT ON texts BEGIN "
+        "UPDATE changes SET bytes = bytes + new.bytes; END"
+    )
+    conn.execute(
+        "CREATE TRIGGER IF NOT EXISTS texts_removed AFTER DELETE ON texts BEGIN "
+        "UPDATE changes SET bytes = bytes - old.bytes; END"
+    )
 
 
 def _is_damage(exc: BaseException) -> bool:

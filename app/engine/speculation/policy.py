@@ -79,19 +79,26 @@ class SpeculationPolicy(Protocol):
     def describe(self) -> PolicyState:
         """What it decides by, as it stands now."""
 
-    def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool, ngram_match: int = 0,
-             history_draft: Optional[Draft] = None, model_behind: int = 0) -> Plan:
+    def plan(
+        self,
+        k_max: int,
+        ngram_tokens: Sequence[int],
+        has_model: bool,
+        ngram_match: int = 0,
+        history_draft: Optional[Draft] = None,
+        model_behind: int = 0,
+    ) -> Plan:
         """Choose the drafter and draft length for the next round (k_max bounds k by context and max_tokens).
         `history_draft`: the history drafter's proposal, when it has one. `model_behind`: how many tokens the draft
         model would read before drafting (the whole prompt before its first draft of a reply)."""
 
-    def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float,
-                rows: int = 0) -> None:
+    def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float, rows: int = 0) -> None:
         """Learn from the round that just ran with `plan`. `rows`: the forward pass's rows when it held other
         requests' too (0: drafted + 1), which `verify_s` is the cost of."""
 
-    def observe_proposal(self, match_len: int, proposal: Sequence[int], produced: Sequence[int],
-                         source: DraftSource = "ngram") -> None:
+    def observe_proposal(
+        self, match_len: int, proposal: Sequence[int], produced: Sequence[int], source: DraftSource = "ngram"
+    ) -> None:
         """Learn how the round's proposal by a copying drafter ("ngram" or "history") compared with the tokens the
         target produced (drafted or not)."""
 
@@ -127,12 +134,24 @@ class FixedPolicy:
     def describe(self) -> PolicyState:
         return PolicyState(fixed_k=self.k, drafter=self.drafter)
 
-    def plan(self, k_max: int, ngram_tokens: Sequence[int], has_model: bool, ngram_match: int = 0,
-             history_draft: Optional[Draft] = None, model_behind: int = 0) -> Plan:
+    def plan(
+        self,
+        k_max: int,
+        ngram_tokens: Sequence[int],
+        has_model: bool,
+        ngram_match: int = 0,
+        history_draft: Optional[Draft] = None,
+        model_behind: int = 0,
+    ) -> Plan:
         k = min(self.k, k_max)
         if self.drafter == "history" and history_draft is not None and history_draft.tokens:
-            return Plan("history", min(k, len(history_draft.tokens)), f"fixed draft length {self.k}",
-                        history_draft.match_len, kind="fixed")
+            return Plan(
+                "history",
+                min(k, len(history_draft.tokens)),
+                f"fixed draft length {self.k}",
+                history_draft.match_len,
+                kind="fixed",
+            )
         if self.drafter in ("ngram", "history"):
             if not ngram_tokens:
                 return Plan("none", 0, "no earlier occurrence of the last tokens to copy from")
@@ -141,12 +160,12 @@ class FixedPolicy:
             return Plan("model", k, f"fixed draft length {self.k}", kind="fixed")
         return Plan("none", 0, "no drafter available")
 
-    def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float,
-                rows: int = 0) -> None:
+    def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float, rows: int = 0) -> None:
         pass
 
-    def observe_proposal(self, match_len: int, proposal: Sequence[int], produced: Sequence[int],
-                         source: DraftSource = "ngram") -> None:
+    def observe_proposal(
+        self, match_len: int, proposal: Sequence[int], produced: Sequence[int], source: DraftSource = "ngram"
+    ) -> None:
         pass
 
     def expected_accepted(self, plan: Plan) -> tuple[float, ...]:

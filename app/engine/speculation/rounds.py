@@ -28,15 +28,25 @@ class Proposals:
         return self.history if drafter == "history" else self.ngram
 
 
-def plan_round(policy: SpeculationPolicy, written: Sequence[int], k_max: int, *, speculative: bool,
-               ngram: Optional[NgramDrafter], has_model: bool,
-               past: Optional[HistoryDrafter] = None, model_behind: int = 0) -> tuple[Plan, Proposals]:
+def plan_round(
+    policy: SpeculationPolicy,
+    written: Sequence[int],
+    k_max: int,
+    *,
+    speculative: bool,
+    ngram: Optional[NgramDrafter],
+    has_model: bool,
+    past: Optional[HistoryDrafter] = None,
+    model_behind: int = 0,
+) -> tuple[Plan, Proposals]:
     """(the plan, the copy proposals it was made from), for the request's tokens so far (`written`).
     `model_behind`: the tokens the draft model would read before drafting."""
     if not speculative:
         return Plan("none", 0, SPECULATION_OFF), Proposals()
-    proposals = Proposals(ngram.propose(written, k_max) if ngram is not None else Draft(),
-                          past.propose(written, k_max) if past is not None else Draft())
+    proposals = Proposals(
+        ngram.propose(written, k_max) if ngram is not None else Draft(),
+        past.propose(written, k_max) if past is not None else Draft(),
+    )
     ngram_draft, history_draft = proposals.ngram, proposals.history
     if ngram_draft.tokens and history_draft.tokens:
         # Where the two agree, one proposal covers both: the longer one, planned as the drafter it came from.
@@ -46,8 +56,14 @@ def plan_round(policy: SpeculationPolicy, written: Sequence[int], k_max: int, *,
                 ngram_draft = Draft()
             else:
                 history_draft = Draft()
-    plan = policy.plan(k_max, ngram_draft.tokens, has_model, ngram_draft.match_len,
-                       history_draft=history_draft if history_draft.tokens else None, model_behind=model_behind)
+    plan = policy.plan(
+        k_max,
+        ngram_draft.tokens,
+        has_model,
+        ngram_draft.match_len,
+        history_draft=history_draft if history_draft.tokens else None,
+        model_behind=model_behind,
+    )
     return plan, proposals
 
 
@@ -58,8 +74,17 @@ def copy_tokens(plan: Plan, proposals: Proposals) -> list[int]:
     return list(proposals.of(plan.drafter).tokens[: plan.k])
 
 
-def observe_round(policy: SpeculationPolicy, plan: Plan, proposals: Proposals, drafted: int, accepted: int,
-                  draft_s: float, verify_s: float, kept: Sequence[int], rows: int = 0) -> None:
+def observe_round(
+    policy: SpeculationPolicy,
+    plan: Plan,
+    proposals: Proposals,
+    drafted: int,
+    accepted: int,
+    draft_s: float,
+    verify_s: float,
+    kept: Sequence[int],
+    rows: int = 0,
+) -> None:
     """The policy learns the round's outcome and how each copy proposal compared with the tokens kept.
     `rows`: the forward pass's rows when it held other requests' too (a batch), so `verify_s` is their cost."""
     if rows:

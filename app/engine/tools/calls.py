@@ -23,8 +23,9 @@ CALL_MARKERS: dict[ToolFormat, frozenset[str]] = {
     "hermes": frozenset({"<tool_call>", "</tool_call>", "<think>", "</think>"}),
     "llama3": frozenset({"<|python_tag|>"}),
     "mistral": frozenset({"[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"}),
-    "harmony": frozenset({"<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|call|>", "<|return|>",
-                          "<|constrain|>"}),
+    "harmony": frozenset(
+        {"<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|call|>", "<|return|>", "<|constrain|>"}
+    ),
 }
 
 
@@ -74,8 +75,13 @@ def forced_call(family: ToolFormat, tools: Sequence[dict], function: str = "") -
         if function and spec.get("name") != function:
             continue
         parameters = spec.get("parameters") or {"type": "object"}
-        choices.append({"type": "object", "properties": {"name": {"const": spec.get("name")}, key: parameters},
-                        "required": ["name", key]})
+        choices.append(
+            {
+                "type": "object",
+                "properties": {"name": {"const": spec.get("name")}, key: parameters},
+                "required": ["name", key],
+            }
+        )
     if not choices:
         return None
     schema = choices[0] if len(choices) == 1 else {"anyOf": choices}
@@ -91,6 +97,6 @@ def format_of(template: Optional[str]) -> ToolFormat:
         return "mistral"
     if "<tool_call>" in text:
         return "hermes"
-    if "<|python_tag|>" in text or "<|eom_id|>" in text or "\"parameters\"" in text and "<|eot_id|>" in text:
+    if "<|python_tag|>" in text or "<|eom_id|>" in text or '"parameters"' in text and "<|eot_id|>" in text:
         return "llama3"
     return "hermes"

@@ -41,6 +41,7 @@ class Split:
 
 # -- call bodies ------------------------------------------------------------------------------------------------
 
+
 def _json_calls(body: str, names: Optional[frozenset[str]]) -> Optional[list[ToolCall]]:
     """`{"name", "arguments"|"parameters"}` (or a list of them, or OpenAI's own `{"function": {...}}`); None when
     the body is not that, or names a tool not offered (when `names` says which are)."""
@@ -108,6 +109,7 @@ def _doubled_braces(body: str) -> Optional[dict]:
 
 # -- the block machine (Hermes, fenced JSON, Mistral, Llama 3) ---------------------------------------------------
 
+
 @dataclass(frozen=True)
 class _Block:
     start: str
@@ -132,7 +134,7 @@ def _fence_tail(tail: str) -> int:
     at = tail.rfind("```")
     if at < 0:
         return _could_begin(tail, "```")
-    rest = tail[at + 3:]
+    rest = tail[at + 3 :]
     if re.fullmatch(r"(j(s(on?)?)?)?[ \t]*(\n\s*)?", rest):
         return len(tail) - at
     return 0
@@ -189,7 +191,7 @@ def _fenced_run(text: str, at: int, names: Optional[frozenset[str]], final: bool
         end = text.find("```", match.end())
         if end < 0:
             return [] if not final else None
-        got = _llama3_read(text[match.end():end], names)
+        got = _llama3_read(text[match.end() : end], names)
         if got is None:
             return None
         calls += got
@@ -220,10 +222,17 @@ def _split_blocks(text: str, final: bool, blocks: Sequence[_Block], names: Optio
                 content.append(rest)
                 break
             inside_think = bool(spans) and spans[-1][1] == len(text) and not text.endswith(THINK_CLOSE)
-            hold = 0 if inside_think else max(
-                [_could_begin(rest, b.start) for b in blocks] + ([_fence_tail(rest)] if fence else []))
-            if any(b.at_start_only for b in blocks) and not "".join(content).strip() and not calls \
-                    and not rest[: len(rest) - hold].strip():
+            hold = (
+                0
+                if inside_think
+                else max([_could_begin(rest, b.start) for b in blocks] + ([_fence_tail(rest)] if fence else []))
+            )
+            if (
+                any(b.at_start_only for b in blocks)
+                and not "".join(content).strip()
+                and not calls
+                and not rest[: len(rest) - hold].strip()
+            ):
                 hold = len(rest)  # a reply still all whitespace may yet begin a bare call
             content.append(rest[: len(rest) - hold])
             return Split("".join(content), tuple(calls), pending=hold > 0)
@@ -231,8 +240,7 @@ def _split_blocks(text: str, final: bool, blocks: Sequence[_Block], names: Optio
         content.append(text[pos:at])
         if block is _FENCED:
             lead = _lead_in("".join(content), _think_spans("".join(content)))
-            run = _fenced_run(text, at, names, final) if len(lead) <= LEAD_IN_MAX_CHARS and "```" not in lead \
-                else None
+            run = _fenced_run(text, at, names, final) if len(lead) <= LEAD_IN_MAX_CHARS and "```" not in lead else None
             if run == [] and not final:
                 return Split("".join(content), tuple(calls), pending=True)
             if run:
@@ -245,7 +253,7 @@ def _split_blocks(text: str, final: bool, blocks: Sequence[_Block], names: Optio
                     return Split("".join(content), tuple(calls), pending=True)
                 content.append(text[at:])
                 break
-            content.append(text[at:end + 3])
+            content.append(text[at : end + 3])
             pos = end + 3
             if pos >= len(text):
                 break
@@ -254,7 +262,7 @@ def _split_blocks(text: str, final: bool, blocks: Sequence[_Block], names: Optio
         end = text.find(block.end, body_from) if block.end else -1
         if not final and (end < 0 or block.end is None):
             if block.at_start_only and (early := _complete_json_not_call(text[at:], names)) is not None:
-                content.append(text[at: at + early])  # a JSON reply that is no call: it is content
+                content.append(text[at : at + early])  # a JSON reply that is no call: it is content
                 pos = at + early
                 blocks = [b for b in blocks if not b.at_start_only]
                 continue
@@ -335,8 +343,11 @@ def _hermes_read(body: str, types: dict[str, dict[str, str]], names) -> Optional
 
 # -- Harmony (gpt-oss) ------------------------------------------------------------------------------------------
 
-_HARMONY_MESSAGE = re.compile(r"(?:<\|start\|>)?([^<]*?)(?:<\|channel\|>((?:[^<]|<\|constrain\|>)*?))?<\|message\|>(.*?)"
-                              r"(<\|end\|>|<\|call\|>|<\|return\|>|<\|start\|>|$)", re.S)
+_HARMONY_MESSAGE = re.compile(
+    r"(?:<\|start\|>)?([^<]*?)(?:<\|channel\|>((?:[^<]|<\|constrain\|>)*?))?<\|message\|>(.*?)"
+    r"(<\|end\|>|<\|call\|>|<\|return\|>|<\|start\|>|$)",
+    re.S,
+)
 _RECIPIENT = re.compile(r"to=functions\.([^\s<]+)")
 _HARMONY_MARKERS = ("<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|call|>", "<|return|>", "<|constrain|>")
 
@@ -386,21 +397,27 @@ def split_harmony(text: str, final: bool, names: Optional[frozenset[str]] = None
 
 # -- by family --------------------------------------------------------------------------------------------------
 
+
 def _parameter_types(tools: Sequence[dict]) -> dict[str, dict[str, str]]:
     types: dict[str, dict[str, str]] = {}
     for tool in tools:
         function = tool.get("function", tool) if isinstance(tool, dict) else {}
         props = (function.get("parameters") or {}).get("properties") or {}
         if isinstance(function.get("name"), str) and isinstance(props, dict):
-            types[function["name"]] = {k: str(v.get("type")) for k, v in props.items()
-                                       if isinstance(v, dict) and isinstance(v.get("type"), str)}
+            types[function["name"]] = {
+                k: str(v.get("type"))
+                for k, v in props.items()
+                if isinstance(v, dict) and isinstance(v.get("type"), str)
+            }
     return types
 
 
 def tool_names(tools: Sequence[dict]) -> frozenset[str]:
     return frozenset(_parameter_types(tools)) | frozenset(
-        t["function"]["name"] for t in tools
-        if isinstance(t, dict) and isinstance(t.get("function"), dict) and isinstance(t["function"].get("name"), str))
+        t["function"]["name"]
+        for t in tools
+        if isinstance(t, dict) and isinstance(t.get("function"), dict) and isinstance(t["function"].get("name"), str)
+    )
 
 
 def split_reply(text: str, family: ToolFormat, tools: Sequence[dict], final: bool = True) -> Split:
@@ -420,11 +437,15 @@ def _split_reply(text: str, family: ToolFormat, tools: Sequence[dict], final: bo
         types = _parameter_types(tools)
         # A reply that is just the call's JSON (no tags), naming an offered tool, is a call too: the 1.5B writes
         # that when a tool result is already in the chat.
-        blocks = [_Block("<tool_call>", "</tool_call>", lambda body: _hermes_read(body, types, names)),
-                  _Block("{", None, lambda body: _llama3_read("{" + body, names), at_start_only=True)]
+        blocks = [
+            _Block("<tool_call>", "</tool_call>", lambda body: _hermes_read(body, types, names)),
+            _Block("{", None, lambda body: _llama3_read("{" + body, names), at_start_only=True),
+        ]
     elif family == "mistral":
         blocks = [_Block("[TOOL_CALLS]", None, lambda body: _mistral_read(body, names))]
     else:
-        blocks = [_Block("<|python_tag|>", None, lambda body: _llama3_read(body, names)),
-                  _Block("{", None, lambda body: _llama3_read("{" + body, names), at_start_only=True)]
+        blocks = [
+            _Block("<|python_tag|>", None, lambda body: _llama3_read(body, names)),
+            _Block("{", None, lambda body: _llama3_read("{" + body, names), at_start_only=True),
+        ]
     return _split_blocks(text, final, blocks, names)

@@ -69,11 +69,11 @@ class ToolCallStream:
     def _pieces(self, split: Split, final: bool) -> list[Piece]:
         out: list[Piece] = []
         if len(split.reasoning) > self._reasoning_sent:
-            out.append(ReasoningPiece(split.reasoning[self._reasoning_sent:]))
+            out.append(ReasoningPiece(split.reasoning[self._reasoning_sent :]))
             self._reasoning_sent = len(split.reasoning)
-        new = split.content[self._content_seen:]
+        new = split.content[self._content_seen :]
         self._content_seen = len(split.content)
-        for call in split.calls[self._read:]:
+        for call in split.calls[self._read :]:
             self._read += 1
             if self.calls and not self.parallel:
                 continue
@@ -100,7 +100,7 @@ class ToolCallStream:
         if not self._sent_any:
             text = text.lstrip()
         body = text.rstrip()
-        self._held_space = text[len(body):]
+        self._held_space = text[len(body) :]
         if body:
             self._sent_any = True
             self._content += body

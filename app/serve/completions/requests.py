@@ -48,22 +48,21 @@ def parse_completion_request(data: dict, limits: ApiLimits, defaults: Generation
     prompt = _prompt(data.get("prompt"))
     suffix = data.get("suffix")
     if suffix is not None and not isinstance(suffix, str):
-        raise BadRequest("\"suffix\" must be a string.")
+        raise BadRequest('"suffix" must be a string.')
     if isinstance(suffix, str) and "\x00" in suffix:
-        raise BadRequest("\"suffix\" holds a NUL character.")
+        raise BadRequest('"suffix" holds a NUL character.')
     echo = data.get("echo", False)
     if not isinstance(echo, bool):
-        raise BadRequest("\"echo\" must be true or false.")
+        raise BadRequest('"echo" must be true or false.')
     if echo and not isinstance(prompt, str):
-        raise BadRequest("\"echo\" works with a text prompt only; send the prompt as a string, or leave echo out.")
+        raise BadRequest('"echo" works with a text prompt only; send the prompt as a string, or leave echo out.')
     if echo and suffix is not None:
-        raise BadRequest("\"echo\" and \"suffix\" do not go together: a filled-in middle has no prompt before it.")
+        raise BadRequest('"echo" and "suffix" do not go together: a filled-in middle has no prompt before it.')
     logprobs = data.get("logprobs")
     if logprobs is not None and (not is_int(logprobs) or not 0 <= logprobs <= MAX_TOP_LOGPROBS):
-        raise BadRequest(f"\"logprobs\" must be a whole number from 0 to {MAX_TOP_LOGPROBS} (or null).")
+        raise BadRequest(f'"logprobs" must be a whole number from 0 to {MAX_TOP_LOGPROBS} (or null).')
     if logprobs is not None and echo:
-        raise BadRequest("\"echo\" with \"logprobs\" is not supported: the prompt's tokens get no "
-                         "log-probabilities here.")
+        raise BadRequest('"echo" with "logprobs" is not supported: the prompt\'s tokens get no log-probabilities here.')
     if data.get("max_tokens") is None and data.get("max_completion_tokens") is None:
         data = {**data, "max_tokens": min(DEFAULT_MAX_TOKENS, limits.max_tokens)}
     common: dict[str, Any] = common_fields(data, limits, defaults)
@@ -80,12 +79,12 @@ def _prompt(value: Any) -> Union[str, tuple[int, ...]]:
         value = value[0]  # a batch of one
     if isinstance(value, str):
         if not value:
-            raise BadRequest("\"prompt\" is empty; there is nothing to continue.")
+            raise BadRequest('"prompt" is empty; there is nothing to continue.')
         if "\x00" in value:
-            raise BadRequest("\"prompt\" holds a NUL character.")
+            raise BadRequest('"prompt" holds a NUL character.')
         return value
     if isinstance(value, list) and value and all(is_int(t) for t in value):
         return tuple(value)
     if isinstance(value, list) and len(value) > 1 and all(isinstance(p, (str, list)) for p in value):
-        raise BadRequest("\"prompt\" holds several prompts; this server completes one prompt per request.")
-    raise BadRequest("\"prompt\" must be a non-empty string or a list of token ids.")
+        raise BadRequest('"prompt" holds several prompts; this server completes one prompt per request.')
+    raise BadRequest('"prompt" must be a non-empty string or a list of token ids.')

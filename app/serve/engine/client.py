@@ -38,7 +38,12 @@ from app.engine.host.worker import run_worker
 from app.engine.targets import Target
 from app.platform import paths
 from app.serve.engine.flights import (
-    STOP_GRACE_S, ApiFlights, OnDone, death_sentence, restarting, unsendable_sentence,
+    STOP_GRACE_S,
+    ApiFlights,
+    OnDone,
+    death_sentence,
+    restarting,
+    unsendable_sentence,
 )
 from app.serve.jobs import JobQueue, ServedModels, ServeJob, api_request, loaded_models
 
@@ -58,9 +63,15 @@ class EngineClient:
     when it dies. One thread only (the main thread: a child ends with the thread that started it, see
     child_process.die_with_parent)."""
 
-    def __init__(self, target: Target, draft: Optional[Path], load: LoadSettings,
-                 engine_factory: Optional[Callable] = None, say: Callable[[str], None] = lambda line: None,
-                 projector: Optional[Path] = None):
+    def __init__(
+        self,
+        target: Target,
+        draft: Optional[Path],
+        load: LoadSettings,
+        engine_factory: Optional[Callable] = None,
+        say: Callable[[str], None] = lambda line: None,
+        projector: Optional[Path] = None,
+    ):
         self._target, self._draft, self._load = target, draft, load
         self._projector = projector  # the target's mmproj, so it reads pictures
         self._engine_factory = engine_factory  # tests' engines; must be picklable (a module-level function)
@@ -94,9 +105,11 @@ class EngineClient:
             self._echo = _LogEcho(self._log_path)
         parent_conn, child_conn = self._context.Pipe()
         self._process = self._context.Process(
-            target=run_worker, name="SpecChat serve engine", daemon=True,
-            args=(child_conn, self._cancelled_up_to, self._log_path, self._engine_factory, self._gone,
-                  self._enough))
+            target=run_worker,
+            name="SpecChat serve engine",
+            daemon=True,
+            args=(child_conn, self._cancelled_up_to, self._log_path, self._engine_factory, self._gone, self._enough),
+        )
         self._process.start()
         child_conn.close()
         self._conn = parent_conn
@@ -162,8 +175,9 @@ class EngineClient:
 
     # ----- answering
 
-    def work_off(self, queue: JobQueue, until: Callable[[], bool] = lambda: False,
-                 on_done: Optional[OnDone] = None) -> None:
+    def work_off(
+        self, queue: JobQueue, until: Callable[[], bool] = lambda: False, on_done: Optional[OnDone] = None
+    ) -> None:
         """Answer the queue's jobs through the child, in order, until `until()` (checked every POLL_S while a
         request is in flight, else every second); `on_done(job, finished)` once the HTTP side has read each answered
         job. Raises EngineStartError when a restarted child cannot load."""
@@ -177,8 +191,10 @@ class EngineClient:
             except (OSError, ValueError):
                 return  # the queue was closed: the server is stopping
             if self._flights.forward_stops() and self._process is not None and self._process.is_alive():
-                self._say(f"note: the engine did not stop within {STOP_GRACE_S:.0f} s of a client going away "
-                          "(stuck in a chat template or in llama.cpp), so it is restarted.")
+                self._say(
+                    f"note: the engine did not stop within {STOP_GRACE_S:.0f} s of a client going away "
+                    "(stuck in a chat template or in llama.cpp), so it is restarted."
+                )
                 self._process.kill()  # its pipe closes: the next round restarts it
             self._flights.report_read()
             if self._conn in ready:

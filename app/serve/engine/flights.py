@@ -107,7 +107,6 @@ class ApiFlights:
                 self._enough.stop(request_id)
         return overdue
 
-
     def on_reply(self, message: object) -> bool:
         """Relay one of the engine's answers to its job; False when it belongs to no API job in flight."""
         if isinstance(message, EngineEvents):
@@ -140,8 +139,12 @@ class ApiFlights:
     def report_read(self, everything: bool = False) -> None:
         """on_done for the answered jobs the HTTP side has read, in order (every one when `everything`, and the
         oldest ones past MAX_UNREAD: a response that never started sets nothing)."""
-        while self._unread and (everything or len(self._unread) > MAX_UNREAD or self._unread[0].job.read.is_set()
-                                or self._unread[0].job.cancel.is_set()):
+        while self._unread and (
+            everything
+            or len(self._unread) > MAX_UNREAD
+            or self._unread[0].job.read.is_set()
+            or self._unread[0].job.cancel.is_set()
+        ):
             flight = self._unread.pop(0)
             if self.on_done is not None:
                 self.on_done(flight.job, as_read(flight.job, flight.finished) if flight.finished else None)

@@ -15,8 +15,15 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
 
 from app.engine.image_files import MAX_IMAGES
 from app.store.attachments import (
-    MAX_MESSAGE_ATTACHMENTS, Attachment, AttachmentError, Picture, check_total, looks_like_picture, picture_from_bytes,
-    read_attachment, read_picture,
+    MAX_MESSAGE_ATTACHMENTS,
+    Attachment,
+    AttachmentError,
+    Picture,
+    check_total,
+    looks_like_picture,
+    picture_from_bytes,
+    read_attachment,
+    read_picture,
 )
 
 THUMBNAIL_HEIGHT = 32
@@ -72,8 +79,11 @@ class AttachmentTray(QWidget):
     def add_image(self, image: QImage) -> None:
         """A pasted picture (its data, not a file): kept as a PNG named "pasted picture N.png"."""
         taken = {p.name for p in self._pictures}
-        name = next(f"pasted picture{f' {n}' if n > 1 else ''}.png" for n in range(1, MAX_IMAGES + 2)
-                    if f"pasted picture{f' {n}' if n > 1 else ''}.png" not in taken)
+        name = next(
+            f"pasted picture{f' {n}' if n > 1 else ''}.png"
+            for n in range(1, MAX_IMAGES + 2)
+            if f"pasted picture{f' {n}' if n > 1 else ''}.png" not in taken
+        )
         self._add_picture(partial(picture_from_bytes, name, png_bytes(image)))
         self._show()
 
@@ -96,8 +106,10 @@ class AttachmentTray(QWidget):
         left_out = ""
         for tried, path in enumerate(paths):
             if len(self._attachments) >= MAX_MESSAGE_ATTACHMENTS or tried >= 2 * MAX_MESSAGE_ATTACHMENTS:
-                left_out = (f"{len(paths) - tried} more files were not attached: one message carries at most "
-                            f"{MAX_MESSAGE_ATTACHMENTS} files.")
+                left_out = (
+                    f"{len(paths) - tried} more files were not attached: one message carries at most "
+                    f"{MAX_MESSAGE_ATTACHMENTS} files."
+                )
                 break
             if looks_like_picture(path):
                 problem = self._add_picture(partial(read_picture, path))

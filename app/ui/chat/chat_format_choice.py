@@ -30,8 +30,10 @@ RAW_REPEAT_PENALTY = 1.1
 
 
 def sentence(model_name: str) -> str:
-    return (f"{model_name} has no chat template, so SpecChat cannot know how it expects a conversation. "
-            "Write its prompts as:")
+    return (
+        f"{model_name} has no chat template, so SpecChat cannot know how it expects a conversation. "
+        "Write its prompts as:"
+    )
 
 
 class ChatFormatChoice(QObject):
@@ -81,7 +83,7 @@ class ChatFormatChoice(QObject):
         self.label.setText(sentence(entry.name))
         chosen = self.choice(path)
         if chosen.startswith(FILE):
-            name = f"Template file: {Path(chosen[len(FILE):]).name}"
+            name = f"Template file: {Path(chosen[len(FILE) :]).name}"
             if self.picker.findData(chosen) < 0:
                 self.picker.insertItem(self.picker.count() - 1, name, chosen)
         self.picker.setCurrentIndex(max(0, self.picker.findData(chosen)))
@@ -92,16 +94,18 @@ class ChatFormatChoice(QObject):
         if path is None:
             return config
         chosen = self.choice(path)
-        if chosen.startswith(BUILT_IN) and chosen[len(BUILT_IN):] in BUILT_IN_TEMPLATES:
-            return dataclasses.replace(config, chat_format="template",
-                                       chat_template=BUILT_IN_TEMPLATES[chosen[len(BUILT_IN):]])
+        if chosen.startswith(BUILT_IN) and chosen[len(BUILT_IN) :] in BUILT_IN_TEMPLATES:
+            return dataclasses.replace(
+                config, chat_format="template", chat_template=BUILT_IN_TEMPLATES[chosen[len(BUILT_IN) :]]
+            )
         if chosen.startswith(FILE):
-            template = self._read_template(chosen[len(FILE):])
+            template = self._read_template(chosen[len(FILE) :])
             if template is not None:
                 return dataclasses.replace(config, chat_format="template", chat_template=template)
         automatic = self.window.chat_settings.current().repeat_penalty is None
-        return dataclasses.replace(config, chat_format="raw",
-                                   repeat_penalty=RAW_REPEAT_PENALTY if automatic else config.repeat_penalty)
+        return dataclasses.replace(
+            config, chat_format="raw", repeat_penalty=RAW_REPEAT_PENALTY if automatic else config.repeat_penalty
+        )
 
     def _on_picked(self, row: int) -> None:
         path = self._target_without_template()
@@ -116,8 +120,12 @@ class ChatFormatChoice(QObject):
         self._remember(path, value)
 
     def _ask_for_file(self) -> Optional[str]:
-        file_name, _ = QFileDialog.getOpenFileName(self.window, "Chat template (Jinja)", start_folder("template"),
-                                                   "Templates (*.jinja *.j2 *.txt *.tmpl);;All files (*)")
+        file_name, _ = QFileDialog.getOpenFileName(
+            self.window,
+            "Chat template (Jinja)",
+            start_folder("template"),
+            "Templates (*.jinja *.j2 *.txt *.tmpl);;All files (*)",
+        )
         if not file_name or self._read_template(file_name) is None:
             return None
         remember_folder("template", file_name)

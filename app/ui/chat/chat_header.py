@@ -118,8 +118,9 @@ class ChatModelGuard(QObject):
         window = self.window
         settings = window.chat_settings.current()
         if window.conversation.chat_id is None:  # a new chat is stored with the bar's models: say those
-            settings = window.chat_settings.for_new_chat(window.session.target_key(), window.session.draft_key,
-                                                         window.model_bar.speculative())
+            settings = window.chat_settings.for_new_chat(
+                window.session.target_key(), window.session.draft_key, window.model_bar.speculative()
+            )
         checking = window.conversation.chat_id is None and window.drafts.is_checking()
         self.header.summary.setText(self.summary_text(settings, checking))
         self.header.top.setVisible(bool(settings.target_path))
@@ -129,7 +130,8 @@ class ChatModelGuard(QObject):
             chat_model, loaded = self.model_name(asked.target_path), self.model_name(self.window.session.target_key())
             self.header.question_text.setText(
                 f"This chat was written with {chat_model}, but {loaded} is loaded (it also answers the local API). "
-                f"Load {chat_model} for this chat, or go on with {loaded}?")
+                f"Load {chat_model} for this chat, or go on with {loaded}?"
+            )
             # The sentence names both models; the buttons stay short, so that long model names never hold the
             # window wider than a small screen (they set a 954-pixel minimum with Qwen's and Gemma's names).
             self.header.load_button.setToolTip(f"Load {chat_model}")

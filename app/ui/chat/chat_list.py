@@ -6,8 +6,17 @@ import time
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from PySide6.QtCore import (QAbstractListModel, QModelIndex, QPersistentModelIndex, QPoint, QRect, QSize, Qt, QTimer,
-                            Signal)
+from PySide6.QtCore import (
+    QAbstractListModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    QPoint,
+    QRect,
+    QSize,
+    Qt,
+    QTimer,
+    Signal,
+)
 from PySide6.QtGui import QAction, QColor, QFont, QFontMetrics, QKeySequence, QPainter, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -174,8 +183,9 @@ class ChatRowDelegate(QStyledItemDelegate):
         size = super().sizeHint(option, index)
         return QSize(size.width(), size.height() + QFontMetrics(self._small_font(option)).height() + 1)
 
-    def paint(self, painter: QPainter, option: QStyleOptionViewItem,
-              index: QModelIndex | QPersistentModelIndex) -> None:
+    def paint(
+        self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> None:
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
         widget = opt.widget
@@ -200,8 +210,9 @@ class ChatRowDelegate(QStyledItemDelegate):
         painter.drawText(second_rect, int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop), elided)
         painter.restore()
 
-    def updateEditorGeometry(self, editor: QWidget, option: QStyleOptionViewItem,
-                             index: QModelIndex | QPersistentModelIndex) -> None:
+    def updateEditorGeometry(
+        self, editor: QWidget, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> None:
         editor.setGeometry(option.rect.adjusted(4, 1, -4, -1))  # the row's rounded box (the sheet's item margin)
 
     @staticmethod

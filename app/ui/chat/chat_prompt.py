@@ -14,8 +14,13 @@ def chat_session(chat_id: Optional[int]) -> str:
     return f"chat-{chat_id}"
 
 
-def prompt_messages(store: ChatStore, chat_id: Optional[int], system_prompt: str, until_id: Optional[int] = None,
-                    before_id: Optional[int] = None) -> list[dict]:
+def prompt_messages(
+    store: ChatStore,
+    chat_id: Optional[int],
+    system_prompt: str,
+    until_id: Optional[int] = None,
+    before_id: Optional[int] = None,
+) -> list[dict]:
     """The chat as the engine reads it; with `until_id`, only up to and including that message; with `before_id`,
     only the messages before that one.
 
@@ -52,7 +57,6 @@ def prompt_messages(store: ChatStore, chat_id: Optional[int], system_prompt: str
         if until_id is not None and message_id == until_id:
             break
     return messages
-
 
 
 def picture_parts(pictures: Sequence[PictureFile], text: str) -> list[dict]:

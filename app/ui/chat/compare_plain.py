@@ -61,8 +61,15 @@ class PlainCompare(QObject):
     sig_result = Signal(int, object)
     """(message_id, the comparison dict kept with it): a comparison finished and was stored."""
 
-    def __init__(self, store: ChatStore, engine_process: EngineProcess, conversation: Conversation, view: ChatView,
-                 request_source: RequestSource, parent=None):
+    def __init__(
+        self,
+        store: ChatStore,
+        engine_process: EngineProcess,
+        conversation: Conversation,
+        view: ChatView,
+        request_source: RequestSource,
+        parent=None,
+    ):
         super().__init__(parent)
         self.store = store
         self.engine_process = engine_process
@@ -92,8 +99,12 @@ class PlainCompare(QObject):
         """Run the reply's request again without speculation; the reply shows how it goes."""
         self.cancel()
         message = self.store.get_message(message_id)
-        if (message is None or message.role != "assistant" or not message.stats
-                or message.chat_id != self.conversation.chat_id):
+        if (
+            message is None
+            or message.role != "assistant"
+            or not message.stats
+            or message.chat_id != self.conversation.chat_id
+        ):
             return
         if self.conversation.is_busy():
             self._show(message_id, failed_state(BUSY))
@@ -103,9 +114,13 @@ class PlainCompare(QObject):
             self._show(message_id, failed_state(request))
             return
         if message.target_name and message.target_name != request.target_name:
-            self._show(message_id, failed_state(
-                f"This reply was written by {message.target_name} and {request.target_name} is loaded now; "
-                f"choose {message.target_name} again to compare."))
+            self._show(
+                message_id,
+                failed_state(
+                    f"This reply was written by {message.target_name} and {request.target_name} is loaded now; "
+                    f"choose {message.target_name} again to compare."
+                ),
+            )
             return
         prompt = self.conversation.prompt_messages(request.system_prompt, before_id=message_id)
         if not any(m["role"] != "system" for m in prompt):
@@ -119,15 +134,26 @@ class PlainCompare(QObject):
         if stats.temperature is not None:
             asked = dataclasses.replace(asked, temperature=stats.temperature, seed=stats.seed)
         config = dataclasses.replace(
-            asked, speculative=False, max_tokens=max(1, int(max_tokens or 1)),
+            asked,
+            speculative=False,
+            max_tokens=max(1, int(max_tokens or 1)),
             # Its own session: plain rounds must not teach the chat's speculation controller. The same reply again
             # adds nothing to history.
-            session=f"chat-{message.chat_id}-plain", history=False,
+            session=f"chat-{message.chat_id}-plain",
+            history=False,
         )
         request_id = self.conversation.reserve_request_id()
-        self._run = _Run(request_id, message_id, message.content, stats.tokens_per_second,
-                         config.temperature, request.target_name,
-                         [r.threads for r in message.rounds or []], [], config.max_tokens)
+        self._run = _Run(
+            request_id,
+            message_id,
+            message.content,
+            stats.tokens_per_second,
+            config.temperature,
+            request.target_name,
+            [r.threads for r in message.rounds or []],
+            [],
+            config.max_tokens,
+        )
         self.engine_process.request_generate(request_id, prompt, config)
         self._show(message_id, running_state())
 
@@ -148,8 +174,9 @@ class PlainCompare(QObject):
     def _on_stream(self, events: list) -> None:
         run = self._run
         if run is not None:
-            run.plain_threads += [e.threads for e in events
-                                  if isinstance(e, RoundEvent) and e.request_id == run.request_id]
+            run.plain_threads += [
+                e.threads for e in events if isinstance(e, RoundEvent) and e.request_id == run.request_id
+            ]
             run.plain_tokens += sum(1 for e in events if isinstance(e, TokenEvent) and e.request_id == run.request_id)
             now = time.monotonic()
             if run.plain_tokens and now - run.shown_at >= PROGRESS_INTERVAL_S:  # the reply is drawn again for it
@@ -161,9 +188,17 @@ class PlainCompare(QObject):
         if run is None or event.request_id != run.request_id:
             return
         self._run = None
-        comparison = compare_runs(run.reply_text, run.speculative_tps, event.text, event.stats.tokens_per_second,
-                                  event.stats.tokens, run.temperature, run.target_name, run.reply_threads,
-                                  run.plain_threads).to_dict()
+        comparison = compare_runs(
+            run.reply_text,
+            run.speculative_tps,
+            event.text,
+            event.stats.tokens_per_second,
+            event.stats.tokens,
+            run.temperature,
+            run.target_name,
+            run.reply_threads,
+            run.plain_threads,
+        ).to_dict()
         try:
             self.store.set_comparison(run.message_id, comparison)
         except StoreError as exc:
@@ -206,9 +241,9 @@ def attach(window) -> PlainCompare:
         # As a reply is asked (the model's own defaults, a template-less model's prompt format), the draft aside.
         return ReplyRequestSpec(window.generation_config(), settings.system_prompt, window.session.names()[0], None)
 
-    compare = PlainCompare(window.store, window.engine_process, window.conversation, window.chat_view, request_source,
-                           window)
+    compare = PlainCompare(
+        window.store, window.engine_process, window.conversation, window.chat_view, request_source, window
+    )
     for signal in (window.session.sig_target_chosen, window.session.sig_draft_chosen):
         signal.connect(lambda *_: compare.cancel(CANCELLED_BY_MODEL))
     return compare
-

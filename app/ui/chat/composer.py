@@ -87,8 +87,13 @@ class ComposerEdit(QPlainTextEdit):
         lines = max(1, min(self.MAX_LINES, int(self.document().size().height())))
         margins = self.contentsMargins()
         # The style's frame around the viewport counts too: without it the last line hid behind a scroll bar.
-        height = (lines * line + 2 * int(self.document().documentMargin()) + margins.top() + margins.bottom()
-                  + 2 * self.frameWidth())
+        height = (
+            lines * line
+            + 2 * int(self.document().documentMargin())
+            + margins.top()
+            + margins.bottom()
+            + 2 * self.frameWidth()
+        )
         return QSize(super().sizeHint().width(), max(height, 2 * line + 12))
 
     def minimumSizeHint(self) -> QSize:
@@ -114,8 +119,10 @@ class Composer(QWidget):
         layout.setContentsMargins(24, 4, 24, 8)
         layout.setSpacing(4)
 
-        self.edit_banner = QLabel("Editing a message: sending makes a new version of it, and the model answers it again; "
-                                  "the old version and its replies are kept (‹ › switches). Esc cancels.")
+        self.edit_banner = QLabel(
+            "Editing a message: sending makes a new version of it, and the model answers it again; "
+            "the old version and its replies are kept (‹ › switches). Esc cancels."
+        )
         self.edit_banner.setObjectName("EditBanner")
         self.edit_banner.hide()
         layout.addWidget(self.edit_banner)
@@ -145,8 +152,9 @@ class Composer(QWidget):
         self.attach_button = QPushButton("Attach")
         self.attach_button.setObjectName("FlatButton")
         self.attach_button.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.attach_button.setToolTip("Attach text or code files, or pictures (or drop them on the window, or paste "
-                                      "them)")
+        self.attach_button.setToolTip(
+            "Attach text or code files, or pictures (or drop them on the window, or paste them)"
+        )
         self.attach_button.setAccessibleName("Attach files")
         self.attach_button.clicked.connect(self._choose_files)
         row.addWidget(self.attach_button)

@@ -17,7 +17,13 @@ from typing import Callable, Optional
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.engine.events import (
-    ContextEvent, FinishedEvent, GenerationStats, NoticeEvent, RoundEvent, ThreadsEvent, TokenEvent,
+    ContextEvent,
+    FinishedEvent,
+    GenerationStats,
+    NoticeEvent,
+    RoundEvent,
+    ThreadsEvent,
+    TokenEvent,
 )
 from app.engine.host.wire import ReplyEnded, ReplyFailed
 from app.replies.status_words import round_words, sentence, threads_words
@@ -131,8 +137,9 @@ class Conversation(QObject):
         last = self.store.messages(chat_id, limit=1) if chat_id is not None else []
         if last and last[0].role == "user":
             # A reply that failed, or a window or engine killed mid-reply: the question keeps its way forward.
-            self.view.add_notice("This message has no reply: the last attempt failed or was interrupted.",
-                                 kind="error", retry=True)
+            self.view.add_notice(
+                "This message has no reply: the last attempt failed or was interrupted.", kind="error", retry=True
+            )
 
     def reload(self, without: Optional[int] = None) -> None:
         """Show the open chat from its end (ChatPages); `without`: one message left out."""
@@ -149,16 +156,23 @@ class Conversation(QObject):
         self._context_used = used
         self.sig_context_usage.emit(used, self._n_ctx)
 
-    def prompt_messages(self, system_prompt: str, until_id: Optional[int] = None,
-                        before_id: Optional[int] = None) -> list[dict]:
+    def prompt_messages(
+        self, system_prompt: str, until_id: Optional[int] = None, before_id: Optional[int] = None
+    ) -> list[dict]:
         """The open chat as the engine reads it (chat_prompt.prompt_messages)."""
         return prompt_messages(self.store, self.chat_id, system_prompt, until_id, before_id)
 
     # ----- generation
 
-    def send(self, text: str, spec: ReplyRequestSpec, new_chat_settings: ChatSettings,
-             replace_from: Optional[int] = None, attachments: tuple[Attachment, ...] = (),
-             pictures: tuple[Picture, ...] = ()) -> int:
+    def send(
+        self,
+        text: str,
+        spec: ReplyRequestSpec,
+        new_chat_settings: ChatSettings,
+        replace_from: Optional[int] = None,
+        attachments: tuple[Attachment, ...] = (),
+        pictures: tuple[Picture, ...] = (),
+    ) -> int:
         """One whole turn: store the user's message (with its attached files) and ask for a reply; returns the
         request id.
 
@@ -268,16 +282,21 @@ class Conversation(QObject):
         return request if request is not None and request.request_id == request_id else None
 
     def _on_context(self, context: ContextEvent) -> None:
-        request_id, dropped, prompt_tokens, n_ctx = (context.request_id, context.dropped, context.prompt_tokens,
-                                                     context.n_ctx)
+        request_id, dropped, prompt_tokens, n_ctx = (
+            context.request_id,
+            context.dropped,
+            context.prompt_tokens,
+            context.n_ctx,
+        )
         request = self._current(request_id)
         if request is None:
             return
         self._n_ctx = n_ctx
         request.prompt_tokens = max(0, prompt_tokens)
         if dropped:
-            self.sig_status.emit(sentence(f"The oldest {dropped} messages are left out of the prompt to fit the "
-                                          "context."))
+            self.sig_status.emit(
+                sentence(f"The oldest {dropped} messages are left out of the prompt to fit the context.")
+            )
         # Say it in the transcript when more is left out than for the previous reply; once a long chat
         # overflows, every reply would otherwise repeat the same notice.
         if dropped > self._dropped_before:
@@ -371,8 +390,9 @@ class Conversation(QObject):
         request = self._current(failed.request_id)
         if request is None:
             return
-        self._end_request(request, request.partial_stats("error"), text=None, error=failed.message,
-                          retryable=failed.retryable)
+        self._end_request(
+            request, request.partial_stats("error"), text=None, error=failed.message, retryable=failed.retryable
+        )
 
     def _on_ended(self, ended: ReplyEnded) -> None:
         request = self._current(ended.request_id)
@@ -380,8 +400,14 @@ class Conversation(QObject):
             # The engine stopped without a result or an error; keep what arrived.
             self._end_request(request, request.partial_stats("cancelled"), text=None)
 
-    def _end_request(self, request: ReplyRequest, stats: GenerationStats, text: Optional[str],
-                     error: Optional[str] = None, retryable: bool = True) -> None:
+    def _end_request(
+        self,
+        request: ReplyRequest,
+        stats: GenerationStats,
+        text: Optional[str],
+        error: Optional[str] = None,
+        retryable: bool = True,
+    ) -> None:
         """Retire the request and keep its reply (if any text arrived): the saver stores it, then the transcript
         shows it finished. Whatever goes wrong on the way, the window ends up idle: the busy state is reset in
         `finally`."""
@@ -402,22 +428,37 @@ class Conversation(QObject):
             # A reply that ended while thinking has no answer yet, and is kept for its thinking all the same; one
             # that only called tools is kept for its calls.
             if reply or request.reasoning or request.request_id in self._tool_calls:
+
                 def failed(exc: BaseException) -> None:
                     self._save_failed(exc)
                     self._reply_kept(request, stats, reply, error, None, retryable)
 
-                self.saver.save(request.save_job(
-                    stats, reply, final=True,
-                    on_done=lambda stored, _seconds: self._reply_kept(request, stats, reply, error, stored, retryable),
-                    on_failed=failed))
+                self.saver.save(
+                    request.save_job(
+                        stats,
+                        reply,
+                        final=True,
+                        on_done=lambda stored, _seconds: self._reply_kept(
+                            request, stats, reply, error, stored, retryable
+                        ),
+                        on_failed=failed,
+                    )
+                )
             else:
                 self._reply_kept(request, stats, reply, error, None, retryable)
         finally:
             self.sig_live_stats.emit("")
             self.sig_busy_changed.emit(False)
 
-    def _reply_kept(self, request: ReplyRequest, stats: GenerationStats, reply: str, error: Optional[str],
-                    stored: Optional[Message], retryable: bool = True) -> None:
+    def _reply_kept(
+        self,
+        request: ReplyRequest,
+        stats: GenerationStats,
+        reply: str,
+        error: Optional[str],
+        stored: Optional[Message],
+        retryable: bool = True,
+    ) -> None:
         """The reply's save answered (`stored`: None when it failed or there was nothing to save)."""
         if request.chat_id == self.chat_id:
             if stored is not None:
@@ -426,13 +467,25 @@ class Conversation(QObject):
                 # Not saved: shown under a key of its own, so its Copy link still finds the text.
                 self._unsaved_key -= 1
                 self.unsaved_replies[self._unsaved_key] = reply
-                self.view.finish_stream(TranscriptMessage(
-                    self._unsaved_key, "assistant", reply, request.reply_tokens(), stats,
-                    model_label(request.target_name, request.draft_name), rounds=request.rounds,
-                    reasoning=request.reasoning_text(), reasoning_tokens=request.reasoning))
+                self.view.finish_stream(
+                    TranscriptMessage(
+                        self._unsaved_key,
+                        "assistant",
+                        reply,
+                        request.reply_tokens(),
+                        stats,
+                        model_label(request.target_name, request.draft_name),
+                        rounds=request.rounds,
+                        reasoning=request.reasoning_text(),
+                        reasoning_tokens=request.reasoning,
+                    )
+                )
             elif request.streaming:
-                self.view.finish_stream(TranscriptMessage(-1, "assistant", "", [], stats,
-                                                          model_label(request.target_name, request.draft_name)))
+                self.view.finish_stream(
+                    TranscriptMessage(
+                        -1, "assistant", "", [], stats, model_label(request.target_name, request.draft_name)
+                    )
+                )
             if error:
                 self.view.add_notice(error, kind="error", retry=retryable)
             if stats.prompt_tokens or request.prompt_tokens:

@@ -41,6 +41,9 @@ def attach(window) -> FileDrop:
     window.chat_view.setAcceptDrops(False)  # the read-only transcript passes a drop on to the window
     tray = window.composer.tray
     tray.sig_refused.connect(window.show_error)
-    tray.sig_changed.connect(lambda: window.footer.show_pending_tokens(
-        estimate_tokens(tray.attachments()) + PICTURE_TOKENS_ESTIMATE * len(tray.pictures())))
+    tray.sig_changed.connect(
+        lambda: window.footer.show_pending_tokens(
+            estimate_tokens(tray.attachments()) + PICTURE_TOKENS_ESTIMATE * len(tray.pictures())
+        )
+    )
     return drop

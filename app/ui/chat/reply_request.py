@@ -107,17 +107,34 @@ class ReplyRequest:
     offers_tools: bool = False  # the request offered tools: a call's text is held back while it streams
 
     @classmethod
-    def continuing(cls, request_id: int, message: Message, target_name: str,
-                   draft_name: Optional[str]) -> ReplyRequest:
+    def continuing(cls, request_id: int, message: Message, target_name: str, draft_name: Optional[str]) -> ReplyRequest:
         """A request that carries on the stored reply `message`, its tokens and rounds kept in front."""
-        continued = (token_records(message.tokens, message.token_rounds) if message.tokens
-                     else [TokenRecord(message.content)] if message.content else [])
+        continued = (
+            token_records(message.tokens, message.token_rounds)
+            if message.tokens
+            else [TokenRecord(message.content)]
+            if message.content
+            else []
+        )
         earlier = list(message.rounds or []) if message.tokens else []
-        reasoning = (token_records(message.reasoning_tokens, message.reasoning_token_rounds, part="reasoning")
-                     if message.reasoning_tokens
-                     else [TokenRecord(message.reasoning, part="reasoning")] if message.reasoning else [])
-        return cls(request_id, message.chat_id, target_name, draft_name, message_id=message.id, continued=continued,
-                   rounds=earlier, round_offset=len(earlier), reasoning=reasoning)
+        reasoning = (
+            token_records(message.reasoning_tokens, message.reasoning_token_rounds, part="reasoning")
+            if message.reasoning_tokens
+            else [TokenRecord(message.reasoning, part="reasoning")]
+            if message.reasoning
+            else []
+        )
+        return cls(
+            request_id,
+            message.chat_id,
+            target_name,
+            draft_name,
+            message_id=message.id,
+            continued=continued,
+            rounds=earlier,
+            round_offset=len(earlier),
+            reasoning=reasoning,
+        )
 
     def add_token(self, event: TokenEvent) -> None:
         """Keep a token with its origin and round, and queue it for the view."""
@@ -193,13 +210,32 @@ class ReplyRequest:
         """The answer's text before a Continue ("" for a new reply)."""
         return "".join(t.text for t in self.continued)
 
-    def save_job(self, stats: GenerationStats, reply: str, *, final: bool,
-                 on_done: Callable[[Optional[Message], float], None],
-                 on_failed: Callable[[BaseException], None]) -> ReplySave:
+    def save_job(
+        self,
+        stats: GenerationStats,
+        reply: str,
+        *,
+        final: bool,
+        on_done: Callable[[Optional[Message], float], None],
+        on_failed: Callable[[BaseException], None],
+    ) -> ReplySave:
         """A save of the reply as it stands (copied: the reply keeps growing while the saver stores it)."""
-        return ReplySave(self.request_id, self.chat_id, self.message_id, reply, stats, self.target_name,
-                         self.draft_name, self.reply_tokens(), list(self.rounds), final, on_done, on_failed,
-                         reasoning=self.reasoning_text(), reasoning_tokens=list(self.reasoning) or None)
+        return ReplySave(
+            self.request_id,
+            self.chat_id,
+            self.message_id,
+            reply,
+            stats,
+            self.target_name,
+            self.draft_name,
+            self.reply_tokens(),
+            list(self.rounds),
+            final,
+            on_done,
+            on_failed,
+            reasoning=self.reasoning_text(),
+            reasoning_tokens=list(self.reasoning) or None,
+        )
 
     def live_readout(self) -> str:
         """The status line while the reply streams: speed, tokens, acceptance."""

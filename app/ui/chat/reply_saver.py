@@ -80,8 +80,15 @@ class ReplySaver(QObject):
         def saved(_stored: Optional[Message], seconds: float) -> None:
             request.save_cost_s = seconds
 
-        self.save(request.save_job(request.partial_stats("interrupted"), request.reply_text(), final=False,
-                                   on_done=saved, on_failed=on_failed))
+        self.save(
+            request.save_job(
+                request.partial_stats("interrupted"),
+                request.reply_text(),
+                final=False,
+                on_done=saved,
+                on_failed=on_failed,
+            )
+        )
 
     def saving(self, request_id: int) -> bool:
         """Whether a save of this request has not answered yet."""
@@ -141,21 +148,39 @@ class ReplySaver(QObject):
         message_id = self._ids.get(job.request_id, job.message_id)
         # The store keeps each part's tokens as two columns: (text, origin) pairs and their rounds.
         tokens, token_rounds = token_columns(job.tokens)
-        reasoning_tokens, reasoning_token_rounds = (token_columns(job.reasoning_tokens) if job.reasoning_tokens
-                                                    else (None, None))
+        reasoning_tokens, reasoning_token_rounds = (
+            token_columns(job.reasoning_tokens) if job.reasoning_tokens else (None, None)
+        )
         stored: Optional[Message]
         try:
             if message_id is None:
-                stored = store.add_message(job.chat_id, "assistant", job.content, stats=job.stats,
-                                           target_name=job.target_name, draft_name=job.draft_name, tokens=tokens,
-                                           token_rounds=token_rounds, rounds=job.rounds, reasoning=job.reasoning,
-                                           reasoning_tokens=reasoning_tokens,
-                                           reasoning_token_rounds=reasoning_token_rounds)
+                stored = store.add_message(
+                    job.chat_id,
+                    "assistant",
+                    job.content,
+                    stats=job.stats,
+                    target_name=job.target_name,
+                    draft_name=job.draft_name,
+                    tokens=tokens,
+                    token_rounds=token_rounds,
+                    rounds=job.rounds,
+                    reasoning=job.reasoning,
+                    reasoning_tokens=reasoning_tokens,
+                    reasoning_token_rounds=reasoning_token_rounds,
+                )
                 self._ids[job.request_id] = stored.id
             else:
-                store.update_reply(message_id, job.content, stats=job.stats, tokens=tokens, token_rounds=token_rounds,
-                                   rounds=job.rounds, reasoning=job.reasoning, reasoning_tokens=reasoning_tokens,
-                                   reasoning_token_rounds=reasoning_token_rounds)
+                store.update_reply(
+                    message_id,
+                    job.content,
+                    stats=job.stats,
+                    tokens=tokens,
+                    token_rounds=token_rounds,
+                    rounds=job.rounds,
+                    reasoning=job.reasoning,
+                    reasoning_tokens=reasoning_tokens,
+                    reasoning_token_rounds=reasoning_token_rounds,
+                )
                 self._ids[job.request_id] = message_id
                 stored = store.get_message(message_id) if job.final else None
                 if job.final and stored is None:
@@ -172,5 +197,7 @@ def save_failure_text(exc: BaseException) -> str:
         why = f"its token record was refused: {exc}"
     else:
         why = str(exc)
-    return (f"The reply could not be saved ({why}); it stays shown here, and its Copy link still works, until you "
-            "open another chat.")
+    return (
+        f"The reply could not be saved ({why}); it stays shown here, and its Copy link still works, until you "
+        "open another chat."
+    )

@@ -27,8 +27,9 @@ class ChatSettingsBinding(QObject):
     sig_changed = Signal(object)
     """(ChatSettings): the open chat's settings (or the new chat's) were changed."""
 
-    def __init__(self, store: ChatStore, conversation: Conversation, parent=None,
-                 model_thinking: Optional[ModelThinking] = None):
+    def __init__(
+        self, store: ChatStore, conversation: Conversation, parent=None, model_thinking: Optional[ModelThinking] = None
+    ):
         super().__init__(parent)
         self.store = store
         self.conversation = conversation
@@ -72,14 +73,16 @@ class ChatSettingsBinding(QObject):
 
     def start_new(self, target: Optional[str], draft_key: str, speculative: bool) -> ChatSettings:
         """Default settings for a new chat, on the models in use now."""
-        self._pending = dataclasses.replace(ChatSettings(), target_path=target, speculative=speculative,
-                                            **draft_fields(draft_key))
+        self._pending = dataclasses.replace(
+            ChatSettings(), target_path=target, speculative=speculative, **draft_fields(draft_key)
+        )
         return self._pending
 
     def for_new_chat(self, target: Optional[str], draft_key: str, speculative: bool) -> ChatSettings:
         """The settings a new chat is stored with when its first message is sent."""
-        return dataclasses.replace(self._pending, target_path=target, speculative=speculative,
-                                   **draft_fields(draft_key))
+        return dataclasses.replace(
+            self._pending, target_path=target, speculative=speculative, **draft_fields(draft_key)
+        )
 
     def edit(self) -> None:
         """The chat settings dialog (over the parent window); OK stores what it shows. Its Thinking switches are
@@ -96,10 +99,21 @@ class ChatSettingsBinding(QObject):
     def generation_config(self, speculative: bool, drafter: DrafterChoice) -> GenerationConfig:
         s = self.current()
         markers = self.model_thinking.markers(s.target_path) if self.model_thinking is not None else ()
-        return GenerationConfig(max_tokens=s.max_tokens, temperature=s.temperature, top_k=s.top_k, top_p=s.top_p,
-                                seed=s.seed, repeat_penalty=s.repeat_penalty or 1.0, speculative=speculative, drafter=drafter, draft_max=s.draft_max,
-                                thinking=s.thinking, reasoning_effort=_effort(s.reasoning_effort),
-                                thinking_budget=s.thinking_budget, reasoning_markers=markers)
+        return GenerationConfig(
+            max_tokens=s.max_tokens,
+            temperature=s.temperature,
+            top_k=s.top_k,
+            top_p=s.top_p,
+            seed=s.seed,
+            repeat_penalty=s.repeat_penalty or 1.0,
+            speculative=speculative,
+            drafter=drafter,
+            draft_max=s.draft_max,
+            thinking=s.thinking,
+            reasoning_effort=_effort(s.reasoning_effort),
+            thinking_budget=s.thinking_budget,
+            reasoning_markers=markers,
+        )
 
 
 def _effort(value: str) -> ReasoningEffort:

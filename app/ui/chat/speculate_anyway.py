@@ -29,8 +29,7 @@ AUTO_LINK = "specchat:draft-auto"
 class SpeculateAnyway(QObject):
     """The offer and the fixed-length note, in one label of the status footer. GUI thread only."""
 
-    def __init__(self, binding: ChatSettingsBinding, show_status: Callable[[Optional[StatusWords]], None],
-                 parent=None):
+    def __init__(self, binding: ChatSettingsBinding, show_status: Callable[[Optional[StatusWords]], None], parent=None):
         """`show_status`: the footer's status line, which says the fixed length when the offer is taken."""
         super().__init__(parent)
         self.binding = binding
@@ -38,8 +37,9 @@ class SpeculateAnyway(QObject):
         self.label = QLabel("")
         self.label.setObjectName("StatusLine")
         self.label.setTextFormat(Qt.TextFormat.RichText)
-        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.LinksAccessibleByMouse
-                                           | Qt.TextInteractionFlag.LinksAccessibleByKeyboard)
+        self.label.setTextInteractionFlags(
+            Qt.TextInteractionFlag.LinksAccessibleByMouse | Qt.TextInteractionFlag.LinksAccessibleByKeyboard
+        )
         self.label.linkActivated.connect(self._on_link)
         self.label.hide()
         binding.sig_changed.connect(self.show_for)
@@ -88,7 +88,9 @@ class SpeculateAnyway(QObject):
         self.label.setToolTip(
             "The speculation controller pauses the draft where verifying its tokens costs more time than it saves. "
             "A fixed draft length makes it draft every round, so you can see what gets accepted."
-            if html else "")
+            if html
+            else ""
+        )
         self.label.setVisible(bool(html))
 
 

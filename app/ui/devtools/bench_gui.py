@@ -66,10 +66,11 @@ def run_benchmark(args: argparse.Namespace, progress=lambda line: None) -> dict:
     speculative = bool(draft or args.ngram)
     drafter = "model" if draft else ("ngram" if args.ngram else "none")
 
-    save_settings(AppSettings(model_folders=[str(folder)], scan_hf_cache=False, threads=threads,
-                              context_size=args.ctx))
-    progress(f"loading {target.name}{f' + {draft.name}' if draft else ''} in the window and for the engine "
-             f"({threads} threads)")
+    save_settings(AppSettings(model_folders=[str(folder)], scan_hf_cache=False, threads=threads, context_size=args.ctx))
+    progress(
+        f"loading {target.name}{f' + {draft.name}' if draft else ''} in the window and for the engine "
+        f"({threads} threads)"
+    )
     engine_mode: Optional[EngineAlone] = None
     window_mode: Optional[WindowMode] = None
     try:
@@ -93,8 +94,10 @@ def run_benchmark(args: argparse.Namespace, progress=lambda line: None) -> dict:
                 record = run(mode, config)
                 label = "warm-up" if rep < 0 else f"rep {rep + 1}/{args.repeats}"
                 stall = f"  longest stall {record.stall_ms:5.1f} ms ({record.stall_phase})"
-                progress(f"{label:<9} {mode:<6} {record.tokens_per_second:7.1f} tok/s  {record.tokens} tokens"
-                         f"  acceptance {record.acceptance_rate:4.0%}{stall}")
+                progress(
+                    f"{label:<9} {mode:<6} {record.tokens_per_second:7.1f} tok/s  {record.tokens} tokens"
+                    f"  acceptance {record.acceptance_rate:4.0%}{stall}"
+                )
                 if rep >= 0:
                     results[mode].runs.append(record)
     finally:

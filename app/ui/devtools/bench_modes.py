@@ -19,7 +19,6 @@ HEARTBEAT_MS = 5
 TARGET_STALL_MS = 50.0
 
 
-
 @dataclass
 class RunRecord:
     """One request in one mode."""
@@ -179,8 +178,14 @@ class EngineAlone:
         if finished is None:
             raise RuntimeError("the engine ended without a finished event")
         stats = finished.stats
-        return RunRecord(stats.tokens_per_second, stats.tokens, stats.acceptance_rate, wall, finished.text,
-                         draft_len_histogram=dict(stats.draft_len_histogram))
+        return RunRecord(
+            stats.tokens_per_second,
+            stats.tokens,
+            stats.acceptance_rate,
+            wall,
+            finished.text,
+            draft_len_histogram=dict(stats.draft_len_histogram),
+        )
 
     def close(self) -> None:
         try:
@@ -246,9 +251,18 @@ class WindowMode:
         if window.error_banner.isVisible() or stats.stop_reason in ("error", "cancelled"):
             raise RuntimeError(window.error_banner.text() or f"the reply ended: {stats.stop_reason}")
         stall_ms, phase = max((probe.longest_ms, probe.longest_phase), (send_ms, "send"))
-        return RunRecord(stats.tokens_per_second, stats.tokens, stats.acceptance_rate, wall, message.content, stall_ms,
-                         probe.over_threshold + (send_ms > probe.threshold_ms), phase, gui_cpu,
-                         stats.draft_len_histogram)
+        return RunRecord(
+            stats.tokens_per_second,
+            stats.tokens,
+            stats.acceptance_rate,
+            wall,
+            message.content,
+            stall_ms,
+            probe.over_threshold + (send_ms > probe.threshold_ms),
+            phase,
+            gui_cpu,
+            stats.draft_len_histogram,
+        )
 
     def close(self) -> None:
         self.window.close()

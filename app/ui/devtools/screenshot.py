@@ -51,23 +51,39 @@ def main(argv=None) -> int:
     parser.add_argument("--code-edit", action="store_true", help="send a code-editing request instead of --prompt")
     parser.add_argument("--max-tokens", type=int, default=320)
     parser.add_argument("--size", default="1280x820", help="window size, WIDTHxHEIGHT")
-    parser.add_argument("--draft-max", type=int, default=None,
-                        help="fix the draft length (default: the controller chooses each round)")
-    parser.add_argument("--server", metavar="URL", default=None,
-                        help="chat with this server's first model instead (e.g. llama-server with -md DRAFT)")
+    parser.add_argument(
+        "--draft-max", type=int, default=None, help="fix the draft length (default: the controller chooses each round)"
+    )
+    parser.add_argument(
+        "--server",
+        metavar="URL",
+        default=None,
+        help="chat with this server's first model instead (e.g. llama-server with -md DRAFT)",
+    )
     parser.add_argument("--settings-out", default=None, help="also save the Settings dialog to this PNG")
     parser.add_argument("--settings-page", default="Servers and RPC", help="the Settings page to save")
     parser.add_argument("--inspector-out", default=None, help="also save the reply's inspector to this PNG")
     parser.add_argument("--theme", choices=("light", "dark"), default="light", help="the appearance to show")
-    parser.add_argument("--attach", metavar="FILE", action="append", default=[],
-                        help="attach this file to the message (repeatable)")
-    parser.add_argument("--before-out", default=None,
-                        help="also save the window before sending, with the attachments waiting in the composer")
-    parser.add_argument("--show-refused", action="store_true",
-                        help="show refused draft proposals inline (struck-through ghost text)")
-    parser.add_argument("--also", metavar="WIDTHxHEIGHT:THEME:PNG", action="append", default=[], type=_also,
-                        help="after the reply, also save the window at this size and theme (repeatable; one model "
-                             "load and one reply for every picture)")
+    parser.add_argument(
+        "--attach", metavar="FILE", action="append", default=[], help="attach this file to the message (repeatable)"
+    )
+    parser.add_argument(
+        "--before-out",
+        default=None,
+        help="also save the window before sending, with the attachments waiting in the composer",
+    )
+    parser.add_argument(
+        "--show-refused", action="store_true", help="show refused draft proposals inline (struck-through ghost text)"
+    )
+    parser.add_argument(
+        "--also",
+        metavar="WIDTHxHEIGHT:THEME:PNG",
+        action="append",
+        default=[],
+        type=_also,
+        help="after the reply, also save the window at this size and theme (repeatable; one model "
+        "load and one reply for every picture)",
+    )
     args = parser.parse_args(argv)
 
     os.environ["SPECCHAT_HOME"] = tempfile.mkdtemp(prefix="specchat-screenshot-")
@@ -98,8 +114,11 @@ def main(argv=None) -> int:
         models, target, draft = synthetic.target.parent, synthetic.target, synthetic.draft_identical
 
     servers = [args.server] if args.server else []
-    save_settings(AppSettings(model_folders=[str(models)], scan_hf_cache=False, context_size=4096, servers=servers,
-                              theme=args.theme))
+    save_settings(
+        AppSettings(
+            model_folders=[str(models)], scan_hf_cache=False, context_size=4096, servers=servers, theme=args.theme
+        )
+    )
     app = cast(QApplication, QApplication.instance()) or QApplication(sys.argv[:1])
     app.setApplicationName("SpecChat")
     apply_style(app)
@@ -129,8 +148,10 @@ def main(argv=None) -> int:
         if message is None:
             raise RuntimeError("the reply was not stored")
         stats = message.stats or GenerationStats()
-        print(f"reply: {stats.tokens} tokens, {stats.tokens_per_second:.1f} tok/s, "
-              f"{100 * stats.acceptance_rate:.0f}% accepted")
+        print(
+            f"reply: {stats.tokens} tokens, {stats.tokens_per_second:.1f} tok/s, "
+            f"{100 * stats.acceptance_rate:.0f}% accepted"
+        )
         print(f"longest event-loop stall while loading and streaming: {stalls.longest_ms:.0f} ms")
         window.chat_view.scroll_to_end()
         app.processEvents()
@@ -155,7 +176,7 @@ def _size(text: str) -> tuple[int, int]:
 
 
 def _also(text: str) -> tuple[tuple[int, int], str, str]:
-    """"800x600:dark:out.png" as ((800, 600), "dark", "out.png")."""
+    """ "800x600:dark:out.png" as ((800, 600), "dark", "out.png")."""
     try:
         size, theme, out = text.split(":", 2)
         if theme in ("light", "dark") and out:

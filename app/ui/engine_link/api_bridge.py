@@ -90,8 +90,13 @@ class WindowApi(QObject):
         self.stop()
         self._spec = spec
         # The window's speculation: the loaded draft model, else n-gram lookup, with the auto controller.
-        options = ApiOptions(host=spec.host, port=spec.port, api_key=spec.api_key, limits=spec.limits,
-                             defaults=GenerationConfig(session="api", **api_history(spec.own_history)))
+        options = ApiOptions(
+            host=spec.host,
+            port=spec.port,
+            api_key=spec.api_key,
+            limits=spec.limits,
+            defaults=GenerationConfig(session="api", **api_history(spec.own_history)),
+        )
         server = ApiServer(options)
         server.publish(self._served)
         try:
@@ -140,8 +145,11 @@ class WindowApi(QObject):
             self._last_id += 1
             self._flights.add(self._last_id, job)
             self._poll.start()
-            self._set_state(ApiState(url=self.state.url, serving=self._last_id, model=self._served.target,
-                                     answered=self.state.answered))
+            self._set_state(
+                ApiState(
+                    url=self.state.url, serving=self._last_id, model=self._served.target, answered=self.state.answered
+                )
+            )
             self._engine_process.request_api_answer(api_request(self._last_id, job.request))
         self._notifier.setEnabled(self._room())
 
@@ -161,8 +169,14 @@ class WindowApi(QObject):
         self._flights.report_read(everything=True)  # nobody waits on them here
         if self._server is not None:
             serving = max(self._flights.ids(), default=0)  # others still answered side by side
-            self._set_state(ApiState(url=self.state.url, serving=serving, model=self.state.model if serving else "",
-                                     answered=self.state.answered + 1))
+            self._set_state(
+                ApiState(
+                    url=self.state.url,
+                    serving=serving,
+                    model=self.state.model if serving else "",
+                    answered=self.state.answered + 1,
+                )
+            )
         self._send_next()
 
     def _forward_stops(self) -> None:

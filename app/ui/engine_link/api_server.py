@@ -38,8 +38,13 @@ class ApiServerControl(QObject):
     sig_state_changed = Signal(object)
     """The ApiState now."""
 
-    def __init__(self, engine_process: EngineProcess, settings: Callable[[], AppSettings],
-                 apply_settings: Callable[[AppSettings], None], parent=None):
+    def __init__(
+        self,
+        engine_process: EngineProcess,
+        settings: Callable[[], AppSettings],
+        apply_settings: Callable[[AppSettings], None],
+        parent=None,
+    ):
         super().__init__(parent)
         self._settings = settings
         self._apply_settings = apply_settings
@@ -72,8 +77,15 @@ class ApiServerControl(QObject):
         """Keep `choice` (the key in its owner-only file) and start, restart or stop the server to match it.
         Raises OSError when the key cannot be saved."""
         save_key(choice.api_key)
-        self._apply_settings(dataclasses.replace(self._settings(), api_server=choice.enabled, api_host=choice.host,
-                                                 api_port=choice.port, api_own_history=choice.own_history))
+        self._apply_settings(
+            dataclasses.replace(
+                self._settings(),
+                api_server=choice.enabled,
+                api_host=choice.host,
+                api_port=choice.port,
+                api_own_history=choice.own_history,
+            )
+        )
         self._send()
 
     def stop_request(self) -> None:
@@ -87,8 +99,9 @@ class ApiServerControl(QObject):
     def _send(self) -> None:
         s = self._settings()
         if s.api_server:
-            self.api.start(ApiSpec(host=s.api_host, port=s.api_port, api_key=saved_key(),
-                                   own_history=s.api_own_history))
+            self.api.start(
+                ApiSpec(host=s.api_host, port=s.api_port, api_key=saved_key(), own_history=s.api_own_history)
+            )
         else:
             self.api.stop()
             self.sig_state_changed.emit(self.state)
@@ -97,8 +110,13 @@ class ApiServerControl(QObject):
 class ApiServerIndicator(QLabel):
     """The status footer's word on the API: off, listening where, or answering a request (with Stop)."""
 
-    def __init__(self, control: ApiServerControl, open_page: Callable[[], None],
-                 loaded_model: Callable[[], str] = lambda: "", parent=None):
+    def __init__(
+        self,
+        control: ApiServerControl,
+        open_page: Callable[[], None],
+        loaded_model: Callable[[], str] = lambda: "",
+        parent=None,
+    ):
         super().__init__(parent)
         self.setObjectName("StatusLine")
         self._control = control
@@ -132,8 +150,9 @@ def attach(window) -> ApiServerControl:
 
     def open_page() -> None:
         dialog = ApiServerDialog(control.choice(), state_text(control.state, control.enabled), window)
-        show = control.sig_state_changed.connect(lambda state: dialog.page.set_state(state_text(state,
-                                                                                               control.enabled)))
+        show = control.sig_state_changed.connect(
+            lambda state: dialog.page.set_state(state_text(state, control.enabled))
+        )
         try:
             with api_history_linked(dialog.page, window.engine_process):
                 accepted = dialog.exec() == QDialog.DialogCode.Accepted

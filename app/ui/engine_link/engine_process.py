@@ -27,9 +27,27 @@ from app.engine.child_process import build_fault_sentence, how_it_ended, is_buil
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import ContextEvent, FinishedEvent, NoticeEvent, RoundEvent, TokenEvent
 from app.engine.host.wire import (
-    API_IDS_FROM, AnswerChat, AnswerCompletion, ApiHistoryMeasured, ChatForgotten, DevicesListed, EngineEvents,
-    ForgetChat, GenerateReply, ListDevices, LoadFailed, LoadingModel, LoadModels, MeasureApiHistory, ModelsLoaded,
-    Reply, ReplyEnded, ReplyFailed, ReplyStarted, Request, Shutdown,
+    API_IDS_FROM,
+    AnswerChat,
+    AnswerCompletion,
+    ApiHistoryMeasured,
+    ChatForgotten,
+    DevicesListed,
+    EngineEvents,
+    ForgetChat,
+    GenerateReply,
+    ListDevices,
+    LoadFailed,
+    LoadingModel,
+    LoadModels,
+    MeasureApiHistory,
+    ModelsLoaded,
+    Reply,
+    ReplyEnded,
+    ReplyFailed,
+    ReplyStarted,
+    Request,
+    Shutdown,
 )
 from app.engine.placement.devices import DeviceReport
 from app.engine.host.stops import StopBoard
@@ -59,11 +77,15 @@ class WorkerDeath:
 def stuck_sentence(target: Optional[Target]) -> str:
     """What a Stop that did not end the reply in time says: a silent server is not a stuck engine."""
     if isinstance(target, ServerModel):
-        return ("The server went silent and did not end the reply when asked to stop, so its connection was "
-                "dropped and the engine restarted; your chats are safe. The server, not SpecChat, had stopped "
-                "answering.")
-    return ("The engine did not stop within a few seconds (stuck in the chat template or in llama.cpp), "
-            "so it was restarted; your chats are safe.")
+        return (
+            "The server went silent and did not end the reply when asked to stop, so its connection was "
+            "dropped and the engine restarted; your chats are safe. The server, not SpecChat, had stopped "
+            "answering."
+        )
+    return (
+        "The engine did not stop within a few seconds (stuck in the chat template or in llama.cpp), "
+        "so it was restarted; your chats are safe."
+    )
 
 
 class EngineProcess(QObject):
@@ -145,8 +167,14 @@ class EngineProcess(QObject):
             pass  # a fresh log per worker: its tail is this worker's last words
         process = self._context.Process(
             target=run_worker,
-            args=(child_conn, self._cancelled_up_to, self._log_path, self._engine_factory, self.api_gone,
-                  self.api_enough),
+            args=(
+                child_conn,
+                self._cancelled_up_to,
+                self._log_path,
+                self._engine_factory,
+                self.api_gone,
+                self.api_enough,
+            ),
             name="SpecChat engine",
             daemon=True,
         )
@@ -225,13 +253,22 @@ class EngineProcess(QObject):
                 process.kill()
             process.join(2)
         detail = log_error_line(self._log_path, LOG_TAIL_BYTES)
-        death = WorkerDeath(message, detail, self._loading_path, self._load_in_flight,
-                            min(self._generate_in_flight) if self._generate_in_flight else None, build_fault, ended)
+        death = WorkerDeath(
+            message,
+            detail,
+            self._loading_path,
+            self._load_in_flight,
+            min(self._generate_in_flight) if self._generate_in_flight else None,
+            build_fault,
+            ended,
+        )
         sentence = f"{message} llama.cpp said: {detail}" if detail and not build_fault else message
         if "ggml-rpc" in detail and not build_fault:
             # ggml aborts the process when an RPC worker goes away; say that first, in the user's terms.
-            sentence = (f"An RPC worker stopped answering ({detail.rsplit('/', 1)[-1]}); the reply so far is kept "
-                        "and a fresh engine was started. Check the workers in Settings.")
+            sentence = (
+                f"An RPC worker stopped answering ({detail.rsplit('/', 1)[-1]}); the reply so far is kept "
+                "and a fresh engine was started. Check the workers in Settings."
+            )
         for timer in self._stuck_timers.values():
             timer.stop()
         self._stuck_timers.clear()
@@ -244,8 +281,10 @@ class EngineProcess(QObject):
         self.sig_worker_died.emit(death)
         for request_id, errand in list(self._errands.items()):
             if isinstance(errand, ListDevices):  # it may be what killed the worker: not asked again
-                self._on_message(self._incarnation, DevicesListed(request_id, DeviceReport(
-                    problem="the engine process ended while listing them")))
+                self._on_message(
+                    self._incarnation,
+                    DevicesListed(request_id, DeviceReport(problem="the engine process ended while listing them")),
+                )
             else:
                 self._send(errand)
 
@@ -258,11 +297,15 @@ class EngineProcess(QObject):
             process.join(1)
             code = process.exitcode
         if is_build_fault(code):
-            self._restart_after_death(f"{build_fault_sentence()} Your chats are safe.", build_fault=True,
-                                      ended=how_it_ended(code))
+            self._restart_after_death(
+                f"{build_fault_sentence()} Your chats are safe.", build_fault=True, ended=how_it_ended(code)
+            )
             return
-        self._restart_after_death(f"The engine process ended unexpectedly ({how_it_ended(code)}); your chats are safe "
-                                  "and a fresh engine was started.", ended=how_it_ended(code))
+        self._restart_after_death(
+            f"The engine process ended unexpectedly ({how_it_ended(code)}); your chats are safe "
+            "and a fresh engine was started.",
+            ended=how_it_ended(code),
+        )
 
     # ----- requests
 
@@ -275,8 +318,9 @@ class EngineProcess(QObject):
         except (OSError, ValueError):
             pass  # the reader thread reports the death; the request is failed there
 
-    def request_load(self, request_id: int, target: Optional[Target], draft: Optional[Path],
-                     load: LoadSettings) -> None:
+    def request_load(
+        self, request_id: int, target: Optional[Target], draft: Optional[Path], load: LoadSettings
+    ) -> None:
         self._load_in_flight = request_id
         self._target = target
         self._send(LoadModels(request_id, target, None if draft is None else Path(draft), load))

@@ -273,8 +273,14 @@ class GetModelsPanel(QWidget):
 
     # ----- downloads
 
-    def _start_download(self, items: list[DownloadItem], primary: list[int], pair: bool, label: str,
-                        then_load: Optional[PairCard] = None) -> None:
+    def _start_download(
+        self,
+        items: list[DownloadItem],
+        primary: list[int],
+        pair: bool,
+        label: str,
+        then_load: Optional[PairCard] = None,
+    ) -> None:
         if self.is_downloading():
             self.show_message("A download is already running; wait for it or cancel it first.")
             return
@@ -433,5 +439,6 @@ class GetModelsPanel(QWidget):
         model = selected_model(self.files_tree)
         local = local_copy(model, self.dest_dir or paths.models_dir()) if model is not None else None
         self.download_button.setText("Load" if local is not None else "Download")
-        self.download_button.setEnabled(local is not None or (
-            model is not None and self._listing is not None and not self.is_downloading()))
+        self.download_button.setEnabled(
+            local is not None or (model is not None and self._listing is not None and not self.is_downloading())
+        )

@@ -15,8 +15,13 @@ class TokenRow(QWidget):
     """Hidden until ask(). `start(work, on_result, on_error)` runs the check on the panel's pool; `base_url()` is
     the Hub's address; then `on_saved(user)` or `on_failed(error)`."""
 
-    def __init__(self, start: Callable, base_url: Callable[[], str], on_saved: Callable[[object], None],
-                 on_failed: Callable[[HubError], None]):
+    def __init__(
+        self,
+        start: Callable,
+        base_url: Callable[[], str],
+        on_saved: Callable[[object], None],
+        on_failed: Callable[[HubError], None],
+    ):
         super().__init__()
         self._start, self._base_url = start, base_url
         self._on_saved, self._on_failed = on_saved, on_failed

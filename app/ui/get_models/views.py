@@ -46,8 +46,11 @@ class PairCard(QFrame):
         text.addWidget(title)
         sizes = QLabel(
             f"about {format_bytes(pair.approx_size)} — {pair.target.label} {format_bytes(pair.target.approx_size)}"
-            + (f" + draft {pair.draft.label} {format_bytes(pair.draft.approx_size)}" if pair.draft is not None
-               else " (no draft model: it speculates from n-grams)")
+            + (
+                f" + draft {pair.draft.label} {format_bytes(pair.draft.approx_size)}"
+                if pair.draft is not None
+                else " (no draft model: it speculates from n-grams)"
+            )
         )
         sizes.setObjectName("Muted")
         sizes.setWordWrap(True)
@@ -77,8 +80,12 @@ class PairCard(QFrame):
         elif any(self.found):
             missing = [f for f, p in zip(self.pair.files, self.found) if p is None]
             self.button.setText("Download draft" if missing == list(self.pair.files[1:]) else "Download the rest")
-            self.button.setToolTip("Here already: " + ", ".join(str(p) for p in self.found if p is not None)
-                                   + "\nTo download: " + ", ".join(f"{f.repo_id}/{f.filename}" for f in missing))
+            self.button.setToolTip(
+                "Here already: "
+                + ", ".join(str(p) for p in self.found if p is not None)
+                + "\nTo download: "
+                + ", ".join(f"{f.repo_id}/{f.filename}" for f in missing)
+            )
         else:
             self.button.setText("Download pair" if with_draft else "Download")
             self.button.setToolTip("\n".join(f"{f.repo_id}/{f.filename}" for f in self.pair.files))

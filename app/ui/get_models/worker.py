@@ -80,4 +80,3 @@ def cancel_all(events: list[threading.Event]) -> None:
     """Module-level so it can run while the panel is being destroyed, without touching the panel."""
     for event in events:
         event.set()
-

@@ -13,8 +13,16 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont
 
-from app.replies.inspector_data import ANY_DRAFTER, DRAFTER_NAMES, DRAFTERS, HISTORY, MODEL, NGRAM, PLAIN, \
-    ReplyInspection
+from app.replies.inspector_data import (
+    ANY_DRAFTER,
+    DRAFTER_NAMES,
+    DRAFTERS,
+    HISTORY,
+    MODEL,
+    NGRAM,
+    PLAIN,
+    ReplyInspection,
+)
 from app.ui.widgets import style
 
 REFUSED_ALPHA = 70  # drafted-but-refused shows as a pale bar behind the kept one
@@ -29,8 +37,13 @@ def drafter_colors() -> dict[str, str]:
     plain rounds; Okabe-Ito reddish purple for bars from stats alone, which do not say who drafted."""
     theme = style.current()
     opaque = {origin: QColor(*rgba[:3]).name() for origin, rgba in theme.highlights.items()}
-    return {MODEL: opaque["draft"], NGRAM: opaque["ngram"], HISTORY: opaque["history"], PLAIN: theme.chart_plain,
-            ANY_DRAFTER: theme.chart_any}
+    return {
+        MODEL: opaque["draft"],
+        NGRAM: opaque["ngram"],
+        HISTORY: opaque["history"],
+        PLAIN: theme.chart_plain,
+        ANY_DRAFTER: theme.chart_any,
+    }
 
 
 def _color(drafter: str, alpha: int = 255) -> QColor:
@@ -43,8 +56,10 @@ class IntegerAxis(pg.AxisItem):
     """An axis of counts (tokens, rounds, positions): ticks only at whole numbers."""
 
     def tickValues(self, minVal, maxVal, size):  # noqa: N802 - pyqtgraph's override
-        return [(max(spacing, 1.0), [v for v in values if float(v).is_integer()])
-                for spacing, values in super().tickValues(minVal, maxVal, size)]
+        return [
+            (max(spacing, 1.0), [v for v in values if float(v).is_integer()])
+            for spacing, values in super().tickValues(minVal, maxVal, size)
+        ]
 
 
 class Chart(pg.PlotWidget):
@@ -76,8 +91,16 @@ def _new_plot(title: str, x_label: str, y_label: str, integer_x: bool = True) ->
     return plot
 
 
-def _bars(plot: Chart, key: str, x: Sequence[float], heights: Sequence[float], width: float, brush: QColor,
-          pen: Optional[QColor] = None, y0: Optional[Sequence[float]] = None) -> None:
+def _bars(
+    plot: Chart,
+    key: str,
+    x: Sequence[float],
+    heights: Sequence[float],
+    width: float,
+    brush: QColor,
+    pen: Optional[QColor] = None,
+    y0: Optional[Sequence[float]] = None,
+) -> None:
     if not x:
         return
     options = dict(x=x, height=heights, width=width, brush=brush, pen=pg.mkPen(pen or brush))
@@ -94,8 +117,15 @@ def rounds_chart(inspection: ReplyInspection) -> Chart:
     for drafter in DRAFTERS:
         bars = [bar for bar in inspection.bars if bar.drafter == drafter and bar.drafted]
         x = [bar.index + 1 for bar in bars]
-        _bars(plot, f"{drafter}:drafted", x, [bar.drafted for bar in bars], 0.8, _color(drafter, REFUSED_ALPHA),
-              _color(drafter))
+        _bars(
+            plot,
+            f"{drafter}:drafted",
+            x,
+            [bar.drafted for bar in bars],
+            0.8,
+            _color(drafter, REFUSED_ALPHA),
+            _color(drafter),
+        )
         _bars(plot, f"{drafter}:kept", x, [bar.kept for bar in bars], 0.8, _color(drafter))
     item = plot.getPlotItem()
     # A long reply has hundreds of rounds: drag and wheel along them, never below zero.
@@ -113,8 +143,14 @@ def positions_chart(inspection: ReplyInspection) -> Chart:
     for n, drafter in enumerate(drafters):
         points = [p for p in inspection.positions if p.drafter == drafter]
         offset = (n - (len(drafters) - 1) / 2) * width
-        _bars(plot, f"{drafter}:position", [p.position + offset for p in points],
-              [100 * p.fraction for p in points], width * 0.9, _color(drafter))
+        _bars(
+            plot,
+            f"{drafter}:position",
+            [p.position + offset for p in points],
+            [100 * p.fraction for p in points],
+            width * 0.9,
+            _color(drafter),
+        )
     plot.getPlotItem().setYRange(0, 105, padding=0)
     return plot
 
@@ -128,8 +164,12 @@ def time_chart(inspection: ReplyInspection) -> Chart:
     item.plot(inspection.times, inspection.tokens, pen=pg.mkPen(style.ACCENT, width=2), name="this reply")
     plain = inspection.plain
     if plain is not None:
-        item.plot(list(plain.times), inspection.tokens, name=f"plain decoding ({plain.token_s:.3f} s/token)",
-                  pen=pg.mkPen(style.TEXT_MUTED, width=1.5, style=Qt.PenStyle.DashLine))
+        item.plot(
+            list(plain.times),
+            inspection.tokens,
+            name=f"plain decoding ({plain.token_s:.3f} s/token)",
+            pen=pg.mkPen(style.TEXT_MUTED, width=1.5, style=Qt.PenStyle.DashLine),
+        )
         verdict = pg.TextItem(plain.verdict(), color=style.TEXT, anchor=(0, 0))
         font = QFont()
         font.setPointSizeF(11)
@@ -149,8 +189,15 @@ def histogram_chart(inspection: ReplyInspection) -> Chart:
     for drafter in (PLAIN, *DRAFTERS, ANY_DRAFTER):
         rows = [(length, inspection.histogram[length].get(drafter, 0)) for length in lengths]
         rows = [(length, count) for length, count in rows if count]
-        _bars(plot, f"{drafter}:histogram", [length for length, _ in rows],
-              [count for _, count in rows], 0.8, _color(drafter), y0=[stacked[length] for length, _ in rows])
+        _bars(
+            plot,
+            f"{drafter}:histogram",
+            [length for length, _ in rows],
+            [count for _, count in rows],
+            0.8,
+            _color(drafter),
+            y0=[stacked[length] for length, _ in rows],
+        )
         for length, count in rows:
             stacked[length] += count
     return plot

@@ -28,7 +28,12 @@ from PySide6.QtWidgets import (
 from app.ui.widgets.dialog_folders import remember_folder, start_folder
 from app.common.atomic_write import write_atomic
 from app.replies.inspector_data import (
-    ANY_DRAFTER, DRAFTERS, NO_ROUNDS_SENTENCE, PLAIN, ReplyInspection, reply_inspection,
+    ANY_DRAFTER,
+    DRAFTERS,
+    NO_ROUNDS_SENTENCE,
+    PLAIN,
+    ReplyInspection,
+    reply_inspection,
 )
 from app.ui.inspector import charts
 from app.ui.transcript.format import TranscriptMessage
@@ -127,16 +132,24 @@ class ReplyInspector(QDialog):
         self.legend.setVisible(bool(drafters))
         if inspection.has_rounds:
             plain = inspection.plain
-            time_caption = (f"Plain decoding: the plain rounds as they were, the others at {plain.token_s:.3f} s per "
-                            f"token ({plain.basis}). {plain.load_note}".rstrip() if plain
-                            else inspection.plain_missing)
+            time_caption = (
+                f"Plain decoding: the plain rounds as they were, the others at {plain.token_s:.3f} s per "
+                f"token ({plain.basis}). {plain.load_note}".rstrip()
+                if plain
+                else inspection.plain_missing
+            )
             self._add_chart("rounds", charts.rounds_chart(inspection), 0, 0)
             self._add_chart("positions", charts.positions_chart(inspection), 0, 1)
             self._add_chart("time", charts.time_chart(inspection), 2, 0, time_caption)
             self._add_chart("histogram", charts.histogram_chart(inspection), 2, 1)
         elif inspection.histogram:
-            self._add_chart("histogram", charts.histogram_chart(inspection), 0, 0,
-                            "From the reply's stats, which do not say who drafted.")
+            self._add_chart(
+                "histogram",
+                charts.histogram_chart(inspection),
+                0,
+                0,
+                "From the reply's stats, which do not say who drafted.",
+            )
         self.save_button.setEnabled(bool(self.charts))
 
     def _add_chart(self, key: str, chart: charts.Chart, row: int, column: int, caption: str = "") -> None:
@@ -187,4 +200,3 @@ class ReplyInspector(QDialog):
         self.status.setText(f"Saved {Path(path).name}")
         self.sig_saved.emit(path)
         return True
-

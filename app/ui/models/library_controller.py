@@ -48,8 +48,7 @@ class LibraryController(QObject):
     sig_show_forgotten = Signal()
     """The library's Show forgotten: list the forgotten files again."""
 
-    def __init__(self, model: LibraryModel, bar: ModelBar, settings: Callable[[], AppSettings],
-                 window: QWidget):
+    def __init__(self, model: LibraryModel, bar: ModelBar, settings: Callable[[], AppSettings], window: QWidget):
         super().__init__(window)
         self.model = model
         self.bar = bar
@@ -112,16 +111,21 @@ class LibraryController(QObject):
     def mark_changed(self, path: str, _sentence: str = "") -> None:
         """A loaded file changed on disk under the engine: listed as not usable until the next scan reads it again."""
         problem = "It changed on disk while SpecChat was using it. Rescan once the file is complete."
-        self.model.set_entries([dataclasses.replace(entry, usable=False, problem=problem)
-                                if str(entry.path) == path else entry for entry in self.model.entries()])
+        self.model.set_entries(
+            [
+                dataclasses.replace(entry, usable=False, problem=problem) if str(entry.path) == path else entry
+                for entry in self.model.entries()
+            ]
+        )
 
     # ----- folders and windows
 
     def add_folder(self, folder: Optional[str] = None) -> None:
         """Add a model folder (asking for one when `folder` is None) and scan it."""
         if folder is None:
-            folder = QFileDialog.getExistingDirectory(self._window, "Add a folder of GGUF models",
-                                                      start_folder("models"))
+            folder = QFileDialog.getExistingDirectory(
+                self._window, "Add a folder of GGUF models", start_folder("models")
+            )
             if not folder:
                 return
             remember_folder("models", folder)
@@ -179,8 +183,9 @@ class LibraryController(QObject):
             panel.sig_models_downloaded.connect(self.rescan)
             panel.sig_pair_downloaded.connect(self._on_pair_downloaded)
             panel.sig_load_model.connect(self._on_pair_downloaded)  # there already: load it
-            panel.library_files = lambda: {Path(e.path).name: Path(e.path) for e in self.model.entries()
-                                           if e.source != "server"}
+            panel.library_files = lambda: {
+                Path(e.path).name: Path(e.path) for e in self.model.entries() if e.source != "server"
+            }
             self._get_models_dialog = dialog
         if self.get_models_panel is not None:
             self.get_models_panel.refresh_downloaded()  # files found by scans since it was last shown

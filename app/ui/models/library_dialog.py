@@ -72,14 +72,20 @@ class LibraryDialog(QDialog):
         self._model = model
         actions = QHBoxLayout()
         self.load_button = self._action(actions, "Load", self.sig_load, "Load this model as the target")
-        self.settings_button = self._action(actions, "Model settings…", self.sig_model_settings,
-                                            "This model's own context size, GPU layers, thinking and load settings")
+        self.settings_button = self._action(
+            actions,
+            "Model settings…",
+            self.sig_model_settings,
+            "This model's own context size, GPU layers, thinking and load settings",
+        )
         self.reveal_button = self._action(actions, "Show in folder", None, "Open the folder that holds the file")
         self.reveal_button.clicked.connect(self._reveal)
-        self.forget_button = self._action(actions, "Forget", self.sig_forget,
-                                          "Take it off this list; the file stays where it is")
-        self.delete_button = self._action(actions, "Delete file…", self.sig_delete,
-                                          "Move the file to the trash (asks first)")
+        self.forget_button = self._action(
+            actions, "Forget", self.sig_forget, "Take it off this list; the file stays where it is"
+        )
+        self.delete_button = self._action(
+            actions, "Delete file…", self.sig_delete, "Move the file to the trash (asks first)"
+        )
         actions.addStretch(1)
         layout.addLayout(actions)
         self.table.selectionModel().selectionChanged.connect(self._update_actions)
@@ -90,9 +96,16 @@ class LibraryDialog(QDialog):
         self.folders.setWordWrap(True)
         self.folders.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.folders)
-        layout.addLayout(button_row([("Add folder…", self.sig_add_folder), ("Scan again", self.sig_rescan),
-                                     ("Show forgotten", self.sig_show_forgotten)],
-                                    [("Close", self.accept)]))
+        layout.addLayout(
+            button_row(
+                [
+                    ("Add folder…", self.sig_add_folder),
+                    ("Scan again", self.sig_rescan),
+                    ("Show forgotten", self.sig_show_forgotten),
+                ],
+                [("Close", self.accept)],
+            )
+        )
         model.modelReset.connect(lambda: self._update_summary(model))
         self._update_summary(model)
 

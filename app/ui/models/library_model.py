@@ -52,8 +52,9 @@ class LibraryModel(QAbstractTableModel):
         """The files loaded now (None: none), which the Status column marks."""
         self._loaded = (target_key, draft_key)
         if self._entries:
-            self.dataChanged.emit(self.index(0, self.STATUS_COLUMN),
-                                  self.index(len(self._entries) - 1, self.STATUS_COLUMN))
+            self.dataChanged.emit(
+                self.index(0, self.STATUS_COLUMN), self.index(len(self._entries) - 1, self.STATUS_COLUMN)
+            )
 
     def context_of(self, entry: ModelEntry) -> int:
         """The context `entry` is loaded with (and its Memory sized for): its own, else the app's, at most what it
@@ -80,8 +81,9 @@ class LibraryModel(QAbstractTableModel):
         """The app-wide context size and KV-cache type, and each file's own (app.store.model_defaults)."""
         self._context_size, self._kv_type, self._model_defaults = context_size, kv_type, dict(model_defaults)
         if self._entries:
-            self.dataChanged.emit(self.index(0, self.MEMORY_COLUMN),
-                                  self.index(len(self._entries) - 1, self.MEMORY_COLUMN))
+            self.dataChanged.emit(
+                self.index(0, self.MEMORY_COLUMN), self.index(len(self._entries) - 1, self.MEMORY_COLUMN)
+            )
 
     def memory_of(self, entry: ModelEntry) -> Optional[MemoryCost]:
         """What `entry` takes loaded with its settings: its own context and KV type where it has them."""
@@ -172,12 +174,22 @@ class LibraryModel(QAbstractTableModel):
             if column == self.MEMORY_COLUMN and (memory := self.memory_of(entry)):
                 lines.insert(0, f"Loaded, it takes about {memory.detail}.")
             if column == self.CONTEXT_COLUMN and entry.context_length:
-                lines.insert(0, f"Loaded with a context of {self.context_of(entry):,} tokens (Settings, or its Model "
-                                f"settings); it was trained for {entry.context_length:,}.")
-            if column == self.STATUS_COLUMN and entry.usable and not entry.has_chat_template \
-                    and entry.source != "server":
-                lines.insert(0, "It has no chat template: its prompts are written as the chat's header row chooses "
-                                "(raw completion until you pick a template).")
+                lines.insert(
+                    0,
+                    f"Loaded with a context of {self.context_of(entry):,} tokens (Settings, or its Model "
+                    f"settings); it was trained for {entry.context_length:,}.",
+                )
+            if (
+                column == self.STATUS_COLUMN
+                and entry.usable
+                and not entry.has_chat_template
+                and entry.source != "server"
+            ):
+                lines.insert(
+                    0,
+                    "It has no chat template: its prompts are written as the chat's header row chooses "
+                    "(raw completion until you pick a template).",
+                )
             return "\n".join(lines)
         if role == Qt.ItemDataRole.DecorationRole and column == 0 and entry.usable and entry.projector:
             return eye_icon()
@@ -219,8 +231,13 @@ class DraftListModel(QAbstractListModel):
         self.beginResetModel()
         self._checking = True
         self._options = [
-            DraftOption("", "Checking drafts…", "Reading the files' vocabularies", False,
-                        "Checking which drafts share the target's vocabulary"),
+            DraftOption(
+                "",
+                "Checking drafts…",
+                "Reading the files' vocabularies",
+                False,
+                "Checking which drafts share the target's vocabulary",
+            ),
         ]
         self.endResetModel()
 
@@ -257,17 +274,32 @@ class DraftListModel(QAbstractListModel):
             entry = library.entry_for(choice.path)
             name = entry.name if entry else choice.path.rsplit("/", 1)[-1]
             detail = f"{LARGER_THAN_TARGET} · {entry.summary}" if entry else LARGER_THAN_TARGET
-            options.append(DraftOption(choice.path, name, detail, True,
-                                       f"{LARGER_THAN_TARGET}: a draft must be much smaller to save time; this one "
-                                       f"can only slow the replies ({choice.reason}).\n{choice.path}", False))
+            options.append(
+                DraftOption(
+                    choice.path,
+                    name,
+                    detail,
+                    True,
+                    f"{LARGER_THAN_TARGET}: a draft must be much smaller to save time; this one "
+                    f"can only slow the replies ({choice.reason}).\n{choice.path}",
+                    False,
+                )
+            )
         for choice in choices:
             if choice.compatible:
                 continue
             entry = library.entry_for(choice.path)
             name = entry.name if entry else choice.path.rsplit("/", 1)[-1]
             reason = choice.reason or "Not compatible with this target."
-            options.append(DraftOption(choice.path, name, f"Incompatible: {reason}", False,
-                                       f"Cannot draft for this model: {reason}\n{choice.path}"))
+            options.append(
+                DraftOption(
+                    choice.path,
+                    name,
+                    f"Incompatible: {reason}",
+                    False,
+                    f"Cannot draft for this model: {reason}\n{choice.path}",
+                )
+            )
         self._set(options)
 
     def _set(self, options: list[DraftOption]) -> None:
@@ -332,8 +364,9 @@ class TwoLineDelegate(QStyledItemDelegate):
         metrics = option.fontMetrics
         return QSize(max(320, option.rect.width()), metrics.height() * 2 + 14)
 
-    def paint(self, painter: QPainter, option: QStyleOptionViewItem,
-              index: QModelIndex | QPersistentModelIndex) -> None:
+    def paint(
+        self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> None:
         self.initStyleOption(option, index)
         enabled = bool(index.flags() & Qt.ItemFlag.ItemIsEnabled)
         painter.save()
@@ -352,13 +385,19 @@ class TwoLineDelegate(QStyledItemDelegate):
         name_width = rect.width() - (line + 4 if isinstance(icon, QIcon) else 0)
         if isinstance(icon, QIcon):
             icon.paint(painter, QRect(rect.right() - line, rect.top(), line, line))
-        painter.drawText(QRect(rect.left(), rect.top(), name_width, line), Qt.AlignmentFlag.AlignVCenter,
-                         option.fontMetrics.elidedText(name, Qt.TextElideMode.ElideRight, name_width))
+        painter.drawText(
+            QRect(rect.left(), rect.top(), name_width, line),
+            Qt.AlignmentFlag.AlignVCenter,
+            option.fontMetrics.elidedText(name, Qt.TextElideMode.ElideRight, name_width),
+        )
         detail_font = QFont(option.font)
         detail_font.setPointSizeF(max(7.0, option.font.pointSizeF() - 1))
         painter.setFont(detail_font)
         detail = index.data(DETAIL_ROLE) or ""
         painter.setPen(QColor(style.TEXT_MUTED if enabled else style.ERROR))
-        painter.drawText(QRect(rect.left(), rect.top() + line + 2, rect.width(), line), Qt.AlignmentFlag.AlignVCenter,
-                         option.fontMetrics.elidedText(detail, Qt.TextElideMode.ElideRight, rect.width()))
+        painter.drawText(
+            QRect(rect.left(), rect.top() + line + 2, rect.width(), line),
+            Qt.AlignmentFlag.AlignVCenter,
+            option.fontMetrics.elidedText(detail, Qt.TextElideMode.ElideRight, rect.width()),
+        )
         painter.restore()

@@ -35,16 +35,22 @@ class LibraryThread(QObject):
 
     def request_scan(self, request_id: int, folders: list) -> None:
         """Inspect every .gguf file in `folders` (LibraryFolder records); a newer scan supersedes this one."""
-        self._background.run(lambda: library.scan_library(folders, cancel=self._cancel),
-                             lambda entries: self.sig_scanned.emit(request_id, entries),
-                             self._failure(request_id, "Scanning the model folders failed"), lane="scan")
+        self._background.run(
+            lambda: library.scan_library(folders, cancel=self._cancel),
+            lambda entries: self.sig_scanned.emit(request_id, entries),
+            self._failure(request_id, "Scanning the model folders failed"),
+            lane="scan",
+        )
 
     def request_draft_check(self, request_id: int, target: Target, candidates: list) -> None:
         """Judge every candidate ModelEntry as a draft for `target`. Every check answers (a lane of its own):
         the model session keeps each target's verdicts, also those it no longer waits for."""
-        self._background.run(lambda: library.draft_choices(target, candidates),
-                             lambda choices: self.sig_drafts_checked.emit(request_id, target, choices),
-                             self._failure(request_id, "Checking which drafts fit failed"), lane=f"drafts {request_id}")
+        self._background.run(
+            lambda: library.draft_choices(target, candidates),
+            lambda choices: self.sig_drafts_checked.emit(request_id, target, choices),
+            self._failure(request_id, "Checking which drafts fit failed"),
+            lane=f"drafts {request_id}",
+        )
 
     def _failure(self, request_id: int, what: str) -> Callable[[BaseException], None]:
         def failed(exc: BaseException) -> None:

@@ -35,7 +35,9 @@ class ModelActions(QObject):
     def load(self, path: str) -> None:
         self._window.choose_target(path)
 
-    def memory_line(self, path: Optional[str], context_size: Optional[int], kv_type: str, app_wide: bool = False) -> str:
+    def memory_line(
+        self, path: Optional[str], context_size: Optional[int], kv_type: str, app_wide: bool = False
+    ) -> str:
         """What `path` takes at that context (None: its own, else the app-wide one) and KV type, in words.
         `app_wide`: the values are Settings' (the file's own context and KV type win) and the line names the file."""
         window = self._window
@@ -43,8 +45,11 @@ class ModelActions(QObject):
         own = model_defaults.for_model(window.settings.model_defaults, path)
         if app_wide:
             context_size, kv_type = own.context_size or context_size, own.kv_cache_type or kv_type
-        memory = entry.memory(context_size or own.context_size or window.settings.context_size,
-                              cast(KvType, kv_type)) if entry else None
+        memory = (
+            entry.memory(context_size or own.context_size or window.settings.context_size, cast(KvType, kv_type))
+            if entry
+            else None
+        )
         if entry is None or memory is None:
             return ""
         return f"{entry.name + ': a' if app_wide else 'A'}bout {memory.label}: {memory.detail}."
@@ -56,8 +61,13 @@ class ModelActions(QObject):
         if entry is None:
             return None
         parent = window.library_ctl.library_dialog or window
-        return ModelSettingsDialog(entry, model_defaults.for_model(window.settings.model_defaults, path),
-                                   window.settings, lambda ctx, kv: self.memory_line(path, ctx, kv), parent)
+        return ModelSettingsDialog(
+            entry,
+            model_defaults.for_model(window.settings.model_defaults, path),
+            window.settings,
+            lambda ctx, kv: self.memory_line(path, ctx, kv),
+            parent,
+        )
 
     def edit_settings(self, path: str) -> None:
         dialog = self.dialog_for(path)
@@ -73,17 +83,22 @@ class ModelActions(QObject):
         changed = model_defaults.with_model(window.settings.model_defaults, path, defaults)
         window.apply_app_settings(dataclasses.replace(window.settings, model_defaults=changed))
         if _key(session.loaded_target()) == path == session.target_key() and window.session_load_settings() != before:
-            if window.confirm("Reload the model?", f"{Path(path).stem}'s settings changed. Loading it again with "
-                              "them takes a moment; a reply being written finishes first. Not now: they apply the "
-                              "next time it loads.", "Reload now"):
+            if window.confirm(
+                "Reload the model?",
+                f"{Path(path).stem}'s settings changed. Loading it again with "
+                "them takes a moment; a reply being written finishes first. Not now: they apply the "
+                "next time it loads.",
+                "Reload now",
+            ):
                 session.request_load()
 
     def forget(self, path: str) -> None:
         """Off the library list for good (until Show forgotten); the file is not touched."""
         window = self._window
         if path not in window.settings.forgotten_models:
-            window.apply_app_settings(dataclasses.replace(
-                window.settings, forgotten_models=[*window.settings.forgotten_models, path]))
+            window.apply_app_settings(
+                dataclasses.replace(window.settings, forgotten_models=[*window.settings.forgotten_models, path])
+            )
         window.library_ctl.drop(path)
 
     def show_forgotten(self) -> None:
@@ -101,8 +116,11 @@ class ModelActions(QObject):
         if _key(window.session.loaded_target()) == path:
             window.show_error(f"{entry.name} is loaded: choose another model before deleting its file.")
             return
-        if not window.confirm("Delete the file?", f"Move {entry.file_name} ({format_bytes(entry.file_size)}) "
-                              f"from {entry.folder} to the trash?", "Move to trash"):
+        if not window.confirm(
+            "Delete the file?",
+            f"Move {entry.file_name} ({format_bytes(entry.file_size)}) from {entry.folder} to the trash?",
+            "Move to trash",
+        ):
             return
         if not QFile.moveToTrash(path)[0]:
             window.show_error(f"{entry.file_name} could not be moved to the trash; it is still in {entry.folder}.")

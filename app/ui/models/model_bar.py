@@ -162,7 +162,8 @@ class ModelBar(QWidget):
         """Show the models' state: "ready", "busy" (loading, checking) or "failed", with a coloured dot."""
         theme = style.current()
         color = {"ready": theme.state_ready, "busy": theme.state_busy, "failed": theme.state_failed}.get(
-            state, theme.text_disabled)
+            state, theme.text_disabled
+        )
         self.load_state.setText(f'<span style="color:{color}">●</span>&nbsp;{html.escape(text)}')
         self.load_state.setToolTip(tooltip or text)
 

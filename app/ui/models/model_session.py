@@ -22,6 +22,7 @@ from app.ui.models.library_model import NGRAM_KEY, DraftListModel, LibraryModel
 from app.ui.models.library_worker import LibraryThread
 from app.ui.models.model_bar import ModelBar
 
+
 class ModelSession(QObject):
     """Target and draft choice, loads and readiness. GUI thread only."""
 
@@ -43,9 +44,17 @@ class ModelSession(QObject):
     sig_model_changed = Signal(str, str)
     """(path, sentence): this loaded file changed on disk (size or time) while in use; the library marks it."""
 
-    def __init__(self, library: LibraryModel, drafts: DraftListModel, bar: ModelBar, engine_process: EngineProcess,
-                 library_thread: LibraryThread, load_settings: LoadSettings, wanted_draft: Optional[str],
-                 parent=None):
+    def __init__(
+        self,
+        library: LibraryModel,
+        drafts: DraftListModel,
+        bar: ModelBar,
+        engine_process: EngineProcess,
+        library_thread: LibraryThread,
+        load_settings: LoadSettings,
+        wanted_draft: Optional[str],
+        parent=None,
+    ):
         super().__init__(parent)
         self.library = library
         self.drafts = drafts
@@ -101,8 +110,10 @@ class ModelSession(QObject):
             return f"The model could not be loaded: {self._load_error}"
         changed = self.changed_files()
         if changed:
-            return (f"The model file {changed[0]} changed on disk since it was loaded. Rescan the library and "
-                    "choose it again once the file is complete.")
+            return (
+                f"The model file {changed[0]} changed on disk since it was loaded. Rescan the library and "
+                "choose it again once the file is complete."
+            )
         return ""
 
     def changed_files(self) -> list[str]:
@@ -115,8 +126,10 @@ class ModelSession(QObject):
         if isinstance(self.target, LocalModel) and mmproj_beside(self.target.path) is not None:
             return ""
         name = self.target.path.name if isinstance(self.target, LocalModel) else str(self.target)
-        return (f"{name} cannot see pictures (no mmproj-*.gguf projector lies beside it): choose a vision model, "
-                "or remove the pictures to send the text.")
+        return (
+            f"{name} cannot see pictures (no mmproj-*.gguf projector lies beside it): choose a vision model, "
+            "or remove the pictures to send the text."
+        )
 
     def names(self) -> tuple[str, Optional[str]]:
         """(target name, draft name or None) as the transcript labels a reply."""
@@ -234,8 +247,12 @@ class ModelSession(QObject):
         entry = self.library.entry_for(self.target)
         self.bar.set_load_state("Loading…", f"Loading {entry.name if entry else ''}")
         draft = self.draft_path()
-        self.engine_process.request_load(self._load_id, self.target, Path(draft) if draft else None,
-                                         with_load_defaults(self._load_settings, self.defaults_for(self.target.key)))
+        self.engine_process.request_load(
+            self._load_id,
+            self.target,
+            Path(draft) if draft else None,
+            with_load_defaults(self._load_settings, self.defaults_for(self.target.key)),
+        )
 
     def _on_models_loaded(self, loaded: ModelsLoaded) -> None:
         if loaded.request_id != self._load_id:
@@ -274,9 +291,11 @@ class ModelSession(QObject):
         if changed and not death.loading_path:
             # Not llama.cpp's fault: the file was cut or rewritten under it. Not loaded again until rescanned.
             name = Path(changed[0]).name
-            sentence = (f"The model file {name} changed on disk while it was in use (its size or time changed), "
-                        "which stopped the engine; your chats are safe. Rescan the library and choose it again "
-                        "once the file is complete.")
+            sentence = (
+                f"The model file {name} changed on disk while it was in use (its size or time changed), "
+                "which stopped the engine; your chats are safe. Rescan the library and choose it again "
+                "once the file is complete."
+            )
             self._fail(sentence)
             for path in changed:
                 self.sig_model_changed.emit(path, sentence)
@@ -284,8 +303,9 @@ class ModelSession(QObject):
         if death.loading_path:
             mark_unusable(death.loading_path, f"llama.cpp crashed loading it ({death.detail or death.message})")
             name = Path(death.loading_path).name
-            self._fail(f"{name} crashed the engine while loading, so SpecChat will not load it again. "
-                       f"{death.message}{said}")
+            self._fail(
+                f"{name} crashed the engine while loading, so SpecChat will not load it again. {death.message}{said}"
+            )
             self._draft_cache.clear()
             self.sig_model_crashed.emit(death.loading_path)
             if death.loading_path == self.target_key():

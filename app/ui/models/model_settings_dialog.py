@@ -27,12 +27,15 @@ class ModelGpuLayers(QSpinBox):
         super().__init__()
         self.setRange(_GPU_FROM_SETTINGS, GPU_LAYERS_ALL)
         self.setValue(_GPU_FROM_SETTINGS if value is None else value)
-        self.setToolTip("Layers of this model on the GPU. Auto offloads what fits in the free GPU memory; 0 runs "
-                        "it on the CPU; All offloads every layer.")
+        self.setToolTip(
+            "Layers of this model on the GPU. Auto offloads what fits in the free GPU memory; 0 runs "
+            "it on the CPU; All offloads every layer."
+        )
 
     def textFromValue(self, value: int) -> str:
         return {_GPU_FROM_SETTINGS: FROM_SETTINGS, GPU_LAYERS_AUTO: "Auto"}.get(
-            value, "All" if value >= GPU_LAYERS_ALL else str(value))
+            value, "All" if value >= GPU_LAYERS_ALL else str(value)
+        )
 
     def valueFromText(self, text: str) -> int:
         typed = text.strip().lower()
@@ -57,8 +60,14 @@ class ModelGpuLayers(QSpinBox):
 class ModelSettingsDialog(QDialog):
     """The editor; `settings()` is what the file keeps once accepted."""
 
-    def __init__(self, entry: ModelEntry, defaults: ModelDefaults, app: AppSettings,
-                 memory_line: Optional[MemoryLine] = None, parent=None):
+    def __init__(
+        self,
+        entry: ModelEntry,
+        defaults: ModelDefaults,
+        app: AppSettings,
+        memory_line: Optional[MemoryLine] = None,
+        parent=None,
+    ):
         super().__init__(parent)
         # The file is named in the sentence below, which wraps: in the title a long file name was cut off.
         self.setWindowTitle("Model settings")
@@ -75,22 +84,28 @@ class ModelSettingsDialog(QDialog):
         self.context_size.setSingleStep(1024)
         self.context_size.setSpecialValueText(f"{FROM_SETTINGS} ({plural(app.context_size, 'token')})")
         self.context_size.setValue(defaults.context_size or 0)
-        self.context_size.setToolTip(f"The most tokens a chat with this model holds; it was trained for "
-                                     f"{plural(trained, 'token')}.")
+        self.context_size.setToolTip(
+            f"The most tokens a chat with this model holds; it was trained for {plural(trained, 'token')}."
+        )
         form.addRow("Context size", self.context_size)
         self.gpu_layers = ModelGpuLayers(defaults.gpu_layers)
         form.addRow("GPU layers", self.gpu_layers)
         self.thinking = QComboBox()
         for label, value in ((FROM_SETTINGS, None), ("Think first", True), ("Answer at once", False)):
             self.thinking.addItem(label, value)
-        self.thinking.setCurrentIndex(max(0, self.thinking.findData(defaults.thinking))
-                                      if defaults.thinking is not None else 0)
+        self.thinking.setCurrentIndex(
+            max(0, self.thinking.findData(defaults.thinking)) if defaults.thinking is not None else 0
+        )
         self.thinking.setEnabled(entry.thinking_switch or defaults.thinking is not None)
-        self.thinking.setToolTip("Whether a thinking model reasons before it answers, unless a chat says otherwise"
-                                 if entry.thinking_switch else "This model's template has no thinking switch")
+        self.thinking.setToolTip(
+            "Whether a thinking model reasons before it answers, unless a chat says otherwise"
+            if entry.thinking_switch
+            else "This model's template has no thinking switch"
+        )
         form.addRow("Thinking", self.thinking)
-        self.load_fields = LoadSettingsFields(form, defaults, per_model=True, memory_line=memory_line,
-                                              context_box=self.context_size)
+        self.load_fields = LoadSettingsFields(
+            form, defaults, per_model=True, memory_line=memory_line, context_box=self.context_size
+        )
         self.load_fields.set_app_choices(app.flash_attention, app.kv_cache_type)
         layout.addLayout(form)
         layout.addWidget(hint("Saved for this file. If it is loaded, SpecChat asks before loading it again."))
@@ -105,7 +120,13 @@ class ModelSettingsDialog(QDialog):
 
     def settings(self) -> ModelDefaults:
         load = self.load_fields.values()
-        return ModelDefaults(context_size=self.context_size.value() or None, gpu_layers=self.gpu_layers.chosen(),
-                             thinking=self.thinking.currentData(), batch_size=load.batch_size,
-                             flash_attention=load.flash_attention, kv_cache_type=load.kv_cache_type,
-                             use_mmap=load.use_mmap, use_mlock=load.use_mlock)
+        return ModelDefaults(
+            context_size=self.context_size.value() or None,
+            gpu_layers=self.gpu_layers.chosen(),
+            thinking=self.thinking.currentData(),
+            batch_size=load.batch_size,
+            flash_attention=load.flash_attention,
+            kv_cache_type=load.kv_cache_type,
+            use_mmap=load.use_mmap,
+            use_mlock=load.use_mlock,
+        )

@@ -22,8 +22,13 @@ class ModelThinking:
         entry = self.window.library.entry_for(path) if path else None
         if entry is None or entry.source == "server":  # a server's template is not known here
             return TemplateSwitches(model_path=None, model_name=entry.name if entry else "")
-        return TemplateSwitches(thinking=entry.thinking_switch, effort=entry.effort_switch, model_path=entry.path,
-                                model_name=entry.name, markers=self.markers(entry.path))
+        return TemplateSwitches(
+            thinking=entry.thinking_switch,
+            effort=entry.effort_switch,
+            model_path=entry.path,
+            model_name=entry.name,
+            markers=self.markers(entry.path),
+        )
 
     def markers(self, path: Optional[str]) -> tuple[str, ...]:
         """(start, end) set for the model file, () for its template's own (GenerationConfig.reasoning_markers)."""

@@ -9,8 +9,19 @@ from dataclasses import dataclass
 from typing import Optional
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
-                               QPushButton, QSpinBox, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.common.units import format_bytes
 from app.serve.key_store import key_problem
@@ -19,7 +30,7 @@ from app.common.http_client import is_loopback_host, listen_host_problem
 EXPLANATION = (
     "Editors and coding agents (Continue, Aider, Cline, …) and any OpenAI client can use the models loaded here, "
     "speculating as this window does. Requests are answered one at a time, between your own. Every streamed "
-    "chunk names each token's drafter in its \"specchat\" field."
+    'chunk names each token\'s drafter in its "specchat" field.'
 )
 
 
@@ -65,15 +76,17 @@ class ApiServerPage(QWidget):
         self.api_key = QLineEdit(choice.api_key or "")
         self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
         self.api_key.setPlaceholderText("none")
-        self.api_key.setToolTip("Clients must send it as \"Authorization: Bearer KEY\". Kept in an owner-only file.")
+        self.api_key.setToolTip('Clients must send it as "Authorization: Bearer KEY". Kept in an owner-only file.')
         form.addRow("API key", self.api_key)
         layout.addLayout(form)
 
         # Never the person's chats: a client could tell from provenance (or speed) what they hold.
         self.own_history = QCheckBox("Let API clients draft from a history of their own requests")
         self.own_history.setChecked(choice.own_history)
-        self.own_history.setToolTip("API requests never draft from or add to the history of your chats. With this "
-                                    "on they keep one of their own, kept apart, which you can clear here.")
+        self.own_history.setToolTip(
+            "API requests never draft from or add to the history of your chats. With this "
+            "on they keep one of their own, kept apart, which you can clear here."
+        )
         history_row = QHBoxLayout()
         history_row.addWidget(self.own_history, 1)
         self.history_size = QLabel("")
@@ -97,14 +110,18 @@ class ApiServerPage(QWidget):
         self.state.setWordWrap(True)
         layout.addWidget(self.state)
         layout.addStretch(1)
-        for signal in (self.host.textChanged, self.port.valueChanged, self.api_key.textChanged,
-                       self.enabled.toggled):
+        for signal in (self.host.textChanged, self.port.valueChanged, self.api_key.textChanged, self.enabled.toggled):
             signal.connect(self._update_hints)
         self._update_hints()
 
     def choice(self) -> ApiServerChoice:
-        return ApiServerChoice(self.enabled.isChecked(), self.host.text().strip() or "127.0.0.1",
-                               self.port.value(), self.api_key.text().strip() or None, self.own_history.isChecked())
+        return ApiServerChoice(
+            self.enabled.isChecked(),
+            self.host.text().strip() or "127.0.0.1",
+            self.port.value(),
+            self.api_key.text().strip() or None,
+            self.own_history.isChecked(),
+        )
 
     def problem(self) -> Optional[str]:
         """Why the page's values cannot be used, in one sentence, or None."""
@@ -131,7 +148,9 @@ class ApiServerPage(QWidget):
         open_to_others = choice.enabled and not is_loopback_host(choice.host)
         self.warning.setText(
             ("Other machines can reach this address" + ("." if choice.api_key else "; set an API key."))
-            if open_to_others else "")
+            if open_to_others
+            else ""
+        )
 
 
 class ApiServerDialog(QDialog):

@@ -32,8 +32,10 @@ def attach(window) -> None:
     binding = window.chat_settings
     binding.presets_source = lambda: read_presets(window.settings.presets)[0]
     combo = window.chat_header.header.preset
-    combo.setToolTip("This chat's preset: choosing one copies its system prompt, sampling and draft setting into "
-                     "the chat. Presets are edited in Settings > Presets.")
+    combo.setToolTip(
+        "This chat's preset: choosing one copies its system prompt, sampling and draft setting into "
+        "the chat. Presets are edited in Settings > Presets."
+    )
 
     def show(settings: ChatSettings) -> None:
         if settings.speculative != window.model_bar.speculative():

@@ -27,8 +27,15 @@ from app.ui.widgets.dialog_folders import remember_folder, start_folder
 from app.platform import paths
 from app.serve.key_store import saved_key
 from app.common.units import format_bytes
-from app.engine.config import (GPU_LAYERS_ALL, GPU_LAYERS_AUTO, MAX_DRAFT, MAX_PARALLEL, PARALLEL_AUTO, THREADS_AUTO,
-                               default_threads)
+from app.engine.config import (
+    GPU_LAYERS_ALL,
+    GPU_LAYERS_AUTO,
+    MAX_DRAFT,
+    MAX_PARALLEL,
+    PARALLEL_AUTO,
+    THREADS_AUTO,
+    default_threads,
+)
 from app.engine.local.kv_states.conversation_cache import memory_budget
 from app.engine.local.kv_states.saved_states import saved_states_line
 from app.engine.placement.devices import DeviceReport
@@ -56,15 +63,26 @@ class ChatSettingsDialog(QDialog):
     def _update_sampling(self) -> None:
         """Top-p and Top-k only matter when sampling: temperature 0 always takes the likeliest token."""
         sampling = self.temperature.value() > 0
-        tip = ("" if sampling else "Temperature 0 always takes the likeliest token, so Top-p and Top-k change "
-               "nothing; raise the temperature to use them.")
-        for box, what in ((self.top_p, "Keep the likeliest tokens whose chances add up to this share"),
-                          (self.top_k, "Keep only this many of the likeliest tokens")):
+        tip = (
+            ""
+            if sampling
+            else "Temperature 0 always takes the likeliest token, so Top-p and Top-k change "
+            "nothing; raise the temperature to use them."
+        )
+        for box, what in (
+            (self.top_p, "Keep the likeliest tokens whose chances add up to this share"),
+            (self.top_k, "Keep only this many of the likeliest tokens"),
+        ):
             box.setEnabled(sampling)
             box.setToolTip(tip or what)
 
-    def __init__(self, settings: ChatSettings, parent=None, switches: TemplateSwitches | None = None,
-                 presets: Sequence[Preset] = ()):
+    def __init__(
+        self,
+        settings: ChatSettings,
+        parent=None,
+        switches: TemplateSwitches | None = None,
+        presets: Sequence[Preset] = (),
+    ):
         super().__init__(parent)
         self.setWindowTitle("Chat settings")
         self.setMinimumWidth(460)
@@ -122,8 +140,10 @@ class ChatSettingsDialog(QDialog):
         self.max_tokens.setRange(1, 131072)
         self.max_tokens.setSingleStep(128)
         self.max_tokens.setValue(settings.max_tokens)
-        self.max_tokens.setToolTip("A reply stops here even mid-sentence (Continue under it writes on); raise it for "
-                                   "long answers such as whole files")
+        self.max_tokens.setToolTip(
+            "A reply stops here even mid-sentence (Continue under it writes on); raise it for "
+            "long answers such as whole files"
+        )
         form.addRow("Max tokens", self.max_tokens)
 
         self.repeat_penalty = QDoubleSpinBox()
@@ -132,9 +152,11 @@ class ChatSettingsDialog(QDialog):
         self.repeat_penalty.setDecimals(2)
         self.repeat_penalty.setSpecialValueText("Auto")
         self.repeat_penalty.setValue(settings.repeat_penalty or AUTO_PENALTY)
-        self.repeat_penalty.setToolTip("Makes tokens already written less likely (1.00: off). Auto is off, but 1.10 "
-                                       "for a model without a chat template written as raw completion, which would "
-                                       "otherwise repeat itself")
+        self.repeat_penalty.setToolTip(
+            "Makes tokens already written less likely (1.00: off). Auto is off, but 1.10 "
+            "for a model without a chat template written as raw completion, which would "
+            "otherwise repeat itself"
+        )
         form.addRow("Repeat penalty", self.repeat_penalty)
 
         self.draft_max = QSpinBox()
@@ -186,20 +208,23 @@ class ChatSettingsDialog(QDialog):
 
     def settings(self) -> ChatSettings:
         chosen = self._chosen
-        return self.thinking.apply(dataclasses.replace(
-            presets_applied(self._original, chosen) if chosen is not None else self._original,
-            preset=chosen.name if chosen is not None else self._original.preset,
-            system_prompt=self.system_prompt.toPlainText().strip(),
-            temperature=round(self.temperature.value(), 2),
-            top_p=round(self.top_p.value(), 2),
-            top_k=self.top_k.value(),
-            seed=None if self.seed.value() < 0 else self.seed.value(),
-            max_tokens=self.max_tokens.value(),
-            repeat_penalty=(None if self.repeat_penalty.value() <= AUTO_PENALTY
-                            else round(self.repeat_penalty.value(), 2)),
-            draft_max=self.draft_max.value() or None,
-            tools=self.tools.isChecked(),
-        ))
+        return self.thinking.apply(
+            dataclasses.replace(
+                presets_applied(self._original, chosen) if chosen is not None else self._original,
+                preset=chosen.name if chosen is not None else self._original.preset,
+                system_prompt=self.system_prompt.toPlainText().strip(),
+                temperature=round(self.temperature.value(), 2),
+                top_p=round(self.top_p.value(), 2),
+                top_k=self.top_k.value(),
+                seed=None if self.seed.value() < 0 else self.seed.value(),
+                max_tokens=self.max_tokens.value(),
+                repeat_penalty=(
+                    None if self.repeat_penalty.value() <= AUTO_PENALTY else round(self.repeat_penalty.value(), 2)
+                ),
+                draft_max=self.draft_max.value() or None,
+                tools=self.tools.isChecked(),
+            )
+        )
 
 
 class GpuLayersSpinBox(QSpinBox):
@@ -210,8 +235,10 @@ class GpuLayersSpinBox(QSpinBox):
         self.setRange(GPU_LAYERS_AUTO, GPU_LAYERS_ALL)
         self.setSpecialValueText("Auto")
         self.setValue(value)
-        self.setToolTip("Layers to offload to the GPU. Auto offloads what fits in the free GPU memory, the draft "
-                        "first; 0 runs on the CPU; All offloads every layer.")
+        self.setToolTip(
+            "Layers to offload to the GPU. Auto offloads what fits in the free GPU memory, the draft "
+            "first; 0 runs on the CPU; All offloads every layer."
+        )
 
     def textFromValue(self, value: int) -> str:
         return "All" if value >= GPU_LAYERS_ALL else super().textFromValue(value)
@@ -231,12 +258,27 @@ class AppSettingsDialog(QDialog):
     """The app's settings as pages (PAGES), each scrolling on its own so the dialog fits a 1366x768 screen.
     Changing how models load reloads them; the appearance switches live when the dialog is accepted."""
 
-    PAGES = ("Models", "Loading and devices", "Presets", "Servers and RPC", "API server", "Tools", "Appearance",
-             "History")
+    PAGES = (
+        "Models",
+        "Loading and devices",
+        "Presets",
+        "Servers and RPC",
+        "API server",
+        "Tools",
+        "Appearance",
+        "History",
+    )
 
-    def __init__(self, settings: AppSettings, parent=None, devices: DeviceReport | None = None,
-                 api_state: str = "", memory_line: Optional[MemoryLine] = None,
-                 tools_page: Optional[ToolsPage] = None, kept_state: str = ""):
+    def __init__(
+        self,
+        settings: AppSettings,
+        parent=None,
+        devices: DeviceReport | None = None,
+        api_state: str = "",
+        memory_line: Optional[MemoryLine] = None,
+        tools_page: Optional[ToolsPage] = None,
+        kept_state: str = "",
+    ):
         """`memory_line`: what the chosen model would take at a context and KV type, for the Loading page;
         `tools_page`: the window's MCP servers, edited in place and applied by the window when accepted;
         `kept_state`: the kept conversations' memory as the last reply left it, in words ("" shows nothing)."""
@@ -253,10 +295,13 @@ class AppSettingsDialog(QDialog):
         self.folders.setMaximumHeight(180)
         self.scan_hf_cache = QCheckBox("Also list models in the Hugging Face cache and other apps' model folders")
         self.scan_hf_cache.setChecked(settings.scan_hf_cache)
-        self.pages.add_page("Models", hint(f"SpecChat always scans its own folder, {paths.models_dir()}, and these:"),
-                            self.folders,
-                            button_row([("Add folder…", self._add_folder), ("Remove", self._remove_folder)]),
-                            self.scan_hf_cache)
+        self.pages.add_page(
+            "Models",
+            hint(f"SpecChat always scans its own folder, {paths.models_dir()}, and these:"),
+            self.folders,
+            button_row([("Add folder…", self._add_folder), ("Remove", self._remove_folder)]),
+            self.scan_hf_cache,
+        )
 
         form = QFormLayout()
         self.threads = QSpinBox()
@@ -264,8 +309,10 @@ class AppSettingsDialog(QDialog):
         # Auto: the physical performance cores, fewer while another program keeps a core busy.
         self.threads.setSpecialValueText(f"Auto ({default_threads()})")
         self.threads.setValue(max(THREADS_AUTO, settings.threads))
-        self.threads.setToolTip("Auto uses the physical performance cores, and fewer while another program keeps "
-                                "a core busy. A number is used as it is, whatever the load.")
+        self.threads.setToolTip(
+            "Auto uses the physical performance cores, and fewer while another program keeps "
+            "a core busy. A number is used as it is, whatever the load."
+        )
         form.addRow("CPU threads", self.threads)
         self.context_size = QSpinBox()
         self.context_size.setRange(512, 262144)
@@ -279,9 +326,11 @@ class AppSettingsDialog(QDialog):
         self.kept_conversations.setSuffix(" MiB")
         self.kept_conversations.setSpecialValueText(f"Auto ({format_bytes(memory_budget(0))})")
         self.kept_conversations.setValue(settings.kept_conversations_mib)
-        self.kept_conversations.setToolTip("Recent conversations' caches are kept in this much memory, so going "
-                                           "back to a chat reads only its new message. Auto: a quarter of the free "
-                                           "memory, at most 4 GiB.")
+        self.kept_conversations.setToolTip(
+            "Recent conversations' caches are kept in this much memory, so going "
+            "back to a chat reads only its new message. Auto: a quarter of the free "
+            "memory, at most 4 GiB."
+        )
         form.addRow("Kept conversations", self.kept_conversations)
         if kept_state:
             self.kept_in_use = QLabel(kept_state)
@@ -297,7 +346,8 @@ class AppSettingsDialog(QDialog):
         self.parallel_requests.setToolTip(
             "Requests answered side by side in one batch: your chat goes on while the local API answers an agent, "
             "and speculation is decided for the whole batch. Each takes a context's KV cache of its own. At 1, "
-            "requests take turns, and recent conversations are kept between them.")
+            "requests take turns, and recent conversations are kept between them."
+        )
         form.addRow("Requests at once", self.parallel_requests)
         self.parallel_cost = QLabel()
         self.parallel_cost.setObjectName("Muted")
@@ -310,16 +360,24 @@ class AppSettingsDialog(QDialog):
         form.addRow("GPU layers, model", self.target_gpu_layers)
         self.draft_gpu_layers = GpuLayersSpinBox(settings.draft_gpu_layers)
         form.addRow("GPU layers, draft", self.draft_gpu_layers)
-        self.load_fields = LoadSettingsFields(form, app_load_values(settings), memory_line=memory_line,
-                                              context_box=self.context_size)
+        self.load_fields = LoadSettingsFields(
+            form, app_load_values(settings), memory_line=memory_line, context_box=self.context_size
+        )
         # The engine process lists the devices (the window never loads llama.cpp): until it answers, set_devices.
         self.devices = QLabel(LISTING_DEVICES)
         self.devices.setWordWrap(True)
         self.devices.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.pages.add_page("Loading and devices", form, hint("The loaded model is loaded again with these when you say so; otherwise they apply "
-                                 "at the next load. A model's own settings (Model library > Model settings) "
-                                 "override them."),
-                            QLabel("<b>Devices</b>"), self.devices)
+        self.pages.add_page(
+            "Loading and devices",
+            form,
+            hint(
+                "The loaded model is loaded again with these when you say so; otherwise they apply "
+                "at the next load. A model's own settings (Model library > Model settings) "
+                "override them."
+            ),
+            QLabel("<b>Devices</b>"),
+            self.devices,
+        )
 
         self.presets_page = PresetsPage(read_presets(settings.presets)[0])
         self.pages.add_page("Presets", self.presets_page)
@@ -327,8 +385,11 @@ class AppSettingsDialog(QDialog):
         self.remote = RemoteSettingsSection(settings.servers, settings.rpc_workers, self)
         self.pages.add_page("Servers and RPC", self.remote)
 
-        self.api_page = ApiServerPage(ApiServerChoice(settings.api_server, settings.api_host, settings.api_port,
-                                                      saved_key(), settings.api_own_history))
+        self.api_page = ApiServerPage(
+            ApiServerChoice(
+                settings.api_server, settings.api_host, settings.api_port, saved_key(), settings.api_own_history
+            )
+        )
         self.api_page.set_state(api_state)
         if devices is not None:
             self.set_devices(devices)
@@ -345,11 +406,15 @@ class AppSettingsDialog(QDialog):
         appearance.addRow("Theme", self.theme)
         self.keep_thinking_open = QCheckBox("Keep a reply's thinking open when its answer starts")
         self.keep_thinking_open.setChecked(settings.keep_thinking_open)
-        self.keep_thinking_open.setToolTip("A thinking model's Thinking section folds when the answer starts; "
-                                           "checked, it stays open")
-        self.pages.add_page("Appearance", appearance,
-                            hint("System follows your desktop's light or dark setting, and switches when it does."),
-                            self.keep_thinking_open)
+        self.keep_thinking_open.setToolTip(
+            "A thinking model's Thinking section folds when the answer starts; checked, it stays open"
+        )
+        self.pages.add_page(
+            "Appearance",
+            appearance,
+            hint("System follows your desktop's light or dark setting, and switches when it does."),
+            self.keep_thinking_open,
+        )
 
         database = QLabel(str(paths.database_path()))
         database.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -359,10 +424,15 @@ class AppSettingsDialog(QDialog):
         self.history_drafting.setToolTip(
             "Earlier prompts and replies are kept on this computer, within 64 MB, so a reply that repeats one "
             "(Regenerate, the same code again) is written faster. Deleting a chat removes its text. Off: nothing "
-            "is read from it or added to it.")
-        self.pages.add_page("History", hint("Every chat is saved as it is written, with each reply's provenance, in:"),
-                            database, hint("Export a chat (Markdown or JSON) from its menu in the sidebar."),
-                            self.history_drafting)
+            "is read from it or added to it."
+        )
+        self.pages.add_page(
+            "History",
+            hint("Every chat is saved as it is written, with each reply's provenance, in:"),
+            database,
+            hint("Export a chat (Markdown or JSON) from its menu in the sidebar."),
+            self.history_drafting,
+        )
 
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self._accept)
@@ -374,10 +444,12 @@ class AppSettingsDialog(QDialog):
     def _update_parallel_cost(self, *_args) -> None:
         count = self.parallel_requests.value()
         self.parallel_cost.setText(
-            "One request at a time; recent conversations are kept between them." if count == 1 else
-            f"{'Up to 4' if count == PARALLEL_AUTO else count} requests at once, each with "
+            "One request at a time; recent conversations are kept between them."
+            if count == 1
+            else f"{'Up to 4' if count == PARALLEL_AUTO else count} requests at once, each with "
             f"{self.context_size.value():,} tokens of KV cache of its own; conversations are not kept between "
-            "requests.")
+            "requests."
+        )
 
     def set_devices(self, report: DeviceReport) -> None:
         """Show the engine process's answer to "which devices?" (EngineProcess.sig_devices_listed)."""

@@ -47,9 +47,11 @@ class BatchSpinBox(QSpinBox):
         self.setRange(_NOT_SET if per_model else BATCH_AUTO, MAX_BATCH)
         self.setSingleStep(64)
         self.setValue(_NOT_SET if value is None else value)
-        self.setToolTip("Prompt tokens read in one pass. Larger reads long prompts faster and takes a larger "
-                        "compute buffer (about the batch x the model's width x 4 bytes). Auto: "
-                        f"{default_batch()} on this machine.")
+        self.setToolTip(
+            "Prompt tokens read in one pass. Larger reads long prompts faster and takes a larger "
+            "compute buffer (about the batch x the model's width x 4 bytes). Auto: "
+            f"{default_batch()} on this machine."
+        )
 
     def textFromValue(self, value: int) -> str:
         if value == _NOT_SET:
@@ -83,28 +85,42 @@ class BatchSpinBox(QSpinBox):
 class LoadSettingsFields:
     """Adds the load settings' rows to `form`. `per_model`: each may be left to Settings (None in `values`)."""
 
-    def __init__(self, form: QFormLayout, values: ModelDefaults, per_model: bool = False,
-                 memory_line: Optional[MemoryLine] = None, context_box: Optional[QSpinBox] = None):
+    def __init__(
+        self,
+        form: QFormLayout,
+        values: ModelDefaults,
+        per_model: bool = False,
+        memory_line: Optional[MemoryLine] = None,
+        context_box: Optional[QSpinBox] = None,
+    ):
         self._memory_line = memory_line
         self._context_box = context_box
         self._app = ("auto", "f16")  # Settings' flash attention and KV type, for fields left to Settings
         self.batch = BatchSpinBox(values.batch_size, per_model)
         form.addRow("Batch size", self.batch)
         self.flash_attention = _combo(FLASH_LABELS, values.flash_attention, per_model)
-        self.flash_attention.setToolTip("Flash attention computes attention in tiles: less memory for long "
-                                        "contexts, usually faster. A quantized KV cache needs it.")
+        self.flash_attention.setToolTip(
+            "Flash attention computes attention in tiles: less memory for long "
+            "contexts, usually faster. A quantized KV cache needs it."
+        )
         form.addRow("Flash attention", self.flash_attention)
         self.kv_cache_type = _combo(KV_LABELS, values.kv_cache_type, per_model)
-        self.kv_cache_type.setToolTip("The KV cache holds every token of the context. q8_0 halves it and q4_0 "
-                                      "quarters it, at a small cost in quality; both need flash attention.")
+        self.kv_cache_type.setToolTip(
+            "The KV cache holds every token of the context. q8_0 halves it and q4_0 "
+            "quarters it, at a small cost in quality; both need flash attention."
+        )
         form.addRow("KV cache", self.kv_cache_type)
         self.mmap = _combo(_ON_OFF, values.use_mmap, per_model)
-        self.mmap.setToolTip("On: the weights are mapped from the file and read as needed, shared with the disk "
-                             "cache. Off: read into memory at load (slower to load; no page faults later).")
+        self.mmap.setToolTip(
+            "On: the weights are mapped from the file and read as needed, shared with the disk "
+            "cache. Off: read into memory at load (slower to load; no page faults later)."
+        )
         form.addRow("Memory-map the weights", self.mmap)
         self.mlock = _combo(_ON_OFF, values.use_mlock, per_model)
-        self.mlock.setToolTip("On: the weights are locked in RAM, never swapped out. The system may refuse to "
-                              "lock more than its limit (ulimit -l).")
+        self.mlock.setToolTip(
+            "On: the weights are locked in RAM, never swapped out. The system may refuse to "
+            "lock more than its limit (ulimit -l)."
+        )
         form.addRow("Lock the weights in RAM", self.mlock)
         self.memory = QLabel()
         self.memory.setObjectName("Muted")
@@ -123,9 +139,13 @@ class LoadSettingsFields:
 
     def values(self) -> ModelDefaults:
         """The fields as a model's defaults: None where left to Settings."""
-        return ModelDefaults(batch_size=self.batch.chosen(), flash_attention=self.flash_attention.currentData(),
-                             kv_cache_type=self.kv_cache_type.currentData(), use_mmap=self.mmap.currentData(),
-                             use_mlock=self.mlock.currentData())
+        return ModelDefaults(
+            batch_size=self.batch.chosen(),
+            flash_attention=self.flash_attention.currentData(),
+            kv_cache_type=self.kv_cache_type.currentData(),
+            use_mmap=self.mmap.currentData(),
+            use_mlock=self.mlock.currentData(),
+        )
 
     def check(self) -> str:
         """The sentence for a combination llama.cpp refuses ("" when none); a field left to Settings counts as
@@ -141,8 +161,7 @@ class LoadSettingsFields:
         context = self._context_box.value() if self._context_box is not None else None
         if context is not None and context <= 0:
             context = None  # a model's context left to Settings
-        line = self._memory_line(context, self.kv_cache_type.currentData() or self._app[1]) if self._memory_line \
-            else ""
+        line = self._memory_line(context, self.kv_cache_type.currentData() or self._app[1]) if self._memory_line else ""
         self.memory.setText(line or "Choose a model to see what it takes in memory.")
 
     def set_app_choices(self, app_flash: str, app_kv: str) -> None:
@@ -153,13 +172,21 @@ class LoadSettingsFields:
 
 def app_load_values(settings: AppSettings) -> ModelDefaults:
     """The app-wide load settings as the fields read them."""
-    return ModelDefaults(batch_size=settings.batch_size, flash_attention=settings.flash_attention,
-                         kv_cache_type=settings.kv_cache_type, use_mmap=settings.use_mmap,
-                         use_mlock=settings.use_mlock)
+    return ModelDefaults(
+        batch_size=settings.batch_size,
+        flash_attention=settings.flash_attention,
+        kv_cache_type=settings.kv_cache_type,
+        use_mmap=settings.use_mmap,
+        use_mlock=settings.use_mlock,
+    )
 
 
 def app_load_fields(values: ModelDefaults) -> dict:
     """The fields' values as AppSettings' fields (none is left to Settings there)."""
-    return dict(batch_size=values.batch_size if values.batch_size is not None else BATCH_AUTO,
-                flash_attention=values.flash_attention or "auto", kv_cache_type=values.kv_cache_type or "f16",
-                use_mmap=values.use_mmap is not False, use_mlock=bool(values.use_mlock))
+    return dict(
+        batch_size=values.batch_size if values.batch_size is not None else BATCH_AUTO,
+        flash_attention=values.flash_attention or "auto",
+        kv_cache_type=values.kv_cache_type or "f16",
+        use_mmap=values.use_mmap is not False,
+        use_mlock=bool(values.use_mlock),
+    )

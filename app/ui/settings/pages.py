@@ -36,8 +36,10 @@ def hint(text: str) -> QLabel:
 
 def fitted_size(available: QSize) -> QSize:
     """The dialog's size on a screen with `available` room (the screen less its panels)."""
-    return QSize(min(PREFERRED_SIZE.width(), int(available.width() * SCREEN_SHARE)),
-                 min(PREFERRED_SIZE.height(), int(available.height() * SCREEN_SHARE)))
+    return QSize(
+        min(PREFERRED_SIZE.width(), int(available.width() * SCREEN_SHARE)),
+        min(PREFERRED_SIZE.height(), int(available.height() * SCREEN_SHARE)),
+    )
 
 
 class SettingsPages(QWidget):

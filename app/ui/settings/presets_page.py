@@ -7,8 +7,16 @@ import dataclasses
 from typing import Optional
 
 from PySide6.QtWidgets import (
-    QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QInputDialog, QListWidget, QPlainTextEdit, QSpinBox,
-    QVBoxLayout, QWidget,
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QInputDialog,
+    QListWidget,
+    QPlainTextEdit,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
 )
 
 from app.store.presets import DEFAULT_PRESET, Preset, free_name
@@ -57,11 +65,23 @@ class PresetsPage(QWidget):
         self.fields.setLayout(form)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(hint("Choose one for a chat in its header or its Chat settings; its prompt, sampling, draft setting "
-                              "and tools apply from the next message. Default is the built-in settings."))
+        layout.addWidget(
+            hint(
+                "Choose one for a chat in its header or its Chat settings; its prompt, sampling, draft setting "
+                "and tools apply from the next message. Default is the built-in settings."
+            )
+        )
         layout.addWidget(self.names)
-        layout.addLayout(button_row([("Add", self.add), ("Rename…", self._ask_rename), ("Duplicate", self.duplicate),
-                                     ("Delete", self.delete)]))
+        layout.addLayout(
+            button_row(
+                [
+                    ("Add", self.add),
+                    ("Rename…", self._ask_rename),
+                    ("Duplicate", self.duplicate),
+                    ("Delete", self.delete),
+                ]
+            )
+        )
         layout.addWidget(self.fields)
         self.names.currentRowChanged.connect(self._show)
         self._fill(0)
@@ -97,10 +117,16 @@ class PresetsPage(QWidget):
         if row is None or self._presets[row].name == DEFAULT_PRESET:
             return
         self._presets[row] = dataclasses.replace(
-            self._presets[row], system_prompt=self.system_prompt.toPlainText(), temperature=self.temperature.value(),
-            top_p=self.top_p.value(), top_k=self.top_k.value(), max_tokens=self.max_tokens.value(),
-            speculative=self.speculative.isChecked(), draft_ngram=bool(self.drafter.currentData()),
-            tools=self.tools.isChecked())
+            self._presets[row],
+            system_prompt=self.system_prompt.toPlainText(),
+            temperature=self.temperature.value(),
+            top_p=self.top_p.value(),
+            top_k=self.top_k.value(),
+            max_tokens=self.max_tokens.value(),
+            speculative=self.speculative.isChecked(),
+            draft_ngram=bool(self.drafter.currentData()),
+            tools=self.tools.isChecked(),
+        )
 
     def _current(self) -> int:
         return max(0, self.names.currentRow())
@@ -122,7 +148,7 @@ class PresetsPage(QWidget):
         if self._presets[row].name == DEFAULT_PRESET or not name.strip():
             return False
         self._keep_shown()
-        others = self._presets[:row] + self._presets[row + 1:]
+        others = self._presets[:row] + self._presets[row + 1 :]
         self._presets[row] = dataclasses.replace(self._presets[row], name=free_name(others, name))
         self._fill(row)
         return True

@@ -22,9 +22,12 @@ from app.engine.remote.http import normalize_url
 from app.engine.targets import server_url_problem
 from app.engine.placement.rpc import TRUSTED_NETWORK_ONLY, parse_endpoints
 
-RPC_WARNING = (f"{TRUSTED_NETWORK_ONLY} The model's layers are spread over these ggml-rpc-server workers; the draft "
-               "stays here.")
-NO_RPC_BACKEND = "This llama.cpp build has no RPC backend: reinstall it with CMAKE_ARGS=\"-DGGML_RPC=ON\" (docs/gpu-and-remote.md)."
+RPC_WARNING = (
+    f"{TRUSTED_NETWORK_ONLY} The model's layers are spread over these ggml-rpc-server workers; the draft stays here."
+)
+NO_RPC_BACKEND = (
+    'This llama.cpp build has no RPC backend: reinstall it with CMAKE_ARGS="-DGGML_RPC=ON" (docs/gpu-and-remote.md).'
+)
 
 
 def _hint(text: str) -> QLabel:
@@ -46,8 +49,12 @@ class RemoteSettingsSection(QWidget):
         self.problem.setProperty("error", True)
 
         layout.addWidget(QLabel("<b>Servers</b>"))
-        layout.addWidget(_hint("llama-server or any OpenAI-compatible server; its models appear in the Model picker "
-                               "under its address. The API key, if any, is kept in a file only you can read."))
+        layout.addWidget(
+            _hint(
+                "llama-server or any OpenAI-compatible server; its models appear in the Model picker "
+                "under its address. The API key, if any, is kept in a file only you can read."
+            )
+        )
         self.servers = QListWidget()
         self.servers.addItems(servers)
         self.servers.setMinimumHeight(72)

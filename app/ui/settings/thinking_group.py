@@ -53,8 +53,9 @@ class ThinkingGroup(QGroupBox):
             self.thinking.addItem(label, value)
         self.thinking.setCurrentIndex([v for _, v in THINKING_CHOICES].index(settings.thinking))
         self.thinking.setEnabled(switches.thinking is not False)
-        self.thinking.setToolTip(_switch_tip(switches.thinking, "enable_thinking",
-                                             "Whether the model thinks before it answers."))
+        self.thinking.setToolTip(
+            _switch_tip(switches.thinking, "enable_thinking", "Whether the model thinks before it answers.")
+        )
         form.addRow("Thinking", self.thinking)
 
         self.effort = QComboBox()
@@ -71,8 +72,10 @@ class ThinkingGroup(QGroupBox):
         self.budget.setSpecialValueText("Off")
         self.budget.setSuffix(" tokens")
         self.budget.setValue(min(settings.thinking_budget, MAX_BUDGET))
-        self.budget.setToolTip("At most this many tokens of thinking: then the thinking is closed with the model's "
-                               "own end marker and the answer follows. Off: no limit but Max tokens.")
+        self.budget.setToolTip(
+            "At most this many tokens of thinking: then the thinking is closed with the model's "
+            "own end marker and the answer follows. Off: no limit but Max tokens."
+        )
         form.addRow("Thinking budget", self.budget)
 
         start, end = switches.markers if len(switches.markers) == 2 else ("", "")
@@ -89,8 +92,10 @@ class ThinkingGroup(QGroupBox):
             box.setToolTip(
                 f"Where {switches.model_name or 'this model'}'s thinking starts and ends, for a model whose chat "
                 "template does not say. Empty: the template's markers, else <think> … </think>. Remembered for "
-                "this model file, in every chat." if switches.model_path is not None else
-                "Choose a model file first: markers are remembered per model file.")
+                "this model file, in every chat."
+                if switches.model_path is not None
+                else "Choose a model file first: markers are remembered per model file."
+            )
         form.addRow("Markers (this model)", markers)
         self.problem = QLabel("")
         self.problem.setObjectName("Muted")
@@ -100,8 +105,12 @@ class ThinkingGroup(QGroupBox):
 
     def apply(self, settings: ChatSettings) -> ChatSettings:
         """`settings` with the chat's thinking choices as the group shows them."""
-        return dataclasses.replace(settings, thinking=self.thinking.currentData(),
-                                   reasoning_effort=self.effort.currentData(), thinking_budget=self.budget.value())
+        return dataclasses.replace(
+            settings,
+            thinking=self.thinking.currentData(),
+            reasoning_effort=self.effort.currentData(),
+            thinking_budget=self.budget.value(),
+        )
 
     def markers(self) -> tuple[str, ...]:
         """(start, end) for the model file, or () for the template's own."""
@@ -111,8 +120,11 @@ class ThinkingGroup(QGroupBox):
     def check(self) -> str:
         """Why the group cannot be stored as it is ("" when it can); the sentence is shown under it."""
         filled = [bool(box.text().strip()) for box in (self.start_marker, self.end_marker)]
-        problem = "Give both markers, where the thinking starts and where it ends, or neither." \
-            if any(filled) and not all(filled) else ""
+        problem = (
+            "Give both markers, where the thinking starts and where it ends, or neither."
+            if any(filled) and not all(filled)
+            else ""
+        )
         self.problem.setText(problem)
         self.problem.setVisible(bool(problem))
         return problem

@@ -18,12 +18,20 @@ from app.ui.settings.dialog import AppSettingsDialog
 
 def load_settings_of(s: AppSettings) -> LoadSettings:
     """What models load with under the app's settings `s` (a model's own defaults come on top)."""
-    return LoadSettings(n_ctx=s.context_size, n_threads=s.threads, target_gpu_layers=s.target_gpu_layers,
-                        draft_gpu_layers=s.draft_gpu_layers, rpc_servers=tuple(s.rpc_workers),
-                        kept_states_mib=s.kept_conversations_mib, n_batch=s.batch_size,
-                        flash_attn=cast(FlashAttn, s.flash_attention),
-                        kv_type=cast(KvType, s.kv_cache_type), mmap=s.use_mmap, mlock=s.use_mlock,
-                        n_parallel=s.parallel_requests)
+    return LoadSettings(
+        n_ctx=s.context_size,
+        n_threads=s.threads,
+        target_gpu_layers=s.target_gpu_layers,
+        draft_gpu_layers=s.draft_gpu_layers,
+        rpc_servers=tuple(s.rpc_workers),
+        kept_states_mib=s.kept_conversations_mib,
+        n_batch=s.batch_size,
+        flash_attn=cast(FlashAttn, s.flash_attention),
+        kv_type=cast(KvType, s.kv_cache_type),
+        mmap=s.use_mmap,
+        mlock=s.use_mlock,
+        n_parallel=s.parallel_requests,
+    )
 
 
 def apply_load_settings(window) -> None:
@@ -35,8 +43,11 @@ def apply_load_settings(window) -> None:
     if not session.load_settings_differ(load):
         return
     reload = bool(session.loaded_target()) and window.confirm(
-        "Reload the model?", "The model's load settings changed. Loading it again with them takes a moment; "
-        "a reply being written finishes first. Not now: they apply the next time a model loads.", "Reload now")
+        "Reload the model?",
+        "The model's load settings changed. Loading it again with them takes a moment; "
+        "a reply being written finishes first. Not now: they apply the next time a model loads.",
+        "Reload now",
+    )
     session.set_load_settings(load, reload=reload)
 
 
@@ -44,11 +55,15 @@ def open_dialog(window) -> None:
     """The Settings dialog; what it says on OK applies at once (the tools page and the API server's switch too)."""
     tools_page = window.tools.settings_page()
     session, model_actions = window.session, window.model_actions
-    dialog = AppSettingsDialog(window.settings, window, devices=window.engine_process.devices,
-                               api_state=window.api_server.state_text(), tools_page=tools_page,
-                               memory_line=lambda ctx, kv: model_actions.memory_line(session.target_key(), ctx, kv,
-                                                                                      app_wide=True),
-                               kept_state=kept_line_of(window.conversation.last_stats))
+    dialog = AppSettingsDialog(
+        window.settings,
+        window,
+        devices=window.engine_process.devices,
+        api_state=window.api_server.state_text(),
+        tools_page=tools_page,
+        memory_line=lambda ctx, kv: model_actions.memory_line(session.target_key(), ctx, kv, app_wide=True),
+        kept_state=kept_line_of(window.conversation.last_stats),
+    )
     with settings_linked(dialog, window.engine_process):
         accepted = dialog.exec() == QDialog.DialogCode.Accepted
     if accepted:
@@ -77,8 +92,7 @@ def apply(window, new: AppSettings) -> None:
     window.chat_view.set_keep_thinking_open(new.keep_thinking_open)
 
 
-def view_option(window, setting: str, apply_to_view: Callable[[bool], None], switch: QAbstractButton,
-                on: bool) -> None:
+def view_option(window, setting: str, apply_to_view: Callable[[bool], None], switch: QAbstractButton, on: bool) -> None:
     """A view option of the transcript (`setting`, an AppSettings switch) turned `on` or off: shown at once, its
     switch kept in step, and remembered."""
     apply_to_view(on)

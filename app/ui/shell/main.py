@@ -114,8 +114,10 @@ def read_only_notice(store) -> str:
     """What the window says while it works on a read-only copy ("" for the user's own database)."""
     if getattr(store, "copy_of", None) is None:
         return ""
-    return (f"Read-only: {store.copy_of} could not be written, so SpecChat works on a copy; nothing you do is "
-            "saved after you quit.")
+    return (
+        f"Read-only: {store.copy_of} could not be written, so SpecChat works on a copy; nothing you do is "
+        "saved after you quit."
+    )
 
 
 def open_store(check_pages: bool = True):
@@ -212,8 +214,11 @@ def close_on_signals(app):
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="specchat", description="SpecChat: chat with local GGUF models.")
-    parser.add_argument("--self-test", action="store_true",
-                        help="open the window, generate one reply with tiny built-in models, and exit")
+    parser.add_argument(
+        "--self-test",
+        action="store_true",
+        help="open the window, generate one reply with tiny built-in models, and exit",
+    )
     args = parser.parse_args(argv)
 
     if args.self_test:

@@ -56,8 +56,13 @@ class MainWindow(QMainWindow):
     the chat database in the user data folder.
     """
 
-    def __init__(self, store: Optional[ChatStore] = None, settings: Optional[AppSettings] = None,
-                 engine_factory: Optional[Callable] = None, scan_on_start: bool = True):
+    def __init__(
+        self,
+        store: Optional[ChatStore] = None,
+        settings: Optional[AppSettings] = None,
+        engine_factory: Optional[Callable] = None,
+        scan_on_start: bool = True,
+    ):
         super().__init__()
         self.setWindowTitle("SpecChat")
         self.settings = settings if settings is not None else load_settings()
@@ -65,8 +70,9 @@ class MainWindow(QMainWindow):
         self._closed = False
 
         self.library = LibraryModel(self)
-        self.library.set_memory_settings(self.settings.context_size, cast(KvType, self.settings.kv_cache_type),
-                                         self.settings.model_defaults)
+        self.library.set_memory_settings(
+            self.settings.context_size, cast(KvType, self.settings.kv_cache_type), self.settings.model_defaults
+        )
         self.drafts = DraftListModel(self)
         self.drafts.set_no_target()
         self.chat_list = ChatListModel(self)
@@ -78,8 +84,16 @@ class MainWindow(QMainWindow):
         self.model_thinking = ModelThinking(self)  # the chat model's thinking switches, and its markers per file
         self.chat_settings = ChatSettingsBinding(self.store, self.conversation, self, self.model_thinking)
         self.library_ctl = LibraryController(self.library, self.model_bar, lambda: self.settings, self)
-        self.session = ModelSession(self.library, self.drafts, self.model_bar, self.engine_process,
-                                    self.library_ctl.scanner, self._load_settings(), self.settings.last_draft, self)
+        self.session = ModelSession(
+            self.library,
+            self.drafts,
+            self.model_bar,
+            self.engine_process,
+            self.library_ctl.scanner,
+            self._load_settings(),
+            self.settings.last_draft,
+            self,
+        )
 
         self.session.defaults_for = lambda path: model_defaults.for_model(self.settings.model_defaults, path)
         self.chat_settings.selected_target = self.session.target_key  # a new chat's model, until it is stored
@@ -95,8 +109,9 @@ class MainWindow(QMainWindow):
         self.versions = versions.attach(self)  # "‹ 2/3 ›": the versions Regenerate and Edit keep
         chat_presets.attach(self)  # the chat settings' presets, shown on the switches when chosen
         # MCP tools: the chosen mcp.json's servers, a reply's calls asked about and run (app.ui.tools)
-        self.tools = WindowTools(self.conversation, self.chat_settings, self.settings.mcp_file, self.composer.set_busy,
-                                 self.show_error, self)
+        self.tools = WindowTools(
+            self.conversation, self.chat_settings, self.settings.mcp_file, self.composer.set_busy, self.show_error, self
+        )
         restore_geometry(self, self.splitter)
         self._refresh_chat_list()
         last = self.store.get_chat(self.settings.last_chat_id) if self.settings.last_chat_id is not None else None
@@ -126,8 +141,7 @@ class MainWindow(QMainWindow):
         self.legend_row = LegendRow(self.settings.show_highlighting, self.settings.show_refused)
         self.composer = Composer()
         self.footer = StatusFooter()
-        self.messages = MessageCommands(self.conversation, self.composer, self.store, self._reply_spec,
-                                        self.show_error)
+        self.messages = MessageCommands(self.conversation, self.composer, self.store, self._reply_spec, self.show_error)
 
         self.empty_page = EmptyLibraryPage()
         self.pages = QStackedWidget()
@@ -230,7 +244,9 @@ class MainWindow(QMainWindow):
 
     def session_load_settings(self) -> LoadSettings:
         """What the chosen target loads with: the app's load settings under its own (app.store.model_defaults)."""
-        return model_defaults.with_load_defaults(self._load_settings(), self.session.defaults_for(self.session.target_key()))
+        return model_defaults.with_load_defaults(
+            self._load_settings(), self.session.defaults_for(self.session.target_key())
+        )
 
     def save_app_settings(self) -> None:
         try:
@@ -246,13 +262,15 @@ class MainWindow(QMainWindow):
 
     def set_highlighting(self, on: bool) -> None:
         """Show or hide who drafted each kept token in the transcript, and remember the choice."""
-        app_settings.view_option(self, "show_highlighting", self.chat_view.set_highlighting,
-                                 self.legend_row.highlight_switch, on)
+        app_settings.view_option(
+            self, "show_highlighting", self.chat_view.set_highlighting, self.legend_row.highlight_switch, on
+        )
 
     def set_show_refused(self, on: bool) -> None:
         """Show or hide refused draft proposals in the transcript, and remember the choice."""
-        app_settings.view_option(self, "show_refused", self.chat_view.set_show_refused, self.legend_row.refused_switch,
-                                 on)
+        app_settings.view_option(
+            self, "show_refused", self.chat_view.set_show_refused, self.legend_row.refused_switch, on
+        )
 
     # ----- library
 
@@ -398,10 +416,13 @@ class MainWindow(QMainWindow):
         if spec is None:
             return False
         session = self.session
-        new_chat = self.chat_settings.for_new_chat(session.target_key(), session.draft_key, self.model_bar.speculative())
+        new_chat = self.chat_settings.for_new_chat(
+            session.target_key(), session.draft_key, self.model_bar.speculative()
+        )
         try:
-            self.conversation.send(text, spec, new_chat, self.messages.editing, attachments=attachments,
-                                   pictures=pictures)
+            self.conversation.send(
+                text, spec, new_chat, self.messages.editing, attachments=attachments, pictures=pictures
+            )
         except StoreError as exc:
             self.show_error(f"The message could not be saved, so it was not sent: {exc}")
             return False
@@ -413,13 +434,15 @@ class MainWindow(QMainWindow):
     def _reply_spec(self, pictures: bool = False) -> Optional[ReplyRequestSpec]:
         """What a new request is asked with, or None after saying why none can be sent now (pictures: if blind)."""
         problem = self.session.send_blocker(self.library_ctl.scanned_once()) or (
-            self.session.picture_blocker() if pictures else "")
+            self.session.picture_blocker() if pictures else ""
+        )
         if problem:
             self.show_error(problem)
             return None
         self.error_banner.hide()
-        return ReplyRequestSpec(self.generation_config(), self.chat_settings.current().system_prompt,
-                                *self.session.names())
+        return ReplyRequestSpec(
+            self.generation_config(), self.chat_settings.current().system_prompt, *self.session.names()
+        )
 
     def generation_config(self) -> GenerationConfig:
         """What the next request is sent with: the chat's settings, the Speculative switch and the drafter."""

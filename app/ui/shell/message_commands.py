@@ -23,8 +23,14 @@ class MessageCommands:
     """Regenerate, Continue, Edit and Copy of one message. Regenerate and Edit delete nothing: the version they
     replace, with what followed it, is kept and shown again by the switcher (app.ui.chat.versions)."""
 
-    def __init__(self, conversation: Conversation, composer: Composer, store: ChatStore,
-                 reply_spec: Callable[[], Optional[ReplyRequestSpec]], show_error: Callable[[str], None]):
+    def __init__(
+        self,
+        conversation: Conversation,
+        composer: Composer,
+        store: ChatStore,
+        reply_spec: Callable[[], Optional[ReplyRequestSpec]],
+        show_error: Callable[[str], None],
+    ):
         self._conversation = conversation
         self._composer = composer
         self._store = store

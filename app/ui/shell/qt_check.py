@@ -76,10 +76,14 @@ def platform_failure_message(platform: str, qt_said: list[str]) -> str:
         if platform == "xcb":
             lines.append(_X11_LIBRARIES_HINT)
     elif any("could not connect to display" in line for line in qt_said):
-        lines.append(f"It could not connect to the X display {os.environ.get('DISPLAY', '')!r}: is the X server "
-                     "running, and may this user open windows on it (XAUTHORITY)?")
-    lines.append("Otherwise: QT_QPA_PLATFORM=wayland in a Wayland session, `xvfb-run specchat` without a screen, "
-                 "or the command line: specchat-cli --help")
+        lines.append(
+            f"It could not connect to the X display {os.environ.get('DISPLAY', '')!r}: is the X server "
+            "running, and may this user open windows on it (XAUTHORITY)?"
+        )
+    lines.append(
+        "Otherwise: QT_QPA_PLATFORM=wayland in a Wayland session, `xvfb-run specchat` without a screen, "
+        "or the command line: specchat-cli --help"
+    )
     return "\n".join(lines)
 
 

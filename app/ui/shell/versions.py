@@ -25,8 +25,9 @@ REGENERATE_TEMPERATURE = 0.7
 
 def regenerate_config(config: GenerationConfig) -> GenerationConfig:
     """The request of a regenerated reply: a fresh seed, so the new version can differ from the ones before."""
-    return dataclasses.replace(config, seed=random.randrange(1, 2**31),
-                               temperature=config.temperature or REGENERATE_TEMPERATURE)
+    return dataclasses.replace(
+        config, seed=random.randrange(1, 2**31), temperature=config.temperature or REGENERATE_TEMPERATURE
+    )
 
 
 class VersionSwitcher(QObject):

@@ -22,8 +22,11 @@ def _window_settings() -> QSettings:
 def available_area(window: QMainWindow) -> QRect:
     """The part of the window's screen (or the primary one) that windows may use: without panels and docks."""
     screen = window.screen() or QGuiApplication.primaryScreen()
-    return screen.availableGeometry() if screen is not None else QRect(0, 0, PREFERRED_SIZE.width(),
-                                                                         PREFERRED_SIZE.height())
+    return (
+        screen.availableGeometry()
+        if screen is not None
+        else QRect(0, 0, PREFERRED_SIZE.width(), PREFERRED_SIZE.height())
+    )
 
 
 def fit_to_screen(window: QMainWindow) -> None:
@@ -51,8 +54,10 @@ def restore_geometry(window: QMainWindow, splitter: QSplitter) -> None:
         area = available_area(window)
         size = PREFERRED_SIZE.boundedTo(area.size() - FRAME_ALLOWANCE)
         window.resize(size)
-        window.move(area.x() + (area.width() - size.width()) // 2,
-                    area.y() + max(0, (area.height() - size.height() - FRAME_ALLOWANCE.height()) // 2))
+        window.move(
+            area.x() + (area.width() - size.width()) // 2,
+            area.y() + max(0, (area.height() - size.height() - FRAME_ALLOWANCE.height()) // 2),
+        )
     state = settings.value("splitter")
     if isinstance(state, QByteArray) and not state.isEmpty():
         splitter.restoreState(state)

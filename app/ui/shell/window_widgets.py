@@ -82,10 +82,12 @@ class LegendRow(QWidget):
         )
         row.addWidget(self.legend)
         row.addWidget(self.plain_legend)
-        self.highlight_switch = self._switch(row, "Highlight", highlighting,
-                                             "Show or hide the highlighting of kept draft tokens")
-        self.refused_switch = self._switch(row, "Refused", show_refused,
-                                           "Show the proposals the model refused, struck through, where it disagreed")
+        self.highlight_switch = self._switch(
+            row, "Highlight", highlighting, "Show or hide the highlighting of kept draft tokens"
+        )
+        self.refused_switch = self._switch(
+            row, "Refused", show_refused, "Show the proposals the model refused, struck through, where it disagreed"
+        )
         self.live_stats = QLabel("")
         self.live_stats.setObjectName("LiveStats")
         row.addWidget(self.live_stats)
@@ -173,9 +175,12 @@ class StatusFooter(QWidget):
         # As narrow as the wider of the two rows, since the indicators move below when they do not fit beside.
         hint = super().minimumSizeHint()
         margins = self._rows.contentsMargins()
-        beside = sum(self._top.itemAt(n).widget().sizeHint().width() for n in range(1, self._top.count())
-                     if self._top.itemAt(n).widget() not in (None, self.indicators)
-                     and not self._top.itemAt(n).widget().isHidden())
+        beside = sum(
+            self._top.itemAt(n).widget().sizeHint().width()
+            for n in range(1, self._top.count())
+            if self._top.itemAt(n).widget() not in (None, self.indicators)
+            and not self._top.itemAt(n).widget().isHidden()
+        )
         width = max(self.indicators.minimumSizeHint().width(), beside + 80) + margins.left() + margins.right()
         return QSize(min(hint.width(), width), hint.height())
 
@@ -191,9 +196,12 @@ class StatusFooter(QWidget):
     def _place_indicators(self) -> None:
         margins = self._rows.contentsMargins()
         room = self.width() - margins.left() - margins.right()
-        beside = sum(self._top.itemAt(n).widget().sizeHint().width() for n in range(1, self._top.count())
-                     if self._top.itemAt(n).widget() not in (None, self.indicators)
-                     and not self._top.itemAt(n).widget().isHidden())
+        beside = sum(
+            self._top.itemAt(n).widget().sizeHint().width()
+            for n in range(1, self._top.count())
+            if self._top.itemAt(n).widget() not in (None, self.indicators)
+            and not self._top.itemAt(n).widget().isHidden()
+        )
         below = room < STATUS_ROOM + beside + self.indicators.sizeHint().width()
         if below and self._bottom.indexOf(self.indicators) < 0:
             self._top.removeWidget(self.indicators)
@@ -228,12 +236,16 @@ class StatusFooter(QWidget):
             return
         gauge.setRange(0, n_ctx)
         gauge.setValue(min(used + pending, n_ctx))
-        tip = (f"{used:,} of {n_ctx:,} tokens of context in use. When a conversation outgrows the context, "
-               "the oldest messages are left out of the prompt (you are told when that happens).")
+        tip = (
+            f"{used:,} of {n_ctx:,} tokens of context in use. When a conversation outgrows the context, "
+            "the oldest messages are left out of the prompt (you are told when that happens)."
+        )
         if pending:
             self.context_label.setText(f"Context {used:,} + ~{pending:,} attached / {n_ctx:,}")
-            tip += (f"\nThe attached files and pictures add about {pending:,} tokens (an estimate: a picture counts "
-                    "256, as Gemma 3's do) when the message is sent.")
+            tip += (
+                f"\nThe attached files and pictures add about {pending:,} tokens (an estimate: a picture counts "
+                "256, as Gemma 3's do) when the message is sent."
+            )
             if used + pending > n_ctx:
                 tip += " That is more than the context holds: older messages, or the files' ends, will not fit."
         else:

@@ -57,10 +57,12 @@ def shown_result(call: ToolCallRecord) -> tuple[str, str]:
     text = call.result
     if len(text) <= SHOWN_RESULT_CHARS:
         return text, ("The tool's result was longer; the model got its first part." if call.truncated else "")
-    return text[:SHOWN_RESULT_CHARS], (f"Showing the first {SHOWN_RESULT_CHARS:,} of {len(text):,} characters; "
-                                       "the model got all of them." if not call.truncated else
-                                       f"Showing the first {SHOWN_RESULT_CHARS:,} of {len(text):,} characters; the "
-                                       "tool's result was longer still, and the model got its first part.")
+    return text[:SHOWN_RESULT_CHARS], (
+        f"Showing the first {SHOWN_RESULT_CHARS:,} of {len(text):,} characters; the model got all of them."
+        if not call.truncated
+        else f"Showing the first {SHOWN_RESULT_CHARS:,} of {len(text):,} characters; the "
+        "tool's result was longer still, and the model got its first part."
+    )
 
 
 class CallBlocks(QObject):
@@ -154,7 +156,7 @@ class CallBlocks(QObject):
         strong.setFontWeight(QFont.Weight.Bold)
         plain = QTextCharFormat()
         # Names as exactly what they are (a bidi override or a zero-width character shown escaped, never obeyed).
-        server = f" from the server \"{printable(call.server, name=True)}\"" if call.server else ""
+        server = f' from the server "{printable(call.server, name=True)}"' if call.server else ""
         inner.insertText("The model wants to run the tool ", plain)
         inner.insertText(printable(call.tool or call.name, name=True), strong)
         inner.insertText(f"{server}, with these arguments:", plain)

@@ -21,13 +21,20 @@ from PySide6.QtCore import QObject, Signal
 
 from app.engine.tools.calls import ToolCall
 from app.mcp.records import ToolInfo, ToolResult, find_tool
-from app.replies.tool_loop import (ToolRun, answered, arguments_object, limit_sentence, pending_record, stopped,
-                                   denied, unknown_tool)
+from app.replies.tool_loop import (
+    ToolRun,
+    answered,
+    arguments_object,
+    limit_sentence,
+    pending_record,
+    stopped,
+    denied,
+    unknown_tool,
+)
 from app.store import ChatStore, StoreError
 from app.store.tool_calls import CallAnswer, ToolCallRecord
 from app.ui.tools.call_blocks import CallBlocks
 from app.ui.tools.servers import ToolServers
-
 
 
 class ToolTurns(QObject):
@@ -217,8 +224,9 @@ class ToolTurns(QObject):
 
     def _run_for(self, chat_id: int, reply_id: int) -> ToolRun:
         """The run this reply belongs to: the one answering the same question, else a new one."""
-        question = max((mid for mid, role, _ in self.store.message_texts(chat_id) if role == "user" and mid < reply_id),
-                       default=0)
+        question = max(
+            (mid for mid, role, _ in self.store.message_texts(chat_id) if role == "user" and mid < reply_id), default=0
+        )
         if self._run is None or self._run_key != (chat_id, question):
             self._run, self._run_key = ToolRun(), (chat_id, question)
         return self._run
@@ -265,4 +273,3 @@ def _result_of(future: concurrent.futures.Future) -> Optional[ToolResult]:
         return future.result()
     except Exception as exc:  # the host never raises into a Future, but a result must still come
         return ToolResult(f"The tool call failed: {exc}", is_error=True)
-

@@ -6,17 +6,29 @@ from __future__ import annotations
 from typing import Optional
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QTreeWidget,
-                               QTreeWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.mcp.records import ServerState
 from app.ui.settings.pages import hint
 from app.ui.tools.servers import ToolServers
 
-FILE_HINT = ("Tool servers are listed in an mcp.json file, as Claude Desktop, Cursor and LM Studio write it: "
-             "{\"mcpServers\": {\"name\": {\"command\": ..., \"args\": [...]}}} for a program, or {\"url\": ...} "
-             "for a Streamable HTTP server. Choosing a file offers its tools to no chat: a chat (or its preset) turns them "
-             "on, below or in its Chat settings. Before any call runs, the chat shows it and asks.")
+FILE_HINT = (
+    "Tool servers are listed in an mcp.json file, as Claude Desktop, Cursor and LM Studio write it: "
+    '{"mcpServers": {"name": {"command": ..., "args": [...]}}} for a program, or {"url": ...} '
+    "for a Streamable HTTP server. Choosing a file offers its tools to no chat: a chat (or its preset) turns them "
+    "on, below or in its Chat settings. Before any call runs, the chat shows it and asks."
+)
 
 
 def state_words(state: ServerState) -> str:
@@ -33,8 +45,9 @@ class ToolsPage(QWidget):
     """The page. `tools_on`: whether the open chat offers tools; `tools_off`: its tools switched off (its settings);
     read back with `use_tools.isChecked()` and `tools_off()`."""
 
-    def __init__(self, servers: ToolServers, tools_off: list[str], tools_on: bool = False,
-                 parent: Optional[QWidget] = None):
+    def __init__(
+        self, servers: ToolServers, tools_off: list[str], tools_on: bool = False, parent: Optional[QWidget] = None
+    ):
         super().__init__(parent)
         self._servers = servers
         self._off = set(tools_off)

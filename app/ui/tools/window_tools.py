@@ -18,9 +18,16 @@ class WindowTools(QObject):
     settings, where each chat's switched-off tools are kept); `set_busy`, `show_error`: the composer's and the
     window's."""
 
-    def __init__(self, conversation, chat_settings, mcp_file: str, set_busy: Callable[[bool], None],
-                 show_error: Callable[[str], None], parent: Optional[QObject] = None,
-                 call_timeout_s: Optional[float] = None):
+    def __init__(
+        self,
+        conversation,
+        chat_settings,
+        mcp_file: str,
+        set_busy: Callable[[bool], None],
+        show_error: Callable[[str], None],
+        parent: Optional[QObject] = None,
+        call_timeout_s: Optional[float] = None,
+    ):
         super().__init__(parent)
         self.chat_settings = chat_settings
         self.servers = ToolServers(self, call_timeout_s=call_timeout_s)

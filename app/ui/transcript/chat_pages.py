@@ -48,8 +48,10 @@ class ChatPages:
         """The messages as the transcript shows them, with the versions of those regenerated or edited."""
         chat_id = self._chat_id
         versions = self.store.versions(chat_id) if chat_id is not None and messages else {}
-        return [transcript_message(m, (versions[m.id].index, versions[m.id].count) if m.id in versions else None)
-                for m in messages]
+        return [
+            transcript_message(m, (versions[m.id].index, versions[m.id].count) if m.id in versions else None)
+            for m in messages
+        ]
 
     def refresh(self, message_id: int) -> None:
         """Draw a shown message again from the store (its tool calls changed)."""

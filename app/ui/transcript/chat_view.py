@@ -83,9 +83,14 @@ class ChatView(TranscriptBrowser):
         # message id -> a state (running, failed) shown over the stored comparison
         self._pending_comparisons: dict[int, ShownComparison] = {}
         # The links under a message, by their action: each tells this signal the message's id.
-        self._message_signals = {"copy": self.sig_copy_message, "regenerate": self.sig_regenerate,
-                                 "continue": self.sig_continue, "compare": self.sig_compare,
-                                 "edit": self.sig_edit_message, "inspect": self.sig_inspect}
+        self._message_signals = {
+            "copy": self.sig_copy_message,
+            "regenerate": self.sig_regenerate,
+            "continue": self.sig_continue,
+            "compare": self.sig_compare,
+            "edit": self.sig_edit_message,
+            "inspect": self.sig_inspect,
+        }
         # Thinking sections: folded unless the setting keeps them open; a click turns one the other way.
         self._keep_thinking_open = False
         self._thinking_toggled: set[int] = set()
@@ -165,8 +170,9 @@ class ChatView(TranscriptBrowser):
             cursor.beginEditBlock()
             for message in messages:
                 if message.role != "system":
-                    self._insert_message(self._append_frame(message.role), message,
-                                         message.message_id == last_assistant)
+                    self._insert_message(
+                        self._append_frame(message.role), message, message.message_id == last_assistant
+                    )
             cursor.endEditBlock()
             if not any(m.role != "system" for m in messages):
                 self._show_welcome()
@@ -237,8 +243,9 @@ class ChatView(TranscriptBrowser):
         if message.role == "user":
             picture_thumbnails.insert_pictures(cursor, message.pictures)
             message_actions.insert_attachment_chips(self._base, cursor, message.attachments)
-            message_actions.insert_actions(self._writer, self._base, cursor, message.message_id,
-                                           [("Copy", "copy"), ("Edit", "edit")])
+            message_actions.insert_actions(
+                self._writer, self._base, cursor, message.message_id, [("Copy", "copy"), ("Edit", "edit")]
+            )
             return
         rounds = message.rounds or []
         self.rounds_by_key[message.message_id] = rounds
@@ -293,8 +300,7 @@ class ChatView(TranscriptBrowser):
             self._stream_answer = StreamingAnswer(self._writer, self.document(), self._stream_frame, STREAM_KEY)
         if not self._stream_answer.append(tokens, self.rounds_by_key.get(STREAM_KEY, [])):
             self._stream_cut = True
-            message_actions.insert_note(self._base, self._stream_frame.lastCursorPosition(),
-                                        long_text.STREAM_NOT_SHOWN)
+            message_actions.insert_note(self._base, self._stream_frame.lastCursorPosition(), long_text.STREAM_NOT_SHOWN)
         if follow:
             self.scroll_to_end()
 
@@ -306,8 +312,9 @@ class ChatView(TranscriptBrowser):
             self.rounds_by_key[STREAM_KEY] = rounds
         follow = self._at_bottom()
         if self._stream_thinking is None:
-            self._stream_thinking = thinking_section.StreamingThinking(self._writer, self._base, self.document(),
-                                                                      self._stream_frame, STREAM_KEY)
+            self._stream_thinking = thinking_section.StreamingThinking(
+                self._writer, self._base, self.document(), self._stream_frame, STREAM_KEY
+            )
         self._stream_thinking.append(tokens, self.rounds_by_key.get(STREAM_KEY, []))
         if follow:
             self.scroll_to_end()
@@ -366,8 +373,10 @@ class ChatView(TranscriptBrowser):
         if found is None:
             return
         frame = found.currentFrame()
-        last = message_actions.find_link(self.document(), "Regenerate",
-                                         self.action_href("regenerate", message.message_id)) is not None
+        last = (
+            message_actions.find_link(self.document(), "Regenerate", self.action_href("regenerate", message.message_id))
+            is not None
+        )
         follow = self._at_bottom()
         cursor = frame.firstCursorPosition()
         cursor.setPosition(frame.lastPosition(), QTextCursor.MoveMode.KeepAnchor)
@@ -381,8 +390,9 @@ class ChatView(TranscriptBrowser):
     def _hide_regenerate_links(self) -> None:
         """Only the newest reply can be regenerated or continued; earlier such links are removed, and so is the
         Thinking section's word that Continue goes on."""
-        message_actions.remove_links(self.document(), self.action_links,
-                                     (("Regenerate", "regenerate"), ("Continue", "continue")))
+        message_actions.remove_links(
+            self.document(), self.action_links, (("Regenerate", "regenerate"), ("Continue", "continue"))
+        )
         found = self.document().find(thinking_section.CONTINUE_GOES_ON)
         while not found.isNull():
             found.removeSelectedText()

@@ -78,8 +78,11 @@ def transcript_message(message: Message, versions: Optional[tuple[int, int]] = N
         created_at=message.created_at,
         versions=versions,
         reasoning=message.reasoning or "",
-        reasoning_tokens=(token_records(message.reasoning_tokens, message.reasoning_token_rounds, part="reasoning")
-                          if message.reasoning_tokens is not None else None),
+        reasoning_tokens=(
+            token_records(message.reasoning_tokens, message.reasoning_token_rounds, part="reasoning")
+            if message.reasoning_tokens is not None
+            else None
+        ),
         tool_calls=message.tool_calls,
     )
 

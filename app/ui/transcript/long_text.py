@@ -34,7 +34,7 @@ def insert_text(cursor: QTextCursor, text: str, fmt: QTextCharFormat) -> None:
         cut = text.rfind(LINE_SEPARATOR, 0, room)
         if cut >= 0:
             cursor.insertText(text[:cut], fmt)
-            text = text[cut + 1:]
+            text = text[cut + 1 :]
         else:
             cursor.insertText(text[:room], fmt)
             text = text[room:]
@@ -72,8 +72,10 @@ def plain_text_note(text: str) -> str:
     if is_too_long(text):
         return not_shown_note(text)
     if nests_too_deep(text):
-        return ("This reply nests quotes or lists deeper than Markdown can show, so it is shown as plain text, "
-                "with nothing left out.")
+        return (
+            "This reply nests quotes or lists deeper than Markdown can show, so it is shown as plain text, "
+            "with nothing left out."
+        )
     return ""
 
 
@@ -86,12 +88,17 @@ def not_shown_note(text: str, what: str = "reply") -> str:
     if len(text) <= SHOWN_MAX_CHARS:
         if what != "reply":
             return ""
-        return ("This reply has too much Markdown markup to lay out in good time, so it is shown as plain text; "
-                "Copy and Export give it as written.")
+        return (
+            "This reply has too much Markdown markup to lay out in good time, so it is shown as plain text; "
+            "Copy and Export give it as written."
+        )
     size = format_bytes(len(text.encode("utf-8", "replace")))
-    return (f"This {what} is {size} ({len(text):,} characters): only its first {SHOWN_MAX_CHARS:,} characters are "
-            "shown, as plain text, so the window stays responsive; Copy and Export give all of it.")
+    return (
+        f"This {what} is {size} ({len(text):,} characters): only its first {SHOWN_MAX_CHARS:,} characters are "
+        "shown, as plain text, so the window stays responsive; Copy and Export give all of it."
+    )
 
 
-STREAM_NOT_SHOWN = ("The rest of this reply is not shown while it streams, so the window stays responsive; "
-                    "it is kept whole.")
+STREAM_NOT_SHOWN = (
+    "The rest of this reply is not shown while it streams, so the window stays responsive; it is kept whole."
+)

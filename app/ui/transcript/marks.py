@@ -64,8 +64,13 @@ def remove_ghosts(document: QTextDocument) -> None:
     cursor.endEditBlock()
 
 
-def insert_ghosts(document: QTextDocument, insert: Callable, rounds_by_key: Mapping[int, Sequence[RoundRecord]],
-                  start: int = 0, end: Optional[int] = None) -> None:
+def insert_ghosts(
+    document: QTextDocument,
+    insert: Callable,
+    rounds_by_key: Mapping[int, Sequence[RoundRecord]],
+    start: int = 0,
+    end: Optional[int] = None,
+) -> None:
     """Put refused proposals back before the characters marked for them; `insert(cursor, key, rounds, records)`."""
     anchors = []
     seen = set()
@@ -102,7 +107,7 @@ def visible_text(document: QTextDocument, start: int, end: int) -> str:
             lo, hi = fragment.position(), fragment.position() + fragment.length()
             if hi <= start or lo >= end:
                 continue
-            pieces.append(fragment.text()[max(0, start - lo):min(hi, end) - lo])
+            pieces.append(fragment.text()[max(0, start - lo) : min(hi, end) - lo])
         if lines and block.blockFormat().boolProperty(CONTINUED_PROPERTY):
             lines[-1] += "".join(pieces)  # a long line cut into blocks (long_text.py) is one line again
         else:

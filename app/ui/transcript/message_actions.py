@@ -18,8 +18,14 @@ from app.ui.transcript.format import TranscriptMessage
 from app.ui.transcript.reply_writer import ReplyWriter
 
 
-def insert_actions(writer: ReplyWriter, base: QFont, cursor: QTextCursor, message_id: int,
-                   actions: Sequence[tuple[str, str]], stats_text: str = "") -> None:
+def insert_actions(
+    writer: ReplyWriter,
+    base: QFont,
+    cursor: QTextCursor,
+    message_id: int,
+    actions: Sequence[tuple[str, str]],
+    stats_text: str = "",
+) -> None:
     """A row of (label, action) links, after the reply's stats when given."""
     block_format = QTextBlockFormat()
     block_format.setTopMargin(6)
@@ -43,8 +49,9 @@ def insert_actions(writer: ReplyWriter, base: QFont, cursor: QTextCursor, messag
         cursor.insertText(label.replace(" ", "\u00a0"), link)
 
 
-def reply_actions(message: TranscriptMessage, is_last_reply: bool, can_continue: bool,
-                  comparison: Union[ShownComparison, dict, None]) -> list[tuple[str, str]]:
+def reply_actions(
+    message: TranscriptMessage, is_last_reply: bool, can_continue: bool, comparison: Union[ShownComparison, dict, None]
+) -> list[tuple[str, str]]:
     """The (label, action) links under a finished reply: Copy; on the last reply Continue (where it can go on) and
     Regenerate; Compare with plain (or its state) on a reply that drafted or was compared before."""
     actions = [("Copy", "copy")]

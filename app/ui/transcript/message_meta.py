@@ -72,21 +72,31 @@ def insert_meta(writer: ReplyWriter, base: QFont, cursor: QTextCursor, message: 
         cursor.insertText(text, fmt)
 
 
-def insert_switcher(writer: ReplyWriter, base: QFont, cursor: QTextCursor, message_id: int, index: int,
-                    count: int) -> None:
-    """"‹ 2/3 ›": each arrow a link while there is a version that way, a faint arrow otherwise."""
+def insert_switcher(
+    writer: ReplyWriter, base: QFont, cursor: QTextCursor, message_id: int, index: int, count: int
+) -> None:
+    """ "‹ 2/3 ›": each arrow a link while there is a version that way, a faint arrow otherwise."""
     muted = style.muted_format(base)
     cursor.insertText("    ", muted)
     _insert_arrow(writer, base, cursor, message_id, "‹", PREVIOUS_VERSION, index > 1, "Previous version")
     label = style.muted_format(base)
-    label.setToolTip(f"Version {index} of {count}: Regenerate and Edit keep every version ({SWITCH_KEYS} "
-                     "switches the newest)")
+    label.setToolTip(
+        f"Version {index} of {count}: Regenerate and Edit keep every version ({SWITCH_KEYS} switches the newest)"
+    )
     cursor.insertText(f" {index}/{count} ", label)
     _insert_arrow(writer, base, cursor, message_id, "›", NEXT_VERSION, index < count, "Next version")
 
 
-def _insert_arrow(writer: ReplyWriter, base: QFont, cursor: QTextCursor, message_id: int, arrow: str, action: str,
-                  enabled: bool, tip: str) -> None:
+def _insert_arrow(
+    writer: ReplyWriter,
+    base: QFont,
+    cursor: QTextCursor,
+    message_id: int,
+    arrow: str,
+    action: str,
+    enabled: bool,
+    tip: str,
+) -> None:
     fmt = writer.action_format(action, message_id) if enabled else style.muted_format(base)
     fmt.setFontPointSize(base.pointSizeF() + 1)
     fmt.setFontWeight(QFont.Weight.Bold)

@@ -22,8 +22,9 @@ class ReplyChars:
     ghosts: list[tuple[int, int]] = field(default_factory=list)
 
 
-def reply_chars(content: str, tokens: Optional[Sequence[TokenRecord]],
-                rounds: Optional[Sequence[RoundRecord]] = None) -> ReplyChars:
+def reply_chars(
+    content: str, tokens: Optional[Sequence[TokenRecord]], rounds: Optional[Sequence[RoundRecord]] = None
+) -> ReplyChars:
     """Per-character provenance of `content` from its tokens; padded with the target (or cut) to the content, so
     a reply whose tokens do not add up to its text (edited, or saved by an older version) still shows."""
     if not tokens:
@@ -42,7 +43,8 @@ def reply_chars(content: str, tokens: Optional[Sequence[TokenRecord]],
         char_rounds.extend([NO_ROUND] * (length - len(char_rounds)))
     del origins[length:], char_rounds[length:]
     ghosts = sorted(
-        (offset, r) for r, offset in own_at.items()
+        (offset, r)
+        for r, offset in own_at.items()
         if offset < length and rounds is not None and r < len(rounds) and rounds[r].has_refused
     )
     return ReplyChars(origins, char_rounds, ghosts)

@@ -61,7 +61,7 @@ class ReplyMarks:
         start = self.next_ghost
         while self.next_ghost < len(ghosts) and ghosts[self.next_ghost][0] <= offset:
             self.next_ghost += 1
-        return ",".join(str(r) for _, r in ghosts[start:self.next_ghost])
+        return ",".join(str(r) for _, r in ghosts[start : self.next_ghost])
 
 
 class ReplyWriter:
@@ -80,8 +80,11 @@ class ReplyWriter:
 
     def set_background(self, fmt: QTextCharFormat) -> None:
         # A line break keeps its origin but shows no highlight: it would be a stray sliver at the end of its line.
-        color = (style.origin_color(fmt.stringProperty(PROVENANCE_PROPERTY))
-                 if self.highlight and not fmt.boolProperty(LINE_BREAK_PROPERTY) else None)
+        color = (
+            style.origin_color(fmt.stringProperty(PROVENANCE_PROPERTY))
+            if self.highlight and not fmt.boolProperty(LINE_BREAK_PROPERTY)
+            else None
+        )
         if color is not None:
             fmt.setBackground(color)
             return
@@ -103,8 +106,17 @@ class ReplyWriter:
         fmt.setFont(self.mono, QTextCharFormat.FontPropertiesInheritanceBehavior.FontPropertiesSpecifiedOnly)
         fmt.setFontFamilies(self.mono.families())
 
-    def _char_format(self, origin: str, round_index: int, key: int, inline: InlineStyle, block: Block,
-                     colour: Optional[str], ghost_rounds: str, line_break: bool = False) -> QTextCharFormat:
+    def _char_format(
+        self,
+        origin: str,
+        round_index: int,
+        key: int,
+        inline: InlineStyle,
+        block: Block,
+        colour: Optional[str],
+        ghost_rounds: str,
+        line_break: bool = False,
+    ) -> QTextCharFormat:
         fmt = QTextCharFormat()
         if line_break:
             fmt.setProperty(LINE_BREAK_PROPERTY, True)
@@ -154,8 +166,9 @@ class ReplyWriter:
         fmt.setForeground(QColor(*style.GHOST_TEXT_RGBA))
         return fmt
 
-    def insert_ghosts(self, cursor: QTextCursor, key: int, ghost_rounds: str,
-                      rounds: Optional[Sequence[RoundRecord]]) -> None:
+    def insert_ghosts(
+        self, cursor: QTextCursor, key: int, ghost_rounds: str, rounds: Optional[Sequence[RoundRecord]]
+    ) -> None:
         """Insert the refused proposals of these rounds ("3,4") at the cursor, as faint struck-through text."""
         if not rounds:
             return
@@ -168,8 +181,9 @@ class ReplyWriter:
 
     # ----- finished replies
 
-    def insert_reply(self, cursor: QTextCursor, key: int, content: str, chars: ReplyChars,
-                     rounds: Sequence[RoundRecord]) -> None:
+    def insert_reply(
+        self, cursor: QTextCursor, key: int, content: str, chars: ReplyChars, rounds: Sequence[RoundRecord]
+    ) -> None:
         """Write a finished reply as Markdown at the cursor."""
         reply = ReplyMarks(key, chars, rounds)
         previous: Optional[Block] = None
@@ -177,8 +191,14 @@ class ReplyWriter:
             self.insert_block(cursor, block, reply, previous)
             previous = block
 
-    def insert_block(self, cursor: QTextCursor, block: Block, reply: ReplyMarks, previous: Optional[Block],
-                     code_index: Optional[int] = None) -> None:
+    def insert_block(
+        self,
+        cursor: QTextCursor,
+        block: Block,
+        reply: ReplyMarks,
+        previous: Optional[Block],
+        code_index: Optional[int] = None,
+    ) -> None:
         """Write one Markdown block of a reply at the cursor (`previous`: the block before it, which sets the gap
         above it; `code_index`: the Copy link's index a code block written again keeps)."""
         if block.kind == "code":
@@ -212,8 +232,15 @@ class ReplyWriter:
         if block.marker:
             block_format.setTextIndent(-16)
 
-    def _insert_inline(self, cursor: QTextCursor, inline: Inline, block: Block, reply: ReplyMarks,
-                       colours: Optional[list[Optional[str]]] = None, header: bool = False) -> None:
+    def _insert_inline(
+        self,
+        cursor: QTextCursor,
+        inline: Inline,
+        block: Block,
+        reply: ReplyMarks,
+        colours: Optional[list[Optional[str]]] = None,
+        header: bool = False,
+    ) -> None:
         """Insert shown text in runs of characters that share origin, round, style and colour."""
         chars = reply.chars
         formats: dict[tuple, QTextCharFormat] = {}
@@ -224,7 +251,11 @@ class ReplyWriter:
             if i < len(text):
                 offset = inline.offsets[i]
                 if 0 <= offset < len(chars.origins):
-                    origin, round_index, ghosts = chars.origins[offset], chars.rounds[offset], reply.ghosts_before(offset)
+                    origin, round_index, ghosts = (
+                        chars.origins[offset],
+                        chars.rounds[offset],
+                        reply.ghosts_before(offset),
+                    )
                 else:
                     origin, round_index, ghosts = "", NO_ROUND, ""
                 key = (origin, round_index, inline.styles[i], colours[i] if colours else None, ghosts, text[i] == "\n")
@@ -236,8 +267,9 @@ class ReplyWriter:
                     origin_, round_, inline_style, colour_, ghosts_, line_break = run_key
                     if header:
                         inline_style = replace(inline_style, bold=True)
-                    fmt = self._char_format(origin_, round_, reply.key, inline_style, block, colour_, ghosts_,
-                                            line_break)
+                    fmt = self._char_format(
+                        origin_, round_, reply.key, inline_style, block, colour_, ghosts_, line_break
+                    )
                     formats[run_key] = fmt
                 if run_key[4] and self.show_refused:
                     self.insert_ghosts(cursor, reply.key, run_key[4], reply.rounds)
@@ -245,21 +277,29 @@ class ReplyWriter:
             if i < len(text):
                 run_key, run_start = key, i
 
-    def _insert_code_block(self, cursor: QTextCursor, block: Block, reply: ReplyMarks,
-                           index: Optional[int] = None) -> None:
+    def _insert_code_block(
+        self, cursor: QTextCursor, block: Block, reply: ReplyMarks, index: Optional[int] = None
+    ) -> None:
         frame, inner, _index = self.open_code_block(cursor, block, index)
         colours = code_colours(block.inline.text, block.language, style.current().code_style)
         self._insert_inline(inner, block.inline, block, reply, colours=colours)
         self.continue_after(cursor, frame.lastPosition())
 
-    def insert_text_part(self, cursor: QTextCursor, inline: Inline, block: Block, reply: ReplyMarks,
-                         colours: Optional[list[Optional[str]]] = None) -> None:
+    def insert_text_part(
+        self,
+        cursor: QTextCursor,
+        inline: Inline,
+        block: Block,
+        reply: ReplyMarks,
+        colours: Optional[list[Optional[str]]] = None,
+    ) -> None:
         """Write part of a block's text at the cursor (a streaming block's new text; a code block's in these
         colours), as insert_block writes its whole text."""
         self._insert_inline(cursor, inline, block, reply, colours=colours)
 
-    def open_code_block(self, cursor: QTextCursor, block: Block,
-                        index: Optional[int] = None) -> tuple[QTextFrame, QTextCursor, int]:
+    def open_code_block(
+        self, cursor: QTextCursor, block: Block, index: Optional[int] = None
+    ) -> tuple[QTextFrame, QTextCursor, int]:
         """A code block's frame with its language and Copy link (`index`: the Copy link's, when written again),
         the cursor where its code goes, and the Copy link's index."""
         self.reuse_block = False
@@ -333,4 +373,3 @@ class ReplyWriter:
             cursor.setBlockCharFormat(fmt or QTextCharFormat())
         else:
             cursor.insertBlock(block_format, fmt or QTextCharFormat())
-

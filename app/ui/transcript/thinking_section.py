@@ -11,8 +11,16 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from PySide6.QtGui import (QColor, QFont, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextDocument,
-                           QTextFrame, QTextFrameFormat)
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QTextBlockFormat,
+    QTextCharFormat,
+    QTextCursor,
+    QTextDocument,
+    QTextFrame,
+    QTextFrameFormat,
+)
 
 from app.common.units import plural
 from app.engine.events import GenerationStats
@@ -39,8 +47,9 @@ def header_words(seconds: float, tokens: int) -> str:
 
 def _finished_words(message: TranscriptMessage) -> str:
     stats: Optional[GenerationStats] = message.stats
-    tokens = (stats.reasoning_tokens if stats is not None and stats.reasoning_tokens
-              else len(message.reasoning_tokens or []))
+    tokens = (
+        stats.reasoning_tokens if stats is not None and stats.reasoning_tokens else len(message.reasoning_tokens or [])
+    )
     return header_words(stats.reasoning_s if stats is not None else 0.0, tokens)
 
 
@@ -89,16 +98,25 @@ def ended_words(stats: Optional[GenerationStats], can_continue: bool) -> str:
     return ENDED_WHILE_THINKING
 
 
-def insert_section(writer: ReplyWriter, base: QFont, cursor: QTextCursor, message: TranscriptMessage,
-                   rounds: Sequence[RoundRecord], is_open: bool, can_continue: bool = False) -> None:
+def insert_section(
+    writer: ReplyWriter,
+    base: QFont,
+    cursor: QTextCursor,
+    message: TranscriptMessage,
+    rounds: Sequence[RoundRecord],
+    is_open: bool,
+    can_continue: bool = False,
+) -> None:
     """A finished reply's section: its header link, and its reasoning when open. `can_continue`: the reply offers
     Continue."""
     block_format = QTextBlockFormat()
     block_format.setTopMargin(4)
     writer.new_block(cursor, block_format, style.muted_format(base))
     arrow = "▾" if is_open else "▸"
-    cursor.insertText(f"{arrow} {_finished_words(message)}",
-                      _header_format(writer, base, message.message_id, link=message.message_id >= 0))
+    cursor.insertText(
+        f"{arrow} {_finished_words(message)}",
+        _header_format(writer, base, message.message_id, link=message.message_id >= 0),
+    )
     if is_open:
         frame = cursor.insertFrame(_frame_format())
         inner = frame.firstCursorPosition()
@@ -120,8 +138,7 @@ def insert_section(writer: ReplyWriter, base: QFont, cursor: QTextCursor, messag
 class StreamingThinking:
     """The Thinking section of the reply streaming now: its frame, appended to, and folded when the answer starts."""
 
-    def __init__(self, writer: ReplyWriter, base: QFont, document: QTextDocument, stream_frame: QTextFrame,
-                 key: int):
+    def __init__(self, writer: ReplyWriter, base: QFont, document: QTextDocument, stream_frame: QTextFrame, key: int):
         self._writer = writer
         self._base = base
         self._document = document
@@ -137,8 +154,9 @@ class StreamingThinking:
         self.frame: Optional[QTextFrame] = cursor.insertFrame(_frame_format())
         self._key = key
         # Markdown as it streams, muted as the finished section is (_quiet).
-        self._text = StreamingAnswer(writer, document, self.frame, key, muted=QColor(style.TEXT_MUTED),
-                                     reuse_first=True)
+        self._text = StreamingAnswer(
+            writer, document, self.frame, key, muted=QColor(style.TEXT_MUTED), reuse_first=True
+        )
         self._cut = False
 
     def append(self, tokens: Sequence[TokenRecord], rounds: Sequence[RoundRecord]) -> None:

@@ -49,7 +49,8 @@ def round_lines(round_index: int, record: RoundRecord) -> list[str]:
         f"Round {round_index + 1}: {escape(drafter)} proposed {plural(len(record.proposed_text), 'token')} "
         f"(up to {record.k}), the target kept {record.kept}",
         f'Proposed: <span style="white-space:pre">{token_text(kept)}'
-        + (f"<s>{token_text(refused)}</s>" if refused else "") + "</span>",
+        + (f"<s>{token_text(refused)}</s>" if refused else "")
+        + "</span>",
     ]
     if record.own >= 0:
         said = "Instead the target wrote" if refused else "Then the target added"

@@ -22,17 +22,24 @@ def insert_welcome(cursor: QTextCursor, base: QFont, viewport_height: int) -> No
     muted.setForeground(QColor(style.TEXT_MUTED))
     cursor.insertBlock(block_format, muted)
     # True before and after a model is chosen: the transcript does not know which, and need not.
-    cursor.insertText("Write a message below. The model that answers and its draft are in the bar above; "
-                      "drafting pays most on edits and repeated text, such as a file you attach and ask to change.",
-                      muted)
+    cursor.insertText(
+        "Write a message below. The model that answers and its draft are in the bar above; "
+        "drafting pays most on edits and repeated text, such as a file you attach and ask to change.",
+        muted,
+    )
     cursor.insertBlock(block_format, muted)
     swatch = QTextCharFormat(muted)
     swatch.setForeground(QColor(style.TEXT))
-    for text, color in (("Tokens the model kept from ", None), (" the draft model ", style.draft_color()),
-                        (", from ", None), (" n-gram copies ", style.ngram_color()),
-                        (" of earlier text or from ", None), (" history ", style.history_color()),
-                        (" (earlier replies)", None),
-                        (" are highlighted; hover one to see its round.", None)):
+    for text, color in (
+        ("Tokens the model kept from ", None),
+        (" the draft model ", style.draft_color()),
+        (", from ", None),
+        (" n-gram copies ", style.ngram_color()),
+        (" of earlier text or from ", None),
+        (" history ", style.history_color()),
+        (" (earlier replies)", None),
+        (" are highlighted; hover one to see its round.", None),
+    ):
         if color is None:
             cursor.insertText(text, muted)
         else:

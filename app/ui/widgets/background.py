@@ -63,8 +63,14 @@ class Background(QObject):
             # holding a Background whose Qt object was gone, and one still working emitted on it.
             parent.destroyed.connect(lambda *_: self.close())
 
-    def run(self, work: Callable[[], T], on_done: Callable[[T], None],
-            on_failed: Optional[Callable[[BaseException], None]] = None, *, lane: str = "") -> int:
+    def run(
+        self,
+        work: Callable[[], T],
+        on_done: Callable[[T], None],
+        on_failed: Optional[Callable[[BaseException], None]] = None,
+        *,
+        lane: str = "",
+    ) -> int:
         """Run `work()` on a worker thread, then `on_done(result)` (or `on_failed(error)`) on the GUI thread unless
         a newer run of `lane` came first. An error without `on_failed` is printed, never lost. Returns the ticket."""
         if self._closed:

@@ -20,11 +20,21 @@ _current: Theme = LIGHT
 
 # The colour names the window's modules read as `style.TEXT` and so on: each is the current theme's field.
 _COLOR_NAMES = {
-    "ACCENT": "accent", "ACCENT_SOFT": "accent_soft", "TEXT": "text", "TEXT_MUTED": "text_muted",
-    "TEXT_DISABLED": "text_disabled", "BORDER": "border", "SURFACE": "surface", "SIDEBAR": "sidebar",
-    "USER_BUBBLE": "user_bubble", "CODE_BACKGROUND": "code_background",
-    "INLINE_CODE_BACKGROUND": "inline_code_background", "ERROR": "error", "ERROR_SOFT": "error_soft",
-    "WARNING_SOFT": "warning_soft", "GHOST_TEXT_RGBA": "ghost_text",
+    "ACCENT": "accent",
+    "ACCENT_SOFT": "accent_soft",
+    "TEXT": "text",
+    "TEXT_MUTED": "text_muted",
+    "TEXT_DISABLED": "text_disabled",
+    "BORDER": "border",
+    "SURFACE": "surface",
+    "SIDEBAR": "sidebar",
+    "USER_BUBBLE": "user_bubble",
+    "CODE_BACKGROUND": "code_background",
+    "INLINE_CODE_BACKGROUND": "inline_code_background",
+    "ERROR": "error",
+    "ERROR_SOFT": "error_soft",
+    "WARNING_SOFT": "warning_soft",
+    "GHOST_TEXT_RGBA": "ghost_text",
 }
 
 
@@ -71,8 +81,10 @@ def swatch_css(color: QColor, on: str | None = None) -> str:
     ignore alpha)."""
     base = QColor(on or _current.surface)
     a = color.alphaF()
-    mix = [round(c * a + b * (1 - a)) for c, b in zip((color.red(), color.green(), color.blue()),
-                                                       (base.red(), base.green(), base.blue()))]
+    mix = [
+        round(c * a + b * (1 - a))
+        for c, b in zip((color.red(), color.green(), color.blue()), (base.red(), base.green(), base.blue()))
+    ]
     return QColor(*mix).name()
 
 
@@ -255,12 +267,25 @@ def apply_style(app: QApplication, theme: Theme | None = None) -> None:
     palette = QPalette()
     roles = QPalette.ColorRole
     for role, colour in (
-        (roles.Window, t.surface), (roles.Base, t.surface), (roles.AlternateBase, t.sidebar),
-        (roles.Text, t.text), (roles.WindowText, t.text), (roles.Button, t.surface), (roles.ButtonText, t.text),
-        (roles.BrightText, t.text), (roles.ToolTipBase, t.tooltip_background), (roles.ToolTipText, t.tooltip_text),
-        (roles.Highlight, t.accent_soft), (roles.HighlightedText, t.text), (roles.Link, t.accent),
-        (roles.LinkVisited, t.accent), (roles.PlaceholderText, t.text_disabled), (roles.Mid, t.border),
-        (roles.Midlight, t.border), (roles.Dark, t.scrollbar), (roles.Light, t.surface),
+        (roles.Window, t.surface),
+        (roles.Base, t.surface),
+        (roles.AlternateBase, t.sidebar),
+        (roles.Text, t.text),
+        (roles.WindowText, t.text),
+        (roles.Button, t.surface),
+        (roles.ButtonText, t.text),
+        (roles.BrightText, t.text),
+        (roles.ToolTipBase, t.tooltip_background),
+        (roles.ToolTipText, t.tooltip_text),
+        (roles.Highlight, t.accent_soft),
+        (roles.HighlightedText, t.text),
+        (roles.Link, t.accent),
+        (roles.LinkVisited, t.accent),
+        (roles.PlaceholderText, t.text_disabled),
+        (roles.Mid, t.border),
+        (roles.Midlight, t.border),
+        (roles.Dark, t.scrollbar),
+        (roles.Light, t.surface),
     ):
         palette.setColor(role, QColor(colour))
     for role in (roles.Text, roles.WindowText, roles.ButtonText):

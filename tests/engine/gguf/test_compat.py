@@ -113,7 +113,7 @@ def test_suggestions_rank_good_drafts_first(tiny_models):
     # The identical draft is compatible but no faster: after the good ones, before the refused ones.
     identical = paths.index(tiny_models.draft_identical)
     assert identical == len(recommended) and suggestions[identical].compatible
-    refused = suggestions[identical + 1:]
+    refused = suggestions[identical + 1 :]
     assert all(not s.compatible and s.reason for s in refused)
     assert {s.path for s in refused} >= {tiny_models.bad_vocab_type, tiny_models.truncated, tiny_models.not_gguf}
 
@@ -173,6 +173,7 @@ def _assert_matches_llama_cpp(llama_cpp, path):
 @pytest.mark.parametrize("member", ["target", "bad_vocab_type", "bad_bos", "bad_eos", "bad_vocab_size"])
 def test_tiny_metadata_matches_llama_cpp(tiny_models, member):
     import llama_cpp
+
     _assert_matches_llama_cpp(llama_cpp, getattr(tiny_models, member))
 
 
@@ -180,4 +181,5 @@ def test_tiny_metadata_matches_llama_cpp(tiny_models, member):
 @pytest.mark.parametrize("key", ["target", "draft", "gemma", "smollm"])
 def test_real_metadata_matches_llama_cpp(real_models, key):
     import llama_cpp
+
     _assert_matches_llama_cpp(llama_cpp, real_models[key])

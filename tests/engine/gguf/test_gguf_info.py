@@ -40,6 +40,7 @@ def test_tiny_target_metadata(tiny_models):
 
 def test_parameter_count_matches_llama_cpp(tiny_models):
     import llama_cpp
+
     params = llama_cpp.llama_model_default_params()
     model = llama_cpp.llama_model_load_from_file(str(tiny_models.target).encode(), params)
     try:

@@ -40,8 +40,14 @@ def test_library_lists_the_file_as_unusable_with_the_reason(malformed, kind):
 
 
 def test_the_synthetic_family_stays_usable(tiny_models):
-    for path in (tiny_models.target, tiny_models.draft, tiny_models.bad_vocab_type, tiny_models.bad_bos,
-                 tiny_models.bad_eos, tiny_models.bad_token_text):
+    for path in (
+        tiny_models.target,
+        tiny_models.draft,
+        tiny_models.bad_vocab_type,
+        tiny_models.bad_bos,
+        tiny_models.bad_eos,
+        tiny_models.bad_token_text,
+    ):
         info = inspect_gguf(path)
         assert info.usable, (path.name, info.problem)
 
@@ -52,10 +58,13 @@ def test_real_models_stay_usable(real_models):
         assert info.usable, (path.name, info.problem)
 
 
-@pytest.mark.parametrize("kind, words", [
-    ("duplicate_token_text", "GGML_ASSERT(id_to_token.size() == token_to_id.size())"),
-    ("add_bos_without_bos", "GGML_ASSERT(vocab.token_bos() != LLAMA_TOKEN_NULL)"),
-])
+@pytest.mark.parametrize(
+    "kind, words",
+    [
+        ("duplicate_token_text", "GGML_ASSERT(id_to_token.size() == token_to_id.size())"),
+        ("add_bos_without_bos", "GGML_ASSERT(vocab.token_bos() != LLAMA_TOKEN_NULL)"),
+    ],
+)
 def test_probe_reports_the_assert_that_would_have_killed_us(malformed, kind, words):
     verdict = probe_model(malformed[kind], use_cache=False)
     assert not verdict.ok
@@ -83,7 +92,8 @@ def test_probe_passes_a_good_model_and_caches_the_verdict(tiny_models, specchat_
 
 
 def test_a_target_and_its_draft_are_probed_by_one_child_and_a_crash_spoils_only_its_own_verdict(
-        tiny_models, malformed, monkeypatch):
+    tiny_models, malformed, monkeypatch
+):
     started = []
     real_run = subprocess.run
 
@@ -95,8 +105,10 @@ def test_a_target_and_its_draft_are_probed_by_one_child_and_a_crash_spoils_only_
     assert [v.ok for v in probe_models([tiny_models.target, tiny_models.draft])] == [True, True]
     assert len(started) == 1  # the first use's wait: one Python and one llama.cpp to start, not two
     started.clear()
-    verdicts = probe_models([tiny_models.draft_identical, malformed["duplicate_token_text"],
-                             malformed["unknown_architecture"]], use_cache=False)
+    verdicts = probe_models(
+        [tiny_models.draft_identical, malformed["duplicate_token_text"], malformed["unknown_architecture"]],
+        use_cache=False,
+    )
     assert verdicts[0].ok
     assert verdicts[1].reason.startswith("llama.cpp crashes on it: llama-vocab.cpp:")
     assert verdicts[2].reason == "llama.cpp cannot load it: unknown model architecture: 'nosucharch'"
@@ -104,9 +116,11 @@ def test_a_target_and_its_draft_are_probed_by_one_child_and_a_crash_spoils_only_
 
 
 def test_last_error_line_prefers_the_assert():
-    stderr = ("llama_model_loader: loaded meta data\n"
-              "/build/x/vendor/llama.cpp/src/llama-vocab.cpp:2544: GGML_ASSERT(a == b) failed\n"
-              "Aborted\n")
+    stderr = (
+        "llama_model_loader: loaded meta data\n"
+        "/build/x/vendor/llama.cpp/src/llama-vocab.cpp:2544: GGML_ASSERT(a == b) failed\n"
+        "Aborted\n"
+    )
     assert last_error_line(stderr) == "llama-vocab.cpp:2544: GGML_ASSERT(a == b) failed"
 
 
@@ -121,10 +135,28 @@ def test_draft_cap_fits_llama_cpp_output_rows():
 def test_generation_at_the_draft_cap_runs(tiny_models):
     # A child process, so an abort in llama.cpp shows as a negative return code rather than killing the tests.
     done = subprocess.run(
-        [sys.executable, "-m", "app", "generate", "--target", str(tiny_models.target), "--draft",
-         str(tiny_models.draft_identical), "--prompt", "The cat", "--draft-max", str(MAX_DRAFT),
-         "--max-tokens", str(MAX_DRAFT + 8), "--json"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "generate",
+            "--target",
+            str(tiny_models.target),
+            "--draft",
+            str(tiny_models.draft_identical),
+            "--prompt",
+            "The cat",
+            "--draft-max",
+            str(MAX_DRAFT),
+            "--max-tokens",
+            str(MAX_DRAFT + 8),
+            "--json",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     stats = json.loads(done.stdout)["stats"]
     assert stats["tokens"] == MAX_DRAFT + 8

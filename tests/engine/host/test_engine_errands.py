@@ -4,7 +4,13 @@ with no model loaded, and carries out what the window no longer does itself."""
 from __future__ import annotations
 
 from app.engine.host.wire import (
-    ApiHistoryMeasured, ChatForgotten, DevicesListed, ForgetChat, ListDevices, MeasureApiHistory, WorkerReady,
+    ApiHistoryMeasured,
+    ChatForgotten,
+    DevicesListed,
+    ForgetChat,
+    ListDevices,
+    MeasureApiHistory,
+    WorkerReady,
 )
 from app.engine.speculation.history_file import HistoryFile, history_path
 from tests.remote.test_remote_worker_and_cli import _serve  # the loop over a scripted pipe

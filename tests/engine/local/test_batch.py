@@ -37,8 +37,10 @@ def single(tiny_models):
 
 @pytest.fixture(scope="module")
 def batched(tiny_models):
-    models = {name: LoadedModel(getattr(tiny_models, name), n_ctx=2048, n_threads=1, n_seq_max=3)
-              for name in ("target", "draft")}
+    models = {
+        name: LoadedModel(getattr(tiny_models, name), n_ctx=2048, n_threads=1, n_seq_max=3)
+        for name in ("target", "draft")
+    }
     yield models
     for model in models.values():
         model.close()
@@ -59,19 +61,32 @@ def _config(kind: str, max_tokens: int) -> GenerationConfig:
 def alone(models, prompt: str, max_tokens: int, kind: str) -> list[int]:
     target = models["target"]
     tokens = target.tokenize(prompt, add_special=True)
-    events = generate(target, tokens, _config(kind, max_tokens), _policy(kind),
-                      draft_model=ModelDrafter(models["draft"]) if kind in ("model", "auto") else None,
-                      ngram=NgramDrafter() if kind != "plain" else None)
+    events = generate(
+        target,
+        tokens,
+        _config(kind, max_tokens),
+        _policy(kind),
+        draft_model=ModelDrafter(models["draft"]) if kind in ("model", "auto") else None,
+        ngram=NgramDrafter() if kind != "plain" else None,
+    )
     return [e.token_id for e in events if isinstance(e, TokenEvent)]
 
 
 def request(models, prompt: str, max_tokens: int, kind: str, request_id: int) -> BatchRequest:
     tokens = models["target"].tokenize(prompt, add_special=True)
-    return BatchRequest(tokens, _config(kind, max_tokens), _policy(kind), request_id=request_id,
-                        ngram=NgramDrafter() if kind != "plain" else None, use_model=kind in ("model", "auto"))
+    return BatchRequest(
+        tokens,
+        _config(kind, max_tokens),
+        _policy(kind),
+        request_id=request_id,
+        ngram=NgramDrafter() if kind != "plain" else None,
+        use_model=kind in ("model", "auto"),
+    )
 
 
-def run_batch(scheduler: BatchScheduler, joins: dict[int, list[BatchRequest]], cancel_at: Optional[dict[int, int]] = None):
+def run_batch(
+    scheduler: BatchScheduler, joins: dict[int, list[BatchRequest]], cancel_at: Optional[dict[int, int]] = None
+):
     """Steps until every request ended; requests in joins[s] are added before step s; the request added n-th
     (from 0) is cancelled before step cancel_at[n]. Returns each request's events, in the order added."""
     cancel_at = cancel_at or {}
@@ -100,9 +115,11 @@ def tokens_of(events) -> list[int]:
 def test_each_reply_in_a_batch_is_its_reply_alone(single, batched, kind):
     expected = [alone(single, p, n, kind) for p, n in zip(PROMPTS, LENGTHS)]
     # Four requests on three sequences, joining at different steps: the fourth waits for a free sequence.
-    joins = {0: [request(batched, PROMPTS[0], LENGTHS[0], kind, 1)],
-             2: [request(batched, PROMPTS[1], LENGTHS[1], kind, 2), request(batched, PROMPTS[2], LENGTHS[2], kind, 3)],
-             5: [request(batched, PROMPTS[3], LENGTHS[3], kind, 4)]}
+    joins = {
+        0: [request(batched, PROMPTS[0], LENGTHS[0], kind, 1)],
+        2: [request(batched, PROMPTS[1], LENGTHS[1], kind, 2), request(batched, PROMPTS[2], LENGTHS[2], kind, 3)],
+        5: [request(batched, PROMPTS[3], LENGTHS[3], kind, 4)],
+    }
     got = run_batch(BatchScheduler(batched["target"], batched["draft"], prompt_chunk=8), joins)
     assert [tokens_of(e) for e in got] == expected
     for events, request_id in zip(got, (1, 2, 3, 4)):
@@ -118,7 +135,7 @@ def test_stopping_one_request_leaves_the_others_unchanged(single, batched):
     assert tokens_of(got[0]) == expected[0] and tokens_of(got[2]) == expected[2]
     stopped = tokens_of(got[1])
     assert got[1][-1].stats.stop_reason == "cancelled"
-    assert len(stopped) < LENGTHS[1] and stopped == expected[1][:len(stopped)]
+    assert len(stopped) < LENGTHS[1] and stopped == expected[1][: len(stopped)]
 
 
 def test_a_prompt_is_read_between_the_running_replies_rounds(batched):
@@ -150,7 +167,7 @@ class CpuCostPolicy(FixedPolicy):
         return Plan("model", min(4, k_max), "draft of 4: expected 1.1x plain", expected=1.1, kind="draft")
 
     def expected_accepted(self, plan):
-        return (0.9, 1.6, 2.1, 2.4)[:plan.k]
+        return (0.9, 1.6, 2.1, 2.4)[: plan.k]
 
     def step_cost(self, rows, draft_tokens=0):
         return rows + 0.1 * draft_tokens
@@ -160,12 +177,20 @@ def test_rounds_say_when_the_batch_cut_a_draft(single, batched):
     """A draft that pays alone is dropped when three requests share the step on a CPU's costs, and its rounds say
     so; the replies are still the ones written alone."""
     expected = [alone(single, p, n, "plain") for p, n in zip(PROMPTS[:3], LENGTHS[:3])]
-    reqs = [BatchRequest(request(batched, p, n, "model", i).prompt, _config("model", n), CpuCostPolicy(),
-                         request_id=i, use_model=True) for i, (p, n) in enumerate(zip(PROMPTS[:3], LENGTHS[:3]))]
+    reqs = [
+        BatchRequest(
+            request(batched, p, n, "model", i).prompt,
+            _config("model", n),
+            CpuCostPolicy(),
+            request_id=i,
+            use_model=True,
+        )
+        for i, (p, n) in enumerate(zip(PROMPTS[:3], LENGTHS[:3]))
+    ]
     got = run_batch(BatchScheduler(batched["target"], batched["draft"], prompt_chunk=64), {0: reqs})
     assert [tokens_of(e) for e in got] == expected
     rounds = [e for e in got[0] if isinstance(e, RoundEvent)]
-    shared = rounds[2:LENGTHS[1]]  # while all three are writing (the first two read the others' prompts beside)
+    shared = rounds[2 : LENGTHS[1]]  # while all three are writing (the first two read the others' prompts beside)
     assert all(r.kind == "batch" and r.drafted == 0 and "3 requests share the batch" in r.reason for r in shared)
     alone_again = [r for r in rounds if r.index > LENGTHS[2] + 2]  # after the others ended
     assert alone_again and all(r.kind == "draft" and r.drafted for r in alone_again)

@@ -16,8 +16,9 @@ QUESTIONS = ["def fibonacci(n):", "the cat sat on the mat and the cat", "hello t
 
 
 def _config(drafter: str, tokens: int) -> GenerationConfig:
-    return GenerationConfig(max_tokens=tokens, ignore_eos=True, drafter=drafter, speculative=drafter != "none",
-                            session=f"s-{tokens}")
+    return GenerationConfig(
+        max_tokens=tokens, ignore_eos=True, drafter=drafter, speculative=drafter != "none", session=f"s-{tokens}"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +34,12 @@ def engines(tiny_models):
         engine.close()
 
 
-def _drive(engine: SpecEngine, replies: dict[int, object], cancels: dict[int, threading.Event] | None = None,
-           stop_after: dict[int, int] | None = None) -> dict[int, FinishedEvent]:
+def _drive(
+    engine: SpecEngine,
+    replies: dict[int, object],
+    cancels: dict[int, threading.Event] | None = None,
+    stop_after: dict[int, int] | None = None,
+) -> dict[int, FinishedEvent]:
     """Read every reply until it waits, step, again: as the engine process's loop does."""
     finished: dict[int, FinishedEvent] = {}
     tokens = {key: 0 for key in replies}
@@ -60,8 +65,7 @@ def _drive(engine: SpecEngine, replies: dict[int, object], cancels: dict[int, th
 
 
 def _alone(engine: SpecEngine, question: str, config: GenerationConfig) -> str:
-    finished = [e for e in engine.chat([{"role": "user", "content": question}], config)
-                if isinstance(e, FinishedEvent)]
+    finished = [e for e in engine.chat([{"role": "user", "content": question}], config) if isinstance(e, FinishedEvent)]
     return finished[-1].text
 
 
@@ -70,8 +74,9 @@ def test_replies_written_side_by_side_are_each_the_reply_alone(engines, drafter)
     batched = engines["batched"]
     assert batched.parallel == 3
     configs = {i: _config(drafter, 12 + 7 * i) for i in range(4)}  # four: one waits for a free sequence
-    replies = {i: batched.chat([{"role": "user", "content": QUESTIONS[i]}], configs[i], request_id=i + 1)
-               for i in range(4)}
+    replies = {
+        i: batched.chat([{"role": "user", "content": QUESTIONS[i]}], configs[i], request_id=i + 1) for i in range(4)
+    }
     finished = _drive(batched, replies)
     for i in range(4):
         assert finished[i].stats.tokens == configs[i].max_tokens
@@ -82,8 +87,10 @@ def test_stopping_one_reply_leaves_the_others_going(engines):
     batched = engines["batched"]
     cancels = {i: threading.Event() for i in range(2)}
     configs = {i: _config("auto", 30) for i in range(2)}
-    replies = {i: batched.chat([{"role": "user", "content": QUESTIONS[i]}], configs[i], cancel=cancels[i],
-                               request_id=10 + i) for i in range(2)}
+    replies = {
+        i: batched.chat([{"role": "user", "content": QUESTIONS[i]}], configs[i], cancel=cancels[i], request_id=10 + i)
+        for i in range(2)
+    }
     finished = _drive(batched, replies, cancels, stop_after={0: 3})
     assert finished[0].stats.stop_reason == "cancelled" and finished[0].stats.tokens < 30
     assert finished[1].stats.tokens == 30
@@ -93,8 +100,9 @@ def test_stopping_one_reply_leaves_the_others_going(engines):
 def test_a_reply_whose_reader_left_frees_its_sequence(engines):
     batched = engines["batched"]
     for round_ in range(5):  # more than the sequences: each left reply must give its sequence back
-        events = iter(batched.chat([{"role": "user", "content": QUESTIONS[0]}], _config("none", 50),
-                                   request_id=100 + round_))
+        events = iter(
+            batched.chat([{"role": "user", "content": QUESTIONS[0]}], _config("none", 50), request_id=100 + round_)
+        )
         for event in events:
             if isinstance(event, TokenEvent):
                 break

@@ -9,11 +9,13 @@ from app.engine.local.chat_format import render_prompt
 from app.testing.synthetic import CHATML_TEMPLATE
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello there"}]
-CHATML_TEXT = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello there<|im_end|>\n<|im_start|>assistant\n"
+CHATML_TEXT = (
+    "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello there<|im_end|>\n<|im_start|>assistant\n"
+)
 
 BAD_TEMPLATES = {
     "nested loops": "{% set r = range(100000) %}{% for i in r %}{% for j in r %}{% for k in r %}"
-                    "{% endfor %}{% endfor %}{% endfor %}",
+    "{% endfor %}{% endfor %}{% endfor %}",
     "raises": "{{ raise_exception('Conversation roles must alternate user/assistant') }}",
     "recursion": "{% macro f(x) %}{{ f(x) }}{% endmacro %}{{ f(1) }}",
     "huge output": "{% for i in range(100000) %}{% for j in range(100000) %}0123456789{% endfor %}{% endfor %}",
@@ -93,9 +95,11 @@ def test_a_template_that_refuses_one_conversation_is_tried_again_on_the_next(tin
     model = LoadedModel(tiny_models.target, n_ctx=256, n_threads=1)
     try:
         prompts = Prompts(model)
-        prompts._chat_template = ("{% if messages[0]['role'] == 'assistant' %}{{ raise_exception('Conversation "
-                                  "must start with the user') }}{% endif %}{% for m in messages %}[{{ m.role }}]"
-                                  "{{ m.content }}{% endfor %}")
+        prompts._chat_template = (
+            "{% if messages[0]['role'] == 'assistant' %}{{ raise_exception('Conversation "
+            "must start with the user') }}{% endif %}{% for m in messages %}[{{ m.role }}]"
+            "{{ m.content }}{% endfor %}"
+        )
         refused = prompts.render([{"role": "assistant", "content": "hi"}])
         assert "must start with the user" in refused.notice and refused.text.startswith("<|im_start|>")
         fine = prompts.render([{"role": "user", "content": "hi"}])

@@ -10,8 +10,9 @@ from app.engine.speculation.costs import CostTable
 from app.engine.speculation.policy import Plan
 
 # The 2-core CPU's relative batch costs (tests/engine/speculation/test_controller.py has the same measurement).
-CPU_BATCH = [0.0] + [x * 0.028 for x in (1.0, 1.75, 2.1, 2.4, 2.8, 3.2, 3.6, 4.0, 4.4, 4.8, 5.2, 5.6, 6.0, 6.4, 6.8,
-                                          7.2, 7.6)]
+CPU_BATCH = [0.0] + [
+    x * 0.028 for x in (1.0, 1.75, 2.1, 2.4, 2.8, 3.2, 3.6, 4.0, 4.4, 4.8, 5.2, 5.6, 6.0, 6.4, 6.8, 7.2, 7.6)
+]
 PROPOSAL = list(range(16))
 
 

@@ -51,13 +51,13 @@ def run(target, prompt_text, config, policy, draft=None, ngram=None, cancel=None
 def test_greedy_speculative_output_equals_plain(models, prompt, drafter, k):
     target = models["target"]
     config = GenerationConfig(max_tokens=48, speculative=True)
-    plain_tokens, _, plain = run(target, prompt, GenerationConfig(max_tokens=48, speculative=False),
-                                 FixedPolicy(0, "none"))
+    plain_tokens, _, plain = run(
+        target, prompt, GenerationConfig(max_tokens=48, speculative=False), FixedPolicy(0, "none")
+    )
     if drafter == "ngram":
         spec_tokens, _, spec = run(target, prompt, config, FixedPolicy(k, "ngram"), ngram=NgramDrafter())
     else:
-        spec_tokens, _, spec = run(target, prompt, config, FixedPolicy(k, "model"),
-                                   draft=ModelDrafter(models[drafter]))
+        spec_tokens, _, spec = run(target, prompt, config, FixedPolicy(k, "model"), draft=ModelDrafter(models[drafter]))
     assert [t.token_id for t in spec_tokens] == [t.token_id for t in plain_tokens]
     assert spec.text == plain.text
     assert {t.source for t in plain_tokens} == {"target"}
@@ -66,7 +66,10 @@ def test_greedy_speculative_output_equals_plain(models, prompt, drafter, k):
 
 def test_identical_draft_is_always_accepted(models):
     tokens, rounds, finished = run(
-        models["target"], PROMPTS[0], GenerationConfig(max_tokens=40), FixedPolicy(4, "model"),
+        models["target"],
+        PROMPTS[0],
+        GenerationConfig(max_tokens=40),
+        FixedPolicy(4, "model"),
         draft=ModelDrafter(models["draft_identical"]),
     )
     stats = finished.stats
@@ -79,7 +82,10 @@ def test_identical_draft_is_always_accepted(models):
 
 def test_partial_draft_reports_honest_stats(models):
     tokens, rounds, finished = run(
-        models["target"], PROMPTS[1], GenerationConfig(max_tokens=64), FixedPolicy(4, "model"),
+        models["target"],
+        PROMPTS[1],
+        GenerationConfig(max_tokens=64),
+        FixedPolicy(4, "model"),
         draft=ModelDrafter(models["draft"]),
     )
     stats = finished.stats
@@ -209,8 +215,14 @@ def test_cancel_from_another_thread_stops_within_one_round(models):
     prompt = target.tokenize(PROMPTS[0], add_special=True)
     seen_after_cancel = []
     finished = None
-    for event in generate(target, prompt, GenerationConfig(max_tokens=400), FixedPolicy(4, "model"),
-                          draft_model=ModelDrafter(models["draft"]), cancel=cancel):
+    for event in generate(
+        target,
+        prompt,
+        GenerationConfig(max_tokens=400),
+        FixedPolicy(4, "model"),
+        draft_model=ModelDrafter(models["draft"]),
+        cancel=cancel,
+    ):
         if isinstance(event, TokenEvent):
             if cancel.is_set():
                 seen_after_cancel.append(event)
@@ -230,8 +242,9 @@ def test_full_context_stops_with_a_reason_not_an_exception(tiny_models):
         prompt = small.tokenize(PROMPTS[0], add_special=True)
         n_ctx = small.n_ctx  # llama.cpp pads the context to a multiple of its block size
         assert len(prompt) < n_ctx
-        _, _, finished = run(small, PROMPTS[0], GenerationConfig(max_tokens=500), FixedPolicy(4, "ngram"),
-                             ngram=NgramDrafter())
+        _, _, finished = run(
+            small, PROMPTS[0], GenerationConfig(max_tokens=500), FixedPolicy(4, "ngram"), ngram=NgramDrafter()
+        )
         assert finished.stats.stop_reason == "context_full"
         # The cache holds all but the last token, which is emitted without ever being evaluated.
         assert len(prompt) + finished.stats.tokens == n_ctx + 1
@@ -265,8 +278,13 @@ def test_a_draft_that_first_read_the_prompt_does_not_teach_what_drafting_costs(m
     prompt = target.tokenize(PROMPTS[0], add_special=True)
     assert len(prompt) > 8
     models["draft"].truncate(0)  # as a freshly loaded draft model: nothing read yet
-    for _ in generate(target, prompt, GenerationConfig(max_tokens=12), Recording(2, "model"),
-                      draft_model=ModelDrafter(models["draft"])):
+    for _ in generate(
+        target,
+        prompt,
+        GenerationConfig(max_tokens=12),
+        Recording(2, "model"),
+        draft_model=ModelDrafter(models["draft"]),
+    ):
         pass
     assert timings[0] == 0.0  # the round that read the prompt
     later = [t for t in timings[1:] if t is not None]

@@ -83,13 +83,15 @@ def test_long_conversations_drop_oldest_turns_not_half_messages(tiny_models):
     try:
         messages = [{"role": "system", "content": "sys"}]
         for i in range(12):
-            messages += [{"role": "user", "content": f"question {i} " * 4},
-                         {"role": "assistant", "content": f"answer {i} " * 4}]
+            messages += [
+                {"role": "user", "content": f"question {i} " * 4},
+                {"role": "assistant", "content": f"answer {i} " * 4},
+            ]
         messages.append({"role": "user", "content": "last question"})
         kept, dropped = engine.fit_messages(messages, reserve_tokens=64)
         assert dropped > 0 and dropped % 2 == 0
         assert kept[0] == messages[0] and kept[-1] == messages[-1]
-        assert kept[1:] == messages[1 + dropped:]  # whole turns, oldest first, untouched
+        assert kept[1:] == messages[1 + dropped :]  # whole turns, oldest first, untouched
         assert engine.count_tokens(kept) + 64 <= engine.n_ctx
         with pytest.raises(PromptTooLongError):
             engine.fit_messages([{"role": "user", "content": "word " * 2000}], reserve_tokens=64)
@@ -149,8 +151,11 @@ def test_stop_mid_reply_ends_it_within_one_round_and_keeps_what_was_written(engi
 
     cancel = threading.Event()
     events = []
-    for event in engine.chat([{"role": "user", "content": "talk for a long time"}],
-                             GenerationConfig(max_tokens=500, draft_max=4), cancel=cancel):
+    for event in engine.chat(
+        [{"role": "user", "content": "talk for a long time"}],
+        GenerationConfig(max_tokens=500, draft_max=4),
+        cancel=cancel,
+    ):
         events.append(event)
         if isinstance(event, TokenEvent):
             cancel.set()
@@ -173,8 +178,9 @@ def test_a_cost_table_timed_while_the_machine_was_busy_is_forgotten_after_one_pl
     engine.measure_costs()
     cache = costs._read_cache()
     # Every pass timed 50x too slow, waiting for a CPU; so slow that batches look nearly free beside one token.
-    costs._write_cache({key: [0.0] + [50 * batch[1] * (1 + 0.05 * n) for n in range(len(batch) - 1)]
-                        for key, batch in cache.items()})
+    costs._write_cache(
+        {key: [0.0] + [50 * batch[1] * (1 + 0.05 * n) for n in range(len(batch) - 1)] for key, batch in cache.items()}
+    )
     assert engine.costs_cached()
     events, finished = reply(engine, [{"role": "user", "content": "count: 1 2 3"}], draft_max=None)
     rounds = [e for e in events if isinstance(e, RoundEvent)]

@@ -18,8 +18,14 @@ from tests.support.engines import tiny_pair_engine
 
 SCHEMAS = [
     {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}, "required": ["a", "b"]},
-    {"type": "object", "properties": {"ok": {"type": "boolean"}, "tags": {"type": "array", "items": {
-        "type": "string", "enum": ["x", "y"]}}}, "required": ["ok", "tags"]},
+    {
+        "type": "object",
+        "properties": {
+            "ok": {"type": "boolean"},
+            "tags": {"type": "array", "items": {"type": "string", "enum": ["x", "y"]}},
+        },
+        "required": ["ok", "tags"],
+    },
     {"type": "object"},
 ]
 
@@ -40,9 +46,14 @@ def _reply(engine, schema: dict, **speculation) -> FinishedEvent:
 @pytest.mark.parametrize("schema", SCHEMAS, ids=["object", "enum-array", "any-object"])
 def test_speculative_greedy_equals_plain_greedy_under_a_schema(engine, schema):
     plain = _reply(engine, schema, speculative=False)
-    unconstrained = next(e for e in engine.chat([{"role": "user", "content": "Answer in JSON."}],
-                                                GenerationConfig(max_tokens=40, history=False, speculative=False))
-                         if isinstance(e, FinishedEvent))
+    unconstrained = next(
+        e
+        for e in engine.chat(
+            [{"role": "user", "content": "Answer in JSON."}],
+            GenerationConfig(max_tokens=40, history=False, speculative=False),
+        )
+        if isinstance(e, FinishedEvent)
+    )
     assert plain.text.startswith("{") and plain.text != unconstrained.text  # the grammar is what shaped it
     with_model = _reply(engine, schema, drafter="model", draft_max=3)
     with_ngram = _reply(engine, schema, drafter="ngram", draft_max=3)
@@ -74,8 +85,9 @@ def test_speculation_is_lossless_under_each_schema_on_the_real_models(real_engin
     messages = [{"role": "user", "content": QUESTIONS[index]}]
 
     def run(**speculation) -> str:
-        config = GenerationConfig(max_tokens=120, history=False, json_schema=json.dumps(REAL_SCHEMAS[index]),
-                                  **speculation)
+        config = GenerationConfig(
+            max_tokens=120, history=False, json_schema=json.dumps(REAL_SCHEMAS[index]), **speculation
+        )
         return next(e for e in engine.chat(messages, config) if isinstance(e, FinishedEvent)).text
 
     plain = run(speculative=False)

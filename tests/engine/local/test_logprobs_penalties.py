@@ -24,16 +24,24 @@ def engine(tiny_models):
 
 
 def _run(engine: SpecEngine, **config) -> tuple[list[int], list[float], list[list[int]], int]:
-    events = list(engine.complete(PROMPT, GenerationConfig(max_tokens=48, history=False, logprobs=True,
-                                                           top_logprobs=3, **config)))
+    events = list(
+        engine.complete(PROMPT, GenerationConfig(max_tokens=48, history=False, logprobs=True, top_logprobs=3, **config))
+    )
     tokens = [e for e in events if isinstance(e, TokenEvent) and e.token_id >= 0]
     finished = events[-1]
     assert isinstance(finished, FinishedEvent)
-    return ([t.token_id for t in tokens], [t.logprobs.chosen.logprob for t in tokens],
-            [[c.token_id for c in t.logprobs.top] for t in tokens], finished.stats.drafted)
+    return (
+        [t.token_id for t in tokens],
+        [t.logprobs.chosen.logprob for t in tokens],
+        [[c.token_id for c in t.logprobs.top] for t in tokens],
+        finished.stats.drafted,
+    )
 
 
-SPECULATION = [dict(speculative=True, drafter="model", draft_max=4), dict(speculative=True, drafter="ngram", draft_max=4)]
+SPECULATION = [
+    dict(speculative=True, drafter="model", draft_max=4),
+    dict(speculative=True, drafter="ngram", draft_max=4),
+]
 PENALTIES = [{}, dict(frequency_penalty=0.7, presence_penalty=0.4), dict(repeat_penalty=1.3)]
 
 

@@ -47,8 +47,10 @@ def test_a_chat_past_the_context_keeps_its_cache_and_cuts_in_steps(engine):
 def test_fitting_a_thousand_message_chat_renders_the_prompt_a_few_times(engine, monkeypatch):
     messages = [{"role": "system", "content": "sys"}]
     for i in range(500):
-        messages += [{"role": "user", "content": f"question {i} about something"},
-                     {"role": "assistant", "content": f"answer {i}: it depends"}]
+        messages += [
+            {"role": "user", "content": f"question {i} about something"},
+            {"role": "assistant", "content": f"answer {i}: it depends"},
+        ]
     renders = []
     count = engine.count_tokens
     monkeypatch.setattr(engine, "count_tokens", lambda kept: renders.append(len(kept)) or count(kept))

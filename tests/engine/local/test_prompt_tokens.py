@@ -64,6 +64,6 @@ def test_a_second_turn_reuses_the_first_turns_tokens_and_stays_safe(engine, tiny
     rendered = engine.prompts.render(messages)
     tokens = engine.prompts.tokens_for(rendered.text, rendered.markup)
     assert tokens[: len(engine.prompts.transcript_tokens)] == engine.prompts.transcript_tokens
-    new = tokens[len(engine.prompts.transcript_tokens):]
+    new = tokens[len(engine.prompts.transcript_tokens) :]
     # <|im_end|> after the reply, then <|im_start|>user, <|im_end|>, <|im_start|>assistant: four, none from SNEAKY.
     assert len(control_ids(engine, new)) == 4

@@ -16,7 +16,7 @@ from tests.engine.local.test_conversation_cache import _chat, _continued, _engin
 def _header(path) -> tuple[dict, int]:
     data = path.read_bytes()
     end = data.index(b"\n", len(MAGIC))
-    return json.loads(data[len(MAGIC):end]), end + 1
+    return json.loads(data[len(MAGIC) : end]), end + 1
 
 
 def _with_header(data: bytes, end: int, line: bytes) -> bytes:
@@ -24,12 +24,20 @@ def _with_header(data: bytes, end: int, line: bytes) -> bytes:
 
 
 DAMAGE = {
-    "huge token count": lambda head, data, end: _with_header(data, end, json.dumps({**head, "n_tokens": 10**12}).encode()),
-    "token count of 1e30": lambda head, data, end: _with_header(data, end, json.dumps({**head, "n_tokens": 1e30}).encode()),
-    "negative token count": lambda head, data, end: _with_header(data, end, json.dumps({**head, "n_tokens": -7}).encode()),
+    "huge token count": lambda head, data, end: _with_header(
+        data, end, json.dumps({**head, "n_tokens": 10**12}).encode()
+    ),
+    "token count of 1e30": lambda head, data, end: _with_header(
+        data, end, json.dumps({**head, "n_tokens": 1e30}).encode()
+    ),
+    "negative token count": lambda head, data, end: _with_header(
+        data, end, json.dumps({**head, "n_tokens": -7}).encode()
+    ),
     "deeply nested header": lambda head, data, end: _with_header(data, end, b"[" * 4000 + b"]" * 4000),
-    "checksum that is text": lambda head, data, end: _with_header(data, end, json.dumps({**head, "crc32": "x"}).encode()),
-    "cut in its tokens": lambda head, data, end: data[:end + 40],
+    "checksum that is text": lambda head, data, end: _with_header(
+        data, end, json.dumps({**head, "crc32": "x"}).encode()
+    ),
+    "cut in its tokens": lambda head, data, end: data[: end + 40],
 }
 
 

@@ -11,7 +11,7 @@ from app.engine.config import GPU_LAYERS_AUTO, LoadSettings
 from app.engine.placement.devices import GIB, Device, DeviceReport, list_devices
 from app.engine.placement.gpu_fit import COMPUTE_RESERVE_BYTES, FREE_MARGIN, layout_from_tensors, place
 
-MIB = 1024 ** 2
+MIB = 1024**2
 CPU = Device("CPU", "AMD EPYC", "cpu", 32 * GIB, 32 * GIB, "CPU")
 
 
@@ -24,8 +24,13 @@ def model(name: str, n_layer: int, layer_mib: int, output_mib: int = 100, n_ctx:
     tensors = [("token_embd.weight", 200 * MIB), ("output_norm.weight", 0), ("output.weight", output_mib * MIB)]
     for i in range(n_layer):
         tensors += [(f"blk.{i}.attn_q.weight", layer_mib * MIB // 2), (f"blk.{i}.ffn_up.weight", layer_mib * MIB // 2)]
-    meta = {"general.architecture": "qwen2", "qwen2.block_count": n_layer, "qwen2.embedding_length": 1024,
-            "qwen2.attention.head_count": 16, "qwen2.attention.head_count_kv": 2}
+    meta = {
+        "general.architecture": "qwen2",
+        "qwen2.block_count": n_layer,
+        "qwen2.embedding_length": 1024,
+        "qwen2.attention.head_count": 16,
+        "qwen2.attention.head_count_kv": 2,
+    }
     return layout_from_tensors(name, tensors, meta, n_ctx)
 
 
@@ -39,16 +44,21 @@ def test_layout_counts_layers_output_and_kv_cache():
     assert TARGET.cost(0) == 0
     assert TARGET.cost(1) == 100 * MIB + TARGET.kv_bytes[0] + COMPUTE_RESERVE_BYTES
     assert TARGET.cost(TARGET.all_layers) == TARGET.cost(TARGET.n_layer) + 100 * MIB  # the output head comes last
-    tied = layout_from_tensors("tied", [("token_embd.weight", 300 * MIB), ("blk.0.x", MIB)],
-                               {"general.architecture": "a", "a.block_count": 1}, 512)
+    tied = layout_from_tensors(
+        "tied",
+        [("token_embd.weight", 300 * MIB), ("blk.0.x", MIB)],
+        {"general.architecture": "a", "a.block_count": 1},
+        512,
+    )
     assert tied.output_bytes == 300 * MIB  # tied embeddings: llama.cpp copies them to the output's device
 
 
 def test_everything_fits():
     p = place(TARGET, DRAFT, DeviceReport((CPU, gpu(22.1))))
     assert (p.target_layers, p.draft_layers) == (TARGET.all_layers, DRAFT.all_layers)
-    assert p.explanation == ("All 28 layers of the target and the draft on "
-                             "NVIDIA GeForce RTX 4090 (CUDA), 23.7 GB free.")
+    assert p.explanation == (
+        "All 28 layers of the target and the draft on NVIDIA GeForce RTX 4090 (CUDA), 23.7 GB free."
+    )
     assert p.backends == "CUDA"
 
 
@@ -85,16 +95,25 @@ def test_cpu_only_build_runs_on_the_cpu_and_says_so():
     report = DeviceReport((CPU,), rpc=True)  # an RPC build claims GPU offload support without a GPU
     p = place(TARGET, DRAFT, report)
     assert (p.target_layers, p.draft_layers) == (0, 0)
-    assert p.explanation == "CPU only: this build of llama.cpp has no GPU backend - see 'GPU builds' in docs/gpu-and-remote.md."
+    assert (
+        p.explanation
+        == "CPU only: this build of llama.cpp has no GPU backend - see 'GPU builds' in docs/gpu-and-remote.md."
+    )
     asked = place(TARGET, DRAFT, report, target_request=20)
     assert asked.target_layers == 0
-    assert asked.explanation == ("GPU layers set to 20, but this build of llama.cpp has no GPU backend: "
-                                 "the models run on the CPU. See 'GPU builds' in docs/gpu-and-remote.md.")
+    assert asked.explanation == (
+        "GPU layers set to 20, but this build of llama.cpp has no GPU backend: "
+        "the models run on the CPU. See 'GPU builds' in docs/gpu-and-remote.md."
+    )
 
 
 def test_unknown_devices_leave_auto_on_the_cpu_with_the_reason():
-    p = place(TARGET, DRAFT, DeviceReport(problem="this llama.cpp build does not export ggml_backend_dev_count"),
-              target_request=12)
+    p = place(
+        TARGET,
+        DRAFT,
+        DeviceReport(problem="this llama.cpp build does not export ggml_backend_dev_count"),
+        target_request=12,
+    )
     assert (p.target_layers, p.draft_layers) == (12, 0)
     assert "ggml_backend_dev_count" in p.explanation
 
@@ -103,7 +122,9 @@ def test_this_machine_lists_the_cpu_only():
     report = list_devices()
     assert report.known, report.problem
     assert report.cpu_only and any(d.kind == "cpu" for d in report.devices)
-    assert report.lines() == ["CPU only: this build of llama.cpp has no GPU backend - see 'GPU builds' in docs/gpu-and-remote.md"]
+    assert report.lines() == [
+        "CPU only: this build of llama.cpp has no GPU backend - see 'GPU builds' in docs/gpu-and-remote.md"
+    ]
 
 
 def test_a_missing_symbol_leaves_the_devices_unknown(monkeypatch):

@@ -62,28 +62,42 @@ def test_speculation_writes_the_same_parts_as_plain_decoding(engine, tiny_models
     assert drafted.stats.drafted > 0 and drafted.stats.reasoning_drafted > 0
 
 
-R1_LIKE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-           "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}")
+R1_LIKE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}"
+)
 
 
 def test_a_template_that_opens_the_thinking_starts_the_reply_inside_it(engine):
     messages = [{"role": "user", "content": "<think> in the user's text opens nothing </think>"}]
-    config = GenerationConfig(max_tokens=30, thinking_budget=10, ignore_eos=True, history=False,
-                              chat_format="template", chat_template=R1_LIKE)
+    config = GenerationConfig(
+        max_tokens=30, thinking_budget=10, ignore_eos=True, history=False, chat_format="template", chat_template=R1_LIKE
+    )
     events = list(engine.chat(messages, config))
     finished = events[-1]
     assert isinstance(finished, FinishedEvent) and finished.reasoning and finished.text
-    closed = list(engine.chat(messages, GenerationConfig(
-        max_tokens=30, ignore_eos=True, history=False, chat_format="template",
-        chat_template=R1_LIKE.replace("<think>\n", "<think>\n\n</think>\n\n"))))[-1]
+    closed = list(
+        engine.chat(
+            messages,
+            GenerationConfig(
+                max_tokens=30,
+                ignore_eos=True,
+                history=False,
+                chat_format="template",
+                chat_template=R1_LIKE.replace("<think>\n", "<think>\n\n</think>\n\n"),
+            ),
+        )
+    )[-1]
     assert isinstance(closed, FinishedEvent) and closed.reasoning == "" and closed.stats.reasoning_tokens == 0
 
 
 def test_a_reply_stopped_while_thinking_is_continued_from_its_thinking(engine):
     """The window continues a reply cut off inside its thinking by sending it back as the last assistant message,
     its thinking as reasoning_content: the model reads it after its own start marker and goes on thinking."""
-    chat = [{"role": "user", "content": "Is 221 prime?"},
-            {"role": "assistant", "content": "", "reasoning_content": "221 is odd. Try 13"}]
+    chat = [
+        {"role": "user", "content": "Is 221 prime?"},
+        {"role": "assistant", "content": "", "reasoning_content": "221 is odd. Try 13"},
+    ]
     config = GenerationConfig(max_tokens=8, speculative=False, history=False, ignore_eos=True)
     events = list(engine.chat(chat, config))
     finished = events[-1]

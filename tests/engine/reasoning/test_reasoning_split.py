@@ -20,8 +20,9 @@ def run(pieces, markers=(THINK,), start="opening", split=True, rounds=None):
         text, special = (piece[0], True) if isinstance(piece, tuple) else (piece, False)
         if rounds is not None and index in rounds:
             out += splitter.feed(RoundEvent(0, "ngram", 4, rounds[index][0], rounds[index][1], index=index))
-        event = TokenEvent(0, index, 100 + index, "" if special else text, "target",
-                           round=index if rounds is not None else -1)
+        event = TokenEvent(
+            0, index, 100 + index, "" if special else text, "target", round=index if rounds is not None else -1
+        )
         out += splitter.feed(event, special=text if special else "")
     out += splitter.feed(FinishedEvent(0, "".join(p for p in pieces if isinstance(p, str)), GenerationStats()))
     tokens = [e for e in out if isinstance(e, TokenEvent)]
@@ -44,16 +45,19 @@ def splits(text):
     yield list(text)
 
 
-@pytest.mark.parametrize("reply, reasoning, answer", [
-    ("<think>\nIs 221 prime? 13*17.\n</think>\n\nNo: 221 = 13 x 17.", "Is 221 prime? 13*17.", "No: 221 = 13 x 17."),
-    ("  <think>a < b</think>ok", "a < b", "ok"),
-    ("<think></think>\n\nJust this.", "", "Just this."),
-    ("Plain <think> answer", "", "Plain <think> answer"),
-    ("<b>bold</b> text", "", "<b>bold</b> text"),
-    ("\nfirst line\n", "", "\nfirst line\n"),
-    ("<think>cut off while thinking </", "cut off while thinking </", ""),
-    ("<thi", "", "<thi"),
-])
+@pytest.mark.parametrize(
+    "reply, reasoning, answer",
+    [
+        ("<think>\nIs 221 prime? 13*17.\n</think>\n\nNo: 221 = 13 x 17.", "Is 221 prime? 13*17.", "No: 221 = 13 x 17."),
+        ("  <think>a < b</think>ok", "a < b", "ok"),
+        ("<think></think>\n\nJust this.", "", "Just this."),
+        ("Plain <think> answer", "", "Plain <think> answer"),
+        ("<b>bold</b> text", "", "<b>bold</b> text"),
+        ("\nfirst line\n", "", "\nfirst line\n"),
+        ("<think>cut off while thinking </", "cut off while thinking </", ""),
+        ("<thi", "", "<thi"),
+    ],
+)
 def test_every_split_of_a_reply_gives_the_same_parts(reply, reasoning, answer):
     for pieces in splits(reply):
         finished, _ = run(pieces)
@@ -70,15 +74,25 @@ def test_a_reply_cut_off_inside_its_thinking_says_so():
 def test_marker_tokens_carry_nothing_and_count_as_reasoning():
     finished, tokens = run(["<think>", "\n", "hmm", "\n", "</think>", "\n\n", "Yes."])
     assert [(e.part, e.text) for e in tokens] == [
-        ("reasoning", ""), ("reasoning", ""), ("reasoning", "hmm"), ("reasoning", ""), ("reasoning", ""),
-        ("reasoning", ""), ("answer", "Yes.")]
+        ("reasoning", ""),
+        ("reasoning", ""),
+        ("reasoning", "hmm"),
+        ("reasoning", ""),
+        ("reasoning", ""),
+        ("reasoning", ""),
+        ("answer", "Yes."),
+    ]
     assert finished.stats.reasoning_tokens == 6
 
 
 def test_a_token_that_holds_the_boundary_is_followed_by_the_answer_as_its_own_event():
     _, tokens = run(["<think>x", "y</think>\n\nThe", " end"])
     assert [(e.token_id, e.part, e.text) for e in tokens] == [
-        (100, "reasoning", "x"), (101, "reasoning", "y"), (-1, "answer", "The"), (102, "answer", " end")]
+        (100, "reasoning", "x"),
+        (101, "reasoning", "y"),
+        (-1, "answer", "The"),
+        (102, "answer", " end"),
+    ]
 
 
 def test_the_prompt_may_open_the_thinking():
@@ -101,8 +115,21 @@ def test_format_none_leaves_the_thinking_in_the_answer():
     assert finished.text == "<think>a</think>b" and {e.part for e in tokens} == {"answer"}
 
 
-HARMONY_REPLY = [("<|channel|>", True), "analysis", ("<|message|>", True), "User asks", " 2+2.", ("<|end|>", True),
-                 ("<|start|>", True), "assistant", ("<|channel|>", True), "final", ("<|message|>", True), "4", "."]
+HARMONY_REPLY = [
+    ("<|channel|>", True),
+    "analysis",
+    ("<|message|>", True),
+    "User asks",
+    " 2+2.",
+    ("<|end|>", True),
+    ("<|start|>", True),
+    "assistant",
+    ("<|channel|>", True),
+    "final",
+    ("<|message|>", True),
+    "4",
+    ".",
+]
 
 
 def test_harmony_channels_as_special_tokens():
@@ -158,9 +185,12 @@ def test_the_reply_as_written_is_kept_whatever_the_format():
 
 
 def test_a_servers_reasoning_and_its_tokens_without_ids_are_counted():
-    events = [TokenEvent(0, 0, -1, "Thinking", "target", part="reasoning"),
-              TokenEvent(0, 1, -1, " more", "draft", part="reasoning"),
-              TokenEvent(0, 2, -1, "Answer", "target"), FinishedEvent(0, "", GenerationStats())]
+    events = [
+        TokenEvent(0, 0, -1, "Thinking", "target", part="reasoning"),
+        TokenEvent(0, 1, -1, " more", "draft", part="reasoning"),
+        TokenEvent(0, 2, -1, "Answer", "target"),
+        FinishedEvent(0, "", GenerationStats()),
+    ]
     finished = list(split_reply(events))[-1]
     assert isinstance(finished, FinishedEvent)
     assert (finished.reasoning, finished.text, finished.stats.reasoning_tokens) == ("Thinking more", "Answer", 2)
@@ -175,14 +205,14 @@ def test_a_continued_reply_goes_on_in_the_part_it_stopped_in():
     assert continued_start(prompt, "Plain answer so", (THINK,)) == "answer"
     assert continued_start(prompt + "<think>\n", "still thinking", (THINK,)) == "reasoning"
     splitter = ReplySplitter((THINK,), "reasoning", continued=True)
-    out = splitter.feed(TokenEvent(0, 0, 1, " more", "target")) + splitter.feed(
-        FinishedEvent(0, "", GenerationStats()))
+    out = splitter.feed(TokenEvent(0, 0, 1, " more", "target")) + splitter.feed(FinishedEvent(0, "", GenerationStats()))
     assert isinstance(out[-1], FinishedEvent) and out[-1].reasoning == " more"
 
 
 def test_a_model_that_ends_its_turn_inside_its_thinking_answered_with_it():
     """Its end-of-turn token closed the thinking, as llama-server's reasoning parser reads an unclosed block at the
     end; a reply cut off by its token limit (or Stop) is still mid-thought, with no answer yet."""
+
     def finish(stop_reason):
         splitter = ReplySplitter((THINK,))
         for index, piece in enumerate(["<think>", "221 = 13 x 17", ", not prime."]):

@@ -22,8 +22,10 @@ from app.testing.synthetic import write_tiny_model
 TEMPLATES = Path(__file__).resolve().parents[2] / "fixtures" / "chat_templates"
 
 ANSWERS = ["No: 221 = 13 x 17.", "Yes, 223 is prime."]
-REASONINGS = ["Try the primes up to 14. 13 x 17 = 221, so it has factors.",
-              "sqrt(223) < 15; 2, 3, 5, 7, 11, 13 leave remainders. Prime."]
+REASONINGS = [
+    "Try the primes up to 14. 13 x 17 = 221, so it has factors.",
+    "sqrt(223) < 15; 2, 3, 5, 7, 11, 13 leave remainders. Prime.",
+]
 QUESTIONS = ["Is 221 a prime number?", "And 223?", "Which of the two is odd?"]
 
 # (template file, the key an earlier reply's reasoning reaches the template under, or None: it gets none)
@@ -40,8 +42,9 @@ def _reference(template: str, messages: list[dict], bos: str, eos: str, **variab
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
     env.globals["raise_exception"] = lambda message: (_ for _ in ()).throw(ValueError(message))
     env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
-    return env.from_string(template).render(messages=messages, add_generation_prompt=True, bos_token=bos,
-                                            eos_token=eos, **variables)
+    return env.from_string(template).render(
+        messages=messages, add_generation_prompt=True, bos_token=bos, eos_token=eos, **variables
+    )
 
 
 def _chat(turns: int, reasoning_key: str = "reasoning_content") -> list[dict]:
@@ -63,8 +66,10 @@ def thinking_engine(tmp_path):
     engines = []
 
     def load(template_name: str) -> SpecEngine:
-        model = write_tiny_model(tmp_path / f"{template_name}.gguf", extra_metadata=[
-            ("tokenizer.chat_template", (TEMPLATES / template_name).read_text())])
+        model = write_tiny_model(
+            tmp_path / f"{template_name}.gguf",
+            extra_metadata=[("tokenizer.chat_template", (TEMPLATES / template_name).read_text())],
+        )
         engine = SpecEngine(LoadSettings(n_ctx=2048, n_threads=1))
         engine.load_target(model)
         engines.append(engine)
@@ -81,10 +86,11 @@ def _turn(engine: SpecEngine, messages: list[dict], **config) -> tuple[str, Fini
     assert isinstance(finished, FinishedEvent)
     # The transcript holds the reply as the model wrote it (its thinking and markers too): the prompt is its
     # first prompt_tokens tokens.
-    tokens = engine.prompts.transcript_tokens[:finished.stats.prompt_tokens]
+    tokens = engine.prompts.transcript_tokens[: finished.stats.prompt_tokens]
     target = engine.prompts.target
-    prompt = b"".join(target.token_text(t).encode() if target.is_control(t) else target.token_bytes(t)
-                      for t in tokens).decode("utf-8", errors="replace")
+    prompt = b"".join(
+        target.token_text(t).encode() if target.is_control(t) else target.token_bytes(t) for t in tokens
+    ).decode("utf-8", errors="replace")
     assert engine.prompts.transcript_text.startswith(prompt)
     assert engine.prompts.transcript_text.endswith(finished.text)
     return prompt, finished
@@ -113,8 +119,10 @@ def test_a_three_turn_chat_is_the_templates_own_prompt_and_reuses_the_cache(thin
     if opened:
         assert prompts[2].endswith("<｜Assistant｜><think>\n")  # the reply starts inside its thinking
     assert engine.prompts.render(_chat(3)).opens_thinking == opened
-    for earlier, later, cached in ((prompts[0], prompts[1], stats[1].prompt_cached),
-                                   (prompts[1], prompts[2], stats[2].prompt_cached)):
+    for earlier, later, cached in (
+        (prompts[0], prompts[1], stats[1].prompt_cached),
+        (prompts[1], prompts[2], stats[2].prompt_cached),
+    ):
         shared = os.path.commonprefix([earlier, later])
         if opened:
             # The earlier prompt ended with the opened "<think>\n"; the next renders that reply as its answer alone.
@@ -131,10 +139,11 @@ def test_a_reply_after_the_last_question_keeps_its_reasoning_with_qwen3():
     """Qwen3 keeps the reasoning of the replies after the last user message (a tool-calling turn in progress)."""
     template = (TEMPLATES / "qwen3.jinja").read_text()
     call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Rome"}}}
-    messages = [{"role": "user", "content": "Weather in Rome?"},
-                {"role": "assistant", "content": "", "reasoning_content": "I should call get_weather.",
-                 "tool_calls": [call]},
-                {"role": "tool", "tool_call_id": "call_1", "content": '{"temp_c": 21}'}]
+    messages = [
+        {"role": "user", "content": "Weather in Rome?"},
+        {"role": "assistant", "content": "", "reasoning_content": "I should call get_weather.", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": '{"temp_c": 21}'},
+    ]
     rendered = render_prompt(template, messages)
     assert rendered.text == _reference(template, messages, "", "")
     assert "<think>\nI should call get_weather.\n</think>" in rendered.text
@@ -174,17 +183,24 @@ def test_the_requests_thinking_settings_reach_the_template(thinking_engine):
 def test_a_template_that_reads_no_variable_is_unaffected_by_them():
     template = (TEMPLATES / "deepseek-r1-distill-qwen.jinja").read_text()
     plain = render_prompt(template, _chat(2))
-    assert render_prompt(template, _chat(2), variables={"enable_thinking": False, "reasoning_effort": "low",
-                                                        "anything": [1, 2]}).text == plain.text
+    assert (
+        render_prompt(
+            template, _chat(2), variables={"enable_thinking": False, "reasoning_effort": "low", "anything": [1, 2]}
+        ).text
+        == plain.text
+    )
     assert plain.opens_thinking
 
 
-@pytest.mark.parametrize("kwargs,words", [
-    ("{not json", "not valid JSON"),
-    ("[1, 2]", "must be a JSON object"),
-    ('"enable_thinking"', "must be a JSON object"),
-    ('{"messages": []}', "may not set messages"),
-])
+@pytest.mark.parametrize(
+    "kwargs,words",
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "must be a JSON object"),
+        ('"enable_thinking"', "must be a JSON object"),
+        ('{"messages": []}', "may not set messages"),
+    ],
+)
 def test_bad_template_kwargs_are_a_clear_sentence(thinking_engine, kwargs, words):
     engine = thinking_engine("qwen3.jinja")
     with pytest.raises(PromptFormatError, match=words):

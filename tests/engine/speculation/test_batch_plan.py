@@ -13,7 +13,7 @@ GPU = prior_costs(3_600_000_000, 1_000_000_000, on_gpu=True)
 
 def drafter(acceptance: float, model: bool = False) -> Candidate:
     """A draft of up to 8 whose every token is kept with this chance given the ones before it were."""
-    return Candidate(8, tuple(sum(acceptance ** i for i in range(1, j + 1)) for j in range(1, 9)), model)
+    return Candidate(8, tuple(sum(acceptance**i for i in range(1, j + 1)) for j in range(1, 9)), model)
 
 
 COPY = drafter(0.7)
@@ -22,6 +22,7 @@ COPY = drafter(0.7)
 def lengths(table, n: int, candidate: Candidate = COPY) -> list[int]:
     def cost(rows: int, passes: int) -> float:
         return table.verify(rows) + passes * table.draft_per_token
+
     return allocate([candidate] * n, n, cost, 64 - n)
 
 

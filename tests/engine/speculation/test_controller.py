@@ -11,14 +11,16 @@ from app.engine.speculation.costs import CostTable
 from app.engine.speculation.policy import Plan
 
 # Relative batch costs measured on the 2-core CPU (Qwen2.5-Coder 1.5B Q4_K_M): batch of 2 = 1.75x, 4 = 2.4x, 9 = 4.4x.
-CPU_BATCH = [0.0] + [x * 0.028 for x in (1.0, 1.75, 2.1, 2.4, 2.8, 3.2, 3.6, 4.0, 4.4, 4.8, 5.2, 5.6, 6.0, 6.4, 6.8,
-                                          7.2, 7.6)]
+CPU_BATCH = [0.0] + [
+    x * 0.028 for x in (1.0, 1.75, 2.1, 2.4, 2.8, 3.2, 3.6, 4.0, 4.4, 4.8, 5.2, 5.6, 6.0, 6.4, 6.8, 7.2, 7.6)
+]
 # A GPU: verifying up to 17 tokens costs about as much as one.
 GPU_BATCH = [0.0] + [0.010 * (1.0 + 0.01 * n) for n in range(17)]
 
 
-def train(controller: AutoController, source: str, rate: float, rounds: int = 60, k: int = 8,
-          match_len: int = 2) -> None:
+def train(
+    controller: AutoController, source: str, rate: float, rounds: int = 60, k: int = 8, match_len: int = 2
+) -> None:
     """Feed rounds in which each drafted token is accepted independently with probability `rate` (seeded).
 
     N-gram proposals are scored against what the target produced, drafted or not (observe_proposal)."""
@@ -82,6 +84,7 @@ def test_low_acceptance_pauses_then_probes_and_comes_back():
 def test_a_draft_model_far_behind_the_text_waits_until_a_probe_is_worth_its_catch_up():
     """A probe makes the draft model read every token since it last drafted (the whole prompt at first). Under
     load a 48-token reply lost 11% to one such probe: it waits until the rounds paused cover its cost."""
+
     def probes(behind: int, rounds: int) -> int:
         controller = AutoController(CostTable(GPU_BATCH, draft_per_token=0.3 * 0.010), with_model=True, probe_every=10)
         train(controller, "model", 0.02, rounds=80)
@@ -94,8 +97,9 @@ def test_a_draft_model_far_behind_the_text_waits_until_a_probe_is_worth_its_catc
 
 # An F16 copy of the 1.5B target, measured on the same CPU (memory-bound: a batch of 5 costs 2.16x one token), and
 # the 0.5B draft at 0.28x a target token.
-F16_BATCH = [0.0] + [0.1 * x for x in (1.0, 1.73, 1.92, 2.03, 2.16, 2.27, 2.64, 3.0, 3.19, 3.37, 3.56, 3.75, 3.97,
-                                       4.2, 4.43, 4.66, 4.9)]
+F16_BATCH = [0.0] + [
+    0.1 * x for x in (1.0, 1.73, 1.92, 2.03, 2.16, 2.27, 2.64, 3.0, 3.19, 3.37, 3.56, 3.75, 3.97, 4.2, 4.43, 4.66, 4.9)
+]
 
 
 def test_a_fresh_chat_tries_the_draft_model_where_its_usual_acceptance_would_pay():
@@ -251,6 +255,7 @@ def test_a_draft_models_confidence_stop_follows_what_the_target_kept():
 def test_new_text_is_not_probed_for_copies_on_coincidental_short_matches():
     """Each such probe verified a batch of 3 (2.8x one token under load) for nothing: 3-4% of a 48-token reply of new
     code. A longer match, where copying starts, is still probed."""
+
     def probes(match_len: int) -> int:
         controller = AutoController(CostTable(CPU_BATCH), with_model=False, probe_every=10)
         controller.note_threads(2)

@@ -52,7 +52,7 @@ def test_each_step_is_one_short_forward_pass_and_the_chat_stays_cached(tiny_mode
         while measurement.step():
             steps += 1
             assert len(decoded) == steps and decoded[-1] <= costs.MAX_BATCH * 2  # one forward pass per step
-            assert target.cached[:len(chat)] == chat
+            assert target.cached[: len(chat)] == chat
         assert measurement.done and target.cached == chat
         assert measurement.table().batch[1] > 0
     finally:
@@ -62,7 +62,7 @@ def test_each_step_is_one_short_forward_pass_and_the_chat_stays_cached(tiny_mode
 def test_a_full_chat_defers_the_measurement(tiny_models):
     target = LoadedModel(tiny_models.target, n_ctx=256, n_threads=1)
     try:
-        chat = (target.tokenize("words " * 200, add_special=False) * 2)[:target.n_ctx - 8]
+        chat = (target.tokenize("words " * 200, add_special=False) * 2)[: target.n_ctx - 8]
         target.decode(chat)
         measurement = cost_measurement.CostMeasurement(target, None, 1, (0, 0))
         assert measurement.step() is False and not measurement.done
@@ -118,10 +118,16 @@ def test_costs_of_a_gpu_run_are_never_those_of_a_cpu_run(tiny_models):
     class Model:
         path = tiny_models.target
 
-    keys = {cost_cache.model_key(Model, 1, 0, "CPU"), cost_cache.model_key(Model, 1, 29, "CUDA"), cost_cache.model_key(Model, 1, 29, "Vulkan"),
-            cost_cache.model_key(Model, 1, 12, "CUDA")}
+    keys = {
+        cost_cache.model_key(Model, 1, 0, "CPU"),
+        cost_cache.model_key(Model, 1, 29, "CUDA"),
+        cost_cache.model_key(Model, 1, 29, "Vulkan"),
+        cost_cache.model_key(Model, 1, 12, "CUDA"),
+    }
     assert len(keys) == 4
-    assert cost_cache.model_key(Model, 1, 0, "CUDA") == cost_cache.model_key(Model, 1, 0, "CPU")  # nothing offloaded: the CPU's costs
+    assert cost_cache.model_key(Model, 1, 0, "CUDA") == cost_cache.model_key(
+        Model, 1, 0, "CPU"
+    )  # nothing offloaded: the CPU's costs
 
 
 def test_a_cache_that_cannot_be_written_still_gives_the_measured_table(tiny_models, monkeypatch):

@@ -82,8 +82,11 @@ def test_many_additions_keep_every_text_findable():
         drafter.add(key, "s", [5000 + key] + list(range(key * 100, key * 100 + 20)))
     for key in (0, 17, 39):
         start = key * 100
-        assert drafter.propose([5000 + key] + list(range(start, start + 6)), 3).tokens == [start + 6, start + 7,
-                                                                                             start + 8]
+        assert drafter.propose([5000 + key] + list(range(start, start + 6)), 3).tokens == [
+            start + 6,
+            start + 7,
+            start + 8,
+        ]
 
 
 def test_deleting_a_chat_forgets_its_text_in_every_engine_that_holds_it(tmp_path):

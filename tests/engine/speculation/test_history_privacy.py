@@ -59,9 +59,21 @@ def test_serve_keeps_no_history_unless_asked_and_then_its_own():
     from app.cli.serve_cmd import _options
 
     def options(history: str):
-        return _options(argparse.Namespace(draft_max="auto", max_tokens=64, ctx=2048, threads=None, port=0,
-                                           queue=2, api_key=None, host="127.0.0.1", draft="d.gguf", ngram=False,
-                                           history=history)).defaults
+        return _options(
+            argparse.Namespace(
+                draft_max="auto",
+                max_tokens=64,
+                ctx=2048,
+                threads=None,
+                port=0,
+                queue=2,
+                api_key=None,
+                host="127.0.0.1",
+                draft="d.gguf",
+                ngram=False,
+                history=history,
+            )
+        ).defaults
 
     assert options("off").history is False
     own = options("own")
@@ -95,9 +107,26 @@ def test_a_damaged_history_is_set_aside_once_and_the_reply_goes_on(tiny_models):
 
 def test_a_damaged_history_never_breaks_generate(tiny_models):
     _damaged(history_path())
-    done = subprocess.run([sys.executable, "-m", "app", "generate", "--target", str(tiny_models.target), "--chat",
-                           "hello", "--max-tokens", "8", "--threads", "1"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "generate",
+            "--target",
+            str(tiny_models.target),
+            "--chat",
+            "hello",
+            "--max-tokens",
+            "8",
+            "--threads",
+            "1",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     notes = [line for line in done.stderr.splitlines() if line.startswith("note:")]
     assert len(notes) == 1 and "was damaged" in notes[0] and "internal error" not in done.stderr
@@ -142,8 +171,10 @@ def test_the_cap_counts_bytes_so_cjk_text_cannot_take_it_past_its_size(tmp_path)
 def test_a_history_from_before_sizes_were_kept_is_read_with_its_sizes(tmp_path):
     path = tmp_path / "old.sqlite3"
     with sqlite3.connect(path) as conn:
-        conn.execute("CREATE TABLE texts (id INTEGER PRIMARY KEY AUTOINCREMENT, session TEXT NOT NULL, "
-                     "text TEXT NOT NULL, used REAL NOT NULL)")
+        conn.execute(
+            "CREATE TABLE texts (id INTEGER PRIMARY KEY AUTOINCREMENT, session TEXT NOT NULL, "
+            "text TEXT NOT NULL, used REAL NOT NULL)"
+        )
         conn.execute("CREATE TABLE changes (n INTEGER NOT NULL)")
         conn.execute("INSERT INTO changes VALUES (3)")
         conn.execute("INSERT INTO texts (session, text, used) VALUES ('chat-1', ?, 1.0)", ("é" * 10,))

@@ -78,8 +78,14 @@ def test_drafts_stop_before_a_slot_that_varied_in_the_reply():
 def test_a_name_changed_at_two_places_is_proposed_changed_at_the_next():
     # The prompt uses name 50 three times; the reply renames it to (60, 61) wherever it copies it.
     line = [1, 2, 3, 4, 5, 6, 7, 8]
-    prompt = line + [50, 9, 10] + [11, 12, 13, 14, 15, 16, 17, 18] + [50, 19, 20] + [21, 22, 23, 24, 25, 26, 27, 28] \
+    prompt = (
+        line
+        + [50, 9, 10]
+        + [11, 12, 13, 14, 15, 16, 17, 18]
+        + [50, 19, 20]
+        + [21, 22, 23, 24, 25, 26, 27, 28]
         + [50, 29, 30]
+    )
     reply = line + [60, 61, 9, 10] + [11, 12, 13, 14, 15, 16, 17, 18] + [60, 61, 19, 20] + [21, 22, 23, 24]
     drafter = NgramDrafter()
     drafter.start_reply(len(prompt))

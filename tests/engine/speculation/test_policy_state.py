@@ -11,8 +11,9 @@ from app.engine.speculation.auto_controller import AutoController
 from app.engine.speculation.costs import CostTable, prior_costs
 from app.engine.speculation.policy import FixedPolicy, Plan, PolicyState, SpeculationPolicy
 
-CPU_BATCH = [0.0] + [x * 0.028 for x in (1.0, 1.75, 2.1, 2.4, 2.8, 3.2, 3.6, 4.0, 4.4, 4.8, 5.2, 5.6, 6.0, 6.4, 6.8,
-                                          7.2, 7.6)]
+CPU_BATCH = [0.0] + [
+    x * 0.028 for x in (1.0, 1.75, 2.1, 2.4, 2.8, 3.2, 3.6, 4.0, 4.4, 4.8, 5.2, 5.6, 6.0, 6.4, 6.8, 7.2, 7.6)
+]
 
 
 def test_a_fixed_length_needs_no_costs_and_says_its_k():

@@ -28,37 +28,68 @@ from tests.support.scripted_target import script_replies
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "fixtures" / "chat_templates"
 
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "The weather in a city.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "The city."},
-                                                    "days": {"type": "integer"}},
-                   "required": ["city"]}}}
-TIME = {"type": "function", "function": {
-    "name": "get_time", "description": "The time in a city.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string", "description": "The city."}, "days": {"type": "integer"}},
+            "required": ["city"],
+        },
+    },
+}
+TIME = {
+    "type": "function",
+    "function": {
+        "name": "get_time",
+        "description": "The time in a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
 
 # (template file, family, a reply in that family's own format, the calls it makes)
 FAMILIES = [
-    ("qwen2.5.jinja", "hermes",
-     'I will look.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}\n</tool_call>',
-     [("get_weather", {"city": "Paris", "days": 2})]),
-    ("qwen3.jinja", "hermes",
-     '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n'
-     '<tool_call>\n{"name": "get_time", "arguments": {"city": "Oslo"}}\n</tool_call>',
-     [("get_weather", {"city": "Paris"}), ("get_time", {"city": "Oslo"})]),
-    ("qwen3-coder.jinja", "hermes",
-     "<tool_call>\n<function=get_weather>\n<parameter=city>\nNew York\n</parameter>\n<parameter=days>\n3\n"
-     "</parameter>\n</function>\n</tool_call>",
-     [("get_weather", {"city": "New York", "days": 3})]),
-    ("llama3.2.jinja", "llama3", '{"name": "get_weather", "parameters": {"city": "Paris"}}',
-     [("get_weather", {"city": "Paris"})]),
-    ("mistral-nemo.jinja", "mistral",
-     '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "a1b2c3d4e"}]',
-     [("get_weather", {"city": "Paris"})]),
-    ("gpt-oss.jinja", "harmony",
-     "<|channel|>analysis<|message|>The user wants the weather.<|end|><|start|>assistant<|channel|>commentary "
-     'to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}<|call|>',
-     [("get_weather", {"city": "Paris"})]),
+    (
+        "qwen2.5.jinja",
+        "hermes",
+        'I will look.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}\n</tool_call>',
+        [("get_weather", {"city": "Paris", "days": 2})],
+    ),
+    (
+        "qwen3.jinja",
+        "hermes",
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n'
+        '<tool_call>\n{"name": "get_time", "arguments": {"city": "Oslo"}}\n</tool_call>',
+        [("get_weather", {"city": "Paris"}), ("get_time", {"city": "Oslo"})],
+    ),
+    (
+        "qwen3-coder.jinja",
+        "hermes",
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nNew York\n</parameter>\n<parameter=days>\n3\n"
+        "</parameter>\n</function>\n</tool_call>",
+        [("get_weather", {"city": "New York", "days": 3})],
+    ),
+    (
+        "llama3.2.jinja",
+        "llama3",
+        '{"name": "get_weather", "parameters": {"city": "Paris"}}',
+        [("get_weather", {"city": "Paris"})],
+    ),
+    (
+        "mistral-nemo.jinja",
+        "mistral",
+        '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "a1b2c3d4e"}]',
+        [("get_weather", {"city": "Paris"})],
+    ),
+    (
+        "gpt-oss.jinja",
+        "harmony",
+        "<|channel|>analysis<|message|>The user wants the weather.<|end|><|start|>assistant<|channel|>commentary "
+        'to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}<|call|>',
+        [("get_weather", {"city": "Paris"})],
+    ),
 ]
 
 
@@ -67,8 +98,13 @@ def _conversation(family: str) -> list[dict]:
     call_id = "a1b2c3d4e" if family == "mistral" else "call_1"
     return [
         {"role": "user", "content": "Weather in Rome?"},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": call_id, "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Rome"}}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Rome"}}}
+            ],
+        },
         {"role": "tool", "tool_call_id": call_id, "content": '{"temp_c": 21}'},
         {"role": "assistant", "content": "It is 21 C in Rome."},
         {"role": "user", "content": "And in Paris?"},
@@ -80,8 +116,9 @@ def _reference(template: str, messages: list[dict], tools: list[dict]) -> str:
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
     env.globals["raise_exception"] = lambda message: (_ for _ in ()).throw(ValueError(message))
     env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
-    return env.from_string(template).render(messages=messages, tools=tools, add_generation_prompt=True,
-                                            bos_token="<s>", eos_token="</s>")
+    return env.from_string(template).render(
+        messages=messages, tools=tools, add_generation_prompt=True, bos_token="<s>", eos_token="</s>"
+    )
 
 
 @pytest.mark.parametrize("name,family,reply,calls", FAMILIES, ids=[f[0] for f in FAMILIES])
@@ -109,16 +146,23 @@ class _ScriptedReplies(SpecEngine):
         self.prompts_seen.append(self.prompts.render(messages, tools).text)
         for i, char in enumerate(self.reply_text):
             yield TokenEvent(request_id, i, 1, char, "target")
-        yield FinishedEvent(request_id, self.reply_text, GenerationStats(tokens=len(self.reply_text),
-                                                                         stop_reason="eos"))
+        yield FinishedEvent(
+            request_id, self.reply_text, GenerationStats(tokens=len(self.reply_text), stop_reason="eos")
+        )
 
 
 # The control tokens of the families whose call markers are control tokens, as their vocabularies have them.
 CONTROL_TOKENS = {
-    "mistral-nemo.jinja": ("[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]", "[TOOL_CALLS]",
-                           "[TOOL_RESULTS]", "[/TOOL_RESULTS]"),
-    "gpt-oss.jinja": ("<|start|>", "<|message|>", "<|channel|>", "<|end|>", "<|call|>", "<|return|>",
-                      "<|constrain|>"),
+    "mistral-nemo.jinja": (
+        "[INST]",
+        "[/INST]",
+        "[AVAILABLE_TOOLS]",
+        "[/AVAILABLE_TOOLS]",
+        "[TOOL_CALLS]",
+        "[TOOL_RESULTS]",
+        "[/TOOL_RESULTS]",
+    ),
+    "gpt-oss.jinja": ("<|start|>", "<|message|>", "<|channel|>", "<|end|>", "<|call|>", "<|return|>", "<|constrain|>"),
 }
 
 
@@ -130,9 +174,11 @@ def scripted_api(tmp_path):
     started = []
 
     def start(template_name: str, reply: str, local: bool = False):
-        model = write_tiny_model(tmp_path / f"{template_name}.gguf",
-                                 vocab_variant=VocabSpec(special_names=CONTROL_TOKENS.get(template_name, ())),
-                                 extra_metadata=[("tokenizer.chat_template", (TEMPLATES / template_name).read_text())])
+        model = write_tiny_model(
+            tmp_path / f"{template_name}.gguf",
+            vocab_variant=VocabSpec(special_names=CONTROL_TOKENS.get(template_name, ())),
+            extra_metadata=[("tokenizer.chat_template", (TEMPLATES / template_name).read_text())],
+        )
         server = ApiServer(ApiOptions(port=0, defaults=GenerationConfig(session="api", **api_history(False))))
         engine = SpecEngine(LoadSettings(n_ctx=4096, n_threads=1)) if local else _ScriptedReplies(reply)
         engine.load_target(model)
@@ -142,8 +188,9 @@ def scripted_api(tmp_path):
             script_replies(target, target.tokenize(reply, add_special=False, parse_special=True), target.eos_id)
         server.publish(served_models(engine))
         stop = threading.Event()
-        thread = threading.Thread(target=work_off, args=(server.queue, engine),
-                                  kwargs={"until": stop.is_set, "poll_s": 0.05}, daemon=True)
+        thread = threading.Thread(
+            target=work_off, args=(server.queue, engine), kwargs={"until": stop.is_set, "poll_s": 0.05}, daemon=True
+        )
         thread.start()
         server.start()
         started.append((server, stop, thread, engine))
@@ -205,7 +252,8 @@ def _check_calls(server, family: str, calls) -> None:
     assert got == calls
     assert all(c["type"] == "function" and c["id"] for c in choice["message"]["tool_calls"])
     assert "tool_call" not in (choice["message"]["content"] or "") and "TOOL_CALLS" not in (
-        choice["message"]["content"] or "")
+        choice["message"]["content"] or ""
+    )
 
     chunks = stream_chunks(server.url, _body(family))
     frames = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
@@ -230,8 +278,9 @@ def test_a_fenced_json_call_is_a_call_when_tools_are_offered(scripted_api):
     server, _ = scripted_api("qwen2.5.jinja", fenced)
     with client() as http:
         offered = http.post(f"{server.url}/v1/chat/completions", json=_body("hermes")).json()
-        plain = http.post(f"{server.url}/v1/chat/completions",
-                          json={"model": "m", "messages": [{"role": "user", "content": "hi"}]}).json()
+        plain = http.post(
+            f"{server.url}/v1/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        ).json()
     assert offered["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "get_weather"
     assert offered["choices"][0]["message"]["content"] is None
     assert plain["choices"][0]["message"]["content"] == fenced  # no tools offered: it is text
@@ -248,11 +297,15 @@ def test_fields_not_honoured_are_refused_by_name(scripted_api):
     server, _ = scripted_api("qwen2.5.jinja", "hi")
     with client() as http:
         for field, value in [("logit_bias", {"1": 2}), ("typical_p", 0.5), ("presence_penalty", 2.5)]:
-            reply = http.post(f"{server.url}/v1/chat/completions",
-                              json={"model": "m", "messages": [{"role": "user", "content": "hi"}], field: value})
+            reply = http.post(
+                f"{server.url}/v1/chat/completions",
+                json={"model": "m", "messages": [{"role": "user", "content": "hi"}], field: value},
+            )
             assert reply.status_code == 400 and field in reply.json()["error"]["message"]
-        both = http.post(f"{server.url}/v1/chat/completions", json={
-            **_body("hermes"), "tool_choice": "required", "response_format": {"type": "json_object"}})
+        both = http.post(
+            f"{server.url}/v1/chat/completions",
+            json={**_body("hermes"), "tool_choice": "required", "response_format": {"type": "json_object"}},
+        )
         assert both.status_code == 400
 
 
@@ -287,10 +340,13 @@ def _streamed_calls(frames: list[dict]) -> list[tuple[str, dict]]:
 QUOTED_CALL = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
 
 
-@pytest.mark.parametrize("reply", [
-    f"The attached file shows a call:\n\n```json\n{QUOTED_CALL}\n```\n\nThat is how the format looks.",
-    '<tool_call>\n{"name": "delete_file", "arguments": {"path": "/"}}\n</tool_call>',
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        f"The attached file shows a call:\n\n```json\n{QUOTED_CALL}\n```\n\nThat is how the format looks.",
+        '<tool_call>\n{"name": "delete_file", "arguments": {"path": "/"}}\n</tool_call>',
+    ],
+)
 def test_a_quoted_call_or_a_call_to_a_tool_not_offered_is_text(scripted_api, reply):
     """Issue 44 class 5: a fenced call quoted inside an answer, and a call to a tool never offered, are the reply's
     text, whole and streamed: never tool_calls."""

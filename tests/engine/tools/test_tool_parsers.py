@@ -13,18 +13,38 @@ from tests.engine.tools.test_tool_call_families import FAMILIES, TIME, WEATHER
 
 TOOLS = [WEATHER, TIME]
 EXTRA = [
-    ("hermes", 'Sure.\n\n```json\n{"name": "get_time", "arguments": {"city": "Oslo"}}\n```\n\n', "Sure.",
-     [("get_time", {"city": "Oslo"})]),
-    ("hermes", '<think>I could <tool_call>{"name": "get_time", "arguments": {}}</tool_call></think>No call.',
-     '<think>I could <tool_call>{"name": "get_time", "arguments": {}}</tool_call></think>No call.', []),
-    ("hermes", "```json\n{\"name\": \"not_offered\", \"arguments\": {}}\n```",
-     "```json\n{\"name\": \"not_offered\", \"arguments\": {}}\n```", []),
+    (
+        "hermes",
+        'Sure.\n\n```json\n{"name": "get_time", "arguments": {"city": "Oslo"}}\n```\n\n',
+        "Sure.",
+        [("get_time", {"city": "Oslo"})],
+    ),
+    (
+        "hermes",
+        '<think>I could <tool_call>{"name": "get_time", "arguments": {}}</tool_call></think>No call.',
+        '<think>I could <tool_call>{"name": "get_time", "arguments": {}}</tool_call></think>No call.',
+        [],
+    ),
+    (
+        "hermes",
+        '```json\n{"name": "not_offered", "arguments": {}}\n```',
+        '```json\n{"name": "not_offered", "arguments": {}}\n```',
+        [],
+    ),
     ("hermes", "<tool_call>\n{broken json\n</tool_call>", "<tool_call>\n{broken json\n</tool_call>", []),
     ("hermes", '{"a": 1, "b": [2, 3]}', '{"a": 1, "b": [2, 3]}', []),
-    ("llama3", "It is sunny, {\"name\": \"get_weather\"} is what I would call.",
-     "It is sunny, {\"name\": \"get_weather\"} is what I would call.", []),
-    ("mistral", '[TOOL_CALLS]get_weather[ARGS]{"city": "Rome"}[TOOL_CALLS]get_time[ARGS]{"city": "Rome"}', "",
-     [("get_weather", {"city": "Rome"}), ("get_time", {"city": "Rome"})]),
+    (
+        "llama3",
+        'It is sunny, {"name": "get_weather"} is what I would call.',
+        'It is sunny, {"name": "get_weather"} is what I would call.',
+        [],
+    ),
+    (
+        "mistral",
+        '[TOOL_CALLS]get_weather[ARGS]{"city": "Rome"}[TOOL_CALLS]get_time[ARGS]{"city": "Rome"}',
+        "",
+        [("get_weather", {"city": "Rome"}), ("get_time", {"city": "Rome"})],
+    ),
     ("harmony", "<|channel|>final<|message|>It is 21 C in Rome.<|return|>", "It is 21 C in Rome.", []),
 ]
 OSLO = '{"name": "get_time", "arguments": {"city": "Oslo"}}'
@@ -33,32 +53,81 @@ PARIS = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
 # very end (after at most a short lead-in), never a block quoted inside an answer; a call to a tool that was not
 # offered is text. Issue 45 item 15: several calls in one fenced block are several calls.
 QUOTED = [
-    ("hermes", f"The file's example:\n\n```json\n{OSLO}\n```\n\nIt only shows the format.",
-     f"The file's example:\n\n```json\n{OSLO}\n```\n\nIt only shows the format.", []),
+    (
+        "hermes",
+        f"The file's example:\n\n```json\n{OSLO}\n```\n\nIt only shows the format.",
+        f"The file's example:\n\n```json\n{OSLO}\n```\n\nIt only shows the format.",
+        [],
+    ),
     ("hermes", "x" * 400 + f"\n```json\n{OSLO}\n```", "x" * 400 + f"\n```json\n{OSLO}\n```", []),
-    ("hermes", f"Before:\n```json\n{{\"a\": 1}}\n```\nThen:\n```json\n{OSLO}\n```",
-     f"Before:\n```json\n{{\"a\": 1}}\n```\nThen:\n```json\n{OSLO}\n```", []),
-    ("llama3", f"The example:\n```json\n{OSLO}\n```\nis an example.", f"The example:\n```json\n{OSLO}\n```\nis an example.",
-     []),
-    ("hermes", '<tool_call>\n{"name": "delete_file", "arguments": {"path": "/"}}\n</tool_call>',
-     '<tool_call>\n{"name": "delete_file", "arguments": {"path": "/"}}\n</tool_call>', []),
-    ("hermes", "<tool_call>\n<function=delete_file>\n<parameter=path>\n/\n</parameter>\n</function>\n</tool_call>",
-     "<tool_call>\n<function=delete_file>\n<parameter=path>\n/\n</parameter>\n</function>\n</tool_call>", []),
-    ("mistral", '[TOOL_CALLS][{"name": "delete_file", "arguments": {"path": "/"}}]',
-     '[TOOL_CALLS][{"name": "delete_file", "arguments": {"path": "/"}}]', []),
-    ("harmony", '<|channel|>commentary to=functions.delete_file <|constrain|>json<|message|>{"path": "/"}<|call|>',
-     '{"path": "/"}', []),
-    ("llama3", '<|python_tag|>{"name": "delete_file", "parameters": {"path": "/"}}',
-     '<|python_tag|>{"name": "delete_file", "parameters": {"path": "/"}}', []),
+    (
+        "hermes",
+        f'Before:\n```json\n{{"a": 1}}\n```\nThen:\n```json\n{OSLO}\n```',
+        f'Before:\n```json\n{{"a": 1}}\n```\nThen:\n```json\n{OSLO}\n```',
+        [],
+    ),
+    (
+        "llama3",
+        f"The example:\n```json\n{OSLO}\n```\nis an example.",
+        f"The example:\n```json\n{OSLO}\n```\nis an example.",
+        [],
+    ),
+    (
+        "hermes",
+        '<tool_call>\n{"name": "delete_file", "arguments": {"path": "/"}}\n</tool_call>',
+        '<tool_call>\n{"name": "delete_file", "arguments": {"path": "/"}}\n</tool_call>',
+        [],
+    ),
+    (
+        "hermes",
+        "<tool_call>\n<function=delete_file>\n<parameter=path>\n/\n</parameter>\n</function>\n</tool_call>",
+        "<tool_call>\n<function=delete_file>\n<parameter=path>\n/\n</parameter>\n</function>\n</tool_call>",
+        [],
+    ),
+    (
+        "mistral",
+        '[TOOL_CALLS][{"name": "delete_file", "arguments": {"path": "/"}}]',
+        '[TOOL_CALLS][{"name": "delete_file", "arguments": {"path": "/"}}]',
+        [],
+    ),
+    (
+        "harmony",
+        '<|channel|>commentary to=functions.delete_file <|constrain|>json<|message|>{"path": "/"}<|call|>',
+        '{"path": "/"}',
+        [],
+    ),
+    (
+        "llama3",
+        '<|python_tag|>{"name": "delete_file", "parameters": {"path": "/"}}',
+        '<|python_tag|>{"name": "delete_file", "parameters": {"path": "/"}}',
+        [],
+    ),
 ]
 SEVERAL = [
-    ("hermes", f"```json\n[{PARIS}, {OSLO}]\n```", "", [("get_weather", {"city": "Paris"}), ("get_time", {"city": "Oslo"})]),
-    ("hermes", f"I will look both up.\n```json\n{PARIS}\n{OSLO}\n```\n", "I will look both up.",
-     [("get_weather", {"city": "Paris"}), ("get_time", {"city": "Oslo"})]),
-    ("hermes", f"```json\n{PARIS}\n```\n\n```json\n{OSLO}\n```", "",
-     [("get_weather", {"city": "Paris"}), ("get_time", {"city": "Oslo"})]),
-    ("hermes", f"<tool_call>\n{PARIS}\n{OSLO}\n</tool_call>", "",
-     [("get_weather", {"city": "Paris"}), ("get_time", {"city": "Oslo"})]),
+    (
+        "hermes",
+        f"```json\n[{PARIS}, {OSLO}]\n```",
+        "",
+        [("get_weather", {"city": "Paris"}), ("get_time", {"city": "Oslo"})],
+    ),
+    (
+        "hermes",
+        f"I will look both up.\n```json\n{PARIS}\n{OSLO}\n```\n",
+        "I will look both up.",
+        [("get_weather", {"city": "Paris"}), ("get_time", {"city": "Oslo"})],
+    ),
+    (
+        "hermes",
+        f"```json\n{PARIS}\n```\n\n```json\n{OSLO}\n```",
+        "",
+        [("get_weather", {"city": "Paris"}), ("get_time", {"city": "Oslo"})],
+    ),
+    (
+        "hermes",
+        f"<tool_call>\n{PARIS}\n{OSLO}\n</tool_call>",
+        "",
+        [("get_weather", {"city": "Paris"}), ("get_time", {"city": "Oslo"})],
+    ),
 ]
 CASES = [(family, reply, None, calls) for _, family, reply, calls in FAMILIES] + EXTRA + QUOTED + SEVERAL
 
@@ -68,7 +137,7 @@ def _streamed(family: str, text: str, seed: int):
     stream, pieces, pos = ToolCallStream(family, TOOLS), [], 0
     while pos < len(text):
         size = rng.randint(1, 7)
-        pieces += stream.feed(text[pos:pos + size])
+        pieces += stream.feed(text[pos : pos + size])
         pos += size
     pieces += stream.finish()
     return pieces
@@ -98,4 +167,6 @@ def test_only_a_familys_call_markers_reach_the_call_reader():
     text = "".join(reader_text(t, m, "hermes") for t, m in tokens)
     content, calls = split_whole(text, "hermes", TOOLS)
     assert content == "" and [(c.name, json.loads(c.arguments)) for c in calls] == [("get_weather", {"city": "Paris"})]
-    assert reader_text("", "[TOOL_CALLS]", "mistral") == "[TOOL_CALLS]" and reader_text("", "<|im_end|>", "mistral") == ""
+    assert (
+        reader_text("", "[TOOL_CALLS]", "mistral") == "[TOOL_CALLS]" and reader_text("", "<|im_end|>", "mistral") == ""
+    )

@@ -52,8 +52,9 @@ def draft_all(sequences: Sequences, asks: Sequence[DraftAsk]) -> list[Draft]:
         going: list[int] = []
         for i, window in zip(drafting, windows):
             ask = asks[i]
-            token = next_draft_token(window.logits(0), position, ask.sampler, ask.rng, ask.p_min, ask.stop_below,
-                                     samples[i])
+            token = next_draft_token(
+                window.logits(0), position, ask.sampler, ask.rng, ask.p_min, ask.stop_below, samples[i]
+            )
             if token is None:
                 continue
             drafts[i].tokens.append(token)
@@ -61,8 +62,5 @@ def draft_all(sequences: Sequences, asks: Sequence[DraftAsk]) -> list[Draft]:
                 going.append(i)
         position += 1
         drafting = going
-        windows = sequences.decode([Rows(asks[i].seq, drafts[i].tokens[-1:], 0) for i in drafting]) \
-            if drafting else []
+        windows = sequences.decode([Rows(asks[i].seq, drafts[i].tokens[-1:], 0) for i in drafting]) if drafting else []
     return drafts
-
-

@@ -68,8 +68,10 @@ class BatchDriver:
     def slots(self, seq: int) -> tuple[SequenceSlot, Optional[SequenceSlot]]:
         """Sequence `seq` of the target and of the draft model, as kept conversation states see them."""
         scheduler = self.scheduler
-        return (SequenceSlot(scheduler.seqs, seq),
-                SequenceSlot(scheduler.draft_seqs, seq) if scheduler.draft_seqs is not None else None)
+        return (
+            SequenceSlot(scheduler.seqs, seq),
+            SequenceSlot(scheduler.draft_seqs, seq) if scheduler.draft_seqs is not None else None,
+        )
 
     def forget(self, seq: int) -> None:
         """Empty sequence `seq` of both models (a deleted chat's), unless a reply is being written in it."""

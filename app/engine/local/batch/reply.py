@@ -12,8 +12,18 @@ from typing import Callable, Optional, Protocol, Sequence
 import numpy as np
 
 from app.engine.config import MAX_DRAFT, GenerationConfig
-from app.engine.events import (DraftSource, EngineEvent, FinishedEvent, GenerationStats, RoundEvent, TokenChoice,
-                               TokenEvent, TokenLogprobs, TokenSource, decode_speed)
+from app.engine.events import (
+    DraftSource,
+    EngineEvent,
+    FinishedEvent,
+    GenerationStats,
+    RoundEvent,
+    TokenChoice,
+    TokenEvent,
+    TokenLogprobs,
+    TokenSource,
+    decode_speed,
+)
 from app.engine.local.grammar import GrammarMask
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.sampling import Penalties, Sampler, log_probabilities
@@ -35,9 +45,17 @@ class Reply:
     holds); `stop_reason` is "" until the reply ends. Every event goes through `split` (the reply's thinking told
     from its answer)."""
 
-    def __init__(self, target: LoadedModel, prompt: Sequence[int], config: GenerationConfig, *, request_id: int = 0,
-                 clock: Callable[[], float] = time.perf_counter, grammar: Optional[GrammarMask] = None,
-                 splitter: Optional[ReplySplitter] = None):
+    def __init__(
+        self,
+        target: LoadedModel,
+        prompt: Sequence[int],
+        config: GenerationConfig,
+        *,
+        request_id: int = 0,
+        clock: Callable[[], float] = time.perf_counter,
+        grammar: Optional[GrammarMask] = None,
+        splitter: Optional[ReplySplitter] = None,
+    ):
         self.target = target
         self.config = config
         self.request_id = request_id
@@ -61,8 +79,15 @@ class Reply:
         self.first_token_at: Optional[float] = None
         self.stop_reason = ""
 
-    def token_event(self, token: int, source: TokenSource, drafter: Optional[DraftSource], round_index: int,
-                    rows: Optional[LogitRows] = None, row: int = -1) -> list[EngineEvent]:
+    def token_event(
+        self,
+        token: int,
+        source: TokenSource,
+        drafter: Optional[DraftSource],
+        round_index: int,
+        rows: Optional[LogitRows] = None,
+        row: int = -1,
+    ) -> list[EngineEvent]:
         """`row`: the row of `rows` (the last decode's logits) that chose `token`, for its log-probabilities."""
         target, config = self.target, self.config
         data = target.token_bytes(token)
@@ -72,22 +97,45 @@ class Reply:
             self.penalties.add(token)
         # A special token shows as nothing, but may be (part of) a marker, e.g. Harmony's <|channel|>.
         special = target.token_text(token) if not data and target.is_control(token) else ""
-        logprobs = _logprobs(target, rows, row, token, config.top_logprobs) \
-            if config.logprobs and rows is not None and row >= 0 else None
-        return self.split.feed(TokenEvent(self.request_id, self.emitted, token, text, source, drafter, round_index,
-                                          logprobs=logprobs, markup=special), special)
+        logprobs = (
+            _logprobs(target, rows, row, token, config.top_logprobs)
+            if config.logprobs and rows is not None and row >= 0
+            else None
+        )
+        return self.split.feed(
+            TokenEvent(
+                self.request_id,
+                self.emitted,
+                token,
+                text,
+                source,
+                drafter,
+                round_index,
+                logprobs=logprobs,
+                markup=special,
+            ),
+            special,
+        )
 
     def closing(self) -> list[int]:
         """When the thinking budget is spent now: its end marker's tokens, to be written as the model's own (as
         llama-server's --reasoning-budget does); [] otherwise, and when they would not fit."""
         split, budget = self.split, self.budget
-        if not (budget and not self.budget_spent and self.grammar is None and split.thinking
-                and split.reasoning_tokens >= budget):
+        if not (
+            budget
+            and not self.budget_spent
+            and self.grammar is None
+            and split.thinking
+            and split.reasoning_tokens >= budget
+        ):
             return []
         self.budget_spent = True
         closing = self.target.tokenize(split.family.close_text, add_special=False, parse_special=True)
-        if closing and self.emitted + len(closing) < self.config.max_tokens \
-                and len(self.written) + len(closing) < self.target.n_ctx:
+        if (
+            closing
+            and self.emitted + len(closing) < self.config.max_tokens
+            and len(self.written) + len(closing) < self.target.n_ctx
+        ):
             return closing
         return []
 
@@ -108,16 +156,32 @@ class Reply:
             k_max = max(0, min(k_max, self.budget - self.split.reasoning_tokens - 1))  # none writes past it
         return k_max
 
-    def round_event(self, plan: Plan, draft: Draft, accepted: int, own: int, time_s: float,
-                    threads: int) -> list[EngineEvent]:
+    def round_event(
+        self, plan: Plan, draft: Draft, accepted: int, own: int, time_s: float, threads: int
+    ) -> list[EngineEvent]:
         """The round's record; the tally counts it."""
         index = self.tally.rounds
         self.tally.add(len(draft.tokens), accepted)
         target = self.target
-        return self.split.feed(RoundEvent(
-            self.request_id, draft.source, plan.k, len(draft.tokens), accepted, plan.reason, index=index,
-            proposed=tuple(draft.tokens), proposed_text=tuple(piece(target, t) for t in draft.tokens), own=own,
-            own_text=piece(target, own), time_s=time_s, threads=threads, kind=plan.kind, expected=plan.expected))
+        return self.split.feed(
+            RoundEvent(
+                self.request_id,
+                draft.source,
+                plan.k,
+                len(draft.tokens),
+                accepted,
+                plan.reason,
+                index=index,
+                proposed=tuple(draft.tokens),
+                proposed_text=tuple(piece(target, t) for t in draft.tokens),
+                own=own,
+                own_text=piece(target, own),
+                time_s=time_s,
+                threads=threads,
+                kind=plan.kind,
+                expected=plan.expected,
+            )
+        )
 
     def keep(self, draft: Draft, accepted: int, own: int, round_index: int, rows: LogitRows) -> list[EngineEvent]:
         """Write the round's kept tokens (the accepted draft, then the target's own) until the reply stops."""
@@ -165,8 +229,9 @@ class Reply:
         return events + self.split.feed(FinishedEvent(self.request_id, "".join(self.pieces), stats))
 
 
-def unwritten(request_id: int, prompt_tokens: int, reused: int, split: ReplySplitter,
-              reason: str = "cancelled") -> list[EngineEvent]:
+def unwritten(
+    request_id: int, prompt_tokens: int, reused: int, split: ReplySplitter, reason: str = "cancelled"
+) -> list[EngineEvent]:
     """The events of a reply that ended before its first round (cancelled while its prompt was read)."""
     stats = GenerationStats(stop_reason=reason, prompt_tokens=prompt_tokens, prompt_cached=reused)
     return split.feed(FinishedEvent(request_id, "", stats))
@@ -174,6 +239,7 @@ def unwritten(request_id: int, prompt_tokens: int, reused: int, split: ReplySpli
 
 def _logprobs(target: LoadedModel, rows: LogitRows, row: int, token: int, top: int) -> TokenLogprobs:
     """`token`'s log-probability from logits row `row` of `rows`, with the `top` likeliest."""
+
     def choice(token_id: int, logprob: float) -> TokenChoice:
         data = target.token_bytes(token_id) or target.token_text(token_id).encode("utf-8")
         return TokenChoice(token_id, data, logprob)

@@ -98,8 +98,14 @@ class BatchScheduler:
     from the engine process's main thread only; `cancel` too (a request is ended at the next step). `draft` holds
     at least the target's n_seq_max sequences."""
 
-    def __init__(self, target: LoadedModel, draft: Optional[LoadedModel] = None, *,
-                 prompt_chunk: int = PROMPT_CHUNK_BUSY, clock: Callable[[], float] = time.perf_counter):
+    def __init__(
+        self,
+        target: LoadedModel,
+        draft: Optional[LoadedModel] = None,
+        *,
+        prompt_chunk: int = PROMPT_CHUNK_BUSY,
+        clock: Callable[[], float] = time.perf_counter,
+    ):
         self.target, self.draft = target, draft
         self.prompt_chunk = prompt_chunk
         self.clock = clock
@@ -157,8 +163,10 @@ class BatchScheduler:
         self._fit_to_step(rounds, sum(len(tokens) for _, tokens in prompt_rows))
         draft_s, drafted = self._draft(rounds)
         t_verify = self.clock()
-        parts = [Rows(r.running.seq, [*r.running.reply.written[-r.pending:], *r.draft.tokens], r.pending - 1)
-                 for r in rounds]
+        parts = [
+            Rows(r.running.seq, [*r.running.reply.written[-r.pending :], *r.draft.tokens], r.pending - 1)
+            for r in rounds
+        ]
         parts += [Rows(running.seq, tokens, len(tokens)) for running, tokens in prompt_rows]
         windows = self.seqs.decode(parts) if parts else []
         done = self.clock()
@@ -171,8 +179,7 @@ class BatchScheduler:
             learn = policy not in taught and not prompt_rows
             taught.add(policy)
             # The draft model's time, shared by the tokens it drafted: what drafting a token costs in a batch.
-            share = draft_s * len(r.draft.tokens) / drafted \
-                if drafted and r.draft.source == "model" else 0.0
+            share = draft_s * len(r.draft.tokens) / drafted if drafted and r.draft.source == "model" else 0.0
             self._finish_round(r, window, out, started, share, done - t_verify if learn else 0.0, rows)
         for running, tokens in prompt_rows:
             running.read += len(tokens)
@@ -187,8 +194,9 @@ class BatchScheduler:
             if waiting is not None:
                 self._waiting.remove(waiting)
                 request = waiting[1]
-                out[handle] = unwritten(request.request_id, len(request.prompt), 0,
-                                        request.splitter or ReplySplitter(split=False))
+                out[handle] = unwritten(
+                    request.request_id, len(request.prompt), 0, request.splitter or ReplySplitter(split=False)
+                )
             running = next((r for r in self._running if r.handle == handle), None)
             if running is not None:
                 running.reply.stop_reason = "cancelled"
@@ -216,15 +224,23 @@ class BatchScheduler:
                 if self._running:
                     return  # it waits for a running reply to end and leave its cells
                 self._waiting.popleft()
-                out[handle] = unwritten(request.request_id, len(prompt), 0,
-                                        request.splitter or ReplySplitter(split=False), "context_full")
+                out[handle] = unwritten(
+                    request.request_id, len(prompt), 0, request.splitter or ReplySplitter(split=False), "context_full"
+                )
                 continue
             self._waiting.popleft()
             request.policy.begin_request()
             if request.ngram is not None:
                 request.ngram.start_reply(len(prompt))
-            reply = Reply(self.target, prompt, request.config, request_id=request.request_id, clock=self.clock,
-                          grammar=request.grammar, splitter=request.splitter)
+            reply = Reply(
+                self.target,
+                prompt,
+                request.config,
+                request_id=request.request_id,
+                clock=self.clock,
+                grammar=request.grammar,
+                splitter=request.splitter,
+            )
             reply.reused = reused
             running = _Running(handle, request, reply, seq, reused, decoding=reused >= len(prompt) - 1)
             if running.decoding:
@@ -249,11 +265,21 @@ class BatchScheduler:
                 continue
             request.policy.note_threads(self.target.n_threads)
             has_model = request.use_model and self.draft_seqs is not None
-            behind = len(written) - shared_prefix(self.draft_seqs.cached[running.seq], written) \
-                if has_model and self.draft_seqs is not None and request.config.speculative else 0
-            plan, proposals = plan_round(request.policy, written, reply.k_max(room),
-                                         speculative=request.config.speculative, ngram=request.ngram,
-                                         has_model=has_model, past=request.past, model_behind=behind)
+            behind = (
+                len(written) - shared_prefix(self.draft_seqs.cached[running.seq], written)
+                if has_model and self.draft_seqs is not None and request.config.speculative
+                else 0
+            )
+            plan, proposals = plan_round(
+                request.policy,
+                written,
+                reply.k_max(room),
+                speculative=request.config.speculative,
+                ngram=request.ngram,
+                has_model=has_model,
+                past=request.past,
+                model_behind=behind,
+            )
             rounds.append(_Round(running, plan, proposals, pending=pending))
         return rounds
 
@@ -269,7 +295,7 @@ class BatchScheduler:
             if budget <= 0:
                 break  # the rest wait; drafts that fill the batch shrink for prompt rows at the next step
             prompt = running.request.prompt
-            tokens = list(prompt[running.read:min(len(prompt) - 1, running.read + budget)])
+            tokens = list(prompt[running.read : min(len(prompt) - 1, running.read + budget)])
             budget -= len(tokens)
             # A fixed draft length drafts with the draft model from the first round: it reads the prompt in step.
             # A controller may never draft with it (on a CPU it rarely pays) and weighs what the draft model would
@@ -285,8 +311,10 @@ class BatchScheduler:
         if not rounds or (len(rounds) == 1 and not prompt_rows):
             return  # one request alone: its own policy's round, as the single decoder runs it
         coster = next((r.running.request.policy for r in rounds if r.running.request.policy.uses_costs), None)
-        candidates = [Candidate(r.plan.k, r.running.request.policy.expected_accepted(r.plan),
-                                r.plan.drafter == "model") for r in rounds]
+        candidates = [
+            Candidate(r.plan.k, r.running.request.policy.expected_accepted(r.plan), r.plan.drafter == "model")
+            for r in rounds
+        ]
         base = sum(r.pending for r in rounds) + prompt_rows
         max_rows = MAX_OUTPUT_ROWS - len(rounds)
         if coster is None:
@@ -295,10 +323,12 @@ class BatchScheduler:
             ks = allocate(candidates, base, coster.step_cost, max_rows)
         for r, k in zip(rounds, ks):
             if k < r.plan.k:
-                reason = (f"{r.plan.drafter} draft cut from {r.plan.k} to {k}: {len(rounds)} requests share the "
-                          "batch")
-                r.plan = dataclasses.replace(r.plan, k=k, reason=reason, kind="batch") if k else \
-                    Plan("none", 0, reason, kind="batch")
+                reason = f"{r.plan.drafter} draft cut from {r.plan.k} to {k}: {len(rounds)} requests share the batch"
+                r.plan = (
+                    dataclasses.replace(r.plan, k=k, reason=reason, kind="batch")
+                    if k
+                    else Plan("none", 0, reason, kind="batch")
+                )
 
     def _draft(self, rounds: Sequence[_Round]) -> tuple[float, int]:
         """Every round's draft: copies from their proposals, the draft model's for all in one batch. Returns the
@@ -312,8 +342,20 @@ class BatchScheduler:
                 r.draft = Draft(tokens=copy_tokens(r.plan, r.proposals), source=r.plan.drafter)
             elif r.plan.drafter == "model" and self.draft_seqs is not None:
                 reply = r.running.reply
-                asks.append((r, DraftAsk(r.running.seq, reply.written, r.plan.k, reply.sampler, reply.rng,
-                                         r.running.request.config.draft_p_min, r.plan.stop_below)))
+                asks.append(
+                    (
+                        r,
+                        DraftAsk(
+                            r.running.seq,
+                            reply.written,
+                            r.plan.k,
+                            reply.sampler,
+                            reply.rng,
+                            r.running.request.config.draft_p_min,
+                            r.plan.stop_below,
+                        ),
+                    )
+                )
         if not asks or self.draft_seqs is None:
             return 0.0, 0
         began = self.clock()
@@ -325,14 +367,31 @@ class BatchScheduler:
             return 0.0, 0
         return spent, drafted
 
-    def _finish_round(self, r: _Round, window, out: dict[int, list[EngineEvent]], started: float, draft_s: float,
-                      verify_s: float, rows: int) -> None:
+    def _finish_round(
+        self,
+        r: _Round,
+        window,
+        out: dict[int, list[EngineEvent]],
+        started: float,
+        draft_s: float,
+        verify_s: float,
+        rows: int,
+    ) -> None:
         running, draft = r.running, r.draft
         reply, request = running.reply, running.request
         accepted, own = verify(window, draft, reply.sampler, reply.rng, request.grammar, reply.penalties)
         kept = [*draft.tokens[:accepted], own]
-        observe_round(request.policy, r.plan, r.proposals, len(draft.tokens), accepted,
-                      draft_s if draft.source == "model" else 0.0, verify_s, kept, rows=rows)
+        observe_round(
+            request.policy,
+            r.plan,
+            r.proposals,
+            len(draft.tokens),
+            accepted,
+            draft_s if draft.source == "model" else 0.0,
+            verify_s,
+            kept,
+            rows=rows,
+        )
         round_index = reply.tally.rounds
         events = out.setdefault(running.handle, [])
         events += reply.round_event(r.plan, draft, accepted, own, self.clock() - started, self.target.n_threads)

@@ -42,9 +42,11 @@ def parallel_sequences(setting: int, per_sequence: int, available: Optional[int]
 
 def kv_budget_line(sequences: int, per_sequence: int) -> str:
     """What the sequences cost, in words: "4 requests at once: 4 x 117 MB of KV cache (470 MB), one budget shared"."""
-    return (f"{plural(sequences, 'request')} at once: {sequences} x "
-            f"{format_bytes(per_sequence)} of KV cache ({format_bytes(sequences * per_sequence)}), one budget "
-            "shared")
+    return (
+        f"{plural(sequences, 'request')} at once: {sequences} x "
+        f"{format_bytes(per_sequence)} of KV cache ({format_bytes(sequences * per_sequence)}), one budget "
+        "shared"
+    )
 
 
 @dataclass(frozen=True)
@@ -128,8 +130,9 @@ class Sequences:
         kept conversation states): a sequence that held one is emptied."""
         if not self._free:
             return None
-        best = max(self._free, key=lambda s: (shared_prefix(self.cached[s], prompt) if self.scopes[s] == scope
-                                              else 0, -s))
+        best = max(
+            self._free, key=lambda s: (shared_prefix(self.cached[s], prompt) if self.scopes[s] == scope else 0, -s)
+        )
         self._free.remove(best)
         if self.scopes[best] != scope:
             self.truncate(best, 0)
@@ -164,7 +167,7 @@ class Sequences:
 
     def keep_prefix(self, seq: int, tokens: Sequence[int], leave: int = 0) -> int:
         """Keep what sequence `seq` shares with `tokens` (minus `leave` tokens at the end); return how many."""
-        n = shared_prefix(self.cached[seq], tokens[:max(0, len(tokens) - leave)])
+        n = shared_prefix(self.cached[seq], tokens[: max(0, len(tokens) - leave)])
         self.truncate(seq, n)
         return len(self.cached[seq])
 
@@ -186,10 +189,10 @@ class Sequences:
             rows: list[Rows] = []
             used = 0
             for i, (seq, tokens) in enumerate(pending):
-                take = tokens[:chunk - used]
+                take = tokens[: chunk - used]
                 if take:
                     rows.append(Rows(seq, take, len(take)))
-                    pending[i] = (seq, tokens[len(take):])
+                    pending[i] = (seq, tokens[len(take) :])
                     used += len(take)
             self.decode(rows)
             pending = [(seq, tokens) for seq, tokens in pending if tokens]
@@ -220,9 +223,8 @@ class Sequences:
                 mirror = self.cached[part.seq]
                 base = len(mirror)
                 del mirror[kept:]
-                mirror.extend(part.tokens[:max(0, kept - base)])
+                mirror.extend(part.tokens[: max(0, kept - base)])
             raise
         for part in parts:
             self.cached[part.seq].extend(part.tokens)
         return windows
-

@@ -28,10 +28,17 @@ from typing import TYPE_CHECKING, Optional, Protocol, Sequence
 
 from app.common.units import format_bytes
 from app.engine.events import GenerationStats
-from app.engine.local.kv_states.saved_states import DISK_DEFAULT, DISK_MIN_TOKENS, SavedStates, model_folder, shared_prefix
+from app.engine.local.kv_states.saved_states import (
+    DISK_DEFAULT,
+    DISK_MIN_TOKENS,
+    SavedStates,
+    model_folder,
+    shared_prefix,
+)
 
 if TYPE_CHECKING:  # the window imports the budget from here, and never loads llama.cpp
     from app.engine.local.llama_model import LoadedModel
+
 
 class Slot(Protocol):
     """One sequence of a model's context and the mirror of what it holds: LoadedModel itself for seq 0, and the
@@ -129,9 +136,12 @@ class CacheUse:
         """The reply's stats with the time spent here counted in its prompt, first token and whole reply."""
         if not self.seconds:
             return stats
-        return dataclasses.replace(stats, prompt_eval_s=stats.prompt_eval_s + self.seconds,
-                                   ttft_s=stats.ttft_s + self.seconds if stats.ttft_s else 0.0,
-                                   elapsed_s=stats.elapsed_s + self.seconds)
+        return dataclasses.replace(
+            stats,
+            prompt_eval_s=stats.prompt_eval_s + self.seconds,
+            ttft_s=stats.ttft_s + self.seconds if stats.ttft_s else 0.0,
+            elapsed_s=stats.elapsed_s + self.seconds,
+        )
 
 
 class ConversationCache:
@@ -148,25 +158,33 @@ class ConversationCache:
         self._draft_disks: dict[Path, SavedStates] = {}  # the saved states of each draft model used beside it
 
     @classmethod
-    def for_target(cls, target: LoadedModel, memory_mib: int = 0, disk_mib: int = 0,
-                   on_disk: bool = True, n_ctx: int = 0) -> "ConversationCache":
+    def for_target(
+        cls, target: LoadedModel, memory_mib: int = 0, disk_mib: int = 0, on_disk: bool = True, n_ctx: int = 0
+    ) -> "ConversationCache":
         """`n_ctx`: the context one request has (the target's own unless it holds several sequences)."""
-        disk = SavedStates(model_folder(target.path, n_ctx or target.n_ctx), disk_budget(disk_mib)) if on_disk \
-            else None
+        disk = SavedStates(model_folder(target.path, n_ctx or target.n_ctx), disk_budget(disk_mib)) if on_disk else None
         return cls(target, memory_budget(memory_mib), disk, n_ctx)
 
     # -- the request path ---------------------------------------------------------------------------------------
 
-    def prepare(self, tokens: Sequence[int], session: str, draft: Optional[Slot] = None,
-                scope: str = "person", slot: Optional[Slot] = None, seq: int = 0) -> CacheUse:
+    def prepare(
+        self,
+        tokens: Sequence[int],
+        session: str,
+        draft: Optional[Slot] = None,
+        scope: str = "person",
+        slot: Optional[Slot] = None,
+        seq: int = 0,
+    ) -> CacheUse:
         """Make sequence `seq` (`slot`, the target itself for seq 0; `draft`, the draft's same sequence) hold the
         longest kept prefix of `tokens` (the prompt) of `scope`, keeping what it held."""
         started = time.perf_counter()
         use = self._prepare(tokens, session, slot if slot is not None else self.target, draft, scope, seq)
         return dataclasses.replace(use, seconds=time.perf_counter() - started)
 
-    def _prepare(self, tokens: Sequence[int], session: str, target: Slot, draft: Optional[Slot], scope: str,
-                 seq: int) -> CacheUse:
+    def _prepare(
+        self, tokens: Sequence[int], session: str, target: Slot, draft: Optional[Slot], scope: str, seq: int
+    ) -> CacheUse:
         limit = len(tokens) - 1  # the last prompt token is always decoded, for its logits
         leaving, leaving_scope = self._holders.get(seq, ("", ""))
         self._holders[seq] = (session, scope)
@@ -201,8 +219,9 @@ class ConversationCache:
         self._keep(outgoing)
         return dataclasses.replace(use, notice=self._take_disk_notice())
 
-    def after_reply(self, session: str, draft: Optional[Slot] = None, slot: Optional[Slot] = None,
-                    seq: int = 0) -> None:
+    def after_reply(
+        self, session: str, draft: Optional[Slot] = None, slot: Optional[Slot] = None, seq: int = 0
+    ) -> None:
         """A reply is done: a long conversation's state goes to disk (replacing its earlier one), the draft's too."""
         target = slot if slot is not None else self.target
         if self.disk is None or len(target.cached) < DISK_MIN_TOKENS:
@@ -218,8 +237,9 @@ class ConversationCache:
             return None
         if draft.path not in self._draft_disks:
             # In the target's context size: the draft's sequences are sized as the target's.
-            self._draft_disks[draft.path] = SavedStates(model_folder(draft.path, self.disk_n_ctx),
-                                                        self.disk.budget_bytes)
+            self._draft_disks[draft.path] = SavedStates(
+                model_folder(draft.path, self.disk_n_ctx), self.disk.budget_bytes
+            )
         return self._draft_disks[draft.path]
 
     def _restore_draft_from_disk(self, draft: Slot, tokens: Sequence[int], scope: str) -> None:
@@ -255,8 +275,11 @@ class ConversationCache:
         if entry is None or not entry.state or entry.size > self.memory_bytes:
             return
         for key, kept in list(self._kept.items()):
-            if kept.scope == entry.scope and len(kept.tokens) <= len(entry.tokens) \
-                    and kept.tokens == entry.tokens[:len(kept.tokens)]:
+            if (
+                kept.scope == entry.scope
+                and len(kept.tokens) <= len(entry.tokens)
+                and kept.tokens == entry.tokens[: len(kept.tokens)]
+            ):
                 del self._kept[key]  # an earlier turn of the same conversation: superseded
         self._kept[self._next_key] = entry
         self._next_key += 1
@@ -278,16 +301,18 @@ class ConversationCache:
     def forget(self, session: Optional[str] = None, prefix: Sequence[int] = ()) -> None:
         """Drop the states of `session` (a deleted chat), in memory and on disk, and any that start with `prefix`."""
         for key, entry in list(self._kept.items()):
-            if (session is not None and entry.session == session) or \
-                    (prefix and entry.tokens[:len(prefix)] == list(prefix)):
+            if (session is not None and entry.session == session) or (
+                prefix and entry.tokens[: len(prefix)] == list(prefix)
+            ):
                 del self._kept[key]
         if session is not None and self.disk is not None:
             self.disk.forget(session)
             for draft_disk in self._draft_disks.values():
                 draft_disk.forget(session)
         target = self.target
-        if (session is not None and self._holders.get(0, ("", ""))[0] == session) or \
-                (prefix and target.cached[:len(prefix)] == list(prefix)):
+        if (session is not None and self._holders.get(0, ("", ""))[0] == session) or (
+            prefix and target.cached[: len(prefix)] == list(prefix)
+        ):
             target.truncate(0)
 
     def sequences_of(self, session: str) -> list[int]:
@@ -303,8 +328,9 @@ class ConversationCache:
 
     def counted(self, stats: GenerationStats) -> GenerationStats:
         """A reply's stats with the states kept now and their budget."""
-        return dataclasses.replace(stats, kept_states=len(self._kept), kept_bytes=self.used_bytes(),
-                                   kept_budget_bytes=self.memory_bytes)
+        return dataclasses.replace(
+            stats, kept_states=len(self._kept), kept_bytes=self.used_bytes(), kept_budget_bytes=self.memory_bytes
+        )
 
     def summary(self) -> str:
         """One line for Settings: the budgets and what is used of them."""
@@ -312,4 +338,3 @@ class ConversationCache:
         if self.disk is not None:
             line += f"; on disk {format_bytes(self.disk.used_bytes())} of {format_bytes(self.disk.budget_bytes)}"
         return line
-

@@ -49,8 +49,10 @@ def saved_states_line() -> str:
     for file in files:
         with contextlib.suppress(OSError):
             used += file.stat().st_size
-    return (f"Long chats (over {DISK_MIN_TOKENS} tokens) saved on disk: {len(files)}, {format_bytes(used)} of "
-            f"{format_bytes(DISK_DEFAULT)} per model; deleting a chat deletes them.")
+    return (
+        f"Long chats (over {DISK_MIN_TOKENS} tokens) saved on disk: {len(files)}, {format_bytes(used)} of "
+        f"{format_bytes(DISK_DEFAULT)} per model; deleting a chat deletes them."
+    )
 
 
 class DamagedState(Exception):

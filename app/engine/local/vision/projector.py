@@ -73,18 +73,18 @@ class MediaPrompt:
         for picture in self.pictures:
             if picture.start + picture.n_tokens <= cursor:
                 continue
-            if not target.decode(tokens[cursor:picture.start], cancel=cancel):
+            if not target.decode(tokens[cursor : picture.start], cancel=cancel):
                 return reused, False
             if cancel is not None and cancel.is_set():
                 return reused, False
             assert self._projector is not None
-            self._projector.evaluate(target, picture, tokens[picture.start:picture.start + picture.n_tokens])
+            self._projector.evaluate(target, picture, tokens[picture.start : picture.start + picture.n_tokens])
             cursor = picture.start + picture.n_tokens
         return reused, target.decode(tokens[cursor:end], cancel=cancel)
 
     def close(self) -> None:
         if self._projector is not None:
-            for picture in self.pictures[self.owned_from:]:
+            for picture in self.pictures[self.owned_from :]:
                 self._projector.mtmd.mtmd_input_chunk_free(picture.chunk)
         self.pictures = []
         self.base = None
@@ -104,8 +104,9 @@ class Projector:
         try:
             from llama_cpp import mtmd_cpp
         except (ImportError, OSError):  # a build of llama-cpp-python without its multimodal library
-            raise ModelLoadError("This llama.cpp build has no multimodal library (libmtmd), so no model can see "
-                                 "pictures with it.") from None
+            raise ModelLoadError(
+                "This llama.cpp build has no multimodal library (libmtmd), so no model can see pictures with it."
+            ) from None
 
         self.mtmd = mtmd_cpp
         self.path = Path(path)
@@ -125,19 +126,28 @@ class Projector:
         self._ctx = mtmd_cpp.mtmd_init_from_file(str(self.path).encode("utf-8"), target._model, params)
         if not self._ctx:
             said = " ".join(_recent_errors().split())  # one line: mtmd's reason and its hint
-            raise ModelLoadError(f"llama.cpp could not load {self.path.name} as a projector for {target.path.name}: "
-                                 f"{said or 'is it the mmproj made for this model?'}")
+            raise ModelLoadError(
+                f"llama.cpp could not load {self.path.name} as a projector for {target.path.name}: "
+                f"{said or 'is it the mmproj made for this model?'}"
+            )
         if not mtmd_cpp.mtmd_support_vision(self._ctx):
             self.close()
             raise ModelLoadError(f"{self.path.name} is a projector for sound, not pictures.")
         if mtmd_cpp.mtmd_decode_use_mrope(self._ctx):
             self.close()
-            raise ModelLoadError(f"{self.path.name} places pictures in two dimensions (M-RoPE, as Qwen2-VL and "
-                                 "Qwen2.5-VL do), which SpecChat does not support yet.")
+            raise ModelLoadError(
+                f"{self.path.name} places pictures in two dimensions (M-RoPE, as Qwen2-VL and "
+                "Qwen2.5-VL do), which SpecChat does not support yet."
+            )
         self._marker = (mtmd_cpp.mtmd_get_marker(self._ctx) or mtmd_cpp.mtmd_default_marker()).decode()
 
-    def prompt(self, text: str, markup: Sequence[tuple[int, int]], images: Sequence[ImageInput],
-               known: Optional[tuple[int, list[int], "MediaPrompt"]] = None) -> MediaPrompt:
+    def prompt(
+        self,
+        text: str,
+        markup: Sequence[tuple[int, int]],
+        images: Sequence[ImageInput],
+        known: Optional[tuple[int, list[int], "MediaPrompt"]] = None,
+    ) -> MediaPrompt:
         """The tokens of a chat prompt whose text holds IMAGE_MARKER where each of `images` stands. The text between
         pictures is tokenized as every chat prompt is (control tokens only in the template's markup). `known`:
         (characters, their tokens, the prompt they hold the pictures of) of what the prompt goes on from (the
@@ -146,12 +156,19 @@ class Projector:
         offset = known[0] if known is not None else 0
         pieces = text[offset:].split(IMAGE_MARKER)
         if len(pieces) != len(images) + 1:
-            raise PromptFormatError("The chat template lost or repeated a picture; this model's template cannot "
-                                    "format pictures.")
+            raise PromptFormatError(
+                "The chat template lost or repeated a picture; this model's template cannot format pictures."
+            )
         if known is not None:
             base = known[2]
-            result = MediaPrompt(tokens=list(known[1]), pictures=list(base.pictures), _projector=self, base=base,
-                                 owned_from=len(base.pictures), digests=list(base.digests))
+            result = MediaPrompt(
+                tokens=list(known[1]),
+                pictures=list(base.pictures),
+                _projector=self,
+                base=base,
+                owned_from=len(base.pictures),
+                digests=list(base.digests),
+            )
         else:
             result = MediaPrompt(tokens=[], _projector=self)
         for i, piece in enumerate(pieces):
@@ -176,8 +193,9 @@ class Projector:
         chunks = mtmd.mtmd_input_chunks_init()
         try:
             mtmd.mtmd_bitmap_set_id(bitmap, image.digest.encode())
-            words = mtmd.mtmd_input_text(text=self._marker.encode(), text_len=len(self._marker.encode()),
-                                         add_special=False, parse_special=True)
+            words = mtmd.mtmd_input_text(
+                text=self._marker.encode(), text_len=len(self._marker.encode()), add_special=False, parse_special=True
+            )
             bitmaps = (mtmd.mtmd_bitmap_p_ctypes * 1)(bitmap)
             if mtmd.mtmd_tokenize(self._ctx, chunks, ctypes.byref(words), bitmaps, 1) != 0:
                 raise PromptFormatError(f"{image.name} could not be prepared for this model's projector.")
@@ -202,8 +220,9 @@ class Projector:
         mirror gets the picture's `placeholders`."""
         n_past = len(target.cached)
         new_n_past = ctypes.c_int32(0)
-        rc = self.mtmd.mtmd_helper_eval_chunk_single(self._ctx, target._ctx, picture.chunk, n_past, 0,
-                                                     target.n_batch, False, ctypes.byref(new_n_past))
+        rc = self.mtmd.mtmd_helper_eval_chunk_single(
+            self._ctx, target._ctx, picture.chunk, n_past, 0, target.n_batch, False, ctypes.byref(new_n_past)
+        )
         if rc != 0 or new_n_past.value != n_past + picture.n_tokens:
             target.truncate(n_past)
             raise ModelLoadError(f"{self.path.name}: the picture could not be evaluated: {_recent_errors()}")
@@ -219,4 +238,3 @@ class Projector:
             self.close()
         except Exception:
             pass
-

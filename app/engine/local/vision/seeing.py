@@ -60,8 +60,10 @@ class Seeing:
             beside, self._beside = self._beside, None  # tried once: a file that does not fit says so once
             self.load(beside, self._target)
         if self.projector is None:
-            raise PromptFormatError(f"{model_name} cannot see pictures: load the projector (the mmproj file) made "
-                                    "for it, or send the message without them.")
+            raise PromptFormatError(
+                f"{model_name} cannot see pictures: load the projector (the mmproj file) made "
+                "for it, or send the message without them."
+            )
         key = (rendered.text, tuple(image.digest for image in images))
         if self._last is not None and self._last[0] == key:
             return self._last[1]

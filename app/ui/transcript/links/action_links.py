@@ -49,10 +49,10 @@ class ActionLinks:
 
     def parse(self, href: str) -> Optional[Action]:
         """The action of an href this transcript wrote; None for any other (a reply's link, a forged key)."""
-        head = href[:len(self._prefix)]
+        head = href[: len(self._prefix)]
         if not hmac.compare_digest(head.encode("utf-8", "replace"), self._prefix.encode()):
             return None
-        name, _, argument = href[len(self._prefix):].partition("/")
+        name, _, argument = href[len(self._prefix) :].partition("/")
         return Action(name, argument)
 
     def owns(self, href: str) -> bool:

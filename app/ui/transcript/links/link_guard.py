@@ -36,12 +36,18 @@ def shown_url(url: QUrl) -> str:
 def open_link_after_confirming(parent: QWidget, url: QUrl) -> bool:
     """Ask the user to confirm the full URL, then open it in the system browser. True when it was opened."""
     if url.scheme().lower() not in OPENABLE_SCHEMES:
-        QMessageBox.information(parent, "Link not opened",
-                                f"SpecChat opens only web and mail links from replies. This link is:\n\n{shown_url(url)}")
+        QMessageBox.information(
+            parent,
+            "Link not opened",
+            f"SpecChat opens only web and mail links from replies. This link is:\n\n{shown_url(url)}",
+        )
         return False
     answer = QMessageBox.question(
-        parent, "Open link?", f"Open this link from the reply in your browser?\n\n{shown_url(url)}",
-        QMessageBox.StandardButton.Open | QMessageBox.StandardButton.Cancel, QMessageBox.StandardButton.Cancel,
+        parent,
+        "Open link?",
+        f"Open this link from the reply in your browser?\n\n{shown_url(url)}",
+        QMessageBox.StandardButton.Open | QMessageBox.StandardButton.Cancel,
+        QMessageBox.StandardButton.Cancel,
     )
     if answer != QMessageBox.StandardButton.Open:
         return False

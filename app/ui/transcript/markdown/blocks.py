@@ -28,8 +28,12 @@ NO_SOURCE = -1  # a shown character with no source character (list markers, chec
 _TASK_RE = re.compile(r"\[[ xX]\]")
 _MACRO_RE = re.compile(r"\\[A-Za-z]+")
 _EMPHASIS = {
-    "em_open": "italic", "em_close": "italic", "strong_open": "bold", "strong_close": "bold",
-    "s_open": "strike", "s_close": "strike",
+    "em_open": "italic",
+    "em_close": "italic",
+    "strong_open": "bold",
+    "strong_close": "bold",
+    "s_open": "strike",
+    "s_close": "strike",
 }
 
 
@@ -311,9 +315,16 @@ def parse_markdown(text: str) -> list[Block]:
         elif kind == "inline":
             aligner.enter(token.map)
             inline, checkbox = _inline(token.children or [], aligner)
-            block = Block("heading" if heading else "paragraph", inline, level=heading, indent=len(lists),
-                          quote=quote, marker=checkbox or marker, tight=bool(lists and lists[-1][1]),
-                          lines=_lines(token) if token.map else lines)
+            block = Block(
+                "heading" if heading else "paragraph",
+                inline,
+                level=heading,
+                indent=len(lists),
+                quote=quote,
+                marker=checkbox or marker,
+                tight=bool(lists and lists[-1][1]),
+                lines=_lines(token) if token.map else lines,
+            )
             marker = ""
             blocks.append(block)
         elif kind in ("fence", "code_block"):
@@ -322,8 +333,7 @@ def parse_markdown(text: str) -> list[Block]:
             inline = Inline()
             inline.add(code, aligner.match(code), PLAIN)
             language = token.info.split()[0] if token.info.strip() else ""
-            blocks.append(Block("code", inline, indent=len(lists), quote=quote, language=language,
-                                lines=_lines(token)))
+            blocks.append(Block("code", inline, indent=len(lists), quote=quote, language=language, lines=_lines(token)))
             marker = ""
         elif kind in ("math_block", "math_block_eqno"):
             if token.map:
@@ -334,8 +344,15 @@ def parse_markdown(text: str) -> list[Block]:
             inline = Inline()
             shown, offsets = aligner.match_maths(token.markup, token.content)
             inline.add(shown, offsets, replace(PLAIN, maths=True))
-            blocks.append(Block("maths", inline, indent=len(lists), quote=quote,
-                                lines=_lines(token) if token.map else (first, aligner.line_of(aligner.pos - 1) + 1)))
+            blocks.append(
+                Block(
+                    "maths",
+                    inline,
+                    indent=len(lists),
+                    quote=quote,
+                    lines=_lines(token) if token.map else (first, aligner.line_of(aligner.pos - 1) + 1),
+                )
+            )
             marker = ""
         elif kind == "hr":
             blocks.append(Block("rule", indent=len(lists), quote=quote, lines=_lines(token)))
@@ -373,7 +390,7 @@ def nests_too_deep(text: str) -> bool:
 
 def _is_tight(tokens, start: int) -> bool:
     """A list is tight when markdown-it hides the paragraphs of its items."""
-    for token in tokens[start + 1:]:
+    for token in tokens[start + 1 :]:
         if token.type == "paragraph_open":
             return token.hidden
         if token.type in ("bullet_list_close", "ordered_list_close"):

@@ -84,8 +84,15 @@ class _OpenBlock:
 class StreamingAnswer:
     """A streaming reply's answer (or thinking), written as Markdown at the end of its frame. GUI thread only."""
 
-    def __init__(self, writer: ReplyWriter, document: QTextDocument, frame: QTextFrame, key: int,
-                 muted: Optional[QColor] = None, reuse_first: bool = False):
+    def __init__(
+        self,
+        writer: ReplyWriter,
+        document: QTextDocument,
+        frame: QTextFrame,
+        key: int,
+        muted: Optional[QColor] = None,
+        reuse_first: bool = False,
+    ):
         """`muted`: a colour all of it is shown in (the Thinking section's); `reuse_first`: its first block goes
         into the frame's empty last block (a frame of its own) rather than a new one."""
         self._writer = writer
@@ -116,7 +123,7 @@ class StreamingAnswer:
             if not text or self.room <= 0:
                 continue
             if len(text) >= self.room:  # the rest streams unseen: the finished reply shows it
-                text = text[:self.room]
+                text = text[: self.room]
             self.room -= len(text)
             offset = len(self.source)
             # The target's own token of a round that refused part of its proposal marks where that part goes.
@@ -139,7 +146,7 @@ class StreamingAnswer:
             too_long = long_text.is_too_long(self.source)
             if not too_long and self._grow_code_unparsed():
                 return
-            if too_long or nests_too_deep(self.source[self._restart:]):
+            if too_long or nests_too_deep(self.source[self._restart :]):
                 self._give_up_markdown()
         if self._plain_written is not None:
             self._append_plain()
@@ -154,8 +161,11 @@ class StreamingAnswer:
             changed = min(changed, len(written) - 1)  # the code block closed: written once more, coloured whole
         if changed == len(written) == len(blocks):
             return
-        if (open_block is not None and changed == len(written) - 1 == len(blocks) - 1
-                and self._grows(open_block, blocks[changed])):
+        if (
+            open_block is not None
+            and changed == len(written) - 1 == len(blocks) - 1
+            and self._grows(open_block, blocks[changed])
+        ):
             self._grow(open_block, blocks[changed])
             written[changed].block = blocks[changed]
         else:
@@ -178,10 +188,14 @@ class StreamingAnswer:
         start = block.inline.offsets[0]
         if start < 0:
             return False
-        new = source[start + len(code):]
+        new = source[start + len(code) :]
         fence_line = source.rfind("\n", 0, start - 1) + 1
-        if (block.inline.offsets[-1] != start + len(code) - 1 or not source.startswith(code, start)
-                or source[fence_line:fence_line + 1] not in _FENCE_CHARS or any(ch in new for ch in "`~\r\0")):
+        if (
+            block.inline.offsets[-1] != start + len(code) - 1
+            or not source.startswith(code, start)
+            or source[fence_line : fence_line + 1] not in _FENCE_CHARS
+            or any(ch in new for ch in "`~\r\0")
+        ):
             return False
         code = source[start:]
         last_line = code.rfind("\n") + 1
@@ -190,19 +204,21 @@ class StreamingAnswer:
         code = code[:-1] if code.endswith("\n") else code
         if code == block.inline.text:
             return True
-        self._grow(open_block, dataclasses.replace(block, inline=Inline(
-            code, list(range(start, start + len(code))), [PLAIN] * len(code))))
+        self._grow(
+            open_block,
+            dataclasses.replace(block, inline=Inline(code, list(range(start, start + len(code))), [PLAIN] * len(code))),
+        )
         self._written[-1].block = open_block.block
         self._end_ghost, self._end_reuse = self._marks.next_ghost, self._writer.reuse_block
         return True
 
     def _parse(self) -> list[Block]:
-        source = self.source[self._restart:]
-        last_line = source[source.rfind("\n") + 1:]
+        source = self.source[self._restart :]
+        last_line = source[source.rfind("\n") + 1 :]
         if last_line.strip() and set(last_line.strip()) <= _FENCE_CHARS:
             # Perhaps a fence that opens or closes a code block: held back until its line ends, so that no fence
             # is ever shown as text.
-            source = source[:len(source) - len(last_line)]
+            source = source[: len(source) - len(last_line)]
         blocks = parse_markdown(source)
         for block in blocks:
             if self._restart:
@@ -241,8 +257,9 @@ class StreamingAnswer:
                 if block.kind == "code" and code_index is None:
                     code_index = len(writer.code_blocks)
                 writer.insert_block(cursor, block, marks, previous, code_index)
-            self._written.append(_Written(block, self._place(start), ghost, reuse,
-                                          code_index if block.kind == "code" else None))
+            self._written.append(
+                _Written(block, self._place(start), ghost, reuse, code_index if block.kind == "code" else None)
+            )
         self._mute_from(first_position)
         cursor.endEditBlock()
 
@@ -250,8 +267,14 @@ class StreamingAnswer:
         """The frame of a code block still being written, and its code so far; its Copy link's index."""
         writer = self._writer
         frame, inner, index = writer.open_code_block(cursor, block, code_index)
-        self._open = _OpenBlock(dataclasses.replace(block, inline=block.inline.part(0, 0)), 0,
-                                self._place(inner.position()), self._marks.next_ghost, frame, index)
+        self._open = _OpenBlock(
+            dataclasses.replace(block, inline=block.inline.part(0, 0)),
+            0,
+            self._place(inner.position()),
+            self._marks.next_ghost,
+            frame,
+            index,
+        )
         self._grow(self._open, block)
         writer.continue_after(cursor, frame.lastPosition())
         return index
@@ -271,14 +294,20 @@ class StreamingAnswer:
         """Whether `block` is the open block with more text, the part written for good unchanged."""
         written, settled = open_block.block, open_block.settled
         if open_block.code_frame is not None:
-            return (block.kind == written.kind == "code" and block.language == written.language
-                    and block.indent == written.indent and block.quote == written.quote
-                    and block.inline.text.startswith(written.inline.text[:settled]))
+            return (
+                block.kind == written.kind == "code"
+                and block.language == written.language
+                and block.indent == written.indent
+                and block.quote == written.quote
+                and block.inline.text.startswith(written.inline.text[:settled])
+            )
         # Shown text and source offsets alone are compared: markup that styles text (emphasis closing, a link
         # completed) also stops being shown, so a restyled part always differs in them too.
-        return (dataclasses.replace(block, inline=_NO_TEXT) == dataclasses.replace(written, inline=_NO_TEXT)
-                and block.inline.text[:settled] == written.inline.text[:settled]
-                and block.inline.offsets[:settled] == written.inline.offsets[:settled])
+        return (
+            dataclasses.replace(block, inline=_NO_TEXT) == dataclasses.replace(written, inline=_NO_TEXT)
+            and block.inline.text[:settled] == written.inline.text[:settled]
+            and block.inline.offsets[:settled] == written.inline.offsets[:settled]
+        )
 
     def _grow(self, open_block: _OpenBlock, block: Block) -> None:
         """Write the open block's text after the part written for good again: what is now settled, then the rest."""
@@ -297,18 +326,21 @@ class StreamingAnswer:
             settle = max(settled, text.rfind("\n") + 1, len(text) - _TEXT_REWRITTEN)
             # Lexed from a little before the new text (a docstring or comment that it continues), from a line's start
             # unless that is far back; the whole block is coloured again when it closes.
-            context = max(0, settled - 2 * _LEX_CONTEXT_CHARS,
-                          text.rfind("\n", 0, max(0, settled - _LEX_CONTEXT_CHARS)) + 1)
+            context = max(
+                0, settled - 2 * _LEX_CONTEXT_CHARS, text.rfind("\n", 0, max(0, settled - _LEX_CONTEXT_CHARS)) + 1
+            )
             lexed = code_colours(text[context:], block.language, style.current().code_style)
-            colours = lexed[settled - context:] if lexed else None
+            colours = lexed[settled - context :] if lexed else None
         else:
             settle = max(settled, len(text) - _TEXT_REWRITTEN)
         split = settle - settled
-        writer.insert_text_part(cursor, block.inline.part(settled, settle), block, marks,
-                                colours[:split] if colours else None)
+        writer.insert_text_part(
+            cursor, block.inline.part(settled, settle), block, marks, colours[:split] if colours else None
+        )
         tail, tail_ghost = cursor.position(), marks.next_ghost
-        writer.insert_text_part(cursor, block.inline.part(settle, len(text)), block, marks,
-                                colours[split:] if colours else None)
+        writer.insert_text_part(
+            cursor, block.inline.part(settle, len(text)), block, marks, colours[split:] if colours else None
+        )
         self._mute_from(start, frame)
         cursor.endEditBlock()
         open_block.tail, open_block.tail_ghost = self._place(tail), tail_ghost
@@ -363,7 +395,7 @@ class StreamingAnswer:
         assert self._plain_written is not None
         cursor = QTextCursor(self._document)
         cursor.setPosition(self._frame.lastPosition())
-        new = self.source[self._plain_written:]
+        new = self.source[self._plain_written :]
         block_format = QTextBlockFormat()
         block_format.setTopMargin(4 if self._plain_written == 0 else 0)
         if self._plain_written == 0:
