@@ -30,6 +30,7 @@ def test_the_busy_program_runs_in_its_own_session_and_is_stopped_on_an_error():
     assert not _alive(pid)
 
 
+@pytest.mark.slow
 def test_under_load_runs_every_contender_quiet_and_busy_and_leaves_nothing_running(tiny_models, capsys, monkeypatch):
     monkeypatch.setenv("SPECCHAT_THREADS", "2")
     before = set(os.listdir("/proc"))

@@ -3,6 +3,7 @@ synthetic draft agrees with its target by construction, so the GPU run measures 
 
 from __future__ import annotations
 
+import pytest
 import json
 import os
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_the_dry_run_measures_every_step_and_writes_its_report(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.run(

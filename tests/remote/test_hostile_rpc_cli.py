@@ -92,6 +92,7 @@ def test_ctrl_c_while_a_silent_worker_is_checked_is_a_clean_exit(tiny_models):
     assert err.decode().strip().splitlines()[-1] == "interrupted" and b"Traceback" not in err
 
 
+@pytest.mark.slow
 def test_the_engine_process_load_with_a_silent_worker_fails_with_a_sentence(tiny_models):
     with FakeRpcPeer("silent") as peer:
         sent = _serve(

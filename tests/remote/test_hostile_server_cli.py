@@ -83,6 +83,7 @@ def test_an_endless_stream_ends_at_max_tokens():
     assert server.sent_bytes < 64 << 20  # the client hung up instead of reading on
 
 
+@pytest.mark.slow
 def test_a_huge_error_body_and_a_line_without_end_are_read_only_up_to_their_caps():
     with FakeServer(Script(status=500, error_flood_bytes=300 << 20)) as server:
         done = _chat(server)

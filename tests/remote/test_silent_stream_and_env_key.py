@@ -36,6 +36,7 @@ def _chat(url: str, *extra: str, env: dict) -> subprocess.CompletedProcess:
     "keep_alive",
     [b": keep-alive\n\n", b'data: {"choices": []}\n\n', b"data: " + json.dumps(content_chunk("")).encode() + b"\n\n"],
 )
+@pytest.mark.slow
 @pytest.mark.parametrize("first", [[], [content_chunk("The first words")]])
 def test_a_stream_that_only_keeps_itself_open_is_given_up_on(keep_alive, first):
     # Two minutes of keep-alives at 20 per second: without a deadline on them the CLI waits past DEADLINE_S.
@@ -59,6 +60,7 @@ def _other_host_url(server: FakeServer) -> str:
     return server.url.replace("127.0.0.1", name)
 
 
+@pytest.mark.slow
 def test_the_environments_key_is_not_sent_over_plain_http_to_another_machine(tmp_path):
     reply = [content_chunk("hi", finish="stop")]
     with FakeServer(Script(chunks=reply)) as server:

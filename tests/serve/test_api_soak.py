@@ -24,6 +24,7 @@ def _check(result, rounds: int, rss_limit_mb: float) -> None:
     assert 0 < result.peak_rss_mb < rss_limit_mb and 0 < result.peak_engine_rss_mb < rss_limit_mb, result.line()
 
 
+@pytest.mark.slow
 def test_serve_survives_every_kind_of_hostile_request(tiny_models):
     result = soak(tiny_models.target, requests=len(ROUND))
     _check(result, rounds=1, rss_limit_mb=300)

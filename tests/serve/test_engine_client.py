@@ -4,6 +4,7 @@ gone, and the next request is answered by the fresh one."""
 
 from __future__ import annotations
 
+import pytest
 import threading
 import time
 
@@ -22,6 +23,7 @@ def _job(records: list) -> ServeJob:
     return ServeJob(request, records.append)
 
 
+@pytest.mark.slow
 def test_a_stuck_reply_whose_client_left_is_ended_by_a_fresh_engine_process(tmp_path):
     control = FakeEngineControl(tmp_path / "fake")
     control.hang_in_chat = True

@@ -129,6 +129,7 @@ def test_a_reply_ended_by_a_stop_string_is_logged_with_its_totals(served):
     assert logged[1].startswith("request 2: ") and "drafted tokens kept, ended by a stop string" in logged[1]
 
 
+@pytest.mark.slow
 def test_bad_arguments_are_refused_before_loading(tiny_models):
     for args, said in (
         (["--port", "70000"], "--port"),

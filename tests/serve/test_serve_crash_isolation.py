@@ -134,6 +134,7 @@ def test_a_request_that_crashes_the_engine_gets_an_error_and_the_next_one_is_ans
     assert not is_running(engine)
 
 
+@pytest.mark.slow
 def test_stopping_the_server_leaves_no_engine_process(tiny_models):
     for how in (signal.SIGTERM, signal.SIGINT):
         process, lines = _start(tiny_models.target)

@@ -79,6 +79,7 @@ def _pids(pid_file: Path, within_s: float = 60.0) -> list[int]:
     return [int(pid) for pid in pid_file.read_text().split()]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finding a server's process group needs /proc")
 def test_a_server_that_never_answers_is_given_up_on_and_its_whole_tree_ends(tiny_models, tmp_path):
     pid_file = tmp_path / "pids"
@@ -94,6 +95,7 @@ def test_a_server_that_never_answers_is_given_up_on_and_its_whole_tree_ends(tiny
         _kill(pids)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finding a server's process group needs /proc")
 def test_closing_while_a_server_starts_ends_its_whole_tree(tmp_path):
     pid_file = tmp_path / "pids"
@@ -112,6 +114,7 @@ def test_closing_while_a_server_starts_ends_its_whole_tree(tmp_path):
         _kill(pids)
 
 
+@pytest.mark.slow
 def test_a_server_flooding_stdout_costs_a_few_lines_and_still_serves(tiny_models, tmp_path):
     path = _mcp_json(tmp_path, {"flood": _server("flood", "20000")})
     done = _generate("--target", tiny_models.target, "--chat", "hi", "--max-tokens", 2, "--mcp", path)
@@ -127,6 +130,7 @@ def test_a_server_flooding_stdout_costs_a_few_lines_and_still_serves(tiny_models
     assert '[tool server "flood": 6 tools]' in done.stderr  # after its flood it serves as any other
 
 
+@pytest.mark.slow
 def test_ten_thousand_servers_start_at_most_sixty_four_with_a_sentence(tiny_models, tmp_path):
     from app.mcp.servers_file import MAX_SERVERS
 

@@ -77,6 +77,7 @@ def test_a_ten_megabyte_result_is_cut_to_what_a_reply_can_use(host):
     assert "10,000,000 characters" in result.text
 
 
+@pytest.mark.slow
 def test_a_call_that_hangs_times_out_with_a_sentence(host):
     result = _call(host(_spec(), call_timeout_s=1.0), "slow", {"seconds": 30})
     assert result.is_error and "did not finish within 1 s" in result.text

@@ -29,6 +29,7 @@ def test_a_port_in_use_is_one_sentence(qtbot):
     assert not engine_process.is_running()
 
 
+@pytest.mark.slow
 def test_the_persons_message_goes_before_api_requests_that_wait(make_window, qtbot, model_folder, tiny_models):
     window = api_window(make_window, qtbot, model_folder, tiny_models)
     control = window.api_server

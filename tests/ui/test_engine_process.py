@@ -101,6 +101,7 @@ def test_stop_ends_a_hung_engine_and_the_next_message_works(make_window, qtbot, 
     _next_message_gets_a_whole_reply(qtbot, window, fake_engine)
 
 
+@pytest.mark.slow
 def test_closing_while_a_model_loads_does_not_wait_for_the_load(
     make_window, qtbot, fake_engine, model_folder, tiny_models
 ):
@@ -256,6 +257,7 @@ def test_an_engine_paused_and_resumed_mid_reply_finishes_the_reply_whole(
     assert window.engine_process.pid() == pid  # never taken for dead
 
 
+@pytest.mark.slow
 def test_stop_while_the_engine_is_paused_frees_the_window_and_restarts_it(
     make_window, qtbot, fake_engine, model_folder, tiny_models
 ):

@@ -52,6 +52,7 @@ def shown_pictures(window, pictures) -> list[bool]:
     ]
 
 
+@pytest.mark.slow
 def test_a_pasted_picture_is_sent_shown_kept_after_a_restart_and_deleted_with_its_chat(
     make_window, qtbot, vision_folder, picture
 ):

@@ -203,6 +203,7 @@ def test_thinking_past_what_a_stream_shows_says_so(qtbot):
     assert view.streamed_text().endswith(long_text.STREAM_NOT_SHOWN + "\n\nThe answer.")
 
 
+@pytest.mark.slow
 def test_the_window_streams_a_code_reply_as_a_code_block(make_window, qtbot, fake_engine, model_folder, tiny_models):
     """Through the whole window (the engine process, the conversation's flushes): the code block of a reply still
     streaming is already a code block."""

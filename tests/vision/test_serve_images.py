@@ -101,12 +101,14 @@ def test_too_many_pictures_get_a_400(sdk, pictures):
         sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": content}], max_tokens=4)
 
 
+@pytest.mark.slow
 def test_a_model_that_cannot_see_gets_a_400(tiny_models, pictures):
     with serving("--target", tiny_models.target) as client:
         with pytest.raises(openai.BadRequestError, match="cannot see pictures"):
             client.chat.completions.create(model="m", messages=ask(data_url(pictures[0].read_bytes())), max_tokens=4)
 
 
+@pytest.mark.slow
 def test_serve_mmproj_loads_the_projector_named_and_refuses_one_made_for_another_model(
     tiny_models, vision_models, pictures, tmp_path
 ):

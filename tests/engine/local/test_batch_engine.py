@@ -137,6 +137,7 @@ def test_one_clients_prompt_is_never_another_clients_cache(engines):
     assert other.text == first.text
 
 
+@pytest.mark.slow
 def test_kept_conversations_restore_into_the_batchs_free_sequence(tiny_models):
     """Three chats through two sequences: the chat whose sequence another took is restored from memory into a free
     one, and after a restart from disk, with the reply it gets from an engine that never saw it."""

@@ -143,6 +143,7 @@ def test_a_cache_that_cannot_be_written_still_gives_the_measured_table(tiny_mode
         draft.close()
 
 
+@pytest.mark.slow
 def test_a_pass_timed_while_another_program_is_busy_is_timed_again(tiny_models):
     """Kept on disk, a table timed while another program held the CPU would mislead every later chat."""
     target = LoadedModel(tiny_models.target, n_ctx=512, n_threads=1)
