@@ -4,9 +4,15 @@ and the engine process run it), and small client helpers."""
 from __future__ import annotations
 
 import json
+import queue
+import re
+import signal
+import subprocess
+import sys
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Optional
 
 try:  # the same HTTP client the app uses (pyproject.toml): httpx2, or httpx on Python 3.10
@@ -201,3 +207,43 @@ def streamed_text(chunks: list[dict]) -> str:
 
 def streamed_tokens(chunks: list[dict]) -> list[dict]:
     return [t for c in chunks for t in c.get("specchat", {}).get("tokens", [])]
+
+
+@dataclass
+class ServeProcess:
+    """A running `specchat-cli serve`: its base URL, its first line on stderr (where it serves), the lines it writes
+    after that, and the process (its returncode says how it ended, once the `serving_process` block is left)."""
+
+    url: str
+    first: str
+    lines: queue.Queue
+    process: subprocess.Popen
+
+
+@contextmanager
+def serving_process(*args) -> Iterator[ServeProcess]:
+    """`specchat-cli serve ARGS` on a free port of 127.0.0.1, one thread; stopped with Ctrl+C (killed after
+    DEADLINE_S, which raises) when the block ends."""
+    root = Path(__file__).resolve().parents[2]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve", *map(str, args), "--port", "0", "--threads", "1"],
+        cwd=root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
+    try:
+        first = lines.get(timeout=DEADLINE_S)
+        found = re.search(r"at (http://127\.0\.0\.1:\d+)/v1", first)
+        assert found, first
+        yield ServeProcess(found.group(1), first, lines, process)
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(DEADLINE_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(DEADLINE_S)
+            raise

@@ -4,17 +4,21 @@ each token's drafter, and `generate --server` against it highlights the drafted 
 from __future__ import annotations
 
 import json
-import queue
-import re
-import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
-from tests.serve.api_fixtures import DEADLINE_S, chat_body, client, stream_chunks, streamed_text, streamed_tokens
+from tests.serve.api_fixtures import (
+    DEADLINE_S,
+    serving_process,
+    chat_body,
+    client,
+    stream_chunks,
+    streamed_text,
+    streamed_tokens,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 MESSAGE = "the cat and the dog"
@@ -30,44 +34,9 @@ def _cli(*args, timeout: float = 300) -> subprocess.CompletedProcess:
 def served(tiny_models):
     """`specchat-cli serve` with the tiny pair on a free port; yields its base URL and a queue of the lines it
     writes to stderr after the first, then stops it with Ctrl+C."""
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "app",
-            "serve",
-            "--target",
-            str(tiny_models.target),
-            "--draft",
-            str(tiny_models.draft),
-            "--draft-max",
-            "3",
-            "--port",
-            "0",
-            "--threads",
-            "1",
-        ],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    lines: queue.Queue = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
-    try:
-        first = lines.get(timeout=DEADLINE_S)
-        found = re.search(r"at (http://127\.0\.0\.1:\d+)/v1", first)
-        assert found, first
-        yield found.group(1), lines
-    finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            code = process.wait(DEADLINE_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(DEADLINE_S)
-            raise
-    assert code == 0
+    with serving_process("--target", tiny_models.target, "--draft", tiny_models.draft, "--draft-max", 3) as serve:
+        yield serve.url, serve.lines
+    assert serve.process.returncode == 0
 
 
 @pytest.mark.slow

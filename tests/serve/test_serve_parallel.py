@@ -4,66 +4,24 @@ alone, and a client that leaves ends its own reply only."""
 from __future__ import annotations
 
 import json
-import queue
-import re
-import signal
-import subprocess
-import sys
 import threading
-from pathlib import Path
 
 import pytest
 
-from tests.serve.api_fixtures import DEADLINE_S, chat_body, client, stream_chunks, streamed_text
+from tests.serve.api_fixtures import DEADLINE_S, chat_body, client, serving_process, stream_chunks, streamed_text
 
-ROOT = Path(__file__).resolve().parents[2]
 ASKS = ["the cat and the dog", "def fibonacci(n):"]
 
 
 @pytest.fixture(scope="module")
 def served(tiny_models):
-    """serve --parallel 2 with the tiny pair on a free port; its base URL and the lines it logs after the first."""
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "app",
-            "serve",
-            "--target",
-            str(tiny_models.target),
-            "--draft",
-            str(tiny_models.draft),
-            "--port",
-            "0",
-            "--threads",
-            "1",
-            "--parallel",
-            "2",
-            "--ctx",
-            "1024",
-        ],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    lines: queue.Queue = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
-    try:
-        first = lines.get(timeout=DEADLINE_S)
-        found = re.search(r"at (http://127\.0\.0\.1:\d+)/v1", first)
-        assert found, first
-        assert "2 requests at once" in first
-        assert "2 requests at once: 2 x " in lines.get(timeout=DEADLINE_S)  # what their KV caches take
-        yield found.group(1)
-    finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(DEADLINE_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(DEADLINE_S)
-            raise
+    """serve --parallel 2 with the tiny pair on a free port; its base URL."""
+    with serving_process(
+        "--target", tiny_models.target, "--draft", tiny_models.draft, "--parallel", 2, "--ctx", 1024
+    ) as serve:
+        assert "2 requests at once" in serve.first
+        assert "2 requests at once: 2 x " in serve.lines.get(timeout=DEADLINE_S)  # what their KV caches take
+        yield serve.url
 
 
 def _together(calls) -> list:

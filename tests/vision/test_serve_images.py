@@ -4,17 +4,13 @@ gets llama-mtmd-cli's reply, and each bad picture (or a model that cannot see) g
 from __future__ import annotations
 
 import base64
-import re
-import signal
 import subprocess
 import sys
-import threading
-import queue
 from contextlib import contextmanager
 
 import pytest
 
-from tests.serve.api_fixtures import DEADLINE_S
+from tests.serve.api_fixtures import DEADLINE_S, serving_process
 from tests.cli.test_cli_validation import ROOT
 from tests.vision.mtmd_reference import MARKER, mtmd_cli_reply, reply_matches
 
@@ -26,27 +22,8 @@ HUGE_PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + (20000).to_bytes(4, "big") *
 @contextmanager
 def serving(*args):
     """`specchat-cli serve` on a free port of 127.0.0.1; yields an openai client for it, then stops it with Ctrl+C."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve", *map(str, args), "--port", "0", "--threads", "1"],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    lines: queue.Queue = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
-    try:
-        first = lines.get(timeout=DEADLINE_S)
-        found = re.search(r"at (http://127\.0\.0\.1:\d+)/v1", first)
-        assert found, first
-        yield openai.OpenAI(base_url=found.group(1) + "/v1", api_key="none", timeout=DEADLINE_S, max_retries=0)
-    finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(DEADLINE_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(DEADLINE_S)
+    with serving_process(*args) as serve:
+        yield openai.OpenAI(base_url=serve.url + "/v1", api_key="none", timeout=DEADLINE_S, max_retries=0)
 
 
 @pytest.fixture(scope="module")
