@@ -24,7 +24,8 @@ Drafter = Literal["model", "ngram", "history", "none"]
 #   often; "costly": verifying costs more than even perfect acceptance saves) or cannot happen ("unavailable": no
 #   room, nothing to draft from, speculation off), none while one token is timed ("timing"), a server's round,
 #   whose reasons the server keeps ("server"), or a draft shortened or dropped because the other requests decoded
-#   in the same batch make its rows cost more than they give ("batch", app.engine.speculation.batch_plan).
+#   in the same batch make its rows cost more than they give, or would write slower for it ("batch",
+#   app.engine.speculation.batch_plan).
 RoundKind = Literal["draft", "probe", "fixed", "paused", "costly", "unavailable", "timing", "server", "batch"]
 # - TokenPart: which part of a reply a token belongs to: the model's thinking ("reasoning", between the markers
 #   app.engine.reasoning finds) or its answer.

@@ -76,3 +76,41 @@ def test_a_controller_in_a_full_batch_learns_the_machine_s_speed_and_drafts():
     assert controller.plan(8, [1, 2, 3, 4], False, ngram_match=32).kind == "timing"
     controller.observe(Plan("none", 0), 0, 0, 0.0, 0.05 * 1.05, rows=2)  # two requests' last tokens in one pass
     assert controller.plan(8, [1, 2, 3, 4], False, ngram_match=32).kind == "draft"
+
+
+UNPREDICTABLE = Candidate(0)  # its policy drafts nothing this round (paused: its drafts were not being kept)
+
+
+def fair_lengths(table, candidates: list[Candidate]) -> list[int]:
+    def cost(rows: int, passes: int) -> float:
+        return table.verify(rows) + passes * table.draft_per_token
+
+    return allocate(candidates, len(candidates), cost, 64 - len(candidates), fair=True)
+
+
+def test_a_copying_request_does_not_slow_the_one_beside_it():
+    """Without the rule, the request that copies drafts and the other one writes slower than with no drafts: a
+    person's chat beside an agent's, or a burst that lasts as long as its slowest request."""
+    for table in (MEMORY_BOUND, GPU):
+        unfair = allocate([COPY, UNPREDICTABLE], 2, lambda rows, passes, t=table: t.verify(rows), 62)
+        assert unfair[0] > 0  # what the step's rate alone would do
+        assert fair_lengths(table, [COPY, UNPREDICTABLE]) == [0, 0]
+
+
+def test_requests_that_all_gain_still_draft_together():
+    for table in (MEMORY_BOUND, GPU):
+        ks = fair_lengths(table, [COPY] * 4)
+        assert all(k > 0 for k in ks) and rate(table, ks) > rate(table, [0] * 4)
+        for candidate in (COPY, drafter(0.8, model=True), drafter(0.95, model=True)):
+            assert fair_lengths(table, [candidate] * 4) == lengths(table, 4, candidate)
+
+
+def test_with_the_rule_every_request_keeps_its_pace_without_drafts():
+    weak = drafter(0.35, model=True)
+    for table in (CPU, MEMORY_BOUND, GPU):
+        for mix in ([COPY, weak], [COPY, COPY, weak, weak], [drafter(0.9), weak, UNPREDICTABLE]):
+            ks = fair_lengths(table, mix)
+            passes = sum(k for k, c in zip(ks, mix) if c.model)
+            seconds = table.verify(len(mix) + sum(ks)) + passes * table.draft_per_token
+            for k, c in zip(ks, mix):
+                assert (1 + (c.gains[k - 1] if k else 0.0)) / seconds >= 1 / table.verify(len(mix)) - 1e-9

@@ -15,7 +15,8 @@ join and leave between steps. Each request's round is the single decoder's: plan
 by its own copy drafters or by the draft model (for every request in one pass per position, draft_batch.py),
 verified by decoder.verify and written by its Reply, so its greedy reply is the one it gets alone. Only the draft
 lengths are decided for the step: each policy's plan is shortened where the step's expected tokens per second
-over every request is higher (app.engine.speculation.batch_plan), and such a round says so (kind "batch").
+over every request is higher, or where it would slow another request below its pace with no drafts
+(app.engine.speculation.batch_plan), and such a round says so (kind "batch").
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from app.engine.local.decoder import USUAL_CATCH_UP, verify
 from app.engine.local.grammar import GrammarMask
 from app.engine.local.llama_model import LoadedModel
 from app.engine.reasoning.splitter import ReplySplitter
-from app.engine.speculation.batch_plan import Candidate, allocate
+from app.engine.speculation.batch_plan import fit_plans
 from app.engine.speculation.drafters import Draft, NgramDrafter
 from app.engine.speculation.history import HistoryDrafter
 from app.engine.speculation.policy import Plan, SpeculationPolicy
@@ -307,28 +308,14 @@ class BatchScheduler:
         return parts
 
     def _fit_to_step(self, rounds: list[_Round], prompt_rows: int) -> None:
-        """Shorten the policies' drafts where the step's expected tokens per second is higher without them."""
+        """Shorten the policies' drafts where the step's expected tokens per second is higher without them, or
+        where they would slow another request below its pace with no drafts (batch_plan's "nobody slower")."""
         if not rounds or (len(rounds) == 1 and not prompt_rows):
             return  # one request alone: its own policy's round, as the single decoder runs it
-        coster = next((r.running.request.policy for r in rounds if r.running.request.policy.uses_costs), None)
-        candidates = [
-            Candidate(r.plan.k, r.running.request.policy.expected_accepted(r.plan), r.plan.drafter == "model")
-            for r in rounds
-        ]
         base = sum(r.pending for r in rounds) + prompt_rows
-        max_rows = MAX_OUTPUT_ROWS - len(rounds)
-        if coster is None:
-            ks = allocate(candidates, base, lambda rows, passes: float(rows), max_rows)
-        else:
-            ks = allocate(candidates, base, coster.step_cost, max_rows)
-        for r, k in zip(rounds, ks):
-            if k < r.plan.k:
-                reason = f"{r.plan.drafter} draft cut from {r.plan.k} to {k}: {len(rounds)} requests share the batch"
-                r.plan = (
-                    dataclasses.replace(r.plan, k=k, reason=reason, kind="batch")
-                    if k
-                    else Plan("none", 0, reason, kind="batch")
-                )
+        plans = fit_plans([(r.running.request.policy, r.plan) for r in rounds], base, MAX_OUTPUT_ROWS - len(rounds))
+        for r, plan in zip(rounds, plans):
+            r.plan = plan
 
     def _draft(self, rounds: Sequence[_Round]) -> tuple[float, int]:
         """Every round's draft: copies from their proposals, the draft model's for all in one batch. Returns the
