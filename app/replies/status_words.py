@@ -81,7 +81,7 @@ def _sentence(event: RoundEvent, speculative: bool) -> tuple[str, str]:
         drafted = f"drafting {plural(k, 'token')} this round" if k else "no draft this round"
         return (
             f"Other requests are being answered beside this chat: {drafted}, where alone it would draft more, "
-            "so that the batch as a whole goes fastest."
+            "so that no request in the batch writes slower for it."
         ), ""
     return "Writing without drafts this round: nothing to draft from, or no room left.", WHAT_PAYS
 

@@ -38,12 +38,12 @@ def _round(kind, drafter="none", k=0, expected=0.0, threads=0, reason="some word
         (
             _round("batch", "model", 2),
             "Other requests are being answered beside this chat: drafting 2 tokens this round, "
-            "where alone it would draft more, so that the batch as a whole goes fastest.",
+            "where alone it would draft more, so that no request in the batch writes slower for it.",
         ),
         (
             _round("batch"),
             "Other requests are being answered beside this chat: no draft this round, where alone it would "
-            "draft more, so that the batch as a whole goes fastest.",
+            "draft more, so that no request in the batch writes slower for it.",
         ),
     ],
 )
