@@ -8,6 +8,16 @@ Sizes are approximate (they are shown as "about"); the exact size comes from the
 Repository and file names follow each publisher's naming as of 2025 and could not be checked against the Hub from
 the machine this was written on; a renamed file shows up as a clear "does not exist" error, not a crash.
 
+Vision pairs (issue 46): the Gemma 3 4B, 12B and 27B pairs carry their projector, bartowski's
+mmproj-google_gemma-3-{4b,12b,27b}-it-f16.gguf from the same repository as the weights. These names were checked on
+2026-12-05 through the search tool, not the Hub: each appears with its bartowski/google_gemma-3-*-it-GGUF resolve URL
+in several independent projects' download scripts and catalogs (the 12B one with its size, 854,200,224 bytes), and
+the 4B one in bartowski's model card. They keep the target files the text pairs had, so a target downloaded before
+needs only its projector. Its name starts with the model's, so the engine finds it beside the model
+(app.engine.gguf.mmproj); a projector published under a generic name (ggml-org's mmproj-model-f16.gguf) is saved
+under one that pairs it (`CuratedPair` sets `save_as`). Qwen2.5-VL (whose vocabulary Qwen2.5 0.5B shares) is left
+out: its projector places pictures in two dimensions (M-RoPE), which the engine refuses (docs/images.md).
+
 Thinking models (issue 31): Qwen3 pairs with its own 0.6B, which shares its vocabulary. gpt-oss-20b has no smaller
 model of its vocabulary, so it comes alone: it speculates with the draft-free drafters (n-grams of the chat and of
 the person's history), which suit its long, self-repeating reasoning.
@@ -15,8 +25,11 @@ the person's history), which suit its long, self-repeating reasoning.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
+
+from app.engine.gguf.mmproj import name_beside
+from app.hub.download_plan import DownloadItem
 
 _MB = 1000**2
 _GB = 1000**3
@@ -31,6 +44,12 @@ class CuratedFile:
     approx_size: int  # bytes, for display before the Hub is asked
     label: str  # "Qwen2.5-Coder 7B Instruct (Q4_K_M)"
     revision: Optional[str] = None  # None: the repo's main branch
+    save_as: Optional[str] = None  # the name in the models folder, where it is not the published one
+
+    @property
+    def item(self) -> DownloadItem:
+        """What the download fetches; `item.name` is the file's name in the models folder."""
+        return DownloadItem(self.repo_id, self.filename, self.revision, self.save_as)
 
 
 @dataclass(frozen=True)
@@ -45,15 +64,22 @@ class CuratedPair:
     draft: Optional[CuratedFile]
     good_at: str
     needs_token: bool = False  # gated upstream: the person must accept terms and add a token
+    # A vision model's projector (mmproj): the pair can see pictures. Saved under a name that pairs it with the target.
+    projector: Optional[CuratedFile] = None
+
+    def __post_init__(self) -> None:
+        if self.projector is not None:
+            paired = name_beside(self.target.item.name, self.projector.filename.rsplit("/", 1)[-1])
+            object.__setattr__(self, "projector", replace(self.projector, save_as=paired))
 
     @property
     def approx_size(self) -> int:
-        return self.target.approx_size + (self.draft.approx_size if self.draft is not None else 0)
+        return sum(f.approx_size for f in self.files)
 
     @property
     def files(self) -> tuple[CuratedFile, ...]:
-        """The files to download, the target first."""
-        return (self.target,) if self.draft is None else (self.target, self.draft)
+        """The files to download: the target, then the draft and the projector where there are."""
+        return tuple(f for f in (self.target, self.draft, self.projector) if f is not None)
 
 
 def _qwen_coder_draft() -> CuratedFile:
@@ -89,6 +115,16 @@ def _gemma_1b_draft() -> CuratedFile:
         "google_gemma-3-1b-it-Q8_0.gguf",
         1070 * _MB,
         "Gemma 3 1B Instruct (Q8_0)",
+    )
+
+
+def _gemma_projector(size: str, approx_size: int) -> CuratedFile:
+    """bartowski's projector for Gemma 3 `size` ("4b", "12b", "27b"), beside the weights in the same repository."""
+    return CuratedFile(
+        f"bartowski/google_gemma-3-{size}-it-GGUF",
+        f"mmproj-google_gemma-3-{size}-it-f16.gguf",
+        approx_size,
+        f"Gemma 3 {size.upper()} picture projector (F16)",
     )
 
 
@@ -204,7 +240,7 @@ CURATED_PAIRS: tuple[CuratedPair, ...] = (
     CuratedPair(
         "gemma3-4b",
         "Gemma 3",
-        "Gemma 3 4B + 270M draft",
+        "Gemma 3 4B + 270M draft (sees pictures)",
         CuratedFile(
             "bartowski/google_gemma-3-4b-it-GGUF",
             "google_gemma-3-4b-it-Q4_K_M.gguf",
@@ -212,12 +248,14 @@ CURATED_PAIRS: tuple[CuratedPair, ...] = (
             "Gemma 3 4B Instruct (Q4_K_M)",
         ),
         _gemma_270m_draft(),
-        "Friendly chat and writing on modest hardware, strong for its size in many languages.",
+        "Friendly chat and writing on modest hardware, strong for its size in many languages. Reads pictures: "
+        "paste a screenshot or a photo and ask about it.",
+        projector=_gemma_projector("4b", 851 * _MB),
     ),
     CuratedPair(
         "gemma3-12b",
         "Gemma 3",
-        "Gemma 3 12B + 1B draft",
+        "Gemma 3 12B + 1B draft (sees pictures)",
         CuratedFile(
             "bartowski/google_gemma-3-12b-it-GGUF",
             "google_gemma-3-12b-it-Q4_K_M.gguf",
@@ -225,12 +263,13 @@ CURATED_PAIRS: tuple[CuratedPair, ...] = (
             "Gemma 3 12B Instruct (Q4_K_M)",
         ),
         _gemma_1b_draft(),
-        "Thoughtful chat, writing and multilingual work. Needs about 12 GB of memory.",
+        "Thoughtful chat, writing and multilingual work, and questions about pictures. Needs about 12 GB of memory.",
+        projector=_gemma_projector("12b", 854 * _MB),
     ),
     CuratedPair(
         "gemma3-27b",
         "Gemma 3",
-        "Gemma 3 27B + 1B draft",
+        "Gemma 3 27B + 1B draft (sees pictures)",
         CuratedFile(
             "bartowski/google_gemma-3-27b-it-GGUF",
             "google_gemma-3-27b-it-Q4_K_M.gguf",
@@ -238,7 +277,8 @@ CURATED_PAIRS: tuple[CuratedPair, ...] = (
             "Gemma 3 27B Instruct (Q4_K_M)",
         ),
         _gemma_1b_draft(),
-        "Google's largest Gemma 3: high-quality answers if you have about 24 GB of memory.",
+        "Google's largest Gemma 3: high-quality answers, about text or pictures, if you have about 24 GB of memory.",
+        projector=_gemma_projector("27b", 858 * _MB),
     ),
     CuratedPair(
         "qwen3-8b",

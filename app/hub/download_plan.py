@@ -2,7 +2,7 @@
 already there (whole, or partly from an interrupted attempt), and whether the disk can hold the rest.
 
 Files land as plain .gguf files, side by side in the destination folder (split parts together), so llama.cpp
-and the library see them directly. While downloading, a file is `name.gguf.part`, with `name.gguf.part.json`
+and the library see them directly; a vision model's projector lands under a name that pairs it with its model. While downloading, a file is `name.gguf.part`, with `name.gguf.part.json`
 beside it recording which Hub file (commit, size, sha256) the partial bytes belong to: a later attempt resumes
 only a partial file of the very same content, and starts over otherwise.
 """
@@ -30,15 +30,18 @@ _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 
 @dataclass(frozen=True)
 class DownloadItem:
-    """A file to fetch: a path inside a Hub repository."""
+    """A file to fetch: a path inside a Hub repository, saved in the folder under its own name or `save_as`."""
 
     repo_id: str
     path: str
     revision: Optional[str] = None  # branch, tag or commit; None is the main branch
+    # The name in the folder, where the published one would not do: a projector published as a generic
+    # mmproj-model-f16.gguf is saved under a name that pairs it with its model (app.engine.gguf.mmproj.name_beside).
+    save_as: Optional[str] = None
 
     @property
     def name(self) -> str:
-        return self.path.rsplit("/", 1)[-1]
+        return self.save_as or self.path.rsplit("/", 1)[-1]
 
 
 @dataclass(frozen=True)

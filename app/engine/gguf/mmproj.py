@@ -37,6 +37,21 @@ def mmproj_beside(model: Path) -> Optional[Path]:
     return projectors[0] if len(projectors) == 1 and len(models) == 1 and models[0].name == model.name else None
 
 
+def name_beside(model_name: str, projector_name: str) -> str:
+    """The file name under which the projector `projector_name` pairs with the model file `model_name` by
+    `mmproj_beside`'s rule, in a folder shared with other models: its own name where that already starts the model's
+    (mmproj-google_gemma-3-4b-it-f16.gguf beside google_gemma-3-4b-it-Q4_K_M.gguf), else mmproj-<model's stem>-<its
+    type>.gguf (ggml-org's generic mmproj-model-f16.gguf beside gemma-3-4b-it-Q4_K_M.gguf becomes
+    mmproj-gemma-3-4b-it-Q4_K_M-f16.gguf). The model's full stem keeps two quantizations of one model, each with
+    its projector, apart."""
+    model_stem, projector_stem = Path(model_name).stem, Path(projector_name).stem
+    if _starts(model_stem.lower(), _model_part(projector_stem)):
+        return projector_name
+    tail = projector_stem[len(PREFIX) :].strip("-_. ").rpartition("-")[2]
+    kind = f"-{tail}" if _TYPE.fullmatch(tail) else ""
+    return f"{PREFIX}-{model_stem}{kind}.gguf"
+
+
 def _model_part(stem: str) -> str:
     name = stem[len(PREFIX) :].strip("-_. ").lower()
     head, _, tail = name.rpartition("-")

@@ -235,10 +235,10 @@ class GetModelsPanel(QWidget):
         card = next(c for c in self.pair_cards if c.pair.pair_id == pair_id)
         if any(card.found):
             missing = [f for f, p in zip(pair.files, card.found) if p is None]
-            items = [DownloadItem(f.repo_id, f.filename, f.revision) for f in missing]
-            self._start_download(items, primary=[0], pair=False, label=pair.title, then_load=card)
+            models = [i for i, f in enumerate(missing) if f is not pair.projector]  # a projector is no model
+            self._start_download([f.item for f in missing], models, pair=False, label=pair.title, then_load=card)
             return
-        items = [DownloadItem(f.repo_id, f.filename, f.revision) for f in pair.files]
+        items = [f.item for f in pair.files]
         with_draft = pair.draft is not None
         self._start_download(items, primary=[0, 1] if with_draft else [0], pair=with_draft, label=pair.title)
 
@@ -333,16 +333,15 @@ class GetModelsPanel(QWidget):
         self._last_download = None
         paths_list = [str(p) for p in result]
         self._set_downloading(False)
-        landed = [paths_list[i] for i in primary] if pair else [paths_list[0]]
-        self.download_row.landed([Path(p).name for p in landed])
+        landed = [paths_list[i] for i in primary]  # the models (a projector alone: none, but the library rescans)
+        self.download_row.landed([Path(p).name for p in landed or paths_list])
         self.refresh_downloaded()
         self.sig_models_downloaded.emit(landed)
         card, self._pair_to_load = self._pair_to_load, None
         if pair:
             self.sig_pair_downloaded.emit(landed[0], landed[1])
         elif card is not None and card.downloaded:  # the rest of a pair whose other files were here
-            paths_here = [str(p) for p in card.downloaded]
-            self.sig_pair_downloaded.emit(paths_here[0], paths_here[1] if len(paths_here) > 1 else "")
+            self.sig_pair_downloaded.emit(*card.target_and_draft())
 
     def _on_download_failed(self, error: HubError) -> None:
         self._forget_download()

@@ -22,6 +22,7 @@ from app.hub.client import RepoListing, RepoSummary
 from app.hub.curated import CuratedPair
 from app.hub.download_plan import downloaded_file, format_bytes
 from app.hub.repo_files import RemoteModel
+from app.ui.widgets.eye_icon import SIZE as EYE_SIZE, eye_icon
 
 MODEL_ROLE = Qt.ItemDataRole.UserRole + 1
 REPO_ROLE = Qt.ItemDataRole.UserRole + 2
@@ -42,15 +43,28 @@ class PairCard(QFrame):
         self.setObjectName("PairCard")
         layout = QHBoxLayout(self)
         text = QVBoxLayout()
+        title_row = QHBoxLayout()
         title = QLabel(f"<b>{pair.title}</b>")
-        text.addWidget(title)
-        sizes = QLabel(
+        title_row.addWidget(title)
+        # The library's and the picker's eye: this pair comes with its projector and can see pictures.
+        self.eye = QLabel()
+        self.eye.setPixmap(eye_icon().pixmap(EYE_SIZE, EYE_SIZE))
+        self.eye.setToolTip(
+            f"Sees pictures: comes with its projector, {pair.projector.item.name}" if pair.projector is not None else ""
+        )
+        self.eye.setAccessibleName("Sees pictures")
+        self.eye.setVisible(pair.projector is not None)
+        title_row.addWidget(self.eye)
+        title_row.addStretch(1)
+        text.addLayout(title_row)
+        self.sizes = sizes = QLabel(
             f"about {format_bytes(pair.approx_size)} — {pair.target.label} {format_bytes(pair.target.approx_size)}"
             + (
                 f" + draft {pair.draft.label} {format_bytes(pair.draft.approx_size)}"
                 if pair.draft is not None
                 else " (no draft model: it speculates from n-grams)"
             )
+            + (f" + picture projector {format_bytes(pair.projector.approx_size)}" if pair.projector is not None else "")
         )
         sizes.setObjectName("Muted")
         sizes.setWordWrap(True)
@@ -71,7 +85,7 @@ class PairCard(QFrame):
         """Offer Load instead of Download when every file of the pair is here already: in `dest_dir`, or among
         the library's scanned files (`library_files`, by file name); where only some are, offer the rest."""
         known = library_files or {}
-        self.found = [downloaded_file(dest_dir, name) or known.get(name) for name in self._names()]
+        self.found = [downloaded_file(dest_dir, f.item.name) or known.get(f.item.name) for f in self.pair.files]
         self.downloaded = [p for p in self.found if p is not None] if all(self.found) else []
         with_draft = self.pair.draft is not None
         if self.downloaded:
@@ -79,7 +93,14 @@ class PairCard(QFrame):
             self.button.setToolTip("Downloaded: " + ", ".join(str(p) for p in self.downloaded))
         elif any(self.found):
             missing = [f for f, p in zip(self.pair.files, self.found) if p is None]
-            self.button.setText("Download draft" if missing == list(self.pair.files[1:]) else "Download the rest")
+            only = missing[0] if len(missing) == 1 else None
+            self.button.setText(
+                "Download draft"
+                if only is not None and only is self.pair.draft
+                else "Download projector"
+                if only is not None and only is self.pair.projector
+                else "Download the rest"
+            )
             self.button.setToolTip(
                 "Here already: "
                 + ", ".join(str(p) for p in self.found if p is not None)
@@ -90,13 +111,15 @@ class PairCard(QFrame):
             self.button.setText("Download pair" if with_draft else "Download")
             self.button.setToolTip("\n".join(f"{f.repo_id}/{f.filename}" for f in self.pair.files))
 
-    def _names(self) -> list[str]:
-        return [f.filename.rsplit("/", 1)[-1] for f in self.pair.files]
+    def target_and_draft(self) -> tuple[str, str]:
+        """The downloaded target's path and the draft's ("" for none): what is loaded. The projector is not among
+        them: the engine finds it beside the target."""
+        paths = [str(p) for p in self.downloaded]
+        return paths[0], paths[1] if self.pair.draft is not None else ""
 
     def _clicked(self) -> None:
         if self.downloaded:
-            paths = [str(p) for p in self.downloaded]
-            self.sig_load.emit(paths[0], paths[1] if len(paths) > 1 else "")
+            self.sig_load.emit(*self.target_and_draft())
         else:
             self.sig_download.emit(self.pair.pair_id)
 
