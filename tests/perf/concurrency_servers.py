@@ -110,6 +110,7 @@ def _stream(url: str, question: str, tokens: int, began: float, out: dict) -> No
         f"{url}/v1/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
     )
     first, pieces, times = None, 0, []
+    out["times"] = times  # filled as tokens come: a caller may watch it grow
     with urllib.request.urlopen(request, timeout=1800) as response:
         for raw in response:
             line = raw.decode("utf-8", "replace").strip()
