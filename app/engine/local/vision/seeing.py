@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 
 from app.engine.config import GenerationConfig
 from app.engine.errors import PromptFormatError
-from app.engine.image_files import PICTURE_TOKENS_ESTIMATE, ImageInput, with_markers
+from app.engine.image_files import ImageInput, with_markers
 from app.engine.local.chat_format import RenderedPrompt
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.prompts import Prompts
@@ -88,12 +88,3 @@ class Seeing:
     def remember(self, text: str, tokens: list[int], media: MediaPrompt) -> None:
         """A prompt with pictures plus its reply, and their tokens: what the next turn goes on from."""
         self._transcript = (text, tokens, media)
-
-
-def message_estimate(message: dict, text_tokens) -> int:
-    """About how many tokens a message takes: `text_tokens` counts a text message; a picture counts
-    PICTURE_TOKENS_ESTIMATE."""
-    if not isinstance(message.get("content"), list):
-        return text_tokens(message)
-    flat, images = with_markers([message])
-    return text_tokens(flat[0]) + PICTURE_TOKENS_ESTIMATE * len(images)
