@@ -8,6 +8,7 @@ import base64
 import pytest
 
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
 
 from app.engine.targets import ServerModel
 from tests.remote.fake_openai_server import FakeServer, Script, content_chunk
@@ -37,7 +38,10 @@ def test_a_pasted_picture_goes_to_the_servers_model_as_a_data_url(make_window, q
     with FakeServer(script) as server:
         window = make_window(servers=[server.url])
         chosen_server_model(qtbot, window, server)
-        paste_picture(window, picture)
+        with qtbot.waitSignal(window.engine_process.sig_picture_counted, timeout=10000):
+            paste_picture(window, picture)
+        labels = window.composer.tray.findChildren(QLabel, "PictureTokens")
+        assert [label.text() for label in labels] == ["about 256 tokens"]  # its tokenizer is not at hand
         send_and_wait(qtbot, window, QUESTION)
         [body] = server.requests
     image_part, text_part = body["messages"][-1]["content"]
