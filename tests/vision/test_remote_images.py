@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import subprocess
 import sys
+from contextlib import contextmanager
 
 import pytest
 
@@ -109,3 +110,53 @@ def test_a_server_whose_model_cannot_see_says_why_in_one_sentence(tiny_models, p
     assert "refused the message with pictures (HTTP 400" in said and "cannot see pictures" in said
     assert "\n" not in said and said.endswith(".")
     assert isinstance(message[0]["content"][0]["image"], ImageInput)  # what was asked is as it was
+
+
+@contextmanager
+def llama_server(target, *args):
+    """llama.cpp's llama-server over `target` on 127.0.0.1 (skips where it is not built); yields its base URL."""
+    from tests.remote.llama_tools import TOOLS_BIN, start, stop, wait_for_port
+    from tests.support.ports import free_port
+
+    binary = TOOLS_BIN / "llama-server"
+    if not binary.is_file():
+        pytest.skip("llama-server is not built (../shared/tools/build-llama-reference.sh)")
+    port = free_port()
+    log = target.parent / f"llama-server-{port}.log"
+    process = start(
+        [
+            binary,
+            "-m",
+            target,
+            "--alias",
+            target.name.removesuffix(".gguf"),
+            *args,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            port,
+            "-t",
+            "1",
+            "-c",
+            1024,
+        ],
+        log,
+    )
+    try:
+        wait_for_port(port, process, log, timeout_s=DEADLINE_S, http_health=True)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop(process)
+
+
+@pytest.mark.slow
+def test_llama_server_with_its_mmproj_reads_the_picture_and_without_it_is_named(vision_models, pictures):
+    with llama_server(vision_models.target, "--mmproj", vision_models.mmproj) as url:
+        engine = remote(url, vision_models.target)
+        seen = reply_text(engine, ask(pictures[0]))
+        assert seen and seen != reply_text(engine, [{"role": "user", "content": QUESTION}])
+    with llama_server(vision_models.target) as url:
+        with pytest.raises(ServerError) as raised:
+            reply_text(remote(url, vision_models.target), ask(pictures[0]))
+    said = str(raised.value)  # llama-server answers 500 here, with its reason
+    assert "refused the message with pictures (HTTP 500" in said and "image input is not supported" in said

@@ -58,6 +58,9 @@ MAX_MODELS = 1000
 # What a server answers a request whose pictures it does not take (its model cannot see, a picture too large or of
 # a kind it does not read): said as a refusal of the pictures, with the server's own reason.
 PICTURE_REFUSALS = (400, 413, 415, 422)
+# llama-server answers 500 for a model started without its projector ("image input is not supported"): a 500 whose
+# message speaks of pictures is taken as their refusal too.
+PICTURE_WORDS = ("image", "picture", "vision", "multimodal", "mmproj")
 
 
 def silent_stream_s() -> float:
@@ -255,7 +258,7 @@ def status_error(
         and ("not found" in lowered or "not exist" in lowered or "not loaded" in lowered or "unknown" in lowered)
     ):
         return ServerError(f'The server at {shown} has no model "{one_line(model)}" loaded (HTTP {status}){said_part}.')
-    if pictures and status in PICTURE_REFUSALS:
+    if pictures and (status in PICTURE_REFUSALS or (status == 500 and any(w in lowered for w in PICTURE_WORDS))):
         return ServerError(
             f"The server at {shown} refused the message with pictures (HTTP {status}{said_part}); if its "
             "model cannot see, choose one there that can, or remove the pictures to send the text."
