@@ -160,3 +160,16 @@ def test_llama_server_with_its_mmproj_reads_the_picture_and_without_it_is_named(
             reply_text(remote(url, vision_models.target), ask(pictures[0]))
     said = str(raised.value)  # llama-server answers 500 here, with its reason
     assert "refused the message with pictures (HTTP 500" in said and "image input is not supported" in said
+
+
+def test_mmproj_with_a_server_gets_a_usage_sentence(pictures):
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "generate", "--server", "http://127.0.0.1:9", "--model", "m", "--chat", "Hi"]
+        + ["--image", str(pictures[0]), "--mmproj", str(pictures[0])],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+    )
+    assert done.returncode == 2 and "a --server loads its own projector" in done.stderr
+    assert "Traceback" not in done.stderr
