@@ -482,7 +482,7 @@ def _generate(args: argparse.Namespace, config, attachments: list[Attachment], h
     (--mcp), the calls each reply makes are asked about, run, and sent back until a reply calls nothing. Raises
     EngineError, NoToolsError."""
     engine = build_engine(args)
-    if args.images:
+    if args.images and not args.server:
         try:
             engine.load_projector(projector_path(args))
         except BaseException:

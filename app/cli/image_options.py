@@ -1,4 +1,5 @@
-"""`generate --image FILE` (repeatable) and `--mmproj FILE`: pictures in the --chat message, for a model that sees.
+"""`generate --image FILE` (repeatable) and `--mmproj FILE`: pictures in the --chat message, for a model that sees
+(a local --target with its projector, or a --server's model: the pictures go to it as data: URLs).
 
 Every picture is read and checked (app.engine.image_files) before a model is loaded, and the projector is found
 (--mmproj, else the mmproj-*.gguf beside the target, app.engine.gguf.mmproj) before then too, so bad input costs one sentence, not a load.
@@ -23,7 +24,7 @@ def add_image_arguments(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         help="a picture (PNG, JPEG, GIF or BMP) for the --chat message, before its text (repeatable); "
-        "the target must see: it needs its projector (--mmproj)",
+        "the target must see: it needs its projector (--mmproj), or a --server's model that sees",
     )
     p.add_argument(
         "--mmproj",
@@ -61,7 +62,8 @@ def image_problem(args: argparse.Namespace) -> Optional[str]:
     if args.chat is None:
         return "--image goes with --chat MESSAGE (a picture is part of a chat message)"
     if args.server:
-        return "--image reads pictures with a local --target and its projector; not with --server yet"
+        # The server's model reads them (it refuses them, with its reason, where it cannot see).
+        return "--mmproj goes with a local --target; a --server loads its own projector" if args.mmproj else None
     if projector_path(args) is None:
         return (
             f"{Path(args.target).name} cannot see pictures: no mmproj-*.gguf lies beside it; give its "

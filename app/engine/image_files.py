@@ -1,5 +1,5 @@
-"""Pictures in a chat message: what a message carries (ImageInput), and the checks every picture passes before a
-vision model's projector decodes it.
+"""Pictures in a chat message: what a message carries (ImageInput), the checks every picture passes before a
+vision model's projector decodes it, and the data: URLs that carry it to a server (OpenAI's image_url parts).
 
 Decoding itself is llama.cpp's (mtmd's loader, stb_image: PNG, JPEG, BMP, GIF's first frame); this module only reads
 a file's header, so a picture of 20,000 x 20,000 pixels, a drawing (SVG) or a file that is no picture at all gets a
@@ -8,10 +8,11 @@ sentence before anything allocates memory for its pixels. Pure Python, over the 
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import struct
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from app.engine.errors import PromptFormatError
 
@@ -27,6 +28,8 @@ PICTURE_TOKENS_ESTIMATE = 256
 # Where each picture stands in a message's text while the chat template formats it: a private-use character, which
 # nobody types, so a message's own text can never stand for a picture.
 IMAGE_MARKER = "\U000f0046"
+# A picture's kind (picture_kind) as the MIME type of its data: URL.
+MIME_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "BMP": "image/bmp"}
 
 
 @dataclass(frozen=True)
@@ -144,3 +147,31 @@ def has_images(messages: Sequence[dict]) -> bool:
     return any(
         isinstance(m.get("content"), list) and any(p.get("type") == "image" for p in m["content"]) for m in messages
     )
+
+
+def message_estimate(message: dict, text_tokens: Callable[[dict], int]) -> int:
+    """About how many tokens a message takes: `text_tokens` counts a text message; a picture counts
+    PICTURE_TOKENS_ESTIMATE."""
+    if not isinstance(message.get("content"), list):
+        return text_tokens(message)
+    flat, images = with_markers([message])
+    return text_tokens(flat[0]) + PICTURE_TOKENS_ESTIMATE * len(images)
+
+
+def data_url(image: ImageInput) -> str:
+    """The picture as OpenAI's image_url takes it: a data: URL of its bytes, typed by its first bytes."""
+    kind = MIME_TYPES.get(picture_kind(image.data) or "", "application/octet-stream")
+    return f"data:{kind};base64,{base64.b64encode(image.data).decode('ascii')}"
+
+
+def wire_content(content: Any) -> Any:
+    """A message's content as OpenAI's wire carries it: a string as it is; a list of parts with each picture as an
+    {"type": "image_url", "image_url": {"url": data: URL}} part and each text as a text part."""
+    if not isinstance(content, list):
+        return content
+    return [
+        {"type": "image_url", "image_url": {"url": data_url(part["image"])}}
+        if part.get("type") == "image"
+        else {"type": "text", "text": str(part.get("text", ""))}
+        for part in content
+    ]

@@ -121,14 +121,6 @@ def test_bad_pictures_each_get_a_sentence(engine, pictures, name, data, says):
     assert name in str(raised.value) and str(raised.value).count(". ") == 0
 
 
-def test_a_servers_model_refuses_pictures_with_a_sentence(pictures):
-    from app.engine.config import LoadSettings
-    from app.engine.remote.engine import RemoteEngine
-
-    with pytest.raises(PromptFormatError, match="local model with its projector"):
-        RemoteEngine(LoadSettings()).reply(ask(pictures[0]), CONFIGS["plain"])
-
-
 def test_pictures_with_requests_side_by_side_get_a_sentence(vision_models, pictures):
     from app.engine.config import LoadSettings
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import EngineEvent
+from app.engine.image_files import ImageInput
 from app.engine.protocol import CancelSignal, ChatEngine, fitted_reply
 from app.engine.tools.calls import ToolFormat
 from app.engine.targets import LocalModel, ServerModel, Target
@@ -112,6 +113,12 @@ class DispatchingEngine:
     @property
     def projector_path(self) -> Optional[Path]:
         return getattr(self.active, "projector_path", None)
+
+    def picture_tokens(self, image: ImageInput) -> Optional[int]:
+        """The exact tokens `image` takes with the local target's projector; None for a server's model (its
+        tokenizer is not at hand) or a model that cannot see."""
+        count = getattr(self.active, "picture_tokens", None)
+        return count(image) if count is not None else None
 
     def unload(self) -> None:
         for engine in self._engines.values():

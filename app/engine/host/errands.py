@@ -1,33 +1,38 @@
 """The engine process's errands for the window besides loading and replying: what only this process may touch.
 
-The window never loads llama.cpp (listing devices would start a GPU driver in its process) and never edits the
-engine's files (the history drafter's, the saved KV states), so it asks the engine process, which answers each
-request with one record. Every errand answers, whatever happens: a failure is printed to the engine's log and the
+The window never loads llama.cpp (listing devices would start a GPU driver in its process; counting a picture's
+tokens needs the target's projector) and never edits the engine's files (the history drafter's, the saved KV states), so it asks the engine process, which answers each
+request with one record. Errands wait while replies run, so they never hold one up. Every errand answers, whatever happens: a failure is printed to the engine's log and the
 answer says as little as it knows.
 """
 
 from __future__ import annotations
 
 import traceback
-from typing import Union
+from typing import Optional, Union
 
 from app.engine.host.wire import (
     ApiHistoryMeasured,
     ChatForgotten,
+    CountPicture,
     DevicesListed,
     ForgetChat,
     ListDevices,
     MeasureApiHistory,
+    PictureCounted,
 )
 from app.engine.placement.devices import DeviceReport, list_devices
 
-Errand = Union[ListDevices, ForgetChat, MeasureApiHistory]
-ErrandAnswer = Union[DevicesListed, ChatForgotten, ApiHistoryMeasured]
+Errand = Union[ListDevices, ForgetChat, MeasureApiHistory, CountPicture]
+ErrandAnswer = Union[DevicesListed, ChatForgotten, ApiHistoryMeasured, PictureCounted]
 
 
-def run_errand(errand: Errand) -> ErrandAnswer:
-    """Carry out `errand` on the engine process's thread and return its answer; never raises."""
+def run_errand(errand: Errand, engine: Optional[object] = None) -> ErrandAnswer:
+    """Carry out `errand` on the engine process's thread (with the `engine` it holds, if any) and return its
+    answer; never raises."""
     match errand:
+        case CountPicture():
+            return PictureCounted(errand.request_id, errand.image.digest, _picture_tokens(engine, errand))
         case ListDevices():
             try:
                 return DevicesListed(errand.request_id, list_devices())
@@ -61,3 +66,14 @@ def _api_history(clear: bool) -> int:
     except OSError:
         traceback.print_exc()
         return 0
+
+
+def _picture_tokens(engine: Optional[object], errand: CountPicture) -> Optional[int]:
+    count = getattr(engine, "picture_tokens", None)  # a local engine's (through the factory): it holds the projector
+    if count is None:
+        return None
+    try:
+        return count(errand.image)
+    except Exception:  # a count is a courtesy: the chip says "about" instead, and sending says what is wrong
+        traceback.print_exc()
+        return None

@@ -21,6 +21,7 @@ from typing import Any, Literal, Optional, Union
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import EngineEvent
+from app.engine.image_files import ImageInput
 from app.engine.placement.devices import DeviceReport
 from app.engine.targets import Target
 from app.engine.tools.calls import ToolFormat
@@ -81,6 +82,14 @@ class MeasureApiHistory:
 
 
 @dataclass(frozen=True)
+class CountPicture:
+    """Say how many tokens `image` takes with the loaded target's projector (the composer's chip, before sending)."""
+
+    request_id: int
+    image: ImageInput
+
+
+@dataclass(frozen=True)
 class AnswerChat:
     """An API client's chat request, as sent (the engine's chat(), no fitting: a prompt past the context is a 400).
     Answered with ReplyStarted or ReplyFailed, EngineEvents, and always ReplyEnded last."""
@@ -102,7 +111,15 @@ class AnswerCompletion:
 
 
 Request = Union[
-    LoadModels, GenerateReply, Shutdown, ListDevices, ForgetChat, MeasureApiHistory, AnswerChat, AnswerCompletion
+    LoadModels,
+    GenerateReply,
+    Shutdown,
+    ListDevices,
+    ForgetChat,
+    MeasureApiHistory,
+    CountPicture,
+    AnswerChat,
+    AnswerCompletion,
 ]
 
 # ----- replies: engine process -> window
@@ -203,6 +220,16 @@ class ApiHistoryMeasured:
     size_bytes: int
 
 
+@dataclass(frozen=True)
+class PictureCounted:
+    """The answer to CountPicture: the picture (its SHA-256) takes exactly `tokens` tokens with the loaded target's
+    projector; None where it cannot be counted (a server's model, a model that cannot see, no model loaded)."""
+
+    request_id: int
+    digest: str
+    tokens: Optional[int]
+
+
 Reply = Union[
     WorkerReady,
     LoadingModel,
@@ -214,5 +241,6 @@ Reply = Union[
     DevicesListed,
     ChatForgotten,
     ApiHistoryMeasured,
+    PictureCounted,
     ReplyStarted,
 ]

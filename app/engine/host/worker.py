@@ -38,6 +38,7 @@ from app.engine.host.stops import StopBoard
 from app.engine.host.wire import (
     AnswerChat,
     AnswerCompletion,
+    CountPicture,
     EngineEvents,
     ForgetChat,
     GenerateReply,
@@ -263,13 +264,13 @@ class _WorkerLoop:
                 self._start(self._generate(request))
             case AnswerChat() | AnswerCompletion():
                 self._start(self._answer_api(request))
-            case LoadModels() | ListDevices() | ForgetChat() | MeasureApiHistory() if self._answers:
+            case LoadModels() | ListDevices() | ForgetChat() | MeasureApiHistory() | CountPicture() if self._answers:
                 self._later.append(request)  # they change or use the models the answers run on
             case LoadModels():
                 abort_if_asked(request)
                 self._load_models(request)
-            case ListDevices() | ForgetChat() | MeasureApiHistory():
-                self._send(run_errand(request))
+            case ListDevices() | ForgetChat() | MeasureApiHistory() | CountPicture():
+                self._send(run_errand(request, self._engine))
         return True
 
     def _start(self, answer: Optional[_Answer]) -> None:

@@ -19,7 +19,7 @@ from app.engine.events import EngineEvent, FinishedEvent, NoticeEvent, RoundEven
 from app.engine.local.batch.driver import BatchDriver
 from app.engine.local.batch.scheduler import BatchRequest
 from app.engine.gguf.mmproj import mmproj_beside
-from app.engine.image_files import has_images, with_markers
+from app.engine.image_files import ImageInput, has_images, message_estimate, with_markers
 from app.engine.local.chat_format import RenderedPrompt
 from app.engine.local.kv_states.conversation_cache import CacheUse, ConversationCache
 from app.engine.local.decoder import generate
@@ -30,7 +30,7 @@ from app.engine.local.model_pair import ModelPair
 from app.engine.local.policies import Policies
 from app.engine.local.vision.projector import MediaPrompt
 from app.engine.local.prompts import Prompts
-from app.engine.local.vision.seeing import Seeing, message_estimate
+from app.engine.local.vision.seeing import Seeing
 from app.engine.local.thread_governor import ThreadGovernor
 from app.engine.placement.gpu_fit import Placement
 from app.engine.reasoning.markers import MarkerSet, ReplyStart, continued_start, markers_for, reply_start, written_reply
@@ -161,6 +161,11 @@ class SpecEngine:
     @property
     def projector_path(self) -> Optional[Path]:
         return self.seeing.path
+
+    def picture_tokens(self, image: ImageInput) -> Optional[int]:
+        """The exact number of tokens `image` takes in this target's prompt (its projector loaded if it lies beside
+        the target); None when it cannot be counted here."""
+        return self.seeing.picture_tokens(image)
 
     def load_draft(self, path: str | Path | None) -> None:
         """Load, switch or (with None) unload the draft. Raises IncompatiblePairError for a mismatched vocabulary."""

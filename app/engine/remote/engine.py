@@ -33,7 +33,7 @@ from app.engine.events import (
     decode_speed,
 )
 from app.engine.context_fit import SessionCuts
-from app.engine.image_files import has_images
+from app.engine.image_files import has_images, message_estimate
 from app.engine.remote.chunks import MalformedEvent, ServerTimings, parse_chunk
 from app.engine.remote.http import (
     READ_TIMEOUT_S,
@@ -80,6 +80,10 @@ MAX_SERVER_N_CTX = 1 << 24
 def reply_deadline_s(max_tokens: int) -> float:
     """How long a reply of `max_tokens` tokens may take in all before the client gives up on the server."""
     return min(READ_TIMEOUT_S + max_tokens * SLOWEST_S_PER_TOKEN, MAX_REPLY_DEADLINE_S)
+
+
+def _text_estimate(message: dict) -> int:
+    return _TOKENS_PER_MESSAGE + len(str(message.get("content", ""))) // _CHARS_PER_TOKEN
 
 
 def _template_kwargs(text: str) -> dict:
@@ -185,9 +189,10 @@ class RemoteEngine:
     # -- prompts ------------------------------------------------------------------------------------------------
 
     def count_tokens(self, messages: Sequence[dict], config: Optional[GenerationConfig] = None) -> int:
-        """An estimate: the server's tokenizer is not at hand (the tools' schema counted as text)."""
+        """An estimate: the server's tokenizer is not at hand (the tools' schema counted as text, a picture as
+        PICTURE_TOKENS_ESTIMATE)."""
         tools = len(config.tools) // _CHARS_PER_TOKEN if config is not None and config.tools else 0
-        return tools + sum(_TOKENS_PER_MESSAGE + len(str(m.get("content", ""))) // _CHARS_PER_TOKEN for m in messages)
+        return tools + sum(message_estimate(m, _text_estimate) for m in messages)
 
     def fit_messages(
         self, messages: Sequence[dict], reserve_tokens: int, session: str = "default"
@@ -268,7 +273,7 @@ class RemoteEngine:
         # A server with no reasoning parser (llama-server --reasoning-format none, a plain proxy) sends
         # `<think>...</think>` inside `content`: the splitter tells those tokens apart as the local engine's does,
         # and passes what the server already sent as reasoning_content as it is.
-        events = self._stream(body, cancel, request_id)
+        events = self._stream(body, cancel, request_id, has_images(messages))
         if config.reasoning_format == "none":
             return events
         return _thinking_told(events, ReplySplitter(markers_for(None, config.reasoning_markers), ids=False))
@@ -293,15 +298,11 @@ class RemoteEngine:
     def reply(
         self, messages: Sequence[dict], config: GenerationConfig, *, cancel=None, request_id: int = 0
     ) -> Iterator[EngineEvent]:
-        """The one request path (app.engine.protocol): the context fitted and said, then chat()."""
-        if has_images(messages):
-            raise PromptFormatError(
-                "Pictures are read by a local model with its projector; a server's model gets "
-                "text only from SpecChat so far."
-            )
+        """The one request path (app.engine.protocol): the context fitted and said, then chat(). Pictures go to the
+        server as data: URLs; a server whose model cannot see refuses them, and its reason is said."""
         return fitted_reply(self, messages, config, cancel=cancel, request_id=request_id)
 
-    def _stream(self, body: dict, cancel, request_id: int) -> Iterator[EngineEvent]:
+    def _stream(self, body: dict, cancel, request_id: int, pictures: bool = False) -> Iterator[EngineEvent]:
         tracker = ServerDraftTracker()
         started = time.monotonic()
         first_at: Optional[float] = None
@@ -326,7 +327,9 @@ class RemoteEngine:
         # Empty events (no text, thinking or call) keep a stream open as comments do, and are given up on alike.
         silent_s = silent_stream_s()
         last_token_at = time.monotonic()
-        events = stream_chat(self._url, body, key, cancel, deadline_s=deadline_s, silent_s=silent_s, **kwargs)
+        events = stream_chat(
+            self._url, body, key, cancel, deadline_s=deadline_s, silent_s=silent_s, pictures=pictures, **kwargs
+        )
         try:
             for count, event in enumerate(events, 1):
                 try:

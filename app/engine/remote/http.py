@@ -55,6 +55,12 @@ MAX_LINE_BYTES = 1 << 20
 MAX_ERROR_BODY_BYTES = 64 << 10
 MAX_JSON_BODY_BYTES = 4 << 20
 MAX_MODELS = 1000
+# What a server answers a request whose pictures it does not take (its model cannot see, a picture too large or of
+# a kind it does not read): said as a refusal of the pictures, with the server's own reason.
+PICTURE_REFUSALS = (400, 413, 415, 422)
+# llama-server answers 500 for a model started without its projector ("image input is not supported"): a 500 whose
+# message speaks of pictures is taken as their refusal too.
+PICTURE_WORDS = ("image", "picture", "vision", "multimodal", "mmproj")
 
 
 def silent_stream_s() -> float:
@@ -234,8 +240,10 @@ def _server_message(body: bytes) -> str:
     return one_line(error)
 
 
-def status_error(url: str, status: int, body: bytes, model: str = "", has_key: bool = False) -> ServerError:
-    """One sentence for an HTTP error status from the server at `url`."""
+def status_error(
+    url: str, status: int, body: bytes, model: str = "", has_key: bool = False, pictures: bool = False
+) -> ServerError:
+    """One sentence for an HTTP error status from the server at `url` (`pictures`: the request held pictures)."""
     shown = display_url(url)
     said = _server_message(body)
     said_part = f" (it said: {said})" if said else ""
@@ -250,6 +258,11 @@ def status_error(url: str, status: int, body: bytes, model: str = "", has_key: b
         and ("not found" in lowered or "not exist" in lowered or "not loaded" in lowered or "unknown" in lowered)
     ):
         return ServerError(f'The server at {shown} has no model "{one_line(model)}" loaded (HTTP {status}){said_part}.')
+    if pictures and (status in PICTURE_REFUSALS or (status == 500 and any(w in lowered for w in PICTURE_WORDS))):
+        return ServerError(
+            f"The server at {shown} refused the message with pictures (HTTP {status}{said_part}); if its "
+            "model cannot see, choose one there that can, or remove the pictures to send the text."
+        )
     if status == 503:
         return ServerError(
             f"The server at {shown} is not ready (HTTP 503, often still loading its model)"
@@ -359,6 +372,7 @@ def stream_chat(
     read_timeout_s: float = READ_TIMEOUT_S,
     deadline_s: Optional[float] = None,
     silent_s: Optional[float] = None,
+    pictures: bool = False,
 ) -> Generator[object, None, None]:
     """POST /v1/chat/completions with `body` (which sets "stream": true) and yield each event's decoded JSON (any
     JSON value: app.engine.remote.chunks checks its shape).
@@ -366,7 +380,7 @@ def stream_chat(
     Stop: when `cancel.is_set()`, the stream's socket is shut down (a watcher does it even while the server is
     silent) and the iterator ends quietly. `deadline_s` bounds the whole reply, and `silent_s` (silent_stream_s()
     by default) a stream of keep-alive comments without an event. A failure raises ServerError; after the first
-    event, ConnectionDropped."""
+    event, ConnectionDropped. `pictures`: the messages hold pictures, so a refusal of them is said as such."""
     httpx = _http()
     url = normalize_url(url)
     shown = display_url(url)
@@ -378,7 +392,9 @@ def stream_chat(
             with client.stream("POST", f"{url}/v1/chat/completions", json=body, headers=_headers(api_key)) as resp:
                 if resp.status_code != 200:
                     error_body, _ = _read_capped(resp, MAX_ERROR_BODY_BYTES)
-                    raise status_error(url, resp.status_code, error_body, body.get("model", ""), bool(api_key))
+                    raise status_error(
+                        url, resp.status_code, error_body, body.get("model", ""), bool(api_key), pictures
+                    )
                 if "text/html" in resp.headers.get("content-type", "").lower():
                     raise ServerError(
                         f"The server at {shown} answered with a web page, not an OpenAI-compatible "

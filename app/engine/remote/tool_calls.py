@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Sequence
 
+from app.engine.image_files import wire_content
 from app.engine.tools.calls import arguments_text
 
 MAX_CALLS = 64
@@ -13,9 +14,9 @@ MAX_ARGUMENT_CHARS = 1 << 20
 
 
 def wire_message(message: dict) -> dict:
-    """A chat message for the server: role and content (and an earlier reply's `reasoning_content`), and a call's
-    `arguments` as the JSON string OpenAI sends."""
-    out = {"role": message["role"], "content": message.get("content", "")}
+    """A chat message for the server: role and content (its pictures as data: URLs), an earlier reply's
+    `reasoning_content`, and a call's `arguments` as the JSON string OpenAI sends."""
+    out = {"role": message["role"], "content": wire_content(message.get("content", ""))}
     if message.get("tool_calls"):
         out["tool_calls"] = [
             {

@@ -11,6 +11,7 @@
 - conversation.py: The conversation controller: sends requests to the engine process, streams replies into the transcript and
 - chat_exporter.py: The window's "Export chat…": a chat written as Markdown or as JSON with every token and round (app.replies.export), to a
 - file_drop.py: Files dropped anywhere on the window are attached to the next message; the gauge counts them before sending.
+- picture_counts.py: The exact size in tokens of each picture waiting in the composer, counted by the engine's projector.
 - reply_request.py: One reply being generated, as the conversation gathers it: what was asked (a ReplyRequestSpec), and the tokens
 - reply_saver.py: Saves replies on a thread of its own, so that storing a long reply never holds up the window.
 - settings_binding.py: Chat-settings plumbing: the open chat's settings (or a new chat's, until its first message stores it), their

@@ -1,5 +1,5 @@
 """The files and pictures waiting to be sent with the next message: one chip each (a picture's thumbnail, the name,
-a remove button) above the composer. They come from the Attach button, a drop on the window or a paste (a pasted
+its size in tokens, a remove button) above the composer. They come from the Attach button, a drop on the window or a paste (a pasted
 picture's data too); each is read at once, so one that cannot be attached is refused with its reason before
 anything is sent. GUI thread only.
 """
@@ -13,7 +13,7 @@ from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMimeData, Qt, Signal
 from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
 
-from app.engine.image_files import MAX_IMAGES
+from app.engine.image_files import MAX_IMAGES, PICTURE_TOKENS_ESTIMATE
 from app.store.attachments import (
     MAX_MESSAGE_ATTACHMENTS,
     Attachment,
@@ -64,6 +64,10 @@ class AttachmentTray(QWidget):
         super().__init__(parent)
         self._attachments: list[Attachment] = []
         self._pictures: list[Picture] = []
+        self._exact: dict[
+            str, int
+        ] = {}  # a picture's exact tokens with the loaded projector (app.ui.chat.picture_counts)
+        self._token_labels: dict[str, QLabel] = {}
         self._row = QHBoxLayout(self)
         self._row.setContentsMargins(0, 0, 0, 0)
         self._row.setSpacing(6)
@@ -75,6 +79,17 @@ class AttachmentTray(QWidget):
 
     def pictures(self) -> tuple[Picture, ...]:
         return tuple(self._pictures)
+
+    def picture_tokens(self) -> tuple[int, bool]:
+        """The tokens the waiting pictures take, and whether that is exact (else some are estimated)."""
+        counts = [self._exact.get(p.digest) for p in self._pictures]
+        return sum(PICTURE_TOKENS_ESTIMATE if n is None else n for n in counts), None not in counts
+
+    def show_picture_tokens(self, exact: dict[str, int]) -> None:
+        """The exact tokens of the pictures counted (by SHA-256); the others show the estimate, marked "about"."""
+        self._exact = dict(exact)
+        for digest, label in self._token_labels.items():
+            _show_tokens(label, self._exact.get(digest))
 
     def add_image(self, image: QImage) -> None:
         """A pasted picture (its data, not a file): kept as a PNG named "pasted picture N.png"."""
@@ -149,6 +164,7 @@ class AttachmentTray(QWidget):
         self.set_attachments(a for a in self._attachments if a.name != name)
 
     def _show(self) -> None:
+        self._token_labels = {}
         while self._row.count() > 1:  # every chip; the stretch stays last
             item = self._row.takeAt(0)
             item.widget().deleteLater()
@@ -191,6 +207,11 @@ class AttachmentTray(QWidget):
         label = QLabel(picture.name)
         label.setToolTip(f"Sent with the message as a picture ({picture.name})")
         row.addWidget(label)
+        tokens = QLabel()
+        tokens.setObjectName("PictureTokens")
+        _show_tokens(tokens, self._exact.get(picture.digest))
+        self._token_labels[picture.digest] = tokens
+        row.addWidget(tokens)
         remove = QPushButton("\N{MULTIPLICATION SIGN}")
         remove.setObjectName("FlatButton")
         remove.setCursor(Qt.CursorShape.PointingHandCursor)
@@ -199,3 +220,15 @@ class AttachmentTray(QWidget):
         remove.clicked.connect(lambda: self.remove_picture(picture.digest))
         row.addWidget(remove)
         return chip
+
+
+def _show_tokens(label: QLabel, exact: int | None) -> None:
+    if exact is not None:
+        label.setText(f"{exact:,} tokens")
+        label.setToolTip(f"The picture takes {exact:,} tokens of the context, as this model's projector reads it.")
+    else:
+        label.setText(f"about {PICTURE_TOKENS_ESTIMATE} tokens")
+        label.setToolTip(
+            f"An estimate ({PICTURE_TOKENS_ESTIMATE} tokens, as a Gemma 3 picture takes): the exact count needs a "
+            "local model that sees, with its projector loaded."
+        )

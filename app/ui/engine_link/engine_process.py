@@ -32,6 +32,7 @@ from app.engine.host.wire import (
     AnswerCompletion,
     ApiHistoryMeasured,
     ChatForgotten,
+    CountPicture,
     DevicesListed,
     EngineEvents,
     ForgetChat,
@@ -42,6 +43,7 @@ from app.engine.host.wire import (
     LoadModels,
     MeasureApiHistory,
     ModelsLoaded,
+    PictureCounted,
     Reply,
     ReplyEnded,
     ReplyFailed,
@@ -49,6 +51,8 @@ from app.engine.host.wire import (
     Request,
     Shutdown,
 )
+from app.engine.host.errands import Errand
+from app.engine.image_files import ImageInput
 from app.engine.placement.devices import DeviceReport
 from app.engine.host.stops import StopBoard
 from app.engine.host.worker import run_worker
@@ -120,6 +124,8 @@ class EngineProcess(QObject):
     """ChatForgotten: a deleted chat's text left the history drafter's file and its saved states the disk."""
     sig_api_history_measured = Signal(object)
     """ApiHistoryMeasured: the size of the API clients' own history, answering request_api_history."""
+    sig_picture_counted = Signal(object)
+    """PictureCounted: the tokens a picture takes with the loaded target's projector, answering count_picture."""
 
     _sig_message = Signal(int, object)
     """(incarnation, reply): from the reader thread."""
@@ -146,7 +152,7 @@ class EngineProcess(QObject):
         self._target: Optional[Target] = None  # the target last asked for: a server's stuck reply is not llama.cpp's
         self._generate_in_flight: set[int] = set()
         # Errands (app.engine.host.errands) not answered yet, sent again to a fresh worker; the last device list.
-        self._errands: dict[int, ListDevices | ForgetChat | MeasureApiHistory] = {}
+        self._errands: dict[int, Errand] = {}
         self._errand_id = 0
         self.devices: Optional[DeviceReport] = None
         self._stuck_timers: dict[int, QTimer] = {}
@@ -280,11 +286,14 @@ class EngineProcess(QObject):
         self._ensure_started()
         self.sig_worker_died.emit(death)
         for request_id, errand in list(self._errands.items()):
-            if isinstance(errand, ListDevices):  # it may be what killed the worker: not asked again
+            # Listing devices or reading a picture may be what killed the worker: not asked again.
+            if isinstance(errand, ListDevices):
                 self._on_message(
                     self._incarnation,
                     DevicesListed(request_id, DeviceReport(problem="the engine process ended while listing them")),
                 )
+            elif isinstance(errand, CountPicture):
+                self._on_message(self._incarnation, PictureCounted(request_id, errand.image.digest, None))
             else:
                 self._send(errand)
 
@@ -358,11 +367,18 @@ class EngineProcess(QObject):
         """Ask how big the API clients' history is, after clearing it when `clear` (sig_api_history_measured)."""
         self._run_errand(MeasureApiHistory(self._next_errand_id(), clear))
 
+    def count_picture(self, image: ImageInput) -> int:
+        """Ask how many tokens `image` takes with the loaded target's projector (sig_picture_counted, after any
+        reply running now); returns the request's id."""
+        errand = CountPicture(self._next_errand_id(), image)
+        self._run_errand(errand)
+        return errand.request_id
+
     def _next_errand_id(self) -> int:
         self._errand_id += 1
         return self._errand_id
 
-    def _run_errand(self, errand: ListDevices | ForgetChat | MeasureApiHistory) -> None:
+    def _run_errand(self, errand: Errand) -> None:
         self._errands[errand.request_id] = errand
         self._send(errand)
 
@@ -420,6 +436,9 @@ class EngineProcess(QObject):
             case ApiHistoryMeasured(request_id=request_id):
                 self._errands.pop(request_id, None)
                 self.sig_api_history_measured.emit(message)
+            case PictureCounted(request_id=request_id):
+                self._errands.pop(request_id, None)
+                self.sig_picture_counted.emit(message)
 
     def _dispatch_events(self, events: tuple) -> None:
         """Tokens and rounds go out together as one sig_stream list; every other record on its own signal."""

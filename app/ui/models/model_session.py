@@ -122,7 +122,10 @@ class ModelSession(QObject):
         return [path for path, identity in self._loaded_identity.items() if file_identity(path) != identity]
 
     def picture_blocker(self) -> str:
-        """Why pictures cannot be sent to the chosen target ("" when it can see: a projector lies beside it)."""
+        """Why pictures cannot be sent to the chosen target ("" when it can see: a projector lies beside it, or it
+        is a server's model, whose server decides and says why it refuses them)."""
+        if isinstance(self.target, ServerModel):
+            return ""
         if isinstance(self.target, LocalModel) and mmproj_beside(self.target.path) is not None:
             return ""
         name = self.target.path.name if isinstance(self.target, LocalModel) else str(self.target)

@@ -160,6 +160,7 @@ class StatusFooter(QWidget):
         row.addWidget(self.context_gauge)
         self._top.addWidget(self.indicators)
         self._used = self._n_ctx = self._pending = 0
+        self._pending_exact = False
 
     def add_indicator(self, widget: QWidget) -> None:
         """A feature's own word in the footer (such as the API server's), before the context gauge."""
@@ -221,16 +222,18 @@ class StatusFooter(QWidget):
         self._used, self._n_ctx = used, n_ctx
         self._show_gauge()
 
-    def show_pending_tokens(self, tokens: int) -> None:
-        """About how many tokens the files attached to the next message will add (0: none attached)."""
-        self._pending = tokens
+    def show_pending_tokens(self, tokens: int, exact: bool = False) -> None:
+        """How many tokens the files attached to the next message will add (0: none attached); `exact`: counted
+        (pictures with the loaded projector), else about."""
+        self._pending, self._pending_exact = tokens, exact
         self._show_gauge()
 
     def _show_gauge(self) -> None:
         used, n_ctx, pending = self._used, self._n_ctx, self._pending
         gauge = self.context_gauge
+        about = "" if self._pending_exact else "about "
         if n_ctx <= 0:
-            self.context_label.setText(f"Attached: about {pending:,} tokens" if pending else "")
+            self.context_label.setText(f"Attached: {about}{pending:,} tokens" if pending else "")
             gauge.setRange(0, 1)
             gauge.setValue(0)
             return
@@ -241,10 +244,13 @@ class StatusFooter(QWidget):
             "the oldest messages are left out of the prompt (you are told when that happens)."
         )
         if pending:
-            self.context_label.setText(f"Context {used:,} + ~{pending:,} attached / {n_ctx:,}")
+            self.context_label.setText(f"Context {used:,} + {'~' if about else ''}{pending:,} attached / {n_ctx:,}")
             tip += (
-                f"\nThe attached files and pictures add about {pending:,} tokens (an estimate: a picture counts "
-                "256, as Gemma 3's do) when the message is sent."
+                f"\nThe attached pictures take {pending:,} tokens, as this model's projector reads them, when the "
+                "message is sent."
+                if not about
+                else f"\nThe attached files and pictures add about {pending:,} tokens (an estimate: a picture "
+                "counts 256, as Gemma 3's do, where this model's projector cannot count it) when the message is sent."
             )
             if used + pending > n_ctx:
                 tip += " That is more than the context holds: older messages, or the files' ends, will not fit."

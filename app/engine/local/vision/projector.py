@@ -182,6 +182,16 @@ class Projector:
             raise PromptFormatError("The prompt ends with a picture; a chat template writes text after it.")
         return result
 
+    def picture_tokens(self, image: ImageInput) -> int:
+        """How many tokens `image` takes in a prompt, as mtmd tokenizes it: its own and any text around it (Gemma 3's
+        begin and end of image). Raises PromptFormatError for a picture that cannot be read."""
+        alone = MediaPrompt(tokens=[], _projector=self)
+        try:
+            self._add_picture(alone, image)
+            return len(alone.tokens)
+        finally:
+            alone.close()
+
     def _add_picture(self, result: MediaPrompt, image: ImageInput) -> None:
         mtmd = self.mtmd
         check_picture(image.data, image.name)

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from app.engine.config import GenerationConfig
-from app.engine.errors import PromptFormatError
-from app.engine.image_files import PICTURE_TOKENS_ESTIMATE, ImageInput, with_markers
+from app.engine.errors import ModelLoadError, PromptFormatError
+from app.engine.image_files import ImageInput, with_markers
 from app.engine.local.chat_format import RenderedPrompt
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.prompts import Prompts
@@ -25,6 +25,7 @@ class Seeing:
     def __init__(self) -> None:
         self.projector: Optional[Projector] = None
         self._beside: Optional[Path] = None  # the mmproj found beside the target: loaded at its first picture
+        self._unsaid: Optional[ModelLoadError] = None  # why it did not load while counting: said at the next prompt
         self._target: Optional[LoadedModel] = None
         self._last: Optional[tuple[tuple[str, tuple[str, ...]], MediaPrompt]] = None
         self._transcript: Optional[tuple[str, list[int], MediaPrompt]] = None
@@ -52,13 +53,35 @@ class Seeing:
             self.projector.close()
         self.projector = None
         self._beside = self._target = None
+        self._unsaid = None
+
+    def picture_tokens(self, image: ImageInput) -> Optional[int]:
+        """How many tokens `image` takes with this projector; None when the model cannot see or the picture cannot be
+        read (sending it says why)."""
+        try:
+            self._load_beside()
+        except ModelLoadError as exc:
+            self._unsaid = exc
+            return None
+        if self.projector is None:
+            return None
+        try:
+            return self.projector.picture_tokens(image)
+        except PromptFormatError:
+            return None
+
+    def _load_beside(self) -> None:
+        unsaid, self._unsaid = self._unsaid, None
+        if unsaid is not None:
+            raise unsaid
+        if self.projector is None and self._beside is not None and self._target is not None:
+            beside, self._beside = self._beside, None  # tried once: a file that does not fit says so once
+            self.load(beside, self._target)
 
     def prompt(self, rendered: RenderedPrompt, images: Sequence[ImageInput], model_name: str) -> MediaPrompt:
         """The tokens of `rendered` (its text holds a marker per picture). Raises PromptFormatError with a sentence
         when the model cannot see or a picture cannot be read."""
-        if self.projector is None and self._beside is not None and self._target is not None:
-            beside, self._beside = self._beside, None  # tried once: a file that does not fit says so once
-            self.load(beside, self._target)
+        self._load_beside()
         if self.projector is None:
             raise PromptFormatError(
                 f"{model_name} cannot see pictures: load the projector (the mmproj file) made "
@@ -88,12 +111,3 @@ class Seeing:
     def remember(self, text: str, tokens: list[int], media: MediaPrompt) -> None:
         """A prompt with pictures plus its reply, and their tokens: what the next turn goes on from."""
         self._transcript = (text, tokens, media)
-
-
-def message_estimate(message: dict, text_tokens) -> int:
-    """About how many tokens a message takes: `text_tokens` counts a text message; a picture counts
-    PICTURE_TOKENS_ESTIMATE."""
-    if not isinstance(message.get("content"), list):
-        return text_tokens(message)
-    flat, images = with_markers([message])
-    return text_tokens(flat[0]) + PICTURE_TOKENS_ESTIMATE * len(images)
