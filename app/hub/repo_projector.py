@@ -40,18 +40,19 @@ def projector_for(listing: RepoListing, model: RemoteModel) -> Optional[RemoteMo
     return None if model.is_projector else preferred_projector(listing.projectors)
 
 
-def projector_item(listing: RepoListing, model: RemoteModel) -> Optional[DownloadItem]:
+def projector_item(listing: RepoListing, model: RemoteModel, revision: Optional[str] = None) -> Optional[DownloadItem]:
     """The projector's download, saved under the name that pairs it with `model` (its first part, for a split one:
     the file llama.cpp and the library are pointed at)."""
     projector = projector_for(listing, model)
     if projector is None:
         return None
     saved = name_beside(model.first_file.name, projector.first_file.name)
-    return DownloadItem(listing.repo_id, projector.first_file.path, save_as=saved)
+    return DownloadItem(listing.repo_id, projector.first_file.path, revision, saved)
 
 
-def download_items(listing: RepoListing, model: RemoteModel) -> list[DownloadItem]:
-    """What downloading `model` fetches: every part of it, then its projector where the repository has one."""
-    items = [DownloadItem(listing.repo_id, f.path) for f in model.files]
-    projector = projector_item(listing, model)
+def download_items(listing: RepoListing, model: RemoteModel, revision: Optional[str] = None) -> list[DownloadItem]:
+    """What downloading `model` fetches (at `revision`, None for the main branch): every part of it, then its
+    projector where the repository has one."""
+    items = [DownloadItem(listing.repo_id, f.path, revision) for f in model.files]
+    projector = projector_item(listing, model, revision)
     return items + ([projector] if projector is not None else [])

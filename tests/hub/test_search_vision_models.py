@@ -138,3 +138,15 @@ def test_the_projector_chosen_is_the_f16_one_else_the_smallest():
     items = download_items(several, several.model_groups[0].models[0])
     assert [(i.path, i.name) for i in items][-1] == ("mmproj-m-f16.gguf", "mmproj-m-f16.gguf")
     assert several.model_count == 1
+
+
+def test_the_cli_download_of_a_vision_model_brings_its_projector_too(
+    fake_hub, tiny_models, projector_f16, tmp_path, capsys
+):
+    from app.cli import main
+
+    _publish(fake_hub, tiny_models, projector_f16)
+    assert main(["download", REPO, "Q4_K_M", "--dest", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.strip() == str(tmp_path / MODEL)  # the model to load; the projector comes along
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([MODEL, PAIRED])
+    assert mmproj_beside(tmp_path / MODEL) == tmp_path / PAIRED
