@@ -1,10 +1,12 @@
 """`specchat-cli download REPO [FILE_PATTERN] [--dest DIR]`: fetch GGUF files from the Hugging Face Hub.
 
 FILE_PATTERN picks models in the repository: a quantization ("Q4_K_M"), part of a file name, or a glob
-("*q8_0*.gguf"); all parts of a split model come along. Without it, a repository with a single model downloads
-that model, and one with several lists them. Files land in the app's models folder (or --dest), where the app
-finds them. Progress goes to stderr, the final paths to stdout. Ctrl-C stops and keeps what was downloaded: the
-same command resumes it.
+("*q8_0*.gguf"); all parts of a split model come along, and from a repository that holds picture projectors
+(mmproj-*.gguf) one projector too (the F16 one, else the smallest), saved under a name that pairs it with the
+model so that it can see. Without FILE_PATTERN, a repository with a single model downloads that model, and one
+with several lists them. Files land in the app's models folder (or --dest), where the app finds them. Progress
+goes to stderr, the final paths to stdout. Ctrl-C stops and keeps what was downloaded: the same command resumes
+it.
 
 Exit status: 0 done, 1 failed (the message says why), 2 nothing chosen, 130 interrupted.
 """
@@ -21,9 +23,10 @@ from typing import Optional, TextIO
 
 from app.hub.client import HubClient, RepoListing
 from app.hub.download import DownloadJob, DownloadProgress
-from app.hub.download_plan import DownloadItem, format_bytes
+from app.hub.download_plan import format_bytes
 from app.hub.errors import DownloadCancelled, HubError
 from app.hub.repo_files import RemoteModel
+from app.hub.repo_projector import download_items
 
 EXIT_FAILED = 1
 EXIT_NOTHING_CHOSEN = 2
@@ -77,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
         print_listing(listing, sys.stderr)
         return EXIT_NOTHING_CHOSEN
 
-    items = [DownloadItem(args.repo, f.path, args.revision) for model in models for f in model.files]
+    # A model chosen twice's projector, kept under its published name for both, is fetched once.
+    items = list(dict.fromkeys(item for model in models for item in download_items(listing, model, args.revision)))
     progress = TerminalProgress(sys.stderr)
     job = DownloadJob(items, args.dest, client=client, on_progress=progress)
     try:

@@ -12,7 +12,7 @@ from typing import Optional, Sequence, Union
 
 from app.hub import environment, token as hub_token
 from app.hub.errors import NotFoundError, hub_error_from
-from app.hub.repo_files import QuantGroup, RemoteFile, group_gguf_files
+from app.hub.repo_files import QuantGroup, RemoteFile, RemoteModel, group_gguf_files
 
 SEARCH_LIMIT = 40
 
@@ -40,8 +40,18 @@ class RepoListing:
     files: tuple[RemoteFile, ...] = field(default=(), repr=False)  # every file, GGUF or not
 
     @property
+    def model_groups(self) -> tuple[QuantGroup, ...]:
+        """The groups of chat models, without the projectors: those come with a model (app.hub.repo_projector)."""
+        return tuple(group for group in self.groups if not group.models[0].is_projector)
+
+    @property
+    def projectors(self) -> tuple[RemoteModel, ...]:
+        """The repository's picture projectors (mmproj-*.gguf), if it holds a vision model."""
+        return tuple(m for group in self.groups for m in group.models if m.is_projector)
+
+    @property
     def model_count(self) -> int:
-        return sum(len(group.models) for group in self.groups)
+        return sum(len(group.models) for group in self.model_groups)
 
 
 class HubClient:

@@ -36,7 +36,8 @@ from app.hub.download_plan import DownloadItem
 from app.hub.errors import AuthRequiredError, DownloadCancelled, HubError, OfflineError
 from app.hub.repo_files import RemoteModel
 from app.ui.widgets import style
-from app.ui.get_models.views import REPO_ROLE, PairCard, fill_files, fill_results, local_copy, selected_model
+from app.hub.repo_projector import download_items
+from app.ui.get_models.views import REPO_ROLE, PairCard, download_action, fill_files, fill_results, selected_model
 from app.ui.get_models.download_row import DownloadRow
 from app.ui.get_models.token_row import TokenRow
 from app.ui.get_models.worker import TaskRunner, cancel_all
@@ -242,18 +243,20 @@ class GetModelsPanel(QWidget):
         with_draft = pair.draft is not None
         self._start_download(items, primary=[0, 1] if with_draft else [0], pair=with_draft, label=pair.title)
 
-    def download_model(self, repo_id: str, model: RemoteModel) -> None:
-        """Download one model from a listing (every part of a split model)."""
-        items = [DownloadItem(repo_id, f.path) for f in model.files]
-        self._start_download(items, primary=[0], pair=False, label=model.name)
+    def download_model(self, listing: RepoListing, model: RemoteModel) -> None:
+        """Download one model from a listing (every part of a split model) with the repository's projector, where
+        it has one; files here already are skipped, so a model here without its projector fetches only that."""
+        items = download_items(listing, model)
+        label = model.name + (" + picture projector" if len(items) > len(model.files) else "")
+        self._start_download(items, primary=[0], pair=False, label=label)
 
     def download_selected(self) -> None:
-        model = selected_model(self.files_tree)
-        local = local_copy(model, self.dest_dir or paths.models_dir()) if model is not None else None
+        model, listing = selected_model(self.files_tree), self._listing
+        _action, local = download_action(listing, model, self.dest_dir or paths.models_dir())
         if local is not None:
             self.sig_load_model.emit(str(local), "")
-        elif model is not None and self._listing is not None and not self.is_downloading():
-            self.download_model(self._listing.repo_id, model)
+        elif model is not None and listing is not None and not self.is_downloading():
+            self.download_model(listing, model)
 
     def cancel_download(self) -> None:
         if self._download_cancel is not None:
@@ -389,7 +392,11 @@ class GetModelsPanel(QWidget):
     def _on_listing(self, listing: object) -> None:
         assert isinstance(listing, RepoListing)
         self._listing = listing
-        self.repo_label.setText(f"{listing.repo_id}: {listing.model_count} model(s). Choose one and press Download.")
+        self.repo_label.setText(
+            f"{listing.repo_id}: {listing.model_count} model(s). Choose one and press Download."
+            if listing.model_count
+            else f"{listing.repo_id} holds picture projectors only, no model to chat with."
+        )
         fill_files(self.files_tree, listing, self.dest_dir or paths.models_dir())
         self._update_download_button()
 
@@ -436,8 +443,8 @@ class GetModelsPanel(QWidget):
 
     def _update_download_button(self) -> None:
         model = selected_model(self.files_tree)
-        local = local_copy(model, self.dest_dir or paths.models_dir()) if model is not None else None
-        self.download_button.setText("Load" if local is not None else "Download")
+        action, local = download_action(self._listing, model, self.dest_dir or paths.models_dir())
+        self.download_button.setText(action)
         self.download_button.setEnabled(
             local is not None or (model is not None and self._listing is not None and not self.is_downloading())
         )

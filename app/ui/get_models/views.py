@@ -18,10 +18,12 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from app.engine.gguf.mmproj import mmproj_beside
 from app.hub.client import RepoListing, RepoSummary
 from app.hub.curated import CuratedPair
 from app.hub.download_plan import downloaded_file, format_bytes
 from app.hub.repo_files import RemoteModel
+from app.hub.repo_projector import projector_for
 from app.ui.widgets.eye_icon import SIZE as EYE_SIZE, eye_icon
 
 MODEL_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -143,38 +145,65 @@ def local_copy(model: RemoteModel, dest_dir: Path) -> Optional[Path]:
     return found[0] if found and all(found) else None
 
 
+def lacks_projector(listing: RepoListing, model: RemoteModel, local: Optional[Path]) -> bool:
+    """A model here already whose repository has a projector, but none lies beside it: downloading it again
+    fetches only the projector (the job skips the files in place)."""
+    return local is not None and projector_for(listing, model) is not None and mmproj_beside(local) is None
+
+
+def download_action(
+    listing: Optional[RepoListing], model: Optional[RemoteModel], dest_dir: Path
+) -> tuple[str, Optional[Path]]:
+    """What the Download button does for the chosen model: ("Load", its file) when it is here already, else
+    ("Download projector", None) when it is here without the projector its repository offers, else ("Download",
+    None)."""
+    local = local_copy(model, dest_dir) if model is not None else None
+    if model is None or local is None:
+        return "Download", None
+    if listing is not None and lacks_projector(listing, model, local):
+        return "Download projector", None
+    return "Load", local
+
+
 def fill_files(tree: QTreeWidget, listing: RepoListing, dest_dir: Optional[Path] = None) -> None:
     """Quantization groups as top rows (with their size), each model under its group; a model already in
-    `dest_dir` says "Downloaded"."""
+    `dest_dir` says "Downloaded". Projectors are no rows of their own: each model's row says one comes with it."""
     tree.clear()
-    for group in listing.groups:
+    for group in listing.model_groups:
         label = group.quant or "other"
         size = format_bytes(group.size) if group.size is not None else ""
         if len(group.models) == 1:
-            tree.addTopLevelItem(_model_item(group.models[0], label, dest_dir))
+            tree.addTopLevelItem(_model_item(listing, group.models[0], label, dest_dir))
             continue
         top = QTreeWidgetItem([label, size, f"{len(group.models)} files"])
         top.setFlags(top.flags() & ~Qt.ItemFlag.ItemIsSelectable)
         tree.addTopLevelItem(top)
         for model in group.models:
-            top.addChild(_model_item(model, "", dest_dir))
+            top.addChild(_model_item(listing, model, "", dest_dir))
         top.setExpanded(True)
     for column in range(tree.columnCount()):
         tree.resizeColumnToContents(column)
 
 
-def _model_item(model: RemoteModel, quant_label: str, dest_dir: Optional[Path]) -> QTreeWidgetItem:
+def _model_item(
+    listing: RepoListing, model: RemoteModel, quant_label: str, dest_dir: Optional[Path]
+) -> QTreeWidgetItem:
     size = format_bytes(model.size) if model.size is not None else "?"
     name = model.name
     if model.is_split:
         name += f"  ({len(model.files)} parts)" + ("" if model.complete else ", some parts missing")
-    if model.is_projector:
-        name += "  (vision projector, not a chat model)"
-    if dest_dir is not None and local_copy(model, dest_dir) is not None:
-        name += "  · Downloaded"
+    projector = projector_for(listing, model)
+    if projector is not None:
+        name += "  + picture projector" + (f" {format_bytes(projector.size)}" if projector.size is not None else "")
+    local = local_copy(model, dest_dir) if dest_dir is not None else None
+    if local is not None:
+        name += "  · Downloaded" + (", without its projector" if lacks_projector(listing, model, local) else "")
     item = QTreeWidgetItem([quant_label, size, name])
     item.setData(0, MODEL_ROLE, model)
     item.setTextAlignment(1, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+    if projector is not None:  # the pair cards' and the library's eye: this model can see pictures
+        item.setIcon(2, eye_icon())
+        item.setToolTip(2, f"Sees pictures: comes with its projector, {projector.name}")
     return item
 
 
