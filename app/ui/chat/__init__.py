@@ -1,6 +1,5 @@
 """A conversation: the sidebar of chats, the composer, sending and streaming replies, and the per-reply actions.
 
-- attachment_tray.py: The files waiting to be sent with the next message: one chip each above the composer, read (and refused) at once.
 - chat_format_choice.py: A model file without a chat template: one sentence and the choice of raw completion, a built-in template or a file.
 - chat_header.py: The open chat's header: its model and speculation, and the question before a chat's model replaces the loaded one.
 - chat_list.py: The sidebar: the chats, newest first, with search, new, rename and delete. GUI thread only.
@@ -10,8 +9,6 @@
 - composer.py: The composer: where the user writes. Enter sends, Shift+Enter starts a new line; the button turns into Stop.
 - conversation.py: The conversation controller: sends requests to the engine process, streams replies into the transcript and
 - chat_exporter.py: The window's "Export chat…": a chat written as Markdown or as JSON with every token and round (app.replies.export), to a
-- file_drop.py: Files dropped anywhere on the window are attached to the next message; the gauge counts them before sending.
-- picture_counts.py: The exact size in tokens of each picture waiting in the composer, counted by the engine's projector.
 - reply_request.py: One reply being generated, as the conversation gathers it: what was asked (a ReplyRequestSpec), and the tokens
 - reply_saver.py: Saves replies on a thread of its own, so that storing a long reply never holds up the window.
 - settings_binding.py: Chat-settings plumbing: the open chat's settings (or a new chat's, until its first message stores it), their

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 from app.ui.widgets import style
 from app.ui.widgets.dialog_folders import remember_folder, start_folder
 from app.store.attachments import Attachment, Picture
-from app.ui.chat.attachment_tray import AttachmentTray, local_files
+from app.ui.attachments.attachment_tray import AttachmentTray, local_files
 
 
 class ComposerEdit(QPlainTextEdit):

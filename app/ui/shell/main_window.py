@@ -19,7 +19,8 @@ from app.engine.targets import Target, target_from_key
 from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
 from app.store import model_defaults
 from app.ui.chat import chat_exporter
-from app.ui.chat import compare_plain, file_drop
+from app.ui.attachments import file_drop
+from app.ui.chat import compare_plain
 from app.ui.inspector import controller as inspector_controller
 from app.ui.models import model_actions, server_models
 from app.ui.chat import chat_format_choice, chat_header, speculate_anyway

@@ -66,7 +66,7 @@ class AttachmentTray(QWidget):
         self._pictures: list[Picture] = []
         self._exact: dict[
             str, int
-        ] = {}  # a picture's exact tokens with the loaded projector (app.ui.chat.picture_counts)
+        ] = {}  # a picture's exact tokens with the loaded projector (app.ui.attachments.picture_counts)
         self._token_labels: dict[str, QLabel] = {}
         self._row = QHBoxLayout(self)
         self._row.setContentsMargins(0, 0, 0, 0)

@@ -14,7 +14,7 @@ from PySide6.QtCore import QObject
 
 from app.engine.host.wire import PictureCounted
 from app.engine.image_files import ImageInput
-from app.ui.chat.attachment_tray import AttachmentTray
+from app.ui.attachments.attachment_tray import AttachmentTray
 from app.ui.engine_link.engine_process import EngineProcess
 
 

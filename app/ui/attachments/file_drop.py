@@ -1,6 +1,6 @@
 """Files dropped anywhere on the window are attached to the next message; refusals and the context they will
 take show at once (the error banner, the footer's gauge: a picture's exact tokens once the engine counted them,
-app.ui.chat.picture_counts). GUI thread only."""
+app.ui.attachments.picture_counts). GUI thread only."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from PySide6.QtCore import QEvent, QObject
 from PySide6.QtGui import QDropEvent
 
 from app.store.attachments import estimate_tokens
-from app.ui.chat.attachment_tray import local_files
-from app.ui.chat.picture_counts import PictureCounts
+from app.ui.attachments.attachment_tray import local_files
+from app.ui.attachments.picture_counts import PictureCounts
 
 
 class FileDrop(QObject):
