@@ -126,7 +126,9 @@ class SpecEngine:
     def _new_batch(self) -> None:
         target = self.models.target
         self._batch = (
-            BatchDriver(target, self.models.draft) if target is not None and self.models.parallel > 1 else None
+            BatchDriver(target, self.models.draft, self.models.governor)
+            if target is not None and self.models.parallel > 1
+            else None
         )
 
     def load_target(self, target: Target | str | Path, planned_draft: str | Path | None = None) -> None:

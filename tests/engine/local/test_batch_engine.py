@@ -9,8 +9,9 @@ import pytest
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.errors import PromptTooLongError
-from app.engine.events import FinishedEvent, TokenEvent, WaitingEvent
+from app.engine.events import FinishedEvent, ThreadsEvent, TokenEvent, WaitingEvent
 from app.engine.local.engine import SpecEngine
+from app.engine.local.thread_governor import ThreadChange
 
 QUESTIONS = ["def fibonacci(n):", "the cat sat on the mat and the cat", "hello there, how are", "1, 2, 3, 4, 5,"]
 
@@ -39,6 +40,7 @@ def _drive(
     replies: dict[int, object],
     cancels: dict[int, threading.Event] | None = None,
     stop_after: dict[int, int] | None = None,
+    seen: dict[int, list] | None = None,
 ) -> dict[int, FinishedEvent]:
     """Read every reply until it waits, step, again: as the engine process's loop does."""
     finished: dict[int, FinishedEvent] = {}
@@ -50,6 +52,8 @@ def _drive(
             for event in events:
                 if isinstance(event, WaitingEvent):
                     break
+                if seen is not None:
+                    seen.setdefault(key, []).append(event)
                 if isinstance(event, TokenEvent):
                     tokens[key] += 1
                     if stop_after and cancels and tokens[key] == stop_after.get(key):
@@ -95,6 +99,43 @@ def test_stopping_one_reply_leaves_the_others_going(engines):
     assert finished[0].stats.stop_reason == "cancelled" and finished[0].stats.tokens < 30
     assert finished[1].stats.tokens == 30
     assert finished[1].text == _alone(engines["alone"], QUESTIONS[1], configs[1])
+
+
+class _BusyMachine:
+    """A governor that finds another program busy on the batch's fourth pass and drops a thread."""
+
+    def __init__(self):
+        self.starts = self.passes = self.settled = 0
+
+    def before_reply(self):
+        self.starts += 1
+        return None
+
+    def observe(self, tokens: int, seconds: float):
+        self.passes += 1
+        return ThreadChange(2, 1, "another program is busy") if self.passes == 4 else None
+
+    def settle(self):
+        self.settled += 1
+        return None
+
+
+def test_a_busy_machine_takes_a_thread_from_the_whole_batch_and_every_reply_says_so(engines):
+    """On a busy desktop llama.cpp's threads wait for a lost core at every pass (issue 21): the batch follows the
+    load as one reply does, and each reply's record says when its threads changed."""
+    batched = engines["batched"]
+    governor = _BusyMachine()
+    batched._batch.scheduler.governor = governor
+    try:
+        replies = {i: batched.chat([{"role": "user", "content": QUESTIONS[i]}], _config("none", 12)) for i in (0, 1)}
+        seen: dict[int, list] = {}
+        _drive(batched, replies, seen=seen)
+    finally:
+        batched._batch.scheduler.governor = None
+    assert governor.starts == 1 and governor.settled == 1
+    for events in seen.values():
+        changes = [e for e in events if isinstance(e, ThreadsEvent)]
+        assert [(c.before, c.after) for c in changes] == [(2, 1)]
 
 
 def test_a_reply_whose_reader_left_frees_its_sequence(engines):

@@ -16,6 +16,7 @@ from typing import Iterator, Optional
 from app.engine.errors import EngineError
 from app.engine.events import EngineEvent, FinishedEvent, WaitingEvent
 from app.engine.local.batch.scheduler import BatchRequest, BatchScheduler
+from app.engine.local.thread_governor import ThreadGovernor
 from app.engine.local.batch.sequences import SequenceSlot
 from app.engine.local.llama_model import LoadedModel
 from app.engine.protocol import CancelSignal
@@ -24,8 +25,10 @@ from app.engine.protocol import CancelSignal
 class BatchDriver:
     """Replies of `target` (with `draft`, both loaded with the same n_seq_max) decoded in one batch."""
 
-    def __init__(self, target: LoadedModel, draft: Optional[LoadedModel] = None):
-        self.scheduler = BatchScheduler(target, draft)
+    def __init__(
+        self, target: LoadedModel, draft: Optional[LoadedModel] = None, governor: Optional[ThreadGovernor] = None
+    ):
+        self.scheduler = BatchScheduler(target, draft, governor=governor)
         self._mail: dict[int, list[EngineEvent]] = {}  # each running reply's events not read yet, by handle
         self._failed: dict[int, str] = {}  # replies a failed step ended: why, in a sentence
 

@@ -30,7 +30,7 @@ from typing import Callable, Optional, Sequence
 
 from app.engine.config import MAX_OUTPUT_ROWS, GenerationConfig
 from app.engine.errors import PromptTooLongError
-from app.engine.events import EngineEvent
+from app.engine.events import EngineEvent, ThreadsEvent
 from app.engine.local.batch.draft_batch import DraftAsk, draft_all
 from app.engine.local.batch.reply import Reply, unwritten
 from app.engine.local.batch.sequences import Rows, Sequences
@@ -38,6 +38,7 @@ from app.engine.local.kv_states.saved_states import shared_prefix
 from app.engine.local.decoder import USUAL_CATCH_UP, verify
 from app.engine.local.grammar import GrammarMask
 from app.engine.local.llama_model import LoadedModel
+from app.engine.local.thread_governor import ThreadChange, ThreadGovernor
 from app.engine.reasoning.splitter import ReplySplitter
 from app.engine.speculation.batch_plan import fit_plans
 from app.engine.speculation.drafters import Draft, NgramDrafter
@@ -106,8 +107,12 @@ class BatchScheduler:
         *,
         prompt_chunk: int = PROMPT_CHUNK_BUSY,
         clock: Callable[[], float] = time.perf_counter,
+        governor: Optional[ThreadGovernor] = None,
     ):
         self.target, self.draft = target, draft
+        # Threads on Auto follow the machine's load between passes, as the single decoder's do: a batch that starts
+        # asks how busy the machine is, each pass is timed, and every request in the batch is told of a change.
+        self.governor = governor
         self.prompt_chunk = prompt_chunk
         self.clock = clock
         self._handles = itertools.count(1)
@@ -157,7 +162,10 @@ class BatchScheduler:
         last when it ended)."""
         out: dict[int, list[EngineEvent]] = {}
         self._end_cancelled(out)
+        idle = not self._running
         self._admit(out)
+        if idle and self._running and self.governor is not None:
+            self._threads(self.governor.before_reply(), out)
         started = self.clock()
         rounds = self._plan(out)
         prompt_rows = self._prompt_part(rounds)
@@ -187,7 +195,20 @@ class BatchScheduler:
             if running.read >= len(running.request.prompt) - 1:
                 running.decoding = True
                 running.reply.prompt_done = done
+        if self.governor is not None and parts:
+            self._threads(self.governor.observe(sum(len(p.tokens) for p in parts), done - t_verify), out)
+            if not self._running:
+                self.governor.settle()  # the batch ended: a trial still running keeps what it chose, or goes back
         return out
+
+    def _threads(self, change: Optional[ThreadChange], out: dict[int, list[EngineEvent]]) -> None:
+        """Tell every running request that the models' threads changed (after its last round)."""
+        if change is None:
+            return
+        for running in self._running:
+            reply = running.reply
+            event = ThreadsEvent(reply.request_id, change.before, change.after, change.reason, reply.tally.rounds - 1)
+            out.setdefault(running.handle, []).extend(reply.split.feed(event))
 
     def _end_cancelled(self, out: dict[int, list[EngineEvent]]) -> None:
         for handle in list(self._cancelled):
