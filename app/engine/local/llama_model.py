@@ -304,38 +304,29 @@ class LoadedModel:
         removed from the cache and the rest shifted down (llama.cpp's context shift), instead of read again.
         """
         n = self.common_prefix(tokens, len(tokens) - leave)
-        resume = self._resume_after_gap(tokens, n, len(tokens) - leave)
+        resume = resume_after_gap(self.cached, tokens, n, len(tokens) - leave) if self.can_shift() else None
         if resume is None:
             self.truncate(n)
             return n
         gap_end, run = resume
-        llama = self._llama
         self.truncate(gap_end + run)
-        if not llama.llama_memory_seq_rm(self._memory, 0, n, gap_end):
+        if not self.shift_out(0, n, gap_end):
             self.truncate(n)
             return n
-        llama.llama_memory_seq_add(self._memory, 0, gap_end, -1, -(gap_end - n))
         del self.cached[n:gap_end]
         return n + run
 
-    def _resume_after_gap(self, tokens: Sequence[int], n: int, end: int) -> tuple[int, int] | None:
-        """Where `tokens[n:]` resumes in the cache after a left-out stretch, as (cache index, run length), when
-        the shared run is long enough to be worth a shift; else None."""
-        if n >= len(self.cached) or end - n < SHIFT_MIN_RUN or not self._can_shift():
-            return None
-        probe = list(tokens[n : n + SHIFT_MIN_RUN])
-        cached = self.cached
-        first = probe[0]
-        for j in range(n + 1, len(cached) - SHIFT_MIN_RUN + 1):
-            if cached[j] != first or cached[j : j + SHIFT_MIN_RUN] != probe:
-                continue
-            run = SHIFT_MIN_RUN
-            while j + run < len(cached) and n + run < end and cached[j + run] == tokens[n + run]:
-                run += 1
-            return j, run
-        return None
+    def shift_out(self, seq: int, start: int, end: int) -> bool:
+        """Remove sequence `seq`'s positions start..end-1 and move the later ones down over them; False (nothing
+        moved) when llama.cpp cannot."""
+        llama = self._llama
+        if not llama.llama_memory_seq_rm(self._memory, seq, start, end):
+            return False
+        llama.llama_memory_seq_add(self._memory, seq, end, -1, -(end - start))
+        return True
 
-    def _can_shift(self) -> bool:
+    def can_shift(self) -> bool:
+        """Whether the KV cache can move positions (RoPE models can)."""
         if self._shiftable is None:
             self._shiftable = bool(self._llama.llama_memory_can_shift(self._memory))
         return self._shiftable
@@ -488,3 +479,20 @@ class LoadedModel:
             self.close()
         except Exception:
             pass
+
+
+def resume_after_gap(cached: Sequence[int], tokens: Sequence[int], n: int, end: int) -> tuple[int, int] | None:
+    """Where `tokens[n:end]` resumes in `cached` after a stretch left out at n, as (cache index, run length), when
+    the shared run is long enough to be worth a shift (SHIFT_MIN_RUN); else None."""
+    if n >= len(cached) or end - n < SHIFT_MIN_RUN:
+        return None
+    probe = list(tokens[n : n + SHIFT_MIN_RUN])
+    first = probe[0]
+    for j in range(n + 1, len(cached) - SHIFT_MIN_RUN + 1):
+        if cached[j] != first or list(cached[j : j + SHIFT_MIN_RUN]) != probe:
+            continue
+        run = SHIFT_MIN_RUN
+        while j + run < len(cached) and n + run < end and cached[j + run] == tokens[n + run]:
+            run += 1
+        return j, run
+    return None

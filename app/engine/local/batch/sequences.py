@@ -21,7 +21,7 @@ from app.common.units import format_bytes, plural
 from app.engine.config import PARALLEL_AUTO
 from app.engine.local.kv_states.conversation_cache import MEMORY_SHARE, available_memory
 from app.engine.local.kv_states.saved_states import shared_prefix
-from app.engine.local.llama_model import LoadedModel
+from app.engine.local.llama_model import resume_after_gap, LoadedModel
 
 # Auto decodes at most this many requests side by side: past it, on a CPU, a batch's rows cost about what they
 # give (docs/performance.md, Many requests at once), and llama-server runs 4 slots by default.
@@ -166,10 +166,21 @@ class Sequences:
         return self.room >= cells
 
     def keep_prefix(self, seq: int, tokens: Sequence[int], leave: int = 0) -> int:
-        """Keep what sequence `seq` shares with `tokens` (minus `leave` tokens at the end); return how many."""
-        n = shared_prefix(self.cached[seq], tokens[: max(0, len(tokens) - leave)])
+        """Keep what sequence `seq` shares with `tokens` (minus `leave` tokens at the end); return how many. As
+        the single decoder's cache does (LoadedModel.keep_common_prefix), a chat whose oldest turns were dropped
+        to fit the context keeps the cached text after the dropped stretch, shifted down over it."""
+        end = max(0, len(tokens) - leave)
+        cached = self.cached[seq]
+        n = shared_prefix(cached, tokens[:end])
+        resume = resume_after_gap(cached, tokens, n, end) if self.model.can_shift() else None
+        if resume is not None:
+            gap_end, run = resume
+            self.truncate(seq, gap_end + run)
+            if self.model.shift_out(seq, n, gap_end):
+                del cached[n:gap_end]
+                return len(cached)
         self.truncate(seq, n)
-        return len(self.cached[seq])
+        return len(cached)
 
     def truncate(self, seq: int, n_keep: int) -> None:
         """Forget sequence `seq`'s positions from `n_keep` on."""
