@@ -71,7 +71,7 @@ class MainWindow(QMainWindow):
         self._closed = False
 
         self.library = LibraryModel(self)
-        self.library.set_memory_settings(
+        self.library.set_model_settings(
             self.settings.context_size, cast(KvType, self.settings.kv_cache_type), self.settings.model_defaults
         )
         self.drafts = DraftListModel(self)
