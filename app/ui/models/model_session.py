@@ -130,7 +130,7 @@ class ModelSession(QObject):
         name = self.target.path.name if isinstance(self.target, LocalModel) else str(self.target)
         return (
             f"{name} cannot see pictures (no mmproj-*.gguf projector lies beside it or is chosen in its Model "
-            "settings): choose a vision model, or remove the pictures to send the text."
+            "settings): choose a vision model, or remove the pictures from the message to send its text."
         )
 
     def projector(self) -> Optional[Path]:
