@@ -1,6 +1,6 @@
 """Issue 46, Models: a vision model whose projector lies in another folder gets it in Model settings (checked at once:
 a projector of another model gets a sentence and is not kept); the eye appears, the choice survives a restart, and
-a picture sent in the window is answered by the real engine. A chat with pictures moved to a model that cannot see
+a picture sent in the window is answered by the real engine; choosing a draft afterwards keeps its sight. A chat with pictures moved to a model that cannot see
 says so when asked to answer a picture again, loses nothing, and still answers its text."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from tests.ui.window_helpers import choose_pair, send_and_wait
 @pytest.fixture(scope="module")
 def apart(tmp_path_factory):
     """The tiny vision model alone in its folder, its projector in another (none lies beside the model), and the
-    projector of a model of another embedding size."""
+    projector of a model of another embedding size; and a draft for it."""
     from app.testing.synthetic_vision import make_vision_model_set, write_tiny_mmproj
 
     models = make_vision_model_set(tmp_path_factory.mktemp("tiny-vision"))
@@ -29,7 +29,7 @@ def apart(tmp_path_factory):
     projectors = tmp_path_factory.mktemp("projectors")
     projector = projectors / "tiny-vision-projector.gguf"
     shutil.copy2(models.mmproj, projector)
-    return model, projector, write_tiny_mmproj(projectors / "mmproj-wider-model.gguf", text_embd=48)
+    return model, projector, write_tiny_mmproj(projectors / "mmproj-wider-model.gguf", text_embd=48), models.draft
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +62,7 @@ def edit_projector(window, monkeypatch, model, pick):
 
 @pytest.mark.slow
 def test_a_projector_chosen_in_model_settings_lets_the_model_see(make_window, qtbot, apart, picture, monkeypatch):
-    model, projector, wider = apart
+    model, projector, wider, _draft = apart
     window = make_window(folders=[str(model.parent)])
     choose_pair(qtbot, window, model, None)
     assert not eye(window, model)  # nothing lies beside it: it cannot see yet
@@ -97,15 +97,36 @@ def test_a_projector_chosen_in_model_settings_lets_the_model_see(make_window, qt
     assert again.model_actions.dialog_for(str(model)).projector.label.text() == "tiny-vision-projector.gguf (chosen)"
 
 
+def beside(tmp_path, model, projector, *others):
+    """`model` in a folder of its own with `projector` beside it, named as published, and `others`."""
+    folder = tmp_path / "sees"
+    folder.mkdir()
+    for path in (model, *others):
+        shutil.copy2(path, folder / path.name)
+    shutil.copy2(projector, folder / "mmproj-tiny-vision-F32.gguf")
+    return folder / model.name
+
+
+@pytest.mark.slow
+def test_a_draft_chosen_after_a_picture_keeps_the_models_sight(make_window, qtbot, apart, picture, tmp_path):
+    model, projector, _wider, draft = apart
+    seeing = beside(tmp_path, model, projector, draft)
+    window = make_window(folders=[str(seeing.parent)])
+    choose_pair(qtbot, window, seeing, None)
+    paste_picture(window, picture)
+    send_and_wait(qtbot, window, "What is in this picture?", timeout=120000)
+    choose_pair(qtbot, window, seeing, seeing.parent / draft.name)  # loads the draft; the projector stays
+    paste_picture(window, picture)
+    reply = window.store.get_message(send_and_wait(qtbot, window, "And now?", timeout=120000))
+    assert reply.stats is not None and reply.stats.stop_reason != "error" and reply.content
+
+
 @pytest.mark.slow
 def test_a_chat_with_a_picture_moved_to_a_model_that_cannot_see(
     make_window, qtbot, apart, picture, model_folder, tiny_models, tmp_path
 ):
-    model, projector, _wider = apart
-    seeing = tmp_path / "sees" / model.name  # its projector beside it, as published
-    seeing.parent.mkdir()
-    shutil.copy2(model, seeing)
-    shutil.copy2(projector, seeing.parent / "mmproj-tiny-vision-F32.gguf")
+    model, projector, _wider, _draft = apart
+    seeing = beside(tmp_path, model, projector)
     blind = model_folder / tiny_models.target.name
     window = make_window(folders=[str(seeing.parent), str(model_folder)])
     choose_pair(qtbot, window, seeing, None)

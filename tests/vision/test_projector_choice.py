@@ -4,11 +4,13 @@ for a file that does not fit, and the engine reads pictures with it from the fir
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
 from app.engine.gguf.mmproj import projector_problem
 from app.engine.local.engine import SpecEngine
+from app.store.model_defaults import ModelDefaults, projector_of, read_defaults
 from app.testing.synthetic_vision import write_tiny_mmproj
 from tests.vision.test_image_replies import CONFIGS, ask, finished
 
@@ -53,3 +55,11 @@ def test_the_engine_reads_pictures_with_the_projector_offered_for_it(apart, pict
         assert engine.offered_projector is None and engine.projector_path is None
     finally:
         engine.close()
+
+
+def test_the_chosen_projector_is_kept_with_the_models_settings_and_wins_over_the_one_beside(vision_models):
+    kept = read_defaults({"projector": "/elsewhere/mmproj-tiny-vision.gguf", "context_size": 1024})
+    assert kept is not None and kept.projector == "/elsewhere/mmproj-tiny-vision.gguf"
+    assert projector_of(str(vision_models.target), kept) == Path("/elsewhere/mmproj-tiny-vision.gguf")
+    assert projector_of(str(vision_models.target), ModelDefaults()) == vision_models.mmproj  # the one beside it
+    assert read_defaults({"projector": 3}) is None and read_defaults({"projector": ""}) is None  # unusable: dropped
