@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from PySide6.QtWidgets import QFileDialog, QFormLayout, QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QFileDialog, QFormLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from app.engine.gguf.mmproj import mmproj_beside, projector_problem
 from app.ui.widgets import style
@@ -25,11 +25,13 @@ class ProjectorField(QWidget):
         self._model = model
         self._beside = mmproj_beside(model)
         self._chosen = chosen
-        row = QHBoxLayout(self)
-        row.setContentsMargins(0, 0, 0, 0)
+        column = QVBoxLayout(self)  # the name on its own line: a long one never squeezes the buttons
+        column.setContentsMargins(0, 0, 0, 0)
         self.label = QLabel()
         self.label.setWordWrap(True)
-        row.addWidget(self.label, 1)
+        column.addWidget(self.label)
+        row = QHBoxLayout()
+        column.addLayout(row)
         self.choose_button = QPushButton("Choose…")
         self.choose_button.setToolTip("Pick the projector file (an mmproj-*.gguf) made for this model")
         self.choose_button.clicked.connect(self.choose)
@@ -38,6 +40,7 @@ class ProjectorField(QWidget):
         self.beside_button.setToolTip("Forget the chosen file: the projector found beside the model is used")
         self.beside_button.clicked.connect(self.use_beside)
         row.addWidget(self.beside_button)
+        row.addStretch(1)
         form.addRow(ROW_LABEL, self)
         self.problem = QLabel()
         self.problem.setWordWrap(True)
