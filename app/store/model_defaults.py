@@ -1,17 +1,19 @@
 """Per-model defaults: what one model file loads and answers with, whatever the app-wide settings say.
 
-The load settings (batch, flash attention, KV-cache type, mmap, mlock) are per-model too. Kept in
-AppSettings.model_defaults by the file's path, as AppSettings.chat_formats keeps the template override of a
-file without a chat template (that choice is the fourth default, and stays where it is). Applied each time the
-file is loaded as the target. No Qt.
+The load settings (batch, flash attention, KV-cache type, mmap, mlock) are per-model too, and so is the projector
+a vision model reads pictures with. Kept in AppSettings.model_defaults by the file's path, as
+AppSettings.chat_formats keeps the template override of a file without a chat template (that choice is the fourth
+default, and stays where it is). Applied each time the file is loaded as the target. No Qt.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Optional
 
+from app.engine.gguf.mmproj import mmproj_beside
 from app.engine.config import FLASH_ATTN_CHOICES, KV_TYPES, GenerationConfig, LoadSettings
 from app.platform.machine_defaults import BATCH_AUTO, GPU_LAYERS_ALL, GPU_LAYERS_AUTO
 
@@ -32,6 +34,8 @@ class ModelDefaults:
     kv_cache_type: Optional[str] = None
     use_mmap: Optional[bool] = None
     use_mlock: Optional[bool] = None
+    # The model's projector (an mmproj file) chosen in Model settings; None: the one beside it (app.engine.gguf.mmproj).
+    projector: Optional[str] = None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
@@ -50,6 +54,7 @@ def read_defaults(data: Any) -> Optional[ModelDefaults]:
         kv_cache_type=_choice(data.get("kv_cache_type"), KV_TYPES),
         use_mmap=_bool(data.get("use_mmap")),
         use_mlock=_bool(data.get("use_mlock")),
+        projector=_text(data.get("projector")),
     )
     return defaults if defaults.to_dict() else None
 
@@ -63,6 +68,10 @@ def _int_in(value: Any, low: int, high: int) -> Optional[int]:
 
 def _bool(value: Any) -> Optional[bool]:
     return value if isinstance(value, bool) else None
+
+
+def _text(value: Any) -> Optional[str]:
+    return value if isinstance(value, str) and value else None
 
 
 def _choice(value: Any, choices: tuple[str, ...]) -> Optional[str]:
@@ -79,6 +88,12 @@ def with_model(model_defaults: dict[str, dict], path: str, defaults: ModelDefaul
     if defaults.to_dict():
         changed[path] = defaults.to_dict()
     return changed
+
+
+def projector_of(model: str, defaults: ModelDefaults) -> Optional[Path]:
+    """The projector `model` reads pictures with: the one chosen in its settings, else the one beside it (None:
+    it cannot see)."""
+    return Path(defaults.projector) if defaults.projector else mmproj_beside(Path(model))
 
 
 def with_load_defaults(load: LoadSettings, defaults: ModelDefaults) -> LoadSettings:

@@ -1,4 +1,5 @@
-"""A vision model's projector file (mmproj) found beside the model, by llama.cpp's naming: `mmproj-*.gguf`.
+"""A vision model's projector file (mmproj): found beside the model by llama.cpp's naming (`mmproj-*.gguf`), and
+checked against the model from the two files' headers.
 
 Converters (llama.cpp's convert_hf_to_gguf.py --mmproj, and the GGUFs published from it) write the projector as its
 own file, mmproj-<model>-<float type>.gguf, and folders of published vision models hold it beside the weights.
@@ -9,6 +10,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Optional
+
+from app.engine.errors import ModelFileError
+from app.engine.gguf.info import inspect_gguf
+from app.engine.gguf.reader import open_map, read_header
 
 PREFIX = "mmproj"
 # The float or quantization type a converter appends to a file name (F16, BF16, Q8_0, IQ4_XS, ...).
@@ -60,3 +65,35 @@ def _model_part(stem: str) -> str:
 
 def _starts(stem: str, name: str) -> bool:
     return bool(name) and stem.startswith(name) and (len(stem) == len(name) or stem[len(name)] in "-_. ")
+
+
+def projector_problem(mmproj: Path, model: Path) -> str:
+    """Why `mmproj` cannot be `model`'s projector, in one sentence ("" when its header fits): not a GGUF, not a
+    projector, one for sound only, or one made for a model of another embedding size. mtmd checks the rest (and
+    this again) when it loads the file: a file that passes here may still be refused there."""
+    try:
+        buf, size = open_map(mmproj)
+        try:
+            header = read_header(mmproj, buf, size)
+        finally:
+            buf.close()
+    except ModelFileError as exc:
+        return f"{mmproj.name} cannot be read as a projector: {str(exc).removeprefix(f'{mmproj}: ')}."
+    meta = header.metadata
+    if meta.get("general.architecture") != "clip":
+        return f"{mmproj.name} is not a projector (an mmproj file) but a model of its own."
+    if meta.get("clip.has_vision_encoder") is not True:
+        return f"{mmproj.name} is a projector for sound, not pictures."
+    try:
+        info = inspect_gguf(model)
+    except ModelFileError:
+        return ""  # the model's own problem, said where the model is listed
+    # The projector's last layers write the model's embeddings: one of their tensors has that width. (Its
+    # clip.vision.projection_dim is no proof: older LLaVA converters wrote CLIP's own projection width there.)
+    n_embd = info.metadata.get(f"{info.architecture}.embedding_length")
+    projection = [dims for name, dims, _type, _offset in header.tensors if not name.startswith("v.")]
+    if not isinstance(n_embd, int) or not projection or any(n_embd in dims for dims in projection):
+        return ""
+    width = meta.get("clip.vision.projection_dim")
+    sizes = f"{width}, and {model.stem}'s is {n_embd}" if isinstance(width, int) else f"not {model.stem}'s {n_embd}"
+    return f"{mmproj.name} is the projector of another model: its embedding size is {sizes}."

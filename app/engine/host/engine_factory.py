@@ -110,6 +110,13 @@ class DispatchingEngine:
         if load is not None:
             load(path)
 
+    def offer_projector(self, path: Optional[Path]) -> None:
+        """The local target's projector chosen in its settings (None: the one beside it), loaded at its first
+        picture; a server's model has none here."""
+        offer = getattr(self.active, "offer_projector", None)
+        if offer is not None:
+            offer(path)
+
     @property
     def projector_path(self) -> Optional[Path]:
         return getattr(self.active, "projector_path", None)
@@ -119,6 +126,10 @@ class DispatchingEngine:
         tokenizer is not at hand) or a model that cannot see."""
         count = getattr(self.active, "picture_tokens", None)
         return count(image) if count is not None else None
+
+    @property
+    def offered_projector(self) -> Optional[Path]:
+        return getattr(self.active, "offered_projector", None)
 
     def unload(self) -> None:
         for engine in self._engines.values():

@@ -40,7 +40,10 @@ class LoadModels:
     target: Optional[Target]
     draft: Optional[Path]
     settings: LoadSettings
-    projector: Optional[Path] = None  # the target's mmproj, so it reads pictures (a local target only)
+    projector: Optional[Path] = None  # the target's mmproj, loaded now, so it reads pictures (a local target only)
+    # The window's: the mmproj chosen in the target's Model settings (None: the one beside it, if any), loaded at
+    # the first picture as the one beside it is. Used when `projector` is None.
+    chosen_projector: Optional[Path] = None
 
 
 @dataclass(frozen=True)
@@ -150,6 +153,7 @@ class ModelsLoaded:
     n_ctx: int
     placement_note: str
     parallel: int = 1
+    projector: Optional[Path] = None  # the target reads pictures with it (loaded, or at its first picture)
 
 
 @dataclass(frozen=True)

@@ -369,8 +369,12 @@ class _WorkerLoop:
                         self._send(LoadingModel(request_id, str(draft), "draft"))
                     engine.load_draft(draft)
                 load_projector = getattr(engine, "load_projector", None)  # a local engine's: it reads pictures
-                if load_projector is not None and request.projector != getattr(engine, "projector_path", None):
-                    load_projector(request.projector)
+                offer_projector = getattr(engine, "offer_projector", None)
+                if request.projector is not None:  # serve --mmproj: loaded now, so a file that does not fit says so
+                    if load_projector is not None and request.projector != getattr(engine, "projector_path", None):
+                        load_projector(request.projector)
+                elif offer_projector is not None:  # never unloads one read at a picture: a draft change keeps it
+                    offer_projector(request.chosen_projector)
         except EngineError as exc:
             self._send(LoadFailed(request_id, str(exc)))
             return
@@ -386,6 +390,7 @@ class _WorkerLoop:
                 engine.n_ctx,
                 engine.placement_note,
                 _parallel(engine),
+                getattr(engine, "offered_projector", None),
             )
         )
 

@@ -160,6 +160,14 @@ class SpecEngine:
         ModelLoadError for a file that is no projector for this target."""
         self.seeing.load(path, self.models.require_target())
 
+    def offer_projector(self, path: str | Path | None) -> None:
+        """The loaded target's projector as chosen in its settings (None: the one beside it, if any), loaded when a
+        prompt first holds a picture; the one already offered or loaded is kept as it is."""
+        target = self.models.require_target()
+        wanted = Path(path) if path is not None else mmproj_beside(target.path)
+        if wanted != self.seeing.offered:
+            self.seeing.offer(wanted, target)
+
     @property
     def projector_path(self) -> Optional[Path]:
         return self.seeing.path
@@ -168,6 +176,11 @@ class SpecEngine:
         """The exact number of tokens `image` takes in this target's prompt (its projector loaded if it lies beside
         the target); None when it cannot be counted here."""
         return self.seeing.picture_tokens(image)
+
+    @property
+    def offered_projector(self) -> Optional[Path]:
+        """The projector the target reads pictures with, loaded or to be loaded at its first picture."""
+        return self.seeing.offered
 
     def load_draft(self, path: str | Path | None) -> None:
         """Load, switch or (with None) unload the draft. Raises IncompatiblePairError for a mismatched vocabulary."""

@@ -20,9 +20,11 @@ def prompt_messages(
     system_prompt: str,
     until_id: Optional[int] = None,
     before_id: Optional[int] = None,
+    sees_pictures: bool = True,
 ) -> list[dict]:
     """The chat as the engine reads it; with `until_id`, only up to and including that message; with `before_id`,
-    only the messages before that one.
+    only the messages before that one. For a model that cannot see (`sees_pictures` False: the chat moved to
+    another model), each picture is a line naming it, so the chat's text can still be answered.
 
     A reply's thinking goes with it as `reasoning_content` (the name llama-server and the OpenAI-compatible servers
     use), never inside `content`: whether the model reads it again is its chat template's rule (most drop earlier
@@ -42,7 +44,8 @@ def prompt_messages(
         if role in ("user", "assistant"):
             message: dict = {"role": role, "content": content}
             if role == "user" and message_id in pictures:
-                message["content"] = picture_parts(pictures[message_id], content)
+                shown = pictures[message_id]
+                message["content"] = picture_parts(shown, content) if sees_pictures else picture_notes(shown, content)
             if role == "assistant" and message_id in reasoning:
                 message["reasoning_content"] = reasoning[message_id]
             calls = tool_calls.get(message_id, ()) if role == "assistant" else ()
@@ -57,6 +60,24 @@ def prompt_messages(
         if until_id is not None and message_id == until_id:
             break
     return messages
+
+
+def picture_notes(pictures: Sequence[PictureFile], text: str) -> str:
+    """A user's message with pictures, for a model that cannot see them: a line naming each, then the text."""
+    return "".join(f"[picture: {picture.name}]\n" for picture in pictures) + text
+
+
+def answers_pictures(store: ChatStore, chat_id: Optional[int], reply_id: Optional[int] = None) -> bool:
+    """Whether the user's message that the reply `reply_id` answers (None: the chat's next reply) carries pictures."""
+    if chat_id is None:
+        return False
+    asked = None
+    for message_id, role, _text in store.message_texts(chat_id):
+        if reply_id is not None and message_id >= reply_id:
+            break
+        if role == "user":
+            asked = message_id
+    return asked is not None and asked in store.pictures_of(chat_id)
 
 
 def picture_parts(pictures: Sequence[PictureFile], text: str) -> list[dict]:

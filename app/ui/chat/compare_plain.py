@@ -122,7 +122,9 @@ class PlainCompare(QObject):
                 ),
             )
             return
-        prompt = self.conversation.prompt_messages(request.system_prompt, before_id=message_id)
+        prompt = self.conversation.prompt_messages(
+            request.system_prompt, before_id=message_id, sees_pictures=request.sees_pictures
+        )
         if not any(m["role"] != "system" for m in prompt):
             return
         stats = message.stats
@@ -239,7 +241,13 @@ def attach(window) -> PlainCompare:
             return "The model is still loading; compare when it is ready."
         settings = window.chat_settings.current()
         # As a reply is asked (the model's own defaults, a template-less model's prompt format), the draft aside.
-        return ReplyRequestSpec(window.generation_config(), settings.system_prompt, window.session.names()[0], None)
+        return ReplyRequestSpec(
+            window.generation_config(),
+            settings.system_prompt,
+            window.session.names()[0],
+            None,
+            sees_pictures=not window.session.picture_blocker(),
+        )
 
     compare = PlainCompare(
         window.store, window.engine_process, window.conversation, window.chat_view, request_source, window

@@ -33,7 +33,7 @@ from app.ui.transcript.chat_pages import ChatPages
 from app.ui.transcript.chat_view import ChatView
 from app.ui.transcript.format import STREAM_KEY, TranscriptMessage, model_label, transcript_message
 from app.ui.engine_link.engine_process import EngineProcess
-from app.ui.chat.chat_prompt import chat_session, prompt_messages
+from app.ui.chat.chat_prompt import answers_pictures, chat_session, prompt_messages
 from app.ui.chat.reply_request import ReplyRequest, ReplyRequestSpec
 from app.ui.chat.reply_saver import ReplySaver, save_failure_text
 
@@ -157,10 +157,18 @@ class Conversation(QObject):
         self.sig_context_usage.emit(used, self._n_ctx)
 
     def prompt_messages(
-        self, system_prompt: str, until_id: Optional[int] = None, before_id: Optional[int] = None
+        self,
+        system_prompt: str,
+        until_id: Optional[int] = None,
+        before_id: Optional[int] = None,
+        sees_pictures: bool = True,
     ) -> list[dict]:
         """The open chat as the engine reads it (chat_prompt.prompt_messages)."""
-        return prompt_messages(self.store, self.chat_id, system_prompt, until_id, before_id)
+        return prompt_messages(self.store, self.chat_id, system_prompt, until_id, before_id, sees_pictures)
+
+    def answers_pictures(self, reply_id: Optional[int] = None) -> bool:
+        """Whether the reply `reply_id` (None: the next one) answers a message with pictures."""
+        return answers_pictures(self.store, self.chat_id, reply_id)
 
     # ----- generation
 
@@ -202,7 +210,7 @@ class Conversation(QObject):
         self.stop()
         self.last_reply_spec = spec
         request = ReplyRequest(self._new_request_id(), self.chat_id, spec.target_name, spec.draft_name)
-        return self._send(request, spec, self.prompt_messages(spec.system_prompt))
+        return self._send(request, spec, self.prompt_messages(spec.system_prompt, sees_pictures=spec.sees_pictures))
 
     def continue_reply(self, spec: ReplyRequestSpec, message_id: int) -> Optional[int]:
         """Carry on writing the unfinished reply `message_id` (the chat's last message) where it ended."""
@@ -213,7 +221,7 @@ class Conversation(QObject):
         if message is None or message.role != "assistant" or message.chat_id != self.chat_id:
             return None
         # The engine reads a chat that ends with an assistant message as "continue this reply".
-        messages = self.prompt_messages(spec.system_prompt, until_id=message_id)
+        messages = self.prompt_messages(spec.system_prompt, until_id=message_id, sees_pictures=spec.sees_pictures)
         request = ReplyRequest.continuing(self._new_request_id(), message, spec.target_name, spec.draft_name)
         request.saved_tokens = 0
         self.reload(without=message_id)  # the reply about to be continued is streamed anew

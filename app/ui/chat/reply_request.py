@@ -43,6 +43,7 @@ class ReplyRequestSpec:
     system_prompt: str
     target_name: str
     draft_name: Optional[str]
+    sees_pictures: bool = True  # False: the model cannot see, and the chat's pictures go as lines naming them
 
 
 @dataclass

@@ -328,11 +328,19 @@ class EngineProcess(QObject):
             pass  # the reader thread reports the death; the request is failed there
 
     def request_load(
-        self, request_id: int, target: Optional[Target], draft: Optional[Path], load: LoadSettings
+        self,
+        request_id: int,
+        target: Optional[Target],
+        draft: Optional[Path],
+        load: LoadSettings,
+        projector: Optional[Path] = None,
     ) -> None:
+        """Load `target` and `draft` with `load`; `projector`: the one chosen in its Model settings (None: the one
+        beside it), read at its first picture."""
         self._load_in_flight = request_id
         self._target = target
-        self._send(LoadModels(request_id, target, None if draft is None else Path(draft), load))
+        draft = None if draft is None else Path(draft)
+        self._send(LoadModels(request_id, target, draft, load, chosen_projector=projector))
 
     def request_generate(self, request_id: int, messages: list, config: GenerationConfig) -> None:
         self._generate_in_flight.add(request_id)

@@ -6,8 +6,9 @@
 - library_worker.py: The library thread: scans model folders and checks draft compatibility off the GUI thread (through Background).
 - model_actions.py: What the Model library does with one file: load it, edit its own settings, forget it, delete it.
 - model_bar.py: The model bar above the conversation: target picker, draft picker, the Speculative switch and the load state.
-- model_settings_dialog.py: One model file's own settings (context, GPU layers, thinking, load settings), with its memory.
+- model_settings_dialog.py: One model file's own settings (context, GPU layers, thinking, load settings, projector), with its memory.
 - model_thinking.py: A model's thinking as the chat settings see it: its template's switches, and its markers remembered per file.
 - model_session.py: The model session: which target and draft are chosen, loading them in the engine process, and readiness.
+- projector_field.py: Model settings' projector row: the mmproj beside the model, or one chosen and checked against it.
 - server_models.py: The Model picker's server rows: the models each configured server offers, listed off the GUI thread.
 """

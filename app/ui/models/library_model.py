@@ -4,7 +4,7 @@ fit the chosen target (the draft picker). Both wrap plain lists of library recor
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional, Sequence, cast
 
@@ -77,13 +77,17 @@ class LibraryModel(QAbstractTableModel):
             status += " · no chat template"
         return status
 
-    def set_memory_settings(self, context_size: int, kv_type: KvType, model_defaults: dict[str, dict]) -> None:
-        """The app-wide context size and KV-cache type, and each file's own (app.store.model_defaults)."""
+    def set_model_settings(self, context_size: int, kv_type: KvType, model_defaults: dict[str, dict]) -> None:
+        """The app-wide context size and KV-cache type, and each file's own settings (app.store.model_defaults):
+        its context, KV type and projector."""
         self._context_size, self._kv_type, self._model_defaults = context_size, kv_type, dict(model_defaults)
         if self._entries:
-            self.dataChanged.emit(
-                self.index(0, self.MEMORY_COLUMN), self.index(len(self._entries) - 1, self.MEMORY_COLUMN)
-            )
+            self.dataChanged.emit(self.index(0, 0), self.index(len(self._entries) - 1, len(self.COLUMNS) - 1))
+
+    def projector_of(self, entry: ModelEntry) -> str:
+        """The projector `entry` reads pictures with: the one chosen in its Model settings, else the one beside it
+        ("": it cannot see)."""
+        return for_model(self._model_defaults, entry.path).projector or entry.projector
 
     def memory_of(self, entry: ModelEntry) -> Optional[MemoryCost]:
         """What `entry` takes loaded with its settings: its own context and KV type where it has them."""
@@ -169,8 +173,9 @@ class LibraryModel(QAbstractTableModel):
             lines = [entry.model_name, entry.path] if entry.model_name else [entry.path]
             if not entry.usable:
                 lines.insert(0, entry.problem or "This file cannot be used.")
-            elif entry.projector:
-                lines.insert(0, f"Sees pictures: its projector {Path(entry.projector).name} lies beside it.")
+            elif projector := self.projector_of(entry):
+                where = "lies beside it" if projector == entry.projector else "is chosen in its Model settings"
+                lines.insert(0, f"Sees pictures: its projector {Path(projector).name} {where}.")
             if column == self.MEMORY_COLUMN and (memory := self.memory_of(entry)):
                 lines.insert(0, f"Loaded, it takes about {memory.detail}.")
             if column == self.CONTEXT_COLUMN and entry.context_length:
@@ -191,12 +196,14 @@ class LibraryModel(QAbstractTableModel):
                     "(raw completion until you pick a template).",
                 )
             return "\n".join(lines)
-        if role == Qt.ItemDataRole.DecorationRole and column == 0 and entry.usable and entry.projector:
+        if role == Qt.ItemDataRole.DecorationRole and column == 0 and entry.usable and self.projector_of(entry):
             return eye_icon()
         if role == PATH_ROLE:
             return entry.path
         if role == DETAIL_ROLE:
-            return entry.summary if entry.usable else (entry.problem or "This file cannot be used.")
+            if not entry.usable:
+                return entry.problem or "This file cannot be used."
+            return replace(entry, projector=self.projector_of(entry)).summary
         if role == Qt.ItemDataRole.ForegroundRole and not entry.usable and column == self.STATUS_COLUMN:
             return QColor(style.ERROR)
         return None

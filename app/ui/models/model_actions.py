@@ -76,13 +76,16 @@ class ModelActions(QObject):
 
     def save_defaults(self, path: str, defaults: ModelDefaults) -> None:
         """Keep `defaults` for `path` (settings.json, written atomically); a loaded file is loaded again with them
-        when the person says so."""
+        when the person says so. A new projector alone reaches the engine at once: the model is not loaded again."""
         window = self._window
         session = window.session
         before = window.session_load_settings()
+        projector_before = model_defaults.for_model(window.settings.model_defaults, path).projector
         changed = model_defaults.with_model(window.settings.model_defaults, path, defaults)
         window.apply_app_settings(dataclasses.replace(window.settings, model_defaults=changed))
-        if _key(session.loaded_target()) == path == session.target_key() and window.session_load_settings() != before:
+        if path != session.target_key():
+            return
+        if _key(session.loaded_target()) == path and window.session_load_settings() != before:
             if window.confirm(
                 "Reload the model?",
                 f"{Path(path).stem}'s settings changed. Loading it again with "
@@ -91,6 +94,8 @@ class ModelActions(QObject):
                 "Reload now",
             ):
                 session.request_load()
+        elif defaults.projector != projector_before:
+            session.request_load()
 
     def forget(self, path: str) -> None:
         """Off the library list for good (until Show forgotten); the file is not touched."""

@@ -12,9 +12,8 @@ from typing import Callable, Optional
 from PySide6.QtCore import QObject, Signal
 
 from app.engine.config import DrafterChoice, LoadSettings
-from app.store.model_defaults import ModelDefaults, with_load_defaults
+from app.store.model_defaults import ModelDefaults, projector_of, with_load_defaults
 from app.engine.host.wire import LoadFailed, ModelsLoaded
-from app.engine.gguf.mmproj import mmproj_beside
 from app.engine.targets import LocalModel, ServerModel, Target
 from app.store.unusable_models import file_identity, mark_unusable
 from app.ui.engine_link.engine_process import EngineProcess, WorkerDeath
@@ -122,17 +121,23 @@ class ModelSession(QObject):
         return [path for path, identity in self._loaded_identity.items() if file_identity(path) != identity]
 
     def picture_blocker(self) -> str:
-        """Why pictures cannot be sent to the chosen target ("" when it can see: a projector lies beside it, or it
-        is a server's model, whose server decides and says why it refuses them)."""
+        """Why pictures cannot be sent to the chosen target ("" when it can see: it has a projector, beside it or
+        chosen in its Model settings, or it is a server's model, whose server decides and says why it refuses them)."""
         if isinstance(self.target, ServerModel):
             return ""
-        if isinstance(self.target, LocalModel) and mmproj_beside(self.target.path) is not None:
+        if isinstance(self.target, LocalModel) and self.projector() is not None:
             return ""
         name = self.target.path.name if isinstance(self.target, LocalModel) else str(self.target)
         return (
-            f"{name} cannot see pictures (no mmproj-*.gguf projector lies beside it): choose a vision model, "
-            "or remove the pictures to send the text."
+            f"{name} cannot see pictures (no mmproj-*.gguf projector lies beside it or is chosen in its Model "
+            "settings): choose a vision model, or remove the pictures from the message to send its text."
         )
+
+    def projector(self) -> Optional[Path]:
+        """The projector the chosen target reads pictures with (None: it cannot see, or none is chosen)."""
+        if not isinstance(self.target, LocalModel):
+            return None
+        return projector_of(self.target.key, self.defaults_for(self.target.key))
 
     def names(self) -> tuple[str, Optional[str]]:
         """(target name, draft name or None) as the transcript labels a reply."""
@@ -250,11 +255,13 @@ class ModelSession(QObject):
         entry = self.library.entry_for(self.target)
         self.bar.set_load_state("Loading…", f"Loading {entry.name if entry else ''}")
         draft = self.draft_path()
+        defaults = self.defaults_for(self.target.key)
         self.engine_process.request_load(
             self._load_id,
             self.target,
             Path(draft) if draft else None,
-            with_load_defaults(self._load_settings, self.defaults_for(self.target.key)),
+            with_load_defaults(self._load_settings, defaults),
+            Path(defaults.projector) if defaults.projector else None,
         )
 
     def _on_models_loaded(self, loaded: ModelsLoaded) -> None:

@@ -1,9 +1,10 @@
 """One model file's own settings: context size, GPU layers, thinking and the load settings, each either its own or
-left to Settings, with what the model then takes in memory. Saved in settings.json's `model_defaults` by the window
+left to Settings, with what the model then takes in memory; and the projector a vision model reads pictures with. Saved in settings.json's `model_defaults` by the window
 (app.ui.models.model_actions). GUI thread only."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
 from PySide6.QtGui import QValidator
@@ -14,6 +15,7 @@ from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO
 from app.library import ModelEntry
 from app.store import AppSettings
 from app.store.model_defaults import ModelDefaults
+from app.ui.models.projector_field import ProjectorField
 from app.ui.settings.load_form import FROM_SETTINGS, LoadSettingsFields, MemoryLine
 from app.ui.settings.pages import hint
 
@@ -107,6 +109,7 @@ class ModelSettingsDialog(QDialog):
             form, defaults, per_model=True, memory_line=memory_line, context_box=self.context_size
         )
         self.load_fields.set_app_choices(app.flash_attention, app.kv_cache_type)
+        self.projector = ProjectorField(Path(entry.path), defaults.projector, form) if entry.server is None else None
         layout.addLayout(form)
         layout.addWidget(hint("Saved for this file. If it is loaded, SpecChat asks before loading it again."))
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
@@ -129,4 +132,5 @@ class ModelSettingsDialog(QDialog):
             kv_cache_type=load.kv_cache_type,
             use_mmap=load.use_mmap,
             use_mlock=load.use_mlock,
+            projector=self.projector.chosen() if self.projector is not None else None,
         )

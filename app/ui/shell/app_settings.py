@@ -85,7 +85,7 @@ def apply(window, new: AppSettings) -> None:
     if (old.model_folders, old.scan_hf_cache) != (new.model_folders, new.scan_hf_cache):
         window.library_ctl.rescan()
     apply_load_settings(window)
-    window.library.set_memory_settings(new.context_size, cast(KvType, new.kv_cache_type), new.model_defaults)
+    window.library.set_model_settings(new.context_size, cast(KvType, new.kv_cache_type), new.model_defaults)
     if old.servers != new.servers:
         window.server_models.refresh(new.servers)
     window.appearance.set_choice(new.theme)

@@ -71,7 +71,7 @@ class MainWindow(QMainWindow):
         self._closed = False
 
         self.library = LibraryModel(self)
-        self.library.set_memory_settings(
+        self.library.set_model_settings(
             self.settings.context_size, cast(KvType, self.settings.kv_cache_type), self.settings.model_defaults
         )
         self.drafts = DraftListModel(self)
@@ -433,16 +433,20 @@ class MainWindow(QMainWindow):
         return True
 
     def _reply_spec(self, pictures: bool = False) -> Optional[ReplyRequestSpec]:
-        """What a new request is asked with, or None after saying why none can be sent now (pictures: if blind)."""
-        problem = self.session.send_blocker(self.library_ctl.scanned_once()) or (
-            self.session.picture_blocker() if pictures else ""
-        )
+        """What a new request is asked with, or None after saying why none can be sent now (`pictures`: the reply
+        answers a message with pictures, which a model that cannot see does not; earlier ones are named to it)."""
+        problem = self.session.send_blocker(self.library_ctl.scanned_once())
+        blind = self.session.picture_blocker() if not problem else ""
+        problem = problem or (blind if pictures else "")
         if problem:
             self.show_error(problem)
             return None
         self.error_banner.hide()
         return ReplyRequestSpec(
-            self.generation_config(), self.chat_settings.current().system_prompt, *self.session.names()
+            self.generation_config(),
+            self.chat_settings.current().system_prompt,
+            *self.session.names(),
+            sees_pictures=not blind,
         )
 
     def generation_config(self) -> GenerationConfig:

@@ -28,13 +28,13 @@ class MessageCommands:
         conversation: Conversation,
         composer: Composer,
         store: ChatStore,
-        reply_spec: Callable[[], Optional[ReplyRequestSpec]],
+        reply_spec: Callable[[bool], Optional[ReplyRequestSpec]],
         show_error: Callable[[str], None],
     ):
         self._conversation = conversation
         self._composer = composer
         self._store = store
-        self._reply_spec = reply_spec
+        self._reply_spec = reply_spec  # given whether the reply answers pictures; None: it said why not
         self._show_error = show_error
         self._editing: Optional[int] = None
 
@@ -45,7 +45,8 @@ class MessageCommands:
 
     def regenerate(self, message_id: Optional[int]) -> None:
         message_id = message_id if message_id is None or message_id >= 0 else None  # an unsaved reply: the last
-        spec = self._reply_spec()
+        # A model that cannot see answers no message with pictures: a sentence, and no new version is made.
+        spec = self._reply_spec(self._conversation.answers_pictures(message_id))
         if spec is None:
             return
         if message_id is not None:  # a new version, not a Retry after an error: it may differ from the one before
@@ -57,7 +58,7 @@ class MessageCommands:
 
     def continue_reply(self, message_id: int) -> None:
         """Carry on writing an unfinished reply (stopped, interrupted or cut short)."""
-        spec = self._reply_spec()
+        spec = self._reply_spec(self._conversation.answers_pictures(message_id))
         if spec is not None:
             self._conversation.continue_reply(spec, message_id)
 

@@ -24,7 +24,7 @@ class Seeing:
 
     def __init__(self) -> None:
         self.projector: Optional[Projector] = None
-        self._beside: Optional[Path] = None  # the mmproj found beside the target: loaded at its first picture
+        self._beside: Optional[Path] = None  # the mmproj offered for the target: loaded at its first picture
         self._unsaid: Optional[ModelLoadError] = None  # why it did not load while counting: said at the next prompt
         self._target: Optional[LoadedModel] = None
         self._last: Optional[tuple[tuple[str, tuple[str, ...]], MediaPrompt]] = None
@@ -34,9 +34,14 @@ class Seeing:
     def path(self) -> Optional[Path]:
         return self.projector.path if self.projector is not None else None
 
+    @property
+    def offered(self) -> Optional[Path]:
+        """The projector the target reads pictures with: loaded, or to be loaded at its first picture (None: none)."""
+        return self.path or self._beside
+
     def offer(self, path: Optional[Path], target: LoadedModel) -> None:
-        """The projector found beside a newly loaded `target` (None: none): loaded when a prompt first holds a
-        picture, so a model that never sees one costs no memory for it."""
+        """The projector for a newly loaded `target` (None: none), the one beside it or the one chosen in its
+        settings: loaded when a prompt first holds a picture, so a model that never sees one costs no memory for it."""
         self.close()
         self._beside, self._target = path, target
 
