@@ -23,7 +23,8 @@ from typing import Optional
 from app.engine.config import GenerationConfig
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.engine.gguf.memory import kv_bytes
-from app.engine.local.batch.scheduler import BatchRequest, BatchScheduler
+from app.engine.local.batch.request import BatchRequest
+from app.engine.local.batch.scheduler import BatchScheduler
 from app.engine.local.batch.sequences import kv_budget_line
 from app.engine.local.cost_cache import cached_costs
 from app.engine.local.llama_model import LoadedModel

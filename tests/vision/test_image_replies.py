@@ -121,14 +121,50 @@ def test_bad_pictures_each_get_a_sentence(engine, pictures, name, data, says):
     assert name in str(raised.value) and str(raised.value).count(". ") == 0
 
 
-def test_pictures_with_requests_side_by_side_get_a_sentence(vision_models, pictures):
+def _side_by_side(engine: SpecEngine, asks: list[tuple[list[dict], GenerationConfig]]) -> list[FinishedEvent]:
+    """Each request's FinishedEvent, their replies read until each waits, then one step, as the engine process does."""
+    from app.engine.events import WaitingEvent
+
+    live = {i: iter(engine.chat(messages, config, request_id=i + 1)) for i, (messages, config) in enumerate(asks)}
+    done: dict[int, FinishedEvent] = {}
+    for _ in range(5000):
+        if not live:
+            break
+        for i, events in list(live.items()):
+            for event in events:
+                if isinstance(event, WaitingEvent):
+                    break
+                if isinstance(event, FinishedEvent):
+                    done[i] = event
+            else:
+                del live[i]
+        engine.step()
+    return [done[i] for i in range(len(asks))]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", sorted(CONFIGS))
+def test_pictures_are_answered_side_by_side_with_other_requests(engine, vision_models, pictures, mode):
+    """With Requests at once above 1 a picture is read into its request's sequence of the batch: each reply, the
+    picture's and a text request's beside it, is the one it gets alone, and a second turn reads only its new tokens."""
     from app.engine.config import LoadSettings
 
-    engine = SpecEngine(LoadSettings(n_ctx=1024, n_threads=1, n_parallel=2))
+    batched = SpecEngine(LoadSettings(n_ctx=1024, n_threads=1, n_parallel=3))
     try:
-        engine.load_target(vision_models.target)
-        engine.load_projector(vision_models.mmproj)
-        with pytest.raises(PromptFormatError, match="one request at a time"):
-            list(engine.chat(ask(pictures[0]), CONFIGS["plain"]))
+        batched.load_target(vision_models.target)
+        batched.load_projector(vision_models.mmproj)
+        batched.load_draft(vision_models.draft)
+        config = CONFIGS[mode]
+        text = [{"role": "user", "content": "Tell me about the weather in the mountains."}]
+        asks = [(ask(pictures[0]), config), (text, config), (ask(pictures[1], "And this one?"), config)]
+        alone = [finished(engine.chat(messages, c)) for messages, c in asks]
+        together = _side_by_side(batched, asks)
+        for a, b in zip(alone, together):
+            assert reply_matches(b.text, a.text), (mode, a.text, b.text)
+        first = asks[0][0]
+        second = first + [{"role": "assistant", "content": together[0].text}, {"role": "user", "content": "Colours?"}]
+        again = _side_by_side(batched, [(second, config)])[0]
+        new_text = batched.count_tokens(second) - together[0].stats.prompt_tokens - together[0].stats.tokens
+        assert again.stats.prompt_tokens - again.stats.prompt_cached <= new_text + 1
     finally:
-        engine.close()
+        batched.close()

@@ -17,7 +17,7 @@ from app.engine.context_fit import SessionCuts
 from app.engine.errors import EngineError, PromptFormatError
 from app.engine.events import EngineEvent, FinishedEvent, NoticeEvent, RoundEvent, TokenEvent
 from app.engine.local.batch.driver import BatchDriver
-from app.engine.local.batch.scheduler import BatchRequest
+from app.engine.local.batch.request import BatchRequest
 from app.engine.gguf.mmproj import mmproj_beside
 from app.engine.image_files import ImageInput, has_images, message_estimate, with_markers
 from app.engine.local.chat_format import RenderedPrompt
@@ -436,11 +436,6 @@ class SpecEngine:
     ) -> Iterator[EngineEvent]:
         """The reply's tokens, rounds and finish: decoded alone, or side by side with others (each request its own
         n-gram drafter then, as each has its own text; `kept`: the batch's hooks for kept states)."""
-        if self._batch is not None and media is not None:
-            raise PromptFormatError(
-                "Pictures are read one request at a time: set Requests at once to 1 in "
-                "Settings (or leave out serve --parallel) to send them."
-            )
         if self._batch is not None:
             ngram = None
             if use_ngram:
@@ -457,6 +452,7 @@ class SpecEngine:
                 grammar=grammar,
                 splitter=splitter,
                 on_written=on_written,
+                media=media,
                 **kept,
             )
             return self._batch.reply(request, cancel)

@@ -252,6 +252,15 @@ class AutoController:
         """Seconds a forward pass of `rows` rows costs now, plus `draft_tokens` passes of the draft model."""
         return self._verify(rows) + (self._draft(draft_tokens) if draft_tokens else 0.0)
 
+    def catch_up_cost(self, behind: int) -> float:
+        """Seconds the draft model takes to read the `behind` tokens it lacks before it drafts (the last of them is
+        read by its first drafting pass), in batches at the target's batch shape."""
+        if behind <= 1:
+            return 0.0
+        n = min(behind, MODEL_MAX_K + 1)
+        per_token = self.costs.verify(n) / (n * self.costs.verify(1))
+        return (behind - 1) * per_token * self._draft(1)
+
     def _best(
         self, source: DraftSource, k_max: int, rates: Sequence[float] | None, match_len: int = 0
     ) -> tuple[int, float, float]:
@@ -373,9 +382,7 @@ class AutoController:
         in batches (at the target's batch shape)."""
         extra = self._verify(k + 1) - self._verify(1)
         if source == "model":
-            n = min(model_behind, MODEL_MAX_K + 1)
-            per_token = self.costs.verify(n) / (n * self.costs.verify(1)) if n > 1 else 1.0
-            extra += self._draft(k) + max(0, model_behind - 1) * per_token * self._draft(1)
+            extra += self._draft(k) + self.catch_up_cost(model_behind)
         return extra
 
     def _why_costly(self) -> str:

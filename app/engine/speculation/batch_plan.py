@@ -37,11 +37,12 @@ Cost = Callable[[int, int], float]  # (rows, draft_tokens) -> seconds of a step
 class Candidate:
     """One decoding sequence's draft as its own policy planned it: `gains[j - 1]` tokens are expected kept from a
     draft of j (j = 1..len(gains)); `fixed`: a length not to change (a fixed setting, a probe); `model`: drafted
-    by the draft model."""
+    by the draft model, which first reads what it lacks (`catch_up`, paid once whatever the draft's length)."""
 
     k: int
     gains: tuple[float, ...] = ()
     model: bool = False
+    catch_up: float = 0.0  # seconds the draft model reads what it lacks before its first drafted token
 
     @property
     def fixed(self) -> bool:
@@ -63,23 +64,26 @@ class _Step:
             if c.fixed and self.rows - base_rows + c.k <= max_rows:
                 self.ks[i] = c.k
                 self.rows += c.k
-        self.plain_cost = self.seconds()  # the step with no draft but the fixed ones
+        self.plain_cost = self.now = self.seconds()  # the step with no draft but the fixed ones; the step as it stands
 
     def passes(self, ks: Optional[list[int]] = None) -> int:
         ks = self.ks if ks is None else ks
         return sum(ks[i] for i, c in enumerate(self.candidates) if c.model)
 
-    def seconds(self) -> float:
-        return self.cost(self.rows, self.passes())
+    def seconds(self, ks: Optional[list[int]] = None) -> float:
+        ks = self.ks if ks is None else ks
+        rows = self.base_rows + sum(ks)
+        reading = sum(c.catch_up for i, c in enumerate(self.candidates) if c.model and ks[i])
+        return self.cost(rows, self.passes(ks)) + reading
 
     def rate(self) -> float:
         gains = sum(_gain(c, self.ks[i]) for i, c in enumerate(self.candidates) if not c.fixed)
-        return (len(self.candidates) + gains) / self.seconds()
+        return (len(self.candidates) + gains) / self.now
 
     def nobody_slower(self) -> bool:
         """Every sequence whose draft is the step's to choose writes at least its pace with no drafts."""
         gains = [_gain(c, self.ks[i]) for i, c in enumerate(self.candidates) if not c.fixed]
-        return not gains or self.seconds() <= self.plain_cost * (1.0 + min(gains)) * (1.0 + 1e-9)
+        return not gains or self.now <= self.plain_cost * (1.0 + min(gains)) * (1.0 + 1e-9)
 
     def growable(self) -> list[int]:
         if self.rows - self.base_rows >= self.max_rows:
@@ -92,36 +96,40 @@ class _Step:
         gain = _gain(c, self.ks[i] + 1) - _gain(c, self.ks[i])
         more = list(self.ks)
         more[i] += 1
-        added = max(self.cost(self.rows + 1, self.passes(more)) - self.seconds(), 1e-12)
+        added = max(self.seconds(more) - self.now, 1e-12)
         return gain / added
 
     def grow(self, i: int) -> None:
         self.ks[i] += 1
         self.rows += 1
+        self.now = self.seconds()
 
 
-def _search(step: _Step, pick: Callable[[_Step, list[int]], int], fair: bool) -> tuple[list[int], float]:
+def _search(
+    step: _Step, pick: Callable[[_Step, list[int], dict[int, float]], int], fair: bool
+) -> tuple[list[int], float]:
     """Grow the allocation a row at a time by `pick`; the best allocation seen (by rate, kept only where nobody is
     slower when `fair`) and its rate."""
     best, best_rate = list(step.ks), step.rate()
     while True:
-        choices = [i for i in step.growable() if step.value(i) > 0.0]
+        values = {i: step.value(i) for i in step.growable()}
+        choices = [i for i, v in values.items() if v > 0.0]
         if not choices:
             return best, best_rate
-        step.grow(pick(step, choices))
+        step.grow(pick(step, choices, values))
         rate = step.rate()
         if rate > best_rate and (not fair or step.nobody_slower()):
             best, best_rate = list(step.ks), rate
 
 
-def _most_per_second(step: _Step, choices: list[int]) -> int:
-    return max(choices, key=step.value)
+def _most_per_second(step: _Step, choices: list[int], values: dict[int, float]) -> int:
+    return max(choices, key=values.__getitem__)
 
 
-def _least_ahead(step: _Step, choices: list[int]) -> int:
+def _least_ahead(step: _Step, choices: list[int], values: dict[int, float]) -> int:
     """The sequence expected to gain least so far (then the one whose row gives most): every sequence's draft grows
     together, which is what lets drafts pass where each one must gain."""
-    return min(choices, key=lambda i: (_gain(step.candidates[i], step.ks[i]), -step.value(i)))
+    return min(choices, key=lambda i: (_gain(step.candidates[i], step.ks[i]), -values[i]))
 
 
 def allocate(
@@ -138,14 +146,28 @@ def allocate(
 
 
 def fit_plans(
-    rounds: Sequence[tuple[SpeculationPolicy, Plan]], base_rows: int, max_rows: int, fair: bool = True
+    rounds: Sequence[tuple[SpeculationPolicy, Plan]],
+    base_rows: int,
+    max_rows: int,
+    fair: bool = True,
+    behind: Sequence[int] = (),
 ) -> list[Plan]:
     """The plans of one step's rounds, each shortened where the step does better without its rows (kind "batch",
     with the reason in words). The costs are those of the first policy that keeps any; with none, a row costs
-    one."""
+    one. `behind`: per round, the tokens the draft model would read before drafting for it (side by side, Auto's
+    draft model reads a request's text only when it drafts for it)."""
     coster = next((policy for policy, _ in rounds if policy.uses_costs), None)
     cost: Cost = coster.step_cost if coster is not None else lambda rows, passes: float(rows)
-    candidates = [Candidate(plan.k, policy.expected_accepted(plan), plan.drafter == "model") for policy, plan in rounds]
+    lacking = list(behind) + [0] * (len(rounds) - len(behind))
+    candidates = [
+        Candidate(
+            plan.k,
+            policy.expected_accepted(plan),
+            plan.drafter == "model",
+            policy.catch_up_cost(lacking[i]) if plan.drafter == "model" else 0.0,
+        )
+        for i, (policy, plan) in enumerate(rounds)
+    ]
     plans = []
     for (_, plan), k in zip(rounds, allocate(candidates, base_rows, cost, max_rows, fair)):
         if k < plan.k:

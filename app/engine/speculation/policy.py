@@ -110,6 +110,10 @@ class SpeculationPolicy(Protocol):
         """Seconds one forward pass of `rows` rows costs now, plus `draft_tokens` draft-model passes (0.0: the
         policy keeps no costs)."""
 
+    def catch_up_cost(self, behind: int) -> float:
+        """Seconds the draft model takes to read the `behind` tokens it lacks before drafting (0.0: the policy
+        keeps no costs)."""
+
     def begin_request(self) -> None:
         """A new request (reply) starts."""
 
@@ -172,6 +176,9 @@ class FixedPolicy:
         return ()
 
     def step_cost(self, rows: int, draft_tokens: int = 0) -> float:
+        return 0.0
+
+    def catch_up_cost(self, behind: int) -> float:
         return 0.0
 
     def begin_request(self) -> None:

@@ -9,7 +9,8 @@ import pytest
 
 from app.engine.config import GenerationConfig
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
-from app.engine.local.batch.scheduler import BatchRequest, BatchScheduler
+from app.engine.local.batch.request import BatchRequest
+from app.engine.local.batch.scheduler import BatchScheduler
 from app.engine.local.decoder import generate
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.model_drafter import ModelDrafter

@@ -15,7 +15,8 @@ from typing import Iterator, Optional
 
 from app.engine.errors import EngineError
 from app.engine.events import EngineEvent, FinishedEvent, WaitingEvent
-from app.engine.local.batch.scheduler import BatchRequest, BatchScheduler
+from app.engine.local.batch.request import BatchRequest
+from app.engine.local.batch.scheduler import BatchScheduler
 from app.engine.local.thread_governor import ThreadGovernor
 from app.engine.local.batch.sequences import SequenceSlot
 from app.engine.local.llama_model import LoadedModel

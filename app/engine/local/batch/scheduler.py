@@ -28,50 +28,27 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
-from app.engine.config import MAX_OUTPUT_ROWS, GenerationConfig
+from app.engine.config import MAX_OUTPUT_ROWS
 from app.engine.errors import PromptTooLongError
 from app.engine.events import EngineEvent, ThreadsEvent
 from app.engine.local.batch.draft_batch import DraftAsk, draft_all
+from app.engine.local.batch.request import BatchRequest
 from app.engine.local.batch.reply import Reply, unwritten
 from app.engine.local.batch.sequences import Rows, Sequences
 from app.engine.local.kv_states.saved_states import shared_prefix
 from app.engine.local.decoder import USUAL_CATCH_UP, verify
-from app.engine.local.grammar import GrammarMask
 from app.engine.local.llama_model import LoadedModel
+from app.engine.local.vision.projector import MediaPrompt, before_placeholder
 from app.engine.local.thread_governor import ThreadChange, ThreadGovernor
 from app.engine.reasoning.splitter import ReplySplitter
 from app.engine.speculation.batch_plan import fit_plans
-from app.engine.speculation.drafters import Draft, NgramDrafter
-from app.engine.speculation.history import HistoryDrafter
-from app.engine.speculation.policy import Plan, SpeculationPolicy
+from app.engine.speculation.drafters import Draft
+from app.engine.speculation.policy import Plan
 from app.engine.speculation.rounds import Proposals, copy_tokens, observe_round, plan_round
 
 # Prompt tokens read per step while other replies are being written: a step then costs about what a prompt chunk
 # costs, so a running reply waits at most that long for its next token.
 PROMPT_CHUNK_BUSY = 64
-
-
-@dataclass
-class BatchRequest:
-    """One request for the batch: its prompt's tokens, settings and policy (the single decoder's arguments).
-    `ngram` and `past` are this request's own copy drafters; `use_model`: whether the draft model may draft for it.
-    `on_written` receives prompt + kept tokens when it ends."""
-
-    prompt: Sequence[int]
-    config: GenerationConfig
-    policy: SpeculationPolicy
-    request_id: int = 0
-    ngram: Optional[NgramDrafter] = None
-    past: Optional[HistoryDrafter] = None
-    use_model: bool = False
-    grammar: Optional[GrammarMask] = None
-    splitter: Optional[ReplySplitter] = None
-    on_written: Optional[Callable[[list[int]], None]] = None
-    # Called with the sequence the request is given, before its prompt is matched against what it holds (a kept
-    # conversation state is restored into it there), and with the same sequence when it ends, before another
-    # request may take it (its state is saved there).
-    on_admit: Optional[Callable[[int], None]] = None
-    on_end: Optional[Callable[[int], None]] = None
 
 
 @dataclass
@@ -93,6 +70,7 @@ class _Round:
     proposals: Proposals
     draft: Draft = dataclasses.field(default_factory=lambda: Draft(source="none"))
     pending: int = 1  # written tokens its cache lacks (the last one, and a thinking budget's closing)
+    behind: int = 0  # tokens the draft model would read before drafting for it
 
 
 class BatchScheduler:
@@ -237,10 +215,14 @@ class BatchScheduler:
             if request.on_admit is not None:
                 request.on_admit(seq)
             reused = self.seqs.keep_prefix(seq, prompt, leave=1)
+            if request.media is not None and request.media.start_of_picture_around(reused) != reused:
+                reused = request.media.start_of_picture_around(reused)
+                self.seqs.truncate(seq, reused)
             room = self.seqs.make_room(len(prompt) - reused + 1)
             if drafts is not None:
                 if room and request.use_model:
-                    room = drafts.make_room(len(prompt) - drafts.keep_prefix(seq, prompt, leave=1) + 1)
+                    seen = request.seen_by_draft(prompt)
+                    room = drafts.make_room(len(seen) - drafts.keep_prefix(seq, seen, leave=1) + 1)
             if not room:
                 self._free_sequence(seq)
                 if self._running:
@@ -287,8 +269,9 @@ class BatchScheduler:
                 continue
             request.policy.note_threads(self.target.n_threads)
             has_model = request.use_model and self.draft_seqs is not None
+            seen = request.seen_by_draft(written)
             behind = (
-                len(written) - shared_prefix(self.draft_seqs.cached[running.seq], written)
+                len(seen) - shared_prefix(self.draft_seqs.cached[running.seq], seen)
                 if has_model and self.draft_seqs is not None and request.config.speculative
                 else 0
             )
@@ -302,7 +285,7 @@ class BatchScheduler:
                 past=request.past,
                 model_behind=behind,
             )
-            rounds.append(_Round(running, plan, proposals, pending=pending))
+            rounds.append(_Round(running, plan, proposals, pending=pending, behind=behind))
         return rounds
 
     def _prompt_part(self, rounds: Sequence[_Round]) -> list[tuple[_Running, list[int]]]:
@@ -317,7 +300,11 @@ class BatchScheduler:
             if budget <= 0:
                 break  # the rest wait; drafts that fill the batch shrink for prompt rows at the next step
             prompt = running.request.prompt
-            tokens = list(prompt[running.read : min(len(prompt) - 1, running.read + budget)])
+            end = min(len(prompt) - 1, running.read + budget)
+            media = running.request.media
+            if media is not None:
+                end = min(end, self._read_pictures(running, media))
+            tokens = list(prompt[running.read : end])
             budget -= len(tokens)
             # A fixed draft length drafts with the draft model from the first round: it reads the prompt in step.
             # A controller may never draft with it (on a CPU it rarely pays) and weighs what the draft model would
@@ -328,13 +315,30 @@ class BatchScheduler:
             parts.append((running, tokens))
         return parts
 
+    def _read_pictures(self, running: _Running, media: MediaPrompt) -> int:
+        """Read every picture that starts where `running`'s prompt reading stands into its sequence (each whole, in
+        a pass of its own before the step's); the index of the next picture's start, or the prompt's length."""
+        prompt, seq = running.request.prompt, running.seq
+        picture = media.picture_at(running.read)
+        while picture is not None:
+            media.evaluate_into(self.target, picture, seq, len(self.seqs.cached[seq]))
+            self.seqs.cached[seq].extend(prompt[picture.start : picture.start + picture.n_tokens])
+            running.read += picture.n_tokens
+            picture = media.picture_at(running.read)
+        return min((p.start for p in media.pictures if p.start > running.read), default=len(prompt))
+
     def _fit_to_step(self, rounds: list[_Round], prompt_rows: int) -> None:
         """Shorten the policies' drafts where the step's expected tokens per second is higher without them, or
         where they would slow another request below its pace with no drafts (batch_plan's "nobody slower")."""
         if not rounds or (len(rounds) == 1 and not prompt_rows):
             return  # one request alone: its own policy's round, as the single decoder runs it
         base = sum(r.pending for r in rounds) + prompt_rows
-        plans = fit_plans([(r.running.request.policy, r.plan) for r in rounds], base, MAX_OUTPUT_ROWS - len(rounds))
+        plans = fit_plans(
+            [(r.running.request.policy, r.plan) for r in rounds],
+            base,
+            MAX_OUTPUT_ROWS - len(rounds),
+            behind=[r.behind for r in rounds],
+        )
         for r, plan in zip(rounds, plans):
             r.plan = plan
 
@@ -347,7 +351,7 @@ class BatchScheduler:
             if r.plan.k <= 0:
                 continue
             if r.plan.drafter in ("ngram", "history"):
-                r.draft = Draft(tokens=copy_tokens(r.plan, r.proposals), source=r.plan.drafter)
+                r.draft = Draft(tokens=before_placeholder(copy_tokens(r.plan, r.proposals)), source=r.plan.drafter)
             elif r.plan.drafter == "model" and self.draft_seqs is not None:
                 reply = r.running.reply
                 asks.append(
@@ -355,7 +359,7 @@ class BatchScheduler:
                         r,
                         DraftAsk(
                             r.running.seq,
-                            reply.written,
+                            r.running.request.seen_by_draft(reply.written),
                             r.plan.k,
                             reply.sampler,
                             reply.rng,

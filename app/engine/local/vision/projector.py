@@ -64,10 +64,9 @@ class MediaPrompt:
         picture is evaluated whole."""
         tokens = self.tokens
         reused = target.keep_common_prefix(tokens, leave=1)
-        for picture in self.pictures:
-            if picture.start < reused < picture.start + picture.n_tokens:
-                target.truncate(picture.start)
-                reused = picture.start
+        if self.start_of_picture_around(reused) != reused:
+            reused = self.start_of_picture_around(reused)
+            target.truncate(reused)
         cursor = reused
         end = len(tokens) - 1
         for picture in self.pictures:
@@ -81,6 +80,19 @@ class MediaPrompt:
             self._projector.evaluate(target, picture, tokens[picture.start : picture.start + picture.n_tokens])
             cursor = picture.start + picture.n_tokens
         return reused, target.decode(tokens[cursor:end], cancel=cancel)
+
+    def picture_at(self, start: int) -> Optional[_Picture]:
+        """The picture whose first position is `start`, if one is."""
+        return next((p for p in self.pictures if p.start == start), None)
+
+    def start_of_picture_around(self, n: int) -> int:
+        """`n`, or the start of the picture that position n falls inside: a picture is read whole."""
+        return next((p.start for p in self.pictures if p.start < n < p.start + p.n_tokens), n)
+
+    def evaluate_into(self, target: LoadedModel, picture: _Picture, seq: int, n_past: int) -> None:
+        """Read `picture` into a batch's sequence (Projector.evaluate_into)."""
+        assert self._projector is not None
+        self._projector.evaluate_into(target, picture, seq, n_past)
 
     def close(self) -> None:
         if self._projector is not None:
@@ -229,14 +241,24 @@ class Projector:
         """Encode one picture and decode its embeddings into the target's cache after what it holds; the cache's
         mirror gets the picture's `placeholders`."""
         n_past = len(target.cached)
+        try:
+            self.evaluate_into(target, picture, 0, n_past)
+        except ModelLoadError:
+            target.truncate(n_past)
+            raise
+        target.cached.extend(placeholders)
+
+    def evaluate_into(self, target: LoadedModel, picture: _Picture, seq: int, n_past: int) -> None:
+        """Encode one picture and decode its embeddings into sequence `seq` of the target's context at `n_past` (a
+        batch's sequence; the caller keeps that sequence's mirror). Raises ModelLoadError, the sequence left holding
+        only its first n_past positions."""
         new_n_past = ctypes.c_int32(0)
         rc = self.mtmd.mtmd_helper_eval_chunk_single(
-            self._ctx, target._ctx, picture.chunk, n_past, 0, target.n_batch, False, ctypes.byref(new_n_past)
+            self._ctx, target._ctx, picture.chunk, n_past, seq, target.n_batch, False, ctypes.byref(new_n_past)
         )
         if rc != 0 or new_n_past.value != n_past + picture.n_tokens:
-            target.truncate(n_past)
+            target.seq_rm(seq, n_past)
             raise ModelLoadError(f"{self.path.name}: the picture could not be evaluated: {_recent_errors()}")
-        target.cached.extend(placeholders)
 
     def close(self) -> None:
         if getattr(self, "_ctx", None):
