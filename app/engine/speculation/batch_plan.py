@@ -20,6 +20,9 @@ docs/performance-log.md). So a step's drafts must leave every sequence its plain
 tokens over the step's cost at least 1 over the cost without drafts. Drafts pass where every sequence in the step
 drafts and gains enough to pay for the rows all of them add (the draft model proposing for every request on a GPU
 or a memory-bound target); a draft that pays only for the one drafting does not, even where rows are nearly free.
+A request reading its prompt in the step counts too: it gains nothing from a draft, and its first token waits for
+every step (through `serve`, four requests sent at once reach the engine one after another, and the first one's
+drafts delayed the others' first tokens by 0.6-3.6 s on the F16 target).
 """
 
 from __future__ import annotations
@@ -56,8 +59,9 @@ def _gain(candidate: Candidate, j: int) -> float:
 class _Step:
     """An allocation being built: each candidate's draft length, the step's rows and its expected tokens."""
 
-    def __init__(self, candidates: Sequence[Candidate], base_rows: int, cost: Cost, max_rows: int):
+    def __init__(self, candidates: Sequence[Candidate], base_rows: int, cost: Cost, max_rows: int, readers: int = 0):
         self.candidates, self.cost, self.base_rows, self.max_rows = candidates, cost, base_rows, max_rows
+        self.readers = readers
         self.ks = [0] * len(candidates)
         self.rows = base_rows
         for i, c in enumerate(candidates):
@@ -82,7 +86,7 @@ class _Step:
 
     def nobody_slower(self) -> bool:
         """Every sequence whose draft is the step's to choose writes at least its pace with no drafts."""
-        gains = [_gain(c, self.ks[i]) for i, c in enumerate(self.candidates) if not c.fixed]
+        gains = [_gain(c, self.ks[i]) for i, c in enumerate(self.candidates) if not c.fixed] + [0.0] * self.readers
         return not gains or self.now <= self.plain_cost * (1.0 + min(gains)) * (1.0 + 1e-9)
 
     def growable(self) -> list[int]:
@@ -133,15 +137,16 @@ def _least_ahead(step: _Step, choices: list[int], values: dict[int, float]) -> i
 
 
 def allocate(
-    candidates: Sequence[Candidate], base_rows: int, cost: Cost, max_rows: int, fair: bool = False
+    candidates: Sequence[Candidate], base_rows: int, cost: Cost, max_rows: int, fair: bool = False, readers: int = 0
 ) -> list[int]:
     """Each candidate's draft length, at most its own k. `base_rows`: the step's rows without any draft (a row
     per decoding sequence, and prompt rows); `cost(rows, draft_tokens)`: seconds of a step of `rows` rows and
     `draft_tokens` tokens drafted by the draft model; `max_rows`: the most drafted rows the step may hold in all.
-    Fixed lengths are kept as they are (within max_rows). `fair`: nobody slower (the module's docstring)."""
-    found = [_search(_Step(candidates, base_rows, cost, max_rows), _most_per_second, fair)]
+    Fixed lengths are kept as they are (within max_rows). `fair`: nobody slower (the module's docstring), the
+    `readers` (requests reading their prompt in this step, which gain nothing from a draft) included."""
+    found = [_search(_Step(candidates, base_rows, cost, max_rows, readers), _most_per_second, fair)]
     if fair:
-        found.append(_search(_Step(candidates, base_rows, cost, max_rows), _least_ahead, fair))
+        found.append(_search(_Step(candidates, base_rows, cost, max_rows, readers), _least_ahead, fair))
     return max(found, key=lambda f: f[1])[0]
 
 
@@ -151,11 +156,13 @@ def fit_plans(
     max_rows: int,
     fair: bool = True,
     behind: Sequence[int] = (),
+    readers: int = 0,
 ) -> list[Plan]:
     """The plans of one step's rounds, each shortened where the step does better without its rows (kind "batch",
     with the reason in words). The costs are those of the first policy that keeps any; with none, a row costs
     one. `behind`: per round, the tokens the draft model would read before drafting for it (side by side, Auto's
-    draft model reads a request's text only when it drafts for it)."""
+    draft model reads a request's text only when it drafts for it). `readers`: requests reading their prompt in
+    this step, which a draft must not slow either."""
     coster = next((policy for policy, _ in rounds if policy.uses_costs), None)
     cost: Cost = coster.step_cost if coster is not None else lambda rows, passes: float(rows)
     lacking = list(behind) + [0] * (len(rounds) - len(behind))
@@ -169,7 +176,7 @@ def fit_plans(
         for i, (policy, plan) in enumerate(rounds)
     ]
     plans = []
-    for (_, plan), k in zip(rounds, allocate(candidates, base_rows, cost, max_rows, fair)):
+    for (_, plan), k in zip(rounds, allocate(candidates, base_rows, cost, max_rows, fair, readers)):
         if k < plan.k:
             reason = f"{plan.drafter} draft cut from {plan.k} to {k}: {len(rounds)} requests share the batch"
             plan = (

@@ -204,7 +204,9 @@ class EngineClient:
                     self._restart()
                     continue
                 self._flights.on_reply(message)
-            elif ready:
+            # A waiting request is sent in the same turn as a record is read: a reply streaming records without a
+            # pause kept the pipe always ready, and a request sent together with it joined the batch 1.5 s late.
+            if any(item is not self._conn for item in ready) and len(self._flights) < max(1, self.served.parallel):
                 job = queue.take(0)
                 if job is not None:
                     self._send(job)

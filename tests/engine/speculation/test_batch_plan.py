@@ -114,3 +114,16 @@ def test_with_the_rule_every_request_keeps_its_pace_without_drafts():
             seconds = table.verify(len(mix) + sum(ks)) + passes * table.draft_per_token
             for k, c in zip(ks, mix):
                 assert (1 + (c.gains[k - 1] if k else 0.0)) / seconds >= 1 / table.verify(len(mix)) - 1e-9
+
+
+def test_a_request_reading_its_prompt_is_not_slowed_by_another_s_draft():
+    """Requests sent together reach the engine one after another: the first one's drafts would hold up the
+    others' first tokens while their prompts are read."""
+    for table in (MEMORY_BOUND, GPU):
+
+        def cost(rows: int, passes: int, t=table) -> float:
+            return t.verify(rows) + passes * t.draft_per_token
+
+        alone = allocate([COPY], 1 + 64, cost, 63, fair=True)
+        assert alone[0] > 0  # a draft that pays for itself, with only prompt rows beside it that gain nothing
+        assert allocate([COPY], 1 + 64, cost, 63, fair=True, readers=1) == [0]

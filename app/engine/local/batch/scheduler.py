@@ -147,7 +147,7 @@ class BatchScheduler:
         started = self.clock()
         rounds = self._plan(out)
         prompt_rows = self._prompt_part(rounds)
-        self._fit_to_step(rounds, sum(len(tokens) for _, tokens in prompt_rows))
+        self._fit_to_step(rounds, sum(len(tokens) for _, tokens in prompt_rows), len(prompt_rows))
         draft_s, drafted = self._draft(rounds)
         t_verify = self.clock()
         parts = [
@@ -327,9 +327,10 @@ class BatchScheduler:
             picture = media.picture_at(running.read)
         return min((p.start for p in media.pictures if p.start > running.read), default=len(prompt))
 
-    def _fit_to_step(self, rounds: list[_Round], prompt_rows: int) -> None:
+    def _fit_to_step(self, rounds: list[_Round], prompt_rows: int, readers: int) -> None:
         """Shorten the policies' drafts where the step's expected tokens per second is higher without them, or
-        where they would slow another request below its pace with no drafts (batch_plan's "nobody slower")."""
+        where they would slow another request below its pace with no drafts (batch_plan's "nobody slower"), a
+        request reading its prompt (`readers` of them) included: its first token waits for every step."""
         if not rounds or (len(rounds) == 1 and not prompt_rows):
             return  # one request alone: its own policy's round, as the single decoder runs it
         base = sum(r.pending for r in rounds) + prompt_rows
@@ -338,6 +339,7 @@ class BatchScheduler:
             base,
             MAX_OUTPUT_ROWS - len(rounds),
             behind=[r.behind for r in rounds],
+            readers=readers,
         )
         for r, plan in zip(rounds, plans):
             r.plan = plan
