@@ -66,6 +66,12 @@ def register(subparsers) -> None:
         help="the most tokens one reply may ask for, and what it gets when it does not say (default 4096)",
     )
     p.add_argument(
+        "--fetch-image-urls",
+        action="store_true",
+        help="fetch pictures that clients name by an http(s) URL (by default only data: URLs are read: the server "
+        "would reach whatever host a client names, this machine's network included)",
+    )
+    p.add_argument(
         "--queue",
         type=int,
         default=8,
@@ -139,7 +145,7 @@ def _options(args: argparse.Namespace):
         session="api",
         **api_history(args.history == "own"),
     )
-    limits = ApiLimits(max_tokens=args.max_tokens, max_queued=args.queue)
+    limits = ApiLimits(max_tokens=args.max_tokens, max_queued=args.queue, fetch_image_urls=args.fetch_image_urls)
     return ApiOptions(
         host=args.host,
         port=args.port,

@@ -117,6 +117,38 @@ def check_picture(data: bytes, name: str = "The image") -> None:
             f"{name} is {width} x {height} pixels; pictures of up to {MAX_SIDE} pixels a side "
             f"and {MAX_PIXELS // 1_000_000} million pixels are read, so scale it down first."
         )
+    if kind == "GIF" and _gif_frames(data) > 1:
+        # mtmd reads a GIF's first frame only: a model asked about an animation would answer about one frame.
+        raise PromptFormatError(
+            f"{name} is an animated GIF, and a vision model reads one still picture; save the frame you mean "
+            "as a PNG first."
+        )
+
+
+def _gif_frames(data: bytes, enough: int = 2) -> int:
+    """How many frames a GIF holds, counted up to `enough` (a damaged file counts what was read)."""
+    i = 13
+    if data[10] & 0x80:  # a global colour table follows the screen descriptor
+        i += 3 * 2 ** ((data[10] & 7) + 1)
+    frames = 0
+    while i < len(data) and frames < enough:
+        block = data[i]
+        if block == 0x3B:  # the trailer
+            break
+        if block == 0x2C:  # an image: its descriptor, a local colour table, the LZW code size, then data
+            frames += 1
+            if i + 10 > len(data):
+                break
+            packed = data[i + 9]
+            i += 10 + (3 * 2 ** ((packed & 7) + 1) if packed & 0x80 else 0) + 1
+        elif block == 0x21:  # an extension: its label, then data
+            i += 2
+        else:
+            break
+        while i < len(data) and data[i]:  # data sub-blocks, each led by its length, up to an empty one
+            i += data[i] + 1
+        i += 1
+    return frames
 
 
 def with_markers(messages: Sequence[dict]) -> tuple[list[dict], list[ImageInput]]:

@@ -35,6 +35,8 @@ class ApiLimits:
     max_body_bytes: int = 4 * 1024 * 1024
     max_tokens: int = 4096  # the most a request may ask for, and what it gets when it does not say
     max_queued: int = 8  # requests waiting behind the one being answered
+    # Pictures named by an http(s) URL are fetched by the server (serve --fetch-image-urls); off, they get a 400.
+    fetch_image_urls: bool = False
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,7 @@ def api_history(own: bool) -> dict:
 
 def parse_chat_request(data: dict, limits: ApiLimits, defaults: GenerationConfig) -> ChatRequest:
     """A /v1/chat/completions body, checked. `defaults` says how this server speculates. Raises BadRequest."""
-    messages = _messages(data.get("messages"))
+    messages = _messages(data.get("messages"), limits.fetch_image_urls)
     tools = parse_tool_request(data)
     common = common_fields(data, limits, defaults)
     if tools.response_format != "text":
@@ -192,7 +194,7 @@ def common_fields(data: dict, limits: ApiLimits, defaults: GenerationConfig) -> 
     }
 
 
-def _messages(value: Any) -> tuple[dict, ...]:
+def _messages(value: Any, fetch_urls: bool = False) -> tuple[dict, ...]:
     if not isinstance(value, list) or not value:
         raise BadRequest('"messages" must be a non-empty list of {"role", "content"} objects.')
     out = []
@@ -203,7 +205,7 @@ def _messages(value: Any) -> tuple[dict, ...]:
         role = ROLE_ALIASES.get(role, role) if isinstance(role, str) else role
         if role not in ROLES:
             raise BadRequest(f"messages[{i}].role must be one of {', '.join(ROLES)}.")
-        entry = {"role": role, "content": _content(message.get("content"), i, role)}
+        entry = {"role": role, "content": _content(message.get("content"), i, role, fetch_urls)}
         if role == "tool":
             entry.update(tool_message(message, i))
         calls = assistant_calls(message, i) if role == "assistant" else []
@@ -220,7 +222,7 @@ def _messages(value: Any) -> tuple[dict, ...]:
     return tuple(out)
 
 
-def _content(value: Any, index: int, role: str) -> str | list[dict]:
+def _content(value: Any, index: int, role: str, fetch_urls: bool = False) -> str | list[dict]:
     """A message's text; with pictures (image_url parts, a user's only), its parts in order."""
     if (
         isinstance(value, list)
@@ -230,7 +232,7 @@ def _content(value: Any, index: int, role: str) -> str | list[dict]:
         parts: list[dict] = []
         for part in value:
             if isinstance(part, dict) and part.get("type") == "image_url":
-                parts.append(image_part(part, index))
+                parts.append(image_part(part, index, fetch_urls))
             else:
                 text = _text([part], index, role)
                 if text:

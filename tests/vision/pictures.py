@@ -1,7 +1,11 @@
-"""Pictures for the image tests, drawn with Pillow (a test dependency) so each is a real file of its format."""
+"""Pictures for the image tests, drawn with Pillow (a test dependency) so each is a real file of its format, and an
+HTTP server that hands them out (for servers that fetch pictures named by URL)."""
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -21,3 +25,31 @@ def write_pictures(dest: Path) -> list[Path]:
     for array, path in zip((noise, stripes, gradient), paths):
         Image.fromarray(array).save(path)
     return paths
+
+
+@contextmanager
+def picture_server(files: dict[str, bytes]):
+    """An HTTP server on 127.0.0.1 answering GET /NAME with files[NAME] (404 otherwise); yields its base URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            body = files.get(self.path.lstrip("/"))
+            if body is None:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

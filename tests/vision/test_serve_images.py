@@ -13,6 +13,7 @@ import pytest
 from tests.serve.api_fixtures import DEADLINE_S, serving_process
 from tests.cli.test_cli_validation import ROOT
 from tests.vision.mtmd_reference import MARKER, mtmd_cli_reply, reply_matches
+from tests.vision.pictures import picture_server
 
 openai = pytest.importorskip("openai")
 QUESTION = "What is in this picture?"
@@ -121,3 +122,16 @@ def test_serve_mmproj_loads_the_projector_named_and_refuses_one_made_for_another
     assert done.returncode != 0 and "Traceback" not in done.stderr
     said = done.stderr.strip().splitlines()
     assert len(said) == 1 and "mmproj-narrow-F16.gguf" in said[0] and "n_embd = 32" in said[0]
+
+
+@pytest.mark.slow
+def test_a_server_that_fetches_urls_answers_a_picture_named_by_url(vision_models, pictures):
+    expected = mtmd_cli_reply(vision_models.target, vision_models.mmproj, [pictures[1]], MARKER + QUESTION, 16)
+    with picture_server({"stripes.png": pictures[1].read_bytes()}) as base:
+        with serving("--target", vision_models.target, "--fetch-image-urls") as client:
+            reply = client.chat.completions.create(
+                model="m", messages=ask(f"{base}/stripes.png"), temperature=0, max_tokens=16
+            )
+            with pytest.raises(openai.BadRequestError, match="answered HTTP 404"):
+                client.chat.completions.create(model="m", messages=ask(f"{base}/gone.png"), max_tokens=4)
+    assert reply_matches(reply.choices[0].message.content, expected)
