@@ -17,7 +17,7 @@ from app.engine.errors import PromptFormatError
 from app.engine.image_files import MAX_IMAGE_BYTES, ImageInput, check_picture
 from app.serve.errors import BadRequest
 
-FETCH_TIMEOUT_S = 15.0  # for the whole of one picture's fetch: a client's request waits for it
+FETCH_TIMEOUT_S = 15.0  # seconds each connect and read of a fetch may wait: the client's request waits for it
 
 
 def image_part(part: dict[str, Any], index: int, fetch_urls: bool = False) -> dict[str, Any]:
