@@ -32,6 +32,7 @@ def _serve_defaults(history: str) -> GenerationConfig:
         draft=None,
         ngram=True,
         history=history,
+        fetch_image_urls=False,
     )
     return _options(args).defaults
 

@@ -72,6 +72,7 @@ def test_serve_keeps_no_history_unless_asked_and_then_its_own():
                 draft="d.gguf",
                 ngram=False,
                 history=history,
+                fetch_image_urls=False,
             )
         ).defaults
 
