@@ -15,7 +15,7 @@ import ctypes
 import os
 import threading
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
@@ -304,16 +304,27 @@ class LoadedModel:
         removed from the cache and the rest shifted down (llama.cpp's context shift), instead of read again.
         """
         n = self.common_prefix(tokens, len(tokens) - leave)
-        resume = resume_after_gap(self.cached, tokens, n, len(tokens) - leave) if self.can_shift() else None
+        kept = self.shift_out_gap(0, self.cached, tokens, n, len(tokens) - leave, self.truncate)
+        if kept is None:
+            self.truncate(n)
+            return n
+        return kept
+
+    def shift_out_gap(
+        self, seq: int, cached: list[int], tokens: Sequence[int], n: int, end: int, truncate: Callable[[int], None]
+    ) -> int | None:
+        """Where sequence `seq` (its mirror `cached`) holds tokens[:n], then a stretch `tokens` leaves out, then
+        more of tokens[n:end]: remove the stretch and shift the rest down over it, and return how many tokens the
+        sequence then holds; None (nothing moved, `truncate` may have cut after the shared run) where no such run
+        is found or the cache cannot shift. `truncate(k)` cuts the sequence and its mirror to k tokens."""
+        resume = _resume_after_gap(cached, tokens, n, end) if self.can_shift() else None
         if resume is None:
-            self.truncate(n)
-            return n
+            return None
         gap_end, run = resume
-        self.truncate(gap_end + run)
-        if not self.shift_out(0, n, gap_end):
-            self.truncate(n)
-            return n
-        del self.cached[n:gap_end]
+        truncate(gap_end + run)
+        if not self.shift_out(seq, n, gap_end):
+            return None
+        del cached[n:gap_end]
         return n + run
 
     def shift_out(self, seq: int, start: int, end: int) -> bool:
@@ -481,7 +492,7 @@ class LoadedModel:
             pass
 
 
-def resume_after_gap(cached: Sequence[int], tokens: Sequence[int], n: int, end: int) -> tuple[int, int] | None:
+def _resume_after_gap(cached: Sequence[int], tokens: Sequence[int], n: int, end: int) -> tuple[int, int] | None:
     """Where `tokens[n:end]` resumes in `cached` after a stretch left out at n, as (cache index, run length), when
     the shared run is long enough to be worth a shift (SHIFT_MIN_RUN); else None."""
     if n >= len(cached) or end - n < SHIFT_MIN_RUN:

@@ -21,7 +21,7 @@ from app.common.units import format_bytes, plural
 from app.engine.config import PARALLEL_AUTO
 from app.engine.local.kv_states.conversation_cache import MEMORY_SHARE, available_memory
 from app.engine.local.kv_states.saved_states import shared_prefix
-from app.engine.local.llama_model import resume_after_gap, LoadedModel
+from app.engine.local.llama_model import LoadedModel
 
 # Auto decodes at most this many requests side by side: past it, on a CPU, a batch's rows cost about what they
 # give (docs/performance.md, Many requests at once), and llama-server runs 4 slots by default.
@@ -172,14 +172,9 @@ class Sequences:
         end = max(0, len(tokens) - leave)
         cached = self.cached[seq]
         n = shared_prefix(cached, tokens[:end])
-        resume = resume_after_gap(cached, tokens, n, end) if self.model.can_shift() else None
-        if resume is not None:
-            gap_end, run = resume
-            self.truncate(seq, gap_end + run)
-            if self.model.shift_out(seq, n, gap_end):
-                del cached[n:gap_end]
-                return len(cached)
-        self.truncate(seq, n)
+        kept = self.model.shift_out_gap(seq, cached, tokens, n, end, lambda k: self.truncate(seq, k))
+        if kept is None:
+            self.truncate(seq, n)
         return len(cached)
 
     def truncate(self, seq: int, n_keep: int) -> None:
