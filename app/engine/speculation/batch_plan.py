@@ -63,11 +63,9 @@ class _Step:
         self.candidates, self.cost, self.base_rows, self.max_rows = candidates, cost, base_rows, max_rows
         self.readers = readers
         self.ks = [0] * len(candidates)
-        self.rows = base_rows
         for i, c in enumerate(candidates):
-            if c.fixed and self.rows - base_rows + c.k <= max_rows:
+            if c.fixed and sum(self.ks) + c.k <= max_rows:
                 self.ks[i] = c.k
-                self.rows += c.k
         self.plain_cost = self.now = self.seconds()  # the step with no draft but the fixed ones; the step as it stands
 
     def passes(self, ks: Optional[list[int]] = None) -> int:
@@ -90,7 +88,7 @@ class _Step:
         return not gains or self.now <= self.plain_cost * (1.0 + min(gains)) * (1.0 + 1e-9)
 
     def growable(self) -> list[int]:
-        if self.rows - self.base_rows >= self.max_rows:
+        if sum(self.ks) >= self.max_rows:
             return []
         return [i for i, c in enumerate(self.candidates) if not c.fixed and self.ks[i] < c.k]
 
@@ -105,7 +103,6 @@ class _Step:
 
     def grow(self, i: int) -> None:
         self.ks[i] += 1
-        self.rows += 1
         self.now = self.seconds()
 
 

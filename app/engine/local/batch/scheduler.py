@@ -215,9 +215,9 @@ class BatchScheduler:
             if request.on_admit is not None:
                 request.on_admit(seq)
             reused = self.seqs.keep_prefix(seq, prompt, leave=1)
-            if request.media is not None and request.media.start_of_picture_around(reused) != reused:
+            if request.media is not None:
                 reused = request.media.start_of_picture_around(reused)
-                self.seqs.truncate(seq, reused)
+                self.seqs.truncate(seq, reused)  # nothing to cut unless the kept text ended inside a picture
             room = self.seqs.make_room(len(prompt) - reused + 1)
             if drafts is not None:
                 if room and request.use_model:

@@ -63,10 +63,8 @@ class MediaPrompt:
         held, False when cancelled). A cache that ends inside a picture is cut back to the picture's start: a
         picture is evaluated whole."""
         tokens = self.tokens
-        reused = target.keep_common_prefix(tokens, leave=1)
-        if self.start_of_picture_around(reused) != reused:
-            reused = self.start_of_picture_around(reused)
-            target.truncate(reused)
+        reused = self.start_of_picture_around(target.keep_common_prefix(tokens, leave=1))
+        target.truncate(reused)  # nothing to cut unless the kept text ended inside a picture
         cursor = reused
         end = len(tokens) - 1
         for picture in self.pictures:
