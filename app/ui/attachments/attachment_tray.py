@@ -184,13 +184,7 @@ class AttachmentTray(QWidget):
         label = QLabel(attachment.label)
         label.setToolTip(f"Sent with the message as {attachment.name} in a fenced block")
         row.addWidget(label)
-        remove = QPushButton("\N{MULTIPLICATION SIGN}")
-        remove.setObjectName("FlatButton")
-        remove.setCursor(Qt.CursorShape.PointingHandCursor)
-        remove.setToolTip(f"Remove {attachment.name}")
-        remove.setAccessibleName(f"Remove {attachment.name}")
-        remove.clicked.connect(lambda: self.remove(attachment.name))
-        row.addWidget(remove)
+        row.addWidget(_remove_button(attachment.name, lambda: self.remove(attachment.name)))
         return chip
 
     def _picture_chip(self, picture: Picture) -> QFrame:
@@ -212,14 +206,19 @@ class AttachmentTray(QWidget):
         _show_tokens(tokens, self._exact.get(picture.digest))
         self._token_labels[picture.digest] = tokens
         row.addWidget(tokens)
-        remove = QPushButton("\N{MULTIPLICATION SIGN}")
-        remove.setObjectName("FlatButton")
-        remove.setCursor(Qt.CursorShape.PointingHandCursor)
-        remove.setToolTip(f"Remove {picture.name}")
-        remove.setAccessibleName(f"Remove {picture.name}")
-        remove.clicked.connect(lambda: self.remove_picture(picture.digest))
-        row.addWidget(remove)
+        row.addWidget(_remove_button(picture.name, lambda: self.remove_picture(picture.digest)))
         return chip
+
+
+def _remove_button(name: str, remove: Callable[[], None]) -> QPushButton:
+    """A chip's x, which takes `name` out of the message."""
+    button = QPushButton("\N{MULTIPLICATION SIGN}")
+    button.setObjectName("FlatButton")
+    button.setCursor(Qt.CursorShape.PointingHandCursor)
+    button.setToolTip(f"Remove {name}")
+    button.setAccessibleName(f"Remove {name}")
+    button.clicked.connect(remove)
+    return button
 
 
 def _show_tokens(label: QLabel, exact: int | None) -> None:
