@@ -24,13 +24,15 @@ from starlette.routing import Route
 
 from app.common.http_client import is_loopback_host
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
-from app.serve.jobs import JobEnded, JobFailed, JobQueue, JobStarted, ServedModels, ServeJob
+from app.serve.jobs import JobFailed, JobQueue, ServedModels
+from app.serve.job_flow import RunningJob, cancel_on_disconnect, read_body, submit
 from app.serve.access import client_label, refusal
 from app.serve.replies import ReplyShaper, error_body, models_list
 from app.serve.completions.replies import CompletionShaper
 from app.serve.completions.requests import ApiRequest, CompletionRequest, parse_completion_request
 from app.serve.field_types import parse_json_body
-from app.serve.requests import ApiOptions, BadRequest, parse_chat_request
+from app.serve.errors import BadRequest
+from app.serve.requests import ApiOptions, parse_chat_request
 
 
 def error_response(status: int, message: str) -> JSONResponse:
@@ -100,51 +102,35 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
         if refused is not None:
             return refused
         try:
-            body = await _read_body(request, options.limits.max_body_bytes)
+            body = await read_body(request, options.limits.max_body_bytes)
             # Off the event loop: a 4 MiB body takes a while to read and check, and other clients' streams go on.
             client = client_label(request.headers, keys)
             chat = await run_in_threadpool(_parse, body, options, parse, client)
+            running = submit(chat, queue, options.limits.max_queued)
         except BadRequest as exc:
             return error_response(exc.status, str(exc))
         except ClientDisconnect:
             return Response(status_code=400)  # nobody is there to read it
-        loop = asyncio.get_running_loop()
-        inbox: asyncio.Queue = asyncio.Queue()
-
-        def sink(record: object) -> None:  # on the engine's thread
-            try:
-                loop.call_soon_threadsafe(inbox.put_nowait, record)
-            except RuntimeError:  # the event loop is gone: nobody is listening any more
-                job.cancel.set()
-
-        job = ServeJob(chat, sink)
-        if not queue.submit(job):
-            return error_response(
-                503, f"The server is busy ({options.limits.max_queued} requests are waiting); try again shortly."
-            )
-        watcher = asyncio.create_task(_cancel_on_disconnect(request, job))
+        watcher = asyncio.create_task(cancel_on_disconnect(request, running.job))
         streaming = False
         try:
-            first = await inbox.get()
-            while not isinstance(first, (JobStarted, JobFailed, JobEnded)):
-                first = await inbox.get()
-            if isinstance(first, JobFailed):
-                return error_response(first.status, first.message)
-            if isinstance(first, JobEnded):
-                return error_response(503, "The request was cancelled before it started.")
+            try:
+                first = await running.started()
+            except BadRequest as exc:
+                return error_response(exc.status, str(exc))
             shaper_type = CompletionShaper if isinstance(chat, CompletionRequest) else ReplyShaper
             shaper = shaper_type(
                 chat, model=first.model, prompt_tokens=first.prompt_tokens, tool_format=first.tool_format
             )
             if not chat.stream:
-                return await _whole_reply(shaper, inbox, job)
+                return await _whole_reply(shaper, running)
             streaming = True
         finally:
             watcher.cancel()  # streaming: Starlette's response watches for the client's going away from here on
             if not streaming:
-                job.read.set()
+                running.job.read.set()
         headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-        return StreamingResponse(_stream(shaper, inbox, job), media_type="text/event-stream", headers=headers)
+        return StreamingResponse(_stream(shaper, running), media_type="text/event-stream", headers=headers)
 
     async def not_found(request: Request) -> Response:
         path = request.url.path if len(request.url.path) <= 100 else request.url.path[:97] + "..."
@@ -210,36 +196,11 @@ class _Shielded:
                     pass  # the connection is gone
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    """The body, refused with 413 past `limit` bytes (also when a chunked body never says its length)."""
-    too_large = BadRequest(f"The request is larger than this server accepts ({limit // 1024} KiB).", 413)
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise too_large
-    parts, size = [], 0
-    async for part in request.stream():
-        size += len(part)
-        if size > limit:
-            raise too_large
-        parts.append(part)
-    return b"".join(parts)
-
-
-async def _cancel_on_disconnect(request: Request, job: ServeJob) -> None:
-    """Waits (after the body was read) for the client to go away, and cancels its job when it does."""
-    while True:
-        message = await request.receive()
-        if message["type"] == "http.disconnect":
-            job.cancel.set()
-            return
-
-
-async def _whole_reply(shaper: ReplyShaper, inbox: asyncio.Queue, job: ServeJob) -> Response:
+async def _whole_reply(shaper: ReplyShaper, running: RunningJob) -> Response:
     finished: Optional[FinishedEvent] = None
     failure: Optional[JobFailed] = None
     try:
-        while True:
-            record = await inbox.get()
+        async for record in running.records():
             if isinstance(record, RoundEvent):
                 shaper.on_round(record)
             elif isinstance(record, TokenEvent):
@@ -247,29 +208,26 @@ async def _whole_reply(shaper: ReplyShaper, inbox: asyncio.Queue, job: ServeJob)
                     continue  # in flight before the engine heard
                 shaper.on_token(record)
                 if shaper.stopped_by_string:
-                    job.enough.set()  # the rest is not wanted; the reply's totals still come
+                    running.job.enough.set()  # the rest is not wanted; the reply's totals still come
             elif isinstance(record, FinishedEvent):
                 finished = record
             elif isinstance(record, JobFailed):
                 failure = record
-            elif isinstance(record, JobEnded):
-                break
     finally:
         if finished is None:
-            job.cancel.set()  # the client went away
+            running.job.cancel.set()  # the client went away
     if failure is not None:
         return error_response(failure.status, failure.message)
     shaper.flush()
     return JSONResponse(shaper.whole_reply(finished))
 
 
-async def _stream(shaper: ReplyShaper, inbox: asyncio.Queue, job: ServeJob) -> AsyncIterator[bytes]:
+async def _stream(shaper: ReplyShaper, running: RunningJob) -> AsyncIterator[bytes]:
     """The reply as server-sent events: a chunk per token (or per group released after a held stop string)."""
     finished: Optional[FinishedEvent] = None
     try:
         yield _sse(shaper.first_chunk())
-        while True:
-            record = await inbox.get()
+        async for record in running.records():
             if isinstance(record, RoundEvent):
                 shaper.on_round(record)
             elif isinstance(record, TokenEvent):
@@ -278,15 +236,13 @@ async def _stream(shaper: ReplyShaper, inbox: asyncio.Queue, job: ServeJob) -> A
                 for chunk in shaper.chunks(shaper.on_token(record)):
                     yield _sse(chunk)
                 if shaper.stopped_by_string:
-                    job.enough.set()  # the rest is not wanted; the reply's totals still come
+                    running.job.enough.set()  # the rest is not wanted; the reply's totals still come
             elif isinstance(record, FinishedEvent):
                 finished = record
             elif isinstance(record, JobFailed):
                 # Mid-reply there is no status line left to set: the error goes as an event, as OpenAI's does.
                 yield _sse({"error": {"message": record.message, "type": "server_error", "code": record.status}})
                 return
-            elif isinstance(record, JobEnded):
-                break
         for chunk in shaper.chunks(shaper.flush(), last=True):
             yield _sse(chunk)
         for chunk in shaper.last_chunks(finished):
@@ -301,6 +257,4 @@ async def _stream(shaper: ReplyShaper, inbox: asyncio.Queue, job: ServeJob) -> A
         finished = None
         yield _sse({"error": {"message": OUR_FAULT, "type": "server_error", "code": 500}})
     finally:
-        if finished is None:
-            job.cancel.set()  # the client went away, or the reply failed: stop generating within one round
-        job.read.set()
+        running.close(finished is not None)

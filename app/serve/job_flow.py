@@ -1,0 +1,108 @@
+"""One request's way through the server, whatever API it came by: its body read, its job queued, its first record
+awaited, and the engine's records handed on until the job ends.
+
+Each API (OpenAI's chat and completions here; others beside them) reads its own body into an ApiRequest and shapes
+the records into its own responses; what lies between is here, once. Refusals are BadRequest (status and one
+sentence), which each API writes in its own error shape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import AsyncIterator, Optional
+
+from starlette.requests import Request
+
+from app.serve.completions.requests import ApiRequest
+from app.serve.errors import BadRequest
+from app.serve.jobs import JobEnded, JobFailed, JobQueue, JobStarted, ServeJob
+
+
+class Idle:
+    """Handed on in place of a record when none came for `idle` seconds: a streamed reply says it is alive."""
+
+
+IDLE = Idle()
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The body, refused with 413 past `limit` bytes (also when a chunked body never says its length)."""
+    too_large = BadRequest(f"The request is larger than this server accepts ({limit // 1024} KiB).", 413)
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise too_large
+    parts, size = [], 0
+    async for part in request.stream():
+        size += len(part)
+        if size > limit:
+            raise too_large
+        parts.append(part)
+    return b"".join(parts)
+
+
+async def cancel_on_disconnect(request: Request, job: ServeJob) -> None:
+    """Waits (after the body was read) for the client to go away, and cancels its job when it does."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            job.cancel.set()
+            return
+
+
+@dataclass
+class RunningJob:
+    """A queued job and the records its sink brings back to the event loop."""
+
+    job: ServeJob
+    inbox: asyncio.Queue
+
+    async def started(self) -> JobStarted:
+        """Its JobStarted; a job that failed or was cancelled first is raised as a BadRequest."""
+        while True:
+            first = await self.inbox.get()
+            if isinstance(first, JobStarted):
+                return first
+            if isinstance(first, JobFailed):
+                raise BadRequest(first.message, first.status)
+            if isinstance(first, JobEnded):
+                raise BadRequest("The request was cancelled before it started.", 503)
+
+    async def records(self, idle: Optional[float] = None) -> AsyncIterator[object]:
+        """The engine's records after JobStarted, JobFailed among them, until JobEnded (not handed on); IDLE
+        whenever none came for `idle` seconds."""
+        while True:
+            if idle is None:
+                record = await self.inbox.get()
+            else:
+                try:
+                    record = await asyncio.wait_for(self.inbox.get(), idle)
+                except asyncio.TimeoutError:
+                    yield IDLE
+                    continue
+            if isinstance(record, JobEnded):
+                return
+            yield record
+
+    def close(self, finished: bool) -> None:
+        """The HTTP side has read all it will: a reply that did not finish is stopped within one round."""
+        if not finished:
+            self.job.cancel.set()
+        self.job.read.set()
+
+
+def submit(chat: ApiRequest, queue: JobQueue, max_queued: int) -> RunningJob:
+    """Puts `chat` in line; a full line is a 503 BadRequest. Call on the event loop."""
+    loop = asyncio.get_running_loop()
+    inbox: asyncio.Queue = asyncio.Queue()
+
+    def sink(record: object) -> None:  # on the engine's thread
+        try:
+            loop.call_soon_threadsafe(inbox.put_nowait, record)
+        except RuntimeError:  # the event loop is gone: nobody is listening any more
+            job.cancel.set()
+
+    job = ServeJob(chat, sink)
+    if not queue.submit(job):
+        raise BadRequest(f"The server is busy ({max_queued} requests are waiting); try again shortly.", 503)
+    return RunningJob(job, inbox)
