@@ -41,7 +41,8 @@ def register(subparsers) -> None:
         'streamed chunk names each token\'s drafter in its "specchat" field. A field the server does not honour '
         "gets a 400 that names it (docs/api.md lists them). The models run in an engine process of their own: a "
         "llama.cpp crash costs only the request being answered (an error with one sentence), and the engine "
-        "restarts with the same models.",
+        "restarts with the same models. Ollama's API (/api/chat, /api/generate, /api/tags, /api/show) answers on the "
+        "same port for clients written for Ollama; --port 11434 puts it where they look by default.",
     )
     add_model_arguments(p)
     p.add_argument(
@@ -50,7 +51,12 @@ def register(subparsers) -> None:
         help="address to listen on (default 127.0.0.1: this machine only). Anything else lets other "
         "machines in: set --api-key too",
     )
-    p.add_argument("--port", type=int, default=1234, help="port (default 1234; 0 picks a free one)")
+    p.add_argument(
+        "--port",
+        type=int,
+        default=1234,
+        help="port (default 1234; 11434 is Ollama's, where its clients look; 0 picks a free one)",
+    )
     p.add_argument(
         "--api-key",
         action="append",

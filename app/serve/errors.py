@@ -9,3 +9,7 @@ class BadRequest(ValueError):
     def __init__(self, message: str, status: int = 400):
         super().__init__(message)
         self.status = status
+
+
+# What a client hears when a bug of ours ends its request; the log has the details.
+OUR_FAULT = "The server failed while answering this request; its log has the details."

@@ -31,17 +31,15 @@ from app.serve.replies import ReplyShaper, error_body, models_list
 from app.serve.completions.replies import CompletionShaper
 from app.serve.completions.requests import ApiRequest, CompletionRequest, parse_completion_request
 from app.serve.field_types import parse_json_body
-from app.serve.errors import BadRequest
+from app.serve.errors import OUR_FAULT, BadRequest
 from app.serve.requests import ApiOptions, parse_chat_request
+from app.serve.ollama.routes import ollama_routes
 
 
 def error_response(status: int, message: str) -> JSONResponse:
     """OpenAI's error shape, with one sentence."""
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     return JSONResponse(error_body(status, message), status_code=status, headers=headers)
-
-
-OUR_FAULT = "The server failed while answering this request; its log has the details."
 
 
 def _sse(data: dict | str) -> bytes:
@@ -135,7 +133,9 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
     async def not_found(request: Request) -> Response:
         path = request.url.path if len(request.url.path) <= 100 else request.url.path[:97] + "..."
         return error_response(
-            404, f"There is no {path}; this server answers /v1/models, /v1/chat/completions and /v1/completions."
+            404,
+            f"There is no {path}; this server answers /v1/models, /v1/chat/completions and /v1/completions, "
+            "and Ollama's /api/chat, /api/generate, /api/tags and /api/show.",
         )
 
     routes = [
@@ -148,6 +148,7 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
         Route("/chat/completions", chat_completions, methods=["POST"]),
         Route("/v1/completions", completions, methods=["POST"]),
         Route("/completions", completions, methods=["POST"]),
+        *ollama_routes(options, queue, models),
         Route("/{path:path}", not_found, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
     ]
     app = Starlette(routes=routes, exception_handlers={Exception: _our_fault})

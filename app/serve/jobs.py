@@ -38,6 +38,10 @@ class ServedModels:
     draft: str = ""  # the draft model's id, or "" (n-gram lookup or plain decoding)
     n_ctx: int = 0
     parallel: int = 1  # requests answered side by side
+    # The target's GGUF file ("" for a server's model) and whether a projector reads its pictures: what Ollama's
+    # /api/show and /api/tags describe the model by.
+    path: str = ""
+    projector: bool = False
 
 
 def model_id(target: Target | Path | None) -> str:
@@ -51,14 +55,29 @@ def model_id(target: Target | Path | None) -> str:
 
 def loaded_models(loaded: ModelsLoaded) -> ServedModels:
     """What an engine process that loaded models serves (its ModelsLoaded)."""
-    return ServedModels(model_id(loaded.target), model_id(loaded.draft), loaded.n_ctx, loaded.parallel)
+    return ServedModels(
+        model_id(loaded.target),
+        model_id(loaded.draft),
+        loaded.n_ctx,
+        loaded.parallel,
+        target_file(loaded.target),
+        loaded.projector is not None,
+    )
 
 
 def served_models(engine: Optional[ChatEngine]) -> ServedModels:
     """Call on the engine's thread."""
     if engine is None or engine.loaded_target is None:
         return ServedModels()
-    return ServedModels(model_id(engine.loaded_target), model_id(engine.draft_path), engine.n_ctx, engine.parallel)
+    target = engine.loaded_target
+    return ServedModels(
+        model_id(target), model_id(engine.draft_path), engine.n_ctx, engine.parallel, target_file(target)
+    )
+
+
+def target_file(target: Target | Path | None) -> str:
+    """The GGUF file a target is loaded from; "" for a server's model."""
+    return "" if target is None or isinstance(target, ServerModel) else os.fspath(target)
 
 
 @dataclass(frozen=True)
