@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import jsonschema
 import ollama
 import pytest
 
@@ -66,6 +67,18 @@ def test_chat_streamed_and_whole_is_one_greedy_reply_with_ollamas_counters(sdk, 
     assert response.headers["content-type"] == "application/x-ndjson"
     raw_lines = [json.loads(line) for line in response.text.splitlines()]
     assert "".join(line["message"]["content"] for line in raw_lines) == whole.message.content
+
+
+def test_format_and_stop_shape_the_reply(sdk):
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    shaped = sdk.chat("tiny-target", messages=ASK, format=schema, options={"num_predict": 40}, stream=False)
+    jsonschema.validate(json.loads(shaped.message.content), schema)
+
+    whole = sdk.chat("tiny-target", messages=ASK, options=GREEDY, stream=False).message.content
+    stop = whole[len(whole) // 2 : len(whole) // 2 + 2]
+    cut = sdk.chat("tiny-target", messages=ASK, options={**GREEDY, "stop": [stop]}, stream=False)
+    assert whole.startswith(cut.message.content) and stop not in cut.message.content
+    assert cut.done_reason == "stop"
 
 
 def test_generate_answers_a_prompt_streamed_and_whole(sdk, served):

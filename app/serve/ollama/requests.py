@@ -182,7 +182,8 @@ def _messages(value: Any) -> list[Any]:
             text = entry.get("content") or ""
             if not isinstance(text, str):
                 raise BadRequest(f"messages[{i}].content must be a string.")
-            entry["content"] = [{"type": "text", "text": text}, *images] if text else images
+            # Before the text, where Ollama puts a message's pictures when it renders the prompt.
+            entry["content"] = [*images, {"type": "text", "text": text}] if text else images
         if message.get("thinking"):
             entry["reasoning_content"] = message["thinking"]
         if message.get("tool_calls") is not None:
