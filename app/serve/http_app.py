@@ -9,7 +9,6 @@ No exception reaches uvicorn: whatever a route raises is a 500 with one sentence
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import time
@@ -24,8 +23,8 @@ from starlette.routing import Route
 
 from app.common.http_client import is_loopback_host
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
-from app.serve.jobs import JobFailed, JobQueue, ServedModels
-from app.serve.job_flow import RunningJob, cancel_on_disconnect, read_body, submit
+from app.serve.jobs import JobFailed, JobQueue, JobStarted, ServedModels
+from app.serve.job_flow import RunningJob, job_response, read_body, submit
 from app.serve.access import client_label, refusal
 from app.serve.replies import ReplyShaper, error_body, models_list
 from app.serve.completions.replies import CompletionShaper
@@ -109,26 +108,24 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
             return error_response(exc.status, str(exc))
         except ClientDisconnect:
             return Response(status_code=400)  # nobody is there to read it
-        watcher = asyncio.create_task(cancel_on_disconnect(request, running.job))
-        streaming = False
-        try:
-            try:
-                first = await running.started()
-            except BadRequest as exc:
-                return error_response(exc.status, str(exc))
+
+        def shaper(first: JobStarted) -> ReplyShaper:
             shaper_type = CompletionShaper if isinstance(chat, CompletionRequest) else ReplyShaper
-            shaper = shaper_type(
+            return shaper_type(
                 chat, model=first.model, prompt_tokens=first.prompt_tokens, tool_format=first.tool_format
             )
-            if not chat.stream:
-                return await _whole_reply(shaper, running)
-            streaming = True
-        finally:
-            watcher.cancel()  # streaming: Starlette's response watches for the client's going away from here on
-            if not streaming:
-                running.job.read.set()
-        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-        return StreamingResponse(_stream(shaper, running), media_type="text/event-stream", headers=headers)
+
+        def stream(first: JobStarted) -> Response:
+            headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+            return StreamingResponse(_stream(shaper(first), running), media_type="text/event-stream", headers=headers)
+
+        return await job_response(
+            request,
+            running,
+            whole=lambda first: _whole_reply(shaper(first), running),
+            stream=stream if chat.stream else None,
+            refuse=lambda exc: error_response(exc.status, str(exc)),
+        )
 
     async def not_found(request: Request) -> Response:
         path = request.url.path if len(request.url.path) <= 100 else request.url.path[:97] + "..."

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import AsyncIterator, Optional
+from typing import AsyncIterator, Awaitable, Callable, Optional
 
 from starlette.requests import Request
+from starlette.responses import Response
 
 from app.serve.completions.requests import ApiRequest
 from app.serve.errors import BadRequest
@@ -106,3 +107,31 @@ def submit(chat: ApiRequest, queue: JobQueue, max_queued: int) -> RunningJob:
     if not queue.submit(job):
         raise BadRequest(f"The server is busy ({max_queued} requests are waiting); try again shortly.", 503)
     return RunningJob(job, inbox)
+
+
+async def job_response(
+    request: Request,
+    running: RunningJob,
+    whole: Callable[[JobStarted], Awaitable[Response]],
+    stream: Optional[Callable[[JobStarted], Response]],
+    refuse: Callable[[BadRequest], Response],
+) -> Response:
+    """The response to a queued job: `refuse(...)` when it fails before it starts; once it starts, the streamed
+    response `stream` makes (it watches for the client's going away itself), or with no `stream`, `whole(...)`,
+    while a client that goes away cancels the job."""
+    watcher = asyncio.create_task(cancel_on_disconnect(request, running.job))
+    streaming = False
+    try:
+        try:
+            started = await running.started()
+        except BadRequest as exc:
+            return refuse(exc)
+        if stream is None:
+            return await whole(started)
+        response = stream(started)
+        streaming = True
+    finally:
+        watcher.cancel()  # streaming: Starlette's response watches for the client's going away from here on
+        if not streaming:
+            running.job.read.set()
+    return response

@@ -12,6 +12,7 @@ import ollama
 import pytest
 
 from tests.serve.api_fixtures import DEADLINE_S, chat_body, client, serving_process
+from tests.serve.test_tools_openai_sdk import WEATHER
 
 pytestmark = pytest.mark.slow  # a serve process of its own
 GREEDY = {"temperature": 0, "num_predict": 12}
@@ -102,14 +103,6 @@ def test_the_same_reply_as_the_openai_route(sdk, served):
 
 
 def test_a_tool_call_history_is_sent_back_with_its_result(sdk):
-    tool = {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "The weather in a city.",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-        },
-    }
     messages = [
         *ASK,
         {
@@ -119,7 +112,7 @@ def test_a_tool_call_history_is_sent_back_with_its_result(sdk):
         },
         {"role": "tool", "content": json.dumps({"sky": "rainy"}), "tool_name": "get_weather"},
     ]
-    reply = sdk.chat("tiny-target", messages=messages, tools=[tool], options=GREEDY, stream=False)
+    reply = sdk.chat("tiny-target", messages=messages, tools=[WEATHER], options=GREEDY, stream=False)
     assert reply.done and reply.eval_count > 0
 
 

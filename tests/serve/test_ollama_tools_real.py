@@ -10,21 +10,10 @@ import ollama
 import pytest
 
 from tests.serve.api_fixtures import DEADLINE_S, serving_process
+from tests.serve.test_tools_openai_sdk import WEATHER
 
 pytestmark = [pytest.mark.real_models, pytest.mark.slow]
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Get the current weather in a city.",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string", "description": "The city name"}},
-            "required": ["city"],
-        },
-    },
-}
 ASK = [{"role": "user", "content": "What is the weather like in Paris right now?"}]
 GREEDY = {"temperature": 0, "num_predict": 120}
 

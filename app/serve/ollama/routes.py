@@ -9,7 +9,6 @@ shape, `{"error": "..."}`; one that comes mid-stream is a line of that shape.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import time
 from dataclasses import replace
@@ -26,8 +25,8 @@ from app.serve.access import client_label, refusal
 from app.serve.completions.requests import ApiRequest
 from app.serve.errors import OUR_FAULT, BadRequest
 from app.serve.field_types import parse_json_body
-from app.serve.job_flow import RunningJob, cancel_on_disconnect, read_body, submit
-from app.serve.jobs import JobFailed, JobQueue, ServedModels
+from app.serve.job_flow import RunningJob, job_response, read_body, submit
+from app.serve.jobs import JobFailed, JobQueue, JobStarted, ServedModels
 from app.serve.ollama.models import (
     OLLAMA_VERSION,
     ModelFacts,
@@ -132,22 +131,18 @@ def ollama_routes(options: ApiOptions, queue: JobQueue, models: Callable[[], Ser
             return error(exc.status, str(exc))
         except ClientDisconnect:
             return Response(status_code=400)
-        watcher = asyncio.create_task(cancel_on_disconnect(request, running_job.job))
-        streaming = False
-        try:
-            try:
-                started = await running_job.started()
-            except BadRequest as exc:
-                return error(exc.status, str(exc))
+
+        def stream(started: JobStarted) -> Response:
             reply = OllamaReply.start(endpoint, model, asked, started, arrived_ns)
-            if not asked.stream:
-                return await _whole(reply, running_job)
-            streaming = True
-        finally:
-            watcher.cancel()  # streaming: Starlette's response watches for the client's going away from here on
-            if not streaming:
-                running_job.job.read.set()
-        return StreamingResponse(_stream(reply, running_job), media_type="application/x-ndjson")
+            return StreamingResponse(_stream(reply, running_job), media_type="application/x-ndjson")
+
+        return await job_response(
+            request,
+            running_job,
+            whole=lambda started: _whole(OllamaReply.start(endpoint, model, asked, started, arrived_ns), running_job),
+            stream=stream if asked.stream else None,
+            refuse=lambda exc: error(exc.status, str(exc)),
+        )
 
     def refuse(message: str) -> Callable:
         async def route(request: Request) -> Response:
