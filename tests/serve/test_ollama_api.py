@@ -92,7 +92,9 @@ def test_generate_answers_a_prompt_streamed_and_whole(sdk, served):
     # With no prompt Ollama loads the model ahead of use; it is loaded already.
     with client() as http:
         loaded = http.post(served + "/api/generate", json={"model": "tiny-target"}).json()
+        loaded_chat = http.post(served + "/api/chat", json={"model": "tiny-target", "messages": []}).json()
     assert loaded["done"] and loaded["done_reason"] == "load"
+    assert loaded_chat["done"] and loaded_chat["done_reason"] == "load"
 
 
 def test_the_same_reply_as_the_openai_route(sdk, served):

@@ -117,10 +117,12 @@ def ollama_routes(options: ApiOptions, queue: JobQueue, models: Callable[[], Ser
         try:
             data = parse_json_body(await read_body(request, options.limits.max_body_bytes))
             model = check_name(data.get("model"), models())
-            if endpoint == "generate" and not data.get("prompt") and not data.get("images"):
-                # Ollama's way to load a model ahead of use: it is loaded already.
+            empty = (
+                not data.get("messages") if endpoint == "chat" else not data.get("prompt") and not data.get("images")
+            )
+            if empty:  # Ollama's way to load a model ahead of use: it is loaded already
                 streams(data)
-                return JSONResponse(_loaded(model, arrived_ns))
+                return JSONResponse(_loaded(endpoint, model, arrived_ns))
             client = client_label(request.headers, keys)
             defaults = replace(options.defaults, client=client) if client else options.defaults
             parse = chat_request if endpoint == "chat" else generate_request
@@ -163,11 +165,12 @@ def ollama_routes(options: ApiOptions, queue: JobQueue, models: Callable[[], Ser
     ]
 
 
-def _loaded(model: str, arrived_ns: int) -> dict:
+def _loaded(endpoint: Endpoint, model: str, arrived_ns: int) -> dict:
+    said = {"message": {"role": "assistant", "content": ""}} if endpoint == "chat" else {"response": ""}
     return {
         "model": model,
         "created_at": timestamp(),
-        "response": "",
+        **said,
         "done": True,
         "done_reason": "load",
         "total_duration": time.monotonic_ns() - arrived_ns,
