@@ -125,6 +125,12 @@ def test_a_tool_call_history_is_sent_back_with_its_result(sdk):
         ("/api/show", {"model": "tiny-target:q8"}, 404, "model 'tiny-target:q8' not found"),
         ("/api/chat", {"model": "tiny-target", "messages": ASK, "think": "very"}, 400, '"think" must be'),
         ("/api/chat", {"model": "tiny-target", "messages": ASK, "options": {"temprature": 1}}, 400, "temprature"),
+        (
+            "/api/chat",
+            {"model": "tiny-target", "messages": ASK, "options": {"num_predict": 100000}},
+            400,
+            '"options.num_predict" is 100000; this server writes at most 4096 tokens per reply.',
+        ),
         ("/api/pull", {"model": "llama3"}, 400, "SpecChat manages its own models"),
         ("/api/embed", {"model": "tiny-target", "input": "x"}, 400, "not supported yet"),
     ],

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from app.engine.config import GenerationConfig
 from app.serve.completions.requests import ApiRequest, parse_completion_request
@@ -58,12 +58,19 @@ LOAD_OPTIONS = frozenset(
     }
 )
 EFFORTS = ("low", "medium", "high")
+# The OpenAI names a refusal gives, as the Ollama client wrote them.
+OLLAMA_NAMES = {
+    **{f'"{openai}"': f'"options.{ollama}"' for ollama, openai in SAMPLING.items()},
+    '"max_tokens"': '"options.num_predict"',
+    "response_format.json_schema.schema": '"format"',
+    '"response_format"': '"format"',
+}
 
 
 def chat_request(data: dict, limits: ApiLimits, defaults: GenerationConfig) -> ChatRequest:
     """An /api/chat body, checked. Raises BadRequest."""
     body = {"messages": _messages(data.get("messages")), "tools": data.get("tools"), **_common(data)}
-    return parse_chat_request(body, limits, defaults)
+    return _read(parse_chat_request, body, limits, defaults)
 
 
 def generate_request(data: dict, limits: ApiLimits, defaults: GenerationConfig) -> ApiRequest:
@@ -86,11 +93,22 @@ def generate_request(data: dict, limits: ApiLimits, defaults: GenerationConfig) 
             raise BadRequest('"system" needs the chat template: leave "raw" out, or write it into the prompt.')
         body = {"prompt": prompt, "suffix": suffix, **_common(data)}
         body.setdefault("max_tokens", limits.max_tokens)  # Ollama writes until the model ends, not 16 tokens
-        return parse_completion_request(body, limits, defaults)
+        return _read(parse_completion_request, body, limits, defaults)
     user: dict[str, Any] = {"role": "user", "content": prompt, "images": data.get("images")}
     messages = [{"role": "system", "content": system}] if system else []
     body = {"messages": _messages([*messages, user]), **_common(data)}
-    return parse_chat_request(body, limits, defaults)
+    return _read(parse_chat_request, body, limits, defaults)
+
+
+def _read(parse: Callable[..., ApiRequest], body: dict, limits: ApiLimits, defaults: GenerationConfig) -> Any:
+    """`body` read by the OpenAI reader `parse`; its refusal names the fields as the Ollama client wrote them."""
+    try:
+        return parse(body, limits, defaults)
+    except BadRequest as exc:
+        message = str(exc)
+        for openai, ollama in OLLAMA_NAMES.items():
+            message = message.replace(openai, ollama)
+        raise BadRequest(message, exc.status) from None
 
 
 def streams(data: dict) -> bool:
