@@ -11,7 +11,7 @@ import jsonschema
 import ollama
 import pytest
 
-from tests.serve.api_fixtures import DEADLINE_S, chat_body, client, serving_process
+from tests.serve.api_fixtures import DEADLINE_S, chat_body, client, running_api, serving_process
 from tests.serve.test_tools_openai_sdk import WEATHER
 
 pytestmark = pytest.mark.slow  # a serve process of its own
@@ -146,3 +146,13 @@ def test_the_client_hears_an_unknown_model_as_ollama_says_it(sdk):
     with pytest.raises(ollama.ResponseError) as raised:
         sdk.chat("qwen3:4b", messages=ASK, stream=False)
     assert raised.value.status_code == 404 and raised.value.error == "model 'qwen3:4b' not found"
+
+
+def test_a_server_with_a_key_asks_ollamas_clients_for_it(tiny_models):
+    with running_api(tiny_models, api_key="sesame", draft=False) as api:
+        with pytest.raises(ollama.ResponseError) as raised:
+            ollama.Client(host=api.url, timeout=DEADLINE_S).list()
+        assert raised.value.status_code == 401 and "API key" in raised.value.error
+        keyed = ollama.Client(host=api.url, timeout=DEADLINE_S, headers={"Authorization": "Bearer sesame"})
+        assert [m.model for m in keyed.list().models] == ["tiny-target:latest"]
+        assert keyed.show("tiny-target").modelinfo["general.architecture"]

@@ -47,14 +47,15 @@ MANAGED = (
     "{path} is not available here."
 )
 NO_EMBEDDINGS = "Embeddings are not supported yet by SpecChat; {path} needs an embedding model served elsewhere."
-# Ollama's own spelling of these paths, before the routes: one list for the routes and the 404 sentence.
+# Ollama's paths that SpecChat answers with a sentence: it keeps its models its own way and has no embeddings.
 MANAGEMENT_PATHS = ("/api/pull", "/api/push", "/api/create", "/api/copy", "/api/delete")
 EMBEDDING_PATHS = ("/api/embed", "/api/embeddings")
 
 
 def error(status: int, message: str) -> JSONResponse:
-    """Ollama's error shape."""
-    return JSONResponse({"error": message}, status_code=status)
+    """Ollama's error shape (a 401 says which scheme the key goes in, as the OpenAI routes' do)."""
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
 def ollama_routes(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedModels]) -> list[Route]:
