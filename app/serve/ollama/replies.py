@@ -42,7 +42,9 @@ class OllamaReply:
     _pending: dict[int, dict] = field(default_factory=dict)  # a streamed call's head, by index, until its arguments
 
     @classmethod
-    def start(cls, endpoint: Endpoint, model: str, request: ApiRequest, started: JobStarted, arrived_ns: int):
+    def start(
+        cls, endpoint: Endpoint, model: str, request: ApiRequest, started: JobStarted, arrived_ns: int
+    ) -> "OllamaReply":
         shaper_type = CompletionShaper if isinstance(request, CompletionRequest) else ReplyShaper
         shaper = shaper_type(
             request, model=started.model, prompt_tokens=started.prompt_tokens, tool_format=started.tool_format
