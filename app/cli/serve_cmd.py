@@ -75,7 +75,16 @@ def register(subparsers) -> None:
         "--fetch-image-urls",
         action="store_true",
         help="fetch pictures that clients name by an http(s) URL (by default only data: URLs are read: the server "
-        "would reach whatever host a client names, this machine's network included)",
+        "would reach whatever host a client names, this machine's network included): at most 30 s for a "
+        "request's pictures in all, up to 5 redirects, and never from this machine or a private network "
+        "unless --image-url-hosts names the host",
+    )
+    p.add_argument(
+        "--image-url-hosts",
+        metavar="HOST[,HOST]",
+        default=None,
+        help="with --fetch-image-urls: hosts (names or addresses, as the URLs write them) that pictures may be "
+        "fetched from although they are on this machine or a private network",
     )
     p.add_argument(
         "--queue",
@@ -151,7 +160,12 @@ def _options(args: argparse.Namespace):
         session="api",
         **api_history(args.history == "own"),
     )
-    limits = ApiLimits(max_tokens=args.max_tokens, max_queued=args.queue, fetch_image_urls=args.fetch_image_urls)
+    limits = ApiLimits(
+        max_tokens=args.max_tokens,
+        max_queued=args.queue,
+        fetch_image_urls=args.fetch_image_urls,
+        image_url_hosts=_image_url_hosts(args),
+    )
     return ApiOptions(
         host=args.host,
         port=args.port,
@@ -160,6 +174,20 @@ def _options(args: argparse.Namespace):
         limits=limits,
         defaults=defaults,
     )
+
+
+def _image_url_hosts(args: argparse.Namespace) -> tuple[str, ...]:
+    """--image-url-hosts as a tuple of hosts. Raises UsageError."""
+    from app.common.http_client import listen_host_problem
+
+    if args.image_url_hosts is None:
+        return ()
+    if not args.fetch_image_urls:
+        raise UsageError("--image-url-hosts needs --fetch-image-urls (without it no picture is fetched)")
+    hosts = tuple(host.strip() for host in args.image_url_hosts.split(","))
+    if not all(hosts) or any(listen_host_problem(host) for host in hosts):
+        raise UsageError("--image-url-hosts must be host names or IP addresses separated by commas, such as 10.0.0.5")
+    return hosts
 
 
 def run(args: argparse.Namespace) -> int:

@@ -3,12 +3,12 @@
 - reasoning_requests.py: A request's thinking settings (chat_template_kwargs, reasoning_effort, reasoning_format, budgets) read into GenerationConfig.
 - requests.py: OpenAI-style request bodies read into what the engine runs, every bad value refused with one sentence.
 - field_types.py: A request's JSON read strictly: the body (its nesting, its Unicode) and each field's type.
-- image_parts.py: OpenAI's image_url parts (data: URLs only) read into pictures, bad ones refused with a sentence.
 - tool_requests.py: The tool fields of a chat request and the messages that carry calls, checked.
 - errors.py: BadRequest: a request the server will not run, with the one sentence sent back.
 - jobs.py: Requests waiting for the engine, in order, and running one on the thread that owns the models.
 - replies.py: One job's records as OpenAI's response shapes, with SpecChat's provenance and llama-server's counters.
 - tool_replies.py: A reply's tool calls in OpenAI's shapes: whole (`message.tool_calls`) and streamed.
+- pictures/: OpenAI's image_url parts read into pictures: data: URLs, or http(s) URLs fetched within bounds.
 - completions/: /v1/completions: raw prompts and fill-in-the-middle, read into what the engine runs and shaped as text completions.
 - logprob_replies.py: Log-probabilities in OpenAI's two shapes: chat's `logprobs.content`, completions' lists.
 - access.py: Who may ask: web pages (their Origin, any port), requests addressed to another name (their Host), the key.

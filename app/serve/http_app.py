@@ -2,7 +2,7 @@
 streamed as server-sent events or whole; /health and /props as llama-server has them.
 
 Runs on the server's event loop. A request is checked (app.serve.access: its Origin, Host and API key; then its
-size and fields) before it queues; its records come back from the engine's thread through an asyncio queue. A
+size and fields, and its pictures named by URL fetched: app.serve.pictures.fetch) before it queues; its records come back from the engine's thread through an asyncio queue. A
 client that goes away, while waiting or mid-stream, sets its job's cancel flag, which generation checks every round.
 No exception reaches uvicorn: whatever a route raises is a 500 with one sentence, and one line in the log.
 """
@@ -24,12 +24,13 @@ from starlette.routing import Route
 from app.common.http_client import is_loopback_host
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.serve.jobs import JobFailed, JobQueue, JobStarted, ServedModels
-from app.serve.job_flow import RunningJob, job_response, read_body, submit
+from app.serve.job_flow import RunningJob, job_response, read_body, submit, unless_gone
 from app.serve.access import client_label, refusal
 from app.serve.replies import ReplyShaper, error_body, models_list
 from app.serve.completions.replies import CompletionShaper
 from app.serve.completions.requests import ApiRequest, CompletionRequest, parse_completion_request
 from app.serve.field_types import parse_json_body
+from app.serve.pictures.fetch import fetch_pictures, picture_urls
 from app.serve.errors import OUR_FAULT, BadRequest
 from app.serve.requests import ApiOptions, parse_chat_request
 from app.serve.ollama.routes import ollama_routes
@@ -39,6 +40,9 @@ def error_response(status: int, message: str) -> JSONResponse:
     """OpenAI's error shape, with one sentence."""
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     return JSONResponse(error_body(status, message), status_code=status, headers=headers)
+
+
+STOPPING = "The server stopped before it could answer this request."
 
 
 def _sse(data: dict | str) -> bytes:
@@ -103,6 +107,9 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
             # Off the event loop: a 4 MiB body takes a while to read and check, and other clients' streams go on.
             client = client_label(request.headers, keys)
             chat = await run_in_threadpool(_parse, body, options, parse, client)
+            if picture_urls(chat):
+                limits = options.limits
+                chat = await unless_gone(request, fetch_pictures(chat, limits.image_url_hosts, limits.image_fetch_s))
             running = submit(chat, queue, options.limits.max_queued)
         except BadRequest as exc:
             return error_response(exc.status, str(exc))
@@ -180,6 +187,14 @@ class _Shielded:
 
         try:
             await self._app(scope, receive, watched_send)
+        except asyncio.CancelledError:
+            # uvicorn cancels what still runs once a stopping server's grace is over (a picture on its way, say):
+            # the end of the server, not a failure, so no traceback; the client hears why.
+            if scope["type"] == "http" and not started:
+                try:
+                    await error_response(503, STOPPING)(scope, receive, send)
+                except Exception:
+                    pass  # the connection is gone
         except Exception as exc:
             print(
                 f"SpecChat API: a request to {scope.get('path', '?')!r} failed: {type(exc).__name__}: "

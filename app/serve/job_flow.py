@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import AsyncIterator, Awaitable, Callable, Optional
+from typing import AsyncIterator, Awaitable, Callable, Optional, TypeVar
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from app.serve.completions.requests import ApiRequest
@@ -42,13 +42,35 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(parts)
 
 
+async def client_gone(request: Request) -> None:
+    """Returns (after the body was read) once the client has gone away."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
 async def cancel_on_disconnect(request: Request, job: ServeJob) -> None:
     """Waits (after the body was read) for the client to go away, and cancels its job when it does."""
-    while True:
-        message = await request.receive()
-        if message["type"] == "http.disconnect":
-            job.cancel.set()
-            return
+    await client_gone(request)
+    job.cancel.set()
+
+
+Result = TypeVar("Result")
+
+
+async def unless_gone(request: Request, work: Awaitable[Result]) -> Result:
+    """`work`'s result; when the client goes away first, `work` is cancelled and ClientDisconnect raised."""
+    task = asyncio.ensure_future(work)
+    watcher = asyncio.ensure_future(client_gone(request))
+    try:
+        await asyncio.wait((task, watcher), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)  # its connections closed before we answer
+    if task.cancelled():
+        raise ClientDisconnect()
+    return task.result()
 
 
 @dataclass

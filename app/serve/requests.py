@@ -15,7 +15,7 @@ from typing import Any, Optional
 from app.engine.config import GenerationConfig
 from app.serve.errors import BadRequest
 from app.serve.field_types import INT64_MAX, flag, is_int, number, whole
-from app.serve.image_parts import image_part
+from app.serve.pictures.parts import image_part
 from app.serve.reasoning_requests import thinking_settings
 from app.serve.tool_requests import ToolRequest, assistant_calls, parse_tool_request, tool_message
 
@@ -37,6 +37,10 @@ class ApiLimits:
     max_queued: int = 8  # requests waiting behind the one being answered
     # Pictures named by an http(s) URL are fetched by the server (serve --fetch-image-urls); off, they get a 400.
     fetch_image_urls: bool = False
+    # Hosts a picture's URL may name although they are on this machine or a private network (serve
+    # --image-url-hosts); others with such addresses are refused (app.serve.pictures.fetch).
+    image_url_hosts: tuple[str, ...] = ()
+    image_fetch_s: float = 30.0  # all of one request's pictures by URL, every redirect, connect and read
 
 
 @dataclass(frozen=True)

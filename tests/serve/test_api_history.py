@@ -33,6 +33,7 @@ def _serve_defaults(history: str) -> GenerationConfig:
         ngram=True,
         history=history,
         fetch_image_urls=False,
+        image_url_hosts=None,
     )
     return _options(args).defaults
 

@@ -104,6 +104,8 @@ def test_bad_arguments_are_refused_before_loading(tiny_models):
         (["--port", "70000"], "--port"),
         (["--api-key", " "], "--api-key"),
         (["--max-tokens", "0"], "--max-tokens"),
+        (["--image-url-hosts", "10.0.0.5"], "--image-url-hosts needs --fetch-image-urls"),
+        (["--fetch-image-urls", "--image-url-hosts", "10.0.0.5,no host"], "--image-url-hosts must be host names"),
     ):
         done = _cli("serve", "--target", tiny_models.target, *args, timeout=DEADLINE_S)
         assert done.returncode == 2 and said in done.stderr, done.stderr

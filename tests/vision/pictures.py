@@ -7,6 +7,7 @@ import threading
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -28,12 +29,20 @@ def write_pictures(dest: Path) -> list[Path]:
 
 
 @contextmanager
-def picture_server(files: dict[str, bytes]):
-    """An HTTP server on 127.0.0.1 answering GET /NAME with files[NAME] (404 otherwise); yields its base URL."""
+def picture_server(files: dict[str, bytes], redirects: Optional[dict[str, str]] = None):
+    """An HTTP server on 127.0.0.1 answering GET /NAME with files[NAME], or a redirect to redirects[NAME] (read at
+    each request), 404 otherwise; yields its base URL."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 - http.server's name
-            body = files.get(self.path.lstrip("/"))
+            name = self.path.lstrip("/")
+            if redirects and name in redirects:
+                self.send_response(302)
+                self.send_header("Location", redirects[name])
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            body = files.get(name)
             if body is None:
                 self.send_error(404)
                 return

@@ -128,7 +128,9 @@ def test_serve_mmproj_loads_the_projector_named_and_refuses_one_made_for_another
 def test_a_server_that_fetches_urls_answers_a_picture_named_by_url(vision_models, pictures):
     expected = mtmd_cli_reply(vision_models.target, vision_models.mmproj, [pictures[1]], MARKER + QUESTION, 16)
     with picture_server({"stripes.png": pictures[1].read_bytes()}) as base:
-        with serving("--target", vision_models.target, "--fetch-image-urls") as client:
+        with serving(
+            "--target", vision_models.target, "--fetch-image-urls", "--image-url-hosts", "127.0.0.1"
+        ) as client:
             reply = client.chat.completions.create(
                 model="m", messages=ask(f"{base}/stripes.png"), temperature=0, max_tokens=16
             )

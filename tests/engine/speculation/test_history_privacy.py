@@ -73,6 +73,7 @@ def test_serve_keeps_no_history_unless_asked_and_then_its_own():
                 ngram=False,
                 history=history,
                 fetch_image_urls=False,
+                image_url_hosts=None,
             )
         ).defaults
 
