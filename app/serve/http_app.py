@@ -9,6 +9,7 @@ No exception reaches uvicorn: whatever a route raises is a 500 with one sentence
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import time
