@@ -213,6 +213,7 @@ class MainWindow(QMainWindow):
         session.sig_error.connect(self.show_error)
         session.sig_target_chosen.connect(lambda target: self.update_chat_settings(target_path=target.key))
         session.sig_draft_chosen.connect(self._on_draft_chosen)
+        session.sig_draft_selected.connect(self.chat_settings.set_draft)
         session.sig_target_loaded.connect(self._on_target_loaded)
         session.sig_context_size.connect(conversation.set_context_size)
         session.sig_model_crashed.connect(self.library_ctl.mark_crashed)
