@@ -4,9 +4,11 @@ model asks before loading it: that model also answers the local API, which must 
 from __future__ import annotations
 
 from app.store import ChatSettings
+from app.testing.synthetic import write_tiny_model
+from app.ui.models.library_model import NGRAM_KEY
 from tests.serve.api_fixtures import DEADLINE_S
 from tests.support.ports import free_port
-from window_helpers import choose_pair
+from window_helpers import choose_pair, send_and_wait
 
 
 def test_opening_a_chat_with_another_model_asks_first_and_keeps_the_apis_model(
@@ -103,3 +105,27 @@ def test_a_chat_written_with_another_model_is_not_told_about_the_loaded_ones_tem
     window.chat_header.header.load_button.click()
     qtbot.waitUntil(lambda: window.models_ready() and window.session.target_key() == target, timeout=20000)
     assert window.chat_format.row.isHidden()
+
+
+def test_the_header_names_the_draft_the_bar_shows_after_switching_the_model_of_an_open_chat(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
+    """Issue 55, item 4: after a model switch in an open chat, the header kept the old pair's draft."""
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft.name)
+    send_and_wait(qtbot, window, "Hello there")
+    header = window.chat_header.header
+    assert "drafts by tiny-draft" in header.summary.text()
+    # Another vocabulary: the old draft cannot draft for it, and the bar falls back to copying earlier text.
+    other = write_tiny_model(model_folder / "tiny-other-vocab.gguf", vocab_variant="extra_200", name="tiny-other")
+    window.library_ctl.rescan()
+    qtbot.waitUntil(lambda: window.library.entry_for(str(other)) is not None, timeout=10000)
+    choose_pair(qtbot, window, other, None)
+    chosen = window.session.draft_key
+    assert chosen != str(model_folder / tiny_models.draft.name)
+    named = "copies from earlier text (n-gram)" if chosen == NGRAM_KEY else f"drafts by {header_of(window, chosen)}"
+    assert header.summary.text().startswith(f"{header_of(window, str(other))} · speculative, {named}")
+
+
+def header_of(window, path: str) -> str:
+    return window.chat_header.model_name(path)

@@ -32,6 +32,7 @@ class ChatListController(QObject):
         self._include_reasoning = False
         self._searcher: Optional[ChatStore] = None  # the search thread's own connection
         self._background = Background("search", self, keep_thread=True)
+        self._closed = False  # the store is closing: a late search (the search box's debounce) reads nothing
 
     def search(self, query: str, include_reasoning: bool = False) -> None:
         """Show the chats matching `query` ("" for all) once found, in answers and, with `include_reasoning`, in
@@ -42,6 +43,8 @@ class ChatListController(QObject):
 
     def refresh(self, changed_chat: Optional[int] = None) -> None:
         """List the chats again, or, when one chat got or lost messages outside a search, change only its row."""
+        if self._closed:
+            return
         self._background.supersede()  # whatever a search still finds is no longer asked for
         try:
             if not self._query:
@@ -75,6 +78,7 @@ class ChatListController(QObject):
 
     def close(self) -> None:
         """End the search thread (a search running now finishes on its own and is dropped)."""
+        self._closed = True
         self._background.close(last=self._close_searcher)
 
     def _close_searcher(self) -> None:  # the search thread

@@ -233,6 +233,7 @@ class Composer(QWidget):
         self.button.style().polish(self.button)
 
     def _on_button(self) -> None:
+        self.edit.setFocus()  # a click on Send or Stop leaves the cursor where the next message is typed
         if self._busy:
             self.sig_stop.emit()
         else:
@@ -252,6 +253,10 @@ class Composer(QWidget):
             return
         if self._has_message():
             self.sig_send.emit(self.text())
+
+    def escape(self) -> None:
+        """Esc: cancel the edit of a sent message, else stop the reply streaming."""
+        self._on_escape()
 
     def _on_escape(self) -> None:
         if self._editing:

@@ -31,6 +31,9 @@ class ModelSession(QObject):
     """(Target) The user chose this target (it belongs in the open chat's settings)."""
     sig_draft_chosen = Signal(str)
     """The user chose this draft: a file path or NGRAM_KEY."""
+    sig_draft_selected = Signal(str)
+    """The bar selected this draft for a target the user chose (their draft where it can still draft, else the best
+    one offered): it belongs in the open chat's settings, as the target does."""
     sig_selection_changed = Signal()
     """The target or draft shown changed (chosen, its drafts checked, a chat's restored, or dropped): what names them
     (the chat's header, the template notice) reads them again now, not at the next load."""
@@ -186,6 +189,8 @@ class ModelSession(QObject):
     def _show_drafts(self, target: Target, choices: list) -> None:
         self.drafts.set_choices(choices, self.library)
         self.draft_key = self.bar.select_draft(self._wanted_draft)
+        if self._remember_target:
+            self.sig_draft_selected.emit(self.draft_key or NGRAM_KEY)
         self.bar.refresh_enabled()
         self.sig_selection_changed.emit()
         self.request_load()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Optional, cast
 
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QMainWindow, QStackedWidget
 
 from app.engine.config import GenerationConfig, KvType, LoadSettings
@@ -25,7 +25,7 @@ from app.ui.inspector import controller as inspector_controller
 from app.ui.models import model_actions, server_models
 from app.ui.chat import chat_format_choice, chat_header, speculate_anyway
 from app.ui.settings import chat_presets
-from app.ui.shell import versions
+from app.ui.shell import keyboard, versions
 from app.ui.chat.chat_list import ChatListModel, ChatSidebar
 from app.ui.chat.chat_list_controller import ChatListController
 from app.ui.models.model_thinking import ModelThinking
@@ -107,6 +107,7 @@ class MainWindow(QMainWindow):
         self.chat_list.model_name = self.chat_header.model_name  # the chat rows' second line names it so
         self.chat_format = chat_format_choice.attach(self)  # how a model without a chat template is prompted
         self.model_actions = model_actions.attach(self)  # the library's Load, Model settings, Forget, Delete
+        self.shortcuts_sheet = keyboard.attach(self)  # the shortcuts, Esc, and the sheet that lists them (F1)
         self.versions = versions.attach(self)  # "‹ 2/3 ›": the versions Regenerate and Edit keep
         chat_presets.attach(self)  # the chat settings' presets, shown on the switches when chosen
         # MCP tools: the chosen mcp.json's servers, a reply's calls asked about and run (app.ui.tools)
@@ -154,19 +155,6 @@ class MainWindow(QMainWindow):
         self.splitter = sidebar_split(self.sidebar, main, (240, 900))
         self.setCentralWidget(self.splitter)  # its size: restore_geometry, fitted to the screen
 
-        for text, shortcut, slot in (
-            ("New chat", QKeySequence.StandardKey.New, self.new_chat),
-            ("Search chats", QKeySequence.StandardKey.Find, self.sidebar.search.setFocus),
-            ("Settings", QKeySequence("Ctrl+,"), self.open_app_settings),
-            ("Toggle highlighting", QKeySequence("Ctrl+Shift+H"), self.legend_row.highlight_switch.click),
-            ("Rename chat", QKeySequence("F2"), self.sidebar.rename_current),
-            ("Quit", QKeySequence("Ctrl+Q"), self.close),
-        ):
-            action = QAction(text, self)
-            action.setShortcut(shortcut)
-            action.triggered.connect(slot)
-            self.addAction(action)
-
     def _connect(self) -> None:
         sidebar = self.sidebar
         sidebar.sig_chat_selected.connect(self.open_chat)
@@ -213,6 +201,7 @@ class MainWindow(QMainWindow):
         session.sig_error.connect(self.show_error)
         session.sig_target_chosen.connect(lambda target: self.update_chat_settings(target_path=target.key))
         session.sig_draft_chosen.connect(self._on_draft_chosen)
+        session.sig_draft_selected.connect(self.chat_settings.set_draft)
         session.sig_target_loaded.connect(self._on_target_loaded)
         session.sig_context_size.connect(conversation.set_context_size)
         session.sig_model_crashed.connect(self.library_ctl.mark_crashed)
