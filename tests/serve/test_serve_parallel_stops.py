@@ -3,32 +3,20 @@ and so is every request decoded beside it; requests that fit the batch are never
 
 from __future__ import annotations
 
-import threading
 
 import pytest
 
-from tests.serve.api_fixtures import DEADLINE_S, chat_body, client, serving_process, stream_chunks, streamed_text
+from tests.serve.api_fixtures import (
+    chat_body,
+    client,
+    serving_process,
+    stream_chunks,
+    streamed_text,
+    together,
+)
 
 # Each ask with a stop string its greedy reply from the tiny target writes a few tokens in.
 ASKS = {"the cat and the dog": ["ing"], "def fibonacci(n):": ["ond"], "hello": ["it4"], "one two three": [" ", "e"]}
-
-
-def _together(calls) -> list:
-    """Run the calls at once (a thread each); their results in order."""
-    results: list = [None] * len(calls)
-
-    def run(i: int) -> None:
-        try:
-            results[i] = calls[i]()
-        except Exception as exc:  # the assertion below shows it
-            results[i] = exc
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(DEADLINE_S)
-    return results
 
 
 def _whole(url: str, body: dict) -> tuple[int, str, str]:
@@ -57,9 +45,9 @@ def test_stop_strings_beside_plain_requests_are_all_answered_as_each_alone(tiny_
         alone = [_streamed(serve.url, body) for body in bodies]
         for (text, reason), (full, _) in zip(alone[4:], alone[:4]):
             assert reason == "stop" and full.startswith(text) and len(text) < len(full)  # the stop string came
-        streamed = _together([lambda body=body: _streamed(serve.url, body) for body in bodies])
+        streamed = together([lambda body=body: _streamed(serve.url, body) for body in bodies])
         assert streamed == alone
-        whole = _together([lambda body=body: _whole(serve.url, body) for body in bodies])
+        whole = together([lambda body=body: _whole(serve.url, body) for body in bodies])
         assert whole == [(200, text, reason) for text, reason in alone]
 
 
@@ -67,5 +55,5 @@ def test_stop_strings_beside_plain_requests_are_all_answered_as_each_alone(tiny_
 def test_requests_that_fit_the_batch_are_never_busy(tiny_models):
     bodies = [chat_body(f"{ask} {i}", max_tokens=16, temperature=0) for i in range(2) for ask in ASKS]
     with serving_process("--target", tiny_models.target, "--parallel", 8, "--queue", 2, "--ctx", 256) as serve:
-        replies = _together([lambda body=body: _whole(serve.url, body) for body in bodies])
+        replies = together([lambda body=body: _whole(serve.url, body) for body in bodies])
     assert [reply[0] if isinstance(reply, tuple) else reply for reply in replies] == [200] * 8
