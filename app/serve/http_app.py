@@ -58,9 +58,10 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
 
     local_only = is_loopback_host(options.host)
 
-    def denied(request: Request) -> Optional[JSONResponse]:
+    def denied(request: Request, keyed: bool = True) -> Optional[JSONResponse]:
+        """Why `request` is refused (app.serve.access), or None; `keyed`: it must send the key too."""
         port = request.scope.get("server", ("", 0))[1] or 0
-        refused = refusal(request.headers, port, local_only, keys)
+        refused = refusal(request.headers, port, local_only, keys if keyed else ())
         return error_response(refused.status, refused.message) if refused is not None else None
 
     async def list_models(request: Request) -> Response:
@@ -85,8 +86,10 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
         )
 
     async def health(request: Request) -> Response:
-        """llama-server's /health: 200 {"status": "ok"} with a model loaded, 503 without one."""
-        refusal = denied(request)
+        """llama-server's /health: 200 {"status": "ok"} with a model loaded, 503 without one. Open without the key,
+        as llama-server's is, so a monitor needs none: it tells nothing but whether a model is loaded. Web pages
+        and other names are refused as everywhere."""
+        refusal = denied(request, keyed=False)
         if refusal is not None:
             return refusal
         if not models().target:

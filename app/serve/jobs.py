@@ -119,6 +119,10 @@ class ServeJob:
 class JobQueue:
     """Requests waiting for the engine, oldest first. Any thread submits; only the engine's thread takes.
 
+    `max_waiting` counts the jobs that wait behind those being answered: a job the engine takes as soon as its
+    thread comes round (its `room`, the free places of a batch) is not waiting behind anyone, so 8 requests sent
+    together to a server that answers 8 at once all run, whatever `max_waiting` says.
+
     `fileno()` is readable while a job waits, so a loop that also waits on other things (the engine process's
     pipe) can wait on both at once."""
 
@@ -128,6 +132,7 @@ class JobQueue:
         self._lock = threading.Lock()
         self._serial = 0
         self._closed = False
+        self._room = 0  # jobs the engine takes as soon as its thread comes round (set_room)
         # One byte in the pipe per waiting job.
         self._read_fd, self._write_fd = os.pipe()
 
@@ -137,13 +142,19 @@ class JobQueue:
     def submit(self, job: ServeJob) -> bool:
         """Put `job` in line; False when the line is full or the server is closing."""
         with self._lock:
-            if self._closed or len(self._jobs) >= self._max_waiting:
+            if self._closed or len(self._jobs) >= self._max_waiting + self._room:
                 return False
             self._serial += 1
             job.serial = self._serial
             self._jobs.append(job)
             os.write(self._write_fd, b"\0")
         return True
+
+    def set_room(self, room: int) -> None:
+        """The engine's thread says how many more jobs it answers now (its free places beside those in flight);
+        each job it takes fills one."""
+        with self._lock:
+            self._room = max(0, room)
 
     def waiting(self) -> int:
         with self._lock:
@@ -163,6 +174,7 @@ class JobQueue:
             if self._closed or not self._jobs:
                 return None
             os.read(self._read_fd, 1)
+            self._room = max(0, self._room - 1)
             return self._jobs.popleft()
 
     def close(self) -> None:
@@ -246,6 +258,7 @@ def work_off(
         timeout = idle_after_s if idle_work else poll_s
         if idle_work and poll_s is not None:
             timeout = min(idle_after_s, poll_s)
+        queue.set_room(1)  # the next job is answered as soon as it comes: it waits behind nobody
         job = queue.take(timeout)
         if job is None:
             if idle_work:

@@ -201,6 +201,25 @@ def stream_events(url: str, body: dict, events: list[str], answer: Optional[dict
                     events.append(line[len("data: ") :])
 
 
+def together(calls) -> list:
+    """Run the calls at once (a thread each, each given DEADLINE_S); their results in order, an exception as the
+    result of a call that raised it."""
+    results: list = [None] * len(calls)
+
+    def run(i: int) -> None:
+        try:
+            results[i] = calls[i]()
+        except Exception as exc:  # the caller's assertion shows it
+            results[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(DEADLINE_S)
+    return results
+
+
 def streamed_text(chunks: list[dict]) -> str:
     return "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
 

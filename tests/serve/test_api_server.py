@@ -89,6 +89,18 @@ def test_api_key_is_required_when_set(tiny_models):
     assert right.status_code == 200 and right.json()["choices"][0]["message"]["content"]
 
 
+def test_health_answers_a_monitor_without_the_key(tiny_models):
+    """As llama-server's does: a monitor needs no key, and learns nothing but that a model is loaded."""
+    with running_api(tiny_models, api_key=KEY) as api:
+        with client() as http:
+            health = [http.get(f"{api.url}{path}") for path in ("/health", "/v1/health")]
+            props = http.get(f"{api.url}/props")
+            from_a_page = http.get(f"{api.url}/health", headers={"Origin": "http://evil.example"})
+    assert [(r.status_code, r.json()) for r in health] == [(200, {"status": "ok"})] * 2
+    assert props.status_code == 401  # what is loaded, and its settings, still need the key
+    assert from_a_page.status_code == 403
+
+
 @pytest.mark.slow
 def test_web_pages_are_refused_also_from_other_local_ports(tiny_models):
     with running_api(tiny_models) as api:

@@ -8,7 +8,15 @@ import threading
 
 import pytest
 
-from tests.serve.api_fixtures import DEADLINE_S, chat_body, client, serving_process, stream_chunks, streamed_text
+from tests.serve.api_fixtures import (
+    DEADLINE_S,
+    chat_body,
+    client,
+    serving_process,
+    stream_chunks,
+    streamed_text,
+    together,
+)
 
 ASKS = ["the cat and the dog", "def fibonacci(n):"]
 
@@ -24,32 +32,14 @@ def served(tiny_models):
         yield serve.url
 
 
-def _together(calls) -> list:
-    """Run the calls at once (a thread each); their results in order."""
-    results: list = [None] * len(calls)
-
-    def run(i: int) -> None:
-        try:
-            results[i] = calls[i]()
-        except Exception as exc:  # the assertion below shows it
-            results[i] = exc
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(DEADLINE_S)
-    return results
-
-
 @pytest.mark.slow
 def test_two_requests_at_once_are_each_the_reply_alone(served):
     bodies = [chat_body(ask, max_tokens=48, temperature=0) for ask in ASKS]
     alone = [streamed_text(stream_chunks(served, body)) for body in bodies]
-    together = _together([lambda body=body: streamed_text(stream_chunks(served, body)) for body in bodies])
-    assert together == alone
+    side_by_side = together([lambda body=body: streamed_text(stream_chunks(served, body)) for body in bodies])
+    assert side_by_side == alone
     with client() as http:  # whole replies too, and /v1/models while they run
-        replies = _together(
+        replies = together(
             [lambda body=body: http.post(f"{served}/v1/chat/completions", json=body).json() for body in bodies]
             + [lambda: http.get(f"{served}/v1/models").status_code]
         )
@@ -85,6 +75,6 @@ def test_a_client_that_leaves_ends_its_own_reply_only(served):
                         break  # the client goes away mid-reply
         return seen
 
-    kept_text, seen = _together([kept, leaving])
+    kept_text, seen = together([kept, leaving])
     assert seen == 3
     assert kept_text == alone

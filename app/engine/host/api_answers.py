@@ -15,7 +15,7 @@ import traceback
 from typing import Iterator, Optional, Union
 
 from app.engine.errors import EngineError, GrammarError, PromptFormatError, PromptTooLongError
-from app.engine.events import EngineEvent, FinishedEvent
+from app.engine.events import EngineEvent, FinishedEvent, WaitingEvent
 from app.engine.host.wire import AnswerChat, AnswerCompletion, LoadModels, ReplyFailed, ReplyStarted
 from app.engine.protocol import CancelSignal, ChatEngine
 
@@ -81,8 +81,11 @@ def answer_api(
         for event in events:
             if gone.is_set():
                 return
-            if enough.is_set() and not isinstance(event, FinishedEvent):
-                continue  # past the stop string: nobody reads it (its FinishedEvent is marked where it is read)
+            if enough.is_set() and not isinstance(event, (FinishedEvent, WaitingEvent)):
+                # Past the stop string: nobody reads it (its FinishedEvent is marked where it is read). A batch
+                # reply's WaitingEvent still goes on: the loop that drives the batch steps it only once every
+                # reply waits, so swallowing it held every reply of the batch, this one's end included.
+                continue
             yield event
     except (KeyboardInterrupt, SystemExit, GeneratorExit):
         raise

@@ -245,10 +245,14 @@ class SpecEngine:
     def idle_step(self) -> bool:
         """Do one short piece of background work (one forward pass of measuring the loaded models' costs);
         False when there is nothing to do now. Call between requests only."""
-        worked = self.policies.idle_step()
-        if worked and self._batch is not None:
-            self._batch.scheduler.reset()  # the measurement used sequence 0: what the sequences hold is not known
-        return worked
+        if self._batch is None:
+            return self.policies.idle_step()
+        if not self.policies.measuring():
+            return False  # nothing to measure: the batch's sequences keep what they hold
+        if self._batch.busy:
+            return self._batch.step()  # replies whose readers left end at a step: their sequences come free
+        with self._batch.lent():  # the measurement decodes into sequence 0, where that sequence ends
+            return self.policies.idle_step()
 
     # -- prompts ------------------------------------------------------------------------------------------------
 

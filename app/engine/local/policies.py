@@ -74,6 +74,10 @@ class Policies:
         """Whether the costs of these models and settings were measured before (on disk)."""
         return cached_costs(*self._cost_args(with_draft)) is not None
 
+    def measuring(self) -> bool:
+        """Whether idle_step has a measurement to work on: one in progress, or none on disk for these models."""
+        return self._models.target is not None and (self._measurement is not None or not self.cached())
+
     def idle_step(self) -> bool:
         """One forward pass of measuring the loaded models' costs; False when there is nothing to do now."""
         if self._models.target is None:

@@ -183,8 +183,10 @@ class EngineClient:
         job. Raises EngineStartError when a restarted child cannot load."""
         self._flights.on_done = on_done
         while not until() and self._conn is not None:
+            room = max(1, self.served.parallel) - len(self._flights)
+            queue.set_room(room)  # what the child takes at once is not waiting behind anyone
             watched: list = [self._conn]
-            if len(self._flights) < max(1, self.served.parallel):
+            if room > 0:
                 watched.append(queue.fileno())
             try:
                 ready = wait(watched, POLL_S if len(self._flights) or self._flights.waiting_to_report else 1.0)
@@ -206,10 +208,12 @@ class EngineClient:
                 self._flights.on_reply(message)
             # A waiting request is sent in the same turn as a record is read: a reply streaming records without a
             # pause kept the pipe always ready, and a request sent together with it joined the batch 1.5 s late.
-            if any(item is not self._conn for item in ready) and len(self._flights) < max(1, self.served.parallel):
+            # Every waiting request that fits goes in the same turn, so requests sent together join one step.
+            while any(item is not self._conn for item in ready) and len(self._flights) < max(1, self.served.parallel):
                 job = queue.take(0)
-                if job is not None:
-                    self._send(job)
+                if job is None:
+                    break
+                self._send(job)
 
     def _send(self, job: ServeJob) -> None:
         assert self._conn is not None  # work_off runs while a child does

@@ -151,13 +151,17 @@ class WindowApi(QObject):
                 )
             )
             self._engine_process.request_api_answer(api_request(self._last_id, job.request))
-        self._notifier.setEnabled(self._room())
+        room = self._room()
+        self._server.queue.set_room(room)  # what goes to the engine at once is not waiting behind anyone
+        self._notifier.setEnabled(room > 0)
 
-    def _room(self) -> bool:
-        """Whether another API request may go to the engine now (the module's docstring says when)."""
+    def _room(self) -> int:
+        """How many more API requests may go to the engine now (the module's docstring says when)."""
         if self._served.parallel <= 1:
-            return not len(self._flights) and not self._engine_process.busy()
-        return len(self._flights) < self._served.parallel - 1 and not self._engine_process.loading()
+            return int(not len(self._flights) and not self._engine_process.busy())
+        if self._engine_process.loading():
+            return 0
+        return max(0, self._served.parallel - 1 - len(self._flights))
 
     def _on_answer(self, message: object) -> None:
         if self._flights.on_reply(message) and isinstance(message, ReplyEnded):

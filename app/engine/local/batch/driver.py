@@ -11,6 +11,7 @@ Only the engine process's main thread may use a BatchDriver (it drives the model
 from __future__ import annotations
 
 import traceback
+from contextlib import contextmanager
 from typing import Iterator, Optional
 
 from app.engine.errors import EngineError
@@ -82,6 +83,23 @@ class BatchDriver:
         for sequences in (self.scheduler.seqs, self.scheduler.draft_seqs):
             if sequences is not None:
                 sequences.empty_if_free(seq)
+
+    @contextmanager
+    def lent(self) -> Iterator[None]:
+        """The models' contexts lent to their own single-sequence decode (the cost measurement between requests):
+        it writes sequence 0 at the positions that sequence holds. Never while a reply runs. Should the lent work
+        fail, what llama.cpp kept is not known: the batch starts over."""
+        assert not self.scheduler.busy, "the context is lent only between requests"
+        lent = [sequences for sequences in (self.scheduler.seqs, self.scheduler.draft_seqs) if sequences is not None]
+        for sequences in lent:
+            sequences.lend()
+        try:
+            yield
+        except BaseException:
+            self.scheduler.reset()
+            raise
+        for sequences in lent:
+            sequences.take_back()
 
     def step(self) -> bool:
         """One forward pass over every running reply; False when none is running or waiting. A step that fails

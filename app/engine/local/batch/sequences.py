@@ -157,6 +157,19 @@ class Sequences:
         if seq in self._free:
             self.truncate(seq, 0)
 
+    def lend(self) -> None:
+        """Lend the context to LoadedModel's own decode (the cost measurement), which writes sequence 0 and keeps
+        its mirror in `model.cached`: the other sequences give back their cells, and sequence 0's mirror becomes
+        the model's. Only while no request runs; `take_back` when done."""
+        for seq in range(1, self.n):
+            self.truncate(seq, 0)
+        self.model.cached = list(self.cached[0])
+
+    def take_back(self) -> None:
+        """The context lent (`lend`) comes back: sequence 0 holds what the model's own mirror says it holds."""
+        self.cached[0] = list(self.model.cached)
+        self.model.cached = []
+
     def make_room(self, cells: int) -> bool:
         """Free sequences give back their cells, least shared first, until `cells` are free; False if they cannot."""
         for seq in sorted(self._free, key=lambda s: len(self.cached[s])):
