@@ -73,14 +73,16 @@ def flat_png(width: int, height: int) -> bytes:
     return PNG_SIGNATURE + png_chunk(b"IHDR", header) + png_chunk(b"IDAT", stream) + png_chunk(b"IEND", b"")
 
 
-def hostile_pictures(valid_jpeg: bytes) -> dict[str, bytes]:
+def hostile_pictures() -> dict[str, bytes]:
     """Valid pictures, each damaged as a hostile sender would: a PNG whose stream inflates to 16 MiB for 64 x 64
     pixels, a BMP whose header claims 4000 x 3000 pixels it does not hold, a JPEG and a GIF cut short."""
     from PIL import Image
 
+    noise = np.random.default_rng(54).integers(0, 256, (64, 64, 3), dtype=np.uint8)
+
     def saved(fmt: str, size: tuple[int, int]) -> bytes:
         out = io.BytesIO()
-        Image.new("RGB", size, (200, 30, 30)).save(out, fmt)
+        Image.fromarray(noise[: size[1], : size[0]]).save(out, fmt)
         return out.getvalue()
 
     png = saved("PNG", (64, 64))
@@ -92,6 +94,6 @@ def hostile_pictures(valid_jpeg: bytes) -> dict[str, bytes]:
     return {
         "bomb.png": png[:idat] + png_chunk(b"IDAT", stream) + png_chunk(b"IEND", b""),
         "claims.bmp": bytes(bmp),
-        "cut.jpg": valid_jpeg[:300],
+        "cut.jpg": saved("JPEG", (64, 64))[:300],
         "cut.gif": saved("GIF", (8, 8))[:10],
     }
