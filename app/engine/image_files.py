@@ -135,7 +135,8 @@ def check_pictures(images: Sequence[ImageInput]) -> None:
     """Raise PromptFormatError, with one sentence, for more pictures, or more pixels in all, than one request reads."""
     if len(images) > MAX_IMAGES:
         raise PromptFormatError(f"The request holds {len(images)} pictures; at most {MAX_IMAGES} are read at once.")
-    pixels = sum(picture_pixels(image.data) for image in images)
+    # A picture over MAX_PIXELS is refused on its own, with a sentence naming its size.
+    pixels = sum(n for n in (picture_pixels(image.data) for image in images) if n <= MAX_PIXELS)
     if pixels > MAX_REQUEST_PIXELS:
         raise PromptFormatError(
             f"The request's pictures hold {pixels / 1_000_000:.1f} million pixels; at most "
