@@ -206,8 +206,8 @@ def _jpeg_problem(data: bytes, width: int, height: int) -> Optional[str]:
         if data[i] != 0xFF:
             return "is damaged"
         marker = data[i + 1]
-        if marker == 0xFF:  # fill bytes before a marker
-            i += 1
+        if marker == 0xFF:  # fill bytes before a marker: to the last of them
+            i = len(data) - len(data[i + 1 :].lstrip(b"\xff")) - 1
             continue
         if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
             i += 2
