@@ -108,6 +108,7 @@ def ask_about(vision_models, *args) -> str:
     )
 
 
+@pytest.mark.slow  # two runs of the CLI
 def test_an_image_that_is_a_device_or_a_pipe_gets_one_sentence(vision_models, tmp_path):
     fifo = tmp_path / "shot.png"
     os.mkfifo(fifo)  # no writer ever comes: reading it would wait forever
@@ -115,6 +116,7 @@ def test_an_image_that_is_a_device_or_a_pipe_gets_one_sentence(vision_models, tm
     assert "is a pipe (FIFO), not a regular file" in ask_about(vision_models, "--image", fifo)
 
 
+@pytest.mark.slow  # two runs of the CLI
 def test_an_mmproj_that_is_a_pipe_or_a_link_to_a_device_is_called_that(vision_models, pictures, tmp_path):
     fifo, link = tmp_path / "mmproj-fifo.gguf", tmp_path / "mmproj-zero.gguf"
     os.mkfifo(fifo)
