@@ -28,7 +28,27 @@ _PNG_CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}
 # Adam7 interlacing's seven passes: (first column, first row, column step, row step).
 _ADAM7 = ((0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2))
 
+# The chunks, segments or sub-blocks one file's walk reads at most. Encoders write few and large ones (a 20 MiB GIF of
+# 255-byte sub-blocks has about 82,000); a file of millions of tiny ones would cost seconds of Python to walk.
+MAX_BLOCKS = 100_000
+
 CUT_SHORT = "cut short"
+
+
+class _TooManyBlocks(Exception):
+    pass
+
+
+class _Blocks:
+    """Counts the blocks one walk of a file reads; raises _TooManyBlocks past MAX_BLOCKS."""
+
+    def __init__(self) -> None:
+        self.read = 0
+
+    def step(self) -> None:
+        self.read += 1
+        if self.read > MAX_BLOCKS:
+            raise _TooManyBlocks
 
 
 def picture_size(data: bytes, kind: str) -> Optional[tuple[int, int]]:
@@ -72,14 +92,16 @@ def data_problem(data: bytes, kind: str, width: int, height: int) -> Optional[st
     CUT_SHORT, or what is wrong); None when it is."""
     try:
         if kind == "PNG":
-            return _png_problem(data, width, height)
+            return _png_problem(data, width, height, _Blocks())
         if kind == "BMP":
             return _bmp_problem(data, width, height)
         if kind == "GIF":
-            return _gif_problem(data, width, height)
-        return _jpeg_problem(data, width, height)
+            return _gif_problem(data, width, height, _Blocks())
+        return _jpeg_problem(data, width, height, _Blocks())
     except (struct.error, IndexError):
         return CUT_SHORT
+    except _TooManyBlocks:
+        return f"is split into more than {MAX_BLOCKS:,} blocks, which no encoder writes"
 
 
 def _png_raw_size(width: int, height: int, bits_per_pixel: int, interlaced: bool) -> int:
@@ -94,7 +116,7 @@ def _png_raw_size(width: int, height: int, bits_per_pixel: int, interlaced: bool
     return total
 
 
-def _png_problem(data: bytes, width: int, height: int) -> Optional[str]:
+def _png_problem(data: bytes, width: int, height: int, blocks: _Blocks) -> Optional[str]:
     depth, colour, interlace = data[24], data[25], data[28]
     channels = _PNG_CHANNELS.get(colour)
     if channels is None or depth not in (1, 2, 4, 8, 16):
@@ -105,6 +127,7 @@ def _png_problem(data: bytes, width: int, height: int) -> Optional[str]:
     inflated = 0
     pos = 8
     while pos + 12 <= len(data):
+        blocks.step()
         length, name = struct.unpack(">I4s", data[pos : pos + 8])
         if pos + 12 + length > len(data):
             return CUT_SHORT
@@ -142,45 +165,52 @@ def _bmp_problem(data: bytes, width: int, height: int) -> Optional[str]:
     return CUT_SHORT if offset + row * height > len(data) else None
 
 
-def _gif_problem(data: bytes, width: int, height: int) -> Optional[str]:
+def _gif_problem(data: bytes, width: int, height: int, blocks: _Blocks) -> Optional[str]:
     """The first frame must lie inside the screen and hold data enough for its pixels; the file must end."""
     i = _gif_blocks_start(data)
     while i < len(data):
+        blocks.step()
         block = data[i]
         if block == 0x2C:
             x, y, w, h, packed = struct.unpack("<HHHHB", data[i + 1 : i + 10])
             if x + w > width or y + h > height:
                 return "has a frame outside its picture"
             i += 10 + (3 * 2 ** ((packed & 7) + 1) if packed & 0x80 else 0) + 1
-            coded, end = _gif_sub_blocks(data, i)
+            coded, end = _gif_sub_blocks(data, i, blocks)
             if end > len(data):
                 return CUT_SHORT
             return CUT_SHORT if coded * _GIF_PIXELS_PER_BYTE < w * h else None
         if block != 0x21:
             return CUT_SHORT if block == 0x3B else "has a block that GIF does not define"
-        _, i = _gif_sub_blocks(data, i + 2)
+        _, i = _gif_sub_blocks(data, i + 2, blocks)
     return CUT_SHORT
 
 
 def gif_frames(data: bytes, enough: int = 2) -> int:
-    """How many frames a GIF holds, counted up to `enough` (a damaged file counts what was read)."""
+    """How many frames a GIF holds, counted up to `enough` (a damaged file, or one of too many blocks, counts what was
+    read)."""
     i = _gif_blocks_start(data)
     frames = 0
-    while i < len(data) and frames < enough:
-        block = data[i]
-        if block == 0x3B:  # the trailer
-            break
-        if block == 0x2C:  # an image: its descriptor, a local colour table, the LZW code size, then data
-            frames += 1
-            if i + 10 > len(data):
+    blocks = _Blocks()
+    try:
+        while i < len(data) and frames < enough:
+            blocks.step()
+            block = data[i]
+            if block == 0x3B:  # the trailer
                 break
-            packed = data[i + 9]
-            i += 10 + (3 * 2 ** ((packed & 7) + 1) if packed & 0x80 else 0) + 1
-        elif block == 0x21:  # an extension: its label, then data
-            i += 2
-        else:
-            break
-        i = _gif_sub_blocks(data, i)[1]
+            if block == 0x2C:  # an image: its descriptor, a local colour table, the LZW code size, then data
+                frames += 1
+                if i + 10 > len(data):
+                    break
+                packed = data[i + 9]
+                i += 10 + (3 * 2 ** ((packed & 7) + 1) if packed & 0x80 else 0) + 1
+            elif block == 0x21:  # an extension: its label, then data
+                i += 2
+            else:
+                break
+            i = _gif_sub_blocks(data, i, blocks)[1]
+    except _TooManyBlocks:
+        pass
     return frames
 
 
@@ -189,20 +219,22 @@ def _gif_blocks_start(data: bytes) -> int:
     return 13 + (3 * 2 ** ((data[10] & 7) + 1) if data[10] & 0x80 else 0)
 
 
-def _gif_sub_blocks(data: bytes, i: int) -> tuple[int, int]:
+def _gif_sub_blocks(data: bytes, i: int, blocks: _Blocks) -> tuple[int, int]:
     """(bytes of data, where the next block starts) for the sub-blocks at `i`, each led by its length, up to an empty
     one. The position is past the end of `data` when the file ends first."""
     coded = 0
     while i < len(data) and data[i]:
+        blocks.step()
         coded += data[i]
         i += data[i] + 1
     return coded, i + 1
 
 
-def _jpeg_problem(data: bytes, width: int, height: int) -> Optional[str]:
+def _jpeg_problem(data: bytes, width: int, height: int, blocks: _Blocks) -> Optional[str]:
     """The coded data must end (an end-of-image marker after the first scan) and be enough for the pixels."""
     i = 2
     while i + 4 <= len(data):
+        blocks.step()
         if data[i] != 0xFF:
             return "is damaged"
         marker = data[i + 1]

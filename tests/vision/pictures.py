@@ -75,7 +75,8 @@ def flat_png(width: int, height: int) -> bytes:
 
 def hostile_pictures() -> dict[str, bytes]:
     """Valid pictures, each damaged as a hostile sender would: a PNG whose stream inflates to 16 MiB for 64 x 64
-    pixels, a BMP whose header claims 4000 x 3000 pixels it does not hold, a JPEG and a GIF cut short."""
+    pixels, a BMP whose header claims 4000 x 3000 pixels it does not hold, a JPEG and a GIF cut short, a GIF of
+    200,000 tiny blocks (seconds to walk)."""
     from PIL import Image
 
     noise = np.random.default_rng(54).integers(0, 256, (64, 64, 3), dtype=np.uint8)
@@ -89,11 +90,15 @@ def hostile_pictures() -> dict[str, bytes]:
     idat = png.index(b"IDAT") - 4
     bomb = zlib.compressobj(9)
     stream = b"".join(bomb.compress(bytes(1 << 20)) for _ in range(16)) + bomb.flush()
+    gif = saved("GIF", (8, 8))
+    blocks = 13 + (3 * 2 ** ((gif[10] & 7) + 1) if gif[10] & 0x80 else 0)  # after the global colour table
+    comment = b"\x21\xfe" + b"\x01." * 200_000 + b"\x00"  # a comment of 200,000 one-byte pieces
     bmp = bytearray(saved("BMP", (2, 2)))
     bmp[18:26] = struct.pack("<ii", 4000, 3000)
     return {
         "bomb.png": png[:idat] + png_chunk(b"IDAT", stream) + png_chunk(b"IEND", b""),
         "claims.bmp": bytes(bmp),
         "cut.jpg": saved("JPEG", (64, 64))[:300],
-        "cut.gif": saved("GIF", (8, 8))[:10],
+        "cut.gif": gif[:10],
+        "blocks.gif": gif[:blocks] + comment + gif[blocks:],
     }

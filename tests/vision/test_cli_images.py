@@ -67,6 +67,7 @@ def bad_pictures(tmp_path_factory, pictures):
         ("claims.bmp", "damaged or cut-short BMP"),
         ("cut.jpg", "damaged or cut-short JPEG"),
         ("cut.gif", "damaged or cut-short GIF"),
+        ("blocks.gif", "more than 100,000 blocks"),
     ],
 )
 def test_a_bad_picture_gets_one_sentence_and_status_2(vision_models, bad_pictures, name, says):

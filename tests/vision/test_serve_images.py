@@ -65,6 +65,7 @@ def test_the_sdk_sends_a_data_url_and_gets_llama_mtmd_clis_reply(sdk, vision_mod
         ("claims.bmp", "damaged or cut-short BMP"),
         ("cut.jpg", "damaged or cut-short JPEG"),
         ("cut.gif", "damaged or cut-short GIF"),
+        ("blocks.gif", "more than 100,000 blocks"),
     ],
 )
 def test_each_bad_picture_gets_a_400_with_a_sentence(sdk, pictures, url, says):
