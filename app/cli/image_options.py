@@ -1,7 +1,8 @@
 """`generate --image FILE` (repeatable) and `--mmproj FILE`: pictures in the --chat message, for a model that sees
 (a local --target with its projector, or a --server's model: the pictures go to it as data: URLs).
 
-Every picture is read and checked (app.engine.image_files) before a model is loaded, and the projector is found
+Every picture is read by the bounded reader (a device or a FIFO is refused, app.common.bounded_read) and checked
+(app.engine.image_files) before a model is loaded, and the projector is found
 (--mmproj, else the mmproj-*.gguf beside the target, app.engine.gguf.mmproj) before then too, so bad input costs one sentence, not a load.
 """
 
@@ -12,9 +13,10 @@ from pathlib import Path
 from typing import Optional
 
 from app.cli.checks import UsageError
+from app.common.bounded_read import FileReadError, file_problem, read_bounded
 from app.engine.errors import PromptFormatError
 from app.engine.gguf.mmproj import mmproj_beside
-from app.engine.image_files import MAX_IMAGE_BYTES, ImageInput, check_picture
+from app.engine.image_files import MAX_IMAGE_BYTES, ImageInput, check_picture, check_pictures
 
 
 def add_image_arguments(p: argparse.ArgumentParser) -> None:
@@ -42,16 +44,18 @@ def read_images(args: argparse.Namespace) -> list[ImageInput]:
     for name in args.image:
         path = Path(name)
         try:
-            if path.stat().st_size > MAX_IMAGE_BYTES:
-                raise UsageError(f"--image: {path.name} is larger than {MAX_IMAGE_BYTES // 2**20} MiB")
-            data = path.read_bytes()
-        except OSError as exc:
-            raise UsageError(f"--image: {name} cannot be read ({exc.strerror or exc})") from None
+            data = read_bounded(path, MAX_IMAGE_BYTES)
+        except FileReadError as exc:
+            raise UsageError(f"--image: {exc}") from None
         try:
             check_picture(data, path.name)
         except PromptFormatError as exc:
             raise UsageError(f"--image: {exc}") from None
         images.append(ImageInput(data, path.name))
+    try:
+        check_pictures(images)
+    except PromptFormatError as exc:
+        raise UsageError(f"--image: {exc}") from None
     return images
 
 
@@ -69,7 +73,8 @@ def image_problem(args: argparse.Namespace) -> Optional[str]:
             f"{Path(args.target).name} cannot see pictures: no mmproj-*.gguf lies beside it; give its "
             "projector with --mmproj FILE"
         )
-    return None
+    problem = file_problem(args.mmproj) if args.mmproj else None
+    return f"--mmproj: {problem}" if problem else None
 
 
 def projector_path(args: argparse.Namespace) -> Optional[Path]:

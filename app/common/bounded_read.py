@@ -36,6 +36,18 @@ def _kind(mode: int) -> str:
     return "is a device, not a regular file"
 
 
+def file_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why `path` names no regular file (following links), as "{path} {reason}"; None when it names one. For a file
+    that is opened by another reader (a model, its projector), checked first so that a FIFO never blocks it."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return f"{os.fspath(path)} does not exist"
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
+        return f"{os.fspath(path)} could not be read ({getattr(exc, 'strerror', None) or exc})"
+    return None if stat.S_ISREG(mode) else f"{os.fspath(path)} {_kind(mode)}"
+
+
 def read_bounded(path: str | os.PathLike[str], limit: int) -> bytes:
     """The content of the regular file at `path`, at most `limit` bytes. Raises FileReadError (a ValueError) with a
     phrase for a missing, unreadable, non-regular or too-large file."""

@@ -9,6 +9,7 @@
 - errors.py: EngineError and its kinds, each with a sentence for a person.
 - schema_limits.py: How far a JSON schema may expand as a grammar, checked before the converter or llama.cpp sees it.
 - image_files.py: Pictures in a message (ImageInput) and the header checks each passes before a projector reads it.
+- picture_formats.py: What a picture file's header declares, and whether its data is that picture (bombs, cut files).
 - child_process.py: What a llama.cpp child's end says (last error line, signal, a build this CPU cannot run), and the
   CLI's supervisor that says it for a SIGILL.
 - local/: models loaded in this process through llama-cpp-python, the decoding loop, the draft model's drafter and
@@ -24,5 +25,5 @@
 
 Layers, each importing only those below it (import-linter, pyproject.toml): host; remote | local; placement;
 gguf | speculation; protocol | context_fit | image_files; config | events | targets | errors | child_process |
-schema_limits.
+schema_limits | picture_formats.
 """

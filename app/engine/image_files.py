@@ -2,24 +2,28 @@
 vision model's projector decodes it, and the data: URLs that carry it to a server (OpenAI's image_url parts).
 
 Decoding itself is llama.cpp's (mtmd's loader, stb_image: PNG, JPEG, BMP, GIF's first frame); this module only reads
-a file's header, so a picture of 20,000 x 20,000 pixels, a drawing (SVG) or a file that is no picture at all gets a
-sentence before anything allocates memory for its pixels. Pure Python, over the plain records below it.
+a file's header and checks its data against it (app.engine.picture_formats), so a picture of 20,000 x 20,000 pixels, a
+drawing (SVG), a file that is no picture, a cut-short one or a decompression bomb gets a sentence before anything
+allocates memory for its pixels. Pure Python, over the plain records below it.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
 from app.engine.errors import PromptFormatError
+from app.engine.picture_formats import CUT_SHORT, data_problem, gif_frames, picture_size
 
-# A picture's longest side and its pixels. mtmd scales every picture down to what its projector takes (Gemma 3:
-# 896 x 896; Qwen2.5-VL: at most about 1,000 x 1,000), so larger ones only cost memory while being decoded.
-MAX_SIDE = 8192
-MAX_PIXELS = 40_000_000
+# A picture's longest side and its pixels, and the pixels of one request's pictures together. mtmd scales every
+# picture down to what its projector takes (Gemma 3: 896 x 896; Qwen2.5-VL: at most about 1,000 x 1,000), so larger
+# ones only cost memory and time while being decoded and scaled, some projectors padding a picture to a square first;
+# that time holds every other request of a batch (docs/images.md). A 12-megapixel phone photo is read.
+MAX_SIDE = 4096
+MAX_PIXELS = 16_000_000
+MAX_REQUEST_PIXELS = 32_000_000
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 MAX_IMAGES = 16  # in one request: each costs hundreds of tokens of a real model's context
 # About how many tokens a picture takes while the oldest turns of a long chat are dropped to fit, and in the window's
@@ -59,40 +63,6 @@ def picture_kind(data: bytes) -> Optional[str]:
     return None
 
 
-def picture_size(data: bytes, kind: str) -> Optional[tuple[int, int]]:
-    """(width, height) from the header of a picture of `kind`; None when the header is cut short or damaged."""
-    try:
-        if kind == "PNG":
-            if data[12:16] != b"IHDR":
-                return None
-            return struct.unpack(">II", data[16:24])
-        if kind == "GIF":
-            return struct.unpack("<HH", data[6:10])
-        if kind == "BMP":
-            width, height = struct.unpack("<ii", data[18:26])
-            return abs(width), abs(height)
-        return _jpeg_size(data)
-    except struct.error:
-        return None
-
-
-def _jpeg_size(data: bytes) -> Optional[tuple[int, int]]:
-    i = 2
-    while i + 9 < len(data):
-        if data[i] != 0xFF:
-            return None
-        marker = data[i + 1]
-        if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
-            i += 2
-            continue
-        length = struct.unpack(">H", data[i + 2 : i + 4])[0]
-        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):  # a start of frame holds the size
-            height, width = struct.unpack(">HH", data[i + 5 : i + 9])
-            return width, height
-        i += 2 + length
-    return None
-
-
 def check_picture(data: bytes, name: str = "The image") -> None:
     """Raise PromptFormatError, with one sentence, for bytes that are no picture a vision model can read."""
     head = data[:512].lstrip().lower()
@@ -115,40 +85,19 @@ def check_picture(data: bytes, name: str = "The image") -> None:
     if max(width, height) > MAX_SIDE or width * height > MAX_PIXELS:
         raise PromptFormatError(
             f"{name} is {width} x {height} pixels; pictures of up to {MAX_SIDE} pixels a side "
-            f"and {MAX_PIXELS // 1_000_000} million pixels are read, so scale it down first."
+            f"and {MAX_PIXELS / 1_000_000:g} million pixels are read, so scale it down first."
         )
-    if kind == "GIF" and _gif_frames(data) > 1:
+    problem = data_problem(data, kind, width, height)
+    if problem == CUT_SHORT:
+        raise PromptFormatError(f"{name} is a damaged or cut-short {kind} file: it ends before its picture does.")
+    if problem is not None:
+        raise PromptFormatError(f"{name} is not a {kind} picture that can be read: it {problem}.")
+    if kind == "GIF" and gif_frames(data) > 1:
         # mtmd reads a GIF's first frame only: a model asked about an animation would answer about one frame.
         raise PromptFormatError(
             f"{name} is an animated GIF, and a vision model reads one still picture; save the frame you mean "
             "as a PNG first."
         )
-
-
-def _gif_frames(data: bytes, enough: int = 2) -> int:
-    """How many frames a GIF holds, counted up to `enough` (a damaged file counts what was read)."""
-    i = 13
-    if data[10] & 0x80:  # a global colour table follows the screen descriptor
-        i += 3 * 2 ** ((data[10] & 7) + 1)
-    frames = 0
-    while i < len(data) and frames < enough:
-        block = data[i]
-        if block == 0x3B:  # the trailer
-            break
-        if block == 0x2C:  # an image: its descriptor, a local colour table, the LZW code size, then data
-            frames += 1
-            if i + 10 > len(data):
-                break
-            packed = data[i + 9]
-            i += 10 + (3 * 2 ** ((packed & 7) + 1) if packed & 0x80 else 0) + 1
-        elif block == 0x21:  # an extension: its label, then data
-            i += 2
-        else:
-            break
-        while i < len(data) and data[i]:  # data sub-blocks, each led by its length, up to an empty one
-            i += data[i] + 1
-        i += 1
-    return frames
 
 
 def with_markers(messages: Sequence[dict]) -> tuple[list[dict], list[ImageInput]]:
@@ -157,9 +106,11 @@ def with_markers(messages: Sequence[dict]) -> tuple[list[dict], list[ImageInput]
     {"type": "image", "image": ImageInput}. Messages without pictures are returned as they are."""
     images: list[ImageInput] = []
     out: list[dict] = []
+    marked = False  # whether a message's own text holds the marker
     for message in messages:
         content: Any = message.get("content")
         if not isinstance(content, list):
+            marked = marked or isinstance(content, str) and IMAGE_MARKER in content
             out.append(message)
             continue
         pieces = []
@@ -169,10 +120,35 @@ def with_markers(messages: Sequence[dict]) -> tuple[list[dict], list[ImageInput]
                 pieces.append(IMAGE_MARKER)
             else:
                 pieces.append(str(part.get("text", "")))
+                marked = marked or IMAGE_MARKER in pieces[-1]
         out.append({**message, "content": "".join(pieces)})
+    check_pictures(images)
+    if images and marked:
+        raise PromptFormatError(
+            f"A message's text holds the character U+{ord(IMAGE_MARKER):X} (a private-use one), which marks where a "
+            "picture stands in a prompt; remove it from the text, or send the message without pictures."
+        )
+    return out, images
+
+
+def check_pictures(images: Sequence[ImageInput]) -> None:
+    """Raise PromptFormatError, with one sentence, for more pictures, or more pixels in all, than one request reads."""
     if len(images) > MAX_IMAGES:
         raise PromptFormatError(f"The request holds {len(images)} pictures; at most {MAX_IMAGES} are read at once.")
-    return out, images
+    # A picture over MAX_PIXELS is refused on its own, with a sentence naming its size.
+    pixels = sum(n for n in (picture_pixels(image.data) for image in images) if n <= MAX_PIXELS)
+    if pixels > MAX_REQUEST_PIXELS:
+        raise PromptFormatError(
+            f"The request's pictures hold {pixels / 1_000_000:.1f} million pixels; at most "
+            f"{MAX_REQUEST_PIXELS / 1_000_000:g} million are read in one request, so scale them down or send fewer."
+        )
+
+
+def picture_pixels(data: bytes) -> int:
+    """The pixels a picture's header declares (0 for bytes that are no picture: check_picture says why)."""
+    kind = picture_kind(data)
+    size = picture_size(data, kind) if kind is not None else None
+    return size[0] * size[1] if size is not None else 0
 
 
 def has_images(messages: Sequence[dict]) -> bool:

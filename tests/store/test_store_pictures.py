@@ -12,6 +12,7 @@ from app.store import ChatStore
 from app.store.attachments import AttachmentError
 from app.store.attachments import picture_from_bytes
 from app.ui.chat.chat_prompt import prompt_messages
+from tests.vision.pictures import hostile_pictures
 
 
 def png(width: int = 4, height: int = 3) -> bytes:
@@ -49,6 +50,13 @@ def test_a_file_that_is_no_picture_gets_a_sentence():
         picture_from_bytes("notes.png", b"hello")
     with pytest.raises(AttachmentError, match="damaged or cut-short PNG"):
         picture_from_bytes("cut.png", png()[:20])
+
+
+def test_a_hostile_picture_attached_gets_a_sentence_before_anything_decodes_it():
+    for name, data in hostile_pictures().items():
+        with pytest.raises(AttachmentError, match=r"damaged or cut-short|decompression bomb|100,000 blocks") as raised:
+            picture_from_bytes(name, data)
+        assert str(raised.value).startswith(name)
 
 
 def test_export_links_each_picture_in_markdown_and_names_its_file_in_json(tmp_path):

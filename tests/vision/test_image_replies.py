@@ -168,3 +168,55 @@ def test_pictures_are_answered_side_by_side_with_other_requests(engine, vision_m
         assert again.stats.prompt_tokens - again.stats.prompt_cached <= new_text + 1
     finally:
         batched.close()
+
+
+def test_a_batch_reads_one_picture_a_step_so_other_replies_go_on_between(engine, vision_models, pictures, monkeypatch):
+    """Each picture's encoding holds every request's step: a message of three pictures is read over three steps,
+    and the text request beside it gets tokens between them, and both replies are the ones they get alone."""
+    from app.engine.config import LoadSettings
+    from app.engine.events import TokenEvent, WaitingEvent
+    from app.engine.local.vision.projector import Projector
+
+    steps = 0
+    read_at: list[int] = []
+    original = Projector.evaluate_into
+    monkeypatch.setattr(
+        Projector, "evaluate_into", lambda self, *args: (read_at.append(steps), original(self, *args))[1]
+    )
+    images = [{"type": "image", "image": ImageInput(p.read_bytes(), p.name)} for p in pictures]
+    three = [{"role": "user", "content": [*images, {"type": "text", "text": QUESTION}]}]
+    text = [{"role": "user", "content": "Tell me about the weather in the mountains."}]
+    batched = SpecEngine(LoadSettings(n_ctx=1024, n_threads=1, n_parallel=2))
+    try:
+        batched.load_target(vision_models.target)
+        batched.load_projector(vision_models.mmproj)
+        config = CONFIGS["plain"]
+        texts: list[list[str]] = [[], []]
+        tokens_at: list[int] = []
+        live = {0: iter(batched.chat(text, config, request_id=1))}
+        for _ in range(3):  # the text reply is under way before the pictures come
+            for event in live[0]:
+                if isinstance(event, WaitingEvent):
+                    break
+            batched.step()
+            steps += 1
+        live[1] = iter(batched.chat(three, config, request_id=2))
+        for _ in range(5000):
+            if not live:
+                break
+            for i, events in list(live.items()):
+                for event in events:
+                    if isinstance(event, WaitingEvent):
+                        break
+                    if isinstance(event, TokenEvent):
+                        texts[i].append(event.text)
+                        tokens_at += [steps] if i == 0 else []
+                else:
+                    del live[i]
+            batched.step()
+            steps += 1
+    finally:
+        batched.close()
+    assert len(read_at) == 3 and len(set(read_at)) == 3, read_at
+    assert any(read_at[0] < step <= read_at[-1] for step in tokens_at), (read_at, tokens_at)
+    assert reply_matches("".join(texts[1]), finished(engine.chat(three, config)).text)

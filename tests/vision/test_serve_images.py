@@ -13,7 +13,7 @@ import pytest
 from tests.serve.api_fixtures import DEADLINE_S, serving_process
 from tests.cli.test_cli_validation import ROOT
 from tests.vision.mtmd_reference import MARKER, mtmd_cli_reply, reply_matches
-from tests.vision.pictures import picture_server
+from tests.vision.pictures import flat_png, hostile_pictures, picture_server
 
 openai = pytest.importorskip("openai")
 QUESTION = "What is in this picture?"
@@ -61,12 +61,19 @@ def test_the_sdk_sends_a_data_url_and_gets_llama_mtmd_clis_reply(sdk, vision_mod
         (data_url(b"just words, not a picture"), "not a picture"),
         (data_url(b'<svg xmlns="http://www.w3.org/2000/svg"/>', "image/svg+xml"), "SVG drawing"),
         (data_url(HUGE_PNG), "20000 x 20000 pixels"),
+        ("bomb.png", "decompression bomb"),
+        ("claims.bmp", "damaged or cut-short BMP"),
+        ("cut.jpg", "damaged or cut-short JPEG"),
+        ("cut.gif", "damaged or cut-short GIF"),
+        ("blocks.gif", "more than 100,000 blocks"),
     ],
 )
 def test_each_bad_picture_gets_a_400_with_a_sentence(sdk, pictures, url, says):
     if url == "cut":
         whole = pictures[0].read_bytes()
         url = data_url(whole[: len(whole) // 2])
+    elif not url.startswith(("data:", "https:")):
+        url = data_url(hostile_pictures()[url])
     with pytest.raises(openai.BadRequestError) as raised:
         sdk.chat.completions.create(model="m", messages=ask(url), max_tokens=4)
     assert raised.value.status_code == 400 and says in str(raised.value)
@@ -80,6 +87,21 @@ def test_too_many_pictures_get_a_400(sdk, pictures):
 
 
 @pytest.mark.slow
+def test_the_picture_marker_typed_beside_a_picture_gets_a_400_naming_it(sdk, pictures):
+    with pytest.raises(openai.BadRequestError) as raised:
+        sdk.chat.completions.create(
+            model="m", messages=ask(data_url(pictures[0].read_bytes()), "What is \U000f0046 this?"), max_tokens=4
+        )
+    assert "U+F0046" in str(raised.value) and "chat template" not in str(raised.value)
+
+
+def test_pictures_of_too_many_pixels_in_all_get_a_400(sdk):
+    url = data_url(flat_png(4000, 3000))  # 12 million pixels: one is read, three are too many at once
+    content = [{"type": "image_url", "image_url": {"url": url}}] * 3 + [{"type": "text", "text": QUESTION}]
+    with pytest.raises(openai.BadRequestError, match="at most 32 million"):
+        sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": content}], max_tokens=4)
+
+
 def test_a_model_that_cannot_see_gets_a_400(tiny_models, pictures):
     with serving("--target", tiny_models.target) as client:
         with pytest.raises(openai.BadRequestError, match="cannot see pictures"):

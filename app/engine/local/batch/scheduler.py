@@ -296,6 +296,7 @@ class BatchScheduler:
         if rounds:
             budget = min(budget, self.prompt_chunk)
         parts: list[tuple[_Running, list[int]]] = []
+        picture_read = False  # one picture a step: its encoding holds every other request's step
         for running in reading:
             if budget <= 0:
                 break  # the rest wait; drafts that fill the batch shrink for prompt rows at the next step
@@ -303,7 +304,8 @@ class BatchScheduler:
             end = min(len(prompt) - 1, running.read + budget)
             media = running.request.media
             if media is not None:
-                end = min(end, self._read_pictures(running, media))
+                stop, read = self._read_picture(running, media, may_read=not picture_read)
+                end, picture_read = min(end, stop), picture_read or read
             tokens = list(prompt[running.read : end])
             budget -= len(tokens)
             # A fixed draft length drafts with the draft model from the first round: it reads the prompt in step.
@@ -315,17 +317,19 @@ class BatchScheduler:
             parts.append((running, tokens))
         return parts
 
-    def _read_pictures(self, running: _Running, media: MediaPrompt) -> int:
-        """Read every picture that starts where `running`'s prompt reading stands into its sequence (each whole, in
-        a pass of its own before the step's); the index of the next picture's start, or the prompt's length."""
+    def _read_picture(self, running: _Running, media: MediaPrompt, may_read: bool) -> tuple[int, bool]:
+        """Read the picture that starts where `running`'s prompt reading stands, if one does and `may_read`, into its
+        sequence (whole, in a pass of its own before the step's). Returns (the index of the next picture's start, or
+        the prompt's length: the text is read up to it; whether a picture was read)."""
         prompt, seq = running.request.prompt, running.seq
-        picture = media.picture_at(running.read)
-        while picture is not None:
+        picture = media.picture_at(running.read) if may_read else None
+        if picture is not None:
             media.evaluate_into(self.target, picture, seq, len(self.seqs.cached[seq]))
             self.seqs.cached[seq].extend(prompt[picture.start : picture.start + picture.n_tokens])
             running.read += picture.n_tokens
-            picture = media.picture_at(running.read)
-        return min((p.start for p in media.pictures if p.start > running.read), default=len(prompt))
+        return min(
+            (p.start for p in media.pictures if p.start >= running.read), default=len(prompt)
+        ), picture is not None
 
     def _fit_to_step(self, rounds: list[_Round], prompt_rows: int, readers: int) -> None:
         """Shorten the policies' drafts where the step's expected tokens per second is higher without them, or

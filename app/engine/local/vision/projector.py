@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
+from app.common.bounded_read import file_problem
 from app.engine.errors import ModelLoadError, PromptFormatError
 from app.engine.image_files import IMAGE_MARKER, ImageInput, check_picture
 from app.engine.local.llama_model import LoadedModel, _recent_errors
@@ -121,8 +122,9 @@ class Projector:
         self.mtmd = mtmd_cpp
         self.path = Path(path)
         self.target = target
-        if not self.path.is_file():
-            raise ModelLoadError(f"The projector file {self.path} was not found.")
+        problem = file_problem(self.path)
+        if problem is not None:
+            raise ModelLoadError(f"The projector file {problem}.")
         from app.engine.local import llama_model
 
         # mtmd logs apart from llama.cpp: into the same capture, so its reasons reach our error messages.
