@@ -33,6 +33,7 @@ from app.serve.completions.requests import ApiRequest, CompletionRequest, parse_
 from app.serve.field_types import parse_json_body
 from app.serve.errors import BadRequest
 from app.serve.requests import ApiOptions, parse_chat_request
+from app.serve.responses.routes import responses_routes
 
 
 def error_response(status: int, message: str) -> JSONResponse:
@@ -135,7 +136,9 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
     async def not_found(request: Request) -> Response:
         path = request.url.path if len(request.url.path) <= 100 else request.url.path[:97] + "..."
         return error_response(
-            404, f"There is no {path}; this server answers /v1/models, /v1/chat/completions and /v1/completions."
+            404,
+            f"There is no {path}; this server answers /v1/models, /v1/chat/completions, /v1/completions "
+            "and /v1/responses.",
         )
 
     routes = [
@@ -148,6 +151,7 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
         Route("/chat/completions", chat_completions, methods=["POST"]),
         Route("/v1/completions", completions, methods=["POST"]),
         Route("/completions", completions, methods=["POST"]),
+        *responses_routes(options, queue, denied, keys),
         Route("/{path:path}", not_found, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
     ]
     app = Starlette(routes=routes, exception_handlers={Exception: _our_fault})
