@@ -102,3 +102,12 @@ def test_a_prompt_too_long_ends_the_stream_with_context_length_exceeded(sdk):
         events = list(stream)
     assert [e.type for e in events] == [*LIFECYCLE, "response.failed"]
     assert events[-1].response.error.code == "context_length_exceeded"
+
+
+def test_models_carry_what_codex_reads_beside_openais_list(api):
+    with client() as http:
+        listed = http.get(f"{api.url}/v1/models").json()
+    assert [m["id"] for m in listed["data"]] == ["tiny-target"]
+    (model,) = listed["models"]
+    assert model["slug"] == "tiny-target" and model["context_window"] == 2048
+    assert model["apply_patch_tool_type"] == "freeform" and model["base_instructions"]

@@ -128,8 +128,8 @@ async def _events(events: ResponseEvents, running: RunningJob, idle: Optional[fl
 
 async def _whole(events: ResponseEvents, running: RunningJob) -> Response:
     last: dict = {}
-    async for last in _events(events, running, None):
-        pass
+    async for event in _events(events, running, None):
+        last = event
     if last.get("type") == "response.failed":
         error = last["response"]["error"]
         return _error(400 if error["code"] != "server_error" else 500, error["message"], error["code"])
