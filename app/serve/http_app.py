@@ -1,5 +1,5 @@
 """The API's routes (Starlette): /v1/models, /v1/chat/completions and /v1/completions (raw text and fill-in-the-middle),
-streamed as server-sent events or whole; /health and /props as llama-server has them.
+streamed as server-sent events or whole; /health and /props as llama-server has them; /v1/responses from responses/.
 
 Runs on the server's event loop. A request is checked (app.serve.access: its Origin, Host and API key; then its
 size and fields) before it queues; its records come back from the engine's thread through an asyncio queue. A

@@ -26,7 +26,9 @@ LONG_CONTEXT = 131072
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    target = write_tiny_model(tmp_path_factory.mktemp("long") / "tiny-long.gguf", shape=TinyShape(context_length=LONG_CONTEXT))
+    target = write_tiny_model(
+        tmp_path_factory.mktemp("long") / "tiny-long.gguf", shape=TinyShape(context_length=LONG_CONTEXT)
+    )
     with serving_process("--target", target, "--ngram", "--ctx", LONG_CONTEXT) as serve:
         yield serve
 

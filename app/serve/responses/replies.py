@@ -72,7 +72,8 @@ class ResponseEvents:
         prompt = self.shaper.prompt_tokens or stats.prompt_tokens
         return {
             "input_tokens": prompt,
-            "input_tokens_details": {"cached_tokens": stats.prompt_cached},
+            # cache_write_tokens is for caches a client asks for and pays to fill; this server keeps its own.
+            "input_tokens_details": {"cached_tokens": stats.prompt_cached, "cache_write_tokens": 0},
             "output_tokens": stats.tokens,
             "output_tokens_details": {"reasoning_tokens": stats.reasoning_tokens},
             "total_tokens": prompt + stats.tokens,
@@ -109,12 +110,13 @@ class ResponseEvents:
         item = self.output[-1]
         item["content"][0]["text"] += text
         name = "response.output_text.delta" if kind == "message" else "response.reasoning_text.delta"
-        extra = {"logprobs": []} if kind == "message" else {}
+        extra: dict = {"logprobs": []} if kind == "message" else {}
         events.append(self._event(name, item_id=item["id"], output_index=index, content_index=0, delta=text, **extra))
         return events
 
     def _open(self, kind: str) -> list[dict]:
         part_type = "output_text" if kind == "message" else "reasoning_text"
+        item: dict
         if kind == "message":
             item = {"id": _new_id("msg"), "type": "message", "role": "assistant", "status": "in_progress"}
             item["content"] = []
@@ -123,7 +125,7 @@ class ResponseEvents:
         self.output.append(item)
         self.open_kind = kind
         index = len(self.output) - 1
-        part = {"type": part_type, "text": ""}
+        part: dict = {"type": part_type, "text": ""}
         if kind == "message":
             part["annotations"] = []
         events = [self._event("response.output_item.added", output_index=index, item=dict(item, content=[]))]
@@ -144,7 +146,7 @@ class ResponseEvents:
         part = item["content"][0]
         done = "response.output_text.done" if self.open_kind == "message" else "response.reasoning_text.done"
         where = {"item_id": item["id"], "output_index": index, "content_index": 0}
-        extra = {"logprobs": []} if self.open_kind == "message" else {}
+        extra: dict = {"logprobs": []} if self.open_kind == "message" else {}
         if self.open_kind == "message":
             item["status"] = "completed"
         self.open_kind = ""
