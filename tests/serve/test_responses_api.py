@@ -8,6 +8,7 @@ import openai
 import pytest
 
 from tests.serve.api_fixtures import DEADLINE_S, client, running_api
+from tests.serve.test_responses_events import TOOLS
 
 LIFECYCLE = ("response.created", "response.in_progress")
 
@@ -54,19 +55,8 @@ def test_a_whole_response_has_the_text_and_usage(sdk):
 
 
 def test_tools_of_every_type_are_accepted(sdk):
-    tools = [
-        {"type": "function", "name": "read_file", "parameters": {"type": "object", "properties": {}}},
-        {"type": "custom", "name": "apply_patch", "description": "Edit files with a patch."},
-        {
-            "type": "namespace",
-            "name": "mcp__files",
-            "description": "An MCP server's tools.",
-            "tools": [{"type": "function", "name": "list_files", "parameters": {"type": "object", "properties": {}}}],
-        },
-        {"type": "web_search"},
-        {"type": "image_generation"},
-        {"type": "local_shell"},
-    ]
+    read_file = {"type": "function", "name": "read_file", "parameters": {"type": "object", "properties": {}}}
+    tools = [read_file, *TOOLS, {"type": "image_generation"}, {"type": "local_shell"}]
     history = [
         {"type": "message", "role": "user", "content": "Fix it."},
         {"type": "reasoning", "summary": [{"type": "summary_text", "text": "I should patch."}]},
