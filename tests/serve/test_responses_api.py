@@ -101,3 +101,11 @@ def test_models_carry_what_codex_reads_beside_openais_list(api):
     (model,) = listed["models"]
     assert model["slug"] == "tiny-target" and model["context_window"] == 2048
     assert model["apply_patch_tool_type"] == "freeform" and model["base_instructions"]
+
+
+def test_a_prompt_too_long_is_a_400_with_its_code_when_not_streamed(api):
+    with client() as http:
+        answer = http.post(f"{api.url}/v1/responses", json={"model": "tiny", "input": "word " * 5000})
+    assert answer.status_code == 400
+    assert answer.json()["error"]["code"] == "context_length_exceeded"
+    assert "context holds" in answer.json()["error"]["message"]
