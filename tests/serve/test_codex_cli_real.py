@@ -23,6 +23,11 @@ model_provider = "specchat"
 model_catalog_json = "{catalog}"
 approval_policy = "never"
 sandbox_mode = "workspace-write"
+web_search = "disabled"
+
+[features]
+multi_agent = false
+goals = false
 
 [model_providers.specchat]
 name = "SpecChat"
