@@ -78,6 +78,8 @@ def test_tools_of_every_type_are_accepted(sdk):
         ({"input": [{"type": "message", "role": "robot", "content": "Hi"}]}, "input[0].role"),
         ({"input": "Hi", "max_output_tokens": 0}, '"max_output_tokens"'),
         ({"input": "Hi", "reasoning": {"effort": "huge"}}, '"reasoning.effort"'),
+        ({"instructions": "Be\u0000 brief.", "input": "Hi"}, "instructions holds a NUL"),
+        ({"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{"}]}, "input[0]"),
     ],
 )
 def test_bad_requests_get_one_sentence(api, body, words):

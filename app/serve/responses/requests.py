@@ -15,6 +15,7 @@ sends one per MCP server) offers its functions under their own names, and their 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -32,6 +33,8 @@ CUSTOM_INPUT = "input"
 MAX_GRAMMAR_CHARS = 4000
 # reasoning.effort's words as the chat API's (low, medium, high); "none" turns thinking off.
 EFFORTS = {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "high"}
+# Where a chat message came from ("instructions", "input[3]"), kept on it until the chat body is read.
+SOURCE = "_source"
 STATELESS = 'This server keeps no state between requests; send the whole conversation in "input" instead of {what}.'
 
 
@@ -53,8 +56,10 @@ def parse_responses_request(data: dict, limits: ApiLimits, defaults: GenerationC
     if data.get("background"):
         raise BadRequest('"background" is not supported by this server: it answers while the request waits.')
     tools, custom, namespaces = _tools(data.get("tools"))
+    messages = _messages(data.get("input"), data.get("instructions"), custom, namespaces)
+    sources = [message.pop(SOURCE) for message in messages]
     body: dict[str, Any] = {
-        "messages": _messages(data.get("input"), data.get("instructions"), custom, namespaces),
+        "messages": messages,
         "stream": data.get("stream"),
         "model": data.get("model", ""),
         "temperature": data.get("temperature"),
@@ -74,7 +79,10 @@ def parse_responses_request(data: dict, limits: ApiLimits, defaults: GenerationC
     response_format = _text_format(data.get("text"))
     if response_format is not None:
         body["response_format"] = response_format
-    chat = parse_chat_request(body, limits, defaults)
+    try:
+        chat = parse_chat_request(body, limits, defaults)
+    except BadRequest as exc:  # the chat API's sentence, in the words of the body the client sent
+        raise BadRequest(_in_input_terms(str(exc), sources), exc.status, exc.code) from None
     echo = {
         "instructions": data.get("instructions") if isinstance(data.get("instructions"), str) else None,
         "max_output_tokens": max_tokens,
@@ -88,6 +96,18 @@ def parse_responses_request(data: dict, limits: ApiLimits, defaults: GenerationC
         "metadata": data.get("metadata") if isinstance(data.get("metadata"), dict) else {},
     }
     return ResponsesRequest(chat, frozenset(custom), namespaces, echo)
+
+
+def _in_input_terms(sentence: str, sources: list[str]) -> str:
+    """A chat refusal's `messages[k]` as the instructions or input item that message came from."""
+
+    def source(found: re.Match) -> str:
+        where = sources[int(found.group(1))]
+        whole = where in ("instructions", '"input"')  # a string, not an item with content
+        return where + ("" if whole else found.group(2) or "")
+
+    sentence = re.sub(r"messages\[(\d+)\](\.content)?", source, sentence)
+    return sentence.replace('"messages"', '"input"')
 
 
 def _log(line: str) -> None:
@@ -228,9 +248,9 @@ def _messages(value: Any, instructions: Any, custom: set[str], namespaces: dict[
         if not isinstance(instructions, str):
             raise BadRequest('"instructions" must be a string.')
         if instructions:
-            messages.append({"role": "system", "content": instructions})
+            messages.append({"role": "system", "content": instructions, SOURCE: "instructions"})
     if isinstance(value, str):
-        return messages + [{"role": "user", "content": value}]
+        return messages + [{"role": "user", "content": value, SOURCE: '"input"'}]
     if not isinstance(value, list) or not value:
         raise BadRequest('"input" must be a string or a non-empty list of items.')
     reasoning = ""  # a reasoning item's text, for the assistant turn that follows it
@@ -240,14 +260,14 @@ def _messages(value: Any, instructions: Any, custom: set[str], namespaces: dict[
             raise BadRequest(f"{where} must be an object.")
         kind = item.get("type", "message")
         if kind == "message":
-            messages.append(_message(item, where))
+            messages.append({**_message(item, where), SOURCE: where})
         elif kind == "reasoning":
             reasoning += _reasoning_text(item, where)
             continue
         elif kind in ("function_call", "custom_tool_call"):
-            _assistant_turn(messages).setdefault("tool_calls", []).append(_call(item, where))
+            _assistant_turn(messages, where).setdefault("tool_calls", []).append(_call(item, where))
         elif kind in ("function_call_output", "custom_tool_call_output"):
-            messages.append({"role": "tool", "tool_call_id": _text_field(item, "call_id", where)})
+            messages.append({"role": "tool", "tool_call_id": _text_field(item, "call_id", where), SOURCE: where})
             messages[-1]["content"] = _output_text(item.get("output"), where)
         elif kind == "item_reference":
             raise BadRequest(STATELESS.format(what=f"a reference ({where})"))
@@ -282,10 +302,10 @@ def _message(item: dict, where: str) -> dict:
     return {"role": role, "content": parts}
 
 
-def _assistant_turn(messages: list[dict]) -> dict:
+def _assistant_turn(messages: list[dict], where: str) -> dict:
     """The assistant turn a call belongs to: the last message when it is the assistant's, else a new one."""
     if not messages or messages[-1]["role"] != "assistant":
-        messages.append({"role": "assistant", "content": None})
+        messages.append({"role": "assistant", "content": None, SOURCE: where})
     return messages[-1]
 
 
