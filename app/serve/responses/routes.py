@@ -94,8 +94,11 @@ def _error(status: int, message: str, code: str = "") -> JSONResponse:
     return JSONResponse(body, status_code=status)
 
 
-async def _events(events: ResponseEvents, running: RunningJob, idle: Optional[float]) -> AsyncIterator[dict]:
-    """Every event of one reply, the first to the last; a reply that ends early is stopped."""
+async def _events(
+    events: ResponseEvents, running: RunningJob, idle: Optional[float], failures: Optional[list[JobFailed]] = None
+) -> AsyncIterator[dict]:
+    """Every event of one reply, the first to the last; a reply that ends early is stopped. A failure's record is
+    also added to `failures`, for a whole reply's status line."""
     shaper = events.shaper
     finished: Optional[FinishedEvent] = None
     try:
@@ -116,6 +119,8 @@ async def _events(events: ResponseEvents, running: RunningJob, idle: Optional[fl
             elif isinstance(record, FinishedEvent):
                 finished = record
             elif isinstance(record, JobFailed):
+                if failures is not None:
+                    failures.append(record)
                 yield events.failed(record.message, record.code or "server_error")
                 return
         for event in events.on_chunks(shaper.chunks(shaper.flush(), last=True)):
@@ -128,11 +133,11 @@ async def _events(events: ResponseEvents, running: RunningJob, idle: Optional[fl
 
 async def _whole(events: ResponseEvents, running: RunningJob) -> Response:
     last: dict = {}
-    async for event in _events(events, running, None):
+    failures: list[JobFailed] = []
+    async for event in _events(events, running, None, failures):
         last = event
-    if last.get("type") == "response.failed":
-        error = last["response"]["error"]
-        return _error(400 if error["code"] != "server_error" else 500, error["message"], error["code"])
+    if failures:
+        return _error(failures[0].status, failures[0].message, failures[0].code)
     return JSONResponse(last["response"])
 
 
