@@ -32,11 +32,12 @@ ENV_SERVE_KEY = "SPECCHAT_SERVE_API_KEY"
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "serve",
-        help="serve a model as a local OpenAI-compatible API (/v1/chat/completions, /v1/completions), with each "
-        "token's drafter",
+        help="serve a model as a local OpenAI-compatible API (/v1/chat/completions, /v1/completions, "
+        "/v1/responses), with each token's drafter",
         description="Serve the target as an OpenAI-compatible API on this machine: /v1/chat/completions (tools, "
-        "response_format, logprobs, penalties) and /v1/completions (raw prompts; fill-in-the-middle with "
-        '"suffix" on a model with FIM tokens). Replies and completions speculate with the draft model (--draft) '
+        "response_format, logprobs, penalties), /v1/completions (raw prompts; fill-in-the-middle with "
+        '"suffix" on a model with FIM tokens) and /v1/responses (OpenAI\'s Responses API, stateless, as Codex CLI '
+        "speaks it). Replies and completions speculate with the draft model (--draft) "
         "or n-gram lookup (--ngram), with the window's auto controller; without either, plain decoding. Every "
         'streamed chunk names each token\'s drafter in its "specchat" field. A field the server does not honour '
         "gets a 400 that names it (docs/api.md lists them). The models run in an engine process of their own: a "

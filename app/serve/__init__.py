@@ -9,12 +9,13 @@
 - replies.py: One job's records as OpenAI's response shapes, with SpecChat's provenance and llama-server's counters.
 - tool_replies.py: A reply's tool calls in OpenAI's shapes: whole (`message.tool_calls`) and streamed.
 - pictures/: OpenAI's image_url parts read into pictures: data: URLs, or http(s) URLs fetched within bounds.
+- responses/: /v1/responses: OpenAI's Responses API, stateless, read into a chat request and shaped as Responses events (Codex CLI).
 - completions/: /v1/completions: raw prompts and fill-in-the-middle, read into what the engine runs and shaped as text completions.
 - logprob_replies.py: Log-probabilities in OpenAI's two shapes: chat's `logprobs.content`, completions' lists.
 - access.py: Who may ask: web pages (their Origin, any port), requests addressed to another name (their Host), the key.
 - connections.py: The server's connections, bounded: how many, how long a request's head and body may take, idle time.
 - job_flow.py: One request's way through the server whatever API it came by: body, queue, first record, records.
-- http_app.py: The API's routes (Starlette): /v1/models, /v1/chat/completions and /v1/completions, streamed or whole.
+- http_app.py: The API's routes (Starlette): /v1/models, /v1/chat/completions, /v1/completions and /v1/responses, streamed or whole.
 - ollama/: Ollama's API (/api/chat, /api/generate, /api/tags, /api/show, ...) on the same port, for Ollama's clients.
 - key_store.py: The API server's own key (what clients must send), kept in one owner-only file, never logged.
 - engine/: where the models answer the API: an engine process apart from the HTTP side, its requests kept by id

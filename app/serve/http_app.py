@@ -1,5 +1,5 @@
 """The API's routes (Starlette): /v1/models, /v1/chat/completions and /v1/completions (raw text and fill-in-the-middle),
-streamed as server-sent events or whole; /health and /props as llama-server has them.
+streamed as server-sent events or whole; /health and /props as llama-server has them; /v1/responses from responses/.
 
 Runs on the server's event loop. A request is checked (app.serve.access: its Origin, Host and API key; then its
 size and fields, and its pictures named by URL fetched: app.serve.pictures.fetch) before it queues; its records come back from the engine's thread through an asyncio queue. A
@@ -35,6 +35,7 @@ from app.serve.pictures.fetch import fetch_pictures, picture_urls
 from app.serve.errors import OUR_FAULT, BadRequest
 from app.serve.requests import ApiOptions, parse_chat_request
 from app.serve.ollama.routes import ollama_routes
+from app.serve.responses.routes import responses_routes
 
 
 def error_response(status: int, message: str) -> JSONResponse:
@@ -142,8 +143,8 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
         path = request.url.path if len(request.url.path) <= 100 else request.url.path[:97] + "..."
         return error_response(
             404,
-            f"There is no {path}; this server answers /v1/models, /v1/chat/completions and /v1/completions, "
-            "and Ollama's /api/chat, /api/generate, /api/tags and /api/show.",
+            f"There is no {path}; this server answers /v1/models, /v1/chat/completions, /v1/completions and "
+            "/v1/responses, and Ollama's /api/chat, /api/generate, /api/tags and /api/show.",
         )
 
     routes = [
@@ -157,6 +158,7 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
         Route("/v1/completions", completions, methods=["POST"]),
         Route("/completions", completions, methods=["POST"]),
         *ollama_routes(options, queue, models),
+        *responses_routes(options, queue, denied, keys),
         Route("/{path:path}", not_found, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
     ]
     app = Starlette(routes=routes, exception_handlers={Exception: _our_fault})

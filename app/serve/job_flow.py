@@ -87,7 +87,7 @@ class RunningJob:
             if isinstance(first, JobStarted):
                 return first
             if isinstance(first, JobFailed):
-                raise BadRequest(first.message, first.status)
+                raise BadRequest(first.message, first.status, first.code)
             if isinstance(first, JobEnded):
                 raise BadRequest("The request was cancelled before it started.", 503)
 

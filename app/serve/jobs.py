@@ -93,6 +93,7 @@ class JobStarted:
 class JobFailed:
     status: int  # the HTTP status it means, when nothing has been sent yet
     message: str
+    code: str = ""  # the engine's reason, for APIs that name one (app.engine.host.wire.ReplyFailed.code)
 
 
 @dataclass(frozen=True)
@@ -204,7 +205,7 @@ def relay(job: ServeJob, answer: ApiAnswer) -> Optional[FinishedEvent]:
     if isinstance(answer, ReplyStarted):
         job.sink(JobStarted(model_id(answer.target), answer.prompt_tokens, answer.tool_format))
     elif isinstance(answer, ReplyFailed):
-        job.sink(JobFailed(answer.status, answer.message))
+        job.sink(JobFailed(answer.status, answer.message, answer.code))
     elif isinstance(answer, NoticeEvent):
         # The server's own news (its history file damaged, or off), for whoever runs it: the log, once, as the
         # engine says it once; a client is told nothing of this machine's files.

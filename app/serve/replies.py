@@ -25,6 +25,7 @@ from app.engine.tools.calls import ToolFormat, reader_text
 from app.engine.tools.stream import ToolCallStream
 from app.serve.completions.requests import ApiRequest
 from app.serve.logprob_replies import chat_logprobs
+from app.serve.responses.catalog import codex_models
 from app.serve.tool_replies import call_stream, deltas, message_tool_calls
 
 # OpenAI's error types by HTTP status (anything else is a "server_error").
@@ -352,9 +353,10 @@ def error_body(status: int, message: str) -> dict:
 
 
 def models_list(target: str, draft: str, n_ctx: int, created: int) -> dict:
-    """/v1/models: the loaded target, owned by "specchat"; its draft is named in the entry's `specchat` field."""
+    """/v1/models: the loaded target, owned by "specchat"; its draft is named in the entry's `specchat` field, and
+    `models` describes it as Codex CLI's model catalog does (app.serve.responses.catalog)."""
     if not target:
-        return {"object": "list", "data": []}
+        return {"object": "list", "data": [], "models": []}
     entry = {
         "id": target,
         "object": "model",
@@ -362,4 +364,4 @@ def models_list(target: str, draft: str, n_ctx: int, created: int) -> dict:
         "owned_by": "specchat",
         "specchat": {"draft": draft or None, "n_ctx": n_ctx},
     }
-    return {"object": "list", "data": [entry]}
+    return {"object": "list", "data": [entry], "models": codex_models(target, n_ctx)}

@@ -16,7 +16,14 @@ from typing import Iterator, Optional, Union
 
 from app.engine.errors import EngineError, GrammarError, PromptFormatError, PromptTooLongError
 from app.engine.events import EngineEvent, FinishedEvent, WaitingEvent
-from app.engine.host.wire import AnswerChat, AnswerCompletion, LoadModels, ReplyFailed, ReplyStarted
+from app.engine.host.wire import (
+    CONTEXT_LENGTH_EXCEEDED,
+    AnswerChat,
+    AnswerCompletion,
+    LoadModels,
+    ReplyFailed,
+    ReplyStarted,
+)
 from app.engine.protocol import CancelSignal, ChatEngine
 
 NO_MODEL = "No model is loaded; load one in SpecChat (or start `specchat-cli serve --target MODEL.gguf`)."
@@ -60,6 +67,7 @@ def answer_api(
                     f"The request holds {len(messages)} messages; the loaded context of "
                     f"{engine.n_ctx} tokens cannot hold that many.",
                     status=400,
+                    code=CONTEXT_LENGTH_EXCEEDED,
                 )
                 return
             prompt_tokens, what = engine.count_tokens(messages), "messages"
@@ -68,6 +76,7 @@ def answer_api(
                 request_id,
                 f"The {what} take {prompt_tokens} tokens; the loaded context holds {engine.n_ctx}.",
                 status=400,
+                code=CONTEXT_LENGTH_EXCEEDED,
             )
             return
         # Asked before ReplyStarted: what an engine refuses when asked (a server's model and logprobs) is a 400
@@ -91,7 +100,10 @@ def answer_api(
         raise
     except PromptTooLongError as exc:
         yield ReplyFailed(
-            request_id, f"The messages take {exc.n_prompt} tokens; the loaded context holds {exc.n_ctx}.", status=400
+            request_id,
+            f"The messages take {exc.n_prompt} tokens; the loaded context holds {exc.n_ctx}.",
+            status=400,
+            code=CONTEXT_LENGTH_EXCEEDED,
         )
     except (PromptFormatError, GrammarError) as exc:
         yield ReplyFailed(request_id, str(exc), status=400)

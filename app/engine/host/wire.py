@@ -171,6 +171,10 @@ class EngineEvents:
     events: tuple[EngineEvent, ...]
 
 
+# ReplyFailed.code of a conversation that does not fit in the context (OpenAI's error code, which agents read).
+CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
+
+
 @dataclass(frozen=True)
 class ReplyFailed:
     """The engine raised or died during the reply; `message` is meant for a person. `retryable` is False when
@@ -180,6 +184,7 @@ class ReplyFailed:
     message: str
     retryable: bool = True
     status: int = 500  # what it means to an API client (400: the request asked for what cannot be done)
+    code: str = ""  # a reason clients branch on, in OpenAI's words: CONTEXT_LENGTH_EXCEEDED, or none
 
 
 @dataclass(frozen=True)
