@@ -7,7 +7,6 @@ a streamed reply says `response.in_progress`, so that an agent waiting on the st
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from dataclasses import replace
@@ -22,8 +21,8 @@ from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.serve.access import client_label
 from app.serve.errors import BadRequest
 from app.serve.field_types import parse_json_body
-from app.serve.job_flow import IDLE, RunningJob, cancel_on_disconnect, read_body, submit
-from app.serve.jobs import JobFailed, JobQueue
+from app.serve.job_flow import IDLE, RunningJob, job_response, read_body, submit
+from app.serve.jobs import JobFailed, JobQueue, JobStarted
 from app.serve.replies import ReplyShaper, error_body
 from app.serve.requests import ApiOptions
 from app.serve.responses.replies import ResponseEvents
@@ -53,31 +52,32 @@ def responses_routes(
             return _error(exc.status, str(exc), exc.code)
         except ClientDisconnect:
             return Response(status_code=400)  # nobody is there to read it
-        watcher = asyncio.create_task(cancel_on_disconnect(request, running.job))
-        streaming = False
-        try:
-            try:
-                first = await running.started()
-            except BadRequest as exc:
-                if parsed.chat.stream and exc.code:  # an agent reads the reason from the stream's last event
-                    events = ResponseEvents(parsed, ReplyShaper(parsed.chat))
-                    failure = [*events.start(), events.failed(str(exc), exc.code)]
-                    return StreamingResponse(_sent(failure), media_type="text/event-stream")
-                return _error(exc.status, str(exc), exc.code)
+
+        def refuse(exc: BadRequest) -> Response:
+            if parsed.chat.stream and exc.code:  # an agent reads the reason from the stream's last event
+                events = ResponseEvents(parsed, ReplyShaper(parsed.chat))
+                failure = [*events.start(), events.failed(str(exc), exc.code)]
+                return StreamingResponse(_sent(failure), media_type="text/event-stream")
+            return _error(exc.status, str(exc), exc.code)
+
+        def events_of(first: JobStarted) -> ResponseEvents:
             shaper = ReplyShaper(
                 parsed.chat, model=first.model, prompt_tokens=first.prompt_tokens, tool_format=first.tool_format
             )
-            events = ResponseEvents(parsed, shaper)
-            if not parsed.chat.stream:
-                return await _whole(events, running)
-            streaming = True
-        finally:
-            watcher.cancel()  # streaming: Starlette's response watches for the client's going away from here on
-            if not streaming:
-                running.job.read.set()
-        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-        stream = _sse(_events(events, running, IN_PROGRESS_EVERY_S))
-        return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
+            return ResponseEvents(parsed, shaper)
+
+        def stream(first: JobStarted) -> Response:
+            headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+            sent = _sse(_events(events_of(first), running, IN_PROGRESS_EVERY_S))
+            return StreamingResponse(sent, media_type="text/event-stream", headers=headers)
+
+        return await job_response(
+            request,
+            running,
+            whole=lambda first: _whole(events_of(first), running),
+            stream=stream if parsed.chat.stream else None,
+            refuse=refuse,
+        )
 
     return [Route("/v1/responses", responses, methods=["POST"]), Route("/responses", responses, methods=["POST"])]
 
