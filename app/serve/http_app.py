@@ -26,7 +26,8 @@ from app.common.http_client import is_loopback_host
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.serve.jobs import JobFailed, JobQueue, ServedModels
 from app.serve.job_flow import RunningJob, cancel_on_disconnect, read_body, submit
-from app.serve.access import client_label, refusal
+from app.serve.access import client_label, request_refusal
+from app.serve.anthropic.routes import anthropic_routes
 from app.serve.replies import ReplyShaper, error_body, models_list
 from app.serve.completions.replies import CompletionShaper
 from app.serve.completions.requests import ApiRequest, CompletionRequest, parse_completion_request
@@ -57,8 +58,7 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
     local_only = is_loopback_host(options.host)
 
     def denied(request: Request) -> Optional[JSONResponse]:
-        port = request.scope.get("server", ("", 0))[1] or 0
-        refused = refusal(request.headers, port, local_only, keys)
+        refused = request_refusal(request, local_only, keys)
         return error_response(refused.status, refused.message) if refused is not None else None
 
     async def list_models(request: Request) -> Response:
@@ -135,7 +135,9 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
     async def not_found(request: Request) -> Response:
         path = request.url.path if len(request.url.path) <= 100 else request.url.path[:97] + "..."
         return error_response(
-            404, f"There is no {path}; this server answers /v1/models, /v1/chat/completions and /v1/completions."
+            404,
+            f"There is no {path}; this server answers /v1/models, /v1/chat/completions, /v1/completions "
+            "and /v1/messages.",
         )
 
     routes = [
@@ -148,6 +150,7 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
         Route("/chat/completions", chat_completions, methods=["POST"]),
         Route("/v1/completions", completions, methods=["POST"]),
         Route("/completions", completions, methods=["POST"]),
+        *anthropic_routes(options, queue),
         Route("/{path:path}", not_found, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
     ]
     app = Starlette(routes=routes, exception_handlers={Exception: _our_fault})
