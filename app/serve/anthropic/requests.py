@@ -9,12 +9,14 @@ The prompt is kept cacheable across an agent's requests (the engine reuses the K
 seen): Claude Code's billing line, whose hash changes every request, is dropped from `system`, and a `role:
 "system"` message inside `messages` (chat templates refuse a system message that is not first) becomes a
 `<system-reminder>` in a user turn that does not move: the one right before it, else the one after it, else a user
-turn of its own. Fields that change nothing here (`metadata`, `cache_control`, `context_management`, `service_tier`,
+turn of its own. A countdown Claude Code may put in the system prompt (`<total_tokens>N tokens left</total_tokens>`)
+is moved the same way, as a system message after the last turn. Fields that change nothing here (`metadata`, `cache_control`, `context_management`, `service_tier`,
 `output_config`) are accepted and ignored.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -23,6 +25,8 @@ from app.serve.errors import BadRequest
 from app.serve.field_types import flag
 from app.serve.requests import ApiLimits, ChatRequest, parse_chat_request
 
+# What Claude Code may add to its system prompt: the tokens its context has left, a number that changes every request.
+COUNTDOWN = re.compile(r"<total_tokens>[^<]*</total_tokens>")
 # The first system block Claude Code sends: its hash changes every request, so it would end the cached prefix.
 BILLING_PREFIX = "x-anthropic-billing-header:"
 # Anthropic's limit on stop_sequences is higher than the OpenAI shape's; this server holds this many back at once.
@@ -35,7 +39,8 @@ def parse_messages_request(
     data: dict, limits: ApiLimits, defaults: GenerationConfig, count_only: bool = False
 ) -> ChatRequest:
     """A /v1/messages body (or with `count_only`, a /v1/messages/count_tokens one), checked. Raises BadRequest."""
-    body: dict[str, Any] = {"messages": _messages(data.get("messages"), _system(data.get("system")))}
+    system, countdown = _countdown_apart(_system(data.get("system")))
+    body: dict[str, Any] = {"messages": _messages(data.get("messages"), system, countdown)}
     model = data.get("model")
     if not count_only and model is None:
         raise BadRequest('"model" is required.')
@@ -74,6 +79,13 @@ def _system(value: Any) -> str:
     return "\n\n".join(t for t in _text_blocks(value, '"system"') if not t.startswith(BILLING_PREFIX))
 
 
+def _countdown_apart(system: str) -> tuple[str, str]:
+    """The system prompt without its countdown blocks (`<total_tokens>N tokens left</total_tokens>`, whose N
+    changes every request), and those blocks, which go at the end of the last user turn instead."""
+    blocks = COUNTDOWN.findall(system)
+    return (COUNTDOWN.sub("", system).strip(), "\n".join(blocks)) if blocks else (system, "")
+
+
 def _text_blocks(value: Any, where: str) -> list[str]:
     if isinstance(value, str):
         return [value]
@@ -87,8 +99,8 @@ def _text_blocks(value: Any, where: str) -> list[str]:
     return out
 
 
-def _messages(value: Any, system: str) -> list[dict]:
-    """Anthropic's messages (with the top-level system text) as OpenAI's."""
+def _messages(value: Any, system: str, countdown: str = "") -> list[dict]:
+    """Anthropic's messages (with the top-level system text, and the countdown taken out of it) as OpenAI's."""
     if not isinstance(value, list) or not value:
         raise BadRequest('"messages" must be a non-empty list of {"role", "content"} objects.')
     turns: list[tuple[str, Any]] = []
@@ -101,6 +113,8 @@ def _messages(value: Any, system: str) -> list[dict]:
         if not isinstance(content, list):
             raise BadRequest(f"messages[{i}].content must be a string or a list of content blocks.")
         turns.append((message["role"], content))
+    if countdown:
+        turns.append(("system", [{"type": "text", "text": countdown}]))
     turns = _system_turns_placed(turns)
     if turns and turns[0][0] == "system":
         system = "\n\n".join(t for t in (system, *_text_blocks(turns.pop(0)[1], "messages[0].content")) if t)
