@@ -47,23 +47,29 @@ def served(tiny_models):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["01_first_turn.json", "02_tool_result.json"])
-def test_claude_codes_requests_stream_events_the_sdk_reads(served, name):
-    recorded = _recorded(name)
-    body = _cut(recorded["body"])
-    headers = {k: v for k, v in recorded["headers"].items() if k.lower() not in CONNECTION_HEADERS}
+def test_claude_codes_requests_stream_events_the_sdk_reads_and_share_the_cache(served):
     sdk = anthropic.Anthropic(base_url=served.url, api_key=KEY, timeout=DEADLINE_S * 2, max_retries=0)
-    extra = {k: v for k, v in body.items() if k not in NAMED and k != "stream"}
-    with sdk.messages.stream(
-        model=body["model"], messages=body["messages"], max_tokens=16, extra_body=extra, extra_headers=headers
-    ) as stream:
-        events = [event.type for event in stream]
-        final = stream.get_final_message()
-    assert events[0] == "message_start" and events[-2:] == ["message_delta", "message_stop"]
-    opened = [e for e in events if e == "content_block_start"]
-    assert len(opened) == events.count("content_block_stop") == len(final.content) >= 1
-    assert final.stop_reason in ("end_turn", "max_tokens", "tool_use")
-    assert final.usage.input_tokens > 0 and final.usage.output_tokens > 0
+    finals = []
+    for name in ("01_first_turn.json", "02_tool_result.json"):  # in the order Claude Code sent them
+        recorded = _recorded(name)
+        body = _cut(recorded["body"])
+        headers = {k: v for k, v in recorded["headers"].items() if k.lower() not in CONNECTION_HEADERS}
+        extra = {k: v for k, v in body.items() if k not in NAMED and k != "stream"}
+        with sdk.messages.stream(
+            model=body["model"], messages=body["messages"], max_tokens=16, extra_body=extra, extra_headers=headers
+        ) as stream:
+            events = [event.type for event in stream]
+            final = stream.get_final_message()
+        assert events[0] == "message_start" and events[-2:] == ["message_delta", "message_stop"], name
+        opened = [e for e in events if e == "content_block_start"]
+        assert len(opened) == events.count("content_block_stop") == len(final.content) >= 1, name
+        assert final.stop_reason in ("end_turn", "max_tokens", "tool_use")
+        assert final.usage.output_tokens > 0
+        finals.append(final)
+    # The second request repeats the first's prompt (its billing line and system messages included): its KV cache
+    # is read, not the prompt again.
+    usage = finals[1].usage
+    assert usage.cache_read_input_tokens >= 0.9 * (usage.cache_read_input_tokens + usage.input_tokens), usage
 
 
 @pytest.mark.slow
