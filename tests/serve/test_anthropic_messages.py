@@ -111,3 +111,32 @@ def test_the_key_is_read_from_x_api_key(api):
         assert refused.status_code == 401 and refused.json()["error"]["type"] == "authentication_error"
         allowed = http.post(f"{api.url}/v1/messages", json=body, headers={"x-api-key": KEY})
         assert allowed.status_code == 200, allowed.text
+
+
+def test_a_stream_pings_while_its_prompt_is_read(api, sdk, monkeypatch):
+    # Pings every millisecond here (every PING_S seconds in use): reading a long prompt takes longer than that.
+    monkeypatch.setattr("app.serve.anthropic.routes.PING_S", 0.001)
+    body = {"model": "tiny", "max_tokens": 4, "messages": _ask("the cat and the dog " * 150), "stream": True}
+    names = []
+    with client(KEY) as http:
+        with http.stream("POST", f"{api.url}/v1/messages", json=body) as response:
+            assert response.status_code == 200
+            names = [line[len("event: ") :] for line in response.iter_lines() if line.startswith("event: ")]
+    first_block = names.index("content_block_start")
+    assert names[0] == "message_start" and "ping" in names[1:first_block], names[:first_block]
+    with sdk.messages.stream(model="tiny", max_tokens=4, messages=body["messages"]) as stream:
+        assert stream.get_final_message().content  # the SDK reads past the pings
+
+
+def test_a_retry_after_a_cut_stream_goes_on_from_the_prompt_already_read(api, sdk):
+    messages = _ask("a dog and a cat " * 120)
+    answered = len(api.done)
+    body = {"model": "tiny", "max_tokens": 200, "messages": messages, "stream": True}
+    with client(KEY) as http:
+        with http.stream("POST", f"{api.url}/v1/messages", json=body) as response:
+            for line in response.iter_lines():
+                if line == "event: message_start":
+                    break  # the client's idle limit fired: it hangs up while the prompt is read
+    api.wait_done(answered + 1)
+    retried = sdk.messages.create(model="tiny", max_tokens=4, messages=messages)
+    assert retried.usage.cache_read_input_tokens > 0, retried.usage
