@@ -32,8 +32,8 @@ ENV_SERVE_KEY = "SPECCHAT_SERVE_API_KEY"
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "serve",
-        help="serve a model as a local OpenAI-compatible API (/v1/chat/completions, /v1/completions), with each "
-        "token's drafter",
+        help="serve a model as a local OpenAI-compatible API (/v1/chat/completions, /v1/completions) and "
+        "Anthropic's /v1/messages, with each token's drafter",
         description="Serve the target as an OpenAI-compatible API on this machine: /v1/chat/completions (tools, "
         "response_format, logprobs, penalties) and /v1/completions (raw prompts; fill-in-the-middle with "
         '"suffix" on a model with FIM tokens). Replies and completions speculate with the draft model (--draft) '
@@ -41,7 +41,8 @@ def register(subparsers) -> None:
         'streamed chunk names each token\'s drafter in its "specchat" field. A field the server does not honour '
         "gets a 400 that names it (docs/api.md lists them). The models run in an engine process of their own: a "
         "llama.cpp crash costs only the request being answered (an error with one sentence), and the engine "
-        "restarts with the same models.",
+        "restarts with the same models. Anthropic's /v1/messages and /v1/messages/count_tokens are served too, "
+        "for Claude Code (docs/api.md says how to point it here).",
     )
     add_model_arguments(p)
     p.add_argument(
@@ -55,7 +56,7 @@ def register(subparsers) -> None:
         "--api-key",
         action="append",
         default=None,
-        help=f'the key clients must send as "Authorization: Bearer KEY" (or set {ENV_SERVE_KEY}, '
+        help=f'the key clients must send as "Authorization: Bearer KEY" or "x-api-key: KEY" (or set {ENV_SERVE_KEY}, '
         "which other users cannot see in the process list). Given more than once, each key is a client "
         "of its own: one key's cached prompts and history are never reused for another's",
     )
