@@ -18,21 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from app.engine.events import FinishedEvent, TokenEvent
+from app.serve.replies import ERROR_TYPES as OPENAI_ERROR_TYPES
 from app.serve.replies import ReplyShaper
 
 # The engine's finish as Anthropic's stop_reason (OpenAI's finish_reason, as ReplyShaper decides it, read here).
 STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
-# Anthropic's error types by HTTP status (anything else is an "api_error").
-ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    408: "invalid_request_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    503: "overloaded_error",
-}
+# Anthropic's error types by HTTP status where they differ from OpenAI's (anything unnamed is an "api_error").
+ERROR_TYPES = {**OPENAI_ERROR_TYPES, 413: "request_too_large", 429: "rate_limit_error", 503: "overloaded_error"}
 
 Event = tuple[str, dict]
 

@@ -206,7 +206,9 @@ def _tool_result(block: dict, where: str) -> dict:
 def _image(block: dict, where: str) -> dict:
     """An image block as OpenAI's image_url part (a base64 source as a data: URL); the URL checks are image_parts'."""
     source = block.get("source")
-    kind = source.get("type") if isinstance(source, dict) else None
+    if not isinstance(source, dict):
+        source = {}
+    kind = source.get("type")
     if kind == "base64" and isinstance(source.get("media_type"), str) and isinstance(source.get("data"), str):
         return {"type": "image_url", "image_url": {"url": f"data:{source['media_type']};base64,{source['data']}"}}
     if kind == "url" and isinstance(source.get("url"), str):

@@ -65,22 +65,13 @@ def anthropic_routes(options: ApiOptions, queue: JobQueue) -> list[Route]:
             return Response(status_code=400)  # nobody is there to read it
 
     async def count_tokens(request: Request) -> Response:
-        started = await start(request, count_only=True)
-        if isinstance(started, Response):
-            return started
-        _, running = started
-        watcher = asyncio.create_task(cancel_on_disconnect(request, running.job))
-        try:
-            first = await running.started()
-        except BadRequest as exc:
-            return error_response(exc.status, str(exc))
-        finally:
-            watcher.cancel()
-            running.close(True)
-        return JSONResponse({"input_tokens": first.prompt_tokens})
+        return await answer(request, count_only=True)
 
     async def messages(request: Request) -> Response:
-        started = await start(request, count_only=False)
+        return await answer(request, count_only=False)
+
+    async def answer(request: Request, count_only: bool) -> Response:
+        started = await start(request, count_only)
         if isinstance(started, Response):
             return started
         chat, running = started
@@ -91,6 +82,8 @@ def anthropic_routes(options: ApiOptions, queue: JobQueue) -> list[Route]:
                 first = await running.started()
             except BadRequest as exc:
                 return error_response(exc.status, str(exc))
+            if count_only:  # the job ends with its JobStarted: nothing is decoded
+                return JSONResponse({"input_tokens": first.prompt_tokens})
             shaper = MessageShaper(
                 ReplyShaper(chat, model=first.model, prompt_tokens=first.prompt_tokens, tool_format=first.tool_format)
             )
