@@ -118,3 +118,32 @@ def test_the_tokens_left_countdown_leaves_the_system_prompt_for_the_last_turn():
     first, second = parsed(190000), parsed(185000)
     assert first[0] == second[0] == {"role": "system", "content": "You are an agent."}
     assert "190000 tokens left" in first[-1]["content"] and first[-1]["role"] == "user"
+
+
+def test_a_failed_tool_result_in_blocks_reaches_the_model_as_an_error():
+    parsed = _parse(
+        messages=[
+            {"role": "user", "content": "run it"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"c": "x"}}]},
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t1",
+                        "is_error": True,
+                        "content": [{"type": "text", "text": "command not found"}],
+                    }
+                ],
+            },
+        ]
+    )
+    assert parsed.messages[-1] == {"role": "tool", "tool_call_id": "t1", "content": "Error: command not found"}
+    assert parsed.messages[1]["tool_calls"][0]["function"] == {"name": "Bash", "arguments": {"c": "x"}}
+
+
+def test_a_picture_by_url_is_refused_unless_the_server_fetches_pictures():
+    image = {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}
+    with pytest.raises(BadRequest) as caught:
+        _parse(messages=[{"role": "user", "content": [image, {"type": "text", "text": "what is this?"}]}])
+    assert "--fetch-image-urls" in str(caught.value)
