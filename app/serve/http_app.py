@@ -26,7 +26,7 @@ from app.common.http_client import is_loopback_host
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.serve.jobs import JobFailed, JobQueue, ServedModels
 from app.serve.job_flow import RunningJob, cancel_on_disconnect, read_body, submit
-from app.serve.access import client_label, request_refusal
+from app.serve.access import client_label, refusal
 from app.serve.anthropic.routes import anthropic_routes
 from app.serve.replies import ReplyShaper, error_body, models_list
 from app.serve.completions.replies import CompletionShaper
@@ -58,7 +58,8 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
     local_only = is_loopback_host(options.host)
 
     def denied(request: Request) -> Optional[JSONResponse]:
-        refused = request_refusal(request, local_only, keys)
+        port = request.scope.get("server", ("", 0))[1] or 0
+        refused = refusal(request.headers, port, local_only, keys)
         return error_response(refused.status, refused.message) if refused is not None else None
 
     async def list_models(request: Request) -> Response:
