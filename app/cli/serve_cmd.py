@@ -33,7 +33,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "serve",
         help="serve a model as a local OpenAI-compatible API (/v1/chat/completions, /v1/completions, "
-        "/v1/responses), with each token's drafter",
+        "/v1/responses), Anthropic's /v1/messages and Ollama's /api/chat, with each token's drafter",
         description="Serve the target as an OpenAI-compatible API on this machine: /v1/chat/completions (tools, "
         "response_format, logprobs, penalties), /v1/completions (raw prompts; fill-in-the-middle with "
         '"suffix" on a model with FIM tokens) and /v1/responses (OpenAI\'s Responses API, stateless, as Codex CLI '
@@ -43,7 +43,9 @@ def register(subparsers) -> None:
         "gets a 400 that names it (docs/api.md lists them). The models run in an engine process of their own: a "
         "llama.cpp crash costs only the request being answered (an error with one sentence), and the engine "
         "restarts with the same models. Ollama's API (/api/chat, /api/generate, /api/tags, /api/show) answers on the "
-        "same port for clients written for Ollama; --port 11434 puts it where they look by default.",
+        "same port for clients written for Ollama; --port 11434 puts it where they look by default. Anthropic's "
+        "/v1/messages and /v1/messages/count_tokens are served too, for Claude Code (docs/api.md says how to point "
+        "it here).",
     )
     add_model_arguments(p)
     p.add_argument(
@@ -62,7 +64,7 @@ def register(subparsers) -> None:
         "--api-key",
         action="append",
         default=None,
-        help=f'the key clients must send as "Authorization: Bearer KEY" (or set {ENV_SERVE_KEY}, '
+        help=f'the key clients must send as "Authorization: Bearer KEY" or "x-api-key: KEY" (or set {ENV_SERVE_KEY}, '
         "which other users cannot see in the process list). Given more than once, each key is a client "
         "of its own: one key's cached prompts and history are never reused for another's",
     )

@@ -1,4 +1,4 @@
-"""The local OpenAI-compatible API: one implementation that `specchat-cli serve` and the window run.
+"""The local OpenAI-compatible (and Anthropic-compatible) API: one implementation that `specchat-cli serve` and the window run.
 
 - reasoning_requests.py: A request's thinking settings (chat_template_kwargs, reasoning_effort, reasoning_format, budgets) read into GenerationConfig.
 - requests.py: OpenAI-style request bodies read into what the engine runs, every bad value refused with one sentence.
@@ -10,6 +10,7 @@
 - tool_replies.py: A reply's tool calls in OpenAI's shapes: whole (`message.tool_calls`) and streamed.
 - pictures/: OpenAI's image_url parts read into pictures: data: URLs, or http(s) URLs fetched within bounds.
 - responses/: /v1/responses: OpenAI's Responses API, stateless, read into a chat request and shaped as Responses events (Codex CLI).
+- anthropic/: Anthropic's Messages API (/v1/messages, count_tokens) for Claude Code, on the same jobs and shaping.
 - completions/: /v1/completions: raw prompts and fill-in-the-middle, read into what the engine runs and shaped as text completions.
 - logprob_replies.py: Log-probabilities in OpenAI's two shapes: chat's `logprobs.content`, completions' lists.
 - access.py: Who may ask: web pages (their Origin, any port), requests addressed to another name (their Host), the key.

@@ -12,10 +12,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import TYPE_CHECKING, Mapping, Optional
 from urllib.parse import urlsplit
 
 from app.common.http_client import is_loopback_host
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -62,25 +65,35 @@ def refusal(
             return Refusal(403, "This server answers requests addressed to this machine only.")
     if not keys:
         return None
-    token = _bearer(headers)
+    token = _sent_key(headers)
     # compare_digest takes as long whatever the first differing byte, and every key is compared: a key cannot be
     # guessed by timing.
     matches = [hmac.compare_digest(token or b"", key) for key in keys]
     if token is None or not any(matches):
-        return Refusal(401, 'This server needs its API key, sent as "Authorization: Bearer KEY".')
+        return Refusal(401, 'This server needs its API key, sent as "Authorization: Bearer KEY" or "x-api-key: KEY".')
     return None
+
+
+def request_refusal(request: "Request", local_only: bool, keys: tuple[bytes, ...]) -> Optional[Refusal]:
+    """`refusal` for a Starlette request, on the port it came in on."""
+    port = request.scope.get("server", ("", 0))[1] or 0
+    return refusal(request.headers, port, local_only, keys)
 
 
 def client_label(headers: Mapping[str, str], keys: tuple[bytes, ...]) -> str:
     """Which client a request that `refusal` let in is, for GenerationConfig.client: "" on a server with one key or
     none (its clients are one client), else a label of the key it sent. The label is a hash, so no key is written
     where the label goes (the names of kept states and history books)."""
-    token = _bearer(headers)
+    token = _sent_key(headers)
     if len(keys) < 2 or token is None:
         return ""
     return hashlib.sha256(b"specchat-api-client\0" + token).hexdigest()[:16]
 
 
-def _bearer(headers: Mapping[str, str]) -> Optional[bytes]:
+def _sent_key(headers: Mapping[str, str]) -> Optional[bytes]:
+    """The key a client sent: OpenAI's clients send "Authorization: Bearer KEY", Anthropic's "x-api-key: KEY"."""
     scheme, _, token = headers.get("authorization", "").partition(" ")
-    return token.strip().encode("utf-8") if scheme.lower() == "bearer" else None
+    if scheme.lower() == "bearer":
+        return token.strip().encode("utf-8")
+    key = headers.get("x-api-key")
+    return key.strip().encode("utf-8") if key is not None else None

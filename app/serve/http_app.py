@@ -27,6 +27,7 @@ from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.serve.jobs import JobFailed, JobQueue, JobStarted, ServedModels
 from app.serve.job_flow import RunningJob, job_response, read_body, submit, unless_gone
 from app.serve.access import client_label, refusal
+from app.serve.anthropic.routes import anthropic_routes
 from app.serve.replies import ReplyShaper, error_body, models_list
 from app.serve.completions.replies import CompletionShaper
 from app.serve.completions.requests import ApiRequest, CompletionRequest, parse_completion_request
@@ -143,8 +144,8 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
         path = request.url.path if len(request.url.path) <= 100 else request.url.path[:97] + "..."
         return error_response(
             404,
-            f"There is no {path}; this server answers /v1/models, /v1/chat/completions, /v1/completions and "
-            "/v1/responses, and Ollama's /api/chat, /api/generate, /api/tags and /api/show.",
+            f"There is no {path}; this server answers /v1/models, /v1/chat/completions, /v1/completions, "
+            "/v1/responses and /v1/messages, and Ollama's /api/chat, /api/generate, /api/tags and /api/show.",
         )
 
     routes = [
@@ -159,6 +160,7 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
         Route("/completions", completions, methods=["POST"]),
         *ollama_routes(options, queue, models),
         *responses_routes(options, queue, denied, keys),
+        *anthropic_routes(options, queue),
         Route("/{path:path}", not_found, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
     ]
     app = Starlette(routes=routes, exception_handlers={Exception: _our_fault})

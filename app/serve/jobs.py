@@ -196,7 +196,7 @@ def api_request(request_id: int, request: ApiRequest) -> AnswerChat | AnswerComp
     """What the engine runs for `request`, as the wire's record: the same in this process and across the pipe."""
     if isinstance(request, CompletionRequest):
         return AnswerCompletion(request_id, request.prompt, request.suffix, request.config)
-    return AnswerChat(request_id, tuple(request.messages), request.config)
+    return AnswerChat(request_id, tuple(request.messages), request.config, request.count_only)
 
 
 def relay(job: ServeJob, answer: ApiAnswer) -> Optional[FinishedEvent]:

@@ -90,6 +90,7 @@ class ReplyShaper:
     id: str = field(default_factory=lambda: f"chatcmpl-{uuid.uuid4().hex[:24]}")
     created: int = field(default_factory=lambda: int(time.time()))
     stopped_by_string: bool = False
+    stop_string: str = ""  # the one that ended the reply (the first in the text)
     _held: list[HeldToken] = field(default_factory=list)
     _released: list[HeldToken] = field(default_factory=list)
     _predicted_n: int = 0
@@ -147,10 +148,11 @@ class ReplyShaper:
         if not stops:
             return self.flush()
         text = "".join(t.text for t in self._held if t.part == "answer")
-        hits = [i for i in (text.find(s) for s in stops) if i >= 0]
+        hits = [(i, s) for i, s in ((text.find(s), s) for s in stops) if i >= 0]
         if hits:
             self.stopped_by_string = True
-            return self._release_chars(min(hits), cut=True)
+            at, self.stop_string = min(hits)
+            return self._release_chars(at, cut=True)
         keep = max(
             (n for s in stops for n in range(min(len(s) - 1, len(text)), 0, -1) if text.endswith(s[:n])), default=0
         )

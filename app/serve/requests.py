@@ -75,6 +75,7 @@ class ChatRequest:
     timings_per_token: bool = False  # llama-server's field: send `timings` with every chunk
     include_usage: bool = False  # stream_options.include_usage: a last chunk with the token counts
     tools: ToolRequest = ToolRequest()
+    count_only: bool = False  # the prompt's tokens are counted and nothing is written (/v1/messages/count_tokens)
 
 
 def api_history(own: bool) -> dict:

@@ -240,12 +240,12 @@ class ServeProcess:
 
 
 @contextmanager
-def serving_process(*args) -> Iterator[ServeProcess]:
-    """`specchat-cli serve ARGS` on a free port of 127.0.0.1, one thread; stopped with Ctrl+C (killed after
-    DEADLINE_S, which raises) when the block ends."""
+def serving_process(*args, threads: int = 1) -> Iterator[ServeProcess]:
+    """`specchat-cli serve ARGS` on a free port of 127.0.0.1, on `threads` threads; stopped with Ctrl+C (killed
+    after DEADLINE_S, which raises) when the block ends."""
     root = Path(__file__).resolve().parents[2]
     process = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve", *map(str, args), "--port", "0", "--threads", "1"],
+        [sys.executable, "-m", "app", "serve", *map(str, args), "--port", "0", "--threads", str(threads)],
         cwd=root,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -71,6 +71,9 @@ def answer_api(
                 )
                 return
             prompt_tokens, what = engine.count_tokens(messages), "messages"
+            if request.count_only:  # counted by the template and tokenizer alone: no decoding, no KV cache
+                yield ReplyStarted(request_id, engine.loaded_target, prompt_tokens, engine.tool_format)
+                return
         if prompt_tokens >= engine.n_ctx:
             yield ReplyFailed(
                 request_id,

@@ -95,11 +95,13 @@ class CountPicture:
 @dataclass(frozen=True)
 class AnswerChat:
     """An API client's chat request, as sent (the engine's chat(), no fitting: a prompt past the context is a 400).
-    Answered with ReplyStarted or ReplyFailed, EngineEvents, and always ReplyEnded last."""
+    Answered with ReplyStarted or ReplyFailed, EngineEvents, and always ReplyEnded last; with `count_only`, the
+    prompt is counted (ReplyStarted's prompt_tokens, also past the context) and nothing is decoded."""
 
     request_id: int
     messages: tuple[dict[str, Any], ...]
     config: GenerationConfig
+    count_only: bool = False
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,9 @@ class ApiServerPage(QWidget):
         self.api_key = QLineEdit(choice.api_key or "")
         self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
         self.api_key.setPlaceholderText("none")
-        self.api_key.setToolTip('Clients must send it as "Authorization: Bearer KEY". Kept in an owner-only file.')
+        self.api_key.setToolTip(
+            'Clients must send it as "Authorization: Bearer KEY" or "x-api-key: KEY". Kept in an owner-only file.'
+        )
         form.addRow("API key", self.api_key)
         layout.addLayout(form)
 

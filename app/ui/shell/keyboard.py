@@ -3,6 +3,8 @@ and Esc wherever the focus is. GUI thread only."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QAction, QKeyEvent, QKeySequence
 
@@ -24,7 +26,7 @@ class _EscapeKey(QObject):
             and isinstance(event, QKeyEvent)
             and event.key() == Qt.Key.Key_Escape
         ):
-            window = self._window
+            window: Any = self._window  # MainWindow (its module imports this one)
             if window.composer.is_busy() or window.composer.is_editing():
                 window.composer.escape()
                 return True

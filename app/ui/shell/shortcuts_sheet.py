@@ -35,7 +35,7 @@ class ShortcutsSheet(QDialog):
         super().__init__(window)
         self._window = window
         self.setWindowTitle("Keyboard shortcuts")
-        layout = QVBoxLayout(self)
+        layout = self._layout = QVBoxLayout(self)
         self._grid_holder = QWidget()
         layout.addWidget(self._grid_holder)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
@@ -52,7 +52,7 @@ class ShortcutsSheet(QDialog):
             key_label.setTextFormat(Qt.TextFormat.RichText)
             grid.addWidget(key_label, row, 0)
             grid.addWidget(QLabel(what), row, 1)
-        self.layout().replaceWidget(self._grid_holder, holder)
+        self._layout.replaceWidget(self._grid_holder, holder)
         self._grid_holder.deleteLater()
         self._grid_holder = holder
         self.show()
