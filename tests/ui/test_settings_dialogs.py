@@ -160,3 +160,10 @@ def test_requests_at_once_show_the_context_each_chat_gets(qtbot):
     dialog.context_size.setValue(1024)
     assert "each chat with 1,024 tokens of KV cache" in field.cost.text()
     assert dialog.settings().parallel_requests == 4
+
+
+def test_requests_at_once_start_on_auto(qtbot):
+    dialog = AppSettingsDialog(AppSettings())  # a new install's
+    qtbot.addWidget(dialog)
+    assert dialog.requests_at_once.box.text().startswith("Auto")
+    assert dialog.settings().parallel_requests == PARALLEL_AUTO
