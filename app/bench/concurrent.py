@@ -160,7 +160,7 @@ def bench(
             print(
                 f"\n## {target_path.name} + {draft_path.name if draft_path else 'no draft'}, {threads} threads, "
                 f"{tokens} tokens a request; costs {'measured' if measured else 'estimated (corrected online)'}; "
-                f"{kv_budget_line(n_max, per_sequence)} at {CONTEXT_PER_SEQUENCE} tokens each"
+                f"{kv_budget_line(n_max, per_sequence, CONTEXT_PER_SEQUENCE)}"
             )
             print(
                 "| mode | N | aggregate tok/s | x plain N=1 | full-batch tok/s | first token (s) per request "

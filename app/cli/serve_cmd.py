@@ -25,6 +25,7 @@ from app.cli.checks import (
     sampling_problem,
 )
 from app.common.text import printable
+from app.engine.config import PARALLEL_AUTO
 
 ENV_SERVE_KEY = "SPECCHAT_SERVE_API_KEY"
 
@@ -98,12 +99,12 @@ def register(subparsers) -> None:
     p.add_argument(
         "--parallel",
         type=parallel_count,
-        default=1,
+        default=PARALLEL_AUTO,
         metavar="N|auto",
         help="requests answered side by side, decoded in one batch with speculation decided for the "
-        "batch: 1 to 16, or auto (as many as memory allows for a full context each, up to 4). Each has "
-        "--ctx tokens of its own KV cache. Default 1: one at a time, with conversation states kept "
-        "between requests",
+        "batch: 1 to 16, or auto (the default: as many as a quarter of the free memory holds at a full context "
+        "each, up to 4). Each has --ctx tokens of its own KV cache (at most what the model was trained on); a "
+        "number whose caches cannot fit the memory free is refused at start. 1: one at a time",
     )
     p.add_argument("--ctx", type=int, default=4096, help="context size in tokens (default 4096)")
     p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)

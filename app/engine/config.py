@@ -92,8 +92,9 @@ class LoadSettings:
     mmap: bool = True
     mlock: bool = False
     # Requests decoded side by side in one batch (app.engine.local.batch); PARALLEL_AUTO (0): from memory, up to 4
-    # whose KV caches at the full context fit the memory share kept conversations get (batch.sequences). 1, the
-    # default, answers one at a time and keeps conversation states, which restore into one sequence only.
+    # whose KV caches at the full context fit the memory share kept conversations get (batch.sequences), what
+    # `serve` and the window ask for by default. 1, the default here (tools, benchmarks, tests), answers one at a
+    # time and keeps conversation states, which restore into one sequence only.
     n_parallel: int = 1
 
     @property

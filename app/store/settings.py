@@ -67,8 +67,9 @@ class AppSettings:
     # The memory recent conversations' KV caches are kept in, MiB (0: Auto; app.engine.local.kv_states.conversation_cache).
     kept_conversations_mib: int = 0
     # Requests answered side by side, the window's chat and its API's clients (LoadSettings.n_parallel): 1 to
-    # MAX_PARALLEL, or 0 (Auto, from memory). 1: one at a time, with conversations kept between requests.
-    parallel_requests: int = 1
+    # MAX_PARALLEL, or 0 (Auto, from memory), the default for new installs as llama-server's slots are; a file saved
+    # by an older version keeps the number it holds. 1: one at a time, with conversations kept between requests.
+    parallel_requests: int = PARALLEL_AUTO
     # How models load (app.engine.config.LoadSettings): the batch (0: Auto), flash attention ("auto", "on",
     # "off"), the KV cache's type ("f16", "q8_0", "q4_0"), and whether the weights are mapped and locked in RAM.
     batch_size: int = BATCH_AUTO

@@ -1,13 +1,18 @@
-"""`specchat-cli serve --parallel 2`: requests sent together are answered side by side, each reply the one it gets
-alone, and a client that leaves ends its own reply only."""
+"""`specchat-cli serve --parallel N`: requests sent together are answered side by side, each reply the one it gets
+alone, a client that leaves ends its own reply only, each request has the context asked for (within the trained
+one), and requests whose KV caches cannot fit the memory are refused at start."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 
+from app.testing.synthetic import TinyShape, write_tiny_model
 from tests.serve.api_fixtures import (
     DEADLINE_S,
     chat_body,
@@ -78,3 +83,37 @@ def test_a_client_that_leaves_ends_its_own_reply_only(served):
     kept_text, seen = together([kept, leaving])
     assert seen == 3
     assert kept_text == alone
+
+
+@pytest.mark.slow
+def test_each_of_four_requests_gets_the_context_asked_within_the_trained_one(tiny_models):
+    """The tiny target was trained on 2,048 tokens: with --parallel 4 --ctx 2048 each request still has 2,048 (not a
+    quarter of them), so a 1,500-token prompt is answered."""
+    prompt = "the cat and the dog " * 190
+    with serving_process("--target", tiny_models.target, "--parallel", 4, "--ctx", 2048) as serve:
+        assert "4 requests at once" in serve.first
+        with client() as http:
+            body = {"model": "tiny-target", "prompt": prompt, "max_tokens": 4, "temperature": 0}
+            response = http.post(f"{serve.url}/v1/completions", json=body)
+        assert response.status_code == 200, response.text
+        assert 1024 < response.json()["usage"]["prompt_tokens"] < 2048
+        assert "for 2,048 tokens each" in serve.lines.get(timeout=DEADLINE_S)  # what the start said
+
+
+@pytest.mark.slow
+def test_requests_whose_caches_cannot_fit_the_memory_are_refused_at_start(tmp_path):
+    """16 requests of a context of 2^30 tokens each would take terabytes of KV cache: serve says so with the
+    numbers and ends, before llama.cpp tries to allocate it."""
+    huge = write_tiny_model(tmp_path / "huge-context.gguf", n_layer=2, shape=TinyShape(context_length=1 << 30))
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "serve", "--target", str(huge), "--parallel", "16", "--ctx", str(1 << 30)]
+        + ["--port", "0", "--threads", "1"],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+    )
+    assert done.returncode == 1, done.stderr
+    said = done.stderr.strip().splitlines()[-1]
+    assert "16 requests at once of 1,073,741,824 tokens each need" in said, done.stderr
+    assert "of KV cache, more than the" in said and "ask for a smaller context." in said

@@ -31,7 +31,8 @@ def test_a_port_in_use_is_one_sentence(qtbot):
 
 @pytest.mark.slow
 def test_the_persons_message_goes_before_api_requests_that_wait(make_window, qtbot, model_folder, tiny_models):
-    window = api_window(make_window, qtbot, model_folder, tiny_models)
+    # One request at a time, so API requests wait in line (side by side, tests/ui/test_requests_side_by_side.py).
+    window = api_window(make_window, qtbot, model_folder, tiny_models, parallel_requests=1)
     control = window.api_server
     url = control.state.url
     done: dict = {"long": []}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QDialog
 
-from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO
+from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, PARALLEL_AUTO
 from app.engine.placement.devices import Device, DeviceReport, list_devices
 from app.store import AppSettings, ChatSettings, load_settings
 from app.ui.settings.dialog import AppSettingsDialog, ChatSettingsDialog
@@ -146,3 +146,24 @@ def test_top_p_and_top_k_are_off_at_temperature_zero_and_say_why(qtbot):
     dialog.temperature.setValue(0.7)
     assert dialog.top_p.isEnabled() and dialog.top_k.isEnabled()
     assert (dialog.settings().top_p, dialog.settings().top_k) == (0.8, 30)  # kept while they were off
+
+
+def test_requests_at_once_show_the_context_each_chat_gets(qtbot):
+    """The chosen model was trained on 2,048 tokens: four chats at a context of 8,192 get 2,048 each, and the page
+    says so; a smaller context is what each gets."""
+    dialog = AppSettingsDialog(AppSettings(context_size=8192, parallel_requests=PARALLEL_AUTO), trained_context=2048)
+    qtbot.addWidget(dialog)
+    field = dialog.requests_at_once
+    assert field.box.text().startswith("Auto") and field.cost.text().startswith("Up to 4 requests at once")
+    field.box.setValue(4)
+    assert field.cost.text().startswith("4 requests at once, each chat with 2,048 tokens (the most this model")
+    dialog.context_size.setValue(1024)
+    assert "each chat with 1,024 tokens of KV cache" in field.cost.text()
+    assert dialog.settings().parallel_requests == 4
+
+
+def test_requests_at_once_start_on_auto(qtbot):
+    dialog = AppSettingsDialog(AppSettings())  # a new install's
+    qtbot.addWidget(dialog)
+    assert dialog.requests_at_once.box.text().startswith("Auto")
+    assert dialog.settings().parallel_requests == PARALLEL_AUTO

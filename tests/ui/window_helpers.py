@@ -25,13 +25,16 @@ def send_and_wait(qtbot, window, text: str, timeout: int = 30000):
     return blocker.args[0]
 
 
-def api_window(make_window, qtbot, model_folder, tiny_models, *, fake_engine=None, draft: bool = True):
+def api_window(
+    make_window, qtbot, model_folder, tiny_models, *, fake_engine=None, draft: bool = True, **settings_changes
+):
     """A window whose API listens on a free port and answers with the tiny target (and its draft, unless `draft` is
-    False), over the scripted engine when `fake_engine` is given; returns it once the API's address is known."""
+    False), over the scripted engine when `fake_engine` is given; returns it once the API's address is known.
+    `settings_changes`: further AppSettings fields (Requests at once, say)."""
     from tests.serve.api_fixtures import DEADLINE_S
     from tests.support.ports import free_port
 
-    window = make_window(engine_factory=fake_engine, api_server=True, api_port=free_port())
+    window = make_window(engine_factory=fake_engine, api_server=True, api_port=free_port(), **settings_changes)
     choose_pair(
         qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft.name if draft else None
     )

@@ -86,11 +86,16 @@ class MemoryCost:
         )
 
 
+def capped_context(n_ctx: int, trained_context: Optional[int]) -> int:
+    """The context one sequence gets for `n_ctx` asked: at most what the model was trained on (0 or None: unknown),
+    as llama.cpp caps it. Requests side by side each get this much; the cap is per sequence, never their sum."""
+    return min(n_ctx, trained_context) if trained_context else n_ctx
+
+
 def memory_cost(
     weights: int, kv_values: int, n_ctx: int, kv_type: KvType = "f16", trained_context: Optional[int] = None
 ) -> MemoryCost:
     """A model's memory at `n_ctx` (llama.cpp caps it at the trained context) from its weights' bytes (the
     file's size: the header is a few MB at most) and its KV values per token (`kv_values_per_token`, summed)."""
-    if trained_context:
-        n_ctx = min(n_ctx, trained_context)
+    n_ctx = capped_context(n_ctx, trained_context)
     return MemoryCost(weights, kv_bytes(kv_values, n_ctx, kv_type), n_ctx, kv_type)

@@ -21,6 +21,7 @@ import numpy as np
 
 from app.engine.config import MAX_OUTPUT_ROWS, FlashAttn, KvType, load_settings_problem
 from app.engine.errors import ModelFileError, ModelLoadError
+from app.engine.gguf.memory import capped_context
 from app.engine.local.grammar import GrammarMask
 
 PROMPT_CHUNK = 512  # the batch when none is given (tests, tools); the window's Auto is machine_defaults.default_batch
@@ -88,7 +89,8 @@ class LoadedModel:
         n_seq_max: int = 1,
     ):
         """`n_seq_max`: the sequences the context holds side by side (app.engine.local.batch.sequences); they share
-        one KV budget of `n_ctx` cells, and `cached` mirrors sequence 0 only. `devices`: the ggml devices offloaded layers may use (app.engine.placement.rpc); None lets llama.cpp choose.
+        one KV budget of `n_ctx` cells (each sequence's share capped at the trained context), and `cached` mirrors
+        sequence 0 only. `devices`: the ggml devices offloaded layers may use (app.engine.placement.rpc); None lets llama.cpp choose.
         `n_batch`: the prompt tokens one pass reads; `flash_attn`, `kv_type` (keys and values alike), `mmap` and
         `mlock` as app.engine.config.LoadSettings describes them."""
         import llama_cpp
@@ -125,7 +127,9 @@ class LoadedModel:
 
         n_ctx_train = llama_cpp.llama_model_n_ctx_train(self._model)
         cparams = llama_cpp.llama_context_default_params()
-        cparams.n_ctx = min(n_ctx, n_ctx_train) if n_ctx_train > 0 else n_ctx
+        sequences = max(1, n_seq_max)
+        # Each sequence is capped at the trained context, never their sum: N requests each get what one would.
+        cparams.n_ctx = capped_context(n_ctx // sequences, n_ctx_train) * sequences
         # A verify batch is one decode with a row of logits per token, so no batch is smaller than the longest one.
         n_batch = max(MAX_OUTPUT_ROWS, n_batch)
         cparams.n_batch = n_batch

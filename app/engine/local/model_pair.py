@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Optional
 
 from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, LoadSettings
-from app.engine.local.batch.sequences import kv_budget_line, parallel_sequences
-from app.engine.errors import IncompatiblePairError
+from app.engine.local.batch.sequences import kv_budget_line, kv_room_problem, memory_for_kv, parallel_sequences
+from app.engine.errors import IncompatiblePairError, ModelLoadError
 from app.engine.gguf.compat import compatibility
+from app.engine.gguf.info import inspect_gguf
+from app.engine.gguf.memory import capped_context
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.thread_governor import ThreadGovernor
 from app.engine.placement import rpc
@@ -41,7 +43,7 @@ class ModelPair:
         self._planned_draft: Optional[Path] = None
         self.governor: Optional[ThreadGovernor] = None  # threads on Auto: the count that follows the load
         # Requests decoded side by side (app.engine.local.batch): the sequences both contexts hold, each up to
-        # the setting's context, in one KV budget of `parallel` contexts. 1: one request at a time, with kept
+        # the setting's context (capped at the trained one), in one KV budget of `parallel` contexts. 1: one request at a time, with kept
         # conversation states (app.engine.local.kv_states), which restore into sequence 0 only.
         self.parallel = 1
         self.parallel_note = ""
@@ -69,9 +71,11 @@ class ModelPair:
         new target is unloaded. `planned_draft`: the draft loaded next, so GPU layers on Auto leave room for it."""
         if self.target is not None and self.target.path == path:
             return False
-        self.close_target()
         s = self.load_settings
         draft_path = self.draft.path if self.draft is not None else planned_draft
+        parallel, parallel_note = self._plan_parallel(path, draft_path)  # raises before the loaded one goes
+        self.close_target()
+        self.parallel, self.parallel_note = parallel, parallel_note
         self.placement = resolve_placement(
             path,
             draft_path,
@@ -80,6 +84,7 @@ class ModelPair:
             s.draft_gpu_layers,
             draft_resident=self.draft.n_gpu_layers if self.draft is not None else None,
             kv_type=s.kv_type,
+            sequences=self.parallel,
         )
         self.placement_note = self.placement.explanation
         self._planned_draft = Path(planned_draft) if self.draft is None and planned_draft is not None else None
@@ -92,7 +97,6 @@ class ModelPair:
                 f"Target spread over RPC workers {', '.join(s.rpc_servers)} (by their free "
                 f"memory); draft on this machine. {rpc.TRUSTED_NETWORK_ONLY}"
             )
-        self._plan_parallel(path, draft_path)
         self.target = LoadedModel(
             path,
             n_ctx=s.n_ctx * self.parallel,
@@ -140,6 +144,7 @@ class ModelPair:
                 s.draft_gpu_layers,
                 target_resident=self.target.n_gpu_layers,
                 kv_type=s.kv_type,
+                sequences=self.parallel,
             )
         else:
             placement = resolve_placement(
@@ -176,23 +181,25 @@ class ModelPair:
             memory = "mapped from the file"
         return f"Batch {model.n_batch}, KV cache {model.kv_type}, flash attention {model.flash_attn}, weights {memory}."
 
-    def _plan_parallel(self, target: Path, draft: str | Path | None) -> None:
+    def _plan_parallel(self, target: Path, draft: str | Path | None) -> tuple[int, str]:
         """How many requests the target about to load decodes side by side: the setting, or Auto from memory (the
-        KV cache of one full context of the target and its draft per request)."""
+        KV cache of one full context of the target and its draft per request), and what they take in words.
+        Raises ModelLoadError with the numbers when the setting's requests cannot fit the memory free."""
         s = self.load_settings
         if s.n_parallel == 1:
-            self.parallel, self.parallel_note = 1, ""
-            return
+            return 1, ""
         try:
-            per_sequence = sum(read_layout(target, s.n_ctx, s.kv_type).kv_bytes)
+            n_ctx = capped_context(s.n_ctx, inspect_gguf(target).context_length)
+            per_sequence = sum(read_layout(target, n_ctx, s.kv_type).kv_bytes)
             if draft is not None:
-                per_sequence += sum(read_layout(draft, s.n_ctx, s.kv_type).kv_bytes)
+                per_sequence += sum(read_layout(draft, n_ctx, s.kv_type).kv_bytes)
         except Exception:  # a header the reader cannot size: llama.cpp says what is wrong with it when it loads
-            per_sequence = 0
-        self.parallel = parallel_sequences(s.n_parallel, per_sequence)
-        self.parallel_note = (
-            kv_budget_line(self.parallel, per_sequence) + "." if self.parallel > 1 and per_sequence else ""
-        )
+            n_ctx, per_sequence = s.n_ctx, 0
+        parallel = parallel_sequences(s.n_parallel, per_sequence)
+        problem = kv_room_problem(parallel, per_sequence, n_ctx, memory_for_kv())
+        if problem:
+            raise ModelLoadError(problem)
+        return parallel, kv_budget_line(parallel, per_sequence, n_ctx) + "." if parallel > 1 and per_sequence else ""
 
     def compatible(self, draft_path: Path) -> tuple[bool, str]:
         """Whether that draft can speculate for the loaded target, and why not."""

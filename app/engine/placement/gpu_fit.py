@@ -21,7 +21,7 @@ from app.engine.config import GPU_LAYERS_AUTO, KvType
 from app.engine.placement import devices
 from app.engine.placement.devices import NO_GPU_BUILD, SEE_GPU_DOCS, DeviceReport
 from app.engine.gguf.info import inspect_gguf, read_tensor_sizes
-from app.engine.gguf.memory import kv_bytes, kv_values_per_token, metadata_count
+from app.engine.gguf.memory import capped_context, kv_bytes, kv_values_per_token, metadata_count
 
 _LAYER = re.compile(r"^blk\.(\d+)\.")
 # Kept free on the device besides the weights and the KV cache: each model's compute buffers for a 512-token
@@ -37,7 +37,7 @@ class ModelLayout:
     name: str
     layer_bytes: tuple[int, ...]  # weights of blk.0 .. blk.{n_layer-1}
     output_bytes: int  # the output head and its norm, offloaded with "layer n_layer + 1"
-    kv_bytes: tuple[int, ...]  # KV cache of each layer at the chosen context
+    kv_bytes: tuple[int, ...]  # KV cache of each layer at the chosen context, every sequence's together
 
     @property
     def n_layer(self) -> int:
@@ -100,12 +100,11 @@ def layout_from_tensors(
     )
 
 
-def read_layout(path: str | Path, n_ctx: int, kv_type: KvType = "f16") -> ModelLayout:
-    """The layout of a GGUF file at context n_ctx (capped at what the model was trained for, as llama.cpp does).
-    Raises ModelFileError for an unreadable file."""
+def read_layout(path: str | Path, n_ctx: int, kv_type: KvType = "f16", sequences: int = 1) -> ModelLayout:
+    """The layout of a GGUF file with `sequences` contexts of n_ctx each (capped at what the model was trained for,
+    as llama.cpp does). Raises ModelFileError for an unreadable file."""
     info = inspect_gguf(path)
-    if info.context_length:
-        n_ctx = min(n_ctx, info.context_length)
+    n_ctx = capped_context(n_ctx, info.context_length) * max(1, sequences)
     return layout_from_tensors(Path(path).name, read_tensor_sizes(path), info.metadata, n_ctx, kv_type)
 
 
@@ -210,13 +209,15 @@ def resolve(
     draft_resident: Optional[int] = None,
     report: Optional[DeviceReport] = None,
     kv_type: KvType = "f16",
+    sequences: int = 1,
 ) -> Placement:
-    """place() for model files: lists the devices (unless given) and reads both files' layouts. Never raises: a
-    file that cannot be sized leaves Auto on the CPU (llama.cpp will report what is wrong with it when it loads)."""
+    """place() for model files: lists the devices (unless given) and reads both files' layouts, with the KV cache of
+    `sequences` requests side by side, n_ctx each. Never raises: a file that cannot be sized leaves Auto on the CPU
+    (llama.cpp will report what is wrong with it when it loads)."""
     report = report if report is not None else devices.list_devices()
     try:
-        target = read_layout(target_path, n_ctx, kv_type)
-        draft = read_layout(draft_path, n_ctx, kv_type) if draft_path is not None else None
+        target = read_layout(target_path, n_ctx, kv_type, sequences)
+        draft = read_layout(draft_path, n_ctx, kv_type, sequences) if draft_path is not None else None
     except Exception as exc:  # any reader failure only costs the automatic choice
         t = target_resident if target_resident is not None else max(target_request, 0)
         d = draft_resident if draft_resident is not None else max(draft_request, 0)

@@ -54,6 +54,11 @@ class ModelActions(QObject):
             return ""
         return f"{entry.name + ': a' if app_wide else 'A'}bout {memory.label}: {memory.detail}."
 
+    def trained_context(self, path: Optional[str]) -> Optional[int]:
+        """The context `path` was trained on (None: not in the library, or its header does not say)."""
+        entry = self._window.library.entry_for(path)
+        return entry.context_length if entry is not None else None
+
     def dialog_for(self, path: str) -> Optional[ModelSettingsDialog]:
         """The editor for `path`'s own settings (None for a file not in the library)."""
         window = self._window

@@ -7,5 +7,6 @@
 - pages.py: Settings as pages: a list of page names beside the page shown, each page scrolling on its own.
 - presets_page.py: Settings > Presets: add, rename, duplicate and delete named presets; the built-in Default stays.
 - thinking_group.py: The chat settings' "Thinking" group: thinking on or off, its effort and budget, and the model's markers.
+- requests_field.py: Settings' "Requests at once" on the Loading page: the count, and the context each chat really gets.
 - remote_settings.py: Settings for models elsewhere: OpenAI-compatible servers (URL and optional API key) and llama.cpp RPC workers.
 """

@@ -31,8 +31,6 @@ from app.engine.config import (
     GPU_LAYERS_ALL,
     GPU_LAYERS_AUTO,
     MAX_DRAFT,
-    MAX_PARALLEL,
-    PARALLEL_AUTO,
     THREADS_AUTO,
     default_threads,
 )
@@ -47,6 +45,7 @@ from app.ui.settings.api_server_page import ApiServerChoice, ApiServerPage
 from app.ui.settings.load_form import LoadSettingsFields, MemoryLine, app_load_fields, app_load_values
 from app.ui.settings.presets_page import PresetsPage
 from app.ui.settings.remote_settings import RemoteSettingsSection
+from app.ui.settings.requests_field import RequestsAtOnceField
 from app.store.presets import Preset, read_presets, stored
 from app.store.presets import applied as presets_applied
 from app.ui.settings.thinking_group import TemplateSwitches, ThinkingGroup
@@ -278,10 +277,12 @@ class AppSettingsDialog(QDialog):
         memory_line: Optional[MemoryLine] = None,
         tools_page: Optional[ToolsPage] = None,
         kept_state: str = "",
+        trained_context: Optional[int] = None,
     ):
         """`memory_line`: what the chosen model would take at a context and KV type, for the Loading page;
         `tools_page`: the window's MCP servers, edited in place and applied by the window when accepted;
-        `kept_state`: the kept conversations' memory as the last reply left it, in words ("" shows nothing)."""
+        `kept_state`: the kept conversations' memory as the last reply left it, in words ("" shows nothing);
+        `trained_context`: the chosen model's trained context, which caps what each chat gets (None: unknown)."""
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self._original = settings
@@ -339,23 +340,9 @@ class AppSettingsDialog(QDialog):
         self.saved_conversations = QLabel(saved_states_line())
         self.saved_conversations.setWordWrap(True)
         form.addRow("", self.saved_conversations)
-        self.parallel_requests = QSpinBox()
-        self.parallel_requests.setRange(PARALLEL_AUTO, MAX_PARALLEL)
-        self.parallel_requests.setSpecialValueText("Auto (from memory, up to 4)")
-        self.parallel_requests.setValue(settings.parallel_requests)
-        self.parallel_requests.setToolTip(
-            "Requests answered side by side in one batch: your chat goes on while the local API answers an agent, "
-            "and speculation is decided for the whole batch. Each takes a context's KV cache of its own. At 1, "
-            "requests take turns, and recent conversations are kept between them."
+        self.requests_at_once = RequestsAtOnceField(
+            form, settings.parallel_requests, self.context_size, trained_context
         )
-        form.addRow("Requests at once", self.parallel_requests)
-        self.parallel_cost = QLabel()
-        self.parallel_cost.setObjectName("Muted")
-        self.parallel_cost.setWordWrap(True)
-        form.addRow("", self.parallel_cost)
-        for box in (self.parallel_requests, self.context_size):
-            box.valueChanged.connect(self._update_parallel_cost)
-        self._update_parallel_cost()
         self.target_gpu_layers = GpuLayersSpinBox(settings.target_gpu_layers)
         form.addRow("GPU layers, model", self.target_gpu_layers)
         self.draft_gpu_layers = GpuLayersSpinBox(settings.draft_gpu_layers)
@@ -441,16 +428,6 @@ class AppSettingsDialog(QDialog):
         screen = (parent.screen() if parent is not None else None) or QGuiApplication.primaryScreen()
         self.resize(fitted_size(screen.availableGeometry().size()))
 
-    def _update_parallel_cost(self, *_args) -> None:
-        count = self.parallel_requests.value()
-        self.parallel_cost.setText(
-            "One request at a time; recent conversations are kept between them."
-            if count == 1
-            else f"{'Up to 4' if count == PARALLEL_AUTO else count} requests at once, each with "
-            f"{self.context_size.value():,} tokens of KV cache of its own; conversations are not kept between "
-            "requests."
-        )
-
     def set_devices(self, report: DeviceReport) -> None:
         """Show the engine process's answer to "which devices?" (EngineProcess.sig_devices_listed)."""
         rpc = {True: "supported by this build", False: "not supported by this build", None: "unknown"}[report.rpc]
@@ -497,7 +474,7 @@ class AppSettingsDialog(QDialog):
             threads=self.threads.value(),
             context_size=self.context_size.value(),
             kept_conversations_mib=self.kept_conversations.value(),
-            parallel_requests=self.parallel_requests.value(),
+            parallel_requests=self.requests_at_once.value(),
             target_gpu_layers=self.target_gpu_layers.value(),
             draft_gpu_layers=self.draft_gpu_layers.value(),
             **app_load_fields(self.load_fields.values()),

@@ -63,6 +63,7 @@ def open_dialog(window) -> None:
         tools_page=tools_page,
         memory_line=lambda ctx, kv: model_actions.memory_line(session.target_key(), ctx, kv, app_wide=True),
         kept_state=kept_line_of(window.conversation.last_stats),
+        trained_context=model_actions.trained_context(session.target_key()),
     )
     with settings_linked(dialog, window.engine_process):
         accepted = dialog.exec() == QDialog.DialogCode.Accepted

@@ -212,7 +212,7 @@ def test_auto_holds_as_many_requests_as_memory_allows(tiny_models):
     finally:
         model.close()
     assert per_sequence > 0
-    assert kv_budget_line(2, per_sequence).startswith("2 requests at once: 2 x ")
+    assert kv_budget_line(2, per_sequence, 4096).startswith("2 requests at once: 2 x ")
 
 
 def test_the_next_turn_reuses_the_sequence_that_holds_its_start(single, batched):
@@ -250,3 +250,14 @@ def test_requests_added_together_read_their_prompts_in_one_pass(batched):
     assert not any(tokens_of(first.get(h, [])) for h in handles)
     second = scheduler.step()
     assert all(len(tokens_of(second[h])) == 1 for h in handles)
+
+
+def test_requests_that_cannot_fit_the_memory_are_refused_with_the_numbers():
+    from app.engine.local.batch.sequences import kv_room_problem
+
+    gib = 1 << 30
+    said = kv_room_problem(16, gib, 32768, 6 * gib)
+    assert said.startswith("16 requests at once of 32,768 tokens each need 17.2 GB of KV cache, more than the 6.4 GB")
+    assert said.endswith("ask for at most 6 at once, or a smaller context.")
+    assert kv_room_problem(4, gib, 32768, 6 * gib) == ""  # they fit
+    assert kv_room_problem(1, 8 * gib, 32768, 6 * gib) == ""  # one request: llama.cpp says what it can

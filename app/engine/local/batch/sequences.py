@@ -22,6 +22,7 @@ from app.engine.config import PARALLEL_AUTO
 from app.engine.local.kv_states.conversation_cache import MEMORY_SHARE, available_memory
 from app.engine.local.kv_states.saved_states import shared_prefix
 from app.engine.local.llama_model import LoadedModel
+from app.engine.placement.devices import list_devices
 
 # Auto decodes at most this many requests side by side: past it, on a CPU, a batch's rows cost about what they
 # give (docs/performance.md, Many requests at once), and llama-server runs 4 slots by default.
@@ -40,12 +41,40 @@ def parallel_sequences(setting: int, per_sequence: int, available: Optional[int]
     return max(1, min(MAX_AUTO_SEQUENCES, int(free * MEMORY_SHARE) // per_sequence))
 
 
-def kv_budget_line(sequences: int, per_sequence: int) -> str:
-    """What the sequences cost, in words: "4 requests at once: 4 x 117 MB of KV cache (470 MB), one budget shared"."""
+def memory_for_kv() -> int:
+    """Bytes a KV cache may take now: the memory available and the offload devices' free memory (the cache of
+    offloaded layers lives there); 0 if unknown."""
+    report = list_devices()
+    on_devices = sum(dev.free_bytes for dev in report.offload_devices) if report.known else 0
+    return available_memory() + on_devices
+
+
+def kv_budget_line(sequences: int, per_sequence: int, n_ctx: int) -> str:
+    """What the sequences cost, in words: "4 requests at once: 4 x 117 MB of KV cache (470 MB) for 4,096 tokens
+    each, one budget shared"."""
     return (
         f"{plural(sequences, 'request')} at once: {sequences} x "
-        f"{format_bytes(per_sequence)} of KV cache ({format_bytes(sequences * per_sequence)}), one budget "
-        "shared"
+        f"{format_bytes(per_sequence)} of KV cache ({format_bytes(sequences * per_sequence)}) for {n_ctx:,} tokens "
+        "each, one budget shared"
+    )
+
+
+def kv_room_problem(sequences: int, per_sequence: int, n_ctx: int, room: int) -> str:
+    """Why `sequences` contexts of `n_ctx` tokens (`per_sequence` bytes of KV cache each) cannot be loaded in
+    `room` bytes, in a sentence; "" when they fit or a size is unknown. Said before llama.cpp tries to allocate it
+    (it may abort, or the system may swap for minutes)."""
+    need = sequences * per_sequence
+    if sequences <= 1 or per_sequence <= 0 or room <= 0 or need <= room:
+        return ""
+    fits = room // per_sequence
+    fix = (
+        f"ask for at most {fits} at once, or a smaller context"
+        if fits >= 1
+        else f"even one takes {format_bytes(per_sequence)}: ask for a smaller context"
+    )
+    return (
+        f"{sequences} requests at once of {n_ctx:,} tokens each need {format_bytes(need)} of KV cache, more than "
+        f"the {format_bytes(room)} of memory free: {fix}."
     )
 
 
