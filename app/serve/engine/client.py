@@ -38,6 +38,7 @@ from app.engine.host.worker import run_worker
 from app.engine.targets import Target
 from app.platform import paths
 from app.serve.engine.flights import (
+    READING_GRACE_S,
     STOP_GRACE_S,
     ApiFlights,
     OnDone,
@@ -194,8 +195,9 @@ class EngineClient:
                 return  # the queue was closed: the server is stopping
             if self._flights.forward_stops() and self._process is not None and self._process.is_alive():
                 self._say(
-                    f"note: the engine did not stop within {STOP_GRACE_S:.0f} s of a client going away "
-                    "(stuck in a chat template or in llama.cpp), so it is restarted."
+                    "note: the engine did not stop in time after a client went away (stuck in a chat template or "
+                    f"in llama.cpp: {STOP_GRACE_S:.0f} s, or {READING_GRACE_S:.0f} s while a prompt is read), so it "
+                    "is restarted."
                 )
                 self._process.kill()  # its pipe closes: the next round restarts it
             self._flights.report_read()

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from app.engine.events import FinishedEvent
+from app.engine.events import FinishedEvent, TokenEvent
 from app.engine.host.stops import StopBoard
 from app.engine.host.wire import EngineEvents, ReplyEnded, ReplyFailed, ReplyStarted
 from app.serve.jobs import STOPPED, JobEnded, JobFailed, ServeJob, as_read, relay
@@ -22,6 +22,10 @@ from app.serve.jobs import STOPPED, JobEnded, JobFailed, ServeJob, as_read, rela
 # A reply whose client went away must end within this; else the engine process is stuck (in a chat template, in
 # llama.cpp, in a grammar's conversion) and is replaced, as the window replaces its own.
 STOP_GRACE_S = 3.0
+# While a prompt is read, a stop is heard only between two of its chunks, and one chunk (512 tokens) of a large model
+# on a slow CPU takes tens of seconds: a client that hangs up then is no sign of a stuck engine, and replacing the
+# engine would lose the cache its retry reads on from (an agent's 20,000-token prompt read again).
+READING_GRACE_S = 60.0
 MAX_UNREAD = 16
 
 
@@ -48,6 +52,11 @@ class _InFlight:
     finished: Optional[FinishedEvent] = None
     gone_at: Optional[float] = None  # when its client went away (time.monotonic), while the engine still answers
     stopped: bool = False  # the window's Stop ended it (its client, still there, hears why)
+    reading: bool = False  # started (its prompt fits) and no token yet: its prompt is being read
+
+    def grace_s(self) -> float:
+        """How long after its client went away the reply may take to end before the engine counts as stuck."""
+        return READING_GRACE_S if self.reading else STOP_GRACE_S
 
 
 OnDone = Callable[[ServeJob, Optional[FinishedEvent]], None]
@@ -101,7 +110,7 @@ class ApiFlights:
                 self._gone.stop(request_id)
                 if flight.gone_at is None:
                     flight.gone_at = now
-                elif now - flight.gone_at > STOP_GRACE_S:
+                elif now - flight.gone_at > flight.grace_s():
                     overdue = True
             if flight.job.enough.is_set():
                 self._enough.stop(request_id)
@@ -113,10 +122,13 @@ class ApiFlights:
             if not message.events or message.events[0].request_id not in self._in_flight:
                 return False
             for event in message.events:
+                if isinstance(event, TokenEvent):
+                    self._in_flight[event.request_id].reading = False
                 self._relay(event.request_id, event)
         elif isinstance(message, (ReplyStarted, ReplyFailed)):
             if message.request_id not in self._in_flight:
                 return False
+            self._in_flight[message.request_id].reading = isinstance(message, ReplyStarted)
             self._relay(message.request_id, message)
         elif isinstance(message, ReplyEnded):
             flight = self._in_flight.pop(message.request_id, None)
