@@ -53,6 +53,7 @@ DEFAULT_KNOBS = {
     "token_delay_s": 0.0,
     "crash_on_load": "",
     "hang_in_chat": False,
+    "prompt_read_s": 0.0,  # a long prompt's chunk: this long after the prompt fits, deaf to the cancel flag
     "load_delay_s": 0.0,
     "refuse_tail": 0,
     "refused_text": " perhaps not quite",
@@ -249,14 +250,17 @@ class FakeEngine:
         cancel: Optional[CancelSignal] = None,
         request_id: int = 0,
     ) -> Iterator:
+        if self._knobs()["hang_in_chat"]:
+            self._log("chat", messages=list(messages), config=asdict(config))
+            return _hung()  # stuck before the prompt fits, as in a chat template
         return fitted_reply(self, messages, config, cancel=cancel, request_id=request_id)
 
     def _generate(self, config, cancel, request_id, knobs):
         if knobs["illegal_instruction_in_chat"]:
             os.kill(os.getpid(), signal.SIGILL)  # a llama.cpp built for instructions this CPU cannot run (AMX)
         if knobs["hang_in_chat"]:
-            while True:  # a template or llama.cpp call that never returns and never looks at the cancel flag
-                time.sleep(0.05)
+            yield from _hung()
+        time.sleep(knobs["prompt_read_s"])
         delay = knobs["token_delay_s"]
         speculative = config.speculative
         reply = knobs["reply"] if speculative or not knobs["plain_reply"] else knobs["plain_reply"]
@@ -365,3 +369,10 @@ def _split(text: str) -> list[str]:
     if current:
         pieces.append(current)
     return pieces
+
+
+def _hung() -> Iterator:
+    """A template or llama.cpp call that never returns and never looks at the cancel flag."""
+    while True:
+        time.sleep(0.05)
+    yield  # a generator: the hang starts when the reply is read

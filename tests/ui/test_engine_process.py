@@ -102,6 +102,28 @@ def test_stop_ends_a_hung_engine_and_the_next_message_works(make_window, qtbot, 
 
 
 @pytest.mark.slow
+def test_stop_while_a_long_prompt_is_read_keeps_the_engine(make_window, qtbot, fake_engine, model_folder, tiny_models):
+    """A stop is heard between two prompt chunks, and one chunk of a large model on a slow CPU outlasts the 3 s that
+    a writing reply gets: the engine is reading, not stuck, and replacing it would lose the chat's cache."""
+    from app.ui.engine_link.engine_process import STOP_GRACE_MS
+
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
+    fake_engine.prompt_read_s = STOP_GRACE_MS / 1000 + 2
+    reading_pid = window.engine_process.pid()
+    died: list = []
+    window.engine_process.sig_worker_died.connect(died.append)
+    window.composer.edit.setPlainText("a long file to read")
+    with qtbot.waitSignal(window.engine_process.sig_context, timeout=10000):  # the prompt fits: it is being read
+        qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    window.composer.button.click()  # Stop
+    qtbot.waitUntil(lambda: not window.engine_process.busy(), timeout=int(STOP_GRACE_MS + 10000))
+    assert died == [] and window.engine_process.pid() == reading_pid
+    fake_engine.prompt_read_s = 0.0
+    _next_message_gets_a_whole_reply(qtbot, window, fake_engine)
+
+
+@pytest.mark.slow
 def test_closing_while_a_model_loads_does_not_wait_for_the_load(
     make_window, qtbot, fake_engine, model_folder, tiny_models
 ):

@@ -62,6 +62,9 @@ CLOSE_WAIT_S = 1.5
 # A stopped request whose "ended" has not come back by then means the worker is stuck (a template or a llama.cpp
 # call that never returns): it is killed and replaced.
 STOP_GRACE_MS = 3000
+# Once its prompt fits and until its first token, a request is reading its prompt, and a stop is heard only between
+# two chunks, which take tens of seconds for a large model on a slow CPU (app.serve.engine.flights says the same).
+READING_GRACE_MS = 60000
 LOG_TAIL_BYTES = 16384
 
 
@@ -151,6 +154,7 @@ class EngineProcess(QObject):
         self._loading_path: Optional[str] = None
         self._target: Optional[Target] = None  # the target last asked for: a server's stuck reply is not llama.cpp's
         self._generate_in_flight: set[int] = set()
+        self._reading: set[int] = set()  # requests whose prompt fits and that have written no token yet
         # Errands (app.engine.host.errands) not answered yet, sent again to a fresh worker; the last device list.
         self._errands: dict[int, Errand] = {}
         self._errand_id = 0
@@ -282,6 +286,7 @@ class EngineProcess(QObject):
             self.sig_generation_failed.emit(ReplyFailed(request_id, sentence, retryable=not build_fault))
             self.sig_generation_ended.emit(ReplyEnded(request_id))
         self._generate_in_flight.clear()
+        self._reading.clear()
         self._load_in_flight = self._loading_path = None
         self._ensure_started()
         self.sig_worker_died.emit(death)
@@ -397,7 +402,7 @@ class EngineProcess(QObject):
         if request_id in self._generate_in_flight and request_id not in self._stuck_timers:
             timer = QTimer(self)
             timer.setSingleShot(True)
-            timer.setInterval(STOP_GRACE_MS)
+            timer.setInterval(READING_GRACE_MS if request_id in self._reading else STOP_GRACE_MS)
             timer.timeout.connect(lambda rid=request_id: self._on_stop_overdue(rid))
             self._stuck_timers[request_id] = timer
             timer.start()
@@ -422,6 +427,7 @@ class EngineProcess(QObject):
                 self.sig_generation_failed.emit(message)
             case ReplyEnded(request_id=request_id):
                 self._generate_in_flight.discard(request_id)
+                self._reading.discard(request_id)
                 timer = self._stuck_timers.pop(request_id, None)
                 if timer is not None:
                     timer.stop()
@@ -453,12 +459,15 @@ class EngineProcess(QObject):
         run: list = []
         for event in events:
             if isinstance(event, (TokenEvent, RoundEvent)):
+                self._reading.discard(event.request_id)
                 run.append(event)
                 continue
             if run:
                 self.sig_stream.emit(run)
                 run = []
             if isinstance(event, ContextEvent):
+                if event.request_id in self._generate_in_flight:
+                    self._reading.add(event.request_id)
                 self.sig_context.emit(event)
             elif isinstance(event, NoticeEvent):
                 self.sig_notice.emit(event)
