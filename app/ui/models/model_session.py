@@ -350,5 +350,6 @@ class ModelSession(QObject):
             # It died measuring or setting up, not reading a file: loading it again would likely crash again.
             self._fail(death.message + said)
             return
-        self.sig_error.emit(death.message + said)
+        if death.generate_request_id is None:  # a reply's death is said where the reply ends, once
+            self.sig_error.emit(death.message + said)
         self.request_load()  # the models were fine; the fresh engine needs them again
