@@ -8,18 +8,19 @@ import shutil
 import pytest
 
 from app.engine.config import GenerationConfig, LoadSettings
-from app.engine.events import FinishedEvent, NoticeEvent, RoundEvent
+from app.engine.events import FinishedEvent, NoticeEvent, RoundEvent, WaitingEvent
 from app.engine.local.engine import SpecEngine
 
 MESSAGES = [{"role": "user", "content": "count: 1 2 3 4 5 6 7 8 9 1 2 3 4 5 6 7 8 9"}]
 
 
-@pytest.fixture
-def engine_and_draft(tiny_models, tmp_path):
-    """The tiny pair loaded, its draft a copy of this test's own (the session's files stay where they are)."""
+@pytest.fixture(params=[1, 2], ids=["alone", "side-by-side"])
+def engine_and_draft(tiny_models, tmp_path, request):
+    """The tiny pair loaded (one request at a time, or two side by side), its draft a copy of this test's own (the
+    session's files stay where they are)."""
     draft = tmp_path / tiny_models.draft.name
     shutil.copyfile(tiny_models.draft, draft)
-    engine = SpecEngine(LoadSettings(n_ctx=1024, n_threads=1))
+    engine = SpecEngine(LoadSettings(n_ctx=1024, n_threads=1, n_parallel=request.param))
     engine.load_target(tiny_models.target)
     engine.load_draft(draft)
     yield engine, draft
@@ -27,7 +28,15 @@ def engine_and_draft(tiny_models, tmp_path):
 
 
 def _answer(engine: SpecEngine) -> tuple[list[str], list[RoundEvent], FinishedEvent]:
-    events = list(engine.chat(MESSAGES, GenerationConfig(max_tokens=24)))
+    """One reply's notices, rounds and finish; side by side, the engine is stepped whenever the reply waits, as the
+    engine process's loop does."""
+    events = []
+    for steps, event in enumerate(engine.chat(MESSAGES, GenerationConfig(max_tokens=24))):
+        assert steps < 5000, "the reply never ended"
+        if isinstance(event, WaitingEvent):
+            engine.step()
+        else:
+            events.append(event)
     finished = events[-1]
     assert isinstance(finished, FinishedEvent)
     notices = [e.text for e in events if isinstance(e, NoticeEvent)]
