@@ -35,17 +35,30 @@ def last_error_line(log_text: str) -> str:
     return _short(lines[-1]) if lines else ""
 
 
-def log_error_line(path: str | None, tail_bytes: int = 16384) -> str:
-    """last_error_line of a child's log file's last `tail_bytes` (its last words); "" when it cannot be read."""
+def log_error_line(path: str | None, tail_bytes: int = 16384, since: int = 0) -> str:
+    """last_error_line of a child's log file's last `tail_bytes` (its last words); "" when it cannot be read.
+
+    `since` (a log_size taken earlier): only what the child wrote after it counts, so a crash is never blamed on
+    what an earlier request, long finished, wrote there."""
     if not path:
         return ""
     try:
         with open(path, "rb") as log:
             log.seek(0, 2)
-            log.seek(max(0, log.tell() - tail_bytes))
+            log.seek(max(since, log.tell() - tail_bytes, 0))
             return last_error_line(log.read().decode("utf-8", errors="replace"))
     except OSError:
         return ""
+
+
+def log_size(path: str | None) -> int:
+    """How far a child's log reaches now (0 when it cannot be read): log_error_line's `since`."""
+    import os
+
+    try:
+        return os.path.getsize(path) if path else 0
+    except OSError:
+        return 0
 
 
 def _short(line: str) -> str:

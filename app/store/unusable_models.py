@@ -13,19 +13,11 @@ from typing import Optional
 
 from app.platform import paths
 from app.common.atomic_write import write_atomic
+from app.common.file_identity import file_identity
 
 
 def _registry_path() -> Path:
     return paths.user_data_dir() / "unusable-models.json"
-
-
-def file_identity(path: str | os.PathLike) -> Optional[list]:
-    """[size, mtime in ns] of a file, or None when it cannot be read: a file that changes gets a new identity."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return [st.st_size, st.st_mtime_ns]
 
 
 def _read() -> dict:

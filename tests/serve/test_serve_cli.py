@@ -120,3 +120,23 @@ def test_bad_arguments_are_refused_before_loading(tiny_models):
     ):
         done = _cli("serve", "--target", tiny_models.target, *args, timeout=DEADLINE_S)
         assert done.returncode == 2 and said in done.stderr, done.stderr
+
+
+@pytest.mark.slow
+def test_a_draft_renamed_while_serving_is_answered_without_and_logged_once(tiny_models, tmp_path):
+    """Every request is answered (n-gram drafts from then on), and whoever runs the server reads why in its log."""
+    import shutil
+
+    draft = tmp_path / tiny_models.draft.name
+    shutil.copyfile(tiny_models.draft, draft)
+    with serving_process("--target", tiny_models.target, "--draft", draft) as serve:
+        draft.rename(tmp_path / "moved-away.gguf")
+        with client() as http:
+            replies = [http.post(f"{serve.url}/v1/chat/completions", json=chat_body(MESSAGE, 12)) for _ in range(2)]
+        logged = [serve.lines.get(timeout=DEADLINE_S) for _ in range(3)]
+    assert [r.status_code for r in replies] == [200, 200]
+    assert all(r.json()["choices"][0]["message"]["content"] for r in replies)
+    notes = [line for line in logged if line.startswith("note: ")]
+    assert notes == [
+        f"note: The draft file {draft.name} is gone; drafting from earlier text until you choose another.\n"
+    ]

@@ -27,6 +27,7 @@ import dataclasses
 import json
 import os
 import signal
+import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -47,13 +48,15 @@ DEFAULT_REPLY = (
 
 # round_reason, round_kind: what the speculative rounds say and why (e.g. "costly" with the controller's "speculation
 # paused: ..."; the window reads only the kind); plain_reply:
-# the text written without speculation, when it should differ from `reply` (sampling).
+# the text written without speculation, when it should differ from `reply` (sampling); log_line_in_chat: a line
+# written to stderr (the engine's log) as each reply starts, as llama.cpp writes its warnings and errors.
 DEFAULT_KNOBS = {
     "reply": DEFAULT_REPLY,
     "token_delay_s": 0.0,
     "crash_on_load": "",
     "hang_in_chat": False,
     "prompt_read_s": 0.0,  # a long prompt's chunk: this long after the prompt fits, deaf to the cancel flag
+    "log_line_in_chat": "",
     "load_delay_s": 0.0,
     "refuse_tail": 0,
     "refused_text": " perhaps not quite",
@@ -256,6 +259,8 @@ class FakeEngine:
         return fitted_reply(self, messages, config, cancel=cancel, request_id=request_id)
 
     def _generate(self, config, cancel, request_id, knobs):
+        if knobs["log_line_in_chat"]:
+            print(knobs["log_line_in_chat"], file=sys.stderr, flush=True)
         if knobs["illegal_instruction_in_chat"]:
             os.kill(os.getpid(), signal.SIGILL)  # a llama.cpp built for instructions this CPU cannot run (AMX)
         if knobs["hang_in_chat"]:

@@ -184,3 +184,39 @@ def test_an_engine_killed_mid_reply_costs_the_api_client_one_error_and_the_api_a
     assert window.engine_process.pid() != engine
     with client() as http:  # what the fresh engine loaded is listed again
         assert [m["id"] for m in http.get(f"{url}/v1/models").json()["data"]] == ["tiny-target"]
+
+
+def _answer_settings_with_the_api_switch(monkeypatch, on: bool) -> None:
+    """The next Settings dialog opened is accepted with its API server switch `on` (or off), as a user ticks it."""
+    from PySide6.QtWidgets import QDialog
+
+    from app.ui.settings.dialog import AppSettingsDialog
+
+    def tick_and_accept(dialog) -> QDialog.DialogCode:
+        dialog.api_page.enabled.setChecked(on)
+        return QDialog.DialogCode.Accepted
+
+    monkeypatch.setattr(AppSettingsDialog, "exec", tick_and_accept)
+
+
+def test_the_settings_switch_starts_and_stops_the_api_server(make_window, qtbot, fake_engine, monkeypatch):
+    """Settings › API server applies its switch as the footer's page does: ticked, the port answers; unticked,
+    nothing listens there and the footer says so."""
+    from tests.support.ports import free_port
+
+    port = free_port()
+    window = make_window(engine_factory=fake_engine, api_server=False, api_port=port)
+    control = window.api_server
+    _answer_settings_with_the_api_switch(monkeypatch, True)
+    window.open_app_settings()
+    qtbot.waitUntil(lambda: bool(control.state.url), timeout=int(DEADLINE_S * 1000))
+    assert window.settings.api_server is True
+    with socket.socket() as sock:
+        assert sock.connect_ex(("127.0.0.1", port)) == 0
+
+    _answer_settings_with_the_api_switch(monkeypatch, False)
+    window.open_app_settings()
+    qtbot.waitUntil(lambda: not control.state.url, timeout=int(DEADLINE_S * 1000))
+    assert window.settings.api_server is False and control.indicator.text() == "<a href='#page'>API server</a>"
+    with socket.socket() as sock:  # nothing listens there any more
+        assert sock.connect_ex(("127.0.0.1", port)) != 0

@@ -295,3 +295,24 @@ def test_stop_while_the_engine_is_paused_frees_the_window_and_restarts_it(
     # The words that arrived before the pause are kept.
     assert "word10" in window.chat_view.toPlainText()
     _next_message_gets_a_whole_reply(qtbot, window, fake_engine)
+
+
+def test_a_worker_killed_mid_reply_is_named_once_without_an_earlier_replys_note(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
+    """What an earlier reply left in the engine's log is not this crash's cause: the window names the kill alone,
+    and says it once."""
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
+    fake_engine.log_line_in_chat = "error: the earlier reply's trouble, long over"
+    send_and_wait(qtbot, window, "first")
+    fake_engine.log_line_in_chat = ""
+    _start_slow_reply(qtbot, window, fake_engine)
+    with qtbot.waitSignal(window.conversation.sig_reply_finished, timeout=10000):
+        os.kill(window.engine_process.pid(), signal.SIGKILL)
+    said = "The engine process ended unexpectedly (killed by SIGKILL)"
+    shown = (
+        window.chat_view.toPlainText() + "\n" + (window.error_banner.text() if window.error_banner.isVisible() else "")
+    )
+    assert "earlier reply" not in shown
+    assert shown.count(said) == 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 
+import pytest
 from PySide6.QtCore import Qt
 
 from app.ui.models.library_model import NGRAM_KEY
@@ -64,3 +65,32 @@ def test_a_model_file_replaced_while_idle_is_not_used_unseen(
     qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
     assert "replaced-target.gguf changed on disk since it was loaded" in window.error_banner.text()
     assert window.conversation.chat_id is None  # nothing was sent
+
+
+@pytest.mark.slow
+def test_a_draft_renamed_while_loaded_is_answered_without_and_leaves_the_draft_list(
+    make_window, qtbot, model_folder, tiny_models, tmp_path
+):
+    """The real engine: the reply comes, drafted from earlier text, with one line saying why; the window does not
+    refuse the message, and the draft list stops offering the missing file."""
+    from window_helpers import send_and_wait
+
+    window = make_window()
+    draft = model_folder / tiny_models.draft.name
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, draft)
+    window.update_chat_settings(max_tokens=16)
+    draft.rename(tmp_path / "moved-away.gguf")
+
+    send_and_wait(qtbot, window, "hello there")
+    assert not window.error_banner.isVisible()
+    assert (
+        window.chat_view.toPlainText().count(
+            f"The draft file {draft.name} is gone; drafting from earlier text until you choose another."
+        )
+        == 1
+    )
+    qtbot.waitUntil(lambda: window.model_bar.current_draft() == NGRAM_KEY and window.models_ready(), timeout=20000)
+    qtbot.waitUntil(lambda: window.library_ready() and not window.drafts.is_checking(), timeout=20000)
+    assert window.drafts.row_of(str(draft)) < 0 and window.model_bar.current_draft() == NGRAM_KEY
+    send_and_wait(qtbot, window, "and again")  # the next message goes too, and the line is not said again
+    assert "is gone" not in window.chat_view.toPlainText().split("and again", 1)[1]

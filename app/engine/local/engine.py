@@ -58,6 +58,7 @@ class SpecEngine:
         self._template: Optional[str] = None
         self._conversations: Optional[ConversationCache] = None  # the loaded target's kept KV states
         self._ngram = NgramDrafter()
+        self._draft_gone = ""  # why the draft was unloaded (its file gone or replaced), until a reply says it
         self.history_file = history_file if history_file is not None else HistoryFile()
         # The loaded target's index of each history book in use: "person" (history_file), "api" (API clients' own).
         self._histories: dict[str, HistorySync] = {}
@@ -188,6 +189,17 @@ class SpecEngine:
         self._batch = None  # its sequences name the old draft's
         self.models.load_draft(path)
         self._new_batch()
+        if path is not None:
+            self._draft_gone = ""  # a draft chosen again: the old one's news is stale
+
+    def _forget_changed_draft(self) -> None:
+        """Unload a draft whose file is gone or was replaced since it loaded, before anything reads it again: its
+        costs and kept states are keyed by the file, and a file cut under llama.cpp's mapping kills the process.
+        Side by side it waits until no reply runs. Why is kept for the next reply that would have drafted with it."""
+        said = self.models.draft_file_change()
+        if said and (self._batch is None or not self._batch.busy):
+            self.load_draft(None)
+        self._draft_gone = said or self._draft_gone
 
     def reconfigure(self, load: LoadSettings) -> None:
         """Apply new load settings; models are reloaded only if something that matters to them changed."""
@@ -245,6 +257,7 @@ class SpecEngine:
     def idle_step(self) -> bool:
         """Do one short piece of background work (one forward pass of measuring the loaded models' costs);
         False when there is nothing to do now. Call between requests only."""
+        self._forget_changed_draft()
         if self._batch is None:
             return self.policies.idle_step()
         if not self.policies.measuring():
@@ -348,6 +361,12 @@ class SpecEngine:
     ) -> Iterator[EngineEvent]:
         target = self.models.require_target()
         prompts = self.prompts
+        self._forget_changed_draft()
+        if self._draft_gone and config.speculative and config.drafter in ("auto", "model"):
+            yield NoticeEvent(request_id, self._draft_gone)  # said once: the reply goes on with n-gram drafts
+            self._draft_gone = ""
+        if self.models.draft_file_change():  # still loaded while others' replies run: this one drafts without it
+            config = dataclasses.replace(config, drafter="ngram")
         policy = self.policies.for_request(config, session)
         draft = self.models.draft if config.drafter in ("auto", "model") else None
         use_model = draft is not None

@@ -10,6 +10,7 @@ import dataclasses
 from pathlib import Path
 from typing import Optional
 
+from app.common.file_identity import file_identity
 from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, LoadSettings
 from app.engine.local.batch.sequences import kv_budget_line, kv_room_problem, memory_for_kv, parallel_sequences
 from app.engine.errors import IncompatiblePairError, ModelLoadError
@@ -41,6 +42,7 @@ class ModelPair:
         self.placement: Optional[Placement] = None
         self.placement_note = ""
         self._planned_draft: Optional[Path] = None
+        self._draft_identity: Optional[list] = None  # the draft file's size and time when it loaded
         self.governor: Optional[ThreadGovernor] = None  # threads on Auto: the count that follows the load
         # Requests decoded side by side (app.engine.local.batch): the sequences both contexts hold, each up to
         # the setting's context (capped at the trained one), in one KV budget of `parallel` contexts. 1: one request at a time, with kept
@@ -154,6 +156,7 @@ class ModelPair:
         self._planned_draft = None
         _target_devices, draft_devices = self._devices()
         parallel = self.parallel if self.target is not None else 1
+        identity = file_identity(path)  # before reading it: a file still being written is told apart later
         self.draft = LoadedModel(
             path,
             n_ctx=self.n_ctx * parallel,
@@ -163,11 +166,27 @@ class ModelPair:
             n_seq_max=parallel,
             **_tuning(s),
         )
+        self._draft_identity = identity
         if self.target is not None and self.target.n_threads != s.threads:
             self.draft.set_threads(self.target.n_threads)  # the load's count now, as the governor chose it
         self.placement = placement
         if not s.rpc_servers:
             self.placement_note = placement.explanation
+
+    def draft_file_change(self) -> str:
+        """Why the loaded draft's file no longer is the file that loaded, in a sentence ("" while it is, or with no
+        draft): gone (moved or deleted), or replaced (its size or modification time changed)."""
+        if self.draft is None:
+            return ""
+        now = file_identity(self.draft.path)
+        if now == self._draft_identity:
+            return ""
+        name = self.draft.path.name
+        if now is None:
+            return f"The draft file {name} is gone; drafting from earlier text until you choose another."
+        return (
+            f"The draft file {name} changed on disk; drafting from earlier text until you choose it again (or another)."
+        )
 
     @property
     def load_note(self) -> str:

@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from app.common.text import printable
-from app.engine.child_process import how_it_ended, log_error_line
+from app.engine.child_process import how_it_ended, log_error_line, log_size
 from app.engine.config import LoadSettings
 from app.engine.host.stops import StopBoard
-from app.engine.host.wire import LoadFailed, LoadModels, ModelsLoaded, Shutdown
+from app.engine.host.wire import LoadFailed, LoadModels, ModelsLoaded, ReplyEnded, Shutdown
 from app.engine.host.worker import run_worker
 from app.engine.targets import Target
 from app.platform import paths
@@ -86,6 +86,7 @@ class EngineClient:
         self._last_id = 0
         self._flights = ApiFlights(self._gone, self._enough)
         self._log_path = str(paths.user_cache_dir() / f"serve-engine-{os.getpid()}.log")
+        self._log_since = 0  # where the log reached when a reply last ended: a death is named by what came after
         self._echo: Optional[_LogEcho] = None
         self._sender: Optional[_Sender] = None
         self.served = ServedModels()
@@ -102,6 +103,7 @@ class EngineClient:
         Path(self._log_path).parent.mkdir(parents=True, exist_ok=True)
         with open(self._log_path, "w"):
             pass  # a fresh log per child: its tail is this child's last words
+        self._log_since = 0
         if self._echo is None:
             self._echo = _LogEcho(self._log_path)
         parent_conn, child_conn = self._context.Pipe()
@@ -135,7 +137,7 @@ class EngineClient:
         the same with llama.cpp's last words for this machine's log (a client is told nothing of its files)."""
         code = self._end_child()
         sentence = death_sentence(how_it_ended(code), doing)
-        detail = log_error_line(self._log_path, LOG_TAIL_BYTES)
+        detail = log_error_line(self._log_path, LOG_TAIL_BYTES, since=self._log_since)
         return sentence, sentence + (f"; llama.cpp said: {detail}" if detail else "") + "."
 
     def _end_child(self, ask: bool = False) -> Optional[int]:
@@ -208,6 +210,8 @@ class EngineClient:
                     self._restart()
                     continue
                 self._flights.on_reply(message)
+                if isinstance(message, ReplyEnded):
+                    self._log_since = log_size(self._log_path)
             # A waiting request is sent in the same turn as a record is read: a reply streaming records without a
             # pause kept the pipe always ready, and a request sent together with it joined the batch 1.5 s late.
             # Every waiting request that fits goes in the same turn, so requests sent together join one step.

@@ -23,7 +23,7 @@ from typing import Callable, Optional
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.platform import paths
-from app.engine.child_process import build_fault_sentence, how_it_ended, is_build_fault, log_error_line
+from app.engine.child_process import build_fault_sentence, how_it_ended, is_build_fault, log_error_line, log_size
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import ContextEvent, FinishedEvent, NoticeEvent, RoundEvent, TokenEvent
 from app.engine.host.wire import (
@@ -150,6 +150,9 @@ class EngineProcess(QObject):
         self._incarnation = 0
         self._closing = False
         self._log_path: Optional[str] = None
+        # Where the log reached when the worker last finished a piece of work: a death is named by what it wrote
+        # after that, never by an earlier request's lines.
+        self._log_since = 0
         self._load_in_flight: Optional[int] = None
         self._loading_path: Optional[str] = None
         self._target: Optional[Target] = None  # the target last asked for: a server's stuck reply is not llama.cpp's
@@ -175,6 +178,7 @@ class EngineProcess(QObject):
         self._log_path = str(log_dir / f"engine-worker-{os.getpid()}.log")
         with open(self._log_path, "w"):
             pass  # a fresh log per worker: its tail is this worker's last words
+        self._log_since = 0
         process = self._context.Process(
             target=run_worker,
             args=(
@@ -262,7 +266,7 @@ class EngineProcess(QObject):
             if process.is_alive():
                 process.kill()
             process.join(2)
-        detail = log_error_line(self._log_path, LOG_TAIL_BYTES)
+        detail = log_error_line(self._log_path, LOG_TAIL_BYTES, since=self._log_since)
         death = WorkerDeath(
             message,
             detail,
@@ -417,6 +421,8 @@ class EngineProcess(QObject):
     def _on_message(self, incarnation: int, message: Reply) -> None:
         if incarnation != self._incarnation or self._closing:
             return
+        if isinstance(message, (ReplyEnded, ModelsLoaded, LoadFailed)):
+            self._log_since = log_size(self._log_path)  # what it wrote so far belongs to work now finished
         if isinstance(message, (EngineEvents, ReplyStarted, ReplyFailed, ReplyEnded)) and _is_api(message):
             self.sig_api_answer.emit(message)
             return

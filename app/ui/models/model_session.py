@@ -13,9 +13,10 @@ from PySide6.QtCore import QObject, Signal
 
 from app.engine.config import DrafterChoice, LoadSettings
 from app.store.model_defaults import ModelDefaults, projector_of, with_load_defaults
-from app.engine.host.wire import LoadFailed, ModelsLoaded
+from app.engine.host.wire import LoadFailed, ModelsLoaded, ReplyEnded
 from app.engine.targets import LocalModel, ServerModel, Target
-from app.store.unusable_models import file_identity, mark_unusable
+from app.common.file_identity import file_identity
+from app.store.unusable_models import mark_unusable
 from app.ui.engine_link.engine_process import EngineProcess, WorkerDeath
 from app.ui.models.library_model import NGRAM_KEY, DraftListModel, LibraryModel
 from app.ui.models.library_worker import LibraryThread
@@ -45,6 +46,9 @@ class ModelSession(QObject):
     """(path): this file crashed the engine while loading and was marked unusable."""
     sig_model_changed = Signal(str, str)
     """(path, sentence): this loaded file changed on disk (size or time) while in use; the library marks it."""
+    sig_draft_let_go = Signal(str)
+    """(path): the loaded draft's file is gone or was replaced; the engine drafts from earlier text, n-gram lookup is
+    chosen, and the library is read again, so the draft list offers only what is on disk now."""
 
     def __init__(
         self,
@@ -79,6 +83,7 @@ class ModelSession(QObject):
         engine_process.sig_models_loaded.connect(self._on_models_loaded)
         engine_process.sig_load_failed.connect(self._on_load_failed)
         engine_process.sig_worker_died.connect(self._on_worker_died)
+        engine_process.sig_generation_ended.connect(self._on_reply_ended)
         library_thread.sig_drafts_checked.connect(self._on_drafts_checked)
 
     # ----- state
@@ -110,7 +115,8 @@ class ModelSession(QObject):
             return f"The model file {self.target} is missing. Scan again or choose another model."
         if self._load_error:
             return f"The model could not be loaded: {self._load_error}"
-        changed = self.changed_files()
+        # A draft that changed is no reason to refuse: the engine drafts without it and says so in the reply.
+        changed = [path for path in self.changed_files() if path != self._loaded[1]]
         if changed:
             return (
                 f"The model file {changed[0]} changed on disk since it was loaded. Rescan the library and "
@@ -284,6 +290,21 @@ class ModelSession(QObject):
             self.sig_target_loaded.emit(target)
         self._remember_target = False
 
+    def _on_reply_ended(self, _ended: ReplyEnded) -> None:
+        """After each reply: a loaded draft whose file is gone or was replaced (the engine let go of it and the
+        reply said why) is no longer chosen, so the draft list and the next load follow the files on disk."""
+        draft = self._loaded[1]
+        if draft is None or draft not in self.changed_files():
+            return
+        self._loaded_identity.pop(draft, None)
+        self._loaded = (self._loaded[0], None)
+        self._wanted_draft = NGRAM_KEY
+        if self.draft_key == draft:
+            self.draft_key = self.bar.select_draft(NGRAM_KEY)
+            self.sig_selection_changed.emit()
+        self._draft_cache.clear()
+        self.sig_draft_let_go.emit(draft)
+
     def _on_load_failed(self, failed: LoadFailed) -> None:
         if failed.request_id == self._load_id:
             self._fail(failed.message)
@@ -334,5 +355,6 @@ class ModelSession(QObject):
             # It died measuring or setting up, not reading a file: loading it again would likely crash again.
             self._fail(death.message + said)
             return
-        self.sig_error.emit(death.message + said)
+        if death.generate_request_id is None:  # a reply's death is said where the reply ends, once
+            self.sig_error.emit(death.message + said)
         self.request_load()  # the models were fine; the fresh engine needs them again

@@ -68,10 +68,13 @@ def open_dialog(window) -> None:
     with settings_linked(dialog, window.engine_process):
         accepted = dialog.exec() == QDialog.DialogCode.Accepted
     if accepted:
+        # Compared with the choice before OK: the settings applied next already hold the page's switch, so the
+        # server would never hear of it. set_choice is the footer dialog's path too.
+        api_before = window.api_server.choice()
         apply(window, dialog.settings())
         window.tools.apply_page(tools_page)
         try:
-            if dialog.api_page.choice() != window.api_server.choice():
+            if dialog.api_page.choice() != api_before:
                 window.api_server.set_choice(dialog.api_page.choice())
         except (OSError, ValueError) as exc:
             window.show_error(f"The API server's key could not be saved: {exc}")

@@ -206,6 +206,7 @@ class MainWindow(QMainWindow):
         session.sig_context_size.connect(conversation.set_context_size)
         session.sig_model_crashed.connect(self.library_ctl.mark_crashed)
         session.sig_model_changed.connect(self.library_ctl.mark_changed)
+        session.sig_draft_let_go.connect(lambda _path: self.library_ctl.rescan())
 
         library_ctl = self.library_ctl
         library_ctl.sig_scanned.connect(self._on_scanned)
