@@ -86,7 +86,9 @@ def test_tokens_against_time_and_the_saving_over_plain_decoding():
 
 def test_a_reply_slower_than_plain_says_what_it_cost():
     rounds = [model_round(0, 4, 0.5), plain_round(0.1), model_round(1, 4, 0.6)]
-    assert reply_inspection(rounds).plain.verdict().startswith("estimated: cost 0.8 s,")  # 4 tokens: 0.4 s plain against 1.2 s
+    assert (
+        reply_inspection(rounds).plain.verdict().startswith("estimated: cost 0.8 s,")
+    )  # 4 tokens: 0.4 s plain against 1.2 s
 
 
 def test_a_slow_plain_round_slows_both_lines_alike():
@@ -102,7 +104,9 @@ def test_without_plain_rounds_the_line_needs_a_measured_fallback():
     line, why = plain_line(round_bars(rounds))
     assert line is None and "no plain round" in why
     line, why = plain_line(round_bars(rounds), fallback_token_s=0.1)
-    assert why == "" and line.plain_s == pytest.approx(0.6) and line.verdict().startswith("estimated: saved 0.2 s (1.5x),")
+    assert (
+        why == "" and line.plain_s == pytest.approx(0.6) and line.verdict().startswith("estimated: saved 0.2 s (1.5x),")
+    )
 
 
 def test_histogram_from_rounds_by_drafter_and_from_stats_without_rounds():
