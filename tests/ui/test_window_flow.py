@@ -95,6 +95,20 @@ def test_speculative_switch_applies_to_next_message_without_reloading(
     assert chat.settings.speculative is False
 
 
+def test_a_new_chat_starts_speculative_after_a_chat_with_speculation_off(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
+    """Issue 55, item 6: a new chat inherited "speculation off" from the last one, unnoticed."""
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, _draft_path(model_folder, tiny_models))
+    window.model_bar.speculative_switch.click()
+    send_and_wait(qtbot, window, "first")
+    window.new_chat()
+    assert window.model_bar.speculative()
+    send_and_wait(qtbot, window, "second")
+    assert fake_engine.configs[-1]["speculative"] is True
+
+
 def test_stop_keeps_the_partial_reply_and_drops_late_tokens(make_window, qtbot, fake_engine, model_folder, tiny_models):
     fake_engine.token_delay_s = 0.03
     fake_engine.reply = " ".join(f"word{i}" for i in range(200))

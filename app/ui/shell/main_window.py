@@ -334,10 +334,10 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"{chat.title} — SpecChat" if chat else "SpecChat")
 
     def new_chat(self) -> None:
-        """An empty chat; it is stored when its first message is sent."""
+        """An empty chat; it is stored when its first message is sent. It starts speculative whatever the last chat
+        had: turning speculation off is a choice for one chat, and inherited it went on unnoticed."""
         self.messages.cancel_edit()
-        speculative = self.model_bar.speculative() if self.conversation.chat_id is not None else True
-        settings = self.chat_settings.start_new(self.session.target_key(), self.session.draft_key, speculative)
+        settings = self.chat_settings.start_new(self.session.target_key(), self.session.draft_key, True)
         self._show_chat(None, settings)
         self.composer.setFocus()
 
