@@ -13,6 +13,7 @@ from typing import Callable, Optional
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QDialog, QLabel
 
+from app.common.units import plural
 from app.serve.key_store import save_key, saved_key
 from app.store import AppSettings
 from app.ui.engine_link.api_bridge import ApiSpec, ApiState, WindowApi
@@ -26,10 +27,24 @@ def state_text(state: ApiState, enabled: bool) -> str:
     if state.error:
         return f"The API server is off: {state.error}"
     if state.serving:
-        return f"Answering a request with {state.model or 'the loaded model'} for another program."
+        return f"Answering a request with {state.model or 'the loaded model'} for another program.{_waits(state)}"
     if state.url:
-        return f"Listening at {state.url}/v1 ({state.answered} requests answered)."
+        return f"Listening at {state.url}/v1 ({state.answered} requests answered).{_waits(state)}"
     return "Starting…" if enabled else "Off."
+
+
+def waiting_words(waiting: int) -> str:
+    """ "1 API request waiting" ("" for none)."""
+    return f"{plural(waiting, 'API request')} waiting" if waiting else ""
+
+
+def _waits(state: ApiState) -> str:
+    if not state.waiting:
+        return ""
+    return (
+        f" Waiting for their turn behind the replies being written: {plural(state.waiting, 'request')}. Requests "
+        "at once (Settings › API server) says how many are answered side by side."
+    )
 
 
 class ApiServerControl(QObject):
@@ -134,12 +149,16 @@ class ApiServerIndicator(QLabel):
         answers = f" · answers with {escape(model)}" if model else " · no model loaded"
         if state.serving:
             text = "API: answering a request · <a href='#stop'>Stop</a>"
+        elif state.waiting:
+            text = f"<a href='#page'>API: {waiting_words(state.waiting)}</a>"
         elif state.url:
             text = f"<a href='#page'>API at {escape(state.url.split('://', 1)[-1])}</a>{answers}"
         elif state.error:
             text = "<a href='#page'>API off (failed)</a>"
         else:
             text = "<a href='#page'>API server</a>" if not self._control.enabled else "API starting…"
+        if state.serving and state.waiting:
+            text += f" · {waiting_words(state.waiting)}"
         self.setText(text)
         self.setToolTip(escape(state_text(state, self._control.enabled)))
 

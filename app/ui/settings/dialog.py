@@ -391,6 +391,7 @@ class AppSettingsDialog(QDialog):
             )
         )
         self.api_page.set_state(api_state)
+        self.api_page.show_requests_at_once(self.parallel_requests)
         if devices is not None:
             self.set_devices(devices)
         self.pages.add_page("API server", self.api_page)
