@@ -80,7 +80,7 @@ def test_tokens_against_time_and_the_saving_over_plain_decoding():
     # tokens at that time, the plain rounds as measured: 0.36 + 0.10 + 0.48 + 0.14 = 1.08 s against 0.66 s.
     assert plain.token_s == pytest.approx(0.12)
     assert plain.times == pytest.approx((0, 0.36, 0.46, 0.94, 1.08))
-    assert plain.verdict() == "estimated: saved 0.4 s (1.6x), if plain decoding writes every token in 0.120 s"
+    assert plain.verdict() == "estimated: saved 0.4 s (1.6x),\nif plain decoding writes every token in 0.120 s"
     assert "2 plain rounds" in plain.basis
 
 
