@@ -59,6 +59,18 @@ def test_adding_a_folder_fills_the_library_and_shows_the_chat(make_window, qtbot
     assert load_settings().model_folders == [str(model_folder)]
 
 
+def test_an_empty_chat_asks_for_a_model_until_one_is_chosen(make_window, qtbot, model_folder, tiny_models):
+    """Issue 55, item 6: after adding a folder, "Start a conversation" showed while no model was chosen."""
+    window = make_window(folders=[])
+    window.add_model_folder(str(model_folder))
+    qtbot.waitUntil(lambda: bool(window.library.usable_entries()), timeout=10000)
+    assert window.session.target is None
+    shown = window.chat_view.toPlainText()
+    assert "Choose a model to start" in shown and "Start a conversation" not in shown
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
+    assert "Start a conversation" in window.chat_view.toPlainText()
+
+
 def test_send_streams_highlighted_draft_tokens_and_stores_them(
     make_window, qtbot, fake_engine, model_folder, tiny_models
 ):

@@ -81,6 +81,7 @@ class MainWindow(QMainWindow):
         self.engine_process = EngineProcess(engine_factory, self)
         self.model_bar = ModelBar(self.library, self.drafts)
         self.chat_view = ChatView()
+        self.chat_view.model_chosen = lambda: self.session.target is not None  # what the empty chat's welcome says
         self.conversation = Conversation(self.store, self.engine_process, self.chat_view, self)
         self.model_thinking = ModelThinking(self)  # the chat model's thinking switches, and its markers per file
         self.chat_settings = ChatSettingsBinding(self.store, self.conversation, self, self.model_thinking)
@@ -201,6 +202,8 @@ class MainWindow(QMainWindow):
         session.sig_error.connect(self.show_error)
         session.sig_target_chosen.connect(lambda target: self.update_chat_settings(target_path=target.key))
         session.sig_draft_chosen.connect(self._on_draft_chosen)
+        # An empty chat's welcome says to choose a model until one is chosen.
+        session.sig_selection_changed.connect(lambda: self.conversation.chat_id is None and self.conversation.reload())
         session.sig_draft_selected.connect(self.chat_settings.set_draft)
         session.sig_target_loaded.connect(self._on_target_loaded)
         session.sig_context_size.connect(conversation.set_context_size)
