@@ -101,3 +101,21 @@ def test_a_long_error_banner_over_an_open_chat_does_not_widen_the_window(
     assert window.width() == 1180  # the banner did not widen the window
     _fits_800(qtbot, window)
     assert window.error_banner.isVisible() and address in window.error_banner.toolTip()
+
+
+def test_the_api_indicator_naming_a_long_model_does_not_hold_the_window_wide(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
+    """Issue 55, item 3: with a chat open and the API on, the footer's "API at … · answers with
+    qwen2.5-coder-1.5b-instruct-q4_k_m" held the window 947 pixels wide. It wraps instead, and names the model whole
+    in its tooltip."""
+    from tests.support.ports import free_port
+
+    target = write_tiny_model(model_folder / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
+    window = make_window(engine_factory=fake_engine, api_server=True, api_port=free_port())
+    choose_pair(qtbot, window, target, model_folder / tiny_models.draft.name)
+    qtbot.waitUntil(lambda: bool(window.api_server.state.url), timeout=10000)
+    send_and_wait(qtbot, window, "Hello")
+    _fits_800(qtbot, window)
+    indicator = window.api_server.indicator
+    assert "answers with" in indicator.text() and "qwen2.5-coder-1.5b-instruct-q4_k_m" in indicator.toolTip()

@@ -10,7 +10,8 @@ from html import escape
 from pathlib import Path
 from typing import Callable, Optional
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QSize, Qt, Signal
+from PySide6.QtGui import QTextDocumentFragment
 from PySide6.QtWidgets import QDialog, QLabel
 
 from app.common.units import plural
@@ -20,6 +21,10 @@ from app.ui.engine_link.api_bridge import ApiSpec, ApiState, WindowApi
 from app.ui.engine_link.engine_process import EngineProcess
 from app.ui.engine_link.settings_answers import api_history_linked
 from app.ui.settings.api_server_page import ApiServerChoice, ApiServerDialog
+
+
+# The widest a model's name is shown in the footer's API indicator.
+MODEL_NAME_PX = 180
 
 
 def state_text(state: ApiState, enabled: bool) -> str:
@@ -134,11 +139,20 @@ class ApiServerIndicator(QLabel):
     ):
         super().__init__(parent)
         self.setObjectName("StatusLine")
+        self.setWordWrap(True)  # two lines on a narrow window, rather than holding it wide (sizeHint: one line)
         self._control = control
         self._loaded_model = loaded_model  # the name of the model the API answers with ("" when none is loaded)
         self.linkActivated.connect(lambda href: control.stop_request() if href == "#stop" else open_page())
         control.sig_state_changed.connect(self._show)
         self._show(control.state)
+
+    def sizeHint(self) -> QSize:
+        # One line wherever there is room: a wrapped label's own hint is narrower, and the footer would wrap it
+        # (and place it) by that. Its minimum stays the wrapped one.
+        plain = QTextDocumentFragment.fromHtml(self.text()).toPlainText()
+        margins = self.contentsMargins()
+        width = self.fontMetrics().horizontalAdvance(plain) + margins.left() + margins.right() + 2
+        return QSize(width, super().sizeHint().height())
 
     def refresh(self) -> None:
         """The loaded model changed: say which one answers."""
@@ -146,7 +160,10 @@ class ApiServerIndicator(QLabel):
 
     def _show(self, state: ApiState) -> None:
         model = self._loaded_model()
-        answers = f" · answers with {escape(model)}" if model else " · no model loaded"
+        # A model's file name is one long word: whole, it held the window wider than 800 pixels (issue 55, item 3).
+        # The footer shows it shortened in the middle; the tooltip has it whole.
+        shown = self.fontMetrics().elidedText(model, Qt.TextElideMode.ElideMiddle, MODEL_NAME_PX)
+        answers = f" · answers with {escape(shown)}" if model else " · no model loaded"
         if state.serving:
             text = "API: answering a request · <a href='#stop'>Stop</a>"
         elif state.waiting:
@@ -160,7 +177,8 @@ class ApiServerIndicator(QLabel):
         if state.serving and state.waiting:
             text += f" · {waiting_words(state.waiting)}"
         self.setText(text)
-        self.setToolTip(escape(state_text(state, self._control.enabled)))
+        answering = f"\n\nIt answers with {model}." if model else ""
+        self.setToolTip(escape(state_text(state, self._control.enabled) + answering))
 
 
 def attach(window) -> ApiServerControl:
