@@ -202,8 +202,7 @@ class MainWindow(QMainWindow):
         session.sig_error.connect(self.show_error)
         session.sig_target_chosen.connect(lambda target: self.update_chat_settings(target_path=target.key))
         session.sig_draft_chosen.connect(self._on_draft_chosen)
-        # An empty chat's welcome says to choose a model until one is chosen.
-        session.sig_selection_changed.connect(lambda: self.conversation.chat_id is None and self.conversation.reload())
+        session.sig_selection_changed.connect(self._on_selection_changed)
         session.sig_draft_selected.connect(self.chat_settings.set_draft)
         session.sig_target_loaded.connect(self._on_target_loaded)
         session.sig_context_size.connect(conversation.set_context_size)
@@ -307,6 +306,10 @@ class MainWindow(QMainWindow):
         self.model_bar.set_speculative(on)
         self.footer.show_status(None)  # what the last reply's rounds said no longer holds
         self.update_chat_settings(speculative=on)
+
+    def _on_selection_changed(self) -> None:
+        if self.conversation.chat_id is None:
+            self.conversation.reload()  # an empty chat's welcome says to choose a model until one is chosen
 
     def _on_draft_chosen(self, key: str) -> None:
         self.settings.last_draft = key
