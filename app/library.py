@@ -308,7 +308,8 @@ def suggest_drafts(
     return [s for _, s in good] + [s for _, s in fallback] + refused
 
 
-# A draft within 5% of the target's parameter count is "the same size"; above that it is larger.
+# A draft within 5% of the target's parameter count is "the same size"; above that it is larger. Either way it is
+# not smaller, so it cannot be faster (a same-size F16 beside a Q4 is only slower to run).
 SAME_SIZE_RATIO = 1.05
 
 
@@ -330,8 +331,9 @@ class DraftChoice:
     compatible: bool
     reason: str = ""
     recommended: bool = False
-    # More parameters than the target: it can only slow the replies, so it is never suggested (listed, marked).
-    larger: bool = False
+    # As many parameters as the target, or more: it can only slow the replies, so it is never suggested (listed,
+    # marked).
+    not_smaller: bool = False
 
 
 SERVER_SPECULATION = "server-speculation"
@@ -376,7 +378,7 @@ def draft_choices(target: Target, candidates: Sequence[ModelEntry]) -> list[Draf
             s.compatible,
             s.reason,
             recommended=s.recommended,
-            larger=s.size_ratio is not None and s.size_ratio > SAME_SIZE_RATIO,
+            not_smaller=s.size_ratio is not None and s.size_ratio >= 2 - SAME_SIZE_RATIO,
         )
         for s in suggest_drafts(target_path, [Path(e.path) for e in usable])
     ]

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Optional, Sequence, Union
 
+from app.common.units import plural
+
 COMPARISON_FORMAT = 1
 # Within this share of each other two speeds read as about the same: one run against one run, on a machine doing
 # other work, moves by a few percent (docs/performance.md), so a 1% difference is no verdict.
@@ -59,10 +61,13 @@ class PlainComparison:
 
 @dataclass(frozen=True)
 class ComparisonRunning:
-    """The plain run is under way (shown, never stored): `tokens` written so far of the `of` it will write."""
+    """The plain run is under way (shown, never stored): `tokens` written so far of the `of` it will write (0 where
+    it stops where the model does, so nobody knows how many: no share of a total is shown then); `reply_tokens`:
+    the speculative reply's, to set them against."""
 
     tokens: int = 0
     of: int = 0
+    reply_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -150,12 +155,15 @@ def comparison_text(data: Union[ShownComparison, dict, None]) -> str:
     """The line under a reply: the result, "Comparing with plain decoding…", or why it failed ("" for none)."""
     comparison = _shown(data)
     if isinstance(comparison, ComparisonRunning):
+        if not comparison.tokens:
+            return "Comparing with plain decoding… reading the prompt"
         if comparison.of:
             return (
                 f"Comparing with plain decoding… {comparison.tokens:,} of {comparison.of:,} tokens "
                 f"({100 * comparison.tokens // comparison.of}%)"
             )
-        return "Comparing with plain decoding… reading the prompt"
+        reply = f" (the reply has {comparison.reply_tokens:,})" if comparison.reply_tokens else ""
+        return f"Comparing with plain decoding… {plural(comparison.tokens, 'token')} so far{reply}"
     if isinstance(comparison, ComparisonFailed):
         return comparison.message
     if comparison is None:
@@ -178,8 +186,8 @@ def compare_link_label(data: Union[ShownComparison, dict, None]) -> str:
     return "Compare again" if isinstance(comparison, PlainComparison) else "Compare with plain"
 
 
-def running_state(tokens: int = 0, of: int = 0) -> ComparisonRunning:
-    return ComparisonRunning(tokens, of)
+def running_state(tokens: int = 0, of: int = 0, reply_tokens: int = 0) -> ComparisonRunning:
+    return ComparisonRunning(tokens, of, reply_tokens)
 
 
 def failed_state(message: str) -> ComparisonFailed:

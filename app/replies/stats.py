@@ -16,11 +16,17 @@ def model_label(target_name: Optional[str], draft_name: Optional[str]) -> str:
     return f"{target_name}  +  {draft_name}" if draft_name else target_name
 
 
+# Below this many tokens a reply's rate is mostly the time to its first token, not a writing speed: none is shown.
+MIN_RATE_TOKENS = 4
+
+
 def format_stats(stats: GenerationStats, rounds: Sequence[RoundRecord] = ()) -> str:
     """The stats row under a finished reply: "41.3 tok/s · 256 tokens · 68% accepted (120/176 drafted by n-gram) ·
-    0.21 s to first token"; `rounds`, the reply's, say who drafted and, without drafts, why none."""
+    0.21 s to first token"; `rounds`, the reply's, say who drafted and, without drafts, why none. A reply of fewer
+    than MIN_RATE_TOKENS tokens has no rate."""
+    rate = [f"{stats.tokens_per_second:.1f} tok/s"] if stats.tokens >= MIN_RATE_TOKENS else []
     parts = [
-        f"{stats.tokens_per_second:.1f} tok/s",
+        *rate,
         plural(stats.tokens, "token"),
         drafted_words(stats.drafted, stats.accepted, (r.drafter for r in rounds), (r.kind for r in rounds)),
     ]

@@ -26,6 +26,8 @@ DRAFTERS = {
     "ngram": "copying from earlier text",
     "history": "copying from your earlier replies",
 }
+# The drafters that copy text rather than guess it.
+COPYING = ("ngram", "history")
 # Who drafted a reply's tokens, as the stats row names them.
 DRAFTED_BY = {"model": "the draft model", "ngram": "n-gram", "history": "earlier replies"}
 # A fixed draft length (Chat settings, or Speculate anyway): its rounds, and the footer once it is chosen, say this.
@@ -41,16 +43,18 @@ class StatusWords:
     kind: str = ""  # the RoundKind the sentence says ("" for a sentence of the window's, or a change of threads)
 
 
-def round_words(event: RoundEvent, speculative: bool = True) -> StatusWords:
-    """The status line for a round, from its kind and plan; `speculative` False: the chat has speculation off."""
-    line, hint = _sentence(event, speculative)
+def round_words(event: RoundEvent, speculative: bool = True, drafting: Iterable[str] = ()) -> StatusWords:
+    """The status line for a round, from its kind and plan; `speculative` False: the chat has speculation off.
+    `drafting`: the drafters that drafted in this reply's rounds so far (RoundEvent.drafter), so that a pause
+    names the drafter it stops and what still drafts."""
+    line, hint = _sentence(event, speculative, frozenset(drafting))
     details = "\n\n".join(
         part for part in (line, hint, f"The engine's note: {event.reason}" if event.reason else "") if part
     )
     return StatusWords(line, details, event.kind)
 
 
-def _sentence(event: RoundEvent, speculative: bool) -> tuple[str, str]:
+def _sentence(event: RoundEvent, speculative: bool, drafting: frozenset[str] = frozenset()) -> tuple[str, str]:
     kind, k = event.kind, event.draft_len
     if not speculative:
         return "Speculation is off for this chat: the model writes every token itself.", ""
@@ -70,6 +74,14 @@ def _sentence(event: RoundEvent, speculative: bool) -> tuple[str, str]:
             "Speculation paused: on this machine checking a draft costs about as much as writing its tokens, "
             "so guessing ahead would be slower here."
         ), WHAT_PAYS
+    if kind == "paused" and "model" in drafting and drafting.intersection(COPYING):
+        # The draft model is what stopped paying; copying drafts on in the rounds where it has text to copy, so
+        # advice to give it text to copy would be advice already followed.
+        still = " and ".join(DRAFTERS[d] for d in COPYING if d in drafting)
+        return (
+            f"Draft model paused: too few of its guesses were being kept to save time; {still} goes on. "
+            "It tries the draft model again now and then."
+        ), ""
     if kind == "paused":
         return (
             "Speculation paused: in this text too few drafted tokens were being kept to save time; it tries "

@@ -25,7 +25,7 @@ from starlette.routing import Route
 from app.common.http_client import is_loopback_host
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.serve.jobs import JobFailed, JobQueue, JobStarted, ServedModels
-from app.serve.job_flow import RunningJob, job_response, read_body, submit, unless_gone
+from app.serve.job_flow import Idle, RunningJob, job_response, read_body, start_or_idle, submit, unless_gone
 from app.serve.access import client_label, refusal
 from app.serve.anthropic.routes import anthropic_routes
 from app.serve.replies import ReplyShaper, error_body, models_list
@@ -46,6 +46,13 @@ def error_response(status: int, message: str) -> JSONResponse:
 
 
 STOPPING = "The server stopped before it could answer this request."
+# A streamed chat request that has not started after HEADERS_AFTER_S waits its turn behind other replies: its client
+# gets the stream's headers then, and a comment every WAITING_COMMENT_S, rather than silence until its turn.
+HEADERS_AFTER_S = 1.0
+WAITING_COMMENT_S = 10.0
+
+
+SSE = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}  # a streamed reply's headers beside its type
 
 
 def _sse(data: dict | str) -> bytes:
@@ -99,12 +106,14 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
         return JSONResponse({"status": "ok"})
 
     async def chat_completions(request: Request) -> Response:
-        return await answer(request, parse_chat_request)
+        return await answer(request, parse_chat_request, headers_while_waiting=True)
 
     async def completions(request: Request) -> Response:
         return await answer(request, parse_completion_request)
 
-    async def answer(request: Request, parse: Callable[..., ApiRequest]) -> Response:
+    async def answer(
+        request: Request, parse: Callable[..., ApiRequest], headers_while_waiting: bool = False
+    ) -> Response:
         refused = denied(request)
         if refused is not None:
             return refused
@@ -129,9 +138,10 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
             )
 
         def stream(first: JobStarted) -> Response:
-            headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-            return StreamingResponse(_stream(shaper(first), running), media_type="text/event-stream", headers=headers)
+            return StreamingResponse(_stream(shaper(first), running), media_type="text/event-stream", headers=SSE)
 
+        if chat.stream and headers_while_waiting and not await running.starts_within(HEADERS_AFTER_S):
+            return StreamingResponse(_waiting_stream(shaper, running), media_type="text/event-stream", headers=SSE)
         return await job_response(
             request,
             running,
@@ -241,6 +251,28 @@ async def _whole_reply(shaper: ReplyShaper, running: RunningJob) -> Response:
         return error_response(failure.status, failure.message)
     shaper.flush()
     return JSONResponse(shaper.whole_reply(finished))
+
+
+async def _waiting_stream(shaper: Callable[[JobStarted], ReplyShaper], running: RunningJob) -> AsyncIterator[bytes]:
+    """A streamed reply whose request waits its turn (its headers went at once): a comment every WAITING_COMMENT_S
+    until it starts, then the reply; a failure before it starts goes as an error event, the status line being sent."""
+    first: Optional[JobStarted] = None
+    try:
+        async for record in start_or_idle(running, WAITING_COMMENT_S):
+            if isinstance(record, Idle):
+                yield b": waiting\n\n"
+            else:
+                first = record
+    except BadRequest as exc:
+        running.close(False)
+        yield _sse(error_body(exc.status, str(exc)))
+        return
+    except BaseException:  # the client went away (the response is cancelled) or the server stops
+        running.close(False)
+        raise
+    if first is not None:  # start_or_idle ends with the JobStarted, or raises
+        async for part in _stream(shaper(first), running):
+            yield part
 
 
 async def _stream(shaper: ReplyShaper, running: RunningJob) -> AsyncIterator[bytes]:

@@ -9,7 +9,7 @@ sentence), which each API writes in its own error shape.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import AsyncIterator, Awaitable, Callable, Optional, TypeVar
 
 from starlette.requests import ClientDisconnect, Request
@@ -79,9 +79,26 @@ class RunningJob:
 
     job: ServeJob
     inbox: asyncio.Queue
+    _first: Optional[asyncio.Future] = field(default=None, repr=False)
 
     async def started(self) -> JobStarted:
-        """Its JobStarted; a job that failed or was cancelled first is raised as a BadRequest."""
+        """Its JobStarted, the same to every caller; a job that failed or was cancelled first is raised as a
+        BadRequest. A caller that stops waiting (a timeout) leaves the outcome for the next one."""
+        if self._first is None:
+            self._first = asyncio.ensure_future(self._first_record())
+        return await asyncio.shield(self._first)
+
+    async def starts_within(self, seconds: float) -> bool:
+        """Whether the job started, or failed, within `seconds`; started() then says which at once."""
+        try:
+            await asyncio.wait_for(self.started(), seconds)
+        except asyncio.TimeoutError:
+            return False
+        except BadRequest:
+            pass
+        return True
+
+    async def _first_record(self) -> JobStarted:
         while True:
             first = await self.inbox.get()
             if isinstance(first, JobStarted):
@@ -112,6 +129,18 @@ class RunningJob:
         if not finished:
             self.job.cancel.set()
         self.job.read.set()
+
+
+async def start_or_idle(running: RunningJob, idle: float) -> AsyncIterator[JobStarted | Idle]:
+    """IDLE every `idle` seconds while the job waits for its turn, then its JobStarted; a job that fails or is
+    cancelled first is raised as a BadRequest (RunningJob.started)."""
+    started = asyncio.ensure_future(running.started())
+    try:
+        while not (await asyncio.wait({started}, timeout=idle))[0]:
+            yield IDLE
+        yield started.result()
+    finally:
+        started.cancel()  # only this wait: the job's outcome stays with it
 
 
 def submit(chat: ApiRequest, queue: JobQueue, max_queued: int) -> RunningJob:

@@ -38,6 +38,11 @@ def test_states_and_links():
     assert comparison_text(None) == "" and compare_link_label(None) == "Compare with plain"
     assert comparison_text(running_state()) == "Comparing with plain decoding… reading the prompt"
     assert comparison_text(running_state(120, 300)) == "Comparing with plain decoding… 120 of 300 tokens (40%)"
+    # A run that stops where the model does has no known length: tokens so far, set against the reply's.
+    assert (
+        comparison_text(running_state(52, 0, 387))
+        == "Comparing with plain decoding… 52 tokens so far (the reply has 387)"
+    )
     assert compare_link_label(running_state()) == "Cancel comparison"
     assert comparison_text(failed_state("The plain run failed: boom")) == "The plain run failed: boom"
     assert compare_link_label(failed_state("x")) == "Compare with plain"

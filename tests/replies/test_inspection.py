@@ -80,13 +80,15 @@ def test_tokens_against_time_and_the_saving_over_plain_decoding():
     # tokens at that time, the plain rounds as measured: 0.36 + 0.10 + 0.48 + 0.14 = 1.08 s against 0.66 s.
     assert plain.token_s == pytest.approx(0.12)
     assert plain.times == pytest.approx((0, 0.36, 0.46, 0.94, 1.08))
-    assert plain.verdict() == "saved 0.4 s (1.6x)"
+    assert plain.verdict() == "estimated: saved 0.4 s (1.6x),\nif plain decoding writes every token in 0.120 s"
     assert "2 plain rounds" in plain.basis
 
 
 def test_a_reply_slower_than_plain_says_what_it_cost():
     rounds = [model_round(0, 4, 0.5), plain_round(0.1), model_round(1, 4, 0.6)]
-    assert reply_inspection(rounds).plain.verdict() == "cost 0.8 s"  # 4 tokens: 0.4 s plain against 1.2 s
+    assert (
+        reply_inspection(rounds).plain.verdict().startswith("estimated: cost 0.8 s,")
+    )  # 4 tokens: 0.4 s plain against 1.2 s
 
 
 def test_a_slow_plain_round_slows_both_lines_alike():
@@ -102,7 +104,9 @@ def test_without_plain_rounds_the_line_needs_a_measured_fallback():
     line, why = plain_line(round_bars(rounds))
     assert line is None and "no plain round" in why
     line, why = plain_line(round_bars(rounds), fallback_token_s=0.1)
-    assert why == "" and line.plain_s == pytest.approx(0.6) and line.verdict() == "saved 0.2 s (1.5x)"
+    assert (
+        why == "" and line.plain_s == pytest.approx(0.6) and line.verdict().startswith("estimated: saved 0.2 s (1.5x),")
+    )
 
 
 def test_histogram_from_rounds_by_drafter_and_from_stats_without_rounds():
@@ -138,7 +142,7 @@ def test_rounds_are_set_against_plain_time_measured_close_to_them_at_their_threa
     plain = reply_inspection(rounds).plain
     # 10 drafts of 3 tokens at 0.03 s a token against their 0.08 s each: 0.1 s saved, not 10 x 3 x 3 s.
     assert plain.saved_s == pytest.approx(0.1)
-    assert plain.verdict() == "saved 0.1 s (1.0x)"
+    assert plain.verdict().startswith("estimated: saved 0.1 s (1.0x),")
     assert "CPU threads changed during this reply (2 → 1)" in plain.load_note
     assert reply_inspection(ROUNDS).plain.load_note == ""
 

@@ -89,3 +89,14 @@ def test_no_regex_reads_the_controllers_words():
 
 def test_plurals():
     assert [plural(n, "token") for n in (0, 1, 2, 1024)] == ["0 tokens", "1 token", "2 tokens", "1,024 tokens"]
+
+
+def test_a_pause_while_copying_still_drafts_names_the_draft_model_and_gives_no_advice_already_followed():
+    """Issue 55, item 2: after replies with most drafts kept (copied), the footer said "too few drafted tokens were
+    being kept" and advised attaching the file just attached. It is the draft model that paused; copying goes on."""
+    paused = round_words(_round("paused"), drafting={"model", "ngram"})
+    assert paused.line.startswith("Draft model paused")
+    assert "copying from earlier text goes on" in paused.line
+    assert WHAT_PAYS not in paused.details and offers_anyway(paused)
+    # With only the draft model drafting, nothing else goes on: the advice stays.
+    assert WHAT_PAYS in round_words(_round("paused"), drafting={"model"}).details

@@ -10,7 +10,7 @@ from app import library
 from app.engine.targets import LocalModel
 from app.store import ChatStore
 from app.ui.chat.chat_list import CHAT_ID_ROLE, ChatListModel
-from app.ui.models.library_model import NGRAM_KEY, PATH_ROLE, DraftListModel, LibraryModel
+from app.ui.models.library_model import NGRAM_KEY, NOT_SMALLER, PATH_ROLE, DraftListModel, LibraryModel
 
 
 def _entries(folder: Path) -> list[library.ModelEntry]:
@@ -52,7 +52,7 @@ def test_draft_model_offers_compatible_first_then_ngram_then_disabled_with_reaso
     # After n-gram: drafts larger than the target (pickable, never suggested), then the incompatible ones.
     later = options[ngram_row + 1 :]
     larger = [o for o in later if o.enabled]
-    assert all(not o.suggested and o.detail.startswith("Larger than the target") for o in larger)
+    assert all(not o.suggested and o.detail.startswith(NOT_SMALLER) for o in larger)
     assert not any(o.enabled for o in later[len(larger) :])
     bad = drafts.index(keys.index(str(model_folder / tiny_models.bad_vocab_size.name)))
     assert not (drafts.flags(bad) & Qt.ItemFlag.ItemIsEnabled)

@@ -1,6 +1,6 @@
 """The composer's picture chip shows the picture's size in tokens before sending: exact with a model that sees (the
 engine process counts it with the projector beside the model, and the count is mtmd's own), and the context gauge
-adds it; "about 256" where it cannot be counted (a model that cannot see, a server's)."""
+adds it; "about 256" where it cannot be counted (a server's model), and a model that cannot see says so instead."""
 
 from __future__ import annotations
 
@@ -49,13 +49,15 @@ def test_the_chip_shows_mtmds_count_with_a_model_that_sees(make_window, qtbot, v
     assert f"+ {expected} attached" in window.footer.context_label.text()
 
 
-def test_a_model_that_cannot_see_shows_the_estimate_marked_about(
+def test_a_model_that_cannot_see_says_so_on_the_chip(
     make_window, qtbot, fake_engine, model_folder, tiny_models, picture
 ):
+    """Issue 55, item 6: the chip said "about 256 tokens", as if the picture were accepted, and only Send refused it."""
     window = make_window(engine_factory=fake_engine)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
     with qtbot.waitSignal(window.engine_process.sig_picture_counted, timeout=30000) as answered:
         paste_picture(window, picture)
     assert answered.args[0].tokens is None  # the engine cannot count it
-    assert chip_tokens(window) == ["about 256 tokens"]
-    assert "+ ~256 attached" in window.footer.context_label.text()
+    assert chip_tokens(window) == ["this model cannot see it"]
+    chip = window.composer.tray.findChildren(QLabel, "PictureTokens")[0]
+    assert "cannot see pictures" in chip.toolTip() and "choose a vision model" in chip.toolTip()

@@ -64,8 +64,10 @@ def test_the_headers_preset_combo_applies_a_preset_to_the_open_chat(
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, NGRAM_KEY)
     send_and_wait(qtbot, window, "first")
     combo = window.chat_header.header.preset
-    assert combo.isVisibleTo(window) and combo.currentText() == "No preset"
-    assert [combo.itemText(i) for i in range(combo.count())] == ["No preset", "Default", "Plain and warm"]
+    assert combo.isVisibleTo(window) and combo.currentText() == "Own settings"
+    assert [combo.itemText(i) for i in range(combo.count())] == ["Own settings", "Default", "Plain and warm"]
+    # Issue 55, item 6: "No preset" and "Default" both stood there, unexplained.
+    assert '"Own settings": no preset chosen' in combo.toolTip() and '"Default": the built-in' in combo.toolTip()
     combo.setFocus()
     qtbot.keyClick(combo, "P")  # a key press picks the item as a person would (activated, not only changed)
     assert combo.currentText() == "Plain and warm"

@@ -28,7 +28,8 @@ def test_one_token_is_one_token(make_window, qtbot, fake_engine, model_folder, t
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
     send_and_wait(qtbot, window, "One word?")
     text = window.chat_view.toPlainText()
-    assert "· 1 token ·" in text.replace("  ", " ") and "1 tokens" not in text
+    assert "1 token ·" in text.replace("  ", " ") and "1 tokens" not in text
+    assert "tok/s" not in text  # one token's "speed" is its time to first token (issue 55, item 6)
 
 
 def test_a_link_under_a_reply_never_wraps_in_its_middle(make_window, qtbot, fake_engine, model_folder, tiny_models):

@@ -59,6 +59,18 @@ def test_adding_a_folder_fills_the_library_and_shows_the_chat(make_window, qtbot
     assert load_settings().model_folders == [str(model_folder)]
 
 
+def test_an_empty_chat_asks_for_a_model_until_one_is_chosen(make_window, qtbot, model_folder, tiny_models):
+    """Issue 55, item 6: after adding a folder, "Start a conversation" showed while no model was chosen."""
+    window = make_window(folders=[])
+    window.add_model_folder(str(model_folder))
+    qtbot.waitUntil(lambda: bool(window.library.usable_entries()), timeout=10000)
+    assert window.session.target is None
+    shown = window.chat_view.toPlainText()
+    assert "Choose a model to start" in shown and "Start a conversation" not in shown
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
+    assert "Start a conversation" in window.chat_view.toPlainText()
+
+
 def test_send_streams_highlighted_draft_tokens_and_stores_them(
     make_window, qtbot, fake_engine, model_folder, tiny_models
 ):
@@ -93,6 +105,20 @@ def test_speculative_switch_applies_to_next_message_without_reloading(
     assert window.chat_view.highlighted_text() == before  # the new reply adds no highlighted span
     chat = window.store.get_chat(window.conversation.chat_id)
     assert chat.settings.speculative is False
+
+
+def test_a_new_chat_starts_speculative_after_a_chat_with_speculation_off(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
+    """Issue 55, item 6: a new chat inherited "speculation off" from the last one, unnoticed."""
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, _draft_path(model_folder, tiny_models))
+    window.model_bar.speculative_switch.click()
+    send_and_wait(qtbot, window, "first")
+    window.new_chat()
+    assert window.model_bar.speculative()
+    send_and_wait(qtbot, window, "second")
+    assert fake_engine.configs[-1]["speculative"] is True
 
 
 def test_stop_keeps_the_partial_reply_and_drops_late_tokens(make_window, qtbot, fake_engine, model_folder, tiny_models):

@@ -82,3 +82,40 @@ def test_chat_settings_keeps_its_place_whatever_the_models_name(
         places.append(at)
     assert places[0] == places[1]
     assert [problem for problem in layout_problems(window) if "the screen" not in problem] == []
+
+
+def test_a_long_error_banner_over_an_open_chat_does_not_widen_the_window(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
+    """Issue 55, item 3: with a chat open the window could not be made 800 pixels wide, and a banner quoting a long
+    unbroken address or file name widened the window by itself. Its whole text stays selectable and in the tooltip."""
+    long_name = write_tiny_model(model_folder / "qwen2.5-coder-1.5b-instruct-q4_k_m-with-a-long-name.gguf")
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, long_name, model_folder / tiny_models.draft.name)
+    send_and_wait(qtbot, window, "Write a function that checks whether a string is a palindrome.")
+    window.resize(1180, 700)
+    qtbot.waitUntil(lambda: window.width() == 1180, timeout=5000)
+    address = "http://127.0.0.1:8080/v1/chat/completions#" + "0123456789abcdef" * 8  # no place to break a line
+    window.show_error(f"The server at {address} refused the request: connection reset")
+    qtbot.wait(50)
+    assert window.width() == 1180  # the banner did not widen the window
+    _fits_800(qtbot, window)
+    assert window.error_banner.isVisible() and address in window.error_banner.toolTip()
+
+
+def test_the_api_indicator_naming_a_long_model_does_not_hold_the_window_wide(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
+    """Issue 55, item 3: with a chat open and the API on, the footer's "API at … · answers with
+    qwen2.5-coder-1.5b-instruct-q4_k_m" held the window 947 pixels wide. It wraps instead, and names the model whole
+    in its tooltip."""
+    from tests.support.ports import free_port
+
+    target = write_tiny_model(model_folder / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
+    window = make_window(engine_factory=fake_engine, api_server=True, api_port=free_port())
+    choose_pair(qtbot, window, target, model_folder / tiny_models.draft.name)
+    qtbot.waitUntil(lambda: bool(window.api_server.state.url), timeout=10000)
+    send_and_wait(qtbot, window, "Hello")
+    _fits_800(qtbot, window)
+    indicator = window.api_server.indicator
+    assert "answers with" in indicator.text() and "qwen2.5-coder-1.5b-instruct-q4_k_m" in indicator.toolTip()

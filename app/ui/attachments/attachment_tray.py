@@ -27,6 +27,8 @@ from app.store.attachments import (
 )
 
 THUMBNAIL_HEIGHT = 32
+# A picture's chip where the chosen model cannot see: its tooltip says why and what to do.
+CANNOT_SEE = "this model cannot see it"
 
 
 def thumbnail(data: bytes, height: int) -> QPixmap:
@@ -67,6 +69,7 @@ class AttachmentTray(QWidget):
         self._exact: dict[
             str, int
         ] = {}  # a picture's exact tokens with the loaded projector (app.ui.attachments.picture_counts)
+        self._blind = ""  # why the chosen model cannot see pictures ("" when it can: show_picture_tokens)
         self._token_labels: dict[str, QLabel] = {}
         self._row = QHBoxLayout(self)
         self._row.setContentsMargins(0, 0, 0, 0)
@@ -85,11 +88,14 @@ class AttachmentTray(QWidget):
         counts = [self._exact.get(p.digest) for p in self._pictures]
         return sum(PICTURE_TOKENS_ESTIMATE if n is None else n for n in counts), None not in counts
 
-    def show_picture_tokens(self, exact: dict[str, int]) -> None:
-        """The exact tokens of the pictures counted (by SHA-256); the others show the estimate, marked "about"."""
+    def show_picture_tokens(self, exact: dict[str, int], blind: str = "") -> None:
+        """The exact tokens of the pictures counted (by SHA-256); the others show the estimate, marked "about".
+        `blind`: why the chosen model cannot see them ("" when it can), said on each chip instead of a count, so the
+        picture is not taken for accepted until Send refuses it."""
         self._exact = dict(exact)
+        self._blind = blind
         for digest, label in self._token_labels.items():
-            _show_tokens(label, self._exact.get(digest))
+            _show_tokens(label, self._exact.get(digest), blind)
 
     def add_image(self, image: QImage) -> None:
         """A pasted picture (its data, not a file): kept as a PNG named "pasted picture N.png"."""
@@ -203,7 +209,7 @@ class AttachmentTray(QWidget):
         row.addWidget(label)
         tokens = QLabel()
         tokens.setObjectName("PictureTokens")
-        _show_tokens(tokens, self._exact.get(picture.digest))
+        _show_tokens(tokens, self._exact.get(picture.digest), self._blind)
         self._token_labels[picture.digest] = tokens
         row.addWidget(tokens)
         row.addWidget(_remove_button(picture.name, lambda: self.remove_picture(picture.digest)))
@@ -221,8 +227,11 @@ def _remove_button(name: str, remove: Callable[[], None]) -> QPushButton:
     return button
 
 
-def _show_tokens(label: QLabel, exact: int | None) -> None:
-    if exact is not None:
+def _show_tokens(label: QLabel, exact: int | None, blind: str = "") -> None:
+    if blind:
+        label.setText(CANNOT_SEE)
+        label.setToolTip(blind)
+    elif exact is not None:
         label.setText(f"{exact:,} tokens")
         label.setToolTip(f"The picture takes {exact:,} tokens of the context, as this model's projector reads it.")
     else:

@@ -52,5 +52,5 @@ def attach(window) -> FileDrop:
         window.footer.show_pending_tokens(estimate_tokens(files) + pictures, exact=exact and not files)
 
     tray.sig_changed.connect(show_pending)
-    drop.picture_counts = PictureCounts(window.engine_process, tray, show_pending, drop)
+    drop.picture_counts = PictureCounts(window.engine_process, tray, show_pending, window.session.picture_blocker, drop)
     return drop

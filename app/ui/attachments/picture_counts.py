@@ -21,9 +21,18 @@ from app.ui.engine_link.engine_process import EngineProcess
 class PictureCounts(QObject):
     """Asks for each new picture's count and shows the answers on `tray`; `on_change` updates the gauge."""
 
-    def __init__(self, engine: EngineProcess, tray: AttachmentTray, on_change: Callable[[], None], parent=None):
+    def __init__(
+        self,
+        engine: EngineProcess,
+        tray: AttachmentTray,
+        on_change: Callable[[], None],
+        blocker: Callable[[], str] = lambda: "",
+        parent=None,
+    ):
+        """`blocker`: why the chosen model cannot see pictures ("" when it can; ModelSession.picture_blocker)."""
         super().__init__(parent)
         self._engine = engine
+        self._blocker = blocker
         self._tray = tray
         self._on_change = on_change
         self._answers: dict[str, Optional[int]] = {}  # SHA-256 -> tokens (None: cannot be counted with these models)
@@ -56,5 +65,5 @@ class PictureCounts(QObject):
         self.ask()
 
     def _show(self) -> None:
-        self._tray.show_picture_tokens({d: n for d, n in self._answers.items() if n is not None})
+        self._tray.show_picture_tokens({d: n for d, n in self._answers.items() if n is not None}, self._blocker())
         self._on_change()

@@ -51,6 +51,9 @@ class _Run:
     reply_threads: list[int]  # the CPU threads of each of the reply's rounds
     plain_threads: list[int]  # and of the plain run's, as its rounds arrive
     max_tokens: int = 0  # what the plain run writes at most, for its progress
+    # The reply ended where its model stopped: the plain run may stop elsewhere, so max_tokens is no total to show.
+    stops_on_its_own: bool = False
+    reply_tokens: int = 0  # the speculative reply's, shown beside the plain run's progress
     plain_tokens: int = 0  # written so far
     shown_at: float = 0.0  # when its progress was last shown (monotonic seconds)
 
@@ -155,6 +158,8 @@ class PlainCompare(QObject):
             [r.threads for r in message.rounds or []],
             [],
             config.max_tokens,
+            stops_on_its_own=stats.stop_reason == "eos",
+            reply_tokens=stats.tokens,
         )
         self.engine_process.request_generate(request_id, prompt, config)
         self._show(message_id, running_state())
@@ -183,7 +188,9 @@ class PlainCompare(QObject):
             now = time.monotonic()
             if run.plain_tokens and now - run.shown_at >= PROGRESS_INTERVAL_S:  # the reply is drawn again for it
                 run.shown_at = now
-                self._show(run.message_id, running_state(min(run.plain_tokens, run.max_tokens), run.max_tokens))
+                of = 0 if run.stops_on_its_own else run.max_tokens
+                written = min(run.plain_tokens, run.max_tokens)
+                self._show(run.message_id, running_state(written, of, run.reply_tokens))
 
     def _on_finished(self, event: FinishedEvent) -> None:
         run = self._run

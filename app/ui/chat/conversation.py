@@ -346,7 +346,7 @@ class Conversation(QObject):
                     request.add_token(event)
                 case RoundEvent():
                     request.add_round(event)
-                    words = round_words(event, self._speculative)
+                    words = round_words(event, self._speculative, request.drafters())
                     if words.line != self._last_status:  # said once: a change of threads said since stays
                         self._last_status = words.line
                         self.sig_status.emit(words)

@@ -160,6 +160,10 @@ class ReplyRequest:
         self.drafted += event.drafted
         self.accepted += event.accepted
 
+    def drafters(self) -> frozenset[str]:
+        """The drafters that drafted in this reply's rounds so far ("model", "ngram", "history")."""
+        return frozenset(r.drafter for r in self.rounds if r.proposed and r.drafter != "none")
+
     def has_tokens(self) -> bool:
         """Whether any token of this run arrived (thinking or answer)."""
         return bool(self.tokens or self.reasoning)

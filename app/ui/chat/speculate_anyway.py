@@ -19,9 +19,10 @@ from app.store import ChatSettings
 from app.ui.chat.settings_binding import ChatSettingsBinding
 
 FIXED_DRAFT_LENGTH = 4
-OFFER = "Show draft acceptance anyway (slower on this machine)"
+# The offer says what a click changes before it is clicked: the chat's draft length, fixed until Back to automatic.
+OFFER = f"Show draft acceptance anyway (fixes this chat's draft length at {FIXED_DRAFT_LENGTH}; slower here)"
 AUTO = "Back to automatic"
-FIXED_NOTE = "Fixed draft length"
+FIXED_NOTE = "Draft length fixed at {} for this chat"
 ANYWAY_LINK = "specchat:speculate-anyway"
 AUTO_LINK = "specchat:draft-auto"
 
@@ -64,7 +65,7 @@ class SpeculateAnyway(QObject):
         if settings.speculative and settings.draft_max:
             # It names what it undoes: the status line beside it may say something else by then (a change of
             # threads), and a bare "· Back to automatic" read as the end of that sentence.
-            self._show(f'{FIXED_NOTE}: <a href="{AUTO_LINK}">{AUTO}</a>')
+            self._show(f'{FIXED_NOTE.format(settings.draft_max)}: <a href="{AUTO_LINK}">{AUTO}</a>')
         else:
             self._show(None)
 

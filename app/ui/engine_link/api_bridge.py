@@ -12,6 +12,7 @@ loads llama.cpp. GUI thread only.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
@@ -28,6 +29,9 @@ if TYPE_CHECKING:  # the HTTP side is imported when the server starts, never at 
     from app.serve.server import ApiServer
 
 POLL_MS = 50  # how soon a client's going away (or its stop string) reaches the engine while it answers
+# How soon the footer counts a request that arrived while none could go to the engine (the socket notifier sleeps
+# then, so the queue is looked at on a timer).
+WAITING_MS = 250
 SHUTTING_DOWN = "The API server was switched off."
 
 
@@ -40,6 +44,7 @@ class ApiState:
     serving: int = 0  # the request id being answered (0: none), for Stop
     model: str = ""  # the model answering it
     answered: int = 0  # requests answered since it started
+    waiting: int = 0  # requests waiting for their turn ("Requests at once" answered side by side already)
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,9 @@ class WindowApi(QObject):
         self._poll = QTimer(self)
         self._poll.setInterval(POLL_MS)
         self._poll.timeout.connect(self._forward_stops)
+        self._watch = QTimer(self)  # runs while the notifier sleeps: it counts the requests that wait
+        self._watch.setInterval(WAITING_MS)
+        self._watch.timeout.connect(self._count_waiting)
         engine_process.sig_api_answer.connect(self._on_answer)
         engine_process.sig_models_loaded.connect(self._on_models_loaded)
         engine_process.sig_generation_ended.connect(lambda _ended: self._send_next())
@@ -123,6 +131,7 @@ class WindowApi(QObject):
         if server is not None:
             server.stop()
         self._poll.stop()
+        self._watch.stop()
         if self.state != ApiState():
             self._set_state(ApiState())
 
@@ -154,6 +163,17 @@ class WindowApi(QObject):
         room = self._room()
         self._server.queue.set_room(room)  # what goes to the engine at once is not waiting behind anyone
         self._notifier.setEnabled(room > 0)
+        if room > 0:
+            self._watch.stop()
+        else:
+            self._watch.start()
+        self._count_waiting()
+
+    def _count_waiting(self) -> None:
+        """Say in the state how many requests wait for their turn, when that changed."""
+        waiting = self._server.queue.waiting() if self._server is not None else 0
+        if waiting != self.state.waiting:
+            self._set_state(dataclasses.replace(self.state, waiting=waiting))
 
     def _room(self) -> int:
         """How many more API requests may go to the engine now (the module's docstring says when)."""

@@ -10,9 +10,11 @@ from html import escape
 from pathlib import Path
 from typing import Callable, Optional
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QSize, Qt, Signal
+from PySide6.QtGui import QTextDocumentFragment
 from PySide6.QtWidgets import QDialog, QLabel
 
+from app.common.units import plural
 from app.serve.key_store import save_key, saved_key
 from app.store import AppSettings
 from app.ui.engine_link.api_bridge import ApiSpec, ApiState, WindowApi
@@ -21,15 +23,33 @@ from app.ui.engine_link.settings_answers import api_history_linked
 from app.ui.settings.api_server_page import ApiServerChoice, ApiServerDialog
 
 
+# The widest a model's name is shown in the footer's API indicator.
+MODEL_NAME_PX = 180
+
+
 def state_text(state: ApiState, enabled: bool) -> str:
     """What the API server is doing, in words."""
     if state.error:
         return f"The API server is off: {state.error}"
     if state.serving:
-        return f"Answering a request with {state.model or 'the loaded model'} for another program."
+        return f"Answering a request with {state.model or 'the loaded model'} for another program.{_waits(state)}"
     if state.url:
-        return f"Listening at {state.url}/v1 ({state.answered} requests answered)."
+        return f"Listening at {state.url}/v1 ({state.answered} requests answered).{_waits(state)}"
     return "Starting…" if enabled else "Off."
+
+
+def waiting_words(waiting: int) -> str:
+    """ "1 API request waiting" ("" for none)."""
+    return f"{plural(waiting, 'API request')} waiting" if waiting else ""
+
+
+def _waits(state: ApiState) -> str:
+    if not state.waiting:
+        return ""
+    return (
+        f" Waiting for their turn behind the replies being written: {plural(state.waiting, 'request')}. Requests "
+        "at once (Settings › API server) says how many are answered side by side."
+    )
 
 
 class ApiServerControl(QObject):
@@ -119,11 +139,20 @@ class ApiServerIndicator(QLabel):
     ):
         super().__init__(parent)
         self.setObjectName("StatusLine")
+        self.setWordWrap(True)  # two lines on a narrow window, rather than holding it wide (sizeHint: one line)
         self._control = control
         self._loaded_model = loaded_model  # the name of the model the API answers with ("" when none is loaded)
         self.linkActivated.connect(lambda href: control.stop_request() if href == "#stop" else open_page())
         control.sig_state_changed.connect(self._show)
         self._show(control.state)
+
+    def sizeHint(self) -> QSize:
+        # One line wherever there is room: a wrapped label's own hint is narrower, and the footer would wrap it
+        # (and place it) by that. Its minimum stays the wrapped one.
+        plain = QTextDocumentFragment.fromHtml(self.text()).toPlainText()
+        margins = self.contentsMargins()
+        width = self.fontMetrics().horizontalAdvance(plain) + margins.left() + margins.right() + 2
+        return QSize(width, super().sizeHint().height())
 
     def refresh(self) -> None:
         """The loaded model changed: say which one answers."""
@@ -131,17 +160,25 @@ class ApiServerIndicator(QLabel):
 
     def _show(self, state: ApiState) -> None:
         model = self._loaded_model()
-        answers = f" · answers with {escape(model)}" if model else " · no model loaded"
+        # A model's file name is one long word: whole, it held the window wider than 800 pixels (issue 55, item 3).
+        # The footer shows it shortened in the middle; the tooltip has it whole.
+        shown = self.fontMetrics().elidedText(model, Qt.TextElideMode.ElideMiddle, MODEL_NAME_PX)
+        answers = f" · answers with {escape(shown)}" if model else " · no model loaded"
         if state.serving:
             text = "API: answering a request · <a href='#stop'>Stop</a>"
+        elif state.waiting:
+            text = f"<a href='#page'>API: {waiting_words(state.waiting)}</a>"
         elif state.url:
             text = f"<a href='#page'>API at {escape(state.url.split('://', 1)[-1])}</a>{answers}"
         elif state.error:
             text = "<a href='#page'>API off (failed)</a>"
         else:
             text = "<a href='#page'>API server</a>" if not self._control.enabled else "API starting…"
+        if state.serving and state.waiting:
+            text += f" · {waiting_words(state.waiting)}"
         self.setText(text)
-        self.setToolTip(escape(state_text(state, self._control.enabled)))
+        answering = f"\n\nIt answers with {model}." if model else ""
+        self.setToolTip(escape(state_text(state, self._control.enabled) + answering))
 
 
 def attach(window) -> ApiServerControl:

@@ -218,10 +218,10 @@ class DraftOption:
     detail: str
     enabled: bool
     tooltip: str
-    suggested: bool = True  # False: offered only to a user who picks it (a draft larger than the target)
+    suggested: bool = True  # False: offered only to a user who picks it (a draft not smaller than the target)
 
 
-LARGER_THAN_TARGET = "Larger than the target"
+NOT_SMALLER = "Won't be faster: not smaller than the target"
 
 
 class DraftListModel(QAbstractListModel):
@@ -262,7 +262,7 @@ class DraftListModel(QAbstractListModel):
             return
         options: list[DraftOption] = []
         for choice in choices:
-            if not choice.compatible or choice.larger:
+            if not choice.compatible or choice.not_smaller:
                 continue
             entry = library.entry_for(choice.path)
             name = entry.name if entry else choice.path.rsplit("/", 1)[-1]
@@ -276,18 +276,18 @@ class DraftListModel(QAbstractListModel):
             ngram_detail = "No compatible draft model in the library · " + ngram_detail
         options.append(DraftOption(NGRAM_KEY, "N-gram lookup (no draft model)", ngram_detail, True, ngram_detail))
         for choice in choices:
-            if not (choice.compatible and choice.larger):
+            if not (choice.compatible and choice.not_smaller):
                 continue
             entry = library.entry_for(choice.path)
             name = entry.name if entry else choice.path.rsplit("/", 1)[-1]
-            detail = f"{LARGER_THAN_TARGET} · {entry.summary}" if entry else LARGER_THAN_TARGET
+            detail = f"{NOT_SMALLER} · {entry.summary}" if entry else NOT_SMALLER
             options.append(
                 DraftOption(
                     choice.path,
                     name,
                     detail,
                     True,
-                    f"{LARGER_THAN_TARGET}: a draft must be much smaller to save time; this one "
+                    f"{NOT_SMALLER}: a draft must be much smaller to save time; this one "
                     f"can only slow the replies ({choice.reason}).\n{choice.path}",
                     False,
                 )

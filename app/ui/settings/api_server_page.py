@@ -29,8 +29,11 @@ from app.common.http_client import is_loopback_host, listen_host_problem
 
 EXPLANATION = (
     "Editors and coding agents (Continue, Aider, Cline, …) and any OpenAI client can use the models loaded here, "
-    "speculating as this window does. Requests are answered one at a time, between your own. Every streamed "
-    'chunk names each token\'s drafter in its "specchat" field.'
+    'speculating as this window does. Every streamed chunk names each token\'s drafter in its "specchat" field.'
+)
+REQUESTS_AT_ONCE_HINT = (
+    "Your chats and these requests share the places Requests at once gives; a request beyond them waits for its "
+    "turn, the footer counts it, and a streamed one gets its headers at once and a comment every few seconds."
 )
 
 
@@ -81,6 +84,8 @@ class ApiServerPage(QWidget):
         )
         form.addRow("API key", self.api_key)
         layout.addLayout(form)
+        self._form = form
+        self.requests_at_once: Optional[QSpinBox] = None  # show_requests_at_once adds it
 
         # Never the person's chats: a client could tell from provenance (or speed) what they hold.
         self.own_history = QCheckBox("Let API clients draft from a history of their own requests")
@@ -115,6 +120,24 @@ class ApiServerPage(QWidget):
         for signal in (self.host.textChanged, self.port.valueChanged, self.api_key.textChanged, self.enabled.toggled):
             signal.connect(self._update_hints)
         self._update_hints()
+
+    def show_requests_at_once(self, twin: QSpinBox) -> None:
+        """Show the Loading page's "Requests at once" here too: one setting, two boxes kept in step (`twin` is the
+        one the Settings window reads when it saves)."""
+        box = QSpinBox()
+        box.setRange(twin.minimum(), twin.maximum())
+        box.setSpecialValueText(twin.specialValueText())
+        box.setValue(twin.value())
+        box.setToolTip(twin.toolTip())
+        # setValue with the value a box already has emits nothing, so the two never call each other in a loop.
+        box.valueChanged.connect(twin.setValue)
+        twin.valueChanged.connect(box.setValue)
+        hint = QLabel(REQUESTS_AT_ONCE_HINT)
+        hint.setObjectName("Muted")
+        hint.setWordWrap(True)
+        self._form.addRow("Requests at once", box)
+        self._form.addRow("", hint)
+        self.requests_at_once = box
 
     def choice(self) -> ApiServerChoice:
         return ApiServerChoice(

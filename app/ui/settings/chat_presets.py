@@ -10,7 +10,14 @@ from app.store import ChatSettings
 from app.store.presets import Preset, find, read_presets
 from app.ui.models.library_model import NGRAM_KEY
 
-NO_PRESET = "No preset"
+# A chat with no preset chosen keeps settings of its own; "Default" is a preset (ChatSettings' defaults), so the
+# two are told apart by name and by the tooltip below.
+NO_PRESET = "Own settings"
+PRESETS_EXPLAINED = (
+    f'"{NO_PRESET}": no preset chosen, the chat keeps the settings it has. "Default": the built-in settings a new '
+    "chat starts with. Choosing a preset copies its system prompt, sampling and draft setting into the chat. "
+    "Presets are edited in Settings > Presets."
+)
 
 
 def fill(combo: QComboBox, presets: list[Preset], chosen: str | None) -> None:
@@ -32,10 +39,7 @@ def attach(window) -> None:
     binding = window.chat_settings
     binding.presets_source = lambda: read_presets(window.settings.presets)[0]
     combo = window.chat_header.header.preset
-    combo.setToolTip(
-        "This chat's preset: choosing one copies its system prompt, sampling and draft setting into "
-        "the chat. Presets are edited in Settings > Presets."
-    )
+    combo.setToolTip(PRESETS_EXPLAINED)
 
     def show(settings: ChatSettings) -> None:
         if settings.speculative != window.model_bar.speculative():

@@ -39,7 +39,7 @@ from app.engine.local.kv_states.saved_states import saved_states_line
 from app.engine.placement.devices import DeviceReport
 from app.store import AppSettings, ChatSettings
 from app.ui.widgets.layouts import button_row
-from app.ui.settings.chat_presets import NO_PRESET
+from app.ui.settings.chat_presets import NO_PRESET, PRESETS_EXPLAINED
 from app.ui.settings.pages import TOOLS_CHECK, SettingsPages, fitted_size, hint
 from app.ui.settings.api_server_page import ApiServerChoice, ApiServerPage
 from app.ui.settings.load_form import LoadSettingsFields, MemoryLine, app_load_fields, app_load_values
@@ -97,7 +97,7 @@ class ChatSettingsDialog(QDialog):
         self.preset.addItem(settings.preset or NO_PRESET, None)  # said as the chat's header says it
         for preset in self._presets:
             self.preset.addItem(preset.name, preset.name)
-        self.preset.setToolTip("Presets are edited in Settings > Presets")
+        self.preset.setToolTip(PRESETS_EXPLAINED)
         self.preset.activated.connect(self._on_preset)
         form.addRow("Preset", self.preset)
 
@@ -378,6 +378,7 @@ class AppSettingsDialog(QDialog):
             )
         )
         self.api_page.set_state(api_state)
+        self.api_page.show_requests_at_once(self.parallel_requests)
         if devices is not None:
             self.set_devices(devices)
         self.pages.add_page("API server", self.api_page)

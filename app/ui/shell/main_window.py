@@ -81,6 +81,7 @@ class MainWindow(QMainWindow):
         self.engine_process = EngineProcess(engine_factory, self)
         self.model_bar = ModelBar(self.library, self.drafts)
         self.chat_view = ChatView()
+        self.chat_view.model_chosen = lambda: self.session.target is not None  # what the empty chat's welcome says
         self.conversation = Conversation(self.store, self.engine_process, self.chat_view, self)
         self.model_thinking = ModelThinking(self)  # the chat model's thinking switches, and its markers per file
         self.chat_settings = ChatSettingsBinding(self.store, self.conversation, self, self.model_thinking)
@@ -201,6 +202,7 @@ class MainWindow(QMainWindow):
         session.sig_error.connect(self.show_error)
         session.sig_target_chosen.connect(lambda target: self.update_chat_settings(target_path=target.key))
         session.sig_draft_chosen.connect(self._on_draft_chosen)
+        session.sig_selection_changed.connect(self._on_selection_changed)
         session.sig_draft_selected.connect(self.chat_settings.set_draft)
         session.sig_target_loaded.connect(self._on_target_loaded)
         session.sig_context_size.connect(conversation.set_context_size)
@@ -306,6 +308,10 @@ class MainWindow(QMainWindow):
         self.footer.show_status(None)  # what the last reply's rounds said no longer holds
         self.update_chat_settings(speculative=on)
 
+    def _on_selection_changed(self) -> None:
+        if self.conversation.chat_id is None:
+            self.conversation.reload()  # an empty chat's welcome says to choose a model until one is chosen
+
     def _on_draft_chosen(self, key: str) -> None:
         self.settings.last_draft = key
         self.save_app_settings()
@@ -335,10 +341,10 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"{chat.title} — SpecChat" if chat else "SpecChat")
 
     def new_chat(self) -> None:
-        """An empty chat; it is stored when its first message is sent."""
+        """An empty chat; it is stored when its first message is sent. It starts speculative whatever the last chat
+        had: turning speculation off is a choice for one chat, and inherited it went on unnoticed."""
         self.messages.cancel_edit()
-        speculative = self.model_bar.speculative() if self.conversation.chat_id is not None else True
-        settings = self.chat_settings.start_new(self.session.target_key(), self.session.draft_key, speculative)
+        settings = self.chat_settings.start_new(self.session.target_key(), self.session.draft_key, True)
         self._show_chat(None, settings)
         self.composer.setFocus()
 

@@ -43,6 +43,9 @@ class ErrorBanner(QFrame):
         self._label.setTextFormat(Qt.TextFormat.PlainText)  # messages quote servers and files: never markup
         self._label.setWordWrap(True)
         self._label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # A wrapped label's minimum is its longest word: an address or file name quoted whole would hold the window
+        # wider than the screen. The label may clip such a word instead; the text stays selectable and in the tooltip.
+        self._label.setMinimumWidth(1)
         row.addWidget(self._label, 1)
         dismiss = QPushButton("Dismiss")
         dismiss.setObjectName("FlatButton")
@@ -52,6 +55,7 @@ class ErrorBanner(QFrame):
 
     def show_message(self, message: str) -> None:
         self._label.setText(message)
+        self.setToolTip(message)
         self.show()
 
     def text(self) -> str:

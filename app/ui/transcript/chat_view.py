@@ -11,7 +11,7 @@ the user confirms them, and no image or other resource is ever fetched. GUI thre
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from PySide6.QtCore import QUrl, Qt, Signal
 from PySide6.QtGui import QTextBlockFormat, QTextCharFormat, QTextCursor, QTextFrame
@@ -62,6 +62,7 @@ class ChatView(TranscriptBrowser):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setObjectName("Transcript")
+        self.model_chosen: Callable[[], bool] = lambda: True  # the window's answer: the welcome asks for a model
         self.setOpenLinks(False)
         self.setOpenExternalLinks(False)
         self.setReadOnly(True)
@@ -156,7 +157,7 @@ class ChatView(TranscriptBrowser):
         cursor.setBlockCharFormat(tiny)
 
     def _show_welcome(self) -> None:
-        insert_welcome(self._end_cursor(), self._base, self.viewport().height())
+        insert_welcome(self._end_cursor(), self._base, self.viewport().height(), self.model_chosen())
 
     def show_messages(self, messages: Sequence[TranscriptMessage], has_older: bool = False) -> None:
         """Render a conversation, or its newest part with `has_older` (opening a chat; never while a reply

@@ -8,7 +8,9 @@ from PySide6.QtGui import QColor, QFont, QTextBlockFormat, QTextCharFormat, QTex
 from app.ui.widgets import style
 
 
-def insert_welcome(cursor: QTextCursor, base: QFont, viewport_height: int) -> None:
+def insert_welcome(cursor: QTextCursor, base: QFont, viewport_height: int, model_chosen: bool = True) -> None:
+    """The empty transcript's words; without a model chosen it says to choose one first, since a message written
+    then has nobody to answer it."""
     block_format = QTextBlockFormat()
     block_format.setAlignment(Qt.AlignmentFlag.AlignHCenter)
     block_format.setTopMargin(max(40, viewport_height // 3))
@@ -16,15 +18,18 @@ def insert_welcome(cursor: QTextCursor, base: QFont, viewport_height: int) -> No
     title.setFontPointSize(base.pointSizeF() + 6)
     title.setFontWeight(QFont.Weight.DemiBold)
     cursor.insertBlock(block_format, title)
-    cursor.insertText("Start a conversation", title)
+    cursor.insertText("Start a conversation" if model_chosen else "Choose a model to start", title)
     block_format.setTopMargin(10)
     muted = QTextCharFormat()
     muted.setForeground(QColor(style.TEXT_MUTED))
     cursor.insertBlock(block_format, muted)
-    # True before and after a model is chosen: the transcript does not know which, and need not.
-    cursor.insertText(
+    first = (
         "Write a message below. The model that answers and its draft are in the bar above; "
-        "drafting pays most on edits and repeated text, such as a file you attach and ask to change.",
+        if model_chosen
+        else "Pick the model that answers in the Model list above, and its draft beside it; then write a message. "
+    )
+    cursor.insertText(
+        first + "Drafting pays most on edits and repeated text, such as a file you attach and ask to change.",
         muted,
     )
     cursor.insertBlock(block_format, muted)
