@@ -1,39 +1,30 @@
 """Claude Code itself (`claude -p`) against `specchat-cli serve` with the real Qwen2.5-Coder 1.5B: a small edit
 task in a throwaway git repository, offline, ends with the client's clean exit.
 
-Skipped when `claude` is neither on PATH nor installed in CLAUDE_CACHE (`npm install --prefix
-~/.cache/specchat-claude-code @anthropic-ai/claude-code`). Claude Code's prompt is some 20,000 tokens, so on a
+Claude Code is installed as people install it, from npm (tests/support/agent_clients.py); skipped only where npm
+cannot install it. Claude Code's prompt is some 20,000 tokens, so on a
 slow machine the first request reads its prompt for minutes: the stream's pings keep the client waiting."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from tests.serve.api_fixtures import serving_process
+from tests.support.agent_clients import CLAUDE_CODE, installed
 
 KEY = "sk-test-claude-code"
-CLAUDE_CACHE = Path.home() / ".cache" / "specchat-claude-code" / "node_modules" / ".bin" / "claude"
 SESSION_S = 15 * 60
 # With two tools Claude Code's request is about 10 KB of text (with all its tools, about 80 KB).
 CONTEXT = 32768
 MAX_TOKENS = 512
 
 
-def _claude() -> str:
-    found = shutil.which("claude") or (str(CLAUDE_CACHE) if CLAUDE_CACHE.is_file() else None)
-    if found is None:
-        pytest.skip("Claude Code is not installed (npm install -g @anthropic-ai/claude-code)")
-    return found
-
-
 @pytest.mark.slow
 def test_claude_code_ends_an_edit_session_cleanly(real_models, tmp_path):
-    claude = _claude()
+    claude = installed(CLAUDE_CODE)
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
