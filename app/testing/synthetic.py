@@ -10,15 +10,13 @@ gguf is a runtime dependency of the app, so this module may be imported outside 
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence, Union
 
 import numpy as np
 
-from app.common.atomic_write import write_atomic
+from app.common.atomic_write import atomic_file, write_atomic
 
 # Bump when the files written below change, so a reused model set folder is rewritten rather than trusted.
 SYNTHETIC_VERSION = 1
@@ -365,9 +363,8 @@ def write_llama_file(
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    # A model file is an ordinary file, readable by all (0o644), not a private one.
+    with atomic_file(path, durable=False, mode=0o644) as tmp_name:
         writer = gguf.GGUFWriter(tmp_name, "llama")
         writer.add_name(name or path.stem)
         writer.add_file_type(int(gguf.LlamaFileType.MOSTLY_F16 if f16 else gguf.LlamaFileType.ALL_F32))
@@ -396,11 +393,6 @@ def write_llama_file(
         writer.write_kv_data_to_file()
         writer.write_tensors_to_file()
         writer.close()
-        os.chmod(tmp_name, 0o644)  # mkstemp makes it private; a model file is an ordinary file
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
     return path
 
 
