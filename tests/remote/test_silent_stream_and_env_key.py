@@ -1,4 +1,6 @@
-"""Issue 44, class 15, against the real CLI (`generate --server`) and a server on 127.0.0.1 that the test starts:
+"""A server's stream that only keeps itself open is given up on, and the API key never crosses plain http.
+
+Issue 44, class 15, against the real CLI (`generate --server`) and a server on 127.0.0.1 that the test starts:
 a stream that only keeps itself open (keep-alive comments, or events with no token) is given up on with a sentence,
 and SPECCHAT_API_KEY never travels over plain http to another machine."""
 

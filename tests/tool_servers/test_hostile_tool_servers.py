@@ -1,5 +1,7 @@
-"""Issue 44, classes 7 and 8, against the real CLI (`generate --mcp`) and hostile stdio servers the tests start
-(tests/tool_servers/unruly_server.py): a server that floods stdout with lines that are not JSON-RPC costs a few
+"""A tool server that floods stdout or never answers costs the CLI a sentence, and leaves no process behind.
+
+Against the real CLI (`generate --mcp`) and hostile stdio servers the tests start (issue 44, classes 7 and 8;
+tests/tool_servers/unruly_server.py): a server that floods stdout with lines that are not JSON-RPC costs a few
 lines on stderr, not a traceback each; a server that never answers `initialize` is given up on with a sentence, and
 its whole process tree (a child that ignores SIGTERM included) is gone once `generate` exits or the host closes."""
 
