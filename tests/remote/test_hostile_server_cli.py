@@ -7,13 +7,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.support.processes import interrupt
+from tests.support.processes import cli_command, interrupt, run_cli
 from tests.remote.fake_openai_server import FakeServer, Script, content_chunk
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,14 +22,7 @@ DEADLINE_S = 120  # every CLI run ends well within this; a run past it is a hang
 def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     full_env = {k: v for k, v in os.environ.items() if k != "SPECCHAT_API_KEY"}
     full_env.update(PYTHONPATH=str(ROOT), **(env or {}))
-    return subprocess.run(
-        [sys.executable, "-m", "app", "generate", *args],
-        capture_output=True,
-        text=True,
-        timeout=DEADLINE_S,
-        env=full_env,
-        cwd=ROOT,
-    )
+    return run_cli("generate", *args, timeout=DEADLINE_S, env=full_env)
 
 
 def _chat(server: FakeServer, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -190,7 +182,7 @@ def test_ctrl_c_on_a_silent_server_is_a_clean_exit():
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         env.pop("SPECCHAT_API_KEY", None)
         process = subprocess.Popen(
-            [sys.executable, "-m", "app", "generate", "--server", server.url, "--model", "fake-model", "--chat", "hi"],
+            cli_command("generate", "--server", server.url, "--model", "fake-model", "--chat", "hi"),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,

@@ -19,6 +19,7 @@ import pytest
 from app.mcp.records import ServerSpec
 from app.mcp.server_log import FIRST_LINES
 from app.mcp.tool_host import CONNECT_TIMEOUT_S, ToolHost
+from tests.support.processes import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_S = 300
@@ -27,15 +28,7 @@ HOSTILE = [sys.executable, "-m", "tests.tool_servers.unruly_server"]
 
 def _generate(*args) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run(
-        [sys.executable, "-m", "app", "generate", *map(str, args), "--threads", "1"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        errors="replace",
-        timeout=DEADLINE_S,
-        env=env,
-    )
+    return run_cli("generate", *args, "--threads", "1", errors="replace", timeout=DEADLINE_S, env=env)
 
 
 def _mcp_json(tmp_path: Path, servers: dict) -> Path:
