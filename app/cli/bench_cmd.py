@@ -94,7 +94,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from app.cli.checks import sampling_problem
-    from app.cli.generate_cmd import models_problem
+    from app.cli.checks import models_problem
     from app.bench.suite import MODE_KINDS, load_prompts
     from app.engine.config import MAX_DRAFT
 
@@ -150,7 +150,7 @@ def _draft_lengths(text: str) -> Optional[tuple[int, ...]]:
 
 
 def _run_bench(args: argparse.Namespace, prompts, kinds, log) -> int:
-    from app.cli.generate_cmd import local_load_settings, local_model
+    from app.bench.args import local_load_settings, local_model
     from app.engine.host.engine_factory import local_engine
     from app.bench.suite import run_suite
     from app.engine.errors import EngineError
@@ -262,7 +262,7 @@ def _references(args, engine, prompts, formatted, results, threads: int, log) ->
 def _plain_vs_native(args: argparse.Namespace, log) -> int:
     from app.bench.native import print_native_report, run_plain_vs_native
     from app.bench.suite import find_reference_tool
-    from app.cli.generate_cmd import local_load_settings, local_model
+    from app.bench.args import local_load_settings, local_model
     from app.engine.errors import EngineError
     from app.engine.host.engine_factory import local_engine
 

@@ -170,11 +170,11 @@ def test_keys_go_only_to_the_server_they_are_for_and_plain_http_elsewhere_is_war
         assert done.returncode == 0, done.stderr
         assert "warning" not in done.stderr  # 127.0.0.1: the key does not cross the network
         assert server.authorizations[-1] == "Bearer env-key"
-    from app.cli.generate_cmd import _plain_http_warning
+    from app.engine.remote.server_keys import plain_http_warning
 
-    assert "over plain http" in _plain_http_warning("http://user:pw@10.0.0.5:8080")
-    assert "pw" not in _plain_http_warning("http://user:pw@10.0.0.5:8080")
-    assert _plain_http_warning("https://10.0.0.5:8080") is None and _plain_http_warning("localhost:8080") is None
+    assert "over plain http" in plain_http_warning("http://user:pw@10.0.0.5:8080")
+    assert "pw" not in plain_http_warning("http://user:pw@10.0.0.5:8080")
+    assert plain_http_warning("https://10.0.0.5:8080") is None and plain_http_warning("localhost:8080") is None
 
 
 def test_ctrl_c_on_a_silent_server_is_a_clean_exit():
@@ -212,21 +212,20 @@ def test_a_web_page_answered_with_200_is_said_as_such():
 
 
 def test_the_environments_key_for_another_machine_is_warned_about_and_never_echoed():
-    from app.cli.generate_cmd import _env_key_warning
-    from argparse import Namespace
+    from app.engine.remote.server_keys import env_key_warning
 
     env = dict(os.environ, SPECCHAT_API_KEY="env-key-123")
     env.pop("SPECCHAT_API_KEY_SERVER", None)
-    args = Namespace(api_key_file=None, server="https://gpu-box.example:8080")
+    server = "https://gpu-box.example:8080"
     old = dict(os.environ)
     try:
         os.environ.clear()
         os.environ.update(env)
-        warning = _env_key_warning(args)
+        warning = env_key_warning(server)
         assert "SPECCHAT_API_KEY is sent to https://gpu-box.example:8080" in warning and "env-key-123" not in warning
         os.environ["SPECCHAT_API_KEY_SERVER"] = "https://gpu-box.example:8080/v1"
-        assert _env_key_warning(args) is None  # it is meant for this server
-        assert _env_key_warning(Namespace(api_key_file=None, server="http://127.0.0.1:8080")) is None
+        assert env_key_warning(server) is None  # it is meant for this server
+        assert env_key_warning("http://127.0.0.1:8080") is None
     finally:
         os.environ.clear()
         os.environ.update(old)
