@@ -232,7 +232,8 @@ def test_the_environments_key_for_another_machine_is_warned_about_and_never_echo
 
 
 def test_a_server_that_sends_only_keep_alive_comments_is_given_up_on():
-    from app.engine.remote.http import ServerError, stream_chat
+    from app.engine.remote.http import stream_chat
+    from app.engine.remote.server_errors import ServerError
 
     with FakeServer(Script(end="comments", comment_every_s=0.05)) as server:
         started = time.monotonic()

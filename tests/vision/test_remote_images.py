@@ -15,7 +15,7 @@ from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import FinishedEvent
 from app.engine.image_files import ImageInput
 from app.engine.remote.engine import RemoteEngine
-from app.engine.remote.http import ServerError
+from app.engine.remote.server_errors import ServerError
 from app.engine.remote.tool_calls import wire_message
 from app.engine.targets import ServerModel
 from tests.cli.test_cli_validation import ROOT

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Optional
 
 from app.common.bounded_read import FileReadError, read_text_bounded
-from app.engine.remote.http import display_url, is_loopback_url, normalize_url
+from app.engine.remote.http import is_loopback_url, normalize_url
+from app.engine.remote.server_errors import display_url
 from app.platform import paths
 from app.platform.secret_file import clean_secret, write_secret
 
