@@ -342,7 +342,7 @@ SERVER_SPECULATION = "server-speculation"
 
 def server_entries(url: str, model_ids: Sequence[str]) -> list[ModelEntry]:
     """Library rows for a server's models: their path is the engine's target key, their folder the server."""
-    from app.engine.remote.http import display_url
+    from app.engine.remote.server_errors import display_url
 
     # The folder is shown: without the URL's user:password@ (the target keeps them for the requests).
     servers = [ServerModel.at(url, model_id) for model_id in model_ids]

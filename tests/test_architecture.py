@@ -58,10 +58,10 @@ def _missing(names: set[str], under: list[Path]) -> list[str]:
     return sorted(n for n in names if n not in known and not any(k.endswith("/" + n) for k in known))
 
 
-def test_the_docs_layout_and_the_app_s_map_name_only_what_exists():
-    layout = (ROOT / "docs" / "layout.md").read_text()
+def test_the_architecture_page_and_the_app_s_map_name_only_what_exists():
+    architecture = (ROOT / "docs" / "architecture.md").read_text()
     under = [ROOT / "app", ROOT / "packaging", ROOT / "resources", ROOT / "tests"]
-    assert _missing(_named_paths(layout), under) == []
+    assert _missing(_named_paths(architecture), under) == []
     app_map = (ROOT / "app" / "__init__.py").read_text()
     folders = set(re.findall(r"^- ([\w/ |.]+):", app_map, re.M))
     named = {name.strip() for line in folders for name in line.split("|")}
@@ -105,3 +105,25 @@ def test_the_type_checker_passes():
         timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_architecture_page_names_every_package():
+    """A newcomer finds every room of app/ on the map, by its full path."""
+    architecture = (ROOT / "docs" / "architecture.md").read_text()
+    packages = sorted(
+        init.parent.relative_to(ROOT).as_posix()
+        for init in (ROOT / "app").rglob("__init__.py")
+        if init.parent != ROOT / "app"
+    )
+    unnamed = [p for p in packages if f"`{p}/`" not in architecture and f"`{p}`" not in architecture]
+    assert unnamed == [], f"docs/architecture.md does not name {unnamed}"
+
+
+def test_every_app_path_in_the_docs_exists():
+    """A path into app/ that a doc names, backquoted or in a heading, leads to a file, module or folder that is there."""
+    dead = []
+    for doc in sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]:
+        for path in set(re.findall(r"(?<![\w/])app/[\w./-]*[\w/]", doc.read_text())):
+            if not (ROOT / path).exists() and not (ROOT / f"{path}.py").exists():
+                dead.append(f"{doc.name}: {path}")
+    assert dead == [], dead

@@ -7,12 +7,12 @@ from __future__ import annotations
 import os
 import resource
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from app.common.bounded_read import FileReadError, read_bounded, read_text_bounded
+from tests.support.processes import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 DEADLINE_S = 120  # a run past this waits on the FIFO: the test fails
@@ -27,16 +27,7 @@ def _capped() -> None:
 def _generate(*args) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "SPECCHAT_API_KEY"}
     env["PYTHONPATH"] = str(ROOT)
-    return subprocess.run(
-        [sys.executable, "-m", "app", "generate", *map(str, args)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        errors="replace",
-        timeout=DEADLINE_S,
-        env=env,
-        preexec_fn=_capped,
-    )
+    return run_cli("generate", *args, errors="replace", timeout=DEADLINE_S, env=env, preexec_fn=_capped)
 
 
 @pytest.fixture

@@ -6,5 +6,6 @@
 - native.py: `specchat-cli bench --plain-vs-native`: our plain decoding against llama.cpp's own `llama-completion`, sampling
 - gpu_check.py: `python -m app.bench.gpu_check`: the GPU path measured in one run (CUDA build, synthetic models of real shapes, plain and speculation against llama.cpp, Auto GPU layers); `--dry-run` on a CPU for CI.
 - concurrent.py: `python -m app.bench.concurrent`: many requests at once through the batch, per mode and N (the GPU check's and tests/perf/concurrency.py's).
+- report.py: One run's results as the report `specchat-cli bench` prints: ratios per prompt and mode, as JSON or a table.
 - references.py: llama.cpp's llama-speculative-simple as the bench's native reference, compared over the same stretch of reply.
 """

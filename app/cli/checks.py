@@ -20,14 +20,14 @@ class UsageError(ValueError):
     """A command-line value the engine cannot run; the message is the whole sentence shown."""
 
 
-# generate, bench and serve load models the same way (generate_cmd.local_load_settings): one help for --threads.
+# generate, bench and serve load models the same way (app.bench.args.local_load_settings): one help for --threads.
 THREADS_HELP = (
     "CPU threads, fixed (default: Auto, the physical performance cores, fewer while another program keeps a core busy)"
 )
 
 
 def add_load_options(p: argparse.ArgumentParser) -> None:
-    """How models load, as the window's Settings > Loading (generate and serve; generate_cmd.local_load_settings)."""
+    """How models load, as the window's Settings > Loading (generate and serve; app.bench.args.local_load_settings)."""
     p.add_argument(
         "--batch",
         type=int,
@@ -129,3 +129,9 @@ def models_problems(paths: dict[str, str]) -> Optional[str]:
         if problem:
             return f"{role}: {problem}"
     return None
+
+
+def models_problem(args: argparse.Namespace) -> Optional[str]:
+    """The target's and the draft's files, checked before loading so a bad one is refused, never crashes us."""
+    paths = {role: path for role, path in (("target", args.target), ("draft", getattr(args, "draft", None))) if path}
+    return models_problems(paths) if paths else None

@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import json
 import sys
 
-from pathlib import Path
 from typing import Optional
 
-from app.bench.args import add_model_arguments, parse_draft_max
+from app.bench.args import add_model_arguments, local_load_settings, local_model, parse_draft_max
 from app.cli.checks import (
     THREADS_HELP,
     UsageError,
     add_load_options,
     check_text,
     load_problem,
-    models_problems,
+    models_problem,
     read_text_file,
     sampling_problem,
 )
@@ -28,7 +26,6 @@ from app.cli.terminal import json_printable, printable, say_error
 from app.cli.thinking_options import (
     ThinkingPrinter,
     add_thinking_arguments,
-    reasoning_json,
     thinking_config,
     thinking_problem,
 )
@@ -36,19 +33,21 @@ from app.cli.tool_loop import (
     DEFAULT_MAX_STEPS,
     NoToolsError,
     ToolSteps,
+    reply_until_answered,
     mcp_problem,
     start_tool_host,
     terminal_permissions,
     tools_of,
 )
-from app.replies.tool_loop import ToolRun, call_messages, limit_sentence
+from app.replies.reply_json import reply_json, summary_line
+from app.replies.tool_loop import ToolRun
 from app.cli.tool_options import call_lines, calls_json, read_schema, read_tools, reply_calls
-from app.engine.config import THREADS_AUTO, DrafterChoice, LoadSettings
+from app.engine.config import DrafterChoice, GenerationConfig, LoadSettings
 from app.engine.errors import EngineError, PromptFormatError
 from app.engine.placement.rpc import parse_endpoints
 from app.engine.remote.server_keys import ENV_VAR as ENV_API_KEY
 from app.store.attachments import Attachment, AttachmentError, check_total, read_attachment, with_attachments
-from app.engine.targets import LocalModel, ServerModel
+from app.engine.targets import ServerModel
 from app.engine.speculation.history_file import CLI_SESSION
 
 
@@ -174,12 +173,6 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def models_problem(args: argparse.Namespace) -> str | None:
-    """The target's and the draft's files, checked before loading so a bad one is refused, never crashes us."""
-    paths = {role: path for role, path in (("target", args.target), ("draft", getattr(args, "draft", None))) if path}
-    return models_problems(paths) if paths else None
-
-
 def _prompt_text(args: argparse.Namespace) -> str:
     """The --prompt, --prompt-file or --chat text, checked. Raises UsageError."""
     if args.prompt_file is not None:
@@ -226,69 +219,6 @@ def server_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _server_key(args: argparse.Namespace) -> str | None:
-    """The key for --server: --api-key-file, else SPECCHAT_API_KEY (over https or to this machine only), else the
-    key saved for that URL in the window. Each goes to the --server URL only (the client follows no redirect).
-    Raises ValueError for an unreadable key file."""
-    from app.engine.remote.server_keys import api_key_for, env_api_key, read_key_file
-
-    if args.api_key_file:
-        return read_key_file(args.api_key_file)
-    env_key = env_api_key()
-    if env_key and not _plain_http_elsewhere(args.server):
-        return env_key
-    return api_key_for(args.server)
-
-
-def _env_key_warning(args: argparse.Namespace) -> str | None:
-    """A warning when SPECCHAT_API_KEY is held back (plain http to another machine: a key set in the environment
-    is never sent where anyone on the network between could read it), or goes to a server on another machine that
-    SPECCHAT_API_KEY_SERVER does not name: a key set for one server should not travel silently to whatever
-    --server says."""
-    from app.engine.remote.http import display_url, is_loopback_url, normalize_url
-    from app.engine.remote.server_keys import env_api_key
-
-    if args.api_key_file or not env_api_key() or is_loopback_url(normalize_url(args.server)):
-        return None
-    shown = display_url(normalize_url(args.server))
-    if _plain_http_elsewhere(args.server):
-        return (
-            f"warning: SPECCHAT_API_KEY is not sent to {shown}: over plain http to another machine anyone on "
-            "the network between could read it; use https://, or --api-key-file to send a key anyway"
-        )
-    meant_for = os.environ.get("SPECCHAT_API_KEY_SERVER", "").strip()
-    if meant_for and normalize_url(meant_for) == normalize_url(args.server):
-        return None
-    return (
-        f"warning: SPECCHAT_API_KEY is sent to {shown}; set SPECCHAT_API_KEY_SERVER to the one server it is "
-        "for (then this warning stops), or use --api-key-file"
-    )
-
-
-def _plain_http_elsewhere(url: str) -> bool:
-    """Whether `url` is plain http to a host other than this machine."""
-    from app.engine.remote.http import is_loopback_url, normalize_url
-
-    url = normalize_url(url)
-    return url.lower().startswith("http://") and not is_loopback_url(url)
-
-
-def _plain_http_warning(url: str) -> str | None:
-    """A warning when a key would cross the network unencrypted: plain http to a host other than this machine."""
-    from app.engine.remote.http import display_url, normalize_url
-
-    if _plain_http_elsewhere(url):
-        return (
-            f"warning: the API key is sent to {display_url(normalize_url(url))} over plain http, readable by "
-            "anyone on the network between; use https:// for a server on another machine"
-        )
-    return None
-
-
-def server_model(args: argparse.Namespace) -> ServerModel:
-    return ServerModel.at(args.server, args.model)
-
-
 def _drafter(args: argparse.Namespace, draft_max: Optional[int]) -> DrafterChoice:
     """With --draft, Auto chooses each round between the draft model and copying (n-gram, history), as the window
     does: a reply that copies its input drafts long copies for free (on the F16 target's code fix, 21.2 tok/s
@@ -298,101 +228,109 @@ def _drafter(args: argparse.Namespace, draft_max: Optional[int]) -> DrafterChoic
     return "history" if args.history else "ngram"
 
 
-def local_load_settings(args: argparse.Namespace, rpc: str = "") -> LoadSettings:
-    """--ctx and --threads (both `generate` and `bench` have them), the load options where the command has them
-    (checks.add_load_options), with `rpc` workers for the target."""
-    return LoadSettings(
-        n_ctx=args.ctx,
-        n_threads=args.threads or THREADS_AUTO,
-        rpc_servers=parse_endpoints(rpc) if rpc else (),
-        n_batch=getattr(args, "batch", 0),
-        flash_attn=getattr(args, "flash_attn", "auto"),
-        kv_type=getattr(args, "kv_type", "f16"),
-        mmap=not getattr(args, "no_mmap", False),
-        mlock=getattr(args, "mlock", False),
-        n_parallel=getattr(args, "parallel", 1),
-    )
-
-
-def local_model(args: argparse.Namespace) -> tuple[LocalModel, Optional[Path]]:
-    """--target and --draft as typed targets (checked by models_problem first)."""
-    return LocalModel(Path(args.target)), Path(args.draft) if args.draft else None
-
-
 def build_engine(args: argparse.Namespace, history_file=None):
     """The engine `generate` asks: a server's model with --server, else local models. `history_file`: the history
     drafter's file (the data folder's by default)."""
     from app.engine.host.engine_factory import local_engine, server_engine
+    from app.engine.remote.server_keys import env_key_warning, key_for_server, plain_http_warning
 
     if args.server:
-        key = _server_key(args)
-        for warning in (_plain_http_warning(args.server) if key else None, _env_key_warning(args)):
+        key = key_for_server(args.server, args.api_key_file)
+        for warning in (
+            plain_http_warning(args.server) if key else None,
+            env_key_warning(args.server, args.api_key_file),
+        ):
             if warning:
                 print(warning, file=sys.stderr)
-        return server_engine(server_model(args), LoadSettings(n_ctx=args.ctx), api_key=key)
+        return server_engine(ServerModel.at(args.server, args.model), LoadSettings(n_ctx=args.ctx), api_key=key)
     return local_engine(*local_model(args), local_load_settings(args, args.rpc), history_file=history_file)
 
 
-def run(args: argparse.Namespace) -> int:
-    from app.engine.config import GenerationConfig
+@dataclasses.dataclass(frozen=True)
+class _Inputs:
+    """What the options name, read and checked before any model loads."""
 
-    try:
-        draft_max = parse_draft_max(args.draft_max)
-        _prompt_text(args)
-        attachments = read_attachments(args)
-        problem = (
-            server_problem(args)
-            or sampling_problem(args)
-            or load_problem(args)
-            or thinking_problem(args)
-            or models_problem(args)
-            or image_problem(args)
-        )
-        args.images = read_images(args) if not problem else []
-        if not problem and args.rpc:
-            if args.server:
-                raise UsageError("--rpc spreads a local --target; a --server runs its model itself")
-            parse_endpoints(args.rpc)
-        if not problem and args.history and (args.draft or args.no_history or args.server):
-            problem = "--history drafts from history alone: leave out --draft, --no-history and --server"
-        if not problem and args.server:
-            _server_key(args)  # a bad --api-key-file is a usage error
-        if not problem and args.tools and args.chat is None:
-            problem = "--tools needs --chat: tools go to the model's chat template"
-        if not problem:
-            problem = mcp_problem(args)
-        if not problem and args.json_schema and args.server:
-            problem = "--json-schema decodes a local --target under a grammar; a --server runs its own decoding"
-        tools_json = read_tools(args.tools) if args.tools and not problem else ""
-        schema_json = read_schema(args.json_schema) if args.json_schema and not problem else ""
-        if problem:
-            raise UsageError(problem)
-    except (ValueError, UsageError) as exc:
-        say_error(exc)
-        return 2
-    speculative = bool(args.draft or args.ngram or args.history or args.server)
-    config = GenerationConfig(
+    draft_max: Optional[int]
+    attachments: list[Attachment]
+    tools_json: str
+    schema_json: str
+
+
+def _checked_inputs(args: argparse.Namespace) -> _Inputs:
+    """The options checked together and the files they name read (the prompt, attachments, pictures, tools, the
+    schema), so a bad one is one sentence before anything loads. Raises UsageError, ValueError."""
+    draft_max = parse_draft_max(args.draft_max)
+    _prompt_text(args)
+    attachments = read_attachments(args)
+    problem = (
+        server_problem(args)
+        or sampling_problem(args)
+        or load_problem(args)
+        or thinking_problem(args)
+        or models_problem(args)
+        or image_problem(args)
+    )
+    if problem:
+        raise UsageError(problem)
+    args.images = read_images(args)
+    if args.rpc:
+        if args.server:
+            raise UsageError("--rpc spreads a local --target; a --server runs its model itself")
+        parse_endpoints(args.rpc)
+    if args.history and (args.draft or args.no_history or args.server):
+        raise UsageError("--history drafts from history alone: leave out --draft, --no-history and --server")
+    if args.server:
+        from app.engine.remote.server_keys import key_for_server
+
+        key_for_server(args.server, args.api_key_file)  # a bad --api-key-file is a usage error
+    if args.tools and args.chat is None:
+        raise UsageError("--tools needs --chat: tools go to the model's chat template")
+    problem = mcp_problem(args)
+    if problem:
+        raise UsageError(problem)
+    if args.json_schema and args.server:
+        raise UsageError("--json-schema decodes a local --target under a grammar; a --server runs its own decoding")
+    tools_json = read_tools(args.tools) if args.tools else ""
+    schema_json = read_schema(args.json_schema) if args.json_schema else ""
+    return _Inputs(draft_max, attachments, tools_json, schema_json)
+
+
+def _is_speculative(args: argparse.Namespace) -> bool:
+    return bool(args.draft or args.ngram or args.history or args.server)
+
+
+def _generation_config(args: argparse.Namespace, inputs: _Inputs) -> GenerationConfig:
+    return GenerationConfig(
         max_tokens=args.max_tokens,
         temperature=args.temperature,
         top_k=args.top_k,
         top_p=args.top_p,
         min_p=args.min_p,
         seed=args.seed,
-        speculative=speculative,
-        drafter=_drafter(args, draft_max),
-        draft_max=draft_max,
+        speculative=_is_speculative(args),
+        drafter=_drafter(args, inputs.draft_max),
+        draft_max=inputs.draft_max,
         draft_p_min=args.draft_p_min,
         history=not args.no_history,
         session=CLI_SESSION,
-        tools=tools_json,
-        json_schema=schema_json,
+        tools=inputs.tools_json,
+        json_schema=inputs.schema_json,
         **thinking_config(args),
     )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        inputs = _checked_inputs(args)
+    except (ValueError, UsageError) as exc:
+        say_error(exc)
+        return 2
+    config = _generation_config(args, inputs)
     host = start_tool_host(args.mcp) if args.mcp else None
     guard = ModelFileGuard([args.target, args.draft] if not args.server else [])
     try:
         with guard:
-            finished, tokens, rounds, tool_format, share, steps = _generate(args, config, attachments, host)
+            finished, tokens, rounds, tool_format, share, steps = _generate(args, config, inputs.attachments, host)
     except (EngineError, NoToolsError) as exc:
         changed = guard.changed()
         say_error(f"{changed}; the reply stopped" if changed else exc)
@@ -401,7 +339,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if host is not None:
             host.close()
-    tools_json = tools_json or steps.tools_json
+    tools_json = inputs.tools_json or steps.tools_json
     changed = guard.changed()
     if changed or finished is None:
         # The file was rewritten in place (no SIGBUS): what llama.cpp read of it mid-reply is not the model.
@@ -411,68 +349,22 @@ def run(args: argparse.Namespace) -> int:
             else "the reply ended without its closing statistics"
         )
         return 1
-    if finished is None:
-        print("error: the engine ended without finishing the reply", file=sys.stderr)
-        return 1
-    stats = finished.stats
     content, calls = reply_calls(finished.calls_text, tool_format, tools_json) if tools_json else (finished.text, [])
     if args.json:
-        keys = (
-            "tokens",
-            "tokens_per_second",
-            "ttft_s",
-            "drafted",
-            "accepted",
-            "acceptance_rate",
-            "mean_accepted_run",
-            "rounds",
-            "stop_reason",
-            "reasoning_tokens",
-            "reasoning_drafted",
-            "reasoning_accepted",
-            "reasoning_s",
-            "ended_in_reasoning",
-            "prompt_tokens",
-            "prompt_cached",
-            "prompt_eval_s",
-            "kept_states",
-            "kept_bytes",
-            "kept_budget_bytes",
-        )
-        # Per token its drafter and round (an index into "rounds"); per round every proposed id, the refused ones too.
-        out = {
-            "text": finished.text,
-            "reasoning": reasoning_json(finished),
-            "tokens": tokens,
-            "rounds": rounds,
-            "stats": {k: getattr(stats, k) for k in keys},
-        }
-        out["stats"]["draft_len_histogram"] = stats.draft_len_histogram
-        out["stats"]["split"] = share.to_dict()
-        # The prompt's tokens read now, beside prompt_cached: those whose KV cache was kept (a saved state).
-        out["stats"]["prompt_read"] = stats.prompt_tokens - stats.prompt_cached
+        reply = reply_json(finished, tokens, rounds, share.to_dict())
         if tools_json:
-            out["content"] = content
-            out["tool_calls"] = calls_json(calls)
+            reply["content"] = content
+            reply["tool_calls"] = calls_json(calls)
         if host is not None:
-            out["steps"] = steps.records
-        sys.stdout.write(json_printable(json.dumps(out, ensure_ascii=False)) + "\n")
+            reply["steps"] = steps.records
+        sys.stdout.write(json_printable(json.dumps(reply, ensure_ascii=False)) + "\n")
     else:
         for line in call_lines(calls):
             sys.stdout.write(printable(line) + "\n")
-        summary = f"{stats.tokens} tokens, {stats.tokens_per_second:.1f} tok/s, ttft {stats.ttft_s:.2f}s"
-        if speculative:
-            summary += (
-                f", acceptance {stats.acceptance_rate:.0%} ({stats.accepted}/{stats.drafted}), {stats.rounds} rounds"
-            )
-        if stats.reasoning_tokens:
-            summary += f"; thinking {stats.reasoning_tokens} tokens in {stats.reasoning_s:.1f}s"
-            if speculative and stats.reasoning_drafted:
-                summary += (
-                    f" (acceptance {stats.reasoning_accepted / stats.reasoning_drafted:.0%}, answer "
-                    f"{_answer_acceptance(stats)})"
-                )
-        print(f"[{summary}; stopped: {stats.stop_reason}]", file=sys.stderr)
+        print(
+            f"[{summary_line(finished.stats, _is_speculative(args))}; stopped: {finished.stats.stop_reason}]",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -496,33 +388,20 @@ def _generate(args: argparse.Namespace, config, attachments: list[Attachment], h
         messages.append(
             {"role": "user", "content": image_content(with_attachments(args.chat, attachments), args.images)}
         )
-        if host is not None:
-            config = dataclasses.replace(config, tools=tools_of(host))
-            steps.tools_json = config.tools
-        while True:
-            result = _one(args, engine, engine.reply(messages, config), steps)
-            finished = result[0]
-            if host is None or finished is None or finished.stats.stop_reason != "eos" or not config.tools:
-                return result
-            content, calls = reply_calls(finished.calls_text, engine.tool_format, config.tools)
-            step = steps.run.next_step(calls)
-            if step == "answer":
-                return result
-            if not args.json:
-                sys.stdout.write("\n")
-            if step == "limit":
-                print(f"[{limit_sentence(args.max_steps)} (--max-steps)]", file=sys.stderr)
-                break
-            if step == "repeated":
-                # The results are in the conversation, so the next reply is asked without tools, to answer from them.
-                print(
-                    "[the model asked again for calls it already made: asking it to answer from their results]",
-                    file=sys.stderr,
-                )
-                config = dataclasses.replace(config, tools="", tool_choice="")
-                continue
-            messages.extend(call_messages(content, steps.run_calls(host, content, calls, sys.stderr)))
-        return result
+        if host is None:
+            return _one(args, engine, engine.reply(messages, config), steps)
+        config = dataclasses.replace(config, tools=tools_of(host))
+        steps.tools_json = config.tools
+        return reply_until_answered(
+            engine,
+            messages,
+            config,
+            host,
+            steps,
+            lambda events: _one(args, engine, events, steps),
+            max_steps=args.max_steps,
+            quiet=args.json,
+        )
     finally:
         engine.close()
 
@@ -568,8 +447,3 @@ def _stream_reply(args: argparse.Namespace, events):
     if not args.json:
         printer.finish(finished)
     return finished, tokens, rounds, share
-
-
-def _answer_acceptance(stats) -> str:
-    drafted, accepted = stats.drafted - stats.reasoning_drafted, stats.accepted - stats.reasoning_accepted
-    return f"{accepted / drafted:.0%}" if drafted else "no drafts"

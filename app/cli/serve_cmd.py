@@ -195,7 +195,8 @@ def _image_url_hosts(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.cli.generate_cmd import local_load_settings, local_model, models_problem
+    from app.bench.args import local_load_settings, local_model
+    from app.cli.checks import models_problem
     from app.common.http_client import is_loopback_host
     from app.serve.engine.client import EngineClient, EngineStartError
     from app.serve.server import ApiServer, ServeError

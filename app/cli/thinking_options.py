@@ -111,16 +111,3 @@ class ThinkingPrinter:
             self.out.write("\n[stopped while thinking: no answer yet]")
         self.out.write("\n")
         self.out.flush()
-
-
-def reasoning_json(finished: FinishedEvent) -> dict[str, Any]:
-    """`generate --json`'s "reasoning": the thinking's text and its tokens, drafts and seconds."""
-    stats = finished.stats
-    return {
-        "text": finished.reasoning,
-        "tokens": stats.reasoning_tokens,
-        "drafted": stats.reasoning_drafted,
-        "accepted": stats.reasoning_accepted,
-        "seconds": round(stats.reasoning_s, 3),
-        "ended_in_reasoning": stats.ended_in_reasoning,
-    }

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Optional, TextIO
+from typing import Any, Callable, Iterable, Optional, TextIO
 
 from app.cli.terminal import printable
+from app.cli.tool_options import reply_calls
 from app.mcp.records import ToolInfo, ToolResult, find_tool, no_such_tool, openai_tools
 from app.mcp.servers_file import read_servers
 from app.mcp.tool_host import ToolHost
@@ -30,11 +31,22 @@ from app.replies.tool_loop import (
     ToolRun,
     answered,
     arguments_object,
+    call_messages,
+    limit_sentence,
     pending_record,
 )
 from app.engine.tools.calls import ToolCall
 
-__all__ = ["DEFAULT_MAX_STEPS", "MAX_STEPS", "REFUSED", "Permissions", "ToolSteps", "run_call", "run_tool"]
+__all__ = [
+    "DEFAULT_MAX_STEPS",
+    "MAX_STEPS",
+    "REFUSED",
+    "Permissions",
+    "ToolSteps",
+    "reply_until_answered",
+    "run_call",
+    "run_tool",
+]
 # How much of a result the terminal shows; the model gets all of it (up to the host's cap).
 SHOWN_CHARS = 200
 
@@ -190,3 +202,46 @@ class ToolSteps:
             }
         )
         return done
+
+
+# One reply as `generate` keeps it, its FinishedEvent (or None) first.
+Kept = tuple[Any, ...]
+
+
+def reply_until_answered(
+    engine: Any,
+    messages: list[dict],
+    config: Any,
+    host: ToolHost,
+    steps: ToolSteps,
+    stream: Callable[[Iterable[Any]], Kept],
+    *,
+    max_steps: int,
+    quiet: bool,
+) -> Kept:
+    """Ask `engine` (a ChatEngine) to reply to `messages` until a reply calls no tool: each reply's calls are asked
+    about, run through `host` and sent back with their results. `stream` prints one reply's events and keeps them;
+    the last reply kept is returned. `quiet` (--json): no blank line between replies."""
+    while True:
+        kept = stream(engine.reply(messages, config))
+        finished = kept[0]
+        if finished is None or finished.stats.stop_reason != "eos" or not config.tools:
+            return kept
+        content, calls = reply_calls(finished.calls_text, engine.tool_format, config.tools)
+        step = steps.run.next_step(calls)
+        if step == "answer":
+            return kept
+        if not quiet:
+            sys.stdout.write("\n")
+        if step == "limit":
+            print(f"[{limit_sentence(max_steps)} (--max-steps)]", file=sys.stderr)
+            return kept
+        if step == "repeated":
+            # The results are in the conversation, so the next reply is asked without tools, to answer from them.
+            print(
+                "[the model asked again for calls it already made: asking it to answer from their results]",
+                file=sys.stderr,
+            )
+            config = replace(config, tools="", tool_choice="")
+            continue
+        messages.extend(call_messages(content, steps.run_calls(host, content, calls, sys.stderr)))

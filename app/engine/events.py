@@ -30,7 +30,10 @@ RoundKind = Literal["draft", "probe", "fixed", "paused", "costly", "unavailable"
 # - TokenPart: which part of a reply a token belongs to: the model's thinking ("reasoning", between the markers
 #   app.engine.reasoning finds) or its answer.
 TokenPart = Literal["reasoning", "answer"]
+# The one table of drafter names: every DraftSource in the order lists and charts show them, and the sources that
+# copy earlier text (no draft model: their drafts cost only the target's verification).
 DRAFT_SOURCES: tuple[DraftSource, ...] = ("model", "ngram", "history")
+COPYING_SOURCES: tuple[DraftSource, ...] = ("ngram", "history")
 ROUND_KINDS: tuple[RoundKind, ...] = (
     "draft",
     "probe",

@@ -5,5 +5,6 @@
 - inspector_data.py: The numbers of the per-reply inspector, from a reply's recorded rounds (no Qt, no engine).
 - status_words.py: What speculation is doing, in words, from the typed round records: the status line, the offer, the stats row.
 - tool_loop.py: The model-calls-a-tool loop the window and `generate --mcp` share: what follows a reply's calls, and what the model is sent.
+- reply_json.py: A finished reply as `specchat-cli generate` reports it: the --json document and the statistics line.
 - stats.py: A reply's stats and models in words, as the transcript and an exported chat both write them (no Qt).
 """

@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional, Sequence
 
 from app.common.units import plural
-from app.engine.events import GenerationStats
+from app.engine.events import DRAFT_SOURCES, GenerationStats
 from app.replies.stats import thinking_split
 from app.store.provenance import RoundRecord
 
-# Drafter names as RoundRecord stores them, and how the inspector says them.
-MODEL, NGRAM, HISTORY, PLAIN = "model", "ngram", "history", "none"
-DRAFTERS = (MODEL, NGRAM, HISTORY)  # who may draft a round, in the order charts and legends list them
+# Drafter names as RoundRecord stores them (app.engine.events' table), and how the inspector says them.
+DRAFTERS = DRAFT_SOURCES  # who may draft a round, in the order charts and legends list them
+MODEL, NGRAM, HISTORY = DRAFTERS
+PLAIN = "none"
 DRAFTER_NAMES = {MODEL: "draft model", NGRAM: "n-gram", HISTORY: "history", PLAIN: "plain"}
 # A round that drafted is set against this many plain rounds, the closest to it (app.replies.inspector_data).
 NEARBY_PLAIN = 5

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.common.atomic_write import write_atomic
 from app.common.bounded_read import FileReadError, read_bounded
 from app.common.units import format_bytes
 from app.engine.errors import PromptFormatError
@@ -250,17 +251,11 @@ def chat_folder(database: Path, chat_id: int) -> Path:
 
 
 def write_pictures(folder: Path, pictures: tuple[Picture, ...] | list[Picture]) -> None:
-    """Write each picture into `folder` (through a temporary file, so a crash never leaves half a picture)."""
-    if not pictures:
-        return
-    folder.mkdir(parents=True, exist_ok=True)
+    """Write each picture into `folder` atomically, so a crash never leaves half a picture."""
     for picture in pictures:
         target = folder / picture.file_name
-        if target.exists():
-            continue
-        partial = target.with_suffix(target.suffix + ".partial")
-        partial.write_bytes(picture.data)
-        os.replace(partial, target)
+        if not target.exists():
+            write_atomic(target, picture.data)
 
 
 def delete_chat_pictures(database: Path, chat_id: int) -> None:

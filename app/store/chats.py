@@ -9,16 +9,12 @@ stored with its message as one compact JSON document, not a row per token (app.s
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import json
 import logging
 import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from app.engine.events import GenerationStats
 from app.platform import paths
@@ -27,7 +23,6 @@ from app.store.attachments import (
     Picture,
     PictureFile,
     chat_folder,
-    decode_attachments,
     decode_pictures,
     delete_chat_pictures,
     encode_attachments,
@@ -35,73 +30,41 @@ from app.store.attachments import (
     with_attachments,
     write_pictures,
 )
-from app.store._fields import from_dict as record_from_dict
 from app.store.provenance import RoundRecord
-from app.store.tool_calls import ToolCallRecord, decode_tool_calls, encode_tool_calls
+from app.store.tool_calls import ToolCallRecord, encode_tool_calls
 from app.common.text import valid_text
 from app.store import branches
 from app.store.branches import Versions
-from app.store.db import describe_error, open_database, transaction
+from app.store.db import chat_rows_matching, describe_error, open_for_chats, transaction
 from app.store.errors import NotFoundError, StoreError
 from app.store.provenance_doc import (
     StoredProvenance,
     decode_provenance,
-    decode_reasoning_tokens,
-    decode_tokens,
     encode_provenance,
-    encode_reasoning_tokens,
 )
-from app.store.records import DEFAULT_TITLE, ROLES, Chat, ChatSettings, Message, Role, auto_title
+from app.store.records import (
+    DEFAULT_TITLE,
+    ROLES,
+    Chat,
+    ChatSettings,
+    Message,
+    Role,
+    auto_title,
+    chat_from_row,
+    decode_stats,
+    encode_reasoning,
+    encode_stats,
+    message_from_row,
+    provenance_fields,
+    reasoning_fields,
+    row_attachments,
+    row_pictures,
+    row_tool_calls,
+    settings_json,
+    spelled_by,
+)
 
 log = logging.getLogger(__name__)
-
-
-def _encode_stats(stats: GenerationStats | None) -> str | None:
-    if stats is None:
-        return None
-    encoded = json.dumps(_tag_int_keys(stats.to_dict()), ensure_ascii=False, separators=(",", ":"))
-    try:
-        encoded.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate in a server's text: \u escapes keep it storable
-        encoded = json.dumps(_tag_int_keys(stats.to_dict()), separators=(",", ":"))
-    return encoded
-
-
-def _decode_stats(encoded: str | None) -> GenerationStats | None:
-    """The stats as stored; keys this version does not know, or bad values, are left out (from_dict)."""
-    if encoded is None:
-        return None
-    return record_from_dict(GenerationStats, json.loads(encoded, object_hook=_untag_int_keys))[0]
-
-
-# JSON object keys are strings, but GenerationStats.draft_len_histogram is keyed by int; tag such dicts so they
-# come back with int keys instead of silently turning into {"3": 7}.
-_INT_KEYS_TAG = "__int_keys__"
-
-
-def _tag_int_keys(value: Any) -> Any:
-    if isinstance(value, dict):
-        if value and all(isinstance(k, int) and not isinstance(k, bool) for k in value):
-            return {_INT_KEYS_TAG: [[k, _tag_int_keys(v)] for k, v in value.items()]}
-        return {k: _tag_int_keys(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_tag_int_keys(v) for v in value]
-    return value
-
-
-def _untag_int_keys(obj: dict) -> Any:
-    if len(obj) == 1 and _INT_KEYS_TAG in obj:
-        return {int(k): v for k, v in obj[_INT_KEYS_TAG]}
-    return obj
-
-
-# The full-text index answers searches of at least this many characters (its trigram tokenizer's unit).
-SEARCH_INDEX_MIN_CHARS = 3
-
-
-def _contains_folded(haystack: str | None, folded_needle: str) -> bool:
-    # Python's casefold rather than SQL LIKE, whose case-insensitivity stops at ASCII ("Ärger" vs "ärger").
-    return haystack is not None and folded_needle in haystack.casefold()
 
 
 class ChatStore:
@@ -116,11 +79,9 @@ class ChatStore:
 
     def __init__(self, path: Path | None = None, check_pages: bool = True):
         self.path = Path(path) if path is not None else paths.database_path()
-        self._conn = open_database(self.path, check_pages)
+        self._conn = open_for_chats(self.path, check_pages)
         # The user's database when this store is a read-only session copy of it (the window says so).
         self.copy_of: Path | None = None
-        self._conn.row_factory = sqlite3.Row
-        self._conn.create_function("specchat_contains", 2, _contains_folded, deterministic=True)
 
     @property
     def pictures_beside(self) -> Path:
@@ -168,7 +129,7 @@ class ChatStore:
             now = self._bump_time(conn)
             cursor = conn.execute(
                 "INSERT INTO chats (title, created_at, updated_at, settings) VALUES (?, ?, ?, ?)",
-                (title, now, now, _settings_json(settings)),
+                (title, now, now, settings_json(settings)),
             )
             chat_id = cursor.lastrowid
             assert chat_id is not None  # an INSERT's row id
@@ -179,49 +140,15 @@ class ChatStore:
     def list_chats(self, search: str = "", include_reasoning: bool = False) -> list[Chat]:
         """All chats, most recently updated first; `search` keeps those whose title or any message contains it,
         in its answer (its text) or, with `include_reasoning`, in a reply's thinking too."""
-        needle = search.strip().casefold()
         with self._errors():
-            if not needle:
-                rows = self._conn.execute("SELECT * FROM chats ORDER BY updated_at DESC, id DESC").fetchall()
-            elif len(needle) >= SEARCH_INDEX_MIN_CHARS:
-                in_reasoning = (
-                    (
-                        "OR c.id IN (SELECT m.chat_id FROM reasoning_search AS r JOIN messages AS m "
-                        "ON m.id = r.rowid WHERE reasoning_search MATCH :phrase)"
-                    )
-                    if include_reasoning
-                    else ""
-                )
-                rows = self._conn.execute(
-                    f"""
-                    SELECT * FROM chats AS c
-                    WHERE specchat_contains(c.title, :needle)
-                       OR c.id IN (SELECT m.chat_id FROM message_search AS s JOIN messages AS m ON m.id = s.rowid
-                                   WHERE message_search MATCH :phrase)
-                       {in_reasoning}
-                    ORDER BY c.updated_at DESC, c.id DESC
-                    """,
-                    {"needle": needle, "phrase": '"' + needle.replace('"', '""') + '"'},
-                ).fetchall()
-            else:  # shorter than a trigram: the index cannot answer, so every message is read
-                in_reasoning = "OR specchat_contains(m.reasoning, :needle)" if include_reasoning else ""
-                rows = self._conn.execute(
-                    f"""
-                    SELECT * FROM chats AS c
-                    WHERE specchat_contains(c.title, :needle)
-                       OR EXISTS (SELECT 1 FROM messages AS m
-                                  WHERE m.chat_id = c.id AND (specchat_contains(m.content, :needle) {in_reasoning}))
-                    ORDER BY c.updated_at DESC, c.id DESC
-                    """,
-                    {"needle": needle},
-                ).fetchall()
-        return [_chat_from_row(row) for row in rows]
+            rows = chat_rows_matching(self._conn, search, include_reasoning)
+        return [chat_from_row(row) for row in rows]
 
     def get_chat(self, chat_id: int) -> Chat | None:
         """The chat, or None if there is no such chat (deleted, say)."""
         with self._errors():
             row = self._conn.execute("SELECT * FROM chats WHERE id = ?", (chat_id,)).fetchone()
-        return _chat_from_row(row) if row is not None else None
+        return chat_from_row(row) if row is not None else None
 
     def _require_chat(self, chat_id: int) -> Chat:
         chat = self.get_chat(chat_id)
@@ -239,7 +166,7 @@ class ChatStore:
 
     def update_settings(self, chat_id: int, settings: ChatSettings) -> Chat:
         with self._write() as conn:
-            cursor = conn.execute("UPDATE chats SET settings = ? WHERE id = ?", (_settings_json(settings), chat_id))
+            cursor = conn.execute("UPDATE chats SET settings = ? WHERE id = ?", (settings_json(settings), chat_id))
             if cursor.rowcount == 0:
                 raise NotFoundError(f"There is no chat {chat_id} to change (it may have been deleted).")
         return self._require_chat(chat_id)
@@ -284,8 +211,8 @@ class ChatStore:
         draft_name = valid_text(draft_name) if draft_name is not None else None
         # Encode before the transaction: a bad token, round or stats value raises without touching the database.
         tokens_json = encode_provenance(StoredProvenance(tokens, token_rounds, rounds))
-        reasoning_text, reasoning_json = _encode_reasoning(reasoning, reasoning_tokens, reasoning_token_rounds, rounds)
-        stats_json = _encode_stats(stats)
+        reasoning_text, reasoning_json = encode_reasoning(reasoning, reasoning_tokens, reasoning_token_rounds, rounds)
+        stats_json = encode_stats(stats)
         attachments_json = encode_attachments(attachments, picture_entries(pictures))
         with self._write() as conn:
             row = conn.execute("SELECT title FROM chats WHERE id = ?", (chat_id,)).fetchone()
@@ -315,33 +242,32 @@ class ChatStore:
             message_id = cursor.lastrowid
             assert message_id is not None  # an INSERT's row id
             title = row["title"]
-            if role == "user" and title == DEFAULT_TITLE:
-                title = auto_title(
-                    content.strip() or " ".join([*(a.name for a in attachments), *(p.name for p in pictures)])
-                )
+            if role == "user" and title == DEFAULT_TITLE:  # a "New chat" is named by its first message
+                title = auto_title(content.strip() or " ".join(a.name for a in [*attachments, *pictures]))
             conn.execute("UPDATE chats SET updated_at = ?, title = ? WHERE id = ?", (now, title, chat_id))
             # Inside the transaction: when the files cannot be written, the message is not stored either.
-            try:
-                write_pictures(chat_folder(self.pictures_beside, chat_id), pictures)
-            except OSError as e:
-                raise StoreError(
-                    f"The pictures could not be saved in {chat_folder(self.pictures_beside, chat_id)}: "
-                    f"{e.strerror or e}."
-                ) from e
+            self._write_pictures(chat_id, pictures)
         return Message(
             id=message_id,
             chat_id=chat_id,
             role=role,
             content=content,
             created_at=now,
-            stats=_decode_stats(stats_json),
+            stats=decode_stats(stats_json),
             target_name=target_name,
             draft_name=draft_name,
             attachments=tuple(attachments),
             pictures=decode_pictures(attachments_json, chat_folder(self.pictures_beside, chat_id)),
-            **_provenance_fields(decode_provenance(tokens_json)),
-            **_reasoning_fields(reasoning_text, reasoning_json, len(rounds or []), None),
+            **provenance_fields(decode_provenance(tokens_json)),
+            **reasoning_fields(reasoning_text, reasoning_json, len(rounds or []), None),
         )
+
+    def _write_pictures(self, chat_id: int, pictures: tuple[Picture, ...] | list[Picture]) -> None:
+        folder = chat_folder(self.pictures_beside, chat_id)
+        try:
+            write_pictures(folder, pictures)
+        except OSError as e:
+            raise StoreError(f"The pictures could not be saved in {folder}: {e.strerror or e}.") from e
 
     def messages(self, chat_id: int, *, before_id: int | None = None, limit: int | None = None) -> list[Message]:
         """The chat's messages, oldest first (an unknown chat has none); with `limit`, only the newest `limit` of
@@ -351,7 +277,7 @@ class ChatStore:
                 "SELECT * FROM messages WHERE chat_id = ? AND id < ? ORDER BY id DESC LIMIT ?",
                 (chat_id, before_id if before_id is not None else 2**62, limit if limit is not None else -1),
             ).fetchall()
-        return [_message_from_row(row, self.pictures_beside) for row in reversed(rows)]
+        return [message_from_row(row, self.pictures_beside) for row in reversed(rows)]
 
     def message_texts(self, chat_id: int) -> list[tuple[int, str, str]]:
         """(id, role, text) of the chat's messages, oldest first: what a prompt needs, without the provenance
@@ -365,7 +291,7 @@ class ChatStore:
             (
                 row["id"],
                 row["role"],
-                with_attachments(row["content"], _attachments(row)) if row["attachments"] else row["content"],
+                with_attachments(row["content"], row_attachments(row)) if row["attachments"] else row["content"],
             )
             for row in rows
         ]
@@ -378,7 +304,7 @@ class ChatStore:
                 "attachments LIKE '%\"picture\"%' ORDER BY id",
                 (chat_id,),
             ).fetchall()
-        found = {row["id"]: _pictures(row, self.pictures_beside) for row in rows}
+        found = {row["id"]: row_pictures(row, self.pictures_beside) for row in rows}
         return {message_id: pictures for message_id, pictures in found.items() if pictures}
 
     def reasoning_texts(self, chat_id: int) -> dict[int, str]:
@@ -397,7 +323,7 @@ class ChatStore:
                 "SELECT id, tool_calls FROM messages WHERE chat_id = ? AND tool_calls IS NOT NULL",
                 (chat_id,),
             ).fetchall()
-        return {row["id"]: calls for row in rows if (calls := _tool_calls(row))}
+        return {row["id"]: calls for row in rows if (calls := row_tool_calls(row))}
 
     def set_tool_calls(self, message_id: int, calls: tuple[ToolCallRecord, ...] | list[ToolCallRecord]) -> None:
         """Keep a reply's tool calls as they stand (asked, answered, run): each change is stored at once, so a
@@ -414,7 +340,7 @@ class ChatStore:
     def get_message(self, message_id: int) -> Message | None:
         with self._errors():
             row = self._conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
-        return _message_from_row(row, self.pictures_beside) if row is not None else None
+        return message_from_row(row, self.pictures_beside) if row is not None else None
 
     def delete_messages_from(self, chat_id: int, message_id: int) -> int:
         """Remove the message and every later one in the chat (regenerate, edit-and-resend); returns how many."""
@@ -473,8 +399,8 @@ class ChatStore:
         streams). A comparison with plain decoding is dropped: it compared the text being replaced."""
         content = valid_text(content)
         tokens_json = encode_provenance(StoredProvenance(tokens, token_rounds, rounds))
-        reasoning_text, reasoning_json = _encode_reasoning(reasoning, reasoning_tokens, reasoning_token_rounds, rounds)
-        stats_json = _encode_stats(stats)
+        reasoning_text, reasoning_json = encode_reasoning(reasoning, reasoning_tokens, reasoning_token_rounds, rounds)
+        stats_json = encode_stats(stats)
         with self._write() as conn:
             updated = conn.execute(
                 "UPDATE messages SET content = ?, stats = ?, tokens = ?, reasoning = ?, reasoning_tokens = ? "
@@ -493,7 +419,7 @@ class ChatStore:
             if row is None:
                 raise NotFoundError(f"There is no message {message_id} to edit (it may have been deleted).")
             tokens_json = row["tokens"]
-            if tokens_json is not None and content != row["content"] and _spelled_by(tokens_json) != content:
+            if tokens_json is not None and content != row["content"] and spelled_by(tokens_json) != content:
                 # Highlighting would mark spans of text that is no longer there, and rounds describe that text.
                 tokens_json = None
             conn.execute("UPDATE messages SET content = ?, tokens = ? WHERE id = ?", (content, tokens_json, message_id))
@@ -521,120 +447,3 @@ class ChatStore:
         message = self.get_message(message_id)
         assert message is not None
         return message
-
-
-def _provenance_fields(provenance: StoredProvenance) -> dict[str, Any]:
-    return {
-        "tokens": provenance.tokens,
-        "token_rounds": provenance.token_rounds,
-        "rounds": provenance.rounds,
-        "comparison": provenance.comparison,
-    }
-
-
-def _encode_reasoning(
-    reasoning: str,
-    tokens: list[tuple[str, str]] | None,
-    token_rounds: list[int] | None,
-    rounds: list[RoundRecord] | None,
-) -> tuple[str | None, str | None]:
-    """The `reasoning` and `reasoning_tokens` columns: NULL both for a reply that did not think. Raises
-    ValueError or TypeError on bad tokens, before anything is written."""
-    if not reasoning and not tokens:
-        return None, None
-    return valid_text(reasoning), encode_reasoning_tokens(tokens, token_rounds, len(rounds or []))
-
-
-def _reasoning_fields(
-    text: str | None, encoded: str | None, round_count: int, message_id: int | None
-) -> dict[str, Any]:
-    try:
-        tokens, token_rounds = decode_reasoning_tokens(encoded, round_count)
-    except (ValueError, TypeError, KeyError):
-        log.warning("message %s: reasoning provenance unreadable, shown without it", message_id)
-        tokens, token_rounds = None, None
-    return {"reasoning": text or "", "reasoning_tokens": tokens, "reasoning_token_rounds": token_rounds}
-
-
-def _spelled_by(tokens_json: str) -> str | None:
-    try:
-        return "".join(text for text, _ in decode_tokens(tokens_json) or [])
-    except (ValueError, TypeError, KeyError):
-        return None
-
-
-def _settings_json(settings: ChatSettings) -> str:
-    return json.dumps(settings.to_dict(), ensure_ascii=False, separators=(",", ":"))
-
-
-@functools.lru_cache(maxsize=256)
-def _settings_from_json(text: str) -> ChatSettings:
-    # Most chats share a few settings documents: each is read once, and every chat gets its own copy of it.
-    return ChatSettings.from_dict(json.loads(text))
-
-
-def _chat_from_row(row: sqlite3.Row) -> Chat:
-    try:
-        settings = dataclasses.replace(_settings_from_json(row["settings"]))
-    except (ValueError, TypeError):
-        log.warning("chat %s: settings unreadable, using defaults", row["id"])
-        settings = ChatSettings()
-    return Chat(
-        id=row["id"],
-        title=row["title"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        settings=settings,
-    )
-
-
-def _message_from_row(row: sqlite3.Row, database: Path) -> Message:
-    try:
-        provenance = decode_provenance(row["tokens"])
-    except (ValueError, TypeError, KeyError):
-        # The text is what matters; a reply without highlighting is better than a chat that will not open.
-        log.warning("message %s: token provenance unreadable, shown without it", row["id"])
-        provenance = StoredProvenance()
-    try:
-        stats = _decode_stats(row["stats"])
-    except (ValueError, TypeError):
-        log.warning("message %s: stats unreadable, shown without them", row["id"])
-        stats = None
-    return Message(
-        id=row["id"],
-        chat_id=row["chat_id"],
-        role=row["role"],
-        content=row["content"],
-        created_at=row["created_at"],
-        stats=stats,
-        target_name=row["target_name"],
-        draft_name=row["draft_name"],
-        attachments=_attachments(row),
-        pictures=_pictures(row, database),
-        tool_calls=_tool_calls(row),
-        **_provenance_fields(provenance),
-        **_reasoning_fields(row["reasoning"], row["reasoning_tokens"], len(provenance.rounds or []), row["id"]),
-    )
-
-
-def _attachments(row: sqlite3.Row) -> tuple[Attachment, ...]:
-    try:
-        return decode_attachments(row["attachments"])
-    except (ValueError, TypeError, KeyError):
-        log.warning("message %s: attachments unreadable, shown without them", row["id"])
-        return ()
-
-
-def _pictures(row: sqlite3.Row, database: Path) -> tuple[PictureFile, ...]:
-    try:
-        return decode_pictures(row["attachments"], chat_folder(database, row["chat_id"]))
-    except (ValueError, TypeError, KeyError):
-        return ()  # _attachments says so
-
-
-def _tool_calls(row: sqlite3.Row) -> tuple[ToolCallRecord, ...]:
-    try:
-        return decode_tool_calls(row["tool_calls"])
-    except (ValueError, TypeError, KeyError):
-        log.warning("message %s: tool calls unreadable, shown without them", row["id"])
-        return ()

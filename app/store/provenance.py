@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Optional, Sequence
 
+from app.engine.events import COPYING_SOURCES
+
 if TYPE_CHECKING:
     from app.engine.events import RoundEvent, TokenEvent
 
@@ -16,14 +18,14 @@ if TYPE_CHECKING:
 # token, when n-gram copies were not told apart); "ngram" is a copy found by n-gram lookup of earlier text;
 # "history" a continuation of earlier prompts and replies (the history drafter).
 TokenOrigin = Literal["target", "draft", "ngram", "history"]
-ORIGINS: tuple[str, ...] = ("target", "draft", "ngram", "history")
+ORIGINS: tuple[str, ...] = ("target", "draft", *COPYING_SOURCES)
 
 
 def token_origin(source: str, drafter: str | None) -> str:
     """The stored origin of a kept token from its engine event's source ("draft"/"target") and drafter."""
     if source != "draft":
         return "target"
-    return drafter if drafter in ("ngram", "history") else "draft"
+    return drafter if drafter in COPYING_SOURCES else "draft"
 
 
 @dataclass(frozen=True, slots=True)

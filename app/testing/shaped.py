@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from app.testing.synthetic import _NORMAL, LlamaDims, VocabSpec, build_vocab, write_llama_file
+from app.testing.synthetic import LlamaDims, write_llama_file
+from app.testing.vocab import NORMAL, VocabSpec, build_vocab
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ def _vocab(n_vocab: int):
     if pad < 0:
         raise ValueError(f"a vocabulary of {n_vocab} tokens is smaller than the synthetic one ({len(vocab.tokens)})")
     return replace(
-        vocab, tokens=vocab.tokens + [f"pad{i}" for i in range(pad)], token_types=vocab.token_types + [_NORMAL] * pad
+        vocab, tokens=vocab.tokens + [f"pad{i}" for i in range(pad)], token_types=vocab.token_types + [NORMAL] * pad
     )
 
 

@@ -11,13 +11,12 @@ Tensor names and metadata keys follow llama.cpp's tools/mtmd (clip-impl.h and th
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from app.common.atomic_write import atomic_file
 from app.testing.synthetic import DRAFT_LAYERS, LAYER_SCALE, TARGET_LAYERS, TinyShape, write_tiny_model
 
 IMAGE_SIZE = 32  # pixels per side; mtmd scales (and pads) every picture to this
@@ -58,9 +57,7 @@ def write_tiny_mmproj(path: Path, *, text_embd: int = TinyShape().n_embd, seed: 
         "mm.2.weight": normal(text_embd, PROJECTOR_HIDDEN, scale=PROJECTOR_HIDDEN**-0.5),
         "mm.2.bias": normal(text_embd, scale=0.1),
     }
-    fd, tmp_name = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_file(path, durable=False, mode=0o644) as tmp_name:
         writer = gguf.GGUFWriter(tmp_name, "clip")
         writer.add_name(path.stem)
         writer.add_file_type(int(gguf.LlamaFileType.ALL_F32))
@@ -83,11 +80,6 @@ def write_tiny_mmproj(path: Path, *, text_embd: int = TinyShape().n_embd, seed: 
         writer.write_kv_data_to_file()
         writer.write_tensors_to_file()
         writer.close()
-        os.chmod(tmp_name, 0o644)
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
     return path
 
 

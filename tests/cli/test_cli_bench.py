@@ -7,7 +7,7 @@ import json
 import pytest
 
 from app.cli import main
-from app.cli.bench_cmd import build_report, print_report
+from app.bench.report import build_report, print_report
 from app.bench.suite import BenchPrompt, ModeResult
 
 

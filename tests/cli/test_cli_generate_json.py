@@ -4,23 +4,16 @@ consistent with the tokens and the stats (synthetic models, greedy, so each run 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from tests.support.processes import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def generate_json(*args) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-m", "app", "generate", *map(str, args), "--threads", "1", "--json"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_cli("generate", *args, "--threads", "1", "--json", timeout=300)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 

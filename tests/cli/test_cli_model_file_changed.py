@@ -8,12 +8,11 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.processes import cli_child_pid
+from tests.support.processes import cli_child_pid, cli_command
 
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_S = 120
@@ -28,7 +27,7 @@ def _change_mid_run(
     stdout or stderr: a reply's first token, the bench's first progress line)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     process = subprocess.Popen(
-        [sys.executable, "-m", "app", *args, "--target", str(model), "--threads", "1"],
+        cli_command(*args, "--target", str(model), "--threads", "1"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,

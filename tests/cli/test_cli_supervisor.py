@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from app.engine.child_process import is_build_fault
-from tests.support.processes import cli_child_pid
+from tests.support.processes import cli_child_pid, cli_command
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -95,7 +95,7 @@ def test_generate_killed_mid_reply_says_so(tiny_models, signum):
 def test_the_cli_runs_supervised_and_a_signal_to_it_reaches_the_command(tmp_path):
     # SIGTERM to the process a script started reaches the command inside; nothing is left behind.
     process = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve", "--help"],
+        cli_command("serve", "--help"),
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
+from tests.support.processes import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 WEATHER = {
@@ -23,13 +23,7 @@ WEATHER = {
 
 
 def _generate(*args) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "app", "generate", *map(str, args), "--threads", "1"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_cli("generate", *args, "--threads", "1", timeout=300)
 
 
 def test_json_schema_decodes_under_the_schema(tiny_models, tmp_path):

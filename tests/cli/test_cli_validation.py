@@ -4,13 +4,13 @@ a traceback and never death by a signal (a negative return code)."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from app.engine.child_process import how_it_ended
 from tests.support.malformed_models import MALFORMED, make_malformed_set
+from tests.support.processes import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,9 +21,8 @@ def malformed(tmp_path_factory) -> dict[str, Path]:
 
 
 def cli(*args) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "app", *map(str, args)], cwd=ROOT, capture_output=True, timeout=300)
+    done = run_cli(*args, timeout=300, errors="replace")
     assert done.returncode >= 0, f"{how_it_ended(done.returncode)}: {done.stderr[-2000:]!r}"
-    done.stdout, done.stderr = (done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace"))
     assert "Traceback" not in done.stderr, done.stderr
     return done
 
@@ -136,13 +135,8 @@ def test_generate_refuses_text_that_is_not_utf8(tiny_models, tmp_path):
     line = one_line_error(cli("generate", "--target", tiny_models.target, "--prompt-file", bad))
     assert line == f"error: --prompt-file {bad} is not valid UTF-8 text (bad byte at offset 21)"
     # Undecodable bytes on the command line reach Python as lone surrogates.
-    done = subprocess.run(
-        [sys.executable, "-m", "app", "generate", "--target", str(tiny_models.target), "--prompt", b"caf\xe9"],
-        cwd=ROOT,
-        capture_output=True,
-        timeout=300,
-    )
-    assert done.returncode == 2 and done.stderr.decode().strip() == "error: --prompt is not valid UTF-8 text"
+    done = run_cli("generate", "--target", str(tiny_models.target), "--prompt", b"caf\xe9", timeout=300)
+    assert done.returncode == 2 and done.stderr.strip() == "error: --prompt is not valid UTF-8 text"
 
 
 def test_generate_reads_a_prompt_file(tiny_models, tmp_path):

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
 
 from app import library
+from tests.support.processes import run_cli
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs symlinks and FIFOs (POSIX)")
 
@@ -37,13 +36,7 @@ def test_a_fifo_named_gguf_is_listed_as_unusable_without_blocking(tmp_path, tiny
 def test_inspect_refuses_a_fifo_in_one_line(tmp_path):
     fifo = tmp_path / "x.gguf"
     os.mkfifo(fifo)
-    done = subprocess.run(
-        [sys.executable, "-m", "app", "inspect", str(fifo)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=Path(__file__).resolve().parents[2],
-    )
+    done = run_cli("inspect", fifo, timeout=60)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         f"specchat-cli inspect: {fifo}: is not a regular file, not a model file"

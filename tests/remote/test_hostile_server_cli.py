@@ -7,13 +7,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.support.processes import interrupt
+from tests.support.processes import cli_command, interrupt, run_cli
 from tests.remote.fake_openai_server import FakeServer, Script, content_chunk
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,14 +22,7 @@ DEADLINE_S = 120  # every CLI run ends well within this; a run past it is a hang
 def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     full_env = {k: v for k, v in os.environ.items() if k != "SPECCHAT_API_KEY"}
     full_env.update(PYTHONPATH=str(ROOT), **(env or {}))
-    return subprocess.run(
-        [sys.executable, "-m", "app", "generate", *args],
-        capture_output=True,
-        text=True,
-        timeout=DEADLINE_S,
-        env=full_env,
-        cwd=ROOT,
-    )
+    return run_cli("generate", *args, timeout=DEADLINE_S, env=full_env)
 
 
 def _chat(server: FakeServer, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -178,11 +170,11 @@ def test_keys_go_only_to_the_server_they_are_for_and_plain_http_elsewhere_is_war
         assert done.returncode == 0, done.stderr
         assert "warning" not in done.stderr  # 127.0.0.1: the key does not cross the network
         assert server.authorizations[-1] == "Bearer env-key"
-    from app.cli.generate_cmd import _plain_http_warning
+    from app.engine.remote.server_keys import plain_http_warning
 
-    assert "over plain http" in _plain_http_warning("http://user:pw@10.0.0.5:8080")
-    assert "pw" not in _plain_http_warning("http://user:pw@10.0.0.5:8080")
-    assert _plain_http_warning("https://10.0.0.5:8080") is None and _plain_http_warning("localhost:8080") is None
+    assert "over plain http" in plain_http_warning("http://user:pw@10.0.0.5:8080")
+    assert "pw" not in plain_http_warning("http://user:pw@10.0.0.5:8080")
+    assert plain_http_warning("https://10.0.0.5:8080") is None and plain_http_warning("localhost:8080") is None
 
 
 def test_ctrl_c_on_a_silent_server_is_a_clean_exit():
@@ -190,7 +182,7 @@ def test_ctrl_c_on_a_silent_server_is_a_clean_exit():
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         env.pop("SPECCHAT_API_KEY", None)
         process = subprocess.Popen(
-            [sys.executable, "-m", "app", "generate", "--server", server.url, "--model", "fake-model", "--chat", "hi"],
+            cli_command("generate", "--server", server.url, "--model", "fake-model", "--chat", "hi"),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,
@@ -220,28 +212,28 @@ def test_a_web_page_answered_with_200_is_said_as_such():
 
 
 def test_the_environments_key_for_another_machine_is_warned_about_and_never_echoed():
-    from app.cli.generate_cmd import _env_key_warning
-    from argparse import Namespace
+    from app.engine.remote.server_keys import env_key_warning
 
     env = dict(os.environ, SPECCHAT_API_KEY="env-key-123")
     env.pop("SPECCHAT_API_KEY_SERVER", None)
-    args = Namespace(api_key_file=None, server="https://gpu-box.example:8080")
+    server = "https://gpu-box.example:8080"
     old = dict(os.environ)
     try:
         os.environ.clear()
         os.environ.update(env)
-        warning = _env_key_warning(args)
+        warning = env_key_warning(server)
         assert "SPECCHAT_API_KEY is sent to https://gpu-box.example:8080" in warning and "env-key-123" not in warning
         os.environ["SPECCHAT_API_KEY_SERVER"] = "https://gpu-box.example:8080/v1"
-        assert _env_key_warning(args) is None  # it is meant for this server
-        assert _env_key_warning(Namespace(api_key_file=None, server="http://127.0.0.1:8080")) is None
+        assert env_key_warning(server) is None  # it is meant for this server
+        assert env_key_warning("http://127.0.0.1:8080") is None
     finally:
         os.environ.clear()
         os.environ.update(old)
 
 
 def test_a_server_that_sends_only_keep_alive_comments_is_given_up_on():
-    from app.engine.remote.http import ServerError, stream_chat
+    from app.engine.remote.http import stream_chat
+    from app.engine.remote.server_errors import ServerError
 
     with FakeServer(Script(end="comments", comment_every_s=0.05)) as server:
         started = time.monotonic()

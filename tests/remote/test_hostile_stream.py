@@ -15,7 +15,7 @@ from app.common.text import valid_text
 from app.engine.remote.chunks import parse_chunk
 from app.engine.remote.engine import RemoteEngine
 from app.engine.targets import ServerModel
-from app.engine.remote.http import ConnectionDropped, display_url
+from app.engine.remote.server_errors import ConnectionDropped, display_url
 from tests.remote.fake_openai_server import FakeServer, Script, content_chunk
 from tests.remote.test_remote_worker_and_cli import _serve
 

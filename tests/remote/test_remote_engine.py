@@ -15,7 +15,7 @@ from app.engine.errors import ModelLoadError
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.engine.remote.engine import RemoteEngine
 from app.engine.targets import LocalModel, ServerModel, target_from_key
-from app.engine.remote.http import ConnectionDropped, ServerError
+from app.engine.remote.server_errors import ConnectionDropped, ServerError
 from tests.remote.fake_openai_server import FakeServer, Script, content_chunk
 
 

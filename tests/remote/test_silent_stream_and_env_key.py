@@ -1,4 +1,6 @@
-"""Issue 44, class 15, against the real CLI (`generate --server`) and a server on 127.0.0.1 that the test starts:
+"""A server's stream that only keeps itself open is given up on, and the API key never crosses plain http.
+
+Issue 44, class 15, against the real CLI (`generate --server`) and a server on 127.0.0.1 that the test starts:
 a stream that only keeps itself open (keep-alive comments, or events with no token) is given up on with a sentence,
 and SPECCHAT_API_KEY never travels over plain http to another machine."""
 
@@ -8,12 +10,12 @@ import json
 import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.remote.fake_openai_server import FakeServer, Script, content_chunk
+from tests.support.processes import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_S = 90  # the fake server keeps the stream open for longer than this; a run past it is a hang
@@ -22,13 +24,8 @@ DEADLINE_S = 90  # the fake server keeps the stream open for longer than this; a
 def _chat(url: str, *extra: str, env: dict) -> subprocess.CompletedProcess:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("SPECCHAT_API_KEY")}
     full_env.update(PYTHONPATH=str(ROOT), **env)
-    return subprocess.run(
-        [sys.executable, "-m", "app", "generate", "--server", url, "--model", "fake-model", "--chat", "hi", *extra],
-        capture_output=True,
-        text=True,
-        timeout=DEADLINE_S,
-        env=full_env,
-        cwd=ROOT,
+    return run_cli(
+        "generate", "--server", url, "--model", "fake-model", "--chat", "hi", *extra, timeout=DEADLINE_S, env=full_env
     )
 
 

@@ -8,7 +8,6 @@ import queue
 import re
 import signal
 import subprocess
-import sys
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from app.serve.connections import ConnectionLimits
 from app.serve.jobs import served_models, work_off
 from app.serve.requests import ApiLimits, ApiOptions, api_history
 from app.serve.server import ApiServer
+from tests.support.processes import cli_command
 
 if TYPE_CHECKING:
     import openai
@@ -245,7 +245,7 @@ def serving_process(*args, threads: int = 1) -> Iterator[ServeProcess]:
     after DEADLINE_S, which raises) when the block ends."""
     root = Path(__file__).resolve().parents[2]
     process = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve", *map(str, args), "--port", "0", "--threads", str(threads)],
+        cli_command("serve", *args, "--port", "0", "--threads", str(threads)),
         cwd=root,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

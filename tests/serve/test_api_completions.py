@@ -10,7 +10,8 @@ import pytest
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.local.engine import SpecEngine
-from app.testing.synthetic import VocabSpec, build_vocab, write_tiny_model
+from app.testing.synthetic import write_tiny_model
+from app.testing.vocab import VocabSpec, build_vocab
 from tests.serve.api_fixtures import DEADLINE_S, chat_body, client, running_api
 
 PROMPT = "def add(a, b):\n    return"

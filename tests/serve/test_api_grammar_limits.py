@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.serve.api_fixtures import DEADLINE_S, chat_body, client
+from tests.support.processes import cli_command
 
 ROOT = Path(__file__).resolve().parents[2]
 LONG_STRING = {"type": "object", "properties": {"text": {"type": "string", "maxLength": 100000}}}
@@ -36,7 +37,7 @@ HOSTILE = [
 def serve_process(tiny_models):
     """`specchat-cli serve` with the tiny target on a free port: (its base URL, the process)."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve", "--target", str(tiny_models.target), "--port", "0", "--threads", "1"],
+        cli_command("serve", "--target", str(tiny_models.target), "--port", "0", "--threads", "1"),
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -7,13 +7,12 @@ deeper than Python reads, while tools are offered, is the reply's text (it is no
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.serve.api_fixtures import DEADLINE_S, chat_body, client, running_api, stream_chunks, streamed_text
+from tests.support.processes import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -130,13 +129,7 @@ def test_a_reply_forced_deeper_than_python_reads_is_text_not_a_500(api):
 
 
 def test_serve_refuses_a_host_with_shell_characters(tiny_models):
-    done = subprocess.run(
-        [sys.executable, "-m", "app", "serve", "--target", str(tiny_models.target), "--host", "127.0.0.1;reboot"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=DEADLINE_S,
-    )
+    done = run_cli("serve", "--target", str(tiny_models.target), "--host", "127.0.0.1;reboot", timeout=DEADLINE_S)
     assert done.returncode == 2 and "--host must be a host name or an IP address" in done.stderr, done.stderr
 
 

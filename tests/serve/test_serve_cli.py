@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,15 +18,14 @@ from tests.serve.api_fixtures import (
     streamed_text,
     streamed_tokens,
 )
+from tests.support.processes import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 MESSAGE = "the cat and the dog"
 
 
 def _cli(*args, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "app", *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=timeout
-    )
+    return run_cli(*args, timeout=timeout)
 
 
 def _request_lines(lines, count: int) -> list[str]:

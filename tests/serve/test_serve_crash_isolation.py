@@ -11,7 +11,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 
 from app.engine.host.api_answers import CRASH_ENV
 from tests.serve.api_fixtures import DEADLINE_S, chat_body, client
-from tests.support.processes import cli_child_pid, engine_child_pid, is_running
+from tests.support.processes import cli_child_pid, cli_command, engine_child_pid, is_running, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 CRASH_WORD = "please-crash-the-engine"
@@ -48,7 +47,7 @@ class Served:
 
 def _start(target: Path) -> tuple[subprocess.Popen, queue.Queue]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve", "--target", str(target), "--port", "0", "--threads", "1"],
+        cli_command("serve", "--target", str(target), "--port", "0", "--threads", "1"),
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -162,11 +161,12 @@ def test_a_server_killed_outright_takes_its_engine_process_with_it(tiny_models):
 def test_an_engine_that_dies_loading_the_model_is_one_sentence_and_exit_1(tiny_models, tmp_path):
     target = tmp_path / f"{CRASH_WORD}.gguf"
     shutil.copy(tiny_models.target, target)
-    done = subprocess.run(
-        [sys.executable, "-m", "app", "serve", "--target", str(target), "--port", "0"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    done = run_cli(
+        "serve",
+        "--target",
+        str(target),
+        "--port",
+        "0",
         timeout=DEADLINE_S,
         env=dict(os.environ, **{CRASH_ENV: CRASH_WORD}),
     )

@@ -2,7 +2,7 @@
 
 - engines.py: the local engine with the tiny synthetic pair loaded.
 - acceptance.py: how often a draft's greedy pick equals the target's (llama_cpp's high-level API).
-- processes.py: Ctrl-C sent to a child process, with a deadline, the child never left behind.
+- processes.py: `specchat-cli` run as a child (run_cli, cli_command); Ctrl-C sent to one, with a deadline, the child never left behind.
 - threads.py: the SpecChat threads a test left running, each given a deadline to end.
 - old_schema.py: A chat database taken back to an older schema version, to test its migration.
 - ports.py: a free TCP port on 127.0.0.1, for a test's server.

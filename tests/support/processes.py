@@ -1,11 +1,14 @@
-"""Child processes in tests: Ctrl-C as a terminal sends it, with a deadline, never leaving the child behind."""
+"""Child processes in tests: `specchat-cli` run as the tests run it, and Ctrl-C as a terminal sends it, with a
+deadline, never leaving the child behind."""
 
 from __future__ import annotations
 
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 
 def interrupt(process: subprocess.Popen, timeout_s: float) -> bytes:
@@ -59,3 +62,19 @@ def is_running(pid: int) -> bool:
     except OSError:
         return False
     return "\nState:\tZ" not in status
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cli_command(*args: object) -> list[str]:
+    """The command line of `specchat-cli ARGS` as the tests start it: this Python, `-m app`. Bytes stay bytes (an
+    argument that is no valid UTF-8); anything else becomes its text."""
+    return [sys.executable, "-m", "app", *(a if isinstance(a, (str, bytes)) else str(a) for a in args)]
+
+
+def run_cli(*args: object, timeout: float, **run_options: Any) -> subprocess.CompletedProcess:
+    """Run `specchat-cli ARGS` from the project's root to its end (killed after `timeout` seconds), its output
+    captured as text. `run_options` go to subprocess.run as they are (input, env, errors)."""
+    options: dict[str, Any] = {"cwd": ROOT, "capture_output": True, "text": True, **run_options}
+    return subprocess.run(cli_command(*args), timeout=timeout, **options)

@@ -15,20 +15,14 @@ import pytest
 from app.cli.tool_loop import REFUSED, Permissions, run_call
 from app.mcp.records import ServerSpec, find_tool
 from app.mcp.tool_host import ToolHost
+from tests.support.processes import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = {"command": sys.executable, "args": ["-m", "tests.tool_servers.tool_server"], "cwd": str(ROOT)}
 
 
 def _generate(*args, stdin: str = "") -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "app", "generate", *map(str, args), "--threads", "1"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        input=stdin,
-    )
+    return run_cli("generate", *args, "--threads", "1", timeout=600, input=stdin)
 
 
 def _mcp_json(tmp_path: Path, servers: dict) -> Path:

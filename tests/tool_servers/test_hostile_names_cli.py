@@ -1,4 +1,6 @@
-"""Issue 44 class 3: the permission question cannot be spoofed. `specchat-cli generate --mcp` (the real CLI, a
+"""The terminal's permission question for a tool call cannot be spoofed by what a tool server names.
+
+Issue 44, class 3. `specchat-cli generate --mcp` (the real CLI, a
 subprocess asking on a real terminal) with a hostile tool server whose tool name, server name, description,
 result and stderr hold escape sequences, CR, backspace, a bidi override and zero-width characters: nothing of them
 reaches the terminal as a control sequence, and the question shows the real name, escaped so that it can be seen."""

@@ -1,5 +1,7 @@
-"""Issue 44, classes 7 and 8, against the real CLI (`generate --mcp`) and hostile stdio servers the tests start
-(tests/tool_servers/unruly_server.py): a server that floods stdout with lines that are not JSON-RPC costs a few
+"""A tool server that floods stdout or never answers costs the CLI a sentence, and leaves no process behind.
+
+Against the real CLI (`generate --mcp`) and hostile stdio servers the tests start (issue 44, classes 7 and 8;
+tests/tool_servers/unruly_server.py): a server that floods stdout with lines that are not JSON-RPC costs a few
 lines on stderr, not a traceback each; a server that never answers `initialize` is given up on with a sentence, and
 its whole process tree (a child that ignores SIGTERM included) is gone once `generate` exits or the host closes."""
 
@@ -17,6 +19,7 @@ import pytest
 from app.mcp.records import ServerSpec
 from app.mcp.server_log import FIRST_LINES
 from app.mcp.tool_host import CONNECT_TIMEOUT_S, ToolHost
+from tests.support.processes import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_S = 300
@@ -25,15 +28,7 @@ HOSTILE = [sys.executable, "-m", "tests.tool_servers.unruly_server"]
 
 def _generate(*args) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run(
-        [sys.executable, "-m", "app", "generate", *map(str, args), "--threads", "1"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        errors="replace",
-        timeout=DEADLINE_S,
-        env=env,
-    )
+    return run_cli("generate", *args, "--threads", "1", errors="replace", timeout=DEADLINE_S, env=env)
 
 
 def _mcp_json(tmp_path: Path, servers: dict) -> Path:

@@ -15,12 +15,13 @@ from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import FinishedEvent
 from app.engine.image_files import ImageInput
 from app.engine.remote.engine import RemoteEngine
-from app.engine.remote.http import ServerError
+from app.engine.remote.server_errors import ServerError
 from app.engine.remote.tool_calls import wire_message
 from app.engine.targets import ServerModel
 from tests.cli.test_cli_validation import ROOT
 from tests.serve.api_fixtures import DEADLINE_S, serving_process
 from tests.vision.test_image_replies import QUESTION, ask
+from tests.support.processes import cli_command
 
 CONFIG = GenerationConfig(max_tokens=24, temperature=0.0, speculative=False)
 
@@ -164,7 +165,7 @@ def test_llama_server_with_its_mmproj_reads_the_picture_and_without_it_is_named(
 
 def test_mmproj_with_a_server_gets_a_usage_sentence(pictures):
     done = subprocess.run(
-        [sys.executable, "-m", "app", "generate", "--server", "http://127.0.0.1:9", "--model", "m", "--chat", "Hi"]
+        cli_command("generate", "--server", "http://127.0.0.1:9", "--model", "m", "--chat", "Hi")
         + ["--image", str(pictures[0]), "--mmproj", str(pictures[0])],
         cwd=ROOT,
         capture_output=True,

@@ -16,6 +16,7 @@ from typing import Iterator, Optional, Union
 
 from app.engine.errors import EngineError, GrammarError, PromptFormatError, PromptTooLongError
 from app.engine.events import EngineEvent, FinishedEvent, WaitingEvent
+from app.engine.host.stops import AnyOf
 from app.engine.host.wire import (
     CONTEXT_LENGTH_EXCEEDED,
     AnswerChat,
@@ -32,16 +33,6 @@ NO_MODEL = "No model is loaded; load one in SpecChat (or start `specchat-cli ser
 CRASH_ENV = "SPECCHAT_TEST_ENGINE_ABORT_ON"
 
 ApiAnswer = Union[ReplyStarted, ReplyFailed, EngineEvent]
-
-
-class AnyCancel:
-    """Set when any of its flags is: the client went away (or Stop was pressed in the window), or had enough."""
-
-    def __init__(self, *flags: Optional[CancelSignal]):
-        self._flags = [flag for flag in flags if flag is not None]
-
-    def is_set(self) -> bool:
-        return any(flag.is_set() for flag in self._flags)
 
 
 def answer_api(
@@ -84,7 +75,7 @@ def answer_api(
             return
         # Asked before ReplyStarted: what an engine refuses when asked (a server's model and logprobs) is a 400
         # with its status line, streamed or not.
-        cancel = AnyCancel(gone, enough)
+        cancel = AnyOf(gone, enough)
         if isinstance(request, AnswerCompletion):
             events = engine.complete(tokens, request.config, cancel=cancel, request_id=request_id)
         else:

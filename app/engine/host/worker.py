@@ -34,7 +34,7 @@ from app.engine.errors import EngineError
 from app.engine.events import RoundEvent, TokenEvent, WaitingEvent
 from app.engine.host.api_answers import abort_if_asked, answer_api
 from app.engine.host.errands import run_errand
-from app.engine.host.stops import StopBoard
+from app.engine.host.stops import NEVER, StopBoard, UpToFlag
 from app.engine.host.wire import (
     AnswerChat,
     AnswerCompletion,
@@ -67,26 +67,6 @@ IDLE_AFTER_S = 1.0
 # missed the first step waited a whole prompt pass to join (about a second for an F16 target on a CPU, on a
 # burst of 10 s).
 GATHER_S = 0.02
-
-
-class CancelFlag:
-    """`is_set()` for one request, read from the shared "highest cancelled id" value (any thread, any process)."""
-
-    def __init__(self, cancelled_up_to, request_id: int):
-        self._shared = cancelled_up_to
-        self._request_id = request_id
-
-    def is_set(self) -> bool:
-        return self._shared.value >= self._request_id
-
-    def set(self) -> None:
-        if self._shared.value < self._request_id:
-            self._shared.value = self._request_id
-
-
-class _Never:
-    def is_set(self) -> bool:
-        return False
 
 
 def default_engine_factory(load: LoadSettings) -> ChatEngine:
@@ -415,7 +395,7 @@ class _WorkerLoop:
 
     def _generate(self, request: GenerateReply) -> Optional[_Answer]:
         request_id = request.request_id
-        cancel = CancelFlag(self._cancelled_up_to, request_id)
+        cancel = UpToFlag(self._cancelled_up_to, request_id)
         if cancel.is_set():
             self._send(ReplyEnded(request_id))
             return None
@@ -434,8 +414,8 @@ class _WorkerLoop:
     def _answer_api(self, request: AnswerChat | AnswerCompletion) -> _Answer:
         request_id = request.request_id
         # Flags of its own: the window's ids and the API's are counted apart, and API requests run side by side.
-        gone = self._api_gone.flag(request_id) if self._api_gone is not None else _Never()
-        enough = self._api_enough.flag(request_id) if self._api_enough is not None else _Never()
+        gone = self._api_gone.flag(request_id) if self._api_gone is not None else NEVER
+        enough = self._api_enough.flag(request_id) if self._api_enough is not None else NEVER
         abort_if_asked(request)
         return _Answer(request_id, answer_api(self._engine, request, gone, enough), gone, _Outbox(self._send))
 

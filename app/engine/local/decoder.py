@@ -15,7 +15,7 @@ import numpy as np
 
 from app.engine.config import GenerationConfig
 from app.engine.errors import PromptTooLongError
-from app.engine.events import EngineEvent, ThreadsEvent
+from app.engine.events import COPYING_SOURCES, EngineEvent, ThreadsEvent
 from app.engine.local.batch.reply import LogitRows, Reply, unwritten
 from app.engine.local.grammar import GrammarMask
 from app.engine.local.llama_model import LoadedModel
@@ -213,7 +213,7 @@ def _round(
         draft = draft_model.propose(
             written, plan.k, sampler, rng, config.draft_p_min, cancel, stop_below=plan.stop_below
         )
-    elif plan.drafter in ("ngram", "history") and plan.k > 0:
+    elif plan.drafter in COPYING_SOURCES and plan.k > 0:
         # Copied text stops before a picture's positions, which only a picture's embeddings may fill.
         draft = Draft(tokens=before_placeholder(copy_tokens(plan, proposals)), source=plan.drafter)
     else:

@@ -9,7 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.engine.events import DRAFT_SOURCES, EngineEvent, FinishedEvent, RoundEvent, TokenEvent, TokenPart
+from app.engine.events import (
+    COPYING_SOURCES,
+    DRAFT_SOURCES,
+    EngineEvent,
+    FinishedEvent,
+    RoundEvent,
+    TokenEvent,
+    TokenPart,
+)
 
 
 @dataclass
@@ -81,7 +89,7 @@ class ThinkingShare:
             if round_.drafter != "none" and round_.drafted:
                 tally.drafted[round_.drafter] = tally.drafted.get(round_.drafter, 0) + round_.drafted
                 tally.accepted[round_.drafter] = tally.accepted.get(round_.drafter, 0) + round_.accepted
-        if event.part == "answer" and event.source == "draft" and event.drafter in ("ngram", "history"):
+        if event.part == "answer" and event.source == "draft" and event.drafter in COPYING_SOURCES:
             self._runs.setdefault(event.round, []).append(event.token_id)
 
     def _end_reply(self) -> None:

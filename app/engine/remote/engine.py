@@ -35,16 +35,13 @@ from app.engine.events import (
 from app.engine.context_fit import SessionCuts
 from app.engine.image_files import has_images, message_estimate
 from app.engine.remote.chunks import MalformedEvent, ServerTimings, parse_chunk
-from app.engine.remote.http import (
+from app.engine.remote.http import check_model, server_props, silent_stream_s, stream_chat
+from app.engine.remote.server_errors import (
     READ_TIMEOUT_S,
     ConnectionDropped,
     ServerError,
-    check_model,
     display_url,
-    server_props,
     silent_sentence,
-    silent_stream_s,
-    stream_chat,
 )
 from app.engine.remote.reply_parts import ReplyParts
 from app.engine.remote.server_drafts import ServerDraftTracker

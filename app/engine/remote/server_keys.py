@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Optional
 
 from app.common.bounded_read import FileReadError, read_text_bounded
-from app.engine.remote.http import normalize_url
+from app.engine.remote.http import is_loopback_url, normalize_url
+from app.engine.remote.server_errors import display_url
 from app.platform import paths
 from app.platform.secret_file import clean_secret, write_secret
 
@@ -65,3 +66,53 @@ def read_key_file(path: str) -> str:
     if not key:
         raise ValueError(f"the API key file {path} is empty")
     return key
+
+
+def key_for_server(url: str, key_file: Optional[str] = None) -> Optional[str]:
+    """The key a client sends to `url`: the `key_file`'s, else SPECCHAT_API_KEY (over https or to this machine
+    only), else the key saved for that URL in the window. Each goes to that URL only (the client follows no
+    redirect). Raises ValueError for an unreadable key file."""
+    if key_file:
+        return read_key_file(key_file)
+    env_key = env_api_key()
+    if env_key and not plain_http_elsewhere(url):
+        return env_key
+    return api_key_for(url)
+
+
+def env_key_warning(url: str, key_file: Optional[str] = None) -> Optional[str]:
+    """A warning when SPECCHAT_API_KEY is held back (plain http to another machine: a key set in the environment
+    is never sent where anyone on the network between could read it), or goes to a server on another machine that
+    SPECCHAT_API_KEY_SERVER does not name: a key set for one server should not travel silently to whatever URL a
+    command names."""
+    if key_file or not env_api_key() or is_loopback_url(normalize_url(url)):
+        return None
+    shown = display_url(normalize_url(url))
+    if plain_http_elsewhere(url):
+        return (
+            f"warning: {ENV_VAR} is not sent to {shown}: over plain http to another machine anyone on "
+            "the network between could read it; use https://, or --api-key-file to send a key anyway"
+        )
+    meant_for = os.environ.get(f"{ENV_VAR}_SERVER", "").strip()
+    if meant_for and normalize_url(meant_for) == normalize_url(url):
+        return None
+    return (
+        f"warning: {ENV_VAR} is sent to {shown}; set {ENV_VAR}_SERVER to the one server it is "
+        "for (then this warning stops), or use --api-key-file"
+    )
+
+
+def plain_http_elsewhere(url: str) -> bool:
+    """Whether `url` is plain http to a host other than this machine."""
+    url = normalize_url(url)
+    return url.lower().startswith("http://") and not is_loopback_url(url)
+
+
+def plain_http_warning(url: str) -> Optional[str]:
+    """A warning when a key would cross the network unencrypted: plain http to a host other than this machine."""
+    if plain_http_elsewhere(url):
+        return (
+            f"warning: the API key is sent to {display_url(normalize_url(url))} over plain http, readable by "
+            "anyone on the network between; use https:// for a server on another machine"
+        )
+    return None

@@ -10,7 +10,8 @@ import pytest
 
 from app.engine.errors import ModelFileError
 from app.engine.gguf.info import format_parameter_count, inspect_gguf, read_token_texts
-from app.testing.synthetic import TARGET_LAYERS, build_vocab, VOCAB_VARIANTS
+from app.testing.synthetic import TARGET_LAYERS
+from app.testing.vocab import VOCAB_VARIANTS, build_vocab
 
 
 def _gguf_bytes(version: int = 3, kvs: bytes = b"", n_kv: int = 0, n_tensors: int = 0) -> bytes:

@@ -1,4 +1,6 @@
-"""Issue 44, class 11: a saved conversation state whose header is impossible (a token count of 10^12 or 10^30, a
+"""A saved conversation state with an impossible header is set aside, and the request still succeeds.
+
+Issue 44, class 11: a saved conversation state whose header is impossible (a token count of 10^12 or 10^30, a
 negative one, a header nested past the JSON reader's depth, a checksum that is text, a file cut in its tokens) is
 set aside with one notice, and the conversation is read afresh: the request succeeds, and so does the next."""
 

@@ -22,7 +22,8 @@ from app.engine.tools.stream import split_whole
 from app.serve.jobs import served_models, work_off
 from app.serve.requests import ApiOptions, api_history
 from app.serve.server import ApiServer
-from app.testing.synthetic import VocabSpec, write_tiny_model
+from app.testing.synthetic import write_tiny_model
+from app.testing.vocab import VocabSpec
 from tests.serve.api_fixtures import DEADLINE_S, client, stream_chunks
 from tests.support.scripted_target import script_replies
 
