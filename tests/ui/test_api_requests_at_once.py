@@ -19,14 +19,14 @@ def test_the_api_page_shows_requests_at_once_in_step_with_the_loading_page(qtbot
     on_api_page = dialog.api_page.requests_at_once
     assert on_api_page is not None and on_api_page.value() == 1
     on_api_page.setValue(3)  # changed where API callers look
-    assert dialog.parallel_requests.value() == 3 and dialog.settings().parallel_requests == 3
-    dialog.parallel_requests.setValue(2)  # and where it was before
+    assert dialog.requests_at_once.value() == 3 and dialog.settings().parallel_requests == 3
+    dialog.requests_at_once.box.setValue(2)  # and where it was before
     assert on_api_page.value() == 2
 
 
 @pytest.mark.slow
 def test_the_footer_counts_an_api_request_waiting_for_its_turn(make_window, qtbot, model_folder, tiny_models):
-    window = api_window(make_window, qtbot, model_folder, tiny_models)  # one request at a time
+    window = api_window(make_window, qtbot, model_folder, tiny_models, parallel_requests=1)  # one at a time
     control = window.api_server
     url, deadline = control.state.url, int(DEADLINE_S * 1000)
     done: dict = {"long": []}

@@ -378,7 +378,7 @@ class AppSettingsDialog(QDialog):
             )
         )
         self.api_page.set_state(api_state)
-        self.api_page.show_requests_at_once(self.parallel_requests)
+        self.api_page.show_requests_at_once(self.requests_at_once.box)
         if devices is not None:
             self.set_devices(devices)
         self.pages.add_page("API server", self.api_page)
