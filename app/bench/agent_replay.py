@@ -91,7 +91,7 @@ def _one(client: Any, url: str, request: RecordedRequest, body: dict) -> Request
         with client.stream("POST", url, json=body, headers=request.headers) as answer:
             if answer.status_code != 200:
                 answer.read()
-                error = f"HTTP {answer.status_code}: {answer.text[:200]}"
+                error = f"HTTP {answer.status_code}: {_message_of(answer.text)}"
             else:
                 for line in answer.iter_lines():
                     if not line.startswith("data:"):
@@ -119,6 +119,15 @@ def _one(client: Any, url: str, request: RecordedRequest, body: dict) -> Request
         total_s=total,
         error=error,
     )
+
+
+def _message_of(text: str) -> str:
+    """An error answer's sentence: Anthropic's and OpenAI's shapes keep it in error.message."""
+    try:
+        error = json.loads(text).get("error")
+    except (ValueError, AttributeError):
+        return text[:200]
+    return str(error.get("message", error)) if isinstance(error, dict) else text[:200]
 
 
 def _usage_of(event: dict) -> dict[str, Any]:
