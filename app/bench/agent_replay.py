@@ -74,10 +74,12 @@ def replay(
     `shape` may rewrite a body first (a test cuts long texts for a tiny model's context)."""
     httpx = http_client()
     timings = []
-    with httpx.Client(timeout=httpx.Timeout(deadline_s, connect=10.0)) as client:
-        for request in requests:
-            body = shape({**request.body, "stream": True, "temperature": 0})
-            body["max_tokens"] = min(int(body.get("max_tokens") or max_tokens), max_tokens)
+    for request in requests:
+        body = shape({**request.body, "stream": True, "temperature": 0})
+        body["max_tokens"] = min(int(body.get("max_tokens") or max_tokens), max_tokens)
+        # A connection of its own per request: llama-server closes an idle kept-alive one while the next request
+        # is being sent on it, which would fail that request for no fault of either server.
+        with httpx.Client(timeout=httpx.Timeout(deadline_s, connect=10.0), trust_env=False) as client:
             timings.append(_one(client, f"{url}/v1/messages", request, body))
     return timings
 

@@ -143,7 +143,7 @@ def _health_url(port: int) -> Callable[[queue.Queue], str]:
         deadline = time.monotonic() + START_DEADLINE_S
         while time.monotonic() < deadline:
             try:
-                if httpx.get(f"{url}/health", timeout=5).status_code == 200:
+                if httpx.get(f"{url}/health", timeout=5, trust_env=False).status_code == 200:
                     return url
             except Exception:  # not listening yet
                 pass

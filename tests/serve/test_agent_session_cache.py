@@ -31,4 +31,4 @@ def test_a_recorded_claude_code_session_reads_its_prompts_from_the_cache(tiny_mo
     assert [t.error for t in timings] == [None] * len(requests)
     assert all(t.ttft_s is not None and t.output_tokens > 0 for t in timings)
     for timing in timings[1:]:
-        assert timing.cached_share is not None and timing.cached_share >= CACHED_BAR, timing
+        assert timing.cached_share is not None and CACHED_BAR <= timing.cached_share < 1, timing
