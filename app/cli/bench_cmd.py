@@ -86,6 +86,15 @@ def register(subparsers) -> None:
         "keeps a core busy, interleaved; prints the ratios (--repeats defaults to 3 here, "
         "--max-tokens to 48 if not given)",
     )
+    p.add_argument(
+        "--agents",
+        action="store_true",
+        help="instead of the suite: a recorded Claude Code session (tests/fixtures/agents/claude_code_session) "
+        "replayed through specchat-cli serve (--target, with --draft or else n-gram lookup) and through "
+        "llama.cpp's llama-server (--jinja; ngram-simple, and -md with --draft) when found, one at a time: "
+        "per request prompt tokens, share read from the cache, time to first token and total, then the "
+        "total-time ratio (--ctx is raised to 8192 at least; --max-tokens caps each reply, default 128)",
+    )
     p.add_argument("--llama-completion", help="path to llama.cpp's llama-completion")
     p.add_argument("--long-repeats", type=int, default=3, help="repetitions of the long prompt (default 3)")
     p.set_defaults(func=run)
@@ -158,6 +167,10 @@ def _run_bench(args: argparse.Namespace, prompts, kinds, log) -> int:
         return _plain_vs_native(args, log)
     if args.under_load:
         return _under_load(args, log)
+    if args.agents:
+        from app.bench.agents import print_agents_report, run_agents
+
+        return _emit(args, run_agents(args, log), print_agents_report)
     import tempfile
 
     from app.engine.speculation.history_file import HistoryFile

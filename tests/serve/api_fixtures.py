@@ -12,7 +12,7 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 try:  # the same HTTP client the app uses (pyproject.toml): httpx2, or httpx on Python 3.10
     import httpx2 as httpx
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     import openai
 
 DEADLINE_S = 60.0
+# How much of each text of an agent's recorded request the tiny model's context (2048 tokens) holds.
+TEXT_CHARS = 300
 # A fixed draft length, so the tiny draft drafts every round whatever the auto controller would decide.
 DRAFT_MAX = 3
 
@@ -266,3 +268,15 @@ def serving_process(*args, threads: int = 1) -> Iterator[ServeProcess]:
             process.kill()
             process.wait(DEADLINE_S)
             raise
+
+
+def cut_texts(value: Any, chars: int = TEXT_CHARS) -> Any:
+    """An agent's recorded request with every text cut to `chars` characters, so it fits the tiny model's context;
+    a tool's schema stays whole (its names are what a call is read against)."""
+    if isinstance(value, str):
+        return value[:chars]
+    if isinstance(value, list):
+        return [cut_texts(v, chars) for v in value]
+    if isinstance(value, dict):
+        return {k: (v if k == "input_schema" else cut_texts(v, chars)) for k, v in value.items()}
+    return value

@@ -1,24 +1,22 @@
 """Claude Code's own requests (tests/fixtures/agents/claude_code/, recorded from Claude Code 2.1.197) replayed through
 `specchat-cli serve` with the tiny models, every streamed answer read by the `anthropic` SDK's own parser.
 
-The tiny model's context (2048 tokens) cannot hold Claude Code's prompt (about 80 KB), so every text of more than
-TEXT_CHARS characters is cut to that many before it is sent; the blocks, roles, tools, headers and fields are sent
-as recorded, and max_tokens is lowered so the tiny model's reply stays short."""
+The tiny model's context (2048 tokens) cannot hold Claude Code's prompt (about 80 KB), so every text is cut to
+api_fixtures.TEXT_CHARS characters before it is sent; the blocks, roles, tools, headers and fields are sent as
+recorded, and max_tokens is lowered so the tiny model's reply stays short."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import anthropic
 import pytest
 
-from tests.serve.api_fixtures import DEADLINE_S, client, serving_process
+from tests.serve.api_fixtures import DEADLINE_S, client, cut_texts, serving_process
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents" / "claude_code"
 KEY = "sk-test-claude-code"
-TEXT_CHARS = 300
 # Headers that belong to the recorded connection, not to the request.
 CONNECTION_HEADERS = {"host", "content-length", "connection", "accept-encoding", "x-api-key"}
 # The fields the SDK's messages.stream() takes by name; the rest go in extra_body, as recorded.
@@ -27,17 +25,6 @@ NAMED = ("model", "messages", "max_tokens")
 
 def _recorded(name: str) -> dict:
     return json.loads((FIXTURES / name).read_text(encoding="utf-8"))
-
-
-def _cut(value: Any) -> Any:
-    if isinstance(value, str):
-        return value[:TEXT_CHARS]
-    if isinstance(value, list):
-        return [_cut(v) for v in value]
-    if isinstance(value, dict):
-        # A tool's schema stays whole: its names are what a call is read against.
-        return {k: (v if k == "input_schema" else _cut(v)) for k, v in value.items()}
-    return value
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +39,7 @@ def test_claude_codes_requests_stream_events_the_sdk_reads_and_share_the_cache(s
     finals = []
     for name in ("01_first_turn.json", "02_tool_result.json"):  # in the order Claude Code sent them
         recorded = _recorded(name)
-        body = _cut(recorded["body"])
+        body = cut_texts(recorded["body"])
         headers = {k: v for k, v in recorded["headers"].items() if k.lower() not in CONNECTION_HEADERS}
         extra = {k: v for k, v in body.items() if k not in NAMED and k != "stream"}
         with sdk.messages.stream(
@@ -83,6 +70,6 @@ def test_claude_codes_probe_and_telemetry_get_a_quick_404(served):
         assert "/v1/messages" in telemetry.json()["error"]["message"]
         counted = http.post(
             f"{served.url}/v1/messages/count_tokens?beta=true",
-            json={k: v for k, v in _cut(_recorded("02_tool_result.json")["body"]).items() if k != "stream"},
+            json={k: v for k, v in cut_texts(_recorded("02_tool_result.json")["body"]).items() if k != "stream"},
         )
         assert counted.status_code == 200 and counted.json()["input_tokens"] > 0

@@ -61,7 +61,8 @@ def answer_api(
                     code=CONTEXT_LENGTH_EXCEEDED,
                 )
                 return
-            prompt_tokens, what = engine.count_tokens(messages), "messages"
+            # Counted as the reply renders it, the tools' schema included: the prompt holds it too.
+            prompt_tokens, what = engine.count_tokens(messages, request.config), "messages"
             if request.count_only:  # counted by the template and tokenizer alone: no decoding, no KV cache
                 yield ReplyStarted(request_id, engine.loaded_target, prompt_tokens, engine.tool_format)
                 return

@@ -1,0 +1,21 @@
+"""`specchat-cli bench --agents`: how to run it, and a clear sentence (no traceback) when its models are absent."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.cli import main
+
+
+def test_bench_agents_is_in_the_help(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["bench", "--help"])
+    assert exited.value.code == 0
+    assert "--agents" in capsys.readouterr().out
+
+
+def test_bench_agents_without_its_model_says_so_in_one_line(tmp_path, capsys):
+    missing = tmp_path / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+    assert main(["bench", "--agents", "--target", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and missing.name in err and "Traceback" not in err
