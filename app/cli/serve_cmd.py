@@ -25,6 +25,7 @@ from app.cli.checks import (
     sampling_problem,
 )
 from app.common.text import printable
+from app.replies.status_words import kept_words
 
 ENV_SERVE_KEY = "SPECCHAT_SERVE_API_KEY"
 
@@ -259,7 +260,7 @@ def _report(job, finished) -> None:
     s = finished.stats
     line = f"request {job.serial}: {s.tokens} tokens, {s.tokens_per_second:.1f} tok/s"
     if s.drafted:
-        line += f", {s.accepted} of {s.drafted} drafted tokens kept"
+        line += f", {kept_words(s)}"
     if s.stop_reason == "stop_string":
         line += ", ended by a stop string"
     print(line, file=sys.stderr, flush=True)
