@@ -84,7 +84,7 @@ def run(target: LoadedModel, draft: Optional[LoadedModel], mode: str, n: int, to
                     config,
                     policy_for(mode, costs, draft is not None),
                     request_id=i + 1,
-                    ngram=NgramDrafter(is_control=target.is_control),
+                    ngram=NgramDrafter(is_control=target.is_control, escape=target.json_escaped),
                     use_model=mode in ("model", "auto") and draft is not None,
                 )
             )

@@ -26,6 +26,7 @@ from app.cli.checks import (
 )
 from app.common.text import printable
 from app.engine.config import PARALLEL_AUTO
+from app.replies.status_words import kept_words
 
 ENV_SERVE_KEY = "SPECCHAT_SERVE_API_KEY"
 
@@ -264,7 +265,7 @@ def _report(job, finished) -> None:
     s = finished.stats
     line = f"request {job.serial}: {s.tokens} tokens, {s.tokens_per_second:.1f} tok/s"
     if s.drafted:
-        line += f", {s.accepted} of {s.drafted} drafted tokens kept"
+        line += f", {kept_words(s)}"
     if s.stop_reason == "stop_string":
         line += ", ended by a stop string"
     print(line, file=sys.stderr, flush=True)

@@ -177,6 +177,8 @@ class GenerationStats:
     prompt_eval_s: float = 0.0
     elapsed_s: float = 0.0
     draft_len_histogram: dict[int, int] = field(default_factory=dict)
+    # The accepted draft tokens by who proposed them (a DraftSource: "model", "ngram", "history").
+    accepted_by: dict[str, int] = field(default_factory=dict)
     # Conversations' KV states kept in memory after this request (app.engine.local.kv_states): how many, the bytes
     # they take and the budget they are kept within (0: no cache, as with a server's model).
     kept_states: int = 0

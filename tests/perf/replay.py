@@ -25,6 +25,7 @@ way.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 from typing import Callable
@@ -43,11 +44,15 @@ HELD_OUT = Path(__file__).with_name("replies-edits-qwen2.5-coder-1.5b.json")
 HELD_OUT_PROMPTS = Path(__file__).with_name("edit_prompts.json")
 EXPLAIN = Path(__file__).with_name("replies-explain-qwen2.5-coder-1.5b.json")
 EXPLAIN_PROMPTS = Path(__file__).with_name("explain_edit_prompts.json")
+AGENT = Path(__file__).with_name("replies-agent-qwen2.5-coder-1.5b.json")
+# Agent turns: a file read through a tool, then an Edit or Write call whose arguments copy it, JSON-escaped.
+AGENT_PROMPTS = Path(__file__).with_name("agent_edit_prompts.json")
 # (recording, the prompts it was recorded from (None: the bench suite's), what to call it)
 RECORDINGS = (
     (RECORDING, None, "bench suite"),
     (HELD_OUT, HELD_OUT_PROMPTS, "held-out editing prompts"),
     (EXPLAIN, EXPLAIN_PROMPTS, "edits that explain first"),
+    (AGENT, AGENT_PROMPTS, "agent edits"),
 )
 MAX_TOKENS = 400
 
@@ -60,8 +65,10 @@ def generation_bias(n: int) -> float:
 
 
 class Recording:
-    def __init__(self, path: Path = RECORDING, tokens: int | None = None):
-        """`tokens`: replay only each reply's first this many tokens (the bench's --max-tokens)."""
+    def __init__(self, path: Path = RECORDING, tokens: int | None = None, escaped: bool = True):
+        """`tokens`: replay only each reply's first this many tokens (the bench's --max-tokens); `escaped` False:
+        the n-gram lookup searches no escaped copy of the prompt (as before it did)."""
+        self.escaped = escaped
         data = json.loads(path.read_text(encoding="utf-8"))
         self.model = data["model"]
         costs, measured = list(data["costs"]), tuple(data["measured"])
@@ -85,7 +92,9 @@ class Recording:
 
     def drafter(self, name: str) -> NgramDrafter:
         control = set(self.prompts[name]["control"])
-        drafter = NgramDrafter(is_control=control.__contains__)
+        # The prompt's escaped copy, made by the model's tokenizer when the reply was recorded.
+        copy = self.prompts[name].get("escaped", []) if self.escaped else []
+        drafter = NgramDrafter(is_control=control.__contains__, escape=(lambda _prompt: list(copy)) if copy else None)
         drafter.start_reply(len(self.prompts[name]["prompt"]))
         return drafter
 
@@ -158,7 +167,6 @@ def record(model_path: str, only: str | None = None) -> None:
     """Record every prompt's greedy reply (see RECORDINGS) and the model's measured cost table (minutes on a
     CPU). `only`: record just the recordings whose title contains this word, with the bench suite recording's cost
     table (measuring it again would make the sets' figures differ by the machine's load that minute)."""
-    from app.bench.suite import load_prompts
     from app.engine.config import GenerationConfig, LoadSettings
     from app.engine.local.engine import SpecEngine
 
@@ -175,16 +183,30 @@ def record(model_path: str, only: str | None = None) -> None:
         if only and only not in title:
             continue
         prompts = {}
-        for p in load_prompts(prompts_file):
-            messages = [{"role": "user", "content": p.chat}]
-            prompt = engine.prompts.tokens_for(engine.format_chat(messages))
-            for _ in engine.chat(messages, config, session="record"):
+        for name, kind, messages, tools in _requests(prompts_file):
+            asked = dataclasses.replace(config, tools=tools)
+            for _ in engine.chat(messages, asked, session="record"):
                 pass
-            reply = engine.prompts.transcript_tokens[len(prompt) :]
+            written = engine.prompts.transcript_tokens
+            rendered = engine.prompts.render(messages, json.loads(tools or "[]"), asked)
+            prompt = engine.prompts.tokens_for(rendered.text, rendered.markup)
+            reply = written[len(prompt) :]
             control = sorted(t for t in set(prompt) if engine.target.is_control(t))
-            prompts[p.name] = {"kind": p.kind, "prompt": prompt, "reply": reply, "control": control}
+            escaped = engine.target.json_escaped(prompt[-NgramDrafter.ESCAPED_PROMPT_MAX :])
+            prompts[name] = {"kind": kind, "prompt": prompt, "reply": reply, "control": control, "escaped": escaped}
         data = {"model": Path(model_path).name, "costs": costs, "measured": measured, "prompts": prompts}
         path.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
+
+
+def _requests(prompts_file: Path | None) -> list[tuple[str, str, list[dict], str]]:
+    """(name, kind, messages, tools as JSON) of each prompt: a bench prompts file's single user message, or an
+    agent set's whole conversation with its tools."""
+    from app.bench.suite import load_prompts
+
+    if prompts_file is not None and "messages" in json.loads(prompts_file.read_text(encoding="utf-8"))[0]:
+        entries = json.loads(prompts_file.read_text(encoding="utf-8"))
+        return [(e["name"], e["kind"], e["messages"], json.dumps(e["tools"])) for e in entries]
+    return [(p.name, p.kind, [{"role": "user", "content": p.chat}], "") for p in load_prompts(prompts_file)]
 
 
 def main() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import threading
@@ -34,6 +35,10 @@ def test_the_window_serves_its_models_and_stops_a_request(make_window, qtbot, mo
     # The client has its reply before the window hears the request is answered: until then the footer still offers
     # Stop for the short request, and a Stop for it would not stop the long one.
     qtbot.waitUntil(lambda: "API at" in control.indicator.text(), timeout=int(DEADLINE_S * 1000))
+    # The footer's tooltip (and the API page) says what drafting gave that request, as serve's log does.
+    kept = sum(t["drafter"] is not None for t in streamed_tokens(done["short"]))
+    said = control.indicator.toolTip()
+    assert re.search(rf"Last request: ({kept} of \d+ drafted tokens kept|no drafts)\b", said), said
 
     done["long"] = []
     long = threading.Thread(

@@ -151,7 +151,7 @@ class SpecEngine:
         self._conversations = ConversationCache.for_target(
             loaded, s.kept_states_mib, s.saved_states_mib, on_disk=s.saved_states_mib >= 0, n_ctx=self.n_ctx
         )
-        self._ngram = NgramDrafter(is_control=loaded.is_control)
+        self._ngram = NgramDrafter(is_control=loaded.is_control, escape=loaded.json_escaped)
         self._histories = {}
         self._new_batch()
         self.seeing.offer(mmproj_beside(path), loaded)
@@ -462,7 +462,7 @@ class SpecEngine:
         if self._batch is not None:
             ngram = None
             if use_ngram:
-                ngram = NgramDrafter(is_control=target.is_control)
+                ngram = NgramDrafter(is_control=target.is_control, escape=target.json_escaped)
                 ngram.min_match = self._ngram.min_match
             request = BatchRequest(
                 tokens,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import ctypes
+import json
 import os
 import threading
 from pathlib import Path
@@ -210,6 +211,13 @@ class LoadedModel:
         """The token's vocabulary text (for special tokens, their literal name)."""
         raw = self._llama.llama_vocab_get_text(self._vocab, token)
         return raw.decode("utf-8", errors="replace") if raw else ""
+
+    def json_escaped(self, tokens: Sequence[int]) -> list[int]:
+        """The token ids of the text of `tokens` as a JSON string holds it (newlines, quotes and backslashes
+        escaped), as a model writes it into a tool call's arguments; empty when escaping changes nothing."""
+        text = b"".join(self.token_bytes(t) for t in tokens).decode("utf-8", errors="replace")
+        escaped = json.dumps(text, ensure_ascii=False)[1:-1]
+        return self.tokenize(escaped, add_special=False, parse_special=False) if escaped != text else []
 
     def fim_tokens(self) -> tuple[int, int, int] | None:
         """The fill-in-the-middle markers (prefix, suffix, middle) llama.cpp found in the vocabulary (by the GGUF's

@@ -349,7 +349,7 @@ class RemoteEngine:
                 chars += len(text)
                 tokens, found_rounds = tracker.feed(text, chunk.timings, reasoning)
                 for r in found_rounds:
-                    tally.add(r.drafted, r.accepted)
+                    tally.add(r.drafted, r.accepted, "model")
                     parts.on_round(r.index, r.drafted)
                     # The server reports counts only: what it proposed and which token it wrote itself stay unknown.
                     yield RoundEvent(

@@ -54,8 +54,16 @@ class NgramDrafter:
     # asks for; stopping at slots and control tokens and applying renames then keep at least as much as it does
     # (docs/performance.md).
     FIXED_MIN_MATCH = 12
+    # The escaped copy is made of the prompt's newest this many tokens: where an agent's tool results are.
+    ESCAPED_PROMPT_MAX = 16384
 
-    def __init__(self, n_min: int = 2, n_max: int = 4, is_control: Optional[Callable[[int], bool]] = None):
+    def __init__(
+        self,
+        n_min: int = 2,
+        n_max: int = 4,
+        is_control: Optional[Callable[[int], bool]] = None,
+        escape: Optional[Callable[[Sequence[int]], list[int]]] = None,
+    ):
         self.n_min = n_min
         self.n_max = n_max
         # Proposals need an unbroken match of at least this many tokens (GenerationConfig.ngram_min_match with a
@@ -83,6 +91,14 @@ class NgramDrafter:
         # made at two places, since an inserted type hint differs each time.
         self._renames: dict[int, tuple[int, ...]] = {}
         self._edits: dict[tuple[int, tuple[int, ...]], set[int]] = {}
+        # The escaped copy: a tool call's arguments are a JSON string, so a file the agent read is copied into them
+        # with its newlines, quotes and backslashes escaped, and the prompt's own tokens match only up to the first
+        # line's end. `escape` gives the token ids of the prompt's text as a JSON string holds it (empty where
+        # escaping changes nothing); a second lookup searches that copy followed by the reply.
+        self._escape = escape
+        self._escaped: Optional[NgramDrafter] = None
+        self._escaped_prompt: list[int] = []
+        self._escaped_due = False
 
     def _sync(self, written: Sequence[int]) -> None:
         # The written tokens only grow within a request, but a new request may share just a prefix with the old one.
@@ -110,6 +126,8 @@ class NgramDrafter:
         self._reply_start = prompt_len
         self._renames.clear()
         self._edits.clear()
+        self._escaped = None
+        self._escaped_due = self._escape is not None
 
     def _note_slot(self, end: int) -> None:
         length, source = self._longest(len(self._written) - end)
@@ -187,6 +205,28 @@ class NgramDrafter:
         return best
 
     def propose(self, written: Sequence[int], k: int) -> Draft:
+        draft = self._lookup(written, k)
+        if draft.match_len >= self.MAX_MATCH or len(written) <= self._reply_start:
+            return draft
+        escaped = self._escaped_lookup(written)
+        if escaped is None:
+            return draft
+        other = escaped.propose(self._escaped_prompt + list(written[self._reply_start :]), k)
+        return other if other.match_len > draft.match_len else draft
+
+    def _escaped_lookup(self, written: Sequence[int]) -> Optional[NgramDrafter]:
+        """The lookup over the escaped copy of this reply's prompt, made at the reply's first proposal."""
+        if self._escaped_due and self._escape is not None:
+            self._escaped_due = False
+            prompt = written[max(0, self._reply_start - self.ESCAPED_PROMPT_MAX) : self._reply_start]
+            self._escaped_prompt = self._escape(prompt)
+            if self._escaped_prompt:
+                self._escaped = NgramDrafter(self.n_min, self.n_max, self._is_control)
+                self._escaped.min_match = self.min_match
+                self._escaped.start_reply(len(self._escaped_prompt))
+        return self._escaped
+
+    def _lookup(self, written: Sequence[int], k: int) -> Draft:
         if k <= 0 or len(written) <= self.n_min:
             return Draft(source=self.name)
         self._sync(written)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from app.engine.events import Drafter
+
 
 @dataclass
 class Tally:
@@ -18,9 +20,12 @@ class Tally:
     rounds: int = 0
     draft_rounds: int = 0  # the rounds that drafted at least one token
     histogram: dict[int, int] = field(default_factory=dict)  # draft length -> rounds
+    accepted_by: dict[str, int] = field(default_factory=dict)  # drafter -> accepted tokens
 
-    def add(self, drafted: int, accepted: int) -> None:
+    def add(self, drafted: int, accepted: int, drafter: Drafter) -> None:
         self.rounds += 1
+        if drafted:
+            self.accepted_by[drafter] = self.accepted_by.get(drafter, 0) + accepted
         self.drafted += drafted
         self.accepted += accepted
         self.draft_rounds += bool(drafted)
@@ -35,4 +40,5 @@ class Tally:
             mean_accepted_run=self.accepted / self.draft_rounds if self.draft_rounds else 0.0,
             rounds=self.rounds,
             draft_len_histogram=dict(sorted(self.histogram.items())),
+            accepted_by=dict(self.accepted_by),
         )

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Optional
 from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal
 
 from app.engine.config import GenerationConfig
-from app.engine.host.wire import API_IDS_FROM, ModelsLoaded, ReplyEnded
+from app.engine.events import FinishedEvent
+from app.engine.host.wire import API_IDS_FROM, EngineEvents, ModelsLoaded, ReplyEnded
+from app.replies.status_words import kept_words
 from app.serve.engine.flights import ApiFlights, death_sentence, restarting
 from app.serve.jobs import ServedModels, api_request, loaded_models
 from app.serve.requests import ApiLimits, ApiOptions, api_history
@@ -45,6 +47,7 @@ class ApiState:
     model: str = ""  # the model answering it
     answered: int = 0  # requests answered since it started
     waiting: int = 0  # requests waiting for their turn ("Requests at once" answered side by side already)
+    last_kept: str = ""  # what drafting gave the last request answered, in words (app.replies.status_words)
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,7 @@ class WindowApi(QObject):
         self._served = ServedModels()
         self._last_id = API_IDS_FROM
         self.state = ApiState()
+        self._last_kept = ""  # of the last reply finished, shown once its request is answered
         self._poll = QTimer(self)
         self._poll.setInterval(POLL_MS)
         self._poll.timeout.connect(self._forward_stops)
@@ -184,7 +188,13 @@ class WindowApi(QObject):
         return max(0, self._served.parallel - 1 - len(self._flights))
 
     def _on_answer(self, message: object) -> None:
-        if self._flights.on_reply(message) and isinstance(message, ReplyEnded):
+        if not self._flights.on_reply(message):
+            return
+        if isinstance(message, EngineEvents):
+            for event in message.events:
+                if isinstance(event, FinishedEvent):
+                    self._last_kept = kept_words(event.stats)
+        elif isinstance(message, ReplyEnded):
             self._answered()
 
     def _answered(self) -> None:
@@ -199,6 +209,7 @@ class WindowApi(QObject):
                     serving=serving,
                     model=self.state.model if serving else "",
                     answered=self.state.answered + 1,
+                    last_kept=self._last_kept or self.state.last_kept,
                 )
             )
         self._send_next()

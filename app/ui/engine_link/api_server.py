@@ -34,7 +34,8 @@ def state_text(state: ApiState, enabled: bool) -> str:
     if state.serving:
         return f"Answering a request with {state.model or 'the loaded model'} for another program.{_waits(state)}"
     if state.url:
-        return f"Listening at {state.url}/v1 ({state.answered} requests answered).{_waits(state)}"
+        last = f" Last request: {state.last_kept}." if state.last_kept else ""
+        return f"Listening at {state.url}/v1 ({state.answered} requests answered).{last}{_waits(state)}"
     return "Starting…" if enabled else "Off."
 
 

@@ -289,3 +289,27 @@ def test_a_draft_that_first_read_the_prompt_does_not_teach_what_drafting_costs(m
     assert timings[0] == 0.0  # the round that read the prompt
     later = [t for t in timings[1:] if t is not None]
     assert len(later) >= 3 and all(t > 0 for t in later)  # the drafts that followed a draft
+
+
+@pytest.mark.parametrize("copy", ["the reply", "unrelated text", "the prompt escaped"])
+@pytest.mark.parametrize("k", [4, 8])
+def test_drafting_from_an_escaped_copy_keeps_the_greedy_output(models, copy, k):
+    # The n-gram lookup also searches an escaped copy of the prompt (a JSON string's rendering of it): whether that
+    # copy holds the very reply, text the reply never writes, or the real escaping, the output is plain decoding's.
+    target = models["target"]
+    plain_tokens, _, plain = run(
+        target, PROMPTS[0], GenerationConfig(max_tokens=48, speculative=False), FixedPolicy(0, "none")
+    )
+    reply = [t.token_id for t in plain_tokens]
+    copies = {
+        "the reply": lambda prompt: reply,
+        "unrelated text": lambda prompt: list(range(40, 140)),
+        "the prompt escaped": target.json_escaped,
+    }
+    drafter = NgramDrafter(escape=copies[copy])
+    config = GenerationConfig(max_tokens=48, speculative=True)
+    spec_tokens, _, spec = run(target, PROMPTS[0], config, FixedPolicy(k, "ngram"), ngram=drafter)
+    assert [t.token_id for t in spec_tokens] == reply
+    assert spec.text == plain.text
+    if copy == "the reply":
+        assert spec.stats.accepted > 0

@@ -140,3 +140,33 @@ def test_a_fixed_length_mode_drafts_only_on_as_much_evidence_as_ngram_simple():
     drafter.min_match = NgramDrafter.FIXED_MIN_MATCH
     assert drafter.propose(SOURCE + [0] + SOURCE[:6], 4).tokens == []  # 6 tokens may be a coincidence
     assert drafter.propose(SOURCE + [0] + SOURCE[:12], 4).tokens == SOURCE[12:16]
+
+
+# A tool call's arguments are a JSON string: the file the agent read is copied into it escaped. Tokens of the file's
+# two lines, and of the same text inside a JSON string, where the newline between them is written as `\` `n`.
+NEWLINE, BACKSLASH, LETTER_N, QUOTE = 10, 92, 110, 34
+LINES = list(range(200, 212)) + [NEWLINE] + list(range(300, 312))
+ESCAPED = list(range(200, 212)) + [BACKSLASH, LETTER_N] + list(range(300, 312))
+
+
+def escaped_copy(prompt):
+    return ESCAPED if prompt[-len(LINES) :] == LINES else []
+
+
+def test_inside_a_json_string_the_escaped_copy_of_the_prompt_is_proposed():
+    # The reply is writing `"old_string": "` and the file's first line, then the escaped newline.
+    prompt = [1, 2] + LINES
+    reply = [QUOTE] + LINES[:12] + [BACKSLASH, LETTER_N] + [300, 301]
+    drafter = NgramDrafter(escape=escaped_copy)
+    drafter.start_reply(len(prompt))
+    draft = drafter.propose(prompt + reply, 5)
+    assert draft.tokens == [302, 303, 304, 305, 306]
+    assert draft.source == "ngram" and draft.match_len > 12
+
+
+def test_outside_json_the_prompt_itself_is_still_copied():
+    prompt = [1, 2] + LINES
+    reply = LINES[:15]  # a raw copy: the newline as the prompt has it
+    drafter = NgramDrafter(escape=escaped_copy)
+    drafter.start_reply(len(prompt))
+    assert drafter.propose(prompt + reply, 3).tokens == LINES[15:18]

@@ -161,7 +161,7 @@ class Reply:
     ) -> list[EngineEvent]:
         """The round's record; the tally counts it."""
         index = self.tally.rounds
-        self.tally.add(len(draft.tokens), accepted)
+        self.tally.add(len(draft.tokens), accepted, draft.source)
         target = self.target
         return self.split.feed(
             RoundEvent(
