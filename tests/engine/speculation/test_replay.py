@@ -83,3 +83,16 @@ def test_llamas_long_copy_modes_draft_the_whole_match_from_their_first_round():
     draft, _ = mod(len(prompt))
     assert draft(prompt) == []  # the prompt's own end recurs nowhere
     assert draft(prompt + prompt[:24]) == prompt[24:88]
+
+
+def test_agent_edits_inside_json_draft_from_the_prompts_escaped_copy():
+    """An agent's Write or Edit call copies a file it read, JSON-escaped: without the escaped copy the n-gram lookup
+    matched only to each line's end, and Auto drafted too little to pay (tests/perf/agent_edit_prompts.json)."""
+    from tests.perf.replay import AGENT
+
+    escaped, raw = Recording(AGENT), Recording(AGENT, escaped=False)
+    with_copy = {name: replay(escaped, name) for name in escaped.prompts}
+    without = {name: replay(raw, name) for name in raw.prompts}
+    assert all(with_copy[name] >= without[name] - 0.005 for name in with_copy), (with_copy, without)
+    assert with_copy["write-rename"] >= 1.3 > without["write-rename"]
+    assert geometric_mean(list(with_copy.values())) > geometric_mean(list(without.values()))
