@@ -85,9 +85,9 @@ def test_an_unwritable_data_folder_can_be_opened_read_only(qtbot, specchat_home,
         store.add_message(chat.id, "user", "an old question")
     original = (data / "chats.sqlite3").read_bytes()
     monkeypatch.setattr(paths, "database_path", lambda: data / "chats.sqlite3")
-    from app.store import chats as store_chats
+    from app.store import db as store_db
 
-    real_open = store_chats.open_database
+    real_open = store_db.open_database
 
     def refuse_the_original(path, check_pages=True):
         if path == data / "chats.sqlite3":
@@ -96,7 +96,7 @@ def test_an_unwritable_data_folder_can_be_opened_read_only(qtbot, specchat_home,
             raise StoreError(f"The chat database {path} could not be used: attempt to write a readonly database.")
         return real_open(path, check_pages)
 
-    monkeypatch.setattr(store_chats, "open_database", refuse_the_original)
+    monkeypatch.setattr(store_db, "open_database", refuse_the_original)  # what the chat store opens with
     monkeypatch.setattr(ui_main, "ask_about_unwritable_store", lambda message: True)
     store = ui_main.open_store()
     assert store.copy_of == data / "chats.sqlite3"
