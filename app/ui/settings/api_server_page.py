@@ -28,8 +28,9 @@ from app.serve.key_store import key_problem
 from app.common.http_client import is_loopback_host, listen_host_problem
 
 EXPLANATION = (
-    "Editors and coding agents (Continue, Aider, Cline, …) and any OpenAI client can use the models loaded here, "
-    'speculating as this window does. Every streamed chunk names each token\'s drafter in its "specchat" field.'
+    "Coding agents and editors use the models loaded here, speculating as this window does: OpenAI's clients "
+    "(Continue, Aider, Cline, Codex CLI by the Responses API), Claude Code (Anthropic's Messages API), and VS Code, "
+    "Zed or JetBrains by Ollama's API, on the same port. docs/api.md gives each one's settings."
 )
 REQUESTS_AT_ONCE_HINT = (
     "Your chats and these requests share the places Requests at once gives; a request beyond them waits for its "
@@ -60,7 +61,7 @@ class ApiServerPage(QWidget):
         super().__init__(parent)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        self.enabled = QCheckBox("Serve the loaded models as an OpenAI-compatible API")
+        self.enabled = QCheckBox("Serve the loaded models as a local API (OpenAI's, Anthropic's and Ollama's)")
         self.enabled.setChecked(choice.enabled)
         layout.addWidget(self.enabled)
         explanation = QLabel(EXPLANATION)
@@ -169,7 +170,9 @@ class ApiServerPage(QWidget):
     def _update_hints(self) -> None:
         choice = self.choice()
         shown = f"[{choice.host}]" if ":" in choice.host else choice.host
-        self.base_url.setText(f"Base URL for clients: http://{shown}:{choice.port}/v1")
+        self.base_url.setText(
+            f"Base URL for clients: http://{shown}:{choice.port}/v1 (Claude Code and Ollama's clients: without /v1)"
+        )
         open_to_others = choice.enabled and not is_loopback_host(choice.host)
         self.warning.setText(
             ("Other machines can reach this address" + ("." if choice.api_key else "; set an API key."))
