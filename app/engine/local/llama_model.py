@@ -215,7 +215,9 @@ class LoadedModel:
     def json_escaped(self, tokens: Sequence[int]) -> list[int]:
         """The token ids of the text of `tokens` as a JSON string holds it (newlines, quotes and backslashes
         escaped), as a model writes it into a tool call's arguments; empty when escaping changes nothing."""
-        text = b"".join(self.token_bytes(t) for t in tokens).decode("utf-8", errors="replace")
+        # A prompt with pictures holds placeholder ids outside the vocabulary (a picture's embeddings): llama.cpp
+        # aborts the process on such an id, and a picture has no text to copy anyway.
+        text = b"".join(self.token_bytes(t) for t in tokens if 0 <= t < self.n_vocab).decode("utf-8", errors="replace")
         escaped = json.dumps(text, ensure_ascii=False)[1:-1]
         return self.tokenize(escaped, add_special=False, parse_special=False) if escaped != text else []
 
