@@ -235,11 +235,7 @@ async def _whole_reply(shaper: ReplyShaper, running: RunningJob) -> Response:
             if isinstance(record, RoundEvent):
                 shaper.on_round(record)
             elif isinstance(record, TokenEvent):
-                if shaper.stopped_by_string:
-                    continue  # in flight before the engine heard
-                shaper.on_token(record)
-                if shaper.stopped_by_string:
-                    running.job.enough.set()  # the rest is not wanted; the reply's totals still come
+                running.released(shaper, record)
             elif isinstance(record, FinishedEvent):
                 finished = record
             elif isinstance(record, JobFailed):
@@ -284,12 +280,9 @@ async def _stream(shaper: ReplyShaper, running: RunningJob) -> AsyncIterator[byt
             if isinstance(record, RoundEvent):
                 shaper.on_round(record)
             elif isinstance(record, TokenEvent):
-                if shaper.stopped_by_string:
-                    continue  # in flight before the engine heard
-                for chunk in shaper.chunks(shaper.on_token(record)):
+                held = running.released(shaper, record)
+                for chunk in shaper.chunks(held) if held is not None else ():
                     yield _sse(chunk)
-                if shaper.stopped_by_string:
-                    running.job.enough.set()  # the rest is not wanted; the reply's totals still come
             elif isinstance(record, FinishedEvent):
                 finished = record
             elif isinstance(record, JobFailed):

@@ -15,8 +15,11 @@ from typing import AsyncIterator, Awaitable, Callable, Optional, TypeVar
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
+from app.engine.events import TokenEvent
 from app.serve.completions.requests import ApiRequest
 from app.serve.errors import BadRequest
+
+from app.serve.replies import HeldToken, ReplyShaper
 from app.serve.jobs import JobEnded, JobFailed, JobQueue, JobStarted, ServeJob
 
 
@@ -123,6 +126,16 @@ class RunningJob:
             if isinstance(record, JobEnded):
                 return
             yield record
+
+    def released(self, shaper: ReplyShaper, record: TokenEvent) -> Optional[list[HeldToken]]:
+        """What `shaper` lets out for one token; None for a token in flight after a stop string ended the reply.
+        The stop string's token tells the engine the rest is not wanted (the reply's totals still come)."""
+        if shaper.stopped_by_string:
+            return None
+        held = shaper.on_token(record)
+        if shaper.stopped_by_string:
+            self.job.enough.set()
+        return held
 
     def close(self, finished: bool) -> None:
         """The HTTP side has read all it will: a reply that did not finish is stopped within one round."""

@@ -110,12 +110,9 @@ async def _events(
             elif isinstance(record, RoundEvent):
                 shaper.on_round(record)
             elif isinstance(record, TokenEvent):
-                if shaper.stopped_by_string:
-                    continue  # in flight before the engine heard
-                for event in events.on_chunks(shaper.chunks(shaper.on_token(record))):
+                held = running.released(shaper, record)
+                for event in events.on_chunks(shaper.chunks(held)) if held is not None else ():
                     yield event
-                if shaper.stopped_by_string:
-                    running.job.enough.set()  # the rest is not wanted; the reply's totals still come
             elif isinstance(record, FinishedEvent):
                 finished = record
             elif isinstance(record, JobFailed):
