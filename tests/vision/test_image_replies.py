@@ -171,18 +171,17 @@ def test_pictures_are_answered_side_by_side_with_other_requests(engine, vision_m
 
 
 def test_a_batch_reads_one_picture_a_step_so_other_replies_go_on_between(engine, vision_models, pictures, monkeypatch):
-    """Each picture's encoding holds every request's step: a message of three pictures is read over three steps,
-    and the text request beside it gets tokens between them, and both replies are the ones they get alone."""
+    """Decoding a picture's embeddings costs a step what a prompt chunk does: a message of three pictures is read
+    over three steps, the text request beside it gets tokens between them, and both replies are the ones they get
+    alone."""
     from app.engine.config import LoadSettings
     from app.engine.events import TokenEvent, WaitingEvent
     from app.engine.local.vision.projector import Projector
 
     steps = 0
     read_at: list[int] = []
-    original = Projector.evaluate_into
-    monkeypatch.setattr(
-        Projector, "evaluate_into", lambda self, *args: (read_at.append(steps), original(self, *args))[1]
-    )
+    original = Projector.decode_into
+    monkeypatch.setattr(Projector, "decode_into", lambda self, *args: (read_at.append(steps), original(self, *args))[1])
     images = [{"type": "image", "image": ImageInput(p.read_bytes(), p.name)} for p in pictures]
     three = [{"role": "user", "content": [*images, {"type": "text", "text": QUESTION}]}]
     text = [{"role": "user", "content": "Tell me about the weather in the mountains."}]
@@ -220,3 +219,55 @@ def test_a_batch_reads_one_picture_a_step_so_other_replies_go_on_between(engine,
     assert len(read_at) == 3 and len(set(read_at)) == 3, read_at
     assert any(read_at[0] < step <= read_at[-1] for step in tokens_at), (read_at, tokens_at)
     assert reply_matches("".join(texts[1]), finished(engine.chat(three, config)).text)
+
+
+def test_a_picture_being_encoded_holds_no_other_request(engine, vision_models, pictures, monkeypatch):
+    """A picture's encoding (seconds on a CPU with a real projector) runs beside the batch's steps: held until the
+    text request beside it has written tokens, it is released by them, not by its deadline; and both replies are
+    the ones they get alone."""
+    import threading
+
+    from app.engine.config import LoadSettings
+    from app.engine.events import TokenEvent, WaitingEvent
+    from app.engine.local.vision.projector import Projector
+
+    written = threading.Event()
+    released: list[bool] = []
+    original = Projector._encode
+
+    def held_encode(self, picture):
+        released.append(written.wait(timeout=60))
+        return original(self, picture)
+
+    monkeypatch.setattr(Projector, "_encode", held_encode)
+    config = CONFIGS["plain"]
+    text = [{"role": "user", "content": "Tell me about the weather in the mountains."}]
+    batched = SpecEngine(LoadSettings(n_ctx=1024, n_threads=1, n_parallel=2))
+    try:
+        batched.load_target(vision_models.target)
+        batched.load_projector(vision_models.mmproj)
+        live = {
+            0: iter(batched.chat(ask(pictures[0]), config, request_id=1)),
+            1: iter(batched.chat(text, config, request_id=2)),
+        }
+        texts: list[list[str]] = [[], []]
+        for _ in range(5000):
+            if not live:
+                break
+            for i, events in list(live.items()):
+                for event in events:
+                    if isinstance(event, WaitingEvent):
+                        break
+                    if isinstance(event, TokenEvent):
+                        texts[i].append(event.text)
+                        if i == 1 and len(texts[1]) >= 4:
+                            written.set()
+                else:
+                    del live[i]
+            batched.step()
+    finally:
+        written.set()
+        batched.close()
+    assert released == [True]
+    assert reply_matches("".join(texts[0]), finished(engine.chat(ask(pictures[0]), config)).text)
+    assert reply_matches("".join(texts[1]), finished(engine.chat(text, config)).text)

@@ -296,7 +296,7 @@ class BatchScheduler:
         if rounds:
             budget = min(budget, self.prompt_chunk)
         parts: list[tuple[_Running, list[int]]] = []
-        picture_read = False  # one picture a step: its encoding holds every other request's step
+        picture_read = False  # one picture decoded a step: as long as a prompt chunk
         for running in reading:
             if budget <= 0:
                 break  # the rest wait; drafts that fill the batch shrink for prompt rows at the next step
@@ -315,21 +315,30 @@ class BatchScheduler:
             if self.draft_seqs is not None and running.request.use_model and not running.request.policy.uses_costs:
                 self.draft_seqs.read([(running.seq, tokens)])
             parts.append((running, tokens))
+        if not rounds and not picture_read and not any(tokens for _, tokens in parts):
+            # Nothing to step but pictures being encoded: wait for one rather than spin.
+            for running in reading:
+                if running.request.media is not None:
+                    running.request.media.wait_for_encoding()
         return parts
 
     def _read_picture(self, running: _Running, media: MediaPrompt, may_read: bool) -> tuple[int, bool]:
-        """Read the picture that starts where `running`'s prompt reading stands, if one does and `may_read`, into its
-        sequence (whole, in a pass of its own before the step's). Returns (the index of the next picture's start, or
-        the prompt's length: the text is read up to it; whether a picture was read)."""
+        """The picture that starts where `running`'s prompt reading stands, if one does: its encoding is started on
+        the projector's thread (the other requests step on while it runs), and once it has ended and `may_read`,
+        its embeddings are decoded into the request's sequence (in a pass of its own before the step's). Returns
+        (the index where this step's text reading stops: the next picture's start, or the prompt's length; whether
+        a picture was decoded)."""
         prompt, seq = running.request.prompt, running.seq
-        picture = media.picture_at(running.read) if may_read else None
+        picture = media.picture_at(running.read)
+        decoded = False
         if picture is not None:
-            media.evaluate_into(self.target, picture, seq, len(self.seqs.cached[seq]))
-            self.seqs.cached[seq].extend(prompt[picture.start : picture.start + picture.n_tokens])
-            running.read += picture.n_tokens
-        return min(
-            (p.start for p in media.pictures if p.start >= running.read), default=len(prompt)
-        ), picture is not None
+            media.start_encoding(picture)
+            if may_read and media.encoded(picture):
+                media.decode_encoded(self.target, picture, seq, len(self.seqs.cached[seq]))
+                self.seqs.cached[seq].extend(prompt[picture.start : picture.start + picture.n_tokens])
+                running.read += picture.n_tokens
+                decoded = True
+        return min((p.start for p in media.pictures if p.start >= running.read), default=len(prompt)), decoded
 
     def _fit_to_step(self, rounds: list[_Round], prompt_rows: int, readers: int) -> None:
         """Shorten the policies' drafts where the step's expected tokens per second is higher without them, or

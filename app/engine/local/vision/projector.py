@@ -6,12 +6,18 @@ has one) and made from the SHA-256 of the picture's bytes, so a prompt with anot
 of this one, and the same picture in the next turn does. MediaPrompt.read evaluates what the cache does not hold:
 text through LoadedModel.decode, pictures through mtmd (encode, then decode their embeddings into the target).
 
-Only the engine process's main thread may use these.
+A picture's encoding (the projector's vision tower: seconds on a CPU) runs on the projector's own thread, so a batch
+steps its other requests while it runs (MediaPrompt.start_encoding, encoded); decoding the embeddings it made into
+the target is one pass in the step, as a prompt chunk is. One encoding at a time: mtmd keeps its output in one
+buffer, copied out before the next encoding starts.
+
+Only the engine process's main thread may use these, but for the encoding thread inside Projector.
 """
 
 from __future__ import annotations
 
 import ctypes
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
@@ -58,6 +64,9 @@ class MediaPrompt:
     base: Optional["MediaPrompt"] = None
     owned_from: int = 0
     digests: list[str] = field(default_factory=list)  # its pictures' SHA-256, in order
+    # Encodings under way or done and not yet read, by the picture's start: a prompt waits for its own before its
+    # chunks are freed, so the encoding thread never reads a freed chunk.
+    _encodings: dict[int, Future] = field(default_factory=dict)
 
     def read(self, target: LoadedModel, cancel=None) -> tuple[int, bool]:
         """Bring the target's cache to all of the prompt but its last token. Returns (tokens the cache already
@@ -93,7 +102,35 @@ class MediaPrompt:
         assert self._projector is not None
         self._projector.evaluate_into(target, picture, seq, n_past)
 
+    def start_encoding(self, picture: _Picture) -> None:
+        """Begin encoding `picture` on the projector's thread, unless it has begun."""
+        assert self._projector is not None
+        if picture.start not in self._encodings:
+            self._encodings[picture.start] = self._projector.encode(picture)
+
+    def encoded(self, picture: _Picture) -> bool:
+        """Whether `picture`'s encoding (started) has ended, well or not."""
+        encoding = self._encodings.get(picture.start)
+        return encoding is not None and encoding.done()
+
+    def wait_for_encoding(self) -> None:
+        """Block until an encoding of this prompt under way ends (a batch with nothing else to do)."""
+        for encoding in self._encodings.values():
+            if not encoding.done():
+                encoding.exception()  # waits; what it raised is raised by decode_encoded
+                return
+
+    def decode_encoded(self, target: LoadedModel, picture: _Picture, seq: int, n_past: int) -> None:
+        """Decode `picture`'s embeddings, encoded (see `encoded`), into sequence `seq` at `n_past`. Raises
+        ModelLoadError (the encoding's or the decoding's), the sequence left holding its first n_past positions."""
+        assert self._projector is not None
+        embeddings = self._encodings.pop(picture.start).result()
+        self._projector.decode_into(target, picture, embeddings, seq, n_past)
+
     def close(self) -> None:
+        encodings, self._encodings = self._encodings, {}
+        for encoding in encodings.values():
+            encoding.exception()  # the thread may still read a chunk freed below
         if self._projector is not None:
             for picture in self.pictures[self.owned_from :]:
                 self._projector.mtmd.mtmd_input_chunk_free(picture.chunk)
@@ -152,6 +189,8 @@ class Projector:
                 "Qwen2.5-VL do), which SpecChat does not support yet."
             )
         self._marker = (mtmd_cpp.mtmd_get_marker(self._ctx) or mtmd_cpp.mtmd_default_marker()).decode()
+        self._n_embd = target._llama.llama_model_n_embd_inp(target._model)
+        self._encoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="picture-encoding")
 
     def prompt(
         self,
@@ -252,15 +291,49 @@ class Projector:
         """Encode one picture and decode its embeddings into sequence `seq` of the target's context at `n_past` (a
         batch's sequence; the caller keeps that sequence's mirror). Raises ModelLoadError, the sequence left holding
         only its first n_past positions."""
+        self.decode_into(target, picture, self.encode(picture).result(), seq, n_past)
+
+    def encode(self, picture: _Picture) -> Future:
+        """Encode `picture` on the projector's thread: a future of its embeddings (a ctypes float array), or of
+        the ModelLoadError that says why not."""
+        return self._encoder.submit(self._encode, picture)
+
+    def _encode(self, picture: _Picture) -> ctypes.Array:
+        # The encoding thread: mtmd's context is used here alone while it runs, llama.cpp's not at all.
+        mtmd = self.mtmd
+        if mtmd.mtmd_encode_chunk(self._ctx, picture.chunk) != 0:
+            raise ModelLoadError(f"{self.path.name}: the picture could not be encoded: {_recent_errors()}")
+        size = picture.n_tokens * self._n_embd
+        embeddings = (ctypes.c_float * size)()
+        ctypes.memmove(embeddings, mtmd.mtmd_get_output_embd(self._ctx), size * ctypes.sizeof(ctypes.c_float))
+        return embeddings
+
+    def decode_into(
+        self, target: LoadedModel, picture: _Picture, embeddings: ctypes.Array, seq: int, n_past: int
+    ) -> None:
+        """Decode a picture's `embeddings` into sequence `seq` of the target at `n_past`. Raises ModelLoadError, the
+        sequence left holding only its first n_past positions."""
         new_n_past = ctypes.c_int32(0)
-        rc = self.mtmd.mtmd_helper_eval_chunk_single(
-            self._ctx, target._ctx, picture.chunk, n_past, seq, target.n_batch, False, ctypes.byref(new_n_past)
+        rc = self.mtmd.mtmd_helper_decode_image_chunk(
+            self._ctx,
+            target._ctx,
+            picture.chunk,
+            embeddings,
+            n_past,
+            seq,
+            target.n_batch,
+            ctypes.byref(new_n_past),
+            self.mtmd.mtmd_helper_post_decode_callback(),  # a null one: no callback after each batch
+            None,
         )
         if rc != 0 or new_n_past.value != n_past + picture.n_tokens:
             target.seq_rm(seq, n_past)
             raise ModelLoadError(f"{self.path.name}: the picture could not be evaluated: {_recent_errors()}")
 
     def close(self) -> None:
+        encoder = getattr(self, "_encoder", None)
+        if encoder is not None:
+            encoder.shutdown(wait=True)  # an encoding under way reads the context freed below
         if getattr(self, "_ctx", None):
             self.mtmd.mtmd_free(self._ctx)
             self._ctx = None
