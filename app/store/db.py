@@ -150,6 +150,40 @@ def _migrate_5_to_6(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE messages ADD COLUMN tool_calls TEXT")
 
 
+def _migrate_6_to_7(conn: sqlite3.Connection) -> None:
+    # Projects: folders of chats sharing instructions (added to each chat's system prompt), a default model, draft
+    # and preset (app.store.projects). A chat belongs to at most one; deleting a project keeps its chats unless the
+    # person asks otherwise, so the key falls back to NULL (no project) rather than cascading.
+    conn.execute(
+        """
+        CREATE TABLE projects (
+            id            INTEGER PRIMARY KEY AUTOINCREMENT,
+            name          TEXT    NOT NULL,
+            instructions  TEXT    NOT NULL DEFAULT '',
+            target_path   TEXT,             -- a new chat's model (a target key), NULL: the one in use
+            draft_path    TEXT,             -- a new chat's draft picker key, NULL: the one in use
+            preset        TEXT,             -- a new chat's preset by name, NULL: none
+            created_at    REAL    NOT NULL,
+            updated_at    REAL    NOT NULL,
+            position      INTEGER NOT NULL  -- the order of the chat list's project headers
+        )
+        """
+    )
+    conn.execute("ALTER TABLE chats ADD COLUMN project_id INTEGER REFERENCES projects (id) ON DELETE SET NULL")
+    conn.execute("CREATE INDEX chats_by_project ON chats (project_id)")
+    # The project's documents, as paths of files or folders; what is read from them is the document index's.
+    conn.execute(
+        """
+        CREATE TABLE project_documents (
+            project_id  INTEGER NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+            path        TEXT    NOT NULL,
+            added_at    REAL    NOT NULL,
+            PRIMARY KEY (project_id, path)
+        )
+        """
+    )
+
+
 # MIGRATIONS[n] takes a database from schema version n to n + 1. Append only; never edit a released step.
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_0_to_1,
@@ -158,6 +192,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_3_to_4,
     _migrate_4_to_5,
     _migrate_5_to_6,
+    _migrate_6_to_7,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -345,6 +380,18 @@ def _migrate(path: Path, conn: sqlite3.Connection) -> None:
 
 
 @contextlib.contextmanager
+def reported(path: Path) -> Iterator[None]:
+    """sqlite3 errors become a StoreError that names `path` and says what to do; a caller's bug (wrong thread, a
+    closed connection) is raised as it is."""
+    try:
+        yield
+    except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
+        raise
+    except sqlite3.Error as e:
+        raise describe_error(path, e) from e
+
+
+@contextlib.contextmanager
 def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK if the block raises. Not reentrant."""
     # IMMEDIATE takes the write lock up front, so a read-then-write block cannot fail half way on a busy database.
@@ -380,63 +427,3 @@ def set_aside_database(path: Path | None = None) -> Path:
     except OSError as e:
         raise StoreError(f"The chat database {path} could not be moved aside: {e}. Move it by hand.") from e
     return target
-
-
-# The full-text index answers searches of at least this many characters (its trigram tokenizer's unit).
-SEARCH_INDEX_MIN_CHARS = 3
-
-
-def contains_folded(haystack: str | None, folded_needle: str) -> bool:
-    # Python's casefold rather than SQL LIKE, whose case-insensitivity stops at ASCII ("Ärger" vs "ärger").
-    return haystack is not None and folded_needle in haystack.casefold()
-
-
-def open_for_chats(path: Path, check_pages: bool = True) -> sqlite3.Connection:
-    """The database as the chat store reads it (open_database's checks): rows by column name, and the search's
-    case folding registered as `specchat_contains`."""
-    conn = open_database(path, check_pages)
-    conn.row_factory = sqlite3.Row
-    conn.create_function("specchat_contains", 2, contains_folded, deterministic=True)
-    return conn
-
-
-def chat_rows_matching(conn: sqlite3.Connection, search: str, include_reasoning: bool) -> list[sqlite3.Row]:
-    """The chats' rows, most recently updated first; `search` keeps those whose title or any message contains it
-    (the full-text index where it can answer), in its answer or, with `include_reasoning`, in its thinking too.
-    `conn` is open_for_chats'."""
-    needle = search.strip().casefold()
-    if not needle:
-        rows = conn.execute("SELECT * FROM chats ORDER BY updated_at DESC, id DESC").fetchall()
-    elif len(needle) >= SEARCH_INDEX_MIN_CHARS:
-        in_reasoning = (
-            (
-                "OR c.id IN (SELECT m.chat_id FROM reasoning_search AS r JOIN messages AS m "
-                "ON m.id = r.rowid WHERE reasoning_search MATCH :phrase)"
-            )
-            if include_reasoning
-            else ""
-        )
-        rows = conn.execute(
-            f"""
-            SELECT * FROM chats AS c
-            WHERE specchat_contains(c.title, :needle)
-               OR c.id IN (SELECT m.chat_id FROM message_search AS s JOIN messages AS m ON m.id = s.rowid
-                           WHERE message_search MATCH :phrase)
-               {in_reasoning}
-            ORDER BY c.updated_at DESC, c.id DESC
-            """,
-            {"needle": needle, "phrase": '"' + needle.replace('"', '""') + '"'},
-        ).fetchall()
-    else:  # shorter than a trigram: the index cannot answer, so every message is read
-        in_reasoning = "OR specchat_contains(m.reasoning, :needle)" if include_reasoning else ""
-        rows = conn.execute(
-            f"""
-            SELECT * FROM chats AS c
-            WHERE specchat_contains(c.title, :needle)
-               OR EXISTS (SELECT 1 FROM messages AS m
-                          WHERE m.chat_id = c.id AND (specchat_contains(m.content, :needle) {in_reasoning}))
-            ORDER BY c.updated_at DESC, c.id DESC
-            """,
-            {"needle": needle},
-        ).fetchall()
-    return rows
