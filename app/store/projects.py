@@ -136,14 +136,14 @@ class ProjectStore:
             project_id = cursor.lastrowid
             assert project_id is not None  # an INSERT's row id
             _write_documents(conn, project_id, documents)
-        return self._require(project_id)
+        return self.require_project(project_id)
 
     def rename_project(self, project_id: int, name: str) -> Project:
         name = clean_name(name)
         with self._write() as conn:
             if conn.execute("UPDATE projects SET name = ? WHERE id = ?", (name, project_id)).rowcount == 0:
                 raise NotFoundError(f"There is no project {project_id} to rename (it may have been deleted).")
-        return self._require(project_id)
+        return self.require_project(project_id)
 
     def update_project(self, project: Project) -> Project:
         """Keep the project's name, instructions, defaults and documents as `project` has them."""
@@ -166,7 +166,7 @@ class ProjectStore:
                 raise NotFoundError(f"There is no project {project.id} to change (it may have been deleted).")
             conn.execute("DELETE FROM project_documents WHERE project_id = ?", (project.id,))
             _write_documents(conn, project.id, project.documents)
-        return self._require(project.id)
+        return self.require_project(project.id)
 
     def delete_project(self, project_id: int, delete_chats: bool = False) -> list[int]:
         """Delete the project; its chats are kept, in no project, unless `delete_chats`. Returns the ids of the
@@ -195,7 +195,7 @@ class ProjectStore:
             if conn.execute("UPDATE chats SET project_id = ? WHERE id = ?", (project_id, chat_id)).rowcount == 0:
                 raise NotFoundError(f"There is no chat {chat_id} to move (it may have been deleted).")
 
-    def _require(self, project_id: int) -> Project:
+    def require_project(self, project_id: int) -> Project:
         project = self.get_project(project_id)
         if project is None:
             raise NotFoundError(f"There is no project {project_id} (it may have been deleted).")
