@@ -123,7 +123,9 @@ def import_project(store: ChatStore, path: str | os.PathLike) -> Project:
 
 def _import_chat(store: ChatStore, project_id: int, document: dict[str, Any]) -> None:
     about = document["chat"]
-    chat = store.create_chat(_text(about.get("title")) or "Imported chat", ChatSettings.from_dict(about.get("settings")))
+    chat = store.create_chat(
+        _text(about.get("title")) or "Imported chat", ChatSettings.from_dict(about.get("settings"))
+    )
     store.projects.move_chat(chat.id, project_id)
     for message in document.get("messages") or []:
         role = message["role"]

@@ -3,13 +3,12 @@
 - _fields.py: Reading dataclass records back from JSON written by this or another version of SpecChat.
 - attachments.py: Files and pictures attached to a message: read with limits, stored with it (pictures as files per chat).
 - branches.py: Branches of a chat: the versions Regenerate and Edit leave behind, and moving between them.
-- chat_search.py: Finding chats: the chat list's search over titles, answers and thinking, on the full-text indexes.
 - chats.py: Chats and their messages, kept in the SQLite chat database.
-- db.py: Opening the chat database: one SQLite file, WAL journal, foreign keys on, schema versioned in `user_version`.
+- db.py: Opening the chat database: one SQLite file, WAL journal, foreign keys on, schema versioned in `user_version`; its search.
 - errors.py: Errors the store raises, each with a message that names the file and says what a person can do about it.
 - model_defaults.py: Per-model defaults: what one model file loads and answers with, whatever the app-wide settings say.
 - presets.py: Presets: named sets of a chat's system prompt, sampling and draft settings, chosen per chat.
-- projects.py: Projects: folders of chats sharing instructions, a default model, draft and preset, and documents.
+- projects/: Projects: folders of chats sharing instructions, a default model, draft and preset, and documents.
 - provenance.py: What a reply's provenance holds, as the store, the window, export and the CLI share it (no engine, no Qt).
 - provenance_doc.py: A reply's provenance as the one compact JSON document stored with its message (the `tokens` column).
 - records.py: The chat store's records: a chat, its settings and its messages, and how each is written into its row and read back.

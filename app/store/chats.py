@@ -36,8 +36,7 @@ from app.store.tool_calls import ToolCallRecord, encode_tool_calls
 from app.common.text import valid_text
 from app.store import branches
 from app.store.branches import Versions
-from app.store.chat_search import chat_rows_matching, open_for_chats
-from app.store.db import reported, transaction
+from app.store.db import chat_rows_matching, open_for_chats, reported, transaction
 from app.store.projects import ProjectStore
 from app.store.errors import NotFoundError, StoreError
 from app.store.provenance_doc import (

@@ -45,6 +45,7 @@ from app.ui.widgets import style as style_colors
 MenuHook = Callable[[QMenu, QModelIndex], None]
 """Adds a feature's entries to the chat list's menu for the row clicked (an invalid index: the empty space)."""
 
+
 class ChatRowDelegate(QStyledItemDelegate):
     """A chat's row: its title, and under it, quieter, its second line (SECONDARY_ROLE). The row's background,
     hover, selection and focus ring come from the style sheet. The rename editor covers the whole row, so its

@@ -231,7 +231,7 @@ class ChatListModel(QAbstractItemModel):
             return self.createIndex(row, 0, item.id)
         return QModelIndex()
 
-    def parent(self, index: Optional[AnyIndex] = None):  # type: ignore[override]
+    def parent(self, index: Optional[AnyIndex] = None):
         if index is None:
             return QObject.parent(self)  # the QObject's parent, which this name hides
         if not index.isValid() or not index.internalId():

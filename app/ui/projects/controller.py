@@ -8,6 +8,7 @@ the chat list and sidebar, the conversation, the chat settings, the model sessio
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 from typing import Optional
@@ -228,7 +229,7 @@ class ProjectsController(QObject):
             move = menu.addMenu("Move to project")
             current = self._window.chat_list.project_of_index(index)
             for project in self._store.projects.list_projects():
-                action = move.addAction(project.name, lambda p=project.id: self.move_chat(int(chat_id), p))
+                action = move.addAction(project.name, functools.partial(self.move_chat, int(chat_id), project.id))
                 action.setEnabled(project.id != current)
             if current is not None:
                 move.addSeparator()

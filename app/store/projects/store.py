@@ -1,4 +1,4 @@
-"""Projects: folders of chats that share instructions, a default model, draft and preset, and a list of documents.
+"""The projects in the chat database: made, renamed, changed and deleted, and chats moved in and out.
 
 A chat is in one project or none (`chats.project_id`, NULL for none). The instructions are added to the system
 prompt of every chat in the project when a reply is asked for, not copied into the chats, so changing them changes
@@ -14,48 +14,13 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from app.common.text import valid_text
 from app.store.attachments import delete_chat_pictures
 from app.store.db import reported, transaction
-from app.store.errors import NotFoundError, StoreError
-
-# The longest name a project header shows whole; a longer one is cut here rather than refused.
-NAME_LENGTH = 80
-
-
-@dataclass(frozen=True)
-class Project:
-    """A snapshot of one project; changing nothing in the database (use the ProjectStore methods)."""
-
-    id: int
-    name: str
-    instructions: str = ""
-    target_path: str | None = None  # a new chat's model (a target key); None: the one in use
-    draft_path: str | None = None  # a new chat's draft picker key (a file, or the n-gram key); None: the one in use
-    preset: str | None = None  # a new chat's preset by name; None: none
-    created_at: float = 0.0
-    updated_at: float = 0.0
-    position: int = 0
-    documents: tuple[str, ...] = ()  # files and folders, as the person added them
-
-
-def clean_name(name: str) -> str:
-    """A project's name as kept: one line, spaces collapsed, at most NAME_LENGTH characters. Raises StoreError for
-    a name with nothing in it."""
-    cleaned = " ".join(valid_text(name).split())[:NAME_LENGTH]
-    if not cleaned:
-        raise StoreError("A project needs a name: type at least one letter.")
-    return cleaned
-
-
-def with_instructions(system_prompt: str, instructions: str) -> str:
-    """A chat's system prompt with its project's instructions before it (either may be empty): the project sets the
-    ground, the chat's own prompt narrows it."""
-    parts = [part.strip() for part in (instructions, system_prompt) if part.strip()]
-    return "\n\n".join(parts)
+from app.store.errors import NotFoundError
+from app.store.projects.records import Project, clean_name
 
 
 class ProjectStore:
@@ -188,9 +153,10 @@ class ProjectStore:
     def move_chat(self, chat_id: int, project_id: int | None) -> None:
         """Put the chat in the project, or (None) in none. Moving is not activity: the chat keeps its place in time."""
         with self._write() as conn:
-            if project_id is not None and conn.execute(
-                "SELECT 1 FROM projects WHERE id = ?", (project_id,)
-            ).fetchone() is None:
+            if (
+                project_id is not None
+                and conn.execute("SELECT 1 FROM projects WHERE id = ?", (project_id,)).fetchone() is None
+            ):
                 raise NotFoundError(f"There is no project {project_id} to move the chat to (it may have been deleted).")
             if conn.execute("UPDATE chats SET project_id = ? WHERE id = ?", (project_id, chat_id)).rowcount == 0:
                 raise NotFoundError(f"There is no chat {chat_id} to move (it may have been deleted).")
