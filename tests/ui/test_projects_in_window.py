@@ -38,7 +38,9 @@ def _menu_action(window, index, *path):
 def test_a_new_chat_in_a_project_inherits_its_model_and_instructions(
     make_window, qtbot, fake_engine, model_folder, tiny_models, qtmodeltester
 ):
-    window = make_window(engine_factory=fake_engine)
+    window = make_window(
+        engine_factory=fake_engine, presets=[{"name": "Terse", "temperature": 0.5, "system_prompt": "Be brief."}]
+    )
     projects = window.projects
     projects.ask_name = lambda title, current="": "Garden"
     window.sidebar.project_button.click()
@@ -47,7 +49,7 @@ def test_a_new_chat_in_a_project_inherits_its_model_and_instructions(
 
     # Renamed in place, as a chat is: the header's name edited.
     window.chat_list.setData(window.chat_list.project_index(project.id), "  Garden   notes ")
-    assert _headers(window) == ["Garden notes"]
+    qtbot.waitUntil(lambda: _headers(window) == ["Garden notes"], timeout=5000)
 
     # Its settings: instructions and a model, chosen in the dialog.
     target = str(model_folder / tiny_models.target.name)
@@ -55,11 +57,14 @@ def test_a_new_chat_in_a_project_inherits_its_model_and_instructions(
     def fill(dialog):
         dialog.instructions.setPlainText("You answer about plants only.")
         dialog.model.setCurrentIndex(dialog.model.findData(target))
+        dialog.preset.setCurrentIndex(dialog.preset.findData("Terse"))
         dialog.add_documents(["/docs/roses.md", "/docs/roses.md", "/docs/soil"])
         return True
 
     projects.ask_settings = fill
-    _menu_action(window, window.chat_list.project_index(project.id), "Project settings…").trigger()
+    with qtbot.waitSignal(projects.sig_documents_changed) as documents:
+        _menu_action(window, window.chat_list.project_index(project.id), "Project settings…").trigger()
+    assert documents.args == [project.id, ("/docs/roses.md", "/docs/soil")]
     stored = window.store.projects.get_project(project.id)
     assert stored.target_path == target and stored.documents == ("/docs/roses.md", "/docs/soil")
 
@@ -69,10 +74,16 @@ def test_a_new_chat_in_a_project_inherits_its_model_and_instructions(
     qtbot.waitUntil(window.models_ready, timeout=20000)
     assert window.session.target_key() == target  # the project's model, chosen for the new chat
     send_and_wait(qtbot, window, "When do roses bloom?")
-    assert fake_engine.requests[-1][0] == {"role": "system", "content": "You answer about plants only."}
+    # The project's instructions, then the preset's prompt; the preset's sampling too.
+    system = {"role": "system", "content": "You answer about plants only.\n\nBe brief."}
+    assert fake_engine.requests[-1][0] == system and fake_engine.configs[-1]["temperature"] == 0.5
     chat = window.store.get_chat(window.conversation.chat_id)
-    assert chat.project_id == project.id and chat.settings.target_path == target
+    assert chat.project_id == project.id and chat.settings.target_path == target and chat.settings.preset == "Terse"
+    projects.rename_project(project.id, "Roses")  # the instructions stay with the project, whatever its name
+    send_and_wait(qtbot, window, "And lilies?")
+    assert fake_engine.requests[-1][0] == system
     qtbot.waitUntil(lambda: _chats_in(window, project.id) == ["When do roses bloom?"], timeout=5000)
+    assert _headers(window) == ["Roses"]
     qtmodeltester.check(window.chat_list)
 
     # A plain new chat afterwards is in no project and reads no instructions.

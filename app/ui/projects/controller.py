@@ -37,6 +37,9 @@ class ProjectsController(QObject):
     """Projects or their chats changed (the chat list is filled again)."""
     sig_exported = Signal(str)
     """(path): a project was written there."""
+    sig_documents_changed = Signal(int, object)
+    """(project_id, tuple of paths): the project's documents changed (none: it was deleted); the document index
+    reads them from here."""
 
     def __init__(self, window):
         super().__init__(window)
@@ -93,8 +96,10 @@ class ProjectsController(QObject):
         names = [preset.name for preset in window.chat_settings.presets_source()]
         dialog = ProjectSettingsDialog(project, models, names, window)
         if self.ask_settings(dialog):
-            self._try(lambda: self._store.projects.update_project(dialog.project()))
+            changed = self._try(lambda: self._store.projects.update_project(dialog.project()))
             self._changed()
+            if changed is not None and changed.documents != project.documents:
+                self.sig_documents_changed.emit(project_id, changed.documents)
 
     def delete_project(self, project_id: int) -> None:
         """Ask whether its chats are kept (moved out) or deleted with it, then delete it."""
@@ -114,6 +119,8 @@ class ProjectsController(QObject):
             self._window.engine_process.forget_chat(chat_session(chat_id))  # its history and saved KV states there
         if self._pending == project_id:
             self._pending = None
+        if project.documents:
+            self.sig_documents_changed.emit(project_id, ())
         if open_gone and gone:
             self._window.new_chat()
         self._window.sidebar.set_scope(None)
@@ -210,6 +217,8 @@ class ProjectsController(QObject):
             return None
         remember_folder("export", path)
         self._changed()
+        if project.documents:
+            self.sig_documents_changed.emit(project.id, project.documents)
         return project
 
     # ----- the chat list's menu
@@ -273,7 +282,8 @@ def attach(window) -> ProjectsController:
     sidebar.menu_hooks.append(projects.add_menu_entries)
     sidebar.sig_scope_changed.connect(window.chat_lists.set_scope)
     window.chat_list.sig_move_requested.connect(projects.move_chat, Qt.ConnectionType.QueuedConnection)
-    window.chat_list.sig_project_rename_requested.connect(projects.rename_project)
+    # Queued: the name comes from the list's editor as it commits, and the list is filled again after it closes.
+    window.chat_list.sig_project_rename_requested.connect(projects.rename_project, Qt.ConnectionType.QueuedConnection)
     window.chat_settings.sig_new_chat_started.connect(projects._on_new_chat_started)
     window.conversation.sig_messages_changed.connect(projects._on_messages_changed)
     projects.sig_error.connect(window.show_error)
