@@ -61,3 +61,34 @@ def test_a_dragged_chat_is_dropped_into_a_project_or_out(qtbot, tmp_path):
         with qtbot.waitSignal(model.sig_move_requested) as out:
             assert model.dropMimeData(data, model.supportedDropActions(), 1, 0, QModelIndex())
         assert out.args == [chat.id, None]
+
+
+def test_the_sidebar_takes_a_chat_dropped_on_a_projects_header(qtbot, tmp_path):
+    from PySide6.QtCore import QPointF, Qt
+    from PySide6.QtGui import QDragEnterEvent, QDragMoveEvent, QDropEvent
+    from PySide6.QtWidgets import QApplication
+
+    from app.ui.chat.chat_list import ChatSidebar
+
+    with ChatStore(tmp_path / "chats.db") as store:
+        work = store.projects.create_project("Work")
+        chat = store.create_chat("loose")
+        model = ChatListModel()
+        model.set_contents(store.projects.list_projects(), store.list_chats())
+        sidebar = ChatSidebar(model)
+        qtbot.addWidget(sidebar)
+        sidebar.resize(300, 500)
+        sidebar.show()
+        qtbot.waitExposed(sidebar)
+        view, data = sidebar.list_view, model.mimeData([model.index_of(chat.id)])
+        where = view.visualRect(model.project_index(work.id)).center()
+        move, button, keys = Qt.DropAction.MoveAction, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
+        for event in (
+            QDragEnterEvent(where, move, data, button, keys),
+            QDragMoveEvent(where, move, data, button, keys),
+        ):
+            QApplication.sendEvent(view.viewport(), event)
+            assert event.isAccepted()
+        with qtbot.waitSignal(model.sig_move_requested) as moved:
+            QApplication.sendEvent(view.viewport(), QDropEvent(QPointF(where), move, data, button, keys))
+        assert moved.args == [chat.id, work.id]
