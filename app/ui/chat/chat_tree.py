@@ -30,6 +30,10 @@ CHAT_IDS_MIME = "application/x-specchat-chat-ids"
 
 AnyIndex = Union[QModelIndex, QPersistentModelIndex]
 
+_ROW_FLAGS = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsEditable
+_CHAT_FLAGS = _ROW_FLAGS | Qt.ItemFlag.ItemIsDragEnabled | Qt.ItemFlag.ItemNeverHasChildren  # the view skips asking
+_PROJECT_FLAGS = _ROW_FLAGS | Qt.ItemFlag.ItemIsDropEnabled
+
 
 def relative_time(timestamp: float, now: Optional[float] = None) -> str:
     now = time.time() if now is None else now
@@ -209,7 +213,7 @@ class ChatListModel(QAbstractItemModel):
         return index.internalId() or None if isinstance(item, Chat) else None
 
     def _item(self, index: AnyIndex) -> Union[Chat, Project, None]:
-        if not index.isValid() or index.model() is not self:
+        if not index.isValid():
             return None
         key, row = index.internalId(), index.row()
         if key:  # a chat inside project `key`
@@ -241,20 +245,23 @@ class ChatListModel(QAbstractItemModel):
     def rowCount(self, parent: AnyIndex = QModelIndex()) -> int:
         if not parent.isValid():
             return len(self._projects) + len(self._chats)
-        item = self._item(parent)
-        return len(self._inside[item.id]) if isinstance(item, Project) else 0
+        if parent.internalId() or parent.row() >= len(self._projects):
+            return 0  # a chat's row (asked for every row as the view lays out)
+        return len(self._inside[self._projects[parent.row()].id])
 
     def columnCount(self, parent: AnyIndex = QModelIndex()) -> int:
         return 1
 
     def flags(self, index: AnyIndex) -> Qt.ItemFlag:
-        item = self._item(index)
-        if item is None:
-            return Qt.ItemFlag.ItemIsDropEnabled if not index.isValid() else Qt.ItemFlag.NoItemFlags
-        common = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsEditable
-        if isinstance(item, Project):
-            return common | Qt.ItemFlag.ItemIsDropEnabled
-        return common | Qt.ItemFlag.ItemIsDragEnabled
+        # Asked for every row each time the view lays out (thousands): the answers are made once, below.
+        if not index.isValid():
+            return Qt.ItemFlag.ItemIsDropEnabled  # the space below the rows: out of every project
+        if index.internalId():
+            return _CHAT_FLAGS  # a chat inside a project
+        row = index.row()
+        if row < len(self._projects):
+            return _PROJECT_FLAGS
+        return _CHAT_FLAGS if row < len(self._projects) + len(self._chats) else Qt.ItemFlag.NoItemFlags
 
     def data(self, index: AnyIndex, role: int = Qt.ItemDataRole.DisplayRole):
         item = self._item(index)
