@@ -22,8 +22,16 @@ _MESSAGE_COLUMNS = ("id", "chat_id", "role", "content", "created_at", "stats", "
 _LATER_MESSAGE_COLUMNS = ("attachments", "reasoning", "reasoning_tokens")
 # Projects (schema version 7): their instructions are the person's own writing, so they are kept like messages.
 _PROJECT_COLUMNS = (
-    "id", "name", "instructions", "target_path", "draft_path", "preset", "created_at", "updated_at", "position",
-)  # fmt: skip
+    "id",
+    "name",
+    "instructions",
+    "target_path",
+    "draft_path",
+    "preset",
+    "created_at",
+    "updated_at",
+    "position",
+)
 _DOCUMENT_COLUMNS = ("project_id", "path", "added_at")
 
 
