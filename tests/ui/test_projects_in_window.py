@@ -165,3 +165,37 @@ def test_export_then_import_a_project_and_a_bad_file_is_one_sentence(
     message = window.error_banner.text()
     assert window.error_banner.isVisible() and "notes.specchat-project.json" in message and "not JSON" in message
     assert _headers(window) == ["Trip", "Trip (2)"]
+
+
+def test_deleting_a_project_with_its_chats_and_a_nameless_project_is_one_sentence(
+    make_window, qtbot, fake_engine, model_folder, tiny_models
+):
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
+    window.projects.ask_name = lambda title, current="": "Scratch"
+    project = window.projects.new_project()
+    window.projects.new_chat_in(project.id)
+    send_and_wait(qtbot, window, "throwaway question")
+    doomed = window.conversation.chat_id
+    assert window.store.get_chat(doomed).project_id == project.id
+
+    # Emptying its name in the settings is refused in one sentence; nothing else changes.
+    def blank(dialog):
+        dialog.name.setText("   ")
+        dialog.instructions.setPlainText("kept?")
+        dialog.documents.addItem("/tmp/a.md")
+        dialog.documents.setCurrentRow(0)
+        dialog.remove()
+        assert dialog.document_paths() == []
+        return True
+
+    window.projects.ask_settings = blank
+    window.projects.edit_settings(project.id)
+    assert window.error_banner.isVisible() and "needs a name" in window.error_banner.text()
+    assert window.store.projects.get_project(project.id).instructions == ""
+
+    # Deleted with its chats: the open one among them, the window moves to a new, empty chat.
+    window.projects.ask_delete = lambda project, chats: "delete"
+    window.projects.delete_project(project.id)
+    assert window.store.get_chat(doomed) is None and window.store.projects.list_projects() == []
+    assert window.conversation.chat_id is None and _headers(window) == [] and _loose(window) == []
