@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from PySide6.QtCore import QModelIndex
+from PySide6.QtCore import QModelIndex, Qt
 
 from app.ui.chat.chat_tree import CHAT_ID_ROLE, PROJECT_ID_ROLE
 from window_helpers import choose_pair, send_and_wait
@@ -196,6 +196,9 @@ def test_deleting_a_project_with_its_chats_and_a_nameless_project_is_one_sentenc
 
     # Deleted with its chats: the open one among them, the window moves to a new, empty chat.
     window.projects.ask_delete = lambda project, chats: "delete"
-    window.projects.delete_project(project.id)
+    view = window.sidebar.list_view
+    view.setCurrentIndex(window.chat_list.project_index(project.id))
+    view.setFocus()
+    qtbot.keyClick(view, Qt.Key.Key_Delete)
     assert window.store.get_chat(doomed) is None and window.store.projects.list_projects() == []
     assert window.conversation.chat_id is None and _headers(window) == [] and _loose(window) == []

@@ -106,6 +106,8 @@ class ChatSidebar(QWidget):
     """The user asked for a new chat."""
     sig_delete_requested = Signal(int)
     """The user asked to delete this chat (the owner confirms)."""
+    sig_project_delete_requested = Signal(int)
+    """(project_id): the user pressed Delete on a project's header (the owner asks what becomes of its chats)."""
     sig_export_requested = Signal(int)
     """(chat_id): the user asked to export this chat to a file."""
     sig_search_changed = Signal(str, bool)
@@ -277,9 +279,12 @@ class ChatSidebar(QWidget):
         self.sig_chat_selected.emit(int(chat_id))
 
     def _delete_current(self) -> None:
-        chat_id = self.list_view.currentIndex().data(CHAT_ID_ROLE)
+        current = self.list_view.currentIndex()
+        chat_id, project_id = current.data(CHAT_ID_ROLE), current.data(PROJECT_ID_ROLE)
         if chat_id is not None:
             self.sig_delete_requested.emit(int(chat_id))
+        elif project_id is not None:
+            self.sig_project_delete_requested.emit(int(project_id))
 
     def _show_menu(self, pos: QPoint) -> None:
         menu = self.menu_for(self.list_view.indexAt(pos))

@@ -281,6 +281,7 @@ def attach(window) -> ProjectsController:
     sidebar.header.insertWidget(sidebar.header.count() - 1, button)  # before New chat
     sidebar.menu_hooks.append(projects.add_menu_entries)
     sidebar.sig_scope_changed.connect(window.chat_lists.set_scope)
+    sidebar.sig_project_delete_requested.connect(projects.delete_project)
     window.chat_list.sig_move_requested.connect(projects.move_chat, Qt.ConnectionType.QueuedConnection)
     # Queued: the name comes from the list's editor as it commits, and the list is filled again after it closes.
     window.chat_list.sig_project_rename_requested.connect(projects.rename_project, Qt.ConnectionType.QueuedConnection)
