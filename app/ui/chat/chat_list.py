@@ -132,16 +132,16 @@ class ChatSidebar(QWidget):
         layout.setContentsMargins(10, 12, 10, 10)
         layout.setSpacing(8)
 
-        self.header = QHBoxLayout()
+        header = QHBoxLayout()
         title = QLabel("SpecChat")
         title.setObjectName("AppTitle")
-        self.header.addWidget(title)
-        self.header.addStretch(1)
+        header.addWidget(title)
+        header.addStretch(1)
         self.new_button = QPushButton("New chat")
         self.new_button.setToolTip("Start a new chat (Ctrl+N)")
         self.new_button.clicked.connect(self.sig_new_chat)
-        self.header.addWidget(self.new_button)
-        layout.addLayout(self.header)
+        header.addWidget(self.new_button)
+        layout.addLayout(header)
 
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search chats")
@@ -207,7 +207,7 @@ class ChatSidebar(QWidget):
         delete_action.triggered.connect(self._delete_current)
         self.list_view.addAction(delete_action)
 
-        footer = QVBoxLayout()
+        footer = self.footer = QVBoxLayout()  # features add their links here (app.ui.projects: New project)
         footer.setSpacing(2)
         for label, signal, tip in (
             ("Model library", self.sig_library_requested, "Every model file found, and folders to scan"),

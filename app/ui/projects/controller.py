@@ -278,7 +278,8 @@ def attach(window) -> ProjectsController:
     button.setToolTip("A folder of chats with their own instructions, model and documents")
     button.clicked.connect(projects.new_project)
     sidebar.project_button = button
-    sidebar.header.insertWidget(sidebar.header.count() - 1, button)  # before New chat
+    # Under the chats, first of the sidebar's links: the header keeps the width a narrow window needs.
+    sidebar.footer.insertWidget(0, button, 0, Qt.AlignmentFlag.AlignLeft)
     sidebar.menu_hooks.append(projects.add_menu_entries)
     sidebar.sig_scope_changed.connect(window.chat_lists.set_scope)
     sidebar.sig_project_delete_requested.connect(projects.delete_project)
