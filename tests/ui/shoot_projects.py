@@ -1,6 +1,7 @@
 """Screenshots of the chat list with projects, for the user guide and a look at its layout:
-python tests/ui/shoot_projects.py OUT_DIR [WIDTHxHEIGHT ...] (default 1366x768 and 800x600).
-Two projects and loose chats are written straight into a fresh profile's store; no model is loaded."""
+python tests/ui/shoot_projects.py OUT_DIR [WIDTHxHEIGHT ...]: the window at 800x600 as projects-chat-list.png,
+and at each size named as projects-chat-list-WIDTHxHEIGHT.png (1366x768 is the other size to look at).
+Three projects and loose chats are written straight into a fresh profile's store; no model is loaded."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def _fill(store: ChatStore) -> int:
 
 def main() -> None:
     out = Path(sys.argv[1])
-    sizes = sys.argv[2:] or ["1366x768", "800x600"]
+    sizes = ["800x600", *sys.argv[2:]]
     store = ChatStore()
     last = _fill(store)
     save_settings(AppSettings(scan_hf_cache=False, last_chat_id=last, threads=1))
@@ -57,7 +58,8 @@ def main() -> None:
         end = time.monotonic() + 1
         while time.monotonic() < end:
             app.processEvents()
-        window.grab().save(str(out / f"projects-{size}.png"))
+        name = "projects-chat-list.png" if size == sizes[0] else f"projects-chat-list-{size}.png"
+        window.grab().save(str(out / name))
     window.shutdown()
 
 
