@@ -2,8 +2,9 @@
 chat in a project, moving chats in and out), a new chat's project until its first message stores it, and the
 project's instructions in each reply's system prompt. GUI thread only.
 
-The window creates it with `attach(window)`; it reaches the window only through what it is handed here: the store,
-the chat list and sidebar, the conversation, the chat settings, the model session and the engine process.
+The window creates it with `attach(window)`. It uses the window's public parts only: the store, the chat list, its
+controller and the sidebar, the conversation, the chat settings, the model session and library, the engine process,
+and `new_chat` (as other features attached this way do, app.ui.chat.chat_exporter).
 """
 
 from __future__ import annotations
