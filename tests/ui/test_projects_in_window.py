@@ -146,11 +146,12 @@ def test_export_then_import_a_project_and_a_bad_file_is_one_sentence(
     window.projects.new_chat_in(project.id)
     send_and_wait(qtbot, window, "Pack a bag")
 
-    window.projects.ask_export_path = lambda suggested: str(tmp_path / "trip")
+    suggestions = []
+    window.projects.ask_export_path = lambda suggested: suggestions.append(suggested) or str(tmp_path / "trip")
     with qtbot.waitSignal(window.projects.sig_exported) as blocker:
         _menu_action(window, window.chat_list.project_index(project.id), "Export project…").trigger()
     path = tmp_path / "trip.specchat-project.json"
-    assert blocker.args == [str(path)]
+    assert blocker.args == [str(path)] and suggestions[0].endswith("Trip.specchat-project.json")
     assert json.loads(path.read_text("utf-8"))["chats"][0]["messages"][0]["content"] == "Pack a bag"
 
     window.projects.ask_import_path = lambda: str(path)

@@ -21,6 +21,7 @@ from app.engine.targets import target_from_key
 from app.replies import project_file
 from app.store import StoreError, presets
 from app.store.projects import Project, with_instructions
+from app.ui.chat.chat_exporter import file_name_for
 from app.ui.chat.chat_prompt import chat_session
 from app.ui.chat.chat_tree import CHAT_ID_ROLE, PROJECT_ID_ROLE
 from app.ui.projects.dialogs import ChatsChoice, ProjectSettingsDialog, ask_delete
@@ -191,7 +192,8 @@ class ProjectsController(QObject):
         project = self._store.projects.get_project(project_id)
         if project is None:
             return None
-        suggested = str(Path(start_folder("export")) / (project.name + project_file.SUFFIX))
+        stem = Path(file_name_for(project.name, "json")).stem  # what file systems refuse becomes "-"
+        suggested = str(Path(start_folder("export")) / (stem + project_file.SUFFIX))
         path = path if path is not None else self.ask_export_path(suggested)
         if not path:
             return None
