@@ -122,6 +122,8 @@ def test_move_in_and_out_search_within_delete_keeping_chats(
     # Clicking the header scopes the search to the project, and the box says so.
     window.sidebar._on_clicked(model.project_index(project.id))
     assert window.sidebar.search.placeholderText() == "Search in “Fruit”"
+    window.projects.rename_project(project.id, "Fruits")
+    assert window.sidebar.search.placeholderText() == "Search in “Fruits”"
     with qtbot.waitSignal(window.chat_lists.sig_listed, timeout=5000):
         window.sidebar.search.setText("about")
     assert _chats_in(window, project.id) == ["about pears"] and _loose(window) == []

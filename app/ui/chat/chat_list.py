@@ -227,12 +227,11 @@ class ChatSidebar(QWidget):
 
     def set_scope(self, project_id: Optional[int]) -> None:
         """Search within this project (None: every chat); the search box says which."""
-        if project_id == self.scope_project:
-            return
-        self.scope_project = project_id
         name = next((p.name for p in self.model.projects() if p.id == project_id), None)
-        self.search.setPlaceholderText(f"Search in “{name}”" if name else "Search chats")
-        self.sig_scope_changed.emit(project_id if name else None)
+        self.search.setPlaceholderText(f"Search in “{name}”" if name else "Search chats")  # a renamed one's too
+        if project_id != self.scope_project:
+            self.scope_project = project_id
+            self.sig_scope_changed.emit(project_id if name else None)
 
     def select_chat(self, chat_id: Optional[int]) -> None:
         """Highlight the chat without emitting sig_chat_selected."""

@@ -268,6 +268,8 @@ class ProjectsController(QObject):
 
     def _changed(self) -> None:
         self._window.chat_lists.refresh()
+        sidebar = self._window.sidebar
+        sidebar.set_scope(sidebar.scope_project)  # the search box names the project as it is now called
         self.sig_changed.emit()
 
 
