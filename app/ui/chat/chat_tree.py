@@ -210,7 +210,9 @@ class ChatListModel(QAbstractItemModel):
         item = self._item(index)
         if isinstance(item, Project):
             return item.id
-        return index.internalId() or None if isinstance(item, Chat) else None
+        if isinstance(item, Chat):
+            return index.internalId() or None  # a chat inside a project carries the project's id
+        return None
 
     def _item(self, index: AnyIndex) -> Union[Chat, Project, None]:
         if not index.isValid():
