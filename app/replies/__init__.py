@@ -2,6 +2,7 @@
 
 - comparison.py: Compare with plain: a finished reply run again without speculation, and what the two runs say side by side.
 - export.py: A chat as a file: Markdown to read, or JSON with every message's tokens and rounds, for people who study draft
+- project_file.py: A project as one file (`.specchat-project.json`): its settings and its chats, exported and imported.
 - inspector_data.py: The numbers of the per-reply inspector, from a reply's recorded rounds (no Qt, no engine).
 - status_words.py: What speculation is doing, in words, from the typed round records: the status line, the offer, the stats row.
 - tool_loop.py: The model-calls-a-tool loop the window and `generate --mcp` share: what follows a reply's calls, and what the model is sent.

@@ -8,6 +8,7 @@
 - errors.py: Errors the store raises, each with a message that names the file and says what a person can do about it.
 - model_defaults.py: Per-model defaults: what one model file loads and answers with, whatever the app-wide settings say.
 - presets.py: Presets: named sets of a chat's system prompt, sampling and draft settings, chosen per chat.
+- projects/: Projects: folders of chats sharing instructions, a default model, draft and preset, and documents.
 - provenance.py: What a reply's provenance holds, as the store, the window, export and the CLI share it (no engine, no Qt).
 - provenance_doc.py: A reply's provenance as the one compact JSON document stored with its message (the `tokens` column).
 - records.py: The chat store's records: a chat, its settings and its messages, and how each is written into its row and read back.

@@ -9,6 +9,7 @@ stored with its message as one compact JSON document, not a row per token (app.s
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 import time
@@ -35,7 +36,8 @@ from app.store.tool_calls import ToolCallRecord, encode_tool_calls
 from app.common.text import valid_text
 from app.store import branches
 from app.store.branches import Versions
-from app.store.db import chat_rows_matching, describe_error, open_for_chats, transaction
+from app.store.db import chat_rows_matching, open_for_chats, reported, transaction
+from app.store.projects import ProjectStore
 from app.store.errors import NotFoundError, StoreError
 from app.store.provenance_doc import (
     StoredProvenance,
@@ -82,6 +84,7 @@ class ChatStore:
         self._conn = open_for_chats(self.path, check_pages)
         # The user's database when this store is a read-only session copy of it (the window says so).
         self.copy_of: Path | None = None
+        self.projects = ProjectStore(self._conn, self.path, lambda: self.pictures_beside)
 
     @property
     def pictures_beside(self) -> Path:
@@ -99,14 +102,8 @@ class ChatStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        try:
-            yield
-        except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
-            raise  # a bug in the caller (wrong thread, closed store), not a problem with the file
-        except sqlite3.Error as e:
-            raise describe_error(self.path, e) from e
+    def _errors(self) -> contextlib.AbstractContextManager[None]:
+        return reported(self.path)
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:

@@ -150,6 +150,40 @@ def _migrate_5_to_6(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE messages ADD COLUMN tool_calls TEXT")
 
 
+def _migrate_6_to_7(conn: sqlite3.Connection) -> None:
+    # Projects: folders of chats sharing instructions (added to each chat's system prompt), a default model, draft
+    # and preset (app.store.projects). A chat belongs to at most one; deleting a project keeps its chats unless the
+    # person asks otherwise, so the key falls back to NULL (no project) rather than cascading.
+    conn.execute(
+        """
+        CREATE TABLE projects (
+            id            INTEGER PRIMARY KEY AUTOINCREMENT,
+            name          TEXT    NOT NULL,
+            instructions  TEXT    NOT NULL DEFAULT '',
+            target_path   TEXT,             -- a new chat's model (a target key), NULL: the one in use
+            draft_path    TEXT,             -- a new chat's draft picker key, NULL: the one in use
+            preset        TEXT,             -- a new chat's preset by name, NULL: none
+            created_at    REAL    NOT NULL,
+            updated_at    REAL    NOT NULL,
+            position      INTEGER NOT NULL  -- the order of the chat list's project headers
+        )
+        """
+    )
+    conn.execute("ALTER TABLE chats ADD COLUMN project_id INTEGER REFERENCES projects (id) ON DELETE SET NULL")
+    conn.execute("CREATE INDEX chats_by_project ON chats (project_id)")
+    # The project's documents, as paths of files or folders; what is read from them is the document index's.
+    conn.execute(
+        """
+        CREATE TABLE project_documents (
+            project_id  INTEGER NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+            path        TEXT    NOT NULL,
+            added_at    REAL    NOT NULL,
+            PRIMARY KEY (project_id, path)
+        )
+        """
+    )
+
+
 # MIGRATIONS[n] takes a database from schema version n to n + 1. Append only; never edit a released step.
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_0_to_1,
@@ -158,6 +192,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_3_to_4,
     _migrate_4_to_5,
     _migrate_5_to_6,
+    _migrate_6_to_7,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -342,6 +377,18 @@ def _migrate(path: Path, conn: sqlite3.Connection) -> None:
         # Both pragmas write the header inside this transaction, so a crash leaves the old version, not a mix.
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+
+
+@contextlib.contextmanager
+def reported(path: Path) -> Iterator[None]:
+    """sqlite3 errors become a StoreError that names `path` and says what to do; a caller's bug (wrong thread, a
+    closed connection) is raised as it is."""
+    try:
+        yield
+    except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
+        raise
+    except sqlite3.Error as e:
+        raise describe_error(path, e) from e
 
 
 @contextlib.contextmanager

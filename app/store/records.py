@@ -114,6 +114,7 @@ class Chat:
     created_at: float  # Unix seconds
     updated_at: float  # Unix seconds; bumped by every message added, edited or removed
     settings: ChatSettings = field(default_factory=ChatSettings)
+    project_id: int | None = None  # the project it is in (app.store.projects); None: none
 
 
 @dataclass
@@ -264,6 +265,7 @@ def chat_from_row(row: sqlite3.Row) -> Chat:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         settings=settings,
+        project_id=row["project_id"],
     )
 
 

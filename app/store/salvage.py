@@ -1,7 +1,7 @@
 """Copying what can still be read out of a damaged chat database into a fresh one.
 
-Used after a refused database was moved aside (set_aside_database): every chat and message row that SQLite can
-still read is copied with its id, row by row, so one bad page costs only the rows on it. Messages whose chat row is
+Used after a refused database was moved aside (set_aside_database): every chat, message and project row that SQLite
+can still read is copied with its id, row by row, so one bad page costs only the rows on it. Messages whose chat row is
 lost are kept too, under a chat titled RECOVERED_TITLE.
 """
 
@@ -20,6 +20,19 @@ _CHAT_COLUMNS = ("id", "title", "created_at", "updated_at", "settings")
 _MESSAGE_COLUMNS = ("id", "chat_id", "role", "content", "created_at", "stats", "tokens", "target_name", "draft_name")
 # Columns added by later schema versions: copied when the damaged file has them.
 _LATER_MESSAGE_COLUMNS = ("attachments", "reasoning", "reasoning_tokens")
+# Projects (schema version 7): their instructions are the person's own writing, so they are kept like messages.
+_PROJECT_COLUMNS = (
+    "id",
+    "name",
+    "instructions",
+    "target_path",
+    "draft_path",
+    "preset",
+    "created_at",
+    "updated_at",
+    "position",
+)
+_DOCUMENT_COLUMNS = ("project_id", "path", "added_at")
 
 
 @dataclass(frozen=True)
@@ -36,13 +49,21 @@ def salvage_database(broken: Path, fresh: Path) -> SalvageReport:
         return SalvageReport(0, 0)
     target = open_database(fresh)
     try:
-        chats = list(_readable_rows(source, "chats", _CHAT_COLUMNS))
+        has_projects = _has_column(source, "chats", "project_id")
+        chat_columns = _CHAT_COLUMNS + (("project_id",) if has_projects else ())
+        chats = list(_readable_rows(source, "chats", chat_columns))
+        projects = list(_readable_rows(source, "projects", _PROJECT_COLUMNS)) if has_projects else []
+        documents = list(_readable_rows(source, "project_documents", _DOCUMENT_COLUMNS)) if has_projects else []
         message_columns = _MESSAGE_COLUMNS + tuple(
             c for c in _LATER_MESSAGE_COLUMNS if _has_column(source, "messages", c)
         )
         messages = list(_readable_rows(source, "messages", message_columns))
         with transaction(target):
-            kept_chats = _insert(target, "chats", _CHAT_COLUMNS, chats)
+            kept_projects = {row[0] for row in _insert(target, "projects", _PROJECT_COLUMNS, projects)}
+            _insert(target, "project_documents", _DOCUMENT_COLUMNS, documents)  # a lost project's are refused
+            if has_projects:  # a chat whose project was lost is kept, in no project
+                chats = [(*row[:-1], row[-1] if row[-1] in kept_projects else None) for row in chats]
+            kept_chats = _insert(target, "chats", chat_columns, chats)
             chat_ids = {row[0] for row in kept_chats}
             orphans = {m[1] for m in messages if m[1] not in chat_ids}
             for chat_id in sorted(orphans):

@@ -104,3 +104,20 @@ def test_choosing_start_fresh_at_launch_keeps_the_readable_chats(monkeypatch):
     finally:
         store.close()
     assert list(path.parent.glob(path.name + ".broken-*"))  # the damaged file is kept beside the new one
+
+
+def test_salvage_keeps_projects_their_documents_and_their_chats(tmp_path):
+    broken, fresh = tmp_path / "broken.db", tmp_path / "fresh.db"
+    with ChatStore(broken) as store:
+        project = store.projects.create_project("Garden", instructions="Plants only.", documents=["/notes"])
+        chat = store.create_chat("roses")
+        store.add_message(chat.id, "user", "When?")
+        store.projects.move_chat(chat.id, project.id)
+        store.create_chat("loose")
+    report = salvage_database(broken, fresh)
+    assert report.chats == 2
+    with ChatStore(fresh) as store:
+        (kept,) = store.projects.list_projects()
+        assert (kept.name, kept.instructions, kept.documents) == ("Garden", "Plants only.", ("/notes",))
+        assert store.projects.chat_ids(kept.id) == [chat.id]
+        assert [m.content for m in store.messages(chat.id)] == ["When?"]

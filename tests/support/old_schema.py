@@ -28,7 +28,15 @@ UNDO = {
     ),
     5: lambda conn: conn.execute("DROP TABLE branch_messages"),
     6: lambda conn: conn.execute("ALTER TABLE messages DROP COLUMN tool_calls"),
+    7: lambda conn: _drop_projects(conn),
 }
+
+
+def _drop_projects(conn: sqlite3.Connection) -> None:
+    conn.execute("DROP INDEX chats_by_project")
+    conn.execute("ALTER TABLE chats DROP COLUMN project_id")
+    conn.execute("DROP TABLE project_documents")
+    conn.execute("DROP TABLE projects")
 
 
 def take_back(path: Path, version: int) -> None:

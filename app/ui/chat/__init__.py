@@ -2,7 +2,8 @@
 
 - chat_format_choice.py: A model file without a chat template: one sentence and the choice of raw completion, a built-in template or a file.
 - chat_header.py: The open chat's header: its model and speculation, and the question before a chat's model replaces the loaded one.
-- chat_list.py: The sidebar: the chats, newest first, with search, new, rename and delete. GUI thread only.
+- chat_list.py: The sidebar: the chats, newest first, under their projects, with search, new, rename and delete. GUI thread only.
+- chat_tree.py: The chat list's item model: project headers, each over its chats, then the chats in no project, newest first.
 - chat_list_controller.py: Keeps the sidebar's chat list in step with the store: one row per change, and searches off the GUI thread.
 - chat_prompt.py: What the engine reads of a stored chat: its current branch (app.store.branches), and its session there. No Qt.
 - compare_plain.py: Compare with plain: a finished reply's request run again in the background without speculation.

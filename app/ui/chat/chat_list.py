@@ -1,13 +1,10 @@
-"""The sidebar: the chats, newest first, with search, new, rename and delete. GUI thread only."""
+"""The sidebar: the chats, newest first, under their projects, with search, new, rename and delete. GUI thread only."""
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional
 
 from PySide6.QtCore import (
-    QAbstractListModel,
     QModelIndex,
     QPersistentModelIndex,
     QPoint,
@@ -25,153 +22,28 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QListView,
     QMenu,
     QPushButton,
     QStyle,
     QStyledItemDelegate,
     QStyleOptionViewItem,
+    QTreeView,
     QVBoxLayout,
     QWidget,
 )
 
-from app.store import Chat
+from app.ui.chat.chat_tree import (  # noqa: F401 (the chat list's names, as its users import them)
+    CHAT_ID_ROLE,
+    PROJECT_ID_ROLE,
+    SECONDARY_ROLE,
+    ChatListModel,
+    relative_time,
+    row_time,
+)
 from app.ui.widgets import style as style_colors
 
-CHAT_ID_ROLE = Qt.ItemDataRole(Qt.ItemDataRole.UserRole + 1)
-"""The chat's id (an int)."""
-SECONDARY_ROLE = Qt.ItemDataRole(Qt.ItemDataRole.UserRole + 2)
-"""The row's second line: when the chat was last written in, and with which model."""
-
-
-def relative_time(timestamp: float, now: Optional[float] = None) -> str:
-    now = time.time() if now is None else now
-    seconds = max(0.0, now - timestamp)
-    if seconds < 60:
-        return "just now"
-    if seconds < 3600:
-        return f"{int(seconds // 60)} min ago"
-    if seconds < 86400:
-        return f"{int(seconds // 3600)} h ago"
-    return time.strftime("%d %b %Y", time.localtime(timestamp))
-
-
-def row_time(timestamp: float, now: Optional[float] = None) -> str:
-    """A chat row's time: the hour today ("14:32"), "Yesterday 09:10", a day this year ("3 Dec"), else the year."""
-    now = time.time() if now is None else now
-    then, today = time.localtime(timestamp), time.localtime(now)
-    if then[:3] == today[:3]:
-        return time.strftime("%H:%M", then)
-    if time.localtime(now - 86400)[:3] == then[:3]:
-        return time.strftime("Yesterday %H:%M", then)
-    if then.tm_year == today.tm_year:
-        return f"{then.tm_mday} {time.strftime('%b', then)}"
-    return f"{then.tm_mday} {time.strftime('%b %Y', then)}"
-
-
-class ChatListModel(QAbstractListModel):
-    """Chats as a list, newest first (the store's order). Editing a title asks the owner to rename.
-    `model_name` turns a chat's model file into the name its second line shows (the window gives the library's)."""
-
-    sig_rename_requested = Signal(int, str)
-    """(chat_id, title): the user edited a chat's title in place."""
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self._chats: list[Chat] = []
-        self.model_name: Callable[[str], str] = lambda path: Path(path).stem
-
-    def set_chats(self, chats: Sequence[Chat]) -> None:
-        self.beginResetModel()
-        self._chats = list(chats)
-        self.endResetModel()
-
-    def upsert(self, chat: Chat) -> None:
-        """Show one chat's new state: its row changes in place, or moves up to its place among the newest, or is
-        added; no other row is touched (the list can hold thousands)."""
-        row = self.row_of(chat.id)
-        target = self._place_for(chat, skip=row)
-        if row < 0:
-            self.beginInsertRows(QModelIndex(), target, target)
-            self._chats.insert(target, chat)
-            self.endInsertRows()
-            return
-        if target != row:
-            # Qt's move API counts the destination before the moved row is taken out.
-            self.beginMoveRows(QModelIndex(), row, row, QModelIndex(), target if target < row else target + 1)
-            self._chats.insert(target, self._chats.pop(row))
-            self.endMoveRows()
-        self._chats[target] = chat
-        index = self.index(target)
-        self.dataChanged.emit(index, index)
-
-    def show_chat(self, chat_id: int, chat: Optional[Chat]) -> None:
-        """Show one chat's new state, or (None) that it is gone."""
-        if chat is None:
-            self.remove(chat_id)
-        else:
-            self.upsert(chat)
-
-    def remove(self, chat_id: int) -> None:
-        row = self.row_of(chat_id)
-        if row >= 0:
-            self.beginRemoveRows(QModelIndex(), row, row)
-            del self._chats[row]
-            self.endRemoveRows()
-
-    def _place_for(self, chat: Chat, skip: int) -> int:
-        """Where `chat` belongs in the store's order (newest first, then larger id), ignoring row `skip`."""
-        key = (chat.updated_at, chat.id)
-        others = [c for i, c in enumerate(self._chats) if i != skip]
-        return next((i for i, c in enumerate(others) if (c.updated_at, c.id) < key), len(others))
-
-    def chat_at(self, row: int) -> Optional[Chat]:
-        return self._chats[row] if 0 <= row < len(self._chats) else None
-
-    def row_of(self, chat_id: Optional[int]) -> int:
-        for row, chat in enumerate(self._chats):
-            if chat.id == chat_id:
-                return row
-        return -1
-
-    def rowCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self._chats)
-
-    def flags(self, index: QModelIndex | QPersistentModelIndex) -> Qt.ItemFlag:
-        if not index.isValid():
-            return Qt.ItemFlag.NoItemFlags
-        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsEditable
-
-    def data(self, index: QModelIndex | QPersistentModelIndex, role=Qt.ItemDataRole.DisplayRole):
-        if not index.isValid() or not (0 <= index.row() < len(self._chats)):
-            return None
-        chat = self._chats[index.row()]
-        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole):
-            return chat.title
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return f"{chat.title}\nUpdated {relative_time(chat.updated_at)}"
-        if role == CHAT_ID_ROLE:
-            return chat.id
-        if role == SECONDARY_ROLE:
-            return self.secondary_text(chat)
-        return None
-
-    def secondary_text(self, chat: Chat) -> str:
-        """'14:32 · Qwen2.5-Coder 1.5B': two chats of one title differ by when or with what they were written."""
-        when = row_time(chat.updated_at)
-        path = chat.settings.target_path
-        return f"{when} · {self.model_name(path)}" if path else when
-
-    def setData(self, index: QModelIndex | QPersistentModelIndex, value, role=Qt.ItemDataRole.EditRole) -> bool:
-        if not index.isValid() or role != Qt.ItemDataRole.EditRole or not isinstance(value, str):
-            return False
-        title = " ".join(value.split())
-        if not title:
-            return False
-        chat = self._chats[index.row()]
-        if title != chat.title:
-            self.sig_rename_requested.emit(chat.id, title)
-        return True
+MenuHook = Callable[[QMenu, QModelIndex], None]
+"""Adds a feature's entries to the chat list's menu for the row clicked (an invalid index: the empty space)."""
 
 
 class ChatRowDelegate(QStyledItemDelegate):
@@ -196,6 +68,9 @@ class ChatRowDelegate(QStyledItemDelegate):
         text = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, opt, widget)
         small = self._small_font(option)
         title_height = text.height() - QFontMetrics(small).height() - 1
+        if index.data(PROJECT_ID_ROLE) is not None:  # a project's header: bold, with whether it is open
+            opt.font.setBold(True)
+            title = ("▾ " if opt.state & QStyle.StateFlag.State_Open else "▸ ") + title
         painter.save()
         painter.setFont(opt.font)
         painter.setPen(opt.palette.color(QPalette.ColorRole.Text))
@@ -231,10 +106,14 @@ class ChatSidebar(QWidget):
     """The user asked for a new chat."""
     sig_delete_requested = Signal(int)
     """The user asked to delete this chat (the owner confirms)."""
+    sig_project_delete_requested = Signal(int)
+    """(project_id): the user pressed Delete on a project's header (the owner asks what becomes of its chats)."""
     sig_export_requested = Signal(int)
     """(chat_id): the user asked to export this chat to a file."""
     sig_search_changed = Signal(str, bool)
     """(text, include_thinking): the search text (debounced) or whether replies' thinking is searched changed."""
+    sig_scope_changed = Signal(object)
+    """(project_id or None): the project the search looks in changed (None: every chat)."""
     sig_library_requested = Signal()
     """The user asked to see the model library."""
     sig_get_models_requested = Signal()
@@ -247,6 +126,8 @@ class ChatSidebar(QWidget):
         self.setObjectName("Sidebar")
         self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
         self.model = model
+        self.menu_hooks: list[MenuHook] = []  # features' entries in the list's menu (app.ui.projects)
+        self.scope_project: Optional[int] = None  # the project the search looks in (a header clicked last)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 12, 10, 10)
         layout.setSpacing(8)
@@ -280,8 +161,14 @@ class ChatSidebar(QWidget):
         self.search.textChanged.connect(lambda text: self.include_thinking.setVisible(bool(text.strip())))
         layout.addWidget(self.include_thinking)
 
-        self.list_view = QListView()
+        # A tree: project headers over their chats, then the chats in no project. A header opens and closes by a
+        # click (its row draws the arrow), so top-level chats are not pushed right by an arrow column.
+        self.list_view = QTreeView()
         self.list_view.setModel(model)
+        self.list_view.setHeaderHidden(True)
+        self.list_view.setRootIsDecorated(False)
+        self.list_view.setIndentation(14)
+        self.list_view.setExpandsOnDoubleClick(False)  # a double click renames, as on a chat
         self.list_view.setEditTriggers(
             QAbstractItemView.EditTrigger.DoubleClicked | QAbstractItemView.EditTrigger.EditKeyPressed
         )
@@ -291,11 +178,20 @@ class ChatSidebar(QWidget):
         self.list_view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.list_view.setTextElideMode(Qt.TextElideMode.ElideRight)
         # Every row is a title and a second line: one size for all, so a list of thousands lays out at once.
-        self.list_view.setUniformItemSizes(True)
+        self.list_view.setUniformRowHeights(True)
         self.list_view.setItemDelegate(ChatRowDelegate(self.list_view))
+        # A chat is dragged onto a project's header to move it in, or onto the chats below the projects to move it
+        # out; the model asks its owner to move it in the store (sig_move_requested).
+        self.list_view.setDragDropMode(QAbstractItemView.DragDropMode.DragDrop)
+        self.list_view.setDefaultDropAction(Qt.DropAction.MoveAction)
+        self.list_view.setDropIndicatorShown(True)
         self.list_view.clicked.connect(self._on_clicked)
-        self.list_view.activated.connect(self._on_clicked)
+        self.list_view.activated.connect(self._on_activated)
         layout.addWidget(self.list_view, 1)
+        self._collapsed: set[int] = set()  # projects the person closed, kept closed when the list is filled again
+        self.list_view.collapsed.connect(lambda index: self._remember_open(index, False))
+        self.list_view.expanded.connect(lambda index: self._remember_open(index, True))
+        model.modelReset.connect(self._open_projects)
 
         self.empty_label = QLabel("No chats yet")
         self.empty_label.setObjectName("Muted")
@@ -311,7 +207,7 @@ class ChatSidebar(QWidget):
         delete_action.triggered.connect(self._delete_current)
         self.list_view.addAction(delete_action)
 
-        footer = QVBoxLayout()
+        footer = self.footer = QVBoxLayout()  # features add their links here (app.ui.projects: New project)
         footer.setSpacing(2)
         for label, signal, tip in (
             ("Model library", self.sig_library_requested, "Every model file found, and folders to scan"),
@@ -329,13 +225,21 @@ class ChatSidebar(QWidget):
     def _emit_search(self) -> None:
         self.sig_search_changed.emit(self.search.text(), self.include_thinking.isChecked())
 
+    def set_scope(self, project_id: Optional[int]) -> None:
+        """Search within this project (None: every chat); the search box says which."""
+        name = next((p.name for p in self.model.projects() if p.id == project_id), None)
+        self.search.setPlaceholderText(f"Search in “{name}”" if name else "Search chats")  # a renamed one's too
+        if project_id != self.scope_project:
+            self.scope_project = project_id
+            self.sig_scope_changed.emit(project_id if name else None)
+
     def select_chat(self, chat_id: Optional[int]) -> None:
         """Highlight the chat without emitting sig_chat_selected."""
-        row = self.model.row_of(chat_id)
-        if row < 0:
+        index = self.model.index_of(chat_id)
+        if not index.isValid():
             self.list_view.clearSelection()
             return
-        self.list_view.setCurrentIndex(self.model.index(row))
+        self.list_view.setCurrentIndex(index)
 
     def rename_current(self) -> None:
         index = self.list_view.currentIndex()
@@ -347,24 +251,55 @@ class ChatSidebar(QWidget):
         self.empty_label.setText("No chats match" if self.search.text() else "No chats yet")
         self.empty_label.setVisible(empty)
 
+    def _open_projects(self) -> None:
+        for project in self.model.projects():
+            if project.id not in self._collapsed:
+                self.list_view.expand(self.model.project_index(project.id))
+
+    def _remember_open(self, index: QModelIndex, is_open: bool) -> None:
+        project_id = index.data(PROJECT_ID_ROLE)
+        if project_id is not None:
+            (self._collapsed.discard if is_open else self._collapsed.add)(int(project_id))
+
     def _on_clicked(self, index: QModelIndex) -> None:
+        project_id = index.data(PROJECT_ID_ROLE)
+        if project_id is not None:  # a header: open or close it, and search in it
+            self.list_view.setExpanded(index, not self.list_view.isExpanded(index))
+            self.set_scope(int(project_id))
+            return
+        self._on_activated(index)
+
+    def _on_activated(self, index: QModelIndex) -> None:
         chat_id = index.data(CHAT_ID_ROLE)
-        if chat_id is not None:
-            self.sig_chat_selected.emit(int(chat_id))
+        if chat_id is None:
+            return
+        if self.model.project_of_index(index) != self.scope_project:
+            self.set_scope(None)  # a chat elsewhere: the search looks at every chat again
+        self.sig_chat_selected.emit(int(chat_id))
 
     def _delete_current(self) -> None:
-        index = self.list_view.currentIndex()
-        if index.isValid():
-            self.sig_delete_requested.emit(int(index.data(CHAT_ID_ROLE)))
+        current = self.list_view.currentIndex()
+        chat_id, project_id = current.data(CHAT_ID_ROLE), current.data(PROJECT_ID_ROLE)
+        if chat_id is not None:
+            self.sig_delete_requested.emit(int(chat_id))
+        elif project_id is not None:
+            self.sig_project_delete_requested.emit(int(project_id))
 
     def _show_menu(self, pos: QPoint) -> None:
-        index = self.list_view.indexAt(pos)
-        if not index.isValid():
-            return
+        menu = self.menu_for(self.list_view.indexAt(pos))
+        if not menu.isEmpty():
+            menu.exec(self.list_view.viewport().mapToGlobal(pos))
+
+    def menu_for(self, index: QModelIndex) -> QMenu:
+        """The menu of a row (an invalid index: of the empty space below the rows)."""
         # The menu acts on the row clicked; the selection stays on the open chat, so a chat renamed (or exported)
         # from here never looks opened, and nothing jumps back when the list next shows the open chat.
         menu = QMenu(self)
-        menu.addAction("Rename", lambda: self.list_view.edit(index))
-        menu.addAction("Export…", lambda: self.sig_export_requested.emit(int(index.data(CHAT_ID_ROLE))))
-        menu.addAction("Delete", lambda: self.sig_delete_requested.emit(int(index.data(CHAT_ID_ROLE))))
-        menu.exec(self.list_view.viewport().mapToGlobal(pos))
+        chat_id = index.data(CHAT_ID_ROLE) if index.isValid() else None
+        if chat_id is not None:
+            menu.addAction("Rename", lambda: self.list_view.edit(index))
+            menu.addAction("Export…", lambda: self.sig_export_requested.emit(int(chat_id)))
+            menu.addAction("Delete", lambda: self.sig_delete_requested.emit(int(chat_id)))
+        for hook in self.menu_hooks:
+            hook(menu, QModelIndex(index))
+        return menu

@@ -1,5 +1,8 @@
 """Keeps the sidebar's chat list in step with the store: one row per change, and searches off the GUI thread.
 
+The list shows the projects (app.store.projects) with their chats; a search shows the projects that hold a chat it
+found, and when the search is scoped to a project, that project's chats alone.
+
 A search may read a large share of a year's messages (a common word), so it runs on a thread of its own with its
 own connection to the database (app.ui.widgets.background: one thread, kept); only the newest search's result is
 shown. GUI thread only, except `_find` and `_close_searcher`, which run on the search thread.
@@ -30,6 +33,7 @@ class ChatListController(QObject):
         self._model = model
         self._query = ""
         self._include_reasoning = False
+        self._scope: Optional[int] = None  # the project a search looks in (None: every chat)
         self._searcher: Optional[ChatStore] = None  # the search thread's own connection
         self._background = Background("search", self, keep_thread=True)
         self._closed = False  # the store is closing: a late search (the search box's debounce) reads nothing
@@ -41,6 +45,12 @@ class ChatListController(QObject):
         self._include_reasoning = include_reasoning
         self.refresh()
 
+    def set_scope(self, project_id: Optional[int]) -> None:
+        """Search within this project (None: every chat); the list is filled again when a search is shown."""
+        self._scope = project_id
+        if self._query:
+            self.refresh()
+
     def refresh(self, changed_chat: Optional[int] = None) -> None:
         """List the chats again, or, when one chat got or lost messages outside a search, change only its row."""
         if self._closed:
@@ -49,7 +59,7 @@ class ChatListController(QObject):
         try:
             if not self._query:
                 if changed_chat is None:
-                    self._model.set_chats(self._store.list_chats())
+                    self._model.set_contents(self._store.projects.list_projects(), self._store.list_chats())
                 else:
                     self._model.show_chat(changed_chat, self._store.get_chat(changed_chat))
             else:
@@ -70,10 +80,20 @@ class ChatListController(QObject):
             return exc
 
     def _on_found(self, found) -> None:
+        if self._closed:
+            return
         if isinstance(found, StoreError):
             self.sig_error.emit(str(found))
             return
-        self._model.set_chats(found)
+        scope = self._scope
+        chats = [chat for chat in found if scope is None or chat.project_id == scope]
+        try:
+            holding = {chat.project_id for chat in chats}
+            projects = [p for p in self._store.projects.list_projects() if p.id in holding or p.id == scope]
+        except StoreError as exc:
+            self.sig_error.emit(str(exc))
+            return
+        self._model.set_contents(projects, chats)
         self.sig_listed.emit()
 
     def close(self) -> None:

@@ -26,6 +26,8 @@ class ChatSettingsBinding(QObject):
     """The settings could not be stored."""
     sig_changed = Signal(object)
     """(ChatSettings): the open chat's settings (or the new chat's) were changed."""
+    sig_new_chat_started = Signal()
+    """A new, empty chat was started (start_new): whatever was pending for the last one is dropped."""
 
     def __init__(
         self, store: ChatStore, conversation: Conversation, parent=None, model_thinking: Optional[ModelThinking] = None
@@ -76,6 +78,7 @@ class ChatSettingsBinding(QObject):
         self._pending = dataclasses.replace(
             ChatSettings(), target_path=target, speculative=speculative, **draft_fields(draft_key)
         )
+        self.sig_new_chat_started.emit()
         return self._pending
 
     def for_new_chat(self, target: Optional[str], draft_key: str, speculative: bool) -> ChatSettings:

@@ -19,6 +19,7 @@ from app.engine.targets import Target, target_from_key
 from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_settings, save_settings
 from app.store import model_defaults
 from app.ui.chat import chat_exporter
+from app.ui.projects import controller as projects_controller
 from app.ui.attachments import file_drop
 from app.ui.chat import compare_plain
 from app.ui.inspector import controller as inspector_controller
@@ -126,6 +127,7 @@ class MainWindow(QMainWindow):
             self.library_ctl.rescan()
         self.server_models = server_models.attach(self)
         self.chat_export = chat_exporter.attach(self)
+        self.projects = projects_controller.attach(self)  # projects in the chat list; their instructions in replies
         self.inspector = inspector_controller.attach(self)
         self.appearance = appearance.attach(self)  # System, Light or Dark, switched live
         self.file_drop = file_drop.attach(self)  # files dropped on the window are attached to the next message
@@ -440,7 +442,7 @@ class MainWindow(QMainWindow):
         self.error_banner.hide()
         return ReplyRequestSpec(
             self.generation_config(),
-            self.chat_settings.current().system_prompt,
+            self.projects.system_prompt(self.chat_settings.current().system_prompt),
             *self.session.names(),
             sees_pictures=not blind,
         )

@@ -133,7 +133,7 @@ QPushButton#FlatButton:focus {{ {ring}; padding: 2px 4px; }}
 QCheckBox::indicator:focus {{ {ring}; width: 12px; height: 12px; }}
 QCheckBox::indicator:checked:focus {{ border-color: {t.text}; }}
 QAbstractItemView:focus {{ border-color: {t.accent}; }}
-#Sidebar QListView::item:focus {{ {ring}; padding: 5px 6px; }}
+#Sidebar QTreeView::item:focus {{ {ring}; padding: 5px 6px; }}
 #SettingsPageList::item:focus {{ {ring}; padding: 5px 8px; }}
 #ComposerFrame[focused="true"] {{ {ring}; }}
 """
@@ -155,10 +155,11 @@ QWidget {{ color: {t.text}; }}
 QToolTip {{ background: {t.tooltip_background}; color: {t.tooltip_text}; border: none; padding: 4px 6px; }}
 
 #Sidebar {{ background: {t.sidebar}; border-right: 1px solid {t.border}; }}
-#Sidebar QListView {{ background: transparent; border: none; outline: none; }}
-#Sidebar QListView::item {{ padding: 7px 8px; border-radius: 6px; margin: 1px 4px; }}
-#Sidebar QListView::item:hover {{ background: {t.hover}; }}
-#Sidebar QListView::item:selected {{ background: {t.selected}; color: {t.text}; }}
+#Sidebar QTreeView {{ background: transparent; border: none; outline: none; }}
+#Sidebar QTreeView::branch {{ background: transparent; }}
+#Sidebar QTreeView::item {{ padding: 7px 8px; border-radius: 6px; margin: 1px 4px; }}
+#Sidebar QTreeView::item:hover {{ background: {t.hover}; }}
+#Sidebar QTreeView::item:selected {{ background: {t.selected}; color: {t.text}; }}
 #AppTitle {{ font-size: 15px; font-weight: 600; padding: 2px 4px; }}
 
 QLineEdit, QPlainTextEdit, QTextEdit, QSpinBox, QDoubleSpinBox, QComboBox {{
