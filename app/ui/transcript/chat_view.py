@@ -1,6 +1,6 @@
 """The transcript: a QTextBrowser that streams tokens with their provenance and renders finished replies.
 
-While a reply streams, it is shown as Markdown at the end of the document (streaming_reply), where only its last,
+While a reply streams, it is shown as Markdown at the end of the document (reply.streaming_reply), where only its last,
 unfinished block is ever written again (markdown.streaming); kept draft tokens get a background by who drafted them
 (the draft model or n-gram lookup). When the reply is finished, that message alone is rendered again from its record, laid out as it
 streamed, so nothing moves; each character keeps its provenance and round.
@@ -19,12 +19,13 @@ from PySide6.QtWidgets import QApplication
 
 from app.replies.comparison import ShownComparison, comparison_text
 from app.store.provenance import RoundRecord, TokenRecord
-from app.ui.transcript import long_text, message_actions, message_meta, picture_thumbnails, thinking_section
+from app.ui.transcript import long_text, message_actions, message_meta, picture_thumbnails
+from app.ui.transcript.reply import thinking_section
 from app.ui.transcript import marks as transcript_marks
 from app.ui.transcript.links.link_guard import open_link_after_confirming
-from app.ui.transcript.reply_chars import reply_chars
-from app.ui.transcript.reply_writer import ReplyWriter
-from app.ui.transcript.streaming_reply import StreamingReply
+from app.ui.transcript.reply.chars import reply_chars
+from app.ui.transcript.reply.writer import ReplyWriter
+from app.ui.transcript.reply.streaming_reply import StreamingReply
 from app.ui.transcript.token_tooltip import DRAFT_TOOLTIP, NGRAM_TOOLTIP, TARGET_TOOLTIP
 from app.ui.transcript.browser import TranscriptBrowser
 from app.ui.transcript.welcome import insert_welcome

@@ -12,11 +12,12 @@ from typing import Optional, Sequence
 from PySide6.QtGui import QFont, QTextDocument, QTextFrame
 
 from app.store.provenance import RoundRecord, TokenRecord
-from app.ui.transcript import long_text, message_actions, thinking_section
+from app.ui.transcript import long_text, message_actions
+from app.ui.transcript.reply import thinking_section
 from app.ui.transcript import marks as transcript_marks
 from app.ui.transcript.frames import insert_author
 from app.ui.transcript.markdown.streaming import StreamingAnswer
-from app.ui.transcript.reply_writer import ReplyWriter
+from app.ui.transcript.reply.writer import ReplyWriter
 
 
 class StreamingReply:
