@@ -83,7 +83,10 @@ def test_search_then_a_repos_files_by_quantization_then_download(qtbot, fake_hub
 
     panel.search_tab.results_list.setCurrentRow(0)
     qtbot.waitUntil(lambda: panel.search_tab.files_tree.topLevelItemCount() == 3, timeout=TIMEOUT_MS)
-    rows = [(panel.search_tab.files_tree.topLevelItem(i).text(0), panel.search_tab.files_tree.topLevelItem(i).text(2)) for i in range(3)]
+    rows = [
+        (panel.search_tab.files_tree.topLevelItem(i).text(0), panel.search_tab.files_tree.topLevelItem(i).text(2))
+        for i in range(3)
+    ]
     assert rows == [
         ("Q4_K_M", "coder-Q4_K_M.gguf"),
         ("Q8_0", "coder-Q8_0.gguf"),

@@ -102,7 +102,9 @@ class GetModelsPanel(QWidget):
         self.message_label.hide()
         layout.addWidget(self.message_label)
 
-        self.token_row = TokenRow(self.runner.start, lambda: self.client().base_url, self._on_token_saved, self.show_error)
+        self.token_row = TokenRow(
+            self.runner.start, lambda: self.client().base_url, self._on_token_saved, self.show_error
+        )
         layout.addWidget(self.token_row)
 
         self.download_row = DownloadRow(self.cancel_download, self.resume_download)
