@@ -38,7 +38,7 @@ def test_the_wire_check_would_see_numpy_if_it_were_loaded():
 
 def test_the_decision_layer_runs_without_llama_cpp():
     loaded = _loaded_after(
-        "from app.engine.speculation import auto_controller, batch_plan, costs, drafters, history, history_file, "
+        "from app.engine.speculation import acceptance, auto_controller, batch_plan, costs, drafters, history, history_file, "
         "online_costs, policy, rounds",
         ["llama_cpp", "app.engine.local", "app.engine.local.llama_model"],
     )

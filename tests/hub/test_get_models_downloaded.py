@@ -35,17 +35,17 @@ def test_a_downloaded_file_says_so_in_a_repos_files_and_offers_load(qtbot, fake_
     (paths.models_dir() / "coder-Q4_K_M.gguf").write_bytes(have)
     (paths.models_dir() / "coder-Q8_0.gguf").write_bytes(b"someone else's file of another size")
     panel = make_panel(pairs=[])
-    panel.open_repo("acme/Coder-GGUF")
-    qtbot.waitUntil(lambda: panel.files_tree.topLevelItemCount() == 2, timeout=TIMEOUT_MS)
-    names = [panel.files_tree.topLevelItem(i).text(2) for i in range(2)]
+    panel.search_tab.open_repo("acme/Coder-GGUF")
+    qtbot.waitUntil(lambda: panel.search_tab.files_tree.topLevelItemCount() == 2, timeout=TIMEOUT_MS)
+    names = [panel.search_tab.files_tree.topLevelItem(i).text(2) for i in range(2)]
     assert names == ["coder-Q4_K_M.gguf  · Downloaded", "coder-Q8_0.gguf"]  # a different size is not this file
-    panel.files_tree.setCurrentItem(panel.files_tree.topLevelItem(0))
-    assert panel.download_button.text() == "Load" and panel.download_button.isEnabled()
+    panel.search_tab.files_tree.setCurrentItem(panel.search_tab.files_tree.topLevelItem(0))
+    assert panel.search_tab.download_button.text() == "Load" and panel.search_tab.download_button.isEnabled()
     with qtbot.waitSignal(panel.sig_load_model, timeout=TIMEOUT_MS) as loaded:
-        panel.download_button.click()
+        panel.search_tab.download_button.click()
     assert loaded.args == [str(paths.models_dir() / "coder-Q4_K_M.gguf"), ""]
-    panel.files_tree.setCurrentItem(panel.files_tree.topLevelItem(1))
-    assert panel.download_button.text() == "Download"
+    panel.search_tab.files_tree.setCurrentItem(panel.search_tab.files_tree.topLevelItem(1))
+    assert panel.search_tab.download_button.text() == "Download"
 
 
 def test_a_pair_whose_target_is_in_a_scanned_folder_downloads_only_its_draft(

@@ -76,25 +76,28 @@ def test_search_then_a_repos_files_by_quantization_then_download(qtbot, fake_hub
     panel = make_panel(pairs=[])
 
     panel.tabs.setCurrentIndex(1)
-    qtbot.keyClicks(panel.search_edit, "acme")
-    qtbot.mouseClick(panel.search_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: panel.results_list.count() == 2, timeout=TIMEOUT_MS)
-    assert panel.results_list.item(0).text().startswith("acme/Coder-GGUF")
+    qtbot.keyClicks(panel.search_tab.search_edit, "acme")
+    qtbot.mouseClick(panel.search_tab.search_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: panel.search_tab.results_list.count() == 2, timeout=TIMEOUT_MS)
+    assert panel.search_tab.results_list.item(0).text().startswith("acme/Coder-GGUF")
 
-    panel.results_list.setCurrentRow(0)
-    qtbot.waitUntil(lambda: panel.files_tree.topLevelItemCount() == 3, timeout=TIMEOUT_MS)
-    rows = [(panel.files_tree.topLevelItem(i).text(0), panel.files_tree.topLevelItem(i).text(2)) for i in range(3)]
+    panel.search_tab.results_list.setCurrentRow(0)
+    qtbot.waitUntil(lambda: panel.search_tab.files_tree.topLevelItemCount() == 3, timeout=TIMEOUT_MS)
+    rows = [
+        (panel.search_tab.files_tree.topLevelItem(i).text(0), panel.search_tab.files_tree.topLevelItem(i).text(2))
+        for i in range(3)
+    ]
     assert rows == [
         ("Q4_K_M", "coder-Q4_K_M.gguf"),
         ("Q8_0", "coder-Q8_0.gguf"),
         ("BF16", "coder-BF16.gguf  (2 parts)"),
     ]
-    assert panel.files_tree.topLevelItem(2).text(1) == "50.0 KB"
+    assert panel.search_tab.files_tree.topLevelItem(2).text(1) == "50.0 KB"
 
-    panel.files_tree.setCurrentItem(panel.files_tree.topLevelItem(2))
-    assert panel.download_button.isEnabled()
+    panel.search_tab.files_tree.setCurrentItem(panel.search_tab.files_tree.topLevelItem(2))
+    assert panel.search_tab.download_button.isEnabled()
     with qtbot.waitSignal(panel.sig_models_downloaded, timeout=TIMEOUT_MS) as done:
-        qtbot.mouseClick(panel.download_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(panel.search_tab.download_button, Qt.MouseButton.LeftButton)
     first = paths.models_dir() / "coder-BF16-00001-of-00002.gguf"
     assert done.args == [[str(first)]]
     assert (paths.models_dir() / "coder-BF16-00002-of-00002.gguf").exists()
@@ -131,9 +134,9 @@ def test_offline_is_said_inline_and_the_pairs_stay_usable(qtbot, online, monkeyp
     draft.write_bytes(b"y")
     panel = make_panel(pairs=[tiny_pair(target, draft)])
 
-    panel.search("qwen")
+    panel.search_tab.search("qwen")
     qtbot.waitUntil(lambda: "Can't reach the Hugging Face Hub" in panel.message(), timeout=TIMEOUT_MS)
-    assert panel.search_button.isEnabled() and panel.pair_buttons["tiny"].isEnabled()
+    assert panel.search_tab.search_button.isEnabled() and panel.pair_buttons["tiny"].isEnabled()
 
     with qtbot.waitSignal(panel.sig_busy_changed, timeout=TIMEOUT_MS, check_params_cb=lambda busy: not busy):
         qtbot.mouseClick(panel.pair_buttons["tiny"], Qt.MouseButton.LeftButton)

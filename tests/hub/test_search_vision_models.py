@@ -45,11 +45,11 @@ def _publish(fake_hub, tiny_models, projector_f16: bytes) -> None:
 
 def _open_repo(qtbot, panel) -> None:
     panel.tabs.setCurrentIndex(1)
-    panel.search("acme")
-    qtbot.waitUntil(lambda: panel.results_list.count() == 1, timeout=TIMEOUT_MS)
-    panel.results_list.setCurrentRow(0)
-    qtbot.waitUntil(lambda: panel.files_tree.topLevelItemCount() > 0, timeout=TIMEOUT_MS)
-    panel.files_tree.setCurrentItem(panel.files_tree.topLevelItem(0))
+    panel.search_tab.search("acme")
+    qtbot.waitUntil(lambda: panel.search_tab.results_list.count() == 1, timeout=TIMEOUT_MS)
+    panel.search_tab.results_list.setCurrentRow(0)
+    qtbot.waitUntil(lambda: panel.search_tab.files_tree.topLevelItemCount() > 0, timeout=TIMEOUT_MS)
+    panel.search_tab.files_tree.setCurrentItem(panel.search_tab.files_tree.topLevelItem(0))
 
 
 def _library() -> list:
@@ -67,15 +67,15 @@ def test_a_searched_vision_model_downloads_with_its_f16_projector_and_the_librar
     panel = make_panel(pairs=[])
     _open_repo(qtbot, panel)
 
-    tree = panel.files_tree
+    tree = panel.search_tab.files_tree
     assert tree.topLevelItemCount() == 1  # the projectors are no models of their own
     row = tree.topLevelItem(0)
     assert (row.text(0), row.text(2)) == ("Q4_K_M", f"{MODEL}  + picture projector {format_bytes(len(projector_f16))}")
     assert not row.icon(2).isNull() and "mmproj-model-f16.gguf" in row.toolTip(2)
-    assert "1 model(s)" in panel.repo_label.text()
+    assert "1 model(s)" in panel.search_tab.repo_label.text()
 
     with qtbot.waitSignal(panel.sig_models_downloaded, timeout=TIMEOUT_MS) as done:
-        qtbot.mouseClick(panel.download_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(panel.search_tab.download_button, Qt.MouseButton.LeftButton)
 
     folder = paths.models_dir()
     model, projector = folder / MODEL, folder / PAIRED
@@ -89,7 +89,7 @@ def test_a_searched_vision_model_downloads_with_its_f16_projector_and_the_librar
     library.set_entries(entries)
     assert library.rowCount() == 1
     assert library.index(0, 0).data(Qt.ItemDataRole.DecorationRole) is not None  # the eye
-    assert panel.download_button.text() == "Load"
+    assert panel.search_tab.download_button.text() == "Load"
 
 
 def test_a_model_here_without_its_projector_fetches_only_the_projector(
@@ -103,14 +103,14 @@ def test_a_model_here_without_its_projector_fetches_only_the_projector(
     panel = make_panel(pairs=[])
     _open_repo(qtbot, panel)
 
-    assert panel.files_tree.topLevelItem(0).text(2).endswith("· Downloaded, without its projector")
-    assert panel.download_button.text() == "Download projector"
+    assert panel.search_tab.files_tree.topLevelItem(0).text(2).endswith("· Downloaded, without its projector")
+    assert panel.search_tab.download_button.text() == "Download projector"
     with qtbot.waitSignal(panel.sig_models_downloaded, timeout=TIMEOUT_MS):
-        qtbot.mouseClick(panel.download_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(panel.search_tab.download_button, Qt.MouseButton.LeftButton)
 
     assert mmproj_beside(model) == folder / PAIRED
     assert not fake_hub.gets(MODEL) and fake_hub.gets("mmproj-model-f16.gguf")
-    assert panel.download_button.text() == "Load"
+    assert panel.search_tab.download_button.text() == "Load"
 
 
 def _listing(*files: tuple[str, int]) -> RepoListing:

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QDialog
 
 from app.testing.synthetic import DRAFT_LAYERS, write_tiny_model
 from app.ui.chat.chat_format_choice import RAW_REPEAT_PENALTY
-from app.ui.settings.dialog import ChatSettingsDialog
+from app.ui.settings.chat_dialog import ChatSettingsDialog
 from window_helpers import choose_pair
 
 

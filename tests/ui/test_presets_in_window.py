@@ -44,7 +44,7 @@ def test_the_presets_page_adds_renames_duplicates_and_deletes_but_keeps_default(
 
 
 def test_a_preset_chosen_in_the_chat_settings_fills_them(make_window, qtbot):
-    from app.ui.settings.dialog import ChatSettingsDialog
+    from app.ui.settings.chat_dialog import ChatSettingsDialog
 
     window = make_window(presets=[{"name": "Creative", "temperature": 0.9, "system_prompt": "Be bold."}])
     dialog = ChatSettingsDialog(window.chat_settings.current(), window, presets=window.chat_settings.presets_source())

@@ -7,7 +7,8 @@ from PySide6.QtWidgets import QDialog
 from app.engine.config import GPU_LAYERS_ALL, GPU_LAYERS_AUTO, PARALLEL_AUTO
 from app.engine.placement.devices import Device, DeviceReport, list_devices
 from app.store import AppSettings, ChatSettings, load_settings
-from app.ui.settings.dialog import AppSettingsDialog, ChatSettingsDialog
+from app.ui.settings.chat_dialog import ChatSettingsDialog
+from app.ui.settings.dialog import AppSettingsDialog
 
 
 def test_chat_settings_round_trip_keeps_models_and_switch(qtbot):

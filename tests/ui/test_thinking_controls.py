@@ -9,7 +9,8 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox
 from app.library import inspect_entry
 from app.store import AppSettings, ChatSettings, load_settings
 from app.testing.synthetic import write_tiny_model
-from app.ui.settings.dialog import AppSettingsDialog, ChatSettingsDialog
+from app.ui.settings.chat_dialog import ChatSettingsDialog
+from app.ui.settings.dialog import AppSettingsDialog
 from app.ui.settings.thinking_group import TemplateSwitches
 
 TEMPLATES = Path(__file__).parents[1] / "fixtures" / "chat_templates"

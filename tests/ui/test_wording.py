@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QDialog
 
 from app.ui.settings.chat_presets import NO_PRESET
-from app.ui.settings.dialog import ChatSettingsDialog
+from app.ui.settings.chat_dialog import ChatSettingsDialog
 from window_helpers import choose_pair, send_and_wait
 
 

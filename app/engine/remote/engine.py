@@ -16,39 +16,20 @@ thinking settings go to the server as the chat template's variables (`chat_templ
 from __future__ import annotations
 
 import json
-import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.errors import EngineError, PromptFormatError
-from app.engine.events import (
-    DraftSource,
-    EngineEvent,
-    FinishedEvent,
-    GenerationStats,
-    RoundEvent,
-    TokenEvent,
-    decode_speed,
-)
+from app.engine.events import EngineEvent, FinishedEvent
 from app.engine.context_fit import SessionCuts
 from app.engine.image_files import has_images, message_estimate
-from app.engine.remote.chunks import MalformedEvent, ServerTimings, parse_chunk
 from app.engine.remote.http import check_model, server_props, silent_stream_s, stream_chat
-from app.engine.remote.server_errors import (
-    READ_TIMEOUT_S,
-    ConnectionDropped,
-    ServerError,
-    display_url,
-    silent_sentence,
-)
-from app.engine.remote.reply_parts import ReplyParts
-from app.engine.remote.server_drafts import ServerDraftTracker
+from app.engine.remote.reply_stream import RemoteReply, reply_deadline_s
+from app.engine.remote.server_errors import display_url
 from app.engine.reasoning.markers import markers_for
 from app.engine.reasoning.splitter import ReplySplitter, split_reply
-from app.engine.speculation.tally import Tally
-from app.engine.remote.tool_calls import StreamedCalls, wire_message
+from app.engine.remote.tool_calls import wire_message
 from app.engine.protocol import fitted_reply
 from app.engine.targets import ServerModel, Target
 from app.engine.tools.calls import ToolFormat
@@ -59,24 +40,8 @@ LLAMA_SERVER_OWNERS = ("llamacpp", "specchat")
 # Without the server's tokenizer, prompt sizes are estimated (for fitting the context and the usage label).
 _CHARS_PER_TOKEN = 3
 _TOKENS_PER_MESSAGE = 4
-# What a reply of max_tokens tokens may bring, whatever the server says: text (a token's text is rarely over a few
-# dozen characters), events (llama-server sends one per token, plus a few), and time (the slowest server taken for
-# working is one token a second, after a first token as late as the read timeout allows).
-MAX_CHARS_PER_TOKEN = 1024
-MIN_REPLY_CHARS = 64 << 10
-EVENTS_PER_TOKEN = 4
-EXTRA_EVENTS = 64
-SLOWEST_S_PER_TOKEN = 1.0
-# Whatever max_tokens asks, no reply is waited for longer than this (a server trickling a token a minute would
-# otherwise hold a large request for days).
-MAX_REPLY_DEADLINE_S = 4 * 3600.0
 # A server's context size is shown and used to fit prompts: anything above this is its error.
 MAX_SERVER_N_CTX = 1 << 24
-
-
-def reply_deadline_s(max_tokens: int) -> float:
-    """How long a reply of `max_tokens` tokens may take in all before the client gives up on the server."""
-    return min(READ_TIMEOUT_S + max_tokens * SLOWEST_S_PER_TOKEN, MAX_REPLY_DEADLINE_S)
 
 
 def _text_estimate(message: dict) -> int:
@@ -300,154 +265,31 @@ class RemoteEngine:
         return fitted_reply(self, messages, config, cancel=cancel, request_id=request_id)
 
     def _stream(self, body: dict, cancel, request_id: int, pictures: bool = False) -> Iterator[EngineEvent]:
-        tracker = ServerDraftTracker()
-        started = time.monotonic()
-        first_at: Optional[float] = None
-        index = 0
-        parts = ReplyParts()
-        chars = 0
-        finish_reason = ""
-        tally = Tally()
-        final_timings: Optional[ServerTimings] = None
-        completion_tokens: Optional[int] = None
-        prompt_tokens: Optional[int] = None
-        # The client keeps the request's own limits, whatever the server does: no more tokens than max_tokens, no
-        # more text than such a reply can hold, no more events than it can take, and an overall deadline.
         max_tokens = max(1, int(body["max_tokens"]))
-        calls = StreamedCalls()
-        max_chars = max(MIN_REPLY_CHARS, max_tokens * MAX_CHARS_PER_TOKEN)
-        max_events = max_tokens * EVENTS_PER_TOKEN + EXTRA_EVENTS
         deadline_s = self._reply_deadline_s if self._reply_deadline_s is not None else reply_deadline_s(max_tokens)
         kwargs = {} if self._read_timeout_s is None else {"read_timeout_s": self._read_timeout_s}
-        key = self._api_key_for(self._url)
-        shown = display_url(self._url)
-        # Empty events (no text, thinking or call) keep a stream open as comments do, and are given up on alike.
         silent_s = silent_stream_s()
-        last_token_at = time.monotonic()
+        reply = RemoteReply(request_id, max_tokens, display_url(self._url), silent_s)
         events = stream_chat(
-            self._url, body, key, cancel, deadline_s=deadline_s, silent_s=silent_s, pictures=pictures, **kwargs
+            self._url,
+            body,
+            self._api_key_for(self._url),
+            cancel,
+            deadline_s=deadline_s,
+            silent_s=silent_s,
+            pictures=pictures,
+            **kwargs,
         )
         try:
-            for count, event in enumerate(events, 1):
-                try:
-                    chunk = parse_chunk(event, max_tokens)
-                except MalformedEvent as exc:
-                    raise ServerError(
-                        f"The server at {shown} sent a malformed event ({exc}); the reply stops here."
-                    ) from None
-                if chunk.timings is not None:
-                    final_timings = chunk.timings
-                completion_tokens = (
-                    chunk.completion_tokens if chunk.completion_tokens is not None else completion_tokens
-                )
-                prompt_tokens = chunk.prompt_tokens if chunk.prompt_tokens is not None else prompt_tokens
-                if chunk.reasoning_tokens is not None:
-                    parts.server_reasoning_tokens = chunk.reasoning_tokens
-                reasoning = chunk.reasoning[: max(0, max_chars - chars)]
-                chars += len(reasoning)
-                text = chunk.text[: max(0, max_chars - chars)]
-                chars += len(text)
-                tokens, found_rounds = tracker.feed(text, chunk.timings, reasoning)
-                for r in found_rounds:
-                    tally.add(r.drafted, r.accepted, "model")
-                    parts.on_round(r.index, r.drafted)
-                    # The server reports counts only: what it proposed and which token it wrote itself stay unknown.
-                    yield RoundEvent(
-                        request_id,
-                        "model",
-                        r.drafted,
-                        r.drafted,
-                        r.accepted,
-                        "set by the server",
-                        index=r.index,
-                        kind="server",
-                    )
-                for token in tokens:
-                    if token.counted and index >= max_tokens:
-                        break
-                    if first_at is None:
-                        first_at = time.monotonic()
-                    parts.on_token(token.text, token.part, token.counted, token.source == "draft", token.round)
-                    drafter: Optional[DraftSource] = "model" if token.source == "draft" else None
-                    yield TokenEvent(request_id, index, -1, token.text, token.source, drafter, token.round, token.part)
-                    index += int(token.counted)
-                calls.feed(chunk.tool_calls)
-                if text or reasoning or chunk.tool_calls or chunk.finish_reason:
-                    last_token_at = time.monotonic()
-                elif time.monotonic() - last_token_at > silent_s:
-                    cls = ConnectionDropped if index else ServerError
-                    raise cls(silent_sentence(shown, silent_s, bool(index)))
-                if chunk.finish_reason:
-                    finish_reason = chunk.finish_reason
-                if index >= max_tokens or chars >= max_chars or count >= max_events:
-                    finish_reason = finish_reason or "length"  # all that was asked for: the reply ends here
+            for event in events:
+                yield from reply.read(event)
+                if reply.ended:
                     break
         finally:
             events.close()  # shuts the connection at once when the reply ended early
         if cancel is not None and cancel.is_set():
             return
-        for tail in tracker.flush() if chars <= max_chars else []:
-            parts.on_token(tail.text, tail.part, False, False, -1)
-            yield TokenEvent(request_id, index, -1, tail.text, tail.source, part=tail.part)
-        for text in calls.texts():
-            # The server's calls as Hermes text (this engine's tool_format), read back into tool_calls by serve.
-            parts.on_token(text, "answer", True, False, -1)
-            yield TokenEvent(request_id, index, -1, text, "target")
-            index += 1
-        if calls.texts() and finish_reason == "tool_calls":
-            finish_reason = "stop"
-        if not finish_reason:
-            if not index:
-                raise ServerError(f"The server at {shown} ended the stream without a reply.")
-            raise ConnectionDropped(f"The server at {shown} ended the stream mid-reply; the reply so far is kept.")
-        ended = time.monotonic()
-        stats = self._stats(
-            tally,
-            index,
-            started,
-            first_at,
-            ended,
-            finish_reason,
-            final_timings or ServerTimings(),
-            completion_tokens,
-            prompt_tokens,
-        )
-        yield FinishedEvent(
-            request_id,
-            parts.text,
-            replace(stats, **parts.stats_fields(first_at, ended, finish_reason)),
-            reasoning=parts.reasoning_text,
-        )
-
-    @staticmethod
-    def _stats(
-        tally: Tally,
-        emitted: int,
-        started: float,
-        first_at: Optional[float],
-        ended: float,
-        finish_reason: str,
-        timings: ServerTimings,
-        completion_tokens: Optional[int],
-        prompt_tokens: Optional[int],
-    ) -> GenerationStats:
-        tokens = timings.predicted_n or completion_tokens or emitted
-        # The server's own decode speed when it reports one (it excludes the network), else what arrived here.
-        tps = timings.predicted_per_second
-        if not tps and first_at is not None:
-            # Counted from the first token on (the prompt's end is not seen here), like a reply stopped in the window.
-            tps = decode_speed(tokens - 1, ended - first_at)
-        return GenerationStats(
-            tokens=tokens,
-            tokens_per_second=tps,
-            ttft_s=(first_at - started) if first_at is not None else 0.0,
-            stop_reason={"stop": "eos", "length": "max_tokens"}.get(finish_reason, finish_reason),
-            prompt_tokens=(timings.prompt_n + timings.cache_n) or prompt_tokens or 0,
-            prompt_cached=timings.cache_n,
-            prompt_eval_s=timings.prompt_ms / 1000.0,
-            elapsed_s=ended - started,
-            **tally.stats_fields(),
-        )
+        yield from reply.finish()
 
 
 def _thinking_told(events: Iterator[EngineEvent], splitter: ReplySplitter) -> Iterator[EngineEvent]:

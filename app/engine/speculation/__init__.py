@@ -1,6 +1,7 @@
 """Speculation, the decision layer: who drafts, how many tokens, and what forward passes cost, over token ids and
 seconds. No loaded model and no llama.cpp (app.engine.local drafts with the draft model and times the passes).
 
+- acceptance.py: What drafts have been kept: per-position acceptance estimates, and the copying drafters' by match length.
 - auto_controller.py: The speculation controller: each round, the draft length that maximises expected tokens per second.
 - batch_plan.py: Draft lengths for a batch: each request's draft chosen for the step's expected tokens per second.
 - costs.py: What a forward pass costs: the target's time for a batch of n tokens, the draft's per token, and the estimate to start from.

@@ -25,12 +25,12 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from app.engine.events import DraftSource
+from app.engine.speculation.acceptance import MAX_K, Acceptance, CopyAcceptance
 from app.engine.speculation.costs import MAX_BATCH, CostTable
 from app.engine.speculation.online_costs import OnlineCosts
 from app.engine.speculation.drafters import Draft
-from app.engine.speculation.policy import Plan, PolicyState, agreement
+from app.engine.speculation.policy import Plan, PolicyState
 
-MAX_K = 63  # verify batches up to 64 (app.engine.speculation.costs.MAX_BATCH), the most logit rows one decode has
 # A draft model's drafts stay within this: each token costs a draft pass, and its acceptance falls with the position,
 # where a copy that has been right over a long match stays right until the edit it is copying towards.
 MODEL_MAX_K = 31
@@ -51,72 +51,12 @@ PROBE_SHARE = 0.1
 # 2-3 token match in new text is mostly coincidence. On new code under load each such probe (a batch of 3 at
 # 2.8x one token) cost 3-4% of a 48-token reply (docs/performance.md); a copy's start is a longer match.
 PROBE_MIN_MATCH = 4
-MIN_EVIDENCE = 3  # outcomes a position needs before its own estimate is trusted
 # A draft model's acceptance before its first draft in a chat. A draft model shares the target's vocabulary and
 # usually its family: Qwen2.5-Coder 0.5B kept 62-100% of a fixed k=4 for the 1.5B on six of the suite's seven
 # prompts (35% on prose). At 0.7, an F16 target (memory-bound, where the draft model pays) never tried it on code
 # (13.3-13.6 tok/s against 16.7-19.1 at 0.8, docs/performance.md); on a CPU-bound target even 0.8 is far from
 # paying, so nothing changes there, and a draft model that is refused pauses after a round or two.
 MODEL_PRIOR = 0.8
-
-
-class Acceptance:
-    """Per-position acceptance estimates, exponentially weighted (recent rounds weigh more).
-
-    Position i's rate is the chance draft token i is accepted given tokens 0..i-1 were. Positions never (or
-    hardly) tested take the rate of the deepest tested one: with short drafts only, deep positions would otherwise
-    sit at the prior forever and the controller could never learn that longer drafts pay (copying text, where
-    one accepted token makes the next very likely).
-    """
-
-    def __init__(self, prior: float, decay: float = 0.85):
-        self._rates = [prior] * MAX_K
-        self._evidence = [0] * MAX_K
-        self.decay = decay
-
-    def observe(self, drafted: int, accepted: int) -> None:
-        # Positions up to the first rejection are outcomes; positions after it were never tested.
-        for i in range(min(drafted, accepted + 1, MAX_K)):
-            outcome = 1.0 if i < accepted else 0.0
-            self._rates[i] = self.decay * self._rates[i] + (1.0 - self.decay) * outcome
-            self._evidence[i] += 1
-
-    def known(self, position: int) -> bool:
-        return self._evidence[position] >= MIN_EVIDENCE
-
-    @property
-    def rates(self) -> list[float]:
-        rates = list(self._rates)
-        for i in range(1, MAX_K):
-            if self._evidence[i] < MIN_EVIDENCE:
-                rates[i] = rates[i - 1]
-        return rates
-
-    def expected_tokens(self, k: int, rates: Sequence[float] | None = None) -> float:
-        rates = rates or self.rates
-        total, run = 1.0, 1.0
-        for i in range(k):
-            run *= rates[i]
-            total += run
-        return total
-
-    def overall(self) -> float:
-        return self._rates[0]
-
-
-# Before any evidence: a 2-token match is often a coincidence, a 32-token one is nearly always text being copied.
-# Bucket 0 holds guesses that copying resumes after an edit (see NgramDrafter): few have their first token right
-# (an edit is often longer than one token), so they wait for evidence. Matches of 32+ tokens start at the bench
-# suite's hit rate; shorter ones below theirs, since a 16-31 token match is right at its first token but often not
-# 15 tokens later, where a rename not yet learned comes. The hit rates and replays: docs/performance.md.
-_NGRAM_PRIOR = {0: 0.25, 2: 0.5, 3: 0.6, 4: 0.7, 8: 0.8, 16: 0.9, 32: 0.98}
-# History proposals come from another request: a match is likelier a shared phrase than text being copied, so they
-# start lower, and the history drafter itself only proposes what most past copies agreed on. A match of 32 tokens
-# (HistoryDrafter.MAX_MATCH) is no phrase: it is text written again (a regenerated reply), as sure as an n-gram
-# match that long. In the replay no history match between different prompts reached 16 tokens, and at 0.9 a
-# regenerated reply was drafted 15 tokens at a time where every token of it was right (docs/performance.md).
-_HISTORY_PRIOR = {0: 0.25, 2: 0.3, 3: 0.35, 4: 0.5, 8: 0.65, 16: 0.8, 32: 0.98}
-_COPY_PRIORS: dict[DraftSource, dict[int, float]] = {"ngram": _NGRAM_PRIOR, "history": _HISTORY_PRIOR}
 # Calibration before any draft: decayed sums (accepted, expected) as if two tokens had gone as expected.
 _NO_CALIBRATION = (2.0, 2.0)
 _CALIBRATION_FADE = 0.95  # per round without a draft: 14 such rounds halve what one refused draft did
@@ -126,14 +66,6 @@ _CALIBRATION_FADE = 0.95  # per round without a draft: 14 such rounds halve what
 STOP_BELOW_START = 0.3
 STOP_BELOW_STEP = 0.03
 STOP_BELOW_RANGE = (0.0, 0.9)
-
-
-def _match_bucket(match_len: int) -> int:
-    """N-gram matches grouped by length: 2, 3, 4-7, 8-15, 16-31, 32+ tokens; 0 is a resumed copy."""
-    for bucket in (32, 16, 8, 4, 3, 2):
-        if match_len >= bucket:
-            return bucket
-    return 0
 
 
 class AutoController:
@@ -147,11 +79,7 @@ class AutoController:
         self.costs = costs
         self.with_model = with_model
         self.model = Acceptance(prior=MODEL_PRIOR)
-        # Copy proposals (n-gram, history) are tracked per drafter by the length of the match they came from: a
-        # 6-token match that recurs is usually copied text and right, a 2-token match often a coincidence.
-        self._copies_by_match: dict[tuple[DraftSource, int], Acceptance] = {}
-        # Per copying drafter: tokens its proposals have been right about since one was last wrong.
-        self._copy_runs: dict[DraftSource, int] = {}
+        self._copies = CopyAcceptance()
         self.probe_every = probe_every
         # Rounds between probes double after each probe that did not pay (up to MAX_PROBE_GAP), so text that
         # stays unpredictable costs almost nothing; a probe that pays brings speculation back at once.
@@ -192,9 +120,7 @@ class AutoController:
             draft_s=self._draft(1),
             threads=self.online.threads,
             model_rates=tuple(self.model.rates),
-            copy_rates=tuple(
-                (source, bucket, acc.rates[0]) for (source, bucket), acc in sorted(self._copies_by_match.items())
-            ),
+            copy_rates=self._copies.first_rates(),
             calibration=tuple((source, self.calibration(source)) for source in self._calibration),
             stop_below=self.stop_below,
             probe_gap=self._probe_gap,
@@ -212,10 +138,7 @@ class AutoController:
     def ngram(self, match_len: int, source: DraftSource = "ngram") -> Acceptance:
         """The acceptance estimates of a copying drafter's ("ngram" or "history") proposals from matches of this
         length."""
-        key = (source, _match_bucket(match_len))
-        if key not in self._copies_by_match:
-            self._copies_by_match[key] = Acceptance(prior=_COPY_PRIORS[source][key[1]])
-        return self._copies_by_match[key]
+        return self._copies.for_match(match_len, source)
 
     def calibration(self, source: DraftSource) -> float:
         """Accepted / expected over this source's recent drafts. Estimates are chosen when they look best, so
@@ -294,7 +217,7 @@ class AutoController:
             copies["history"] = (len(history_draft.tokens), history_draft.match_len)
         for source, (proposed, match_len) in copies.items():
             if proposed:
-                longest = MAX_K if self._copy_runs.get(source, 0) >= LONG_COPY_RUN else SHORT_MAX_K
+                longest = MAX_K if self._copies.run(source) >= LONG_COPY_RUN else SHORT_MAX_K
                 k, rate, accepted = self._best(source, min(k_max, proposed, longest), None, match_len)
                 if k:
                     options.append((rate, source, k, accepted))
@@ -403,8 +326,7 @@ class AutoController:
         every line), which changes from request to request; the draft model's is about the kind of text, which a
         chat keeps. Copy statistics from a file copied whole would make a reply that edits every line draft far
         too long (docs/performance.md)."""
-        self._copies_by_match.clear()
-        self._copy_runs.clear()
+        self._copies.clear()
         self._calibration["ngram"] = self._calibration["history"] = _NO_CALIBRATION
 
     def observe(self, plan: Plan, drafted: int, accepted: int, draft_s: float, verify_s: float, rows: int = 0) -> None:
@@ -448,10 +370,4 @@ class AutoController:
         learns that the reply has started copying its input, with no probing, and one unlucky draft cannot keep
         a kind of match written off.
         """
-        if not proposal:
-            return
-        agree = agreement(proposal, produced)
-        broken = agree < min(len(proposal), len(produced))
-        self._copy_runs[source] = 0 if broken else self._copy_runs.get(source, 0) + agree
-        # Positions past the first disagreement (or past what was produced) were not tested.
-        self.ngram(match_len, source).observe(agree + (agree < min(len(proposal), len(produced))), agree)
+        self._copies.score(match_len, proposal, produced, source)

@@ -16,7 +16,7 @@ from app.store.presets import Preset
 from app.ui.chat.conversation import Conversation
 from app.ui.models.model_thinking import ModelThinking
 from app.ui.models.library_model import NGRAM_KEY
-from app.ui.settings.dialog import ChatSettingsDialog
+from app.ui.settings.chat_dialog import ChatSettingsDialog
 
 
 class ChatSettingsBinding(QObject):

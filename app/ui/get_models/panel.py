@@ -15,21 +15,16 @@ from typing import Callable, Mapping, Optional, Sequence
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QHBoxLayout,
     QLabel,
-    QLineEdit,
-    QListWidget,
     QPushButton,
     QScrollArea,
-    QSplitter,
     QTabWidget,
-    QTreeWidget,
     QVBoxLayout,
     QWidget,
 )
 
 from app.platform import paths
-from app.hub.client import HubClient, RepoListing, RepoSummary
+from app.hub.client import HubClient, RepoListing
 from app.hub.curated import CuratedPair, curated_pairs
 from app.hub.download import DownloadJob, DownloadProgress
 from app.hub.download_plan import DownloadItem
@@ -37,8 +32,9 @@ from app.hub.errors import AuthRequiredError, DownloadCancelled, HubError, Offli
 from app.hub.repo_files import RemoteModel
 from app.ui.widgets import style
 from app.hub.repo_projector import download_items
-from app.ui.get_models.views import REPO_ROLE, PairCard, download_action, fill_files, fill_results, selected_model
+from app.ui.get_models.views import PairCard
 from app.ui.get_models.download_row import DownloadRow
+from app.ui.get_models.search_tab import HubSearchTab
 from app.ui.get_models.token_row import TokenRow
 from app.ui.get_models.worker import TaskRunner, cancel_all
 
@@ -74,21 +70,14 @@ class GetModelsPanel(QWidget):
         self.dest_dir = dest_dir
         self.runner = TaskRunner(self)
         self.runner.signals.sig_progress.connect(self._on_task_progress)
-        self.runner.signals.sig_finished.connect(self._on_task_finished)
-        self.runner.signals.sig_failed.connect(self._on_task_failed)
         # Closing the window that holds the panel destroys it: stop downloads then (partial files stay, to resume)
         # instead of blocking on them. A module-level function, since the panel is half gone by then.
         self.destroyed.connect(partial(cancel_all, self.runner.cancel_events))
 
-        # request id -> what to do with its answer; a stale answer (superseded search) has no entry
-        self._handlers: dict[int, tuple[Callable[[object], None], Callable[[HubError], None]]] = {}
-        self._search_request = 0
-        self._listing_request = 0
         self._download_request = 0
         self._download_cancel: Optional[threading.Event] = None
         self._last_download: Optional[Callable[[], None]] = None  # re-runs the last download (resume)
         self._retry_after_token: Optional[Callable[[], None]] = None
-        self._listing: Optional[RepoListing] = None
         # The library's scanned files by name (set by the window): a pair whose files are in any scanned folder is
         # loaded from there, not downloaded again.
         self.library_files: Callable[[], Mapping[str, Path]] = dict
@@ -103,7 +92,8 @@ class GetModelsPanel(QWidget):
         layout = QVBoxLayout(self)
         self.tabs = QTabWidget()
         self.tabs.addTab(self._build_pairs_tab(), "Recommended pairs")
-        self.tabs.addTab(self._build_search_tab(), "Search the Hub")
+        self.search_tab = HubSearchTab(self, self.runner)
+        self.tabs.addTab(self.search_tab, "Search the Hub")
         layout.addWidget(self.tabs, 1)
 
         self.message_label = QLabel()
@@ -112,7 +102,9 @@ class GetModelsPanel(QWidget):
         self.message_label.hide()
         layout.addWidget(self.message_label)
 
-        self.token_row = TokenRow(self._start, lambda: self.client().base_url, self._on_token_saved, self.show_error)
+        self.token_row = TokenRow(
+            self.runner.start, lambda: self.client().base_url, self._on_token_saved, self.show_error
+        )
         layout.addWidget(self.token_row)
 
         self.download_row = DownloadRow(self.cancel_download, self.resume_download)
@@ -150,82 +142,28 @@ class GetModelsPanel(QWidget):
         layout.addWidget(scroll, 1)
         return page
 
-    def _build_search_tab(self) -> QWidget:
-        page = QWidget()
-        layout = QVBoxLayout(page)
-        row = QHBoxLayout()
-        self.search_edit = QLineEdit()
-        self.search_edit.setPlaceholderText("Search GGUF models on the Hugging Face Hub (e.g. qwen coder)")
-        self.search_edit.returnPressed.connect(lambda: self.search(self.search_edit.text()))
-        row.addWidget(self.search_edit, 1)
-        self.search_button = QPushButton("Search")
-        self.search_button.clicked.connect(lambda: self.search(self.search_edit.text()))
-        row.addWidget(self.search_button)
-        layout.addLayout(row)
-
-        splitter = QSplitter(Qt.Orientation.Vertical)
-        self.results_list = QListWidget()
-        self.results_list.currentItemChanged.connect(self._on_result_chosen)
-        splitter.addWidget(self.results_list)
-        files = QWidget()
-        files_layout = QVBoxLayout(files)
-        files_layout.setContentsMargins(0, 0, 0, 0)
-        self.repo_label = QLabel("Choose a repository to see its files.")
-        self.repo_label.setObjectName("Muted")
-        files_layout.addWidget(self.repo_label)
-        self.files_tree = QTreeWidget()
-        self.files_tree.setHeaderLabels(["Quantization", "Size", "File"])
-        self.files_tree.setRootIsDecorated(True)
-        self.files_tree.currentItemChanged.connect(lambda *_: self._update_download_button())
-        self.files_tree.itemDoubleClicked.connect(lambda *_: self.download_selected())
-        files_layout.addWidget(self.files_tree, 1)
-        button_row = QHBoxLayout()
-        button_row.addStretch(1)
-        self.download_button = QPushButton("Download")
-        self.download_button.setObjectName("PrimaryButton")
-        self.download_button.setEnabled(False)
-        self.download_button.clicked.connect(self.download_selected)
-        button_row.addWidget(self.download_button)
-        files_layout.addLayout(button_row)
-        splitter.addWidget(files)
-        layout.addWidget(splitter, 1)
-        return page
-
     # ----- actions (GUI thread)
 
     def client(self) -> HubClient:
         return self._client or HubClient()
 
-    def search(self, query: str) -> None:
-        """Search the Hub for GGUF repositories; results replace the list. An older search's answer is dropped."""
-        self.clear_message()
-        client = self.client()
-        self.results_list.clear()
-        self.search_button.setEnabled(False)
-        self._handlers.pop(self._search_request, None)  # the previous search's answer, if late, is dropped
-        self._search_request = self._start(
-            lambda _progress: client.search_gguf(query), self._on_search_results, self._on_search_failed
-        )
+    def models_dir(self) -> Path:
+        """The folder downloads land in."""
+        return self.dest_dir or paths.models_dir()
 
-    def open_repo(self, repo_id: str) -> None:
-        """List a repository's GGUF files, grouped by quantization."""
-        self.clear_message()
-        client = self.client()
-        self._listing = None
-        self.files_tree.clear()
-        self.repo_label.setText(f"Reading {repo_id}…")
-        self._update_download_button()
-        self._handlers.pop(self._listing_request, None)  # the previously chosen repo's listing is dropped
-        self._listing_request = self._start(
-            lambda _progress: client.list_gguf(repo_id), self._on_listing, self._on_listing_failed
-        )
-        self._retry_after_token = partial(self.open_repo, repo_id)
+    def load_model(self, path: Path) -> None:
+        """A model found here already: load it instead of downloading it again."""
+        self.sig_load_model.emit(str(path), "")
+
+    def retry_after_token(self, retry: Callable[[], None]) -> None:
+        """What to run again once a token is saved (a gated repository's listing, a download)."""
+        self._retry_after_token = retry
 
     def refresh_downloaded(self) -> None:
         """Each pair card says Load, Download, or Download the rest, from the files here now."""
         library_files = self.library_files()
         for card in self.pair_cards:
-            card.mark_downloaded(self.dest_dir or paths.models_dir(), library_files)
+            card.mark_downloaded(self.models_dir(), library_files)
 
     def download_pair(self, pair_id: str) -> None:
         """Download a curated pair's target and draft as one job (a target that comes alone, as one model); where
@@ -249,14 +187,6 @@ class GetModelsPanel(QWidget):
         items = download_items(listing, model)
         label = model.name + (" + picture projector" if len(items) > len(model.files) else "")
         self._start_download(items, primary=[0], pair=False, label=label)
-
-    def download_selected(self) -> None:
-        model, listing = selected_model(self.files_tree), self._listing
-        _action, local = download_action(listing, model, self.dest_dir or paths.models_dir())
-        if local is not None:
-            self.sig_load_model.emit(str(local), "")
-        elif model is not None and listing is not None and not self.is_downloading():
-            self.download_model(listing, model)
 
     def cancel_download(self) -> None:
         if self._download_cancel is not None:
@@ -290,7 +220,7 @@ class GetModelsPanel(QWidget):
         self.clear_message()
         client = self.client()
         cancel = self.runner.new_cancel_event()
-        dest_dir = self.dest_dir or paths.models_dir()
+        dest_dir = self.models_dir()
 
         def work(progress):  # pool thread
             job = DownloadJob(items, dest_dir, client=client, on_progress=progress, cancel_event=cancel)
@@ -301,7 +231,7 @@ class GetModelsPanel(QWidget):
         self._last_download = partial(self._start_download, items, primary, pair, label, then_load)
         self._retry_after_token = self._last_download
         self._set_downloading(True, label)
-        self._download_request = self._start(
+        self._download_request = self.runner.start(
             work,
             partial(self._on_download_finished, primary=primary, pair=pair),
             self._on_download_failed,
@@ -323,7 +253,7 @@ class GetModelsPanel(QWidget):
                 self._chosen_button.setFocus()
                 self._chosen_button = None
             self.download_row.ended()
-        self._update_download_button()
+        self.search_tab.update_download_button()
         self.sig_busy_changed.emit(busy)
 
     def _forget_download(self) -> None:
@@ -356,53 +286,9 @@ class GetModelsPanel(QWidget):
 
     # ----- answers (GUI thread, via queued signals)
 
-    def _start(self, function, on_result, on_error) -> int:
-        request_id = self.runner.start(function)
-        self._handlers[request_id] = (on_result, on_error)
-        return request_id
-
     def _on_task_progress(self, request_id: int, record: object) -> None:
         if request_id == self._download_request and isinstance(record, DownloadProgress):
             self.download_row.progress(record)
-
-    def _on_task_finished(self, request_id: int, result: object) -> None:
-        handlers = self._handlers.pop(request_id, None)
-        if handlers is not None:
-            handlers[0](result)
-
-    def _on_task_failed(self, request_id: int, error: object) -> None:
-        handlers = self._handlers.pop(request_id, None)
-        if handlers is not None:
-            handlers[1](error if isinstance(error, HubError) else HubError(str(error)))
-
-    def _on_search_results(self, results: list[RepoSummary]) -> None:
-        self.search_button.setEnabled(True)
-        fill_results(self.results_list, list(results))
-        if not results:
-            self.show_message("No GGUF repositories match that search.")
-
-    def _on_search_failed(self, error: HubError) -> None:
-        self.search_button.setEnabled(True)
-        self.show_error(error)
-
-    def _on_result_chosen(self, current, _previous) -> None:
-        if current is not None:
-            self.open_repo(current.data(REPO_ROLE))
-
-    def _on_listing(self, listing: object) -> None:
-        assert isinstance(listing, RepoListing)
-        self._listing = listing
-        self.repo_label.setText(
-            f"{listing.repo_id}: {listing.model_count} model(s). Choose one and press Download."
-            if listing.model_count
-            else f"{listing.repo_id} holds picture projectors only, no model to chat with."
-        )
-        fill_files(self.files_tree, listing, self.dest_dir or paths.models_dir())
-        self._update_download_button()
-
-    def _on_listing_failed(self, error: HubError) -> None:
-        self.repo_label.setText("Choose a repository to see its files.")
-        self.show_error(error)
 
     def _on_token_saved(self, user: object) -> None:
         """The token row stored a token: retry what needed it."""
@@ -438,13 +324,3 @@ class GetModelsPanel(QWidget):
     def message(self) -> str:
         """The message shown inline ("" when none)."""
         return self.message_label.text()
-
-    # ----- helpers
-
-    def _update_download_button(self) -> None:
-        model = selected_model(self.files_tree)
-        action, local = download_action(self._listing, model, self.dest_dir or paths.models_dir())
-        self.download_button.setText(action)
-        self.download_button.setEnabled(
-            local is not None or (model is not None and self._listing is not None and not self.is_downloading())
-        )

@@ -1,13 +1,14 @@
 """Run the Get-models panel's network work (search, listing, token check, downloads) on a thread pool.
 
 Each task is a plain function; its result, failure or progress comes back to the GUI thread as a queued signal
-stamped with the task's request id, so the panel can drop answers to questions it no longer asks.
+stamped with the task's request id. The answer goes to the handlers the task was started with, unless they were
+dropped: an answer to a question no longer asked (a superseded search) goes nowhere.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
@@ -15,6 +16,8 @@ from app.hub.errors import HubError
 
 # A task gets a progress function it may call from its thread with any object (a DownloadProgress).
 TaskFunction = Callable[[Callable[[object], None]], Any]
+OnResult = Callable[[Any], None]
+OnError = Callable[[HubError], None]
 
 
 class TaskSignals(QObject):
@@ -26,6 +29,23 @@ class TaskSignals(QObject):
     """A task succeeded: request id, its result."""
     sig_failed = Signal(int, object)
     """A task failed: request id, the HubError (any other exception is wrapped in one)."""
+
+    def __init__(self, parent: QObject):
+        super().__init__(parent)
+        # request id -> what to do with its answer; a dropped request (superseded search) has no entry
+        self.handlers: dict[int, tuple[OnResult, OnError]] = {}
+        self.sig_finished.connect(self._on_finished)
+        self.sig_failed.connect(self._on_failed)
+
+    def _on_finished(self, request_id: int, result: object) -> None:
+        handlers = self.handlers.pop(request_id, None)
+        if handlers is not None:
+            handlers[0](result)
+
+    def _on_failed(self, request_id: int, error: object) -> None:
+        handlers = self.handlers.pop(request_id, None)
+        if handlers is not None:
+            handlers[1](error if isinstance(error, HubError) else HubError(str(error)))
 
 
 class _Task(QRunnable):
@@ -60,10 +80,17 @@ class TaskRunner:
         self._next_id = 0
         self.cancel_events: list[threading.Event] = []
 
-    def start(self, function: TaskFunction) -> int:
+    def start(self, function: TaskFunction, on_result: OnResult, on_error: OnError) -> int:
+        """Run `function` on the pool; its answer goes to `on_result` or `on_error` on the GUI thread."""
         self._next_id += 1
+        self.signals.handlers[self._next_id] = (on_result, on_error)
         self.pool.start(_Task(self._next_id, function, self.signals))
         return self._next_id
+
+    def drop(self, request_id: Optional[int]) -> None:
+        """The answer to this request, when it comes, goes nowhere."""
+        if request_id is not None:
+            self.signals.handlers.pop(request_id, None)
 
     def new_cancel_event(self) -> threading.Event:
         event = threading.Event()

@@ -19,7 +19,7 @@ from app.common.text import printable
 from app.store.tool_calls import ToolCallRecord
 from app.ui.transcript.format import TranscriptMessage
 from app.ui.transcript.links.action_links import Action, ActionLinks
-from app.ui.transcript.reply_writer import ReplyWriter
+from app.ui.transcript.reply.writer import ReplyWriter
 from app.ui.widgets import style
 
 TOGGLE_ACTION = "toolcall"

@@ -14,9 +14,7 @@
 - message_meta.py: The line beside a message's author: when it was written, its length, and the switcher between its versions.
 - message_actions.py: The links under a message (Copy, Edit, Regenerate, Continue, Compare with plain), its stats row, which opens the
 - picture_thumbnails.py: The pictures of a user's message in the transcript: a thumbnail each, under its text.
-- reply_chars.py: Each character of a reply: the origin and round of the token it belongs to, and where refused proposals go.
-- reply_writer.py: Writes replies into the transcript's QTextDocument as Markdown, each shown character with its token's origin.
-- thinking_section.py: A reply's Thinking section: its reasoning above the answer, folded to one line once the answer starts.
+- reply/: one reply: its characters with their origins, written whole or as it streams, and its Thinking section.
 - token_tooltip.py: What hovering a token says: who wrote it and, when its round is known, what was proposed, what the target
 - welcome.py: What an empty transcript says: how to start, and what the two highlights mean. GUI thread only.
 """

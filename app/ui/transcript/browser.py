@@ -17,7 +17,7 @@ from app.store.provenance import RoundRecord
 from app.ui.transcript import marks as transcript_marks
 from app.ui.transcript.links.action_links import ActionLinks
 from app.ui.transcript.links.link_guard import allowed_resource
-from app.ui.transcript.reply_chars import NO_ROUND
+from app.ui.transcript.reply.chars import NO_ROUND
 from app.ui.transcript.token_tooltip import refused_tooltip, token_tooltip
 from app.ui.transcript.format import GHOST_PROPERTY, MESSAGE_PROPERTY, PROVENANCE_PROPERTY, ROUND_PROPERTY
 

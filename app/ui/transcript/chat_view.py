@@ -1,8 +1,8 @@
 """The transcript: a QTextBrowser that streams tokens with their provenance and renders finished replies.
 
-While a reply streams, it is shown as Markdown at the end of the document, where only its last, unfinished block is
-ever written again (markdown.streaming); kept draft tokens get a background by who drafted them (the draft model or
-n-gram lookup). When the reply is finished, that message alone is rendered again from its record, laid out as it
+While a reply streams, it is shown as Markdown at the end of the document (reply.streaming_reply), where only its last,
+unfinished block is ever written again (markdown.streaming); kept draft tokens get a background by who drafted them
+(the draft model or n-gram lookup). When the reply is finished, that message alone is rendered again from its record, laid out as it
 streamed, so nothing moves; each character keeps its provenance and round.
 Hovering a token tells its round: what was proposed, what the target refused and what it wrote instead; refused
 proposals can also be shown inline as struck-through ghost text, which copying leaves out. Links open only after
@@ -19,12 +19,13 @@ from PySide6.QtWidgets import QApplication
 
 from app.replies.comparison import ShownComparison, comparison_text
 from app.store.provenance import RoundRecord, TokenRecord
-from app.ui.transcript import long_text, message_actions, message_meta, picture_thumbnails, thinking_section
+from app.ui.transcript import long_text, message_actions, message_meta, picture_thumbnails
+from app.ui.transcript.reply import thinking_section
 from app.ui.transcript import marks as transcript_marks
 from app.ui.transcript.links.link_guard import open_link_after_confirming
-from app.ui.transcript.reply_chars import reply_chars
-from app.ui.transcript.markdown.streaming import StreamingAnswer
-from app.ui.transcript.reply_writer import ReplyWriter
+from app.ui.transcript.reply.chars import reply_chars
+from app.ui.transcript.reply.writer import ReplyWriter
+from app.ui.transcript.reply.streaming_reply import StreamingReply
 from app.ui.transcript.token_tooltip import DRAFT_TOOLTIP, NGRAM_TOOLTIP, TARGET_TOOLTIP
 from app.ui.transcript.browser import TranscriptBrowser
 from app.ui.transcript.welcome import insert_welcome
@@ -75,9 +76,7 @@ class ChatView(TranscriptBrowser):
         self.anchorClicked.connect(self._on_anchor)
         self._has_older = False
         self.verticalScrollBar().valueChanged.connect(self._on_scrolled)
-        self._stream_frame: Optional[QTextFrame] = None
-        self._stream_answer: Optional[StreamingAnswer] = None
-        self._stream_cut = False  # the stream reached what it may show: the rest is shown when it ends
+        self._stream: Optional[StreamingReply] = None
         self._base = self.font()
         self._writer = ReplyWriter(self._base, self.action_links)
         # Compare with plain states that are not stored (running, failed), by message id; shown over stored ones.
@@ -96,7 +95,6 @@ class ChatView(TranscriptBrowser):
         self._keep_thinking_open = False
         self._thinking_toggled: set[int] = set()
         self._thinking_replies: dict[int, TranscriptMessage] = {}  # shown replies that thought, by id
-        self._stream_thinking: Optional[thinking_section.StreamingThinking] = None
         # A reply's tool calls: the permission prompt, then the call's block (app.ui.tools).
         self.tool_calls = CallBlocks(self._writer, self._base, self.action_links, self)
         self.tool_calls.sig_refresh.connect(self.refresh_message)
@@ -139,9 +137,7 @@ class ChatView(TranscriptBrowser):
         self._keep_thinking_open = keep
 
     def clear_transcript(self) -> None:
-        self._stream_frame = None
-        self._stream_answer = None
-        self._stream_thinking = None
+        self._stream = None
         self._thinking_replies.clear()
         self._writer.code_blocks.clear()
         self.rounds_by_key.clear()
@@ -273,73 +269,53 @@ class ChatView(TranscriptBrowser):
     def begin_stream(self, model_label: str) -> None:
         """Open the frame of a reply that is about to stream."""
         frame = self._append_frame("assistant")
-        cursor = frame.firstCursorPosition()
-        insert_author(cursor, self._base, model_label)
-        self._stream_frame = frame
-        self._stream_answer = None  # made by the answer's first token, after any thinking
-        self._stream_cut = False
-        self._stream_thinking = None
+        self._stream = StreamingReply(self._writer, self._base, self.document(), frame, model_label, STREAM_KEY)
         self.rounds_by_key[STREAM_KEY] = []
         self.scroll_to_end()
 
     def is_streaming(self) -> bool:
-        return self._stream_frame is not None
+        return self._stream is not None
 
     def append_tokens(self, tokens: Sequence[TokenRecord], rounds: Optional[Sequence[RoundRecord]] = None) -> None:
         """Append streamed answer tokens to the streaming reply, shown as Markdown as they come (markdown.streaming).
         Each token's round indexes `rounds`, the reply's round records so far (the view keeps the latest list
         given, so passing the same growing list each time is enough). A round's record must be given by the time
         its target token is appended for its refused proposal to show inline."""
-        if self._stream_frame is None:
+        if self._stream is None:
             return
         if rounds is not None:
             self.rounds_by_key[STREAM_KEY] = rounds
-        if not tokens or self._stream_cut:
+        if not tokens or self._stream.cut:
             return
         follow = self._at_bottom()
-        if self._stream_answer is None:
-            self._stream_answer = StreamingAnswer(self._writer, self.document(), self._stream_frame, STREAM_KEY)
-        if not self._stream_answer.append(tokens, self.rounds_by_key.get(STREAM_KEY, [])):
-            self._stream_cut = True
-            message_actions.insert_note(self._base, self._stream_frame.lastCursorPosition(), long_text.STREAM_NOT_SHOWN)
+        self._stream.append_answer(tokens, self.rounds_by_key.get(STREAM_KEY, []))
         if follow:
             self.scroll_to_end()
 
     def append_reasoning(self, tokens: Sequence[TokenRecord], rounds: Optional[Sequence[RoundRecord]] = None) -> None:
         """Append streamed thinking tokens to the streaming reply's Thinking section (opened by the first)."""
-        if self._stream_frame is None or not tokens:
+        if self._stream is None or not tokens:
             return
         if rounds is not None:
             self.rounds_by_key[STREAM_KEY] = rounds
         follow = self._at_bottom()
-        if self._stream_thinking is None:
-            self._stream_thinking = thinking_section.StreamingThinking(
-                self._writer, self._base, self.document(), self._stream_frame, STREAM_KEY
-            )
-        self._stream_thinking.append(tokens, self.rounds_by_key.get(STREAM_KEY, []))
+        self._stream.append_thinking(tokens, self.rounds_by_key.get(STREAM_KEY, []))
         if follow:
             self.scroll_to_end()
 
     def answer_started(self, thinking_seconds: float, thinking_tokens: int) -> None:
         """The streaming reply's answer begins: its Thinking section folds to its header, unless kept open."""
-        section = self._stream_thinking
-        if section is None:
-            return
-        if self._keep_thinking_open:
-            section.retitle(f"▾ {thinking_section.header_words(thinking_seconds, thinking_tokens)}")
-        else:
-            section.fold(thinking_seconds, thinking_tokens)
+        if self._stream is not None:
+            self._stream.answer_started(self._keep_thinking_open, thinking_seconds, thinking_tokens)
 
     def finish_stream(self, message: TranscriptMessage) -> None:
         """Render the finished reply from its record in place of the streamed one (laid out the same, so nothing
         moves), with its links and stats row."""
-        frame = self._stream_frame
-        self._stream_frame = None
-        self._stream_answer = None
-        self._stream_thinking = None
-        if frame is None:
+        if self._stream is None:
             self.add_message(message, is_last_reply=True)
             return
+        frame = self._stream.frame
+        self._stream = None
         self._hide_regenerate_links()
         self.rounds_by_key.pop(STREAM_KEY, None)
         follow = self._at_bottom()
@@ -401,11 +377,7 @@ class ChatView(TranscriptBrowser):
 
     def streamed_text(self) -> str:
         """The text of the reply streaming now ("" when none)."""
-        if self._stream_frame is None:
-            return ""
-        frame = self._stream_frame
-        text = transcript_marks.visible_text(self.document(), frame.firstPosition(), frame.lastPosition())
-        return text.split("\n", 1)[1] if "\n" in text else ""
+        return self._stream.text() if self._stream is not None else ""
 
     def contextMenuEvent(self, event) -> None:  # noqa: N802 (Qt override)
         menu = self.createStandardContextMenu(event.pos())

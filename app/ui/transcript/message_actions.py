@@ -15,7 +15,7 @@ from app.store.attachments import Attachment
 from app.ui.widgets import style
 from app.ui.transcript.links.action_links import ActionLinks
 from app.ui.transcript.format import TranscriptMessage
-from app.ui.transcript.reply_writer import ReplyWriter
+from app.ui.transcript.reply.writer import ReplyWriter
 
 
 def insert_actions(

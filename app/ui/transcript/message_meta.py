@@ -16,7 +16,7 @@ from PySide6.QtGui import QColor, QFont, QTextCursor
 
 from app.common.units import plural
 from app.ui.transcript.format import TranscriptMessage
-from app.ui.transcript.reply_writer import ReplyWriter
+from app.ui.transcript.reply.writer import ReplyWriter
 from app.ui.widgets import style
 
 # The actions of the switcher's links (app links, whose argument is the shown version's message id).

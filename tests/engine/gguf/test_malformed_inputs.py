@@ -165,7 +165,7 @@ def test_generation_at_the_draft_cap_runs(tiny_models):
 
 def test_chat_settings_spin_box_stops_at_the_cap(qtbot):
     from app.store import ChatSettings
-    from app.ui.settings.dialog import ChatSettingsDialog
+    from app.ui.settings.chat_dialog import ChatSettingsDialog
 
     dialog = ChatSettingsDialog(ChatSettings(draft_max=64))  # saved before the cap existed
     qtbot.addWidget(dialog)

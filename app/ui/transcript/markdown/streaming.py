@@ -28,8 +28,8 @@ from app.store.provenance import RoundRecord, TokenRecord
 from app.ui.transcript import long_text
 from app.ui.transcript.markdown.blocks import PLAIN, Block, Inline, nests_too_deep, parse_markdown
 from app.ui.transcript.markdown.code_colors import code_colours
-from app.ui.transcript.reply_chars import ReplyChars
-from app.ui.transcript.reply_writer import ReplyMarks, ReplyWriter
+from app.ui.transcript.reply.chars import ReplyChars
+from app.ui.transcript.reply.writer import ReplyMarks, ReplyWriter
 from app.ui.widgets import style
 
 _FENCE_CHARS = frozenset("`~")

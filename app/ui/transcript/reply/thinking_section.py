@@ -28,8 +28,8 @@ from app.store.provenance import RoundRecord, TokenRecord
 from app.ui.transcript import long_text, message_actions
 from app.ui.transcript.format import CONTINUABLE, TranscriptMessage
 from app.ui.transcript.markdown.streaming import StreamingAnswer
-from app.ui.transcript.reply_chars import reply_chars
-from app.ui.transcript.reply_writer import ReplyWriter
+from app.ui.transcript.reply.chars import reply_chars
+from app.ui.transcript.reply.writer import ReplyWriter
 from app.ui.widgets import style
 
 TOGGLE_ACTION = "thinking"

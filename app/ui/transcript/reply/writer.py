@@ -31,7 +31,7 @@ from app.ui.transcript import long_text
 from app.ui.transcript.markdown.code_colors import code_colours
 from app.ui.transcript.long_text import LINE_SEPARATOR
 from app.ui.transcript.markdown.blocks import Block, Inline, InlineStyle, parse_markdown
-from app.ui.transcript.reply_chars import NO_ROUND, ReplyChars
+from app.ui.transcript.reply.chars import NO_ROUND, ReplyChars
 from app.ui.transcript.format import (
     BASE_BACKGROUND_PROPERTY,
     GHOST_PROPERTY,
