@@ -12,6 +12,7 @@
 - provenance.py: What a reply's provenance holds, as the store, the window, export and the CLI share it (no engine, no Qt).
 - provenance_doc.py: A reply's provenance as the one compact JSON document stored with its message (the `tokens` column).
 - records.py: The chat store's records: a chat, its settings and its messages, and how each is written into its row and read back.
+- schema/: The chat database's schema: one migration step per version, append only.
 - salvage.py: Copying what can still be read out of a damaged chat database into a fresh one.
 - settings.py: Application settings: one JSON file, read forgivingly and written atomically.
 - tool_calls.py: A reply's tool calls and their results, stored with the reply so a chat keeps them.
