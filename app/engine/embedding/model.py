@@ -143,7 +143,9 @@ class Embedder:
         for document in documents:
             # llama-server's pair without a template: BOS query EOS SEP document EOS (BERT has no EOS: SEP).
             closing = [self._eos] if self._eos >= 0 else []
-            pairs.append([self._bos] + question + closing + [self._sep] + self._plain_tokens(document) + (closing or [self._sep]))
+            pairs.append(
+                [self._bos] + question + closing + [self._sep] + self._plain_tokens(document) + (closing or [self._sep])
+            )
         return self._read(pairs, normalise=False)
 
     def close(self) -> None:

@@ -131,6 +131,12 @@ class EmbeddingWorker:
     # -- asking -----------------------------------------------------------------------------------------------------
 
     @property
+    def pid(self) -> Optional[int]:
+        """The embedding process's id while it runs."""
+        process = self._process
+        return process.pid if process is not None else None
+
+    @property
     def dim(self) -> int:
         return self.model.dim if self.model is not None else 0
 

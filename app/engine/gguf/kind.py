@@ -13,7 +13,13 @@ ModelKind = Literal["chat", "embedding", "reranker"]
 
 # llama.cpp's LLAMA_POOLING_TYPE_* values as the files store them.
 POOLING_NONE, POOLING_MEAN, POOLING_CLS, POOLING_LAST, POOLING_RANK = 0, 1, 2, 3, 4
-POOLING_NAMES = {POOLING_NONE: "none", POOLING_MEAN: "mean", POOLING_CLS: "cls", POOLING_LAST: "last", POOLING_RANK: "rank"}
+POOLING_NAMES = {
+    POOLING_NONE: "none",
+    POOLING_MEAN: "mean",
+    POOLING_CLS: "cls",
+    POOLING_LAST: "last",
+    POOLING_RANK: "rank",
+}
 
 # Architectures that only encode (bidirectional attention, no language-model head): never chat models.
 ENCODER_ARCHITECTURES = frozenset(
@@ -43,7 +49,9 @@ def model_kind(metadata: Mapping[str, object]) -> ModelKind:
 def not_chat_sentence(kind: ModelKind) -> str:
     """Why a model of `kind` is not offered as a chat model (empty for a chat model)."""
     if kind == "embedding":
-        return "An embedding model: it turns text into vectors for document search (serve --embedding), and cannot chat."
+        return (
+            "An embedding model: it turns text into vectors for document search (serve --embedding), and cannot chat."
+        )
     if kind == "reranker":
         return "A reranker: it scores documents against a question (serve --embedding), and cannot chat."
     return ""
