@@ -194,7 +194,7 @@ class Embedder:
             start = end
         if normalise:
             norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-            vectors = vectors / np.where(norms > 0, norms, 1.0)
+            vectors = (vectors / np.where(norms > 0, norms, 1.0)).astype(np.float32)
         return Embeddings(vectors, sum(len(t) for t, _ in fitted), tuple(cut for _, cut in fitted))
 
     def _pass(self, sequences: list[list[int]]) -> np.ndarray:

@@ -100,7 +100,7 @@ class EmbeddingWorker:
         self._serial_lock = threading.Lock()
         self._ready: Future = Future()
         self._thread: Optional[threading.Thread] = None
-        self._process = None
+        self._process: Optional[multiprocessing.process.BaseProcess] = None
         self._conn: Optional[Connection] = None
         self.model: Optional[EmbedderReady] = None
 
