@@ -207,6 +207,7 @@ def run(args: argparse.Namespace) -> int:
     from app.bench.args import local_load_settings, local_model
     from app.cli.checks import models_problem
     from app.common.http_client import is_loopback_host
+    from app.engine.embedding.model import embedding_threads
     from app.engine.embedding.worker import EmbeddingStartError, EmbeddingWorker
     from app.serve.engine.client import EngineClient, EngineStartError
     from app.serve.server import ApiServer, ServeError
@@ -227,7 +228,13 @@ def run(args: argparse.Namespace) -> int:
     projector = Path(args.mmproj) if args.mmproj else None
     engine = EngineClient(*local_model(args), local_load_settings(args), say=_log, projector=projector)
     embedder = (
-        EmbeddingWorker(Path(args.embedding), n_threads=args.threads, max_queued=options.limits.max_queued, say=_log)
+        EmbeddingWorker(
+            Path(args.embedding),
+            # Beside the chat model, at most half the cores (Embedder's default), and never more than --threads.
+            n_threads=min(args.threads, embedding_threads()) if args.threads else None,
+            max_queued=options.limits.max_queued,
+            say=_log,
+        )
         if args.embedding
         else None
     )

@@ -38,6 +38,12 @@ class Embeddings:
     cut: tuple[int, ...]  # per input, the tokens cut off its end (0 for one that fit)
 
 
+def embedding_threads() -> int:
+    """The threads an embedding model reads with by default: half the cores, the other half left to the chat model
+    that runs beside it (on a busy machine more threads than free cores make llama.cpp far slower, not faster)."""
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
 def not_embedding_sentence(path: Path) -> str:
     return (
         f"{path.name} is a chat model, not an embedding model: --embedding takes a model such as "
@@ -89,7 +95,7 @@ class Embedder:
         cparams.n_batch = cparams.n_ubatch = self.n_ctx
         cparams.n_seq_max = MAX_SEQUENCES
         cparams.kv_unified = True
-        threads = n_threads or max(1, (os.cpu_count() or 2) // 2)
+        threads = n_threads or embedding_threads()
         cparams.n_threads = cparams.n_threads_batch = threads
         cparams.no_perf = True
         self._ctx = llama_cpp.llama_init_from_model(self._model, cparams)
