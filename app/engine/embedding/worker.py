@@ -37,6 +37,7 @@ from app.engine.embedding.wire import (
 LOAD_DEADLINE_S = 120.0  # a model's load; a larger model than any embedding model loads well within it
 POLL_S = 0.1  # how often a wait for the child looks whether it is still alive
 CLOSE_WAIT_S = 3.0
+SHUTTING_DOWN = "The server is shutting down."
 CRASHED = "The embedding model's process ended while reading this request; it is starting again."
 
 
@@ -99,6 +100,7 @@ class EmbeddingWorker:
         self._serial = 0
         self._serial_lock = threading.Lock()
         self._ready: Future = Future()
+        self._closing = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._process: Optional[multiprocessing.process.BaseProcess] = None
         self._conn: Optional[Connection] = None
@@ -124,7 +126,7 @@ class EmbeddingWorker:
         """End the process; requests still waiting get EmbeddingStartError's sentence."""
         if self._thread is None:
             return
-        self._requests.put(None)
+        self._closing.set()  # seen between requests and while one is read: a full queue takes no more
         self._thread.join(CLOSE_WAIT_S + 2)
         self._thread = None
 
@@ -142,7 +144,10 @@ class EmbeddingWorker:
 
     def submit(self, build: Callable[[int], EmbedRequest]) -> "Future[EmbedAnswer]":
         """Queue the request `build(serial)` makes; its answer comes in the Future (cancel it to drop the request
-        while it waits). Raises EmbeddingBusy when max_queued requests wait already."""
+        while it waits). Raises EmbeddingBusy when max_queued requests wait already, EmbeddingStartError once the
+        worker has closed."""
+        if self._closing.is_set():
+            raise EmbeddingStartError(SHUTTING_DOWN)
         with self._serial_lock:
             self._serial += 1
             serial = self._serial
@@ -180,25 +185,27 @@ class EmbeddingWorker:
         except Exception as exc:  # the process could not even start (no memory for it, say)
             self._ready.set_exception(EmbeddingStartError(f"The embedding process could not start: {exc}"))
             return
-        while True:
-            item = self._requests.get()
-            if item is None:
-                break
-            request, answer = item
+        while not self._closing.is_set():
+            try:
+                request, answer = self._requests.get(timeout=POLL_S)
+            except queue.Empty:
+                continue
             if not answer.set_running_or_notify_cancel():
                 continue  # its client went away while it waited
             try:
                 answer.set_result(self._ask(request))
             except EmbeddingStartError as exc:
                 answer.set_exception(exc)
+            except Exception as exc:  # the OS's fault (no process could start): this request's sentence
+                answer.set_exception(EmbeddingStartError(f"The embedding process failed: {exc}"))
         self._stop_process()
         while True:  # whoever still waits hears why
             try:
                 item = self._requests.get_nowait()
             except queue.Empty:
                 break
-            if item is not None and item[1].set_running_or_notify_cancel():
-                item[1].set_exception(EmbeddingStartError("The server is shutting down."))
+            if item[1].set_running_or_notify_cancel():
+                item[1].set_exception(EmbeddingStartError(SHUTTING_DOWN))
 
     def _spawn(self) -> EmbedderReady:
         parent, child = self._context.Pipe()
@@ -230,6 +237,8 @@ class EmbeddingWorker:
         answer = self._receive(None)
         if isinstance(answer, (Embedded, EmbedRefused)) and answer.serial == request.serial:
             return answer
+        if self._closing.is_set():
+            raise EmbeddingStartError(SHUTTING_DOWN)
         self._say("The embedding process ended; starting it again.")
         self._stop_process()
         try:
@@ -242,7 +251,7 @@ class EmbeddingWorker:
         """The child's next record, or None when it dies (or stays silent past `deadline_s`)."""
         assert self._conn is not None and self._process is not None
         waited = 0.0
-        while deadline_s is None or waited < deadline_s:
+        while (deadline_s is None or waited < deadline_s) and not self._closing.is_set():
             try:
                 if self._conn.poll(POLL_S):
                     return self._conn.recv()
