@@ -255,10 +255,10 @@ def run(args: argparse.Namespace) -> int:
         side = f", {server.served.parallel} requests at once" if server.served.parallel > 1 else ""
         _log(f"Serving {model} ({how}{side}) at {url}/v1 — Ctrl+C stops.")
         if embedder is not None and embedder.model is not None:
-            route = "/v1/rerank" if embedder.model.kind == "reranker" else "/v1/embeddings"
-            _log(
-                f"Embedding with {embedder.path.name} ({embedder.model.kind}, {embedder.model.dim} dimensions) at {url}{route}."
-            )
+            reranker = embedder.model.kind == "reranker"
+            route = "/v1/rerank" if reranker else "/v1/embeddings"
+            what = "a reranker" if reranker else f"embedding, {embedder.model.dim} dimensions"
+            _log(f"Embedding with {embedder.path.name} ({what}) at {url}{route}.")
         if server.served.parallel > 1:  # what the requests side by side take is part of how it loaded
             _log(engine.placement_note)
         if not is_loopback_host(options.host):

@@ -14,7 +14,7 @@ import ctypes
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import Optional, Protocol, Sequence, Union
 
 import numpy as np
 
@@ -36,6 +36,18 @@ class Embeddings:
     vectors: np.ndarray  # (n, dim) float32, rows of length 1; a reranker's (n, 1) raw scores
     tokens: int  # tokens read, special tokens included (OpenAI's usage.prompt_tokens)
     cut: tuple[int, ...]  # per input, the tokens cut off its end (0 for one that fit)
+
+
+class TextEmbedder(Protocol):
+    """What a document index needs of an embedding model: Embedder (in this process) and EmbeddingWorker (in the
+    embedding process) both are one."""
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """(len(texts), dim) float32, L2-normalised rows; a text too long for the model is read up to its context."""
+        ...
 
 
 def embedding_threads() -> int:
