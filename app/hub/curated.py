@@ -21,8 +21,9 @@ out: its projector places pictures in two dimensions (M-RoPE), which the engine 
 An embedding model (issue 56) for document search and `serve --embedding`: nomic-embed-text v1.5 at Q8_0 from Nomic's
 own GGUF repository (nomic-ai/nomic-embed-text-v1.5-GGUF, nomic-embed-text-v1.5.Q8_0.gguf, 146,146,432 bytes). The
 name and size were checked on 2026-12-06 through the search tool, not the Hub: the resolve URL appears in several
-independent projects' download scripts, and the size in a model catalog. It reads 8,192 tokens a passage and is
-Apache-2.0. No reranker is offered: none was measured here to pay for its time.
+independent projects' download scripts, and the size in a model catalog. It was trained on passages of up to 8,192
+tokens (SpecChat reads up to 2,048 at once) and is Apache-2.0. No reranker is offered: none was measured here to pay
+for its time.
 
 Thinking models (issue 31): Qwen3 pairs with its own 0.6B, which shares its vocabulary. gpt-oss-20b has no smaller
 model of its vocabulary, so it comes alone: it speculates with the draft-free drafters (n-grams of the chat and of

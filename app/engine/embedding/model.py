@@ -24,7 +24,9 @@ from app.engine.gguf.kind import POOLING_MEAN, POOLING_NONE, POOLING_RANK, Model
 from app.engine.local.llama_model import _install_log_capture, _log_lock, _recent_errors, _recent_log
 
 MAX_SEQUENCES = 16  # texts read in one pass at most
-MAX_CONTEXT = 8192  # the longest text read whole (nomic-embed's trained context); longer models are cut here
+# The longest text read whole: a text is one pass, and an encoder's attention buffer grows with the square of its
+# length (12 heads at 8,192 tokens would take 3 GB); passages for search are shorter. Longer texts are cut here.
+MAX_CONTEXT = 2048
 
 EmbeddingInput = Union[str, Sequence[int]]  # a text, or token ids as a client tokenized it
 
