@@ -180,7 +180,7 @@ def build_app(
         Route("/chat/completions", chat_completions, methods=["POST"]),
         Route("/v1/completions", completions, methods=["POST"]),
         Route("/completions", completions, methods=["POST"]),
-        *ollama_routes(options, queue, models),
+        *ollama_routes(options, queue, models, embedder),
         *responses_routes(options, queue, denied, keys),
         *anthropic_routes(options, queue),
         *embedding_routes(options, embedder, denied),

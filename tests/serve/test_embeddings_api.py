@@ -57,6 +57,21 @@ def test_the_openai_sdk_reads_the_same_unit_vectors_as_floats_and_as_base64(serv
 
 
 @pytest.mark.slow
+def test_ollamas_clients_read_the_same_vectors_in_ollamas_shapes(served):
+    sdk = _sdk(served)
+    openai_rows = [row.embedding for row in sdk.embeddings.create(model="m", input=TEXTS, encoding_format="float").data]
+    with client() as http:
+        embed = http.post(f"{served}/api/embed", json={"model": "nomic-embed-text", "input": TEXTS}).json()
+        legacy = http.post(f"{served}/api/embeddings", json={"model": "nomic-embed-text", "prompt": TEXTS[0]}).json()
+        cut = http.post(f"{served}/api/embed", json={"model": "m", "input": "word " * (EMBED_CONTEXT * 2)})
+        kept = http.post(f"{served}/api/embed", json={"input": "word " * (EMBED_CONTEXT * 2), "truncate": False})
+    assert np.allclose(embed["embeddings"], openai_rows, atol=1e-6) and embed["prompt_eval_count"] > len(TEXTS)
+    assert np.allclose(legacy["embedding"], openai_rows[0], atol=1e-6)
+    assert cut.status_code == 200 and len(cut.json()["embeddings"][0]) == EMBED_DIM
+    assert kept.status_code == 400 and "more than the 128 the model reads at once" in kept.json()["error"]
+
+
+@pytest.mark.slow
 def test_bad_embedding_requests_get_a_400_with_one_sentence(served):
     sdk = _sdk(served)
     refusals = {

@@ -60,7 +60,7 @@ def embedding_routes(
                 raise BadRequest(
                     f"The embedding model's vectors have {dim} dimensions; it cannot make {asked.dimensions}."
                 )
-            answer = await _asked(request, worker, lambda serial: EmbedInputs(serial, asked.inputs, truncate=False))
+            answer = await asked_of(request, worker, lambda serial: EmbedInputs(serial, asked.inputs, truncate=False))
             return JSONResponse(await run_in_threadpool(_embeddings_body, asked, answer.vectors, answer.tokens, worker))
         except BadRequest as exc:
             return _error(exc.status, str(exc))
@@ -82,7 +82,7 @@ def embedding_routes(
                 )
             body = await read_body(request, options.limits.max_body_bytes)
             asked = await run_in_threadpool(lambda: parse_rerank_request(parse_json_body(body)))
-            answer = await _asked(request, worker, lambda serial: RankDocuments(serial, asked.query, asked.documents))
+            answer = await asked_of(request, worker, lambda serial: RankDocuments(serial, asked.query, asked.documents))
             return JSONResponse(_rerank_body(asked, answer.vectors[:, 0], answer.tokens, worker))
         except BadRequest as exc:
             return _error(exc.status, str(exc))
@@ -96,7 +96,7 @@ def embedding_routes(
     ]
 
 
-async def _asked(request: Request, worker: EmbeddingWorker, build):
+async def asked_of(request: Request, worker: EmbeddingWorker, build):
     """The embedding process's answer to `build(serial)`. Raises BadRequest (the request's fault: 400; the queue
     full: 503; the process gone: 500) or ClientDisconnect."""
     try:
@@ -114,7 +114,7 @@ async def _asked(request: Request, worker: EmbeddingWorker, build):
     return answer
 
 
-def _model_id(worker: EmbeddingWorker) -> str:
+def model_id(worker: EmbeddingWorker) -> str:
     return worker.path.name.removesuffix(".gguf")
 
 
@@ -122,7 +122,7 @@ def embedding_model_entry(worker: EmbeddingWorker, created: int) -> dict:
     """/v1/models' entry for the embedding model: its `specchat.type` says "embedding" or "reranker"."""
     assert worker.model is not None
     return {
-        "id": _model_id(worker),
+        "id": model_id(worker),
         "object": "model",
         "created": created,
         "owned_by": "specchat",
@@ -141,7 +141,7 @@ def _embeddings_body(asked: EmbeddingsRequest, vectors: np.ndarray, tokens: int,
     return {
         "object": "list",
         "data": [{"object": "embedding", "index": i, "embedding": encoded(row)} for i, row in enumerate(vectors)],
-        "model": _model_id(worker),
+        "model": model_id(worker),
         "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
     }
 
@@ -156,7 +156,7 @@ def _rerank_body(asked: RerankRequest, scores: np.ndarray, tokens: int, worker: 
             result["document"] = {"text": asked.documents[index]}
         results.append(result)
     return {
-        "model": _model_id(worker),
+        "model": model_id(worker),
         "object": "list",
         "results": results,
         "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
