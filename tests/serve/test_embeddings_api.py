@@ -109,7 +109,7 @@ def test_a_reranker_orders_documents_in_llama_servers_shape(tiny_models, embeddi
 
 
 @pytest.mark.slow
-def test_a_chat_model_or_a_missing_file_as_embedding_model_is_one_sentence(tiny_models, tmp_path):
+def test_a_chat_model_or_a_missing_file_as_embedding_model_is_one_sentence(tiny_models, embedding_files, tmp_path):
     chat = run_cli(
         "serve", "--target", tiny_models.target, "--embedding", tiny_models.draft, "--port", "0", timeout=120
     )
@@ -120,4 +120,8 @@ def test_a_chat_model_or_a_missing_file_as_embedding_model_is_one_sentence(tiny_
     )
     missing = run_cli("serve", "--target", tiny_models.target, "--embedding", tmp_path / "absent.gguf", timeout=120)
     assert missing.returncode == 2 and "error: --embedding: there is no file at" in missing.stderr
-    assert "Traceback" not in chat.stderr + missing.stderr
+    swapped = run_cli("serve", "--target", embedding_files[0], "--port", "0", timeout=120)
+    assert swapped.returncode == 2 and swapped.stderr.strip().splitlines()[-1] == (
+        "error: target: tiny-embed.gguf is an embedding model, not a chat model: serve --embedding takes it"
+    )
+    assert "Traceback" not in chat.stderr + missing.stderr + swapped.stderr
