@@ -91,3 +91,11 @@ def test_the_library_lists_an_embedding_model_but_offers_it_for_no_chat(tiny_emb
     assert entry.kind == "embedding" and not entry.usable
     assert entry.problem.startswith("An embedding model: it turns text into vectors")
     assert inspect_entry(tiny_models.target).usable
+
+
+def test_inspect_says_what_an_embedding_model_is_for(tiny_embedding):
+    from tests.support.processes import run_cli
+
+    shown = run_cli("inspect", tiny_embedding[0], timeout=120)
+    assert shown.returncode == 0
+    assert "note: tiny-embed.gguf: An embedding model: it turns text into vectors" in shown.stdout
