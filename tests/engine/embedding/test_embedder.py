@@ -93,6 +93,7 @@ def test_the_library_lists_an_embedding_model_but_offers_it_for_no_chat(tiny_emb
     assert inspect_entry(tiny_models.target).usable
 
 
+@pytest.mark.slow  # a CLI process of its own
 def test_inspect_says_what_an_embedding_model_is_for(tiny_embedding):
     from tests.support.processes import run_cli
 
