@@ -22,6 +22,7 @@ from app.engine.errors import ModelFileError
 from app.engine.config import KvType
 from app.engine.targets import LocalModel, ServerModel, Target
 from app.engine.gguf.info import inspect_gguf
+from app.engine.gguf.kind import ModelKind, not_chat_sentence
 from app.engine.gguf.memory import MemoryCost, kv_values_per_token, memory_cost
 from app.engine.gguf.mmproj import is_mmproj, mmproj_beside
 from app.common.units import format_bytes, format_parameter_count
@@ -55,6 +56,9 @@ class ModelEntry:
     kv_values: int = 0
     # The projector beside the model (mmproj-*.gguf, app.engine.gguf.mmproj): the model can see pictures.
     projector: str = ""
+    # What the model is for (app.engine.gguf.kind). An embedding model or a reranker is listed but not usable as a
+    # chat model: `problem` says what it is for instead.
+    kind: ModelKind = "chat"
 
     @property
     def target(self) -> Target:
@@ -207,8 +211,9 @@ def inspect_entry(path: Path, folder: LibraryFolder | None = None) -> ModelEntry
         effort_switch="reasoning_effort" in (info.chat_template or ""),
         kv_values=sum(kv_values_per_token(info.metadata)),
         projector=str(mmproj_beside(path) or ""),
-        usable=info.usable,
-        problem=_without_path(info.problem or "", path),
+        kind=info.kind,
+        usable=info.usable and info.kind == "chat",
+        problem=_without_path(info.problem or "", path) or not_chat_sentence(info.kind),
     )
 
 

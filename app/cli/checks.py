@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
 from typing import Optional
 
 from app.common.bounded_read import FileReadError, read_text_bounded
@@ -119,6 +120,7 @@ def sampling_problem(args: argparse.Namespace) -> Optional[str]:
 def models_problems(paths: dict[str, str]) -> Optional[str]:
     """Whether llama.cpp can load each model ({role: path}), the first problem found: header checks, then the
     child-process probe, one child for them all (a first use's wait is mostly starting one)."""
+    from app.engine.gguf.info import inspect_gguf
     from app.engine.gguf.probe import check_model_files
 
     for role, path in paths.items():
@@ -128,6 +130,11 @@ def models_problems(paths: dict[str, str]) -> Optional[str]:
     for role, problem in zip(paths, check_model_files(list(paths.values()))):
         if problem:
             return f"{role}: {problem}"
+    for role, path in paths.items():
+        kind = inspect_gguf(path).kind
+        if kind != "chat":  # it would load, and write nothing a person could read
+            what = "an embedding model" if kind == "embedding" else "a reranker"
+            return f"{role}: {Path(path).name} is {what}, not a chat model: serve --embedding takes it"
     return None
 
 

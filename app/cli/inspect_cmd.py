@@ -9,6 +9,7 @@ import json
 import sys
 
 from app.engine.errors import ModelFileError
+from app.engine.gguf.kind import not_chat_sentence
 from app.engine.gguf.info import ModelInfo, inspect_gguf
 from app.common.units import format_bytes, format_parameter_count
 
@@ -56,6 +57,7 @@ def info_as_dict(info: ModelInfo) -> dict[str, object]:
         "add_bos": info.add_bos,
         "add_eos": info.add_eos,
         "has_chat_template": info.chat_template is not None,
+        "kind": info.kind,  # "chat", "embedding" or "reranker" (app.engine.gguf.kind)
         "split_count": info.split_count,
         "split_index": info.split_index,
         "usable": info.usable,
@@ -85,6 +87,8 @@ def _print_table(infos: list[ModelInfo]) -> None:
     for info in infos:
         if not info.usable:
             print(f"note: {info.path.name} cannot be loaded: {info.problem}")
+        elif info.kind != "chat":
+            print(f"note: {info.path.name}: {not_chat_sentence(info.kind)}")
 
 
 def run(args: argparse.Namespace) -> int:

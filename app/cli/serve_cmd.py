@@ -118,6 +118,14 @@ def register(subparsers) -> None:
         "read; default: the one beside the target named after it (docs/images.md), loaded at the first picture",
     )
     p.add_argument(
+        "--embedding",
+        metavar="FILE",
+        default=None,
+        help="a GGUF embedding model (nomic-embed-text, bge-small, ...) served at /v1/embeddings, or a reranker "
+        "(bge-reranker) served at /v1/rerank; it runs in a process of its own, beside the chat model, so a chat "
+        "reply never waits on it",
+    )
+    p.add_argument(
         "--history",
         choices=("off", "own"),
         default="off",
@@ -199,6 +207,8 @@ def run(args: argparse.Namespace) -> int:
     from app.bench.args import local_load_settings, local_model
     from app.cli.checks import models_problem
     from app.common.http_client import is_loopback_host
+    from app.engine.embedding.model import embedding_threads
+    from app.engine.embedding.worker import EmbeddingStartError, EmbeddingWorker
     from app.serve.engine.client import EngineClient, EngineStartError
     from app.serve.server import ApiServer, ServeError
 
@@ -207,6 +217,8 @@ def run(args: argparse.Namespace) -> int:
         problem = models_problem(args)
         if problem:
             raise UsageError(problem)
+        if args.embedding is not None and not Path(args.embedding).is_file():
+            raise UsageError(f"--embedding: there is no file at {printable(args.embedding)}")
     except (ValueError, UsageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -215,8 +227,21 @@ def run(args: argparse.Namespace) -> int:
     # fit is then that request's error, not the server's end).
     projector = Path(args.mmproj) if args.mmproj else None
     engine = EngineClient(*local_model(args), local_load_settings(args), say=_log, projector=projector)
-    server = ApiServer(options)
+    embedder = (
+        EmbeddingWorker(
+            Path(args.embedding),
+            # Beside the chat model, at most half the cores (Embedder's default), and never more than --threads.
+            n_threads=min(args.threads, embedding_threads()) if args.threads else None,
+            max_queued=options.limits.max_queued,
+            say=_log,
+        )
+        if args.embedding
+        else None
+    )
+    server = ApiServer(options, embedder=embedder)
     try:
+        if embedder is not None:
+            embedder.start()  # first: a file that is no embedding model is the one sentence said
         server.publish(engine.start())
         url = server.start()
         model = server.served.target
@@ -229,6 +254,11 @@ def run(args: argparse.Namespace) -> int:
         )
         side = f", {server.served.parallel} requests at once" if server.served.parallel > 1 else ""
         _log(f"Serving {model} ({how}{side}) at {url}/v1 — Ctrl+C stops.")
+        if embedder is not None and embedder.model is not None:
+            reranker = embedder.model.kind == "reranker"
+            route = "/v1/rerank" if reranker else "/v1/embeddings"
+            what = "a reranker" if reranker else f"embedding, {embedder.model.dim} dimensions"
+            _log(f"Embedding with {embedder.path.name} ({what}) at {url}{route}.")
         if server.served.parallel > 1:  # what the requests side by side take is part of how it loaded
             _log(engine.placement_note)
         if not is_loopback_host(options.host):
@@ -237,13 +267,15 @@ def run(args: argparse.Namespace) -> int:
                 + ("" if options.api_key else ", and it has no --api-key")
             )
         engine.work_off(server.queue, on_done=_report)
-    except (EngineStartError, ServeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (EngineStartError, ServeError, EmbeddingStartError) as exc:
+        print(f"error: {printable(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("stopping", file=sys.stderr)
     finally:
         engine.close()  # first: the requests it was answering end with a sentence before their streams close
+        if embedder is not None:
+            embedder.close()
         server.stop()
         signal.signal(signal.SIGTERM, previous_term)
     return 0

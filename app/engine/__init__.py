@@ -22,8 +22,9 @@
 - tools/: tool calls in replies: which format a model writes, and reading calls out of its text.
 - remote/: models on OpenAI-compatible servers.
 - host/: the engine process's loop, which the window supervises.
+- embedding/: embedding models and rerankers (Embedder), run in an embedding process of their own.
 
-Layers, each importing only those below it (import-linter, pyproject.toml): host; remote | local; placement;
+Layers, each importing only those below it (import-linter, pyproject.toml): host | embedding; remote | local; placement;
 gguf | speculation; protocol | context_fit | image_files; config | events | targets | errors | child_process |
 schema_limits | picture_formats.
 """

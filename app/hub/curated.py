@@ -18,6 +18,13 @@ needs only its projector. Its name starts with the model's, so the engine finds 
 under one that pairs it (`CuratedPair` sets `save_as`). Qwen2.5-VL (whose vocabulary Qwen2.5 0.5B shares) is left
 out: its projector places pictures in two dimensions (M-RoPE), which the engine refuses (docs/images.md).
 
+An embedding model (issue 56) for document search and `serve --embedding`: nomic-embed-text v1.5 at Q8_0 from Nomic's
+own GGUF repository (nomic-ai/nomic-embed-text-v1.5-GGUF, nomic-embed-text-v1.5.Q8_0.gguf, 146,146,432 bytes). The
+name and size were checked on 2026-12-06 through the search tool, not the Hub: the resolve URL appears in several
+independent projects' download scripts, and the size in a model catalog. It was trained on passages of up to 8,192
+tokens (SpecChat reads up to 2,048 at once) and is Apache-2.0. No reranker is offered: none was measured here to pay
+for its time.
+
 Thinking models (issue 31): Qwen3 pairs with its own 0.6B, which shares its vocabulary. gpt-oss-20b has no smaller
 model of its vocabulary, so it comes alone: it speculates with the draft-free drafters (n-grams of the chat and of
 the person's history), which suit its long, self-repeating reasoning.
@@ -28,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Optional
 
+from app.engine.gguf.kind import ModelKind
 from app.engine.gguf.mmproj import name_beside
 from app.hub.download_plan import DownloadItem
 
@@ -66,6 +74,9 @@ class CuratedPair:
     needs_token: bool = False  # gated upstream: the person must accept terms and add a token
     # A vision model's projector (mmproj): the pair can see pictures. Saved under a name that pairs it with the target.
     projector: Optional[CuratedFile] = None
+    # What the target is for: an embedding model is downloaded for document search and `serve --embedding`, never
+    # loaded as a chat model.
+    kind: ModelKind = "chat"
 
     def __post_init__(self) -> None:
         if self.projector is not None:
@@ -299,6 +310,21 @@ CURATED_PAIRS: tuple[CuratedPair, ...] = (
         "OpenAI's open-weight thinking model, with low, medium and high reasoning effort. No smaller model "
         "shares its vocabulary, so it speculates from n-grams of the chat and your history. A mixture of "
         "experts: fast for its size, but needs about 16 GB of memory.",
+    ),
+    CuratedPair(
+        "nomic-embed-text-v1.5",
+        "Nomic Embed",
+        "nomic-embed-text v1.5 (embedding model, for document search)",
+        CuratedFile(
+            "nomic-ai/nomic-embed-text-v1.5-GGUF",
+            "nomic-embed-text-v1.5.Q8_0.gguf",
+            146 * _MB,
+            "nomic-embed-text v1.5 (Q8_0)",
+        ),
+        None,
+        "Not a chat model: it turns passages of your documents into vectors, so that a question finds the "
+        "passages that answer it, and serves /v1/embeddings (serve --embedding). Small: runs beside any chat model.",
+        kind="embedding",
     ),
 )
 

@@ -17,6 +17,7 @@
 - connections.py: The server's connections, bounded: how many, how long a request's head and body may take, idle time.
 - job_flow.py: One request's way through the server whatever API it came by: body, queue, first record, records.
 - http_app.py: The API's routes (Starlette): /v1/models, /v1/chat/completions, /v1/completions and /v1/responses, streamed or whole.
+- embeddings/: /v1/embeddings (OpenAI's) and /v1/rerank (llama-server's), answered by `serve --embedding`'s embedding process.
 - ollama/: Ollama's API (/api/chat, /api/generate, /api/tags, /api/show, ...) on the same port, for Ollama's clients.
 - key_store.py: The API server's own key (what clients must send), kept in one owner-only file, never logged.
 - engine/: where the models answer the API: an engine process apart from the HTTP side, its requests kept by id

@@ -1,5 +1,6 @@
 """The API's routes (Starlette): /v1/models, /v1/chat/completions and /v1/completions (raw text and fill-in-the-middle),
-streamed as server-sent events or whole; /health and /props as llama-server has them; /v1/responses from responses/.
+streamed as server-sent events or whole; /health and /props as llama-server has them; /v1/responses from responses/;
+/v1/embeddings and /v1/rerank from embeddings/.
 
 Runs on the server's event loop. A request is checked (app.serve.access: its Origin, Host and API key; then its
 size and fields, and its pictures named by URL fetched: app.serve.pictures.fetch) before it queues; its records come back from the engine's thread through an asyncio queue. A
@@ -23,11 +24,13 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from app.common.http_client import is_loopback_host
+from app.engine.embedding.worker import EmbeddingWorker
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.serve.jobs import JobFailed, JobQueue, JobStarted, ServedModels
 from app.serve.job_flow import Idle, RunningJob, job_response, read_body, start_or_idle, submit, unless_gone
 from app.serve.access import client_label, refusal
 from app.serve.anthropic.routes import anthropic_routes
+from app.serve.embeddings.routes import embedding_model_entry, embedding_routes
 from app.serve.replies import ReplyShaper, error_body, models_list
 from app.serve.completions.replies import CompletionShaper
 from app.serve.completions.requests import ApiRequest, CompletionRequest, parse_completion_request
@@ -60,8 +63,14 @@ def _sse(data: dict | str) -> bytes:
     return f"data: {text}\n\n".encode("utf-8")
 
 
-def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedModels]) -> "_Shielded":
-    """The ASGI application. `models()` says what is loaded now (the engine's thread keeps it current)."""
+def build_app(
+    options: ApiOptions,
+    queue: JobQueue,
+    models: Callable[[], ServedModels],
+    embedder: Optional[EmbeddingWorker] = None,
+) -> "_Shielded":
+    """The ASGI application. `models()` says what is loaded now (the engine's thread keeps it current); `embedder`
+    answers /v1/embeddings and /v1/rerank (serve --embedding), None without an embedding model."""
     started = int(time.time())
     keys = tuple(key.encode("utf-8") for key in options.keys)
 
@@ -78,7 +87,10 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
         if refused is not None:
             return refused
         served = models()
-        return JSONResponse(models_list(served.target, served.draft, served.n_ctx, started))
+        listed = models_list(served.target, served.draft, served.n_ctx, started)
+        if embedder is not None and embedder.model is not None:
+            listed["data"].append(embedding_model_entry(embedder, started))
+        return JSONResponse(listed)
 
     async def props(request: Request) -> Response:
         """llama-server's /props, as far as clients read it (the context size)."""
@@ -155,7 +167,7 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
         return error_response(
             404,
             f"There is no {path}; this server answers /v1/models, /v1/chat/completions, /v1/completions, "
-            "/v1/responses and /v1/messages, and Ollama's /api/chat, /api/generate, /api/tags and /api/show.",
+            "/v1/responses, /v1/messages, /v1/embeddings and /v1/rerank, and Ollama's /api/chat, /api/generate, /api/tags and /api/show.",
         )
 
     routes = [
@@ -168,9 +180,10 @@ def build_app(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedM
         Route("/chat/completions", chat_completions, methods=["POST"]),
         Route("/v1/completions", completions, methods=["POST"]),
         Route("/completions", completions, methods=["POST"]),
-        *ollama_routes(options, queue, models),
+        *ollama_routes(options, queue, models, embedder),
         *responses_routes(options, queue, denied, keys),
         *anthropic_routes(options, queue),
+        *embedding_routes(options, embedder, denied),
         Route("/{path:path}", not_found, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
     ]
     app = Starlette(routes=routes, exception_handlers={Exception: _our_fault})

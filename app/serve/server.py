@@ -16,6 +16,7 @@ from typing import Optional
 
 import uvicorn
 
+from app.engine.embedding.worker import EmbeddingWorker
 from app.serve.connections import ConnectionLimits, guarded_protocol
 from app.serve.http_app import build_app
 from app.serve.requests import ApiOptions
@@ -38,8 +39,14 @@ class ApiServer:
     """Start, publish the loaded models, stop: from the thread that owns the engine. The HTTP side runs on its own
     thread; `queue` is where its requests wait for the engine."""
 
-    def __init__(self, options: ApiOptions, connections: ConnectionLimits = ConnectionLimits()):
+    def __init__(
+        self,
+        options: ApiOptions,
+        connections: ConnectionLimits = ConnectionLimits(),
+        embedder: Optional[EmbeddingWorker] = None,
+    ):
         self.options = options
+        self.embedder = embedder  # serve --embedding's model, started by the caller
         self.connections = connections
         self.queue = JobQueue(options.limits.max_queued)
         self.served = ServedModels()  # replaced whole by publish(): one attribute write, safe across threads
@@ -59,7 +66,7 @@ class ApiServer:
         """Bind and serve; returns the base URL. Raises ServeError."""
         sock = _bind(self.options.host, self.options.port)
         self.port = sock.getsockname()[1]
-        app = build_app(self.options, self.queue, lambda: self.served)
+        app = build_app(self.options, self.queue, lambda: self.served, self.embedder)
         # The guarded protocol bounds connections and the time a request may take to arrive (connections.py).
         config = uvicorn.Config(
             app,

@@ -4,4 +4,5 @@
 - vocab.py: The tiny models' vocabularies: byte-level BPE with ChatML's specials, or SentencePiece, each from a VocabSpec.
 - synthetic_vision.py: A tiny vision model (synthetic.py's target plus a tiny LLaVA-style `mlp` mmproj) and a draft for it.
 - shaped.py: Synthetic models of real shapes (1.5B-, 7B-class targets, a draft that agrees by construction), for the GPU check.
+- synthetic_embedding.py: A tiny BERT embedding model (and reranker) with a WordPiece vocabulary, for the embedding tests.
 """

@@ -132,7 +132,7 @@ def test_a_tool_call_history_is_sent_back_with_its_result(sdk):
             '"options.num_predict" is 100000; this server writes at most 4096 tokens per reply.',
         ),
         ("/api/pull", {"model": "llama3"}, 400, "SpecChat manages its own models"),
-        ("/api/embed", {"model": "tiny-target", "input": "x"}, 400, "not supported yet"),
+        ("/api/embed", {"model": "tiny-target", "input": "x"}, 400, "has no embedding model"),
     ],
 )
 def test_what_the_server_will_not_do_is_one_sentence_in_ollamas_shape(served, path, body, status, says):

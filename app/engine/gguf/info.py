@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Optional, Union
 
 from app.engine.gguf import checks as gguf_checks
+from app.engine.gguf.kind import ModelKind, model_kind
 from app.engine.errors import ModelFileError
 from app.engine.gguf.reader import (
     TOKEN_CHECK_START,
@@ -181,6 +182,11 @@ class ModelInfo:
     @property
     def size_label(self) -> str:
         return format_parameter_count(self.parameter_count)
+
+    @property
+    def kind(self) -> ModelKind:
+        """What the model is for: chatting, embedding text, or ranking documents (app.engine.gguf.kind)."""
+        return model_kind(self.metadata)
 
 
 def read_tensor_sizes(path: Union[str, Path]) -> list[tuple[str, int]]:

@@ -21,8 +21,10 @@ from starlette.routing import Route
 
 from app.common.http_client import is_loopback_host
 from app.engine.events import FinishedEvent
+from app.engine.embedding.worker import EmbeddingWorker
 from app.serve.access import client_label, refusal
 from app.serve.completions.requests import ApiRequest
+from app.serve.embeddings.ollama_embed import ollama_embed_route
 from app.serve.errors import OUR_FAULT, BadRequest
 from app.serve.field_types import parse_json_body
 from app.serve.job_flow import RunningJob, job_response, read_body, submit
@@ -46,8 +48,9 @@ MANAGED = (
     "SpecChat manages its own models: choose one in SpecChat's window or start serve with --target; "
     "{path} is not available here."
 )
-NO_EMBEDDINGS = "Embeddings are not supported yet by SpecChat; {path} needs an embedding model served elsewhere."
-# Ollama's paths that SpecChat answers with a sentence: it keeps its models its own way and has no embeddings.
+NO_EMBEDDINGS = "This server has no embedding model: {path} needs one, started with serve --embedding FILE."
+# Ollama's paths that SpecChat answers with a sentence: it keeps its models its own way, and embeds only with an
+# embedding model (serve --embedding).
 MANAGEMENT_PATHS = ("/api/pull", "/api/push", "/api/create", "/api/copy", "/api/delete")
 EMBEDDING_PATHS = ("/api/embed", "/api/embeddings")
 
@@ -58,8 +61,13 @@ def error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
-def ollama_routes(options: ApiOptions, queue: JobQueue, models: Callable[[], ServedModels]) -> list[Route]:
-    """Ollama's API as Starlette routes; `models()` says what is loaded now."""
+def ollama_routes(
+    options: ApiOptions,
+    queue: JobQueue,
+    models: Callable[[], ServedModels],
+    embedder: Optional[EmbeddingWorker] = None,
+) -> list[Route]:
+    """Ollama's API as Starlette routes; `models()` says what is loaded now; `embedder` answers /api/embed."""
     keys = tuple(key.encode("utf-8") for key in options.keys)
     local_only = is_loopback_host(options.host)
 
@@ -162,7 +170,16 @@ def ollama_routes(options: ApiOptions, queue: JobQueue, models: Callable[[], Ser
         Route("/api/chat", chat, methods=["POST"]),
         Route("/api/generate", generate, methods=["POST"]),
         *(Route(path, refuse(MANAGED), methods=["POST", "DELETE"]) for path in MANAGEMENT_PATHS),
-        *(Route(path, refuse(NO_EMBEDDINGS), methods=["POST"]) for path in EMBEDDING_PATHS),
+        *(
+            Route(
+                path,
+                refuse(NO_EMBEDDINGS)
+                if embedder is None
+                else ollama_embed_route(embedder, options.limits.max_body_bytes, denied, error),
+                methods=["POST"],
+            )
+            for path in EMBEDDING_PATHS
+        ),
     ]
 
 

@@ -65,6 +65,8 @@ class PairCard(QFrame):
                 f" + draft {pair.draft.label} {format_bytes(pair.draft.approx_size)}"
                 if pair.draft is not None
                 else " (no draft model: it speculates from n-grams)"
+                if pair.kind == "chat"
+                else ""
             )
             + (f" + picture projector {format_bytes(pair.projector.approx_size)}" if pair.projector is not None else "")
         )
@@ -90,7 +92,11 @@ class PairCard(QFrame):
         self.found = [downloaded_file(dest_dir, f.item.name) or known.get(f.item.name) for f in self.pair.files]
         self.downloaded = [p for p in self.found if p is not None] if all(self.found) else []
         with_draft = self.pair.draft is not None
-        if self.downloaded:
+        self.button.setEnabled(not (self.downloaded and self.pair.kind != "chat"))
+        if self.downloaded and self.pair.kind != "chat":  # no chat model: nothing to load in a chat
+            self.button.setText("Downloaded")
+            self.button.setToolTip(f"Downloaded: {self.downloaded[0]}\nDocument search and serve --embedding use it.")
+        elif self.downloaded:
             self.button.setText("Load pair" if with_draft else "Load")
             self.button.setToolTip("Downloaded: " + ", ".join(str(p) for p in self.downloaded))
         elif any(self.found):
