@@ -24,12 +24,12 @@ from app.documents.records import DocumentKind, DocumentText
 
 # Text files (Markdown, code, HTML) are read whole: 32 MB is a long book many times over, and the passages of one
 # document are written in one transaction, so one file's text is what indexing holds in memory at a time.
-MAX_TEXT_BYTES = 32 * 1024 * 1024
+MAX_TEXT_BYTES = 32_000_000
 # PDF and DOCX files carry pictures and fonts beside their text; their text is held to MAX_TEXT_BYTES all the same.
-MAX_PDF_BYTES = 256 * 1024 * 1024
-MAX_DOCX_BYTES = 128 * 1024 * 1024
+MAX_PDF_BYTES = 256_000_000
+MAX_DOCX_BYTES = 128_000_000
 # A DOCX is a zip: what its parts inflate to is checked before python-docx inflates them (a zip bomb).
-MAX_DOCX_INFLATED_BYTES = 256 * 1024 * 1024
+MAX_DOCX_INFLATED_BYTES = 256_000_000
 MAX_PDF_PAGES = 5_000
 # Bytes looked at for a NUL, which tells a binary file from text (what git and grep decide by too).
 _SNIFF_BYTES = 8192

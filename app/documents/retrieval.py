@@ -23,7 +23,7 @@ INSTRUCTION = (
 
 # What a keyword search alone misses, said once where no embedding model is loaded.
 NO_EMBEDDER_SENTENCE = (
-    "No embedding model is loaded, so passages were found by their words alone; an embedding model would also find "
+    "No embedding model is loaded, so passages are found by their words alone; an embedding model would also find "
     "passages that say the same thing in other words."
 )
 
