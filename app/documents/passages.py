@@ -17,8 +17,6 @@ from app.documents.records import DocumentText, Passage
 
 TARGET_CHARS = 1_200
 MAX_CHARS = 1_500
-# A part shorter than this (a heading with a sub-heading straight under it) is joined to the next part.
-_LONE_CHARS = 200
 
 _HEADING = re.compile(r"(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _FENCE = re.compile(r"(```|~~~)")
@@ -199,7 +197,7 @@ def _pack(text: str, blocks: list[_Block]) -> list[tuple[int, int, str]]:
         if current and not block.opens_part and block.end - current[0] <= TARGET_CHARS:
             current = (current[0], block.end, current[2])
             continue
-        if current and current[1] - current[0] < _LONE_CHARS and block.end - current[0] <= TARGET_CHARS:
+        if current and _HEADING.fullmatch(text[current[0] : current[1]]) and block.end - current[0] <= TARGET_CHARS:
             current = (current[0], block.end, block.heading)  # a heading alone goes with the part under it
             continue
         if current:
