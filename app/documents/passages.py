@@ -189,10 +189,13 @@ def _pack(text: str, blocks: list[_Block]) -> list[tuple[int, int, str]]:
     current: tuple[int, int, str] | None = None
     for block in blocks:
         if block.end - block.start > MAX_CHARS:
-            if current:
+            start = block.start
+            if current and _HEADING.fullmatch(text[current[0] : current[1]]):
+                start = current[0]  # the heading opens the first piece
+            elif current:
                 spans.append(current)
-                current = None
-            spans.extend((s, e, block.heading) for s, e in _cut(text, block.start, block.end))
+            current = None
+            spans.extend((s, e, block.heading) for s, e in _cut(text, start, block.end))
             continue
         if current and not block.opens_part and block.end - current[0] <= TARGET_CHARS:
             current = (current[0], block.end, current[2])
