@@ -7,6 +7,7 @@ Each sub-command lives in its own module with a `register(subparsers)` function 
 - check_pair_cmd.py: `specchat-cli check-pair TARGET DRAFT`: can this draft speculate for that target (llama.cpp's vocabulary rules)?
 - checks.py: Refusing, with one sentence each, the settings and texts the engine cannot run and the model files llama.cpp
 - desktop_cmd.py: `specchat-cli desktop install|uninstall`: add SpecChat to this user's application menu on Linux, or remove it.
+- documents/: `specchat-cli index PATH...` and `generate --docs PATH`: documents indexed, and answered from with sources.
 - download_cmd.py: `specchat-cli download REPO [FILE_PATTERN] [--dest DIR]`: fetch GGUF files from the Hugging Face Hub.
 - export_cmd.py: `specchat-cli export CHAT_ID`: a chat from the chat database as Markdown, or as JSON with every token and round.
 - file_guard.py: A model file that changes while the CLI reads it: one sentence and exit status 1, never a silent SIGBUS.
@@ -15,9 +16,6 @@ Each sub-command lives in its own module with a `register(subparsers)` function 
 - image_options.py: `generate --image FILE` and `--mmproj FILE`: pictures in the --chat message, for a model that sees.
 - tool_loop.py: `generate --mcp MCP.JSON`: the model calls MCP servers' tools, each call shown and allowed first, until it answers.
 - tool_options.py: `generate --tools FILE.json` and `--json-schema FILE`: the files read and checked, and the reply's calls said.
-- index_cmd.py: `specchat-cli index PATH...`: build or refresh a documents index for `generate --docs`, with a progress bar.
-- docs_options.py: `generate --docs PATH`: documents put whole when they fit, else indexed and their passages retrieved, cited.
-- progress_line.py: One progress line for every long CLI job (downloads, indexing): redrawn in place on a terminal.
 - inspect_cmd.py: `specchat-cli inspect FILE…`: what each GGUF model is (name, architecture, size, quantization, vocabulary),
 - terminal.py: What the CLI prints of text it did not write: no control characters, no credentials.
 - serve_cmd.py: `specchat-cli serve`: the loaded models as a local OpenAI-compatible API, speculating as the window does.
@@ -38,13 +36,23 @@ from app.cli import (
     download_cmd,
     export_cmd,
     generate_cmd,
-    index_cmd,
     inspect_cmd,
     serve_cmd,
 )
+from app.cli.documents import index_cmd
 from app.cli.terminal import make_output_safe, printable
 
-SUBCOMMANDS = (inspect_cmd, check_pair_cmd, generate_cmd, index_cmd, serve_cmd, bench_cmd, download_cmd, desktop_cmd, export_cmd)
+SUBCOMMANDS = (
+    inspect_cmd,
+    check_pair_cmd,
+    generate_cmd,
+    index_cmd,
+    serve_cmd,
+    bench_cmd,
+    download_cmd,
+    desktop_cmd,
+    export_cmd,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import Optional, TextIO
 
-from app.cli.progress_line import ProgressLine, bar
+from app.common.progress_line import ProgressLine, bar
 from app.hub.client import HubClient, RepoListing
 from app.hub.download import DownloadJob, DownloadProgress
 from app.hub.download_plan import format_bytes

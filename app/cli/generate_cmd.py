@@ -20,7 +20,7 @@ from app.cli.checks import (
     read_text_file,
     sampling_problem,
 )
-from app.cli.docs_options import DocsInput, add_docs_arguments, read_docs
+from app.cli.documents.docs_options import DocsInput, add_docs_arguments, read_docs
 from app.cli.file_guard import ModelFileGuard
 from app.cli.image_options import add_image_arguments, image_content, image_problem, projector_path, read_images
 from app.cli.terminal import json_printable, printable, say_error

@@ -133,9 +133,9 @@ def _pdf(path: str, data: bytes) -> DocumentText:
         reader = pypdf.PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
             try:
-                opened = reader.decrypt("")  # many PDFs are "encrypted" with an empty password only
+                opened = bool(reader.decrypt(""))  # many PDFs are "encrypted" with an empty password only
             except Exception:  # pypdf's DependencyError for AES without `cryptography`, or a broken dictionary
-                opened = 0
+                opened = False
             if not opened:
                 raise DocumentError(f"{path} is protected by a password, so its text cannot be read; it was skipped.")
         count = len(reader.pages)
@@ -172,7 +172,9 @@ def _docx(path: str, data: bytes) -> str:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             inflated = sum(member.file_size for member in archive.infolist())
     except (zipfile.BadZipFile, ValueError, OSError):
-        raise DocumentError(f"{path} is not a DOCX document (it is no zip archive; it may be damaged); skipped.") from None
+        raise DocumentError(
+            f"{path} is not a DOCX document (it is no zip archive; it may be damaged); skipped."
+        ) from None
     if inflated > MAX_DOCX_INFLATED_BYTES:
         raise DocumentError(
             f"{path} unpacks to {format_bytes(inflated)}; DOCX files up to {format_bytes(MAX_DOCX_INFLATED_BYTES)} "

@@ -67,9 +67,7 @@ class DocumentIndex:
         """The indexed documents by path, those under `roots` only when given."""
         rows = self.conn.execute("SELECT id, path, size, mtime_ns, sha256 FROM documents").fetchall()
         chosen = list(roots) if roots is not None else None
-        return {
-            row[1]: IndexedDocument(*row) for row in rows if chosen is None or under(row[1], chosen)
-        }
+        return {row[1]: IndexedDocument(*row) for row in rows if chosen is None or under(row[1], chosen)}
 
     def touch(self, document_id: int, size: int, mtime_ns: int) -> None:
         """A file whose time changed but whose content did not: its new identity, its passages kept."""

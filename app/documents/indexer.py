@@ -76,7 +76,7 @@ def _summary(counts: dict[str, int], notes: list[IndexNote], cancelled: bool) ->
 
 
 def _index_file(index, path, indexed, embedder, cancelled, counts) -> str:
-    """"added", "changed", "unchanged" or "cancelled". Raises DocumentError."""
+    """ "added", "changed", "unchanged" or "cancelled". Raises DocumentError."""
     try:
         info = os.stat(path)
     except FileNotFoundError:

@@ -68,8 +68,10 @@ def find_documents(
                 entries += 1
                 if entries > max_entries or len(found.files) >= max_documents:
                     found.complete = False
-                    limit = f"{max_documents:,} documents" if len(found.files) >= max_documents else (
-                        f"{max_entries:,} files and folders"
+                    limit = (
+                        f"{max_documents:,} documents"
+                        if len(found.files) >= max_documents
+                        else (f"{max_entries:,} files and folders")
                     )
                     found.notes.append(
                         IndexNote(root, f"{root} holds more than {limit}; the first were taken and the rest left out.")
@@ -80,17 +82,19 @@ def find_documents(
                 try:
                     is_folder = entry.is_dir()
                     is_file = not is_folder and entry.is_file()
-                    info = entry.stat() if is_folder or is_file else None
+                    if not (is_folder or is_file):
+                        continue
+                    entry_info = entry.stat()
                 except OSError:
                     continue  # a dangling link, or one removed while walked
-                if info is None:
-                    continue
-                identity = (info.st_dev, info.st_ino)
+                identity = (entry_info.st_dev, entry_info.st_ino)
                 if is_folder:
                     if identity in seen_folders:
                         if entry.is_symlink():
                             found.notes.append(
-                                IndexNote(entry.path, f"{entry.path} links to a folder already walked; it was walked once.")
+                                IndexNote(
+                                    entry.path, f"{entry.path} links to a folder already walked; it was walked once."
+                                )
                             )
                         continue
                     if depth + 1 > MAX_DEPTH:

@@ -89,7 +89,10 @@ def test_index_builds_then_refreshes_with_a_progress_bar(library, tmp_path, caps
 
 def test_bad_docs_options_are_one_sentence(tiny_models, tmp_path, capsys):
     assert generate(tiny_models, "--prompt", "x", "--docs", str(tmp_path)) == 2
-    assert capsys.readouterr().err == "error: --docs goes with --chat MESSAGE (the message is the question the documents answer)\n"
+    assert (
+        capsys.readouterr().err
+        == "error: --docs goes with --chat MESSAGE (the message is the question the documents answer)\n"
+    )
     assert generate(tiny_models, "--chat", "x", "--docs", str(tmp_path / "gone")) == 2
     assert capsys.readouterr().err == f"error: --docs: no document to read ({tmp_path / 'gone'} does not exist)\n"
     not_an_index = tmp_path / "not.db"

@@ -85,7 +85,9 @@ def test_a_refresh_of_one_folder_keeps_another_folders_documents(index, folder, 
 
 def test_cancelling_stops_between_files_and_keeps_whole_documents(index, folder):
     seen = []
-    summary = refresh(index, [str(folder)], progress=seen.append, cancelled=lambda: len(seen) >= 1 and len(index.documents()) >= 1)
+    summary = refresh(
+        index, [str(folder)], progress=seen.append, cancelled=lambda: len(seen) >= 1 and len(index.documents()) >= 1
+    )
 
     assert summary.cancelled and len(index.documents()) == 1
     assert seen[0].total == 2 and seen[0].done == 0

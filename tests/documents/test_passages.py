@@ -53,11 +53,16 @@ def test_pdf_passages_know_their_page():
 
 
 def test_html_and_docx_headings_become_passages_headings(tmp_path):
-    html = "<html><head><style>p{}</style></head><body><h1>Title</h1><p>One  two</p><script>x()</script>" \
+    html = (
+        "<html><head><style>p{}</style></head><body><h1>Title</h1><p>One  two</p><script>x()</script>"
         "<h2>Part</h2><p>Three</p></body></html>"
+    )
     assert html_to_text(html) == "# Title\n\nOne two\n\n## Part\n\nThree\n"
     path = write_docx(tmp_path / "d.docx", [("h1", "Report"), ("p", "Summary here."), ("h2", "Costs"), ("p", "Ten.")])
     document, _ = read_document(str(path))
     passages = split_passages(document)
     check_offsets(document, passages)
-    assert [(p.heading, p.text.splitlines()[-1]) for p in passages] == [("Report", "Summary here."), ("Report > Costs", "Ten.")]
+    assert [(p.heading, p.text.splitlines()[-1]) for p in passages] == [
+        ("Report", "Summary here."),
+        ("Report > Costs", "Ten."),
+    ]

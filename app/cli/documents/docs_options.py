@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Optional
 
 from app.cli.checks import UsageError
-from app.cli.index_cmd import index_with_progress
+from app.cli.documents.index_cmd import index_with_progress
 from app.cli.terminal import printable
 from app.documents.formats import DocumentError, read_document
 from app.documents.index import DocumentIndex
@@ -120,5 +120,7 @@ def _retrieved(args: argparse.Namespace, budget: int) -> DocsInput:
         retrieval = retrieve(index, args.chat, budget, roots=args.docs)
     print(f"note: {NO_EMBEDDER_SENTENCE}", file=sys.stderr)
     if not retrieval.sources:
-        print("note: no passage of the documents matches the question's words; it is sent without them.", file=sys.stderr)
+        print(
+            "note: no passage of the documents matches the question's words; it is sent without them.", file=sys.stderr
+        )
     return DocsInput([], retrieval.sources, retrieval.prompt_block if retrieval.sources else "")

@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Callable, Optional, TextIO
 
-from app.cli.progress_line import ProgressLine, bar
+from app.common.progress_line import ProgressLine, bar
 from app.cli.terminal import printable, say_error
 from app.common.units import plural
 from app.documents.index import DocumentIndex
@@ -46,7 +46,7 @@ def register(subparsers) -> None:
 
 
 def describe(progress: IndexProgress) -> str:
-    """"[####----]  40%  4/10 files  guide.pdf"."""
+    """ "[####----]  40%  4/10 files  guide.pdf"."""
     name = os.path.basename(progress.current)
     return f"{bar(progress.fraction)}  {progress.done:,}/{progress.total:,} files  {printable(name)}".rstrip()
 

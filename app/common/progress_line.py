@@ -1,5 +1,5 @@
-"""One progress line for every long CLI job (downloads, indexing): redrawn in place on a terminal, a line every
-few seconds (and the last) when stderr is a file or a pipe, so a log holds no carriage returns."""
+"""One progress line for every long job the CLI shows (downloads, indexing): redrawn in place on a terminal, a
+line every few seconds (and the last) when stderr is a file or a pipe, so a log holds no carriage returns."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ BAR_WIDTH = 20
 
 
 def bar(fraction: float) -> str:
-    """"[#####---------------]  25%"."""
+    """ "[#####---------------]  25%"."""
     fraction = min(max(fraction, 0.0), 1.0)
     filled = int(fraction * BAR_WIDTH)
     return f"[{'#' * filled}{'-' * (BAR_WIDTH - filled)}] {int(fraction * 100):3d}%"
