@@ -366,6 +366,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         for line in call_lines(calls):
             sys.stdout.write(printable(line) + "\n")
+        for line in inputs.docs.source_lines():
+            print(printable(line), file=sys.stderr)
         print(
             f"[{summary_line(finished.stats, _is_speculative(args))}; stopped: {finished.stats.stop_reason}]",
             file=sys.stderr,

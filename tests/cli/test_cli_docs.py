@@ -75,6 +75,12 @@ def test_larger_documents_are_indexed_and_their_passages_cited(tiny_models, libr
     assert NO_EMBEDDER_SENTENCE in err
 
 
+def test_plain_output_says_what_each_number_points_at(tiny_models, library, capsys):
+    assert generate(tiny_models, "--ctx", "2048", "--chat", "lighthouse keeper?", "--docs", str(library)) == 0
+    err = capsys.readouterr().err
+    assert f"[1] {library / 'keeper.md'} (characters 0-" in err
+
+
 def test_index_builds_then_refreshes_with_a_progress_bar(library, tmp_path, capsys):
     db = tmp_path / "docs.db"
     assert main(["index", str(library), "--db", str(db)]) == 0

@@ -63,6 +63,16 @@ class DocsInput:
     def message(self, question: str) -> str:
         return f"{self.prompt_block}\n\nQuestion: {question}" if self.prompt_block else question
 
+    def source_lines(self) -> list[str]:
+        """What the reply's [1], [2] point at, a line each, for the terminal: "[1] guide.md, page 3 (chars 10-900)"."""
+        if not self.prompt_block:
+            return []
+        lines = []
+        for source in self.sources:
+            where = [source.path] + ([f"page {source.page}"] if source.page is not None else [])
+            lines.append(f"[{source.number}] {', '.join(where)} (characters {source.start:,}-{source.end:,})")
+        return lines
+
 
 def read_docs(args: argparse.Namespace) -> DocsInput:
     """The --docs documents for the --chat message, whole or retrieved; notes on stderr. Raises UsageError."""
