@@ -22,8 +22,8 @@ from app.cli.terminal import printable
 from app.documents.formats import DocumentError, read_document
 from app.documents.index import DocumentIndex
 from app.documents.index_db import IndexFileError, default_index_path
-from app.documents.records import Source
-from app.documents.retrieval import NO_EMBEDDER_SENTENCE, retrieve
+from app.documents.records import Embedder, Source
+from app.documents.retrieval import retrieve
 from app.documents.walk import find_documents
 from app.store.attachments import CHARS_PER_TOKEN, MAX_MESSAGE_ATTACHMENT_BYTES, Attachment
 
@@ -74,8 +74,9 @@ class DocsInput:
         return lines
 
 
-def read_docs(args: argparse.Namespace) -> DocsInput:
-    """The --docs documents for the --chat message, whole or retrieved; notes on stderr. Raises UsageError."""
+def read_docs(args: argparse.Namespace, embedder: Optional[Embedder] = None, embedder_name: str = "") -> DocsInput:
+    """The --docs documents for the --chat message, whole or retrieved (by meaning too with an `embedder`); notes
+    on stderr. Raises UsageError."""
     if not args.docs:
         return DocsInput()
     if args.chat is None:
@@ -90,7 +91,7 @@ def read_docs(args: argparse.Namespace) -> DocsInput:
         for note in found.notes:
             print(f"note: {printable(note.sentence)}", file=sys.stderr)
         return whole
-    return _retrieved(args, budget)
+    return _retrieved(args, budget, embedder, embedder_name)
 
 
 def _whole(files: list[str], budget: int) -> Optional[DocsInput]:
@@ -117,18 +118,17 @@ def _whole(files: list[str], budget: int) -> Optional[DocsInput]:
     return DocsInput(attachments, tuple(sources))
 
 
-def _retrieved(args: argparse.Namespace, budget: int) -> DocsInput:
+def _retrieved(args: argparse.Namespace, budget: int, embedder: Optional[Embedder], embedder_name: str) -> DocsInput:
     path = Path(args.docs_db) if args.docs_db else default_index_path()
     try:
         index = DocumentIndex(path)
     except IndexFileError as exc:
         raise UsageError(f"--docs-db: {exc}") from None
     with index:
-        summary = index_with_progress(index, args.docs, sys.stderr)
+        summary = index_with_progress(index, args.docs, sys.stderr, embedder=embedder, embedder_name=embedder_name)
         if summary.cancelled:
             raise KeyboardInterrupt
-        retrieval = retrieve(index, args.chat, budget, roots=args.docs)
-    print(f"note: {NO_EMBEDDER_SENTENCE}", file=sys.stderr)
+        retrieval = retrieve(index, args.chat, budget, roots=args.docs, embedder=embedder)
     if not retrieval.sources:
         print(
             "note: no passage of the documents matches the question's words; it is sent without them.", file=sys.stderr

@@ -23,7 +23,7 @@ from app.common.units import plural
 from app.documents.index import DocumentIndex
 from app.documents.index_db import IndexFileError, default_index_path
 from app.documents.indexer import refresh
-from app.documents.records import IndexProgress, IndexSummary
+from app.documents.records import Embedder, IndexProgress, IndexSummary
 from app.documents.retrieval import NO_EMBEDDER_SENTENCE
 
 
@@ -61,10 +61,16 @@ def summary_text(summary: IndexSummary, index: DocumentIndex) -> str:
 
 
 def index_with_progress(
-    index: DocumentIndex, paths: list[str], out: TextIO, cancelled: Optional[Callable[[], bool]] = None
+    index: DocumentIndex,
+    paths: list[str],
+    out: TextIO,
+    cancelled: Optional[Callable[[], bool]] = None,
+    embedder: Optional[Embedder] = None,
+    embedder_name: str = "",
 ) -> IndexSummary:
-    """Refresh `index` for `paths`, the progress bar and each note on `out`. Ctrl-C (in the main thread) cancels
-    between files; the summary says so."""
+    """Refresh `index` for `paths`, the progress bar and each note on `out`; passages get vectors from `embedder`
+    when one is given, and without one a note says what it would add. Ctrl-C (in the main thread) cancels between
+    files; the summary says so."""
     line = ProgressLine(out)
     stop = threading.Event()
     previous = None
@@ -74,6 +80,8 @@ def index_with_progress(
         summary = refresh(
             index,
             paths,
+            embedder=embedder,
+            embedder_name=embedder_name,
             progress=lambda progress: line.show(describe(progress), last=progress.done == progress.total),
             cancelled=lambda: stop.is_set() or bool(cancelled and cancelled()),
         )
@@ -83,6 +91,8 @@ def index_with_progress(
         line.finish()
     for note in summary.notes:
         print(f"note: {printable(note.sentence)}", file=out)
+    if embedder is None and not summary.cancelled:
+        print(f"note: {NO_EMBEDDER_SENTENCE}", file=out)
     return summary
 
 
@@ -100,5 +110,4 @@ def run(args: argparse.Namespace) -> int:
             return 130
         files = summary.added + summary.changed + summary.unchanged
         print(summary_text(summary, index))
-        print(f"note: {NO_EMBEDDER_SENTENCE}", file=sys.stderr)
     return 0 if files or summary.removed else 2
