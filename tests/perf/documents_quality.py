@@ -2,7 +2,8 @@
 Debian ships in /usr/share/doc/nodejs/api, 64 files, 3.5 MB), by words alone and by words and meaning fused, with
 a real GGUF embedding model (all-MiniLM-L6-v2, 384 floats) through llama-cpp-python; and how fast each indexes.
 
-    python -m tests.perf.documents_quality [--docs /usr/share/doc/nodejs/api] [--embedding MODEL.gguf] DEST
+    python -m tests.perf.documents_quality DEST [--docs /usr/share/doc/nodejs/api] [--embedding MODEL.gguf]
+                                               [--sample 100] [--hybrid]
 
 The Markdown files are copied into DEST first (the folder also holds each page as HTML, and all.html, every page in
 one). A question counts as found when one of its right documents is among the sources `retrieve` gives within
@@ -82,12 +83,30 @@ def evaluate(index: DocumentIndex, docs: str, embedder) -> tuple[int, list[str]]
     return found, missed
 
 
+def _report(label: str, index: DocumentIndex, docs: str, embedder, summary, seconds: float, text_mb: float) -> None:
+    started = time.perf_counter()
+    found, missed = evaluate(index, docs, embedder)
+    per_question = (time.perf_counter() - started) / len(QUESTIONS)
+    print(
+        f"{label}: indexed {summary.added} files, {summary.passages:,} passages, {text_mb:.1f} MB in "
+        f"{seconds:.1f} s ({text_mb / seconds * 60:.1f} MB a minute), {index.path.stat().st_size / 1e6:.1f} MB on "
+        f"disk; right document cited for {found}/{len(QUESTIONS)} questions ({per_question * 1000:.0f} ms a "
+        "question, its embedding included)"
+    )
+    for line in missed:
+        print(f"  missed: {line}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("dest", type=Path)
     parser.add_argument("--docs", default="/usr/share/doc/nodejs/api")
     parser.add_argument(
         "--embedding", default=str(Path.home() / ".cache/specchat-test-models/all-minilm-l6-v2-f16.gguf")
+    )
+    parser.add_argument("--sample", type=int, default=100, help="passages embedded to time the embedding model")
+    parser.add_argument(
+        "--hybrid", action="store_true", help="also index the whole manual with vectors and ask again (long on a CPU)"
     )
     args = parser.parse_args()
     copy = args.dest / "manual"
@@ -96,25 +115,30 @@ def main() -> None:
         shutil.copyfile(page, copy / page.name)
     docs = str(copy.resolve())
     text_mb = sum(p.stat().st_size for p in copy.glob("*.md")) / 1e6
-    for label, embedder in (("words", None), ("words + meaning", LlamaEmbedder(args.embedding))):
-        path = args.dest / f"quality-{'hybrid' if embedder else 'words'}.db"
+    path = args.dest / "quality-words.db"
+    path.unlink(missing_ok=True)
+    with DocumentIndex(path) as index:
+        started = time.perf_counter()
+        summary = refresh(index, [docs])
+        _report("words", index, docs, None, summary, time.perf_counter() - started, text_mb)
+        rows = index.conn.execute("SELECT text FROM passages ORDER BY random() LIMIT ?", (args.sample,)).fetchall()
+    embedder = LlamaEmbedder(args.embedding)
+    texts = [row[0] for row in rows]
+    started = time.perf_counter()
+    embedder.embed(texts)
+    seconds = time.perf_counter() - started
+    sample_mb = sum(len(t.encode()) for t in texts) / 1e6
+    print(
+        f"embedding {len(texts)} passages ({sample_mb * 1e3:.0f} KB) took {seconds:.1f} s: "
+        f"{len(texts) / seconds * 60:.0f} passages a minute, {sample_mb / seconds * 60:.2f} MB a minute"
+    )
+    if args.hybrid:
+        path = args.dest / "quality-hybrid.db"
         path.unlink(missing_ok=True)
-        index = DocumentIndex(path)
-        started = time.perf_counter()
-        summary = refresh(index, [docs], embedder=embedder, embedder_name="all-MiniLM-L6-v2")
-        seconds = time.perf_counter() - started
-        started = time.perf_counter()
-        found, missed = evaluate(index, docs, embedder)
-        per_question = (time.perf_counter() - started) / len(QUESTIONS)
-        print(
-            f"{label}: indexed {summary.added} files, {summary.passages:,} passages, {text_mb:.1f} MB in "
-            f"{seconds:.1f} s ({text_mb / seconds * 60:.1f} MB a minute), {path.stat().st_size / 1e6:.1f} MB on disk; "
-            f"right document cited for {found}/{len(QUESTIONS)} questions ({per_question * 1000:.0f} ms a question, "
-            "its embedding included)"
-        )
-        for line in missed:
-            print(f"  missed: {line}")
-        index.close()
+        with DocumentIndex(path) as index:
+            started = time.perf_counter()
+            summary = refresh(index, [docs], embedder=embedder, embedder_name="all-MiniLM-L6-v2")
+            _report("words + meaning", index, docs, embedder, summary, time.perf_counter() - started, text_mb)
 
 
 if __name__ == "__main__":
