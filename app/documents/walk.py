@@ -62,6 +62,7 @@ def find_documents(
                     names = sorted(listing, key=lambda entry: entry.name)
             except OSError as exc:
                 found.notes.append(IndexNote(folder, f"{folder} could not be read ({exc.strerror or exc})."))
+                found.complete = False  # its files may still be there: a refresh must not forget them
                 continue
             subfolders: list[str] = []
             for entry in names:
