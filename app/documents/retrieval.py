@@ -21,6 +21,8 @@ INSTRUCTION = (
     "or [2], right after what it supports. If the passages do not hold the answer, say so."
 )
 
+REMINDER = "Answer from the passages above, citing each one you use by its number, as [1]."
+
 # What a keyword search alone misses, said once where no embedding model is loaded.
 NO_EMBEDDER_SENTENCE = (
     "No embedding model is loaded, so passages are found by their words alone; an embedding model would also find "
@@ -38,9 +40,15 @@ class Retrieval:
 
     def message(self, question: str) -> str:
         """The user message the model reads: the numbered passages, then the question."""
-        if not self.sources:
-            return question
-        return f"{self.prompt_block}\n\nQuestion: {question}"
+        return question_with_passages(self.prompt_block if self.sources else "", question)
+
+
+def question_with_passages(prompt_block: str, question: str) -> str:
+    """The passages' block, the question, and a reminder to cite after it: a small model follows the instruction
+    nearest its reply (the 1.5B cited nothing with the instruction above the passages alone)."""
+    if not prompt_block:
+        return question
+    return f"{prompt_block}\n\nQuestion: {question}\n\n{REMINDER}"
 
 
 def estimate_tokens(text: str) -> int:

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from app.cli import generate_cmd, main
-from app.documents.retrieval import INSTRUCTION, NO_EMBEDDER_SENTENCE
+from app.documents.retrieval import INSTRUCTION, NO_EMBEDDER_SENTENCE, REMINDER
 
 
 @pytest.fixture
@@ -69,7 +69,7 @@ def test_larger_documents_are_indexed_and_their_passages_cited(tiny_models, libr
     assert sources[0]["text"] == (library / "keeper.md").read_text()[sources[0]["start"] : sources[0]["end"]]
     assert [s["score"] for s in sources] == sorted((s["score"] for s in sources), reverse=True)
     content = sent[0][-1]["content"]
-    assert content.startswith(INSTRUCTION) and content.endswith(f"Question: {question}")
+    assert content.startswith(INSTRUCTION) and content.endswith(f"Question: {question}\n\n{REMINDER}")
     for number, source in enumerate(sources, start=1):  # numbered in the order "sources" lists them
         assert f"[{number}] {source['path']}" in content
     assert NO_EMBEDDER_SENTENCE in err

@@ -9,7 +9,7 @@ import pytest
 
 from app.documents.index import DocumentIndex
 from app.documents.indexer import refresh
-from app.documents.retrieval import INSTRUCTION, retrieve
+from app.documents.retrieval import INSTRUCTION, REMINDER, retrieve
 from app.documents.search import fuse, keyword_query, search
 from tests.support.documents import HashedWordsEmbedder
 
@@ -132,5 +132,5 @@ def test_a_question_gets_numbered_passages_within_its_budget(index, tmp_path):
     assert retrieval.prompt_block.startswith(INSTRUCTION)
     for source in retrieval.sources:
         assert f"[{source.number}] {source.path}" in retrieval.prompt_block
-    assert retrieval.message("Who keeps it?").endswith("Question: Who keeps it?")
+    assert retrieval.message("Who keeps it?").endswith(f"Question: Who keeps it?\n\n{REMINDER}")
     assert retrieve(index, "lighthouse", 600, roots=[str(tmp_path / "elsewhere")]).sources == ()

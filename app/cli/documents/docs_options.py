@@ -23,7 +23,7 @@ from app.documents.formats import DocumentError, read_document
 from app.documents.index import DocumentIndex
 from app.documents.index_db import IndexFileError, default_index_path
 from app.documents.records import Embedder, Source
-from app.documents.retrieval import retrieve
+from app.documents.retrieval import question_with_passages, retrieve
 from app.documents.walk import find_documents
 from app.store.attachments import CHARS_PER_TOKEN, MAX_MESSAGE_ATTACHMENT_BYTES, Attachment
 
@@ -61,7 +61,7 @@ class DocsInput:
     prompt_block: str = ""
 
     def message(self, question: str) -> str:
-        return f"{self.prompt_block}\n\nQuestion: {question}" if self.prompt_block else question
+        return question_with_passages(self.prompt_block, question)
 
     def source_lines(self) -> list[str]:
         """What the reply's [1], [2] point at, a line each, for the terminal: "[1] guide.md, page 3 (chars 10-900)"."""
