@@ -105,3 +105,21 @@ def test_bad_docs_options_are_one_sentence(tiny_models, tmp_path, capsys):
     not_an_index.write_text("hello")
     assert main(["index", str(tmp_path), "--db", str(not_an_index)]) == 2
     assert "is not a documents index SpecChat can read" in capsys.readouterr().err
+
+
+def test_an_embedder_reaches_indexing_and_retrieval(library, tmp_path, capsys):
+    import argparse
+
+    from app.cli.documents.docs_options import read_docs
+    from app.documents.index import DocumentIndex
+    from tests.support.documents import HashedWordsEmbedder
+
+    db = tmp_path / "docs.db"
+    args = argparse.Namespace(docs=[str(library)], docs_db=str(db), chat="lighthouse keeper?", ctx=2048, max_tokens=4)
+    embedder = HashedWordsEmbedder()
+    docs = read_docs(args, embedder=embedder, embedder_name="hashed")
+
+    assert docs.sources[0].path == str(library / "keeper.md")
+    assert NO_EMBEDDER_SENTENCE not in capsys.readouterr().err
+    with DocumentIndex(db) as index:
+        assert len(index.vectors()[0]) == index.passage_count() > 0
