@@ -21,7 +21,7 @@ INSTRUCTION = (
     "or [2], right after what it supports. If the passages do not hold the answer, say so."
 )
 
-REMINDER = "Answer from the passages above, citing each one you use by its number, as [1]."
+REMINDER = "Answer the question using the passages above, and name the numbers of the passages you used, such as [1]."
 
 # What a keyword search alone misses, said once where no embedding model is loaded.
 NO_EMBEDDER_SENTENCE = (
