@@ -101,6 +101,13 @@ def test_bad_docs_options_are_one_sentence(tiny_models, tmp_path, capsys):
     )
     assert generate(tiny_models, "--chat", "x", "--docs", str(tmp_path / "gone")) == 2
     assert capsys.readouterr().err == f"error: --docs: no document to read ({tmp_path / 'gone'} does not exist)\n"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "picture.png").write_bytes(b"\x89PNG")
+    assert main(["index", str(empty), "--db", str(tmp_path / "i.db")]) == 2
+    assert capsys.readouterr().err.endswith(
+        f"error: no document to index in {empty} (text, Markdown, code, HTML, PDF, DOCX)\n"
+    )
     not_an_index = tmp_path / "not.db"
     not_an_index.write_text("hello")
     assert main(["index", str(tmp_path), "--db", str(not_an_index)]) == 2

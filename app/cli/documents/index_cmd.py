@@ -109,5 +109,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"interrupted: what was indexed is kept in {index.path}; the same command goes on.", file=sys.stderr)
             return 130
         files = summary.added + summary.changed + summary.unchanged
+        if not files and not summary.removed:
+            say_error(f"no document to index in {', '.join(args.paths)} (text, Markdown, code, HTML, PDF, DOCX)")
+            return 2
         print(summary_text(summary, index))
-    return 0 if files or summary.removed else 2
+    return 0
