@@ -7,6 +7,7 @@ Each sub-command lives in its own module with a `register(subparsers)` function 
 - check_pair_cmd.py: `specchat-cli check-pair TARGET DRAFT`: can this draft speculate for that target (llama.cpp's vocabulary rules)?
 - checks.py: Refusing, with one sentence each, the settings and texts the engine cannot run and the model files llama.cpp
 - desktop_cmd.py: `specchat-cli desktop install|uninstall`: add SpecChat to this user's application menu on Linux, or remove it.
+- documents/: `specchat-cli index PATH...` and `generate --docs PATH`: documents indexed, and answered from with sources.
 - download_cmd.py: `specchat-cli download REPO [FILE_PATTERN] [--dest DIR]`: fetch GGUF files from the Hugging Face Hub.
 - export_cmd.py: `specchat-cli export CHAT_ID`: a chat from the chat database as Markdown, or as JSON with every token and round.
 - file_guard.py: A model file that changes while the CLI reads it: one sentence and exit status 1, never a silent SIGBUS.
@@ -38,9 +39,20 @@ from app.cli import (
     inspect_cmd,
     serve_cmd,
 )
+from app.cli.documents import index_cmd
 from app.cli.terminal import make_output_safe, printable
 
-SUBCOMMANDS = (inspect_cmd, check_pair_cmd, generate_cmd, serve_cmd, bench_cmd, download_cmd, desktop_cmd, export_cmd)
+SUBCOMMANDS = (
+    inspect_cmd,
+    check_pair_cmd,
+    generate_cmd,
+    index_cmd,
+    serve_cmd,
+    bench_cmd,
+    download_cmd,
+    desktop_cmd,
+    export_cmd,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

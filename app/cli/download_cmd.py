@@ -17,10 +17,10 @@ import argparse
 import fnmatch
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Optional, TextIO
 
+from app.common.progress_line import ProgressLine, bar
 from app.hub.client import HubClient, RepoListing
 from app.hub.download import DownloadJob, DownloadProgress
 from app.hub.download_plan import format_bytes
@@ -177,44 +177,21 @@ class TerminalProgress:
     """Download progress on a terminal: one line redrawn in place on a TTY, a line every few seconds otherwise."""
 
     def __init__(self, out: TextIO, is_tty: Optional[bool] = None, log_every_s: float = 5.0):
-        self.out = out
-        self.is_tty = out.isatty() if is_tty is None else is_tty
-        self.log_every_s = log_every_s
-        self._last_log = 0.0
-        self._drawn = False
-        self._width = 0
+        self.line = ProgressLine(out, is_tty, log_every_s)
 
     def __call__(self, progress: DownloadProgress) -> None:
         if progress.phase == "checking":
             return
-        line = self.describe(progress)
-        if self.is_tty:
-            pad = max(0, self._width - len(line))
-            self.out.write("\r" + line + " " * pad)
-            self.out.flush()
-            self._width = len(line)
-            self._drawn = True
-            return
-        now = time.monotonic()
-        if progress.phase in ("verifying", "done") or now - self._last_log >= self.log_every_s:
-            self._last_log = now
-            print(line, file=self.out, flush=True)
+        self.line.show(self.describe(progress), last=progress.phase in ("verifying", "done"))
 
     @staticmethod
     def describe(progress: DownloadProgress) -> str:
-        percent = int(progress.fraction * 100)
         if progress.phase == "done":
-            return f"[{'#' * 20}] 100%  {format_bytes(progress.total_bytes)}  done"
-        filled = int(progress.fraction * 20)
-        bar = "#" * filled + "-" * (20 - filled)
-        parts = [f"[{bar}] {percent:3d}%", *progress.facts()]
-        return "  ".join(parts)
+            return f"{bar(1.0)}  {format_bytes(progress.total_bytes)}  done"
+        return "  ".join([bar(progress.fraction), *progress.facts()])
 
     def finish(self) -> None:
-        if self.is_tty and self._drawn:
-            self.out.write("\n")
-            self.out.flush()
-            self._drawn = False
+        self.line.finish()
 
 
 def _fail(error: HubError) -> int:

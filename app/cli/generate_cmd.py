@@ -20,6 +20,7 @@ from app.cli.checks import (
     read_text_file,
     sampling_problem,
 )
+from app.cli.documents.docs_options import DocsInput, add_docs_arguments, read_docs
 from app.cli.file_guard import ModelFileGuard
 from app.cli.image_options import add_image_arguments, image_content, image_problem, projector_path, read_images
 from app.cli.terminal import json_printable, printable, say_error
@@ -113,6 +114,7 @@ def register(subparsers) -> None:
         "drafter copies from it best: try it with --ngram when asking for an edit of the file",
     )
     add_image_arguments(p)
+    add_docs_arguments(p)
     p.add_argument(
         "--history",
         action="store_true",
@@ -254,6 +256,7 @@ class _Inputs:
     attachments: list[Attachment]
     tools_json: str
     schema_json: str
+    docs: DocsInput
 
 
 def _checked_inputs(args: argparse.Namespace) -> _Inputs:
@@ -292,7 +295,7 @@ def _checked_inputs(args: argparse.Namespace) -> _Inputs:
         raise UsageError("--json-schema decodes a local --target under a grammar; a --server runs its own decoding")
     tools_json = read_tools(args.tools) if args.tools else ""
     schema_json = read_schema(args.json_schema) if args.json_schema else ""
-    return _Inputs(draft_max, attachments, tools_json, schema_json)
+    return _Inputs(draft_max, attachments, tools_json, schema_json, read_docs(args))
 
 
 def _is_speculative(args: argparse.Namespace) -> bool:
@@ -330,7 +333,7 @@ def run(args: argparse.Namespace) -> int:
     guard = ModelFileGuard([args.target, args.draft] if not args.server else [])
     try:
         with guard:
-            finished, tokens, rounds, tool_format, share, steps = _generate(args, config, inputs.attachments, host)
+            finished, tokens, rounds, tool_format, share, steps = _generate(args, config, inputs, host)
     except (EngineError, NoToolsError) as exc:
         changed = guard.changed()
         say_error(f"{changed}; the reply stopped" if changed else exc)
@@ -357,10 +360,14 @@ def run(args: argparse.Namespace) -> int:
             reply["tool_calls"] = calls_json(calls)
         if host is not None:
             reply["steps"] = steps.records
+        if args.docs:
+            reply["sources"] = [source.to_dict() for source in inputs.docs.sources]
         sys.stdout.write(json_printable(json.dumps(reply, ensure_ascii=False)) + "\n")
     else:
         for line in call_lines(calls):
             sys.stdout.write(printable(line) + "\n")
+        for line in inputs.docs.source_lines():
+            print(printable(line), file=sys.stderr)
         print(
             f"[{summary_line(finished.stats, _is_speculative(args))}; stopped: {finished.stats.stop_reason}]",
             file=sys.stderr,
@@ -368,7 +375,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _generate(args: argparse.Namespace, config, attachments: list[Attachment], host=None):
+def _generate(args: argparse.Namespace, config, inputs: _Inputs, host=None):
     """Load, generate and close: (the last FinishedEvent, its token records, its round records, the tool format,
     its thinking share, the tool steps). Streams the reply's text to stdout unless --json. With a tool `host`
     (--mcp), the calls each reply makes are asked about, run, and sent back until a reply calls nothing. Raises
@@ -385,9 +392,8 @@ def _generate(args: argparse.Namespace, config, attachments: list[Attachment], h
         if args.chat is None:
             return _one(args, engine, engine.complete(args.prompt, config), steps)
         messages = [{"role": "system", "content": args.system}] if args.system else []
-        messages.append(
-            {"role": "user", "content": image_content(with_attachments(args.chat, attachments), args.images)}
-        )
+        text = with_attachments(inputs.docs.message(args.chat), inputs.attachments + inputs.docs.attachments)
+        messages.append({"role": "user", "content": image_content(text, args.images)})
         if host is None:
             return _one(args, engine, engine.reply(messages, config), steps)
         config = dataclasses.replace(config, tools=tools_of(host))
