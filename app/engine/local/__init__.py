@@ -1,6 +1,7 @@
 """Local models through llama-cpp-python: loading, the KV cache, tokenizing, chat templates and the decoding loop.
 
 - batch/: many requests decoded side by side, one forward pass a step (continuous batching).
+- decoding/: decoding one reply, alone or side by side: its request as one record.
 - chat_format.py: Formatting a conversation with the model's own chat template (the Jinja text stored in the GGUF).
 - vision/: pictures in prompts: a vision model's projector (its mmproj) through llama.cpp's mtmd.
 - kv_states/: conversations' KV states kept across requests: in memory (LRU within a budget) and, for long ones, on

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Iterator, Optional, Sequence
+from typing import Callable, Iterator, Optional
 
 import numpy as np
 
@@ -17,13 +17,13 @@ from app.engine.config import GenerationConfig
 from app.engine.errors import PromptTooLongError
 from app.engine.events import COPYING_SOURCES, EngineEvent, ThreadsEvent
 from app.engine.local.batch.reply import LogitRows, Reply, unwritten
+from app.engine.local.decoding.request import DecodeRequest
 from app.engine.local.grammar import GrammarMask
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.model_drafter import ModelDrafter
-from app.engine.local.vision.projector import MediaPrompt, before_placeholder
+from app.engine.local.vision.projector import before_placeholder
 from app.engine.local.sampling import Penalties, Sampler, accept_or_resample
 from app.engine.local.thread_governor import ThreadChange, ThreadGovernor
-from app.engine.reasoning.splitter import ReplySplitter
 from app.engine.speculation.drafters import Draft, NgramDrafter
 from app.engine.speculation.history import HistoryDrafter
 from app.engine.speculation.policy import SpeculationPolicy
@@ -100,40 +100,33 @@ def _verify_rows(
 
 def generate(
     target: LoadedModel,
-    prompt: Sequence[int],
-    config: GenerationConfig,
-    policy: SpeculationPolicy,
+    request: DecodeRequest,
     *,
     draft_model: Optional[ModelDrafter] = None,
-    ngram: Optional[NgramDrafter] = None,
-    past: Optional[HistoryDrafter] = None,
     cancel: Optional[threading.Event] = None,
-    request_id: int = 0,
-    on_written: Optional[Callable[[list[int]], None]] = None,
     clock: Callable[[], float] = time.perf_counter,
     governor: Optional[ThreadGovernor] = None,
-    grammar: Optional[GrammarMask] = None,
-    splitter: Optional[ReplySplitter] = None,
-    media: Optional[MediaPrompt] = None,
 ) -> Iterator[EngineEvent]:
-    """Yield token and round events, then one FinishedEvent. `on_written` receives prompt + kept tokens at the end.
-    Every event goes through `splitter`, which tells each token's part (reasoning or answer; all answer without
-    one); when the thinking reaches config.thinking_budget tokens, its end marker is written for the model.
+    """Yield the request's token and round events, then one FinishedEvent (DecodeRequest says what each of its
+    parts does). When the thinking reaches config.thinking_budget tokens, its end marker is written for the model.
     The drafters see every token of the reply, the thinking's too, so an answer can be drafted from its reasoning.
-    `governor` follows the machine's load with the models' CPU threads, between forward passes (a ThreadsEvent
-    says when the count changed).
-    `past` drafts from earlier requests' text (the history drafter), `ngram` from this request's. Under a
-    `grammar` (a fresh state, advanced here by every kept token) only what it allows is written. A prompt with
-    pictures comes with its `media` (app.engine.local.vision.projector), which reads the prompt into the cache.
+    `draft_model` drafts when the request may use it (`use_model`). `governor` follows the machine's load with the
+    models' CPU threads, between forward passes (a ThreadsEvent says when the count changed).
 
     Raises PromptTooLongError before any work if the prompt cannot fit with room for one new token.
     """
+    prompt, config, policy, request_id = request.prompt, request.config, request.policy, request.request_id
+    ngram, past, grammar, media = request.ngram, request.past, request.grammar, request.media
+    if not request.use_model:
+        draft_model = None
     if not prompt:
         raise ValueError("empty prompt")
     if len(prompt) >= target.n_ctx:
         raise PromptTooLongError(len(prompt), target.n_ctx)
     cancel = cancel or threading.Event()
-    reply = Reply(target, prompt, config, request_id=request_id, clock=clock, grammar=grammar, splitter=splitter)
+    reply = Reply(
+        target, prompt, config, request_id=request_id, clock=clock, grammar=grammar, splitter=request.splitter
+    )
     policy.begin_request()
     if ngram is not None:
         ngram.start_reply(len(prompt))
@@ -172,8 +165,8 @@ def generate(
         for change in _threads_event(request_id, governor.settle(), reply.tally.rounds - 1):
             yield from reply.split.feed(change)
     finished = reply.finish()
-    if on_written is not None:
-        on_written(written)
+    if request.on_written is not None:
+        request.on_written(written)
     yield from finished
 
 

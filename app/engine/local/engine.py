@@ -17,12 +17,13 @@ from app.engine.context_fit import SessionCuts
 from app.engine.errors import EngineError, PromptFormatError
 from app.engine.events import EngineEvent, FinishedEvent, NoticeEvent, RoundEvent, TokenEvent
 from app.engine.local.batch.driver import BatchDriver
-from app.engine.local.batch.request import BatchRequest
+from app.engine.local.batch.hooks import SequenceHooks
 from app.engine.gguf.mmproj import mmproj_beside
 from app.engine.image_files import ImageInput, has_images, message_estimate, with_markers
 from app.engine.local.chat_format import RenderedPrompt
 from app.engine.local.kv_states.conversation_cache import CacheUse, ConversationCache
 from app.engine.local.decoder import generate
+from app.engine.local.decoding.request import DecodeRequest
 from app.engine.local.grammar import GrammarMask, schema_grammar
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.model_drafter import ModelDrafter
@@ -386,9 +387,9 @@ class SpecEngine:
         conversations = self._conversations if media is None else None
         found: Optional[CacheUse] = None
         restored: list[CacheUse] = []  # side by side: what the batch's sequence was given when the reply joined
-        kept = {}
+        hooks = SequenceHooks()
         if conversations is not None and self._batch is not None:
-            kept = self._kept_hooks(conversations, tokens, session, config.kept_scope, restored)
+            hooks = self._kept_hooks(conversations, tokens, session, config.kept_scope, restored)
         elif conversations is not None:
             found = conversations.prepare(tokens, session, self.models.draft, scope=config.kept_scope)
             if found.notice:
@@ -396,22 +397,20 @@ class SpecEngine:
         written: list[int] = []
         splitter = self._splitter(text, config, start)
         call_pieces: list[str] = []  # the answer with control tokens by name, for reading tool calls
-        for event in self._decode(
-            target,
+        request = DecodeRequest(
             tokens,
             config,
             policy,
-            draft,
-            use_ngram,
-            past,
-            cancel,
             request_id,
-            written.extend,
-            grammar,
-            splitter,
-            kept,
-            media,
-        ):
+            ngram=self._ngram_for(target) if use_ngram else None,
+            past=past.drafter if past is not None else None,
+            use_model=draft is not None,
+            grammar=grammar,
+            splitter=splitter,
+            on_written=written.extend,
+            media=media,
+        )
+        for event in self._decode(request, draft, cancel, hooks):
             if isinstance(event, RoundEvent):
                 self.policies.after_round(policy)
             if config.tools and isinstance(event, TokenEvent) and event.part == "answer":
@@ -440,65 +439,33 @@ class SpecEngine:
         if conversations is not None and self._batch is None:  # side by side, the batch's on_end saves it
             conversations.after_reply(session, self.models.draft)
 
+    def _ngram_for(self, target: LoadedModel) -> NgramDrafter:
+        """The reply's n-gram drafter: the engine's own when decoded alone; side by side each request has its own, as
+        each has its own text."""
+        if self._batch is None:
+            return self._ngram
+        ngram = NgramDrafter(is_control=target.is_control, escape=target.json_escaped)
+        ngram.min_match = self._ngram.min_match
+        return ngram
+
     def _decode(
-        self,
-        target: LoadedModel,
-        tokens: list[int],
-        config: GenerationConfig,
-        policy,
-        draft,
-        use_ngram: bool,
-        past: Optional[HistorySync],
-        cancel,
-        request_id: int,
-        on_written,
-        grammar: Optional[GrammarMask],
-        splitter: ReplySplitter,
-        kept: dict,
-        media,
+        self, request: DecodeRequest, draft: Optional[LoadedModel], cancel, hooks: SequenceHooks
     ) -> Iterator[EngineEvent]:
-        """The reply's tokens, rounds and finish: decoded alone, or side by side with others (each request its own
-        n-gram drafter then, as each has its own text; `kept`: the batch's hooks for kept states)."""
+        """The reply's tokens, rounds and finish: decoded alone, or side by side with others (`hooks`: the batch's
+        for kept states)."""
         if self._batch is not None:
-            ngram = None
-            if use_ngram:
-                ngram = NgramDrafter(is_control=target.is_control, escape=target.json_escaped)
-                ngram.min_match = self._ngram.min_match
-            request = BatchRequest(
-                tokens,
-                config,
-                policy,
-                request_id,
-                ngram=ngram,
-                past=past.drafter if past is not None else None,
-                use_model=draft is not None,
-                grammar=grammar,
-                splitter=splitter,
-                on_written=on_written,
-                media=media,
-                **kept,
-            )
-            return self._batch.reply(request, cancel)
+            return self._batch.reply(request, cancel, hooks)
         return generate(
-            target,
-            tokens,
-            config,
-            policy,
+            self.models.require_target(),
+            request,
             draft_model=ModelDrafter(draft) if draft is not None else None,
-            ngram=self._ngram if use_ngram else None,
-            past=past.drafter if past is not None else None,
             cancel=cancel,
-            request_id=request_id,
-            on_written=on_written,
             governor=self.governor,
-            grammar=grammar,
-            splitter=splitter,
-            media=media,
         )
 
     def _kept_hooks(
         self, conversations: ConversationCache, tokens: list[int], session: str, scope: str, restored: list[CacheUse]
-    ) -> dict:
+    ) -> SequenceHooks:
         """A reply decoded side by side: the kept state that shares most of its prompt is restored into the
         sequence the batch gives it (said in `restored`), and its state is saved when it ends."""
         batch = self._batch
@@ -512,7 +479,7 @@ class SpecEngine:
             target, draft = batch.slots(seq)
             conversations.after_reply(session, draft, slot=target, seq=seq)
 
-        return {"on_admit": admitted, "on_end": ended}
+        return SequenceHooks(on_admit=admitted, on_end=ended)
 
     def _history_book(self, name: str) -> Optional[HistorySync]:
         """The loaded target's index of history book `name`, made on first use; None with no target."""

@@ -3,7 +3,7 @@
 A caller (the engine process's loop, a benchmark) drives it:
 
     scheduler = BatchScheduler(target, draft)      # models loaded with n_seq_max = N
-    handle = scheduler.add(BatchRequest(prompt, config, policy, request_id=...))
+    handle = scheduler.add(DecodeRequest(prompt, config, policy, request_id=...))
     while scheduler.busy:
         for handle, events in scheduler.step().items(): ...   # each request's new events, a FinishedEvent last
     scheduler.cancel(handle)                       # ends that request at the next step; the others go on
@@ -32,9 +32,10 @@ from app.engine.config import MAX_OUTPUT_ROWS
 from app.engine.errors import PromptTooLongError
 from app.engine.events import EngineEvent, ThreadsEvent
 from app.engine.local.batch.draft_batch import DraftAsk, draft_all
-from app.engine.local.batch.request import BatchRequest
+from app.engine.local.batch.hooks import SequenceHooks
 from app.engine.local.batch.reply import Reply, unwritten
 from app.engine.local.batch.sequences import Rows, Sequences
+from app.engine.local.decoding.request import DecodeRequest
 from app.engine.local.kv_states.saved_states import shared_prefix
 from app.engine.local.decoder import USUAL_CATCH_UP, verify
 from app.engine.local.llama_model import LoadedModel
@@ -54,7 +55,8 @@ PROMPT_CHUNK_BUSY = 64
 @dataclass
 class _Running:
     handle: int
-    request: BatchRequest
+    request: DecodeRequest
+    hooks: SequenceHooks
     reply: Reply
     seq: int
     read: int  # prompt tokens the target's sequence holds
@@ -101,7 +103,7 @@ class BatchScheduler:
         known). Handles given before are never given again."""
         self.seqs = Sequences(self.target, self.target.n_seq_max)
         self.draft_seqs = Sequences(self.draft, self.target.n_seq_max) if self.draft is not None else None
-        self._waiting: deque[tuple[int, BatchRequest]] = deque()
+        self._waiting: deque[tuple[int, DecodeRequest, SequenceHooks]] = deque()
         self._running: list[_Running] = []
         self._cancelled: set[int] = set()
 
@@ -118,15 +120,16 @@ class BatchScheduler:
     def waiting(self) -> int:
         return len(self._waiting)
 
-    def add(self, request: BatchRequest) -> int:
-        """Queue a request; its handle. It joins at the next step with a free sequence. Raises
+    def add(self, request: DecodeRequest, hooks: SequenceHooks = SequenceHooks()) -> int:
+        """Queue a request (`hooks`: what it is told of its sequence); its handle. It joins at the next step with a
+        free sequence. Raises
         PromptTooLongError when its prompt cannot fit the context with room for one new token."""
         if not request.prompt:
             raise ValueError("empty prompt")
         if len(request.prompt) >= self.target.n_ctx:
             raise PromptTooLongError(len(request.prompt), self.target.n_ctx)
         handle = next(self._handles)
-        self._waiting.append((handle, request))
+        self._waiting.append((handle, request, hooks))
         return handle
 
     def cancel(self, handle: int) -> None:
@@ -205,15 +208,15 @@ class BatchScheduler:
 
     def _admit(self, out: dict[int, list[EngineEvent]]) -> None:
         while self._waiting and self.seqs.free:
-            handle, request = self._waiting[0]
+            handle, request, hooks = self._waiting[0]
             prompt = request.prompt
             seq = self.seqs.take(prompt, request.config.kept_scope)
             assert seq is not None
             drafts = self.draft_seqs
             if drafts is not None:
                 drafts.claim(seq, request.config.kept_scope)
-            if request.on_admit is not None:
-                request.on_admit(seq)
+            if hooks.on_admit is not None:
+                hooks.on_admit(seq)
             reused = self.seqs.keep_prefix(seq, prompt, leave=1)
             if request.media is not None:
                 reused = request.media.start_of_picture_around(reused)
@@ -246,7 +249,7 @@ class BatchScheduler:
                 splitter=request.splitter,
             )
             reply.reused = reused
-            running = _Running(handle, request, reply, seq, reused, decoding=reused >= len(prompt) - 1)
+            running = _Running(handle, request, hooks, reply, seq, reused, decoding=reused >= len(prompt) - 1)
             if running.decoding:
                 reply.prompt_done = self.clock()
             self._running.append(running)
@@ -425,8 +428,8 @@ class BatchScheduler:
 
     def _end(self, running: _Running, out: dict[int, list[EngineEvent]]) -> None:
         self._running.remove(running)
-        if running.request.on_end is not None:
-            running.request.on_end(running.seq)
+        if running.hooks.on_end is not None:
+            running.hooks.on_end(running.seq)
         self._free_sequence(running.seq)
         events = running.reply.finish()
         if running.request.on_written is not None:

@@ -1,5 +1,5 @@
-"""One request for the batch: what the single decoder is given as arguments, as one record, and what of its text the
-draft model reads."""
+"""One reply to decode, as one record: what the single decoder (decoder.py) and the batch (app.engine.local.batch)
+are both given, so a request's arguments are written once."""
 
 from __future__ import annotations
 
@@ -15,11 +15,17 @@ from app.engine.speculation.history import HistoryDrafter
 from app.engine.speculation.policy import SpeculationPolicy
 
 
-@dataclass
-class BatchRequest:
-    """One request for the batch: its prompt's tokens, settings and policy (the single decoder's arguments).
-    `ngram` and `past` are this request's own copy drafters; `use_model`: whether the draft model may draft for it.
-    `on_written` receives prompt + kept tokens when it ends."""
+@dataclass(frozen=True)
+class DecodeRequest:
+    """A reply to decode: its prompt's tokens, settings and speculation policy, and its own helpers.
+
+    `ngram` drafts from this reply's text and `past` from earlier requests' (the history drafter); `use_model`: whether
+    the draft model the decoder holds may draft for it. Under a `grammar` (a fresh state, advanced by every kept
+    token) only what it allows is written. Every event goes through `splitter`, which tells each token's part
+    (reasoning or answer; all answer without one). `on_written` receives prompt + kept tokens when the reply ends. A
+    prompt with pictures comes with its `media`: `prompt` holds their placeholders, and each picture is read whole,
+    by the projector, when the prompt's reading reaches it; the draft model reads the text around them.
+    """
 
     prompt: Sequence[int]
     config: GenerationConfig
@@ -31,13 +37,6 @@ class BatchRequest:
     grammar: Optional[GrammarMask] = None
     splitter: Optional[ReplySplitter] = None
     on_written: Optional[Callable[[list[int]], None]] = None
-    # Called with the sequence the request is given, before its prompt is matched against what it holds (a kept
-    # conversation state is restored into it there), and with the same sequence when it ends, before another
-    # request may take it (its state is saved there).
-    on_admit: Optional[Callable[[int], None]] = None
-    on_end: Optional[Callable[[int], None]] = None
-    # A prompt with pictures: `prompt` holds their placeholders, and each picture is read into the request's sequence
-    # whole, by the projector, when the prompt's reading reaches it. The draft model reads the text around them.
     media: Optional[MediaPrompt] = None
 
     def seen_by_draft(self, tokens: Sequence[int]) -> Sequence[int]:
