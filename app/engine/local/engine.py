@@ -22,7 +22,7 @@ from app.engine.gguf.mmproj import mmproj_beside
 from app.engine.image_files import ImageInput, has_images, message_estimate, with_markers
 from app.engine.local.chat_format import RenderedPrompt
 from app.engine.local.kv_states.conversation_cache import CacheUse, ConversationCache
-from app.engine.local.decoder import generate
+from app.engine.local.decoding.single import generate
 from app.engine.local.decoding.request import DecodeRequest
 from app.engine.local.grammar import GrammarMask, schema_grammar
 from app.engine.local.llama_model import LoadedModel

@@ -11,7 +11,7 @@ import pytest
 from app.engine.config import GenerationConfig
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.engine.local.batch.scheduler import BatchScheduler
-from app.engine.local.decoder import generate
+from app.engine.local.decoding.single import generate
 from app.engine.local.decoding.request import DecodeRequest
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.model_drafter import ModelDrafter

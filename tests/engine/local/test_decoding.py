@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from app.engine.config import GenerationConfig
-from app.engine.local.decoder import generate
+from app.engine.local.decoding.single import generate
 from app.engine.local.decoding.request import DecodeRequest
 from app.engine.local.model_drafter import ModelDrafter
 from app.engine.speculation.drafters import NgramDrafter
@@ -16,7 +16,7 @@ from app.engine.errors import PromptTooLongError
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.engine.local.llama_model import LoadedModel
 from app.engine.speculation.policy import FixedPolicy
-from app.engine.local.text_stream import TextStream
+from app.engine.local.decoding.text_stream import TextStream
 
 PROMPTS = [
     "def fibonacci(n):\n    if n < 2:\n        return n\n",

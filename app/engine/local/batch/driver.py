@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import traceback
 from contextlib import contextmanager
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 from app.engine.errors import EngineError
 from app.engine.events import EngineEvent, FinishedEvent, WaitingEvent
@@ -104,6 +104,17 @@ class BatchDriver:
             raise
         for sequences in lent:
             sequences.take_back()
+
+    def idle_work(self, measure: Callable[[], bool], measuring: bool) -> bool:
+        """Between requests: one forward pass of `measure` (the costs' measurement, while `measuring`) in the lent
+        context, or a step that ends replies whose readers left (their sequences come free). False when there is
+        nothing to do now."""
+        if not measuring:
+            return False  # nothing to measure: the sequences keep what they hold
+        if self.busy:
+            return self.step()
+        with self.lent():  # the measurement decodes into sequence 0, where that sequence ends
+            return measure()
 
     def step(self) -> bool:
         """One forward pass over every running reply; False when none is running or waiting. A step that fails

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 from app.engine.config import GenerationConfig
+from app.engine.errors import PromptTooLongError
 from app.engine.local.grammar import GrammarMask
 from app.engine.local.vision.projector import MediaPrompt, text_only
 from app.engine.reasoning.splitter import ReplySplitter
@@ -38,6 +39,14 @@ class DecodeRequest:
     splitter: Optional[ReplySplitter] = None
     on_written: Optional[Callable[[list[int]], None]] = None
     media: Optional[MediaPrompt] = None
+
+    def check_room(self, n_ctx: int) -> None:
+        """Raise PromptTooLongError when the prompt cannot fit `n_ctx` positions with room for one new token (and
+        ValueError for an empty prompt, which no caller may send)."""
+        if not self.prompt:
+            raise ValueError("empty prompt")
+        if len(self.prompt) >= n_ctx:
+            raise PromptTooLongError(len(self.prompt), n_ctx)
 
     def seen_by_draft(self, tokens: Sequence[int]) -> Sequence[int]:
         """What the draft model, which cannot see, reads of `tokens`."""
