@@ -1,6 +1,6 @@
 """What the rounds of one reply drafted and kept, and the reply's statistics that follow from it.
 
-The local decoder (app.engine.local.batch.reply) and a server's replies (app.engine.remote.engine) count their rounds
+The local decoders (app.engine.local.decoding.reply) and a server's replies (app.engine.remote.engine) count their rounds
 here, so acceptance, the mean accepted run and the draft-length histogram mean the same for every engine.
 """
 

@@ -14,7 +14,7 @@ from app.engine.local.batch.scheduler import BatchScheduler
 from app.engine.local.decoding.single import generate
 from app.engine.local.decoding.request import DecodeRequest
 from app.engine.local.llama_model import LoadedModel
-from app.engine.local.model_drafter import ModelDrafter
+from app.engine.local.decoding.model_drafter import ModelDrafter
 from app.engine.speculation.auto_controller import AutoController
 from app.engine.speculation.costs import prior_costs
 from app.engine.speculation.drafters import NgramDrafter

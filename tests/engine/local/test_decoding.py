@@ -10,7 +10,7 @@ import pytest
 from app.engine.config import GenerationConfig
 from app.engine.local.decoding.single import generate
 from app.engine.local.decoding.request import DecodeRequest
-from app.engine.local.model_drafter import ModelDrafter
+from app.engine.local.decoding.model_drafter import ModelDrafter
 from app.engine.speculation.drafters import NgramDrafter
 from app.engine.errors import PromptTooLongError
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent

@@ -1,4 +1,4 @@
-"""One reply to decode, as one record: what the single decoder (decoder.py) and the batch (app.engine.local.batch)
+"""One reply to decode, as one record: what the single decoder (single.py) and the batch (app.engine.local.batch)
 are both given, so a request's arguments are written once."""
 
 from __future__ import annotations

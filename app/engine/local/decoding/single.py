@@ -16,7 +16,7 @@ from app.engine.local.decoding.reply import Reply, unwritten
 from app.engine.local.decoding.request import DecodeRequest
 from app.engine.local.decoding.round_step import USUAL_CATCH_UP, RoundStep
 from app.engine.local.llama_model import LoadedModel
-from app.engine.local.model_drafter import ModelDrafter
+from app.engine.local.decoding.model_drafter import ModelDrafter
 from app.engine.local.thread_governor import ThreadChange, ThreadGovernor
 
 
