@@ -39,7 +39,6 @@ from app.engine.local.kv_states.saved_states import shared_prefix
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.vision.projector import MediaPrompt
 from app.engine.local.thread_governor import ThreadChange, ThreadGovernor
-from app.engine.reasoning.splitter import ReplySplitter
 from app.engine.speculation.batch_plan import fit_plans
 
 # Prompt tokens read per step while other replies are being written: a step then costs about what a prompt chunk
@@ -186,9 +185,7 @@ class BatchScheduler:
             if waiting is not None:
                 self._waiting.remove(waiting)
                 request = waiting[1]
-                out[handle] = unwritten(
-                    request.request_id, len(request.prompt), 0, request.splitter or ReplySplitter(split=False)
-                )
+                out[handle] = unwritten(request)
             running = next((r for r in self._running if r.handle == handle), None)
             if running is not None:
                 running.reply.stop_reason = "cancelled"
@@ -220,9 +217,7 @@ class BatchScheduler:
                 if self._running:
                     return  # it waits for a running reply to end and leave its cells
                 self._waiting.popleft()
-                out[handle] = unwritten(
-                    request.request_id, len(prompt), 0, request.splitter or ReplySplitter(split=False), "context_full"
-                )
+                out[handle] = unwritten(request, reason="context_full")
                 continue
             self._waiting.popleft()
             reply = Reply(self.target, request, clock=self.clock)

@@ -238,12 +238,12 @@ class Reply:
         return events
 
 
-def unwritten(
-    request_id: int, prompt_tokens: int, reused: int, split: ReplySplitter, reason: str = "cancelled"
-) -> list[EngineEvent]:
-    """The events of a reply that ended before its first round (cancelled while its prompt was read)."""
-    stats = GenerationStats(stop_reason=reason, prompt_tokens=prompt_tokens, prompt_cached=reused)
-    return split.feed(FinishedEvent(request_id, "", stats))
+def unwritten(request: DecodeRequest, reused: int = 0, reason: str = "cancelled") -> list[EngineEvent]:
+    """The events of a reply that ended before its first round (cancelled while its prompt was read or waited, or
+    with no room in the context): `reused` prompt tokens the cache held."""
+    stats = GenerationStats(stop_reason=reason, prompt_tokens=len(request.prompt), prompt_cached=reused)
+    split = request.splitter if request.splitter is not None else ReplySplitter(split=False)
+    return split.feed(FinishedEvent(request.request_id, "", stats))
 
 
 def _logprobs(target: LoadedModel, rows: LogitRows, row: int, token: int, top: int) -> TokenLogprobs:

@@ -53,7 +53,7 @@ def generate(
         reply.reused = target.keep_common_prefix(prompt, leave=1)
         read = target.decode(list(prompt[reply.reused : -1]), cancel=cancel)
     if not read:
-        yield from unwritten(request_id, len(prompt), reply.reused, reply.split)
+        yield from unwritten(request, reply.reused)
         return
     reply.prompt_done = clock()
     written = reply.written
