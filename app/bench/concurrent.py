@@ -23,10 +23,10 @@ from typing import Optional
 from app.engine.config import GenerationConfig
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.engine.gguf.memory import kv_bytes
-from app.engine.local.batch.request import BatchRequest
 from app.engine.local.batch.scheduler import BatchScheduler
 from app.engine.local.batch.sequences import kv_budget_line
 from app.engine.local.cost_cache import cached_costs
+from app.engine.local.decoding.request import DecodeRequest
 from app.engine.local.llama_model import LoadedModel
 from app.engine.speculation.auto_controller import AutoController
 from app.engine.speculation.costs import prior_costs
@@ -79,7 +79,7 @@ def run(target: LoadedModel, draft: Optional[LoadedModel], mode: str, n: int, to
         prompt = target.tokenize(chat_prompt(QUESTIONS[i % len(QUESTIONS)]), add_special=True)
         handles.append(
             scheduler.add(
-                BatchRequest(
+                DecodeRequest(
                     prompt,
                     config,
                     policy_for(mode, costs, draft is not None),

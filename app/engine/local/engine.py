@@ -14,34 +14,42 @@ from typing import Iterator, Optional, Sequence
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.context_fit import SessionCuts
-from app.engine.errors import EngineError, PromptFormatError
+from app.engine.errors import EngineError
 from app.engine.events import EngineEvent, FinishedEvent, NoticeEvent, RoundEvent, TokenEvent
 from app.engine.local.batch.driver import BatchDriver
-from app.engine.local.batch.request import BatchRequest
+from app.engine.local.batch.hooks import SequenceHooks
 from app.engine.gguf.mmproj import mmproj_beside
-from app.engine.image_files import ImageInput, has_images, message_estimate, with_markers
-from app.engine.local.chat_format import RenderedPrompt
-from app.engine.local.kv_states.conversation_cache import CacheUse, ConversationCache
-from app.engine.local.decoder import generate
+from app.engine.image_files import ImageInput, has_images, message_estimate
+from app.engine.local.kv_states.conversation_cache import ConversationCache
+from app.engine.local.kv_states.reply_use import ReplyUse
+from app.engine.local.decoding.single import generate
+from app.engine.local.decoding.request import DecodeRequest
 from app.engine.local.grammar import GrammarMask, schema_grammar
 from app.engine.local.llama_model import LoadedModel
-from app.engine.local.model_drafter import ModelDrafter
+from app.engine.local.decoding.model_drafter import ModelDrafter
 from app.engine.local.model_pair import ModelPair
 from app.engine.local.policies import Policies
-from app.engine.local.vision.projector import MediaPrompt
 from app.engine.local.prompts import Prompts
+from app.engine.local.reply_drafters import reply_drafters
+from app.engine.local.reply_prompt import (
+    ReplyPrompt,
+    chat_prompt,
+    completion_prompt,
+    completion_tokens,
+    led_by,
+    reply_markers,
+    remember_turn,
+    reply_splitter,
+)
 from app.engine.local.vision.seeing import Seeing
 from app.engine.local.thread_governor import ThreadGovernor
 from app.engine.placement.gpu_fit import Placement
-from app.engine.reasoning.markers import MarkerSet, ReplyStart, continued_start, markers_for, reply_start, written_reply
-from app.engine.reasoning.splitter import ReplySplitter
 from app.engine.protocol import CancelSignal, fitted_reply
 from app.engine.speculation.costs import CostTable
 from app.engine.speculation.drafters import NgramDrafter
-from app.engine.speculation.history import HistoryDrafter
-from app.engine.speculation.history_file import HistoryFile, HistorySync, history_path
+from app.engine.speculation.history_file import HistoryBooks, HistoryFile
 from app.engine.targets import LocalModel, ServerModel, Target
-from app.engine.tools.calls import ToolFormat, forced_call, reader_text
+from app.engine.tools.calls import ToolFormat, reader_text
 
 
 class SpecEngine:
@@ -60,8 +68,7 @@ class SpecEngine:
         self._ngram = NgramDrafter()
         self._draft_gone = ""  # why the draft was unloaded (its file gone or replaced), until a reply says it
         self.history_file = history_file if history_file is not None else HistoryFile()
-        # The loaded target's index of each history book in use: "person" (history_file), "api" (API clients' own).
-        self._histories: dict[str, HistorySync] = {}
+        self.histories = HistoryBooks(self.history_file)  # the loaded target's index of each history book in use
         self._cuts = SessionCuts()
         # Requests decoded side by side when the models hold several sequences (LoadSettings.n_parallel).
         self._batch: Optional[BatchDriver] = None
@@ -87,11 +94,7 @@ class SpecEngine:
 
     @property
     def placement_note(self) -> str:
-        """Where the models run and what they were loaded with, in words: with several requests at once, what their
-        KV caches take."""
-        return " ".join(
-            part for part in (self.models.placement_note, self.models.load_note, self.models.parallel_note) if part
-        )
+        return self.models.note
 
     @property
     def governor(self) -> Optional[ThreadGovernor]:
@@ -152,7 +155,7 @@ class SpecEngine:
             loaded, s.kept_states_mib, s.saved_states_mib, on_disk=s.saved_states_mib >= 0, n_ctx=self.n_ctx
         )
         self._ngram = NgramDrafter(is_control=loaded.is_control, escape=loaded.json_escaped)
-        self._histories = {}
+        self.histories.forget()
         self._new_batch()
         self.seeing.offer(mmproj_beside(path), loaded)
 
@@ -164,10 +167,7 @@ class SpecEngine:
     def offer_projector(self, path: str | Path | None) -> None:
         """The loaded target's projector as chosen in its settings (None: the one beside it, if any), loaded when a
         prompt first holds a picture; the one already offered or loaded is kept as it is."""
-        target = self.models.require_target()
-        wanted = Path(path) if path is not None else mmproj_beside(target.path)
-        if wanted != self.seeing.offered:
-            self.seeing.offer(wanted, target)
+        self.seeing.choose(Path(path) if path is not None else None, self.models.require_target())
 
     @property
     def projector_path(self) -> Optional[Path]:
@@ -223,7 +223,7 @@ class SpecEngine:
         self._batch = None
         self._prompts = None
         self._conversations = None
-        self._histories = {}
+        self.histories.forget()
 
     def close(self) -> None:
         self.unload()
@@ -260,12 +260,7 @@ class SpecEngine:
         self._forget_changed_draft()
         if self._batch is None:
             return self.policies.idle_step()
-        if not self.policies.measuring():
-            return False  # nothing to measure: the batch's sequences keep what they hold
-        if self._batch.busy:
-            return self._batch.step()  # replies whose readers left end at a step: their sequences come free
-        with self._batch.lent():  # the measurement decodes into sequence 0, where that sequence ends
-            return self.policies.idle_step()
+        return self._batch.idle_work(self.policies.idle_step, self.policies.measuring())
 
     # -- prompts ------------------------------------------------------------------------------------------------
 
@@ -315,216 +310,94 @@ class SpecEngine:
 
     # -- generation ---------------------------------------------------------------------------------------------
 
-    def _splitter(self, prompt: str, config: GenerationConfig, start: Optional[ReplyStart]) -> ReplySplitter:
-        """How this reply's thinking is told from its answer: the markers of the template in use (or the request's
-        own), and where the reply starts (`start`, else read from the prompt's end)."""
-        markers = self._markers(config)
-        return ReplySplitter(
-            markers,
-            start or reply_start(prompt, markers),
-            split=config.reasoning_format != "none",
-            continued=start is not None,
-        )
-
-    def _markers(self, config: GenerationConfig) -> tuple[MarkerSet, ...]:
-        template = {"model": self._template, "template": config.chat_template, "raw": None}[config.chat_format]
-        return markers_for(template, config.reasoning_markers)
-
-    def _run(
-        self,
-        tokens: list[int],
-        text: str,
-        config: GenerationConfig,
-        cancel,
-        request_id: int,
-        session: str,
-        start: Optional[ReplyStart] = None,
-        media: Optional[MediaPrompt] = None,
-    ) -> Iterator[EngineEvent]:
+    def _run(self, prompt: ReplyPrompt, cancel, request_id: int, session: str) -> Iterator[EngineEvent]:
         """The reply's events. Its grammar is built here, before the first event, so a schema refused (too large,
         or one llama.cpp cannot read) is the caller's error at once, as a 400 is before a stream starts."""
         target = self.models.require_target()
-        grammar = target.grammar(schema_grammar(json.loads(config.json_schema))) if config.json_schema else None
-        return self._events(tokens, text, config, cancel, request_id, session, start, grammar, media)
+        schema = prompt.config.json_schema
+        grammar = target.grammar(schema_grammar(json.loads(schema))) if schema else None
+        events = self._events(prompt, cancel, request_id, session, grammar)
+        return led_by(prompt.opening, request_id, events) if prompt.opening else events
 
     def _events(
-        self,
-        tokens: list[int],
-        text: str,
-        config: GenerationConfig,
-        cancel,
-        request_id: int,
-        session: str,
-        start: Optional[ReplyStart],
-        grammar: Optional[GrammarMask],
-        media: Optional[MediaPrompt] = None,
+        self, prompt: ReplyPrompt, cancel, request_id: int, session: str, grammar: Optional[GrammarMask]
     ) -> Iterator[EngineEvent]:
-        target = self.models.require_target()
+        tokens, text, config, media = prompt.tokens, prompt.text, prompt.config, prompt.media
         prompts = self.prompts
         self._forget_changed_draft()
         if self._draft_gone and config.speculative and config.drafter in ("auto", "model"):
             yield NoticeEvent(request_id, self._draft_gone)  # said once: the reply goes on with n-gram drafts
             self._draft_gone = ""
-        if self.models.draft_file_change():  # still loaded while others' replies run: this one drafts without it
-            config = dataclasses.replace(config, drafter="ngram")
+        drafters = reply_drafters(config, self.models, self._ngram, self.histories, self._batch is not None)
+        config, book = drafters.config, drafters.book
         policy = self.policies.for_request(config, session)
-        draft = self.models.draft if config.drafter in ("auto", "model") else None
-        use_model = draft is not None
-        use_ngram = config.drafter in ("auto", "ngram", "history") or not use_model
-        self._ngram.min_match = config.ngram_min_match if config.draft_max is not None else 0
-        book = self._history_book(config.kept_scope) if config.history else None
-        past = book if config.speculative else None
-        if past is not None:
-            past.refresh()  # what other processes added, or forgot when a chat was deleted
-        elif book is not None:
-            book.file.version()  # opened now, so a damaged file is found (and said) before the reply, not after
-        told = book.file.take_notice() if book is not None else ""
-        if told:  # a damaged file set aside, or history off: said once, and the reply goes on
-            yield NoticeEvent(request_id, told)
+        if drafters.notice:
+            yield NoticeEvent(request_id, drafters.notice)
         # A prompt with pictures reuses the live cache only (its pictures' placeholders are keyed by their bytes);
         # the kept conversations and the transcripts hold text prompts.
-        conversations = self._conversations if media is None else None
-        found: Optional[CacheUse] = None
-        restored: list[CacheUse] = []  # side by side: what the batch's sequence was given when the reply joined
-        kept = {}
-        if conversations is not None and self._batch is not None:
-            kept = self._kept_hooks(conversations, tokens, session, config.kept_scope, restored)
-        elif conversations is not None:
-            found = conversations.prepare(tokens, session, self.models.draft, scope=config.kept_scope)
-            if found.notice:
-                yield NoticeEvent(request_id, found.notice)
+        kept, batch = None, self._batch
+        if self._conversations is not None and media is None:
+            kept = ReplyUse(self._conversations, tokens, session, config.kept_scope, batch.slots if batch else None)
+        hooks = SequenceHooks()
+        if kept is not None and batch is not None:  # restored into the sequence the batch gives it, kept at its end
+            hooks = SequenceHooks(on_admit=kept.admitted, on_end=kept.ended)
+        elif kept is not None:
+            notice = kept.restore(self.models.draft)
+            if notice:
+                yield NoticeEvent(request_id, notice)
         written: list[int] = []
-        splitter = self._splitter(text, config, start)
+        splitter = reply_splitter(prompt, reply_markers(self._template, config))
         call_pieces: list[str] = []  # the answer with control tokens by name, for reading tool calls
-        for event in self._decode(
-            target,
+        request = DecodeRequest(
             tokens,
             config,
             policy,
-            draft,
-            use_ngram,
-            past,
-            cancel,
             request_id,
-            written.extend,
-            grammar,
-            splitter,
-            kept,
-            media,
-        ):
+            ngram=drafters.ngram,
+            past=drafters.past,
+            use_model=drafters.draft is not None,
+            grammar=grammar,
+            splitter=splitter,
+            on_written=written.extend,
+            media=media,
+        )
+        for event in self._decode(request, drafters.draft, cancel, hooks):
             if isinstance(event, RoundEvent):
                 self.policies.after_round(policy)
             if config.tools and isinstance(event, TokenEvent) and event.part == "answer":
                 call_pieces.append(reader_text(event.text, event.markup, self.tool_format))
             if isinstance(event, FinishedEvent):
-                if found is None and restored:
-                    found = restored[-1]
-                    if found.notice:
-                        yield NoticeEvent(request_id, found.notice)
+                unsaid = kept.take_unsaid() if kept is not None else ""
+                if unsaid:
+                    yield NoticeEvent(request_id, unsaid)
                 if config.tools and "".join(call_pieces) != event.text:
                     event = dataclasses.replace(event, call_text="".join(call_pieces))
                 # The history drafter and the next turn's reuse take the reply as its tokens wrote it, thinking and
                 # markers too.
                 reply = splitter.raw_text
-                if (
-                    found is not None and conversations is not None
-                ):  # restoring a kept state is part of reading the prompt
-                    event = dataclasses.replace(event, stats=conversations.counted(found.charged(event.stats)))
+                if kept is not None:  # restoring a kept state is part of reading the prompt
+                    event = dataclasses.replace(event, stats=kept.charged(event.stats))
                 if book is not None and reply:
                     book.record(session, prompts.new_text(text) + reply)
-                if media is None:
-                    prompts.remember(text + reply, written)
-                else:
-                    self.seeing.remember(text + reply, written, media)
+                remember_turn(prompts, self.seeing, prompt, reply, written)
             yield event
-        if conversations is not None and self._batch is None:  # side by side, the batch's on_end saves it
-            conversations.after_reply(session, self.models.draft)
+        if kept is not None and self._batch is None:  # side by side, the batch's on_end keeps it
+            kept.kept(self.models.draft)
 
     def _decode(
-        self,
-        target: LoadedModel,
-        tokens: list[int],
-        config: GenerationConfig,
-        policy,
-        draft,
-        use_ngram: bool,
-        past: Optional[HistorySync],
-        cancel,
-        request_id: int,
-        on_written,
-        grammar: Optional[GrammarMask],
-        splitter: ReplySplitter,
-        kept: dict,
-        media,
+        self, request: DecodeRequest, draft: Optional[LoadedModel], cancel, hooks: SequenceHooks
     ) -> Iterator[EngineEvent]:
-        """The reply's tokens, rounds and finish: decoded alone, or side by side with others (each request its own
-        n-gram drafter then, as each has its own text; `kept`: the batch's hooks for kept states)."""
+        """The reply's tokens, rounds and finish: decoded alone, or side by side with others (`hooks`: the batch's
+        for kept states)."""
         if self._batch is not None:
-            ngram = None
-            if use_ngram:
-                ngram = NgramDrafter(is_control=target.is_control, escape=target.json_escaped)
-                ngram.min_match = self._ngram.min_match
-            request = BatchRequest(
-                tokens,
-                config,
-                policy,
-                request_id,
-                ngram=ngram,
-                past=past.drafter if past is not None else None,
-                use_model=draft is not None,
-                grammar=grammar,
-                splitter=splitter,
-                on_written=on_written,
-                media=media,
-                **kept,
-            )
-            return self._batch.reply(request, cancel)
+            return self._batch.reply(request, cancel, hooks)
         return generate(
-            target,
-            tokens,
-            config,
-            policy,
+            self.models.require_target(),
+            request,
             draft_model=ModelDrafter(draft) if draft is not None else None,
-            ngram=self._ngram if use_ngram else None,
-            past=past.drafter if past is not None else None,
             cancel=cancel,
-            request_id=request_id,
-            on_written=on_written,
             governor=self.governor,
-            grammar=grammar,
-            splitter=splitter,
-            media=media,
         )
-
-    def _kept_hooks(
-        self, conversations: ConversationCache, tokens: list[int], session: str, scope: str, restored: list[CacheUse]
-    ) -> dict:
-        """A reply decoded side by side: the kept state that shares most of its prompt is restored into the
-        sequence the batch gives it (said in `restored`), and its state is saved when it ends."""
-        batch = self._batch
-        assert batch is not None
-
-        def admitted(seq: int) -> None:
-            target, draft = batch.slots(seq)
-            restored.append(conversations.prepare(tokens, session, draft, scope, slot=target, seq=seq))
-
-        def ended(seq: int) -> None:
-            target, draft = batch.slots(seq)
-            conversations.after_reply(session, draft, slot=target, seq=seq)
-
-        return {"on_admit": admitted, "on_end": ended}
-
-    def _history_book(self, name: str) -> Optional[HistorySync]:
-        """The loaded target's index of history book `name`, made on first use; None with no target."""
-        loaded = self.models.target
-        if loaded is None:
-            return None
-        if name not in self._histories:
-            file = self.history_file if name == "person" else HistoryFile(history_path(name))
-            self._histories[name] = HistorySync(
-                file, HistoryDrafter(), lambda text: loaded.tokenize(text, add_special=False, parse_special=True)
-            )
-        return self._histories[name]
 
     def chat(
         self,
@@ -540,42 +413,8 @@ class SpecEngine:
         When the last message is the assistant's, its reply is continued where it ends (the reply was stopped or
         interrupted). The previous turn's KV cache is reused. Raises PromptTooLongError if the prompt does not fit.
         """
-        tools = json.loads(config.tools) if config.tools else ()
-        start: Optional[ReplyStart] = None
-        messages, images = with_markers(messages)  # each picture a marker in its message's text
-        if messages and messages[-1].get("role") == "assistant":
-            # The partial reply is model text, not markup: it is appended after the generation prompt as text.
-            rendered = self.prompts.render(messages[:-1], tools, config)
-            last, markers = messages[-1], self._markers(config)
-            # A reply stopped while thinking goes on from its thinking, written back with the model's markers.
-            thinking = last.get("reasoning_content") or last.get("reasoning") or ""
-            partial = written_reply(
-                rendered.text, thinking if isinstance(thinking, str) else "", last["content"], markers
-            )
-            start = continued_start(rendered.text, partial, markers)
-            rendered = RenderedPrompt(rendered.text + partial, rendered.markup, rendered.notice)
-        else:
-            rendered = self.prompts.render(messages, tools, config)
-        forced = (
-            forced_call(self.tool_format, tools, "" if config.tool_choice == "required" else config.tool_choice)
-            if tools and config.tool_choice
-            else None
-        )
-        opening = ""
-        if forced is not None:
-            opening, schema = forced
-            config = dataclasses.replace(config, json_schema=json.dumps(schema))
-        if opening:
-            # A required call: the reply starts inside one, written as the template's markup would be.
-            rendered = RenderedPrompt(
-                rendered.text + opening,
-                rendered.markup + ((len(rendered.text), len(rendered.text) + len(opening)),),
-                rendered.notice,
-            )
-        media = self.seeing.prompt(rendered, images, self.prompts.target.path.name) if images else None
-        tokens = media.tokens if media is not None else self.prompts.tokens_for(rendered.text, rendered.markup)
-        events = self._run(tokens, rendered.text, config, cancel, request_id, session or config.session, start, media)
-        return _led_by(opening, request_id, events) if opening else events
+        prompt = chat_prompt(self.prompts, self.seeing, messages, config, reply_markers(self._template, config))
+        return self._run(prompt, cancel, request_id, session or config.session)
 
     def reply(
         self,
@@ -589,41 +428,10 @@ class SpecEngine:
         return fitted_reply(self, messages, config, cancel=cancel, request_id=request_id)
 
     def completion_tokens(self, prompt: str | Sequence[int], suffix: Optional[str] = None) -> list[int]:
-        """The tokens of a raw completion's prompt (text, or token ids as they are). With `suffix`, the model's
-        fill-in-the-middle prompt (prefix, suffix, then the middle it writes), as llama-server's /infill builds
-        it. Raises PromptFormatError for ids outside the vocabulary, or a suffix on a model without FIM tokens."""
-        target = self.models.require_target()
-        if suffix is None:
-            if isinstance(prompt, str):
-                return self.prompts.tokens_for(prompt)
-            bad = next((t for t in prompt if not 0 <= t < target.n_vocab), None)
-            if bad is not None:
-                raise PromptFormatError(
-                    f"The prompt holds token {bad}; this model's tokens are 0 to {target.n_vocab - 1}."
-                )
-            return list(prompt)
-        fim = target.fim_tokens()
-        if fim is None:
-            raise PromptFormatError(
-                f"{target.path.name} has no fill-in-the-middle tokens, so it cannot take a "
-                '"suffix"; leave it out, or load a model made for code infill.'
-            )
-        prefix = prompt if isinstance(prompt, str) else self._text_of(prompt)
-        pre, suf, mid = fim
-        plain = dict(add_special=False, parse_special=False)  # the code is text: none of it is a control token
-        return ([target.bos_id] if target.add_bos else []) + [
-            pre,
-            *target.tokenize(prefix, **plain),
-            suf,
-            *target.tokenize(suffix, **plain),
-            mid,
-        ]
-
-    def _text_of(self, tokens: Sequence[int]) -> str:
-        """Token ids as the text they write, control tokens by their names."""
-        target = self.models.require_target()
-        data = b"".join(target.token_bytes(t) or target.token_text(t).encode("utf-8") for t in tokens)
-        return data.decode("utf-8", errors="replace")
+        """The tokens of a raw completion's prompt (text, or token ids as they are); with `suffix`, the model's
+        fill-in-the-middle prompt (reply_prompt.completion_tokens)."""
+        self.models.require_target()
+        return completion_tokens(self.prompts, prompt, suffix)
 
     def complete(
         self,
@@ -635,22 +443,5 @@ class SpecEngine:
         session: Optional[str] = None,
     ) -> Iterator[EngineEvent]:
         """Continue raw `prompt` text (no chat template), or a prompt's token ids (completion_tokens)."""
-        if isinstance(prompt, str):
-            tokens, text = self.prompts.tokens_for(prompt), prompt
-        else:
-            tokens, text = list(prompt), self._text_of(prompt)
-        if not tokens:
-            raise PromptFormatError("The prompt is empty; there is nothing to continue.")
-        return self._run(tokens, text, config, cancel, request_id, session or config.session)
-
-
-def _led_by(opening: str, request_id: int, events: Iterator[EngineEvent]) -> Iterator[EngineEvent]:
-    """The reply's events with the forced opening of a call first, as text of no token (token_id -1, like a
-    flushed tail), so the reply's text holds the whole call."""
-    yield TokenEvent(request_id, 0, -1, opening, "target")
-    for event in events:
-        if isinstance(event, FinishedEvent):
-            event = dataclasses.replace(
-                event, text=opening + event.text, call_text=opening + event.call_text if event.call_text else ""
-            )
-        yield event
+        self.models.require_target()
+        return self._run(completion_prompt(self.prompts, prompt, config), cancel, request_id, session or config.session)

@@ -10,65 +10,23 @@ Only the engine process's main thread may call a LoadedModel.
 
 from __future__ import annotations
 
-import collections
 import ctypes
 import json
 import os
-import threading
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
-from app.engine.config import MAX_OUTPUT_ROWS, FlashAttn, KvType, load_settings_problem
+from app.engine.config import FlashAttn, KvType, load_settings_problem
 from app.engine.errors import ModelFileError, ModelLoadError
-from app.engine.gguf.memory import capped_context
 from app.engine.local.grammar import GrammarMask
+from app.engine.local.llama_loading import context_params, install_log_capture, open_model, recent_errors
 
 PROMPT_CHUNK = 512  # the batch when none is given (tests, tools); the window's Auto is machine_defaults.default_batch
 # A stretch of the prompt found again later in the cache is kept (shifted) only from this length on: shorter runs
 # could match by chance, and re-reading them costs less than being wrong.
 SHIFT_MIN_RUN = 32
-
-_log_lock = threading.Lock()
-_recent_log: collections.deque[str] = collections.deque(maxlen=40)
-_log_callback = None  # kept referenced: llama.cpp holds a raw pointer to it
-
-
-def _install_log_capture() -> None:
-    """Keep llama.cpp's log off the terminal (it is very chatty) but remember the tail for error messages."""
-    global _log_callback
-    if _log_callback is not None:
-        return
-    import llama_cpp
-
-    echo = bool(os.environ.get("SPECCHAT_LLAMA_LOG"))
-
-    @llama_cpp.llama_log_callback
-    def capture(level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
-        line = text.decode("utf-8", errors="replace")
-        with _log_lock:
-            _recent_log.append(line)
-        if echo:
-            os.write(2, text)
-
-    _log_callback = capture
-    llama_cpp.llama_log_set(capture, ctypes.c_void_p(0))
-    llama_cpp.llama_backend_init()
-
-
-def _recent_errors() -> str:
-    with _log_lock:
-        lines = [ln.strip() for ln in _recent_log if ln.strip()]
-    interesting = [ln for ln in lines if "error" in ln.lower() or "failed" in ln.lower()]
-    return "; ".join((interesting or lines)[-3:])
-
-
-def _load_mode(llama_cpp, mmap: bool, mlock: bool) -> int:
-    """llama.cpp's load mode for the two switches; mmap alone is its Auto (mapped where the file system allows)."""
-    if mlock:
-        return llama_cpp.LLAMA_LOAD_MODE_MMAP_MLOCK if mmap else llama_cpp.LLAMA_LOAD_MODE_MLOCK
-    return llama_cpp.LLAMA_LOAD_MODE_AUTO if mmap else llama_cpp.LLAMA_LOAD_MODE_NONE
 
 
 class LoadedModel:
@@ -100,68 +58,37 @@ class LoadedModel:
         if problem:
             raise ModelLoadError(problem)  # llama.cpp would fail the context with a line in its log instead
 
-        _install_log_capture()
+        install_log_capture()
         self._llama = llama_cpp
         self.path = Path(path)
         if not self.path.is_file():
             raise ModelFileError(f"{self.path}: file not found")
 
         self.n_gpu_layers = n_gpu_layers  # as asked of llama.cpp (a build without a GPU backend runs them on the CPU)
-        mparams = llama_cpp.llama_model_default_params()
-        mparams.n_gpu_layers = n_gpu_layers
-        mparams.load_mode = _load_mode(llama_cpp, mmap, mlock)
-        device_list = None
-        if devices is not None:
-            from app.engine.placement.rpc import device_array
-
-            device_list = device_array(devices)  # referenced until the load returns
-            mparams.devices = ctypes.cast(device_list, ctypes.c_void_p)
-        with _log_lock:
-            _recent_log.clear()
-        self._model = llama_cpp.llama_model_load_from_file(str(self.path).encode("utf-8"), mparams)
-        if not self._model:
-            detail = _recent_errors() or "no details from llama.cpp"
-            raise ModelLoadError(f"llama.cpp could not load {self.path.name}: {detail}")
-        del device_list
+        self._model = open_model(
+            llama_cpp, str(self.path), n_gpu_layers=n_gpu_layers, devices=devices, mmap=mmap, mlock=mlock
+        )
         self._vocab = llama_cpp.llama_model_get_vocab(self._model)
         self.n_vocab = llama_cpp.llama_vocab_n_tokens(self._vocab)
-
-        n_ctx_train = llama_cpp.llama_model_n_ctx_train(self._model)
-        cparams = llama_cpp.llama_context_default_params()
-        sequences = max(1, n_seq_max)
-        # Each sequence is capped at the trained context, never their sum: N requests each get what one would.
-        cparams.n_ctx = capped_context(n_ctx // sequences, n_ctx_train) * sequences
-        # A verify batch is one decode with a row of logits per token, so no batch is smaller than the longest one.
-        n_batch = max(MAX_OUTPUT_ROWS, n_batch)
-        cparams.n_batch = n_batch
-        cparams.n_ubatch = n_batch
-        cparams.flash_attn_type = {
-            "auto": llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO,
-            "on": llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED,
-            "off": llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED,
-        }[flash_attn]
-        cache_type = {
-            "f16": llama_cpp.GGML_TYPE_F16,
-            "q8_0": llama_cpp.GGML_TYPE_Q8_0,
-            "q4_0": llama_cpp.GGML_TYPE_Q4_0,
-        }[kv_type]
-        cparams.type_k = cache_type
-        cparams.type_v = cache_type
+        cparams = context_params(
+            llama_cpp,
+            self._model,
+            n_ctx=n_ctx,
+            n_seq_max=n_seq_max,
+            n_batch=n_batch,
+            flash_attn=flash_attn,
+            kv_type=kv_type,
+            n_threads=n_threads,
+        )
+        n_batch = cparams.n_batch
         # What this model was loaded with, as asked (the engine's load note says it to the window).
         self.kv_type, self.flash_attn, self.mmap, self.mlock = kv_type, flash_attn, mmap, mlock
-        self.n_seq_max = cparams.n_seq_max = max(1, n_seq_max)
-        # One buffer for every sequence: a short reply leaves its cells to a long one (llama-server's default).
-        cparams.kv_unified = n_seq_max > 1
-        cparams.n_outputs_max = MAX_OUTPUT_ROWS
-        cparams.n_threads = n_threads
-        cparams.n_threads_batch = n_threads
-        self.n_threads = n_threads
-        cparams.no_perf = True
+        self.n_seq_max, self.n_threads = cparams.n_seq_max, n_threads
         self._ctx = llama_cpp.llama_init_from_model(self._model, cparams)
         if not self._ctx:
             llama_cpp.llama_model_free(self._model)
             self._model = None
-            detail = _recent_errors() or "not enough memory for the context?"
+            detail = recent_errors() or "not enough memory for the context?"
             raise ModelLoadError(f"llama.cpp could not create a context for {self.path.name}: {detail}")
         self._memory = llama_cpp.llama_get_memory(self._ctx)
         self.n_ctx = llama_cpp.llama_n_ctx(self._ctx)
@@ -422,7 +349,7 @@ class LoadedModel:
                 self.cached.extend(chunk[: max(0, pos_max + 1 - base)])
                 if rc == 1:
                     raise ModelLoadError(f"{self.path.name}: the context is full ({self.n_ctx} tokens)")
-                raise ModelLoadError(f"{self.path.name}: llama_decode failed with code {rc}: {_recent_errors()}")
+                raise ModelLoadError(f"{self.path.name}: llama_decode failed with code {rc}: {recent_errors()}")
             self.cached.extend(chunk)
             self._last_chunk_start = start
             start += len(chunk)
@@ -447,7 +374,7 @@ class LoadedModel:
         if rc == 1:
             raise ModelLoadError(f"{self.path.name}: the context is full ({self.n_ctx} tokens)")
         if rc != 0:
-            raise ModelLoadError(f"{self.path.name}: llama_decode failed with code {rc}: {_recent_errors()}")
+            raise ModelLoadError(f"{self.path.name}: llama_decode failed with code {rc}: {recent_errors()}")
 
     def seq_rm(self, seq: int, start: int) -> bool:
         """Forget sequence `seq`'s positions from `start` on (0: all of it); False when llama.cpp cannot."""

@@ -189,6 +189,12 @@ class ModelPair:
         )
 
     @property
+    def note(self) -> str:
+        """Where the models run and what they were loaded with, in words: with several requests at once, what their
+        KV caches take."""
+        return " ".join(part for part in (self.placement_note, self.load_note, self.parallel_note) if part)
+
+    @property
     def load_note(self) -> str:
         """What the target was loaded with, in words ("" when none is loaded): batch, KV cache, flash attention,
         mmap and mlock."""

@@ -60,7 +60,7 @@ MODEL_PRIOR = 0.8
 # Calibration before any draft: decayed sums (accepted, expected) as if two tokens had gone as expected.
 _NO_CALIBRATION = (2.0, 2.0)
 _CALIBRATION_FADE = 0.95  # per round without a draft: 14 such rounds halve what one refused draft did
-# Where a draft model's draft stops by its own confidence (app.engine.local.model_drafter.acceptance_bound), per
+# Where a draft model's draft stops by its own confidence (app.engine.local.decoding.model_drafter.acceptance_bound), per
 # chat: raised after a draft the target refused past its first token (it should have stopped sooner), lowered after
 # one that stopped early and was kept whole (it could have gone on).
 STOP_BELOW_START = 0.3

@@ -2,7 +2,7 @@
 
 A drafter proposes up to k tokens that would follow `written` (the request's tokens so far, the prompt and every
 kept token, whose last the target has not evaluated yet). Proposals are only guesses: the target's verification
-decides what is kept. The draft model, which needs a loaded model, drafts in app.engine.local.model_drafter; the
+decides what is kept. The draft model, which needs a loaded model, drafts in app.engine.local.decoding.model_drafter; the
 history drafter is app.engine.speculation.history.
 """
 

@@ -248,3 +248,32 @@ class HistorySync:
         if text_id >= 0:
             self.drafter.add(text_id, session, self._tokenize(text))
             self._version = self.file.version()
+
+
+class HistoryBooks:
+    """The loaded target's index of each history book in use, made on first use: "person" (`file`, the window's and
+    the CLI's), any other name an API client's own book (app.platform.paths). Call from the inference thread only."""
+
+    def __init__(self, file: HistoryFile):
+        self.file = file
+        self._books: dict[str, HistorySync] = {}
+
+    def forget(self) -> None:
+        """Drop every index (the target changed: its tokens are another model's)."""
+        self._books = {}
+
+    def for_reply(
+        self, name: str, speculative: bool, tokenize: Callable[[str], list[int]]
+    ) -> tuple[Optional[HistorySync], str]:
+        """Book `name` for a reply: brought up to date when the reply drafts from it (`speculative`), else only opened
+        (so a damaged file is found, and said, before the reply rather than after). Returns the book and what to tell
+        once ("" or a sentence: a damaged file set aside, or history off); the reply goes on either way."""
+        book = self._books.get(name)
+        if book is None:
+            file = self.file if name == "person" else HistoryFile(history_path(name))
+            book = self._books[name] = HistorySync(file, HistoryDrafter(), tokenize)
+        if speculative:
+            book.refresh()  # what other processes added, or forgot when a chat was deleted
+        else:
+            book.file.version()
+        return book, book.file.take_notice()

@@ -24,7 +24,7 @@ class Plan:
     match_len: int = 0  # copy plans (n-gram, history): the length of the match the proposal came from
     expected: float = 0.0  # auto plans: how many of the k tokens the controller expects to be accepted
     # Draft-model plans: stop the draft early where the draft's own confidence (an AdaEDL bound, see
-    # app.engine.local.model_drafter.acceptance_bound) falls below this; 0 drafts all k.
+    # app.engine.local.decoding.model_drafter.acceptance_bound) falls below this; 0 drafts all k.
     stop_below: float = 0.0
     kind: RoundKind = "unavailable"
 

@@ -1,6 +1,6 @@
 """One speculative round's bookkeeping: propose, plan, and let the policy learn from what was kept.
 
-The decoder (decoder.generate) and the controller's replay (tests/perf/replay.py) both run their rounds through
+The local decoders (app.engine.local.decoding.round_step) and the controller's replay (tests/perf/replay.py) both run their rounds through
 these functions, so a change here is seen by the replay's figures as well as by real generation.
 """
 

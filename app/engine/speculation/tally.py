@@ -1,7 +1,7 @@
 """What the rounds of one reply drafted and kept, and the reply's statistics that follow from it.
 
-The local decoder (app.engine.local.batch.reply) and a server's replies (app.engine.remote.reply_stream) count their rounds
-here, so acceptance, the mean accepted run and the draft-length histogram mean the same for every engine.
+The local decoders (app.engine.local.decoding.reply) and a server's replies (app.engine.remote.reply_stream) count their
+rounds here, so acceptance, the mean accepted run and the draft-length histogram mean the same for every engine.
 """
 
 from __future__ import annotations

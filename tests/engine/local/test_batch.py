@@ -3,17 +3,18 @@ joins, leaves or is stopped beside it."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 import pytest
 
 from app.engine.config import GenerationConfig
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
-from app.engine.local.batch.request import BatchRequest
 from app.engine.local.batch.scheduler import BatchScheduler
-from app.engine.local.decoder import generate
+from app.engine.local.decoding.single import generate
+from app.engine.local.decoding.request import DecodeRequest
 from app.engine.local.llama_model import LoadedModel
-from app.engine.local.model_drafter import ModelDrafter
+from app.engine.local.decoding.model_drafter import ModelDrafter
 from app.engine.speculation.auto_controller import AutoController
 from app.engine.speculation.costs import prior_costs
 from app.engine.speculation.drafters import NgramDrafter
@@ -62,20 +63,20 @@ def _config(kind: str, max_tokens: int) -> GenerationConfig:
 def alone(models, prompt: str, max_tokens: int, kind: str) -> list[int]:
     target = models["target"]
     tokens = target.tokenize(prompt, add_special=True)
-    events = generate(
-        target,
+    request = DecodeRequest(
         tokens,
         _config(kind, max_tokens),
         _policy(kind),
-        draft_model=ModelDrafter(models["draft"]) if kind in ("model", "auto") else None,
         ngram=NgramDrafter() if kind != "plain" else None,
+        use_model=kind in ("model", "auto"),
     )
+    events = generate(target, request, draft_model=ModelDrafter(models["draft"]))
     return [e.token_id for e in events if isinstance(e, TokenEvent)]
 
 
-def request(models, prompt: str, max_tokens: int, kind: str, request_id: int) -> BatchRequest:
+def request(models, prompt: str, max_tokens: int, kind: str, request_id: int) -> DecodeRequest:
     tokens = models["target"].tokenize(prompt, add_special=True)
-    return BatchRequest(
+    return DecodeRequest(
         tokens,
         _config(kind, max_tokens),
         _policy(kind),
@@ -86,7 +87,7 @@ def request(models, prompt: str, max_tokens: int, kind: str, request_id: int) ->
 
 
 def run_batch(
-    scheduler: BatchScheduler, joins: dict[int, list[BatchRequest]], cancel_at: Optional[dict[int, int]] = None
+    scheduler: BatchScheduler, joins: dict[int, list[DecodeRequest]], cancel_at: Optional[dict[int, int]] = None
 ):
     """Steps until every request ended; requests in joins[s] are added before step s; the request added n-th
     (from 0) is cancelled before step cancel_at[n]. Returns each request's events, in the order added."""
@@ -179,7 +180,7 @@ def test_rounds_say_when_the_batch_cut_a_draft(single, batched):
     so; the replies are still the ones written alone."""
     expected = [alone(single, p, n, "plain") for p, n in zip(PROMPTS[:3], LENGTHS[:3])]
     reqs = [
-        BatchRequest(
+        DecodeRequest(
             request(batched, p, n, "model", i).prompt,
             _config("model", n),
             CpuCostPolicy(),
@@ -221,13 +222,12 @@ def test_the_next_turn_reuses_the_sequence_that_holds_its_start(single, batched)
     target = batched["target"]
     scheduler = BatchScheduler(target, batched["draft"])
     first_written: list[int] = []
-    first = request(batched, PROMPTS[0], 12, "plain", 1)
-    first.on_written = first_written.extend
+    first = dataclasses.replace(request(batched, PROMPTS[0], 12, "plain", 1), on_written=first_written.extend)
     run_batch(scheduler, {0: [request(batched, PROMPTS[1], 30, "plain", 2), first]})
     follow_up = first_written + target.tokenize("\n# and now in C\n", add_special=False)
-    (events,) = run_batch(scheduler, {0: [BatchRequest(follow_up, _config("plain", 10), _policy("plain"), 3)]})
+    (events,) = run_batch(scheduler, {0: [DecodeRequest(follow_up, _config("plain", 10), _policy("plain"), 3)]})
     assert events[-1].stats.prompt_cached >= len(first_written) - 1
-    alone_events = list(generate(single["target"], follow_up, _config("plain", 10), _policy("plain")))
+    alone_events = list(generate(single["target"], DecodeRequest(follow_up, _config("plain", 10), _policy("plain"))))
     assert tokens_of(events) == tokens_of(alone_events)
 
 

@@ -8,14 +8,15 @@ import numpy as np
 import pytest
 
 from app.engine.config import GenerationConfig
-from app.engine.local.decoder import generate
-from app.engine.local.model_drafter import ModelDrafter
+from app.engine.local.decoding.single import generate
+from app.engine.local.decoding.request import DecodeRequest
+from app.engine.local.decoding.model_drafter import ModelDrafter
 from app.engine.speculation.drafters import NgramDrafter
 from app.engine.errors import PromptTooLongError
 from app.engine.events import FinishedEvent, RoundEvent, TokenEvent
 from app.engine.local.llama_model import LoadedModel
 from app.engine.speculation.policy import FixedPolicy
-from app.engine.local.text_stream import TextStream
+from app.engine.local.decoding.text_stream import TextStream
 
 PROMPTS = [
     "def fibonacci(n):\n    if n < 2:\n        return n\n",
@@ -37,7 +38,8 @@ def models(tiny_models):
 
 def run(target, prompt_text, config, policy, draft=None, ngram=None, cancel=None):
     prompt = target.tokenize(prompt_text, add_special=True)
-    events = list(generate(target, prompt, config, policy, draft_model=draft, ngram=ngram, cancel=cancel))
+    request = DecodeRequest(prompt, config, policy, ngram=ngram, use_model=draft is not None)
+    events = list(generate(target, request, draft_model=draft, cancel=cancel))
     tokens = [e for e in events if isinstance(e, TokenEvent)]
     rounds = [e for e in events if isinstance(e, RoundEvent)]
     finished = events[-1]
@@ -154,9 +156,10 @@ def test_speculative_sampling_matches_target_distribution(models, drafter):
             # A deterministic proposal: the n-gram drafter's guess is one fixed token (here, the most likely one
             # would make the test too easy, so propose the target's 3rd most likely token).
             policy = _ConstantProposal(int(np.argsort(-p)[2]))
-            events = generate(target, prompt, cfg, policy, ngram=policy)
+            events = generate(target, DecodeRequest(prompt, cfg, policy, ngram=policy))
         else:
-            events = generate(target, prompt, cfg, FixedPolicy(1, "model"), draft_model=ModelDrafter(models["draft"]))
+            request = DecodeRequest(prompt, cfg, FixedPolicy(1, "model"), use_model=True)
+            events = generate(target, request, draft_model=ModelDrafter(models["draft"]))
         first = next(e for e in events if isinstance(e, TokenEvent))
         counts[first.token_id] += 1
     p_value = chi_square_p_value(counts, p)
@@ -217,9 +220,7 @@ def test_cancel_from_another_thread_stops_within_one_round(models):
     finished = None
     for event in generate(
         target,
-        prompt,
-        GenerationConfig(max_tokens=400),
-        FixedPolicy(4, "model"),
+        DecodeRequest(prompt, GenerationConfig(max_tokens=400), FixedPolicy(4, "model"), use_model=True),
         draft_model=ModelDrafter(models["draft"]),
         cancel=cancel,
     ):
@@ -280,9 +281,7 @@ def test_a_draft_that_first_read_the_prompt_does_not_teach_what_drafting_costs(m
     models["draft"].truncate(0)  # as a freshly loaded draft model: nothing read yet
     for _ in generate(
         target,
-        prompt,
-        GenerationConfig(max_tokens=12),
-        Recording(2, "model"),
+        DecodeRequest(prompt, GenerationConfig(max_tokens=12), Recording(2, "model"), use_model=True),
         draft_model=ModelDrafter(models["draft"]),
     ):
         pass

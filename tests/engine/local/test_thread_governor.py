@@ -8,7 +8,8 @@ import pytest
 
 from app.engine.config import GenerationConfig
 from app.engine.events import FinishedEvent, RoundEvent, ThreadsEvent
-from app.engine.local.decoder import generate
+from app.engine.local.decoding.single import generate
+from app.engine.local.decoding.request import DecodeRequest
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.thread_governor import BUSY, QUIET, ThreadGovernor
 from app.engine.speculation.policy import FixedPolicy
@@ -66,7 +67,9 @@ def _reply(target, machine, governor, tokens=60):
     prompt = target.tokenize("The quick brown fox jumps over the lazy dog.", add_special=True)
     target.truncate(0)
     config = GenerationConfig(max_tokens=tokens, speculative=False, ignore_eos=True)
-    events = list(generate(target, prompt, config, FixedPolicy(0, "none"), clock=machine, governor=governor))
+    events = list(
+        generate(target, DecodeRequest(prompt, config, FixedPolicy(0, "none")), clock=machine, governor=governor)
+    )
     assert isinstance(events[-1], FinishedEvent)
     return events
 

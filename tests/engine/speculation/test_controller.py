@@ -236,7 +236,7 @@ def test_a_guess_that_copying_resumes_after_an_edit_waits_for_evidence():
 
 
 def test_a_draft_models_confidence_stop_follows_what_the_target_kept():
-    from app.engine.local.model_drafter import acceptance_bound
+    from app.engine.local.decoding.model_drafter import acceptance_bound
 
     controller = AutoController(CostTable(GPU_BATCH, draft_per_token=0.001), with_model=True)
     start = controller.stop_below

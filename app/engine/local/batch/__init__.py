@@ -2,8 +2,7 @@
 
 - driver.py: The engine's replies decoded side by side: each reply an iterator of its own events, advanced by one step.
 - draft_batch.py: The draft model drafting for every sequence of a batch at once, one pass per draft position.
-- request.py: One request for the batch: the single decoder's arguments as one record, and what the draft model reads.
-- reply.py: One request's reply as its rounds keep tokens: what the single-request decoder and the batch share.
+- hooks.py: What a request decoded side by side is told about its sequence (a kept state restored, then saved).
 - scheduler.py: Continuous batching: requests join and leave between steps; drafts decided for the step.
 - sequences.py: The sequences of one model's context, side by side in one KV budget, each with its mirror.
 """

@@ -1,5 +1,5 @@
 """The draft model drafting for every sequence of a batch at once: one forward pass per draft position, with a
-row for each sequence still drafting (app.engine.local.model_drafter drafts for one).
+row for each sequence still drafting (app.engine.local.decoding.model_drafter drafts for one).
 
 Each sequence's draft stops where the single drafter's would (model_drafter.next_draft_token), so a request's
 drafts are the same alone or in a batch.
@@ -13,7 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from app.engine.local.batch.sequences import Rows, Sequences
-from app.engine.local.model_drafter import next_draft_token
+from app.engine.local.decoding.model_drafter import next_draft_token
 from app.engine.local.sampling import Sampler
 from app.engine.speculation.drafters import Draft
 

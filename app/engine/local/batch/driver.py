@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import traceback
 from contextlib import contextmanager
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 from app.engine.errors import EngineError
 from app.engine.events import EngineEvent, FinishedEvent, WaitingEvent
-from app.engine.local.batch.request import BatchRequest
+from app.engine.local.batch.hooks import SequenceHooks
 from app.engine.local.batch.scheduler import BatchScheduler
 from app.engine.local.thread_governor import ThreadGovernor
 from app.engine.local.batch.sequences import SequenceSlot
+from app.engine.local.decoding.request import DecodeRequest
 from app.engine.local.llama_model import LoadedModel
 from app.engine.protocol import CancelSignal
 
@@ -39,11 +40,14 @@ class BatchDriver:
         """Whether a reply is waiting for a step."""
         return self.scheduler.busy
 
-    def reply(self, request: BatchRequest, cancel: Optional[CancelSignal] = None) -> Iterator[EngineEvent]:
-        """The reply's events, a WaitingEvent between steps, and its FinishedEvent last. Cancelled (or the iterator
+    def reply(
+        self, request: DecodeRequest, cancel: Optional[CancelSignal] = None, hooks: SequenceHooks = SequenceHooks()
+    ) -> Iterator[EngineEvent]:
+        """The reply's events, a WaitingEvent between steps, and its FinishedEvent last (`hooks`: what it is told of
+        its sequence). Cancelled (or the iterator
         closed early), it ends at the next step, with stop reason "cancelled"; the other replies go on. Raises
         PromptTooLongError (at the first event) when the prompt cannot fit, EngineError when a step failed."""
-        handle = self.scheduler.add(request)
+        handle = self.scheduler.add(request, hooks)
         self._mail[handle] = []
         finished = stopping = False
         try:
@@ -100,6 +104,17 @@ class BatchDriver:
             raise
         for sequences in lent:
             sequences.take_back()
+
+    def idle_work(self, measure: Callable[[], bool], measuring: bool) -> bool:
+        """Between requests: one forward pass of `measure` (the costs' measurement, while `measuring`) in the lent
+        context, or a step that ends replies whose readers left (their sequences come free). False when there is
+        nothing to do now."""
+        if not measuring:
+            return False  # nothing to measure: the sequences keep what they hold
+        if self.busy:
+            return self.step()
+        with self.lent():  # the measurement decodes into sequence 0, where that sequence ends
+            return measure()
 
     def step(self) -> bool:
         """One forward pass over every running reply; False when none is running or waiting. A step that fails

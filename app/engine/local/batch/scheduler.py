@@ -3,7 +3,7 @@
 A caller (the engine process's loop, a benchmark) drives it:
 
     scheduler = BatchScheduler(target, draft)      # models loaded with n_seq_max = N
-    handle = scheduler.add(BatchRequest(prompt, config, policy, request_id=...))
+    handle = scheduler.add(DecodeRequest(prompt, config, policy, request_id=...))
     while scheduler.busy:
         for handle, events in scheduler.step().items(): ...   # each request's new events, a FinishedEvent last
     scheduler.cancel(handle)                       # ends that request at the next step; the others go on
@@ -21,7 +21,6 @@ over every request is higher, or where it would slow another request below its p
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import time
 from collections import deque
@@ -29,22 +28,18 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 from app.engine.config import MAX_OUTPUT_ROWS
-from app.engine.errors import PromptTooLongError
-from app.engine.events import EngineEvent, ThreadsEvent
+from app.engine.events import EngineEvent
 from app.engine.local.batch.draft_batch import DraftAsk, draft_all
-from app.engine.local.batch.request import BatchRequest
-from app.engine.local.batch.reply import Reply, unwritten
-from app.engine.local.batch.sequences import Rows, Sequences
+from app.engine.local.batch.hooks import SequenceHooks
+from app.engine.local.batch.sequences import RowWindow, Rows, Sequences
+from app.engine.local.decoding.reply import Reply, unwritten
+from app.engine.local.decoding.request import DecodeRequest
+from app.engine.local.decoding.round_step import USUAL_CATCH_UP, RoundStep
 from app.engine.local.kv_states.saved_states import shared_prefix
-from app.engine.local.decoder import USUAL_CATCH_UP, verify
 from app.engine.local.llama_model import LoadedModel
-from app.engine.local.vision.projector import MediaPrompt, before_placeholder
+from app.engine.local.vision.projector import MediaPrompt
 from app.engine.local.thread_governor import ThreadChange, ThreadGovernor
-from app.engine.reasoning.splitter import ReplySplitter
 from app.engine.speculation.batch_plan import fit_plans
-from app.engine.speculation.drafters import Draft
-from app.engine.speculation.policy import Plan
-from app.engine.speculation.rounds import Proposals, copy_tokens, observe_round, plan_round
 
 # Prompt tokens read per step while other replies are being written: a step then costs about what a prompt chunk
 # costs, so a running reply waits at most that long for its next token.
@@ -54,7 +49,8 @@ PROMPT_CHUNK_BUSY = 64
 @dataclass
 class _Running:
     handle: int
-    request: BatchRequest
+    request: DecodeRequest
+    hooks: SequenceHooks
     reply: Reply
     seq: int
     read: int  # prompt tokens the target's sequence holds
@@ -66,9 +62,7 @@ class _Round:
     """A decoding request's round in this step."""
 
     running: _Running
-    plan: Plan
-    proposals: Proposals
-    draft: Draft = dataclasses.field(default_factory=lambda: Draft(source="none"))
+    step: RoundStep
     pending: int = 1  # written tokens its cache lacks (the last one, and a thinking budget's closing)
     behind: int = 0  # tokens the draft model would read before drafting for it
 
@@ -101,7 +95,7 @@ class BatchScheduler:
         known). Handles given before are never given again."""
         self.seqs = Sequences(self.target, self.target.n_seq_max)
         self.draft_seqs = Sequences(self.draft, self.target.n_seq_max) if self.draft is not None else None
-        self._waiting: deque[tuple[int, BatchRequest]] = deque()
+        self._waiting: deque[tuple[int, DecodeRequest, SequenceHooks]] = deque()
         self._running: list[_Running] = []
         self._cancelled: set[int] = set()
 
@@ -118,15 +112,12 @@ class BatchScheduler:
     def waiting(self) -> int:
         return len(self._waiting)
 
-    def add(self, request: BatchRequest) -> int:
-        """Queue a request; its handle. It joins at the next step with a free sequence. Raises
-        PromptTooLongError when its prompt cannot fit the context with room for one new token."""
-        if not request.prompt:
-            raise ValueError("empty prompt")
-        if len(request.prompt) >= self.target.n_ctx:
-            raise PromptTooLongError(len(request.prompt), self.target.n_ctx)
+    def add(self, request: DecodeRequest, hooks: SequenceHooks = SequenceHooks()) -> int:
+        """Queue a request (`hooks`: what it is told of its sequence); its handle. It joins at the next step with a
+        free sequence. Raises PromptTooLongError when its prompt cannot fit the context with room for one new token."""
+        request.check_room(self.target.n_ctx)
         handle = next(self._handles)
-        self._waiting.append((handle, request))
+        self._waiting.append((handle, request, hooks))
         return handle
 
     def cancel(self, handle: int) -> None:
@@ -151,7 +142,7 @@ class BatchScheduler:
         draft_s, drafted = self._draft(rounds)
         t_verify = self.clock()
         parts = [
-            Rows(r.running.seq, [*r.running.reply.written[-r.pending :], *r.draft.tokens], r.pending - 1)
+            Rows(r.running.seq, [*r.running.reply.written[-r.pending :], *r.step.draft.tokens], r.pending - 1)
             for r in rounds
         ]
         parts += [Rows(running.seq, tokens, len(tokens)) for running, tokens in prompt_rows]
@@ -166,7 +157,8 @@ class BatchScheduler:
             learn = policy not in taught and not prompt_rows
             taught.add(policy)
             # The draft model's time, shared by the tokens it drafted: what drafting a token costs in a batch.
-            share = draft_s * len(r.draft.tokens) / drafted if drafted and r.draft.source == "model" else 0.0
+            draft = r.step.draft
+            share = draft_s * len(draft.tokens) / drafted if drafted and draft.source == "model" else 0.0
             self._finish_round(r, window, out, started, share, done - t_verify if learn else 0.0, rows)
         for running, tokens in prompt_rows:
             running.read += len(tokens)
@@ -185,8 +177,7 @@ class BatchScheduler:
             return
         for running in self._running:
             reply = running.reply
-            event = ThreadsEvent(reply.request_id, change.before, change.after, change.reason, reply.tally.rounds - 1)
-            out.setdefault(running.handle, []).extend(reply.split.feed(event))
+            out.setdefault(running.handle, []).extend(reply.threads_changed(change, reply.tally.rounds - 1))
 
     def _end_cancelled(self, out: dict[int, list[EngineEvent]]) -> None:
         for handle in list(self._cancelled):
@@ -194,9 +185,7 @@ class BatchScheduler:
             if waiting is not None:
                 self._waiting.remove(waiting)
                 request = waiting[1]
-                out[handle] = unwritten(
-                    request.request_id, len(request.prompt), 0, request.splitter or ReplySplitter(split=False)
-                )
+                out[handle] = unwritten(request)
             running = next((r for r in self._running if r.handle == handle), None)
             if running is not None:
                 running.reply.stop_reason = "cancelled"
@@ -205,15 +194,15 @@ class BatchScheduler:
 
     def _admit(self, out: dict[int, list[EngineEvent]]) -> None:
         while self._waiting and self.seqs.free:
-            handle, request = self._waiting[0]
+            handle, request, hooks = self._waiting[0]
             prompt = request.prompt
             seq = self.seqs.take(prompt, request.config.kept_scope)
             assert seq is not None
             drafts = self.draft_seqs
             if drafts is not None:
                 drafts.claim(seq, request.config.kept_scope)
-            if request.on_admit is not None:
-                request.on_admit(seq)
+            if hooks.on_admit is not None:
+                hooks.on_admit(seq)
             reused = self.seqs.keep_prefix(seq, prompt, leave=1)
             if request.media is not None:
                 reused = request.media.start_of_picture_around(reused)
@@ -228,25 +217,13 @@ class BatchScheduler:
                 if self._running:
                     return  # it waits for a running reply to end and leave its cells
                 self._waiting.popleft()
-                out[handle] = unwritten(
-                    request.request_id, len(prompt), 0, request.splitter or ReplySplitter(split=False), "context_full"
-                )
+                out[handle] = unwritten(request, reason="context_full")
                 continue
             self._waiting.popleft()
-            request.policy.begin_request()
-            if request.ngram is not None:
-                request.ngram.start_reply(len(prompt))
-            reply = Reply(
-                self.target,
-                prompt,
-                request.config,
-                request_id=request.request_id,
-                clock=self.clock,
-                grammar=request.grammar,
-                splitter=request.splitter,
-            )
+            reply = Reply(self.target, request, clock=self.clock)
+            reply.begin()
             reply.reused = reused
-            running = _Running(handle, request, reply, seq, reused, decoding=reused >= len(prompt) - 1)
+            running = _Running(handle, request, hooks, reply, seq, reused, decoding=reused >= len(prompt) - 1)
             if running.decoding:
                 reply.prompt_done = self.clock()
             self._running.append(running)
@@ -267,7 +244,6 @@ class BatchScheduler:
                 reply.stop_reason = "context_full"
                 self._end(running, out)
                 continue
-            request.policy.note_threads(self.target.n_threads)
             has_model = request.use_model and self.draft_seqs is not None
             seen = request.seen_by_draft(written)
             behind = (
@@ -275,24 +251,15 @@ class BatchScheduler:
                 if has_model and self.draft_seqs is not None and request.config.speculative
                 else 0
             )
-            plan, proposals = plan_round(
-                request.policy,
-                written,
-                reply.k_max(room),
-                speculative=request.config.speculative,
-                ngram=request.ngram,
-                has_model=has_model,
-                past=request.past,
-                model_behind=behind,
-            )
-            rounds.append(_Round(running, plan, proposals, pending=pending, behind=behind))
+            step = RoundStep.planned(reply, room, has_model=has_model, behind=behind)
+            rounds.append(_Round(running, step, pending=pending, behind=behind))
         return rounds
 
     def _prompt_part(self, rounds: Sequence[_Round]) -> list[tuple[_Running, list[int]]]:
         """The prompt tokens read this step: the reading requests' next chunks, oldest first, PROMPT_CHUNK_BUSY
         tokens in all while replies are being written (all the batch allows when none are)."""
         reading = [r for r in self._running if not r.decoding]
-        budget = self.target.n_batch - sum(r.pending + r.plan.k for r in rounds)
+        budget = self.target.n_batch - sum(r.pending + r.step.plan.k for r in rounds)
         if rounds:
             budget = min(budget, self.prompt_chunk)
         parts: list[tuple[_Running, list[int]]] = []
@@ -348,83 +315,64 @@ class BatchScheduler:
             return  # one request alone: its own policy's round, as the single decoder runs it
         base = sum(r.pending for r in rounds) + prompt_rows
         plans = fit_plans(
-            [(r.running.request.policy, r.plan) for r in rounds],
+            [(r.running.request.policy, r.step.plan) for r in rounds],
             base,
             MAX_OUTPUT_ROWS - len(rounds),
             behind=[r.behind for r in rounds],
             readers=readers,
         )
         for r, plan in zip(rounds, plans):
-            r.plan = plan
+            r.step.plan = plan
 
     def _draft(self, rounds: Sequence[_Round]) -> tuple[float, int]:
         """Every round's draft: copies from their proposals, the draft model's for all in one batch. Returns the
         draft model's time, and the tokens it drafted (when none of its drafts first read a long catch-up; else
         (0.0, 0): not a cost to learn from)."""
-        asks: list[tuple[_Round, DraftAsk]] = []
+        asks: list[tuple[RoundStep, DraftAsk]] = []
         for r in rounds:
-            if r.plan.k <= 0:
-                continue
-            if r.plan.drafter in ("ngram", "history"):
-                r.draft = Draft(tokens=before_placeholder(copy_tokens(r.plan, r.proposals)), source=r.plan.drafter)
-            elif r.plan.drafter == "model" and self.draft_seqs is not None:
-                reply = r.running.reply
-                asks.append(
-                    (
-                        r,
-                        DraftAsk(
-                            r.running.seq,
-                            r.running.request.seen_by_draft(reply.written),
-                            r.plan.k,
-                            reply.sampler,
-                            reply.rng,
-                            r.running.request.config.draft_p_min,
-                            r.plan.stop_below,
-                        ),
-                    )
+            step, request = r.step, r.running.request
+            step.copy()
+            if step.model_drafts and self.draft_seqs is not None:
+                reply = step.reply
+                ask = DraftAsk(
+                    r.running.seq,
+                    request.seen_by_draft(reply.written),
+                    step.plan.k,
+                    reply.sampler,
+                    reply.rng,
+                    request.config.draft_p_min,
+                    step.plan.stop_below,
                 )
+                asks.append((step, ask))
         if not asks or self.draft_seqs is None:
             return 0.0, 0
         began = self.clock()
-        for (r, _), draft in zip(asks, draft_all(self.draft_seqs, [ask for _, ask in asks])):
-            r.draft = draft
+        for (step, _), draft in zip(asks, draft_all(self.draft_seqs, [ask for _, ask in asks])):
+            step.draft = draft
         spent = self.clock() - began
-        drafted = sum(len(r.draft.tokens) for r, _ in asks)
-        if not drafted or any(r.draft.caught_up > USUAL_CATCH_UP for r, _ in asks):
+        drafted = sum(len(step.draft.tokens) for step, _ in asks)
+        if not drafted or any(step.draft.caught_up > USUAL_CATCH_UP for step, _ in asks):
             return 0.0, 0
         return spent, drafted
 
     def _finish_round(
         self,
         r: _Round,
-        window,
+        window: RowWindow,
         out: dict[int, list[EngineEvent]],
         started: float,
         draft_s: float,
         verify_s: float,
         rows: int,
     ) -> None:
-        running, draft = r.running, r.draft
-        reply, request = running.reply, running.request
-        accepted, own = verify(window, draft, reply.sampler, reply.rng, request.grammar, reply.penalties)
-        kept = [*draft.tokens[:accepted], own]
-        observe_round(
-            request.policy,
-            r.plan,
-            r.proposals,
-            len(draft.tokens),
-            accepted,
-            draft_s if draft.source == "model" else 0.0,
-            verify_s,
-            kept,
-            rows=rows,
-        )
-        round_index = reply.tally.rounds
+        running, step = r.running, r.step
+        step.judge(window)
+        step.learn(draft_s if step.draft.source == "model" else 0.0, verify_s, rows)
         events = out.setdefault(running.handle, [])
-        events += reply.round_event(r.plan, draft, accepted, own, self.clock() - started, self.target.n_threads)
-        events += reply.keep(draft, accepted, own, round_index, window)
-        self.seqs.truncate(running.seq, len(reply.written) - 1)
-        if reply.stop_reason:
+        events += step.recorded(self.clock() - started, self.target.n_threads)
+        events += step.written(window)
+        self.seqs.truncate(running.seq, len(running.reply.written) - 1)
+        if running.reply.stop_reason:
             self._end(running, out)
 
     def _free_sequence(self, seq: int) -> None:
@@ -434,10 +382,7 @@ class BatchScheduler:
 
     def _end(self, running: _Running, out: dict[int, list[EngineEvent]]) -> None:
         self._running.remove(running)
-        if running.request.on_end is not None:
-            running.request.on_end(running.seq)
+        if running.hooks.on_end is not None:
+            running.hooks.on_end(running.seq)
         self._free_sequence(running.seq)
-        events = running.reply.finish()
-        if running.request.on_written is not None:
-            running.request.on_written(running.reply.written)
-        out.setdefault(running.handle, []).extend(events)
+        out.setdefault(running.handle, []).extend(running.reply.finish())

@@ -25,7 +25,8 @@ from typing import Optional, Sequence
 from app.common.bounded_read import file_problem
 from app.engine.errors import ModelLoadError, PromptFormatError
 from app.engine.image_files import IMAGE_MARKER, ImageInput, check_picture
-from app.engine.local.llama_model import LoadedModel, _recent_errors
+from app.engine.local.llama_loading import log_callback, recent_errors
+from app.engine.local.llama_model import LoadedModel
 from app.engine.local.prompt_tokens import tokenize_prompt
 
 
@@ -162,11 +163,9 @@ class Projector:
         problem = file_problem(self.path)
         if problem is not None:
             raise ModelLoadError(f"The projector file {problem}.")
-        from app.engine.local import llama_model
-
         # mtmd logs apart from llama.cpp: into the same capture, so its reasons reach our error messages.
-        mtmd_cpp.mtmd_log_set(llama_model._log_callback, ctypes.c_void_p(0))
-        mtmd_cpp.mtmd_helper_log_set(llama_model._log_callback, ctypes.c_void_p(0))
+        mtmd_cpp.mtmd_log_set(log_callback(), ctypes.c_void_p(0))
+        mtmd_cpp.mtmd_helper_log_set(log_callback(), ctypes.c_void_p(0))
         params = mtmd_cpp.mtmd_context_params_default()
         params.use_gpu = target.n_gpu_layers != 0
         params.print_timings = False
@@ -174,7 +173,7 @@ class Projector:
         params.warmup = False
         self._ctx = mtmd_cpp.mtmd_init_from_file(str(self.path).encode("utf-8"), target._model, params)
         if not self._ctx:
-            said = " ".join(_recent_errors().split())  # one line: mtmd's reason and its hint
+            said = " ".join(recent_errors().split())  # one line: mtmd's reason and its hint
             raise ModelLoadError(
                 f"llama.cpp could not load {self.path.name} as a projector for {target.path.name}: "
                 f"{said or 'is it the mmproj made for this model?'}"
@@ -328,7 +327,7 @@ class Projector:
         )
         if rc != 0 or new_n_past.value != n_past + picture.n_tokens:
             target.seq_rm(seq, n_past)
-            raise ModelLoadError(f"{self.path.name}: the picture could not be evaluated: {_recent_errors()}")
+            raise ModelLoadError(f"{self.path.name}: the picture could not be evaluated: {recent_errors()}")
 
     def close(self) -> None:
         encoder = getattr(self, "_encoder", None)

@@ -12,6 +12,7 @@ from typing import Optional, Sequence
 
 from app.engine.config import GenerationConfig
 from app.engine.errors import ModelLoadError, PromptFormatError
+from app.engine.gguf.mmproj import mmproj_beside
 from app.engine.image_files import ImageInput, with_markers
 from app.engine.local.chat_format import RenderedPrompt
 from app.engine.local.llama_model import LoadedModel
@@ -44,6 +45,13 @@ class Seeing:
         settings: loaded when a prompt first holds a picture, so a model that never sees one costs no memory for it."""
         self.close()
         self._beside, self._target = path, target
+
+    def choose(self, path: Optional[Path], target: LoadedModel) -> None:
+        """The projector chosen in `target`'s settings (None: the one beside it, if any), offered unless it is the one
+        already offered or loaded, which is kept as it is."""
+        wanted = path if path is not None else mmproj_beside(target.path)
+        if wanted != self.offered:
+            self.offer(wanted, target)
 
     def load(self, path: str | Path | None, target: LoadedModel) -> None:
         """Load (None: unload) the projector for `target`. Raises ModelLoadError for a file that does not fit it."""

@@ -1,7 +1,6 @@
 """One request's reply as its rounds keep tokens: its written tokens, text, stop reason and statistics.
 
-The single-request decoder (app.engine.local.decoder.generate) and the batch (scheduler.py) run every request
-through a Reply, so a token is written, counted and stopped on in one place.
+The single decoder (single.py) and the batch (app.engine.local.batch.scheduler) run every request through a Reply, so a token is written, counted and stopped on in one place.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from typing import Callable, Optional, Protocol, Sequence
 
 import numpy as np
 
-from app.engine.config import MAX_DRAFT, GenerationConfig
+from app.engine.config import MAX_DRAFT
 from app.engine.events import (
     DraftSource,
     EngineEvent,
@@ -21,13 +20,15 @@ from app.engine.events import (
     TokenChoice,
     TokenEvent,
     TokenLogprobs,
+    ThreadsEvent,
     TokenSource,
     decode_speed,
 )
-from app.engine.local.grammar import GrammarMask
+from app.engine.local.decoding.request import DecodeRequest
 from app.engine.local.llama_model import LoadedModel
+from app.engine.local.thread_governor import ThreadChange
 from app.engine.local.sampling import Penalties, Sampler, log_probabilities
-from app.engine.local.text_stream import TextStream
+from app.engine.local.decoding.text_stream import TextStream
 from app.engine.reasoning.splitter import ReplySplitter
 from app.engine.speculation.drafters import Draft
 from app.engine.speculation.policy import Plan
@@ -45,30 +46,22 @@ class Reply:
     holds); `stop_reason` is "" until the reply ends. Every event goes through `split` (the reply's thinking told
     from its answer)."""
 
-    def __init__(
-        self,
-        target: LoadedModel,
-        prompt: Sequence[int],
-        config: GenerationConfig,
-        *,
-        request_id: int = 0,
-        clock: Callable[[], float] = time.perf_counter,
-        grammar: Optional[GrammarMask] = None,
-        splitter: Optional[ReplySplitter] = None,
-    ):
+    def __init__(self, target: LoadedModel, request: DecodeRequest, *, clock: Callable[[], float] = time.perf_counter):
+        config = request.config
         self.target = target
+        self.request = request
         self.config = config
-        self.request_id = request_id
+        self.request_id = request.request_id
         self.clock = clock
-        self.grammar = grammar
-        self.split = splitter if splitter is not None else ReplySplitter(split=False)
+        self.grammar = request.grammar
+        self.split = request.splitter if request.splitter is not None else ReplySplitter(split=False)
         self.budget = max(0, config.thinking_budget)
         self.budget_spent = False
         self.sampler = Sampler.from_config(config)
         self.penalties = Penalties.from_config(config)
         self.rng = np.random.default_rng(config.seed)
-        self.prompt_len = len(prompt)
-        self.written = list(prompt)
+        self.prompt_len = len(request.prompt)
+        self.written = list(request.prompt)
         self.text_stream = TextStream()
         self.pieces: list[str] = []
         self.tally = Tally()
@@ -78,6 +71,12 @@ class Reply:
         self.reused = 0  # prompt tokens the cache already held
         self.first_token_at: Optional[float] = None
         self.stop_reason = ""
+
+    def begin(self) -> None:
+        """The reply starts: its policy and its n-gram drafter are told (before its prompt is read)."""
+        self.request.policy.begin_request()
+        if self.request.ngram is not None:
+            self.request.ngram.start_reply(self.prompt_len)
 
     def token_event(
         self,
@@ -183,6 +182,12 @@ class Reply:
             )
         )
 
+    def threads_changed(self, change: Optional[ThreadChange], after_round: int) -> list[EngineEvent]:
+        """The models' threads changed after round `after_round` (none: nothing to say)."""
+        if change is None:
+            return []
+        return self.split.feed(ThreadsEvent(self.request_id, change.before, change.after, change.reason, after_round))
+
     def keep(self, draft: Draft, accepted: int, own: int, round_index: int, rows: LogitRows) -> list[EngineEvent]:
         """Write the round's kept tokens (the accepted draft, then the target's own) until the reply stops."""
         events: list[EngineEvent] = []
@@ -206,7 +211,8 @@ class Reply:
         return events
 
     def finish(self) -> list[EngineEvent]:
-        """The reply's last events: a dangling partial character, then its FinishedEvent."""
+        """The reply's last events: a dangling partial character, then its FinishedEvent; the request's `on_written`
+        is given what was written."""
         events: list[EngineEvent] = []
         tail = self.text_stream.flush()
         if tail:
@@ -226,15 +232,18 @@ class Reply:
             elapsed_s=ended - self.started,
             **self.tally.stats_fields(),
         )
-        return events + self.split.feed(FinishedEvent(self.request_id, "".join(self.pieces), stats))
+        events += self.split.feed(FinishedEvent(self.request_id, "".join(self.pieces), stats))
+        if self.request.on_written is not None:
+            self.request.on_written(self.written)
+        return events
 
 
-def unwritten(
-    request_id: int, prompt_tokens: int, reused: int, split: ReplySplitter, reason: str = "cancelled"
-) -> list[EngineEvent]:
-    """The events of a reply that ended before its first round (cancelled while its prompt was read)."""
-    stats = GenerationStats(stop_reason=reason, prompt_tokens=prompt_tokens, prompt_cached=reused)
-    return split.feed(FinishedEvent(request_id, "", stats))
+def unwritten(request: DecodeRequest, reused: int = 0, reason: str = "cancelled") -> list[EngineEvent]:
+    """The events of a reply that ended before its first round (cancelled while its prompt was read or waited, or
+    with no room in the context): `reused` prompt tokens the cache held."""
+    stats = GenerationStats(stop_reason=reason, prompt_tokens=len(request.prompt), prompt_cached=reused)
+    split = request.splitter if request.splitter is not None else ReplySplitter(split=False)
+    return split.feed(FinishedEvent(request.request_id, "", stats))
 
 
 def _logprobs(target: LoadedModel, rows: LogitRows, row: int, token: int, top: int) -> TokenLogprobs:
