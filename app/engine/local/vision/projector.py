@@ -301,7 +301,7 @@ class Projector:
         # The encoding thread: mtmd's context is used here alone while it runs, llama.cpp's not at all.
         mtmd = self.mtmd
         if mtmd.mtmd_encode_chunk(self._ctx, picture.chunk) != 0:
-            raise ModelLoadError(f"{self.path.name}: the picture could not be encoded: {_recent_errors()}")
+            raise ModelLoadError(f"{self.path.name}: the picture could not be encoded: {recent_errors()}")
         size = picture.n_tokens * self._n_embd
         embeddings = (ctypes.c_float * size)()
         ctypes.memmove(embeddings, mtmd.mtmd_get_output_embd(self._ctx), size * ctypes.sizeof(ctypes.c_float))
