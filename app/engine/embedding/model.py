@@ -21,7 +21,7 @@ import numpy as np
 from app.engine.errors import ModelFileError, ModelLoadError
 from app.engine.gguf.info import inspect_gguf
 from app.engine.gguf.kind import POOLING_MEAN, POOLING_NONE, POOLING_RANK, ModelKind, pooling_type
-from app.engine.local.llama_model import _install_log_capture, _log_lock, _recent_errors, _recent_log
+from app.engine.local.llama_loading import forget_log, install_log_capture, recent_errors
 
 MAX_SEQUENCES = 16  # texts read in one pass at most
 # The longest text read whole: a text is one pass, and an encoder's attention buffer grows with the square of its
@@ -83,15 +83,14 @@ class Embedder:
             raise ModelFileError(not_embedding_sentence(self.path))
         self.kind: ModelKind = info.kind
         self.name = info.name
-        _install_log_capture()
+        install_log_capture()
         self._llama = llama_cpp
         mparams = llama_cpp.llama_model_default_params()
         mparams.n_gpu_layers = n_gpu_layers
-        with _log_lock:
-            _recent_log.clear()
+        forget_log()
         self._model = llama_cpp.llama_model_load_from_file(str(self.path).encode("utf-8"), mparams)
         if not self._model:
-            raise ModelLoadError(f"llama.cpp could not load {self.path.name}: {_recent_errors() or 'no details'}.")
+            raise ModelLoadError(f"llama.cpp could not load {self.path.name}: {recent_errors() or 'no details'}.")
         self._vocab = llama_cpp.llama_model_get_vocab(self._model)
         self.n_vocab = llama_cpp.llama_vocab_n_tokens(self._vocab)
         trained = llama_cpp.llama_model_n_ctx_train(self._model)
@@ -116,7 +115,7 @@ class Embedder:
         if not self._ctx:
             llama_cpp.llama_model_free(self._model)
             self._model = None
-            raise ModelLoadError(f"llama.cpp could not create a context for {self.path.name}: {_recent_errors()}.")
+            raise ModelLoadError(f"llama.cpp could not create a context for {self.path.name}: {recent_errors()}.")
         self._encoder_only = not llama_cpp.llama_model_has_decoder(self._model)
         self._memory = llama_cpp.llama_get_memory(self._ctx)
         self._batch = llama_cpp.llama_batch_init(self.n_ctx, 0, 1)
@@ -231,11 +230,11 @@ class Embedder:
         batch.n_tokens = n
         status = (llama.llama_encode if self._encoder_only else llama.llama_decode)(self._ctx, batch)
         if status != 0:
-            raise ModelLoadError(f"llama.cpp could not read the texts (status {status}): {_recent_errors()}.")
+            raise ModelLoadError(f"llama.cpp could not read the texts (status {status}): {recent_errors()}.")
         rows = np.empty((len(sequences), self.dim), dtype=np.float32)
         for seq in range(len(sequences)):
             pointer = llama.llama_get_embeddings_seq(self._ctx, seq)
             if not pointer:
-                raise ModelLoadError(f"llama.cpp gave no vector for {self.path.name}: {_recent_errors()}.")
+                raise ModelLoadError(f"llama.cpp gave no vector for {self.path.name}: {recent_errors()}.")
             rows[seq] = np.ctypeslib.as_array(ctypes.cast(pointer, ctypes.POINTER(ctypes.c_float)), (self.dim,))
         return rows

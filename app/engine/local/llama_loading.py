@@ -49,6 +49,12 @@ def log_callback() -> Any:
     return _log_callback
 
 
+def forget_log() -> None:
+    """Drop the log's tail, so the next refusal names only what comes after."""
+    with _log_lock:
+        _recent_log.clear()
+
+
 def recent_errors() -> str:
     """The log's last errors (else its last lines), joined in one line: why llama.cpp just refused."""
     with _log_lock:
