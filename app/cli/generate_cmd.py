@@ -391,9 +391,15 @@ def _generate(args: argparse.Namespace, config, inputs: _Inputs, host=None):
     try:
         if args.chat is None:
             return _one(args, engine, engine.complete(args.prompt, config), steps)
-        messages = [{"role": "system", "content": args.system}] if args.system else []
-        text = with_attachments(inputs.docs.message(args.chat), inputs.attachments + inputs.docs.attachments)
-        messages.append({"role": "user", "content": image_content(text, args.images)})
+        system = [{"role": "system", "content": args.system}] if args.system else []
+
+        def ask(docs: DocsInput) -> list[dict]:
+            text = with_attachments(docs.message(args.chat), inputs.attachments + docs.attachments)
+            return system + [{"role": "user", "content": image_content(text, args.images)}]
+
+        room = engine.n_ctx - args.max_tokens
+        inputs.docs.fit(lambda docs: engine.count_tokens(ask(docs), config) <= room)
+        messages = ask(inputs.docs)
         if host is None:
             return _one(args, engine, engine.reply(messages, config), steps)
         config = dataclasses.replace(config, tools=tools_of(host))

@@ -114,19 +114,30 @@ def test_bad_docs_options_are_one_sentence(tiny_models, tmp_path, capsys):
     assert "is not a documents index SpecChat can read" in capsys.readouterr().err
 
 
-def test_an_embedder_reaches_indexing_and_retrieval(library, tmp_path, capsys):
-    import argparse
-
-    from app.cli.documents.docs_options import read_docs
+def test_an_embedding_model_gives_the_index_its_vectors_and_a_chat_model_is_refused(
+    tiny_models, library, tmp_path, capsys
+):
+    """`index --embedding FILE` reads every passage with the model (the no-embedding note is gone), `generate
+    --docs --embedding` finds the right passage with it, and a chat model given as one is refused in a sentence."""
     from app.documents.index import DocumentIndex
-    from tests.support.documents import HashedWordsEmbedder
+    from app.testing.synthetic_embedding import write_tiny_embedding_model
 
+    model = write_tiny_embedding_model(tmp_path / "tiny-embed.gguf")
     db = tmp_path / "docs.db"
-    args = argparse.Namespace(docs=[str(library)], docs_db=str(db), chat="lighthouse keeper?", ctx=2048, max_tokens=4)
-    embedder = HashedWordsEmbedder()
-    docs = read_docs(args, embedder=embedder, embedder_name="hashed")
-
-    assert docs.sources[0].path == str(library / "keeper.md")
+    assert main(["index", str(library), "--db", str(db), "--embedding", str(model)]) == 0
     assert NO_EMBEDDER_SENTENCE not in capsys.readouterr().err
     with DocumentIndex(db) as index:
         assert len(index.vectors()[0]) == index.passage_count() > 0
+        assert index.embedder_name() == model.name
+
+    code = generate(
+        tiny_models, "--chat", "lighthouse keeper?", "--docs", str(library), "--docs-db", str(db),
+        "--embedding", str(model), "--json",
+    )  # fmt: skip
+    assert code == 0
+    out = capsys.readouterr().out
+    assert json.loads(out)["sources"][0]["path"] == str(library / "keeper.md")
+
+    assert main(["index", str(library), "--db", str(db), "--embedding", str(tiny_models.target)]) == 2
+    err = capsys.readouterr().err
+    assert "is a chat model, not an embedding model" in err and err.count("\n") == 1

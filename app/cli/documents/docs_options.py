@@ -14,16 +14,17 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from app.cli.checks import UsageError
+from app.cli.documents.embedding_option import add_embedding_argument, opened_embedder
 from app.cli.documents.index_cmd import index_with_progress
 from app.cli.terminal import printable
 from app.documents.formats import DocumentError, read_document
 from app.documents.index import DocumentIndex
 from app.documents.index_db import IndexFileError, default_index_path
 from app.documents.records import Embedder, Source
-from app.documents.retrieval import question_with_passages, retrieve
+from app.documents.retrieval import prompt_block, question_with_passages, retrieve
 from app.documents.walk import find_documents
 from app.store.attachments import CHARS_PER_TOKEN, MAX_MESSAGE_ATTACHMENT_BYTES, Attachment
 
@@ -50,6 +51,7 @@ def add_docs_arguments(p: argparse.ArgumentParser) -> None:
         help=f"the documents index --docs uses (default: {default_index_path().name} in the data folder, as "
         "`specchat-cli index` builds it)",
     )
+    add_embedding_argument(p)
 
 
 @dataclass
@@ -63,6 +65,14 @@ class DocsInput:
     def message(self, question: str) -> str:
         return question_with_passages(self.prompt_block, question)
 
+    def fit(self, fits: Callable[["DocsInput"], bool]) -> None:
+        """Leave out the last retrieved passages until `fits` (the engine's own count of the prompt, where
+        retrieval's budget only estimated tokens from characters: code and some scripts take more tokens a
+        character). Documents put whole are left as they are: the context's check refuses them in a sentence."""
+        while self.prompt_block and len(self.sources) > 1 and not fits(self):
+            self.sources = self.sources[:-1]
+            self.prompt_block = prompt_block(self.sources)
+
     def source_lines(self) -> list[str]:
         """What the reply's [1], [2] point at, a line each, for the terminal: "[1] guide.md, page 3 (chars 10-900)"."""
         if not self.prompt_block:
@@ -74,9 +84,9 @@ class DocsInput:
         return lines
 
 
-def read_docs(args: argparse.Namespace, embedder: Optional[Embedder] = None, embedder_name: str = "") -> DocsInput:
-    """The --docs documents for the --chat message, whole or retrieved (by meaning too with an `embedder`); notes
-    on stderr. Raises UsageError."""
+def read_docs(args: argparse.Namespace) -> DocsInput:
+    """The --docs documents for the --chat message, whole or retrieved (by meaning too with --embedding); notes on
+    stderr. Raises UsageError."""
     if not args.docs:
         return DocsInput()
     if args.chat is None:
@@ -91,7 +101,8 @@ def read_docs(args: argparse.Namespace, embedder: Optional[Embedder] = None, emb
         for note in found.notes:
             print(f"note: {printable(note.sentence)}", file=sys.stderr)
         return whole
-    return _retrieved(args, budget, embedder, embedder_name)
+    with opened_embedder(args) as (embedder, embedder_name):  # loaded only when the documents do not fit whole
+        return _retrieved(args, budget, embedder, embedder_name)
 
 
 def _whole(files: list[str], budget: int) -> Optional[DocsInput]:

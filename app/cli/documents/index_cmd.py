@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Callable, Optional, TextIO
 
 from app.common.progress_line import ProgressLine, bar
+from app.cli.checks import UsageError
+from app.cli.documents.embedding_option import add_embedding_argument, opened_embedder
 from app.cli.terminal import printable, say_error
 from app.common.units import plural
 from app.documents.index import DocumentIndex
@@ -42,6 +44,7 @@ def register(subparsers) -> None:
         default=None,
         help=f"the index file (default: {default_index_path().name} in the data folder)",
     )
+    add_embedding_argument(p)
     p.set_defaults(func=run)
 
 
@@ -103,14 +106,22 @@ def run(args: argparse.Namespace) -> int:
     except IndexFileError as exc:
         say_error(exc)
         return 2
-    with index:
-        summary = index_with_progress(index, args.paths, sys.stderr)
-        if summary.cancelled:
-            print(f"interrupted: what was indexed is kept in {index.path}; the same command goes on.", file=sys.stderr)
-            return 130
-        files = summary.added + summary.changed + summary.unchanged
-        if not files and not summary.removed:
-            say_error(f"no document to index in {', '.join(args.paths)} (text, Markdown, code, HTML, PDF, DOCX)")
-            return 2
-        print(summary_text(summary, index))
+    try:
+        with index, opened_embedder(args) as (embedder, embedder_name):
+            return _index(index, args.paths, embedder, embedder_name)
+    except UsageError as exc:
+        say_error(exc)
+        return 2
+
+
+def _index(index: DocumentIndex, paths: list[str], embedder: Optional[Embedder], embedder_name: str) -> int:
+    summary = index_with_progress(index, paths, sys.stderr, embedder=embedder, embedder_name=embedder_name)
+    if summary.cancelled:
+        print(f"interrupted: what was indexed is kept in {index.path}; the same command goes on.", file=sys.stderr)
+        return 130
+    files = summary.added + summary.changed + summary.unchanged
+    if not files and not summary.removed:
+        say_error(f"no document to index in {', '.join(paths)} (text, Markdown, code, HTML, PDF, DOCX)")
+        return 2
+    print(summary_text(summary, index))
     return 0
