@@ -1,9 +1,10 @@
 """A call block's body read into calls: JSON objects (one, a list, or several in a row), Qwen3-Coder's XML, and
 Mistral's forms, as each family writes them inside its markers.
 
-A call's `arguments` are the model's own text of its arguments object where it wrote one object with an object as
-its arguments (`{"name": ..., "arguments": {...}}`), so that the pieces a stream sent while the call was written
-(app.engine.tools.stream) add up to the very text the whole call holds; any other form is re-written as JSON.
+A call's `arguments` are the model's own text of its arguments object where it wrote, inside `<tool_call>` tags,
+an object with an object as its arguments (`{"name": ..., "arguments": {...}}`): that is the form a stream sends
+while it is written (app.engine.tools.stream), and the pieces sent add up to the very text the whole call holds.
+Every other form (`written` False: fenced, bare, Llama 3, Mistral) is re-written by `json.dumps`.
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ def _written_arguments(body: str, value: object) -> Optional[str]:
         return None
 
 
-def json_calls(body: str, names: Optional[frozenset[str]]) -> Optional[list[ToolCall]]:
+def json_calls(body: str, names: Optional[frozenset[str]], written: bool = False) -> Optional[list[ToolCall]]:
     """`{"name", "arguments"|"parameters"}` (or a list of them, or OpenAI's own `{"function": {...}}`); None when
     the body is not that, or names a tool not offered (when `names` says which are)."""
     try:
@@ -130,7 +131,7 @@ def json_calls(body: str, names: Optional[frozenset[str]]) -> Optional[list[Tool
             return None
         raw = item.get("arguments", item.get("parameters"))
         args = arguments_text(raw)
-        if args is not None and isinstance(value, dict) and isinstance(raw, dict):
+        if written and args is not None and isinstance(value, dict) and isinstance(raw, dict):
             args = _written_arguments(body, raw) or args
         if args is None:
             return None
@@ -196,10 +197,10 @@ def mistral_read(body: str, names) -> Optional[list[ToolCall]]:
     return calls or None
 
 
-def llama3_read(body: str, names) -> Optional[list[ToolCall]]:
+def llama3_read(body: str, names, written: bool = False) -> Optional[list[ToolCall]]:
     """One call, or several separated by `;` or new lines, as Llama 3.x writes them."""
     body = body.strip()
-    calls = json_calls(body, names)
+    calls = json_calls(body, names, written)
     if calls is not None:
         return calls
     decoder, pos, out = json.JSONDecoder(), 0, []
@@ -208,7 +209,7 @@ def llama3_read(body: str, names) -> Optional[list[ToolCall]]:
             _, end = decoder.raw_decode(body, pos)
         except ValueError:
             return None
-        got = json_calls(body[pos:end], names)
+        got = json_calls(body[pos:end], names, written)
         if got is None:
             return None
         out += got
@@ -223,4 +224,4 @@ def hermes_read(body: str, types: dict[str, dict[str, str]], names) -> Optional[
     if stripped.startswith("<function="):
         calls = xml_calls(stripped, types)
         return calls if calls and all(names is None or c.name in names for c in calls) else None
-    return llama3_read(stripped, names)
+    return llama3_read(stripped, names, written=True)
