@@ -31,41 +31,67 @@ class ObjectSpans:
     end: int = -1  # just after the call object's own `}` (-1: still being written)
 
 
+# What the scan stops at: a string's opening quote, or a structural character; and a string's body up to its
+# closing quote (escapes whole: a backslash at the text's end is left for the next read).
+_STRUCTURE = re.compile(r'["{}\[\]:,]')
+_STRING_BODY = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*')
+
+
+class ObjectScan:
+    """The spans of a call object read on as its text grows: each read goes on from where the last one stopped
+    (inside a string still being written, too), so a stream that reads the call again at every token reads each
+    character about once; an Edit's arguments hold a whole file. Strings (with their escapes) and nesting are
+    followed, nothing else is checked (a JSON reader says whether it is valid). One per call object; any one
+    thread; the text given must only grow."""
+
+    def __init__(self) -> None:
+        self._pos = 0  # where the next read begins: after the last token read, or at a string still open
+        self._resume = -1  # in that open string, where its body was read to
+        self._depth = 0
+        self._last_string: Optional[str] = None
+        self._value_from = -1  # where the arguments' value begins, once its key and colon are read
+        self._spans = ObjectSpans()
+
+    def read(self, text: str) -> ObjectSpans:
+        spans = self._spans
+        if spans.end >= 0:
+            return spans
+        start, stop, end = spans.arguments_start, spans.arguments_end, -1
+        while end < 0 and (match := _STRUCTURE.search(text, self._pos)) is not None:
+            token, at = match.group(), match.start()
+            if self._value_from >= 0 and start < 0:
+                if token != "{" or text[self._value_from : at].strip():
+                    self._value_from = -1  # arguments as a string, a number or null: no object to point at
+                else:
+                    start = at
+            if token == '"':
+                body = _STRING_BODY.match(text, self._resume if self._resume > at else at + 1)
+                close = body.end() if body else at + 1
+                if close >= len(text) or text[close] != '"':
+                    self._pos, self._resume = at, close  # still being written: read on from here next time
+                    break
+                self._last_string, self._pos = text[at + 1 : close], close + 1
+                continue
+            self._pos = match.end()
+            if token in "{[":
+                self._depth += 1
+            elif token in "}]":
+                self._depth -= 1
+                if start >= 0 and stop < 0 and self._depth == 1:
+                    stop = at + 1
+                if self._depth == 0:
+                    end = at + 1
+            elif token == ":" and self._depth == 1 and self._last_string in ARGUMENT_KEYS and start < 0:
+                self._value_from = match.end()
+            elif token == "," and self._depth == 1:
+                self._last_string = None
+        self._spans = ObjectSpans(start, stop, end)
+        return self._spans
+
+
 def object_spans(text: str) -> ObjectSpans:
-    """The spans of the call object at the start of `text`, read as far as it is written: strings (with their
-    escapes) and nesting are followed, nothing else is checked (a JSON reader says whether it is valid)."""
-    depth, in_string, escaped = 0, False, False
-    string_from, last_string, after_key = -1, None, False
-    start = stop = -1
-    for at, char in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string, last_string = False, text[string_from + 1 : at]
-            continue
-        if after_key and start < 0 and not char.isspace():
-            if char != "{":
-                after_key = False  # arguments as a string or null: not an object to point at
-            else:
-                start = at
-        if char == '"':
-            in_string, string_from = True, at
-        elif char in "{[":
-            depth += 1
-        elif char in "}]":
-            depth -= 1
-            if start >= 0 and stop < 0 and depth == 1:
-                stop = at + 1
-            if depth == 0:
-                return ObjectSpans(start, stop, at + 1)
-        elif char == ":" and depth == 1 and last_string in ARGUMENT_KEYS and start < 0:
-            after_key = True
-        elif char == "," and depth == 1:
-            last_string = None
-    return ObjectSpans(start, stop, -1)
+    """The spans of the call object at the start of `text`, read as far as it is written."""
+    return ObjectScan().read(text)
 
 
 @dataclass(frozen=True)
@@ -76,15 +102,15 @@ class OpenCall:
     arguments: str = ""  # its arguments object's text so far ("" before its `{`, or when the text is no JSON yet)
 
 
-def open_call(body: str) -> OpenCall:
+def open_call(body: str, scan: Optional[ObjectScan] = None) -> OpenCall:
     """A Hermes call body still being written (`{"name": ..., "arguments": {...` so far). jiter's partial mode reads
     the name (only once its string is closed) and says whether the text so far is JSON at all; the arguments' text
     is given only while it is. A list of calls, Qwen3-Coder's XML or doubled braces give nothing: such a call is
-    sent whole once it is read."""
+    sent whole once it is read. `scan`: the one this body was read with last time, to read on from there."""
     text = body.lstrip()
     if not text.startswith("{") or text.startswith("{{"):
         return OpenCall()
-    spans = object_spans(text)
+    spans = (scan or ObjectScan()).read(text)
     try:
         value = jiter.from_json(text[: spans.end if spans.end >= 0 else len(text)].encode(), partial_mode="on")
     except ValueError:

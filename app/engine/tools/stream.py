@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, Optional, Sequence, Union
 
 from app.engine.events import FinishedEvent
-from app.engine.tools.bodies import open_call
+from app.engine.tools.bodies import ObjectScan, open_call
 from app.engine.tools.calls import ToolCall, ToolFormat, new_call_id
 from app.engine.tools.parsers import Split, split_reply, tool_names
 
@@ -95,6 +95,7 @@ class ToolCallStream:
         self._content = ""
         self._next_index = 0
         self._streaming: Optional[_Streaming] = None
+        self._scan: tuple[int, ObjectScan] = (-1, ObjectScan())  # the open block (where it is) and its scan so far
         self.calls: list[ToolCall] = []
 
     def feed(self, text: str) -> list[Piece]:
@@ -158,17 +159,17 @@ class ToolCallStream:
         """What the call still being written can send now: its start once its name is whole, then its arguments."""
         out: list[Piece] = []
         streaming = self._streaming
+        if streaming is None and self.calls and not self.parallel:
+            return out
+        if self._scan[0] != split.open_at:
+            self._scan = (split.open_at, ObjectScan())
+        written = open_call(split.open_body, self._scan[1])
         if streaming is None:
-            if self.calls and not self.parallel:
-                return out
-            written = open_call(split.open_body)
             if not written.name or written.name not in self._names:
                 return out
             self._held_space = ""
             streaming = self._streaming = _Streaming(split.open_at, self._new_index(), new_call_id(), written.name)
             out.append(CallStart(streaming.index, streaming.id, streaming.name))
-        else:
-            written = open_call(split.open_body)
         if written.arguments.startswith(streaming.sent) and len(written.arguments) > len(streaming.sent):
             out.append(ArgumentsPiece(streaming.index, written.arguments[len(streaming.sent) :]))
             streaming.sent = written.arguments
