@@ -144,7 +144,7 @@ class ResponseEvents:
         return events
 
     def _close(self) -> list[dict]:
-        """The events that close the open text item, if one is open."""
+        """The events that close the open item (text, reasoning or a call), if one is open."""
         if not self.open_kind:
             return []
         if self.open_kind == "call":
