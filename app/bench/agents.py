@@ -6,7 +6,11 @@ then each server's total and SpecChat's total over the fastest llama-server's.
 llama-server runs with `--jinja` (the model's own chat template, as ours) and the same context, once per
 speculation it offers here: n-gram lookup (`--spec-type ngram-simple`) and, given --draft, the same draft model
 (`-md`). Without llama-server (PATH or ~/.cache/specchat-llama-reference/bin) only ours runs, and
-the report says so."""
+the report says so.
+
+Ours runs with a home folder of its own (SPECCHAT_HOME, a temporary folder removed after): the conversation
+states an earlier run saved (app.engine.local.kv_states) would otherwise answer a request's prompt from disk, and
+the first request would measure a restore instead of a read."""
 
 from __future__ import annotations
 
@@ -15,8 +19,10 @@ import queue
 import re
 import signal
 import socket
+import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from contextlib import contextmanager
@@ -97,22 +103,23 @@ def _measure(
 @contextmanager
 def _running(command: list[str], binary: Optional[str]) -> Iterator[queue.Queue]:
     """The server running while the block runs, its stderr's lines in the queue; stopped with SIGINT (killed after
-    30 s) on every way out."""
-    env = reference_env(binary) if binary else None
-    process = subprocess.Popen(
-        command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
-    )
-    lines: queue.Queue = queue.Queue()
-    threading.Thread(target=_pump, args=(process.stderr, lines), daemon=True).start()
-    try:
-        yield lines
-    finally:
-        process.send_signal(signal.SIGINT)
+    30 s) on every way out. Ours (no `binary`) gets a fresh SPECCHAT_HOME, so nothing an earlier run saved is found."""
+    with tempfile.TemporaryDirectory(prefix="specchat-bench-agents-") as home:
+        env = reference_env(binary) if binary else {**os.environ, "SPECCHAT_HOME": home}
+        process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
+        )
+        lines: queue.Queue = queue.Queue()
+        threading.Thread(target=_pump, args=(process.stderr, lines), daemon=True).start()
         try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(30)
+            yield lines
+        finally:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(30)
 
 
 def _pump(stream, lines: queue.Queue) -> None:

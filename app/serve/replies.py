@@ -26,7 +26,7 @@ from app.engine.tools.stream import ToolCallStream
 from app.serve.completions.requests import ApiRequest
 from app.serve.logprob_replies import chat_logprobs
 from app.serve.responses.catalog import codex_models
-from app.serve.tool_replies import call_stream, deltas, message_tool_calls
+from app.serve.tool_replies import call_stream, frames, message_tool_calls
 
 # OpenAI's error types by HTTP status (anything else is a "server_error").
 ERROR_TYPES = {
@@ -241,10 +241,13 @@ class ReplyShaper:
             pieces += self._calls.finish()
         self._unsent += tokens
         out = []
-        for delta in deltas(pieces):
+        for frame in frames(pieces):
             chunk = self._base("chat.completion.chunk")
+            delta = frame.delta
             chunk["choices"] = [{"index": 0, "delta": delta, "finish_reason": None, **self._logprobs(self._unsent)}]
             chunk["specchat"] = {"tokens": [t.provenance() for t in self._unsent]}
+            if frame.call is not None:
+                chunk["specchat"]["call"] = frame.call
             if self.request.timings_per_token:
                 chunk["timings"] = self._timings(self._unsent[-1] if self._unsent else None)
             self._unsent = []

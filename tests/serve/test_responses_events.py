@@ -83,3 +83,20 @@ def test_a_custom_call_in_the_history_reaches_the_model_as_its_input():
     assert result == {"role": "tool", "tool_call_id": "c1", "content": "Success."}
     offered = [t["function"]["name"] for t in request.chat.tools.offered]
     assert offered == ["apply_patch", "list_files"]  # web_search is not the model's to call
+
+
+def test_a_call_written_a_character_at_a_time_streams_its_input_and_ends_whole():
+    patch = json.dumps({"name": "apply_patch", "arguments": {"input": PATCH}})
+    listing = json.dumps({"name": "list_files", "arguments": {"path": "src"}})
+    text = f"<tool_call>\n{patch}\n</tool_call>\n<tool_call>\n{listing}\n</tool_call>"
+    typed = [EVENTS.validate_python(e) for e in _reply([("answer", char) for char in text])]
+    kinds = [e.type for e in typed]
+    inputs = [e.delta for e in typed if e.type == "response.custom_tool_call_input.delta"]
+    assert len(inputs) > 5 and "".join(inputs) == PATCH
+    # The patch's item is done before the next call's item is added: each call is closed as soon as it is whole.
+    assert kinds.index("response.custom_tool_call_input.done") < kinds.index("response.function_call_arguments.delta")
+    arguments = [e.delta for e in typed if e.type == "response.function_call_arguments.delta"]
+    done = next(e for e in typed if e.type == "response.function_call_arguments.done")
+    assert len(arguments) > 5 and "".join(arguments) == done.arguments == '{"path": "src"}'
+    custom, function = typed[-1].response.output
+    assert (custom.input, custom.status, function.status) == (PATCH, "completed", "completed")

@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
+from app.engine.tools.bodies import hermes_read, json_calls, llama3_read, mistral_read
 from app.engine.tools.calls import ToolCall, ToolFormat, arguments_text
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
@@ -37,74 +38,10 @@ class Split:
     calls: tuple[ToolCall, ...] = ()
     reasoning: str = ""  # Harmony's analysis channel (other families' reasoning is split off before this)
     pending: bool = False  # text is held back: a call (or what may become one) is still being written
-
-
-# -- call bodies ------------------------------------------------------------------------------------------------
-
-
-def _json_calls(body: str, names: Optional[frozenset[str]]) -> Optional[list[ToolCall]]:
-    """`{"name", "arguments"|"parameters"}` (or a list of them, or OpenAI's own `{"function": {...}}`); None when
-    the body is not that, or names a tool not offered (when `names` says which are)."""
-    try:
-        value = json.loads(body)
-    except ValueError:
-        value = _doubled_braces(body)
-        if value is None:
-            return None
-    items = value if isinstance(value, list) else [value]
-    calls = []
-    for item in items:
-        if not isinstance(item, dict):
-            return None
-        if isinstance(item.get("function"), dict):
-            item = {**item["function"], "id": item.get("id")}
-        name = item.get("name")
-        if not isinstance(name, str) or not name or names is not None and name not in names:
-            return None
-        args = arguments_text(item.get("arguments", item.get("parameters")))
-        if args is None:
-            return None
-        call_id = item.get("id")
-        calls.append(ToolCall(name, args, call_id if isinstance(call_id, str) else ""))
-    return calls or None
-
-
-_FUNCTION = re.compile(r"<function=([^>\s]+)>(.*?)(?:</function>|$)", re.S)
-_PARAMETER = re.compile(r"<parameter=([^>\s]+)>\n?(.*?)\n?(?:</parameter>|(?=<parameter=)|$)", re.S)
-
-
-def _xml_calls(body: str, types: dict[str, dict[str, str]]) -> Optional[list[ToolCall]]:
-    """Qwen3-Coder's `<function=NAME><parameter=P>value</parameter></function>`. A value stays text where the
-    tool's schema says string (or says nothing and it is no JSON value), else it is read as JSON."""
-    calls = []
-    for match in _FUNCTION.finditer(body):
-        name, inner = match.group(1), match.group(2)
-        args = {}
-        for param in _PARAMETER.finditer(inner):
-            key, raw = param.group(1), param.group(2)
-            kind = types.get(name, {}).get(key)
-            if kind == "string":
-                args[key] = raw
-                continue
-            try:
-                args[key] = json.loads(raw)
-            except ValueError:
-                args[key] = raw
-        calls.append(ToolCall(name, json.dumps(args, ensure_ascii=False)))
-    return calls or None
-
-
-def _doubled_braces(body: str) -> Optional[dict]:
-    """`{{"name": ...}}`: the object inside doubled braces, as Qwen2.5's template shows its call format (a Python
-    format string's escape kept in the template) and the 1.5B then writes it."""
-    text = body.strip()
-    if not text.startswith("{{"):
-        return None
-    try:
-        value, end = json.JSONDecoder().raw_decode(text, 1)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) and not text[end:].strip("} \n\t") else None
+    # A `<tool_call>` block still being written, which a stream sends as it goes: where its marker is in the text
+    # (-1: none) and its body so far.
+    open_at: int = -1
+    open_body: str = ""
 
 
 # -- the block machine (Hermes, fenced JSON, Mistral, Llama 3) ---------------------------------------------------
@@ -116,6 +53,7 @@ class _Block:
     end: Optional[str]  # None: the block runs to the reply's end
     read: Callable[[str], Optional[list[ToolCall]]]
     at_start_only: bool = False
+    streams: bool = False  # a call still being written here is handed out as it goes (Split.open_body)
 
 
 def _could_begin(tail: str, marker: str) -> int:
@@ -191,7 +129,7 @@ def _fenced_run(text: str, at: int, names: Optional[frozenset[str]], final: bool
         end = text.find("```", match.end())
         if end < 0:
             return [] if not final else None
-        got = _llama3_read(text[match.end() : end], names)
+        got = llama3_read(text[match.end() : end], names)
         if got is None:
             return None
         calls += got
@@ -266,6 +204,8 @@ def _split_blocks(text: str, final: bool, blocks: Sequence[_Block], names: Optio
                 pos = at + early
                 blocks = [b for b in blocks if not b.at_start_only]
                 continue
+            if block.streams:
+                return Split("".join(content), tuple(calls), pending=True, open_at=at, open_body=text[body_from:])
             return Split("".join(content), tuple(calls), pending=True)
         body_to = len(text) if end < 0 else end
         got = block.read(text[body_from:body_to])
@@ -287,58 +227,9 @@ def _complete_json_not_call(body: str, names: Optional[frozenset[str]]) -> Optio
         value, end = json.JSONDecoder().raw_decode(body, stripped)
     except ValueError:
         return None
-    if _json_calls(json.dumps(value), names) is not None:
+    if json_calls(json.dumps(value), names) is not None:
         return None
     return end
-
-
-def _mistral_read(body: str, names) -> Optional[list[ToolCall]]:
-    calls: list[ToolCall] = []
-    for part in body.removesuffix("</s>").split("[TOOL_CALLS]"):
-        part = part.strip()
-        if part.startswith("["):
-            got = _json_calls(part, names)
-            if got is None:
-                return None
-            calls += got
-            continue
-        name, sep, args = part.partition("[ARGS]")  # the v11 tokenizer's `NAME[ARGS]{json}`
-        name = name.split("[CALL_ID]")[0].strip()
-        text = arguments_text(args.strip()) if sep else None
-        if not name or text is None or names is not None and name not in names:
-            return None
-        calls.append(ToolCall(name, text))
-    return calls or None
-
-
-def _llama3_read(body: str, names) -> Optional[list[ToolCall]]:
-    """One call, or several separated by `;` or new lines, as Llama 3.x writes them."""
-    body = body.strip()
-    calls = _json_calls(body, names)
-    if calls is not None:
-        return calls
-    decoder, pos, out = json.JSONDecoder(), 0, []
-    while pos < len(body):
-        try:
-            _, end = decoder.raw_decode(body, pos)
-        except ValueError:
-            return None
-        got = _json_calls(body[pos:end], names)
-        if got is None:
-            return None
-        out += got
-        pos = end
-        while pos < len(body) and body[pos] in "; \n\t":
-            pos += 1
-    return out or None
-
-
-def _hermes_read(body: str, types: dict[str, dict[str, str]], names) -> Optional[list[ToolCall]]:
-    stripped = body.strip()
-    if stripped.startswith("<function="):
-        calls = _xml_calls(stripped, types)
-        return calls if calls and all(names is None or c.name in names for c in calls) else None
-    return _llama3_read(stripped, names)
 
 
 # -- Harmony (gpt-oss) ------------------------------------------------------------------------------------------
@@ -438,14 +329,14 @@ def _split_reply(text: str, family: ToolFormat, tools: Sequence[dict], final: bo
         # A reply that is just the call's JSON (no tags), naming an offered tool, is a call too: the 1.5B writes
         # that when a tool result is already in the chat.
         blocks = [
-            _Block("<tool_call>", "</tool_call>", lambda body: _hermes_read(body, types, names)),
-            _Block("{", None, lambda body: _llama3_read("{" + body, names), at_start_only=True),
+            _Block("<tool_call>", "</tool_call>", lambda body: hermes_read(body, types, names), streams=True),
+            _Block("{", None, lambda body: llama3_read("{" + body, names), at_start_only=True),
         ]
     elif family == "mistral":
-        blocks = [_Block("[TOOL_CALLS]", None, lambda body: _mistral_read(body, names))]
+        blocks = [_Block("[TOOL_CALLS]", None, lambda body: mistral_read(body, names))]
     else:
         blocks = [
-            _Block("<|python_tag|>", None, lambda body: _llama3_read(body, names)),
-            _Block("{", None, lambda body: _llama3_read("{" + body, names), at_start_only=True),
+            _Block("<|python_tag|>", None, lambda body: llama3_read(body, names)),
+            _Block("{", None, lambda body: llama3_read("{" + body, names), at_start_only=True),
         ]
     return _split_blocks(text, final, blocks, names)

@@ -2,8 +2,9 @@
 
 The records go through app.serve.replies.ReplyShaper, which holds back stop strings and reads the reasoning and the
 tool calls out of the reply; its OpenAI chunks are then framed as content blocks here: `thinking` (closed by a
-`signature_delta`, which Claude Code needs before it keeps a thinking block), `text`, and `tool_use` (its input in
-one `input_json_delta`). The signature is the thinking text's hash: nothing checks it when it is sent back.
+`signature_delta`, which Claude Code needs before it keeps a thinking block), `text`, and `tool_use` (opened with
+an empty input once the call's name is known, then its input as `input_json_delta` pieces while the model writes
+it, closed when the call is whole; a call sent whole has one piece). The signature is the thinking text's hash: nothing checks it when it is sent back.
 
 Usage is Anthropic's: `input_tokens` counts the prompt tokens that were read (the message_start event, sent before
 the engine knows what its cache holds, counts them all), `cache_read_input_tokens` those whose KV cache was kept.
@@ -112,6 +113,8 @@ class MessageShaper:
                 elif call["function"]["arguments"]:
                     partial = {"type": "input_json_delta", "partial_json": call["function"]["arguments"]}
                     events.append(self._delta(partial))
+            if (chunk.get("specchat") or {}).get("call") and self._block == "tool_use":
+                events += self._close()  # the call is whole (or refused, its text following as a text block)
         return events
 
     def _open(self, kind: str, block: dict) -> list[Event]:

@@ -39,7 +39,8 @@ class OllamaReply:
     model: str  # the name the client asked for, which every line repeats
     shaper: ReplyShaper
     arrived_ns: int  # time.monotonic_ns() when the request came
-    _pending: dict[int, dict] = field(default_factory=dict)  # a streamed call's head, by index, until its arguments
+    _pending: dict[int, dict] = field(default_factory=dict)  # a streamed call (head, arguments so far) by index
+    _sent_calls: list[str] = field(default_factory=list)  # the ids of the calls sent, in order
 
     @classmethod
     def start(
@@ -67,7 +68,7 @@ class OllamaReply:
             if "text" in choice:  # a text completion's
                 parts = {"content": choice["text"]}
             else:
-                parts = self._parts(choice["delta"])
+                parts = self._parts(choice["delta"], (chunk.get("specchat") or {}).get("call"))
             if any(parts.values()):
                 out.append(self._line(parts))
         return out
@@ -87,16 +88,24 @@ class OllamaReply:
             parts["tool_calls"] = [_call(c, k) for k, c in enumerate(message.get("tool_calls") or [])]
         return {**self._line(parts, done=True), **self._totals(finished)}
 
-    def _parts(self, delta: dict) -> dict:
+    def _parts(self, delta: dict, ended: Optional[dict]) -> dict:
+        """A line's parts for a chat `delta`. Ollama's clients expect whole calls: a call's head and its arguments'
+        pieces are kept until the chunk that ends it (`ended`, SpecChat's `specchat.call`), then sent as one; a
+        refused call is dropped (its text follows as content)."""
         parts = {"content": delta.get("content") or "", "thinking": delta.get("reasoning_content") or ""}
-        calls = []
         for frame in delta.get("tool_calls") or []:
-            if "id" in frame:  # a call's head: its arguments come in the next frame
+            if "id" in frame:  # a call's head: its arguments come in the next frames
                 self._pending[frame["index"]] = frame
             else:
-                head = self._pending.pop(frame["index"])
-                whole = {**head, "function": {**head["function"], "arguments": frame["function"]["arguments"]}}
-                calls.append(_call(whole, frame["index"]))
+                head = self._pending[frame["index"]]
+                arguments = head["function"]["arguments"] + frame["function"]["arguments"]
+                head["function"] = {**head["function"], "arguments": arguments}
+        calls = []
+        if ended is not None and ended["index"] in self._pending:
+            whole = self._pending.pop(ended["index"])
+            if ended["state"] == "done":
+                calls.append(_call(whole, len(self._sent_calls)))
+                self._sent_calls.append(whole["id"])
         parts["tool_calls"] = calls
         return parts
 

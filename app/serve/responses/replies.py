@@ -15,6 +15,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Optional
 
+import jiter
+
 from app.engine.events import FinishedEvent
 from app.serve.replies import ReplyShaper
 from app.serve.responses.requests import CUSTOM_INPUT, ResponsesRequest
@@ -37,8 +39,9 @@ class ResponseEvents:
     id: str = field(default_factory=lambda: _new_id("resp"))
     created_at: int = field(default_factory=lambda: int(time.time()))
     output: list[dict] = field(default_factory=list)  # the items, the last one open while `open_kind` is set
-    open_kind: str = ""  # "message" or "reasoning" while its text streams; calls open and close at once
+    open_kind: str = ""  # "message", "reasoning" or "call" while that item streams
     sequence: int = 0
+    _arguments: str = ""  # the open call's arguments text so far
 
     def _event(self, kind: str, **fields) -> dict:
         event = {"type": kind, "sequence_number": self.sequence, **fields}
@@ -102,6 +105,9 @@ class ResponseEvents:
                     events += self._text("message", delta["content"])
                 for call in delta.get("tool_calls") or []:
                     events += self._call(call)
+            note = (chunk.get("specchat") or {}).get("call")
+            if note and self.open_kind == "call":
+                events += self._close_call(refused=note["state"] == "refused")
         return events
 
     def _text(self, kind: str, text: str) -> list[dict]:
@@ -138,9 +144,11 @@ class ResponseEvents:
         return events
 
     def _close(self) -> list[dict]:
-        """The events that close the open text item, if one is open."""
+        """The events that close the open item (text, reasoning or a call), if one is open."""
         if not self.open_kind:
             return []
+        if self.open_kind == "call":
+            return self._close_call(refused=False)
         item = self.output[-1]
         index = len(self.output) - 1
         part = item["content"][0]
@@ -157,8 +165,8 @@ class ResponseEvents:
         ]
 
     def _call(self, call: dict) -> list[dict]:
-        """A call's events. The ReplyShaper sends each call whole (a frame with its name, one with its arguments):
-        the first opens the item, the second fills and closes it."""
+        """A call's events: its head opens the item, each piece of its arguments is a delta (a custom tool's input
+        text, decoded as far as it is written), and the chunk that ends it (`specchat.call`) closes it."""
         function = call.get("function") or {}
         if call.get("id"):
             events = self._close()
@@ -172,27 +180,42 @@ class ResponseEvents:
                 if name in self.request.namespaces:
                     item["namespace"] = self.request.namespaces[name]
             self.output.append(item)
+            self.open_kind, self._arguments = "call", ""
             events.append(self._event("response.output_item.added", output_index=len(self.output) - 1, item=dict(item)))
             return events
         item = self.output[-1]
+        where = {"item_id": item["id"], "output_index": len(self.output) - 1}
+        self._arguments += function.get("arguments", "")
+        if item["type"] == "function_call":
+            item["arguments"] = self._arguments
+            delta = function.get("arguments", "")
+            return [self._event("response.function_call_arguments.delta", **where, delta=delta)] if delta else []
+        text = _custom_input(self._arguments, partial=True)
+        if not text.startswith(item["input"]) or len(text) == len(item["input"]):
+            return []
+        delta, item["input"] = text[len(item["input"]) :], text
+        return [self._event("response.custom_tool_call_input.delta", **where, delta=delta)]
+
+    def _close_call(self, refused: bool) -> list[dict]:
+        """The events that close the open call's item: whole (its arguments, or a custom tool's input, complete),
+        or refused (the model's text was no call: the item is left incomplete, the text follows as a message)."""
+        item = self.output[-1]
         index = len(self.output) - 1
-        arguments = function.get("arguments", "")
-        item["status"] = "completed"
-        if item["type"] == "custom_tool_call":
-            text = _custom_input(arguments)
-            item["input"] = text
-            kinds = ("response.custom_tool_call_input.delta", "response.custom_tool_call_input.done")
-            fields = {"delta": text}, {"input": text}
-        else:
-            item["arguments"] = arguments
-            kinds = ("response.function_call_arguments.delta", "response.function_call_arguments.done")
-            fields = {"delta": arguments}, {"arguments": arguments}
         where = {"item_id": item["id"], "output_index": index}
-        return [
-            self._event(kinds[0], **where, **fields[0]),
-            self._event(kinds[1], **where, **fields[1]),
-            self._event("response.output_item.done", output_index=index, item=dict(item)),
-        ]
+        self.open_kind = ""
+        item["status"] = "incomplete" if refused else "completed"
+        events = []
+        if item["type"] == "custom_tool_call":
+            text = _custom_input(self._arguments)
+            if not refused and text.startswith(item["input"]) and len(text) > len(item["input"]):
+                delta = text[len(item["input"]) :]
+                events.append(self._event("response.custom_tool_call_input.delta", **where, delta=delta))
+            item["input"] = text if not refused else item["input"]
+            events.append(self._event("response.custom_tool_call_input.done", **where, input=item["input"]))
+        else:
+            events.append(self._event("response.function_call_arguments.done", **where, arguments=item["arguments"]))
+        events.append(self._event("response.output_item.done", output_index=index, item=dict(item)))
+        return events
 
     def finish(self, finished: Optional[FinishedEvent]) -> list[dict]:
         """The last events: open items closed, then response.completed (or .incomplete at the token limit)."""
@@ -207,9 +230,17 @@ class ResponseEvents:
         return self._event("response.failed", response=self.response("failed", error=error))
 
 
-def _custom_input(arguments: str) -> str:
+def _custom_input(arguments: str, partial: bool = False) -> str:
     """A custom tool's input: the text of its one parameter (the arguments as they are, if the model wrote no
-    such object)."""
+    such object). With `partial`, of arguments still being written: the parameter's text so far (jiter reads the
+    unclosed string), or "" while there is none."""
+    if partial:
+        try:
+            value = jiter.from_json(arguments.encode(), partial_mode="trailing-strings")
+        except ValueError:
+            return ""
+        text = value.get(CUSTOM_INPUT) if isinstance(value, dict) else None
+        return text if isinstance(text, str) else ""
     try:
         value = json.loads(arguments)
     except ValueError:

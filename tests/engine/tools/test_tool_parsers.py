@@ -8,7 +8,15 @@ import random
 
 import pytest
 
-from app.engine.tools.stream import CallPiece, ContentPiece, ToolCallStream, split_whole
+from app.engine.tools.stream import (
+    ArgumentsPiece,
+    CallEnd,
+    CallRefused,
+    CallStart,
+    ContentPiece,
+    ToolCallStream,
+    split_whole,
+)
 from tests.engine.tools.test_tool_call_families import FAMILIES, TIME, WEATHER
 
 TOOLS = [WEATHER, TIME]
@@ -152,10 +160,16 @@ def test_streamed_in_any_pieces_reads_as_whole(family, reply, content, calls):
     for seed in range(5):
         pieces = _streamed(family, reply, seed)
         text = "".join(p.text for p in pieces if isinstance(p, ContentPiece))
-        got = [(p.call.name, json.loads(p.call.arguments)) for p in pieces if isinstance(p, CallPiece)]
+        ended = [p.call for p in pieces if isinstance(p, CallEnd)]
+        got = [(c.name, json.loads(c.arguments)) for c in ended]
         assert text == whole_content and got == calls
         assert all(p.text.strip() for p in pieces if isinstance(p, ContentPiece))  # never white space alone
-        assert [p.index for p in pieces if isinstance(p, CallPiece)] == list(range(len(calls)))
+        assert [p.index for p in pieces if isinstance(p, CallEnd)] == list(range(len(calls)))
+        assert not any(isinstance(p, CallRefused) for p in pieces)
+        for call, whole in zip(ended, whole_calls):  # the pieces add up to the call the whole reply gives
+            index = next(p.index for p in pieces if isinstance(p, CallStart) and p.id == call.id)
+            joined = "".join(p.text for p in pieces if isinstance(p, ArgumentsPiece) and p.index == index)
+            assert joined == call.arguments == whole.arguments
 
 
 def test_only_a_familys_call_markers_reach_the_call_reader():
@@ -170,3 +184,58 @@ def test_only_a_familys_call_markers_reach_the_call_reader():
     assert (
         reader_text("", "[TOOL_CALLS]", "mistral") == "[TOOL_CALLS]" and reader_text("", "<|im_end|>", "mistral") == ""
     )
+
+
+EDIT = '{"name": "get_weather", "arguments": {"city": "Paris", "note": "a \\"quoted\\" {brace}"}}'
+
+
+def test_a_tagged_call_starts_once_its_name_is_whole_and_its_arguments_go_out_as_written():
+    stream = ToolCallStream("hermes", TOOLS)
+    text = f"Let me look.\n<tool_call>\n{EDIT}\n</tool_call>"
+    pieces = [p for char in text for p in stream.feed(char)] + stream.finish()
+    kinds = [type(p).__name__ for p in pieces]
+    first_call = kinds.index("CallStart")
+    assert "ContentPiece" not in kinds[first_call:]  # the lead-in went before the call, the tags never do
+    start = pieces[first_call]
+    assert isinstance(start, CallStart) and start.name == "get_weather"
+    arguments = [p for p in pieces if isinstance(p, ArgumentsPiece)]
+    assert len(arguments) > 10  # a piece per character written, not the call at its end
+    end = pieces[-1]
+    assert isinstance(end, CallEnd) and end.call.id == start.id
+    assert "".join(p.text for p in arguments) == end.call.arguments
+    assert json.loads(end.call.arguments) == {"city": "Paris", "note": 'a "quoted" {brace}'}
+    assert end.call.arguments == split_whole(text, "hermes", TOOLS)[1][0].arguments
+
+
+def test_the_start_comes_before_the_arguments_are_whole():
+    stream = ToolCallStream("hermes", TOOLS)
+    cut = EDIT.index("Paris")
+    pieces = stream.feed("<tool_call>\n" + EDIT[:cut])
+    assert [type(p) for p in pieces] == [CallStart, ArgumentsPiece]
+    assert pieces[1].text == '{"city": "'
+
+
+def test_a_call_that_breaks_is_refused_and_its_text_is_kept():
+    stream = ToolCallStream("hermes", TOOLS)
+    broken = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}]]\n</tool_call> sorry'
+    pieces = [p for char in broken for p in stream.feed(char)] + stream.finish()
+    refused = [p for p in pieces if isinstance(p, CallRefused)]
+    assert len(refused) == 1 and refused[0].name == "get_weather" and refused[0].reason.endswith(".")
+    assert not stream.calls
+    assert "".join(p.text for p in pieces if isinstance(p, ContentPiece)) == broken
+
+
+def test_a_call_to_a_tool_not_offered_never_starts():
+    stream = ToolCallStream("hermes", TOOLS)
+    text = '<tool_call>\n{"name": "rm_rf", "arguments": {"path": "/"}}\n</tool_call>'
+    pieces = [p for char in text for p in stream.feed(char)] + stream.finish()
+    assert [type(p) for p in pieces] == [ContentPiece] * len(pieces) and pieces
+    assert "".join(p.text for p in pieces) == text
+
+
+def test_after_a_refused_call_the_next_call_takes_a_new_index():
+    stream = ToolCallStream("hermes", TOOLS)
+    text = '<tool_call>\n{"name": "get_weather", "arguments": {"city": ]}\n</tool_call>\n<tool_call>\n' + EDIT
+    pieces = [p for char in text for p in stream.feed(char)] + stream.finish()
+    assert [p.index for p in pieces if isinstance(p, CallRefused)] == [0]
+    assert [p.index for p in pieces if isinstance(p, CallEnd)] == [1]
