@@ -142,3 +142,23 @@ def models_problem(args: argparse.Namespace) -> Optional[str]:
     """The target's and the draft's files, checked before loading so a bad one is refused, never crashes us."""
     paths = {role: path for role, path in (("target", args.target), ("draft", getattr(args, "draft", None))) if path}
     return models_problems(paths) if paths else None
+
+
+def server_problem(args: argparse.Namespace) -> str | None:
+    """--server needs --model and --chat, and takes no local models."""
+    if not args.server:
+        if args.model or args.api_key_file:
+            return "--model and --api-key-file go with --server URL"
+        if not args.target:
+            return "give --target MODEL.gguf, or --server URL with --model NAME"
+        return None
+    if args.target or args.draft or args.ngram:
+        return (
+            "--server replaces --target, --draft and --ngram: the server runs the model, and speculates with "
+            "the draft it was started with"
+        )
+    if not args.model:
+        return "--server needs --model NAME (one of the names the server's /v1/models lists)"
+    if args.chat is None:
+        return "--server needs --chat MESSAGE (a server formats the chat itself; raw --prompt text is local only)"
+    return None

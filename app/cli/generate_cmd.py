@@ -19,6 +19,7 @@ from app.cli.checks import (
     models_problem,
     read_text_file,
     sampling_problem,
+    server_problem,
 )
 from app.cli.documents.docs_options import DocsInput, add_docs_arguments, read_docs
 from app.cli.file_guard import ModelFileGuard
@@ -47,7 +48,7 @@ from app.engine.config import DrafterChoice, GenerationConfig, LoadSettings
 from app.engine.errors import EngineError, PromptFormatError
 from app.engine.placement.rpc import parse_endpoints
 from app.engine.remote.server_keys import ENV_VAR as ENV_API_KEY
-from app.store.attachments import Attachment, AttachmentError, check_total, read_attachment, with_attachments
+from app.store.attachments import Attachment, AttachmentError, check_total, read_attachment
 from app.engine.targets import ServerModel
 from app.engine.speculation.history_file import CLI_SESSION
 
@@ -199,26 +200,6 @@ def read_attachments(args: argparse.Namespace) -> list[Attachment]:
     except AttachmentError as exc:
         raise UsageError(f"--attach: {exc}") from None
     return attachments
-
-
-def server_problem(args: argparse.Namespace) -> str | None:
-    """--server needs --model and --chat, and takes no local models."""
-    if not args.server:
-        if args.model or args.api_key_file:
-            return "--model and --api-key-file go with --server URL"
-        if not args.target:
-            return "give --target MODEL.gguf, or --server URL with --model NAME"
-        return None
-    if args.target or args.draft or args.ngram:
-        return (
-            "--server replaces --target, --draft and --ngram: the server runs the model, and speculates with "
-            "the draft it was started with"
-        )
-    if not args.model:
-        return "--server needs --model NAME (one of the names the server's /v1/models lists)"
-    if args.chat is None:
-        return "--server needs --chat MESSAGE (a server formats the chat itself; raw --prompt text is local only)"
-    return None
 
 
 def _drafter(args: argparse.Namespace, draft_max: Optional[int]) -> DrafterChoice:
@@ -391,15 +372,13 @@ def _generate(args: argparse.Namespace, config, inputs: _Inputs, host=None):
     try:
         if args.chat is None:
             return _one(args, engine, engine.complete(args.prompt, config), steps)
-        system = [{"role": "system", "content": args.system}] if args.system else []
-
-        def ask(docs: DocsInput) -> list[dict]:
-            text = with_attachments(docs.message(args.chat), inputs.attachments + docs.attachments)
-            return system + [{"role": "user", "content": image_content(text, args.images)}]
-
-        room = engine.n_ctx - args.max_tokens
-        inputs.docs.fit(lambda docs: engine.count_tokens(ask(docs), config) <= room)
-        messages = ask(inputs.docs)
+        messages = inputs.docs.chat(
+            args.system,
+            args.chat,
+            inputs.attachments,
+            lambda text: image_content(text, args.images),
+            lambda messages: engine.count_tokens(messages, config) <= engine.n_ctx - args.max_tokens,
+        )
         if host is None:
             return _one(args, engine, engine.reply(messages, config), steps)
         config = dataclasses.replace(config, tools=tools_of(host))

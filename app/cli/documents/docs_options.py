@@ -26,7 +26,7 @@ from app.documents.index_db import IndexFileError, default_index_path
 from app.documents.records import Embedder, Source
 from app.documents.retrieval import prompt_block, question_with_passages, retrieve
 from app.documents.walk import find_documents
-from app.store.attachments import CHARS_PER_TOKEN, MAX_MESSAGE_ATTACHMENT_BYTES, Attachment
+from app.store.attachments import CHARS_PER_TOKEN, MAX_MESSAGE_ATTACHMENT_BYTES, Attachment, with_attachments
 
 # A PDF's or a DOCX's bytes are mostly not text: documents this many times the budget's characters are not read
 # whole to find out whether their text fits.
@@ -65,13 +65,29 @@ class DocsInput:
     def message(self, question: str) -> str:
         return question_with_passages(self.prompt_block, question)
 
-    def fit(self, fits: Callable[["DocsInput"], bool]) -> None:
-        """Leave out the last retrieved passages until `fits` (the engine's own count of the prompt, where
-        retrieval's budget only estimated tokens from characters: code and some scripts take more tokens a
-        character). Documents put whole are left as they are: the context's check refuses them in a sentence."""
-        while self.prompt_block and len(self.sources) > 1 and not fits(self):
+    def chat(
+        self,
+        system: str,
+        question: str,
+        attachments: list[Attachment],
+        content: Callable[[str], object],
+        fits: Callable[[list[dict]], bool],
+    ) -> list[dict]:
+        """The chat's messages: `system` (if any), then `question` with the documents and `attachments` (`content`
+        makes the message's content from its text). Retrieved passages are left out, the last first, until `fits`
+        (the engine's own count of the prompt, where retrieval's budget only estimated tokens from characters:
+        code and some scripts take more tokens a character); documents put whole are left as they are, for the
+        context's check to refuse in a sentence."""
+        head = [{"role": "system", "content": system}] if system else []
+
+        def messages() -> list[dict]:
+            text = with_attachments(self.message(question), attachments + self.attachments)
+            return head + [{"role": "user", "content": content(text)}]
+
+        while self.prompt_block and len(self.sources) > 1 and not fits(messages()):
             self.sources = self.sources[:-1]
             self.prompt_block = prompt_block(self.sources)
+        return messages()
 
     def source_lines(self) -> list[str]:
         """What the reply's [1], [2] point at, a line each, for the terminal: "[1] guide.md, page 3 (chars 10-900)"."""
