@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QApplication, QFileDialog
 
 from app.store.attachments import MAX_ATTACHMENT_BYTES, Attachment
 
-from window_helpers import choose_pair, drop_files, file_mime, send_and_wait
+from tests.ui.window_helpers import choose_pair, drop_files, file_mime, send_and_wait
 
 CODE = "def mean(values):\n    return sum(values) / len(values)\n"
 

@@ -9,10 +9,10 @@ import shutil
 import pytest
 from PySide6.QtWidgets import QLabel
 
-from tests.ui.test_pictures_in_window import paste_picture
+from tests.ui.attachments.test_pictures_in_window import paste_picture
 from tests.vision.mtmd_count import mtmd_picture_tokens
 
-from window_helpers import choose_pair
+from tests.ui.window_helpers import choose_pair
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QApplication, QFileDialog, QLabel, QPushButton
 
 from app.ui.transcript.picture_thumbnails import picture_url
 
-from window_helpers import choose_pair, drop_files, send_and_wait
+from tests.ui.window_helpers import choose_pair, drop_files, send_and_wait
 
 
 @pytest.fixture(scope="module")

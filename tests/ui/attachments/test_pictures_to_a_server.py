@@ -12,9 +12,9 @@ from PySide6.QtWidgets import QLabel
 
 from app.engine.targets import ServerModel
 from tests.remote.fake_openai_server import FakeServer, Script, content_chunk
-from tests.ui.test_pictures_in_window import paste_picture
+from tests.ui.attachments.test_pictures_in_window import paste_picture
 
-from window_helpers import send_and_wait
+from tests.ui.window_helpers import send_and_wait
 
 QUESTION = "What is in this picture?"
 

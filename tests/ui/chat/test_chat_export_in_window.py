@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from app.ui.chat.chat_exporter import JSON_FILTER, MARKDOWN_FILTER, file_name_for
-from window_helpers import choose_pair, send_and_wait
+from tests.ui.window_helpers import choose_pair, send_and_wait
 
 
 def _export_action(window):

@@ -1,6 +1,6 @@
-"""Issue 36: a model file without a chat template gets one clear sentence and the choice of how its prompts are
+"""A model file without a chat template gets one clear sentence and the choice of how its prompts are
 written (raw completion, a built-in template, a template file), remembered per model file; raw completion writes
-no chat markers, so a base model has none to loop on."""
+no chat markers, so a base model has none to loop on. (Issue 36.)"""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from app.store import load_settings
 from app.testing.synthetic import DRAFT_LAYERS, write_tiny_model
 from app.ui.chat.chat_format_choice import sentence
 from app.ui.models.library_model import NGRAM_KEY
-from window_helpers import choose_pair, send_and_wait
+from tests.ui.window_helpers import choose_pair, send_and_wait
 
 CHAT_MARKERS = ("<|im_start|>", "<|im_end|>", "<start_of_turn>")
 

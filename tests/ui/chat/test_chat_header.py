@@ -1,5 +1,5 @@
-"""Issue 36: each chat says which model writes it and how it speculates, and opening a chat written with another
-model asks before loading it: that model also answers the local API, which must never change silently."""
+"""Each chat says which model writes it and how it speculates, and opening a chat written with another
+model asks before loading it: that model also answers the local API, which must never change silently. (Issue 36.)"""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from app.testing.synthetic import write_tiny_model
 from app.ui.models.library_model import NGRAM_KEY
 from tests.serve.api_fixtures import DEADLINE_S
 from tests.support.ports import free_port
-from window_helpers import choose_pair, send_and_wait
+from tests.ui.window_helpers import choose_pair, send_and_wait
 
 
 def test_opening_a_chat_with_another_model_asks_first_and_keeps_the_apis_model(

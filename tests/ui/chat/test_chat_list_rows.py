@@ -52,7 +52,7 @@ def test_a_chat_newest_already_changes_in_place(qtmodeltester, tmp_path):
 
 def test_sending_in_a_window_with_many_chats_moves_one_row(make_window, qtbot, fake_engine, model_folder, tiny_models):
     from app.ui.models.library_model import NGRAM_KEY
-    from window_helpers import choose_pair, send_and_wait
+    from tests.ui.window_helpers import choose_pair, send_and_wait
 
     with ChatStore() as store:
         for i in range(30):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from app.replies.status_words import sentence
 from app.ui.chat.compare_plain import CANCELLED_BY_REPLY
 from app.ui.chat.speculate_anyway import ANYWAY_LINK, AUTO_LINK, FIXED_DRAFT_LENGTH, OFFER
-from window_helpers import choose_pair, click_link, send_and_wait
+from tests.ui.window_helpers import choose_pair, click_link, send_and_wait
 
 PAUSED = "speculation paused: on this machine verifying costs more than it saves (a batch of 2 costs 1.90x one token)"
 

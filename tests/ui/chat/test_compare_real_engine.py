@@ -4,7 +4,7 @@ speed, never the text."""
 from __future__ import annotations
 
 
-from window_helpers import choose_pair, click_link, send_and_wait
+from tests.ui.window_helpers import choose_pair, click_link, send_and_wait
 
 
 def test_greedy_speculative_reply_equals_its_plain_run(make_window, qtbot, model_folder, tiny_models):

@@ -1,4 +1,4 @@
-"""Issue 23, class 2: a reply the store cannot take as it is never loses the reply or wedges the window."""
+"""A reply the store cannot take as it is never loses the reply or wedges the window (issue 23, class 2)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt
 
 from app.store import ChatStore, StoreError
 from app.ui.models.library_model import NGRAM_KEY
-from window_helpers import choose_pair, click_link, send_and_wait
+from tests.ui.window_helpers import choose_pair, click_link, send_and_wait
 
 
 def _ready(make_window, qtbot, fake_engine, model_folder, tiny_models):

@@ -12,7 +12,7 @@ from app.testing.synthetic import write_tiny_model
 from app.ui.settings.dialog import AppSettingsDialog, ChatSettingsDialog
 from app.ui.settings.thinking_group import TemplateSwitches
 
-TEMPLATES = Path(__file__).parents[1] / "fixtures" / "chat_templates"
+TEMPLATES = Path(__file__).parents[2] / "fixtures" / "chat_templates"
 
 
 def _model_with_template(path: Path, template: str) -> Path:
@@ -67,7 +67,7 @@ def test_keep_thinking_open_is_an_app_setting(qtbot, tmp_path):
 
 
 def test_chat_settings_and_model_markers_reach_the_request(make_window, qtbot, fake_engine, model_folder, monkeypatch):
-    from window_helpers import choose_pair
+    from tests.ui.window_helpers import choose_pair
     from app.ui.models.library_model import NGRAM_KEY
 
     target = _model_with_template(model_folder / "thinker.gguf", (TEMPLATES / "qwen3.jinja").read_text())

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def _bench(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:

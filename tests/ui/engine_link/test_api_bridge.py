@@ -14,7 +14,7 @@ from app.serve.engine.flights import STOP_GRACE_S
 from app.ui.engine_link.api_bridge import ApiSpec, WindowApi
 from app.ui.engine_link.engine_process import EngineProcess
 from tests.serve.api_fixtures import DEADLINE_S, chat_body, client, httpx, stream_chunks, stream_events, streamed_text
-from window_helpers import api_window
+from tests.ui.window_helpers import api_window
 
 
 def test_a_port_in_use_is_one_sentence(qtbot):
@@ -31,7 +31,7 @@ def test_a_port_in_use_is_one_sentence(qtbot):
 
 @pytest.mark.slow
 def test_the_persons_message_goes_before_api_requests_that_wait(make_window, qtbot, model_folder, tiny_models):
-    # One request at a time, so API requests wait in line (side by side, tests/ui/test_requests_side_by_side.py).
+    # One request at a time, so API requests wait in line (side by side, tests/ui/engine_link/test_requests_side_by_side.py).
     window = api_window(make_window, qtbot, model_folder, tiny_models, parallel_requests=1)
     control = window.api_server
     url = control.state.url

@@ -10,7 +10,7 @@ import pytest
 from app.store import AppSettings
 from app.ui.settings.dialog import AppSettingsDialog
 from tests.serve.api_fixtures import DEADLINE_S, chat_body, stream_chunks, stream_events
-from window_helpers import api_window
+from tests.ui.window_helpers import api_window
 
 
 def test_the_api_page_shows_requests_at_once_in_step_with_the_loading_page(qtbot):

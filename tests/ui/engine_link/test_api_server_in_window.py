@@ -14,7 +14,7 @@ import pytest
 
 from app.ui.settings.api_server_page import ApiServerChoice
 from tests.serve.api_fixtures import DEADLINE_S, chat_body, client, stream_chunks, stream_events, streamed_tokens
-from window_helpers import api_window, choose_pair
+from tests.ui.window_helpers import api_window, choose_pair
 
 
 def test_the_window_serves_its_models_and_stops_a_request(make_window, qtbot, model_folder, tiny_models):

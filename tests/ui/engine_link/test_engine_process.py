@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 from app.store import load_settings
 from app.store.unusable_models import unusable_reason
 from app.ui.models.library_model import NGRAM_KEY
-from window_helpers import choose_pair, send_and_wait, wait_ms
+from tests.ui.window_helpers import choose_pair, send_and_wait, wait_ms
 
 
 def _start_slow_reply(qtbot, window, fake_engine, text="tell me a long story"):
@@ -178,7 +178,7 @@ def test_a_reply_survives_the_app_being_killed_and_can_be_continued(
     child = subprocess.Popen(
         [
             sys.executable,
-            str(Path(__file__).with_name("run_window_child.py")),
+            str(Path(__file__).resolve().parents[1] / "run_window_child.py"),
             str(model_folder),
             str(target),
             str(fake_engine.folder),

@@ -1,4 +1,4 @@
-"""Issue 23, class 10: a model file that changes or shrinks under the window. The engine dies by SIGBUS, as
+"""A model file that changes or shrinks under the window (issue 23, class 10). The engine dies by SIGBUS, as
 llama.cpp's mapped file does when it is truncated mid-reply; the window says the file changed and the library
 marks it, and the changed file is not loaded again behind the user's back."""
 
@@ -11,7 +11,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from app.ui.models.library_model import NGRAM_KEY
-from window_helpers import choose_pair
+from tests.ui.window_helpers import choose_pair
 
 
 def test_a_model_file_truncated_mid_reply_is_reported_and_marked(
@@ -73,7 +73,7 @@ def test_a_draft_renamed_while_loaded_is_answered_without_and_leaves_the_draft_l
 ):
     """The real engine: the reply comes, drafted from earlier text, with one line saying why; the window does not
     refuse the message, and the draft list stops offering the missing file."""
-    from window_helpers import send_and_wait
+    from tests.ui.window_helpers import send_and_wait
 
     window = make_window()
     draft = model_folder / tiny_models.draft.name

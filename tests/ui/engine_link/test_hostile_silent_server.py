@@ -1,4 +1,4 @@
-"""Issue 23, class 5 (the window's half): Stop on a server that went silent mid-reply. The window keeps what came,
+"""Stop on a server that went silent mid-reply (issue 23, class 5, the window's half). The window keeps what came,
 ends up idle, and never blames the chat template or llama.cpp for a server's silence."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from tests.serve.api_fixtures import DEADLINE_S, chat_body, client
-from window_helpers import choose_pair, send_and_wait
+from tests.ui.window_helpers import choose_pair, send_and_wait
 
 
 def _free_port() -> int:

@@ -14,7 +14,7 @@ from app.hub.curated import CuratedFile, CuratedPair
 
 
 # The hub tests' fake Hub and their fixtures (loopback guard, online, fake_hub), reused rather than copied.
-_HUB_TESTS = Path(__file__).resolve().parents[1] / "hub"
+_HUB_TESTS = Path(__file__).resolve().parents[2] / "hub"
 sys.path.insert(0, str(_HUB_TESTS))
 _spec = importlib.util.spec_from_file_location("_hub_test_fixtures", _HUB_TESTS / "conftest.py")
 _hub_fixtures = importlib.util.module_from_spec(_spec)

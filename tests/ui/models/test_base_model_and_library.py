@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QDialog
 from app.testing.synthetic import DRAFT_LAYERS, write_tiny_model
 from app.ui.chat.chat_format_choice import RAW_REPEAT_PENALTY
 from app.ui.settings.dialog import ChatSettingsDialog
-from window_helpers import choose_pair
+from tests.ui.window_helpers import choose_pair
 
 
 def _without_template(writer) -> None:

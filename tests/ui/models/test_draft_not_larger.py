@@ -1,4 +1,4 @@
-"""Issue 36: a draft larger than the target is never suggested, not even as the draft remembered from another
+"""A draft larger than the target (issue 36) is never suggested, not even as the draft remembered from another
 pair, and the list marks it "Won't be faster"; a user who picks it anyway gets it. Issue 55, item 6: so is a draft of
 the target's own size (the 1.5B F16 offered for the 1.5B Q4)."""
 

@@ -10,7 +10,7 @@ import pytest
 from tests.support.malformed_models import MALFORMED, make_malformed_set
 from app.engine.targets import LocalModel
 from app.ui.models.library_model import NGRAM_KEY
-from window_helpers import choose_pair, send_and_wait
+from tests.ui.window_helpers import choose_pair, send_and_wait
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
-"""Issue 46, Models: a vision model whose projector lies in another folder gets it in Model settings (checked at once:
+"""A vision model whose projector lies in another folder gets it in Model settings (checked at once:
 a projector of another model gets a sentence and is not kept); the eye appears, the choice survives a restart, and
 a picture sent in the window is answered by the real engine; choosing a draft afterwards keeps its sight. A chat with pictures moved to a model that cannot see
-says so when asked to answer a picture again, loses nothing, and still answers its text."""
+says so when asked to answer a picture again, loses nothing, and still answers its text. (Issue 46, Models.)"""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QFileDialog
 
 from app.store import load_settings
-from tests.ui.test_pictures_in_window import paste_picture
+from tests.ui.attachments.test_pictures_in_window import paste_picture
 from tests.ui.window_helpers import choose_pair, send_and_wait
 
 

@@ -14,7 +14,7 @@ from app.ui.models.library_model import NGRAM_KEY
 from app.ui.settings.dialog import AppSettingsDialog
 from tests.remote.fake_openai_server import FakeServer, Script
 from tests.remote.test_remote_engine import LLAMA_SERVER_REPLY
-from window_helpers import send_and_wait
+from tests.ui.window_helpers import send_and_wait
 
 
 def _choose_server_model(qtbot, window, key: str) -> None:

@@ -1,5 +1,6 @@
-"""Issue 44, class 13 in the window: a settings file with 20,000 presets opens with the first 1,000 loaded and a
-sentence for the rest (reading them all compared every name with every other: minutes on this machine)."""
+"""A settings file with 20,000 presets opens with the first 1,000 loaded and a
+sentence for the rest (reading them all compared every name with every other: minutes on this
+machine). (Issue 44, class 13, in the window.)"""
 
 from __future__ import annotations
 

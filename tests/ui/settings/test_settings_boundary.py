@@ -15,7 +15,7 @@ from app.ui.settings.dialog import LISTING_DEVICES
 @pytest.mark.slow
 def test_opening_settings_leaves_llama_cpp_out_of_the_window_s_process_and_still_shows_the_devices():
     done = subprocess.run(
-        [sys.executable, str(Path(__file__).with_name("run_settings_child.py"))],
+        [sys.executable, str(Path(__file__).resolve().parents[1] / "run_settings_child.py")],
         capture_output=True,
         text=True,
         timeout=120,
@@ -25,7 +25,7 @@ def test_opening_settings_leaves_llama_cpp_out_of_the_window_s_process_and_still
     assert said["api"].startswith("http://127.0.0.1:")  # the API's server listens in the window's process
     assert said["before"] == "False"
     assert said["first"] == LISTING_DEVICES  # shown at once, without waiting for the engine process
-    # The engine process's answer, as the dialog shows a DeviceReport (tests/ui/test_settings_dialogs.py).
+    # The engine process's answer, as the dialog shows a DeviceReport (tests/ui/settings/test_settings_dialogs.py).
     assert "RPC (models on other machines): " in said["devices"] and "Devices unknown" not in said["devices"]
     assert said["after"] == "False"
 

@@ -60,7 +60,7 @@ def test_app_settings_dialog_edits_folders_and_load_settings(qtbot):
 def test_changed_load_settings_reload_the_models_when_confirmed_and_are_saved(
     make_window, qtbot, fake_engine, model_folder, tiny_models, monkeypatch
 ):
-    from window_helpers import choose_pair
+    from tests.ui.window_helpers import choose_pair
     from app.ui.models.library_model import NGRAM_KEY
 
     window = make_window(engine_factory=fake_engine)
@@ -80,7 +80,7 @@ def test_changed_load_settings_reload_the_models_when_confirmed_and_are_saved(
 def test_changed_load_settings_wait_for_the_next_load_when_not_confirmed(
     make_window, qtbot, fake_engine, model_folder, tiny_models
 ):
-    from window_helpers import choose_pair
+    from tests.ui.window_helpers import choose_pair
     from app.ui.models.library_model import NGRAM_KEY
 
     window = make_window(engine_factory=fake_engine)

@@ -1,4 +1,4 @@
-"""Issue 23, class 11: start-up never ends in a traceback. A data folder that cannot be written gets a dialog
+"""Start-up never ends in a traceback (issue 23, class 11). A data folder that cannot be written gets a dialog
 (quit, or open read-only) and any settings file gets defaults with a warning; each checked on the real window."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-from window_helpers import choose_pair, send_and_wait
+from tests.ui.window_helpers import choose_pair, send_and_wait
 
 
 def _ready(make_window, qtbot, fake_engine, model_folder, tiny_models):

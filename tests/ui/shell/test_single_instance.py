@@ -15,7 +15,7 @@ import pytest
 from app.platform import paths
 from app.ui.shell.single_instance import InstanceServer, ask_running_instance, server_name
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_a_second_launch_asks_the_first_to_come_forward(qtbot, tmp_path):

@@ -4,7 +4,7 @@ cut after a whole word, never inside one, and counts of one are singular."""
 from __future__ import annotations
 
 from app.replies.status_words import StatusWords
-from window_helpers import choose_pair, send_and_wait
+from tests.ui.window_helpers import choose_pair, send_and_wait
 
 
 def test_the_status_line_is_never_cut_mid_word(make_window, qtbot, fake_engine):

@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 
 from app.store import ChatStore, load_settings
 from app.ui.models.library_model import NGRAM_KEY
-from window_helpers import choose_pair, send_and_wait
+from tests.ui.window_helpers import choose_pair, send_and_wait
 
 
 def test_ctrl_q_closes_the_window_and_stops_the_engine(make_window, qtbot, fake_engine, model_folder, tiny_models):

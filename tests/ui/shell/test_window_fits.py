@@ -1,4 +1,4 @@
-"""Issue 36: the window fits a laptop. On a 1366x768 screen, an 800x600 one and 1366x768 at 2x scale (683x384
+"""The window fits a laptop (issue 36). On a 1366x768 screen, an 800x600 one and 1366x768 at 2x scale (683x384
 in Qt's units), the main window opens inside the screen's free area, and in it, in Settings and in the reply
 inspector (and the Model library with a model's own settings) every control is inside the window, in the Tab order, and on top of no other widget.
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-RUNNER = Path(__file__).with_name("run_layout_check.py")
+RUNNER = Path(__file__).resolve().parents[1] / "run_layout_check.py"
 
 
 @pytest.mark.parametrize(

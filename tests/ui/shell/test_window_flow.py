@@ -15,7 +15,7 @@ from app.engine.events import ContextEvent, FinishedEvent, GenerationStats, Noti
 from app.engine.host.wire import ReplyEnded, ReplyFailed
 from app.store import load_settings
 from app.ui.models.library_model import NGRAM_KEY
-from window_helpers import choose_pair, send_and_wait
+from tests.ui.window_helpers import choose_pair, send_and_wait
 
 
 def _draft_path(folder: Path, tiny_models) -> Path:

@@ -8,8 +8,8 @@ from __future__ import annotations
 from PySide6.QtWidgets import QWidget
 
 from app.testing.synthetic import DRAFT_LAYERS, write_tiny_model
-from layout_checks import layout_problems
-from window_helpers import choose_pair, send_and_wait
+from tests.ui.layout_checks import layout_problems
+from tests.ui.window_helpers import choose_pair, send_and_wait
 
 
 def _without_template(writer) -> None:

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from app.engine.events import TokenEvent
 from app.store import ChatStore
 from app.ui.models.library_model import PATH_ROLE
-from window_helpers import choose_pair, send_and_wait
+from tests.ui.window_helpers import choose_pair, send_and_wait
 
 
 # Short replies with a fixed draft length: the test is about what the window shows, not the speed controller.

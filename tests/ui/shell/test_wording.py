@@ -7,7 +7,7 @@ from PySide6.QtWidgets import QDialog
 
 from app.ui.settings.chat_presets import NO_PRESET
 from app.ui.settings.dialog import ChatSettingsDialog
-from window_helpers import choose_pair, send_and_wait
+from tests.ui.window_helpers import choose_pair, send_and_wait
 
 
 def test_the_edit_banner_says_the_old_version_is_kept(make_window, qtbot, fake_engine, model_folder, tiny_models):

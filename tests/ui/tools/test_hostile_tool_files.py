@@ -1,5 +1,6 @@
-"""Issue 44, class 6 in the window: a FIFO or a device chosen as the mcp.json (Settings > Tools) is one sentence on
-the Tools page; the window starts and stays usable, never waiting on the FIFO nor reading the device without end."""
+"""A FIFO or a device chosen as the mcp.json (Settings > Tools) is one sentence on
+the Tools page; the window starts and stays usable, never waiting on the FIFO nor reading the device without
+end. (Issue 44, class 6, in the window.)"""
 
 from __future__ import annotations
 

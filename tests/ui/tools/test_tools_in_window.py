@@ -14,7 +14,7 @@ import pytest
 from app.mcp.records import find_tool
 from app.replies.tool_loop import REFUSED, STOPPED
 from tests.support.mcp_files import ROOT, write_mcp_file
-from window_helpers import choose_pair, click_link, send_and_wait
+from tests.ui.window_helpers import choose_pair, click_link, send_and_wait
 
 DEADLINE_MS = 60000
 

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QDialog
 from app.store import ChatSettings
 from app.store.presets import Preset, applied
 from app.ui.settings.dialog import ChatSettingsDialog
-from window_helpers import send_and_wait
+from tests.ui.window_helpers import send_and_wait
 
 DEADLINE_MS = 60000
 

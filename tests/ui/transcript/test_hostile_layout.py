@@ -1,4 +1,4 @@
-"""Issue 23, class 8: no reply freezes the window. The real window, with the scripted engine streaming huge or
+"""No reply freezes the window (issue 23, class 8). The real window, with the scripted engine streaming huge or
 pathological replies, and a stall probe (a 5 ms timer) watching the window's thread the whole time.
 
 The probe's bound here is generous (a loaded CI machine must not fail it): it catches a freeze, which took 4 to
@@ -14,7 +14,7 @@ from app.store.provenance import TokenRecord
 from app.ui.devtools.bench_modes import StallProbe
 from app.ui.models.library_model import NGRAM_KEY
 from app.ui.transcript import long_text
-from window_helpers import choose_pair, click_link
+from tests.ui.window_helpers import choose_pair, click_link
 
 FREEZE_MS = 1500
 

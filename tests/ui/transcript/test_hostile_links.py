@@ -1,4 +1,4 @@
-"""Issue 23, class 1: a reply cannot trigger the app's actions. The real window, with the scripted engine writing
+"""A reply cannot trigger the app's actions (issue 23, class 1). The real window, with the scripted engine writing
 replies that carry `specchat:` links of every action, and a user who clicks them."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QLabel, QMessageBox
 
 from app.store.provenance import TokenRecord
 from app.ui.models.library_model import NGRAM_KEY
-from window_helpers import choose_pair, click_link, send_and_wait
+from tests.ui.window_helpers import choose_pair, click_link, send_and_wait
 
 
 def _chat(window) -> list[tuple[str, str]]:

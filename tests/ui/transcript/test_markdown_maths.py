@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from app.store.provenance import TokenRecord, token_records
 from app.ui.transcript.chat_view import ChatView, TranscriptMessage
 from app.ui.widgets import style
-from test_transcript_markdown import _shown_with_origins
+from tests.ui.transcript.shown_text import shown_with_origins
 
 M = "ngram"  # markup, so that a shown character wrongly mapped to a delimiter is caught
 D, T = "draft", "target"
@@ -63,7 +63,7 @@ def test_maths_reads_as_unicode_and_prices_and_code_stay_as_written(qtbot):
     assert "Keep $x$." in plain and "echo $HOME $x$" in plain  # code never gets maths
     # Every shown character keeps its token's origin: the maths is highlighted as drafted, no delimiter shows.
     expected = [(ch, origin) for _, origin, shown in SEGMENTS if shown for ch in shown]
-    assert _shown_with_origins(view) == expected
+    assert shown_with_origins(view) == expected
     assert view.highlighted_text("ngram") == ""
     # Maths in an italic serif; display maths centred on a line of its own; the text around it as it was.
     pi = view.document().find("π r²")

@@ -11,7 +11,7 @@ from app.store.provenance import token_records
 from app.engine.events import GenerationStats
 
 from app.ui.models.library_model import NGRAM_KEY
-from window_helpers import choose_pair, send_and_wait
+from tests.ui.window_helpers import choose_pair, send_and_wait
 
 ORIGIN_OF_DRAFTER = {"model": "draft", "ngram": "ngram", "history": "history"}
 

@@ -1,4 +1,4 @@
-"""Issue 23, class 8: storing a long reply never holds up the window, and nothing is lost or reordered for it.
+"""Storing a long reply never holds up the window, and nothing is lost or reordered for it (issue 23, class 8).
 
 The store is slowed on purpose (each reply's save sleeps, as a 2 MB reply's save on a slow disk does), so the
 window's behaviour while a save is under way can be seen. tests/perf/hostile_layout.py measures the stalls.
@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt, QTimer
 
 from app.store import ChatStore
 from app.ui.models.library_model import NGRAM_KEY
-from window_helpers import choose_pair, send_and_wait
+from tests.ui.window_helpers import choose_pair, send_and_wait
 
 SLOW_SAVE_S = 0.6
 

@@ -14,7 +14,7 @@ from app.ui.transcript import long_text
 from app.ui.transcript.chat_view import ChatView, TranscriptMessage
 from app.ui.transcript.markdown.code_colors import code_colours
 from app.ui.widgets import style
-from window_helpers import choose_pair
+from tests.ui.window_helpers import choose_pair
 
 CODE_REPLY = (
     'Here is the function:\n\n```python\ndef add(a, b):\n    """Their sum."""\n    return a + b\n```\n\n'

@@ -9,7 +9,7 @@ from pathlib import Path
 from PySide6.QtWidgets import QApplication
 
 from app.ui.transcript.format import PROVENANCE_PROPERTY
-from window_helpers import choose_pair, click_link, send_and_wait
+from tests.ui.window_helpers import choose_pair, click_link, send_and_wait
 
 REASONING = "The user asks for a sum. I will write add and explain it briefly."
 ANSWER = "Here is add:\n\n```python\ndef add(a, b):\n    return a + b\n```\n\nIt returns the sum."

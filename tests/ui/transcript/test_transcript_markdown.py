@@ -10,8 +10,7 @@ from PySide6.QtWidgets import QMessageBox
 from app.store.provenance import TokenRecord, token_records
 from app.ui.widgets import style
 from app.ui.transcript.chat_view import ChatView, TranscriptMessage
-from app.ui.transcript.format import PROVENANCE_PROPERTY
-from app.ui.transcript.marks import fragments
+from tests.ui.transcript.shown_text import shown_with_origins
 
 M = "ngram"  # markup is written as n-gram tokens, so a shown character wrongly mapped to markup is caught
 D, T = "draft", "target"
@@ -93,22 +92,12 @@ SOURCE = "".join(text for text, _, _ in SEGMENTS)
 TOKENS = [(text, origin) for text, origin, _ in SEGMENTS]
 
 
-def _shown_with_origins(view: ChatView) -> list[tuple[str, str]]:
-    """Every shown character that carries a provenance, with it, in document order."""
-    out = []
-    for fragment in fragments(view.document()):
-        origin = fragment.charFormat().stringProperty(PROVENANCE_PROPERTY)
-        if origin:
-            out.extend((ch, origin) for ch in fragment.text().replace("\u2028", "\n"))
-    return out
-
-
 def test_adversarial_markdown_keeps_every_shown_characters_provenance(qtbot):
     view = ChatView()
     qtbot.addWidget(view)
     view.add_message(TranscriptMessage(1, "assistant", SOURCE, token_records(TOKENS)), is_last_reply=True)
     expected = [(ch, origin) for _, origin, shown in SEGMENTS if shown for ch in shown]
-    assert _shown_with_origins(view) == expected
+    assert shown_with_origins(view) == expected
     # The highlight follows: draft-model characters in one colour, and no markup (all n-gram here) shows.
     assert view.highlighted_text("draft") == "".join(s for _, o, s in SEGMENTS if s and o == D).replace("\n", "")
     assert view.highlighted_text("ngram") == ""

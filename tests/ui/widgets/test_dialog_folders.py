@@ -1,5 +1,5 @@
-"""Issue 36: file dialogs open in a folder meant for their kind of file (never the working directory, and Export
-not in the home folder's root), and then in the folder last used for that kind, across runs."""
+"""File dialogs open in a folder meant for their kind of file (never the working directory, and Export
+not in the home folder's root), and then in the folder last used for that kind, across runs. (Issue 36.)"""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def test_each_kind_starts_somewhere_sensible_then_where_it_was_last(tmp_path, mo
 
 
 def test_the_exporter_suggests_the_remembered_folder(make_window, qtbot, fake_engine, tmp_path):
-    from window_helpers import send_and_wait
+    from tests.ui.window_helpers import send_and_wait
 
     window = make_window(engine_factory=fake_engine)
     window.choose_target(window.library.usable_entries()[0].path)

@@ -1,5 +1,5 @@
-"""Issue 36's dark-theme gaps and keyboard focus: every control that takes focus shows a clear ring in both themes,
-check boxes keep their box on dark, and file dialogs under the dark theme are dark too."""
+"""Every control that takes focus shows a clear ring in both themes, check boxes keep their box on dark, and file
+dialogs under the dark theme are dark too. (Issue 36's dark-theme gaps and keyboard focus.)"""
 
 from __future__ import annotations
 
