@@ -83,6 +83,7 @@ def test_the_header_follows_the_draft_box_while_another_target_loads(
         "Copy" in window.model_bar.draft_combo.currentText() or "N-gram" in window.model_bar.draft_combo.currentText()
     )
     assert "tiny-draft" not in header.text() and "n-gram" in header.text()
+    fake_engine.load_delay_s = 0.0  # the load ends now: closing the window need not wait it out
 
 
 def test_a_chat_written_with_another_model_is_not_told_about_the_loaded_ones_template(
