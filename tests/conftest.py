@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 
@@ -68,6 +69,15 @@ def llama_server(tmp_path_factory):
     from tests.remote.llama_tools import serve_llama_server
 
     yield from serve_llama_server(tmp_path_factory)
+
+
+def pytest_collection_finish(session):
+    """What is alive once the tests are collected (modules, test items, fixture definitions) lives to the session's
+    end: frozen out of the garbage collector, so a full collection (each window test's teardown runs one,
+    tests/ui/conftest.py) walks only what the tests made since. With the suite collected, a full collection walked
+    about 437,000 objects: 0.6 s each time on the loaded 2-core machine (2026-12-06), a fifth of tests/ui's time."""
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(items):

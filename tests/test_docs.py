@@ -19,6 +19,8 @@ import pytest
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from tests.support.processes import cli_command
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
@@ -140,7 +142,7 @@ def _help_command(command: str) -> list[str] | None:
     words = _words(command)
     program = Path(words[0]).name
     if program == "specchat-cli":
-        return [sys.executable, "-m", "app", *words[1:2], "--help"]
+        return cli_command(*words[1:2], "--help")
     if program in ("python", "python3") and words[1] == "-m":
         return None if words[2] == "pytest" else [sys.executable, "-m", words[2], "--help"]
     if program in ("python", "python3") and words[1].endswith(".py"):

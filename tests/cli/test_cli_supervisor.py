@@ -49,10 +49,7 @@ def test_a_sigkill_gets_the_memory_sentence_and_status_137():
 def _generating(tiny_models) -> subprocess.Popen:
     """`specchat-cli generate` with a long reply on the tiny model, as a person runs it."""
     return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "app",
+        cli_command(
             "generate",
             "--target",
             str(tiny_models.target),
@@ -62,7 +59,7 @@ def _generating(tiny_models) -> subprocess.Popen:
             "1500",
             "--threads",
             "1",
-        ],
+        ),
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

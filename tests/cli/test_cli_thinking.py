@@ -7,37 +7,27 @@ from __future__ import annotations
 import io
 import json
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from app.cli.thinking_options import DIM, RESET, ThinkingPrinter
 from app.engine.events import FinishedEvent, GenerationStats, TokenEvent
+from tests.support.processes import run_cli
 
-ROOT = Path(__file__).resolve().parents[2]
 OPENED = "Question: what is it?\n<think>\n"
 
 
 def generate(tiny_models, *args) -> subprocess.CompletedProcess:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "app",
-            "generate",
-            "--target",
-            str(tiny_models.target),
-            "--prompt",
-            OPENED,
-            "--threads",
-            "1",
-            "--no-history",
-            *map(str, args),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    done = run_cli(
+        "generate",
+        "--target",
+        str(tiny_models.target),
+        "--prompt",
+        OPENED,
+        "--threads",
+        "1",
+        "--no-history",
+        *map(str, args),
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
@@ -83,22 +73,7 @@ def test_a_terminal_sees_the_thinking_dimmed():
 
 
 def test_bad_thinking_options_are_refused_with_a_reason(tiny_models):
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "app",
-            "generate",
-            "--target",
-            str(tiny_models.target),
-            "--prompt",
-            "x",
-            "--thinking-budget",
-            "-1",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done = run_cli(
+        "generate", "--target", str(tiny_models.target), "--prompt", "x", "--thinking-budget", "-1", timeout=120
     )
     assert done.returncode == 2 and "--thinking-budget" in done.stderr

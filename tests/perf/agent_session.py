@@ -29,6 +29,7 @@ from tempfile import TemporaryDirectory
 
 from tests.conftest import REAL_MODELS_DIR, REAL_TARGET
 from tests.remote.llama_tools import TOOLS_BIN, free_port, start, stop, wait_for_port
+from tests.support.processes import cli_command
 
 SYSTEM = (
     "Act as an expert software developer. Always use best practices when coding. When you edit a file, reply "
@@ -125,10 +126,7 @@ def run_loop(url: str, turns: int, tokens: int) -> list[tuple[float, int, int]]:
 def _serve(model: Path, threads: int, ctx: int, log: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "app",
+        cli_command(
             "serve",
             "--target",
             str(model),
@@ -139,7 +137,7 @@ def _serve(model: Path, threads: int, ctx: int, log: Path) -> tuple[subprocess.P
             str(threads),
             "--ctx",
             str(ctx),
-        ],
+        ),
         stdout=open(log, "wb"),
         stderr=subprocess.STDOUT,
     )

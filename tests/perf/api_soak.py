@@ -18,7 +18,6 @@ import queue
 import re
 import socket
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ except ImportError:  # pragma: no cover
     import httpx  # type: ignore[no-redef]
 
 from app.platform.process_memory import rss_mib
+from tests.support.processes import cli_command
 
 ROOT = Path(__file__).resolve().parents[2]
 HI = [{"role": "user", "content": "hi"}]
@@ -188,10 +188,7 @@ _IDLE: list[socket.socket] = []
 
 def soak(target: Path, requests: int = 1000, threads: int = 1) -> SoakResult:
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "app",
+        cli_command(
             "serve",
             "--target",
             str(target),
@@ -202,7 +199,7 @@ def soak(target: Path, requests: int = 1000, threads: int = 1) -> SoakResult:
             str(threads),
             "--max-tokens",
             "64",
-        ],
+        ),
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -32,6 +32,7 @@ from tempfile import TemporaryDirectory
 from app.bench.concurrent import QUESTIONS, full_batch_rate
 from tests.conftest import REAL_DRAFT, REAL_MODELS_DIR, REAL_TARGET
 from tests.remote.llama_tools import TOOLS_BIN, free_port, start, stop, wait_for_port
+from tests.support.processes import cli_command
 
 CONTEXT = 1024  # tokens a request
 WARM_UP = "Write a short Python class for a stack with push, pop and peek."
@@ -54,10 +55,7 @@ def _command(config: str, target: Path, draft: Path, n: int, threads: int, port:
             "serve-auto": ["--draft", draft],
             "serve-model-4": ["--draft", draft, "--draft-max", 4],
         }[config]
-        return [
-            sys.executable,
-            "-m",
-            "app",
+        return cli_command(
             "serve",
             "--target",
             target,
@@ -70,7 +68,7 @@ def _command(config: str, target: Path, draft: Path, n: int, threads: int, port:
             CONTEXT,
             "--parallel",
             n,
-        ]
+        )
     extra = {
         "llama-plain": ["--spec-type", "none"],
         "llama-ngram-mod": ["--spec-type", "ngram-mod"],

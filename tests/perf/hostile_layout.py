@@ -92,8 +92,8 @@ def main() -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     os.environ["SPECCHAT_HOME"] = tempfile.mkdtemp(prefix="specchat-hostile-layout-")
     os.environ.setdefault("SPECCHAT_THREADS", "1")
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ui"))  # the scripted engine
-    from fake_engine import FakeEngineControl
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout, for the scripted engine
+    from tests.ui.fake_engine import FakeEngineControl
     from PySide6.QtWidgets import QApplication
 
     from app.store import AppSettings, save_settings

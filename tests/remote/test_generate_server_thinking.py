@@ -5,10 +5,7 @@ by one example, opens its replies with <think>."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import urllib.request
-from pathlib import Path
 
 import pytest
 
@@ -16,36 +13,28 @@ from tests.conftest import REAL_MODELS_DIR, REAL_TARGET
 from tests.remote.llama_tools import free_port, start, stop, tool, wait_for_port
 from tests.serve.test_reasoning_openai_sdk import _serving
 from tests.engine.reasoning.test_reasoning_real import THINK_BY_EXAMPLE
+from tests.support.processes import run_cli
 
 pytestmark = [pytest.mark.real_models, pytest.mark.slow]
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _generate_from(url: str) -> dict:
     with urllib.request.urlopen(f"{url}/v1/models", timeout=30) as response:
         model = json.loads(response.read())["data"][0]["id"]
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "app",
-            "generate",
-            "--server",
-            url,
-            "--model",
-            model,
-            "--system",
-            THINK_BY_EXAMPLE,
-            "--chat",
-            "Is 221 a prime number?",
-            "--max-tokens",
-            "160",
-            "--no-history",
-            "--json",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    done = run_cli(
+        "generate",
+        "--server",
+        url,
+        "--model",
+        model,
+        "--system",
+        THINK_BY_EXAMPLE,
+        "--chat",
+        "Is 221 a prime number?",
+        "--max-tokens",
+        "160",
+        "--no-history",
+        "--json",
         timeout=600,
     )
     assert done.returncode == 0, done.stderr

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import pytest
 from app.engine.config import LoadSettings
 from app.engine.host.wire import LoadFailed, LoadModels
 from app.engine.targets import LocalModel
-from tests.support.processes import interrupt
+from tests.support.processes import cli_command, interrupt
 from tests.remote.fake_rpc_peer import MODES, FakeRpcPeer, client_version
 from tests.remote.test_remote_worker_and_cli import _serve
 
@@ -32,10 +31,7 @@ EXPECTED = {
 
 
 def _generate_command(target: Path, endpoint: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "app",
+    return cli_command(
         "generate",
         "--target",
         str(target),
@@ -45,7 +41,7 @@ def _generate_command(target: Path, endpoint: str) -> list[str]:
         "4",
         "--rpc",
         endpoint,
-    ]
+    )
 
 
 def _env() -> dict:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
@@ -14,6 +13,7 @@ from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.targets import LocalModel
 from tests.conftest import REAL_DRAFT, REAL_MODELS_DIR, REAL_TARGET
 from tests.remote.llama_tools import free_port, start, stop, tool, wait_for_port
+from tests.support.processes import cli_command
 
 pytestmark = [pytest.mark.real_models, pytest.mark.slow]
 CHAT = "Write a Python function that returns the sum of a list."
@@ -38,10 +38,7 @@ def workers(tmp_path):
 
 
 def _generate(*extra: str) -> dict:
-    cmd = [
-        sys.executable,
-        "-m",
-        "app",
+    cmd = cli_command(
         "generate",
         "--target",
         str(REAL_MODELS_DIR / REAL_TARGET),
@@ -57,7 +54,7 @@ def _generate(*extra: str) -> dict:
         "4",
         "--json",
         *extra,
-    ]
+    )
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=dict(os.environ, GGML_NO_BACKTRACE="1"))
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)

@@ -8,12 +8,12 @@ from __future__ import annotations
 import re
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.serve.api_fixtures import DEADLINE_S, client, running_api
+from tests.support.processes import cli_command
 
 SECRET = " ".join(f"ledger{i % 89}" for i in range(120))  # long enough to be kept (app.engine.local.kv_states)
 
@@ -47,10 +47,7 @@ def test_clients_of_one_key_are_one_client(tiny_models):
 def test_serve_takes_a_key_per_client(tiny_models):
     """`serve --api-key A --api-key B`: each key is let in, any other is refused."""
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "app",
+        cli_command(
             "serve",
             "--target",
             str(tiny_models.target),
@@ -62,7 +59,7 @@ def test_serve_takes_a_key_per_client(tiny_models):
             "alice-key",
             "--api-key",
             "bob-key",
-        ],
+        ),
         cwd=Path(__file__).resolve().parents[2],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -9,13 +9,12 @@ import json
 import re
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.serve.api_fixtures import DEADLINE_S, chat_body, client
-from tests.support.processes import cli_command
+from tests.support.processes import cli_command, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 LONG_STRING = {"type": "object", "properties": {"text": {"type": "string", "maxLength": 100000}}}
@@ -134,26 +133,18 @@ def test_a_schema_within_the_bounds_is_decoded(serve_process):
 
 def test_generate_refuses_the_same_schema_with_a_sentence(tiny_models, tmp_path):
     (tmp_path / "schema.json").write_text(json.dumps(LONG_STRING))
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "app",
-            "generate",
-            "--target",
-            str(tiny_models.target),
-            "--chat",
-            "JSON please",
-            "--max-tokens",
-            "8",
-            "--threads",
-            "1",
-            "--json-schema",
-            str(tmp_path / "schema.json"),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    done = run_cli(
+        "generate",
+        "--target",
+        str(tiny_models.target),
+        "--chat",
+        "JSON please",
+        "--max-tokens",
+        "8",
+        "--threads",
+        "1",
+        "--json-schema",
+        str(tmp_path / "schema.json"),
         timeout=300,
     )
     assert done.returncode == 2, (done.returncode, done.stderr)

@@ -5,10 +5,7 @@ one), and requests whose KV caches cannot fit the memory are refused at start.""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -22,6 +19,7 @@ from tests.serve.api_fixtures import (
     streamed_text,
     together,
 )
+from tests.support.processes import run_cli
 
 ASKS = ["the cat and the dog", "def fibonacci(n):"]
 
@@ -105,13 +103,8 @@ def test_requests_whose_caches_cannot_fit_the_memory_are_refused_at_start(tmp_pa
     """16 requests of a context of 2^30 tokens each would take terabytes of KV cache: serve says so with the
     numbers and ends, before llama.cpp tries to allocate it."""
     huge = write_tiny_model(tmp_path / "huge-context.gguf", n_layer=2, shape=TinyShape(context_length=1 << 30))
-    done = subprocess.run(
-        [sys.executable, "-m", "app", "serve", "--target", str(huge), "--parallel", "16", "--ctx", str(1 << 30)]
-        + ["--port", "0", "--threads", "1"],
-        cwd=Path(__file__).resolve().parents[2],
-        capture_output=True,
-        text=True,
-        timeout=DEADLINE_S,
+    done = run_cli(
+        "serve", "--target", huge, "--parallel", 16, "--ctx", 1 << 30, "--port", 0, "--threads", 1, timeout=DEADLINE_S
     )
     assert done.returncode == 1, done.stderr
     said = done.stderr.strip().splitlines()[-1]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import pty
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from app.common.text import printable
 from app.mcp.tool_host import _unique_name
 from tests.remote.fake_openai_server import FakeServer, Script, content_chunk
 from tests.tool_servers.hostile_server import HOSTILE
+from tests.support.processes import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_S = 120
@@ -57,29 +57,21 @@ def test_the_question_shows_the_real_name_and_no_escape_reaches_the_terminal(tmp
     try:
         os.write(master, b"y\n")  # the person allows the call once
         with FakeServer(Script(models=[("fake-model", "vllm")], chunks=_call_chunks(model_name))) as server:
-            done = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "app",
-                    "generate",
-                    "--server",
-                    server.url,
-                    "--model",
-                    "fake-model",
-                    "--chat",
-                    "read my note",
-                    "--mcp",
-                    str(mcp),
-                    "--max-steps",
-                    "2",
-                ],
+            done = run_cli(
+                "generate",
+                "--server",
+                server.url,
+                "--model",
+                "fake-model",
+                "--chat",
+                "read my note",
+                "--mcp",
+                str(mcp),
+                "--max-steps",
+                "2",
                 stdin=terminal,
-                capture_output=True,
-                text=True,
                 timeout=DEADLINE_S,
                 env=env,
-                cwd=ROOT,
             )
     finally:
         os.close(master)

@@ -18,7 +18,7 @@ from app.ui.shell.qt_check import pyside_problem
 _PYSIDE_PROBLEM = pyside_problem()
 if _PYSIDE_PROBLEM:  # every window test would end in an interpreter abort; say why once instead
     pytest.exit(_PYSIDE_PROBLEM, returncode=3)
-from fake_engine import FakeEngineControl  # noqa: E402
+from tests.ui.fake_engine import FakeEngineControl  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -38,8 +38,8 @@ def windows_are_deleted_by_qt(qapp):
 
     A window sits in reference cycles (its signals' lambdas), so a test's window left to the collector was
     destroyed in the middle of a later test's collection, its whole widget tree and their wrappers with it: a
-    segfault in tests/ui/test_themes.py ("Garbage-collecting" in apply_style), in one .ci/run in seven, after
-    tests/ui/test_store_check.py left two of them.
+    segfault in tests/ui/widgets/test_themes.py ("Garbage-collecting" in apply_style), in one .ci/run in seven, after
+    tests/ui/shell/test_store_check.py left two of them.
     """
     yield
     leftovers = [w for w in QApplication.topLevelWidgets() if type(w).__module__.startswith("app.")]
@@ -116,7 +116,7 @@ def make_window(qtbot, model_folder):
 def mcp_window(make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path):
     """A window over the scripted engine whose mcp.json lists the test tool server as "notes", its server ready and
     the tiny target loaded. Its chats offer no tools until one turns them on."""
-    from window_helpers import choose_pair
+    from tests.ui.window_helpers import choose_pair
 
     mcp = write_mcp_file(tmp_path / "mcp.json")
     window = make_window(engine_factory=fake_engine, mcp_file=str(mcp))

@@ -32,7 +32,6 @@ _config.write_text(
 )
 os.environ["QT_QPA_PLATFORM"] = f"offscreen:configfile={_config}"
 os.environ["QT_SCALE_FACTOR"] = f"{scale:g}"
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from PySide6.QtWidgets import QApplication  # noqa: E402
@@ -45,8 +44,8 @@ from app.ui.settings.dialog import AppSettingsDialog  # noqa: E402
 from app.ui.shell.main_window import MainWindow  # noqa: E402
 from app.ui.transcript.format import TranscriptMessage  # noqa: E402
 from app.ui.widgets import automation  # noqa: E402
-from fake_engine import FakeEngineControl  # noqa: E402
-from layout_checks import layout_problems  # noqa: E402
+from tests.ui.fake_engine import FakeEngineControl  # noqa: E402
+from tests.ui.layout_checks import layout_problems  # noqa: E402
 
 
 def main() -> None:

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 # The checkout this file is in, ahead of any installed copy of the app (an editable install may point elsewhere).
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -21,7 +20,7 @@ from app.store import AppSettings, save_settings  # noqa: E402
 from app.ui.widgets import automation  # noqa: E402
 from app.ui.models.library_model import NGRAM_KEY  # noqa: E402
 from app.ui.shell.main_window import MainWindow  # noqa: E402
-from fake_engine import FakeEngineControl  # noqa: E402
+from tests.ui.fake_engine import FakeEngineControl  # noqa: E402
 
 
 def main() -> int:

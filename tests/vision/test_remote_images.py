@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import subprocess
-import sys
 from contextlib import contextmanager
 
 import pytest
@@ -21,7 +20,7 @@ from app.engine.targets import ServerModel
 from tests.cli.test_cli_validation import ROOT
 from tests.serve.api_fixtures import DEADLINE_S, serving_process
 from tests.vision.test_image_replies import QUESTION, ask
-from tests.support.processes import cli_command
+from tests.support.processes import cli_command, run_cli
 
 CONFIG = GenerationConfig(max_tokens=24, temperature=0.0, speculative=False)
 
@@ -73,28 +72,20 @@ def test_the_servers_reply_to_a_picture_is_the_local_engines(vision_server, visi
 def test_generate_server_image_prints_the_servers_reply(vision_server, vision_models, pictures):
     engine = remote(vision_server.url, vision_models.target)
     expected = reply_text(engine, ask(pictures[1]))
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "app",
-            "generate",
-            "--server",
-            vision_server.url,
-            "--model",
-            vision_models.target.name.removesuffix(".gguf"),
-            "--chat",
-            QUESTION,
-            "--image",
-            str(pictures[1]),
-            "--max-tokens",
-            "24",
-            "--temperature",
-            "0",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    done = run_cli(
+        "generate",
+        "--server",
+        vision_server.url,
+        "--model",
+        vision_models.target.name.removesuffix(".gguf"),
+        "--chat",
+        QUESTION,
+        "--image",
+        str(pictures[1]),
+        "--max-tokens",
+        "24",
+        "--temperature",
+        "0",
         timeout=DEADLINE_S,
     )
     assert done.returncode == 0, done.stderr

@@ -4,16 +4,14 @@ gets llama-mtmd-cli's reply, and each bad picture (or a model that cannot see) g
 from __future__ import annotations
 
 import base64
-import subprocess
-import sys
 from contextlib import contextmanager
 
 import pytest
 
 from tests.serve.api_fixtures import DEADLINE_S, serving_process
-from tests.cli.test_cli_validation import ROOT
 from tests.vision.mtmd_reference import MARKER, mtmd_cli_reply, reply_matches
 from tests.vision.pictures import flat_png, hostile_pictures, picture_server
+from tests.support.processes import run_cli
 
 openai = pytest.importorskip("openai")
 QUESTION = "What is in this picture?"
@@ -121,24 +119,16 @@ def test_serve_mmproj_loads_the_projector_named_and_refuses_one_made_for_another
     from app.testing.synthetic_vision import write_tiny_mmproj
 
     narrow = write_tiny_mmproj(tmp_path / "mmproj-narrow-F16.gguf", text_embd=32)
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "app",
-            "serve",
-            "--target",
-            str(tiny_models.target),
-            "--mmproj",
-            str(narrow),
-            "--port",
-            "0",
-            "--threads",
-            "1",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    done = run_cli(
+        "serve",
+        "--target",
+        str(tiny_models.target),
+        "--mmproj",
+        str(narrow),
+        "--port",
+        "0",
+        "--threads",
+        "1",
         timeout=DEADLINE_S,
     )
     assert done.returncode != 0 and "Traceback" not in done.stderr

@@ -2,7 +2,7 @@
 and style sheet, and every widget, the transcript, the code colours and the inspector's charts read it there.
 
 A new colour is one line in each theme. Highlights are keyed by drafter ("draft", "ngram"), so a new drafter's
-colour is one entry per theme too. tests/ui/test_themes.py checks that text keeps its contrast (WCAG AA, 4.5:1) on
+colour is one entry per theme too. tests/ui/widgets/test_themes.py checks that text keeps its contrast (WCAG AA, 4.5:1) on
 every highlight over the transcript's and the code blocks' backgrounds in both themes.
 """
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,8 +15,7 @@ from app.engine.child_process import last_error_line
 from app.engine.gguf.probe import CACHE_FILE_NAME, probe_model, probe_models
 from app.library import inspect_entry
 from tests.support.malformed_models import MALFORMED, make_malformed_set
-
-ROOT = Path(__file__).resolve().parents[3]
+from tests.support.processes import run_cli
 
 
 @pytest.fixture(scope="session")
@@ -134,27 +132,19 @@ def test_draft_cap_fits_llama_cpp_output_rows():
 
 def test_generation_at_the_draft_cap_runs(tiny_models):
     # A child process, so an abort in llama.cpp shows as a negative return code rather than killing the tests.
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "app",
-            "generate",
-            "--target",
-            str(tiny_models.target),
-            "--draft",
-            str(tiny_models.draft_identical),
-            "--prompt",
-            "The cat",
-            "--draft-max",
-            str(MAX_DRAFT),
-            "--max-tokens",
-            str(MAX_DRAFT + 8),
-            "--json",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    done = run_cli(
+        "generate",
+        "--target",
+        str(tiny_models.target),
+        "--draft",
+        str(tiny_models.draft_identical),
+        "--prompt",
+        "The cat",
+        "--draft-max",
+        str(MAX_DRAFT),
+        "--max-tokens",
+        str(MAX_DRAFT + 8),
+        "--json",
         timeout=300,
     )
     assert done.returncode == 0, done.stderr

@@ -7,14 +7,13 @@ from __future__ import annotations
 import argparse
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import NoticeEvent, TokenEvent
 from app.engine.speculation.history_file import HistoryFile, api_history_size, clear_api_history, history_path
+from tests.support.processes import run_cli
 
-ROOT = Path(__file__).resolve().parents[3]
 ASK = [{"role": "user", "content": "write the config file again"}]
 
 
@@ -109,24 +108,16 @@ def test_a_damaged_history_is_set_aside_once_and_the_reply_goes_on(tiny_models):
 
 def test_a_damaged_history_never_breaks_generate(tiny_models):
     _damaged(history_path())
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "app",
-            "generate",
-            "--target",
-            str(tiny_models.target),
-            "--chat",
-            "hello",
-            "--max-tokens",
-            "8",
-            "--threads",
-            "1",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    done = run_cli(
+        "generate",
+        "--target",
+        str(tiny_models.target),
+        "--chat",
+        "hello",
+        "--max-tokens",
+        "8",
+        "--threads",
+        "1",
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
