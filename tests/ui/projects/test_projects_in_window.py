@@ -9,7 +9,7 @@ import json
 from PySide6.QtCore import QModelIndex, Qt
 
 from app.ui.chat.chat_tree import CHAT_ID_ROLE, PROJECT_ID_ROLE
-from window_helpers import choose_pair, send_and_wait
+from tests.ui.window_helpers import choose_pair, send_and_wait
 
 
 def _headers(window) -> list[str]:
