@@ -285,7 +285,11 @@ class ModelSession(QObject):
         self._loaded_identity = {path: file_identity(path) for path in files if path}
         self.sig_context_size.emit(loaded.n_ctx)
         self.bar.set_load_state("Ready", "The models are loaded." + (f" {note}" if note else ""), "ready")
-        # Remembered only once loaded: a file that crashes the engine must not be loaded again at every start.
+        # Remembered only once loaded: a file that crashes the engine must not be loaded again at every start. A
+        # load of the target chosen before this one, ending while this one's drafts are checked, leaves this one's
+        # remembering alone: its chat must still be told the draft chosen for it (sig_draft_selected).
+        if target != self.target:
+            return
         if self._remember_target and target:
             self.sig_target_loaded.emit(target)
         self._remember_target = False

@@ -130,3 +130,39 @@ def test_the_header_names_the_draft_the_bar_shows_after_switching_the_model_of_a
 
 def header_of(window, path: str) -> str:
     return window.chat_header.model_name(path)
+
+
+def test_a_load_of_the_last_model_ending_while_the_new_ones_drafts_are_checked_still_names_its_draft(
+    make_window, qtbot, fake_engine, model_folder, tiny_models, monkeypatch
+):
+    """The header kept the old draft now and then (CI, 2026-12-06): a reload of the chat's last model, started by
+    a rescan, ended while the newly chosen model's drafts were being checked, and took that choice's right to tell
+    the chat which draft was chosen for it. The checks are held here so the two end in that order every time."""
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft.name)
+    send_and_wait(qtbot, window, "Hello there")
+    held: list[tuple] = []
+    checks = window.session.library_thread
+    check = checks.request_draft_check
+    monkeypatch.setattr(checks, "request_draft_check", lambda *args: held.append(args))
+    other = write_tiny_model(model_folder / "tiny-other-vocab.gguf", vocab_variant="extra_200", name="tiny-other")
+    window.library_ctl.rescan()
+    qtbot.waitUntil(lambda: len(held) == 1, timeout=10000)  # the rescan checks the loaded model's drafts again
+    send_load = window.engine_process.request_load
+
+    def load_then_pick(*args, **kwargs):
+        send_load(*args, **kwargs)
+        if len(held) == 1:  # the last model is being loaded again when the user picks another
+            window.choose_target(str(other))
+
+    monkeypatch.setattr(window.engine_process, "request_load", load_then_pick)
+    with qtbot.waitSignal(window.engine_process.sig_models_loaded, timeout=20000):
+        check(*held[0])
+    qtbot.waitUntil(lambda: len(held) == 2, timeout=10000)
+    check(*held[1])
+    qtbot.waitUntil(window.models_ready, timeout=20000)
+    chosen = window.session.draft_key
+    named = "copies from earlier text (n-gram)" if chosen == NGRAM_KEY else f"drafts by {header_of(window, chosen)}"
+    assert window.chat_header.header.summary.text().startswith(
+        f"{header_of(window, str(other))} · speculative, {named}"
+    )
