@@ -25,7 +25,8 @@ from app.replies.status_words import kept_words
 from app.serve.engine.flights import ApiFlights, death_sentence, restarting
 from app.serve.jobs import ServedModels, api_request, loaded_models
 from app.serve.requests import ApiLimits, ApiOptions, api_history
-from app.ui.engine_link.engine_process import EngineProcess, WorkerDeath
+from app.ui.engine_link.engine_process import EngineProcess
+from app.ui.engine_link.worker_death import WorkerDeath
 
 if TYPE_CHECKING:  # the HTTP side is imported when the server starts, never at the window's start
     from app.serve.server import ApiServer

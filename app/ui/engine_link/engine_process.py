@@ -1,7 +1,7 @@
 """The window's handle on the engine process: starts it, turns its replies into signals, and supervises it.
 
 The models live in a child process (app.engine.host.worker), because llama.cpp can abort() its process. If the
-worker dies or hangs, this handle says so in one sentence (with llama.cpp's last error line), ends the request in
+worker dies or hangs, this handle says so in one sentence (worded by worker_death.py), ends the request in
 flight as failed, and starts a fresh worker; the window keeps its chats. Closing asks the worker to exit, waits
 briefly, then kills it, so closing never waits on llama.cpp.
 
@@ -16,14 +16,13 @@ import os
 import threading
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.platform import paths
-from app.engine.child_process import build_fault_sentence, how_it_ended, is_build_fault, log_error_line, log_size
+from app.engine.child_process import how_it_ended, is_build_fault, log_error_line, log_size
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import ContextEvent, FinishedEvent, NoticeEvent, RoundEvent, TokenEvent
 from app.engine.host.wire import (
@@ -56,7 +55,8 @@ from app.engine.image_files import ImageInput
 from app.engine.placement.devices import DeviceReport
 from app.engine.host.stops import StopBoard
 from app.engine.host.worker import run_worker
-from app.engine.targets import ServerModel, Target
+from app.engine.targets import Target
+from app.ui.engine_link import worker_death
 
 CLOSE_WAIT_S = 1.5
 # A stopped request whose "ended" has not come back by then means the worker is stuck (a template or a llama.cpp
@@ -66,33 +66,6 @@ STOP_GRACE_MS = 3000
 # two chunks, which take tens of seconds for a large model on a slow CPU (app.serve.engine.flights says the same).
 READING_GRACE_MS = 60000
 LOG_TAIL_BYTES = 16384
-
-
-@dataclass(frozen=True)
-class WorkerDeath:
-    """What the worker was doing when it died, and what it said last."""
-
-    message: str  # one sentence for a person
-    detail: str  # llama.cpp's last error line, or ""
-    loading_path: Optional[str]  # the model file being loaded, if the worker died loading one
-    load_request_id: Optional[int]
-    generate_request_id: Optional[int]
-    build_fault: bool = False  # SIGILL: this llama.cpp build cannot run here; no model file is to blame
-    ended: str = "it hung"  # how the process ended (app.engine.child_process.how_it_ended), for the API's clients
-
-
-def stuck_sentence(target: Optional[Target]) -> str:
-    """What a Stop that did not end the reply in time says: a silent server is not a stuck engine."""
-    if isinstance(target, ServerModel):
-        return (
-            "The server went silent and did not end the reply when asked to stop, so its connection was "
-            "dropped and the engine restarted; your chats are safe. The server, not SpecChat, had stopped "
-            "answering."
-        )
-    return (
-        "The engine did not stop within a few seconds (stuck in the chat template or in llama.cpp), "
-        "so it was restarted; your chats are safe."
-    )
 
 
 class EngineProcess(QObject):
@@ -267,7 +240,7 @@ class EngineProcess(QObject):
                 process.kill()
             process.join(2)
         detail = log_error_line(self._log_path, LOG_TAIL_BYTES, since=self._log_since)
-        death = WorkerDeath(
+        death = worker_death.WorkerDeath(
             message,
             detail,
             self._loading_path,
@@ -276,13 +249,7 @@ class EngineProcess(QObject):
             build_fault,
             ended,
         )
-        sentence = f"{message} llama.cpp said: {detail}" if detail and not build_fault else message
-        if "ggml-rpc" in detail and not build_fault:
-            # ggml aborts the process when an RPC worker goes away; say that first, in the user's terms.
-            sentence = (
-                f"An RPC worker stopped answering ({detail.rsplit('/', 1)[-1]}); the reply so far is kept "
-                "and a fresh engine was started. Check the workers in Settings."
-            )
+        sentence = worker_death.failed_reply_sentence(message, detail, build_fault)
         for timer in self._stuck_timers.values():
             timer.stop()
         self._stuck_timers.clear()
@@ -294,17 +261,12 @@ class EngineProcess(QObject):
         self._load_in_flight = self._loading_path = None
         self._ensure_started()
         self.sig_worker_died.emit(death)
-        for request_id, errand in list(self._errands.items()):
-            # Listing devices or reading a picture may be what killed the worker: not asked again.
-            if isinstance(errand, ListDevices):
-                self._on_message(
-                    self._incarnation,
-                    DevicesListed(request_id, DeviceReport(problem="the engine process ended while listing them")),
-                )
-            elif isinstance(errand, CountPicture):
-                self._on_message(self._incarnation, PictureCounted(request_id, errand.image.digest, None))
-            else:
+        for errand in list(self._errands.values()):
+            answer = worker_death.answer_instead(errand)
+            if answer is None:
                 self._send(errand)
+            else:
+                self._on_message(self._incarnation, answer)
 
     def _on_eof(self, incarnation: int) -> None:
         if incarnation != self._incarnation or self._closing:
@@ -314,16 +276,8 @@ class EngineProcess(QObject):
         if process is not None:
             process.join(1)
             code = process.exitcode
-        if is_build_fault(code):
-            self._restart_after_death(
-                f"{build_fault_sentence()} Your chats are safe.", build_fault=True, ended=how_it_ended(code)
-            )
-            return
-        self._restart_after_death(
-            f"The engine process ended unexpectedly ({how_it_ended(code)}); your chats are safe "
-            "and a fresh engine was started.",
-            ended=how_it_ended(code),
-        )
+        sentence = worker_death.exit_sentence(code)
+        self._restart_after_death(sentence, build_fault=is_build_fault(code), ended=how_it_ended(code))
 
     # ----- requests
 
@@ -370,7 +324,7 @@ class EngineProcess(QObject):
     def replace_stuck(self) -> None:
         """The engine did not end an API reply whose client went away: kill it and start a fresh one."""
         if self._process is not None and not self._closing:
-            self._restart_after_death(stuck_sentence(self._target))
+            self._restart_after_death(worker_death.stuck_sentence(self._target))
 
     def request_devices(self) -> None:
         """Ask the engine process for its devices (sig_devices_listed); `devices` keeps the last answer."""
@@ -414,7 +368,7 @@ class EngineProcess(QObject):
     def _on_stop_overdue(self, request_id: int) -> None:
         self._stuck_timers.pop(request_id, None)
         if request_id in self._generate_in_flight and not self._closing:
-            self._restart_after_death(stuck_sentence(self._target))
+            self._restart_after_death(worker_death.stuck_sentence(self._target))
 
     # ----- replies
 

@@ -17,7 +17,8 @@ from app.engine.host.wire import LoadFailed, ModelsLoaded, ReplyEnded
 from app.engine.targets import LocalModel, ServerModel, Target
 from app.common.file_identity import file_identity
 from app.store.unusable_models import mark_unusable
-from app.ui.engine_link.engine_process import EngineProcess, WorkerDeath
+from app.ui.engine_link.engine_process import EngineProcess
+from app.ui.engine_link.worker_death import WorkerDeath
 from app.ui.models.library_model import NGRAM_KEY, DraftListModel, LibraryModel
 from app.ui.models.library_worker import LibraryThread
 from app.ui.models.model_bar import ModelBar

@@ -9,7 +9,8 @@ from PySide6.QtCore import Qt
 from pathlib import Path
 
 from app.engine.targets import LocalModel, ServerModel
-from app.ui.engine_link.engine_process import STOP_GRACE_MS, stuck_sentence
+from app.ui.engine_link.engine_process import STOP_GRACE_MS
+from app.ui.engine_link.worker_death import stuck_sentence
 from tests.remote.fake_openai_server import FakeServer, Script, content_chunk
 
 
