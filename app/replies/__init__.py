@@ -1,6 +1,7 @@
 """What is made of a finished reply: its stats in words, Compare with plain, the inspector's numbers and export. No Qt.
 
 - comparison.py: Compare with plain: a finished reply run again without speculation, and what the two runs say side by side.
+- drafter_words.py: The one table of what a person reads for each drafter: its label, its name in a sentence, what it does.
 - export.py: A chat as a file: Markdown to read, or JSON with every message's tokens and rounds, for people who study draft
 - project_file.py: A project as one file (`.specchat-project.json`): its settings and its chats, exported and imported.
 - inspector_data.py: The numbers of the per-reply inspector, from a reply's recorded rounds (no Qt, no engine).

@@ -13,6 +13,7 @@ from typing import Mapping, Optional, Sequence
 
 from app.common.units import plural
 from app.engine.events import DRAFT_SOURCES, GenerationStats
+from app.replies.drafter_words import DRAFTER_WORDS, PLAIN_LABEL
 from app.replies.stats import thinking_split
 from app.store.provenance import RoundRecord
 
@@ -20,7 +21,8 @@ from app.store.provenance import RoundRecord
 DRAFTERS = DRAFT_SOURCES  # who may draft a round, in the order charts and legends list them
 MODEL, NGRAM, HISTORY = DRAFTERS
 PLAIN = "none"
-DRAFTER_NAMES = {MODEL: "draft model", NGRAM: "n-gram", HISTORY: "history", PLAIN: "plain"}
+# Their labels, from the one table of drafter words, with the rounds nobody drafted.
+DRAFTER_NAMES = {**{d: DRAFTER_WORDS[d].label for d in DRAFTERS}, PLAIN: PLAIN_LABEL}
 # A round that drafted is set against this many plain rounds, the closest to it (app.replies.inspector_data).
 NEARBY_PLAIN = 5
 # Plain rounds this many times slower than the fastest of the reply: the machine's load changed during it.

@@ -21,7 +21,7 @@ MIN_RATE_TOKENS = 4
 
 
 def format_stats(stats: GenerationStats, rounds: Sequence[RoundRecord] = ()) -> str:
-    """The stats row under a finished reply: "41.3 tok/s · 256 tokens · 68% accepted (120/176 drafted by n-gram) ·
+    """The stats row under a finished reply: "41.3 tok/s · 256 tokens · 68% accepted (120/176 drafted by n-gram lookup) ·
     0.21 s to first token"; `rounds`, the reply's, say who drafted and, without drafts, why none. A reply of fewer
     than MIN_RATE_TOKENS tokens has no rate."""
     rate = [f"{stats.tokens_per_second:.1f} tok/s"] if stats.tokens >= MIN_RATE_TOKENS else []

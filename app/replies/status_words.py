@@ -14,22 +14,14 @@ from dataclasses import dataclass
 from typing import Iterable, Optional
 
 from app.common.units import plural
-from app.engine.events import GenerationStats, RoundEvent, ThreadsEvent
+from app.engine.events import COPYING_SOURCES, GenerationStats, RoundEvent, ThreadsEvent
+from app.replies.drafter_words import DRAFTER_WORDS, drafter_name
 
 # Where drafting pays on a CPU: text that repeats, so tokens are copied rather than guessed.
 WHAT_PAYS = (
     "Drafting pays here on edits and repeated text: attach the file you are editing, or ask for changes "
     "to text already in the chat."
 )
-DRAFTERS = {
-    "model": "the draft model guesses",
-    "ngram": "copying from earlier text",
-    "history": "copying from your earlier replies",
-}
-# The drafters that copy text rather than guess it.
-COPYING = ("ngram", "history")
-# Who drafted a reply's tokens, as the stats row names them.
-DRAFTED_BY = {"model": "the draft model", "ngram": "n-gram", "history": "earlier replies"}
 # A fixed draft length (Chat settings, or Speculate anyway): its rounds, and the footer once it is chosen, say this.
 FIXED = "Drafting every round, at the draft length set for this chat, even where that is slower."
 # Round kinds in which the controller chose not to draft because it would not pay: the moment to offer drafting anyway.
@@ -59,7 +51,8 @@ def _sentence(event: RoundEvent, speculative: bool, drafting: frozenset[str] = f
     if not speculative:
         return "Speculation is off for this chat: the model writes every token itself.", ""
     if kind == "draft":
-        drafter = DRAFTERS.get(event.drafter, "drafting")
+        words = DRAFTER_WORDS.get(event.drafter or "")
+        drafter = words.doing if words else "drafting"
         expected = f", expecting about {event.expected:.1f} of them kept" if event.expected else ""
         return f"Speculating: {drafter} ahead, up to {plural(k, 'token')} a round{expected}.", ""
     if kind == "fixed":
@@ -74,10 +67,10 @@ def _sentence(event: RoundEvent, speculative: bool, drafting: frozenset[str] = f
             "Speculation paused: on this machine checking a draft costs about as much as writing its tokens, "
             "so guessing ahead would be slower here."
         ), WHAT_PAYS
-    if kind == "paused" and "model" in drafting and drafting.intersection(COPYING):
+    if kind == "paused" and "model" in drafting and drafting.intersection(COPYING_SOURCES):
         # The draft model is what stopped paying; copying drafts on in the rounds where it has text to copy, so
         # advice to give it text to copy would be advice already followed.
-        still = " and ".join(DRAFTERS[d] for d in COPYING if d in drafting)
+        still = " and ".join(DRAFTER_WORDS[d].doing for d in COPYING_SOURCES if d in drafting)
         return (
             f"Draft model paused: too few of its guesses were being kept to save time; {still} goes on. "
             "It tries the draft model again now and then."
@@ -114,7 +107,7 @@ def drafted_words(drafted: int, accepted: int, drafters: Iterable[str], kinds: I
     drafted by the draft model)"; without drafts, why none: "no drafts: speculation paused here" (it would not pay),
     "no drafts (plain decoding)"."""
     if drafted:
-        names = [DRAFTED_BY[d] for d in DRAFTED_BY if d in set(drafters)]
+        names = [words.name for d, words in DRAFTER_WORDS.items() if d in set(drafters)]
         by = f" by {' and '.join(names)}" if names else ""
         return f"{100 * accepted / drafted:.0f}% accepted ({accepted}/{drafted} drafted{by})"
     kinds = set(kinds)
@@ -132,7 +125,7 @@ def kept_words(stats: GenerationStats) -> str:
     (n-gram 398, the draft model 14)"; "no drafts" where nothing was drafted."""
     if not stats.drafted:
         return "no drafts"
-    by = ", ".join(f"{DRAFTED_BY.get(d, d)} {n}" for d, n in stats.accepted_by.items() if n)
+    by = ", ".join(f"{drafter_name(d)} {n}" for d, n in stats.accepted_by.items() if n)
     return f"{stats.accepted} of {stats.drafted} drafted tokens kept" + (f" ({by})" if by else "")
 
 

@@ -7,7 +7,7 @@ from typing import get_args
 
 from app.engine.events import COPYING_SOURCES, DRAFT_SOURCES, DraftSource, Drafter
 from app.replies.inspector_data import DRAFTER_NAMES, DRAFTERS
-from app.replies.status_words import DRAFTED_BY
+from app.replies.drafter_words import DRAFTER_WORDS
 from app.store.provenance import ORIGINS, token_origin
 
 
@@ -22,5 +22,5 @@ def test_every_drafter_s_tokens_keep_their_origin_and_are_named_wherever_shown()
         origin = token_origin("draft", source)
         assert origin in ORIGINS
         assert origin == ("draft" if source == "model" else source)
-        assert source in DRAFTERS and source in DRAFTER_NAMES and source in DRAFTED_BY
+        assert source in DRAFTERS and source in DRAFTER_NAMES and source in DRAFTER_WORDS
     assert token_origin("target", "history") == "target"

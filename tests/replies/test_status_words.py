@@ -74,7 +74,7 @@ def test_speculation_off_and_threads():
 def test_the_stats_row_names_who_drafted_and_why_nothing_was():
     assert (
         drafted_words(176, 120, ["model", "ngram", "model"], ["draft"])
-        == "68% accepted (120/176 drafted by the draft model and n-gram)"
+        == "68% accepted (120/176 drafted by the draft model and n-gram lookup)"
     )
     assert drafted_words(0, 0, ["none"], ["costly", "timing"]) == "no drafts: speculation paused here"
     assert drafted_words(0, 0, ["none"], ["unavailable"]) == "no drafts (plain decoding)"

@@ -107,7 +107,7 @@ def test_a_reply_ended_by_a_stop_string_is_logged_with_its_totals(served):
     assert logged[0].startswith("request 1: 30 tokens") and "ended by a stop string" not in logged[0]
     assert logged[1].startswith("request 2: ") and logged[1].rstrip().endswith(", ended by a stop string")
     # Who drafted what was kept, so that whoever runs the server sees what drafting gave each request.
-    assert re.search(r"\d+ of \d+ drafted tokens kept \((n-gram|the draft model) \d+", logged[1]), logged[1]
+    assert re.search(r"\d+ of \d+ drafted tokens kept \((n-gram lookup|the draft model) \d+", logged[1]), logged[1]
 
 
 @pytest.mark.slow

@@ -7,6 +7,7 @@ from html import escape
 from typing import Optional, Sequence
 
 from app.common.units import plural
+from app.replies.drafter_words import DRAFTER_WORDS
 from app.store.provenance import RoundRecord
 
 DRAFT_TOOLTIP = "Draft model: proposed by the draft model and accepted by the target"
@@ -14,7 +15,6 @@ NGRAM_TOOLTIP = "N-gram copy: found in the earlier text by n-gram lookup and acc
 HISTORY_TOOLTIP = "History: how earlier replies went on from here, accepted by the target"
 TARGET_TOOLTIP = "Target: written by the target model itself"
 ORIGIN_TOOLTIPS = {"draft": DRAFT_TOOLTIP, "ngram": NGRAM_TOOLTIP, "history": HISTORY_TOOLTIP, "target": TARGET_TOOLTIP}
-DRAFTER_WORDS = {"model": "the draft model", "ngram": "n-gram lookup", "history": "history of earlier replies"}
 
 
 def token_text(text: str) -> str:
@@ -40,13 +40,13 @@ def refused_tooltip(round_index: int, rounds: Optional[Sequence[RoundRecord]]) -
 
 
 def round_lines(round_index: int, record: RoundRecord) -> list[str]:
-    drafter = DRAFTER_WORDS.get(record.drafter)
-    if drafter is None or not record.proposed_text:
+    words = DRAFTER_WORDS.get(record.drafter)
+    if words is None or not record.proposed_text:
         return [f"Round {round_index + 1}: no draft (plain decoding)"]
     kept = record.kept_text
     refused = record.refused_text
     lines = [
-        f"Round {round_index + 1}: {escape(drafter)} proposed {plural(len(record.proposed_text), 'token')} "
+        f"Round {round_index + 1}: {escape(words.name)} proposed {plural(len(record.proposed_text), 'token')} "
         f"(up to {record.k}), the target kept {record.kept}",
         f'Proposed: <span style="white-space:pre">{token_text(kept)}'
         + (f"<s>{token_text(refused)}</s>" if refused else "")
