@@ -22,7 +22,7 @@ DRAFTERS = DRAFT_SOURCES  # who may draft a round, in the order charts and legen
 MODEL, NGRAM, HISTORY = DRAFTERS
 PLAIN = "none"
 # Their labels, from the one table of drafter words, with the rounds nobody drafted.
-DRAFTER_NAMES = {**{d: DRAFTER_WORDS[d].label for d in DRAFTERS}, PLAIN: PLAIN_LABEL}
+DRAFTER_NAMES: dict[str, str] = {**{d: DRAFTER_WORDS[d].label for d in DRAFTERS}, PLAIN: PLAIN_LABEL}
 # A round that drafted is set against this many plain rounds, the closest to it (app.replies.inspector_data).
 NEARBY_PLAIN = 5
 # Plain rounds this many times slower than the fastest of the reply: the machine's load changed during it.
