@@ -11,7 +11,6 @@ Only the engine process's main thread may call a LoadedModel.
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
@@ -21,6 +20,7 @@ import numpy as np
 from app.engine.config import FlashAttn, KvType, load_settings_problem
 from app.engine.errors import ModelFileError, ModelLoadError
 from app.engine.local.grammar import GrammarMask
+from app.engine.speculation.drafters import as_tool_argument
 from app.engine.local.llama_loading import context_params, install_log_capture, open_model, recent_errors
 
 PROMPT_CHUNK = 512  # the batch when none is given (tests, tools); the window's Auto is machine_defaults.default_batch
@@ -140,12 +140,12 @@ class LoadedModel:
         return raw.decode("utf-8", errors="replace") if raw else ""
 
     def json_escaped(self, tokens: Sequence[int]) -> list[int]:
-        """The token ids of the text of `tokens` as a JSON string holds it (newlines, quotes and backslashes
-        escaped), as a model writes it into a tool call's arguments; empty when escaping changes nothing."""
+        """The token ids of the text of `tokens` as a model copies it into a tool call's arguments (a JSON string,
+        line numbers left out: drafters.as_tool_argument); empty when that changes nothing."""
         # A prompt with pictures holds placeholder ids outside the vocabulary (a picture's embeddings): llama.cpp
         # aborts the process on such an id, and a picture has no text to copy anyway.
         text = b"".join(self.token_bytes(t) for t in tokens if 0 <= t < self.n_vocab).decode("utf-8", errors="replace")
-        escaped = json.dumps(text, ensure_ascii=False)[1:-1]
+        escaped = as_tool_argument(text)
         return self.tokenize(escaped, add_special=False, parse_special=False) if escaped != text else []
 
     def fim_tokens(self) -> tuple[int, int, int] | None:

@@ -8,12 +8,26 @@ history drafter is app.engine.speculation.history.
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 import numpy as np
 
 from app.engine.events import DraftSource, Drafter
+
+
+# A file an agent read comes back with its lines numbered ("12\t" or "    12→" before each line, as Claude Code's
+# Read and `cat -n` give it), while the model copies the lines without their numbers into an edit's arguments; so
+# the copy the lookup searches leaves the numbers out, or every copied line would break the match at its start.
+_LINE_NUMBER = re.compile(r"(?m)^ {0,8}\d{1,7}(?:\t|→)")
+
+
+def as_tool_argument(text: str) -> str:
+    """`text` as a tool call copies it into a JSON string argument: its line numbers left out (_LINE_NUMBER), its
+    newlines, quotes and backslashes escaped."""
+    return json.dumps(_LINE_NUMBER.sub("", text), ensure_ascii=False)[1:-1]
 
 
 @dataclass

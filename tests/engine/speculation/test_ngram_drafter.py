@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from app.engine.speculation.drafters import NgramDrafter
+import json
+from pathlib import Path
+
+from app.engine.speculation.drafters import NgramDrafter, as_tool_argument
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "agents"
 
 # A "file" of 20 distinct tokens, as a prompt the reply will copy.
 SOURCE = list(range(100, 120))
@@ -170,3 +175,30 @@ def test_outside_json_the_prompt_itself_is_still_copied():
     drafter = NgramDrafter(escape=escaped_copy)
     drafter.start_reply(len(prompt))
     assert drafter.propose(prompt + reply, 3).tokens == LINES[15:18]
+
+
+def _recorded_read_and_edit() -> tuple[str, dict]:
+    """Claude Code's Read result (lines numbered "N\\t") and the Edit call that followed it, as recorded."""
+    body = json.loads((FIXTURES / "claude_code_session" / "04.json").read_text())
+    body = body.get("body", body)
+    blocks = [b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"]]
+    read = next(b["content"] for b in blocks if b.get("type") == "tool_result")
+    edit = next(b["input"] for b in blocks if b.get("type") == "tool_use" and "old_string" in b["input"])
+    return read, edit
+
+
+def test_an_edit_s_argument_is_found_whole_in_the_copy_of_a_numbered_read():
+    # The model copies a file it read into an Edit's old_string without the Read's line numbers: the copy the lookup
+    # searches must hold that argument as the call writes it, or the match would break at every line's start.
+    read, edit = _recorded_read_and_edit()
+    assert read.startswith("1\t")
+    argument = json.dumps(edit["old_string"], ensure_ascii=False)[1:-1]
+    assert argument in as_tool_argument(read)
+    lines = "\n".join(line.split("\t", 1)[1] for line in read.splitlines()[:2])
+    assert json.dumps(lines)[1:-1] in as_tool_argument(read)  # two lines together, across the number between them
+
+
+def test_numbered_lines_with_an_arrow_lose_their_numbers_too():
+    read = "     1→def add(a, b):\n     2→    return a + b\n"
+    assert as_tool_argument(read) == "def add(a, b):\\n    return a + b\\n"
+    assert as_tool_argument('say "1\tx"') == 'say \\"1\\tx\\"'  # a number not at a line's start is text
