@@ -21,7 +21,10 @@ INSTRUCTION = (
     "or [2], right after what it supports. If the passages do not hold the answer, say so."
 )
 
-REMINDER = "Answer the question using the passages above, and name the numbers of the passages you used, such as [1]."
+REMINDER = (
+    "Answer the question itself from the passages above, in sentences and with code where it helps. Then end with "
+    'the numbers of the passages you used, as "Sources: [1], [3]".'
+)
 
 # What a keyword search alone misses, said once where no embedding model is loaded.
 NO_EMBEDDER_SENTENCE = (
