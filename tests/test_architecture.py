@@ -45,7 +45,6 @@ def test_every_package_is_a_small_room_with_a_map():
 # Nothing may join it; a file that shrinks below the limit must leave it (the test says so).
 OVER_THE_LIMIT = {
     "app/ui/chat/conversation.py",
-    "app/ui/shell/main_window.py",
 }
 MAX_FILE_LINES = 450
 
