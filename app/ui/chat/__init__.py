@@ -10,6 +10,7 @@
 - composer.py: The composer: where the user writes. Enter sends, Shift+Enter starts a new line; the button turns into Stop.
 - conversation.py: The conversation controller: sends requests to the engine process, streams replies into the transcript and
 - chat_exporter.py: The window's "Export chat…": a chat written as Markdown or as JSON with every token and round (app.replies.export), to a
+- reply_display.py: What the transcript shows of the open chat's replies: start, flushed tokens, end, and the notices about them.
 - reply_request.py: One reply being generated, as the conversation gathers it: what was asked (a ReplyRequestSpec), and the tokens
 - reply_saver.py: Saves replies on a thread of its own, so that storing a long reply never holds up the window.
 - settings_binding.py: Chat-settings plumbing: the open chat's settings (or a new chat's, until its first message stores it), their

@@ -5,7 +5,8 @@ Every request gets a fresh id; Stop, Regenerate and switching chats retire the c
 for it are dropped. Tokens are buffered and written to the transcript every ~60 ms. A streaming reply is saved
 while it streams (at least every second or every 64 tokens), marked "interrupted" until it ends, so a killed app
 loses at most a second of it. Saves run on the reply saver's thread (reply_saver.py); stop() waits for them, so
-whatever follows it reads the chat as stored. GUI thread only.
+whatever follows it reads the chat as stored. What the transcript shows of a reply, and the notices about it, are
+reply_display.py's. GUI thread only.
 """
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ from app.store import ChatSettings, ChatStore, Message
 from app.store.attachments import Attachment, Picture
 from app.ui.transcript.chat_pages import ChatPages
 from app.ui.transcript.chat_view import ChatView
-from app.ui.transcript.format import STREAM_KEY, TranscriptMessage, model_label, transcript_message
+from app.ui.transcript.format import transcript_message
 from app.ui.engine_link.engine_process import EngineProcess
 from app.ui.chat.chat_prompt import answers_pictures, chat_session, prompt_messages
+from app.ui.chat.reply_display import ReplyDisplay
 from app.ui.chat.reply_request import ReplyRequest, ReplyRequestSpec
 from app.ui.chat.reply_saver import ReplySaver, save_failure_text
 
@@ -73,17 +75,13 @@ class Conversation(QObject):
         self.view = view
         self.saver = ReplySaver(store.path, self)
         self.pages = ChatPages(store, view)
-        # Replies the store refused, by the key they are shown under (below STREAM_KEY), for their Copy link.
-        self.unsaved_replies: dict[int, str] = {}
-        self._unsaved_key = STREAM_KEY
+        self.display = ReplyDisplay(view, self.pages)  # what the transcript shows of the replies
         self._chat_id: Optional[int] = None
         self._request: Optional[ReplyRequest] = None
         self.last_stats: Optional[GenerationStats] = None  # the last reply's, as the engine sent them (Settings)
         self._next_id = 0
         self._n_ctx = 0
         self._context_used = 0
-        self._dropped_before = 0  # messages left out of the previous request's prompt, in this chat
-        self._notice_shown = ""
         self._last_status = ""
         self._speculative = True  # the request's: a chat with speculation off says so, whatever its rounds' kinds
         # The tools a chat offers the model (app.ui.tools.tool_turns), and what the last reply was asked with, so the
@@ -130,16 +128,9 @@ class Conversation(QObject):
         """Show a chat (None: an empty new chat). A reply streaming elsewhere is stopped and kept."""
         self.stop()
         self._chat_id = chat_id
-        self.unsaved_replies.clear()
-        self._dropped_before = 0
-        self._notice_shown = ""
         self.reload()
         last = self.store.messages(chat_id, limit=1) if chat_id is not None else []
-        if last and last[0].role == "user":
-            # A reply that failed, or a window or engine killed mid-reply: the question keeps its way forward.
-            self.view.add_notice(
-                "This message has no reply: the last attempt failed or was interrupted.", kind="error", retry=True
-            )
+        self.display.chat_opened(unanswered=bool(last) and last[0].role == "user")
 
     def reload(self, without: Optional[int] = None) -> None:
         """Show the open chat from its end (ChatPages); `without`: one message left out."""
@@ -290,46 +281,23 @@ class Conversation(QObject):
         return request if request is not None and request.request_id == request_id else None
 
     def _on_context(self, context: ContextEvent) -> None:
-        request_id, dropped, prompt_tokens, n_ctx = (
-            context.request_id,
-            context.dropped,
-            context.prompt_tokens,
-            context.n_ctx,
-        )
-        request = self._current(request_id)
+        request = self._current(context.request_id)
         if request is None:
             return
-        self._n_ctx = n_ctx
-        request.prompt_tokens = max(0, prompt_tokens)
-        if dropped:
+        self._n_ctx = context.n_ctx
+        request.prompt_tokens = max(0, context.prompt_tokens)
+        if context.dropped:
             self.sig_status.emit(
-                sentence(f"The oldest {dropped} messages are left out of the prompt to fit the context.")
+                sentence(f"The oldest {context.dropped} messages are left out of the prompt to fit the context.")
             )
-        # Say it in the transcript when more is left out than for the previous reply; once a long chat
-        # overflows, every reply would otherwise repeat the same notice.
-        if dropped > self._dropped_before:
-            noun = "message" if dropped == 1 else "messages"
-            self.view.add_notice(
-                f"The conversation is longer than the context ({n_ctx:,} tokens): the oldest {dropped} {noun} "
-                "were left out of the prompt for this reply. They are still here and saved."
-            )
-        self._dropped_before = dropped
-        if prompt_tokens >= 0:
-            self._show_usage(prompt_tokens)
-        self.view.begin_stream(model_label(request.target_name, request.draft_name))
-        if request.reasoning:  # a continued reply's thinking so far
-            self.view.append_reasoning(request.reasoning, request.rounds)
-            if request.continued:
-                self.view.answer_started(0.0, len(request.reasoning))
-                request.answer_shown = True
-        self.view.append_tokens(request.continued, request.rounds)
-        request.streaming = True
+        self.display.left_out(context.dropped, context.n_ctx)
+        if context.prompt_tokens >= 0:
+            self._show_usage(context.prompt_tokens)
+        self.display.begin(request)
 
     def _on_notice(self, notice: NoticeEvent) -> None:
-        # Said once per chat: a template that cannot be used fails the same way on every reply.
-        if self._current(notice.request_id) is not None and notice.text != self._notice_shown:
-            self._notice_shown = notice.text
-            self.view.add_notice(notice.text)
+        if self._current(notice.request_id) is not None:
+            self.display.notice(notice.text)
 
     def _on_stream(self, events: list[TokenEvent | RoundEvent]) -> None:
         """A run of the engine's token and round records, in the order it wrote them (each round before its
@@ -351,7 +319,8 @@ class Conversation(QObject):
                         self._last_status = words.line
                         self.sig_status.emit(words)
         if first and request.has_tokens() and request.streaming:
-            self._show_pending(request)  # the reply's first words show at once; the rest keeps the timer's pace
+            # The reply's first words show at once; the rest keeps the timer's pace.
+            self.display.show_pending(request)
 
     def _on_engine_event(self, event: object) -> None:
         """Engine records without a signal of their own: a change of CPU threads goes to the status line."""
@@ -362,7 +331,7 @@ class Conversation(QObject):
         request = self._request
         if request is None or not (request.pending or request.pending_reasoning) or not request.streaming:
             return
-        self._show_pending(request)
+        self.display.show_pending(request)
         self.saver.save_if_due(request, self._save_failed)
         # The readout and the context gauge change slowly; repainting them on every flush costs decode speed.
         now = time.monotonic()
@@ -371,17 +340,6 @@ class Conversation(QObject):
             self.sig_live_stats.emit(request.live_readout())
             if self._n_ctx:
                 self._show_usage(request.prompt_tokens + len(request.tokens))
-
-    def _show_pending(self, request: ReplyRequest) -> None:
-        thinking = request.take_pending_reasoning()
-        if thinking:
-            self.view.append_reasoning(thinking, request.rounds)
-        tokens = request.take_pending()
-        if tokens:
-            if request.reasoning and not request.answer_shown:
-                self.view.answer_started(request.thinking_seconds(), len(request.reasoning))
-            request.answer_shown = True
-            self.view.append_tokens(tokens, request.rounds)
 
     def _save_failed(self, exc: BaseException) -> None:
         self.sig_error.emit(save_failure_text(exc))
@@ -425,7 +383,7 @@ class Conversation(QObject):
         self._flush_timer.stop()
         try:
             if request.streaming:
-                self._show_pending(request)
+                self.display.show_pending(request)
             request.pending = []
             if request.continued:
                 stats = request.with_earlier_part(stats)
@@ -469,33 +427,7 @@ class Conversation(QObject):
     ) -> None:
         """The reply's save answered (`stored`: None when it failed or there was nothing to save)."""
         if request.chat_id == self.chat_id:
-            if stored is not None:
-                self.view.finish_stream(self.pages.shown([stored])[0])
-            elif reply or request.reasoning:
-                # Not saved: shown under a key of its own, so its Copy link still finds the text.
-                self._unsaved_key -= 1
-                self.unsaved_replies[self._unsaved_key] = reply
-                self.view.finish_stream(
-                    TranscriptMessage(
-                        self._unsaved_key,
-                        "assistant",
-                        reply,
-                        request.reply_tokens(),
-                        stats,
-                        model_label(request.target_name, request.draft_name),
-                        rounds=request.rounds,
-                        reasoning=request.reasoning_text(),
-                        reasoning_tokens=request.reasoning,
-                    )
-                )
-            elif request.streaming:
-                self.view.finish_stream(
-                    TranscriptMessage(
-                        -1, "assistant", "", [], stats, model_label(request.target_name, request.draft_name)
-                    )
-                )
-            if error:
-                self.view.add_notice(error, kind="error", retry=retryable)
+            self.display.finish(request, stats, reply, stored, error, retryable)
             if stats.prompt_tokens or request.prompt_tokens:
                 self._show_usage((stats.prompt_tokens or request.prompt_tokens) + stats.tokens)
         elif error:

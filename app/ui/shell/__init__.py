@@ -8,6 +8,7 @@
 - message_commands.py: Regenerate, Continue, Edit and Copy of a message (MessageCommands, owned by the window).
 - main_window.py: The main window: sidebar of chats, model bar, transcript and composer, wired together.
 - qt_check.py: A check for a PySide6 build that would crash the app: shiboken6 6.12.0 on Python < 3.12 returns None and True
+- sending.py: What happens when the person presses Send: the checks that can refuse it, the request it asks with.
 - shortcuts_sheet.py: The keyboard shortcuts sheet, read from the window's own actions so it never falls behind them.
 - single_instance.py: One SpecChat window per chat database: a second launch hands over to the running one and exits.
 - store_check.py: Reading the chat database for damage after the window shows, so a large history never delays the start.

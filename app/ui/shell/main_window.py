@@ -3,7 +3,8 @@
 GUI thread only. The window owns the chat store (SQLite, GUI thread) and the engine process (both models, see
 engine_process.py). Its parts each hold one concern: ModelSession (which target and draft, loads, readiness),
 LibraryController (scans, folders, the library and download windows), ChatSettingsBinding (the open chat's
-settings) and Conversation (one chat's turns and the replies streaming into it).
+settings) and Conversation (one chat's turns and the replies streaming into it); what Send checks and asks with
+is sending.py's.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from app.ui.inspector import controller as inspector_controller
 from app.ui.models import model_actions, server_models
 from app.ui.chat import chat_format_choice, chat_header, speculate_anyway
 from app.ui.settings import chat_presets
-from app.ui.shell import keyboard, versions
+from app.ui.shell import keyboard, sending, versions
 from app.ui.chat.chat_list import ChatListModel, ChatSidebar
 from app.ui.chat.chat_list_controller import ChatListController
 from app.ui.models.model_thinking import ModelThinking
@@ -35,7 +36,6 @@ from app.ui.transcript.chat_view import ChatView
 from app.ui.chat.composer import Composer
 from app.ui.chat.chat_prompt import chat_session
 from app.ui.chat.conversation import Conversation
-from app.ui.chat.reply_request import ReplyRequestSpec
 from app.ui.shell import app_settings, appearance
 from app.ui.shell.empty_state import EmptyLibraryPage
 from app.ui.shell.message_commands import MessageCommands
@@ -146,7 +146,13 @@ class MainWindow(QMainWindow):
         self.legend_row = LegendRow(self.settings.show_highlighting, self.settings.show_refused)
         self.composer = Composer()
         self.footer = StatusFooter()
-        self.messages = MessageCommands(self.conversation, self.composer, self.store, self._reply_spec, self.show_error)
+        self.messages = MessageCommands(
+            self.conversation,
+            self.composer,
+            self.store,
+            lambda pictures: sending.reply_spec(self, pictures),
+            self.show_error,
+        )
 
         self.empty_page = EmptyLibraryPage()
         self.pages = QStackedWidget()
@@ -407,51 +413,15 @@ class MainWindow(QMainWindow):
         self.send_message(text)
 
     def send_message(self, text: str) -> bool:
-        """Store the user's message and ask for a reply; on any problem the composer keeps the text."""
-        attachments, pictures = self.composer.attachments(), self.composer.pictures()
-        if self.conversation.is_busy() or not (text.strip() or attachments or pictures):
-            return False
-        spec = self._reply_spec(bool(pictures))
-        if spec is None:
-            return False
-        session = self.session
-        new_chat = self.chat_settings.for_new_chat(
-            session.target_key(), session.draft_key, self.model_bar.speculative()
-        )
-        try:
-            self.conversation.send(
-                text, spec, new_chat, self.messages.editing, attachments=attachments, pictures=pictures
-            )
-        except StoreError as exc:
-            self.show_error(f"The message could not be saved, so it was not sent: {exc}")
-            return False
-        self.messages.edit_sent()
-        self.composer.clear_after_send()
-        self._update_page()
-        return True
-
-    def _reply_spec(self, pictures: bool = False) -> Optional[ReplyRequestSpec]:
-        """What a new request is asked with, or None after saying why none can be sent now (`pictures`: the reply
-        answers a message with pictures, which a model that cannot see does not; earlier ones are named to it)."""
-        problem = self.session.send_blocker(self.library_ctl.scanned_once())
-        blind = self.session.picture_blocker() if not problem else ""
-        problem = problem or (blind if pictures else "")
-        if problem:
-            self.show_error(problem)
-            return None
-        self.error_banner.hide()
-        return ReplyRequestSpec(
-            self.generation_config(),
-            self.projects.system_prompt(self.chat_settings.current().system_prompt),
-            *self.session.names(),
-            sees_pictures=not blind,
-        )
+        """Store the user's message and ask for a reply (sending.py); on any problem the composer keeps the text."""
+        sent = sending.send_message(self, text)
+        if sent:
+            self._update_page()
+        return sent
 
     def generation_config(self) -> GenerationConfig:
-        """What the next request is sent with: the chat's settings, the Speculative switch and the drafter."""
-        config = self.chat_settings.generation_config(self.model_bar.speculative(), self.session.drafter())
-        config = model_defaults.with_reply_defaults(config, self.session.defaults_for(self.session.target_key()))
-        return self.chat_format.apply(dataclasses.replace(config, history=self.settings.history_drafting))
+        """What the next request is sent with (sending.py)."""
+        return sending.generation_config(self)
 
     # ----- lifetime
 

@@ -85,6 +85,6 @@ class MessageCommands:
 
     def copy_message(self, message_id: int) -> None:
         message = self._store.get_message(message_id) if message_id >= 0 else None
-        text = message.content if message is not None else self._conversation.unsaved_replies.get(message_id)
+        text = message.content if message is not None else self._conversation.display.unsaved_replies.get(message_id)
         if text is not None:
             QApplication.clipboard().setText(text)

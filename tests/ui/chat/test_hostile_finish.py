@@ -65,7 +65,7 @@ def test_a_failed_save_keeps_the_reply_shown_copyable_and_the_window_idle(
     assert "A reply the disk will not take." in window.chat_view.toPlainText()
     banner = window.error_banner.text()
     assert "could not be saved" in banner and "the disk is full" in banner
-    key = next(iter(window.conversation.unsaved_replies))
+    key = next(iter(window.conversation.display.unsaved_replies))
     click_link(qtbot, window.chat_view, "Copy", window.chat_view.action_href("copy", key))
     assert qapp.clipboard().text() == "A reply the disk will not take."
 
