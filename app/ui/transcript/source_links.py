@@ -14,6 +14,7 @@ from typing import Optional, Sequence
 from PySide6.QtCore import QRegularExpression
 from PySide6.QtGui import QColor, QFont, QTextBlockFormat, QTextCharFormat, QTextCursor
 
+from app.common.units import plural
 from app.store.projects.sources import Source
 from app.ui.transcript.reply.writer import ReplyWriter
 from app.ui.widgets import style
@@ -43,6 +44,20 @@ def source_label(source: Source) -> str:
     if source.page is not None:
         where += f", page {source.page}"
     return where if source.whole else f"[{source.number}] {where}"
+
+
+def sources_sentence(sources: Sequence[Source]) -> str:
+    """What the inspector says a reply was answered from: "Answered from 2 passages of 1 document: [1] a.md ...";
+    "" for none."""
+    if not sources:
+        return ""
+    documents = len({source.path for source in sources})
+    if all(source.whole for source in sources):
+        head = f"Answered from {plural(documents, 'document')}, given whole"
+    else:
+        head = f"Answered from {plural(len(sources), 'passage')} of {plural(documents, 'document')}"
+    parts = [f"{source_label(source)} (characters {source.start:,}-{source.end:,})" for source in sources]
+    return f"{head}: {'; '.join(parts)}."
 
 
 def link_citations(

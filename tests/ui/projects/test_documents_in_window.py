@@ -80,6 +80,12 @@ def test_a_question_is_answered_from_the_project_documents_with_sources(
     assert "# Tulips in summer" in dialog.text.toPlainText()  # the whole document, not the passage alone
     dialog.close()
 
+    # The inspector, opened from the stats row, names the documents and passages used.
+    window.inspector.open_message(reply_id)
+    summary = window.inspector.dialog.summary.text()
+    assert "Answered from" in summary and "[1] summer.md › Blue poppies (characters" in summary
+    window.inspector.dialog.close()
+
     # Reopened, the reply still cites its sources.
     chat_id = window.conversation.chat_id
     window.new_chat()
