@@ -32,6 +32,11 @@ from app.store.projects import Project
 from app.store.projects.sources import Source
 from app.ui.projects.source_dialog import SourceDialog
 
+# Whether a project's documents fit whole is asked on Send, on the GUI thread: a folder of more files than these, or
+# with more entries to walk, is taken as too large without reading further (retrieval answers it).
+WHOLE_MAX_FILES = 200
+WHOLE_MAX_ENTRIES = 2_000
+
 
 class DocumentsBar(QWidget):
     """The line above the composer while a project's documents are indexed: what is being read, a bar, Cancel;
@@ -223,8 +228,10 @@ class DocumentsController(QObject):
             return ()
         n_ctx = self.n_ctx or self._window.settings.context_size
         budget = docs_budget(n_ctx, max_tokens)
-        found = find_documents(list(project.documents))
-        docs: Optional[DocsInput] = whole_documents(found.files, budget) if found.files else None
+        # Looked at on the GUI thread, so within bounds: more files than this never fit whole in any context.
+        found = find_documents(list(project.documents), max_documents=WHOLE_MAX_FILES, max_entries=WHOLE_MAX_ENTRIES)
+        fits = bool(found.files) and found.complete
+        docs: Optional[DocsInput] = whole_documents(found.files, budget) if fits else None
         if docs is None:
             if project.id not in self._fresh:
                 self.index(project.id)  # a new chat's project, not indexed since the window opened

@@ -108,3 +108,20 @@ def test_indexing_is_cancelled_from_its_line_and_what_was_indexed_is_kept(make_w
     qtbot.waitUntil(lambda: not documents.busy(), timeout=20000)
     assert documents.bar.label.text() == "Indexing the documents of Notes was cancelled; what was indexed is kept."
     assert not documents.bar.cancel.isVisible()
+
+
+def test_documents_that_fit_go_whole_with_the_question(
+    make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path
+):
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
+    note = tmp_path / "poppies.md"
+    note.write_text("# Blue poppies\n\nBlue poppies bloom in late June.\n")
+    project = window.store.projects.create_project("Poppies")
+    window.store.projects.update_project(dataclasses.replace(project, documents=(str(note),)))
+    window.projects.new_chat_in(project.id)
+    send_and_wait(qtbot, window, "When do they bloom?")
+    asked = fake_engine.requests[-1][-1]["content"]
+    assert asked.startswith("When do they bloom?") and "poppies.md" in asked and "late June" in asked
+    assert "Answer from the numbered passages" not in asked
+    assert "Documents, whole: poppies.md" in window.chat_view.toPlainText()
