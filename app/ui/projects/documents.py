@@ -286,4 +286,5 @@ def attach(window) -> DocumentsController:
     window.sidebar.sig_chat_selected.connect(documents.chat_shown)
     window.chat_view.sig_source.connect(documents.show_source)
     window.session.sig_context_size.connect(lambda n_ctx: setattr(documents, "n_ctx", n_ctx))
+    documents.chat_shown()  # the chat the window opened on
     return documents
