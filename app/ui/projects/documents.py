@@ -47,7 +47,8 @@ class DocumentsBar(QWidget):
         layout = QHBoxLayout(self)
         layout.setContentsMargins(16, 4, 16, 4)
         self.label = QLabel()
-        self.label.setObjectName("MutedLabel")
+        self.label.setObjectName("Muted")
+        self.label.setTextFormat(Qt.TextFormat.PlainText)  # names of projects and files as written
         self.label.setWordWrap(True)
         self.bar = QProgressBar()
         self.bar.setMaximumWidth(160)

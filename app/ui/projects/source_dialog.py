@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QPlainTextEdit, QTextEdit, QVBoxLayout
 
@@ -36,10 +37,11 @@ class SourceDialog(QDialog):
         self.setWindowTitle(source_label(source))
         self.resize(720, 560)
         layout = QVBoxLayout(self)
-        self.where = QLabel(f"{source.path}")
-        self.where.setWordWrap(True)
+        self.where = QLabel(source.path)
         self.note = QLabel()
-        self.note.setWordWrap(True)
+        for label in (self.where, self.note):
+            label.setWordWrap(True)
+            label.setTextFormat(Qt.TextFormat.PlainText)  # a path as written, never markup
         self.note.hide()
         self.text = QPlainTextEdit()
         self.text.setReadOnly(True)
