@@ -95,7 +95,9 @@ class DocumentsController(QObject):
         self._window = window
         self._store = window.store
         self.bar = bar
-        self.index_path = Path(window.store.path).parent / INDEX_FILE_NAME
+        # Beside the chats (the user's database also when the window runs on a copy of it): the file
+        # `specchat-cli index` and `generate --docs` use by default.
+        self.index_path = Path(window.store.pictures_beside).parent / INDEX_FILE_NAME
         self.n_ctx = 0  # the loaded model's context (0: none loaded yet: the app's setting)
         self._fresh: set[int] = set()  # projects indexed since their documents last changed
         self._running: Optional[tuple[int, threading.Thread, threading.Event]] = None
