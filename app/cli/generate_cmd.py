@@ -21,7 +21,7 @@ from app.cli.checks import (
     sampling_problem,
     server_problem,
 )
-from app.cli.documents.docs_options import DocsInput, add_docs_arguments, read_docs
+from app.cli.documents.docs_options import DocsInput, add_docs_arguments, read_docs, source_lines
 from app.cli.file_guard import ModelFileGuard
 from app.cli.image_options import add_image_arguments, image_content, image_problem, projector_path, read_images
 from app.cli.terminal import json_printable, printable, say_error
@@ -347,7 +347,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         for line in call_lines(calls):
             sys.stdout.write(printable(line) + "\n")
-        for line in inputs.docs.source_lines():
+        for line in source_lines(inputs.docs):
             print(printable(line), file=sys.stderr)
         print(
             f"[{summary_line(finished.stats, _is_speculative(args))}; stopped: {finished.stats.stop_reason}]",

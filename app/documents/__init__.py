@@ -7,6 +7,7 @@ Plain Python, no Qt; the CLI (`specchat-cli index`, `generate --docs`) and the w
 - index_db.py: The index's own SQLite file: its tables, FTS5 over the passages, and why it is a file of its own.
 - indexer.py: Building and refreshing an index, file by file: changed, added and removed files, progress, cancel.
 - passages.py: Cutting a document into passages along its structure: headings, paragraphs, functions, pages.
+- question.py: What documents add to one question: whole when they fit comfortably, else its passages numbered.
 - records.py: The plain records: a document's text, passages, progress, notes, sources, and the Embedder protocol.
 - retrieval.py: A question's passages within a token budget, numbered, the prompt block that cites them.
 - search.py: Ranking passages by words (bm25) and by meaning (numpy cosine), fused by reciprocal rank.

@@ -10,6 +10,10 @@ from typing import Literal, Optional, Protocol
 
 import numpy as np
 
+from app.store.projects.sources import Source
+
+__all__ = ["DocumentText", "Embedder", "IndexNote", "IndexProgress", "IndexSummary", "Passage", "Source"]
+
 # What a document is read as: it decides how it is split (headings, functions, pages).
 DocumentKind = Literal["text", "markdown", "code", "html", "pdf", "docx"]
 
@@ -87,22 +91,3 @@ class IndexSummary:
     passages: int = 0
     cancelled: bool = False
     notes: tuple[IndexNote, ...] = field(default=())
-
-
-@dataclass(frozen=True)
-class Source:
-    """A passage given to the model, numbered as the prompt numbers it ([1] is `number` 1), with its score (the
-    fused reciprocal-rank score)."""
-
-    number: int
-    path: str
-    start: int
-    end: int
-    score: float
-    text: str
-    heading: str = ""
-    page: Optional[int] = None
-
-    def to_dict(self) -> dict[str, object]:
-        """As `generate --json` lists it in "sources"."""
-        return {"path": self.path, "start": self.start, "end": self.end, "score": self.score, "text": self.text}

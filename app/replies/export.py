@@ -14,13 +14,15 @@ none; Markdown shows them after the text as fenced blocks, as the model read the
 image after the text), and the tools it called as
 "tool_calls" ([] for none; each {"id", "name", "arguments", "server", "tool", "answer", "result", "is_error",
 "truncated", "seconds"}: app.store.tool_calls; Markdown shows each as a collapsed <details> block with its arguments
-and result). Markdown shows a reply's thinking
+and result), and a question's "sources" ([] for none; each {"number", "path", "start", "end", "score", "text", "heading",
+"page", "whole"}: the documents or passages it was sent with, app.store.projects.sources). Markdown shows a reply's thinking
 as a collapsed "Thinking" <details> block before its answer, without the model's markers. A part a message does not have
 (a user message's tokens, a reply saved before rounds were kept) is null. Times are Unix seconds.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -211,6 +213,7 @@ def _message_document(message: Message, version: Optional[Versions] = None) -> d
         "attachments": [a.to_dict() for a in message.attachments],
         "pictures": [{"name": p.name, "file": str(p.path)} for p in message.pictures],
         "tool_calls": [call.to_dict() for call in message.tool_calls],
+        "sources": [dataclasses.asdict(source) for source in message.sources],
         **({"version": {"index": version.index, "count": version.count}} if version is not None else {}),
     }
 

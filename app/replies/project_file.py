@@ -22,6 +22,7 @@ from app.replies.export import chat_document, load_chat
 from app.store import ChatSettings, ChatStore, StoreError, record_from_dict
 from app.store.attachments import Attachment
 from app.store.projects import Project
+from app.store.projects.sources import Source
 
 PROJECT_KIND = "specchat-project"
 PROJECT_FORMAT = 1  # raised when a field changes meaning or goes away
@@ -144,6 +145,7 @@ def _import_chat(store: ChatStore, project_id: int, document: dict[str, Any]) ->
             attachments=[Attachment(_text(a["name"]), _text(a["content"])) for a in message.get("attachments") or []],
             reasoning=_text(reasoning.get("text")),
             reasoning_tokens=_tokens(reasoning.get("tokens")),
+            sources=tuple(record_from_dict(Source, s)[0] for s in message.get("sources") or [] if isinstance(s, dict)),
         )
 
 

@@ -33,6 +33,7 @@ from app.store.attachments import (
 )
 from app.store.provenance import RoundRecord
 from app.store.tool_calls import ToolCallRecord, encode_tool_calls
+from app.store.projects.sources import Source, encode_sources
 from app.common.text import valid_text
 from app.store import branches
 from app.store.branches import Versions
@@ -192,13 +193,14 @@ class ChatStore:
         reasoning_tokens: list[tuple[str, str]] | None = None,
         reasoning_token_rounds: list[int] | None = None,
         pictures: tuple[Picture, ...] | list[Picture] = (),
+        sources: tuple[Source, ...] = (),
     ) -> Message:
         """Append a message and commit it at once. The first user message of a "New chat" names the chat.
 
         `tokens` are (text, origin) per kept token of the answer, `token_rounds` each token's index into `rounds`
         (-1: none); `reasoning` is a reply's thinking, its tokens kept the same way; `attachments` are files sent
         with a user message (app.store.attachments), `pictures` the pictures sent with it, written as files into
-        the chat's folder (app.store.attachments).
+        the chat's folder (app.store.attachments); `sources` the documents or passages a question was sent with.
         """
         if role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
@@ -219,8 +221,8 @@ class ChatStore:
             cursor = conn.execute(
                 """
                 INSERT INTO messages (chat_id, role, content, created_at, stats, tokens, target_name, draft_name,
-                                      attachments, reasoning, reasoning_tokens)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                      attachments, reasoning, reasoning_tokens, sources)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 (
                     chat_id,
@@ -234,6 +236,7 @@ class ChatStore:
                     attachments_json,
                     reasoning_text,
                     reasoning_json,
+                    encode_sources(sources),
                 ),
             )
             message_id = cursor.lastrowid
@@ -255,6 +258,7 @@ class ChatStore:
             draft_name=draft_name,
             attachments=tuple(attachments),
             pictures=decode_pictures(attachments_json, chat_folder(self.pictures_beside, chat_id)),
+            sources=tuple(sources),
             **provenance_fields(decode_provenance(tokens_json)),
             **reasoning_fields(reasoning_text, reasoning_json, len(rounds or []), None),
         )

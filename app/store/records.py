@@ -22,6 +22,7 @@ from app.engine.targets import Target, target_from_key
 from app.store.attachments import Attachment, PictureFile, chat_folder, decode_attachments, decode_pictures
 from app.store.provenance import RoundRecord
 from app.store.tool_calls import ToolCallRecord, decode_tool_calls
+from app.store.projects.sources import Source, row_sources
 from app.store.provenance_doc import (
     StoredProvenance,
     decode_provenance,
@@ -146,6 +147,7 @@ class Message:
     reasoning_tokens: list[tuple[str, str]] | None = None
     reasoning_token_rounds: list[int] | None = None
     tool_calls: tuple[ToolCallRecord, ...] = ()  # the tools a reply called, with their results (app.store.tool_calls)
+    sources: tuple[Source, ...] = ()  # the documents or passages a question was sent with (projects.sources)
 
 
 def auto_title(text: str, limit: int = AUTO_TITLE_LENGTH) -> str:
@@ -293,6 +295,7 @@ def message_from_row(row: sqlite3.Row, database: Path) -> Message:
         attachments=row_attachments(row),
         pictures=row_pictures(row, database),
         tool_calls=row_tool_calls(row),
+        sources=row_sources(row),
         **provenance_fields(provenance),
         **reasoning_fields(row["reasoning"], row["reasoning_tokens"], len(provenance.rounds or []), row["id"]),
     )

@@ -10,6 +10,9 @@ import pytest
 from app.replies.project_file import ProjectFileError, import_project, write_project
 from app.store import ChatSettings, ChatStore
 from app.store.attachments import Attachment
+from app.store.projects.sources import Source
+
+SOURCE = Source(1, "/notes/roses.md", 10, 40, 0.03, "Prune roses in March.", heading="Pruning", page=2)
 
 
 def test_export_then_import_keeps_the_project_and_its_chats(tmp_path):
@@ -19,7 +22,9 @@ def test_export_then_import_keeps_the_project_and_its_chats(tmp_path):
         )
         chat = store.create_chat("Roses", ChatSettings(temperature=0.4))
         store.projects.move_chat(chat.id, project.id)
-        store.add_message(chat.id, "user", "When to prune?", attachments=[Attachment("a.txt", "notes")])
+        store.add_message(
+            chat.id, "user", "When to prune?", attachments=[Attachment("a.txt", "notes")], sources=(SOURCE,)
+        )
         store.add_message(chat.id, "assistant", "In March.", tokens=[("In", "target"), (" March.", "draft")])
         store.create_chat("Loose chat")  # not in the project: not exported
 
@@ -37,6 +42,7 @@ def test_export_then_import_keeps_the_project_and_its_chats(tmp_path):
         messages = store.messages(chat_id)
         assert [m.content for m in messages] == ["When to prune?", "In March."]
         assert messages[0].attachments == (Attachment("a.txt", "notes"),)
+        assert messages[0].sources == (SOURCE,)  # the passages the question was sent with come along
         assert messages[1].tokens == [("In", "target"), (" March.", "draft")]
 
 

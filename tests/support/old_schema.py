@@ -29,6 +29,7 @@ UNDO = {
     5: lambda conn: conn.execute("DROP TABLE branch_messages"),
     6: lambda conn: conn.execute("ALTER TABLE messages DROP COLUMN tool_calls"),
     7: lambda conn: _drop_projects(conn),
+    8: lambda conn: conn.execute("ALTER TABLE messages DROP COLUMN sources"),
 }
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from app.common.text import valid_text
 from app.store.attachments import delete_chat_pictures
 from app.store.db import reported, transaction
+from app.store.projects.sources import Source, sources_by_message
 from app.store.errors import NotFoundError
 from app.store.projects.records import Project, clean_name
 
@@ -64,6 +65,12 @@ class ProjectStore:
         with reported(self._path):
             row = self._conn.execute("SELECT project_id FROM chats WHERE id = ?", (chat_id,)).fetchone()
         return self.get_project(row[0]) if row is not None and row[0] is not None else None
+
+    def sources_of(self, chat_id: int) -> dict[int, tuple[Source, ...]]:
+        """The sources each message of the chat's current branch answers from, by message id: a question's own, and
+        each reply's, those of the question it answers (what its [1], [2] cite)."""
+        with reported(self._path):
+            return sources_by_message(self._conn, chat_id)
 
     def _documents_by_project(self, project_id: int | None = None) -> dict[int, tuple[str, ...]]:
         sql = "SELECT project_id, path FROM project_documents"

@@ -166,6 +166,12 @@ def _migrate_6_to_7(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_7_to_8(conn: sqlite3.Connection) -> None:
+    # The sources a question was sent with, as JSON (app.store.projects.sources); NULL for a message sent without
+    # documents.
+    conn.execute("ALTER TABLE messages ADD COLUMN sources TEXT")
+
+
 # MIGRATIONS[n] takes a database from schema version n to n + 1. Append only; never edit a released step.
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_0_to_1,
@@ -175,5 +181,6 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_4_to_5,
     _migrate_5_to_6,
     _migrate_6_to_7,
+    _migrate_7_to_8,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

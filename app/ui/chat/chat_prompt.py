@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from app.documents.question import DocsInput
 from app.replies.tool_loop import call_messages
 from app.store import ChatStore
 from app.store.attachments import PictureFile
@@ -38,10 +39,14 @@ def prompt_messages(
     reasoning = store.reasoning_texts(chat_id)
     tool_calls = store.tool_calls_of(chat_id)
     pictures = store.pictures_of(chat_id)
+    asked = _last_question(store, chat_id, until_id, before_id)
+    sources = store.projects.sources_of(chat_id).get(asked, ()) if asked is not None else ()
     for message_id, role, content in store.message_texts(chat_id):
         if before_id is not None and message_id >= before_id:
             break
         if role in ("user", "assistant"):
+            if message_id == asked and sources:
+                content = DocsInput.from_sources(sources).text(content)
             message: dict = {"role": role, "content": content}
             if role == "user" and message_id in pictures:
                 shown = pictures[message_id]
@@ -60,6 +65,20 @@ def prompt_messages(
         if until_id is not None and message_id == until_id:
             break
     return messages
+
+
+def _last_question(store: ChatStore, chat_id: int, until_id: Optional[int], before_id: Optional[int]) -> Optional[int]:
+    """The id of the last user message the prompt holds (with `until_id` and `before_id` as prompt_messages reads
+    them), or None."""
+    asked = None
+    for message_id, role, _text in store.message_texts(chat_id):
+        if before_id is not None and message_id >= before_id:
+            break
+        if role == "user":
+            asked = message_id
+        if until_id is not None and message_id == until_id:
+            break
+    return asked
 
 
 def picture_notes(pictures: Sequence[PictureFile], text: str) -> str:

@@ -30,6 +30,7 @@ from app.engine.host.wire import ReplyEnded, ReplyFailed
 from app.replies.status_words import round_words, sentence, threads_words
 from app.store import ChatSettings, ChatStore, Message
 from app.store.attachments import Attachment, Picture
+from app.store.projects.sources import Source
 from app.ui.transcript.chat_pages import ChatPages
 from app.ui.transcript.chat_view import ChatView
 from app.ui.transcript.format import transcript_message
@@ -171,9 +172,10 @@ class Conversation(QObject):
         replace_from: Optional[int] = None,
         attachments: tuple[Attachment, ...] = (),
         pictures: tuple[Picture, ...] = (),
+        sources: tuple[Source, ...] = (),
     ) -> int:
-        """One whole turn: store the user's message (with its attached files) and ask for a reply; returns the
-        request id.
+        """One whole turn: store the user's message (with its attached files, and the documents' `sources` it is
+        sent with) and ask for a reply; returns the request id.
 
         A new chat is created first (with `new_chat_settings`); `replace_from` (an edited message) is kept, with
         everything after it, as a version of its own (app.store.branches), and the new message takes its place. Raises StoreError when the message could not be stored; nothing is sent then.
@@ -185,7 +187,9 @@ class Conversation(QObject):
             chat_id = self._chat_id = self.store.create_chat(settings=new_chat_settings).id
         if replace_from is not None:
             self.store.branch_from(chat_id, replace_from)
-        message = self.store.add_message(chat_id, "user", text, attachments=attachments, pictures=pictures)
+        message = self.store.add_message(
+            chat_id, "user", text, attachments=attachments, pictures=pictures, sources=sources
+        )
         if first_message or replace_from is not None:
             self.reload()
         else:

@@ -40,7 +40,11 @@ class InspectorController(QObject):
         # A reply with no plain round to time one token by: Compare with plain measured it, when the user ran one.
         compared = PlainComparison.from_dict(message.comparison)
         fallback = 1.0 / compared.plain_tokens_per_second if compared and compared.plain_tokens_per_second > 0 else None
-        dialog.show_message(transcript_message(message), fallback)
+        try:
+            sources = self._store.projects.sources_of(message.chat_id).get(message.id, ())
+        except StoreError:
+            sources = ()  # the reply is shown without them
+        dialog.show_message(transcript_message(message, sources=sources), fallback)
         dialog.show()
         dialog.raise_()
         dialog.activateWindow()

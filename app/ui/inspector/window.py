@@ -37,6 +37,7 @@ from app.replies.inspector_data import (
 )
 from app.ui.inspector import charts
 from app.ui.transcript.format import TranscriptMessage
+from app.ui.transcript.source_links import sources_sentence
 
 # The size it opens at, on a screen with room for it; a smaller screen gets this share of its free area.
 PREFERRED_SIZE = QSize(980, 680)
@@ -68,6 +69,7 @@ class ReplyInspector(QDialog):
         self.summary = QLabel()
         self.summary.setObjectName("Muted")
         self.summary.setWordWrap(True)
+        self.summary.setTextFormat(Qt.TextFormat.PlainText)  # file names are shown as written
         self.notice = QLabel()
         self.notice.setWordWrap(True)
         self.legend = QLabel()
@@ -120,8 +122,9 @@ class ReplyInspector(QDialog):
         self.inspection = reply_inspection(message.rounds, token_rounds, message.stats, fallback_token_s)
         self.status.clear()
         self.title.setText(f"Reply by {message.model_label or 'the assistant'}")
-        self.summary.setText(self.inspection.summary)
-        self.summary.setVisible(bool(self.inspection.summary))
+        summary = "\n\n".join(part for part in (self.inspection.summary, sources_sentence(message.sources)) if part)
+        self.summary.setText(summary)
+        self.summary.setVisible(bool(summary))
         self.notice.setText("" if self.inspection.has_rounds else NO_ROUNDS_SENTENCE)
         self.notice.setVisible(not self.inspection.has_rounds)
         self._clear_charts()

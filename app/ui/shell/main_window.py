@@ -21,6 +21,7 @@ from app.store import AppSettings, ChatSettings, ChatStore, StoreError, load_set
 from app.store import model_defaults
 from app.ui.chat import chat_exporter
 from app.ui.projects import controller as projects_controller
+from app.ui.projects import documents as project_documents
 from app.ui.attachments import file_drop
 from app.ui.chat import compare_plain
 from app.ui.inspector import controller as inspector_controller
@@ -128,6 +129,7 @@ class MainWindow(QMainWindow):
         self.server_models = server_models.attach(self)
         self.chat_export = chat_exporter.attach(self)
         self.projects = projects_controller.attach(self)  # projects in the chat list; their instructions in replies
+        self.documents = project_documents.attach(self)  # a project's documents indexed, and sent with questions
         self.inspector = inspector_controller.attach(self)
         self.appearance = appearance.attach(self)  # System, Light or Dark, switched live
         self.file_drop = file_drop.attach(self)  # files dropped on the window are attached to the next message
@@ -437,6 +439,7 @@ class MainWindow(QMainWindow):
         self.appearance.detach()
         self.conversation.close()
         self.tools.close()
+        self.documents.wait()
         self.library_ctl.shutdown()
         self.api_server.close()  # its clients in flight hear why, before the engine goes
         self.engine_process.stop()

@@ -31,8 +31,12 @@ def send_message(window, text: str) -> bool:
     new_chat = window.chat_settings.for_new_chat(
         session.target_key(), session.draft_key, window.model_bar.speculative()
     )
+    # The project's documents: whole where they fit, else this question's passages, numbered (app.ui.projects).
+    sources = window.documents.sources_for(text, spec.config.max_tokens)
     try:
-        conversation.send(text, spec, new_chat, window.messages.editing, attachments=attachments, pictures=pictures)
+        conversation.send(
+            text, spec, new_chat, window.messages.editing, attachments=attachments, pictures=pictures, sources=sources
+        )
     except StoreError as exc:
         window.show_error(f"The message could not be saved, so it was not sent: {exc}")
         return False

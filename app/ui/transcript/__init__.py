@@ -15,6 +15,7 @@
 - message_actions.py: The links under a message (Copy, Edit, Regenerate, Continue, Compare with plain), its stats row, which opens the
 - picture_thumbnails.py: The pictures of a user's message in the transcript: a thumbnail each, under its text.
 - reply/: one reply: its characters with their origins, written whole or as it streams, and its Thinking section.
+- source_links.py: A reply's [1], [2] as links to its sources, and the line under it naming each document and passage.
 - token_tooltip.py: What hovering a token says: who wrote it and, when its round is known, what was proposed, what the target
 - welcome.py: What an empty transcript says: how to start, and what the two highlights mean. GUI thread only.
 """

@@ -48,8 +48,11 @@ class ChatPages:
         """The messages as the transcript shows them, with the versions of those regenerated or edited."""
         chat_id = self._chat_id
         versions = self.store.versions(chat_id) if chat_id is not None and messages else {}
+        sources = self.store.projects.sources_of(chat_id) if chat_id is not None and messages else {}
         return [
-            transcript_message(m, (versions[m.id].index, versions[m.id].count) if m.id in versions else None)
+            transcript_message(
+                m, (versions[m.id].index, versions[m.id].count) if m.id in versions else None, sources.get(m.id, ())
+            )
             for m in messages
         ]
 

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QApplication
 
 from app.replies.comparison import ShownComparison, comparison_text
 from app.store.provenance import RoundRecord, TokenRecord
-from app.ui.transcript import long_text, message_actions, message_meta, picture_thumbnails
+from app.ui.transcript import long_text, message_actions, message_meta, picture_thumbnails, source_links
 from app.ui.transcript.reply import thinking_section
 from app.ui.transcript import marks as transcript_marks
 from app.ui.transcript.links.link_guard import open_link_after_confirming
@@ -59,6 +59,8 @@ class ChatView(TranscriptBrowser):
     """The user clicked the stats row of the reply with this id: open its inspector."""
     sig_switch_version = Signal(int, int)
     """(message_id, step): show the version before (-1) or after (+1) the shown version with this id."""
+    sig_source = Signal(int, int)
+    """(message_id, number): the user clicked a reply's source [number]: show the passage in its document."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -253,7 +255,10 @@ class ChatView(TranscriptBrowser):
             thinking_section.insert_section(self._writer, self._base, cursor, message, rounds, is_open, can_continue)
         if not plain_note:
             chars = reply_chars(message.content, message.tokens, rounds)
+            reply_start = cursor.position()
             self._writer.insert_reply(cursor, message.message_id, message.content, chars, rounds)
+            if message.sources:
+                source_links.link_citations(self._writer, cursor, reply_start, message.message_id, message.sources)
         if message.stats is not None and message.stats.thinking_unclosed:
             message_actions.insert_note(self._base, cursor, thinking_section.ANSWERED_IN_THINKING)
         self.tool_calls.insert(cursor, message)
@@ -261,6 +266,8 @@ class ChatView(TranscriptBrowser):
         actions = message_actions.reply_actions(message, is_last_reply, can_continue, comparison)
         stats_text = format_stats(message.stats, rounds) if message.stats else ""
         message_actions.insert_actions(self._writer, self._base, cursor, message.message_id, actions, stats_text)
+        if message.sources:
+            source_links.insert_sources_line(self._writer, self._base, cursor, message.message_id, message.sources)
         if comparison_text(comparison):
             message_actions.insert_note(self._base, cursor, comparison_text(comparison))
 
@@ -420,6 +427,10 @@ class ChatView(TranscriptBrowser):
                 QApplication.clipboard().setText(self._writer.code_blocks[number])
         elif action.name == "retry":
             self.sig_retry.emit()
+        elif action.name == source_links.SOURCE_ACTION:
+            cited = source_links.parse_argument(action.argument)
+            if cited is not None:
+                self.sig_source.emit(*cited)
         elif self.tool_calls.handle(action):
             pass
         elif action.name == thinking_section.TOGGLE_ACTION and number in self._thinking_replies:

@@ -16,6 +16,7 @@ from app.store.provenance import RoundRecord, TokenRecord, token_records
 from app.replies.stats import format_stats, model_label  # noqa: F401  (used by the window too)
 from app.store import Message
 from app.store.attachments import Attachment, PictureFile
+from app.store.projects.sources import Source
 from app.store.tool_calls import ToolCallRecord
 
 # Char-format properties. The origin of a reply's character ("target", "draft", "ngram", "history"), and the
@@ -60,10 +61,14 @@ class TranscriptMessage:
     reasoning: str = ""
     reasoning_tokens: Optional[list[TokenRecord]] = None
     tool_calls: tuple[ToolCallRecord, ...] = ()  # the tools the reply called (shown by app.ui.tools.call_blocks)
+    sources: tuple[Source, ...] = ()  # a reply's: what its question was sent with, which its [1], [2] cite
 
 
-def transcript_message(message: Message, versions: Optional[tuple[int, int]] = None) -> TranscriptMessage:
-    """The stored message as the transcript shows it (the store's token columns become records here)."""
+def transcript_message(
+    message: Message, versions: Optional[tuple[int, int]] = None, sources: tuple[Source, ...] = ()
+) -> TranscriptMessage:
+    """The stored message as the transcript shows it (the store's token columns become records here); `sources`:
+    a reply's, those of the question it answers (ChatStore.sources_of)."""
     return TranscriptMessage(
         message_id=message.id,
         role=message.role,
@@ -84,6 +89,7 @@ def transcript_message(message: Message, versions: Optional[tuple[int, int]] = N
             else None
         ),
         tool_calls=message.tool_calls,
+        sources=sources if message.role == "assistant" else (),
     )
 
 

@@ -1,0 +1,127 @@
+"""A project's documents in the real window over the scripted engine: a folder added in the project's settings is
+indexed in the background with a progress line; a question in one of its chats goes to the model with the passages
+that match it, numbered, while the transcript keeps it as typed; the reply lists its sources, and a click on its [1]
+shows the passage highlighted in its document. After reopening the chat the sources are still there."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from PySide6.QtCore import QUrl
+
+from app.documents.retrieval import NO_EMBEDDER_SENTENCE
+from app.ui.transcript import message_actions
+from app.ui.transcript.source_links import SOURCE_ACTION, source_argument
+from tests.ui.window_helpers import choose_pair, send_and_wait
+
+FLOWERS = ["roses", "tulips", "lilies", "orchids", "daisies", "peonies"]
+
+
+def _garden(folder):
+    """Three files, far more text than half the context holds: each flower a section of its own."""
+    folder.mkdir()
+    for n, name in enumerate(["spring.md", "summer.md", "autumn.md"]):
+        sections = []
+        for flower in FLOWERS:
+            facts = " ".join(f"Note {k} on {flower} in the {name[:-3]} garden: water them at dawn." for k in range(40))
+            sections.append(f"# {flower.title()} in {name[:-3]}\n\n{facts}\n")
+        if n == 1:
+            sections.append("# Blue poppies\n\nBlue poppies bloom in late June on cool mountain slopes.\n")
+        (folder / name).write_text("\n".join(sections))
+    return folder
+
+
+def test_a_question_is_answered_from_the_project_documents_with_sources(
+    make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path
+):
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
+    projects, documents = window.projects, window.documents
+    projects.ask_name = lambda title, current="": "Garden"
+    project = projects.new_project()
+    folder = _garden(tmp_path / "garden")
+
+    def add_folder(dialog):
+        dialog.add_documents([str(folder)])
+        return True
+
+    projects.ask_settings = add_folder
+    projects.edit_settings(project.id)
+    # Indexed off the GUI thread; the line above the composer says how far, then what the index holds.
+    qtbot.waitUntil(lambda: not documents.busy(), timeout=20000)
+    assert documents.bar.isVisible()
+    assert "are indexed (3 documents)" in documents.bar.label.text()
+    assert NO_EMBEDDER_SENTENCE in documents.bar.label.text()
+
+    projects.new_chat_in(project.id)
+    fake_engine.reply = "Blue poppies bloom in late June [1]."
+    reply_id = send_and_wait(qtbot, window, "When do blue poppies bloom?")
+
+    # The model read the passages, numbered, the poppies' first; the chat keeps the question as typed.
+    asked = fake_engine.requests[-1][-1]["content"]
+    assert asked.startswith("Answer from the numbered passages below.")
+    assert f"[1] {folder / 'summer.md'}" in asked and "Blue poppies bloom in late June" in asked
+    assert "Question: When do blue poppies bloom?" in asked
+    assert len(asked) < len("".join(p.read_text() for p in folder.iterdir()))  # not the documents whole
+    question, reply = window.store.messages(window.conversation.chat_id)
+    assert question.content == "When do blue poppies bloom?" and reply.id == reply_id
+    transcript = window.chat_view.toPlainText()
+    assert "Sources: [1] summer.md › Blue poppies" in transcript
+    assert "Answer from the numbered passages" not in transcript
+
+    # The reply's [1] is a link; a click shows the passage in its document, highlighted.
+    view = window.chat_view
+    href = view.action_href(SOURCE_ACTION, source_argument(reply_id, 1))
+    assert message_actions.find_link(view.document(), "[1]", href) is not None
+    view.anchorClicked.emit(QUrl(href))
+    dialog = documents.source_dialog
+    assert dialog is not None and dialog.isVisible()
+    assert dialog.highlighted_text().startswith("# Blue poppies")
+    assert "# Tulips in summer" in dialog.text.toPlainText()  # the whole document, not the passage alone
+    dialog.close()
+
+    # The inspector, opened from the stats row, names the documents and passages used.
+    window.inspector.open_message(reply_id)
+    summary = window.inspector.dialog.summary.text()
+    assert "Answered from" in summary and "[1] summer.md › Blue poppies (characters" in summary
+    window.inspector.dialog.close()
+
+    # Reopened, the reply still cites its sources.
+    chat_id = window.conversation.chat_id
+    window.new_chat()
+    window.open_chat(chat_id)
+    assert "Sources: [1] summer.md › Blue poppies" in window.chat_view.toPlainText()
+
+
+def test_indexing_is_cancelled_from_its_line_and_what_was_indexed_is_kept(make_window, qtbot, fake_engine, tmp_path):
+    window = make_window(engine_factory=fake_engine)
+    documents = window.documents
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for n in range(60):
+        (folder / f"note{n}.txt").write_text(f"Note {n}: " + "words about the garden " * 50)
+    project = window.store.projects.create_project("Notes")
+    window.store.projects.update_project(dataclasses.replace(project, documents=(str(folder),)))
+    documents.index(project.id)
+    assert documents.bar.cancel.isVisible() and documents.busy()
+    documents.bar.cancel.click()
+    qtbot.waitUntil(lambda: not documents.busy(), timeout=20000)
+    assert documents.bar.label.text() == "Indexing the documents of Notes was cancelled; what was indexed is kept."
+    assert not documents.bar.cancel.isVisible()
+
+
+def test_documents_that_fit_go_whole_with_the_question(
+    make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path
+):
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
+    note = tmp_path / "poppies.md"
+    note.write_text("# Blue poppies\n\nBlue poppies bloom in late June.\n")
+    project = window.store.projects.create_project("Poppies")
+    window.store.projects.update_project(dataclasses.replace(project, documents=(str(note),)))
+    window.projects.new_chat_in(project.id)
+    send_and_wait(qtbot, window, "When do they bloom?")
+    asked = fake_engine.requests[-1][-1]["content"]
+    assert asked.startswith("When do they bloom?") and "poppies.md" in asked and "late June" in asked
+    assert "Answer from the numbered passages" not in asked
+    assert "Documents, whole: poppies.md" in window.chat_view.toPlainText()
