@@ -10,6 +10,7 @@ is sending.py's.
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from typing import Callable, Optional, cast
 
 from PySide6.QtGui import QCloseEvent
@@ -148,13 +149,8 @@ class MainWindow(QMainWindow):
         self.legend_row = LegendRow(self.settings.show_highlighting, self.settings.show_refused)
         self.composer = Composer()
         self.footer = StatusFooter()
-        self.messages = MessageCommands(
-            self.conversation,
-            self.composer,
-            self.store,
-            lambda pictures: sending.reply_spec(self, pictures),
-            self.show_error,
-        )
+        spec = partial(sending.reply_spec, self)
+        self.messages = MessageCommands(self.conversation, self.composer, self.store, spec, self.show_error)
 
         self.empty_page = EmptyLibraryPage()
         self.pages = QStackedWidget()
