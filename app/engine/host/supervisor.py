@@ -352,4 +352,3 @@ class _LogEcho:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(2)
-

@@ -170,4 +170,3 @@ class EngineClient:
         began = time.monotonic()
         self.start()
         self._say(f"The engine is back ({time.monotonic() - began:.1f} s to restart and load the model).")
-
