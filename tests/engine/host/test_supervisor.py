@@ -1,12 +1,14 @@
 """The one supervisor of the engine process (app.engine.host.supervisor), with the window's scripted engine in the
 child: a child that dies mid-job is put in words with its last error line and a fresh one works; a child that does
-not hear the polite end is killed within its deadline; only deaths the supervisor did not bring are reported."""
+not hear the polite end is killed within its deadline; only deaths the supervisor did not bring are reported, and
+its threads end with it."""
 
 from __future__ import annotations
 
 import os
 import queue
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.host.supervisor import ChildGone, ChildSupervisor
 from app.engine.host.wire import GenerateReply, LoadFailed, LoadModels, ModelsLoaded, Reply
 from app.engine.targets import LocalModel
+from tests.support.threads import leaked_threads
 from tests.ui.fake_engine import FakeEngineControl
 
 DEADLINE_S = 60.0  # a spawned child imports the engine: seconds on a busy 2-core machine
@@ -82,6 +85,7 @@ def test_a_child_that_does_not_hear_the_polite_end_is_killed(tmp_path):
 
 @pytest.mark.slow
 def test_only_a_death_the_supervisor_did_not_bring_is_reported(tmp_path):
+    before = set(threading.enumerate())
     replies: queue.Queue = queue.Queue()
     gone: queue.Queue = queue.Queue()
     child = ChildSupervisor(
@@ -106,3 +110,4 @@ def test_only_a_death_the_supervisor_did_not_bring_is_reported(tmp_path):
     # The second child exited when asked and its pipe closed; close() waited for the reader thread that saw it
     # close, and nobody was told.
     assert gone.empty()
+    assert leaked_threads(before) == []  # its reader, sender and echo threads ended with it
