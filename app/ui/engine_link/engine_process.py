@@ -5,24 +5,20 @@ worker dies or hangs, this handle says so in one sentence (worded by worker_deat
 flight as failed, and starts a fresh worker; the window keeps its chats. Closing asks the worker to exit, waits
 briefly, then kills it, so closing never waits on llama.cpp.
 
-Messages both ways are records of app.engine.host.wire. GUI thread only, except the private reader thread, which
-only emits `_sig_message` / `_sig_eof`.
+The child itself (started, fed without blocking, reaped and put in words, ended politely then firmly) is
+app.engine.host.supervisor's, `serve`'s too; this handle keeps the Qt side: the signals, the timers that notice a
+Stop not heard, and which requests and errands in flight a death answers. Messages both ways are records of
+app.engine.host.wire. GUI thread only, except the supervisor's reader thread, which only emits `_sig_message` /
+`_sig_eof`.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import threading
-from multiprocessing.connection import Connection
-from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Callable, Optional
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.platform import paths
-from app.engine.child_process import how_it_ended, is_build_fault, log_error_line, log_size
 from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import ContextEvent, FinishedEvent, NoticeEvent, RoundEvent, TokenEvent
 from app.engine.host.wire import (
@@ -48,24 +44,22 @@ from app.engine.host.wire import (
     ReplyFailed,
     ReplyStarted,
     Request,
-    Shutdown,
 )
 from app.engine.host.errands import Errand
 from app.engine.image_files import ImageInput
 from app.engine.placement.devices import DeviceReport
-from app.engine.host.stops import StopBoard
-from app.engine.host.worker import run_worker
+from app.engine.host.supervisor import ChildEnd, ChildSupervisor
 from app.engine.targets import Target
 from app.ui.engine_link import worker_death
 
 CLOSE_WAIT_S = 1.5
+DEATH_WAIT_S = 1.0  # a worker whose pipe closed gets this long to be gone before it is killed
 # A stopped request whose "ended" has not come back by then means the worker is stuck (a template or a llama.cpp
 # call that never returns): it is killed and replaced.
 STOP_GRACE_MS = 3000
 # Once its prompt fits and until its first token, a request is reading its prompt, and a stop is heard only between
 # two chunks, which take tens of seconds for a large model on a slow CPU (app.serve.engine.flights says the same).
 READING_GRACE_MS = 60000
-LOG_TAIL_BYTES = 16384
 
 
 class EngineProcess(QObject):
@@ -110,22 +104,18 @@ class EngineProcess(QObject):
 
     def __init__(self, engine_factory: Optional[Callable] = None, parent=None):
         super().__init__(parent)
-        self._engine_factory = engine_factory
-        self._context = multiprocessing.get_context("spawn")
-        self._cancelled_up_to = self._context.RawValue("q", 0)
+        self._worker = ChildSupervisor(
+            "engine-worker",
+            "SpecChat engine",
+            engine_factory,
+            on_reply=self._sig_message.emit,
+            on_gone=self._sig_eof.emit,
+        )
         # The API's requests' Stop (their client went away, or Stop in the footer) and "enough" (a stop string came).
         # The API's requests are answered side by side: a flag each (app.engine.host.stops).
-        self.api_gone = StopBoard(self._context)
-        self.api_enough = StopBoard(self._context)
-        self._process: Optional[BaseProcess] = None
-        self._conn: Optional[Connection] = None
-        self._reader: Optional[threading.Thread] = None
-        self._incarnation = 0
+        self.api_gone = self._worker.api_gone
+        self.api_enough = self._worker.api_enough
         self._closing = False
-        self._log_path: Optional[str] = None
-        # Where the log reached when the worker last finished a piece of work: a death is named by what it wrote
-        # after that, never by an earlier request's lines.
-        self._log_since = 0
         self._load_in_flight: Optional[int] = None
         self._loading_path: Optional[str] = None
         self._target: Optional[Target] = None  # the target last asked for: a server's stuck reply is not llama.cpp's
@@ -142,58 +132,14 @@ class EngineProcess(QObject):
     # ----- process lifetime
 
     def _ensure_started(self) -> None:
-        if self._process is not None or self._closing:
-            return
-        self._incarnation += 1
-        parent_conn, child_conn = self._context.Pipe()
-        log_dir = paths.user_cache_dir()
-        log_dir.mkdir(parents=True, exist_ok=True)
-        self._log_path = str(log_dir / f"engine-worker-{os.getpid()}.log")
-        with open(self._log_path, "w"):
-            pass  # a fresh log per worker: its tail is this worker's last words
-        self._log_since = 0
-        process = self._context.Process(
-            target=run_worker,
-            args=(
-                child_conn,
-                self._cancelled_up_to,
-                self._log_path,
-                self._engine_factory,
-                self.api_gone,
-                self.api_enough,
-            ),
-            name="SpecChat engine",
-            daemon=True,
-        )
-        process.start()
-        child_conn.close()
-        self._process, self._conn = process, parent_conn
-        incarnation = self._incarnation
-        self._reader = threading.Thread(
-            target=self._read, args=(parent_conn, incarnation), name="SpecChat engine reader", daemon=True
-        )
-        self._reader.start()
-
-    def _read(self, conn, incarnation: int) -> None:
-        """Reader thread: forward every reply to the GUI thread until the pipe closes."""
-        while True:
-            try:
-                message = conn.recv()
-            except (EOFError, OSError):
-                break
-            except Exception:  # an unpicklable reply: the worker is in a state we cannot trust
-                break
-            if self._closing:
-                return
-            self._sig_message.emit(incarnation, message)
-        if not self._closing:
-            self._sig_eof.emit(incarnation)
+        if not self._worker.has_child and not self._closing:
+            self._worker.start()
 
     def is_running(self) -> bool:
-        return self._process is not None and self._process.is_alive()
+        return self._worker.is_alive()
 
     def pid(self) -> Optional[int]:
-        return self._process.pid if self._process is not None else None
+        return self._worker.pid
 
     def stop(self) -> bool:
         """End the worker: ask, wait up to CLOSE_WAIT_S, then kill. Returns True if it exited by itself."""
@@ -201,45 +147,13 @@ class EngineProcess(QObject):
         for timer in self._stuck_timers.values():
             timer.stop()
         self._stuck_timers.clear()
-        process, conn = self._process, self._conn
-        self._process = self._conn = None
-        if process is None or conn is None:
-            return True
-        self._cancelled_up_to.value = 2**62  # whatever it is generating stops at the next round
-        self.api_gone.stop_all()  # an API request too
-        try:
-            conn.send(Shutdown())
-        except (OSError, ValueError):
-            pass
-        process.join(CLOSE_WAIT_S)
-        clean = not process.is_alive()
-        if not clean:
-            process.kill()
-            process.join(2)
-        try:
-            conn.close()
-        except OSError:
-            pass
-        if self._reader is not None:
-            self._reader.join(1)
-        self._remove_log()
-        return clean
+        return self._worker.close(CLOSE_WAIT_S)
 
-    def _remove_log(self) -> None:
-        if self._log_path:
-            try:
-                os.unlink(self._log_path)
-            except OSError:
-                pass
-
-    def _restart_after_death(self, message: str, build_fault: bool = False, ended: str = "it hung") -> None:
-        process = self._process
-        self._process, self._conn = None, None
-        if process is not None:
-            if process.is_alive():
-                process.kill()
-            process.join(2)
-        detail = log_error_line(self._log_path, LOG_TAIL_BYTES, since=self._log_since)
+    def _after_death(self, message: str, end: ChildEnd, ended: str) -> None:
+        """The worker died or hung and was replaced (`end`: how it ended, `ended` in words for the API's clients):
+        the requests in flight fail with a sentence, the window hears of the death, and the errands in flight are
+        answered or sent again."""
+        detail, build_fault = end.detail, end.build_fault
         death = worker_death.WorkerDeath(
             message,
             detail,
@@ -259,36 +173,32 @@ class EngineProcess(QObject):
         self._generate_in_flight.clear()
         self._reading.clear()
         self._load_in_flight = self._loading_path = None
-        self._ensure_started()
         self.sig_worker_died.emit(death)
         for errand in list(self._errands.values()):
             answer = worker_death.answer_instead(errand)
             if answer is None:
                 self._send(errand)
             else:
-                self._on_message(self._incarnation, answer)
+                self._on_message(self._worker.incarnation, answer)
+
+    def _replace_stuck(self) -> None:
+        """Kill the worker that did not answer a Stop in time, and start a fresh one."""
+        self._after_death(worker_death.stuck_sentence(self._target), self._worker.restart(0), ended="it hung")
 
     def _on_eof(self, incarnation: int) -> None:
-        if incarnation != self._incarnation or self._closing:
+        if incarnation != self._worker.incarnation or self._closing:
             return
-        process = self._process
-        code = None
-        if process is not None:
-            process.join(1)
-            code = process.exitcode
-        sentence = worker_death.exit_sentence(code)
-        self._restart_after_death(sentence, build_fault=is_build_fault(code), ended=how_it_ended(code))
+        end = self._worker.restart(DEATH_WAIT_S)
+        sentence = worker_death.exit_sentence(end.exit_code)
+        self._after_death(sentence, end, ended=end.how)
 
     # ----- requests
 
     def _send(self, message: Request) -> None:
         self._ensure_started()
-        if self._conn is None:
-            return  # the window is closing: nothing more is sent
-        try:
-            self._conn.send(message)
-        except (OSError, ValueError):
-            pass  # the reader thread reports the death; the request is failed there
+        # Nothing is sent once the window is closing; a death is reported by the reader thread, which fails the
+        # request in flight.
+        self._worker.send(message)
 
     def request_load(
         self,
@@ -323,8 +233,8 @@ class EngineProcess(QObject):
 
     def replace_stuck(self) -> None:
         """The engine did not end an API reply whose client went away: kill it and start a fresh one."""
-        if self._process is not None and not self._closing:
-            self._restart_after_death(worker_death.stuck_sentence(self._target))
+        if self._worker.has_child and not self._closing:
+            self._replace_stuck()
 
     def request_devices(self) -> None:
         """Ask the engine process for its devices (sig_devices_listed); `devices` keeps the last answer."""
@@ -355,8 +265,8 @@ class EngineProcess(QObject):
 
     def cancel(self, request_id: int) -> None:
         """Stop request `request_id` (and every earlier one) at once; the worker checks every round."""
-        if self._cancelled_up_to.value < request_id:
-            self._cancelled_up_to.value = request_id
+        if self._worker.cancelled_up_to.value < request_id:
+            self._worker.cancelled_up_to.value = request_id
         if request_id in self._generate_in_flight and request_id not in self._stuck_timers:
             timer = QTimer(self)
             timer.setSingleShot(True)
@@ -368,15 +278,15 @@ class EngineProcess(QObject):
     def _on_stop_overdue(self, request_id: int) -> None:
         self._stuck_timers.pop(request_id, None)
         if request_id in self._generate_in_flight and not self._closing:
-            self._restart_after_death(worker_death.stuck_sentence(self._target))
+            self._replace_stuck()
 
     # ----- replies
 
     def _on_message(self, incarnation: int, message: Reply) -> None:
-        if incarnation != self._incarnation or self._closing:
+        if incarnation != self._worker.incarnation or self._closing:
             return
         if isinstance(message, (ReplyEnded, ModelsLoaded, LoadFailed)):
-            self._log_since = log_size(self._log_path)  # what it wrote so far belongs to work now finished
+            self._worker.mark_log()  # what it wrote so far belongs to work now finished
         if isinstance(message, (EngineEvents, ReplyStarted, ReplyFailed, ReplyEnded)) and _is_api(message):
             self.sig_api_answer.emit(message)
             return
