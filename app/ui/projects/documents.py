@@ -151,7 +151,7 @@ class DocumentsController(QObject):
         cancel = threading.Event()
         paths = list(project.documents)
         thread = threading.Thread(
-            target=self._run, args=(project_id, paths, cancel), name="documents-index", daemon=True
+            target=self._run, args=(project_id, paths, cancel), name="SpecChat documents index", daemon=True
         )
         self._running = (project_id, thread, cancel)
         self.bar.show_progress(project.name, IndexProgress(0, 0, ""))
