@@ -103,6 +103,18 @@ class DocumentIndex:
                     )
         self._vectors = None
 
+    def keep_only(self, roots: Iterable[str]) -> int:
+        """Take out every document not under one of `roots` (files and folders), and all that was indexed of it;
+        how many went."""
+        kept = [os.path.abspath(root) for root in roots]
+        gone = [path for path in self.documents() if not under(path, kept)]
+        with self.conn:
+            for path in gone:
+                self._delete(path)
+        if gone:
+            self._vectors = None
+        return len(gone)
+
     def remove_document(self, path: str) -> None:
         """The document and everything indexed of it: its row, passages, words and vectors."""
         with self.conn:

@@ -20,6 +20,9 @@ from app.platform.paths import user_data_dir
 
 SCHEMA_VERSION = 1
 INDEX_FILE_NAME = "documents.db"
+# The window's projects keep an index of their own: what a project no longer lists is taken out of it, which the
+# CLI's index, holding whatever a person indexed by hand, must never have done to it.
+PROJECT_INDEX_FILE_NAME = "project-documents.db"
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -1,7 +1,9 @@
 """A project's documents in the window: indexed in the background, with a progress line and Cancel, and a question
 in one of its chats sent with them (app.documents.question: whole when they fit comfortably, else its passages).
 
-The index is the documents index the CLI builds (app.documents), its file beside the chat database. One thread
+The index is the projects' own (app.documents, PROJECT_INDEX_FILE_NAME), its file beside the chat database: what
+no project lists any more is taken out of it at the next indexing, so a document removed from a project, or a
+deleted project's documents, leave nothing behind (the CLI's index is a file of its own, never pruned). One thread
 indexes, one project at a time, with its own connection: the GUI thread never reads a file or waits for it, and a
 reply never waits for indexing (a question asked meanwhile gets the passages indexed so far, and says so). On Send
 the GUI thread reads the index with a connection of its own (SQLite's WAL lets it read while the thread writes): a
@@ -21,7 +23,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QW
 
 from app.common.units import plural
 from app.documents.index import DocumentIndex
-from app.documents.index_db import INDEX_FILE_NAME, IndexFileError
+from app.documents.index_db import PROJECT_INDEX_FILE_NAME, IndexFileError
 from app.documents.indexer import refresh
 from app.documents.question import DocsInput, docs_budget, retrieved_passages, whole_documents
 from app.documents.records import IndexProgress, IndexSummary
@@ -95,9 +97,8 @@ class DocumentsController(QObject):
         self._window = window
         self._store = window.store
         self.bar = bar
-        # Beside the chats (the user's database also when the window runs on a copy of it): the file
-        # `specchat-cli index` and `generate --docs` use by default.
-        self.index_path = Path(window.store.pictures_beside).parent / INDEX_FILE_NAME
+        # Beside the chats (the user's database also when the window runs on a copy of it).
+        self.index_path = Path(window.store.pictures_beside).parent / PROJECT_INDEX_FILE_NAME
         self.n_ctx = 0  # the loaded model's context (0: none loaded yet: the app's setting)
         self._fresh: set[int] = set()  # projects indexed since their documents last changed
         self._running: Optional[tuple[int, threading.Thread, threading.Event]] = None
@@ -133,9 +134,10 @@ class DocumentsController(QObject):
             self.index(project.id)
 
     def documents_changed(self, project_id: int, paths: tuple[str, ...]) -> None:
+        """A project's documents changed (or it was deleted, `paths` empty): index what it lists now, and take what
+        no project lists out of the index."""
         self._fresh.discard(project_id)
-        if paths:
-            self.index(project_id)
+        self.index(project_id)
 
     # ----- indexing
 
@@ -145,21 +147,30 @@ class DocumentsController(QObject):
             if self._running[0] != project_id:
                 self._queued = project_id
             return
-        project = self._store.projects.get_project(project_id)
-        if project is None or not project.documents:
+        try:
+            project = self._store.projects.get_project(project_id)
+            listed = [path for each in self._store.projects.list_projects() for path in each.documents]
+        except StoreError:
             return
+        if project is None or not project.documents:
+            if not self.index_path.exists():
+                return
+            project, paths = None, []  # only what no project lists is taken out: nothing to show
+        else:
+            paths = list(project.documents)
         cancel = threading.Event()
-        paths = list(project.documents)
         thread = threading.Thread(
-            target=self._run, args=(project_id, paths, cancel), name="SpecChat documents index", daemon=True
+            target=self._run, args=(project_id, paths, listed, cancel), name="SpecChat documents index", daemon=True
         )
         self._running = (project_id, thread, cancel)
-        self.bar.show_progress(project.name, IndexProgress(0, 0, ""))
+        if project is not None:
+            self.bar.show_progress(project.name, IndexProgress(0, 0, ""))
         thread.start()
 
-    def _run(self, project_id: int, paths: list[str], cancel: threading.Event) -> None:
+    def _run(self, project_id: int, paths: list[str], listed: list[str], cancel: threading.Event) -> None:
         try:
             with DocumentIndex(self.index_path) as index:
+                index.keep_only(listed)
                 summary = refresh(
                     index, paths, progress=lambda p: self.sig_progress.emit(project_id, p), cancelled=cancel.is_set
                 )
@@ -189,9 +200,13 @@ class DocumentsController(QObject):
 
     def _on_indexed(self, project_id: int, summary: IndexSummary) -> None:
         self._finished()
-        if not summary.cancelled:
-            self._fresh.add(project_id)
-        self.bar.show_done(self._summary_text(project_id, summary))
+        project = self._store.projects.get_project(project_id)
+        if project is None or not project.documents:
+            self.bar.hide()  # what no project lists was taken out; nothing was indexed
+        else:
+            if not summary.cancelled:
+                self._fresh.add(project_id)
+            self.bar.show_done(self._summary_text(project_id, summary))
         self._next()
 
     def _on_failed(self, project_id: int, sentence: str) -> None:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from PySide6.QtCore import QUrl
+from PySide6.QtCore import Qt, QUrl
+
+from app.documents.index import DocumentIndex
 
 from app.documents.retrieval import NO_EMBEDDER_SENTENCE
 from app.ui.transcript import message_actions
@@ -125,3 +127,45 @@ def test_documents_that_fit_go_whole_with_the_question(
     assert asked.startswith("When do they bloom?") and "poppies.md" in asked and "late June" in asked
     assert "Answer from the numbered passages" not in asked
     assert "Documents, whole: poppies.md" in window.chat_view.toPlainText()
+
+
+def _indexed_paths(documents) -> list[str]:
+    with DocumentIndex(documents.index_path) as index:
+        return sorted(index.documents())
+
+
+def test_a_document_taken_off_a_project_leaves_nothing_in_the_index(make_window, qtbot, fake_engine, tmp_path):
+    window = make_window(engine_factory=fake_engine)
+    projects, documents = window.projects, window.documents
+    kept, dropped = tmp_path / "kept.md", tmp_path / "dropped.md"
+    kept.write_text("# Kept\n\nRoses want sun.\n")
+    dropped.write_text("# Dropped\n\nTulips want frost.\n")
+    projects.ask_name = lambda title, current="": "Garden"
+    project = projects.new_project()
+
+    def settings(change):
+        def ask(dialog):
+            change(dialog)
+            return True
+
+        projects.ask_settings = ask
+        projects.edit_settings(project.id)
+        qtbot.waitUntil(lambda: not documents.busy(), timeout=20000)
+
+    settings(lambda dialog: dialog.add_documents([str(kept), str(dropped)]))
+    assert _indexed_paths(documents) == [str(dropped), str(kept)]
+
+    def remove_dropped(dialog):  # as a person does: select it, press Remove
+        dialog.documents.findItems(str(dropped), Qt.MatchFlag.MatchExactly)[0].setSelected(True)
+        dialog.remove()
+
+    settings(remove_dropped)
+    assert _indexed_paths(documents) == [str(kept)]
+    with DocumentIndex(documents.index_path) as index:  # its passages and words went with it
+        assert index.conn.execute("SELECT count(*) FROM passages WHERE text LIKE '%Tulips%'").fetchone() == (0,)
+
+    # A deleted project's documents go too (its chats kept or not).
+    projects.ask_delete = lambda project, chats: "keep"
+    projects.delete_project(project.id)
+    qtbot.waitUntil(lambda: not documents.busy(), timeout=20000)
+    assert _indexed_paths(documents) == []
