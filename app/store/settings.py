@@ -115,6 +115,9 @@ class AppSettings:
     # Named presets of a chat's system prompt, sampling and draft setting (app.store.presets), the built-in
     # "Default" left out.
     presets: list[dict] = field(default_factory=list)
+    # The GGUF embedding model a project's documents are indexed and searched with in the window, by path ("":
+    # none, passages found by their words alone; app.ui.projects.embedding).
+    documents_embedding: str = ""
     # Why the file could not be used as it was, in words for the user; None when it loaded cleanly.
     load_warning: str | None = field(default=None, compare=False, repr=False)
 
@@ -166,6 +169,9 @@ def load_settings(path: Path | None = None) -> AppSettings:
         if getattr(settings, name) is not None and not _usable_path(getattr(settings, name)):
             setattr(settings, name, None)
             rejected.append(name)
+    if settings.documents_embedding and not _usable_path(settings.documents_embedding):
+        settings.documents_embedding = ""
+        rejected.append("documents_embedding")
     formats = {k: v for k, v in settings.chat_formats.items() if isinstance(k, str) and isinstance(v, str)}
     if formats != settings.chat_formats:
         settings.chat_formats = formats

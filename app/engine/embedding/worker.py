@@ -158,18 +158,24 @@ class EmbeddingWorker:
             raise EmbeddingBusy("Too many requests wait for the embedding model; try again shortly.") from None
         return answer
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: list[str], timeout_s: Optional[float] = None) -> np.ndarray:
         """The documents' protocol: (len(texts), dim) float32, L2-normalised rows (long texts cut to the context).
-        Raises ValueError with the embedding process's sentence."""
-        return self._vectors(self.submit(lambda serial: EmbedInputs(serial, tuple(texts), truncate=True)))
+        Raises ValueError with the embedding process's sentence; TimeoutError when no answer came within
+        `timeout_s` (the request is dropped if it still waits)."""
+        answer = self.submit(lambda serial: EmbedInputs(serial, tuple(texts), truncate=True))
+        try:
+            return self._vectors(answer, timeout_s)
+        except FutureTimeout:
+            answer.cancel()
+            raise TimeoutError(f"{self.path.name} did not answer within {timeout_s:.0f} s.") from None
 
     def rank(self, query: str, documents: Sequence[str]) -> np.ndarray:
         """A reranker's score per document."""
         return self._vectors(self.submit(lambda serial: RankDocuments(serial, query, tuple(documents))))[:, 0]
 
     @staticmethod
-    def _vectors(answer: "Future[EmbedAnswer]") -> np.ndarray:
-        result = answer.result()
+    def _vectors(answer: "Future[EmbedAnswer]", timeout_s: Optional[float] = None) -> np.ndarray:
+        result = answer.result(timeout_s)
         if isinstance(result, EmbedRefused):
             raise ValueError(result.message)
         return result.vectors
