@@ -8,8 +8,11 @@ indexes, one project at a time, with its own connection: the GUI thread never re
 reply never waits for indexing (a question asked meanwhile gets the passages indexed so far, and says so). On Send
 the GUI thread reads the index with a connection of its own (SQLite's WAL lets it read while the thread writes): a
 keyword search, about 0.1 s at 10,000 passages on a busy 2-core machine (docs/performance-log.md), once per
-question; a larger index would want it on the thread too. No embedding model is wired for
-the window, so passages are found by their words alone, and the progress line says once what one would add.
+question; a larger index would want it on the thread too. With an embedding model chosen in Settings
+(app.ui.projects.embedding) the indexing thread embeds passages with it in a process of its own, and a question is
+embedded on Send and its two rankings fused; without one, passages are found by their words alone, and the line
+above the composer says once what a model would add. Changing the model re-embeds the passages (the index keeps
+one model's vectors: DocumentIndex.use_embedder).
 """
 
 from __future__ import annotations
@@ -27,11 +30,11 @@ from app.documents.index_db import PROJECT_INDEX_FILE_NAME, IndexFileError
 from app.documents.indexer import refresh
 from app.documents.question import DocsInput, docs_budget, retrieved_passages, whole_documents
 from app.documents.records import IndexProgress, IndexSummary
-from app.documents.retrieval import NO_EMBEDDER_SENTENCE
 from app.documents.walk import find_documents
 from app.store import StoreError
 from app.store.projects import Project
 from app.store.projects.sources import Source
+from app.ui.projects.embedding import EMBEDDING_ERRORS, AskedVector, WindowEmbedder, how_found_sentence
 from app.ui.projects.source_dialog import SourceDialog
 
 # Whether a project's documents fit whole is asked on Send, on the GUI thread: a folder of more files than these, or
@@ -87,8 +90,8 @@ class DocumentsController(QObject):
 
     sig_progress = Signal(int, object)
     """(project_id, IndexProgress) from the indexing thread."""
-    sig_indexed = Signal(int, object)
-    """(project_id, IndexSummary): indexing ended (cancelled or not)."""
+    sig_indexed = Signal(int, object, str)
+    """(project_id, IndexSummary, how passages are found, a sentence): indexing ended (cancelled or not)."""
     sig_failed = Signal(int, str)
     """(project_id, sentence): the index could not be opened."""
 
@@ -104,6 +107,8 @@ class DocumentsController(QObject):
         self._running: Optional[tuple[int, threading.Thread, threading.Event]] = None
         self._queued: Optional[int] = None
         self.source_dialog: Optional[SourceDialog] = None
+        self.embedder: Optional[WindowEmbedder] = None
+        self.set_embedding(window.settings.documents_embedding, reindex=False)
         self.sig_progress.connect(self._on_progress)
         self.sig_indexed.connect(self._on_indexed)
         self.sig_failed.connect(self._on_failed)
@@ -139,6 +144,19 @@ class DocumentsController(QObject):
         self._fresh.discard(project_id)
         self.index(project_id)
 
+    def set_embedding(self, path: str, reindex: bool = True) -> None:
+        """Read documents with the embedding model at `path` ("": none, words alone) from now on; the open chat's
+        project is indexed again with it (the others when next shown)."""
+        if (self.embedder.path if self.embedder is not None else "") == path:
+            return
+        if self.embedder is not None:
+            self.cancel()
+            self.embedder.close()
+        self.embedder = WindowEmbedder(path) if path else None
+        self._fresh.clear()
+        if reindex:
+            self.chat_shown()
+
     # ----- indexing
 
     def index(self, project_id: int) -> None:
@@ -168,16 +186,26 @@ class DocumentsController(QObject):
         thread.start()
 
     def _run(self, project_id: int, paths: list[str], listed: list[str], cancel: threading.Event) -> None:
+        window_embedder = self.embedder
+        worker = window_embedder.for_indexing() if window_embedder is not None and paths else None
+        found = how_found_sentence(window_embedder)
+
+        def progress(p: IndexProgress) -> None:
+            self.sig_progress.emit(project_id, p)
+
         try:
             with DocumentIndex(self.index_path) as index:
                 index.keep_only(listed)
-                summary = refresh(
-                    index, paths, progress=lambda p: self.sig_progress.emit(project_id, p), cancelled=cancel.is_set
-                )
+                try:
+                    name = window_embedder.name if window_embedder is not None else ""
+                    summary = refresh(index, paths, worker, name, progress=progress, cancelled=cancel.is_set)
+                except EMBEDDING_ERRORS as exc:  # the model's process failed: the words are indexed all the same
+                    found = f"Embedding the passages failed, so they are found by their words alone: {exc}"
+                    summary = refresh(index, paths, progress=progress, cancelled=cancel.is_set)
         except IndexFileError as exc:
             self.sig_failed.emit(project_id, str(exc))
             return
-        self.sig_indexed.emit(project_id, summary)
+        self.sig_indexed.emit(project_id, summary, found)
 
     def cancel(self) -> None:
         if self._running is not None:
@@ -187,10 +215,13 @@ class DocumentsController(QObject):
         return self._running is not None
 
     def wait(self, timeout_s: float = 10.0) -> None:
-        """Cancel indexing and wait for its thread (the window closing)."""
+        """Cancel indexing and wait for its thread, and end the embedding model's process (the window closing)."""
         running = self._running
         if running is not None:
             running[2].set()
+        if self.embedder is not None:
+            self.embedder.close()  # an embedding under way is refused: the thread ends sooner
+        if running is not None:
             running[1].join(timeout_s)
 
     def _on_progress(self, project_id: int, progress: IndexProgress) -> None:
@@ -198,7 +229,7 @@ class DocumentsController(QObject):
         if project is not None and self._running is not None:
             self.bar.show_progress(project.name, progress)
 
-    def _on_indexed(self, project_id: int, summary: IndexSummary) -> None:
+    def _on_indexed(self, project_id: int, summary: IndexSummary, found: str) -> None:
         self._finished()
         project = self._store.projects.get_project(project_id)
         if project is None or not project.documents:
@@ -206,7 +237,7 @@ class DocumentsController(QObject):
         else:
             if not summary.cancelled:
                 self._fresh.add(project_id)
-            self.bar.show_done(self._summary_text(project_id, summary))
+            self.bar.show_done(self._summary_text(project_id, summary, found))
         self._next()
 
     def _on_failed(self, project_id: int, sentence: str) -> None:
@@ -224,7 +255,7 @@ class DocumentsController(QObject):
         if queued is not None:
             self.index(queued)
 
-    def _summary_text(self, project_id: int, summary: IndexSummary) -> str:
+    def _summary_text(self, project_id: int, summary: IndexSummary, found: str) -> str:
         project = self._store.projects.get_project(project_id)
         name = project.name if project is not None else "the project"
         if summary.cancelled:
@@ -234,7 +265,7 @@ class DocumentsController(QObject):
         skipped = [note.sentence for note in summary.notes]
         if skipped:
             text += f" {skipped[0]}" + (f" (and {plural(len(skipped) - 1, 'other note')})" if len(skipped) > 1 else "")
-        return f"{text} {NO_EMBEDDER_SENTENCE}"
+        return f"{text} {found}"
 
     # ----- a question
 
@@ -257,9 +288,11 @@ class DocumentsController(QObject):
         return docs.sources if docs is not None else ()
 
     def _retrieved(self, project: Project, question: str, budget: int) -> Optional[DocsInput]:
+        vector = self.embedder.question_vector(question) if self.embedder is not None else None
         try:
             with DocumentIndex(self.index_path) as index:
-                docs = retrieved_passages(index, question, budget, roots=list(project.documents))
+                asked = AskedVector(vector) if vector is not None else None
+                docs = retrieved_passages(index, question, budget, roots=list(project.documents), embedder=asked)
         except IndexFileError as exc:
             self._window.show_error(str(exc))
             return None
@@ -269,7 +302,7 @@ class DocumentsController(QObject):
             )
         if not docs.sources:
             self._window.conversation.view.add_notice(
-                "No passage of the project's documents matches the question's words; it is sent without them."
+                "No passage of the project's documents matches the question; it is sent without them."
             )
         return docs
 

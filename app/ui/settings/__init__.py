@@ -3,7 +3,8 @@
 - api_server_page.py: The API server's settings: on or off, where it listens, its key, and what it is doing. GUI thread only.
 - chat_dialog.py: The chat's generation settings: system prompt, sampling, reply length, drafting and thinking. GUI thread only.
 - chat_presets.py: A chat's preset in the window: offered by the chat settings, shown on the switches once chosen.
-- dialog.py: The app's settings dialog, a page each: model folders, loading and devices, presets, servers, the API, tools, appearance, history.
+- dialog.py: The app's settings dialog, a page each: model folders, loading and devices, presets, servers, the API, tools, documents, appearance, history.
+- documents_page.py: Settings > Documents: the embedding model a project's documents are read with, or None (words only).
 - load_form.py: The load settings' fields (batch, flash attention, KV cache, mmap, mlock), their memory and refusals.
 - pages.py: Settings as pages: a list of page names beside the page shown, each page scrolling on its own.
 - presets_page.py: Settings > Presets: add, rename, duplicate and delete named presets; the built-in Default stays.

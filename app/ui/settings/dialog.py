@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Optional
+from typing import Optional, Sequence
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication, QValidator
@@ -41,6 +41,7 @@ from app.ui.settings.pages import SettingsPages, fitted_size, hint
 from app.ui.settings.api_server_page import ApiServerChoice, ApiServerPage
 from app.ui.settings.load_form import LoadSettingsFields, MemoryLine, app_load_fields, app_load_values
 from app.ui.settings.presets_page import PresetsPage
+from app.ui.settings.documents_page import DocumentsPage
 from app.ui.settings.remote_settings import RemoteSettingsSection
 from app.ui.settings.requests_field import RequestsAtOnceField
 from app.store.presets import read_presets, stored
@@ -88,6 +89,7 @@ class AppSettingsDialog(QDialog):
         "Servers and RPC",
         "API server",
         "Tools",
+        "Documents",
         "Appearance",
         "History",
     )
@@ -102,11 +104,13 @@ class AppSettingsDialog(QDialog):
         tools_page: Optional[ToolsPage] = None,
         kept_state: str = "",
         trained_context: Optional[int] = None,
+        embedding_models: Sequence[str] = (),
     ):
         """`memory_line`: what the chosen model would take at a context and KV type, for the Loading page;
         `tools_page`: the window's MCP servers, edited in place and applied by the window when accepted;
         `kept_state`: the kept conversations' memory as the last reply left it, in words ("" shows nothing);
-        `trained_context`: the chosen model's trained context, which caps what each chat gets (None: unknown)."""
+        `trained_context`: the chosen model's trained context, which caps what each chat gets (None: unknown);
+        `embedding_models`: the library's embedding models (paths), for the Documents page."""
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self._original = settings
@@ -136,6 +140,8 @@ class AppSettingsDialog(QDialog):
         self.tools_page = tools_page
         self.pages.add_page("Tools", tools_page or hint("Tool servers are chosen from the chat window's Settings."))
 
+        self.documents_page = DocumentsPage(settings.documents_embedding, embedding_models)
+        self.pages.add_page("Documents", self.documents_page)
         self._add_appearance_page(settings)
         self._add_history_page(settings)
 
@@ -331,6 +337,7 @@ class AppSettingsDialog(QDialog):
             api_port=self.api_page.choice().port,
             api_own_history=self.api_page.choice().own_history,
             presets=stored(self.presets_page.presets()),
+            documents_embedding=self.documents_page.chosen(),
         )
 
 

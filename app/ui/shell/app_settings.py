@@ -64,6 +64,7 @@ def open_dialog(window) -> None:
         memory_line=lambda ctx, kv: model_actions.memory_line(session.target_key(), ctx, kv, app_wide=True),
         kept_state=kept_line_of(window.conversation.last_stats),
         trained_context=model_actions.trained_context(session.target_key()),
+        embedding_models=[entry.path for entry in window.library.entries() if entry.kind == "embedding"],
     )
     with settings_linked(dialog, window.engine_process):
         accepted = dialog.exec() == QDialog.DialogCode.Accepted
@@ -94,6 +95,7 @@ def apply(window, new: AppSettings) -> None:
         window.server_models.refresh(new.servers)
     window.appearance.set_choice(new.theme)
     window.chat_view.set_keep_thinking_open(new.keep_thinking_open)
+    window.documents.set_embedding(new.documents_embedding)
 
 
 def view_option(window, setting: str, apply_to_view: Callable[[bool], None], switch: QAbstractButton, on: bool) -> None:
