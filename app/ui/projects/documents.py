@@ -108,6 +108,7 @@ class DocumentsController(QObject):
         self._queued: Optional[int] = None
         self.source_dialog: Optional[SourceDialog] = None
         self.embedder: Optional[WindowEmbedder] = None
+        self._closed = False  # the window closed: what the thread still emits finds the store closed
         self.set_embedding(window.settings.documents_embedding, reindex=False)
         self.sig_progress.connect(self._on_progress)
         self.sig_indexed.connect(self._on_indexed)
@@ -216,6 +217,7 @@ class DocumentsController(QObject):
 
     def wait(self, timeout_s: float = 10.0) -> None:
         """Cancel indexing and wait for its thread, and end the embedding model's process (the window closing)."""
+        self._closed = True
         running = self._running
         if running is not None:
             running[2].set()
@@ -225,11 +227,15 @@ class DocumentsController(QObject):
             running[1].join(timeout_s)
 
     def _on_progress(self, project_id: int, progress: IndexProgress) -> None:
+        if self._closed:
+            return
         project = self._store.projects.get_project(project_id)
         if project is not None and self._running is not None:
             self.bar.show_progress(project.name, progress)
 
     def _on_indexed(self, project_id: int, summary: IndexSummary, found: str) -> None:
+        if self._closed:
+            return
         self._finished()
         project = self._store.projects.get_project(project_id)
         if project is None or not project.documents:
@@ -241,6 +247,8 @@ class DocumentsController(QObject):
         self._next()
 
     def _on_failed(self, project_id: int, sentence: str) -> None:
+        if self._closed:
+            return
         self._finished()
         self.bar.show_done(sentence)
         self._next()
