@@ -167,7 +167,7 @@ class EmbeddingWorker:
             return self._vectors(answer, timeout_s)
         except FutureTimeout:
             answer.cancel()
-            raise TimeoutError(f"{self.path.name} did not answer within {timeout_s:.0f} s.") from None
+            raise TimeoutError(f"No answer came within {timeout_s:g} s.") from None
 
     def rank(self, query: str, documents: Sequence[str]) -> np.ndarray:
         """A reranker's score per document."""

@@ -296,7 +296,9 @@ class DocumentsController(QObject):
         return docs.sources if docs is not None else ()
 
     def _retrieved(self, project: Project, question: str, budget: int) -> Optional[DocsInput]:
-        vector = self.embedder.question_vector(question) if self.embedder is not None else None
+        vector, missed = self.embedder.question_vector(question) if self.embedder is not None else (None, "")
+        if missed:
+            self._window.conversation.view.add_notice(missed)
         try:
             with DocumentIndex(self.index_path) as index:
                 asked = AskedVector(vector) if vector is not None else None

@@ -65,16 +65,18 @@ class WindowEmbedder:
         worker.close()  # the choice changed while it loaded
         return None
 
-    def question_vector(self, question: str) -> Optional[np.ndarray]:
-        """The question's vector, or None when the model is not loaded yet or did not answer in time (GUI thread:
-        never waits for a load, and for an answer at most QUESTION_DEADLINE_S)."""
+    def question_vector(self, question: str) -> tuple[Optional[np.ndarray], str]:
+        """The question's vector, or None and why in a sentence ("" while the model is not loaded yet: the line
+        above the composer says that). GUI thread: never waits for a load, and for an answer at most
+        QUESTION_DEADLINE_S."""
         worker = self._worker
         if worker is None:
-            return None
+            return None, ""
         try:
-            return np.asarray(worker.embed([question], timeout_s=QUESTION_DEADLINE_S), dtype=np.float32)
-        except EMBEDDING_ERRORS:
-            return None
+            return np.asarray(worker.embed([question], timeout_s=QUESTION_DEADLINE_S), dtype=np.float32), ""
+        except EMBEDDING_ERRORS as exc:
+            reason = str(exc).rstrip(".")
+            return None, f"{self.name} did not embed the question ({reason}), so its passages were found by its words."
 
     def sentence(self) -> str:
         """What the documents line says of how passages are found."""

@@ -123,3 +123,23 @@ def test_the_documents_page_lists_the_embedding_models_after_none(qapp, tmp_path
     kept = AppSettingsDialog(AppSettings(documents_embedding=first), embedding_models=[])
     assert kept.settings().documents_embedding == first
     kept.close()
+
+
+def test_a_question_the_model_does_not_embed_in_time_goes_by_its_words_and_says_so():
+    """The GUI thread waits at most QUESTION_DEADLINE_S for the question's vector (the process may be embedding a
+    batch of passages); past it the question goes by its words, with a sentence saying why."""
+    from app.ui.projects.embedding import WindowEmbedder
+
+    class Busy:
+        def embed(self, texts, timeout_s=None):
+            raise TimeoutError(f"No answer came within {timeout_s:g} s.")
+
+    embedder = WindowEmbedder("/models/bge-small.gguf")
+    assert embedder.question_vector("When?") == (None, "")  # not loaded yet: words, and nothing more to say
+    embedder._worker = Busy()  # type: ignore[assignment]
+    vector, missed = embedder.question_vector("When?")
+    assert vector is None
+    assert missed == (
+        "bge-small.gguf did not embed the question (No answer came within 3 s), so its passages were found by its "
+        "words."
+    )
