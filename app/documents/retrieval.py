@@ -106,6 +106,7 @@ def retrieve(
                 passage.text,
                 passage.heading,
                 passage.page,
+                by_meaning=embedder is not None,
             )
         )
         if len(chosen) >= MAX_SOURCES:

@@ -15,7 +15,7 @@ image after the text), and the tools it called as
 "tool_calls" ([] for none; each {"id", "name", "arguments", "server", "tool", "answer", "result", "is_error",
 "truncated", "seconds"}: app.store.tool_calls; Markdown shows each as a collapsed <details> block with its arguments
 and result), and a question's "sources" ([] for none; each {"number", "path", "start", "end", "score", "text", "heading",
-"page", "whole"}: the documents or passages it was sent with, app.store.projects.sources). Markdown shows a reply's thinking
+"page", "whole", "by_meaning"}: the documents or passages it was sent with, app.store.projects.sources). Markdown shows a reply's thinking
 as a collapsed "Thinking" <details> block before its answer, without the model's markers. A part a message does not have
 (a user message's tokens, a reply saved before rounds were kept) is null. Times are Unix seconds.
 """

@@ -23,7 +23,8 @@ log = logging.getLogger(__name__)
 class Source:
     """A passage given to the model, numbered as the prompt numbers it ([1] is `number` 1), with its score (the
     fused reciprocal-rank score): characters [start, end) of the document at `path`, as indexed. `whole`: the
-    document was given whole (it fit), not as a passage."""
+    document was given whole (it fit), not as a passage. `by_meaning`: passages were ranked by an embedding model's
+    vectors as well as by their words."""
 
     number: int
     path: str
@@ -34,6 +35,7 @@ class Source:
     heading: str = ""
     page: Optional[int] = None
     whole: bool = False
+    by_meaning: bool = False
 
     def to_dict(self) -> dict[str, object]:
         """As `generate --json` lists it in "sources"."""

@@ -56,6 +56,7 @@ def sources_sentence(sources: Sequence[Source]) -> str:
         head = f"Answered from {plural(documents, 'document')}, given whole"
     else:
         head = f"Answered from {plural(len(sources), 'passage')} of {plural(documents, 'document')}"
+        head += ", found by meaning and words" if any(s.by_meaning for s in sources) else ", found by their words"
     parts = [f"{source_label(source)} (characters {source.start:,}-{source.end:,})" for source in sources]
     return f"{head}: {'; '.join(parts)}."
 

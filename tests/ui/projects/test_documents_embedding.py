@@ -72,10 +72,13 @@ def test_an_embedding_model_finds_passages_by_meaning_and_none_brings_back_words
         assert index.embedder_name() == model.name
         assert len(index.vectors()[0]) == index.passage_count() > 0
 
-    send_and_wait(qtbot, window, UNRELATED_QUESTION)
+    reply_id = send_and_wait(qtbot, window, UNRELATED_QUESTION)
     asked = fake_engine.requests[-1][-1]["content"]
     assert asked.startswith("Answer from the numbered passages below.") and "[1] " in asked
     assert "Sources: [1]" in window.chat_view.toPlainText()
+    window.inspector.open_message(reply_id)  # the inspector says how they were found
+    assert "found by meaning and words: [1]" in window.inspector.dialog.summary.text()
+    window.inspector.dialog.close()
 
     _choose(window, "")
     text = _indexed(qtbot, documents)

@@ -85,7 +85,10 @@ def test_a_question_is_answered_from_the_project_documents_with_sources(
     # The inspector, opened from the stats row, names the documents and passages used.
     window.inspector.open_message(reply_id)
     summary = window.inspector.dialog.summary.text()
-    assert "Answered from" in summary and "[1] summer.md › Blue poppies (characters" in summary
+    assert (
+        "Answered from 1 passage of 1 document, found by their words: " in summary
+        and "[1] summer.md › Blue poppies (characters" in summary
+    )
     window.inspector.dialog.close()
 
     # Reopened, the reply still cites its sources.
