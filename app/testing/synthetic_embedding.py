@@ -11,18 +11,16 @@ gguf is a runtime dependency of the app, so this module may be imported outside 
 from __future__ import annotations
 
 import string
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 
-from app.common.atomic_write import atomic_file
+from app.testing.bert_gguf import POOLING_MEAN, POOLING_RANK, BertShape, WordPieceVocab, write_bert_gguf
+from app.testing.vocab import CONTROL, NORMAL, UNKNOWN
 
 EMBED_DIM = 32
 EMBED_CONTEXT = 128  # small, so a test reaches the truncation with a short text
-POOLING_MEAN = 1  # llama.cpp's LLAMA_POOLING_TYPE_MEAN
-POOLING_RANK = 4  # LLAMA_POOLING_TYPE_RANK: a reranker's score through its `cls` head
 
 _SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 _WORDS = (
@@ -44,27 +42,13 @@ _WORDS = (
 ).split()
 
 
-@dataclass(frozen=True)
-class WordPieceVocab:
-    """A BERT vocabulary as llama.cpp's GGUF files store it: a word-start piece carries a leading U+2581, a
-    continuation piece (Hugging Face's "##x") is stored bare."""
-
-    tokens: list[str]
-    token_types: list[int]  # 1 normal, 2 unknown, 3 control
-    cls_id: int
-    sep_id: int
-    unk_id: int
-    pad_id: int
-    mask_id: int
-
-
 def build_wordpiece_vocab() -> WordPieceVocab:
     pieces = string.ascii_lowercase + string.digits + string.punctuation
     tokens = list(_SPECIALS)
     tokens += ["\u2581" + c for c in pieces]  # a word's first character
     tokens += list(pieces)  # the characters after it
     tokens += ["\u2581" + w for w in dict.fromkeys(_WORDS)]
-    types = [2 if t == "[UNK]" else 3 if t in _SPECIALS else 1 for t in tokens]
+    types = [UNKNOWN if t == "[UNK]" else CONTROL if t in _SPECIALS else NORMAL for t in tokens]
     return WordPieceVocab(tokens, types, cls_id=2, sep_id=3, unk_id=1, pad_id=0, mask_id=4)
 
 
@@ -73,41 +57,17 @@ def write_tiny_embedding_model(
 ) -> Path:
     """Write a tiny BERT embedding model (or, `reranker`, a cross-encoder with rank pooling) to `path`, atomically,
     and return the path."""
-    import gguf
-
+    shape = BertShape(
+        context=EMBED_CONTEXT,
+        dim=EMBED_DIM,
+        n_layer=n_layer,
+        n_head=4,
+        ffn_dim=EMBED_DIM * 4,
+        pooling=POOLING_RANK if reranker else POOLING_MEAN,
+    )
     vocab = build_wordpiece_vocab()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_file(path, durable=False, mode=0o644) as tmp_name:
-        writer = gguf.GGUFWriter(tmp_name, "bert")
-        writer.add_name(name or path.stem)
-        writer.add_file_type(int(gguf.LlamaFileType.ALL_F32))
-        writer.add_context_length(EMBED_CONTEXT)
-        writer.add_embedding_length(EMBED_DIM)
-        writer.add_block_count(n_layer)
-        writer.add_feed_forward_length(EMBED_DIM * 4)
-        writer.add_head_count(4)
-        writer.add_layer_norm_eps(1e-12)
-        writer.add_causal_attention(False)
-        writer.add_pooling_type(gguf.PoolingType(POOLING_RANK if reranker else POOLING_MEAN))
-        writer.add_token_type_count(2)
-        writer.add_tokenizer_model("bert")
-        writer.add_token_list(vocab.tokens)
-        writer.add_token_types(vocab.token_types)
-        writer.add_unk_token_id(vocab.unk_id)
-        writer.add_bos_token_id(vocab.cls_id)
-        writer.add_sep_token_id(vocab.sep_id)
-        writer.add_pad_token_id(vocab.pad_id)
-        writer.add_mask_token_id(vocab.mask_id)
-        writer.add_add_bos_token(True)
-        writer.add_add_sep_token(True)
-        for tensor_name, tensor in _bert_weights(len(vocab.tokens), n_layer, seed, reranker):
-            writer.add_tensor(tensor_name, tensor)
-        writer.write_header_to_file()
-        writer.write_kv_data_to_file()
-        writer.write_tensors_to_file()
-        writer.close()
-    return path
+    tensors = _bert_weights(len(vocab.tokens), n_layer, seed, reranker)
+    return write_bert_gguf(path, name=name or Path(path).stem, shape=shape, vocab=vocab, tensors=tensors)
 
 
 def _bert_weights(n_vocab: int, n_layer: int, seed: int, reranker: bool) -> Iterator[tuple[str, np.ndarray]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 # GGUF token types (llama.cpp's llama_token_type).
-NORMAL, _UNKNOWN, _CONTROL, _BYTE = 1, 2, 3, 6
+NORMAL, UNKNOWN, CONTROL, _BYTE = 1, 2, 3, 6
 
 # Merges of common English pieces, in rank order. Each is "left right"; both sides exist before the merge.
 # "Ġ" is how byte-level BPE writes a space.
@@ -172,7 +172,7 @@ def build_vocab(spec: VocabSpec) -> Vocab:
     types = list(vocab.token_types)
     for i in range(spec.extra_tokens):
         tokens.append(f"<|extra_{i}|>")
-        types.append(_CONTROL)
+        types.append(CONTROL)
     if spec.renamed_token is not None:
         tokens[tokens.index(spec.renamed_token)] = spec.renamed_token.replace("|>", "_renamed|>")
     if len(spec.special_names) > _RESERVED_COUNT or spec.special_names and spec.kind != "bpe":
@@ -220,10 +220,10 @@ def _build_bpe_vocab() -> Vocab:
         known.add(merged)
     for i in range(_RESERVED_COUNT):
         tokens.append(f"<|reserved_{i}|>")
-        types.append(_CONTROL)
+        types.append(CONTROL)
     eos_id = len(tokens)
     tokens.extend(_SPECIALS)
-    types.extend([_CONTROL] * len(_SPECIALS))
+    types.extend([CONTROL] * len(_SPECIALS))
     printable = {byte_chars[b] for b in range(0x20, 0x7F)} | {byte_chars[0x0A]}
     output_ids = [i for i, t in enumerate(tokens) if types[i] == NORMAL and (i >= 256 or t in printable)]
     return Vocab(
@@ -242,7 +242,7 @@ def _build_bpe_vocab() -> Vocab:
 
 def _build_spm_vocab() -> Vocab:
     tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
-    types = [_UNKNOWN, _CONTROL, _CONTROL] + [_BYTE] * 256
+    types = [UNKNOWN, CONTROL, CONTROL] + [_BYTE] * 256
     scores = [0.0] * len(tokens)
     # Letters as whole pieces so ordinary text needs no byte fallback.
     pieces = [chr(c) for c in range(ord("a"), ord("z") + 1)] + list(_SPM_PIECES)
@@ -251,7 +251,7 @@ def _build_spm_vocab() -> Vocab:
         types.append(NORMAL)
         scores.append(-float(rank))
     tokens.extend(["<|im_start|>", "<|im_end|>"])
-    types.extend([_CONTROL, _CONTROL])
+    types.extend([CONTROL, CONTROL])
     scores.extend([0.0, 0.0])
     output_ids = [i for i, t in enumerate(types) if t == NORMAL]
     return Vocab(
