@@ -60,7 +60,7 @@ def tiny_bert() -> dict[str, np.ndarray]:
     return weights
 
 
-def write_checkpoint(path, weights: dict[str, np.ndarray]):
+def write_checkpoint(path, weights: dict[str, np.ndarray], *, pooling: str = "pooling_mode_mean_tokens"):
     config = {
         "hidden_size": DIM,
         "intermediate_size": FFN,
@@ -73,7 +73,7 @@ def write_checkpoint(path, weights: dict[str, np.ndarray]):
     tokenizer = {"model": {"type": "WordPiece", "vocab": {piece: i for i, piece in enumerate(VOCAB)}}}
     with zipfile.ZipFile(path, "w") as folder:
         folder.writestr("config.json", json.dumps(config))
-        folder.writestr("1_Pooling/config.json", json.dumps({"pooling_mode_mean_tokens": True}))
+        folder.writestr("1_Pooling/config.json", json.dumps({pooling: True}))
         folder.writestr("tokenizer.json", json.dumps(tokenizer))
         folder.writestr("model.safetensors", safetensors_bytes(weights))
     return path
@@ -119,3 +119,10 @@ def test_the_converted_checkpoint_loads_and_embeds(tmp_path):
         model.close()
     assert model.dim == DIM and np.isfinite([cats, cat, mat]).all()
     assert not np.allclose(cat, mat) and not np.allclose(cats, cat)  # "##s" tokenizes: "cats" is not "cat"
+
+
+def test_a_checkpoint_that_pools_otherwise_is_refused_in_one_sentence(tmp_path):
+    archive = write_checkpoint(tmp_path / "model.zip", tiny_bert(), pooling="pooling_mode_cls_token")
+    with pytest.raises(ValueError, match="pools other than by the tokens' mean"):
+        convert_checkpoint(archive, tmp_path / "cls.gguf")
+    assert not (tmp_path / "cls.gguf").exists()
