@@ -37,8 +37,8 @@ class StatusWords:
 
 def round_words(event: RoundEvent, speculative: bool = True, drafting: Iterable[str] = ()) -> StatusWords:
     """The status line for a round, from its kind and plan; `speculative` False: the chat has speculation off.
-    `drafting`: the drafters that drafted in this reply's rounds so far (RoundEvent.drafter), so that a pause
-    names the drafter it stops and what still drafts."""
+    `drafting`: the drafters at work in this reply (RoundEvent.drafter of its rounds so far, and the draft model
+    where the request may use it), so that a pause names the drafter it stops and what still drafts."""
     line, hint = _sentence(event, speculative, frozenset(drafting))
     details = "\n\n".join(
         part for part in (line, hint, f"The engine's note: {event.reason}" if event.reason else "") if part

@@ -69,8 +69,10 @@ def _end(process: subprocess.Popen, how: int = signal.SIGINT) -> int:
             process.wait(DEADLINE_S)
 
 
-@pytest.fixture
-def served(tiny_models):
+@pytest.fixture(scope="module")
+def server(tiny_models):
+    """One server for the module's tests: each kills its engine and waits until a fresh one answers, which is what
+    a server that lives on does; it must still stop cleanly once they are done."""
     process, lines = _start(tiny_models.target)
     try:
         first = lines.get(timeout=DEADLINE_S)
@@ -80,6 +82,15 @@ def served(tiny_models):
     finally:
         code = _end(process)
     assert code == 0
+
+
+@pytest.fixture
+def served(server):
+    """The module's server, its engine answering and the log lines of the tests before left behind."""
+    assert _answered(server.url)
+    while not server.lines.empty():
+        server.lines.get_nowait()
+    return server
 
 
 def _answered(url: str) -> str:

@@ -17,7 +17,8 @@ def greedy_acceptance(
     """
     from llama_cpp import Llama
 
-    kwargs = dict(n_ctx=512, n_threads=2, logits_all=True, verbose=False, seed=0)
+    # One thread: two spin against any other process on a 2-core machine, and no result depends on the count.
+    kwargs = dict(n_ctx=512, n_threads=1, n_threads_batch=1, logits_all=True, verbose=False, seed=0)
     target_model = Llama(str(target), **kwargs)
     draft_model = Llama(str(draft), **kwargs)
     agreed = total = 0

@@ -19,6 +19,9 @@ markers already taken out, as the real engine's splitter does).
 test scripts a model that calls a tool (`reply` holds the call) and then answers from its result.
 `threads_drop_after` (a round index, -1 for never) says after that round, as the real engine's thread governor
 would, that it went from 2 CPU threads to 1 because another program is busy.
+`round_script`, when set, is a list of [drafter, kind] pairs the speculative rounds take in turn, as the real
+controller plans them: ["ngram", "draft"] drafts DRAFT_RUN copied tokens, ["none", "paused"] drafts nothing (the
+target writes one token of its own), so a test scripts a reply whose draft model pauses while copying goes on.
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ DEFAULT_KNOBS = {
     "illegal_instruction_in_chat": False,
     "reasoning": "",
     "after_tool_reply": "",
+    "round_script": [],
 }
 DRAFT_RUN = 3  # drafted tokens the target keeps in every speculative round
 REFUSED_ID = 9000  # refused proposals' ids count up from here; a kept token's id is 1000 + its index
@@ -286,13 +290,17 @@ class FakeEngine:
             if cancel is not None and cancel.is_set():
                 break
             drafter = self._drafter(config, knobs, rounds)
-            chunk = pieces[index : index + (DRAFT_RUN if speculative else 0) + 1]
+            script = knobs["round_script"]
+            if speculative and script and config.draft_max is None:
+                drafter, kind = script[rounds % len(script)]
+            drafts = speculative and drafter != "none"
+            chunk = pieces[index : index + (DRAFT_RUN if drafts else 0) + 1]
             n_draft = len(chunk) - 1
-            tail = [refused[(rounds + j) % len(refused)] for j in range(knobs["refuse_tail"])] if speculative else []
+            tail = [refused[(rounds + j) % len(refused)] for j in range(knobs["refuse_tail"])] if drafts else []
             proposed_text = chunk[:n_draft] + tail
             proposed = [1000 + index + j for j in range(n_draft)] + [REFUSED_ID + j for j in range(len(tail))]
             own = index + len(chunk) - 1
-            k = DRAFT_RUN + len(tail) if speculative else 0
+            k = DRAFT_RUN + len(tail) if drafts else 0
             yield RoundEvent(
                 request_id,
                 drafter,

@@ -17,3 +17,13 @@ def pictures(tmp_path_factory):
     from tests.vision.pictures import write_pictures
 
     return write_pictures(tmp_path_factory.mktemp("pictures"))
+
+
+@pytest.fixture(scope="session")
+def blind_server(tiny_models):
+    """`specchat-cli serve` over the tiny text-only target, which cannot see pictures: the tests that send it one
+    only read its refusal, so they share one server."""
+    from tests.serve.api_fixtures import serving_process
+
+    with serving_process("--target", tiny_models.target) as serve:
+        yield serve

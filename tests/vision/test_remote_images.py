@@ -92,12 +92,11 @@ def test_generate_server_image_prints_the_servers_reply(vision_server, vision_mo
     assert done.stdout.strip() == expected.strip()
 
 
-def test_a_server_whose_model_cannot_see_says_why_in_one_sentence(tiny_models, pictures):
+def test_a_server_whose_model_cannot_see_says_why_in_one_sentence(blind_server, tiny_models, pictures):
     message = ask(pictures[0])
-    with serving_process("--target", tiny_models.target) as serve:
-        engine = remote(serve.url, tiny_models.target)
-        with pytest.raises(ServerError) as raised:
-            reply_text(engine, message)
+    engine = remote(blind_server.url, tiny_models.target)
+    with pytest.raises(ServerError) as raised:
+        reply_text(engine, message)
     said = str(raised.value)
     assert "refused the message with pictures (HTTP 400" in said and "cannot see pictures" in said
     assert "\n" not in said and said.endswith(".")

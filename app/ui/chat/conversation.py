@@ -232,6 +232,7 @@ class Conversation(QObject):
         if self.tool_offer is not None and not config.tools:
             config = dataclasses.replace(config, tools=self.tool_offer(self.chat_id))
         request.offers_tools = bool(config.tools)
+        request.with_model = spec.draft_name is not None and config.drafter in ("auto", "model")
         self.engine_process.request_generate(request.request_id, messages, config)
         self._flush_timer.start()
         self.sig_busy_changed.emit(True)

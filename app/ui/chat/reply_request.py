@@ -106,6 +106,7 @@ class ReplyRequest:
     answer_shown: bool = False  # the view was told the answer started (its Thinking section folds)
     sampling: tuple[float, Optional[int]] = (0.0, None)  # the temperature and seed it was asked with
     offers_tools: bool = False  # the request offered tools: a call's text is held back while it streams
+    with_model: bool = False  # the request may draft with its draft model (one is loaded, the chat allows it)
 
     @classmethod
     def continuing(cls, request_id: int, message: Message, target_name: str, draft_name: Optional[str]) -> ReplyRequest:
@@ -161,8 +162,11 @@ class ReplyRequest:
         self.accepted += event.accepted
 
     def drafters(self) -> frozenset[str]:
-        """The drafters that drafted in this reply's rounds so far ("model", "ngram", "history")."""
-        return frozenset(r.drafter for r in self.rounds if r.proposed and r.drafter != "none")
+        """The drafters at work in this reply ("model", "ngram", "history"): those that drafted in its rounds so
+        far, and the draft model wherever the request may use it. A draft model the controller paused in an
+        earlier reply drafts in none of this one's rounds, yet it is the one paused while copying goes on."""
+        drafted = frozenset(r.drafter for r in self.rounds if r.proposed and r.drafter != "none")
+        return drafted | {"model"} if self.with_model else drafted
 
     def has_tokens(self) -> bool:
         """Whether any token of this run arrived (thinking or answer)."""

@@ -12,9 +12,9 @@ from tests.ui.window_helpers import choose_pair, send_and_wait
 
 
 def test_opening_a_chat_with_another_model_asks_first_and_keeps_the_apis_model(
-    make_window, qtbot, model_folder, tiny_models
+    make_window, qtbot, fake_engine, model_folder, tiny_models
 ):
-    window = make_window(api_server=True, api_port=free_port())
+    window = make_window(engine_factory=fake_engine, api_server=True, api_port=free_port())
     target = str(model_folder / tiny_models.target.name)
     other = str(model_folder / tiny_models.draft_identical.name)
     choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft.name)

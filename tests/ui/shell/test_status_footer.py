@@ -1,7 +1,10 @@
 """The status footer and the stats row in words a person reads whole (issue 45, items 3 and 8): the status line is
-cut after a whole word, never inside one, and counts of one are singular."""
+cut after a whole word, never inside one, and counts of one are singular; a paused draft model is named as the one
+that paused while copying drafts on (issue 55, item 2)."""
 
 from __future__ import annotations
+
+import pytest
 
 from app.replies.status_words import StatusWords
 from tests.ui.window_helpers import choose_pair, send_and_wait
@@ -48,3 +51,31 @@ def test_a_link_under_a_reply_never_wraps_in_its_middle(make_window, qtbot, fake
         start.setPosition(found.selectionStart() + 1)
         end.setPosition(found.selectionEnd())
         assert view.cursorRect(start).top() == view.cursorRect(end).top(), width
+
+
+# A reply whose draft model the controller paused while n-gram copying went on, as its typed records say it: copied
+# drafts in the rounds with text to copy, no draft ("none", "paused") where there was none. Issue 55, item 2: after
+# replies with 71-91% of drafts kept, the footer said speculation had paused and advised attaching the file just
+# attached. The first script is a reply whose draft model stayed paused from its start (it drafted in the replies
+# before); the second one pauses it midway.
+MODEL_PAUSED_FROM_THE_START = ("one two three four five", [["ngram", "draft"], ["none", "paused"]])
+MODEL_PAUSED_MIDWAY = (
+    "one two three four five six seven eight nine",
+    [["model", "draft"], ["ngram", "draft"], ["none", "paused"]],
+)
+
+
+@pytest.mark.parametrize("reply, rounds", [MODEL_PAUSED_FROM_THE_START, MODEL_PAUSED_MIDWAY])
+def test_a_paused_draft_model_is_named_while_copying_still_drafts(
+    make_window, qtbot, fake_engine, model_folder, tiny_models, reply, rounds
+):
+    fake_engine.reply = reply
+    fake_engine.round_script = rounds
+    fake_engine.round_reason = "speculation paused: drafts are accepted too rarely to pay (acceptance 40%)"
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, model_folder / tiny_models.draft.name)
+    send_and_wait(qtbot, window, "Rename x to y in the attached file")
+    line, tooltip = window.footer.status_line.text(), window.footer.status_line.toolTip()
+    assert line.startswith("Draft model paused"), line
+    assert "copying from earlier text goes on" in line, line
+    assert "attach" not in tooltip.lower(), tooltip
