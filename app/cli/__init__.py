@@ -1,7 +1,8 @@
 """`specchat-cli`: inspect models, check pairs, generate, benchmark, download and export chats from the command line.
 
 Each sub-command lives in its own module with a `register(subparsers)` function that adds its parser and sets
-`func`, which receives the parsed arguments and returns the exit code.
+`func`, which receives the parsed arguments and returns the exit code; SUBCOMMANDS names them, and a run imports
+only its own.
 
 - bench_cmd.py: `specchat-cli bench`: plain vs speculative decoding side by side, as ratios measured in one run.
 - check_pair_cmd.py: `specchat-cli check-pair TARGET DRAFT`: can this draft speculate for that target (llama.cpp's vocabulary rules)?
@@ -24,52 +25,53 @@ Each sub-command lives in its own module with a `register(subparsers)` function 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from typing import Optional, Sequence
 
 from app import __version__
-from app.cli import (
-    bench_cmd,
-    check_pair_cmd,
-    desktop_cmd,
-    download_cmd,
-    export_cmd,
-    generate_cmd,
-    inspect_cmd,
-    serve_cmd,
-)
-from app.cli.documents import index_cmd
 from app.cli.terminal import make_output_safe, printable
 
-SUBCOMMANDS = (
-    inspect_cmd,
-    check_pair_cmd,
-    generate_cmd,
-    index_cmd,
-    serve_cmd,
-    bench_cmd,
-    download_cmd,
-    desktop_cmd,
-    export_cmd,
-)
+# Each sub-command's name and the module that registers it, in the order --help lists them. A run imports only its
+# own command's module (numpy, the bench and the document index cost about 0.3 s of every start otherwise); --help,
+# no command or an unknown one imports them all, so the list and argparse's "choose from" name every command.
+SUBCOMMANDS = {
+    "inspect": "app.cli.inspect_cmd",
+    "check-pair": "app.cli.check_pair_cmd",
+    "generate": "app.cli.generate_cmd",
+    "index": "app.cli.documents.index_cmd",
+    "serve": "app.cli.serve_cmd",
+    "bench": "app.cli.bench_cmd",
+    "download": "app.cli.download_cmd",
+    "desktop": "app.cli.desktop_cmd",
+    "export": "app.cli.export_cmd",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser:
+    """The parser; given `argv`, with only the sub-command it names (every one when it names none)."""
     parser = argparse.ArgumentParser(
         prog="specchat-cli",
         description="SpecChat from the command line: speculative decoding with local GGUF models.",
     )
     parser.add_argument("--version", action="version", version=f"specchat {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in SUBCOMMANDS:
-        module.register(subparsers)
+    named = _command_of(argv)
+    for name, module in SUBCOMMANDS.items():
+        if named is None or name == named:
+            importlib.import_module(module).register(subparsers)
     return parser
+
+
+def _command_of(argv: Optional[Sequence[str]]) -> Optional[str]:
+    """The sub-command `argv` runs: its first word (the only option before it is --version), when that names one."""
+    return argv[0] if argv and argv[0] in SUBCOMMANDS else None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     make_output_safe()
-    parser = build_parser()
+    parser = build_parser(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
-from app.cli import main
+from app.cli import SUBCOMMANDS, main
 from app.common.units import format_bytes
+from tests.support.processes import run_cli
 
 
 def test_inspect_prints_a_table(tiny_models, capsys):
@@ -89,3 +92,18 @@ def test_real_models_in_the_cli(real_models, capsys):
         assert cell in row
     assert main(["check-pair", str(real_models["target"]), str(real_models["draft"])]) == 0
     assert main(["check-pair", str(real_models["target"]), str(real_models["gemma"])]) == 1
+
+
+def test_a_command_loads_only_what_it_runs_and_help_still_names_every_command():
+    # Every `specchat-cli` start paid for numpy, the bench and the document index (about 0.3 s here) whatever it
+    # ran; `inspect` needs none of them.
+    probe = (
+        "import sys; from app.cli import build_parser; build_parser(['inspect', 'x.gguf']); "
+        "print(sorted(m for m in ('numpy', 'app.bench.report', 'app.documents.index') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "[]", done.stderr
+    listed = run_cli("--help", timeout=120).stdout
+    assert all(name in listed for name in SUBCOMMANDS)
+    refused = run_cli("nosuch", timeout=120)
+    assert refused.returncode == 2 and "choose from 'inspect', 'check-pair', 'generate'" in refused.stderr
