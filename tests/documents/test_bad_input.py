@@ -8,17 +8,10 @@ import os
 
 import pytest
 
-from app.documents.index import DocumentIndex
 from app.documents.indexer import refresh
 from app.documents.retrieval import retrieve
 from app.documents.walk import find_documents
 from tests.support.documents import encrypted_pdf_bytes, pdf_bytes
-
-
-@pytest.fixture
-def index(tmp_path):
-    with DocumentIndex(tmp_path / "index.db") as opened:
-        yield opened
 
 
 @pytest.fixture

@@ -7,17 +7,10 @@ import os
 
 import pytest
 
-from app.documents.index import DocumentIndex
 from app.documents.indexer import refresh
 from app.documents.retrieval import INSTRUCTION, REMINDER, retrieve
 from app.documents.search import fuse, keyword_query, search
 from tests.support.documents import HashedWordsEmbedder
-
-
-@pytest.fixture
-def index(tmp_path):
-    with DocumentIndex(tmp_path / "index.db") as opened:
-        yield opened
 
 
 @pytest.fixture
