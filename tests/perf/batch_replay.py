@@ -34,7 +34,7 @@ from app.engine.speculation.batch_plan import fit_plans
 from app.engine.speculation.costs import CostTable, prior_costs
 from app.engine.speculation.drafters import NgramDrafter
 from app.engine.speculation.policy import agreement
-from app.engine.speculation.rounds import copy_tokens, observe_round, plan_round
+from app.engine.speculation.rounds import copy_tokens, draft_ceiling, observe_round, plan_round
 from tests.perf.replay import MAX_TOKENS, RECORDINGS, Recording
 
 Cost = Callable[[int], float]
@@ -90,7 +90,12 @@ def auto(rec: Recording, names: list[str], table: CostTable, cost: Cost, fair: b
         for r in running:
             text = r.prompt + r.reply[: r.written]
             plan, proposals = plan_round(
-                r.policy, text, MAX_TOKENS - r.written - 1, speculative=True, ngram=r.drafter, has_model=False
+                r.policy,
+                text,
+                draft_ceiling(MAX_TOKENS - r.written - 1, r.written),
+                speculative=True,
+                ngram=r.drafter,
+                has_model=False,
             )
             rounds.append((plan, proposals))
         if len(running) > 1:

@@ -36,7 +36,7 @@ from app.engine.speculation.costs import MAX_BATCH, MEASURED_SIZES, CostTable
 from app.engine.speculation.drafters import NgramDrafter
 from app.engine.speculation.history import HistoryDrafter
 from app.engine.speculation.policy import agreement
-from app.engine.speculation.rounds import copy_tokens, observe_round, plan_round
+from app.engine.speculation.rounds import copy_tokens, draft_ceiling, observe_round, plan_round
 from tests.perf.llama_ngram import replay_llama
 
 RECORDING = Path(__file__).with_name("replies-qwen2.5-coder-1.5b.json")
@@ -121,7 +121,7 @@ def replay(
     policy.begin_request()
     emitted, spent = 0, 0.0
     while emitted < len(reply):
-        k_max = MAX_TOKENS - emitted - 1
+        k_max = draft_ceiling(MAX_TOKENS - emitted - 1, emitted)
         # The decoder's own round bookkeeping (app.engine.speculation.rounds); only verifying is replaced by the recording.
         plan, proposals = plan_round(
             policy, prompt + reply[:emitted], k_max, speculative=True, ngram=drafter, has_model=False, past=past

@@ -81,7 +81,9 @@ def test_serve_with_its_own_history_drafts_only_from_api_requests(tiny_models):
         first = _ask(api.url)
         second = _ask(api.url)
     assert [t["drafter"] for t in first["specchat"]["tokens"]].count("history") == 0
-    assert [t["drafter"] for t in second["specchat"]["tokens"]].count("history") > 10  # its own book, the 1st reply
+    # Its own book, the first reply: drafts kept from it (how many, the Auto controller decides from the machine's
+    # timings: 31 of 31 on a quiet machine, fewer under load).
+    assert [t["drafter"] for t in second["specchat"]["tokens"]].count("history") > 0
     assert history_path("api").is_file()
 
 

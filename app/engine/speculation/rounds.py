@@ -16,6 +16,19 @@ from app.engine.speculation.policy import Plan, SpeculationPolicy, agreement
 SPECULATION_OFF = "speculation is off for this chat"
 
 
+# A reply's first round drafts at most this many tokens: its token is the one a person or a client waits for, and a
+# draft there only guesses how the reply opens from how earlier turns opened (n-gram lookup matches the chat
+# template's assistant header). A verify batch of 2 costs little more than one token; a rejected draft of 8 made
+# the first token wait 0.5 s for its batch of 9 on a CPU (docs/performance-log.md, 2026-12-07).
+FIRST_ROUND_DRAFT = 1
+
+
+def draft_ceiling(k_max: int, emitted: int) -> int:
+    """The longest draft a round may ask for, `k_max` being what the context and the reply's length allow, when the
+    reply has written `emitted` tokens (FIRST_ROUND_DRAFT at most before its first)."""
+    return k_max if emitted else min(k_max, FIRST_ROUND_DRAFT)
+
+
 @dataclass
 class Proposals:
     """What the copying drafters propose this round (each empty when it has nothing): n-gram lookup of this

@@ -16,7 +16,7 @@ from app.engine.local.decoding.verify import verify
 from app.engine.local.vision.projector import before_placeholder
 from app.engine.speculation.drafters import Draft
 from app.engine.speculation.policy import Plan
-from app.engine.speculation.rounds import Proposals, copy_tokens, observe_round, plan_round
+from app.engine.speculation.rounds import Proposals, copy_tokens, draft_ceiling, observe_round, plan_round
 
 # A draft model that drafted last round reads at most this many tokens before drafting again: the last token
 # it drafted, the target's own token and the one the batch ends with. A draft that first read more (the prompt, or
@@ -46,7 +46,7 @@ class RoundStep:
         plan, proposals = plan_round(
             request.policy,
             reply.written,
-            reply.k_max(room),
+            draft_ceiling(reply.k_max(room), reply.emitted),
             speculative=request.config.speculative,
             ngram=request.ngram,
             has_model=has_model,
