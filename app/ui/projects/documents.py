@@ -56,6 +56,7 @@ class DocumentsBar(QWidget):
         self.label.setTextFormat(Qt.TextFormat.PlainText)  # names of projects and files as written
         self.label.setWordWrap(True)
         self.bar = QProgressBar()
+        self.bar.setObjectName("DocumentsProgress")  # the accent, as the context gauge: the palette's was too pale
         self.bar.setMaximumWidth(160)
         self.bar.setTextVisible(False)
         self.cancel = QPushButton("Cancel")
@@ -66,13 +67,17 @@ class DocumentsBar(QWidget):
         self.hide()
 
     def show_progress(self, name: str, progress: IndexProgress) -> None:
-        current = Path(progress.current).name if progress.current else ""
-        self.label.setText(
-            f"Indexing the documents of {name}: {progress.done} of {progress.total}"
-            + (f" · {current}" if current else "")
-        )
-        self.bar.setRange(0, max(1, progress.total))
-        self.bar.setValue(progress.done)
+        """How far indexing is: a file of how many, and which; before the files are counted (the folders walked, an
+        embedding model loading) the bar is busy and says no count, never "0 of 0"."""
+        if progress.total:
+            current = Path(progress.current).name if progress.current else ""
+            counted = f"{progress.done} of {plural(progress.total, 'file')}"
+            self.label.setText(f"Indexing the documents of {name}: {counted}" + (f" · {current}" if current else ""))
+            self.bar.setRange(0, progress.total)
+            self.bar.setValue(progress.done)
+        else:
+            self.label.setText(f"Indexing the documents of {name}…")
+            self.bar.setRange(0, 0)  # busy: how much there is is not known yet
         self.bar.show()
         self.cancel.show()
         self.show()

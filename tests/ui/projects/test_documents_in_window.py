@@ -7,11 +7,18 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from PySide6.QtCore import Qt, QUrl
+from PySide6.QtGui import QColor
 
 from app.documents.index import DocumentIndex
 
+from app.documents.records import IndexProgress
 from app.documents.retrieval import NO_EMBEDDER_SENTENCE
+from app.ui.projects.documents import DocumentsBar
+from app.ui.widgets import style
+from app.ui.widgets.themes import DARK, LIGHT
+from tests.support.contrast import contrast
 from app.ui.transcript import message_actions
 from app.ui.transcript.source_links import SOURCE_ACTION, source_argument
 from tests.ui.window_helpers import choose_pair, send_and_wait
@@ -109,6 +116,9 @@ def test_indexing_is_cancelled_from_its_line_and_what_was_indexed_is_kept(make_w
     window.store.projects.update_project(dataclasses.replace(project, documents=(str(folder),)))
     documents.index(project.id)
     assert documents.bar.cancel.isVisible() and documents.busy()
+    # Before the files are counted the line says no count (it said "0 of 0"), and its bar is busy.
+    if documents.bar.bar.maximum() == 0:
+        assert documents.bar.label.text() == "Indexing the documents of Notes…"
     documents.bar.cancel.click()
     qtbot.waitUntil(lambda: not documents.busy(), timeout=20000)
     assert documents.bar.label.text() == "Indexing the documents of Notes was cancelled; what was indexed is kept."
@@ -172,3 +182,20 @@ def test_a_document_taken_off_a_project_leaves_nothing_in_the_index(make_window,
     projects.delete_project(project.id)
     qtbot.waitUntil(lambda: not documents.busy(), timeout=20000)
     assert _indexed_paths(documents) == []
+
+
+@pytest.mark.usefixtures("restore_light")
+@pytest.mark.parametrize("theme", [LIGHT, DARK], ids=["light", "dark"])
+def test_the_progress_line_counts_files_and_its_bar_shows_against_the_window(qtbot, qapp, theme):
+    style.apply_style(qapp, theme)
+    bar = DocumentsBar()
+    qtbot.addWidget(bar)
+    bar.resize(700, 40)
+    bar.show_progress("Garden", IndexProgress(0, 0, ""))
+    assert bar.label.text() == "Indexing the documents of Garden…" and bar.bar.maximum() == 0
+    bar.show_progress("Garden", IndexProgress(3, 4, "/notes/compost.md"))
+    assert bar.label.text() == "Indexing the documents of Garden: 3 of 4 files · compost.md"
+    # The part done stands out from the window as a control's part should (WCAG's 3:1 for non-text).
+    image = bar.bar.grab().toImage()
+    done = image.pixelColor(image.width() // 4, image.height() // 2)
+    assert contrast(done, QColor(theme.surface)) >= 3, done.name()
