@@ -10,7 +10,7 @@ from html import escape
 from pathlib import Path
 from typing import Callable, Optional
 
-from PySide6.QtCore import QObject, QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal
 from PySide6.QtGui import QTextDocumentFragment
 from PySide6.QtWidgets import QDialog, QLabel
 
@@ -158,6 +158,15 @@ class ApiServerIndicator(QLabel):
     def refresh(self) -> None:
         """The loaded model changed: say which one answers."""
         self._show(self._control.state)
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        # A rich-text label takes its links' colour when its text is set: after a live switch to the dark theme
+        # the light theme's dark blue link stayed, unreadable on the dark footer.
+        if event.type() == QEvent.Type.PaletteChange:
+            text = self.text()
+            self.clear()  # setText skips a text it already holds
+            self.setText(text)
 
     def _show(self, state: ApiState) -> None:
         model = self._loaded_model()

@@ -145,3 +145,21 @@ def test_a_switch_while_a_reply_streams_waits_for_it_to_end(make_window, qtbot, 
     after = window.grab().toImage()
     assert _count(after, DARK.code_background) > 500
     assert _count(after, DARK.user_bubble) > 500 and _count(after, LIGHT.user_bubble) == 0  # redrawn once it ended
+
+
+def _nearest(image: QImage, target: QColor) -> float:
+    """How close the image's closest pixel comes to `target` (the largest channel difference; 0: exact)."""
+    return min(
+        max(abs(c.red() - target.red()), abs(c.green() - target.green()), abs(c.blue() - target.blue()))
+        for c in (image.pixelColor(x, y) for x in range(image.width()) for y in range(image.height()))
+    )
+
+
+def test_the_footers_api_link_follows_a_live_switch_to_dark(make_window):
+    window = make_window()
+    window.appearance.set_choice("light")
+    window.appearance.set_choice("dark")
+    link = window.api_server.indicator
+    assert "<a href" in link.text()
+    # Its underline is drawn in the dark theme's link colour, not the light theme's dark blue kept from before.
+    assert _nearest(link.grab().toImage(), QColor(DARK.accent)) < 8
