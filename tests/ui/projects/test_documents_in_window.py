@@ -118,7 +118,7 @@ def test_indexing_is_cancelled_from_its_line_and_what_was_indexed_is_kept(make_w
     assert documents.bar.cancel.isVisible() and documents.busy()
     # Before the files are counted the line says no count (it said "0 of 0"), and its bar is busy.
     if documents.bar.bar.maximum() == 0:
-        assert documents.bar.label.text() == "Indexing the documents of Notes…"
+        assert documents.bar.progress.text() == "Indexing the documents of Notes…"
     documents.bar.cancel.click()
     qtbot.waitUntil(lambda: not documents.busy(), timeout=20000)
     assert documents.bar.label.text() == "Indexing the documents of Notes was cancelled; what was indexed is kept."
@@ -192,9 +192,14 @@ def test_the_progress_line_counts_files_and_its_bar_shows_against_the_window(qtb
     qtbot.addWidget(bar)
     bar.resize(700, 40)
     bar.show_progress("Garden", IndexProgress(0, 0, ""))
-    assert bar.label.text() == "Indexing the documents of Garden…" and bar.bar.maximum() == 0
+    assert bar.progress.text() == "Indexing the documents of Garden…" and bar.bar.maximum() == 0
+    one_line = bar.sizeHint().height()
     bar.show_progress("Garden", IndexProgress(3, 4, "/notes/compost.md"))
-    assert bar.label.text() == "Indexing the documents of Garden: 3 of 4 files · compost.md"
+    assert bar.progress.text() == "Indexing the documents of Garden: 3 of 4 files · compost.md"
+    # A long name is cut, never wrapped: the line keeps its height from one file to the next.
+    bar.resize(420, 40)
+    bar.show_progress("Thesis: speculative decoding on small CPUs", IndexProgress(3, 4, "/notes/a-long-name.md"))
+    assert bar.sizeHint().height() == one_line and bar.progress.shown_text(bar.progress.width()).endswith("…")
     # The part done stands out from the window as a control's part should (WCAG's 3:1 for non-text).
     image = bar.bar.grab().toImage()
     done = image.pixelColor(image.width() // 4, image.height() // 2)
