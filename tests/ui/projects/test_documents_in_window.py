@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import re
+
 import pytest
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QColor
@@ -15,6 +17,7 @@ from app.documents.index import DocumentIndex
 
 from app.documents.records import IndexProgress
 from app.documents.retrieval import NO_EMBEDDER_SENTENCE
+from app.store.projects.sources import Source
 from app.ui.projects.documents import DocumentsBar
 from app.ui.widgets import style
 from app.ui.widgets.themes import DARK, LIGHT
@@ -204,3 +207,27 @@ def test_the_progress_line_counts_files_and_its_bar_shows_against_the_window(qtb
     image = bar.bar.grab().toImage()
     done = image.pixelColor(image.width() // 4, image.height() // 2)
     assert contrast(done, QColor(theme.surface)) >= 3, done.name()
+
+
+def test_a_long_sources_line_never_leaves_a_number_at_a_rows_end(make_window, qtbot, tmp_path):
+    window = make_window()
+    store = window.store
+    chat = store.create_chat("Roses")
+    sources = tuple(
+        Source(n, str(tmp_path / f"notes{n}.md"), 0, 10, 0.1, "Some text.", heading=f"Garden > Section {n}")
+        for n in range(1, 10)
+    )
+    store.add_message(chat.id, "user", "When do roses bloom?", sources=sources)
+    store.add_message(chat.id, "assistant", "In June [1].")
+    window.resize(800, 600)
+    window.open_chat(chat.id)
+    block = window.chat_view.document().begin()
+    while block.isValid() and not block.text().startswith("Sources:"):
+        block = block.next()
+    layout = block.layout()
+    rows = [
+        block.text()[line.textStart() : line.textStart() + line.textLength()]
+        for line in (layout.lineAt(n) for n in range(layout.lineCount()))
+    ]
+    assert len(rows) > 1  # the line wraps at this width
+    assert not any(re.search(r"\[\d+\]\s*$", row) for row in rows), rows
