@@ -10,9 +10,9 @@ from html import escape
 from pathlib import Path
 from typing import Callable, Optional
 
-from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal
+from PySide6.QtCore import QObject, QSize, Qt, Signal
 from PySide6.QtGui import QTextDocumentFragment
-from PySide6.QtWidgets import QDialog, QLabel
+from PySide6.QtWidgets import QDialog
 
 from app.common.units import plural
 from app.serve.key_store import save_key, saved_key
@@ -21,6 +21,7 @@ from app.ui.engine_link.api_bridge import ApiSpec, ApiState, WindowApi
 from app.ui.engine_link.engine_process import EngineProcess
 from app.ui.engine_link.settings_answers import api_history_linked
 from app.ui.settings.api_server_page import ApiServerChoice, ApiServerDialog
+from app.ui.widgets.link_label import LinkLabel
 
 
 # The widest a model's name is shown in the footer's API indicator.
@@ -128,7 +129,7 @@ class ApiServerControl(QObject):
             self.sig_state_changed.emit(self.state)
 
 
-class ApiServerIndicator(QLabel):
+class ApiServerIndicator(LinkLabel):
     """The status footer's word on the API: off, listening where, or answering a request (with Stop)."""
 
     def __init__(
@@ -158,15 +159,6 @@ class ApiServerIndicator(QLabel):
     def refresh(self) -> None:
         """The loaded model changed: say which one answers."""
         self._show(self._control.state)
-
-    def changeEvent(self, event: QEvent) -> None:
-        super().changeEvent(event)
-        # A rich-text label takes its links' colour when its text is set: after a live switch to the dark theme
-        # the light theme's dark blue link stayed, unreadable on the dark footer.
-        if event.type() == QEvent.Type.PaletteChange:
-            text = self.text()
-            self.clear()  # setText skips a text it already holds
-            self.setText(text)
 
     def _show(self, state: ApiState) -> None:
         model = self._loaded_model()
