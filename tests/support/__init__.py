@@ -7,6 +7,7 @@
 - old_schema.py: A chat database taken back to an older schema version, to test its migration.
 - ports.py: a free TCP port on 127.0.0.1, for a test's server.
 - mcp_files.py: mcp.json files that list the test tool server, for the window's tests.
+- contrast.py: WCAG contrast between two colours, for the tests that check text stays readable.
 - real_embedding.py: all-MiniLM-L6-v2 converted from its PyPI wheel into a BERT GGUF for the real-model tier (runnable).
 - malformed_models.py: Damaged GGUF files, each broken in one way that makes llama.cpp refuse it or abort, for tests of the refusals.
 """

@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from PySide6.QtCore import QObject, Qt
-from PySide6.QtWidgets import QLabel
 
 from app.replies.status_words import FIXED, StatusWords, offers_anyway, sentence
 from app.store import ChatSettings
 from app.ui.chat.settings_binding import ChatSettingsBinding
+from app.ui.widgets.link_label import LinkLabel
 
 FIXED_DRAFT_LENGTH = 4
 # The offer says what a click changes before it is clicked: the chat's draft length, fixed until Back to automatic.
@@ -35,7 +35,7 @@ class SpeculateAnyway(QObject):
         super().__init__(parent)
         self.binding = binding
         self.show_status = show_status
-        self.label = QLabel("")
+        self.label = LinkLabel("")
         self.label.setObjectName("StatusLine")
         self.label.setTextFormat(Qt.TextFormat.RichText)
         self.label.setTextInteractionFlags(

@@ -12,7 +12,7 @@ from typing import Callable, Optional
 
 from PySide6.QtCore import QObject, QSize, Qt, Signal
 from PySide6.QtGui import QTextDocumentFragment
-from PySide6.QtWidgets import QDialog, QLabel
+from PySide6.QtWidgets import QDialog
 
 from app.common.units import plural
 from app.serve.key_store import save_key, saved_key
@@ -21,6 +21,7 @@ from app.ui.engine_link.api_bridge import ApiSpec, ApiState, WindowApi
 from app.ui.engine_link.engine_process import EngineProcess
 from app.ui.engine_link.settings_answers import api_history_linked
 from app.ui.settings.api_server_page import ApiServerChoice, ApiServerDialog
+from app.ui.widgets.link_label import LinkLabel
 
 
 # The widest a model's name is shown in the footer's API indicator.
@@ -128,7 +129,7 @@ class ApiServerControl(QObject):
             self.sig_state_changed.emit(self.state)
 
 
-class ApiServerIndicator(QLabel):
+class ApiServerIndicator(LinkLabel):
     """The status footer's word on the API: off, listening where, or answering a request (with Stop)."""
 
     def __init__(

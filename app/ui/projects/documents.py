@@ -36,6 +36,7 @@ from app.store.projects import Project
 from app.store.projects.sources import Source
 from app.ui.projects.embedding import EMBEDDING_ERRORS, AskedVector, WindowEmbedder, how_found_sentence
 from app.ui.projects.source_dialog import SourceDialog
+from app.ui.widgets.elided_label import ElidedLabel
 
 # Whether a project's documents fit whole is asked on Send, on the GUI thread: a folder of more files than these, or
 # with more entries to walk, is taken as too large without reading further (retrieval answers it).
@@ -51,36 +52,48 @@ class DocumentsBar(QWidget):
         super().__init__(parent)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(16, 4, 16, 4)
+        # While indexing, one line cut at a word's end (the file's name changes each step: wrapped, the line went
+        # from one row to two and back); after it, the whole sentence, wrapped.
+        self.progress = ElidedLabel()
         self.label = QLabel()
-        self.label.setObjectName("Muted")
-        self.label.setTextFormat(Qt.TextFormat.PlainText)  # names of projects and files as written
+        for label in (self.progress, self.label):
+            label.setObjectName("Muted")
+            label.setTextFormat(Qt.TextFormat.PlainText)  # names of projects and files as written
         self.label.setWordWrap(True)
         self.bar = QProgressBar()
+        self.bar.setObjectName("DocumentsProgress")  # the accent, as the context gauge: the palette's was too pale
         self.bar.setMaximumWidth(160)
         self.bar.setTextVisible(False)
         self.cancel = QPushButton("Cancel")
         self.cancel.setToolTip("Stop indexing; what was indexed is kept, and the rest is indexed next time")
+        layout.addWidget(self.progress, 1)
         layout.addWidget(self.label, 1)
         layout.addWidget(self.bar)
         layout.addWidget(self.cancel)
         self.hide()
 
     def show_progress(self, name: str, progress: IndexProgress) -> None:
-        current = Path(progress.current).name if progress.current else ""
-        self.label.setText(
-            f"Indexing the documents of {name}: {progress.done} of {progress.total}"
-            + (f" · {current}" if current else "")
-        )
-        self.bar.setRange(0, max(1, progress.total))
-        self.bar.setValue(progress.done)
-        self.bar.show()
-        self.cancel.show()
+        """How far indexing is: a file of how many, and which; before the files are counted (the folders walked, an
+        embedding model loading) the bar is busy and says no count, never "0 of 0"."""
+        if progress.total:
+            current = Path(progress.current).name if progress.current else ""
+            counted = f"{progress.done} of {plural(progress.total, 'file')}"
+            self.progress.setText(f"Indexing the documents of {name}: {counted}" + (f" · {current}" if current else ""))
+            self.bar.setRange(0, progress.total)
+            self.bar.setValue(progress.done)
+        else:
+            self.progress.setText(f"Indexing the documents of {name}…")
+            self.bar.setRange(0, 0)  # busy: how much there is is not known yet
+        self.label.hide()
+        for widget in (self.progress, self.bar, self.cancel):
+            widget.show()
         self.show()
 
     def show_done(self, text: str) -> None:
         self.label.setText(text)
-        self.bar.hide()
-        self.cancel.hide()
+        for widget in (self.progress, self.bar, self.cancel):
+            widget.hide()
+        self.label.show()
         self.show()
 
 

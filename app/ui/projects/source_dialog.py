@@ -75,7 +75,10 @@ class SourceDialog(QDialog):
         mark = QTextEdit.ExtraSelection()
         mark.cursor = cursor
         fmt = QTextCharFormat()
-        fmt.setBackground(QColor(style.ACCENT).lighter(170))
+        # The selection's colour, made for the theme's text: a lightened accent was near white, and the dark
+        # theme's light text on it could not be read.
+        fmt.setBackground(QColor(style.ACCENT_SOFT))
+        fmt.setForeground(QColor(style.TEXT))
         mark.format = fmt
         self.text.setExtraSelections([mark])
         end = QTextCursor(self.text.document())

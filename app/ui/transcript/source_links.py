@@ -94,4 +94,5 @@ def insert_sources_line(
         link.setFontPointSize(muted.fontPointSize())
         link.setForeground(QColor(style.ACCENT))
         link.setToolTip(f"{source.path} (characters {source.start:,}-{source.end:,})")
-        cursor.insertText(source_label(source), link)
+        # "[3]" and its file's name kept on one row (a no-break space; plain text reads it as a space).
+        cursor.insertText(source_label(source).replace("] ", "]\u00a0", 1), link)

@@ -5,6 +5,7 @@
 - dialog_folders.py: Where each file dialog opens: the folder last used for that kind of file, else a sensible one, remembered.
 - eye_icon.py: The eye shown beside a model that can see pictures, in the library and the picker.
 - elided_label.py: A one-line label that elides its text to the space it gets (the full text is its tooltip).
+- link_label.py: A rich-text label whose links follow the theme (laid out again when the palette changes).
 - notice_row.py: A notice row: one wrapping sentence and the controls that answer it (the chat header's question, the template choice).
 - layouts.py: Small layout helpers shared by the window and its dialogs. GUI thread only.
 - style.py: Colours, fonts and the application style sheet, in the current theme: one calm look in one place.

@@ -41,4 +41,4 @@ class ElidedLabel(QLabel):
             space = kept.rfind(" ")
             if space > 0:
                 kept = kept[:space]
-        return kept.rstrip(" ,.;:") + "…" if kept else cut
+        return kept.rstrip(" ,.;:·") + "…" if kept else cut

@@ -249,6 +249,10 @@ QProgressBar#ContextGauge {{
 }}
 QProgressBar#ContextGauge::chunk {{ background: {t.accent}; border-radius: 3px; }}
 QProgressBar#ContextGauge[full="true"]::chunk {{ background: {t.gauge_full}; }}
+QProgressBar#DocumentsProgress {{
+    border: none; background: {t.gauge_track}; border-radius: 3px; max-height: 8px; min-height: 8px;
+}}
+QProgressBar#DocumentsProgress::chunk {{ background: {t.accent}; border-radius: 3px; }}
 QScrollBar:vertical {{ background: transparent; width: 10px; margin: 0; }}
 QScrollBar::handle:vertical {{ background: {t.scrollbar}; border-radius: 4px; min-height: 24px; margin: 2px; }}
 QScrollBar::add-line:vertical, QScrollBar::sub-line:vertical {{ height: 0; }}

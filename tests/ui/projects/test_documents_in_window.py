@@ -7,11 +7,21 @@ from __future__ import annotations
 
 import dataclasses
 
+import re
+
+import pytest
 from PySide6.QtCore import Qt, QUrl
+from PySide6.QtGui import QColor
 
 from app.documents.index import DocumentIndex
 
+from app.documents.records import IndexProgress
 from app.documents.retrieval import NO_EMBEDDER_SENTENCE
+from app.store.projects.sources import Source
+from app.ui.projects.documents import DocumentsBar
+from app.ui.widgets import style
+from app.ui.widgets.themes import DARK, LIGHT
+from tests.support.contrast import contrast
 from app.ui.transcript import message_actions
 from app.ui.transcript.source_links import SOURCE_ACTION, source_argument
 from tests.ui.window_helpers import choose_pair, send_and_wait
@@ -109,6 +119,9 @@ def test_indexing_is_cancelled_from_its_line_and_what_was_indexed_is_kept(make_w
     window.store.projects.update_project(dataclasses.replace(project, documents=(str(folder),)))
     documents.index(project.id)
     assert documents.bar.cancel.isVisible() and documents.busy()
+    # Before the files are counted the line says no count (it said "0 of 0"), and its bar is busy.
+    if documents.bar.bar.maximum() == 0:
+        assert documents.bar.progress.text() == "Indexing the documents of Notes…"
     documents.bar.cancel.click()
     qtbot.waitUntil(lambda: not documents.busy(), timeout=20000)
     assert documents.bar.label.text() == "Indexing the documents of Notes was cancelled; what was indexed is kept."
@@ -172,3 +185,49 @@ def test_a_document_taken_off_a_project_leaves_nothing_in_the_index(make_window,
     projects.delete_project(project.id)
     qtbot.waitUntil(lambda: not documents.busy(), timeout=20000)
     assert _indexed_paths(documents) == []
+
+
+@pytest.mark.usefixtures("restore_light")
+@pytest.mark.parametrize("theme", [LIGHT, DARK], ids=["light", "dark"])
+def test_the_progress_line_counts_files_and_its_bar_shows_against_the_window(qtbot, qapp, theme):
+    style.apply_style(qapp, theme)
+    bar = DocumentsBar()
+    qtbot.addWidget(bar)
+    bar.resize(700, 40)
+    bar.show_progress("Garden", IndexProgress(0, 0, ""))
+    assert bar.progress.text() == "Indexing the documents of Garden…" and bar.bar.maximum() == 0
+    one_line = bar.sizeHint().height()
+    bar.show_progress("Garden", IndexProgress(3, 4, "/notes/compost.md"))
+    assert bar.progress.text() == "Indexing the documents of Garden: 3 of 4 files · compost.md"
+    # A long name is cut, never wrapped: the line keeps its height from one file to the next.
+    bar.resize(420, 40)
+    bar.show_progress("Thesis: speculative decoding on small CPUs", IndexProgress(3, 4, "/notes/a-long-name.md"))
+    assert bar.sizeHint().height() == one_line and bar.progress.shown_text(bar.progress.width()).endswith("…")
+    # The part done stands out from the window as a control's part should (WCAG's 3:1 for non-text).
+    image = bar.bar.grab().toImage()
+    done = image.pixelColor(image.width() // 4, image.height() // 2)
+    assert contrast(done, QColor(theme.surface)) >= 3, done.name()
+
+
+def test_a_long_sources_line_never_leaves_a_number_at_a_rows_end(make_window, qtbot, tmp_path):
+    window = make_window()
+    store = window.store
+    chat = store.create_chat("Roses")
+    sources = tuple(
+        Source(n, str(tmp_path / f"notes{n}.md"), 0, 10, 0.1, "Some text.", heading=f"Garden > Section {n}")
+        for n in range(1, 10)
+    )
+    store.add_message(chat.id, "user", "When do roses bloom?", sources=sources)
+    store.add_message(chat.id, "assistant", "In June [1].")
+    window.resize(800, 600)
+    window.open_chat(chat.id)
+    block = window.chat_view.document().begin()
+    while block.isValid() and not block.text().startswith("Sources:"):
+        block = block.next()
+    layout = block.layout()
+    rows = [
+        block.text()[line.textStart() : line.textStart() + line.textLength()]
+        for line in (layout.lineAt(n) for n in range(layout.lineCount()))
+    ]
+    assert len(rows) > 1  # the line wraps at this width
+    assert not any(re.search(r"\[\d+\]\s*$", row) for row in rows), rows

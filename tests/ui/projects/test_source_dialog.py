@@ -3,9 +3,15 @@ alone with one sentence when the document is gone."""
 
 from __future__ import annotations
 
+import pytest
+from PySide6.QtGui import QColor
+
 from app.store.projects.sources import Source
 from app.ui.projects.source_dialog import SourceDialog, passage_in
 from app.ui.transcript.source_links import parse_argument, source_argument
+from app.ui.widgets import style
+from app.ui.widgets.themes import DARK, LIGHT
+from tests.support.contrast import contrast
 
 TEXT = "# Roses\n\nRoses bloom in June.\n\n# Soil\n\nLoam holds water well.\n"
 
@@ -40,3 +46,16 @@ def test_the_dialog_highlights_the_passage_or_says_why_it_cannot(qtbot, tmp_path
     qtbot.addWidget(gone)
     assert gone.text.toPlainText() == "Loam holds water well." and not gone.note.isHidden()
     assert gone.note.text().endswith("The passage as it was given to the model is shown.")
+
+
+@pytest.mark.usefixtures("restore_light")
+@pytest.mark.parametrize("theme", [LIGHT, DARK], ids=["light", "dark"])
+def test_the_highlighted_passage_stays_readable_in_both_themes(qtbot, qapp, tmp_path, theme):
+    style.apply_style(qapp, theme)
+    path = tmp_path / "garden.md"
+    path.write_text(TEXT)
+    dialog = SourceDialog(_source(path))
+    qtbot.addWidget(dialog)
+    (mark,) = dialog.text.extraSelections()
+    assert contrast(mark.format.foreground().color(), mark.format.background().color()) >= 4.5
+    assert mark.format.background().color() != QColor(theme.surface)  # the passage stands out

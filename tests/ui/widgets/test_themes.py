@@ -9,6 +9,7 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QColor, QImage, QPalette
 from PySide6.QtWidgets import QApplication
+from tests.support.contrast import contrast, luminance
 from tests.ui.window_helpers import choose_pair, send_and_wait
 
 from app.store import load_settings
@@ -22,18 +23,6 @@ from app.ui.widgets.themes import DARK, LIGHT, THEMES, resolve_theme
 pytestmark = pytest.mark.usefixtures("restore_light")
 
 
-def _luminance(color: QColor) -> float:
-    def channel(c: float) -> float:
-        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
-
-    return 0.2126 * channel(color.redF()) + 0.7152 * channel(color.greenF()) + 0.0722 * channel(color.blueF())
-
-
-def _contrast(a: QColor, b: QColor) -> float:
-    light, dark = sorted((_luminance(a), _luminance(b)), reverse=True)
-    return (light + 0.05) / (dark + 0.05)
-
-
 def _over(rgba: tuple[int, int, int, int], background: str) -> QColor:
     return QColor(style.swatch_css(QColor(*rgba), background))
 
@@ -43,9 +32,9 @@ def test_text_keeps_its_contrast_on_every_highlight_in_both_themes(theme):
     assert set(THEMES) | {"system"} == set(THEME_CHOICES)
     assert set(theme.highlights) == set(LIGHT.highlights)  # a drafter's colour is in every theme
     for background in (theme.surface, theme.user_bubble, theme.code_background):
-        assert _contrast(QColor(theme.text), QColor(background)) >= 7
+        assert contrast(QColor(theme.text), QColor(background)) >= 7
         for origin, rgba in theme.highlights.items():
-            assert _contrast(QColor(theme.text), _over(rgba, background)) >= 4.5, (theme.name, origin, background)
+            assert contrast(QColor(theme.text), _over(rgba, background)) >= 4.5, (theme.name, origin, background)
     # The two drafters stay apart from each other and from the background.
     draft, ngram = (_over(theme.highlights[o], theme.surface) for o in ("draft", "ngram"))
     assert draft != ngram and QColor(theme.surface) not in (draft, ngram)
@@ -57,7 +46,7 @@ def test_code_colours_follow_the_theme_and_stay_readable_on_dark():
     dark = code_colours(code, "python", DARK.code_style)
     assert light != dark
     for colour in {c for c in dark if c}:
-        assert _contrast(QColor(colour), QColor(DARK.code_background)) >= 3, colour
+        assert contrast(QColor(colour), QColor(DARK.code_background)) >= 3, colour
 
 
 def test_the_system_choice_follows_the_os_scheme_and_an_explicit_choice_does_not(qtbot, make_window):
@@ -102,7 +91,7 @@ def test_dark_screenshots_of_the_window_a_code_block_and_the_inspector(
     viewport = window.chat_view.viewport()
     assert _pixel(shot, viewport, window) == QColor(DARK.surface)
     assert _pixel(shot, window.sidebar, window) == QColor(DARK.sidebar)
-    assert _luminance(_pixel(shot, viewport, window)) < 0.05
+    assert luminance(_pixel(shot, viewport, window)) < 0.05
     assert _count(shot, DARK.code_background) > 500  # the code block's frame, in the dark code colour
     assert _count(shot, LIGHT.code_background) == 0 and _count(shot, LIGHT.surface) < 50
 
@@ -156,3 +145,21 @@ def test_a_switch_while_a_reply_streams_waits_for_it_to_end(make_window, qtbot, 
     after = window.grab().toImage()
     assert _count(after, DARK.code_background) > 500
     assert _count(after, DARK.user_bubble) > 500 and _count(after, LIGHT.user_bubble) == 0  # redrawn once it ended
+
+
+def _nearest(image: QImage, target: QColor) -> float:
+    """How close the image's closest pixel comes to `target` (the largest channel difference; 0: exact)."""
+    return min(
+        max(abs(c.red() - target.red()), abs(c.green() - target.green()), abs(c.blue() - target.blue()))
+        for c in (image.pixelColor(x, y) for x in range(image.width()) for y in range(image.height()))
+    )
+
+
+def test_the_footers_api_link_follows_a_live_switch_to_dark(make_window):
+    window = make_window()
+    window.appearance.set_choice("light")
+    window.appearance.set_choice("dark")
+    link = window.api_server.indicator
+    assert "<a href" in link.text()
+    # Its underline is drawn in the dark theme's link colour, not the light theme's dark blue kept from before.
+    assert _nearest(link.grab().toImage(), QColor(DARK.accent)) < 8
