@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer
 
@@ -89,7 +90,7 @@ def test_the_window_answers_while_a_questions_sources_are_found(
     # Sent once, with its document whole, and the composer is empty for the next message.
     chat_id = window.conversation.chat_id
     assert _questions(window, chat_id) == [QUESTION]
-    assert [s.path for s in window.store.messages(chat_id)[0].sources] == [str(tmp_path / "poppies.md")]
+    assert [Path(s.path).name for s in window.store.messages(chat_id)[0].sources] == ["poppies.md"]
     assert len(fake_engine.requests) == asked_before + 1 and "late June" in fake_engine.requests[-1][-1]["content"]
     assert "Documents, whole: poppies.md" in window.chat_view.toPlainText()
     assert composer.text() == "" and composer.button.text() == "Send" and not composer.edit.isReadOnly()
