@@ -1,7 +1,8 @@
 """Send in a chat of a project with documents, as a person sees it: the question's sources are found off the GUI
 thread, so the window goes on answering meanwhile; the composer keeps the text with a Stop button until the message
 is really sent, and a second Send does nothing. Stop, or another chat, drops the waiting Send, its text kept in the
-composer, and what is found for it later is never sent."""
+composer, and what is found for it later is never sent. A search that fails says why in a sentence, and the
+question goes without sources."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt, QTimer
 
 from app.ui.projects import question_sources
-from app.ui.projects.documents import FINDING_TEXT
+from app.ui.projects.documents import FIND_FAILED, FINDING_TEXT
 from tests.ui.window_helpers import choose_pair, send_and_wait
 
 QUESTION = "When do blue poppies bloom?"
@@ -127,3 +128,19 @@ def test_stop_or_another_chat_drops_the_waiting_send_and_keeps_its_text(
     assert _questions(window, first_chat) == ["Where do they grow?"]
     assert _questions(window, window.conversation.chat_id) == [QUESTION]
     assert len(fake_engine.requests) == asked_before + 1
+
+
+def test_a_search_that_fails_says_why_and_the_question_goes_without_sources(
+    make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path, monkeypatch
+):
+    window, _ = _poppies_chat(make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path)
+
+    def broken(*args, **kwargs):
+        raise OSError("the disk went away")
+
+    monkeypatch.setattr(question_sources, "find_documents", broken)
+    send_and_wait(qtbot, window, QUESTION)
+    assert window.error_banner.text() == f"{FIND_FAILED} the disk went away"
+    question = window.store.messages(window.conversation.chat_id)[0]
+    assert question.content == QUESTION and question.sources == ()
+    assert window.composer.text() == "" and window.composer.button.text() == "Send"
