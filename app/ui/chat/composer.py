@@ -107,13 +107,14 @@ class Composer(QWidget):
     sig_send = Signal(str)
     """The user sent this text, with `attachments()` (the composer keeps both until `clear_after_send`)."""
     sig_stop = Signal()
-    """The user asked to stop the reply that is streaming."""
+    """The user asked to stop the reply that is streaming, or the Send waiting for its sources."""
     sig_cancel_edit = Signal()
     """The user left edit mode without sending."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self._busy = False
+        self._sending = False  # a Send waits for its documents' sources (set_sending)
         self._editing = False
         layout = QVBoxLayout(self)
         layout.setContentsMargins(24, 4, 24, 8)
@@ -210,6 +211,13 @@ class Composer(QWidget):
         self._busy = busy
         self._update_button()
 
+    def set_sending(self, sending: bool) -> None:
+        """While a Send waits for what it is sent with (a project's documents) its text stays here, read-only, and
+        the button is Stop, which leaves the text here to send again; the text goes once the message is sent."""
+        self._sending = sending
+        self.edit.setReadOnly(sending)
+        self._update_button()
+
     def set_editing(self, editing: bool) -> None:
         self._editing = editing
         self.edit_banner.setVisible(editing)
@@ -218,11 +226,15 @@ class Composer(QWidget):
         return self._editing
 
     def _update_button(self) -> None:
-        if self._busy:
+        if self._busy or self._sending:
             self.button.setText("Stop")
             self.button.setObjectName("StopButton")
             self.button.setEnabled(True)
-            self.button.setToolTip("Stop the reply (it keeps what was written so far)")
+            self.button.setToolTip(
+                "Stop the reply (it keeps what was written so far)"
+                if self._busy
+                else "Stop sending: the message stays here, and nothing is sent"
+            )
         else:
             self.button.setText("Send")
             self.button.setObjectName("PrimaryButton")
@@ -234,7 +246,7 @@ class Composer(QWidget):
 
     def _on_button(self) -> None:
         self.edit.setFocus()  # a click on Send or Stop leaves the cursor where the next message is typed
-        if self._busy:
+        if self._busy or self._sending:
             self.sig_stop.emit()
         else:
             self._on_submit()
@@ -249,17 +261,20 @@ class Composer(QWidget):
             self.add_files(paths)
 
     def _on_submit(self) -> None:
-        if self._busy:
+        if self._busy or self._sending:
             return
         if self._has_message():
             self.sig_send.emit(self.text())
 
     def escape(self) -> None:
-        """Esc: cancel the edit of a sent message, else stop the reply streaming."""
+        """Esc: stop a Send waiting for its sources, else cancel the edit of a sent message, else stop the reply
+        streaming."""
         self._on_escape()
 
     def _on_escape(self) -> None:
-        if self._editing:
+        if self._sending:  # the Send first: the edit (and its text) stays
+            self.sig_stop.emit()
+        elif self._editing:
             self.set_editing(False)
             self.edit.clear()
             self.tray.clear()

@@ -5,21 +5,26 @@ The index is the projects' own (app.documents, PROJECT_INDEX_FILE_NAME), its fil
 no project lists any more is taken out of it at the next indexing, so a document removed from a project, or a
 deleted project's documents, leave nothing behind (the CLI's index is a file of its own, never pruned). One thread
 indexes, one project at a time, with its own connection: the GUI thread never reads a file or waits for it, and a
-reply never waits for indexing (a question asked meanwhile gets the passages indexed so far, and says so). On Send
-the GUI thread reads the index with a connection of its own (SQLite's WAL lets it read while the thread writes): a
-keyword search, about 0.1 s at 10,000 passages on a busy 2-core machine (docs/performance-log.md), once per
-question; a larger index would want it on the thread too. With an embedding model chosen in Settings
-(app.ui.projects.embedding) the indexing thread embeds passages with it in a process of its own, and a question is
-embedded on Send and its two rankings fused; without one, passages are found by their words alone, and the line
-above the composer says once what a model would add. Changing the model re-embeds the passages (the index keeps
-one model's vectors: DocumentIndex.use_embedder).
+reply never waits for indexing (a question asked meanwhile gets the passages indexed so far, and says so).
+
+On Send in a project's chat the question's sources are found on a thread of their own
+(app.ui.projects.question_sources: the files listed and read, the question embedded, the index searched with that
+thread's own connection, which SQLite's WAL lets read while indexing writes); the GUI thread never waits for them.
+Meanwhile the composer keeps the text, read-only, its button is Stop, and the live readout says the documents are
+being looked through. The result comes back by a queued signal stamped with its Send; Stop, another chat or an
+edit drops it, and the text stays in the composer. A chat without documents sends at once, with no thread hop.
+
+With an embedding model chosen in Settings (app.ui.projects.embedding) the indexing thread embeds passages with it
+in a process of its own, and a question is embedded on the question's thread and its two rankings fused; without
+one, passages are found by their words alone, and the line above the composer says once what a model would add.
+Changing the model re-embeds the passages (the index keeps one model's vectors: DocumentIndex.use_embedder).
 """
 
 from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
@@ -28,20 +33,19 @@ from app.common.units import plural
 from app.documents.index import DocumentIndex
 from app.documents.index_db import PROJECT_INDEX_FILE_NAME, IndexFileError
 from app.documents.indexer import refresh
-from app.documents.question import DocsInput, docs_budget, retrieved_passages, whole_documents
+from app.documents.question import docs_budget
 from app.documents.records import IndexProgress, IndexSummary
-from app.documents.walk import find_documents
 from app.store import StoreError
 from app.store.projects import Project
 from app.store.projects.sources import Source
-from app.ui.projects.embedding import EMBEDDING_ERRORS, AskedVector, WindowEmbedder, how_found_sentence
+from app.ui.projects.embedding import EMBEDDING_ERRORS, WindowEmbedder, how_found_sentence
+from app.ui.projects.question_sources import FoundSources, SourcesAsked, find_sources
 from app.ui.projects.source_dialog import SourceDialog
+from app.ui.widgets.background import Background
 from app.ui.widgets.elided_label import ElidedLabel
 
-# Whether a project's documents fit whole is asked on Send, on the GUI thread: a folder of more files than these, or
-# with more entries to walk, is taken as too large without reading further (retrieval answers it).
-WHOLE_MAX_FILES = 200
-WHOLE_MAX_ENTRIES = 2_000
+FINDING_TEXT = "Looking through the project's documents…"  # the live readout while a question's sources are found
+FIND_FAILED = "The project's documents could not be looked through, so the question is sent without them:"
 
 
 class DocumentsBar(QWidget):
@@ -99,7 +103,7 @@ class DocumentsBar(QWidget):
 
 class DocumentsController(QObject):
     """Indexes the open chat's project's documents and gives a question its sources. GUI thread only (the indexing
-    thread only emits the two signals)."""
+    thread only emits its signals; a question's sources are found on a thread of their own: find_sources)."""
 
     sig_progress = Signal(int, object)
     """(project_id, IndexProgress) from the indexing thread."""
@@ -107,6 +111,8 @@ class DocumentsController(QObject):
     """(project_id, IndexSummary, how passages are found, a sentence): indexing ended (cancelled or not)."""
     sig_failed = Signal(int, str)
     """(project_id, sentence): the index could not be opened."""
+    sig_finding = Signal(bool)
+    """A question's sources are being found, its Send waiting for them (True), or no longer (False)."""
 
     def __init__(self, window, bar: DocumentsBar):
         super().__init__(window)
@@ -122,6 +128,8 @@ class DocumentsController(QObject):
         self.source_dialog: Optional[SourceDialog] = None
         self.embedder: Optional[WindowEmbedder] = None
         self._closed = False  # the window closed: what the thread still emits finds the store closed
+        self._finder = Background("documents question", self)  # finds a question's sources (find_sources)
+        self._then: Optional[Callable[[tuple[Source, ...]], None]] = None  # the Send waiting for them
         self.set_embedding(window.settings.documents_embedding, reindex=False)
         self.sig_progress.connect(self._on_progress)
         self.sig_indexed.connect(self._on_indexed)
@@ -231,6 +239,8 @@ class DocumentsController(QObject):
     def wait(self, timeout_s: float = 10.0) -> None:
         """Cancel indexing and wait for its thread, and end the embedding model's process (the window closing)."""
         self._closed = True
+        self._then = None
+        self._finder.close()
         running = self._running
         if running is not None:
             running[2].set()
@@ -290,44 +300,57 @@ class DocumentsController(QObject):
 
     # ----- a question
 
-    def sources_for(self, question: str, max_tokens: int) -> tuple[Source, ...]:
-        """What the open chat's question is sent with: its project's documents whole when they fit comfortably, else
-        the passages that match it; () for a chat outside a project with documents, or when none matches."""
+    def find_sources(self, question: str, max_tokens: int, then: Callable[[tuple[Source, ...]], None]) -> bool:
+        """Find what the open chat's question is sent with, on the question's thread: its project's documents whole
+        when they fit comfortably, else the passages that match it; `then(sources)` runs on the GUI thread once they
+        are found, unless the question was abandoned first. False, and nothing runs, for a chat outside a project
+        with documents or a message without text: it is sent at once, without sources."""
         project = self.open_project()
-        if project is None or not project.documents or not question.strip():
-            return ()
-        n_ctx = self.n_ctx or self._window.settings.context_size
-        budget = docs_budget(n_ctx, max_tokens)
-        # Looked at on the GUI thread, so within bounds: more files than this never fit whole in any context.
-        found = find_documents(list(project.documents), max_documents=WHOLE_MAX_FILES, max_entries=WHOLE_MAX_ENTRIES)
-        fits = bool(found.files) and found.complete
-        docs: Optional[DocsInput] = whole_documents(found.files, budget) if fits else None
-        if docs is None:
-            if project.id not in self._fresh:
-                self.index(project.id)  # a new chat's project, not indexed since the window opened
-            docs = self._retrieved(project, question, budget)
-        return docs.sources if docs is not None else ()
+        if project is None or not project.documents or not question.strip() or self._closed:
+            return False
+        budget = docs_budget(self.n_ctx or self._window.settings.context_size, max_tokens)
+        asked = SourcesAsked(question, project.documents, budget, self.index_path, self.embedder)
+        self._then = then
+        project_id = project.id
+        self._finder.run(
+            lambda: find_sources(asked),
+            lambda found: self._on_found(project_id, found),
+            lambda exc: self._on_found(project_id, FoundSources((), True, problem=f"{FIND_FAILED} {exc}")),
+        )
+        self.sig_finding.emit(True)
+        return True
 
-    def _retrieved(self, project: Project, question: str, budget: int) -> Optional[DocsInput]:
-        vector, missed = self.embedder.question_vector(question) if self.embedder is not None else (None, "")
-        if missed:
-            self._window.conversation.view.add_notice(missed)
-        try:
-            with DocumentIndex(self.index_path) as index:
-                asked = AskedVector(vector) if vector is not None else None
-                docs = retrieved_passages(index, question, budget, roots=list(project.documents), embedder=asked)
-        except IndexFileError as exc:
-            self._window.show_error(str(exc))
-            return None
-        if self.busy():
-            self._window.conversation.view.add_notice(
-                "The documents are still being indexed: this answer draws on those indexed so far."
-            )
-        if not docs.sources:
-            self._window.conversation.view.add_notice(
-                "No passage of the project's documents matches the question; it is sent without them."
-            )
-        return docs
+    def finding(self) -> bool:
+        """Whether a question waits for its sources."""
+        return self._then is not None
+
+    def abandon_question(self) -> None:
+        """Drop the question waiting for its sources (Stop, another chat, an edit): what is found for it is
+        ignored, and the composer keeps its text."""
+        if self._then is None:
+            return
+        self._then = None
+        self._finder.supersede()
+        self.sig_finding.emit(False)
+
+    def _on_found(self, project_id: int, found: FoundSources) -> None:
+        then, self._then = self._then, None
+        if then is None or self._closed:
+            return
+        self.sig_finding.emit(False)
+        notice = self._window.conversation.view.add_notice
+        if found.missed:
+            notice(found.missed)
+        if found.problem:
+            self._window.show_error(found.problem)
+        elif found.retrieved:
+            if project_id not in self._fresh:
+                self.index(project_id)  # a new chat's project, not indexed since the window opened
+            if self.busy():
+                notice("The documents are still being indexed: this answer draws on those indexed so far.")
+            if not found.sources:
+                notice("No passage of the project's documents matches the question; it is sent without them.")
+        then(found.sources)
 
     # ----- a cited source
 
@@ -360,5 +383,8 @@ def attach(window) -> DocumentsController:
     window.sidebar.sig_chat_selected.connect(documents.chat_shown)
     window.chat_view.sig_source.connect(documents.show_source)
     window.session.sig_context_size.connect(lambda n_ctx: setattr(documents, "n_ctx", n_ctx))
+    window.conversation.sig_stopping.connect(documents.abandon_question)  # Stop, another chat, an edit
+    documents.sig_finding.connect(window.composer.set_sending)
+    documents.sig_finding.connect(lambda finding: window.legend_row.set_live_stats(FINDING_TEXT if finding else ""))
     documents.chat_shown()  # the chat the window opened on
     return documents

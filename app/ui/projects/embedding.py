@@ -4,8 +4,9 @@ meaning as well as by their words.
 The model runs in a process of its own (app.engine.embedding.worker.EmbeddingWorker), never in the window's: it is
 started by the indexing thread when that first needs it (loading takes seconds, and the GUI thread never waits for
 it), and a question asked before it has loaded is answered by its words alone. On Send the question is embedded
-within QUESTION_DEADLINE_S: the process reads requests in order, so a question asked while a batch of passages is
-being embedded waits for that batch, and past the deadline it goes by its words (the reply never waits longer).
+on the question's thread within QUESTION_DEADLINE_S: the process reads requests in order, so a question asked
+while a batch of passages is being embedded waits for that batch, and past the deadline it goes by its words (the
+reply never waits longer).
 """
 
 from __future__ import annotations
@@ -67,8 +68,8 @@ class WindowEmbedder:
 
     def question_vector(self, question: str) -> tuple[Optional[np.ndarray], str]:
         """The question's vector, or None and why in a sentence ("" while the model is not loaded yet: the line
-        above the composer says that). GUI thread: never waits for a load, and for an answer at most
-        QUESTION_DEADLINE_S."""
+        above the composer says that). The question's thread (app.ui.projects.question_sources), never the GUI
+        thread: it never waits for a load, and for an answer at most QUESTION_DEADLINE_S."""
         worker = self._worker
         if worker is None:
             return None, ""

@@ -411,11 +411,9 @@ class MainWindow(QMainWindow):
         self.send_message(text)
 
     def send_message(self, text: str) -> bool:
-        """Store the user's message and ask for a reply (sending.py); on any problem the composer keeps the text."""
-        sent = sending.send_message(self, text)
-        if sent:
-            self._update_page()
-        return sent
+        """Store the user's message and ask for a reply (sending.py: in a project's chat with documents once its
+        sources are found, off the GUI thread); on any problem the composer keeps the text."""
+        return sending.send_message(self, text, on_sent=self._update_page)
 
     def generation_config(self) -> GenerationConfig:
         """What the next request is sent with (sending.py)."""

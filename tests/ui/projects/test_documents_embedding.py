@@ -129,8 +129,8 @@ def test_the_documents_page_lists_the_embedding_models_after_none(qapp, tmp_path
 
 
 def test_a_question_the_model_does_not_embed_in_time_goes_by_its_words_and_says_so():
-    """The GUI thread waits at most QUESTION_DEADLINE_S for the question's vector (the process may be embedding a
-    batch of passages); past it the question goes by its words, with a sentence saying why."""
+    """The question's thread waits at most QUESTION_DEADLINE_S for the question's vector (the process may be
+    embedding a batch of passages); past it the question goes by its words, with a sentence saying why."""
     from app.ui.projects.embedding import WindowEmbedder
 
     class Busy:
