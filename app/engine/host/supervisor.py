@@ -2,13 +2,14 @@
 
 The window (app.ui.engine_link.engine_process) and `specchat-cli serve` (app.serve.engine.client) both run the
 engine's loop (app.engine.host.worker) in a child process, because llama.cpp can abort() its process, and the
-embedding worker (app.engine.embedding.worker) runs its embedding model's loop so for the same reason; this is the
+embedding worker (app.engine.embedding.worker) its embedding model's loop, for the same reason; this is the
 one handle on such a child they share, plain Python with no Qt. Which loop the child runs is its ChildEntry (the
 engine's unless told). What each caller does with the replies (signals, routing API jobs) and what a death means
 to it stays with the caller.
 
 - Start: "spawn" (a fork would copy the window's threads and Qt), a fresh log file per child for its stderr, so its
-  last words can be read after a crash (child_process.log_error_line), and the shared stop flags every child gets.
+  last words can be read after a crash (child_process.log_error_line), and the shared stop flags every engine child
+  gets.
 - Send: the request is pickled on the caller's thread (a request that cannot cross fails there, alone) and written
   by a thread of its own: the child reads its pipe only between steps, and a caller that also reads its answers
   could otherwise wait on a child that waits for its answers to be read.
@@ -17,13 +18,13 @@ to it stays with the caller.
   gone: `on_gone`, or ChildGone.
 - A death: `reap` (or `restart`) ends what is left of the child and says how it ended, with the last error line it
   wrote since `mark_log` (a crash is never blamed on what an earlier, finished piece of work wrote).
-- An end: `end` asks (the entry's `goodbye`: the engine's Shutdown), waits its deadline, then kills; `close`, the last one, first sets the stop flags
-  so whatever the child answers stops at its next round. Children the supervisor ends itself are never reported
-  as gone.
+- An end: `end` asks (the entry's `goodbye`: the engine's Shutdown), waits its deadline, then kills; `close`, the
+  last one, first sets the stop flags so whatever the child answers stops at its next round. Children the
+  supervisor ends itself are never reported as gone.
 
-Which thread may call it: one thread (the window's GUI thread, serve's main thread); a child dies with the thread
-that started it (child_process.die_with_parent), so that thread must last. `on_reply` and `on_gone` run on the
-reader thread.
+Which thread may call it: one thread (the window's GUI thread, serve's main thread, the embedding worker's own); a
+child dies with the thread that started it (child_process.die_with_parent), so that thread must last. `on_reply`
+and `on_gone` run on the reader thread.
 """
 
 from __future__ import annotations
