@@ -255,7 +255,8 @@ class ChildSupervisor:
 
     def receive(self, timeout: Optional[float] = None) -> Optional[Reply]:
         """The child's next reply (typed as the engine's; another entry's child sends records of its own), waiting
-        up to `timeout` (None: until one comes); None when none came in time. Raises ChildGone when the pipe closed or carried what cannot be read (reap the child then)."""
+        up to `timeout` (None: until one comes); None when none came in time. Raises ChildGone when the pipe closed
+        or carried what cannot be read (reap the child then)."""
         conn = self._conn
         if conn is None:
             raise ChildGone()
