@@ -202,6 +202,24 @@ def die_with_parent() -> None:
         pass
 
 
+def settle_child(log_path: str | None) -> None:
+    """In a supervised child (app.engine.host.supervisor), before it runs: its fd 2 goes to `log_path`, where
+    llama.cpp writes its assertion text just before abort() and the parent reads the file's tail to say what
+    happened; ggml runs no debugger for a backtrace (seconds before a crash is reported); a Ctrl+C typed at a
+    terminal, which reaches the whole process group, is the parent's to decide on (it asks the child to exit, where
+    dying of it here would be reported as a crash); and the child ends with its parent."""
+    import os
+
+    os.environ["GGML_NO_BACKTRACE"] = "1"
+    if log_path:
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.dup2(fd, 2)
+        os.close(fd)
+        sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent()
+
+
 def _typed_at_terminal() -> bool:
     """Whether this process is in the foreground of a terminal, where a SIGINT is a Ctrl-C sent to the group."""
     import os

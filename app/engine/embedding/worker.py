@@ -2,18 +2,21 @@
 
 Its own process, so embedding never holds up a chat reply (the two decode side by side, sharing the CPU) and a
 llama.cpp abort() costs only the request being read: it gets one sentence and a fresh process loads the model again.
-EmbeddingWorker's own thread (lasting: a child dies with the thread that started it, child_process.die_with_parent)
-starts the process and hands it one request at a time, in the order they came; callers wait on a Future. At most
-`max_queued` requests wait; more are refused at once (EmbeddingBusy), as the chat queue refuses them.
+The process is run by the one child supervisor (app.engine.host.supervisor: spawn, a log file whose last error line
+says why a load ended, a polite end then a kill). EmbeddingWorker's own thread (lasting: a child dies with the
+thread that started it, child_process.die_with_parent) is the supervisor's one caller: it starts the process and
+hands it one request at a time, in the order they came; callers wait on a Future. At most `max_queued` requests
+wait; more are refused at once (EmbeddingBusy), as the chat queue refuses them.
 
 EmbeddingWorker also speaks the documents' protocol (`embed(texts)`, `dim`), so an index can embed out of process.
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import itertools
 import queue
 import threading
+import time
 from concurrent.futures import Future, TimeoutError as FutureTimeout
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -21,7 +24,7 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from app.engine.child_process import die_with_parent
+from app.engine.child_process import settle_child
 from app.engine.embedding.wire import (
     EmbedAnswer,
     Embedded,
@@ -33,10 +36,13 @@ from app.engine.embedding.wire import (
     RankDocuments,
     StopEmbedder,
 )
+from app.engine.host.supervisor import ChildEntry, ChildGone, ChildSupervisor
 
 LOAD_DEADLINE_S = 120.0  # a model's load; a larger model than any embedding model loads well within it
-POLL_S = 0.1  # how often a wait for the child looks whether it is still alive
+POLL_S = 0.1  # how often a wait for the child looks whether it is still alive, or the worker closing
 CLOSE_WAIT_S = 3.0
+DEATH_WAIT_S = 1.0  # a child whose pipe closed is dead or dying: this long, then it is killed
+_LOG_NUMBERS = itertools.count(1)  # a log file per worker: a window and a test may hold two at once
 SHUTTING_DOWN = "The server is shutting down."
 CRASHED = "The embedding model's process ended while reading this request; it is starting again."
 
@@ -49,9 +55,10 @@ class EmbeddingBusy(Exception):
     """Too many requests wait for the embedding model already."""
 
 
-def run_embedding_process(conn: Connection, path: str, n_threads: Optional[int]) -> None:
-    """The child's loop: load, say so, then answer each request until StopEmbedder or the pipe closes."""
-    die_with_parent()
+def run_embedding_process(conn: Connection, log_path: Optional[str], path: str, n_threads: Optional[int]) -> None:
+    """The child's loop (the supervisor's entry): load, say so, then answer each request until StopEmbedder or the
+    pipe closes."""
+    settle_child(log_path)
     from app.engine.embedding.model import Embedder
     from app.engine.errors import EngineError
 
@@ -93,17 +100,18 @@ class EmbeddingWorker:
         say: Callable[[str], None] = lambda line: None,
     ):
         self.path = Path(path)
-        self._n_threads = n_threads
         self._say = say
-        self._context = multiprocessing.get_context("spawn")
+        self._child = ChildSupervisor(
+            f"embedding-{next(_LOG_NUMBERS)}",
+            "SpecChat embedding",
+            entry=ChildEntry(run_embedding_process, StopEmbedder(), (str(self.path), n_threads)),
+        )
         self._requests: queue.Queue = queue.Queue(maxsize=max(1, max_queued))
         self._serial = 0
         self._serial_lock = threading.Lock()
         self._ready: Future = Future()
         self._closing = threading.Event()
         self._thread: Optional[threading.Thread] = None
-        self._process: Optional[multiprocessing.process.BaseProcess] = None
-        self._conn: Optional[Connection] = None
         self.model: Optional[EmbedderReady] = None
 
     # -- lifetime -------------------------------------------------------------------------------------------------
@@ -135,8 +143,7 @@ class EmbeddingWorker:
     @property
     def pid(self) -> Optional[int]:
         """The embedding process's id while it runs."""
-        process = self._process
-        return process.pid if process is not None else None
+        return self._child.pid
 
     @property
     def dim(self) -> int:
@@ -185,11 +192,11 @@ class EmbeddingWorker:
     def _run(self) -> None:
         try:
             self._ready.set_result(self._spawn())
-        except EmbeddingStartError as exc:
+        except Exception as exc:
+            self._child.close(0)  # its log goes with it
+            if not isinstance(exc, EmbeddingStartError):  # the process could not even start (no memory for it, say)
+                exc = EmbeddingStartError(f"The embedding process could not start: {exc}")
             self._ready.set_exception(exc)
-            return
-        except Exception as exc:  # the process could not even start (no memory for it, say)
-            self._ready.set_exception(EmbeddingStartError(f"The embedding process could not start: {exc}"))
             return
         while not self._closing.is_set():
             try:
@@ -204,7 +211,7 @@ class EmbeddingWorker:
                 answer.set_exception(exc)
             except Exception as exc:  # the OS's fault (no process could start): this request's sentence
                 answer.set_exception(EmbeddingStartError(f"The embedding process failed: {exc}"))
-        self._stop_process()
+        self._child.close(CLOSE_WAIT_S)
         while True:  # whoever still waits hears why
             try:
                 item = self._requests.get_nowait()
@@ -214,39 +221,37 @@ class EmbeddingWorker:
                 item[1].set_exception(EmbeddingStartError(SHUTTING_DOWN))
 
     def _spawn(self) -> EmbedderReady:
-        parent, child = self._context.Pipe()
-        process = self._context.Process(
-            target=run_embedding_process,
-            args=(child, str(self.path), self._n_threads),
-            name="SpecChat embedding",
-            daemon=True,
-        )
-        process.start()
-        child.close()
-        self._process, self._conn = process, parent
+        """Start a process and wait for its model; raises EmbeddingStartError with the reason it did not load."""
+        self._child.start()
         first = self._receive(LOAD_DEADLINE_S)
         if isinstance(first, EmbedderReady):
+            self._child.mark_log()  # a later crash is named by what the process writes after its load
             return first
-        self._stop_process()
         if isinstance(first, EmbedderLoadFailed):
+            self._child.end(CLOSE_WAIT_S)
             raise EmbeddingStartError(first.message)
-        raise EmbeddingStartError(f"The embedding process ended while loading {self.path.name}.")
+        if self._closing.is_set():
+            self._child.end(CLOSE_WAIT_S)
+            raise EmbeddingStartError(SHUTTING_DOWN)
+        if self._child.is_alive():  # silent past the deadline
+            self._child.end(CLOSE_WAIT_S)
+            raise EmbeddingStartError(f"{self.path.name} did not load within {LOAD_DEADLINE_S:.0f} s.")
+        end = self._child.reap(DEATH_WAIT_S)
+        said = f": {end.detail}" if end.detail else ""
+        raise EmbeddingStartError(f"The embedding process ended ({end.how}) while loading {self.path.name}{said}.")
 
     def _ask(self, request: EmbedRequest) -> EmbedAnswer:
-        if self._conn is None:  # it could not be started again after a crash: one more try for this request
+        if not self._child.has_child:  # it could not be started again after a crash: one more try for this request
             self._spawn()
-        assert self._conn is not None
-        try:
-            self._conn.send(request)
-        except (OSError, ValueError):
-            pass  # the child is gone: _receive says so
+        self._child.send(request)
         answer = self._receive(None)
         if isinstance(answer, (Embedded, EmbedRefused)) and answer.serial == request.serial:
             return answer
         if self._closing.is_set():
             raise EmbeddingStartError(SHUTTING_DOWN)
-        self._say("The embedding process ended; starting it again.")
-        self._stop_process()
+        end = self._child.reap(DEATH_WAIT_S)
+        said = f"; llama.cpp said: {end.detail}" if end.detail else ""
+        self._say(f"The embedding process ended ({end.how}{said}); starting it again.")
         try:
             self._spawn()
         except EmbeddingStartError as exc:
@@ -254,32 +259,15 @@ class EmbeddingWorker:
         raise EmbeddingStartError(CRASHED)
 
     def _receive(self, deadline_s: Optional[float]) -> object:
-        """The child's next record, or None when it dies (or stays silent past `deadline_s`)."""
-        assert self._conn is not None and self._process is not None
-        waited = 0.0
-        while (deadline_s is None or waited < deadline_s) and not self._closing.is_set():
+        """The child's next record, or None when it dies (or stays silent past `deadline_s`, or the worker closes)."""
+        deadline = None if deadline_s is None else time.monotonic() + deadline_s
+        while (deadline is None or time.monotonic() < deadline) and not self._closing.is_set():
             try:
-                if self._conn.poll(POLL_S):
-                    return self._conn.recv()
-            except (EOFError, OSError):
+                record = self._child.receive(POLL_S)
+            except ChildGone:
                 return None
-            if not self._process.is_alive():
+            if record is not None:
+                return record
+            if not self._child.is_alive():
                 return None
-            waited += POLL_S
         return None
-
-    def _stop_process(self) -> None:
-        process, conn = self._process, self._conn
-        self._process = self._conn = None
-        if conn is not None:
-            try:
-                conn.send(StopEmbedder())
-            except (OSError, ValueError):
-                pass
-        if process is not None:
-            process.join(CLOSE_WAIT_S)
-            if process.is_alive():
-                process.kill()
-                process.join(CLOSE_WAIT_S)
-        if conn is not None:
-            conn.close()

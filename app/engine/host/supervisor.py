@@ -1,12 +1,15 @@
-"""One engine process at a time, supervised: started, fed, watched, put in words when it dies, ended and restarted.
+"""One child process at a time, supervised: started, fed, watched, put in words when it dies, ended and restarted.
 
 The window (app.ui.engine_link.engine_process) and `specchat-cli serve` (app.serve.engine.client) both run the
-engine's loop (app.engine.host.worker) in a child process, because llama.cpp can abort() its process; this is the
-one handle on that child they share, plain Python with no Qt. What each caller does with the replies (signals,
-routing API jobs) and what a death means to it stays with the caller.
+engine's loop (app.engine.host.worker) in a child process, because llama.cpp can abort() its process, and the
+embedding worker (app.engine.embedding.worker) its embedding model's loop, for the same reason; this is the
+one handle on such a child they share, plain Python with no Qt. Which loop the child runs is its ChildEntry (the
+engine's unless told). What each caller does with the replies (signals, routing API jobs) and what a death means
+to it stays with the caller.
 
 - Start: "spawn" (a fork would copy the window's threads and Qt), a fresh log file per child for its stderr, so its
-  last words can be read after a crash (child_process.log_error_line), and the shared stop flags every child gets.
+  last words can be read after a crash (child_process.log_error_line), and the shared stop flags every engine child
+  gets.
 - Send: the request is pickled on the caller's thread (a request that cannot cross fails there, alone) and written
   by a thread of its own: the child reads its pipe only between steps, and a caller that also reads its answers
   could otherwise wait on a child that waits for its answers to be read.
@@ -15,13 +18,13 @@ routing API jobs) and what a death means to it stays with the caller.
   gone: `on_gone`, or ChildGone.
 - A death: `reap` (or `restart`) ends what is left of the child and says how it ended, with the last error line it
   wrote since `mark_log` (a crash is never blamed on what an earlier, finished piece of work wrote).
-- An end: `end` asks (Shutdown), waits its deadline, then kills; `close`, the last one, first sets the stop flags
-  so whatever the child answers stops at its next round. Children the supervisor ends itself are never reported
-  as gone.
+- An end: `end` asks (the entry's `goodbye`: the engine's Shutdown), waits its deadline, then kills; `close`, the
+  last one, first sets the stop flags so whatever the child answers stops at its next round. Children the
+  supervisor ends itself are never reported as gone.
 
-Which thread may call it: one thread (the window's GUI thread, serve's main thread); a child dies with the thread
-that started it (child_process.die_with_parent), so that thread must last. `on_reply` and `on_gone` run on the
-reader thread.
+Which thread may call it: one thread (the window's GUI thread, serve's main thread, the embedding worker's own); a
+child dies with the thread that started it (child_process.die_with_parent), so that thread must last. `on_reply`
+and `on_gone` run on the reader thread.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from typing import Callable, Optional
 from app.common.text import printable
 from app.engine.child_process import how_it_ended, is_build_fault, log_error_line, log_size
 from app.engine.host.stops import StopBoard
-from app.engine.host.wire import Reply, Request, Shutdown
+from app.engine.host.wire import Reply, Shutdown
 from app.engine.host.worker import run_worker
 from app.platform import paths
 
@@ -76,8 +79,19 @@ class ChildEnd:
         return is_build_fault(self.exit_code)
 
 
+@dataclass(frozen=True)
+class ChildEntry:
+    """What a child runs: `target(conn, log_path, *args)` in a fresh process ("spawn": a module-level function and
+    picklable arguments), which sends its log_path's fd 2 there (child_process.settle_child); `goodbye` is the
+    message that asks it to exit."""
+
+    target: Callable[..., None]
+    goodbye: object
+    args: tuple = ()
+
+
 class ChildSupervisor:
-    """One engine process at a time (see the module's docstring for which thread may call what)."""
+    """One child process at a time (see the module's docstring for which thread may call what)."""
 
     def __init__(
         self,
@@ -87,21 +101,25 @@ class ChildSupervisor:
         on_reply: Optional[OnReply] = None,
         on_gone: Optional[OnGone] = None,
         echo_log: bool = False,
+        entry: Optional[ChildEntry] = None,
     ):
         """`log_name`: the log file's name before the pid ("engine-worker"); `engine_factory`: the child's engine
         maker (None: the real one; tests' must be picklable); `on_reply`/`on_gone`: a reader thread reports to them
         (None: the caller receives); `echo_log`: copy the child's log onto this process's stderr as it grows, so
-        serve's log reads as if the child wrote there."""
+        serve's log reads as if the child wrote there; `entry`: what the child runs (None: the engine's loop, with
+        `engine_factory` and the stop flags below)."""
         self._log_name, self._process_name = log_name, process_name
-        self._engine_factory = engine_factory
         self._on_reply, self._on_gone = on_reply, on_gone
         self._echo_log = echo_log
         self.context = multiprocessing.get_context("spawn")
-        # Shared with every child this supervisor starts: the window's Stop (every request up to an id), and the
-        # API's flags per request (app.engine.host.stops).
+        # Shared with every engine child this supervisor starts: the window's Stop (every request up to an id), and
+        # the API's flags per request (app.engine.host.stops).
         self.cancelled_up_to = self.context.RawValue("q", 0)
         self.api_gone = StopBoard(self.context)
         self.api_enough = StopBoard(self.context)
+        self._entry = entry or ChildEntry(
+            run_worker, Shutdown(), (self.cancelled_up_to, engine_factory, self.api_gone, self.api_enough)
+        )
         self.incarnation = 0  # counts the children started: a reply or an end from an earlier one is stale
         self._process: Optional[BaseProcess] = None
         self._conn: Optional[Connection] = None
@@ -124,27 +142,20 @@ class ChildSupervisor:
             pass  # a fresh log per child: its tail is this child's last words
         self._log_since = 0
         if self._echo_log and self._echo is None:
-            self._echo = _LogEcho(self.log_path)
+            self._echo = _LogEcho(self.log_path, self._process_name)
         parent_conn, child_conn = self.context.Pipe()
         process = self.context.Process(
-            target=run_worker,
-            args=(
-                child_conn,
-                self.cancelled_up_to,
-                self.log_path,
-                self._engine_factory,
-                self.api_gone,
-                self.api_enough,
-            ),
+            target=self._entry.target,
+            args=(child_conn, self.log_path, *self._entry.args),
             name=self._process_name,
             daemon=True,
         )
         process.start()
         child_conn.close()
         self._process, self._conn = process, parent_conn
-        self._sender = _Sender(parent_conn)
+        self._sender = _Sender(parent_conn, self._process_name)
         if self._on_reply is not None or self._on_gone is not None:
-            self._reader = _Reader(parent_conn, self.incarnation, self._on_reply, self._on_gone)
+            self._reader = _Reader(parent_conn, self.incarnation, self._on_reply, self._on_gone, self._process_name)
 
     @property
     def has_child(self) -> bool:
@@ -187,7 +198,7 @@ class ChildSupervisor:
             return True
         if self._reader is not None:
             self._reader.quiet()  # an exit asked for is nobody's news
-        self.send(Shutdown())
+        self.send(self._entry.goodbye)
         process.join(wait_s)
         clean = not process.is_alive()
         self._finish(0)
@@ -235,7 +246,7 @@ class ChildSupervisor:
 
     # ----- requests and replies
 
-    def send(self, message: Request) -> None:
+    def send(self, message: object) -> None:
         """Send `message` without waiting for the child to read it. Pickled here: a message that cannot cross
         raises here (pickle's own error) and nothing is sent. Without a child, nothing is sent."""
         if self._sender is None:
@@ -243,8 +254,9 @@ class ChildSupervisor:
         self._sender.put_bytes(bytes(ForkingPickler.dumps(message)))
 
     def receive(self, timeout: Optional[float] = None) -> Optional[Reply]:
-        """The child's next reply, waiting up to `timeout` (None: until one comes); None when none came in time.
-        Raises ChildGone when the pipe closed or carried what cannot be read (reap the child then)."""
+        """The child's next reply (typed as the engine's; another entry's child sends records of its own), waiting
+        up to `timeout` (None: until one comes); None when none came in time. Raises ChildGone when the pipe closed
+        or carried what cannot be read (reap the child then)."""
         conn = self._conn
         if conn is None:
             raise ChildGone()
@@ -264,10 +276,10 @@ class _Sender:
     """Writes pickled requests down the pipe from a thread of its own, in order. A write that fails (the child is
     gone) is dropped: reading the pipe says so."""
 
-    def __init__(self, conn: Connection):
+    def __init__(self, conn: Connection, process_name: str):
         self._conn = conn
         self._queue: queue.SimpleQueue[Optional[bytes]] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="SpecChat engine sender", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"{process_name} sender", daemon=True)
         self._thread.start()
 
     def put_bytes(self, data: bytes) -> None:
@@ -292,11 +304,18 @@ class _Reader:
     """Reads one child's replies on a thread of its own and hands each to `on_reply`, then says when the pipe
     closes (`on_gone`), unless the supervisor ended the child itself."""
 
-    def __init__(self, conn: Connection, incarnation: int, on_reply: Optional[OnReply], on_gone: Optional[OnGone]):
+    def __init__(
+        self,
+        conn: Connection,
+        incarnation: int,
+        on_reply: Optional[OnReply],
+        on_gone: Optional[OnGone],
+        process_name: str,
+    ):
         self._conn, self._incarnation = conn, incarnation
         self._on_reply, self._on_gone = on_reply, on_gone
         self._quiet = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="SpecChat engine reader", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"{process_name} reader", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
@@ -322,10 +341,10 @@ class _Reader:
 class _LogEcho:
     """Copies what the children write to their log file onto this process's stderr, as it grows (a thread)."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, process_name: str):
         self._path = path
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="SpecChat engine log", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"{process_name} log", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:

@@ -19,8 +19,6 @@ stop string came: the reply ends, its totals still come.
 from __future__ import annotations
 
 import os
-import signal
-import sys
 import threading
 import time
 import traceback
@@ -28,7 +26,7 @@ from pathlib import Path
 from collections import deque
 from typing import Callable, Iterable, Iterator, Optional
 
-from app.engine.child_process import die_with_parent
+from app.engine.child_process import settle_child
 from app.engine.config import LoadSettings
 from app.engine.errors import EngineError
 from app.engine.events import RoundEvent, TokenEvent, WaitingEvent
@@ -76,33 +74,16 @@ def default_engine_factory(load: LoadSettings) -> ChatEngine:
     return DispatchingEngine(load)
 
 
-def _redirect_stderr(log_path: Optional[str]) -> None:
-    """Send this process's fd 2 to `log_path`: llama.cpp writes its assertion text there just before abort(), and
-    the parent reads the file's tail to say what happened."""
-    if not log_path:
-        return
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.dup2(fd, 2)
-    os.close(fd)
-    sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
-
-
 def run_worker(
     conn,
+    log_path: Optional[str],
     cancelled_up_to,
-    log_path: Optional[str] = None,
     engine_factory: Optional[Callable] = None,
     api_gone: Optional[StopBoard] = None,
     api_enough: Optional[StopBoard] = None,
 ) -> None:
-    """The worker process's main function (multiprocessing target)."""
-    # ggml's abort handler otherwise runs gdb to print a backtrace: seconds of delay before the crash is reported.
-    os.environ["GGML_NO_BACKTRACE"] = "1"
-    _redirect_stderr(log_path)
-    # A Ctrl+C typed at a terminal reaches the whole process group: the parent decides what it means (and asks
-    # this process to exit); dying of it here would only be reported as a crash.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    die_with_parent()  # at once when the parent is killed outright; the watch below covers other systems
+    """The worker process's main function (the supervisor's child entry: `conn` and `log_path` first)."""
+    settle_child(log_path)  # dies with its parent at once when it is killed outright; the watch below covers others
     _exit_with_parent()
     host = _WorkerLoop(conn, cancelled_up_to, engine_factory or default_engine_factory, api_gone, api_enough)
     try:
