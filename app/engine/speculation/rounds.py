@@ -18,8 +18,9 @@ SPECULATION_OFF = "speculation is off for this chat"
 
 # A reply's first round drafts at most this many tokens: its token is the one a person or a client waits for, and a
 # draft there only guesses how the reply opens from how earlier turns opened (n-gram lookup matches the chat
-# template's assistant header). A verify batch of 2 costs little more than one token; a rejected draft of 8 made
-# the first token wait 0.5 s for its batch of 9 on a CPU (docs/performance-log.md, 2026-12-07).
+# template's assistant header). A verify batch of 2 costs little more than one token; a rejected longer draft made
+# the first token wait 0.58 s for its batch, where one token takes 0.09 s, on a CPU (docs/performance-log.md,
+# 2026-12-07).
 FIRST_ROUND_DRAFT = 1
 
 
