@@ -15,6 +15,21 @@ def choose_pair(qtbot, window, target: Path, draft: Path | str | None):
     qtbot.waitUntil(window.models_ready, timeout=20000)
 
 
+def poppies_chat(make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path):
+    """A window in a new chat of a project whose one short document goes whole with each question; returns the
+    window and the project."""
+    import dataclasses
+
+    window = make_window(engine_factory=fake_engine)
+    choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
+    note = tmp_path / "poppies.md"
+    note.write_text("# Blue poppies\n\nBlue poppies bloom in late June.\n")
+    project = window.store.projects.create_project("Poppies")
+    window.store.projects.update_project(dataclasses.replace(project, documents=(str(note),)))
+    window.projects.new_chat_in(project.id)
+    return window, project
+
+
 def send_and_wait(qtbot, window, text: str, timeout: int = 30000):
     """Type `text`, press Enter, and wait until the reply is finished and stored."""
     from PySide6.QtCore import Qt

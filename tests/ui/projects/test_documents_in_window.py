@@ -24,7 +24,7 @@ from app.ui.widgets.themes import DARK, LIGHT
 from tests.support.contrast import contrast
 from app.ui.transcript import message_actions
 from app.ui.transcript.source_links import SOURCE_ACTION, source_argument
-from tests.ui.window_helpers import choose_pair, send_and_wait
+from tests.ui.window_helpers import choose_pair, poppies_chat, send_and_wait
 
 FLOWERS = ["roses", "tulips", "lilies", "orchids", "daisies", "peonies"]
 
@@ -131,13 +131,7 @@ def test_indexing_is_cancelled_from_its_line_and_what_was_indexed_is_kept(make_w
 def test_documents_that_fit_go_whole_with_the_question(
     make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path
 ):
-    window = make_window(engine_factory=fake_engine)
-    choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
-    note = tmp_path / "poppies.md"
-    note.write_text("# Blue poppies\n\nBlue poppies bloom in late June.\n")
-    project = window.store.projects.create_project("Poppies")
-    window.store.projects.update_project(dataclasses.replace(project, documents=(str(note),)))
-    window.projects.new_chat_in(project.id)
+    window, _ = poppies_chat(make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path)
     send_and_wait(qtbot, window, "When do they bloom?")
     asked = fake_engine.requests[-1][-1]["content"]
     assert asked.startswith("When do they bloom?") and "poppies.md" in asked and "late June" in asked

@@ -6,7 +6,6 @@ question goes without sources."""
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from PySide6.QtCore import Qt, QTimer
 
 from app.ui.projects import question_sources
 from app.ui.projects.documents import FIND_FAILED, FINDING_TEXT
-from tests.ui.window_helpers import choose_pair, send_and_wait
+from tests.ui.window_helpers import poppies_chat, send_and_wait
 
 QUESTION = "When do blue poppies bloom?"
 GATE_DEADLINE_S = 20.0  # a held search goes on by itself after this, whatever the test does
@@ -39,18 +38,6 @@ class Gate:
         monkeypatch.setattr(question_sources, "whole_documents", held)
 
 
-def _poppies_chat(make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path):
-    """A window in a new chat of a project whose one short document goes whole with each question."""
-    window = make_window(engine_factory=fake_engine)
-    choose_pair(qtbot, window, model_folder / tiny_models.target.name, None)
-    note = tmp_path / "poppies.md"
-    note.write_text("# Blue poppies\n\nBlue poppies bloom in late June.\n")
-    project = window.store.projects.create_project("Poppies")
-    window.store.projects.update_project(dataclasses.replace(project, documents=(str(note),)))
-    window.projects.new_chat_in(project.id)
-    return window, project
-
-
 def _press_send(qtbot, window, text: str) -> None:
     window.composer.edit.setPlainText(text)
     qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
@@ -70,7 +57,7 @@ def _events_run(qtbot) -> None:
 def test_the_window_answers_while_a_questions_sources_are_found(
     make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path, monkeypatch
 ):
-    window, _ = _poppies_chat(make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path)
+    window, _ = poppies_chat(make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path)
     gate = Gate(monkeypatch)
     composer, asked_before = window.composer, len(fake_engine.requests)
     _press_send(qtbot, window, QUESTION)
@@ -100,7 +87,7 @@ def test_the_window_answers_while_a_questions_sources_are_found(
 def test_stop_or_another_chat_drops_the_waiting_send_and_keeps_its_text(
     make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path, monkeypatch
 ):
-    window, project = _poppies_chat(make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path)
+    window, project = poppies_chat(make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path)
     gate = Gate(monkeypatch, shut=False)
     send_and_wait(qtbot, window, "Where do they grow?")
     first_chat, asked_before = window.conversation.chat_id, len(fake_engine.requests)
@@ -133,7 +120,7 @@ def test_stop_or_another_chat_drops_the_waiting_send_and_keeps_its_text(
 def test_a_search_that_fails_says_why_and_the_question_goes_without_sources(
     make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path, monkeypatch
 ):
-    window, _ = _poppies_chat(make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path)
+    window, _ = poppies_chat(make_window, qtbot, fake_engine, model_folder, tiny_models, tmp_path)
 
     def broken(*args, **kwargs):
         raise OSError("the disk went away")
