@@ -14,7 +14,8 @@ from app.engine.local.llama_model import LoadedModel
 
 def script_replies(model: LoadedModel, reply: Sequence[int], end: int) -> None:
     """From now on, after any prompt, `model` writes `reply`, then `end` (an end-of-generation token). The prompt
-    is the cache after the last decode without logit rows (the decoder reads a prompt that way)."""
+    ends where the decoder's reading of it says: at the first row with logits of a decode that begins with prompt
+    rows (a reply's first round reads the prompt's rest), else after the last decode without logit rows."""
     decode, prompt_len = model.decode, [0]
     script = list(reply) + [end]
 
@@ -23,6 +24,8 @@ def script_replies(model: LoadedModel, reply: Sequence[int], end: int) -> None:
         done = decode(tokens, logit_rows=rows, cancel=cancel)
         if not rows:
             prompt_len[0] = len(model.cached) + 1  # the prompt's last token heads the first verify batch
+        elif rows[0] > 0:
+            prompt_len[0] = len(model.cached) - len(tokens) + rows[0] + 1  # the first round read the rest
         scripted_decode.batch = len(tokens)  # type: ignore[attr-defined]
         return done
 

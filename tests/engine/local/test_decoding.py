@@ -334,3 +334,37 @@ def test_a_replys_first_token_waits_for_a_draft_of_one_at_most(models):
         pass
     assert drafted[0] == 1
     assert max(drafted[1:]) == 8
+
+
+@pytest.mark.parametrize("speculative", [False, True])
+def test_a_short_prompts_first_token_takes_one_forward_pass(models, monkeypatch, speculative):
+    """The prompt's last part is read in the first round's pass, not in a pass of its own before it, so a short
+    prompt's first token costs one forward pass, with speculation on or off; the greedy reply is the same."""
+    target = models["target"]
+    target.truncate(0)
+    passes: list[int] = []
+    decode = target.decode
+
+    def counted(tokens, **kwargs):
+        if tokens:
+            passes.append(len(tokens))
+        return decode(tokens, **kwargs)
+
+    monkeypatch.setattr(target, "decode", counted)
+    prompt = target.tokenize(PROMPTS[0], add_special=True)
+    config = GenerationConfig(max_tokens=12, speculative=speculative)
+    before_first: list[int] = []
+    text = ""
+    for event in generate(
+        target,
+        DecodeRequest(prompt, config, FixedPolicy(4, "model"), use_model=True),
+        draft_model=ModelDrafter(models["draft"]),
+    ):
+        if isinstance(event, TokenEvent) and not before_first:
+            before_first = list(passes)
+        if isinstance(event, FinishedEvent):
+            text = event.text
+    assert len(before_first) == 1 and before_first[0] >= len(prompt)
+    monkeypatch.undo()
+    plain = run(target, PROMPTS[0], GenerationConfig(max_tokens=12, speculative=False), FixedPolicy(0, "none"))[2]
+    assert text == plain.text

@@ -10,7 +10,8 @@ A caller (the engine process's loop, a benchmark) drives it:
 
 Each step is one target decode holding, per decoding request, the tokens its cache lacks (its last token) and
 its draft, and chunks of new requests' prompts: a prompt is read between the others' rounds, never in one
-long pass while they wait (PROMPT_CHUNK_BUSY tokens a step while others decode; all of it when none do). Requests
+long pass while they wait (PROMPT_CHUNK_BUSY tokens a step while others decode; all of it when none do), and a
+prompt's last chunk in the same rows as its first round. Requests
 join and leave between steps. Each request's round is the single decoder's: planned by its own policy, drafted
 by its own copy drafters or by the draft model (for every request in one pass per position, draft_batch.py),
 verified by decoder.verify and written by its Reply, so its greedy reply is the one it gets alone. Only the draft
@@ -31,15 +32,16 @@ from app.engine.config import MAX_OUTPUT_ROWS
 from app.engine.events import EngineEvent
 from app.engine.local.batch.draft_batch import DraftAsk, draft_all
 from app.engine.local.batch.hooks import SequenceHooks
-from app.engine.local.batch.sequences import RowWindow, Rows, Sequences
-from app.engine.local.decoding.reply import Reply, unwritten
+from app.engine.local.batch.sequences import Rows, Sequences
+from app.engine.local.decoding.reply import Reply, RowWindow, unwritten
 from app.engine.local.decoding.request import DecodeRequest
-from app.engine.local.decoding.round_step import USUAL_CATCH_UP, RoundStep
+from app.engine.local.decoding.round_step import USUAL_CATCH_UP, RoundStep, first_round_rest, verify_rows
 from app.engine.local.kv_states.saved_states import shared_prefix
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.vision.projector import MediaPrompt
 from app.engine.local.thread_governor import ThreadChange, ThreadGovernor
 from app.engine.speculation.batch_plan import fit_plans
+from app.engine.speculation.rounds import FIRST_ROUND_DRAFT
 
 # Prompt tokens read per step while other replies are being written: a step then costs about what a prompt chunk
 # costs, so a running reply waits at most that long for its next token.
@@ -65,6 +67,12 @@ class _Round:
     step: RoundStep
     pending: int = 1  # written tokens its cache lacks (the last one, and a thinking budget's closing)
     behind: int = 0  # tokens the draft model would read before drafting for it
+    reads_rest: bool = False  # its first round, with the rest of its prompt read in the same rows
+
+    @property
+    def rows(self) -> int:
+        """The most rows its verify pass takes: the pending tokens, the planned draft, or verify_rows' padding."""
+        return self.pending + max(self.step.plan.k, FIRST_ROUND_DRAFT if self.pending > 1 else 0)
 
 
 class BatchScheduler:
@@ -142,19 +150,23 @@ class BatchScheduler:
         draft_s, drafted = self._draft(rounds)
         t_verify = self.clock()
         parts = [
-            Rows(r.running.seq, [*r.running.reply.written[-r.pending :], *r.step.draft.tokens], r.pending - 1)
+            Rows(r.running.seq, verify_rows(r.running.reply.written, r.pending, r.step.draft.tokens), r.pending - 1)
             for r in rounds
         ]
         parts += [Rows(running.seq, tokens, len(tokens)) for running, tokens in prompt_rows]
         windows = self.seqs.decode(parts) if parts else []
         done = self.clock()
         # The pass's cost is learned once per policy (requests of one chat share theirs), and only without prompt
-        # rows (which cost what rows with logits do not); a request alone learns it as the single decoder does.
+        # rows, a rest read in a first round's included (they cost what rows with logits do not); a request alone
+        # learns it as the single decoder does.
         rows = sum(len(p.tokens) for p in parts) if len(rounds) > 1 else 0
+        reads = bool(prompt_rows) or any(r.reads_rest for r in rounds)
         taught: set[int] = set()
         for r, window in zip(rounds, windows):
             policy = id(r.running.request.policy)
-            learn = policy not in taught and not prompt_rows
+            learn = policy not in taught and not reads
+            if r.reads_rest:
+                r.running.reply.prompt_done = done
             taught.add(policy)
             # The draft model's time, shared by the tokens it drafted: what drafting a token costs in a batch.
             draft = r.step.draft
@@ -232,7 +244,10 @@ class BatchScheduler:
     def _plan(self, out: dict[int, list[EngineEvent]]) -> list[_Round]:
         """Each decoding request's round as its own policy plans it; requests out of room end here."""
         rounds: list[_Round] = []
-        for running in [r for r in self._running if r.decoding]:
+        decoding = [r for r in self._running if r.decoding]
+        for running in decoding + self._reading_rest_in_round(bool(decoding)):
+            reads_rest = not running.decoding
+            running.decoding = True
             reply, request = running.reply, running.request
             closing = reply.closing()
             if closing:
@@ -252,16 +267,33 @@ class BatchScheduler:
                 else 0
             )
             step = RoundStep.planned(reply, room, has_model=has_model, behind=behind)
-            rounds.append(_Round(running, step, pending=pending, behind=behind))
+            rounds.append(_Round(running, step, pending=pending, behind=behind, reads_rest=reads_rest))
         return rounds
+
+    def _reading_rest_in_round(self, others: bool) -> list[_Running]:
+        """The requests reading their prompt whose rest is read in their first round's rows (first_round_rest),
+        oldest first. The rests that join are no longer than a step's prompt chunk in all while other replies are
+        being written (`others`); a prompt with pictures reads them in passes of their own first."""
+        room = first_round_rest(self.target.n_batch)
+        if others:
+            room = min(room - len(self._running), self.prompt_chunk)
+        joining: list[_Running] = []
+        for running in self._running:
+            if running.decoding or running.request.media is not None:
+                continue
+            rest = len(running.request.prompt) - running.read
+            if rest <= room:
+                joining.append(running)
+                room -= rest
+        return joining
 
     def _prompt_part(self, rounds: Sequence[_Round]) -> list[tuple[_Running, list[int]]]:
         """The prompt tokens read this step: the reading requests' next chunks, oldest first, PROMPT_CHUNK_BUSY
         tokens in all while replies are being written (all the batch allows when none are)."""
         reading = [r for r in self._running if not r.decoding]
-        budget = self.target.n_batch - sum(r.pending + r.step.plan.k for r in rounds)
+        budget = self.target.n_batch - sum(r.rows for r in rounds)
         if rounds:
-            budget = min(budget, self.prompt_chunk)
+            budget = min(budget, self.prompt_chunk - sum(r.pending for r in rounds if r.reads_rest))
         parts: list[tuple[_Running, list[int]]] = []
         picture_read = False  # one picture decoded a step: as long as a prompt chunk
         for running in reading:

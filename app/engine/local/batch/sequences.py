@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
-import numpy as np
 
 from app.common.units import format_bytes, plural
 from app.engine.config import PARALLEL_AUTO
+from app.engine.local.decoding.reply import RowWindow
 from app.engine.local.kv_states.conversation_cache import MEMORY_SHARE, available_memory
 from app.engine.local.kv_states.saved_states import shared_prefix
 from app.engine.local.llama_model import LoadedModel
@@ -86,17 +86,6 @@ class Rows:
     seq: int
     tokens: Sequence[int]
     first_logit: int
-
-
-class RowWindow:
-    """A sequence's logits rows of the last forward pass, numbered from its first row with logits."""
-
-    def __init__(self, model: LoadedModel, start: int):
-        self._model = model
-        self._start = start
-
-    def logits(self, row: int) -> np.ndarray:
-        return self._model.logits(self._start + row)
 
 
 class SequenceSlot:

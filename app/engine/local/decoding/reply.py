@@ -41,6 +41,17 @@ class LogitRows(Protocol):
     def logits(self, row: int) -> np.ndarray: ...
 
 
+class RowWindow:
+    """A request's logits rows of the last forward pass, numbered from its first row with logits."""
+
+    def __init__(self, model: LoadedModel, start: int):
+        self._model = model
+        self._start = start
+
+    def logits(self, row: int) -> np.ndarray:
+        return self._model.logits(self._start + row)
+
+
 class Reply:
     """A request's reply in progress. `written` is the prompt and every kept token (what the target's context
     holds); `stop_reason` is "" until the reply ends. Every event goes through `split` (the reply's thinking told

@@ -9,19 +9,45 @@ reply's round) and who drafts with the draft model (the batch for every reply at
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Sequence
 
+from app.engine.config import MAX_OUTPUT_ROWS
 from app.engine.events import COPYING_SOURCES, EngineEvent
 from app.engine.local.decoding.reply import LogitRows, Reply
 from app.engine.local.decoding.verify import verify
 from app.engine.local.vision.projector import before_placeholder
 from app.engine.speculation.drafters import Draft
 from app.engine.speculation.policy import Plan
-from app.engine.speculation.rounds import Proposals, copy_tokens, draft_ceiling, observe_round, plan_round
+from app.engine.speculation.rounds import (
+    FIRST_ROUND_DRAFT,
+    Proposals,
+    copy_tokens,
+    draft_ceiling,
+    observe_round,
+    plan_round,
+)
 
 # A draft model that drafted last round reads at most this many tokens before drafting again: the last token
 # it drafted, the target's own token and the one the batch ends with. A draft that first read more (the prompt, or
 # text another drafter supplied) says nothing about what drafting a token costs: its time is not learned from.
 USUAL_CATCH_UP = 3
+
+
+def first_round_rest(n_batch: int) -> int:
+    """The most prompt tokens, its last one included, a reply's first round reads in its own forward pass (of
+    `n_batch` rows at most): read in a pass before it, they would cost one more pass before the first token, the
+    one a person or a client waits for. The round keeps room for the longest draft."""
+    return max(1, n_batch - MAX_OUTPUT_ROWS)
+
+
+def verify_rows(written: Sequence[int], pending: int, draft: Sequence[int]) -> list[int]:
+    """A round's rows in its verify pass: the `pending` written tokens the cache lacks, then the draft; every row
+    from the last written one on wants logits. A first round that reads the prompt's rest (pending > 1) is padded
+    to FIRST_ROUND_DRAFT drafted rows with the last token (its row is rolled back with the refused): llama.cpp's
+    kernels compute a batch's rows by its row count, so the prompt's cells come out the same, to the bit, whether
+    or not anything was drafted, and a greedy reply stays the same with speculation on or off."""
+    padding = FIRST_ROUND_DRAFT - len(draft) if pending > 1 else 0
+    return [*written[len(written) - pending :], *draft, *[written[-1]] * padding]
 
 
 @dataclass

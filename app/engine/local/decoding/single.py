@@ -1,8 +1,9 @@
 """One reply decoded alone: plain and speculative decoding are the same loop, a round drafts k >= 0 tokens and the
 target verifies [last token, draft...] in one forward pass (each round's steps in round_step.py, shared with the batch).
 
-The target's cache always holds `written[:-1]`: the last token is evaluated at the head of the next verify batch,
-so a round with k = 0 is exactly plain decoding and costs one single-token forward pass.
+The target's cache holds `written[:-1]` between rounds: the last token is evaluated at the head of the next verify
+batch, so a round with k = 0 is exactly plain decoding and costs one single-token forward pass. The first round's
+batch starts with the prompt's rest instead (round_step.first_round_rest), read in the same pass.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import time
 from typing import Callable, Iterator, Optional
 
 from app.engine.events import EngineEvent, ThreadsEvent
-from app.engine.local.decoding.reply import Reply, unwritten
+from app.engine.local.decoding.reply import Reply, RowWindow, unwritten
 from app.engine.local.decoding.request import DecodeRequest
-from app.engine.local.decoding.round_step import USUAL_CATCH_UP, RoundStep
+from app.engine.local.decoding.round_step import USUAL_CATCH_UP, RoundStep, first_round_rest, verify_rows
 from app.engine.local.llama_model import LoadedModel
 from app.engine.local.decoding.model_drafter import ModelDrafter
 from app.engine.local.thread_governor import ThreadChange, ThreadGovernor
@@ -51,7 +52,8 @@ def generate(
         reply.reused, read = media.read(target, cancel)
     else:
         reply.reused = target.keep_common_prefix(prompt, leave=1)
-        read = target.decode(list(prompt[reply.reused : -1]), cancel=cancel)
+        rest = min(len(prompt) - reply.reused, first_round_rest(target.n_batch))  # read with the first round
+        read = target.decode(list(prompt[reply.reused : len(prompt) - rest]), cancel=cancel)
     if not read:
         yield from unwritten(request, reply.reused)
         return
@@ -64,7 +66,7 @@ def generate(
             break
         closing = reply.closing()
         if closing:
-            target.decode([written[-1], *closing[:-1]])
+            target.decode([*written[len(target.cached) :], *closing[:-1]])
             yield from reply.write_closing(closing)
             continue
         room = target.n_ctx - (len(written) - 1)
@@ -109,14 +111,23 @@ def _round(
     t_verify = clock()
 
     draft = step.draft
-    target.decode([written[-1], *draft.tokens], logit_rows=range(len(draft.tokens) + 1))
-    step.judge(target)
+    # The rows the cache lacks: the last token, after the prompt's rest in a reply's first round.
+    pending = len(written) - len(target.cached)
+    batch = verify_rows(written, pending, draft.tokens)
+    target.decode(batch, logit_rows=range(pending - 1, len(batch)))
+    rows = RowWindow(target, pending - 1)
+    step.judge(rows)
     t_done = clock()
-    step.learn(t_verify - t_draft if draft.caught_up <= USUAL_CATCH_UP else 0.0, t_done - t_verify)
+    if pending > 1:
+        reply.prompt_done = t_done
+    # A pass that read prompt rows says nothing of what verifying costs (they cost what rows with logits do not).
+    step.learn(
+        t_verify - t_draft if draft.caught_up <= USUAL_CATCH_UP else 0.0, t_done - t_verify if pending == 1 else 0.0
+    )
     yield from step.recorded(t_done - t_draft, target.n_threads)
     if governor is not None:
-        yield from reply.threads_changed(governor.observe(len(draft.tokens) + 1, t_done - t_verify), step.index)
-    yield from step.written(target)
+        yield from reply.threads_changed(governor.observe(pending + len(draft.tokens), t_done - t_verify), step.index)
+    yield from step.written(rows)
     # Roll back what the target refused; the draft model catches up at its next proposal.
     target.truncate(len(written) - 1)
 
