@@ -6,6 +6,7 @@ they slow us down little (issue 21's measurements).
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 from pathlib import Path
@@ -46,7 +47,7 @@ class CpuLoad:
         return max(0.0, busy / self._ticks / wall)
 
     def others_running(self) -> Optional[int]:
-        """Runnable tasks that are not this process's, the median of RUNNING_SAMPLES looks a millisecond apart:
+        """Runnable tasks that are not our own processes' (_own_pids), the median of RUNNING_SAMPLES looks a millisecond apart:
         a program that keeps a core busy is runnable at each, a task that ran for an instant (a shell command, a
         timer) at one at most. None when unknown."""
         counts = []
@@ -69,26 +70,41 @@ class CpuLoad:
         except (OSError, StopIteration, ValueError, IndexError):
             return None
         own = 0
-        try:
-            for task in (self._proc / "self" / "task").iterdir():
+        for pid in self._own_pids():
+            try:
+                tasks = list((self._proc / pid / "task").iterdir())
+            except OSError:
+                if pid == "self":
+                    return None
+                continue  # the parent is gone
+            for task in tasks:
                 try:
                     stat = (task / "stat").read_text()
                 except OSError:
                     continue
                 own += stat[stat.rfind(")") + 2 :].startswith("R")
-        except OSError:
-            return None
         return max(0, running - max(own, 1))
 
     def _sample(self) -> Optional[tuple[float, int, int]]:
-        """(monotonic seconds, busy ticks of every CPU but niced time, this process's ticks)."""
+        """(monotonic seconds, busy ticks of every CPU but niced time, our own processes' ticks)."""
         try:
             fields = (self._proc / "stat").read_text().split("\n", 1)[0].split()
             # cpu user nice system idle iowait irq softirq steal ...
             user, _nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[1:9])
-            own = (self._proc / "self" / "stat").read_text()
-            after_name = own[own.rfind(")") + 2 :].split()
-            utime, stime = int(after_name[11]), int(after_name[12])  # fields 14 and 15 of proc(5)
+            own = sum(self._ticks_of(pid) for pid in self._own_pids())
         except (OSError, ValueError, IndexError):
             return None
-        return time.monotonic(), user + system + irq + softirq + steal, utime + stime
+        return time.monotonic(), user + system + irq + softirq + steal, own
+
+    def _own_pids(self) -> list[str]:
+        """This process, and the one that started it when this one is its multiprocessing child (the engine
+        process under serve's server or the window): the parent reads and renders each request just before the
+        engine reads it, so its time is the request's own, not another program's wanting a core."""
+        parent = multiprocessing.parent_process()
+        return ["self"] if parent is None or parent.pid is None else ["self", str(parent.pid)]
+
+    def _ticks_of(self, pid: str) -> int:
+        """A process's user and system ticks (fields 14 and 15 of proc(5))."""
+        stat = (self._proc / pid / "stat").read_text()
+        after_name = stat[stat.rfind(")") + 2 :].split()
+        return int(after_name[11]) + int(after_name[12])
