@@ -198,3 +198,19 @@ def test_an_api_client_never_finds_the_persons_conversation_in_the_cache(tiny_mo
         engine.close()
     assert by_api.stats.prompt_cached < 0.1 * by_api.stats.prompt_tokens, by_api.stats
     assert by_person.stats.prompt_cached >= 0.9 * by_person.stats.prompt_tokens, by_person.stats  # still its own
+
+
+def test_a_chat_going_on_from_its_last_turn_is_not_copied_out_first(tiny_models):
+    """The next turn of a chat, as an agent's next request, finds its conversation in the cache but for the last
+    reply's few tokens (a client renders a reply its own way): copying the whole state out before reading the new
+    turn could never pay (a later request would gain those few tokens at most) and only delays the first token."""
+    engine = _engine(tiny_models)
+    try:
+        a = _chat("apple", 3)[:-1]
+        first, _ = _reply(engine, a, "chat-a")
+        again = _continued(a, first.text[: len(first.text) // 2], "And one more thing about apples.")
+        back, _ = _reply(engine, again, "chat-a")
+    finally:
+        engine.close()
+    assert back.stats.prompt_cached >= 0.9 * back.stats.prompt_tokens, back.stats
+    assert back.stats.kept_states == 0

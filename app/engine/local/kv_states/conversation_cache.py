@@ -197,8 +197,12 @@ class ConversationCache:
         key, kept_n = self._best(tokens, scope)
         header, disk_n = self.disk.best(tokens, scope) if self.disk is not None else (None, 0)
         if max(kept_n, disk_n) < shared + RESTORE_MIN_GAIN:
-            if shared < len(target.cached):
-                self._keep(self._copy(target, draft, leaving, scope))  # the reply will overwrite the rest
+            # The reply will overwrite the rest: it is copied out first, unless it is too short for a copy ever to
+            # be restored while the sequence keeps the shared part (RESTORE_MIN_GAIN), as when a chat or an agent's
+            # session goes on from its last turn: copying the whole state would only delay the first token, and a
+            # long conversation's state is on disk since its reply ended.
+            if len(target.cached) - shared >= RESTORE_MIN_GAIN:
+                self._keep(self._copy(target, draft, leaving, scope))
             return CacheUse(shared, "continued" if shared else "none", self._take_disk_notice())
         # The sequence is copied out first, and kept after the restore: the one restored is never evicted for it.
         # A conversation in a sequence is not also kept: the sequence is its copy until another takes its place.
