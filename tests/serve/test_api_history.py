@@ -71,9 +71,8 @@ def test_a_phrase_in_the_persons_history_gives_an_api_client_no_history_tokens(t
         after = _ask(api.url)
     assert after["choices"][0]["message"]["content"] == before["choices"][0]["message"]["content"]
     assert [t["drafter"] for t in after["specchat"]["tokens"]].count("history") == 0
-    # The API's own auto controller learns from its first request, so its rounds may differ; what the person's
-    # history would have given, drafts kept from it, it never gets.
-    assert after["specchat"]["accepted"] < 10  # the person's chat kept more than 10 tokens drafted from history
+    # Each kept draft token names its drafter. How many the n-gram drafter's drafts give is the Auto controller's
+    # call from the machine's timings, so only the history's count is asserted.
 
 
 def test_serve_with_its_own_history_drafts_only_from_api_requests(tiny_models):
