@@ -9,7 +9,7 @@ from app.engine.config import GenerationConfig, LoadSettings
 from app.engine.events import FinishedEvent, NoticeEvent
 from app.engine.local.engine import SpecEngine
 from app.engine.local.kv_states.conversation_cache import kept_line_of
-from app.engine.local.kv_states.saved_states import forget_saved_states, states_root
+from app.engine.local.kv_states.saved_states import DISK_MIN_TOKENS, forget_saved_states, states_root
 from tests.perf.conversation_cache import conversation
 from tests.support.engines import tiny_pair_engine
 
@@ -214,3 +214,22 @@ def test_a_chat_going_on_from_its_last_turn_is_not_copied_out_first(tiny_models)
         engine.close()
     assert back.stats.prompt_cached >= 0.9 * back.stats.prompt_tokens, back.stats
     assert back.stats.kept_states == 0
+
+
+@pytest.mark.parametrize("saved_states_mib", [0, -1], ids=["saved-on-disk", "no-disk"])
+def test_a_branch_left_is_copied_out_only_when_no_saved_file_holds_it(tiny_models, saved_states_mib):
+    """Editing the last message branches the chat. The branch left is in the file its reply's end saved, so it is
+    not also copied out in memory (a copy takes 0.3-0.5 s before the first token on the 1.5B); without saved files
+    it is. Either way, going back to it reads only its new tokens."""
+    engine = _engine(tiny_models, saved_states_mib=saved_states_mib)
+    try:
+        chat = _chat("apple", 3)[:-1]
+        first, _ = _reply(engine, chat, "chat-a")
+        assert first.stats.prompt_tokens > DISK_MIN_TOKENS  # long enough to be saved
+        edited = chat[:-1] + [{"role": "user", "content": "Something else entirely, about pears."}]
+        branch, _ = _reply(engine, edited, "chat-a")
+        back, _ = _reply(engine, _continued(chat, first.text, "And apples?"), "chat-a")
+    finally:
+        engine.close()
+    assert branch.stats.kept_states == (0 if saved_states_mib == 0 else 1), branch.stats
+    assert back.stats.prompt_cached >= 0.9 * back.stats.prompt_tokens, back.stats

@@ -3,11 +3,11 @@ reads only its new tokens.
 
 A request is decoded in one sequence of the models' contexts (a Slot: seq 0 when requests take turns, the batch's
 free sequence when they are decoded side by side). Before a request that does not go on from what its sequence
-holds, that state is copied out (llama_state_seq_get_data) and kept; then the kept state sharing the longest token
-prefix with the request, as llama-server picks a slot, is copied back in when it shares more than the sequence
-does. The draft
-model's cache is kept and restored with it. States are kept least recently used first within a byte budget;
-long conversations also go to disk (saved_states.py) after each reply, for a chat reopened after a restart.
+holds, that state is copied out (llama_state_seq_get_data) and kept, unless the file its reply's end saved still
+holds it; then the kept state (in memory or on disk) sharing the longest token prefix with the request, as
+llama-server picks a slot, is copied back in when it shares more than the sequence does. The draft model's cache
+is kept and restored with it. States are kept least recently used first within a byte budget; long conversations
+also go to disk (saved_states.py) after each reply, for a chat reopened after a restart.
 
 States are kept per scope (the request's history book, "person" or "api") and never offered across: an API
 client must not be able to tell, from how fast a guessed prefix is answered, what the person wrote.
@@ -155,6 +155,8 @@ class ConversationCache:
         self._kept: collections.OrderedDict[int, KeptConversation] = collections.OrderedDict()  # oldest first
         self._next_key = 0
         self._holders: dict[int, tuple[str, str]] = {}  # whose conversation each sequence holds: (session, scope)
+        # The files each sequence's states (the target's, the draft's) went to when its reply ended.
+        self._saved: dict[int, tuple[Path, Optional[Path]]] = {}
         self._draft_disks: dict[Path, SavedStates] = {}  # the saved states of each draft model used beside it
 
     @classmethod
@@ -188,8 +190,9 @@ class ConversationCache:
         limit = len(tokens) - 1  # the last prompt token is always decoded, for its logits
         leaving, leaving_scope = self._holders.get(seq, ("", ""))
         self._holders[seq] = (session, scope)
+        saved = self._saved.pop(seq, None)
         if leaving_scope and leaving_scope != scope:  # another scope's conversation is never reused
-            self._keep(self._copy(target, draft, leaving, leaving_scope))
+            self._keep(self._copy_out(target, draft, leaving, leaving_scope, saved))
             for model in (target, draft):
                 if model is not None:
                     model.truncate(0)
@@ -199,14 +202,13 @@ class ConversationCache:
         if max(kept_n, disk_n) < shared + RESTORE_MIN_GAIN:
             # The reply will overwrite the rest: it is copied out first, unless it is too short for a copy ever to
             # be restored while the sequence keeps the shared part (RESTORE_MIN_GAIN), as when a chat or an agent's
-            # session goes on from its last turn: copying the whole state would only delay the first token, and a
-            # long conversation's state is on disk since its reply ended.
+            # session goes on from its last turn: copying the whole state would only delay the first token.
             if len(target.cached) - shared >= RESTORE_MIN_GAIN:
-                self._keep(self._copy(target, draft, leaving, scope))
+                self._keep(self._copy_out(target, draft, leaving, scope, saved))
             return CacheUse(shared, "continued" if shared else "none", self._take_disk_notice())
         # The sequence is copied out first, and kept after the restore: the one restored is never evicted for it.
         # A conversation in a sequence is not also kept: the sequence is its copy until another takes its place.
-        outgoing = self._copy(target, draft, leaving, scope)
+        outgoing = self._copy_out(target, draft, leaving, scope, saved)
         use = CacheUse(target.common_prefix(tokens, limit), "none")
         if key is not None and kept_n >= disk_n:
             entry = self._kept.pop(key)
@@ -228,13 +230,17 @@ class ConversationCache:
     ) -> None:
         """A reply is done: a long conversation's state goes to disk (replacing its earlier one), the draft's too."""
         target = slot if slot is not None else self.target
+        self._saved.pop(seq, None)
         if self.disk is None or len(target.cached) < DISK_MIN_TOKENS:
             return
         scope = self._holders.get(seq, ("", ""))[1] or "person"
-        self.disk.save(scope, session, target.cached, target.state_bytes())
+        saved = self.disk.save(scope, session, target.cached, target.state_bytes())
         draft_disk = self._draft_disk(draft)
+        draft_saved = None
         if draft is not None and draft_disk is not None and len(draft.cached) >= DISK_MIN_TOKENS:
-            draft_disk.save(scope, session, draft.cached, draft.state_bytes())
+            draft_saved = draft_disk.save(scope, session, draft.cached, draft.state_bytes())
+        if saved is not None:
+            self._saved[seq] = (saved, draft_saved)
 
     def _draft_disk(self, draft: Optional[Slot]) -> Optional[SavedStates]:
         if draft is None or self.disk is None:
@@ -263,10 +269,24 @@ class ConversationCache:
                 notice, disk.notice = disk.notice, ""
         return notice
 
-    def _copy(self, target: Slot, draft: Optional[Slot], session: str, scope: str) -> Optional[KeptConversation]:
-        """A copy of what a sequence (and the draft's same sequence) holds; None when too short to be worth
-        keeping."""
-        if len(target.cached) < KEEP_MIN_TOKENS:
+    def _copy_out(
+        self,
+        target: Slot,
+        draft: Optional[Slot],
+        session: str,
+        scope: str,
+        saved: Optional[tuple[Path, Optional[Path]]],
+    ) -> Optional[KeptConversation]:
+        """What a sequence (and the draft's same sequence) holds, copied before another request overwrites it.
+        None when the files its reply's end saved (`saved`) still hold exactly that: they are kept apart instead,
+        since copying a long state out takes 0.3-0.5 s before the request's first token (docs/performance-log.md,
+        2026-12-07) and a saved file restores it as well."""
+        if saved is not None and self.disk is not None and self.disk.detach(saved[0], target.cached):
+            draft_disk = self._draft_disk(draft)
+            if draft is not None and draft_disk is not None and saved[1] is not None:
+                draft_disk.detach(saved[1], draft.cached)  # else the draft reads it again when it is restored
+            return None
+        if len(target.cached) < KEEP_MIN_TOKENS:  # too short to be worth keeping
             return None
         entry = KeptConversation(scope, session, list(target.cached), target.state_bytes())
         if draft is not None and len(draft.cached) >= KEEP_MIN_TOKENS:

@@ -145,10 +145,8 @@ class SavedStates:
         if not self.folder.is_dir():
             return found
         for file in self.folder.glob(f"{scope}-*.kv"):
-            known = self._headers.get(file)
             try:
-                if known is None or known.mtime_ns != file.stat().st_mtime_ns:
-                    known = self._headers[file] = _read_header(file)
+                known = self._header(file)
             except DamagedState as exc:
                 self._set_aside(file, str(exc))
                 continue
@@ -190,10 +188,11 @@ class SavedStates:
             self._headers[header.path] = _read_header(header.path)
         return state
 
-    def save(self, scope: str, session: str, tokens: Sequence[int], state: bytes) -> None:
-        """Keep the state of a conversation, replacing its earlier one; then stay within the budget."""
+    def save(self, scope: str, session: str, tokens: Sequence[int], state: bytes) -> Optional[Path]:
+        """Keep the state of a conversation, replacing its earlier one; then stay within the budget. The file
+        written, or None when nothing was."""
         if len(tokens) < DISK_MIN_TOKENS or not state or len(state) > self.budget_bytes:
-            return
+            return None
         opening = hashlib.sha1(np.asarray(tokens[:NAME_TOKENS], dtype="<i4").tobytes()).hexdigest()[:12]
         name = f"{scope}-{_session_part(session)}-{opening}.kv"
         head = json.dumps({"session": session, "n_tokens": len(tokens), "crc32": zlib.crc32(state)}).encode()
@@ -202,8 +201,31 @@ class SavedStates:
             write_atomic(self.folder / name, payload, durable=False)
         except OSError as exc:
             self.notice = f"Could not save the conversation's state to disk ({exc}); it stays in memory."
-            return
+            return None
         self._evict()
+        return self.folder / name
+
+    def detach(self, path: Path, tokens: Sequence[int]) -> bool:
+        """Rename the file `save` wrote, so that the conversation's next save (a branch of it: an edited message,
+        or an agent's reply rendered its own way) writes a file of its own instead of replacing this one. False,
+        and nothing renamed, when the file no longer holds the state of exactly `tokens` (another conversation of
+        the same session and opening replaced it, or the budget evicted it)."""
+        try:
+            if self._header(path).tokens != list(tokens):
+                return False
+            digest = hashlib.sha1(np.asarray(tokens, dtype="<i4").tobytes()).hexdigest()[:12]
+            os.replace(path, path.with_name(f"{path.stem}-{digest}.kv"))
+        except (OSError, DamagedState):
+            return False
+        self._headers.pop(path, None)
+        return True
+
+    def _header(self, file: Path) -> SavedHeader:
+        """A file's header, read once per version of the file. Raises DamagedState, OSError."""
+        known = self._headers.get(file)
+        if known is None or known.mtime_ns != file.stat().st_mtime_ns:
+            known = self._headers[file] = _read_header(file)
+        return known
 
     def _evict(self) -> None:
         headers = sorted(self._scan(), key=lambda h: h.mtime_ns)
