@@ -43,8 +43,22 @@ class CpuLoad:
         self._last = now
         if within_s is not None and wall > within_s:
             return None
+        return self._busy_between(last, now)
+
+    def others_busy_now(self, seconds: float = 0.08) -> Optional[float]:
+        """CPUs' worth of time other programs use over the next `seconds` (this call waits that long), or None
+        when unknown: what they want now, where others_busy tells what they used since the last look."""
+        first = self._sample()
+        time.sleep(seconds)
+        now = self._sample()
+        if first is None or now is None:
+            return None
+        self._last = now
+        return self._busy_between(first, now)
+
+    def _busy_between(self, last: tuple[float, int, int], now: tuple[float, int, int]) -> float:
         busy = (now[1] - last[1]) - (now[2] - last[2])
-        return max(0.0, busy / self._ticks / wall)
+        return max(0.0, busy / self._ticks / (now[0] - last[0]))
 
     def others_running(self) -> Optional[int]:
         """Runnable tasks that are not our own processes' (_own_pids), the median of RUNNING_SAMPLES looks a millisecond apart:

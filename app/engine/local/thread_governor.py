@@ -51,6 +51,8 @@ class LoadHint(Protocol):
 
     def others_running(self) -> Optional[int]: ...
 
+    def others_busy_now(self) -> Optional[float]: ...
+
 
 @dataclass(frozen=True)
 class ThreadChange:
@@ -99,6 +101,13 @@ class ThreadGovernor:
         # count: the reply's first pass, often its longest (a long prompt), would run on threads it does not need.
         running = self._load.others_running()
         busy = self._load.others_busy(within_s=RECENT_BUSY_S)
+        if running is not None and busy is not None and int(busy + 0.5) > running:
+            # Nothing else is runnable now, yet a core's worth was used since the last look: most often the client
+            # that sent this request and now waits for it (an agent encodes its next request, serve's own server
+            # is counted as ours), sometimes a program between two bursts. A short look now tells which: halving
+            # the threads for a long prompt's pass doubles its first token's time (docs/performance-log.md,
+            # 2026-12-07).
+            busy = self._load.others_busy_now()
         self._hint_s = HINT_EVERY_S - FIRST_HINT_S
         if running is None and busy is None:
             return None

@@ -24,12 +24,18 @@ class FakeLoad:
         self.busy = 0.0
         self.busy_over_s = 0.5  # how long the time others_busy reports on lasted
         self.running: Optional[int] = None  # programs runnable now; None: as many as busy CPUs
+        self.busy_now: Optional[float] = None  # what a short look now finds; None: as busy as before
+        self.looks_now = 0
 
     def others_busy(self, within_s: Optional[float] = None) -> Optional[float]:
         return None if within_s is not None and self.busy_over_s > within_s else self.busy
 
     def others_running(self) -> Optional[int]:
         return round(self.busy) if self.running is None else self.running
+
+    def others_busy_now(self) -> Optional[float]:
+        self.looks_now += 1
+        return self.busy if self.busy_now is None else self.busy_now
 
 
 class SlowMachine:
@@ -121,6 +127,25 @@ def test_a_busy_spell_that_ended_before_the_reply_leaves_it_all_threads():
     load.running = 1
     governor.before_reply()
     assert governor.threads == 1
+
+
+def test_a_client_waiting_for_its_request_leaves_the_reply_all_threads():
+    """A core's worth of CPU was used in the second before the reply, but nothing else is runnable now: the client
+    that encoded this request and waits for it. A short look now finds the machine quiet, and the reply keeps both
+    threads; a program still busy in that look costs a thread. No look is taken when the two signals agree."""
+    applied = []
+    load = FakeLoad()
+    governor = ThreadGovernor(2, applied.append, load, cpus=2)
+    load.busy, load.running, load.busy_now = 1.0, 0, 0.0
+    governor.before_reply()
+    assert governor.threads == 2 and applied == [] and load.looks_now == 1
+    load.busy_now = 1.0
+    governor.before_reply()
+    assert governor.threads == 1 and load.looks_now == 2
+    governor.settle()
+    load.busy, load.running, load.busy_now = 0.0, 0, None
+    governor.before_reply()
+    assert load.looks_now == 2
 
 
 def test_a_load_that_does_not_slow_passes_leaves_the_count():
