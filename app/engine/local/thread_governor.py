@@ -101,19 +101,20 @@ class ThreadGovernor:
         # count: the reply's first pass, often its longest (a long prompt), would run on threads it does not need.
         running = self._load.others_running()
         busy = self._load.others_busy(within_s=RECENT_BUSY_S)
-        if running is not None and busy is not None and int(busy + 0.5) > running:
-            # Nothing else is runnable now, yet a core's worth was used since the last look: most often the client
-            # that sent this request and now waits for it (an agent encodes its next request, serve's own server
-            # is counted as ours), sometimes a program between two bursts. A short look now tells which: halving
-            # the threads for a long prompt's pass doubles its first token's time (docs/performance-log.md,
-            # 2026-12-07).
-            busy = self._load.others_busy_now()
         self._hint_s = HINT_EVERY_S - FIRST_HINT_S
         if running is None and busy is None:
             return None
         free = self._cpus - max(running or 0, int((busy or 0.0) + 0.5))
         if free < self.threads and self.threads > 1:
-            self._switch(max(1, free), BUSY, trusted=True)
+            # Both looks also catch work that is over by now: the client that encoded this request and waits for
+            # it, serve's server thread handing it over, the kernel writing the last reply's saved state. A short
+            # look now tells whether a program still wants a core: halving the threads for a long prompt's pass
+            # doubles its first token's time (docs/performance-log.md, 2026-12-07).
+            now = self._load.others_busy_now()
+            if now is not None:
+                free = int(self._cpus - now + 0.5)
+            if free < self.threads:
+                self._switch(max(1, free), BUSY, trusted=True)
             return None
         if free > self.threads and self.threads < self.ceiling:
             self._switch(min(self.ceiling, self.threads + 1), QUIET, upward=True)

@@ -129,14 +129,18 @@ def test_a_busy_spell_that_ended_before_the_reply_leaves_it_all_threads():
     assert governor.threads == 1
 
 
-def test_a_client_waiting_for_its_request_leaves_the_reply_all_threads():
-    """A core's worth of CPU was used in the second before the reply, but nothing else is runnable now: the client
-    that encoded this request and waits for it. A short look now finds the machine quiet, and the reply keeps both
-    threads; a program still busy in that look costs a thread. No look is taken when the two signals agree."""
+@pytest.mark.parametrize(
+    "busy, running", [(1.0, 0), (0.0, 1)], ids=["client-busy-in-the-last-second", "server-thread-runnable-now"]
+)
+def test_work_over_by_the_reply_leaves_it_all_threads(busy, running):
+    """The quick looks before a reply say another program wants a core, but it was work that is over by now: the
+    client that encoded this request and waits for it, or serve's server thread handing it over. A short look now
+    finds the machine quiet, and the reply keeps both threads; a program still busy in that look costs a thread.
+    No short look is taken when the quick ones find the machine quiet."""
     applied = []
     load = FakeLoad()
     governor = ThreadGovernor(2, applied.append, load, cpus=2)
-    load.busy, load.running, load.busy_now = 1.0, 0, 0.0
+    load.busy, load.running, load.busy_now = busy, running, 0.0
     governor.before_reply()
     assert governor.threads == 2 and applied == [] and load.looks_now == 1
     load.busy_now = 1.0
