@@ -20,7 +20,7 @@ from app.engine.local.batch.driver import BatchDriver
 from app.engine.local.batch.hooks import SequenceHooks
 from app.engine.gguf.mmproj import mmproj_beside
 from app.engine.image_files import ImageInput, has_images, message_estimate
-from app.engine.local.kv_states.conversation_cache import ConversationCache
+from app.engine.local.kv_states.conversation_cache import ConversationCache, save_all_ended
 from app.engine.local.kv_states.reply_use import ReplyUse
 from app.engine.local.decoding.single import generate
 from app.engine.local.decoding.request import DecodeRequest
@@ -185,6 +185,7 @@ class SpecEngine:
 
     def load_draft(self, path: str | Path | None) -> None:
         """Load, switch or (with None) unload the draft. Raises IncompatiblePairError for a mismatched vocabulary."""
+        save_all_ended(self._conversations)
         self.policies.models_changed()
         self._batch = None  # its sequences name the old draft's
         self.models.load_draft(path)
@@ -218,6 +219,7 @@ class SpecEngine:
         self._forget_target()
 
     def _forget_target(self) -> None:
+        save_all_ended(self._conversations)
         self.seeing.close()
         self.models.close_target()
         self._batch = None
@@ -233,10 +235,7 @@ class SpecEngine:
     def forget_conversation(self, session: str) -> None:
         """Drop the KV states kept for `session` (a deleted chat), in memory and on disk."""
         if self._conversations is not None:
-            if self._batch is not None:
-                for seq in self._conversations.sequences_of(session):
-                    self._batch.forget(seq)
-            self._conversations.forget(session)
+            self._conversations.forget(session, self._batch.forget if self._batch is not None else None)
 
     @property
     def conversation_cache(self) -> Optional[ConversationCache]:
@@ -255,9 +254,11 @@ class SpecEngine:
         return self.policies.cached(with_draft)
 
     def idle_step(self) -> bool:
-        """Do one short piece of background work (one forward pass of measuring the loaded models' costs);
-        False when there is nothing to do now. Call between requests only."""
+        """Do one short piece of background work (saving an ended reply's state, or one forward pass of measuring
+        the loaded models' costs); False when there is nothing to do now. Call between requests only."""
         self._forget_changed_draft()
+        if self._conversations is not None and self._conversations.save_ended():
+            return True
         if self._batch is None:
             return self.policies.idle_step()
         return self._batch.idle_work(self.policies.idle_step, self.policies.measuring())

@@ -233,3 +233,23 @@ def test_a_branch_left_is_copied_out_only_when_no_saved_file_holds_it(tiny_model
         engine.close()
     assert branch.stats.kept_states == (0 if saved_states_mib == 0 else 1), branch.stats
     assert back.stats.prompt_cached >= 0.9 * back.stats.prompt_tokens, back.stats
+
+
+def test_an_agents_next_turn_waits_for_no_save_and_no_copy(tiny_models):
+    """Saving a reply's state takes 0.5-0.9 s on the 1.5B. It waits for a quiet moment, so it never holds back the
+    reply's end; an agent's next turn, which goes on from inside the reply (rendered the client's own way), makes
+    it needless and copies nothing either. The quiet moment, or closing, saves what is left for a restart."""
+    engine = _engine(tiny_models)
+    try:
+        chat = _chat("apple", 3)[:-1]
+        _reply(engine, chat, "api", history_book="api")
+        assert not list(states_root().glob("*/*.kv"))  # not saved while the reply ends
+        rendered = _continued(chat, "I'll read calc.py first, then fix add() in it.", "The file says: x - y.")
+        turn, _ = _reply(engine, rendered, "api", history_book="api")
+        assert not list(states_root().glob("*/*.kv"))  # the first reply's state was never saved
+        assert turn.stats.prompt_cached >= 0.9 * turn.stats.prompt_tokens, turn.stats
+        assert turn.stats.kept_states == 0  # nor copied out
+        assert engine.idle_step()  # a quiet moment saves the second reply's state
+        assert len(list(states_root().glob("*/*.kv"))) >= 1
+    finally:
+        engine.close()

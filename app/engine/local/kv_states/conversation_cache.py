@@ -24,7 +24,7 @@ import dataclasses
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Protocol, Sequence
 
 from app.common.units import format_bytes
 from app.engine.events import GenerationStats
@@ -107,6 +107,13 @@ def kept_line_of(stats: Optional[GenerationStats]) -> str:
     return kept_line(stats.kept_states, stats.kept_bytes, stats.kept_budget_bytes) + " (after the last reply)"
 
 
+def save_all_ended(cache: Optional["ConversationCache"]) -> None:
+    """Save every ended reply's state now (`cache` None: no target loaded), before the models or their sequences
+    change."""
+    while cache is not None and cache.save_ended():
+        pass
+
+
 @dataclasses.dataclass
 class KeptConversation:
     scope: str
@@ -120,6 +127,18 @@ class KeptConversation:
     @property
     def size(self) -> int:
         return len(self.state) + len(self.draft_state)
+
+
+@dataclasses.dataclass(frozen=True)
+class EndedReply:
+    """A reply that has ended, its sequence's state not saved yet: whose it is, where its prompt ended (what follows
+    is the reply's own tokens), and the sequences of the target and the draft that hold it."""
+
+    session: str
+    scope: str
+    prompt_n: int
+    target: Slot
+    draft: Optional[Slot]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,7 +174,8 @@ class ConversationCache:
         self._kept: collections.OrderedDict[int, KeptConversation] = collections.OrderedDict()  # oldest first
         self._next_key = 0
         self._holders: dict[int, tuple[str, str]] = {}  # whose conversation each sequence holds: (session, scope)
-        # The files each sequence's states (the target's, the draft's) went to when its reply ended.
+        self._ended: dict[int, EndedReply] = {}  # each sequence's ended reply whose state waits to be saved
+        # The files each sequence's states (the target's, the draft's) went to after its reply ended.
         self._saved: dict[int, tuple[Path, Optional[Path]]] = {}
         self._draft_disks: dict[Path, SavedStates] = {}  # the saved states of each draft model used beside it
 
@@ -190,6 +210,18 @@ class ConversationCache:
         limit = len(tokens) - 1  # the last prompt token is always decoded, for its logits
         leaving, leaving_scope = self._holders.get(seq, ("", ""))
         self._holders[seq] = (session, scope)
+        ended = self._ended.pop(seq, None)
+        # A request that goes on from inside the last reply (an agent's next turn, the reply rendered the client's
+        # own way) keeps the prompt the sequence holds: the reply as written is not worth keeping, and this
+        # request's own end saves the longer state. Any other request changes what the sequence holds: the ended
+        # reply's state goes to disk first, and that file restores it as a copy would.
+        goes_on = (
+            ended is not None
+            and (ended.session, ended.scope) == (session, scope)
+            and target.common_prefix(tokens, limit) >= ended.prompt_n
+        )
+        if ended is not None and not goes_on:
+            self._save(seq, ended)
         saved = self._saved.pop(seq, None)
         if leaving_scope and leaving_scope != scope:  # another scope's conversation is never reused
             self._keep(self._copy_out(target, draft, leaving, leaving_scope, saved))
@@ -203,7 +235,7 @@ class ConversationCache:
             # The reply will overwrite the rest: it is copied out first, unless it is too short for a copy ever to
             # be restored while the sequence keeps the shared part (RESTORE_MIN_GAIN), as when a chat or an agent's
             # session goes on from its last turn: copying the whole state would only delay the first token.
-            if len(target.cached) - shared >= RESTORE_MIN_GAIN:
+            if not goes_on and len(target.cached) - shared >= RESTORE_MIN_GAIN:
                 self._keep(self._copy_out(target, draft, leaving, scope, saved))
             return CacheUse(shared, "continued" if shared else "none", self._take_disk_notice())
         # The sequence is copied out first, and kept after the restore: the one restored is never evicted for it.
@@ -226,19 +258,38 @@ class ConversationCache:
         return dataclasses.replace(use, notice=self._take_disk_notice())
 
     def after_reply(
-        self, session: str, draft: Optional[Slot] = None, slot: Optional[Slot] = None, seq: int = 0
+        self,
+        session: str,
+        draft: Optional[Slot] = None,
+        slot: Optional[Slot] = None,
+        seq: int = 0,
+        prompt_n: int = 0,
     ) -> None:
-        """A reply is done: a long conversation's state goes to disk (replacing its earlier one), the draft's too."""
-        target = slot if slot is not None else self.target
+        """A reply is done (its prompt `prompt_n` tokens long). A long conversation's state goes to disk, replacing
+        its earlier one, the draft's too, but not now: saving takes 0.5-0.9 s on the 1.5B (docs/performance-log.md,
+        2026-12-07), which would hold back the reply's end. It is saved at the first quiet moment (save_ended),
+        before another request changes the sequence, or when the models change or close."""
         self._saved.pop(seq, None)
+        scope = self._holders.get(seq, ("", ""))[1] or "person"
+        self._ended[seq] = EndedReply(session, scope, prompt_n, slot if slot is not None else self.target, draft)
+
+    def save_ended(self) -> bool:
+        """Save one ended reply's state (call between requests); False when none waits."""
+        if not self._ended:
+            return False
+        seq = next(iter(self._ended))
+        self._save(seq, self._ended.pop(seq))
+        return True
+
+    def _save(self, seq: int, ended: EndedReply) -> None:
+        target, draft = ended.target, ended.draft
         if self.disk is None or len(target.cached) < DISK_MIN_TOKENS:
             return
-        scope = self._holders.get(seq, ("", ""))[1] or "person"
-        saved = self.disk.save(scope, session, target.cached, target.state_bytes())
+        saved = self.disk.save(ended.scope, ended.session, target.cached, target.state_bytes())
         draft_disk = self._draft_disk(draft)
         draft_saved = None
         if draft is not None and draft_disk is not None and len(draft.cached) >= DISK_MIN_TOKENS:
-            draft_saved = draft_disk.save(scope, session, draft.cached, draft.state_bytes())
+            draft_saved = draft_disk.save(ended.scope, ended.session, draft.cached, draft.state_bytes())
         if saved is not None:
             self._saved[seq] = (saved, draft_saved)
 
@@ -278,7 +329,7 @@ class ConversationCache:
         saved: Optional[tuple[Path, Optional[Path]]],
     ) -> Optional[KeptConversation]:
         """What a sequence (and the draft's same sequence) holds, copied before another request overwrites it.
-        None when the files its reply's end saved (`saved`) still hold exactly that: they are kept apart instead,
+        None when the files saved after its reply (`saved`) still hold exactly that: they are kept apart instead,
         since copying a long state out takes 0.3-0.5 s before the request's first token (docs/performance-log.md,
         2026-12-07) and a saved file restores it as well."""
         if saved is not None and self.disk is not None and self.disk.detach(saved[0], target.cached):
@@ -322,26 +373,21 @@ class ConversationCache:
 
     # -- forgetting and telling ---------------------------------------------------------------------------------
 
-    def forget(self, session: Optional[str] = None, prefix: Sequence[int] = ()) -> None:
-        """Drop the states of `session` (a deleted chat), in memory and on disk, and any that start with `prefix`."""
-        for key, entry in list(self._kept.items()):
-            if (session is not None and entry.session == session) or (
-                prefix and entry.tokens[: len(prefix)] == list(prefix)
-            ):
-                del self._kept[key]
-        if session is not None and self.disk is not None:
+    def forget(self, session: str, empty: Optional[Callable[[int], None]] = None) -> None:
+        """Drop the states of `session` (a deleted chat), in memory and on disk, and empty the sequences that hold
+        it: seq 0, the target's own, here; `empty` (the batch's, when requests are decoded side by side) is called
+        with each, seq 0 too."""
+        self._kept = collections.OrderedDict((k, e) for k, e in self._kept.items() if e.session != session)
+        self._ended = {seq: ended for seq, ended in self._ended.items() if ended.session != session}
+        if self.disk is not None:
             self.disk.forget(session)
             for draft_disk in self._draft_disks.values():
                 draft_disk.forget(session)
-        target = self.target
-        if (session is not None and self._holders.get(0, ("", ""))[0] == session) or (
-            prefix and target.cached[: len(prefix)] == list(prefix)
-        ):
-            target.truncate(0)
-
-    def sequences_of(self, session: str) -> list[int]:
-        """The sequences whose conversation is `session`'s (a deleted chat's live cache to forget too)."""
-        return [seq for seq, (holder, _scope) in self._holders.items() if holder == session]
+        for seq, (holder, _scope) in self._holders.items():
+            if holder == session and empty is not None:
+                empty(seq)
+            if holder == session and seq == 0:
+                self.target.truncate(0)
 
     def used_bytes(self) -> int:
         return sum(entry.size for entry in self._kept.values())

@@ -33,7 +33,7 @@ class ReplyUse:
 
     def kept(self, draft: Optional[Slot]) -> None:
         """Alone: the reply is done, its state kept."""
-        self.cache.after_reply(self.session, draft)
+        self.cache.after_reply(self.session, draft, prompt_n=len(self.tokens))
 
     def admitted(self, seq: int) -> None:
         """Side by side: the kept state restored into sequence `seq`."""
@@ -46,7 +46,7 @@ class ReplyUse:
         """Side by side: the reply in sequence `seq` is done, its state kept."""
         assert self._slots is not None
         target, draft = self._slots(seq)
-        self.cache.after_reply(self.session, draft, slot=target, seq=seq)
+        self.cache.after_reply(self.session, draft, slot=target, seq=seq, prompt_n=len(self.tokens))
 
     def take_unsaid(self) -> str:
         """What restoring side by side found to tell, once ("" when nothing, or when already said)."""
