@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from app.engine.config import GenerationConfig, LoadSettings
-from app.engine.events import FinishedEvent, NoticeEvent
+from app.engine.events import FinishedEvent, NoticeEvent, WaitingEvent
 from app.engine.local.engine import SpecEngine
 from app.engine.local.kv_states.conversation_cache import kept_line_of
 from app.engine.local.kv_states.saved_states import DISK_MIN_TOKENS, forget_saved_states, states_root
@@ -251,5 +251,28 @@ def test_an_agents_next_turn_waits_for_no_save_and_no_copy(tiny_models):
         assert turn.stats.kept_states == 0  # nor copied out
         assert engine.idle_step()  # a quiet moment saves the second reply's state
         assert len(list(states_root().glob("*/*.kv"))) >= 1
+    finally:
+        engine.close()
+
+
+def test_a_batch_that_starts_over_saves_no_state_it_no_longer_holds(tiny_models):
+    """A reply decoded side by side ends, its state waiting for a quiet moment to be saved; then a failed step
+    makes the batch start over, which empties the context. The state is not saved from the emptied context: a
+    saved state that does not hold its tokens would change a later reply."""
+    engine = _engine(tiny_models, n_parallel=2)
+    try:
+        events = iter(engine.chat(_chat("apple", 3)[:-1], GenerationConfig(max_tokens=12, session="chat-a")))
+        finished = None
+        while finished is None:
+            for event in events:
+                if isinstance(event, FinishedEvent):
+                    finished = event
+                if isinstance(event, (FinishedEvent, WaitingEvent)):
+                    break
+            engine.step()
+        engine._batch.scheduler.reset()  # as a failed step does
+        while engine.idle_step():
+            pass
+        assert not list(states_root().glob("*/*.kv"))
     finally:
         engine.close()

@@ -101,6 +101,9 @@ class BatchScheduler:
     def reset(self) -> None:
         """Forget every request, and what the sequences hold (after a step failed: what llama.cpp kept is not
         known). Handles given before are never given again."""
+        for old in (getattr(self, "seqs", None), getattr(self, "draft_seqs", None)):  # None when first made
+            if old is not None:
+                old.retire()
         self.seqs = Sequences(self.target, self.target.n_seq_max)
         self.draft_seqs = Sequences(self.draft, self.target.n_seq_max) if self.draft is not None else None
         self._waiting: deque[tuple[int, DecodeRequest, SequenceHooks]] = deque()

@@ -132,6 +132,12 @@ class Sequences:
         self.scopes: list[str] = ["" for _ in range(n)]  # whose text each sequence holds (GenerationConfig.kept_scope)
         self._free = list(range(n))
 
+    def retire(self) -> None:
+        """Another Sequences takes the context over (the batch starts over): the slots given out before say they
+        hold nothing from now on, so a reply's state waiting to be saved through one is not read from a context
+        that no longer holds it."""
+        self.cached = [[] for _ in range(self.n)]
+
     @property
     def free(self) -> int:
         """Sequences not in use."""
