@@ -81,3 +81,22 @@ def test_a_draft_gone_while_idle_is_let_go_before_the_idle_work_reads_it(engine_
     assert engine.draft_path is None
     notices, _, _ = _answer(engine)
     assert notices and "is gone" in notices[0]
+
+
+def test_a_draft_gone_before_the_last_reply_is_saved_leaves_the_target_state_saved(engine_and_draft):
+    """A reply's state is saved at the first quiet moment, the draft's beside the target's, filed by the draft's
+    file. When that file is gone by then, the quiet moment still saves the target's state and unloads the draft,
+    without an error."""
+    from app.engine.local.kv_states.saved_states import states_root
+    from tests.engine.local.test_conversation_cache import _chat
+
+    engine, draft = engine_and_draft
+    for steps, event in enumerate(engine.chat(_chat("apple", 3)[:-1], GenerationConfig(max_tokens=8))):
+        assert steps < 5000, "the reply never ended"
+        if isinstance(event, WaitingEvent):
+            engine.step()
+    draft.unlink()
+    while engine.idle_step():
+        pass
+    assert engine.draft_path is None
+    assert list(states_root().glob("*/*.kv"))

@@ -297,10 +297,11 @@ class ConversationCache:
         if draft is None or self.disk is None:
             return None
         if draft.path not in self._draft_disks:
-            # In the target's context size: the draft's sequences are sized as the target's.
-            self._draft_disks[draft.path] = SavedStates(
-                model_folder(draft.path, self.disk_n_ctx), self.disk.budget_bytes
-            )
+            try:  # in the target's context size: the draft's sequences are sized as the target's
+                folder = model_folder(draft.path, self.disk_n_ctx)
+            except OSError:  # the draft's file is gone (it is being unloaded): its states have nothing to be filed by
+                return None
+            self._draft_disks[draft.path] = SavedStates(folder, self.disk.budget_bytes)
         return self._draft_disks[draft.path]
 
     def _restore_draft_from_disk(self, draft: Slot, tokens: Sequence[int], scope: str) -> None:
