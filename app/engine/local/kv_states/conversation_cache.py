@@ -4,10 +4,11 @@ reads only its new tokens.
 A request is decoded in one sequence of the models' contexts (a Slot: seq 0 when requests take turns, the batch's
 free sequence when they are decoded side by side). Before a request that does not go on from what its sequence
 holds, that state is copied out (llama_state_seq_get_data) and kept, unless a saved file still holds it or the
-request goes on from inside the sequence's last reply (an agent's next turn); then the kept state (in memory or on disk) sharing the longest token prefix with the request, as
-llama-server picks a slot, is copied back in when it shares more than the sequence does. The draft model's cache
-is kept and restored with it. States are kept least recently used first within a byte budget; long conversations
-also go to disk (saved_states.py) after each reply, once the engine is quiet, for a chat reopened after a restart.
+request goes on from inside the sequence's last reply (an agent's next turn); then the kept state (in memory or on
+disk) sharing the longest token prefix with the request, as llama-server picks a slot, is copied back in when it
+shares more than the sequence does. The draft model's cache is kept and restored with it. States are kept least
+recently used first within a byte budget; long conversations also go to disk (saved_states.py) after each reply,
+once the engine is quiet, for a chat reopened after a restart.
 
 States are kept per scope (the request's history book, "person" or "api") and never offered across: an API
 client must not be able to tell, from how fast a guessed prefix is answered, what the person wrote.

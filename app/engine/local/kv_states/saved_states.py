@@ -206,8 +206,8 @@ class SavedStates:
         return self.folder / name
 
     def detach(self, path: Path, tokens: Sequence[int]) -> bool:
-        """Rename the file `save` wrote, so that the conversation's next save (a branch of it: an edited message,
-        or an agent's reply rendered its own way) writes a file of its own instead of replacing this one. False,
+        """Rename the file `save` wrote, so that the conversation's next save (a branch of it, such as an edited
+        message) writes a file of its own instead of replacing this one. False,
         and nothing renamed, when the file no longer holds the state of exactly `tokens` (another conversation of
         the same session and opening replaced it, or the budget evicted it)."""
         try:
